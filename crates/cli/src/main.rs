@@ -1,0 +1,3 @@
+fn main() {
+    println!("cerberus {}", env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,1 @@
+//! cerberus-device (grows in a later issue).

@@ -1,0 +1,48 @@
+//! Atomic groups of writes.
+
+/// One write in a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BatchOp {
+    Put { key: Vec<u8>, value: Vec<u8> },
+    Delete { key: Vec<u8> },
+}
+
+/// Writes applied all together or not at all by [`crate::Db::write`].
+#[derive(Clone, Debug, Default)]
+pub struct WriteBatch {
+    pub(crate) ops: Vec<BatchOp>,
+    pub(crate) bytes: usize,
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn put(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> &mut Self {
+        let (key, value) = (key.into(), value.into());
+        self.bytes += key.len() + value.len();
+        self.ops.push(BatchOp::Put { key, value });
+        self
+    }
+
+    pub fn delete(&mut self, key: impl Into<Vec<u8>>) -> &mut Self {
+        let key = key.into();
+        self.bytes += key.len();
+        self.ops.push(BatchOp::Delete { key });
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.bytes = 0;
+    }
+}

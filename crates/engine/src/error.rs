@@ -1,0 +1,75 @@
+//! Typed errors of the engine.
+
+use std::io;
+
+/// Errors returned by the engine. Corruption always names the file it was found in.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("I/O error on {file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("corruption in {file} at offset {offset}: {reason}")]
+    Corruption {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
+    #[error("out of space writing {file}: {source}")]
+    NoSpace {
+        file: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("key of {len} bytes exceeds the limit of {limit} bytes")]
+    KeyTooLarge { len: usize, limit: usize },
+    #[error("value of {len} bytes exceeds the limit of {limit} bytes")]
+    ValueTooLarge { len: usize, limit: usize },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("database is closed")]
+    Closed,
+    #[error("database is read-only after a background error: {0}")]
+    Background(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Wraps an I/O error with the file it happened on; a full disk becomes [`Error::NoSpace`].
+    pub fn io(file: impl Into<String>, source: io::Error) -> Error {
+        let file = file.into();
+        if source.kind() == io::ErrorKind::StorageFull
+            || source.raw_os_error() == Some(28 /* ENOSPC */)
+        {
+            Error::NoSpace { file, source }
+        } else {
+            Error::Io { file, source }
+        }
+    }
+
+    pub fn corruption(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Error {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}
+
+/// Adds the file name to an `io::Result`.
+pub(crate) trait IoContext<T> {
+    fn ctx(self, file: &str) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn ctx(self, file: &str) -> Result<T> {
+        self.map_err(|e| Error::io(file, e))
+    }
+}

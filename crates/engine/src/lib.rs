@@ -1,0 +1,24 @@
+//! Cerberus storage engine: a key-value separated LSM tree (WiscKey-style value log that is
+//! also the write-ahead log) over a [`storage::Storage`] abstraction.
+
+pub mod storage;
+
+mod batch;
+mod cache;
+mod coding;
+mod compaction;
+mod db;
+mod error;
+mod key;
+mod memtable;
+mod options;
+mod stats;
+mod table;
+mod version;
+mod vlog;
+
+pub use batch::WriteBatch;
+pub use db::Db;
+pub use error::{Error, Result};
+pub use options::{Options, StorageKind};
+pub use stats::{DbStats, LevelStats};

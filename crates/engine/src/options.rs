@@ -1,0 +1,119 @@
+//! Options of a database.
+
+use crate::storage::NandConfig;
+
+/// Which storage [`crate::Db::open`] builds over the directory.
+#[derive(Clone, Debug, Default)]
+pub enum StorageKind {
+    /// Real files.
+    #[default]
+    Posix,
+    /// Real files behind the NAND timing model.
+    Nand(NandConfig),
+}
+
+/// Options of a database. `Options::default()` is tuned for a general workload.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Storage built by `Db::open(path, ..)` (ignored by `Db::open_with_storage`).
+    pub storage: StorageKind,
+    /// Bytes of keys and values a memtable takes before it is frozen and flushed.
+    pub memtable_bytes: usize,
+    /// Frozen memtables waiting for flush before writes stop.
+    pub max_immutable_memtables: usize,
+    /// Target size of a table data block.
+    pub block_size: usize,
+    /// Bloom filter bits per key (0 = no filter).
+    pub filter_bits_per_key: u32,
+    /// Byte budget of the cache for filter and index blocks; 0 reads them from storage on
+    /// every lookup.
+    pub cache_bytes: u64,
+    /// Values shorter than this are also stored inline in the table (0 = never).
+    pub inline_value_threshold: usize,
+    /// Sync the value log before acknowledging each write.
+    pub sync: bool,
+    pub max_key_size: usize,
+    pub max_value_size: usize,
+    /// A value-log segment is closed and a new one started past this size.
+    pub vlog_segment_bytes: u64,
+    /// Target size of a table written by compaction.
+    pub target_table_bytes: u64,
+    /// L0 tables that trigger a compaction into L1.
+    pub l0_compaction_trigger: usize,
+    /// L0 tables at which writes are slowed down.
+    pub l0_slowdown_trigger: usize,
+    /// L0 tables at which writes wait for compaction.
+    pub l0_stop_trigger: usize,
+    /// Byte size L1 may reach before it compacts into L2.
+    pub level1_bytes: u64,
+    /// Each level below L1 may hold this many times the bytes of the level above.
+    pub level_size_ratio: u64,
+    /// Number of levels, L0 included.
+    pub num_levels: usize,
+    /// Threads for flushes and compactions.
+    pub background_threads: usize,
+    /// Run compactions in the background (off: only `compact_*` calls compact).
+    pub auto_compaction: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            storage: StorageKind::Posix,
+            memtable_bytes: 64 << 20,
+            max_immutable_memtables: 2,
+            block_size: 4096,
+            filter_bits_per_key: 10,
+            cache_bytes: 64 << 20,
+            inline_value_threshold: 64,
+            sync: false,
+            max_key_size: 64 << 10,
+            max_value_size: 64 << 20,
+            vlog_segment_bytes: 128 << 20,
+            target_table_bytes: 8 << 20,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 12,
+            l0_stop_trigger: 20,
+            level1_bytes: 32 << 20,
+            level_size_ratio: 10,
+            num_levels: 7,
+            background_threads: 2,
+            auto_compaction: true,
+        }
+    }
+}
+
+impl Options {
+    /// Checks that the options make sense together.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
+        if self.memtable_bytes < 4096 {
+            return bad("memtable_bytes must be at least 4096");
+        }
+        if self.block_size < 256 {
+            return bad("block_size must be at least 256");
+        }
+        if self.num_levels < 2 || self.num_levels > 16 {
+            return bad("num_levels must be between 2 and 16");
+        }
+        if self.level_size_ratio < 2 {
+            return bad("level_size_ratio must be at least 2");
+        }
+        if self.max_key_size == 0 || self.max_key_size > u32::MAX as usize {
+            return bad("max_key_size must be between 1 and 2^32-1");
+        }
+        if self.max_value_size > u32::MAX as usize {
+            return bad("max_value_size must be below 2^32");
+        }
+        if self.l0_compaction_trigger == 0
+            || self.l0_slowdown_trigger < self.l0_compaction_trigger
+            || self.l0_stop_trigger < self.l0_slowdown_trigger
+        {
+            return bad("need 0 < l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger");
+        }
+        if self.background_threads == 0 {
+            return bad("background_threads must be at least 1");
+        }
+        Ok(())
+    }
+}

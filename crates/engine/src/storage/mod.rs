@@ -1,0 +1,115 @@
+//! The engine's only door to bytes. Every file the engine touches goes through a [`Storage`]:
+//! real files ([`PosixStorage`]), memory ([`MemStorage`]), a NAND-flash timing model
+//! ([`NandStorage`]) or a crash-injecting wrapper ([`FaultStorage`]).
+//!
+//! Names are flat (no directories). Every read states its [`IoPurpose`] so that a timing model
+//! can count page reads by what they were for.
+
+mod fault;
+mod mem;
+mod nand;
+mod posix;
+
+pub use fault::FaultStorage;
+pub use mem::MemStorage;
+pub use nand::{NandConfig, NandStats, NandStorage};
+pub use posix::PosixStorage;
+
+use std::io;
+use std::sync::Arc;
+
+/// What a read or a write is for; the NAND model counts pages per purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IoPurpose {
+    /// Filter blocks of tables.
+    Filter = 0,
+    /// Index blocks, footers and namespace tables of tables.
+    Index = 1,
+    /// Data blocks of tables.
+    Data = 2,
+    /// Value-log records read to serve a value.
+    Value = 3,
+    /// Logs read or written sequentially: value-log appends and replay, manifest.
+    Log = 4,
+    /// Anything else.
+    Other = 5,
+}
+
+impl IoPurpose {
+    pub const ALL: [IoPurpose; 6] = [
+        IoPurpose::Filter,
+        IoPurpose::Index,
+        IoPurpose::Data,
+        IoPurpose::Value,
+        IoPurpose::Log,
+        IoPurpose::Other,
+    ];
+    pub const COUNT: usize = 6;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoPurpose::Filter => "filter",
+            IoPurpose::Index => "index",
+            IoPurpose::Data => "data",
+            IoPurpose::Value => "value",
+            IoPurpose::Log => "log",
+            IoPurpose::Other => "other",
+        }
+    }
+}
+
+/// A file being written: append-only until dropped.
+pub trait WritableFile: Send + Sync {
+    /// Appends `data`. The bytes are readable through [`Storage::open`] once this returns,
+    /// but durable only after [`WritableFile::sync`].
+    fn append(&mut self, data: &[u8], purpose: IoPurpose) -> io::Result<()>;
+    /// Makes every appended byte durable.
+    fn sync(&mut self) -> io::Result<()>;
+    /// Bytes appended so far (including what existed when the file was reopened for append).
+    fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file open for reads at arbitrary offsets, shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `len` bytes at `offset`; a short file is an `UnexpectedEof` error.
+    fn read_at(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Vec<u8>>;
+    /// Current length of the file.
+    fn len(&self) -> io::Result<u64>;
+}
+
+/// A flat namespace of files.
+pub trait Storage: Send + Sync + 'static {
+    /// Creates `name` empty (truncating an existing file) and opens it for appends.
+    fn create(&self, name: &str) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for reads.
+    fn open(&self, name: &str) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Deletes a file; deleting a missing file is `NotFound`.
+    fn delete(&self, name: &str) -> io::Result<()>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+    /// Names of all files, in no particular order.
+    fn list(&self) -> io::Result<Vec<String>>;
+    /// Whether `name` exists.
+    fn exists(&self, name: &str) -> io::Result<bool>;
+    /// Makes creations, renames and deletions durable (fsync of the directory).
+    fn sync_dir(&self) -> io::Result<()>;
+    /// Page counters of a timing model, if this storage (or one it wraps) has one.
+    fn nand_stats(&self) -> Option<NandStats> {
+        None
+    }
+}
+
+/// Shared handle to a storage.
+pub type StorageRef = Arc<dyn Storage>;
+
+/// Reads a whole file.
+pub fn read_all(storage: &dyn Storage, name: &str, purpose: IoPurpose) -> io::Result<Vec<u8>> {
+    let f = storage.open(name)?;
+    let len = f.len()?;
+    let len = usize::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large"))?;
+    f.read_at(0, len, purpose)
+}

@@ -1,0 +1,1 @@
+//! cerberus-host (grows in a later issue).

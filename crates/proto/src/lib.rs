@@ -1,0 +1,1 @@
+//! cerberus-proto (grows in a later issue).
