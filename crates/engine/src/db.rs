@@ -1,42 +1,820 @@
-//! The database facade. (Stub.)
-use crate::{DbStats, Options, Result, WriteBatch};
-use bytes::Bytes;
-use std::path::Path;
+//! The database facade: the write path (value log, then memtable), the read path (memtables,
+//! then tables newest to oldest, then the value log), background flush and compaction, and
+//! recovery.
 
-pub struct Db {}
+use crate::batch::{BatchOp, WriteBatch};
+use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink};
+use crate::error::{Error, IoContext, Result};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
+use crate::memtable::{MemValue, Memtable};
+use crate::options::{Options, StorageKind};
+use crate::stats::{Counters, DbStats, LevelStats};
+use crate::storage::{NandStorage, PosixStorage, StorageRef};
+use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
+use crate::version::{Recovered, TableCtx, Version, VersionEdit, VersionSet};
+use crate::vlog::{self, VlogReader, VlogWriter};
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Memtables plus the version they sit on: what a read needs, swapped as one.
+struct SuperVersion {
+    mem: Arc<Memtable>,
+    /// Frozen memtables waiting for flush, newest first.
+    imm: Vec<Arc<Memtable>>,
+    version: Arc<Version>,
+}
+
+struct WriterState {
+    vlog: VlogWriter,
+    next_seq: SeqNo,
+    buf: Vec<u8>,
+}
+
+#[derive(Default)]
+struct BgState {
+    flushing: bool,
+    compacting: bool,
+    /// A manual compaction runs or waits: automatic ones stay out of its way.
+    manual: bool,
+    error: Option<String>,
+    shutdown: bool,
+    cursor: Vec<Vec<u8>>,
+}
+
+struct Inner {
+    opts: Options,
+    storage: StorageRef,
+    counters: Arc<Counters>,
+    vlog_reader: VlogReader,
+    versions: Mutex<VersionSet>,
+    sv: RwLock<Arc<SuperVersion>>,
+    writer: Mutex<WriterState>,
+    /// Highest seqno whose write is complete; reads see everything at or below it.
+    visible_seq: AtomicU64,
+    bg: Mutex<BgState>,
+    /// Wakes background threads.
+    bg_cv: Condvar,
+    /// Wakes threads waiting for background work to finish.
+    done_cv: Condvar,
+    closed: AtomicBool,
+}
+
+/// A key-value store. Cheap to share between threads (`&Db` is enough).
+pub struct Db {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
 
 impl Db {
-    pub fn open(_path: impl AsRef<Path>, _options: Options) -> Result<Db> {
-        todo!()
+    /// Opens (or creates) the database in directory `path`, on the storage `options.storage`
+    /// names.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let dir = path.as_ref();
+        let posix: StorageRef =
+            Arc::new(PosixStorage::new(dir).map_err(|e| Error::io(dir.display().to_string(), e))?);
+        let storage: StorageRef = match &options.storage {
+            StorageKind::Posix => posix,
+            StorageKind::Nand(cfg) => Arc::new(NandStorage::new(posix, cfg.clone())),
+        };
+        Db::open_with_storage(storage, options)
     }
-    pub fn open_with_storage(_s: crate::storage::StorageRef, _options: Options) -> Result<Db> {
-        todo!()
+
+    /// Opens (or creates) the database held by `storage`.
+    pub fn open_with_storage(storage: StorageRef, options: Options) -> Result<Db> {
+        options.validate()?;
+        let counters = Arc::new(Counters::default());
+        let ctx = TableCtx {
+            storage: storage.clone(),
+            cache: Arc::new(BlockCache::new(options.cache_bytes)),
+            counters: counters.clone(),
+        };
+        let (versions, mem, vlog) = recover(&ctx, &options)?;
+        let last_seq = versions.last_seq.max(mem.max_seq());
+        let version = versions.current();
+        let inner = Arc::new(Inner {
+            vlog_reader: VlogReader::new(storage.clone(), counters.clone()),
+            storage,
+            counters,
+            versions: Mutex::new(versions),
+            sv: RwLock::new(Arc::new(SuperVersion {
+                mem: Arc::new(Memtable::new()),
+                imm: Vec::new(),
+                version,
+            })),
+            writer: Mutex::new(WriterState {
+                vlog,
+                next_seq: last_seq + 1,
+                buf: Vec::new(),
+            }),
+            visible_seq: AtomicU64::new(last_seq),
+            bg: Mutex::new(BgState {
+                cursor: vec![Vec::new(); options.num_levels],
+                ..BgState::default()
+            }),
+            bg_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            closed: AtomicBool::new(false),
+            opts: options,
+        });
+        let mut threads = Vec::new();
+        for i in 0..inner.opts.background_threads {
+            let inner = inner.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("cerberus-bg-{i}"))
+                .spawn(move || inner.background_loop())
+                .map_err(|e| Error::io("background thread", e))?;
+            threads.push(t);
+        }
+        Ok(Db {
+            inner,
+            threads: Mutex::new(threads),
+        })
     }
-    pub fn put(&self, _key: &[u8], _value: &[u8]) -> Result<()> {
-        todo!()
+
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.inner.write(DEFAULT_NS, &[(Kind::Put, key, value)])
     }
-    pub fn get(&self, _key: &[u8]) -> Result<Option<Bytes>> {
-        todo!()
+
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.inner.write(DEFAULT_NS, &[(Kind::Delete, key, &[])])
     }
-    pub fn delete(&self, _key: &[u8]) -> Result<()> {
-        todo!()
+
+    /// Applies every write of `batch`, or none of them, even across a crash.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        let ops: Vec<(Kind, &[u8], &[u8])> = batch
+            .ops
+            .iter()
+            .map(|op| match op {
+                BatchOp::Put { key, value } => (Kind::Put, key.as_slice(), value.as_slice()),
+                BatchOp::Delete { key } => (Kind::Delete, key.as_slice(), &[][..]),
+            })
+            .collect();
+        self.inner.write(DEFAULT_NS, &ops)
     }
-    pub fn write(&self, _batch: WriteBatch) -> Result<()> {
-        todo!()
+
+    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.get(DEFAULT_NS, key)
     }
+
+    /// Writes the memtable to an L0 table and waits until every frozen memtable is flushed.
     pub fn flush(&self) -> Result<()> {
-        todo!()
+        self.inner.flush()
     }
-    pub fn compact_range(&self, _start: Option<&[u8]>, _end: Option<&[u8]>) -> Result<()> {
-        todo!()
+
+    /// Compacts every table holding keys in `[start, end]` (`None` = unbounded) down to the
+    /// deepest level that has data.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.compact_range(DEFAULT_NS, start, end)
     }
+
     pub fn compact_all(&self) -> Result<()> {
-        todo!()
+        self.compact_range(None, None)
     }
+
+    /// Makes every write durable, waits for background work and stops it. Later calls fail
+    /// with [`Error::Closed`]. Dropping a `Db` closes it too.
     pub fn close(&self) -> Result<()> {
-        todo!()
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let synced = self.inner.writer.lock().vlog.sync();
+        {
+            let mut bg = self.inner.bg.lock();
+            bg.shutdown = true;
+            self.inner.bg_cv.notify_all();
+            self.inner.done_cv.notify_all();
+        }
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        synced
     }
+
     pub fn stats(&self) -> DbStats {
-        todo!()
+        self.inner.stats()
+    }
+
+    /// The storage this database lives on.
+    pub fn storage(&self) -> &StorageRef {
+        &self.inner.storage
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// Reads the manifest, replays the value log into a memtable, flushes it, and starts a new
+/// manifest and a new value-log segment.
+fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, VlogWriter)> {
+    let storage = ctx.storage.as_ref();
+    let Recovered {
+        mut version,
+        mut next_file,
+        mut last_seq,
+        log_start,
+    } = VersionSet::recover(ctx, opts.num_levels)?.unwrap_or_else(|| Recovered {
+        version: Version::new(opts.num_levels),
+        next_file: 1,
+        last_seq: 0,
+        log_start: (0, 0),
+    });
+    let names = storage.list().ctx("database directory")?;
+    let mut segments = Vec::new();
+    let mut tables = Vec::new();
+    for name in &names {
+        let id = if let Some(id) = vlog::parse_segment_name(name) {
+            segments.push(id);
+            id
+        } else if let Some(id) = parse_table_name(name) {
+            tables.push(id);
+            id
+        } else {
+            name.strip_prefix("MANIFEST-")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_default()
+        };
+        next_file = next_file.max(id + 1);
+    }
+    for id in version.table_ids() {
+        if !tables.contains(&id) {
+            return Err(Error::corruption(
+                table_name(id),
+                0,
+                "table named by the manifest is missing",
+            ));
+        }
+    }
+    let live: Vec<u64> = version.table_ids().collect();
+    for id in tables.iter().filter(|id| !live.contains(id)) {
+        // Output of a flush or compaction that never reached the manifest.
+        let _ = storage.delete(&table_name(*id));
+    }
+    segments.sort_unstable();
+    let replay: Vec<u64> = segments
+        .iter()
+        .copied()
+        .filter(|&s| s >= log_start.0)
+        .collect();
+    let mem = Memtable::new();
+    let flushed_seq = last_seq;
+    for (i, &seg) in replay.iter().enumerate() {
+        let start = if seg == log_start.0 { log_start.1 } else { 0 };
+        let is_last = i + 1 == replay.len();
+        let end = vlog::replay_segment(storage, seg, start, is_last, |r| {
+            if r.seq > flushed_seq {
+                let mut user = Vec::with_capacity(4 + r.key.len());
+                user.extend_from_slice(&r.nsid.to_be_bytes());
+                user.extend_from_slice(&r.key);
+                mem.insert(
+                    Bytes::from(user),
+                    r.seq,
+                    MemValue {
+                        kind: r.kind,
+                        value: r.value,
+                        addr: r.addr,
+                    },
+                );
+            }
+            Ok(())
+        })?;
+        if end.dropped_tail {
+            tracing::warn!(
+                segment = seg,
+                end = end.end,
+                "dropped a torn value-log tail"
+            );
+        }
+    }
+    if !mem.is_empty() {
+        let id = next_file;
+        next_file += 1;
+        let params = output_params(opts, u64::MAX);
+        let alloc = || id;
+        let props = flush_memtable(storage, &mem, params, opts, &alloc)?;
+        storage.sync_dir().ctx("database directory")?;
+        last_seq = last_seq.max(mem.max_seq());
+        let edit = VersionEdit {
+            added: props.into_iter().map(|p| (0, p)).collect(),
+            ..VersionEdit::default()
+        };
+        version = version.apply(&edit, ctx).0;
+    }
+    // The manifest points replay at the new segment before the segment exists: a crash in
+    // between leaves nothing to replay, never an old torn tail followed by a newer segment.
+    let segment = next_file;
+    next_file += 1;
+    let versions = VersionSet::create(
+        ctx.clone(),
+        version,
+        next_file,
+        last_seq,
+        (segment, vlog::SEGMENT_HEADER_LEN),
+    )?;
+    let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
+    Ok((versions, Memtable::new(), writer))
+}
+
+fn output_params(opts: &Options, target_table_bytes: u64) -> OutputParams {
+    OutputParams {
+        block_size: opts.block_size,
+        bits_per_key: opts.filter_bits_per_key,
+        target_table_bytes,
+    }
+}
+
+/// Writes a memtable as L0 table(s); drops versions shadowed within it.
+fn flush_memtable(
+    storage: &dyn crate::storage::Storage,
+    mem: &Memtable,
+    params: OutputParams,
+    opts: &Options,
+    new_file: &dyn Fn() -> u64,
+) -> Result<Vec<TableProps>> {
+    let mut sink = TableSink::new(storage, params, new_file);
+    let mut rule = Retention::new(SeqNo::MAX);
+    let mut ikey = Vec::new();
+    let mut val = Vec::new();
+    for (k, v) in mem.iter() {
+        ikey.clear();
+        ikey.extend_from_slice(&k.user);
+        key::push_trailer(&mut ikey, k.seq, v.kind);
+        if rule.drop_entry(&ikey, |_| false) {
+            continue;
+        }
+        val.clear();
+        match v.kind {
+            Kind::Delete => IndexValue::Tombstone.encode(&mut val),
+            Kind::Put => IndexValue::Addr {
+                addr: v.addr,
+                inline: (v.value.len() < opts.inline_value_threshold).then(|| v.value.clone()),
+            }
+            .encode(&mut val),
+        }
+        sink.add(&ikey, &val)?;
+    }
+    sink.finish()
+}
+
+impl Inner {
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if let Some(e) = &self.bg.lock().error {
+            return Err(Error::Background(e.clone()));
+        }
+        Ok(())
+    }
+
+    fn super_version(&self) -> Arc<SuperVersion> {
+        self.sv.read().clone()
+    }
+
+    fn new_file_number(&self) -> u64 {
+        self.versions.lock().new_file_number()
+    }
+
+    fn set_bg_error(&self, e: &Error) {
+        let mut bg = self.bg.lock();
+        if bg.error.is_none() {
+            tracing::error!(error = %e, "background error: database is now read-only");
+            bg.error = Some(e.to_string());
+        }
+        self.done_cv.notify_all();
+    }
+
+    fn write(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
+        for (_, k, v) in ops {
+            if k.len() > self.opts.max_key_size {
+                return Err(Error::KeyTooLarge {
+                    len: k.len(),
+                    limit: self.opts.max_key_size,
+                });
+            }
+            if v.len() > self.opts.max_value_size {
+                return Err(Error::ValueTooLarge {
+                    len: v.len(),
+                    limit: self.opts.max_value_size,
+                });
+            }
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.check_open()?;
+        let mut guard = self.writer.lock();
+        let w = &mut *guard;
+        self.make_room(w)?;
+        let first = w.next_seq;
+        if first + ops.len() as u64 > key::MAX_SEQ {
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        w.buf.clear();
+        let mut spans = Vec::with_capacity(ops.len());
+        for (i, (kind, k, v)) in ops.iter().enumerate() {
+            let at = w.buf.len();
+            let len = vlog::encode_record(
+                &mut w.buf,
+                &vlog::Record {
+                    seq: first + i as u64,
+                    nsid: ns,
+                    kind: *kind,
+                    batch_end: i + 1 == ops.len(),
+                    key: k,
+                    value: v,
+                },
+            );
+            spans.push((at as u64, len as u32));
+        }
+        if w.vlog.needs_roll(w.buf.len(), self.opts.vlog_segment_bytes) {
+            let id = self.new_file_number();
+            if let Err(e) = w.vlog.roll(id) {
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        }
+        let appended = w.vlog.append(&w.buf).and_then(|base| {
+            if self.opts.sync {
+                w.vlog.sync()?;
+            }
+            Ok(base)
+        });
+        let base = match appended {
+            Ok(b) => b,
+            Err(e) => {
+                // A half-written record may sit at the log's end: accept no more writes, so
+                // it stays the torn tail that recovery drops.
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        };
+        let segment = w.vlog.segment();
+        let mem = self.super_version().mem.clone();
+        for (i, (kind, k, v)) in ops.iter().enumerate() {
+            let (at, len) = spans[i];
+            let mut user = Vec::with_capacity(4 + k.len());
+            user.extend_from_slice(&ns.to_be_bytes());
+            user.extend_from_slice(k);
+            mem.insert(
+                Bytes::from(user),
+                first + i as u64,
+                MemValue {
+                    kind: *kind,
+                    value: Bytes::copy_from_slice(v),
+                    addr: key::ValueAddr {
+                        segment,
+                        offset: base + at,
+                        len,
+                    },
+                },
+            );
+            let c = if *kind == Kind::Put {
+                &self.counters.puts
+            } else {
+                &self.counters.deletes
+            };
+            Counters::add(c, 1);
+        }
+        let last = first + ops.len() as u64 - 1;
+        w.next_seq = last + 1;
+        self.visible_seq.store(last, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes sure the memtable has room, freezing it or waiting for background work.
+    fn make_room(&self, w: &mut WriterState) -> Result<()> {
+        let mut slowed = false;
+        loop {
+            let sv = self.super_version();
+            let l0 = sv.version.levels[0].len();
+            let auto = self.opts.auto_compaction;
+            if auto && l0 >= self.opts.l0_stop_trigger {
+                Counters::add(&self.counters.write_stalls, 1);
+                self.wait_for_background()?;
+                continue;
+            }
+            if auto && l0 >= self.opts.l0_slowdown_trigger && !slowed {
+                Counters::add(&self.counters.write_slowdowns, 1);
+                slowed = true;
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            if sv.mem.approximate_bytes() < self.opts.memtable_bytes {
+                return Ok(());
+            }
+            if sv.imm.len() >= self.opts.max_immutable_memtables {
+                Counters::add(&self.counters.write_stalls, 1);
+                self.wait_for_background()?;
+                continue;
+            }
+            return self.freeze_memtable(w);
+        }
+    }
+
+    fn wait_for_background(&self) -> Result<()> {
+        let mut bg = self.bg.lock();
+        if let Some(e) = &bg.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if bg.shutdown {
+            return Err(Error::Closed);
+        }
+        self.bg_cv.notify_all();
+        self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        Ok(())
+    }
+
+    /// Turns the memtable into a frozen one and starts a new one. The value log is synced
+    /// first: the table the frozen memtable becomes will point at these records.
+    fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
+        if let Err(e) = w.vlog.sync() {
+            self.set_bg_error(&e);
+            return Err(e);
+        }
+        let mut sv = self.sv.write();
+        if sv.mem.is_empty() {
+            return Ok(());
+        }
+        sv.mem.set_log_end(w.vlog.position());
+        let mut imm = vec![sv.mem.clone()];
+        imm.extend(sv.imm.iter().cloned());
+        *sv = Arc::new(SuperVersion {
+            mem: Arc::new(Memtable::new()),
+            imm,
+            version: sv.version.clone(),
+        });
+        drop(sv);
+        let _bg = self.bg.lock();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    fn get(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Counters::add(&self.counters.gets, 1);
+        let sv = self.super_version();
+        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let mut user = key::user_part(ns, key);
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            if let Some((_, v)) = m.get(&user, snapshot) {
+                Counters::add(&self.counters.gets_memtable, 1);
+                return Ok((v.kind == Kind::Put).then_some(v.value));
+            }
+        }
+        let hash = filter_hash(&user);
+        key::push_trailer(&mut user, snapshot, Kind::Put);
+        let seek = user;
+        let user = &seek[..seek.len() - TRAILER_LEN];
+        for (level, tables) in sv.version.levels.iter().enumerate() {
+            let found = if level == 0 {
+                let mut found = None;
+                for t in tables.iter().filter(|t| t.covers(user)) {
+                    let r = t.reader()?;
+                    if r.ns_may_contain(ns, key) && r.may_contain(hash)? {
+                        if let Some(f) = r.get(user, &seek)? {
+                            found = Some(f);
+                            break;
+                        }
+                    }
+                }
+                found
+            } else {
+                match sv.version.find_in_level(level, user) {
+                    Some(t) => {
+                        let r = t.reader()?;
+                        if r.may_contain(hash)? {
+                            r.get(user, &seek)?
+                        } else {
+                            None
+                        }
+                    }
+                    None => None,
+                }
+            };
+            if let Some((_, kind, iv)) = found {
+                Counters::add(&self.counters.gets_by_level[level], 1);
+                return match (kind, iv) {
+                    (Kind::Delete, _) | (_, IndexValue::Tombstone) => Ok(None),
+                    (
+                        Kind::Put,
+                        IndexValue::Addr {
+                            inline: Some(v), ..
+                        },
+                    ) => Ok(Some(v)),
+                    (Kind::Put, IndexValue::Addr { addr, inline: None }) => {
+                        self.vlog_reader.read_value(addr, ns, key).map(Some)
+                    }
+                };
+            }
+        }
+        Counters::add(&self.counters.gets_not_found, 1);
+        Ok(None)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        {
+            let mut w = self.writer.lock();
+            self.freeze_memtable(&mut w)?;
+        }
+        loop {
+            if self.super_version().imm.is_empty() {
+                return Ok(());
+            }
+            self.wait_for_background()?;
+        }
+    }
+
+    fn compact_range(&self, ns: Nsid, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        {
+            let mut bg = self.bg.lock();
+            bg.manual = true;
+            while bg.compacting && bg.error.is_none() && !bg.shutdown {
+                self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+            }
+            bg.compacting = true;
+        }
+        let result = self.manual_compaction(ns, start, end);
+        let mut bg = self.bg.lock();
+        bg.compacting = false;
+        bg.manual = false;
+        self.bg_cv.notify_all();
+        self.done_cv.notify_all();
+        result
+    }
+
+    fn manual_compaction(&self, ns: Nsid, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        let lo = key::user_part(ns, start.unwrap_or_default());
+        let hi = match end {
+            Some(e) => key::user_part(ns, e),
+            // Every key of `ns` sorts below the next namespace's prefix.
+            None => match ns.checked_add(1) {
+                Some(n) => n.to_be_bytes().to_vec(),
+                None => vec![0xff; 5],
+            },
+        };
+        let version = self.versions.lock().current();
+        let deepest = (1..version.num_levels())
+            .rev()
+            .find(|&l| !version.levels[l].is_empty())
+            .unwrap_or(1);
+        for level in 0..deepest {
+            let version = self.versions.lock().current();
+            if let Some(task) = compaction::range_tasks(&version, level, &lo, &hi) {
+                self.run_compaction(&task, &version, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_compaction(
+        &self,
+        task: &CompactionTask,
+        version: &Version,
+        allow_move: bool,
+    ) -> Result<()> {
+        let params = output_params(&self.opts, self.opts.target_table_bytes);
+        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let alloc = || self.new_file_number();
+        let (edit, read, written) = compaction::run(
+            task,
+            version,
+            self.storage.as_ref(),
+            params,
+            snapshot,
+            allow_move,
+            &alloc,
+        )?;
+        self.storage.sync_dir().ctx("database directory")?;
+        self.install(edit, None)?;
+        Counters::add(&self.counters.compactions, 1);
+        Counters::add(&self.counters.compaction_bytes_read, read);
+        Counters::add(&self.counters.compaction_bytes_written, written);
+        Ok(())
+    }
+
+    /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
+    fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Memtable>>) -> Result<()> {
+        let mut vs = self.versions.lock();
+        let version = vs.log_and_apply(edit)?;
+        let mut sv = self.sv.write();
+        let imm = sv
+            .imm
+            .iter()
+            .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
+            .cloned()
+            .collect();
+        *sv = Arc::new(SuperVersion {
+            mem: sv.mem.clone(),
+            imm,
+            version,
+        });
+        Ok(())
+    }
+
+    fn flush_oldest(&self) -> Result<()> {
+        let Some(mem) = self.super_version().imm.last().cloned() else {
+            return Ok(());
+        };
+        let alloc = || self.new_file_number();
+        let params = output_params(&self.opts, u64::MAX);
+        let props = flush_memtable(self.storage.as_ref(), &mem, params, &self.opts, &alloc)?;
+        self.storage.sync_dir().ctx("database directory")?;
+        let edit = VersionEdit {
+            log_start: mem.log_end(),
+            last_seq: Some(mem.max_seq()),
+            added: props.into_iter().map(|p| (0, p)).collect(),
+            ..VersionEdit::default()
+        };
+        self.install(edit, Some(&mem))?;
+        Counters::add(&self.counters.flushes, 1);
+        Ok(())
+    }
+
+    fn background_loop(self: Arc<Self>) {
+        enum Job {
+            Flush,
+            Compact(CompactionTask, Arc<Version>),
+        }
+        loop {
+            let job = {
+                let mut bg = self.bg.lock();
+                loop {
+                    if bg.shutdown {
+                        return;
+                    }
+                    if bg.error.is_none() {
+                        if !bg.flushing && !self.super_version().imm.is_empty() {
+                            bg.flushing = true;
+                            break Job::Flush;
+                        }
+                        if !bg.compacting && !bg.manual && self.opts.auto_compaction {
+                            let version = self.versions.lock().current();
+                            let BgState { cursor, .. } = &mut *bg;
+                            if let Some(task) = compaction::pick(&version, &self.opts, cursor) {
+                                bg.compacting = true;
+                                break Job::Compact(task, version);
+                            }
+                        }
+                    }
+                    self.bg_cv.wait(&mut bg);
+                }
+            };
+            let result = match &job {
+                Job::Flush => self.flush_oldest(),
+                Job::Compact(task, version) => self.run_compaction(task, version, true),
+            };
+            if let Err(e) = &result {
+                self.set_bg_error(e);
+            }
+            let mut bg = self.bg.lock();
+            match job {
+                Job::Flush => bg.flushing = false,
+                Job::Compact(..) => bg.compacting = false,
+            }
+            self.bg_cv.notify_all();
+            self.done_cv.notify_all();
+        }
+    }
+
+    fn stats(&self) -> DbStats {
+        let sv = self.super_version();
+        let mut s = DbStats {
+            levels: sv
+                .version
+                .levels
+                .iter()
+                .map(|ts| LevelStats {
+                    tables: ts.len(),
+                    bytes: ts.iter().map(|t| t.props.size).sum(),
+                })
+                .collect(),
+            ..DbStats::default()
+        };
+        self.counters.fill(&mut s, self.opts.num_levels);
+        if let Ok(names) = self.storage.list() {
+            for n in names
+                .iter()
+                .filter(|n| vlog::parse_segment_name(n).is_some())
+            {
+                s.vlog_segments += 1;
+                if let Ok(f) = self.storage.open(n) {
+                    s.vlog_bytes += f.len().unwrap_or(0);
+                }
+            }
+        }
+        s.nand = self.storage.nand_stats();
+        s
     }
 }

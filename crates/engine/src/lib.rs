@@ -4,7 +4,6 @@
 pub mod storage;
 
 mod batch;
-mod cache;
 mod coding;
 mod compaction;
 mod db;

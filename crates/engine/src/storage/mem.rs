@@ -21,7 +21,11 @@ impl MemStorage {
 
     /// Total bytes held in all files.
     pub fn total_bytes(&self) -> u64 {
-        self.files.lock().values().map(|f| f.read().len() as u64).sum()
+        self.files
+            .lock()
+            .values()
+            .map(|f| f.read().len() as u64)
+            .sum()
     }
 
     fn get(&self, name: &str) -> io::Result<Contents> {

@@ -78,6 +78,9 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_at(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Vec<u8>>;
     /// Current length of the file.
     fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
 }
 
 /// A flat namespace of files.

@@ -1,0 +1,9 @@
+//! Leveled compaction. The picker looks at a version and returns a decision (a task); the
+//! worker carries it out and returns the version edit. Neither touches the live version.
+
+mod merge;
+mod picker;
+mod worker;
+
+pub use picker::{pick, range_tasks, CompactionTask};
+pub use worker::{run, OutputParams, Retention, TableSink};

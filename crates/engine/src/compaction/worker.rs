@@ -1,0 +1,210 @@
+//! Carries out a compaction task: merges its inputs, drops what no reader can see any more,
+//! and writes the output tables.
+
+use super::merge::{LevelSource, MergingIter, Source};
+use super::picker::CompactionTask;
+use crate::error::Result;
+use crate::key::{split_ikey, Kind, SeqNo};
+use crate::storage::Storage;
+use crate::table::{table_name, TableBuilder, TableProps};
+use crate::version::{Version, VersionEdit};
+
+/// How output tables are built.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputParams {
+    pub block_size: usize,
+    pub bits_per_key: u32,
+    pub target_table_bytes: u64,
+}
+
+/// Writes a sorted stream into tables of about `target_table_bytes`, never splitting the
+/// versions of one key across two tables.
+pub struct TableSink<'a> {
+    storage: &'a dyn Storage,
+    params: OutputParams,
+    new_file: &'a dyn Fn() -> u64,
+    builder: Option<TableBuilder>,
+    last_user: Vec<u8>,
+    outputs: Vec<TableProps>,
+    created: Vec<u64>,
+}
+
+impl<'a> TableSink<'a> {
+    pub fn new(
+        storage: &'a dyn Storage,
+        params: OutputParams,
+        new_file: &'a dyn Fn() -> u64,
+    ) -> Self {
+        TableSink {
+            storage,
+            params,
+            new_file,
+            builder: None,
+            last_user: Vec::new(),
+            outputs: Vec::new(),
+            created: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let user = crate::key::ikey_user(ikey);
+        let full = self
+            .builder
+            .as_ref()
+            .is_some_and(|b| b.estimated_size() >= self.params.target_table_bytes);
+        if full && user != self.last_user.as_slice() {
+            self.finish_table()?;
+        }
+        if self.builder.is_none() {
+            let id = (self.new_file)();
+            self.created.push(id);
+            self.builder = Some(TableBuilder::new(
+                self.storage,
+                id,
+                self.params.block_size,
+                self.params.bits_per_key,
+            )?);
+        }
+        if let Some(b) = &mut self.builder {
+            b.add(ikey, value)?;
+        }
+        self.last_user.clear();
+        self.last_user.extend_from_slice(user);
+        Ok(())
+    }
+
+    fn finish_table(&mut self) -> Result<()> {
+        if let Some(b) = self.builder.take() {
+            self.outputs.push(b.finish()?);
+        }
+        Ok(())
+    }
+
+    /// Finishes the last table and returns all outputs.
+    pub fn finish(mut self) -> Result<Vec<TableProps>> {
+        self.finish_table()?;
+        self.created.clear();
+        Ok(std::mem::take(&mut self.outputs))
+    }
+}
+
+impl Drop for TableSink<'_> {
+    /// A sink dropped before `finish` (an error) removes the files it created.
+    fn drop(&mut self) {
+        self.builder = None;
+        for id in self.created.drain(..) {
+            let _ = self.storage.delete(&table_name(id));
+        }
+    }
+}
+
+/// Decides which versions of a key survive a merge.
+pub struct Retention {
+    /// Versions at or below this seqno that are shadowed by a newer one are invisible to
+    /// every reader.
+    pub smallest_snapshot: SeqNo,
+    current_user: Vec<u8>,
+    last_seq_for_user: SeqNo,
+    started: bool,
+}
+
+impl Retention {
+    pub fn new(smallest_snapshot: SeqNo) -> Self {
+        Retention {
+            smallest_snapshot,
+            current_user: Vec::new(),
+            last_seq_for_user: SeqNo::MAX,
+            started: false,
+        }
+    }
+
+    /// Whether the entry `ikey` can go. `bottommost(user)` says no deeper level may hold the
+    /// key, so a tombstone can go too.
+    pub fn drop_entry(&mut self, ikey: &[u8], bottommost: impl Fn(&[u8]) -> bool) -> bool {
+        let Some((user, seq, kind)) = split_ikey(ikey) else {
+            return false;
+        };
+        if !self.started || user != self.current_user.as_slice() {
+            self.started = true;
+            self.current_user.clear();
+            self.current_user.extend_from_slice(user);
+            self.last_seq_for_user = SeqNo::MAX;
+        }
+        let shadowed = self.last_seq_for_user <= self.smallest_snapshot;
+        self.last_seq_for_user = seq;
+        if shadowed {
+            return true;
+        }
+        kind == Kind::Delete as u8 && seq <= self.smallest_snapshot && bottommost(user)
+    }
+}
+
+/// Runs `task` against `version` and returns the edit, the bytes read and the bytes written.
+/// With `allow_move`, a lone table with nothing below it moves down without a rewrite (a
+/// manual compaction rewrites it to drop what it can).
+pub fn run(
+    task: &CompactionTask,
+    version: &Version,
+    storage: &dyn Storage,
+    params: OutputParams,
+    smallest_snapshot: SeqNo,
+    allow_move: bool,
+    new_file: &dyn Fn() -> u64,
+) -> Result<(VersionEdit, u64, u64)> {
+    let out_level = task.output_level();
+    let mut edit = VersionEdit::default();
+    for t in &task.inputs {
+        edit.deleted.push((task.level, t.id()));
+    }
+    if allow_move && task.is_trivial_move() {
+        edit.added.push((out_level, task.inputs[0].props.clone()));
+        return Ok((edit, 0, 0));
+    }
+    for t in &task.overlapping {
+        edit.deleted.push((out_level, t.id()));
+    }
+    let mut sources: Vec<Box<dyn Source>> = Vec::new();
+    if task.level == 0 {
+        for t in &task.inputs {
+            sources.push(Box::new(LevelSource::new(vec![t.clone()])?));
+        }
+    } else {
+        sources.push(Box::new(LevelSource::new(task.inputs.clone())?));
+    }
+    sources.push(Box::new(LevelSource::new(task.overlapping.clone())?));
+    let mut merged = MergingIter::new(sources);
+    let mut sink = TableSink::new(storage, params, new_file);
+    let mut rule = Retention::new(smallest_snapshot);
+    let bottommost = |user: &[u8]| !version.deeper_overlaps(out_level, user, user);
+    while merged.valid() {
+        if !rule.drop_entry(merged.key(), bottommost) {
+            sink.add(merged.key(), &merged.value())?;
+        }
+        merged.advance()?;
+    }
+    let outputs = sink.finish()?;
+    let written = outputs.iter().map(|p| p.size).sum();
+    for p in outputs {
+        edit.added.push((out_level, p));
+    }
+    Ok((edit, task.input_bytes(), written))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::make_ikey;
+
+    #[test]
+    fn drop_rule_keeps_newest_and_snapshot_versions() {
+        let mut r = Retention::new(10);
+        let never = |_: &[u8]| false;
+        assert!(!r.drop_entry(&make_ikey(0, b"a", 12, Kind::Put), never));
+        // Only versions shadowed by a version at or below the snapshot go.
+        assert!(!r.drop_entry(&make_ikey(0, b"a", 11, Kind::Put), never));
+        assert!(!r.drop_entry(&make_ikey(0, b"a", 9, Kind::Put), never));
+        assert!(r.drop_entry(&make_ikey(0, b"a", 5, Kind::Put), never));
+        assert!(!r.drop_entry(&make_ikey(0, b"b", 3, Kind::Delete), never));
+        assert!(r.drop_entry(&make_ikey(0, b"c", 3, Kind::Delete), |_| true));
+    }
+}

@@ -1,0 +1,259 @@
+//! Reads tables: point lookups through filter and index, and ordered iteration.
+
+use super::block::{Block, BlockIter};
+use super::cache::{BlockCache, Cached, KIND_FILTER, KIND_INDEX};
+use super::{decode_nstable, filter, table_name, BlockHandle, Footer, NsRange, FOOTER_LEN};
+use crate::error::{Error, IoContext, Result};
+use crate::key::{cmp_ikey, split_ikey, IndexValue, Kind, SeqNo};
+use crate::stats::Counters;
+use crate::storage::{IoPurpose, RandomAccessFile, Storage};
+use bytes::Bytes;
+use std::sync::Arc;
+
+pub struct TableReader {
+    id: u64,
+    name: String,
+    file: Arc<dyn RandomAccessFile>,
+    footer: Footer,
+    nstable: Vec<NsRange>,
+    cache: Arc<BlockCache>,
+    counters: Arc<Counters>,
+}
+
+/// A point lookup's answer: the newest visible version's seqno, kind and index value.
+pub type Found = (SeqNo, Kind, IndexValue);
+
+impl TableReader {
+    pub fn open(
+        storage: &dyn Storage,
+        id: u64,
+        cache: Arc<BlockCache>,
+        counters: Arc<Counters>,
+    ) -> Result<TableReader> {
+        let name = table_name(id);
+        let file = storage.open(&name).ctx(&name)?;
+        let len = file.len().ctx(&name)?;
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(&name, 0, "file shorter than a footer"));
+        }
+        let raw = file
+            .read_at(len - FOOTER_LEN as u64, FOOTER_LEN, IoPurpose::Index)
+            .ctx(&name)?;
+        counters.read(IoPurpose::Index, raw.len());
+        let footer = Footer::decode(&raw)
+            .map_err(|e| Error::corruption(&name, len - FOOTER_LEN as u64, e))?;
+        let mut reader = TableReader {
+            id,
+            name,
+            file,
+            footer,
+            nstable: Vec::new(),
+            cache,
+            counters,
+        };
+        let ns = reader.read_block(footer.nstable, IoPurpose::Index)?;
+        reader.nstable = decode_nstable(&ns).ok_or_else(|| {
+            Error::corruption(&reader.name, footer.nstable.offset, "bad namespace table")
+        })?;
+        Ok(reader)
+    }
+
+    #[cfg(test)]
+    pub fn nstable(&self) -> &[NsRange] {
+        &self.nstable
+    }
+
+    /// Whether the NSTable allows `key` of namespace `ns` to be in this table.
+    pub fn ns_may_contain(&self, ns: crate::key::Nsid, key: &[u8]) -> bool {
+        match self.nstable.binary_search_by_key(&ns, |r| r.nsid) {
+            Ok(i) => {
+                let r = &self.nstable[i];
+                r.min_key.as_slice() <= key && key <= r.max_key.as_slice()
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Reads a block and checks its crc.
+    fn read_block(&self, h: BlockHandle, purpose: IoPurpose) -> Result<Bytes> {
+        let len = h.len as usize + super::BLOCK_TRAILER_LEN;
+        let mut buf = self.file.read_at(h.offset, len, purpose).ctx(&self.name)?;
+        self.counters.read(purpose, len);
+        let stored = crate::coding::get_u32(&buf, h.len as usize).unwrap_or(0);
+        if crc32c::crc32c(&buf[..h.len as usize]) != stored {
+            return Err(Error::corruption(
+                &self.name,
+                h.offset,
+                format!("{} block checksum mismatch", purpose.name()),
+            ));
+        }
+        buf.truncate(h.len as usize);
+        Ok(Bytes::from(buf))
+    }
+
+    fn filter(&self) -> Result<Option<Bytes>> {
+        if self.footer.filter.len == 0 {
+            return Ok(None);
+        }
+        if let Some(Cached::Filter(f)) = self.cache.get(self.id, KIND_FILTER) {
+            return Ok(Some(f));
+        }
+        let f = self.read_block(self.footer.filter, IoPurpose::Filter)?;
+        Counters::add(&self.counters.filter_loads, 1);
+        self.cache
+            .insert(self.id, KIND_FILTER, Cached::Filter(f.clone()));
+        Ok(Some(f))
+    }
+
+    fn index(&self) -> Result<Block> {
+        if let Some(Cached::Index(b)) = self.cache.get(self.id, KIND_INDEX) {
+            return Ok(b);
+        }
+        let raw = self.read_block(self.footer.index, IoPurpose::Index)?;
+        Counters::add(&self.counters.index_loads, 1);
+        let b = Block::new(raw).ok_or_else(|| {
+            Error::corruption(&self.name, self.footer.index.offset, "bad index block")
+        })?;
+        self.cache
+            .insert(self.id, KIND_INDEX, Cached::Index(b.clone()));
+        Ok(b)
+    }
+
+    fn data_block(&self, handle_bytes: &[u8]) -> Result<Block> {
+        let h = BlockHandle::decode(handle_bytes).ok_or_else(|| {
+            Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
+        })?;
+        let raw = self.read_block(h, IoPurpose::Data)?;
+        Block::new(raw).ok_or_else(|| Error::corruption(&self.name, h.offset, "bad data block"))
+    }
+
+    /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here.
+    pub fn may_contain(&self, hash: u64) -> Result<bool> {
+        Counters::add(&self.counters.filter_probes, 1);
+        let ok = match self.filter()? {
+            Some(f) => filter::may_contain(&f, hash),
+            None => true,
+        };
+        if !ok {
+            Counters::add(&self.counters.filter_negatives, 1);
+        }
+        Ok(ok)
+    }
+
+    /// The newest version of `user` at or below the seqno in `seek` (an internal key made by
+    /// `key::seek_key`). The filter is not consulted; call `may_contain` first.
+    pub fn get(&self, user: &[u8], seek: &[u8]) -> Result<Option<Found>> {
+        let index = self.index()?;
+        let mut ii = index.iter();
+        ii.seek(seek, cmp_ikey);
+        if !ii.valid() {
+            return self.check(&ii, None);
+        }
+        let block = self.data_block(ii.value_slice())?;
+        let mut it = block.iter();
+        it.seek(seek, cmp_ikey);
+        if !it.valid() {
+            return self.check(&it, None);
+        }
+        let (u, seq, kind) = split_ikey(it.key())
+            .ok_or_else(|| Error::corruption(&self.name, 0, "malformed key in data block"))?;
+        if u != user {
+            return Ok(None);
+        }
+        self.decode_entry(seq, kind, &it.value()).map(Some)
+    }
+
+    fn check(&self, it: &BlockIter, v: Option<Found>) -> Result<Option<Found>> {
+        if it.corrupt() {
+            return Err(Error::corruption(&self.name, 0, "malformed block entry"));
+        }
+        Ok(v)
+    }
+
+    pub fn decode_entry(&self, seq: SeqNo, kind: u8, value: &Bytes) -> Result<Found> {
+        let kind = Kind::from_u8(kind)
+            .ok_or_else(|| Error::corruption(&self.name, 0, "bad entry kind"))?;
+        let iv = IndexValue::decode(value)
+            .ok_or_else(|| Error::corruption(&self.name, 0, "bad index value"))?;
+        Ok((seq, kind, iv))
+    }
+
+    /// Iterates all entries in order; data blocks are read with purpose `purpose`.
+    pub fn iter(self: &Arc<Self>) -> Result<TableIter> {
+        let index = self.index()?;
+        Ok(TableIter {
+            table: self.clone(),
+            index: index.iter(),
+            data: None,
+        })
+    }
+}
+
+/// Ordered walk over a table.
+pub struct TableIter {
+    table: Arc<TableReader>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+}
+
+impl TableIter {
+    pub fn valid(&self) -> bool {
+        self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    /// Current key; only while `valid()`.
+    pub fn key(&self) -> &[u8] {
+        self.data.as_ref().map(|d| d.key()).unwrap_or_default()
+    }
+
+    pub fn value(&self) -> Bytes {
+        self.data.as_ref().map(|d| d.value()).unwrap_or_default()
+    }
+
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.index.seek_to_first();
+        self.load_block()
+    }
+
+    pub fn advance(&mut self) -> Result<()> {
+        if let Some(d) = &mut self.data {
+            if d.advance() {
+                return Ok(());
+            }
+            if d.corrupt() {
+                return Err(self.corrupt());
+            }
+            self.index.advance();
+            return self.load_block();
+        }
+        Ok(())
+    }
+
+    fn corrupt(&self) -> Error {
+        Error::corruption(&self.table.name, 0, "malformed block entry")
+    }
+
+    /// Loads the block the index points at, skipping empty ones.
+    fn load_block(&mut self) -> Result<()> {
+        loop {
+            if !self.index.valid() {
+                if self.index.corrupt() {
+                    return Err(self.corrupt());
+                }
+                self.data = None;
+                return Ok(());
+            }
+            let block = self.table.data_block(self.index.value_slice())?;
+            let mut it = block.iter();
+            it.seek_to_first();
+            if it.corrupt() {
+                return Err(self.corrupt());
+            }
+            if it.valid() {
+                self.data = Some(it);
+                return Ok(());
+            }
+            self.index.advance();
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! A change from one version to the next, as logged in the manifest.
+//!
+//! Encoding: a sequence of tagged fields, each `tag (u8) ++ fields`.
+
+use crate::coding::{put_bytes, put_varint, Cursor};
+use crate::table::TableProps;
+
+const TAG_LOG_START: u8 = 1;
+const TAG_NEXT_FILE: u8 = 2;
+const TAG_LAST_SEQ: u8 = 3;
+const TAG_ADD_TABLE: u8 = 4;
+const TAG_DELETE_TABLE: u8 = 5;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Value-log position from which recovery must replay.
+    pub log_start: Option<(u64, u64)>,
+    pub next_file: Option<u64>,
+    /// Largest seqno written to tables.
+    pub last_seq: Option<u64>,
+    pub added: Vec<(usize, TableProps)>,
+    pub deleted: Vec<(usize, u64)>,
+}
+
+impl VersionEdit {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some((seg, off)) = self.log_start {
+            out.push(TAG_LOG_START);
+            put_varint(&mut out, seg);
+            put_varint(&mut out, off);
+        }
+        if let Some(n) = self.next_file {
+            out.push(TAG_NEXT_FILE);
+            put_varint(&mut out, n);
+        }
+        if let Some(s) = self.last_seq {
+            out.push(TAG_LAST_SEQ);
+            put_varint(&mut out, s);
+        }
+        for &(level, id) in &self.deleted {
+            out.push(TAG_DELETE_TABLE);
+            put_varint(&mut out, level as u64);
+            put_varint(&mut out, id);
+        }
+        for (level, p) in &self.added {
+            out.push(TAG_ADD_TABLE);
+            put_varint(&mut out, *level as u64);
+            put_varint(&mut out, p.id);
+            put_varint(&mut out, p.size);
+            put_varint(&mut out, p.entries);
+            put_varint(&mut out, p.min_seq);
+            put_varint(&mut out, p.max_seq);
+            put_bytes(&mut out, &p.smallest);
+            put_bytes(&mut out, &p.largest);
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Option<VersionEdit> {
+        let mut c = Cursor::new(buf);
+        let mut e = VersionEdit::default();
+        while !c.is_empty() {
+            match c.u8()? {
+                TAG_LOG_START => e.log_start = Some((c.varint()?, c.varint()?)),
+                TAG_NEXT_FILE => e.next_file = Some(c.varint()?),
+                TAG_LAST_SEQ => e.last_seq = Some(c.varint()?),
+                TAG_DELETE_TABLE => e.deleted.push((c.varint_usize()?, c.varint()?)),
+                TAG_ADD_TABLE => {
+                    let level = c.varint_usize()?;
+                    let props = TableProps {
+                        id: c.varint()?,
+                        size: c.varint()?,
+                        entries: c.varint()?,
+                        min_seq: c.varint()?,
+                        max_seq: c.varint()?,
+                        smallest: c.bytes()?.to_vec(),
+                        largest: c.bytes()?.to_vec(),
+                    };
+                    e.added.push((level, props));
+                }
+                _ => return None,
+            }
+        }
+        Some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let e = VersionEdit {
+            log_start: Some((3, 16)),
+            next_file: Some(9),
+            last_seq: Some(100),
+            added: vec![(
+                1,
+                TableProps {
+                    id: 7,
+                    size: 1000,
+                    entries: 10,
+                    smallest: b"a".to_vec(),
+                    largest: b"z".to_vec(),
+                    min_seq: 1,
+                    max_seq: 99,
+                },
+            )],
+            deleted: vec![(0, 5)],
+        };
+        assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
+        assert_eq!(VersionEdit::decode(&[99]), None);
+    }
+}

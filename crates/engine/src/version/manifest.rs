@@ -1,0 +1,247 @@
+//! The manifest: a log of version edits. `CURRENT` names the live manifest.
+//!
+//! File: `magic "CBRSMANI" ++ version u32 ++ reserved u32`, then records
+//! `len u32 ++ crc32c(payload) u32 ++ payload (an encoded VersionEdit)`. A new manifest starts
+//! with one edit holding the whole state. Every append is synced before the edit is applied.
+
+use super::{TableCtx, Version, VersionEdit};
+use crate::coding::{get_u32, put_u32};
+use crate::error::{Error, IoContext, Result};
+use crate::storage::{IoPurpose, WritableFile};
+use std::sync::Arc;
+
+pub const MANIFEST_MAGIC: [u8; 8] = *b"CBRSMANI";
+pub const MANIFEST_VERSION: u32 = 1;
+const HEADER_LEN: usize = 16;
+const CURRENT: &str = "CURRENT";
+/// A manifest larger than this is rewritten as a snapshot.
+const ROTATE_BYTES: u64 = 32 << 20;
+
+pub fn manifest_name(id: u64) -> String {
+    format!("MANIFEST-{id:06}")
+}
+
+/// What the manifest says at open.
+pub struct Recovered {
+    pub version: Version,
+    pub next_file: u64,
+    pub last_seq: u64,
+    pub log_start: (u64, u64),
+}
+
+/// The current version plus the persistent counters, and the open manifest.
+pub struct VersionSet {
+    ctx: TableCtx,
+    manifest: Box<dyn WritableFile>,
+    manifest_id: u64,
+    current: Arc<Version>,
+    /// Next file number to hand out (tables, segments, manifests share the space).
+    pub next_file: u64,
+    /// Largest seqno in tables.
+    pub last_seq: u64,
+    /// Where replay starts.
+    pub log_start: (u64, u64),
+}
+
+impl VersionSet {
+    /// Reads `CURRENT` and its manifest; `None` if there is no database yet.
+    pub fn recover(ctx: &TableCtx, num_levels: usize) -> Result<Option<Recovered>> {
+        let storage = ctx.storage.as_ref();
+        if !storage.exists(CURRENT).ctx(CURRENT)? {
+            return Ok(None);
+        }
+        let cur = crate::storage::read_all(storage, CURRENT, IoPurpose::Log).ctx(CURRENT)?;
+        let name = std::str::from_utf8(&cur)
+            .ok()
+            .map(str::trim)
+            .filter(|n| n.starts_with("MANIFEST-") && !n.contains('/'))
+            .ok_or_else(|| Error::corruption(CURRENT, 0, "CURRENT does not name a manifest"))?
+            .to_string();
+        let data = crate::storage::read_all(storage, &name, IoPurpose::Log).ctx(&name)?;
+        if data.len() < HEADER_LEN || data[..8] != MANIFEST_MAGIC {
+            return Err(Error::corruption(&name, 0, "bad manifest magic"));
+        }
+        if get_u32(&data, 8) != Some(MANIFEST_VERSION) {
+            return Err(Error::corruption(&name, 8, "unsupported manifest version"));
+        }
+        let mut version = Version::new(num_levels);
+        let (mut next_file, mut last_seq, mut log_start) = (0, 0, (0, 0));
+        let mut pos = HEADER_LEN;
+        while pos < data.len() {
+            let (Some(len), Some(crc)) = (get_u32(&data, pos), get_u32(&data, pos + 4)) else {
+                break; // torn header of an edit that was never acknowledged
+            };
+            let start = pos + 8;
+            let Some(payload) = data.get(start..start + len as usize) else {
+                break; // torn tail
+            };
+            if crc32c::crc32c(payload) != crc {
+                if start + len as usize == data.len() {
+                    break; // a torn last record
+                }
+                return Err(Error::corruption(
+                    &name,
+                    pos as u64,
+                    "manifest record checksum mismatch",
+                ));
+            }
+            let edit = VersionEdit::decode(payload)
+                .ok_or_else(|| Error::corruption(&name, pos as u64, "malformed manifest record"))?;
+            if edit.added.iter().any(|(l, _)| *l >= num_levels)
+                || edit.deleted.iter().any(|(l, _)| *l >= num_levels)
+            {
+                return Err(Error::corruption(
+                    &name,
+                    pos as u64,
+                    "manifest names a level beyond num_levels",
+                ));
+            }
+            version = version.apply(&edit, ctx).0;
+            if let Some(n) = edit.next_file {
+                next_file = next_file.max(n);
+            }
+            if let Some(s) = edit.last_seq {
+                last_seq = last_seq.max(s);
+            }
+            if let Some(p) = edit.log_start {
+                log_start = p;
+            }
+            pos = start + len as usize;
+        }
+        Ok(Some(Recovered {
+            version,
+            next_file,
+            last_seq,
+            log_start,
+        }))
+    }
+
+    /// Starts a fresh manifest holding `version` and makes `CURRENT` point at it.
+    pub fn create(
+        ctx: TableCtx,
+        version: Version,
+        next_file: u64,
+        last_seq: u64,
+        log_start: (u64, u64),
+    ) -> Result<VersionSet> {
+        let manifest_id = next_file;
+        let mut vs = VersionSet {
+            manifest: Box::new(NullFile),
+            manifest_id,
+            current: Arc::new(version),
+            next_file: next_file + 1,
+            last_seq,
+            log_start,
+            ctx,
+        };
+        vs.write_new_manifest(manifest_id)?;
+        Ok(vs)
+    }
+
+    fn snapshot_edit(&self) -> VersionEdit {
+        VersionEdit {
+            log_start: Some(self.log_start),
+            next_file: Some(self.next_file),
+            last_seq: Some(self.last_seq),
+            added: self
+                .current
+                .levels
+                .iter()
+                .enumerate()
+                .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t.props.clone())))
+                .collect(),
+            deleted: Vec::new(),
+        }
+    }
+
+    fn write_new_manifest(&mut self, id: u64) -> Result<()> {
+        let storage = self.ctx.storage.clone();
+        let name = manifest_name(id);
+        let mut file = storage.create(&name).ctx(&name)?;
+        let mut buf = MANIFEST_MAGIC.to_vec();
+        put_u32(&mut buf, MANIFEST_VERSION);
+        put_u32(&mut buf, 0);
+        append_record(&mut buf, &self.snapshot_edit().encode());
+        file.append(&buf, IoPurpose::Log).ctx(&name)?;
+        file.sync().ctx(&name)?;
+        let tmp = "CURRENT.tmp";
+        let mut cur = storage.create(tmp).ctx(tmp)?;
+        cur.append(format!("{name}\n").as_bytes(), IoPurpose::Log)
+            .ctx(tmp)?;
+        cur.sync().ctx(tmp)?;
+        drop(cur);
+        storage.rename(tmp, CURRENT).ctx(CURRENT)?;
+        storage.sync_dir().ctx(CURRENT)?;
+        let old = std::mem::replace(&mut self.manifest_id, id);
+        self.manifest = file;
+        if old != id {
+            let _ = storage.delete(&manifest_name(old));
+        }
+        Ok(())
+    }
+
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file;
+        self.next_file += 1;
+        n
+    }
+
+    /// Logs `edit` durably, then installs the version it produces.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if let Some(p) = edit.log_start {
+            self.log_start = p;
+        }
+        if let Some(s) = edit.last_seq {
+            self.last_seq = self.last_seq.max(s);
+        }
+        edit.next_file = Some(self.next_file);
+        let (next, removed) = self.current.apply(&edit, &self.ctx);
+        let next = Arc::new(next);
+        if self.manifest.len() > ROTATE_BYTES {
+            self.current = next;
+            let id = self.new_file_number();
+            self.write_new_manifest(id)?;
+        } else {
+            let mut buf = Vec::new();
+            append_record(&mut buf, &edit.encode());
+            let name = manifest_name(self.manifest_id);
+            let res = self
+                .manifest
+                .append(&buf, IoPurpose::Log)
+                .and_then(|_| self.manifest.sync());
+            // On failure the edit may or may not be on disk: keep every file and leave the
+            // current version as it was.
+            res.map_err(|e| Error::io(name, e))?;
+            self.current = next;
+        }
+        for t in removed {
+            t.mark_obsolete();
+        }
+        Ok(self.current.clone())
+    }
+}
+
+fn append_record(buf: &mut Vec<u8>, payload: &[u8]) {
+    put_u32(buf, payload.len() as u32);
+    put_u32(buf, crc32c::crc32c(payload));
+    buf.extend_from_slice(payload);
+}
+
+/// Placeholder until the first manifest is written.
+struct NullFile;
+
+impl WritableFile for NullFile {
+    fn append(&mut self, _data: &[u8], _purpose: IoPurpose) -> std::io::Result<()> {
+        Err(std::io::Error::other("no manifest open"))
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+}

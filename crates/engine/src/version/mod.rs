@@ -1,0 +1,178 @@
+//! Versions: the immutable set of tables per level, the edits that move from one version to
+//! the next, and the manifest that logs those edits.
+
+mod edit;
+mod manifest;
+
+pub use edit::VersionEdit;
+pub use manifest::{Recovered, VersionSet};
+
+use crate::error::Result;
+use crate::key::ikey_user;
+use crate::stats::Counters;
+use crate::storage::StorageRef;
+use crate::table::{table_name, BlockCache, TableProps, TableReader};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// What a table handle needs to open its file and to clean up after itself.
+#[derive(Clone)]
+pub struct TableCtx {
+    pub storage: StorageRef,
+    pub cache: Arc<BlockCache>,
+    pub counters: Arc<Counters>,
+}
+
+/// A table in some version. The file is deleted when the last version holding it goes away
+/// after the table was dropped from the current version.
+pub struct TableHandle {
+    pub props: TableProps,
+    reader: OnceLock<Arc<TableReader>>,
+    obsolete: AtomicBool,
+    ctx: TableCtx,
+}
+
+impl TableHandle {
+    pub fn new(props: TableProps, ctx: TableCtx) -> Arc<TableHandle> {
+        Arc::new(TableHandle {
+            props,
+            reader: OnceLock::new(),
+            obsolete: AtomicBool::new(false),
+            ctx,
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.props.id
+    }
+
+    /// The open table, opened on first use.
+    pub fn reader(&self) -> Result<Arc<TableReader>> {
+        if let Some(r) = self.reader.get() {
+            return Ok(r.clone());
+        }
+        let r = Arc::new(TableReader::open(
+            self.ctx.storage.as_ref(),
+            self.props.id,
+            self.ctx.cache.clone(),
+            self.ctx.counters.clone(),
+        )?);
+        Ok(self.reader.get_or_init(|| r).clone())
+    }
+
+    /// Smallest `nsid ++ user key`.
+    pub fn smallest_user(&self) -> &[u8] {
+        ikey_user(&self.props.smallest)
+    }
+
+    /// Largest `nsid ++ user key`.
+    pub fn largest_user(&self) -> &[u8] {
+        ikey_user(&self.props.largest)
+    }
+
+    /// Whether the table's key range covers `user`.
+    pub fn covers(&self, user: &[u8]) -> bool {
+        self.smallest_user() <= user && user <= self.largest_user()
+    }
+
+    pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest_user() <= hi && lo <= self.largest_user()
+    }
+
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for TableHandle {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.ctx.cache.evict_table(self.props.id);
+            let name = table_name(self.props.id);
+            if let Err(e) = self.ctx.storage.delete(&name) {
+                tracing::warn!(file = %name, error = %e, "could not delete obsolete table");
+            }
+        }
+    }
+}
+
+/// The tables of the database at one moment. L0 is ordered newest first and its tables may
+/// overlap; deeper levels are ordered by key and do not overlap.
+#[derive(Clone, Default)]
+pub struct Version {
+    pub levels: Vec<Vec<Arc<TableHandle>>>,
+}
+
+impl Version {
+    pub fn new(num_levels: usize) -> Self {
+        Version {
+            levels: vec![Vec::new(); num_levels],
+        }
+    }
+
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|t| t.props.size).sum()
+    }
+
+    /// Tables of `level` whose user range meets `[lo, hi]`.
+    pub fn overlapping(&self, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableHandle>> {
+        self.levels[level]
+            .iter()
+            .filter(|t| t.overlaps(lo, hi))
+            .cloned()
+            .collect()
+    }
+
+    /// The one table of a sorted level (1 and deeper) that may hold `user`.
+    pub fn find_in_level(&self, level: usize, user: &[u8]) -> Option<&Arc<TableHandle>> {
+        let tables = &self.levels[level];
+        let i = tables.partition_point(|t| t.largest_user() < user);
+        tables.get(i).filter(|t| t.smallest_user() <= user)
+    }
+
+    /// Whether any level deeper than `level` holds keys in `[lo, hi]`.
+    pub fn deeper_overlaps(&self, level: usize, lo: &[u8], hi: &[u8]) -> bool {
+        (level + 1..self.levels.len()).any(|l| self.levels[l].iter().any(|t| t.overlaps(lo, hi)))
+    }
+
+    /// The version after `edit`, and the tables it drops (not re-added elsewhere). Callers
+    /// mark the dropped tables obsolete once the edit is durable.
+    pub fn apply(&self, edit: &VersionEdit, ctx: &TableCtx) -> (Version, Vec<Arc<TableHandle>>) {
+        let mut v = self.clone();
+        let mut removed = Vec::new();
+        for &(level, id) in &edit.deleted {
+            if let Some(tables) = v.levels.get_mut(level) {
+                if let Some(i) = tables.iter().position(|t| t.id() == id) {
+                    removed.push(tables.remove(i));
+                }
+            }
+        }
+        for (level, props) in &edit.added {
+            if let Some(tables) = v.levels.get_mut(*level) {
+                // A table moved between levels keeps its handle and its file.
+                let handle = match removed.iter().position(|t| t.id() == props.id) {
+                    Some(i) => removed.swap_remove(i),
+                    None => TableHandle::new(props.clone(), ctx.clone()),
+                };
+                tables.push(handle);
+            }
+        }
+        for (level, tables) in v.levels.iter_mut().enumerate() {
+            if level == 0 {
+                tables.sort_by_key(|t| std::cmp::Reverse((t.props.max_seq, t.id())));
+            } else {
+                tables.sort_by(|a, b| crate::key::cmp_ikey(&a.props.smallest, &b.props.smallest));
+            }
+        }
+        (v, removed)
+    }
+
+    /// All table ids of this version.
+    pub fn table_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.levels.iter().flatten().map(|t| t.id())
+    }
+}
