@@ -104,7 +104,8 @@ pub struct Retention {
     /// every reader.
     pub smallest_snapshot: SeqNo,
     current_user: Vec<u8>,
-    last_seq_for_user: SeqNo,
+    /// Seqno of the previous (newer) version of the current user key.
+    newer_seq: Option<SeqNo>,
     started: bool,
 }
 
@@ -113,7 +114,7 @@ impl Retention {
         Retention {
             smallest_snapshot,
             current_user: Vec::new(),
-            last_seq_for_user: SeqNo::MAX,
+            newer_seq: None,
             started: false,
         }
     }
@@ -128,10 +129,10 @@ impl Retention {
             self.started = true;
             self.current_user.clear();
             self.current_user.extend_from_slice(user);
-            self.last_seq_for_user = SeqNo::MAX;
+            self.newer_seq = None;
         }
-        let shadowed = self.last_seq_for_user <= self.smallest_snapshot;
-        self.last_seq_for_user = seq;
+        let shadowed = self.newer_seq.is_some_and(|n| n <= self.smallest_snapshot);
+        self.newer_seq = Some(seq);
         if shadowed {
             return true;
         }
