@@ -91,7 +91,10 @@ fn run_model(storage: StorageRef, seed: u64) {
     let st = db.stats();
     flushes += st.flushes;
     compactions += st.compactions;
-    assert!(flushes > 100 && compactions > 50, "{flushes} flushes, {compactions} compactions");
+    assert!(
+        flushes > 100 && compactions > 50,
+        "{flushes} flushes, {compactions} compactions"
+    );
     db.close().unwrap();
     drop(db);
     let db = Db::open_with_storage(storage, opts).unwrap();
@@ -113,5 +116,8 @@ fn model_mem() {
 #[test]
 fn model_posix() {
     let dir = tempfile::tempdir().unwrap();
-    run_model(Arc::new(PosixStorage::new(dir.path()).unwrap()), common::seed(2));
+    run_model(
+        Arc::new(PosixStorage::new(dir.path()).unwrap()),
+        common::seed(2),
+    );
 }
