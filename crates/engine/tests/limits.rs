@@ -33,8 +33,8 @@ fn oversized_keys_and_values_are_refused_whole() {
     assert_eq!(db.get(b"a").unwrap(), None, "half of a refused batch was written");
     assert_eq!(db.stats().puts, 0);
     // Limits are inclusive.
-    db.put(&vec![b'k'; 100], &vec![1; 1000]).unwrap();
-    assert_eq!(db.get(&vec![b'k'; 100]).unwrap().unwrap().len(), 1000);
+    db.put(&[b'k'; 100], &[1; 1000]).unwrap();
+    assert_eq!(db.get(&[b'k'; 100]).unwrap().unwrap().len(), 1000);
 }
 
 #[test]

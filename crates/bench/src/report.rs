@@ -1,0 +1,695 @@
+//! Printing results the way db_bench does, Cerberus's counters, and the JSON document.
+
+use crate::engine::Engine;
+use crate::workload::{BenchConfig, PhaseOutcome};
+use cerberus_engine::storage::{IoPurpose, NandStats};
+use cerberus_engine::DbStats;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+/// One phase with the change of Cerberus's counters over it.
+pub struct PhaseReport {
+    pub outcome: PhaseOutcome,
+    /// `after - before` of the engine's counters (Cerberus only).
+    pub delta: Option<DbStats>,
+}
+
+/// One engine's run of the whole workload list.
+pub struct RunReport {
+    pub engine: Engine,
+    pub phases: Vec<PhaseReport>,
+    /// Whole-run statistics of the engine.
+    pub stats: Value,
+}
+
+/// What the JSON "config" holds besides the engine.
+pub struct RunConfig<'a> {
+    pub workload: &'a str,
+    pub bench: &'a BenchConfig,
+    pub storage: &'a str,
+    pub cache_bytes: u64,
+    pub sync: bool,
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1_048_576.0
+}
+
+/// db_bench's line, e.g.
+/// `readrandom   :       3.210 micros/op 311526 ops/sec 0.321 seconds 100000 operations;   341.1 MB/s (63212 of 100000 found)`,
+/// and a second one with the latency percentiles.
+pub fn phase_lines(o: &PhaseOutcome) -> String {
+    let mut line = format!(
+        "{:<12} : {:11.3} micros/op {:.0} ops/sec {:.3} seconds {} operations;",
+        o.workload.name(),
+        o.micros_per_op(),
+        o.ops_per_sec(),
+        o.seconds,
+        o.ops,
+    );
+    if o.bytes > 0 {
+        line += &format!(" {:6.1} MB/s", o.mb_per_sec());
+    }
+    if let Some(found) = o.found {
+        line += &format!(" ({found} of {} found)", o.ops);
+    }
+    if let Some(w) = o.writer_ops {
+        line += &format!(" ({w} writes meanwhile)");
+    }
+    let h = &o.latency;
+    line += &format!(
+        "\n{:<12}   latency us: mean {:.2} p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
+        "",
+        h.mean() / 1e3,
+        h.percentile(50.0) / 1e3,
+        h.percentile(99.0) / 1e3,
+        h.percentile(99.9) / 1e3,
+        h.max() as f64 / 1e3,
+    );
+    line
+}
+
+/// db_bench's header.
+pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> String {
+    let b = cfg.bench;
+    let compressed = (b.value_size as f64 * b.compression_ratio).round() as u64;
+    let raw_mb = mib(b.num * (b.key_size + b.value_size) as u64);
+    format!(
+        "Engine:     {}\n\
+         Keys:       {} bytes each\n\
+         Values:     {} bytes each ({} bytes after compression)\n\
+         Entries:    {}\n\
+         RawSize:    {:.1} MB (estimated)\n\
+         Threads:    {}\n\
+         Storage:    {}\n\
+         Cache:      {:.1} MB\n\
+         Sync:       {}\n\
+         Seed:       {}\n\
+         DB path:    [{}]\n\
+         ------------------------------------------------",
+        engine.name(),
+        b.key_size,
+        b.value_size,
+        compressed,
+        b.num,
+        raw_mb,
+        b.threads,
+        cfg.storage,
+        mib(cfg.cache_bytes),
+        cfg.sync,
+        b.seed,
+        path.display(),
+    )
+}
+
+/// An array indexed by `IoPurpose` as an object keyed by purpose name.
+fn by_purpose<T: Into<Value> + Copy>(a: &[T; IoPurpose::COUNT]) -> Value {
+    let mut m = Map::new();
+    for p in IoPurpose::ALL {
+        m.insert(p.name().to_string(), a[p as usize].into());
+    }
+    Value::Object(m)
+}
+
+/// An array indexed by `IoPurpose`, serialized as an object keyed by purpose name in
+/// `IoPurpose::ALL` order.
+pub struct ByPurpose<T>([T; IoPurpose::COUNT]);
+
+impl<T: Serialize> Serialize for ByPurpose<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(IoPurpose::COUNT))?;
+        for p in IoPurpose::ALL {
+            m.serialize_entry(p.name(), &self.0[p as usize])?;
+        }
+        m.end()
+    }
+}
+
+fn per(a: &[u64; IoPurpose::COUNT], d: f64) -> [f64; IoPurpose::COUNT] {
+    let mut out = [0.0; IoPurpose::COUNT];
+    for (o, &x) in out.iter_mut().zip(a) {
+        *o = x as f64 / d;
+    }
+    out
+}
+
+fn nand_json(n: &NandStats) -> Value {
+    json!({
+        "page_reads": by_purpose(&n.page_reads),
+        "page_programs": by_purpose(&n.page_programs),
+        "read_requests": by_purpose(&n.read_requests),
+        "read_time_ns": n.read_time_ns,
+        "sync_wait_ns": n.sync_wait_ns,
+    })
+}
+
+/// All of `DbStats` as JSON.
+pub fn db_stats_json(s: &DbStats) -> Value {
+    let levels: Vec<Value> = s
+        .levels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| json!({ "level": i, "tables": l.tables, "bytes": l.bytes }))
+        .collect();
+    json!({
+        "levels": levels,
+        "gets": s.gets,
+        "puts": s.puts,
+        "deletes": s.deletes,
+        "gets_memtable": s.gets_memtable,
+        "gets_by_level": s.gets_by_level,
+        "gets_not_found": s.gets_not_found,
+        "filter_probes": s.filter_probes,
+        "filter_negatives": s.filter_negatives,
+        "filter_loads": s.filter_loads,
+        "index_loads": s.index_loads,
+        "reads": by_purpose(&s.reads),
+        "read_bytes": by_purpose(&s.read_bytes),
+        "flushes": s.flushes,
+        "compactions": s.compactions,
+        "compaction_bytes_read": s.compaction_bytes_read,
+        "compaction_bytes_written": s.compaction_bytes_written,
+        "vlog_bytes": s.vlog_bytes,
+        "vlog_segments": s.vlog_segments,
+        "write_stalls": s.write_stalls,
+        "write_slowdowns": s.write_slowdowns,
+        "nand": s.nand.as_ref().map(nand_json),
+    })
+}
+
+fn sub_arr<const N: usize>(a: &[u64; N], b: &[u64; N]) -> [u64; N] {
+    let mut out = [0; N];
+    for i in 0..N {
+        out[i] = a[i].saturating_sub(b[i]);
+    }
+    out
+}
+
+/// The counters of `after` minus those of `before`; shapes (levels, bytes of the value log)
+/// are `after`'s.
+pub fn stats_delta(before: &DbStats, after: &DbStats) -> DbStats {
+    let d = |a: u64, b: u64| a.saturating_sub(b);
+    let mut out = after.clone();
+    out.gets = d(after.gets, before.gets);
+    out.puts = d(after.puts, before.puts);
+    out.deletes = d(after.deletes, before.deletes);
+    out.gets_memtable = d(after.gets_memtable, before.gets_memtable);
+    out.gets_by_level = after
+        .gets_by_level
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| d(a, before.gets_by_level.get(i).copied().unwrap_or(0)))
+        .collect();
+    out.gets_not_found = d(after.gets_not_found, before.gets_not_found);
+    out.filter_probes = d(after.filter_probes, before.filter_probes);
+    out.filter_negatives = d(after.filter_negatives, before.filter_negatives);
+    out.filter_loads = d(after.filter_loads, before.filter_loads);
+    out.index_loads = d(after.index_loads, before.index_loads);
+    out.reads = sub_arr(&after.reads, &before.reads);
+    out.read_bytes = sub_arr(&after.read_bytes, &before.read_bytes);
+    out.flushes = d(after.flushes, before.flushes);
+    out.compactions = d(after.compactions, before.compactions);
+    out.compaction_bytes_read = d(after.compaction_bytes_read, before.compaction_bytes_read);
+    out.compaction_bytes_written = d(
+        after.compaction_bytes_written,
+        before.compaction_bytes_written,
+    );
+    out.write_stalls = d(after.write_stalls, before.write_stalls);
+    out.write_slowdowns = d(after.write_slowdowns, before.write_slowdowns);
+    out.nand = match (&before.nand, &after.nand) {
+        (Some(b), Some(a)) => Some(NandStats {
+            page_reads: sub_arr(&a.page_reads, &b.page_reads),
+            page_programs: sub_arr(&a.page_programs, &b.page_programs),
+            read_requests: sub_arr(&a.read_requests, &b.read_requests),
+            read_time_ns: d(a.read_time_ns, b.read_time_ns),
+            sync_wait_ns: d(a.sync_wait_ns, b.sync_wait_ns),
+        }),
+        (None, a) => a.clone(),
+        (Some(_), None) => None,
+    };
+    out
+}
+
+/// Gets that the per-get figures of a phase divide by: the engine's count, or the phase's
+/// reads when the engine counted none.
+fn gets_of(delta: &DbStats, o: &PhaseOutcome) -> u64 {
+    if delta.gets > 0 {
+        delta.gets
+    } else if o.workload.is_read() {
+        o.ops
+    } else {
+        0
+    }
+}
+
+/// The "stats" of a phase in the JSON: counter deltas and per-get figures (null when the
+/// phase made no gets).
+#[derive(Serialize)]
+pub struct PhaseStatsDoc {
+    gets: u64,
+    puts: u64,
+    gets_memtable: u64,
+    gets_by_level: Vec<u64>,
+    gets_not_found: u64,
+    filter_probes_per_get: Option<f64>,
+    filter_loads_per_get: Option<f64>,
+    index_loads_per_get: Option<f64>,
+    reads_per_get: Option<ByPurpose<f64>>,
+    read_bytes_per_get: Option<ByPurpose<f64>>,
+    nand_page_reads_per_get: Option<ByPurpose<f64>>,
+    nand_read_time_us_per_get: Option<f64>,
+    nand_page_programs: Option<ByPurpose<u64>>,
+    flushes: u64,
+    compactions: u64,
+    write_stalls: u64,
+    write_slowdowns: u64,
+}
+
+pub fn phase_stats(delta: &DbStats, o: &PhaseOutcome) -> PhaseStatsDoc {
+    let gets = gets_of(delta, o);
+    let g = gets as f64;
+    let per_get = |x: u64| (gets > 0).then(|| x as f64 / g);
+    let nand = delta.nand.as_ref();
+    let nand_per_get = nand.filter(|_| gets > 0);
+    PhaseStatsDoc {
+        gets: delta.gets,
+        puts: delta.puts,
+        gets_memtable: delta.gets_memtable,
+        gets_by_level: delta.gets_by_level.clone(),
+        gets_not_found: delta.gets_not_found,
+        filter_probes_per_get: per_get(delta.filter_probes),
+        filter_loads_per_get: per_get(delta.filter_loads),
+        index_loads_per_get: per_get(delta.index_loads),
+        reads_per_get: (gets > 0).then(|| ByPurpose(per(&delta.reads, g))),
+        read_bytes_per_get: (gets > 0).then(|| ByPurpose(per(&delta.read_bytes, g))),
+        nand_page_reads_per_get: nand_per_get.map(|n| ByPurpose(per(&n.page_reads, g))),
+        nand_read_time_us_per_get: nand_per_get.map(|n| n.read_time_ns as f64 / 1e3 / g),
+        nand_page_programs: nand.map(|n| ByPurpose(n.page_programs)),
+        flushes: delta.flushes,
+        compactions: delta.compactions,
+        write_stalls: delta.write_stalls,
+        write_slowdowns: delta.write_slowdowns,
+    }
+}
+
+fn purposes_line(values: &[f64; IoPurpose::COUNT], digits: usize) -> String {
+    IoPurpose::ALL
+        .iter()
+        .map(|&p| format!("{} {:.*}", p.name(), digits, values[p as usize]))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+/// The short summary of Cerberus's counters printed after a run: the shape of the tree, then
+/// per read phase where its gets were answered and what they read.
+pub fn cerberus_summary(stats: &DbStats, phases: &[PhaseReport]) -> String {
+    let mut out = String::from("cerberus stats:\n");
+    for (i, l) in stats.levels.iter().enumerate() {
+        if l.tables > 0 || l.bytes > 0 {
+            out += &format!("  L{i}: {:>5} tables {:>10.1} MB\n", l.tables, mib(l.bytes));
+        }
+    }
+    if stats.levels.iter().all(|l| l.tables == 0 && l.bytes == 0) {
+        out += "  levels: all empty\n";
+    }
+    out += &format!(
+        "  value log: {:.1} MB in {} segments; flushes {}, compactions {}, write stalls {}, slowdowns {}\n",
+        mib(stats.vlog_bytes),
+        stats.vlog_segments,
+        stats.flushes,
+        stats.compactions,
+        stats.write_stalls,
+        stats.write_slowdowns,
+    );
+    for p in phases {
+        let (Some(d), true) = (&p.delta, p.outcome.workload.is_read()) else {
+            continue;
+        };
+        let gets = gets_of(d, &p.outcome);
+        if gets == 0 {
+            continue;
+        }
+        let g = gets as f64;
+        let levels: Vec<String> = d
+            .gets_by_level
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, n)| format!("L{i} {n}"))
+            .collect();
+        out += &format!(
+            "  {}: {} gets: memtable {}, {}{}not found {}\n",
+            p.outcome.workload.name(),
+            gets,
+            d.gets_memtable,
+            levels.join(", "),
+            if levels.is_empty() { "" } else { ", " },
+            d.gets_not_found,
+        );
+        out += &format!(
+            "    per get: filter probes {:.3}, filter loads {:.4}, index loads {:.4}\n",
+            d.filter_probes as f64 / g,
+            d.filter_loads as f64 / g,
+            d.index_loads as f64 / g,
+        );
+        out += &format!(
+            "    reads per get:      {}\n",
+            purposes_line(&per(&d.reads, g), 3)
+        );
+        if let Some(n) = &d.nand {
+            out += &format!(
+                "    nand pages per get: {}\n",
+                purposes_line(&per(&n.page_reads, g), 3)
+            );
+            out += &format!(
+                "    nand read time per get: {:.2} us\n",
+                n.read_time_ns as f64 / 1e3 / g
+            );
+        }
+    }
+    out.pop();
+    out
+}
+
+/// The JSON document of one engine's run (structs, so that fields keep this order).
+#[derive(Serialize)]
+pub struct RunDoc<'a> {
+    engine: &'static str,
+    workload: &'a str,
+    config: ConfigDoc<'a>,
+    phases: Vec<PhaseDoc>,
+    stats: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ConfigDoc<'a> {
+    num: u64,
+    key_size: usize,
+    value_size: usize,
+    threads: usize,
+    storage: &'a str,
+    cache_bytes: u64,
+    seed: u64,
+    sync: bool,
+    compression_ratio: f64,
+}
+
+#[derive(Serialize)]
+struct PhaseDoc {
+    name: &'static str,
+    ops: u64,
+    seconds: f64,
+    ops_per_sec: f64,
+    micros_per_op: f64,
+    mb_per_sec: f64,
+    /// Gets that found their key (read phases; null otherwise).
+    found: Option<u64>,
+    /// Puts of readwhilewriting's writer.
+    writer_ops: Option<u64>,
+    latency_us: LatencyDoc,
+    /// Counter deltas of the phase (Cerberus; null for other engines).
+    stats: Option<PhaseStatsDoc>,
+}
+
+#[derive(Serialize)]
+struct LatencyDoc {
+    samples: u64,
+    mean: f64,
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    max: f64,
+}
+
+/// The JSON document of one engine's run.
+pub fn run_doc<'a>(run: &'a RunReport, cfg: &RunConfig<'a>) -> RunDoc<'a> {
+    let b = cfg.bench;
+    let phases = run
+        .phases
+        .iter()
+        .map(|p| {
+            let o = &p.outcome;
+            let h = &o.latency;
+            PhaseDoc {
+                name: o.workload.name(),
+                ops: o.ops,
+                seconds: o.seconds,
+                ops_per_sec: o.ops_per_sec(),
+                micros_per_op: o.micros_per_op(),
+                mb_per_sec: o.mb_per_sec(),
+                found: o.found,
+                writer_ops: o.writer_ops,
+                latency_us: LatencyDoc {
+                    samples: h.count(),
+                    mean: h.mean() / 1e3,
+                    p50: h.percentile(50.0) / 1e3,
+                    p99: h.percentile(99.0) / 1e3,
+                    p999: h.percentile(99.9) / 1e3,
+                    max: h.max() as f64 / 1e3,
+                },
+                stats: p.delta.as_ref().map(|d| phase_stats(d, o)),
+            }
+        })
+        .collect();
+    RunDoc {
+        engine: run.engine.name(),
+        workload: cfg.workload,
+        config: ConfigDoc {
+            num: b.num,
+            key_size: b.key_size,
+            value_size: b.value_size,
+            threads: b.threads,
+            storage: cfg.storage,
+            cache_bytes: cfg.cache_bytes,
+            seed: b.seed,
+            sync: cfg.sync,
+            compression_ratio: b.compression_ratio,
+        },
+        phases,
+        stats: &run.stats,
+    }
+}
+
+/// Ops/s of every engine per phase, and the first engine's over each other's (e.g.
+/// cerberus ÷ rocksdb): figures measured in one run, on one machine.
+pub fn ratio_table(runs: &[RunReport]) -> String {
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let mut out = String::from("ops/sec by engine");
+    let mut head = format!("{:<18}", "phase");
+    for r in runs {
+        head += &format!(" {:>14}", r.engine.name());
+    }
+    for r in &runs[1..] {
+        head += &format!(
+            " {:>18}",
+            format!("{}/{}", first.engine.name(), r.engine.name())
+        );
+    }
+    out += "\n";
+    out += &head;
+    for (i, p) in first.phases.iter().enumerate() {
+        let name = p.outcome.workload.name();
+        let mut line = format!("{name:<18}");
+        let rates: Vec<Option<f64>> = runs
+            .iter()
+            .map(|r| r.phases.get(i).map(|p| p.outcome.ops_per_sec()))
+            .collect();
+        for r in &rates {
+            match r {
+                Some(x) => line += &format!(" {x:>14.0}"),
+                None => line += &format!(" {:>14}", "-"),
+            }
+        }
+        for r in &rates[1..] {
+            match (rates[0], r) {
+                (Some(a), Some(b)) if *b > 0.0 => line += &format!(" {:>18.3}", a / b),
+                _ => line += &format!(" {:>18}", "-"),
+            }
+        }
+        out += "\n";
+        out += &line;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::Histogram;
+    use crate::workload::Workload;
+
+    fn outcome(workload: Workload, ops: u64, seconds: f64) -> PhaseOutcome {
+        PhaseOutcome {
+            workload,
+            ops,
+            found: workload.is_read().then_some(ops / 2),
+            writer_ops: None,
+            seconds,
+            thread_seconds: seconds,
+            bytes: ops * 100,
+            latency: Histogram::new(),
+        }
+    }
+
+    #[test]
+    fn ratio_table_divides_first_engine_by_the_others() {
+        let run = |engine, w_secs: f64, r_secs: f64| RunReport {
+            engine,
+            phases: vec![
+                PhaseReport {
+                    outcome: outcome(Workload::FillRandom, 1000, w_secs),
+                    delta: None,
+                },
+                PhaseReport {
+                    outcome: outcome(Workload::ReadRandom, 1000, r_secs),
+                    delta: None,
+                },
+            ],
+            stats: Value::Null,
+        };
+        let t = ratio_table(&[
+            run(Engine::Cerberus, 1.0, 0.5),
+            run(Engine::RocksDb, 2.0, 1.0),
+        ]);
+        let lines: Vec<_> = t.lines().collect();
+        assert!(lines[1].contains("cerberus/rocksdb"), "{t}");
+        assert!(lines[2].starts_with("fillrandom"), "{t}");
+        assert!(lines[2].trim_end().ends_with("2.000"), "{t}");
+        assert!(lines[3].trim_end().ends_with("2.000"), "{t}");
+        assert!(lines[3].contains(" 2000 "), "{t}");
+    }
+
+    #[test]
+    fn json_document_has_the_documented_shape() {
+        let bench = BenchConfig {
+            num: 1000,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            seed: 1,
+            compression_ratio: 0.5,
+        };
+        let cfg = RunConfig {
+            workload: "fillrandom,readrandom",
+            bench: &bench,
+            storage: "nand",
+            cache_bytes: 1 << 20,
+            sync: false,
+        };
+        let delta = DbStats {
+            gets: 1000,
+            gets_by_level: vec![0, 400, 100],
+            filter_loads: 10,
+            reads: [0, 0, 500, 500, 0, 0],
+            nand: Some(NandStats {
+                page_reads: [0, 0, 500, 600, 0, 0],
+                read_time_ns: 80_000_000,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let run = RunReport {
+            engine: Engine::Cerberus,
+            phases: vec![
+                PhaseReport {
+                    outcome: outcome(Workload::FillRandom, 1000, 1.0),
+                    delta: Some(DbStats::default()),
+                },
+                PhaseReport {
+                    outcome: outcome(Workload::ReadRandom, 1000, 0.5),
+                    delta: Some(delta),
+                },
+            ],
+            stats: db_stats_json(&DbStats::default()),
+        };
+        let text = serde_json::to_string(&run_doc(&run, &cfg)).unwrap();
+        assert!(
+            text.starts_with(
+                r#"{"engine":"cerberus","workload":"fillrandom,readrandom","config":{"num":1000,"#
+            ),
+            "{text}"
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["config"]["storage"], "nand");
+        let read = &v["phases"][1];
+        assert_eq!(read["name"], "readrandom");
+        assert_eq!(read["ops_per_sec"], 2000.0);
+        assert_eq!(read["found"], 500);
+        assert!(read["latency_us"]["p999"].is_number());
+        let s = &read["stats"];
+        assert_eq!(s["gets_by_level"], json!([0, 400, 100]));
+        assert_eq!(s["filter_loads_per_get"], 0.01);
+        assert_eq!(s["reads_per_get"]["value"], 0.5);
+        assert!(text.contains(r#""reads_per_get":{"filter":0.0,"index":0.0,"data":0.5,"value":0.5,"log":0.0,"other":0.0}"#), "{text}");
+        assert_eq!(s["nand_page_reads_per_get"]["value"], 0.6);
+        assert_eq!(s["nand_read_time_us_per_get"], 80.0);
+        let summary = cerberus_summary(
+            &DbStats {
+                levels: vec![
+                    cerberus_engine::LevelStats {
+                        tables: 2,
+                        bytes: 3 << 20,
+                    },
+                    Default::default(),
+                ],
+                ..Default::default()
+            },
+            &run.phases,
+        );
+        assert!(
+            summary.contains("L0:     2 tables        3.0 MB"),
+            "{summary}"
+        );
+        assert!(!summary.contains("L1:"), "{summary}");
+        assert!(summary.contains("readrandom: 1000 gets"), "{summary}");
+        assert!(summary.contains("L1 400, L2 100"), "{summary}");
+        assert!(summary.contains("filter loads 0.0100"), "{summary}");
+        assert!(summary.contains("value 0.600"), "{summary}");
+        assert!(
+            summary.contains("nand read time per get: 80.00 us"),
+            "{summary}"
+        );
+        assert!(!summary.contains("fillrandom"), "{summary}");
+        let write = &v["phases"][0];
+        assert!(write["found"].is_null());
+        assert!(write["stats"]["filter_loads_per_get"].is_null());
+        assert!(v["stats"]["levels"].is_array());
+    }
+
+    #[test]
+    fn delta_subtracts_counters_and_keeps_shapes() {
+        let before = DbStats {
+            gets: 10,
+            gets_by_level: vec![1, 2],
+            reads: [1, 2, 3, 4, 5, 6],
+            nand: Some(NandStats {
+                read_time_ns: 100,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let after = DbStats {
+            gets: 30,
+            gets_by_level: vec![5, 2, 7],
+            reads: [2, 2, 5, 4, 5, 9],
+            vlog_bytes: 1234,
+            nand: Some(NandStats {
+                read_time_ns: 350,
+                page_reads: [0, 0, 4, 0, 0, 0],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let d = stats_delta(&before, &after);
+        assert_eq!(d.gets, 20);
+        assert_eq!(d.gets_by_level, vec![4, 0, 7]);
+        assert_eq!(d.reads, [1, 0, 2, 0, 0, 3]);
+        assert_eq!(d.vlog_bytes, 1234);
+        let n = d.nand.as_ref().unwrap();
+        assert_eq!(n.read_time_ns, 250);
+        assert_eq!(n.page_reads[IoPurpose::Data as usize], 4);
+    }
+}

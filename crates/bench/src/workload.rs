@@ -1,0 +1,691 @@
+//! Workloads (db_bench's `--benchmarks`), key and value generation, and the phase runner that
+//! spreads a phase over threads and times every operation.
+
+use crate::engine::BenchDb;
+use crate::histogram::Histogram;
+use anyhow::{anyhow, bail, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// One entry of the workload list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Writes keys 0..num in order.
+    FillSeq,
+    /// Writes num uniformly random keys of 0..num (some repeat, some are never written).
+    FillRandom,
+    /// Same as fillrandom, meant to run on a filled database.
+    Overwrite,
+    /// num gets of uniformly random keys of 0..num.
+    ReadRandom,
+    /// `threads` readers do readrandom while one more thread writes random keys.
+    ReadWhileWriting,
+    /// Flushes the memtable (timed once).
+    Flush,
+    /// Compacts the whole key range (timed once).
+    Compact,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 7] = [
+        Workload::FillSeq,
+        Workload::FillRandom,
+        Workload::Overwrite,
+        Workload::ReadRandom,
+        Workload::ReadWhileWriting,
+        Workload::Flush,
+        Workload::Compact,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::FillSeq => "fillseq",
+            Workload::FillRandom => "fillrandom",
+            Workload::Overwrite => "overwrite",
+            Workload::ReadRandom => "readrandom",
+            Workload::ReadWhileWriting => "readwhilewriting",
+            Workload::Flush => "flush",
+            Workload::Compact => "compact",
+        }
+    }
+
+    /// Parses a comma-separated list such as `fillrandom,readrandom`.
+    pub fn parse_list(list: &str) -> Result<Vec<Workload>> {
+        let mut out = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let w = Workload::ALL
+                .into_iter()
+                .find(|w| w.name().eq_ignore_ascii_case(name))
+                .ok_or_else(|| {
+                    let known: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
+                    anyhow!("unknown workload {name:?} (known: {})", known.join(", "))
+                })?;
+            out.push(w);
+        }
+        if out.is_empty() {
+            bail!("no workload given");
+        }
+        Ok(out)
+    }
+
+    /// Whether the measured operations are gets.
+    pub fn is_read(self) -> bool {
+        matches!(self, Workload::ReadRandom | Workload::ReadWhileWriting)
+    }
+}
+
+/// Parameters shared by every phase.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    pub num: u64,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub threads: usize,
+    pub seed: u64,
+    /// Fraction of a value that is random; the rest repeats it (db_bench's compression_ratio).
+    pub compression_ratio: f64,
+}
+
+/// Keys are the key index in zero-padded decimal, `size` bytes wide, so that their byte order
+/// is their numeric order and fillseq writes them sorted.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyFormat {
+    size: usize,
+}
+
+impl KeyFormat {
+    /// A format for keys 0..num; fails if `size` digits cannot hold num - 1.
+    pub fn new(size: usize, num: u64) -> Result<KeyFormat> {
+        let largest = num.saturating_sub(1);
+        let digits = largest.checked_ilog10().unwrap_or(0) as usize + 1;
+        if size < digits {
+            bail!("--key-size {size} is too small for --num {num}: keys need {digits} digits");
+        }
+        Ok(KeyFormat { size })
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Writes key `i` into `buf`, which must be `size` bytes.
+    #[inline]
+    pub fn write(&self, mut i: u64, buf: &mut [u8]) {
+        debug_assert_eq!(buf.len(), self.size);
+        for b in buf.iter_mut().rev() {
+            *b = b'0' + (i % 10) as u8;
+            i /= 10;
+        }
+        debug_assert_eq!(i, 0, "key index too large for the key size");
+    }
+
+    #[cfg(test)]
+    pub fn key(&self, i: u64) -> Vec<u8> {
+        let mut buf = vec![0; self.size];
+        self.write(i, &mut buf);
+        buf
+    }
+}
+
+/// A buffer of pre-generated value bytes that values are sliced from, as db_bench's
+/// RandomGenerator does.
+pub struct ValuePool {
+    data: Arc<[u8]>,
+    value_size: usize,
+}
+
+impl ValuePool {
+    pub fn new(value_size: usize, compression_ratio: f64, seed: u64) -> ValuePool {
+        let len = (1usize << 20).max(2 * value_size);
+        let mut rng = SmallRng::seed_from_u64(mix(seed, 0x7661_6c75));
+        let mut data = Vec::with_capacity(len + 100);
+        let raw_len = ((100.0 * compression_ratio.clamp(0.0, 1.0)).round() as usize).max(1);
+        while data.len() < len {
+            // Each 100-byte piece is raw_len random printable bytes repeated.
+            let raw: Vec<u8> = (0..raw_len).map(|_| rng.gen_range(b' '..=b'~')).collect();
+            let start = data.len();
+            while data.len() < start + 100 {
+                let take = raw_len.min(start + 100 - data.len());
+                data.extend_from_slice(&raw[..take]);
+            }
+        }
+        data.truncate(len);
+        ValuePool {
+            data: data.into(),
+            value_size,
+        }
+    }
+
+    /// A generator for one thread, starting at a random place.
+    pub fn generator(&self, rng: &mut SmallRng) -> ValueGen {
+        let room = self.data.len() - self.value_size;
+        ValueGen {
+            data: self.data.clone(),
+            pos: rng.gen_range(0..=room),
+            len: self.value_size,
+        }
+    }
+}
+
+pub struct ValueGen {
+    data: Arc<[u8]>,
+    pos: usize,
+    len: usize,
+}
+
+impl ValueGen {
+    #[inline]
+    pub fn next(&mut self) -> &[u8] {
+        if self.pos + self.len > self.data.len() {
+            self.pos = 0;
+        }
+        let v = &self.data[self.pos..self.pos + self.len];
+        self.pos += self.len;
+        v
+    }
+}
+
+/// splitmix64 of `a` and `b`: distinct, well-spread seeds for threads and phases.
+fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a ^ b.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// What one phase measured.
+#[derive(Clone, Debug)]
+pub struct PhaseOutcome {
+    pub workload: Workload,
+    /// Measured operations (the readers' gets for readwhilewriting).
+    pub ops: u64,
+    /// Gets that found their key (read phases).
+    pub found: Option<u64>,
+    /// Puts of the background writer (readwhilewriting).
+    pub writer_ops: Option<u64>,
+    /// Wall time from the start of all threads to the end of the last measured one.
+    pub seconds: f64,
+    /// Sum over measured threads of their busy time (db_bench's micros/op is this / ops).
+    pub thread_seconds: f64,
+    /// Key and value bytes moved by measured ops (found values only, for reads).
+    pub bytes: u64,
+    pub latency: Histogram,
+}
+
+impl PhaseOutcome {
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.ops as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    pub fn micros_per_op(&self) -> f64 {
+        if self.ops > 0 {
+            self.thread_seconds * 1e6 / self.ops as f64
+        } else {
+            0.0
+        }
+    }
+
+    pub fn mb_per_sec(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 / 1_048_576.0 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What one thread does in a phase.
+#[derive(Clone, Copy, Debug)]
+enum Job {
+    /// Put keys start..end in order.
+    SeqWrite { start: u64, end: u64 },
+    /// Put `count` random keys.
+    RandomWrite { count: u64 },
+    /// Get `count` random keys.
+    RandomRead { count: u64 },
+    /// Put random keys until told to stop (not measured).
+    BackgroundWrite,
+}
+
+#[derive(Default)]
+struct ThreadResult {
+    ops: u64,
+    found: u64,
+    bytes: u64,
+    elapsed: Duration,
+    latency: Option<Histogram>,
+}
+
+/// Ops between two progress-bar updates of a thread.
+const PROGRESS_EVERY: u64 = 512;
+
+/// Runs the key/value generator and timing loop of one thread.
+#[allow(clippy::too_many_arguments)]
+fn run_job(
+    db: &dyn BenchDb,
+    job: Job,
+    config: &BenchConfig,
+    keys: KeyFormat,
+    values: &ValuePool,
+    seed: u64,
+    start: &Barrier,
+    stop: &AtomicBool,
+    progress: &ProgressBar,
+) -> Result<ThreadResult> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut gen = values.generator(&mut rng);
+    let mut key = vec![0u8; keys.size()];
+    let kv_bytes = (config.key_size + config.value_size) as u64;
+    let mut out = ThreadResult::default();
+    let measured = !matches!(job, Job::BackgroundWrite);
+    let mut hist = Histogram::new();
+    let count = match job {
+        Job::SeqWrite { start, end } => end - start,
+        Job::RandomWrite { count } | Job::RandomRead { count } => count,
+        Job::BackgroundWrite => u64::MAX,
+    };
+    start.wait();
+    let t0 = Instant::now();
+    let mut pending = 0u64;
+    let mut i = 0u64;
+    let result = (|| -> Result<()> {
+        while i < count {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let k = match job {
+                Job::SeqWrite { start, .. } => start + i,
+                _ => rng.gen_range(0..config.num),
+            };
+            keys.write(k, &mut key);
+            if let Job::RandomRead { .. } = job {
+                let op_start = Instant::now();
+                let found = db.get(&key)?;
+                hist.record(op_start.elapsed().as_nanos() as u64);
+                if found {
+                    out.found += 1;
+                    out.bytes += kv_bytes;
+                }
+            } else {
+                let value = gen.next();
+                let op_start = Instant::now();
+                db.put(&key, value)?;
+                if measured {
+                    hist.record(op_start.elapsed().as_nanos() as u64);
+                }
+                out.bytes += kv_bytes;
+            }
+            i += 1;
+            if measured {
+                pending += 1;
+                if pending == PROGRESS_EVERY {
+                    progress.inc(pending);
+                    pending = 0;
+                }
+            }
+        }
+        Ok(())
+    })();
+    out.elapsed = t0.elapsed();
+    out.ops = i;
+    if measured {
+        progress.inc(pending);
+        out.latency = Some(hist);
+    }
+    if result.is_err() {
+        // Let the other threads end early.
+        stop.store(true, Ordering::Relaxed);
+    }
+    result.map(|()| out)
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+fn progress_bar(name: &str, len: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>16} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} {rate} eta {eta}",
+        )
+        .expect("valid template")
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} ops/s", state.per_sec());
+            },
+        ),
+    );
+    pb.set_prefix(name.to_string());
+    pb
+}
+
+/// Splits `total` into `parts` nearly equal shares (the first ones get the remainder).
+fn split(total: u64, parts: usize) -> Vec<(u64, u64)> {
+    let parts = parts.max(1) as u64;
+    let base = total / parts;
+    let extra = total % parts;
+    let mut start = 0;
+    (0..parts)
+        .map(|t| {
+            let len = base + u64::from(t < extra);
+            let range = (start, start + len);
+            start += len;
+            range
+        })
+        .collect()
+}
+
+/// Runs phase number `index` of the list on `db`.
+pub fn run_phase(
+    db: &dyn BenchDb,
+    workload: Workload,
+    index: usize,
+    config: &BenchConfig,
+    values: &ValuePool,
+) -> Result<PhaseOutcome> {
+    let keys = KeyFormat::new(config.key_size, config.num)?;
+    match workload {
+        Workload::Flush | Workload::Compact => {
+            let t0 = Instant::now();
+            if workload == Workload::Flush {
+                db.flush()?;
+            } else {
+                db.compact()?;
+            }
+            let elapsed = t0.elapsed();
+            let mut latency = Histogram::new();
+            latency.record(elapsed.as_nanos() as u64);
+            return Ok(PhaseOutcome {
+                workload,
+                ops: 1,
+                found: None,
+                writer_ops: None,
+                seconds: elapsed.as_secs_f64(),
+                thread_seconds: elapsed.as_secs_f64(),
+                bytes: 0,
+                latency,
+            });
+        }
+        _ => {}
+    }
+
+    let shares = split(config.num, config.threads);
+    let mut jobs: Vec<Job> = shares
+        .iter()
+        .map(|&(start, end)| match workload {
+            Workload::FillSeq => Job::SeqWrite { start, end },
+            Workload::FillRandom | Workload::Overwrite => Job::RandomWrite { count: end - start },
+            _ => Job::RandomRead { count: end - start },
+        })
+        .collect();
+    let measured_threads = jobs.len();
+    if workload == Workload::ReadWhileWriting {
+        jobs.push(Job::BackgroundWrite);
+    }
+
+    let progress = progress_bar(workload.name(), config.num);
+    let start = Barrier::new(jobs.len() + 1);
+    let readers_done = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    // The workload is in the seed so that a readrandom does not replay the key sequence of the
+    // fillrandom before it (phase 0 of one run, phase 0 of the next with --db).
+    let phase_seed = mix(mix(config.seed, workload as u64 + 1), index as u64 + 1);
+
+    let (results, wall, writer) = std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(jobs.len());
+        for (t, &job) in jobs.iter().enumerate() {
+            let seed = mix(phase_seed, t as u64 + 1);
+            let (start, stop, readers_done, progress) = (&start, &stop, &readers_done, &progress);
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("{}-{t}", workload.name()))
+                    .spawn_scoped(s, move || {
+                        let stop = if matches!(job, Job::BackgroundWrite) {
+                            readers_done
+                        } else {
+                            stop
+                        };
+                        run_job(db, job, config, keys, values, seed, start, stop, progress)
+                    })
+                    .expect("spawning a worker thread"),
+            );
+        }
+        start.wait();
+        let t0 = Instant::now();
+        let mut writer_handle = None;
+        if handles.len() > measured_threads {
+            writer_handle = handles.pop();
+        }
+        let results: Vec<Result<ThreadResult>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a worker thread panicked")))
+            })
+            .collect();
+        let wall = t0.elapsed();
+        readers_done.store(true, Ordering::Relaxed);
+        let writer = writer_handle.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow!("the writer thread panicked")))
+        });
+        (results, wall, writer)
+    });
+    progress.finish_and_clear();
+
+    let mut outcome = PhaseOutcome {
+        workload,
+        ops: 0,
+        found: workload.is_read().then_some(0),
+        writer_ops: None,
+        seconds: wall.as_secs_f64(),
+        thread_seconds: 0.0,
+        bytes: 0,
+        latency: Histogram::new(),
+    };
+    for r in results {
+        let r = r?;
+        outcome.ops += r.ops;
+        outcome.bytes += r.bytes;
+        outcome.thread_seconds += r.elapsed.as_secs_f64();
+        if let Some(found) = outcome.found.as_mut() {
+            *found += r.found;
+        }
+        if let Some(h) = r.latency {
+            outcome.latency.merge(&h);
+        }
+    }
+    if let Some(w) = writer {
+        outcome.writer_ops = Some(w?.ops);
+    }
+    Ok(outcome)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    /// An in-memory engine for tests of the runner.
+    #[derive(Default)]
+    pub(crate) struct MemDb {
+        map: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
+    }
+
+    impl BenchDb for MemDb {
+        fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+            self.map
+                .lock()
+                .unwrap()
+                .insert(key.to_vec(), value.to_vec());
+            Ok(())
+        }
+        fn get(&self, key: &[u8]) -> Result<bool> {
+            Ok(self.map.lock().unwrap().contains_key(key))
+        }
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+        fn compact(&self) -> Result<()> {
+            Ok(())
+        }
+        fn stats_json(&self) -> serde_json::Value {
+            serde_json::json!({ "keys": self.map.lock().unwrap().len() })
+        }
+        fn close(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn config(num: u64, threads: usize) -> BenchConfig {
+        BenchConfig {
+            num,
+            key_size: 16,
+            value_size: 100,
+            threads,
+            seed: 7,
+            compression_ratio: 0.5,
+        }
+    }
+
+    #[test]
+    fn fillseq_then_readrandom_finds_everything() {
+        let db = MemDb::default();
+        let cfg = config(10_000, 3);
+        let values = ValuePool::new(cfg.value_size, 0.5, 1);
+        let fill = run_phase(&db, Workload::FillSeq, 0, &cfg, &values).unwrap();
+        assert_eq!(fill.ops, 10_000);
+        assert_eq!(fill.latency.count(), 10_000);
+        assert_eq!(fill.found, None);
+        assert_eq!(db.map.lock().unwrap().len(), 10_000);
+        let f = KeyFormat::new(16, 10_000).unwrap();
+        assert_eq!(db.map.lock().unwrap()[&f.key(9_999)].len(), 100);
+        let read = run_phase(&db, Workload::ReadRandom, 1, &cfg, &values).unwrap();
+        assert_eq!(read.ops, 10_000);
+        assert_eq!(read.found, Some(10_000));
+        assert_eq!(read.bytes, 10_000 * 116);
+        assert!(read.ops_per_sec() > 0.0);
+    }
+
+    #[test]
+    fn fillrandom_repeats_keys_and_readwhilewriting_writes_meanwhile() {
+        let db = MemDb::default();
+        let cfg = config(20_000, 2);
+        let values = ValuePool::new(cfg.value_size, 0.5, 1);
+        let fill = run_phase(&db, Workload::FillRandom, 0, &cfg, &values).unwrap();
+        assert_eq!(fill.ops, 20_000);
+        // About 1 - 1/e of the key space gets written.
+        let distinct = db.map.lock().unwrap().len() as f64 / 20_000.0;
+        assert!((distinct - 0.632).abs() < 0.02, "{distinct}");
+        let rww = run_phase(&db, Workload::ReadWhileWriting, 1, &cfg, &values).unwrap();
+        assert_eq!(rww.ops, 20_000);
+        assert!(rww.writer_ops.is_some());
+        let found = rww.found.unwrap() as f64 / 20_000.0;
+        assert!(found > 0.6, "{found}");
+    }
+
+    #[test]
+    fn a_read_run_does_not_replay_the_fill_run_keys() {
+        // fillrandom in one run, readrandom in the next on the same database: both phase 0.
+        let db = MemDb::default();
+        let cfg = config(20_000, 1);
+        let values = ValuePool::new(cfg.value_size, 0.5, 1);
+        run_phase(&db, Workload::FillRandom, 0, &cfg, &values).unwrap();
+        let read = run_phase(&db, Workload::ReadRandom, 0, &cfg, &values).unwrap();
+        let found = read.found.unwrap() as f64 / 20_000.0;
+        assert!((found - 0.632).abs() < 0.02, "{found}");
+    }
+
+    #[test]
+    fn phases_are_deterministic_for_a_seed() {
+        let run = || {
+            let db = MemDb::default();
+            let cfg = config(5_000, 1);
+            let values = ValuePool::new(cfg.value_size, 0.5, cfg.seed);
+            run_phase(&db, Workload::FillRandom, 0, &cfg, &values).unwrap();
+            let mut m: Vec<_> = db.map.into_inner().unwrap().into_iter().collect();
+            m.sort();
+            m
+        };
+        assert_eq!(run(), run());
+    }
+
+    #[test]
+    fn keys_are_fixed_width_zero_padded_decimal() {
+        let f = KeyFormat::new(16, 1_000_000).unwrap();
+        assert_eq!(f.key(0), b"0000000000000000");
+        assert_eq!(f.key(42), b"0000000000000042");
+        assert_eq!(f.key(999_999), b"0000000000999999");
+        let f = KeyFormat::new(6, 1_000_000).unwrap();
+        assert_eq!(f.key(999_999), b"999999");
+        assert_eq!(f.key(7), b"000007");
+    }
+
+    #[test]
+    fn key_order_is_numeric_order() {
+        let f = KeyFormat::new(16, 100_000).unwrap();
+        let mut prev = f.key(0);
+        for i in 1..100_000 {
+            let k = f.key(i);
+            assert!(k > prev, "key {i}");
+            prev = k;
+        }
+    }
+
+    #[test]
+    fn key_size_too_small_is_an_error() {
+        assert!(KeyFormat::new(6, 1_000_001).is_err());
+        assert!(KeyFormat::new(6, 1_000_000).is_ok());
+        assert!(KeyFormat::new(1, 10).is_ok());
+        assert!(KeyFormat::new(1, 0).is_ok());
+        assert!(KeyFormat::new(20, u64::MAX).is_ok());
+    }
+
+    #[test]
+    fn split_covers_everything() {
+        assert_eq!(split(10, 3), vec![(0, 4), (4, 7), (7, 10)]);
+        assert_eq!(split(2, 4), vec![(0, 1), (1, 2), (2, 2), (2, 2)]);
+        assert_eq!(split(5, 1), vec![(0, 5)]);
+    }
+
+    #[test]
+    fn values_have_the_size_and_compressibility_asked_for() {
+        let pool = ValuePool::new(1000, 0.5, 1);
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut g = pool.generator(&mut rng);
+        for _ in 0..5000 {
+            assert_eq!(g.next().len(), 1000);
+        }
+        // Half of each 100-byte piece repeats the other half.
+        let d = &pool.data[..100];
+        assert_eq!(d[..50], d[50..]);
+        let random = ValuePool::new(100, 1.0, 1);
+        assert_ne!(random.data[..50], random.data[50..100]);
+    }
+
+    #[test]
+    fn workload_list_parses() {
+        assert_eq!(
+            Workload::parse_list("fillseq, readrandom,READWHILEWRITING").unwrap(),
+            vec![
+                Workload::FillSeq,
+                Workload::ReadRandom,
+                Workload::ReadWhileWriting
+            ]
+        );
+        assert!(Workload::parse_list("fillrandom,bogus").is_err());
+        assert!(Workload::parse_list(",").is_err());
+    }
+}
