@@ -12,7 +12,7 @@ use crate::stats::{Counters, DbStats, LevelStats};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
 use crate::version::{Recovered, TableCtx, Version, VersionEdit, VersionSet};
-use crate::vlog::{self, VlogReader, VlogWriter};
+use crate::vlog::{self, LogSync, VlogReader, VlogWriter};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::path::Path;
@@ -25,8 +25,18 @@ use std::time::Duration;
 struct SuperVersion {
     mem: Arc<Memtable>,
     /// Frozen memtables waiting for flush, newest first.
-    imm: Vec<Arc<Memtable>>,
+    imm: Vec<Arc<Frozen>>,
     version: Arc<Version>,
+}
+
+/// A memtable that takes no more writes, with what its flush needs from the value log.
+struct Frozen {
+    mem: Arc<Memtable>,
+    /// Value-log position just past its last record: replay starts there once it is flushed.
+    log_end: (u64, u64),
+    /// The segment holding its newest records, synced before the flush is recorded (the
+    /// table will point at them).
+    log_sync: LogSync,
 }
 
 struct WriterState {
@@ -532,19 +542,18 @@ impl Inner {
         Ok(())
     }
 
-    /// Turns the memtable into a frozen one and starts a new one. The value log is synced
-    /// first: the table the frozen memtable becomes will point at these records.
+    /// Turns the memtable into a frozen one and starts a new one.
     fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
-        if let Err(e) = w.vlog.sync() {
-            self.set_bg_error(&e);
-            return Err(e);
-        }
         let mut sv = self.sv.write();
         if sv.mem.is_empty() {
             return Ok(());
         }
-        sv.mem.set_log_end(w.vlog.position());
-        let mut imm = vec![sv.mem.clone()];
+        let frozen = Frozen {
+            mem: sv.mem.clone(),
+            log_end: w.vlog.position(),
+            log_sync: w.vlog.sync_handle(),
+        };
+        let mut imm = vec![Arc::new(frozen)];
         imm.extend(sv.imm.iter().cloned());
         *sv = Arc::new(SuperVersion {
             mem: Arc::new(Memtable::new()),
@@ -565,7 +574,7 @@ impl Inner {
         let sv = self.super_version();
         let snapshot = self.visible_seq.load(Ordering::Acquire);
         let mut user = key::user_part(ns, key);
-        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {
                 Counters::add(&self.counters.gets_memtable, 1);
                 return Ok((v.kind == Kind::Put).then_some(v.value));
@@ -705,7 +714,7 @@ impl Inner {
     }
 
     /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
-    fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Memtable>>) -> Result<()> {
+    fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
         let mut vs = self.versions.lock();
         let version = vs.log_and_apply(edit)?;
         let mut sv = self.sv.write();
@@ -724,20 +733,22 @@ impl Inner {
     }
 
     fn flush_oldest(&self) -> Result<()> {
-        let Some(mem) = self.super_version().imm.last().cloned() else {
+        let Some(frozen) = self.super_version().imm.last().cloned() else {
             return Ok(());
         };
         let alloc = || self.new_file_number();
         let params = output_params(&self.opts, u64::MAX);
-        let props = flush_memtable(self.storage.as_ref(), &mem, params, &self.opts, &alloc)?;
+        let props = flush_memtable(self.storage.as_ref(), &frozen.mem, params, &self.opts, &alloc)?;
+        // Earlier segments were synced when the log moved past them.
+        frozen.log_sync.sync()?;
         self.storage.sync_dir().ctx("database directory")?;
         let edit = VersionEdit {
-            log_start: mem.log_end(),
-            last_seq: Some(mem.max_seq()),
+            log_start: Some(frozen.log_end),
+            last_seq: Some(frozen.mem.max_seq()),
             added: props.into_iter().map(|p| (0, p)).collect(),
             ..VersionEdit::default()
         };
-        self.install(edit, Some(&mem))?;
+        self.install(edit, Some(&frozen))?;
         Counters::add(&self.counters.flushes, 1);
         Ok(())
     }

@@ -45,8 +45,6 @@ pub struct Memtable {
     map: SkipMap<MemKey, MemValue>,
     bytes: AtomicUsize,
     max_seq: AtomicU64,
-    /// Value-log position just past this memtable's last record, set when it is frozen.
-    log_end: parking_lot::Mutex<Option<(u64, u64)>>,
 }
 
 impl Default for Memtable {
@@ -61,7 +59,6 @@ impl Memtable {
             map: SkipMap::new(),
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
-            log_end: parking_lot::Mutex::new(None),
         }
     }
 
@@ -92,14 +89,6 @@ impl Memtable {
 
     pub fn max_seq(&self) -> SeqNo {
         self.max_seq.load(Relaxed)
-    }
-
-    pub fn set_log_end(&self, pos: (u64, u64)) {
-        *self.log_end.lock() = Some(pos);
-    }
-
-    pub fn log_end(&self) -> Option<(u64, u64)> {
-        *self.log_end.lock()
     }
 
     /// All entries in order (newest version of a key first).

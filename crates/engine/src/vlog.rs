@@ -150,7 +150,7 @@ fn check_segment_header(name: &str, buf: &[u8]) -> Result<()> {
 /// Appends to the active segment.
 pub struct VlogWriter {
     storage: StorageRef,
-    file: Box<dyn WritableFile>,
+    file: Arc<dyn WritableFile>,
     segment: u64,
     name: String,
     offset: u64,
@@ -161,7 +161,7 @@ impl VlogWriter {
     /// Creates segment `id` and makes its existence durable.
     pub fn create(storage: StorageRef, id: u64) -> Result<VlogWriter> {
         let name = segment_name(id);
-        let mut file = storage.create(&name).ctx(&name)?;
+        let file: Arc<dyn WritableFile> = Arc::from(storage.create(&name).ctx(&name)?);
         file.append(&segment_header(), IoPurpose::Log).ctx(&name)?;
         file.sync().ctx(&name)?;
         storage.sync_dir().ctx(&name)?;
@@ -212,6 +212,28 @@ impl VlogWriter {
             self.synced = true;
         }
         Ok(())
+    }
+
+    /// A handle that makes what was appended so far durable, usable from another thread
+    /// (a flush syncs the log behind the memtable it writes without stopping writers).
+    pub fn sync_handle(&self) -> LogSync {
+        LogSync {
+            file: self.file.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// Syncs one segment from any thread.
+#[derive(Clone)]
+pub struct LogSync {
+    file: Arc<dyn WritableFile>,
+    name: String,
+}
+
+impl LogSync {
+    pub fn sync(&self) -> Result<()> {
+        self.file.sync().ctx(&self.name)
     }
 }
 
@@ -445,7 +467,7 @@ mod tests {
         assert_eq!(seqs, vec![1, 2, 3]);
         assert!(!end.dropped_tail);
         // Cut inside the last record: the whole second batch goes.
-        let mut f = storage.create(&segment_name(1)).unwrap();
+        let f = storage.create(&segment_name(1)).unwrap();
         f.append(&data[..data.len() - 2], IoPurpose::Log).unwrap();
         let (seqs, end) = replay(&storage, true).unwrap();
         assert_eq!(seqs, vec![1]);
@@ -462,7 +484,7 @@ mod tests {
             &[rec(1, b"a", b"1", true), rec(2, b"b", b"2", true)],
         );
         data[SEGMENT_HEADER_LEN as usize + 30] ^= 1; // inside the first record
-        let mut f = storage.create(&segment_name(1)).unwrap();
+        let f = storage.create(&segment_name(1)).unwrap();
         f.append(&data, IoPurpose::Log).unwrap();
         let err = replay(&storage, true).unwrap_err();
         assert!(err.is_corruption());

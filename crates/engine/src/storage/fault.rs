@@ -19,6 +19,7 @@ use super::{IoPurpose, RandomAccessFile, Storage, WritableFile};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -228,11 +229,11 @@ struct FaultWritable {
     state: Arc<Mutex<State>>,
     inode: InodeRef,
     generation: u64,
-    len: u64,
+    len: AtomicU64,
 }
 
 impl WritableFile for FaultWritable {
-    fn append(&mut self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
+    fn append(&self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
         let mut state = self.state.lock();
         state.check_handle(self.generation)?;
         state.tick()?;
@@ -245,11 +246,11 @@ impl WritableFile for FaultWritable {
             }
         }
         self.inode.contents.lock().data.extend_from_slice(data);
-        self.len += data.len() as u64;
+        self.len.fetch_add(data.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
-    fn sync(&mut self) -> io::Result<()> {
+    fn sync(&self) -> io::Result<()> {
         let mut state = self.state.lock();
         state.check_handle(self.generation)?;
         state.tick()?;
@@ -259,7 +260,7 @@ impl WritableFile for FaultWritable {
     }
 
     fn len(&self) -> u64 {
-        self.len
+        self.len.load(Ordering::Relaxed)
     }
 }
 
@@ -313,7 +314,7 @@ impl Storage for FaultStorage {
             state: self.state.clone(),
             inode,
             generation,
-            len: 0,
+            len: AtomicU64::new(0),
         }))
     }
 
@@ -395,7 +396,7 @@ mod tests {
     #[test]
     fn unsynced_appends_vanish_synced_ones_stay() {
         let fs = FaultStorage::new();
-        let mut f = fs.create("a").unwrap();
+        let f = fs.create("a").unwrap();
         fs.sync_dir().unwrap();
         f.append(b"hello ", P).unwrap();
         f.sync().unwrap();
@@ -410,7 +411,7 @@ mod tests {
     #[test]
     fn created_file_without_sync_dir_is_gone() {
         let fs = FaultStorage::new();
-        let mut f = fs.create("a").unwrap();
+        let f = fs.create("a").unwrap();
         f.append(b"data", P).unwrap();
         f.sync().unwrap();
         crash_and_restart(&fs);
@@ -422,7 +423,7 @@ mod tests {
     #[test]
     fn rename_and_delete_are_durable_only_after_sync_dir() {
         let fs = FaultStorage::new();
-        let mut f = fs.create("tmp").unwrap();
+        let f = fs.create("tmp").unwrap();
         f.append(b"v1", P).unwrap();
         f.sync().unwrap();
         fs.sync_dir().unwrap();
@@ -448,11 +449,11 @@ mod tests {
     #[test]
     fn create_over_existing_name_keeps_old_file_until_sync_dir() {
         let fs = FaultStorage::new();
-        let mut f = fs.create("m").unwrap();
+        let f = fs.create("m").unwrap();
         f.append(b"old", P).unwrap();
         f.sync().unwrap();
         fs.sync_dir().unwrap();
-        let mut g = fs.create("m").unwrap();
+        let g = fs.create("m").unwrap();
         g.append(b"new", P).unwrap();
         g.sync().unwrap();
         assert_eq!(read(&fs, "m"), b"new");
@@ -463,7 +464,7 @@ mod tests {
     #[test]
     fn stale_handles_fail_after_crash_and_storage_fails_while_crashed() {
         let fs = FaultStorage::new();
-        let mut w = fs.create("a").unwrap();
+        let w = fs.create("a").unwrap();
         w.append(b"abc", P).unwrap();
         w.sync().unwrap();
         fs.sync_dir().unwrap();
@@ -500,7 +501,7 @@ mod tests {
     #[test]
     fn readers_see_unsynced_data_and_deleted_open_files() {
         let fs = FaultStorage::new();
-        let mut w = fs.create("a").unwrap();
+        let w = fs.create("a").unwrap();
         w.append(b"abcdef", P).unwrap();
         let r = fs.open("a").unwrap();
         assert_eq!(r.len().unwrap(), 6);
@@ -523,7 +524,7 @@ mod tests {
 
     /// A fixed sequence of mutating operations (plus reads), for crash-point enumeration.
     fn workload(fs: &FaultStorage) -> io::Result<()> {
-        let mut f = fs.create("log")?; // op 1
+        let f = fs.create("log")?; // op 1
         f.append(b"one", P)?; // op 2
         f.sync()?; // op 3
         fs.sync_dir()?; // op 4
@@ -570,7 +571,7 @@ mod tests {
     #[test]
     fn crash_on_append_appends_nothing() {
         let fs = FaultStorage::new();
-        let mut f = fs.create("a").unwrap();
+        let f = fs.create("a").unwrap();
         fs.sync_dir().unwrap();
         f.append(b"ab", P).unwrap();
         f.sync().unwrap();
@@ -584,8 +585,8 @@ mod tests {
     fn space_limit_gives_storage_full_and_appends_nothing() {
         let fs = FaultStorage::new();
         fs.set_space_limit(Some(10));
-        let mut a = fs.create("a").unwrap();
-        let mut b = fs.create("b").unwrap();
+        let a = fs.create("a").unwrap();
+        let b = fs.create("b").unwrap();
         a.append(&[1; 6], P).unwrap();
         b.append(&[2; 4], P).unwrap();
         let e = b.append(&[3], P).unwrap_err();
@@ -605,7 +606,7 @@ mod tests {
     #[test]
     fn flip_byte_corrupts_one_byte() {
         let fs = FaultStorage::new();
-        let mut f = fs.create("a").unwrap();
+        let f = fs.create("a").unwrap();
         f.append(&[0x0F, 0x00], P).unwrap();
         fs.flip_byte("a", 1).unwrap();
         assert_eq!(read(&fs, "a"), vec![0x0F, 0xFF]);

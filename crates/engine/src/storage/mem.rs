@@ -57,12 +57,12 @@ struct MemWritable {
 }
 
 impl WritableFile for MemWritable {
-    fn append(&mut self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
+    fn append(&self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
         self.data.write().extend_from_slice(data);
         Ok(())
     }
 
-    fn sync(&mut self) -> io::Result<()> {
+    fn sync(&self) -> io::Result<()> {
         Ok(())
     }
 

@@ -58,13 +58,15 @@ impl IoPurpose {
     }
 }
 
-/// A file being written: append-only until dropped.
+/// A file being written: append-only until dropped. Appends come from one thread at a time;
+/// `sync` may run on another thread concurrently with appends (a background flush makes the
+/// value log durable while writers keep appending to it).
 pub trait WritableFile: Send + Sync {
     /// Appends `data`. The bytes are readable through [`Storage::open`] once this returns,
     /// but durable only after [`WritableFile::sync`].
-    fn append(&mut self, data: &[u8], purpose: IoPurpose) -> io::Result<()>;
-    /// Makes every appended byte durable.
-    fn sync(&mut self) -> io::Result<()>;
+    fn append(&self, data: &[u8], purpose: IoPurpose) -> io::Result<()>;
+    /// Makes every byte appended before the call durable.
+    fn sync(&self) -> io::Result<()>;
     /// Bytes appended so far (including what existed when the file was reopened for append).
     fn len(&self) -> u64;
     fn is_empty(&self) -> bool {

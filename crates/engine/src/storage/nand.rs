@@ -279,6 +279,10 @@ struct NandWritable {
     inner: Box<dyn WritableFile>,
     device: Arc<Device>,
     base: u64,
+    state: Mutex<WriteState>,
+}
+
+struct WriteState {
     len: u64,
     /// Bytes covered by programs already charged. Mid-page after a sync of a partial page;
     /// that page is programmed again once appends fill it (flash cannot add to a page, so the
@@ -290,40 +294,46 @@ struct NandWritable {
 }
 
 impl NandWritable {
-    fn program(&mut self, now: Instant, pages: RangeInclusive<u64>, purpose: IoPurpose) {
+    fn program(&self, st: &mut WriteState, now: Instant, pages: RangeInclusive<u64>, purpose: IoPurpose) {
         let count = pages.end() - pages.start() + 1;
         let done = self.device.schedule_programs(now, self.base, pages);
-        self.pending_until = self.pending_until.max(done);
+        st.pending_until = st.pending_until.max(done);
         self.device.counters.page_programs[purpose as usize].fetch_add(count, Ordering::Relaxed);
     }
 }
 
 impl WritableFile for NandWritable {
-    fn append(&mut self, data: &[u8], purpose: IoPurpose) -> io::Result<()> {
+    fn append(&self, data: &[u8], purpose: IoPurpose) -> io::Result<()> {
         // The inner file gets the bytes first: a failed append must not be charged.
         self.inner.append(data, purpose)?;
-        self.len += data.len() as u64;
-        self.last_purpose = purpose;
+        let mut st = self.state.lock();
+        st.len += data.len() as u64;
+        st.last_purpose = purpose;
         let page_size = self.device.config.page_size as u64;
-        let first = self.programmed / page_size;
-        let full_pages = self.len / page_size;
+        let first = st.programmed / page_size;
+        let full_pages = st.len / page_size;
         if full_pages > first {
             // Pages first..full_pages are now complete; the device programs them in the
             // background, so the appender does not wait.
-            self.program(Instant::now(), first..=full_pages - 1, purpose);
-            self.programmed = full_pages * page_size;
+            self.program(&mut st, Instant::now(), first..=full_pages - 1, purpose);
+            st.programmed = full_pages * page_size;
         }
         Ok(())
     }
 
-    fn sync(&mut self) -> io::Result<()> {
+    fn sync(&self) -> io::Result<()> {
         let issued = Instant::now();
-        if self.programmed < self.len {
-            let page = self.programmed / self.device.config.page_size as u64;
-            self.program(issued, page..=page, self.last_purpose);
-            self.programmed = self.len;
-        }
-        let wait = self.pending_until.saturating_duration_since(issued);
+        let pending_until = {
+            let mut st = self.state.lock();
+            if st.programmed < st.len {
+                let page = st.programmed / self.device.config.page_size as u64;
+                let purpose = st.last_purpose;
+                self.program(&mut st, issued, page..=page, purpose);
+                st.programmed = st.len;
+            }
+            st.pending_until
+        };
+        let wait = pending_until.saturating_duration_since(issued);
         self.device
             .counters
             .sync_wait_ns
@@ -331,12 +341,12 @@ impl WritableFile for NandWritable {
         // The real sync runs inside the modeled wait rather than after it, so that a slow host
         // file system does not add to the modeled device time.
         let result = self.inner.sync();
-        wait_until(self.pending_until);
+        wait_until(pending_until);
         result
     }
 
     fn len(&self) -> u64 {
-        self.len
+        self.state.lock().len
     }
 }
 
@@ -377,10 +387,12 @@ impl Storage for NandStorage {
             inner,
             base: self.device.base_die(name),
             device: self.device.clone(),
-            len,
-            programmed: len,
-            pending_until: Instant::now(),
-            last_purpose: IoPurpose::Other,
+            state: Mutex::new(WriteState {
+                len,
+                programmed: len,
+                pending_until: Instant::now(),
+                last_purpose: IoPurpose::Other,
+            }),
         }))
     }
     fn open(&self, name: &str) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -432,7 +444,7 @@ mod tests {
     fn with_file(cfg: NandConfig, name: &str, len: usize) -> (NandStorage, Vec<u8>) {
         let mem = MemStorage::new();
         let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
-        let mut f = mem.create(name).unwrap();
+        let f = mem.create(name).unwrap();
         f.append(&data, IoPurpose::Other).unwrap();
         (NandStorage::new(Arc::new(mem), cfg), data)
     }
@@ -562,7 +574,7 @@ mod tests {
         let ps = cfg.page_size;
         let nand = NandStorage::new(Arc::new(MemStorage::new()), cfg.clone());
         let data: Vec<u8> = (0..ps * 5 / 2).map(|i| (i % 253) as u8).collect();
-        let mut f = nand.create("log").unwrap();
+        let f = nand.create("log").unwrap();
         let start = Instant::now();
         for chunk in data.chunks(1000) {
             f.append(chunk, IoPurpose::Log).unwrap();
@@ -603,7 +615,7 @@ mod tests {
     fn read_waits_for_program_on_its_die() {
         let cfg = config(2 * MS, 20 * MS);
         let nand = NandStorage::new(Arc::new(MemStorage::new()), cfg.clone());
-        let mut f = nand.create("t").unwrap();
+        let f = nand.create("t").unwrap();
         let start = Instant::now();
         f.append(&vec![1u8; cfg.page_size], IoPurpose::Data)
             .unwrap();
@@ -622,7 +634,7 @@ mod tests {
         let ps = cfg.page_size;
         let nand = NandStorage::new(Arc::new(MemStorage::new()), cfg);
         let data: Vec<u8> = (0..3 * ps + 123).map(|i| (i * 31 % 256) as u8).collect();
-        let mut f = nand.create("a").unwrap();
+        let f = nand.create("a").unwrap();
         f.append(&data[..5000], IoPurpose::Other).unwrap();
         f.append(&data[5000..], IoPurpose::Other).unwrap();
         f.sync().unwrap();

@@ -5,6 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Files in a directory of a real file system.
@@ -37,22 +38,22 @@ impl PosixStorage {
 
 struct PosixWritable {
     file: File,
-    len: u64,
+    len: AtomicU64,
 }
 
 impl WritableFile for PosixWritable {
-    fn append(&mut self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
-        self.file.write_all(data)?;
-        self.len += data.len() as u64;
+    fn append(&self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
+        (&self.file).write_all(data)?;
+        self.len.fetch_add(data.len() as u64, Ordering::Release);
         Ok(())
     }
 
-    fn sync(&mut self) -> io::Result<()> {
+    fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
     }
 
     fn len(&self) -> u64 {
-        self.len
+        self.len.load(Ordering::Acquire)
     }
 }
 
@@ -79,7 +80,10 @@ impl Storage for PosixStorage {
             .create(true)
             .truncate(true)
             .open(self.path(name)?)?;
-        Ok(Box::new(PosixWritable { file, len: 0 }))
+        Ok(Box::new(PosixWritable {
+            file,
+            len: AtomicU64::new(0),
+        }))
     }
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn RandomAccessFile>> {

@@ -157,7 +157,7 @@ impl VersionSet {
     fn write_new_manifest(&mut self, id: u64) -> Result<()> {
         let storage = self.ctx.storage.clone();
         let name = manifest_name(id);
-        let mut file = storage.create(&name).ctx(&name)?;
+        let file = storage.create(&name).ctx(&name)?;
         let mut buf = MANIFEST_MAGIC.to_vec();
         put_u32(&mut buf, MANIFEST_VERSION);
         put_u32(&mut buf, 0);
@@ -165,7 +165,7 @@ impl VersionSet {
         file.append(&buf, IoPurpose::Log).ctx(&name)?;
         file.sync().ctx(&name)?;
         let tmp = "CURRENT.tmp";
-        let mut cur = storage.create(tmp).ctx(tmp)?;
+        let cur = storage.create(tmp).ctx(tmp)?;
         cur.append(format!("{name}\n").as_bytes(), IoPurpose::Log)
             .ctx(tmp)?;
         cur.sync().ctx(tmp)?;
@@ -235,10 +235,10 @@ fn append_record(buf: &mut Vec<u8>, payload: &[u8]) {
 struct NullFile;
 
 impl WritableFile for NullFile {
-    fn append(&mut self, _data: &[u8], _purpose: IoPurpose) -> std::io::Result<()> {
+    fn append(&self, _data: &[u8], _purpose: IoPurpose) -> std::io::Result<()> {
         Err(std::io::Error::other("no manifest open"))
     }
-    fn sync(&mut self) -> std::io::Result<()> {
+    fn sync(&self) -> std::io::Result<()> {
         Ok(())
     }
     fn len(&self) -> u64 {
