@@ -738,7 +738,13 @@ impl Inner {
         };
         let alloc = || self.new_file_number();
         let params = output_params(&self.opts, u64::MAX);
-        let props = flush_memtable(self.storage.as_ref(), &frozen.mem, params, &self.opts, &alloc)?;
+        let props = flush_memtable(
+            self.storage.as_ref(),
+            &frozen.mem,
+            params,
+            &self.opts,
+            &alloc,
+        )?;
         // Earlier segments were synced when the log moved past them.
         frozen.log_sync.sync()?;
         self.storage.sync_dir().ctx("database directory")?;

@@ -511,4 +511,19 @@ mod tests {
             .unwrap_err()
             .is_corruption());
     }
+
+    proptest::proptest! {
+        /// Bytes from storage never make the decoder or replay panic.
+        #[test]
+        fn decoders_survive_garbage(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = decode_record(&data);
+            let storage: StorageRef = Arc::new(MemStorage::new());
+            let f = storage.create(&segment_name(1)).unwrap();
+            let mut seg = segment_header();
+            seg.extend_from_slice(&data);
+            f.append(&seg, IoPurpose::Log).unwrap();
+            let _ = replay_segment(storage.as_ref(), 1, 0, true, |_| Ok(()));
+            let _ = replay_segment(storage.as_ref(), 1, 0, false, |_| Ok(()));
+        }
+    }
 }

@@ -99,7 +99,11 @@ fn flipped_byte_in_a_value_is_an_error() {
     flip(&seg, 1000);
     let name = seg.file_name().unwrap().to_str().unwrap().to_string();
     let db = Db::open(dir.path(), options()).unwrap();
-    assert_eq!(read_all_checked(&db, &name), 1, "exactly the one damaged value fails");
+    assert_eq!(
+        read_all_checked(&db, &name),
+        1,
+        "exactly the one damaged value fails"
+    );
 }
 
 #[test]

@@ -20,17 +20,27 @@ fn oversized_keys_and_values_are_refused_whole() {
     let long_key = vec![b'k'; 101];
     assert!(matches!(
         db.put(&long_key, b"v"),
-        Err(Error::KeyTooLarge { len: 101, limit: 100 })
+        Err(Error::KeyTooLarge {
+            len: 101,
+            limit: 100
+        })
     ));
     assert!(matches!(
         db.put(b"k", &vec![0; 1001]),
-        Err(Error::ValueTooLarge { len: 1001, limit: 1000 })
+        Err(Error::ValueTooLarge {
+            len: 1001,
+            limit: 1000
+        })
     ));
     let mut batch = WriteBatch::new();
     batch.put(b"a".to_vec(), b"1".to_vec());
     batch.put(b"b".to_vec(), vec![0; 1001]);
     assert!(matches!(db.write(batch), Err(Error::ValueTooLarge { .. })));
-    assert_eq!(db.get(b"a").unwrap(), None, "half of a refused batch was written");
+    assert_eq!(
+        db.get(b"a").unwrap(),
+        None,
+        "half of a refused batch was written"
+    );
     assert_eq!(db.stats().puts, 0);
     // Limits are inclusive.
     db.put(&[b'k'; 100], &[1; 1000]).unwrap();

@@ -294,7 +294,13 @@ struct WriteState {
 }
 
 impl NandWritable {
-    fn program(&self, st: &mut WriteState, now: Instant, pages: RangeInclusive<u64>, purpose: IoPurpose) {
+    fn program(
+        &self,
+        st: &mut WriteState,
+        now: Instant,
+        pages: RangeInclusive<u64>,
+        purpose: IoPurpose,
+    ) {
         let count = pages.end() - pages.start() + 1;
         let done = self.device.schedule_programs(now, self.base, pages);
         st.pending_until = st.pending_until.max(done);

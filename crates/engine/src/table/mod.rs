@@ -293,4 +293,22 @@ mod tests {
         assert_eq!(decode_nstable(&encode_nstable(&r)), Some(r));
         assert_eq!(decode_nstable(&[5]), None);
     }
+
+    proptest::proptest! {
+        /// Bytes from storage never make a table decoder panic.
+        #[test]
+        fn decoders_survive_garbage(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = Footer::decode(&data);
+            let _ = decode_nstable(&data);
+            let _ = BlockHandle::decode(&data);
+            let _ = IndexValue::decode(&bytes::Bytes::from(data.clone()));
+            let _ = filter::may_contain(&data, 12345);
+            if let Some(b) = block::Block::new(bytes::Bytes::from(data)) {
+                let mut it = b.iter();
+                it.seek_to_first();
+                while it.advance() {}
+                it.seek(b"key", crate::key::cmp_ikey);
+            }
+        }
+    }
 }

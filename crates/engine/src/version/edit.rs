@@ -113,4 +113,11 @@ mod tests {
         assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
         assert_eq!(VersionEdit::decode(&[99]), None);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn decode_survives_garbage(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = VersionEdit::decode(&data);
+        }
+    }
 }
