@@ -78,6 +78,8 @@ struct Inner {
 pub struct Db {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Keeps other processes out of the directory while this instance is open.
+    _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Db {
@@ -97,6 +99,7 @@ impl Db {
     /// Opens (or creates) the database held by `storage`.
     pub fn open_with_storage(storage: StorageRef, options: Options) -> Result<Db> {
         options.validate()?;
+        let lock = storage.lock().ctx("LOCK")?;
         let counters = Arc::new(Counters::default());
         let ctx = TableCtx {
             storage: storage.clone(),
@@ -143,6 +146,7 @@ impl Db {
         Ok(Db {
             inner,
             threads: Mutex::new(threads),
+            _lock: lock,
         })
     }
 

@@ -106,20 +106,25 @@ fn flipped_byte_in_a_value_is_an_error() {
     );
 }
 
-#[test]
-fn flipped_byte_in_the_unflushed_log_fails_the_open() {
-    let dir = tempfile::tempdir().unwrap();
+/// Writes 200 keys that stay in the log (no flush); returns the options and the segment.
+fn fill_unflushed(dir: &Path) -> (Options, std::path::PathBuf) {
     let opts = Options {
         memtable_bytes: 64 << 20,
         ..options()
     };
-    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let db = Db::open(dir, opts.clone()).unwrap();
     for k in 0..200 {
         db.put(&key(k), &value(k)).unwrap();
     }
     db.close().unwrap();
     drop(db);
-    let seg = files(dir.path(), "vlog").pop().unwrap();
+    (opts, files(dir, "vlog").pop().unwrap())
+}
+
+#[test]
+fn flipped_byte_in_the_unflushed_log_fails_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, seg) = fill_unflushed(dir.path());
     let len = fs::metadata(&seg).unwrap().len();
     flip(&seg, len / 2);
     let name = seg.file_name().unwrap().to_str().unwrap().to_string();
@@ -133,17 +138,7 @@ fn flipped_byte_in_the_unflushed_log_fails_the_open() {
 #[test]
 fn torn_tail_of_the_log_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        memtable_bytes: 64 << 20,
-        ..options()
-    };
-    let db = Db::open(dir.path(), opts.clone()).unwrap();
-    for k in 0..200 {
-        db.put(&key(k), &value(k)).unwrap();
-    }
-    db.close().unwrap();
-    drop(db);
-    let seg = files(dir.path(), "vlog").pop().unwrap();
+    let (opts, seg) = fill_unflushed(dir.path());
     let data = fs::read(&seg).unwrap();
     fs::write(&seg, &data[..data.len() - 50]).unwrap();
     let db = Db::open(dir.path(), opts).unwrap();

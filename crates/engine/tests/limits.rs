@@ -78,3 +78,16 @@ fn full_disk_fails_the_write_and_keeps_the_store_readable() {
     }
     db.put(b"after", b"space came back").unwrap();
 }
+
+#[test]
+fn a_directory_opens_once_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    match Db::open(dir.path(), options()) {
+        Err(e) => assert!(e.to_string().contains("in use"), "{e}"),
+        Ok(_) => panic!("a second instance opened the same directory"),
+    }
+    db.close().unwrap();
+    drop(db);
+    Db::open(dir.path(), options()).unwrap();
+}

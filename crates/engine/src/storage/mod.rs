@@ -101,6 +101,12 @@ pub trait Storage: Send + Sync + 'static {
     fn exists(&self, name: &str) -> io::Result<bool>;
     /// Makes creations, renames and deletions durable (fsync of the directory).
     fn sync_dir(&self) -> io::Result<()>;
+    /// Takes an exclusive lock on the whole storage for one database instance; the lock holds
+    /// while the returned guard lives. Storages that cannot be shared between processes need
+    /// no lock.
+    fn lock(&self) -> io::Result<Option<Box<dyn std::any::Any + Send + Sync>>> {
+        Ok(None)
+    }
     /// Page counters of a timing model, if this storage (or one it wraps) has one.
     fn nand_stats(&self) -> Option<NandStats> {
         None

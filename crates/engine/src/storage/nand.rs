@@ -424,6 +424,10 @@ impl Storage for NandStorage {
     fn sync_dir(&self) -> io::Result<()> {
         self.inner.sync_dir()
     }
+    fn lock(&self) -> io::Result<Option<Box<dyn std::any::Any + Send + Sync>>> {
+        self.inner.lock()
+    }
+
     fn nand_stats(&self) -> Option<NandStats> {
         Some(self.stats())
     }

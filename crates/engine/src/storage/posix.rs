@@ -119,4 +119,20 @@ impl Storage for PosixStorage {
     fn sync_dir(&self) -> io::Result<()> {
         File::open(&self.dir)?.sync_all()
     }
+
+    fn lock(&self) -> io::Result<Option<Box<dyn std::any::Any + Send + Sync>>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.dir.join("LOCK"))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!("{} is in use by another process", self.dir.display()),
+            )),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
 }
