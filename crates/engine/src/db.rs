@@ -12,9 +12,10 @@ use crate::stats::{Counters, DbStats, LevelStats};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
 use crate::version::{Recovered, TableCtx, Version, VersionEdit, VersionSet};
-use crate::vlog::{self, LogSync, VlogReader, VlogWriter};
+use crate::vlog::{self, EncodedWrite, LogSync, VlogReader, VlogWriter};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -42,8 +43,20 @@ struct Frozen {
 struct WriterState {
     vlog: VlogWriter,
     next_seq: SeqNo,
+    /// Scratch for joining the records of a commit group into one append.
     buf: Vec<u8>,
 }
+
+/// A write waiting in the commit queue. The first in the queue leads: it writes the records
+/// of every waiting write with one append (and one sync), then hands each its result.
+struct PendingWrite {
+    records: Mutex<Option<EncodedWrite>>,
+    result: Mutex<Option<Result<()>>>,
+}
+
+/// A commit group stops growing at this many bytes, so small writes do not wait long behind
+/// big ones.
+const MAX_GROUP_BYTES: usize = 1 << 20;
 
 #[derive(Default)]
 struct BgState {
@@ -64,6 +77,8 @@ struct Inner {
     versions: Mutex<VersionSet>,
     sv: RwLock<Arc<SuperVersion>>,
     writer: Mutex<WriterState>,
+    queue: Mutex<VecDeque<Arc<PendingWrite>>>,
+    queue_cv: Condvar,
     /// Highest seqno whose write is complete; reads see everything at or below it.
     visible_seq: AtomicU64,
     bg: Mutex<BgState>,
@@ -124,6 +139,8 @@ impl Db {
                 next_seq: last_seq + 1,
                 buf: Vec::new(),
             }),
+            queue: Mutex::new(VecDeque::new()),
+            queue_cv: Condvar::new(),
             visible_seq: AtomicU64::new(last_seq),
             bg: Mutex::new(BgState {
                 cursor: vec![Vec::new(); options.num_levels],
@@ -424,44 +441,91 @@ impl Inner {
             return Ok(());
         }
         self.check_open()?;
+        let me = Arc::new(PendingWrite {
+            records: Mutex::new(Some(EncodedWrite::new(ns, ops))),
+            result: Mutex::new(None),
+        });
+        let mut queue = self.queue.lock();
+        queue.push_back(me.clone());
+        loop {
+            if let Some(r) = me.result.lock().take() {
+                return r;
+            }
+            if queue.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+                break;
+            }
+            self.queue_cv.wait(&mut queue);
+        }
+        // This write leads a group: itself and the writes queued behind it.
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        for p in queue.iter() {
+            let mut records = p.records.lock();
+            let len = records.as_ref().map_or(0, |r| r.buf.len());
+            if !group.is_empty() && bytes + len > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += len;
+            group.extend(records.take());
+        }
+        let n = group.len();
+        drop(queue);
+        let result = self.commit_group(group, bytes);
+        let mut queue = self.queue.lock();
+        for _ in 0..n {
+            if let Some(p) = queue.pop_front() {
+                if !Arc::ptr_eq(&p, &me) {
+                    let r = match &result {
+                        Ok(()) => Ok(()),
+                        Err(e) => Err(Error::Background(e.to_string())),
+                    };
+                    *p.result.lock() = Some(r);
+                }
+            }
+        }
+        self.queue_cv.notify_all();
+        result
+    }
+
+    /// Appends the records of a group to the value log (one append, one sync) and inserts
+    /// them into the memtable.
+    fn commit_group(&self, mut group: Vec<EncodedWrite>, bytes: usize) -> Result<()> {
         let mut guard = self.writer.lock();
         let w = &mut *guard;
         self.make_room(w)?;
+        let records: usize = group.iter().map(|g| g.spans.len()).sum();
         let first = w.next_seq;
-        if first + ops.len() as u64 > key::MAX_SEQ {
+        if first + records as u64 > key::MAX_SEQ {
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
         }
-        w.buf.clear();
-        let mut spans = Vec::with_capacity(ops.len());
-        for (i, (kind, k, v)) in ops.iter().enumerate() {
-            let at = w.buf.len();
-            let len = vlog::encode_record(
-                &mut w.buf,
-                &vlog::Record {
-                    seq: first + i as u64,
-                    nsid: ns,
-                    kind: *kind,
-                    batch_end: i + 1 == ops.len(),
-                    key: k,
-                    value: v,
-                },
-            );
-            spans.push((at as u64, len as u32));
+        let mut seq = first;
+        for g in &mut group {
+            g.stamp(seq);
+            seq += g.spans.len() as u64;
         }
-        if w.vlog.needs_roll(w.buf.len(), self.opts.vlog_segment_bytes) {
+        if w.vlog.needs_roll(bytes, self.opts.vlog_segment_bytes) {
             let id = self.new_file_number();
             if let Err(e) = w.vlog.roll(id) {
                 self.set_bg_error(&e);
                 return Err(e);
             }
         }
-        let appended = w.vlog.append(&w.buf).and_then(|base| {
+        let appended = if let [one] = group.as_slice() {
+            w.vlog.append(&one.buf)
+        } else {
+            w.buf.clear();
+            for g in &group {
+                w.buf.extend_from_slice(&g.buf);
+            }
+            w.vlog.append(&w.buf)
+        };
+        let synced = appended.and_then(|base| {
             if self.opts.sync {
                 w.vlog.sync()?;
             }
             Ok(base)
         });
-        let base = match appended {
+        let mut base = match synced {
             Ok(b) => b,
             Err(e) => {
                 // A half-written record may sit at the log's end: accept no more writes, so
@@ -472,34 +536,45 @@ impl Inner {
         };
         let segment = w.vlog.segment();
         let mem = self.super_version().mem.clone();
-        for (i, (kind, k, v)) in ops.iter().enumerate() {
-            let (at, len) = spans[i];
-            let mut user = Vec::with_capacity(4 + k.len());
-            user.extend_from_slice(&ns.to_be_bytes());
-            user.extend_from_slice(k);
-            mem.insert(
-                Bytes::from(user),
-                first + i as u64,
-                MemValue {
-                    kind: *kind,
-                    value: Bytes::copy_from_slice(v),
-                    addr: key::ValueAddr {
-                        segment,
-                        offset: base + at,
-                        len,
+        let mut seq = first;
+        for g in group {
+            let buf = Bytes::from(g.buf);
+            for s in &g.spans {
+                let key = &buf[s.key.clone()];
+                let mut user = Vec::with_capacity(4 + key.len());
+                user.extend_from_slice(&g.nsid.to_be_bytes());
+                user.extend_from_slice(key);
+                let value = if s.kind == Kind::Put {
+                    buf.slice(s.value.clone())
+                } else {
+                    Bytes::new()
+                };
+                let addr = key::ValueAddr {
+                    segment,
+                    offset: base + s.at as u64,
+                    len: s.len as u32,
+                };
+                mem.insert(
+                    Bytes::from(user),
+                    seq,
+                    MemValue {
+                        kind: s.kind,
+                        value,
+                        addr,
                     },
-                },
-            );
-            let c = if *kind == Kind::Put {
-                &self.counters.puts
-            } else {
-                &self.counters.deletes
-            };
-            Counters::add(c, 1);
+                );
+                seq += 1;
+                let c = if s.kind == Kind::Put {
+                    &self.counters.puts
+                } else {
+                    &self.counters.deletes
+                };
+                Counters::add(c, 1);
+            }
+            base += buf.len() as u64;
         }
-        let last = first + ops.len() as u64 - 1;
-        w.next_seq = last + 1;
-        self.visible_seq.store(last, Ordering::Release);
+        w.next_seq = seq;
+        self.visible_seq.store(seq - 1, Ordering::Release);
         Ok(())
     }
 

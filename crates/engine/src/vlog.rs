@@ -67,6 +67,70 @@ pub fn encode_record(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
     out.len() - start
 }
 
+/// Where one record of an [`EncodedWrite`] sits in its buffer.
+#[derive(Clone, Debug)]
+pub struct RecordSpan {
+    pub at: usize,
+    pub len: usize,
+    pub kind: Kind,
+    pub key: std::ops::Range<usize>,
+    pub value: std::ops::Range<usize>,
+}
+
+/// The records of one write (a put, a delete or a batch), encoded by the writer's own thread
+/// before it joins a commit group; the group's leader stamps the seqnos.
+#[derive(Default)]
+pub struct EncodedWrite {
+    pub nsid: Nsid,
+    pub buf: Vec<u8>,
+    pub spans: Vec<RecordSpan>,
+}
+
+impl EncodedWrite {
+    pub fn new(nsid: Nsid, ops: &[(Kind, &[u8], &[u8])]) -> Self {
+        let total: usize = ops
+            .iter()
+            .map(|(_, k, v)| RECORD_HEADER_LEN + k.len() + v.len())
+            .sum();
+        let mut w = EncodedWrite {
+            nsid,
+            buf: Vec::with_capacity(total),
+            spans: Vec::with_capacity(ops.len()),
+        };
+        for (i, (kind, key, value)) in ops.iter().enumerate() {
+            let at = w.buf.len();
+            let rec = Record {
+                seq: 0,
+                nsid,
+                kind: *kind,
+                batch_end: i + 1 == ops.len(),
+                key,
+                value,
+            };
+            let len = encode_record(&mut w.buf, &rec);
+            let key_at = at + RECORD_HEADER_LEN;
+            w.spans.push(RecordSpan {
+                at,
+                len,
+                kind: *kind,
+                key: key_at..key_at + key.len(),
+                value: key_at + key.len()..at + len,
+            });
+        }
+        w
+    }
+
+    /// Gives the records seqnos `first..`, fixing each header checksum.
+    pub fn stamp(&mut self, first: SeqNo) {
+        for (i, s) in self.spans.iter().enumerate() {
+            let h = &mut self.buf[s.at..s.at + RECORD_HEADER_LEN];
+            h[8..16].copy_from_slice(&(first + i as u64).to_le_bytes());
+            let crc = crc32c::crc32c(&h[8..RECORD_HEADER_LEN]);
+            h[..4].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum DecodeError {
     /// The buffer ends inside the record.
@@ -411,6 +475,17 @@ mod tests {
             key,
             value,
         }
+    }
+
+    #[test]
+    fn stamped_write_decodes_with_its_seqnos() {
+        let mut w = EncodedWrite::new(7, &[(Kind::Put, b"a", b"1"), (Kind::Delete, b"b", b"")]);
+        w.stamp(100);
+        let (r1, l1) = decode_record(&w.buf).unwrap();
+        let (r2, _) = decode_record(&w.buf[l1..]).unwrap();
+        assert_eq!((r1.seq, r1.nsid, r1.batch_end), (100, 7, false));
+        assert_eq!((r2.seq, r2.kind, r2.batch_end), (101, Kind::Delete, true));
+        assert_eq!(&w.buf[w.spans[0].value.clone()], b"1");
     }
 
     #[test]
