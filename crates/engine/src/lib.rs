@@ -3,6 +3,9 @@
 
 pub mod storage;
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 mod batch;
 mod coding;
 mod compaction;

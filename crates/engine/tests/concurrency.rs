@@ -42,7 +42,11 @@ fn concurrent_writers_and_readers() {
             for i in 0..2_000u32 {
                 let key = format!("t{t}-{i:05}");
                 let value = common::value_for(i, u64::from(t), 40 + (i % 200) as usize);
-                assert_eq!(db.get(key.as_bytes()).unwrap().as_deref(), Some(&value[..]), "{key}");
+                assert_eq!(
+                    db.get(key.as_bytes()).unwrap().as_deref(),
+                    Some(&value[..]),
+                    "{key}"
+                );
                 if i % 10 == 0 {
                     let b = db.get(format!("{key}-b").as_bytes()).unwrap();
                     assert_eq!(b.as_deref(), Some(&value[..]));
