@@ -70,7 +70,7 @@ impl Default for Options {
             max_key_size: 64 << 10,
             max_value_size: 64 << 20,
             vlog_segment_bytes: 128 << 20,
-            target_table_bytes: 8 << 20,
+            target_table_bytes: 2 << 20,
             l0_compaction_trigger: 4,
             l0_slowdown_trigger: 12,
             l0_stop_trigger: 20,
