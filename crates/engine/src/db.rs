@@ -7,15 +7,16 @@ use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink
 use crate::error::{Error, IoContext, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
 use crate::memtable::{MemValue, Memtable};
-use crate::options::{Options, StorageKind};
-use crate::stats::{Counters, DbStats, LevelStats};
+use crate::options::{Layout, Options, StorageKind};
+use crate::stats::{Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
-use crate::version::{Recovered, TableCtx, Version, VersionEdit, VersionSet};
+use crate::version::{Namespaces, Recovered, TableCtx, Version, VersionEdit, VersionSet};
 use crate::vlog::{self, EncodedWrite, LogSync, VlogReader, VlogWriter};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -69,10 +70,27 @@ struct BgState {
     cursor: Vec<Vec<u8>>,
 }
 
+/// A live namespace as reads and writes see it.
+struct NsEntry {
+    name: String,
+    counters: Arc<Counters>,
+}
+
+/// The namespaces, mirrored from the manifest for the hot paths.
+struct NsState {
+    live: HashMap<Nsid, Arc<NsEntry>>,
+    /// Destroyed ids: their entries are dropped by flushes and compactions.
+    dead: Arc<HashSet<Nsid>>,
+    /// Counters of destroyed namespaces, kept for the database totals.
+    retired: Vec<Arc<Counters>>,
+}
+
 struct Inner {
     opts: Options,
     storage: StorageRef,
+    /// Counters of background work (flush, compaction); namespaces have their own.
     counters: Arc<Counters>,
+    namespaces: RwLock<NsState>,
     vlog_reader: VlogReader,
     versions: Mutex<VersionSet>,
     sv: RwLock<Arc<SuperVersion>>,
@@ -115,19 +133,40 @@ impl Db {
     pub fn open_with_storage(storage: StorageRef, options: Options) -> Result<Db> {
         options.validate()?;
         let lock = storage.lock().ctx("LOCK")?;
-        let counters = Arc::new(Counters::default());
+        let page_size = match &options.storage {
+            StorageKind::Nand(cfg) => cfg.page_size as u64,
+            StorageKind::Posix => 4096,
+        };
+        let counters = Arc::new(Counters::new(page_size));
         let ctx = TableCtx {
             storage: storage.clone(),
             cache: Arc::new(BlockCache::new(options.cache_bytes)),
             counters: counters.clone(),
         };
         let (versions, mem, vlog) = recover(&ctx, &options)?;
+        let namespaces = NsState {
+            live: versions
+                .namespaces
+                .live
+                .iter()
+                .map(|(id, name)| {
+                    let e = NsEntry {
+                        name: name.clone(),
+                        counters: Arc::new(Counters::new(page_size)),
+                    };
+                    (*id, Arc::new(e))
+                })
+                .collect(),
+            dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
+            retired: Vec::new(),
+        };
         let last_seq = versions.last_seq.max(mem.max_seq());
         let version = versions.current();
         let inner = Arc::new(Inner {
-            vlog_reader: VlogReader::new(storage.clone(), counters.clone()),
+            vlog_reader: VlogReader::new(storage.clone()),
             storage,
             counters,
+            namespaces: RwLock::new(namespaces),
             versions: Mutex::new(versions),
             sv: RwLock::new(Arc::new(SuperVersion {
                 mem: Arc::new(Memtable::new()),
@@ -167,16 +206,39 @@ impl Db {
         })
     }
 
+    /// Writes into the default namespace (0).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.inner.write(DEFAULT_NS, &[(Kind::Put, key, value)])
+        self.put_ns(DEFAULT_NS, key, value)
     }
 
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        self.inner.write(DEFAULT_NS, &[(Kind::Delete, key, &[])])
+        self.delete_ns(DEFAULT_NS, key)
     }
 
     /// Applies every write of `batch`, or none of them, even across a crash.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_ns(DEFAULT_NS, batch)
+    }
+
+    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        self.get_ns(DEFAULT_NS, key)
+    }
+
+    pub fn put_ns(&self, ns: Nsid, key: &[u8], value: &[u8]) -> Result<()> {
+        self.inner.write(ns, &[(Kind::Put, key, value)])
+    }
+
+    pub fn delete_ns(&self, ns: Nsid, key: &[u8]) -> Result<()> {
+        self.inner.write(ns, &[(Kind::Delete, key, &[])])
+    }
+
+    pub fn get_ns(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.get(ns, key)
+    }
+
+    /// Applies every write of `batch` to namespace `ns`, or none of them, even across a
+    /// crash.
+    pub fn write_ns(&self, ns: Nsid, batch: WriteBatch) -> Result<()> {
         let ops: Vec<(Kind, &[u8], &[u8])> = batch
             .ops
             .iter()
@@ -185,11 +247,39 @@ impl Db {
                 BatchOp::Delete { key } => (Kind::Delete, key.as_slice(), &[][..]),
             })
             .collect();
-        self.inner.write(DEFAULT_NS, &ops)
+        self.inner.write(ns, &ops)
     }
 
-    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.inner.get(DEFAULT_NS, key)
+    /// Creates a namespace and returns its id. Ids are never reused.
+    pub fn create_namespace(&self, name: &str) -> Result<Nsid> {
+        self.inner.create_namespace(name)
+    }
+
+    /// Destroys a namespace: its own tables go at once, its entries in the shared memtable
+    /// and L0 become unreachable at once and are dropped by the next flush or compaction.
+    /// The default namespace (0) cannot be destroyed.
+    pub fn destroy_namespace(&self, ns: Nsid) -> Result<()> {
+        self.inner.destroy_namespace(ns)
+    }
+
+    /// Live namespaces, by id.
+    pub fn list_namespaces(&self) -> Vec<NamespaceInfo> {
+        let state = self.inner.namespaces.read();
+        let mut v: Vec<_> = state
+            .live
+            .iter()
+            .map(|(id, e)| NamespaceInfo {
+                nsid: *id,
+                name: e.name.clone(),
+            })
+            .collect();
+        v.sort_by_key(|i| i.nsid);
+        v
+    }
+
+    /// Counters and tree shape of one namespace.
+    pub fn namespace_stats(&self, ns: Nsid) -> Result<NamespaceStats> {
+        self.inner.namespace_stats(ns)
     }
 
     /// Writes the memtable to an L0 table and waits until every frozen memtable is flushed.
@@ -248,11 +338,13 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
     let storage = ctx.storage.as_ref();
     let Recovered {
         mut version,
+        namespaces,
         mut next_file,
         mut last_seq,
         log_start,
     } = VersionSet::recover(ctx, opts.num_levels)?.unwrap_or_else(|| Recovered {
         version: Version::new(opts.num_levels),
+        namespaces: Namespaces::default(),
         next_file: 1,
         last_seq: 0,
         log_start: (0, 0),
@@ -329,7 +421,8 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
         next_file += 1;
         let params = output_params(opts, u64::MAX);
         let alloc = || id;
-        let props = flush_memtable(storage, &mem, params, opts, &alloc)?;
+        let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
+        let props = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
         storage.sync_dir().ctx("database directory")?;
         last_seq = last_seq.max(mem.max_seq());
         let edit = VersionEdit {
@@ -344,10 +437,13 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
     next_file += 1;
     let versions = VersionSet::create(
         ctx.clone(),
-        version,
-        next_file,
-        last_seq,
-        (segment, vlog::SEGMENT_HEADER_LEN),
+        Recovered {
+            version,
+            namespaces,
+            next_file,
+            last_seq,
+            log_start: (segment, vlog::SEGMENT_HEADER_LEN),
+        },
     )?;
     let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
     Ok((versions, Memtable::new(), writer))
@@ -358,15 +454,18 @@ fn output_params(opts: &Options, target_table_bytes: u64) -> OutputParams {
         block_size: opts.block_size,
         bits_per_key: opts.filter_bits_per_key,
         target_table_bytes,
+        split_by_namespace: opts.layout == Layout::PerNamespace,
     }
 }
 
-/// Writes a memtable as L0 table(s); drops versions shadowed within it.
+/// Writes a memtable as L0 table(s); drops versions shadowed within it and the entries of
+/// destroyed namespaces.
 fn flush_memtable(
     storage: &dyn crate::storage::Storage,
     mem: &Memtable,
     params: OutputParams,
     opts: &Options,
+    dead: &HashSet<Nsid>,
     new_file: &dyn Fn() -> u64,
 ) -> Result<Vec<TableProps>> {
     let mut sink = TableSink::new(storage, params, new_file);
@@ -374,6 +473,9 @@ fn flush_memtable(
     let mut ikey = Vec::new();
     let mut val = Vec::new();
     for (k, v) in mem.iter() {
+        if !dead.is_empty() && dead.contains(&key::ikey_nsid(&k.user)) {
+            continue;
+        }
         ikey.clear();
         ikey.extend_from_slice(&k.user);
         key::push_trailer(&mut ikey, k.seq, v.kind);
@@ -437,10 +539,30 @@ impl Inner {
                 });
             }
         }
+        let counters = self.ns_counters(ns)?;
         if ops.is_empty() {
             return Ok(());
         }
         self.check_open()?;
+        let result = self.commit(ns, ops);
+        if result.is_ok() {
+            let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
+            Counters::add(&counters.puts, puts);
+            Counters::add(&counters.deletes, ops.len() as u64 - puts);
+        }
+        result
+    }
+
+    /// The counters of a live namespace, or `UnknownNamespace`.
+    fn ns_counters(&self, ns: Nsid) -> Result<Arc<Counters>> {
+        match self.namespaces.read().live.get(&ns) {
+            Some(e) => Ok(e.counters.clone()),
+            None => Err(Error::UnknownNamespace(ns)),
+        }
+    }
+
+    /// Queues a write for group commit and returns its outcome.
+    fn commit(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
         let me = Arc::new(PendingWrite {
             records: Mutex::new(Some(EncodedWrite::new(ns, ops))),
             result: Mutex::new(None),
@@ -564,12 +686,6 @@ impl Inner {
                     },
                 );
                 seq += 1;
-                let c = if s.kind == Kind::Put {
-                    &self.counters.puts
-                } else {
-                    &self.counters.deletes
-                };
-                Counters::add(c, 1);
             }
             base += buf.len() as u64;
         }
@@ -649,13 +765,14 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        Counters::add(&self.counters.gets, 1);
+        let c = &*self.ns_counters(ns)?;
+        Counters::add(&c.gets, 1);
         let sv = self.super_version();
         let snapshot = self.visible_seq.load(Ordering::Acquire);
         let mut user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {
-                Counters::add(&self.counters.gets_memtable, 1);
+                Counters::add(&c.gets_memtable, 1);
                 return Ok((v.kind == Kind::Put).then_some(v.value));
             }
         }
@@ -668,8 +785,8 @@ impl Inner {
                 let mut found = None;
                 for t in tables.iter().filter(|t| t.covers(user)) {
                     let r = t.reader()?;
-                    if r.ns_may_contain(ns, key) && r.may_contain(hash)? {
-                        if let Some(f) = r.get(user, &seek)? {
+                    if r.ns_may_contain(ns, key) && r.may_contain(hash, c)? {
+                        if let Some(f) = r.get(user, &seek, c)? {
                             found = Some(f);
                             break;
                         }
@@ -680,8 +797,8 @@ impl Inner {
                 match sv.version.find_in_level(level, user) {
                     Some(t) => {
                         let r = t.reader()?;
-                        if r.may_contain(hash)? {
-                            r.get(user, &seek)?
+                        if r.may_contain(hash, c)? {
+                            r.get(user, &seek, c)?
                         } else {
                             None
                         }
@@ -690,7 +807,7 @@ impl Inner {
                 }
             };
             if let Some((_, kind, iv)) = found {
-                Counters::add(&self.counters.gets_by_level[level], 1);
+                Counters::add(&c.gets_by_level[level], 1);
                 return match (kind, iv) {
                     (Kind::Delete, _) | (_, IndexValue::Tombstone) => Ok(None),
                     (
@@ -700,13 +817,129 @@ impl Inner {
                         },
                     ) => Ok(Some(v)),
                     (Kind::Put, IndexValue::Addr { addr, inline: None }) => {
-                        self.vlog_reader.read_value(addr, ns, key).map(Some)
+                        self.vlog_reader.read_value(addr, ns, key, c).map(Some)
                     }
                 };
             }
         }
-        Counters::add(&self.counters.gets_not_found, 1);
+        Counters::add(&c.gets_not_found, 1);
         Ok(None)
+    }
+
+    fn create_namespace(&self, name: &str) -> Result<Nsid> {
+        self.check_open()?;
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidArgument(
+                "a namespace name has 1 to 255 bytes".into(),
+            ));
+        }
+        let mut vs = self.versions.lock();
+        if vs.namespaces.live.values().any(|n| n == name) {
+            return Err(Error::NamespaceExists(name.to_string()));
+        }
+        let ns = vs.namespaces.next;
+        if ns == Nsid::MAX {
+            return Err(Error::InvalidArgument("namespace ids exhausted".into()));
+        }
+        vs.log_and_apply(VersionEdit {
+            created_ns: vec![(ns, name.to_string())],
+            next_nsid: Some(ns + 1),
+            ..VersionEdit::default()
+        })?;
+        let entry = NsEntry {
+            name: name.to_string(),
+            counters: Arc::new(Counters::new(self.counters.page_size())),
+        };
+        self.namespaces.write().live.insert(ns, Arc::new(entry));
+        Ok(ns)
+    }
+
+    fn destroy_namespace(&self, ns: Nsid) -> Result<()> {
+        self.check_open()?;
+        if ns == DEFAULT_NS {
+            return Err(Error::InvalidArgument(
+                "the default namespace cannot be destroyed".into(),
+            ));
+        }
+        self.ns_counters(ns)?;
+        // No compaction may run meanwhile: it could write tables of `ns` back.
+        self.acquire_compaction();
+        let result = (|| {
+            let version = self.versions.lock().current();
+            let own: Vec<(usize, u64)> = version
+                .levels
+                .iter()
+                .enumerate()
+                .skip(1)
+                .flat_map(|(l, ts)| {
+                    ts.iter()
+                        .filter(|t| t.only_namespace() == Some(ns))
+                        .map(move |t| (l, t.id()))
+                })
+                .collect();
+            self.install(
+                VersionEdit {
+                    destroyed_ns: vec![ns],
+                    deleted: own,
+                    ..VersionEdit::default()
+                },
+                None,
+            )?;
+            let mut state = self.namespaces.write();
+            if let Some(e) = state.live.remove(&ns) {
+                state.retired.push(e.counters.clone());
+            }
+            let mut dead = (*state.dead).clone();
+            dead.insert(ns);
+            state.dead = Arc::new(dead);
+            Ok(())
+        })();
+        self.release_compaction();
+        result
+    }
+
+    fn namespace_stats(&self, ns: Nsid) -> Result<NamespaceStats> {
+        let c = self.ns_counters(ns)?;
+        let mut s = c.namespace_stats(ns, self.opts.num_levels);
+        let version = self.super_version().version.clone();
+        s.levels = version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(level, ts)| {
+                let mine: Vec<_> = ts
+                    .iter()
+                    .filter(|t| match (level, self.opts.layout) {
+                        (0, _) => t.may_hold_namespace(ns),
+                        (_, Layout::PerNamespace) => t.only_namespace() == Some(ns),
+                        (_, Layout::Shared) => true,
+                    })
+                    .collect();
+                LevelStats {
+                    tables: mine.len(),
+                    bytes: mine.iter().map(|t| t.props.size).sum(),
+                }
+            })
+            .collect();
+        Ok(s)
+    }
+
+    /// Waits until no compaction runs and keeps automatic ones out until released.
+    fn acquire_compaction(&self) {
+        let mut bg = self.bg.lock();
+        bg.manual = true;
+        while bg.compacting && bg.error.is_none() && !bg.shutdown {
+            self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        }
+        bg.compacting = true;
+    }
+
+    fn release_compaction(&self) {
+        let mut bg = self.bg.lock();
+        bg.compacting = false;
+        bg.manual = false;
+        self.bg_cv.notify_all();
+        self.done_cv.notify_all();
     }
 
     fn flush(&self) -> Result<()> {
@@ -724,21 +957,11 @@ impl Inner {
     }
 
     fn compact_range(&self, ns: Nsid, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.ns_counters(ns)?;
         self.flush()?;
-        {
-            let mut bg = self.bg.lock();
-            bg.manual = true;
-            while bg.compacting && bg.error.is_none() && !bg.shutdown {
-                self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
-            }
-            bg.compacting = true;
-        }
+        self.acquire_compaction();
         let result = self.manual_compaction(ns, start, end);
-        let mut bg = self.bg.lock();
-        bg.compacting = false;
-        bg.manual = false;
-        self.bg_cv.notify_all();
-        self.done_cv.notify_all();
+        self.release_compaction();
         result
     }
 
@@ -759,7 +982,7 @@ impl Inner {
             .unwrap_or(1);
         for level in 0..deepest {
             let version = self.versions.lock().current();
-            if let Some(task) = compaction::range_tasks(&version, level, &lo, &hi) {
+            if let Some(task) = compaction::range_tasks(&version, level, &lo, &hi)? {
                 self.run_compaction(&task, &version, false)?;
             }
         }
@@ -775,15 +998,16 @@ impl Inner {
         let params = output_params(&self.opts, self.opts.target_table_bytes);
         let snapshot = self.visible_seq.load(Ordering::Acquire);
         let alloc = || self.new_file_number();
-        let (edit, read, written) = compaction::run(
-            task,
-            version,
-            self.storage.as_ref(),
+        let dead = self.namespaces.read().dead.clone();
+        let cx = compaction::RunContext {
+            storage: self.storage.as_ref(),
             params,
-            snapshot,
+            smallest_snapshot: snapshot,
             allow_move,
-            &alloc,
-        )?;
+            dead: &dead,
+            new_file: &alloc,
+        };
+        let (edit, read, written) = compaction::run(task, version, &cx)?;
         self.storage.sync_dir().ctx("database directory")?;
         self.install(edit, None)?;
         Counters::add(&self.counters.compactions, 1);
@@ -817,11 +1041,13 @@ impl Inner {
         };
         let alloc = || self.new_file_number();
         let params = output_params(&self.opts, u64::MAX);
+        let dead = self.namespaces.read().dead.clone();
         let props = flush_memtable(
             self.storage.as_ref(),
             &frozen.mem,
             params,
             &self.opts,
+            &dead,
             &alloc,
         )?;
         // Earlier segments were synced when the log moved past them.
@@ -858,9 +1084,18 @@ impl Inner {
                         if !bg.compacting && !bg.manual && self.opts.auto_compaction {
                             let version = self.versions.lock().current();
                             let BgState { cursor, .. } = &mut *bg;
-                            if let Some(task) = compaction::pick(&version, &self.opts, cursor) {
-                                bg.compacting = true;
-                                break Job::Compact(task, version);
+                            match compaction::pick(&version, &self.opts, cursor) {
+                                Ok(Some(task)) => {
+                                    bg.compacting = true;
+                                    break Job::Compact(task, version);
+                                }
+                                Ok(None) => {}
+                                Err(e) => {
+                                    drop(bg);
+                                    self.set_bg_error(&e);
+                                    bg = self.bg.lock();
+                                    continue;
+                                }
                             }
                         }
                     }
@@ -898,7 +1133,19 @@ impl Inner {
                 .collect(),
             ..DbStats::default()
         };
-        self.counters.fill(&mut s, self.opts.num_levels);
+        // Totals: background work plus every namespace, destroyed ones included.
+        let n = self.opts.num_levels;
+        self.counters.accumulate(&mut s, n);
+        let state = self.namespaces.read();
+        for c in state
+            .live
+            .values()
+            .map(|e| &e.counters)
+            .chain(&state.retired)
+        {
+            c.accumulate(&mut s, n);
+        }
+        drop(state);
         if let Ok(names) = self.storage.list() {
             for n in names
                 .iter()

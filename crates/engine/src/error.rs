@@ -29,6 +29,10 @@ pub enum Error {
     ValueTooLarge { len: usize, limit: usize },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    #[error("unknown or destroyed namespace {0}")]
+    UnknownNamespace(u32),
+    #[error("a namespace named {0:?} exists")]
+    NamespaceExists(String),
     #[error("database is closed")]
     Closed,
     #[error("database is read-only after a background error: {0}")]

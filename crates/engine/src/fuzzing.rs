@@ -27,8 +27,12 @@ pub fn table_file(data: &[u8]) {
     let counters = Arc::default();
     if let Ok(r) = crate::table::TableReader::open(&storage, 1, cache, counters) {
         let r = Arc::new(r);
-        let _ = r.may_contain(7);
-        let _ = r.get(b"\0\0\0\0key", b"\0\0\0\0key\0\0\0\0\0\0\x01\x01");
+        let _ = r.may_contain(7, &Default::default());
+        let _ = r.get(
+            b"\0\0\0\0key",
+            b"\0\0\0\0key\0\0\0\0\0\0\x01\x01",
+            &Default::default(),
+        );
         if let Ok(mut it) = r.iter() {
             if it.seek_to_first().is_ok() {
                 while it.valid() && it.advance().is_ok() {}

@@ -22,5 +22,6 @@ mod vlog;
 pub use batch::WriteBatch;
 pub use db::Db;
 pub use error::{Error, Result};
-pub use options::{Options, StorageKind};
-pub use stats::{DbStats, LevelStats};
+pub use key::Nsid;
+pub use options::{Layout, Options, StorageKind};
+pub use stats::{DbStats, LevelStats, NamespaceInfo, NamespaceStats};

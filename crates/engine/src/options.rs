@@ -12,9 +12,20 @@ pub enum StorageKind {
     Nand(NandConfig),
 }
 
+/// How namespaces share the LSM tree below L0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// Each namespace has its own tree from L1 down (Cerberus).
+    #[default]
+    PerNamespace,
+    /// One tree for all namespaces, nsid as key prefix (the papers' KVSSD baseline).
+    Shared,
+}
+
 /// Options of a database. `Options::default()` is tuned for a general workload.
 #[derive(Clone, Debug)]
 pub struct Options {
+    pub layout: Layout,
     /// Storage built by `Db::open(path, ..)` (ignored by `Db::open_with_storage`).
     pub storage: StorageKind,
     /// Bytes of keys and values a memtable takes before it is frozen and flushed.
@@ -60,6 +71,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             storage: StorageKind::Posix,
+            layout: Layout::PerNamespace,
             memtable_bytes: 64 << 20,
             max_immutable_memtables: 2,
             block_size: 4096,

@@ -36,6 +36,8 @@ pub struct DbStats {
     pub reads: [u64; IoPurpose::COUNT],
     /// Bytes read from storage, by purpose.
     pub read_bytes: [u64; IoPurpose::COUNT],
+    /// Pages those reads touched (the NAND page size, or 4 KiB on other storage), by purpose.
+    pub pages: [u64; IoPurpose::COUNT],
     pub flushes: u64,
     pub compactions: u64,
     pub compaction_bytes_read: u64,
@@ -50,9 +52,42 @@ pub struct DbStats {
     pub nand: Option<NandStats>,
 }
 
-/// Live counters, updated with relaxed atomics on the hot paths.
-#[derive(Default)]
+/// A namespace and its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceInfo {
+    pub nsid: u32,
+    pub name: String,
+}
+
+/// Counters of one namespace.
+#[derive(Clone, Debug, Default)]
+pub struct NamespaceStats {
+    pub nsid: u32,
+    /// Tables and bytes per level of this namespace's tree, L0 first. L0 is shared: its
+    /// figures count the L0 tables holding this namespace. Under `Layout::Shared` the deeper
+    /// levels are the shared tree's.
+    pub levels: Vec<LevelStats>,
+    pub gets: u64,
+    pub gets_memtable: u64,
+    pub gets_by_level: Vec<u64>,
+    pub gets_not_found: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    pub filter_probes: u64,
+    pub filter_loads: u64,
+    pub index_loads: u64,
+    /// Storage reads by purpose (`IoPurpose as usize`) made by this namespace's gets.
+    pub reads: [u64; IoPurpose::COUNT],
+    pub read_bytes: [u64; IoPurpose::COUNT],
+    /// Pages those reads touched (the NAND page size, or 4 KiB on other storage).
+    pub pages: [u64; IoPurpose::COUNT],
+}
+
+/// Live counters, updated with relaxed atomics on the hot paths. The engine keeps one set per
+/// namespace (its gets and writes) and one for background work.
 pub(crate) struct Counters {
+    page_size: u64,
+    pub pages: [AtomicU64; IoPurpose::COUNT],
     pub gets: AtomicU64,
     pub puts: AtomicU64,
     pub deletes: AtomicU64,
@@ -73,16 +108,110 @@ pub(crate) struct Counters {
     pub write_slowdowns: AtomicU64,
 }
 
+impl Default for Counters {
+    fn default() -> Self {
+        Counters::new(4096)
+    }
+}
+
 impl Counters {
+    /// Counters that count pages of `page_size` bytes.
+    pub fn new(page_size: u64) -> Self {
+        Counters {
+            page_size: page_size.max(1),
+            pages: Default::default(),
+            gets: Default::default(),
+            puts: Default::default(),
+            deletes: Default::default(),
+            gets_memtable: Default::default(),
+            gets_by_level: Default::default(),
+            gets_not_found: Default::default(),
+            filter_probes: Default::default(),
+            filter_negatives: Default::default(),
+            filter_loads: Default::default(),
+            index_loads: Default::default(),
+            reads: Default::default(),
+            read_bytes: Default::default(),
+            flushes: Default::default(),
+            compactions: Default::default(),
+            compaction_bytes_read: Default::default(),
+            compaction_bytes_written: Default::default(),
+            write_stalls: Default::default(),
+            write_slowdowns: Default::default(),
+        }
+    }
+
+    pub fn page_size(&self) -> u64 {
+        self.page_size
+    }
+
     #[inline]
     pub fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Relaxed);
     }
 
+    /// Counts one read of `bytes` at `offset`, and the pages it touches.
     #[inline]
-    pub fn read(&self, purpose: IoPurpose, bytes: usize) {
-        self.reads[purpose as usize].fetch_add(1, Relaxed);
-        self.read_bytes[purpose as usize].fetch_add(bytes as u64, Relaxed);
+    pub fn read(&self, purpose: IoPurpose, offset: u64, bytes: usize) {
+        let p = purpose as usize;
+        self.reads[p].fetch_add(1, Relaxed);
+        self.read_bytes[p].fetch_add(bytes as u64, Relaxed);
+        if bytes > 0 {
+            let first = offset / self.page_size;
+            let last = (offset + bytes as u64 - 1) / self.page_size;
+            self.pages[p].fetch_add(last - first + 1, Relaxed);
+        }
+    }
+
+    /// Adds every counter of `other` into `s` (for sums over namespaces).
+    pub fn accumulate(&self, s: &mut DbStats, num_levels: usize) {
+        let mut one = DbStats::default();
+        self.fill(&mut one, num_levels);
+        s.gets += one.gets;
+        s.puts += one.puts;
+        s.deletes += one.deletes;
+        s.gets_memtable += one.gets_memtable;
+        s.gets_by_level.resize(num_levels, 0);
+        for (a, b) in s.gets_by_level.iter_mut().zip(&one.gets_by_level) {
+            *a += b;
+        }
+        s.gets_not_found += one.gets_not_found;
+        s.filter_probes += one.filter_probes;
+        s.filter_negatives += one.filter_negatives;
+        s.filter_loads += one.filter_loads;
+        s.index_loads += one.index_loads;
+        for p in 0..IoPurpose::COUNT {
+            s.reads[p] += one.reads[p];
+            s.read_bytes[p] += one.read_bytes[p];
+            s.pages[p] += one.pages[p];
+        }
+        s.flushes += one.flushes;
+        s.compactions += one.compactions;
+        s.compaction_bytes_read += one.compaction_bytes_read;
+        s.compaction_bytes_written += one.compaction_bytes_written;
+        s.write_stalls += one.write_stalls;
+        s.write_slowdowns += one.write_slowdowns;
+    }
+
+    pub fn namespace_stats(&self, nsid: u32, num_levels: usize) -> NamespaceStats {
+        let mut one = DbStats::default();
+        self.fill(&mut one, num_levels);
+        NamespaceStats {
+            nsid,
+            levels: Vec::new(),
+            gets: one.gets,
+            gets_memtable: one.gets_memtable,
+            gets_by_level: one.gets_by_level,
+            gets_not_found: one.gets_not_found,
+            puts: one.puts,
+            deletes: one.deletes,
+            filter_probes: one.filter_probes,
+            filter_loads: one.filter_loads,
+            index_loads: one.index_loads,
+            reads: one.reads,
+            read_bytes: one.read_bytes,
+            pages: one.pages,
+        }
     }
 
     pub fn fill(&self, s: &mut DbStats, num_levels: usize) {
@@ -100,6 +229,7 @@ impl Counters {
         for p in IoPurpose::ALL {
             s.reads[p as usize] = g(&self.reads[p as usize]);
             s.read_bytes[p as usize] = g(&self.read_bytes[p as usize]);
+            s.pages[p as usize] = g(&self.pages[p as usize]);
         }
         s.flushes = g(&self.flushes);
         s.compactions = g(&self.compactions);

@@ -305,15 +305,13 @@ impl LogSync {
 pub struct VlogReader {
     storage: StorageRef,
     files: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
-    counters: Arc<Counters>,
 }
 
 impl VlogReader {
-    pub fn new(storage: StorageRef, counters: Arc<Counters>) -> Self {
+    pub fn new(storage: StorageRef) -> Self {
         VlogReader {
             storage,
             files: RwLock::default(),
-            counters,
         }
     }
 
@@ -328,14 +326,20 @@ impl VlogReader {
     }
 
     /// Reads the record at `addr`, checks it is intact and belongs to `(nsid, key)`, and
-    /// returns its value.
-    pub fn read_value(&self, addr: ValueAddr, nsid: Nsid, key: &[u8]) -> Result<Bytes> {
+    /// returns its value; the read is counted in `c`.
+    pub fn read_value(
+        &self,
+        addr: ValueAddr,
+        nsid: Nsid,
+        key: &[u8],
+        c: &Counters,
+    ) -> Result<Bytes> {
         let file = self.file(addr.segment)?;
         let name = || segment_name(addr.segment);
         let buf = file
             .read_at(addr.offset, addr.len as usize, IoPurpose::Value)
             .map_err(|e| Error::io(name(), e))?;
-        self.counters.read(IoPurpose::Value, buf.len());
+        c.read(IoPurpose::Value, addr.offset, buf.len());
         let (rec, len) = decode_record(&buf)
             .map_err(|e| Error::corruption(name(), addr.offset, format!("value record: {e:?}")))?;
         if len != buf.len() || rec.nsid != nsid || rec.key != key || rec.kind != Kind::Put {
@@ -570,19 +574,20 @@ mod tests {
     fn reader_checks_key_and_crc() {
         let storage: StorageRef = Arc::new(MemStorage::new());
         let data = write_segment(&storage, &[rec(1, b"k", b"v", true)]);
-        let reader = VlogReader::new(storage.clone(), Arc::default());
+        let reader = VlogReader::new(storage.clone());
+        let c = Counters::default();
         let addr = ValueAddr {
             segment: 1,
             offset: SEGMENT_HEADER_LEN,
             len: (data.len() as u64 - SEGMENT_HEADER_LEN) as u32,
         };
-        assert_eq!(&reader.read_value(addr, 3, b"k").unwrap()[..], b"v");
+        assert_eq!(&reader.read_value(addr, 3, b"k", &c).unwrap()[..], b"v");
         assert!(reader
-            .read_value(addr, 3, b"x")
+            .read_value(addr, 3, b"x", &c)
             .unwrap_err()
             .is_corruption());
         assert!(reader
-            .read_value(addr, 4, b"k")
+            .read_value(addr, 4, b"k", &c)
             .unwrap_err()
             .is_corruption());
     }

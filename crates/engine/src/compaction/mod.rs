@@ -6,4 +6,4 @@ mod picker;
 mod worker;
 
 pub use picker::{pick, range_tasks, CompactionTask};
-pub use worker::{run, OutputParams, Retention, TableSink};
+pub use worker::{run, OutputParams, Retention, RunContext, TableSink};

@@ -1,7 +1,10 @@
 //! Chooses what to compact next.
 
-use crate::options::Options;
+use crate::error::Result;
+use crate::key::Nsid;
+use crate::options::{Layout, Options};
 use crate::version::{TableHandle, Version};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// A decision: merge `inputs` (from `level`) with `overlapping` (from `level + 1`).
@@ -38,35 +41,93 @@ pub fn max_bytes_for_level(opts: &Options, level: usize) -> u64 {
     b
 }
 
-/// The most urgent compaction, if any level is over its limit. `cursor[level]` remembers
-/// where the last compaction of that level stopped, so levels are compacted round-robin.
-pub fn pick(version: &Version, opts: &Options, cursor: &mut [Vec<u8>]) -> Option<CompactionTask> {
+/// Which tree a table of level 1 or deeper belongs to: its namespace under the
+/// per-namespace layout, the one shared tree (0) otherwise.
+fn tree_of(t: &TableHandle, layout: Layout) -> Nsid {
+    match layout {
+        Layout::PerNamespace => crate::key::ikey_nsid(&t.props.smallest),
+        Layout::Shared => 0,
+    }
+}
+
+/// The most urgent compaction, if L0 or any tree's level is over its limit. Every tree has
+/// the full level sizes: per namespace, each tenant's tree is as shallow as its own data makes
+/// it. `cursor[level]` remembers where the last compaction of that level stopped, so a level's
+/// tables are compacted round-robin.
+pub fn pick(
+    version: &Version,
+    opts: &Options,
+    cursor: &mut [Vec<u8>],
+) -> Result<Option<CompactionTask>> {
     let last = version.num_levels() - 1;
-    let mut best: Option<(f64, usize)> = None;
-    for level in 0..last {
-        let score = if level == 0 {
-            version.levels[0].len() as f64 / opts.l0_compaction_trigger as f64
-        } else {
-            version.level_bytes(level) as f64 / max_bytes_for_level(opts, level) as f64
-        };
-        if score >= 1.0 && best.is_none_or(|(s, _)| score > s) {
-            best = Some((score, level));
+    let mut best: Option<(f64, usize, Nsid)> = None;
+    let l0 = version.levels[0].len() as f64 / opts.l0_compaction_trigger as f64;
+    if l0 >= 1.0 {
+        best = Some((l0, 0, 0));
+    }
+    for level in 1..last {
+        let mut bytes: BTreeMap<Nsid, u64> = BTreeMap::new();
+        for t in &version.levels[level] {
+            *bytes.entry(tree_of(t, opts.layout)).or_default() += t.props.size;
+        }
+        let limit = max_bytes_for_level(opts, level) as f64;
+        for (tree, b) in bytes {
+            let score = b as f64 / limit;
+            if score >= 1.0 && best.is_none_or(|(s, ..)| score > s) {
+                best = Some((score, level, tree));
+            }
         }
     }
-    let (_, level) = best?;
+    let Some((_, level, tree)) = best else {
+        return Ok(None);
+    };
     if level == 0 {
-        return Some(task_for(version, 0, version.levels[0].clone()));
+        return l0_task(version).map(Some);
     }
-    let tables = &version.levels[level];
+    let tables: Vec<&Arc<TableHandle>> = version.levels[level]
+        .iter()
+        .filter(|t| tree_of(t, opts.layout) == tree)
+        .collect();
     let start = cursor
         .get(level)
         .map(|c| tables.partition_point(|t| t.largest_user() <= c.as_slice()))
         .unwrap_or(0);
-    let t = tables.get(start).or_else(|| tables.first())?.clone();
+    let Some(t) = tables
+        .get(start)
+        .or_else(|| tables.first())
+        .map(|t| (*t).clone())
+    else {
+        return Ok(None);
+    };
     if let Some(c) = cursor.get_mut(level) {
         *c = t.largest_user().to_vec();
     }
-    Some(task_for(version, level, vec![t]))
+    Ok(Some(task_for(version, level, vec![t])))
+}
+
+/// All of L0 into L1. The L1 tables to merge with are found per namespace from the L0
+/// tables' NSTables, so a namespace absent from L0 is not rewritten even when its keys sit
+/// between two namespaces that are there.
+fn l0_task(version: &Version) -> Result<CompactionTask> {
+    let inputs = version.levels[0].clone();
+    let mut overlapping: Vec<Arc<TableHandle>> = Vec::new();
+    for t in &inputs {
+        for r in t.reader()?.nstable() {
+            let lo = crate::key::user_part(r.nsid, &r.min_key);
+            let hi = crate::key::user_part(r.nsid, &r.max_key);
+            for o in version.overlapping(1, &lo, &hi) {
+                if !overlapping.iter().any(|x| x.id() == o.id()) {
+                    overlapping.push(o);
+                }
+            }
+        }
+    }
+    overlapping.sort_by(|a, b| crate::key::cmp_ikey(&a.props.smallest, &b.props.smallest));
+    Ok(CompactionTask {
+        level: 0,
+        inputs,
+        overlapping,
+    })
 }
 
 fn task_for(version: &Version, level: usize, inputs: Vec<Arc<TableHandle>>) -> CompactionTask {
@@ -95,16 +156,18 @@ pub fn range_tasks(
     level: usize,
     lo: &[u8],
     hi: &[u8],
-) -> Option<CompactionTask> {
+) -> Result<Option<CompactionTask>> {
     // L0 tables overlap each other: moving only some of them could put an older version of a
     // key below a newer one left behind, so L0 always goes down whole.
-    let inputs = if level == 0 {
-        version.levels[0].clone()
-    } else {
-        version.overlapping(level, lo, hi)
-    };
-    if inputs.is_empty() {
-        return None;
+    if level == 0 {
+        if version.levels[0].is_empty() {
+            return Ok(None);
+        }
+        return l0_task(version).map(Some);
     }
-    Some(task_for(version, level, inputs))
+    let inputs = version.overlapping(level, lo, hi);
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(task_for(version, level, inputs)))
 }

@@ -4,10 +4,11 @@
 use super::merge::{LevelSource, MergingIter, Source};
 use super::picker::CompactionTask;
 use crate::error::Result;
-use crate::key::{split_ikey, Kind, SeqNo};
+use crate::key::{split_ikey, Kind, Nsid, SeqNo};
 use crate::storage::Storage;
 use crate::table::{table_name, TableBuilder, TableProps};
 use crate::version::{Version, VersionEdit};
+use std::collections::HashSet;
 
 /// How output tables are built.
 #[derive(Clone, Copy, Debug)]
@@ -15,6 +16,8 @@ pub struct OutputParams {
     pub block_size: usize,
     pub bits_per_key: u32,
     pub target_table_bytes: u64,
+    /// Start a new table at every namespace boundary (per-namespace trees).
+    pub split_by_namespace: bool,
 }
 
 /// Writes a sorted stream into tables of about `target_table_bytes`, never splitting the
@@ -52,7 +55,10 @@ impl<'a> TableSink<'a> {
             .builder
             .as_ref()
             .is_some_and(|b| b.estimated_size() >= self.params.target_table_bytes);
-        if full && user != self.last_user.as_slice() {
+        let new_ns = self.params.split_by_namespace
+            && self.builder.is_some()
+            && crate::key::ikey_nsid(user) != crate::key::ikey_nsid(&self.last_user);
+        if new_ns || (full && user != self.last_user.as_slice()) {
             self.finish_table()?;
         }
         if self.builder.is_none() {
@@ -140,24 +146,31 @@ impl Retention {
     }
 }
 
+/// What a compaction needs besides its task.
+pub struct RunContext<'a> {
+    pub storage: &'a dyn Storage,
+    pub params: OutputParams,
+    pub smallest_snapshot: SeqNo,
+    /// A lone table with nothing below it moves down without a rewrite (a manual compaction
+    /// rewrites it to drop what it can).
+    pub allow_move: bool,
+    /// Destroyed namespaces: their entries are dropped.
+    pub dead: &'a HashSet<Nsid>,
+    pub new_file: &'a dyn Fn() -> u64,
+}
+
 /// Runs `task` against `version` and returns the edit, the bytes read and the bytes written.
-/// With `allow_move`, a lone table with nothing below it moves down without a rewrite (a
-/// manual compaction rewrites it to drop what it can).
 pub fn run(
     task: &CompactionTask,
     version: &Version,
-    storage: &dyn Storage,
-    params: OutputParams,
-    smallest_snapshot: SeqNo,
-    allow_move: bool,
-    new_file: &dyn Fn() -> u64,
+    cx: &RunContext<'_>,
 ) -> Result<(VersionEdit, u64, u64)> {
     let out_level = task.output_level();
     let mut edit = VersionEdit::default();
     for t in &task.inputs {
         edit.deleted.push((task.level, t.id()));
     }
-    if allow_move && task.is_trivial_move() {
+    if cx.allow_move && task.is_trivial_move() {
         edit.added.push((out_level, task.inputs[0].props.clone()));
         return Ok((edit, 0, 0));
     }
@@ -174,11 +187,12 @@ pub fn run(
     }
     sources.push(Box::new(LevelSource::new(task.overlapping.clone())?));
     let mut merged = MergingIter::new(sources);
-    let mut sink = TableSink::new(storage, params, new_file);
-    let mut rule = Retention::new(smallest_snapshot);
+    let mut sink = TableSink::new(cx.storage, cx.params, cx.new_file);
+    let mut rule = Retention::new(cx.smallest_snapshot);
     let bottommost = |user: &[u8]| !version.deeper_overlaps(out_level, user, user);
     while merged.valid() {
-        if !rule.drop_entry(merged.key(), bottommost) {
+        let dead = !cx.dead.is_empty() && cx.dead.contains(&crate::key::ikey_nsid(merged.key()));
+        if !dead && !rule.drop_entry(merged.key(), bottommost) {
             sink.add(merged.key(), &merged.value())?;
         }
         merged.advance()?;

@@ -201,17 +201,19 @@ mod tests {
             let ns = if i < 500 { 1 } else { 2 };
             let key = format!("k{i:06}");
             let user = user_part(ns, key.as_bytes());
-            assert!(r.may_contain(filter::filter_hash(&user)).unwrap());
+            assert!(r
+                .may_contain(filter::filter_hash(&user), &Counters::default())
+                .unwrap());
             let seek = make_ikey(ns, key.as_bytes(), 20, Kind::Put);
-            let (seq, kind, v) = r.get(&user, &seek).unwrap().unwrap();
+            let (seq, kind, v) = r.get(&user, &seek, &Counters::default()).unwrap().unwrap();
             assert_eq!((seq, kind, v), (10, Kind::Put, addr(i)));
             // Not visible below its seqno.
             let old = make_ikey(ns, key.as_bytes(), 9, Kind::Put);
-            assert_eq!(r.get(&user, &old).unwrap(), None);
+            assert_eq!(r.get(&user, &old, &Counters::default()).unwrap(), None);
         }
         let missing = user_part(1, b"k000500");
         let seek = make_ikey(1, b"k000500", 20, Kind::Put);
-        assert_eq!(r.get(&missing, &seek).unwrap(), None);
+        assert_eq!(r.get(&missing, &seek, &Counters::default()).unwrap(), None);
         let mut it = r.iter().unwrap();
         it.seek_to_first().unwrap();
         let mut n = 0;

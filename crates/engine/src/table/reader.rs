@@ -39,7 +39,7 @@ impl TableReader {
         let raw = file
             .read_at(len - FOOTER_LEN as u64, FOOTER_LEN, IoPurpose::Index)
             .ctx(&name)?;
-        counters.read(IoPurpose::Index, raw.len());
+        counters.read(IoPurpose::Index, len - FOOTER_LEN as u64, raw.len());
         let footer = Footer::decode(&raw)
             .map_err(|e| Error::corruption(&name, len - FOOTER_LEN as u64, e))?;
         let mut reader = TableReader {
@@ -51,14 +51,13 @@ impl TableReader {
             cache,
             counters,
         };
-        let ns = reader.read_block(footer.nstable, IoPurpose::Index)?;
+        let ns = reader.read_block(footer.nstable, IoPurpose::Index, &reader.counters)?;
         reader.nstable = decode_nstable(&ns).ok_or_else(|| {
             Error::corruption(&reader.name, footer.nstable.offset, "bad namespace table")
         })?;
         Ok(reader)
     }
 
-    #[cfg(test)]
     pub fn nstable(&self) -> &[NsRange] {
         &self.nstable
     }
@@ -74,11 +73,11 @@ impl TableReader {
         }
     }
 
-    /// Reads a block and checks its crc.
-    fn read_block(&self, h: BlockHandle, purpose: IoPurpose) -> Result<Bytes> {
+    /// Reads a block and checks its crc; the read is counted in `c`.
+    fn read_block(&self, h: BlockHandle, purpose: IoPurpose, c: &Counters) -> Result<Bytes> {
         let len = h.len as usize + super::BLOCK_TRAILER_LEN;
         let mut buf = self.file.read_at(h.offset, len, purpose).ctx(&self.name)?;
-        self.counters.read(purpose, len);
+        c.read(purpose, h.offset, len);
         let stored = crate::coding::get_u32(&buf, h.len as usize).unwrap_or(0);
         if crc32c::crc32c(&buf[..h.len as usize]) != stored {
             return Err(Error::corruption(
@@ -91,26 +90,26 @@ impl TableReader {
         Ok(Bytes::from(buf))
     }
 
-    fn filter(&self) -> Result<Option<Bytes>> {
+    fn filter(&self, c: &Counters) -> Result<Option<Bytes>> {
         if self.footer.filter.len == 0 {
             return Ok(None);
         }
         if let Some(Cached::Filter(f)) = self.cache.get(self.id, KIND_FILTER) {
             return Ok(Some(f));
         }
-        let f = self.read_block(self.footer.filter, IoPurpose::Filter)?;
-        Counters::add(&self.counters.filter_loads, 1);
+        let f = self.read_block(self.footer.filter, IoPurpose::Filter, c)?;
+        Counters::add(&c.filter_loads, 1);
         self.cache
             .insert(self.id, KIND_FILTER, Cached::Filter(f.clone()));
         Ok(Some(f))
     }
 
-    fn index(&self) -> Result<Block> {
+    fn index(&self, c: &Counters) -> Result<Block> {
         if let Some(Cached::Index(b)) = self.cache.get(self.id, KIND_INDEX) {
             return Ok(b);
         }
-        let raw = self.read_block(self.footer.index, IoPurpose::Index)?;
-        Counters::add(&self.counters.index_loads, 1);
+        let raw = self.read_block(self.footer.index, IoPurpose::Index, c)?;
+        Counters::add(&c.index_loads, 1);
         let b = Block::new(raw).ok_or_else(|| {
             Error::corruption(&self.name, self.footer.index.offset, "bad index block")
         })?;
@@ -119,37 +118,38 @@ impl TableReader {
         Ok(b)
     }
 
-    fn data_block(&self, handle_bytes: &[u8]) -> Result<Block> {
+    fn data_block(&self, handle_bytes: &[u8], c: &Counters) -> Result<Block> {
         let h = BlockHandle::decode(handle_bytes).ok_or_else(|| {
             Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
         })?;
-        let raw = self.read_block(h, IoPurpose::Data)?;
+        let raw = self.read_block(h, IoPurpose::Data, c)?;
         Block::new(raw).ok_or_else(|| Error::corruption(&self.name, h.offset, "bad data block"))
     }
 
-    /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here.
-    pub fn may_contain(&self, hash: u64) -> Result<bool> {
-        Counters::add(&self.counters.filter_probes, 1);
-        let ok = match self.filter()? {
+    /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here; reads
+    /// are counted in `c`.
+    pub fn may_contain(&self, hash: u64, c: &Counters) -> Result<bool> {
+        Counters::add(&c.filter_probes, 1);
+        let ok = match self.filter(c)? {
             Some(f) => filter::may_contain(&f, hash),
             None => true,
         };
         if !ok {
-            Counters::add(&self.counters.filter_negatives, 1);
+            Counters::add(&c.filter_negatives, 1);
         }
         Ok(ok)
     }
 
     /// The newest version of `user` at or below the seqno in `seek` (an internal key made by
     /// `key::seek_key`). The filter is not consulted; call `may_contain` first.
-    pub fn get(&self, user: &[u8], seek: &[u8]) -> Result<Option<Found>> {
-        let index = self.index()?;
+    pub fn get(&self, user: &[u8], seek: &[u8], c: &Counters) -> Result<Option<Found>> {
+        let index = self.index(c)?;
         let mut ii = index.iter();
         ii.seek(seek, cmp_ikey);
         if !ii.valid() {
             return self.check(&ii, None);
         }
-        let block = self.data_block(ii.value_slice())?;
+        let block = self.data_block(ii.value_slice(), c)?;
         let mut it = block.iter();
         it.seek(seek, cmp_ikey);
         if !it.valid() {
@@ -180,7 +180,7 @@ impl TableReader {
 
     /// Iterates all entries in order; data blocks are read with purpose `purpose`.
     pub fn iter(self: &Arc<Self>) -> Result<TableIter> {
-        let index = self.index()?;
+        let index = self.index(&self.counters)?;
         Ok(TableIter {
             table: self.clone(),
             index: index.iter(),
@@ -243,7 +243,9 @@ impl TableIter {
                 self.data = None;
                 return Ok(());
             }
-            let block = self.table.data_block(self.index.value_slice())?;
+            let block = self
+                .table
+                .data_block(self.index.value_slice(), &self.table.counters)?;
             let mut it = block.iter();
             it.seek_to_first();
             if it.corrupt() {

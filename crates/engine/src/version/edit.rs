@@ -3,6 +3,7 @@
 //! Encoding: a sequence of tagged fields, each `tag (u8) ++ fields`.
 
 use crate::coding::{put_bytes, put_varint, Cursor};
+use crate::key::Nsid;
 use crate::table::TableProps;
 
 const TAG_LOG_START: u8 = 1;
@@ -10,6 +11,9 @@ const TAG_NEXT_FILE: u8 = 2;
 const TAG_LAST_SEQ: u8 = 3;
 const TAG_ADD_TABLE: u8 = 4;
 const TAG_DELETE_TABLE: u8 = 5;
+const TAG_CREATE_NAMESPACE: u8 = 6;
+const TAG_DESTROY_NAMESPACE: u8 = 7;
+const TAG_NEXT_NSID: u8 = 8;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -20,6 +24,11 @@ pub struct VersionEdit {
     pub last_seq: Option<u64>,
     pub added: Vec<(usize, TableProps)>,
     pub deleted: Vec<(usize, u64)>,
+    /// Namespaces created: id and name.
+    pub created_ns: Vec<(Nsid, String)>,
+    pub destroyed_ns: Vec<Nsid>,
+    /// Next namespace id to hand out; ids are never reused.
+    pub next_nsid: Option<Nsid>,
 }
 
 impl VersionEdit {
@@ -37,6 +46,19 @@ impl VersionEdit {
         if let Some(s) = self.last_seq {
             out.push(TAG_LAST_SEQ);
             put_varint(&mut out, s);
+        }
+        for (ns, name) in &self.created_ns {
+            out.push(TAG_CREATE_NAMESPACE);
+            put_varint(&mut out, u64::from(*ns));
+            put_bytes(&mut out, name.as_bytes());
+        }
+        for ns in &self.destroyed_ns {
+            out.push(TAG_DESTROY_NAMESPACE);
+            put_varint(&mut out, u64::from(*ns));
+        }
+        if let Some(n) = self.next_nsid {
+            out.push(TAG_NEXT_NSID);
+            put_varint(&mut out, u64::from(n));
         }
         for &(level, id) in &self.deleted {
             out.push(TAG_DELETE_TABLE);
@@ -79,6 +101,13 @@ impl VersionEdit {
                     };
                     e.added.push((level, props));
                 }
+                TAG_CREATE_NAMESPACE => {
+                    let ns = Nsid::try_from(c.varint()?).ok()?;
+                    let name = String::from_utf8(c.bytes()?.to_vec()).ok()?;
+                    e.created_ns.push((ns, name));
+                }
+                TAG_DESTROY_NAMESPACE => e.destroyed_ns.push(Nsid::try_from(c.varint()?).ok()?),
+                TAG_NEXT_NSID => e.next_nsid = Some(Nsid::try_from(c.varint()?).ok()?),
                 _ => return None,
             }
         }
@@ -109,6 +138,9 @@ mod tests {
                 },
             )],
             deleted: vec![(0, 5)],
+            created_ns: vec![(3, "tenant".into())],
+            destroyed_ns: vec![2],
+            next_nsid: Some(4),
         };
         assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
         assert_eq!(VersionEdit::decode(&[99]), None);

@@ -4,7 +4,7 @@
 //! `len u32 ++ crc32c(payload) u32 ++ payload (an encoded VersionEdit)`. A new manifest starts
 //! with one edit holding the whole state. Every append is synced before the edit is applied.
 
-use super::{TableCtx, Version, VersionEdit};
+use super::{Namespaces, TableCtx, Version, VersionEdit};
 use crate::coding::{get_u32, put_u32};
 use crate::error::{Error, IoContext, Result};
 use crate::storage::{IoPurpose, WritableFile};
@@ -24,6 +24,7 @@ pub fn manifest_name(id: u64) -> String {
 /// What the manifest says at open.
 pub struct Recovered {
     pub version: Version,
+    pub namespaces: Namespaces,
     pub next_file: u64,
     pub last_seq: u64,
     pub log_start: (u64, u64),
@@ -41,6 +42,7 @@ pub struct VersionSet {
     pub last_seq: u64,
     /// Where replay starts.
     pub log_start: (u64, u64),
+    pub namespaces: Namespaces,
 }
 
 impl VersionSet {
@@ -65,6 +67,12 @@ impl VersionSet {
             return Err(Error::corruption(&name, 8, "unsupported manifest version"));
         }
         let mut version = Version::new(num_levels);
+        // A manifest names every namespace it knows; start from none, not the default set.
+        let mut namespaces = Namespaces {
+            live: Default::default(),
+            destroyed: Default::default(),
+            next: 0,
+        };
         let (mut next_file, mut last_seq, mut log_start) = (0, 0, (0, 0));
         let mut pos = HEADER_LEN;
         while pos < data.len() {
@@ -97,6 +105,7 @@ impl VersionSet {
                 ));
             }
             version = version.apply(&edit, ctx).0;
+            namespaces.apply(&edit);
             if let Some(n) = edit.next_file {
                 next_file = next_file.max(n);
             }
@@ -110,6 +119,7 @@ impl VersionSet {
         }
         Ok(Some(Recovered {
             version,
+            namespaces,
             next_file,
             last_seq,
             log_start,
@@ -117,13 +127,14 @@ impl VersionSet {
     }
 
     /// Starts a fresh manifest holding `version` and makes `CURRENT` point at it.
-    pub fn create(
-        ctx: TableCtx,
-        version: Version,
-        next_file: u64,
-        last_seq: u64,
-        log_start: (u64, u64),
-    ) -> Result<VersionSet> {
+    pub fn create(ctx: TableCtx, r: Recovered) -> Result<VersionSet> {
+        let Recovered {
+            version,
+            namespaces,
+            next_file,
+            last_seq,
+            log_start,
+        } = r;
         let manifest_id = next_file;
         let mut vs = VersionSet {
             manifest: Box::new(NullFile),
@@ -132,6 +143,7 @@ impl VersionSet {
             next_file: next_file + 1,
             last_seq,
             log_start,
+            namespaces,
             ctx,
         };
         vs.write_new_manifest(manifest_id)?;
@@ -139,7 +151,7 @@ impl VersionSet {
     }
 
     fn snapshot_edit(&self) -> VersionEdit {
-        VersionEdit {
+        let mut edit = VersionEdit {
             log_start: Some(self.log_start),
             next_file: Some(self.next_file),
             last_seq: Some(self.last_seq),
@@ -150,8 +162,10 @@ impl VersionSet {
                 .enumerate()
                 .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t.props.clone())))
                 .collect(),
-            deleted: Vec::new(),
-        }
+            ..VersionEdit::default()
+        };
+        self.namespaces.snapshot_into(&mut edit);
+        edit
     }
 
     fn write_new_manifest(&mut self, id: u64) -> Result<()> {
@@ -199,10 +213,13 @@ impl VersionSet {
             self.last_seq = self.last_seq.max(s);
         }
         edit.next_file = Some(self.next_file);
+        let mut namespaces = self.namespaces.clone();
+        namespaces.apply(&edit);
         let (next, removed) = self.current.apply(&edit, &self.ctx);
         let next = Arc::new(next);
         if self.manifest.len() > ROTATE_BYTES {
             self.current = next;
+            self.namespaces = namespaces.clone();
             let id = self.new_file_number();
             self.write_new_manifest(id)?;
         } else {
@@ -218,6 +235,7 @@ impl VersionSet {
             res.map_err(|e| Error::io(name, e))?;
             self.current = next;
         }
+        self.namespaces = namespaces;
         for t in removed {
             t.mark_obsolete();
         }
@@ -265,7 +283,14 @@ mod tests {
     #[test]
     fn create_log_and_recover() {
         let ctx = ctx();
-        let mut vs = VersionSet::create(ctx.clone(), Version::new(3), 5, 0, (4, 16)).unwrap();
+        let r = Recovered {
+            version: Version::new(3),
+            namespaces: Namespaces::default(),
+            next_file: 5,
+            last_seq: 0,
+            log_start: (4, 16),
+        };
+        let mut vs = VersionSet::create(ctx.clone(), r).unwrap();
         let edit = VersionEdit {
             log_start: Some((9, 100)),
             last_seq: Some(77),
@@ -274,6 +299,7 @@ mod tests {
         vs.log_and_apply(edit).unwrap();
         let r = VersionSet::recover(&ctx, 3).unwrap().unwrap();
         assert_eq!((r.log_start, r.last_seq), ((9, 100), 77));
+        assert_eq!(r.namespaces, Namespaces::default());
         assert!(r.next_file >= 6);
     }
 

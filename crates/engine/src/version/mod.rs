@@ -3,9 +3,11 @@
 
 mod edit;
 mod manifest;
+mod namespaces;
 
 pub use edit::VersionEdit;
 pub use manifest::{Recovered, VersionSet};
+pub use namespaces::Namespaces;
 
 use crate::error::Result;
 use crate::key::ikey_user;
@@ -79,6 +81,19 @@ impl TableHandle {
         self.smallest_user() <= hi && lo <= self.largest_user()
     }
 
+    /// The namespace of every key in the table, if there is only one.
+    pub fn only_namespace(&self) -> Option<crate::key::Nsid> {
+        let lo = crate::key::ikey_nsid(&self.props.smallest);
+        (lo == crate::key::ikey_nsid(&self.props.largest)).then_some(lo)
+    }
+
+    /// Whether the table's key range reaches into namespace `ns`.
+    pub fn may_hold_namespace(&self, ns: crate::key::Nsid) -> bool {
+        let lo = crate::key::ikey_nsid(&self.props.smallest);
+        let hi = crate::key::ikey_nsid(&self.props.largest);
+        lo <= ns && ns <= hi
+    }
+
     pub fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::Release);
     }
@@ -112,10 +127,6 @@ impl Version {
 
     pub fn num_levels(&self) -> usize {
         self.levels.len()
-    }
-
-    pub fn level_bytes(&self, level: usize) -> u64 {
-        self.levels[level].iter().map(|t| t.props.size).sum()
     }
 
     /// Tables of `level` whose user range meets `[lo, hi]`.
