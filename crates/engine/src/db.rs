@@ -417,12 +417,12 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
         }
     }
     if !mem.is_empty() {
-        let id = next_file;
-        next_file += 1;
-        let params = output_params(opts, u64::MAX);
-        let alloc = || id;
+        let ids = std::cell::Cell::new(next_file);
+        let alloc = || ids.replace(ids.get() + 1);
+        let params = flush_params(opts);
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
         let props = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
+        next_file = ids.get();
         storage.sync_dir().ctx("database directory")?;
         last_seq = last_seq.max(mem.max_seq());
         let edit = VersionEdit {
@@ -447,6 +447,14 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
     )?;
     let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
     Ok((versions, Memtable::new(), writer))
+}
+
+/// A flush writes one L0 table holding every namespace.
+fn flush_params(opts: &Options) -> OutputParams {
+    OutputParams {
+        split_by_namespace: false,
+        ..output_params(opts, u64::MAX)
+    }
 }
 
 fn output_params(opts: &Options, target_table_bytes: u64) -> OutputParams {
@@ -982,7 +990,9 @@ impl Inner {
             .unwrap_or(1);
         for level in 0..deepest {
             let version = self.versions.lock().current();
-            if let Some(task) = compaction::range_tasks(&version, level, &lo, &hi)? {
+            if let Some(task) =
+                compaction::range_tasks(&version, self.opts.layout, level, &lo, &hi)?
+            {
                 self.run_compaction(&task, &version, false)?;
             }
         }
@@ -1040,7 +1050,7 @@ impl Inner {
             return Ok(());
         };
         let alloc = || self.new_file_number();
-        let params = output_params(&self.opts, u64::MAX);
+        let params = flush_params(&self.opts);
         let dead = self.namespaces.read().dead.clone();
         let props = flush_memtable(
             self.storage.as_ref(),

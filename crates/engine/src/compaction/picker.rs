@@ -82,7 +82,7 @@ pub fn pick(
         return Ok(None);
     };
     if level == 0 {
-        return l0_task(version).map(Some);
+        return l0_task(version, opts.layout).map(Some);
     }
     let tables: Vec<&Arc<TableHandle>> = version.levels[level]
         .iter()
@@ -105,11 +105,16 @@ pub fn pick(
     Ok(Some(task_for(version, level, vec![t])))
 }
 
-/// All of L0 into L1. The L1 tables to merge with are found per namespace from the L0
+/// All of L0 into L1. Per namespace, the L1 tables to merge with are found from the L0
 /// tables' NSTables, so a namespace absent from L0 is not rewritten even when its keys sit
-/// between two namespaces that are there.
-fn l0_task(version: &Version) -> Result<CompactionTask> {
+/// between two namespaces that are there (outputs never span namespaces, so they cannot
+/// cover the untouched tables in between). In one shared tree an output may span the gap,
+/// so everything in L0's whole key range is merged.
+fn l0_task(version: &Version, layout: Layout) -> Result<CompactionTask> {
     let inputs = version.levels[0].clone();
+    if layout == Layout::Shared {
+        return Ok(task_for(version, 0, inputs));
+    }
     let mut overlapping: Vec<Arc<TableHandle>> = Vec::new();
     for t in &inputs {
         for r in t.reader()?.nstable() {
@@ -153,6 +158,7 @@ fn task_for(version: &Version, level: usize, inputs: Vec<Arc<TableHandle>>) -> C
 /// that level's overlapping tables go one level down.
 pub fn range_tasks(
     version: &Version,
+    layout: Layout,
     level: usize,
     lo: &[u8],
     hi: &[u8],
@@ -163,7 +169,7 @@ pub fn range_tasks(
         if version.levels[0].is_empty() {
             return Ok(None);
         }
-        return l0_task(version).map(Some);
+        return l0_task(version, layout).map(Some);
     }
     let inputs = version.overlapping(level, lo, hi);
     if inputs.is_empty() {

@@ -179,6 +179,18 @@ impl Version {
                 tables.sort_by(|a, b| crate::key::cmp_ikey(&a.props.smallest, &b.props.smallest));
             }
         }
+        if cfg!(debug_assertions) {
+            for (level, tables) in v.levels.iter().enumerate().skip(1) {
+                for w in tables.windows(2) {
+                    assert!(
+                        w[0].largest_user() < w[1].smallest_user(),
+                        "tables {} and {} overlap in L{level}",
+                        w[0].id(),
+                        w[1].id()
+                    );
+                }
+            }
+        }
         (v, removed)
     }
 
