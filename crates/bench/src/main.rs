@@ -3,12 +3,15 @@
 
 mod engine;
 mod histogram;
+mod multitenant;
+mod profile;
 mod report;
 mod workload;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use engine::{Engine, OpenConfig, StorageArg};
+use engine::{Engine, LayoutArg, OpenConfig, StorageArg};
+use profile::ProfileArg;
 use report::{PhaseReport, RunConfig, RunReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +27,9 @@ use workload::{BenchConfig, ValuePool, Workload};
 #[command(name = "cerberus-bench", version, about, long_about = None)]
 struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,
-    /// readwhilewriting, flush, compact.
+    /// readwhilewriting, flush, compact; or `multitenant` alone (one thread per tenant, which
+    /// puts then gets in its own namespace; uses --tenants and --num-per-tenant, not --num
+    /// and --threads).
     workloads: String,
 
     /// Engines to run the whole list on, in turn, each on a fresh database:
@@ -77,6 +82,45 @@ struct Args {
     /// --compression_ratio); 1.0 makes values incompressible.
     #[arg(long, default_value_t = 0.5)]
     compression_ratio: f64,
+
+    /// multitenant: tenants (namespaces), one thread each [default: 4].
+    #[arg(long)]
+    tenants: Option<usize>,
+
+    /// multitenant: keys each tenant puts (random keys of 0..this), then gets [default: 100000].
+    #[arg(long)]
+    num_per_tenant: Option<u64>,
+
+    /// multitenant: how tenants share the database [default: per_namespace].
+    #[arg(long, value_enum)]
+    layout: Option<LayoutArg>,
+
+    /// multitenant: engine sizes to use instead of the engines' defaults (see README).
+    #[arg(long, value_enum)]
+    profile: Option<ProfileArg>,
+}
+
+/// The multitenant workload's name on the command line.
+const MULTITENANT: &str = "multitenant";
+const DEFAULT_TENANTS: usize = 4;
+const DEFAULT_NUM_PER_TENANT: u64 = 100_000;
+
+/// Whether the workload list asks for the multitenant workload (which must be alone).
+fn is_multitenant(list: &str) -> Result<bool> {
+    let names: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mt = names
+        .iter()
+        .filter(|n| n.eq_ignore_ascii_case(MULTITENANT))
+        .count();
+    match (mt, names.len()) {
+        (0, _) => Ok(false),
+        (1, 1) => Ok(true),
+        _ => bail!("{MULTITENANT} runs alone, not in a list of workloads"),
+    }
 }
 
 fn parse_engines(list: &str) -> Result<Vec<Engine>> {
@@ -105,6 +149,16 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
+    if is_multitenant(&args.workloads)? {
+        return run_multitenant(args);
+    }
+    if args.tenants.is_some()
+        || args.num_per_tenant.is_some()
+        || args.layout.is_some()
+        || args.profile.is_some()
+    {
+        bail!("--tenants, --num-per-tenant, --layout and --profile are for the {MULTITENANT} workload");
+    }
     let workloads = Workload::parse_list(&args.workloads)?;
     let engines = parse_engines(&args.engine)?;
     if args.num == 0 {
@@ -138,31 +192,21 @@ fn run(args: Args) -> Result<()> {
         storage: args.storage,
         cache_bytes: args.cache_bytes,
         sync: args.sync,
+        tenants: 0,
+        layout: LayoutArg::default(),
+        profile: None,
     };
     // Refuse an engine this binary cannot run before running any.
     for &e in &engines {
         e.check(&open_config(PathBuf::new()))?;
     }
 
-    let temp = match &args.db {
-        Some(_) => None,
-        None => Some(
-            tempfile::Builder::new()
-                .prefix("cerberus-bench-")
-                .tempdir()
-                .context("creating a temporary directory")?,
-        ),
-    };
+    let temp = temp_dir(&args)?;
     let values = ValuePool::new(args.value_size, args.compression_ratio, args.seed);
 
     let mut runs = Vec::new();
     for (n, &engine) in engines.iter().enumerate() {
-        let path = match (&args.db, &temp) {
-            (Some(db), _) if engines.len() == 1 => db.clone(),
-            (Some(db), _) => db.join(engine.name()),
-            (None, Some(t)) => t.path().join(engine.name()),
-            (None, None) => unreachable!(),
-        };
+        let path = db_path(&args, temp.as_ref(), &engines, engine);
         if n > 0 {
             println!();
         }
@@ -209,14 +253,185 @@ fn run(args: Args) -> Result<()> {
             .iter()
             .map(|r| report::run_doc(r, &run_config))
             .collect();
-        // One engine: one object; several: an array of them.
-        let text = if docs.len() == 1 {
-            serde_json::to_string_pretty(&docs[0])?
-        } else {
-            serde_json::to_string_pretty(&docs)?
+        write_json(json_path, &docs)?;
+    }
+    Ok(())
+}
+
+/// The temporary directory the databases go in when there is no --db.
+fn temp_dir(args: &Args) -> Result<Option<tempfile::TempDir>> {
+    match &args.db {
+        Some(_) => Ok(None),
+        None => Ok(Some(
+            tempfile::Builder::new()
+                .prefix("cerberus-bench-")
+                .tempdir()
+                .context("creating a temporary directory")?,
+        )),
+    }
+}
+
+/// Where `engine`'s database goes.
+fn db_path(
+    args: &Args,
+    temp: Option<&tempfile::TempDir>,
+    engines: &[Engine],
+    engine: Engine,
+) -> PathBuf {
+    match (&args.db, temp) {
+        (Some(db), _) if engines.len() == 1 => db.clone(),
+        (Some(db), _) => db.join(engine.name()),
+        (None, Some(t)) => t.path().join(engine.name()),
+        (None, None) => unreachable!("a temporary directory when there is no --db"),
+    }
+}
+
+/// Writes the JSON documents: one engine, one object; several, an array of them.
+fn write_json<T: serde::Serialize>(path: &std::path::Path, docs: &[T]) -> Result<()> {
+    let text = if docs.len() == 1 {
+        serde_json::to_string_pretty(&docs[0])?
+    } else {
+        serde_json::to_string_pretty(docs)?
+    };
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+/// The multitenant workload on each engine in turn.
+fn run_multitenant(args: Args) -> Result<()> {
+    use multitenant::report as mt_report;
+    let engines = parse_engines(&args.engine)?;
+    let mt = multitenant::MtConfig {
+        tenants: args.tenants.unwrap_or(DEFAULT_TENANTS),
+        num_per_tenant: args.num_per_tenant.unwrap_or(DEFAULT_NUM_PER_TENANT),
+        key_size: args.key_size,
+        value_size: args.value_size,
+        seed: args.seed,
+        compression_ratio: args.compression_ratio,
+        layout: args.layout.unwrap_or_default(),
+        profile: args.profile,
+    };
+    if mt.tenants == 0 {
+        bail!("--tenants must be at least 1");
+    }
+    if mt.tenants > u32::MAX as usize {
+        bail!("--tenants is too large");
+    }
+    if mt.num_per_tenant == 0 {
+        bail!("--num-per-tenant must be at least 1");
+    }
+    if !(0.0..=1.0).contains(&args.compression_ratio) {
+        bail!("--compression-ratio must be between 0 and 1");
+    }
+    workload::KeyFormat::new(args.key_size, mt.num_per_tenant)
+        .context("keys of --num-per-tenant")?;
+    let sizes = mt.sizes();
+    let run_config = mt_report::MtRunConfig {
+        mt: &mt,
+        storage: args.storage.name(),
+        cache_bytes: args.cache_bytes,
+        sync: args.sync,
+    };
+    let open_config = |path: PathBuf| OpenConfig {
+        path,
+        storage: args.storage,
+        cache_bytes: args.cache_bytes,
+        sync: args.sync,
+        tenants: mt.tenants,
+        layout: mt.layout,
+        profile: sizes.clone(),
+    };
+    for &e in &engines {
+        e.check(&open_config(PathBuf::new()))?;
+    }
+    let temp = temp_dir(&args)?;
+    let values = ValuePool::new(args.value_size, args.compression_ratio, args.seed);
+
+    let mut runs = Vec::new();
+    for (n, &engine) in engines.iter().enumerate() {
+        let path = db_path(&args, temp.as_ref(), &engines, engine);
+        if n > 0 {
+            println!();
+        }
+        println!(
+            "{}",
+            mt_report::header(engine, &run_config, sizes.as_ref(), &path)
+        );
+        let db = engine::open(engine, &open_config(path.clone()))?;
+        let run = multitenant::run(&*db, &mt, &values)
+            .with_context(|| format!("{MULTITENANT} on {}", engine.name()))?;
+        let per_tenant = |f: fn(&multitenant::TenantResult) -> f64| -> Vec<f64> {
+            run.tenants.iter().map(f).collect()
         };
-        std::fs::write(json_path, text + "\n")
-            .with_context(|| format!("writing {}", json_path.display()))?;
+        println!(
+            "{}",
+            mt_report::mt_phase_lines(&run.put, &per_tenant(|t| t.put.ops_per_sec()))
+        );
+        println!(
+            "{}",
+            mt_report::mt_phase_lines(&run.get, &per_tenant(|t| t.get.ops_per_sec()))
+        );
+        println!("\n{}", mt_report::tenant_table(&run));
+        println!("\n{}", mt_report::summary_text(&mt_report::summary(&run)));
+        let stats = db.stats_json();
+        if let Some(s) = db.db_stats() {
+            let phases = [
+                report::PhaseReport {
+                    outcome: run.put.outcome.clone(),
+                    delta: run.put.delta.clone(),
+                },
+                report::PhaseReport {
+                    outcome: run.get.outcome.clone(),
+                    delta: run.get.delta.clone(),
+                },
+            ];
+            println!("\n{}", report::cerberus_summary(&s, &phases));
+        }
+        db.close()
+            .with_context(|| format!("closing {}", engine.name()))?;
+        drop(db);
+        if temp.is_some() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+        runs.push((engine, run, stats));
+    }
+
+    if runs.len() > 1 {
+        let reports: Vec<RunReport> = runs
+            .iter()
+            .map(|(engine, run, _)| RunReport {
+                engine: *engine,
+                phases: vec![
+                    report::PhaseReport {
+                        outcome: run.put.outcome.clone(),
+                        delta: None,
+                    },
+                    report::PhaseReport {
+                        outcome: run.get.outcome.clone(),
+                        delta: None,
+                    },
+                ],
+                stats: serde_json::Value::Null,
+            })
+            .collect();
+        println!("\n{}", report::ratio_table(&reports));
+    }
+
+    if let Some(json_path) = &args.json {
+        let docs: Vec<_> = runs
+            .iter()
+            .map(|(engine, run, stats)| {
+                mt_report::run_doc(*engine, run, &run_config, sizes.as_ref(), stats)
+            })
+            .collect();
+        write_json(json_path, &docs)?;
+    }
+    let misses: u64 = runs
+        .iter()
+        .flat_map(|(_, run, _)| &run.tenants)
+        .map(|t| t.get_misses)
+        .sum();
+    if misses > 0 {
+        bail!("{misses} gets did not find a key their tenant had written");
     }
     Ok(())
 }
@@ -254,6 +469,42 @@ mod tests {
         assert_eq!(a.engine, "cerberus");
     }
 
+    #[test]
+    fn multitenant_runs_alone_and_its_flags_parse() {
+        assert!(is_multitenant("multitenant").unwrap());
+        assert!(is_multitenant(" MultiTenant ,").unwrap());
+        assert!(!is_multitenant("fillrandom,readrandom").unwrap());
+        assert!(is_multitenant("fillrandom,multitenant").is_err());
+        let a = Args::try_parse_from([
+            "cerberus-bench",
+            "multitenant",
+            "--tenants",
+            "8",
+            "--num-per-tenant",
+            "5000",
+            "--layout",
+            "shared",
+            "--profile",
+            "paper",
+        ])
+        .unwrap();
+        assert_eq!(a.tenants, Some(8));
+        assert_eq!(a.num_per_tenant, Some(5000));
+        assert_eq!(a.layout, Some(LayoutArg::Shared));
+        assert_eq!(a.profile, Some(ProfileArg::Paper));
+        for layout in ["per_namespace", "per-namespace"] {
+            let a = Args::try_parse_from(["cerberus-bench", "multitenant", "--layout", layout])
+                .unwrap();
+            assert_eq!(a.layout, Some(LayoutArg::PerNamespace));
+        }
+        // Multitenant flags with other workloads are refused before anything runs.
+        let a = Args::try_parse_from(["cerberus-bench", "fillrandom", "--tenants", "2"]).unwrap();
+        let err = run(a).unwrap_err().to_string();
+        assert!(err.contains("multitenant"), "{err}");
+        let a = Args::try_parse_from(["cerberus-bench", "multitenant", "--tenants", "0"]).unwrap();
+        assert!(run(a).is_err());
+    }
+
     impl Args {
         fn command_for_test() {
             use clap::CommandFactory;
@@ -269,6 +520,9 @@ mod tests {
             storage: StorageArg::Posix,
             cache_bytes: 0,
             sync: false,
+            tenants: 0,
+            layout: LayoutArg::PerNamespace,
+            profile: None,
         };
         let err = Engine::RocksDb.check(&cfg).unwrap_err().to_string();
         assert!(err.contains("--features rocksdb"), "{err}");

@@ -1,6 +1,7 @@
 //! Printing results the way db_bench does, Cerberus's counters, and the JSON document.
 
 use crate::engine::Engine;
+use crate::histogram::Histogram;
 use crate::workload::{BenchConfig, PhaseOutcome};
 use cerberus_engine::storage::{IoPurpose, NandStats};
 use cerberus_engine::DbStats;
@@ -31,7 +32,7 @@ pub struct RunConfig<'a> {
     pub sync: bool,
 }
 
-fn mib(bytes: u64) -> f64 {
+pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / 1_048_576.0
 }
 
@@ -41,7 +42,7 @@ fn mib(bytes: u64) -> f64 {
 pub fn phase_lines(o: &PhaseOutcome) -> String {
     let mut line = format!(
         "{:<12} : {:11.3} micros/op {:.0} ops/sec {:.3} seconds {} operations;",
-        o.workload.name(),
+        o.name,
         o.micros_per_op(),
         o.ops_per_sec(),
         o.seconds,
@@ -113,7 +114,7 @@ fn by_purpose<T: Into<Value> + Copy>(a: &[T; IoPurpose::COUNT]) -> Value {
 
 /// An array indexed by `IoPurpose`, serialized as an object keyed by purpose name in
 /// `IoPurpose::ALL` order.
-pub struct ByPurpose<T>([T; IoPurpose::COUNT]);
+pub struct ByPurpose<T>(pub [T; IoPurpose::COUNT]);
 
 impl<T: Serialize> Serialize for ByPurpose<T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -126,7 +127,7 @@ impl<T: Serialize> Serialize for ByPurpose<T> {
     }
 }
 
-fn per(a: &[u64; IoPurpose::COUNT], d: f64) -> [f64; IoPurpose::COUNT] {
+pub(crate) fn per(a: &[u64; IoPurpose::COUNT], d: f64) -> [f64; IoPurpose::COUNT] {
     let mut out = [0.0; IoPurpose::COUNT];
     for (o, &x) in out.iter_mut().zip(a) {
         *o = x as f64 / d;
@@ -293,7 +294,7 @@ pub fn phase_stats(delta: &DbStats, o: &PhaseOutcome) -> PhaseStatsDoc {
     }
 }
 
-fn purposes_line(values: &[f64; IoPurpose::COUNT], digits: usize) -> String {
+pub(crate) fn purposes_line(values: &[f64; IoPurpose::COUNT], digits: usize) -> String {
     IoPurpose::ALL
         .iter()
         .map(|&p| format!("{} {:.*}", p.name(), digits, values[p as usize]))
@@ -340,7 +341,7 @@ pub fn cerberus_summary(stats: &DbStats, phases: &[PhaseReport]) -> String {
             .collect();
         out += &format!(
             "  {}: {} gets: memtable {}, {}{}not found {}\n",
-            p.outcome.workload.name(),
+            p.outcome.name,
             gets,
             d.gets_memtable,
             levels.join(", "),
@@ -396,7 +397,7 @@ struct ConfigDoc<'a> {
 }
 
 #[derive(Serialize)]
-struct PhaseDoc {
+pub(crate) struct PhaseDoc {
     name: &'static str,
     ops: u64,
     seconds: f64,
@@ -413,7 +414,7 @@ struct PhaseDoc {
 }
 
 #[derive(Serialize)]
-struct LatencyDoc {
+pub(crate) struct LatencyDoc {
     samples: u64,
     mean: f64,
     p50: f64,
@@ -422,36 +423,39 @@ struct LatencyDoc {
     max: f64,
 }
 
+/// The latency figures of the JSON, in microseconds.
+pub(crate) fn latency_doc(h: &Histogram) -> LatencyDoc {
+    LatencyDoc {
+        samples: h.count(),
+        mean: h.mean() / 1e3,
+        p50: h.percentile(50.0) / 1e3,
+        p99: h.percentile(99.0) / 1e3,
+        p999: h.percentile(99.9) / 1e3,
+        max: h.max() as f64 / 1e3,
+    }
+}
+
+/// The JSON of one phase.
+pub(crate) fn phase_doc(p: &PhaseReport) -> PhaseDoc {
+    let o = &p.outcome;
+    PhaseDoc {
+        name: o.name,
+        ops: o.ops,
+        seconds: o.seconds,
+        ops_per_sec: o.ops_per_sec(),
+        micros_per_op: o.micros_per_op(),
+        mb_per_sec: o.mb_per_sec(),
+        found: o.found,
+        writer_ops: o.writer_ops,
+        latency_us: latency_doc(&o.latency),
+        stats: p.delta.as_ref().map(|d| phase_stats(d, o)),
+    }
+}
+
 /// The JSON document of one engine's run.
 pub fn run_doc<'a>(run: &'a RunReport, cfg: &RunConfig<'a>) -> RunDoc<'a> {
     let b = cfg.bench;
-    let phases = run
-        .phases
-        .iter()
-        .map(|p| {
-            let o = &p.outcome;
-            let h = &o.latency;
-            PhaseDoc {
-                name: o.workload.name(),
-                ops: o.ops,
-                seconds: o.seconds,
-                ops_per_sec: o.ops_per_sec(),
-                micros_per_op: o.micros_per_op(),
-                mb_per_sec: o.mb_per_sec(),
-                found: o.found,
-                writer_ops: o.writer_ops,
-                latency_us: LatencyDoc {
-                    samples: h.count(),
-                    mean: h.mean() / 1e3,
-                    p50: h.percentile(50.0) / 1e3,
-                    p99: h.percentile(99.0) / 1e3,
-                    p999: h.percentile(99.9) / 1e3,
-                    max: h.max() as f64 / 1e3,
-                },
-                stats: p.delta.as_ref().map(|d| phase_stats(d, o)),
-            }
-        })
-        .collect();
+    let phases = run.phases.iter().map(phase_doc).collect();
     RunDoc {
         engine: run.engine.name(),
         workload: cfg.workload,
@@ -491,7 +495,7 @@ pub fn ratio_table(runs: &[RunReport]) -> String {
     out += "\n";
     out += &head;
     for (i, p) in first.phases.iter().enumerate() {
-        let name = p.outcome.workload.name();
+        let name = p.outcome.name;
         let mut line = format!("{name:<18}");
         let rates: Vec<Option<f64>> = runs
             .iter()
@@ -524,6 +528,7 @@ mod tests {
     fn outcome(workload: Workload, ops: u64, seconds: f64) -> PhaseOutcome {
         PhaseOutcome {
             workload,
+            name: workload.name(),
             ops,
             found: workload.is_read().then_some(ops / 2),
             writer_ops: None,

@@ -191,7 +191,7 @@ impl ValueGen {
 }
 
 /// splitmix64 of `a` and `b`: distinct, well-spread seeds for threads and phases.
-fn mix(a: u64, b: u64) -> u64 {
+pub(crate) fn mix(a: u64, b: u64) -> u64 {
     let mut z = a ^ b.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -202,6 +202,9 @@ fn mix(a: u64, b: u64) -> u64 {
 #[derive(Clone, Debug)]
 pub struct PhaseOutcome {
     pub workload: Workload,
+    /// Name printed and written for the phase: the workload's, or e.g. "put" and "get" for
+    /// the phases of `multitenant` (whose `workload` says only whether they read).
+    pub name: &'static str,
     /// Measured operations (the readers' gets for readwhilewriting).
     pub ops: u64,
     /// Gets that found their key (read phases).
@@ -266,7 +269,7 @@ struct ThreadResult {
 }
 
 /// Ops between two progress-bar updates of a thread.
-const PROGRESS_EVERY: u64 = 512;
+pub(crate) const PROGRESS_EVERY: u64 = 512;
 
 /// Runs the key/value generator and timing loop of one thread.
 #[allow(clippy::too_many_arguments)]
@@ -349,7 +352,7 @@ fn run_job(
 }
 
 /// A progress bar on stderr, hidden when stderr is not a terminal.
-fn progress_bar(name: &str, len: u64) -> ProgressBar {
+pub(crate) fn progress_bar(name: &str, len: u64) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
@@ -408,6 +411,7 @@ pub fn run_phase(
             latency.record(elapsed.as_nanos() as u64);
             return Ok(PhaseOutcome {
                 workload,
+                name: workload.name(),
                 ops: 1,
                 found: None,
                 writer_ops: None,
@@ -486,6 +490,7 @@ pub fn run_phase(
 
     let mut outcome = PhaseOutcome {
         workload,
+        name: workload.name(),
         ops: 0,
         found: workload.is_read().then_some(0),
         writer_ops: None,
@@ -518,11 +523,17 @@ pub(crate) mod tests {
     use std::collections::HashMap;
     use std::sync::Mutex;
 
-    /// An in-memory engine for tests of the runner.
+    /// An in-memory engine for tests of the runners.
     #[derive(Default)]
     pub(crate) struct MemDb {
-        map: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
+        pub(crate) map: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
+        /// Tenants' records by (tenant id, key).
+        pub(crate) tenant_map: Mutex<TenantMap>,
+        /// Loses the tenant puts of keys ending with this byte (to test that misses count).
+        pub(crate) drop_ending: Option<u8>,
     }
+
+    pub(crate) type TenantMap = HashMap<(u32, Vec<u8>), Vec<u8>>;
 
     impl BenchDb for MemDb {
         fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -546,6 +557,37 @@ pub(crate) mod tests {
         }
         fn close(&self) -> Result<()> {
             Ok(())
+        }
+        fn create_tenants(&self, n: usize) -> Result<Vec<crate::engine::TenantHandle>> {
+            Ok((0..n)
+                .map(|index| crate::engine::TenantHandle {
+                    index,
+                    id: 100 + index as u32,
+                    name: crate::engine::TenantHandle::name_of(index),
+                })
+                .collect())
+        }
+        fn put_tenant(
+            &self,
+            tenant: &crate::engine::TenantHandle,
+            key: &[u8],
+            value: &[u8],
+        ) -> Result<()> {
+            if self.drop_ending.is_some() && key.last() == self.drop_ending.as_ref() {
+                return Ok(());
+            }
+            self.tenant_map
+                .lock()
+                .unwrap()
+                .insert((tenant.id, key.to_vec()), value.to_vec());
+            Ok(())
+        }
+        fn get_tenant(&self, tenant: &crate::engine::TenantHandle, key: &[u8]) -> Result<bool> {
+            Ok(self
+                .tenant_map
+                .lock()
+                .unwrap()
+                .contains_key(&(tenant.id, key.to_vec())))
         }
     }
 

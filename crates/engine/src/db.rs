@@ -1112,10 +1112,12 @@ impl Inner {
                     self.bg_cv.wait(&mut bg);
                 }
             };
-            let result = match &job {
+            // A panic in a job must not leave its flag set and writers waiting forever.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
                 Job::Flush => self.flush_oldest(),
                 Job::Compact(task, version) => self.run_compaction(task, version, true),
-            };
+            }))
+            .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
             if let Err(e) = &result {
                 self.set_bg_error(e);
             }

@@ -4,8 +4,9 @@ mod cerberus;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 
+use crate::profile::SizeProfile;
 use anyhow::{bail, Result};
-use cerberus_engine::DbStats;
+use cerberus_engine::{DbStats, NamespaceStats};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,6 +27,67 @@ pub trait BenchDb: Send + Sync {
     fn stats_json(&self) -> serde_json::Value;
     /// Flushes what must be durable and releases the database.
     fn close(&self) -> Result<()>;
+
+    /// Creates the tenants `tenant-0` .. `tenant-{n-1}` (Cerberus: namespaces; RocksDB: column
+    /// families or key prefixes, set up at open from `OpenConfig::tenants`), or finds them if
+    /// the database already has them.
+    fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
+        let _ = n;
+        bail!("this engine has no tenants")
+    }
+    /// Puts into a tenant's key space.
+    fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        let _ = (tenant, key, value);
+        bail!("this engine has no tenants")
+    }
+    /// Gets from a tenant's key space; whether the key was found.
+    fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
+        let _ = (tenant, key);
+        bail!("this engine has no tenants")
+    }
+    /// The counters of one tenant (Cerberus's namespace); `None` for other engines.
+    fn tenant_stats(&self, tenant: &TenantHandle) -> Result<Option<NamespaceStats>> {
+        let _ = tenant;
+        Ok(None)
+    }
+}
+
+/// One tenant of a database, as `BenchDb::create_tenants` made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TenantHandle {
+    /// Position in `0..tenants`.
+    pub index: usize,
+    /// Cerberus: the namespace id; RocksDB: the index (the key prefix of the shared layout).
+    pub id: u32,
+    /// `tenant-{index}`: the namespace or column family name.
+    pub name: String,
+}
+
+impl TenantHandle {
+    pub fn name_of(index: usize) -> String {
+        format!("tenant-{index}")
+    }
+}
+
+/// How tenants share the database (`--layout`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayoutArg {
+    /// Cerberus: one tree per namespace below L0; RocksDB: one column family per tenant.
+    #[default]
+    #[value(name = "per_namespace", alias = "per-namespace")]
+    PerNamespace,
+    /// One tree for all tenants, keys prefixed by the tenant (Cerberus: `Layout::Shared`;
+    /// RocksDB: the default column family, keys prefixed by the 4-byte big-endian tenant index).
+    Shared,
+}
+
+impl LayoutArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutArg::PerNamespace => "per_namespace",
+            LayoutArg::Shared => "shared",
+        }
+    }
 }
 
 /// An engine named on the command line.
@@ -97,6 +159,13 @@ pub struct OpenConfig {
     pub storage: StorageArg,
     pub cache_bytes: u64,
     pub sync: bool,
+    /// Tenants the run will create (0: not a multitenant run). RocksDB makes its column
+    /// families at open.
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+    pub tenants: usize,
+    pub layout: LayoutArg,
+    /// Engine sizes of `--profile`; `None` keeps each engine's defaults.
+    pub profile: Option<SizeProfile>,
 }
 
 /// Opens (creating if needed) the database of `engine` at `config.path`.

@@ -1,9 +1,14 @@
 //! RocksDB (feature `rocksdb`), configured for a fair comparison with Cerberus: WAL on, no
 //! fsync per write unless `--sync`, `--cache-bytes` as the LRU block cache, a 10 bits/key
-//! bloom filter; every other option is RocksDB's default.
+//! bloom filter; every other option is RocksDB's default unless `--profile` sets it.
+//!
+//! Tenants (`multitenant`): with `--layout per_namespace` one column family per tenant,
+//! created at open; with `--layout shared` the default column family, keys prefixed by the
+//! tenant index (4 bytes big-endian).
 
-use super::{BenchDb, OpenConfig};
-use anyhow::{Context, Result};
+use super::{BenchDb, LayoutArg, OpenConfig, TenantHandle};
+use crate::profile::SizeProfile;
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 pub struct RocksDb {
@@ -12,20 +17,68 @@ pub struct RocksDb {
     /// Kept alive with the database that uses it.
     _cache: ::rocksdb::Cache,
     cache_bytes: u64,
+    tenants: usize,
+    layout: LayoutArg,
+}
+
+/// Sets the sizes of a profile; `write_buffer` is the memtable size of one column family.
+fn apply_profile(
+    p: &SizeProfile,
+    write_buffer: u64,
+    options: &mut ::rocksdb::Options,
+    table: &mut ::rocksdb::BlockBasedOptions,
+) {
+    options.set_write_buffer_size(write_buffer as usize);
+    options.set_max_bytes_for_level_base(p.level1_bytes);
+    options.set_max_bytes_for_level_multiplier(p.level_size_ratio as f64);
+    options.set_target_file_size_base(p.target_table_bytes);
+    options.set_level_zero_file_num_compaction_trigger(p.l0_compaction_trigger as i32);
+    options.set_num_levels(p.num_levels as i32);
+    table.set_block_size(p.block_size);
 }
 
 impl RocksDb {
     pub fn open(config: &OpenConfig) -> Result<RocksDb> {
         let cache = ::rocksdb::Cache::new_lru_cache(config.cache_bytes as usize)
             .context("creating the RocksDB block cache")?;
+        let per_cf = config.tenants > 0 && config.layout == LayoutArg::PerNamespace;
         let mut table = ::rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&cache);
-        table.set_bloom_filter(10.0, false);
         let mut options = ::rocksdb::Options::default();
         options.create_if_missing(true);
+        let mut bloom_bits = 10.0;
+        if let Some(p) = &config.profile {
+            // Per-tenant column families each have a write buffer; one shared column family
+            // gets the memtable of all tenants, as Cerberus's shared memtable.
+            let write_buffer = if per_cf {
+                p.memtable_bytes_per_tenant
+            } else {
+                p.memtable_bytes
+            };
+            apply_profile(p, write_buffer, &mut options, &mut table);
+            bloom_bits = f64::from(p.filter_bits_per_key);
+        }
+        table.set_bloom_filter(bloom_bits, false);
         options.set_block_based_table_factory(&table);
-        let db = ::rocksdb::DB::open(&options, &config.path)
-            .with_context(|| format!("opening rocksdb at {}", config.path.display()))?;
+        let db = if per_cf {
+            // Every existing column family must be opened; add the tenants' if missing.
+            let mut names = ::rocksdb::DB::list_cf(&options, &config.path).unwrap_or_default();
+            for name in std::iter::once(::rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string())
+                .chain((0..config.tenants).map(TenantHandle::name_of))
+            {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            options.create_missing_column_families(true);
+            let cfs = names
+                .iter()
+                .map(|n| ::rocksdb::ColumnFamilyDescriptor::new(n, options.clone()));
+            ::rocksdb::DB::open_cf_descriptors(&options, &config.path, cfs)
+        } else {
+            ::rocksdb::DB::open(&options, &config.path)
+        }
+        .with_context(|| format!("opening rocksdb at {}", config.path.display()))?;
         let mut write_options = ::rocksdb::WriteOptions::default();
         write_options.set_sync(config.sync);
         write_options.disable_wal(false);
@@ -34,11 +87,55 @@ impl RocksDb {
             write_options,
             _cache: cache,
             cache_bytes: config.cache_bytes,
+            tenants: config.tenants,
+            layout: config.layout,
         })
     }
 
     fn int_property(&self, name: &str) -> Option<u64> {
         self.db.property_int_value(name).ok().flatten()
+    }
+
+    /// Files per level of a column family (the default one for `None`).
+    fn levels_json(&self, cf: Option<&::rocksdb::ColumnFamily>) -> Value {
+        let mut levels = Vec::new();
+        for level in 0..7 {
+            let name = format!("rocksdb.num-files-at-level{level}");
+            let value = match cf {
+                Some(cf) => self.db.property_value_cf(cf, &name),
+                None => self.db.property_value(&name),
+            };
+            let files = value
+                .ok()
+                .flatten()
+                .and_then(|s| s.trim().parse::<u64>().ok());
+            levels.push(json!({ "level": level, "tables": files }));
+        }
+        Value::Array(levels)
+    }
+
+    fn cf(&self, tenant: &TenantHandle) -> Result<&::rocksdb::ColumnFamily> {
+        match self.db.cf_handle(&tenant.name) {
+            Some(cf) => Ok(cf),
+            None => bail!("no column family {}", tenant.name),
+        }
+    }
+}
+
+/// Calls `f` with `key` prefixed by `id` (4 bytes big-endian), on the stack when it fits.
+#[inline]
+fn with_prefix<R>(id: u32, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = [0u8; 64];
+    let len = 4 + key.len();
+    if len <= buf.len() {
+        buf[..4].copy_from_slice(&id.to_be_bytes());
+        buf[4..len].copy_from_slice(key);
+        f(&buf[..len])
+    } else {
+        let mut v = Vec::with_capacity(len);
+        v.extend_from_slice(&id.to_be_bytes());
+        v.extend_from_slice(key);
+        f(&v)
     }
 }
 
@@ -61,16 +158,6 @@ impl BenchDb for RocksDb {
     }
 
     fn stats_json(&self) -> Value {
-        let mut levels = Vec::new();
-        for level in 0..7 {
-            let files = self
-                .db
-                .property_value(&format!("rocksdb.num-files-at-level{level}"))
-                .ok()
-                .flatten()
-                .and_then(|s| s.trim().parse::<u64>().ok());
-            levels.push(json!({ "level": level, "tables": files }));
-        }
         let mut props = Map::new();
         for name in [
             "rocksdb.estimate-num-keys",
@@ -85,13 +172,143 @@ impl BenchDb for RocksDb {
             let key = name.trim_start_matches("rocksdb.").replace('-', "_");
             props.insert(key, json!(self.int_property(name)));
         }
-        props.insert("levels".into(), Value::Array(levels));
+        props.insert("levels".into(), self.levels_json(None));
         props.insert("block_cache_capacity".into(), json!(self.cache_bytes));
+        if self.tenants > 0 && self.layout == LayoutArg::PerNamespace {
+            // The levels above are the default column family's (empty here); each tenant's:
+            let mut cfs = Map::new();
+            for i in 0..self.tenants {
+                let name = TenantHandle::name_of(i);
+                if let Some(cf) = self.db.cf_handle(&name) {
+                    let int = |p: &str| self.db.property_int_value_cf(cf, p).ok().flatten();
+                    cfs.insert(
+                        name,
+                        json!({
+                            "estimate_num_keys": int("rocksdb.estimate-num-keys"),
+                            "total_sst_files_size": int("rocksdb.total-sst-files-size"),
+                            "levels": self.levels_json(Some(cf)),
+                        }),
+                    );
+                }
+            }
+            props.insert("column_families".into(), Value::Object(cfs));
+        }
         Value::Object(props)
     }
 
     fn close(&self) -> Result<()> {
         self.db.flush_wal(true)?;
         Ok(())
+    }
+
+    fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
+        if n != self.tenants {
+            bail!("rocksdb was opened for {} tenants, not {n}", self.tenants);
+        }
+        let handles: Vec<TenantHandle> = (0..n)
+            .map(|index| TenantHandle {
+                index,
+                id: index as u32,
+                name: TenantHandle::name_of(index),
+            })
+            .collect();
+        if self.layout == LayoutArg::PerNamespace {
+            for t in &handles {
+                self.cf(t)?;
+            }
+        }
+        Ok(handles)
+    }
+
+    fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        match self.layout {
+            LayoutArg::PerNamespace => {
+                Ok(self
+                    .db
+                    .put_cf_opt(self.cf(tenant)?, key, value, &self.write_options)?)
+            }
+            LayoutArg::Shared => with_prefix(tenant.id, key, |k| {
+                Ok(self.db.put_opt(k, value, &self.write_options)?)
+            }),
+        }
+    }
+
+    fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
+        match self.layout {
+            LayoutArg::PerNamespace => Ok(self.db.get_pinned_cf(self.cf(tenant)?, key)?.is_some()),
+            LayoutArg::Shared => {
+                with_prefix(tenant.id, key, |k| Ok(self.db.get_pinned(k)?.is_some()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::StorageArg;
+    use crate::multitenant::{self, MtConfig};
+    use crate::profile::{paper_profile, ProfileArg};
+    use crate::workload::ValuePool;
+
+    #[test]
+    fn tenants_are_separate_in_both_layouts() {
+        for layout in [LayoutArg::PerNamespace, LayoutArg::Shared] {
+            let dir = tempfile::tempdir().unwrap();
+            let config = OpenConfig {
+                path: dir.path().to_path_buf(),
+                storage: StorageArg::Posix,
+                cache_bytes: 1 << 20,
+                sync: false,
+                tenants: 3,
+                layout,
+                profile: Some(paper_profile(3)),
+            };
+            let db = RocksDb::open(&config).unwrap();
+            let t = db.create_tenants(3).unwrap();
+            assert!(db.create_tenants(2).is_err());
+            db.put_tenant(&t[0], b"k", b"v0").unwrap();
+            db.put_tenant(&t[2], b"k", b"v2").unwrap();
+            assert!(db.get_tenant(&t[0], b"k").unwrap());
+            assert!(!db.get_tenant(&t[1], b"k").unwrap());
+            assert!(db.get_tenant(&t[2], b"k").unwrap());
+            assert!(!db.get(b"k").unwrap(), "{layout:?}");
+            let cfs = db.stats_json().get("column_families").is_some();
+            assert_eq!(cfs, layout == LayoutArg::PerNamespace);
+
+            let mt = MtConfig {
+                tenants: 3,
+                num_per_tenant: 3_000,
+                key_size: 16,
+                value_size: 100,
+                seed: 1,
+                compression_ratio: 0.5,
+                layout,
+                profile: Some(ProfileArg::Paper),
+            };
+            let values = ValuePool::new(100, 0.5, 1);
+            let run = multitenant::run(&db, &mt, &values).unwrap();
+            assert_eq!(run.get.outcome.found, Some(9_000));
+            assert!(run.tenants.iter().all(|t| t.stats.is_none()));
+            db.close().unwrap();
+            drop(db);
+            // Reopens with the column families it has.
+            let db = RocksDb::open(&config).unwrap();
+            let t = db.create_tenants(3).unwrap();
+            assert!(db.get_tenant(&t[2], b"k").unwrap());
+        }
+    }
+
+    #[test]
+    fn prefix_is_the_big_endian_id_then_the_key() {
+        assert_eq!(
+            with_prefix(0x0102_0304, b"abc", |k| k.to_vec()),
+            b"\x01\x02\x03\x04abc"
+        );
+        let long = vec![b'x'; 100];
+        let k = with_prefix(7, &long, |k| k.to_vec());
+        assert_eq!(k.len(), 104);
+        assert_eq!(&k[..4], &[0, 0, 0, 7]);
+        assert_eq!(&k[4..], &long[..]);
     }
 }

@@ -115,17 +115,27 @@ fn l0_task(version: &Version, layout: Layout) -> Result<CompactionTask> {
     if layout == Layout::Shared {
         return Ok(task_for(version, 0, inputs));
     }
-    let mut overlapping: Vec<Arc<TableHandle>> = Vec::new();
+    // Per namespace, one contiguous range over all of L0: the union of the tables' own
+    // ranges may have gaps, and an output table could span a gap over an untouched table.
+    let mut ranges: BTreeMap<Nsid, (Vec<u8>, Vec<u8>)> = BTreeMap::new();
     for t in &inputs {
         for r in t.reader()?.nstable() {
-            let lo = crate::key::user_part(r.nsid, &r.min_key);
-            let hi = crate::key::user_part(r.nsid, &r.max_key);
-            for o in version.overlapping(1, &lo, &hi) {
-                if !overlapping.iter().any(|x| x.id() == o.id()) {
-                    overlapping.push(o);
-                }
+            let e = ranges
+                .entry(r.nsid)
+                .or_insert_with(|| (r.min_key.clone(), r.max_key.clone()));
+            if r.min_key < e.0 {
+                e.0 = r.min_key.clone();
+            }
+            if r.max_key > e.1 {
+                e.1 = r.max_key.clone();
             }
         }
+    }
+    let mut overlapping: Vec<Arc<TableHandle>> = Vec::new();
+    for (ns, (lo, hi)) in &ranges {
+        let lo = crate::key::user_part(*ns, lo);
+        let hi = crate::key::user_part(*ns, hi);
+        overlapping.extend(version.overlapping(1, &lo, &hi));
     }
     overlapping.sort_by(|a, b| crate::key::cmp_ikey(&a.props.smallest, &b.props.smallest));
     Ok(CompactionTask {
