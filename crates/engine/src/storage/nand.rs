@@ -96,20 +96,40 @@ pub struct NandStats {
 
 /// Below this much remaining time we do not trust `thread::sleep` (timer slack and scheduler
 /// granularity make short sleeps overshoot by tens of microseconds) and only spin.
-const SLEEP_THRESHOLD: Duration = Duration::from_micros(150);
+const SLEEP_THRESHOLD: Duration = Duration::from_micros(30);
 /// How early a sleep is cut short so that the final stretch is spun precisely.
-const SLEEP_MARGIN: Duration = Duration::from_micros(100);
+const SLEEP_MARGIN: Duration = Duration::from_micros(15);
 
-/// Blocks the calling thread until `deadline`, accurate to a few microseconds.
+thread_local! {
+    static PRECISE_TIMERS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Asks Linux to wake this thread's sleeps on time: the default 50 us timer slack would make
+/// every modeled wait tens of microseconds late, and spinning instead starves the other
+/// threads when more of them wait than there are cores.
+fn precise_timers() {
+    PRECISE_TIMERS.with(|done| {
+        if !done.get() {
+            #[cfg(target_os = "linux")]
+            // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches no memory.
+            unsafe {
+                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+            }
+            done.set(true);
+        }
+    });
+}
+
+/// Blocks the calling thread until `deadline`, accurate to a few microseconds: it sleeps
+/// until just before and spins only the last few microseconds.
 pub fn wait_until(deadline: Instant) {
     let Some(remaining) = deadline.checked_duration_since(Instant::now()) else {
         return;
     };
     if remaining > SLEEP_THRESHOLD {
+        precise_timers();
         thread::sleep(remaining - SLEEP_MARGIN);
     }
-    // Spinning costs a core for the last stretch, but yielding here measured far worse on a
-    // loaded 2-core machine (p99 overshoot of milliseconds instead of microseconds).
     while Instant::now() < deadline {
         std::hint::spin_loop();
     }
