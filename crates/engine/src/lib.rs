@@ -20,7 +20,7 @@ mod version;
 mod vlog;
 
 pub use batch::WriteBatch;
-pub use db::Db;
+pub use db::{Db, GcStats};
 pub use error::{Error, Result};
 pub use key::Nsid;
 pub use options::{Layout, Options, StorageKind};

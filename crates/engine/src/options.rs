@@ -65,6 +65,9 @@ pub struct Options {
     pub background_threads: usize,
     /// Run compactions in the background (off: only `compact_*` calls compact).
     pub auto_compaction: bool,
+    /// Background value-log GC collects a sealed segment once this share of its bytes is
+    /// known dead (0 = only `gc_value_log` collects).
+    pub vlog_gc_dead_ratio: f64,
 }
 
 impl Default for Options {
@@ -91,6 +94,7 @@ impl Default for Options {
             num_levels: 7,
             background_threads: 2,
             auto_compaction: true,
+            vlog_gc_dead_ratio: 0.5,
         }
     }
 }
@@ -122,6 +126,9 @@ impl Options {
             || self.l0_stop_trigger < self.l0_slowdown_trigger
         {
             return bad("need 0 < l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger");
+        }
+        if !(0.0..=1.0).contains(&self.vlog_gc_dead_ratio) {
+            return bad("vlog_gc_dead_ratio must be between 0 and 1");
         }
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");

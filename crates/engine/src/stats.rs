@@ -48,6 +48,9 @@ pub struct DbStats {
     /// Times a write waited for background work (stall) or was slowed down.
     pub write_stalls: u64,
     pub write_slowdowns: u64,
+    /// Value-log segments deleted by GC, and the live bytes it wrote again.
+    pub gc_segments_deleted: u64,
+    pub gc_bytes_rewritten: u64,
     /// Counters of the NAND timing model, when the storage has one.
     pub nand: Option<NandStats>,
 }
@@ -106,6 +109,8 @@ pub(crate) struct Counters {
     pub compaction_bytes_written: AtomicU64,
     pub write_stalls: AtomicU64,
     pub write_slowdowns: AtomicU64,
+    pub gc_segments_deleted: AtomicU64,
+    pub gc_bytes_rewritten: AtomicU64,
 }
 
 impl Default for Counters {
@@ -138,6 +143,8 @@ impl Counters {
             compaction_bytes_written: Default::default(),
             write_stalls: Default::default(),
             write_slowdowns: Default::default(),
+            gc_segments_deleted: Default::default(),
+            gc_bytes_rewritten: Default::default(),
         }
     }
 
@@ -191,6 +198,8 @@ impl Counters {
         s.compaction_bytes_written += one.compaction_bytes_written;
         s.write_stalls += one.write_stalls;
         s.write_slowdowns += one.write_slowdowns;
+        s.gc_segments_deleted += one.gc_segments_deleted;
+        s.gc_bytes_rewritten += one.gc_bytes_rewritten;
     }
 
     pub fn namespace_stats(&self, nsid: u32, num_levels: usize) -> NamespaceStats {
@@ -237,5 +246,7 @@ impl Counters {
         s.compaction_bytes_written = g(&self.compaction_bytes_written);
         s.write_stalls = g(&self.write_stalls);
         s.write_slowdowns = g(&self.write_slowdowns);
+        s.gc_segments_deleted = g(&self.gc_segments_deleted);
+        s.gc_bytes_rewritten = g(&self.gc_bytes_rewritten);
     }
 }

@@ -234,3 +234,150 @@ fn crash_with_sync_keeps_every_acknowledged_write() {
 fn crash_without_sync_keeps_a_prefix() {
     crash_run(false, common::seed(12), 600);
 }
+
+/// Keys per namespace in the namespace crash test.
+const NS_KEYS: u32 = 24;
+
+type NsState = BTreeMap<u32, State>;
+
+/// Crashes in per-namespace L0 compactions, destroys and value-log GC, with `sync` on:
+/// every acknowledged write, create and destroy survives, nothing destroyed comes back.
+#[test]
+fn crash_with_namespaces_destroy_and_gc() {
+    let seed = common::seed(13);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let fs = FaultStorage::new();
+    let opts = Options {
+        vlog_gc_dead_ratio: 0.3,
+        ..options(true)
+    };
+    let open = |fs: &FaultStorage| Db::open_with_storage(Arc::new(fs.clone()), opts.clone());
+    let mut db = open(&fs).unwrap();
+    let mut model: NsState = BTreeMap::from([(0, State::new())]);
+    let mut destroyed: Vec<u32> = Vec::new();
+    let mut names = 0;
+    let mut version = 0;
+    let mut gc_deleted = 0;
+    for point in 0..400 {
+        fs.crash_after_ops(Some(rng.gen_range(1..600)));
+        // What the step that failed may or may not have done.
+        let mut doubt: Option<(u32, Unit)> = None;
+        let mut doubt_ns: Option<(bool, u32)> = None; // (created?, nsid or 0 for an unknown id)
+        for _ in 0..rng.gen_range(10..120) {
+            let live: Vec<u32> = model.keys().copied().collect();
+            let ns = live[rng.gen_range(0..live.len())];
+            let r = match rng.gen_range(0..100) {
+                0..=59 => {
+                    let k = rng.gen_range(0..NS_KEYS);
+                    version += 1;
+                    let v = common::value_for(k, version, rng.gen_range(1..300));
+                    let res = db.put_ns(ns, &key(k), &v);
+                    if res.is_ok() {
+                        model.get_mut(&ns).unwrap().insert(k, v);
+                    } else {
+                        doubt = Some((ns, vec![(k, Some(v))]));
+                    }
+                    res
+                }
+                60..=69 => {
+                    let k = rng.gen_range(0..NS_KEYS);
+                    let res = db.delete_ns(ns, &key(k));
+                    if res.is_ok() {
+                        model.get_mut(&ns).unwrap().remove(&k);
+                    } else {
+                        doubt = Some((ns, vec![(k, None)]));
+                    }
+                    res
+                }
+                70..=79 => db.flush(),
+                80..=84 => db.compact_all(),
+                85..=89 => db.gc_value_log().map(|_| ()),
+                90..=94 if ns != 0 => {
+                    let res = db.destroy_namespace(ns);
+                    if res.is_ok() {
+                        model.remove(&ns);
+                        destroyed.push(ns);
+                    } else {
+                        doubt_ns = Some((false, ns));
+                    }
+                    res
+                }
+                _ => {
+                    if model.len() >= 4 {
+                        continue;
+                    }
+                    names += 1;
+                    match db.create_namespace(&format!("t{names}")) {
+                        Ok(id) => {
+                            model.insert(id, State::new());
+                            Ok(())
+                        }
+                        Err(e) => {
+                            doubt_ns = Some((true, 0));
+                            Err(e)
+                        }
+                    }
+                }
+            };
+            if r.is_err() {
+                break;
+            }
+        }
+        fs.crash_after_ops(None);
+        fs.crash();
+        gc_deleted += db.stats().gc_segments_deleted;
+        drop(db);
+        fs.restart();
+        db = open(&fs).unwrap_or_else(|e| panic!("seed {seed} point {point}: reopen: {e}"));
+        let listed: Vec<u32> = db.list_namespaces().iter().map(|n| n.nsid).collect();
+        // Reconcile the namespace in doubt with what recovery says.
+        match doubt_ns {
+            Some((true, _)) => {
+                for id in &listed {
+                    model.entry(*id).or_default();
+                }
+            }
+            Some((false, ns)) if !listed.contains(&ns) => {
+                model.remove(&ns);
+                destroyed.push(ns);
+            }
+            _ => {}
+        }
+        let want: Vec<u32> = model.keys().copied().collect();
+        assert_eq!(
+            listed, want,
+            "seed {seed} point {point}: namespaces after recovery"
+        );
+        for dead in &destroyed {
+            assert!(
+                matches!(
+                    db.get_ns(*dead, &key(0)),
+                    Err(cerberus_engine::Error::UnknownNamespace(_))
+                ),
+                "seed {seed} point {point}: destroyed namespace {dead} came back"
+            );
+        }
+        for (ns, state) in model.iter_mut() {
+            let mut got = State::new();
+            for k in 0..NS_KEYS {
+                if let Some(v) = db.get_ns(*ns, &key(k)).unwrap() {
+                    got.insert(k, v.to_vec());
+                }
+            }
+            let mut with_doubt = state.clone();
+            if let Some((dns, unit)) = &doubt {
+                if dns == ns {
+                    apply(&mut with_doubt, unit);
+                }
+            }
+            assert!(
+                got == *state || got == with_doubt,
+                "seed {seed} point {point} ns {ns}: lost an acknowledged write: {}",
+                diff(&got, state)
+            );
+            *state = got;
+        }
+    }
+    assert!(gc_deleted > 0, "no GC ran to completion");
+    assert!(destroyed.len() > 5, "too few destroys: {}", destroyed.len());
+}

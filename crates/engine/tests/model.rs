@@ -76,7 +76,10 @@ fn run_model(storage: StorageRef, seed: u64) {
                 }
             }
             990..=994 => db.flush().unwrap(),
-            995..=996 => db.compact_all().unwrap(),
+            995 => db.compact_all().unwrap(),
+            996 => {
+                db.gc_value_log().unwrap();
+            }
             _ => {
                 let st = db.stats();
                 flushes += st.flushes;

@@ -76,7 +76,10 @@ fn run(layout: Layout, seed: u64) {
                 models.get_mut(&ns).unwrap().extend(staged);
             }
             950..=964 => db.flush().unwrap(),
-            965..=969 => db.compact_all().unwrap(),
+            965..=967 => db.compact_all().unwrap(),
+            968..=969 => {
+                db.gc_value_log().unwrap();
+            }
             970..=979 => {
                 if ns != 0 {
                     db.destroy_namespace(ns).unwrap();

@@ -4,7 +4,7 @@
 use super::merge::{LevelSource, MergingIter, Source};
 use super::picker::CompactionTask;
 use crate::error::Result;
-use crate::key::{split_ikey, Kind, Nsid, SeqNo};
+use crate::key::{split_ikey, IndexValue, Kind, Nsid, SeqNo, ValueAddr};
 use crate::storage::Storage;
 use crate::table::{table_name, TableBuilder, TableProps};
 use crate::version::{Version, VersionEdit};
@@ -159,12 +159,17 @@ pub struct RunContext<'a> {
     pub new_file: &'a dyn Fn() -> u64,
 }
 
-/// Runs `task` against `version` and returns the edit, the bytes read and the bytes written.
-pub fn run(
-    task: &CompactionTask,
-    version: &Version,
-    cx: &RunContext<'_>,
-) -> Result<(VersionEdit, u64, u64)> {
+/// What a compaction did.
+pub struct Outcome {
+    pub edit: VersionEdit,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Value-log records of the versions it dropped: dead from now on.
+    pub dropped: Vec<ValueAddr>,
+}
+
+/// Runs `task` against `version`.
+pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Result<Outcome> {
     let out_level = task.output_level();
     let mut edit = VersionEdit::default();
     for t in &task.inputs {
@@ -172,7 +177,12 @@ pub fn run(
     }
     if cx.allow_move && task.is_trivial_move() {
         edit.added.push((out_level, task.inputs[0].props.clone()));
-        return Ok((edit, 0, 0));
+        return Ok(Outcome {
+            edit,
+            bytes_read: 0,
+            bytes_written: 0,
+            dropped: Vec::new(),
+        });
     }
     for t in &task.overlapping {
         edit.deleted.push((out_level, t.id()));
@@ -190,10 +200,13 @@ pub fn run(
     let mut sink = TableSink::new(cx.storage, cx.params, cx.new_file);
     let mut rule = Retention::new(cx.smallest_snapshot);
     let bottommost = |user: &[u8]| !version.deeper_overlaps(out_level, user, user);
+    let mut dropped = Vec::new();
     while merged.valid() {
         let dead = !cx.dead.is_empty() && cx.dead.contains(&crate::key::ikey_nsid(merged.key()));
         if !dead && !rule.drop_entry(merged.key(), bottommost) {
             sink.add(merged.key(), &merged.value())?;
+        } else if let Some(IndexValue::Addr { addr, .. }) = IndexValue::decode(&merged.value()) {
+            dropped.push(addr);
         }
         merged.advance()?;
     }
@@ -202,7 +215,12 @@ pub fn run(
     for p in outputs {
         edit.added.push((out_level, p));
     }
-    Ok((edit, task.input_bytes(), written))
+    Ok(Outcome {
+        edit,
+        bytes_read: task.input_bytes(),
+        bytes_written: written,
+        dropped,
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,10 @@
 //! recovery tell a torn tail from corruption cheaply; `payload_crc` covers key and value. The
 //! records of one batch are contiguous in one segment and the last one carries `BATCH_END`.
 
+mod liveness;
+
+pub use liveness::Liveness;
+
 use crate::coding::{get_u32, get_u64, put_u32, put_u64};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
@@ -305,6 +309,9 @@ impl LogSync {
 pub struct VlogReader {
     storage: StorageRef,
     files: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    /// Handles of segments deleted by GC, kept open a while for reads that found an old
+    /// address just before the segment went.
+    retired: parking_lot::Mutex<Vec<Arc<dyn RandomAccessFile>>>,
 }
 
 impl VlogReader {
@@ -312,6 +319,7 @@ impl VlogReader {
         VlogReader {
             storage,
             files: RwLock::default(),
+            retired: parking_lot::Mutex::default(),
         }
     }
 
@@ -351,6 +359,21 @@ impl VlogReader {
         }
         let start = RECORD_HEADER_LEN + rec.key.len();
         Ok(Bytes::from(buf).slice(start..len))
+    }
+}
+
+impl VlogReader {
+    /// Keeps segment `segment` readable through an open handle before its file is deleted.
+    pub fn retire(&self, segment: u64) -> Result<()> {
+        let f = self.file(segment)?;
+        self.retired.lock().push(f);
+        self.files.write().remove(&segment);
+        Ok(())
+    }
+
+    /// Closes the handles of segments retired by an earlier GC pass.
+    pub fn release_retired(&self) {
+        self.retired.lock().clear();
     }
 }
 

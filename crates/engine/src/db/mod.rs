@@ -2,6 +2,10 @@
 //! then tables newest to oldest, then the value log), background flush and compaction, and
 //! recovery.
 
+mod gc;
+
+pub use gc::GcStats;
+
 use crate::batch::{BatchOp, WriteBatch};
 use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink};
 use crate::error::{Error, IoContext, Result};
@@ -12,7 +16,7 @@ use crate::stats::{Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats}
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
 use crate::version::{Namespaces, Recovered, TableCtx, Version, VersionEdit, VersionSet};
-use crate::vlog::{self, EncodedWrite, LogSync, VlogReader, VlogWriter};
+use crate::vlog::{self, EncodedWrite, Liveness, LogSync, VlogReader, VlogWriter};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::VecDeque;
@@ -29,6 +33,17 @@ struct SuperVersion {
     /// Frozen memtables waiting for flush, newest first.
     imm: Vec<Arc<Frozen>>,
     version: Arc<Version>,
+}
+
+/// Where a lookup found the newest version of a key.
+struct Hit {
+    /// `None` for the memtables.
+    level: Option<usize>,
+    kind: Kind,
+    /// The record in the value log (of a put, or of a delete still in a memtable).
+    addr: Option<key::ValueAddr>,
+    /// The value when it is at hand: memtable or inline copy.
+    value: Option<Bytes>,
 }
 
 /// A memtable that takes no more writes, with what its flush needs from the value log.
@@ -68,6 +83,9 @@ struct BgState {
     error: Option<String>,
     shutdown: bool,
     cursor: Vec<Vec<u8>>,
+    gc_running: bool,
+    /// Something may have made a segment worth collecting since the last look.
+    gc_check: bool,
 }
 
 /// A live namespace as reads and writes see it.
@@ -92,6 +110,7 @@ struct Inner {
     counters: Arc<Counters>,
     namespaces: RwLock<NsState>,
     vlog_reader: VlogReader,
+    liveness: Liveness,
     versions: Mutex<VersionSet>,
     sv: RwLock<Arc<SuperVersion>>,
     writer: Mutex<WriterState>,
@@ -164,6 +183,7 @@ impl Db {
         let version = versions.current();
         let inner = Arc::new(Inner {
             vlog_reader: VlogReader::new(storage.clone()),
+            liveness: Liveness::default(),
             storage,
             counters,
             namespaces: RwLock::new(namespaces),
@@ -280,6 +300,13 @@ impl Db {
     /// Counters and tree shape of one namespace.
     pub fn namespace_stats(&self, ns: Nsid) -> Result<NamespaceStats> {
         self.inner.namespace_stats(ns)
+    }
+
+    /// Collects the value log now: seals the active segment, flushes, then rewrites the live
+    /// records of every segment holding dead ones (overwritten, deleted or destroyed) and
+    /// deletes those segments.
+    pub fn gc_value_log(&self) -> Result<GcStats> {
+        self.inner.gc_value_log()
     }
 
     /// Writes the memtable to an L0 table and waits until every frozen memtable is flushed.
@@ -421,7 +448,9 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
         let alloc = || ids.replace(ids.get() + 1);
         let params = flush_params(opts);
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
-        let props = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
+        // Marks of what this drops are lost with the memory they would live in; GC finds
+        // those records dead by lookup.
+        let (props, _) = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
         next_file = ids.get();
         storage.sync_dir().ctx("database directory")?;
         last_seq = last_seq.max(mem.max_seq());
@@ -475,19 +504,21 @@ fn flush_memtable(
     opts: &Options,
     dead: &HashSet<Nsid>,
     new_file: &dyn Fn() -> u64,
-) -> Result<Vec<TableProps>> {
+) -> Result<(Vec<TableProps>, Vec<key::ValueAddr>)> {
     let mut sink = TableSink::new(storage, params, new_file);
+    let mut dropped = Vec::new();
     let mut rule = Retention::new(SeqNo::MAX);
     let mut ikey = Vec::new();
     let mut val = Vec::new();
     for (k, v) in mem.iter() {
-        if !dead.is_empty() && dead.contains(&key::ikey_nsid(&k.user)) {
-            continue;
-        }
         ikey.clear();
         ikey.extend_from_slice(&k.user);
         key::push_trailer(&mut ikey, k.seq, v.kind);
-        if rule.drop_entry(&ikey, |_| false) {
+        let dead_ns = !dead.is_empty() && dead.contains(&key::ikey_nsid(&k.user));
+        if dead_ns || rule.drop_entry(&ikey, |_| false) {
+            if v.kind == Kind::Put {
+                dropped.push(v.addr);
+            }
             continue;
         }
         val.clear();
@@ -501,7 +532,7 @@ fn flush_memtable(
         }
         sink.add(&ikey, &val)?;
     }
-    sink.finish()
+    Ok((sink.finish()?, dropped))
 }
 
 impl Inner {
@@ -619,10 +650,21 @@ impl Inner {
 
     /// Appends the records of a group to the value log (one append, one sync) and inserts
     /// them into the memtable.
-    fn commit_group(&self, mut group: Vec<EncodedWrite>, bytes: usize) -> Result<()> {
+    fn commit_group(&self, group: Vec<EncodedWrite>, bytes: usize) -> Result<()> {
         let mut guard = self.writer.lock();
         let w = &mut *guard;
         self.make_room(w)?;
+        self.append_locked(w, group, bytes)
+    }
+
+    /// Stamps, appends (and syncs) the records of `group` and inserts them into the memtable;
+    /// the caller holds the writer lock and made room.
+    fn append_locked(
+        &self,
+        w: &mut WriterState,
+        mut group: Vec<EncodedWrite>,
+        bytes: usize,
+    ) -> Result<()> {
         let records: usize = group.iter().map(|g| g.spans.len()).sum();
         let first = w.next_seq;
         if first + records as u64 > key::MAX_SEQ {
@@ -775,13 +817,42 @@ impl Inner {
         }
         let c = &*self.ns_counters(ns)?;
         Counters::add(&c.gets, 1);
+        let Some(hit) = self.lookup(ns, key, c)? else {
+            Counters::add(&c.gets_not_found, 1);
+            return Ok(None);
+        };
+        match hit.level {
+            None => Counters::add(&c.gets_memtable, 1),
+            Some(l) => Counters::add(&c.gets_by_level[l], 1),
+        }
+        match (hit.kind, hit.value, hit.addr) {
+            (Kind::Delete, ..) => Ok(None),
+            (Kind::Put, Some(v), _) => Ok(Some(v)),
+            (Kind::Put, None, Some(addr)) => {
+                self.vlog_reader.read_value(addr, ns, key, c).map(Some)
+            }
+            (Kind::Put, None, None) => Err(Error::corruption(
+                "index",
+                0,
+                "entry without a value or an address",
+            )),
+        }
+    }
+
+    /// The newest version of `(ns, key)` visible now: memtables, then L0 newest first, then
+    /// one table per deeper level, each asked through its filter first.
+    fn lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
         let sv = self.super_version();
         let snapshot = self.visible_seq.load(Ordering::Acquire);
         let mut user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {
-                Counters::add(&c.gets_memtable, 1);
-                return Ok((v.kind == Kind::Put).then_some(v.value));
+                return Ok(Some(Hit {
+                    level: None,
+                    kind: v.kind,
+                    addr: Some(v.addr),
+                    value: Some(v.value),
+                }));
             }
         }
         let hash = filter_hash(&user);
@@ -815,22 +886,18 @@ impl Inner {
                 }
             };
             if let Some((_, kind, iv)) = found {
-                Counters::add(&c.gets_by_level[level], 1);
-                return match (kind, iv) {
-                    (Kind::Delete, _) | (_, IndexValue::Tombstone) => Ok(None),
-                    (
-                        Kind::Put,
-                        IndexValue::Addr {
-                            inline: Some(v), ..
-                        },
-                    ) => Ok(Some(v)),
-                    (Kind::Put, IndexValue::Addr { addr, inline: None }) => {
-                        self.vlog_reader.read_value(addr, ns, key, c).map(Some)
-                    }
+                let (kind, addr, value) = match iv {
+                    IndexValue::Tombstone => (Kind::Delete, None, None),
+                    IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
                 };
+                return Ok(Some(Hit {
+                    level: Some(level),
+                    kind,
+                    addr,
+                    value,
+                }));
             }
         }
-        Counters::add(&c.gets_not_found, 1);
         Ok(None)
     }
 
@@ -932,6 +999,60 @@ impl Inner {
         Ok(s)
     }
 
+    fn gc_value_log(&self) -> Result<GcStats> {
+        self.check_open()?;
+        {
+            let mut w = self.writer.lock();
+            if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
+                let id = self.new_file_number();
+                if let Err(e) = w.vlog.roll(id) {
+                    self.set_bg_error(&e);
+                    return Err(e);
+                }
+            }
+        }
+        self.flush()?;
+        {
+            // Nothing left in memory: replay can start at the head, sealing what is behind.
+            let w = self.writer.lock();
+            let sv = self.super_version();
+            if sv.mem.is_empty() && sv.imm.is_empty() {
+                let pos = w.vlog.position();
+                if self.versions.lock().log_start < pos {
+                    self.install(
+                        VersionEdit {
+                            log_start: Some(pos),
+                            ..VersionEdit::default()
+                        },
+                        None,
+                    )?;
+                }
+            }
+        }
+        self.set_gc_running(true);
+        let result = self.gc_pass(0.0);
+        self.set_gc_running(false);
+        let stats = result?;
+        Counters::add(
+            &self.counters.gc_segments_deleted,
+            stats.segments_deleted as u64,
+        );
+        Counters::add(&self.counters.gc_bytes_rewritten, stats.bytes_rewritten);
+        Ok(stats)
+    }
+
+    /// Waits for a running GC, then marks one as running (or clears the mark).
+    fn set_gc_running(&self, on: bool) {
+        let mut bg = self.bg.lock();
+        if on {
+            while bg.gc_running && bg.error.is_none() && !bg.shutdown {
+                self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+            }
+        }
+        bg.gc_running = on;
+        self.done_cv.notify_all();
+    }
+
     /// Waits until no compaction runs and keeps automatic ones out until released.
     fn acquire_compaction(&self) {
         let mut bg = self.bg.lock();
@@ -1017,9 +1138,11 @@ impl Inner {
             dead: &dead,
             new_file: &alloc,
         };
-        let (edit, read, written) = compaction::run(task, version, &cx)?;
+        let out = compaction::run(task, version, &cx)?;
+        let (read, written) = (out.bytes_read, out.bytes_written);
         self.storage.sync_dir().ctx("database directory")?;
-        self.install(edit, None)?;
+        self.install(out.edit, None)?;
+        self.liveness.mark_dead(&out.dropped);
         Counters::add(&self.counters.compactions, 1);
         Counters::add(&self.counters.compaction_bytes_read, read);
         Counters::add(&self.counters.compaction_bytes_written, written);
@@ -1052,7 +1175,7 @@ impl Inner {
         let alloc = || self.new_file_number();
         let params = flush_params(&self.opts);
         let dead = self.namespaces.read().dead.clone();
-        let props = flush_memtable(
+        let (props, dropped) = flush_memtable(
             self.storage.as_ref(),
             &frozen.mem,
             params,
@@ -1070,6 +1193,7 @@ impl Inner {
             ..VersionEdit::default()
         };
         self.install(edit, Some(&frozen))?;
+        self.liveness.mark_dead(&dropped);
         Counters::add(&self.counters.flushes, 1);
         Ok(())
     }
@@ -1078,6 +1202,7 @@ impl Inner {
         enum Job {
             Flush,
             Compact(CompactionTask, Arc<Version>),
+            Gc(u64),
         }
         loop {
             let job = {
@@ -1108,6 +1233,23 @@ impl Inner {
                                 }
                             }
                         }
+                        let ratio = self.opts.vlog_gc_dead_ratio;
+                        if bg.gc_check && !bg.gc_running && ratio > 0.0 {
+                            bg.gc_check = false;
+                            match self.gc_candidate(ratio) {
+                                Ok(Some(seg)) => {
+                                    bg.gc_running = true;
+                                    break Job::Gc(seg);
+                                }
+                                Ok(None) => {}
+                                Err(e) => {
+                                    drop(bg);
+                                    self.set_bg_error(&e);
+                                    bg = self.bg.lock();
+                                    continue;
+                                }
+                            }
+                        }
                     }
                     self.bg_cv.wait(&mut bg);
                 }
@@ -1116,6 +1258,16 @@ impl Inner {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
                 Job::Flush => self.flush_oldest(),
                 Job::Compact(task, version) => self.run_compaction(task, version, true),
+                Job::Gc(seg) => {
+                    let mut stats = GcStats::default();
+                    let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
+                    Counters::add(
+                        &self.counters.gc_segments_deleted,
+                        stats.segments_deleted as u64,
+                    );
+                    Counters::add(&self.counters.gc_bytes_rewritten, stats.bytes_rewritten);
+                    r
+                }
             }))
             .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
             if let Err(e) = &result {
@@ -1125,7 +1277,9 @@ impl Inner {
             match job {
                 Job::Flush => bg.flushing = false,
                 Job::Compact(..) => bg.compacting = false,
+                Job::Gc(_) => bg.gc_running = false,
             }
+            bg.gc_check = true;
             self.bg_cv.notify_all();
             self.done_cv.notify_all();
         }

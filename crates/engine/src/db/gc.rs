@@ -1,0 +1,183 @@
+//! Value-log garbage collection: find the live records of sealed segments, write them again
+//! at the head of the log (unless a newer write got there first), then delete the segments.
+
+use super::{Inner, Nsid};
+use crate::error::{Error, IoContext, Result};
+use crate::key::{Kind, ValueAddr};
+use crate::storage::IoPurpose;
+use crate::vlog::{self, EncodedWrite, SEGMENT_HEADER_LEN};
+use bytes::Bytes;
+
+/// What a garbage collection did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcStats {
+    pub segments_scanned: usize,
+    pub segments_deleted: usize,
+    /// Bytes of deleted segments.
+    pub bytes_reclaimed: u64,
+    pub records_rewritten: u64,
+    pub bytes_rewritten: u64,
+}
+
+/// Rewrites go to the log in groups of about this many bytes, so writers are not held up
+/// for long at a time.
+const REWRITE_CHUNK: usize = 1 << 20;
+
+struct LiveRecord {
+    nsid: Nsid,
+    key: Bytes,
+    value: Bytes,
+    addr: ValueAddr,
+}
+
+impl Inner {
+    /// Sealed segments with their sizes: every record in them is older than the replay
+    /// start, so tables hold all of their entries.
+    pub(super) fn sealed_segments(&self) -> Result<Vec<(u64, u64)>> {
+        let replay_from = self.versions.lock().log_start.0;
+        let mut out = Vec::new();
+        for name in self.storage.list().ctx("database directory")? {
+            if let Some(id) = vlog::parse_segment_name(&name) {
+                if id < replay_from {
+                    let len = self.storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
+                    out.push((id, len));
+                }
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Collects segment `seg` if at least `min_dead_ratio` of its record bytes are dead.
+    pub(super) fn gc_segment(
+        &self,
+        seg: u64,
+        min_dead_ratio: f64,
+        stats: &mut GcStats,
+    ) -> Result<()> {
+        let name = vlog::segment_name(seg);
+        let data = Bytes::from(
+            crate::storage::read_all(self.storage.as_ref(), &name, IoPurpose::Log).ctx(&name)?,
+        );
+        stats.segments_scanned += 1;
+        let dead_ns = self.namespaces.read().dead.clone();
+        let mut live = Vec::new();
+        let (mut live_bytes, mut total) = (0u64, 0u64);
+        let mut pos = SEGMENT_HEADER_LEN as usize;
+        if data.len() < pos || data[..8] != vlog::SEGMENT_MAGIC {
+            return Err(Error::corruption(&name, 0, "bad value-log segment header"));
+        }
+        while pos < data.len() {
+            let (rec, len) = vlog::decode_record(&data[pos..]).map_err(|e| {
+                Error::corruption(&name, pos as u64, format!("bad value-log record ({e:?})"))
+            })?;
+            let addr = ValueAddr {
+                segment: seg,
+                offset: pos as u64,
+                len: len as u32,
+            };
+            total += len as u64;
+            let key_at = pos + vlog::RECORD_HEADER_LEN;
+            let candidate = rec.kind == Kind::Put
+                && !dead_ns.contains(&rec.nsid)
+                && !self.liveness.is_dead(&addr)
+                && self.is_current(rec.nsid, rec.key, addr)?;
+            if candidate {
+                live_bytes += len as u64;
+                live.push(LiveRecord {
+                    nsid: rec.nsid,
+                    key: data.slice(key_at..key_at + rec.key.len()),
+                    value: data.slice(key_at + rec.key.len()..pos + len),
+                    addr,
+                });
+            }
+            pos += len;
+        }
+        let dead = total - live_bytes;
+        if total > 0 && (dead == 0 || (dead as f64) < min_dead_ratio * total as f64) {
+            return Ok(());
+        }
+        for chunk in chunks(&live) {
+            let mut guard = self.writer.lock();
+            let w = &mut *guard;
+            self.make_room(w)?;
+            // Checked again under the writer lock: no write can slip in between.
+            let mut group = Vec::new();
+            let mut bytes = 0;
+            for r in chunk {
+                if self.is_current(r.nsid, &r.key, r.addr)? {
+                    let e = EncodedWrite::new(r.nsid, &[(Kind::Put, &r.key[..], &r.value[..])]);
+                    bytes += e.buf.len();
+                    group.push(e);
+                    stats.records_rewritten += 1;
+                    stats.bytes_rewritten += u64::from(r.addr.len);
+                }
+            }
+            if !group.is_empty() {
+                self.append_locked(w, group, bytes)?;
+            }
+        }
+        // The rewritten records must be durable before the only other copy goes.
+        self.writer.lock().vlog.sync()?;
+        self.vlog_reader.retire(seg)?;
+        self.storage.delete(&name).ctx(&name)?;
+        self.liveness.forget(seg);
+        stats.segments_deleted += 1;
+        stats.bytes_reclaimed += data.len() as u64;
+        Ok(())
+    }
+
+    /// Whether the newest version of `(ns, key)` is the record at `addr`.
+    fn is_current(&self, ns: Nsid, key: &[u8], addr: ValueAddr) -> Result<bool> {
+        let hit = self.lookup(ns, key, &self.counters)?;
+        Ok(hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)))
+    }
+
+    /// Collects every sealed segment with at least `min_dead_ratio` dead bytes (0 = any).
+    pub(super) fn gc_pass(&self, min_dead_ratio: f64) -> Result<GcStats> {
+        self.vlog_reader.release_retired();
+        let mut stats = GcStats::default();
+        for (seg, _) in self.sealed_segments()? {
+            self.gc_segment(seg, min_dead_ratio, &mut stats)?;
+        }
+        Ok(stats)
+    }
+
+    /// A sealed segment whose marked dead bytes reach `ratio` of its size, if any.
+    pub(super) fn gc_candidate(&self, ratio: f64) -> Result<Option<u64>> {
+        // GC may wait for a flush to make room; with one background thread that flush could
+        // never run, so then only `gc_value_log` collects.
+        if self.opts.background_threads < 2 {
+            return Ok(None);
+        }
+        let dead = self.liveness.dead_bytes();
+        if dead.is_empty() {
+            return Ok(None);
+        }
+        Ok(self
+            .sealed_segments()?
+            .into_iter()
+            .find(|(id, len)| {
+                dead.get(id)
+                    .is_some_and(|d| *d as f64 >= ratio * *len as f64)
+            })
+            .map(|(id, _)| id))
+    }
+}
+
+fn chunks(live: &[LiveRecord]) -> Vec<&[LiveRecord]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, r) in live.iter().enumerate() {
+        bytes += r.addr.len as usize;
+        if bytes >= REWRITE_CHUNK {
+            out.push(&live[start..=i]);
+            start = i + 1;
+            bytes = 0;
+        }
+    }
+    if start < live.len() {
+        out.push(&live[start..]);
+    }
+    out
+}

@@ -1,0 +1,167 @@
+//! Value-log garbage collection and namespace destroy: space comes back, live data stays.
+
+mod common;
+
+use cerberus_engine::{Db, Error, Options};
+use std::path::Path;
+
+fn options() -> Options {
+    Options {
+        memtable_bytes: 256 << 10,
+        vlog_segment_bytes: 512 << 10,
+        inline_value_threshold: 0,
+        ..common::small_options()
+    }
+}
+
+/// Bytes of value-log segments and tables in `dir`.
+fn data_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.ends_with(".vlog") || n.ends_with(".sst")
+        })
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+const N: u32 = 3_000;
+
+fn key(k: u32) -> Vec<u8> {
+    format!("key{k:06}").into_bytes()
+}
+
+fn value(ns: u32, k: u32) -> Vec<u8> {
+    common::value_for(k, u64::from(ns), 1000)
+}
+
+#[test]
+fn destroy_then_gc_returns_the_space() {
+    // What the survivor needs alone.
+    let alone = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(alone.path(), options()).unwrap();
+        let a = db.create_namespace("a").unwrap();
+        for k in 0..N {
+            db.put_ns(a, &key(k), &value(a, k)).unwrap();
+        }
+        db.compact_all().unwrap();
+        db.gc_value_log().unwrap();
+        db.close().unwrap();
+    }
+    let needed = data_bytes(alone.path());
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let a = db.create_namespace("a").unwrap();
+    let b = db.create_namespace("b").unwrap();
+    for k in 0..N {
+        db.put_ns(a, &key(k), &value(a, k)).unwrap();
+        db.put_ns(b, &key(k), &value(b, k)).unwrap();
+    }
+    db.compact_all().unwrap();
+    let before = data_bytes(dir.path());
+    db.destroy_namespace(b).unwrap();
+    db.compact_all().unwrap();
+    let stats = db.gc_value_log().unwrap();
+    let after = data_bytes(dir.path());
+    assert!(stats.segments_deleted > 0, "{stats:?}");
+    assert!(
+        after as f64 <= 1.3 * needed as f64,
+        "after destroy and GC {after} bytes; the survivor alone needs {needed} (before: {before})"
+    );
+    for k in 0..N {
+        assert_eq!(
+            db.get_ns(a, &key(k)).unwrap().as_deref(),
+            Some(&value(a, k)[..])
+        );
+    }
+    assert!(matches!(
+        db.get_ns(b, &key(1)),
+        Err(Error::UnknownNamespace(_))
+    ));
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    for k in 0..N {
+        assert_eq!(
+            db.get_ns(a, &key(k)).unwrap().as_deref(),
+            Some(&value(a, k)[..])
+        );
+    }
+    assert!(matches!(
+        db.put_ns(b, &key(1), b"x"),
+        Err(Error::UnknownNamespace(_))
+    ));
+}
+
+#[test]
+fn overwrites_are_collected_and_the_newest_values_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        vlog_gc_dead_ratio: 0.0,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    for round in 0..4u32 {
+        for k in 0..N {
+            db.put(&key(k), &value(round, k)).unwrap();
+        }
+    }
+    for k in (0..N).step_by(3) {
+        db.delete(&key(k)).unwrap();
+    }
+    let before = data_bytes(dir.path());
+    db.compact_all().unwrap();
+    let stats = db.gc_value_log().unwrap();
+    let after = data_bytes(dir.path());
+    assert!(
+        after * 3 < before,
+        "GC kept {after} of {before} bytes: {stats:?}"
+    );
+    let check = |db: &Db| {
+        for k in 0..N {
+            let want = (k % 3 != 0).then(|| value(3, k));
+            assert_eq!(
+                db.get(&key(k)).unwrap().as_deref(),
+                want.as_deref(),
+                "key {k}"
+            );
+        }
+    };
+    check(&db);
+    // Writes after GC, then a reopen.
+    db.put(&key(1), b"later").unwrap();
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    assert_eq!(db.get(&key(1)).unwrap().as_deref(), Some(&b"later"[..]));
+    db.put(&key(1), &value(3, 1)).unwrap();
+    check(&db);
+}
+
+#[test]
+fn background_gc_collects_overwritten_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    for round in 0..6u32 {
+        for k in 0..N {
+            db.put(&key(k), &value(round, k)).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_all().unwrap();
+    }
+    // Let the background GC catch up.
+    for _ in 0..100 {
+        if db.stats().gc_segments_deleted > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(db.stats().gc_segments_deleted > 0, "{:?}", db.stats());
+    for k in 0..N {
+        assert_eq!(db.get(&key(k)).unwrap().as_deref(), Some(&value(5, k)[..]));
+    }
+}
