@@ -19,6 +19,9 @@ pub struct GcStats {
     pub bytes_rewritten: u64,
 }
 
+/// How long the handle of a collected segment stays open for gets already under way.
+const RETIRE_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Rewrites go to the log in groups of about this many bytes, so writers are not held up
 /// for long at a time.
 const REWRITE_CHUNK: usize = 1 << 20;
@@ -135,7 +138,7 @@ impl Inner {
 
     /// Collects every sealed segment with at least `min_dead_ratio` dead bytes (0 = any).
     pub(super) fn gc_pass(&self, min_dead_ratio: f64) -> Result<GcStats> {
-        self.vlog_reader.release_retired();
+        self.vlog_reader.release_retired(RETIRE_GRACE);
         let mut stats = GcStats::default();
         for (seg, _) in self.sealed_segments()? {
             self.gc_segment(seg, min_dead_ratio, &mut stats)?;
@@ -145,6 +148,7 @@ impl Inner {
 
     /// A sealed segment whose marked dead bytes reach `ratio` of its size, if any.
     pub(super) fn gc_candidate(&self, ratio: f64) -> Result<Option<u64>> {
+        self.vlog_reader.release_retired(RETIRE_GRACE);
         // GC may wait for a flush to make room; with one background thread that flush could
         // never run, so then only `gc_value_log` collects.
         if self.opts.background_threads < 2 {

@@ -309,9 +309,9 @@ impl LogSync {
 pub struct VlogReader {
     storage: StorageRef,
     files: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
-    /// Handles of segments deleted by GC, kept open a while for reads that found an old
-    /// address just before the segment went.
-    retired: parking_lot::Mutex<Vec<Arc<dyn RandomAccessFile>>>,
+    /// Segments deleted by GC and when: their handles stay open a while for reads that found
+    /// an old address just before the segment went.
+    retired: parking_lot::Mutex<Vec<(u64, std::time::Instant)>>,
 }
 
 impl VlogReader {
@@ -363,17 +363,27 @@ impl VlogReader {
 }
 
 impl VlogReader {
-    /// Keeps segment `segment` readable through an open handle before its file is deleted.
+    /// Keeps segment `segment` readable through an open handle before its file is deleted:
+    /// a get that found an old address just before GC moved the value still reads it.
     pub fn retire(&self, segment: u64) -> Result<()> {
-        let f = self.file(segment)?;
-        self.retired.lock().push(f);
-        self.files.write().remove(&segment);
+        self.file(segment)?;
+        self.retired
+            .lock()
+            .push((segment, std::time::Instant::now()));
         Ok(())
     }
 
-    /// Closes the handles of segments retired by an earlier GC pass.
-    pub fn release_retired(&self) {
-        self.retired.lock().clear();
+    /// Closes the handles of segments retired longer ago than `grace`.
+    pub fn release_retired(&self, grace: std::time::Duration) {
+        let mut retired = self.retired.lock();
+        let mut files = self.files.write();
+        retired.retain(|(seg, at)| {
+            let keep = at.elapsed() < grace;
+            if !keep {
+                files.remove(seg);
+            }
+            keep
+        });
     }
 }
 
