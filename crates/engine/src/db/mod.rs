@@ -35,6 +35,14 @@ struct SuperVersion {
     version: Arc<Version>,
 }
 
+/// Work for a background thread.
+enum Job {
+    Flush,
+    Compact(CompactionTask, Arc<Version>),
+    /// Collect one value-log segment.
+    Gc(u64),
+}
+
 /// Where a lookup found the newest version of a key.
 struct Hit {
     /// `None` for the memtables.
@@ -1198,12 +1206,32 @@ impl Inner {
         Ok(())
     }
 
-    fn background_loop(self: Arc<Self>) {
-        enum Job {
-            Flush,
-            Compact(CompactionTask, Arc<Version>),
-            Gc(u64),
+    /// The most urgent background job, if any, marked as running: a flush first, then a
+    /// compaction, then value-log GC.
+    fn next_job(&self, bg: &mut BgState) -> Result<Option<Job>> {
+        if !bg.flushing && !self.super_version().imm.is_empty() {
+            bg.flushing = true;
+            return Ok(Some(Job::Flush));
         }
+        if !bg.compacting && !bg.manual && self.opts.auto_compaction {
+            let version = self.versions.lock().current();
+            if let Some(task) = compaction::pick(&version, &self.opts, &mut bg.cursor)? {
+                bg.compacting = true;
+                return Ok(Some(Job::Compact(task, version)));
+            }
+        }
+        let ratio = self.opts.vlog_gc_dead_ratio;
+        if bg.gc_check && !bg.gc_running && ratio > 0.0 {
+            bg.gc_check = false;
+            if let Some(seg) = self.gc_candidate(ratio)? {
+                bg.gc_running = true;
+                return Ok(Some(Job::Gc(seg)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn background_loop(self: Arc<Self>) {
         loop {
             let job = {
                 let mut bg = self.bg.lock();
@@ -1212,42 +1240,14 @@ impl Inner {
                         return;
                     }
                     if bg.error.is_none() {
-                        if !bg.flushing && !self.super_version().imm.is_empty() {
-                            bg.flushing = true;
-                            break Job::Flush;
-                        }
-                        if !bg.compacting && !bg.manual && self.opts.auto_compaction {
-                            let version = self.versions.lock().current();
-                            let BgState { cursor, .. } = &mut *bg;
-                            match compaction::pick(&version, &self.opts, cursor) {
-                                Ok(Some(task)) => {
-                                    bg.compacting = true;
-                                    break Job::Compact(task, version);
-                                }
-                                Ok(None) => {}
-                                Err(e) => {
-                                    drop(bg);
-                                    self.set_bg_error(&e);
-                                    bg = self.bg.lock();
-                                    continue;
-                                }
-                            }
-                        }
-                        let ratio = self.opts.vlog_gc_dead_ratio;
-                        if bg.gc_check && !bg.gc_running && ratio > 0.0 {
-                            bg.gc_check = false;
-                            match self.gc_candidate(ratio) {
-                                Ok(Some(seg)) => {
-                                    bg.gc_running = true;
-                                    break Job::Gc(seg);
-                                }
-                                Ok(None) => {}
-                                Err(e) => {
-                                    drop(bg);
-                                    self.set_bg_error(&e);
-                                    bg = self.bg.lock();
-                                    continue;
-                                }
+                        match self.next_job(&mut bg) {
+                            Ok(Some(job)) => break job,
+                            Ok(None) => {}
+                            Err(e) => {
+                                drop(bg);
+                                self.set_bg_error(&e);
+                                bg = self.bg.lock();
+                                continue;
                             }
                         }
                     }
