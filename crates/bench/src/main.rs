@@ -98,6 +98,11 @@ struct Args {
     /// multitenant: engine sizes to use instead of the engines' defaults (see README).
     #[arg(long, value_enum)]
     profile: Option<ProfileArg>,
+
+    /// multitenant: go from the put phase straight to the get phase, without first letting
+    /// the engine flush and finish its compactions.
+    #[arg(long)]
+    no_settle: bool,
 }
 
 /// The multitenant workload's name on the command line.
@@ -309,6 +314,7 @@ fn run_multitenant(args: Args) -> Result<()> {
         compression_ratio: args.compression_ratio,
         layout: args.layout.unwrap_or_default(),
         profile: args.profile,
+        settle: !args.no_settle,
     };
     if mt.tenants == 0 {
         bail!("--tenants must be at least 1");

@@ -35,6 +35,8 @@ pub struct MtConfig {
     pub compression_ratio: f64,
     pub layout: LayoutArg,
     pub profile: Option<ProfileArg>,
+    /// Between the phases, let the engine flush and finish its compactions (untimed).
+    pub settle: bool,
 }
 
 impl MtConfig {
@@ -300,6 +302,9 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
         Ok((phase, written.keys()))
     })?;
     bar.finish_and_clear();
+    if cfg.settle {
+        db.settle()?;
+    }
     let global1 = db.db_stats();
     let stats1 = snapshot(db, &handles)?;
 
@@ -391,6 +396,7 @@ mod tests {
             compression_ratio: 0.5,
             layout: LayoutArg::PerNamespace,
             profile: None,
+            settle: true,
         }
     }
 

@@ -64,3 +64,32 @@ fn concurrent_writers_and_readers() {
     let db = Db::open_with_storage(storage, opts).unwrap();
     check(&db);
 }
+
+#[test]
+fn wait_for_compactions_leaves_a_settled_tree() {
+    let opts = common::small_options();
+    let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts.clone()).unwrap();
+    for i in 0..20_000u32 {
+        db.put(
+            format!("key{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).as_bytes(),
+            &[1; 100],
+        )
+        .unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(
+        s.levels[0].tables < opts.l0_compaction_trigger,
+        "L0 still has {} tables",
+        s.levels[0].tables
+    );
+    let mut limit = opts.level1_bytes;
+    for (l, level) in s.levels.iter().enumerate().take(s.levels.len() - 1).skip(1) {
+        assert!(
+            level.bytes < limit,
+            "L{l} holds {} of {limit} bytes",
+            level.bytes
+        );
+        limit *= opts.level_size_ratio;
+    }
+}

@@ -52,6 +52,10 @@ impl BenchDb for CerberusDb {
         Ok(self.db.compact_all()?)
     }
 
+    fn settle(&self) -> Result<()> {
+        Ok(self.db.wait_for_compactions()?)
+    }
+
     fn db_stats(&self) -> Option<DbStats> {
         Some(self.db.stats())
     }

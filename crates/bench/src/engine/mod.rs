@@ -19,6 +19,11 @@ pub trait BenchDb: Send + Sync {
     fn flush(&self) -> Result<()>;
     /// Compacts the whole key range.
     fn compact(&self) -> Result<()>;
+    /// Flushes and waits until background compactions are done (db_bench's
+    /// `waitforcompaction`).
+    fn settle(&self) -> Result<()> {
+        self.flush()
+    }
     /// Cerberus's own counters; `None` for other engines.
     fn db_stats(&self) -> Option<DbStats> {
         None

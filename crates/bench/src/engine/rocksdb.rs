@@ -157,6 +157,39 @@ impl BenchDb for RocksDb {
         Ok(())
     }
 
+    fn settle(&self) -> Result<()> {
+        let names: Vec<String> = (0..self.tenants)
+            .map(TenantHandle::name_of)
+            .chain(std::iter::once(
+                ::rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string(),
+            ))
+            .collect();
+        let cfs: Vec<_> = names.iter().filter_map(|n| self.db.cf_handle(n)).collect();
+        for cf in &cfs {
+            self.db.flush_cf(cf)?;
+        }
+        // Done when no column family has a compaction pending or running.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+        loop {
+            let busy = self
+                .int_property("rocksdb.num-running-compactions")
+                .unwrap_or(0)
+                > 0
+                || cfs.iter().any(|cf| {
+                    self.db
+                        .property_int_value_cf(cf, "rocksdb.compaction-pending")
+                        .ok()
+                        .flatten()
+                        .unwrap_or(0)
+                        > 0
+                });
+            if !busy || std::time::Instant::now() > deadline {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     fn stats_json(&self) -> Value {
         let mut props = Map::new();
         for name in [
@@ -285,6 +318,7 @@ mod tests {
                 compression_ratio: 0.5,
                 layout,
                 profile: Some(ProfileArg::Paper),
+                settle: true,
             };
             let values = ValuePool::new(100, 0.5, 1);
             let run = multitenant::run(&db, &mt, &values).unwrap();

@@ -576,6 +576,7 @@ mod tests {
             compression_ratio: 0.5,
             layout: LayoutArg::Shared,
             profile: Some(ProfileArg::Paper),
+            settle: true,
         }
     }
 

@@ -310,6 +310,12 @@ impl Db {
         self.inner.namespace_stats(ns)
     }
 
+    /// Flushes, then waits until no flush or compaction is pending or running, as db_bench's
+    /// `waitforcompaction` does: the tree is in the shape background work leaves it in.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
+    }
+
     /// Collects the value log now: seals the active segment, flushes, then rewrites the live
     /// records of every segment holding dead ones (overwritten, deleted or destroyed) and
     /// deletes those segments.
@@ -1005,6 +1011,30 @@ impl Inner {
             })
             .collect();
         Ok(s)
+    }
+
+    fn wait_for_compactions(&self) -> Result<()> {
+        self.flush()?;
+        loop {
+            {
+                let bg = self.bg.lock();
+                if let Some(e) = &bg.error {
+                    return Err(Error::Background(e.clone()));
+                }
+                let idle = !bg.flushing && !bg.compacting && self.super_version().imm.is_empty();
+                if idle {
+                    if !self.opts.auto_compaction {
+                        return Ok(());
+                    }
+                    let version = self.versions.lock().current();
+                    let mut cursor = bg.cursor.clone();
+                    if compaction::pick(&version, &self.opts, &mut cursor)?.is_none() {
+                        return Ok(());
+                    }
+                }
+            }
+            self.wait_for_background()?;
+        }
     }
 
     fn gc_value_log(&self) -> Result<GcStats> {
