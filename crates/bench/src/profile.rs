@@ -11,14 +11,15 @@ use serde::Serialize;
 /// `memtable_bytes` is `tenants` times this (RocksDB: the write buffer of each tenant's
 /// column family, or `tenants` times this for the one column family of the shared layout).
 pub const PAPER_MEMTABLE_BYTES_PER_TENANT: u64 = 1 << 20;
-/// Bytes L1 may hold (of each namespace's tree in the per-namespace layout).
-pub const PAPER_LEVEL1_BYTES: u64 = 4 << 20;
+/// Bytes L1 may hold (of each namespace's tree in the per-namespace layout): one tenant's
+/// 50,000 keys (about 0.7 MB of tables) fit, eight tenants' do not.
+pub const PAPER_LEVEL1_BYTES: u64 = 1 << 20;
 /// Each level below L1 holds this many times the level above.
-pub const PAPER_LEVEL_SIZE_RATIO: u64 = 4;
+pub const PAPER_LEVEL_SIZE_RATIO: u64 = 2;
 /// Target size of a table written by compaction.
-pub const PAPER_TARGET_TABLE_BYTES: u64 = 1 << 20;
+pub const PAPER_TARGET_TABLE_BYTES: u64 = 64 << 10;
 /// L0 tables that trigger a compaction into L1.
-pub const PAPER_L0_COMPACTION_TRIGGER: usize = 4;
+pub const PAPER_L0_COMPACTION_TRIGGER: usize = 2;
 /// Values shorter than this are also stored inline in the tables (0: never; every value is
 /// in the value log, tables hold keys and value addresses). Cerberus only.
 pub const PAPER_INLINE_VALUE_THRESHOLD: usize = 0;
