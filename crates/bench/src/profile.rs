@@ -136,14 +136,14 @@ mod tests {
             p.apply(&mut o);
             o.validate().unwrap();
             assert_eq!(o.memtable_bytes, tenants << 20);
-            assert_eq!(o.level1_bytes, 4 << 20);
-            assert_eq!(o.level_size_ratio, 4);
-            assert_eq!(o.target_table_bytes, 1 << 20);
-            assert_eq!(o.l0_compaction_trigger, 4);
-            assert_eq!(o.inline_value_threshold, 0);
-            assert_eq!(o.filter_bits_per_key, 10);
-            assert_eq!(o.num_levels, 7);
-            assert_eq!(o.block_size, 4096);
+            assert_eq!(o.level1_bytes, PAPER_LEVEL1_BYTES);
+            assert_eq!(o.level_size_ratio, PAPER_LEVEL_SIZE_RATIO);
+            assert_eq!(o.target_table_bytes, PAPER_TARGET_TABLE_BYTES);
+            assert_eq!(o.l0_compaction_trigger, PAPER_L0_COMPACTION_TRIGGER);
+            assert_eq!(o.inline_value_threshold, PAPER_INLINE_VALUE_THRESHOLD);
+            assert_eq!(o.filter_bits_per_key, PAPER_FILTER_BITS_PER_KEY);
+            assert_eq!(o.num_levels, PAPER_NUM_LEVELS);
+            assert_eq!(o.block_size, PAPER_BLOCK_SIZE);
         }
         assert_eq!(paper_profile(0), paper_profile(1));
     }
