@@ -1,0 +1,600 @@
+//! Commands and their completions: typed forms of frame bodies, with their encoders and
+//! decoders. The byte layouts are in `docs/protocol.md`.
+
+use crate::frame::{Frame, Header, HEADER_LEN, VERSION};
+use crate::{ProtoError, Status};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// The `nsid` of commands addressed to the device rather than a namespace: authenticating as
+/// admin, creating and listing namespaces, identify.
+pub const DEVICE_NSID: u32 = u32::MAX;
+
+/// Longest secret [`Request::Authenticate`] carries.
+pub const MAX_SECRET_LEN: usize = 256;
+/// Longest namespace name, in bytes of UTF-8.
+pub const MAX_NAME_LEN: usize = 255;
+
+/// Store flag: fail with `KeyExists` if the key exists.
+pub const STORE_ONLY_IF_ABSENT: u8 = 0x01;
+/// Store flag: fail with `KeyNotExist` if the key does not exist.
+pub const STORE_ONLY_IF_PRESENT: u8 = 0x02;
+/// Store flag: the completion waits until the write is durable.
+pub const STORE_SYNC: u8 = 0x04;
+/// List flag: the start key itself is not listed (paging from the last key seen).
+pub const LIST_START_EXCLUSIVE: u8 = 0x01;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Opcode {
+    Store = 0x01,
+    Retrieve = 0x02,
+    List = 0x06,
+    Delete = 0x10,
+    Exist = 0x14,
+    Authenticate = 0xC0,
+    NamespaceCreate = 0xC1,
+    NamespaceDestroy = 0xC2,
+    NamespaceList = 0xC3,
+    Identify = 0xC4,
+    Stats = 0xC5,
+}
+
+impl Opcode {
+    pub const ALL: [Opcode; 11] = [
+        Opcode::Store,
+        Opcode::Retrieve,
+        Opcode::List,
+        Opcode::Delete,
+        Opcode::Exist,
+        Opcode::Authenticate,
+        Opcode::NamespaceCreate,
+        Opcode::NamespaceDestroy,
+        Opcode::NamespaceList,
+        Opcode::Identify,
+        Opcode::Stats,
+    ];
+
+    pub fn from_u8(b: u8) -> Option<Opcode> {
+        Opcode::ALL.into_iter().find(|o| *o as u8 == b)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Opcode::Store => "store",
+            Opcode::Retrieve => "retrieve",
+            Opcode::List => "list",
+            Opcode::Delete => "delete",
+            Opcode::Exist => "exist",
+            Opcode::Authenticate => "authenticate",
+            Opcode::NamespaceCreate => "ns_create",
+            Opcode::NamespaceDestroy => "ns_destroy",
+            Opcode::NamespaceList => "ns_list",
+            Opcode::Identify => "identify",
+            Opcode::Stats => "stats",
+        }
+    }
+
+    /// Whether the command reads or writes a namespace's data (and so needs the namespace's
+    /// credential).
+    pub fn is_data(self) -> bool {
+        matches!(
+            self,
+            Opcode::Store | Opcode::Retrieve | Opcode::List | Opcode::Delete | Opcode::Exist
+        )
+    }
+}
+
+/// Condition of a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreMode {
+    Always,
+    OnlyIfAbsent,
+    OnlyIfPresent,
+}
+
+/// A command's body, by opcode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    Store {
+        key: Bytes,
+        value: Bytes,
+        mode: StoreMode,
+        sync: bool,
+    },
+    Retrieve {
+        key: Bytes,
+    },
+    /// Keys of the namespace in order, from `start` (empty: the first key), at most `max_keys`.
+    List {
+        start: Bytes,
+        start_exclusive: bool,
+        max_keys: u32,
+    },
+    Delete {
+        key: Bytes,
+    },
+    Exist {
+        key: Bytes,
+    },
+    /// Proves the connection holds the credential of `nsid` (or, with [`DEVICE_NSID`], the
+    /// admin credential).
+    Authenticate {
+        secret: Bytes,
+    },
+    NamespaceCreate {
+        name: String,
+    },
+    NamespaceDestroy,
+    NamespaceList,
+    Identify,
+    /// Statistics of the namespace `nsid`, or of the device with [`DEVICE_NSID`].
+    Stats,
+}
+
+/// A command: id, namespace and body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    pub cid: u32,
+    pub nsid: u32,
+    pub request: Request,
+}
+
+impl Request {
+    pub fn opcode(&self) -> Opcode {
+        match self {
+            Request::Store { .. } => Opcode::Store,
+            Request::Retrieve { .. } => Opcode::Retrieve,
+            Request::List { .. } => Opcode::List,
+            Request::Delete { .. } => Opcode::Delete,
+            Request::Exist { .. } => Opcode::Exist,
+            Request::Authenticate { .. } => Opcode::Authenticate,
+            Request::NamespaceCreate { .. } => Opcode::NamespaceCreate,
+            Request::NamespaceDestroy => Opcode::NamespaceDestroy,
+            Request::NamespaceList => Opcode::NamespaceList,
+            Request::Identify => Opcode::Identify,
+            Request::Stats => Opcode::Stats,
+        }
+    }
+
+    /// The key the command addresses, if any.
+    pub fn key(&self) -> Option<&Bytes> {
+        match self {
+            Request::Store { key, .. }
+            | Request::Retrieve { key }
+            | Request::Delete { key }
+            | Request::Exist { key } => Some(key),
+            _ => None,
+        }
+    }
+}
+
+impl Command {
+    /// Appends the command's frame to `out`. Fails if a key or name is longer than its length
+    /// field allows, or the body longer than 4 GiB.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), ProtoError> {
+        let mut flags = 0u8;
+        let start = out.len();
+        out.put_bytes(0, HEADER_LEN);
+        match &self.request {
+            Request::Store {
+                key,
+                value,
+                mode,
+                sync,
+            } => {
+                flags |= match mode {
+                    StoreMode::Always => 0,
+                    StoreMode::OnlyIfAbsent => STORE_ONLY_IF_ABSENT,
+                    StoreMode::OnlyIfPresent => STORE_ONLY_IF_PRESENT,
+                };
+                if *sync {
+                    flags |= STORE_SYNC;
+                }
+                put_key(out, key)?;
+                out.put_slice(value);
+            }
+            Request::Retrieve { key } | Request::Delete { key } | Request::Exist { key } => {
+                put_key(out, key)?
+            }
+            Request::List {
+                start,
+                start_exclusive,
+                max_keys,
+            } => {
+                if *start_exclusive {
+                    flags |= LIST_START_EXCLUSIVE;
+                }
+                out.put_u32_le(*max_keys);
+                put_key(out, start)?;
+            }
+            Request::Authenticate { secret } => {
+                if secret.len() > MAX_SECRET_LEN {
+                    return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
+                }
+                out.put_slice(secret);
+            }
+            Request::NamespaceCreate { name } => {
+                check_name(name.as_bytes())?;
+                out.put_slice(name.as_bytes());
+            }
+            Request::NamespaceDestroy
+            | Request::NamespaceList
+            | Request::Identify
+            | Request::Stats => {}
+        }
+        let body_len = body_len(out.len() - start - HEADER_LEN)?;
+        let header = Header {
+            version: VERSION,
+            opcode: self.request.opcode() as u8,
+            word: u16::from(flags),
+            cid: self.cid,
+            nsid: self.nsid,
+            body_len,
+        };
+        header.encode(&mut &mut out[start..start + HEADER_LEN]);
+        Ok(())
+    }
+
+    /// Decodes a request frame. Keys and values are slices of the frame's body, not copies.
+    pub fn decode(frame: &Frame) -> Result<Command, ProtoError> {
+        let h = &frame.header;
+        let opcode = Opcode::from_u8(h.opcode).ok_or(ProtoError::UnknownOpcode(h.opcode))?;
+        let flags = h.word;
+        let allowed: u16 = match opcode {
+            Opcode::Store => u16::from(STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT | STORE_SYNC),
+            Opcode::List => u16::from(LIST_START_EXCLUSIVE),
+            _ => 0,
+        };
+        if flags & !allowed != 0 {
+            return Err(ProtoError::InvalidField("unknown flags"));
+        }
+        let mut body = frame.body.clone();
+        let request = match opcode {
+            Opcode::Store => {
+                let mode = match flags as u8 & (STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT) {
+                    0 => StoreMode::Always,
+                    STORE_ONLY_IF_ABSENT => StoreMode::OnlyIfAbsent,
+                    STORE_ONLY_IF_PRESENT => StoreMode::OnlyIfPresent,
+                    _ => {
+                        return Err(ProtoError::InvalidField(
+                            "only-if-absent and only-if-present together",
+                        ))
+                    }
+                };
+                let key = get_key(&mut body)?;
+                Request::Store {
+                    key,
+                    value: body.split_off(0),
+                    mode,
+                    sync: flags as u8 & STORE_SYNC != 0,
+                }
+            }
+            Opcode::Retrieve | Opcode::Delete | Opcode::Exist => {
+                let key = get_key(&mut body)?;
+                end(&body)?;
+                match opcode {
+                    Opcode::Retrieve => Request::Retrieve { key },
+                    Opcode::Delete => Request::Delete { key },
+                    _ => Request::Exist { key },
+                }
+            }
+            Opcode::List => {
+                if body.len() < 4 {
+                    return Err(ProtoError::Truncated("list max_keys"));
+                }
+                let max_keys = body.get_u32_le();
+                let start = get_key(&mut body)?;
+                end(&body)?;
+                Request::List {
+                    start,
+                    start_exclusive: flags as u8 & LIST_START_EXCLUSIVE != 0,
+                    max_keys,
+                }
+            }
+            Opcode::Authenticate => {
+                if body.len() > MAX_SECRET_LEN {
+                    return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
+                }
+                Request::Authenticate { secret: body }
+            }
+            Opcode::NamespaceCreate => {
+                check_name(&body)?;
+                let name = std::str::from_utf8(&body)
+                    .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
+                Request::NamespaceCreate {
+                    name: name.to_string(),
+                }
+            }
+            Opcode::NamespaceDestroy | Opcode::NamespaceList | Opcode::Identify | Opcode::Stats => {
+                end(&body)?;
+                match opcode {
+                    Opcode::NamespaceDestroy => Request::NamespaceDestroy,
+                    Opcode::NamespaceList => Request::NamespaceList,
+                    Opcode::Identify => Request::Identify,
+                    _ => Request::Stats,
+                }
+            }
+        };
+        Ok(Command {
+            cid: h.cid,
+            nsid: h.nsid,
+            request,
+        })
+    }
+}
+
+/// One namespace in a [`Reply::Namespaces`] list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceEntry {
+    pub nsid: u32,
+    pub name: String,
+}
+
+/// The device's limits, as [`Opcode::Identify`] reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identify {
+    /// Highest protocol version the device speaks.
+    pub protocol_version: u8,
+    pub max_key_len: u32,
+    pub max_value_len: u32,
+    /// Commands a connection may have in flight; more wait until some complete.
+    pub max_inflight: u32,
+    /// Largest request body the device reads; a larger frame closes the connection.
+    pub max_frame_body: u32,
+    /// Most keys one List returns.
+    pub max_list_keys: u32,
+}
+
+const IDENTIFY_LEN: usize = 24;
+
+/// A completion's body, by opcode and status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Success without data (store, delete, exist, authenticate, destroy), or any status
+    /// other than success without a message.
+    Empty,
+    /// A failed command's message (any status but success).
+    Error(String),
+    /// Retrieve: the value.
+    Value(Bytes),
+    /// List: keys in order; `more` says whether keys past the last one remain.
+    Keys {
+        keys: Vec<Bytes>,
+        more: bool,
+    },
+    /// Namespace create: the new id and its credential (shown once; the device keeps a hash).
+    Created {
+        nsid: u32,
+        secret: String,
+    },
+    Namespaces(Vec<NamespaceEntry>),
+    Identify(Identify),
+    /// Stats: a JSON document.
+    Stats(Bytes),
+}
+
+/// A completion: which command it completes, its status and body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    pub cid: u32,
+    pub nsid: u32,
+    /// The opcode of the command, echoed (an unknown one too).
+    pub opcode: u8,
+    pub status: Status,
+    pub reply: Reply,
+}
+
+impl Response {
+    /// A failure completion with a message.
+    pub fn error(cid: u32, nsid: u32, opcode: u8, status: Status, message: String) -> Response {
+        Response {
+            cid,
+            nsid,
+            opcode,
+            status,
+            reply: Reply::Error(message),
+        }
+    }
+
+    /// Appends the response's frame to `out`.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), ProtoError> {
+        let start = out.len();
+        out.put_bytes(0, HEADER_LEN);
+        match &self.reply {
+            Reply::Empty => {}
+            Reply::Error(m) => out.put_slice(m.as_bytes()),
+            Reply::Value(v) => out.put_slice(v),
+            Reply::Keys { keys, more } => {
+                out.put_u8(u8::from(*more));
+                out.put_u32_le(
+                    u32::try_from(keys.len()).map_err(|_| ProtoError::InvalidField("key count"))?,
+                );
+                for k in keys {
+                    put_key(out, k)?;
+                }
+            }
+            Reply::Created { nsid, secret } => {
+                out.put_u32_le(*nsid);
+                out.put_slice(secret.as_bytes());
+            }
+            Reply::Namespaces(list) => {
+                out.put_u32_le(
+                    u32::try_from(list.len())
+                        .map_err(|_| ProtoError::InvalidField("namespace count"))?,
+                );
+                for e in list {
+                    check_name(e.name.as_bytes())?;
+                    out.put_u32_le(e.nsid);
+                    out.put_u8(e.name.len() as u8);
+                    out.put_slice(e.name.as_bytes());
+                }
+            }
+            Reply::Identify(id) => {
+                out.put_u8(id.protocol_version);
+                out.put_bytes(0, 3);
+                out.put_u32_le(id.max_key_len);
+                out.put_u32_le(id.max_value_len);
+                out.put_u32_le(id.max_inflight);
+                out.put_u32_le(id.max_frame_body);
+                out.put_u32_le(id.max_list_keys);
+            }
+            Reply::Stats(json) => out.put_slice(json),
+        }
+        let header = Header {
+            version: VERSION,
+            opcode: self.opcode,
+            word: self.status.code(),
+            cid: self.cid,
+            nsid: self.nsid,
+            body_len: body_len(out.len() - start - HEADER_LEN)?,
+        };
+        header.encode(&mut &mut out[start..start + HEADER_LEN]);
+        Ok(())
+    }
+
+    /// Decodes a response frame; the body's form follows from the echoed opcode and status.
+    pub fn decode(frame: &Frame) -> Result<Response, ProtoError> {
+        let h = &frame.header;
+        let status = Status::from_code(h.word);
+        let mut body = frame.body.clone();
+        let reply = if !status.is_success() {
+            if body.is_empty() {
+                Reply::Empty
+            } else {
+                Reply::Error(String::from_utf8_lossy(&body).into_owned())
+            }
+        } else {
+            let opcode = Opcode::from_u8(h.opcode).ok_or(ProtoError::UnknownOpcode(h.opcode))?;
+            match opcode {
+                Opcode::Retrieve => Reply::Value(body),
+                Opcode::List => {
+                    if body.len() < 5 {
+                        return Err(ProtoError::Truncated("list reply"));
+                    }
+                    let more = match body.get_u8() {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(ProtoError::InvalidField("list reply more flag")),
+                    };
+                    let n = body.get_u32_le() as usize;
+                    // Each key takes at least its 2-byte length: bound the count by the body
+                    // before allocating for it.
+                    if n > body.len() / 2 {
+                        return Err(ProtoError::Truncated("list reply keys"));
+                    }
+                    let mut keys = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        keys.push(get_key(&mut body)?);
+                    }
+                    end(&body)?;
+                    Reply::Keys { keys, more }
+                }
+                Opcode::NamespaceCreate => {
+                    if body.len() < 4 {
+                        return Err(ProtoError::Truncated("namespace create reply"));
+                    }
+                    let nsid = body.get_u32_le();
+                    let secret = String::from_utf8(body.to_vec())
+                        .map_err(|_| ProtoError::InvalidField("secret is not UTF-8"))?;
+                    Reply::Created { nsid, secret }
+                }
+                Opcode::NamespaceList => {
+                    if body.len() < 4 {
+                        return Err(ProtoError::Truncated("namespace list reply"));
+                    }
+                    let n = body.get_u32_le() as usize;
+                    if n > body.len() / 5 {
+                        return Err(ProtoError::Truncated("namespace list entries"));
+                    }
+                    let mut list = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        if body.len() < 5 {
+                            return Err(ProtoError::Truncated("namespace entry"));
+                        }
+                        let nsid = body.get_u32_le();
+                        let len = body.get_u8() as usize;
+                        if body.len() < len {
+                            return Err(ProtoError::Truncated("namespace name"));
+                        }
+                        let name = String::from_utf8(body.split_to(len).to_vec())
+                            .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
+                        list.push(NamespaceEntry { nsid, name });
+                    }
+                    end(&body)?;
+                    Reply::Namespaces(list)
+                }
+                Opcode::Identify => {
+                    if body.len() != IDENTIFY_LEN {
+                        return Err(ProtoError::Truncated("identify reply"));
+                    }
+                    let protocol_version = body.get_u8();
+                    body.advance(3);
+                    Reply::Identify(Identify {
+                        protocol_version,
+                        max_key_len: body.get_u32_le(),
+                        max_value_len: body.get_u32_le(),
+                        max_inflight: body.get_u32_le(),
+                        max_frame_body: body.get_u32_le(),
+                        max_list_keys: body.get_u32_le(),
+                    })
+                }
+                Opcode::Stats => Reply::Stats(body),
+                Opcode::Store
+                | Opcode::Delete
+                | Opcode::Exist
+                | Opcode::Authenticate
+                | Opcode::NamespaceDestroy => {
+                    end(&body)?;
+                    Reply::Empty
+                }
+            }
+        };
+        Ok(Response {
+            cid: h.cid,
+            nsid: h.nsid,
+            opcode: h.opcode,
+            status,
+            reply,
+        })
+    }
+}
+
+fn body_len(n: usize) -> Result<u32, ProtoError> {
+    u32::try_from(n).map_err(|_| ProtoError::InvalidField("body longer than 4 GiB"))
+}
+
+fn put_key(out: &mut BytesMut, key: &[u8]) -> Result<(), ProtoError> {
+    let len = u16::try_from(key.len())
+        .map_err(|_| ProtoError::InvalidField("key longer than 65535 bytes"))?;
+    out.put_u16_le(len);
+    out.put_slice(key);
+    Ok(())
+}
+
+fn get_key(body: &mut Bytes) -> Result<Bytes, ProtoError> {
+    if body.len() < 2 {
+        return Err(ProtoError::Truncated("key length"));
+    }
+    let len = body.get_u16_le() as usize;
+    if body.len() < len {
+        return Err(ProtoError::Truncated("key"));
+    }
+    Ok(body.split_to(len))
+}
+
+fn check_name(name: &[u8]) -> Result<(), ProtoError> {
+    if name.is_empty() || name.len() > MAX_NAME_LEN {
+        return Err(ProtoError::InvalidField(
+            "namespace name must have 1 to 255 bytes",
+        ));
+    }
+    Ok(())
+}
+
+fn end(body: &Bytes) -> Result<(), ProtoError> {
+    if body.is_empty() {
+        Ok(())
+    } else {
+        Err(ProtoError::InvalidField("trailing bytes after the body"))
+    }
+}

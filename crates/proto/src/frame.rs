@@ -1,0 +1,154 @@
+//! Framing: every message is a 16-byte header followed by `body_len` bytes of body. All
+//! integers are little-endian (as NVMe's).
+//!
+//! ```text
+//! request:  version u8 | opcode u8 | flags u8  | reserved u8 | cid u32 | nsid u32 | body_len u32
+//! response: version u8 | opcode u8 | status u16              | cid u32 | nsid u32 | body_len u32
+//! ```
+//!
+//! [`split_frame`] takes one whole frame off the front of a receive buffer. It checks the
+//! version and the body length against the receiver's limit from the header alone, so a frame
+//! claiming a huge length is refused before any of it is buffered.
+
+use crate::ProtoError;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// Protocol version this crate speaks.
+pub const VERSION: u8 = 1;
+/// Bytes of a frame header (requests and responses alike).
+pub const HEADER_LEN: usize = 16;
+
+/// A frame header, request or response: `word` is the request's `flags` (low byte) or the
+/// response's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub version: u8,
+    pub opcode: u8,
+    pub word: u16,
+    pub cid: u32,
+    pub nsid: u32,
+    pub body_len: u32,
+}
+
+impl Header {
+    pub fn encode(&self, out: &mut impl BufMut) {
+        out.put_u8(self.version);
+        out.put_u8(self.opcode);
+        out.put_u16_le(self.word);
+        out.put_u32_le(self.cid);
+        out.put_u32_le(self.nsid);
+        out.put_u32_le(self.body_len);
+    }
+
+    /// Parses a header; does not look at the version or the length.
+    pub fn decode(b: &[u8; HEADER_LEN]) -> Header {
+        let mut b = &b[..];
+        Header {
+            version: b.get_u8(),
+            opcode: b.get_u8(),
+            word: b.get_u16_le(),
+            cid: b.get_u32_le(),
+            nsid: b.get_u32_le(),
+            body_len: b.get_u32_le(),
+        }
+    }
+}
+
+/// A whole frame: its header and its body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub header: Header,
+    pub body: Bytes,
+}
+
+/// Takes the first whole frame off `buf`, or `None` if `buf` does not hold one yet. Fails,
+/// leaving `buf` as it was, on a version other than [`VERSION`] or a body longer than
+/// `max_body`; the stream cannot be resynchronised after either, so the connection should be
+/// answered (the header is in the error) and closed.
+pub fn split_frame(buf: &mut BytesMut, max_body: u32) -> Result<Option<Frame>, ProtoError> {
+    let Some(head) = buf.get(..HEADER_LEN) else {
+        return Ok(None);
+    };
+    let mut h = [0u8; HEADER_LEN];
+    h.copy_from_slice(head);
+    let header = Header::decode(&h);
+    if header.version != VERSION {
+        return Err(ProtoError::UnsupportedVersion { header });
+    }
+    if header.body_len > max_body {
+        return Err(ProtoError::FrameTooLarge {
+            header,
+            max: max_body,
+        });
+    }
+    let total = HEADER_LEN + header.body_len as usize;
+    if buf.len() < total {
+        // Room for the rest, bounded by max_body through the check above.
+        buf.reserve(total - buf.len());
+        return Ok(None);
+    }
+    let mut frame = buf.split_to(total);
+    frame.advance(HEADER_LEN);
+    Ok(Some(Frame {
+        header,
+        body: frame.freeze(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(body_len: u32) -> Header {
+        Header {
+            version: VERSION,
+            opcode: 2,
+            word: 0,
+            cid: 7,
+            nsid: 3,
+            body_len,
+        }
+    }
+
+    #[test]
+    fn splits_frames_as_they_complete() {
+        let mut wire = BytesMut::new();
+        header(3).encode(&mut wire);
+        wire.put_slice(b"abc");
+        header(0).encode(&mut wire);
+        let mut buf = BytesMut::new();
+        let mut frames = Vec::new();
+        for b in wire.iter() {
+            buf.put_u8(*b);
+            while let Some(f) = split_frame(&mut buf, 16).unwrap() {
+                frames.push(f);
+            }
+        }
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].header, header(3));
+        assert_eq!(&frames[0].body[..], b"abc");
+        assert_eq!(frames[1].body.len(), 0);
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn refuses_huge_length_before_buffering() {
+        let mut buf = BytesMut::new();
+        header(u32::MAX).encode(&mut buf);
+        let err = split_frame(&mut buf, 1 << 20).unwrap_err();
+        assert!(matches!(err, ProtoError::FrameTooLarge { .. }));
+        assert!(buf.capacity() < 1 << 20);
+    }
+
+    #[test]
+    fn refuses_other_versions() {
+        let mut buf = BytesMut::new();
+        let mut h = header(0);
+        h.version = 9;
+        h.encode(&mut buf);
+        assert!(matches!(
+            split_frame(&mut buf, 16),
+            Err(ProtoError::UnsupportedVersion { .. })
+        ));
+    }
+}

@@ -1,0 +1,131 @@
+//! Completion status codes: the NVMe key-value command set's, plus vendor codes (0xC0..) for
+//! what it lacks.
+
+/// Status of a completed command (16 bits on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    Success,
+    /// The opcode is not one this device knows.
+    InvalidOpcode,
+    /// A field of the command is malformed (truncated body, bad flags, bad name, ...).
+    InvalidField,
+    /// The device failed for a reason of its own; the message says which.
+    InternalError,
+    /// The namespace does not exist (never created, or destroyed).
+    InvalidNamespace,
+    /// The device is out of space.
+    CapacityExceeded,
+    /// The value is larger than the device accepts.
+    InvalidValueSize,
+    /// The key is empty or longer than the device accepts.
+    InvalidKeySize,
+    /// The key does not exist.
+    KeyNotExist,
+    /// The key exists (a store with only-if-absent).
+    KeyExists,
+    /// The connection has not authenticated for this namespace (or as admin).
+    AccessDenied,
+    /// A namespace of that name exists.
+    NamespaceExists,
+    /// The frame's protocol version is not supported; the connection is closed after this.
+    UnsupportedVersion,
+    /// Stored data failed its checksum; nothing was returned.
+    Corrupted,
+    /// The device is shutting down and takes no new commands.
+    ShuttingDown,
+    /// A code this build does not know (from a newer device).
+    Unknown(u16),
+}
+
+impl Status {
+    pub fn code(self) -> u16 {
+        match self {
+            Status::Success => 0x00,
+            Status::InvalidOpcode => 0x01,
+            Status::InvalidField => 0x02,
+            Status::InternalError => 0x06,
+            Status::InvalidNamespace => 0x0B,
+            Status::CapacityExceeded => 0x81,
+            Status::InvalidValueSize => 0x85,
+            Status::InvalidKeySize => 0x86,
+            Status::KeyNotExist => 0x87,
+            Status::KeyExists => 0x89,
+            Status::AccessDenied => 0xC0,
+            Status::NamespaceExists => 0xC1,
+            Status::UnsupportedVersion => 0xC2,
+            Status::Corrupted => 0xC3,
+            Status::ShuttingDown => 0xC4,
+            Status::Unknown(c) => c,
+        }
+    }
+
+    pub fn from_code(code: u16) -> Status {
+        match code {
+            0x00 => Status::Success,
+            0x01 => Status::InvalidOpcode,
+            0x02 => Status::InvalidField,
+            0x06 => Status::InternalError,
+            0x0B => Status::InvalidNamespace,
+            0x81 => Status::CapacityExceeded,
+            0x85 => Status::InvalidValueSize,
+            0x86 => Status::InvalidKeySize,
+            0x87 => Status::KeyNotExist,
+            0x89 => Status::KeyExists,
+            0xC0 => Status::AccessDenied,
+            0xC1 => Status::NamespaceExists,
+            0xC2 => Status::UnsupportedVersion,
+            0xC3 => Status::Corrupted,
+            0xC4 => Status::ShuttingDown,
+            c => Status::Unknown(c),
+        }
+    }
+
+    pub fn is_success(self) -> bool {
+        self == Status::Success
+    }
+
+    /// A short description, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::InvalidOpcode => "invalid opcode",
+            Status::InvalidField => "invalid field",
+            Status::InternalError => "internal error",
+            Status::InvalidNamespace => "namespace does not exist",
+            Status::CapacityExceeded => "capacity exceeded",
+            Status::InvalidValueSize => "invalid value size",
+            Status::InvalidKeySize => "invalid key size",
+            Status::KeyNotExist => "key does not exist",
+            Status::KeyExists => "key exists",
+            Status::AccessDenied => "access denied",
+            Status::NamespaceExists => "namespace exists",
+            Status::UnsupportedVersion => "unsupported protocol version",
+            Status::Corrupted => "stored data is corrupted",
+            Status::ShuttingDown => "device is shutting down",
+            Status::Unknown(_) => "unknown status",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (0x{:02x})", self.describe(), self.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for code in 0..=u16::MAX {
+            assert_eq!(Status::from_code(code).code(), code);
+        }
+        assert_eq!(Status::KeyExists.code(), 0x89);
+        assert_eq!(Status::KeyNotExist.code(), 0x87);
+        assert_eq!(Status::InvalidValueSize.code(), 0x85);
+        assert_eq!(Status::InvalidKeySize.code(), 0x86);
+        assert_eq!(Status::CapacityExceeded.code(), 0x81);
+    }
+}
