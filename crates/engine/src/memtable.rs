@@ -5,8 +5,10 @@ use crate::key::{Kind, SeqNo, ValueAddr};
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// `nsid ++ user key` and seqno; sorts by user part ascending, seqno descending.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +99,102 @@ impl Memtable {
             .iter()
             .map(|e| (e.key().clone(), e.value().clone()))
     }
+
+    /// Up to `max` entries in order from `from` on (`from` itself only if `inclusive`).
+    fn entries_from(&self, from: &MemKey, inclusive: bool, max: usize) -> Vec<(MemKey, MemValue)> {
+        let lo = if inclusive {
+            Bound::Included(from)
+        } else {
+            Bound::Excluded(from)
+        };
+        self.map
+            .range((lo, Bound::Unbounded))
+            .take(max)
+            .map(|e| (e.key().clone(), e.value().clone()))
+            .collect()
+    }
+}
+
+/// Entries a [`MemIter`] copies out of the skiplist at a time.
+const MEM_ITER_CHUNK: usize = 32;
+
+/// An ordered walk over a memtable from a start key that owns what it needs (the memtable
+/// and a few copied entries), so it can sit in a scan next to table iterators. Entries
+/// inserted while it walks may or may not be seen; readers filter them by snapshot.
+pub struct MemIter {
+    mem: Arc<Memtable>,
+    buf: VecDeque<(MemKey, MemValue)>,
+    /// The last entry copied out: the next refill continues after it.
+    last: Option<MemKey>,
+    /// The skiplist had nothing after `last` at the last refill.
+    exhausted: bool,
+    /// Internal key (`user ++ trailer`) of the current entry.
+    ikey: Vec<u8>,
+}
+
+impl MemIter {
+    /// Unpositioned (invalid) until `seek`.
+    pub fn new(mem: Arc<Memtable>) -> MemIter {
+        MemIter {
+            mem,
+            buf: VecDeque::new(),
+            last: None,
+            exhausted: true,
+            ikey: Vec::new(),
+        }
+    }
+
+    /// Positions at the first entry at or after `(user, seq)` in memtable order: the
+    /// newest version of `user` with seqno at most `seq`, or else the next user key.
+    pub fn seek(&mut self, user: &[u8], seq: SeqNo) {
+        let from = MemKey {
+            user: Bytes::copy_from_slice(user),
+            seq,
+        };
+        self.buf.clear();
+        self.fill(&from, true);
+    }
+
+    pub fn valid(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    /// The current entry; only while `valid()`.
+    pub fn entry(&self) -> Option<&(MemKey, MemValue)> {
+        self.buf.front()
+    }
+
+    /// The current entry's internal key; empty when not valid.
+    pub fn ikey(&self) -> &[u8] {
+        &self.ikey
+    }
+
+    pub fn advance(&mut self) {
+        self.buf.pop_front();
+        if self.buf.is_empty() && !self.exhausted {
+            if let Some(last) = self.last.take() {
+                self.fill(&last, false);
+                return;
+            }
+        }
+        self.set_ikey();
+    }
+
+    fn fill(&mut self, from: &MemKey, inclusive: bool) {
+        let got = self.mem.entries_from(from, inclusive, MEM_ITER_CHUNK);
+        self.exhausted = got.len() < MEM_ITER_CHUNK;
+        self.last = got.last().map(|(k, _)| k.clone());
+        self.buf.extend(got);
+        self.set_ikey();
+    }
+
+    fn set_ikey(&mut self) {
+        self.ikey.clear();
+        if let Some((k, v)) = self.buf.front() {
+            self.ikey.extend_from_slice(&k.user);
+            crate::key::push_trailer(&mut self.ikey, k.seq, v.kind);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -128,5 +226,40 @@ mod tests {
         let order: Vec<_> = m.iter().map(|(k, _)| (k.user, k.seq)).collect();
         assert_eq!(order[0].1, 3);
         assert_eq!(order[2].0, Bytes::from_static(b"ab"));
+    }
+
+    #[test]
+    fn mem_iter_walks_from_a_start_key_across_refills() {
+        let m = Arc::new(Memtable::new());
+        for i in 0..200u64 {
+            let k = Bytes::from(format!("k{i:03}"));
+            m.insert(k.clone(), 2 * i + 1, val(b"old"));
+            m.insert(k, 2 * i + 2, val(b"new"));
+        }
+        let all: Vec<_> = m.iter().map(|(k, _)| k).collect();
+        let mut it = MemIter::new(m.clone());
+        assert!(!it.valid());
+        for (user, seq, want) in [
+            (&b"k050"[..], SeqNo::MAX, 100),
+            (b"k050", 101, 101),
+            (b"k050", 100, 102),
+            (b"k0505", SeqNo::MAX, 102),
+            (b"", SeqNo::MAX, 0),
+        ] {
+            it.seek(user, seq);
+            let mut n = want;
+            while let Some((k, _)) = it.entry() {
+                assert_eq!(k, &all[n]);
+                let mut ikey = k.user.to_vec();
+                crate::key::push_trailer(&mut ikey, k.seq, Kind::Put);
+                assert_eq!(it.ikey(), ikey.as_slice());
+                n += 1;
+                it.advance();
+            }
+            assert_eq!(n, all.len());
+            assert!(it.ikey().is_empty());
+        }
+        it.seek(b"k9", 0);
+        assert!(!it.valid());
     }
 }

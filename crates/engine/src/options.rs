@@ -22,6 +22,14 @@ pub enum Layout {
     Shared,
 }
 
+/// Options of one write. `WriteOptions::default()` is what `put`, `delete` and `write` use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Return only once the write's value-log record is synced, even when `Options::sync` is
+    /// off. Writes committed in one group share one sync.
+    pub sync: bool,
+}
+
 /// Options of a database. `Options::default()` is tuned for a general workload.
 #[derive(Clone, Debug)]
 pub struct Options {

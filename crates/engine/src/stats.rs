@@ -1,17 +1,19 @@
 //! Counters the engine keeps, and the snapshot of them that `Db::stats` returns.
 
 use crate::storage::{IoPurpose, NandStats};
+use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Shape of one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LevelStats {
     pub tables: usize,
     pub bytes: u64,
 }
 
-/// A snapshot of the engine's counters.
-#[derive(Clone, Debug, Default)]
+/// A snapshot of the engine's counters. Serialized with the field names; counters by
+/// purpose become maps keyed by purpose name (`"filter"`, `"index"`, ...).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct DbStats {
     /// Per level, L0 first.
     pub levels: Vec<LevelStats>,
@@ -33,10 +35,13 @@ pub struct DbStats {
     /// Index blocks read from storage.
     pub index_loads: u64,
     /// Reads issued to storage, by purpose (`IoPurpose as usize`).
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub reads: [u64; IoPurpose::COUNT],
     /// Bytes read from storage, by purpose.
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub read_bytes: [u64; IoPurpose::COUNT],
     /// Pages those reads touched (the NAND page size, or 4 KiB on other storage), by purpose.
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub pages: [u64; IoPurpose::COUNT],
     pub flushes: u64,
     pub compactions: u64,
@@ -56,20 +61,21 @@ pub struct DbStats {
 }
 
 /// A namespace and its name.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NamespaceInfo {
     pub nsid: u32,
     pub name: String,
 }
 
-/// Counters of one namespace.
-#[derive(Clone, Debug, Default)]
+/// Counters of one namespace (serialized like [`DbStats`]).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct NamespaceStats {
     pub nsid: u32,
     /// Tables and bytes per level of this namespace's tree, L0 first. L0 is shared: its
     /// figures count the L0 tables holding this namespace. Under `Layout::Shared` the deeper
     /// levels are the shared tree's.
     pub levels: Vec<LevelStats>,
+    /// Point lookups: gets and `contains` checks.
     pub gets: u64,
     pub gets_memtable: u64,
     pub gets_by_level: Vec<u64>,
@@ -79,10 +85,14 @@ pub struct NamespaceStats {
     pub filter_probes: u64,
     pub filter_loads: u64,
     pub index_loads: u64,
-    /// Storage reads by purpose (`IoPurpose as usize`) made by this namespace's gets.
+    /// Storage reads by purpose (`IoPurpose as usize`) made by this namespace's gets,
+    /// `contains` checks and key listings.
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub reads: [u64; IoPurpose::COUNT],
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub read_bytes: [u64; IoPurpose::COUNT],
     /// Pages those reads touched (the NAND page size, or 4 KiB on other storage).
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub pages: [u64; IoPurpose::COUNT],
 }
 
@@ -248,5 +258,37 @@ impl Counters {
         s.write_slowdowns = g(&self.write_slowdowns);
         s.gc_segments_deleted = g(&self.gc_segments_deleted);
         s.gc_bytes_rewritten = g(&self.gc_bytes_rewritten);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_serialize_with_readable_names() {
+        let mut s = DbStats {
+            levels: vec![LevelStats {
+                tables: 2,
+                bytes: 10,
+            }],
+            gets: 7,
+            ..DbStats::default()
+        };
+        s.reads[IoPurpose::Data as usize] = 3;
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["gets"], 7);
+        assert_eq!(v["levels"][0]["tables"], 2);
+        assert_eq!(v["reads"]["data"], 3);
+        assert_eq!(v["reads"]["filter"], 0);
+        assert!(v["nand"].is_null());
+        let n = serde_json::to_value(NamespaceStats::default()).unwrap();
+        assert_eq!(n["pages"]["value"], 0);
+        let i = serde_json::to_value(NamespaceInfo {
+            nsid: 3,
+            name: "t".into(),
+        })
+        .unwrap();
+        assert_eq!(i, serde_json::json!({"nsid": 3, "name": "t"}));
     }
 }

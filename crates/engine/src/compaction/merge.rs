@@ -2,6 +2,7 @@
 
 use crate::error::Result;
 use crate::key::cmp_ikey;
+use crate::stats::Counters;
 use crate::table::TableIter;
 use crate::version::TableHandle;
 use bytes::Bytes;
@@ -14,6 +15,8 @@ pub trait Source: Send {
     fn key(&self) -> &[u8];
     fn value(&self) -> Bytes;
     fn advance(&mut self) -> Result<()>;
+    /// Positions at the first entry whose internal key is `>= target`.
+    fn seek(&mut self, target: &[u8]) -> Result<()>;
 }
 
 impl Source for TableIter {
@@ -29,6 +32,9 @@ impl Source for TableIter {
     fn advance(&mut self) -> Result<()> {
         TableIter::advance(self)
     }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        TableIter::seek(self, target)
+    }
 }
 
 /// The tables of one sorted level (non-overlapping, in key order) read one after another.
@@ -36,24 +42,46 @@ pub struct LevelSource {
     tables: Vec<Arc<TableHandle>>,
     next: usize,
     iter: Option<TableIter>,
+    /// Where table reads are counted; `None` = each table's own counters.
+    counters: Option<Arc<Counters>>,
 }
 
 impl LevelSource {
+    /// Positioned at the first entry of the first table.
     pub fn new(tables: Vec<Arc<TableHandle>>) -> Result<LevelSource> {
         let mut s = LevelSource {
             tables,
             next: 0,
             iter: None,
+            counters: None,
         };
         s.open_next()?;
         Ok(s)
+    }
+
+    /// Unpositioned (no table opened yet) until `seek`; reads are counted in `counters`.
+    pub fn for_seek(tables: Vec<Arc<TableHandle>>, counters: Arc<Counters>) -> LevelSource {
+        LevelSource {
+            next: tables.len(),
+            tables,
+            iter: None,
+            counters: Some(counters),
+        }
+    }
+
+    fn open(&self, t: &TableHandle) -> Result<TableIter> {
+        let r = t.reader()?;
+        match &self.counters {
+            Some(c) => r.iter_counted(c.clone()),
+            None => r.iter(),
+        }
     }
 
     fn open_next(&mut self) -> Result<()> {
         while self.next < self.tables.len() {
             let t = &self.tables[self.next];
             self.next += 1;
-            let mut it = t.reader()?.iter()?;
+            let mut it = self.open(t)?;
             it.seek_to_first()?;
             if it.valid() {
                 self.iter = Some(it);
@@ -83,6 +111,26 @@ impl Source for LevelSource {
             }
         }
         Ok(())
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        // Only the first table whose largest key is `>= target` can hold the answer; should
+        // it hold nothing `>= target`, the answer is the next table's first entry.
+        let i = self
+            .tables
+            .partition_point(|t| cmp_ikey(&t.props.largest, target) == Ordering::Less);
+        self.iter = None;
+        self.next = i + 1;
+        let Some(t) = self.tables.get(i) else {
+            self.next = self.tables.len();
+            return Ok(());
+        };
+        let mut it = self.open(t)?;
+        it.seek(target)?;
+        if it.valid() {
+            self.iter = Some(it);
+            return Ok(());
+        }
+        self.open_next()
     }
 }
 
@@ -138,6 +186,16 @@ impl MergingIter {
             self.sources[i].advance()?;
             self.pick();
         }
+        Ok(())
+    }
+
+    /// Positions every source at its first entry `>= target`, so the merge continues from
+    /// the smallest of them.
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        for s in &mut self.sources {
+            s.seek(target)?;
+        }
+        self.pick();
         Ok(())
     }
 }

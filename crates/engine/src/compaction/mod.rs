@@ -5,5 +5,6 @@ mod merge;
 mod picker;
 mod worker;
 
+pub use merge::{LevelSource, MergingIter, Source};
 pub use picker::{pick, range_tasks, CompactionTask};
 pub use worker::{run, OutputParams, Retention, RunContext, TableSink};

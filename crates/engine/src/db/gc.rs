@@ -117,7 +117,7 @@ impl Inner {
                 }
             }
             if !group.is_empty() {
-                self.append_locked(w, group, bytes)?;
+                self.append_locked(w, group, bytes, false)?;
             }
         }
         // The rewritten records must be durable before the only other copy goes.

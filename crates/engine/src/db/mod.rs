@@ -9,9 +9,10 @@ pub use gc::GcStats;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink};
 use crate::error::{Error, IoContext, Result};
+use crate::iter::{KeyList, SnapshotScan};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
 use crate::memtable::{MemValue, Memtable};
-use crate::options::{Layout, Options, StorageKind};
+use crate::options::{Layout, Options, StorageKind, WriteOptions};
 use crate::stats::{Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
@@ -75,6 +76,8 @@ struct WriterState {
 /// of every waiting write with one append (and one sync), then hands each its result.
 struct PendingWrite {
     records: Mutex<Option<EncodedWrite>>,
+    /// The writer waits for its records to be synced.
+    sync: bool,
     result: Mutex<Option<Result<()>>>,
 }
 
@@ -252,21 +255,83 @@ impl Db {
         self.get_ns(DEFAULT_NS, key)
     }
 
+    pub fn put_opt(&self, key: &[u8], value: &[u8], opts: &WriteOptions) -> Result<()> {
+        self.put_ns_opt(DEFAULT_NS, key, value, opts)
+    }
+
+    pub fn delete_opt(&self, key: &[u8], opts: &WriteOptions) -> Result<()> {
+        self.delete_ns_opt(DEFAULT_NS, key, opts)
+    }
+
+    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.write_ns_opt(DEFAULT_NS, batch, opts)
+    }
+
+    /// Whether `key` of the default namespace has a value.
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        self.contains_ns(DEFAULT_NS, key)
+    }
+
+    /// Keys of the default namespace; see [`Db::list_keys_ns`].
+    pub fn list_keys(&self, start: &[u8], start_exclusive: bool, limit: usize) -> Result<KeyList> {
+        self.list_keys_ns(DEFAULT_NS, start, start_exclusive, limit)
+    }
+
     pub fn put_ns(&self, ns: Nsid, key: &[u8], value: &[u8]) -> Result<()> {
-        self.inner.write(ns, &[(Kind::Put, key, value)])
+        self.put_ns_opt(ns, key, value, &WriteOptions::default())
     }
 
     pub fn delete_ns(&self, ns: Nsid, key: &[u8]) -> Result<()> {
-        self.inner.write(ns, &[(Kind::Delete, key, &[])])
+        self.delete_ns_opt(ns, key, &WriteOptions::default())
+    }
+
+    pub fn put_ns_opt(
+        &self,
+        ns: Nsid,
+        key: &[u8],
+        value: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        self.inner.write(ns, &[(Kind::Put, key, value)], opts.sync)
+    }
+
+    pub fn delete_ns_opt(&self, ns: Nsid, key: &[u8], opts: &WriteOptions) -> Result<()> {
+        self.inner.write(ns, &[(Kind::Delete, key, &[])], opts.sync)
     }
 
     pub fn get_ns(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
         self.inner.get(ns, key)
     }
 
+    /// Whether `key` of namespace `ns` has a value, found like a get but without reading
+    /// the value (so never from the value log).
+    pub fn contains_ns(&self, ns: Nsid, key: &[u8]) -> Result<bool> {
+        self.inner.contains(ns, key)
+    }
+
+    /// Up to `limit` keys of namespace `ns` in byte order, from `start` on (empty = the
+    /// first key), or strictly after `start` if `start_exclusive`. Deleted keys are left
+    /// out; `more` says whether another key follows the last one returned. The listing is
+    /// one consistent snapshot and reads no values.
+    pub fn list_keys_ns(
+        &self,
+        ns: Nsid,
+        start: &[u8],
+        start_exclusive: bool,
+        limit: usize,
+    ) -> Result<KeyList> {
+        self.inner.list_keys(ns, start, start_exclusive, limit)
+    }
+
     /// Applies every write of `batch` to namespace `ns`, or none of them, even across a
     /// crash.
     pub fn write_ns(&self, ns: Nsid, batch: WriteBatch) -> Result<()> {
+        self.write_ns_opt(ns, batch, &WriteOptions::default())
+    }
+
+    /// [`Db::write_ns`] with per-write options: with `opts.sync` it returns only once the
+    /// batch is durable.
+    pub fn write_ns_opt(&self, ns: Nsid, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
         let ops: Vec<(Kind, &[u8], &[u8])> = batch
             .ops
             .iter()
@@ -275,7 +340,12 @@ impl Db {
                 BatchOp::Delete { key } => (Kind::Delete, key.as_slice(), &[][..]),
             })
             .collect();
-        self.inner.write(ns, &ops)
+        self.inner.write(ns, &ops, opts.sync)
+    }
+
+    /// Syncs the value log: every write acknowledged so far survives a crash.
+    pub fn sync_log(&self) -> Result<()> {
+        self.inner.sync_log()
     }
 
     /// Creates a namespace and returns its id. Ids are never reused.
@@ -577,7 +647,9 @@ impl Inner {
         self.done_cv.notify_all();
     }
 
-    fn write(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
+    /// Writes `ops` to `ns` through group commit; `sync` asks for a synced log even when
+    /// `Options::sync` is off.
+    fn write(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])], sync: bool) -> Result<()> {
         for (_, k, v) in ops {
             if k.len() > self.opts.max_key_size {
                 return Err(Error::KeyTooLarge {
@@ -597,7 +669,7 @@ impl Inner {
             return Ok(());
         }
         self.check_open()?;
-        let result = self.commit(ns, ops);
+        let result = self.commit(ns, ops, sync);
         if result.is_ok() {
             let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
             Counters::add(&counters.puts, puts);
@@ -615,9 +687,10 @@ impl Inner {
     }
 
     /// Queues a write for group commit and returns its outcome.
-    fn commit(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
+    fn commit(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])], sync: bool) -> Result<()> {
         let me = Arc::new(PendingWrite {
             records: Mutex::new(Some(EncodedWrite::new(ns, ops))),
+            sync,
             result: Mutex::new(None),
         });
         let mut queue = self.queue.lock();
@@ -634,6 +707,8 @@ impl Inner {
         // This write leads a group: itself and the writes queued behind it.
         let mut group = Vec::new();
         let mut bytes = 0;
+        // One sync covers the whole group, so sync writes share it.
+        let mut sync = false;
         for p in queue.iter() {
             let mut records = p.records.lock();
             let len = records.as_ref().map_or(0, |r| r.buf.len());
@@ -641,11 +716,12 @@ impl Inner {
                 break;
             }
             bytes += len;
+            sync |= p.sync;
             group.extend(records.take());
         }
         let n = group.len();
         drop(queue);
-        let result = self.commit_group(group, bytes);
+        let result = self.commit_group(group, bytes, sync);
         let mut queue = self.queue.lock();
         for _ in 0..n {
             if let Some(p) = queue.pop_front() {
@@ -662,22 +738,23 @@ impl Inner {
         result
     }
 
-    /// Appends the records of a group to the value log (one append, one sync) and inserts
-    /// them into the memtable.
-    fn commit_group(&self, group: Vec<EncodedWrite>, bytes: usize) -> Result<()> {
+    /// Appends the records of a group to the value log (one append, one sync if `sync` or
+    /// `Options::sync`) and inserts them into the memtable.
+    fn commit_group(&self, group: Vec<EncodedWrite>, bytes: usize, sync: bool) -> Result<()> {
         let mut guard = self.writer.lock();
         let w = &mut *guard;
         self.make_room(w)?;
-        self.append_locked(w, group, bytes)
+        self.append_locked(w, group, bytes, sync)
     }
 
-    /// Stamps, appends (and syncs) the records of `group` and inserts them into the memtable;
-    /// the caller holds the writer lock and made room.
+    /// Stamps, appends (and syncs, if `sync` or `Options::sync`) the records of `group` and
+    /// inserts them into the memtable; the caller holds the writer lock and made room.
     fn append_locked(
         &self,
         w: &mut WriterState,
         mut group: Vec<EncodedWrite>,
         bytes: usize,
+        sync: bool,
     ) -> Result<()> {
         let records: usize = group.iter().map(|g| g.spans.len()).sum();
         let first = w.next_seq;
@@ -706,7 +783,7 @@ impl Inner {
             w.vlog.append(&w.buf)
         };
         let synced = appended.and_then(|base| {
-            if self.opts.sync {
+            if sync || self.opts.sync {
                 w.vlog.sync()?;
             }
             Ok(base)
@@ -825,20 +902,65 @@ impl Inner {
         Ok(())
     }
 
+    fn sync_log(&self) -> Result<()> {
+        self.check_open()?;
+        let mut w = self.writer.lock();
+        if let Err(e) = w.vlog.sync() {
+            // What a failed sync left on disk is unknown, and a later sync could succeed
+            // without it: stop writing, as a failed sync in the write path does.
+            self.set_bg_error(&e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// `lookup` counted as a get in the namespace's counters.
+    fn counted_lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
+        Counters::add(&c.gets, 1);
+        let hit = self.lookup(ns, key, c)?;
+        match hit.as_ref().map(|h| h.level) {
+            None => Counters::add(&c.gets_not_found, 1),
+            Some(None) => Counters::add(&c.gets_memtable, 1),
+            Some(Some(l)) => Counters::add(&c.gets_by_level[l], 1),
+        }
+        Ok(hit)
+    }
+
+    fn contains(&self, ns: Nsid, key: &[u8]) -> Result<bool> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let c = &*self.ns_counters(ns)?;
+        Ok(self
+            .counted_lookup(ns, key, c)?
+            .is_some_and(|h| h.kind == Kind::Put))
+    }
+
+    fn list_keys(&self, ns: Nsid, start: &[u8], exclusive: bool, limit: usize) -> Result<KeyList> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let c = self.ns_counters(ns)?;
+        // One super version and one seqno, taken in this order as `lookup` does: the
+        // listing is the state at that seqno.
+        let sv = self.super_version();
+        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .cloned()
+            .collect();
+        let mut scan = SnapshotScan::new(&mems, sv.version.clone(), ns, snapshot, &c)?;
+        scan.list(start, exclusive, limit)
+    }
+
     fn get(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         let c = &*self.ns_counters(ns)?;
-        Counters::add(&c.gets, 1);
-        let Some(hit) = self.lookup(ns, key, c)? else {
-            Counters::add(&c.gets_not_found, 1);
+        let Some(hit) = self.counted_lookup(ns, key, c)? else {
             return Ok(None);
         };
-        match hit.level {
-            None => Counters::add(&c.gets_memtable, 1),
-            Some(l) => Counters::add(&c.gets_by_level[l], 1),
-        }
         match (hit.kind, hit.value, hit.addr) {
             (Kind::Delete, ..) => Ok(None),
             (Kind::Put, Some(v), _) => Ok(Some(v)),

@@ -56,6 +56,20 @@ impl IoPurpose {
             IoPurpose::Other => "other",
         }
     }
+
+    /// Serializes counters indexed by purpose as a map keyed by purpose name (in `ALL`
+    /// order), so JSON readers need not know the indices.
+    pub fn serialize_counts<S: serde::Serializer>(
+        counts: &[u64; IoPurpose::COUNT],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(IoPurpose::COUNT))?;
+        for p in IoPurpose::ALL {
+            m.serialize_entry(p.name(), &counts[p as usize])?;
+        }
+        m.end()
+    }
 }
 
 /// A file being written: append-only until dropped. Appends come from one thread at a time;

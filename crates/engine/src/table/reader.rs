@@ -178,13 +178,20 @@ impl TableReader {
         Ok((seq, kind, iv))
     }
 
-    /// Iterates all entries in order; data blocks are read with purpose `purpose`.
+    /// Iterates all entries in order, counting reads in the table's own counters.
     pub fn iter(self: &Arc<Self>) -> Result<TableIter> {
-        let index = self.index(&self.counters)?;
+        self.iter_counted(self.counters.clone())
+    }
+
+    /// Iterates all entries in order, counting reads in `counters` (a namespace's, for
+    /// reads made on its behalf). Unpositioned until `seek_to_first` or `seek`.
+    pub fn iter_counted(self: &Arc<Self>, counters: Arc<Counters>) -> Result<TableIter> {
+        let index = self.index(&counters)?;
         Ok(TableIter {
             table: self.clone(),
             index: index.iter(),
             data: None,
+            counters,
         })
     }
 }
@@ -194,6 +201,7 @@ pub struct TableIter {
     table: Arc<TableReader>,
     index: BlockIter,
     data: Option<BlockIter>,
+    counters: Arc<Counters>,
 }
 
 impl TableIter {
@@ -212,7 +220,14 @@ impl TableIter {
 
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.index.seek_to_first();
-        self.load_block()
+        self.load_block(None)
+    }
+
+    /// Positions at the first entry whose internal key is `>= target`: the index names the
+    /// first block whose last key is `>= target`, and the block holds the entry.
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.index.seek(target, cmp_ikey);
+        self.load_block(Some(target))
     }
 
     pub fn advance(&mut self) -> Result<()> {
@@ -224,7 +239,7 @@ impl TableIter {
                 return Err(self.corrupt());
             }
             self.index.advance();
-            return self.load_block();
+            return self.load_block(None);
         }
         Ok(())
     }
@@ -233,8 +248,10 @@ impl TableIter {
         Error::corruption(&self.table.name, 0, "malformed block entry")
     }
 
-    /// Loads the block the index points at, skipping empty ones.
-    fn load_block(&mut self) -> Result<()> {
+    /// Loads the block the index points at, skipping empty ones, and positions at its first
+    /// entry `>= target` (or its first entry). Should the block hold nothing `>= target`
+    /// despite what the index says, the walk goes on with the next block.
+    fn load_block(&mut self, target: Option<&[u8]>) -> Result<()> {
         loop {
             if !self.index.valid() {
                 if self.index.corrupt() {
@@ -245,9 +262,12 @@ impl TableIter {
             }
             let block = self
                 .table
-                .data_block(self.index.value_slice(), &self.table.counters)?;
+                .data_block(self.index.value_slice(), &self.counters)?;
             let mut it = block.iter();
-            it.seek_to_first();
+            match target {
+                Some(t) => it.seek(t, cmp_ikey),
+                None => it.seek_to_first(),
+            }
             if it.corrupt() {
                 return Err(self.corrupt());
             }
@@ -256,6 +276,91 @@ impl TableIter {
                 return Ok(());
             }
             self.index.advance();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::make_ikey;
+    use crate::storage::MemStorage;
+    use crate::table::{BlockCache, TableBuilder};
+
+    /// Keys `k0000..k0299` of namespace 1, each with a put at seqno 10 and, for even keys, an
+    /// older delete at seqno 5; small blocks so the table has many.
+    fn entries() -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        for i in 0..300u32 {
+            let k = format!("k{i:04}");
+            v.push(make_ikey(1, k.as_bytes(), 10, Kind::Put));
+            if i % 2 == 0 {
+                v.push(make_ikey(1, k.as_bytes(), 5, Kind::Delete));
+            }
+        }
+        v
+    }
+
+    fn open(keys: &[Vec<u8>]) -> Arc<TableReader> {
+        let storage = MemStorage::new();
+        let mut b = TableBuilder::new(&storage, 7, 128, 10).unwrap();
+        for k in keys {
+            let mut v = Vec::new();
+            IndexValue::Tombstone.encode(&mut v);
+            b.add(k, &v).unwrap();
+        }
+        b.finish().unwrap();
+        Arc::new(
+            TableReader::open(
+                &storage,
+                7,
+                Arc::new(BlockCache::new(0)),
+                Arc::new(Counters::default()),
+            )
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn seek_lands_on_first_entry_not_below_target() {
+        let keys = entries();
+        let r = open(&keys);
+        let mut targets: Vec<Vec<u8>> = keys.clone();
+        for i in (0..300u32).step_by(7) {
+            let k = format!("k{i:04}");
+            // Between the two versions, above both, and between two user keys.
+            targets.push(make_ikey(1, k.as_bytes(), 7, Kind::Put));
+            targets.push(make_ikey(1, k.as_bytes(), 99, Kind::Put));
+            targets.push(make_ikey(1, format!("{k}x").as_bytes(), 99, Kind::Put));
+        }
+        targets.push(make_ikey(0, b"zzz", 1, Kind::Put));
+        targets.push(make_ikey(1, b"", 99, Kind::Put));
+        targets.push(make_ikey(1, b"k9999", 1, Kind::Put));
+        targets.push(make_ikey(2, b"", 99, Kind::Put));
+        let mut it = r.iter().unwrap();
+        // Targets in an order that moves the iterator backwards as well as forwards.
+        for (n, t) in targets.iter().rev().enumerate() {
+            it.seek(t).unwrap();
+            let want = keys
+                .iter()
+                .position(|k| cmp_ikey(k, t) != std::cmp::Ordering::Less);
+            match want {
+                None => assert!(!it.valid(), "target {n} should be past the end"),
+                Some(i) => {
+                    assert!(it.valid(), "target {n} should find entry {i}");
+                    assert_eq!(it.key(), keys[i].as_slice(), "target {n}");
+                    if n % 10 == 0 {
+                        // Walking on from a seek visits the rest in order.
+                        let mut rest = 0;
+                        while it.valid() {
+                            assert_eq!(it.key(), keys[i + rest].as_slice());
+                            rest += 1;
+                            it.advance().unwrap();
+                        }
+                        assert_eq!(i + rest, keys.len());
+                    }
+                }
+            }
         }
     }
 }

@@ -1,0 +1,195 @@
+//! Ordered reads over one namespace: a merge of the memtables and tables of one super version
+//! seen at one snapshot seqno, yielding the newest visible version of each user key.
+//!
+//! Keys only: the kind comes from the internal key's trailer, so nothing here reads the value
+//! log (or even decodes index values).
+
+use crate::compaction::{LevelSource, MergingIter, Source};
+use crate::error::{Error, Result};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, NSID_LEN};
+use crate::memtable::{MemIter, Memtable};
+use crate::stats::Counters;
+use crate::version::Version;
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// A page of keys of one namespace in byte order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyList {
+    pub keys: Vec<Bytes>,
+    /// At least one more live key follows the last one in `keys`.
+    pub more: bool,
+}
+
+/// A memtable looks like a table whose values are all inline.
+impl Source for MemIter {
+    fn valid(&self) -> bool {
+        MemIter::valid(self)
+    }
+    fn key(&self) -> &[u8] {
+        self.ikey()
+    }
+    fn value(&self) -> Bytes {
+        let mut out = Vec::new();
+        match self.entry() {
+            Some((_, v)) if v.kind == Kind::Put => IndexValue::Addr {
+                addr: v.addr,
+                inline: Some(v.value.clone()),
+            }
+            .encode(&mut out),
+            Some(_) => IndexValue::Tombstone.encode(&mut out),
+            None => {}
+        }
+        Bytes::from(out)
+    }
+    fn advance(&mut self) -> Result<()> {
+        MemIter::advance(self);
+        Ok(())
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let (user, seq, _) = key::split_ikey(target)
+            .ok_or_else(|| Error::InvalidArgument("seek target is no internal key".into()))?;
+        MemIter::seek(self, user, seq);
+        // Memtable order ignores the kind; a same-seqno entry with a higher kind sorts
+        // before the target in internal-key order.
+        while self.valid() && key::cmp_ikey(self.ikey(), target).is_lt() {
+            MemIter::advance(self);
+        }
+        Ok(())
+    }
+}
+
+/// The user keys of one namespace at one snapshot, in order, each once with the kind of its
+/// newest visible version (tombstones included: callers decide what a delete means).
+pub struct SnapshotScan {
+    merged: MergingIter,
+    ns: Nsid,
+    snapshot: SeqNo,
+    /// `nsid ++ user key` of the current key.
+    user: Vec<u8>,
+    kind: Kind,
+    valid: bool,
+    /// Keeps the tables of L0 alive (and their files undeleted) while the scan reads them.
+    _version: Arc<Version>,
+}
+
+impl SnapshotScan {
+    /// A scan over `mems` (newest first) and `version`, seeing seqnos up to `snapshot`;
+    /// table reads are counted in `counters`. Unpositioned until `seek`.
+    pub fn new(
+        mems: &[Arc<Memtable>],
+        version: Arc<Version>,
+        ns: Nsid,
+        snapshot: SeqNo,
+        counters: &Arc<Counters>,
+    ) -> Result<SnapshotScan> {
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        for m in mems {
+            sources.push(Box::new(MemIter::new(m.clone())));
+        }
+        for (level, tables) in version.levels.iter().enumerate() {
+            let mine = tables.iter().filter(|t| t.may_hold_namespace(ns));
+            if level == 0 {
+                // L0 tables overlap: each is a source of its own.
+                for t in mine {
+                    sources.push(Box::new(t.reader()?.iter_counted(counters.clone())?));
+                }
+            } else {
+                let mine: Vec<_> = mine.cloned().collect();
+                if !mine.is_empty() {
+                    sources.push(Box::new(LevelSource::for_seek(mine, counters.clone())));
+                }
+            }
+        }
+        Ok(SnapshotScan {
+            merged: MergingIter::new(sources),
+            ns,
+            snapshot,
+            user: Vec::new(),
+            kind: Kind::Put,
+            valid: false,
+            _version: version,
+        })
+    }
+
+    /// Positions at the first user key `>= key` that has a visible version.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        let mut target = key::user_part(self.ns, key);
+        key::push_trailer(&mut target, self.snapshot, Kind::Put);
+        self.merged.seek(&target)?;
+        self.settle(None)
+    }
+
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current user key (namespace stripped); only while `valid()`.
+    pub fn key(&self) -> &[u8] {
+        self.user.get(NSID_LEN..).unwrap_or_default()
+    }
+
+    /// Kind of the current key's newest visible version.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Moves to the next user key, past the older versions of this one.
+    pub fn next(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let current = std::mem::take(&mut self.user);
+        self.settle(Some(&current))
+    }
+
+    /// From the merge's position, stops at the newest visible version of the first user key
+    /// other than `skip`, or becomes invalid at the end of the namespace.
+    fn settle(&mut self, skip: Option<&[u8]>) -> Result<()> {
+        self.valid = false;
+        while self.merged.valid() {
+            let (user, seq, kind) = key::split_ikey(self.merged.key())
+                .ok_or_else(|| Error::corruption("index", 0, "malformed internal key"))?;
+            if key::ikey_nsid(user) != self.ns {
+                // Namespaces are contiguous in key order: nothing of `ns` follows.
+                return Ok(());
+            }
+            if seq > self.snapshot || skip == Some(user) {
+                self.merged.advance()?;
+                continue;
+            }
+            self.kind = Kind::from_u8(kind)
+                .ok_or_else(|| Error::corruption("index", 0, "bad entry kind"))?;
+            self.user.clear();
+            self.user.extend_from_slice(user);
+            self.valid = true;
+            return Ok(());
+        }
+        Ok(())
+    }
+
+    /// Up to `limit` live keys (deleted ones skipped) from `start` on, or strictly after it
+    /// if `exclusive`, and whether another live key follows them.
+    pub fn list(&mut self, start: &[u8], exclusive: bool, limit: usize) -> Result<KeyList> {
+        if exclusive {
+            // `start ++ 0x00` is the smallest key greater than `start`.
+            let mut after = Vec::with_capacity(start.len() + 1);
+            after.extend_from_slice(start);
+            after.push(0);
+            self.seek(&after)?;
+        } else {
+            self.seek(start)?;
+        }
+        let mut keys = Vec::with_capacity(limit.min(1024));
+        while self.valid() {
+            if self.kind() == Kind::Put {
+                if keys.len() == limit {
+                    return Ok(KeyList { keys, more: true });
+                }
+                keys.push(Bytes::copy_from_slice(self.key()));
+            }
+            self.next()?;
+        }
+        Ok(KeyList { keys, more: false })
+    }
+}

@@ -1,0 +1,461 @@
+//! Key listing (`list_keys_ns`), existence checks (`contains_ns`) and per-write sync.
+//!
+//! The model test runs random writes over three namespaces that share keys, with flushes,
+//! compactions, reopens and destroy + recreate, in both layouts, and after every step compares
+//! a random listing and a random existence check with a `BTreeMap`.
+
+mod common;
+
+use cerberus_engine::storage::{FaultStorage, IoPurpose, MemStorage, StorageRef};
+use cerberus_engine::{Db, Error, KeyList, Layout, Nsid, Options, WriteBatch, WriteOptions};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+const STEPS: usize = 12_000;
+const KEYS: u32 = 300;
+
+type Model = BTreeMap<(Nsid, Vec<u8>), Vec<u8>>;
+
+/// Unpadded numbers, so some keys are prefixes of others ("k1" < "k10" < "k100" < "k11");
+/// key 0 is the empty key.
+fn key(k: u32) -> Vec<u8> {
+    if k == 0 {
+        Vec::new()
+    } else {
+        format!("k{k}").into_bytes()
+    }
+}
+
+/// What `list_keys_ns` must return, computed from the model.
+fn expected(model: &Model, ns: Nsid, start: &[u8], exclusive: bool, limit: usize) -> KeyList {
+    let lo = (ns, start.to_vec());
+    let lo = if exclusive {
+        Bound::Excluded(lo)
+    } else {
+        Bound::Included(lo)
+    };
+    let mut it = model
+        .range((lo, Bound::Unbounded))
+        .take_while(|((n, _), _)| *n == ns)
+        .map(|((_, k), _)| k);
+    let keys: Vec<_> = it.by_ref().take(limit).cloned().collect();
+    let more = it.next().is_some();
+    KeyList {
+        keys: keys.into_iter().map(Into::into).collect(),
+        more,
+    }
+}
+
+/// A start key: a key that may exist, one between keys, the empty key or random bytes.
+fn random_start(rng: &mut SmallRng) -> Vec<u8> {
+    match rng.gen_range(0..10) {
+        0..=4 => key(rng.gen_range(0..KEYS + 20)),
+        5..=6 => {
+            let mut k = key(rng.gen_range(1..KEYS));
+            k.push(rng.gen_range(0..3));
+            k
+        }
+        7 => Vec::new(),
+        8 => {
+            let mut k = key(rng.gen_range(1..KEYS));
+            k.pop();
+            k
+        }
+        _ => (0..rng.gen_range(0..4)).map(|_| rng.gen()).collect(),
+    }
+}
+
+fn random_limit(rng: &mut SmallRng) -> usize {
+    match rng.gen_range(0..20) {
+        0 => 0,
+        1 => usize::MAX,
+        2 => rng.gen_range(100..400),
+        _ => rng.gen_range(1..20),
+    }
+}
+
+fn check_list(db: &Db, model: &Model, ns: Nsid, rng: &mut SmallRng, what: &str) {
+    let start = random_start(rng);
+    let exclusive = rng.gen_bool(0.5);
+    let limit = random_limit(rng);
+    let got = db.list_keys_ns(ns, &start, exclusive, limit).unwrap();
+    let want = expected(model, ns, &start, exclusive, limit);
+    assert_eq!(
+        got, want,
+        "{what}: list ns {ns} start {start:?} exclusive {exclusive} limit {limit}"
+    );
+}
+
+fn check_contains(db: &Db, model: &Model, ns: Nsid, rng: &mut SmallRng, what: &str) {
+    let k = key(rng.gen_range(0..KEYS + 5));
+    assert_eq!(
+        db.contains_ns(ns, &k).unwrap(),
+        model.contains_key(&(ns, k.clone())),
+        "{what}: contains ns {ns} key {k:?}"
+    );
+}
+
+/// Pages through a whole namespace with exclusive starts and compares with the model.
+fn check_paging(db: &Db, model: &Model, ns: Nsid, page: usize, what: &str) {
+    let mut all = Vec::new();
+    let mut start = Vec::new();
+    let mut exclusive = false;
+    loop {
+        let l = db.list_keys_ns(ns, &start, exclusive, page).unwrap();
+        assert!(l.keys.len() <= page);
+        all.extend(l.keys.iter().map(|k| k.to_vec()));
+        if !l.more {
+            break;
+        }
+        assert_eq!(l.keys.len(), page, "{what}: a short page claims more");
+        start = all.last().cloned().unwrap();
+        exclusive = true;
+    }
+    let want: Vec<Vec<u8>> = model
+        .range((ns, Vec::new())..)
+        .take_while(|((n, _), _)| *n == ns)
+        .map(|((_, k), _)| k.clone())
+        .collect();
+    assert_eq!(all, want, "{what}: paging through ns {ns} by {page}");
+}
+
+fn run(layout: Layout, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let storage: StorageRef = Arc::new(MemStorage::new());
+    let opts = Options {
+        layout,
+        ..common::small_options()
+    };
+    let mut db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut names = 0;
+    // Three namespaces: the default one and two created ones (replaced on destroy).
+    let mut spaces: Vec<Nsid> = vec![0];
+    for _ in 0..2 {
+        names += 1;
+        spaces.push(db.create_namespace(&format!("t{names}")).unwrap());
+    }
+    let mut destroyed: Vec<Nsid> = Vec::new();
+    let mut version = 0u64;
+    let mut value = |rng: &mut SmallRng, k: u32| {
+        version += 1;
+        // Short values are inline in the tables, long ones only in the value log.
+        common::value_for(k, version, rng.gen_range(1..120))
+    };
+    for step in 0..STEPS {
+        let slot = rng.gen_range(0..spaces.len());
+        let ns = spaces[slot];
+        let k = rng.gen_range(0..KEYS);
+        match rng.gen_range(0..1000) {
+            0..=449 => {
+                let v = value(&mut rng, k);
+                db.put_ns(ns, &key(k), &v).unwrap();
+                model.insert((ns, key(k)), v);
+            }
+            450..=649 => {
+                db.delete_ns(ns, &key(k)).unwrap();
+                model.remove(&(ns, key(k)));
+            }
+            650..=659 => {
+                let v = value(&mut rng, k);
+                db.put_ns_opt(ns, &key(k), &v, &WriteOptions { sync: true })
+                    .unwrap();
+                model.insert((ns, key(k)), v);
+            }
+            660..=899 => {
+                let mut batch = WriteBatch::new();
+                let mut staged = Vec::new();
+                for _ in 0..rng.gen_range(1..8) {
+                    let k = rng.gen_range(0..KEYS);
+                    if rng.gen_bool(0.6) {
+                        let v = value(&mut rng, k);
+                        batch.put(key(k), v.clone());
+                        staged.push((key(k), Some(v)));
+                    } else {
+                        batch.delete(key(k));
+                        staged.push((key(k), None));
+                    }
+                }
+                db.write_ns(ns, batch).unwrap();
+                for (k, v) in staged {
+                    match v {
+                        Some(v) => model.insert((ns, k), v),
+                        None => model.remove(&(ns, k)),
+                    };
+                }
+            }
+            900..=959 => db.flush().unwrap(),
+            960..=979 => db.compact_all().unwrap(),
+            980..=989 => {
+                if ns != 0 {
+                    db.destroy_namespace(ns).unwrap();
+                    model.retain(|(n, _), _| *n != ns);
+                    destroyed.push(ns);
+                    names += 1;
+                    spaces[slot] = db.create_namespace(&format!("t{names}")).unwrap();
+                }
+            }
+            990..=991 => {
+                db.gc_value_log().unwrap();
+            }
+            _ => {
+                db.close().unwrap();
+                drop(db);
+                db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+                for &ns in &spaces {
+                    check_paging(&db, &model, ns, rng.gen_range(1..40), "after reopen");
+                }
+            }
+        }
+        let what = format!("{layout:?} seed {seed} step {step}");
+        for _ in 0..2 {
+            let ns = spaces[rng.gen_range(0..spaces.len())];
+            check_list(&db, &model, ns, &mut rng, &what);
+            check_contains(&db, &model, ns, &mut rng, &what);
+        }
+        if let Some(&dead) = destroyed.last() {
+            if step % 50 == 0 {
+                assert!(matches!(
+                    db.list_keys_ns(dead, b"", false, 10),
+                    Err(Error::UnknownNamespace(n)) if n == dead
+                ));
+                assert!(matches!(
+                    db.contains_ns(dead, b"k1"),
+                    Err(Error::UnknownNamespace(n)) if n == dead
+                ));
+            }
+        }
+    }
+    let st = db.stats();
+    assert!(
+        st.levels.iter().skip(1).any(|l| l.tables > 0),
+        "{layout:?}: nothing reached L1 or below: {:?}",
+        st.levels
+    );
+    assert!(!destroyed.is_empty(), "{layout:?}: no namespace destroyed");
+    for &ns in &spaces {
+        check_paging(&db, &model, ns, 7, "final");
+    }
+}
+
+#[test]
+fn list_model_per_namespace() {
+    run(Layout::PerNamespace, common::seed(21));
+}
+
+#[test]
+fn list_model_shared() {
+    run(Layout::Shared, common::seed(22));
+}
+
+fn value_reads(db: &Db, ns: Nsid) -> u64 {
+    db.namespace_stats(ns).unwrap().reads[IoPurpose::Value as usize]
+}
+
+/// Every key has versions in L1, in L0 and in the memtable at once; some are deleted at one
+/// layer and written again at another.
+fn each_key_once(layout: Layout) {
+    let opts = Options {
+        layout,
+        auto_compaction: false,
+        // Values are never inline: a value read would show in the counters.
+        inline_value_threshold: 0,
+        ..common::small_options()
+    };
+    let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    let k = |i: u32| format!("key{i:03}").into_bytes();
+    let v = |i: u32, layer: &str| format!("{layer}-{i}-{}", "x".repeat(40)).into_bytes();
+    // L1: keys 0..100. The other namespaces hold the same keys as neighbours.
+    for i in 0..100 {
+        for n in [0, ns] {
+            db.put_ns(n, &k(i), &v(i, "l1")).unwrap();
+        }
+    }
+    db.compact_all().unwrap();
+    // L0: every key again, deletes of 10..20, new keys 100..110.
+    for i in 0..110 {
+        if (10..20).contains(&i) {
+            db.delete_ns(ns, &k(i)).unwrap();
+        } else {
+            db.put_ns(ns, &k(i), &v(i, "l0")).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    // Memtable: every key again, 15..17 written back, 30..35 deleted, 200 new.
+    for i in (0..110).chain([200]) {
+        match i {
+            30..=34 => db.delete_ns(ns, &k(i)).unwrap(),
+            10..=14 | 17..=19 => {}
+            _ => db.put_ns(ns, &k(i), &v(i, "mem")).unwrap(),
+        }
+    }
+    let levels = db.stats().levels;
+    assert!(levels[0].tables > 0 && levels[1].tables > 0, "{levels:?}");
+    let live: Vec<u32> = (0..110)
+        .filter(|i| !(10..15).contains(i) && !(17..20).contains(i) && !(30..35).contains(i))
+        .chain([200])
+        .collect();
+    let want: Vec<Vec<u8>> = live.iter().map(|&i| k(i)).collect();
+    let reads = value_reads(&db, ns);
+    let all = db.list_keys_ns(ns, b"", false, 1000).unwrap();
+    assert!(!all.more);
+    let got: Vec<Vec<u8>> = all.keys.iter().map(|k| k.to_vec()).collect();
+    assert_eq!(got, want, "{layout:?}");
+    // Pages, each starting after the last key of the one before.
+    for page in [1, 3, 10, 64] {
+        let mut start = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            let l = db.list_keys_ns(ns, &start, !seen.is_empty(), page).unwrap();
+            seen.extend(l.keys.iter().map(|k| k.to_vec()));
+            if !l.more {
+                break;
+            }
+            start = seen.last().cloned().unwrap();
+        }
+        assert_eq!(seen, want, "{layout:?} page {page}");
+    }
+    // Inclusive and exclusive starts at a live key, a deleted key and between keys.
+    let first_after =
+        |s: &[u8], excl: bool| db.list_keys_ns(ns, s, excl, 1).unwrap().keys[0].to_vec();
+    assert_eq!(first_after(&k(5), false), k(5));
+    assert_eq!(first_after(&k(5), true), k(6));
+    assert_eq!(first_after(&k(12), false), k(15));
+    assert_eq!(first_after(&k(16), true), k(20));
+    assert_eq!(first_after(b"key0295", false), k(30 + 5));
+    let tail = db.list_keys_ns(ns, &k(109), true, 5).unwrap();
+    assert_eq!((tail.keys.len(), tail.more), (1, false));
+    assert_eq!(tail.keys[0].as_ref(), k(200).as_slice());
+    let none = db.list_keys_ns(ns, &k(200), true, 5).unwrap();
+    assert_eq!(none, KeyList::default());
+    // `more` with limit 0 says whether anything is there at all.
+    assert!(db.list_keys_ns(ns, &k(109), false, 0).unwrap().more);
+    assert!(!db.list_keys_ns(ns, &k(200), true, 0).unwrap().more);
+    // Existence follows the newest version at every layer.
+    for i in (0..110).chain([200, 300]) {
+        assert_eq!(db.contains_ns(ns, &k(i)).unwrap(), live.contains(&i), "{i}");
+    }
+    assert_eq!(
+        value_reads(&db, ns),
+        reads,
+        "listing or contains read values"
+    );
+    // The default namespace still holds its own copy of 0..100, only in L1.
+    let reads = value_reads(&db, 0);
+    let d = db.list_keys(b"", false, usize::MAX).unwrap();
+    assert_eq!(d.keys.len(), 100);
+    assert!(db.contains(&k(12)).unwrap());
+    assert_eq!(
+        value_reads(&db, 0),
+        reads,
+        "listing or contains read values"
+    );
+    // A get there reads the value log, and the counter shows it.
+    db.get(&k(50)).unwrap().unwrap();
+    assert!(value_reads(&db, 0) > reads);
+}
+
+#[test]
+fn list_each_key_once_across_layers_per_namespace() {
+    each_key_once(Layout::PerNamespace);
+}
+
+#[test]
+fn list_each_key_once_across_layers_shared() {
+    each_key_once(Layout::Shared);
+}
+
+#[test]
+fn list_of_closed_db_fails() {
+    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.close().unwrap();
+    assert!(matches!(db.list_keys(b"", false, 10), Err(Error::Closed)));
+    assert!(matches!(db.contains(b"a"), Err(Error::Closed)));
+    assert!(matches!(db.sync_log(), Err(Error::Closed)));
+}
+
+fn crash_and_reopen(fs: &FaultStorage, db: Db, opts: &Options) -> Db {
+    fs.crash();
+    drop(db);
+    fs.restart();
+    Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap()
+}
+
+/// With `Options::sync` off, a write with `WriteOptions::sync` (and everything before it, in
+/// the same log) survives a power cut; so does whatever `sync_log` covered.
+#[test]
+fn sync_write_survives_crash() {
+    let fs = FaultStorage::new();
+    let opts = Options {
+        sync: false,
+        ..common::small_options()
+    };
+    let sync = WriteOptions { sync: true };
+    let mut db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    db.put(b"before", b"0").unwrap();
+    db.put_ns_opt(ns, b"synced", b"1", &sync).unwrap();
+    db.put(b"after", b"2").unwrap();
+    db = crash_and_reopen(&fs, db, &opts);
+    assert_eq!(
+        db.get_ns(ns, b"synced").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(db.get(b"before").unwrap().as_deref(), Some(&b"0"[..]));
+
+    let mut batch = WriteBatch::new();
+    batch.put(b"b1".to_vec(), b"x".to_vec());
+    batch.delete(b"before".to_vec());
+    db.write_ns_opt(DEFAULT, batch, &sync).unwrap();
+    db.delete_ns_opt(ns, b"synced", &sync).unwrap();
+    db = crash_and_reopen(&fs, db, &opts);
+    assert_eq!(db.get(b"b1").unwrap().as_deref(), Some(&b"x"[..]));
+    assert_eq!(db.get(b"before").unwrap(), None);
+    assert_eq!(db.get_ns(ns, b"synced").unwrap(), None);
+
+    db.put(b"plain", b"3").unwrap();
+    db.sync_log().unwrap();
+    db = crash_and_reopen(&fs, db, &opts);
+    assert_eq!(db.get(b"plain").unwrap().as_deref(), Some(&b"3"[..]));
+}
+
+const DEFAULT: Nsid = 0;
+
+/// Sync writes from several threads, mixed with plain ones, all acknowledged before a crash:
+/// every synced one is there afterwards.
+#[test]
+fn concurrent_sync_writes_survive_crash() {
+    let fs = FaultStorage::new();
+    let opts = Options {
+        sync: false,
+        ..common::small_options()
+    };
+    let db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let db = &db;
+            s.spawn(move || {
+                for i in 0..100u32 {
+                    let k = format!("t{t}-{i:03}");
+                    let sync = WriteOptions { sync: t % 2 == 0 };
+                    db.put_opt(k.as_bytes(), &common::value_for(i, 1, 40), &sync)
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let db = crash_and_reopen(&fs, db, &opts);
+    for t in [0u32, 2] {
+        let l = db
+            .list_keys(format!("t{t}-").as_bytes(), false, 100)
+            .unwrap();
+        let want: Vec<Vec<u8>> = (0..100).map(|i| format!("t{t}-{i:03}").into()).collect();
+        let got: Vec<Vec<u8>> = l.keys.iter().map(|k| k.to_vec()).collect();
+        assert_eq!(got, want, "thread {t}");
+    }
+}
