@@ -255,14 +255,17 @@ impl Db {
         self.get_ns(DEFAULT_NS, key)
     }
 
+    /// [`Db::put`] with per-write options (`sync`).
     pub fn put_opt(&self, key: &[u8], value: &[u8], opts: &WriteOptions) -> Result<()> {
         self.put_ns_opt(DEFAULT_NS, key, value, opts)
     }
 
+    /// [`Db::delete`] with per-write options (`sync`).
     pub fn delete_opt(&self, key: &[u8], opts: &WriteOptions) -> Result<()> {
         self.delete_ns_opt(DEFAULT_NS, key, opts)
     }
 
+    /// [`Db::write`] with per-write options (`sync`).
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
         self.write_ns_opt(DEFAULT_NS, batch, opts)
     }
@@ -285,6 +288,8 @@ impl Db {
         self.delete_ns_opt(ns, key, &WriteOptions::default())
     }
 
+    /// [`Db::put_ns`] with per-write options: with `opts.sync` it returns only once the
+    /// write is durable.
     pub fn put_ns_opt(
         &self,
         ns: Nsid,
@@ -295,6 +300,7 @@ impl Db {
         self.inner.write(ns, &[(Kind::Put, key, value)], opts.sync)
     }
 
+    /// [`Db::delete_ns`] with per-write options (`sync`).
     pub fn delete_ns_opt(&self, ns: Nsid, key: &[u8], opts: &WriteOptions) -> Result<()> {
         self.inner.write(ns, &[(Kind::Delete, key, &[])], opts.sync)
     }
@@ -312,7 +318,8 @@ impl Db {
     /// Up to `limit` keys of namespace `ns` in byte order, from `start` on (empty = the
     /// first key), or strictly after `start` if `start_exclusive`. Deleted keys are left
     /// out; `more` says whether another key follows the last one returned. The listing is
-    /// one consistent snapshot and reads no values.
+    /// one consistent snapshot and reads no values. A destroyed or unknown namespace gives
+    /// [`Error::UnknownNamespace`].
     pub fn list_keys_ns(
         &self,
         ns: Nsid,
