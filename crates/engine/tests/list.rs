@@ -407,6 +407,48 @@ fn list_sees_batches_whole() {
     assert!(db.stats().flushes > 0);
 }
 
+/// A flipped byte in a table's data makes the listing fail with corruption naming the table,
+/// never return wrong keys.
+#[test]
+fn flipped_byte_in_a_table_fails_the_listing() {
+    let fs = FaultStorage::new();
+    let opts = Options {
+        cache_bytes: 0,
+        ..common::small_options()
+    };
+    let db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    for k in 0..2_000u32 {
+        db.put(format!("key{k:05}").as_bytes(), b"v").unwrap();
+    }
+    db.compact_all().unwrap();
+    db.close().unwrap();
+    drop(db);
+    let mut tables: Vec<String> = db_tables(&fs);
+    tables.sort();
+    let table = &tables[0];
+    fs.flip_byte(table, fs.file_len(table).unwrap() / 3)
+        .unwrap();
+    let db = Db::open_with_storage(Arc::new(fs.clone()), opts).unwrap();
+    match db.list_keys(b"", false, usize::MAX) {
+        Err(e @ Error::Corruption { .. }) => {
+            assert!(
+                e.to_string().contains(table.as_str()),
+                "{e} does not name {table}"
+            )
+        }
+        other => panic!("listing over a flipped byte gave {other:?}"),
+    }
+}
+
+fn db_tables(fs: &FaultStorage) -> Vec<String> {
+    use cerberus_engine::storage::Storage;
+    fs.list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect()
+}
+
 #[test]
 fn list_of_closed_db_fails() {
     let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
