@@ -1,1 +1,18 @@
-//! cerberus-device (grows in a later issue).
+//! The Cerberus device: serves the key-value command set (`cerberus-proto`) over TCP or TLS on
+//! top of the engine, with per-namespace credentials, worker threads for engine calls, a
+//! Prometheus endpoint and graceful shutdown.
+
+mod auth;
+mod config;
+mod connection;
+mod dispatch;
+mod error;
+mod metrics;
+mod server;
+mod tls;
+mod workers;
+
+pub use auth::{generate_secret, ADMIN_SECRET_FILE};
+pub use config::{DeviceConfig, EngineConfig, StorageChoice, DEFAULT_LISTEN};
+pub use error::DeviceError;
+pub use server::{Device, DeviceHandle};

@@ -1,0 +1,253 @@
+//! Credentials: one secret per namespace, issued at creation, and an admin secret. The device
+//! keeps only SHA-256 hashes of namespace secrets (in `credentials.json`) and compares in
+//! constant time. Secrets are 256 random bits, so a plain hash is enough: there is nothing to
+//! guess that a slow hash would protect.
+
+use crate::DeviceError;
+use parking_lot::Mutex;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use subtle::ConstantTimeEq;
+
+type Hash = [u8; 32];
+
+pub const ADMIN_SECRET_FILE: &str = "admin.secret";
+const CREDENTIALS_FILE: &str = "credentials.json";
+
+fn hash(secret: &[u8]) -> Hash {
+    let mut h = Sha256::new();
+    h.update(b"cerberus-credential-v1\0");
+    h.update(secret);
+    h.finalize().into()
+}
+
+/// A new secret: 32 random bytes from the OS, as 64 hex digits.
+pub fn generate_secret() -> String {
+    let mut b = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn to_hex(h: &Hash) -> String {
+    h.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn from_hex(s: &str) -> Option<Hash> {
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut h = [0u8; 32];
+    for (i, b) in h.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(h)
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CredentialsFile {
+    version: u32,
+    /// nsid -> hex SHA-256 of its secret.
+    namespaces: BTreeMap<u32, String>,
+}
+
+pub struct Credentials {
+    dir: PathBuf,
+    admin: Hash,
+    /// The admin secret itself when the device generated or read it (printed by `serve`).
+    admin_plain: String,
+    namespaces: Mutex<BTreeMap<u32, Hash>>,
+}
+
+impl Credentials {
+    /// Loads the credentials of the device in `dir`. Without `admin_secret`, the admin secret
+    /// is read from `dir/admin.secret`, or generated and written there with mode 0600.
+    pub fn open(dir: &Path, admin_secret: Option<&str>) -> Result<Credentials, DeviceError> {
+        let admin_plain = match admin_secret {
+            Some(s) => s.to_string(),
+            None => load_or_create_admin_secret(dir)?,
+        };
+        let path = dir.join(CREDENTIALS_FILE);
+        let mut namespaces = BTreeMap::new();
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let f: CredentialsFile = serde_json::from_slice(&bytes).map_err(|e| {
+                    DeviceError::Config(format!("{} is malformed: {e}", path.display()))
+                })?;
+                if f.version != 1 {
+                    return Err(DeviceError::Config(format!(
+                        "{} has version {}, this build reads 1",
+                        path.display(),
+                        f.version
+                    )));
+                }
+                for (ns, h) in f.namespaces {
+                    let h = from_hex(&h).ok_or_else(|| {
+                        DeviceError::Config(format!("{}: bad hash for {ns}", path.display()))
+                    })?;
+                    namespaces.insert(ns, h);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DeviceError::io(&path, e)),
+        }
+        Ok(Credentials {
+            dir: dir.to_path_buf(),
+            admin: hash(admin_plain.as_bytes()),
+            admin_plain,
+            namespaces: Mutex::new(namespaces),
+        })
+    }
+
+    pub fn admin_secret(&self) -> &str {
+        &self.admin_plain
+    }
+
+    pub fn verify_admin(&self, secret: &[u8]) -> bool {
+        bool::from(hash(secret).ct_eq(&self.admin))
+    }
+
+    /// Whether `secret` is the credential of `nsid`. Takes the same time whether or not the
+    /// namespace has a credential, so a failure does not tell which.
+    pub fn verify(&self, nsid: u32, secret: &[u8]) -> bool {
+        let given = hash(secret);
+        let stored = self.namespaces.lock().get(&nsid).copied();
+        let (target, exists) = match stored {
+            Some(h) => (h, true),
+            None => ([0u8; 32], false),
+        };
+        bool::from(given.ct_eq(&target)) && exists
+    }
+
+    /// Issues a new secret for `nsid` and persists its hash before returning it.
+    pub fn issue(&self, nsid: u32) -> Result<String, DeviceError> {
+        let secret = generate_secret();
+        let mut map = self.namespaces.lock();
+        map.insert(nsid, hash(secret.as_bytes()));
+        self.persist(&map)?;
+        Ok(secret)
+    }
+
+    /// Forgets the credential of a destroyed namespace.
+    pub fn revoke(&self, nsid: u32) -> Result<(), DeviceError> {
+        let mut map = self.namespaces.lock();
+        if map.remove(&nsid).is_some() {
+            self.persist(&map)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the file whole under a temporary name, syncs it and renames it over the old one,
+    /// so a crash leaves either version.
+    fn persist(&self, map: &BTreeMap<u32, Hash>) -> Result<(), DeviceError> {
+        let f = CredentialsFile {
+            version: 1,
+            namespaces: map.iter().map(|(k, v)| (*k, to_hex(v))).collect(),
+        };
+        let bytes = serde_json::to_vec_pretty(&f)
+            .map_err(|e| DeviceError::Config(format!("encoding credentials: {e}")))?;
+        let path = self.dir.join(CREDENTIALS_FILE);
+        let tmp = self.dir.join(format!("{CREDENTIALS_FILE}.tmp"));
+        write_private(&tmp, &bytes, false)?;
+        std::fs::rename(&tmp, &path).map_err(|e| DeviceError::io(&path, e))?;
+        sync_dir(&self.dir)
+    }
+}
+
+fn load_or_create_admin_secret(dir: &Path) -> Result<String, DeviceError> {
+    let path = dir.join(ADMIN_SECRET_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(s) => {
+            let s = s.trim().to_string();
+            if s.len() < 16 {
+                return Err(DeviceError::Config(format!(
+                    "{} holds no usable secret",
+                    path.display()
+                )));
+            }
+            Ok(s)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let s = generate_secret();
+            write_private(&path, format!("{s}\n").as_bytes(), true)?;
+            sync_dir(dir)?;
+            Ok(s)
+        }
+        Err(e) => Err(DeviceError::io(&path, e)),
+    }
+}
+
+/// Writes a file only its owner can read (mode 0600 from creation, not chmod after).
+fn write_private(path: &Path, bytes: &[u8], exclusive: bool) -> Result<(), DeviceError> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true);
+    if exclusive {
+        o.create_new(true);
+    } else {
+        o.create(true).truncate(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(path).map_err(|e| DeviceError::io(path, e))?;
+    f.write_all(bytes).map_err(|e| DeviceError::io(path, e))?;
+    f.sync_all().map_err(|e| DeviceError::io(path, e))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), DeviceError> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| DeviceError::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issued_secrets_verify_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Credentials::open(dir.path(), None).unwrap();
+        let admin = c.admin_secret().to_string();
+        assert_eq!(admin.len(), 64);
+        let s = c.issue(3).unwrap();
+        assert!(c.verify(3, s.as_bytes()));
+        assert!(!c.verify(3, b"wrong"));
+        assert!(!c.verify(4, s.as_bytes()));
+        drop(c);
+        let c = Credentials::open(dir.path(), None).unwrap();
+        assert_eq!(c.admin_secret(), admin);
+        assert!(c.verify_admin(admin.as_bytes()));
+        assert!(c.verify(3, s.as_bytes()));
+        c.revoke(3).unwrap();
+        assert!(!c.verify(3, s.as_bytes()));
+        // Only hashes on disk.
+        let on_disk = std::fs::read_to_string(dir.path().join(CREDENTIALS_FILE)).unwrap();
+        assert!(!on_disk.contains(&s));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn admin_secret_file_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        Credentials::open(dir.path(), None).unwrap();
+        let mode = std::fs::metadata(dir.path().join(ADMIN_SECRET_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn given_admin_secret_writes_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Credentials::open(dir.path(), Some("operator-chosen-secret")).unwrap();
+        assert!(c.verify_admin(b"operator-chosen-secret"));
+        assert!(!dir.path().join(ADMIN_SECRET_FILE).exists());
+    }
+}

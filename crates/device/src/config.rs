@@ -1,0 +1,204 @@
+//! The device's settings: command-line flags and an optional TOML file fill one
+//! [`DeviceConfig`].
+
+use crate::DeviceError;
+use cerberus_engine::{Options, StorageKind};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Where the engine keeps its data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageChoice {
+    /// Real files (the default).
+    #[default]
+    Posix,
+    /// Real files behind the NAND-flash timing model.
+    Nand,
+}
+
+/// Everything the device needs to run. Unknown keys in a TOML file are an error, so a typo
+/// does not silently fall back to a default.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeviceConfig {
+    /// Directory of the device: the engine's files under `db/`, `admin.secret`,
+    /// `credentials.json`.
+    pub data_dir: PathBuf,
+    /// Address the command set is served on.
+    pub listen: String,
+    pub storage: StorageChoice,
+    /// Every write is durable before it is acknowledged (else only stores with the sync flag).
+    pub sync: bool,
+    /// Connections served at once; more are accepted and closed at once.
+    pub max_connections: usize,
+    /// Commands one connection may have in flight; the device stops reading that connection
+    /// until some complete.
+    pub max_inflight: u32,
+    pub max_key_len: u32,
+    pub max_value_len: u32,
+    /// Most keys one List returns.
+    pub max_list_keys: u32,
+    /// Threads that run engine calls (the foreground cores). 0: one per core.
+    pub workers: usize,
+    /// Threads that move bytes on the network.
+    pub network_threads: usize,
+    /// The admin credential. Unset: read from `data_dir/admin.secret`, generated there (mode
+    /// 0600) at first start.
+    pub admin_secret: Option<String>,
+    /// TLS certificate chain and private key (PEM). Both or neither; plain TCP without.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Address of the Prometheus text endpoint (`/metrics`); off when unset.
+    pub metrics_listen: Option<String>,
+    /// Engine settings.
+    pub engine: EngineConfig,
+}
+
+/// The engine options a device operator may set.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    pub memtable_bytes: usize,
+    pub cache_bytes: u64,
+    pub background_threads: usize,
+    /// `per_namespace` (default) or `shared`.
+    pub layout: String,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let o = Options::default();
+        EngineConfig {
+            memtable_bytes: o.memtable_bytes,
+            cache_bytes: o.cache_bytes,
+            background_threads: o.background_threads,
+            layout: "per_namespace".into(),
+        }
+    }
+}
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:4420";
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        DeviceConfig {
+            data_dir: PathBuf::from("cerberus-data"),
+            listen: DEFAULT_LISTEN.into(),
+            storage: StorageChoice::Posix,
+            sync: false,
+            max_connections: 1024,
+            max_inflight: 128,
+            // As Samsung's KV SSD: keys up to 255 bytes, values up to 2 MiB.
+            max_key_len: 255,
+            max_value_len: 2 << 20,
+            max_list_keys: 1000,
+            workers: 0,
+            network_threads: 2,
+            admin_secret: None,
+            tls_cert: None,
+            tls_key: None,
+            metrics_listen: None,
+            engine: EngineConfig::default(),
+        }
+    }
+}
+
+impl DeviceConfig {
+    /// Reads a TOML file; keys it leaves out keep their defaults.
+    pub fn from_toml_file(path: &Path) -> Result<DeviceConfig, DeviceError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| DeviceError::Config(format!("reading {}: {e}", path.display())))?;
+        toml::from_str(&text)
+            .map_err(|e| DeviceError::Config(format!("parsing {}: {e}", path.display())))
+    }
+
+    pub fn validate(&self) -> Result<(), DeviceError> {
+        let bad = |m: &str| Err(DeviceError::Config(m.to_string()));
+        if self.max_key_len == 0 || self.max_key_len > u32::from(u16::MAX) {
+            return bad("max_key_len must be between 1 and 65535");
+        }
+        if self.max_value_len as usize > Options::default().max_value_size {
+            return bad("max_value_len is above the engine's limit (64 MiB)");
+        }
+        if self.max_inflight == 0 || self.max_connections == 0 || self.max_list_keys == 0 {
+            return bad("max_inflight, max_connections and max_list_keys must be at least 1");
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return bad("tls_cert and tls_key go together");
+        }
+        if let Some(s) = &self.admin_secret {
+            if s.len() < 16 || s.len() > cerberus_proto::MAX_SECRET_LEN {
+                return bad("admin_secret must have 16 to 256 bytes");
+            }
+        }
+        if !matches!(self.engine.layout.as_str(), "per_namespace" | "shared") {
+            return bad("engine.layout is per_namespace or shared");
+        }
+        Ok(())
+    }
+
+    /// Largest request body the device reads: a store of the largest key and value.
+    pub fn max_frame_body(&self) -> u32 {
+        self.max_value_len
+            .saturating_add(self.max_key_len)
+            .saturating_add(2)
+    }
+
+    pub fn worker_threads(&self) -> usize {
+        if self.workers > 0 {
+            self.workers
+        } else {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        }
+    }
+
+    pub(crate) fn engine_options(&self) -> Options {
+        let mut o = Options {
+            sync: self.sync,
+            memtable_bytes: self.engine.memtable_bytes,
+            cache_bytes: self.engine.cache_bytes,
+            background_threads: self.engine.background_threads,
+            ..Options::default()
+        };
+        if self.engine.layout == "shared" {
+            o.layout = cerberus_engine::Layout::Shared;
+        }
+        if self.storage == StorageChoice::Nand {
+            o.storage = StorageKind::Nand(Default::default());
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_overrides_defaults_and_rejects_unknown_keys() {
+        let c: DeviceConfig = toml::from_str(
+            "listen = \"127.0.0.1:9999\"\nstorage = \"nand\"\n[engine]\nlayout = \"shared\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.listen, "127.0.0.1:9999");
+        assert_eq!(c.storage, StorageChoice::Nand);
+        assert_eq!(c.max_key_len, 255);
+        assert!(c.validate().is_ok());
+        assert!(toml::from_str::<DeviceConfig>("lisen = \"x\"").is_err());
+    }
+
+    #[test]
+    fn validation_catches_bad_limits() {
+        let c = DeviceConfig {
+            tls_cert: Some("c.pem".into()),
+            ..DeviceConfig::default()
+        };
+        assert!(c.validate().is_err());
+        let c = DeviceConfig {
+            max_key_len: 0,
+            ..DeviceConfig::default()
+        };
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,314 @@
+//! Carrying out a command against the engine. Runs on the worker threads (engine calls block
+//! on storage); access checks have been made by the connection before a command gets here.
+
+use crate::auth::Credentials;
+use crate::config::DeviceConfig;
+use crate::metrics::Metrics;
+use bytes::Bytes;
+use cerberus_engine::storage::IoPurpose;
+use cerberus_engine::{Db, DbStats, Error as EngineError, NamespaceStats, WriteOptions};
+use cerberus_proto::{
+    Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
+    VERSION,
+};
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+use std::hash::{Hash, Hasher};
+
+/// Locks that make a conditional store (check, then write) and a delete (check, then
+/// delete) atomic with respect to every other write of the same key. Writes of different
+/// keys rarely share a stripe.
+const STRIPES: usize = 1024;
+
+/// What every worker shares: the engine, credentials, metrics and limits.
+pub struct Shared {
+    pub db: Db,
+    pub creds: Credentials,
+    pub metrics: Metrics,
+    pub config: DeviceConfig,
+    pub identify: Identify,
+    stripes: Vec<Mutex<()>>,
+}
+
+/// Outcome of a command: a status, and a body or message.
+type Outcome = Result<Reply, (Status, String)>;
+
+impl Shared {
+    pub fn new(db: Db, creds: Credentials, config: DeviceConfig) -> Shared {
+        let identify = Identify {
+            protocol_version: VERSION,
+            max_key_len: config.max_key_len,
+            max_value_len: config.max_value_len,
+            max_inflight: config.max_inflight,
+            max_frame_body: config.max_frame_body(),
+            max_list_keys: config.max_list_keys,
+        };
+        Shared {
+            db,
+            creds,
+            metrics: Metrics::default(),
+            config,
+            identify,
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    /// Runs `cmd` and builds its completion.
+    pub fn execute(&self, cmd: Command) -> Response {
+        let opcode = cmd.request.opcode() as u8;
+        let (cid, nsid) = (cmd.cid, cmd.nsid);
+        let outcome = self.run(cmd);
+        match outcome {
+            Ok(reply) => Response {
+                cid,
+                nsid,
+                opcode,
+                status: Status::Success,
+                reply,
+            },
+            Err((status, message)) => Response::error(cid, nsid, opcode, status, message),
+        }
+    }
+
+    fn run(&self, cmd: Command) -> Outcome {
+        let ns = cmd.nsid;
+        match cmd.request {
+            Request::Store {
+                key,
+                value,
+                mode,
+                sync,
+            } => {
+                self.check_key(&key)?;
+                if value.len() > self.config.max_value_len as usize {
+                    return Err((
+                        Status::InvalidValueSize,
+                        format!(
+                            "value of {} bytes is over the limit of {}",
+                            value.len(),
+                            self.config.max_value_len
+                        ),
+                    ));
+                }
+                let opts = WriteOptions { sync };
+                let _g = self.stripe(ns, &key).lock();
+                match mode {
+                    StoreMode::Always => {}
+                    StoreMode::OnlyIfAbsent => {
+                        if self.db.contains_ns(ns, &key).map_err(engine)? {
+                            return Err((Status::KeyExists, String::new()));
+                        }
+                    }
+                    StoreMode::OnlyIfPresent => {
+                        if !self.db.contains_ns(ns, &key).map_err(engine)? {
+                            return Err((Status::KeyNotExist, String::new()));
+                        }
+                    }
+                }
+                self.db
+                    .put_ns_opt(ns, &key, &value, &opts)
+                    .map_err(engine)?;
+                Ok(Reply::Empty)
+            }
+            Request::Retrieve { key } => {
+                self.check_key(&key)?;
+                match self.db.get_ns(ns, &key).map_err(engine)? {
+                    Some(v) => Ok(Reply::Value(v)),
+                    None => Err((Status::KeyNotExist, String::new())),
+                }
+            }
+            Request::Exist { key } => {
+                self.check_key(&key)?;
+                if self.db.contains_ns(ns, &key).map_err(engine)? {
+                    Ok(Reply::Empty)
+                } else {
+                    Err((Status::KeyNotExist, String::new()))
+                }
+            }
+            Request::Delete { key } => {
+                self.check_key(&key)?;
+                let _g = self.stripe(ns, &key).lock();
+                if !self.db.contains_ns(ns, &key).map_err(engine)? {
+                    return Err((Status::KeyNotExist, String::new()));
+                }
+                self.db
+                    .delete_ns_opt(ns, &key, &WriteOptions { sync: false })
+                    .map_err(engine)?;
+                Ok(Reply::Empty)
+            }
+            Request::List {
+                start,
+                start_exclusive,
+                max_keys,
+            } => {
+                if start.len() > self.config.max_key_len as usize {
+                    return Err((Status::InvalidKeySize, "start key too long".into()));
+                }
+                let limit = max_keys.min(self.config.max_list_keys) as usize;
+                let list = self
+                    .db
+                    .list_keys_ns(ns, &start, start_exclusive, limit)
+                    .map_err(engine)?;
+                Ok(Reply::Keys {
+                    keys: list.keys,
+                    more: list.more,
+                })
+            }
+            Request::NamespaceCreate { name } => {
+                let nsid = self.db.create_namespace(&name).map_err(engine)?;
+                let secret = self
+                    .creds
+                    .issue(nsid)
+                    .map_err(|e| (Status::InternalError, e.to_string()))?;
+                tracing::info!(nsid, name = %name, "namespace created");
+                Ok(Reply::Created { nsid, secret })
+            }
+            Request::NamespaceDestroy => {
+                self.db.destroy_namespace(ns).map_err(engine)?;
+                self.metrics.forget(ns);
+                self.creds
+                    .revoke(ns)
+                    .map_err(|e| (Status::InternalError, e.to_string()))?;
+                tracing::info!(nsid = ns, "namespace destroyed");
+                Ok(Reply::Empty)
+            }
+            Request::NamespaceList => Ok(Reply::Namespaces(
+                self.db
+                    .list_namespaces()
+                    .into_iter()
+                    // The engine's default namespace is not served by the device.
+                    .filter(|n| n.nsid != 0)
+                    .map(|n| NamespaceEntry {
+                        nsid: n.nsid,
+                        name: n.name,
+                    })
+                    .collect(),
+            )),
+            Request::Stats => {
+                let doc = if ns == DEVICE_NSID {
+                    device_stats_json(&self.db.stats())
+                } else {
+                    namespace_stats_json(&self.db.namespace_stats(ns).map_err(engine)?)
+                };
+                Ok(Reply::Stats(Bytes::from(doc.to_string())))
+            }
+            Request::Identify => Ok(Reply::Identify(self.identify)),
+            // Answered by the connection itself, in order with the commands around it.
+            Request::Authenticate { .. } => Err((
+                Status::InternalError,
+                "authenticate reached a worker".into(),
+            )),
+        }
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<(), (Status, String)> {
+        if key.is_empty() || key.len() > self.config.max_key_len as usize {
+            return Err((
+                Status::InvalidKeySize,
+                format!(
+                    "key of {} bytes: keys have 1 to {} bytes",
+                    key.len(),
+                    self.config.max_key_len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn stripe(&self, ns: u32, key: &[u8]) -> &Mutex<()> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        ns.hash(&mut h);
+        key.hash(&mut h);
+        &self.stripes[h.finish() as usize % STRIPES]
+    }
+}
+
+fn engine(e: EngineError) -> (Status, String) {
+    let status = match &e {
+        EngineError::UnknownNamespace(_) => Status::InvalidNamespace,
+        EngineError::NoSpace { .. } => Status::CapacityExceeded,
+        EngineError::Corruption { .. } => Status::Corrupted,
+        EngineError::KeyTooLarge { .. } => Status::InvalidKeySize,
+        EngineError::ValueTooLarge { .. } => Status::InvalidValueSize,
+        EngineError::NamespaceExists(_) => Status::NamespaceExists,
+        EngineError::InvalidArgument(_) => Status::InvalidField,
+        EngineError::Closed => Status::ShuttingDown,
+        _ => Status::InternalError,
+    };
+    if status == Status::InternalError || status == Status::Corrupted {
+        tracing::error!(error = %e, "engine error");
+    }
+    (status, e.to_string())
+}
+
+fn by_purpose(values: &[u64]) -> Value {
+    let mut m = Map::new();
+    for p in IoPurpose::ALL {
+        m.insert(p.name().into(), json!(values[p as usize]));
+    }
+    Value::Object(m)
+}
+
+fn levels_json(levels: &[cerberus_engine::LevelStats]) -> Value {
+    Value::Array(
+        levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| json!({"level": format!("L{i}"), "tables": l.tables, "bytes": l.bytes}))
+            .collect(),
+    )
+}
+
+fn gets_by_level(memtable: u64, levels: &[u64]) -> Value {
+    let mut m = Map::new();
+    m.insert("memtable".into(), json!(memtable));
+    for (i, n) in levels.iter().enumerate() {
+        m.insert(format!("L{i}"), json!(n));
+    }
+    Value::Object(m)
+}
+
+pub fn namespace_stats_json(s: &NamespaceStats) -> Value {
+    json!({
+        "nsid": s.nsid,
+        "levels": levels_json(&s.levels),
+        "gets": s.gets,
+        "gets_by_level": gets_by_level(s.gets_memtable, &s.gets_by_level),
+        "gets_not_found": s.gets_not_found,
+        "puts": s.puts,
+        "deletes": s.deletes,
+        "filter_probes": s.filter_probes,
+        "filter_loads": s.filter_loads,
+        "index_loads": s.index_loads,
+        "reads": by_purpose(&s.reads),
+        "read_bytes": by_purpose(&s.read_bytes),
+        "page_reads": by_purpose(&s.pages),
+    })
+}
+
+pub fn device_stats_json(s: &DbStats) -> Value {
+    json!({
+        "levels": levels_json(&s.levels),
+        "gets": s.gets,
+        "gets_by_level": gets_by_level(s.gets_memtable, &s.gets_by_level),
+        "gets_not_found": s.gets_not_found,
+        "puts": s.puts,
+        "deletes": s.deletes,
+        "filter_probes": s.filter_probes,
+        "filter_loads": s.filter_loads,
+        "index_loads": s.index_loads,
+        "reads": by_purpose(&s.reads),
+        "read_bytes": by_purpose(&s.read_bytes),
+        "page_reads": by_purpose(&s.pages),
+        "flushes": s.flushes,
+        "compactions": s.compactions,
+        "compaction_bytes_read": s.compaction_bytes_read,
+        "compaction_bytes_written": s.compaction_bytes_written,
+        "vlog_bytes": s.vlog_bytes,
+        "vlog_segments": s.vlog_segments,
+        "write_stalls": s.write_stalls,
+        "write_slowdowns": s.write_slowdowns,
+        "gc_segments_deleted": s.gc_segments_deleted,
+        "gc_bytes_rewritten": s.gc_bytes_rewritten,
+    })
+}

@@ -1,0 +1,327 @@
+//! Starting and stopping the device: the engine, the worker pool, the listener (TCP or TLS),
+//! the metrics endpoint, and a graceful stop (stop accepting, finish what is in flight, flush).
+
+use crate::auth::Credentials;
+use crate::config::DeviceConfig;
+use crate::connection::{self, stopped};
+use crate::dispatch::Shared;
+use crate::workers::Workers;
+use crate::{tls, DeviceError};
+use cerberus_engine::Db;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+
+/// How long a stop waits for connections to finish their in-flight commands.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client has to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Device;
+
+/// A running device. Dropping it stops the device.
+pub struct DeviceHandle {
+    local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    admin_secret: String,
+    stop_tx: watch::Sender<bool>,
+    runtime: tokio::runtime::Handle,
+    thread: Option<std::thread::JoinHandle<Result<(), DeviceError>>>,
+}
+
+impl Device {
+    /// Opens the engine in `config.data_dir/db`, binds the listeners and starts serving on a
+    /// runtime of its own. Returns once the device accepts connections.
+    pub fn start(config: DeviceConfig) -> Result<DeviceHandle, DeviceError> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| DeviceError::io(&config.data_dir, e))?;
+        let creds = Credentials::open(&config.data_dir, config.admin_secret.as_deref())?;
+        let admin_secret = creds.admin_secret().to_string();
+        let tls = match (&config.tls_cert, &config.tls_key) {
+            (Some(c), Some(k)) => Some(tls::acceptor(c, k)?),
+            _ => None,
+        };
+        let db_dir = config.data_dir.join("db");
+        std::fs::create_dir_all(&db_dir).map_err(|e| DeviceError::io(&db_dir, e))?;
+        let db = Db::open(&db_dir, config.engine_options())?;
+        let workers = Arc::new(
+            Workers::start(config.worker_threads()).map_err(|e| DeviceError::io("workers", e))?,
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.network_threads.max(1))
+            .thread_name("cerberus-net")
+            .enable_all()
+            .build()
+            .map_err(|e| DeviceError::io("runtime", e))?;
+        let (listener, metrics) = runtime.block_on(async {
+            let l = TcpListener::bind(&config.listen)
+                .await
+                .map_err(|e| DeviceError::io(&config.listen, e))?;
+            let m = match &config.metrics_listen {
+                Some(a) => Some(
+                    TcpListener::bind(a)
+                        .await
+                        .map_err(|e| DeviceError::io(a, e))?,
+                ),
+                None => None,
+            };
+            Ok::<_, DeviceError>((l, m))
+        })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| DeviceError::io(&config.listen, e))?;
+        let metrics_addr = match &metrics {
+            Some(m) => Some(m.local_addr().map_err(|e| DeviceError::io("metrics", e))?),
+            None => None,
+        };
+        let shared = Arc::new(Shared::new(db, creds, config));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let handle = runtime.handle().clone();
+        tracing::info!(
+            addr = %local_addr,
+            tls = tls.is_some(),
+            metrics = ?metrics_addr,
+            data_dir = %shared.config.data_dir.display(),
+            "device serving"
+        );
+        let thread = std::thread::Builder::new()
+            .name("cerberus-device".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    if let Some(m) = metrics {
+                        tokio::spawn(metrics_loop(m, shared.clone(), stop_rx.clone()));
+                    }
+                    accept_loop(listener, tls, shared.clone(), workers.clone(), stop_rx).await;
+                });
+                // Connections are done (or timed out): let queued jobs finish, then make
+                // everything durable.
+                workers.stop();
+                let flushed = shared.db.flush();
+                let closed = shared.db.close();
+                runtime.shutdown_timeout(Duration::from_secs(1));
+                tracing::info!("device stopped");
+                flushed?;
+                closed?;
+                Ok(())
+            })
+            .map_err(|e| DeviceError::io("device thread", e))?;
+        Ok(DeviceHandle {
+            local_addr,
+            metrics_addr,
+            admin_secret,
+            stop_tx,
+            runtime: handle,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl DeviceHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The admin credential in force (given, read from `admin.secret`, or generated).
+    pub fn admin_secret(&self) -> &str {
+        &self.admin_secret
+    }
+
+    /// Starts a graceful stop: no new connections or commands; in-flight commands finish.
+    pub fn stop(&self) {
+        let _ = self.stop_tx.send(true);
+    }
+
+    /// Stops the device on SIGINT or SIGTERM.
+    pub fn stop_on_signals(&self) -> Result<(), DeviceError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _guard = self.runtime.enter();
+        let mut int = signal(SignalKind::interrupt()).map_err(|e| DeviceError::io("SIGINT", e))?;
+        let mut term =
+            signal(SignalKind::terminate()).map_err(|e| DeviceError::io("SIGTERM", e))?;
+        let tx = self.stop_tx.clone();
+        self.runtime.spawn(async move {
+            tokio::select! {
+                _ = int.recv() => tracing::info!("SIGINT: stopping"),
+                _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+            }
+            let _ = tx.send(true);
+        });
+        Ok(())
+    }
+
+    /// Waits until the device has stopped (after [`stop`](Self::stop) or a signal) and its
+    /// data is flushed.
+    pub fn wait(mut self) -> Result<(), DeviceError> {
+        self.join()
+    }
+
+    /// Stops the device and waits for it.
+    pub fn shutdown(self) -> Result<(), DeviceError> {
+        self.stop();
+        self.wait()
+    }
+
+    fn join(&mut self) -> Result<(), DeviceError> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| DeviceError::Config("device thread panicked".into()))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for DeviceHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.stop();
+            let _ = self.join();
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    workers: Arc<Workers>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(shared.config.max_connections));
+    let mut conns = JoinSet::new();
+    loop {
+        while conns.try_join_next().is_some() {}
+        let (sock, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stopped(&mut stop) => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            shared
+                .metrics
+                .connections_refused
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%peer, "connection limit reached; closing");
+            drop(sock);
+            continue;
+        };
+        shared
+            .metrics
+            .connections_accepted
+            .fetch_add(1, Ordering::Relaxed);
+        let _ = sock.set_nodelay(true);
+        let (shared, workers, stop, tls) =
+            (shared.clone(), workers.clone(), stop.clone(), tls.clone());
+        conns.spawn(async move {
+            shared
+                .metrics
+                .connections_open
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%peer, "connection open");
+            serve_socket(sock, tls, shared.clone(), workers, stop).await;
+            tracing::debug!(%peer, "connection closed");
+            shared
+                .metrics
+                .connections_open
+                .fetch_sub(1, Ordering::Relaxed);
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("connections still busy after {DRAIN_TIMEOUT:?}; closing them");
+        conns.abort_all();
+    }
+}
+
+async fn serve_socket(
+    sock: TcpStream,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    workers: Arc<Workers>,
+    stop: watch::Receiver<bool>,
+) {
+    match tls {
+        None => connection::serve(sock, shared, workers, stop).await,
+        Some(acceptor) => {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await {
+                Ok(Ok(s)) => connection::serve(s, shared, workers, stop).await,
+                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
+            }
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 responder: `GET /metrics` gets the Prometheus text, anything else 404.
+async fn metrics_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let (mut sock, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stopped(&mut stop) => return,
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let mut req = Vec::with_capacity(1024);
+            let mut chunk = [0u8; 1024];
+            let read = tokio::time::timeout(Duration::from_secs(5), async {
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return false,
+                        Ok(n) => req.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                true
+            })
+            .await;
+            if !matches!(read, Ok(true)) {
+                return;
+            }
+            let line = req.split(|&b| b == b'\r').next().unwrap_or_default();
+            let (status, body) = if line.starts_with(b"GET /metrics ") {
+                let s = shared.clone();
+                match tokio::task::spawn_blocking(move || s.metrics.render(&s.db.stats())).await {
+                    Ok(text) => ("200 OK", text),
+                    Err(_) => ("500 Internal Server Error", String::new()),
+                }
+            } else {
+                ("404 Not Found", "try /metrics\n".to_string())
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = sock.write_all(head.as_bytes()).await;
+            let _ = sock.write_all(body.as_bytes()).await;
+            let _ = sock.shutdown().await;
+        });
+    }
+}
