@@ -1,0 +1,141 @@
+//! A blocking face of [`Client`] for code without an async runtime (tools, benchmarks with
+//! their own threads). It owns a small runtime whose one worker runs the connection's reader
+//! and writer; each call runs on the calling thread, so many threads can call at once and
+//! their commands are pipelined on the one connection.
+//!
+//! Do not call it (or drop its last clone) from inside an async context: `block_on` panics
+//! there. Use [`Client`] in async code.
+
+use crate::{Client, ClientConfig, Result};
+use bytes::Bytes;
+use cerberus_proto::{Identify, NamespaceEntry, Request, Response, StoreMode};
+use std::future::Future;
+use std::sync::Arc;
+use tokio::runtime::Runtime;
+
+/// [`Client`] with blocking methods. Cheap to clone; clones share the connection.
+#[derive(Clone, Debug)]
+pub struct BlockingClient {
+    // Declared first so the connection is released before the runtime it runs on.
+    client: Client,
+    runtime: Arc<Runtime>,
+}
+
+impl BlockingClient {
+    /// Connects over plain TCP with the defaults of [`ClientConfig::new`].
+    pub fn connect(addr: &str) -> Result<BlockingClient> {
+        BlockingClient::connect_with(ClientConfig::new(addr))
+    }
+
+    pub fn connect_with(config: ClientConfig) -> Result<BlockingClient> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("cerberus-host")
+            .enable_all()
+            .build()?;
+        let client = runtime.block_on(Client::connect_with(config))?;
+        Ok(BlockingClient {
+            client,
+            runtime: Arc::new(runtime),
+        })
+    }
+
+    /// The async client underneath (for use inside async code of the same program).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn wait<T>(&self, fut: impl Future<Output = T>) -> T {
+        self.runtime.block_on(fut)
+    }
+
+    pub fn device_info(&self) -> Option<Identify> {
+        self.client.device_info()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    pub fn close_reason(&self) -> Option<String> {
+        self.client.close_reason()
+    }
+
+    pub fn call(&self, nsid: u32, request: Request) -> Result<Response> {
+        self.wait(self.client.call(nsid, request))
+    }
+
+    pub fn authenticate(&self, nsid: u32, secret: &str) -> Result<()> {
+        self.wait(self.client.authenticate(nsid, secret))
+    }
+
+    pub fn authenticate_admin(&self, secret: &str) -> Result<()> {
+        self.wait(self.client.authenticate_admin(secret))
+    }
+
+    pub fn identify(&self) -> Result<Identify> {
+        self.wait(self.client.identify())
+    }
+
+    pub fn put(&self, nsid: u32, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<()> {
+        self.wait(self.client.put(nsid, key, value))
+    }
+
+    pub fn store(
+        &self,
+        nsid: u32,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        mode: StoreMode,
+        sync: bool,
+    ) -> Result<()> {
+        self.wait(self.client.store(nsid, key, value, mode, sync))
+    }
+
+    pub fn get(&self, nsid: u32, key: impl Into<Bytes>) -> Result<Option<Bytes>> {
+        self.wait(self.client.get(nsid, key))
+    }
+
+    pub fn delete(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
+        self.wait(self.client.delete(nsid, key))
+    }
+
+    pub fn exists(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
+        self.wait(self.client.exists(nsid, key))
+    }
+
+    pub fn list(
+        &self,
+        nsid: u32,
+        start: impl Into<Bytes>,
+        start_exclusive: bool,
+        max_keys: u32,
+    ) -> Result<(Vec<Bytes>, bool)> {
+        self.wait(self.client.list(nsid, start, start_exclusive, max_keys))
+    }
+
+    pub fn list_all(
+        &self,
+        nsid: u32,
+        start: impl Into<Bytes>,
+        page_size: u32,
+    ) -> Result<Vec<Bytes>> {
+        self.wait(self.client.list_all(nsid, start, page_size))
+    }
+
+    pub fn ns_create(&self, name: &str) -> Result<(u32, String)> {
+        self.wait(self.client.ns_create(name))
+    }
+
+    pub fn ns_destroy(&self, nsid: u32) -> Result<()> {
+        self.wait(self.client.ns_destroy(nsid))
+    }
+
+    pub fn ns_list(&self) -> Result<Vec<NamespaceEntry>> {
+        self.wait(self.client.ns_list())
+    }
+
+    pub fn stats(&self, nsid: u32) -> Result<serde_json::Value> {
+        self.wait(self.client.stats(nsid))
+    }
+}

@@ -1,0 +1,331 @@
+//! One connection to the device, shared by every clone of a `Client`.
+//!
+//! Callers encode their command, register a completion slot under a fresh command id and
+//! hand the frame to the writer task; the reader task splits completions off the stream and
+//! fills the slot with the same id, so any number of commands can be in flight and complete
+//! in any order. When either task sees the stream end or fail, the connection is closed once
+//! for everyone: the slots are dropped (waiting callers get `ConnectionClosed`) and later
+//! calls are refused.
+
+use crate::{Error, Result};
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::{split_frame, Command, Frame, Identify, Request, Response, HEADER_LEN};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::task::AbortHandle;
+
+/// Largest completion body accepted (raised to what the device's Identify allows). It only
+/// stops a corrupt length from making the reader buffer gigabytes.
+const MAX_RESPONSE_BODY: u32 = 64 << 20;
+
+const READ_CHUNK: usize = 64 << 10;
+const WRITE_BUFFER: usize = 64 << 10;
+
+/// What a caller waits on: the completion, or why its frame could not be read.
+type Slot = oneshot::Sender<Result<Response>>;
+
+struct Pending {
+    slot: Slot,
+    /// Held until the completion arrives (not until the caller stops waiting): a command the
+    /// caller gave up on is still in flight at the device.
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<u32, Pending>,
+    /// Why the connection closed, once it has.
+    closed: Option<String>,
+    tasks: Vec<AbortHandle>,
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    next_cid: AtomicU32,
+    /// Bounds commands in flight to the device's `max_inflight`, once known.
+    limit: OnceLock<Arc<Semaphore>>,
+    /// The device's `max_frame_body`, once known: a larger request would make the device
+    /// close the connection under every other caller, so it is refused here instead.
+    max_request_body: OnceLock<u32>,
+    /// Largest completion body the reader takes.
+    max_response_body: AtomicU32,
+}
+
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            state: Mutex::new(State::default()),
+            next_cid: AtomicU32::new(1),
+            limit: OnceLock::new(),
+            max_request_body: OnceLock::new(),
+            max_response_body: AtomicU32::new(MAX_RESPONSE_BODY),
+        }
+    }
+
+    pub(crate) fn close_reason(&self) -> Option<String> {
+        self.state.lock().closed.clone()
+    }
+
+    /// Closes the connection for everyone; the first reason given is kept.
+    pub(crate) fn close(&self, reason: impl Into<String>) {
+        let (pending, tasks) = {
+            let mut st = self.state.lock();
+            if st.closed.is_none() {
+                st.closed = Some(reason.into());
+            }
+            (
+                std::mem::take(&mut st.pending),
+                std::mem::take(&mut st.tasks),
+            )
+        };
+        if let Some(sem) = self.limit.get() {
+            sem.close();
+        }
+        // Dropping the slots wakes their callers with `ConnectionClosed`.
+        drop(pending);
+        for t in tasks {
+            t.abort();
+        }
+    }
+
+    fn add_task(&self, task: AbortHandle) {
+        let mut st = self.state.lock();
+        if st.closed.is_some() {
+            task.abort();
+        } else {
+            st.tasks.push(task);
+        }
+    }
+
+    /// Hands a completion to whoever waits for its command id.
+    fn complete(&self, frame: Frame) {
+        let cid = frame.header.cid;
+        let Some(p) = self.state.lock().pending.remove(&cid) else {
+            // Not a command of ours (or a duplicate completion): nobody to tell.
+            return;
+        };
+        // The body is checked per command: a malformed one fails that call, not the stream,
+        // since the framing around it is intact.
+        let result = Response::decode(&frame).map_err(Error::from);
+        let _ = p.slot.send(result);
+    }
+}
+
+/// The caller's side of a connection.
+pub(crate) struct Connection {
+    shared: Arc<Shared>,
+    frames: mpsc::UnboundedSender<Bytes>,
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks over the two halves of a stream.
+    pub(crate) fn start<R, W>(read: R, write: W) -> Connection
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Arc::new(Shared::new());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_loop(read, shared.clone()));
+        shared.add_task(reader.abort_handle());
+        let writer = tokio::spawn(write_loop(write, rx, shared.clone()));
+        shared.add_task(writer.abort_handle());
+        Connection { shared, frames: tx }
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// From now on, at most `max_inflight` commands are in flight (0: no bound).
+    pub(crate) fn set_max_inflight(&self, max_inflight: u32) {
+        if max_inflight == 0 {
+            return;
+        }
+        let _ = self
+            .shared
+            .limit
+            .set(Arc::new(Semaphore::new(max_inflight as usize)));
+        if self.shared.state.lock().closed.is_some() {
+            // Closed before the limit existed: make sure nobody waits on it.
+            if let Some(sem) = self.shared.limit.get() {
+                sem.close();
+            }
+        }
+    }
+
+    /// Applies the device's limits: its `max_inflight`; requests over its `max_frame_body`
+    /// refused locally; completions as large as its values and list pages accepted.
+    pub(crate) fn apply_identify(&self, id: &Identify) {
+        self.set_max_inflight(id.max_inflight);
+        if id.max_frame_body > 0 {
+            let _ = self.shared.max_request_body.set(id.max_frame_body);
+        }
+        let list_page = u64::from(id.max_list_keys) * (2 + u64::from(id.max_key_len)) + 5;
+        let largest = u64::from(id.max_value_len)
+            .max(list_page)
+            .max(u64::from(MAX_RESPONSE_BODY))
+            .min(u64::from(u32::MAX)) as u32;
+        self.shared
+            .max_response_body
+            .store(largest, Ordering::Relaxed);
+    }
+
+    /// Sends a command and waits for its completion. The command's `cid` is ignored: the
+    /// connection picks an id not in flight.
+    pub(crate) async fn call(&self, command: &Command) -> Result<Response> {
+        if let Some(key) = command.request.key().or(match &command.request {
+            Request::List { start, .. } => Some(start),
+            _ => None,
+        }) {
+            if key.len() > usize::from(u16::MAX) {
+                return Err(Error::InvalidKeySize(format!(
+                    "a key of {} bytes is longer than the protocol carries ({})",
+                    key.len(),
+                    u16::MAX
+                )));
+            }
+        }
+        let mut frame = BytesMut::new();
+        command.encode(&mut frame)?;
+        let body = frame.len() - HEADER_LEN;
+        if let Some(&max) = self.shared.max_request_body.get() {
+            if body > max as usize {
+                let msg =
+                    format!("a request body of {body} bytes is over the device's limit of {max}");
+                return Err(match command.request {
+                    Request::Store { .. } => Error::InvalidValueSize(msg),
+                    _ => Error::Protocol(msg),
+                });
+            }
+        }
+        let permit = match self.shared.limit.get() {
+            Some(sem) => Some(
+                sem.clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| Error::ConnectionClosed)?,
+            ),
+            None => None,
+        };
+        let (slot, wait) = oneshot::channel();
+        {
+            // Registering and queueing the frame happen with no await in between, so a
+            // caller dropped while waiting never leaves a slot for a command never sent.
+            let mut st = self.shared.state.lock();
+            if st.closed.is_some() {
+                return Err(Error::ConnectionClosed);
+            }
+            let cid = loop {
+                let cid = self.shared.next_cid.fetch_add(1, Ordering::Relaxed);
+                if !st.pending.contains_key(&cid) {
+                    break cid;
+                }
+            };
+            frame[4..8].copy_from_slice(&cid.to_le_bytes());
+            if self.frames.send(frame.freeze()).is_err() {
+                return Err(Error::ConnectionClosed);
+            }
+            st.pending.insert(
+                cid,
+                Pending {
+                    slot,
+                    _permit: permit,
+                },
+            );
+        }
+        match wait.await {
+            Ok(result) => result,
+            Err(_) => Err(Error::ConnectionClosed),
+        }
+    }
+}
+
+impl Drop for Connection {
+    /// The last `Client` is gone: stop the tasks (which closes the stream).
+    fn drop(&mut self) {
+        self.shared.close("the client was dropped");
+    }
+}
+
+/// Closes the connection when a task ends however it ends (returned, aborted, or dropped
+/// with its runtime), so no caller waits on a task that is gone.
+struct CloseOnExit(Arc<Shared>);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        self.0.close("the connection's tasks stopped");
+    }
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(mut read: R, shared: Arc<Shared>) {
+    let _close = CloseOnExit(shared.clone());
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        loop {
+            let max = shared.max_response_body.load(Ordering::Relaxed);
+            match split_frame(&mut buf, max) {
+                Ok(Some(frame)) => shared.complete(frame),
+                Ok(None) => break,
+                Err(e) => {
+                    // Framing is lost: nothing after this can be trusted.
+                    shared.close(format!("unreadable frame from the device: {e}"));
+                    return;
+                }
+            }
+        }
+        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            buf.reserve(READ_CHUNK);
+        }
+        match read.read_buf(&mut buf).await {
+            Ok(0) if buf.is_empty() => {
+                shared.close("the device closed the connection");
+                return;
+            }
+            Ok(0) => {
+                shared.close("the device closed the connection in the middle of a frame");
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                shared.close(format!("reading from the device: {e}"));
+                return;
+            }
+        }
+    }
+}
+
+/// Writes frames as they come, through a buffer flushed whenever the queue is momentarily
+/// empty: many small frames from concurrent callers leave in few writes.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    write: W,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
+    shared: Arc<Shared>,
+) {
+    let _close = CloseOnExit(shared.clone());
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER, write);
+    while let Some(frame) = frames.recv().await {
+        if let Err(e) = write_batch(&mut out, frame, &mut frames).await {
+            shared.close(format!("writing to the device: {e}"));
+            return;
+        }
+    }
+    // Every client handle is gone.
+    let _ = out.shutdown().await;
+}
+
+async fn write_batch<W: AsyncWrite + Unpin>(
+    out: &mut BufWriter<W>,
+    first: Bytes,
+    frames: &mut mpsc::UnboundedReceiver<Bytes>,
+) -> std::io::Result<()> {
+    out.write_all(&first).await?;
+    while let Ok(frame) = frames.try_recv() {
+        out.write_all(&frame).await?;
+    }
+    out.flush().await
+}

@@ -1,0 +1,102 @@
+//! Errors of the client: transport failures, and the device's failure statuses as typed
+//! variants (carrying the device's message where it sends one).
+
+use cerberus_proto::{ProtoError, Status};
+
+/// `Result` with the client's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Why a call failed: the connection, or the device's answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// TLS setup or handshake failed (bad PEM, untrusted certificate, name mismatch, ...).
+    #[error("TLS error: {0}")]
+    Tls(String),
+    /// Bytes from the device that do not follow the protocol, or a request the protocol
+    /// cannot carry.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The connection is gone (closed by either side, or broken); `Client::close_reason`
+    /// says why. Every later call fails with this too: connect again.
+    #[error("connection to the device is closed")]
+    ConnectionClosed,
+    /// The connect or request timeout of the `ClientConfig` ran out.
+    #[error("timed out")]
+    Timeout,
+    #[error("access denied{}", suffix(.0))]
+    AccessDenied(String),
+    /// An only-if-absent store found the key.
+    #[error("key exists")]
+    KeyExists,
+    /// The key does not exist (an only-if-present store; the typed getters turn it into
+    /// `None` / `false` instead).
+    #[error("key does not exist")]
+    KeyNotExist,
+    #[error("invalid key size{}", suffix(.0))]
+    InvalidKeySize(String),
+    #[error("invalid value size{}", suffix(.0))]
+    InvalidValueSize(String),
+    #[error("capacity exceeded{}", suffix(.0))]
+    CapacityExceeded(String),
+    #[error("invalid namespace{}", suffix(.0))]
+    InvalidNamespace(String),
+    #[error("namespace exists{}", suffix(.0))]
+    NamespaceExists(String),
+    /// Any other failure status (internal error, corrupted, shutting down, codes this build
+    /// does not know, ...).
+    #[error("device error: {status}{}", suffix(.message))]
+    Device { status: Status, message: String },
+}
+
+fn suffix(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
+    }
+}
+
+impl Error {
+    /// The error for a completion with a failure `status` and the device's `message`.
+    pub fn from_status(status: Status, message: String) -> Error {
+        match status {
+            Status::AccessDenied => Error::AccessDenied(message),
+            Status::KeyExists => Error::KeyExists,
+            Status::KeyNotExist => Error::KeyNotExist,
+            Status::InvalidKeySize => Error::InvalidKeySize(message),
+            Status::InvalidValueSize => Error::InvalidValueSize(message),
+            Status::CapacityExceeded => Error::CapacityExceeded(message),
+            Status::InvalidNamespace => Error::InvalidNamespace(message),
+            Status::NamespaceExists => Error::NamespaceExists(message),
+            status => Error::Device { status, message },
+        }
+    }
+
+    /// The device's status behind this error; `None` for errors of the connection itself.
+    pub fn status(&self) -> Option<Status> {
+        match self {
+            Error::Io(_)
+            | Error::Tls(_)
+            | Error::Protocol(_)
+            | Error::ConnectionClosed
+            | Error::Timeout => None,
+            Error::AccessDenied(_) => Some(Status::AccessDenied),
+            Error::KeyExists => Some(Status::KeyExists),
+            Error::KeyNotExist => Some(Status::KeyNotExist),
+            Error::InvalidKeySize(_) => Some(Status::InvalidKeySize),
+            Error::InvalidValueSize(_) => Some(Status::InvalidValueSize),
+            Error::CapacityExceeded(_) => Some(Status::CapacityExceeded),
+            Error::InvalidNamespace(_) => Some(Status::InvalidNamespace),
+            Error::NamespaceExists(_) => Some(Status::NamespaceExists),
+            Error::Device { status, .. } => Some(*status),
+        }
+    }
+}
+
+impl From<ProtoError> for Error {
+    fn from(e: ProtoError) -> Error {
+        Error::Protocol(e.to_string())
+    }
+}
