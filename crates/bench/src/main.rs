@@ -32,10 +32,21 @@ struct Args {
     /// and --threads).
     workloads: String,
 
-    /// Engines to run the whole list on, in turn, each on a fresh database:
-    /// cerberus, rocksdb, or both (`cerberus,rocksdb`, which also prints their ratio).
-    #[arg(long, default_value = "cerberus")]
-    engine: String,
+    /// Engines to run the whole list on, in turn, each on a fresh database: cerberus,
+    /// rocksdb, device (Cerberus through the network, see --device), or several
+    /// (`cerberus,rocksdb`, `cerberus,device`: also prints their ratio) [default: cerberus, or
+    /// device when --device is given].
+    #[arg(long)]
+    engine: Option<String>,
+
+    /// Run through the network: `HOST:PORT` of a running device, or `local` to start a device
+    /// in this process on a loopback port (same storage and cache as the embedded runs).
+    #[arg(long)]
+    device: Option<String>,
+
+    /// Admin credential of the device given by --device HOST:PORT.
+    #[arg(long, env = "CERBERUS_ADMIN_SECRET", hide_env_values = true)]
+    admin_secret: Option<String>,
 
     /// Number of keys (and of operations per phase).
     #[arg(long, default_value_t = 1_000_000)]
@@ -128,6 +139,15 @@ fn is_multitenant(list: &str) -> Result<bool> {
     }
 }
 
+/// `--engine`, defaulting to the device when `--device` is given.
+fn engine_list(args: &Args) -> String {
+    match (&args.engine, &args.device) {
+        (Some(e), _) => e.clone(),
+        (None, Some(_)) => "device".into(),
+        (None, None) => "cerberus".into(),
+    }
+}
+
 fn parse_engines(list: &str) -> Result<Vec<Engine>> {
     let mut engines = Vec::new();
     for name in list.split(',').filter(|s| !s.trim().is_empty()) {
@@ -165,7 +185,7 @@ fn run(args: Args) -> Result<()> {
         bail!("--tenants, --num-per-tenant, --layout and --profile are for the {MULTITENANT} workload");
     }
     let workloads = Workload::parse_list(&args.workloads)?;
-    let engines = parse_engines(&args.engine)?;
+    let engines = parse_engines(&engine_list(&args))?;
     if args.num == 0 {
         bail!("--num must be at least 1");
     }
@@ -200,6 +220,8 @@ fn run(args: Args) -> Result<()> {
         tenants: 0,
         layout: LayoutArg::default(),
         profile: None,
+        device: args.device.clone(),
+        admin_secret: args.admin_secret.clone(),
     };
     // Refuse an engine this binary cannot run before running any.
     for &e in &engines {
@@ -304,7 +326,7 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, docs: &[T]) -> Result
 /// The multitenant workload on each engine in turn.
 fn run_multitenant(args: Args) -> Result<()> {
     use multitenant::report as mt_report;
-    let engines = parse_engines(&args.engine)?;
+    let engines = parse_engines(&engine_list(&args))?;
     let mt = multitenant::MtConfig {
         tenants: args.tenants.unwrap_or(DEFAULT_TENANTS),
         num_per_tenant: args.num_per_tenant.unwrap_or(DEFAULT_NUM_PER_TENANT),
@@ -345,6 +367,8 @@ fn run_multitenant(args: Args) -> Result<()> {
         tenants: mt.tenants,
         layout: mt.layout,
         profile: sizes.clone(),
+        device: args.device.clone(),
+        admin_secret: args.admin_secret.clone(),
     };
     for &e in &engines {
         e.check(&open_config(PathBuf::new()))?;
@@ -472,7 +496,10 @@ mod tests {
         assert_eq!(a.num, 1000);
         assert_eq!(a.storage, StorageArg::Nand);
         assert!(a.sync);
-        assert_eq!(a.engine, "cerberus");
+        assert_eq!(engine_list(&a), "cerberus");
+        let d =
+            Args::try_parse_from(["cerberus-bench", "readrandom", "--device", "local"]).unwrap();
+        assert_eq!(engine_list(&d), "device");
     }
 
     #[test]
@@ -529,6 +556,8 @@ mod tests {
             tenants: 0,
             layout: LayoutArg::PerNamespace,
             profile: None,
+            device: None,
+            admin_secret: None,
         };
         let err = Engine::RocksDb.check(&cfg).unwrap_err().to_string();
         assert!(err.contains("--features rocksdb"), "{err}");

@@ -1,6 +1,7 @@
 //! The engines a benchmark can run on, behind one small trait.
 
 mod cerberus;
+mod device;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 
@@ -100,6 +101,8 @@ impl LayoutArg {
 pub enum Engine {
     Cerberus,
     RocksDb,
+    /// Cerberus through the network, as a device (`--device`).
+    Device,
 }
 
 impl Engine {
@@ -107,6 +110,7 @@ impl Engine {
         match self {
             Engine::Cerberus => "cerberus",
             Engine::RocksDb => "rocksdb",
+            Engine::Device => "device",
         }
     }
 
@@ -114,14 +118,15 @@ impl Engine {
         match s.trim().to_ascii_lowercase().as_str() {
             "cerberus" => Ok(Engine::Cerberus),
             "rocksdb" => Ok(Engine::RocksDb),
-            other => bail!("unknown engine {other:?} (expected cerberus or rocksdb)"),
+            "device" => Ok(Engine::Device),
+            other => bail!("unknown engine {other:?} (expected cerberus, rocksdb or device)"),
         }
     }
 
     /// Checks, before anything runs, that this binary can open the engine with `config`.
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
-            Engine::Cerberus => Ok(()),
+            Engine::Cerberus | Engine::Device => Ok(()),
             Engine::RocksDb => {
                 if !cfg!(feature = "rocksdb") {
                     bail!(
@@ -171,6 +176,10 @@ pub struct OpenConfig {
     pub layout: LayoutArg,
     /// Engine sizes of `--profile`; `None` keeps each engine's defaults.
     pub profile: Option<SizeProfile>,
+    /// The device engine: `HOST:PORT` of a running device, or `local` (start one here).
+    pub device: Option<String>,
+    /// Admin credential of a remote device.
+    pub admin_secret: Option<String>,
 }
 
 /// Opens (creating if needed) the database of `engine` at `config.path`.
@@ -179,6 +188,7 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
     std::fs::create_dir_all(&config.path)?;
     match engine {
         Engine::Cerberus => Ok(Arc::new(cerberus::CerberusDb::open(config)?)),
+        Engine::Device => Ok(Arc::new(device::DeviceDb::open(config)?)),
         #[cfg(feature = "rocksdb")]
         Engine::RocksDb => Ok(Arc::new(rocksdb::RocksDb::open(config)?)),
         #[cfg(not(feature = "rocksdb"))]

@@ -296,6 +296,8 @@ mod tests {
                 tenants: 3,
                 layout,
                 profile: Some(paper_profile(3)),
+                device: None,
+                admin_secret: None,
             };
             let db = RocksDb::open(&config).unwrap();
             let t = db.create_tenants(3).unwrap();

@@ -1,0 +1,191 @@
+//! Cerberus through the network: the workloads' puts and gets become commands to a device,
+//! either one already running (`--device HOST:PORT`) or one this process starts on a loopback
+//! port over the run's directory (`--device local`), with the same storage and cache.
+//!
+//! Namespaces are made with the admin credential; their secrets are kept in
+//! `bench-secrets.json` in the run's directory, so a later run with the same `--db` finds them.
+
+use super::{BenchDb, LayoutArg, OpenConfig, StorageArg, TenantHandle};
+use anyhow::{bail, Context, Result};
+use cerberus_device::{Device, DeviceConfig, DeviceHandle, StorageChoice};
+use cerberus_host::BlockingClient;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Connections the benchmark threads spread over (each is pipelined).
+const CONNECTIONS: usize = 8;
+const SECRETS_FILE: &str = "bench-secrets.json";
+
+pub struct DeviceDb {
+    local: Mutex<Option<DeviceHandle>>,
+    admin: BlockingClient,
+    clients: Vec<BlockingClient>,
+    next: AtomicUsize,
+    /// Namespace of the plain (non-tenant) workloads.
+    ns: u32,
+    secrets_path: PathBuf,
+    secrets: Mutex<BTreeMap<String, (u32, String)>>,
+}
+
+thread_local! {
+    static SLOT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+impl DeviceDb {
+    pub fn open(config: &OpenConfig) -> Result<DeviceDb> {
+        let target = config.device.as_deref().unwrap_or("local");
+        let (local, addr, admin_secret) = if target == "local" {
+            let mut c = DeviceConfig {
+                data_dir: config.path.clone(),
+                listen: "127.0.0.1:0".into(),
+                storage: match config.storage {
+                    StorageArg::Posix => StorageChoice::Posix,
+                    StorageArg::Nand => StorageChoice::Nand,
+                },
+                sync: config.sync,
+                // Values as large as the embedded runs may use.
+                max_value_len: 64 << 20,
+                ..DeviceConfig::default()
+            };
+            c.engine.cache_bytes = config.cache_bytes;
+            if config.layout == LayoutArg::Shared {
+                c.engine.layout = "shared".into();
+            }
+            if config.profile.is_some() {
+                bail!("--profile is not supported with --engine device");
+            }
+            let dev = Device::start(c).context("starting a local device")?;
+            let addr = dev.local_addr().to_string();
+            let secret = dev.admin_secret().to_string();
+            (Some(dev), addr, secret)
+        } else {
+            let secret = config.admin_secret.clone().context(
+                "a remote device needs its admin credential: --admin-secret or \
+                 CERBERUS_ADMIN_SECRET",
+            )?;
+            (None, target.to_string(), secret)
+        };
+        let admin = BlockingClient::connect(&addr)
+            .with_context(|| format!("connecting to the device at {addr}"))?;
+        admin
+            .authenticate_admin(&admin_secret)
+            .context("authenticating as admin")?;
+        let clients = (0..CONNECTIONS)
+            .map(|_| BlockingClient::connect(&addr))
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("connecting to the device at {addr}"))?;
+        let secrets_path = config.path.join(SECRETS_FILE);
+        let secrets = match std::fs::read(&secrets_path) {
+            Ok(b) => serde_json::from_slice(&b)
+                .with_context(|| format!("reading {}", secrets_path.display()))?,
+            Err(_) => BTreeMap::new(),
+        };
+        let mut db = DeviceDb {
+            local: Mutex::new(local),
+            admin,
+            clients,
+            next: AtomicUsize::new(0),
+            ns: 0,
+            secrets_path,
+            secrets: Mutex::new(secrets),
+        };
+        db.ns = db.namespace("bench")?;
+        Ok(db)
+    }
+
+    /// The id of namespace `name`, created if needed, with every connection authenticated.
+    fn namespace(&self, name: &str) -> Result<u32> {
+        let known = self.secrets.lock().get(name).cloned();
+        let exists = self.admin.ns_list()?.into_iter().find(|e| e.name == name);
+        let (nsid, secret) = match (exists, known) {
+            (Some(e), Some((id, s))) if e.nsid == id => (id, s),
+            (Some(e), _) => bail!(
+                "namespace {name:?} ({}) exists on the device but its secret is not in {}; \
+                 destroy it or reuse the --db that made it",
+                e.nsid,
+                self.secrets_path.display()
+            ),
+            (None, _) => {
+                let (id, s) = self.admin.ns_create(name)?;
+                let mut all = self.secrets.lock();
+                all.insert(name.to_string(), (id, s.clone()));
+                std::fs::write(&self.secrets_path, serde_json::to_vec_pretty(&*all)?)
+                    .with_context(|| format!("writing {}", self.secrets_path.display()))?;
+                (id, s)
+            }
+        };
+        for c in &self.clients {
+            c.authenticate(nsid, &secret)?;
+        }
+        Ok(nsid)
+    }
+
+    /// The connection of the calling thread: threads are spread over the connections in turn.
+    fn client(&self) -> &BlockingClient {
+        let i = SLOT.with(|s| match s.get() {
+            Some(i) => i,
+            None => {
+                let i = self.next.fetch_add(1, Ordering::Relaxed);
+                s.set(Some(i));
+                i
+            }
+        });
+        &self.clients[i % self.clients.len()]
+    }
+}
+
+impl BenchDb for DeviceDb {
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.client().put(self.ns, key.to_vec(), value.to_vec())?)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.client().get(self.ns, key.to_vec())?.is_some())
+    }
+
+    fn flush(&self) -> Result<()> {
+        bail!("the device has no flush command")
+    }
+
+    fn compact(&self) -> Result<()> {
+        bail!("the device has no compaction command")
+    }
+
+    /// The device manages its background work itself.
+    fn settle(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stats_json(&self) -> serde_json::Value {
+        self.admin
+            .stats(cerberus_proto::DEVICE_NSID)
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    fn close(&self) -> Result<()> {
+        if let Some(dev) = self.local.lock().take() {
+            dev.shutdown()?;
+        }
+        Ok(())
+    }
+
+    fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
+        (0..n)
+            .map(|index| {
+                let name = TenantHandle::name_of(index);
+                let id = self.namespace(&name)?;
+                Ok(TenantHandle { index, id, name })
+            })
+            .collect()
+    }
+
+    fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.client().put(tenant.id, key.to_vec(), value.to_vec())?)
+    }
+
+    fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
+        Ok(self.client().get(tenant.id, key.to_vec())?.is_some())
+    }
+}

@@ -1,0 +1,156 @@
+//! The `cerberus` commands against a device started by `cerberus serve`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+struct Serve {
+    child: Child,
+    addr: String,
+    admin: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(a) = line.strip_prefix("listening on ") {
+            break a.to_string();
+        }
+    };
+    let admin = std::fs::read_to_string(dir.join("admin.secret"))
+        .unwrap()
+        .trim()
+        .to_string();
+    Serve { child, addr, admin }
+}
+
+fn cli(s: &Serve, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cerberus"));
+    c.env("CERBERUS_DEVICE", &s.addr)
+        .env_remove("CERBERUS_NS")
+        .env_remove("CERBERUS_SECRET")
+        .env_remove("CERBERUS_ADMIN_SECRET");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn namespace_and_key_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path());
+    let admin = [("CERBERUS_ADMIN_SECRET", s.admin.as_str())];
+
+    // Without the admin credential: a clear error, exit code 2.
+    let o = cli(&s, &[], &["ns", "create", "t"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("admin"));
+
+    let o = cli(&s, &admin, &["ns", "create", "t", "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nsid = v["nsid"].as_u64().unwrap().to_string();
+    let secret = v["secret"].as_str().unwrap().to_string();
+    let env = [
+        ("CERBERUS_NS", nsid.as_str()),
+        ("CERBERUS_SECRET", secret.as_str()),
+    ];
+
+    assert!(cli(&s, &env, &["put", "k1", "hello"]).status.success());
+    assert!(cli(&s, &env, &["put", "k2", "world"]).status.success());
+    let o = cli(&s, &env, &["get", "k1"]);
+    assert_eq!(text(&o), "hello\n");
+    let o = cli(&s, &env, &["get", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not found"));
+    let o = cli(&s, &env, &["put", "k1", "again", "--if-absent"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(cli(&s, &env, &["exists", "k2"]).status.code(), Some(0));
+    assert_eq!(cli(&s, &env, &["exists", "k3"]).status.code(), Some(1));
+    assert_eq!(text(&cli(&s, &env, &["list"])), "k1\nk2\n");
+    assert_eq!(text(&cli(&s, &env, &["list", "--start", "k2"])), "k2\n");
+    assert!(cli(&s, &env, &["delete", "k2"]).status.success());
+    assert_eq!(cli(&s, &env, &["delete", "k2"]).status.code(), Some(1));
+    // Wrong credential: refused.
+    let bad = [("CERBERUS_NS", nsid.as_str()), ("CERBERUS_SECRET", "wrong")];
+    assert_eq!(cli(&s, &bad, &["get", "k1"]).status.code(), Some(2));
+
+    let o = cli(&s, &env, &["stats", "--json"]);
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["puts"], 2);
+    assert!(text(&cli(&s, &env, &["stats"])).contains("puts 2"));
+
+    let o = cli(&s, &admin, &["ns", "list"]);
+    assert!(text(&o).contains(&format!("{nsid}\tt")));
+    assert!(cli(&s, &admin, &["ns", "destroy", &nsid]).status.success());
+    assert_eq!(cli(&s, &env, &["get", "k1"]).status.code(), Some(2));
+}
+
+#[test]
+fn load_json_lines_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(&dir.path().join("data"));
+    let admin = [("CERBERUS_ADMIN_SECRET", s.admin.as_str())];
+    let o = cli(&s, &admin, &["ns", "create", "bulk", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nsid = v["nsid"].as_u64().unwrap().to_string();
+    let secret = v["secret"].as_str().unwrap().to_string();
+    let env = [
+        ("CERBERUS_NS", nsid.as_str()),
+        ("CERBERUS_SECRET", secret.as_str()),
+    ];
+
+    let jsonl = dir.path().join("recs.jsonl");
+    let mut f = std::fs::File::create(&jsonl).unwrap();
+    for i in 0..500 {
+        writeln!(f, "{{\"user\": \"u{i:03}\", \"rating\": {}}}", i % 5).unwrap();
+    }
+    drop(f);
+    let o = cli(
+        &s,
+        &env,
+        &["load", jsonl.to_str().unwrap(), "--key-field", "user"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = cli(&s, &env, &["get", "u042"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rating"], 2);
+
+    let csv = dir.path().join("recs.csv");
+    std::fs::write(&csv, "id,name,score\nc1,ann,3.5\nc2,bob,7\n").unwrap();
+    let o = cli(&s, &env, &["load", csv.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&cli(&s, &env, &["get", "c2"]).stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"id": "c2", "name": "bob", "score": 7})
+    );
+
+    // A record without the key field stops the load with its line number.
+    let badf = dir.path().join("bad.jsonl");
+    std::fs::write(&badf, "{\"id\": \"ok\"}\n{\"other\": 1}\n").unwrap();
+    let o = cli(&s, &env, &["load", badf.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line 2"));
+}

@@ -1,0 +1,222 @@
+//! End to end over loopback: tenants see only their own data, credentials gate every data
+//! opcode, conditional stores and size limits answer with the NVMe status codes.
+
+mod common;
+
+use cerberus_host::{BlockingClient, Error};
+use cerberus_proto::{Request, Status, StoreMode};
+
+#[test]
+fn two_tenants_with_the_same_keys_read_only_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |_| {});
+    let (a, na, _) = common::tenant(&dev, "alpha");
+    let (b, nb, _) = common::tenant(&dev, "beta");
+    assert_ne!(na, nb);
+    for i in 0..500u32 {
+        let k = format!("key-{i:04}");
+        a.put(na, k.clone().into_bytes(), format!("a{i}").into_bytes())
+            .unwrap();
+        b.put(nb, k.into_bytes(), format!("b{i}").into_bytes())
+            .unwrap();
+    }
+    for i in 0..500u32 {
+        let k = format!("key-{i:04}").into_bytes();
+        assert_eq!(
+            a.get(na, k.clone()).unwrap().unwrap(),
+            format!("a{i}").as_bytes()
+        );
+        assert_eq!(b.get(nb, k).unwrap().unwrap(), format!("b{i}").as_bytes());
+    }
+    // Lists hold the tenant's own keys only.
+    let (keys, more) = a.list(na, Vec::new(), false, 1000).unwrap();
+    assert_eq!(keys.len(), 500);
+    assert!(!more);
+    // A tenant cannot reach the other's namespace even by naming it.
+    assert!(matches!(
+        a.get(nb, b"key-0001".to_vec()),
+        Err(Error::AccessDenied(_))
+    ));
+    // Deleting in one namespace leaves the other alone.
+    assert!(a.delete(na, b"key-0001".to_vec()).unwrap());
+    assert!(!a.exists(na, b"key-0001".to_vec()).unwrap());
+    assert!(b.exists(nb, b"key-0001".to_vec()).unwrap());
+    dev.shutdown().unwrap();
+}
+
+fn data_requests() -> Vec<Request> {
+    vec![
+        Request::Store {
+            key: "k".into(),
+            value: "v".into(),
+            mode: StoreMode::Always,
+            sync: false,
+        },
+        Request::Retrieve { key: "k".into() },
+        Request::List {
+            start: "".into(),
+            start_exclusive: false,
+            max_keys: 10,
+        },
+        Request::Delete { key: "k".into() },
+        Request::Exist { key: "k".into() },
+    ]
+}
+
+#[test]
+fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |_| {});
+    let (owner, ns, secret) = common::tenant(&dev, "owner");
+    owner.put(ns, b"k".to_vec(), b"kept".to_vec()).unwrap();
+    let addr = dev.local_addr().to_string();
+
+    let anonymous = BlockingClient::connect(&addr).unwrap();
+    let wrong = BlockingClient::connect(&addr).unwrap();
+    assert!(matches!(
+        wrong.authenticate(ns, "not-the-secret"),
+        Err(Error::AccessDenied(_))
+    ));
+    // The owner's secret does not open another namespace.
+    let (_, other_ns, _) = common::tenant(&dev, "other");
+    let misused = BlockingClient::connect(&addr).unwrap();
+    assert!(matches!(
+        misused.authenticate(other_ns, &secret),
+        Err(Error::AccessDenied(_))
+    ));
+    for client in [&anonymous, &wrong, &misused] {
+        for req in data_requests() {
+            let op = req.opcode();
+            let resp = client.call(ns, req).unwrap();
+            assert_eq!(resp.status, Status::AccessDenied, "{op:?}");
+        }
+        // Namespace administration needs the admin credential.
+        assert!(matches!(client.ns_create("x"), Err(Error::AccessDenied(_))));
+        assert!(matches!(client.ns_destroy(ns), Err(Error::AccessDenied(_))));
+        assert!(matches!(client.ns_list(), Err(Error::AccessDenied(_))));
+    }
+    // Nothing was touched: the store and the delete were refused.
+    assert_eq!(
+        owner.get(ns, b"k".to_vec()).unwrap().unwrap(),
+        "kept".as_bytes()
+    );
+    let stats = owner.stats(ns).unwrap();
+    assert_eq!(stats["puts"], 1, "{stats}");
+    assert_eq!(stats["deletes"], 0, "{stats}");
+    dev.shutdown().unwrap();
+}
+
+#[test]
+fn conditional_stores_and_limits_answer_with_nvme_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.max_key_len = 16;
+        c.max_value_len = 1024;
+    });
+    let (c, ns, _) = common::tenant(&dev, "t");
+    c.put(ns, b"k".to_vec(), b"first".to_vec()).unwrap();
+
+    let r = c.store(
+        ns,
+        b"k".to_vec(),
+        b"second".to_vec(),
+        StoreMode::OnlyIfAbsent,
+        false,
+    );
+    assert!(matches!(r, Err(Error::KeyExists)), "{r:?}");
+    assert_eq!(r.unwrap_err().status(), Some(Status::KeyExists));
+    assert_eq!(
+        c.get(ns, b"k".to_vec()).unwrap().unwrap(),
+        "first".as_bytes()
+    );
+
+    let r = c.store(
+        ns,
+        b"absent".to_vec(),
+        b"x".to_vec(),
+        StoreMode::OnlyIfPresent,
+        false,
+    );
+    assert!(matches!(r, Err(Error::KeyNotExist)), "{r:?}");
+    assert!(!c.exists(ns, b"absent".to_vec()).unwrap());
+    c.store(
+        ns,
+        b"k".to_vec(),
+        b"third".to_vec(),
+        StoreMode::OnlyIfPresent,
+        true,
+    )
+    .unwrap();
+    c.store(
+        ns,
+        b"new".to_vec(),
+        b"n".to_vec(),
+        StoreMode::OnlyIfAbsent,
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        c.get(ns, b"k".to_vec()).unwrap().unwrap(),
+        "third".as_bytes()
+    );
+
+    let long_key = vec![b'k'; 17];
+    let r = c.put(ns, long_key.clone(), b"v".to_vec());
+    assert_eq!(r.unwrap_err().status(), Some(Status::InvalidKeySize));
+    let r = c.get(ns, long_key);
+    assert_eq!(r.unwrap_err().status(), Some(Status::InvalidKeySize));
+    let r = c.put(ns, Vec::new(), b"v".to_vec());
+    assert_eq!(r.unwrap_err().status(), Some(Status::InvalidKeySize));
+    let r = c.put(ns, b"big".to_vec(), vec![0u8; 1025]);
+    assert_eq!(r.unwrap_err().status(), Some(Status::InvalidValueSize));
+    assert!(!c.exists(ns, b"big".to_vec()).unwrap());
+    // A value exactly at the limit is fine.
+    c.put(ns, b"big".to_vec(), vec![7u8; 1024]).unwrap();
+    assert_eq!(c.get(ns, b"big".to_vec()).unwrap().unwrap().len(), 1024);
+
+    // Deleting an absent key says so.
+    assert!(!c.delete(ns, b"never".to_vec()).unwrap());
+    let id = c.identify().unwrap();
+    assert_eq!(id.max_key_len, 16);
+    assert_eq!(id.max_value_len, 1024);
+    dev.shutdown().unwrap();
+}
+
+#[test]
+fn destroyed_namespaces_are_gone_and_their_ids_not_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |_| {});
+    let admin = common::admin(&dev);
+    let (c, ns, _) = common::tenant(&dev, "doomed");
+    c.put(ns, b"k".to_vec(), b"v".to_vec()).unwrap();
+    admin.ns_destroy(ns).unwrap();
+    let r = c.get(ns, b"k".to_vec());
+    assert_eq!(r.unwrap_err().status(), Some(Status::InvalidNamespace));
+    assert!(admin.ns_list().unwrap().iter().all(|e| e.nsid != ns));
+    let (again, _) = admin.ns_create("doomed").unwrap();
+    assert_ne!(again, ns);
+    dev.shutdown().unwrap();
+}
+
+#[test]
+fn paging_through_a_list_returns_every_key_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| c.max_list_keys = 7);
+    let (c, ns, _) = common::tenant(&dev, "pages");
+    let mut want: Vec<Vec<u8>> = (0..100u32)
+        .map(|i| format!("{:03}", i * 7 % 100).into_bytes())
+        .collect();
+    for k in &want {
+        c.put(ns, k.clone(), b"v".to_vec()).unwrap();
+    }
+    want.sort();
+    want.dedup();
+    let got: Vec<Vec<u8>> = c
+        .list_all(ns, Vec::new(), 1000)
+        .unwrap()
+        .into_iter()
+        .map(|k| k.to_vec())
+        .collect();
+    assert_eq!(got, want);
+    dev.shutdown().unwrap();
+}
