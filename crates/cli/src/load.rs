@@ -105,8 +105,16 @@ pub fn run(client: &BlockingClient, nsid: u32, args: &LoadArgs) -> Result<()> {
     Ok(())
 }
 
-fn stopped(failure: &Mutex<Option<anyhow::Error>>) -> bool {
-    failure.lock().map(|f| f.is_some()).unwrap_or(true)
+/// Hands a record to the writers; false once a writer failed (the load stops).
+fn send(
+    tx: &crossbeam_channel::Sender<Record>,
+    failure: &Mutex<Option<anyhow::Error>>,
+    line: u64,
+    key: Vec<u8>,
+    value: Vec<u8>,
+) -> bool {
+    let failed = failure.lock().map(|f| f.is_some()).unwrap_or(true);
+    !failed && tx.send(Record { line, key, value }).is_ok()
 }
 
 fn key_of(v: &serde_json::Value, field: &str, line: u64) -> Result<Vec<u8>> {
@@ -134,15 +142,7 @@ fn read_jsonl(
         let v: serde_json::Value =
             serde_json::from_str(text).with_context(|| format!("line {line_no}: not JSON"))?;
         let key = key_of(&v, field, line_no)?;
-        if stopped(failure)
-            || tx
-                .send(Record {
-                    line: line_no,
-                    key,
-                    value: text.as_bytes().to_vec(),
-                })
-                .is_err()
-        {
+        if !send(tx, failure, line_no, key, text.as_bytes().to_vec()) {
             break;
         }
     }
@@ -173,15 +173,7 @@ fn read_csv(
         }
         let v = serde_json::Value::Object(obj);
         let key = key_of(&v, field, line_no)?;
-        if stopped(failure)
-            || tx
-                .send(Record {
-                    line: line_no,
-                    key,
-                    value: v.to_string().into_bytes(),
-                })
-                .is_err()
-        {
+        if !send(tx, failure, line_no, key, v.to_string().into_bytes()) {
             break;
         }
     }

@@ -268,47 +268,90 @@ fn gets_by_level(memtable: u64, levels: &[u64]) -> Value {
     Value::Object(m)
 }
 
+/// The counters a namespace and the whole device both have.
+struct Common<'a> {
+    levels: &'a [cerberus_engine::LevelStats],
+    gets: u64,
+    gets_memtable: u64,
+    gets_by_level: &'a [u64],
+    gets_not_found: u64,
+    puts: u64,
+    deletes: u64,
+    filter_probes: u64,
+    filter_loads: u64,
+    index_loads: u64,
+    reads: &'a [u64],
+    read_bytes: &'a [u64],
+    pages: &'a [u64],
+}
+
+impl Common<'_> {
+    fn json(&self) -> Map<String, Value> {
+        let v = json!({
+            "levels": levels_json(self.levels),
+            "gets": self.gets,
+            "gets_by_level": gets_by_level(self.gets_memtable, self.gets_by_level),
+            "gets_not_found": self.gets_not_found,
+            "puts": self.puts,
+            "deletes": self.deletes,
+            "filter_probes": self.filter_probes,
+            "filter_loads": self.filter_loads,
+            "index_loads": self.index_loads,
+            "reads": by_purpose(self.reads),
+            "read_bytes": by_purpose(self.read_bytes),
+            "page_reads": by_purpose(self.pages),
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+}
+
+macro_rules! common {
+    ($s:expr) => {
+        Common {
+            levels: &$s.levels,
+            gets: $s.gets,
+            gets_memtable: $s.gets_memtable,
+            gets_by_level: &$s.gets_by_level,
+            gets_not_found: $s.gets_not_found,
+            puts: $s.puts,
+            deletes: $s.deletes,
+            filter_probes: $s.filter_probes,
+            filter_loads: $s.filter_loads,
+            index_loads: $s.index_loads,
+            reads: &$s.reads,
+            read_bytes: &$s.read_bytes,
+            pages: &$s.pages,
+        }
+    };
+}
+
 pub fn namespace_stats_json(s: &NamespaceStats) -> Value {
-    json!({
-        "nsid": s.nsid,
-        "levels": levels_json(&s.levels),
-        "gets": s.gets,
-        "gets_by_level": gets_by_level(s.gets_memtable, &s.gets_by_level),
-        "gets_not_found": s.gets_not_found,
-        "puts": s.puts,
-        "deletes": s.deletes,
-        "filter_probes": s.filter_probes,
-        "filter_loads": s.filter_loads,
-        "index_loads": s.index_loads,
-        "reads": by_purpose(&s.reads),
-        "read_bytes": by_purpose(&s.read_bytes),
-        "page_reads": by_purpose(&s.pages),
-    })
+    let mut m = common!(s).json();
+    m.insert("nsid".into(), json!(s.nsid));
+    Value::Object(m)
 }
 
 pub fn device_stats_json(s: &DbStats) -> Value {
-    json!({
-        "levels": levels_json(&s.levels),
-        "gets": s.gets,
-        "gets_by_level": gets_by_level(s.gets_memtable, &s.gets_by_level),
-        "gets_not_found": s.gets_not_found,
-        "puts": s.puts,
-        "deletes": s.deletes,
-        "filter_probes": s.filter_probes,
-        "filter_loads": s.filter_loads,
-        "index_loads": s.index_loads,
-        "reads": by_purpose(&s.reads),
-        "read_bytes": by_purpose(&s.read_bytes),
-        "page_reads": by_purpose(&s.pages),
-        "flushes": s.flushes,
-        "compactions": s.compactions,
-        "compaction_bytes_read": s.compaction_bytes_read,
-        "compaction_bytes_written": s.compaction_bytes_written,
-        "vlog_bytes": s.vlog_bytes,
-        "vlog_segments": s.vlog_segments,
-        "write_stalls": s.write_stalls,
-        "write_slowdowns": s.write_slowdowns,
-        "gc_segments_deleted": s.gc_segments_deleted,
-        "gc_bytes_rewritten": s.gc_bytes_rewritten,
-    })
+    let mut m = common!(s).json();
+    for (k, v) in [
+        ("flushes", json!(s.flushes)),
+        ("compactions", json!(s.compactions)),
+        ("compaction_bytes_read", json!(s.compaction_bytes_read)),
+        (
+            "compaction_bytes_written",
+            json!(s.compaction_bytes_written),
+        ),
+        ("vlog_bytes", json!(s.vlog_bytes)),
+        ("vlog_segments", json!(s.vlog_segments)),
+        ("write_stalls", json!(s.write_stalls)),
+        ("write_slowdowns", json!(s.write_slowdowns)),
+        ("gc_segments_deleted", json!(s.gc_segments_deleted)),
+        ("gc_bytes_rewritten", json!(s.gc_bytes_rewritten)),
+    ] {
+        m.insert(k.into(), v);
+    }
+    Value::Object(m)
 }
