@@ -79,3 +79,54 @@ fn acknowledged_writes_survive_sigkill() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn sigterm_stops_cleanly_and_keeps_unsynced_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without --sync: a clean stop must still flush what was acknowledged.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(a) = line.strip_prefix("listening on ") {
+            break a.to_string();
+        }
+    };
+    let admin_secret = std::fs::read_to_string(dir.path().join("admin.secret")).unwrap();
+    let admin = BlockingClient::connect(&addr).unwrap();
+    admin.authenticate_admin(admin_secret.trim()).unwrap();
+    let (ns, secret) = admin.ns_create("t").unwrap();
+    let c = BlockingClient::connect(&addr).unwrap();
+    c.authenticate(ns, &secret).unwrap();
+    for i in 0..1000u32 {
+        c.put(ns, format!("k{i}").into_bytes(), b"v".to_vec())
+            .unwrap();
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "serve exited with {exit:?} on SIGTERM");
+    // Clients of the stopped device get errors, not hangs.
+    assert!(c.get(ns, b"k1".to_vec()).is_err());
+
+    let (mut child, addr) = serve(dir.path());
+    let c = BlockingClient::connect(&addr).unwrap();
+    c.authenticate(ns, &secret).unwrap();
+    for i in 0..1000u32 {
+        assert!(
+            c.exists(ns, format!("k{i}").into_bytes()).unwrap(),
+            "lost k{i}"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
