@@ -167,3 +167,83 @@ fn background_gc_collects_overwritten_segments() {
         assert_eq!(db.get(&key(k)).unwrap().as_deref(), Some(&value(5, k)[..]));
     }
 }
+
+/// Waits (up to 10 s) for background GC to delete a segment.
+fn wait_for_gc(db: &Db) -> bool {
+    for _ in 0..200 {
+        if db.stats().gc_segments_deleted > 0 {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn background_gc_after_a_restart_knows_the_dead_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    // One background thread: no background GC in this first run.
+    let quiet = Options {
+        background_threads: 1,
+        ..options()
+    };
+    let db = Db::open(dir.path(), quiet.clone()).unwrap();
+    for round in 0..4u32 {
+        for k in 0..N {
+            db.put(&key(k), &value(round, k)).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_all().unwrap();
+    }
+    assert_eq!(db.stats().gc_segments_deleted, 0);
+    db.close().unwrap();
+    drop(db);
+    // Nothing is overwritten or compacted after the restart: only what the manifest kept
+    // about the dropped versions can tell GC where the dead bytes are.
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert!(wait_for_gc(&db), "{:?}", db.stats());
+    for k in 0..N {
+        assert_eq!(db.get(&key(k)).unwrap().as_deref(), Some(&value(3, k)[..]));
+    }
+}
+
+#[test]
+fn destroying_a_namespace_starts_background_gc() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let big = db.create_namespace("big").unwrap();
+    let small = db.create_namespace("small").unwrap();
+    for k in 0..N {
+        db.put_ns(big, &key(k), &value(1, k)).unwrap();
+        if k % 4 == 0 {
+            db.put_ns(small, &key(k), &value(2, k)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let before = data_bytes(dir.path());
+    db.destroy_namespace(big).unwrap();
+    // No gc_value_log: the destroy's dead bytes alone must start the background GC.
+    assert!(wait_for_gc(&db), "{:?}", db.stats());
+    for _ in 0..200 {
+        if data_bytes(dir.path()) * 2 < before {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        data_bytes(dir.path()) * 2 < before,
+        "{} of {before} bytes left",
+        data_bytes(dir.path())
+    );
+    for k in (0..N).step_by(4) {
+        assert_eq!(
+            db.get_ns(small, &key(k)).unwrap().as_deref(),
+            Some(&value(2, k)[..])
+        );
+    }
+    assert!(matches!(
+        db.get_ns(big, &key(0)),
+        Err(Error::UnknownNamespace(_))
+    ));
+}

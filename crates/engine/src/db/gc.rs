@@ -125,6 +125,7 @@ impl Inner {
         self.vlog_reader.retire(seg)?;
         self.storage.delete(&name).ctx(&name)?;
         self.liveness.forget(seg);
+        self.versions.lock().vlog_dead.remove(&seg);
         stats.segments_deleted += 1;
         stats.bytes_reclaimed += data.len() as u64;
         Ok(())

@@ -16,7 +16,9 @@ use crate::options::{Layout, Options, StorageKind, WriteOptions};
 use crate::stats::{Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
-use crate::version::{Namespaces, Recovered, TableCtx, Version, VersionEdit, VersionSet};
+use crate::version::{
+    Namespaces, Recovered, TableCtx, TableHandle, Version, VersionEdit, VersionSet,
+};
 use crate::vlog::{self, EncodedWrite, Liveness, LogSync, VlogReader, VlogWriter};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -194,7 +196,7 @@ impl Db {
         let version = versions.current();
         let inner = Arc::new(Inner {
             vlog_reader: VlogReader::new(storage.clone()),
-            liveness: Liveness::default(),
+            liveness: Liveness::seeded(&versions.vlog_dead),
             storage,
             counters,
             namespaces: RwLock::new(namespaces),
@@ -214,6 +216,8 @@ impl Db {
             visible_seq: AtomicU64::new(last_seq),
             bg: Mutex::new(BgState {
                 cursor: vec![Vec::new(); options.num_levels],
+                // Dead bytes recovered from the manifest may already make a segment worth it.
+                gc_check: true,
                 ..BgState::default()
             }),
             bg_cv: Condvar::new(),
@@ -460,12 +464,14 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
         mut next_file,
         mut last_seq,
         log_start,
+        mut vlog_dead,
     } = VersionSet::recover(ctx, opts.num_levels)?.unwrap_or_else(|| Recovered {
         version: Version::new(opts.num_levels),
         namespaces: Namespaces::default(),
         next_file: 1,
         last_seq: 0,
         log_start: (0, 0),
+        vlog_dead: Default::default(),
     });
     let names = storage.list().ctx("database directory")?;
     let mut segments = Vec::new();
@@ -499,6 +505,8 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
         let _ = storage.delete(&table_name(*id));
     }
     segments.sort_unstable();
+    // Sums for segments GC has deleted (or versions dropped after their segment went).
+    vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
     let replay: Vec<u64> = segments
         .iter()
         .copied()
@@ -539,9 +547,10 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
         let alloc = || ids.replace(ids.get() + 1);
         let params = flush_params(opts);
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
-        // Marks of what this drops are lost with the memory they would live in; GC finds
-        // those records dead by lookup.
-        let (props, _) = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
+        let (props, dropped) = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
+        for (seg, bytes) in dead_bytes_by_segment(&dropped) {
+            *vlog_dead.entry(seg).or_default() += bytes;
+        }
         next_file = ids.get();
         storage.sync_dir().ctx("database directory")?;
         last_seq = last_seq.max(mem.max_seq());
@@ -563,10 +572,20 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
             next_file,
             last_seq,
             log_start: (segment, vlog::SEGMENT_HEADER_LEN),
+            vlog_dead,
         },
     )?;
     let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
     Ok((versions, Memtable::new(), writer))
+}
+
+/// Value-log bytes of `addrs`, per segment, as a manifest edit records them.
+fn dead_bytes_by_segment(addrs: &[key::ValueAddr]) -> Vec<(u64, u64)> {
+    let mut sums: std::collections::BTreeMap<u64, u64> = Default::default();
+    for a in addrs {
+        *sums.entry(a.segment).or_default() += u64::from(a.len);
+    }
+    sums.into_iter().collect()
 }
 
 /// A flush writes one L0 table holding every namespace.
@@ -1084,7 +1103,7 @@ impl Inner {
         self.acquire_compaction();
         let result = (|| {
             let version = self.versions.lock().current();
-            let own: Vec<(usize, u64)> = version
+            let own: Vec<(usize, &Arc<TableHandle>)> = version
                 .levels
                 .iter()
                 .enumerate()
@@ -1092,17 +1111,34 @@ impl Inner {
                 .flat_map(|(l, ts)| {
                     ts.iter()
                         .filter(|t| t.only_namespace() == Some(ns))
-                        .map(move |t| (l, t.id()))
+                        .map(move |t| (l, t))
                 })
                 .collect();
+            // Their values die with them: count them per segment so GC, in the background
+            // and after a restart, knows where the space is.
+            let mut dead = Vec::new();
+            for (_, t) in &own {
+                let mut it = t.reader()?.iter()?;
+                it.seek_to_first()?;
+                while it.valid() {
+                    if let Some(IndexValue::Addr { addr, .. }) = IndexValue::decode(&it.value()) {
+                        dead.push(addr);
+                    }
+                    it.advance()?;
+                }
+            }
             self.install(
                 VersionEdit {
                     destroyed_ns: vec![ns],
-                    deleted: own,
+                    deleted: own.iter().map(|(l, t)| (*l, t.id())).collect(),
+                    vlog_dead: dead_bytes_by_segment(&dead),
                     ..VersionEdit::default()
                 },
                 None,
             )?;
+            self.liveness.mark_dead(&dead);
+            self.bg.lock().gc_check = true;
+            self.bg_cv.notify_all();
             let mut state = self.namespaces.write();
             if let Some(e) = state.live.remove(&ns) {
                 state.retired.push(e.counters.clone());
@@ -1305,9 +1341,10 @@ impl Inner {
             dead: &dead,
             new_file: &alloc,
         };
-        let out = compaction::run(task, version, &cx)?;
+        let mut out = compaction::run(task, version, &cx)?;
         let (read, written) = (out.bytes_read, out.bytes_written);
         self.storage.sync_dir().ctx("database directory")?;
+        out.edit.vlog_dead = dead_bytes_by_segment(&out.dropped);
         self.install(out.edit, None)?;
         self.liveness.mark_dead(&out.dropped);
         Counters::add(&self.counters.compactions, 1);
@@ -1357,6 +1394,7 @@ impl Inner {
             log_start: Some(frozen.log_end),
             last_seq: Some(frozen.mem.max_seq()),
             added: props.into_iter().map(|p| (0, p)).collect(),
+            vlog_dead: dead_bytes_by_segment(&dropped),
             ..VersionEdit::default()
         };
         self.install(edit, Some(&frozen))?;

@@ -14,6 +14,7 @@ const TAG_DELETE_TABLE: u8 = 5;
 const TAG_CREATE_NAMESPACE: u8 = 6;
 const TAG_DESTROY_NAMESPACE: u8 = 7;
 const TAG_NEXT_NSID: u8 = 8;
+const TAG_VLOG_DEAD: u8 = 9;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -29,6 +30,10 @@ pub struct VersionEdit {
     pub destroyed_ns: Vec<Nsid>,
     /// Next namespace id to hand out; ids are never reused.
     pub next_nsid: Option<Nsid>,
+    /// Value-log bytes that became dead with this edit, per segment (`segment, bytes`):
+    /// versions a flush or compaction dropped, tables of a destroyed namespace. Summed over
+    /// the manifest they tell GC, after a restart too, which segments are worth collecting.
+    pub vlog_dead: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -59,6 +64,11 @@ impl VersionEdit {
         if let Some(n) = self.next_nsid {
             out.push(TAG_NEXT_NSID);
             put_varint(&mut out, u64::from(n));
+        }
+        for &(seg, bytes) in &self.vlog_dead {
+            out.push(TAG_VLOG_DEAD);
+            put_varint(&mut out, seg);
+            put_varint(&mut out, bytes);
         }
         for &(level, id) in &self.deleted {
             out.push(TAG_DELETE_TABLE);
@@ -108,6 +118,7 @@ impl VersionEdit {
                 }
                 TAG_DESTROY_NAMESPACE => e.destroyed_ns.push(Nsid::try_from(c.varint()?).ok()?),
                 TAG_NEXT_NSID => e.next_nsid = Some(Nsid::try_from(c.varint()?).ok()?),
+                TAG_VLOG_DEAD => e.vlog_dead.push((c.varint()?, c.varint()?)),
                 _ => return None,
             }
         }
@@ -141,6 +152,7 @@ mod tests {
             created_ns: vec![(3, "tenant".into())],
             destroyed_ns: vec![2],
             next_nsid: Some(4),
+            vlog_dead: vec![(5, 4096), (7, 1)],
         };
         assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
         assert_eq!(VersionEdit::decode(&[99]), None);

@@ -8,6 +8,7 @@ use super::{Namespaces, TableCtx, Version, VersionEdit};
 use crate::coding::{get_u32, put_u32};
 use crate::error::{Error, IoContext, Result};
 use crate::storage::{IoPurpose, WritableFile};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub const MANIFEST_MAGIC: [u8; 8] = *b"CBRSMANI";
@@ -28,6 +29,16 @@ pub struct Recovered {
     pub next_file: u64,
     pub last_seq: u64,
     pub log_start: (u64, u64),
+    /// Dead value-log bytes per segment, summed over the edits.
+    pub vlog_dead: BTreeMap<u64, u64>,
+}
+
+/// Adds an edit's dead value-log bytes to the running sums.
+fn add_dead(sums: &mut BTreeMap<u64, u64>, edit: &VersionEdit) {
+    for &(seg, bytes) in &edit.vlog_dead {
+        let e = sums.entry(seg).or_default();
+        *e = e.saturating_add(bytes);
+    }
 }
 
 /// The current version plus the persistent counters, and the open manifest.
@@ -43,6 +54,8 @@ pub struct VersionSet {
     /// Where replay starts.
     pub log_start: (u64, u64),
     pub namespaces: Namespaces,
+    /// Dead value-log bytes per segment (of segments not collected yet).
+    pub vlog_dead: BTreeMap<u64, u64>,
 }
 
 impl VersionSet {
@@ -74,6 +87,7 @@ impl VersionSet {
             next: 0,
         };
         let (mut next_file, mut last_seq, mut log_start) = (0, 0, (0, 0));
+        let mut vlog_dead = BTreeMap::new();
         let mut pos = HEADER_LEN;
         while pos < data.len() {
             let (Some(len), Some(crc)) = (get_u32(&data, pos), get_u32(&data, pos + 4)) else {
@@ -106,6 +120,7 @@ impl VersionSet {
             }
             version = version.apply(&edit, ctx).0;
             namespaces.apply(&edit);
+            add_dead(&mut vlog_dead, &edit);
             if let Some(n) = edit.next_file {
                 next_file = next_file.max(n);
             }
@@ -123,6 +138,7 @@ impl VersionSet {
             next_file,
             last_seq,
             log_start,
+            vlog_dead,
         }))
     }
 
@@ -134,6 +150,7 @@ impl VersionSet {
             next_file,
             last_seq,
             log_start,
+            vlog_dead,
         } = r;
         let manifest_id = next_file;
         let mut vs = VersionSet {
@@ -144,6 +161,7 @@ impl VersionSet {
             last_seq,
             log_start,
             namespaces,
+            vlog_dead,
             ctx,
         };
         vs.write_new_manifest(manifest_id)?;
@@ -162,6 +180,7 @@ impl VersionSet {
                 .enumerate()
                 .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t.props.clone())))
                 .collect(),
+            vlog_dead: self.vlog_dead.iter().map(|(s, b)| (*s, *b)).collect(),
             ..VersionEdit::default()
         };
         self.namespaces.snapshot_into(&mut edit);
@@ -215,11 +234,14 @@ impl VersionSet {
         edit.next_file = Some(self.next_file);
         let mut namespaces = self.namespaces.clone();
         namespaces.apply(&edit);
+        let mut vlog_dead = self.vlog_dead.clone();
+        add_dead(&mut vlog_dead, &edit);
         let (next, removed) = self.current.apply(&edit, &self.ctx);
         let next = Arc::new(next);
         if self.manifest.len() > ROTATE_BYTES {
             self.current = next;
             self.namespaces = namespaces.clone();
+            self.vlog_dead = vlog_dead.clone();
             let id = self.new_file_number();
             self.write_new_manifest(id)?;
         } else {
@@ -236,6 +258,7 @@ impl VersionSet {
             self.current = next;
         }
         self.namespaces = namespaces;
+        self.vlog_dead = vlog_dead;
         for t in removed {
             t.mark_obsolete();
         }
@@ -289,16 +312,20 @@ mod tests {
             next_file: 5,
             last_seq: 0,
             log_start: (4, 16),
+            vlog_dead: BTreeMap::from([(2, 10)]),
         };
         let mut vs = VersionSet::create(ctx.clone(), r).unwrap();
         let edit = VersionEdit {
             log_start: Some((9, 100)),
             last_seq: Some(77),
+            vlog_dead: vec![(2, 5), (3, 7)],
             ..VersionEdit::default()
         };
         vs.log_and_apply(edit).unwrap();
         let r = VersionSet::recover(&ctx, 3).unwrap().unwrap();
         assert_eq!((r.log_start, r.last_seq), ((9, 100), 77));
+        // The snapshot's sums plus the edit's.
+        assert_eq!(r.vlog_dead, BTreeMap::from([(2, 15), (3, 7)]));
         assert_eq!(r.namespaces, Namespaces::default());
         assert!(r.next_file >= 6);
     }

@@ -3,8 +3,8 @@
 //! skips marked records without an index lookup. A record not marked may still be dead (its
 //! newer version not compacted yet); GC then finds out by looking it up.
 //!
-//! The marks live in memory: after a restart GC falls back to lookups until compactions mark
-//! records again.
+//! Offsets live in memory only; dead bytes per segment are also summed in the manifest, and a
+//! restart starts from those sums (without offsets: GC then finds dead records by lookup).
 
 use crate::key::ValueAddr;
 use parking_lot::Mutex;
@@ -22,6 +22,23 @@ pub struct Liveness {
 }
 
 impl Liveness {
+    /// Starts from dead byte sums per segment (from the manifest), no offsets known.
+    pub fn seeded(dead: &std::collections::BTreeMap<u64, u64>) -> Liveness {
+        let segments = dead
+            .iter()
+            .map(|(seg, bytes)| {
+                let marks = SegmentMarks {
+                    bytes: *bytes,
+                    offsets: HashSet::new(),
+                };
+                (*seg, marks)
+            })
+            .collect();
+        Liveness {
+            segments: Mutex::new(segments),
+        }
+    }
+
     pub fn mark_dead(&self, addrs: &[ValueAddr]) {
         if addrs.is_empty() {
             return;
