@@ -1,8 +1,10 @@
 //! The `cerberus` commands against a device started by `cerberus serve`.
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 
 struct Serve {
     child: Child,
@@ -18,24 +20,8 @@ impl Drop for Serve {
 }
 
 fn serve(dir: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.to_string();
-        }
-    };
-    let admin = std::fs::read_to_string(dir.join("admin.secret"))
-        .unwrap()
-        .trim()
-        .to_string();
+    let (child, addr) = common::serve(dir, &[]);
+    let admin = common::admin_secret(dir);
     Serve { child, addr, admin }
 }
 

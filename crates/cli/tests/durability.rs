@@ -1,39 +1,26 @@
 //! Writes acknowledged by a `--sync` device survive SIGKILL: the process is killed while
 //! writers are busy, restarted on the same directory, and every acknowledged write is found.
 
+mod common;
+
 use cerberus_host::BlockingClient;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn serve(dir: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--sync", "--data-dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("cerberus serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.to_string();
-        }
-    };
-    (child, addr)
+    common::serve(dir, &["--sync"])
 }
 
 #[test]
 fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, addr) = serve(dir.path());
-    let admin_secret = std::fs::read_to_string(dir.path().join("admin.secret")).unwrap();
     let admin = BlockingClient::connect(&addr).unwrap();
-    admin.authenticate_admin(admin_secret.trim()).unwrap();
+    admin
+        .authenticate_admin(&common::admin_secret(dir.path()))
+        .unwrap();
     let (ns, secret) = admin.ns_create("durable").unwrap();
 
     let acked = Arc::new(Mutex::new(Vec::new()));
@@ -84,23 +71,11 @@ fn acknowledged_writes_survive_sigkill() {
 fn sigterm_stops_cleanly_and_keeps_unsynced_writes() {
     let dir = tempfile::tempdir().unwrap();
     // Without --sync: a clean stop must still flush what was acknowledged.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.to_string();
-        }
-    };
-    let admin_secret = std::fs::read_to_string(dir.path().join("admin.secret")).unwrap();
+    let (mut child, addr) = common::serve(dir.path(), &[]);
     let admin = BlockingClient::connect(&addr).unwrap();
-    admin.authenticate_admin(admin_secret.trim()).unwrap();
+    admin
+        .authenticate_admin(&common::admin_secret(dir.path()))
+        .unwrap();
     let (ns, secret) = admin.ns_create("t").unwrap();
     let c = BlockingClient::connect(&addr).unwrap();
     c.authenticate(ns, &secret).unwrap();
