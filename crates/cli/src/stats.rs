@@ -15,13 +15,13 @@ pub fn print(doc: &Value, json: bool) -> Result<()> {
     }
     if let Some(levels) = doc.get("levels").and_then(Value::as_array) {
         println!("tree:");
-        for l in levels {
+        for (i, l) in levels.iter().enumerate() {
             let tables = l.get("tables").and_then(Value::as_u64).unwrap_or(0);
             let bytes = l.get("bytes").and_then(Value::as_u64).unwrap_or(0);
             if tables > 0 {
                 println!(
                     "  {:<3} {:>6} tables {:>12.1} MB",
-                    l.get("level").and_then(Value::as_str).unwrap_or("?"),
+                    format!("L{i}"),
                     tables,
                     bytes as f64 / 1e6
                 );
@@ -35,15 +35,19 @@ pub fn print(doc: &Value, json: bool) -> Result<()> {
         num(doc, "deletes"),
         gets
     );
-    if let Some(by) = doc.get("gets_by_level").and_then(Value::as_object) {
-        let parts: Vec<String> = by
-            .iter()
-            .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        if !parts.is_empty() {
-            println!("gets served by: {}", parts.join(", "));
+    let mut served = vec![("memtable".to_string(), num(doc, "gets_memtable"))];
+    if let Some(by) = doc.get("gets_by_level").and_then(Value::as_array) {
+        for (i, v) in by.iter().enumerate() {
+            served.push((format!("L{i}"), v.as_u64().unwrap_or(0)));
         }
+    }
+    let parts: Vec<String> = served
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if !parts.is_empty() {
+        println!("gets served by: {}", parts.join(", "));
     }
     if gets > 0 {
         let per = |k: &str| num(doc, k) as f64 / gets as f64;
@@ -52,7 +56,7 @@ pub fn print(doc: &Value, json: bool) -> Result<()> {
             per("filter_loads"),
             per("index_loads")
         );
-        if let Some(pages) = doc.get("page_reads").and_then(Value::as_object) {
+        if let Some(pages) = doc.get("pages").and_then(Value::as_object) {
             let parts: Vec<String> = pages
                 .iter()
                 .map(|(k, v)| format!("{k} {:.3}", v.as_u64().unwrap_or(0) as f64 / gets as f64))

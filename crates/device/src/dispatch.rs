@@ -5,14 +5,12 @@ use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::metrics::Metrics;
 use bytes::Bytes;
-use cerberus_engine::storage::IoPurpose;
-use cerberus_engine::{Db, DbStats, Error as EngineError, NamespaceStats, WriteOptions};
+use cerberus_engine::{Db, Error as EngineError, WriteOptions};
 use cerberus_proto::{
     Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
     VERSION,
 };
 use parking_lot::Mutex;
-use serde_json::{json, Map, Value};
 use std::hash::{Hash, Hasher};
 
 /// Locks that make a conditional store (check, then write) and a delete (check, then
@@ -185,12 +183,14 @@ impl Shared {
                     .collect(),
             )),
             Request::Stats => {
+                // The engine's own serialization: the same names as its Rust API.
                 let doc = if ns == DEVICE_NSID {
-                    device_stats_json(&self.db.stats())
+                    serde_json::to_vec(&self.db.stats())
                 } else {
-                    namespace_stats_json(&self.db.namespace_stats(ns).map_err(engine)?)
+                    serde_json::to_vec(&self.db.namespace_stats(ns).map_err(engine)?)
                 };
-                Ok(Reply::Stats(Bytes::from(doc.to_string())))
+                let doc = doc.map_err(|e| (Status::InternalError, e.to_string()))?;
+                Ok(Reply::Stats(Bytes::from(doc)))
             }
             Request::Identify => Ok(Reply::Identify(self.identify)),
             // Answered by the connection itself, in order with the commands around it.
@@ -239,119 +239,4 @@ fn engine(e: EngineError) -> (Status, String) {
         tracing::error!(error = %e, "engine error");
     }
     (status, e.to_string())
-}
-
-fn by_purpose(values: &[u64]) -> Value {
-    let mut m = Map::new();
-    for p in IoPurpose::ALL {
-        m.insert(p.name().into(), json!(values[p as usize]));
-    }
-    Value::Object(m)
-}
-
-fn levels_json(levels: &[cerberus_engine::LevelStats]) -> Value {
-    Value::Array(
-        levels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| json!({"level": format!("L{i}"), "tables": l.tables, "bytes": l.bytes}))
-            .collect(),
-    )
-}
-
-fn gets_by_level(memtable: u64, levels: &[u64]) -> Value {
-    let mut m = Map::new();
-    m.insert("memtable".into(), json!(memtable));
-    for (i, n) in levels.iter().enumerate() {
-        m.insert(format!("L{i}"), json!(n));
-    }
-    Value::Object(m)
-}
-
-/// The counters a namespace and the whole device both have.
-struct Common<'a> {
-    levels: &'a [cerberus_engine::LevelStats],
-    gets: u64,
-    gets_memtable: u64,
-    gets_by_level: &'a [u64],
-    gets_not_found: u64,
-    puts: u64,
-    deletes: u64,
-    filter_probes: u64,
-    filter_loads: u64,
-    index_loads: u64,
-    reads: &'a [u64],
-    read_bytes: &'a [u64],
-    pages: &'a [u64],
-}
-
-impl Common<'_> {
-    fn json(&self) -> Map<String, Value> {
-        let v = json!({
-            "levels": levels_json(self.levels),
-            "gets": self.gets,
-            "gets_by_level": gets_by_level(self.gets_memtable, self.gets_by_level),
-            "gets_not_found": self.gets_not_found,
-            "puts": self.puts,
-            "deletes": self.deletes,
-            "filter_probes": self.filter_probes,
-            "filter_loads": self.filter_loads,
-            "index_loads": self.index_loads,
-            "reads": by_purpose(self.reads),
-            "read_bytes": by_purpose(self.read_bytes),
-            "page_reads": by_purpose(self.pages),
-        });
-        match v {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        }
-    }
-}
-
-macro_rules! common {
-    ($s:expr) => {
-        Common {
-            levels: &$s.levels,
-            gets: $s.gets,
-            gets_memtable: $s.gets_memtable,
-            gets_by_level: &$s.gets_by_level,
-            gets_not_found: $s.gets_not_found,
-            puts: $s.puts,
-            deletes: $s.deletes,
-            filter_probes: $s.filter_probes,
-            filter_loads: $s.filter_loads,
-            index_loads: $s.index_loads,
-            reads: &$s.reads,
-            read_bytes: &$s.read_bytes,
-            pages: &$s.pages,
-        }
-    };
-}
-
-pub fn namespace_stats_json(s: &NamespaceStats) -> Value {
-    let mut m = common!(s).json();
-    m.insert("nsid".into(), json!(s.nsid));
-    Value::Object(m)
-}
-
-pub fn device_stats_json(s: &DbStats) -> Value {
-    let mut m = common!(s).json();
-    for (k, v) in [
-        ("flushes", json!(s.flushes)),
-        ("compactions", json!(s.compactions)),
-        ("compaction_bytes_read", json!(s.compaction_bytes_read)),
-        (
-            "compaction_bytes_written",
-            json!(s.compaction_bytes_written),
-        ),
-        ("vlog_bytes", json!(s.vlog_bytes)),
-        ("vlog_segments", json!(s.vlog_segments)),
-        ("write_stalls", json!(s.write_stalls)),
-        ("write_slowdowns", json!(s.write_slowdowns)),
-        ("gc_segments_deleted", json!(s.gc_segments_deleted)),
-        ("gc_bytes_rewritten", json!(s.gc_bytes_rewritten)),
-    ] {
-        m.insert(k.into(), v);
-    }
-    Value::Object(m)
 }
