@@ -139,6 +139,27 @@ fn is_multitenant(list: &str) -> Result<bool> {
     }
 }
 
+/// How to open each engine of a run: the storage flags, plus what the workload needs.
+fn open_config(
+    args: &Args,
+    path: PathBuf,
+    tenants: usize,
+    layout: LayoutArg,
+    profile: Option<profile::SizeProfile>,
+) -> OpenConfig {
+    OpenConfig {
+        path,
+        storage: args.storage,
+        cache_bytes: args.cache_bytes,
+        sync: args.sync,
+        tenants,
+        layout,
+        profile,
+        device: args.device.clone(),
+        admin_secret: args.admin_secret.clone(),
+    }
+}
+
 /// `--engine`, defaulting to the device when `--device` is given.
 fn engine_list(args: &Args) -> String {
     match (&args.engine, &args.device) {
@@ -212,17 +233,7 @@ fn run(args: Args) -> Result<()> {
         cache_bytes: args.cache_bytes,
         sync: args.sync,
     };
-    let open_config = |path: PathBuf| OpenConfig {
-        path,
-        storage: args.storage,
-        cache_bytes: args.cache_bytes,
-        sync: args.sync,
-        tenants: 0,
-        layout: LayoutArg::default(),
-        profile: None,
-        device: args.device.clone(),
-        admin_secret: args.admin_secret.clone(),
-    };
+    let open_config = |path: PathBuf| open_config(&args, path, 0, LayoutArg::default(), None);
     // Refuse an engine this binary cannot run before running any.
     for &e in &engines {
         e.check(&open_config(PathBuf::new()))?;
@@ -359,17 +370,8 @@ fn run_multitenant(args: Args) -> Result<()> {
         cache_bytes: args.cache_bytes,
         sync: args.sync,
     };
-    let open_config = |path: PathBuf| OpenConfig {
-        path,
-        storage: args.storage,
-        cache_bytes: args.cache_bytes,
-        sync: args.sync,
-        tenants: mt.tenants,
-        layout: mt.layout,
-        profile: sizes.clone(),
-        device: args.device.clone(),
-        admin_secret: args.admin_secret.clone(),
-    };
+    let open_config =
+        |path: PathBuf| open_config(&args, path, mt.tenants, mt.layout, sizes.clone());
     for &e in &engines {
         e.check(&open_config(PathBuf::new()))?;
     }
