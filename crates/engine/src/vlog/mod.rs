@@ -328,7 +328,15 @@ impl VlogReader {
             return Ok(f.clone());
         }
         let name = segment_name(segment);
-        let f = self.storage.open(&name).ctx(&name)?;
+        let f = match self.storage.open(&name) {
+            Ok(f) => f,
+            // GC may have retired and deleted the segment between the cache check and the
+            // open: retiring put a handle in the cache before the file went.
+            Err(e) => match self.files.read().get(&segment) {
+                Some(f) => return Ok(f.clone()),
+                None => return Err(Error::io(name, e)),
+            },
+        };
         self.files.write().insert(segment, f.clone());
         Ok(f)
     }
