@@ -110,6 +110,27 @@ pub fn ns_delta(before: &NamespaceStats, after: &NamespaceStats) -> NamespaceSta
             .enumerate()
             .map(|(i, &a)| d(a, before.gets_by_level.get(i).copied().unwrap_or(0)))
             .collect(),
+        gets_runs: d(after.gets_runs, before.gets_runs),
+        search: after
+            .search
+            .iter()
+            .map(|a| {
+                let b = before.search.iter().find(|b| b.step == a.step);
+                let b = b.cloned().unwrap_or_default();
+                cerberus_engine::StepCost {
+                    step: a.step.clone(),
+                    hits: d(a.hits, b.hits),
+                    hit_nanos: d(a.hit_nanos, b.hit_nanos),
+                    misses: d(a.misses, b.misses),
+                    miss_nanos: d(a.miss_nanos, b.miss_nanos),
+                }
+            })
+            .collect(),
+        runs: after.runs.clone(),
+        compaction_bytes_written: d(
+            after.compaction_bytes_written,
+            before.compaction_bytes_written,
+        ),
         gets_not_found: d(after.gets_not_found, before.gets_not_found),
         puts: d(after.puts, before.puts),
         deletes: d(after.deletes, before.deletes),

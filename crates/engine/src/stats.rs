@@ -11,16 +11,56 @@ pub struct LevelStats {
     pub bytes: u64,
 }
 
+/// One step of a get's search, in the order a get takes them (`memtable`, `L0`, `runs`,
+/// `L1`, ...), with the terms of the Cerberus paper's cost model (Eq. 1): gets answered at
+/// this step and the time they spent in it (the value read included: HT), and gets that
+/// searched it and went on, with the time they spent there (MP).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StepCost {
+    pub step: String,
+    pub hits: u64,
+    pub hit_nanos: u64,
+    pub misses: u64,
+    pub miss_nanos: u64,
+}
+
+/// Names of the search steps for a tree of `num_levels` levels.
+pub fn step_names(num_levels: usize) -> impl Iterator<Item = String> {
+    ["memtable".to_string(), "L0".into(), "runs".into()]
+        .into_iter()
+        .chain((1..num_levels).map(|l| format!("L{l}")))
+}
+
+/// Step index of level `l` (1 and deeper) in [`StepCost`] order.
+pub const fn level_step(l: usize) -> usize {
+    if l == 0 {
+        STEP_L0
+    } else {
+        l + 2
+    }
+}
+pub const STEP_MEMTABLE: usize = 0;
+pub const STEP_L0: usize = 1;
+pub const STEP_RUNS: usize = 2;
+const MAX_STEPS: usize = 19;
+
 /// A snapshot of the engine's counters. Serialized with the field names; counters by
 /// purpose become maps keyed by purpose name (`"filter"`, `"index"`, ...).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DbStats {
     /// Per level, L0 first.
     pub levels: Vec<LevelStats>,
+    /// Namespace runs: what L0 compactions split out of L0, per namespace, waiting to be
+    /// merged into that namespace's L1.
+    pub runs: LevelStats,
     /// Gets answered by the memtables.
     pub gets_memtable: u64,
     /// Gets answered by each level (found or deleted there), L0 first.
     pub gets_by_level: Vec<u64>,
+    /// Gets answered by namespace runs.
+    pub gets_runs: u64,
+    /// The get search step by step (cost model terms).
+    pub search: Vec<StepCost>,
     /// Gets that found nothing.
     pub gets_not_found: u64,
     pub gets: u64,
@@ -75,10 +115,18 @@ pub struct NamespaceStats {
     /// figures count the L0 tables holding this namespace. Under `Layout::Shared` the deeper
     /// levels are the shared tree's.
     pub levels: Vec<LevelStats>,
+    /// This namespace's runs (split out of L0, not yet merged into its L1).
+    pub runs: LevelStats,
     /// Point lookups: gets and `contains` checks.
     pub gets: u64,
     pub gets_memtable: u64,
     pub gets_by_level: Vec<u64>,
+    pub gets_runs: u64,
+    /// The get search step by step (cost model terms).
+    pub search: Vec<StepCost>,
+    /// Table bytes compactions wrote into this namespace's runs and tree (its share of the
+    /// write amplification; `Layout::Shared` counts the shared tree under namespace 0).
+    pub compaction_bytes_written: u64,
     pub gets_not_found: u64,
     pub puts: u64,
     pub deletes: u64,
@@ -106,6 +154,11 @@ pub(crate) struct Counters {
     pub deletes: AtomicU64,
     pub gets_memtable: AtomicU64,
     pub gets_by_level: [AtomicU64; 16],
+    pub gets_runs: AtomicU64,
+    pub step_hits: [AtomicU64; MAX_STEPS],
+    pub step_hit_nanos: [AtomicU64; MAX_STEPS],
+    pub step_misses: [AtomicU64; MAX_STEPS],
+    pub step_miss_nanos: [AtomicU64; MAX_STEPS],
     pub gets_not_found: AtomicU64,
     pub filter_probes: AtomicU64,
     pub filter_negatives: AtomicU64,
@@ -140,6 +193,11 @@ impl Counters {
             deletes: Default::default(),
             gets_memtable: Default::default(),
             gets_by_level: Default::default(),
+            gets_runs: Default::default(),
+            step_hits: Default::default(),
+            step_hit_nanos: Default::default(),
+            step_misses: Default::default(),
+            step_miss_nanos: Default::default(),
             gets_not_found: Default::default(),
             filter_probes: Default::default(),
             filter_negatives: Default::default(),
@@ -192,6 +250,17 @@ impl Counters {
         for (a, b) in s.gets_by_level.iter_mut().zip(&one.gets_by_level) {
             *a += b;
         }
+        s.gets_runs += one.gets_runs;
+        if s.search.is_empty() {
+            s.search = one.search;
+        } else {
+            for (a, b) in s.search.iter_mut().zip(&one.search) {
+                a.hits += b.hits;
+                a.hit_nanos += b.hit_nanos;
+                a.misses += b.misses;
+                a.miss_nanos += b.miss_nanos;
+            }
+        }
         s.gets_not_found += one.gets_not_found;
         s.filter_probes += one.filter_probes;
         s.filter_negatives += one.filter_negatives;
@@ -218,9 +287,13 @@ impl Counters {
         NamespaceStats {
             nsid,
             levels: Vec::new(),
+            runs: LevelStats::default(),
             gets: one.gets,
             gets_memtable: one.gets_memtable,
             gets_by_level: one.gets_by_level,
+            gets_runs: one.gets_runs,
+            search: one.search,
+            compaction_bytes_written: one.compaction_bytes_written,
             gets_not_found: one.gets_not_found,
             puts: one.puts,
             deletes: one.deletes,
@@ -240,6 +313,17 @@ impl Counters {
         s.deletes = g(&self.deletes);
         s.gets_memtable = g(&self.gets_memtable);
         s.gets_by_level = self.gets_by_level[..num_levels].iter().map(g).collect();
+        s.gets_runs = g(&self.gets_runs);
+        s.search = step_names(num_levels)
+            .enumerate()
+            .map(|(i, step)| StepCost {
+                step,
+                hits: g(&self.step_hits[i]),
+                hit_nanos: g(&self.step_hit_nanos[i]),
+                misses: g(&self.step_misses[i]),
+                miss_nanos: g(&self.step_miss_nanos[i]),
+            })
+            .collect();
         s.gets_not_found = g(&self.gets_not_found);
         s.filter_probes = g(&self.filter_probes);
         s.filter_negatives = g(&self.filter_negatives);
