@@ -57,8 +57,15 @@ pub struct Options {
     pub vlog_segment_bytes: u64,
     /// Target size of a table written by compaction.
     pub target_table_bytes: u64,
-    /// L0 tables that trigger a compaction into L1.
+    /// L0 tables that trigger an L0 compaction (per namespace: a split into runs).
     pub l0_compaction_trigger: usize,
+    /// Runs of one namespace that trigger their merge into its L1 (per-namespace layout).
+    /// More runs per merge rewrite L1 less often; each run costs its namespace's gets a
+    /// filter probe until then. Runs also count towards the L0 slowdown and stop triggers.
+    pub run_compaction_trigger: usize,
+    /// After this long without a write, background work moves everything out of the shared
+    /// L0 into the namespaces' own trees, as `Db::wait_for_compactions` does (0 = never).
+    pub idle_settle_ms: u64,
     /// L0 tables at which writes are slowed down.
     pub l0_slowdown_trigger: usize,
     /// L0 tables at which writes wait for compaction.
@@ -95,6 +102,8 @@ impl Default for Options {
             vlog_segment_bytes: 128 << 20,
             target_table_bytes: 2 << 20,
             l0_compaction_trigger: 4,
+            run_compaction_trigger: 1,
+            idle_settle_ms: 1000,
             l0_slowdown_trigger: 12,
             l0_stop_trigger: 20,
             level1_bytes: 32 << 20,
@@ -128,6 +137,11 @@ impl Options {
         }
         if self.max_value_size > u32::MAX as usize {
             return bad("max_value_size must be below 2^32");
+        }
+        if self.run_compaction_trigger == 0
+            || self.run_compaction_trigger > self.l0_slowdown_trigger
+        {
+            return bad("need 0 < run_compaction_trigger <= l0_slowdown_trigger");
         }
         if self.l0_compaction_trigger == 0
             || self.l0_slowdown_trigger < self.l0_compaction_trigger

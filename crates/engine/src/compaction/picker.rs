@@ -1,27 +1,55 @@
 //! Chooses what to compact next.
+//!
+//! Per namespace (the default layout) the tree has three parts, and each has its own rule:
+//! - **L0 is shared.** An L0 compaction *splits* all of L0 by namespace into one run per
+//!   namespace, without merging with anything below: it reads and writes L0's bytes only,
+//!   whatever the namespaces' trees hold, so L0 empties fast and writers do not stall behind
+//!   the trees of other tenants.
+//! - **Runs are per namespace.** Once a namespace has `run_compaction_trigger` runs, they are
+//!   merged with that namespace's L1 (only the overlapping tables). The namespace's L1 is
+//!   rewritten for its own data only, and once per several L0 compactions.
+//! - **L1 and deeper are per namespace**, each level sized as usual, each tree picked by its
+//!   own score, table by table round-robin per tree.
+//!
+//! In one shared tree (`Layout::Shared`) there are no runs: L0 merges into L1 as in LevelDB.
 
 use crate::error::Result;
 use crate::key::Nsid;
 use crate::options::{Layout, Options};
-use crate::version::{TableHandle, Version};
+use crate::version::{TableHandle, Version, RUNS};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// A decision: merge `inputs` (from `level`) with `overlapping` (from `level + 1`).
+/// A decision: merge `inputs` (from `level`) with `overlapping` (from `output_level`), or
+/// move `inputs` down unchanged when nothing overlaps.
 pub struct CompactionTask {
+    /// 0, [`RUNS`] or a sorted level.
     pub level: usize,
+    /// [`RUNS`] for an L0 split, else the level below `level`.
+    pub output_level: usize,
     pub inputs: Vec<Arc<TableHandle>>,
     pub overlapping: Vec<Arc<TableHandle>>,
 }
 
 impl CompactionTask {
     pub fn output_level(&self) -> usize {
-        self.level + 1
+        self.output_level
     }
 
-    /// A single table with nothing to merge with moves down without being rewritten.
+    /// Inputs with nothing to merge with move down without being rewritten: one table of a
+    /// sorted level, or a namespace's runs when they do not overlap each other or its L1.
     pub fn is_trivial_move(&self) -> bool {
-        self.level > 0 && self.inputs.len() == 1 && self.overlapping.is_empty()
+        if self.level == 0 || !self.overlapping.is_empty() {
+            return false;
+        }
+        if self.level != RUNS {
+            return self.inputs.len() == 1;
+        }
+        let mut sorted: Vec<&Arc<TableHandle>> = self.inputs.iter().collect();
+        sorted.sort_by(|a, b| a.smallest_user().cmp(b.smallest_user()));
+        sorted
+            .windows(2)
+            .all(|w| w[0].largest_user() < w[1].smallest_user())
     }
 
     pub fn input_bytes(&self) -> u64 {
@@ -50,20 +78,47 @@ fn tree_of(t: &TableHandle, layout: Layout) -> Nsid {
     }
 }
 
-/// The most urgent compaction, if L0 or any tree's level is over its limit. Every tree has
-/// the full level sizes: per namespace, each tenant's tree is as shallow as its own data makes
-/// it. `cursor[level]` remembers where the last compaction of that level stopped, so a level's
-/// tables are compacted round-robin.
+/// Where the last compaction of each (tree, level) stopped, so that a tree's level is
+/// compacted table by table round-robin, whatever the other trees do.
+pub type Cursors = BTreeMap<(Nsid, usize), Vec<u8>>;
+
+/// The most urgent compaction, if L0, a namespace's runs or any tree's level is over its
+/// limit. With `drain`, L0 and runs count as over their limit as soon as they hold a table:
+/// an idle engine moves everything out of the shared L0 into the namespaces' own trees.
 pub fn pick(
     version: &Version,
     opts: &Options,
-    cursor: &mut [Vec<u8>],
+    cursors: &mut Cursors,
+    drain: bool,
 ) -> Result<Option<CompactionTask>> {
     let last = version.num_levels() - 1;
+    let l0 = version.levels[0].len();
+    // An L0 split is cheap and unblocks writers: it goes first.
+    let per_ns = opts.layout == Layout::PerNamespace;
+    if l0 >= opts.l0_compaction_trigger || (drain && l0 > 0) {
+        return l0_task(version, opts.layout).map(Some);
+    }
     let mut best: Option<(f64, usize, Nsid)> = None;
-    let l0 = version.levels[0].len() as f64 / opts.l0_compaction_trigger as f64;
-    if l0 >= 1.0 {
-        best = Some((l0, 0, 0));
+    let mut consider = |score: f64, level: usize, tree: Nsid| {
+        if score >= 1.0 && best.is_none_or(|(s, ..)| score > s) {
+            best = Some((score, level, tree));
+        }
+    };
+    if per_ns {
+        let mut i = 0;
+        while i < version.runs.len() {
+            let ns = crate::key::ikey_nsid(&version.runs[i].props.smallest);
+            let n = version.runs_of(ns).len();
+            let trigger = if drain {
+                1
+            } else {
+                opts.run_compaction_trigger
+            };
+            // Runs are read by every get of their namespace: past the trigger they rank
+            // above level compactions of the same score.
+            consider(n as f64 / trigger as f64 + 0.5, RUNS, ns);
+            i += n.max(1);
+        }
     }
     for level in 1..last {
         let mut bytes: BTreeMap<Nsid, u64> = BTreeMap::new();
@@ -72,26 +127,21 @@ pub fn pick(
         }
         let limit = max_bytes_for_level(opts, level) as f64;
         for (tree, b) in bytes {
-            let score = b as f64 / limit;
-            if score >= 1.0 && best.is_none_or(|(s, ..)| score > s) {
-                best = Some((score, level, tree));
-            }
+            consider(b as f64 / limit, level, tree);
         }
     }
     let Some((_, level, tree)) = best else {
         return Ok(None);
     };
-    if level == 0 {
-        return l0_task(version, opts.layout).map(Some);
+    if level == RUNS {
+        return Ok(Some(runs_task(version, tree)));
     }
     let tables: Vec<&Arc<TableHandle>> = version.levels[level]
         .iter()
         .filter(|t| tree_of(t, opts.layout) == tree)
         .collect();
-    let start = cursor
-        .get(level)
-        .map(|c| tables.partition_point(|t| t.largest_user() <= c.as_slice()))
-        .unwrap_or(0);
+    let cursor = cursors.entry((tree, level)).or_default();
+    let start = tables.partition_point(|t| t.largest_user() <= cursor.as_slice());
     let Some(t) = tables
         .get(start)
         .or_else(|| tables.first())
@@ -99,50 +149,50 @@ pub fn pick(
     else {
         return Ok(None);
     };
-    if let Some(c) = cursor.get_mut(level) {
-        *c = t.largest_user().to_vec();
-    }
+    *cursor = t.largest_user().to_vec();
     Ok(Some(task_for(version, level, vec![t])))
 }
 
-/// All of L0 into L1. Per namespace, the L1 tables to merge with are found from the L0
-/// tables' NSTables, so a namespace absent from L0 is not rewritten even when its keys sit
-/// between two namespaces that are there (outputs never span namespaces, so they cannot
-/// cover the untouched tables in between). In one shared tree an output may span the gap,
-/// so everything in L0's whole key range is merged.
+/// All of L0. Per namespace: split into runs. In one shared tree: merged with everything in
+/// L1 within L0's key range (an output may span gaps between L0's keys).
 fn l0_task(version: &Version, layout: Layout) -> Result<CompactionTask> {
     let inputs = version.levels[0].clone();
     if layout == Layout::Shared {
         return Ok(task_for(version, 0, inputs));
     }
-    // Per namespace, one contiguous range over all of L0: the union of the tables' own
-    // ranges may have gaps, and an output table could span a gap over an untouched table.
-    let mut ranges: BTreeMap<Nsid, (Vec<u8>, Vec<u8>)> = BTreeMap::new();
-    for t in &inputs {
-        for r in t.reader()?.nstable() {
-            let e = ranges
-                .entry(r.nsid)
-                .or_insert_with(|| (r.min_key.clone(), r.max_key.clone()));
-            if r.min_key < e.0 {
-                e.0 = r.min_key.clone();
-            }
-            if r.max_key > e.1 {
-                e.1 = r.max_key.clone();
-            }
-        }
-    }
-    let mut overlapping: Vec<Arc<TableHandle>> = Vec::new();
-    for (ns, (lo, hi)) in &ranges {
-        let lo = crate::key::user_part(*ns, lo);
-        let hi = crate::key::user_part(*ns, hi);
-        overlapping.extend(version.overlapping(1, &lo, &hi));
-    }
-    overlapping.sort_by(|a, b| crate::key::cmp_ikey(&a.props.smallest, &b.props.smallest));
     Ok(CompactionTask {
         level: 0,
+        output_level: RUNS,
         inputs,
-        overlapping,
+        overlapping: Vec::new(),
     })
+}
+
+/// All runs of `ns` into its L1, with the L1 tables their range overlaps; or, when no L1
+/// table overlaps any run and the runs do not overlap each other, the runs alone (a move).
+fn runs_task(version: &Version, ns: Nsid) -> CompactionTask {
+    let inputs = version.runs_of(ns).to_vec();
+    let mut task = CompactionTask {
+        level: RUNS,
+        output_level: 1,
+        inputs,
+        overlapping: Vec::new(),
+    };
+    let touched = version.levels[1].iter().any(|t| {
+        task.inputs
+            .iter()
+            .any(|r| r.overlaps(t.smallest_user(), t.largest_user()))
+    });
+    if touched || !task.is_trivial_move() {
+        // An output may span the gaps between runs: every L1 table within their whole
+        // range takes part, so none is left inside an output's span.
+        let lo = task.inputs.iter().map(|t| t.smallest_user()).min();
+        let hi = task.inputs.iter().map(|t| t.largest_user()).max();
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            task.overlapping = version.overlapping(1, lo, hi);
+        }
+    }
+    task
 }
 
 fn task_for(version: &Version, level: usize, inputs: Vec<Arc<TableHandle>>) -> CompactionTask {
@@ -159,13 +209,14 @@ fn task_for(version: &Version, level: usize, inputs: Vec<Arc<TableHandle>>) -> C
     let overlapping = version.overlapping(level + 1, lo, hi);
     CompactionTask {
         level,
+        output_level: level + 1,
         inputs,
         overlapping,
     }
 }
 
-/// One task per level from `level` for a manual compaction of `[lo, hi]` (user parts): all of
-/// that level's overlapping tables go one level down.
+/// One task for a manual compaction of `[lo, hi]` (user parts) at `level` (0, [`RUNS`] or
+/// a sorted level), if that level holds anything there.
 pub fn range_tasks(
     version: &Version,
     layout: Layout,
@@ -180,6 +231,14 @@ pub fn range_tasks(
             return Ok(None);
         }
         return l0_task(version, layout).map(Some);
+    }
+    if level == RUNS {
+        // Runs of the namespaces `[lo, hi]` reaches into, each whole.
+        let ns = crate::key::ikey_nsid(lo);
+        if version.runs_of(ns).is_empty() {
+            return Ok(None);
+        }
+        return Ok(Some(runs_task(version, ns)));
     }
     let inputs = version.overlapping(level, lo, hi);
     if inputs.is_empty() {

@@ -164,6 +164,9 @@ pub struct Outcome {
     pub edit: VersionEdit,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Bytes written per namespace (each output table holds one namespace, except in a
+    /// shared tree, where it counts under the namespace of its first key).
+    pub written_by_ns: Vec<(Nsid, u64)>,
     /// Value-log records of the versions it dropped: dead from now on.
     pub dropped: Vec<ValueAddr>,
 }
@@ -176,11 +179,14 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         edit.deleted.push((task.level, t.id()));
     }
     if cx.allow_move && task.is_trivial_move() {
-        edit.added.push((out_level, task.inputs[0].props.clone()));
+        for t in &task.inputs {
+            edit.added.push((out_level, t.props.clone()));
+        }
         return Ok(Outcome {
             edit,
             bytes_read: 0,
             bytes_written: 0,
+            written_by_ns: Vec::new(),
             dropped: Vec::new(),
         });
     }
@@ -188,7 +194,8 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         edit.deleted.push((out_level, t.id()));
     }
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
-    if task.level == 0 {
+    // L0 tables and runs overlap each other: one source each.
+    if task.level == 0 || task.level == crate::version::RUNS {
         for t in &task.inputs {
             sources.push(Box::new(LevelSource::new(vec![t.clone()])?));
         }
@@ -212,13 +219,16 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
     }
     let outputs = sink.finish()?;
     let written = outputs.iter().map(|p| p.size).sum();
+    let mut by_ns: std::collections::BTreeMap<Nsid, u64> = Default::default();
     for p in outputs {
+        *by_ns.entry(crate::key::ikey_nsid(&p.smallest)).or_default() += p.size;
         edit.added.push((out_level, p));
     }
     Ok(Outcome {
         edit,
         bytes_read: task.input_bytes(),
         bytes_written: written,
+        written_by_ns: by_ns.into_iter().collect(),
         dropped,
     })
 }

@@ -13,11 +13,14 @@ use crate::iter::{KeyList, SnapshotScan};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::{Layout, Options, StorageKind, WriteOptions};
-use crate::stats::{Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats};
+use crate::stats::{
+    level_step, Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats, STEP_L0,
+    STEP_MEMTABLE, STEP_RUNS,
+};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
 use crate::version::{
-    Namespaces, Recovered, TableCtx, TableHandle, Version, VersionEdit, VersionSet,
+    Namespaces, Recovered, TableCtx, TableHandle, Version, VersionEdit, VersionSet, RUNS,
 };
 use crate::vlog::{self, EncodedWrite, Liveness, LogSync, VlogReader, VlogWriter};
 use bytes::Bytes;
@@ -48,8 +51,8 @@ enum Job {
 
 /// Where a lookup found the newest version of a key.
 struct Hit {
-    /// `None` for the memtables.
-    level: Option<usize>,
+    /// The search step that answered (`stats::STEP_*`, `stats::level_step`).
+    step: usize,
     kind: Kind,
     /// The record in the value log (of a put, or of a delete still in a memtable).
     addr: Option<key::ValueAddr>,
@@ -95,7 +98,9 @@ struct BgState {
     manual: bool,
     error: Option<String>,
     shutdown: bool,
-    cursor: Vec<Vec<u8>>,
+    cursors: compaction::Cursors,
+    /// Someone waits for the tree to settle: L0 and runs go down even below their triggers.
+    drain: bool,
     gc_running: bool,
     /// Something may have made a segment worth collecting since the last look.
     gc_check: bool,
@@ -137,6 +142,9 @@ struct Inner {
     /// Wakes threads waiting for background work to finish.
     done_cv: Condvar,
     closed: AtomicBool,
+    opened: std::time::Instant,
+    /// Milliseconds from `opened` to the last write.
+    last_write_ms: AtomicU64,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).
@@ -215,7 +223,6 @@ impl Db {
             queue_cv: Condvar::new(),
             visible_seq: AtomicU64::new(last_seq),
             bg: Mutex::new(BgState {
-                cursor: vec![Vec::new(); options.num_levels],
                 // Dead bytes recovered from the manifest may already make a segment worth it.
                 gc_check: true,
                 ..BgState::default()
@@ -223,6 +230,8 @@ impl Db {
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),
             closed: AtomicBool::new(false),
+            opened: std::time::Instant::now(),
+            last_write_ms: AtomicU64::new(0),
             opts: options,
         });
         let mut threads = Vec::new();
@@ -579,6 +588,51 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
     Ok((versions, Memtable::new(), writer))
 }
 
+fn level_stats(tables: &[&Arc<TableHandle>]) -> LevelStats {
+    LevelStats {
+        tables: tables.len(),
+        bytes: tables.iter().map(|t| t.props.size).sum(),
+    }
+}
+
+/// Times the steps of one get for the cost model. Steps that read nothing are counted
+/// without reading the clock: their time, a few comparisons, goes to the next timed step.
+struct StepClock<'a> {
+    c: &'a Counters,
+    last: std::time::Instant,
+}
+
+impl<'a> StepClock<'a> {
+    fn new(c: &'a Counters) -> Self {
+        StepClock {
+            c,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    fn lap(&mut self) -> u64 {
+        let now = std::time::Instant::now();
+        let ns = now.duration_since(self.last).as_nanos() as u64;
+        self.last = now;
+        ns
+    }
+
+    fn hit(&mut self, step: usize) {
+        let ns = self.lap();
+        Counters::add(&self.c.step_hits[step], 1);
+        Counters::add(&self.c.step_hit_nanos[step], ns);
+    }
+
+    /// The get passed `step`; `timed` if it read anything there.
+    fn miss(&mut self, step: usize, timed: bool) {
+        Counters::add(&self.c.step_misses[step], 1);
+        if timed {
+            let ns = self.lap();
+            Counters::add(&self.c.step_miss_nanos[step], ns);
+        }
+    }
+}
+
 /// Value-log bytes of `addrs`, per segment, as a manifest edit records them.
 fn dead_bytes_by_segment(addrs: &[key::ValueAddr]) -> Vec<(u64, u64)> {
     let mut sums: std::collections::BTreeMap<u64, u64> = Default::default();
@@ -662,6 +716,13 @@ impl Inner {
 
     fn new_file_number(&self) -> u64 {
         self.versions.lock().new_file_number()
+    }
+
+    /// No write for `idle_settle_ms`.
+    fn idle(&self) -> bool {
+        let ms = self.opts.idle_settle_ms;
+        let now = self.opened.elapsed().as_millis() as u64;
+        ms > 0 && now.saturating_sub(self.last_write_ms.load(Ordering::Relaxed)) >= ms
     }
 
     fn set_bg_error(&self, e: &Error) {
@@ -769,6 +830,8 @@ impl Inner {
     fn commit_group(&self, group: Vec<EncodedWrite>, bytes: usize, sync: bool) -> Result<()> {
         let mut guard = self.writer.lock();
         let w = &mut *guard;
+        let now = self.opened.elapsed().as_millis() as u64;
+        self.last_write_ms.store(now, Ordering::Relaxed);
         self.make_room(w)?;
         self.append_locked(w, group, bytes, sync)
     }
@@ -866,7 +929,8 @@ impl Inner {
         let mut slowed = false;
         loop {
             let sv = self.super_version();
-            let l0 = sv.version.levels[0].len();
+            // A namespace's runs are read by its gets like L0 tables: they count alike.
+            let l0 = sv.version.levels[0].len().max(sv.version.max_runs);
             let auto = self.opts.auto_compaction;
             if auto && l0 >= self.opts.l0_stop_trigger {
                 Counters::add(&self.counters.write_stalls, 1);
@@ -944,10 +1008,12 @@ impl Inner {
     fn counted_lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
         Counters::add(&c.gets, 1);
         let hit = self.lookup(ns, key, c)?;
-        match hit.as_ref().map(|h| h.level) {
+        match hit.as_ref().map(|h| h.step) {
             None => Counters::add(&c.gets_not_found, 1),
-            Some(None) => Counters::add(&c.gets_memtable, 1),
-            Some(Some(l)) => Counters::add(&c.gets_by_level[l], 1),
+            Some(STEP_MEMTABLE) => Counters::add(&c.gets_memtable, 1),
+            Some(STEP_RUNS) => Counters::add(&c.gets_runs, 1),
+            Some(STEP_L0) => Counters::add(&c.gets_by_level[0], 1),
+            Some(s) => Counters::add(&c.gets_by_level[s - 2], 1),
         }
         Ok(hit)
     }
@@ -991,7 +1057,11 @@ impl Inner {
             (Kind::Delete, ..) => Ok(None),
             (Kind::Put, Some(v), _) => Ok(Some(v)),
             (Kind::Put, None, Some(addr)) => {
-                self.vlog_reader.read_value(addr, ns, key, c).map(Some)
+                // The value read is part of the hit time of the step that found the key.
+                let t = std::time::Instant::now();
+                let v = self.vlog_reader.read_value(addr, ns, key, c)?;
+                Counters::add(&c.step_hit_nanos[hit.step], t.elapsed().as_nanos() as u64);
+                Ok(Some(v))
             }
             (Kind::Put, None, None) => Err(Error::corruption(
                 "index",
@@ -1002,41 +1072,57 @@ impl Inner {
     }
 
     /// The newest version of `(ns, key)` visible now: memtables, then L0 newest first, then
-    /// one table per deeper level, each asked through its filter first.
+    /// the namespace's runs newest first, then one table per deeper level, each asked through
+    /// its filter first. Each step's outcome and time go into the cost-model counters.
     fn lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
+        let mut clock = StepClock::new(c);
         let sv = self.super_version();
         let snapshot = self.visible_seq.load(Ordering::Acquire);
         let mut user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {
+                clock.hit(STEP_MEMTABLE);
                 return Ok(Some(Hit {
-                    level: None,
+                    step: STEP_MEMTABLE,
                     kind: v.kind,
                     addr: Some(v.addr),
                     value: Some(v.value),
                 }));
             }
         }
+        clock.miss(STEP_MEMTABLE, true);
         let hash = filter_hash(&user);
         key::push_trailer(&mut user, snapshot, Kind::Put);
         let seek = user;
         let user = &seek[..seek.len() - TRAILER_LEN];
-        for (level, tables) in sv.version.levels.iter().enumerate() {
-            let found = if level == 0 {
-                let mut found = None;
-                for t in tables.iter().filter(|t| t.covers(user)) {
-                    let r = t.reader()?;
-                    if r.ns_may_contain(ns, key) && r.may_contain(hash, c)? {
+        // Tables that overlap each other (L0, runs), newest first: the first answer wins.
+        let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
+                          probed: &mut bool|
+         -> Result<Option<(u64, Kind, IndexValue)>> {
+            for t in tables.filter(|t| t.covers(user)) {
+                let r = t.reader()?;
+                if r.ns_may_contain(ns, key) {
+                    *probed = true;
+                    if r.may_contain(hash, c)? {
                         if let Some(f) = r.get(user, &seek, c)? {
-                            found = Some(f);
-                            break;
+                            return Ok(Some(f));
                         }
                     }
                 }
-                found
-            } else {
-                match sv.version.find_in_level(level, user) {
+            }
+            Ok(None)
+        };
+        let steps = [STEP_L0, STEP_RUNS]
+            .into_iter()
+            .chain((1..sv.version.num_levels()).map(level_step));
+        for step in steps {
+            let mut probed = false;
+            let found = match step {
+                STEP_L0 => search_all(&mut sv.version.levels[0].iter(), &mut probed)?,
+                STEP_RUNS => search_all(&mut sv.version.runs_of(ns).iter(), &mut probed)?,
+                _ => match sv.version.find_in_level(step - 2, user) {
                     Some(t) => {
+                        probed = true;
                         let r = t.reader()?;
                         if r.may_contain(hash, c)? {
                             r.get(user, &seek, c)?
@@ -1045,20 +1131,23 @@ impl Inner {
                         }
                     }
                     None => None,
-                }
+                },
             };
-            if let Some((_, kind, iv)) = found {
-                let (kind, addr, value) = match iv {
-                    IndexValue::Tombstone => (Kind::Delete, None, None),
-                    IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
-                };
-                return Ok(Some(Hit {
-                    level: Some(level),
-                    kind,
-                    addr,
-                    value,
-                }));
-            }
+            let Some((_, kind, iv)) = found else {
+                clock.miss(step, probed);
+                continue;
+            };
+            clock.hit(step);
+            let (kind, addr, value) = match iv {
+                IndexValue::Tombstone => (Kind::Delete, None, None),
+                IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
+            };
+            return Ok(Some(Hit {
+                step,
+                kind,
+                addr,
+                value,
+            }));
         }
         Ok(None)
     }
@@ -1113,6 +1202,7 @@ impl Inner {
                         .filter(|t| t.only_namespace() == Some(ns))
                         .map(move |t| (l, t))
                 })
+                .chain(version.runs_of(ns).iter().map(|t| (RUNS, t)))
                 .collect();
             // Their values die with them: count them per segment so GC, in the background
             // and after a restart, knows where the space is.
@@ -1169,18 +1259,17 @@ impl Inner {
                         (_, Layout::Shared) => true,
                     })
                     .collect();
-                LevelStats {
-                    tables: mine.len(),
-                    bytes: mine.iter().map(|t| t.props.size).sum(),
-                }
+                level_stats(&mine)
             })
             .collect();
+        s.runs = level_stats(&version.runs_of(ns).iter().collect::<Vec<_>>());
         Ok(s)
     }
 
     fn wait_for_compactions(&self) -> Result<()> {
         self.flush()?;
-        loop {
+        self.bg.lock().drain = true;
+        let result = (|| loop {
             {
                 let bg = self.bg.lock();
                 if let Some(e) = &bg.error {
@@ -1192,14 +1281,16 @@ impl Inner {
                         return Ok(());
                     }
                     let version = self.versions.lock().current();
-                    let mut cursor = bg.cursor.clone();
-                    if compaction::pick(&version, &self.opts, &mut cursor)?.is_none() {
+                    let mut cursors = bg.cursors.clone();
+                    if compaction::pick(&version, &self.opts, &mut cursors, true)?.is_none() {
                         return Ok(());
                     }
                 }
             }
             self.wait_for_background()?;
-        }
+        })();
+        self.bg.lock().drain = false;
+        result
     }
 
     fn gc_value_log(&self) -> Result<GcStats> {
@@ -1312,7 +1403,10 @@ impl Inner {
             .rev()
             .find(|&l| !version.levels[l].is_empty())
             .unwrap_or(1);
-        for level in 0..deepest {
+        let steps = std::iter::once(0)
+            .chain((self.opts.layout == Layout::PerNamespace).then_some(RUNS))
+            .chain(1..deepest);
+        for level in steps {
             let version = self.versions.lock().current();
             if let Some(task) =
                 compaction::range_tasks(&version, self.opts.layout, level, &lo, &hi)?
@@ -1329,7 +1423,12 @@ impl Inner {
         version: &Version,
         allow_move: bool,
     ) -> Result<()> {
-        let params = output_params(&self.opts, self.opts.target_table_bytes);
+        // A split writes each namespace's part of L0 as one run.
+        let target = match task.output_level() {
+            RUNS => u64::MAX,
+            _ => self.opts.target_table_bytes,
+        };
+        let params = output_params(&self.opts, target);
         let snapshot = self.visible_seq.load(Ordering::Acquire);
         let alloc = || self.new_file_number();
         let dead = self.namespaces.read().dead.clone();
@@ -1343,6 +1442,11 @@ impl Inner {
         };
         let mut out = compaction::run(task, version, &cx)?;
         let (read, written) = (out.bytes_read, out.bytes_written);
+        for &(ns, bytes) in &out.written_by_ns {
+            if let Ok(c) = self.ns_counters(ns) {
+                Counters::add(&c.tree_bytes_written, bytes);
+            }
+        }
         self.storage.sync_dir().ctx("database directory")?;
         out.edit.vlog_dead = dead_bytes_by_segment(&out.dropped);
         self.install(out.edit, None)?;
@@ -1412,7 +1516,8 @@ impl Inner {
         }
         if !bg.compacting && !bg.manual && self.opts.auto_compaction {
             let version = self.versions.lock().current();
-            if let Some(task) = compaction::pick(&version, &self.opts, &mut bg.cursor)? {
+            let drain = bg.drain || self.idle();
+            if let Some(task) = compaction::pick(&version, &self.opts, &mut bg.cursors, drain)? {
                 bg.compacting = true;
                 return Ok(Some(Job::Compact(task, version)));
             }
@@ -1448,7 +1553,15 @@ impl Inner {
                             }
                         }
                     }
-                    self.bg_cv.wait(&mut bg);
+                    match self.opts.idle_settle_ms {
+                        0 => {
+                            self.bg_cv.wait(&mut bg);
+                        }
+                        // Wake up to notice that writes stopped.
+                        ms => {
+                            self.bg_cv.wait_for(&mut bg, Duration::from_millis(ms));
+                        }
+                    }
                 }
             };
             // A panic in a job must not leave its flag set and writers waiting forever.
@@ -1489,11 +1602,9 @@ impl Inner {
                 .version
                 .levels
                 .iter()
-                .map(|ts| LevelStats {
-                    tables: ts.len(),
-                    bytes: ts.iter().map(|t| t.props.size).sum(),
-                })
+                .map(|ts| level_stats(&ts.iter().collect::<Vec<_>>()))
                 .collect(),
+            runs: level_stats(&sv.version.runs.iter().collect::<Vec<_>>()),
             ..DbStats::default()
         };
         // Totals: background work plus every namespace, destroyed ones included.

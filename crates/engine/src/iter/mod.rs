@@ -69,7 +69,7 @@ pub struct SnapshotScan {
     user: Vec<u8>,
     kind: Kind,
     valid: bool,
-    /// Keeps the tables of L0 alive (and their files undeleted) while the scan reads them.
+    /// Keeps the tables it reads alive (and their files undeleted) while the scan reads them.
     _version: Arc<Version>,
 }
 
@@ -87,14 +87,17 @@ impl SnapshotScan {
         for m in mems {
             sources.push(Box::new(MemIter::new(m.clone())));
         }
-        for (level, tables) in version.levels.iter().enumerate() {
+        // L0 tables and runs overlap each other: each is a source of its own.
+        let overlapping = version.levels[0]
+            .iter()
+            .filter(|t| t.may_hold_namespace(ns))
+            .chain(version.runs_of(ns));
+        for t in overlapping {
+            sources.push(Box::new(t.reader()?.iter_counted(counters.clone())?));
+        }
+        for tables in version.levels.iter().skip(1) {
             let mine = tables.iter().filter(|t| t.may_hold_namespace(ns));
-            if level == 0 {
-                // L0 tables overlap: each is a source of its own.
-                for t in mine {
-                    sources.push(Box::new(t.reader()?.iter_counted(counters.clone())?));
-                }
-            } else {
+            {
                 let mine: Vec<_> = mine.cloned().collect();
                 if !mine.is_empty() {
                     sources.push(Box::new(LevelSource::for_seek(mine, counters.clone())));

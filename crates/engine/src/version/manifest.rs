@@ -179,6 +179,12 @@ impl VersionSet {
                 .iter()
                 .enumerate()
                 .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t.props.clone())))
+                .chain(
+                    self.current
+                        .runs
+                        .iter()
+                        .map(|t| (super::RUNS, t.props.clone())),
+                )
                 .collect(),
             vlog_dead: self.vlog_dead.iter().map(|(s, b)| (*s, *b)).collect(),
             ..VersionEdit::default()

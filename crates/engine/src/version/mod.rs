@@ -111,17 +111,45 @@ impl Drop for TableHandle {
     }
 }
 
+/// The level number edits use for namespace runs (see [`Version::runs`]).
+pub const RUNS: usize = u32::MAX as usize;
+
 /// The tables of the database at one moment. L0 is ordered newest first and its tables may
 /// overlap; deeper levels are ordered by key and do not overlap.
 #[derive(Clone, Default)]
 pub struct Version {
     pub levels: Vec<Vec<Arc<TableHandle>>>,
+    /// Namespace runs (per-namespace layout): each is one namespace's part of the L0 tables
+    /// an L0 compaction took, waiting to be merged into that namespace's L1. They sit between
+    /// L0 and L1: newer than the namespace's L1, older than every table left in L0. Ordered
+    /// by namespace, then newest first; runs of one namespace may overlap each other.
+    pub runs: Vec<Arc<TableHandle>>,
+    /// The most runs any one namespace has.
+    pub max_runs: usize,
 }
 
 impl Version {
     pub fn new(num_levels: usize) -> Self {
         Version {
             levels: vec![Vec::new(); num_levels],
+            runs: Vec::new(),
+            max_runs: 0,
+        }
+    }
+
+    /// The runs of namespace `ns`, newest first.
+    pub fn runs_of(&self, ns: crate::key::Nsid) -> &[Arc<TableHandle>] {
+        let nsid = |t: &Arc<TableHandle>| crate::key::ikey_nsid(&t.props.smallest);
+        let lo = self.runs.partition_point(|t| nsid(t) < ns);
+        let hi = self.runs.partition_point(|t| nsid(t) <= ns);
+        &self.runs[lo..hi]
+    }
+
+    fn tables_mut(&mut self, level: usize) -> Option<&mut Vec<Arc<TableHandle>>> {
+        if level == RUNS {
+            Some(&mut self.runs)
+        } else {
+            self.levels.get_mut(level)
         }
     }
 
@@ -145,9 +173,13 @@ impl Version {
         tables.get(i).filter(|t| t.smallest_user() <= user)
     }
 
-    /// Whether any level deeper than `level` holds keys in `[lo, hi]`.
+    /// Whether anything older than output written to `level` may hold keys in `[lo, hi]`:
+    /// deeper levels, and for output into [`RUNS`] the runs already there.
     pub fn deeper_overlaps(&self, level: usize, lo: &[u8], hi: &[u8]) -> bool {
-        (level + 1..self.levels.len()).any(|l| self.levels[l].iter().any(|t| t.overlaps(lo, hi)))
+        let first = if level == RUNS { 1 } else { level + 1 };
+        let runs = level == RUNS || level == 0;
+        (runs && self.runs.iter().any(|t| t.overlaps(lo, hi)))
+            || (first..self.levels.len()).any(|l| self.levels[l].iter().any(|t| t.overlaps(lo, hi)))
     }
 
     /// The version after `edit`, and the tables it drops (not re-added elsewhere). Callers
@@ -156,14 +188,14 @@ impl Version {
         let mut v = self.clone();
         let mut removed = Vec::new();
         for &(level, id) in &edit.deleted {
-            if let Some(tables) = v.levels.get_mut(level) {
+            if let Some(tables) = v.tables_mut(level) {
                 if let Some(i) = tables.iter().position(|t| t.id() == id) {
                     removed.push(tables.remove(i));
                 }
             }
         }
         for (level, props) in &edit.added {
-            if let Some(tables) = v.levels.get_mut(*level) {
+            if let Some(tables) = v.tables_mut(*level) {
                 // A table moved between levels keeps its handle and its file.
                 let handle = match removed.iter().position(|t| t.id() == props.id) {
                     Some(i) => removed.swap_remove(i),
@@ -178,6 +210,22 @@ impl Version {
             } else {
                 tables.sort_by(|a, b| crate::key::cmp_ikey(&a.props.smallest, &b.props.smallest));
             }
+        }
+        v.runs.sort_by(|a, b| {
+            let ns = |t: &TableHandle| crate::key::ikey_nsid(&t.props.smallest);
+            ns(a)
+                .cmp(&ns(b))
+                .then(b.props.max_seq.cmp(&a.props.max_seq))
+                .then_with(|| crate::key::cmp_ikey(&a.props.smallest, &b.props.smallest))
+        });
+        v.max_runs = 0;
+        let mut i = 0;
+        while i < v.runs.len() {
+            let n = v
+                .runs_of(crate::key::ikey_nsid(&v.runs[i].props.smallest))
+                .len();
+            v.max_runs = v.max_runs.max(n);
+            i += n.max(1);
         }
         if cfg!(debug_assertions) {
             for (level, tables) in v.levels.iter().enumerate().skip(1) {
@@ -196,6 +244,10 @@ impl Version {
 
     /// All table ids of this version.
     pub fn table_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.levels.iter().flatten().map(|t| t.id())
+        self.levels
+            .iter()
+            .flatten()
+            .chain(&self.runs)
+            .map(|t| t.id())
     }
 }
