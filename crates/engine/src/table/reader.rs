@@ -58,6 +58,11 @@ impl TableReader {
         Ok(reader)
     }
 
+    #[cfg(test)]
+    pub fn nstable(&self) -> &[NsRange] {
+        &self.nstable
+    }
+
     /// Whether the NSTable allows `key` of namespace `ns` to be in this table.
     pub fn ns_may_contain(&self, ns: crate::key::Nsid, key: &[u8]) -> bool {
         match self.nstable.binary_search_by_key(&ns, |r| r.nsid) {
