@@ -109,8 +109,8 @@ impl VersionSet {
             }
             let edit = VersionEdit::decode(payload)
                 .ok_or_else(|| Error::corruption(&name, pos as u64, "malformed manifest record"))?;
-            if edit.added.iter().any(|(l, _)| *l >= num_levels)
-                || edit.deleted.iter().any(|(l, _)| *l >= num_levels)
+            let bad = |l: usize| l >= num_levels && l != super::RUNS;
+            if edit.added.iter().any(|(l, _)| bad(*l)) || edit.deleted.iter().any(|(l, _)| bad(*l))
             {
                 return Err(Error::corruption(
                     &name,
