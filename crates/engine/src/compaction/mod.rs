@@ -6,5 +6,5 @@ mod picker;
 mod worker;
 
 pub use merge::{LevelSource, MergingIter, Source};
-pub use picker::{pick, range_tasks, CompactionTask, Cursors};
+pub use picker::{pick, pick_split, range_tasks, CompactionTask, Cursors};
 pub use worker::{run, OutputParams, Retention, RunContext, TableSink};

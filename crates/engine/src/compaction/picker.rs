@@ -82,9 +82,18 @@ fn tree_of(t: &TableHandle, layout: Layout) -> Nsid {
 /// compacted table by table round-robin, whatever the other trees do.
 pub type Cursors = BTreeMap<(Nsid, usize), Vec<u8>>;
 
-/// The most urgent compaction, if L0, a namespace's runs or any tree's level is over its
-/// limit. With `drain`, L0 and runs count as over their limit as soon as they hold a table:
-/// an idle engine moves everything out of the shared L0 into the namespaces' own trees.
+/// Per namespace: the split of L0 into runs, if L0 is over its trigger (with `drain`: if it
+/// holds anything). It reads and writes L0's bytes only and touches no tree, so it may run
+/// beside a [`pick`]ed compaction.
+pub fn pick_split(version: &Version, opts: &Options, drain: bool) -> Option<CompactionTask> {
+    let l0 = version.levels[0].len();
+    let due = l0 >= opts.l0_compaction_trigger || (drain && l0 > 0);
+    (opts.layout == Layout::PerNamespace && due).then(|| l0_task(version, opts.layout))
+}
+
+/// The most urgent compaction of a tree, if a namespace's runs or any tree's level is over
+/// its limit (in one shared tree, L0 too). With `drain`, runs count as over their limit as
+/// soon as there is one: an idle engine moves everything into the namespaces' own trees.
 pub fn pick(
     version: &Version,
     opts: &Options,
@@ -92,11 +101,9 @@ pub fn pick(
     drain: bool,
 ) -> Result<Option<CompactionTask>> {
     let last = version.num_levels() - 1;
-    let l0 = version.levels[0].len();
-    // An L0 split is cheap and unblocks writers: it goes first.
     let per_ns = opts.layout == Layout::PerNamespace;
-    if l0 >= opts.l0_compaction_trigger || (drain && l0 > 0) {
-        return l0_task(version, opts.layout).map(Some);
+    if !per_ns && version.levels[0].len() >= opts.l0_compaction_trigger {
+        return Ok(Some(l0_task(version, opts.layout)));
     }
     let mut best: Option<(f64, usize, Nsid)> = None;
     let mut consider = |score: f64, level: usize, tree: Nsid| {
@@ -114,9 +121,7 @@ pub fn pick(
             } else {
                 opts.run_compaction_trigger
             };
-            // Runs are read by every get of their namespace: past the trigger they rank
-            // above level compactions of the same score.
-            consider(n as f64 / trigger as f64 + 0.5, RUNS, ns);
+            consider(n as f64 / trigger as f64, RUNS, ns);
             i += n.max(1);
         }
     }
@@ -155,17 +160,17 @@ pub fn pick(
 
 /// All of L0. Per namespace: split into runs. In one shared tree: merged with everything in
 /// L1 within L0's key range (an output may span gaps between L0's keys).
-fn l0_task(version: &Version, layout: Layout) -> Result<CompactionTask> {
+fn l0_task(version: &Version, layout: Layout) -> CompactionTask {
     let inputs = version.levels[0].clone();
     if layout == Layout::Shared {
-        return Ok(task_for(version, 0, inputs));
+        return task_for(version, 0, inputs);
     }
-    Ok(CompactionTask {
+    CompactionTask {
         level: 0,
         output_level: RUNS,
         inputs,
         overlapping: Vec::new(),
-    })
+    }
 }
 
 /// All runs of `ns` into its L1, with the L1 tables their range overlaps; or, when no L1
@@ -230,7 +235,7 @@ pub fn range_tasks(
         if version.levels[0].is_empty() {
             return Ok(None);
         }
-        return l0_task(version, layout).map(Some);
+        return Ok(Some(l0_task(version, layout)));
     }
     if level == RUNS {
         // Runs of the namespaces `[lo, hi]` reaches into, each whole.

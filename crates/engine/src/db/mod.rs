@@ -44,6 +44,8 @@ struct SuperVersion {
 /// Work for a background thread.
 enum Job {
     Flush,
+    /// Per namespace: L0 into runs, beside a tree compaction.
+    Split(CompactionTask, Arc<Version>),
     Compact(CompactionTask, Arc<Version>),
     /// Collect one value-log segment.
     Gc(u64),
@@ -93,6 +95,9 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 #[derive(Default)]
 struct BgState {
     flushing: bool,
+    /// An L0 split runs (per namespace), or a manual compaction owns L0.
+    splitting: bool,
+    /// A compaction of the trees runs (in one shared tree, L0 too).
     compacting: bool,
     /// A manual compaction runs or waits: automatic ones stay out of its way.
     manual: bool,
@@ -1275,14 +1280,20 @@ impl Inner {
                 if let Some(e) = &bg.error {
                     return Err(Error::Background(e.clone()));
                 }
-                let idle = !bg.flushing && !bg.compacting && self.super_version().imm.is_empty();
+                let idle = !bg.flushing
+                    && !bg.compacting
+                    && !bg.splitting
+                    && self.super_version().imm.is_empty();
                 if idle {
                     if !self.opts.auto_compaction {
                         return Ok(());
                     }
                     let version = self.versions.lock().current();
                     let mut cursors = bg.cursors.clone();
-                    if compaction::pick(&version, &self.opts, &mut cursors, true)?.is_none() {
+                    let split = compaction::pick_split(&version, &self.opts, true);
+                    if split.is_none()
+                        && compaction::pick(&version, &self.opts, &mut cursors, true)?.is_none()
+                    {
                         return Ok(());
                     }
                 }
@@ -1347,19 +1358,21 @@ impl Inner {
         self.done_cv.notify_all();
     }
 
-    /// Waits until no compaction runs and keeps automatic ones out until released.
+    /// Waits until no compaction or split runs and keeps automatic ones out until released.
     fn acquire_compaction(&self) {
         let mut bg = self.bg.lock();
         bg.manual = true;
-        while bg.compacting && bg.error.is_none() && !bg.shutdown {
+        while (bg.compacting || bg.splitting) && bg.error.is_none() && !bg.shutdown {
             self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         }
         bg.compacting = true;
+        bg.splitting = true;
     }
 
     fn release_compaction(&self) {
         let mut bg = self.bg.lock();
         bg.compacting = false;
+        bg.splitting = false;
         bg.manual = false;
         self.bg_cv.notify_all();
         self.done_cv.notify_all();
@@ -1514,12 +1527,21 @@ impl Inner {
             bg.flushing = true;
             return Ok(Some(Job::Flush));
         }
-        if !bg.compacting && !bg.manual && self.opts.auto_compaction {
-            let version = self.versions.lock().current();
+        if !bg.manual && self.opts.auto_compaction {
             let drain = bg.drain || self.idle();
-            if let Some(task) = compaction::pick(&version, &self.opts, &mut bg.cursors, drain)? {
-                bg.compacting = true;
-                return Ok(Some(Job::Compact(task, version)));
+            let version = self.versions.lock().current();
+            if !bg.splitting {
+                if let Some(task) = compaction::pick_split(&version, &self.opts, drain) {
+                    bg.splitting = true;
+                    return Ok(Some(Job::Split(task, version)));
+                }
+            }
+            if !bg.compacting {
+                if let Some(task) = compaction::pick(&version, &self.opts, &mut bg.cursors, drain)?
+                {
+                    bg.compacting = true;
+                    return Ok(Some(Job::Compact(task, version)));
+                }
             }
         }
         let ratio = self.opts.vlog_gc_dead_ratio;
@@ -1567,7 +1589,9 @@ impl Inner {
             // A panic in a job must not leave its flag set and writers waiting forever.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
                 Job::Flush => self.flush_oldest(),
-                Job::Compact(task, version) => self.run_compaction(task, version, true),
+                Job::Compact(task, version) | Job::Split(task, version) => {
+                    self.run_compaction(task, version, true)
+                }
                 Job::Gc(seg) => {
                     let mut stats = GcStats::default();
                     let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
@@ -1587,6 +1611,7 @@ impl Inner {
             match job {
                 Job::Flush => bg.flushing = false,
                 Job::Compact(..) => bg.compacting = false,
+                Job::Split(..) => bg.splitting = false,
                 Job::Gc(_) => bg.gc_running = false,
             }
             bg.gc_check = true;
