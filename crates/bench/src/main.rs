@@ -3,7 +3,9 @@
 
 mod engine;
 mod histogram;
+mod memory;
 mod multitenant;
+mod plot;
 mod profile;
 mod report;
 mod workload;
@@ -102,7 +104,14 @@ struct Args {
     #[arg(long)]
     num_per_tenant: Option<u64>,
 
-    /// multitenant: how tenants share the database [default: per_namespace].
+    /// multitenant: gets each tenant makes in the get phase, of keys picked uniformly among
+    /// those it wrote [default: --num-per-tenant].
+    #[arg(long)]
+    gets_per_tenant: Option<u64>,
+
+    /// multitenant: how tenants share the database: per_namespace, shared (one tree, keys
+    /// prefixed by the tenant), baseline (one namespace, keys suffixed by the tenant: the
+    /// paper's KVSSD baseline) [default: per_namespace].
     #[arg(long, value_enum)]
     layout: Option<LayoutArg>,
 
@@ -185,6 +194,14 @@ fn parse_engines(list: &str) -> Result<Vec<Engine>> {
 }
 
 fn main() -> ExitCode {
+    // `cerberus-bench plot --dir DIR --out DIR`: charts of a multitenant grid (src/plot.rs).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "plot") {
+        if let Err(e) = plot::main(std::env::args_os().skip(1)) {
+            eprintln!("cerberus-bench plot: error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+        return ExitCode::SUCCESS;
+    }
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -200,10 +217,14 @@ fn run(args: Args) -> Result<()> {
     }
     if args.tenants.is_some()
         || args.num_per_tenant.is_some()
+        || args.gets_per_tenant.is_some()
         || args.layout.is_some()
         || args.profile.is_some()
     {
-        bail!("--tenants, --num-per-tenant, --layout and --profile are for the {MULTITENANT} workload");
+        bail!(
+            "--tenants, --num-per-tenant, --gets-per-tenant, --layout and --profile are for \
+             the {MULTITENANT} workload"
+        );
     }
     let workloads = Workload::parse_list(&args.workloads)?;
     let engines = parse_engines(&engine_list(&args))?;
@@ -334,13 +355,13 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, docs: &[T]) -> Result
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
-/// The multitenant workload on each engine in turn.
-fn run_multitenant(args: Args) -> Result<()> {
-    use multitenant::report as mt_report;
-    let engines = parse_engines(&engine_list(&args))?;
-    let mt = multitenant::MtConfig {
+/// The multitenant run the flags ask for.
+fn mt_config(args: &Args) -> multitenant::MtConfig {
+    let num_per_tenant = args.num_per_tenant.unwrap_or(DEFAULT_NUM_PER_TENANT);
+    multitenant::MtConfig {
         tenants: args.tenants.unwrap_or(DEFAULT_TENANTS),
-        num_per_tenant: args.num_per_tenant.unwrap_or(DEFAULT_NUM_PER_TENANT),
+        num_per_tenant,
+        gets_per_tenant: args.gets_per_tenant.unwrap_or(num_per_tenant),
         key_size: args.key_size,
         value_size: args.value_size,
         seed: args.seed,
@@ -348,7 +369,14 @@ fn run_multitenant(args: Args) -> Result<()> {
         layout: args.layout.unwrap_or_default(),
         profile: args.profile,
         settle: !args.no_settle,
-    };
+    }
+}
+
+/// The multitenant workload on each engine in turn.
+fn run_multitenant(args: Args) -> Result<()> {
+    use multitenant::report as mt_report;
+    let engines = parse_engines(&engine_list(&args))?;
+    let mt = mt_config(&args);
     if mt.tenants == 0 {
         bail!("--tenants must be at least 1");
     }
@@ -357,6 +385,9 @@ fn run_multitenant(args: Args) -> Result<()> {
     }
     if mt.num_per_tenant == 0 {
         bail!("--num-per-tenant must be at least 1");
+    }
+    if mt.gets_per_tenant == 0 {
+        bail!("--gets-per-tenant must be at least 1");
     }
     if !(0.0..=1.0).contains(&args.compression_ratio) {
         bail!("--compression-ratio must be between 0 and 1");
@@ -388,6 +419,8 @@ fn run_multitenant(args: Args) -> Result<()> {
             "{}",
             mt_report::header(engine, &run_config, sizes.as_ref(), &path)
         );
+        // The peak memory of each engine's run is its own.
+        memory::reset_peak();
         let db = engine::open(engine, &open_config(path.clone()))?;
         let run = multitenant::run(&*db, &mt, &values)
             .with_context(|| format!("{MULTITENANT} on {}", engine.name()))?;
@@ -403,7 +436,11 @@ fn run_multitenant(args: Args) -> Result<()> {
             mt_report::mt_phase_lines(&run.get, &per_tenant(|t| t.get.ops_per_sec()))
         );
         println!("\n{}", mt_report::tenant_table(&run));
-        println!("\n{}", mt_report::summary_text(&mt_report::summary(&run)));
+        let summary = mt_report::summary(&run, &mt);
+        println!("\n{}", mt_report::summary_text(&summary));
+        if let Some(text) = mt_report::cost_model_text(&run, &summary, mt.layout.one_namespace()) {
+            println!("\n{text}");
+        }
         let stats = db.stats_json();
         if let Some(s) = db.db_stats() {
             let phases = [
@@ -532,6 +569,34 @@ mod tests {
                 .unwrap();
             assert_eq!(a.layout, Some(LayoutArg::PerNamespace));
         }
+        // Gets per tenant default to the keys per tenant.
+        assert_eq!(mt_config(&a).gets_per_tenant, 5000);
+        let a = Args::try_parse_from([
+            "cerberus-bench",
+            "multitenant",
+            "--layout",
+            "baseline",
+            "--gets-per-tenant",
+            "700",
+        ])
+        .unwrap();
+        assert_eq!(a.layout, Some(LayoutArg::Baseline));
+        assert_eq!(a.gets_per_tenant, Some(700));
+        let mt = mt_config(&a);
+        assert_eq!(mt.layout, LayoutArg::Baseline);
+        assert_eq!(mt.num_per_tenant, DEFAULT_NUM_PER_TENANT);
+        assert_eq!(mt.gets_per_tenant, 700);
+        assert!(
+            Args::try_parse_from(["cerberus-bench", "multitenant", "--layout", "suffix"]).is_err()
+        );
+        let a = Args::try_parse_from(["cerberus-bench", "multitenant", "--gets-per-tenant", "0"])
+            .unwrap();
+        let err = run(a).unwrap_err().to_string();
+        assert!(err.contains("--gets-per-tenant"), "{err}");
+        let a = Args::try_parse_from(["cerberus-bench", "readrandom", "--gets-per-tenant", "5"])
+            .unwrap();
+        let err = run(a).unwrap_err().to_string();
+        assert!(err.contains("multitenant"), "{err}");
         // Multitenant flags with other workloads are refused before anything runs.
         let a = Args::try_parse_from(["cerberus-bench", "fillrandom", "--tenants", "2"]).unwrap();
         let err = run(a).unwrap_err().to_string();

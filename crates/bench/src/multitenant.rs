@@ -2,14 +2,16 @@
 //!
 //! Phase "put": all threads start together; each puts `num_per_tenant` uniformly random keys
 //! of `0..num_per_tenant` (as fillrandom) into its own namespace. Phase "get": all threads
-//! start together again; each makes `num_per_tenant` gets of keys picked uniformly among those
-//! it wrote, so every get should find its key (a miss is counted as an error). The
-//! namespace counters of every tenant are snapshotted before and after each phase.
+//! start together again; each makes `gets_per_tenant` gets of keys picked uniformly among
+//! those it wrote, so every get should find its key (a miss is counted as an error). The
+//! namespace counters of every tenant are snapshotted before and after each phase, and the
+//! process's memory at the end of each.
 
 pub mod report;
 
 use crate::engine::{BenchDb, LayoutArg, TenantHandle};
 use crate::histogram::Histogram;
+use crate::memory::MemorySample;
 use crate::profile::{ProfileArg, SizeProfile};
 use crate::report::{stats_delta, PhaseReport};
 use crate::workload::{
@@ -29,6 +31,8 @@ use std::time::{Duration, Instant};
 pub struct MtConfig {
     pub tenants: usize,
     pub num_per_tenant: u64,
+    /// Gets each tenant makes in the get phase.
+    pub gets_per_tenant: u64,
     pub key_size: usize,
     pub value_size: usize,
     pub seed: u64,
@@ -93,6 +97,10 @@ pub struct MtRun {
     pub put: PhaseReport,
     pub get: PhaseReport,
     pub tenants: Vec<TenantResult>,
+    /// The process's memory when the put threads ended (before the settle step) and when the
+    /// get threads ended.
+    pub put_memory: MemorySample,
+    pub get_memory: MemorySample,
 }
 
 /// The counters of `after` minus those of `before`; `levels` is `after`'s.
@@ -323,13 +331,14 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
         Ok((phase, written.keys()))
     })?;
     bar.finish_and_clear();
+    let put_memory = MemorySample::now();
     if cfg.settle {
         db.settle()?;
     }
     let global1 = db.db_stats();
     let stats1 = snapshot(db, &handles)?;
 
-    let bar = progress_bar("get", m * cfg.tenants as u64);
+    let bar = progress_bar("get", cfg.gets_per_tenant * cfg.tenants as u64);
     let (gets, get_wall) = run_threads("get", cfg.tenants, &stop, |t| {
         let tenant = &handles[t];
         let written = &puts[t].1;
@@ -343,7 +352,7 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
         let mut misses = 0u64;
         let t0 = Instant::now();
         let mut ops = 0;
-        while ops < m && !written.is_empty() && !stop.load(Ordering::Relaxed) {
+        while ops < cfg.gets_per_tenant && !written.is_empty() && !stop.load(Ordering::Relaxed) {
             let k = written[rng.gen_range(0..written.len())];
             keys.write(k, &mut key);
             let op_start = Instant::now();
@@ -362,6 +371,7 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
         Ok((phase, misses))
     })?;
     bar.finish_and_clear();
+    let get_memory = MemorySample::now();
     let global2 = db.db_stats();
     let stats2 = snapshot(db, &handles)?;
 
@@ -399,6 +409,8 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
             delta: delta(&global1, &global2),
         },
         tenants,
+        put_memory,
+        get_memory,
     })
 }
 
@@ -411,6 +423,7 @@ mod tests {
         MtConfig {
             tenants,
             num_per_tenant,
+            gets_per_tenant: num_per_tenant,
             key_size: 16,
             value_size: 100,
             seed: 7,
@@ -467,6 +480,77 @@ mod tests {
             keys_of(run.tenants[0].handle.id),
             keys_of(run.tenants[1].handle.id)
         );
+    }
+
+    #[test]
+    fn gets_per_tenant_samples_the_written_keys() {
+        let db = MemDb::default();
+        let mut cfg = config(2, 4_000);
+        cfg.gets_per_tenant = 1_500;
+        let values = ValuePool::new(cfg.value_size, 0.5, 1);
+        let r = run(&db, &cfg, &values).unwrap();
+        assert_eq!(r.put.outcome.ops, 8_000);
+        assert_eq!(r.get.outcome.ops, 3_000);
+        assert_eq!(r.get.outcome.found, Some(3_000));
+        for t in &r.tenants {
+            assert_eq!(t.put.ops, 4_000);
+            assert_eq!(t.get.ops, 1_500);
+            assert_eq!(t.get.latency.count(), 1_500);
+        }
+        // More gets than keys is fine too: keys repeat.
+        cfg.gets_per_tenant = 10_000;
+        let r = run(&db, &cfg, &values).unwrap();
+        assert_eq!(r.get.outcome.found, Some(20_000));
+        // The process's memory is sampled after each phase.
+        if cfg!(target_os = "linux") {
+            for m in [r.put_memory, r.get_memory] {
+                assert!(m.rss_bytes.unwrap() > 0 && m.peak_rss_bytes.unwrap() > 0);
+            }
+        }
+    }
+
+    #[test]
+    fn baseline_tenants_share_one_cerberus_namespace() {
+        use crate::engine::{self, Engine, OpenConfig, StorageArg};
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(3, 2_000);
+        cfg.layout = LayoutArg::Baseline;
+        cfg.gets_per_tenant = 500;
+        let open = OpenConfig {
+            path: dir.path().to_path_buf(),
+            storage: StorageArg::Posix,
+            cache_bytes: 1 << 20,
+            sync: false,
+            tenants: 3,
+            layout: LayoutArg::Baseline,
+            profile: None,
+            device: None,
+            admin_secret: None,
+        };
+        let db = engine::open(Engine::Cerberus, &open).unwrap();
+        let values = ValuePool::new(cfg.value_size, 0.5, 1);
+        let run = run(&*db, &cfg, &values).unwrap();
+        assert_eq!(run.get.outcome.found, Some(1_500));
+        let nsid = run.tenants[0].handle.id;
+        assert!(nsid != 0);
+        let written: u64 = run.tenants.iter().map(|t| t.distinct_keys).sum();
+        for t in &run.tenants {
+            assert_eq!(t.handle.id, nsid, "one namespace for all");
+            assert_eq!(t.get_misses, 0);
+            // Every tenant sees the whole namespace's counters.
+            let [_, _, after] = t.stats.as_ref().unwrap();
+            assert_eq!(after.puts, 6_000);
+            let d = t.get_delta().unwrap();
+            assert_eq!(d.gets, 1_500);
+        }
+        assert!(written > 3_000);
+        // Opened again, the tenants find the same namespace.
+        db.close().unwrap();
+        drop(db);
+        let db = engine::open(Engine::Cerberus, &open).unwrap();
+        let again = db.create_tenants(3).unwrap();
+        assert!(again.iter().all(|t| t.id == nsid));
+        db.close().unwrap();
     }
 
     #[test]

@@ -218,7 +218,7 @@ fn model_64_namespaces_with_background_work() {
         let writers: Vec<_> = (0..4u64)
             .map(|w| {
                 s.spawn(move || {
-                    let mut rng = SmallRng::seed_from_u64(seed ^ (w + 1) * 0x9e37_79b9);
+                    let mut rng = SmallRng::seed_from_u64(seed ^ ((w + 1) * 0x9e37_79b9));
                     let mut model: Model = BTreeMap::new();
                     let mut created = 0;
                     let mut create = |model: &mut Model| {

@@ -1,6 +1,9 @@
 //! The Cerberus engine.
 
-use super::{BenchDb, LayoutArg, OpenConfig, StorageArg, TenantHandle};
+use super::{
+    with_tenant_key, Affix, BenchDb, LayoutArg, OpenConfig, StorageArg, TenantHandle,
+    BASELINE_NAMESPACE,
+};
 use crate::report::db_stats_json;
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
@@ -8,6 +11,7 @@ use cerberus_engine::{Db, DbStats, Layout, NamespaceStats, Options, StorageKind}
 
 pub struct CerberusDb {
     db: Db,
+    layout: LayoutArg,
 }
 
 impl CerberusDb {
@@ -23,7 +27,7 @@ impl CerberusDb {
             },
             layout: match config.layout {
                 LayoutArg::PerNamespace => Layout::PerNamespace,
-                LayoutArg::Shared => Layout::Shared,
+                LayoutArg::Shared | LayoutArg::Baseline => Layout::Shared,
             },
             cache_bytes: config.cache_bytes,
             sync: config.sync,
@@ -31,7 +35,10 @@ impl CerberusDb {
         };
         let db = Db::open(&config.path, options)
             .with_context(|| format!("opening cerberus at {}", config.path.display()))?;
-        Ok(CerberusDb { db })
+        Ok(CerberusDb {
+            db,
+            layout: config.layout,
+        })
     }
 }
 
@@ -70,15 +77,26 @@ impl BenchDb for CerberusDb {
 
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
         let existing = self.db.list_namespaces();
+        let namespace = |name: &str| -> Result<u32> {
+            match existing.iter().find(|ns| ns.name == name) {
+                Some(ns) => Ok(ns.nsid),
+                None => self
+                    .db
+                    .create_namespace(name)
+                    .with_context(|| format!("creating namespace {name}")),
+            }
+        };
+        // Baseline: every tenant in one namespace.
+        let shared = match self.layout {
+            LayoutArg::Baseline => Some(namespace(BASELINE_NAMESPACE)?),
+            LayoutArg::PerNamespace | LayoutArg::Shared => None,
+        };
         (0..n)
             .map(|index| {
                 let name = TenantHandle::name_of(index);
-                let id = match existing.iter().find(|ns| ns.name == name) {
-                    Some(ns) => ns.nsid,
-                    None => self
-                        .db
-                        .create_namespace(&name)
-                        .with_context(|| format!("creating namespace {name}"))?,
+                let id = match shared {
+                    Some(id) => id,
+                    None => namespace(&name)?,
                 };
                 Ok(TenantHandle { index, id, name })
             })
@@ -86,14 +104,93 @@ impl BenchDb for CerberusDb {
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.layout == LayoutArg::Baseline {
+            return with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| {
+                Ok(self.db.put_ns(tenant.id, k, value)?)
+            });
+        }
         Ok(self.db.put_ns(tenant.id, key, value)?)
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
+        if self.layout == LayoutArg::Baseline {
+            return with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| {
+                Ok(self.db.get_ns(tenant.id, k)?.is_some())
+            });
+        }
         Ok(self.db.get_ns(tenant.id, key)?.is_some())
     }
 
+    /// In the baseline layout every tenant gets its one namespace's counters.
     fn tenant_stats(&self, tenant: &TenantHandle) -> Result<Option<NamespaceStats>> {
         Ok(Some(self.db.namespace_stats(tenant.id)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &std::path::Path, layout: LayoutArg) -> CerberusDb {
+        CerberusDb::open(&OpenConfig {
+            path: dir.to_path_buf(),
+            storage: StorageArg::Posix,
+            cache_bytes: 1 << 20,
+            sync: false,
+            tenants: 2,
+            layout,
+            profile: None,
+            device: None,
+            admin_secret: None,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn baseline_keys_interleave_in_one_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path(), LayoutArg::Baseline);
+        let t = db.create_tenants(2).unwrap();
+        assert_eq!(t[0].id, t[1].id);
+        assert_eq!(t[1].name, "tenant-1");
+        for (tenant, key) in [(1, b"k2"), (0, b"k2"), (1, b"k1"), (0, b"k1")] {
+            db.put_tenant(&t[tenant], key, b"v").unwrap();
+        }
+        assert!(db.get_tenant(&t[1], b"k1").unwrap());
+        assert!(!db.get_tenant(&t[0], b"k3").unwrap());
+        let ns = &db.db.list_namespaces();
+        assert!(ns
+            .iter()
+            .any(|n| n.name == BASELINE_NAMESPACE && n.nsid == t[0].id));
+        assert!(!ns.iter().any(|n| n.name.starts_with("tenant-")));
+        let page = db.db.list_keys_ns(t[0].id, b"", false, 10).unwrap();
+        let keys: Vec<&[u8]> = page.keys.iter().map(|k| &k[..]).collect();
+        let expected: [&[u8]; 4] = [
+            b"k1\0\0\0\0",
+            b"k1\0\0\0\x01",
+            b"k2\0\0\0\0",
+            b"k2\0\0\0\x01",
+        ];
+        assert_eq!(keys, expected);
+        // The per-tenant counters are the one namespace's.
+        let a = db.tenant_stats(&t[0]).unwrap().unwrap();
+        let b = db.tenant_stats(&t[1]).unwrap().unwrap();
+        assert_eq!((a.puts, b.puts), (4, 4));
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn other_layouts_have_a_namespace_per_tenant() {
+        for layout in [LayoutArg::PerNamespace, LayoutArg::Shared] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = open(dir.path(), layout);
+            let t = db.create_tenants(2).unwrap();
+            assert_ne!(t[0].id, t[1].id);
+            db.put_tenant(&t[0], b"k", b"v").unwrap();
+            assert!(!db.get_tenant(&t[1], b"k").unwrap());
+            let page = db.db.list_keys_ns(t[0].id, b"", false, 10).unwrap();
+            assert_eq!(page.keys, vec![b"k".to_vec()]);
+            db.close().unwrap();
+        }
     }
 }

@@ -5,7 +5,10 @@
 //! Namespaces are made with the admin credential; their secrets are kept in
 //! `bench-secrets.json` in the run's directory, so a later run with the same `--db` finds them.
 
-use super::{BenchDb, LayoutArg, OpenConfig, StorageArg, TenantHandle};
+use super::{
+    with_tenant_key, Affix, BenchDb, LayoutArg, OpenConfig, StorageArg, TenantHandle,
+    BASELINE_NAMESPACE,
+};
 use anyhow::{bail, Context, Result};
 use cerberus_device::{Device, DeviceConfig, DeviceHandle, StorageChoice};
 use cerberus_host::BlockingClient;
@@ -27,6 +30,7 @@ pub struct DeviceDb {
     ns: u32,
     secrets_path: PathBuf,
     secrets: Mutex<BTreeMap<String, (u32, String)>>,
+    layout: LayoutArg,
 }
 
 thread_local! {
@@ -50,7 +54,7 @@ impl DeviceDb {
                 ..DeviceConfig::default()
             };
             c.engine.cache_bytes = config.cache_bytes;
-            if config.layout == LayoutArg::Shared {
+            if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
                 c.engine.layout = "shared".into();
             }
             if config.profile.is_some() {
@@ -90,6 +94,7 @@ impl DeviceDb {
             ns: 0,
             secrets_path,
             secrets: Mutex::new(secrets),
+            layout: config.layout,
         };
         db.ns = db.namespace("bench")?;
         Ok(db)
@@ -120,6 +125,17 @@ impl DeviceDb {
             c.authenticate(nsid, &secret)?;
         }
         Ok(nsid)
+    }
+
+    /// The key a tenant's `key` is stored under: itself, or in the baseline layout followed
+    /// by the tenant index.
+    fn tenant_key(&self, tenant: &TenantHandle, key: &[u8]) -> Vec<u8> {
+        match self.layout {
+            LayoutArg::Baseline => {
+                with_tenant_key(Affix::Suffix, tenant.index as u32, key, <[u8]>::to_vec)
+            }
+            LayoutArg::PerNamespace | LayoutArg::Shared => key.to_vec(),
+        }
     }
 
     /// The connection of the calling thread: threads are spread over the connections in turn.
@@ -172,20 +188,30 @@ impl BenchDb for DeviceDb {
     }
 
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
+        // Baseline: every tenant in one namespace.
+        let shared = match self.layout {
+            LayoutArg::Baseline => Some(self.namespace(BASELINE_NAMESPACE)?),
+            LayoutArg::PerNamespace | LayoutArg::Shared => None,
+        };
         (0..n)
             .map(|index| {
                 let name = TenantHandle::name_of(index);
-                let id = self.namespace(&name)?;
+                let id = match shared {
+                    Some(id) => id,
+                    None => self.namespace(&name)?,
+                };
                 Ok(TenantHandle { index, id, name })
             })
             .collect()
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.client().put(tenant.id, key.to_vec(), value.to_vec())?)
+        let key = self.tenant_key(tenant, key);
+        Ok(self.client().put(tenant.id, key, value.to_vec())?)
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
-        Ok(self.client().get(tenant.id, key.to_vec())?.is_some())
+        let key = self.tenant_key(tenant, key);
+        Ok(self.client().get(tenant.id, key)?.is_some())
     }
 }

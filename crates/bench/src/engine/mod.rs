@@ -82,9 +82,15 @@ pub enum LayoutArg {
     #[default]
     #[value(name = "per_namespace", alias = "per-namespace")]
     PerNamespace,
-    /// One tree for all tenants, keys prefixed by the tenant (Cerberus: `Layout::Shared`;
-    /// RocksDB: the default column family, keys prefixed by the 4-byte big-endian tenant index).
+    /// One tree for all tenants, keys prefixed by the tenant (Cerberus: `Layout::Shared`, a
+    /// namespace per tenant; RocksDB: the default column family, keys prefixed by the 4-byte
+    /// big-endian tenant index).
     Shared,
+    /// The paper's KVSSD baseline, without namespaces: all tenants in one key space, each
+    /// key followed by the 4-byte big-endian tenant index, so tenants' keys interleave
+    /// (Cerberus: `Layout::Shared`, one namespace `baseline` for all; RocksDB: the default
+    /// column family).
+    Baseline,
 }
 
 impl LayoutArg {
@@ -92,7 +98,52 @@ impl LayoutArg {
         match self {
             LayoutArg::PerNamespace => "per_namespace",
             LayoutArg::Shared => "shared",
+            LayoutArg::Baseline => "baseline",
         }
+    }
+
+    /// Whether all tenants share one namespace, and so its counters.
+    pub fn one_namespace(self) -> bool {
+        self == LayoutArg::Baseline
+    }
+}
+
+/// The namespace all tenants share in the baseline layout.
+pub const BASELINE_NAMESPACE: &str = "baseline";
+
+/// Where a tenant's index goes in a key space all tenants share: 4 bytes big-endian before
+/// the user key (`shared` on RocksDB) or after it (`baseline`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Affix {
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+    Prefix,
+    Suffix,
+}
+
+/// Calls `f` with `key` and the tenant index `index` (4 bytes big-endian) placed as `affix`
+/// says, on the stack when it fits.
+#[inline]
+pub fn with_tenant_key<R>(affix: Affix, index: u32, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let id = index.to_be_bytes();
+    let len = 4 + key.len();
+    let fill = |buf: &mut [u8]| match affix {
+        Affix::Prefix => {
+            buf[..4].copy_from_slice(&id);
+            buf[4..].copy_from_slice(key);
+        }
+        Affix::Suffix => {
+            buf[..key.len()].copy_from_slice(key);
+            buf[key.len()..].copy_from_slice(&id);
+        }
+    };
+    let mut stack = [0u8; 64];
+    if len <= stack.len() {
+        fill(&mut stack[..len]);
+        f(&stack[..len])
+    } else {
+        let mut v = vec![0u8; len];
+        fill(&mut v);
+        f(&v)
     }
 }
 
@@ -193,5 +244,85 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::RocksDb => Ok(Arc::new(rocksdb::RocksDb::open(config)?)),
         #[cfg(not(feature = "rocksdb"))]
         Engine::RocksDb => unreachable!("checked above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(affix: Affix, index: u32, key: &[u8]) -> Vec<u8> {
+        with_tenant_key(affix, index, key, |k| k.to_vec())
+    }
+
+    #[test]
+    fn prefix_is_the_big_endian_index_then_the_key() {
+        assert_eq!(
+            key(Affix::Prefix, 0x0102_0304, b"abc"),
+            b"\x01\x02\x03\x04abc"
+        );
+        let long = vec![b'x'; 100];
+        let k = key(Affix::Prefix, 7, &long);
+        assert_eq!(k.len(), 104);
+        assert_eq!(&k[..4], &[0, 0, 0, 7]);
+        assert_eq!(&k[4..], &long[..]);
+    }
+
+    #[test]
+    fn baseline_key_is_the_key_then_the_big_endian_index() {
+        assert_eq!(
+            key(Affix::Suffix, 0x0102_0304, b"abc"),
+            b"abc\x01\x02\x03\x04"
+        );
+        assert_eq!(key(Affix::Suffix, 2, b""), [0, 0, 0, 2]);
+        let long = vec![b'y'; 61];
+        let k = key(Affix::Suffix, 9, &long);
+        assert_eq!(k.len(), 65);
+        assert_eq!(&k[..61], &long[..]);
+        assert_eq!(&k[61..], &[0, 0, 0, 9]);
+    }
+
+    #[test]
+    fn baseline_keys_of_tenants_interleave() {
+        // Fixed-width user keys, as the benchmark writes: in key order, each user key's
+        // tenants come together (tenant order within), then the next user key.
+        let mut keys = Vec::new();
+        for t in [2u32, 0, 1] {
+            for k in [b"0002", b"0001", b"0010"] {
+                keys.push((key(Affix::Suffix, t, k), t, k));
+            }
+        }
+        keys.sort();
+        let order: Vec<(u32, &[u8])> = keys.iter().map(|(_, t, k)| (*t, &k[..])).collect();
+        assert_eq!(
+            order,
+            vec![
+                (0, &b"0001"[..]),
+                (1, b"0001"),
+                (2, b"0001"),
+                (0, b"0002"),
+                (1, b"0002"),
+                (2, b"0002"),
+                (0, b"0010"),
+                (1, b"0010"),
+                (2, b"0010"),
+            ]
+        );
+        // The prefix layout instead keeps each tenant's keys together.
+        let mut p: Vec<Vec<u8>> = [(1u32, b"0001"), (0, b"0002"), (1, b"0000")]
+            .iter()
+            .map(|(t, k)| key(Affix::Prefix, *t, *k))
+            .collect();
+        p.sort();
+        assert_eq!(p[0][..4], [0, 0, 0, 0]);
+        assert_eq!(p[1][4..], *b"0000");
+    }
+
+    #[test]
+    fn layouts_are_named() {
+        assert_eq!(LayoutArg::Baseline.name(), "baseline");
+        assert!(LayoutArg::Baseline.one_namespace());
+        assert!(!LayoutArg::Shared.one_namespace());
+        assert!(!LayoutArg::PerNamespace.one_namespace());
     }
 }

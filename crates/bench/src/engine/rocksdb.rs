@@ -2,11 +2,12 @@
 //! fsync per write unless `--sync`, `--cache-bytes` as the LRU block cache, a 10 bits/key
 //! bloom filter; every other option is RocksDB's default unless `--profile` sets it.
 //!
-//! Tenants (`multitenant`): with `--layout per_namespace` one column family per tenant,
-//! created at open; with `--layout shared` the default column family, keys prefixed by the
-//! tenant index (4 bytes big-endian).
+//! Tenants (`multitenant`), three layouts: `--layout per_namespace`, one column family per
+//! tenant, created at open; `--layout shared`, the default column family, keys prefixed by the
+//! tenant index (4 bytes big-endian); `--layout baseline`, the default column family, keys
+//! suffixed by the tenant index (shared suffix: tenants' keys interleave).
 
-use super::{BenchDb, LayoutArg, OpenConfig, TenantHandle};
+use super::{with_tenant_key, Affix, BenchDb, LayoutArg, OpenConfig, TenantHandle};
 use crate::profile::SizeProfile;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
@@ -119,23 +120,6 @@ impl RocksDb {
             Some(cf) => Ok(cf),
             None => bail!("no column family {}", tenant.name),
         }
-    }
-}
-
-/// Calls `f` with `key` prefixed by `id` (4 bytes big-endian), on the stack when it fits.
-#[inline]
-fn with_prefix<R>(id: u32, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
-    let mut buf = [0u8; 64];
-    let len = 4 + key.len();
-    if len <= buf.len() {
-        buf[..4].copy_from_slice(&id.to_be_bytes());
-        buf[4..len].copy_from_slice(key);
-        f(&buf[..len])
-    } else {
-        let mut v = Vec::with_capacity(len);
-        v.extend_from_slice(&id.to_be_bytes());
-        v.extend_from_slice(key);
-        f(&v)
     }
 }
 
@@ -254,25 +238,33 @@ impl BenchDb for RocksDb {
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
-        match self.layout {
-            LayoutArg::PerNamespace => {
-                Ok(self
-                    .db
-                    .put_cf_opt(self.cf(tenant)?, key, value, &self.write_options)?)
-            }
-            LayoutArg::Shared => with_prefix(tenant.id, key, |k| {
+        match shared_affix(self.layout) {
+            None => Ok(self
+                .db
+                .put_cf_opt(self.cf(tenant)?, key, value, &self.write_options)?),
+            Some(affix) => with_tenant_key(affix, tenant.id, key, |k| {
                 Ok(self.db.put_opt(k, value, &self.write_options)?)
             }),
         }
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
-        match self.layout {
-            LayoutArg::PerNamespace => Ok(self.db.get_pinned_cf(self.cf(tenant)?, key)?.is_some()),
-            LayoutArg::Shared => {
-                with_prefix(tenant.id, key, |k| Ok(self.db.get_pinned(k)?.is_some()))
-            }
+        match shared_affix(self.layout) {
+            None => Ok(self.db.get_pinned_cf(self.cf(tenant)?, key)?.is_some()),
+            Some(affix) => with_tenant_key(affix, tenant.id, key, |k| {
+                Ok(self.db.get_pinned(k)?.is_some())
+            }),
         }
+    }
+}
+
+/// Where the tenant index goes in the default column family; `None`: a column family per
+/// tenant.
+fn shared_affix(layout: LayoutArg) -> Option<Affix> {
+    match layout {
+        LayoutArg::PerNamespace => None,
+        LayoutArg::Shared => Some(Affix::Prefix),
+        LayoutArg::Baseline => Some(Affix::Suffix),
     }
 }
 
@@ -285,8 +277,12 @@ mod tests {
     use crate::workload::ValuePool;
 
     #[test]
-    fn tenants_are_separate_in_both_layouts() {
-        for layout in [LayoutArg::PerNamespace, LayoutArg::Shared] {
+    fn tenants_are_separate_in_every_layout() {
+        for layout in [
+            LayoutArg::PerNamespace,
+            LayoutArg::Shared,
+            LayoutArg::Baseline,
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let config = OpenConfig {
                 path: dir.path().to_path_buf(),
@@ -308,12 +304,19 @@ mod tests {
             assert!(!db.get_tenant(&t[1], b"k").unwrap());
             assert!(db.get_tenant(&t[2], b"k").unwrap());
             assert!(!db.get(b"k").unwrap(), "{layout:?}");
+            // Where the shared key spaces put the tenant index.
+            assert_eq!(db.get(b"\0\0\0\x02k").unwrap(), layout == LayoutArg::Shared);
+            assert_eq!(
+                db.get(b"k\0\0\0\x02").unwrap(),
+                layout == LayoutArg::Baseline
+            );
             let cfs = db.stats_json().get("column_families").is_some();
             assert_eq!(cfs, layout == LayoutArg::PerNamespace);
 
             let mt = MtConfig {
                 tenants: 3,
                 num_per_tenant: 3_000,
+                gets_per_tenant: 2_000,
                 key_size: 16,
                 value_size: 100,
                 seed: 1,
@@ -324,7 +327,7 @@ mod tests {
             };
             let values = ValuePool::new(100, 0.5, 1);
             let run = multitenant::run(&db, &mt, &values).unwrap();
-            assert_eq!(run.get.outcome.found, Some(9_000));
+            assert_eq!(run.get.outcome.found, Some(6_000));
             assert!(run.tenants.iter().all(|t| t.stats.is_none()));
             db.close().unwrap();
             drop(db);
@@ -336,15 +339,9 @@ mod tests {
     }
 
     #[test]
-    fn prefix_is_the_big_endian_id_then_the_key() {
-        assert_eq!(
-            with_prefix(0x0102_0304, b"abc", |k| k.to_vec()),
-            b"\x01\x02\x03\x04abc"
-        );
-        let long = vec![b'x'; 100];
-        let k = with_prefix(7, &long, |k| k.to_vec());
-        assert_eq!(k.len(), 104);
-        assert_eq!(&k[..4], &[0, 0, 0, 7]);
-        assert_eq!(&k[4..], &long[..]);
+    fn shared_layouts_place_the_tenant_index() {
+        assert_eq!(shared_affix(LayoutArg::PerNamespace), None);
+        assert_eq!(shared_affix(LayoutArg::Shared), Some(Affix::Prefix));
+        assert_eq!(shared_affix(LayoutArg::Baseline), Some(Affix::Suffix));
     }
 }

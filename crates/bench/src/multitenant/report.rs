@@ -4,9 +4,11 @@
 use super::{MtConfig, MtRun, TenantResult};
 use crate::engine::Engine;
 use crate::histogram::Histogram;
+use crate::memory::MemorySample;
 use crate::profile::SizeProfile;
 use crate::report::{mib, per, phase_doc, phase_lines, ByPurpose, PhaseDoc, PhaseReport};
 use cerberus_engine::storage::IoPurpose;
+use cerberus_engine::StepCost;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -92,6 +94,105 @@ pub fn tenant_figures(t: &TenantResult) -> Option<TenantFigures> {
     })
 }
 
+/// The cost-model terms of one search step over the get phase (Eq. 1 of the Cerberus paper).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepTerms {
+    pub step: String,
+    /// HR: gets answered at this step over the gets that reached it (null if none did).
+    pub hr: Option<f64>,
+    /// HT: mean time of a get answered here, in this step, value read included (null if no
+    /// hit).
+    pub ht_us: Option<f64>,
+    /// MP: mean time a get that went on spent in this step (null if no miss).
+    pub mp_us: Option<f64>,
+    /// Gets that searched this step: its hits plus its misses.
+    pub gets_reaching: u64,
+}
+
+/// The terms of every step, in search order.
+pub fn step_terms(search: &[StepCost]) -> Vec<StepTerms> {
+    search
+        .iter()
+        .map(|s| {
+            let reaching = s.hits + s.misses;
+            let mean_us = |nanos: u64, n: u64| (n > 0).then(|| nanos as f64 / n as f64 / 1e3);
+            StepTerms {
+                step: s.step.clone(),
+                hr: (reaching > 0).then(|| s.hits as f64 / reaching as f64),
+                ht_us: mean_us(s.hit_nanos, s.hits),
+                mp_us: mean_us(s.miss_nanos, s.misses),
+                gets_reaching: reaching,
+            }
+        })
+        .collect()
+}
+
+/// ALKA (average latency of a key-value access) by Eq. 1, from the last step up:
+/// `ALKA_i = HR_i*HT_i + (1 - HR_i)*(MP_i + ALKA_{i+1})`, and `ALKA_n = HR_n*HT_n` for the
+/// last step n that answered any get. A step no get reached adds nothing. In microseconds;
+/// `None` when no step answered a get.
+pub fn alka_us(steps: &[StepTerms]) -> Option<f64> {
+    let last = steps.iter().rposition(|s| s.ht_us.is_some())?;
+    let hit = |s: &StepTerms| s.hr.unwrap_or(0.0) * s.ht_us.unwrap_or(0.0);
+    let mut alka = hit(&steps[last]);
+    for s in steps[..last].iter().rev() {
+        if let Some(hr) = s.hr {
+            alka = hit(s) + (1.0 - hr) * (s.mp_us.unwrap_or(0.0) + alka);
+        }
+    }
+    Some(alka)
+}
+
+/// A tenant's cost model over the get phase, next to its measured mean get latency.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CostModel {
+    pub steps: Vec<StepTerms>,
+    pub alka_us: Option<f64>,
+    /// The mean of the tenant's get latencies (its thread's clock).
+    pub measured_mean_get_us: Option<f64>,
+    /// `alka_us / measured_mean_get_us`.
+    pub ratio: Option<f64>,
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+pub fn cost_model(search: &[StepCost], measured_mean_get_us: Option<f64>) -> CostModel {
+    let steps = step_terms(search);
+    let alka_us = alka_us(&steps);
+    CostModel {
+        steps,
+        alka_us,
+        measured_mean_get_us,
+        ratio: ratio(alka_us, measured_mean_get_us),
+    }
+}
+
+/// The tenant's mean get latency in microseconds (`None` without gets).
+fn measured_mean_get_us(t: &TenantResult) -> Option<f64> {
+    (t.get.latency.count() > 0).then(|| t.get.latency.mean() / 1e3)
+}
+
+/// The cost model of a tenant's get phase, `None` when the engine keeps no namespace
+/// counters.
+pub fn tenant_cost_model(t: &TenantResult) -> Option<CostModel> {
+    let d = t.get_delta()?;
+    Some(cost_model(&d.search, measured_mean_get_us(t)))
+}
+
+/// Table bytes compactions wrote into the tenant's namespace over the run (Cerberus only).
+fn tenant_compaction_bytes(t: &TenantResult) -> Option<u64> {
+    t.stats.as_ref().map(|[before, _, after]| {
+        after
+            .compaction_bytes_written
+            .saturating_sub(before.compaction_bytes_written)
+    })
+}
+
 /// The mean of the values present; `None` if there are none.
 fn mean(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     let (sum, n) = values
@@ -101,7 +202,8 @@ fn mean(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     (n > 0).then(|| sum / f64::from(n))
 }
 
-/// Means over the tenants, and the engine-wide NAND read time per get.
+/// Means over the tenants, the engine-wide NAND read time per get, compaction bytes and
+/// memory.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SummaryDoc {
     pub tenants: usize,
@@ -116,6 +218,22 @@ pub struct SummaryDoc {
     pub get_misses: u64,
     /// Modeled NAND read time of the get phase over its gets (`--storage nand`; else null).
     pub nand_read_time_us_per_get: Option<f64>,
+    /// Cost model: the mean over tenants of ALKA (null without search counters) and of the
+    /// measured mean get latency, and ALKA over measured (summed over the tenants that have
+    /// both: the ratio of the means when all do).
+    pub mean_alka_us: Option<f64>,
+    pub mean_measured_get_us: Option<f64>,
+    pub alka_ratio: Option<f64>,
+    /// Table bytes all compactions wrote over the run (both phases and the settle step
+    /// between them; Cerberus only). The engine does not count the bytes flushes write, so
+    /// there is no write amplification proper: instead these bytes over the user key bytes
+    /// put (put ops x key size).
+    pub compaction_bytes_written: Option<u64>,
+    pub compaction_bytes_written_per_put_key_byte: Option<f64>,
+    /// The process's resident memory at the end of the get phase, and its peak over the
+    /// engine's run.
+    pub rss_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// NAND read time per get over a read phase, from the engine-wide counters.
@@ -126,9 +244,24 @@ fn nand_read_time_us_per_get(p: &PhaseReport) -> Option<f64> {
     (gets > 0).then(|| nand.read_time_ns as f64 / 1e3 / gets as f64)
 }
 
-pub fn summary(run: &MtRun) -> SummaryDoc {
+pub fn summary(run: &MtRun, cfg: &MtConfig) -> SummaryDoc {
     let figures: Vec<Option<TenantFigures>> = run.tenants.iter().map(tenant_figures).collect();
+    let models: Vec<Option<CostModel>> = run.tenants.iter().map(tenant_cost_model).collect();
     let n = run.tenants.len();
+    let alka = |m: &Option<CostModel>| m.as_ref().and_then(|m| m.alka_us);
+    let both: Vec<(f64, f64)> = models
+        .iter()
+        .zip(&run.tenants)
+        .filter_map(|(m, t)| Some((alka(m)?, measured_mean_get_us(t)?)))
+        .collect();
+    let (alka_sum, measured_sum) = both
+        .iter()
+        .fold((0.0, 0.0), |(a, m), (x, y)| (a + x, m + y));
+    let compaction = match (&run.put.delta, &run.get.delta) {
+        (Some(p), Some(g)) => Some(p.compaction_bytes_written + g.compaction_bytes_written),
+        _ => None,
+    };
+    let put_key_bytes = run.put.outcome.ops * cfg.key_size as u64;
     SummaryDoc {
         tenants: n,
         mean_put_ops_per_sec: mean(run.tenants.iter().map(|t| Some(t.put.ops_per_sec())))
@@ -149,6 +282,15 @@ pub fn summary(run: &MtRun) -> SummaryDoc {
         get_ops_per_sec: run.get.outcome.ops_per_sec(),
         get_misses: run.tenants.iter().map(|t| t.get_misses).sum(),
         nand_read_time_us_per_get: nand_read_time_us_per_get(&run.get),
+        mean_alka_us: mean(models.iter().map(alka)),
+        mean_measured_get_us: mean(run.tenants.iter().map(measured_mean_get_us)),
+        // 0 / 0 (no tenant with both) is None.
+        alka_ratio: ratio(Some(alka_sum), Some(measured_sum)),
+        compaction_bytes_written: compaction,
+        compaction_bytes_written_per_put_key_byte: compaction
+            .and_then(|c| (put_key_bytes > 0).then(|| c as f64 / put_key_bytes as f64)),
+        rss_bytes: run.get_memory.rss_bytes,
+        peak_rss_bytes: run.get_memory.peak_rss_bytes,
     }
 }
 
@@ -169,8 +311,9 @@ pub fn header(
          Keys:       {} bytes each\n\
          Values:     {} bytes each ({} bytes after compression)\n\
          Entries:    {} per tenant ({} in all)\n\
+         Gets:       {} per tenant\n\
          RawSize:    {:.1} MB (estimated)\n\
-         Layout:     {}\n\
+         Layout:     {}{}\n\
          Profile:    {}\n\
          Storage:    {}\n\
          Cache:      {:.1} MB\n\
@@ -185,8 +328,14 @@ pub fn header(
         compressed,
         m.num_per_tenant,
         total,
+        m.gets_per_tenant,
         mib(total * (m.key_size + m.value_size) as u64),
         m.layout.name(),
+        if m.layout.one_namespace() {
+            " (one key space, keys suffixed by the tenant index)"
+        } else {
+            ""
+        },
         match (m.profile, profile) {
             (Some(p), Some(s)) => format!("{}: {}", p.name(), s.describe()),
             _ => "none (engine defaults)".into(),
@@ -226,13 +375,15 @@ fn opt(v: Option<f64>, width: usize, digits: usize) -> String {
 /// answered and what they read (get phase).
 pub fn tenant_table(run: &MtRun) -> String {
     let mut out = format!(
-        "{:<10} {:>6} {:>11} {:>11} {:>9} {:>9} {:>8} {:>9} {:>6}  gets by level (%)",
+        "{:<10} {:>6} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6}  gets by level (%)",
         "tenant",
         "nsid",
         "put ops/s",
         "get ops/s",
+        "mean us",
         "p50 us",
         "p99 us",
+        "alka us",
         "filt/get",
         "pages/get",
         "misses",
@@ -241,13 +392,15 @@ pub fn tenant_table(run: &MtRun) -> String {
         let f = tenant_figures(t);
         let h = &t.get.latency;
         out += &format!(
-            "\n{:<10} {:>6} {:>11.0} {:>11.0} {:>9.2} {:>9.2} {} {} {:>6}  {}",
+            "\n{:<10} {:>6} {:>11.0} {:>11.0} {:>9.2} {:>9.2} {:>9.2} {} {} {} {:>6}  {}",
             t.handle.name,
             t.handle.id,
             t.put.ops_per_sec(),
             t.get.ops_per_sec(),
+            h.mean() / 1e3,
             h.percentile(50.0) / 1e3,
             h.percentile(99.0) / 1e3,
+            opt(tenant_cost_model(t).and_then(|m| m.alka_us), 9, 2),
             opt(f.as_ref().and_then(|f| f.filter_loads_per_get), 8, 4),
             opt(f.as_ref().and_then(|f| f.page_reads_per_get), 9, 3),
             t.get_misses,
@@ -276,6 +429,23 @@ pub fn summary_text(s: &SummaryDoc) -> String {
     if let Some(t) = s.nand_read_time_us_per_get {
         out += &format!("\n  nand read time per get (all tenants): {t:.2} us");
     }
+    if let (Some(c), Some(per_key)) = (
+        s.compaction_bytes_written,
+        s.compaction_bytes_written_per_put_key_byte,
+    ) {
+        out += &format!(
+            "\n  compactions wrote {:.1} MB ({per_key:.2} bytes per put key byte; flush bytes \
+             are not counted)",
+            mib(c)
+        );
+    }
+    if let (Some(rss), Some(peak)) = (s.rss_bytes, s.peak_rss_bytes) {
+        out += &format!(
+            "\n  memory: rss {:.1} MB at the end, peak {:.1} MB",
+            mib(rss),
+            mib(peak)
+        );
+    }
     if s.get_misses > 0 {
         out += &format!(
             "\n  ERROR: {} gets did not find a key their tenant had written",
@@ -285,13 +455,68 @@ pub fn summary_text(s: &SummaryDoc) -> String {
     out
 }
 
+/// The cost model of the get phase: the terms of each step (means over the tenants), then
+/// ALKA against the measured mean get latency. `None` when the engine keeps no namespace
+/// counters.
+pub fn cost_model_text(run: &MtRun, s: &SummaryDoc, shared: bool) -> Option<String> {
+    let models: Vec<CostModel> = run.tenants.iter().filter_map(tenant_cost_model).collect();
+    let first = models.first()?;
+    let measured = opt(s.mean_measured_get_us, 0, 2);
+    // Steps up to the deepest one any tenant's gets reached.
+    let depth = models
+        .iter()
+        .filter_map(|m| m.steps.iter().rposition(|t| t.gets_reaching > 0))
+        .max();
+    let Some(depth) = depth else {
+        return Some(format!(
+            "cost model (Eq. 1): the engine counted no search steps; measured mean get {measured} us"
+        ));
+    };
+    let mut out = format!(
+        "cost model (Eq. 1), get phase, {}:\n{:<10} {:>12} {:>8} {:>10} {:>10}",
+        if shared {
+            "the tenants' shared namespace"
+        } else {
+            "means over tenants"
+        },
+        "step",
+        "reaching",
+        "HR",
+        "HT us",
+        "MP us",
+    );
+    for (i, step) in first.steps.iter().enumerate().take(depth + 1) {
+        let term = |f: &dyn Fn(&StepTerms) -> Option<f64>| {
+            mean(models.iter().map(|m| m.steps.get(i).and_then(f)))
+        };
+        out += &format!(
+            "\n{:<10} {} {} {} {}",
+            step.step,
+            opt(term(&|t| Some(t.gets_reaching as f64)), 12, 1),
+            opt(term(&|t| t.hr), 8, 4),
+            opt(term(&|t| t.ht_us), 10, 2),
+            opt(term(&|t| t.mp_us), 10, 2),
+        );
+    }
+    out += &format!(
+        "\nALKA {} us vs measured {measured} us (ratio {})",
+        opt(s.mean_alka_us, 0, 2),
+        opt(s.alka_ratio, 0, 3),
+    );
+    Some(out)
+}
+
 #[derive(Serialize)]
 struct ConfigDoc<'a> {
     tenants: usize,
     num_per_tenant: u64,
+    gets_per_tenant: u64,
     key_size: usize,
     value_size: usize,
     layout: &'static str,
+    /// Baseline layout: one namespace for all tenants, so each tenant's counter figures are
+    /// that namespace's.
+    counters_shared_by_tenants: bool,
     profile: Option<&'static str>,
     /// The engine sizes the profile set (null without one).
     profile_options: Option<&'a SizeProfile>,
@@ -307,6 +532,9 @@ struct MtPhaseDoc {
     #[serde(flatten)]
     phase: PhaseDoc,
     mean_ops_per_sec_per_tenant: f64,
+    /// The process's memory when the phase's threads ended.
+    #[serde(flatten)]
+    memory: MemorySample,
 }
 
 #[derive(Serialize)]
@@ -354,6 +582,9 @@ struct TenantDoc<'a> {
     page_reads_per_get_by_purpose: Option<ByPurpose<f64>>,
     /// The tenant's tree at the end of the run.
     levels: Option<Vec<LevelDoc>>,
+    /// Table bytes compactions wrote into the namespace's runs and tree over the run.
+    compaction_bytes_written: Option<u64>,
+    cost_model: Option<CostModel>,
 }
 
 /// The JSON document of one engine's multitenant run (structs, so that fields keep this
@@ -384,10 +615,12 @@ pub fn run_doc<'a>(
         MtPhaseDoc {
             phase: phase_doc(&run.put),
             mean_ops_per_sec_per_tenant: mean_of(&|t| t.put.ops_per_sec()),
+            memory: run.put_memory,
         },
         MtPhaseDoc {
             phase: phase_doc(&run.get),
             mean_ops_per_sec_per_tenant: mean_of(&|t| t.get.ops_per_sec()),
+            memory: run.get_memory,
         },
     ];
     let tenants = run
@@ -423,6 +656,8 @@ pub fn run_doc<'a>(
                         })
                         .collect()
                 }),
+                compaction_bytes_written: tenant_compaction_bytes(t),
+                cost_model: tenant_cost_model(t),
             }
         })
         .collect();
@@ -432,9 +667,11 @@ pub fn run_doc<'a>(
         config: ConfigDoc {
             tenants: m.tenants,
             num_per_tenant: m.num_per_tenant,
+            gets_per_tenant: m.gets_per_tenant,
             key_size: m.key_size,
             value_size: m.value_size,
             layout: m.layout.name(),
+            counters_shared_by_tenants: m.layout.one_namespace(),
             profile: m.profile.map(|p| p.name()),
             profile_options: profile,
             storage: cfg.storage,
@@ -445,7 +682,7 @@ pub fn run_doc<'a>(
         },
         phases,
         tenants,
-        summary: summary(run),
+        summary: summary(run, m),
         stats,
     }
 }
@@ -458,7 +695,7 @@ mod tests {
     use crate::profile::ProfileArg;
     use crate::workload::{PhaseOutcome, Workload};
     use cerberus_engine::storage::NandStats;
-    use cerberus_engine::{DbStats, LevelStats, NamespaceStats};
+    use cerberus_engine::{DbStats, LevelStats, NamespaceStats, StepCost};
     use serde_json::json;
 
     fn phase(ops: u64, seconds: f64, micros: u64) -> TenantPhase {
@@ -512,6 +749,21 @@ mod tests {
             10 * (index as u64 + 1),
             [0, index as u64, 500, 1000, 0, 0],
         );
+        // The search: 100 memtable hits of 2 us, 900 misses of 1 us; L0: 200 hits of 5 us,
+        // 700 misses of 4 us; runs: none; L1: 700 hits of 10 us. ALKA: L1 10; L0 (200 * 5 +
+        // 700 * (4 + 10)) / 900 = 12; memtable 0.1 * 2 + 0.9 * (1 + 12) = 11.9 (= the time of
+        // all steps over the gets: 11900 us / 1000).
+        let after = NamespaceStats {
+            search: vec![
+                step("memtable", 100, 2, 900, 1),
+                step("L0", 200, 5, 700, 4),
+                step("runs", 0, 0, 0, 0),
+                step("L1", 700, 10, 0, 0),
+                step("L2", 0, 0, 0, 0),
+            ],
+            compaction_bytes_written: 5000 * (index as u64 + 1),
+            ..after
+        };
         TenantResult {
             handle: TenantHandle {
                 index,
@@ -523,6 +775,17 @@ mod tests {
             distinct_keys: 632,
             get_misses: 0,
             stats: stats.then(|| [before.clone(), before, after]),
+        }
+    }
+
+    /// A step with `hits` of `hit_us` each and `misses` of `miss_us` each.
+    fn step(name: &str, hits: u64, hit_us: u64, misses: u64, miss_us: u64) -> StepCost {
+        StepCost {
+            step: name.into(),
+            hits,
+            hit_nanos: hits * hit_us * 1000,
+            misses,
+            miss_nanos: misses * miss_us * 1000,
         }
     }
 
@@ -545,8 +808,13 @@ mod tests {
     }
 
     fn run(stats: bool) -> MtRun {
+        let put_delta = DbStats {
+            compaction_bytes_written: 30_000,
+            ..Default::default()
+        };
         let get_delta = DbStats {
             gets: 2000,
+            compaction_bytes_written: 2_000,
             nand: Some(NandStats {
                 read_time_ns: 100_000_000,
                 ..Default::default()
@@ -556,13 +824,21 @@ mod tests {
         MtRun {
             put: PhaseReport {
                 outcome: outcome(false, 2000, 1.0),
-                delta: stats.then(DbStats::default),
+                delta: stats.then_some(put_delta),
             },
             get: PhaseReport {
                 outcome: outcome(true, 2000, 0.5),
                 delta: stats.then_some(get_delta),
             },
             tenants: vec![tenant(0, 0.5, 0.25, stats), tenant(1, 1.0, 0.5, stats)],
+            put_memory: MemorySample {
+                rss_bytes: Some(100 << 20),
+                peak_rss_bytes: Some(120 << 20),
+            },
+            get_memory: MemorySample {
+                rss_bytes: Some(110 << 20),
+                peak_rss_bytes: Some(150 << 20),
+            },
         }
     }
 
@@ -570,6 +846,7 @@ mod tests {
         MtConfig {
             tenants: 2,
             num_per_tenant: 1000,
+            gets_per_tenant: 1000,
             key_size: 16,
             value_size: 100,
             seed: 1,
@@ -582,7 +859,7 @@ mod tests {
 
     #[test]
     fn summary_takes_means_over_tenants() {
-        let s = summary(&run(true));
+        let s = summary(&run(true), &mt_config());
         assert_eq!(s.tenants, 2);
         // 1000 / 0.5 and 1000 / 1.0.
         assert_eq!(s.mean_put_ops_per_sec, 1500.0);
@@ -596,12 +873,82 @@ mod tests {
         assert_eq!(s.get_ops_per_sec, 4000.0);
         assert_eq!(s.nand_read_time_us_per_get, Some(50.0));
         assert_eq!(s.get_misses, 0);
+        assert!((s.mean_alka_us.unwrap() - 11.9).abs() < 1e-9);
+        assert_eq!(s.mean_measured_get_us, Some(20.0));
+        assert!((s.alka_ratio.unwrap() - 0.595).abs() < 1e-9);
+        // 30000 + 2000 bytes over 2000 puts of 16-byte keys.
+        assert_eq!(s.compaction_bytes_written, Some(32_000));
+        assert_eq!(s.compaction_bytes_written_per_put_key_byte, Some(1.0));
+        assert_eq!(s.rss_bytes, Some(110 << 20));
+        assert_eq!(s.peak_rss_bytes, Some(150 << 20));
 
-        let s = summary(&run(false));
+        let s = summary(&run(false), &mt_config());
         assert_eq!(s.mean_get_ops_per_sec, 3000.0);
         assert_eq!(s.mean_filter_loads_per_get, None);
         assert_eq!(s.mean_page_reads_per_get, None);
         assert_eq!(s.nand_read_time_us_per_get, None);
+        assert_eq!(s.mean_alka_us, None);
+        assert_eq!(s.mean_measured_get_us, Some(20.0));
+        assert_eq!(s.alka_ratio, None);
+        assert_eq!(s.compaction_bytes_written, None);
+        assert_eq!(s.compaction_bytes_written_per_put_key_byte, None);
+        // Memory is the process's, whatever the engine.
+        assert_eq!(s.peak_rss_bytes, Some(150 << 20));
+    }
+
+    #[test]
+    fn alka_follows_the_recurrence_from_the_last_step_up() {
+        // memtable: 10 hits of 2 us, 90 misses of 1 us; L0: 90 misses of 5 us; runs: not
+        // reached; L1: 60 hits of 100 us, 30 misses of 10 us; L2: 30 hits of 200 us; L3: none.
+        let search = [
+            step("memtable", 10, 2, 90, 1),
+            step("L0", 0, 0, 90, 5),
+            step("runs", 0, 0, 0, 0),
+            step("L1", 60, 100, 30, 10),
+            step("L2", 30, 200, 0, 0),
+            step("L3", 0, 0, 0, 0),
+        ];
+        let steps = step_terms(&search);
+        assert_eq!(steps[0].hr, Some(0.1));
+        assert_eq!(steps[0].ht_us, Some(2.0));
+        assert_eq!(steps[0].mp_us, Some(1.0));
+        assert_eq!(steps[0].gets_reaching, 100);
+        assert_eq!(steps[1].hr, Some(0.0));
+        assert_eq!(steps[1].ht_us, None);
+        assert_eq!(steps[2].hr, None);
+        assert_eq!(steps[2].gets_reaching, 0);
+        assert!((steps[3].hr.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(steps[4].hr, Some(1.0));
+        assert_eq!(steps[5].hr, None);
+        // By hand: ALKA_L2 = 1 * 200 = 200; ALKA_L1 = 2/3 * 100 + 1/3 * (10 + 200) =
+        // 136.667; runs (not reached) passes it on; ALKA_L0 = 0 + 1 * (5 + 136.667) =
+        // 141.667; ALKA_memtable = 0.1 * 2 + 0.9 * (1 + 141.667) = 128.6. That is all the
+        // time spent in steps over the gets: (20 + 90 + 450 + 6000 + 300 + 6000) / 100.
+        let alka = alka_us(&steps).unwrap();
+        assert!((alka - 128.6).abs() < 1e-9, "{alka}");
+
+        let m = cost_model(&search, Some(160.75));
+        assert_eq!(m.alka_us, Some(alka));
+        assert!((m.ratio.unwrap() - 0.8).abs() < 1e-9);
+        assert_eq!(cost_model(&search, None).ratio, None);
+        assert_eq!(cost_model(&search, Some(0.0)).ratio, None);
+
+        // The last step that answered gets adds its hit term only: gets that went on from it
+        // found nothing (HR < 1) and count as no time.
+        let last = [step("memtable", 5, 2, 5, 1), step("L0", 0, 0, 0, 0)];
+        assert_eq!(alka_us(&step_terms(&last)), Some(1.0));
+        // Nothing counted yet (the engine before its search counters): no ALKA, no NaN.
+        let zero = [step("memtable", 0, 0, 0, 0), step("L0", 0, 0, 0, 0)];
+        let m = cost_model(&zero, Some(3.0));
+        assert_eq!(m.alka_us, None);
+        assert_eq!(m.ratio, None);
+        assert!(m.steps.iter().all(|s| s.hr.is_none() && s.mp_us.is_none()));
+        assert_eq!(cost_model(&[], Some(3.0)).alka_us, None);
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(
+            !text.contains("NaN") && text.contains(r#""alka_us":null"#),
+            "{text}"
+        );
     }
 
     #[test]
@@ -627,13 +974,15 @@ mod tests {
         let text = serde_json::to_string(&doc).unwrap();
         assert!(
             text.starts_with(
-                r#"{"engine":"cerberus","workload":"multitenant","config":{"tenants":2,"num_per_tenant":1000,"#
+                r#"{"engine":"cerberus","workload":"multitenant","config":{"tenants":2,"num_per_tenant":1000,"gets_per_tenant":1000,"#
             ),
             "{text}"
         );
+        assert!(!text.contains("NaN"), "{text}");
         let v: Value = serde_json::from_str(&text).unwrap();
         let c = &v["config"];
         assert_eq!(c["layout"], "shared");
+        assert_eq!(c["counters_shared_by_tenants"], false);
         assert_eq!(c["profile"], "paper");
         assert_eq!(c["profile_options"]["memtable_bytes"], 2 << 20);
         assert_eq!(c["storage"], "nand");
@@ -648,6 +997,10 @@ mod tests {
         assert_eq!(phases[1]["mean_ops_per_sec_per_tenant"], 3000.0);
         assert_eq!(phases[1]["stats"]["nand_read_time_us_per_get"], 50.0);
         assert!(phases[1]["latency_us"]["p99"].is_number());
+        assert_eq!(phases[0]["rss_bytes"], 100 << 20);
+        assert_eq!(phases[0]["peak_rss_bytes"], 120 << 20);
+        assert_eq!(phases[1]["rss_bytes"], 110 << 20);
+        assert_eq!(phases[1]["peak_rss_bytes"], 150 << 20);
 
         let t = &v["tenants"][1];
         assert_eq!(t["name"], "tenant-1");
@@ -663,6 +1016,21 @@ mod tests {
         assert_eq!(t["page_reads_per_get_by_purpose"]["data"], 0.5);
         assert_eq!(t["page_reads_per_get_by_purpose"]["value"], 1.0);
         assert_eq!(t["levels"][1]["tables"], 3);
+        assert_eq!(t["compaction_bytes_written"], 10_000);
+        let m = &t["cost_model"];
+        let steps = m["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 5);
+        assert_eq!(
+            steps[1],
+            json!({"step": "L0", "hr": 200.0 / 900.0, "ht_us": 5.0, "mp_us": 4.0, "gets_reaching": 900})
+        );
+        assert_eq!(
+            steps[2],
+            json!({"step": "runs", "hr": null, "ht_us": null, "mp_us": null, "gets_reaching": 0})
+        );
+        assert!((m["alka_us"].as_f64().unwrap() - 11.9).abs() < 1e-9);
+        assert_eq!(m["measured_mean_get_us"], 20.0);
+        assert!((m["ratio"].as_f64().unwrap() - 0.595).abs() < 1e-9);
         // Levels in order, after the memtable.
         assert!(
             text.contains(r#""gets_by_level":{"memtable":100,"L0":200,"L1":700,"L2":0}"#),
@@ -674,7 +1042,22 @@ mod tests {
         assert_eq!(s["mean_filter_loads_per_get"], 0.015);
         assert!(s["mean_page_reads_per_get"].is_number());
         assert_eq!(s["nand_read_time_us_per_get"], 50.0);
+        assert!((s["mean_alka_us"].as_f64().unwrap() - 11.9).abs() < 1e-9);
+        assert_eq!(s["mean_measured_get_us"], 20.0);
+        assert!(s["alka_ratio"].is_number());
+        assert_eq!(s["compaction_bytes_written"], 32_000);
+        assert_eq!(s["compaction_bytes_written_per_put_key_byte"], 1.0);
+        assert_eq!(s["rss_bytes"], 110 << 20);
+        assert_eq!(s["peak_rss_bytes"], 150 << 20);
         assert!(v["stats"]["levels"].is_array());
+
+        // The baseline layout says its tenants share their counters.
+        let mut mt = mt_config();
+        mt.layout = LayoutArg::Baseline;
+        let cfg = MtRunConfig { mt: &mt, ..cfg };
+        let v = serde_json::to_value(run_doc(Engine::Cerberus, &run, &cfg, None, &stats)).unwrap();
+        assert_eq!(v["config"]["layout"], "baseline");
+        assert_eq!(v["config"]["counters_shared_by_tenants"], true);
     }
 
     #[test]
@@ -702,11 +1085,24 @@ mod tests {
             "page_reads_per_get",
             "page_reads_per_get_by_purpose",
             "levels",
+            "compaction_bytes_written",
+            "cost_model",
         ] {
             assert!(t[k].is_null(), "{k}");
         }
-        assert!(v["summary"]["mean_filter_loads_per_get"].is_null());
-        assert!(v["summary"]["nand_read_time_us_per_get"].is_null());
+        let s = &v["summary"];
+        for k in [
+            "mean_filter_loads_per_get",
+            "nand_read_time_us_per_get",
+            "mean_alka_us",
+            "alka_ratio",
+            "compaction_bytes_written",
+            "compaction_bytes_written_per_put_key_byte",
+        ] {
+            assert!(s[k].is_null(), "{k}");
+        }
+        assert_eq!(s["mean_measured_get_us"], 20.0);
+        assert_eq!(s["peak_rss_bytes"], 150 << 20);
     }
 
     #[test]
@@ -717,6 +1113,9 @@ mod tests {
         assert!(lines[0].contains("gets by level"), "{table}");
         assert!(lines[1].starts_with("tenant-0"), "{table}");
         assert!(lines[1].contains("mem 10.0 L0 20.0 L1 70.0"), "{table}");
+        assert!(lines[0].contains("alka us"), "{table}");
+        // Mean 20 us (= p50 = p99 here), then ALKA.
+        assert!(lines[1].contains("20.00     11.90"), "{table}");
         assert!(lines[2].contains("0.0200"), "{table}");
         let table = tenant_table(&run(false));
         assert!(
@@ -733,13 +1132,61 @@ mod tests {
             "{lines}"
         );
 
-        let s = summary_text(&summary(&r));
+        let s = summary_text(&summary(&r, &mt_config()));
         assert!(s.contains("put 1500 ops/sec, get 3000 ops/sec"), "{s}");
         assert!(s.contains("filter loads/get 0.0150"), "{s}");
         assert!(
             s.contains("nand read time per get (all tenants): 50.00 us"),
             "{s}"
         );
+        assert!(
+            s.contains("compactions wrote 0.0 MB (1.00 bytes per put key byte"),
+            "{s}"
+        );
+        assert!(
+            s.contains("memory: rss 110.0 MB at the end, peak 150.0 MB"),
+            "{s}"
+        );
         assert!(!s.contains("ERROR"), "{s}");
+    }
+
+    #[test]
+    fn cost_model_text_has_a_line_per_step_reached() {
+        let r = run(true);
+        let s = summary(&r, &mt_config());
+        let text = cost_model_text(&r, &s, false).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        // Title, header, memtable, L0, runs, L1 (L2 no get reached), the ALKA line.
+        assert_eq!(lines.len(), 7, "{text}");
+        assert!(lines[0].contains("means over tenants"), "{text}");
+        assert!(lines[1].starts_with("step"), "{text}");
+        assert!(lines[2].starts_with("memtable"), "{text}");
+        assert!(
+            lines[2].contains("1000.0   0.1000       2.00       1.00"),
+            "{text}"
+        );
+        assert!(lines[4].starts_with("runs"), "{text}");
+        assert!(lines[4].ends_with('-'), "{text}");
+        assert!(lines[5].starts_with("L1"), "{text}");
+        assert_eq!(lines[6], "ALKA 11.90 us vs measured 20.00 us (ratio 0.595)");
+        let text = cost_model_text(&r, &s, true).unwrap();
+        assert!(text.contains("shared namespace"), "{text}");
+
+        // Counters all zero: one line, no table.
+        let mut r = run(true);
+        for t in &mut r.tenants {
+            for n in t.stats.as_mut().unwrap() {
+                n.search.clear();
+            }
+        }
+        let s = summary(&r, &mt_config());
+        let text = cost_model_text(&r, &s, false).unwrap();
+        assert_eq!(
+            text,
+            "cost model (Eq. 1): the engine counted no search steps; measured mean get 20.00 us"
+        );
+        // No namespace counters (RocksDB): nothing.
+        let r = run(false);
+        assert!(cost_model_text(&r, &summary(&r, &mt_config()), false).is_none());
     }
 }
