@@ -405,8 +405,9 @@ impl Db {
         self.inner.namespace_stats(ns)
     }
 
-    /// Flushes, then waits until no flush or compaction is pending or running, as db_bench's
-    /// `waitforcompaction` does: the tree is in the shape background work leaves it in.
+    /// Flushes, then waits until no flush, compaction or value-log GC is pending or running,
+    /// as db_bench's `waitforcompaction` does: the tree is in the shape background work leaves
+    /// it in, with nothing in the shared L0 or in namespace runs.
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.wait_for_compactions()
     }
@@ -1274,6 +1275,7 @@ impl Inner {
     fn wait_for_compactions(&self) -> Result<()> {
         self.flush()?;
         self.bg.lock().drain = true;
+        let mut gc_seen = false;
         let result = (|| loop {
             {
                 let bg = self.bg.lock();
@@ -1291,14 +1293,26 @@ impl Inner {
                     let version = self.versions.lock().current();
                     let mut cursors = bg.cursors.clone();
                     let split = compaction::pick_split(&version, &self.opts, true);
+                    let ratio = self.opts.vlog_gc_dead_ratio;
+                    // GC moves live values and so writes index entries: settled means it
+                    // has nothing left to collect either.
+                    let gc_due =
+                        ratio > 0.0 && (bg.gc_running || self.gc_candidate(ratio)?.is_some());
+                    gc_seen |= gc_due;
                     if split.is_none()
+                        && !gc_due
                         && compaction::pick(&version, &self.opts, &mut cursors, true)?.is_none()
                     {
                         return Ok(());
                     }
                 }
             }
+            self.bg.lock().gc_check = true;
             self.wait_for_background()?;
+            if std::mem::take(&mut gc_seen) {
+                // What GC moved sits in the memtable: into the tree with the rest.
+                self.flush()?;
+            }
         })();
         self.bg.lock().drain = false;
         result
