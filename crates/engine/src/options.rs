@@ -15,10 +15,13 @@ pub enum StorageKind {
 /// How namespaces share the LSM tree below L0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Layout {
-    /// Each namespace has its own tree from L1 down (Cerberus).
+    /// Each namespace has its own tree below the shared memtable and L0 (Cerberus): L0
+    /// compactions split L0 into per-namespace runs, which merge into the namespace's own L1
+    /// (`docs/per-namespace-trees.md`).
     #[default]
     PerNamespace,
-    /// One tree for all namespaces, nsid as key prefix (the papers' KVSSD baseline).
+    /// One tree for all namespaces, nsid as key prefix (what a RocksDB user does with one
+    /// column family).
     Shared,
 }
 
