@@ -84,11 +84,47 @@ pub type Cursors = BTreeMap<(Nsid, usize), Vec<u8>>;
 
 /// Per namespace: the split of L0 into runs, if L0 is over its trigger (with `drain`: if it
 /// holds anything). It reads and writes L0's bytes only and touches no tree, so it may run
-/// beside a [`pick`]ed compaction.
+/// beside a [`pick`]ed compaction. When all of L0 belongs to one namespace (one tenant
+/// writing, or the default namespace alone) and its runs would be merged at once anyway, L0
+/// merges straight into that namespace's L1 instead: a run written only to be merged again
+/// would be pure write amplification. That task touches the tree (`output_level` 1).
 pub fn pick_split(version: &Version, opts: &Options, drain: bool) -> Option<CompactionTask> {
     let l0 = version.levels[0].len();
     let due = l0 >= opts.l0_compaction_trigger || (drain && l0 > 0);
-    (opts.layout == Layout::PerNamespace && due).then(|| l0_task(version, opts.layout))
+    if opts.layout != Layout::PerNamespace || !due {
+        return None;
+    }
+    let first = version.levels[0][0].only_namespace();
+    let single = first.filter(|&ns| {
+        version.levels[0]
+            .iter()
+            .all(|t| t.only_namespace() == Some(ns))
+    });
+    if let Some(ns) = single {
+        let runs = version.runs_of(ns);
+        if drain || runs.len() + 1 >= opts.run_compaction_trigger {
+            let mut inputs = version.levels[0].clone();
+            inputs.extend(runs.iter().cloned());
+            return Some(CompactionTask {
+                overlapping: l1_within(version, &inputs),
+                level: 0,
+                output_level: 1,
+                inputs,
+            });
+        }
+    }
+    Some(l0_task(version, opts.layout))
+}
+
+/// The L1 tables within the whole key range of `inputs`, so that no L1 table is left inside
+/// the span of an output.
+fn l1_within(version: &Version, inputs: &[Arc<TableHandle>]) -> Vec<Arc<TableHandle>> {
+    let lo = inputs.iter().map(|t| t.smallest_user()).min();
+    let hi = inputs.iter().map(|t| t.largest_user()).max();
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => version.overlapping(1, lo, hi),
+        _ => Vec::new(),
+    }
 }
 
 /// The most urgent compaction of a tree, if a namespace's runs or any tree's level is over
@@ -189,13 +225,8 @@ fn runs_task(version: &Version, ns: Nsid) -> CompactionTask {
             .any(|r| r.overlaps(t.smallest_user(), t.largest_user()))
     });
     if touched || !task.is_trivial_move() {
-        // An output may span the gaps between runs: every L1 table within their whole
-        // range takes part, so none is left inside an output's span.
-        let lo = task.inputs.iter().map(|t| t.smallest_user()).min();
-        let hi = task.inputs.iter().map(|t| t.largest_user()).max();
-        if let (Some(lo), Some(hi)) = (lo, hi) {
-            task.overlapping = version.overlapping(1, lo, hi);
-        }
+        // An output may span the gaps between runs.
+        task.overlapping = l1_within(version, &task.inputs);
     }
     task
 }

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::key::{split_ikey, IndexValue, Kind, Nsid, SeqNo, ValueAddr};
 use crate::storage::Storage;
 use crate::table::{table_name, TableBuilder, TableProps};
-use crate::version::{Version, VersionEdit};
+use crate::version::{Version, VersionEdit, RUNS};
 use std::collections::HashSet;
 
 /// How output tables are built.
@@ -176,7 +176,10 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
     let out_level = task.output_level();
     let mut edit = VersionEdit::default();
     for t in &task.inputs {
-        edit.deleted.push((task.level, t.id()));
+        // An L0 merge straight into L1 takes the namespace's runs along.
+        let from_runs = task.level == 0 && version.runs.iter().any(|r| r.id() == t.id());
+        let level = if from_runs { RUNS } else { task.level };
+        edit.deleted.push((level, t.id()));
     }
     if cx.allow_move && task.is_trivial_move() {
         for t in &task.inputs {
@@ -195,7 +198,7 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
     }
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
     // L0 tables and runs overlap each other: one source each.
-    if task.level == 0 || task.level == crate::version::RUNS {
+    if task.level == 0 || task.level == RUNS {
         for t in &task.inputs {
             sources.push(Box::new(LevelSource::new(vec![t.clone()])?));
         }

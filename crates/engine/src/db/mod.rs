@@ -1546,8 +1546,13 @@ impl Inner {
             let version = self.versions.lock().current();
             if !bg.splitting {
                 if let Some(task) = compaction::pick_split(&version, &self.opts, drain) {
-                    bg.splitting = true;
-                    return Ok(Some(Job::Split(task, version)));
+                    // A merge straight into L1 touches a tree: it needs the tree slot too.
+                    let tree = task.output_level() != RUNS;
+                    if !tree || !bg.compacting {
+                        bg.splitting = true;
+                        bg.compacting |= tree;
+                        return Ok(Some(Job::Split(task, version)));
+                    }
                 }
             }
             if !bg.compacting {
@@ -1625,7 +1630,12 @@ impl Inner {
             match job {
                 Job::Flush => bg.flushing = false,
                 Job::Compact(..) => bg.compacting = false,
-                Job::Split(..) => bg.splitting = false,
+                Job::Split(task, _) => {
+                    bg.splitting = false;
+                    if task.output_level() != RUNS {
+                        bg.compacting = false;
+                    }
+                }
                 Job::Gc(_) => bg.gc_running = false,
             }
             bg.gc_check = true;
