@@ -64,8 +64,12 @@ pub struct Options {
     pub l0_compaction_trigger: usize,
     /// Runs of one namespace that trigger their merge into its L1 (per-namespace layout).
     /// More runs per merge rewrite L1 less often; each run costs its namespace's gets a
-    /// filter probe until then. Runs also count towards the L0 slowdown and stop triggers.
+    /// filter probe until then.
     pub run_compaction_trigger: usize,
+    /// Runs of any one namespace at which writes are slowed down, and at which they wait:
+    /// compaction debt shows as slower writes rather than as reads that probe many runs.
+    pub run_slowdown_trigger: usize,
+    pub run_stop_trigger: usize,
     /// After this long without a write, background work moves everything out of the shared
     /// L0 into the namespaces' own trees, as `Db::wait_for_compactions` does (0 = never).
     pub idle_settle_ms: u64,
@@ -106,6 +110,8 @@ impl Default for Options {
             target_table_bytes: 2 << 20,
             l0_compaction_trigger: 4,
             run_compaction_trigger: 1,
+            run_slowdown_trigger: 3,
+            run_stop_trigger: 6,
             idle_settle_ms: 1000,
             l0_slowdown_trigger: 12,
             l0_stop_trigger: 20,

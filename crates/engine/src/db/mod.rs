@@ -935,15 +935,15 @@ impl Inner {
         let mut slowed = false;
         loop {
             let sv = self.super_version();
-            // A namespace's runs are read by its gets like L0 tables: they count alike.
-            let l0 = sv.version.levels[0].len().max(sv.version.max_runs);
-            let auto = self.opts.auto_compaction;
-            if auto && l0 >= self.opts.l0_stop_trigger {
+            let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
+            let auto = o.auto_compaction;
+            if auto && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
                 Counters::add(&self.counters.write_stalls, 1);
                 self.wait_for_background()?;
                 continue;
             }
-            if auto && l0 >= self.opts.l0_slowdown_trigger && !slowed {
+            let slow = l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger;
+            if auto && slow && !slowed {
                 Counters::add(&self.counters.write_slowdowns, 1);
                 slowed = true;
                 std::thread::sleep(Duration::from_millis(1));
