@@ -7,7 +7,13 @@
 //! namespace counters of every tenant are snapshotted before and after each phase, and the
 //! process's memory at the end of each.
 
+mod cost_model;
+mod figures;
+#[cfg(test)]
+mod fixtures;
+mod json;
 pub mod report;
+mod summary;
 
 use crate::engine::{BenchDb, LayoutArg, TenantHandle};
 use crate::histogram::Histogram;
