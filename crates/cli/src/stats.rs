@@ -15,14 +15,21 @@ pub fn print(doc: &Value, json: bool) -> Result<()> {
     }
     if let Some(levels) = doc.get("levels").and_then(Value::as_array) {
         println!("tree:");
-        for (i, l) in levels.iter().enumerate() {
+        // Namespace runs (split out of the shared L0) sit between L0 and L1.
+        let runs = doc.get("runs").map(|r| ("runs".to_string(), r));
+        let named = levels.iter().enumerate().map(|(i, l)| (format!("L{i}"), l));
+        let rows: Vec<(String, &Value)> = named
+            .clone()
+            .take(1)
+            .chain(runs)
+            .chain(named.skip(1))
+            .collect();
+        for (name, l) in rows {
             let tables = l.get("tables").and_then(Value::as_u64).unwrap_or(0);
             let bytes = l.get("bytes").and_then(Value::as_u64).unwrap_or(0);
             if tables > 0 {
                 println!(
-                    "  {:<3} {:>6} tables {:>12.1} MB",
-                    format!("L{i}"),
-                    tables,
+                    "  {name:<4} {tables:>6} tables {:>12.1} MB",
                     bytes as f64 / 1e6
                 );
             }
@@ -39,6 +46,9 @@ pub fn print(doc: &Value, json: bool) -> Result<()> {
     if let Some(by) = doc.get("gets_by_level").and_then(Value::as_array) {
         for (i, v) in by.iter().enumerate() {
             served.push((format!("L{i}"), v.as_u64().unwrap_or(0)));
+            if i == 0 {
+                served.push(("runs".to_string(), num(doc, "gets_runs")));
+            }
         }
     }
     let parts: Vec<String> = served

@@ -295,6 +295,12 @@ fn render_engine(out: &mut String, db: &DbStats) {
     for (i, l) in db.levels.iter().enumerate() {
         let _ = writeln!(out, "cerberus_level_tables{{level=\"L{i}\"}} {}", l.tables);
     }
+    // Namespace runs sit between L0 and L1.
+    let _ = writeln!(
+        out,
+        "cerberus_level_tables{{level=\"runs\"}} {}",
+        db.runs.tables
+    );
     header(
         out,
         "cerberus_level_bytes",
@@ -304,6 +310,11 @@ fn render_engine(out: &mut String, db: &DbStats) {
     for (i, l) in db.levels.iter().enumerate() {
         let _ = writeln!(out, "cerberus_level_bytes{{level=\"L{i}\"}} {}", l.bytes);
     }
+    let _ = writeln!(
+        out,
+        "cerberus_level_bytes{{level=\"runs\"}} {}",
+        db.runs.bytes
+    );
 }
 
 #[cfg(test)]
