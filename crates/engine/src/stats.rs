@@ -39,6 +39,14 @@ pub const fn level_step(l: usize) -> usize {
         l + 2
     }
 }
+/// The level of a step from [`level_step`] (`STEP_L0` and deeper).
+pub const fn step_level(step: usize) -> usize {
+    if step == STEP_L0 {
+        0
+    } else {
+        step - 2
+    }
+}
 pub const STEP_MEMTABLE: usize = 0;
 pub const STEP_L0: usize = 1;
 pub const STEP_RUNS: usize = 2;

@@ -14,7 +14,7 @@ use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::{Layout, Options, StorageKind, WriteOptions};
 use crate::stats::{
-    level_step, Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats, STEP_L0,
+    level_step, step_level, Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats, STEP_L0,
     STEP_MEMTABLE, STEP_RUNS,
 };
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
@@ -1018,8 +1018,7 @@ impl Inner {
             None => Counters::add(&c.gets_not_found, 1),
             Some(STEP_MEMTABLE) => Counters::add(&c.gets_memtable, 1),
             Some(STEP_RUNS) => Counters::add(&c.gets_runs, 1),
-            Some(STEP_L0) => Counters::add(&c.gets_by_level[0], 1),
-            Some(s) => Counters::add(&c.gets_by_level[s - 2], 1),
+            Some(s) => Counters::add(&c.gets_by_level[step_level(s)], 1),
         }
         Ok(hit)
     }
@@ -1126,7 +1125,7 @@ impl Inner {
             let found = match step {
                 STEP_L0 => search_all(&mut sv.version.levels[0].iter(), &mut probed)?,
                 STEP_RUNS => search_all(&mut sv.version.runs_of(ns).iter(), &mut probed)?,
-                _ => match sv.version.find_in_level(step - 2, user) {
+                _ => match sv.version.find_in_level(step_level(step), user) {
                     Some(t) => {
                         probed = true;
                         let r = t.reader()?;
