@@ -65,6 +65,52 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
     }
+
+    /// The same error for another caller: every member of a failed commit group gets the
+    /// leader's error with its kind (a full disk stays [`Error::NoSpace`]).
+    pub fn duplicate(&self) -> Error {
+        let io = |e: &io::Error| match e.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(e.kind(), e.to_string()),
+        };
+        match self {
+            Error::Io { file, source } => Error::Io {
+                file: file.clone(),
+                source: io(source),
+            },
+            Error::NoSpace { file, source } => Error::NoSpace {
+                file: file.clone(),
+                source: io(source),
+            },
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                reason: reason.clone(),
+            },
+            Error::KeyTooLarge { len, limit } => Error::KeyTooLarge {
+                len: *len,
+                limit: *limit,
+            },
+            Error::ValueTooLarge { len, limit } => Error::ValueTooLarge {
+                len: *len,
+                limit: *limit,
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::UnknownNamespace(ns) => Error::UnknownNamespace(*ns),
+            Error::NamespaceExists(n) => Error::NamespaceExists(n.clone()),
+            Error::Closed => Error::Closed,
+            Error::Background(m) => Error::Background(m.clone()),
+        }
+    }
+
+    /// A full disk: the write failed, nothing is lost, and it may succeed once space returns.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, Error::NoSpace { .. })
+    }
 }
 
 /// Adds the file name to an `io::Result`.

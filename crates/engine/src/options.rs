@@ -141,11 +141,18 @@ impl Options {
         if self.level_size_ratio < 2 {
             return bad("level_size_ratio must be at least 2");
         }
-        if self.max_key_size == 0 || self.max_key_size > u32::MAX as usize {
-            return bad("max_key_size must be between 1 and 2^32-1");
+        // A value-log record (header, key, value) and a table block entry (key, inline
+        // value) store their lengths in 32 bits: refuse limits that would truncate one.
+        let record = crate::vlog::RECORD_HEADER_LEN as u64;
+        let (key, value) = (self.max_key_size as u64, self.max_value_size as u64);
+        if key == 0 || key + value + record > u64::from(u32::MAX) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "max_key_size ({key}) + max_value_size ({value}) + the {record}-byte record \
+                 header must fit in 2^32-1 bytes, and max_key_size must be at least 1"
+            )));
         }
-        if self.max_value_size > u32::MAX as usize {
-            return bad("max_value_size must be below 2^32");
+        if key + self.inline_value_threshold as u64 + 64 > u64::from(u32::MAX) {
+            return bad("max_key_size + inline_value_threshold must fit in a 32-bit block length");
         }
         if self.run_compaction_trigger == 0
             || self.run_compaction_trigger > self.l0_slowdown_trigger

@@ -19,9 +19,6 @@ pub struct GcStats {
     pub bytes_rewritten: u64,
 }
 
-/// How long the handle of a collected segment stays open for gets already under way.
-const RETIRE_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// Rewrites go to the log in groups of about this many bytes, so writers are not held up
 /// for long at a time.
 const REWRITE_CHUNK: usize = 1 << 20;
@@ -41,7 +38,8 @@ impl Inner {
         let mut out = Vec::new();
         for name in self.storage.list().ctx("database directory")? {
             if let Some(id) = vlog::parse_segment_name(&name) {
-                if id < replay_from {
+                // A retired segment waits for its last readers; it is collected already.
+                if id < replay_from && !self.vlog_reader.is_retired(id) {
                     let len = self.storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
                     out.push((id, len));
                 }
@@ -122,8 +120,8 @@ impl Inner {
         }
         // The rewritten records must be durable before the only other copy goes.
         self.writer.lock().vlog.sync()?;
-        self.vlog_reader.retire(seg)?;
-        self.storage.delete(&name).ctx(&name)?;
+        // Deleted once the gets that may have found an address in it are done.
+        self.vlog_reader.retire(seg);
         self.liveness.forget(seg);
         self.versions.lock().vlog_dead.remove(&seg);
         stats.segments_deleted += 1;
@@ -139,7 +137,6 @@ impl Inner {
 
     /// Collects every sealed segment with at least `min_dead_ratio` dead bytes (0 = any).
     pub(super) fn gc_pass(&self, min_dead_ratio: f64) -> Result<GcStats> {
-        self.vlog_reader.release_retired(RETIRE_GRACE);
         let mut stats = GcStats::default();
         for (seg, _) in self.sealed_segments()? {
             self.gc_segment(seg, min_dead_ratio, &mut stats)?;
@@ -149,7 +146,6 @@ impl Inner {
 
     /// A sealed segment whose marked dead bytes reach `ratio` of its size, if any.
     pub(super) fn gc_candidate(&self, ratio: f64) -> Result<Option<u64>> {
-        self.vlog_reader.release_retired(RETIRE_GRACE);
         // GC may wait for a flush to make room; with one background thread that flush could
         // never run, so then only `gc_value_log` collects.
         if self.opts.background_threads < 2 {

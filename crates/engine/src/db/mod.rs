@@ -22,7 +22,9 @@ use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache
 use crate::version::{
     Namespaces, Recovered, TableCtx, TableHandle, Version, VersionEdit, VersionSet, RUNS,
 };
-use crate::vlog::{self, EncodedWrite, Liveness, LogSync, VlogReader, VlogWriter};
+use crate::vlog::{
+    self, AppendError, EncodedWrite, Liveness, LogSync, RollError, VlogReader, VlogWriter,
+};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::VecDeque;
@@ -92,6 +94,12 @@ struct PendingWrite {
 /// big ones.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
+/// After a background job failed for want of space, the next attempt waits this long
+/// (unless a writer asks for one sooner).
+const NO_SPACE_RETRY: Duration = Duration::from_millis(200);
+/// How long a writer waits for a background retry before it fails with `NoSpace`.
+const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
+
 #[derive(Default)]
 struct BgState {
     flushing: bool,
@@ -99,9 +107,18 @@ struct BgState {
     splitting: bool,
     /// A compaction of the trees runs (in one shared tree, L0 too).
     compacting: bool,
-    /// A manual compaction runs or waits: automatic ones stay out of its way.
-    manual: bool,
+    /// Manual compactions running or waiting for the slots: automatic ones stay out of
+    /// their way.
+    manual: usize,
+    /// Holds both slots for a manual compaction (or a namespace's destruction).
+    manual_running: bool,
     error: Option<String>,
+    /// A background job failed for want of space: writes that must wait for background
+    /// work fail with `NoSpace` instead, and jobs are retried from `retry_at` on.
+    no_space: Option<String>,
+    retry_at: Option<std::time::Instant>,
+    /// Background jobs that failed for want of space, so far.
+    no_space_failures: u64,
     shutdown: bool,
     cursors: compaction::Cursors,
     /// Someone waits for the tree to settle: L0 and runs go down even below their triggers.
@@ -150,6 +167,41 @@ struct Inner {
     opened: std::time::Instant,
     /// Milliseconds from `opened` to the last write.
     last_write_ms: AtomicU64,
+    /// Compactions running in each slot (split, tree), counted where they run: a check
+    /// that the slots' bookkeeping never lets two share a slot.
+    in_slot: [AtomicU64; 2],
+    /// Times a compaction started while another held its slot (a bug if ever above 0).
+    slot_overlaps: AtomicU64,
+}
+
+/// Marks a compaction as running in its slots for as long as it lives.
+struct SlotGuard<'a> {
+    inner: &'a Inner,
+    slots: [bool; 2],
+}
+
+impl<'a> SlotGuard<'a> {
+    fn enter(inner: &'a Inner, task: &CompactionTask) -> SlotGuard<'a> {
+        let split = task.output_level() == RUNS
+            || (task.level == 0 && inner.opts.layout == Layout::PerNamespace);
+        let tree = task.output_level() != RUNS;
+        let slots = [split, tree];
+        for (i, _) in slots.iter().enumerate().filter(|(_, on)| **on) {
+            if inner.in_slot[i].fetch_add(1, Ordering::AcqRel) > 0 {
+                inner.slot_overlaps.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("two compactions share a slot");
+            }
+        }
+        SlotGuard { inner, slots }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        for (i, _) in self.slots.iter().enumerate().filter(|(_, on)| **on) {
+            self.inner.in_slot[i].fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).
@@ -237,6 +289,8 @@ impl Db {
             closed: AtomicBool::new(false),
             opened: std::time::Instant::now(),
             last_write_ms: AtomicU64::new(0),
+            in_slot: Default::default(),
+            slot_overlaps: AtomicU64::new(0),
             opts: options,
         });
         let mut threads = Vec::new();
@@ -424,10 +478,20 @@ impl Db {
         self.inner.flush()
     }
 
-    /// Compacts every table holding keys in `[start, end]` (`None` = unbounded) down to the
-    /// deepest level that has data.
+    /// Compacts, in every live namespace, every table holding keys in `[start, end]`
+    /// (`None` = unbounded) down to the deepest level that has data.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.compact_range(DEFAULT_NS, start, end)
+        self.inner.compact_range(None, start, end)
+    }
+
+    /// [`Db::compact_range`] in namespace `ns` only.
+    pub fn compact_range_ns(
+        &self,
+        ns: Nsid,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        self.inner.compact_range(Some(ns), start, end)
     }
 
     pub fn compact_all(&self) -> Result<()> {
@@ -460,6 +524,13 @@ impl Db {
     /// The storage this database lives on.
     pub fn storage(&self) -> &StorageRef {
         &self.inner.storage
+    }
+
+    /// Times a compaction started while another held the same slot: always 0 unless the
+    /// scheduling is broken (tests check it).
+    #[doc(hidden)]
+    pub fn compaction_slot_overlaps(&self) -> u64 {
+        self.inner.slot_overlaps.load(Ordering::Relaxed)
     }
 }
 
@@ -520,6 +591,19 @@ fn recover(ctx: &TableCtx, opts: &Options) -> Result<(VersionSet, Memtable, Vlog
         let _ = storage.delete(&table_name(*id));
     }
     segments.sort_unstable();
+    // A segment too short for its header was being created when a write failed or the
+    // power went: it never held a record.
+    let mut kept = Vec::with_capacity(segments.len());
+    for seg in segments {
+        let name = vlog::segment_name(seg);
+        let len = storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
+        if len < vlog::SEGMENT_HEADER_LEN {
+            storage.delete(&name).ctx(&name)?;
+        } else {
+            kept.push(seg);
+        }
+    }
+    let segments = kept;
     // Sums for segments GC has deleted (or versions dropped after their segment went).
     vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
     let replay: Vec<u64> = segments
@@ -731,6 +815,16 @@ impl Inner {
         ms > 0 && now.saturating_sub(self.last_write_ms.load(Ordering::Relaxed)) >= ms
     }
 
+    /// A background job failed: for want of space it is retried later, anything else makes
+    /// the database read-only.
+    fn fail_job(&self, e: &Error) {
+        if e.is_no_space() {
+            self.set_no_space(e);
+        } else {
+            self.set_bg_error(e);
+        }
+    }
+
     fn set_bg_error(&self, e: &Error) {
         let mut bg = self.bg.lock();
         if bg.error.is_none() {
@@ -821,7 +915,7 @@ impl Inner {
                 if !Arc::ptr_eq(&p, &me) {
                     let r = match &result {
                         Ok(()) => Ok(()),
-                        Err(e) => Err(Error::Background(e.to_string())),
+                        Err(e) => Err(e.duplicate()),
                     };
                     *p.result.lock() = Some(r);
                 }
@@ -863,10 +957,7 @@ impl Inner {
         }
         if w.vlog.needs_roll(bytes, self.opts.vlog_segment_bytes) {
             let id = self.new_file_number();
-            if let Err(e) = w.vlog.roll(id) {
-                self.set_bg_error(&e);
-                return Err(e);
-            }
+            self.roll_log(w, id)?;
         }
         let appended = if let [one] = group.as_slice() {
             w.vlog.append(&one.buf)
@@ -877,21 +968,26 @@ impl Inner {
             }
             w.vlog.append(&w.buf)
         };
-        let synced = appended.and_then(|base| {
-            if sync || self.opts.sync {
-                w.vlog.sync()?;
-            }
-            Ok(base)
-        });
-        let mut base = match synced {
+        let mut base = match appended {
             Ok(b) => b,
+            // The log is as it was: a full disk fails this write only.
+            Err(AppendError::Clean(e)) if e.is_no_space() => return Err(e),
             Err(e) => {
-                // A half-written record may sit at the log's end: accept no more writes, so
-                // it stays the torn tail that recovery drops.
+                // An I/O error, or part of the records left at the log's end: accept no
+                // more writes, so that part stays the torn tail that recovery drops.
+                let e = e.into_error();
                 self.set_bg_error(&e);
                 return Err(e);
             }
         };
+        if sync || self.opts.sync {
+            if let Err(e) = w.vlog.sync() {
+                // A failed sync proves nothing about what reached the disk, and a later one
+                // that succeeds would not either: the log is in doubt for good.
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        }
         let segment = w.vlog.segment();
         let mem = self.super_version().mem.clone();
         let mut seq = first;
@@ -928,6 +1024,20 @@ impl Inner {
         w.next_seq = seq;
         self.visible_seq.store(seq - 1, Ordering::Release);
         Ok(())
+    }
+
+    /// Continues the value log in a new segment `id`. Failing to create it (a full disk)
+    /// fails the write only; failing to sync the old one leaves the log in doubt for good.
+    fn roll_log(&self, w: &mut WriterState, id: u64) -> Result<()> {
+        match w.vlog.roll(id) {
+            Ok(()) => Ok(()),
+            // The writer goes on in the old segment; a half-made new one holds no record.
+            Err(RollError::Create(e)) => Err(e),
+            Err(RollError::Sync(e)) => {
+                self.set_bg_error(&e);
+                Err(e)
+            }
+        }
     }
 
     /// Makes sure the memtable has room, freezing it or waiting for background work.
@@ -969,9 +1079,44 @@ impl Inner {
         if bg.shutdown {
             return Err(Error::Closed);
         }
+        if bg.no_space.is_some() {
+            // Space may be back: have the background retry now, and give up only if that
+            // attempt fails too (or none comes soon).
+            let failures = bg.no_space_failures;
+            bg.retry_at = None;
+            self.bg_cv.notify_all();
+            let deadline = std::time::Instant::now() + NO_SPACE_WAIT;
+            while bg.no_space.is_some()
+                && bg.no_space_failures == failures
+                && bg.error.is_none()
+                && !bg.shutdown
+                && std::time::Instant::now() < deadline
+            {
+                self.done_cv.wait_for(&mut bg, Duration::from_millis(20));
+            }
+            if let Some(why) = &bg.no_space {
+                return Err(Error::NoSpace {
+                    file: "database".into(),
+                    source: std::io::Error::new(std::io::ErrorKind::StorageFull, why.clone()),
+                });
+            }
+            return Ok(());
+        }
         self.bg_cv.notify_all();
         self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         Ok(())
+    }
+
+    /// A background job failed for want of space: nothing is lost, it is retried later.
+    fn set_no_space(&self, e: &Error) {
+        let mut bg = self.bg.lock();
+        if bg.no_space.is_none() {
+            tracing::warn!(error = %e, "out of space: writes that need background work fail until space returns");
+        }
+        bg.no_space = Some(e.to_string());
+        bg.no_space_failures += 1;
+        bg.retry_at = Some(std::time::Instant::now() + NO_SPACE_RETRY);
+        self.done_cv.notify_all();
     }
 
     /// Turns the memtable into a frozen one and starts a new one.
@@ -1055,6 +1200,8 @@ impl Inner {
             return Err(Error::Closed);
         }
         let c = &*self.ns_counters(ns)?;
+        // Before the lookup: the segment of the address it finds outlives this get.
+        let _pin = self.vlog_reader.pin();
         let Some(hit) = self.counted_lookup(ns, key, c)? else {
             return Ok(None);
         };
@@ -1194,7 +1341,7 @@ impl Inner {
         }
         self.ns_counters(ns)?;
         // No compaction may run meanwhile: it could write tables of `ns` back.
-        self.acquire_compaction();
+        self.acquire_compaction()?;
         let result = (|| {
             let version = self.versions.lock().current();
             let own: Vec<(usize, &Arc<TableHandle>)> = version
@@ -1323,10 +1470,7 @@ impl Inner {
             let mut w = self.writer.lock();
             if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
                 let id = self.new_file_number();
-                if let Err(e) = w.vlog.roll(id) {
-                    self.set_bg_error(&e);
-                    return Err(e);
-                }
+                self.roll_log(&mut w, id)?;
             }
         }
         self.flush()?;
@@ -1371,22 +1515,41 @@ impl Inner {
         self.done_cv.notify_all();
     }
 
-    /// Waits until no compaction or split runs and keeps automatic ones out until released.
-    fn acquire_compaction(&self) {
+    /// Takes both compaction slots for a manual job: waits until the compaction and split
+    /// running now have ended (whatever errors or shutdown say meanwhile: a running job
+    /// always ends, and two must never overlap), and keeps automatic ones out until
+    /// [`Inner::release_compaction`]. Fails, holding nothing, if the database is closed or
+    /// read-only.
+    fn acquire_compaction(&self) -> Result<()> {
         let mut bg = self.bg.lock();
-        bg.manual = true;
-        while (bg.compacting || bg.splitting) && bg.error.is_none() && !bg.shutdown {
+        bg.manual += 1;
+        while bg.compacting || bg.splitting {
             self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        }
+        bg.manual -= 1;
+        let refuse = if let Some(e) = &bg.error {
+            Some(Error::Background(e.clone()))
+        } else if bg.shutdown || self.closed.load(Ordering::Acquire) {
+            Some(Error::Closed)
+        } else {
+            None
+        };
+        if let Some(e) = refuse {
+            self.done_cv.notify_all();
+            return Err(e);
         }
         bg.compacting = true;
         bg.splitting = true;
+        bg.manual_running = true;
+        Ok(())
     }
 
     fn release_compaction(&self) {
         let mut bg = self.bg.lock();
+        debug_assert!(bg.manual_running && bg.compacting && bg.splitting);
         bg.compacting = false;
         bg.splitting = false;
-        bg.manual = false;
+        bg.manual_running = false;
         self.bg_cv.notify_all();
         self.done_cv.notify_all();
     }
@@ -1405,11 +1568,29 @@ impl Inner {
         }
     }
 
-    fn compact_range(&self, ns: Nsid, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.ns_counters(ns)?;
+    /// A manual compaction of `ns`, or of every live namespace.
+    fn compact_range(
+        &self,
+        ns: Option<Nsid>,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        if let Some(ns) = ns {
+            self.ns_counters(ns)?;
+        }
         self.flush()?;
-        self.acquire_compaction();
-        let result = self.manual_compaction(ns, start, end);
+        self.acquire_compaction()?;
+        let result = (|| {
+            let mut all: Vec<Nsid> = match ns {
+                Some(ns) => vec![ns],
+                None => self.namespaces.read().live.keys().copied().collect(),
+            };
+            all.sort_unstable();
+            for ns in all {
+                self.manual_compaction(ns, start, end)?;
+            }
+            Ok(())
+        })();
         self.release_compaction();
         result
     }
@@ -1449,6 +1630,7 @@ impl Inner {
         version: &Version,
         allow_move: bool,
     ) -> Result<()> {
+        let _slots = SlotGuard::enter(self, task);
         // A split writes each namespace's part of L0 as one run.
         let target = match task.output_level() {
             RUNS => u64::MAX,
@@ -1540,7 +1722,7 @@ impl Inner {
             bg.flushing = true;
             return Ok(Some(Job::Flush));
         }
-        if !bg.manual && self.opts.auto_compaction {
+        if bg.manual == 0 && self.opts.auto_compaction {
             let drain = bg.drain || self.idle();
             let version = self.versions.lock().current();
             if !bg.splitting {
@@ -1581,26 +1763,37 @@ impl Inner {
                     if bg.shutdown {
                         return;
                     }
-                    if bg.error.is_none() {
+                    let now = std::time::Instant::now();
+                    let backoff = bg.retry_at.filter(|t| *t > now);
+                    if bg.error.is_none() && backoff.is_none() {
                         match self.next_job(&mut bg) {
                             Ok(Some(job)) => break job,
-                            Ok(None) => {}
+                            Ok(None) => {
+                                // Nothing waits for space any more.
+                                if bg.no_space.take().is_some() {
+                                    bg.retry_at = None;
+                                    self.done_cv.notify_all();
+                                }
+                            }
                             Err(e) => {
                                 drop(bg);
-                                self.set_bg_error(&e);
+                                self.fail_job(&e);
                                 bg = self.bg.lock();
                                 continue;
                             }
                         }
                     }
-                    match self.opts.idle_settle_ms {
-                        0 => {
-                            self.bg_cv.wait(&mut bg);
-                        }
+                    let wait = match (self.opts.idle_settle_ms, backoff) {
+                        (_, Some(t)) => Some(t - now),
+                        (0, None) => None,
                         // Wake up to notice that writes stopped.
-                        ms => {
-                            self.bg_cv.wait_for(&mut bg, Duration::from_millis(ms));
+                        (ms, None) => Some(Duration::from_millis(ms)),
+                    };
+                    match wait {
+                        Some(d) => {
+                            self.bg_cv.wait_for(&mut bg, d);
                         }
+                        None => self.bg_cv.wait(&mut bg),
                     }
                 }
             };
@@ -1623,9 +1816,13 @@ impl Inner {
             }))
             .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
             if let Err(e) = &result {
-                self.set_bg_error(e);
+                self.fail_job(e);
             }
             let mut bg = self.bg.lock();
+            if result.is_ok() && bg.no_space.take().is_some() {
+                tracing::info!("space is back: background work goes on");
+                bg.retry_at = None;
+            }
             match job {
                 Job::Flush => bg.flushing = false,
                 Job::Compact(..) => bg.compacting = false,

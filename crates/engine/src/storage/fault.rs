@@ -1,4 +1,4 @@
-//! Crash injection.
+//! Crash and error injection.
 //!
 //! [`FaultStorage`] is an in-memory file system that tracks, like a real one, which state would
 //! survive a power cut: file contents become durable with [`WritableFile::sync`], directory
@@ -13,14 +13,135 @@
 //!
 //! `create` always makes a fresh inode, even over an existing name: until the directory is
 //! synced, a crash brings back the old file, as with a write-to-temporary-and-rename.
+//! [`WritableFile::truncate`] cuts `synced_len` too, i.e. a cut is durable at once; a real file
+//! system may bring the cut bytes back after a crash, which only matters for cuts below the
+//! synced length (the engine only cuts away unsynced bytes of failed appends).
+//!
+//! Besides crashes, [`FaultStorage::inject`] arms one [`Fault`]: the `nth` call of one
+//! [`IoKind`] (optionally every later one too) fails with EIO or ENOSPC and has no effect, except
+//! that a `partial` append keeps half its bytes. An injected failure neither crashes the storage
+//! nor counts as a mutating operation for [`FaultStorage::crash_after_ops`].
 
 use super::mem::{not_found, read_slice};
-use super::{IoPurpose, RandomAccessFile, Storage, WritableFile};
+use super::{check_truncate, IoPurpose, RandomAccessFile, Storage, WritableFile};
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Kinds of I/O call that can be made to fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IoKind {
+    /// [`Storage::create`].
+    Create,
+    /// [`WritableFile::append`].
+    Append,
+    /// [`WritableFile::sync`].
+    Sync,
+    /// [`Storage::sync_dir`].
+    SyncDir,
+    /// [`Storage::rename`].
+    Rename,
+    /// [`Storage::delete`].
+    Delete,
+    /// [`WritableFile::truncate`].
+    Truncate,
+    /// [`Storage::open`].
+    Open,
+    /// [`RandomAccessFile::read_at`] (`len` of a readable file never fails and is not counted).
+    Read,
+}
+
+impl IoKind {
+    pub const ALL: [IoKind; 9] = [
+        IoKind::Create,
+        IoKind::Append,
+        IoKind::Sync,
+        IoKind::SyncDir,
+        IoKind::Rename,
+        IoKind::Delete,
+        IoKind::Truncate,
+        IoKind::Open,
+        IoKind::Read,
+    ];
+    const COUNT: usize = IoKind::ALL.len();
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoKind::Create => "create",
+            IoKind::Append => "append",
+            IoKind::Sync => "sync",
+            IoKind::SyncDir => "sync_dir",
+            IoKind::Rename => "rename",
+            IoKind::Delete => "delete",
+            IoKind::Truncate => "truncate",
+            IoKind::Open => "open",
+            IoKind::Read => "read",
+        }
+    }
+}
+
+/// The error an injected fault returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultError {
+    /// EIO, the generic failure of a device.
+    Eio,
+    /// ENOSPC; its kind is `StorageFull`, so the engine reports `Error::NoSpace`.
+    NoSpace,
+}
+
+impl FaultError {
+    /// A fresh `io::Error` carrying the OS error number, as a real failing call would.
+    pub fn to_io_error(self) -> io::Error {
+        match self {
+            FaultError::Eio => io::Error::from_raw_os_error(libc::EIO),
+            FaultError::NoSpace => io::Error::from_raw_os_error(libc::ENOSPC),
+        }
+    }
+}
+
+/// A failure to inject with [`FaultStorage::inject`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub kind: IoKind,
+    /// Fail the call of this kind numbered `nth` (0-based), counted from when the fault is armed.
+    pub nth: u64,
+    pub error: FaultError,
+    /// Fail every later call of this kind too (until disarmed), not just the nth.
+    pub sticky: bool,
+    /// For appends: write the first half of the data (len / 2 bytes) before failing, as a
+    /// real write can.
+    pub partial: bool,
+}
+
+/// The armed fault and the call counters.
+#[derive(Default)]
+struct Injection {
+    fault: Option<Fault>,
+    /// Calls per kind since the fault was armed, for `nth`.
+    since_armed: [u64; IoKind::COUNT],
+    /// Calls per kind since the storage was created.
+    total: [u64; IoKind::COUNT],
+    /// Calls failed since the fault was armed.
+    fired: u64,
+}
+
+impl Injection {
+    /// Counts a call of `kind` and returns the fault to fail it with, if it must fail.
+    fn on_call(&mut self, kind: IoKind) -> Option<Fault> {
+        self.total[kind as usize] += 1;
+        let fault = self.fault.filter(|f| f.kind == kind)?;
+        let n = self.since_armed[kind as usize];
+        self.since_armed[kind as usize] += 1;
+        if n == fault.nth || (fault.sticky && n > fault.nth) {
+            self.fired += 1;
+            Some(fault)
+        } else {
+            None
+        }
+    }
+}
 
 #[derive(Default)]
 struct Contents {
@@ -54,6 +175,7 @@ struct State {
     /// Mutating operations performed so far.
     ops: u64,
     space_limit: Option<u64>,
+    injection: Injection,
 }
 
 fn crash_error() -> io::Error {
@@ -78,6 +200,15 @@ impl State {
             return Err(stale_error());
         }
         Ok(())
+    }
+
+    /// Counts a call of `kind` and fails it if the armed fault says so. Callers check this
+    /// before `tick`, so an injected failure does not use up the crash countdown.
+    fn inject(&mut self, kind: IoKind) -> io::Result<()> {
+        match self.injection.on_call(kind) {
+            Some(fault) => Err(fault.error.to_io_error()),
+            None => Ok(()),
+        }
     }
 
     /// Accounts one mutating operation, or performs the armed crash in its place.
@@ -170,9 +301,9 @@ impl FaultStorage {
         self.state.lock().crashed = false;
     }
 
-    /// Crash automatically after `n` more mutating operations (append, file sync, create,
-    /// rename, delete, sync_dir): the next one after those fails and crashes instead of
-    /// happening. `None` disarms.
+    /// Crash automatically after `n` more mutating operations (append, file sync, truncate,
+    /// create, rename, delete, sync_dir): the next one after those fails and crashes instead
+    /// of happening. `None` disarms. Calls failed by [`FaultStorage::inject`] do not count.
     pub fn crash_after_ops(&self, n: Option<u64>) {
         self.state.lock().countdown = n;
     }
@@ -223,6 +354,37 @@ impl FaultStorage {
     pub fn total_bytes(&self) -> u64 {
         self.state.lock().total_bytes()
     }
+
+    /// Arms a fault (replacing any armed one); `None` disarms. Resets the per-kind counters
+    /// used for `nth`; arming also resets [`FaultStorage::faults_fired`], disarming keeps it.
+    /// Crashes and restarts leave the armed fault alone.
+    ///
+    /// Calls are counted once they reach the storage: calls refused because the storage is
+    /// crashed or the handle is stale are not counted and never fail by injection.
+    pub fn inject(&self, fault: Option<Fault>) {
+        let mut state = self.state.lock();
+        let inj = &mut state.injection;
+        if fault.is_some() {
+            inj.fired = 0;
+        }
+        inj.fault = fault;
+        inj.since_armed = [0; IoKind::COUNT];
+    }
+
+    /// Calls of each kind made so far (since creation, not reset by `inject`; failed calls
+    /// included), for sizing a sweep. Every kind has an entry.
+    pub fn io_counts(&self) -> BTreeMap<IoKind, u64> {
+        let state = self.state.lock();
+        IoKind::ALL
+            .into_iter()
+            .map(|k| (k, state.injection.total[k as usize]))
+            .collect()
+    }
+
+    /// How many calls the armed (or last disarmed) fault has failed so far.
+    pub fn faults_fired(&self) -> u64 {
+        self.state.lock().injection.fired
+    }
 }
 
 struct FaultWritable {
@@ -236,6 +398,19 @@ impl WritableFile for FaultWritable {
     fn append(&self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
         let mut state = self.state.lock();
         state.check_handle(self.generation)?;
+        if let Some(fault) = state.injection.on_call(IoKind::Append) {
+            if fault.partial {
+                // The prefix still obeys the space limit: a real device stops where it fills.
+                let room = match state.space_limit {
+                    Some(limit) => limit.saturating_sub(state.total_bytes()),
+                    None => u64::MAX,
+                };
+                let half = data.len() / 2;
+                let kept = usize::try_from(room).map_or(half, |room| half.min(room));
+                self.write(&data[..kept]);
+            }
+            return Err(fault.error.to_io_error());
+        }
         state.tick()?;
         if let Some(limit) = state.space_limit {
             if state.total_bytes().saturating_add(data.len() as u64) > limit {
@@ -245,14 +420,14 @@ impl WritableFile for FaultWritable {
                 ));
             }
         }
-        self.inode.contents.lock().data.extend_from_slice(data);
-        self.len.fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.write(data);
         Ok(())
     }
 
     fn sync(&self) -> io::Result<()> {
         let mut state = self.state.lock();
         state.check_handle(self.generation)?;
+        state.inject(IoKind::Sync)?;
         state.tick()?;
         let mut c = self.inode.contents.lock();
         c.synced_len = c.data.len();
@@ -261,6 +436,32 @@ impl WritableFile for FaultWritable {
 
     fn len(&self) -> u64 {
         self.len.load(Ordering::Relaxed)
+    }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        let mut state = self.state.lock();
+        state.check_handle(self.generation)?;
+        state.inject(IoKind::Truncate)?;
+        // An invalid length is refused before it counts as an operation. The contents lock is
+        // released before `tick`, whose crash locks every durable inode.
+        let current = self.inode.contents.lock().data.len() as u64;
+        check_truncate(len, current)?;
+        state.tick()?;
+        // Fits in usize: it is at most the current length.
+        let len_usize = len as usize;
+        let mut c = self.inode.contents.lock();
+        c.data.truncate(len_usize);
+        c.synced_len = c.synced_len.min(len_usize);
+        self.len.store(len, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl FaultWritable {
+    /// Appends to the inode; the caller holds the state lock.
+    fn write(&self, data: &[u8]) {
+        self.inode.contents.lock().data.extend_from_slice(data);
+        self.len.fetch_add(data.len() as u64, Ordering::Relaxed);
     }
 }
 
@@ -278,8 +479,9 @@ struct FaultReadable {
 
 impl RandomAccessFile for FaultReadable {
     fn read_at(&self, offset: u64, len: usize, _purpose: IoPurpose) -> io::Result<Vec<u8>> {
-        let state = self.state.lock();
+        let mut state = self.state.lock();
         state.check_handle(self.generation)?;
+        state.inject(IoKind::Read)?;
         let c = self.inode.contents.lock();
         read_slice(&c.data, offset, len)
     }
@@ -302,6 +504,7 @@ impl Storage for FaultStorage {
     fn create(&self, name: &str) -> io::Result<Box<dyn WritableFile>> {
         let mut state = self.state.lock();
         state.check_live()?;
+        state.inject(IoKind::Create)?;
         state.tick()?;
         let inode = Arc::new(Inode {
             id: state.next_inode,
@@ -321,6 +524,7 @@ impl Storage for FaultStorage {
     fn open(&self, name: &str) -> io::Result<Arc<dyn RandomAccessFile>> {
         let mut state = self.state.lock();
         state.check_live()?;
+        state.inject(IoKind::Open)?;
         let inode = state
             .current
             .get(name)
@@ -337,6 +541,7 @@ impl Storage for FaultStorage {
     fn delete(&self, name: &str) -> io::Result<()> {
         let mut state = self.state.lock();
         state.check_live()?;
+        state.inject(IoKind::Delete)?;
         state.tick()?;
         state
             .current
@@ -348,6 +553,7 @@ impl Storage for FaultStorage {
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let mut state = self.state.lock();
         state.check_live()?;
+        state.inject(IoKind::Rename)?;
         state.tick()?;
         let inode = state.current.remove(from).ok_or_else(|| not_found(from))?;
         state.current.insert(to.to_string(), inode);
@@ -369,6 +575,7 @@ impl Storage for FaultStorage {
     fn sync_dir(&self) -> io::Result<()> {
         let mut state = self.state.lock();
         state.check_live()?;
+        state.inject(IoKind::SyncDir)?;
         state.tick()?;
         state.durable = state.current.clone();
         Ok(())
@@ -628,5 +835,356 @@ mod tests {
         assert!(other.exists("a").unwrap());
         other.crash();
         assert!(fs.is_crashed());
+    }
+
+    #[test]
+    fn truncate_cuts_data_and_synced_length() {
+        let fs = FaultStorage::new();
+        let f = fs.create("a").unwrap();
+        fs.sync_dir().unwrap();
+        f.append(b"hello world", P).unwrap();
+        f.sync().unwrap();
+        let ops = fs.ops_count();
+        let e = f.truncate(12).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(fs.ops_count(), ops, "a refused truncate is no operation");
+        f.truncate(5).unwrap();
+        assert_eq!(fs.ops_count(), ops + 1);
+        assert_eq!(f.len(), 5);
+        assert_eq!(fs.file_len("a"), Some(5));
+        assert_eq!(fs.total_bytes(), 5);
+        f.append(b"!", P).unwrap();
+        assert_eq!(read(&fs, "a"), b"hello!");
+        // The cut reached the synced length, so a crash cannot bring " world" back.
+        crash_and_restart(&fs);
+        assert_eq!(read(&fs, "a"), b"hello");
+    }
+
+    #[test]
+    fn truncate_is_a_mutating_op_for_crash_injection() {
+        let fs = FaultStorage::new();
+        let f = fs.create("a").unwrap();
+        fs.sync_dir().unwrap();
+        f.append(b"abcd", P).unwrap();
+        fs.crash_after_ops(Some(0));
+        assert_eq!(f.truncate(2).unwrap_err().to_string(), "simulated crash");
+        assert!(fs.is_crashed());
+        fs.restart();
+        // Nothing was synced, and the stale handle stays dead.
+        assert_eq!(read(&fs, "a"), b"");
+        assert_eq!(
+            f.truncate(0).unwrap_err().to_string(),
+            "simulated crash: stale handle"
+        );
+    }
+
+    fn fault(kind: IoKind, nth: u64) -> Fault {
+        Fault {
+            kind,
+            nth,
+            error: FaultError::Eio,
+            sticky: false,
+            partial: false,
+        }
+    }
+
+    /// Files for [`call`]: a writer and a reader on "a", and spare files to rename and delete.
+    struct Setup {
+        fs: FaultStorage,
+        w: Box<dyn WritableFile>,
+        r: Arc<dyn RandomAccessFile>,
+    }
+
+    fn setup() -> Setup {
+        let fs = FaultStorage::new();
+        for i in 0..8 {
+            fs.create(&format!("ren{i}")).unwrap();
+            fs.create(&format!("del{i}")).unwrap();
+        }
+        let w = fs.create("a").unwrap();
+        w.append(b"abc", P).unwrap();
+        let r = fs.open("a").unwrap();
+        Setup { fs, w, r }
+    }
+
+    /// Makes call number `i` of `kind`; each call is valid, so only an injection fails it.
+    fn call(s: &Setup, kind: IoKind, i: u64) -> io::Result<()> {
+        match kind {
+            IoKind::Create => s.fs.create(&format!("new{i}")).map(drop),
+            IoKind::Append => s.w.append(b"x", P),
+            IoKind::Sync => s.w.sync(),
+            IoKind::SyncDir => s.fs.sync_dir(),
+            IoKind::Rename => s.fs.rename(&format!("ren{i}"), &format!("renamed{i}")),
+            IoKind::Delete => s.fs.delete(&format!("del{i}")),
+            IoKind::Truncate => s.w.truncate(s.w.len()),
+            IoKind::Open => s.fs.open("a").map(drop),
+            IoKind::Read => s.r.read_at(0, 1, P).map(drop),
+        }
+    }
+
+    fn is_eio(r: io::Result<()>) -> bool {
+        r.is_err_and(|e| e.raw_os_error() == Some(libc::EIO))
+    }
+
+    #[test]
+    fn each_kind_fails_at_the_nth_call_and_not_before() {
+        for kind in IoKind::ALL {
+            for nth in 0..3 {
+                let s = setup();
+                // Calls made before arming do not count towards `nth`.
+                call(&s, kind, 7).unwrap();
+                s.fs.inject(Some(fault(kind, nth)));
+                for i in 0..nth {
+                    call(&s, kind, i).unwrap_or_else(|e| panic!("{kind:?} call {i}: {e}"));
+                }
+                assert!(is_eio(call(&s, kind, nth)), "{kind:?} call {nth}");
+                assert_eq!(s.fs.faults_fired(), 1);
+                // Not sticky: the next call goes through.
+                call(&s, kind, nth + 1).unwrap();
+                assert_eq!(s.fs.faults_fired(), 1);
+                // Calls of other kinds are never failed.
+                for other in IoKind::ALL.into_iter().filter(|k| *k != kind) {
+                    call(&s, other, 5).unwrap_or_else(|e| panic!("{other:?} with {kind:?}: {e}"));
+                }
+                assert!(!s.fs.is_crashed());
+            }
+        }
+    }
+
+    #[test]
+    fn failed_calls_have_no_effect() {
+        let once = |fs: &FaultStorage, kind| fs.inject(Some(fault(kind, 0)));
+        let fs = FaultStorage::new();
+        let w = fs.create("a").unwrap();
+        w.append(b"abc", P).unwrap();
+        w.sync().unwrap();
+        fs.sync_dir().unwrap();
+        let ops = fs.ops_count();
+
+        once(&fs, IoKind::Create);
+        assert!(fs.create("b").is_err());
+        assert!(!fs.exists("b").unwrap());
+        once(&fs, IoKind::Append);
+        assert!(w.append(b"def", P).is_err());
+        assert_eq!(w.len(), 3);
+        assert_eq!(read(&fs, "a"), b"abc");
+        once(&fs, IoKind::Truncate);
+        assert!(w.truncate(1).is_err());
+        assert_eq!(w.len(), 3);
+        once(&fs, IoKind::Rename);
+        assert!(fs.rename("a", "b").is_err());
+        assert!(fs.exists("a").unwrap() && !fs.exists("b").unwrap());
+        once(&fs, IoKind::Delete);
+        assert!(fs.delete("a").is_err());
+        assert!(fs.exists("a").unwrap());
+        once(&fs, IoKind::Open);
+        assert!(fs.open("a").is_err());
+        once(&fs, IoKind::Read);
+        let r = fs.open("a").unwrap();
+        assert!(r.read_at(0, 3, P).is_err());
+        assert_eq!(r.len().unwrap(), 3);
+        assert_eq!(ops, fs.ops_count(), "failed calls are no operations");
+
+        // A failed sync or sync_dir makes nothing durable.
+        w.append(b"def", P).unwrap();
+        let c = fs.create("c").unwrap();
+        c.append(b"c", P).unwrap();
+        c.sync().unwrap();
+        once(&fs, IoKind::Sync);
+        assert!(w.sync().is_err());
+        once(&fs, IoKind::SyncDir);
+        assert!(fs.sync_dir().is_err());
+        fs.inject(None);
+        crash_and_restart(&fs);
+        assert_eq!(read(&fs, "a"), b"abc");
+        assert!(!fs.exists("c").unwrap());
+    }
+
+    #[test]
+    fn sticky_faults_fail_every_later_call_until_disarmed() {
+        let s = setup();
+        s.fs.inject(Some(Fault {
+            sticky: true,
+            ..fault(IoKind::Read, 1)
+        }));
+        call(&s, IoKind::Read, 0).unwrap();
+        for i in 1..5 {
+            assert!(is_eio(call(&s, IoKind::Read, i)), "read {i}");
+        }
+        assert_eq!(s.fs.faults_fired(), 4);
+        s.fs.inject(None);
+        call(&s, IoKind::Read, 5).unwrap();
+        // Disarming keeps the tally; arming a new fault resets it.
+        assert_eq!(s.fs.faults_fired(), 4);
+        s.fs.inject(Some(fault(IoKind::Read, 0)));
+        assert_eq!(s.fs.faults_fired(), 0);
+        assert!(is_eio(call(&s, IoKind::Read, 6)));
+        call(&s, IoKind::Read, 7).unwrap();
+        assert_eq!(s.fs.faults_fired(), 1);
+    }
+
+    #[test]
+    fn inject_replaces_the_armed_fault_and_restarts_the_count() {
+        let s = setup();
+        s.fs.inject(Some(fault(IoKind::Sync, 1)));
+        call(&s, IoKind::Sync, 0).unwrap();
+        // The new fault counts from zero again and the old one is gone.
+        s.fs.inject(Some(fault(IoKind::Append, 1)));
+        call(&s, IoKind::Sync, 1).unwrap();
+        call(&s, IoKind::Append, 0).unwrap();
+        assert!(is_eio(call(&s, IoKind::Append, 1)));
+    }
+
+    #[test]
+    fn partial_append_leaves_exactly_half_and_truncate_removes_it() {
+        let fs = FaultStorage::new();
+        let w = fs.create("log").unwrap();
+        fs.sync_dir().unwrap();
+        w.append(b"head", P).unwrap();
+        w.sync().unwrap();
+        fs.inject(Some(Fault {
+            partial: true,
+            ..fault(IoKind::Append, 0)
+        }));
+        let e = w.append(b"1234567", P).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO));
+        assert_eq!(w.len(), 7);
+        assert_eq!(fs.file_len("log"), Some(7));
+        assert_eq!(read(&fs, "log"), b"head123");
+        // The writer cleans up and goes on.
+        w.truncate(4).unwrap();
+        assert_eq!(read(&fs, "log"), b"head");
+        w.append(b"tail", P).unwrap();
+        w.sync().unwrap();
+        assert_eq!(read(&fs, "log"), b"headtail");
+        crash_and_restart(&fs);
+        assert_eq!(read(&fs, "log"), b"headtail");
+    }
+
+    #[test]
+    fn partial_append_prefix_is_unsynced_and_obeys_the_space_limit() {
+        let fs = FaultStorage::new();
+        let w = fs.create("log").unwrap();
+        fs.sync_dir().unwrap();
+        w.append(b"ab", P).unwrap();
+        w.sync().unwrap();
+        fs.set_space_limit(Some(5));
+        fs.inject(Some(Fault {
+            partial: true,
+            error: FaultError::NoSpace,
+            ..fault(IoKind::Append, 0)
+        }));
+        // Half of 10 bytes is 5, but only 3 fit.
+        assert!(w.append(&[7; 10], P).is_err());
+        assert_eq!(w.len(), 5);
+        assert_eq!(fs.total_bytes(), 5);
+        crash_and_restart(&fs);
+        assert_eq!(read(&fs, "log"), b"ab");
+    }
+
+    #[test]
+    fn no_space_fault_maps_to_engine_no_space() {
+        use crate::error::Error;
+        let e = FaultError::NoSpace.to_io_error();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(e.raw_os_error(), Some(28));
+        assert!(matches!(Error::io("f", e), Error::NoSpace { .. }));
+        let e = FaultError::Eio.to_io_error();
+        assert_eq!(e.raw_os_error(), Some(5));
+        assert!(matches!(Error::io("f", e), Error::Io { .. }));
+
+        // And as returned by an injected call.
+        let s = setup();
+        s.fs.inject(Some(Fault {
+            error: FaultError::NoSpace,
+            ..fault(IoKind::Append, 0)
+        }));
+        let e = call(&s, IoKind::Append, 0).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert!(matches!(Error::io("a", e), Error::NoSpace { .. }));
+    }
+
+    #[test]
+    fn injected_faults_neither_crash_nor_use_up_the_countdown() {
+        let fs = FaultStorage::new();
+        let w = fs.create("a").unwrap();
+        fs.sync_dir().unwrap();
+        w.append(b"abc", P).unwrap();
+        let ops = fs.ops_count();
+        fs.crash_after_ops(Some(1));
+        fs.inject(Some(Fault {
+            sticky: true,
+            ..fault(IoKind::Sync, 0)
+        }));
+        for _ in 0..3 {
+            assert!(w.sync().is_err());
+        }
+        assert!(!fs.is_crashed());
+        assert_eq!(fs.ops_count(), ops);
+        fs.inject(None);
+        w.sync().unwrap(); // the one allowed operation
+        assert_eq!(fs.ops_count(), ops + 1);
+        assert_eq!(
+            w.append(b"d", P).unwrap_err().to_string(),
+            "simulated crash"
+        );
+        assert!(fs.is_crashed());
+        assert_eq!(fs.io_counts()[&IoKind::Sync], 4);
+        assert_eq!(fs.faults_fired(), 3);
+    }
+
+    #[test]
+    fn io_counts_count_every_call_of_each_kind() {
+        let fs = FaultStorage::new();
+        assert!(fs.io_counts().values().all(|n| *n == 0));
+        assert_eq!(fs.io_counts().len(), IoKind::ALL.len());
+        workload(&fs).unwrap();
+        let r = fs.open("log2").unwrap();
+        r.read_at(0, 3, P).unwrap();
+        r.read_at(0, 99, P).unwrap_err(); // failed calls count too
+        r.len().unwrap(); // not counted
+        fs.exists("log2").unwrap(); // not counted
+        fs.list().unwrap(); // not counted
+        fs.delete("log2").unwrap();
+        fs.delete("log2").unwrap_err();
+        fs.create("t").unwrap().truncate(0).unwrap();
+        let want = [
+            (IoKind::Create, 2),
+            (IoKind::Append, 2),
+            (IoKind::Sync, 2),
+            (IoKind::SyncDir, 1),
+            (IoKind::Rename, 1),
+            (IoKind::Delete, 2),
+            (IoKind::Truncate, 1),
+            (IoKind::Open, 1),
+            (IoKind::Read, 2),
+        ];
+        assert_eq!(fs.io_counts(), BTreeMap::from(want));
+        // Calls refused by a crashed storage never reach it and are not counted.
+        fs.crash();
+        assert!(fs.create("u").is_err());
+        assert_eq!(fs.io_counts()[&IoKind::Create], 2);
+        // Crashes and injection do not reset the totals.
+        fs.restart();
+        fs.inject(Some(fault(IoKind::Create, 0)));
+        assert!(fs.create("u").is_err());
+        assert_eq!(fs.io_counts()[&IoKind::Create], 3);
+    }
+
+    #[test]
+    fn armed_fault_survives_a_crash() {
+        let fs = FaultStorage::new();
+        fs.inject(Some(fault(IoKind::Create, 1)));
+        fs.create("a").unwrap();
+        crash_and_restart(&fs);
+        assert!(fs.create("b").is_err());
+        fs.create("c").unwrap();
+    }
+
+    #[test]
+    fn io_kind_names_are_distinct() {
+        let names: std::collections::HashSet<_> = IoKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), IoKind::ALL.len());
+        assert_eq!(IoKind::SyncDir.name(), "sync_dir");
     }
 }

@@ -1,6 +1,6 @@
 //! Files in memory, for tests.
 
-use super::{IoPurpose, RandomAccessFile, Storage, WritableFile};
+use super::{check_truncate, IoPurpose, RandomAccessFile, Storage, WritableFile};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::io;
@@ -69,6 +69,14 @@ impl WritableFile for MemWritable {
     fn len(&self) -> u64 {
         self.data.read().len() as u64
     }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        let mut data = self.data.write();
+        check_truncate(len, data.len() as u64)?;
+        // Fits in usize: it is at most the current length.
+        data.truncate(len as usize);
+        Ok(())
+    }
 }
 
 struct MemReadable {
@@ -123,5 +131,34 @@ impl Storage for MemStorage {
 
     fn sync_dir(&self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: IoPurpose = IoPurpose::Other;
+
+    #[test]
+    fn truncate_cuts_back_and_appends_continue() {
+        let mem = MemStorage::new();
+        let f = mem.create("a").unwrap();
+        f.append(b"hello world", P).unwrap();
+        let r = mem.open("a").unwrap();
+        f.truncate(5).unwrap();
+        assert_eq!(f.len(), 5);
+        assert_eq!(r.len().unwrap(), 5);
+        f.append(b"!", P).unwrap();
+        assert_eq!(r.read_at(0, 6, P).unwrap(), b"hello!");
+        assert_eq!(mem.total_bytes(), 6);
+        // Same length is a no-op; longer is refused and changes nothing.
+        f.truncate(6).unwrap();
+        let e = f.truncate(7).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(f.len(), 6);
+        f.truncate(0).unwrap();
+        assert!(f.is_empty());
+        assert!(r.is_empty().unwrap());
     }
 }

@@ -1,6 +1,7 @@
 //! The engine's only door to bytes. Every file the engine touches goes through a [`Storage`]:
 //! real files ([`PosixStorage`]), memory ([`MemStorage`]), a NAND-flash timing model
-//! ([`NandStorage`]) or a crash-injecting wrapper ([`FaultStorage`]).
+//! ([`NandStorage`]) or an in-memory file system that injects crashes and I/O errors
+//! ([`FaultStorage`]).
 //!
 //! Names are flat (no directories). Every read states its [`IoPurpose`] so that a timing model
 //! can count page reads by what they were for.
@@ -10,7 +11,7 @@ mod mem;
 mod nand;
 mod posix;
 
-pub use fault::FaultStorage;
+pub use fault::{Fault, FaultError, FaultStorage, IoKind};
 pub use mem::MemStorage;
 pub use nand::{NandConfig, NandStats, NandStorage};
 pub use posix::PosixStorage;
@@ -72,17 +73,37 @@ impl IoPurpose {
     }
 }
 
-/// A file being written: append-only until dropped. Appends come from one thread at a time;
-/// `sync` may run on another thread concurrently with appends (a background flush makes the
+/// A file being written: append-only until dropped, except that [`WritableFile::truncate`] can
+/// cut off what a failed append left behind. Appends and truncations come from one thread at a
+/// time; `sync` may run on another thread concurrently with them (a background flush makes the
 /// value log durable while writers keep appending to it).
 pub trait WritableFile: Send + Sync {
     /// Appends `data`. The bytes are readable through [`Storage::open`] once this returns,
-    /// but durable only after [`WritableFile::sync`].
+    /// but durable only after [`WritableFile::sync`]. A failed append may have written a prefix
+    /// of `data`; [`WritableFile::len`] counts it, so `truncate` can remove it.
     fn append(&self, data: &[u8], purpose: IoPurpose) -> io::Result<()>;
     /// Makes every byte appended before the call durable.
     fn sync(&self) -> io::Result<()>;
-    /// Bytes appended so far (including what existed when the file was reopened for append).
+    /// Bytes in the file: appended so far (including what existed when the file was reopened
+    /// for append, and prefixes left by failed appends), less what was truncated.
     fn len(&self) -> u64;
+    /// Cuts the file back to its first `len` bytes, so that a writer whose append failed
+    /// half-way can remove the partial bytes before going on. `len` above [`WritableFile::len`]
+    /// is `InvalidInput`. Like appends, the new length is durable only after a sync.
+    ///
+    /// The default serves files that cannot hold partial appends: it accepts only the current
+    /// length. Every storage overrides it.
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        check_truncate(len, self.len())?;
+        if len == self.len() {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this file cannot be truncated",
+            ))
+        }
+    }
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -125,6 +146,17 @@ pub trait Storage: Send + Sync + 'static {
     fn nand_stats(&self) -> Option<NandStats> {
         None
     }
+}
+
+/// The `InvalidInput` error of a truncation to `len` of a file of `current` bytes, if any.
+fn check_truncate(len: u64, current: u64) -> io::Result<()> {
+    if len > current {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cannot truncate a file of {current} bytes to {len}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Shared handle to a storage.

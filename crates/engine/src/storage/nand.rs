@@ -335,7 +335,14 @@ impl NandWritable {
 impl WritableFile for NandWritable {
     fn append(&self, data: &[u8], purpose: IoPurpose) -> io::Result<()> {
         // The inner file gets the bytes first: a failed append must not be charged.
-        self.inner.append(data, purpose)?;
+        if let Err(e) = self.inner.append(data, purpose) {
+            // It may have kept a prefix; track it so that len() shows it and a later append
+            // or sync programs it.
+            let mut st = self.state.lock();
+            st.len = self.inner.len();
+            st.programmed = st.programmed.min(st.len);
+            return Err(e);
+        }
         let mut st = self.state.lock();
         st.len += data.len() as u64;
         st.last_purpose = purpose;
@@ -377,6 +384,16 @@ impl WritableFile for NandWritable {
 
     fn len(&self) -> u64 {
         self.state.lock().len
+    }
+
+    /// Not charged: dropping bytes is a mapping update in the flash translation layer. A page
+    /// left partial is programmed anew once appends fill it or a sync comes.
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        let mut st = self.state.lock();
+        self.inner.truncate(len)?;
+        st.len = len;
+        st.programmed = st.programmed.min(len);
+        Ok(())
     }
 }
 
@@ -688,6 +705,67 @@ mod tests {
         assert_eq!(nand.list().unwrap(), vec!["b".to_string()]);
         nand.delete("b").unwrap();
         assert!(nand.open("b").is_err());
+    }
+
+    #[test]
+    fn truncate_passes_through_and_refills_the_cut_page() {
+        let cfg = NandConfig {
+            t_read: Duration::from_micros(20),
+            t_prog: Duration::from_micros(50),
+            ..NandConfig::default()
+        };
+        let ps = cfg.page_size;
+        let mem = MemStorage::new();
+        let nand = NandStorage::new(Arc::new(mem.clone()), cfg);
+        let f = nand.create("a").unwrap();
+        f.append(&vec![1u8; ps + 100], IoPurpose::Log).unwrap();
+        assert_eq!(nand.stats().page_programs[IoPurpose::Log as usize], 1);
+        f.truncate(ps as u64 - 10).unwrap();
+        assert_eq!(f.len(), ps as u64 - 10);
+        assert_eq!(mem.total_bytes(), ps as u64 - 10);
+        assert_eq!(
+            f.truncate(ps as u64).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        assert_eq!(f.len(), ps as u64 - 10);
+        // Truncation itself programs nothing; refilling the cut page programs it again.
+        assert_eq!(nand.stats().page_programs[IoPurpose::Log as usize], 1);
+        f.append(&[2u8; 10], IoPurpose::Log).unwrap();
+        assert_eq!(nand.stats().page_programs[IoPurpose::Log as usize], 2);
+        let r = nand.open("a").unwrap();
+        let mut want = vec![1u8; ps - 10];
+        want.extend_from_slice(&[2u8; 10]);
+        assert_eq!(r.read_at(0, ps, IoPurpose::Log).unwrap(), want);
+    }
+
+    #[test]
+    fn failed_partial_append_is_tracked_and_can_be_truncated() {
+        use crate::storage::{Fault, FaultError, FaultStorage, IoKind};
+        let cfg = NandConfig {
+            t_read: Duration::from_micros(20),
+            t_prog: Duration::from_micros(50),
+            ..NandConfig::default()
+        };
+        let fault = FaultStorage::new();
+        let nand = NandStorage::new(Arc::new(fault.clone()), cfg);
+        let f = nand.create("a").unwrap();
+        f.append(b"head", IoPurpose::Log).unwrap();
+        fault.inject(Some(Fault {
+            kind: IoKind::Append,
+            nth: 0,
+            error: FaultError::Eio,
+            sticky: false,
+            partial: true,
+        }));
+        assert!(f.append(b"123456", IoPurpose::Log).is_err());
+        assert_eq!(f.len(), 7);
+        f.truncate(4).unwrap();
+        assert_eq!(f.len(), 4);
+        assert_eq!(fault.file_len("a"), Some(4));
+        f.append(b"tail", IoPurpose::Log).unwrap();
+        f.sync().unwrap();
+        let r = nand.open("a").unwrap();
+        assert_eq!(r.read_at(0, 8, IoPurpose::Log).unwrap(), b"headtail");
     }
 
     #[test]

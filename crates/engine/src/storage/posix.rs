@@ -1,8 +1,8 @@
 //! Real files in one directory.
 
-use super::{IoPurpose, RandomAccessFile, Storage, WritableFile};
+use super::{check_truncate, IoPurpose, RandomAccessFile, Storage, WritableFile};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,15 +36,36 @@ impl PosixStorage {
     }
 }
 
+/// Writes go straight to the file (no user-space buffer) at the tracked length with positioned
+/// writes, so a truncation needs no cursor fix-up and a failed append's prefix is counted.
 struct PosixWritable {
     file: File,
+    /// Bytes in the file; only the appending thread changes it.
     len: AtomicU64,
 }
 
 impl WritableFile for PosixWritable {
-    fn append(&self, data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
-        (&self.file).write_all(data)?;
-        self.len.fetch_add(data.len() as u64, Ordering::Release);
+    fn append(&self, mut data: &[u8], _purpose: IoPurpose) -> io::Result<()> {
+        let mut offset = self.len.load(Ordering::Acquire);
+        while !data.is_empty() {
+            match self.file.write_at(data, offset) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "failed to write whole buffer",
+                    ))
+                }
+                Ok(n) => {
+                    // Count each piece as it lands: if a later piece fails, len() must still
+                    // cover this prefix so that the caller can truncate it away.
+                    offset += n as u64;
+                    self.len.store(offset, Ordering::Release);
+                    data = &data[n..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
         Ok(())
     }
 
@@ -54,6 +75,13 @@ impl WritableFile for PosixWritable {
 
     fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
+    }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        check_truncate(len, self.len())?;
+        self.file.set_len(len)?;
+        self.len.store(len, Ordering::Release);
+        Ok(())
     }
 }
 
@@ -134,5 +162,42 @@ impl Storage for PosixStorage {
             )),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: IoPurpose = IoPurpose::Other;
+
+    #[test]
+    fn truncate_cuts_the_file_and_appends_continue_at_the_new_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixStorage::new(dir.path()).unwrap();
+        let f = fs.create("a").unwrap();
+        f.append(b"hello ", P).unwrap();
+        f.sync().unwrap();
+        f.append(b"world", P).unwrap();
+        f.truncate(6).unwrap();
+        assert_eq!(f.len(), 6);
+        let r = fs.open("a").unwrap();
+        assert_eq!(r.len().unwrap(), 6);
+        // The next append lands right after the cut, with no hole.
+        f.append(b"there", P).unwrap();
+        f.sync().unwrap();
+        assert_eq!(f.len(), 11);
+        assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"hello there");
+        assert_eq!(r.read_at(0, 11, P).unwrap(), b"hello there");
+
+        let e = f.truncate(12).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(f.len(), 11);
+        f.truncate(11).unwrap();
+        f.truncate(0).unwrap();
+        assert!(f.is_empty());
+        assert_eq!(r.len().unwrap(), 0);
+        f.append(b"x", P).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"x");
     }
 }

@@ -3,6 +3,11 @@
 //! File: `magic "CBRSMANI" ++ version u32 ++ reserved u32`, then records
 //! `len u32 ++ crc32c(payload) u32 ++ payload (an encoded VersionEdit)`. A new manifest starts
 //! with one edit holding the whole state. Every append is synced before the edit is applied.
+//!
+//! A failed append may leave a torn record, or a whole one whose sync failed: nothing is ever
+//! appended behind it. The next edit starts a new manifest holding the state in memory (as
+//! LevelDB does), and only once that manifest is durable and named by `CURRENT` does the
+//! state in memory move on. Recovery therefore meets a torn record only at a manifest's end.
 
 use super::{Namespaces, TableCtx, Version, VersionEdit};
 use crate::coding::{get_u32, put_u32};
@@ -56,6 +61,11 @@ pub struct VersionSet {
     pub namespaces: Namespaces,
     /// Dead value-log bytes per segment (of segments not collected yet).
     pub vlog_dead: BTreeMap<u64, u64>,
+    /// An append to the live manifest failed: the next edit starts a new one.
+    broken: bool,
+    /// Tables added by edits that failed to log: a manifest may still hold them until a new
+    /// one replaces it, so they are deleted only then.
+    orphans: Vec<u64>,
 }
 
 impl VersionSet {
@@ -163,58 +173,90 @@ impl VersionSet {
             namespaces,
             vlog_dead,
             ctx,
+            broken: false,
+            orphans: Vec::new(),
         };
-        vs.write_new_manifest(manifest_id)?;
+        let snapshot = vs.snapshot_edit(&vs.current, &vs.namespaces, &vs.vlog_dead);
+        vs.write_new_manifest(manifest_id, &snapshot)?;
         Ok(vs)
     }
 
-    fn snapshot_edit(&self) -> VersionEdit {
+    /// One edit holding `version` with these namespaces and dead-byte sums, and this
+    /// set's counters.
+    fn snapshot_edit(
+        &self,
+        version: &Version,
+        namespaces: &Namespaces,
+        vlog_dead: &BTreeMap<u64, u64>,
+    ) -> VersionEdit {
         let mut edit = VersionEdit {
             log_start: Some(self.log_start),
             next_file: Some(self.next_file),
             last_seq: Some(self.last_seq),
-            added: self
-                .current
+            added: version
                 .levels
                 .iter()
                 .enumerate()
                 .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t.props.clone())))
-                .chain(
-                    self.current
-                        .runs
-                        .iter()
-                        .map(|t| (super::RUNS, t.props.clone())),
-                )
+                .chain(version.runs.iter().map(|t| (super::RUNS, t.props.clone())))
                 .collect(),
-            vlog_dead: self.vlog_dead.iter().map(|(s, b)| (*s, *b)).collect(),
+            vlog_dead: vlog_dead.iter().map(|(s, b)| (*s, *b)).collect(),
             ..VersionEdit::default()
         };
-        self.namespaces.snapshot_into(&mut edit);
+        namespaces.snapshot_into(&mut edit);
         edit
     }
 
-    fn write_new_manifest(&mut self, id: u64) -> Result<()> {
+    /// Writes manifest `id` holding `snapshot`, points `CURRENT` at it and makes both
+    /// durable; then the other manifests and the orphaned tables go. On failure the live
+    /// manifest stays what it was (a crash may find either; both are whole).
+    fn write_new_manifest(&mut self, id: u64, snapshot: &VersionEdit) -> Result<()> {
         let storage = self.ctx.storage.clone();
         let name = manifest_name(id);
-        let file = storage.create(&name).ctx(&name)?;
-        let mut buf = MANIFEST_MAGIC.to_vec();
-        put_u32(&mut buf, MANIFEST_VERSION);
-        put_u32(&mut buf, 0);
-        append_record(&mut buf, &self.snapshot_edit().encode());
-        file.append(&buf, IoPurpose::Log).ctx(&name)?;
-        file.sync().ctx(&name)?;
-        let tmp = "CURRENT.tmp";
-        let cur = storage.create(tmp).ctx(tmp)?;
-        cur.append(format!("{name}\n").as_bytes(), IoPurpose::Log)
-            .ctx(tmp)?;
-        cur.sync().ctx(tmp)?;
-        drop(cur);
-        storage.rename(tmp, CURRENT).ctx(CURRENT)?;
-        storage.sync_dir().ctx(CURRENT)?;
-        let old = std::mem::replace(&mut self.manifest_id, id);
+        let mut renamed = false;
+        let result = (|| {
+            let file = storage.create(&name).ctx(&name)?;
+            let mut buf = MANIFEST_MAGIC.to_vec();
+            put_u32(&mut buf, MANIFEST_VERSION);
+            put_u32(&mut buf, 0);
+            append_record(&mut buf, &snapshot.encode(), &name)?;
+            file.append(&buf, IoPurpose::Log).ctx(&name)?;
+            file.sync().ctx(&name)?;
+            let tmp = "CURRENT.tmp";
+            let cur = storage.create(tmp).ctx(tmp)?;
+            cur.append(format!("{name}\n").as_bytes(), IoPurpose::Log)
+                .ctx(tmp)?;
+            cur.sync().ctx(tmp)?;
+            drop(cur);
+            storage.rename(tmp, CURRENT).ctx(CURRENT)?;
+            renamed = true;
+            storage.sync_dir().ctx(CURRENT)?;
+            Ok(file)
+        })();
+        let file = match result {
+            Ok(f) => f,
+            Err(e) => {
+                self.broken = true;
+                if !renamed {
+                    // Nothing names it; `CURRENT.tmp` is rewritten by the next attempt.
+                    let _ = storage.delete(&name);
+                }
+                return Err(e);
+            }
+        };
+        self.manifest_id = id;
         self.manifest = file;
-        if old != id {
-            let _ = storage.delete(&manifest_name(old));
+        self.broken = false;
+        // Best effort: what is left is found and deleted by the next open.
+        if let Ok(names) = storage.list() {
+            for n in names {
+                if n.starts_with("MANIFEST-") && n != name {
+                    let _ = storage.delete(&n);
+                }
+            }
+        }
+        for t in std::mem::take(&mut self.orphans) {
+            let _ = storage.delete(&crate::table::table_name(t));
         }
         Ok(())
     }
@@ -229,8 +271,11 @@ impl VersionSet {
         n
     }
 
-    /// Logs `edit` durably, then installs the version it produces.
+    /// Logs `edit` durably, then installs the version it produces. On failure the edit
+    /// may or may not be on disk (in doubt, like an unacknowledged write); the state in
+    /// memory stays as it was, every file is kept, and the next edit starts a new manifest.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        let (old_start, old_seq) = (self.log_start, self.last_seq);
         if let Some(p) = edit.log_start {
             self.log_start = p;
         }
@@ -244,25 +289,28 @@ impl VersionSet {
         add_dead(&mut vlog_dead, &edit);
         let (next, removed) = self.current.apply(&edit, &self.ctx);
         let next = Arc::new(next);
-        if self.manifest.len() > ROTATE_BYTES {
-            self.current = next;
-            self.namespaces = namespaces.clone();
-            self.vlog_dead = vlog_dead.clone();
+        let logged = if self.broken || self.manifest.len() > ROTATE_BYTES {
             let id = self.new_file_number();
-            self.write_new_manifest(id)?;
+            let snapshot = self.snapshot_edit(&next, &namespaces, &vlog_dead);
+            self.write_new_manifest(id, &snapshot)
         } else {
-            let mut buf = Vec::new();
-            append_record(&mut buf, &edit.encode());
             let name = manifest_name(self.manifest_id);
-            let res = self
-                .manifest
-                .append(&buf, IoPurpose::Log)
-                .and_then(|_| self.manifest.sync());
-            // On failure the edit may or may not be on disk: keep every file and leave the
-            // current version as it was.
-            res.map_err(|e| Error::io(name, e))?;
-            self.current = next;
+            let mut buf = Vec::new();
+            append_record(&mut buf, &edit.encode(), &name).and_then(|()| {
+                self.manifest
+                    .append(&buf, IoPurpose::Log)
+                    .and_then(|_| self.manifest.sync())
+                    .map_err(|e| Error::io(name, e))
+            })
+        };
+        if let Err(e) = logged {
+            self.broken = true;
+            self.log_start = old_start;
+            self.last_seq = old_seq;
+            self.orphans.extend(edit.added.iter().map(|(_, p)| p.id));
+            return Err(e);
         }
+        self.current = next;
         self.namespaces = namespaces;
         self.vlog_dead = vlog_dead;
         for t in removed {
@@ -272,10 +320,17 @@ impl VersionSet {
     }
 }
 
-fn append_record(buf: &mut Vec<u8>, payload: &[u8]) {
-    put_u32(buf, payload.len() as u32);
+fn append_record(buf: &mut Vec<u8>, payload: &[u8], file: &str) -> Result<()> {
+    let len = u32::try_from(payload.len()).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "a manifest record of {} bytes for {file} exceeds 2^32-1",
+            payload.len()
+        ))
+    })?;
+    put_u32(buf, len);
     put_u32(buf, crc32c::crc32c(payload));
     buf.extend_from_slice(payload);
+    Ok(())
 }
 
 /// Placeholder until the first manifest is written.
@@ -290,6 +345,9 @@ impl WritableFile for NullFile {
     }
     fn len(&self) -> u64 {
         0
+    }
+    fn truncate(&self, _len: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("no manifest open"))
     }
 }
 

@@ -9,17 +9,16 @@
 //! records of one batch are contiguous in one segment and the last one carries `BATCH_END`.
 
 mod liveness;
+mod reader;
 
 pub use liveness::Liveness;
+pub use reader::VlogReader;
 
 use crate::coding::{get_u32, get_u64, put_u32, put_u64};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
-use crate::stats::Counters;
-use crate::storage::{IoPurpose, RandomAccessFile, Storage, StorageRef, WritableFile};
+use crate::storage::{IoPurpose, Storage, StorageRef, WritableFile};
 use bytes::Bytes;
-use parking_lot::RwLock;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 pub const SEGMENT_MAGIC: [u8; 8] = *b"CBRSVLOG";
@@ -226,13 +225,20 @@ pub struct VlogWriter {
 }
 
 impl VlogWriter {
-    /// Creates segment `id` and makes its existence durable.
+    /// Creates segment `id` and makes its existence durable. On failure the file is
+    /// deleted again where it can be (recovery skips a segment too short for its header).
     pub fn create(storage: StorageRef, id: u64) -> Result<VlogWriter> {
         let name = segment_name(id);
         let file: Arc<dyn WritableFile> = Arc::from(storage.create(&name).ctx(&name)?);
-        file.append(&segment_header(), IoPurpose::Log).ctx(&name)?;
-        file.sync().ctx(&name)?;
-        storage.sync_dir().ctx(&name)?;
+        let ready = file
+            .append(&segment_header(), IoPurpose::Log)
+            .and_then(|()| file.sync())
+            .and_then(|()| storage.sync_dir());
+        if let Err(e) = ready {
+            drop(file);
+            let _ = storage.delete(&name);
+            return Err(Error::io(name, e));
+        }
         Ok(VlogWriter {
             storage,
             file,
@@ -258,17 +264,26 @@ impl VlogWriter {
     }
 
     /// Syncs this segment and continues in a new segment `id`. Syncing first keeps what
-    /// survives a crash a prefix of the writes.
-    pub fn roll(&mut self, id: u64) -> Result<()> {
-        self.sync()?;
-        *self = VlogWriter::create(self.storage.clone(), id)?;
+    /// survives a crash a prefix of the writes. Fails with [`RollError`] saying which step
+    /// failed: a failed sync leaves the log in doubt, a failed creation does not.
+    pub fn roll(&mut self, id: u64) -> std::result::Result<(), RollError> {
+        self.sync().map_err(RollError::Sync)?;
+        *self = VlogWriter::create(self.storage.clone(), id).map_err(RollError::Create)?;
         Ok(())
     }
 
-    /// Appends encoded records; returns the offset of the first byte.
-    pub fn append(&mut self, buf: &[u8]) -> Result<u64> {
+    /// Appends encoded records; returns the offset of the first byte. If the append fails,
+    /// whatever part of it reached the file is cut off again; if even that fails, the
+    /// error says so with [`AppendError::Torn`].
+    pub fn append(&mut self, buf: &[u8]) -> std::result::Result<u64, AppendError> {
         let at = self.offset;
-        self.file.append(buf, IoPurpose::Log).ctx(&self.name)?;
+        if let Err(e) = self.file.append(buf, IoPurpose::Log) {
+            let e = Error::io(&self.name, e);
+            return Err(match self.file.truncate(at) {
+                Ok(()) => AppendError::Clean(e),
+                Err(_) => AppendError::Torn(e),
+            });
+        }
         self.offset += buf.len() as u64;
         self.synced = false;
         Ok(at)
@@ -292,6 +307,32 @@ impl VlogWriter {
     }
 }
 
+/// Why [`VlogWriter::roll`] failed.
+#[derive(Debug)]
+pub enum RollError {
+    /// Syncing the old segment failed: what it holds on disk is unknown.
+    Sync(Error),
+    /// The new segment could not be made; the writer goes on in the old one.
+    Create(Error),
+}
+
+/// Why [`VlogWriter::append`] failed.
+#[derive(Debug)]
+pub enum AppendError {
+    /// Nothing of the records stays in the segment.
+    Clean(Error),
+    /// Part of the records may stay at the segment's end.
+    Torn(Error),
+}
+
+impl AppendError {
+    pub fn into_error(self) -> Error {
+        match self {
+            AppendError::Clean(e) | AppendError::Torn(e) => e,
+        }
+    }
+}
+
 /// Syncs one segment from any thread.
 #[derive(Clone)]
 pub struct LogSync {
@@ -302,96 +343,6 @@ pub struct LogSync {
 impl LogSync {
     pub fn sync(&self) -> Result<()> {
         self.file.sync().ctx(&self.name)
-    }
-}
-
-/// Reads values by address, keeping segment files open.
-pub struct VlogReader {
-    storage: StorageRef,
-    files: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
-    /// Segments deleted by GC and when: their handles stay open a while for reads that found
-    /// an old address just before the segment went.
-    retired: parking_lot::Mutex<Vec<(u64, std::time::Instant)>>,
-}
-
-impl VlogReader {
-    pub fn new(storage: StorageRef) -> Self {
-        VlogReader {
-            storage,
-            files: RwLock::default(),
-            retired: parking_lot::Mutex::default(),
-        }
-    }
-
-    fn file(&self, segment: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        if let Some(f) = self.files.read().get(&segment) {
-            return Ok(f.clone());
-        }
-        let name = segment_name(segment);
-        let f = match self.storage.open(&name) {
-            Ok(f) => f,
-            // GC may have retired and deleted the segment between the cache check and the
-            // open: retiring put a handle in the cache before the file went.
-            Err(e) => match self.files.read().get(&segment) {
-                Some(f) => return Ok(f.clone()),
-                None => return Err(Error::io(name, e)),
-            },
-        };
-        self.files.write().insert(segment, f.clone());
-        Ok(f)
-    }
-
-    /// Reads the record at `addr`, checks it is intact and belongs to `(nsid, key)`, and
-    /// returns its value; the read is counted in `c`.
-    pub fn read_value(
-        &self,
-        addr: ValueAddr,
-        nsid: Nsid,
-        key: &[u8],
-        c: &Counters,
-    ) -> Result<Bytes> {
-        let file = self.file(addr.segment)?;
-        let name = || segment_name(addr.segment);
-        let buf = file
-            .read_at(addr.offset, addr.len as usize, IoPurpose::Value)
-            .map_err(|e| Error::io(name(), e))?;
-        c.read(IoPurpose::Value, addr.offset, buf.len());
-        let (rec, len) = decode_record(&buf)
-            .map_err(|e| Error::corruption(name(), addr.offset, format!("value record: {e:?}")))?;
-        if len != buf.len() || rec.nsid != nsid || rec.key != key || rec.kind != Kind::Put {
-            return Err(Error::corruption(
-                name(),
-                addr.offset,
-                "value record does not match the index entry",
-            ));
-        }
-        let start = RECORD_HEADER_LEN + rec.key.len();
-        Ok(Bytes::from(buf).slice(start..len))
-    }
-}
-
-impl VlogReader {
-    /// Keeps segment `segment` readable through an open handle before its file is deleted:
-    /// a get that found an old address just before GC moved the value still reads it.
-    pub fn retire(&self, segment: u64) -> Result<()> {
-        self.file(segment)?;
-        self.retired
-            .lock()
-            .push((segment, std::time::Instant::now()));
-        Ok(())
-    }
-
-    /// Closes the handles of segments retired longer ago than `grace`.
-    pub fn release_retired(&self, grace: std::time::Duration) {
-        let mut retired = self.retired.lock();
-        let mut files = self.files.write();
-        retired.retain(|(seg, at)| {
-            let keep = at.elapsed() < grace;
-            if !keep {
-                files.remove(seg);
-            }
-            keep
-        });
     }
 }
 
@@ -509,6 +460,7 @@ fn valid_record_after(data: &[u8], from: usize, after_seq: SeqNo) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Counters;
     use crate::storage::MemStorage;
 
     fn rec<'a>(seq: u64, key: &'a [u8], value: &'a [u8], end: bool) -> Record<'a> {

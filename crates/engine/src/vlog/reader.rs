@@ -1,0 +1,241 @@
+//! Reading values, and the lifetime of segments that GC collects.
+//!
+//! A get finds a value's address in an index entry, then reads the value log. Between the
+//! two, GC may move the value and collect its segment. A segment is therefore deleted not when
+//! GC is done with it but when the last reader that could have found one of its addresses is
+//! gone. Readers pin the current *epoch* ([`VlogReader::pin`]) before they look anything up;
+//! GC retires a segment into the current epoch and starts a new one. Each epoch holds the next
+//! one, so an epoch (and the segments retired into it) ends only after every older epoch
+//! has: a reader pinned long ago keeps everything retired since it started.
+
+use super::{decode_record, segment_name, RECORD_HEADER_LEN};
+use crate::error::{Error, Result};
+use crate::key::{Kind, Nsid, ValueAddr};
+use crate::stats::Counters;
+use crate::storage::{IoPurpose, RandomAccessFile, StorageRef};
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+/// What epochs need to delete what was retired into them.
+struct Shared {
+    storage: StorageRef,
+    files: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    /// Retired segments whose files are not deleted yet.
+    retired: Mutex<HashSet<u64>>,
+}
+
+impl Shared {
+    fn delete(&self, segment: u64) {
+        self.files.write().remove(&segment);
+        let name = segment_name(segment);
+        // A file left behind holds only dead records; GC finds and deletes it again.
+        if let Err(e) = self.storage.delete(&name) {
+            tracing::warn!(segment, error = %e, "could not delete a collected value-log segment");
+        }
+        self.retired.lock().remove(&segment);
+    }
+}
+
+struct Epoch {
+    shared: Arc<Shared>,
+    retired: Mutex<Vec<u64>>,
+    next: OnceLock<Arc<Epoch>>,
+}
+
+impl Epoch {
+    fn new(shared: Arc<Shared>) -> Arc<Epoch> {
+        Arc::new(Epoch {
+            shared,
+            retired: Mutex::default(),
+            next: OnceLock::new(),
+        })
+    }
+
+    fn release(&mut self) {
+        for seg in self.retired.get_mut().drain(..) {
+            self.shared.delete(seg);
+        }
+    }
+}
+
+impl Drop for Epoch {
+    fn drop(&mut self) {
+        self.release();
+        // Unlink the chain iteratively: a long one must not recurse.
+        let mut next = self.next.take();
+        while let Some(e) = next {
+            match Arc::try_unwrap(e) {
+                Ok(mut e) => {
+                    e.release();
+                    next = e.next.take();
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// Keeps every segment retired from now on readable while it lives.
+pub struct ReadPin {
+    _epoch: Arc<Epoch>,
+}
+
+/// Reads values by address, keeping segment files open.
+pub struct VlogReader {
+    shared: Arc<Shared>,
+    current: RwLock<Arc<Epoch>>,
+}
+
+impl VlogReader {
+    pub fn new(storage: StorageRef) -> Self {
+        let shared = Arc::new(Shared {
+            storage,
+            files: RwLock::default(),
+            retired: Mutex::default(),
+        });
+        VlogReader {
+            current: RwLock::new(Epoch::new(shared.clone())),
+            shared,
+        }
+    }
+
+    /// Taken before a lookup: no segment an address found after this can name is deleted
+    /// while the pin lives.
+    pub fn pin(&self) -> ReadPin {
+        ReadPin {
+            _epoch: self.current.read().clone(),
+        }
+    }
+
+    fn file(&self, segment: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        if let Some(f) = self.shared.files.read().get(&segment) {
+            return Ok(f.clone());
+        }
+        let name = segment_name(segment);
+        let f = self
+            .shared
+            .storage
+            .open(&name)
+            .map_err(|e| Error::io(name, e))?;
+        self.shared.files.write().insert(segment, f.clone());
+        Ok(f)
+    }
+
+    /// Reads the record at `addr`, checks it is intact and belongs to `(nsid, key)`, and
+    /// returns its value; the read is counted in `c`. The caller holds a [`ReadPin`] taken
+    /// before it found `addr`.
+    pub fn read_value(
+        &self,
+        addr: ValueAddr,
+        nsid: Nsid,
+        key: &[u8],
+        c: &Counters,
+    ) -> Result<Bytes> {
+        let file = self.file(addr.segment)?;
+        let name = || segment_name(addr.segment);
+        let buf = file
+            .read_at(addr.offset, addr.len as usize, IoPurpose::Value)
+            .map_err(|e| Error::io(name(), e))?;
+        c.read(IoPurpose::Value, addr.offset, buf.len());
+        let (rec, len) = decode_record(&buf)
+            .map_err(|e| Error::corruption(name(), addr.offset, format!("value record: {e:?}")))?;
+        if len != buf.len() || rec.nsid != nsid || rec.key != key || rec.kind != Kind::Put {
+            return Err(Error::corruption(
+                name(),
+                addr.offset,
+                "value record does not match the index entry",
+            ));
+        }
+        let start = RECORD_HEADER_LEN + rec.key.len();
+        Ok(Bytes::from(buf).slice(start..len))
+    }
+
+    /// Hands `segment` over for deletion once every reader pinned until now is gone. The
+    /// caller has made every live record of it reachable elsewhere first.
+    pub fn retire(&self, segment: u64) {
+        self.shared.retired.lock().insert(segment);
+        let mut current = self.current.write();
+        current.retired.lock().push(segment);
+        let next = Epoch::new(self.shared.clone());
+        // Only this lock's holder sets `next`, once per epoch.
+        let _ = current.next.set(next.clone());
+        *current = next;
+    }
+
+    /// Whether `segment` is retired and waits for its readers.
+    pub fn is_retired(&self, segment: u64) -> bool {
+        self.shared.retired.lock().contains(&segment)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemStorage;
+
+    fn setup() -> (StorageRef, VlogReader) {
+        let storage: StorageRef = Arc::new(MemStorage::new());
+        for seg in 1..=3 {
+            storage.create(&segment_name(seg)).unwrap();
+        }
+        (storage.clone(), VlogReader::new(storage))
+    }
+
+    #[test]
+    fn unpinned_retirement_deletes_at_once() {
+        let (storage, r) = setup();
+        r.retire(1);
+        assert!(!storage.exists(&segment_name(1)).unwrap());
+        assert!(!r.is_retired(1));
+    }
+
+    #[test]
+    fn a_pin_keeps_what_is_retired_after_it() {
+        let (storage, r) = setup();
+        let old = r.pin();
+        r.retire(1);
+        let newer = r.pin();
+        r.retire(2);
+        assert!(storage.exists(&segment_name(1)).unwrap());
+        assert!(storage.exists(&segment_name(2)).unwrap());
+        // The newer pin alone keeps only what was retired after it, but the older one
+        // holds the whole chain.
+        drop(newer);
+        assert!(storage.exists(&segment_name(1)).unwrap());
+        assert!(storage.exists(&segment_name(2)).unwrap());
+        assert!(r.is_retired(1) && r.is_retired(2));
+        drop(old);
+        assert!(!storage.exists(&segment_name(1)).unwrap());
+        assert!(!storage.exists(&segment_name(2)).unwrap());
+        assert!(storage.exists(&segment_name(3)).unwrap());
+    }
+
+    #[test]
+    fn older_pin_outliving_newer_one_releases_in_order() {
+        let (storage, r) = setup();
+        let old = r.pin();
+        r.retire(1);
+        let newer = r.pin();
+        r.retire(2);
+        drop(old);
+        // Segment 1 was retired before `newer` was taken: no reader can reach it now.
+        assert!(!storage.exists(&segment_name(1)).unwrap());
+        assert!(storage.exists(&segment_name(2)).unwrap());
+        drop(newer);
+        assert!(!storage.exists(&segment_name(2)).unwrap());
+    }
+
+    #[test]
+    fn long_chains_drop_without_recursion() {
+        let storage: StorageRef = Arc::new(MemStorage::new());
+        let r = VlogReader::new(storage.clone());
+        let pin = r.pin();
+        for seg in 0..100_000 {
+            r.retire(seg);
+        }
+        drop(pin);
+        assert!(!r.is_retired(99_999));
+    }
+}
