@@ -172,6 +172,8 @@ struct Inner {
     in_slot: [AtomicU64; 2],
     /// Times a compaction started while another held its slot (a bug if ever above 0).
     slot_overlaps: AtomicU64,
+    /// The last manifest write failed: its edit may or may not be on disk.
+    manifest_in_doubt: AtomicBool,
 }
 
 /// Marks a compaction as running in its slots for as long as it lives.
@@ -291,6 +293,7 @@ impl Db {
             last_write_ms: AtomicU64::new(0),
             in_slot: Default::default(),
             slot_overlaps: AtomicU64::new(0),
+            manifest_in_doubt: AtomicBool::new(false),
             opts: options,
         });
         let mut threads = Vec::new();
@@ -856,6 +859,7 @@ impl Inner {
             return Ok(());
         }
         self.check_open()?;
+        self.settle_manifest()?;
         let result = self.commit(ns, ops, sync);
         if result.is_ok() {
             let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
@@ -1319,11 +1323,14 @@ impl Inner {
         if ns == Nsid::MAX {
             return Err(Error::InvalidArgument("namespace ids exhausted".into()));
         }
-        vs.log_and_apply(VersionEdit {
-            created_ns: vec![(ns, name.to_string())],
-            next_nsid: Some(ns + 1),
-            ..VersionEdit::default()
-        })?;
+        self.log_edit(
+            &mut vs,
+            VersionEdit {
+                created_ns: vec![(ns, name.to_string())],
+                next_nsid: Some(ns + 1),
+                ..VersionEdit::default()
+            },
+        )?;
         let entry = NsEntry {
             name: name.to_string(),
             counters: Arc::new(Counters::new(self.counters.page_size())),
@@ -1665,10 +1672,35 @@ impl Inner {
         Ok(())
     }
 
+    /// Logs `edit` in the manifest, noting whether the manifest is left in doubt.
+    fn log_edit(&self, vs: &mut VersionSet, edit: VersionEdit) -> Result<Arc<Version>> {
+        let result = vs.log_and_apply(edit);
+        self.manifest_in_doubt
+            .store(result.is_err(), Ordering::Release);
+        result
+    }
+
+    /// After a failed manifest write, an edit (a namespace created or destroyed) may or may
+    /// not be on disk. A write acknowledged now would take one side of that doubt without
+    /// saying so (a put into a namespace whose destruction a crash then brings back), so the
+    /// doubt is settled first: a new manifest holding the state in memory.
+    fn settle_manifest(&self) -> Result<()> {
+        if !self.manifest_in_doubt.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut vs = self.versions.lock();
+        if vs.in_doubt() {
+            self.log_edit(&mut vs, VersionEdit::default())?;
+        } else {
+            self.manifest_in_doubt.store(false, Ordering::Release);
+        }
+        Ok(())
+    }
+
     /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
     fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
         let mut vs = self.versions.lock();
-        let version = vs.log_and_apply(edit)?;
+        let version = self.log_edit(&mut vs, edit)?;
         let mut sv = self.sv.write();
         let imm = sv
             .imm

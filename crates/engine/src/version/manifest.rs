@@ -261,6 +261,11 @@ impl VersionSet {
         Ok(())
     }
 
+    /// The last manifest write failed and no new manifest replaced it yet.
+    pub fn in_doubt(&self) -> bool {
+        self.broken
+    }
+
     pub fn current(&self) -> Arc<Version> {
         self.current.clone()
     }
