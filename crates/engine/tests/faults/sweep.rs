@@ -173,8 +173,10 @@ fn create(
         Err(e) if e.is_corruption() => return Err(format!("create reported corruption: {e}")),
         Err(_) => {
             // In doubt: it may exist after a reopen, empty.
-            let mut m = NsModel::default();
-            m.maybe_absent = true;
+            let m = NsModel {
+                maybe_absent: true,
+                ..NsModel::default()
+            };
             model.ns.insert(name.to_string(), m);
         }
     }
@@ -248,7 +250,7 @@ fn points(counts: &BTreeMap<IoKind, u64>, stride: u64) -> Vec<Point> {
                                 sticky,
                                 partial,
                             },
-                            crash: n % 2 == 0,
+                            crash: n.is_multiple_of(2),
                         });
                     }
                 }
