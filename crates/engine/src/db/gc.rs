@@ -40,8 +40,13 @@ impl Inner {
             if let Some(id) = vlog::parse_segment_name(&name) {
                 // A retired segment waits for its last readers; it is collected already.
                 if id < replay_from && !self.vlog_reader.is_retired(id) {
-                    let len = self.storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
-                    out.push((id, len));
+                    match self.storage.open(&name).and_then(|f| f.len()) {
+                        Ok(len) => out.push((id, len)),
+                        // Retired and deleted since the listing, by the last get that
+                        // pinned it.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(Error::io(name, e)),
+                    }
                 }
             }
         }
