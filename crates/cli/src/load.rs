@@ -3,10 +3,12 @@
 //!
 //! JSON lines: every non-empty line is a JSON object, stored as it is, under the value of
 //! `--key-field`. CSV: the first row names the columns; each row is stored as a JSON object
-//! (numbers as numbers) under its `--key-field` column. A record without a key stops the load
-//! with its line number; the records before it are stored.
+//! (numbers as numbers) under its `--key-field` column. A record that cannot be stored (not
+//! JSON, no key, key or value over the device's limits) stops the load with its line number
+//! and the count of records stored; with `--skip-bad` it is counted, reported and skipped.
 
-use anyhow::{bail, Context, Result};
+use crate::limits::Limits;
+use anyhow::{anyhow, bail, Context, Result};
 use cerberus_host::BlockingClient;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader, Read};
@@ -14,9 +16,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+/// Bad lines reported one by one; past this many, only counted.
+const SHOWN_BAD_LINES: usize = 10;
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Format {
+    /// One JSON object a line.
     Jsonl,
+    /// Comma-separated, the first row naming the columns.
     Csv,
 }
 
@@ -33,6 +40,9 @@ pub struct LoadArgs {
     /// Puts in flight at once.
     #[arg(long, default_value_t = 32)]
     parallel: usize,
+    /// Skip records that cannot be stored, report their line numbers, store the others.
+    #[arg(long)]
+    skip_bad: bool,
 }
 
 /// One record: where it came from, its key and value.
@@ -42,7 +52,31 @@ struct Record {
     value: Vec<u8>,
 }
 
-pub fn run(client: &BlockingClient, nsid: u32, args: &LoadArgs) -> Result<()> {
+/// A line's record, or why it has none.
+type Parsed = std::result::Result<(Vec<u8>, Vec<u8>), String>;
+
+/// Bad lines seen with `--skip-bad`.
+#[derive(Default)]
+struct Skipped {
+    count: u64,
+    shown: Vec<(u64, String)>,
+}
+
+impl Skipped {
+    fn add(&mut self, line: u64, reason: String) {
+        self.count += 1;
+        if self.shown.len() < SHOWN_BAD_LINES {
+            self.shown.push((line, reason));
+        }
+    }
+}
+
+pub fn run(
+    client: &BlockingClient,
+    nsid: u32,
+    limits: Option<Limits>,
+    args: &LoadArgs,
+) -> Result<()> {
     let file = std::fs::File::open(&args.file)
         .with_context(|| format!("opening {}", args.file.display()))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -69,8 +103,11 @@ pub fn run(client: &BlockingClient, nsid: u32, args: &LoadArgs) -> Result<()> {
     });
     let (tx, rx) = crossbeam_channel::bounded::<Record>(args.parallel.max(1) * 4);
     let stored = AtomicU64::new(0);
-    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    std::thread::scope(|s| -> Result<()> {
+    // The first put the device refused: its line and the error.
+    let failure: Mutex<Option<(u64, cerberus_host::Error)>> = Mutex::new(None);
+    let mut skipped = Skipped::default();
+    let mut bad_line: Option<(u64, String)> = None;
+    let read = std::thread::scope(|s| -> Result<()> {
         for _ in 0..args.parallel.max(1) {
             let rx = rx.clone();
             let (stored, failure, bar) = (&stored, &failure, &bar);
@@ -78,7 +115,7 @@ pub fn run(client: &BlockingClient, nsid: u32, args: &LoadArgs) -> Result<()> {
                 for r in rx {
                     if let Err(e) = client.put(nsid, r.key, r.value) {
                         let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
-                        f.get_or_insert(anyhow::Error::new(e).context(format!("line {}", r.line)));
+                        f.get_or_insert((r.line, e));
                         return;
                     }
                     let n = stored.fetch_add(1, Ordering::Relaxed) + 1;
@@ -89,95 +126,188 @@ pub fn run(client: &BlockingClient, nsid: u32, args: &LoadArgs) -> Result<()> {
             });
         }
         drop(rx);
-        let produced = match format {
-            Format::Jsonl => read_jsonl(reader, &args.key_field, &tx, &failure),
-            Format::Csv => read_csv(reader, &args.key_field, &tx, &failure),
+        let mut emit = |line: u64, parsed: Parsed| -> bool {
+            let parsed = parsed.and_then(|(key, value)| {
+                if let Some(l) = &limits {
+                    l.check_key(&key)?;
+                    l.check_value_len(value.len() as u64)?;
+                }
+                Ok((key, value))
+            });
+            match parsed {
+                Ok((key, value)) => {
+                    let failed = failure.lock().map(|f| f.is_some()).unwrap_or(true);
+                    !failed && tx.send(Record { line, key, value }).is_ok()
+                }
+                Err(reason) if args.skip_bad => {
+                    skipped.add(line, reason);
+                    true
+                }
+                Err(reason) => {
+                    bad_line = Some((line, reason));
+                    false
+                }
+            }
         };
+        let read = match format {
+            Format::Jsonl => read_jsonl(reader, &args.key_field, &mut emit),
+            Format::Csv => read_csv(reader, &args.key_field, &mut emit),
+        };
+        // Closing the channel lets the writers finish what is queued and stop.
         drop(tx);
-        produced
-    })?;
+        read
+    });
     bar.finish_and_clear();
     let n = stored.load(Ordering::Relaxed);
-    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e.context(format!("load stopped after {n} records")));
+    let records = |n: u64| plural(n, "record", "records");
+    if let Some((line, e)) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        bail!(
+            "line {line}: the device refused the record: {e}; load stopped with {} stored",
+            records(n)
+        );
     }
-    eprintln!("loaded {n} records into namespace {nsid}");
+    if let Err(e) = read {
+        bail!(
+            "{}; load stopped with {} stored",
+            crate::error_text(&e),
+            records(n)
+        );
+    }
+    if let Some((line, reason)) = bad_line {
+        bail!(
+            "line {line}: {reason}; load stopped there with {} stored (the records before \
+             line {line}). Fix that line, or load the file again with --skip-bad to store the \
+             other records and list the bad lines",
+            records(n)
+        );
+    }
+    if skipped.count == 0 {
+        eprintln!("loaded {} into namespace {nsid}", records(n));
+    } else {
+        eprintln!(
+            "loaded {} into namespace {nsid}; skipped {}:",
+            records(n),
+            plural(skipped.count, "bad line", "bad lines")
+        );
+        for (line, reason) in &skipped.shown {
+            eprintln!("  line {line}: {reason}");
+        }
+        let unshown = skipped.count - skipped.shown.len() as u64;
+        if unshown > 0 {
+            eprintln!("  ... and {unshown} more");
+        }
+    }
     Ok(())
 }
 
-/// Hands a record to the writers; false once a writer failed (the load stops).
-fn send(
-    tx: &crossbeam_channel::Sender<Record>,
-    failure: &Mutex<Option<anyhow::Error>>,
-    line: u64,
-    key: Vec<u8>,
-    value: Vec<u8>,
-) -> bool {
-    let failed = failure.lock().map(|f| f.is_some()).unwrap_or(true);
-    !failed && tx.send(Record { line, key, value }).is_ok()
+fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
-fn key_of(v: &serde_json::Value, field: &str, line: u64) -> Result<Vec<u8>> {
+fn key_of(v: &serde_json::Value, field: &str) -> Result<Vec<u8>, String> {
+    if !v.is_object() {
+        return Err("not a JSON object".into());
+    }
     match v.get(field) {
         Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.as_bytes().to_vec()),
         Some(serde_json::Value::Number(n)) => Ok(n.to_string().into_bytes()),
-        Some(_) => bail!("line {line}: field {field:?} is not a non-empty string or a number"),
-        None => bail!("line {line}: no field {field:?}"),
+        Some(_) => Err(format!(
+            "field {field:?} is not a non-empty string or a number"
+        )),
+        None => Err(format!("no field {field:?}")),
     }
 }
 
-fn read_jsonl(
-    r: impl Read,
-    field: &str,
-    tx: &crossbeam_channel::Sender<Record>,
-    failure: &Mutex<Option<anyhow::Error>>,
-) -> Result<()> {
-    for (i, line) in BufReader::new(r).lines().enumerate() {
-        let line_no = i as u64 + 1;
-        let line = line.with_context(|| format!("reading line {line_no}"))?;
-        let text = line.trim();
+/// Hands each line's record (or why it has none) to `emit` until it returns false. Only
+/// reading the file can fail here.
+fn read_jsonl(r: impl Read, field: &str, emit: &mut dyn FnMut(u64, Parsed) -> bool) -> Result<()> {
+    let mut r = BufReader::new(r);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("reading line {}", line_no + 1))?;
+        if n == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        let text = buf.trim_ascii();
         if text.is_empty() {
             continue;
         }
-        let v: serde_json::Value =
-            serde_json::from_str(text).with_context(|| format!("line {line_no}: not JSON"))?;
-        let key = key_of(&v, field, line_no)?;
-        if !send(tx, failure, line_no, key, text.as_bytes().to_vec()) {
-            break;
+        let parsed = match serde_json::from_slice::<serde_json::Value>(text) {
+            Ok(v) => key_of(&v, field).map(|key| (key, text.to_vec())),
+            Err(e) => Err(json_error(&e)),
+        };
+        if !emit(line_no, parsed) {
+            return Ok(());
         }
     }
-    Ok(())
 }
 
-fn read_csv(
-    r: impl Read,
-    field: &str,
-    tx: &crossbeam_channel::Sender<Record>,
-    failure: &Mutex<Option<anyhow::Error>>,
-) -> Result<()> {
+/// serde_json's message gives "line 1" of the one-line document; say the column only.
+fn json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let what = match e.classify() {
+        Category::Eof => "ends too early",
+        Category::Syntax => "syntax error",
+        Category::Data | Category::Io => "invalid",
+    };
+    format!("not JSON: {what} at column {}", e.column())
+}
+
+fn read_csv(r: impl Read, field: &str, emit: &mut dyn FnMut(u64, Parsed) -> bool) -> Result<()> {
     let mut csv = csv::Reader::from_reader(r);
     let headers = csv.headers().context("reading the CSV header")?.clone();
     if !headers.iter().any(|h| h == field) {
         bail!("the CSV has no column {field:?} (columns: {headers:?})");
     }
-    for (i, row) in csv.records().enumerate() {
-        let line_no = i as u64 + 2;
-        let row = row.with_context(|| format!("line {line_no}"))?;
-        let mut obj = serde_json::Map::new();
-        for (h, v) in headers.iter().zip(row.iter()) {
-            let value = match v.parse::<serde_json::Number>() {
-                Ok(n) if !v.is_empty() => serde_json::Value::Number(n),
-                _ => serde_json::Value::String(v.to_string()),
-            };
-            obj.insert(h.to_string(), value);
-        }
-        let v = serde_json::Value::Object(obj);
-        let key = key_of(&v, field, line_no)?;
-        if !send(tx, failure, line_no, key, v.to_string().into_bytes()) {
-            break;
+    let mut record = csv::StringRecord::new();
+    loop {
+        let (line_no, parsed) = match csv.read_record(&mut record) {
+            Ok(false) => return Ok(()),
+            Ok(true) => {
+                let line = record.position().map_or(0, |p| p.line());
+                (line, row_record(&headers, &record, field))
+            }
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line());
+                let reason = match e.kind() {
+                    csv::ErrorKind::Io(_) => return Err(anyhow!(e).context("reading the CSV")),
+                    csv::ErrorKind::UnequalLengths {
+                        expected_len, len, ..
+                    } => format!("{len} fields where the header has {expected_len}"),
+                    csv::ErrorKind::Utf8 { .. } => "not UTF-8".to_string(),
+                    _ => e.to_string(),
+                };
+                (line, Err(reason))
+            }
+        };
+        if !emit(line_no, parsed) {
+            return Ok(());
         }
     }
-    Ok(())
+}
+
+/// A row as a JSON object (numbers as numbers), under its key column.
+fn row_record(headers: &csv::StringRecord, row: &csv::StringRecord, field: &str) -> Parsed {
+    let mut obj = serde_json::Map::new();
+    for (h, v) in headers.iter().zip(row.iter()) {
+        let value = match v.parse::<serde_json::Number>() {
+            Ok(n) if !v.is_empty() => serde_json::Value::Number(n),
+            _ => serde_json::Value::String(v.to_string()),
+        };
+        obj.insert(h.to_string(), value);
+    }
+    let v = serde_json::Value::Object(obj);
+    let key = key_of(&v, field)?;
+    Ok((key, v.to_string().into_bytes()))
 }
 
 /// Counts bytes read into the progress bar.
@@ -191,5 +321,52 @@ impl<R: Read> Read for Progress<R> {
         let n = self.inner.read(buf)?;
         self.bar.inc(n as u64);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect_jsonl(text: &str) -> Vec<(u64, Parsed)> {
+        let mut out = Vec::new();
+        read_jsonl(text.as_bytes(), "id", &mut |l, p| {
+            out.push((l, p));
+            true
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn jsonl_lines_are_numbered_from_one_and_blank_lines_count() {
+        let got = collect_jsonl("{\"id\": \"a\"}\n\n{\"id\": 7}\r\n[1]\n{\"x\": 1}\n{bad\n");
+        let lines: Vec<u64> = got.iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, [1, 3, 4, 5, 6]);
+        assert_eq!(got[0].1, Ok((b"a".to_vec(), b"{\"id\": \"a\"}".to_vec())));
+        assert_eq!(got[1].1.as_ref().unwrap().0, b"7");
+        assert_eq!(got[2].1, Err("not a JSON object".into()));
+        assert_eq!(got[3].1, Err("no field \"id\"".into()));
+        assert_eq!(got[4].1, Err("not JSON: syntax error at column 2".into()));
+    }
+
+    #[test]
+    fn csv_rows_give_their_own_line_numbers() {
+        let text = "id,n\na,1\n\"b\nc\",2\nshort\nd,4\n";
+        let mut out = Vec::new();
+        read_csv(text.as_bytes(), "id", &mut |l, p| {
+            out.push((l, p));
+            true
+        })
+        .unwrap();
+        let lines: Vec<u64> = out.iter().map(|(l, _)| *l).collect();
+        // The quoted key spans lines 3 and 4; the row after it starts on line 5.
+        assert_eq!(lines, [2, 3, 5, 6]);
+        assert_eq!(out[1].1.as_ref().unwrap().0, b"b\nc");
+        assert_eq!(out[2].1, Err("1 fields where the header has 2".into()));
+        assert_eq!(
+            out[3].1,
+            Ok((b"d".to_vec(), br#"{"id":"d","n":4}"#.to_vec()))
+        );
     }
 }

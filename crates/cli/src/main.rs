@@ -1,15 +1,17 @@
 //! `cerberus`: runs the device (`serve`) and talks to one (namespaces, keys, stats, bulk load).
 
+mod limits;
 mod load;
 mod stats;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cerberus_device::{Device, DeviceConfig, StorageChoice, ADMIN_SECRET_FILE, DEFAULT_LISTEN};
 use cerberus_host::{BlockingClient, ClientConfig, TlsOptions};
 use cerberus_proto::StoreMode;
 use clap::{Parser, Subcommand, ValueEnum};
-use std::io::Write;
-use std::path::PathBuf;
+use limits::Limits;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -17,107 +19,219 @@ use std::time::Duration;
 #[command(
     name = "cerberus",
     version,
-    about = "Cerberus multi-tenant key-value device"
+    about = "Cerberus multi-tenant key-value device",
+    after_help = "Exit codes: 0 done; 1 the key does not exist (get, delete, exists); 2 error.\n\
+                  Run `cerberus COMMAND --help` for the flags of a command."
 )]
 struct Cli {
-    /// Address of the device.
-    #[arg(long, global = true, env = "CERBERUS_DEVICE", default_value = DEFAULT_LISTEN)]
-    device: String,
-    /// Namespace id the data commands address.
-    #[arg(long, global = true, env = "CERBERUS_NS")]
-    ns: Option<u32>,
-    /// Credential of that namespace.
-    #[arg(long, global = true, env = "CERBERUS_SECRET", hide_env_values = true)]
-    secret: Option<String>,
-    /// Admin credential (namespace create, destroy, list; device-wide stats).
-    #[arg(
-        long,
-        global = true,
-        env = "CERBERUS_ADMIN_SECRET",
-        hide_env_values = true
-    )]
-    admin_secret: Option<String>,
-    /// Connect with TLS, trusting this CA (or self-signed) certificate, PEM.
-    #[arg(long, global = true, env = "CERBERUS_TLS_CA")]
-    tls_ca: Option<PathBuf>,
-    /// Server name to check the certificate against (default: the host of --device).
-    #[arg(long, global = true)]
-    tls_name: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// Where the device is (every command but `serve`).
+#[derive(clap::Args)]
+#[command(next_help_heading = "Connection")]
+struct Conn {
+    /// Address of the device, host:port.
+    #[arg(long, env = "CERBERUS_DEVICE", default_value = DEFAULT_LISTEN)]
+    device: String,
+    /// Connect with TLS, trusting this CA (or self-signed) certificate, PEM.
+    #[arg(long, env = "CERBERUS_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+    /// Server name to check the certificate against (default: the host of --device).
+    #[arg(long, requires = "tls_ca")]
+    tls_name: Option<String>,
+}
+
+/// The namespace a data command addresses, and its credential.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Namespace")]
+struct NsAuth {
+    /// Namespace id (as printed by `ns create`).
+    #[arg(long, env = "CERBERUS_NS")]
+    ns: Option<u32>,
+    /// Credential of that namespace (as printed, once, by `ns create`).
+    #[arg(long, env = "CERBERUS_SECRET", hide_env_values = true)]
+    secret: Option<String>,
+}
+
+#[derive(clap::Args)]
+#[command(next_help_heading = "Admin")]
+struct AdminAuth {
+    /// Admin credential (the device keeps it in DATA_DIR/admin.secret).
+    #[arg(long, env = "CERBERUS_ADMIN_SECRET", hide_env_values = true)]
+    admin_secret: Option<String>,
+}
+
+/// Connection and namespace of a data command.
+#[derive(clap::Args)]
+struct DataTarget {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    auth: NsAuth,
+}
+
+/// Connection and admin credential of a namespace command.
+#[derive(clap::Args)]
+struct AdminTarget {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    auth: AdminAuth,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
     /// Runs the device until SIGINT or SIGTERM.
     Serve(ServeArgs),
-    /// Namespaces (admin).
+    /// Namespaces: create, destroy, list (admin).
     #[command(subcommand)]
     Ns(NsCmd),
-    /// Stores a value.
+    /// Stores a value under a key; the value comes from VALUE or, without it, from stdin.
+    ///
+    /// Without VALUE the value is standard input, byte for byte (`cerberus put KEY < FILE`;
+    /// binary values are fine). A value too long for a command line belongs there too.
+    #[command(after_help = limits::help())]
     Put {
+        /// The key (1 to max_key_len bytes).
         key: String,
-        value: String,
-        /// Only if the key does not exist yet.
+        /// The value (up to max_value_len bytes); left out: read from standard input.
+        value: Option<String>,
+        /// Only if the key does not exist yet (else exit code 2: key exists).
         #[arg(long, conflicts_with = "if_present")]
         if_absent: bool,
-        /// Only if the key exists.
+        /// Only if the key exists (else exit code 2: key does not exist).
         #[arg(long)]
         if_present: bool,
-        /// Acknowledge only once durable.
+        /// Acknowledge only once the write is durable.
         #[arg(long)]
         sync: bool,
+        #[command(flatten)]
+        target: DataTarget,
     },
-    /// Prints a value; exit code 1 if the key does not exist.
-    Get { key: String },
+    /// Writes a key's value to stdout; exit code 1 if the key does not exist.
+    ///
+    /// The value is written exactly as stored, nothing added, so `cerberus get KEY > FILE`
+    /// gives back the bytes `cerberus put KEY < FILE` stored. One exception, for reading at a
+    /// terminal: when stdout is a terminal and the value is UTF-8 text that does not end in a
+    /// newline, a newline follows it.
+    Get {
+        /// The key.
+        key: String,
+        #[command(flatten)]
+        target: DataTarget,
+    },
     /// Deletes a key; exit code 1 if it did not exist.
-    Delete { key: String },
-    /// Exit code 0 if the key exists, 1 if not.
-    Exists { key: String },
-    /// Lists keys in order.
+    Delete {
+        /// The key.
+        key: String,
+        #[command(flatten)]
+        target: DataTarget,
+    },
+    /// Prints yes and exits with 0 if the key exists; prints no and exits with 1 if not.
+    Exists {
+        /// The key.
+        key: String,
+        #[command(flatten)]
+        target: DataTarget,
+    },
+    /// Lists keys in byte order, one a line.
+    ///
+    /// --start S: the keys from S on (S itself included). --prefix P: only the keys that
+    /// begin with P. Both: the keys that begin with P, from S on (a start before P starts at
+    /// P; a start after every key with that prefix lists nothing).
     List {
-        /// First key (inclusive).
+        /// First key (inclusive); not a prefix: see --prefix.
         #[arg(long)]
         start: Option<String>,
+        /// Only keys that begin with this.
+        #[arg(long)]
+        prefix: Option<String>,
         /// Stop after this many keys (default: all).
         #[arg(long)]
         limit: Option<u64>,
+        #[command(flatten)]
+        target: DataTarget,
     },
     /// Statistics of the namespace (or, with --device-wide, of the device; admin).
+    ///
+    /// Lookups are gets, exists checks, and the existence checks that deletes and
+    /// conditional puts make. Per-lookup figures are given only for reads that lookups
+    /// alone make (filter blocks, value-log records); index and data pages are also read
+    /// by key listings, so they are shown as totals.
     Stats {
+        /// Print the device's statistics as JSON, as they are.
         #[arg(long)]
         json: bool,
+        /// The whole device's statistics (needs the admin credential, not a namespace).
         #[arg(long)]
         device_wide: bool,
+        #[command(flatten)]
+        target: DataTarget,
+        #[command(flatten)]
+        admin: AdminAuth,
     },
     /// Bulk load of JSON lines or CSV, with a progress bar.
-    Load(load::LoadArgs),
+    ///
+    /// JSON lines: every non-empty line is a JSON object, stored as it is under the value of
+    /// --key-field. CSV: the first row names the columns; each row is stored as a JSON object
+    /// (numbers as numbers) under its --key-field column. A record that cannot be stored (not
+    /// JSON, no key, key or value over the device's limits) stops the load, which then says
+    /// its line and how many records were stored; with --skip-bad such records are skipped
+    /// and reported with their line numbers, and every other record is stored (loading the
+    /// same file again overwrites the same keys).
+    #[command(after_help = limits::help())]
+    Load {
+        #[command(flatten)]
+        args: load::LoadArgs,
+        #[command(flatten)]
+        target: DataTarget,
+    },
 }
 
 #[derive(Subcommand)]
 enum NsCmd {
     /// Creates a namespace; prints its id and credential (shown only once).
     Create {
+        /// A name for it (shown by `ns list`).
         name: String,
+        /// Print {"nsid": ..., "secret": ...}.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        target: AdminTarget,
     },
     /// Destroys a namespace and all its data.
-    Destroy { nsid: u32 },
-    /// Lists namespaces.
+    Destroy {
+        /// Id of the namespace.
+        nsid: u32,
+        #[command(flatten)]
+        target: AdminTarget,
+    },
+    /// Lists namespaces: id and name, one a line.
     List {
+        /// Print a JSON array of {"nsid": ..., "name": ...}.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        target: AdminTarget,
     },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum StorageArg {
+    /// Real files.
     Posix,
+    /// Real files behind the NAND-flash timing model.
     Nand,
 }
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Limits (max_key_len, max_value_len, max_inflight, ...), workers and engine \
+                  sizes are fields of the --config file."
+)]
 struct ServeArgs {
     /// Device directory (engine files, credentials). Default: the config file's, else
     /// ./cerberus-data.
@@ -126,6 +240,7 @@ struct ServeArgs {
     /// Address to serve on (default 127.0.0.1:4420).
     #[arg(long)]
     listen: Option<String>,
+    /// What the engine stores its files on (default: the config file's, else posix).
     #[arg(long, value_enum)]
     storage: Option<StorageArg>,
     /// TOML file with any DeviceConfig field; flags given here win.
@@ -137,11 +252,16 @@ struct ServeArgs {
     /// TLS certificate chain (PEM); needs --tls-key.
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) of that certificate; needs --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     /// Make every write durable before acknowledging it.
     #[arg(long)]
     sync: bool,
+    /// Admin credential to use (16 to 256 bytes). Default: DATA_DIR/admin.secret, generated
+    /// there at first start.
+    #[arg(long, env = "CERBERUS_ADMIN_SECRET", hide_env_values = true)]
+    admin_secret: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -149,84 +269,312 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
-    if let Cmd::Serve(args) = &cli.cmd {
-        serve(args, cli.admin_secret.clone())?;
-        return Ok(ExitCode::SUCCESS);
+/// The error and its causes on one line, each said once: a cause whose text is already in
+/// the line (an error that prints its source too) is left out.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let msg = cause.to_string();
+        if out.is_empty() {
+            out = msg;
+        } else if !msg.is_empty() && !out.contains(&msg) {
+            out.push_str(": ");
+            out.push_str(&msg);
+        }
     }
-    let client = connect(&cli)?;
-    match &cli.cmd {
-        Cmd::Serve(_) => unreachable!("handled above"),
-        Cmd::Ns(cmd) => {
-            let secret = cli.admin_secret.as_deref().with_context(|| {
-                format!(
-                    "namespace commands need the admin credential: --admin-secret or \
-                     CERBERUS_ADMIN_SECRET (the device writes it to DATA_DIR/{ADMIN_SECRET_FILE})"
-                )
-            })?;
-            client
-                .authenticate_admin(secret)
-                .context("authenticating as admin")?;
-            match cmd {
-                NsCmd::Create { name, json } => {
-                    let (nsid, secret) = client.ns_create(name.as_str())?;
-                    if *json {
-                        println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
-                    } else {
-                        println!("nsid: {nsid}");
-                        println!("secret: {secret}");
+    out
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Serve(args) => {
+            serve(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Ns(cmd) => ns_command(cmd),
+        Cmd::Stats {
+            json,
+            device_wide,
+            target,
+            admin,
+        } => {
+            let client = connect(&target.conn)?;
+            let doc = if device_wide {
+                let secret = admin
+                    .admin_secret
+                    .as_deref()
+                    .context("--device-wide needs the admin credential")?;
+                client
+                    .authenticate_admin(secret)
+                    .context("authenticating as admin")?;
+                client.stats(cerberus_proto::DEVICE_NSID)?
+            } else {
+                let nsid = authenticate(&client, &target.auth)?;
+                client.stats(nsid)?
+            };
+            stats::print(&doc, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Put {
+            key,
+            value,
+            if_absent,
+            if_present,
+            sync,
+            target,
+        } => {
+            let s = Session::open(&target)?;
+            let key = key.into_bytes();
+            s.check_key(&key)?;
+            let value = match value {
+                Some(v) => {
+                    let v = v.into_bytes();
+                    if let Some(l) = &s.limits {
+                        l.check_value_len(v.len() as u64)
+                            .map_err(anyhow::Error::msg)?;
                     }
+                    v
                 }
-                NsCmd::Destroy { nsid } => {
-                    client.ns_destroy(*nsid)?;
-                    eprintln!("namespace {nsid} destroyed");
-                }
-                NsCmd::List { json } => {
-                    let list = client.ns_list()?;
-                    if *json {
-                        let v: Vec<_> = list
-                            .iter()
-                            .map(|e| serde_json::json!({"nsid": e.nsid, "name": e.name}))
-                            .collect();
-                        println!("{}", serde_json::Value::Array(v));
-                    } else {
-                        for e in list {
-                            println!("{}\t{}", e.nsid, e.name);
-                        }
+                None => read_stdin_value(s.limits.as_ref())?,
+            };
+            let mode = if if_absent {
+                StoreMode::OnlyIfAbsent
+            } else if if_present {
+                StoreMode::OnlyIfPresent
+            } else {
+                StoreMode::Always
+            };
+            s.client
+                .store(s.nsid, key, value, mode, sync)
+                .context("storing")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Get { key, target } => {
+            let s = Session::open(&target)?;
+            s.check_key(key.as_bytes())?;
+            match s.client.get(s.nsid, key.clone().into_bytes())? {
+                Some(v) => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(&v)?;
+                    // Only for a person at a terminal; redirected output stays byte-exact.
+                    if out.is_terminal() && !v.ends_with(b"\n") && std::str::from_utf8(&v).is_ok() {
+                        out.write_all(b"\n")?;
                     }
+                    out.flush()?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    eprintln!("key not found: {key}");
+                    Ok(ExitCode::from(1))
                 }
             }
+        }
+        Cmd::Delete { key, target } => {
+            let s = Session::open(&target)?;
+            s.check_key(key.as_bytes())?;
+            if s.client.delete(s.nsid, key.clone().into_bytes())? {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("key not found: {key}");
+                Ok(ExitCode::from(1))
+            }
+        }
+        Cmd::Exists { key, target } => {
+            let s = Session::open(&target)?;
+            s.check_key(key.as_bytes())?;
+            if s.client.exists(s.nsid, key.into_bytes())? {
+                println!("yes");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                println!("no");
+                Ok(ExitCode::from(1))
+            }
+        }
+        Cmd::List {
+            start,
+            prefix,
+            limit,
+            target,
+        } => {
+            let s = Session::open(&target)?;
+            list(&s, start.as_deref(), prefix.as_deref(), limit)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Stats { json, device_wide } if *device_wide => {
-            let secret = cli
-                .admin_secret
-                .as_deref()
-                .context("--device-wide needs the admin credential")?;
-            client.authenticate_admin(secret)?;
-            let doc = client.stats(cerberus_proto::DEVICE_NSID)?;
-            stats::print(&doc, *json)?;
+        Cmd::Load { args, target } => {
+            let s = Session::open(&target)?;
+            load::run(&s.client, s.nsid, s.limits, &args)?;
             Ok(ExitCode::SUCCESS)
-        }
-        cmd => {
-            let nsid = namespace(&cli, &client)?;
-            data_command(&client, nsid, cmd)
         }
     }
 }
 
+/// A connection authenticated for one namespace, and the device's limits.
+struct Session {
+    client: BlockingClient,
+    nsid: u32,
+    limits: Option<Limits>,
+}
+
+impl Session {
+    fn open(target: &DataTarget) -> Result<Session> {
+        let client = connect(&target.conn)?;
+        let nsid = authenticate(&client, &target.auth)?;
+        let limits = Limits::of(&client);
+        Ok(Session {
+            client,
+            nsid,
+            limits,
+        })
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        match &self.limits {
+            Some(l) => l.check_key(key).map_err(anyhow::Error::msg),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Reads the value of `put KEY` from stdin, up to the device's limit: past it, the rest is
+/// only counted, so the error can say how large the value was.
+fn read_stdin_value(limits: Option<&Limits>) -> Result<Vec<u8>> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        bail!("no value: give it after the key, or on standard input (cerberus put KEY < FILE)");
+    }
+    let mut input = stdin.lock();
+    let mut value = Vec::new();
+    match limits {
+        Some(l) => {
+            let max = u64::from(l.max_value_len);
+            (&mut input)
+                .take(max + 1)
+                .read_to_end(&mut value)
+                .context("reading the value from standard input")?;
+            if value.len() as u64 > max {
+                let rest = std::io::copy(&mut input, &mut std::io::sink())
+                    .context("reading the value from standard input")?;
+                bail!(limits::value_too_large(
+                    value.len() as u64 + rest,
+                    l.max_value_len
+                ));
+            }
+        }
+        None => {
+            input
+                .read_to_end(&mut value)
+                .context("reading the value from standard input")?;
+        }
+    }
+    Ok(value)
+}
+
+fn list(s: &Session, start: Option<&str>, prefix: Option<&str>, limit: Option<u64>) -> Result<()> {
+    let start = start.unwrap_or_default().as_bytes();
+    let prefix = prefix.unwrap_or_default().as_bytes();
+    if let Some(l) = &s.limits {
+        if start.len() > l.max_key_len as usize {
+            bail!(
+                "start key is {} bytes; this device accepts keys of up to {} bytes (max_key_len)",
+                start.len(),
+                l.max_key_len
+            );
+        }
+        if prefix.len() > l.max_key_len as usize {
+            // No key can be that long, so none begins with it.
+            return Ok(());
+        }
+    }
+    // Keys that begin with the prefix are one run in key order, starting at the prefix.
+    let mut from = start.max(prefix).to_vec();
+    let mut exclusive = false;
+    let mut left = limit.unwrap_or(u64::MAX);
+    let mut out = std::io::stdout().lock();
+    while left > 0 {
+        let page = left.min(1000) as u32;
+        let (keys, more) = s.client.list(s.nsid, from.clone(), exclusive, page)?;
+        for k in &keys {
+            if !k.starts_with(prefix) {
+                return Ok(out.flush()?);
+            }
+            out.write_all(k)?;
+            out.write_all(b"\n")?;
+            left -= 1;
+            if left == 0 {
+                break;
+            }
+        }
+        match keys.last() {
+            Some(k) if more => {
+                from = k.to_vec();
+                exclusive = true;
+            }
+            _ => break,
+        }
+    }
+    Ok(out.flush()?)
+}
+
+fn ns_command(cmd: NsCmd) -> Result<ExitCode> {
+    let target = match &cmd {
+        NsCmd::Create { target, .. }
+        | NsCmd::Destroy { target, .. }
+        | NsCmd::List { target, .. } => target,
+    };
+    let secret = target.auth.admin_secret.as_deref().with_context(|| {
+        format!(
+            "namespace commands need the admin credential: --admin-secret or \
+             CERBERUS_ADMIN_SECRET (the device writes it to DATA_DIR/{ADMIN_SECRET_FILE})"
+        )
+    })?;
+    let client = connect(&target.conn)?;
+    client
+        .authenticate_admin(secret)
+        .context("authenticating as admin")?;
+    match &cmd {
+        NsCmd::Create { name, json, .. } => {
+            let (nsid, secret) = client.ns_create(name.as_str())?;
+            if *json {
+                println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
+            } else {
+                println!("nsid: {nsid}");
+                println!("secret: {secret}");
+            }
+        }
+        NsCmd::Destroy { nsid, .. } => {
+            client.ns_destroy(*nsid)?;
+            eprintln!("namespace {nsid} destroyed");
+        }
+        NsCmd::List { json, .. } => {
+            let list = client.ns_list()?;
+            if *json {
+                let v: Vec<_> = list
+                    .iter()
+                    .map(|e| serde_json::json!({"nsid": e.nsid, "name": e.name}))
+                    .collect();
+                println!("{}", serde_json::Value::Array(v));
+            } else {
+                for e in list {
+                    println!("{}\t{}", e.nsid, e.name);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Authenticates for `--ns` with `--secret` and returns the namespace id.
-fn namespace(cli: &Cli, client: &BlockingClient) -> Result<u32> {
-    let nsid = cli
+fn authenticate(client: &BlockingClient, auth: &NsAuth) -> Result<u32> {
+    let nsid = auth
         .ns
         .context("no namespace: give --ns NSID or set CERBERUS_NS")?;
-    let secret = cli
+    let secret = auth
         .secret
         .as_deref()
         .context("no credential: give --secret or set CERBERUS_SECRET")?;
@@ -236,98 +584,15 @@ fn namespace(cli: &Cli, client: &BlockingClient) -> Result<u32> {
     Ok(nsid)
 }
 
-fn data_command(client: &BlockingClient, nsid: u32, cmd: &Cmd) -> Result<ExitCode> {
-    match cmd {
-        Cmd::Put {
-            key,
-            value,
-            if_absent,
-            if_present,
-            sync,
-        } => {
-            let mode = if *if_absent {
-                StoreMode::OnlyIfAbsent
-            } else if *if_present {
-                StoreMode::OnlyIfPresent
-            } else {
-                StoreMode::Always
-            };
-            client.store(
-                nsid,
-                key.clone().into_bytes(),
-                value.clone().into_bytes(),
-                mode,
-                *sync,
-            )?;
-        }
-        Cmd::Get { key } => match client.get(nsid, key.clone().into_bytes())? {
-            Some(v) => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(&v)?;
-                if !v.ends_with(b"\n") {
-                    out.write_all(b"\n")?;
-                }
-            }
-            None => {
-                eprintln!("key not found: {key}");
-                return Ok(ExitCode::from(1));
-            }
-        },
-        Cmd::Delete { key } => {
-            if !client.delete(nsid, key.clone().into_bytes())? {
-                eprintln!("key not found: {key}");
-                return Ok(ExitCode::from(1));
-            }
-        }
-        Cmd::Exists { key } => {
-            if client.exists(nsid, key.clone().into_bytes())? {
-                println!("yes");
-            } else {
-                println!("no");
-                return Ok(ExitCode::from(1));
-            }
-        }
-        Cmd::List { start, limit } => {
-            let mut start = start.clone().unwrap_or_default().into_bytes();
-            let mut exclusive = false;
-            let mut left = limit.unwrap_or(u64::MAX);
-            let mut out = std::io::stdout().lock();
-            while left > 0 {
-                let page = left.min(1000) as u32;
-                let (keys, more) = client.list(nsid, start.clone(), exclusive, page)?;
-                for k in &keys {
-                    out.write_all(k)?;
-                    out.write_all(b"\n")?;
-                }
-                left -= keys.len() as u64;
-                match keys.last() {
-                    Some(k) if more => {
-                        start = k.to_vec();
-                        exclusive = true;
-                    }
-                    _ => break,
-                }
-            }
-        }
-        Cmd::Stats { json, .. } => {
-            let doc = client.stats(nsid)?;
-            stats::print(&doc, *json)?;
-        }
-        Cmd::Load(args) => load::run(client, nsid, args)?,
-        Cmd::Serve(_) | Cmd::Ns(_) => unreachable!("not a data command"),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn connect(cli: &Cli) -> Result<BlockingClient> {
-    let tls = match &cli.tls_ca {
+fn connect(conn: &Conn) -> Result<BlockingClient> {
+    let tls = match &conn.tls_ca {
         Some(ca) => {
-            let name = match &cli.tls_name {
+            let name = match &conn.tls_name {
                 Some(n) => n.clone(),
-                None => cli
+                None => conn
                     .device
                     .rsplit_once(':')
-                    .map_or(cli.device.as_str(), |(h, _)| h)
+                    .map_or(conn.device.as_str(), |(h, _)| h)
                     .trim_matches(|c| c == '[' || c == ']')
                     .to_string(),
             };
@@ -340,31 +605,24 @@ fn connect(cli: &Cli) -> Result<BlockingClient> {
         None => None,
     };
     let mut config =
-        ClientConfig::new(cli.device.clone()).with_request_timeout(Duration::from_secs(60));
+        ClientConfig::new(conn.device.clone()).with_request_timeout(Duration::from_secs(60));
     if let Some(t) = tls {
         config = config.with_tls(t);
     }
     BlockingClient::connect_with(config)
-        .with_context(|| format!("connecting to the device at {}", cli.device))
+        .with_context(|| format!("connecting to the device at {}", conn.device))
 }
 
-fn serve(args: &ServeArgs, admin_secret: Option<String>) -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+fn serve(args: ServeArgs) -> Result<()> {
     let mut config = match &args.config {
         Some(path) => DeviceConfig::from_toml_file(path)?,
         None => DeviceConfig::default(),
     };
-    if let Some(d) = &args.data_dir {
-        config.data_dir = d.clone();
+    if let Some(d) = args.data_dir {
+        config.data_dir = d;
     }
-    if let Some(l) = &args.listen {
-        config.listen = l.clone();
+    if let Some(l) = args.listen {
+        config.listen = l;
     }
     if let Some(s) = args.storage {
         config.storage = match s {
@@ -372,22 +630,47 @@ fn serve(args: &ServeArgs, admin_secret: Option<String>) -> Result<()> {
             StorageArg::Nand => StorageChoice::Nand,
         };
     }
-    if let Some(m) = &args.metrics {
-        config.metrics_listen = Some(m.clone());
+    if let Some(m) = args.metrics {
+        config.metrics_listen = Some(m);
     }
     if args.tls_cert.is_some() {
-        config.tls_cert = args.tls_cert.clone();
-        config.tls_key = args.tls_key.clone();
+        config.tls_cert = args.tls_cert;
+        config.tls_key = args.tls_key;
     }
     if args.sync {
         config.sync = true;
     }
-    if admin_secret.is_some() {
-        config.admin_secret = admin_secret;
+    if args.admin_secret.is_some() {
+        config.admin_secret = args.admin_secret;
     }
+    config.validate()?;
+    // Everything that can be checked without side effects is, before the device creates
+    // its directory: a failed start should leave nothing behind.
+    let created = missing_dirs(&config.data_dir)?;
+    check_can_listen(&config.listen)?;
+    if let Some(m) = &config.metrics_listen {
+        check_can_listen(m)?;
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let given_admin = config.admin_secret.is_some();
     let data_dir = config.data_dir.clone();
-    let device = Device::start(config)?;
+    let device = match Device::start(config) {
+        Ok(d) => d,
+        Err(e) => {
+            // Whatever failed after the checks (a TLS file, the engine, a port taken since):
+            // take away the directories this start made, and only those.
+            if let Some(top) = created {
+                let _ = std::fs::remove_dir_all(top);
+            }
+            return Err(e.into());
+        }
+    };
     if given_admin {
         eprintln!("admin credential: as given");
     } else {
@@ -405,4 +688,137 @@ fn serve(args: &ServeArgs, admin_secret: Option<String>) -> Result<()> {
     device.stop_on_signals()?;
     device.wait()?;
     Ok(())
+}
+
+/// Checks that `dir` is, or can become, a directory, and returns the outermost of the
+/// directories that creating it would make (`None` if it exists).
+fn missing_dirs(dir: &Path) -> Result<Option<PathBuf>> {
+    let mut outermost = None;
+    // An error other than "not found" (such as "not a directory" under a file): the
+    // ancestors may say why; if they do not, it is the answer.
+    let mut unexplained: Option<(PathBuf, std::io::Error)> = None;
+    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if p == dir => {
+                bail!("data directory {} is a file, not a directory", p.display())
+            }
+            Ok(_) => bail!(
+                "data directory {}: {} is a file, not a directory",
+                dir.display(),
+                p.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                outermost = Some(p.to_path_buf());
+            }
+            Err(e) => {
+                unexplained.get_or_insert((p.to_path_buf(), e));
+            }
+        }
+    }
+    if let Some((p, e)) = unexplained {
+        return Err(e).with_context(|| format!("data directory {}", p.display()));
+    }
+    Ok(outermost)
+}
+
+/// Binds `addr` once and lets it go: a port in use is found before anything is created.
+fn check_can_listen(addr: &str) -> Result<()> {
+    std::net::TcpListener::bind(addr)
+        .map(drop)
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument of every command, with the command's path.
+    fn arguments(cmd: &clap::Command, path: &str, out: &mut Vec<(String, clap::Arg)>) {
+        for a in cmd.get_arguments() {
+            out.push((path.to_string(), a.clone()));
+        }
+        for sub in cmd.get_subcommands() {
+            arguments(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_has_help() {
+        Cli::command().debug_assert();
+        let mut all = Vec::new();
+        arguments(&Cli::command(), "cerberus", &mut all);
+        assert!(all.len() > 30, "walked only {} arguments", all.len());
+        for (path, a) in all {
+            let id = a.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            assert!(a.get_help().is_some(), "{path}: argument {id} has no help");
+        }
+    }
+
+    #[test]
+    fn commands_take_only_their_own_flags() {
+        let cli = Cli::command();
+        let ids = |path: &[&str]| -> Vec<String> {
+            let mut c = &cli;
+            for p in path {
+                c = c.find_subcommand(p).expect("subcommand");
+            }
+            c.get_arguments()
+                .map(|a| a.get_id().as_str().to_string())
+                .collect()
+        };
+        let serve = ids(&["serve"]);
+        for client_flag in ["device", "ns", "secret", "tls_ca", "tls_name"] {
+            assert!(
+                !serve.iter().any(|a| a == client_flag),
+                "serve has --{client_flag}"
+            );
+        }
+        assert!(serve.iter().any(|a| a == "admin_secret"));
+        let get = ids(&["get"]);
+        assert!(get.iter().any(|a| a == "ns") && get.iter().any(|a| a == "device"));
+        assert!(!get.iter().any(|a| a == "admin_secret" || a == "storage"));
+        let create = ids(&["ns", "create"]);
+        assert!(create.iter().any(|a| a == "admin_secret"));
+        assert!(!create.iter().any(|a| a == "ns" || a == "secret"));
+    }
+
+    #[test]
+    fn causes_are_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "File exists");
+        // An error that prints its source, as `afile: File exists` does.
+        #[derive(Debug)]
+        struct Wrapper(std::io::Error);
+        impl std::fmt::Display for Wrapper {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "afile: {}", self.0)
+            }
+        }
+        impl std::error::Error for Wrapper {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = anyhow::Error::new(Wrapper(io)).context("starting");
+        assert_eq!(error_text(&e), "starting: afile: File exists");
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_text(&e), "outer: inner");
+    }
+
+    #[test]
+    fn missing_dirs_finds_the_outermost_and_refuses_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        assert_eq!(missing_dirs(t).unwrap(), None);
+        assert_eq!(missing_dirs(&t.join("a/b/c")).unwrap(), Some(t.join("a")));
+        std::fs::write(t.join("f"), b"x").unwrap();
+        let e = missing_dirs(&t.join("f")).unwrap_err().to_string();
+        assert!(e.ends_with("f is a file, not a directory"), "{e}");
+        let e = missing_dirs(&t.join("f/sub")).unwrap_err().to_string();
+        assert!(e.contains("f is a file, not a directory"), "{e}");
+    }
 }

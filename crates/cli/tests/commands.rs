@@ -2,55 +2,19 @@
 
 mod common;
 
+use common::{cli, errors, text};
 use std::io::Write;
-use std::path::Path;
-use std::process::{Child, Command, Output};
-
-struct Serve {
-    child: Child,
-    addr: String,
-    admin: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path) -> Serve {
-    let (child, addr) = common::serve(dir, &[]);
-    let admin = common::admin_secret(dir);
-    Serve { child, addr, admin }
-}
-
-fn cli(s: &Serve, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cerberus"));
-    c.env("CERBERUS_DEVICE", &s.addr)
-        .env_remove("CERBERUS_NS")
-        .env_remove("CERBERUS_SECRET")
-        .env_remove("CERBERUS_ADMIN_SECRET");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.args(args).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 #[test]
 fn namespace_and_key_commands() {
     let dir = tempfile::tempdir().unwrap();
-    let s = serve(dir.path());
+    let s = common::start(dir.path(), &[]);
     let admin = [("CERBERUS_ADMIN_SECRET", s.admin.as_str())];
 
     // Without the admin credential: a clear error, exit code 2.
     let o = cli(&s, &[], &["ns", "create", "t"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("admin"));
+    assert!(errors(&o).contains("admin"));
 
     let o = cli(&s, &admin, &["ns", "create", "t", "--json"]);
     assert!(o.status.success(), "{o:?}");
@@ -64,11 +28,12 @@ fn namespace_and_key_commands() {
 
     assert!(cli(&s, &env, &["put", "k1", "hello"]).status.success());
     assert!(cli(&s, &env, &["put", "k2", "world"]).status.success());
+    // Not a terminal: the value exactly, no newline added.
     let o = cli(&s, &env, &["get", "k1"]);
-    assert_eq!(text(&o), "hello\n");
+    assert_eq!(text(&o), "hello");
     let o = cli(&s, &env, &["get", "nope"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not found"));
+    assert!(errors(&o).contains("not found"));
     let o = cli(&s, &env, &["put", "k1", "again", "--if-absent"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(cli(&s, &env, &["exists", "k2"]).status.code(), Some(0));
@@ -95,12 +60,8 @@ fn namespace_and_key_commands() {
 #[test]
 fn load_json_lines_and_csv() {
     let dir = tempfile::tempdir().unwrap();
-    let s = serve(&dir.path().join("data"));
-    let admin = [("CERBERUS_ADMIN_SECRET", s.admin.as_str())];
-    let o = cli(&s, &admin, &["ns", "create", "bulk", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let nsid = v["nsid"].as_u64().unwrap().to_string();
-    let secret = v["secret"].as_str().unwrap().to_string();
+    let s = common::start(&dir.path().join("data"), &[]);
+    let (nsid, secret) = common::tenant(&s, "bulk");
     let env = [
         ("CERBERUS_NS", nsid.as_str()),
         ("CERBERUS_SECRET", secret.as_str()),
@@ -117,7 +78,7 @@ fn load_json_lines_and_csv() {
         &env,
         &["load", jsonl.to_str().unwrap(), "--key-field", "user"],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{}", errors(&o));
     let o = cli(&s, &env, &["get", "u042"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["rating"], 2);
@@ -125,7 +86,7 @@ fn load_json_lines_and_csv() {
     let csv = dir.path().join("recs.csv");
     std::fs::write(&csv, "id,name,score\nc1,ann,3.5\nc2,bob,7\n").unwrap();
     let o = cli(&s, &env, &["load", csv.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{}", errors(&o));
     let v: serde_json::Value =
         serde_json::from_slice(&cli(&s, &env, &["get", "c2"]).stdout).unwrap();
     assert_eq!(
@@ -138,5 +99,5 @@ fn load_json_lines_and_csv() {
     std::fs::write(&badf, "{\"id\": \"ok\"}\n{\"other\": 1}\n").unwrap();
     let o = cli(&s, &env, &["load", badf.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("line 2"));
+    assert!(errors(&o).contains("line 2"));
 }

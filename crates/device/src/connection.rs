@@ -6,12 +6,13 @@
 //! pass the access check before it is queued; a refused command never reaches the engine.
 
 use crate::dispatch::Shared;
-use crate::workers::Workers;
+use crate::workers::{panic_message, Workers};
 use bytes::BytesMut;
 use cerberus_proto::{
     split_frame, Command, Frame, ProtoError, Reply, Request, Response, Status, DEVICE_NSID,
 };
 use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -215,12 +216,13 @@ fn handle(
                 }
             } else {
                 shared.metrics.record_refused(opcode);
+                // One answer for both, so a client cannot find out which namespaces exist.
                 Response::error(
                     cmd.cid,
                     cmd.nsid,
                     opcode,
                     Status::AccessDenied,
-                    "wrong credential".into(),
+                    "unknown namespace or wrong credential".into(),
                 )
             };
             let _ = tx.send(resp);
@@ -254,8 +256,24 @@ fn handle(
     let job_shared = shared.clone();
     let job_tx = tx.clone();
     let submitted = workers.submit(Box::new(move || {
-        let nsid = cmd.nsid;
-        let resp = job_shared.execute(cmd);
+        let (cid, nsid) = (cmd.cid, cmd.nsid);
+        // A panic must still answer the client, or it would wait for this command forever.
+        let resp = match catch_unwind(AssertUnwindSafe(|| job_shared.execute(cmd))) {
+            Ok(resp) => resp,
+            Err(payload) => {
+                let msg = panic_message(payload.as_ref());
+                tracing::error!(nsid, opcode, panic = msg, "command panicked");
+                Response::error(
+                    cid,
+                    nsid,
+                    opcode,
+                    Status::InternalError,
+                    format!(
+                        "the command panicked in the device ({msg}); the device is still serving"
+                    ),
+                )
+            }
+        };
         let ok = resp.status.is_success();
         job_shared
             .metrics

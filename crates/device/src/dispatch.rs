@@ -53,6 +53,10 @@ impl Shared {
 
     /// Runs `cmd` and builds its completion.
     pub fn execute(&self, cmd: Command) -> Response {
+        #[cfg(feature = "fault-injection")]
+        if let Some(resp) = fault::intercept(&cmd) {
+            return resp;
+        }
         let opcode = cmd.request.opcode() as u8;
         let (cid, nsid) = (cmd.cid, cmd.nsid);
         let outcome = self.run(cmd);
@@ -82,7 +86,8 @@ impl Shared {
                     return Err((
                         Status::InvalidValueSize,
                         format!(
-                            "value of {} bytes is over the limit of {}",
+                            "value is {} bytes; this device accepts values up to {} bytes \
+                             (max_value_len)",
                             value.len(),
                             self.config.max_value_len
                         ),
@@ -140,7 +145,15 @@ impl Shared {
                 max_keys,
             } => {
                 if start.len() > self.config.max_key_len as usize {
-                    return Err((Status::InvalidKeySize, "start key too long".into()));
+                    return Err((
+                        Status::InvalidKeySize,
+                        format!(
+                            "start key is {} bytes; this device accepts keys of up to {} bytes \
+                             (max_key_len)",
+                            start.len(),
+                            self.config.max_key_len
+                        ),
+                    ));
                 }
                 let limit = max_keys.min(self.config.max_list_keys) as usize;
                 let list = self
@@ -206,7 +219,7 @@ impl Shared {
             return Err((
                 Status::InvalidKeySize,
                 format!(
-                    "key of {} bytes: keys have 1 to {} bytes",
+                    "key is {} bytes; this device accepts keys of 1 to {} bytes (max_key_len)",
                     key.len(),
                     self.config.max_key_len
                 ),
@@ -239,4 +252,120 @@ fn engine(e: EngineError) -> (Status, String) {
         tracing::error!(error = %e, "engine error");
     }
     (status, e.to_string())
+}
+
+/// Test-only faults (feature `fault-injection`), armed over the wire since tests drive the
+/// device as a client: a store of [`fault::PANIC_NEXT_KEY`] whose value is a decimal count N
+/// makes the next N commands that reach a worker panic.
+#[cfg(feature = "fault-injection")]
+mod fault {
+    use cerberus_proto::{Command, Reply, Request, Response, Status};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// The NUL keeps it apart from any key a real client would pick.
+    const PANIC_NEXT_KEY: &[u8] = b"\0fault-injection:panic-next";
+
+    /// Process-global: a test that arms it must be the only one serving commands in its
+    /// process (tests/worker_panic.rs holds one test).
+    static PANIC_NEXT: AtomicU32 = AtomicU32::new(0);
+
+    /// Arms on the arming store (and answers it); panics if armed; else lets `cmd` run.
+    pub(super) fn intercept(cmd: &Command) -> Option<Response> {
+        let opcode = cmd.request.opcode() as u8;
+        if let Request::Store { key, value, .. } = &cmd.request {
+            if key.as_ref() == PANIC_NEXT_KEY {
+                let n = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u32>().ok());
+                return Some(match n {
+                    Some(n) => {
+                        PANIC_NEXT.store(n, Ordering::SeqCst);
+                        Response {
+                            cid: cmd.cid,
+                            nsid: cmd.nsid,
+                            opcode,
+                            status: Status::Success,
+                            reply: Reply::Empty,
+                        }
+                    }
+                    None => Response::error(
+                        cmd.cid,
+                        cmd.nsid,
+                        opcode,
+                        Status::InvalidField,
+                        "the fault count is a decimal number".into(),
+                    ),
+                });
+            }
+        }
+        let armed = PANIC_NEXT
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if armed {
+            panic!("injected fault (fault-injection feature)");
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn shared(dir: &std::path::Path) -> Shared {
+        let config = DeviceConfig {
+            data_dir: dir.to_path_buf(),
+            max_key_len: 16,
+            max_value_len: 100,
+            ..DeviceConfig::default()
+        };
+        let db = Db::open(dir.join("db"), config.engine_options()).unwrap();
+        let creds = Credentials::open(dir, None).unwrap();
+        Shared::new(db, creds, config)
+    }
+
+    fn store(s: &Shared, nsid: u32, key: &[u8], value_len: usize) -> Response {
+        s.execute(Command {
+            cid: 1,
+            nsid,
+            request: Request::Store {
+                key: Bytes::copy_from_slice(key),
+                value: Bytes::from(vec![7u8; value_len]),
+                mode: StoreMode::Always,
+                sync: false,
+            },
+        })
+    }
+
+    fn message(r: &Response) -> String {
+        match &r.reply {
+            Reply::Error(m) => m.clone(),
+            other => panic!("not an error reply: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn size_errors_name_the_size_given_and_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = shared(dir.path());
+        let nsid = s.db.create_namespace("t").unwrap();
+        assert!(store(&s, nsid, b"k", 100).status.is_success());
+
+        let r = store(&s, nsid, b"k", 101);
+        assert_eq!(r.status, Status::InvalidValueSize);
+        assert_eq!(
+            message(&r),
+            "value is 101 bytes; this device accepts values up to 100 bytes (max_value_len)"
+        );
+        let r = store(&s, nsid, &[b'k'; 17], 1);
+        assert_eq!(r.status, Status::InvalidKeySize);
+        assert_eq!(
+            message(&r),
+            "key is 17 bytes; this device accepts keys of 1 to 16 bytes (max_key_len)"
+        );
+        let r = store(&s, nsid, b"", 1);
+        assert_eq!(r.status, Status::InvalidKeySize);
+        assert!(message(&r).starts_with("key is 0 bytes;"));
+    }
 }

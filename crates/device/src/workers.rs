@@ -3,6 +3,7 @@
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread::JoinHandle;
 
 pub type Job = Box<dyn FnOnce() + Send>;
@@ -23,7 +24,14 @@ impl Workers {
                     .name(format!("cerberus-worker-{i}"))
                     .spawn(move || {
                         while let Ok(job) = rx.recv() {
-                            job();
+                            // Jobs answer their own panics (see `connection`); this catch only
+                            // keeps the thread, and so the pool, alive if one slips through.
+                            if let Err(payload) = catch_unwind(AssertUnwindSafe(job)) {
+                                tracing::error!(
+                                    panic = panic_message(payload.as_ref()),
+                                    "a worker job panicked"
+                                );
+                            }
                         }
                     })?,
             );
@@ -48,5 +56,55 @@ impl Workers {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+/// The text of a panic payload (`panic!` gives a `&str` or a `String`).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "a panic without a message"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_panicking_job_leaves_the_pool_at_full_strength() {
+        let workers = Workers::start(2).unwrap();
+        // More panics than threads: without the catch, no thread would be left.
+        for _ in 0..4 {
+            assert!(workers.submit(Box::new(|| panic!("job failed"))));
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        // Two jobs that only finish together: both threads must still be running.
+        for _ in 0..2 {
+            let (tx, barrier) = (tx.clone(), barrier.clone());
+            assert!(workers.submit(Box::new(move || {
+                barrier.wait();
+                let _ = tx.send(());
+            })));
+        }
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("both workers alive");
+        }
+        workers.stop();
+    }
+
+    #[test]
+    fn panic_messages_are_read_from_either_payload() {
+        let p = catch_unwind(|| panic!("static text")).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "static text");
+        let n = 7;
+        let p = catch_unwind(|| panic!("formatted {n}")).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "formatted 7");
     }
 }
