@@ -236,7 +236,6 @@ impl VersionSet {
         let file = match result {
             Ok(f) => f,
             Err(e) => {
-                self.broken = true;
                 if !renamed {
                     // Nothing names it; `CURRENT.tmp` is rewritten by the next attempt.
                     let _ = storage.delete(&name);
