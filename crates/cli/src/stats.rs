@@ -1,10 +1,10 @@
 //! `cerberus stats`: the device's JSON statistics as a readable summary, or as they are.
 //!
 //! The engine counts lookups (gets, exists checks, and the existence checks that deletes and
-//! conditional puts make) and, separately, the pages read per purpose. Filter blocks and
-//! value-log records are read by lookups only, so those are shown per lookup; index and data
-//! blocks are also read by key listings (and, device-wide, by background work), so they are
-//! shown as totals and never divided by the number of lookups.
+//! conditional puts make) and, apart from them, key listings, each with the pages they read
+//! per purpose: per-lookup figures come from lookups alone. A device that predates that split
+//! (no `listings` in its document) counts index and data pages of both together; those are
+//! then shown as totals and never divided by the number of lookups.
 
 use anyhow::Result;
 use serde_json::Value;
@@ -65,6 +65,12 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
         num(doc, "puts"),
         num(doc, "deletes")
     )?;
+    if let Some(keys) = doc.get("keys_estimate").and_then(Value::as_u64) {
+        writeln!(
+            out,
+            "keys ~{keys} (estimate: overwritten versions and deletes count until compacted)"
+        )?;
+    }
     let lookups = num(doc, "gets");
     writeln!(
         out,
@@ -89,30 +95,60 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
         writeln!(out, "lookups answered by: {}", parts.join(", "))?;
     }
     let pages = doc.get("pages").and_then(Value::as_object);
+    let listings = doc.get("listings");
+    // The purposes whose page reads lookups alone cause: every one once listings are
+    // counted apart (a namespace), else those listings never read.
+    let split = listings.is_some() && !device_wide;
+    let lookup_only = |purpose: &str| split || LOOKUP_ONLY_PAGES.iter().any(|(p, _)| *p == purpose);
     if lookups > 0 {
         let per = |n: u64| n as f64 / lookups as f64;
         let mut parts = vec![format!("filter loads {:.3}", per(num(doc, "filter_loads")))];
-        if let Some(pages) = pages {
-            for (purpose, label) in LOOKUP_ONLY_PAGES {
-                let n = pages.get(purpose).and_then(Value::as_u64).unwrap_or(0);
+        if split {
+            parts.push(format!("index loads {:.3}", per(num(doc, "index_loads"))));
+        }
+        for (purpose, n) in pages.into_iter().flat_map(in_purpose_order) {
+            if lookup_only(purpose) {
+                let label = LOOKUP_ONLY_PAGES
+                    .iter()
+                    .find(|(p, _)| *p == purpose)
+                    .map_or_else(|| format!("{purpose} pages"), |(_, l)| l.to_string());
                 parts.push(format!("{label} {:.3}", per(n)));
             }
         }
         writeln!(out, "per lookup: {}", parts.join(", "))?;
     }
-    if let Some(pages) = pages {
-        // The engine's purpose order, whatever order the map keeps; names it adds later last.
-        let known = PURPOSES.iter().filter_map(|p| pages.get_key_value(*p));
-        let added = pages
-            .iter()
-            .filter(|(p, _)| !PURPOSES.contains(&p.as_str()));
-        let shared: Vec<String> = known
-            .chain(added)
-            .filter(|(purpose, _)| {
-                device_wide || !LOOKUP_ONLY_PAGES.iter().any(|(p, _)| p == purpose)
-            })
-            .map(|(purpose, n)| format!("{purpose} {}", n.as_u64().unwrap_or(0)))
-            .collect();
+    if let Some(l) = listings {
+        let calls = num(l, "calls");
+        if calls > 0 {
+            let read: Vec<String> = l
+                .get("pages")
+                .and_then(Value::as_object)
+                .map(|p| {
+                    in_purpose_order(p)
+                        .filter(|(_, n)| *n > 0)
+                        .map(|(purpose, n)| format!("{purpose} {n}"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "key listings {calls}, keys listed {}, page reads: {}",
+                num(l, "keys"),
+                if read.is_empty() {
+                    "none".to_string()
+                } else {
+                    read.join(", ")
+                }
+            )?;
+        }
+    }
+    let shared: Vec<String> = pages
+        .into_iter()
+        .flat_map(in_purpose_order)
+        .filter(|(purpose, _)| device_wide || !lookup_only(purpose))
+        .map(|(purpose, n)| format!("{purpose} {n}"))
+        .collect();
+    if !shared.is_empty() {
         let whose = if device_wide {
             "all work (lookups, key listings, background)"
         } else {
@@ -133,6 +169,20 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
         }
     }
     Ok(())
+}
+
+/// Counts by purpose in the engine's order, whatever order the map keeps; names it adds
+/// later come last.
+fn in_purpose_order(
+    pages: &serde_json::Map<String, Value>,
+) -> impl Iterator<Item = (&str, u64)> + '_ {
+    let known = PURPOSES.iter().filter_map(|p| pages.get_key_value(*p));
+    let added = pages
+        .iter()
+        .filter(|(p, _)| !PURPOSES.contains(&p.as_str()));
+    known
+        .chain(added)
+        .map(|(p, n)| (p.as_str(), n.as_u64().unwrap_or(0)))
 }
 
 fn num(doc: &Value, k: &str) -> u64 {
@@ -198,5 +248,32 @@ mod tests {
         assert!(text.contains(
             "page reads, all work (lookups, key listings, background): filter 2, index 9, data 5, value 3, log 0, other 0\n"
         ), "{text}");
+    }
+
+    #[test]
+    fn with_listings_apart_every_purpose_is_per_lookup_and_listings_get_their_line() {
+        let mut doc = namespace_doc(40);
+        let obj = doc.as_object_mut().unwrap();
+        obj.insert("keys_estimate".into(), json!(1234));
+        obj.insert(
+            "listings".into(),
+            json!({"calls": 2, "keys": 300, "index_loads": 1,
+                   "pages": {"filter": 0, "index": 1, "data": 30, "value": 0, "log": 0, "other": 0}}),
+        );
+        let text = render(&doc);
+        assert!(text.contains("keys ~1234 (estimate"), "{text}");
+        assert!(
+            text.contains(
+                "per lookup: filter loads 0.500, index loads 2.250, filter pages 0.500, \
+                 index pages 2.250, data pages 10.000, value-log pages 0.750, log pages 0.000, \
+                 other pages 0.000\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("key listings 2, keys listed 300, page reads: index 1, data 30\n"),
+            "{text}"
+        );
+        assert!(!text.contains("together"), "{text}");
     }
 }

@@ -272,17 +272,25 @@ fn stats_give_per_lookup_figures_from_lookups_only() {
             .unwrap_or_else(|| panic!("no per-lookup line: {t}"))
             .to_string()
     };
-    assert!(!per_lookup(&before).contains("data"), "{before}");
-    let data_pages = || json(&s)["pages"]["data"].as_u64().unwrap();
-    let data_before = data_pages();
+    assert!(per_lookup(&before).contains("data pages "), "{before}");
+    assert!(before.contains("keys ~3000 (estimate"), "{before}");
+    let listing_pages = || json(&s)["listings"]["pages"]["data"].as_u64().unwrap();
+    let lookup_pages = || json(&s)["pages"]["data"].as_u64().unwrap();
+    let (listed_before, looked_before) = (listing_pages(), lookup_pages());
 
-    // A listing reads data pages: the totals grow, the per-lookup figures stay.
+    // A listing reads data pages: its own counters grow, the lookups' and the per-lookup
+    // figures stay.
     assert_eq!(text(&cli(&s, &env, &["list"])).lines().count(), 3000);
-    assert!(data_pages() > data_before, "the listing read no data page");
+    assert!(
+        listing_pages() > listed_before,
+        "the listing read no data page"
+    );
+    assert_eq!(lookup_pages(), looked_before);
     let after = text(&cli(&s, &env, &["stats"]));
     assert_eq!(per_lookup(&before), per_lookup(&after));
+    assert!(after.contains("key listings "), "{after}");
     assert!(
-        after.contains("page reads, lookups and key listings together: index "),
+        after.contains(", keys listed 3000, page reads: "),
         "{after}"
     );
 }

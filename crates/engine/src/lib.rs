@@ -26,4 +26,4 @@ pub use error::{Error, Result};
 pub use iter::KeyList;
 pub use key::Nsid;
 pub use options::{Layout, Options, StorageKind, WriteOptions};
-pub use stats::{DbStats, LevelStats, NamespaceInfo, NamespaceStats, StepCost};
+pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

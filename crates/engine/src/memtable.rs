@@ -93,6 +93,21 @@ impl Memtable {
         self.max_seq.load(Relaxed)
     }
 
+    /// Entries (versions and tombstones) of namespace `ns`: a walk over its range.
+    pub fn entries_of(&self, ns: crate::key::Nsid) -> u64 {
+        let lo = MemKey {
+            user: Bytes::copy_from_slice(&ns.to_be_bytes()),
+            seq: SeqNo::MAX,
+        };
+        let in_ns = |e: &crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>| {
+            e.key().user.get(..crate::key::NSID_LEN) == Some(&ns.to_be_bytes()[..])
+        };
+        self.map
+            .range((Bound::Included(&lo), Bound::Unbounded))
+            .take_while(in_ns)
+            .count() as u64
+    }
+
     /// All entries in order (newest version of a key first).
     pub fn iter(&self) -> impl Iterator<Item = (MemKey, MemValue)> + '_ {
         self.map

@@ -150,6 +150,29 @@ pub struct NamespaceStats {
     /// Pages those reads touched (the NAND page size, or 4 KiB on other storage).
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub pages: [u64; IoPurpose::COUNT],
+    /// Key listings of this namespace, with their own storage reads (the figures above
+    /// are the point lookups' alone, so per-get averages stay per get).
+    pub listings: ListingStats,
+    /// Entries this namespace holds in memtables and tables: every live key once the
+    /// tree is compacted, more while overwritten versions and tombstones wait for
+    /// compaction (as RocksDB's `estimate-num-keys`).
+    pub keys_estimate: u64,
+}
+
+/// Key listings of one namespace and the storage reads they made.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ListingStats {
+    /// Listing calls (one page of keys each).
+    pub calls: u64,
+    /// Keys they returned.
+    pub keys: u64,
+    pub index_loads: u64,
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
+    pub reads: [u64; IoPurpose::COUNT],
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
+    pub read_bytes: [u64; IoPurpose::COUNT],
+    #[serde(serialize_with = "IoPurpose::serialize_counts")]
+    pub pages: [u64; IoPurpose::COUNT],
 }
 
 /// Live counters, updated with relaxed atomics on the hot paths. The engine keeps one set per
@@ -184,6 +207,9 @@ pub(crate) struct Counters {
     pub write_slowdowns: AtomicU64,
     pub gc_segments_deleted: AtomicU64,
     pub gc_bytes_rewritten: AtomicU64,
+    /// Key listings and the keys they returned (a namespace's listing counters only).
+    pub lists: AtomicU64,
+    pub keys_listed: AtomicU64,
 }
 
 impl Default for Counters {
@@ -224,6 +250,8 @@ impl Counters {
             write_slowdowns: Default::default(),
             gc_segments_deleted: Default::default(),
             gc_bytes_rewritten: Default::default(),
+            lists: Default::default(),
+            keys_listed: Default::default(),
         }
     }
 
@@ -314,6 +342,22 @@ impl Counters {
             reads: one.reads,
             read_bytes: one.read_bytes,
             pages: one.pages,
+            listings: ListingStats::default(),
+            keys_estimate: 0,
+        }
+    }
+
+    /// These counters read as a namespace's listing counters.
+    pub fn listing_stats(&self) -> ListingStats {
+        let g = |c: &AtomicU64| c.load(Relaxed);
+        let all = |a: &[AtomicU64; IoPurpose::COUNT]| std::array::from_fn(|p| g(&a[p]));
+        ListingStats {
+            calls: g(&self.lists),
+            keys: g(&self.keys_listed),
+            index_loads: g(&self.index_loads),
+            reads: all(&self.reads),
+            read_bytes: all(&self.read_bytes),
+            pages: all(&self.pages),
         }
     }
 
@@ -379,6 +423,8 @@ mod tests {
         assert!(v["nand"].is_null());
         let n = serde_json::to_value(NamespaceStats::default()).unwrap();
         assert_eq!(n["pages"]["value"], 0);
+        assert_eq!(n["listings"]["pages"]["data"], 0);
+        assert_eq!(n["keys_estimate"], 0);
         let i = serde_json::to_value(NamespaceInfo {
             nsid: 3,
             name: "t".into(),

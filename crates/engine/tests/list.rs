@@ -562,3 +562,87 @@ fn concurrent_sync_writes_survive_crash() {
         }
     }
 }
+
+/// Listings count their reads apart from gets, so per-get figures are the gets' alone; the
+/// key estimate counts every version until compaction leaves one per live key.
+#[test]
+fn listing_reads_and_key_estimate_apart_from_gets() {
+    for layout in [Layout::PerNamespace, Layout::Shared] {
+        let opts = Options {
+            layout,
+            auto_compaction: false,
+            memtable_bytes: 1 << 20,
+            ..common::small_options()
+        };
+        let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
+        let a = db.create_namespace("a").unwrap();
+        let b = db.create_namespace("b").unwrap();
+        for i in 0..300 {
+            db.put_ns(a, &key(i), &[7u8; 100]).unwrap();
+            db.put_ns(b, &key(i), &[8u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        // Versions in the memtable and in L0 (shared by both namespaces): overwrites and
+        // deletes are counted until compaction.
+        for i in 0..50 {
+            db.put_ns(a, &key(i), b"again").unwrap();
+            db.delete_ns(a, &key(i + 100)).unwrap();
+        }
+        assert_eq!(
+            db.namespace_stats(a).unwrap().keys_estimate,
+            400,
+            "{layout:?}"
+        );
+        assert_eq!(
+            db.namespace_stats(b).unwrap().keys_estimate,
+            300,
+            "{layout:?}"
+        );
+        db.compact_all().unwrap();
+        assert_eq!(
+            db.namespace_stats(a).unwrap().keys_estimate,
+            250,
+            "{layout:?}"
+        );
+        assert_eq!(
+            db.namespace_stats(b).unwrap().keys_estimate,
+            300,
+            "{layout:?}"
+        );
+
+        let before = db.namespace_stats(a).unwrap();
+        let mut start = Vec::new();
+        let mut listed = 0;
+        loop {
+            let page = db.list_keys_ns(a, &start, !start.is_empty(), 64).unwrap();
+            listed += page.keys.len() as u64;
+            match (page.more, page.keys.last()) {
+                (true, Some(k)) => start = k.to_vec(),
+                _ => break,
+            }
+        }
+        assert_eq!(listed, 250);
+        let after = db.namespace_stats(a).unwrap();
+        assert_eq!(after.listings.calls - before.listings.calls, 4);
+        assert_eq!(after.listings.keys - before.listings.keys, 250);
+        let data = IoPurpose::Data as usize;
+        assert!(after.listings.pages[data] > before.listings.pages[data]);
+        assert_eq!(
+            after.pages, before.pages,
+            "{layout:?}: a listing counted as gets"
+        );
+        assert_eq!(after.gets, before.gets);
+
+        assert!(db.get_ns(a, &key(200)).unwrap().is_some());
+        let got = db.namespace_stats(a).unwrap();
+        assert_eq!(got.gets, 1);
+        assert!(
+            got.pages[data] > after.pages[data],
+            "{layout:?}: a get read no page"
+        );
+        assert_eq!(got.listings.pages, after.listings.pages);
+        // The database totals still hold both.
+        let total = db.stats();
+        assert!(total.pages[data] >= got.pages[data] + got.listings.pages[data]);
+    }
+}

@@ -131,7 +131,20 @@ struct BgState {
 /// A live namespace as reads and writes see it.
 struct NsEntry {
     name: String,
+    /// Its writes and point lookups.
     counters: Arc<Counters>,
+    /// Its key listings, apart so per-get figures come from gets alone.
+    list_counters: Arc<Counters>,
+}
+
+impl NsEntry {
+    fn new(name: &str, page_size: u64) -> NsEntry {
+        NsEntry {
+            name: name.to_string(),
+            counters: Arc::new(Counters::new(page_size)),
+            list_counters: Arc::new(Counters::new(page_size)),
+        }
+    }
 }
 
 /// The namespaces, mirrored from the manifest for the hot paths.
@@ -248,13 +261,7 @@ impl Db {
                 .namespaces
                 .live
                 .iter()
-                .map(|(id, name)| {
-                    let e = NsEntry {
-                        name: name.clone(),
-                        counters: Arc::new(Counters::new(page_size)),
-                    };
-                    (*id, Arc::new(e))
-                })
+                .map(|(id, name)| (*id, Arc::new(NsEntry::new(name, page_size))))
                 .collect(),
             dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
             retired: Vec::new(),
@@ -871,8 +878,12 @@ impl Inner {
 
     /// The counters of a live namespace, or `UnknownNamespace`.
     fn ns_counters(&self, ns: Nsid) -> Result<Arc<Counters>> {
+        Ok(self.ns_entry(ns)?.counters.clone())
+    }
+
+    fn ns_entry(&self, ns: Nsid) -> Result<Arc<NsEntry>> {
         match self.namespaces.read().live.get(&ns) {
-            Some(e) => Ok(e.counters.clone()),
+            Some(e) => Ok(e.clone()),
             None => Err(Error::UnknownNamespace(ns)),
         }
     }
@@ -1186,7 +1197,7 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let c = self.ns_counters(ns)?;
+        let c = self.ns_entry(ns)?.list_counters.clone();
         // One super version and one seqno, taken in this order as `lookup` does: the
         // listing is the state at that seqno.
         let sv = self.super_version();
@@ -1196,7 +1207,10 @@ impl Inner {
             .cloned()
             .collect();
         let mut scan = SnapshotScan::new(&mems, sv.version.clone(), ns, snapshot, &c)?;
-        scan.list(start, exclusive, limit)
+        let list = scan.list(start, exclusive, limit)?;
+        Counters::add(&c.lists, 1);
+        Counters::add(&c.keys_listed, list.keys.len() as u64);
+        Ok(list)
     }
 
     fn get(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
@@ -1331,10 +1345,7 @@ impl Inner {
                 ..VersionEdit::default()
             },
         )?;
-        let entry = NsEntry {
-            name: name.to_string(),
-            counters: Arc::new(Counters::new(self.counters.page_size())),
-        };
+        let entry = NsEntry::new(name, self.counters.page_size());
         self.namespaces.write().live.insert(ns, Arc::new(entry));
         Ok(ns)
     }
@@ -1391,6 +1402,7 @@ impl Inner {
             let mut state = self.namespaces.write();
             if let Some(e) = state.live.remove(&ns) {
                 state.retired.push(e.counters.clone());
+                state.retired.push(e.list_counters.clone());
             }
             let mut dead = (*state.dead).clone();
             dead.insert(ns);
@@ -1402,9 +1414,20 @@ impl Inner {
     }
 
     fn namespace_stats(&self, ns: Nsid) -> Result<NamespaceStats> {
-        let c = self.ns_counters(ns)?;
-        let mut s = c.namespace_stats(ns, self.opts.num_levels);
-        let version = self.super_version().version.clone();
+        let entry = self.ns_entry(ns)?;
+        let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
+        s.listings = entry.list_counters.listing_stats();
+        let sv = self.super_version();
+        s.keys_estimate = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .map(|m| m.entries_of(ns))
+            .sum::<u64>();
+        for t in sv.version.levels.iter().flatten().chain(&sv.version.runs) {
+            if t.may_hold_namespace(ns) {
+                s.keys_estimate += t.entries_of(ns)?;
+            }
+        }
+        let version = sv.version.clone();
         s.levels = version
             .levels
             .iter()
@@ -1891,7 +1914,7 @@ impl Inner {
         for c in state
             .live
             .values()
-            .map(|e| &e.counters)
+            .flat_map(|e| [&e.counters, &e.list_counters])
             .chain(&state.retired)
         {
             c.accumulate(&mut s, n);

@@ -58,7 +58,7 @@ impl TableReader {
         Ok(reader)
     }
 
-    #[cfg(test)]
+    /// Per namespace in the table: its key range and entry count.
     pub fn nstable(&self) -> &[NsRange] {
         &self.nstable
     }

@@ -87,6 +87,23 @@ impl TableHandle {
         (lo == crate::key::ikey_nsid(&self.props.largest)).then_some(lo)
     }
 
+    /// Entries (versions and tombstones) of namespace `ns` in the table; a table of several
+    /// namespaces is opened to read its namespace table.
+    pub fn entries_of(&self, ns: crate::key::Nsid) -> Result<u64> {
+        if !self.may_hold_namespace(ns) {
+            return Ok(0);
+        }
+        if self.only_namespace() == Some(ns) {
+            return Ok(self.props.entries);
+        }
+        let r = self.reader()?;
+        Ok(r.nstable()
+            .iter()
+            .filter(|n| n.nsid == ns)
+            .map(|n| n.count)
+            .sum())
+    }
+
     /// Whether the table's key range reaches into namespace `ns`.
     pub fn may_hold_namespace(&self, ns: crate::key::Nsid) -> bool {
         let lo = crate::key::ikey_nsid(&self.props.smallest);
