@@ -11,7 +11,7 @@ use cerberus_proto::StoreMode;
 use clap::{Parser, Subcommand, ValueEnum};
 use limits::Limits;
 use std::io::{IsTerminal, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -643,14 +643,6 @@ fn serve(args: ServeArgs) -> Result<()> {
     if args.admin_secret.is_some() {
         config.admin_secret = args.admin_secret;
     }
-    config.validate()?;
-    // Everything that can be checked without side effects is, before the device creates
-    // its directory: a failed start should leave nothing behind.
-    let created = missing_dirs(&config.data_dir)?;
-    check_can_listen(&config.listen)?;
-    if let Some(m) = &config.metrics_listen {
-        check_can_listen(m)?;
-    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -660,17 +652,9 @@ fn serve(args: ServeArgs) -> Result<()> {
         .init();
     let given_admin = config.admin_secret.is_some();
     let data_dir = config.data_dir.clone();
-    let device = match Device::start(config) {
-        Ok(d) => d,
-        Err(e) => {
-            // Whatever failed after the checks (a TLS file, the engine, a port taken since):
-            // take away the directories this start made, and only those.
-            if let Some(top) = created {
-                let _ = std::fs::remove_dir_all(top);
-            }
-            return Err(e.into());
-        }
-    };
+    // The device checks ports and files before it creates its directory, and takes away
+    // what it made when a start fails.
+    let device = Device::start(config)?;
     if given_admin {
         eprintln!("admin credential: as given");
     } else {
@@ -688,45 +672,6 @@ fn serve(args: ServeArgs) -> Result<()> {
     device.stop_on_signals()?;
     device.wait()?;
     Ok(())
-}
-
-/// Checks that `dir` is, or can become, a directory, and returns the outermost of the
-/// directories that creating it would make (`None` if it exists).
-fn missing_dirs(dir: &Path) -> Result<Option<PathBuf>> {
-    let mut outermost = None;
-    // An error other than "not found" (such as "not a directory" under a file): the
-    // ancestors may say why; if they do not, it is the answer.
-    let mut unexplained: Option<(PathBuf, std::io::Error)> = None;
-    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
-        match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => break,
-            Ok(_) if p == dir => {
-                bail!("data directory {} is a file, not a directory", p.display())
-            }
-            Ok(_) => bail!(
-                "data directory {}: {} is a file, not a directory",
-                dir.display(),
-                p.display()
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                outermost = Some(p.to_path_buf());
-            }
-            Err(e) => {
-                unexplained.get_or_insert((p.to_path_buf(), e));
-            }
-        }
-    }
-    if let Some((p, e)) = unexplained {
-        return Err(e).with_context(|| format!("data directory {}", p.display()));
-    }
-    Ok(outermost)
-}
-
-/// Binds `addr` once and lets it go: a port in use is found before anything is created.
-fn check_can_listen(addr: &str) -> Result<()> {
-    std::net::TcpListener::bind(addr)
-        .map(drop)
-        .with_context(|| format!("cannot listen on {addr}"))
 }
 
 #[cfg(test)]
@@ -807,18 +752,5 @@ mod tests {
         assert_eq!(error_text(&e), "starting: afile: File exists");
         let e = anyhow::anyhow!("inner").context("outer");
         assert_eq!(error_text(&e), "outer: inner");
-    }
-
-    #[test]
-    fn missing_dirs_finds_the_outermost_and_refuses_files() {
-        let tmp = tempfile::tempdir().unwrap();
-        let t = tmp.path();
-        assert_eq!(missing_dirs(t).unwrap(), None);
-        assert_eq!(missing_dirs(&t.join("a/b/c")).unwrap(), Some(t.join("a")));
-        std::fs::write(t.join("f"), b"x").unwrap();
-        let e = missing_dirs(&t.join("f")).unwrap_err().to_string();
-        assert!(e.ends_with("f is a file, not a directory"), "{e}");
-        let e = missing_dirs(&t.join("f/sub")).unwrap_err().to_string();
-        assert!(e.contains("f is a file, not a directory"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 mod auth;
 mod config;
 mod connection;
+mod data_dir;
 mod dispatch;
 mod error;
 mod metrics;

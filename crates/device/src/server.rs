@@ -5,8 +5,9 @@ use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::connection::{self, stopped};
 use crate::dispatch::Shared;
+use crate::error::bind;
 use crate::workers::Workers;
-use crate::{tls, DeviceError};
+use crate::{data_dir, tls, DeviceError};
 use cerberus_engine::Db;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -40,20 +41,12 @@ impl Device {
     /// runtime of its own. Returns once the device accepts connections.
     pub fn start(config: DeviceConfig) -> Result<DeviceHandle, DeviceError> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|e| DeviceError::io(&config.data_dir, e))?;
-        let creds = Credentials::open(&config.data_dir, config.admin_secret.as_deref())?;
-        let admin_secret = creds.admin_secret().to_string();
+        // What can fail without side effects goes first (TLS files, ports), then the data
+        // directory; should anything after it fail, the directories this start made go.
         let tls = match (&config.tls_cert, &config.tls_key) {
             (Some(c), Some(k)) => Some(tls::acceptor(c, k)?),
             _ => None,
         };
-        let db_dir = config.data_dir.join("db");
-        std::fs::create_dir_all(&db_dir).map_err(|e| DeviceError::io(&db_dir, e))?;
-        let db = Db::open(&db_dir, config.engine_options())?;
-        let workers = Arc::new(
-            Workers::start(config.worker_threads()).map_err(|e| DeviceError::io("workers", e))?,
-        );
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.network_threads.max(1))
             .thread_name("cerberus-net")
@@ -61,19 +54,22 @@ impl Device {
             .build()
             .map_err(|e| DeviceError::io("runtime", e))?;
         let (listener, metrics) = runtime.block_on(async {
-            let l = TcpListener::bind(&config.listen)
-                .await
-                .map_err(|e| DeviceError::io(&config.listen, e))?;
+            let l = bind(&config.listen).await?;
             let m = match &config.metrics_listen {
-                Some(a) => Some(
-                    TcpListener::bind(a)
-                        .await
-                        .map_err(|e| DeviceError::io(a, e))?,
-                ),
+                Some(a) => Some(bind(a).await?),
                 None => None,
             };
             Ok::<_, DeviceError>((l, m))
         })?;
+        let created = data_dir::create(&config.data_dir)?;
+        let creds = Credentials::open(&config.data_dir, config.admin_secret.as_deref())?;
+        let admin_secret = creds.admin_secret().to_string();
+        let db_dir = config.data_dir.join("db");
+        std::fs::create_dir_all(&db_dir).map_err(|e| DeviceError::io(&db_dir, e))?;
+        let db = Db::open(&db_dir, config.engine_options())?;
+        let workers = Arc::new(
+            Workers::start(config.worker_threads()).map_err(|e| DeviceError::io("workers", e))?,
+        );
         let local_addr = listener
             .local_addr()
             .map_err(|e| DeviceError::io(&config.listen, e))?;
@@ -112,6 +108,7 @@ impl Device {
                 Ok(())
             })
             .map_err(|e| DeviceError::io("device thread", e))?;
+        created.keep();
         Ok(DeviceHandle {
             local_addr,
             metrics_addr,

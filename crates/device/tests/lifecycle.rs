@@ -61,3 +61,54 @@ fn metrics_endpoint_reports_commands_per_namespace_and_engine_counters() {
     assert!(text.contains("cerberus_compactions_total"));
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn a_failed_start_leaves_nothing_behind_and_says_why_once() {
+    use cerberus_device::{Device, DeviceConfig, DeviceError};
+    let tmp = tempfile::tempdir().unwrap();
+    let fresh = tmp.path().join("fresh");
+    let config = |listen: String, metrics: Option<String>| DeviceConfig {
+        data_dir: fresh.join("data"),
+        listen,
+        metrics_listen: metrics,
+        ..DeviceConfig::default()
+    };
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for (listen, metrics) in [
+        (addr.clone(), None),
+        ("127.0.0.1:0".to_string(), Some(addr.clone())),
+    ] {
+        let Err(e) = Device::start(config(listen, metrics)) else {
+            panic!("started on a port in use");
+        };
+        assert!(matches!(e, DeviceError::Listen { .. }), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("cannot listen on {addr}: ")),
+            "{text}"
+        );
+        assert!(std::error::Error::source(&e).is_none());
+        assert!(!fresh.exists(), "a failed start left {}", fresh.display());
+    }
+
+    // The engine refuses its options (after the data directory is made): the start made
+    // the data directory, and takes it away again.
+    let mut c = config("127.0.0.1:0".into(), None);
+    c.engine.memtable_bytes = 0;
+    let e = Device::start(c).err().expect("refused");
+    assert!(!fresh.exists(), "{e}: left {}", fresh.display());
+
+    let afile = tmp.path().join("afile");
+    std::fs::write(&afile, "x").unwrap();
+    let mut c = config("127.0.0.1:0".into(), None);
+    c.data_dir = afile.clone();
+    let e = Device::start(c).err().expect("refused");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "data directory {} is a file, not a directory",
+            afile.display()
+        )
+    );
+}
