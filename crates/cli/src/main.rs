@@ -2,18 +2,18 @@
 
 mod limits;
 mod load;
+mod serve;
+mod session;
 mod stats;
 
 use anyhow::{bail, Context, Result};
-use cerberus_device::{Device, DeviceConfig, StorageChoice, ADMIN_SECRET_FILE, DEFAULT_LISTEN};
-use cerberus_host::{BlockingClient, ClientConfig, TlsOptions};
+use cerberus_device::{ADMIN_SECRET_FILE, DEFAULT_LISTEN};
 use cerberus_proto::StoreMode;
 use clap::{Parser, Subcommand, ValueEnum};
-use limits::Limits;
-use std::io::{IsTerminal, Read, Write};
+use session::{authenticate, connect, read_stdin_value, Session};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -294,7 +294,7 @@ fn error_text(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Serve(args) => {
-            serve(args)?;
+            serve::serve(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Ns(cmd) => ns_command(cmd),
@@ -414,67 +414,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// A connection authenticated for one namespace, and the device's limits.
-struct Session {
-    client: BlockingClient,
-    nsid: u32,
-    limits: Option<Limits>,
-}
-
-impl Session {
-    fn open(target: &DataTarget) -> Result<Session> {
-        let client = connect(&target.conn)?;
-        let nsid = authenticate(&client, &target.auth)?;
-        let limits = Limits::of(&client);
-        Ok(Session {
-            client,
-            nsid,
-            limits,
-        })
-    }
-
-    fn check_key(&self, key: &[u8]) -> Result<()> {
-        match &self.limits {
-            Some(l) => l.check_key(key).map_err(anyhow::Error::msg),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Reads the value of `put KEY` from stdin, up to the device's limit: past it, the rest is
-/// only counted, so the error can say how large the value was.
-fn read_stdin_value(limits: Option<&Limits>) -> Result<Vec<u8>> {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        bail!("no value: give it after the key, or on standard input (cerberus put KEY < FILE)");
-    }
-    let mut input = stdin.lock();
-    let mut value = Vec::new();
-    match limits {
-        Some(l) => {
-            let max = u64::from(l.max_value_len);
-            (&mut input)
-                .take(max + 1)
-                .read_to_end(&mut value)
-                .context("reading the value from standard input")?;
-            if value.len() as u64 > max {
-                let rest = std::io::copy(&mut input, &mut std::io::sink())
-                    .context("reading the value from standard input")?;
-                bail!(limits::value_too_large(
-                    value.len() as u64 + rest,
-                    l.max_value_len
-                ));
-            }
-        }
-        None => {
-            input
-                .read_to_end(&mut value)
-                .context("reading the value from standard input")?;
-        }
-    }
-    Ok(value)
-}
-
 fn list(s: &Session, start: Option<&str>, prefix: Option<&str>, limit: Option<u64>) -> Result<()> {
     let start = start.unwrap_or_default().as_bytes();
     let prefix = prefix.unwrap_or_default().as_bytes();
@@ -567,111 +506,6 @@ fn ns_command(cmd: NsCmd) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Authenticates for `--ns` with `--secret` and returns the namespace id.
-fn authenticate(client: &BlockingClient, auth: &NsAuth) -> Result<u32> {
-    let nsid = auth
-        .ns
-        .context("no namespace: give --ns NSID or set CERBERUS_NS")?;
-    let secret = auth
-        .secret
-        .as_deref()
-        .context("no credential: give --secret or set CERBERUS_SECRET")?;
-    client
-        .authenticate(nsid, secret)
-        .with_context(|| format!("authenticating for namespace {nsid}"))?;
-    Ok(nsid)
-}
-
-fn connect(conn: &Conn) -> Result<BlockingClient> {
-    let tls = match &conn.tls_ca {
-        Some(ca) => {
-            let name = match &conn.tls_name {
-                Some(n) => n.clone(),
-                None => conn
-                    .device
-                    .rsplit_once(':')
-                    .map_or(conn.device.as_str(), |(h, _)| h)
-                    .trim_matches(|c| c == '[' || c == ']')
-                    .to_string(),
-            };
-            Some(TlsOptions {
-                ca_cert_pem: std::fs::read(ca)
-                    .with_context(|| format!("reading {}", ca.display()))?,
-                server_name: name,
-            })
-        }
-        None => None,
-    };
-    let mut config =
-        ClientConfig::new(conn.device.clone()).with_request_timeout(Duration::from_secs(60));
-    if let Some(t) = tls {
-        config = config.with_tls(t);
-    }
-    BlockingClient::connect_with(config)
-        .with_context(|| format!("connecting to the device at {}", conn.device))
-}
-
-fn serve(args: ServeArgs) -> Result<()> {
-    let mut config = match &args.config {
-        Some(path) => DeviceConfig::from_toml_file(path)?,
-        None => DeviceConfig::default(),
-    };
-    if let Some(d) = args.data_dir {
-        config.data_dir = d;
-    }
-    if let Some(l) = args.listen {
-        config.listen = l;
-    }
-    if let Some(s) = args.storage {
-        config.storage = match s {
-            StorageArg::Posix => StorageChoice::Posix,
-            StorageArg::Nand => StorageChoice::Nand,
-        };
-    }
-    if let Some(m) = args.metrics {
-        config.metrics_listen = Some(m);
-    }
-    if args.tls_cert.is_some() {
-        config.tls_cert = args.tls_cert;
-        config.tls_key = args.tls_key;
-    }
-    if args.sync {
-        config.sync = true;
-    }
-    if args.admin_secret.is_some() {
-        config.admin_secret = args.admin_secret;
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let given_admin = config.admin_secret.is_some();
-    let data_dir = config.data_dir.clone();
-    // The device checks ports and files before it creates its directory, and takes away
-    // what it made when a start fails.
-    let device = Device::start(config)?;
-    if given_admin {
-        eprintln!("admin credential: as given");
-    } else {
-        eprintln!(
-            "admin credential: {}",
-            data_dir.join(ADMIN_SECRET_FILE).display()
-        );
-    }
-    // Scripts wait for this line to know the device is up.
-    println!("listening on {}", device.local_addr());
-    if let Some(m) = device.metrics_addr() {
-        println!("metrics on http://{m}/metrics");
-    }
-    std::io::stdout().flush()?;
-    device.stop_on_signals()?;
-    device.wait()?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,67 @@
+//! `cerberus serve`: the device on this machine, from a config file and flags.
+
+use super::{ServeArgs, StorageArg};
+use anyhow::Result;
+use cerberus_device::{Device, DeviceConfig, StorageChoice, ADMIN_SECRET_FILE};
+use std::io::Write;
+
+pub fn serve(args: ServeArgs) -> Result<()> {
+    let mut config = match &args.config {
+        Some(path) => DeviceConfig::from_toml_file(path)?,
+        None => DeviceConfig::default(),
+    };
+    if let Some(d) = args.data_dir {
+        config.data_dir = d;
+    }
+    if let Some(l) = args.listen {
+        config.listen = l;
+    }
+    if let Some(s) = args.storage {
+        config.storage = match s {
+            StorageArg::Posix => StorageChoice::Posix,
+            StorageArg::Nand => StorageChoice::Nand,
+        };
+    }
+    if let Some(m) = args.metrics {
+        config.metrics_listen = Some(m);
+    }
+    if args.tls_cert.is_some() {
+        config.tls_cert = args.tls_cert;
+        config.tls_key = args.tls_key;
+    }
+    if args.sync {
+        config.sync = true;
+    }
+    if args.admin_secret.is_some() {
+        config.admin_secret = args.admin_secret;
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let given_admin = config.admin_secret.is_some();
+    let data_dir = config.data_dir.clone();
+    // The device checks ports and files before it creates its directory, and takes away
+    // what it made when a start fails.
+    let device = Device::start(config)?;
+    if given_admin {
+        eprintln!("admin credential: as given");
+    } else {
+        eprintln!(
+            "admin credential: {}",
+            data_dir.join(ADMIN_SECRET_FILE).display()
+        );
+    }
+    // Scripts wait for this line to know the device is up.
+    println!("listening on {}", device.local_addr());
+    if let Some(m) = device.metrics_addr() {
+        println!("metrics on http://{m}/metrics");
+    }
+    std::io::stdout().flush()?;
+    device.stop_on_signals()?;
+    device.wait()?;
+    Ok(())
+}

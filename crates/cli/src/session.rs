@@ -1,0 +1,114 @@
+//! Talking to a device: the connection (TCP or TLS), the namespace it authenticates for,
+//! and the device's limits.
+
+use super::{Conn, DataTarget, NsAuth};
+use crate::limits::{self, Limits};
+use anyhow::{bail, Context, Result};
+use cerberus_host::{BlockingClient, ClientConfig, TlsOptions};
+use std::io::{IsTerminal, Read};
+use std::time::Duration;
+
+/// A connection authenticated for one namespace, and the device's limits.
+pub struct Session {
+    pub client: BlockingClient,
+    pub nsid: u32,
+    pub limits: Option<Limits>,
+}
+
+impl Session {
+    pub fn open(target: &DataTarget) -> Result<Session> {
+        let client = connect(&target.conn)?;
+        let nsid = authenticate(&client, &target.auth)?;
+        let limits = Limits::of(&client);
+        Ok(Session {
+            client,
+            nsid,
+            limits,
+        })
+    }
+
+    pub fn check_key(&self, key: &[u8]) -> Result<()> {
+        match &self.limits {
+            Some(l) => l.check_key(key).map_err(anyhow::Error::msg),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Reads the value of `put KEY` from stdin, up to the device's limit: past it, the rest is
+/// only counted, so the error can say how large the value was.
+pub fn read_stdin_value(limits: Option<&Limits>) -> Result<Vec<u8>> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        bail!("no value: give it after the key, or on standard input (cerberus put KEY < FILE)");
+    }
+    let mut input = stdin.lock();
+    let mut value = Vec::new();
+    match limits {
+        Some(l) => {
+            let max = u64::from(l.max_value_len);
+            (&mut input)
+                .take(max + 1)
+                .read_to_end(&mut value)
+                .context("reading the value from standard input")?;
+            if value.len() as u64 > max {
+                let rest = std::io::copy(&mut input, &mut std::io::sink())
+                    .context("reading the value from standard input")?;
+                bail!(limits::value_too_large(
+                    value.len() as u64 + rest,
+                    l.max_value_len
+                ));
+            }
+        }
+        None => {
+            input
+                .read_to_end(&mut value)
+                .context("reading the value from standard input")?;
+        }
+    }
+    Ok(value)
+}
+
+/// Authenticates for `--ns` with `--secret` and returns the namespace id.
+pub fn authenticate(client: &BlockingClient, auth: &NsAuth) -> Result<u32> {
+    let nsid = auth
+        .ns
+        .context("no namespace: give --ns NSID or set CERBERUS_NS")?;
+    let secret = auth
+        .secret
+        .as_deref()
+        .context("no credential: give --secret or set CERBERUS_SECRET")?;
+    client
+        .authenticate(nsid, secret)
+        .with_context(|| format!("authenticating for namespace {nsid}"))?;
+    Ok(nsid)
+}
+
+pub fn connect(conn: &Conn) -> Result<BlockingClient> {
+    let tls = match &conn.tls_ca {
+        Some(ca) => {
+            let name = match &conn.tls_name {
+                Some(n) => n.clone(),
+                None => conn
+                    .device
+                    .rsplit_once(':')
+                    .map_or(conn.device.as_str(), |(h, _)| h)
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .to_string(),
+            };
+            Some(TlsOptions {
+                ca_cert_pem: std::fs::read(ca)
+                    .with_context(|| format!("reading {}", ca.display()))?,
+                server_name: name,
+            })
+        }
+        None => None,
+    };
+    let mut config =
+        ClientConfig::new(conn.device.clone()).with_request_timeout(Duration::from_secs(60));
+    if let Some(t) = tls {
+        config = config.with_tls(t);
+    }
+    BlockingClient::connect_with(config)
+        .with_context(|| format!("connecting to the device at {}", conn.device))
+}
