@@ -154,6 +154,15 @@ pub fn ns_delta(before: &NamespaceStats, after: &NamespaceStats) -> NamespaceSta
         reads: arr(&after.reads, &before.reads),
         read_bytes: arr(&after.read_bytes, &before.read_bytes),
         pages: arr(&after.pages, &before.pages),
+        listings: cerberus_engine::ListingStats {
+            calls: d(after.listings.calls, before.listings.calls),
+            keys: d(after.listings.keys, before.listings.keys),
+            index_loads: d(after.listings.index_loads, before.listings.index_loads),
+            reads: arr(&after.listings.reads, &before.listings.reads),
+            read_bytes: arr(&after.listings.read_bytes, &before.listings.read_bytes),
+            pages: arr(&after.listings.pages, &before.listings.pages),
+        },
+        keys_estimate: after.keys_estimate,
     }
 }
 
