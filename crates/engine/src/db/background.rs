@@ -1,0 +1,453 @@
+//! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
+
+use super::*;
+
+/// Work for a background thread.
+pub(super) enum Job {
+    Flush,
+    /// Per namespace: L0 into runs, beside a tree compaction.
+    Split(CompactionTask, Arc<Version>),
+    Compact(CompactionTask, Arc<Version>),
+    /// Collect one value-log segment.
+    Gc(u64),
+}
+
+#[derive(Default)]
+pub(super) struct BgState {
+    pub(super) flushing: bool,
+    /// An L0 split runs (per namespace), or a manual compaction owns L0.
+    pub(super) splitting: bool,
+    /// A compaction of the trees runs (in one shared tree, L0 too).
+    pub(super) compacting: bool,
+    /// Manual compactions running or waiting for the slots: automatic ones stay out of
+    /// their way.
+    pub(super) manual: usize,
+    /// Holds both slots for a manual compaction (or a namespace's destruction).
+    pub(super) manual_running: bool,
+    pub(super) error: Option<String>,
+    /// A background job failed for want of space: writes that must wait for background
+    /// work fail with `NoSpace` instead, and jobs are retried from `retry_at` on.
+    pub(super) no_space: Option<String>,
+    pub(super) retry_at: Option<std::time::Instant>,
+    /// Background jobs that failed for want of space, so far.
+    pub(super) no_space_failures: u64,
+    pub(super) shutdown: bool,
+    pub(super) cursors: compaction::Cursors,
+    /// Someone waits for the tree to settle: L0 and runs go down even below their triggers.
+    pub(super) drain: bool,
+    pub(super) gc_running: bool,
+    /// Something may have made a segment worth collecting since the last look.
+    pub(super) gc_check: bool,
+}
+
+/// Marks a compaction as running in its slots for as long as it lives.
+pub(super) struct SlotGuard<'a> {
+    pub(super) inner: &'a Inner,
+    pub(super) slots: [bool; 2],
+}
+
+impl<'a> SlotGuard<'a> {
+    pub(super) fn enter(inner: &'a Inner, task: &CompactionTask) -> SlotGuard<'a> {
+        let split = task.output_level() == RUNS
+            || (task.level == 0 && inner.opts.layout == Layout::PerNamespace);
+        let tree = task.output_level() != RUNS;
+        let slots = [split, tree];
+        for (i, _) in slots.iter().enumerate().filter(|(_, on)| **on) {
+            if inner.in_slot[i].fetch_add(1, Ordering::AcqRel) > 0 {
+                inner.slot_overlaps.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("two compactions share a slot");
+            }
+        }
+        SlotGuard { inner, slots }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        for (i, _) in self.slots.iter().enumerate().filter(|(_, on)| **on) {
+            self.inner.in_slot[i].fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Inner {
+    /// No write for `idle_settle_ms`.
+    pub(super) fn idle(&self) -> bool {
+        let ms = self.opts.idle_settle_ms;
+        let now = self.opened.elapsed().as_millis() as u64;
+        ms > 0 && now.saturating_sub(self.last_write_ms.load(Ordering::Relaxed)) >= ms
+    }
+
+    /// A background job failed: for want of space it is retried later, anything else makes
+    /// the database read-only.
+    pub(super) fn fail_job(&self, e: &Error) {
+        if e.is_no_space() {
+            self.set_no_space(e);
+        } else {
+            self.set_bg_error(e);
+        }
+    }
+
+    pub(super) fn wait_for_compactions(&self) -> Result<()> {
+        self.flush()?;
+        self.bg.lock().drain = true;
+        let mut gc_seen = false;
+        let result = (|| loop {
+            {
+                let bg = self.bg.lock();
+                if let Some(e) = &bg.error {
+                    return Err(Error::Background(e.clone()));
+                }
+                let idle = !bg.flushing
+                    && !bg.compacting
+                    && !bg.splitting
+                    && self.super_version().imm.is_empty();
+                if idle {
+                    if !self.opts.auto_compaction {
+                        return Ok(());
+                    }
+                    let version = self.versions.lock().current();
+                    let mut cursors = bg.cursors.clone();
+                    let split = compaction::pick_split(&version, &self.opts, true);
+                    let ratio = self.opts.vlog_gc_dead_ratio;
+                    // GC moves live values and so writes index entries: settled means it
+                    // has nothing left to collect either.
+                    let gc_due =
+                        ratio > 0.0 && (bg.gc_running || self.gc_candidate(ratio)?.is_some());
+                    gc_seen |= gc_due;
+                    if split.is_none()
+                        && !gc_due
+                        && compaction::pick(&version, &self.opts, &mut cursors, true)?.is_none()
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+            self.bg.lock().gc_check = true;
+            self.wait_for_background()?;
+            if std::mem::take(&mut gc_seen) {
+                // What GC moved sits in the memtable: into the tree with the rest.
+                self.flush()?;
+            }
+        })();
+        self.bg.lock().drain = false;
+        result
+    }
+
+    pub(super) fn gc_value_log(&self) -> Result<GcStats> {
+        self.check_open()?;
+        {
+            let mut w = self.writer.lock();
+            if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
+                let id = self.new_file_number();
+                self.roll_log(&mut w, id)?;
+            }
+        }
+        self.flush()?;
+        {
+            // Nothing left in memory: replay can start at the head, sealing what is behind.
+            let w = self.writer.lock();
+            let sv = self.super_version();
+            if sv.mem.is_empty() && sv.imm.is_empty() {
+                let pos = w.vlog.position();
+                if self.versions.lock().log_start < pos {
+                    self.install(
+                        VersionEdit {
+                            log_start: Some(pos),
+                            ..VersionEdit::default()
+                        },
+                        None,
+                    )?;
+                }
+            }
+        }
+        self.set_gc_running(true);
+        let result = self.gc_pass(0.0);
+        self.set_gc_running(false);
+        let stats = result?;
+        Counters::add(
+            &self.counters.gc_segments_deleted,
+            stats.segments_deleted as u64,
+        );
+        Counters::add(&self.counters.gc_bytes_rewritten, stats.bytes_rewritten);
+        Ok(stats)
+    }
+
+    /// Waits for a running GC, then marks one as running (or clears the mark).
+    pub(super) fn set_gc_running(&self, on: bool) {
+        let mut bg = self.bg.lock();
+        if on {
+            while bg.gc_running && bg.error.is_none() && !bg.shutdown {
+                self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+            }
+        }
+        bg.gc_running = on;
+        self.done_cv.notify_all();
+    }
+
+    /// Takes both compaction slots for a manual job: waits until the compaction and split
+    /// running now have ended (whatever errors or shutdown say meanwhile: a running job
+    /// always ends, and two must never overlap), and keeps automatic ones out until
+    /// [`Inner::release_compaction`]. Fails, holding nothing, if the database is closed or
+    /// read-only.
+    pub(super) fn acquire_compaction(&self) -> Result<()> {
+        let mut bg = self.bg.lock();
+        bg.manual += 1;
+        while bg.compacting || bg.splitting {
+            self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        }
+        bg.manual -= 1;
+        let refuse = if let Some(e) = &bg.error {
+            Some(Error::Background(e.clone()))
+        } else if bg.shutdown || self.closed.load(Ordering::Acquire) {
+            Some(Error::Closed)
+        } else {
+            None
+        };
+        if let Some(e) = refuse {
+            self.done_cv.notify_all();
+            return Err(e);
+        }
+        bg.compacting = true;
+        bg.splitting = true;
+        bg.manual_running = true;
+        Ok(())
+    }
+
+    pub(super) fn release_compaction(&self) {
+        let mut bg = self.bg.lock();
+        debug_assert!(bg.manual_running && bg.compacting && bg.splitting);
+        bg.compacting = false;
+        bg.splitting = false;
+        bg.manual_running = false;
+        self.bg_cv.notify_all();
+        self.done_cv.notify_all();
+    }
+
+    /// A manual compaction of `ns`, or of every live namespace.
+    pub(super) fn compact_range(
+        &self,
+        ns: Option<Nsid>,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        if let Some(ns) = ns {
+            self.ns_counters(ns)?;
+        }
+        self.flush()?;
+        self.acquire_compaction()?;
+        let result = (|| {
+            let mut all: Vec<Nsid> = match ns {
+                Some(ns) => vec![ns],
+                None => self.namespaces.read().live.keys().copied().collect(),
+            };
+            all.sort_unstable();
+            for ns in all {
+                self.manual_compaction(ns, start, end)?;
+            }
+            Ok(())
+        })();
+        self.release_compaction();
+        result
+    }
+
+    pub(super) fn manual_compaction(
+        &self,
+        ns: Nsid,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        let lo = key::user_part(ns, start.unwrap_or_default());
+        let hi = match end {
+            Some(e) => key::user_part(ns, e),
+            // Every key of `ns` sorts below the next namespace's prefix.
+            None => match ns.checked_add(1) {
+                Some(n) => n.to_be_bytes().to_vec(),
+                None => vec![0xff; 5],
+            },
+        };
+        let version = self.versions.lock().current();
+        let deepest = (1..version.num_levels())
+            .rev()
+            .find(|&l| !version.levels[l].is_empty())
+            .unwrap_or(1);
+        let steps = std::iter::once(0)
+            .chain((self.opts.layout == Layout::PerNamespace).then_some(RUNS))
+            .chain(1..deepest);
+        for level in steps {
+            let version = self.versions.lock().current();
+            if let Some(task) =
+                compaction::range_tasks(&version, self.opts.layout, level, &lo, &hi)?
+            {
+                self.run_compaction(&task, &version, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn run_compaction(
+        &self,
+        task: &CompactionTask,
+        version: &Version,
+        allow_move: bool,
+    ) -> Result<()> {
+        let _slots = SlotGuard::enter(self, task);
+        // A split writes each namespace's part of L0 as one run.
+        let target = match task.output_level() {
+            RUNS => u64::MAX,
+            _ => self.opts.target_table_bytes,
+        };
+        let params = output_params(&self.opts, target);
+        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let alloc = || self.new_file_number();
+        let dead = self.namespaces.read().dead.clone();
+        let cx = compaction::RunContext {
+            storage: self.storage.as_ref(),
+            params,
+            smallest_snapshot: snapshot,
+            allow_move,
+            dead: &dead,
+            new_file: &alloc,
+        };
+        let mut out = compaction::run(task, version, &cx)?;
+        let (read, written) = (out.bytes_read, out.bytes_written);
+        for &(ns, bytes) in &out.written_by_ns {
+            if let Ok(c) = self.ns_counters(ns) {
+                Counters::add(&c.tree_bytes_written, bytes);
+            }
+        }
+        self.storage.sync_dir().ctx("database directory")?;
+        out.edit.vlog_dead = dead_bytes_by_segment(&out.dropped);
+        self.install(out.edit, None)?;
+        self.liveness.mark_dead(&out.dropped);
+        Counters::add(&self.counters.compactions, 1);
+        Counters::add(&self.counters.compaction_bytes_read, read);
+        Counters::add(&self.counters.compaction_bytes_written, written);
+        Ok(())
+    }
+
+    /// The most urgent background job, if any, marked as running: a flush first, then a
+    /// compaction, then value-log GC.
+    pub(super) fn next_job(&self, bg: &mut BgState) -> Result<Option<Job>> {
+        if !bg.flushing && !self.super_version().imm.is_empty() {
+            bg.flushing = true;
+            return Ok(Some(Job::Flush));
+        }
+        if bg.manual == 0 && self.opts.auto_compaction {
+            let drain = bg.drain || self.idle();
+            let version = self.versions.lock().current();
+            if !bg.splitting {
+                if let Some(task) = compaction::pick_split(&version, &self.opts, drain) {
+                    // A merge straight into L1 touches a tree: it needs the tree slot too.
+                    let tree = task.output_level() != RUNS;
+                    if !tree || !bg.compacting {
+                        bg.splitting = true;
+                        bg.compacting |= tree;
+                        return Ok(Some(Job::Split(task, version)));
+                    }
+                }
+            }
+            if !bg.compacting {
+                if let Some(task) = compaction::pick(&version, &self.opts, &mut bg.cursors, drain)?
+                {
+                    bg.compacting = true;
+                    return Ok(Some(Job::Compact(task, version)));
+                }
+            }
+        }
+        let ratio = self.opts.vlog_gc_dead_ratio;
+        if bg.gc_check && !bg.gc_running && ratio > 0.0 {
+            bg.gc_check = false;
+            if let Some(seg) = self.gc_candidate(ratio)? {
+                bg.gc_running = true;
+                return Ok(Some(Job::Gc(seg)));
+            }
+        }
+        Ok(None)
+    }
+
+    pub(super) fn background_loop(self: Arc<Self>) {
+        loop {
+            let job = {
+                let mut bg = self.bg.lock();
+                loop {
+                    if bg.shutdown {
+                        return;
+                    }
+                    let now = std::time::Instant::now();
+                    let backoff = bg.retry_at.filter(|t| *t > now);
+                    if bg.error.is_none() && backoff.is_none() {
+                        match self.next_job(&mut bg) {
+                            Ok(Some(job)) => break job,
+                            Ok(None) => {
+                                // Nothing waits for space any more.
+                                if bg.no_space.take().is_some() {
+                                    bg.retry_at = None;
+                                    self.done_cv.notify_all();
+                                }
+                            }
+                            Err(e) => {
+                                drop(bg);
+                                self.fail_job(&e);
+                                bg = self.bg.lock();
+                                continue;
+                            }
+                        }
+                    }
+                    let wait = match (self.opts.idle_settle_ms, backoff) {
+                        (_, Some(t)) => Some(t - now),
+                        (0, None) => None,
+                        // Wake up to notice that writes stopped.
+                        (ms, None) => Some(Duration::from_millis(ms)),
+                    };
+                    match wait {
+                        Some(d) => {
+                            self.bg_cv.wait_for(&mut bg, d);
+                        }
+                        None => self.bg_cv.wait(&mut bg),
+                    }
+                }
+            };
+            // A panic in a job must not leave its flag set and writers waiting forever.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
+                Job::Flush => self.flush_oldest(),
+                Job::Compact(task, version) | Job::Split(task, version) => {
+                    self.run_compaction(task, version, true)
+                }
+                Job::Gc(seg) => {
+                    let mut stats = GcStats::default();
+                    let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
+                    Counters::add(
+                        &self.counters.gc_segments_deleted,
+                        stats.segments_deleted as u64,
+                    );
+                    Counters::add(&self.counters.gc_bytes_rewritten, stats.bytes_rewritten);
+                    r
+                }
+            }))
+            .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
+            if let Err(e) = &result {
+                self.fail_job(e);
+            }
+            let mut bg = self.bg.lock();
+            if result.is_ok() && bg.no_space.take().is_some() {
+                tracing::info!("space is back: background work goes on");
+                bg.retry_at = None;
+            }
+            match job {
+                Job::Flush => bg.flushing = false,
+                Job::Compact(..) => bg.compacting = false,
+                Job::Split(task, _) => {
+                    bg.splitting = false;
+                    if task.output_level() != RUNS {
+                        bg.compacting = false;
+                    }
+                }
+                Job::Gc(_) => bg.gc_running = false,
+            }
+            bg.gc_check = true;
+            self.bg_cv.notify_all();
+            self.done_cv.notify_all();
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Flushes, and the version edits they and compactions record in the manifest.
+
+use super::*;
+
+/// A memtable that takes no more writes, with what its flush needs from the value log.
+pub(super) struct Frozen {
+    pub(super) mem: Arc<Memtable>,
+    /// Value-log position just past its last record: replay starts there once it is flushed.
+    pub(super) log_end: (u64, u64),
+    /// The segment holding its newest records, synced before the flush is recorded (the
+    /// table will point at them).
+    pub(super) log_sync: LogSync,
+}
+
+/// A flush writes one L0 table holding every namespace.
+pub(super) fn flush_params(opts: &Options) -> OutputParams {
+    OutputParams {
+        split_by_namespace: false,
+        ..output_params(opts, u64::MAX)
+    }
+}
+
+pub(super) fn output_params(opts: &Options, target_table_bytes: u64) -> OutputParams {
+    OutputParams {
+        block_size: opts.block_size,
+        bits_per_key: opts.filter_bits_per_key,
+        target_table_bytes,
+        split_by_namespace: opts.layout == Layout::PerNamespace,
+    }
+}
+
+/// Writes a memtable as L0 table(s); drops versions shadowed within it and the entries of
+/// destroyed namespaces.
+pub(super) fn flush_memtable(
+    storage: &dyn crate::storage::Storage,
+    mem: &Memtable,
+    params: OutputParams,
+    opts: &Options,
+    dead: &HashSet<Nsid>,
+    new_file: &dyn Fn() -> u64,
+) -> Result<(Vec<TableProps>, Vec<key::ValueAddr>)> {
+    let mut sink = TableSink::new(storage, params, new_file);
+    let mut dropped = Vec::new();
+    let mut rule = Retention::new(SeqNo::MAX);
+    let mut ikey = Vec::new();
+    let mut val = Vec::new();
+    for (k, v) in mem.iter() {
+        ikey.clear();
+        ikey.extend_from_slice(&k.user);
+        key::push_trailer(&mut ikey, k.seq, v.kind);
+        let dead_ns = !dead.is_empty() && dead.contains(&key::ikey_nsid(&k.user));
+        if dead_ns || rule.drop_entry(&ikey, |_| false) {
+            if v.kind == Kind::Put {
+                dropped.push(v.addr);
+            }
+            continue;
+        }
+        val.clear();
+        match v.kind {
+            Kind::Delete => IndexValue::Tombstone.encode(&mut val),
+            Kind::Put => IndexValue::Addr {
+                addr: v.addr,
+                inline: (v.value.len() < opts.inline_value_threshold).then(|| v.value.clone()),
+            }
+            .encode(&mut val),
+        }
+        sink.add(&ikey, &val)?;
+    }
+    Ok((sink.finish()?, dropped))
+}
+
+impl Inner {
+    pub(super) fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        {
+            let mut w = self.writer.lock();
+            self.freeze_memtable(&mut w)?;
+        }
+        loop {
+            if self.super_version().imm.is_empty() {
+                return Ok(());
+            }
+            self.wait_for_background()?;
+        }
+    }
+
+    pub(super) fn flush_oldest(&self) -> Result<()> {
+        let Some(frozen) = self.super_version().imm.last().cloned() else {
+            return Ok(());
+        };
+        let alloc = || self.new_file_number();
+        let params = flush_params(&self.opts);
+        let dead = self.namespaces.read().dead.clone();
+        let (props, dropped) = flush_memtable(
+            self.storage.as_ref(),
+            &frozen.mem,
+            params,
+            &self.opts,
+            &dead,
+            &alloc,
+        )?;
+        // Earlier segments were synced when the log moved past them.
+        frozen.log_sync.sync()?;
+        self.storage.sync_dir().ctx("database directory")?;
+        let edit = VersionEdit {
+            log_start: Some(frozen.log_end),
+            last_seq: Some(frozen.mem.max_seq()),
+            added: props.into_iter().map(|p| (0, p)).collect(),
+            vlog_dead: dead_bytes_by_segment(&dropped),
+            ..VersionEdit::default()
+        };
+        self.install(edit, Some(&frozen))?;
+        self.liveness.mark_dead(&dropped);
+        Counters::add(&self.counters.flushes, 1);
+        Ok(())
+    }
+
+    /// Logs `edit` in the manifest, noting whether the manifest is left in doubt.
+    pub(super) fn log_edit(&self, vs: &mut VersionSet, edit: VersionEdit) -> Result<Arc<Version>> {
+        let result = vs.log_and_apply(edit);
+        self.manifest_in_doubt
+            .store(result.is_err(), Ordering::Release);
+        result
+    }
+
+    /// After a failed manifest write, an edit (a namespace created or destroyed) may or may
+    /// not be on disk. A write acknowledged now would take one side of that doubt without
+    /// saying so (a put into a namespace whose destruction a crash then brings back), so the
+    /// doubt is settled first: a new manifest holding the state in memory.
+    pub(super) fn settle_manifest(&self) -> Result<()> {
+        if !self.manifest_in_doubt.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut vs = self.versions.lock();
+        if vs.in_doubt() {
+            self.log_edit(&mut vs, VersionEdit::default())?;
+        } else {
+            self.manifest_in_doubt.store(false, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
+    pub(super) fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
+        let mut vs = self.versions.lock();
+        let version = self.log_edit(&mut vs, edit)?;
+        let mut sv = self.sv.write();
+        let imm = sv
+            .imm
+            .iter()
+            .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
+            .cloned()
+            .collect();
+        *sv = Arc::new(SuperVersion {
+            mem: sv.mem.clone(),
+            imm,
+            version,
+        });
+        Ok(())
+    }
+}

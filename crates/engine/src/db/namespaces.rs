@@ -1,0 +1,187 @@
+//! Namespaces: creation, destruction, and their counters and tree shape.
+
+use super::*;
+
+/// A live namespace as reads and writes see it.
+pub(super) struct NsEntry {
+    pub(super) name: String,
+    /// Its writes and point lookups.
+    pub(super) counters: Arc<Counters>,
+    /// Its key listings, apart so per-get figures come from gets alone.
+    pub(super) list_counters: Arc<Counters>,
+}
+
+impl NsEntry {
+    pub(super) fn new(name: &str, page_size: u64) -> NsEntry {
+        NsEntry {
+            name: name.to_string(),
+            counters: Arc::new(Counters::new(page_size)),
+            list_counters: Arc::new(Counters::new(page_size)),
+        }
+    }
+}
+
+/// The namespaces, mirrored from the manifest for the hot paths.
+pub(super) struct NsState {
+    pub(super) live: HashMap<Nsid, Arc<NsEntry>>,
+    /// Destroyed ids: their entries are dropped by flushes and compactions.
+    pub(super) dead: Arc<HashSet<Nsid>>,
+    /// Counters of destroyed namespaces, kept for the database totals.
+    pub(super) retired: Vec<Arc<Counters>>,
+}
+
+/// Value-log bytes of `addrs`, per segment, as a manifest edit records them.
+pub(super) fn dead_bytes_by_segment(addrs: &[key::ValueAddr]) -> Vec<(u64, u64)> {
+    let mut sums: std::collections::BTreeMap<u64, u64> = Default::default();
+    for a in addrs {
+        *sums.entry(a.segment).or_default() += u64::from(a.len);
+    }
+    sums.into_iter().collect()
+}
+
+pub(super) fn level_stats(tables: &[&Arc<TableHandle>]) -> LevelStats {
+    LevelStats {
+        tables: tables.len(),
+        bytes: tables.iter().map(|t| t.props.size).sum(),
+    }
+}
+
+impl Inner {
+    /// The counters of a live namespace, or `UnknownNamespace`.
+    pub(super) fn ns_counters(&self, ns: Nsid) -> Result<Arc<Counters>> {
+        Ok(self.ns_entry(ns)?.counters.clone())
+    }
+
+    pub(super) fn ns_entry(&self, ns: Nsid) -> Result<Arc<NsEntry>> {
+        match self.namespaces.read().live.get(&ns) {
+            Some(e) => Ok(e.clone()),
+            None => Err(Error::UnknownNamespace(ns)),
+        }
+    }
+
+    pub(super) fn create_namespace(&self, name: &str) -> Result<Nsid> {
+        self.check_open()?;
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidArgument(
+                "a namespace name has 1 to 255 bytes".into(),
+            ));
+        }
+        let mut vs = self.versions.lock();
+        if vs.namespaces.live.values().any(|n| n == name) {
+            return Err(Error::NamespaceExists(name.to_string()));
+        }
+        let ns = vs.namespaces.next;
+        if ns == Nsid::MAX {
+            return Err(Error::InvalidArgument("namespace ids exhausted".into()));
+        }
+        self.log_edit(
+            &mut vs,
+            VersionEdit {
+                created_ns: vec![(ns, name.to_string())],
+                next_nsid: Some(ns + 1),
+                ..VersionEdit::default()
+            },
+        )?;
+        let entry = NsEntry::new(name, self.counters.page_size());
+        self.namespaces.write().live.insert(ns, Arc::new(entry));
+        Ok(ns)
+    }
+
+    pub(super) fn destroy_namespace(&self, ns: Nsid) -> Result<()> {
+        self.check_open()?;
+        if ns == DEFAULT_NS {
+            return Err(Error::InvalidArgument(
+                "the default namespace cannot be destroyed".into(),
+            ));
+        }
+        self.ns_counters(ns)?;
+        // No compaction may run meanwhile: it could write tables of `ns` back.
+        self.acquire_compaction()?;
+        let result = (|| {
+            let version = self.versions.lock().current();
+            let own: Vec<(usize, &Arc<TableHandle>)> = version
+                .levels
+                .iter()
+                .enumerate()
+                .skip(1)
+                .flat_map(|(l, ts)| {
+                    ts.iter()
+                        .filter(|t| t.only_namespace() == Some(ns))
+                        .map(move |t| (l, t))
+                })
+                .chain(version.runs_of(ns).iter().map(|t| (RUNS, t)))
+                .collect();
+            // Their values die with them: count them per segment so GC, in the background
+            // and after a restart, knows where the space is.
+            let mut dead = Vec::new();
+            for (_, t) in &own {
+                let mut it = t.reader()?.iter()?;
+                it.seek_to_first()?;
+                while it.valid() {
+                    if let Some(IndexValue::Addr { addr, .. }) = IndexValue::decode(&it.value()) {
+                        dead.push(addr);
+                    }
+                    it.advance()?;
+                }
+            }
+            self.install(
+                VersionEdit {
+                    destroyed_ns: vec![ns],
+                    deleted: own.iter().map(|(l, t)| (*l, t.id())).collect(),
+                    vlog_dead: dead_bytes_by_segment(&dead),
+                    ..VersionEdit::default()
+                },
+                None,
+            )?;
+            self.liveness.mark_dead(&dead);
+            self.bg.lock().gc_check = true;
+            self.bg_cv.notify_all();
+            let mut state = self.namespaces.write();
+            if let Some(e) = state.live.remove(&ns) {
+                state.retired.push(e.counters.clone());
+                state.retired.push(e.list_counters.clone());
+            }
+            let mut dead = (*state.dead).clone();
+            dead.insert(ns);
+            state.dead = Arc::new(dead);
+            Ok(())
+        })();
+        self.release_compaction();
+        result
+    }
+
+    pub(super) fn namespace_stats(&self, ns: Nsid) -> Result<NamespaceStats> {
+        let entry = self.ns_entry(ns)?;
+        let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
+        s.listings = entry.list_counters.listing_stats();
+        let sv = self.super_version();
+        s.keys_estimate = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .map(|m| m.entries_of(ns))
+            .sum::<u64>();
+        for t in sv.version.levels.iter().flatten().chain(&sv.version.runs) {
+            if t.may_hold_namespace(ns) {
+                s.keys_estimate += t.entries_of(ns)?;
+            }
+        }
+        let version = sv.version.clone();
+        s.levels = version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(level, ts)| {
+                let mine: Vec<_> = ts
+                    .iter()
+                    .filter(|t| match (level, self.opts.layout) {
+                        (0, _) => t.may_hold_namespace(ns),
+                        (_, Layout::PerNamespace) => t.only_namespace() == Some(ns),
+                        (_, Layout::Shared) => true,
+                    })
+                    .collect();
+                level_stats(&mine)
+            })
+            .collect();
+        s.runs = level_stats(&version.runs_of(ns).iter().collect::<Vec<_>>());
+        Ok(s)
+    }
+}

@@ -1,0 +1,212 @@
+//! The read path: point lookups through memtables and levels, values, key listings.
+
+use super::*;
+
+/// Where a lookup found the newest version of a key.
+pub(super) struct Hit {
+    /// The search step that answered (`stats::STEP_*`, `stats::level_step`).
+    pub(super) step: usize,
+    pub(super) kind: Kind,
+    /// The record in the value log (of a put, or of a delete still in a memtable).
+    pub(super) addr: Option<key::ValueAddr>,
+    /// The value when it is at hand: memtable or inline copy.
+    pub(super) value: Option<Bytes>,
+}
+
+/// Times the steps of one get for the cost model. Steps that read nothing are counted
+/// without reading the clock: their time, a few comparisons, goes to the next timed step.
+pub(super) struct StepClock<'a> {
+    pub(super) c: &'a Counters,
+    pub(super) last: std::time::Instant,
+}
+
+impl<'a> StepClock<'a> {
+    pub(super) fn new(c: &'a Counters) -> Self {
+        StepClock {
+            c,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    pub(super) fn lap(&mut self) -> u64 {
+        let now = std::time::Instant::now();
+        let ns = now.duration_since(self.last).as_nanos() as u64;
+        self.last = now;
+        ns
+    }
+
+    pub(super) fn hit(&mut self, step: usize) {
+        let ns = self.lap();
+        Counters::add(&self.c.step_hits[step], 1);
+        Counters::add(&self.c.step_hit_nanos[step], ns);
+    }
+
+    /// The get passed `step`; `timed` if it read anything there.
+    pub(super) fn miss(&mut self, step: usize, timed: bool) {
+        Counters::add(&self.c.step_misses[step], 1);
+        if timed {
+            let ns = self.lap();
+            Counters::add(&self.c.step_miss_nanos[step], ns);
+        }
+    }
+}
+
+impl Inner {
+    /// `lookup` counted as a get in the namespace's counters.
+    pub(super) fn counted_lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
+        Counters::add(&c.gets, 1);
+        let hit = self.lookup(ns, key, c)?;
+        match hit.as_ref().map(|h| h.step) {
+            None => Counters::add(&c.gets_not_found, 1),
+            Some(STEP_MEMTABLE) => Counters::add(&c.gets_memtable, 1),
+            Some(STEP_RUNS) => Counters::add(&c.gets_runs, 1),
+            Some(s) => Counters::add(&c.gets_by_level[step_level(s)], 1),
+        }
+        Ok(hit)
+    }
+
+    pub(super) fn contains(&self, ns: Nsid, key: &[u8]) -> Result<bool> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let c = &*self.ns_counters(ns)?;
+        Ok(self
+            .counted_lookup(ns, key, c)?
+            .is_some_and(|h| h.kind == Kind::Put))
+    }
+
+    pub(super) fn list_keys(
+        &self,
+        ns: Nsid,
+        start: &[u8],
+        exclusive: bool,
+        limit: usize,
+    ) -> Result<KeyList> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let c = self.ns_entry(ns)?.list_counters.clone();
+        // One super version and one seqno, taken in this order as `lookup` does: the
+        // listing is the state at that seqno.
+        let sv = self.super_version();
+        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .cloned()
+            .collect();
+        let mut scan = SnapshotScan::new(&mems, sv.version.clone(), ns, snapshot, &c)?;
+        let list = scan.list(start, exclusive, limit)?;
+        Counters::add(&c.lists, 1);
+        Counters::add(&c.keys_listed, list.keys.len() as u64);
+        Ok(list)
+    }
+
+    pub(super) fn get(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let c = &*self.ns_counters(ns)?;
+        // Before the lookup: the segment of the address it finds outlives this get.
+        let _pin = self.vlog_reader.pin();
+        let Some(hit) = self.counted_lookup(ns, key, c)? else {
+            return Ok(None);
+        };
+        match (hit.kind, hit.value, hit.addr) {
+            (Kind::Delete, ..) => Ok(None),
+            (Kind::Put, Some(v), _) => Ok(Some(v)),
+            (Kind::Put, None, Some(addr)) => {
+                // The value read is part of the hit time of the step that found the key.
+                let t = std::time::Instant::now();
+                let v = self.vlog_reader.read_value(addr, ns, key, c)?;
+                Counters::add(&c.step_hit_nanos[hit.step], t.elapsed().as_nanos() as u64);
+                Ok(Some(v))
+            }
+            (Kind::Put, None, None) => Err(Error::corruption(
+                "index",
+                0,
+                "entry without a value or an address",
+            )),
+        }
+    }
+
+    /// The newest version of `(ns, key)` visible now: memtables, then L0 newest first, then
+    /// the namespace's runs newest first, then one table per deeper level, each asked through
+    /// its filter first. Each step's outcome and time go into the cost-model counters.
+    pub(super) fn lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
+        let mut clock = StepClock::new(c);
+        let sv = self.super_version();
+        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let mut user = key::user_part(ns, key);
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
+            if let Some((_, v)) = m.get(&user, snapshot) {
+                clock.hit(STEP_MEMTABLE);
+                return Ok(Some(Hit {
+                    step: STEP_MEMTABLE,
+                    kind: v.kind,
+                    addr: Some(v.addr),
+                    value: Some(v.value),
+                }));
+            }
+        }
+        clock.miss(STEP_MEMTABLE, true);
+        let hash = filter_hash(&user);
+        key::push_trailer(&mut user, snapshot, Kind::Put);
+        let seek = user;
+        let user = &seek[..seek.len() - TRAILER_LEN];
+        // Tables that overlap each other (L0, runs), newest first: the first answer wins.
+        let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
+                          probed: &mut bool|
+         -> Result<Option<(u64, Kind, IndexValue)>> {
+            for t in tables.filter(|t| t.covers(user)) {
+                let r = t.reader()?;
+                if r.ns_may_contain(ns, key) {
+                    *probed = true;
+                    if r.may_contain(hash, c)? {
+                        if let Some(f) = r.get(user, &seek, c)? {
+                            return Ok(Some(f));
+                        }
+                    }
+                }
+            }
+            Ok(None)
+        };
+        let steps = [STEP_L0, STEP_RUNS]
+            .into_iter()
+            .chain((1..sv.version.num_levels()).map(level_step));
+        for step in steps {
+            let mut probed = false;
+            let found = match step {
+                STEP_L0 => search_all(&mut sv.version.levels[0].iter(), &mut probed)?,
+                STEP_RUNS => search_all(&mut sv.version.runs_of(ns).iter(), &mut probed)?,
+                _ => match sv.version.find_in_level(step_level(step), user) {
+                    Some(t) => {
+                        probed = true;
+                        let r = t.reader()?;
+                        if r.may_contain(hash, c)? {
+                            r.get(user, &seek, c)?
+                        } else {
+                            None
+                        }
+                    }
+                    None => None,
+                },
+            };
+            let Some((_, kind, iv)) = found else {
+                clock.miss(step, probed);
+                continue;
+            };
+            clock.hit(step);
+            let (kind, addr, value) = match iv {
+                IndexValue::Tombstone => (Kind::Delete, None, None),
+                IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
+            };
+            return Ok(Some(Hit {
+                step,
+                kind,
+                addr,
+                value,
+            }));
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,144 @@
+//! Opening: the manifest read back, the value log replayed, a fresh manifest and segment.
+
+use super::*;
+
+/// Reads the manifest, replays the value log into a memtable, flushes it, and starts a new
+/// manifest and a new value-log segment.
+pub(super) fn recover(
+    ctx: &TableCtx,
+    opts: &Options,
+) -> Result<(VersionSet, Memtable, VlogWriter)> {
+    let storage = ctx.storage.as_ref();
+    let Recovered {
+        mut version,
+        namespaces,
+        mut next_file,
+        mut last_seq,
+        log_start,
+        mut vlog_dead,
+    } = VersionSet::recover(ctx, opts.num_levels)?.unwrap_or_else(|| Recovered {
+        version: Version::new(opts.num_levels),
+        namespaces: Namespaces::default(),
+        next_file: 1,
+        last_seq: 0,
+        log_start: (0, 0),
+        vlog_dead: Default::default(),
+    });
+    let names = storage.list().ctx("database directory")?;
+    let mut segments = Vec::new();
+    let mut tables = Vec::new();
+    for name in &names {
+        let id = if let Some(id) = vlog::parse_segment_name(name) {
+            segments.push(id);
+            id
+        } else if let Some(id) = parse_table_name(name) {
+            tables.push(id);
+            id
+        } else {
+            name.strip_prefix("MANIFEST-")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_default()
+        };
+        next_file = next_file.max(id + 1);
+    }
+    for id in version.table_ids() {
+        if !tables.contains(&id) {
+            return Err(Error::corruption(
+                table_name(id),
+                0,
+                "table named by the manifest is missing",
+            ));
+        }
+    }
+    let live: Vec<u64> = version.table_ids().collect();
+    for id in tables.iter().filter(|id| !live.contains(id)) {
+        // Output of a flush or compaction that never reached the manifest.
+        let _ = storage.delete(&table_name(*id));
+    }
+    segments.sort_unstable();
+    // A segment too short for its header was being created when a write failed or the
+    // power went: it never held a record.
+    let mut kept = Vec::with_capacity(segments.len());
+    for seg in segments {
+        let name = vlog::segment_name(seg);
+        let len = storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
+        if len < vlog::SEGMENT_HEADER_LEN {
+            storage.delete(&name).ctx(&name)?;
+        } else {
+            kept.push(seg);
+        }
+    }
+    let segments = kept;
+    // Sums for segments GC has deleted (or versions dropped after their segment went).
+    vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
+    let replay: Vec<u64> = segments
+        .iter()
+        .copied()
+        .filter(|&s| s >= log_start.0)
+        .collect();
+    let mem = Memtable::new();
+    let flushed_seq = last_seq;
+    for (i, &seg) in replay.iter().enumerate() {
+        let start = if seg == log_start.0 { log_start.1 } else { 0 };
+        let is_last = i + 1 == replay.len();
+        let end = vlog::replay_segment(storage, seg, start, is_last, |r| {
+            if r.seq > flushed_seq {
+                let mut user = Vec::with_capacity(4 + r.key.len());
+                user.extend_from_slice(&r.nsid.to_be_bytes());
+                user.extend_from_slice(&r.key);
+                mem.insert(
+                    Bytes::from(user),
+                    r.seq,
+                    MemValue {
+                        kind: r.kind,
+                        value: r.value,
+                        addr: r.addr,
+                    },
+                );
+            }
+            Ok(())
+        })?;
+        if end.dropped_tail {
+            tracing::warn!(
+                segment = seg,
+                end = end.end,
+                "dropped a torn value-log tail"
+            );
+        }
+    }
+    if !mem.is_empty() {
+        let ids = std::cell::Cell::new(next_file);
+        let alloc = || ids.replace(ids.get() + 1);
+        let params = flush_params(opts);
+        let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
+        let (props, dropped) = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
+        for (seg, bytes) in dead_bytes_by_segment(&dropped) {
+            *vlog_dead.entry(seg).or_default() += bytes;
+        }
+        next_file = ids.get();
+        storage.sync_dir().ctx("database directory")?;
+        last_seq = last_seq.max(mem.max_seq());
+        let edit = VersionEdit {
+            added: props.into_iter().map(|p| (0, p)).collect(),
+            ..VersionEdit::default()
+        };
+        version = version.apply(&edit, ctx).0;
+    }
+    // The manifest points replay at the new segment before the segment exists: a crash in
+    // between leaves nothing to replay, never an old torn tail followed by a newer segment.
+    let segment = next_file;
+    next_file += 1;
+    let versions = VersionSet::create(
+        ctx.clone(),
+        Recovered {
+            version,
+            namespaces,
+            next_file,
+            last_seq,
+            log_start: (segment, vlog::SEGMENT_HEADER_LEN),
+            vlog_dead,
+        },
+    )?;
+    let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
+    Ok((versions, Memtable::new(), writer))
+}

@@ -1,0 +1,351 @@
+//! The write path: group commit into the value log and the memtable, and room for it.
+
+use super::*;
+
+pub(super) struct WriterState {
+    pub(super) vlog: VlogWriter,
+    pub(super) next_seq: SeqNo,
+    /// Scratch for joining the records of a commit group into one append.
+    pub(super) buf: Vec<u8>,
+}
+
+/// A write waiting in the commit queue. The first in the queue leads: it writes the records
+/// of every waiting write with one append (and one sync), then hands each its result.
+pub(super) struct PendingWrite {
+    pub(super) records: Mutex<Option<EncodedWrite>>,
+    /// The writer waits for its records to be synced.
+    pub(super) sync: bool,
+    pub(super) result: Mutex<Option<Result<()>>>,
+}
+
+/// A commit group stops growing at this many bytes, so small writes do not wait long behind
+/// big ones.
+pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// After a background job failed for want of space, the next attempt waits this long
+/// (unless a writer asks for one sooner).
+pub(super) const NO_SPACE_RETRY: Duration = Duration::from_millis(200);
+
+/// How long a writer waits for a background retry before it fails with `NoSpace`.
+pub(super) const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
+
+impl Inner {
+    /// Writes `ops` to `ns` through group commit; `sync` asks for a synced log even when
+    /// `Options::sync` is off.
+    pub(super) fn write(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])], sync: bool) -> Result<()> {
+        for (_, k, v) in ops {
+            if k.len() > self.opts.max_key_size {
+                return Err(Error::KeyTooLarge {
+                    len: k.len(),
+                    limit: self.opts.max_key_size,
+                });
+            }
+            if v.len() > self.opts.max_value_size {
+                return Err(Error::ValueTooLarge {
+                    len: v.len(),
+                    limit: self.opts.max_value_size,
+                });
+            }
+        }
+        let counters = self.ns_counters(ns)?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.check_open()?;
+        self.settle_manifest()?;
+        let result = self.commit(ns, ops, sync);
+        if result.is_ok() {
+            let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
+            Counters::add(&counters.puts, puts);
+            Counters::add(&counters.deletes, ops.len() as u64 - puts);
+        }
+        result
+    }
+
+    /// Queues a write for group commit and returns its outcome.
+    pub(super) fn commit(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])], sync: bool) -> Result<()> {
+        let me = Arc::new(PendingWrite {
+            records: Mutex::new(Some(EncodedWrite::new(ns, ops))),
+            sync,
+            result: Mutex::new(None),
+        });
+        let mut queue = self.queue.lock();
+        queue.push_back(me.clone());
+        loop {
+            if let Some(r) = me.result.lock().take() {
+                return r;
+            }
+            if queue.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+                break;
+            }
+            self.queue_cv.wait(&mut queue);
+        }
+        // This write leads a group: itself and the writes queued behind it.
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        // One sync covers the whole group, so sync writes share it.
+        let mut sync = false;
+        for p in queue.iter() {
+            let mut records = p.records.lock();
+            let len = records.as_ref().map_or(0, |r| r.buf.len());
+            if !group.is_empty() && bytes + len > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += len;
+            sync |= p.sync;
+            group.extend(records.take());
+        }
+        let n = group.len();
+        drop(queue);
+        let result = self.commit_group(group, bytes, sync);
+        let mut queue = self.queue.lock();
+        for _ in 0..n {
+            if let Some(p) = queue.pop_front() {
+                if !Arc::ptr_eq(&p, &me) {
+                    let r = match &result {
+                        Ok(()) => Ok(()),
+                        Err(e) => Err(e.duplicate()),
+                    };
+                    *p.result.lock() = Some(r);
+                }
+            }
+        }
+        self.queue_cv.notify_all();
+        result
+    }
+
+    /// Appends the records of a group to the value log (one append, one sync if `sync` or
+    /// `Options::sync`) and inserts them into the memtable.
+    pub(super) fn commit_group(
+        &self,
+        group: Vec<EncodedWrite>,
+        bytes: usize,
+        sync: bool,
+    ) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let w = &mut *guard;
+        let now = self.opened.elapsed().as_millis() as u64;
+        self.last_write_ms.store(now, Ordering::Relaxed);
+        self.make_room(w)?;
+        self.append_locked(w, group, bytes, sync)
+    }
+
+    /// Stamps, appends (and syncs, if `sync` or `Options::sync`) the records of `group` and
+    /// inserts them into the memtable; the caller holds the writer lock and made room.
+    pub(super) fn append_locked(
+        &self,
+        w: &mut WriterState,
+        mut group: Vec<EncodedWrite>,
+        bytes: usize,
+        sync: bool,
+    ) -> Result<()> {
+        let records: usize = group.iter().map(|g| g.spans.len()).sum();
+        let first = w.next_seq;
+        if first + records as u64 > key::MAX_SEQ {
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        let mut seq = first;
+        for g in &mut group {
+            g.stamp(seq);
+            seq += g.spans.len() as u64;
+        }
+        if w.vlog.needs_roll(bytes, self.opts.vlog_segment_bytes) {
+            let id = self.new_file_number();
+            self.roll_log(w, id)?;
+        }
+        let appended = if let [one] = group.as_slice() {
+            w.vlog.append(&one.buf)
+        } else {
+            w.buf.clear();
+            for g in &group {
+                w.buf.extend_from_slice(&g.buf);
+            }
+            w.vlog.append(&w.buf)
+        };
+        let mut base = match appended {
+            Ok(b) => b,
+            // The log is as it was: a full disk fails this write only.
+            Err(AppendError::Clean(e)) if e.is_no_space() => return Err(e),
+            Err(e) => {
+                // An I/O error, or part of the records left at the log's end: accept no
+                // more writes, so that part stays the torn tail that recovery drops.
+                let e = e.into_error();
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        };
+        if sync || self.opts.sync {
+            if let Err(e) = w.vlog.sync() {
+                // A failed sync proves nothing about what reached the disk, and a later one
+                // that succeeds would not either: the log is in doubt for good.
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        }
+        let segment = w.vlog.segment();
+        let mem = self.super_version().mem.clone();
+        let mut seq = first;
+        for g in group {
+            let buf = Bytes::from(g.buf);
+            for s in &g.spans {
+                let key = &buf[s.key.clone()];
+                let mut user = Vec::with_capacity(4 + key.len());
+                user.extend_from_slice(&g.nsid.to_be_bytes());
+                user.extend_from_slice(key);
+                let value = if s.kind == Kind::Put {
+                    buf.slice(s.value.clone())
+                } else {
+                    Bytes::new()
+                };
+                let addr = key::ValueAddr {
+                    segment,
+                    offset: base + s.at as u64,
+                    len: s.len as u32,
+                };
+                mem.insert(
+                    Bytes::from(user),
+                    seq,
+                    MemValue {
+                        kind: s.kind,
+                        value,
+                        addr,
+                    },
+                );
+                seq += 1;
+            }
+            base += buf.len() as u64;
+        }
+        w.next_seq = seq;
+        self.visible_seq.store(seq - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Continues the value log in a new segment `id`. Failing to create it (a full disk)
+    /// fails the write only; failing to sync the old one leaves the log in doubt for good.
+    pub(super) fn roll_log(&self, w: &mut WriterState, id: u64) -> Result<()> {
+        match w.vlog.roll(id) {
+            Ok(()) => Ok(()),
+            // The writer goes on in the old segment; a half-made new one holds no record.
+            Err(RollError::Create(e)) => Err(e),
+            Err(RollError::Sync(e)) => {
+                self.set_bg_error(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes sure the memtable has room, freezing it or waiting for background work.
+    pub(super) fn make_room(&self, w: &mut WriterState) -> Result<()> {
+        let mut slowed = false;
+        loop {
+            let sv = self.super_version();
+            let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
+            let auto = o.auto_compaction;
+            if auto && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
+                Counters::add(&self.counters.write_stalls, 1);
+                self.wait_for_background()?;
+                continue;
+            }
+            let slow = l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger;
+            if auto && slow && !slowed {
+                Counters::add(&self.counters.write_slowdowns, 1);
+                slowed = true;
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            if sv.mem.approximate_bytes() < self.opts.memtable_bytes {
+                return Ok(());
+            }
+            if sv.imm.len() >= self.opts.max_immutable_memtables {
+                Counters::add(&self.counters.write_stalls, 1);
+                self.wait_for_background()?;
+                continue;
+            }
+            return self.freeze_memtable(w);
+        }
+    }
+
+    pub(super) fn wait_for_background(&self) -> Result<()> {
+        let mut bg = self.bg.lock();
+        if let Some(e) = &bg.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if bg.shutdown {
+            return Err(Error::Closed);
+        }
+        if bg.no_space.is_some() {
+            // Space may be back: have the background retry now, and give up only if that
+            // attempt fails too (or none comes soon).
+            let failures = bg.no_space_failures;
+            bg.retry_at = None;
+            self.bg_cv.notify_all();
+            let deadline = std::time::Instant::now() + NO_SPACE_WAIT;
+            while bg.no_space.is_some()
+                && bg.no_space_failures == failures
+                && bg.error.is_none()
+                && !bg.shutdown
+                && std::time::Instant::now() < deadline
+            {
+                self.done_cv.wait_for(&mut bg, Duration::from_millis(20));
+            }
+            if let Some(why) = &bg.no_space {
+                return Err(Error::NoSpace {
+                    file: "database".into(),
+                    source: std::io::Error::new(std::io::ErrorKind::StorageFull, why.clone()),
+                });
+            }
+            return Ok(());
+        }
+        self.bg_cv.notify_all();
+        self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        Ok(())
+    }
+
+    /// A background job failed for want of space: nothing is lost, it is retried later.
+    pub(super) fn set_no_space(&self, e: &Error) {
+        let mut bg = self.bg.lock();
+        if bg.no_space.is_none() {
+            tracing::warn!(error = %e, "out of space: writes that need background work fail until space returns");
+        }
+        bg.no_space = Some(e.to_string());
+        bg.no_space_failures += 1;
+        bg.retry_at = Some(std::time::Instant::now() + NO_SPACE_RETRY);
+        self.done_cv.notify_all();
+    }
+
+    /// Turns the memtable into a frozen one and starts a new one.
+    pub(super) fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
+        let mut sv = self.sv.write();
+        if sv.mem.is_empty() {
+            return Ok(());
+        }
+        let frozen = Frozen {
+            mem: sv.mem.clone(),
+            log_end: w.vlog.position(),
+            log_sync: w.vlog.sync_handle(),
+        };
+        let mut imm = vec![Arc::new(frozen)];
+        imm.extend(sv.imm.iter().cloned());
+        *sv = Arc::new(SuperVersion {
+            mem: Arc::new(Memtable::new()),
+            imm,
+            version: sv.version.clone(),
+        });
+        drop(sv);
+        let _bg = self.bg.lock();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    pub(super) fn sync_log(&self) -> Result<()> {
+        self.check_open()?;
+        let mut w = self.writer.lock();
+        if let Err(e) = w.vlog.sync() {
+            // What a failed sync left on disk is unknown, and a later sync could succeed
+            // without it: stop writing, as a failed sync in the write path does.
+            self.set_bg_error(&e);
+            return Err(e);
+        }
+        Ok(())
+    }
+}
