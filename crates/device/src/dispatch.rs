@@ -5,7 +5,7 @@ use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::metrics::Metrics;
 use bytes::Bytes;
-use cerberus_engine::{Db, Error as EngineError, WriteOptions};
+use cerberus_engine::{Db, Error as EngineError, Namespace, WriteOptions};
 use cerberus_proto::{
     Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
     VERSION,
@@ -72,6 +72,11 @@ impl Shared {
         }
     }
 
+    /// A handle to namespace `ns`, or the engine's answer for an unknown one.
+    fn namespace(&self, ns: u32) -> Result<Namespace, (Status, String)> {
+        self.db.namespace(ns).map_err(engine)
+    }
+
     fn run(&self, cmd: Command) -> Outcome {
         let ns = cmd.nsid;
         match cmd.request {
@@ -93,36 +98,36 @@ impl Shared {
                         ),
                     ));
                 }
-                let opts = WriteOptions { sync };
+                let handle = self
+                    .namespace(ns)?
+                    .with_write_options(WriteOptions { sync });
                 let _g = self.stripe(ns, &key).lock();
                 match mode {
                     StoreMode::Always => {}
                     StoreMode::OnlyIfAbsent => {
-                        if self.db.contains_ns(ns, &key).map_err(engine)? {
+                        if handle.contains(&key).map_err(engine)? {
                             return Err((Status::KeyExists, String::new()));
                         }
                     }
                     StoreMode::OnlyIfPresent => {
-                        if !self.db.contains_ns(ns, &key).map_err(engine)? {
+                        if !handle.contains(&key).map_err(engine)? {
                             return Err((Status::KeyNotExist, String::new()));
                         }
                     }
                 }
-                self.db
-                    .put_ns_opt(ns, &key, &value, &opts)
-                    .map_err(engine)?;
+                handle.put(&key, &value).map_err(engine)?;
                 Ok(Reply::Empty)
             }
             Request::Retrieve { key } => {
                 self.check_key(&key)?;
-                match self.db.get_ns(ns, &key).map_err(engine)? {
+                match self.namespace(ns)?.get(&key).map_err(engine)? {
                     Some(v) => Ok(Reply::Value(v)),
                     None => Err((Status::KeyNotExist, String::new())),
                 }
             }
             Request::Exist { key } => {
                 self.check_key(&key)?;
-                if self.db.contains_ns(ns, &key).map_err(engine)? {
+                if self.namespace(ns)?.contains(&key).map_err(engine)? {
                     Ok(Reply::Empty)
                 } else {
                     Err((Status::KeyNotExist, String::new()))
@@ -130,13 +135,12 @@ impl Shared {
             }
             Request::Delete { key } => {
                 self.check_key(&key)?;
+                let handle = self.namespace(ns)?;
                 let _g = self.stripe(ns, &key).lock();
-                if !self.db.contains_ns(ns, &key).map_err(engine)? {
+                if !handle.contains(&key).map_err(engine)? {
                     return Err((Status::KeyNotExist, String::new()));
                 }
-                self.db
-                    .delete_ns_opt(ns, &key, &WriteOptions { sync: false })
-                    .map_err(engine)?;
+                handle.delete(&key).map_err(engine)?;
                 Ok(Reply::Empty)
             }
             Request::List {
@@ -157,8 +161,8 @@ impl Shared {
                 }
                 let limit = max_keys.min(self.config.max_list_keys) as usize;
                 let list = self
-                    .db
-                    .list_keys_ns(ns, &start, start_exclusive, limit)
+                    .namespace(ns)?
+                    .list_keys(&start, start_exclusive, limit)
                     .map_err(engine)?;
                 Ok(Reply::Keys {
                     keys: list.keys,
@@ -166,7 +170,7 @@ impl Shared {
                 })
             }
             Request::NamespaceCreate { name } => {
-                let nsid = self.db.create_namespace(&name).map_err(engine)?;
+                let nsid = self.db.create_namespace(&name).map_err(engine)?.id();
                 let secret = self
                     .creds
                     .issue(nsid)
@@ -200,7 +204,7 @@ impl Shared {
                 let doc = if ns == DEVICE_NSID {
                     serde_json::to_vec(&self.db.stats())
                 } else {
-                    serde_json::to_vec(&self.db.namespace_stats(ns).map_err(engine)?)
+                    serde_json::to_vec(&self.namespace(ns)?.stats().map_err(engine)?)
                 };
                 let doc = doc.map_err(|e| (Status::InternalError, e.to_string()))?;
                 Ok(Reply::Stats(Bytes::from(doc)))
@@ -349,7 +353,7 @@ mod tests {
     fn size_errors_name_the_size_given_and_the_limit() {
         let dir = tempfile::tempdir().unwrap();
         let s = shared(dir.path());
-        let nsid = s.db.create_namespace("t").unwrap();
+        let nsid = s.db.create_namespace("t").unwrap().id();
         assert!(store(&s, nsid, b"k", 100).status.is_success());
 
         let r = store(&s, nsid, b"k", 101);

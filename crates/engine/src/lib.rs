@@ -21,7 +21,7 @@ mod version;
 mod vlog;
 
 pub use batch::WriteBatch;
-pub use db::{Db, GcStats};
+pub use db::{Db, GcStats, Namespace, Snapshot};
 pub use error::{Error, Result};
 pub use iter::KeyList;
 pub use key::Nsid;

@@ -106,6 +106,8 @@ pub struct DbStats {
     pub gc_bytes_rewritten: u64,
     /// Counters of the NAND timing model, when the storage has one.
     pub nand: Option<NandStats>,
+    /// Snapshots open now (iterators hold one each).
+    pub snapshots: usize,
 }
 
 /// A namespace and its name.

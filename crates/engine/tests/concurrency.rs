@@ -25,11 +25,17 @@ fn concurrent_writers_and_readers() {
                         let mut b = WriteBatch::new();
                         b.put(key.clone().into_bytes(), value.clone());
                         b.put(format!("{key}-b").into_bytes(), value.clone());
-                        db.write(b).unwrap();
+                        db.default_namespace().write(b).unwrap();
                     } else {
-                        db.put(key.as_bytes(), &value).unwrap();
+                        db.default_namespace().put(key.as_bytes(), &value).unwrap();
                     }
-                    assert_eq!(db.get(key.as_bytes()).unwrap().as_deref(), Some(&value[..]));
+                    assert_eq!(
+                        db.default_namespace()
+                            .get(key.as_bytes())
+                            .unwrap()
+                            .as_deref(),
+                        Some(&value[..])
+                    );
                 }
             })
         })
@@ -43,12 +49,18 @@ fn concurrent_writers_and_readers() {
                 let key = format!("t{t}-{i:05}");
                 let value = common::value_for(i, u64::from(t), 40 + (i % 200) as usize);
                 assert_eq!(
-                    db.get(key.as_bytes()).unwrap().as_deref(),
+                    db.default_namespace()
+                        .get(key.as_bytes())
+                        .unwrap()
+                        .as_deref(),
                     Some(&value[..]),
                     "{key}"
                 );
                 if i % 10 == 0 {
-                    let b = db.get(format!("{key}-b").as_bytes()).unwrap();
+                    let b = db
+                        .default_namespace()
+                        .get(format!("{key}-b").as_bytes())
+                        .unwrap();
                     assert_eq!(b.as_deref(), Some(&value[..]));
                 }
             }
@@ -70,11 +82,12 @@ fn wait_for_compactions_leaves_a_settled_tree() {
     let opts = common::small_options();
     let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts.clone()).unwrap();
     for i in 0..20_000u32 {
-        db.put(
-            format!("key{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).as_bytes(),
-            &[1; 100],
-        )
-        .unwrap();
+        db.default_namespace()
+            .put(
+                format!("key{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).as_bytes(),
+                &[1; 100],
+            )
+            .unwrap();
     }
     db.wait_for_compactions().unwrap();
     let s = db.stats();

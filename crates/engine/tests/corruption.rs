@@ -28,7 +28,7 @@ fn options() -> Options {
 fn fill(dir: &Path) {
     let db = Db::open(dir, options()).unwrap();
     for k in 0..N {
-        db.put(&key(k), &value(k)).unwrap();
+        db.default_namespace().put(&key(k), &value(k)).unwrap();
     }
     db.compact_all().unwrap();
     db.close().unwrap();
@@ -54,7 +54,7 @@ fn files(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
 fn read_all_checked(db: &Db, file: &str) -> usize {
     let mut errors = 0;
     for k in 0..N {
-        match db.get(&key(k)) {
+        match db.default_namespace().get(&key(k)) {
             Ok(Some(v)) => assert_eq!(&v[..], &value(k)[..], "key {k} returned wrong data"),
             Ok(None) => panic!("key {k} vanished instead of an error"),
             Err(e @ Error::Corruption { .. }) => {
@@ -114,7 +114,7 @@ fn fill_unflushed(dir: &Path) -> (Options, std::path::PathBuf) {
     };
     let db = Db::open(dir, opts.clone()).unwrap();
     for k in 0..200 {
-        db.put(&key(k), &value(k)).unwrap();
+        db.default_namespace().put(&key(k), &value(k)).unwrap();
     }
     db.close().unwrap();
     drop(db);
@@ -143,7 +143,10 @@ fn torn_tail_of_the_log_is_dropped() {
     fs::write(&seg, &data[..data.len() - 50]).unwrap();
     let db = Db::open(dir.path(), opts).unwrap();
     for k in 0..199 {
-        assert_eq!(db.get(&key(k)).unwrap().as_deref(), Some(&value(k)[..]));
+        assert_eq!(
+            db.default_namespace().get(&key(k)).unwrap().as_deref(),
+            Some(&value(k)[..])
+        );
     }
-    assert_eq!(db.get(&key(199)).unwrap(), None);
+    assert_eq!(db.default_namespace().get(&key(199)).unwrap(), None);
 }

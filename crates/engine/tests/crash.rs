@@ -48,7 +48,7 @@ fn apply(state: &mut State, unit: &Unit) {
 fn read_state(db: &Db) -> State {
     let mut s = State::new();
     for k in 0..KEYS {
-        match db.get(&key(k)) {
+        match db.default_namespace().get(&key(k)) {
             Ok(Some(v)) => {
                 s.insert(k, v.to_vec());
             }
@@ -74,12 +74,12 @@ fn workload(db: &Db, rng: &mut SmallRng, version: &mut u64) -> (Vec<Unit>, Optio
             0..=59 => {
                 let k = rng.gen_range(0..KEYS);
                 let v = value(rng, k);
-                let res = db.put(&key(k), &v);
+                let res = db.default_namespace().put(&key(k), &v);
                 (vec![(k, Some(v))], res)
             }
             60..=74 => {
                 let k = rng.gen_range(0..KEYS);
-                (vec![(k, None)], db.delete(&key(k)))
+                (vec![(k, None)], db.default_namespace().delete(&key(k)))
             }
             75..=94 => {
                 let mut batch = WriteBatch::new();
@@ -95,7 +95,7 @@ fn workload(db: &Db, rng: &mut SmallRng, version: &mut u64) -> (Vec<Unit>, Optio
                         unit.push((k, None));
                     }
                 }
-                (unit, db.write(batch))
+                (unit, db.default_namespace().write(batch))
             }
             95..=98 => {
                 let res = db.flush();
@@ -271,7 +271,7 @@ fn crash_with_namespaces_destroy_and_gc() {
                     let k = rng.gen_range(0..NS_KEYS);
                     version += 1;
                     let v = common::value_for(k, version, rng.gen_range(1..300));
-                    let res = db.put_ns(ns, &key(k), &v);
+                    let res = db.namespace(ns).unwrap().put(&key(k), &v);
                     if res.is_ok() {
                         model.get_mut(&ns).unwrap().insert(k, v);
                     } else {
@@ -281,7 +281,7 @@ fn crash_with_namespaces_destroy_and_gc() {
                 }
                 60..=69 => {
                     let k = rng.gen_range(0..NS_KEYS);
-                    let res = db.delete_ns(ns, &key(k));
+                    let res = db.namespace(ns).unwrap().delete(&key(k));
                     if res.is_ok() {
                         model.get_mut(&ns).unwrap().remove(&k);
                     } else {
@@ -308,8 +308,8 @@ fn crash_with_namespaces_destroy_and_gc() {
                     }
                     names += 1;
                     match db.create_namespace(&format!("t{names}")) {
-                        Ok(id) => {
-                            model.insert(id, State::new());
+                        Ok(ns) => {
+                            model.insert(ns.id(), State::new());
                             Ok(())
                         }
                         Err(e) => {
@@ -351,7 +351,7 @@ fn crash_with_namespaces_destroy_and_gc() {
         for dead in &destroyed {
             assert!(
                 matches!(
-                    db.get_ns(*dead, &key(0)),
+                    db.namespace(*dead).and_then(|n| n.get(&key(0))),
                     Err(cerberus_engine::Error::UnknownNamespace(_))
                 ),
                 "seed {seed} point {point}: destroyed namespace {dead} came back"
@@ -360,7 +360,7 @@ fn crash_with_namespaces_destroy_and_gc() {
         for (ns, state) in model.iter_mut() {
             let mut got = State::new();
             for k in 0..NS_KEYS {
-                if let Some(v) = db.get_ns(*ns, &key(k)).unwrap() {
+                if let Some(v) = db.namespace(*ns).unwrap().get(&key(k)).unwrap() {
                     got.insert(k, v.to_vec());
                 }
             }

@@ -45,9 +45,9 @@ fn destroy_then_gc_returns_the_space() {
     let alone = tempfile::tempdir().unwrap();
     {
         let db = Db::open(alone.path(), options()).unwrap();
-        let a = db.create_namespace("a").unwrap();
+        let a = db.create_namespace("a").unwrap().id();
         for k in 0..N {
-            db.put_ns(a, &key(k), &value(a, k)).unwrap();
+            db.namespace(a).unwrap().put(&key(k), &value(a, k)).unwrap();
         }
         db.compact_all().unwrap();
         db.gc_value_log().unwrap();
@@ -57,11 +57,11 @@ fn destroy_then_gc_returns_the_space() {
 
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    let a = db.create_namespace("a").unwrap();
-    let b = db.create_namespace("b").unwrap();
+    let a = db.create_namespace("a").unwrap().id();
+    let b = db.create_namespace("b").unwrap().id();
     for k in 0..N {
-        db.put_ns(a, &key(k), &value(a, k)).unwrap();
-        db.put_ns(b, &key(k), &value(b, k)).unwrap();
+        db.namespace(a).unwrap().put(&key(k), &value(a, k)).unwrap();
+        db.namespace(b).unwrap().put(&key(k), &value(b, k)).unwrap();
     }
     db.compact_all().unwrap();
     let before = data_bytes(dir.path());
@@ -76,12 +76,12 @@ fn destroy_then_gc_returns_the_space() {
     );
     for k in 0..N {
         assert_eq!(
-            db.get_ns(a, &key(k)).unwrap().as_deref(),
+            db.namespace(a).unwrap().get(&key(k)).unwrap().as_deref(),
             Some(&value(a, k)[..])
         );
     }
     assert!(matches!(
-        db.get_ns(b, &key(1)),
+        db.namespace(b).and_then(|n| n.get(&key(1))),
         Err(Error::UnknownNamespace(_))
     ));
     db.close().unwrap();
@@ -89,12 +89,12 @@ fn destroy_then_gc_returns_the_space() {
     let db = Db::open(dir.path(), options()).unwrap();
     for k in 0..N {
         assert_eq!(
-            db.get_ns(a, &key(k)).unwrap().as_deref(),
+            db.namespace(a).unwrap().get(&key(k)).unwrap().as_deref(),
             Some(&value(a, k)[..])
         );
     }
     assert!(matches!(
-        db.put_ns(b, &key(1), b"x"),
+        db.namespace(b).and_then(|n| n.put(&key(1), b"x")),
         Err(Error::UnknownNamespace(_))
     ));
 }
@@ -109,11 +109,13 @@ fn overwrites_are_collected_and_the_newest_values_stay() {
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     for round in 0..4u32 {
         for k in 0..N {
-            db.put(&key(k), &value(round, k)).unwrap();
+            db.default_namespace()
+                .put(&key(k), &value(round, k))
+                .unwrap();
         }
     }
     for k in (0..N).step_by(3) {
-        db.delete(&key(k)).unwrap();
+        db.default_namespace().delete(&key(k)).unwrap();
     }
     let before = data_bytes(dir.path());
     db.compact_all().unwrap();
@@ -127,7 +129,7 @@ fn overwrites_are_collected_and_the_newest_values_stay() {
         for k in 0..N {
             let want = (k % 3 != 0).then(|| value(3, k));
             assert_eq!(
-                db.get(&key(k)).unwrap().as_deref(),
+                db.default_namespace().get(&key(k)).unwrap().as_deref(),
                 want.as_deref(),
                 "key {k}"
             );
@@ -135,12 +137,15 @@ fn overwrites_are_collected_and_the_newest_values_stay() {
     };
     check(&db);
     // Writes after GC, then a reopen.
-    db.put(&key(1), b"later").unwrap();
+    db.default_namespace().put(&key(1), b"later").unwrap();
     db.close().unwrap();
     drop(db);
     let db = Db::open(dir.path(), opts).unwrap();
-    assert_eq!(db.get(&key(1)).unwrap().as_deref(), Some(&b"later"[..]));
-    db.put(&key(1), &value(3, 1)).unwrap();
+    assert_eq!(
+        db.default_namespace().get(&key(1)).unwrap().as_deref(),
+        Some(&b"later"[..])
+    );
+    db.default_namespace().put(&key(1), &value(3, 1)).unwrap();
     check(&db);
 }
 
@@ -150,7 +155,9 @@ fn background_gc_collects_overwritten_segments() {
     let db = Db::open(dir.path(), options()).unwrap();
     for round in 0..6u32 {
         for k in 0..N {
-            db.put(&key(k), &value(round, k)).unwrap();
+            db.default_namespace()
+                .put(&key(k), &value(round, k))
+                .unwrap();
         }
         db.flush().unwrap();
         db.compact_all().unwrap();
@@ -164,7 +171,10 @@ fn background_gc_collects_overwritten_segments() {
     }
     assert!(db.stats().gc_segments_deleted > 0, "{:?}", db.stats());
     for k in 0..N {
-        assert_eq!(db.get(&key(k)).unwrap().as_deref(), Some(&value(5, k)[..]));
+        assert_eq!(
+            db.default_namespace().get(&key(k)).unwrap().as_deref(),
+            Some(&value(5, k)[..])
+        );
     }
 }
 
@@ -190,7 +200,9 @@ fn background_gc_after_a_restart_knows_the_dead_bytes() {
     let db = Db::open(dir.path(), quiet.clone()).unwrap();
     for round in 0..4u32 {
         for k in 0..N {
-            db.put(&key(k), &value(round, k)).unwrap();
+            db.default_namespace()
+                .put(&key(k), &value(round, k))
+                .unwrap();
         }
         db.flush().unwrap();
         db.compact_all().unwrap();
@@ -203,7 +215,10 @@ fn background_gc_after_a_restart_knows_the_dead_bytes() {
     let db = Db::open(dir.path(), options()).unwrap();
     assert!(wait_for_gc(&db), "{:?}", db.stats());
     for k in 0..N {
-        assert_eq!(db.get(&key(k)).unwrap().as_deref(), Some(&value(3, k)[..]));
+        assert_eq!(
+            db.default_namespace().get(&key(k)).unwrap().as_deref(),
+            Some(&value(3, k)[..])
+        );
     }
 }
 
@@ -211,12 +226,18 @@ fn background_gc_after_a_restart_knows_the_dead_bytes() {
 fn destroying_a_namespace_starts_background_gc() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    let big = db.create_namespace("big").unwrap();
-    let small = db.create_namespace("small").unwrap();
+    let big = db.create_namespace("big").unwrap().id();
+    let small = db.create_namespace("small").unwrap().id();
     for k in 0..N {
-        db.put_ns(big, &key(k), &value(1, k)).unwrap();
+        db.namespace(big)
+            .unwrap()
+            .put(&key(k), &value(1, k))
+            .unwrap();
         if k % 4 == 0 {
-            db.put_ns(small, &key(k), &value(2, k)).unwrap();
+            db.namespace(small)
+                .unwrap()
+                .put(&key(k), &value(2, k))
+                .unwrap();
         }
     }
     db.flush().unwrap();
@@ -238,12 +259,16 @@ fn destroying_a_namespace_starts_background_gc() {
     );
     for k in (0..N).step_by(4) {
         assert_eq!(
-            db.get_ns(small, &key(k)).unwrap().as_deref(),
+            db.namespace(small)
+                .unwrap()
+                .get(&key(k))
+                .unwrap()
+                .as_deref(),
             Some(&value(2, k)[..])
         );
     }
     assert!(matches!(
-        db.get_ns(big, &key(0)),
+        db.namespace(big).and_then(|n| n.get(&key(0))),
         Err(Error::UnknownNamespace(_))
     ));
 }

@@ -19,14 +19,14 @@ fn oversized_keys_and_values_are_refused_whole() {
     let db = Db::open_with_storage(Arc::new(MemStorage::new()), options()).unwrap();
     let long_key = vec![b'k'; 101];
     assert!(matches!(
-        db.put(&long_key, b"v"),
+        db.default_namespace().put(&long_key, b"v"),
         Err(Error::KeyTooLarge {
             len: 101,
             limit: 100
         })
     ));
     assert!(matches!(
-        db.put(b"k", &vec![0; 1001]),
+        db.default_namespace().put(b"k", &vec![0; 1001]),
         Err(Error::ValueTooLarge {
             len: 1001,
             limit: 1000
@@ -35,16 +35,28 @@ fn oversized_keys_and_values_are_refused_whole() {
     let mut batch = WriteBatch::new();
     batch.put(b"a".to_vec(), b"1".to_vec());
     batch.put(b"b".to_vec(), vec![0; 1001]);
-    assert!(matches!(db.write(batch), Err(Error::ValueTooLarge { .. })));
+    assert!(matches!(
+        db.default_namespace().write(batch),
+        Err(Error::ValueTooLarge { .. })
+    ));
     assert_eq!(
-        db.get(b"a").unwrap(),
+        db.default_namespace().get(b"a").unwrap(),
         None,
         "half of a refused batch was written"
     );
     assert_eq!(db.stats().puts, 0);
     // Limits are inclusive.
-    db.put(&[b'k'; 100], &[1; 1000]).unwrap();
-    assert_eq!(db.get(&[b'k'; 100]).unwrap().unwrap().len(), 1000);
+    db.default_namespace()
+        .put(&[b'k'; 100], &[1; 1000])
+        .unwrap();
+    assert_eq!(
+        db.default_namespace()
+            .get(&[b'k'; 100])
+            .unwrap()
+            .unwrap()
+            .len(),
+        1000
+    );
 }
 
 #[test]
@@ -55,7 +67,7 @@ fn full_disk_fails_the_write_and_keeps_the_store_readable() {
     let mut acked = Vec::new();
     let err = loop {
         let k = format!("key{:06}", acked.len()).into_bytes();
-        match db.put(&k, &[7u8; 500]) {
+        match db.default_namespace().put(&k, &[7u8; 500]) {
             Ok(()) => acked.push(k),
             Err(e) => break e,
         }
@@ -67,16 +79,24 @@ fn full_disk_fails_the_write_and_keeps_the_store_readable() {
     );
     assert!(err.to_string().contains("space"), "unclear error: {err}");
     for k in &acked {
-        assert_eq!(db.get(k).unwrap().as_deref(), Some(&[7u8; 500][..]));
+        assert_eq!(
+            db.default_namespace().get(k).unwrap().as_deref(),
+            Some(&[7u8; 500][..])
+        );
     }
     db.close().unwrap_or(());
     drop(db);
     fs.set_space_limit(None);
     let db = Db::open_with_storage(Arc::new(fs), options()).unwrap();
     for k in &acked {
-        assert_eq!(db.get(k).unwrap().as_deref(), Some(&[7u8; 500][..]));
+        assert_eq!(
+            db.default_namespace().get(k).unwrap().as_deref(),
+            Some(&[7u8; 500][..])
+        );
     }
-    db.put(b"after", b"space came back").unwrap();
+    db.default_namespace()
+        .put(b"after", b"space came back")
+        .unwrap();
 }
 
 #[test]

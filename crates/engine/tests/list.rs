@@ -81,7 +81,11 @@ fn check_list(db: &Db, model: &Model, ns: Nsid, rng: &mut SmallRng, what: &str) 
     let start = random_start(rng);
     let exclusive = rng.gen_bool(0.5);
     let limit = random_limit(rng);
-    let got = db.list_keys_ns(ns, &start, exclusive, limit).unwrap();
+    let got = db
+        .namespace(ns)
+        .unwrap()
+        .list_keys(&start, exclusive, limit)
+        .unwrap();
     let want = expected(model, ns, &start, exclusive, limit);
     assert_eq!(
         got, want,
@@ -92,7 +96,7 @@ fn check_list(db: &Db, model: &Model, ns: Nsid, rng: &mut SmallRng, what: &str) 
 fn check_contains(db: &Db, model: &Model, ns: Nsid, rng: &mut SmallRng, what: &str) {
     let k = key(rng.gen_range(0..KEYS + 5));
     assert_eq!(
-        db.contains_ns(ns, &k).unwrap(),
+        db.namespace(ns).unwrap().contains(&k).unwrap(),
         model.contains_key(&(ns, k.clone())),
         "{what}: contains ns {ns} key {k:?}"
     );
@@ -104,7 +108,11 @@ fn check_paging(db: &Db, model: &Model, ns: Nsid, page: usize, what: &str) {
     let mut start = Vec::new();
     let mut exclusive = false;
     loop {
-        let l = db.list_keys_ns(ns, &start, exclusive, page).unwrap();
+        let l = db
+            .namespace(ns)
+            .unwrap()
+            .list_keys(&start, exclusive, page)
+            .unwrap();
         assert!(l.keys.len() <= page);
         all.extend(l.keys.iter().map(|k| k.to_vec()));
         if !l.more {
@@ -141,7 +149,7 @@ fn run(layout: Layout, seed: u64) {
     let mut spaces: Vec<Nsid> = vec![0];
     for _ in 0..2 {
         names += 1;
-        spaces.push(db.create_namespace(&format!("t{names}")).unwrap());
+        spaces.push(db.create_namespace(&format!("t{names}")).unwrap().id());
     }
     let mut destroyed: Vec<Nsid> = Vec::new();
     let mut version = 0u64;
@@ -157,16 +165,19 @@ fn run(layout: Layout, seed: u64) {
         match rng.gen_range(0..1000) {
             0..=449 => {
                 let v = value(&mut rng, k);
-                db.put_ns(ns, &key(k), &v).unwrap();
+                db.namespace(ns).unwrap().put(&key(k), &v).unwrap();
                 model.insert((ns, key(k)), v);
             }
             450..=649 => {
-                db.delete_ns(ns, &key(k)).unwrap();
+                db.namespace(ns).unwrap().delete(&key(k)).unwrap();
                 model.remove(&(ns, key(k)));
             }
             650..=659 => {
                 let v = value(&mut rng, k);
-                db.put_ns_opt(ns, &key(k), &v, &WriteOptions { sync: true })
+                db.namespace(ns)
+                    .unwrap()
+                    .with_write_options(WriteOptions { sync: true })
+                    .put(&key(k), &v)
                     .unwrap();
                 model.insert((ns, key(k)), v);
             }
@@ -184,7 +195,7 @@ fn run(layout: Layout, seed: u64) {
                         staged.push((key(k), None));
                     }
                 }
-                db.write_ns(ns, batch).unwrap();
+                db.namespace(ns).unwrap().write(batch).unwrap();
                 for (k, v) in staged {
                     match v {
                         Some(v) => model.insert((ns, k), v),
@@ -200,7 +211,7 @@ fn run(layout: Layout, seed: u64) {
                     model.retain(|(n, _), _| *n != ns);
                     destroyed.push(ns);
                     names += 1;
-                    spaces[slot] = db.create_namespace(&format!("t{names}")).unwrap();
+                    spaces[slot] = db.create_namespace(&format!("t{names}")).unwrap().id();
                 }
             }
             990..=991 => {
@@ -224,11 +235,11 @@ fn run(layout: Layout, seed: u64) {
         if let Some(&dead) = destroyed.last() {
             if step % 50 == 0 {
                 assert!(matches!(
-                    db.list_keys_ns(dead, b"", false, 10),
+                    db.namespace(dead).and_then(|n| n.list_keys(b"", false, 10)),
                     Err(Error::UnknownNamespace(n)) if n == dead
                 ));
                 assert!(matches!(
-                    db.contains_ns(dead, b"k1"),
+                    db.namespace(dead).and_then(|n| n.contains(b"k1")),
                     Err(Error::UnknownNamespace(n)) if n == dead
                 ));
             }
@@ -257,7 +268,7 @@ fn list_model_shared() {
 }
 
 fn value_reads(db: &Db, ns: Nsid) -> u64 {
-    db.namespace_stats(ns).unwrap().reads[IoPurpose::Value as usize]
+    db.namespace(ns).unwrap().stats().unwrap().reads[IoPurpose::Value as usize]
 }
 
 /// Every key has versions in L1, in L0 and in the memtable at once; some are deleted at one
@@ -271,31 +282,31 @@ fn each_key_once(layout: Layout) {
         ..common::small_options()
     };
     let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
-    let ns = db.create_namespace("t").unwrap();
+    let ns = db.create_namespace("t").unwrap().id();
     let k = |i: u32| format!("key{i:03}").into_bytes();
     let v = |i: u32, layer: &str| format!("{layer}-{i}-{}", "x".repeat(40)).into_bytes();
     // L1: keys 0..100. The other namespaces hold the same keys as neighbours.
     for i in 0..100 {
         for n in [0, ns] {
-            db.put_ns(n, &k(i), &v(i, "l1")).unwrap();
+            db.namespace(n).unwrap().put(&k(i), &v(i, "l1")).unwrap();
         }
     }
     db.compact_all().unwrap();
     // L0: every key again, deletes of 10..20, new keys 100..110.
     for i in 0..110 {
         if (10..20).contains(&i) {
-            db.delete_ns(ns, &k(i)).unwrap();
+            db.namespace(ns).unwrap().delete(&k(i)).unwrap();
         } else {
-            db.put_ns(ns, &k(i), &v(i, "l0")).unwrap();
+            db.namespace(ns).unwrap().put(&k(i), &v(i, "l0")).unwrap();
         }
     }
     db.flush().unwrap();
     // Memtable: every key again, 15..17 written back, 30..35 deleted, 200 new.
     for i in (0..110).chain([200]) {
         match i {
-            30..=34 => db.delete_ns(ns, &k(i)).unwrap(),
+            30..=34 => db.namespace(ns).unwrap().delete(&k(i)).unwrap(),
             10..=14 | 17..=19 => {}
-            _ => db.put_ns(ns, &k(i), &v(i, "mem")).unwrap(),
+            _ => db.namespace(ns).unwrap().put(&k(i), &v(i, "mem")).unwrap(),
         }
     }
     let levels = db.stats().levels;
@@ -306,7 +317,11 @@ fn each_key_once(layout: Layout) {
         .collect();
     let want: Vec<Vec<u8>> = live.iter().map(|&i| k(i)).collect();
     let reads = value_reads(&db, ns);
-    let all = db.list_keys_ns(ns, b"", false, 1000).unwrap();
+    let all = db
+        .namespace(ns)
+        .unwrap()
+        .list_keys(b"", false, 1000)
+        .unwrap();
     assert!(!all.more);
     let got: Vec<Vec<u8>> = all.keys.iter().map(|k| k.to_vec()).collect();
     assert_eq!(got, want, "{layout:?}");
@@ -315,7 +330,11 @@ fn each_key_once(layout: Layout) {
         let mut start = Vec::new();
         let mut seen = Vec::new();
         loop {
-            let l = db.list_keys_ns(ns, &start, !seen.is_empty(), page).unwrap();
+            let l = db
+                .namespace(ns)
+                .unwrap()
+                .list_keys(&start, !seen.is_empty(), page)
+                .unwrap();
             seen.extend(l.keys.iter().map(|k| k.to_vec()));
             if !l.more {
                 break;
@@ -325,24 +344,54 @@ fn each_key_once(layout: Layout) {
         assert_eq!(seen, want, "{layout:?} page {page}");
     }
     // Inclusive and exclusive starts at a live key, a deleted key and between keys.
-    let first_after =
-        |s: &[u8], excl: bool| db.list_keys_ns(ns, s, excl, 1).unwrap().keys[0].to_vec();
+    let first_after = |s: &[u8], excl: bool| {
+        db.namespace(ns)
+            .unwrap()
+            .list_keys(s, excl, 1)
+            .unwrap()
+            .keys[0]
+            .to_vec()
+    };
     assert_eq!(first_after(&k(5), false), k(5));
     assert_eq!(first_after(&k(5), true), k(6));
     assert_eq!(first_after(&k(12), false), k(15));
     assert_eq!(first_after(&k(16), true), k(20));
     assert_eq!(first_after(b"key0295", false), k(30 + 5));
-    let tail = db.list_keys_ns(ns, &k(109), true, 5).unwrap();
+    let tail = db
+        .namespace(ns)
+        .unwrap()
+        .list_keys(&k(109), true, 5)
+        .unwrap();
     assert_eq!((tail.keys.len(), tail.more), (1, false));
     assert_eq!(tail.keys[0].as_ref(), k(200).as_slice());
-    let none = db.list_keys_ns(ns, &k(200), true, 5).unwrap();
+    let none = db
+        .namespace(ns)
+        .unwrap()
+        .list_keys(&k(200), true, 5)
+        .unwrap();
     assert_eq!(none, KeyList::default());
     // `more` with limit 0 says whether anything is there at all.
-    assert!(db.list_keys_ns(ns, &k(109), false, 0).unwrap().more);
-    assert!(!db.list_keys_ns(ns, &k(200), true, 0).unwrap().more);
+    assert!(
+        db.namespace(ns)
+            .unwrap()
+            .list_keys(&k(109), false, 0)
+            .unwrap()
+            .more
+    );
+    assert!(
+        !db.namespace(ns)
+            .unwrap()
+            .list_keys(&k(200), true, 0)
+            .unwrap()
+            .more
+    );
     // Existence follows the newest version at every layer.
     for i in (0..110).chain([200, 300]) {
-        assert_eq!(db.contains_ns(ns, &k(i)).unwrap(), live.contains(&i), "{i}");
+        assert_eq!(
+            db.namespace(ns).unwrap().contains(&k(i)).unwrap(),
+            live.contains(&i),
+            "{i}"
+        );
     }
     assert_eq!(
         value_reads(&db, ns),
@@ -351,16 +400,19 @@ fn each_key_once(layout: Layout) {
     );
     // The default namespace still holds its own copy of 0..100, only in L1.
     let reads = value_reads(&db, 0);
-    let d = db.list_keys(b"", false, usize::MAX).unwrap();
+    let d = db
+        .default_namespace()
+        .list_keys(b"", false, usize::MAX)
+        .unwrap();
     assert_eq!(d.keys.len(), 100);
-    assert!(db.contains(&k(12)).unwrap());
+    assert!(db.default_namespace().contains(&k(12)).unwrap());
     assert_eq!(
         value_reads(&db, 0),
         reads,
         "listing or contains read values"
     );
     // A get there reads the value log, and the counter shows it.
-    db.get(&k(50)).unwrap().unwrap();
+    db.default_namespace().get(&k(50)).unwrap().unwrap();
     assert!(value_reads(&db, 0) > reads);
 }
 
@@ -379,9 +431,9 @@ fn list_each_key_once_across_layers_shared() {
 #[test]
 fn list_sees_batches_whole() {
     let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
-    let ns = db.create_namespace("t").unwrap();
+    let ns = db.create_namespace("t").unwrap().id();
     let name = |i: u64| format!("key{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes();
-    db.put_ns(ns, &name(0), b"v").unwrap();
+    db.namespace(ns).unwrap().put(&name(0), b"v").unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -390,16 +442,24 @@ fn list_sees_batches_whole() {
                 b.delete(name(i - 1));
                 b.put(name(i), vec![b'v'; 100]);
                 // Neighbours in other namespaces with the same keys.
-                db.put(&name(i), b"x").unwrap();
-                db.write_ns(ns, b).unwrap();
+                db.default_namespace().put(&name(i), b"x").unwrap();
+                db.namespace(ns).unwrap().write(b).unwrap();
             }
             done.store(true, std::sync::atomic::Ordering::Release);
         });
         let mut lists = 0;
         while !done.load(std::sync::atomic::Ordering::Acquire) || lists < 10 {
-            let l = db.list_keys_ns(ns, b"", false, usize::MAX).unwrap();
+            let l = db
+                .namespace(ns)
+                .unwrap()
+                .list_keys(b"", false, usize::MAX)
+                .unwrap();
             assert_eq!(l.keys.len(), 1, "listing {lists}: {:?}", l.keys);
-            let from = db.list_keys_ns(ns, b"key8", false, 1).unwrap();
+            let from = db
+                .namespace(ns)
+                .unwrap()
+                .list_keys(b"key8", false, 1)
+                .unwrap();
             assert!(from.keys.len() <= 1 && !from.more);
             lists += 1;
         }
@@ -418,7 +478,9 @@ fn flipped_byte_in_a_table_fails_the_listing() {
     };
     let db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
     for k in 0..2_000u32 {
-        db.put(format!("key{k:05}").as_bytes(), b"v").unwrap();
+        db.default_namespace()
+            .put(format!("key{k:05}").as_bytes(), b"v")
+            .unwrap();
     }
     db.compact_all().unwrap();
     db.close().unwrap();
@@ -429,7 +491,7 @@ fn flipped_byte_in_a_table_fails_the_listing() {
     fs.flip_byte(table, fs.file_len(table).unwrap() / 3)
         .unwrap();
     let db = Db::open_with_storage(Arc::new(fs.clone()), opts).unwrap();
-    match db.list_keys(b"", false, usize::MAX) {
+    match db.default_namespace().list_keys(b"", false, usize::MAX) {
         Err(e @ Error::Corruption { .. }) => {
             assert!(
                 e.to_string().contains(table.as_str()),
@@ -452,10 +514,16 @@ fn db_tables(fs: &FaultStorage) -> Vec<String> {
 #[test]
 fn list_of_closed_db_fails() {
     let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
-    db.put(b"a", b"1").unwrap();
+    db.default_namespace().put(b"a", b"1").unwrap();
     db.close().unwrap();
-    assert!(matches!(db.list_keys(b"", false, 10), Err(Error::Closed)));
-    assert!(matches!(db.contains(b"a"), Err(Error::Closed)));
+    assert!(matches!(
+        db.default_namespace().list_keys(b"", false, 10),
+        Err(Error::Closed)
+    ));
+    assert!(matches!(
+        db.default_namespace().contains(b"a"),
+        Err(Error::Closed)
+    ));
     assert!(matches!(db.sync_log(), Err(Error::Closed)));
 }
 
@@ -477,31 +545,52 @@ fn sync_write_survives_crash() {
     };
     let sync = WriteOptions { sync: true };
     let mut db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
-    let ns = db.create_namespace("t").unwrap();
-    db.put(b"before", b"0").unwrap();
-    db.put_ns_opt(ns, b"synced", b"1", &sync).unwrap();
-    db.put(b"after", b"2").unwrap();
+    let ns = db.create_namespace("t").unwrap().id();
+    db.default_namespace().put(b"before", b"0").unwrap();
+    db.namespace(ns)
+        .unwrap()
+        .with_write_options(sync)
+        .put(b"synced", b"1")
+        .unwrap();
+    db.default_namespace().put(b"after", b"2").unwrap();
     db = crash_and_reopen(&fs, db, &opts);
     assert_eq!(
-        db.get_ns(ns, b"synced").unwrap().as_deref(),
+        db.namespace(ns).unwrap().get(b"synced").unwrap().as_deref(),
         Some(&b"1"[..])
     );
-    assert_eq!(db.get(b"before").unwrap().as_deref(), Some(&b"0"[..]));
+    assert_eq!(
+        db.default_namespace().get(b"before").unwrap().as_deref(),
+        Some(&b"0"[..])
+    );
 
     let mut batch = WriteBatch::new();
     batch.put(b"b1".to_vec(), b"x".to_vec());
     batch.delete(b"before".to_vec());
-    db.write_ns_opt(DEFAULT, batch, &sync).unwrap();
-    db.delete_ns_opt(ns, b"synced", &sync).unwrap();
+    db.namespace(DEFAULT)
+        .unwrap()
+        .with_write_options(sync)
+        .write(batch)
+        .unwrap();
+    db.namespace(ns)
+        .unwrap()
+        .with_write_options(sync)
+        .delete(b"synced")
+        .unwrap();
     db = crash_and_reopen(&fs, db, &opts);
-    assert_eq!(db.get(b"b1").unwrap().as_deref(), Some(&b"x"[..]));
-    assert_eq!(db.get(b"before").unwrap(), None);
-    assert_eq!(db.get_ns(ns, b"synced").unwrap(), None);
+    assert_eq!(
+        db.default_namespace().get(b"b1").unwrap().as_deref(),
+        Some(&b"x"[..])
+    );
+    assert_eq!(db.default_namespace().get(b"before").unwrap(), None);
+    assert_eq!(db.namespace(ns).unwrap().get(b"synced").unwrap(), None);
 
-    db.put(b"plain", b"3").unwrap();
+    db.default_namespace().put(b"plain", b"3").unwrap();
     db.sync_log().unwrap();
     db = crash_and_reopen(&fs, db, &opts);
-    assert_eq!(db.get(b"plain").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(
+        db.default_namespace().get(b"plain").unwrap().as_deref(),
+        Some(&b"3"[..])
+    );
 }
 
 const DEFAULT: Nsid = 0;
@@ -530,14 +619,16 @@ fn concurrent_sync_writes_survive_crash() {
                             let k = format!("t{t}-{i:04}");
                             let v = common::value_for(i, 1, 40);
                             let r = if t < 2 {
-                                db.put_opt(k.as_bytes(), &v, &WriteOptions { sync: true })
+                                db.default_namespace()
+                                    .with_write_options(WriteOptions { sync: true })
+                                    .put(k.as_bytes(), &v)
                             } else {
                                 // Plain writers send batches, so they often lead groups.
                                 let mut b = WriteBatch::new();
                                 for j in 0..4 {
                                     b.put(format!("{k}-{j}").into_bytes(), v.clone());
                                 }
-                                db.write(b)
+                                db.default_namespace().write(b)
                             };
                             if r.is_err() {
                                 break;
@@ -555,7 +646,7 @@ fn concurrent_sync_writes_survive_crash() {
         for (t, keys) in acked.iter().enumerate().take(2) {
             for k in keys {
                 assert!(
-                    db.contains(k.as_bytes()).unwrap(),
+                    db.default_namespace().contains(k.as_bytes()).unwrap(),
                     "round {round}: acknowledged sync write {k} of thread {t} lost"
                 );
             }
@@ -575,46 +666,50 @@ fn listing_reads_and_key_estimate_apart_from_gets() {
             ..common::small_options()
         };
         let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
-        let a = db.create_namespace("a").unwrap();
-        let b = db.create_namespace("b").unwrap();
+        let a = db.create_namespace("a").unwrap().id();
+        let b = db.create_namespace("b").unwrap().id();
         for i in 0..300 {
-            db.put_ns(a, &key(i), &[7u8; 100]).unwrap();
-            db.put_ns(b, &key(i), &[8u8; 100]).unwrap();
+            db.namespace(a).unwrap().put(&key(i), &[7u8; 100]).unwrap();
+            db.namespace(b).unwrap().put(&key(i), &[8u8; 100]).unwrap();
         }
         db.flush().unwrap();
         // Versions in the memtable and in L0 (shared by both namespaces): overwrites and
         // deletes are counted until compaction.
         for i in 0..50 {
-            db.put_ns(a, &key(i), b"again").unwrap();
-            db.delete_ns(a, &key(i + 100)).unwrap();
+            db.namespace(a).unwrap().put(&key(i), b"again").unwrap();
+            db.namespace(a).unwrap().delete(&key(i + 100)).unwrap();
         }
         assert_eq!(
-            db.namespace_stats(a).unwrap().keys_estimate,
+            db.namespace(a).unwrap().stats().unwrap().keys_estimate,
             400,
             "{layout:?}"
         );
         assert_eq!(
-            db.namespace_stats(b).unwrap().keys_estimate,
+            db.namespace(b).unwrap().stats().unwrap().keys_estimate,
             300,
             "{layout:?}"
         );
         db.compact_all().unwrap();
         assert_eq!(
-            db.namespace_stats(a).unwrap().keys_estimate,
+            db.namespace(a).unwrap().stats().unwrap().keys_estimate,
             250,
             "{layout:?}"
         );
         assert_eq!(
-            db.namespace_stats(b).unwrap().keys_estimate,
+            db.namespace(b).unwrap().stats().unwrap().keys_estimate,
             300,
             "{layout:?}"
         );
 
-        let before = db.namespace_stats(a).unwrap();
+        let before = db.namespace(a).unwrap().stats().unwrap();
         let mut start = Vec::new();
         let mut listed = 0;
         loop {
-            let page = db.list_keys_ns(a, &start, !start.is_empty(), 64).unwrap();
+            let page = db
+                .namespace(a)
+                .unwrap()
+                .list_keys(&start, !start.is_empty(), 64)
+                .unwrap();
             listed += page.keys.len() as u64;
             match (page.more, page.keys.last()) {
                 (true, Some(k)) => start = k.to_vec(),
@@ -622,7 +717,7 @@ fn listing_reads_and_key_estimate_apart_from_gets() {
             }
         }
         assert_eq!(listed, 250);
-        let after = db.namespace_stats(a).unwrap();
+        let after = db.namespace(a).unwrap().stats().unwrap();
         assert_eq!(after.listings.calls - before.listings.calls, 4);
         assert_eq!(after.listings.keys - before.listings.keys, 250);
         let data = IoPurpose::Data as usize;
@@ -633,8 +728,8 @@ fn listing_reads_and_key_estimate_apart_from_gets() {
         );
         assert_eq!(after.gets, before.gets);
 
-        assert!(db.get_ns(a, &key(200)).unwrap().is_some());
-        let got = db.namespace_stats(a).unwrap();
+        assert!(db.namespace(a).unwrap().get(&key(200)).unwrap().is_some());
+        let got = db.namespace(a).unwrap().stats().unwrap();
         assert_eq!(got.gets, 1);
         assert!(
             got.pages[data] > after.pages[data],

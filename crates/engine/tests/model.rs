@@ -38,15 +38,15 @@ fn run_model(storage: StorageRef, seed: u64) {
         match rng.gen_range(0..1000) {
             0..=399 => {
                 let v = value(&mut rng, k);
-                db.put(&key(k), &v).unwrap();
+                db.default_namespace().put(&key(k), &v).unwrap();
                 model.insert(key(k), v);
             }
             400..=499 => {
-                db.delete(&key(k)).unwrap();
+                db.default_namespace().delete(&key(k)).unwrap();
                 model.remove(&key(k));
             }
             500..=939 => {
-                let got = db.get(&key(k)).unwrap();
+                let got = db.default_namespace().get(&key(k)).unwrap();
                 assert_eq!(
                     got.as_deref(),
                     model.get(&key(k)).map(|v| v.as_slice()),
@@ -67,7 +67,7 @@ fn run_model(storage: StorageRef, seed: u64) {
                         staged.push((key(k), None));
                     }
                 }
-                db.write(batch).unwrap();
+                db.default_namespace().write(batch).unwrap();
                 for (k, v) in staged {
                     match v {
                         Some(v) => model.insert(k, v),
@@ -104,7 +104,7 @@ fn run_model(storage: StorageRef, seed: u64) {
     db.compact_all().unwrap();
     for k in 0..KEYS {
         assert_eq!(
-            db.get(&key(k)).unwrap().as_deref(),
+            db.default_namespace().get(&key(k)).unwrap().as_deref(),
             model.get(&key(k)).map(|v| v.as_slice()),
             "seed {seed} final check of {k}"
         );

@@ -33,7 +33,10 @@ fn run(layout: Layout, seed: u64) {
     let mut version = 0;
     for _ in 0..3 {
         names += 1;
-        let ns = db.create_namespace(&format!("tenant-{names}")).unwrap();
+        let ns = db
+            .create_namespace(&format!("tenant-{names}"))
+            .unwrap()
+            .id();
         assert!(issued.insert(ns), "namespace id {ns} handed out twice");
         models.insert(ns, BTreeMap::new());
     }
@@ -46,15 +49,15 @@ fn run(layout: Layout, seed: u64) {
                 version += 1;
                 // The same key gets a different value in every namespace.
                 let v = common::value_for(k, version * 100 + u64::from(ns), rng.gen_range(1..120));
-                db.put_ns(ns, &key(k), &v).unwrap();
+                db.namespace(ns).unwrap().put(&key(k), &v).unwrap();
                 models.get_mut(&ns).unwrap().insert(key(k), v);
             }
             400..=469 => {
-                db.delete_ns(ns, &key(k)).unwrap();
+                db.namespace(ns).unwrap().delete(&key(k)).unwrap();
                 models.get_mut(&ns).unwrap().remove(&key(k));
             }
             470..=899 => {
-                let got = db.get_ns(ns, &key(k)).unwrap();
+                let got = db.namespace(ns).unwrap().get(&key(k)).unwrap();
                 let want = models[&ns].get(&key(k));
                 assert_eq!(
                     got.as_deref(),
@@ -72,7 +75,7 @@ fn run(layout: Layout, seed: u64) {
                     b.put(key(k), v.clone());
                     staged.push((key(k), v));
                 }
-                db.write_ns(ns, b).unwrap();
+                db.namespace(ns).unwrap().write(b).unwrap();
                 models.get_mut(&ns).unwrap().extend(staged);
             }
             950..=964 => db.flush().unwrap(),
@@ -86,7 +89,10 @@ fn run(layout: Layout, seed: u64) {
                     models.remove(&ns);
                     destroyed.insert(ns);
                     names += 1;
-                    let fresh = db.create_namespace(&format!("tenant-{names}")).unwrap();
+                    let fresh = db
+                        .create_namespace(&format!("tenant-{names}"))
+                        .unwrap()
+                        .id();
                     assert!(
                         issued.insert(fresh),
                         "namespace id {fresh} handed out again"
@@ -97,11 +103,11 @@ fn run(layout: Layout, seed: u64) {
             980..=989 => {
                 if let Some(&dead) = destroyed.iter().next_back() {
                     assert!(matches!(
-                        db.get_ns(dead, &key(k)),
+                        db.namespace(dead).and_then(|n| n.get(&key(k))),
                         Err(Error::UnknownNamespace(_))
                     ));
                     assert!(matches!(
-                        db.put_ns(dead, &key(k), b"x"),
+                        db.namespace(dead).and_then(|n| n.put(&key(k), b"x")),
                         Err(Error::UnknownNamespace(_))
                     ));
                 }
@@ -122,7 +128,7 @@ fn run(layout: Layout, seed: u64) {
     for (ns, model) in &models {
         for k in 0..KEYS {
             assert_eq!(
-                db.get_ns(*ns, &key(k)).unwrap().as_deref(),
+                db.namespace(*ns).unwrap().get(&key(k)).unwrap().as_deref(),
                 model.get(&key(k)).map(|v| v.as_slice()),
                 "seed {seed}: final check ns {ns} key {k}"
             );
@@ -130,7 +136,7 @@ fn run(layout: Layout, seed: u64) {
     }
     for dead in destroyed {
         assert!(matches!(
-            db.get_ns(dead, b"k"),
+            db.namespace(dead).and_then(|n| n.get(b"k")),
             Err(Error::UnknownNamespace(_))
         ));
     }
@@ -140,7 +146,9 @@ fn run(layout: Layout, seed: u64) {
         let mut owned = vec![0; total.len()];
         for info in db.list_namespaces() {
             for (l, s) in db
-                .namespace_stats(info.nsid)
+                .namespace(info.nsid)
+                .unwrap()
+                .stats()
                 .unwrap()
                 .levels
                 .iter()
@@ -171,7 +179,7 @@ fn isolation_shared() {
 #[test]
 fn namespace_api_errors() {
     let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
-    let a = db.create_namespace("a").unwrap();
+    let a = db.create_namespace("a").unwrap().id();
     assert!(matches!(
         db.create_namespace("a"),
         Err(Error::NamespaceExists(_))
@@ -182,17 +190,23 @@ fn namespace_api_errors() {
         db.destroy_namespace(999),
         Err(Error::UnknownNamespace(999))
     ));
-    db.put_ns(a, b"k", b"in a").unwrap();
-    db.put(b"k", b"in default").unwrap();
-    assert_eq!(db.get_ns(a, b"k").unwrap().as_deref(), Some(&b"in a"[..]));
-    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"in default"[..]));
+    db.namespace(a).unwrap().put(b"k", b"in a").unwrap();
+    db.default_namespace().put(b"k", b"in default").unwrap();
+    assert_eq!(
+        db.namespace(a).unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"in a"[..])
+    );
+    assert_eq!(
+        db.default_namespace().get(b"k").unwrap().as_deref(),
+        Some(&b"in default"[..])
+    );
     db.destroy_namespace(a).unwrap();
     assert!(matches!(
         db.destroy_namespace(a),
         Err(Error::UnknownNamespace(_))
     ));
     // The name is free again, the id is not.
-    let b = db.create_namespace("a").unwrap();
+    let b = db.create_namespace("a").unwrap().id();
     assert!(b > a);
-    assert_eq!(db.get_ns(b, b"k").unwrap(), None);
+    assert_eq!(db.namespace(b).unwrap().get(b"k").unwrap(), None);
 }

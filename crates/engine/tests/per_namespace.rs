@@ -16,7 +16,9 @@ fn key(i: u32) -> Vec<u8> {
 
 fn fill(db: &Db, ns: Nsid, n: u32, version: u64) {
     for i in 0..n {
-        db.put_ns(ns, &key(i), &common::value_for(i, version, 40))
+        db.namespace(ns)
+            .unwrap()
+            .put(&key(i), &common::value_for(i, version, 40))
             .unwrap();
     }
 }
@@ -25,7 +27,7 @@ fn check(db: &Db, ns: Nsid, n: u32, version: u64) {
     for i in 0..n {
         let want = common::value_for(i, version, 40);
         assert_eq!(
-            db.get_ns(ns, &key(i)).unwrap().as_deref(),
+            db.namespace(ns).unwrap().get(&key(i)).unwrap().as_deref(),
             Some(&want[..]),
             "ns {ns} key {i}"
         );
@@ -45,7 +47,7 @@ fn settled_engine_leaves_nothing_in_shared_l0_or_runs() {
     };
     let db = open(opts);
     let tenants: Vec<Nsid> = (0..4)
-        .map(|t| db.create_namespace(&format!("t{t}")).unwrap())
+        .map(|t| db.create_namespace(&format!("t{t}")).unwrap().id())
         .collect();
     for (v, &ns) in tenants.iter().enumerate() {
         fill(&db, ns, 3_000, v as u64);
@@ -55,7 +57,7 @@ fn settled_engine_leaves_nothing_in_shared_l0_or_runs() {
     assert_eq!(s.levels[0].tables, 0, "{s:?}");
     assert_eq!(s.runs.tables, 0, "{s:?}");
     for (v, &ns) in tenants.iter().enumerate() {
-        let n = db.namespace_stats(ns).unwrap();
+        let n = db.namespace(ns).unwrap().stats().unwrap();
         assert_eq!(n.levels[0].tables, 0);
         assert!(n.levels[1].tables > 0, "{n:?}");
         assert!(n.compaction_bytes_written > 0, "{n:?}");
@@ -73,8 +75,8 @@ fn an_idle_engine_drains_shared_l0_by_itself() {
         ..common::small_options()
     };
     let db = open(opts);
-    let a = db.create_namespace("a").unwrap();
-    let b = db.create_namespace("b").unwrap();
+    let a = db.create_namespace("a").unwrap().id();
+    let b = db.create_namespace("b").unwrap().id();
     fill(&db, a, 200, 1);
     fill(&db, b, 200, 2);
     db.flush().unwrap();
@@ -98,13 +100,13 @@ fn other_tenants_compactions_do_not_rewrite_an_idle_tree() {
         ..common::small_options()
     };
     let db = open(opts);
-    let idle = db.create_namespace("idle").unwrap();
+    let idle = db.create_namespace("idle").unwrap().id();
     let busy: Vec<Nsid> = (0..3)
-        .map(|t| db.create_namespace(&format!("busy{t}")).unwrap())
+        .map(|t| db.create_namespace(&format!("busy{t}")).unwrap().id())
         .collect();
     fill(&db, idle, 2_000, 7);
     db.wait_for_compactions().unwrap();
-    let before = db.namespace_stats(idle).unwrap();
+    let before = db.namespace(idle).unwrap().stats().unwrap();
     assert!(before.levels[1].tables > 0, "{before:?}");
     let files_before = table_files(&db);
     for round in 0..4u64 {
@@ -113,7 +115,7 @@ fn other_tenants_compactions_do_not_rewrite_an_idle_tree() {
         }
     }
     db.wait_for_compactions().unwrap();
-    let after = db.namespace_stats(idle).unwrap();
+    let after = db.namespace(idle).unwrap().stats().unwrap();
     assert!(db.stats().compactions > 20, "{:?}", db.stats());
     assert_eq!(
         after.compaction_bytes_written, before.compaction_bytes_written,
@@ -153,8 +155,8 @@ fn runs_accumulate_up_to_their_trigger_and_reads_see_them() {
         ..common::small_options()
     };
     let db = open(opts);
-    let a = db.create_namespace("a").unwrap();
-    let b = db.create_namespace("b").unwrap();
+    let a = db.create_namespace("a").unwrap().id();
+    let b = db.create_namespace("b").unwrap().id();
     let mut max_runs = 0;
     for v in 0..6u64 {
         fill(&db, a, 300, v);
@@ -166,14 +168,14 @@ fn runs_accumulate_up_to_their_trigger_and_reads_see_them() {
             assert!(Instant::now() < deadline, "{:?}", db.stats());
             std::thread::sleep(Duration::from_millis(5));
         }
-        let runs = db.namespace_stats(a).unwrap().runs.tables;
+        let runs = db.namespace(a).unwrap().stats().unwrap().runs.tables;
         assert!(runs <= 3, "{runs} runs, trigger 3");
         max_runs = max_runs.max(runs);
         check(&db, a, 300, v);
         check(&db, b, 300, 100 + v);
     }
     assert!(max_runs >= 2, "runs never accumulated: {max_runs}");
-    let s = db.namespace_stats(a).unwrap();
+    let s = db.namespace(a).unwrap().stats().unwrap();
     assert!(s.runs.tables <= 3, "{s:?}");
     db.compact_range(None, None).unwrap();
     check(&db, a, 300, 5);
@@ -223,7 +225,10 @@ fn model_64_namespaces_with_background_work() {
                     let mut created = 0;
                     let mut create = |model: &mut Model| {
                         created += 1;
-                        let ns = db.create_namespace(&format!("w{w}-{created}")).unwrap();
+                        let ns = db
+                            .create_namespace(&format!("w{w}-{created}"))
+                            .unwrap()
+                            .id();
                         model.insert(ns, BTreeMap::new());
                     };
                     for _ in 0..16 {
@@ -236,15 +241,15 @@ fn model_64_namespaces_with_background_work() {
                         match rng.gen_range(0..100) {
                             0..=49 => {
                                 let v = common::value_for(step as u32, w, rng.gen_range(1..90));
-                                db.put_ns(ns, &k, &v).unwrap();
+                                db.namespace(ns).unwrap().put(&k, &v).unwrap();
                                 model.get_mut(&ns).unwrap().insert(k, v);
                             }
                             50..=59 => {
-                                db.delete_ns(ns, &k).unwrap();
+                                db.namespace(ns).unwrap().delete(&k).unwrap();
                                 model.get_mut(&ns).unwrap().remove(&k);
                             }
                             60..=97 => {
-                                let got = db.get_ns(ns, &k).unwrap();
+                                let got = db.namespace(ns).unwrap().get(&k).unwrap();
                                 let want = model[&ns].get(&k);
                                 assert_eq!(
                                     got.as_deref(),
@@ -273,12 +278,12 @@ fn model_64_namespaces_with_background_work() {
         for model in &models {
             for (ns, m) in model {
                 live += 1;
-                let n = db.namespace_stats(*ns).unwrap();
+                let n = db.namespace(*ns).unwrap().stats().unwrap();
                 assert!(n.runs.tables <= opts.l0_stop_trigger, "{n:?}");
                 for i in 0..300u32 {
                     let k = format!("key{i:04}").into_bytes();
                     assert_eq!(
-                        db.get_ns(*ns, &k).unwrap().as_deref(),
+                        db.namespace(*ns).unwrap().get(&k).unwrap().as_deref(),
                         m.get(&k).map(Vec::as_slice),
                         "seed {seed} ns {ns} key {i}"
                     );

@@ -7,10 +7,16 @@ use super::{
 use crate::report::db_stats_json;
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
-use cerberus_engine::{Db, DbStats, Layout, NamespaceStats, Options, StorageKind};
+use cerberus_engine::{Db, DbStats, Layout, Namespace, NamespaceStats, Options, StorageKind};
+use parking_lot::RwLock;
+use std::collections::HashMap;
 
 pub struct CerberusDb {
     db: Db,
+    /// The default namespace, for the single-tenant workloads.
+    default: Namespace,
+    /// Tenants' namespaces by id.
+    tenants: RwLock<HashMap<u32, Namespace>>,
     layout: LayoutArg,
 }
 
@@ -36,7 +42,9 @@ impl CerberusDb {
         let db = Db::open(&config.path, options)
             .with_context(|| format!("opening cerberus at {}", config.path.display()))?;
         Ok(CerberusDb {
+            default: db.default_namespace(),
             db,
+            tenants: RwLock::new(HashMap::new()),
             layout: config.layout,
         })
     }
@@ -44,11 +52,11 @@ impl CerberusDb {
 
 impl BenchDb for CerberusDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.db.put(key, value)?)
+        Ok(self.default.put(key, value)?)
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(self.db.get(key)?.is_some())
+        Ok(self.default.get(key)?.is_some())
     }
 
     fn flush(&self) -> Result<()> {
@@ -78,13 +86,16 @@ impl BenchDb for CerberusDb {
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
         let existing = self.db.list_namespaces();
         let namespace = |name: &str| -> Result<u32> {
-            match existing.iter().find(|ns| ns.name == name) {
-                Some(ns) => Ok(ns.nsid),
+            let ns = match existing.iter().find(|ns| ns.name == name) {
+                Some(ns) => self.db.namespace(ns.nsid)?,
                 None => self
                     .db
                     .create_namespace(name)
-                    .with_context(|| format!("creating namespace {name}")),
-            }
+                    .with_context(|| format!("creating namespace {name}"))?,
+            };
+            let id = ns.id();
+            self.tenants.write().insert(id, ns);
+            Ok(id)
         };
         // Baseline: every tenant in one namespace.
         let shared = match self.layout {
@@ -104,27 +115,40 @@ impl BenchDb for CerberusDb {
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        let tenants = self.tenants.read();
+        let ns = namespace_of(&tenants, tenant)?;
         if self.layout == LayoutArg::Baseline {
             return with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| {
-                Ok(self.db.put_ns(tenant.id, k, value)?)
+                Ok(ns.put(k, value)?)
             });
         }
-        Ok(self.db.put_ns(tenant.id, key, value)?)
+        Ok(ns.put(key, value)?)
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
+        let tenants = self.tenants.read();
+        let ns = namespace_of(&tenants, tenant)?;
         if self.layout == LayoutArg::Baseline {
             return with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| {
-                Ok(self.db.get_ns(tenant.id, k)?.is_some())
+                Ok(ns.get(k)?.is_some())
             });
         }
-        Ok(self.db.get_ns(tenant.id, key)?.is_some())
+        Ok(ns.get(key)?.is_some())
     }
 
     /// In the baseline layout every tenant gets its one namespace's counters.
     fn tenant_stats(&self, tenant: &TenantHandle) -> Result<Option<NamespaceStats>> {
-        Ok(Some(self.db.namespace_stats(tenant.id)?))
+        Ok(Some(namespace_of(&self.tenants.read(), tenant)?.stats()?))
     }
+}
+
+fn namespace_of<'a>(
+    tenants: &'a HashMap<u32, Namespace>,
+    tenant: &TenantHandle,
+) -> Result<&'a Namespace> {
+    tenants
+        .get(&tenant.id)
+        .with_context(|| format!("tenant {} has no namespace", tenant.name))
 }
 
 #[cfg(test)]
@@ -163,7 +187,8 @@ mod tests {
             .iter()
             .any(|n| n.name == BASELINE_NAMESPACE && n.nsid == t[0].id));
         assert!(!ns.iter().any(|n| n.name.starts_with("tenant-")));
-        let page = db.db.list_keys_ns(t[0].id, b"", false, 10).unwrap();
+        let page = db.db.namespace(t[0].id).unwrap();
+        let page = page.list_keys(b"", false, 10).unwrap();
         let keys: Vec<&[u8]> = page.keys.iter().map(|k| &k[..]).collect();
         let expected: [&[u8]; 4] = [
             b"k1\0\0\0\0",
@@ -188,7 +213,8 @@ mod tests {
             assert_ne!(t[0].id, t[1].id);
             db.put_tenant(&t[0], b"k", b"v").unwrap();
             assert!(!db.get_tenant(&t[1], b"k").unwrap());
-            let page = db.db.list_keys_ns(t[0].id, b"", false, 10).unwrap();
+            let ns = db.db.namespace(t[0].id).unwrap();
+            let page = ns.list_keys(b"", false, 10).unwrap();
             assert_eq!(page.keys, vec![b"k".to_vec()]);
             db.close().unwrap();
         }

@@ -232,7 +232,7 @@ impl Inner {
         end: Option<&[u8]>,
     ) -> Result<()> {
         if let Some(ns) = ns {
-            self.ns_counters(ns)?;
+            self.ns_entry(ns)?;
         }
         self.flush()?;
         self.acquire_compaction()?;
@@ -298,7 +298,7 @@ impl Inner {
             _ => self.opts.target_table_bytes,
         };
         let params = output_params(&self.opts, target);
-        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let snapshot = self.smallest_snapshot();
         let alloc = || self.new_file_number();
         let dead = self.namespaces.read().dead.clone();
         let cx = compaction::RunContext {
@@ -312,8 +312,8 @@ impl Inner {
         let mut out = compaction::run(task, version, &cx)?;
         let (read, written) = (out.bytes_read, out.bytes_written);
         for &(ns, bytes) in &out.written_by_ns {
-            if let Ok(c) = self.ns_counters(ns) {
-                Counters::add(&c.tree_bytes_written, bytes);
+            if let Ok(e) = self.ns_entry(ns) {
+                Counters::add(&e.counters.tree_bytes_written, bytes);
             }
         }
         self.storage.sync_dir().ctx("database directory")?;

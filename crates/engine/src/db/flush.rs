@@ -29,19 +29,20 @@ pub(super) fn output_params(opts: &Options, target_table_bytes: u64) -> OutputPa
     }
 }
 
-/// Writes a memtable as L0 table(s); drops versions shadowed within it and the entries of
-/// destroyed namespaces.
+/// Writes a memtable as L0 table(s); drops the entries of destroyed namespaces and the
+/// versions shadowed within it that no snapshot at or above `smallest_snapshot` can see.
 pub(super) fn flush_memtable(
     storage: &dyn crate::storage::Storage,
     mem: &Memtable,
     params: OutputParams,
     opts: &Options,
     dead: &HashSet<Nsid>,
+    smallest_snapshot: SeqNo,
     new_file: &dyn Fn() -> u64,
 ) -> Result<(Vec<TableProps>, Vec<key::ValueAddr>)> {
     let mut sink = TableSink::new(storage, params, new_file);
     let mut dropped = Vec::new();
-    let mut rule = Retention::new(SeqNo::MAX);
+    let mut rule = Retention::new(smallest_snapshot);
     let mut ikey = Vec::new();
     let mut val = Vec::new();
     for (k, v) in mem.iter() {
@@ -97,6 +98,7 @@ impl Inner {
             params,
             &self.opts,
             &dead,
+            self.smallest_snapshot(),
             &alloc,
         )?;
         // Earlier segments were synced when the log moved past them.

@@ -38,8 +38,10 @@ impl Inner {
         let mut out = Vec::new();
         for name in self.storage.list().ctx("database directory")? {
             if let Some(id) = vlog::parse_segment_name(&name) {
-                // A retired segment waits for its last readers; it is collected already.
-                if id < replay_from && !self.vlog_reader.is_retired(id) {
+                // A retired segment waits for its last readers; it is collected already. A
+                // deferred one waits for a snapshot to go.
+                let deferred = self.gc_deferred.lock().contains(&id);
+                if id < replay_from && !self.vlog_reader.is_retired(id) && !deferred {
                     match self.storage.open(&name).and_then(|f| f.len()) {
                         Ok(len) => out.push((id, len)),
                         // Retired and deleted since the listing, by the last get that
@@ -68,6 +70,8 @@ impl Inner {
         stats.segments_scanned += 1;
         let dead_ns = self.namespaces.read().dead.clone();
         let mut live = Vec::new();
+        // Every put a snapshot might still read.
+        let mut puts = Vec::new();
         let (mut live_bytes, mut total) = (0u64, 0u64);
         let mut pos = SEGMENT_HEADER_LEN as usize;
         if data.len() < pos || data[..8] != vlog::SEGMENT_MAGIC {
@@ -84,6 +88,9 @@ impl Inner {
             };
             total += len as u64;
             let key_at = pos + vlog::RECORD_HEADER_LEN;
+            if rec.kind == Kind::Put && !dead_ns.contains(&rec.nsid) {
+                puts.push((rec.nsid, data.slice(key_at..key_at + rec.key.len()), addr));
+            }
             let candidate = rec.kind == Kind::Put
                 && !dead_ns.contains(&rec.nsid)
                 && !self.liveness.is_dead(&addr)
@@ -101,6 +108,10 @@ impl Inner {
         }
         let dead = total - live_bytes;
         if total > 0 && (dead == 0 || (dead as f64) < min_dead_ratio * total as f64) {
+            return Ok(());
+        }
+        if self.seen_by_snapshot(&puts)? {
+            self.gc_deferred.lock().insert(seg);
             return Ok(());
         }
         for chunk in chunks(&live) {
@@ -125,6 +136,12 @@ impl Inner {
         }
         // The rewritten records must be durable before the only other copy goes.
         self.writer.lock().vlog.sync()?;
+        // A snapshot taken before the rewrites became visible reads the old copies; one
+        // taken after reads the new ones.
+        if self.seen_by_snapshot(&puts)? {
+            self.gc_deferred.lock().insert(seg);
+            return Ok(());
+        }
         // Deleted once the gets that may have found an address in it are done.
         self.vlog_reader.retire(seg);
         self.liveness.forget(seg);
@@ -134,9 +151,23 @@ impl Inner {
         Ok(())
     }
 
+    /// Whether a live snapshot reads one of `puts` (the record at that address is the
+    /// version of its key the snapshot sees).
+    fn seen_by_snapshot(&self, puts: &[(Nsid, Bytes, ValueAddr)]) -> Result<bool> {
+        for seq in self.snapshots.list() {
+            for (ns, key, addr) in puts {
+                let hit = self.lookup(*ns, key, Some(seq), &self.counters)?;
+                if hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr)) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// Whether the newest version of `(ns, key)` is the record at `addr`.
     fn is_current(&self, ns: Nsid, key: &[u8], addr: ValueAddr) -> Result<bool> {
-        let hit = self.lookup(ns, key, &self.counters)?;
+        let hit = self.lookup(ns, key, None, &self.counters)?;
         Ok(hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)))
     }
 

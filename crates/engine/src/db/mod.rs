@@ -4,14 +4,18 @@
 mod background;
 mod flush;
 mod gc;
+mod handle;
 mod namespaces;
 mod read;
 mod recovery;
+mod snapshot;
 mod write;
 
 pub use gc::GcStats;
+pub use handle::Namespace;
+pub use snapshot::Snapshot;
 
-use self::{background::*, flush::*, namespaces::*, recovery::*, write::*};
+use self::{background::*, flush::*, namespaces::*, recovery::*, snapshot::Snapshots, write::*};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink};
@@ -81,6 +85,11 @@ struct Inner {
     slot_overlaps: AtomicU64,
     /// The last manifest write failed: its edit may or may not be on disk.
     manifest_in_doubt: AtomicBool,
+    /// Seqnos live snapshots read at.
+    snapshots: Snapshots,
+    /// Segments GC left because a live snapshot can reach a record in them; looked at
+    /// again once a snapshot is released.
+    gc_deferred: Mutex<HashSet<u64>>,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).
@@ -125,7 +134,7 @@ impl Db {
                 .namespaces
                 .live
                 .iter()
-                .map(|(id, name)| (*id, Arc::new(NsEntry::new(name, page_size))))
+                .map(|(id, name)| (*id, Arc::new(NsEntry::new(*id, name, page_size))))
                 .collect(),
             dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
             retired: Vec::new(),
@@ -165,6 +174,8 @@ impl Db {
             in_slot: Default::default(),
             slot_overlaps: AtomicU64::new(0),
             manifest_in_doubt: AtomicBool::new(false),
+            snapshots: Snapshots::default(),
+            gc_deferred: Mutex::new(HashSet::new()),
             opts: options,
         });
         let mut threads = Vec::new();
@@ -183,117 +194,16 @@ impl Db {
         })
     }
 
-    /// Writes into the default namespace (0).
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put_ns(DEFAULT_NS, key, value)
+    /// A handle to live namespace `ns`, or [`Error::UnknownNamespace`].
+    pub fn namespace(&self, ns: Nsid) -> Result<Namespace> {
+        let entry = self.inner.ns_entry(ns)?;
+        Ok(Namespace::new(self.inner.clone(), entry))
     }
 
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
-        self.delete_ns(DEFAULT_NS, key)
-    }
-
-    /// Applies every write of `batch`, or none of them, even across a crash.
-    pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.write_ns(DEFAULT_NS, batch)
-    }
-
-    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.get_ns(DEFAULT_NS, key)
-    }
-
-    /// [`Db::put`] with per-write options (`sync`).
-    pub fn put_opt(&self, key: &[u8], value: &[u8], opts: &WriteOptions) -> Result<()> {
-        self.put_ns_opt(DEFAULT_NS, key, value, opts)
-    }
-
-    /// [`Db::delete`] with per-write options (`sync`).
-    pub fn delete_opt(&self, key: &[u8], opts: &WriteOptions) -> Result<()> {
-        self.delete_ns_opt(DEFAULT_NS, key, opts)
-    }
-
-    /// [`Db::write`] with per-write options (`sync`).
-    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        self.write_ns_opt(DEFAULT_NS, batch, opts)
-    }
-
-    /// Whether `key` of the default namespace has a value.
-    pub fn contains(&self, key: &[u8]) -> Result<bool> {
-        self.contains_ns(DEFAULT_NS, key)
-    }
-
-    /// Keys of the default namespace; see [`Db::list_keys_ns`].
-    pub fn list_keys(&self, start: &[u8], start_exclusive: bool, limit: usize) -> Result<KeyList> {
-        self.list_keys_ns(DEFAULT_NS, start, start_exclusive, limit)
-    }
-
-    pub fn put_ns(&self, ns: Nsid, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put_ns_opt(ns, key, value, &WriteOptions::default())
-    }
-
-    pub fn delete_ns(&self, ns: Nsid, key: &[u8]) -> Result<()> {
-        self.delete_ns_opt(ns, key, &WriteOptions::default())
-    }
-
-    /// [`Db::put_ns`] with per-write options: with `opts.sync` it returns only once the
-    /// write is durable.
-    pub fn put_ns_opt(
-        &self,
-        ns: Nsid,
-        key: &[u8],
-        value: &[u8],
-        opts: &WriteOptions,
-    ) -> Result<()> {
-        self.inner.write(ns, &[(Kind::Put, key, value)], opts.sync)
-    }
-
-    /// [`Db::delete_ns`] with per-write options (`sync`).
-    pub fn delete_ns_opt(&self, ns: Nsid, key: &[u8], opts: &WriteOptions) -> Result<()> {
-        self.inner.write(ns, &[(Kind::Delete, key, &[])], opts.sync)
-    }
-
-    pub fn get_ns(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
-        self.inner.get(ns, key)
-    }
-
-    /// Whether `key` of namespace `ns` has a value, found like a get but without reading
-    /// the value (so never from the value log).
-    pub fn contains_ns(&self, ns: Nsid, key: &[u8]) -> Result<bool> {
-        self.inner.contains(ns, key)
-    }
-
-    /// Up to `limit` keys of namespace `ns` in byte order, from `start` on (empty = the
-    /// first key), or strictly after `start` if `start_exclusive`. Deleted keys are left
-    /// out; `more` says whether another key follows the last one returned. The listing is
-    /// one consistent snapshot and reads no values. A destroyed or unknown namespace gives
-    /// [`Error::UnknownNamespace`].
-    pub fn list_keys_ns(
-        &self,
-        ns: Nsid,
-        start: &[u8],
-        start_exclusive: bool,
-        limit: usize,
-    ) -> Result<KeyList> {
-        self.inner.list_keys(ns, start, start_exclusive, limit)
-    }
-
-    /// Applies every write of `batch` to namespace `ns`, or none of them, even across a
-    /// crash.
-    pub fn write_ns(&self, ns: Nsid, batch: WriteBatch) -> Result<()> {
-        self.write_ns_opt(ns, batch, &WriteOptions::default())
-    }
-
-    /// [`Db::write_ns`] with per-write options: with `opts.sync` it returns only once the
-    /// batch is durable.
-    pub fn write_ns_opt(&self, ns: Nsid, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        let ops: Vec<(Kind, &[u8], &[u8])> = batch
-            .ops
-            .iter()
-            .map(|op| match op {
-                BatchOp::Put { key, value } => (Kind::Put, key.as_slice(), value.as_slice()),
-                BatchOp::Delete { key } => (Kind::Delete, key.as_slice(), &[][..]),
-            })
-            .collect();
-        self.inner.write(ns, &ops, opts.sync)
+    /// The namespace every database has (id 0, never destroyed).
+    pub fn default_namespace(&self) -> Namespace {
+        self.namespace(DEFAULT_NS)
+            .expect("the default namespace is never destroyed")
     }
 
     /// Syncs the value log: every write acknowledged so far survives a crash.
@@ -301,9 +211,10 @@ impl Db {
         self.inner.sync_log()
     }
 
-    /// Creates a namespace and returns its id. Ids are never reused.
-    pub fn create_namespace(&self, name: &str) -> Result<Nsid> {
-        self.inner.create_namespace(name)
+    /// Creates a namespace and returns a handle to it. Ids are never reused.
+    pub fn create_namespace(&self, name: &str) -> Result<Namespace> {
+        let entry = self.inner.create_namespace(name)?;
+        Ok(Namespace::new(self.inner.clone(), entry))
     }
 
     /// Destroys a namespace: its own tables go at once, its entries in the shared memtable
@@ -326,11 +237,6 @@ impl Db {
             .collect();
         v.sort_by_key(|i| i.nsid);
         v
-    }
-
-    /// Counters and tree shape of one namespace.
-    pub fn namespace_stats(&self, ns: Nsid) -> Result<NamespaceStats> {
-        self.inner.namespace_stats(ns)
     }
 
     /// Flushes, then waits until no flush, compaction or value-log GC is pending or running,
@@ -356,16 +262,6 @@ impl Db {
     /// (`None` = unbounded) down to the deepest level that has data.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.inner.compact_range(None, start, end)
-    }
-
-    /// [`Db::compact_range`] in namespace `ns` only.
-    pub fn compact_range_ns(
-        &self,
-        ns: Nsid,
-        start: Option<&[u8]>,
-        end: Option<&[u8]>,
-    ) -> Result<()> {
-        self.inner.compact_range(Some(ns), start, end)
     }
 
     pub fn compact_all(&self) -> Result<()> {
@@ -479,6 +375,7 @@ impl Inner {
             }
         }
         s.nand = self.storage.nand_stats();
+        s.snapshots = self.snapshots.count();
         s
     }
 }

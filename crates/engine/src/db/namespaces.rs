@@ -2,9 +2,13 @@
 
 use super::*;
 
-/// A live namespace as reads and writes see it.
+/// A namespace as reads and writes see it; handles hold it, so their operations need no
+/// lookup by id.
 pub(super) struct NsEntry {
+    pub(super) id: Nsid,
     pub(super) name: String,
+    /// Cleared when the namespace is destroyed: handles then get `UnknownNamespace`.
+    pub(super) live: AtomicBool,
     /// Its writes and point lookups.
     pub(super) counters: Arc<Counters>,
     /// Its key listings, apart so per-get figures come from gets alone.
@@ -12,11 +16,22 @@ pub(super) struct NsEntry {
 }
 
 impl NsEntry {
-    pub(super) fn new(name: &str, page_size: u64) -> NsEntry {
+    pub(super) fn new(id: Nsid, name: &str, page_size: u64) -> NsEntry {
         NsEntry {
+            id,
             name: name.to_string(),
+            live: AtomicBool::new(true),
             counters: Arc::new(Counters::new(page_size)),
             list_counters: Arc::new(Counters::new(page_size)),
+        }
+    }
+
+    /// `UnknownNamespace` once the namespace is destroyed.
+    pub(super) fn check_live(&self) -> Result<()> {
+        if self.live.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(Error::UnknownNamespace(self.id))
         }
     }
 }
@@ -47,11 +62,6 @@ pub(super) fn level_stats(tables: &[&Arc<TableHandle>]) -> LevelStats {
 }
 
 impl Inner {
-    /// The counters of a live namespace, or `UnknownNamespace`.
-    pub(super) fn ns_counters(&self, ns: Nsid) -> Result<Arc<Counters>> {
-        Ok(self.ns_entry(ns)?.counters.clone())
-    }
-
     pub(super) fn ns_entry(&self, ns: Nsid) -> Result<Arc<NsEntry>> {
         match self.namespaces.read().live.get(&ns) {
             Some(e) => Ok(e.clone()),
@@ -59,7 +69,7 @@ impl Inner {
         }
     }
 
-    pub(super) fn create_namespace(&self, name: &str) -> Result<Nsid> {
+    pub(super) fn create_namespace(&self, name: &str) -> Result<Arc<NsEntry>> {
         self.check_open()?;
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidArgument(
@@ -82,9 +92,9 @@ impl Inner {
                 ..VersionEdit::default()
             },
         )?;
-        let entry = NsEntry::new(name, self.counters.page_size());
-        self.namespaces.write().live.insert(ns, Arc::new(entry));
-        Ok(ns)
+        let entry = Arc::new(NsEntry::new(ns, name, self.counters.page_size()));
+        self.namespaces.write().live.insert(ns, entry.clone());
+        Ok(entry)
     }
 
     pub(super) fn destroy_namespace(&self, ns: Nsid) -> Result<()> {
@@ -94,7 +104,7 @@ impl Inner {
                 "the default namespace cannot be destroyed".into(),
             ));
         }
-        self.ns_counters(ns)?;
+        self.ns_entry(ns)?;
         // No compaction may run meanwhile: it could write tables of `ns` back.
         self.acquire_compaction()?;
         let result = (|| {
@@ -138,6 +148,7 @@ impl Inner {
             self.bg_cv.notify_all();
             let mut state = self.namespaces.write();
             if let Some(e) = state.live.remove(&ns) {
+                e.live.store(false, Ordering::Release);
                 state.retired.push(e.counters.clone());
                 state.retired.push(e.list_counters.clone());
             }
@@ -150,8 +161,9 @@ impl Inner {
         result
     }
 
-    pub(super) fn namespace_stats(&self, ns: Nsid) -> Result<NamespaceStats> {
-        let entry = self.ns_entry(ns)?;
+    pub(super) fn namespace_stats(&self, entry: &NsEntry) -> Result<NamespaceStats> {
+        entry.check_live()?;
+        let ns = entry.id;
         let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
         s.listings = entry.list_counters.listing_stats();
         let sv = self.super_version();

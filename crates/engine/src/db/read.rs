@@ -53,9 +53,15 @@ impl<'a> StepClock<'a> {
 
 impl Inner {
     /// `lookup` counted as a get in the namespace's counters.
-    pub(super) fn counted_lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
+    pub(super) fn counted_lookup(
+        &self,
+        ns: Nsid,
+        key: &[u8],
+        at: Option<SeqNo>,
+        c: &Counters,
+    ) -> Result<Option<Hit>> {
         Counters::add(&c.gets, 1);
-        let hit = self.lookup(ns, key, c)?;
+        let hit = self.lookup(ns, key, at, c)?;
         match hit.as_ref().map(|h| h.step) {
             None => Counters::add(&c.gets_not_found, 1),
             Some(STEP_MEMTABLE) => Counters::add(&c.gets_memtable, 1),
@@ -65,19 +71,19 @@ impl Inner {
         Ok(hit)
     }
 
-    pub(super) fn contains(&self, ns: Nsid, key: &[u8]) -> Result<bool> {
+    pub(super) fn contains(&self, e: &NsEntry, key: &[u8], at: Option<SeqNo>) -> Result<bool> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let c = &*self.ns_counters(ns)?;
+        e.check_live()?;
         Ok(self
-            .counted_lookup(ns, key, c)?
+            .counted_lookup(e.id, key, at, &e.counters)?
             .is_some_and(|h| h.kind == Kind::Put))
     }
 
     pub(super) fn list_keys(
         &self,
-        ns: Nsid,
+        e: &NsEntry,
         start: &[u8],
         exclusive: bool,
         limit: usize,
@@ -85,7 +91,8 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let c = self.ns_entry(ns)?.list_counters.clone();
+        e.check_live()?;
+        let (ns, c) = (e.id, e.list_counters.clone());
         // One super version and one seqno, taken in this order as `lookup` does: the
         // listing is the state at that seqno.
         let sv = self.super_version();
@@ -101,14 +108,15 @@ impl Inner {
         Ok(list)
     }
 
-    pub(super) fn get(&self, ns: Nsid, key: &[u8]) -> Result<Option<Bytes>> {
+    pub(super) fn get(&self, e: &NsEntry, key: &[u8], at: Option<SeqNo>) -> Result<Option<Bytes>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let c = &*self.ns_counters(ns)?;
+        e.check_live()?;
+        let (ns, c) = (e.id, &*e.counters);
         // Before the lookup: the segment of the address it finds outlives this get.
         let _pin = self.vlog_reader.pin();
-        let Some(hit) = self.counted_lookup(ns, key, c)? else {
+        let Some(hit) = self.counted_lookup(ns, key, at, c)? else {
             return Ok(None);
         };
         match (hit.kind, hit.value, hit.addr) {
@@ -129,13 +137,21 @@ impl Inner {
         }
     }
 
-    /// The newest version of `(ns, key)` visible now: memtables, then L0 newest first, then
+    /// The newest version of `(ns, key)` visible at seqno `at` (now if `None`): memtables, then L0 newest first, then
     /// the namespace's runs newest first, then one table per deeper level, each asked through
     /// its filter first. Each step's outcome and time go into the cost-model counters.
-    pub(super) fn lookup(&self, ns: Nsid, key: &[u8], c: &Counters) -> Result<Option<Hit>> {
+    pub(super) fn lookup(
+        &self,
+        ns: Nsid,
+        key: &[u8],
+        at: Option<SeqNo>,
+        c: &Counters,
+    ) -> Result<Option<Hit>> {
         let mut clock = StepClock::new(c);
+        // The super version first, then the seqno: everything at or below the seqno is in
+        // that super version (a flush after it moves entries into a newer one only).
         let sv = self.super_version();
-        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        let snapshot = at.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
         let mut user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {

@@ -111,7 +111,8 @@ pub(super) fn recover(
         let alloc = || ids.replace(ids.get() + 1);
         let params = flush_params(opts);
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
-        let (props, dropped) = flush_memtable(storage, &mem, params, opts, &dead, &alloc)?;
+        let (props, dropped) =
+            flush_memtable(storage, &mem, params, opts, &dead, SeqNo::MAX, &alloc)?;
         for (seg, bytes) in dead_bytes_by_segment(&dropped) {
             *vlog_dead.entry(seg).or_default() += bytes;
         }

@@ -32,7 +32,12 @@ pub(super) const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
 impl Inner {
     /// Writes `ops` to `ns` through group commit; `sync` asks for a synced log even when
     /// `Options::sync` is off.
-    pub(super) fn write(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])], sync: bool) -> Result<()> {
+    pub(super) fn write(
+        &self,
+        e: &NsEntry,
+        ops: &[(Kind, &[u8], &[u8])],
+        sync: bool,
+    ) -> Result<()> {
         for (_, k, v) in ops {
             if k.len() > self.opts.max_key_size {
                 return Err(Error::KeyTooLarge {
@@ -47,13 +52,14 @@ impl Inner {
                 });
             }
         }
-        let counters = self.ns_counters(ns)?;
+        e.check_live()?;
+        let counters = &e.counters;
         if ops.is_empty() {
             return Ok(());
         }
         self.check_open()?;
         self.settle_manifest()?;
-        let result = self.commit(ns, ops, sync);
+        let result = self.commit(e.id, ops, sync);
         if result.is_ok() {
             let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
             Counters::add(&counters.puts, puts);

@@ -91,7 +91,7 @@ pub fn check_model(db: &Db, model: &Model) -> Result<(), String> {
         let mut keys: Vec<Vec<u8>> = m.keys.keys().cloned().collect();
         keys.extend((0..40).map(|i| format!("key{i:03}").into_bytes()));
         for k in keys {
-            let got = db.get_ns(ns, &k).map_err(|e| {
+            let got = db.namespace(ns).unwrap().get(&k).map_err(|e| {
                 format!(
                     "get {name}/{} after reopen: {e}",
                     String::from_utf8_lossy(&k)

@@ -34,13 +34,13 @@ fn names(db: &Db) -> Vec<String> {
 fn failed_manifest_append_leaves_no_torn_record_before_a_good_one() {
     let fs = FaultStorage::new();
     let db = open(&fs, options());
-    db.create_namespace("a").unwrap();
+    db.create_namespace("a").unwrap().id();
     // Half of the edit reaches the manifest, then the write fails.
     fs.inject(once(IoKind::Append, FaultError::Eio, true));
     assert!(matches!(db.create_namespace("b"), Err(Error::Io { .. })));
     fs.inject(None);
     // The next edit must not land behind the torn record.
-    db.create_namespace("c").unwrap();
+    db.create_namespace("c").unwrap().id();
     drop(db);
     fs.crash();
     fs.restart();
@@ -52,7 +52,7 @@ fn failed_manifest_append_leaves_no_torn_record_before_a_good_one() {
 fn failed_manifest_rotation_keeps_the_state_in_memory() {
     let fs = FaultStorage::new();
     let db = open(&fs, options());
-    db.create_namespace("a").unwrap();
+    db.create_namespace("a").unwrap().id();
     fs.inject(once(IoKind::Append, FaultError::Eio, false));
     assert!(db.create_namespace("b").is_err());
     // The next edit writes a new manifest; it fails before `CURRENT` names it.
@@ -60,14 +60,17 @@ fn failed_manifest_rotation_keeps_the_state_in_memory() {
     assert!(db.create_namespace("c").is_err());
     fs.inject(None);
     assert_eq!(names(&db), ["default", "a"]);
-    db.create_namespace("d").unwrap();
-    db.put_ns(1, b"k", b"v").unwrap();
+    db.create_namespace("d").unwrap().id();
+    db.namespace(1).unwrap().put(b"k", b"v").unwrap();
     drop(db);
     fs.crash();
     fs.restart();
     let db = open(&fs, options());
     assert_eq!(names(&db), ["default", "a", "d"]);
-    assert_eq!(db.get_ns(1, b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        db.namespace(1).unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
     let manifests = fs
         .list()
         .unwrap()
@@ -81,31 +84,34 @@ fn failed_manifest_rotation_keeps_the_state_in_memory() {
 fn in_doubt_destroy_is_settled_before_the_next_write() {
     let fs = FaultStorage::new();
     let db = open(&fs, options());
-    let c = db.create_namespace("c").unwrap();
-    db.put_ns(c, b"k", b"1").unwrap();
+    let c = db.create_namespace("c").unwrap().id();
+    db.namespace(c).unwrap().put(b"k", b"1").unwrap();
     // The destroy edit is written whole but its sync fails: on disk it may count.
     fs.inject(once(IoKind::Sync, FaultError::Eio, false));
     assert!(db.destroy_namespace(c).is_err());
     fs.inject(None);
     assert_eq!(names(&db), ["default", "c"]);
     // Acknowledged: it must survive, so the doubt is settled (c lives) before it.
-    db.put_ns(c, b"k", b"2").unwrap();
+    db.namespace(c).unwrap().put(b"k", b"2").unwrap();
     drop(db);
     let db = open(&fs, options());
-    assert_eq!(db.get_ns(c, b"k").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(
+        db.namespace(c).unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"2"[..])
+    );
 }
 
 #[test]
 fn no_space_fails_writes_keeps_reads_and_recovers_without_restart() {
     let fs = FaultStorage::new();
     let db = open(&fs, options());
-    db.put(b"first", b"kept").unwrap();
+    db.default_namespace().put(b"first", b"kept").unwrap();
     fs.set_space_limit(Some(fs.total_bytes() + (64 << 10)));
     let mut acked = Vec::new();
     let mut err = None;
     for i in 0..10_000u32 {
         let k = format!("k{i:05}");
-        match db.put(k.as_bytes(), &[7u8; 500]) {
+        match db.default_namespace().put(k.as_bytes(), &[7u8; 500]) {
             Ok(()) => acked.push(k),
             Err(e) => {
                 err = Some(e);
@@ -116,17 +122,29 @@ fn no_space_fails_writes_keeps_reads_and_recovers_without_restart() {
     let err = err.expect("the disk fills up");
     assert!(err.is_no_space(), "{err}");
     // Reads go on; more writes fail the same way, nothing turns read-only.
-    assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"kept"[..]));
-    assert!(db.put(b"more", &[1u8; 500]).unwrap_err().is_no_space());
+    assert_eq!(
+        db.default_namespace().get(b"first").unwrap().as_deref(),
+        Some(&b"kept"[..])
+    );
+    assert!(db
+        .default_namespace()
+        .put(b"more", &[1u8; 500])
+        .unwrap_err()
+        .is_no_space());
     fs.set_space_limit(None);
-    db.put(b"after", b"space returned").unwrap();
+    db.default_namespace()
+        .put(b"after", b"space returned")
+        .unwrap();
     db.flush().unwrap();
     drop(db);
     let db = open(&fs, options());
     for k in &acked {
-        assert!(db.get(k.as_bytes()).unwrap().is_some(), "{k} lost");
+        assert!(
+            db.default_namespace().get(k.as_bytes()).unwrap().is_some(),
+            "{k} lost"
+        );
     }
-    assert!(db.get(b"after").unwrap().is_some());
+    assert!(db.default_namespace().get(b"after").unwrap().is_some());
 }
 
 #[test]
@@ -150,7 +168,10 @@ fn no_space_reaches_every_member_of_a_write_group() {
             std::thread::spawn(move || {
                 let mut kinds = Vec::new();
                 for i in 0..50u32 {
-                    if let Err(e) = db.put(format!("{t}/{i}").as_bytes(), &[1u8; 100]) {
+                    if let Err(e) = db
+                        .default_namespace()
+                        .put(format!("{t}/{i}").as_bytes(), &[1u8; 100])
+                    {
                         kinds.push(e.to_string());
                         assert!(e.is_no_space(), "a group member got {e}");
                     }
@@ -163,35 +184,43 @@ fn no_space_reaches_every_member_of_a_write_group() {
     assert_eq!(failed, 400, "every write fails while no append can succeed");
     fs.inject(None);
     for t in 0..8u32 {
-        db.put(format!("{t}/after").as_bytes(), b"ok").unwrap();
+        db.default_namespace()
+            .put(format!("{t}/after").as_bytes(), b"ok")
+            .unwrap();
     }
     drop(db);
     let db = open(&fs, opts);
-    assert!(db.get(b"7/after").unwrap().is_some());
+    assert!(db.default_namespace().get(b"7/after").unwrap().is_some());
 }
 
 #[test]
 fn failed_log_sync_is_sticky() {
     let fs = FaultStorage::new();
     let db = open(&fs, options());
-    db.put(b"a", b"1").unwrap();
+    db.default_namespace().put(b"a", b"1").unwrap();
     fs.inject(once(IoKind::Sync, FaultError::Eio, false));
-    let e = db.put(b"b", b"2").unwrap_err();
+    let e = db.default_namespace().put(b"b", b"2").unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
     fs.inject(None);
     // A later sync that succeeds would prove nothing about the failed one.
-    let first = db.put(b"c", b"3").unwrap_err();
-    let again = db.put(b"c", b"3").unwrap_err();
+    let first = db.default_namespace().put(b"c", b"3").unwrap_err();
+    let again = db.default_namespace().put(b"c", b"3").unwrap_err();
     assert!(
         matches!(&first, Error::Background(m) if m.contains("I/O error")),
         "{first}"
     );
     assert_eq!(first.to_string(), again.to_string());
-    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        db.default_namespace().get(b"a").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
     drop(db);
     let db = open(&fs, options());
-    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
-    db.put(b"c", b"3").unwrap();
+    assert_eq!(
+        db.default_namespace().get(b"a").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    db.default_namespace().put(b"c", b"3").unwrap();
 }
 
 #[test]
@@ -222,17 +251,15 @@ fn compact_range_compacts_every_namespace() {
     let db = Db::open_with_storage(storage, options()).unwrap();
     let ids: Vec<u32> = ["a", "b", "c"]
         .iter()
-        .map(|n| db.create_namespace(n).unwrap())
+        .map(|n| db.create_namespace(n).unwrap().id())
         .collect();
     for round in 0..3u32 {
         for &ns in &ids {
             for i in 0..60u32 {
-                db.put_ns(
-                    ns,
-                    format!("k{i:03}").as_bytes(),
-                    format!("{round}").as_bytes(),
-                )
-                .unwrap();
+                db.namespace(ns)
+                    .unwrap()
+                    .put(format!("k{i:03}").as_bytes(), format!("{round}").as_bytes())
+                    .unwrap();
             }
         }
         db.flush().unwrap();
@@ -242,12 +269,15 @@ fn compact_range_compacts_every_namespace() {
     assert_eq!(stats.levels[0].tables, 0, "L0 is empty");
     assert_eq!(stats.runs.tables, 0, "no namespace keeps runs");
     for &ns in &ids {
-        let s = db.namespace_stats(ns).unwrap();
+        let s = db.namespace(ns).unwrap().stats().unwrap();
         assert!(
             s.levels.iter().skip(1).any(|l| l.tables > 0),
             "ns {ns} has a tree"
         );
-        assert_eq!(db.get_ns(ns, b"k010").unwrap().as_deref(), Some(&b"2"[..]));
+        assert_eq!(
+            db.namespace(ns).unwrap().get(b"k010").unwrap().as_deref(),
+            Some(&b"2"[..])
+        );
     }
 }
 
@@ -264,7 +294,7 @@ fn compactions_never_share_a_slot_under_close_errors_and_manual_compactions() {
         let db = Arc::new(open(&fs, opts));
         let ids: Vec<u32> = ["a", "b"]
             .iter()
-            .map(|n| db.create_namespace(n).unwrap())
+            .map(|n| db.create_namespace(n).unwrap().id())
             .collect();
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
@@ -273,7 +303,10 @@ fn compactions_never_share_a_slot_under_close_errors_and_manual_compactions() {
             threads.push(std::thread::spawn(move || {
                 let mut i = 0u32;
                 while !stop.load(Ordering::Relaxed) {
-                    let _ = db.put_ns(ns, format!("{t}-{}", i % 500).as_bytes(), &[3u8; 64]);
+                    let _ = db
+                        .namespace(ns)
+                        .unwrap()
+                        .put(format!("{t}-{}", i % 500).as_bytes(), &[3u8; 64]);
                     i += 1;
                 }
             }));
@@ -394,15 +427,18 @@ fn stalled_reader_keeps_its_segment_until_it_ends() {
     };
     let db = Arc::new(Db::open_with_storage(storage.clone(), opts).unwrap());
     for i in 0..40u32 {
-        db.put(
-            format!("k{i:02}").as_bytes(),
-            format!("value {i}").as_bytes(),
-        )
-        .unwrap();
+        db.default_namespace()
+            .put(
+                format!("k{i:02}").as_bytes(),
+                format!("value {i}").as_bytes(),
+            )
+            .unwrap();
     }
     // Dead records, so that GC collects the segment.
     for i in 0..20u32 {
-        db.put(format!("k{i:02}").as_bytes(), b"newer").unwrap();
+        db.default_namespace()
+            .put(format!("k{i:02}").as_bytes(), b"newer")
+            .unwrap();
     }
     db.flush().unwrap();
     let segments = |s: &GatedStorage| -> Vec<String> {
@@ -419,7 +455,7 @@ fn stalled_reader_keeps_its_segment_until_it_ends() {
     gate.armed.store(true, Ordering::Release);
     let reader = {
         let db = db.clone();
-        std::thread::spawn(move || db.get(b"k30"))
+        std::thread::spawn(move || db.default_namespace().get(b"k30"))
     };
     {
         let mut s = gate.state.lock();

@@ -75,11 +75,15 @@ fn workload(storage: &StorageRef, model: &mut Model) -> Result<(), String> {
                 let k = (i * 7 + round * 3 + n as u32) % 40;
                 let len = if i % 3 == 0 { 300 } else { 24 };
                 let v = value(k, round, len);
-                let r = db.put_ns(ns, &key(k), &v);
+                let r = db.namespace(ns).unwrap().put(&key(k), &v);
                 note(m, &[(key(k), Some(v))], r)?;
             }
             let d = (round * 5 + n as u32) % 40;
-            note(m, &[(key(d), None)], db.delete_ns(ns, &key(d)))?;
+            note(
+                m,
+                &[(key(d), None)],
+                db.namespace(ns).unwrap().delete(&key(d)),
+            )?;
             let mut batch = WriteBatch::new();
             let mut ops = Vec::new();
             for j in 0..4u32 {
@@ -93,10 +97,10 @@ fn workload(storage: &StorageRef, model: &mut Model) -> Result<(), String> {
                     ops.push((key(k), Some(v)));
                 }
             }
-            note(m, &ops, db.write_ns(ns, batch))?;
+            note(m, &ops, db.namespace(ns).unwrap().write(batch))?;
             // Reads go on whatever failed; a failed read is an error, never wrong data.
             for k in 0..3u32 {
-                match db.get_ns(ns, &key(k)) {
+                match db.namespace(ns).unwrap().get(&key(k)) {
                     Ok(got) => {
                         if !m.allows(&key(k), got.as_deref()) {
                             return Err(format!(
@@ -136,9 +140,9 @@ fn workload(storage: &StorageRef, model: &mut Model) -> Result<(), String> {
     }
     typed(db.gc_value_log().map(|_| ()))?;
     // Goes on, or read-only with one sticky error naming the cause.
-    match db.put(b"probe", b"1") {
+    match db.default_namespace().put(b"probe", b"1") {
         Ok(()) => {}
-        Err(Error::Background(first)) => match db.put(b"probe", b"2") {
+        Err(Error::Background(first)) => match db.default_namespace().put(b"probe", b"2") {
             Err(Error::Background(again)) if again == first => {}
             other => {
                 return Err(format!(
@@ -167,7 +171,7 @@ fn create(
 ) -> Result<(), String> {
     match db.create_namespace(name) {
         Ok(ns) => {
-            ids.insert(name, ns);
+            ids.insert(name, ns.id());
             model.ns.insert(name.to_string(), NsModel::default());
         }
         Err(e) if e.is_corruption() => return Err(format!("create reported corruption: {e}")),
@@ -217,7 +221,7 @@ fn clean_counts() -> BTreeMap<IoKind, u64> {
     let db = Db::open_with_storage(storage, options()).expect("reopen");
     check_model(&db, &model).expect("clean run matches its model");
     assert!(
-        db.get(b"probe").unwrap().is_some(),
+        db.default_namespace().get(b"probe").unwrap().is_some(),
         "the clean run went to its end"
     );
     counts

@@ -1,0 +1,117 @@
+//! Namespace handles: what applications read and write through, as RocksDB's column family
+//! handles and fjall's keyspaces. A handle holds its namespace's entry, so an operation needs
+//! no lookup by id; once the namespace is destroyed every operation on a handle returns
+//! [`Error::UnknownNamespace`].
+
+use super::*;
+
+/// One namespace of a [`Db`]. Cheap to clone and to send between threads; it keeps the
+/// database's state alive, and fails with [`Error::Closed`] once the database is closed.
+#[derive(Clone)]
+pub struct Namespace {
+    pub(super) inner: Arc<Inner>,
+    pub(super) entry: Arc<NsEntry>,
+    pub(super) write_options: WriteOptions,
+}
+
+impl std::fmt::Debug for Namespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Namespace")
+            .field("id", &self.entry.id)
+            .field("name", &self.entry.name)
+            .field("write_options", &self.write_options)
+            .finish()
+    }
+}
+
+impl Namespace {
+    pub(super) fn new(inner: Arc<Inner>, entry: Arc<NsEntry>) -> Namespace {
+        Namespace {
+            inner,
+            entry,
+            write_options: WriteOptions::default(),
+        }
+    }
+
+    /// The namespace's id (never reused).
+    pub fn id(&self) -> Nsid {
+        self.entry.id
+    }
+
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+
+    /// This handle with other options for its writes (for example `sync`); the original
+    /// keeps its own.
+    pub fn with_write_options(&self, options: WriteOptions) -> Namespace {
+        Namespace {
+            write_options: options,
+            ..self.clone()
+        }
+    }
+
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.apply(&[(Kind::Put, key, value)])
+    }
+
+    /// Deletes `key`; deleting a key that has no value is not an error.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.apply(&[(Kind::Delete, key, &[])])
+    }
+
+    /// Applies every write of `batch`, or none of them, even across a crash.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        let ops: Vec<(Kind, &[u8], &[u8])> = batch
+            .ops
+            .iter()
+            .map(|op| match op {
+                BatchOp::Put { key, value } => (Kind::Put, key.as_slice(), value.as_slice()),
+                BatchOp::Delete { key } => (Kind::Delete, key.as_slice(), &[][..]),
+            })
+            .collect();
+        self.apply(&ops)
+    }
+
+    fn apply(&self, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
+        self.inner.write(&self.entry, ops, self.write_options.sync)
+    }
+
+    /// The newest value of `key`, or `None` if it has none.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.get(&self.entry, key, None)
+    }
+
+    /// Whether `key` has a value, found like a get but without reading the value (so never
+    /// from the value log).
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        self.inner.contains(&self.entry, key, None)
+    }
+
+    /// Up to `limit` keys in byte order, from `start` on (empty = the first key), or
+    /// strictly after `start` if `start_exclusive`. Deleted keys are left out; `more` says
+    /// whether another key follows the last one returned. The listing is one consistent
+    /// snapshot and reads no values.
+    pub fn list_keys(&self, start: &[u8], start_exclusive: bool, limit: usize) -> Result<KeyList> {
+        self.inner
+            .list_keys(&self.entry, start, start_exclusive, limit)
+    }
+
+    /// A consistent view of this namespace as it is now: reads through it see exactly the
+    /// writes made before it, whatever is written, flushed, compacted or collected after.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.clone())
+    }
+
+    /// Counters and tree shape of this namespace.
+    pub fn stats(&self) -> Result<NamespaceStats> {
+        self.inner.namespace_stats(&self.entry)
+    }
+
+    /// Compacts every table of this namespace holding keys in `[start, end]` (`None` =
+    /// unbounded) down to the deepest level that has data.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.entry.check_live()?;
+        self.inner.compact_range(Some(self.entry.id), start, end)
+    }
+}
