@@ -21,7 +21,9 @@ mod version;
 mod vlog;
 
 pub use batch::WriteBatch;
-pub use db::{Db, GcStats, Namespace, Snapshot};
+pub use db::{
+    Db, GcStats, Iter, IterMemory, Namespace, ReadOptions, Snapshot, DEFAULT_PREFETCH_DEGREE,
+};
 pub use error::{Error, Result};
 pub use iter::KeyList;
 pub use key::Nsid;

@@ -148,6 +148,12 @@ pub struct MemIter {
 }
 
 impl MemIter {
+    /// Bytes of the entries it copied out (the keys and values they point at are shared
+    /// with the memtable).
+    pub fn buffer_bytes(&self) -> usize {
+        self.buf.capacity() * std::mem::size_of::<(MemKey, MemValue)>() + self.ikey.capacity()
+    }
+
     /// Unpositioned (invalid) until `seek`.
     pub fn new(mem: Arc<Memtable>) -> MemIter {
         MemIter {

@@ -85,6 +85,9 @@ pub struct Options {
     pub num_levels: usize,
     /// Threads for flushes and compactions.
     pub background_threads: usize,
+    /// Threads that read values ahead for iterators with `ReadOptions::prefetch_degree`
+    /// above 0 (started on first use).
+    pub prefetch_threads: usize,
     /// Run compactions in the background (off: only `compact_*` calls compact).
     pub auto_compaction: bool,
     /// Background value-log GC collects a sealed segment once this share of its bytes is
@@ -119,6 +122,7 @@ impl Default for Options {
             level_size_ratio: 10,
             num_levels: 7,
             background_threads: 2,
+            prefetch_threads: 8,
             auto_compaction: true,
             vlog_gc_dead_ratio: 0.5,
         }
@@ -170,6 +174,9 @@ impl Options {
         }
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");
+        }
+        if self.prefetch_threads == 0 || self.prefetch_threads > 256 {
+            return bad("prefetch_threads must be between 1 and 256");
         }
         Ok(())
     }

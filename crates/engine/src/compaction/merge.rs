@@ -1,10 +1,10 @@
 //! Merging of sorted sources of internal keys.
 
 use crate::error::Result;
-use crate::key::cmp_ikey;
+use crate::key::{cmp_ikey, ikey_nsid, Nsid};
 use crate::stats::Counters;
 use crate::table::TableIter;
-use crate::version::TableHandle;
+use crate::version::{TableHandle, Version};
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -17,6 +17,9 @@ pub trait Source: Send {
     fn advance(&mut self) -> Result<()>;
     /// Positions at the first entry whose internal key is `>= target`.
     fn seek(&mut self, target: &[u8]) -> Result<()>;
+    /// Bytes it holds, for memory reports: `(its own state, its cursors on blocks and the
+    /// blocks or entries they hold)`.
+    fn memory(&self) -> (usize, usize);
 }
 
 impl Source for TableIter {
@@ -35,11 +38,40 @@ impl Source for TableIter {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         TableIter::seek(self, target)
     }
+    fn memory(&self) -> (usize, usize) {
+        // A table iterator is a cursor on its index and data blocks: all of it is buffer.
+        (0, std::mem::size_of::<TableIter>() + self.buffer_bytes())
+    }
+}
+
+/// The tables a [`LevelSource`] walks: its own list (a compaction's inputs), or a range of
+/// one level of a version that every reader of that version shares, so an open iterator holds
+/// no copy of the table list however many tables the level has.
+enum Tables {
+    Owned(Vec<Arc<TableHandle>>),
+    InVersion {
+        version: Arc<Version>,
+        level: usize,
+        range: std::ops::Range<usize>,
+    },
+}
+
+impl Tables {
+    fn get(&self) -> &[Arc<TableHandle>] {
+        match self {
+            Tables::Owned(v) => v,
+            Tables::InVersion {
+                version,
+                level,
+                range,
+            } => &version.levels[*level][range.clone()],
+        }
+    }
 }
 
 /// The tables of one sorted level (non-overlapping, in key order) read one after another.
 pub struct LevelSource {
-    tables: Vec<Arc<TableHandle>>,
+    tables: Tables,
     next: usize,
     iter: Option<TableIter>,
     /// Where table reads are counted; `None` = each table's own counters.
@@ -50,7 +82,7 @@ impl LevelSource {
     /// Positioned at the first entry of the first table.
     pub fn new(tables: Vec<Arc<TableHandle>>) -> Result<LevelSource> {
         let mut s = LevelSource {
-            tables,
+            tables: Tables::Owned(tables),
             next: 0,
             iter: None,
             counters: None,
@@ -59,14 +91,33 @@ impl LevelSource {
         Ok(s)
     }
 
-    /// Unpositioned (no table opened yet) until `seek`; reads are counted in `counters`.
-    pub fn for_seek(tables: Vec<Arc<TableHandle>>, counters: Arc<Counters>) -> LevelSource {
-        LevelSource {
-            next: tables.len(),
-            tables,
+    /// The tables of `level` (1 and deeper) of `version` that may hold namespace `ns`,
+    /// unpositioned until `seek`; reads are counted in `counters`. `None` if there are none.
+    pub fn for_namespace(
+        version: &Arc<Version>,
+        level: usize,
+        ns: Nsid,
+        counters: Arc<Counters>,
+    ) -> Option<LevelSource> {
+        let all = &version.levels[level];
+        // Levels are sorted and namespaces contiguous in key order: one range holds them.
+        let lo = all.partition_point(|t| ikey_nsid(&t.props.largest) < ns);
+        let hi = lo + all[lo..].partition_point(|t| ikey_nsid(&t.props.smallest) <= ns);
+        (lo < hi).then(|| LevelSource {
+            next: hi - lo,
+            tables: Tables::InVersion {
+                version: version.clone(),
+                level,
+                range: lo..hi,
+            },
             iter: None,
             counters: Some(counters),
-        }
+        })
+    }
+
+    /// Bytes of the table iterator open now (its blocks), for memory reports.
+    pub fn buffer_bytes(&self) -> usize {
+        self.iter.as_ref().map_or(0, TableIter::buffer_bytes)
     }
 
     fn open(&self, t: &TableHandle) -> Result<TableIter> {
@@ -78,10 +129,10 @@ impl LevelSource {
     }
 
     fn open_next(&mut self) -> Result<()> {
-        while self.next < self.tables.len() {
-            let t = &self.tables[self.next];
+        while self.next < self.tables.get().len() {
+            let t = self.tables.get()[self.next].clone();
             self.next += 1;
-            let mut it = self.open(t)?;
+            let mut it = self.open(&t)?;
             it.seek_to_first()?;
             if it.valid() {
                 self.iter = Some(it);
@@ -115,22 +166,26 @@ impl Source for LevelSource {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         // Only the first table whose largest key is `>= target` can hold the answer; should
         // it hold nothing `>= target`, the answer is the next table's first entry.
-        let i = self
-            .tables
-            .partition_point(|t| cmp_ikey(&t.props.largest, target) == Ordering::Less);
+        let tables = self.tables.get();
+        let i = tables.partition_point(|t| cmp_ikey(&t.props.largest, target) == Ordering::Less);
         self.iter = None;
         self.next = i + 1;
-        let Some(t) = self.tables.get(i) else {
-            self.next = self.tables.len();
+        let Some(t) = tables.get(i).cloned() else {
+            self.next = tables.len();
             return Ok(());
         };
-        let mut it = self.open(t)?;
+        let mut it = self.open(&t)?;
         it.seek(target)?;
         if it.valid() {
             self.iter = Some(it);
             return Ok(());
         }
         self.open_next()
+    }
+    fn memory(&self) -> (usize, usize) {
+        let cursor = std::mem::size_of::<Option<TableIter>>();
+        let own = std::mem::size_of::<LevelSource>() - cursor;
+        (own, cursor + self.buffer_bytes())
     }
 }
 
@@ -167,6 +222,15 @@ impl MergingIter {
 
     pub fn valid(&self) -> bool {
         self.current.is_some()
+    }
+
+    /// The bytes its sources hold: their own state, and the blocks or entries they buffer.
+    pub fn memory(&self) -> (usize, usize) {
+        let vec = self.sources.capacity() * std::mem::size_of::<Box<dyn Source>>();
+        self.sources
+            .iter()
+            .map(|s| s.memory())
+            .fold((vec, 0), |(a, b), (own, buf)| (a + own, b + buf))
     }
 
     pub fn key(&self) -> &[u8] {

@@ -103,6 +103,12 @@ impl Namespace {
         Snapshot::new(self.clone())
     }
 
+    /// An iterator over this namespace as it is now (an implicit snapshot, released with
+    /// the iterator).
+    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
+        self.snapshot().iter(opts)
+    }
+
     /// Counters and tree shape of this namespace.
     pub fn stats(&self) -> Result<NamespaceStats> {
         self.inner.namespace_stats(&self.entry)

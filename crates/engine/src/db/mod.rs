@@ -5,7 +5,9 @@ mod background;
 mod flush;
 mod gc;
 mod handle;
+mod iterator;
 mod namespaces;
+mod prefetch;
 mod read;
 mod recovery;
 mod snapshot;
@@ -13,6 +15,7 @@ mod write;
 
 pub use gc::GcStats;
 pub use handle::Namespace;
+pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
 pub use snapshot::Snapshot;
 
 use self::{background::*, flush::*, namespaces::*, recovery::*, snapshot::Snapshots, write::*};
@@ -90,6 +93,8 @@ struct Inner {
     /// Segments GC left because a live snapshot can reach a record in them; looked at
     /// again once a snapshot is released.
     gc_deferred: Mutex<HashSet<u64>>,
+    /// Value-log readers for iterators' prefetch, started on first use.
+    prefetcher: std::sync::OnceLock<prefetch::Prefetcher>,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).
@@ -176,6 +181,7 @@ impl Db {
             manifest_in_doubt: AtomicBool::new(false),
             snapshots: Snapshots::default(),
             gc_deferred: Mutex::new(HashSet::new()),
+            prefetcher: std::sync::OnceLock::new(),
             opts: options,
         });
         let mut threads = Vec::new();

@@ -122,6 +122,15 @@ impl Snapshot {
         self.ns.inner.get(&self.ns.entry, key, Some(self.pin.seq))
     }
 
+    /// An iterator over the namespace as it was when the snapshot was taken.
+    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
+        Iter::open(self.clone(), opts)
+    }
+
+    pub(super) fn seq(&self) -> SeqNo {
+        self.pin.seq
+    }
+
     /// Whether `key` had a value when the snapshot was taken.
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
         self.ns

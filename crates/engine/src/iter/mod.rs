@@ -46,6 +46,9 @@ impl Source for MemIter {
         MemIter::advance(self);
         Ok(())
     }
+    fn memory(&self) -> (usize, usize) {
+        (std::mem::size_of::<MemIter>(), self.buffer_bytes())
+    }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let (user, seq, _) = key::split_ikey(target)
             .ok_or_else(|| Error::InvalidArgument("seek target is no internal key".into()))?;
@@ -95,13 +98,9 @@ impl SnapshotScan {
         for t in overlapping {
             sources.push(Box::new(t.reader()?.iter_counted(counters.clone())?));
         }
-        for tables in version.levels.iter().skip(1) {
-            let mine = tables.iter().filter(|t| t.may_hold_namespace(ns));
-            {
-                let mine: Vec<_> = mine.cloned().collect();
-                if !mine.is_empty() {
-                    sources.push(Box::new(LevelSource::for_seek(mine, counters.clone())));
-                }
+        for level in 1..version.levels.len() {
+            if let Some(l) = LevelSource::for_namespace(&version, level, ns, counters.clone()) {
+                sources.push(Box::new(l));
             }
         }
         Ok(SnapshotScan {
@@ -125,6 +124,20 @@ impl SnapshotScan {
 
     pub fn valid(&self) -> bool {
         self.valid
+    }
+
+    /// The index value (address or inline value, or tombstone) of the current key's newest
+    /// visible version; only while `valid()`.
+    pub fn value(&self) -> Bytes {
+        self.merged.value()
+    }
+
+    /// Bytes this scan holds: `(its own state and its sources', their buffered blocks and
+    /// entries)`. The version it reads is shared, not counted.
+    pub fn memory(&self) -> (usize, usize) {
+        let (sources, buffers) = self.merged.memory();
+        let own = std::mem::size_of::<SnapshotScan>() + self.user.capacity() + sources;
+        (own, buffers)
     }
 
     /// The current user key (namespace stripped); only while `valid()`.

@@ -137,6 +137,11 @@ pub struct BlockIter {
 }
 
 impl BlockIter {
+    /// Bytes of the block it walks.
+    pub fn block_bytes(&self) -> usize {
+        self.block.data.len()
+    }
+
     pub fn valid(&self) -> bool {
         self.valid
     }

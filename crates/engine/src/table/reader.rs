@@ -206,6 +206,11 @@ pub struct TableIter {
 }
 
 impl TableIter {
+    /// Bytes of the blocks it holds (its index block and the data block it is in).
+    pub fn buffer_bytes(&self) -> usize {
+        self.index.block_bytes() + self.data.as_ref().map_or(0, BlockIter::block_bytes)
+    }
+
     pub fn valid(&self) -> bool {
         self.data.as_ref().is_some_and(|d| d.valid())
     }

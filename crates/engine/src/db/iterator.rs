@@ -1,0 +1,273 @@
+//! Iterators over one namespace at a snapshot (IterKVSSD's Seek/Next): keys in byte order
+//! with their values, bounded by an upper bound or a prefix, with value prefetch.
+//!
+//! An iterator merges the memtables and the tables of the super version it was opened on;
+//! the table lists are the version's own (shared by every reader of it), so an open iterator
+//! holds its sources' positions and blocks, not a copy of the tree. Values that sit in the
+//! value log are read when their key is yielded, or ahead of it with `prefetch_degree > 0`:
+//! the next D value reads are issued to a small pool of reader threads and overlap.
+
+use super::prefetch::{Fetch, Prefetcher};
+use super::*;
+
+/// How an iterator reads. `ReadOptions::default()`: whole namespace, keys and values,
+/// values prefetched [`DEFAULT_PREFETCH_DEGREE`] ahead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Keys at or above this one are past the end.
+    pub upper_bound: Option<Vec<u8>>,
+    /// Only keys that start with these bytes; the iterator starts at the first of them.
+    pub prefix: Option<Vec<u8>>,
+    /// Yield empty values and read nothing from the value log.
+    pub keys_only: bool,
+    /// Value-log reads issued ahead of the caller: the values of the next `prefetch_degree`
+    /// entries are read while the caller handles this one (0 = each value is read when its
+    /// key is yielded).
+    pub prefetch_degree: usize,
+}
+
+/// Value reads in flight ahead of an iterator by default.
+pub const DEFAULT_PREFETCH_DEGREE: usize = 0;
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            upper_bound: None,
+            prefix: None,
+            keys_only: false,
+            prefetch_degree: DEFAULT_PREFETCH_DEGREE,
+        }
+    }
+}
+
+/// What an open iterator holds, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IterMemory {
+    /// Its own state and its sources' (positions, keys), beyond the blocks and entries.
+    pub state: usize,
+    /// Blocks and memtable entries its sources hold, and values read ahead.
+    pub buffers: usize,
+}
+
+/// One entry read from the merge, its value on the way.
+struct Ahead {
+    key: Bytes,
+    value: Fetch,
+}
+
+/// Keys and values of one namespace at one snapshot, in byte order. Yields
+/// `Result<(key, value)>`; after an error it yields nothing more.
+pub struct Iter {
+    inner: Arc<Inner>,
+    entry: Arc<NsEntry>,
+    snapshot: Snapshot,
+    scan: SnapshotScan,
+    opts: ReadOptions,
+    /// Entries taken from the merge, oldest first, values read or being read.
+    ahead: VecDeque<Ahead>,
+    /// The merge has nothing more within bounds.
+    exhausted: bool,
+    failed: bool,
+    /// Segments retired while the iterator lives stay readable.
+    _pin: crate::vlog::ReadPin,
+}
+
+impl std::fmt::Debug for Iter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iter")
+            .field("snapshot", &self.snapshot)
+            .field("opts", &self.opts)
+            .finish()
+    }
+}
+
+impl Iter {
+    pub(super) fn open(snapshot: Snapshot, opts: ReadOptions) -> Result<Iter> {
+        let ns = snapshot.namespace();
+        let (inner, entry) = (ns.inner.clone(), ns.entry.clone());
+        if inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        entry.check_live()?;
+        let pin = inner.vlog_reader.pin();
+        // After the snapshot's seqno was pinned: everything at or below it is in this super
+        // version (or in what compactions keep for the snapshot).
+        let sv = inner.super_version();
+        let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .cloned()
+            .collect();
+        let counters = entry.list_counters.clone();
+        let scan = SnapshotScan::new(
+            &mems,
+            sv.version.clone(),
+            entry.id,
+            snapshot.seq(),
+            &counters,
+        )?;
+        Counters::add(&counters.lists, 1);
+        let mut it = Iter {
+            inner,
+            entry,
+            snapshot,
+            scan,
+            opts,
+            ahead: VecDeque::new(),
+            exhausted: false,
+            failed: false,
+            _pin: pin,
+        };
+        it.seek(&[])?;
+        Ok(it)
+    }
+
+    /// Positions at the first key `>= key` (and within the prefix, if one is set): the next
+    /// item is that key's. Values read ahead for the old position are dropped.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.ahead.clear();
+        self.exhausted = false;
+        self.failed = false;
+        let target = match &self.opts.prefix {
+            Some(p) if key < p.as_slice() => p.as_slice(),
+            _ => key,
+        };
+        if let Err(e) = self.scan.seek(target) {
+            self.failed = true;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The snapshot this iterator reads at.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Bytes this iterator holds now.
+    pub fn memory(&self) -> IterMemory {
+        let (scan_state, scan_buffers) = self.scan.memory();
+        let ahead: usize = self
+            .ahead
+            .iter()
+            .map(|a| a.key.len() + a.value.bytes())
+            .sum();
+        IterMemory {
+            state: std::mem::size_of::<Iter>() - std::mem::size_of::<SnapshotScan>()
+                + scan_state
+                + self.ahead.capacity() * std::mem::size_of::<Ahead>(),
+            buffers: scan_buffers + ahead,
+        }
+    }
+
+    /// Whether `key` is past the end set by the options.
+    fn past_end(&self, key: &[u8]) -> bool {
+        let above = |b: &Vec<u8>| key >= b.as_slice();
+        self.opts.upper_bound.as_ref().is_some_and(above)
+            || self
+                .opts
+                .prefix
+                .as_ref()
+                .is_some_and(|p| !key.starts_with(p))
+    }
+
+    /// Takes the next live entry from the merge, its value read, started or left for later.
+    fn pull(&mut self) -> Result<Option<Ahead>> {
+        while !self.exhausted {
+            if !self.scan.valid() || self.past_end(self.scan.key()) {
+                self.exhausted = true;
+                break;
+            }
+            if self.scan.kind() == Kind::Delete {
+                self.scan.next()?;
+                continue;
+            }
+            let key = Bytes::copy_from_slice(self.scan.key());
+            let raw = self.scan.value();
+            self.scan.next()?;
+            let value = match IndexValue::decode(&raw) {
+                _ if self.opts.keys_only => Fetch::Ready(Bytes::new()),
+                Some(IndexValue::Addr {
+                    inline: Some(v), ..
+                }) => Fetch::Ready(v),
+                Some(IndexValue::Addr { addr, inline: None }) => {
+                    if self.opts.prefetch_degree > 0 {
+                        let p = self.inner.prefetcher();
+                        p.read(
+                            self.inner.clone(),
+                            addr,
+                            self.entry.id,
+                            key.clone(),
+                            self.entry.list_counters.clone(),
+                        )
+                    } else {
+                        Fetch::Later(addr)
+                    }
+                }
+                _ => {
+                    return Err(Error::corruption(
+                        "index",
+                        0,
+                        "iterator entry without a value or an address",
+                    ))
+                }
+            };
+            return Ok(Some(Ahead { key, value }));
+        }
+        Ok(None)
+    }
+
+    fn step(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+        while self.ahead.len() <= self.opts.prefetch_degree {
+            match self.pull()? {
+                Some(a) => self.ahead.push_back(a),
+                None => break,
+            }
+        }
+        let Some(a) = self.ahead.pop_front() else {
+            return Ok(None);
+        };
+        let c = &self.entry.list_counters;
+        let value = match a.value {
+            Fetch::Ready(v) => v,
+            Fetch::Later(addr) => {
+                self.inner
+                    .vlog_reader
+                    .read_value(addr, self.entry.id, &a.key, c)?
+            }
+            Fetch::Pending(rx) => rx
+                .recv()
+                .unwrap_or_else(|_| Err(Error::Background("prefetch reader stopped".into())))?,
+        };
+        Counters::add(&c.keys_listed, 1);
+        Ok(Some((a.key, value)))
+    }
+}
+
+impl Iterator for Iter {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if self.inner.closed.load(Ordering::Acquire) {
+            self.failed = true;
+            return Some(Err(Error::Closed));
+        }
+        match self.step() {
+            Ok(item) => item.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// The pool of value-log readers iterators prefetch through, started on first use.
+    fn prefetcher(&self) -> &Prefetcher {
+        self.prefetcher
+            .get_or_init(|| Prefetcher::new(self.opts.prefetch_threads))
+    }
+}
