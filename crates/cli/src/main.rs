@@ -2,6 +2,7 @@
 
 mod limits;
 mod load;
+mod scan;
 mod serve;
 mod session;
 mod stats;
@@ -151,6 +152,25 @@ enum Cmd {
         /// Stop after this many keys (default: all).
         #[arg(long)]
         limit: Option<u64>,
+        #[command(flatten)]
+        target: DataTarget,
+    },
+    /// Entries of the namespace at one snapshot, in key order: key, a tab, the value, one
+    /// entry a line (tab, newline, backslash, control bytes and invalid UTF-8 escaped as
+    /// \t, \n, \\, \xNN). Writes made while it runs are not in it.
+    Scan {
+        /// First key (inclusive).
+        #[arg(long)]
+        start: Option<String>,
+        /// Only keys that begin with this.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Stop after this many entries (default: all).
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Keys only, one a line (the device reads no values).
+        #[arg(long)]
+        keys_only: bool,
         #[command(flatten)]
         target: DataTarget,
     },
@@ -404,6 +424,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let s = Session::open(&target)?;
             list(&s, start.as_deref(), prefix.as_deref(), limit)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Scan {
+            start,
+            prefix,
+            limit,
+            keys_only,
+            target,
+        } => {
+            let s = Session::open(&target)?;
+            let args = scan::Args {
+                start: start.as_deref(),
+                prefix: prefix.as_deref(),
+                limit,
+                keys_only,
+            };
+            scan::run(&s, &args)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Load { args, target } => {

@@ -101,3 +101,35 @@ fn load_json_lines_and_csv() {
     assert_eq!(o.status.code(), Some(2));
     assert!(errors(&o).contains("line 2"));
 }
+
+#[test]
+fn scan_prints_entries_in_order_with_escapes_bounds_and_keys_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::start(dir.path(), &[]);
+    let ns = common::tenant(&s, "scan");
+    let env = [
+        ("CERBERUS_NS", ns.0.as_str()),
+        ("CERBERUS_SECRET", ns.1.as_str()),
+    ];
+    for (k, v) in [
+        ("b", "two"),
+        ("a", "one"),
+        ("c\tx", "tab\nnewline"),
+        ("ab", "été"),
+    ] {
+        assert!(cli(&s, &env, &["put", k, v]).status.success());
+    }
+    assert_eq!(
+        text(&cli(&s, &env, &["scan"])),
+        "a\tone\nab\tété\nb\ttwo\nc\\tx\ttab\\nnewline\n"
+    );
+    assert_eq!(
+        text(&cli(&s, &env, &["scan", "--prefix", "a", "--keys-only"])),
+        "a\nab\n"
+    );
+    assert_eq!(
+        text(&cli(&s, &env, &["scan", "--start", "ab", "--limit", "2"])),
+        "ab\tété\nb\ttwo\n"
+    );
+    assert_eq!(text(&cli(&s, &env, &["scan", "--limit", "0"])), "");
+}

@@ -288,9 +288,9 @@ fn stats_give_per_lookup_figures_from_lookups_only() {
     assert_eq!(lookup_pages(), looked_before);
     let after = text(&cli(&s, &env, &["stats"]));
     assert_eq!(per_lookup(&before), per_lookup(&after));
-    assert!(after.contains("key listings "), "{after}");
+    // Three pages of 1,000 keys; the first two read one key past themselves.
     assert!(
-        after.contains(", keys listed 3000, page reads: "),
+        after.contains("key listings 3, keys listed 3002, page reads: "),
         "{after}"
     );
 }

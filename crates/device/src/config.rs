@@ -39,6 +39,13 @@ pub struct DeviceConfig {
     pub max_value_len: u32,
     /// Most keys one List returns.
     pub max_list_keys: u32,
+    /// Iterators one connection may have open at once.
+    pub max_iterators: u32,
+    /// Most bytes of keys and values one IterNext returns (at least one entry is always
+    /// returned, whatever its size).
+    pub max_iter_batch_bytes: u32,
+    /// An iterator unused this long is closed and its snapshot released.
+    pub iterator_idle_secs: u32,
     /// Threads that run engine calls (the foreground cores). 0: one per core.
     pub workers: usize,
     /// Threads that move bytes on the network.
@@ -93,6 +100,9 @@ impl Default for DeviceConfig {
             max_key_len: 255,
             max_value_len: 2 << 20,
             max_list_keys: 1000,
+            max_iterators: 16,
+            max_iter_batch_bytes: 1 << 20,
+            iterator_idle_secs: 60,
             workers: 0,
             network_threads: 2,
             admin_secret: None,
@@ -123,6 +133,12 @@ impl DeviceConfig {
         }
         if self.max_inflight == 0 || self.max_connections == 0 || self.max_list_keys == 0 {
             return bad("max_inflight, max_connections and max_list_keys must be at least 1");
+        }
+        if self.max_iterators == 0 || self.max_iter_batch_bytes == 0 || self.iterator_idle_secs == 0
+        {
+            return bad(
+                "max_iterators, max_iter_batch_bytes and iterator_idle_secs must be at least 1",
+            );
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return bad("tls_cert and tls_key go together");

@@ -6,6 +6,7 @@
 //! pass the access check before it is queued; a refused command never reaches the engine.
 
 use crate::dispatch::Shared;
+use crate::iterators::ConnIterators;
 use crate::workers::{panic_message, Workers};
 use bytes::BytesMut;
 use cerberus_proto::{
@@ -14,7 +15,7 @@ use cerberus_proto::{
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
@@ -32,7 +33,10 @@ impl Session {
             | Request::Retrieve { .. }
             | Request::List { .. }
             | Request::Delete { .. }
-            | Request::Exist { .. } => self.namespaces.contains(&cmd.nsid),
+            | Request::Exist { .. }
+            | Request::IterOpen { .. }
+            | Request::IterNext { .. }
+            | Request::IterClose { .. } => self.namespaces.contains(&cmd.nsid),
             Request::Stats => {
                 self.admin || (cmd.nsid != DEVICE_NSID && self.namespaces.contains(&cmd.nsid))
             }
@@ -70,6 +74,11 @@ pub async fn serve<S>(
     let inflight = Arc::new(Semaphore::new(shared.config.max_inflight as usize));
     let max_body = shared.config.max_frame_body();
     let mut session = Session::default();
+    let idle = Duration::from_secs(u64::from(shared.config.iterator_idle_secs));
+    let iters = Arc::new(ConnIterators::new(shared.config.max_iterators, idle));
+    // Idle iterators are closed even while the client sends nothing.
+    let mut sweep = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut buf = BytesMut::with_capacity(64 << 10);
     let mut stopping = false;
     'conn: loop {
@@ -98,7 +107,7 @@ pub async fn serve<S>(
                             continue;
                         }
                     };
-                    handle(frame, &mut session, permit, &shared, &workers, &tx);
+                    handle(frame, &mut session, permit, &shared, &workers, &tx, &iters);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -145,6 +154,12 @@ pub async fn serve<S>(
                 }
             },
             _ = stopped(&mut stop) => stopping = true,
+            _ = sweep.tick() => {
+                let closed = iters.sweep();
+                if closed > 0 {
+                    tracing::debug!(closed, "closed idle iterators");
+                }
+            }
         }
     }
     // In-flight jobs hold senders: the writer ends once the last of them has answered.
@@ -177,6 +192,7 @@ fn handle(
     shared: &Arc<Shared>,
     workers: &Workers,
     tx: &mpsc::UnboundedSender<Response>,
+    iters: &Arc<ConnIterators>,
 ) {
     let arrived = Instant::now();
     let cmd = match Command::decode(&frame) {
@@ -255,10 +271,11 @@ fn handle(
     }
     let job_shared = shared.clone();
     let job_tx = tx.clone();
+    let job_iters = iters.clone();
     let submitted = workers.submit(Box::new(move || {
         let (cid, nsid) = (cmd.cid, cmd.nsid);
         // A panic must still answer the client, or it would wait for this command forever.
-        let resp = match catch_unwind(AssertUnwindSafe(|| job_shared.execute(cmd))) {
+        let resp = match catch_unwind(AssertUnwindSafe(|| job_shared.execute(cmd, &job_iters))) {
             Ok(resp) => resp,
             Err(payload) => {
                 let msg = panic_message(payload.as_ref());

@@ -3,9 +3,10 @@
 
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
+use crate::iterators::ConnIterators;
 use crate::metrics::Metrics;
 use bytes::Bytes;
-use cerberus_engine::{Db, Error as EngineError, Namespace, WriteOptions};
+use cerberus_engine::{Db, Error as EngineError, Namespace, ReadOptions, WriteOptions};
 use cerberus_proto::{
     Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
     VERSION,
@@ -40,6 +41,9 @@ impl Shared {
             max_inflight: config.max_inflight,
             max_frame_body: config.max_frame_body(),
             max_list_keys: config.max_list_keys,
+            max_iterators: config.max_iterators,
+            max_iter_batch_bytes: config.max_iter_batch_bytes,
+            iterator_idle_secs: config.iterator_idle_secs,
         };
         Shared {
             db,
@@ -51,15 +55,15 @@ impl Shared {
         }
     }
 
-    /// Runs `cmd` and builds its completion.
-    pub fn execute(&self, cmd: Command) -> Response {
+    /// Runs `cmd` for a connection whose iterators are `iters`, and builds its completion.
+    pub fn execute(&self, cmd: Command, iters: &ConnIterators) -> Response {
         #[cfg(feature = "fault-injection")]
         if let Some(resp) = fault::intercept(&cmd) {
             return resp;
         }
         let opcode = cmd.request.opcode() as u8;
         let (cid, nsid) = (cmd.cid, cmd.nsid);
-        let outcome = self.run(cmd);
+        let outcome = self.run(cmd, iters);
         match outcome {
             Ok(reply) => Response {
                 cid,
@@ -77,7 +81,7 @@ impl Shared {
         self.db.namespace(ns).map_err(engine)
     }
 
-    fn run(&self, cmd: Command) -> Outcome {
+    fn run(&self, cmd: Command, iters: &ConnIterators) -> Outcome {
         let ns = cmd.nsid;
         match cmd.request {
             Request::Store {
@@ -148,26 +152,96 @@ impl Shared {
                 start_exclusive,
                 max_keys,
             } => {
-                if start.len() > self.config.max_key_len as usize {
-                    return Err((
-                        Status::InvalidKeySize,
-                        format!(
-                            "start key is {} bytes; this device accepts keys of up to {} bytes \
-                             (max_key_len)",
-                            start.len(),
-                            self.config.max_key_len
-                        ),
-                    ));
-                }
+                self.check_len("start key", &start)?;
                 let limit = max_keys.min(self.config.max_list_keys) as usize;
-                let list = self
-                    .namespace(ns)?
-                    .list_keys(&start, start_exclusive, limit)
-                    .map_err(engine)?;
-                Ok(Reply::Keys {
-                    keys: list.keys,
-                    more: list.more,
-                })
+                let opts = ReadOptions {
+                    keys_only: true,
+                    ..ReadOptions::default()
+                };
+                let mut it = self.namespace(ns)?.iter(opts).map_err(engine)?;
+                if start_exclusive {
+                    // `start ++ 0x00` is the smallest key after `start`.
+                    let mut after = start.to_vec();
+                    after.push(0);
+                    it.seek(&after).map_err(engine)?;
+                } else {
+                    it.seek(&start).map_err(engine)?;
+                }
+                let mut keys = Vec::with_capacity(limit.min(1024));
+                for entry in it.by_ref().take(limit) {
+                    keys.push(entry.map_err(engine)?.0);
+                }
+                let more = match it.next() {
+                    Some(entry) => entry.map(|_| true).map_err(engine)?,
+                    None => false,
+                };
+                Ok(Reply::Keys { keys, more })
+            }
+            Request::IterOpen {
+                start,
+                upper_bound,
+                prefix,
+                keys_only,
+            } => {
+                for (what, k) in [
+                    ("start", &start),
+                    ("upper bound", &upper_bound),
+                    ("prefix", &prefix),
+                ] {
+                    self.check_len(what, k)?;
+                }
+                let opts = ReadOptions {
+                    upper_bound: (!upper_bound.is_empty()).then(|| upper_bound.to_vec()),
+                    prefix: (!prefix.is_empty()).then(|| prefix.to_vec()),
+                    keys_only,
+                    ..ReadOptions::default()
+                };
+                let mut it = self.namespace(ns)?.iter(opts).map_err(engine)?;
+                it.seek(&start).map_err(engine)?;
+                Ok(Reply::Iter(iters.open(ns, it)?))
+            }
+            Request::IterNext {
+                iter,
+                max_entries,
+                max_bytes,
+            } => {
+                let cursor = iters.get(ns, iter)?;
+                let mut cursor = cursor.lock();
+                let budget = max_bytes.min(self.config.max_iter_batch_bytes) as usize;
+                let mut entries = Vec::new();
+                let mut bytes = 0;
+                while entries.len() < max_entries.max(1) as usize {
+                    let Some(entry) = cursor.next_entry() else {
+                        return Ok(Reply::Entries {
+                            entries,
+                            done: true,
+                        });
+                    };
+                    let (k, v) = entry.map_err(engine)?;
+                    let size = k.len() + v.len();
+                    if !entries.is_empty() && bytes + size > budget {
+                        cursor.pending = Some((k, v));
+                        return Ok(Reply::Entries {
+                            entries,
+                            done: false,
+                        });
+                    }
+                    bytes += size;
+                    entries.push((k, v));
+                }
+                // Look one entry ahead, so the client learns of the end without another call.
+                let done = match cursor.next_entry() {
+                    Some(entry) => {
+                        cursor.pending = Some(entry.map_err(engine)?);
+                        false
+                    }
+                    None => true,
+                };
+                Ok(Reply::Entries { entries, done })
+            }
+            Request::IterClose { iter } => {
+                iters.close(ns, iter)?;
+                Ok(Reply::Empty)
             }
             Request::NamespaceCreate { name } => {
                 let nsid = self.db.create_namespace(&name).map_err(engine)?.id();
@@ -225,6 +299,22 @@ impl Shared {
                 format!(
                     "key is {} bytes; this device accepts keys of 1 to {} bytes (max_key_len)",
                     key.len(),
+                    self.config.max_key_len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A start key, bound or prefix may be empty, but no longer than a key.
+    fn check_len(&self, what: &str, k: &[u8]) -> Result<(), (Status, String)> {
+        if k.len() > self.config.max_key_len as usize {
+            return Err((
+                Status::InvalidKeySize,
+                format!(
+                    "{what} is {} bytes; this device accepts keys of up to {} bytes \
+                     (max_key_len)",
+                    k.len(),
                     self.config.max_key_len
                 ),
             ));
@@ -330,16 +420,20 @@ mod tests {
     }
 
     fn store(s: &Shared, nsid: u32, key: &[u8], value_len: usize) -> Response {
-        s.execute(Command {
-            cid: 1,
-            nsid,
-            request: Request::Store {
-                key: Bytes::copy_from_slice(key),
-                value: Bytes::from(vec![7u8; value_len]),
-                mode: StoreMode::Always,
-                sync: false,
+        let iters = ConnIterators::new(1, std::time::Duration::from_secs(1));
+        s.execute(
+            Command {
+                cid: 1,
+                nsid,
+                request: Request::Store {
+                    key: Bytes::copy_from_slice(key),
+                    value: Bytes::from(vec![7u8; value_len]),
+                    mode: StoreMode::Always,
+                    sync: false,
+                },
             },
-        })
+            &iters,
+        )
     }
 
     fn message(r: &Response) -> String {

@@ -8,6 +8,7 @@ mod connection;
 mod data_dir;
 mod dispatch;
 mod error;
+mod iterators;
 mod metrics;
 mod server;
 mod tls;

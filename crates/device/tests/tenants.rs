@@ -60,6 +60,18 @@ fn data_requests() -> Vec<Request> {
         },
         Request::Delete { key: "k".into() },
         Request::Exist { key: "k".into() },
+        Request::IterOpen {
+            start: "".into(),
+            upper_bound: "".into(),
+            prefix: "".into(),
+            keys_only: false,
+        },
+        Request::IterNext {
+            iter: 0,
+            max_entries: 10,
+            max_bytes: 1000,
+        },
+        Request::IterClose { iter: 0 },
     ]
 }
 

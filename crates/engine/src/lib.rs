@@ -25,7 +25,6 @@ pub use db::{
     Db, GcStats, Iter, IterMemory, Namespace, ReadOptions, Snapshot, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, Result};
-pub use iter::KeyList;
 pub use key::Nsid;
 pub use options::{Layout, Options, StorageKind, WriteOptions};
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

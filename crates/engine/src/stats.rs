@@ -152,8 +152,8 @@ pub struct NamespaceStats {
     /// Pages those reads touched (the NAND page size, or 4 KiB on other storage).
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub pages: [u64; IoPurpose::COUNT],
-    /// Key listings of this namespace, with their own storage reads (the figures above
-    /// are the point lookups' alone, so per-get averages stay per get).
+    /// Iterators of this namespace (key listings and scans), with their own storage reads
+    /// (the figures above are the point lookups' alone, so per-get averages stay per get).
     pub listings: ListingStats,
     /// Entries this namespace holds in memtables and tables: every live key once the
     /// tree is compacted, more while overwritten versions and tombstones wait for
@@ -161,12 +161,12 @@ pub struct NamespaceStats {
     pub keys_estimate: u64,
 }
 
-/// Key listings of one namespace and the storage reads they made.
+/// Iterators of one namespace (key listings, scans) and the storage reads they made.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ListingStats {
-    /// Listing calls (one page of keys each).
+    /// Iterators opened (a device List page opens one).
     pub calls: u64,
-    /// Keys they returned.
+    /// Entries they yielded.
     pub keys: u64,
     pub index_loads: u64,
     #[serde(serialize_with = "IoPurpose::serialize_counts")]

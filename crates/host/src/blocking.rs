@@ -8,6 +8,7 @@
 //! Do not call it (or drop its last clone) from inside an async context: `block_on` panics
 //! there. Use [`Client`] in async code.
 
+use crate::scan::{Scan, ScanOptions};
 use crate::{Client, ClientConfig, Result};
 use bytes::Bytes;
 use cerberus_proto::{Identify, NamespaceEntry, Request, Response, StoreMode};
@@ -121,6 +122,30 @@ impl BlockingClient {
         page_size: u32,
     ) -> Result<Vec<Bytes>> {
         self.wait(self.client.list_all(nsid, start, page_size))
+    }
+
+    /// Every entry of namespace `nsid` within `opts`, at one snapshot, in key order,
+    /// fetched in batches over one device iterator.
+    pub fn scan(&self, nsid: u32, opts: ScanOptions) -> Result<Scan> {
+        Scan::open(self.clone(), nsid, opts)
+    }
+
+    pub fn iter_open(&self, nsid: u32, opts: &ScanOptions) -> Result<u32> {
+        self.wait(self.client.iter_open(nsid, opts))
+    }
+
+    pub fn iter_next(
+        &self,
+        nsid: u32,
+        iter: u32,
+        max_entries: u32,
+        max_bytes: u32,
+    ) -> Result<(Vec<(Bytes, Bytes)>, bool)> {
+        self.wait(self.client.iter_next(nsid, iter, max_entries, max_bytes))
+    }
+
+    pub fn iter_close(&self, nsid: u32, iter: u32) -> Result<()> {
+        self.wait(self.client.iter_close(nsid, iter))
     }
 
     pub fn ns_create(&self, name: &str) -> Result<(u32, String)> {

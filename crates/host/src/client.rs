@@ -1,6 +1,7 @@
 //! The async client: typed methods over one pipelined connection.
 
 use crate::connection::Connection;
+use crate::scan::ScanOptions;
 use crate::{Error, Result, TlsOptions};
 use bytes::Bytes;
 use cerberus_proto::{
@@ -256,6 +257,49 @@ impl Client {
         }
     }
 
+    /// Opens an iterator over namespace `nsid` at a snapshot the device takes now; returns
+    /// its id on this connection. Read it with [`Client::iter_next`], and close it with
+    /// [`Client::iter_close`] (the device also closes it after `iterator_idle_secs` unused).
+    pub async fn iter_open(&self, nsid: u32, opts: &ScanOptions) -> Result<u32> {
+        let request = Request::IterOpen {
+            start: opts.start.clone(),
+            upper_bound: opts.upper_bound.clone().unwrap_or_default(),
+            prefix: opts.prefix.clone().unwrap_or_default(),
+            keys_only: opts.keys_only,
+        };
+        match self.run(nsid, request).await? {
+            Reply::Iter(id) => Ok(id),
+            other => Err(unexpected("iterator open", &other)),
+        }
+    }
+
+    /// The next entries of iterator `iter`: at most `max_entries` and about `max_bytes` (at
+    /// least one entry); `true` once the iterator has nothing after them.
+    pub async fn iter_next(
+        &self,
+        nsid: u32,
+        iter: u32,
+        max_entries: u32,
+        max_bytes: u32,
+    ) -> Result<(Vec<(Bytes, Bytes)>, bool)> {
+        let request = Request::IterNext {
+            iter,
+            max_entries,
+            max_bytes,
+        };
+        match self.run(nsid, request).await? {
+            Reply::Entries { entries, done } => Ok((entries, done)),
+            other => Err(unexpected("iterator next", &other)),
+        }
+    }
+
+    pub async fn iter_close(&self, nsid: u32, iter: u32) -> Result<()> {
+        expect_empty(
+            self.run(nsid, Request::IterClose { iter }).await?,
+            "iterator close",
+        )
+    }
+
     /// Creates a namespace (admin): its id and its secret, which the device shows only here.
     pub async fn ns_create(&self, name: &str) -> Result<(u32, String)> {
         let request = Request::NamespaceCreate {
@@ -389,6 +433,8 @@ fn unexpected(what: &str, reply: &Reply) -> Error {
         Reply::Namespaces(_) => "a namespace list",
         Reply::Identify(_) => "an identify reply",
         Reply::Stats(_) => "stats",
+        Reply::Iter(_) => "an iterator id",
+        Reply::Entries { .. } => "iterator entries",
     };
     Error::Protocol(format!("{what} was answered with {kind}"))
 }

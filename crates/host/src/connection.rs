@@ -166,8 +166,12 @@ impl Connection {
             let _ = self.shared.max_request_body.set(id.max_frame_body);
         }
         let list_page = u64::from(id.max_list_keys) * (2 + u64::from(id.max_key_len)) + 5;
+        // A batch stops at its byte budget, or holds one entry of any size.
+        let entry = 6 + u64::from(id.max_key_len) + u64::from(id.max_value_len);
+        let iter_batch = u64::from(id.max_iter_batch_bytes) + entry + 5;
         let largest = u64::from(id.max_value_len)
             .max(list_page)
+            .max(iter_batch)
             .max(u64::from(MAX_RESPONSE_BODY))
             .min(u64::from(u32::MAX)) as u32;
         self.shared

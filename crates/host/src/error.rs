@@ -44,6 +44,12 @@ pub enum Error {
     InvalidNamespace(String),
     #[error("namespace exists{}", suffix(.0))]
     NamespaceExists(String),
+    /// No open iterator with that id (closed, or closed by the device after sitting idle).
+    #[error("no such iterator{}", suffix(.0))]
+    IteratorNotFound(String),
+    /// The connection has as many iterators open as the device allows.
+    #[error("too many open iterators{}", suffix(.0))]
+    IteratorLimit(String),
     /// Any other failure status (internal error, corrupted, shutting down, codes this build
     /// does not know, ...).
     #[error("device error: {status}{}", suffix(.message))]
@@ -70,6 +76,8 @@ impl Error {
             Status::CapacityExceeded => Error::CapacityExceeded(message),
             Status::InvalidNamespace => Error::InvalidNamespace(message),
             Status::NamespaceExists => Error::NamespaceExists(message),
+            Status::IteratorNotFound => Error::IteratorNotFound(message),
+            Status::IteratorLimit => Error::IteratorLimit(message),
             status => Error::Device { status, message },
         }
     }
@@ -90,6 +98,8 @@ impl Error {
             Error::CapacityExceeded(_) => Some(Status::CapacityExceeded),
             Error::InvalidNamespace(_) => Some(Status::InvalidNamespace),
             Error::NamespaceExists(_) => Some(Status::NamespaceExists),
+            Error::IteratorNotFound(_) => Some(Status::IteratorNotFound),
+            Error::IteratorLimit(_) => Some(Status::IteratorLimit),
             Error::Device { status, .. } => Some(*status),
         }
     }

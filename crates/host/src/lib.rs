@@ -19,11 +19,13 @@ mod blocking;
 mod client;
 mod connection;
 mod error;
+mod scan;
 mod tls;
 
 pub use blocking::BlockingClient;
 pub use client::{Client, ClientConfig, InflightLimit};
 pub use error::{Error, Result};
+pub use scan::{Scan, ScanOptions};
 pub use tls::TlsOptions;
 
 pub use cerberus_proto as proto;

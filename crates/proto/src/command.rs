@@ -2,7 +2,7 @@
 //! decoders. The byte layouts are in `docs/protocol.md`.
 
 use crate::frame::{Frame, Header, HEADER_LEN, VERSION};
-use crate::{ProtoError, Status};
+use crate::ProtoError;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// The `nsid` of commands addressed to the device rather than a namespace: authenticating as
@@ -22,6 +22,8 @@ pub const STORE_ONLY_IF_PRESENT: u8 = 0x02;
 pub const STORE_SYNC: u8 = 0x04;
 /// List flag: the start key itself is not listed (paging from the last key seen).
 pub const LIST_START_EXCLUSIVE: u8 = 0x01;
+/// Iterator open flag: keys only, with empty values (nothing read from the value log).
+pub const ITER_KEYS_ONLY: u8 = 0x01;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -37,10 +39,13 @@ pub enum Opcode {
     NamespaceList = 0xC3,
     Identify = 0xC4,
     Stats = 0xC5,
+    IterOpen = 0xC6,
+    IterNext = 0xC7,
+    IterClose = 0xC8,
 }
 
 impl Opcode {
-    pub const ALL: [Opcode; 11] = [
+    pub const ALL: [Opcode; 14] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -52,6 +57,9 @@ impl Opcode {
         Opcode::NamespaceList,
         Opcode::Identify,
         Opcode::Stats,
+        Opcode::IterOpen,
+        Opcode::IterNext,
+        Opcode::IterClose,
     ];
 
     pub fn from_u8(b: u8) -> Option<Opcode> {
@@ -71,6 +79,9 @@ impl Opcode {
             Opcode::NamespaceList => "ns_list",
             Opcode::Identify => "identify",
             Opcode::Stats => "stats",
+            Opcode::IterOpen => "iter_open",
+            Opcode::IterNext => "iter_next",
+            Opcode::IterClose => "iter_close",
         }
     }
 
@@ -79,7 +90,14 @@ impl Opcode {
     pub fn is_data(self) -> bool {
         matches!(
             self,
-            Opcode::Store | Opcode::Retrieve | Opcode::List | Opcode::Delete | Opcode::Exist
+            Opcode::Store
+                | Opcode::Retrieve
+                | Opcode::List
+                | Opcode::Delete
+                | Opcode::Exist
+                | Opcode::IterOpen
+                | Opcode::IterNext
+                | Opcode::IterClose
         )
     }
 }
@@ -129,6 +147,25 @@ pub enum Request {
     Identify,
     /// Statistics of the namespace `nsid`, or of the device with [`DEVICE_NSID`].
     Stats,
+    /// Opens an iterator over the namespace at a snapshot taken now, positioned at `start`
+    /// (empty: the first key), stopping before `upper_bound` (empty: none) and at the end of
+    /// the keys that begin with `prefix` (empty: none).
+    IterOpen {
+        start: Bytes,
+        upper_bound: Bytes,
+        prefix: Bytes,
+        keys_only: bool,
+    },
+    /// The next entries of iterator `iter`: at most `max_entries`, and no more bytes than
+    /// `max_bytes` (at least one entry, whatever its size).
+    IterNext {
+        iter: u32,
+        max_entries: u32,
+        max_bytes: u32,
+    },
+    IterClose {
+        iter: u32,
+    },
 }
 
 /// A command: id, namespace and body.
@@ -153,6 +190,9 @@ impl Request {
             Request::NamespaceList => Opcode::NamespaceList,
             Request::Identify => Opcode::Identify,
             Request::Stats => Opcode::Stats,
+            Request::IterOpen { .. } => Opcode::IterOpen,
+            Request::IterNext { .. } => Opcode::IterNext,
+            Request::IterClose { .. } => Opcode::IterClose,
         }
     }
 
@@ -221,6 +261,29 @@ impl Command {
             | Request::NamespaceList
             | Request::Identify
             | Request::Stats => {}
+            Request::IterOpen {
+                start,
+                upper_bound,
+                prefix,
+                keys_only,
+            } => {
+                if *keys_only {
+                    flags |= ITER_KEYS_ONLY;
+                }
+                put_key(out, start)?;
+                put_key(out, upper_bound)?;
+                put_key(out, prefix)?;
+            }
+            Request::IterNext {
+                iter,
+                max_entries,
+                max_bytes,
+            } => {
+                out.put_u32_le(*iter);
+                out.put_u32_le(*max_entries);
+                out.put_u32_le(*max_bytes);
+            }
+            Request::IterClose { iter } => out.put_u32_le(*iter),
         }
         let body_len = body_len(out.len() - start - HEADER_LEN)?;
         let header = Header {
@@ -243,6 +306,7 @@ impl Command {
         let allowed: u16 = match opcode {
             Opcode::Store => u16::from(STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT | STORE_SYNC),
             Opcode::List => u16::from(LIST_START_EXCLUSIVE),
+            Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
             _ => 0,
         };
         if flags & !allowed != 0 {
@@ -305,6 +369,36 @@ impl Command {
                     name: name.to_string(),
                 }
             }
+            Opcode::IterOpen => {
+                let start = get_key(&mut body)?;
+                let upper_bound = get_key(&mut body)?;
+                let prefix = get_key(&mut body)?;
+                end(&body)?;
+                Request::IterOpen {
+                    start,
+                    upper_bound,
+                    prefix,
+                    keys_only: flags as u8 & ITER_KEYS_ONLY != 0,
+                }
+            }
+            Opcode::IterNext => {
+                if body.len() != 12 {
+                    return Err(ProtoError::Truncated("iterator next body (12 bytes)"));
+                }
+                Request::IterNext {
+                    iter: body.get_u32_le(),
+                    max_entries: body.get_u32_le(),
+                    max_bytes: body.get_u32_le(),
+                }
+            }
+            Opcode::IterClose => {
+                if body.len() != 4 {
+                    return Err(ProtoError::Truncated("iterator close body (4 bytes)"));
+                }
+                Request::IterClose {
+                    iter: body.get_u32_le(),
+                }
+            }
             Opcode::NamespaceDestroy | Opcode::NamespaceList | Opcode::Identify | Opcode::Stats => {
                 end(&body)?;
                 match opcode {
@@ -323,247 +417,11 @@ impl Command {
     }
 }
 
-/// One namespace in a [`Reply::Namespaces`] list.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NamespaceEntry {
-    pub nsid: u32,
-    pub name: String,
-}
-
-/// The device's limits, as [`Opcode::Identify`] reports them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Identify {
-    /// Highest protocol version the device speaks.
-    pub protocol_version: u8,
-    pub max_key_len: u32,
-    pub max_value_len: u32,
-    /// Commands a connection may have in flight; more wait until some complete.
-    pub max_inflight: u32,
-    /// Largest request body the device reads; a larger frame closes the connection.
-    pub max_frame_body: u32,
-    /// Most keys one List returns.
-    pub max_list_keys: u32,
-}
-
-const IDENTIFY_LEN: usize = 24;
-
-/// A completion's body, by opcode and status.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply {
-    /// Success without data (store, delete, exist, authenticate, destroy), or any status
-    /// other than success without a message.
-    Empty,
-    /// A failed command's message (any status but success).
-    Error(String),
-    /// Retrieve: the value.
-    Value(Bytes),
-    /// List: keys in order; `more` says whether keys past the last one remain.
-    Keys {
-        keys: Vec<Bytes>,
-        more: bool,
-    },
-    /// Namespace create: the new id and its credential (shown once; the device keeps a hash).
-    Created {
-        nsid: u32,
-        secret: String,
-    },
-    Namespaces(Vec<NamespaceEntry>),
-    Identify(Identify),
-    /// Stats: a JSON document.
-    Stats(Bytes),
-}
-
-/// A completion: which command it completes, its status and body.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Response {
-    pub cid: u32,
-    pub nsid: u32,
-    /// The opcode of the command, echoed (an unknown one too).
-    pub opcode: u8,
-    pub status: Status,
-    pub reply: Reply,
-}
-
-impl Response {
-    /// A failure completion with a message.
-    pub fn error(cid: u32, nsid: u32, opcode: u8, status: Status, message: String) -> Response {
-        Response {
-            cid,
-            nsid,
-            opcode,
-            status,
-            reply: Reply::Error(message),
-        }
-    }
-
-    /// Appends the response's frame to `out`.
-    pub fn encode(&self, out: &mut BytesMut) -> Result<(), ProtoError> {
-        let start = out.len();
-        out.put_bytes(0, HEADER_LEN);
-        match &self.reply {
-            Reply::Empty => {}
-            Reply::Error(m) => out.put_slice(m.as_bytes()),
-            Reply::Value(v) => out.put_slice(v),
-            Reply::Keys { keys, more } => {
-                out.put_u8(u8::from(*more));
-                out.put_u32_le(
-                    u32::try_from(keys.len()).map_err(|_| ProtoError::InvalidField("key count"))?,
-                );
-                for k in keys {
-                    put_key(out, k)?;
-                }
-            }
-            Reply::Created { nsid, secret } => {
-                out.put_u32_le(*nsid);
-                out.put_slice(secret.as_bytes());
-            }
-            Reply::Namespaces(list) => {
-                out.put_u32_le(
-                    u32::try_from(list.len())
-                        .map_err(|_| ProtoError::InvalidField("namespace count"))?,
-                );
-                for e in list {
-                    check_name(e.name.as_bytes())?;
-                    out.put_u32_le(e.nsid);
-                    out.put_u8(e.name.len() as u8);
-                    out.put_slice(e.name.as_bytes());
-                }
-            }
-            Reply::Identify(id) => {
-                out.put_u8(id.protocol_version);
-                out.put_bytes(0, 3);
-                out.put_u32_le(id.max_key_len);
-                out.put_u32_le(id.max_value_len);
-                out.put_u32_le(id.max_inflight);
-                out.put_u32_le(id.max_frame_body);
-                out.put_u32_le(id.max_list_keys);
-            }
-            Reply::Stats(json) => out.put_slice(json),
-        }
-        let header = Header {
-            version: VERSION,
-            opcode: self.opcode,
-            word: self.status.code(),
-            cid: self.cid,
-            nsid: self.nsid,
-            body_len: body_len(out.len() - start - HEADER_LEN)?,
-        };
-        header.encode(&mut &mut out[start..start + HEADER_LEN]);
-        Ok(())
-    }
-
-    /// Decodes a response frame; the body's form follows from the echoed opcode and status.
-    pub fn decode(frame: &Frame) -> Result<Response, ProtoError> {
-        let h = &frame.header;
-        let status = Status::from_code(h.word);
-        let mut body = frame.body.clone();
-        let reply = if !status.is_success() {
-            if body.is_empty() {
-                Reply::Empty
-            } else {
-                Reply::Error(String::from_utf8_lossy(&body).into_owned())
-            }
-        } else {
-            let opcode = Opcode::from_u8(h.opcode).ok_or(ProtoError::UnknownOpcode(h.opcode))?;
-            match opcode {
-                Opcode::Retrieve => Reply::Value(body),
-                Opcode::List => {
-                    if body.len() < 5 {
-                        return Err(ProtoError::Truncated("list reply"));
-                    }
-                    let more = match body.get_u8() {
-                        0 => false,
-                        1 => true,
-                        _ => return Err(ProtoError::InvalidField("list reply more flag")),
-                    };
-                    let n = body.get_u32_le() as usize;
-                    // Each key takes at least its 2-byte length: bound the count by the body
-                    // before allocating for it.
-                    if n > body.len() / 2 {
-                        return Err(ProtoError::Truncated("list reply keys"));
-                    }
-                    let mut keys = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        keys.push(get_key(&mut body)?);
-                    }
-                    end(&body)?;
-                    Reply::Keys { keys, more }
-                }
-                Opcode::NamespaceCreate => {
-                    if body.len() < 4 {
-                        return Err(ProtoError::Truncated("namespace create reply"));
-                    }
-                    let nsid = body.get_u32_le();
-                    let secret = String::from_utf8(body.to_vec())
-                        .map_err(|_| ProtoError::InvalidField("secret is not UTF-8"))?;
-                    Reply::Created { nsid, secret }
-                }
-                Opcode::NamespaceList => {
-                    if body.len() < 4 {
-                        return Err(ProtoError::Truncated("namespace list reply"));
-                    }
-                    let n = body.get_u32_le() as usize;
-                    if n > body.len() / 5 {
-                        return Err(ProtoError::Truncated("namespace list entries"));
-                    }
-                    let mut list = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        if body.len() < 5 {
-                            return Err(ProtoError::Truncated("namespace entry"));
-                        }
-                        let nsid = body.get_u32_le();
-                        let len = body.get_u8() as usize;
-                        if body.len() < len {
-                            return Err(ProtoError::Truncated("namespace name"));
-                        }
-                        let name = String::from_utf8(body.split_to(len).to_vec())
-                            .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
-                        list.push(NamespaceEntry { nsid, name });
-                    }
-                    end(&body)?;
-                    Reply::Namespaces(list)
-                }
-                Opcode::Identify => {
-                    if body.len() != IDENTIFY_LEN {
-                        return Err(ProtoError::Truncated("identify reply"));
-                    }
-                    let protocol_version = body.get_u8();
-                    body.advance(3);
-                    Reply::Identify(Identify {
-                        protocol_version,
-                        max_key_len: body.get_u32_le(),
-                        max_value_len: body.get_u32_le(),
-                        max_inflight: body.get_u32_le(),
-                        max_frame_body: body.get_u32_le(),
-                        max_list_keys: body.get_u32_le(),
-                    })
-                }
-                Opcode::Stats => Reply::Stats(body),
-                Opcode::Store
-                | Opcode::Delete
-                | Opcode::Exist
-                | Opcode::Authenticate
-                | Opcode::NamespaceDestroy => {
-                    end(&body)?;
-                    Reply::Empty
-                }
-            }
-        };
-        Ok(Response {
-            cid: h.cid,
-            nsid: h.nsid,
-            opcode: h.opcode,
-            status,
-            reply,
-        })
-    }
-}
-
-fn body_len(n: usize) -> Result<u32, ProtoError> {
+pub(crate) fn body_len(n: usize) -> Result<u32, ProtoError> {
     u32::try_from(n).map_err(|_| ProtoError::InvalidField("body longer than 4 GiB"))
 }
 
-fn put_key(out: &mut BytesMut, key: &[u8]) -> Result<(), ProtoError> {
+pub(crate) fn put_key(out: &mut BytesMut, key: &[u8]) -> Result<(), ProtoError> {
     let len = u16::try_from(key.len())
         .map_err(|_| ProtoError::InvalidField("key longer than 65535 bytes"))?;
     out.put_u16_le(len);
@@ -571,7 +429,7 @@ fn put_key(out: &mut BytesMut, key: &[u8]) -> Result<(), ProtoError> {
     Ok(())
 }
 
-fn get_key(body: &mut Bytes) -> Result<Bytes, ProtoError> {
+pub(crate) fn get_key(body: &mut Bytes) -> Result<Bytes, ProtoError> {
     if body.len() < 2 {
         return Err(ProtoError::Truncated("key length"));
     }
@@ -582,7 +440,7 @@ fn get_key(body: &mut Bytes) -> Result<Bytes, ProtoError> {
     Ok(body.split_to(len))
 }
 
-fn check_name(name: &[u8]) -> Result<(), ProtoError> {
+pub(crate) fn check_name(name: &[u8]) -> Result<(), ProtoError> {
     if name.is_empty() || name.len() > MAX_NAME_LEN {
         return Err(ProtoError::InvalidField(
             "namespace name must have 1 to 255 bytes",
@@ -591,7 +449,7 @@ fn check_name(name: &[u8]) -> Result<(), ProtoError> {
     Ok(())
 }
 
-fn end(body: &Bytes) -> Result<(), ProtoError> {
+pub(crate) fn end(body: &Bytes) -> Result<(), ProtoError> {
     if body.is_empty() {
         Ok(())
     } else {

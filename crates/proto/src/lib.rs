@@ -4,14 +4,15 @@
 
 mod command;
 mod frame;
+mod response;
 mod status;
 
 pub use command::{
-    Command, Identify, NamespaceEntry, Opcode, Reply, Request, Response, StoreMode, DEVICE_NSID,
-    LIST_START_EXCLUSIVE, MAX_NAME_LEN, MAX_SECRET_LEN, STORE_ONLY_IF_ABSENT,
-    STORE_ONLY_IF_PRESENT, STORE_SYNC,
+    Command, Opcode, Request, StoreMode, DEVICE_NSID, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE,
+    MAX_NAME_LEN, MAX_SECRET_LEN, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
 pub use frame::{split_frame, Frame, Header, HEADER_LEN, VERSION};
+pub use response::{Identify, NamespaceEntry, Reply, Response};
 pub use status::Status;
 
 /// Why bytes are not a valid frame or body.

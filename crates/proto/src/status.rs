@@ -33,6 +33,11 @@ pub enum Status {
     Corrupted,
     /// The device is shutting down and takes no new commands.
     ShuttingDown,
+    /// No open iterator has that id on this connection (never opened, closed, or closed by
+    /// the device after sitting idle).
+    IteratorNotFound,
+    /// The connection has as many iterators open as the device allows.
+    IteratorLimit,
     /// A code this build does not know (from a newer device).
     Unknown(u16),
 }
@@ -55,6 +60,8 @@ impl Status {
             Status::UnsupportedVersion => 0xC2,
             Status::Corrupted => 0xC3,
             Status::ShuttingDown => 0xC4,
+            Status::IteratorNotFound => 0xC5,
+            Status::IteratorLimit => 0xC6,
             Status::Unknown(c) => c,
         }
     }
@@ -76,6 +83,8 @@ impl Status {
             0xC2 => Status::UnsupportedVersion,
             0xC3 => Status::Corrupted,
             0xC4 => Status::ShuttingDown,
+            0xC5 => Status::IteratorNotFound,
+            0xC6 => Status::IteratorLimit,
             c => Status::Unknown(c),
         }
     }
@@ -102,6 +111,8 @@ impl Status {
             Status::UnsupportedVersion => "unsupported protocol version",
             Status::Corrupted => "stored data is corrupted",
             Status::ShuttingDown => "device is shutting down",
+            Status::IteratorNotFound => "no such iterator",
+            Status::IteratorLimit => "too many open iterators",
             Status::Unknown(_) => "unknown status",
         }
     }

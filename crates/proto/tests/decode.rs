@@ -42,6 +42,20 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::NamespaceList),
         Just(Request::Identify),
         Just(Request::Stats),
+        (bytes(40), bytes(40), bytes(40), any::<bool>()).prop_map(
+            |(start, upper_bound, prefix, keys_only)| Request::IterOpen {
+                start,
+                upper_bound,
+                prefix,
+                keys_only,
+            }
+        ),
+        any::<[u32; 3]>().prop_map(|a| Request::IterNext {
+            iter: a[0],
+            max_entries: a[1],
+            max_bytes: a[2],
+        }),
+        any::<u32>().prop_map(|iter| Request::IterClose { iter }),
     ]
 }
 
@@ -79,15 +93,28 @@ fn response() -> impl Strategy<Value = Response> {
         ),
         (
             Just(Opcode::Identify),
-            any::<[u32; 5]>().prop_map(|a| Reply::Identify(Identify {
+            any::<[u32; 8]>().prop_map(|a| Reply::Identify(Identify {
                 protocol_version: VERSION,
                 max_key_len: a[0],
                 max_value_len: a[1],
                 max_inflight: a[2],
                 max_frame_body: a[3],
                 max_list_keys: a[4],
+                max_iterators: a[5],
+                max_iter_batch_bytes: a[6],
+                iterator_idle_secs: a[7],
             }))
         ),
+        (Just(Opcode::IterOpen), any::<u32>().prop_map(Reply::Iter)),
+        (
+            Just(Opcode::IterNext),
+            (
+                proptest::collection::vec((bytes(20), bytes(60)), 0..10),
+                any::<bool>()
+            )
+                .prop_map(|(entries, done)| Reply::Entries { entries, done })
+        ),
+        (Just(Opcode::IterClose), Just(Reply::Empty)),
         (Just(Opcode::Stats), bytes(100).prop_map(Reply::Stats)),
     ];
     (any::<u32>(), any::<u32>(), ok).prop_map(|(cid, nsid, (op, reply))| Response {
@@ -255,4 +282,42 @@ fn list_reply_count_cannot_force_an_allocation() {
     wire.put_u32_le(u32::MAX);
     let f = split_frame(&mut wire, MAX_BODY).unwrap().unwrap();
     assert!(Response::decode(&f).is_err());
+}
+
+#[test]
+fn identify_of_a_device_before_iterators_decodes_with_zeros() {
+    let full = Response {
+        cid: 9,
+        nsid: DEVICE_NSID,
+        opcode: Opcode::Identify as u8,
+        status: Status::Success,
+        reply: Reply::Identify(Identify {
+            protocol_version: VERSION,
+            max_key_len: 255,
+            max_value_len: 1 << 20,
+            max_inflight: 8,
+            max_frame_body: 1 << 21,
+            max_list_keys: 100,
+            max_iterators: 16,
+            max_iter_batch_bytes: 1 << 20,
+            iterator_idle_secs: 60,
+        }),
+    };
+    let mut out = BytesMut::new();
+    full.encode(&mut out).unwrap();
+    // The same frame as an older device sends it: the first 24 bytes of the body.
+    let mut old = out[..HEADER_LEN + 24].to_vec();
+    old[12..16].copy_from_slice(&24u32.to_le_bytes());
+    let frame = split_frame(&mut BytesMut::from(&old[..]), MAX_BODY)
+        .unwrap()
+        .unwrap();
+    match Response::decode(&frame).unwrap().reply {
+        Reply::Identify(id) => {
+            assert_eq!((id.max_key_len, id.max_list_keys), (255, 100));
+            assert_eq!((id.max_iterators, id.max_iter_batch_bytes), (0, 0));
+        }
+        other => panic!("{other:?}"),
+    }
+    let frame = split_frame(&mut out, MAX_BODY).unwrap().unwrap();
+    assert_eq!(Response::decode(&frame).unwrap(), full);
 }

@@ -88,15 +88,6 @@ impl Namespace {
         self.inner.contains(&self.entry, key, None)
     }
 
-    /// Up to `limit` keys in byte order, from `start` on (empty = the first key), or
-    /// strictly after `start` if `start_exclusive`. Deleted keys are left out; `more` says
-    /// whether another key follows the last one returned. The listing is one consistent
-    /// snapshot and reads no values.
-    pub fn list_keys(&self, start: &[u8], start_exclusive: bool, limit: usize) -> Result<KeyList> {
-        self.inner
-            .list_keys(&self.entry, start, start_exclusive, limit)
-    }
-
     /// A consistent view of this namespace as it is now: reads through it see exactly the
     /// writes made before it, whatever is written, flushed, compacted or collected after.
     pub fn snapshot(&self) -> Snapshot {

@@ -23,7 +23,7 @@ use self::{background::*, flush::*, namespaces::*, recovery::*, snapshot::Snapsh
 use crate::batch::{BatchOp, WriteBatch};
 use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink};
 use crate::error::{Error, IoContext, Result};
-use crate::iter::{KeyList, SnapshotScan};
+use crate::iter::SnapshotScan;
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::{Layout, Options, StorageKind, WriteOptions};

@@ -81,33 +81,6 @@ impl Inner {
             .is_some_and(|h| h.kind == Kind::Put))
     }
 
-    pub(super) fn list_keys(
-        &self,
-        e: &NsEntry,
-        start: &[u8],
-        exclusive: bool,
-        limit: usize,
-    ) -> Result<KeyList> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        e.check_live()?;
-        let (ns, c) = (e.id, e.list_counters.clone());
-        // One super version and one seqno, taken in this order as `lookup` does: the
-        // listing is the state at that seqno.
-        let sv = self.super_version();
-        let snapshot = self.visible_seq.load(Ordering::Acquire);
-        let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
-            .chain(sv.imm.iter().map(|f| &f.mem))
-            .cloned()
-            .collect();
-        let mut scan = SnapshotScan::new(&mems, sv.version.clone(), ns, snapshot, &c)?;
-        let list = scan.list(start, exclusive, limit)?;
-        Counters::add(&c.lists, 1);
-        Counters::add(&c.keys_listed, list.keys.len() as u64);
-        Ok(list)
-    }
-
     pub(super) fn get(&self, e: &NsEntry, key: &[u8], at: Option<SeqNo>) -> Result<Option<Bytes>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);

@@ -13,14 +13,6 @@ use crate::version::Version;
 use bytes::Bytes;
 use std::sync::Arc;
 
-/// A page of keys of one namespace in byte order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KeyList {
-    pub keys: Vec<Bytes>,
-    /// At least one more live key follows the last one in `keys`.
-    pub more: bool,
-}
-
 /// A memtable looks like a table whose values are all inline.
 impl Source for MemIter {
     fn valid(&self) -> bool {
@@ -182,30 +174,5 @@ impl SnapshotScan {
             return Ok(());
         }
         Ok(())
-    }
-
-    /// Up to `limit` live keys (deleted ones skipped) from `start` on, or strictly after it
-    /// if `exclusive`, and whether another live key follows them.
-    pub fn list(&mut self, start: &[u8], exclusive: bool, limit: usize) -> Result<KeyList> {
-        if exclusive {
-            // `start ++ 0x00` is the smallest key greater than `start`.
-            let mut after = Vec::with_capacity(start.len() + 1);
-            after.extend_from_slice(start);
-            after.push(0);
-            self.seek(&after)?;
-        } else {
-            self.seek(start)?;
-        }
-        let mut keys = Vec::with_capacity(limit.min(1024));
-        while self.valid() {
-            if self.kind() == Kind::Put {
-                if keys.len() == limit {
-                    return Ok(KeyList { keys, more: true });
-                }
-                keys.push(Bytes::copy_from_slice(self.key()));
-            }
-            self.next()?;
-        }
-        Ok(KeyList { keys, more: false })
     }
 }

@@ -40,3 +40,47 @@ pub fn value_for(key: u32, version: u64, len: usize) -> Vec<u8> {
     v.truncate(len.max(1));
     v
 }
+
+/// A page of keys in byte order, and whether another key follows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyList {
+    pub keys: Vec<bytes::Bytes>,
+    pub more: bool,
+}
+
+/// Key listing over the engine's iterators (keys only), as the device's List command pages.
+pub trait ListKeys {
+    /// Up to `limit` keys from `start` on (strictly after it if `exclusive`).
+    fn list_keys(
+        &self,
+        start: &[u8],
+        exclusive: bool,
+        limit: usize,
+    ) -> cerberus_engine::Result<KeyList>;
+}
+
+impl ListKeys for cerberus_engine::Namespace {
+    fn list_keys(
+        &self,
+        start: &[u8],
+        exclusive: bool,
+        limit: usize,
+    ) -> cerberus_engine::Result<KeyList> {
+        let opts = cerberus_engine::ReadOptions {
+            keys_only: true,
+            ..cerberus_engine::ReadOptions::default()
+        };
+        let mut it = self.iter(opts)?;
+        let mut from = start.to_vec();
+        if exclusive {
+            from.push(0);
+        }
+        it.seek(&from)?;
+        let mut keys = Vec::new();
+        for entry in it.by_ref().take(limit) {
+            keys.push(entry?.0);
+        }
+        let more = it.next().transpose()?.is_some();
+        Ok(KeyList { keys, more })
+    }
+}

@@ -54,6 +54,9 @@ impl Default for FakeOptions {
                 max_inflight: 1024,
                 max_frame_body: 8192,
                 max_list_keys: 4,
+                max_iterators: 0,
+                max_iter_batch_bytes: 0,
+                iterator_idle_secs: 0,
             },
             require_auth: false,
             mode: Mode::PerRead,
@@ -365,6 +368,9 @@ impl Device {
                 let more = keys.len() > n;
                 keys.truncate(n);
                 ok(Reply::Keys { keys, more })
+            }
+            Request::IterOpen { .. } | Request::IterNext { .. } | Request::IterClose { .. } => {
+                fail(Status::InvalidOpcode, "the fake device has no iterators")
             }
             Request::Authenticate { secret } => {
                 let good = if nsid == DEVICE_NSID {

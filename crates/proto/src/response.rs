@@ -1,0 +1,325 @@
+//! Completions: typed forms of response bodies, with their encoders and decoders. The byte
+//! layouts are in `docs/protocol.md`.
+
+use crate::command::{body_len, check_name, end, get_key, put_key, Opcode};
+use crate::frame::{Frame, Header, HEADER_LEN, VERSION};
+use crate::{ProtoError, Status};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// One namespace in a [`Reply::Namespaces`] list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceEntry {
+    pub nsid: u32,
+    pub name: String,
+}
+
+/// The device's limits, as [`Opcode::Identify`] reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identify {
+    /// Highest protocol version the device speaks.
+    pub protocol_version: u8,
+    pub max_key_len: u32,
+    pub max_value_len: u32,
+    /// Commands a connection may have in flight; more wait until some complete.
+    pub max_inflight: u32,
+    /// Largest request body the device reads; a larger frame closes the connection.
+    pub max_frame_body: u32,
+    /// Most keys one List returns.
+    pub max_list_keys: u32,
+    /// Iterators a connection may have open at once (0: a device without iterators).
+    pub max_iterators: u32,
+    /// Most bytes of keys and values one IterNext returns (beyond that, one entry).
+    pub max_iter_batch_bytes: u32,
+    /// Seconds an iterator may sit unused before the device closes it.
+    pub iterator_idle_secs: u32,
+}
+
+/// Identify's body: 24 bytes from devices before iterators, 36 since.
+const IDENTIFY_LEN_V0: usize = 24;
+const IDENTIFY_LEN: usize = 36;
+
+/// A completion's body, by opcode and status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Success without data (store, delete, exist, authenticate, destroy), or any status
+    /// other than success without a message.
+    Empty,
+    /// A failed command's message (any status but success).
+    Error(String),
+    /// Retrieve: the value.
+    Value(Bytes),
+    /// List: keys in order; `more` says whether keys past the last one remain.
+    Keys {
+        keys: Vec<Bytes>,
+        more: bool,
+    },
+    /// Namespace create: the new id and its credential (shown once; the device keeps a hash).
+    Created {
+        nsid: u32,
+        secret: String,
+    },
+    Namespaces(Vec<NamespaceEntry>),
+    Identify(Identify),
+    /// Stats: a JSON document.
+    Stats(Bytes),
+    /// Iterator open: the iterator's id on this connection.
+    Iter(u32),
+    /// Iterator next: entries in key order (empty values for a keys-only iterator); `done`
+    /// says the iterator has nothing after them.
+    Entries {
+        entries: Vec<(Bytes, Bytes)>,
+        done: bool,
+    },
+}
+
+/// A completion: which command it completes, its status and body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    pub cid: u32,
+    pub nsid: u32,
+    /// The opcode of the command, echoed (an unknown one too).
+    pub opcode: u8,
+    pub status: Status,
+    pub reply: Reply,
+}
+
+impl Response {
+    /// A failure completion with a message.
+    pub fn error(cid: u32, nsid: u32, opcode: u8, status: Status, message: String) -> Response {
+        Response {
+            cid,
+            nsid,
+            opcode,
+            status,
+            reply: Reply::Error(message),
+        }
+    }
+
+    /// Appends the response's frame to `out`.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), ProtoError> {
+        let start = out.len();
+        out.put_bytes(0, HEADER_LEN);
+        match &self.reply {
+            Reply::Empty => {}
+            Reply::Error(m) => out.put_slice(m.as_bytes()),
+            Reply::Value(v) => out.put_slice(v),
+            Reply::Keys { keys, more } => {
+                out.put_u8(u8::from(*more));
+                out.put_u32_le(
+                    u32::try_from(keys.len()).map_err(|_| ProtoError::InvalidField("key count"))?,
+                );
+                for k in keys {
+                    put_key(out, k)?;
+                }
+            }
+            Reply::Created { nsid, secret } => {
+                out.put_u32_le(*nsid);
+                out.put_slice(secret.as_bytes());
+            }
+            Reply::Namespaces(list) => {
+                out.put_u32_le(
+                    u32::try_from(list.len())
+                        .map_err(|_| ProtoError::InvalidField("namespace count"))?,
+                );
+                for e in list {
+                    check_name(e.name.as_bytes())?;
+                    out.put_u32_le(e.nsid);
+                    out.put_u8(e.name.len() as u8);
+                    out.put_slice(e.name.as_bytes());
+                }
+            }
+            Reply::Identify(id) => {
+                out.put_u8(id.protocol_version);
+                out.put_bytes(0, 3);
+                out.put_u32_le(id.max_key_len);
+                out.put_u32_le(id.max_value_len);
+                out.put_u32_le(id.max_inflight);
+                out.put_u32_le(id.max_frame_body);
+                out.put_u32_le(id.max_list_keys);
+                out.put_u32_le(id.max_iterators);
+                out.put_u32_le(id.max_iter_batch_bytes);
+                out.put_u32_le(id.iterator_idle_secs);
+            }
+            Reply::Stats(json) => out.put_slice(json),
+            Reply::Iter(id) => out.put_u32_le(*id),
+            Reply::Entries { entries, done } => {
+                out.put_u8(u8::from(*done));
+                out.put_u32_le(
+                    u32::try_from(entries.len())
+                        .map_err(|_| ProtoError::InvalidField("entry count"))?,
+                );
+                for (k, v) in entries {
+                    put_key(out, k)?;
+                    out.put_u32_le(
+                        u32::try_from(v.len())
+                            .map_err(|_| ProtoError::InvalidField("value longer than 4 GiB"))?,
+                    );
+                    out.put_slice(v);
+                }
+            }
+        }
+        let header = Header {
+            version: VERSION,
+            opcode: self.opcode,
+            word: self.status.code(),
+            cid: self.cid,
+            nsid: self.nsid,
+            body_len: body_len(out.len() - start - HEADER_LEN)?,
+        };
+        header.encode(&mut &mut out[start..start + HEADER_LEN]);
+        Ok(())
+    }
+
+    /// Decodes a response frame; the body's form follows from the echoed opcode and status.
+    pub fn decode(frame: &Frame) -> Result<Response, ProtoError> {
+        let h = &frame.header;
+        let status = Status::from_code(h.word);
+        let mut body = frame.body.clone();
+        let reply = if !status.is_success() {
+            if body.is_empty() {
+                Reply::Empty
+            } else {
+                Reply::Error(String::from_utf8_lossy(&body).into_owned())
+            }
+        } else {
+            let opcode = Opcode::from_u8(h.opcode).ok_or(ProtoError::UnknownOpcode(h.opcode))?;
+            match opcode {
+                Opcode::Retrieve => Reply::Value(body),
+                Opcode::List => {
+                    if body.len() < 5 {
+                        return Err(ProtoError::Truncated("list reply"));
+                    }
+                    let more = match body.get_u8() {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(ProtoError::InvalidField("list reply more flag")),
+                    };
+                    let n = body.get_u32_le() as usize;
+                    // Each key takes at least its 2-byte length: bound the count by the body
+                    // before allocating for it.
+                    if n > body.len() / 2 {
+                        return Err(ProtoError::Truncated("list reply keys"));
+                    }
+                    let mut keys = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        keys.push(get_key(&mut body)?);
+                    }
+                    end(&body)?;
+                    Reply::Keys { keys, more }
+                }
+                Opcode::NamespaceCreate => {
+                    if body.len() < 4 {
+                        return Err(ProtoError::Truncated("namespace create reply"));
+                    }
+                    let nsid = body.get_u32_le();
+                    let secret = String::from_utf8(body.to_vec())
+                        .map_err(|_| ProtoError::InvalidField("secret is not UTF-8"))?;
+                    Reply::Created { nsid, secret }
+                }
+                Opcode::NamespaceList => {
+                    if body.len() < 4 {
+                        return Err(ProtoError::Truncated("namespace list reply"));
+                    }
+                    let n = body.get_u32_le() as usize;
+                    if n > body.len() / 5 {
+                        return Err(ProtoError::Truncated("namespace list entries"));
+                    }
+                    let mut list = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        if body.len() < 5 {
+                            return Err(ProtoError::Truncated("namespace entry"));
+                        }
+                        let nsid = body.get_u32_le();
+                        let len = body.get_u8() as usize;
+                        if body.len() < len {
+                            return Err(ProtoError::Truncated("namespace name"));
+                        }
+                        let name = String::from_utf8(body.split_to(len).to_vec())
+                            .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
+                        list.push(NamespaceEntry { nsid, name });
+                    }
+                    end(&body)?;
+                    Reply::Namespaces(list)
+                }
+                Opcode::Identify => {
+                    if body.len() != IDENTIFY_LEN && body.len() != IDENTIFY_LEN_V0 {
+                        return Err(ProtoError::Truncated("identify reply"));
+                    }
+                    let protocol_version = body.get_u8();
+                    body.advance(3);
+                    let mut next = || {
+                        if body.len() >= 4 {
+                            body.get_u32_le()
+                        } else {
+                            0
+                        }
+                    };
+                    Reply::Identify(Identify {
+                        protocol_version,
+                        max_key_len: next(),
+                        max_value_len: next(),
+                        max_inflight: next(),
+                        max_frame_body: next(),
+                        max_list_keys: next(),
+                        max_iterators: next(),
+                        max_iter_batch_bytes: next(),
+                        iterator_idle_secs: next(),
+                    })
+                }
+                Opcode::Stats => Reply::Stats(body),
+                Opcode::IterOpen => {
+                    if body.len() != 4 {
+                        return Err(ProtoError::Truncated("iterator open reply"));
+                    }
+                    Reply::Iter(body.get_u32_le())
+                }
+                Opcode::IterNext => {
+                    if body.len() < 5 {
+                        return Err(ProtoError::Truncated("iterator next reply"));
+                    }
+                    let done = match body.get_u8() {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(ProtoError::InvalidField("iterator next done flag")),
+                    };
+                    let n = body.get_u32_le() as usize;
+                    // Each entry takes at least 6 bytes of lengths: bound the count by the
+                    // body before allocating for it.
+                    if n > body.len() / 6 {
+                        return Err(ProtoError::Truncated("iterator next entries"));
+                    }
+                    let mut entries = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let k = get_key(&mut body)?;
+                        if body.len() < 4 {
+                            return Err(ProtoError::Truncated("entry value length"));
+                        }
+                        let len = body.get_u32_le() as usize;
+                        if body.len() < len {
+                            return Err(ProtoError::Truncated("entry value"));
+                        }
+                        entries.push((k, body.split_to(len)));
+                    }
+                    end(&body)?;
+                    Reply::Entries { entries, done }
+                }
+                Opcode::Store
+                | Opcode::Delete
+                | Opcode::Exist
+                | Opcode::Authenticate
+                | Opcode::NamespaceDestroy
+                | Opcode::IterClose => {
+                    end(&body)?;
+                    Reply::Empty
+                }
+            }
+        };
+        Ok(Response {
+            cid: h.cid,
+            nsid: h.nsid,
+            opcode: h.opcode,
+            status,
+            reply,
+        })
+    }
+}
