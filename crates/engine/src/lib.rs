@@ -15,6 +15,7 @@ mod iter;
 mod key;
 mod memtable;
 mod options;
+mod prefetch;
 mod stats;
 mod table;
 mod version;

@@ -62,6 +62,8 @@ fn random_options(rng: &mut SmallRng) -> ReadOptions {
     let mut o = ReadOptions {
         keys_only: rng.gen_bool(0.2),
         prefetch_degree: [0, 1, 4, 16][rng.gen_range(0..4)],
+        index_prefetch: rng.gen_bool(0.5),
+        fill_cache: rng.gen_bool(0.5),
         ..ReadOptions::default()
     };
     match rng.gen_range(0..4) {
@@ -275,6 +277,7 @@ fn concurrent_iterations_see_one_generation() {
     for round in 0..60 {
         let opts = ReadOptions {
             prefetch_degree: [0, 8][round % 2],
+            index_prefetch: round % 3 != 0,
             ..ReadOptions::default()
         };
         let got = collect(ns.iter(opts).unwrap());
@@ -362,4 +365,41 @@ fn iterators_fail_clearly() {
     assert!(matches!(it.next(), Some(Err(Error::Closed))));
     assert!(it.next().is_none());
     assert!(matches!(b.iter(ReadOptions::default()), Err(Error::Closed)));
+}
+
+/// Index prefetch reads the blocks a scan needs ahead of it, each once: a full scan reads as
+/// many data blocks with it as without.
+#[test]
+fn index_prefetch_reads_each_block_once() {
+    use cerberus_engine::storage::IoPurpose;
+    let db = Db::open_with_storage(
+        Arc::new(MemStorage::new()),
+        Options {
+            target_table_bytes: 4 << 10,
+            ..options(Layout::PerNamespace)
+        },
+    )
+    .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    for k in 0..3_000 {
+        ns.put(&key(k), &common::value_for(k, 1, 30)).unwrap();
+    }
+    db.compact_all().unwrap();
+    let data_reads = || ns.stats().unwrap().listings.reads[IoPurpose::Data as usize];
+    let mut results = Vec::new();
+    for index_prefetch in [false, true] {
+        let before = data_reads();
+        let opts = ReadOptions {
+            index_prefetch,
+            ..ReadOptions::default()
+        };
+        results.push((collect(ns.iter(opts).unwrap()), data_reads() - before));
+    }
+    assert_eq!(results[0].0.len(), 3_000);
+    assert_eq!(results[0].0, results[1].0);
+    assert!(results[0].1 > 20, "{} data blocks", results[0].1);
+    assert_eq!(
+        results[0].1, results[1].1,
+        "data blocks read without and with prefetch"
+    );
 }

@@ -3,9 +3,10 @@
 use crate::error::Result;
 use crate::key::{cmp_ikey, ikey_nsid, Nsid};
 use crate::stats::Counters;
-use crate::table::TableIter;
+use crate::table::{IterConfig, TableIter};
 use crate::version::{TableHandle, Version};
 use bytes::Bytes;
+use crossbeam_channel::Receiver;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -76,6 +77,23 @@ pub struct LevelSource {
     iter: Option<TableIter>,
     /// Where table reads are counted; `None` = each table's own counters.
     counters: Option<Arc<Counters>>,
+    config: IterConfig,
+    /// With readahead: table `next`, opened and positioned at its start on the pool.
+    next_table: Option<(usize, Receiver<Result<TableIter>>)>,
+}
+
+/// Opens `t` for a walk from its start, its reads counted in `counters` (`None`: the
+/// table's own).
+fn open_table(
+    t: &TableHandle,
+    counters: Option<&Arc<Counters>>,
+    config: &IterConfig,
+) -> Result<TableIter> {
+    let r = t.reader()?;
+    match counters {
+        Some(c) => r.iter_with(c.clone(), config),
+        None => r.iter(),
+    }
 }
 
 impl LevelSource {
@@ -86,18 +104,22 @@ impl LevelSource {
             next: 0,
             iter: None,
             counters: None,
+            config: IterConfig::default(),
+            next_table: None,
         };
         s.open_next()?;
         Ok(s)
     }
 
     /// The tables of `level` (1 and deeper) of `version` that may hold namespace `ns`,
-    /// unpositioned until `seek`; reads are counted in `counters`. `None` if there are none.
+    /// unpositioned until `seek`, read as `config` says; reads are counted in `counters`.
+    /// `None` if there are none.
     pub fn for_namespace(
         version: &Arc<Version>,
         level: usize,
         ns: Nsid,
         counters: Arc<Counters>,
+        config: &IterConfig,
     ) -> Option<LevelSource> {
         let all = &version.levels[level];
         // Levels are sorted and namespaces contiguous in key order: one range holds them.
@@ -112,6 +134,8 @@ impl LevelSource {
             },
             iter: None,
             counters: Some(counters),
+            config: config.clone(),
+            next_table: None,
         })
     }
 
@@ -121,19 +145,49 @@ impl LevelSource {
     }
 
     fn open(&self, t: &TableHandle) -> Result<TableIter> {
-        let r = t.reader()?;
-        match &self.counters {
-            Some(c) => r.iter_counted(c.clone()),
-            None => r.iter(),
-        }
+        open_table(t, self.counters.as_ref(), &self.config)
+    }
+
+    /// With readahead, starts opening table `next` on the pool.
+    fn read_table_ahead(&mut self) {
+        let Some(pool) = &self.config.readahead else {
+            return;
+        };
+        let Some(t) = self.tables.get().get(self.next).cloned() else {
+            self.next_table = None;
+            return;
+        };
+        let (counters, config) = (self.counters.clone(), self.config.clone());
+        let rx = pool.submit(move || {
+            let mut it = open_table(&t, counters.as_ref(), &config)?;
+            it.seek_to_first()?;
+            Ok(it)
+        });
+        self.next_table = Some((self.next, rx));
     }
 
     fn open_next(&mut self) -> Result<()> {
         while self.next < self.tables.get().len() {
-            let t = self.tables.get()[self.next].clone();
+            let i = self.next;
             self.next += 1;
-            let mut it = self.open(&t)?;
-            it.seek_to_first()?;
+            let early = match self.next_table.take() {
+                Some((n, rx)) if n == i => Some(rx),
+                _ => None,
+            };
+            let it = match early {
+                Some(rx) => rx.recv().unwrap_or_else(|_| {
+                    Err(crate::error::Error::Background(
+                        "table prefetch reader stopped".into(),
+                    ))
+                })?,
+                None => {
+                    let t = self.tables.get()[i].clone();
+                    let mut it = self.open(&t)?;
+                    it.seek_to_first()?;
+                    it
+                }
+            };
+            self.read_table_ahead();
             if it.valid() {
                 self.iter = Some(it);
                 return Ok(());
@@ -178,6 +232,7 @@ impl Source for LevelSource {
         it.seek(target)?;
         if it.valid() {
             self.iter = Some(it);
+            self.read_table_ahead();
             return Ok(());
         }
         self.open_next()

@@ -7,8 +7,29 @@
 //! value log are read when their key is yielded, or ahead of it with `prefetch_degree > 0`:
 //! the next D value reads are issued to a small pool of reader threads and overlap.
 
-use super::prefetch::{Fetch, Prefetcher};
 use super::*;
+use crate::prefetch::ReadPool;
+use crate::table::IterConfig;
+use crossbeam_channel::Receiver;
+
+/// A value on its way to the caller.
+enum Fetch {
+    Ready(Bytes),
+    /// Not asked for yet: read when its key is yielded.
+    Later(key::ValueAddr),
+    /// Being read on the pool.
+    Pending(Receiver<Result<Bytes>>),
+}
+
+impl Fetch {
+    /// Bytes held for this value now.
+    fn bytes(&self) -> usize {
+        match self {
+            Fetch::Ready(v) => v.len(),
+            Fetch::Later(_) | Fetch::Pending(_) => 0,
+        }
+    }
+}
 
 /// How an iterator reads. `ReadOptions::default()`: whole namespace, keys and values,
 /// values prefetched [`DEFAULT_PREFETCH_DEGREE`] ahead.
@@ -24,6 +45,12 @@ pub struct ReadOptions {
     /// entries are read while the caller handles this one (0 = each value is read when its
     /// key is yielded).
     pub prefetch_degree: usize,
+    /// Index prefetch: the next data block of each table, and the next table of each level,
+    /// are read while the current ones are walked.
+    pub index_prefetch: bool,
+    /// Index blocks the iterator reads go into the block cache (off: a one-off scan does
+    /// not push out what point lookups use).
+    pub fill_cache: bool,
 }
 
 /// Value reads in flight ahead of an iterator by default.
@@ -36,6 +63,8 @@ impl Default for ReadOptions {
             prefix: None,
             keys_only: false,
             prefetch_degree: DEFAULT_PREFETCH_DEGREE,
+            index_prefetch: true,
+            fill_cache: true,
         }
     }
 }
@@ -98,12 +127,17 @@ impl Iter {
             .cloned()
             .collect();
         let counters = entry.list_counters.clone();
+        let config = IterConfig {
+            fill_cache: opts.fill_cache,
+            readahead: opts.index_prefetch.then(|| inner.prefetcher().clone()),
+        };
         let scan = SnapshotScan::new(
             &mems,
             sv.version.clone(),
             entry.id,
             snapshot.seq(),
             &counters,
+            &config,
         )?;
         Counters::add(&counters.lists, 1);
         let mut it = Iter {
@@ -191,13 +225,13 @@ impl Iter {
                 }) => Fetch::Ready(v),
                 Some(IndexValue::Addr { addr, inline: None }) => {
                     if self.opts.prefetch_degree > 0 {
-                        let p = self.inner.prefetcher();
-                        p.read(
-                            self.inner.clone(),
-                            addr,
-                            self.entry.id,
-                            key.clone(),
-                            self.entry.list_counters.clone(),
+                        let inner = self.inner.clone();
+                        let (ns, k) = (self.entry.id, key.clone());
+                        let c = self.entry.list_counters.clone();
+                        Fetch::Pending(
+                            self.inner
+                                .prefetcher()
+                                .submit(move || inner.vlog_reader.read_value(addr, ns, &k, &c)),
                         )
                     } else {
                         Fetch::Later(addr)
@@ -265,9 +299,9 @@ impl Iterator for Iter {
 }
 
 impl Inner {
-    /// The pool of value-log readers iterators prefetch through, started on first use.
-    fn prefetcher(&self) -> &Prefetcher {
+    /// The reader threads iterators prefetch through, started on first use.
+    fn prefetcher(&self) -> &Arc<ReadPool> {
         self.prefetcher
-            .get_or_init(|| Prefetcher::new(self.opts.prefetch_threads))
+            .get_or_init(|| Arc::new(ReadPool::new(self.opts.prefetch_threads)))
     }
 }

@@ -7,7 +7,6 @@ mod gc;
 mod handle;
 mod iterator;
 mod namespaces;
-mod prefetch;
 mod read;
 mod recovery;
 mod snapshot;
@@ -93,8 +92,8 @@ struct Inner {
     /// Segments GC left because a live snapshot can reach a record in them; looked at
     /// again once a snapshot is released.
     gc_deferred: Mutex<HashSet<u64>>,
-    /// Value-log readers for iterators' prefetch, started on first use.
-    prefetcher: std::sync::OnceLock<prefetch::Prefetcher>,
+    /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
+    prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, NSID_LEN};
 use crate::memtable::{MemIter, Memtable};
 use crate::stats::Counters;
+use crate::table::IterConfig;
 use crate::version::Version;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -77,6 +78,7 @@ impl SnapshotScan {
         ns: Nsid,
         snapshot: SeqNo,
         counters: &Arc<Counters>,
+        config: &IterConfig,
     ) -> Result<SnapshotScan> {
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
         for m in mems {
@@ -88,10 +90,12 @@ impl SnapshotScan {
             .filter(|t| t.may_hold_namespace(ns))
             .chain(version.runs_of(ns));
         for t in overlapping {
-            sources.push(Box::new(t.reader()?.iter_counted(counters.clone())?));
+            sources.push(Box::new(t.reader()?.iter_with(counters.clone(), config)?));
         }
         for level in 1..version.levels.len() {
-            if let Some(l) = LevelSource::for_namespace(&version, level, ns, counters.clone()) {
+            if let Some(l) =
+                LevelSource::for_namespace(&version, level, ns, counters.clone(), config)
+            {
                 sources.push(Box::new(l));
             }
         }

@@ -127,6 +127,7 @@ impl Block {
 }
 
 /// Walks a block in order. After a malformed entry it becomes invalid with `corrupt()` set.
+#[derive(Clone)]
 pub struct BlockIter {
     block: Block,
     next: usize,

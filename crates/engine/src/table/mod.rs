@@ -13,7 +13,7 @@ mod reader;
 
 pub use builder::{TableBuilder, TableProps};
 pub use cache::BlockCache;
-pub use reader::{TableIter, TableReader};
+pub use reader::{IterConfig, TableIter, TableReader};
 
 use crate::coding::{get_u32, get_u64, put_u32, put_u64, put_varint, Cursor};
 use crate::key::Nsid;

@@ -5,9 +5,11 @@ use super::cache::{BlockCache, Cached, KIND_FILTER, KIND_INDEX};
 use super::{decode_nstable, filter, table_name, BlockHandle, Footer, NsRange, FOOTER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{cmp_ikey, split_ikey, IndexValue, Kind, SeqNo};
+use crate::prefetch::ReadPool;
 use crate::stats::Counters;
 use crate::storage::{IoPurpose, RandomAccessFile, Storage};
 use bytes::Bytes;
+use crossbeam_channel::Receiver;
 use std::sync::Arc;
 
 pub struct TableReader {
@@ -105,7 +107,8 @@ impl TableReader {
         Ok(Some(f))
     }
 
-    fn index(&self, c: &Counters) -> Result<Block> {
+    /// The index block, from the cache or read (and cached if `fill_cache`).
+    fn index(&self, c: &Counters, fill_cache: bool) -> Result<Block> {
         if let Some(Cached::Index(b)) = self.cache.get(self.id, KIND_INDEX) {
             return Ok(b);
         }
@@ -114,8 +117,10 @@ impl TableReader {
         let b = Block::new(raw).ok_or_else(|| {
             Error::corruption(&self.name, self.footer.index.offset, "bad index block")
         })?;
-        self.cache
-            .insert(self.id, KIND_INDEX, Cached::Index(b.clone()));
+        if fill_cache {
+            self.cache
+                .insert(self.id, KIND_INDEX, Cached::Index(b.clone()));
+        }
         Ok(b)
     }
 
@@ -144,7 +149,7 @@ impl TableReader {
     /// The newest version of `user` at or below the seqno in `seek` (an internal key made by
     /// `key::seek_key`). The filter is not consulted; call `may_contain` first.
     pub fn get(&self, user: &[u8], seek: &[u8], c: &Counters) -> Result<Option<Found>> {
-        let index = self.index(c)?;
+        let index = self.index(c, true)?;
         let mut ii = index.iter();
         ii.seek(seek, cmp_ikey);
         if !ii.valid() {
@@ -187,14 +192,53 @@ impl TableReader {
     /// Iterates all entries in order, counting reads in `counters` (a namespace's, for
     /// reads made on its behalf). Unpositioned until `seek_to_first` or `seek`.
     pub fn iter_counted(self: &Arc<Self>, counters: Arc<Counters>) -> Result<TableIter> {
-        let index = self.index(&counters)?;
+        self.iter_with(counters, &IterConfig::default())
+    }
+
+    /// [`TableReader::iter_counted`] as a scan asks for it (`config`).
+    pub fn iter_with(
+        self: &Arc<Self>,
+        counters: Arc<Counters>,
+        config: &IterConfig,
+    ) -> Result<TableIter> {
+        let index = self.index(&counters, config.fill_cache)?;
         Ok(TableIter {
             table: self.clone(),
             index: index.iter(),
             data: None,
             counters,
+            ahead: config
+                .readahead
+                .clone()
+                .map(|pool| Box::new(BlockAhead { pool, next: None })),
         })
     }
+}
+
+/// How a scan reads tables.
+#[derive(Clone)]
+pub struct IterConfig {
+    /// Index blocks read go into the block cache.
+    pub fill_cache: bool,
+    /// Read the next data block (and a level's next table) on this pool while the current
+    /// one is walked.
+    pub readahead: Option<Arc<ReadPool>>,
+}
+
+impl Default for IterConfig {
+    fn default() -> Self {
+        IterConfig {
+            fill_cache: true,
+            readahead: None,
+        }
+    }
+}
+
+/// The data block after the current one, being read on the pool.
+struct BlockAhead {
+    pool: Arc<ReadPool>,
+    /// Its handle (as the index stores it) and its read.
+    next: Option<(Vec<u8>, Receiver<Result<Block>>)>,
 }
 
 /// Ordered walk over a table.
@@ -203,6 +247,7 @@ pub struct TableIter {
     index: BlockIter,
     data: Option<BlockIter>,
     counters: Arc<Counters>,
+    ahead: Option<Box<BlockAhead>>,
 }
 
 impl TableIter {
@@ -250,6 +295,22 @@ impl TableIter {
         Ok(())
     }
 
+    /// With readahead, starts reading the block after the one the index points at.
+    fn read_next_ahead(&mut self) {
+        let Some(a) = &mut self.ahead else {
+            return;
+        };
+        let mut peek = self.index.clone();
+        peek.advance();
+        if !peek.valid() {
+            a.next = None;
+            return;
+        }
+        let handle = peek.value_slice().to_vec();
+        let (table, c, h) = (self.table.clone(), self.counters.clone(), handle.clone());
+        a.next = Some((handle, a.pool.submit(move || table.data_block(&h, &c))));
+    }
+
     fn corrupt(&self) -> Error {
         Error::corruption(&self.table.name, 0, "malformed block entry")
     }
@@ -266,9 +327,20 @@ impl TableIter {
                 self.data = None;
                 return Ok(());
             }
-            let block = self
-                .table
-                .data_block(self.index.value_slice(), &self.counters)?;
+            let handle = self.index.value_slice();
+            let early = match &mut self.ahead {
+                Some(a) if a.next.as_ref().is_some_and(|(h, _)| h.as_slice() == handle) => {
+                    a.next.take().map(|(_, rx)| rx)
+                }
+                _ => None,
+            };
+            let block = match early {
+                Some(rx) => rx.recv().unwrap_or_else(|_| {
+                    Err(Error::Background("block prefetch reader stopped".into()))
+                })?,
+                None => self.table.data_block(handle, &self.counters)?,
+            };
+            self.read_next_ahead();
             let mut it = block.iter();
             match target {
                 Some(t) => it.seek(t, cmp_ikey),
