@@ -8,6 +8,7 @@ mod multitenant;
 mod plot;
 mod profile;
 mod report;
+mod seek;
 mod workload;
 
 use anyhow::{bail, Context, Result};
@@ -29,15 +30,18 @@ use workload::{BenchConfig, ValuePool, Workload};
 #[command(name = "cerberus-bench", version, about, long_about = None)]
 struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,
-    /// readwhilewriting, flush, compact; or `multitenant` alone (one thread per tenant, which
-    /// puts then gets in its own namespace; uses --tenants and --num-per-tenant, not --num
-    /// and --threads).
+    /// readwhilewriting, seekrandom (--seeks random seeks, each followed by reading
+    /// --scan-length entries), flush, compact; or `multitenant` alone (one thread per tenant,
+    /// which puts then gets in its own namespace; uses --tenants and --num-per-tenant, not
+    /// --num and --threads).
     workloads: String,
 
     /// Engines to run the whole list on, in turn, each on a fresh database: cerberus,
-    /// rocksdb, device (Cerberus through the network, see --device), or several
-    /// (`cerberus,rocksdb`, `cerberus,device`: also prints their ratio) [default: cerberus, or
-    /// device when --device is given].
+    /// rocksdb, rocksdb-blob (RocksDB with blob files: values of at least Cerberus's
+    /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
+    /// through the network, see --device; no seekrandom), or several (`cerberus,rocksdb`,
+    /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`: also prints the first one's ratio
+    /// to each other) [default: cerberus, or device when --device is given].
     #[arg(long)]
     engine: Option<String>,
 
@@ -123,6 +127,9 @@ struct Args {
     /// the engine flush and finish its compactions.
     #[arg(long)]
     no_settle: bool,
+
+    #[command(flatten)]
+    seek: seek::SeekArgs,
 }
 
 /// The multitenant workload's name on the command line.
@@ -227,7 +234,16 @@ fn run(args: Args) -> Result<()> {
         );
     }
     let workloads = Workload::parse_list(&args.workloads)?;
+    let scan = args.seek.config(&workloads)?;
     let engines = parse_engines(&engine_list(&args))?;
+    if scan.is_some() {
+        if let Some(e) = engines.iter().find(|e| !e.has_iterator()) {
+            bail!(
+                "engine {} has no iterator: it cannot run seekrandom",
+                e.name()
+            );
+        }
+    }
     if args.num == 0 {
         bail!("--num must be at least 1");
     }
@@ -246,6 +262,7 @@ fn run(args: Args) -> Result<()> {
         threads: args.threads,
         seed: args.seed,
         compression_ratio: args.compression_ratio,
+        scan,
     };
     let run_config = RunConfig {
         workload: &args.workloads,
@@ -376,6 +393,7 @@ fn mt_config(args: &Args) -> multitenant::MtConfig {
 fn run_multitenant(args: Args) -> Result<()> {
     use multitenant::report as mt_report;
     let engines = parse_engines(&engine_list(&args))?;
+    args.seek.config(&[])?;
     let mt = mt_config(&args);
     if mt.tenants == 0 {
         bail!("--tenants must be at least 1");
@@ -626,8 +644,10 @@ mod tests {
             device: None,
             admin_secret: None,
         };
-        let err = Engine::RocksDb.check(&cfg).unwrap_err().to_string();
-        assert!(err.contains("--features rocksdb"), "{err}");
-        assert!(err.contains("install-peers"), "{err}");
+        for engine in [Engine::RocksDb, Engine::RocksDbBlob] {
+            let err = engine.check(&cfg).unwrap_err().to_string();
+            assert!(err.contains("--features rocksdb"), "{err}");
+            assert!(err.contains("install-peers"), "{err}");
+        }
     }
 }

@@ -296,6 +296,7 @@ fn phase_outcome(
         thread_seconds: per_tenant.iter().map(|t| t.seconds).sum(),
         bytes: if read { found } else { ops } * kv_bytes,
         latency,
+        scan: None,
     }
 }
 

@@ -57,17 +57,26 @@ pub fn phase_lines(o: &PhaseOutcome) -> String {
     if let Some(w) = o.writer_ops {
         line += &format!(" ({w} writes meanwhile)");
     }
-    let h = &o.latency;
-    line += &format!(
-        "\n{:<12}   latency us: mean {:.2} p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
+    line += "\n";
+    line += &latency_line("latency us", &o.latency);
+    if let Some(s) = &o.scan {
+        line += "\n";
+        line += &crate::seek::report::scan_lines(o, s);
+    }
+    line
+}
+
+/// `latency us: mean .. p50 .. p99 .. p99.9 .. max ..` (microseconds), under a phase line.
+pub(crate) fn latency_line(label: &str, h: &Histogram) -> String {
+    format!(
+        "{:<12}   {label}: mean {:.2} p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
         "",
         h.mean() / 1e3,
         h.percentile(50.0) / 1e3,
         h.percentile(99.0) / 1e3,
         h.percentile(99.9) / 1e3,
         h.max() as f64 / 1e3,
-    );
-    line
+    )
 }
 
 /// db_bench's header.
@@ -75,6 +84,10 @@ pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> St
     let b = cfg.bench;
     let compressed = (b.value_size as f64 * b.compression_ratio).round() as u64;
     let raw_mb = mib(b.num * (b.key_size + b.value_size) as u64);
+    let seeks = match &b.scan {
+        Some(c) => crate::seek::report::header_line(engine, c) + "\n",
+        None => String::new(),
+    };
     format!(
         "Engine:     {}\n\
          Keys:       {} bytes each\n\
@@ -86,6 +99,7 @@ pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> St
          Cache:      {:.1} MB\n\
          Sync:       {}\n\
          Seed:       {}\n\
+         {}\
          DB path:    [{}]\n\
          ------------------------------------------------",
         engine.name(),
@@ -99,6 +113,7 @@ pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> St
         mib(cfg.cache_bytes),
         cfg.sync,
         b.seed,
+        seeks,
         path.display(),
     )
 }
@@ -324,6 +339,10 @@ pub fn cerberus_summary(stats: &DbStats, phases: &[PhaseReport]) -> String {
         stats.write_slowdowns,
     );
     for p in phases {
+        if let (Some(d), Some(s)) = (&p.delta, &p.outcome.scan) {
+            out += &crate::seek::report::summary_lines(d, &p.outcome, s);
+            continue;
+        }
         let (Some(d), true) = (&p.delta, p.outcome.workload.is_read()) else {
             continue;
         };
@@ -394,6 +413,9 @@ struct ConfigDoc<'a> {
     seed: u64,
     sync: bool,
     compression_ratio: f64,
+    /// seekrandom's settings, when the list has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seekrandom: Option<crate::seek::report::SeekConfigDoc>,
 }
 
 #[derive(Serialize)]
@@ -411,6 +433,9 @@ pub(crate) struct PhaseDoc {
     latency_us: LatencyDoc,
     /// Counter deltas of the phase (Cerberus; null for other engines).
     stats: Option<PhaseStatsDoc>,
+    /// seekrandom's own fields (entries, seek and next latencies); absent in other phases.
+    #[serde(flatten)]
+    scan: Option<crate::seek::report::ScanDoc>,
 }
 
 #[derive(Serialize)]
@@ -449,6 +474,10 @@ pub(crate) fn phase_doc(p: &PhaseReport) -> PhaseDoc {
         writer_ops: o.writer_ops,
         latency_us: latency_doc(&o.latency),
         stats: p.delta.as_ref().map(|d| phase_stats(d, o)),
+        scan: o
+            .scan
+            .as_ref()
+            .map(|s| crate::seek::report::scan_doc(o, s, p.delta.as_ref())),
     }
 }
 
@@ -469,6 +498,10 @@ pub fn run_doc<'a>(run: &'a RunReport, cfg: &RunConfig<'a>) -> RunDoc<'a> {
             seed: b.seed,
             sync: cfg.sync,
             compression_ratio: b.compression_ratio,
+            seekrandom: b
+                .scan
+                .as_ref()
+                .map(|c| crate::seek::report::config_doc(run.engine, c)),
         },
         phases,
         stats: &run.stats,
@@ -536,6 +569,7 @@ mod tests {
             thread_seconds: seconds,
             bytes: ops * 100,
             latency: Histogram::new(),
+            scan: None,
         }
     }
 
@@ -576,6 +610,7 @@ mod tests {
             threads: 1,
             seed: 1,
             compression_ratio: 0.5,
+            scan: None,
         };
         let cfg = RunConfig {
             workload: "fillrandom,readrandom",

@@ -3,6 +3,7 @@
 
 use crate::engine::BenchDb;
 use crate::histogram::Histogram;
+use crate::seek::{ScanConfig, ScanOutcome};
 use anyhow::{anyhow, bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::SmallRng;
@@ -29,15 +30,20 @@ pub enum Workload {
     Flush,
     /// Compacts the whole key range (timed once).
     Compact,
+    /// `--seeks` seeks to uniformly random keys of 0..num, each followed by reading up to
+    /// `--scan-length` entries (src/seek.rs). Last, so that the other workloads keep their
+    /// seeds.
+    SeekRandom,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Workload::FillSeq,
         Workload::FillRandom,
         Workload::Overwrite,
         Workload::ReadRandom,
         Workload::ReadWhileWriting,
+        Workload::SeekRandom,
         Workload::Flush,
         Workload::Compact,
     ];
@@ -51,6 +57,7 @@ impl Workload {
             Workload::ReadWhileWriting => "readwhilewriting",
             Workload::Flush => "flush",
             Workload::Compact => "compact",
+            Workload::SeekRandom => "seekrandom",
         }
     }
 
@@ -73,7 +80,7 @@ impl Workload {
         Ok(out)
     }
 
-    /// Whether the measured operations are gets.
+    /// Whether the measured operations are gets (seekrandom's are seeks and scans: not).
     pub fn is_read(self) -> bool {
         matches!(self, Workload::ReadRandom | Workload::ReadWhileWriting)
     }
@@ -89,6 +96,8 @@ pub struct BenchConfig {
     pub seed: u64,
     /// Fraction of a value that is random; the rest repeats it (db_bench's compression_ratio).
     pub compression_ratio: f64,
+    /// What seekrandom does; `None` when the list has no seekrandom.
+    pub scan: Option<ScanConfig>,
 }
 
 /// Keys are the key index in zero-padded decimal, `size` bytes wide, so that their byte order
@@ -215,9 +224,13 @@ pub struct PhaseOutcome {
     pub seconds: f64,
     /// Sum over measured threads of their busy time (db_bench's micros/op is this / ops).
     pub thread_seconds: f64,
-    /// Key and value bytes moved by measured ops (found values only, for reads).
+    /// Key and value bytes moved by measured ops (found values only, for reads; the entries
+    /// returned, for seekrandom).
     pub bytes: u64,
+    /// Latency of the measured ops (seekrandom: a seek and its scan).
     pub latency: Histogram,
+    /// What seekrandom's scans returned, and the latencies of their seeks and nexts.
+    pub scan: Option<ScanOutcome>,
 }
 
 impl PhaseOutcome {
@@ -374,7 +387,7 @@ pub(crate) fn progress_bar(name: &str, len: u64) -> ProgressBar {
 }
 
 /// Splits `total` into `parts` nearly equal shares (the first ones get the remainder).
-fn split(total: u64, parts: usize) -> Vec<(u64, u64)> {
+pub(crate) fn split(total: u64, parts: usize) -> Vec<(u64, u64)> {
     let parts = parts.max(1) as u64;
     let base = total / parts;
     let extra = total % parts;
@@ -387,6 +400,13 @@ fn split(total: u64, parts: usize) -> Vec<(u64, u64)> {
             range
         })
         .collect()
+}
+
+/// The seed of phase number `index`. The workload is in it so that a readrandom does not
+/// replay the key sequence of the fillrandom before it (phase 0 of one run, phase 0 of the
+/// next with --db); each thread's is `mix(phase_seed, thread + 1)`.
+pub(crate) fn phase_seed(seed: u64, workload: Workload, index: usize) -> u64 {
+    mix(mix(seed, workload as u64 + 1), index as u64 + 1)
 }
 
 /// Runs phase number `index` of the list on `db`.
@@ -419,7 +439,15 @@ pub fn run_phase(
                 thread_seconds: elapsed.as_secs_f64(),
                 bytes: 0,
                 latency,
+                scan: None,
             });
+        }
+        Workload::SeekRandom => {
+            let scan = config
+                .scan
+                .as_ref()
+                .ok_or_else(|| anyhow!("seekrandom has no scan settings"))?;
+            return crate::seek::run(db, index, config, scan);
         }
         _ => {}
     }
@@ -442,9 +470,7 @@ pub fn run_phase(
     let start = Barrier::new(jobs.len() + 1);
     let readers_done = AtomicBool::new(false);
     let stop = AtomicBool::new(false);
-    // The workload is in the seed so that a readrandom does not replay the key sequence of the
-    // fillrandom before it (phase 0 of one run, phase 0 of the next with --db).
-    let phase_seed = mix(mix(config.seed, workload as u64 + 1), index as u64 + 1);
+    let phase_seed = phase_seed(config.seed, workload, index);
 
     let (results, wall, writer) = std::thread::scope(|s| {
         let mut handles = Vec::with_capacity(jobs.len());
@@ -498,6 +524,7 @@ pub fn run_phase(
         thread_seconds: 0.0,
         bytes: 0,
         latency: Histogram::new(),
+        scan: None,
     };
     for r in results {
         let r = r?;
@@ -599,6 +626,7 @@ pub(crate) mod tests {
             threads,
             seed: 7,
             compression_ratio: 0.5,
+            scan: None,
         }
     }
 

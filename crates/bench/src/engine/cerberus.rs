@@ -1,13 +1,15 @@
 //! The Cerberus engine.
 
 use super::{
-    with_tenant_key, Affix, BenchDb, LayoutArg, OpenConfig, StorageArg, TenantHandle,
-    BASELINE_NAMESPACE,
+    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig, StorageArg,
+    TenantHandle, BASELINE_NAMESPACE,
 };
 use crate::report::db_stats_json;
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
-use cerberus_engine::{Db, DbStats, Layout, Namespace, NamespaceStats, Options, StorageKind};
+use cerberus_engine::{
+    Db, DbStats, Iter, Layout, Namespace, NamespaceStats, Options, ReadOptions, StorageKind,
+};
 use parking_lot::RwLock;
 use std::collections::HashMap;
 
@@ -140,6 +142,40 @@ impl BenchDb for CerberusDb {
     fn tenant_stats(&self, tenant: &TenantHandle) -> Result<Option<NamespaceStats>> {
         Ok(Some(namespace_of(&self.tenants.read(), tenant)?.stats()?))
     }
+
+    fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
+        let iter = self.default.iter(ReadOptions {
+            keys_only: opts.keys_only,
+            prefetch_degree: opts.prefetch_degree,
+            ..ReadOptions::default()
+        })?;
+        Ok(Box::new(CerberusCursor {
+            iter,
+            current: None,
+        }))
+    }
+}
+
+/// The `(key, value)` the engine's iterator yields (`Bytes` both; named through the iterator
+/// so that this crate needs no `bytes` dependency of its own).
+type Entry = <<Iter as Iterator>::Item as IntoIterator>::Item;
+
+/// An engine iterator and the entry it yielded last.
+struct CerberusCursor {
+    iter: Iter,
+    current: Option<Entry>,
+}
+
+impl BenchCursor for CerberusCursor {
+    fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.current = None;
+        Ok(self.iter.seek(key)?)
+    }
+
+    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        self.current = self.iter.next().transpose()?;
+        Ok(self.current.as_ref().map(|(k, v)| (&k[..], &v[..])))
+    }
 }
 
 fn namespace_of<'a>(
@@ -170,6 +206,18 @@ mod tests {
         .unwrap()
     }
 
+    /// The keys of a namespace, in order.
+    fn all_keys(ns: &Namespace) -> Vec<Vec<u8>> {
+        let opts = ReadOptions {
+            keys_only: true,
+            ..ReadOptions::default()
+        };
+        ns.iter(opts)
+            .unwrap()
+            .map(|e| e.unwrap().0.to_vec())
+            .collect()
+    }
+
     #[test]
     fn baseline_keys_interleave_in_one_namespace() {
         let dir = tempfile::tempdir().unwrap();
@@ -187,9 +235,7 @@ mod tests {
             .iter()
             .any(|n| n.name == BASELINE_NAMESPACE && n.nsid == t[0].id));
         assert!(!ns.iter().any(|n| n.name.starts_with("tenant-")));
-        let page = db.db.namespace(t[0].id).unwrap();
-        let page = page.list_keys(b"", false, 10).unwrap();
-        let keys: Vec<&[u8]> = page.keys.iter().map(|k| &k[..]).collect();
+        let keys = all_keys(&db.db.namespace(t[0].id).unwrap());
         let expected: [&[u8]; 4] = [
             b"k1\0\0\0\0",
             b"k1\0\0\0\x01",
@@ -214,8 +260,7 @@ mod tests {
             db.put_tenant(&t[0], b"k", b"v").unwrap();
             assert!(!db.get_tenant(&t[1], b"k").unwrap());
             let ns = db.db.namespace(t[0].id).unwrap();
-            let page = ns.list_keys(b"", false, 10).unwrap();
-            assert_eq!(page.keys, vec![b"k".to_vec()]);
+            assert_eq!(all_keys(&ns), vec![b"k".to_vec()]);
             db.close().unwrap();
         }
     }

@@ -56,6 +56,34 @@ pub trait BenchDb: Send + Sync {
         let _ = tenant;
         Ok(None)
     }
+
+    /// A new ordered cursor over the key space of `put` and `get`, at the database as it is
+    /// now (`seekrandom` makes one per seek, as db_bench makes an iterator per seek).
+    fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
+        let _ = opts;
+        bail!("this engine has no iterator")
+    }
+}
+
+/// How a [`BenchCursor`] reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CursorOptions {
+    /// Keys only: Cerberus reads nothing from its value log, RocksDB's value is not looked at
+    /// (`value()` is not called; RocksDB still reads blobs as it positions).
+    pub keys_only: bool,
+    /// Cerberus: value-log reads issued ahead of the caller (`ReadOptions::prefetch_degree`);
+    /// other engines ignore it.
+    pub prefetch_degree: usize,
+}
+
+/// Seek and next over one engine's keys, in byte order.
+pub trait BenchCursor {
+    /// Positions at the first key `>= key`; the next `next` yields it.
+    fn seek(&mut self, key: &[u8]) -> Result<()>;
+    /// The entry at the position, moving past it: after `seek`, the first call yields the
+    /// entry the seek found. `None` at the end of the key space. The value is empty with
+    /// `keys_only`.
+    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>>;
 }
 
 /// One tenant of a database, as `BenchDb::create_tenants` made it.
@@ -152,6 +180,9 @@ pub fn with_tenant_key<R>(affix: Affix, index: u32, key: &[u8], f: impl FnOnce(&
 pub enum Engine {
     Cerberus,
     RocksDb,
+    /// RocksDB with integrated blob files (BlobDB): values of at least Cerberus's
+    /// `inline_value_threshold` bytes go to blob files, as Cerberus's go to its value log.
+    RocksDbBlob,
     /// Cerberus through the network, as a device (`--device`).
     Device,
 }
@@ -161,6 +192,7 @@ impl Engine {
         match self {
             Engine::Cerberus => "cerberus",
             Engine::RocksDb => "rocksdb",
+            Engine::RocksDbBlob => "rocksdb-blob",
             Engine::Device => "device",
         }
     }
@@ -169,8 +201,19 @@ impl Engine {
         match s.trim().to_ascii_lowercase().as_str() {
             "cerberus" => Ok(Engine::Cerberus),
             "rocksdb" => Ok(Engine::RocksDb),
+            "rocksdb-blob" | "rocksdb_blob" => Ok(Engine::RocksDbBlob),
             "device" => Ok(Engine::Device),
-            other => bail!("unknown engine {other:?} (expected cerberus, rocksdb or device)"),
+            other => bail!(
+                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob or device)"
+            ),
+        }
+    }
+
+    /// Whether the engine has an iterator (`seekrandom`).
+    pub fn has_iterator(self) -> bool {
+        match self {
+            Engine::Cerberus | Engine::RocksDb | Engine::RocksDbBlob => true,
+            Engine::Device => false,
         }
     }
 
@@ -178,7 +221,7 @@ impl Engine {
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
             Engine::Cerberus | Engine::Device => Ok(()),
-            Engine::RocksDb => {
+            Engine::RocksDb | Engine::RocksDbBlob => {
                 if !cfg!(feature = "rocksdb") {
                     bail!(
                         "this cerberus-bench was built without RocksDB: run scripts/install-peers, \
@@ -241,9 +284,11 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::Cerberus => Ok(Arc::new(cerberus::CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(device::DeviceDb::open(config)?)),
         #[cfg(feature = "rocksdb")]
-        Engine::RocksDb => Ok(Arc::new(rocksdb::RocksDb::open(config)?)),
+        Engine::RocksDb => Ok(Arc::new(rocksdb::RocksDb::open(config, false)?)),
+        #[cfg(feature = "rocksdb")]
+        Engine::RocksDbBlob => Ok(Arc::new(rocksdb::RocksDb::open(config, true)?)),
         #[cfg(not(feature = "rocksdb"))]
-        Engine::RocksDb => unreachable!("checked above"),
+        Engine::RocksDb | Engine::RocksDbBlob => unreachable!("checked above"),
     }
 }
 

@@ -6,8 +6,17 @@
 //! tenant, created at open; `--layout shared`, the default column family, keys prefixed by the
 //! tenant index (4 bytes big-endian); `--layout baseline`, the default column family, keys
 //! suffixed by the tenant index (shared suffix: tenants' keys interleave).
+//!
+//! `--engine rocksdb-blob` is the same with integrated blob files (BlobDB), configured as
+//! Cerberus's value log: values of at least Cerberus's `inline_value_threshold` bytes go to
+//! blob files (`min_blob_size`) of Cerberus's value-log segment size (`blob_file_size`),
+//! uncompressed (RocksDB's default for blobs), with blob GC on during compactions (RocksDB's
+//! default age cutoff, the oldest 25 % of blob files).
 
-use super::{with_tenant_key, Affix, BenchDb, LayoutArg, OpenConfig, TenantHandle};
+use super::{
+    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig,
+    TenantHandle,
+};
 use crate::profile::SizeProfile;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
@@ -20,6 +29,23 @@ pub struct RocksDb {
     cache_bytes: u64,
     tenants: usize,
     layout: LayoutArg,
+    /// `min_blob_size` when blob files are on.
+    blob_min_size: Option<u64>,
+}
+
+/// Values of at least this many bytes go to blob files (`rocksdb-blob`): those Cerberus keeps
+/// only in its value log (shorter ones it also stores inline in its tables).
+pub fn blob_min_size() -> u64 {
+    cerberus_engine::Options::default().inline_value_threshold as u64
+}
+
+/// Turns on integrated blob files, sized as Cerberus's value log.
+fn apply_blob_files(options: &mut ::rocksdb::Options) {
+    let engine = cerberus_engine::Options::default();
+    options.set_enable_blob_files(true);
+    options.set_min_blob_size(blob_min_size());
+    options.set_blob_file_size(engine.vlog_segment_bytes);
+    options.set_enable_blob_gc(true);
 }
 
 /// Sets the sizes of a profile; `write_buffer` is the memtable size of one column family.
@@ -39,7 +65,8 @@ fn apply_profile(
 }
 
 impl RocksDb {
-    pub fn open(config: &OpenConfig) -> Result<RocksDb> {
+    /// Opens RocksDB at `config.path`, with blob files if `blob_files` (`rocksdb-blob`).
+    pub fn open(config: &OpenConfig, blob_files: bool) -> Result<RocksDb> {
         let cache = ::rocksdb::Cache::new_lru_cache(config.cache_bytes as usize)
             .context("creating the RocksDB block cache")?;
         let per_cf = config.tenants > 0 && config.layout == LayoutArg::PerNamespace;
@@ -61,6 +88,9 @@ impl RocksDb {
         }
         table.set_bloom_filter(bloom_bits, false);
         options.set_block_based_table_factory(&table);
+        if blob_files {
+            apply_blob_files(&mut options);
+        }
         let db = if per_cf {
             // Every existing column family must be opened; add the tenants' if missing.
             let mut names = ::rocksdb::DB::list_cf(&options, &config.path).unwrap_or_default();
@@ -90,6 +120,7 @@ impl RocksDb {
             cache_bytes: config.cache_bytes,
             tenants: config.tenants,
             layout: config.layout,
+            blob_min_size: blob_files.then(blob_min_size),
         })
     }
 
@@ -185,12 +216,17 @@ impl BenchDb for RocksDb {
             "rocksdb.num-running-compactions",
             "rocksdb.estimate-pending-compaction-bytes",
             "rocksdb.block-cache-usage",
+            "rocksdb.num-blob-files",
+            "rocksdb.total-blob-file-size",
+            "rocksdb.live-blob-file-size",
         ] {
             let key = name.trim_start_matches("rocksdb.").replace('-', "_");
             props.insert(key, json!(self.int_property(name)));
         }
         props.insert("levels".into(), self.levels_json(None));
         props.insert("block_cache_capacity".into(), json!(self.cache_bytes));
+        props.insert("blob_files".into(), json!(self.blob_min_size.is_some()));
+        props.insert("min_blob_size".into(), json!(self.blob_min_size));
         if self.tenants > 0 && self.layout == LayoutArg::PerNamespace {
             // The levels above are the default column family's (empty here); each tenant's:
             let mut cfs = Map::new();
@@ -256,6 +292,44 @@ impl BenchDb for RocksDb {
             }),
         }
     }
+
+    fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
+        Ok(Box::new(RocksCursor {
+            iter: self.db.raw_iterator(),
+            started: false,
+            keys_only: opts.keys_only,
+        }))
+    }
+}
+
+/// A raw iterator with default read options, as db_bench's seekrandom.
+struct RocksCursor<'a> {
+    iter: ::rocksdb::DBRawIterator<'a>,
+    /// An entry was yielded since the last seek: the next `next` moves on first.
+    started: bool,
+    keys_only: bool,
+}
+
+impl BenchCursor for RocksCursor<'_> {
+    fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.iter.seek(key);
+        self.started = false;
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        if self.started && self.iter.valid() {
+            self.iter.next();
+        }
+        self.started = true;
+        match self.iter.item() {
+            Some((k, v)) => Ok(Some((k, if self.keys_only { &[] } else { v }))),
+            None => {
+                self.iter.status()?;
+                Ok(None)
+            }
+        }
+    }
 }
 
 /// Where the tenant index goes in the default column family; `None`: a column family per
@@ -295,7 +369,7 @@ mod tests {
                 device: None,
                 admin_secret: None,
             };
-            let db = RocksDb::open(&config).unwrap();
+            let db = RocksDb::open(&config, false).unwrap();
             let t = db.create_tenants(3).unwrap();
             assert!(db.create_tenants(2).is_err());
             db.put_tenant(&t[0], b"k", b"v0").unwrap();
@@ -332,9 +406,37 @@ mod tests {
             db.close().unwrap();
             drop(db);
             // Reopens with the column families it has.
-            let db = RocksDb::open(&config).unwrap();
+            let db = RocksDb::open(&config, false).unwrap();
             let t = db.create_tenants(3).unwrap();
             assert!(db.get_tenant(&t[2], b"k").unwrap());
+        }
+    }
+
+    #[test]
+    fn seekrandom_returns_what_the_database_holds_with_and_without_blob_files() {
+        use crate::seek::tests::{check_seekrandom, fill, open_config};
+        use crate::seek::ScanConfig;
+        for blob_files in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = RocksDb::open(&open_config(dir.path()), blob_files).unwrap();
+            let model = fill(&db);
+            db.flush().unwrap();
+            let stats = db.stats_json();
+            assert_eq!(stats["blob_files"], blob_files);
+            let blobs = stats["num_blob_files"].as_u64().unwrap();
+            assert_eq!(blobs > 0, blob_files, "{stats}");
+            for (threads, seeks, scan_length, keys_only) in
+                [(1, 300, 50, false), (3, 301, 7, false), (2, 200, 100, true)]
+            {
+                let scan = ScanConfig {
+                    seeks,
+                    scan_length,
+                    keys_only,
+                    prefetch_degree: 0,
+                };
+                check_seekrandom(&db, &model, threads, scan);
+            }
+            db.close().unwrap();
         }
     }
 

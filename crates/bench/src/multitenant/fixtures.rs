@@ -116,6 +116,7 @@ fn outcome(read: bool, ops: u64, seconds: f64) -> PhaseOutcome {
         thread_seconds: seconds,
         bytes: ops * 100,
         latency: Histogram::new(),
+        scan: None,
     }
 }
 
