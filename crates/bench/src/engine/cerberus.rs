@@ -147,6 +147,7 @@ impl BenchDb for CerberusDb {
         let iter = self.default.iter(ReadOptions {
             keys_only: opts.keys_only,
             prefetch_degree: opts.prefetch_degree,
+            index_prefetch: opts.index_prefetch,
             ..ReadOptions::default()
         })?;
         Ok(Box::new(CerberusCursor {

@@ -74,6 +74,8 @@ pub struct CursorOptions {
     /// Cerberus: value-log reads issued ahead of the caller (`ReadOptions::prefetch_degree`);
     /// other engines ignore it.
     pub prefetch_degree: usize,
+    /// Cerberus: `ReadOptions::index_prefetch`; other engines ignore it.
+    pub index_prefetch: bool,
 }
 
 /// Seek and next over one engine's keys, in byte order.

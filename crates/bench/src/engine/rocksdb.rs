@@ -433,6 +433,7 @@ mod tests {
                     scan_length,
                     keys_only,
                     prefetch_degree: 0,
+                    index_prefetch: true,
                 };
                 check_seekrandom(&db, &model, threads, scan);
             }

@@ -61,6 +61,20 @@ pub struct SeekArgs {
 
     #[arg(long, value_name = "D", help = prefetch_help())]
     pub prefetch_degree: Option<usize>,
+
+    /// seekrandom on cerberus: read the next data block and the next table ahead once a
+    /// scan walks past a block (ReadOptions::index_prefetch) [default: on]; other engines
+    /// ignore it.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub index_prefetch: Option<bool>,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("expected on or off, not {s:?}")),
+    }
 }
 
 impl SeekArgs {
@@ -74,8 +88,8 @@ impl SeekArgs {
         if !workloads.contains(&Workload::SeekRandom) {
             if self.given() {
                 bail!(
-                    "--seeks, --scan-length, --keys-only and --prefetch-degree are for the \
-                     seekrandom workload"
+                    "--seeks, --scan-length, --keys-only, --prefetch-degree and \
+                     --index-prefetch are for the seekrandom workload"
                 );
             }
             return Ok(None);
@@ -87,6 +101,7 @@ impl SeekArgs {
             prefetch_degree: self
                 .prefetch_degree
                 .unwrap_or(cerberus_engine::DEFAULT_PREFETCH_DEGREE),
+            index_prefetch: self.index_prefetch.unwrap_or(true),
         };
         if config.seeks == 0 {
             bail!("--seeks must be at least 1");
@@ -111,6 +126,8 @@ pub struct ScanConfig {
     pub keys_only: bool,
     /// Cerberus's `ReadOptions::prefetch_degree`.
     pub prefetch_degree: usize,
+    /// Cerberus's `ReadOptions::index_prefetch`.
+    pub index_prefetch: bool,
 }
 
 /// What a seekrandom phase measured beyond ops, bytes and their latency.
@@ -174,6 +191,7 @@ impl Share<'_> {
         let opts = CursorOptions {
             keys_only: self.scan.keys_only,
             prefetch_degree: self.scan.prefetch_degree,
+            index_prefetch: self.scan.index_prefetch,
         };
         let mut key = vec![0u8; self.keys.size()];
         let mut out = ThreadScan {

@@ -39,7 +39,11 @@ pub fn header_line(engine: Engine, c: &ScanConfig) -> String {
         what(c)
     );
     if engine == Engine::Cerberus {
-        line += &format!(", prefetch degree {}", c.prefetch_degree);
+        line += &format!(
+            ", prefetch degree {}, index prefetch {}",
+            c.prefetch_degree,
+            if c.index_prefetch { "on" } else { "off" }
+        );
     }
     line
 }
@@ -112,6 +116,7 @@ pub struct SeekConfigDoc {
     keys_only: bool,
     /// Cerberus's; null for other engines.
     prefetch_degree: Option<usize>,
+    index_prefetch: Option<bool>,
 }
 
 pub fn config_doc(engine: Engine, c: &ScanConfig) -> SeekConfigDoc {
@@ -120,5 +125,6 @@ pub fn config_doc(engine: Engine, c: &ScanConfig) -> SeekConfigDoc {
         scan_length: c.scan_length,
         keys_only: c.keys_only,
         prefetch_degree: (engine == Engine::Cerberus).then_some(c.prefetch_degree),
+        index_prefetch: (engine == Engine::Cerberus).then_some(c.index_prefetch),
     }
 }

@@ -107,7 +107,7 @@ impl LevelSource {
             config: IterConfig::default(),
             next_table: None,
         };
-        s.open_next()?;
+        s.open_next(false)?;
         Ok(s)
     }
 
@@ -148,7 +148,8 @@ impl LevelSource {
         open_table(t, self.counters.as_ref(), &self.config)
     }
 
-    /// With readahead, starts opening table `next` on the pool.
+    /// With readahead, starts opening table `next` on the pool (its first block read, and
+    /// its second being read, as a sequential walk will want them).
     fn read_table_ahead(&mut self) {
         let Some(pool) = &self.config.readahead else {
             return;
@@ -160,13 +161,16 @@ impl LevelSource {
         let (counters, config) = (self.counters.clone(), self.config.clone());
         let rx = pool.submit(move || {
             let mut it = open_table(&t, counters.as_ref(), &config)?;
-            it.seek_to_first()?;
+            it.continue_from_start()?;
             Ok(it)
         });
         self.next_table = Some((self.next, rx));
     }
 
-    fn open_next(&mut self) -> Result<()> {
+    /// Moves to the first entry of the next non-empty table. `sequential`: the walk came
+    /// from the table before (not from a seek), so with readahead the table after it is
+    /// opened ahead.
+    fn open_next(&mut self, sequential: bool) -> Result<()> {
         while self.next < self.tables.get().len() {
             let i = self.next;
             self.next += 1;
@@ -183,11 +187,17 @@ impl LevelSource {
                 None => {
                     let t = self.tables.get()[i].clone();
                     let mut it = self.open(&t)?;
-                    it.seek_to_first()?;
+                    if sequential {
+                        it.continue_from_start()?;
+                    } else {
+                        it.seek_to_first()?;
+                    }
                     it
                 }
             };
-            self.read_table_ahead();
+            if sequential {
+                self.read_table_ahead();
+            }
             if it.valid() {
                 self.iter = Some(it);
                 return Ok(());
@@ -212,7 +222,7 @@ impl Source for LevelSource {
         if let Some(it) = &mut self.iter {
             it.advance()?;
             if !it.valid() {
-                self.open_next()?;
+                self.open_next(true)?;
             }
         }
         Ok(())
@@ -232,10 +242,9 @@ impl Source for LevelSource {
         it.seek(target)?;
         if it.valid() {
             self.iter = Some(it);
-            self.read_table_ahead();
             return Ok(());
         }
-        self.open_next()
+        self.open_next(false)
     }
     fn memory(&self) -> (usize, usize) {
         let cursor = std::mem::size_of::<Option<TableIter>>();

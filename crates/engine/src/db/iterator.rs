@@ -96,6 +96,12 @@ pub struct Iter {
     ahead: VecDeque<Ahead>,
     /// The merge has nothing more within bounds.
     exhausted: bool,
+    /// Not positioned yet: the first item seeks to the start (so a caller that seeks right
+    /// after opening reads nothing twice).
+    unpositioned: bool,
+    /// Entries yielded since the last seek: the value read-ahead window grows with them up
+    /// to `prefetch_degree`, so a short scan issues few reads it will not use.
+    streak: usize,
     failed: bool,
     /// Segments retired while the iterator lives stay readable.
     _pin: crate::vlog::ReadPin,
@@ -140,7 +146,7 @@ impl Iter {
             &config,
         )?;
         Counters::add(&counters.lists, 1);
-        let mut it = Iter {
+        let it = Iter {
             inner,
             entry,
             snapshot,
@@ -148,10 +154,12 @@ impl Iter {
             opts,
             ahead: VecDeque::new(),
             exhausted: false,
+            unpositioned: true,
+            streak: 0,
             failed: false,
             _pin: pin,
         };
-        it.seek(&[])?;
+        // Positioned on the first `next` or `seek`.
         Ok(it)
     }
 
@@ -160,6 +168,8 @@ impl Iter {
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.ahead.clear();
         self.exhausted = false;
+        self.unpositioned = false;
+        self.streak = 0;
         self.failed = false;
         let target = match &self.opts.prefix {
             Some(p) if key < p.as_slice() => p.as_slice(),
@@ -223,20 +233,7 @@ impl Iter {
                 Some(IndexValue::Addr {
                     inline: Some(v), ..
                 }) => Fetch::Ready(v),
-                Some(IndexValue::Addr { addr, inline: None }) => {
-                    if self.opts.prefetch_degree > 0 {
-                        let inner = self.inner.clone();
-                        let (ns, k) = (self.entry.id, key.clone());
-                        let c = self.entry.list_counters.clone();
-                        Fetch::Pending(
-                            self.inner
-                                .prefetcher()
-                                .submit(move || inner.vlog_reader.read_value(addr, ns, &k, &c)),
-                        )
-                    } else {
-                        Fetch::Later(addr)
-                    }
-                }
+                Some(IndexValue::Addr { addr, inline: None }) => Fetch::Later(addr),
                 _ => {
                     return Err(Error::corruption(
                         "index",
@@ -251,15 +248,34 @@ impl Iter {
     }
 
     fn step(&mut self) -> Result<Option<(Bytes, Bytes)>> {
-        while self.ahead.len() <= self.opts.prefetch_degree {
+        if self.unpositioned {
+            self.seek(&[])?;
+        }
+        // The entry to yield, and behind it the window of entries whose values are read
+        // ahead; the one yielded now is read here if it was not.
+        let window = self.opts.prefetch_degree.min(self.streak);
+        while self.ahead.len() <= window {
             match self.pull()? {
                 Some(a) => self.ahead.push_back(a),
                 None => break,
             }
         }
+        for a in self.ahead.iter_mut().skip(1) {
+            if let Fetch::Later(addr) = a.value {
+                let inner = self.inner.clone();
+                let (ns, k) = (self.entry.id, a.key.clone());
+                let c = self.entry.list_counters.clone();
+                a.value = Fetch::Pending(
+                    self.inner
+                        .prefetcher()
+                        .submit(move || inner.vlog_reader.read_value(addr, ns, &k, &c)),
+                );
+            }
+        }
         let Some(a) = self.ahead.pop_front() else {
             return Ok(None);
         };
+        self.streak += 1;
         let c = &self.entry.list_counters;
         let value = match a.value {
             Fetch::Ready(v) => v,

@@ -271,14 +271,21 @@ impl TableIter {
 
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.index.seek_to_first();
-        self.load_block(None)
+        self.load_block(None, false)
+    }
+
+    /// [`TableIter::seek_to_first`] for a walk that came here from the table before it: with
+    /// readahead, the walk is sequential, so the next block is read ahead at once.
+    pub fn continue_from_start(&mut self) -> Result<()> {
+        self.index.seek_to_first();
+        self.load_block(None, true)
     }
 
     /// Positions at the first entry whose internal key is `>= target`: the index names the
     /// first block whose last key is `>= target`, and the block holds the entry.
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.index.seek(target, cmp_ikey);
-        self.load_block(Some(target))
+        self.load_block(Some(target), false)
     }
 
     pub fn advance(&mut self) -> Result<()> {
@@ -290,7 +297,7 @@ impl TableIter {
                 return Err(self.corrupt());
             }
             self.index.advance();
-            return self.load_block(None);
+            return self.load_block(None, true);
         }
         Ok(())
     }
@@ -317,8 +324,10 @@ impl TableIter {
 
     /// Loads the block the index points at, skipping empty ones, and positions at its first
     /// entry `>= target` (or its first entry). Should the block hold nothing `>= target`
-    /// despite what the index says, the walk goes on with the next block.
-    fn load_block(&mut self, target: Option<&[u8]>) -> Result<()> {
+    /// despite what the index says, the walk goes on with the next block. A `sequential`
+    /// load (the walk crossed from the block before) starts reading the next block ahead,
+    /// with readahead on; a seek does not, so short scans read nothing they do not use.
+    fn load_block(&mut self, target: Option<&[u8]>, sequential: bool) -> Result<()> {
         loop {
             if !self.index.valid() {
                 if self.index.corrupt() {
@@ -340,7 +349,9 @@ impl TableIter {
                 })?,
                 None => self.table.data_block(handle, &self.counters)?,
             };
-            self.read_next_ahead();
+            if sequential {
+                self.read_next_ahead();
+            }
             let mut it = block.iter();
             match target {
                 Some(t) => it.seek(t, cmp_ikey),
