@@ -102,7 +102,7 @@ fn scan(seeks: u64, scan_length: usize, keys_only: bool, prefetch_degree: usize)
         scan_length,
         keys_only,
         prefetch_degree,
-        index_prefetch: prefetch_degree % 2 == 0,
+        index_prefetch: prefetch_degree.is_multiple_of(2),
     }
 }
 
