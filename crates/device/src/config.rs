@@ -71,6 +71,9 @@ pub struct EngineConfig {
     pub background_threads: usize,
     /// `per_namespace` (default) or `shared`.
     pub layout: String,
+    /// Read files through memory maps (see the engine's `Options::mmap_reads`: faster, but
+    /// an I/O error on a mapped page stops the device instead of failing one command).
+    pub mmap_reads: bool,
 }
 
 impl Default for EngineConfig {
@@ -81,6 +84,7 @@ impl Default for EngineConfig {
             cache_bytes: o.cache_bytes,
             background_threads: o.background_threads,
             layout: "per_namespace".into(),
+            mmap_reads: o.mmap_reads,
         }
     }
 }
@@ -175,6 +179,7 @@ impl DeviceConfig {
             memtable_bytes: self.engine.memtable_bytes,
             cache_bytes: self.engine.cache_bytes,
             background_threads: self.engine.background_threads,
+            mmap_reads: self.engine.mmap_reads,
             ..Options::default()
         };
         if self.engine.layout == "shared" {

@@ -85,6 +85,10 @@ pub struct Options {
     pub num_levels: usize,
     /// Threads for flushes and compactions.
     pub background_threads: usize,
+    /// Posix storage reads through memory maps (no system call per read that the page
+    /// cache can answer). An I/O error on a mapped page then stops the process (SIGBUS)
+    /// instead of failing the one read: turn it off where that matters more than speed.
+    pub mmap_reads: bool,
     /// Threads that read values ahead for iterators with `ReadOptions::prefetch_degree`
     /// above 0 (started on first use).
     pub prefetch_threads: usize,
@@ -123,6 +127,7 @@ impl Default for Options {
             num_levels: 7,
             background_threads: 2,
             prefetch_threads: 8,
+            mmap_reads: true,
             auto_compaction: true,
             vlog_gc_dead_ratio: 0.5,
         }

@@ -109,8 +109,11 @@ impl Db {
     /// names.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let dir = path.as_ref();
-        let posix: StorageRef =
-            Arc::new(PosixStorage::new(dir).map_err(|e| Error::io(dir.display().to_string(), e))?);
+        let posix: StorageRef = Arc::new(
+            PosixStorage::new(dir)
+                .map_err(|e| Error::io(dir.display().to_string(), e))?
+                .with_mmap_reads(options.mmap_reads),
+        );
         let storage: StorageRef = match &options.storage {
             StorageKind::Posix => posix,
             StorageKind::Nand(cfg) => Arc::new(NandStorage::new(posix, cfg.clone())),

@@ -1,6 +1,7 @@
 //! Real files in one directory.
 
 use super::{check_truncate, IoPurpose, RandomAccessFile, Storage, WritableFile};
+use parking_lot::RwLock;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -11,14 +12,27 @@ use std::sync::Arc;
 /// Files in a directory of a real file system.
 pub struct PosixStorage {
     dir: PathBuf,
+    mmap_reads: bool,
 }
 
 impl PosixStorage {
-    /// Uses `dir`, creating it if needed.
+    /// Uses `dir`, creating it if needed. Reads use `pread`.
     pub fn new(dir: impl AsRef<Path>) -> io::Result<Self> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir)?;
-        Ok(PosixStorage { dir })
+        Ok(PosixStorage {
+            dir,
+            mmap_reads: false,
+        })
+    }
+
+    /// Reads through memory maps of the files (`Options::mmap_reads`): no system call per
+    /// read of what the page cache holds. The engine's files never change under a map
+    /// (tables are immutable, segments only grow), but an I/O error on a mapped page
+    /// stops the process (SIGBUS) where `pread` would return the error.
+    pub fn with_mmap_reads(mut self, on: bool) -> Self {
+        self.mmap_reads = on;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -85,12 +99,52 @@ impl WritableFile for PosixWritable {
     }
 }
 
+/// A file grown by at least this much since it was mapped is mapped again before a read
+/// past the map; smaller tails are read with `pread`.
+const REMAP_GROWTH: u64 = 4 << 20;
+
 struct PosixReadable {
     file: File,
+    /// With mmap reads: the file mapped as long as it was at the last (re)map.
+    map: Option<RwLock<Option<Arc<memmap2::Mmap>>>>,
+}
+
+impl PosixReadable {
+    /// The map covering `[offset, end)`, mapping the file again if it has grown enough.
+    fn map_covering(&self, end: u64) -> io::Result<Option<Arc<memmap2::Mmap>>> {
+        let Some(slot) = &self.map else {
+            return Ok(None);
+        };
+        let mapped = slot.read().clone();
+        let have = mapped.as_ref().map_or(0, |m| m.len() as u64);
+        if end <= have {
+            return Ok(mapped);
+        }
+        let len = self.file.metadata()?.len();
+        if len < end || len < have + REMAP_GROWTH.min(len) {
+            return Ok(None);
+        }
+        // SAFETY: the engine never rewrites or shrinks the mapped range of its files while
+        // they are open for reads: tables are immutable, value-log segments only grow (a
+        // failed append's cut-off removes bytes past every record a reader can be given).
+        let map = Arc::new(unsafe {
+            memmap2::MmapOptions::new()
+                .len(len as usize)
+                .map(&self.file)?
+        });
+        *slot.write() = Some(map.clone());
+        Ok(Some(map))
+    }
 }
 
 impl RandomAccessFile for PosixReadable {
     fn read_at(&self, offset: u64, len: usize, _purpose: IoPurpose) -> io::Result<Vec<u8>> {
+        let end = offset
+            .checked_add(len as u64)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past 2^64"))?;
+        if let Some(map) = self.map_covering(end)? {
+            return Ok(map[offset as usize..end as usize].to_vec());
+        }
         let mut buf = vec![0u8; len];
         self.file.read_exact_at(&mut buf, offset)?;
         Ok(buf)
@@ -116,7 +170,8 @@ impl Storage for PosixStorage {
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(self.path(name)?)?;
-        Ok(Arc::new(PosixReadable { file }))
+        let map = self.mmap_reads.then(|| RwLock::new(None));
+        Ok(Arc::new(PosixReadable { file, map }))
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
@@ -170,6 +225,39 @@ mod tests {
     use super::*;
 
     const P: IoPurpose = IoPurpose::Other;
+
+    #[test]
+    fn mmap_reads_see_what_appends_add_and_fail_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixStorage::new(dir.path()).unwrap().with_mmap_reads(true);
+        let f = fs.create("seg").unwrap();
+        let r = fs.open("seg").unwrap();
+        // Empty: nothing to map, a read past the end is an error, not a crash.
+        assert_eq!(
+            r.read_at(0, 1, P).unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+        let chunk: Vec<u8> = (0..=255u8).cycle().take(1 << 20).collect();
+        f.append(&chunk, P).unwrap();
+        assert_eq!(r.read_at(1000, 10, P).unwrap(), &chunk[1000..1010]);
+        // Grown a little: read with pread past the map.
+        f.append(b"tail", P).unwrap();
+        assert_eq!(r.read_at(1 << 20, 4, P).unwrap(), b"tail");
+        // Grown a lot: mapped again.
+        for _ in 0..5 {
+            f.append(&chunk, P).unwrap();
+        }
+        let end = (6 << 20) + 4;
+        assert_eq!(
+            r.read_at(end - 10, 10, P).unwrap(),
+            &chunk[(1 << 20) - 10..]
+        );
+        assert_eq!(
+            r.read_at(end - 2, 4, P).unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+        assert!(r.read_at(u64::MAX - 1, 4, P).is_err());
+    }
 
     #[test]
     fn truncate_cuts_the_file_and_appends_continue_at_the_new_end() {
