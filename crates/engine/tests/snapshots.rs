@@ -294,3 +294,32 @@ fn handles_fail_clearly_once_destroyed_or_closed() {
     assert!(matches!(b.get(b"k"), Err(Error::Closed)));
     assert!(matches!(b.put(b"k", b"v"), Err(Error::Closed)));
 }
+
+/// Compaction keeps the versions a live snapshot reads, and drops them once it is released.
+#[test]
+fn compaction_drops_what_a_released_snapshot_kept() {
+    let db =
+        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    for k in 0..KEYS {
+        ns.put(&key(k), &common::value_for(k, 1, 100)).unwrap();
+    }
+    let snap = ns.snapshot();
+    for k in 0..KEYS {
+        ns.put(&key(k), &common::value_for(k, 2, 100)).unwrap();
+    }
+    db.compact_all().unwrap();
+    // Both versions of every key are still in the tree.
+    assert_eq!(ns.stats().unwrap().keys_estimate, 2 * u64::from(KEYS));
+    assert_eq!(
+        snap.get(&key(7)).unwrap(),
+        Some(common::value_for(7, 1, 100).into())
+    );
+    drop(snap);
+    db.compact_all().unwrap();
+    assert_eq!(ns.stats().unwrap().keys_estimate, u64::from(KEYS));
+    assert_eq!(
+        ns.get(&key(7)).unwrap(),
+        Some(common::value_for(7, 2, 100).into())
+    );
+}

@@ -282,6 +282,20 @@ impl Inner {
                 self.run_compaction(&task, &version, false)?;
             }
         }
+        // The deepest level is rewritten in place as well: what no snapshot reads any more
+        // (versions kept for released snapshots, tombstones) goes, as a caller of
+        // `compact_range` expects.
+        let version = self.versions.lock().current();
+        let inputs = version.overlapping(deepest, &lo, &hi);
+        if deepest > 0 && !inputs.is_empty() {
+            let task = CompactionTask {
+                level: deepest,
+                output_level: deepest,
+                inputs,
+                overlapping: Vec::new(),
+            };
+            self.run_compaction(&task, &version, false)?;
+        }
         Ok(())
     }
 
