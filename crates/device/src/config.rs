@@ -46,6 +46,10 @@ pub struct DeviceConfig {
     pub max_iter_batch_bytes: u32,
     /// An iterator unused this long is closed and its snapshot released.
     pub iterator_idle_secs: u32,
+    /// Value reads an iterator issues ahead (the engine's `ReadOptions::prefetch_degree`).
+    /// Unset: 8 on the NAND model, where reads on different dies overlap; 0 on posix, where
+    /// the page cache answers faster than a hand-off to a reader thread.
+    pub iterator_prefetch_degree: Option<usize>,
     /// Threads that run engine calls (the foreground cores). 0: one per core.
     pub workers: usize,
     /// Threads that move bytes on the network.
@@ -107,6 +111,7 @@ impl Default for DeviceConfig {
             max_iterators: 16,
             max_iter_batch_bytes: 1 << 20,
             iterator_idle_secs: 60,
+            iterator_prefetch_degree: None,
             workers: 0,
             network_threads: 2,
             admin_secret: None,
@@ -171,6 +176,14 @@ impl DeviceConfig {
         } else {
             std::thread::available_parallelism().map_or(2, |n| n.get())
         }
+    }
+
+    /// The value read-ahead of device iterators.
+    pub(crate) fn iterator_prefetch_degree(&self) -> usize {
+        self.iterator_prefetch_degree.unwrap_or(match self.storage {
+            StorageChoice::Nand => 8,
+            StorageChoice::Posix => 0,
+        })
     }
 
     pub(crate) fn engine_options(&self) -> Options {

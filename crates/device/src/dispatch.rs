@@ -194,6 +194,7 @@ impl Shared {
                     upper_bound: (!upper_bound.is_empty()).then(|| upper_bound.to_vec()),
                     prefix: (!prefix.is_empty()).then(|| prefix.to_vec()),
                     keys_only,
+                    prefetch_degree: self.config.iterator_prefetch_degree(),
                     ..ReadOptions::default()
                 };
                 let mut it = self.namespace(ns)?.iter(opts).map_err(engine)?;
