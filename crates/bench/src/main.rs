@@ -1,8 +1,10 @@
 //! `cerberus-bench WORKLOAD[,WORKLOAD...] [flags]`: db_bench-style benchmarks of Cerberus and,
 //! with the `rocksdb` feature, of RocksDB, run in one process so that figures compare.
 
+mod commands;
 mod engine;
 mod histogram;
+mod itermem;
 mod memory;
 mod multitenant;
 mod plot;
@@ -21,13 +23,25 @@ use std::process::ExitCode;
 
 /// The engine frees on background threads what writers allocated (frozen memtables); mimalloc
 /// handles such cross-thread frees without contending on one arena lock, unlike glibc malloc.
+/// Wrapped to count heap bytes while `itermem` measures (off otherwise: one relaxed load per
+/// call).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: memory::CountingAlloc<mimalloc::MiMalloc> =
+    memory::CountingAlloc::new(mimalloc::MiMalloc);
 use workload::{BenchConfig, ValuePool, Workload};
 
 /// Runs the listed workloads in order on one database, as db_bench's --benchmarks does.
 #[derive(Parser, Debug)]
-#[command(name = "cerberus-bench", version, about, long_about = None)]
+#[command(
+    name = "cerberus-bench",
+    version,
+    about,
+    long_about = None,
+    after_help = "Other commands (each with its own --help): `cerberus-bench plot` (charts of a \
+                  multitenant grid), `cerberus-bench plot-iterators` (tables and charts of an \
+                  iterator sweep), `cerberus-bench itermem` (what open iterators hold over many \
+                  tables)."
+)]
 struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,
     /// readwhilewriting, seekrandom (--seeks random seeks, each followed by reading
@@ -39,7 +53,7 @@ struct Args {
     /// Engines to run the whole list on, in turn, each on a fresh database: cerberus,
     /// rocksdb, rocksdb-blob (RocksDB with blob files: values of at least Cerberus's
     /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
-    /// through the network, see --device; no seekrandom), or several (`cerberus,rocksdb`,
+    /// through the network, see --device), or several (`cerberus,rocksdb`,
     /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`: also prints the first one's ratio
     /// to each other) [default: cerberus, or device when --device is given].
     #[arg(long)]
@@ -173,6 +187,7 @@ fn open_config(
         profile,
         device: args.device.clone(),
         admin_secret: args.admin_secret.clone(),
+        device_prefetch_degree: None,
     }
 }
 
@@ -201,13 +216,8 @@ fn parse_engines(list: &str) -> Result<Vec<Engine>> {
 }
 
 fn main() -> ExitCode {
-    // `cerberus-bench plot --dir DIR --out DIR`: charts of a multitenant grid (src/plot.rs).
-    if std::env::args_os().nth(1).is_some_and(|a| a == "plot") {
-        if let Err(e) = plot::main(std::env::args_os().skip(1)) {
-            eprintln!("cerberus-bench plot: error: {e:#}");
-            return ExitCode::FAILURE;
-        }
-        return ExitCode::SUCCESS;
+    if let Some(code) = commands::dispatch() {
+        return code;
     }
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -236,14 +246,6 @@ fn run(args: Args) -> Result<()> {
     let workloads = Workload::parse_list(&args.workloads)?;
     let scan = args.seek.config(&workloads)?;
     let engines = parse_engines(&engine_list(&args))?;
-    if scan.is_some() {
-        if let Some(e) = engines.iter().find(|e| !e.has_iterator()) {
-            bail!(
-                "engine {} has no iterator: it cannot run seekrandom",
-                e.name()
-            );
-        }
-    }
     if args.num == 0 {
         bail!("--num must be at least 1");
     }
@@ -271,7 +273,10 @@ fn run(args: Args) -> Result<()> {
         cache_bytes: args.cache_bytes,
         sync: args.sync,
     };
-    let open_config = |path: PathBuf| open_config(&args, path, 0, LayoutArg::default(), None);
+    let open_config = |path: PathBuf| OpenConfig {
+        device_prefetch_degree: scan.map(|s| s.prefetch_degree),
+        ..open_config(&args, path, 0, LayoutArg::default(), None)
+    };
     // Refuse an engine this binary cannot run before running any.
     for &e in &engines {
         e.check(&open_config(PathBuf::new()))?;
@@ -643,6 +648,7 @@ mod tests {
             profile: None,
             device: None,
             admin_secret: None,
+            device_prefetch_degree: None,
         };
         for engine in [Engine::RocksDb, Engine::RocksDbBlob] {
             let err = engine.check(&cfg).unwrap_err().to_string();

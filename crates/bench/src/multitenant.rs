@@ -542,6 +542,7 @@ mod tests {
             profile: None,
             device: None,
             admin_secret: None,
+            device_prefetch_degree: None,
         };
         let db = engine::open(Engine::Cerberus, &open).unwrap();
         let values = ValuePool::new(cfg.value_size, 0.5, 1);

@@ -71,6 +71,22 @@ fn scans_read_a_snapshot_in_order_within_their_bounds() {
 }
 
 #[test]
+fn finished_scans_give_their_iterator_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| c.max_iterators = 4);
+    let (c, ns, _) = common::tenant(&dev, "many");
+    c.put(ns, "k", "v").unwrap();
+    // More full scans on one connection than it may hold iterators.
+    for _ in 0..10 {
+        assert_eq!(c.scan(ns, ScanOptions::default()).unwrap().count(), 1);
+    }
+    let stats = common::admin(&dev)
+        .stats(cerberus_host::DEVICE_NSID)
+        .unwrap();
+    assert_eq!(stats["snapshots"], 0, "{stats}");
+}
+
+#[test]
 fn batches_are_bounded_by_count_and_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.max_iter_batch_bytes = 10_000);

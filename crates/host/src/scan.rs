@@ -95,9 +95,9 @@ impl Iterator for Scan {
 
 impl Drop for Scan {
     fn drop(&mut self) {
-        if !self.done && !self.failed {
-            // Best effort: the device closes it anyway once it sits idle.
-            let _ = self.client.iter_close(self.nsid, self.iter);
-        }
+        // The device keeps an iterator open after its last batch too: close it whether or
+        // not the scan got to the end, or it holds a snapshot and a slot until it sits idle.
+        // Best effort: the device closes it anyway once it sits idle.
+        let _ = self.client.iter_close(self.nsid, self.iter);
     }
 }

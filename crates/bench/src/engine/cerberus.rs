@@ -203,6 +203,7 @@ mod tests {
             profile: None,
             device: None,
             admin_secret: None,
+            device_prefetch_degree: None,
         })
         .unwrap()
     }

@@ -5,9 +5,10 @@
 //! Namespaces are made with the admin credential; their secrets are kept in
 //! `bench-secrets.json` in the run's directory, so a later run with the same `--db` finds them.
 
+use super::device_cursor::DeviceCursor;
 use super::{
-    with_tenant_key, Affix, BenchDb, LayoutArg, OpenConfig, StorageArg, TenantHandle,
-    BASELINE_NAMESPACE,
+    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig, StorageArg,
+    TenantHandle, BASELINE_NAMESPACE,
 };
 use anyhow::{bail, Context, Result};
 use cerberus_device::{Device, DeviceConfig, DeviceHandle, StorageChoice};
@@ -54,6 +55,7 @@ impl DeviceDb {
                 ..DeviceConfig::default()
             };
             c.engine.cache_bytes = config.cache_bytes;
+            c.iterator_prefetch_degree = config.device_prefetch_degree;
             if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
                 c.engine.layout = "shared".into();
             }
@@ -213,5 +215,11 @@ impl BenchDb for DeviceDb {
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         let key = self.tenant_key(tenant, key);
         Ok(self.client().get(tenant.id, key)?.is_some())
+    }
+
+    /// A device iterator on the calling thread's connection, opened at each seek
+    /// (`device_cursor.rs`).
+    fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
+        Ok(Box::new(DeviceCursor::new(self.client(), self.ns, opts)))
     }
 }

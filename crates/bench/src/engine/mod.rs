@@ -2,6 +2,7 @@
 
 mod cerberus;
 mod device;
+mod device_cursor;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 
@@ -76,6 +77,10 @@ pub struct CursorOptions {
     pub prefetch_degree: usize,
     /// Cerberus: `ReadOptions::index_prefetch`; other engines ignore it.
     pub index_prefetch: bool,
+    /// Entries the caller means to read after each seek (seekrandom's scan length; 0: not
+    /// known). The device asks for that many in the first batch after a seek; the embedded
+    /// engines ignore it.
+    pub scan_length: usize,
 }
 
 /// Seek and next over one engine's keys, in byte order.
@@ -211,14 +216,6 @@ impl Engine {
         }
     }
 
-    /// Whether the engine has an iterator (`seekrandom`).
-    pub fn has_iterator(self) -> bool {
-        match self {
-            Engine::Cerberus | Engine::RocksDb | Engine::RocksDbBlob => true,
-            Engine::Device => false,
-        }
-    }
-
     /// Checks, before anything runs, that this binary can open the engine with `config`.
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
@@ -276,6 +273,10 @@ pub struct OpenConfig {
     pub device: Option<String>,
     /// Admin credential of a remote device.
     pub admin_secret: Option<String>,
+    /// `--device local`: the value read-ahead of the device's iterators
+    /// (`DeviceConfig::iterator_prefetch_degree`; seekrandom's `--prefetch-degree`, so that the
+    /// device scans as the embedded engine does). `None`: the device's default.
+    pub device_prefetch_degree: Option<usize>,
 }
 
 /// Opens (creating if needed) the database of `engine` at `config.path`.

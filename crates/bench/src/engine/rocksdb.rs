@@ -368,6 +368,7 @@ mod tests {
                 profile: Some(paper_profile(3)),
                 device: None,
                 admin_secret: None,
+                device_prefetch_degree: None,
             };
             let db = RocksDb::open(&config, false).unwrap();
             let t = db.create_tenants(3).unwrap();

@@ -64,7 +64,7 @@ fn layout_color(layout: &str, i: usize) -> [u8; 3] {
 }
 
 /// Distinct colors for lines that are not layouts (tenant counts).
-const PALETTE: [[u8; 3]; 8] = [
+pub const PALETTE: [[u8; 3]; 8] = [
     [31, 119, 180],
     [44, 160, 44],
     [148, 103, 189],

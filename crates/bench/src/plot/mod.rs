@@ -2,6 +2,9 @@
 //! that `scripts/repro-multitenant` writes (one per point, named
 //! `STORAGE-ENGINE-LAYOUT-tTENANTS-kKEYS-SETTLE.json`), after Figures 8-10 of the Cerberus paper.
 //!
+//! `cerberus-bench plot-iterators` ([`iterators`]) does the same for the iterator sweep of
+//! `scripts/repro-iterators`, with the same drawing.
+//!
 //! Reading the files ([`data`]), laying out the charts ([`charts`]) and finding a font
 //! ([`font`]) is plain code, tested without any feature. Only the drawing ([`draw`]) needs the
 //! cargo feature `plot` (plotters, drawing text with its `ab_glyph` renderer from a TrueType
@@ -12,6 +15,7 @@ mod data;
 #[cfg(feature = "plot")]
 mod draw;
 mod font;
+pub mod iterators;
 
 use anyhow::{bail, Result};
 use charts::{charts, Chart};
@@ -61,16 +65,25 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     draw_all(&args, &charts)
 }
 
-#[cfg(feature = "plot")]
 fn draw_all(args: &PlotArgs, charts: &[Chart]) -> Result<()> {
+    draw_charts(args.font.as_deref(), &args.out, charts)
+}
+
+/// Draws `charts` into `out` (made if missing), printing each file's path.
+#[cfg(feature = "plot")]
+fn draw_charts(
+    font: Option<&std::path::Path>,
+    out: &std::path::Path,
+    charts: &[Chart],
+) -> Result<()> {
     use anyhow::Context;
     use font::find_font;
 
-    let font = find_font(args.font.as_deref())?;
+    let font = find_font(font)?;
     draw::register_font(&font)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("making {}", args.out.display()))?;
+    std::fs::create_dir_all(out).with_context(|| format!("making {}", out.display()))?;
     for c in charts {
-        let path = args.out.join(&c.file);
+        let path = out.join(&c.file);
         draw::chart(c, &path).with_context(|| format!("drawing {}", path.display()))?;
         println!("{}", path.display());
     }
@@ -78,7 +91,7 @@ fn draw_all(args: &PlotArgs, charts: &[Chart]) -> Result<()> {
 }
 
 #[cfg(not(feature = "plot"))]
-fn draw_all(_: &PlotArgs, charts: &[Chart]) -> Result<()> {
+fn draw_charts(_: Option<&std::path::Path>, _: &std::path::Path, charts: &[Chart]) -> Result<()> {
     bail!(
         "this cerberus-bench was built without the `plot` feature ({} charts to draw); build it \
          with: cargo build --release -p cerberus-bench --features plot",

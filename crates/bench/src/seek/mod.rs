@@ -7,6 +7,8 @@
 //! seek, read the entries, drop the cursor. Besides the op's latency it times the seek (cursor
 //! made, seek, first entry read: `seek_latency_us`) and each further entry (`next_latency_us`).
 
+#[cfg(test)]
+mod device_tests;
 pub mod report;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -192,6 +194,7 @@ impl Share<'_> {
             keys_only: self.scan.keys_only,
             prefetch_degree: self.scan.prefetch_degree,
             index_prefetch: self.scan.index_prefetch,
+            scan_length: self.scan.scan_length,
         };
         let mut key = vec![0u8; self.keys.size()];
         let mut out = ThreadScan {

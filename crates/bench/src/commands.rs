@@ -1,0 +1,42 @@
+//! The commands other than the workload list, chosen by the first argument:
+//! `cerberus-bench plot` (charts of a multitenant grid, `plot/`), `cerberus-bench
+//! plot-iterators` (tables and charts of an iterator sweep, `plot/iterators/`) and
+//! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`).
+
+use anyhow::Result;
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+type Command = fn(Vec<OsString>) -> Result<()>;
+
+const COMMANDS: [(&str, Command); 3] = [
+    ("plot", |args| crate::plot::main(args)),
+    ("plot-iterators", |args| crate::plot::iterators::main(args)),
+    ("itermem", |args| crate::itermem::main(args)),
+];
+
+/// Runs the command the first argument names, if it names one (its arguments start with its
+/// name, taken as the program name); `None` for a workload list.
+pub fn dispatch() -> Option<ExitCode> {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let first = args.first()?;
+    let (name, command) = COMMANDS.iter().find(|(name, _)| first == *name)?;
+    Some(match command(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cerberus-bench {name}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_named() {
+        let names: Vec<&str> = COMMANDS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["plot", "plot-iterators", "itermem"]);
+    }
+}
