@@ -7,16 +7,33 @@ use crossbeam_channel::{Receiver, Sender};
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// The reader threads. They stop once the pool is dropped and their queue is empty.
+/// The reader threads, started on the first read submitted (so an iterator that never
+/// reads ahead costs no thread start). They stop once the pool is dropped and their queue
+/// is empty.
 pub struct ReadPool {
     jobs: Sender<Job>,
+    queue: Receiver<Job>,
+    threads: usize,
+    started: std::sync::Once,
+    /// Threads that did start; with none, reads run on the caller.
+    running: std::sync::atomic::AtomicUsize,
 }
 
 impl ReadPool {
     pub fn new(threads: usize) -> ReadPool {
         let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
-        for i in 0..threads.max(1) {
-            let queue = queue.clone();
+        ReadPool {
+            jobs,
+            queue,
+            threads: threads.max(1),
+            started: std::sync::Once::new(),
+            running: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn start(&self) {
+        for i in 0..self.threads {
+            let queue = self.queue.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("cerberus-prefetch-{i}"))
                 .spawn(move || {
@@ -24,12 +41,15 @@ impl ReadPool {
                         job();
                     }
                 });
-            if let Err(e) = spawned {
+            match spawned {
+                Ok(_) => {
+                    self.running
+                        .fetch_add(1, std::sync::atomic::Ordering::Release);
+                }
                 // Fewer readers: reads overlap less, nothing else changes.
-                tracing::warn!(error = %e, "could not start a prefetch thread");
+                Err(e) => tracing::warn!(error = %e, "could not start a prefetch thread"),
             }
         }
-        ReadPool { jobs }
     }
 
     /// Runs `read` on the pool; its result arrives on the receiver. Without a reader
@@ -38,11 +58,14 @@ impl ReadPool {
         &self,
         read: impl FnOnce() -> T + Send + 'static,
     ) -> Receiver<T> {
+        self.started.call_once(|| self.start());
         let (tx, rx) = crossbeam_channel::bounded(1);
         let job: Job = Box::new(move || {
             let _ = tx.send(read());
         });
-        if let Err(e) = self.jobs.send(job) {
+        if self.running.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            job();
+        } else if let Err(e) = self.jobs.send(job) {
             (e.into_inner())();
         }
         rx
