@@ -89,8 +89,9 @@ pub struct Options {
     /// cache can answer). An I/O error on a mapped page then stops the process (SIGBUS)
     /// instead of failing the one read: turn it off where that matters more than speed.
     pub mmap_reads: bool,
-    /// Threads that read values ahead for iterators with `ReadOptions::prefetch_degree`
-    /// above 0 (started on first use).
+    /// Threads that read ahead for iterators (values with `ReadOptions::prefetch_degree`
+    /// above 0, blocks and tables with `index_prefetch`), started on first use. A storage with
+    /// a timing model (NAND) needs none: its reads ahead are queued on the modeled device.
     pub prefetch_threads: usize,
     /// Run compactions in the background (off: only `compact_*` calls compact).
     pub auto_compaction: bool,

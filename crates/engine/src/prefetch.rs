@@ -1,33 +1,67 @@
-//! A small pool of reader threads for reads issued ahead of their use: the value reads of
-//! an iterator's next entries, its next data block, its level's next table. Reads on the
-//! pool overlap each other and the caller's work (on the NAND model, on different dies; on
-//! files, in the kernel's queue).
+//! Reads issued ahead of their use: the value reads of an iterator's next entries, its next
+//! data block, its level's next table. On files a small pool of reader threads makes them
+//! overlap each other and the caller's work (in the kernel's queue). On the NAND model they
+//! are submitted to the modeled device at once, on the caller's thread, and overlap on its
+//! dies: only the reader who takes the result waits for its completion.
 
+use crate::storage::{deferred, Completion};
 use crossbeam_channel::{Receiver, Sender};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// The reader threads, started on the first read submitted (so an iterator that never
-/// reads ahead costs no thread start). They stop once the pool is dropped and their queue
-/// is empty.
+/// Where reads issued ahead run.
 pub struct ReadPool {
     jobs: Sender<Job>,
     queue: Receiver<Job>,
     threads: usize,
-    started: std::sync::Once,
+    /// The storage models its latency: reads are deferred rather than put on threads.
+    modeled: bool,
+    /// The reader threads start on the first read submitted (so an iterator that never reads
+    /// ahead costs no thread start). They stop once the pool is dropped and their queue is
+    /// empty.
+    started: Once,
     /// Threads that did start; with none, reads run on the caller.
-    running: std::sync::atomic::AtomicUsize,
+    running: AtomicUsize,
+}
+
+/// A read issued ahead; [`Pending::wait`] gives its result once it is complete.
+pub struct Pending<T>(Issued<T>);
+
+enum Issued<T> {
+    Thread(Receiver<T>),
+    /// Boxed, so that a read pending in an iterator's state costs a pointer.
+    Modeled(Box<(T, Completion)>),
+}
+
+impl<T> Pending<T> {
+    /// The read's result, waiting for it if it is not complete; `None` if the reader thread
+    /// stopped without one.
+    pub fn wait(self) -> Option<T> {
+        match self.0 {
+            Issued::Thread(rx) => rx.recv().ok(),
+            Issued::Modeled(issued) => {
+                let (value, done) = *issued;
+                done.wait();
+                Some(value)
+            }
+        }
+    }
 }
 
 impl ReadPool {
-    pub fn new(threads: usize) -> ReadPool {
+    /// A pool of `threads` readers; `modeled`: the storage has a timing model, whose reads
+    /// are deferred instead.
+    pub fn new(threads: usize, modeled: bool) -> ReadPool {
         let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
         ReadPool {
             jobs,
             queue,
             threads: threads.max(1),
-            started: std::sync::Once::new(),
-            running: std::sync::atomic::AtomicUsize::new(0),
+            modeled,
+            started: Once::new(),
+            running: AtomicUsize::new(0),
         }
     }
 
@@ -43,8 +77,7 @@ impl ReadPool {
                 });
             match spawned {
                 Ok(_) => {
-                    self.running
-                        .fetch_add(1, std::sync::atomic::Ordering::Release);
+                    self.running.fetch_add(1, Ordering::Release);
                 }
                 // Fewer readers: reads overlap less, nothing else changes.
                 Err(e) => tracing::warn!(error = %e, "could not start a prefetch thread"),
@@ -52,35 +85,77 @@ impl ReadPool {
         }
     }
 
-    /// Runs `read` on the pool; its result arrives on the receiver. Without a reader
-    /// thread it runs here and now.
+    /// Issues `read` ahead of its use. Without a reader thread it runs here and now.
     pub fn submit<T: Send + 'static>(
         &self,
         read: impl FnOnce() -> T + Send + 'static,
-    ) -> Receiver<T> {
+    ) -> Pending<T> {
+        if self.modeled {
+            return Pending(Issued::Modeled(Box::new(deferred(read))));
+        }
         self.started.call_once(|| self.start());
         let (tx, rx) = crossbeam_channel::bounded(1);
         let job: Job = Box::new(move || {
             let _ = tx.send(read());
         });
-        if self.running.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        if self.running.load(Ordering::Acquire) == 0 {
             job();
         } else if let Err(e) = self.jobs.send(job) {
             (e.into_inner())();
         }
-        rx
+        Pending(Issued::Thread(rx))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::{IoPurpose, MemStorage, NandConfig, NandStorage, Storage};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
 
     #[test]
     fn results_come_back_to_whoever_asked() {
-        let pool = ReadPool::new(3);
+        let pool = ReadPool::new(3, false);
         let rx: Vec<_> = (0..50u64).map(|i| pool.submit(move || i * i)).collect();
-        let got: Vec<u64> = rx.into_iter().map(|r| r.recv().unwrap()).collect();
+        let got: Vec<u64> = rx.into_iter().map(|r| r.wait().unwrap()).collect();
         assert_eq!(got, (0..50u64).map(|i| i * i).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn modeled_reads_overlap_without_threads() {
+        let t_read = Duration::from_millis(20);
+        let config = NandConfig {
+            t_read,
+            ..NandConfig::default()
+        };
+        let nand = NandStorage::new(Arc::new(MemStorage::new()), config.clone());
+        let f = nand.create("f").unwrap();
+        let pages = 4;
+        f.append(&vec![7u8; pages * config.page_size], IoPurpose::Log)
+            .unwrap();
+        f.sync().unwrap();
+        let file = nand.open("f").unwrap();
+        let pool = ReadPool::new(1, true);
+        let start = Instant::now();
+        // Consecutive pages sit on different dies: four reads in flight at once.
+        let pending: Vec<_> = (0..pages)
+            .map(|p| {
+                let file = file.clone();
+                let at = (p * config.page_size) as u64;
+                pool.submit(move || file.read_at(at, 100, IoPurpose::Value))
+            })
+            .collect();
+        assert!(
+            start.elapsed() < t_read,
+            "a modeled read was waited for at submit"
+        );
+        for p in pending {
+            assert_eq!(p.wait().unwrap().unwrap(), vec![7u8; 100]);
+        }
+        let took = start.elapsed();
+        assert!(took >= t_read, "completed before the modeled tR: {took:?}");
+        assert!(took < 3 * t_read, "the reads did not overlap: {took:?}");
+        assert_eq!(pool.running.load(Ordering::Acquire), 0);
     }
 }

@@ -2,11 +2,11 @@
 
 use crate::error::Result;
 use crate::key::{cmp_ikey, ikey_nsid, Nsid};
+use crate::prefetch::Pending;
 use crate::stats::Counters;
 use crate::table::{IterConfig, TableIter};
 use crate::version::{TableHandle, Version};
 use bytes::Bytes;
-use crossbeam_channel::Receiver;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -79,7 +79,7 @@ pub struct LevelSource {
     counters: Option<Arc<Counters>>,
     config: IterConfig,
     /// With readahead: table `next`, opened and positioned at its start on the pool.
-    next_table: Option<(usize, Receiver<Result<TableIter>>)>,
+    next_table: Option<(usize, Pending<Result<TableIter>>)>,
 }
 
 /// Opens `t` for a walk from its start, its reads counted in `counters` (`None`: the
@@ -179,7 +179,7 @@ impl LevelSource {
                 _ => None,
             };
             let it = match early {
-                Some(rx) => rx.recv().unwrap_or_else(|_| {
+                Some(rx) => rx.wait().unwrap_or_else(|| {
                     Err(crate::error::Error::Background(
                         "table prefetch reader stopped".into(),
                     ))

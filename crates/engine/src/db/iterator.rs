@@ -8,9 +8,9 @@
 //! the next D value reads are issued to a small pool of reader threads and overlap.
 
 use super::*;
+use crate::prefetch::Pending;
 use crate::prefetch::ReadPool;
 use crate::table::IterConfig;
-use crossbeam_channel::Receiver;
 
 /// A value on its way to the caller.
 enum Fetch {
@@ -18,7 +18,7 @@ enum Fetch {
     /// Not asked for yet: read when its key is yielded.
     Later(key::ValueAddr),
     /// Being read on the pool.
-    Pending(Receiver<Result<Bytes>>),
+    Pending(Pending<Result<Bytes>>),
 }
 
 impl Fetch {
@@ -285,8 +285,8 @@ impl Iter {
                     .read_value(addr, self.entry.id, &a.key, c)?
             }
             Fetch::Pending(rx) => rx
-                .recv()
-                .unwrap_or_else(|_| Err(Error::Background("prefetch reader stopped".into())))?,
+                .wait()
+                .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?,
         };
         Counters::add(&c.keys_listed, 1);
         Ok(Some((a.key, value)))
@@ -317,7 +317,11 @@ impl Iterator for Iter {
 impl Inner {
     /// The reader threads iterators prefetch through, started on first use.
     fn prefetcher(&self) -> &Arc<ReadPool> {
-        self.prefetcher
-            .get_or_init(|| Arc::new(ReadPool::new(self.opts.prefetch_threads)))
+        self.prefetcher.get_or_init(|| {
+            Arc::new(ReadPool::new(
+                self.opts.prefetch_threads,
+                self.storage.nand_stats().is_some(),
+            ))
+        })
     }
 }

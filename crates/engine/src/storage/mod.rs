@@ -13,6 +13,7 @@ mod posix;
 
 pub use fault::{Fault, FaultError, FaultStorage, IoKind};
 pub use mem::MemStorage;
+pub(crate) use nand::{deferred, Completion};
 pub use nand::{NandConfig, NandStats, NandStorage};
 pub use posix::PosixStorage;
 

@@ -5,11 +5,11 @@ use super::cache::{BlockCache, Cached, KIND_FILTER, KIND_INDEX};
 use super::{decode_nstable, filter, table_name, BlockHandle, Footer, NsRange, FOOTER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{cmp_ikey, split_ikey, IndexValue, Kind, SeqNo};
+use crate::prefetch::Pending;
 use crate::prefetch::ReadPool;
 use crate::stats::Counters;
 use crate::storage::{IoPurpose, RandomAccessFile, Storage};
 use bytes::Bytes;
-use crossbeam_channel::Receiver;
 use std::sync::Arc;
 
 pub struct TableReader {
@@ -238,7 +238,7 @@ impl Default for IterConfig {
 struct BlockAhead {
     pool: Arc<ReadPool>,
     /// Its handle (as the index stores it) and its read.
-    next: Option<(Vec<u8>, Receiver<Result<Block>>)>,
+    next: Option<(Vec<u8>, Pending<Result<Block>>)>,
 }
 
 /// Ordered walk over a table.
@@ -344,7 +344,7 @@ impl TableIter {
                 _ => None,
             };
             let block = match early {
-                Some(rx) => rx.recv().unwrap_or_else(|_| {
+                Some(rx) => rx.wait().unwrap_or_else(|| {
                     Err(Error::Background("block prefetch reader stopped".into()))
                 })?,
                 None => self.table.data_block(handle, &self.counters)?,

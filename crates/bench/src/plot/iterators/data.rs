@@ -10,7 +10,7 @@ use std::path::Path;
 pub const NAND_PREFIX: &str = "nand-";
 /// The posix comparison: `posix-r{R}.json` (an array: one document per engine).
 pub const POSIX_PREFIX: &str = "posix-";
-/// Index prefetch off and on: `idx-{off|on}-r{R}.json`.
+/// Index prefetch off and on: `idx-d{D}-{off|on}-r{R}.json`.
 pub const INDEX_PREFIX: &str = "idx-";
 
 /// One seekrandom phase of one run.
@@ -74,8 +74,8 @@ pub struct Sweep {
     pub nand: BTreeMap<NandPoint, Vec<SeekRun>>,
     /// Posix runs, each with its engines in the order they ran.
     pub posix: Vec<Vec<EngineRun>>,
-    /// Runs with index prefetch off (`false`) and on (`true`).
-    pub index: BTreeMap<bool, Vec<SeekRun>>,
+    /// Runs by value prefetch degree and index prefetch off (`false`) or on (`true`).
+    pub index: BTreeMap<(u64, bool), Vec<SeekRun>>,
 }
 
 impl Sweep {
@@ -217,7 +217,10 @@ fn add(sweep: &mut Sweep, part: &str, doc: &Value) -> Result<()> {
             let on = run
                 .index_prefetch
                 .ok_or_else(|| anyhow!("no index_prefetch: not a cerberus run"))?;
-            sweep.index.entry(on).or_default().push(run);
+            let d = run
+                .prefetch_degree
+                .ok_or_else(|| anyhow!("no prefetch degree: not a cerberus run"))?;
+            sweep.index.entry((d, on)).or_default().push(run);
         }
         _ => sweep.posix.push(engine_runs(doc)?),
     }
@@ -287,11 +290,11 @@ pub mod tests {
             &seek_doc("cerberus", 128, 128, Some(8), true, 40.0),
         );
         write(
-            "idx-off-r1.json",
+            "idx-d8-off-r1.json",
             &seek_doc("cerberus", 256, 9, Some(8), false, 1.0),
         );
         write(
-            "idx-on-r1.json",
+            "idx-d8-on-r1.json",
             &seek_doc("cerberus", 256, 9, Some(8), true, 2.0),
         );
         let mut fill = seek_doc("rocksdb", 1024, 100, None, false, 5.0);
@@ -319,8 +322,8 @@ pub mod tests {
         assert_eq!((r.entries, r.seeks), (1280, 10));
         assert!((r.entries_per_sec() - 1280.0).abs() < 1e-6);
         assert_eq!(r.entries_per_seek(), 128.0);
-        assert_eq!(s.index[&false][0].ops_per_sec, 1.0);
-        assert_eq!(s.index[&true][0].next_p999_us, Some(500.0));
+        assert_eq!(s.index[&(8, false)][0].ops_per_sec, 1.0);
+        assert_eq!(s.index[&(8, true)][0].next_p999_us, Some(500.0));
         assert_eq!(s.posix.len(), 1);
         assert_eq!(s.posix[0][1].engine, "rocksdb");
         assert_eq!(s.posix[0][1].ops_per_sec["fillrandom"], 1000.0);

@@ -180,21 +180,31 @@ pub fn posix_table(sweep: &Sweep) -> String {
     out
 }
 
-/// Index prefetch off against on: next-latency percentiles (medians over the runs) and the
-/// p99.9 ratio.
+/// Index prefetch off against on at each value prefetch degree: next-latency percentiles
+/// (medians over the runs) and the p99.9 ratio.
 pub fn index_table(sweep: &Sweep) -> String {
     if sweep.index.is_empty() {
         return String::new();
     }
     let mut out = String::from(
-        "\n| index prefetch | runs | entries/seek | ops/s | entries/s | next p50 us | next p99 us | next p99.9 us | p99.9 of each run |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "\n| D | index prefetch | runs | entries/seek | ops/s | entries/s | next p50 us | next p99 us | next p99.9 us | p99.9 of each run | p99.9 off / on |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
     );
-    for (&on, runs) in &sweep.index {
+    let p999 = |d: u64, on: bool| {
+        sweep
+            .index
+            .get(&(d, on))
+            .and_then(|r| med_opt(r, |r| r.next_p999_us))
+    };
+    for (&(d, on), runs) in &sweep.index {
         let each: Vec<String> = runs.iter().filter_map(|r| r.next_p999_us).map(us).collect();
+        let ratio = match (on, p999(d, false), p999(d, true)) {
+            (true, Some(off), Some(on)) if on > 0.0 => format!("**{:.2}**", off / on),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {d} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio} |",
             if on { "on" } else { "off" },
             runs.len(),
             opt(med(runs, SeekRun::entries_per_seek), thousands),
@@ -205,21 +215,6 @@ pub fn index_table(sweep: &Sweep) -> String {
             opt(med_opt(runs, |r| r.next_p999_us), us),
             each.join(", "),
         );
-    }
-    let p999 = |on: bool| {
-        sweep
-            .index
-            .get(&on)
-            .and_then(|r| med_opt(r, |r| r.next_p999_us))
-    };
-    if let (Some(off), Some(on)) = (p999(false), p999(true)) {
-        if on > 0.0 {
-            let _ = writeln!(
-                out,
-                "\nnext-latency p99.9, index prefetch off / on: {:.2}",
-                off / on
-            );
-        }
     }
     out
 }
@@ -239,7 +234,7 @@ pub fn markdown(sweep: &Sweep) -> String {
         out += &posix_table(sweep);
     }
     if !sweep.index.is_empty() {
-        out += "\n### NAND model: index prefetch off and on\n\nMedians over the runs.\n";
+        out += "\n### NAND model: index prefetch off and on, by value prefetch degree D\n\nMedians over the runs.\n";
         out += &index_table(sweep);
     }
     out
@@ -286,10 +281,10 @@ mod tests {
             let r = seek_run(&seek_doc("cerberus", 256, 9, Some(8), on, ops))
                 .unwrap()
                 .unwrap();
-            s.index.entry(on).or_default().push(r);
+            s.index.entry((8, on)).or_default().push(r);
         }
         let t = index_table(&s);
-        assert!(t.contains("off / on: 2.00"), "{t}");
+        assert!(t.contains("| **2.00** |"), "{t}");
         let doc = serde_json::json!([
             seek_doc("cerberus", 1024, 100, Some(0), true, 6.0),
             seek_doc("rocksdb", 1024, 100, None, true, 3.0)

@@ -25,9 +25,13 @@ use std::io;
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 use xxhash_rust::xxh3::xxh3_64;
+
+mod clock;
+pub(crate) use clock::deferred;
+use clock::wait_until;
+pub(crate) use clock::Completion;
 
 /// Geometry and timings of the modeled flash.
 #[derive(Clone, Debug)]
@@ -96,47 +100,6 @@ pub struct NandStats {
     pub read_time_ns: u64,
     /// Sum over syncs of modeled wait for outstanding programs, nanoseconds.
     pub sync_wait_ns: u64,
-}
-
-/// Below this much remaining time we do not trust `thread::sleep` (timer slack and scheduler
-/// granularity make short sleeps overshoot by tens of microseconds) and only spin.
-const SLEEP_THRESHOLD: Duration = Duration::from_micros(30);
-/// How early a sleep is cut short so that the final stretch is spun precisely.
-const SLEEP_MARGIN: Duration = Duration::from_micros(15);
-
-thread_local! {
-    static PRECISE_TIMERS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Asks Linux to wake this thread's sleeps on time: the default 50 us timer slack would make
-/// every modeled wait tens of microseconds late, and spinning instead starves the other
-/// threads when more of them wait than there are cores.
-fn precise_timers() {
-    PRECISE_TIMERS.with(|done| {
-        if !done.get() {
-            #[cfg(target_os = "linux")]
-            // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches no memory.
-            unsafe {
-                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-            }
-            done.set(true);
-        }
-    });
-}
-
-/// Blocks the calling thread until `deadline`, accurate to a few microseconds: it sleeps
-/// until just before and spins only the last few microseconds.
-pub fn wait_until(deadline: Instant) {
-    let Some(remaining) = deadline.checked_duration_since(Instant::now()) else {
-        return;
-    };
-    if remaining > SLEEP_THRESHOLD {
-        precise_timers();
-        thread::sleep(remaining - SLEEP_MARGIN);
-    }
-    while Instant::now() < deadline {
-        std::hint::spin_loop();
-    }
 }
 
 fn duration_ns(d: Duration) -> u64 {
@@ -408,7 +371,7 @@ impl RandomAccessFile for NandReadable {
         if len == 0 {
             return self.inner.read_at(offset, len, purpose);
         }
-        let issued = Instant::now();
+        let issued = clock::issue_time();
         let (done, pages) = self.device.schedule_read(issued, self.base, offset, len);
         let c = &self.device.counters;
         c.page_reads[purpose as usize].fetch_add(pages, Ordering::Relaxed);
@@ -417,7 +380,7 @@ impl RandomAccessFile for NandReadable {
             .fetch_add(duration_ns(done - issued), Ordering::Relaxed);
         // As for sync: the real read overlaps the modeled latency instead of adding to it.
         let result = self.inner.read_at(offset, len, purpose);
-        wait_until(done);
+        clock::complete(done);
         result
     }
 
@@ -479,6 +442,7 @@ mod tests {
     use super::*;
     use crate::storage::MemStorage;
     use std::sync::Barrier;
+    use std::thread;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -766,18 +730,5 @@ mod tests {
         f.sync().unwrap();
         let r = nand.open("a").unwrap();
         assert_eq!(r.read_at(0, 8, IoPurpose::Log).unwrap(), b"headtail");
-    }
-
-    #[test]
-    fn wait_until_is_precise() {
-        for us in [0u64, 50, 300, 2000] {
-            let start = Instant::now();
-            let deadline = start + Duration::from_micros(us);
-            wait_until(deadline);
-            let now = Instant::now();
-            assert!(now >= deadline);
-            // Loose: a loaded machine may deschedule us for a few milliseconds.
-            assert!(now - deadline < 30 * MS, "overshoot {:?}", now - deadline);
-        }
     }
 }
