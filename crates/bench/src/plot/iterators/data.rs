@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// The NAND sweep: `nand-v{V}-l{L}-d{D}-r{R}.json`.
 pub const NAND_PREFIX: &str = "nand-";
-/// The posix comparison: `posix-r{R}.json` (an array: one document per engine).
+/// The posix comparison: `posix-n{N}-v{V}-t{T}-r{R}.json` (an array: one document per engine).
 pub const POSIX_PREFIX: &str = "posix-";
 /// Index prefetch off and on: `idx-d{D}-{off|on}-r{R}.json`.
 pub const INDEX_PREFIX: &str = "idx-";
@@ -59,6 +59,14 @@ pub struct NandPoint {
     pub prefetch_degree: u64,
 }
 
+/// A point of the posix comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PosixPoint {
+    pub num: u64,
+    pub value_size: u64,
+    pub threads: u64,
+}
+
 /// One engine of one posix run: ops/s of its phases by name, and its seekrandom phase.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EngineRun {
@@ -72,8 +80,8 @@ pub struct EngineRun {
 pub struct Sweep {
     /// Runs (repeats) of each NAND point.
     pub nand: BTreeMap<NandPoint, Vec<SeekRun>>,
-    /// Posix runs, each with its engines in the order they ran.
-    pub posix: Vec<Vec<EngineRun>>,
+    /// Posix runs of each point, each run with its engines in the order they ran.
+    pub posix: BTreeMap<PosixPoint, Vec<Vec<EngineRun>>>,
     /// Runs by value prefetch degree and index prefetch off (`false`) or on (`true`).
     pub index: BTreeMap<(u64, bool), Vec<SeekRun>>,
 }
@@ -222,7 +230,19 @@ fn add(sweep: &mut Sweep, part: &str, doc: &Value) -> Result<()> {
                 .ok_or_else(|| anyhow!("no prefetch degree: not a cerberus run"))?;
             sweep.index.entry((d, on)).or_default().push(run);
         }
-        _ => sweep.posix.push(engine_runs(doc)?),
+        _ => {
+            let c = first.get("config").ok_or_else(|| anyhow!("no config"))?;
+            let point = PosixPoint {
+                num: u64_at(c, &["num"]).ok_or_else(|| anyhow!("no num"))?,
+                value_size: u64_at(c, &["value_size"]).ok_or_else(|| anyhow!("no value_size"))?,
+                threads: u64_at(c, &["threads"]).unwrap_or(1),
+            };
+            sweep
+                .posix
+                .entry(point)
+                .or_default()
+                .push(engine_runs(doc)?);
+        }
     }
     Ok(())
 }
@@ -325,8 +345,13 @@ pub mod tests {
         assert_eq!(s.index[&(8, false)][0].ops_per_sec, 1.0);
         assert_eq!(s.index[&(8, true)][0].next_p999_us, Some(500.0));
         assert_eq!(s.posix.len(), 1);
-        assert_eq!(s.posix[0][1].engine, "rocksdb");
-        assert_eq!(s.posix[0][1].ops_per_sec["fillrandom"], 1000.0);
-        assert_eq!(s.posix[0][1].seek.as_ref().unwrap().prefetch_degree, None);
+        let (point, runs) = s.posix.iter().next().unwrap();
+        assert_eq!(
+            (point.num, point.value_size, point.threads),
+            (1000, 1024, 1)
+        );
+        assert_eq!(runs[0][1].engine, "rocksdb");
+        assert_eq!(runs[0][1].ops_per_sec["fillrandom"], 1000.0);
+        assert_eq!(runs[0][1].seek.as_ref().unwrap().prefetch_degree, None);
     }
 }

@@ -1,6 +1,6 @@
 //! `cerberus-bench plot-iterators --input DIR --out DIR [--markdown PATH]`: the tables and PNG
 //! charts of the IterKVSSD sweep that `scripts/repro-iterators` runs (JSON files named
-//! `nand-v{V}-l{L}-d{D}-r{R}.json`, `posix-r{R}.json`, `idx-d{D}-{off|on}-r{R}.json`): medians over
+//! `nand-v{V}-l{L}-d{D}-r{R}.json`, `posix-n{N}-v{V}-t{T}-r{R}.json`, `idx-d{D}-{off|on}-r{R}.json`): medians over
 //! the repeats, entries/s against the prefetch degree per value size, and the speedup over
 //! D = 0 per scan length.
 

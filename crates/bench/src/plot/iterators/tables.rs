@@ -121,59 +121,57 @@ fn posix_ops(runs: &[Vec<EngineRun>], engine: &str, phase: &str) -> (Option<f64>
     (median(each.iter().copied()), each)
 }
 
-/// The posix comparison: median ops/s per engine and phase, and Cerberus's ratios.
+/// The posix comparison, one row per point and engine: median ops/s of each phase, and the
+/// first engine's ratios over each other engine in the same runs.
 pub fn posix_table(sweep: &Sweep) -> String {
-    let runs = &sweep.posix;
-    if runs.is_empty() {
+    if sweep.posix.is_empty() {
         return String::new();
     }
-    let mut engines: Vec<String> = Vec::new();
-    for e in runs.iter().flatten() {
-        if !engines.contains(&e.engine) {
-            engines.push(e.engine.clone());
-        }
-    }
     let mut out = String::from(
-        "\n| engine | fillrandom ops/s | seekrandom ops/s | seekrandom MB/s | seekrandom ops/s of each run |\n\
-         |---|---:|---:|---:|---|\n"
+        "\n| keys | value | threads | engine | runs | fillrandom ops/s | seekrandom ops/s | seekrandom MB/s | seekrandom ops/s of each run | fill ratio | seek ratio |\n\
+         |---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|\n",
     );
-    for e in &engines {
-        let (fill, _) = posix_ops(runs, e, "fillrandom");
-        let (seek, each) = posix_ops(runs, e, "seekrandom");
-        let mb = median(
-            runs.iter()
-                .filter_map(|r| r.iter().find(|x| &x.engine == e))
-                .filter_map(|x| x.seek.as_ref().map(|s| s.mb_per_sec)),
-        );
-        let each: Vec<String> = each.iter().map(|&x| thousands(x)).collect();
-        let _ = writeln!(
-            out,
-            "| {e} | {} | {} | {} | {} |",
-            opt(fill, thousands),
-            opt(seek, thousands),
-            opt(mb, |x| format!("{x:.1}")),
-            each.join(", ")
-        );
-    }
-    if let Some(first) = engines.first() {
-        let _ = write!(
-            out,
-            "\n| ratio (medians) | fillrandom | seekrandom |\n|---|---:|---:|\n"
-        );
-        for other in engines.iter().skip(1) {
-            let ratio = |phase: &str| {
-                let (a, _) = posix_ops(runs, first, phase);
-                let (b, _) = posix_ops(runs, other, phase);
-                match (a, b) {
-                    (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-                    _ => "-".into(),
+    for (point, runs) in &sweep.posix {
+        let mut engines: Vec<String> = Vec::new();
+        for e in runs.iter().flatten() {
+            if !engines.contains(&e.engine) {
+                engines.push(e.engine.clone());
+            }
+        }
+        let ratio = |first: &str, other: &str, phase: &str| {
+            let (a, _) = posix_ops(runs, first, phase);
+            let (b, _) = posix_ops(runs, other, phase);
+            match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{first} / {other}: **{:.2}**", a / b),
+                _ => "-".into(),
+            }
+        };
+        for (i, e) in engines.iter().enumerate() {
+            let (fill, _) = posix_ops(runs, e, "fillrandom");
+            let (seek, each) = posix_ops(runs, e, "seekrandom");
+            let mb = median(
+                runs.iter()
+                    .filter_map(|r| r.iter().find(|x| &x.engine == e))
+                    .filter_map(|x| x.seek.as_ref().map(|s| s.mb_per_sec)),
+            );
+            let each: Vec<String> = each.iter().map(|&x| thousands(x)).collect();
+            let (fill_ratio, seek_ratio) = match (i, engines.first()) {
+                (1.., Some(first)) => {
+                    (ratio(first, e, "fillrandom"), ratio(first, e, "seekrandom"))
                 }
+                _ => (String::new(), String::new()),
             };
             let _ = writeln!(
                 out,
-                "| {first} / {other} | {} | {} |",
-                ratio("fillrandom"),
-                ratio("seekrandom")
+                "| {} | {} | {} | {e} | {} | {} | {} | {} | {} | {fill_ratio} | {seek_ratio} |",
+                thousands(point.num as f64),
+                size_name(point.value_size),
+                point.threads,
+                each.len(),
+                opt(fill, thousands),
+                opt(seek, thousands),
+                opt(mb, |x| format!("{x:.1}")),
+                each.join(", ")
             );
         }
     }
@@ -243,7 +241,7 @@ pub fn markdown(sweep: &Sweep) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::data::tests::seek_doc;
-    use super::super::data::{engine_runs, seek_run};
+    use super::super::data::{engine_runs, seek_run, PosixPoint};
     use super::*;
 
     #[test]
@@ -289,9 +287,14 @@ mod tests {
             seek_doc("cerberus", 1024, 100, Some(0), true, 6.0),
             seek_doc("rocksdb", 1024, 100, None, true, 3.0)
         ]);
-        s.posix.push(engine_runs(&doc).unwrap());
+        let point = PosixPoint {
+            num: 1000,
+            value_size: 1024,
+            threads: 1,
+        };
+        s.posix.insert(point, vec![engine_runs(&doc).unwrap()]);
         let t = posix_table(&s);
-        assert!(t.contains("| cerberus / rocksdb | - | 2.00 |"), "{t}");
+        assert!(t.contains("| - | cerberus / rocksdb: **2.00** |"), "{t}");
         let all = markdown(&s);
         assert!(all.contains("### NAND model, no cache") && all.contains("### Files (posix)"));
     }
