@@ -11,11 +11,13 @@ mod coding;
 mod compaction;
 mod db;
 mod error;
+mod index;
 mod iter;
 mod key;
 mod memtable;
 mod options;
 mod prefetch;
+mod query;
 mod stats;
 mod table;
 mod version;
@@ -26,6 +28,8 @@ pub use db::{
     Db, GcStats, Iter, IterMemory, Namespace, ReadOptions, Snapshot, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, Result};
+pub use index::{AttrPath, Scalar, ScalarType};
 pub use key::Nsid;
+pub use query::{Condition, Filter, KeyRange};
 pub use options::{Layout, Options, StorageKind, WriteOptions};
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};
