@@ -50,7 +50,8 @@ struct Args {
     /// --num and --threads).
     workloads: String,
 
-    /// Engines to run the whole list on, in turn, each on a fresh database: cerberus,
+    /// Engines to run the whole list on, in turn, each on a fresh database (the machine's dirty
+    /// pages are written back before each starts): cerberus,
     /// rocksdb, rocksdb-blob (RocksDB with blob files: values of at least Cerberus's
     /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
     /// through the network, see --device), or several (`cerberus,rocksdb`,
@@ -95,6 +96,11 @@ struct Args {
     /// Sync (fsync) every write.
     #[arg(long)]
     sync: bool,
+
+    /// Cerberus on posix: read through memory maps (Options::mmap_reads) or with pread.
+    #[arg(long, value_name = "on|off", value_parser = seek::parse_on_off, default_value = "on",
+          action = clap::ArgAction::Set)]
+    mmap_reads: bool,
 
     /// Database directory, reused if it exists (default: a temporary one deleted at the end).
     /// With several engines each gets its own subdirectory named after it.
@@ -181,6 +187,7 @@ fn open_config(
         path,
         storage: args.storage,
         cache_bytes: args.cache_bytes,
+        mmap_reads: args.mmap_reads,
         sync: args.sync,
         tenants,
         layout,
@@ -292,6 +299,7 @@ fn run(args: Args) -> Result<()> {
             println!();
         }
         println!("{}", report::header(engine, &run_config, &path));
+        write_back_dirty_pages();
         let db = engine::open(engine, &open_config(path.clone()))?;
 
         let mut phases = Vec::new();
@@ -340,6 +348,15 @@ fn run(args: Args) -> Result<()> {
 }
 
 /// The temporary directory the databases go in when there is no --db.
+/// Writes the machine's dirty pages back (`sync`) before an engine starts, so that the
+/// writeback of what the engine before it wrote (gigabytes at 4,000,000 keys) does not run
+/// during this one's phases: the first engine of a run paid for the previous run's writes and
+/// scanned 0.55x as fast.
+fn write_back_dirty_pages() {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}
+
 fn temp_dir(args: &Args) -> Result<Option<tempfile::TempDir>> {
     match &args.db {
         Some(_) => Ok(None),
@@ -444,6 +461,7 @@ fn run_multitenant(args: Args) -> Result<()> {
         );
         // The peak memory of each engine's run is its own.
         memory::reset_peak();
+        write_back_dirty_pages();
         let db = engine::open(engine, &open_config(path.clone()))?;
         let run = multitenant::run(&*db, &mt, &values)
             .with_context(|| format!("{MULTITENANT} on {}", engine.name()))?;
@@ -642,6 +660,7 @@ mod tests {
             path: PathBuf::new(),
             storage: StorageArg::Posix,
             cache_bytes: 0,
+            mmap_reads: true,
             sync: false,
             tenants: 0,
             layout: LayoutArg::PerNamespace,

@@ -536,6 +536,7 @@ mod tests {
             path: dir.path().to_path_buf(),
             storage: StorageArg::Posix,
             cache_bytes: 1 << 20,
+            mmap_reads: true,
             sync: false,
             tenants: 3,
             layout: LayoutArg::Baseline,

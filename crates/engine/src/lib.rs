@@ -30,6 +30,6 @@ pub use db::{
 pub use error::{Error, Result};
 pub use index::{AttrPath, Scalar, ScalarType};
 pub use key::Nsid;
-pub use query::{Condition, Filter, KeyRange};
 pub use options::{Layout, Options, StorageKind, WriteOptions};
+pub use query::{Condition, Filter, KeyRange};
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

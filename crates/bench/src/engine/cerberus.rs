@@ -38,6 +38,7 @@ impl CerberusDb {
                 LayoutArg::Shared | LayoutArg::Baseline => Layout::Shared,
             },
             cache_bytes: config.cache_bytes,
+            mmap_reads: config.mmap_reads,
             sync: config.sync,
             ..options
         };
@@ -197,6 +198,7 @@ mod tests {
             path: dir.to_path_buf(),
             storage: StorageArg::Posix,
             cache_bytes: 1 << 20,
+            mmap_reads: true,
             sync: false,
             tenants: 2,
             layout,

@@ -261,6 +261,8 @@ pub struct OpenConfig {
     pub path: PathBuf,
     pub storage: StorageArg,
     pub cache_bytes: u64,
+    /// Cerberus: `Options::mmap_reads`.
+    pub mmap_reads: bool,
     pub sync: bool,
     /// Tenants the run will create (0: not a multitenant run). RocksDB makes its column
     /// families at open.

@@ -71,7 +71,7 @@ pub struct SeekArgs {
     pub index_prefetch: Option<bool>,
 }
 
-fn parse_on_off(s: &str) -> Result<bool, String> {
+pub(crate) fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
         "off" => Ok(false),

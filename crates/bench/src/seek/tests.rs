@@ -15,6 +15,7 @@ pub(crate) fn open_config(path: &std::path::Path) -> OpenConfig {
         path: path.to_path_buf(),
         storage: StorageArg::Posix,
         cache_bytes: 1 << 20,
+        mmap_reads: true,
         sync: false,
         tenants: 0,
         layout: LayoutArg::PerNamespace,

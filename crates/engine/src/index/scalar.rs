@@ -60,7 +60,9 @@ impl Scalar {
         match self {
             Scalar::Null => Value::Null,
             Scalar::Bool(b) => Value::Bool(*b),
-            Scalar::Number(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
+            Scalar::Number(x) => {
+                serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number)
+            }
             Scalar::String(s) => Value::String(s.clone()),
         }
     }
