@@ -130,8 +130,11 @@ impl Memtable {
     }
 }
 
-/// Entries a [`MemIter`] copies out of the skiplist at a time.
+/// Entries a [`MemIter`] copies out of the skiplist at a time: few after a seek, so a short
+/// scan copies little, then twice as many at each refill up to the largest, so a long scan
+/// searches the skiplist once per many entries.
 const MEM_ITER_CHUNK: usize = 32;
+const MEM_ITER_MAX_CHUNK: usize = 512;
 
 /// An ordered walk over a memtable from a start key that owns what it needs (the memtable
 /// and a few copied entries), so it can sit in a scan next to table iterators. Entries
@@ -143,6 +146,8 @@ pub struct MemIter {
     last: Option<MemKey>,
     /// The skiplist had nothing after `last` at the last refill.
     exhausted: bool,
+    /// Entries the next refill copies.
+    chunk: usize,
     /// Internal key (`user ++ trailer`) of the current entry.
     ikey: Vec<u8>,
 }
@@ -161,6 +166,7 @@ impl MemIter {
             buf: VecDeque::new(),
             last: None,
             exhausted: true,
+            chunk: MEM_ITER_CHUNK,
             ikey: Vec::new(),
         }
     }
@@ -173,6 +179,7 @@ impl MemIter {
             seq,
         };
         self.buf.clear();
+        self.chunk = MEM_ITER_CHUNK;
         self.fill(&from, true);
     }
 
@@ -202,8 +209,9 @@ impl MemIter {
     }
 
     fn fill(&mut self, from: &MemKey, inclusive: bool) {
-        let got = self.mem.entries_from(from, inclusive, MEM_ITER_CHUNK);
-        self.exhausted = got.len() < MEM_ITER_CHUNK;
+        let got = self.mem.entries_from(from, inclusive, self.chunk);
+        self.exhausted = got.len() < self.chunk;
+        self.chunk = (self.chunk * 2).min(MEM_ITER_MAX_CHUNK);
         self.last = got.last().map(|(k, _)| k.clone());
         self.buf.extend(got);
         self.set_ikey();

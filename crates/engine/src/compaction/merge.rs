@@ -1,7 +1,7 @@
 //! Merging of sorted sources of internal keys.
 
 use crate::error::Result;
-use crate::key::{cmp_ikey, ikey_nsid, Nsid};
+use crate::key::{cmp_ikey, ikey_nsid, IndexValue, Nsid};
 use crate::prefetch::Pending;
 use crate::stats::Counters;
 use crate::table::{IterConfig, TableIter};
@@ -15,6 +15,11 @@ pub trait Source: Send {
     fn valid(&self) -> bool;
     fn key(&self) -> &[u8];
     fn value(&self) -> Bytes;
+    /// The value decoded; a source that holds entries decoded already (a memtable) hands
+    /// them out without encoding them first.
+    fn index_value(&self) -> Option<IndexValue> {
+        IndexValue::decode(&self.value())
+    }
     fn advance(&mut self) -> Result<()>;
     /// Positions at the first entry whose internal key is `>= target`.
     fn seek(&mut self, target: &[u8]) -> Result<()>;
@@ -307,6 +312,11 @@ impl MergingIter {
         self.current
             .map(|i| self.sources[i].value())
             .unwrap_or_default()
+    }
+
+    /// The current entry's value decoded; `None` when not valid or malformed.
+    pub fn index_value(&self) -> Option<IndexValue> {
+        self.current.and_then(|i| self.sources[i].index_value())
     }
 
     pub fn advance(&mut self) -> Result<()> {

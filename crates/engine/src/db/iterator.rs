@@ -226,9 +226,9 @@ impl Iter {
                 continue;
             }
             let key = Bytes::copy_from_slice(self.scan.key());
-            let raw = self.scan.value();
+            let index_value = self.scan.index_value();
             self.scan.next()?;
-            let value = match IndexValue::decode(&raw) {
+            let value = match index_value {
                 _ if self.opts.keys_only => Fetch::Ready(Bytes::new()),
                 Some(IndexValue::Addr {
                     inline: Some(v), ..

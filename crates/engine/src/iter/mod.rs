@@ -24,16 +24,19 @@ impl Source for MemIter {
     }
     fn value(&self) -> Bytes {
         let mut out = Vec::new();
-        match self.entry() {
-            Some((_, v)) if v.kind == Kind::Put => IndexValue::Addr {
-                addr: v.addr,
-                inline: Some(v.value.clone()),
-            }
-            .encode(&mut out),
-            Some(_) => IndexValue::Tombstone.encode(&mut out),
-            None => {}
+        if let Some(v) = Source::index_value(self) {
+            v.encode(&mut out);
         }
         Bytes::from(out)
+    }
+    fn index_value(&self) -> Option<IndexValue> {
+        self.entry().map(|(_, v)| match v.kind {
+            Kind::Put => IndexValue::Addr {
+                addr: v.addr,
+                inline: Some(v.value.clone()),
+            },
+            Kind::Delete => IndexValue::Tombstone,
+        })
     }
     fn advance(&mut self) -> Result<()> {
         MemIter::advance(self);
@@ -123,9 +126,10 @@ impl SnapshotScan {
     }
 
     /// The index value (address or inline value, or tombstone) of the current key's newest
-    /// visible version; only while `valid()`.
-    pub fn value(&self) -> Bytes {
-        self.merged.value()
+    /// visible version, `None` if malformed; only while `valid()`. Memtable entries come
+    /// without an encoding round trip.
+    pub fn index_value(&self) -> Option<IndexValue> {
+        self.merged.index_value()
     }
 
     /// Bytes this scan holds: `(its own state and its sources', their buffered blocks and
