@@ -209,26 +209,19 @@ fn l0_task(version: &Version, layout: Layout) -> CompactionTask {
     }
 }
 
-/// All runs of `ns` into its L1, with the L1 tables their range overlaps; or, when no L1
-/// table overlaps any run and the runs do not overlap each other, the runs alone (a move).
+/// All runs of `ns` into its L1, with every L1 table within the runs' span: a merge writes
+/// outputs that may span the gaps between runs, so an L1 table in a gap, which no run
+/// overlaps, must be merged too. With no L1 table there and runs that do not overlap each
+/// other, the runs alone (a move, where moves are allowed).
 fn runs_task(version: &Version, ns: Nsid) -> CompactionTask {
     let inputs = version.runs_of(ns).to_vec();
-    let mut task = CompactionTask {
+    let overlapping = l1_within(version, &inputs);
+    CompactionTask {
         level: RUNS,
         output_level: 1,
         inputs,
-        overlapping: Vec::new(),
-    };
-    let touched = version.levels[1].iter().any(|t| {
-        task.inputs
-            .iter()
-            .any(|r| r.overlaps(t.smallest_user(), t.largest_user()))
-    });
-    if touched || !task.is_trivial_move() {
-        // An output may span the gaps between runs.
-        task.overlapping = l1_within(version, &task.inputs);
+        overlapping,
     }
-    task
 }
 
 fn task_for(version: &Version, level: usize, inputs: Vec<Arc<TableHandle>>) -> CompactionTask {
@@ -281,4 +274,65 @@ pub fn range_tasks(
         return Ok(None);
     }
     Ok(Some(task_for(version, level, inputs)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{push_trailer, user_part, Kind};
+    use crate::stats::Counters;
+    use crate::storage::MemStorage;
+    use crate::table::{BlockCache, TableProps};
+    use crate::version::{TableCtx, VersionEdit};
+
+    fn props(id: u64, ns: Nsid, first: &[u8], last: &[u8]) -> TableProps {
+        let ikey = |k: &[u8]| {
+            let mut v = user_part(ns, k);
+            push_trailer(&mut v, id, Kind::Put);
+            v
+        };
+        TableProps {
+            id,
+            size: 1000,
+            entries: 10,
+            smallest: ikey(first),
+            largest: ikey(last),
+            min_seq: id,
+            max_seq: id,
+        }
+    }
+
+    /// Runs `[a, c]` and `[g, z]` with an L1 table `[d, f]` between them: no run overlaps it,
+    /// but a merge of the runs writes outputs across the gap, so it must be merged too (a
+    /// manual compaction, which never moves, once put an output over it).
+    #[test]
+    fn runs_merge_with_the_l1_tables_in_their_gaps() {
+        let ctx = TableCtx {
+            storage: Arc::new(MemStorage::new()),
+            cache: Arc::new(BlockCache::new(0)),
+            counters: Arc::new(Counters::default()),
+        };
+        let edit = VersionEdit {
+            added: vec![
+                (RUNS, props(1, 7, b"a", b"c")),
+                (RUNS, props(2, 7, b"g", b"z")),
+                (1, props(3, 7, b"d", b"f")),
+            ],
+            ..VersionEdit::default()
+        };
+        let (version, _) = Version::new(4).apply(&edit, &ctx);
+        let task = range_tasks(
+            &version,
+            Layout::PerNamespace,
+            RUNS,
+            &user_part(7, b""),
+            &8u32.to_be_bytes(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(task.inputs.len(), 2);
+        let merged: Vec<u64> = task.overlapping.iter().map(|t| t.id()).collect();
+        assert_eq!(merged, vec![3]);
+        assert!(!task.is_trivial_move());
+    }
 }

@@ -70,6 +70,17 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
+/// Both compaction slots, held by a manual job until dropped: released however the job ends,
+/// a panic included (slots left taken would keep every later compaction out, and writers
+/// waiting for room would wait for good).
+pub(super) struct ManualSlots<'a>(&'a Inner);
+
+impl Drop for ManualSlots<'_> {
+    fn drop(&mut self) {
+        self.0.release_compaction();
+    }
+}
+
 impl Inner {
     /// No write for `idle_settle_ms`.
     pub(super) fn idle(&self) -> bool {
@@ -187,10 +198,10 @@ impl Inner {
 
     /// Takes both compaction slots for a manual job: waits until the compaction and split
     /// running now have ended (whatever errors or shutdown say meanwhile: a running job
-    /// always ends, and two must never overlap), and keeps automatic ones out until
-    /// [`Inner::release_compaction`]. Fails, holding nothing, if the database is closed or
+    /// always ends, and two must never overlap), and keeps automatic ones out until the
+    /// returned slots are dropped. Fails, holding nothing, if the database is closed or
     /// read-only.
-    pub(super) fn acquire_compaction(&self) -> Result<()> {
+    pub(super) fn acquire_compaction(&self) -> Result<ManualSlots<'_>> {
         let mut bg = self.bg.lock();
         bg.manual += 1;
         while bg.compacting || bg.splitting {
@@ -211,10 +222,10 @@ impl Inner {
         bg.compacting = true;
         bg.splitting = true;
         bg.manual_running = true;
-        Ok(())
+        Ok(ManualSlots(self))
     }
 
-    pub(super) fn release_compaction(&self) {
+    fn release_compaction(&self) {
         let mut bg = self.bg.lock();
         debug_assert!(bg.manual_running && bg.compacting && bg.splitting);
         bg.compacting = false;
@@ -235,20 +246,16 @@ impl Inner {
             self.ns_entry(ns)?;
         }
         self.flush()?;
-        self.acquire_compaction()?;
-        let result = (|| {
-            let mut all: Vec<Nsid> = match ns {
-                Some(ns) => vec![ns],
-                None => self.namespaces.read().live.keys().copied().collect(),
-            };
-            all.sort_unstable();
-            for ns in all {
-                self.manual_compaction(ns, start, end)?;
-            }
-            Ok(())
-        })();
-        self.release_compaction();
-        result
+        let _slots = self.acquire_compaction()?;
+        let mut all: Vec<Nsid> = match ns {
+            Some(ns) => vec![ns],
+            None => self.namespaces.read().live.keys().copied().collect(),
+        };
+        all.sort_unstable();
+        for ns in all {
+            self.manual_compaction(ns, start, end)?;
+        }
+        Ok(())
     }
 
     pub(super) fn manual_compaction(

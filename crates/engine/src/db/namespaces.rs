@@ -106,8 +106,8 @@ impl Inner {
         }
         self.ns_entry(ns)?;
         // No compaction may run meanwhile: it could write tables of `ns` back.
-        self.acquire_compaction()?;
-        let result = (|| {
+        let _slots = self.acquire_compaction()?;
+        (|| {
             let version = self.versions.lock().current();
             let own: Vec<(usize, &Arc<TableHandle>)> = version
                 .levels
@@ -156,9 +156,7 @@ impl Inner {
             dead.insert(ns);
             state.dead = Arc::new(dead);
             Ok(())
-        })();
-        self.release_compaction();
-        result
+        })()
     }
 
     pub(super) fn namespace_stats(&self, entry: &NsEntry) -> Result<NamespaceStats> {
