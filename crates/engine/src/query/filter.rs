@@ -208,8 +208,12 @@ impl Condition {
                 vec![KeyRange { start, end }]
             }
             Condition::Range { lower, upper } => {
+                // No bound: every scalar holds, so every key.
                 let Some(t) = bound_value(lower).or(bound_value(upper)) else {
-                    return Vec::new();
+                    return vec![KeyRange {
+                        start: Vec::new(),
+                        end: None,
+                    }];
                 };
                 let (type_start, type_end) = type_range(t.scalar_type());
                 let start = match lower {
@@ -391,7 +395,6 @@ mod tests {
                 .prop_filter("one type", |(l, u)| {
                     match (bound_value(l), bound_value(u)) {
                         (Some(a), Some(b)) => a.scalar_type() == b.scalar_type(),
-                        (None, None) => false,
                         _ => true,
                     }
                 })
