@@ -10,6 +10,8 @@
 //! (wake-ups late by hundreds of microseconds) rather than the device.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -18,6 +20,38 @@ use std::time::{Duration, Instant};
 const SLEEP_THRESHOLD: Duration = Duration::from_micros(30);
 /// How early a sleep is cut short so that the final stretch is spun precisely.
 const SLEEP_MARGIN: Duration = Duration::from_micros(15);
+/// A thread that waits alone spins through waits up to this long: a sleeping thread on a
+/// virtual machine wakes late by hundreds of microseconds in one wait of a thousand, and a
+/// scan's tail latency would measure that instead of the device. Longer waits sleep until
+/// [`LONG_SLEEP_MARGIN`] before the deadline.
+const SPIN_ALONE: Duration = Duration::from_millis(2);
+const LONG_SLEEP_MARGIN: Duration = Duration::from_micros(500);
+
+/// Threads inside [`wait_until`] now.
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many waiting threads may spin at once: half the cores, so that spinning never takes
+/// the cores the host's other threads (and the waiters beyond these) need.
+fn spinners_allowed() -> usize {
+    static ALLOWED: OnceLock<usize> = OnceLock::new();
+    *ALLOWED.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get() / 2))
+}
+
+struct Waiting;
+
+impl Waiting {
+    /// Counts this thread as waiting; true when it may spin.
+    fn enter() -> (Self, bool) {
+        let before = WAITERS.fetch_add(1, Ordering::Relaxed);
+        (Waiting, before < spinners_allowed())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITERS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 thread_local! {
     static PRECISE_TIMERS: Cell<bool> = const { Cell::new(false) };
@@ -42,13 +76,20 @@ fn precise_timers() {
     });
 }
 
-/// Blocks the calling thread until `deadline`, accurate to a few microseconds: it sleeps
-/// until just before and spins only the last few microseconds.
+/// Blocks the calling thread until `deadline`, accurate to a few microseconds. A thread that
+/// waits alone (fewer waiters than half the cores) spins; otherwise it sleeps until just before
+/// and spins only the last few microseconds.
 pub(crate) fn wait_until(deadline: Instant) {
     let Some(remaining) = deadline.checked_duration_since(Instant::now()) else {
         return;
     };
-    if remaining > SLEEP_THRESHOLD {
+    let (_waiting, may_spin) = Waiting::enter();
+    if may_spin {
+        if remaining > SPIN_ALONE {
+            precise_timers();
+            thread::sleep(remaining - LONG_SLEEP_MARGIN);
+        }
+    } else if remaining > SLEEP_THRESHOLD {
         precise_timers();
         thread::sleep(remaining - SLEEP_MARGIN);
     }
