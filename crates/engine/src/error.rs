@@ -33,6 +33,15 @@ pub enum Error {
     UnknownNamespace(u32),
     #[error("a namespace named {0:?} exists")]
     NamespaceExists(String),
+    #[error("the namespace has a {kind} index on {attr:?} already")]
+    IndexExists {
+        attr: String,
+        kind: crate::index::IndexKind,
+    },
+    #[error("no index on {0:?}")]
+    UnknownIndex(String),
+    #[error("invalid query: {0}")]
+    InvalidQuery(String),
     #[error("database is closed")]
     Closed,
     #[error("database is read-only after a background error: {0}")]
@@ -102,6 +111,12 @@ impl Error {
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::UnknownNamespace(ns) => Error::UnknownNamespace(*ns),
             Error::NamespaceExists(n) => Error::NamespaceExists(n.clone()),
+            Error::IndexExists { attr, kind } => Error::IndexExists {
+                attr: attr.clone(),
+                kind: *kind,
+            },
+            Error::UnknownIndex(a) => Error::UnknownIndex(a.clone()),
+            Error::InvalidQuery(m) => Error::InvalidQuery(m.clone()),
             Error::Closed => Error::Closed,
             Error::Background(m) => Error::Background(m.clone()),
         }

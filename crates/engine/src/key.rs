@@ -100,6 +100,20 @@ pub struct ValueAddr {
     pub len: u32,
 }
 
+impl ValueAddr {
+    /// The address of an entry that has no value-log record (a secondary index's entry,
+    /// derived from its primary record): nothing to read, nothing to mark dead.
+    pub const NONE: ValueAddr = ValueAddr {
+        segment: u64::MAX,
+        offset: 0,
+        len: 0,
+    };
+
+    pub fn is_none(&self) -> bool {
+        self.segment == u64::MAX
+    }
+}
+
 /// What an index entry holds for a key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IndexValue {
@@ -110,11 +124,15 @@ pub enum IndexValue {
         addr: ValueAddr,
         inline: Option<Bytes>,
     },
+    /// A value kept in the table only, with no value-log record: a secondary index's entry.
+    /// It references no value-log record, so dropping it marks nothing dead.
+    Table(Bytes),
 }
 
 const TAG_TOMBSTONE: u8 = 0;
 const TAG_ADDR: u8 = 1;
 const TAG_ADDR_INLINE: u8 = 2;
+const TAG_TABLE: u8 = 3;
 
 impl IndexValue {
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -132,6 +150,10 @@ impl IndexValue {
                 if let Some(v) = inline {
                     out.extend_from_slice(v);
                 }
+            }
+            IndexValue::Table(v) => {
+                out.push(TAG_TABLE);
+                out.extend_from_slice(v);
             }
         }
     }
@@ -156,6 +178,7 @@ impl IndexValue {
                 };
                 Some(IndexValue::Addr { addr, inline })
             }
+            TAG_TABLE => Some(IndexValue::Table(buf.slice(c.pos()..))),
             _ => None,
         }
     }

@@ -25,11 +25,15 @@ mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, GcStats, Iter, IterMemory, Namespace, ReadOptions, Snapshot, DEFAULT_PREFETCH_DEGREE,
+    Db, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, ReadOptions, Snapshot,
+    TopOptions, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, Result};
-pub use index::{AttrPath, Scalar, ScalarType};
+pub use index::{AttrPath, IndexKind, Scalar, ScalarType};
 pub use key::Nsid;
 pub use options::{Layout, Options, StorageKind, WriteOptions};
-pub use query::{Condition, Filter, KeyRange};
+pub use query::{
+    Aggregate, Condition, Continuation, Filter, FindPage, Found, KeyRange, QueryStats, Ranked,
+    DEFAULT_PAGE_BYTES,
+};
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

@@ -51,7 +51,7 @@ pub(super) fn flush_memtable(
         key::push_trailer(&mut ikey, k.seq, v.kind);
         let dead_ns = !dead.is_empty() && dead.contains(&key::ikey_nsid(&k.user));
         if dead_ns || rule.drop_entry(&ikey, |_| false) {
-            if v.kind == Kind::Put {
+            if v.kind == Kind::Put && !v.addr.is_none() {
                 dropped.push(v.addr);
             }
             continue;
@@ -59,6 +59,7 @@ pub(super) fn flush_memtable(
         val.clear();
         match v.kind {
             Kind::Delete => IndexValue::Tombstone.encode(&mut val),
+            Kind::Put if v.addr.is_none() => IndexValue::Table(v.value.clone()).encode(&mut val),
             Kind::Put => IndexValue::Addr {
                 addr: v.addr,
                 inline: (v.value.len() < opts.inline_value_threshold).then(|| v.value.clone()),

@@ -4,6 +4,7 @@
 //! [`Error::UnknownNamespace`].
 
 use super::*;
+use crate::query::{Aggregate, Filter, FindPage, QueryStats, Ranked};
 
 /// One namespace of a [`Db`]. Cheap to clone and to send between threads; it keeps the
 /// database's state alive, and fails with [`Error::Closed`] once the database is closed.
@@ -98,6 +99,53 @@ impl Namespace {
     /// the iterator).
     pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
         self.snapshot().iter(opts)
+    }
+
+    /// Creates a secondary index on the JSON attribute `attr` (a top-level name, or dotted
+    /// names into embedded objects: `user.id`), and returns once it holds every record
+    /// (writes go on meanwhile and index themselves). Values that are not JSON, or hold no
+    /// scalar at `attr`, are not indexed. One index per attribute.
+    pub fn create_index(&self, attr: &str, kind: IndexKind) -> Result<()> {
+        self.inner.create_index(&self.entry, attr, kind)
+    }
+
+    /// Drops the index on `attr`; [`Error::UnknownIndex`] if there is none.
+    pub fn drop_index(&self, attr: &str) -> Result<()> {
+        self.inner.drop_index(&self.entry, attr)
+    }
+
+    /// This namespace's indexes.
+    pub fn list_indexes(&self) -> Result<Vec<IndexInfo>> {
+        self.inner.list_indexes(&self.entry)
+    }
+
+    /// One page of the records meeting `filter` (see [`Snapshot::find`]); each page reads the
+    /// namespace as it is when asked for.
+    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
+        self.snapshot().find(filter, opts)
+    }
+
+    /// The pks of the records whose `attr` equals `value` (see [`Snapshot::get_by_secondary`]).
+    pub fn get_by_secondary(
+        &self,
+        attr: &str,
+        value: &serde_json::Value,
+    ) -> Result<(Vec<Bytes>, QueryStats)> {
+        self.snapshot().get_by_secondary(attr, value)
+    }
+
+    /// Top-K by an attribute (see [`Snapshot::top`]).
+    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
+        self.snapshot().top(filter, opts)
+    }
+
+    /// An aggregate over the records meeting `filter` (see [`Snapshot::aggregate`]).
+    pub fn aggregate(
+        &self,
+        filter: &Filter,
+        op: &Aggregate,
+    ) -> Result<(serde_json::Value, QueryStats)> {
+        self.snapshot().aggregate(filter, op)
     }
 
     /// Counters and tree shape of this namespace.

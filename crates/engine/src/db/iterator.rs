@@ -232,7 +232,8 @@ impl Iter {
                 _ if self.opts.keys_only => Fetch::Ready(Bytes::new()),
                 Some(IndexValue::Addr {
                     inline: Some(v), ..
-                }) => Fetch::Ready(v),
+                })
+                | Some(IndexValue::Table(v)) => Fetch::Ready(v),
                 Some(IndexValue::Addr { addr, inline: None }) => Fetch::Later(addr),
                 _ => {
                     return Err(Error::corruption(

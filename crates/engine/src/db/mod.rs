@@ -5,8 +5,10 @@ mod background;
 mod flush;
 mod gc;
 mod handle;
+mod indexes;
 mod iterator;
 mod namespaces;
+mod query;
 mod read;
 mod recovery;
 mod snapshot;
@@ -14,14 +16,19 @@ mod write;
 
 pub use gc::GcStats;
 pub use handle::Namespace;
+pub use indexes::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
+pub use query::{FindOptions, TopOptions};
 pub use snapshot::Snapshot;
 
-use self::{background::*, flush::*, namespaces::*, recovery::*, snapshot::Snapshots, write::*};
+use self::{
+    background::*, flush::*, indexes::*, namespaces::*, recovery::*, snapshot::Snapshots, write::*,
+};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink};
 use crate::error::{Error, IoContext, Result};
+use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
 use crate::memtable::{MemValue, Memtable};
@@ -62,6 +69,9 @@ struct Inner {
     /// Counters of background work (flush, compaction); namespaces have their own.
     counters: Arc<Counters>,
     namespaces: RwLock<NsState>,
+    /// Live secondary indexes, by the namespace they index: the write path derives their
+    /// entries. Replaced (under the writer lock) when an index is created or dropped.
+    indexes: RwLock<Arc<IndexSet>>,
     vlog_reader: VlogReader,
     liveness: Liveness,
     versions: Mutex<VersionSet>,
@@ -146,6 +156,7 @@ impl Db {
             dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
             retired: Vec::new(),
         };
+        let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
         let last_seq = versions.last_seq.max(mem.max_seq());
         let version = versions.current();
         let inner = Arc::new(Inner {
@@ -154,6 +165,7 @@ impl Db {
             storage,
             counters,
             namespaces: RwLock::new(namespaces),
+            indexes: RwLock::new(Arc::new(indexes)),
             versions: Mutex::new(versions),
             sv: RwLock::new(Arc::new(SuperVersion {
                 mem: Arc::new(Memtable::new()),
@@ -195,11 +207,13 @@ impl Db {
                 .map_err(|e| Error::io("background thread", e))?;
             threads.push(t);
         }
-        Ok(Db {
+        let db = Db {
             inner,
             threads: Mutex::new(threads),
             _lock: lock,
-        })
+        };
+        db.inner.finish_backfills()?;
+        Ok(db)
     }
 
     /// A handle to live namespace `ns`, or [`Error::UnknownNamespace`].

@@ -105,7 +105,25 @@ impl Inner {
             ));
         }
         self.ns_entry(ns)?;
-        // No compaction may run meanwhile: it could write tables of `ns` back.
+        // Its indexes go with it.
+        let mut ids = vec![ns];
+        ids.extend(self.versions.lock().namespaces.indexes_of(ns).map(|d| d.id));
+        self.drop_trees(&ids)?;
+        self.indexes_dropped();
+        let mut state = self.namespaces.write();
+        if let Some(e) = state.live.remove(&ns) {
+            e.live.store(false, Ordering::Release);
+            state.retired.push(e.counters.clone());
+            state.retired.push(e.list_counters.clone());
+        }
+        Ok(())
+    }
+
+    /// Destroys the namespaces (or indexes) `ids` in the manifest: their own tables go at
+    /// once, and their entries in the memtables, L0 and runs become unreachable at once (the
+    /// dead set) and are dropped by the next flush or compaction.
+    pub(super) fn drop_trees(&self, ids: &[Nsid]) -> Result<()> {
+        // No compaction may run meanwhile: it could write tables of `ids` back.
         let _slots = self.acquire_compaction()?;
         (|| {
             let version = self.versions.lock().current();
@@ -116,10 +134,13 @@ impl Inner {
                 .skip(1)
                 .flat_map(|(l, ts)| {
                     ts.iter()
-                        .filter(|t| t.only_namespace() == Some(ns))
+                        .filter(|t| t.only_namespace().is_some_and(|n| ids.contains(&n)))
                         .map(move |t| (l, t))
                 })
-                .chain(version.runs_of(ns).iter().map(|t| (RUNS, t)))
+                .chain(
+                    ids.iter()
+                        .flat_map(|&ns| version.runs_of(ns).iter().map(|t| (RUNS, t))),
+                )
                 .collect();
             // Their values die with them: count them per segment so GC, in the background
             // and after a restart, knows where the space is.
@@ -136,7 +157,7 @@ impl Inner {
             }
             self.install(
                 VersionEdit {
-                    destroyed_ns: vec![ns],
+                    destroyed_ns: ids.to_vec(),
                     deleted: own.iter().map(|(l, t)| (*l, t.id())).collect(),
                     vlog_dead: dead_bytes_by_segment(&dead),
                     ..VersionEdit::default()
@@ -147,13 +168,8 @@ impl Inner {
             self.bg.lock().gc_check = true;
             self.bg_cv.notify_all();
             let mut state = self.namespaces.write();
-            if let Some(e) = state.live.remove(&ns) {
-                e.live.store(false, Ordering::Release);
-                state.retired.push(e.counters.clone());
-                state.retired.push(e.list_counters.clone());
-            }
             let mut dead = (*state.dead).clone();
-            dead.insert(ns);
+            dead.extend(ids.iter().copied());
             state.dead = Arc::new(dead);
             Ok(())
         })()

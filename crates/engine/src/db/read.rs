@@ -188,6 +188,7 @@ impl Inner {
             let (kind, addr, value) = match iv {
                 IndexValue::Tombstone => (Kind::Delete, None, None),
                 IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
+                IndexValue::Table(v) => (kind, None, Some(v)),
             };
             return Ok(Some(Hit {
                 step,

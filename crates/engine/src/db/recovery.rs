@@ -77,12 +77,16 @@ pub(super) fn recover(
         .filter(|&s| s >= log_start.0)
         .collect();
     let mem = Memtable::new();
+    let indexes = IndexSet::from_defs(namespaces.indexes.values());
     let flushed_seq = last_seq;
     for (i, &seg) in replay.iter().enumerate() {
         let start = if seg == log_start.0 { log_start.1 } else { 0 };
         let is_last = i + 1 == replay.len();
         let end = vlog::replay_segment(storage, seg, start, is_last, |r| {
             if r.seq > flushed_seq {
+                if r.kind == Kind::Put {
+                    derive_entries(&mem, indexes.of(r.nsid), &r.key, &r.value, r.seq);
+                }
                 let mut user = Vec::with_capacity(4 + r.key.len());
                 user.extend_from_slice(&r.nsid.to_be_bytes());
                 user.extend_from_slice(&r.key);

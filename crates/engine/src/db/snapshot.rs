@@ -61,7 +61,7 @@ impl Inner {
         self.snapshots.oldest().map_or(now, |s| s.min(now))
     }
 
-    fn release_snapshot(&self, seq: SeqNo) {
+    pub(super) fn release_snapshot(&self, seq: SeqNo) {
         if self.snapshots.release(seq) {
             // Segments kept for this snapshot may be collectable now.
             self.gc_deferred.lock().clear();

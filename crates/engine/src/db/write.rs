@@ -190,8 +190,10 @@ impl Inner {
         }
         let segment = w.vlog.segment();
         let mem = self.super_version().mem.clone();
+        let indexes = self.index_set();
         let mut seq = first;
         for g in group {
+            let own = indexes.of(g.nsid);
             let buf = Bytes::from(g.buf);
             for s in &g.spans {
                 let key = &buf[s.key.clone()];
@@ -208,6 +210,9 @@ impl Inner {
                     offset: base + s.at as u64,
                     len: s.len as u32,
                 };
+                if s.kind == Kind::Put {
+                    derive_entries(&mem, own, key, &value, seq);
+                }
                 mem.insert(
                     Bytes::from(user),
                     seq,

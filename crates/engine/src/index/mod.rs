@@ -1,6 +1,9 @@
 //! Secondary indexes on JSON attributes (Cerberus 4.4): what a secondary key is and how it is
-//! encoded so that index order is value order.
+//! encoded so that index order is value order, and the entries a write derives.
 
+mod def;
 mod scalar;
 
+pub use crate::version::{IndexDef, IndexKind};
+pub use def::{entry_key, split_entry_key, Document};
 pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar, ScalarType};

@@ -31,6 +31,7 @@ impl Source for MemIter {
     }
     fn index_value(&self) -> Option<IndexValue> {
         self.entry().map(|(_, v)| match v.kind {
+            Kind::Put if v.addr.is_none() => IndexValue::Table(v.value.clone()),
             Kind::Put => IndexValue::Addr {
                 addr: v.addr,
                 inline: Some(v.value.clone()),

@@ -1,6 +1,15 @@
 //! Queries that run inside the engine (Cerberus Table 2, extended): filters written as
-//! MongoDB-style filter documents, and the ranges of an index they read.
+//! MongoDB-style filter documents, the plan that picks an index, and its execution as pages of
+//! found records, top-K and aggregates.
 
+mod exec;
 mod filter;
+mod find;
+mod plan;
 
+pub use exec::{aggregate, for_each_match, top_k, Aggregate, QueryStats, Ranked, Records, TopSpec};
 pub use filter::{Condition, Filter, KeyRange};
+pub use find::{
+    find_page, fingerprint, Continuation, FindPage, Found, PageRequest, DEFAULT_PAGE_BYTES,
+};
+pub use plan::{index_ranges, plan, Access, IndexChoice, Plan};

@@ -2,6 +2,7 @@
 //!
 //! Encoding: a sequence of tagged fields, each `tag (u8) ++ fields`.
 
+use super::namespaces::{IndexDef, IndexKind};
 use crate::coding::{put_bytes, put_varint, Cursor};
 use crate::key::Nsid;
 use crate::table::TableProps;
@@ -15,6 +16,8 @@ const TAG_CREATE_NAMESPACE: u8 = 6;
 const TAG_DESTROY_NAMESPACE: u8 = 7;
 const TAG_NEXT_NSID: u8 = 8;
 const TAG_VLOG_DEAD: u8 = 9;
+const TAG_CREATE_INDEX: u8 = 10;
+const TAG_INDEX_READY: u8 = 11;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -34,6 +37,10 @@ pub struct VersionEdit {
     /// versions a flush or compaction dropped, tables of a destroyed namespace. Summed over
     /// the manifest they tell GC, after a restart too, which segments are worth collecting.
     pub vlog_dead: Vec<(u64, u64)>,
+    /// Indexes created (an index is dropped as its id is destroyed, like a namespace).
+    pub created_index: Vec<IndexDef>,
+    /// Indexes whose backfill completed.
+    pub ready_index: Vec<Nsid>,
 }
 
 impl VersionEdit {
@@ -64,6 +71,17 @@ impl VersionEdit {
         if let Some(n) = self.next_nsid {
             out.push(TAG_NEXT_NSID);
             put_varint(&mut out, u64::from(n));
+        }
+        for d in &self.created_index {
+            out.push(TAG_CREATE_INDEX);
+            put_varint(&mut out, u64::from(d.id));
+            put_varint(&mut out, u64::from(d.ns));
+            out.push(d.kind.to_u8());
+            put_bytes(&mut out, d.attr.as_bytes());
+        }
+        for id in &self.ready_index {
+            out.push(TAG_INDEX_READY);
+            put_varint(&mut out, u64::from(*id));
         }
         for &(seg, bytes) in &self.vlog_dead {
             out.push(TAG_VLOG_DEAD);
@@ -119,6 +137,20 @@ impl VersionEdit {
                 TAG_DESTROY_NAMESPACE => e.destroyed_ns.push(Nsid::try_from(c.varint()?).ok()?),
                 TAG_NEXT_NSID => e.next_nsid = Some(Nsid::try_from(c.varint()?).ok()?),
                 TAG_VLOG_DEAD => e.vlog_dead.push((c.varint()?, c.varint()?)),
+                TAG_CREATE_INDEX => {
+                    let id = Nsid::try_from(c.varint()?).ok()?;
+                    let ns = Nsid::try_from(c.varint()?).ok()?;
+                    let kind = IndexKind::from_u8(c.u8()?)?;
+                    let attr = String::from_utf8(c.bytes()?.to_vec()).ok()?;
+                    e.created_index.push(IndexDef {
+                        id,
+                        ns,
+                        attr,
+                        kind,
+                        ready: false,
+                    });
+                }
+                TAG_INDEX_READY => e.ready_index.push(Nsid::try_from(c.varint()?).ok()?),
                 _ => return None,
             }
         }
@@ -153,6 +185,14 @@ mod tests {
             destroyed_ns: vec![2],
             next_nsid: Some(4),
             vlog_dead: vec![(5, 4096), (7, 1)],
+            created_index: vec![IndexDef {
+                id: 5,
+                ns: 3,
+                attr: "user.id".into(),
+                kind: IndexKind::Classic,
+                ready: false,
+            }],
+            ready_index: vec![5],
         };
         assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
         assert_eq!(VersionEdit::decode(&[99]), None);

@@ -95,6 +95,7 @@ impl VersionSet {
             live: Default::default(),
             destroyed: Default::default(),
             next: 0,
+            indexes: Default::default(),
         };
         let (mut next_file, mut last_seq, mut log_start) = (0, 0, (0, 0));
         let mut vlog_dead = BTreeMap::new();

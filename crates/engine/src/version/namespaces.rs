@@ -5,11 +5,14 @@ use crate::key::{Nsid, DEFAULT_NS};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Live namespaces by id, destroyed ids, and the next id to hand out (never reused).
+/// Indexes take their ids from the same sequence; an index is dropped as its id is destroyed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Namespaces {
     pub live: BTreeMap<Nsid, String>,
     pub destroyed: BTreeSet<Nsid>,
     pub next: Nsid,
+    /// Live indexes by their id.
+    pub indexes: BTreeMap<Nsid, IndexDef>,
 }
 
 impl Default for Namespaces {
@@ -19,6 +22,7 @@ impl Default for Namespaces {
             live: BTreeMap::from([(DEFAULT_NS, "default".to_string())]),
             destroyed: BTreeSet::new(),
             next: DEFAULT_NS + 1,
+            indexes: BTreeMap::new(),
         }
     }
 }
@@ -29,8 +33,18 @@ impl Namespaces {
             self.live.insert(*ns, name.clone());
             self.next = self.next.max(ns.saturating_add(1));
         }
+        for d in &edit.created_index {
+            self.indexes.insert(d.id, d.clone());
+            self.next = self.next.max(d.id.saturating_add(1));
+        }
+        for id in &edit.ready_index {
+            if let Some(d) = self.indexes.get_mut(id) {
+                d.ready = true;
+            }
+        }
         for ns in &edit.destroyed_ns {
             self.live.remove(ns);
+            self.indexes.remove(ns);
             self.destroyed.insert(*ns);
             self.next = self.next.max(ns.saturating_add(1));
         }
@@ -44,5 +58,87 @@ impl Namespaces {
         edit.created_ns = self.live.iter().map(|(k, v)| (*k, v.clone())).collect();
         edit.destroyed_ns = self.destroyed.iter().copied().collect();
         edit.next_nsid = Some(self.next);
+        edit.created_index = self.indexes.values().cloned().collect();
+        edit.ready_index = self
+            .indexes
+            .values()
+            .filter(|d| d.ready)
+            .map(|d| d.id)
+            .collect();
+    }
+
+    /// The indexes of namespace `ns`.
+    pub fn indexes_of(&self, ns: Nsid) -> impl Iterator<Item = &IndexDef> + '_ {
+        self.indexes.values().filter(move |d| d.ns == ns)
+    }
+}
+
+/// How a query gets from an index entry to the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexKind {
+    /// The entry holds nothing more: a query looks the pk up in the primary index and checks
+    /// the attribute of the value it finds (so entries a later write made stale drop out).
+    Classic,
+}
+
+impl IndexKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexKind::Classic => "classic",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<IndexKind> {
+        match text {
+            "classic" => Some(IndexKind::Classic),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn to_u8(self) -> u8 {
+        match self {
+            IndexKind::Classic => 0,
+        }
+    }
+
+    pub(crate) fn from_u8(v: u8) -> Option<IndexKind> {
+        match v {
+            0 => Some(IndexKind::Classic),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for IndexKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An index as the manifest records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexDef {
+    /// The namespace id its entries live under.
+    pub id: Nsid,
+    /// The namespace it indexes.
+    pub ns: Nsid,
+    /// The attribute path as given (`index::AttrPath` parses it).
+    pub attr: String,
+    pub kind: IndexKind,
+    /// Backfill done: every record written before the index was created has its entry.
+    pub ready: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip() {
+        let k = IndexKind::Classic;
+        assert_eq!(IndexKind::from_u8(k.to_u8()), Some(k));
+        assert_eq!(IndexKind::parse(k.as_str()), Some(k));
+        assert_eq!(IndexKind::parse("btree"), None);
     }
 }

@@ -1,0 +1,287 @@
+//! Secondary indexes of namespaces: creation with backfill, drop, and the entries every write
+//! of an indexed namespace derives (DESIGN.md, Secondary indexes).
+//!
+//! Writes stay blind: a put adds an entry for the new value's secondary key and reads nothing,
+//! so the entry of the value it replaced stays behind. A query drops such stale entries when it
+//! checks the record it reaches (`classic`: the current value's attribute).
+
+use super::*;
+use crate::index::{entry_key, AttrPath, Document, IndexDef, IndexKind};
+
+/// An index as the write path and queries use it.
+pub(super) struct LiveIndex {
+    pub(super) def: IndexDef,
+    pub(super) attr: AttrPath,
+}
+
+/// Every live index, by the namespace it indexes.
+#[derive(Default)]
+pub(super) struct IndexSet {
+    by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>>,
+}
+
+impl IndexSet {
+    pub(super) fn from_defs<'a>(defs: impl Iterator<Item = &'a IndexDef>) -> Self {
+        let mut by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>> = HashMap::new();
+        for d in defs {
+            // Only attributes that parsed are ever logged.
+            if let Ok(attr) = AttrPath::parse(&d.attr) {
+                by_ns.entry(d.ns).or_default().push(Arc::new(LiveIndex {
+                    def: d.clone(),
+                    attr,
+                }));
+            }
+        }
+        IndexSet { by_ns }
+    }
+
+    pub(super) fn of(&self, ns: Nsid) -> &[Arc<LiveIndex>] {
+        self.by_ns.get(&ns).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// What [`Namespace::list_indexes`] reports of one index.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct IndexInfo {
+    pub attr: String,
+    pub kind: IndexKind,
+    /// Backfill done: queries use it.
+    pub ready: bool,
+}
+
+/// Inserts into `mem` the entries `indexes` derive from the put of `value` at `pk`, at `seq`.
+pub(super) fn derive_entries(
+    mem: &Memtable,
+    indexes: &[Arc<LiveIndex>],
+    pk: &[u8],
+    value: &[u8],
+    seq: SeqNo,
+) {
+    if indexes.is_empty() {
+        return;
+    }
+    let doc = Document::parse(value);
+    for idx in indexes {
+        if let Some(sk) = doc.key(&idx.attr) {
+            let mut user = idx.def.id.to_be_bytes().to_vec();
+            user.extend_from_slice(&entry_key(&sk, pk));
+            mem.insert(
+                Bytes::from(user),
+                seq,
+                MemValue {
+                    kind: Kind::Put,
+                    value: Bytes::new(),
+                    addr: key::ValueAddr::NONE,
+                },
+            );
+        }
+    }
+}
+
+/// Entries a backfill inserts under one hold of the writer lock.
+const BACKFILL_CHUNK: usize = 1024;
+
+impl Inner {
+    pub(super) fn index_set(&self) -> Arc<IndexSet> {
+        self.indexes.read().clone()
+    }
+
+    /// Rebuilds the index set from the registry; the caller holds the writer lock, so that
+    /// every write after it derives entries for exactly the new set.
+    fn reload_indexes(&self, vs: &VersionSet) {
+        let set = IndexSet::from_defs(vs.namespaces.indexes.values());
+        *self.indexes.write() = Arc::new(set);
+    }
+
+    pub(super) fn create_index(&self, e: &NsEntry, attr: &str, kind: IndexKind) -> Result<()> {
+        self.check_open()?;
+        e.check_live()?;
+        let path = AttrPath::parse(attr).map_err(Error::InvalidArgument)?;
+        let id = {
+            let _w = self.writer.lock();
+            let mut vs = self.versions.lock();
+            if let Some(d) = vs.namespaces.indexes_of(e.id).find(|d| d.attr == attr) {
+                return Err(Error::IndexExists {
+                    attr: attr.to_string(),
+                    kind: d.kind,
+                });
+            }
+            let id = vs.namespaces.next;
+            if id == Nsid::MAX {
+                return Err(Error::InvalidArgument("namespace ids exhausted".into()));
+            }
+            let def = IndexDef {
+                id,
+                ns: e.id,
+                attr: path.as_str().to_string(),
+                kind,
+                ready: false,
+            };
+            self.log_edit(
+                &mut vs,
+                VersionEdit {
+                    created_index: vec![def],
+                    next_nsid: Some(id + 1),
+                    ..VersionEdit::default()
+                },
+            )?;
+            // Every write from here on derives entries; the backfill covers those before.
+            self.reload_indexes(&vs);
+            id
+        };
+        self.backfill(e, id)
+    }
+
+    /// Adds the entries of every record `e` held when index `id` was created, makes them
+    /// durable, and marks the index ready.
+    pub(super) fn backfill(&self, e: &NsEntry, id: Nsid) -> Result<()> {
+        let set = self.index_set();
+        let Some(idx) = set.of(e.id).iter().find(|i| i.def.id == id).cloned() else {
+            return Err(Error::UnknownIndex(format!(
+                "index {id} of namespace {}",
+                e.id
+            )));
+        };
+        // Writes after this seqno derive their own entries (the set was loaded before it).
+        let seq = self.snapshots.acquire(&self.visible_seq);
+        let result = (|| {
+            let sv = self.super_version();
+            let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
+                .chain(sv.imm.iter().map(|f| &f.mem))
+                .cloned()
+                .collect();
+            let config = crate::table::IterConfig {
+                fill_cache: false,
+                readahead: None,
+            };
+            let mut scan = crate::iter::SnapshotScan::new(
+                &mems,
+                sv.version.clone(),
+                e.id,
+                seq,
+                &e.list_counters,
+                &config,
+            )?;
+            drop(sv);
+            let _pin = self.vlog_reader.pin();
+            scan.seek(&[])?;
+            let one = [idx.clone()];
+            let mut chunk: Vec<(Bytes, Bytes)> = Vec::with_capacity(BACKFILL_CHUNK);
+            loop {
+                let done = !scan.valid();
+                if !done && scan.kind() == Kind::Put {
+                    let pk = Bytes::copy_from_slice(scan.key());
+                    let value = match scan.index_value() {
+                        Some(key::IndexValue::Addr {
+                            inline: Some(v), ..
+                        })
+                        | Some(key::IndexValue::Table(v)) => v,
+                        Some(key::IndexValue::Addr { addr, inline: None }) => self
+                            .vlog_reader
+                            .read_value(addr, e.id, &pk, &e.list_counters)?,
+                        _ => {
+                            return Err(Error::corruption(
+                                "index",
+                                0,
+                                "backfill met an entry without a value",
+                            ))
+                        }
+                    };
+                    chunk.push((pk, value));
+                }
+                if done || chunk.len() >= BACKFILL_CHUNK {
+                    // Under the writer lock: the memtable cannot be frozen meanwhile.
+                    let mut w = self.writer.lock();
+                    self.make_room(&mut w)?;
+                    let mem = self.super_version().mem.clone();
+                    for (pk, value) in chunk.drain(..) {
+                        // At the creation seqno: a write after it, with its own entry for
+                        // the same key, is newer.
+                        derive_entries(&mem, &one, &pk, &value, seq);
+                    }
+                }
+                if done {
+                    break;
+                }
+                scan.next()?;
+            }
+            // The backfilled entries have no value-log record to be replayed from: they
+            // must be in tables before the index says it is ready.
+            self.flush()?;
+            let _w = self.writer.lock();
+            let mut vs = self.versions.lock();
+            if !vs.namespaces.indexes.contains_key(&id) {
+                return Err(Error::UnknownIndex(idx.def.attr.clone()));
+            }
+            self.log_edit(
+                &mut vs,
+                VersionEdit {
+                    ready_index: vec![id],
+                    ..VersionEdit::default()
+                },
+            )?;
+            self.reload_indexes(&vs);
+            Ok(())
+        })();
+        self.release_snapshot(seq);
+        result
+    }
+
+    /// Backfills the indexes a crash left unfinished.
+    pub(super) fn finish_backfills(&self) -> Result<()> {
+        let pending: Vec<(Nsid, Nsid)> = self
+            .versions
+            .lock()
+            .namespaces
+            .indexes
+            .values()
+            .filter(|d| !d.ready)
+            .map(|d| (d.ns, d.id))
+            .collect();
+        for (ns, id) in pending {
+            let e = self.ns_entry(ns)?;
+            self.backfill(&e, id)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn drop_index(&self, e: &NsEntry, attr: &str) -> Result<()> {
+        self.check_open()?;
+        e.check_live()?;
+        let id = self
+            .versions
+            .lock()
+            .namespaces
+            .indexes_of(e.id)
+            .find(|d| d.attr == attr)
+            .map(|d| d.id)
+            .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
+        self.drop_trees(&[id])?;
+        let _w = self.writer.lock();
+        let vs = self.versions.lock();
+        self.reload_indexes(&vs);
+        Ok(())
+    }
+
+    pub(super) fn list_indexes(&self, e: &NsEntry) -> Result<Vec<IndexInfo>> {
+        e.check_live()?;
+        Ok(self
+            .versions
+            .lock()
+            .namespaces
+            .indexes_of(e.id)
+            .map(|d| IndexInfo {
+                attr: d.attr.clone(),
+                kind: d.kind,
+                ready: d.ready,
+            })
+            .collect())
+    }
+
+    /// After a namespace's destroy: its indexes are gone from the registry too.
+    pub(super) fn indexes_dropped(&self) {
+        let _w = self.writer.lock();
+        let vs = self.versions.lock();
+        self.reload_indexes(&vs);
+    }
+}

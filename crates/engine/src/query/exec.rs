@@ -1,0 +1,369 @@
+//! Running a plan: the records that meet a filter, read through an index or a scan, as pages
+//! of found records, top-K by an attribute, or an aggregate.
+//!
+//! Every candidate an index gives is checked against the whole filter on the record's current
+//! value, and its entry's secondary key against the record's: an entry a later write made
+//! stale (the record's attribute changed, or it was deleted) drops out here.
+
+use super::plan::{Access, Plan};
+use super::Filter;
+use crate::error::{Error, Result};
+use crate::index::{split_entry_key, AttrPath, Scalar};
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// What a query read and how long each step took: the breakdown of the paper's Figures 11-13.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct QueryStats {
+    /// How the records were reached (`index on ATTR`, or a scan).
+    pub plan: String,
+    /// Entries read from the secondary index.
+    pub index_entries: u64,
+    /// Lookups of a pk in the primary index.
+    pub primary_lookups: u64,
+    /// Records whose value was read (from the value log, or the memtable).
+    pub value_reads: u64,
+    /// Records checked against the filter, and those that met it.
+    pub records_examined: u64,
+    pub records_matched: u64,
+    /// Bytes of keys and values (or projections) in the result.
+    pub bytes_returned: u64,
+    /// Storage reads and pages read, by purpose (filter, index, data, value, log, other).
+    pub reads: [u64; 6],
+    pub pages: [u64; 6],
+    /// Time in the secondary index, in primary lookups, in value reads (a scan's reads count
+    /// as value reads), in nanoseconds.
+    pub secondary_search_ns: u64,
+    pub primary_search_ns: u64,
+    pub value_read_ns: u64,
+}
+
+/// The reads a query makes, at one snapshot of one namespace.
+pub trait Records {
+    /// Up to `max` entry keys of index `index` in `[start, end)`, after `after` if given, in
+    /// order.
+    fn index_entries(
+        &mut self,
+        index: crate::key::Nsid,
+        range: &super::KeyRange,
+        after: Option<&[u8]>,
+        max: usize,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<Vec<u8>>>;
+
+    /// The value of `pk`, or `None` (deleted).
+    fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>>;
+
+    /// Up to `max` records after `after` (from the start if `None`), in pk order.
+    fn scan(
+        &mut self,
+        after: Option<&[u8]>,
+        max: usize,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<(Bytes, Bytes)>>;
+}
+
+/// Candidates asked of an index or a scan at a time.
+const BATCH: usize = 512;
+
+/// A record that met the filter.
+pub struct Match<'a> {
+    /// Where the query resumes after this record: its index entry key, or its pk.
+    pub position: &'a [u8],
+    pub pk: &'a Bytes,
+    pub value: &'a Bytes,
+    pub doc: &'a Value,
+}
+
+/// Calls `f` with every record meeting `filter`, in the plan's order (index order, or pk
+/// order), starting after `after`; stops when `f` returns false.
+pub fn for_each_match(
+    records: &mut dyn Records,
+    filter: &Filter,
+    plan: &Plan,
+    after: Option<&[u8]>,
+    stats: &mut QueryStats,
+    f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
+) -> Result<()> {
+    let check = |stats: &mut QueryStats, value: &Bytes| -> Option<Value> {
+        stats.records_examined += 1;
+        let doc: Value = serde_json::from_slice(value).ok()?;
+        filter.matches(&doc).then_some(doc)
+    };
+    match &plan.access {
+        Access::Index { id, ranges, attr } => {
+            for range in ranges {
+                // Ranges are in key order: skip those wholly before the resume point.
+                let mut from: Option<Vec<u8>> = match (after, &range.end) {
+                    (Some(a), Some(end)) if a >= end.as_slice() => continue,
+                    (Some(a), _) if a >= range.start.as_slice() => Some(a.to_vec()),
+                    _ => None,
+                };
+                loop {
+                    let keys = records.index_entries(*id, range, from.as_deref(), BATCH, stats)?;
+                    for key in &keys {
+                        let (sk, pk) = split_entry_key(key).ok_or_else(|| {
+                            Error::corruption("index", 0, "malformed secondary index entry")
+                        })?;
+                        let pk = Bytes::copy_from_slice(pk);
+                        let Some(value) = records.get(&pk, stats)? else {
+                            continue;
+                        };
+                        // The entry is stale unless the record still has its secondary key:
+                        // else a record whose old and new keys both meet the filter would
+                        // come twice.
+                        let live = |doc: &Value| attr.scalar(doc).is_some_and(|s| s == sk);
+                        if let Some(doc) = check(stats, &value).filter(live) {
+                            stats.records_matched += 1;
+                            let m = Match {
+                                position: key,
+                                pk: &pk,
+                                value: &value,
+                                doc: &doc,
+                            };
+                            if !f(m)? {
+                                return Ok(());
+                            }
+                        }
+                    }
+                    if keys.len() < BATCH {
+                        break;
+                    }
+                    from = keys.last().cloned();
+                }
+            }
+        }
+        Access::Scan => {
+            let mut from = after.map(<[u8]>::to_vec);
+            loop {
+                let batch = records.scan(from.as_deref(), BATCH, stats)?;
+                for (pk, value) in &batch {
+                    if let Some(doc) = check(stats, value) {
+                        stats.records_matched += 1;
+                        let m = Match {
+                            position: pk,
+                            pk,
+                            value,
+                            doc: &doc,
+                        };
+                        if !f(m)? {
+                            return Ok(());
+                        }
+                    }
+                }
+                match batch.last() {
+                    Some((pk, _)) if batch.len() == BATCH => from = Some(pk.to_vec()),
+                    _ => break,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The attributes of `doc` named by `projection`, as an object keyed by path.
+pub fn project(doc: &Value, projection: &[AttrPath]) -> Value {
+    let mut out = serde_json::Map::new();
+    for p in projection {
+        if let Some(v) = p.lookup(doc) {
+            out.insert(p.as_str().to_string(), v.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// A record of a top-K result: its pk, the value it was ranked by, and its projection.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ranked {
+    #[serde(serialize_with = "serialize_bytes")]
+    pub pk: Bytes,
+    pub key: Value,
+    pub projection: Option<Value>,
+}
+
+fn serialize_bytes<S: serde::Serializer>(b: &Bytes, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(b))
+}
+
+/// Heap entry: ordered so that the heap's top is the first to give up its place.
+struct Entry {
+    key: Scalar,
+    pk: Bytes,
+    desc: bool,
+    projection: Option<Value>,
+}
+
+impl Entry {
+    /// Rank order: smaller ranks first (ascending key, or descending), ties by pk.
+    fn rank_cmp(&self, other: &Self) -> Ordering {
+        let by_key = if self.desc {
+            other.key.cmp(&self.key)
+        } else {
+            self.key.cmp(&other.key)
+        };
+        by_key.then_with(|| self.pk.cmp(&other.pk))
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.rank_cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.rank_cmp(other)
+    }
+}
+
+/// What a top-K query ranks by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopSpec {
+    pub by: AttrPath,
+    /// Largest first (else smallest first).
+    pub desc: bool,
+    pub k: usize,
+    /// Attributes returned with each record.
+    pub projection: Option<Vec<AttrPath>>,
+}
+
+/// The `k` records meeting `filter` with the smallest (or, `desc`, largest) scalar at `by`,
+/// ties broken by pk; records without a scalar there are left out.
+pub fn top_k(
+    records: &mut dyn Records,
+    filter: &Filter,
+    plan: &Plan,
+    spec: &TopSpec,
+    stats: &mut QueryStats,
+) -> Result<Vec<Ranked>> {
+    let TopSpec {
+        by,
+        desc,
+        k,
+        projection,
+    } = spec;
+    let (desc, k, projection) = (*desc, *k, projection.as_deref());
+    let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(k + 1);
+    if k > 0 {
+        for_each_match(records, filter, plan, None, stats, &mut |m| {
+            if let Some(key) = by.scalar(m.doc) {
+                let e = Entry {
+                    key,
+                    pk: m.pk.clone(),
+                    desc,
+                    projection: projection.map(|p| project(m.doc, p)),
+                };
+                if heap.len() < k {
+                    heap.push(e);
+                } else if heap.peek().is_some_and(|worst| e < *worst) {
+                    heap.pop();
+                    heap.push(e);
+                }
+            }
+            Ok(true)
+        })?;
+    }
+    let out: Vec<Ranked> = heap
+        .into_sorted_vec()
+        .into_iter()
+        .map(|e| Ranked {
+            pk: e.pk,
+            key: e.key.to_json(),
+            projection: e.projection,
+        })
+        .collect();
+    stats.bytes_returned += out
+        .iter()
+        .map(|r| r.pk.len() + r.projection.as_ref().map_or(0, |p| p.to_string().len()))
+        .sum::<usize>() as u64;
+    Ok(out)
+}
+
+/// An aggregate over the records meeting a filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Aggregate {
+    Count,
+    Min(AttrPath),
+    Max(AttrPath),
+    /// Over numbers only: other values at the attribute are skipped.
+    Sum(AttrPath),
+    Avg(AttrPath),
+}
+
+impl Aggregate {
+    /// `count`, or `min|max|sum|avg` of `attr`.
+    pub fn parse(op: &str, attr: Option<&str>) -> Result<Aggregate> {
+        let path = || -> Result<AttrPath> {
+            let a = attr.ok_or_else(|| Error::InvalidQuery(format!("{op} needs an attribute")))?;
+            AttrPath::parse(a).map_err(Error::InvalidQuery)
+        };
+        Ok(match op {
+            "count" => Aggregate::Count,
+            "min" => Aggregate::Min(path()?),
+            "max" => Aggregate::Max(path()?),
+            "sum" => Aggregate::Sum(path()?),
+            "avg" => Aggregate::Avg(path()?),
+            other => {
+                return Err(Error::InvalidQuery(format!(
+                    "unknown aggregate {other} (count, min, max, sum, avg)"
+                )))
+            }
+        })
+    }
+}
+
+/// The aggregate's value: a count, a scalar (min, max; `null` over no record), or a number
+/// (sum, avg; avg is `null` over no number).
+pub fn aggregate(
+    records: &mut dyn Records,
+    filter: &Filter,
+    plan: &Plan,
+    op: &Aggregate,
+    stats: &mut QueryStats,
+) -> Result<Value> {
+    let (mut count, mut sum, mut numbers) = (0u64, 0f64, 0u64);
+    let mut best: Option<Scalar> = None;
+    for_each_match(records, filter, plan, None, stats, &mut |m| {
+        count += 1;
+        match op {
+            Aggregate::Count => {}
+            Aggregate::Min(p) | Aggregate::Max(p) => {
+                if let Some(s) = p.scalar(m.doc) {
+                    let better = best.as_ref().is_none_or(|b| match op {
+                        Aggregate::Min(_) => s < *b,
+                        _ => s > *b,
+                    });
+                    if better {
+                        best = Some(s);
+                    }
+                }
+            }
+            Aggregate::Sum(p) | Aggregate::Avg(p) => {
+                if let Some(Scalar::Number(n)) = p.scalar(m.doc) {
+                    sum += n;
+                    numbers += 1;
+                }
+            }
+        }
+        Ok(true)
+    })?;
+    let number = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+    let v = match op {
+        Aggregate::Count => Value::from(count),
+        Aggregate::Min(_) | Aggregate::Max(_) => best.map_or(Value::Null, |s| s.to_json()),
+        Aggregate::Sum(_) => number(sum),
+        Aggregate::Avg(_) if numbers == 0 => Value::Null,
+        Aggregate::Avg(_) => number(sum / numbers as f64),
+    };
+    stats.bytes_returned += v.to_string().len() as u64;
+    Ok(v)
+}
