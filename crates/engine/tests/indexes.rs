@@ -99,7 +99,7 @@ fn find_all(ns: &Namespace, filter: &Filter, limit: Option<u64>) -> Vec<(Bytes, 
     }
 }
 
-fn check(ns: &Namespace, model: &Model, step: usize) {
+fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
     for filter in filters() {
         let want = reference(model, &filter);
         let mut got = find_all(ns, &filter, None);
@@ -109,7 +109,16 @@ fn check(ns: &Namespace, model: &Model, step: usize) {
         assert_eq!(got.len(), n, "step {step}: duplicates for {filter:?}");
         let got_pks: Vec<&[u8]> = got.iter().map(|(k, _)| &k[..]).collect();
         let want_pks: Vec<&[u8]> = want.iter().map(|(k, _)| &k[..]).collect();
-        assert_eq!(got_pks, want_pks, "step {step}: find {filter:?}");
+        if got_pks != want_pks {
+            let show = |v: Vec<&&[u8]>| -> Vec<String> {
+                v.iter()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect()
+            };
+            let extra = show(got_pks.iter().filter(|k| !want_pks.contains(k)).collect());
+            let missing = show(want_pks.iter().filter(|k| !got_pks.contains(k)).collect());
+            panic!("step {step}: find {filter:?}: extra {extra:?}, missing {missing:?}");
+        }
         for (k, v) in &got {
             assert_eq!(
                 Some(&v.to_vec()),
@@ -176,13 +185,23 @@ fn check(ns: &Namespace, model: &Model, step: usize) {
         got.sort();
         assert_eq!(got, want, "step {step}: get_by_secondary {g}");
         assert!(stats.index_entries >= want.len() as u64);
-        assert_eq!(stats.plan, "index on g");
+        assert_eq!(stats.plan, format!("{kind} index on g"));
+        // The pks come from the index alone.
+        assert_eq!(stats.primary_lookups + stats.value_reads, 0);
     }
 }
 
 #[test]
-fn queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
-    let seed = common::seed(0x1d3);
+fn classic_queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
+    model_run(IndexKind::Classic, common::seed(0x1d3));
+}
+
+#[test]
+fn vas_queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
+    model_run(IndexKind::Vas, common::seed(0x1d4));
+}
+
+fn model_run(kind: IndexKind, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let storage: StorageRef = Arc::new(MemStorage::new());
     let mut db = Db::open_with_storage(storage.clone(), options()).unwrap();
@@ -196,10 +215,15 @@ fn queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
         ns.put(&key(i), &v).unwrap();
         model.insert(key(i), v);
     }
-    ns.create_index("g", IndexKind::Classic).unwrap();
-    ns.create_index("n.v", IndexKind::Classic).unwrap();
+    ns.create_index("g", kind).unwrap();
+    ns.create_index("n.v", kind).unwrap();
     let steps = 40;
+    // A snapshot and the reference as it was then: its queries must not change.
+    let mut pinned: Option<(cerberus_engine::Snapshot, Model)> = None;
     for step in 0..steps {
+        if pinned.is_none() && rng.gen_ratio(1, 4) {
+            pinned = Some((ns.snapshot(), model.clone()));
+        }
         for _ in 0..rng.gen_range(20..120) {
             let k = key(rng.gen_range(0..400));
             if rng.gen_ratio(1, 6) {
@@ -222,6 +246,7 @@ fn queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
             }
             3 => {
                 let id = ns.id();
+                pinned = None;
                 drop(ns);
                 other = None;
                 db.close().unwrap();
@@ -235,18 +260,28 @@ fn queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
             5 => {
                 // Dropped and built again from what the namespace holds now.
                 ns.drop_index("n.v").unwrap();
-                ns.create_index("n.v", IndexKind::Classic).unwrap();
+                ns.create_index("n.v", kind).unwrap();
             }
             _ => {}
         }
-        check(&ns, &model, step);
+        check(&ns, &model, step, kind);
+        if let Some((snap, then)) = &pinned {
+            for filter in filters() {
+                let want: Vec<Vec<u8>> = reference(then, &filter)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                let page = snap.find(&filter, &FindOptions::default()).unwrap();
+                let mut got: Vec<Vec<u8>> = page.records.iter().map(|r| r.pk.to_vec()).collect();
+                got.sort();
+                assert_eq!(got, want, "step {step}: snapshot find {filter:?}");
+            }
+        }
     }
     let mut indexes = ns.list_indexes().unwrap();
     indexes.sort_by(|a, b| a.attr.cmp(&b.attr));
     assert_eq!(indexes.len(), 2);
-    assert!(indexes
-        .iter()
-        .all(|i| i.ready && i.kind == IndexKind::Classic));
+    assert!(indexes.iter().all(|i| i.ready && i.kind == kind));
 }
 
 #[test]
@@ -263,7 +298,7 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     ns.create_index("rare", IndexKind::Classic).unwrap();
     let f = Filter::parse_str(r#"{"common": 1, "rare": 7}"#).unwrap();
     let page = ns.find(&f, &FindOptions::default()).unwrap();
-    assert_eq!(page.stats.plan, "index on rare");
+    assert_eq!(page.stats.plan, "classic index on rare");
     assert_eq!(page.records.len(), 5);
     assert_eq!(page.stats.index_entries, 5);
     assert_eq!(page.stats.primary_lookups, 5);
@@ -432,7 +467,17 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
         let (pks, _) = ns.get_by_secondary("g", &json!(g)).unwrap();
         let mut got: Vec<Vec<u8>> = pks.iter().map(|p| p.to_vec()).collect();
         got.sort();
-        assert_eq!(got, want, "g = {g}");
+        let show = |v: Vec<&Vec<u8>>| -> Vec<String> {
+            v.iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect()
+        };
+        let extra = show(got.iter().filter(|k| !want.contains(k)).collect());
+        let missing = show(want.iter().filter(|k| !got.contains(k)).collect());
+        assert!(
+            extra.is_empty() && missing.is_empty(),
+            "g = {g}: extra {extra:?}, missing {missing:?}"
+        );
     }
     // And after a reopen, from tables and the replayed log.
     let id = ns.id();

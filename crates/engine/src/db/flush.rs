@@ -93,6 +93,13 @@ impl Inner {
         let alloc = || self.new_file_number();
         let params = flush_params(&self.opts);
         let dead = self.namespaces.read().dead.clone();
+        retire_index_entries(
+            &frozen.mem,
+            &self.super_version().version,
+            &self.index_set(),
+            &self.vlog_reader,
+            &self.counters,
+        )?;
         let (props, dropped) = flush_memtable(
             self.storage.as_ref(),
             &frozen.mem,
@@ -114,6 +121,7 @@ impl Inner {
         };
         self.install(edit, Some(&frozen))?;
         self.liveness.mark_dead(&dropped);
+        self.retire_flushed_segments(frozen.mem.max_seq());
         Counters::add(&self.counters.flushes, 1);
         Ok(())
     }

@@ -3,7 +3,7 @@
 
 use super::{Inner, Nsid};
 use crate::error::{Error, IoContext, Result};
-use crate::key::{Kind, ValueAddr};
+use crate::key::{Kind, SeqNo, ValueAddr};
 use crate::storage::IoPurpose;
 use crate::vlog::{self, EncodedWrite, SEGMENT_HEADER_LEN};
 use bytes::Bytes;
@@ -40,7 +40,8 @@ impl Inner {
             if let Some(id) = vlog::parse_segment_name(&name) {
                 // A retired segment waits for its last readers; it is collected already. A
                 // deferred one waits for a snapshot to go.
-                let deferred = self.gc_deferred.lock().contains(&id);
+                let deferred = self.gc_deferred.lock().contains(&id)
+                    || self.retire_after_flush.lock().iter().any(|(_, s)| *s == id);
                 if id < replay_from && !self.vlog_reader.is_retired(id) && !deferred {
                     match self.storage.open(&name).and_then(|f| f.len()) {
                         Ok(len) => out.push((id, len)),
@@ -142,13 +143,37 @@ impl Inner {
             self.gc_deferred.lock().insert(seg);
             return Ok(());
         }
-        // Deleted once the gets that may have found an address in it are done.
-        self.vlog_reader.retire(seg);
-        self.liveness.forget(seg);
-        self.versions.lock().vlog_dead.remove(&seg);
+        if self.index_set().is_empty() {
+            self.retire_segment(seg);
+        } else {
+            // A flush that retires index entries reads the versions its writes replace, and
+            // some may be in this segment: it goes once everything written so far is flushed.
+            let upto = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+            self.retire_after_flush.lock().push((upto, seg));
+        }
         stats.segments_deleted += 1;
         stats.bytes_reclaimed += data.len() as u64;
         Ok(())
+    }
+
+    /// Deletes segment `seg` once the gets that may have found an address in it are done.
+    pub(super) fn retire_segment(&self, seg: u64) {
+        self.vlog_reader.retire(seg);
+        self.liveness.forget(seg);
+        self.versions.lock().vlog_dead.remove(&seg);
+    }
+
+    /// Retires the collected segments waiting for the writes up to `flushed` to be flushed.
+    pub(super) fn retire_flushed_segments(&self, flushed: SeqNo) {
+        let due: Vec<u64> = {
+            let mut pending = self.retire_after_flush.lock();
+            let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(s, _)| *s <= flushed);
+            *pending = keep;
+            due.into_iter().map(|(_, seg)| seg).collect()
+        };
+        for seg in due {
+            self.retire_segment(seg);
+        }
     }
 
     /// Whether a live snapshot reads one of `puts` (the record at that address is the

@@ -6,7 +6,7 @@
 //! checks the record it reaches (`classic`: the current value's attribute).
 
 use super::*;
-use crate::index::{entry_key, AttrPath, Document, IndexDef, IndexKind};
+use crate::index::{entry_key, entry_payload, AttrPath, Document, IndexDef, IndexKind};
 
 /// An index as the write path and queries use it.
 pub(super) struct LiveIndex {
@@ -38,6 +38,10 @@ impl IndexSet {
     pub(super) fn of(&self, ns: Nsid) -> &[Arc<LiveIndex>] {
         self.by_ns.get(&ns).map_or(&[], Vec::as_slice)
     }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.by_ns.is_empty()
+    }
 }
 
 /// What [`Namespace::list_indexes`] reports of one index.
@@ -49,12 +53,14 @@ pub struct IndexInfo {
     pub ready: bool,
 }
 
-/// Inserts into `mem` the entries `indexes` derive from the put of `value` at `pk`, at `seq`.
+/// Inserts into `mem` the entries `indexes` derive from the put of `value` at `pk`, stored
+/// at `addr`, at `seq`.
 pub(super) fn derive_entries(
     mem: &Memtable,
     indexes: &[Arc<LiveIndex>],
     pk: &[u8],
     value: &[u8],
+    addr: key::ValueAddr,
     seq: SeqNo,
 ) {
     if indexes.is_empty() {
@@ -65,12 +71,13 @@ pub(super) fn derive_entries(
         if let Some(sk) = doc.key(&idx.attr) {
             let mut user = idx.def.id.to_be_bytes().to_vec();
             user.extend_from_slice(&entry_key(&sk, pk));
+            let value = Bytes::from(entry_payload(idx.def.kind, addr, seq));
             mem.insert(
                 Bytes::from(user),
                 seq,
                 MemValue {
                     kind: Kind::Put,
-                    value: Bytes::new(),
+                    value,
                     addr: key::ValueAddr::NONE,
                 },
             );
@@ -115,7 +122,7 @@ impl Inner {
                 ns: e.id,
                 attr: path.as_str().to_string(),
                 kind,
-                ready: false,
+                ready: None,
             };
             self.log_edit(
                 &mut vs,
@@ -166,19 +173,22 @@ impl Inner {
             let _pin = self.vlog_reader.pin();
             scan.seek(&[])?;
             let one = [idx.clone()];
-            let mut chunk: Vec<(Bytes, Bytes)> = Vec::with_capacity(BACKFILL_CHUNK);
+            let mut chunk: Vec<(Bytes, Bytes, key::ValueAddr, SeqNo)> =
+                Vec::with_capacity(BACKFILL_CHUNK);
             loop {
                 let done = !scan.valid();
                 if !done && scan.kind() == Kind::Put {
                     let pk = Bytes::copy_from_slice(scan.key());
-                    let value = match scan.index_value() {
+                    let (value, addr) = match scan.index_value() {
                         Some(key::IndexValue::Addr {
-                            inline: Some(v), ..
-                        })
-                        | Some(key::IndexValue::Table(v)) => v,
-                        Some(key::IndexValue::Addr { addr, inline: None }) => self
-                            .vlog_reader
-                            .read_value(addr, e.id, &pk, &e.list_counters)?,
+                            addr,
+                            inline: Some(v),
+                        }) => (v, addr),
+                        Some(key::IndexValue::Addr { addr, inline: None }) => (
+                            self.vlog_reader
+                                .read_value(addr, e.id, &pk, &e.list_counters)?,
+                            addr,
+                        ),
                         _ => {
                             return Err(Error::corruption(
                                 "index",
@@ -187,17 +197,26 @@ impl Inner {
                             ))
                         }
                     };
-                    chunk.push((pk, value));
+                    chunk.push((pk, value, addr, scan.seq()));
                 }
                 if done || chunk.len() >= BACKFILL_CHUNK {
                     // Under the writer lock: the memtable cannot be frozen meanwhile.
                     let mut w = self.writer.lock();
                     self.make_room(&mut w)?;
                     let mem = self.super_version().mem.clone();
-                    for (pk, value) in chunk.drain(..) {
-                        // At the creation seqno: a write after it, with its own entry for
-                        // the same key, is newer.
-                        derive_entries(&mem, &one, &pk, &value, seq);
+                    for (pk, value, addr, at) in chunk.drain(..) {
+                        // Only a record still current gets an entry: a write since the
+                        // snapshot may have been flushed, its tombstone for this entry
+                        // compacted away before the entry existed. Checked under the writer
+                        // lock: a write after the check retires the entry at its own flush.
+                        let hit = self.lookup(e.id, &pk, None, &e.list_counters)?;
+                        if !hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)) {
+                            continue;
+                        }
+                        // At the record's own seqno: snapshots see the entry exactly when
+                        // they see the record, and a write after the index's creation, with
+                        // its own entry for the same key, is newer.
+                        derive_entries(&mem, &one, &pk, &value, addr, at);
                     }
                 }
                 if done {
@@ -213,10 +232,11 @@ impl Inner {
             if !vs.namespaces.indexes.contains_key(&id) {
                 return Err(Error::UnknownIndex(idx.def.attr.clone()));
             }
+            let from = self.visible_seq.load(Ordering::Acquire);
             self.log_edit(
                 &mut vs,
                 VersionEdit {
-                    ready_index: vec![id],
+                    ready_index: vec![(id, from)],
                     ..VersionEdit::default()
                 },
             )?;
@@ -235,7 +255,7 @@ impl Inner {
             .namespaces
             .indexes
             .values()
-            .filter(|d| !d.ready)
+            .filter(|d| d.ready.is_none())
             .map(|d| (d.ns, d.id))
             .collect();
         for (ns, id) in pending {
@@ -273,7 +293,7 @@ impl Inner {
             .map(|d| IndexInfo {
                 attr: d.attr.clone(),
                 kind: d.kind,
-                ready: d.ready,
+                ready: d.ready.is_some(),
             })
             .collect())
     }

@@ -12,6 +12,7 @@ mod query;
 mod read;
 mod recovery;
 mod snapshot;
+mod supersede;
 mod write;
 
 pub use gc::GcStats;
@@ -22,7 +23,8 @@ pub use query::{FindOptions, TopOptions};
 pub use snapshot::Snapshot;
 
 use self::{
-    background::*, flush::*, indexes::*, namespaces::*, recovery::*, snapshot::Snapshots, write::*,
+    background::*, flush::*, indexes::*, namespaces::*, recovery::*, snapshot::Snapshots,
+    supersede::*, write::*,
 };
 
 use crate::batch::{BatchOp, WriteBatch};
@@ -102,6 +104,8 @@ struct Inner {
     /// Segments GC left because a live snapshot can reach a record in them; looked at
     /// again once a snapshot is released.
     gc_deferred: Mutex<HashSet<u64>>,
+    /// Segments GC collected, to be retired once the writes up to the seqno are flushed.
+    retire_after_flush: Mutex<Vec<(SeqNo, u64)>>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
 }
@@ -195,6 +199,7 @@ impl Db {
             manifest_in_doubt: AtomicBool::new(false),
             snapshots: Snapshots::default(),
             gc_deferred: Mutex::new(HashSet::new()),
+            retire_after_flush: Mutex::new(Vec::new()),
             prefetcher: std::sync::OnceLock::new(),
             opts: options,
         });

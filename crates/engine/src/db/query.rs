@@ -58,6 +58,11 @@ struct SnapshotRecords<'a> {
     seq: SeqNo,
     /// The query's own counters: its reads by purpose go into its statistics.
     counters: Arc<Counters>,
+    /// One super version for every walk and memtable check of the query: an index entry
+    /// read from a table and the check for a newer version of its pk in the memtables must
+    /// see the same flushes (else a flush between them hides both the newer version and the
+    /// tombstone it put on the entry).
+    sv: Arc<SuperVersion>,
     /// The open walk of the last `index_entries` or `scan` call and the key it stopped at,
     /// continued when the next call resumes there.
     walk: Option<(Nsid, Vec<u8>, SnapshotScan)>,
@@ -71,6 +76,7 @@ impl<'a> SnapshotRecords<'a> {
             ns,
             seq,
             counters: Arc::new(Counters::new(inner.counters.page_size())),
+            sv: inner.super_version(),
             walk: None,
             _pin: inner.vlog_reader.pin(),
         }
@@ -85,7 +91,7 @@ impl<'a> SnapshotRecords<'a> {
                 return Ok(scan);
             }
         }
-        let sv = self.inner.super_version();
+        let sv = &self.sv;
         let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
             .chain(sv.imm.iter().map(|f| &f.mem))
             .cloned()
@@ -144,7 +150,7 @@ impl Records for SnapshotRecords<'_> {
         after: Option<&[u8]>,
         max: usize,
         stats: &mut QueryStats,
-    ) -> Result<Vec<Vec<u8>>> {
+    ) -> Result<Vec<(Vec<u8>, Bytes)>> {
         let t = Instant::now();
         let mut scan = self.walk(index, &range.start, after)?;
         let mut out = Vec::new();
@@ -154,13 +160,17 @@ impl Records for SnapshotRecords<'_> {
                 break;
             }
             if scan.kind() == Kind::Put {
-                out.push(key.to_vec());
+                let payload = match scan.index_value() {
+                    Some(IndexValue::Table(v)) => v,
+                    _ => return Err(Error::corruption("index", 0, "malformed index entry")),
+                };
+                out.push((key.to_vec(), payload));
             }
             if out.len() < max {
                 scan.next()?;
             }
         }
-        if let Some(last) = out.last() {
+        if let Some((last, _)) = out.last() {
             self.walk = Some((index, last.clone(), scan));
         }
         stats.index_entries += out.len() as u64;
@@ -191,6 +201,35 @@ impl Records for SnapshotRecords<'_> {
         stats.value_reads += 1;
         stats.value_read_ns += t.elapsed().as_nanos() as u64;
         Ok(Some(value))
+    }
+
+    fn superseded(&mut self, pk: &[u8], seq: SeqNo, stats: &mut QueryStats) -> Result<bool> {
+        let t = Instant::now();
+        let sv = &self.sv;
+        let user = key::user_part(self.ns, pk);
+        // The newest memtable holding the pk has its newest version.
+        let newer = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .find_map(|m| m.get(&user, self.seq))
+            .is_some_and(|(s, _)| s > seq);
+        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        Ok(newer)
+    }
+
+    fn read_at(
+        &mut self,
+        pk: &[u8],
+        addr: key::ValueAddr,
+        stats: &mut QueryStats,
+    ) -> Result<Bytes> {
+        let t = Instant::now();
+        let v = self
+            .inner
+            .vlog_reader
+            .read_value(addr, self.ns, pk, &self.counters)?;
+        stats.value_reads += 1;
+        stats.value_read_ns += t.elapsed().as_nanos() as u64;
+        Ok(v)
     }
 
     fn scan(
@@ -229,15 +268,17 @@ fn parse_paths(paths: &[String]) -> Result<Vec<AttrPath>> {
 }
 
 impl Inner {
-    /// The ready indexes of `ns`, as the planner takes them.
-    fn index_choices(&self, ns: Nsid) -> Vec<IndexChoice> {
+    /// The indexes of `ns` a query at snapshot `seq` can read, as the planner takes them:
+    /// ready at or before it.
+    fn index_choices(&self, ns: Nsid, seq: SeqNo) -> Vec<IndexChoice> {
         self.index_set()
             .of(ns)
             .iter()
-            .filter(|i| i.def.ready)
+            .filter(|i| i.def.ready.is_some_and(|from| from <= seq))
             .map(|i| IndexChoice {
                 id: i.def.id,
                 attr: i.attr.clone(),
+                kind: i.def.kind,
             })
             .collect()
     }
@@ -248,7 +289,7 @@ impl Inner {
         filter: &Filter,
         stats: &mut QueryStats,
     ) -> Result<Plan> {
-        let choices = self.index_choices(r.ns);
+        let choices = self.index_choices(r.ns, r.seq);
         let plan = query::plan(filter, &choices, &mut |id, ranges| {
             let mut n = 0;
             for range in ranges {
@@ -305,7 +346,7 @@ impl Inner {
                     None => Access::Scan,
                     Some(id) => {
                         let choice = self
-                            .index_choices(e.id)
+                            .index_choices(e.id, seq)
                             .into_iter()
                             .find(|i| i.id == id)
                             .ok_or_else(|| {
@@ -322,6 +363,7 @@ impl Inner {
                         Access::Index {
                             id,
                             attr: choice.attr,
+                            kind: choice.kind,
                             ranges,
                         }
                     }
@@ -366,32 +408,49 @@ impl Inner {
             .iter()
             .find(|i| i.attr == path)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
-        if !idx.def.ready {
-            return Err(Error::InvalidQuery(format!(
-                "the index on {attr} is still being built"
-            )));
-        }
-        let filter = Filter {
-            conditions: vec![(path.clone(), crate::query::Condition::Eq(sk))],
-        };
-        let plan = Plan {
-            access: Access::Index {
-                id: idx.def.id,
-                attr: path,
-                ranges: filter.conditions[0].1.key_ranges(),
-            },
-            estimate: None,
-        };
+        let ranges = crate::query::Condition::Eq(sk.clone()).key_ranges();
         let mut r = SnapshotRecords::new(self, e.id, seq);
+        if idx.def.ready.is_none_or(|from| from > seq) {
+            // Being built, or built after this snapshot: the records say it themselves.
+            let filter = Filter {
+                conditions: vec![(path, crate::query::Condition::Eq(sk))],
+            };
+            let plan = Plan {
+                access: Access::Scan,
+                estimate: None,
+            };
+            let mut stats = QueryStats {
+                plan: "scan (the index is younger than the snapshot or still being built)".into(),
+                ..QueryStats::default()
+            };
+            let mut pks = Vec::new();
+            query::for_each_match(&mut r, &filter, &plan, None, &mut stats, &mut |m| {
+                pks.push(m.pk.clone());
+                Ok(true)
+            })?;
+            stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
+            r.finish(&mut stats);
+            return Ok((pks, stats));
+        }
         let mut stats = QueryStats {
-            plan: plan.describe(),
+            plan: format!("{} index on {path}", idx.def.kind),
             ..QueryStats::default()
         };
+        // Live entries are exact (stale ones are hidden by tombstones or caught in the
+        // memtables): the pks need no read of their records.
         let mut pks = Vec::new();
-        query::for_each_match(&mut r, &filter, &plan, None, &mut stats, &mut |m| {
-            pks.push(m.pk.clone());
-            Ok(true)
-        })?;
+        query::for_each_entry(
+            &mut r,
+            idx.def.id,
+            idx.def.kind,
+            &ranges,
+            None,
+            &mut stats,
+            &mut |_, e, _| {
+                pks.push(e.pk);
+                Ok(true)
+            },
+        )?;
         stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
         r.finish(&mut stats);
         Ok((pks, stats))

@@ -125,7 +125,7 @@ impl Inner {
         // that super version (a flush after it moves entries into a newer one only).
         let sv = self.super_version();
         let snapshot = at.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
-        let mut user = key::user_part(ns, key);
+        let user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {
                 clock.hit(STEP_MEMTABLE);
@@ -138,65 +138,116 @@ impl Inner {
             }
         }
         clock.miss(STEP_MEMTABLE, true);
-        let hash = filter_hash(&user);
-        key::push_trailer(&mut user, snapshot, Kind::Put);
-        let seek = user;
-        let user = &seek[..seek.len() - TRAILER_LEN];
-        // Tables that overlap each other (L0, runs), newest first: the first answer wins.
-        let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
-                          probed: &mut bool|
-         -> Result<Option<(u64, Kind, IndexValue)>> {
-            for t in tables.filter(|t| t.covers(user)) {
-                let r = t.reader()?;
-                if r.ns_may_contain(ns, key) {
-                    *probed = true;
-                    if r.may_contain(hash, c)? {
-                        if let Some(f) = r.get(user, &seek, c)? {
-                            return Ok(Some(f));
-                        }
-                    }
+        let Some((step, kind, iv)) =
+            search_tables(&sv.version, ns, key, snapshot, c, &mut clock, None)?
+        else {
+            return Ok(None);
+        };
+        let (kind, addr, value) = match iv {
+            IndexValue::Tombstone => (Kind::Delete, None, None),
+            IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
+            IndexValue::Table(v) => (kind, None, Some(v)),
+        };
+        Ok(Some(Hit {
+            step,
+            kind,
+            addr,
+            value,
+        }))
+    }
+}
+
+/// Filters and index blocks of the tables a batch of lookups touched, each read once for the
+/// batch (a flush's lookups of the versions it supersedes), whatever the cache budget.
+#[derive(Default)]
+pub(super) struct ProbeCache {
+    tables: HashMap<u64, (Option<Bytes>, crate::table::block::Block)>,
+}
+
+/// Asks table `r` for the newest version of `user` at or below `seek`'s seqno, through its
+/// filter first (`Ok(None)` also when the filter rules it out).
+fn probe_table(
+    r: &crate::table::TableReader,
+    user: &[u8],
+    seek: &[u8],
+    hash: u64,
+    c: &Counters,
+    cache: Option<&mut ProbeCache>,
+) -> Result<Option<(u64, Kind, IndexValue)>> {
+    match cache {
+        None if r.may_contain(hash, c)? => r.get(user, seek, c),
+        None => Ok(None),
+        Some(cache) => {
+            let (filter, index) = match cache.tables.entry(r.id()) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(r.probe_blocks(c)?),
+            };
+            if crate::table::TableReader::filter_allows(filter.as_ref(), hash, c) {
+                r.get_in(index, user, seek, c)
+            } else {
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The newest version of `(ns, key)` at or below `snapshot` in `version`'s tables: L0 newest
+/// first, then the namespace's runs newest first, then one table per deeper level, each asked
+/// through its filter first; with the step that found it. Each step's outcome and time go to
+/// `clock`; filters and index blocks come from `cache` if given.
+pub(super) fn search_tables(
+    version: &Version,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+    clock: &mut StepClock<'_>,
+    mut cache: Option<&mut ProbeCache>,
+) -> Result<Option<(usize, Kind, IndexValue)>> {
+    let mut seek = key::user_part(ns, key);
+    let hash = filter_hash(&seek);
+    key::push_trailer(&mut seek, snapshot, Kind::Put);
+    let user = &seek[..seek.len() - TRAILER_LEN];
+    // Tables that overlap each other (L0, runs), newest first: the first answer wins.
+    let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
+                      probed: &mut bool,
+                      cache: &mut Option<&mut ProbeCache>|
+     -> Result<Option<(u64, Kind, IndexValue)>> {
+        for t in tables.filter(|t| t.covers(user)) {
+            let r = t.reader()?;
+            if r.ns_may_contain(ns, key) {
+                *probed = true;
+                if let Some(f) = probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())? {
+                    return Ok(Some(f));
                 }
             }
-            Ok(None)
-        };
-        let steps = [STEP_L0, STEP_RUNS]
-            .into_iter()
-            .chain((1..sv.version.num_levels()).map(level_step));
-        for step in steps {
-            let mut probed = false;
-            let found = match step {
-                STEP_L0 => search_all(&mut sv.version.levels[0].iter(), &mut probed)?,
-                STEP_RUNS => search_all(&mut sv.version.runs_of(ns).iter(), &mut probed)?,
-                _ => match sv.version.find_in_level(step_level(step), user) {
-                    Some(t) => {
-                        probed = true;
-                        let r = t.reader()?;
-                        if r.may_contain(hash, c)? {
-                            r.get(user, &seek, c)?
-                        } else {
-                            None
-                        }
-                    }
-                    None => None,
-                },
-            };
-            let Some((_, kind, iv)) = found else {
-                clock.miss(step, probed);
-                continue;
-            };
-            clock.hit(step);
-            let (kind, addr, value) = match iv {
-                IndexValue::Tombstone => (Kind::Delete, None, None),
-                IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
-                IndexValue::Table(v) => (kind, None, Some(v)),
-            };
-            return Ok(Some(Hit {
-                step,
-                kind,
-                addr,
-                value,
-            }));
         }
         Ok(None)
+    };
+    let steps = [STEP_L0, STEP_RUNS]
+        .into_iter()
+        .chain((1..version.num_levels()).map(level_step));
+    for step in steps {
+        let mut probed = false;
+        let found = match step {
+            STEP_L0 => search_all(&mut version.levels[0].iter(), &mut probed, &mut cache)?,
+            STEP_RUNS => search_all(&mut version.runs_of(ns).iter(), &mut probed, &mut cache)?,
+            _ => match version.find_in_level(step_level(step), user) {
+                Some(t) => {
+                    probed = true;
+                    let r = t.reader()?;
+                    probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())?
+                }
+                None => None,
+            },
+        };
+        match found {
+            Some((_, kind, iv)) => {
+                clock.hit(step);
+                return Ok(Some((step, kind, iv)));
+            }
+            None => clock.miss(step, probed),
+        }
     }
+    Ok(None)
 }

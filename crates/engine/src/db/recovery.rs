@@ -85,7 +85,7 @@ pub(super) fn recover(
         let end = vlog::replay_segment(storage, seg, start, is_last, |r| {
             if r.seq > flushed_seq {
                 if r.kind == Kind::Put {
-                    derive_entries(&mem, indexes.of(r.nsid), &r.key, &r.value, r.seq);
+                    derive_entries(&mem, indexes.of(r.nsid), &r.key, &r.value, r.addr, r.seq);
                 }
                 let mut user = Vec::with_capacity(4 + r.key.len());
                 user.extend_from_slice(&r.nsid.to_be_bytes());
@@ -115,6 +115,8 @@ pub(super) fn recover(
         let alloc = || ids.replace(ids.get() + 1);
         let params = flush_params(opts);
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
+        let vlog = VlogReader::new(ctx.storage.clone());
+        retire_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
         let (props, dropped) =
             flush_memtable(storage, &mem, params, opts, &dead, SeqNo::MAX, &alloc)?;
         for (seg, bytes) in dead_bytes_by_segment(&dropped) {

@@ -211,7 +211,7 @@ impl Inner {
                     len: s.len as u32,
                 };
                 if s.kind == Kind::Put {
-                    derive_entries(&mem, own, key, &value, seq);
+                    derive_entries(&mem, own, key, &value, addr, seq);
                 }
                 mem.insert(
                     Bytes::from(user),

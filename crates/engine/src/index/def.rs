@@ -6,7 +6,9 @@
 //! `encoded sk ++ pk`; its value is kept in the table only (no value-log record: it is derived
 //! from the primary record, and recovery derives it again when it replays that record).
 
-use super::{AttrPath, Scalar};
+use super::{AttrPath, IndexKind, Scalar};
+use crate::coding::{put_varint, Cursor};
+use crate::key::{SeqNo, ValueAddr};
 use serde_json::Value;
 
 /// A document's secondary keys, parsed once for all the indexes of its namespace.
@@ -39,6 +41,34 @@ pub fn split_entry_key(key: &[u8]) -> Option<(Scalar, &[u8])> {
     Some((sk, &key[used..]))
 }
 
+/// An index entry's value: the seqno of the record it stands for (a newer version of the pk
+/// supersedes it), and for a VAS index the record's value-log address first.
+pub fn entry_payload(kind: IndexKind, addr: ValueAddr, seq: SeqNo) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    if kind == IndexKind::Vas {
+        put_varint(&mut out, addr.segment);
+        put_varint(&mut out, addr.offset);
+        put_varint(&mut out, u64::from(addr.len));
+    }
+    put_varint(&mut out, seq);
+    out
+}
+
+/// The address (VAS only) and seqno of an entry's value; `None` if malformed.
+pub fn decode_payload(kind: IndexKind, buf: &[u8]) -> Option<(Option<ValueAddr>, SeqNo)> {
+    let mut c = Cursor::new(buf);
+    let addr = match kind {
+        IndexKind::Classic => None,
+        IndexKind::Vas => Some(ValueAddr {
+            segment: c.varint()?,
+            offset: c.varint()?,
+            len: u32::try_from(c.varint()?).ok()?,
+        }),
+    };
+    let seq = c.varint()?;
+    c.is_empty().then_some((addr, seq))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +86,26 @@ mod tests {
         assert_eq!(doc.key(&path("e")), None);
         assert_eq!(doc.key(&path("missing")), None);
         assert_eq!(Document::parse(b"not json").key(&path("a")), None);
+    }
+
+    #[test]
+    fn payloads_round_trip() {
+        let a = ValueAddr {
+            segment: 7,
+            offset: 1 << 40,
+            len: 300,
+        };
+        let vas = entry_payload(IndexKind::Vas, a, 99);
+        assert_eq!(decode_payload(IndexKind::Vas, &vas), Some((Some(a), 99)));
+        let classic = entry_payload(IndexKind::Classic, a, 99);
+        assert_eq!(
+            decode_payload(IndexKind::Classic, &classic),
+            Some((None, 99))
+        );
+        assert_eq!(decode_payload(IndexKind::Vas, &classic), None);
+        let mut long = vas.clone();
+        long.push(0);
+        assert_eq!(decode_payload(IndexKind::Vas, &long), None);
     }
 
     #[test]

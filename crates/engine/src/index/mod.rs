@@ -5,5 +5,5 @@ mod def;
 mod scalar;
 
 pub use crate::version::{IndexDef, IndexKind};
-pub use def::{entry_key, split_entry_key, Document};
+pub use def::{decode_payload, entry_key, entry_payload, split_entry_key, Document};
 pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar, ScalarType};

@@ -68,6 +68,7 @@ pub struct SnapshotScan {
     /// `nsid ++ user key` of the current key.
     user: Vec<u8>,
     kind: Kind,
+    seq: SeqNo,
     valid: bool,
     /// Keeps the tables it reads alive (and their files undeleted) while the scan reads them.
     _version: Arc<Version>,
@@ -109,6 +110,7 @@ impl SnapshotScan {
             snapshot,
             user: Vec::new(),
             kind: Kind::Put,
+            seq: 0,
             valid: false,
             _version: version,
         })
@@ -151,6 +153,11 @@ impl SnapshotScan {
         self.kind
     }
 
+    /// Seqno of the current key's newest visible version.
+    pub fn seq(&self) -> SeqNo {
+        self.seq
+    }
+
     /// Moves to the next user key, past the older versions of this one.
     pub fn next(&mut self) -> Result<()> {
         if !self.valid {
@@ -177,6 +184,7 @@ impl SnapshotScan {
             }
             self.kind = Kind::from_u8(kind)
                 .ok_or_else(|| Error::corruption("index", 0, "bad entry kind"))?;
+            self.seq = seq;
             self.user.clear();
             self.user.extend_from_slice(user);
             self.valid = true;

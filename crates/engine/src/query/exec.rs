@@ -8,7 +8,8 @@
 use super::plan::{Access, Plan};
 use super::Filter;
 use crate::error::{Error, Result};
-use crate::index::{split_entry_key, AttrPath, Scalar};
+use crate::index::{decode_payload, split_entry_key, AttrPath, IndexKind, Scalar};
+use crate::key::{SeqNo, ValueAddr};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -43,8 +44,8 @@ pub struct QueryStats {
 
 /// The reads a query makes, at one snapshot of one namespace.
 pub trait Records {
-    /// Up to `max` entry keys of index `index` in `[start, end)`, after `after` if given, in
-    /// order.
+    /// Up to `max` entries (key and value) of index `index` in `[start, end)`, after `after`
+    /// if given, in order.
     fn index_entries(
         &mut self,
         index: crate::key::Nsid,
@@ -52,10 +53,17 @@ pub trait Records {
         after: Option<&[u8]>,
         max: usize,
         stats: &mut QueryStats,
-    ) -> Result<Vec<Vec<u8>>>;
+    ) -> Result<Vec<(Vec<u8>, Bytes)>>;
 
-    /// The value of `pk`, or `None` (deleted).
+    /// Whether a version of `pk` newer than `seq` is still in a memtable: the flush that
+    /// will put a tombstone on the entry of the older version has not happened yet.
+    fn superseded(&mut self, pk: &[u8], seq: SeqNo, stats: &mut QueryStats) -> Result<bool>;
+
+    /// The value of `pk`, or `None` (deleted): a primary lookup.
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>>;
+
+    /// The value of `pk` read at `addr` (a VAS entry's address): no primary lookup.
+    fn read_at(&mut self, pk: &[u8], addr: ValueAddr, stats: &mut QueryStats) -> Result<Bytes>;
 
     /// Up to `max` records after `after` (from the start if `None`), in pk order.
     fn scan(
@@ -78,6 +86,61 @@ pub struct Match<'a> {
     pub doc: &'a Value,
 }
 
+/// A live index entry: its key, secondary key, pk, and (VAS) the record's address.
+pub struct Entry<'a> {
+    pub key: &'a [u8],
+    pub sk: Scalar,
+    pub pk: Bytes,
+    pub addr: Option<ValueAddr>,
+}
+
+/// Calls `f` with every live entry of index `id` in `ranges`, in key order, after `after`;
+/// stops when `f` returns false. An entry is live unless a newer version of its pk is still in
+/// a memtable (once flushed, the newer version's tombstone hides the entry from the scan).
+pub fn for_each_entry(
+    records: &mut dyn Records,
+    id: crate::key::Nsid,
+    kind: IndexKind,
+    ranges: &[super::KeyRange],
+    after: Option<&[u8]>,
+    stats: &mut QueryStats,
+    f: &mut dyn FnMut(&mut dyn Records, Entry<'_>, &mut QueryStats) -> Result<bool>,
+) -> Result<()> {
+    let malformed = || Error::corruption("index", 0, "malformed secondary index entry");
+    for range in ranges {
+        // Ranges are in key order: skip those wholly before the resume point.
+        let mut from: Option<Vec<u8>> = match (after, &range.end) {
+            (Some(a), Some(end)) if a >= end.as_slice() => continue,
+            (Some(a), _) if a >= range.start.as_slice() => Some(a.to_vec()),
+            _ => None,
+        };
+        loop {
+            let entries = records.index_entries(id, range, from.as_deref(), BATCH, stats)?;
+            for (key, payload) in &entries {
+                let (sk, pk) = split_entry_key(key).ok_or_else(malformed)?;
+                let (addr, seq) = decode_payload(kind, payload).ok_or_else(malformed)?;
+                if records.superseded(pk, seq, stats)? {
+                    continue;
+                }
+                let e = Entry {
+                    key,
+                    sk,
+                    pk: Bytes::copy_from_slice(pk),
+                    addr,
+                };
+                if !f(records, e, stats)? {
+                    return Ok(());
+                }
+            }
+            if entries.len() < BATCH {
+                break;
+            }
+            from = entries.last().map(|(k, _)| k.clone());
+        }
+    }
+    Ok(())
+}
+
 /// Calls `f` with every record meeting `filter`, in the plan's order (index order, or pk
 /// order), starting after `after`; stops when `f` returns false.
 pub fn for_each_match(
@@ -94,47 +157,37 @@ pub fn for_each_match(
         filter.matches(&doc).then_some(doc)
     };
     match &plan.access {
-        Access::Index { id, ranges, attr } => {
-            for range in ranges {
-                // Ranges are in key order: skip those wholly before the resume point.
-                let mut from: Option<Vec<u8>> = match (after, &range.end) {
-                    (Some(a), Some(end)) if a >= end.as_slice() => continue,
-                    (Some(a), _) if a >= range.start.as_slice() => Some(a.to_vec()),
-                    _ => None,
+        Access::Index {
+            id,
+            ranges,
+            attr,
+            kind,
+        } => {
+            let mut visit = |records: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
+                let value = match e.addr {
+                    Some(addr) => Some(records.read_at(&e.pk, addr, stats)?),
+                    None => records.get(&e.pk, stats)?,
                 };
-                loop {
-                    let keys = records.index_entries(*id, range, from.as_deref(), BATCH, stats)?;
-                    for key in &keys {
-                        let (sk, pk) = split_entry_key(key).ok_or_else(|| {
-                            Error::corruption("index", 0, "malformed secondary index entry")
-                        })?;
-                        let pk = Bytes::copy_from_slice(pk);
-                        let Some(value) = records.get(&pk, stats)? else {
-                            continue;
-                        };
-                        // The entry is stale unless the record still has its secondary key:
-                        // else a record whose old and new keys both meet the filter would
-                        // come twice.
-                        let live = |doc: &Value| attr.scalar(doc).is_some_and(|s| s == sk);
-                        if let Some(doc) = check(stats, &value).filter(live) {
-                            stats.records_matched += 1;
-                            let m = Match {
-                                position: key,
-                                pk: &pk,
-                                value: &value,
-                                doc: &doc,
-                            };
-                            if !f(m)? {
-                                return Ok(());
-                            }
-                        }
+                let Some(value) = value else {
+                    return Ok(true);
+                };
+                // A live entry's record has its secondary key; checked anyway, as it is cheap
+                // and a record must never come twice (under an old key and a new one).
+                let holds_key = |doc: &Value| attr.scalar(doc).is_some_and(|s| s == e.sk);
+                match check(stats, &value).filter(holds_key) {
+                    Some(doc) => {
+                        stats.records_matched += 1;
+                        f(Match {
+                            position: e.key,
+                            pk: &e.pk,
+                            value: &value,
+                            doc: &doc,
+                        })
                     }
-                    if keys.len() < BATCH {
-                        break;
-                    }
-                    from = keys.last().cloned();
+                    None => Ok(true),
                 }
-            }
+            };
+            for_each_entry(records, *id, *kind, ranges, after, stats, &mut visit)?;
         }
         Access::Scan => {
             let mut from = after.map(<[u8]>::to_vec);
@@ -189,14 +242,14 @@ fn serialize_bytes<S: serde::Serializer>(b: &Bytes, s: S) -> std::result::Result
 }
 
 /// Heap entry: ordered so that the heap's top is the first to give up its place.
-struct Entry {
+struct Candidate {
     key: Scalar,
     pk: Bytes,
     desc: bool,
     projection: Option<Value>,
 }
 
-impl Entry {
+impl Candidate {
     /// Rank order: smaller ranks first (ascending key, or descending), ties by pk.
     fn rank_cmp(&self, other: &Self) -> Ordering {
         let by_key = if self.desc {
@@ -208,18 +261,18 @@ impl Entry {
     }
 }
 
-impl PartialEq for Entry {
+impl PartialEq for Candidate {
     fn eq(&self, other: &Self) -> bool {
         self.rank_cmp(other) == Ordering::Equal
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Entry {
+impl Ord for Candidate {
     fn cmp(&self, other: &Self) -> Ordering {
         self.rank_cmp(other)
     }
@@ -252,11 +305,11 @@ pub fn top_k(
         projection,
     } = spec;
     let (desc, k, projection) = (*desc, *k, projection.as_deref());
-    let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(k + 1);
+    let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
     if k > 0 {
         for_each_match(records, filter, plan, None, stats, &mut |m| {
             if let Some(key) = by.scalar(m.doc) {
-                let e = Entry {
+                let e = Candidate {
                     key,
                     pk: m.pk.clone(),
                     desc,

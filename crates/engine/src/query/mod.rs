@@ -7,7 +7,10 @@ mod filter;
 mod find;
 mod plan;
 
-pub use exec::{aggregate, for_each_match, top_k, Aggregate, QueryStats, Ranked, Records, TopSpec};
+pub use exec::{
+    aggregate, for_each_entry, for_each_match, top_k, Aggregate, QueryStats, Ranked, Records,
+    TopSpec,
+};
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{
     find_page, fingerprint, Continuation, FindPage, Found, PageRequest, DEFAULT_PAGE_BYTES,

@@ -3,7 +3,7 @@
 
 use super::{Filter, KeyRange};
 use crate::error::Result;
-use crate::index::AttrPath;
+use crate::index::{AttrPath, IndexKind};
 use crate::key::Nsid;
 
 /// An index a query may read: ready, of the queried namespace.
@@ -11,6 +11,7 @@ use crate::key::Nsid;
 pub struct IndexChoice {
     pub id: Nsid,
     pub attr: AttrPath,
+    pub kind: IndexKind,
 }
 
 /// How the records are reached.
@@ -20,6 +21,7 @@ pub enum Access {
     Index {
         id: Nsid,
         attr: AttrPath,
+        kind: IndexKind,
         ranges: Vec<KeyRange>,
     },
     /// Every record of the namespace.
@@ -38,7 +40,7 @@ impl Plan {
     /// One line for the statistics: `index on ATTR` or `scan`.
     pub fn describe(&self) -> String {
         match &self.access {
-            Access::Index { attr, .. } => format!("index on {attr}"),
+            Access::Index { attr, kind, .. } => format!("{kind} index on {attr}"),
             Access::Scan => "scan (no usable index)".to_string(),
         }
     }
@@ -72,6 +74,7 @@ pub fn plan(
                 Access::Index {
                     id: idx.id,
                     attr: idx.attr.clone(),
+                    kind: idx.kind,
                     ranges,
                 },
             ));
@@ -105,6 +108,7 @@ mod tests {
         let idx = |id, a: &str| IndexChoice {
             id,
             attr: AttrPath::parse(a).unwrap(),
+            kind: IndexKind::Classic,
         };
         let indexes = [idx(10, "a"), idx(11, "b")];
         let mut counts = |id: Nsid, _: &[KeyRange]| Ok(if id == 10 { 500 } else { 7 });

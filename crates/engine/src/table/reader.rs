@@ -66,6 +66,11 @@ impl TableReader {
     }
 
     /// Whether the NSTable allows `key` of namespace `ns` to be in this table.
+    /// The table's file number.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     pub fn ns_may_contain(&self, ns: crate::key::Nsid, key: &[u8]) -> bool {
         match self.nstable.binary_search_by_key(&ns, |r| r.nsid) {
             Ok(i) => {
@@ -135,21 +140,41 @@ impl TableReader {
     /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here; reads
     /// are counted in `c`.
     pub fn may_contain(&self, hash: u64, c: &Counters) -> Result<bool> {
+        let f = self.filter(c)?;
+        Ok(Self::filter_allows(f.as_ref(), hash, c))
+    }
+
+    /// The table's filter and index block, read once for many probes in a row (a flush's
+    /// batch of lookups), without filling the cache.
+    pub fn probe_blocks(&self, c: &Counters) -> Result<(Option<Bytes>, Block)> {
+        Ok((self.filter(c)?, self.index(c, false)?))
+    }
+
+    /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.
+    pub fn filter_allows(filter: Option<&Bytes>, hash: u64, c: &Counters) -> bool {
         Counters::add(&c.filter_probes, 1);
-        let ok = match self.filter(c)? {
-            Some(f) => filter::may_contain(&f, hash),
-            None => true,
-        };
+        let ok = filter.is_none_or(|f| filter::may_contain(f, hash));
         if !ok {
             Counters::add(&c.filter_negatives, 1);
         }
-        Ok(ok)
+        ok
     }
 
     /// The newest version of `user` at or below the seqno in `seek` (an internal key made by
     /// `key::seek_key`). The filter is not consulted; call `may_contain` first.
     pub fn get(&self, user: &[u8], seek: &[u8], c: &Counters) -> Result<Option<Found>> {
         let index = self.index(c, true)?;
+        self.get_in(&index, user, seek, c)
+    }
+
+    /// [`TableReader::get`] with the table's index block at hand.
+    pub fn get_in(
+        &self,
+        index: &Block,
+        user: &[u8],
+        seek: &[u8],
+        c: &Counters,
+    ) -> Result<Option<Found>> {
         let mut ii = index.iter();
         ii.seek(seek, cmp_ikey);
         if !ii.valid() {

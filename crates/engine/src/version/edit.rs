@@ -40,7 +40,8 @@ pub struct VersionEdit {
     /// Indexes created (an index is dropped as its id is destroyed, like a namespace).
     pub created_index: Vec<IndexDef>,
     /// Indexes whose backfill completed.
-    pub ready_index: Vec<Nsid>,
+    /// Indexes whose backfill completed, and the seqno from which snapshots can use them.
+    pub ready_index: Vec<(Nsid, u64)>,
 }
 
 impl VersionEdit {
@@ -79,9 +80,10 @@ impl VersionEdit {
             out.push(d.kind.to_u8());
             put_bytes(&mut out, d.attr.as_bytes());
         }
-        for id in &self.ready_index {
+        for &(id, seq) in &self.ready_index {
             out.push(TAG_INDEX_READY);
-            put_varint(&mut out, u64::from(*id));
+            put_varint(&mut out, u64::from(id));
+            put_varint(&mut out, seq);
         }
         for &(seg, bytes) in &self.vlog_dead {
             out.push(TAG_VLOG_DEAD);
@@ -147,10 +149,12 @@ impl VersionEdit {
                         ns,
                         attr,
                         kind,
-                        ready: false,
+                        ready: None,
                     });
                 }
-                TAG_INDEX_READY => e.ready_index.push(Nsid::try_from(c.varint()?).ok()?),
+                TAG_INDEX_READY => e
+                    .ready_index
+                    .push((Nsid::try_from(c.varint()?).ok()?, c.varint()?)),
                 _ => return None,
             }
         }
@@ -190,9 +194,9 @@ mod tests {
                 ns: 3,
                 attr: "user.id".into(),
                 kind: IndexKind::Classic,
-                ready: false,
+                ready: None,
             }],
-            ready_index: vec![5],
+            ready_index: vec![(5, 77)],
         };
         assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
         assert_eq!(VersionEdit::decode(&[99]), None);

@@ -37,9 +37,9 @@ impl Namespaces {
             self.indexes.insert(d.id, d.clone());
             self.next = self.next.max(d.id.saturating_add(1));
         }
-        for id in &edit.ready_index {
+        for (id, seq) in &edit.ready_index {
             if let Some(d) = self.indexes.get_mut(id) {
-                d.ready = true;
+                d.ready = Some(*seq);
             }
         }
         for ns in &edit.destroyed_ns {
@@ -62,8 +62,7 @@ impl Namespaces {
         edit.ready_index = self
             .indexes
             .values()
-            .filter(|d| d.ready)
-            .map(|d| d.id)
+            .filter_map(|d| Some((d.id, d.ready?)))
             .collect();
     }
 
@@ -80,18 +79,24 @@ pub enum IndexKind {
     /// The entry holds nothing more: a query looks the pk up in the primary index and checks
     /// the attribute of the value it finds (so entries a later write made stale drop out).
     Classic,
+    /// Value-addressed (the paper's VAS): the entry also holds the record's value-log address,
+    /// so a query reads the value straight from the log, with no primary lookup; whether the
+    /// record is still the newest comes from the memtables and the superseded-record marks.
+    Vas,
 }
 
 impl IndexKind {
     pub fn as_str(self) -> &'static str {
         match self {
             IndexKind::Classic => "classic",
+            IndexKind::Vas => "vas",
         }
     }
 
     pub fn parse(text: &str) -> Option<IndexKind> {
         match text {
             "classic" => Some(IndexKind::Classic),
+            "vas" => Some(IndexKind::Vas),
             _ => None,
         }
     }
@@ -99,12 +104,14 @@ impl IndexKind {
     pub(crate) fn to_u8(self) -> u8 {
         match self {
             IndexKind::Classic => 0,
+            IndexKind::Vas => 1,
         }
     }
 
     pub(crate) fn from_u8(v: u8) -> Option<IndexKind> {
         match v {
             0 => Some(IndexKind::Classic),
+            1 => Some(IndexKind::Vas),
             _ => None,
         }
     }
@@ -126,8 +133,9 @@ pub struct IndexDef {
     /// The attribute path as given (`index::AttrPath` parses it).
     pub attr: String,
     pub kind: IndexKind,
-    /// Backfill done: every record written before the index was created has its entry.
-    pub ready: bool,
+    /// Backfill done: from this seqno on, every record a snapshot sees has its entry (a
+    /// snapshot older than that reads without the index).
+    pub ready: Option<u64>,
 }
 
 #[cfg(test)]
@@ -136,9 +144,10 @@ mod tests {
 
     #[test]
     fn kinds_round_trip() {
-        let k = IndexKind::Classic;
-        assert_eq!(IndexKind::from_u8(k.to_u8()), Some(k));
-        assert_eq!(IndexKind::parse(k.as_str()), Some(k));
+        for k in [IndexKind::Classic, IndexKind::Vas] {
+            assert_eq!(IndexKind::from_u8(k.to_u8()), Some(k));
+            assert_eq!(IndexKind::parse(k.as_str()), Some(k));
+        }
         assert_eq!(IndexKind::parse("btree"), None);
     }
 }

@@ -1,0 +1,104 @@
+//! The index entries a flush retires (DESIGN.md, Secondary indexes and Liveness).
+//!
+//! Writes stay blind: a put adds the entries of its new value and reads nothing, so the
+//! entries of the version it replaced stay behind. The flush that makes the write durable
+//! finds that version (an older one in the same memtable, or the newest in the tables: one
+//! lookup per key, each table's filter and index block read once per flush) and puts a
+//! tombstone, at the new write's seqno, on each of its entries whose secondary key the new
+//! version does not have. The tombstones go into the memtable being flushed, so they reach the
+//! tables with it: a snapshot that sees the write no longer sees the old entries. Until then a
+//! query checks the memtables for a newer version of the pk (`Records::superseded`).
+
+use super::read::{search_tables, ProbeCache, StepClock};
+use super::*;
+use crate::index::{entry_key, Document, Scalar};
+
+/// The secondary keys of one version, per index of its namespace (`None`: a delete, or no
+/// scalar at the attribute).
+fn keys_of(indexes: &[Arc<LiveIndex>], kind: Kind, value: &[u8]) -> Vec<Option<Scalar>> {
+    if kind != Kind::Put {
+        return vec![None; indexes.len()];
+    }
+    let doc = Document::parse(value);
+    indexes.iter().map(|i| doc.key(&i.attr)).collect()
+}
+
+/// Inserts into `mem` (frozen, about to be flushed) a tombstone for every index entry a newer
+/// version of its pk in `mem` retires; older versions in the tables are found in `version`,
+/// their values read through `vlog`. Table and value reads count in `c`. Returns the number
+/// of tombstones.
+pub(super) fn retire_index_entries(
+    mem: &Memtable,
+    version: &Version,
+    indexes: &IndexSet,
+    vlog: &VlogReader,
+    c: &Counters,
+) -> Result<usize> {
+    if indexes.is_empty() {
+        return Ok(0);
+    }
+    let _pin = vlog.pin();
+    // The cost-model step counters are for gets; these lookups are background work.
+    let scratch = Counters::default();
+    let mut clock = StepClock::new(&scratch);
+    let mut probes = ProbeCache::default();
+    let mut tombstones: Vec<(Bytes, SeqNo)> = Vec::new();
+    // The next newer version of the current key: its seqno and secondary keys.
+    let mut newer: Option<(Bytes, SeqNo, Vec<Option<Scalar>>)> = None;
+    let mut retire = |own: &[Arc<LiveIndex>],
+                      pk: &[u8],
+                      old: &[Option<Scalar>],
+                      new: &[Option<Scalar>],
+                      seq: SeqNo| {
+        for ((idx, o), n) in own.iter().zip(old).zip(new) {
+            if let Some(o) = o.as_ref().filter(|o| Some(*o) != n.as_ref()) {
+                let mut user = idx.def.id.to_be_bytes().to_vec();
+                user.extend_from_slice(&entry_key(o, pk));
+                tombstones.push((Bytes::from(user), seq));
+            }
+        }
+    };
+    let mut entries = mem.iter().peekable();
+    while let Some((k, v)) = entries.next() {
+        let ns = key::ikey_nsid(&k.user);
+        let own = indexes.of(ns);
+        if own.is_empty() {
+            continue;
+        }
+        let pk = &k.user[key::NSID_LEN..];
+        let keys = keys_of(own, v.kind, &v.value);
+        if let Some((user, seq, newer_keys)) = &newer {
+            if *user == k.user {
+                retire(own, pk, &keys, newer_keys, *seq);
+            }
+        }
+        let oldest_here = entries.peek().is_none_or(|(next, _)| next.user != k.user);
+        if oldest_here && k.seq > 0 {
+            let found =
+                search_tables(version, ns, pk, k.seq - 1, c, &mut clock, Some(&mut probes))?;
+            if let Some((_, Kind::Put, iv)) = found {
+                let old = match iv {
+                    IndexValue::Addr {
+                        inline: Some(v), ..
+                    } => v,
+                    IndexValue::Addr { addr, inline: None } => vlog.read_value(addr, ns, pk, c)?,
+                    _ => Bytes::new(),
+                };
+                retire(own, pk, &keys_of(own, Kind::Put, &old), &keys, k.seq);
+            }
+        }
+        newer = Some((k.user, k.seq, keys));
+    }
+    for (user, seq) in &tombstones {
+        mem.insert(
+            user.clone(),
+            *seq,
+            MemValue {
+                kind: Kind::Delete,
+                value: Bytes::new(),
+                addr: key::ValueAddr::NONE,
+            },
+        );
+    }
+    Ok(tombstones.len())
+}
