@@ -10,6 +10,7 @@ mod iterator;
 mod namespaces;
 mod query;
 mod read;
+mod records;
 mod recovery;
 mod snapshot;
 mod supersede;

@@ -1,0 +1,216 @@
+//! The reads of one query at a snapshot of a namespace (index entries, memtable checks,
+//! primary lookups, value reads, scans), counted and timed per step for its statistics.
+
+use super::*;
+use crate::query::{KeyRange, QueryStats, Records};
+use crate::storage::IoPurpose;
+use std::time::Instant;
+
+/// The reads of one query, at one snapshot seqno of one namespace.
+pub(super) struct SnapshotRecords<'a> {
+    inner: &'a Inner,
+    pub(super) ns: Nsid,
+    pub(super) seq: SeqNo,
+    /// The query's own counters: its reads by purpose go into its statistics.
+    counters: Arc<Counters>,
+    /// One super version for every walk and memtable check of the query: an index entry
+    /// read from a table and the check for a newer version of its pk in the memtables must
+    /// see the same flushes (else a flush between them hides both the newer version and the
+    /// tombstone it put on the entry).
+    sv: Arc<SuperVersion>,
+    /// The open walk of the last `index_entries` or `scan` call and the key it stopped at,
+    /// continued when the next call resumes there.
+    walk: Option<(Nsid, Vec<u8>, SnapshotScan)>,
+    _pin: crate::vlog::ReadPin,
+}
+
+impl<'a> SnapshotRecords<'a> {
+    pub(super) fn new(inner: &'a Inner, ns: Nsid, seq: SeqNo) -> Self {
+        SnapshotRecords {
+            inner,
+            ns,
+            seq,
+            counters: Arc::new(Counters::new(inner.counters.page_size())),
+            sv: inner.super_version(),
+            walk: None,
+            _pin: inner.vlog_reader.pin(),
+        }
+    }
+
+    /// A walk over namespace (or index) `id` positioned after `after` (or at `start`).
+    fn walk(&mut self, id: Nsid, start: &[u8], after: Option<&[u8]>) -> Result<SnapshotScan> {
+        if let (Some(a), Some((wid, last, _))) = (after, &self.walk) {
+            if *wid == id && last.as_slice() == a {
+                let (_, _, mut scan) = self.walk.take().expect("checked above");
+                scan.next()?;
+                return Ok(scan);
+            }
+        }
+        let sv = &self.sv;
+        let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .cloned()
+            .collect();
+        let config = crate::table::IterConfig {
+            fill_cache: true,
+            readahead: None,
+        };
+        let mut scan = SnapshotScan::new(
+            &mems,
+            sv.version.clone(),
+            id,
+            self.seq,
+            &self.counters,
+            &config,
+        )?;
+        scan.seek(after.map_or(start, |a| a.max(start)))?;
+        if let Some(a) = after {
+            while scan.valid() && scan.key() <= a {
+                scan.next()?;
+            }
+        }
+        Ok(scan)
+    }
+
+    /// The value of the entry the walk is at (a put).
+    fn value_at(&self, scan: &SnapshotScan, key: &[u8]) -> Result<Bytes> {
+        match scan.index_value() {
+            Some(IndexValue::Addr {
+                inline: Some(v), ..
+            })
+            | Some(IndexValue::Table(v)) => Ok(v),
+            Some(IndexValue::Addr { addr, inline: None }) => {
+                self.inner
+                    .vlog_reader
+                    .read_value(addr, self.ns, key, &self.counters)
+            }
+            _ => Err(Error::corruption("index", 0, "entry without a value")),
+        }
+    }
+
+    pub(super) fn finish(&self, stats: &mut QueryStats) {
+        for p in IoPurpose::ALL {
+            let i = p as usize;
+            stats.reads[i] += self.counters.reads[i].load(Ordering::Relaxed);
+            stats.pages[i] += self.counters.pages[i].load(Ordering::Relaxed);
+        }
+    }
+}
+
+impl Records for SnapshotRecords<'_> {
+    fn index_entries(
+        &mut self,
+        index: Nsid,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+        max: usize,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<(Vec<u8>, Bytes)>> {
+        let t = Instant::now();
+        let mut scan = self.walk(index, &range.start, after)?;
+        let mut out = Vec::new();
+        while scan.valid() && out.len() < max {
+            let key = scan.key();
+            if range.end.as_ref().is_some_and(|e| key >= e.as_slice()) {
+                break;
+            }
+            if scan.kind() == Kind::Put {
+                let payload = match scan.index_value() {
+                    Some(IndexValue::Table(v)) => v,
+                    _ => return Err(Error::corruption("index", 0, "malformed index entry")),
+                };
+                out.push((key.to_vec(), payload));
+            }
+            if out.len() < max {
+                scan.next()?;
+            }
+        }
+        if let Some((last, _)) = out.last() {
+            self.walk = Some((index, last.clone(), scan));
+        }
+        stats.index_entries += out.len() as u64;
+        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        Ok(out)
+    }
+
+    fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
+        let t = Instant::now();
+        let hit = self
+            .inner
+            .counted_lookup(self.ns, pk, Some(self.seq), &self.counters)?;
+        stats.primary_lookups += 1;
+        stats.primary_search_ns += t.elapsed().as_nanos() as u64;
+        let Some(hit) = hit.filter(|h| h.kind == Kind::Put) else {
+            return Ok(None);
+        };
+        let t = Instant::now();
+        let value = match (hit.value, hit.addr) {
+            (Some(v), _) => v,
+            (None, Some(addr)) => {
+                self.inner
+                    .vlog_reader
+                    .read_value(addr, self.ns, pk, &self.counters)?
+            }
+            (None, None) => return Err(Error::corruption("index", 0, "entry without a value")),
+        };
+        stats.value_reads += 1;
+        stats.value_read_ns += t.elapsed().as_nanos() as u64;
+        Ok(Some(value))
+    }
+
+    fn superseded(&mut self, pk: &[u8], seq: SeqNo, stats: &mut QueryStats) -> Result<bool> {
+        let t = Instant::now();
+        let sv = &self.sv;
+        let user = key::user_part(self.ns, pk);
+        // The newest memtable holding the pk has its newest version.
+        let newer = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .find_map(|m| m.get(&user, self.seq))
+            .is_some_and(|(s, _)| s > seq);
+        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        Ok(newer)
+    }
+
+    fn read_at(
+        &mut self,
+        pk: &[u8],
+        addr: key::ValueAddr,
+        stats: &mut QueryStats,
+    ) -> Result<Bytes> {
+        let t = Instant::now();
+        let v = self
+            .inner
+            .vlog_reader
+            .read_value(addr, self.ns, pk, &self.counters)?;
+        stats.value_reads += 1;
+        stats.value_read_ns += t.elapsed().as_nanos() as u64;
+        Ok(v)
+    }
+
+    fn scan(
+        &mut self,
+        after: Option<&[u8]>,
+        max: usize,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<(Bytes, Bytes)>> {
+        let t = Instant::now();
+        let mut scan = self.walk(self.ns, &[], after)?;
+        let mut out = Vec::new();
+        while scan.valid() && out.len() < max {
+            if scan.kind() == Kind::Put {
+                let key = Bytes::copy_from_slice(scan.key());
+                let value = self.value_at(&scan, &key)?;
+                out.push((key, value));
+            }
+            if out.len() < max {
+                scan.next()?;
+            }
+        }
+        if let Some((last, _)) = out.last() {
+            self.walk = Some((self.ns, last.to_vec(), scan));
+        }
+        stats.value_reads += out.len() as u64;
+        stats.value_read_ns += t.elapsed().as_nanos() as u64;
+        Ok(out)
+    }
+}
