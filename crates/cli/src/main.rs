@@ -2,6 +2,7 @@
 
 mod limits;
 mod load;
+mod query;
 mod scan;
 mod serve;
 mod session;
@@ -208,6 +209,18 @@ enum Cmd {
         #[command(flatten)]
         target: DataTarget,
     },
+    /// Secondary indexes on JSON attributes: create, drop, list.
+    #[command(subcommand)]
+    Index(query::IndexCmd),
+    /// Records meeting a filter document, found inside the device (through the most
+    /// selective index, else a scan), printed as key TAB value, one a line.
+    Find(query::FindArgs),
+    /// The K records meeting a filter with the smallest (or --desc largest) value of an
+    /// attribute, ranked inside the device: key TAB rank value [TAB projection].
+    Top(query::TopArgs),
+    /// An aggregate over the records meeting a filter: --count, or --sum/--avg/--min/--max
+    /// of an attribute.
+    Agg(query::AggArgs),
 }
 
 #[derive(Subcommand)]
@@ -441,6 +454,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 keys_only,
             };
             scan::run(&s, &args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Index(cmd) => {
+            query::index(cmd)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Find(args) => {
+            query::find(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Top(args) => {
+            query::top(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Agg(args) => {
+            query::agg(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Load { args, target } => {

@@ -36,7 +36,11 @@ impl Session {
             | Request::Exist { .. }
             | Request::IterOpen { .. }
             | Request::IterNext { .. }
-            | Request::IterClose { .. } => self.namespaces.contains(&cmd.nsid),
+            | Request::IterClose { .. }
+            | Request::IndexCreate { .. }
+            | Request::IndexDrop { .. }
+            | Request::IndexList
+            | Request::Query { .. } => self.namespaces.contains(&cmd.nsid),
             Request::Stats => {
                 self.admin || (cmd.nsid != DEVICE_NSID && self.namespaces.contains(&cmd.nsid))
             }

@@ -244,6 +244,20 @@ impl Shared {
                 iters.close(ns, iter)?;
                 Ok(Reply::Empty)
             }
+            Request::IndexCreate { attr, vas } => {
+                crate::queries::create_index(&self.namespace(ns)?, &attr, vas, engine)
+            }
+            Request::IndexDrop { attr } => {
+                self.namespace(ns)?.drop_index(&attr).map_err(engine)?;
+                Ok(Reply::Empty)
+            }
+            Request::IndexList => crate::queries::list_indexes(&self.namespace(ns)?, engine),
+            Request::Query { query } => crate::queries::run(
+                &self.namespace(ns)?,
+                &query,
+                self.config.max_iter_batch_bytes,
+                engine,
+            ),
             Request::NamespaceCreate { name } => {
                 let nsid = self.db.create_namespace(&name).map_err(engine)?.id();
                 let secret = self
@@ -339,7 +353,9 @@ fn engine(e: EngineError) -> (Status, String) {
         EngineError::KeyTooLarge { .. } => Status::InvalidKeySize,
         EngineError::ValueTooLarge { .. } => Status::InvalidValueSize,
         EngineError::NamespaceExists(_) => Status::NamespaceExists,
-        EngineError::InvalidArgument(_) => Status::InvalidField,
+        EngineError::InvalidArgument(_) | EngineError::InvalidQuery(_) => Status::InvalidField,
+        EngineError::UnknownIndex(_) => Status::IndexNotFound,
+        EngineError::IndexExists { .. } => Status::IndexExists,
         EngineError::Closed => Status::ShuttingDown,
         _ => Status::InternalError,
     };

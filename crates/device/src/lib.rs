@@ -10,6 +10,7 @@ mod dispatch;
 mod error;
 mod iterators;
 mod metrics;
+mod queries;
 mod server;
 mod tls;
 mod workers;

@@ -46,7 +46,7 @@ impl BlockingClient {
         &self.client
     }
 
-    fn wait<T>(&self, fut: impl Future<Output = T>) -> T {
+    pub(crate) fn wait<T>(&self, fut: impl Future<Output = T>) -> T {
         self.runtime.block_on(fut)
     }
 

@@ -130,7 +130,7 @@ impl Client {
     }
 
     /// Calls and turns a failure status into its typed error.
-    async fn run(&self, nsid: u32, request: Request) -> Result<Reply> {
+    pub(crate) async fn run(&self, nsid: u32, request: Request) -> Result<Reply> {
         ok_reply(self.call(nsid, request).await?)
     }
 
@@ -406,7 +406,7 @@ fn ok_reply(response: Response) -> Result<Reply> {
     Err(Error::from_status(response.status, message))
 }
 
-fn expect_empty(reply: Reply, what: &str) -> Result<()> {
+pub(crate) fn expect_empty(reply: Reply, what: &str) -> Result<()> {
     match reply {
         Reply::Empty => Ok(()),
         other => Err(unexpected(what, &other)),
@@ -423,7 +423,7 @@ fn present(result: Result<Reply>, what: &str) -> Result<bool> {
     }
 }
 
-fn unexpected(what: &str, reply: &Reply) -> Error {
+pub(crate) fn unexpected(what: &str, reply: &Reply) -> Error {
     let kind = match reply {
         Reply::Empty => "an empty reply",
         Reply::Error(_) => "an error message",
@@ -435,6 +435,8 @@ fn unexpected(what: &str, reply: &Reply) -> Error {
         Reply::Stats(_) => "stats",
         Reply::Iter(_) => "an iterator id",
         Reply::Entries { .. } => "iterator entries",
+        Reply::Json(_) => "a JSON document",
+        Reply::Found { .. } => "query results",
     };
     Error::Protocol(format!("{what} was answered with {kind}"))
 }

@@ -50,6 +50,12 @@ pub enum Error {
     /// The connection has as many iterators open as the device allows.
     #[error("too many open iterators{}", suffix(.0))]
     IteratorLimit(String),
+    /// The namespace has no index on that attribute.
+    #[error("no such index{}", suffix(.0))]
+    IndexNotFound(String),
+    /// The namespace has an index on that attribute already.
+    #[error("index exists{}", suffix(.0))]
+    IndexExists(String),
     /// Any other failure status (internal error, corrupted, shutting down, codes this build
     /// does not know, ...).
     #[error("device error: {status}{}", suffix(.message))]
@@ -78,6 +84,8 @@ impl Error {
             Status::NamespaceExists => Error::NamespaceExists(message),
             Status::IteratorNotFound => Error::IteratorNotFound(message),
             Status::IteratorLimit => Error::IteratorLimit(message),
+            Status::IndexNotFound => Error::IndexNotFound(message),
+            Status::IndexExists => Error::IndexExists(message),
             status => Error::Device { status, message },
         }
     }
@@ -100,6 +108,8 @@ impl Error {
             Error::NamespaceExists(_) => Some(Status::NamespaceExists),
             Error::IteratorNotFound(_) => Some(Status::IteratorNotFound),
             Error::IteratorLimit(_) => Some(Status::IteratorLimit),
+            Error::IndexNotFound(_) => Some(Status::IndexNotFound),
+            Error::IndexExists(_) => Some(Status::IndexExists),
             Error::Device { status, .. } => Some(*status),
         }
     }

@@ -19,12 +19,14 @@ mod blocking;
 mod client;
 mod connection;
 mod error;
+mod query;
 mod scan;
 mod tls;
 
 pub use blocking::BlockingClient;
 pub use client::{Client, ClientConfig, InflightLimit};
 pub use error::{Error, Result};
+pub use query::QueryReply;
 pub use scan::{Scan, ScanOptions};
 pub use tls::TlsOptions;
 

@@ -42,10 +42,14 @@ pub enum Opcode {
     IterOpen = 0xC6,
     IterNext = 0xC7,
     IterClose = 0xC8,
+    IndexCreate = 0xD0,
+    IndexDrop = 0xD1,
+    IndexList = 0xD2,
+    Query = 0xD3,
 }
 
 impl Opcode {
-    pub const ALL: [Opcode; 14] = [
+    pub const ALL: [Opcode; 18] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -60,6 +64,10 @@ impl Opcode {
         Opcode::IterOpen,
         Opcode::IterNext,
         Opcode::IterClose,
+        Opcode::IndexCreate,
+        Opcode::IndexDrop,
+        Opcode::IndexList,
+        Opcode::Query,
     ];
 
     pub fn from_u8(b: u8) -> Option<Opcode> {
@@ -82,6 +90,10 @@ impl Opcode {
             Opcode::IterOpen => "iter_open",
             Opcode::IterNext => "iter_next",
             Opcode::IterClose => "iter_close",
+            Opcode::IndexCreate => "index_create",
+            Opcode::IndexDrop => "index_drop",
+            Opcode::IndexList => "index_list",
+            Opcode::Query => "query",
         }
     }
 
@@ -98,6 +110,10 @@ impl Opcode {
                 | Opcode::IterOpen
                 | Opcode::IterNext
                 | Opcode::IterClose
+                | Opcode::IndexCreate
+                | Opcode::IndexDrop
+                | Opcode::IndexList
+                | Opcode::Query
         )
     }
 }
@@ -166,7 +182,27 @@ pub enum Request {
     IterClose {
         iter: u32,
     },
+    /// Creates a secondary index of the namespace on a JSON attribute (`vas`: entries hold
+    /// value addresses) and completes once it holds every record.
+    IndexCreate {
+        attr: String,
+        vas: bool,
+    },
+    IndexDrop {
+        attr: String,
+    },
+    /// The namespace's indexes, as a JSON document.
+    IndexList,
+    /// A query as a JSON document (`docs/protocol.md`, Queries).
+    Query {
+        query: Bytes,
+    },
 }
+
+/// Index create flag: a value-addressed (VAS) index.
+pub const INDEX_VAS: u8 = 0x01;
+/// Longest attribute path an index takes, in bytes of UTF-8.
+pub const MAX_ATTR_LEN: usize = 1024;
 
 /// A command: id, namespace and body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,6 +229,10 @@ impl Request {
             Request::IterOpen { .. } => Opcode::IterOpen,
             Request::IterNext { .. } => Opcode::IterNext,
             Request::IterClose { .. } => Opcode::IterClose,
+            Request::IndexCreate { .. } => Opcode::IndexCreate,
+            Request::IndexDrop { .. } => Opcode::IndexDrop,
+            Request::IndexList => Opcode::IndexList,
+            Request::Query { .. } => Opcode::Query,
         }
     }
 
@@ -284,6 +324,19 @@ impl Command {
                 out.put_u32_le(*max_bytes);
             }
             Request::IterClose { iter } => out.put_u32_le(*iter),
+            Request::IndexCreate { attr, vas } => {
+                if *vas {
+                    flags |= INDEX_VAS;
+                }
+                check_attr(attr.as_bytes())?;
+                out.put_slice(attr.as_bytes());
+            }
+            Request::IndexDrop { attr } => {
+                check_attr(attr.as_bytes())?;
+                out.put_slice(attr.as_bytes());
+            }
+            Request::IndexList => {}
+            Request::Query { query } => out.put_slice(query),
         }
         let body_len = body_len(out.len() - start - HEADER_LEN)?;
         let header = Header {
@@ -307,6 +360,7 @@ impl Command {
             Opcode::Store => u16::from(STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT | STORE_SYNC),
             Opcode::List => u16::from(LIST_START_EXCLUSIVE),
             Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
+            Opcode::IndexCreate => u16::from(INDEX_VAS),
             _ => 0,
         };
         if flags & !allowed != 0 {
@@ -399,12 +453,31 @@ impl Command {
                     iter: body.get_u32_le(),
                 }
             }
-            Opcode::NamespaceDestroy | Opcode::NamespaceList | Opcode::Identify | Opcode::Stats => {
+            Opcode::IndexCreate | Opcode::IndexDrop => {
+                check_attr(&body)?;
+                let attr = std::str::from_utf8(&body)
+                    .map_err(|_| ProtoError::InvalidField("attribute is not UTF-8"))?
+                    .to_string();
+                match opcode {
+                    Opcode::IndexCreate => Request::IndexCreate {
+                        attr,
+                        vas: flags as u8 & INDEX_VAS != 0,
+                    },
+                    _ => Request::IndexDrop { attr },
+                }
+            }
+            Opcode::Query => Request::Query { query: body },
+            Opcode::NamespaceDestroy
+            | Opcode::NamespaceList
+            | Opcode::Identify
+            | Opcode::Stats
+            | Opcode::IndexList => {
                 end(&body)?;
                 match opcode {
                     Opcode::NamespaceDestroy => Request::NamespaceDestroy,
                     Opcode::NamespaceList => Request::NamespaceList,
                     Opcode::Identify => Request::Identify,
+                    Opcode::IndexList => Request::IndexList,
                     _ => Request::Stats,
                 }
             }
@@ -415,6 +488,13 @@ impl Command {
             request,
         })
     }
+}
+
+fn check_attr(attr: &[u8]) -> Result<(), ProtoError> {
+    if attr.is_empty() || attr.len() > MAX_ATTR_LEN {
+        return Err(ProtoError::InvalidField("attribute of 1 to 1024 bytes"));
+    }
+    Ok(())
 }
 
 pub(crate) fn body_len(n: usize) -> Result<u32, ProtoError> {

@@ -70,6 +70,13 @@ pub enum Reply {
         entries: Vec<(Bytes, Bytes)>,
         done: bool,
     },
+    /// Index list: a JSON document.
+    Json(Bytes),
+    /// Query: a JSON summary (result, continuation, statistics) and the records found.
+    Found {
+        summary: Bytes,
+        records: Vec<(Bytes, Bytes)>,
+    },
 }
 
 /// A completion: which command it completes, its status and body.
@@ -144,18 +151,16 @@ impl Response {
             Reply::Iter(id) => out.put_u32_le(*id),
             Reply::Entries { entries, done } => {
                 out.put_u8(u8::from(*done));
+                put_entries(out, entries)?;
+            }
+            Reply::Json(json) => out.put_slice(json),
+            Reply::Found { summary, records } => {
                 out.put_u32_le(
-                    u32::try_from(entries.len())
-                        .map_err(|_| ProtoError::InvalidField("entry count"))?,
+                    u32::try_from(summary.len())
+                        .map_err(|_| ProtoError::InvalidField("summary longer than 4 GiB"))?,
                 );
-                for (k, v) in entries {
-                    put_key(out, k)?;
-                    out.put_u32_le(
-                        u32::try_from(v.len())
-                            .map_err(|_| ProtoError::InvalidField("value longer than 4 GiB"))?,
-                    );
-                    out.put_slice(v);
-                }
+                out.put_slice(summary);
+                put_entries(out, records)?;
             }
         }
         let header = Header {
@@ -282,33 +287,32 @@ impl Response {
                         1 => true,
                         _ => return Err(ProtoError::InvalidField("iterator next done flag")),
                     };
-                    let n = body.get_u32_le() as usize;
-                    // Each entry takes at least 6 bytes of lengths: bound the count by the
-                    // body before allocating for it.
-                    if n > body.len() / 6 {
-                        return Err(ProtoError::Truncated("iterator next entries"));
-                    }
-                    let mut entries = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        let k = get_key(&mut body)?;
-                        if body.len() < 4 {
-                            return Err(ProtoError::Truncated("entry value length"));
-                        }
-                        let len = body.get_u32_le() as usize;
-                        if body.len() < len {
-                            return Err(ProtoError::Truncated("entry value"));
-                        }
-                        entries.push((k, body.split_to(len)));
-                    }
+                    let entries = get_entries(&mut body)?;
                     end(&body)?;
                     Reply::Entries { entries, done }
+                }
+                Opcode::IndexList => Reply::Json(body),
+                Opcode::Query => {
+                    if body.len() < 4 {
+                        return Err(ProtoError::Truncated("query reply"));
+                    }
+                    let len = body.get_u32_le() as usize;
+                    if body.len() < len {
+                        return Err(ProtoError::Truncated("query reply summary"));
+                    }
+                    let summary = body.split_to(len);
+                    let records = get_entries(&mut body)?;
+                    end(&body)?;
+                    Reply::Found { summary, records }
                 }
                 Opcode::Store
                 | Opcode::Delete
                 | Opcode::Exist
                 | Opcode::Authenticate
                 | Opcode::NamespaceDestroy
-                | Opcode::IterClose => {
+                | Opcode::IterClose
+                | Opcode::IndexCreate
+                | Opcode::IndexDrop => {
                     end(&body)?;
                     Reply::Empty
                 }
@@ -322,4 +326,45 @@ impl Response {
             reply,
         })
     }
+}
+
+/// `count u32`, then per entry: key, `value_len u32`, value.
+fn put_entries(out: &mut BytesMut, entries: &[(Bytes, Bytes)]) -> Result<(), ProtoError> {
+    out.put_u32_le(
+        u32::try_from(entries.len()).map_err(|_| ProtoError::InvalidField("entry count"))?,
+    );
+    for (k, v) in entries {
+        put_key(out, k)?;
+        out.put_u32_le(
+            u32::try_from(v.len())
+                .map_err(|_| ProtoError::InvalidField("value longer than 4 GiB"))?,
+        );
+        out.put_slice(v);
+    }
+    Ok(())
+}
+
+fn get_entries(body: &mut Bytes) -> Result<Vec<(Bytes, Bytes)>, ProtoError> {
+    if body.len() < 4 {
+        return Err(ProtoError::Truncated("entry count"));
+    }
+    let n = body.get_u32_le() as usize;
+    // Each entry takes at least 6 bytes of lengths: bound the count by the body before
+    // allocating for it.
+    if n > body.len() / 6 {
+        return Err(ProtoError::Truncated("entries"));
+    }
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        let k = get_key(body)?;
+        if body.len() < 4 {
+            return Err(ProtoError::Truncated("entry value length"));
+        }
+        let len = body.get_u32_le() as usize;
+        if body.len() < len {
+            return Err(ProtoError::Truncated("entry value"));
+        }
+        entries.push((k, body.split_to(len)));
+    }
+    Ok(entries)
 }

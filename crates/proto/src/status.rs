@@ -38,6 +38,10 @@ pub enum Status {
     IteratorNotFound,
     /// The connection has as many iterators open as the device allows.
     IteratorLimit,
+    /// The namespace has no index on that attribute (never created, or dropped).
+    IndexNotFound,
+    /// The namespace has an index on that attribute already.
+    IndexExists,
     /// A code this build does not know (from a newer device).
     Unknown(u16),
 }
@@ -62,6 +66,8 @@ impl Status {
             Status::ShuttingDown => 0xC4,
             Status::IteratorNotFound => 0xC5,
             Status::IteratorLimit => 0xC6,
+            Status::IndexNotFound => 0xC7,
+            Status::IndexExists => 0xC8,
             Status::Unknown(c) => c,
         }
     }
@@ -85,6 +91,8 @@ impl Status {
             0xC4 => Status::ShuttingDown,
             0xC5 => Status::IteratorNotFound,
             0xC6 => Status::IteratorLimit,
+            0xC7 => Status::IndexNotFound,
+            0xC8 => Status::IndexExists,
             c => Status::Unknown(c),
         }
     }
@@ -113,6 +121,8 @@ impl Status {
             Status::ShuttingDown => "device is shutting down",
             Status::IteratorNotFound => "no such iterator",
             Status::IteratorLimit => "too many open iterators",
+            Status::IndexNotFound => "no such index",
+            Status::IndexExists => "index exists",
             Status::Unknown(_) => "unknown status",
         }
     }

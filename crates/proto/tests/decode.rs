@@ -56,6 +56,10 @@ fn request() -> impl Strategy<Value = Request> {
             max_bytes: a[2],
         }),
         any::<u32>().prop_map(|iter| Request::IterClose { iter }),
+        ("[a-z.]{1,30}", any::<bool>()).prop_map(|(attr, vas)| Request::IndexCreate { attr, vas }),
+        "[a-z.]{1,30}".prop_map(|attr| Request::IndexDrop { attr }),
+        Just(Request::IndexList),
+        bytes(200).prop_map(|query| Request::Query { query }),
     ]
 }
 
@@ -116,6 +120,17 @@ fn response() -> impl Strategy<Value = Response> {
         ),
         (Just(Opcode::IterClose), Just(Reply::Empty)),
         (Just(Opcode::Stats), bytes(100).prop_map(Reply::Stats)),
+        (Just(Opcode::IndexCreate), Just(Reply::Empty)),
+        (Just(Opcode::IndexDrop), Just(Reply::Empty)),
+        (Just(Opcode::IndexList), bytes(100).prop_map(Reply::Json)),
+        (
+            Just(Opcode::Query),
+            (
+                bytes(100),
+                proptest::collection::vec((bytes(20), bytes(60)), 0..10)
+            )
+                .prop_map(|(summary, records)| Reply::Found { summary, records })
+        ),
     ];
     (any::<u32>(), any::<u32>(), ok).prop_map(|(cid, nsid, (op, reply))| Response {
         cid,

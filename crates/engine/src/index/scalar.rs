@@ -60,6 +60,10 @@ impl Scalar {
         match self {
             Scalar::Null => Value::Null,
             Scalar::Bool(b) => Value::Bool(*b),
+            // Integral values within 2^53 print as integers, as they were most likely written.
+            Scalar::Number(x) if x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0 => {
+                Value::from(*x as i64)
+            }
             Scalar::Number(x) => {
                 serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number)
             }

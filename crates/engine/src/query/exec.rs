@@ -409,7 +409,7 @@ pub fn aggregate(
         }
         Ok(true)
     })?;
-    let number = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+    let number = |x: f64| Scalar::Number(x).to_json();
     let v = match op {
         Aggregate::Count => Value::from(count),
         Aggregate::Min(_) | Aggregate::Max(_) => best.map_or(Value::Null, |s| s.to_json()),

@@ -372,6 +372,12 @@ impl Device {
             Request::IterOpen { .. } | Request::IterNext { .. } | Request::IterClose { .. } => {
                 fail(Status::InvalidOpcode, "the fake device has no iterators")
             }
+            Request::IndexCreate { .. }
+            | Request::IndexDrop { .. }
+            | Request::IndexList
+            | Request::Query { .. } => {
+                fail(Status::InvalidOpcode, "the fake device has no indexes")
+            }
             Request::Authenticate { secret } => {
                 let good = if nsid == DEVICE_NSID {
                     secret == ADMIN_SECRET.as_bytes()

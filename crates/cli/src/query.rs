@@ -1,0 +1,273 @@
+//! `cerberus index create|drop|list`, `cerberus find`, `cerberus top` and `cerberus agg`:
+//! secondary indexes and queries, run inside the device. Filters are MongoDB-style filter
+//! documents: `{"political_unit": "AUST", "max_elev": {"$gte": 3000}}`.
+
+use crate::scan::escape;
+use crate::session::Session;
+use crate::DataTarget;
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+use serde_json::{json, Value};
+use std::io::Write;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum KindArg {
+    /// Entries hold the record's value address: finds read values with no primary lookup.
+    Vas,
+    /// Entries hold the pk only: finds look each pk up.
+    Classic,
+}
+
+#[derive(Subcommand)]
+pub enum IndexCmd {
+    /// Creates an index on a JSON attribute (a top-level name or dotted path: user.id);
+    /// returns once every record is indexed. Values that are not JSON, or hold no scalar at
+    /// the attribute, are not indexed.
+    Create {
+        attr: String,
+        #[arg(long, value_enum, default_value = "vas")]
+        kind: KindArg,
+        #[command(flatten)]
+        target: DataTarget,
+    },
+    /// Drops the index on an attribute.
+    Drop {
+        attr: String,
+        #[command(flatten)]
+        target: DataTarget,
+    },
+    /// Lists the namespace's indexes: attribute, kind, and whether it is ready.
+    List {
+        /// Print the device's JSON array.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: DataTarget,
+    },
+}
+
+/// What every query command shares.
+#[derive(clap::Args)]
+pub struct QueryOut {
+    /// Print records as JSON lines ({"key": ..., "value": ...}) instead of key TAB value.
+    #[arg(long)]
+    json: bool,
+    /// Print what the query read, per step, to stderr (the plan, index entries, primary
+    /// lookups, value reads, pages by purpose, time per step).
+    #[arg(long)]
+    stats: bool,
+}
+
+#[derive(clap::Args)]
+pub struct FindArgs {
+    /// The filter document (JSON; `{}`: every record).
+    filter: String,
+    /// Return only these attributes (comma-separated paths), as a JSON object per record.
+    #[arg(long, value_delimiter = ',')]
+    project: Option<Vec<String>>,
+    /// Stop after this many records.
+    #[arg(long)]
+    limit: Option<u64>,
+    #[command(flatten)]
+    out: QueryOut,
+    #[command(flatten)]
+    target: DataTarget,
+}
+
+#[derive(clap::Args)]
+pub struct TopArgs {
+    /// The filter document (JSON).
+    filter: String,
+    /// The attribute to rank by.
+    #[arg(long)]
+    by: String,
+    /// Largest first.
+    #[arg(long)]
+    desc: bool,
+    /// How many records.
+    #[arg(short = 'k', long = "k", default_value_t = 10)]
+    k: usize,
+    /// Attributes returned with each record (comma-separated paths).
+    #[arg(long, value_delimiter = ',')]
+    project: Option<Vec<String>>,
+    #[command(flatten)]
+    out: QueryOut,
+    #[command(flatten)]
+    target: DataTarget,
+}
+
+#[derive(clap::Args)]
+#[group(id = "op", required = true, multiple = false)]
+pub struct AggArgs {
+    /// The filter document (JSON).
+    filter: String,
+    /// Count the records.
+    #[arg(long, group = "op")]
+    count: bool,
+    #[arg(long, group = "op", value_name = "ATTR")]
+    sum: Option<String>,
+    #[arg(long, group = "op", value_name = "ATTR")]
+    avg: Option<String>,
+    #[arg(long, group = "op", value_name = "ATTR")]
+    min: Option<String>,
+    #[arg(long, group = "op", value_name = "ATTR")]
+    max: Option<String>,
+    #[command(flatten)]
+    out: QueryOut,
+    #[command(flatten)]
+    target: DataTarget,
+}
+
+fn filter(text: &str) -> Result<Value> {
+    let v: Value = serde_json::from_str(text).context("the filter is not JSON")?;
+    if !v.is_object() {
+        bail!("the filter is a JSON object, like {{\"attr\": \"value\"}}");
+    }
+    Ok(v)
+}
+
+fn print_stats(out: &QueryOut, summary: &Value) {
+    if out.stats {
+        if let Some(s) = summary.get("stats") {
+            eprintln!("{s}");
+        }
+    }
+}
+
+fn print_record(w: &mut impl Write, json_lines: bool, key: &[u8], value: &[u8]) -> Result<()> {
+    if json_lines {
+        let value: Value = serde_json::from_slice(value)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(value).into_owned()));
+        let line = json!({ "key": String::from_utf8_lossy(key), "value": value });
+        writeln!(w, "{line}")?;
+    } else {
+        w.write_all(&escape(key))?;
+        if !value.is_empty() {
+            w.write_all(b"\t")?;
+            w.write_all(&escape(value))?;
+        }
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+pub fn index(cmd: IndexCmd) -> Result<()> {
+    match cmd {
+        IndexCmd::Create { attr, kind, target } => {
+            let s = Session::open(&target)?;
+            s.client
+                .index_create(s.nsid, &attr, matches!(kind, KindArg::Vas))?;
+        }
+        IndexCmd::Drop { attr, target } => {
+            let s = Session::open(&target)?;
+            s.client.index_drop(s.nsid, &attr)?;
+        }
+        IndexCmd::List { json, target } => {
+            let s = Session::open(&target)?;
+            let list = s.client.index_list(s.nsid)?;
+            if json {
+                println!("{list}");
+            } else {
+                for i in list.as_array().into_iter().flatten() {
+                    let ready = if i["ready"].as_bool() == Some(true) {
+                        "ready"
+                    } else {
+                        "building"
+                    };
+                    println!(
+                        "{}\t{}\t{ready}",
+                        i["attr"].as_str().unwrap_or_default(),
+                        i["kind"].as_str().unwrap_or_default()
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every page of a find, printed as it arrives.
+pub fn find(args: FindArgs) -> Result<()> {
+    let s = Session::open(&args.target)?;
+    let mut doc = json!({
+        "op": "find",
+        "filter": filter(&args.filter)?,
+        "project": args.project,
+        "limit": args.limit,
+    });
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    loop {
+        let reply = s.client.query(s.nsid, &doc)?;
+        for (k, v) in &reply.records {
+            print_record(&mut w, args.out.json, k, v)?;
+        }
+        print_stats(&args.out, &reply.summary);
+        match reply.continuation() {
+            Some(c) => doc["continuation"] = Value::String(c.to_string()),
+            None => break,
+        }
+    }
+    Ok(w.flush()?)
+}
+
+pub fn top(args: TopArgs) -> Result<()> {
+    let s = Session::open(&args.target)?;
+    let doc = json!({
+        "op": "top",
+        "filter": filter(&args.filter)?,
+        "by": args.by,
+        "desc": args.desc,
+        "k": args.k,
+        "project": args.project,
+    });
+    let reply = s.client.query(s.nsid, &doc)?;
+    let keys = reply.summary["keys"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    for (i, (k, v)) in reply.records.iter().enumerate() {
+        let rank = keys.get(i).cloned().unwrap_or(Value::Null);
+        if args.out.json {
+            let projection: Value = serde_json::from_slice(v).unwrap_or(Value::Null);
+            let line =
+                json!({ "key": String::from_utf8_lossy(k), "by": rank, "value": projection });
+            writeln!(w, "{line}")?;
+        } else {
+            w.write_all(&escape(k))?;
+            write!(w, "\t{rank}")?;
+            if !v.is_empty() {
+                w.write_all(b"\t")?;
+                w.write_all(&escape(v))?;
+            }
+            w.write_all(b"\n")?;
+        }
+    }
+    print_stats(&args.out, &reply.summary);
+    Ok(w.flush()?)
+}
+
+pub fn agg(args: AggArgs) -> Result<()> {
+    let s = Session::open(&args.target)?;
+    let (function, attr) = match (&args.sum, &args.avg, &args.min, &args.max) {
+        (Some(a), ..) => ("sum", Some(a)),
+        (_, Some(a), ..) => ("avg", Some(a)),
+        (_, _, Some(a), _) => ("min", Some(a)),
+        (.., Some(a)) => ("max", Some(a)),
+        _ => ("count", None),
+    };
+    let doc = json!({
+        "op": "aggregate",
+        "filter": filter(&args.filter)?,
+        "fn": function,
+        "attr": attr,
+    });
+    let reply = s.client.query(s.nsid, &doc)?;
+    if args.out.json {
+        println!("{}", json!({ function: reply.summary["value"] }));
+    } else {
+        println!("{}", reply.summary["value"]);
+    }
+    print_stats(&args.out, &reply.summary);
+    Ok(())
+}
