@@ -26,6 +26,7 @@ enum QueryDoc {
     GetBySecondary {
         attr: String,
         value: Value,
+        limit: Option<usize>,
     },
     Top {
         #[serde(default)]
@@ -113,8 +114,8 @@ pub fn run(
                 page.records.into_iter().map(|r| (r.pk, r.value)).collect(),
             )
         }
-        QueryDoc::GetBySecondary { attr, value } => {
-            let (pks, stats) = ns.get_by_secondary(&attr, &value).map_err(&engine)?;
+        QueryDoc::GetBySecondary { attr, value, limit } => {
+            let (pks, stats) = ns.get_by_secondary(&attr, &value, limit).map_err(&engine)?;
             found(
                 json!({ "stats": stats }),
                 pks.into_iter().map(|p| (p, Bytes::new())).collect(),

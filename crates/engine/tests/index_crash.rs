@@ -51,7 +51,7 @@ fn check(ns: &Namespace, seed: u64, point: usize) -> (usize, usize) {
             .filter(|(_, d)| d["g"] == json!(g))
             .map(|(k, _)| k.clone())
             .collect();
-        let (pks, stats) = ns.get_by_secondary("g", &json!(g)).unwrap();
+        let (pks, stats) = ns.get_by_secondary("g", &json!(g), None).unwrap();
         let mut got: Vec<Vec<u8>> = pks.iter().map(|p| p.to_vec()).collect();
         got.sort();
         assert_eq!(

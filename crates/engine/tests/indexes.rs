@@ -175,7 +175,7 @@ fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
         }
     }
     for g in [json!("a"), json!(1), json!(null)] {
-        let (pks, stats) = ns.get_by_secondary("g", &g).unwrap();
+        let (pks, stats) = ns.get_by_secondary("g", &g, None).unwrap();
         let filter = Filter::parse(&json!({ "g": g })).unwrap();
         let want: Vec<Vec<u8>> = reference(model, &filter)
             .into_iter()
@@ -304,6 +304,11 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     assert_eq!(page.stats.primary_lookups, 5);
     assert_eq!(page.stats.records_matched, 5);
     assert!(page.stats.bytes_returned > 0);
+    // A limit stops the index walk: the first pks in index order.
+    let (two, stats) = ns.get_by_secondary("rare", &json!(7), Some(2)).unwrap();
+    assert_eq!(two, ["00007", "00107"].map(|p| bytes::Bytes::from_static(p.as_bytes())));
+    assert!(stats.index_entries >= 2 && stats.index_entries <= 5);
+    assert!(ns.get_by_secondary("rare", &json!(7), Some(0)).unwrap().0.is_empty());
     let f = Filter::parse_str(r#"{"free": {"$lt": 10}}"#).unwrap();
     let page = ns.find(&f, &FindOptions::default()).unwrap();
     assert_eq!(page.stats.plan, "scan (no usable index)");
@@ -326,7 +331,7 @@ fn bad_index_and_query_input_gets_clear_errors() {
     // An index on an attribute no record has is allowed, and empty.
     a.create_index("missing", IndexKind::Classic).unwrap();
     assert!(a
-        .get_by_secondary("missing", &json!(1))
+        .get_by_secondary("missing", &json!(1), None)
         .unwrap()
         .0
         .is_empty());
@@ -340,11 +345,11 @@ fn bad_index_and_query_input_gets_clear_errors() {
     ));
     assert!(matches!(a.drop_index("nope"), Err(Error::UnknownIndex(_))));
     assert!(matches!(
-        a.get_by_secondary("x", &json!(1)),
+        a.get_by_secondary("x", &json!(1), None),
         Err(Error::UnknownIndex(_))
     ));
     assert!(matches!(
-        a.get_by_secondary("missing", &json!([1])),
+        a.get_by_secondary("missing", &json!([1]), None),
         Err(Error::InvalidQuery(_))
     ));
     assert!(Filter::parse_str(r#"{"x": {"$regex": "a"}}"#).is_err());
@@ -464,7 +469,7 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
             .into_iter()
             .map(|(k, _)| k)
             .collect();
-        let (pks, _) = ns.get_by_secondary("g", &json!(g)).unwrap();
+        let (pks, _) = ns.get_by_secondary("g", &json!(g), None).unwrap();
         let mut got: Vec<Vec<u8>> = pks.iter().map(|p| p.to_vec()).collect();
         got.sort();
         let show = |v: Vec<&Vec<u8>>| -> Vec<String> {
@@ -488,5 +493,8 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
     let ns = db.namespace(id).unwrap();
     let filter = Filter::parse(&json!({ "g": 3 })).unwrap();
     let want = reference(&model, &filter).len();
-    assert_eq!(ns.get_by_secondary("g", &json!(3)).unwrap().0.len(), want);
+    assert_eq!(
+        ns.get_by_secondary("g", &json!(3), None).unwrap().0.len(),
+        want
+    );
 }

@@ -125,13 +125,15 @@ impl Namespace {
         self.snapshot().find(filter, opts)
     }
 
-    /// The pks of the records whose `attr` equals `value` (see [`Snapshot::get_by_secondary`]).
+    /// The pks of the records whose `attr` equals `value`, at most `limit` (see
+    /// [`Snapshot::get_by_secondary`]).
     pub fn get_by_secondary(
         &self,
         attr: &str,
         value: &serde_json::Value,
+        limit: Option<usize>,
     ) -> Result<(Vec<Bytes>, QueryStats)> {
-        self.snapshot().get_by_secondary(attr, value)
+        self.snapshot().get_by_secondary(attr, value, limit)
     }
 
     /// Top-K by an attribute (see [`Snapshot::top`]).

@@ -184,8 +184,10 @@ impl Inner {
         seq: SeqNo,
         attr: &str,
         value: &Value,
+        limit: Option<usize>,
     ) -> Result<(Vec<Bytes>, QueryStats)> {
         self.check_open()?;
+        let limit = limit.unwrap_or(usize::MAX);
         e.check_live()?;
         let path = AttrPath::parse(attr).map_err(Error::InvalidQuery)?;
         let sk = Scalar::from_json(value).ok_or_else(|| {
@@ -213,10 +215,12 @@ impl Inner {
                 ..QueryStats::default()
             };
             let mut pks = Vec::new();
-            query::for_each_match(&mut r, &filter, &plan, None, &mut stats, &mut |m| {
-                pks.push(m.pk.clone());
-                Ok(true)
-            })?;
+            if limit > 0 {
+                query::for_each_match(&mut r, &filter, &plan, None, &mut stats, &mut |m| {
+                    pks.push(m.pk.clone());
+                    Ok(pks.len() < limit)
+                })?;
+            }
             stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
             r.finish(&mut stats);
             return Ok((pks, stats));
@@ -236,8 +240,10 @@ impl Inner {
             None,
             &mut stats,
             &mut |_, e, _| {
-                pks.push(e.pk);
-                Ok(true)
+                if pks.len() < limit {
+                    pks.push(e.pk);
+                }
+                Ok(pks.len() < limit)
             },
         )?;
         stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
@@ -294,11 +300,17 @@ impl Snapshot {
         ns.inner.find(&ns.entry, self.seq(), filter, opts)
     }
 
-    /// The pks of the records whose attribute `attr` equals `value`, through its index.
-    pub fn get_by_secondary(&self, attr: &str, value: &Value) -> Result<(Vec<Bytes>, QueryStats)> {
+    /// The pks of the records whose attribute `attr` equals `value` (at most `limit`, in index
+    /// order: by pk), through its index; reads no record.
+    pub fn get_by_secondary(
+        &self,
+        attr: &str,
+        value: &Value,
+        limit: Option<usize>,
+    ) -> Result<(Vec<Bytes>, QueryStats)> {
         let ns = self.namespace();
         ns.inner
-            .get_by_secondary(&ns.entry, self.seq(), attr, value)
+            .get_by_secondary(&ns.entry, self.seq(), attr, value, limit)
     }
 
     /// The `opts.k` records meeting `filter` with the smallest (or, `desc`, largest) scalar
