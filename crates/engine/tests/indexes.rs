@@ -306,9 +306,16 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     assert!(page.stats.bytes_returned > 0);
     // A limit stops the index walk: the first pks in index order.
     let (two, stats) = ns.get_by_secondary("rare", &json!(7), Some(2)).unwrap();
-    assert_eq!(two, ["00007", "00107"].map(|p| bytes::Bytes::from_static(p.as_bytes())));
+    assert_eq!(
+        two,
+        ["00007", "00107"].map(|p| bytes::Bytes::from_static(p.as_bytes()))
+    );
     assert!(stats.index_entries >= 2 && stats.index_entries <= 5);
-    assert!(ns.get_by_secondary("rare", &json!(7), Some(0)).unwrap().0.is_empty());
+    assert!(ns
+        .get_by_secondary("rare", &json!(7), Some(0))
+        .unwrap()
+        .0
+        .is_empty());
     let f = Filter::parse_str(r#"{"free": {"$lt": 10}}"#).unwrap();
     let page = ns.find(&f, &FindOptions::default()).unwrap();
     assert_eq!(page.stats.plan, "scan (no usable index)");

@@ -74,8 +74,10 @@ pub trait Records {
     ) -> Result<Vec<(Bytes, Bytes)>>;
 }
 
-/// Candidates asked of an index or a scan at a time.
-const BATCH: usize = 512;
+/// Candidates asked of an index or a scan at a time: few at first (a query with a limit
+/// may need only a few), doubling up to `MAX_BATCH`.
+const FIRST_BATCH: usize = 16;
+const MAX_BATCH: usize = 512;
 
 /// A record that met the filter.
 pub struct Match<'a> {
@@ -83,7 +85,36 @@ pub struct Match<'a> {
     pub position: &'a [u8],
     pub pk: &'a Bytes,
     pub value: &'a Bytes,
-    pub doc: &'a Value,
+    pub doc: &'a Doc,
+}
+
+/// A record's document, parsed on first use: a find of whole records through an exact index
+/// range never parses it.
+pub struct Doc {
+    value: Bytes,
+    /// `None`: the value is not JSON.
+    parsed: std::cell::OnceCell<Option<Value>>,
+}
+
+impl Doc {
+    pub fn new(value: Bytes) -> Doc {
+        Doc {
+            value,
+            parsed: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The document (`null` if the value is not JSON).
+    pub fn get(&self) -> &Value {
+        self.parse().unwrap_or(&Value::Null)
+    }
+
+    /// The document, `None` if the value is not JSON (no record a filter can meet).
+    pub fn parse(&self) -> Option<&Value> {
+        self.parsed
+            .get_or_init(|| serde_json::from_slice(&self.value).ok())
+            .as_ref()
+    }
 }
 
 /// A live index entry: its key, secondary key, pk, and (VAS) the record's address.
@@ -114,8 +145,9 @@ pub fn for_each_entry(
             (Some(a), _) if a >= range.start.as_slice() => Some(a.to_vec()),
             _ => None,
         };
+        let mut batch = FIRST_BATCH;
         loop {
-            let entries = records.index_entries(id, range, from.as_deref(), BATCH, stats)?;
+            let entries = records.index_entries(id, range, from.as_deref(), batch, stats)?;
             for (key, payload) in &entries {
                 let (sk, pk) = split_entry_key(key).ok_or_else(malformed)?;
                 let (addr, seq) = decode_payload(kind, payload).ok_or_else(malformed)?;
@@ -132,10 +164,11 @@ pub fn for_each_entry(
                     return Ok(());
                 }
             }
-            if entries.len() < BATCH {
+            if entries.len() < batch {
                 break;
             }
             from = entries.last().map(|(k, _)| k.clone());
+            batch = (batch * 2).min(MAX_BATCH);
         }
     }
     Ok(())
@@ -151,11 +184,13 @@ pub fn for_each_match(
     stats: &mut QueryStats,
     f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
 ) -> Result<()> {
-    let check = |stats: &mut QueryStats, value: &Bytes| -> Option<Value> {
+    let check = |stats: &mut QueryStats, doc: &Doc| -> bool {
         stats.records_examined += 1;
-        let doc: Value = serde_json::from_slice(value).ok()?;
-        filter.matches(&doc).then_some(doc)
+        doc.parse().is_some_and(|d| filter.matches(d))
     };
+    // An index range read for the filter's only condition holds exactly the records meeting
+    // it (and live entries are exact): nothing to check, no document to parse.
+    let exact = filter.conditions.len() == 1;
     match &plan.access {
         Access::Index {
             id,
@@ -171,30 +206,33 @@ pub fn for_each_match(
                 let Some(value) = value else {
                     return Ok(true);
                 };
-                // A live entry's record has its secondary key; checked anyway, as it is cheap
-                // and a record must never come twice (under an old key and a new one).
-                let holds_key = |doc: &Value| attr.scalar(doc).is_some_and(|s| s == e.sk);
-                match check(stats, &value).filter(holds_key) {
-                    Some(doc) => {
-                        stats.records_matched += 1;
-                        f(Match {
-                            position: e.key,
-                            pk: &e.pk,
-                            value: &value,
-                            doc: &doc,
-                        })
+                let doc = Doc::new(value.clone());
+                if !exact {
+                    // A live entry's record has its secondary key; checked anyway while the
+                    // document is parsed: a record must never come twice (old and new key).
+                    let holds_key = attr.scalar(doc.get()).is_some_and(|s| s == e.sk);
+                    if !check(stats, &doc) || !holds_key {
+                        return Ok(true);
                     }
-                    None => Ok(true),
                 }
+                stats.records_matched += 1;
+                f(Match {
+                    position: e.key,
+                    pk: &e.pk,
+                    value: &value,
+                    doc: &doc,
+                })
             };
             for_each_entry(records, *id, *kind, ranges, after, stats, &mut visit)?;
         }
         Access::Scan => {
             let mut from = after.map(<[u8]>::to_vec);
+            let mut size = FIRST_BATCH;
             loop {
-                let batch = records.scan(from.as_deref(), BATCH, stats)?;
+                let batch = records.scan(from.as_deref(), size, stats)?;
                 for (pk, value) in &batch {
-                    if let Some(doc) = check(stats, value) {
+                    let doc = Doc::new(value.clone());
+                    if check(stats, &doc) {
                         stats.records_matched += 1;
                         let m = Match {
                             position: pk,
@@ -208,9 +246,10 @@ pub fn for_each_match(
                     }
                 }
                 match batch.last() {
-                    Some((pk, _)) if batch.len() == BATCH => from = Some(pk.to_vec()),
+                    Some((pk, _)) if batch.len() == size => from = Some(pk.to_vec()),
                     _ => break,
                 }
+                size = (size * 2).min(MAX_BATCH);
             }
         }
     }
@@ -308,12 +347,12 @@ pub fn top_k(
     let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
     if k > 0 {
         for_each_match(records, filter, plan, None, stats, &mut |m| {
-            if let Some(key) = by.scalar(m.doc) {
+            if let Some(key) = by.scalar(m.doc.get()) {
                 let e = Candidate {
                     key,
                     pk: m.pk.clone(),
                     desc,
-                    projection: projection.map(|p| project(m.doc, p)),
+                    projection: projection.map(|p| project(m.doc.get(), p)),
                 };
                 if heap.len() < k {
                     heap.push(e);
@@ -390,7 +429,7 @@ pub fn aggregate(
         match op {
             Aggregate::Count => {}
             Aggregate::Min(p) | Aggregate::Max(p) => {
-                if let Some(s) = p.scalar(m.doc) {
+                if let Some(s) = p.scalar(m.doc.get()) {
                     let better = best.as_ref().is_none_or(|b| match op {
                         Aggregate::Min(_) => s < *b,
                         _ => s > *b,
@@ -401,7 +440,7 @@ pub fn aggregate(
                 }
             }
             Aggregate::Sum(p) | Aggregate::Avg(p) => {
-                if let Some(Scalar::Number(n)) = p.scalar(m.doc) {
+                if let Some(Scalar::Number(n)) = p.scalar(m.doc.get()) {
                     sum += n;
                     numbers += 1;
                 }

@@ -132,7 +132,7 @@ pub fn find_page(
     if limit != Some(0) {
         for_each_match(records, req.filter, plan, req.after, &mut stats, &mut |m| {
             let value = match req.projection {
-                Some(p) => Bytes::from(project(m.doc, p).to_string()),
+                Some(p) => Bytes::from(project(m.doc.get(), p).to_string()),
                 None => m.value.clone(),
             };
             let size = m.pk.len() + value.len();
