@@ -1,7 +1,10 @@
 //! The commands other than the workload list, chosen by the first argument:
 //! `cerberus-bench plot` (charts of a multitenant grid, `plot/`), `cerberus-bench
-//! plot-iterators` (tables and charts of an iterator sweep, `plot/iterators/`) and
-//! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`).
+//! plot-iterators` (tables and charts of an iterator sweep, `plot/iterators/`),
+//! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`),
+//! `cerberus-bench dataset` (the paper's glacier and tweets datasets as JSON lines,
+//! `dataset/`) and `cerberus-bench queries` (the paper's secondary-key queries on the engine
+//! and SQLite, `queries/`).
 
 use anyhow::Result;
 use std::ffi::OsString;
@@ -9,10 +12,12 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 3] = [
+const COMMANDS: [(&str, Command); 5] = [
     ("plot", |args| crate::plot::main(args)),
     ("plot-iterators", |args| crate::plot::iterators::main(args)),
     ("itermem", |args| crate::itermem::main(args)),
+    ("dataset", |args| crate::dataset::main(args)),
+    ("queries", |args| crate::queries::main(args)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -37,6 +42,9 @@ mod tests {
     #[test]
     fn commands_are_named() {
         let names: Vec<&str> = COMMANDS.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["plot", "plot-iterators", "itermem"]);
+        assert_eq!(
+            names,
+            ["plot", "plot-iterators", "itermem", "dataset", "queries"]
+        );
     }
 }

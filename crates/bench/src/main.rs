@@ -2,6 +2,7 @@
 //! with the `rocksdb` feature, of RocksDB, run in one process so that figures compare.
 
 mod commands;
+mod dataset;
 mod engine;
 mod histogram;
 mod itermem;
@@ -9,6 +10,7 @@ mod memory;
 mod multitenant;
 mod plot;
 mod profile;
+mod queries;
 mod report;
 mod seek;
 mod workload;
@@ -40,7 +42,8 @@ use workload::{BenchConfig, ValuePool, Workload};
     after_help = "Other commands (each with its own --help): `cerberus-bench plot` (charts of a \
                   multitenant grid), `cerberus-bench plot-iterators` (tables and charts of an \
                   iterator sweep), `cerberus-bench itermem` (what open iterators hold over many \
-                  tables)."
+                  tables), `cerberus-bench dataset` (the paper's glacier and tweets datasets), \
+                  `cerberus-bench queries` (the paper's secondary-key queries, and SQLite)."
 )]
 struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,

@@ -24,7 +24,9 @@ pub enum IndexCmd {
     /// returns once every record is indexed. Values that are not JSON, or hold no scalar at
     /// the attribute, are not indexed.
     Create {
+        /// The attribute: a top-level name, or a dotted path into embedded objects.
         attr: String,
+        /// vas (finds read values straight from the log) or classic (pks only).
         #[arg(long, value_enum, default_value = "vas")]
         kind: KindArg,
         #[command(flatten)]
@@ -32,6 +34,7 @@ pub enum IndexCmd {
     },
     /// Drops the index on an attribute.
     Drop {
+        /// The attribute the index is on.
         attr: String,
         #[command(flatten)]
         target: DataTarget,
@@ -104,12 +107,16 @@ pub struct AggArgs {
     /// Count the records.
     #[arg(long, group = "op")]
     count: bool,
+    /// Sum of an attribute (numbers only).
     #[arg(long, group = "op", value_name = "ATTR")]
     sum: Option<String>,
+    /// Mean of an attribute (numbers only).
     #[arg(long, group = "op", value_name = "ATTR")]
     avg: Option<String>,
+    /// Smallest value of an attribute.
     #[arg(long, group = "op", value_name = "ATTR")]
     min: Option<String>,
+    /// Largest value of an attribute.
     #[arg(long, group = "op", value_name = "ATTR")]
     max: Option<String>,
     #[command(flatten)]

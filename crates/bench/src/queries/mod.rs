@@ -1,0 +1,268 @@
+//! `cerberus-bench queries`: the Cerberus paper's secondary-key queries (Table 5) over a
+//! JSON-lines dataset, on the engine with no index, a classic index and a VAS index, and on
+//! SQLite with an expression index (feature `sqlite`), in one run.
+//!
+//! Per index kind: a fresh database, the index created before the load (so the load pays for
+//! it, as the paper's Put() figures do), every record put under its key field, a flush and the
+//! compactions that follow; then each query for each secondary key, `--repeat` times. The
+//! figures: load time, and per query the median latency with the engine's breakdown of the
+//! last run (entries read from the index, primary lookups, value reads, pages by purpose,
+//! time per step).
+
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod workload;
+
+use anyhow::{bail, Context, Result};
+use cerberus_engine::storage::NandConfig;
+use cerberus_engine::{Db, IndexKind, Options, StorageKind};
+use clap::Parser;
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::time::Instant;
+use workload::QuerySet;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cerberus-bench queries",
+    bin_name = "cerberus-bench queries",
+    about = "The Cerberus paper's secondary-key queries (Q1-Q7) without an index, with a \
+             classic and with a VAS index, and on SQLite"
+)]
+pub struct QueriesArgs {
+    /// `glacier` or `tweets` (generated with the default seed), or a JSON-lines FILE.
+    #[arg(long, default_value = "glacier")]
+    dataset: String,
+    /// Records of a generated dataset (default: the paper's count).
+    #[arg(long)]
+    records: Option<u64>,
+    /// The field holding each record's key.
+    #[arg(long, default_value = "id")]
+    key_field: String,
+    /// Index kinds to run: none, classic, vas (comma-separated).
+    #[arg(long, default_value = "none,classic,vas")]
+    index: String,
+    /// posix or nand.
+    #[arg(long, default_value = "posix")]
+    storage: String,
+    /// Block cache bytes (0: every filter and index block read from storage, as the paper).
+    #[arg(long, default_value_t = 64 << 20)]
+    cache_bytes: u64,
+    /// Runs of each query; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+    /// Also run SQLite with an expression index (needs the `sqlite` feature).
+    #[arg(long)]
+    sqlite: bool,
+    /// For a FILE: the attribute to index, and the filter documents to run (repeatable).
+    #[arg(long)]
+    attr: Option<String>,
+    #[arg(long = "query")]
+    queries: Vec<String>,
+    /// Directory for the databases (default: a temporary one).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub fn main(args: Vec<OsString>) -> Result<()> {
+    let args = QueriesArgs::try_parse_from(args)?;
+    if args.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let tmp = tempfile::tempdir()?;
+    let dir = args.db.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir)?;
+    let (records, set) = load_dataset(&args, &dir)?;
+    eprintln!(
+        "dataset {}: {} records, {:.1} MB",
+        args.dataset,
+        records.len(),
+        records
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>() as f64
+            / 1e6
+    );
+    let mut runs = Vec::new();
+    for kind in args.index.split(',').map(str::trim) {
+        let index = match kind {
+            "none" => None,
+            "classic" => Some(IndexKind::Classic),
+            "vas" => Some(IndexKind::Vas),
+            other => bail!("--index: unknown kind {other} (none, classic, vas)"),
+        };
+        runs.push(run_cerberus(&args, &dir.join(kind), &records, &set, index)?);
+    }
+    if args.sqlite {
+        #[cfg(feature = "sqlite")]
+        runs.push(sqlite::run(
+            &dir.join("sqlite.db"),
+            &records,
+            &set,
+            args.repeat,
+        )?);
+        #[cfg(not(feature = "sqlite"))]
+        bail!("--sqlite needs cerberus-bench built with the sqlite feature");
+    }
+    print_table(&set, &runs);
+    if let Some(path) = &args.json {
+        let doc = json!({
+            "dataset": args.dataset,
+            "records": records.len(),
+            "storage": args.storage,
+            "cache_bytes": args.cache_bytes,
+            "repeat": args.repeat,
+            "runs": runs,
+        });
+        std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Records as (key, JSON line).
+type Dataset = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The records as (key, JSON line), and the queries to run on them.
+fn load_dataset(args: &QueriesArgs, dir: &std::path::Path) -> Result<(Dataset, QuerySet)> {
+    let (path, set) = match args.dataset.as_str() {
+        name @ ("glacier" | "tweets") => {
+            let kind = if name == "glacier" {
+                crate::dataset::Kind::Glacier
+            } else {
+                crate::dataset::Kind::Tweets
+            };
+            let path = dir.join(format!("{name}.jsonl"));
+            let n = args.records.unwrap_or(match kind {
+                crate::dataset::Kind::Glacier => 104_600,
+                crate::dataset::Kind::Tweets => 132_800,
+            });
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+            crate::dataset::generate(kind, n, 42, &mut out)?;
+            std::io::Write::flush(&mut out)?;
+            (path, QuerySet::paper(name))
+        }
+        file => {
+            let attr = args
+                .attr
+                .clone()
+                .context("a dataset FILE needs --attr (the attribute to index)")?;
+            if args.queries.is_empty() {
+                bail!("a dataset FILE needs --query FILTER (one or more)");
+            }
+            (PathBuf::from(file), QuerySet::custom(attr, &args.queries)?)
+        }
+    };
+    let f = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let mut records = Vec::new();
+    for (n, line) in std::io::BufReader::new(f).lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let doc: Value =
+            serde_json::from_str(&line).with_context(|| format!("line {} is not JSON", n + 1))?;
+        let key = match &doc[&args.key_field] {
+            Value::String(s) => s.clone().into_bytes(),
+            Value::Number(x) => x.to_string().into_bytes(),
+            _ => bail!(
+                "line {} has no {} (string or number)",
+                n + 1,
+                args.key_field
+            ),
+        };
+        records.push((key, line.into_bytes()));
+    }
+    Ok((records, set))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn run_cerberus(
+    args: &QueriesArgs,
+    dir: &std::path::Path,
+    records: &[(Vec<u8>, Vec<u8>)],
+    set: &QuerySet,
+    index: Option<IndexKind>,
+) -> Result<Value> {
+    let _ = std::fs::remove_dir_all(dir);
+    let storage = match args.storage.as_str() {
+        "posix" => StorageKind::Posix,
+        "nand" => StorageKind::Nand(NandConfig::default()),
+        other => bail!("--storage: unknown {other} (posix, nand)"),
+    };
+    let opts = Options {
+        storage,
+        cache_bytes: args.cache_bytes,
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts)?;
+    let ns = db.create_namespace("data")?;
+    let t = Instant::now();
+    if let Some(kind) = index {
+        ns.create_index(&set.attr, kind)?;
+    }
+    for (k, v) in records {
+        ns.put(k, v)?;
+    }
+    db.flush()?;
+    let load_secs = t.elapsed().as_secs_f64();
+    db.wait_for_compactions()?;
+    let name = match index {
+        None => "cerberus (no index)".to_string(),
+        Some(k) => format!("cerberus ({k})"),
+    };
+    eprintln!("{name}: loaded in {load_secs:.2} s");
+    let mut results = Vec::new();
+    for q in &set.queries {
+        let mut times = Vec::new();
+        let mut last = (0usize, Value::Null);
+        for _ in 0..args.repeat {
+            let t = Instant::now();
+            last = workload::run_engine(&ns, q)?;
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        results.push(json!({
+            "query": q.name, "sk": q.sk_label(), "median_us": median(times),
+            "results": last.0, "stats": last.1,
+        }));
+    }
+    db.close()?;
+    Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
+}
+
+fn print_table(set: &QuerySet, runs: &[Value]) {
+    println!(
+        "\n| query | sk | {} |",
+        runs.iter()
+            .map(|r| r["engine"].as_str().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|---|{}", "---:|".repeat(runs.len()));
+    let mut load = String::from("| load | (s) |");
+    for r in runs {
+        load.push_str(&format!(" {:.2} |", r["load_secs"].as_f64().unwrap_or(0.0)));
+    }
+    println!("{load}");
+    for (i, q) in set.queries.iter().enumerate() {
+        let mut line = format!("| {} | {} |", q.name, q.sk_label());
+        for r in runs {
+            let cell = &r["queries"][i];
+            line.push_str(&format!(
+                " {:.0} us ({} found) |",
+                cell["median_us"].as_f64().unwrap_or(0.0),
+                cell["results"]
+            ));
+        }
+        println!("{line}");
+    }
+}
