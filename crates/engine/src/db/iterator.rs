@@ -317,7 +317,7 @@ impl Iterator for Iter {
 
 impl Inner {
     /// The reader threads iterators prefetch through, started on first use.
-    fn prefetcher(&self) -> &Arc<ReadPool> {
+    pub(super) fn prefetcher(&self) -> &Arc<ReadPool> {
         self.prefetcher.get_or_init(|| {
             Arc::new(ReadPool::new(
                 self.opts.prefetch_threads,

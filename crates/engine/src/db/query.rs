@@ -74,7 +74,7 @@ impl Inner {
 
     fn plan_query(
         &self,
-        r: &mut SnapshotRecords<'_>,
+        r: &mut SnapshotRecords,
         filter: &Filter,
         stats: &mut QueryStats,
     ) -> Result<Plan> {
@@ -96,7 +96,7 @@ impl Inner {
     }
 
     pub(super) fn find(
-        &self,
+        self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
         filter: &Filter,
@@ -179,7 +179,7 @@ impl Inner {
     }
 
     pub(super) fn get_by_secondary(
-        &self,
+        self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
         attr: &str,
@@ -238,6 +238,7 @@ impl Inner {
             idx.def.kind,
             &ranges,
             None,
+            false,
             &mut stats,
             &mut |_, e, _| {
                 if pks.len() < limit {
@@ -252,7 +253,7 @@ impl Inner {
     }
 
     pub(super) fn top(
-        &self,
+        self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
         filter: &Filter,
@@ -275,7 +276,7 @@ impl Inner {
     }
 
     pub(super) fn aggregate(
-        &self,
+        self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
         filter: &Filter,

@@ -62,6 +62,9 @@ pub trait Records {
     /// The value of `pk`, or `None` (deleted): a primary lookup.
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>>;
 
+    /// Starts reading these values (VAS entries' addresses) ahead of `read_at`.
+    fn prefetch(&mut self, _reads: &[(Bytes, ValueAddr)]) {}
+
     /// The value of `pk` read at `addr` (a VAS entry's address): no primary lookup.
     fn read_at(&mut self, pk: &[u8], addr: ValueAddr, stats: &mut QueryStats) -> Result<Bytes>;
 
@@ -128,12 +131,16 @@ pub struct Entry<'a> {
 /// Calls `f` with every live entry of index `id` in `ranges`, in key order, after `after`;
 /// stops when `f` returns false. An entry is live unless a newer version of its pk is still in
 /// a memtable (once flushed, the newer version's tombstone hides the entry from the scan).
+/// With `read_values`, a VAS index's value reads for each batch are issued at once, so they
+/// overlap (on the dies of a device, or the prefetch threads on files).
+#[allow(clippy::too_many_arguments)]
 pub fn for_each_entry(
     records: &mut dyn Records,
     id: crate::key::Nsid,
     kind: IndexKind,
     ranges: &[super::KeyRange],
     after: Option<&[u8]>,
+    read_values: bool,
     stats: &mut QueryStats,
     f: &mut dyn FnMut(&mut dyn Records, Entry<'_>, &mut QueryStats) -> Result<bool>,
 ) -> Result<()> {
@@ -148,6 +155,16 @@ pub fn for_each_entry(
         let mut batch = FIRST_BATCH;
         loop {
             let entries = records.index_entries(id, range, from.as_deref(), batch, stats)?;
+            if read_values && kind == IndexKind::Vas {
+                let mut reads = Vec::with_capacity(entries.len());
+                for (key, payload) in &entries {
+                    let (_, pk) = split_entry_key(key).ok_or_else(malformed)?;
+                    if let (Some(addr), _) = decode_payload(kind, payload).ok_or_else(malformed)? {
+                        reads.push((Bytes::copy_from_slice(pk), addr));
+                    }
+                }
+                records.prefetch(&reads);
+            }
             for (key, payload) in &entries {
                 let (sk, pk) = split_entry_key(key).ok_or_else(malformed)?;
                 let (addr, seq) = decode_payload(kind, payload).ok_or_else(malformed)?;
@@ -223,7 +240,7 @@ pub fn for_each_match(
                     doc: &doc,
                 })
             };
-            for_each_entry(records, *id, *kind, ranges, after, stats, &mut visit)?;
+            for_each_entry(records, *id, *kind, ranges, after, true, stats, &mut visit)?;
         }
         Access::Scan => {
             let mut from = after.map(<[u8]>::to_vec);
