@@ -505,3 +505,51 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
         want
     );
 }
+
+#[test]
+fn vas_finds_on_the_nand_model_read_values_ahead_and_agree() {
+    use cerberus_engine::storage::{NandConfig, NandStorage};
+    use cerberus_engine::StorageKind;
+    let cfg = NandConfig {
+        t_read: std::time::Duration::from_micros(20),
+        t_prog: std::time::Duration::from_micros(20),
+        ..NandConfig::default()
+    };
+    let storage: StorageRef = Arc::new(NandStorage::new(Arc::new(MemStorage::new()), cfg.clone()));
+    let opts = Options {
+        storage: StorageKind::Nand(cfg),
+        cache_bytes: 0,
+        ..common::small_options()
+    };
+    let db = Db::open_with_storage(storage, opts).unwrap();
+    let ns = db.create_namespace("nand").unwrap();
+    let mut rng = SmallRng::seed_from_u64(common::seed(77));
+    let mut model = Model::new();
+    for round in 0..3 {
+        for i in 0..400u32 {
+            let k = format!("k{:04}", rng.gen_range(0..300)).into_bytes();
+            let v = random_value(&mut rng);
+            ns.put(&k, &v).unwrap();
+            model.insert(k, v);
+            if round == 0 && i == 200 {
+                ns.create_index("g", IndexKind::Vas).unwrap();
+            }
+        }
+        db.flush().unwrap();
+        for filter in filters() {
+            let want: Vec<Vec<u8>> = reference(&model, &filter)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+            let mut got: Vec<Vec<u8>> = find_all(&ns, &filter, None)
+                .into_iter()
+                .map(|(k, v)| {
+                    assert_eq!(Some(&v.to_vec()), model.get(&k[..]));
+                    k.to_vec()
+                })
+                .collect();
+            got.sort();
+            assert_eq!(got, want, "round {round}: {filter:?}");
+        }
+    }
+}
