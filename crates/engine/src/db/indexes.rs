@@ -6,7 +6,7 @@
 //! checks the record it reaches (`classic`: the current value's attribute).
 
 use super::*;
-use crate::index::{entry_key, entry_payload, AttrPath, Document, IndexDef, IndexKind};
+use crate::index::{entry_key, entry_payload, extract, AttrPath, IndexDef, IndexKind};
 
 /// An index as the write path and queries use it.
 pub(super) struct LiveIndex {
@@ -66,9 +66,9 @@ pub(super) fn derive_entries(
     if indexes.is_empty() {
         return;
     }
-    let doc = Document::parse(value);
-    for idx in indexes {
-        if let Some(sk) = doc.key(&idx.attr) {
+    let attrs: Vec<&AttrPath> = indexes.iter().map(|i| &i.attr).collect();
+    for (idx, sk) in indexes.iter().zip(extract(value, &attrs)) {
+        if let Some(sk) = sk {
             let mut user = idx.def.id.to_be_bytes().to_vec();
             user.extend_from_slice(&entry_key(&sk, pk));
             let value = Bytes::from(entry_payload(idx.def.kind, addr, seq));

@@ -11,7 +11,7 @@
 
 use super::read::{search_tables, ProbeCache, StepClock};
 use super::*;
-use crate::index::{entry_key, Document, Scalar};
+use crate::index::{entry_key, extract, Scalar};
 
 /// The secondary keys of one version, per index of its namespace (`None`: a delete, or no
 /// scalar at the attribute).
@@ -19,8 +19,8 @@ fn keys_of(indexes: &[Arc<LiveIndex>], kind: Kind, value: &[u8]) -> Vec<Option<S
     if kind != Kind::Put {
         return vec![None; indexes.len()];
     }
-    let doc = Document::parse(value);
-    indexes.iter().map(|i| doc.key(&i.attr)).collect()
+    let attrs: Vec<&crate::index::AttrPath> = indexes.iter().map(|i| &i.attr).collect();
+    extract(value, &attrs)
 }
 
 /// Inserts into `mem` (frozen, about to be flushed) a tombstone for every index entry a newer

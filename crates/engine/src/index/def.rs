@@ -6,26 +6,9 @@
 //! `encoded sk ++ pk`; its value is kept in the table only (no value-log record: it is derived
 //! from the primary record, and recovery derives it again when it replays that record).
 
-use super::{AttrPath, IndexKind, Scalar};
+use super::{IndexKind, Scalar};
 use crate::coding::{put_varint, Cursor};
 use crate::key::{SeqNo, ValueAddr};
-use serde_json::Value;
-
-/// A document's secondary keys, parsed once for all the indexes of its namespace.
-pub struct Document(Option<Value>);
-
-impl Document {
-    /// `value` as JSON; a value that is not JSON has no secondary keys.
-    pub fn parse(value: &[u8]) -> Document {
-        Document(serde_json::from_slice(value).ok())
-    }
-
-    /// The secondary key at `attr`: a scalar there, or nothing (missing attribute, an object
-    /// or an array, or no JSON at all).
-    pub fn key(&self, attr: &AttrPath) -> Option<Scalar> {
-        self.0.as_ref().and_then(|doc| attr.scalar(doc))
-    }
-}
 
 /// An index entry's key: the encoded secondary key, then the pk.
 pub fn entry_key(sk: &Scalar, pk: &[u8]) -> Vec<u8> {
@@ -72,21 +55,6 @@ pub fn decode_payload(kind: IndexKind, buf: &[u8]) -> Option<(Option<ValueAddr>,
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn documents_give_scalars_only() {
-        let doc = Document::parse(br#"{"a": 3, "b": {"c": "x"}, "d": [1], "e": {"f": 1}}"#);
-        let path = |p: &str| AttrPath::parse(p).unwrap();
-        assert_eq!(
-            doc.key(&path("a")),
-            Some(Scalar::from_json(&3.into()).unwrap())
-        );
-        assert_eq!(doc.key(&path("b.c")), Some(Scalar::String("x".into())));
-        assert_eq!(doc.key(&path("d")), None);
-        assert_eq!(doc.key(&path("e")), None);
-        assert_eq!(doc.key(&path("missing")), None);
-        assert_eq!(Document::parse(b"not json").key(&path("a")), None);
-    }
 
     #[test]
     fn payloads_round_trip() {

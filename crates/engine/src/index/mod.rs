@@ -2,8 +2,10 @@
 //! encoded so that index order is value order, and the entries a write derives.
 
 mod def;
+mod extract;
 mod scalar;
 
 pub use crate::version::{IndexDef, IndexKind};
-pub use def::{decode_payload, entry_key, entry_payload, split_entry_key, Document};
+pub use def::{decode_payload, entry_key, entry_payload, split_entry_key};
+pub use extract::extract;
 pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar, ScalarType};
