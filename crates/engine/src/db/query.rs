@@ -11,7 +11,7 @@ use crate::query::{
 use serde_json::Value;
 
 /// Index entries an estimate counts at most: past this, an index is as good as unselective.
-const ESTIMATE_CAP: usize = 1024;
+const ESTIMATE_CAP: usize = 256;
 
 /// What a find asks for besides its filter.
 #[derive(Clone, Debug)]

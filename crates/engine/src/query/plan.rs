@@ -56,6 +56,7 @@ pub fn plan(
 ) -> Result<Plan> {
     let mut best: Option<(u64, Access)> = None;
     let mut seen: Vec<&AttrPath> = Vec::new();
+    let mut usable = Vec::new();
     for (path, condition) in &filter.conditions {
         let Some(idx) = indexes.iter().find(|i| &i.attr == path) else {
             continue;
@@ -66,8 +67,17 @@ pub fn plan(
             continue;
         }
         seen.push(path);
+        usable.push((idx, condition));
+    }
+    // With one usable index there is nothing to compare: no entries are counted.
+    let compare = usable.len() > 1;
+    for (idx, condition) in usable {
         let ranges = condition.key_ranges();
-        let n = estimate(idx.id, &ranges)?;
+        let n = if compare {
+            estimate(idx.id, &ranges)?
+        } else {
+            0
+        };
         if best.as_ref().is_none_or(|(b, _)| n < *b) {
             best = Some((
                 n,
@@ -80,10 +90,11 @@ pub fn plan(
             ));
         }
     }
+    let compare_estimate = |n| compare.then_some(n);
     Ok(match best {
         Some((n, access)) => Plan {
             access,
-            estimate: Some(n),
+            estimate: compare_estimate(n),
         },
         None => Plan {
             access: Access::Scan,
