@@ -9,6 +9,7 @@
 //! last run (entries read from the index, primary lookups, value reads, pages by purpose,
 //! time per step).
 
+mod device;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod workload;
@@ -61,6 +62,10 @@ pub struct QueriesArgs {
     attr: Option<String>,
     #[arg(long = "query")]
     queries: Vec<String>,
+    /// `local`: run the engine's queries through a device started on a loopback port (the
+    /// records and summaries cross the wire; bytes are those received).
+    #[arg(long)]
+    device: Option<String>,
     /// Directory for the databases (default: a temporary one).
     #[arg(long)]
     db: Option<PathBuf>,
@@ -194,6 +199,12 @@ fn run_cerberus(
     index: Option<IndexKind>,
 ) -> Result<Value> {
     let _ = std::fs::remove_dir_all(dir);
+    if let Some(d) = &args.device {
+        if d != "local" {
+            bail!("--device: only `local` (a device this run starts) is supported");
+        }
+        return run_device(args, dir, records, set, index);
+    }
     let storage = match args.storage.as_str() {
         "posix" => StorageKind::Posix,
         "nand" => StorageKind::Nand(NandConfig::default()),
@@ -230,12 +241,53 @@ fn run_cerberus(
             last = workload::run_engine(&ns, q)?;
             times.push(t.elapsed().as_secs_f64() * 1e6);
         }
+        let bytes = last.1["bytes_returned"].as_f64().unwrap_or(0.0) as u64;
         results.push(json!({
             "query": q.name, "sk": q.sk_label(), "median_us": median(times),
-            "results": last.0, "stats": last.1,
+            "results": last.0, "bytes": bytes, "stats": last.1,
         }));
     }
     db.close()?;
+    Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
+}
+
+/// `run_cerberus` through a local device.
+fn run_device(
+    args: &QueriesArgs,
+    dir: &std::path::Path,
+    records: &[(Vec<u8>, Vec<u8>)],
+    set: &QuerySet,
+    index: Option<IndexKind>,
+) -> Result<Value> {
+    let target = device::Target::start(dir, args.storage == "nand", args.cache_bytes)?;
+    let t = Instant::now();
+    if let Some(kind) = index {
+        target.create_index(&set.attr, kind == IndexKind::Vas)?;
+    }
+    for (k, v) in records {
+        target.put(k, v)?;
+    }
+    let load_secs = t.elapsed().as_secs_f64();
+    let name = match index {
+        None => "device (no index)".to_string(),
+        Some(k) => format!("device ({k})"),
+    };
+    eprintln!("{name}: loaded in {load_secs:.2} s");
+    let mut results = Vec::new();
+    for q in &set.queries {
+        let mut times = Vec::new();
+        let mut last = (0usize, Value::Null, 0u64);
+        for _ in 0..args.repeat {
+            let t = Instant::now();
+            last = target.run(q)?;
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        results.push(json!({
+            "query": q.name, "sk": q.sk_label(), "median_us": median(times),
+            "results": last.0, "bytes": last.2, "stats": last.1,
+        }));
+    }
+    target.stop()?;
     Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
 }
 
@@ -258,9 +310,10 @@ fn print_table(set: &QuerySet, runs: &[Value]) {
         for r in runs {
             let cell = &r["queries"][i];
             line.push_str(&format!(
-                " {:.0} us ({} found) |",
+                " {:.0} us ({} found, {} B) |",
                 cell["median_us"].as_f64().unwrap_or(0.0),
-                cell["results"]
+                cell["results"],
+                cell["bytes"]
             ));
         }
         println!("{line}");

@@ -77,6 +77,14 @@ impl QuerySet {
                             k: 50,
                         },
                     ),
+                    // Q7 as host analysis: every record of the unit to the host, sorted there.
+                    (
+                        "Q7-host",
+                        Shape::Find {
+                            project: None,
+                            limit: None,
+                        },
+                    ),
                     (
                         "avg",
                         Shape::Avg {
@@ -111,7 +119,11 @@ impl QuerySet {
         let mut queries = Vec::new();
         for (name, shape) in shapes {
             // The paper runs Q7 for FRAN only.
-            let sks = if name == "Q7" { &sks[..1] } else { &sks[..] };
+            let sks = if name.starts_with("Q7") {
+                &sks[..1]
+            } else {
+                &sks[..]
+            };
             for sk in sks {
                 queries.push(Query {
                     name: name.to_string(),
@@ -217,7 +229,7 @@ pub fn run_engine(ns: &Namespace, q: &Query) -> Result<(usize, Value)> {
 }
 
 /// Adds the numbers of `b` into `a`, field by field (arrays element-wise).
-fn add_stats(a: &mut Value, b: &Value) {
+pub fn add_stats(a: &mut Value, b: &Value) {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
@@ -250,8 +262,8 @@ mod tests {
     fn the_papers_queries() {
         let g = QuerySet::paper("glacier");
         assert_eq!(g.attr, "political_unit");
-        // Q1-Q3 and avg for four units, Q7 for FRAN only.
-        assert_eq!(g.queries.len(), 4 * 4 + 1);
+        // Q1-Q3 and avg for four units, Q7 in the device and on the host for FRAN only.
+        assert_eq!(g.queries.len(), 4 * 4 + 2);
         let t = QuerySet::paper("tweets");
         assert_eq!(t.queries.len(), 3 * 3);
         assert!(QuerySet::custom("a".into(), &["{\"a\": 1}".into()]).is_ok());
