@@ -118,6 +118,28 @@ impl Doc {
             .get_or_init(|| serde_json::from_slice(&self.value).ok())
             .as_ref()
     }
+
+    /// Whether the value is JSON, checked without building it.
+    pub fn is_json(&self) -> bool {
+        match self.parsed.get() {
+            Some(p) => p.is_some(),
+            None => serde_json::from_slice::<serde::de::IgnoredAny>(&self.value).is_ok(),
+        }
+    }
+
+    /// The scalars at `paths`: from the document if it was built, else read off the bytes
+    /// in one pass that builds nothing else (`index::extract`).
+    pub fn scalars(&self, paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
+        match self.parsed.get() {
+            Some(Some(v)) => paths.iter().map(|p| p.scalar(v)).collect(),
+            Some(None) => vec![None; paths.len()],
+            None => crate::index::extract(&self.value, paths),
+        }
+    }
+
+    pub fn scalar(&self, path: &AttrPath) -> Option<Scalar> {
+        self.scalars(&[path]).pop().flatten()
+    }
 }
 
 /// A live index entry: its key, secondary key, pk, and (VAS) the record's address.
@@ -201,9 +223,23 @@ pub fn for_each_match(
     stats: &mut QueryStats,
     f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
 ) -> Result<()> {
-    let check = |stats: &mut QueryStats, doc: &Doc| -> bool {
+    let paths: Vec<&AttrPath> = filter.conditions.iter().map(|(p, _)| p).collect();
+    // Whether the record meets the filter (and, from an index entry, still has the entry's
+    // secondary key), from the scalars it needs alone.
+    let check = |stats: &mut QueryStats, doc: &Doc, key: Option<(&AttrPath, &Scalar)>| -> bool {
         stats.records_examined += 1;
-        doc.parse().is_some_and(|d| filter.matches(d))
+        if paths.is_empty() && key.is_none() {
+            return doc.is_json();
+        }
+        let mut wanted = paths.clone();
+        wanted.extend(key.map(|(a, _)| a));
+        let found = doc.scalars(&wanted);
+        let meets = filter
+            .conditions
+            .iter()
+            .zip(&found)
+            .all(|((_, c), s)| s.as_ref().is_some_and(|s| c.holds(s)));
+        meets && key.is_none_or(|(_, sk)| found.last().and_then(Option::as_ref) == Some(sk))
     };
     // An index range read for the filter's only condition holds exactly the records meeting
     // it (and live entries are exact): nothing to check, no document to parse.
@@ -227,8 +263,7 @@ pub fn for_each_match(
                 if !exact {
                     // A live entry's record has its secondary key; checked anyway while the
                     // document is parsed: a record must never come twice (old and new key).
-                    let holds_key = attr.scalar(doc.get()).is_some_and(|s| s == e.sk);
-                    if !check(stats, &doc) || !holds_key {
+                    if !check(stats, &doc, Some((attr, &e.sk))) {
                         return Ok(true);
                     }
                 }
@@ -249,7 +284,7 @@ pub fn for_each_match(
                 let batch = records.scan(from.as_deref(), size, stats)?;
                 for (pk, value) in &batch {
                     let doc = Doc::new(value.clone());
-                    if check(stats, &doc) {
+                    if check(stats, &doc, None) {
                         stats.records_matched += 1;
                         let m = Match {
                             position: pk,
@@ -364,7 +399,7 @@ pub fn top_k(
     let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
     if k > 0 {
         for_each_match(records, filter, plan, None, stats, &mut |m| {
-            if let Some(key) = by.scalar(m.doc.get()) {
+            if let Some(key) = m.doc.scalar(by) {
                 let e = Candidate {
                     key,
                     pk: m.pk.clone(),
@@ -446,7 +481,7 @@ pub fn aggregate(
         match op {
             Aggregate::Count => {}
             Aggregate::Min(p) | Aggregate::Max(p) => {
-                if let Some(s) = p.scalar(m.doc.get()) {
+                if let Some(s) = m.doc.scalar(p) {
                     let better = best.as_ref().is_none_or(|b| match op {
                         Aggregate::Min(_) => s < *b,
                         _ => s > *b,
@@ -457,7 +492,7 @@ pub fn aggregate(
                 }
             }
             Aggregate::Sum(p) | Aggregate::Avg(p) => {
-                if let Some(Scalar::Number(n)) = p.scalar(m.doc.get()) {
+                if let Some(Scalar::Number(n)) = m.doc.scalar(p) {
                     sum += n;
                     numbers += 1;
                 }
