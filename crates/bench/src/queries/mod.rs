@@ -232,21 +232,11 @@ fn run_cerberus(
         Some(k) => format!("cerberus ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
-    let mut results = Vec::new();
-    for q in &set.queries {
-        let mut times = Vec::new();
-        let mut last = (0usize, Value::Null);
-        for _ in 0..args.repeat {
-            let t = Instant::now();
-            last = workload::run_engine(&ns, q)?;
-            times.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-        let bytes = last.1["bytes_returned"].as_f64().unwrap_or(0.0) as u64;
-        results.push(json!({
-            "query": q.name, "sk": q.sk_label(), "median_us": median(times),
-            "results": last.0, "bytes": bytes, "stats": last.1,
-        }));
-    }
+    let results = run_queries(set, args.repeat, &mut |q| {
+        let (n, stats) = workload::run_engine(&ns, q)?;
+        let bytes = stats["bytes_returned"].as_f64().unwrap_or(0.0) as u64;
+        Ok((n, stats, bytes))
+    })?;
     db.close()?;
     Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
 }
@@ -273,13 +263,28 @@ fn run_device(
         Some(k) => format!("device ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
+    let results = run_queries(set, args.repeat, &mut |q| target.run(q))?;
+    target.stop()?;
+    Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
+}
+
+/// One run of a query: results, the engine's statistics, bytes returned.
+type QueryRun = (usize, Value, u64);
+
+/// Runs every query of `set` `repeat` times through `run` (results, statistics, bytes
+/// returned); one JSON object per query with the median latency and the last run's figures.
+fn run_queries(
+    set: &QuerySet,
+    repeat: usize,
+    run: &mut dyn FnMut(&workload::Query) -> Result<QueryRun>,
+) -> Result<Vec<Value>> {
     let mut results = Vec::new();
     for q in &set.queries {
         let mut times = Vec::new();
-        let mut last = (0usize, Value::Null, 0u64);
-        for _ in 0..args.repeat {
+        let mut last: QueryRun = (0, Value::Null, 0);
+        for _ in 0..repeat {
             let t = Instant::now();
-            last = target.run(q)?;
+            last = run(q)?;
             times.push(t.elapsed().as_secs_f64() * 1e6);
         }
         results.push(json!({
@@ -287,8 +292,7 @@ fn run_device(
             "results": last.0, "bytes": last.2, "stats": last.1,
         }));
     }
-    target.stop()?;
-    Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
+    Ok(results)
 }
 
 fn print_table(set: &QuerySet, runs: &[Value]) {
