@@ -152,24 +152,13 @@ impl Inner {
         // Writes after this seqno derive their own entries (the set was loaded before it).
         let seq = self.snapshots.acquire(&self.visible_seq);
         let result = (|| {
-            let sv = self.super_version();
-            let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
-                .chain(sv.imm.iter().map(|f| &f.mem))
-                .cloned()
-                .collect();
             let config = crate::table::IterConfig {
                 fill_cache: false,
                 readahead: None,
             };
-            let mut scan = crate::iter::SnapshotScan::new(
-                &mems,
-                sv.version.clone(),
-                e.id,
-                seq,
-                &e.list_counters,
-                &config,
-            )?;
-            drop(sv);
+            let mut scan = self
+                .super_version()
+                .scan(e.id, seq, &e.list_counters, &config)?;
             let _pin = self.vlog_reader.pin();
             scan.seek(&[])?;
             let one = [idx.clone()];
@@ -179,21 +168,18 @@ impl Inner {
                 let done = !scan.valid();
                 if !done && scan.kind() == Kind::Put {
                     let pk = Bytes::copy_from_slice(scan.key());
-                    let (value, addr) = match scan.index_value() {
-                        Some(key::IndexValue::Addr {
-                            addr,
-                            inline: Some(v),
-                        }) => (v, addr),
-                        Some(key::IndexValue::Addr { addr, inline: None }) => (
-                            self.vlog_reader
-                                .read_value(addr, e.id, &pk, &e.list_counters)?,
-                            addr,
-                        ),
-                        _ => {
+                    let (value, addr) = match self.scanned_value(
+                        scan.index_value(),
+                        e.id,
+                        &pk,
+                        &e.list_counters,
+                    )? {
+                        (v, Some(addr)) => (v, addr),
+                        (_, None) => {
                             return Err(Error::corruption(
                                 "index",
                                 0,
-                                "backfill met an entry without a value",
+                                "backfill met a record without a value-log address",
                             ))
                         }
                     };

@@ -128,23 +128,12 @@ impl Iter {
         // After the snapshot's seqno was pinned: everything at or below it is in this super
         // version (or in what compactions keep for the snapshot).
         let sv = inner.super_version();
-        let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
-            .chain(sv.imm.iter().map(|f| &f.mem))
-            .cloned()
-            .collect();
         let counters = entry.list_counters.clone();
         let config = IterConfig {
             fill_cache: opts.fill_cache,
             readahead: opts.index_prefetch.then(|| inner.prefetcher().clone()),
         };
-        let scan = SnapshotScan::new(
-            &mems,
-            sv.version.clone(),
-            entry.id,
-            snapshot.seq(),
-            &counters,
-            &config,
-        )?;
+        let scan = sv.scan(entry.id, snapshot.seq(), &counters, &config)?;
         Counters::add(&counters.lists, 1);
         let it = Iter {
             inner,

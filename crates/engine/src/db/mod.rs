@@ -66,6 +66,23 @@ struct SuperVersion {
     version: Arc<Version>,
 }
 
+impl SuperVersion {
+    /// A scan of namespace (or index) `ns` over these memtables and tables, at seqno `seq`.
+    fn scan(
+        &self,
+        ns: Nsid,
+        seq: SeqNo,
+        counters: &Arc<Counters>,
+        config: &crate::table::IterConfig,
+    ) -> Result<SnapshotScan> {
+        let mems: Vec<Arc<Memtable>> = std::iter::once(&self.mem)
+            .chain(self.imm.iter().map(|f| &f.mem))
+            .cloned()
+            .collect();
+        SnapshotScan::new(&mems, self.version.clone(), ns, seq, counters, config)
+    }
+}
+
 struct Inner {
     opts: Options,
     storage: StorageRef,

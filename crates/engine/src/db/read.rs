@@ -110,6 +110,28 @@ impl Inner {
         }
     }
 
+    /// The value a scan's put entry holds (`iv`), read from the value log unless it is at
+    /// hand, and its record's address (none for a table-only value).
+    pub(super) fn scanned_value(
+        &self,
+        iv: Option<IndexValue>,
+        ns: Nsid,
+        key: &[u8],
+        c: &Counters,
+    ) -> Result<(Bytes, Option<key::ValueAddr>)> {
+        match iv {
+            Some(IndexValue::Addr {
+                addr,
+                inline: Some(v),
+            }) => Ok((v, Some(addr))),
+            Some(IndexValue::Addr { addr, inline: None }) => {
+                Ok((self.vlog_reader.read_value(addr, ns, key, c)?, Some(addr)))
+            }
+            Some(IndexValue::Table(v)) => Ok((v, None)),
+            _ => Err(Error::corruption("index", 0, "entry without a value")),
+        }
+    }
+
     /// The newest version of `(ns, key)` visible at seqno `at` (now if `None`): memtables, then L0 newest first, then
     /// the namespace's runs newest first, then one table per deeper level, each asked through
     /// its filter first. Each step's outcome and time go into the cost-model counters.

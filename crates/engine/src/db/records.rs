@@ -49,23 +49,11 @@ impl SnapshotRecords {
                 return Ok(scan);
             }
         }
-        let sv = &self.sv;
-        let mems: Vec<Arc<Memtable>> = std::iter::once(&sv.mem)
-            .chain(sv.imm.iter().map(|f| &f.mem))
-            .cloned()
-            .collect();
         let config = crate::table::IterConfig {
             fill_cache: true,
             readahead: None,
         };
-        let mut scan = SnapshotScan::new(
-            &mems,
-            sv.version.clone(),
-            id,
-            self.seq,
-            &self.counters,
-            &config,
-        )?;
+        let mut scan = self.sv.scan(id, self.seq, &self.counters, &config)?;
         scan.seek(after.map_or(start, |a| a.max(start)))?;
         if let Some(a) = after {
             while scan.valid() && scan.key() <= a {
@@ -73,22 +61,6 @@ impl SnapshotRecords {
             }
         }
         Ok(scan)
-    }
-
-    /// The value of the entry the walk is at (a put).
-    fn value_at(&self, scan: &SnapshotScan, key: &[u8]) -> Result<Bytes> {
-        match scan.index_value() {
-            Some(IndexValue::Addr {
-                inline: Some(v), ..
-            })
-            | Some(IndexValue::Table(v)) => Ok(v),
-            Some(IndexValue::Addr { addr, inline: None }) => {
-                self.inner
-                    .vlog_reader
-                    .read_value(addr, self.ns, key, &self.counters)
-            }
-            _ => Err(Error::corruption("index", 0, "entry without a value")),
-        }
     }
 
     pub(super) fn finish(&self, stats: &mut QueryStats) {
@@ -233,7 +205,9 @@ impl Records for SnapshotRecords {
         while scan.valid() && out.len() < max {
             if scan.kind() == Kind::Put {
                 let key = Bytes::copy_from_slice(scan.key());
-                let value = self.value_at(&scan, &key)?;
+                let (value, _) =
+                    self.inner
+                        .scanned_value(scan.index_value(), self.ns, &key, &self.counters)?;
                 out.push((key, value));
             }
             if out.len() < max {
