@@ -223,33 +223,32 @@ pub fn for_each_match(
     stats: &mut QueryStats,
     f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
 ) -> Result<()> {
-    let paths: Vec<&AttrPath> = filter.conditions.iter().map(|(p, _)| p).collect();
+    // The scalars a check reads: the filter's attributes, then an index's own.
+    let mut wanted: Vec<&AttrPath> = filter.conditions.iter().map(|(p, _)| p).collect();
+    if let Access::Index { attr, .. } = &plan.access {
+        wanted.push(attr);
+    }
     // Whether the record meets the filter (and, from an index entry, still has the entry's
-    // secondary key), from the scalars it needs alone.
-    let check = |stats: &mut QueryStats, doc: &Doc, key: Option<(&AttrPath, &Scalar)>| -> bool {
+    // secondary key `sk`), from the scalars it needs alone.
+    let check = |stats: &mut QueryStats, doc: &Doc, sk: Option<&Scalar>| -> bool {
         stats.records_examined += 1;
-        if paths.is_empty() && key.is_none() {
+        if wanted.is_empty() {
             return doc.is_json();
         }
-        let mut wanted = paths.clone();
-        wanted.extend(key.map(|(a, _)| a));
         let found = doc.scalars(&wanted);
         let meets = filter
             .conditions
             .iter()
             .zip(&found)
             .all(|((_, c), s)| s.as_ref().is_some_and(|s| c.holds(s)));
-        meets && key.is_none_or(|(_, sk)| found.last().and_then(Option::as_ref) == Some(sk))
+        meets && sk.is_none_or(|sk| found.last().and_then(Option::as_ref) == Some(sk))
     };
     // An index range read for the filter's only condition holds exactly the records meeting
     // it (and live entries are exact): nothing to check, no document to parse.
     let exact = filter.conditions.len() == 1;
     match &plan.access {
         Access::Index {
-            id,
-            ranges,
-            attr,
-            kind,
+            id, ranges, kind, ..
         } => {
             let mut visit = |records: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
                 let value = match e.addr {
@@ -263,7 +262,7 @@ pub fn for_each_match(
                 if !exact {
                     // A live entry's record has its secondary key; checked anyway while the
                     // document is parsed: a record must never come twice (old and new key).
-                    if !check(stats, &doc, Some((attr, &e.sk))) {
+                    if !check(stats, &doc, Some(&e.sk)) {
                         return Ok(true);
                     }
                 }
