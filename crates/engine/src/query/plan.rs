@@ -90,11 +90,10 @@ pub fn plan(
             ));
         }
     }
-    let compare_estimate = |n| compare.then_some(n);
     Ok(match best {
         Some((n, access)) => Plan {
             access,
-            estimate: compare_estimate(n),
+            estimate: compare.then_some(n),
         },
         None => Plan {
             access: Access::Scan,
