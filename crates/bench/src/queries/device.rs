@@ -2,7 +2,7 @@
 //! on a loopback port (same storage and cache), so every result crosses the wire as the
 //! paper's transfers to the host do; bytes returned are the records and summaries received.
 
-use super::workload::{Query, Shape};
+use super::workload::{Query, RunStats, Shape};
 use anyhow::{Context, Result};
 use cerberus_device::{Device, DeviceConfig, DeviceHandle, StorageChoice};
 use cerberus_host::BlockingClient;
@@ -53,7 +53,7 @@ impl Target {
 
     /// Runs `q`: how many results, the engine's statistics (summed over pages), and the
     /// bytes received.
-    pub fn run(&self, q: &Query) -> Result<(usize, Value, u64)> {
+    pub fn run(&self, q: &Query) -> Result<(usize, RunStats, u64)> {
         let filter = &q.filter;
         let mut doc = match &q.shape {
             Shape::Pks { limit } => {
@@ -104,7 +104,7 @@ impl Target {
                 None => break,
             }
         }
-        Ok((n, stats, bytes))
+        Ok((n, RunStats::Json(stats), bytes))
     }
 
     pub fn stop(mut self) -> Result<()> {

@@ -16,14 +16,14 @@ mod workload;
 
 use anyhow::{bail, Context, Result};
 use cerberus_engine::storage::NandConfig;
-use cerberus_engine::{Db, IndexKind, Options, StorageKind};
+use cerberus_engine::{Db, Filter, IndexKind, Options, StorageKind};
 use clap::Parser;
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::time::Instant;
-use workload::QuerySet;
+use workload::{QuerySet, RunStats};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -232,9 +232,18 @@ fn run_cerberus(
         Some(k) => format!("cerberus ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
-    let results = run_queries(set, args.repeat, &mut |q| {
-        let (n, stats) = workload::run_engine(&ns, q)?;
-        let bytes = stats["bytes_returned"].as_f64().unwrap_or(0.0) as u64;
+    // Parsed before the clock starts, as SQLite's statements are prepared.
+    let filters = set
+        .queries
+        .iter()
+        .map(|q| Filter::parse(&q.filter).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let results = run_queries(set, args.repeat, &mut |i, q| {
+        let (n, stats) = workload::run_engine(&ns, q, &filters[i])?;
+        let bytes = match &stats {
+            RunStats::Engine(pages) => pages.iter().map(|p| p.bytes_returned).sum(),
+            RunStats::Json(_) => 0,
+        };
         Ok((n, stats, bytes))
     })?;
     db.close()?;
@@ -263,33 +272,33 @@ fn run_device(
         Some(k) => format!("device ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
-    let results = run_queries(set, args.repeat, &mut |q| target.run(q))?;
+    let results = run_queries(set, args.repeat, &mut |_, q| target.run(q))?;
     target.stop()?;
     Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
 }
 
 /// One run of a query: results, the engine's statistics, bytes returned.
-type QueryRun = (usize, Value, u64);
+type QueryRun = (usize, RunStats, u64);
 
 /// Runs every query of `set` `repeat` times through `run` (results, statistics, bytes
 /// returned); one JSON object per query with the median latency and the last run's figures.
 fn run_queries(
     set: &QuerySet,
     repeat: usize,
-    run: &mut dyn FnMut(&workload::Query) -> Result<QueryRun>,
+    run: &mut dyn FnMut(usize, &workload::Query) -> Result<QueryRun>,
 ) -> Result<Vec<Value>> {
     let mut results = Vec::new();
-    for q in &set.queries {
+    for (i, q) in set.queries.iter().enumerate() {
         let mut times = Vec::new();
-        let mut last: QueryRun = (0, Value::Null, 0);
+        let mut last: QueryRun = (0, RunStats::Json(Value::Null), 0);
         for _ in 0..repeat {
             let t = Instant::now();
-            last = run(q)?;
+            last = run(i, q)?;
             times.push(t.elapsed().as_secs_f64() * 1e6);
         }
         results.push(json!({
             "query": q.name, "sk": q.sk_label(), "median_us": median(times),
-            "results": last.0, "bytes": last.2, "stats": last.1,
+            "results": last.0, "bytes": last.2, "stats": last.1.to_json()?,
         }));
     }
     Ok(results)

@@ -2,7 +2,7 @@
 //! user's filter documents for their own file, and how each runs on the engine.
 
 use anyhow::{Context, Result};
-use cerberus_engine::{Aggregate, Filter, FindOptions, Namespace, TopOptions};
+use cerberus_engine::{Aggregate, Filter, FindOptions, Namespace, QueryStats, TopOptions};
 use serde_json::{json, Value};
 
 /// What a query returns.
@@ -159,10 +159,41 @@ impl QuerySet {
     }
 }
 
-/// Runs `q` on the engine: how many results, and the statistics of the query (summed over a
-/// find's pages).
-pub fn run_engine(ns: &Namespace, q: &Query) -> Result<(usize, Value)> {
-    let filter = Filter::parse(&q.filter).map_err(anyhow::Error::msg)?;
+/// The statistics of one run of a query: the engine's own (one per page of a find, turned
+/// into JSON once the run is timed), or the JSON a device sent.
+pub enum RunStats {
+    Engine(Vec<QueryStats>),
+    Json(Value),
+}
+
+impl RunStats {
+    /// As JSON, a find's pages added up.
+    pub fn to_json(&self) -> Result<Value> {
+        Ok(match self {
+            RunStats::Json(v) => v.clone(),
+            RunStats::Engine(pages) => {
+                let mut total = Value::Null;
+                for p in pages {
+                    let v = serde_json::to_value(p)?;
+                    if total.is_null() {
+                        total = v;
+                    } else {
+                        add_stats(&mut total, &v);
+                    }
+                }
+                if pages.len() > 1 {
+                    total["pages_returned"] = json!(pages.len());
+                }
+                total
+            }
+        })
+    }
+}
+
+/// Runs `q` (its filter parsed as `filter`) on the engine: how many results, and the
+/// statistics of the query (one per page of a find).
+pub fn run_engine(ns: &Namespace, q: &Query, filter: &Filter) -> Result<(usize, RunStats)> {
+    let one = |s: QueryStats| RunStats::Engine(vec![s]);
     Ok(match &q.shape {
         Shape::Pks { limit } => {
             let sk = q.sk.clone().unwrap_or(Value::Null);
@@ -172,7 +203,7 @@ pub fn run_engine(ns: &Namespace, q: &Query) -> Result<(usize, Value)> {
                 .map(|(p, _)| p.as_str().to_string())
                 .unwrap_or_default();
             match ns.get_by_secondary(&attr, &sk, *limit) {
-                Ok((pks, stats)) => (pks.len(), serde_json::to_value(stats)?),
+                Ok((pks, stats)) => (pks.len(), one(stats)),
                 // Without an index, the pks come from a scan inside the engine.
                 Err(cerberus_engine::Error::UnknownIndex(_)) => {
                     let opts = FindOptions {
@@ -180,8 +211,8 @@ pub fn run_engine(ns: &Namespace, q: &Query) -> Result<(usize, Value)> {
                         limit: limit.map(|l| l as u64),
                         ..FindOptions::default()
                     };
-                    let page = ns.find(&filter, &opts)?;
-                    (page.records.len(), serde_json::to_value(page.stats)?)
+                    let page = ns.find(filter, &opts)?;
+                    (page.records.len(), one(page.stats))
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -192,23 +223,17 @@ pub fn run_engine(ns: &Namespace, q: &Query) -> Result<(usize, Value)> {
                 limit: *limit,
                 ..FindOptions::default()
             };
-            let (mut n, mut pages, mut first_stats) = (0, 0, Value::Null);
+            let (mut n, mut pages) = (0, Vec::new());
             loop {
-                let page = ns.find(&filter, &opts)?;
+                let page = ns.find(filter, &opts)?;
                 n += page.records.len();
-                pages += 1;
-                if first_stats.is_null() {
-                    first_stats = serde_json::to_value(&page.stats)?;
-                } else {
-                    add_stats(&mut first_stats, &serde_json::to_value(&page.stats)?);
-                }
+                pages.push(page.stats);
                 match page.continuation {
                     Some(c) => opts.continuation = Some(c),
                     None => break,
                 }
             }
-            first_stats["pages_returned"] = json!(pages);
-            (n, first_stats)
+            (n, RunStats::Engine(pages))
         }
         Shape::Top { by, k } => {
             let opts = TopOptions {
@@ -217,13 +242,13 @@ pub fn run_engine(ns: &Namespace, q: &Query) -> Result<(usize, Value)> {
                 k: *k,
                 projection: None,
             };
-            let (ranked, stats) = ns.top(&filter, &opts)?;
-            (ranked.len(), serde_json::to_value(stats)?)
+            let (ranked, stats) = ns.top(filter, &opts)?;
+            (ranked.len(), one(stats))
         }
         Shape::Avg { attr } => {
             let op = Aggregate::parse("avg", Some(attr))?;
-            let (_, stats) = ns.aggregate(&filter, &op)?;
-            (1, serde_json::to_value(stats)?)
+            let (_, stats) = ns.aggregate(filter, &op)?;
+            (1, one(stats))
         }
     })
 }

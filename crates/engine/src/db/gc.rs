@@ -111,8 +111,9 @@ impl Inner {
         if total > 0 && (dead == 0 || (dead as f64) < min_dead_ratio * total as f64) {
             return Ok(());
         }
+        let released = self.snapshots.releases();
         if self.seen_by_snapshot(&puts)? {
-            self.gc_deferred.lock().insert(seg);
+            self.defer_segment(seg, released);
             return Ok(());
         }
         for chunk in chunks(&live) {
@@ -139,8 +140,9 @@ impl Inner {
         self.writer.lock().vlog.sync()?;
         // A snapshot taken before the rewrites became visible reads the old copies; one
         // taken after reads the new ones.
+        let released = self.snapshots.releases();
         if self.seen_by_snapshot(&puts)? {
-            self.gc_deferred.lock().insert(seg);
+            self.defer_segment(seg, released);
             return Ok(());
         }
         if self.index_set().is_empty() {
@@ -178,6 +180,18 @@ impl Inner {
 
     /// Whether a live snapshot reads one of `puts` (the record at that address is the
     /// version of its key the snapshot sees).
+    /// Leaves `seg` until a snapshot goes; `released` is the count of snapshot releases read
+    /// before the check that found one reading it. A release since then may have missed the
+    /// entry (it wakes collection only when something waits): then the segment is not
+    /// deferred, and the next pass looks at it again.
+    fn defer_segment(&self, seg: u64, released: u64) {
+        let mut deferred = self.gc_deferred.lock();
+        deferred.insert(seg);
+        if self.snapshots.releases() != released {
+            deferred.remove(&seg);
+        }
+    }
+
     fn seen_by_snapshot(&self, puts: &[(Nsid, Bytes, ValueAddr)]) -> Result<bool> {
         for seq in self.snapshots.list() {
             for (ns, key, addr) in puts {

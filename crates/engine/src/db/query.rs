@@ -79,10 +79,12 @@ impl Inner {
         stats: &mut QueryStats,
     ) -> Result<Plan> {
         let choices = self.index_choices(r.ns, r.seq);
+        let mut batch = query::EntryBatch::default();
         let plan = query::plan(filter, &choices, &mut |id, ranges| {
             let mut n = 0;
             for range in ranges {
-                n += r.index_entries(id, range, None, ESTIMATE_CAP, stats)?.len();
+                r.index_entries(id, range, None, ESTIMATE_CAP, &mut batch, stats)?;
+                n += batch.len();
                 if n >= ESTIMATE_CAP {
                     break;
                 }
@@ -216,10 +218,18 @@ impl Inner {
             };
             let mut pks = Vec::new();
             if limit > 0 {
-                query::for_each_match(&mut r, &filter, &plan, None, &mut stats, &mut |m| {
-                    pks.push(m.pk.clone());
-                    Ok(pks.len() < limit)
-                })?;
+                query::for_each_match(
+                    &mut r,
+                    &filter,
+                    &plan,
+                    None,
+                    Some(limit as u64),
+                    &mut stats,
+                    &mut |m| {
+                        pks.push(m.pk.clone());
+                        Ok(pks.len() < limit)
+                    },
+                )?;
             }
             stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
             r.finish(&mut stats);
@@ -238,11 +248,12 @@ impl Inner {
             idx.def.kind,
             &ranges,
             None,
+            Some(limit as u64),
             false,
             &mut stats,
             &mut |_, e, _| {
                 if pks.len() < limit {
-                    pks.push(e.pk);
+                    pks.push(Bytes::copy_from_slice(e.pk));
                 }
                 Ok(pks.len() < limit)
             },

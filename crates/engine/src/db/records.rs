@@ -2,7 +2,7 @@
 //! primary lookups, value reads, scans), counted and timed per step for its statistics.
 
 use super::*;
-use crate::query::{KeyRange, QueryStats, Records};
+use crate::query::{EntryBatch, KeyRange, QueryStats, Records};
 use crate::storage::IoPurpose;
 use std::time::Instant;
 
@@ -23,6 +23,8 @@ pub(super) struct SnapshotRecords {
     walk: Option<(Nsid, Vec<u8>, SnapshotScan)>,
     /// Value reads issued ahead (a VAS find's next entries), by address.
     ahead: HashMap<(u64, u64), crate::prefetch::Pending<Result<Bytes>>>,
+    /// The memtable key of the pk a memtable check looks for (kept: one per entry).
+    user_key: Vec<u8>,
     _pin: crate::vlog::ReadPin,
 }
 
@@ -36,6 +38,7 @@ impl SnapshotRecords {
             sv: inner.super_version(),
             walk: None,
             ahead: HashMap::new(),
+            user_key: Vec::new(),
             _pin: inner.vlog_reader.pin(),
         }
     }
@@ -79,33 +82,33 @@ impl Records for SnapshotRecords {
         range: &KeyRange,
         after: Option<&[u8]>,
         max: usize,
+        out: &mut EntryBatch,
         stats: &mut QueryStats,
-    ) -> Result<Vec<(Vec<u8>, Bytes)>> {
+    ) -> Result<()> {
         let t = Instant::now();
+        out.clear();
         let mut scan = self.walk(index, &range.start, after)?;
-        let mut out = Vec::new();
         while scan.valid() && out.len() < max {
             let key = scan.key();
             if range.end.as_ref().is_some_and(|e| key >= e.as_slice()) {
                 break;
             }
             if scan.kind() == Kind::Put {
-                let payload = match scan.index_value() {
-                    Some(IndexValue::Table(v)) => v,
+                match scan.index_value() {
+                    Some(IndexValue::Table(v)) => out.push(key, &v),
                     _ => return Err(Error::corruption("index", 0, "malformed index entry")),
-                };
-                out.push((key.to_vec(), payload));
+                }
             }
             if out.len() < max {
                 scan.next()?;
             }
         }
-        if let Some((last, _)) = out.last() {
-            self.walk = Some((index, last.clone(), scan));
+        if let Some(last) = out.last_key() {
+            self.walk = Some((index, last.to_vec(), scan));
         }
         stats.index_entries += out.len() as u64;
         stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
-        Ok(out)
+        Ok(())
     }
 
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
@@ -134,13 +137,19 @@ impl Records for SnapshotRecords {
     }
 
     fn superseded(&mut self, pk: &[u8], seq: SeqNo, stats: &mut QueryStats) -> Result<bool> {
-        let t = Instant::now();
         let sv = &self.sv;
-        let user = key::user_part(self.ns, pk);
+        // Right after a flush (or on a database at rest) there is nothing to look in.
+        if sv.imm.is_empty() && sv.mem.is_empty() {
+            return Ok(false);
+        }
+        let t = Instant::now();
+        self.user_key.clear();
+        self.user_key.extend_from_slice(&self.ns.to_be_bytes());
+        self.user_key.extend_from_slice(pk);
         // The newest memtable holding the pk has its newest version.
         let newer = std::iter::once(&sv.mem)
             .chain(sv.imm.iter().map(|f| &f.mem))
-            .find_map(|m| m.get(&user, self.seq))
+            .find_map(|m| m.get(&self.user_key, self.seq))
             .is_some_and(|(s, _)| s > seq);
         stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
         Ok(newer)
@@ -153,7 +162,11 @@ impl Records for SnapshotRecords {
         stats: &mut QueryStats,
     ) -> Result<Bytes> {
         let t = Instant::now();
-        let v = match self.ahead.remove(&(addr.segment, addr.offset)) {
+        let ahead = match self.ahead.is_empty() {
+            true => None,
+            false => self.ahead.remove(&(addr.segment, addr.offset)),
+        };
+        let v = match ahead {
             Some(read) => read
                 .wait()
                 .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?,
@@ -167,10 +180,14 @@ impl Records for SnapshotRecords {
         Ok(v)
     }
 
-    fn prefetch(&mut self, reads: &[(Bytes, key::ValueAddr)]) {
+    fn reads_ahead(&self) -> bool {
         // On files a read ahead is a hand-off to a prefetch thread, dearer than a read the
         // page cache answers; a modeled device queues reads ahead on its dies at no such cost.
-        if self.inner.storage.nand_stats().is_none() {
+        self.inner.storage.nand_stats().is_some()
+    }
+
+    fn prefetch(&mut self, reads: &[(Bytes, key::ValueAddr)]) {
+        if !self.reads_ahead() {
             return;
         }
         for (pk, addr) in reads {

@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 #[derive(Default)]
 pub(super) struct Snapshots {
     live: Mutex<BTreeMap<SeqNo, usize>>,
+    /// Seqnos unpinned so far (value-log GC's check that none went while it deferred a
+    /// segment).
+    releases: AtomicU64,
 }
 
 impl Snapshots {
@@ -32,10 +35,15 @@ impl Snapshots {
             }
             Some(_) => {
                 live.remove(&seq);
+                self.releases.fetch_add(1, Ordering::SeqCst);
                 true
             }
             None => false,
         }
+    }
+
+    pub(super) fn releases(&self) -> u64 {
+        self.releases.load(Ordering::SeqCst)
     }
 
     /// The oldest pinned seqno.
@@ -63,10 +71,15 @@ impl Inner {
 
     pub(super) fn release_snapshot(&self, seq: SeqNo) {
         if self.snapshots.release(seq) {
-            // Segments kept for this snapshot may be collectable now.
-            self.gc_deferred.lock().clear();
-            self.bg.lock().gc_check = true;
-            self.bg_cv.notify_all();
+            // Segments kept for this snapshot may be collectable now. Most releases (every
+            // query's) find none: they wake nobody.
+            let mut deferred = self.gc_deferred.lock();
+            if !deferred.is_empty() {
+                deferred.clear();
+                drop(deferred);
+                self.bg.lock().gc_check = true;
+                self.bg_cv.notify_all();
+            }
         }
     }
 }

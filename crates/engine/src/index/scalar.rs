@@ -111,6 +111,27 @@ impl Scalar {
 
     /// Decodes the scalar at the start of `buf` and says how many bytes it took; `None` if
     /// `buf` does not start with an encoded scalar.
+    /// The length of the encoded scalar at the start of `buf`, read without building it;
+    /// `None` if it is malformed.
+    pub fn encoded_len(buf: &[u8]) -> Option<usize> {
+        match *buf.first()? {
+            TAG_NULL | TAG_FALSE | TAG_TRUE => Some(1),
+            TAG_NUMBER => (buf.len() >= 9).then_some(9),
+            TAG_STRING => {
+                let mut i = 1;
+                loop {
+                    let at = i + buf.get(i..)?.iter().position(|&b| b == 0)?;
+                    match *buf.get(at + 1)? {
+                        0xFF => i = at + 2,
+                        0x01 => return Some(at + 2),
+                        _ => return None,
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+
     pub fn decode(buf: &[u8]) -> Option<(Scalar, usize)> {
         match *buf.first()? {
             TAG_NULL => Some((Scalar::Null, 1)),
@@ -299,6 +320,10 @@ mod tests {
             prop_assert_eq!(&da, &a);
             prop_assert_eq!(&ka[n..], &pa[..]);
             prop_assert_eq!(n, ea.len());
+            prop_assert_eq!(Scalar::encoded_len(&ka), Some(n));
+            // Cut short, neither reads past the end.
+            prop_assert_eq!(Scalar::encoded_len(&ea[..n - 1]), None);
+            prop_assert!(Scalar::decode(&ea[..n - 1]).is_none());
         }
 
         #[test]

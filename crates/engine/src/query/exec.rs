@@ -45,15 +45,16 @@ pub struct QueryStats {
 /// The reads a query makes, at one snapshot of one namespace.
 pub trait Records {
     /// Up to `max` entries (key and value) of index `index` in `[start, end)`, after `after`
-    /// if given, in order.
+    /// if given, in order, in place of what `out` held.
     fn index_entries(
         &mut self,
         index: crate::key::Nsid,
         range: &super::KeyRange,
         after: Option<&[u8]>,
         max: usize,
+        out: &mut EntryBatch,
         stats: &mut QueryStats,
-    ) -> Result<Vec<(Vec<u8>, Bytes)>>;
+    ) -> Result<()>;
 
     /// Whether a version of `pk` newer than `seq` is still in a memtable: the flush that
     /// will put a tombstone on the entry of the older version has not happened yet.
@@ -61,6 +62,11 @@ pub trait Records {
 
     /// The value of `pk`, or `None` (deleted): a primary lookup.
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>>;
+
+    /// Whether `prefetch` reads ahead (else a query need not list what it will read).
+    fn reads_ahead(&self) -> bool {
+        false
+    }
 
     /// Starts reading these values (VAS entries' addresses) ahead of `read_at`.
     fn prefetch(&mut self, _reads: &[(Bytes, ValueAddr)]) {}
@@ -81,6 +87,11 @@ pub trait Records {
 /// may need only a few), doubling up to `MAX_BATCH`.
 const FIRST_BATCH: usize = 16;
 const MAX_BATCH: usize = 512;
+
+/// The first batch of a walk whose caller expects to take `expect` candidates (a limit).
+fn first_batch(expect: Option<u64>) -> usize {
+    expect.map_or(FIRST_BATCH, |n| n.clamp(1, MAX_BATCH as u64) as usize)
+}
 
 /// A record that met the filter.
 pub struct Match<'a> {
@@ -142,11 +153,54 @@ impl Doc {
     }
 }
 
-/// A live index entry: its key, secondary key, pk, and (VAS) the record's address.
+/// Index entries read at a time: their keys and values in one buffer, kept from batch to
+/// batch (a query reads entries without an allocation each).
+#[derive(Default)]
+pub struct EntryBatch {
+    buf: Vec<u8>,
+    /// Where each entry's key and value end in `buf`.
+    ends: Vec<(usize, usize)>,
+}
+
+impl EntryBatch {
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.ends.clear();
+    }
+
+    pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.buf.extend_from_slice(key);
+        let key_end = self.buf.len();
+        self.buf.extend_from_slice(value);
+        self.ends.push((key_end, self.buf.len()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The key and value of each entry, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&(k, v)| {
+            let kv = (&self.buf[start..k], &self.buf[k..v]);
+            start = v;
+            kv
+        })
+    }
+
+    pub fn last_key(&self) -> Option<&[u8]> {
+        let n = self.ends.len();
+        let start = if n >= 2 { self.ends[n - 2].1 } else { 0 };
+        self.ends.last().map(|&(k, _)| &self.buf[start..k])
+    }
+}
+
+/// A live index entry: its key, encoded secondary key, pk, and (VAS) the record's address.
 pub struct Entry<'a> {
     pub key: &'a [u8],
-    pub sk: Scalar,
-    pub pk: Bytes,
+    pub sk: &'a [u8],
+    pub pk: &'a [u8],
     pub addr: Option<ValueAddr>,
 }
 
@@ -162,6 +216,7 @@ pub fn for_each_entry(
     kind: IndexKind,
     ranges: &[super::KeyRange],
     after: Option<&[u8]>,
+    expect: Option<u64>,
     read_values: bool,
     stats: &mut QueryStats,
     f: &mut dyn FnMut(&mut dyn Records, Entry<'_>, &mut QueryStats) -> Result<bool>,
@@ -174,12 +229,13 @@ pub fn for_each_entry(
             (Some(a), _) if a >= range.start.as_slice() => Some(a.to_vec()),
             _ => None,
         };
-        let mut batch = FIRST_BATCH;
+        let mut batch = first_batch(expect);
+        let mut entries = EntryBatch::default();
         loop {
-            let entries = records.index_entries(id, range, from.as_deref(), batch, stats)?;
-            if read_values && kind == IndexKind::Vas {
+            records.index_entries(id, range, from.as_deref(), batch, &mut entries, stats)?;
+            if read_values && kind == IndexKind::Vas && records.reads_ahead() {
                 let mut reads = Vec::with_capacity(entries.len());
-                for (key, payload) in &entries {
+                for (key, payload) in entries.iter() {
                     let (_, pk) = split_entry_key(key).ok_or_else(malformed)?;
                     if let (Some(addr), _) = decode_payload(kind, payload).ok_or_else(malformed)? {
                         reads.push((Bytes::copy_from_slice(pk), addr));
@@ -187,26 +243,20 @@ pub fn for_each_entry(
                 }
                 records.prefetch(&reads);
             }
-            for (key, payload) in &entries {
+            for (key, payload) in entries.iter() {
                 let (sk, pk) = split_entry_key(key).ok_or_else(malformed)?;
                 let (addr, seq) = decode_payload(kind, payload).ok_or_else(malformed)?;
                 if records.superseded(pk, seq, stats)? {
                     continue;
                 }
-                let e = Entry {
-                    key,
-                    sk,
-                    pk: Bytes::copy_from_slice(pk),
-                    addr,
-                };
-                if !f(records, e, stats)? {
+                if !f(records, Entry { key, sk, pk, addr }, stats)? {
                     return Ok(());
                 }
             }
             if entries.len() < batch {
                 break;
             }
-            from = entries.last().map(|(k, _)| k.clone());
+            from = entries.last_key().map(<[u8]>::to_vec);
             batch = (batch * 2).min(MAX_BATCH);
         }
     }
@@ -214,12 +264,14 @@ pub fn for_each_entry(
 }
 
 /// Calls `f` with every record meeting `filter`, in the plan's order (index order, or pk
-/// order), starting after `after`; stops when `f` returns false.
+/// order), starting after `after`; stops when `f` returns false. `expect`: how many the
+/// caller will take at most, if it knows (the size of the first read).
 pub fn for_each_match(
     records: &mut dyn Records,
     filter: &Filter,
     plan: &Plan,
     after: Option<&[u8]>,
+    expect: Option<u64>,
     stats: &mut QueryStats,
     f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
 ) -> Result<()> {
@@ -230,7 +282,7 @@ pub fn for_each_match(
     }
     // Whether the record meets the filter (and, from an index entry, still has the entry's
     // secondary key `sk`), from the scalars it needs alone.
-    let check = |stats: &mut QueryStats, doc: &Doc, sk: Option<&Scalar>| -> bool {
+    let check = |stats: &mut QueryStats, doc: &Doc, sk: Option<&[u8]>| -> bool {
         stats.records_examined += 1;
         if wanted.is_empty() {
             return doc.is_json();
@@ -241,7 +293,13 @@ pub fn for_each_match(
             .iter()
             .zip(&found)
             .all(|((_, c), s)| s.as_ref().is_some_and(|s| c.holds(s)));
-        meets && sk.is_none_or(|sk| found.last().and_then(Option::as_ref) == Some(sk))
+        meets
+            && sk.is_none_or(|sk| {
+                found
+                    .last()
+                    .and_then(Option::as_ref)
+                    .is_some_and(|s| s.encoded() == sk)
+            })
     };
     // An index range read for the filter's only condition holds exactly the records meeting
     // it (and live entries are exact): nothing to check, no document to parse.
@@ -252,33 +310,35 @@ pub fn for_each_match(
         } => {
             let mut visit = |records: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
                 let value = match e.addr {
-                    Some(addr) => Some(records.read_at(&e.pk, addr, stats)?),
-                    None => records.get(&e.pk, stats)?,
+                    Some(addr) => Some(records.read_at(e.pk, addr, stats)?),
+                    None => records.get(e.pk, stats)?,
                 };
                 let Some(value) = value else {
                     return Ok(true);
                 };
-                let doc = Doc::new(value.clone());
+                let doc = Doc::new(value);
                 if !exact {
                     // A live entry's record has its secondary key; checked anyway while the
                     // document is parsed: a record must never come twice (old and new key).
-                    if !check(stats, &doc, Some(&e.sk)) {
+                    if !check(stats, &doc, Some(e.sk)) {
                         return Ok(true);
                     }
                 }
                 stats.records_matched += 1;
                 f(Match {
                     position: e.key,
-                    pk: &e.pk,
-                    value: &value,
+                    pk: &Bytes::copy_from_slice(e.pk),
+                    value: &doc.value,
                     doc: &doc,
                 })
             };
-            for_each_entry(records, *id, *kind, ranges, after, true, stats, &mut visit)?;
+            for_each_entry(
+                records, *id, *kind, ranges, after, expect, true, stats, &mut visit,
+            )?;
         }
         Access::Scan => {
             let mut from = after.map(<[u8]>::to_vec);
-            let mut size = FIRST_BATCH;
+            let mut size = first_batch(expect);
             loop {
                 let batch = records.scan(from.as_deref(), size, stats)?;
                 for (pk, value) in &batch {
@@ -397,7 +457,7 @@ pub fn top_k(
     let (desc, k, projection) = (*desc, *k, projection.as_deref());
     let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
     if k > 0 {
-        for_each_match(records, filter, plan, None, stats, &mut |m| {
+        for_each_match(records, filter, plan, None, None, stats, &mut |m| {
             if let Some(key) = m.doc.scalar(by) {
                 let e = Candidate {
                     key,
@@ -475,7 +535,7 @@ pub fn aggregate(
 ) -> Result<Value> {
     let (mut count, mut sum, mut numbers) = (0u64, 0f64, 0u64);
     let mut best: Option<Scalar> = None;
-    for_each_match(records, filter, plan, None, stats, &mut |m| {
+    for_each_match(records, filter, plan, None, None, stats, &mut |m| {
         count += 1;
         match op {
             Aggregate::Count => {}

@@ -130,27 +130,35 @@ pub fn find_page(
     let mut full = false;
     let limit = req.remaining;
     if limit != Some(0) {
-        for_each_match(records, req.filter, plan, req.after, &mut stats, &mut |m| {
-            let value = match req.projection {
-                Some(p) => Bytes::from(project(m.doc.get(), p).to_string()),
-                None => m.value.clone(),
-            };
-            let size = m.pk.len() + value.len();
-            if !out.is_empty() && bytes + size > req.page_bytes {
-                full = true;
-                return Ok(false);
-            }
-            bytes += size;
-            out.push(Found {
-                pk: m.pk.clone(),
-                value,
-            });
-            last = Some(m.position.to_vec());
-            if limit.is_some_and(|l| out.len() as u64 >= l) {
-                return Ok(false);
-            }
-            Ok(true)
-        })?;
+        for_each_match(
+            records,
+            req.filter,
+            plan,
+            req.after,
+            limit,
+            &mut stats,
+            &mut |m| {
+                let value = match req.projection {
+                    Some(p) => Bytes::from(project(m.doc.get(), p).to_string()),
+                    None => m.value.clone(),
+                };
+                let size = m.pk.len() + value.len();
+                if !out.is_empty() && bytes + size > req.page_bytes {
+                    full = true;
+                    return Ok(false);
+                }
+                bytes += size;
+                out.push(Found {
+                    pk: m.pk.clone(),
+                    value,
+                });
+                last = Some(m.position.to_vec());
+                if limit.is_some_and(|l| out.len() as u64 >= l) {
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+        )?;
     }
     stats.bytes_returned += bytes as u64;
     let remaining = limit.map(|l| l - out.len() as u64);

@@ -8,8 +8,8 @@ mod find;
 mod plan;
 
 pub use exec::{
-    aggregate, for_each_entry, for_each_match, top_k, Aggregate, QueryStats, Ranked, Records,
-    TopSpec,
+    aggregate, for_each_entry, for_each_match, top_k, Aggregate, EntryBatch, QueryStats, Ranked,
+    Records, TopSpec,
 };
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{

@@ -149,7 +149,11 @@ impl VlogReader {
             ));
         }
         let start = RECORD_HEADER_LEN + rec.key.len();
-        Ok(Bytes::from(buf).slice(start..len))
+        // The record is the whole buffer: advancing past its header keeps the buffer as it
+        // is (a slice would allocate a shared handle).
+        let mut value = Bytes::from(buf);
+        bytes::Buf::advance(&mut value, start);
+        Ok(value)
     }
 
     /// Hands `segment` over for deletion once every reader pinned until now is gone. The
