@@ -665,6 +665,8 @@ fn listing_reads_and_key_estimate_apart_from_gets() {
             layout,
             auto_compaction: false,
             memtable_bytes: 1 << 20,
+            // Every read reaches storage: the listing's blocks would be cached for the get.
+            cache_bytes: 0,
             ..common::small_options()
         };
         let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();

@@ -95,10 +95,8 @@ fn open_table(
     config: &IterConfig,
 ) -> Result<TableIter> {
     let r = t.reader()?;
-    match counters {
-        Some(c) => r.iter_with(c.clone(), config),
-        None => r.iter(),
-    }
+    let c = counters.cloned().unwrap_or_else(|| r.counters());
+    r.iter_with(c, config)
 }
 
 impl LevelSource {
@@ -109,7 +107,11 @@ impl LevelSource {
             next: 0,
             iter: None,
             counters: None,
-            config: IterConfig::default(),
+            // A compaction reads every block once: none of them goes into the cache.
+            config: IterConfig {
+                fill_cache: false,
+                readahead: None,
+            },
             next_table: None,
         };
         s.open_next(false)?;

@@ -205,7 +205,8 @@ fn probe_table(
                 std::collections::hash_map::Entry::Vacant(e) => e.insert(r.probe_blocks(c)?),
             };
             if crate::table::TableReader::filter_allows(filter.as_ref(), hash, c) {
-                r.get_in(index, user, seek, c)
+                // A flush's probes read each block once: not worth a place in the cache.
+                r.get_in(index, user, seek, c, false)
             } else {
                 Ok(None)
             }

@@ -207,20 +207,34 @@ impl BlockIter {
         Some(())
     }
 
+    /// The key of the restart entry at `at` (it shares no prefix), in the block.
+    fn restart_key(&self, at: usize) -> Option<&[u8]> {
+        let data = &self.block.data[..self.block.restarts_at];
+        let mut c = Cursor::new(data.get(at..)?);
+        let shared = c.varint_usize()?;
+        let unshared = c.varint_usize()?;
+        let _vlen = c.varint_usize()?;
+        if shared != 0 {
+            return None;
+        }
+        c.take(unshared)
+    }
+
     /// Positions at the first entry whose key is `>= target` under `cmp`.
     pub fn seek(&mut self, target: &[u8], cmp: fn(&[u8], &[u8]) -> Ordering) {
-        // Binary search for the last restart point whose key is < target.
+        // Binary search for the last restart point whose key is < target. A restart entry
+        // shares nothing with the one before: its key is compared where it lies.
         let (mut lo, mut hi) = (0usize, self.block.num_restarts - 1);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            let Some(off) = self.block.restart(mid) else {
+            let Some(key) = self
+                .block
+                .restart(mid)
+                .and_then(|off| self.restart_key(off))
+            else {
                 return self.fail();
             };
-            self.key.clear();
-            if self.decode_at(off).is_none() {
-                return self.fail();
-            }
-            if cmp(&self.key, target) == Ordering::Less {
+            if cmp(key, target) == Ordering::Less {
                 lo = mid;
             } else {
                 hi = mid - 1;

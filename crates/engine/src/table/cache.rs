@@ -1,4 +1,4 @@
-//! The device-DRAM cache for filter and index blocks, bounded in bytes.
+//! The device-DRAM cache for filter, index and data blocks, bounded in bytes.
 
 use super::block::Block;
 use bytes::Bytes;
@@ -9,28 +9,31 @@ use quick_cache::Weighter;
 pub enum Cached {
     Filter(Bytes),
     Index(Block),
+    Data(Block),
 }
 
 #[derive(Clone)]
 struct ByteWeighter;
 
-impl Weighter<(u64, u8), Cached> for ByteWeighter {
-    fn weight(&self, _key: &(u64, u8), val: &Cached) -> u64 {
+impl Weighter<(u64, u64), Cached> for ByteWeighter {
+    fn weight(&self, _key: &(u64, u64), val: &Cached) -> u64 {
         let bytes = match val {
             Cached::Filter(b) => b.len(),
-            Cached::Index(b) => b.size(),
+            Cached::Index(b) | Cached::Data(b) => b.size(),
         };
         bytes as u64 + 32
     }
 }
 
-/// Filter and index blocks by `(table id, kind)`; a budget of 0 caches nothing.
+/// Blocks by `(table id, what)`: a data block's offset, or one of the kinds below for the
+/// table's filter and index block; a budget of 0 caches nothing. A deleted table's data
+/// blocks are not looked for: table ids are never reused, so they age out.
 pub struct BlockCache {
-    inner: Option<Cache<(u64, u8), Cached, ByteWeighter>>,
+    inner: Option<Cache<(u64, u64), Cached, ByteWeighter>>,
 }
 
-pub const KIND_FILTER: u8 = 0;
-pub const KIND_INDEX: u8 = 1;
+pub const KIND_FILTER: u64 = u64::MAX;
+pub const KIND_INDEX: u64 = u64::MAX - 1;
 
 impl BlockCache {
     pub fn new(bytes: u64) -> Self {
@@ -41,11 +44,11 @@ impl BlockCache {
         BlockCache { inner }
     }
 
-    pub fn get(&self, table: u64, kind: u8) -> Option<Cached> {
+    pub fn get(&self, table: u64, kind: u64) -> Option<Cached> {
         self.inner.as_ref()?.get(&(table, kind))
     }
 
-    pub fn insert(&self, table: u64, kind: u8, value: Cached) {
+    pub fn insert(&self, table: u64, kind: u64, value: Cached) {
         if let Some(c) = &self.inner {
             c.insert((table, kind), value);
         }

@@ -129,12 +129,22 @@ impl TableReader {
         Ok(b)
     }
 
-    fn data_block(&self, handle_bytes: &[u8], c: &Counters) -> Result<Block> {
+    /// A data block, from the cache or read (and cached if `fill_cache`).
+    fn data_block(&self, handle_bytes: &[u8], c: &Counters, fill_cache: bool) -> Result<Block> {
         let h = BlockHandle::decode(handle_bytes).ok_or_else(|| {
             Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
         })?;
+        if let Some(Cached::Data(b)) = self.cache.get(self.id, h.offset) {
+            return Ok(b);
+        }
         let raw = self.read_block(h, IoPurpose::Data, c)?;
-        Block::new(raw).ok_or_else(|| Error::corruption(&self.name, h.offset, "bad data block"))
+        let b = Block::new(raw)
+            .ok_or_else(|| Error::corruption(&self.name, h.offset, "bad data block"))?;
+        if fill_cache {
+            self.cache
+                .insert(self.id, h.offset, Cached::Data(b.clone()));
+        }
+        Ok(b)
     }
 
     /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here; reads
@@ -164,23 +174,25 @@ impl TableReader {
     /// `key::seek_key`). The filter is not consulted; call `may_contain` first.
     pub fn get(&self, user: &[u8], seek: &[u8], c: &Counters) -> Result<Option<Found>> {
         let index = self.index(c, true)?;
-        self.get_in(&index, user, seek, c)
+        self.get_in(&index, user, seek, c, true)
     }
 
-    /// [`TableReader::get`] with the table's index block at hand.
+    /// [`TableReader::get`] with the table's index block at hand; the data block read goes
+    /// into the cache if `fill_cache`.
     pub fn get_in(
         &self,
         index: &Block,
         user: &[u8],
         seek: &[u8],
         c: &Counters,
+        fill_cache: bool,
     ) -> Result<Option<Found>> {
         let mut ii = index.iter();
         ii.seek(seek, cmp_ikey);
         if !ii.valid() {
             return self.check(&ii, None);
         }
-        let block = self.data_block(ii.value_slice(), c)?;
+        let block = self.data_block(ii.value_slice(), c, fill_cache)?;
         let mut it = block.iter();
         it.seek(seek, cmp_ikey);
         if !it.valid() {
@@ -209,6 +221,11 @@ impl TableReader {
         Ok((seq, kind, iv))
     }
 
+    /// The counters the table's own reads go into.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
     /// Iterates all entries in order, counting reads in the table's own counters.
     pub fn iter(self: &Arc<Self>) -> Result<TableIter> {
         self.iter_counted(self.counters.clone())
@@ -232,6 +249,7 @@ impl TableReader {
             index: index.iter(),
             data: None,
             counters,
+            fill_cache: config.fill_cache,
             ahead: config
                 .readahead
                 .clone()
@@ -243,7 +261,7 @@ impl TableReader {
 /// How a scan reads tables.
 #[derive(Clone)]
 pub struct IterConfig {
-    /// Index blocks read go into the block cache.
+    /// Index and data blocks read go into the block cache.
     pub fill_cache: bool,
     /// Read the next data block (and a level's next table) on this pool while the current
     /// one is walked.
@@ -272,6 +290,7 @@ pub struct TableIter {
     index: BlockIter,
     data: Option<BlockIter>,
     counters: Arc<Counters>,
+    fill_cache: bool,
     ahead: Option<Box<BlockAhead>>,
 }
 
@@ -340,7 +359,11 @@ impl TableIter {
         }
         let handle = peek.value_slice().to_vec();
         let (table, c, h) = (self.table.clone(), self.counters.clone(), handle.clone());
-        a.next = Some((handle, a.pool.submit(move || table.data_block(&h, &c))));
+        let fill = self.fill_cache;
+        a.next = Some((
+            handle,
+            a.pool.submit(move || table.data_block(&h, &c, fill)),
+        ));
     }
 
     fn corrupt(&self) -> Error {
@@ -372,7 +395,9 @@ impl TableIter {
                 Some(rx) => rx.wait().unwrap_or_else(|| {
                     Err(Error::Background("block prefetch reader stopped".into()))
                 })?,
-                None => self.table.data_block(handle, &self.counters)?,
+                None => self
+                    .table
+                    .data_block(handle, &self.counters, self.fill_cache)?,
             };
             if sequential {
                 self.read_next_ahead();
