@@ -268,11 +268,20 @@ fn run_device(
     }
     let load_secs = t.elapsed().as_secs_f64();
     let name = match index {
-        None => "device (no index)".to_string(),
+        None => "device (no index: host scan)".to_string(),
         Some(k) => format!("device ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
-    let results = run_queries(set, args.repeat, &mut |_, q| target.run(q))?;
+    let filters = set
+        .queries
+        .iter()
+        .map(|q| Filter::parse(&q.filter).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let results = run_queries(set, args.repeat, &mut |i, q| match index {
+        // The KVSSD baseline: no index, the host reads every record it needs.
+        None => target.run_on_host(q, &filters[i]),
+        Some(_) => target.run(q),
+    })?;
     target.stop()?;
     Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
 }

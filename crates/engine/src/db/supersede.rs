@@ -23,6 +23,28 @@ fn keys_of(indexes: &[Arc<LiveIndex>], kind: Kind, value: &[u8]) -> Vec<Option<S
     extract(value, &attrs)
 }
 
+/// A version's secondary keys, read off its value on first use.
+struct Lazy {
+    kind: Kind,
+    value: Bytes,
+    keys: Option<Vec<Option<Scalar>>>,
+}
+
+impl Lazy {
+    fn new(kind: Kind, value: Bytes) -> Lazy {
+        Lazy {
+            kind,
+            value,
+            keys: None,
+        }
+    }
+
+    fn get(&mut self, indexes: &[Arc<LiveIndex>]) -> &[Option<Scalar>] {
+        self.keys
+            .get_or_insert_with(|| keys_of(indexes, self.kind, &self.value))
+    }
+}
+
 /// Inserts into `mem` (frozen, about to be flushed) a tombstone for every index entry a newer
 /// version of its pk in `mem` retires; older versions in the tables are found in `version`,
 /// their values read through `vlog`. Table and value reads count in `c`. Returns the number
@@ -43,8 +65,10 @@ pub(super) fn retire_index_entries(
     let mut clock = StepClock::new(&scratch);
     let mut probes = ProbeCache::default();
     let mut tombstones: Vec<(Bytes, SeqNo)> = Vec::new();
-    // The next newer version of the current key: its seqno and secondary keys.
-    let mut newer: Option<(Bytes, SeqNo, Vec<Option<Scalar>>)> = None;
+    // The next newer version of the current key: its seqno, and its secondary keys (read off
+    // its value only when an older version is there to compare with: a key written for the
+    // first time, as in a load, costs no second pass over its value).
+    let mut newer: Option<(Bytes, SeqNo, Lazy)> = None;
     let mut retire = |own: &[Arc<LiveIndex>],
                       pk: &[u8],
                       old: &[Option<Scalar>],
@@ -66,10 +90,10 @@ pub(super) fn retire_index_entries(
             continue;
         }
         let pk = &k.user[key::NSID_LEN..];
-        let keys = keys_of(own, v.kind, &v.value);
-        if let Some((user, seq, newer_keys)) = &newer {
+        let mut keys = Lazy::new(v.kind, v.value);
+        if let Some((user, seq, newer_keys)) = &mut newer {
             if *user == k.user {
-                retire(own, pk, &keys, newer_keys, *seq);
+                retire(own, pk, keys.get(own), newer_keys.get(own), *seq);
             }
         }
         let oldest_here = entries.peek().is_none_or(|(next, _)| next.user != k.user);
@@ -84,7 +108,13 @@ pub(super) fn retire_index_entries(
                     IndexValue::Addr { addr, inline: None } => vlog.read_value(addr, ns, pk, c)?,
                     _ => Bytes::new(),
                 };
-                retire(own, pk, &keys_of(own, Kind::Put, &old), &keys, k.seq);
+                retire(
+                    own,
+                    pk,
+                    &keys_of(own, Kind::Put, &old),
+                    keys.get(own),
+                    k.seq,
+                );
             }
         }
         newer = Some((k.user, k.seq, keys));

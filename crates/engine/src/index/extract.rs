@@ -1,16 +1,18 @@
 //! The secondary keys of a JSON document at a few attribute paths, in one pass over its bytes
-//! without building the document: every other value is skipped as it is read. The write path
-//! runs this for every put of an indexed namespace, where building a `serde_json::Value` of a
-//! 1 KiB document (a map, a string per field) cost more than the put itself.
+//! without building the document: every other value is checked and skipped as it is read. The
+//! write path runs this for every put of an indexed namespace, where building a
+//! `serde_json::Value` of a 1 KiB document (a map, a string per field) cost more than the put
+//! itself, and where serde's general-purpose skipping still cost 2 us.
 //!
-//! Semantics are those of `AttrPath::scalar` on the parsed document: the scalar at the path,
-//! or nothing (a missing name, an array or object there, a step that is not an object); with a
-//! name twice in one object, the last one counts. A value that is not JSON yields nothing.
+//! Semantics are those of `AttrPath::scalar` on the document as `serde_json` parses it: the
+//! scalar at the path, or nothing (a missing name, an array or object there, a step that is not
+//! an object); with a name twice in one object, the last one counts. A value `serde_json`
+//! refuses (not UTF-8, a control character or a lone surrogate in a string, a number out of
+//! range, nesting 128 deep, anything after the value) yields nothing at any path. Numbers the
+//! paths name are converted by `serde_json` itself, so both sides of a comparison agree.
 
 use super::{AttrPath, Scalar};
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
-use std::fmt;
 
 /// The scalars of `doc` at `paths` (one per path); all `None` if `doc` is not JSON.
 pub fn extract(doc: &[u8], paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
@@ -21,149 +23,337 @@ pub fn extract(doc: &[u8], paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
         .collect();
     let wanted: Vec<(usize, &[&str])> =
         split.iter().enumerate().map(|(i, s)| (i, &s[..])).collect();
-    let mut de = serde_json::Deserializer::from_slice(doc);
-    let node = Node {
-        wanted: &wanted,
-        out: &mut out,
+    let mut s = Scanner {
+        buf: doc,
+        pos: 0,
+        depth: 0,
     };
-    if node.deserialize(&mut de).is_err() || de.end().is_err() {
+    // JSON text is UTF-8: checked once here, so strings are slices of it.
+    let valid = std::str::from_utf8(doc).is_ok() && {
+        s.ws();
+        s.value(&wanted, &mut out).is_some() && {
+            s.ws();
+            s.pos == doc.len()
+        }
+    };
+    if !valid {
         return vec![None; paths.len()];
     }
     out
 }
 
-/// A value in the document and the paths that continue into it (`(index, names left)`; an
-/// empty list of names: the path ends here, at a scalar).
-struct Node<'w, 'p, 'o> {
-    wanted: &'w [(usize, &'p [&'p str])],
-    out: &'o mut Vec<Option<Scalar>>,
+/// Arrays and objects nested this deep are refused, as `serde_json` refuses them.
+const MAX_DEPTH: usize = 128;
+
+/// A number this long may overflow an f64 without an exponent; such numbers, and those
+/// with one, are converted to learn whether `serde_json` takes them.
+const LONG_NUMBER: usize = 300;
+
+struct Scanner<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    depth: usize,
 }
 
-impl Node<'_, '_, '_> {
-    fn set(&mut self, s: Scalar) {
-        for (i, rest) in self.wanted {
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn word(&mut self, w: &[u8]) -> Option<()> {
+        self.buf[self.pos..]
+            .starts_with(w)
+            .then(|| self.pos += w.len())
+    }
+
+    /// One value; `wanted` holds the paths that continue into it (with no names left: the
+    /// paths that end here, at whatever it is).
+    fn value(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Scalar>]) -> Option<()> {
+        let ends_here = wanted.iter().any(|(_, rest)| rest.is_empty());
+        let scalar = match self.peek()? {
+            b'{' => {
+                self.object(wanted, out)?;
+                None
+            }
+            b'[' => {
+                self.array()?;
+                None
+            }
+            b'"' => {
+                let raw = self.raw_string()?;
+                match ends_here {
+                    true => Some(Scalar::String(self.text(raw)?.into_owned())),
+                    false => None,
+                }
+            }
+            b't' => self.word(b"true").map(|()| Scalar::Bool(true)),
+            b'f' => self.word(b"false").map(|()| Scalar::Bool(false)),
+            b'n' => self.word(b"null").map(|()| Scalar::Null),
+            b'-' | b'0'..=b'9' => {
+                let (start, check) = self.number()?;
+                if ends_here || check {
+                    let n: f64 = serde_json::from_slice(&self.buf[start..self.pos]).ok()?;
+                    Some(Scalar::Number(n))
+                } else {
+                    None
+                }
+            }
+            _ => return None,
+        };
+        for (i, rest) in wanted {
             if rest.is_empty() {
-                self.out[*i] = Some(s.clone());
+                out[*i] = scalar.clone();
+            }
+        }
+        Some(())
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        self.pos += 1;
+        (self.depth < MAX_DEPTH).then_some(())
+    }
+
+    fn object(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Scalar>]) -> Option<()> {
+        self.enter()?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            self.depth -= 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let raw = self.raw_string()?;
+            self.ws();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.pos += 1;
+            self.ws();
+            let next: Vec<(usize, &[&str])> = match wanted.is_empty() {
+                true => Vec::new(),
+                // Names are compared as they lie unless they hold escapes.
+                false if !raw.2 => {
+                    let name = &self.buf[raw.0..raw.1];
+                    wanted
+                        .iter()
+                        .filter(|(_, rest)| rest.first().is_some_and(|n| n.as_bytes() == name))
+                        .map(|(i, rest)| (*i, &rest[1..]))
+                        .collect()
+                }
+                false => {
+                    let name = self.text(raw)?;
+                    wanted
+                        .iter()
+                        .filter(|(_, rest)| rest.first() == Some(&name.as_ref()))
+                        .map(|(i, rest)| (*i, &rest[1..]))
+                        .collect()
+                }
+            };
+            // A repeated name replaces the earlier value whole.
+            for (i, _) in &next {
+                out[*i] = None;
+            }
+            self.value(&next, out)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        self.pos += 1;
+        self.depth -= 1;
+        Some(())
+    }
+
+    fn array(&mut self) -> Option<()> {
+        self.enter()?;
+        self.ws();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            self.depth -= 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            self.value(&[], &mut [])?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => break,
+                _ => return None,
+            }
+        }
+        self.pos += 1;
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// A number's start, and whether it needs converting to be known valid (in range).
+    fn number(&mut self) -> Option<(usize, bool)> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek()? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            self.some_digits()?;
+        }
+        let mut check = false;
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.some_digits()?;
+            check = true;
+        }
+        Some((start, check || self.pos - start > LONG_NUMBER))
+    }
+
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let at = self.pos;
+        self.digits();
+        (self.pos > at).then_some(())
+    }
+
+    /// A string (at its opening quote), checked: where its content lies, and whether it
+    /// holds escapes.
+    fn raw_string(&mut self) -> Option<(usize, usize, bool)> {
+        self.pos += 1;
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            self.skip_plain();
+            match self.peek()? {
+                b'"' => {
+                    self.pos += 1;
+                    return Some((start, self.pos - 1, escaped));
+                }
+                b'\\' => {
+                    self.pos += 1;
+                    self.escape()?;
+                    escaped = true;
+                }
+                0..=0x1F => return None,
+                _ => self.pos += 1,
             }
         }
     }
 
-    /// Not a scalar: paths ending here have none.
-    fn clear(&mut self) {
-        for (i, rest) in self.wanted {
-            if rest.is_empty() {
-                self.out[*i] = None;
+    /// The text of a string `raw_string` checked.
+    fn text(&self, (start, end, escaped): (usize, usize, bool)) -> Option<Cow<'a, str>> {
+        let raw = std::str::from_utf8(&self.buf[start..end]).ok()?;
+        if !escaped {
+            return Some(Cow::Borrowed(raw));
+        }
+        let mut out = String::with_capacity(raw.len());
+        let mut s = Scanner {
+            buf: self.buf,
+            pos: start,
+            depth: 0,
+        };
+        while s.pos < end {
+            match s.buf[s.pos] {
+                b'\\' => {
+                    s.pos += 1;
+                    out.push(s.escape()?);
+                }
+                _ => {
+                    let at = s.pos;
+                    while s.pos < end && s.buf[s.pos] != b'\\' {
+                        s.pos += 1;
+                    }
+                    out.push_str(std::str::from_utf8(&s.buf[at..s.pos]).ok()?);
+                }
             }
         }
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Node<'_, '_, '_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Node<'_, '_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
+        Some(Cow::Owned(out))
     }
 
-    fn visit_unit<E>(mut self) -> Result<(), E> {
-        self.set(Scalar::Null);
-        Ok(())
-    }
-
-    fn visit_bool<E>(mut self, v: bool) -> Result<(), E> {
-        self.set(Scalar::Bool(v));
-        Ok(())
-    }
-
-    fn visit_i64<E>(mut self, v: i64) -> Result<(), E> {
-        self.set(Scalar::Number(v as f64));
-        Ok(())
-    }
-
-    fn visit_u64<E>(mut self, v: u64) -> Result<(), E> {
-        self.set(Scalar::Number(v as f64));
-        Ok(())
-    }
-
-    fn visit_f64<E>(mut self, v: f64) -> Result<(), E> {
-        self.set(Scalar::Number(v));
-        Ok(())
-    }
-
-    fn visit_str<E>(mut self, v: &str) -> Result<(), E> {
-        self.set(Scalar::String(v.to_string()));
-        Ok(())
-    }
-
-    fn visit_string<E>(mut self, v: String) -> Result<(), E> {
-        self.set(Scalar::String(v));
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
-        self.clear();
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        self.clear();
-        while let Some(key) = map.next_key_seed(Key)? {
-            let next: Vec<(usize, &[&str])> = self
-                .wanted
-                .iter()
-                .filter(|(_, rest)| rest.first() == Some(&key.as_ref()))
-                .map(|(i, rest)| (*i, &rest[1..]))
-                .collect();
-            if next.is_empty() {
-                map.next_value::<IgnoredAny>()?;
-            } else {
-                map.next_value_seed(Node {
-                    wanted: &next,
-                    out: self.out,
-                })?;
+    /// Moves past string bytes that need no look (not a quote, a backslash or a control
+    /// character), eight at a time.
+    fn skip_plain(&mut self) {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        // The lowest flagged byte of each is exact (borrows only flag bytes above it).
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+        while let Some(chunk) = self.buf.get(self.pos..self.pos + 8) {
+            let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+            let special = zero(w ^ (ONES * u64::from(b'"')))
+                | zero(w ^ (ONES * u64::from(b'\\')))
+                | (w.wrapping_sub(ONES * 0x20) & !w & HIGHS);
+            if special != 0 {
+                self.pos += special.trailing_zeros() as usize / 8;
+                return;
             }
+            self.pos += 8;
         }
-        Ok(())
-    }
-}
-
-/// An object's key, borrowed from the document when it has no escapes.
-struct Key;
-
-impl<'de> DeserializeSeed<'de> for Key {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Key {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object key")
     }
 
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Borrowed(v))
+    /// The character of an escape (after its backslash).
+    fn escape(&mut self) -> Option<char> {
+        let b = self.peek()?;
+        self.pos += 1;
+        Some(match b {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let n = self.hex4()?;
+                match n {
+                    // A lone low surrogate.
+                    0xDC00..=0xDFFF => return None,
+                    0xD800..=0xDBFF => {
+                        self.word(b"\\u")?;
+                        let low = self.hex4()?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        char::from_u32(0x10000 + ((n - 0xD800) << 10) + (low - 0xDC00))?
+                    }
+                    n => char::from_u32(n)?,
+                }
+            }
+            _ => return None,
+        })
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v.to_string()))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v))
+    fn hex4(&mut self) -> Option<u32> {
+        let h = self.buf.get(self.pos..self.pos + 4)?;
+        let mut n = 0u32;
+        for &c in h {
+            n = n * 16 + (c as char).to_digit(16)?;
+        }
+        self.pos += 4;
+        Some(n)
     }
 }
 
@@ -228,12 +418,108 @@ mod tests {
         })
     }
 
+    /// Where the scanner must refuse (or take) exactly what `serde_json` does.
+    #[test]
+    fn agrees_at_the_edges_of_json() {
+        let ps = paths(&["a", "a.b", "k\"ey", "\u{e9}", "n"]);
+        let refs: Vec<&AttrPath> = ps.iter().collect();
+        let mut docs: Vec<Vec<u8>> = [
+            r#"{"a": "\u00e9\ud83d\ude00\n\/\b\f\t\r\\\""}"#,
+            r#"{"a": "\ud83d"}"#,
+            r#"{"a": "\ude00"}"#,
+            r#"{"a": "\ud83d\u0041"}"#,
+            r#"{"a": "\ud83dx"}"#,
+            r#"{"x": "\ud83d", "a": 1}"#,
+            r#"{"a": "\x"}"#,
+            r#"{"a": "\u12"}"#,
+            "{\"a\": \"tab\there\"}",
+            r#"{"k\"ey": 1, "\u00e9": 2, "\u00E9": 3}"#,
+            r#"{"a": 1e400}"#,
+            r#"{"x": 1e400, "a": 1}"#,
+            r#"{"x": -1e-400, "a": 1}"#,
+            r#"{"a": -0, "n": 1E+2}"#,
+            r#"{"a": 01}"#,
+            r#"{"a": 1.}"#,
+            r#"{"a": .5}"#,
+            r#"{"a": -}"#,
+            r#"{"a": 1e}"#,
+            r#"{"a": +1}"#,
+            r#"{"a": 18446744073709551616, "n": -9223372036854775809}"#,
+            r#"{"a": [1, ], "n": 1}"#,
+            r#"{"a": 1, }"#,
+            r#"{"a" 1}"#,
+            r#"{a: 1}"#,
+            r#"{"a": {"b": 1}, "a": {"c": 2}}"#,
+            r#"{"a": {"b": 1}, "a": 7}"#,
+            r#"{"a": 7, "a": {"b": 1}}"#,
+            r#"{"a": tru}"#,
+            r#"{"a": nul, "n": null}"#,
+            " \n {\"a\" : [ ] , \"n\" :{ } } \t",
+            "{\"a\": 1}\u{feff}",
+            "\u{feff}{\"a\": 1}",
+            "[]",
+            "",
+            "  ",
+        ]
+        .iter()
+        .map(|d| d.as_bytes().to_vec())
+        .collect();
+        docs.push(format!("{{\"a\": 1{}}}", "0".repeat(400)).into_bytes());
+        docs.push(format!("{{\"n\": 1, \"x\": 1{}}}", "0".repeat(400)).into_bytes());
+        docs.push(b"{\"a\": \"\xff\"}".to_vec());
+        docs.push(b"{\"x\": \"\xc3\", \"a\": 1}".to_vec());
+        for depth in [120, 126, 127, 128, 129, 200] {
+            let nested = format!(
+                "{{\"a\": 1, \"x\": {}{}}}",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            docs.push(nested.into_bytes());
+            let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+            docs.push(objects.into_bytes());
+        }
+        let mut valid = 0;
+        for doc in &docs {
+            let r = reference(doc, &ps);
+            valid += usize::from(r.iter().any(Option::is_some));
+            assert_eq!(extract(doc, &refs), r, "{}", String::from_utf8_lossy(doc));
+        }
+        // Both sides of each edge are there.
+        assert!(
+            valid >= 8 && valid < docs.len() - 15,
+            "{valid} of {}",
+            docs.len()
+        );
+        let deep = |d: usize| format!("{{\"a\": 1, \"x\": {}{}}}", "[".repeat(d), "]".repeat(d));
+        assert!(extract(deep(126).as_bytes(), &refs)[0].is_some());
+        assert!(extract(deep(129).as_bytes(), &refs)[0].is_none());
+    }
+
     proptest! {
         #[test]
         fn extraction_is_the_parsed_documents_scalar(doc in json_value()) {
             let ps = paths(&["a", "b", "a.b", "a.c", "b.a.c", "ab"]);
             let refs: Vec<&AttrPath> = ps.iter().collect();
             let bytes = serde_json::to_vec(&doc).unwrap();
+            prop_assert_eq!(extract(&bytes, &refs), reference(&bytes, &ps));
+        }
+
+        /// A document with a byte changed, cut or inserted: valid or not, the same answer.
+        #[test]
+        fn damaged_documents_agree_too(doc in json_value(), at in any::<usize>(),
+                                       byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b'{'),
+                                           Just(b'}'), Just(b','), Just(b':'), Just(b'1'),
+                                           Just(b'e'), Just(b' '), Just(0x01u8), any::<u8>()],
+                                       how in 0..3u8) {
+            let ps = paths(&["a", "b", "a.b", "a.c", "b.a.c", "ab"]);
+            let refs: Vec<&AttrPath> = ps.iter().collect();
+            let mut bytes = serde_json::to_vec(&doc).unwrap();
+            let at = at % (bytes.len() + 1);
+            match how {
+                0 if at < bytes.len() => bytes[at] = byte,
+                1 => bytes.truncate(at),
+                _ => bytes.insert(at, byte),
+            }
             prop_assert_eq!(extract(&bytes, &refs), reference(&bytes, &ps));
         }
     }
