@@ -105,7 +105,7 @@ pub fn query_filter(data: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
+mod query_tests {
     /// The query targets on a few seeds (the fuzzer runs them on many more).
     #[test]
     fn query_targets_hold_on_seeds() {
