@@ -12,9 +12,10 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 5] = [
+const COMMANDS: [(&str, Command); 6] = [
     ("plot", |args| crate::plot::main(args)),
     ("plot-iterators", |args| crate::plot::iterators::main(args)),
+    ("plot-queries", |args| crate::plot::queries::main(args)),
     ("itermem", |args| crate::itermem::main(args)),
     ("dataset", |args| crate::dataset::main(args)),
     ("queries", |args| crate::queries::main(args)),
@@ -44,7 +45,14 @@ mod tests {
         let names: Vec<&str> = COMMANDS.iter().map(|(n, _)| *n).collect();
         assert_eq!(
             names,
-            ["plot", "plot-iterators", "itermem", "dataset", "queries"]
+            [
+                "plot",
+                "plot-iterators",
+                "plot-queries",
+                "itermem",
+                "dataset",
+                "queries"
+            ]
         );
     }
 }

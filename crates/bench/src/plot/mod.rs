@@ -16,6 +16,7 @@ mod data;
 mod draw;
 mod font;
 pub mod iterators;
+pub mod queries;
 
 use anyhow::{bail, Result};
 use charts::{charts, Chart};

@@ -16,6 +16,8 @@ pub struct Target {
     device: Option<DeviceHandle>,
     client: BlockingClient,
     ns: u32,
+    addr: String,
+    secret: String,
 }
 
 impl Target {
@@ -42,6 +44,8 @@ impl Target {
             device: Some(device),
             client,
             ns,
+            addr,
+            secret,
         })
     }
 
@@ -49,8 +53,36 @@ impl Target {
         Ok(self.client.index_create(self.ns, attr, vas)?)
     }
 
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.client.put(self.ns, key.to_vec(), value.to_vec())?)
+    /// Puts `records` through `connections` connections at once, each its contiguous share
+    /// in order.
+    pub fn load(&self, records: &[(Vec<u8>, Vec<u8>)], connections: usize) -> Result<()> {
+        let connections = connections.max(1);
+        if connections == 1 {
+            for (k, v) in records {
+                self.client.put(self.ns, k.clone(), v.clone())?;
+            }
+            return Ok(());
+        }
+        let share = records.len().div_ceil(connections).max(1);
+        std::thread::scope(|scope| {
+            let loaders: Vec<_> = records
+                .chunks(share)
+                .map(|part| {
+                    scope.spawn(move || -> Result<()> {
+                        let c = BlockingClient::connect(&self.addr)?;
+                        c.authenticate(self.ns, &self.secret)?;
+                        for (k, v) in part {
+                            c.put(self.ns, k.clone(), v.clone())?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            loaders.into_iter().try_for_each(|l| {
+                l.join()
+                    .map_err(|_| anyhow::anyhow!("a loading thread panicked"))?
+            })
+        })
     }
 
     /// Runs `q`: how many results, the engine's statistics (summed over pages), and the

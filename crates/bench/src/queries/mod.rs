@@ -66,6 +66,10 @@ pub struct QueriesArgs {
     /// records and summaries cross the wire; bytes are those received).
     #[arg(long)]
     device: Option<String>,
+    /// With --device: connections the load puts through at once, each its share of the
+    /// records in order (1: one put per round trip, which the round trip dominates).
+    #[arg(long, default_value_t = 1)]
+    load_connections: usize,
     /// Directory for the databases (default: a temporary one).
     #[arg(long)]
     db: Option<PathBuf>,
@@ -263,9 +267,7 @@ fn run_device(
     if let Some(kind) = index {
         target.create_index(&set.attr, kind == IndexKind::Vas)?;
     }
-    for (k, v) in records {
-        target.put(k, v)?;
-    }
+    target.load(records, args.load_connections)?;
     let load_secs = t.elapsed().as_secs_f64();
     let name = match index {
         None => "device (no index: host scan)".to_string(),

@@ -16,6 +16,41 @@ use std::borrow::Cow;
 
 /// The scalars of `doc` at `paths` (one per path); all `None` if `doc` is not JSON.
 pub fn extract(doc: &[u8], paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
+    match scan(doc, paths, false) {
+        Some(hits) => hits
+            .into_iter()
+            .map(|h| match h {
+                Some(Hit::Scalar(s)) => Some(s),
+                _ => None,
+            })
+            .collect(),
+        None => vec![None; paths.len()],
+    }
+}
+
+/// Where the values at `paths` lie in `doc` (any JSON value: a scalar, an array, an object),
+/// one per path; `None` if `doc` is not JSON. Each span parses alone as the value the parsed
+/// document holds there.
+pub fn locate(doc: &[u8], paths: &[&AttrPath]) -> Option<Vec<Option<std::ops::Range<usize>>>> {
+    let hits = scan(doc, paths, true)?;
+    Some(
+        hits.into_iter()
+            .map(|h| match h {
+                Some(Hit::Span(a, b)) => Some(a..b),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// What a path found: its scalar, or (locating) where its value lies.
+#[derive(Clone)]
+enum Hit {
+    Scalar(Scalar),
+    Span(usize, usize),
+}
+
+fn scan(doc: &[u8], paths: &[&AttrPath], spans: bool) -> Option<Vec<Option<Hit>>> {
     let mut out = vec![None; paths.len()];
     let split: Vec<Vec<&str>> = paths
         .iter()
@@ -27,19 +62,14 @@ pub fn extract(doc: &[u8], paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
         buf: doc,
         pos: 0,
         depth: 0,
+        spans,
     };
     // JSON text is UTF-8: checked once here, so strings are slices of it.
-    let valid = std::str::from_utf8(doc).is_ok() && {
-        s.ws();
-        s.value(&wanted, &mut out).is_some() && {
-            s.ws();
-            s.pos == doc.len()
-        }
-    };
-    if !valid {
-        return vec![None; paths.len()];
-    }
-    out
+    std::str::from_utf8(doc).ok()?;
+    s.ws();
+    s.value(&wanted, &mut out)?;
+    s.ws();
+    (s.pos == doc.len()).then_some(out)
 }
 
 /// Arrays and objects nested this deep are refused, as `serde_json` refuses them.
@@ -53,6 +83,8 @@ struct Scanner<'a> {
     buf: &'a [u8],
     pos: usize,
     depth: usize,
+    /// Locating: paths get where their values lie, and no scalar is built.
+    spans: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -74,8 +106,9 @@ impl<'a> Scanner<'a> {
 
     /// One value; `wanted` holds the paths that continue into it (with no names left: the
     /// paths that end here, at whatever it is).
-    fn value(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Scalar>]) -> Option<()> {
-        let ends_here = wanted.iter().any(|(_, rest)| rest.is_empty());
+    fn value(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Hit>]) -> Option<()> {
+        let start = self.pos;
+        let ends_here = !self.spans && wanted.iter().any(|(_, rest)| rest.is_empty());
         let scalar = match self.peek()? {
             b'{' => {
                 self.object(wanted, out)?;
@@ -108,7 +141,10 @@ impl<'a> Scanner<'a> {
         };
         for (i, rest) in wanted {
             if rest.is_empty() {
-                out[*i] = scalar.clone();
+                out[*i] = match self.spans {
+                    true => Some(Hit::Span(start, self.pos)),
+                    false => scalar.clone().map(Hit::Scalar),
+                };
             }
         }
         Some(())
@@ -120,7 +156,7 @@ impl<'a> Scanner<'a> {
         (self.depth < MAX_DEPTH).then_some(())
     }
 
-    fn object(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Scalar>]) -> Option<()> {
+    fn object(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Hit>]) -> Option<()> {
         self.enter()?;
         self.ws();
         if self.peek()? == b'}' {
@@ -274,6 +310,7 @@ impl<'a> Scanner<'a> {
             buf: self.buf,
             pos: start,
             depth: 0,
+            spans: false,
         };
         while s.pos < end {
             match s.buf[s.pos] {
@@ -504,6 +541,22 @@ mod tests {
             prop_assert_eq!(extract(&bytes, &refs), reference(&bytes, &ps));
         }
 
+        /// Each located value, parsed alone, is the value the parsed document holds there.
+        #[test]
+        fn located_values_are_the_parsed_documents(doc in json_value()) {
+            let ps = paths(&["a", "b", "a.b", "a.c", "b.a.c", "ab"]);
+            let refs: Vec<&AttrPath> = ps.iter().collect();
+            let bytes = serde_json::to_vec_pretty(&doc).unwrap();
+            // Against the document as parsed from these bytes (a float's text need not
+            // parse back to the very number that was printed).
+            let parsed: Value = serde_json::from_slice(&bytes).unwrap();
+            let spans = locate(&bytes, &refs).unwrap();
+            for (p, span) in ps.iter().zip(spans) {
+                let got = span.map(|r| serde_json::from_slice::<Value>(&bytes[r]).unwrap());
+                prop_assert_eq!(got.as_ref(), p.lookup(&parsed));
+            }
+        }
+
         /// A document with a byte changed, cut or inserted: valid or not, the same answer.
         #[test]
         fn damaged_documents_agree_too(doc in json_value(), at in any::<usize>(),
@@ -521,6 +574,8 @@ mod tests {
                 _ => bytes.insert(at, byte),
             }
             prop_assert_eq!(extract(&bytes, &refs), reference(&bytes, &ps));
+            let parsed = serde_json::from_slice::<Value>(&bytes).ok();
+            prop_assert_eq!(locate(&bytes, &refs).is_some(), parsed.is_some());
         }
     }
 }

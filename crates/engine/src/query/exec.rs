@@ -148,6 +148,30 @@ impl Doc {
         }
     }
 
+    /// The attributes at `projection` as an object keyed by path (those missing left out):
+    /// from the document if it was built, else each value parsed alone from where it lies in
+    /// the bytes (`index::locate`), the rest of the record skipped as it is read.
+    pub fn project(&self, projection: &[AttrPath]) -> Value {
+        if self.parsed.get().is_some() {
+            return project(self.get(), projection);
+        }
+        let paths: Vec<&AttrPath> = projection.iter().collect();
+        let mut out = serde_json::Map::new();
+        if let Some(spans) = crate::index::locate(&self.value, &paths) {
+            for (p, span) in projection.iter().zip(spans) {
+                let Some(span) = span else { continue };
+                match serde_json::from_slice::<Value>(&self.value[span]) {
+                    Ok(v) => {
+                        out.insert(p.as_str().to_string(), v);
+                    }
+                    // The scanner took what the parser refuses: trust the parser.
+                    Err(_) => return project(self.get(), projection),
+                }
+            }
+        }
+        Value::Object(out)
+    }
+
     pub fn scalar(&self, path: &AttrPath) -> Option<Scalar> {
         self.scalars(&[path]).pop().flatten()
     }
@@ -463,7 +487,7 @@ pub fn top_k(
                     key,
                     pk: m.pk.clone(),
                     desc,
-                    projection: projection.map(|p| project(m.doc.get(), p)),
+                    projection: projection.map(|p| m.doc.project(p)),
                 };
                 if heap.len() < k {
                     heap.push(e);

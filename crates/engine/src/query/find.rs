@@ -7,7 +7,7 @@
 //! to, and a checksum: given with another namespace, another filter, or after its index was
 //! dropped, it is refused with a clear error.
 
-use super::exec::{for_each_match, project, QueryStats, Records};
+use super::exec::{for_each_match, QueryStats, Records};
 use super::plan::{Access, Plan};
 use super::Filter;
 use crate::coding::{put_varint, Cursor};
@@ -139,7 +139,7 @@ pub fn find_page(
             &mut stats,
             &mut |m| {
                 let value = match req.projection {
-                    Some(p) => Bytes::from(project(m.doc.get(), p).to_string()),
+                    Some(p) => Bytes::from(m.doc.project(p).to_string()),
                     None => m.value.clone(),
                 };
                 let size = m.pk.len() + value.len();

@@ -1,0 +1,160 @@
+//! `cerberus-bench plot-queries --input RUN.json ... --out DIR`: PNG charts of `cerberus-bench
+//! queries` runs. Each run gives one chart: for every query and secondary key, how many times
+//! faster each engine answered than the run's baseline (the engine without an index, else
+//! SQLite), so the paper's ratios (Figures 4 and 11) read off the bars' heights.
+
+use super::charts::{Chart, Legend, Series, PALETTE};
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use serde_json::Value;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cerberus-bench plot-queries",
+    bin_name = "cerberus-bench plot-queries",
+    version,
+    about = "Draws the speedup charts of `cerberus-bench queries` runs (their --json files)"
+)]
+struct Args {
+    /// JSON files written by `cerberus-bench queries --json` (one chart each).
+    #[arg(long, required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
+
+    /// Directory the PNG files go to (made if missing).
+    #[arg(long)]
+    out: PathBuf,
+
+    /// TrueType or OpenType font for the text [default: DejaVu Sans, or another sans-serif
+    /// font found under /usr/share/fonts].
+    #[arg(long, env = "CERBERUS_PLOT_FONT")]
+    font: Option<PathBuf>,
+}
+
+/// `cerberus-bench plot-queries ...`; `args` starts with `plot-queries`.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
+    let args = Args::parse_from(args);
+    let mut charts = Vec::new();
+    for path in &args.input {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let run: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let stem = path
+            .file_stem()
+            .map_or("queries".into(), |s| s.to_string_lossy().into_owned());
+        charts.push(chart(&stem, &run).with_context(|| format!("{}", path.display()))?);
+    }
+    super::draw_charts(args.font.as_deref(), &args.out, &charts)
+}
+
+/// The run's engines, and each one's median latency per (query, sk).
+fn engines(run: &Value) -> Vec<(String, Vec<((String, String), f64)>)> {
+    let runs = run["runs"].as_array().cloned().unwrap_or_default();
+    runs.iter()
+        .map(|r| {
+            let name = r["engine"].as_str().unwrap_or("?").to_string();
+            let qs = r["queries"].as_array().cloned().unwrap_or_default();
+            let times = qs
+                .iter()
+                .filter_map(|q| {
+                    let key = (
+                        q["query"].as_str()?.to_string(),
+                        q["sk"].as_str()?.to_string(),
+                    );
+                    Some((key, q["median_us"].as_f64()?))
+                })
+                .collect();
+            (name, times)
+        })
+        .collect()
+}
+
+/// One chart: the baseline's latency over each other engine's, per query.
+fn chart(stem: &str, run: &Value) -> Result<Chart> {
+    let engines = engines(run);
+    let base = engines
+        .iter()
+        .position(|(n, _)| n == "sqlite")
+        .or_else(|| engines.iter().position(|(n, _)| n.contains("no index")))
+        .context("no baseline in the run (sqlite, or an engine without an index)")?;
+    let (base_name, all_times) = &engines[base];
+    // One secondary key per query (the paper's figures: AUST, and FRAN for Q7), if the run
+    // has it; every one otherwise.
+    let paper = |(q, sk): &(String, String)| sk == "AUST" || (q.starts_with("Q7") && sk == "FRAN");
+    let base_times: Vec<_> = match all_times.iter().any(|(k, _)| paper(k)) {
+        true => all_times
+            .iter()
+            .filter(|(k, _)| paper(k))
+            .cloned()
+            .collect(),
+        false => all_times.clone(),
+    };
+    let categories: Vec<(String, String)> = base_times.iter().map(|(k, _)| k.clone()).collect();
+    if categories.is_empty() {
+        bail!("the baseline ran no query");
+    }
+    let series = engines
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != base)
+        .map(|(i, (name, times))| Series {
+            name: name.clone(),
+            color: PALETTE[i % PALETTE.len()],
+            values: base_times
+                .iter()
+                .map(|(k, b)| {
+                    times
+                        .iter()
+                        .find(|(tk, _)| tk == k)
+                        .filter(|(_, t)| *t > 0.0)
+                        .map(|(_, t)| b / t)
+                })
+                .collect(),
+        })
+        .collect();
+    let storage = run["storage"].as_str().unwrap_or("?");
+    let cache = run["cache_bytes"].as_u64().unwrap_or(0);
+    Ok(Chart {
+        file: format!("{stem}.png"),
+        title: format!(
+            "{} ({} records), {storage}, cache {} MiB: times faster than {base_name}",
+            run["dataset"].as_str().unwrap_or("?"),
+            run["records"].as_u64().unwrap_or(0),
+            cache >> 20
+        ),
+        x_desc: "query, secondary key".into(),
+        y_desc: format!("{base_name} latency / engine latency"),
+        categories: categories
+            .iter()
+            .map(|(q, sk)| format!("{q} {sk}"))
+            .collect(),
+        series,
+        percent: false,
+        legend: Legend::UpperLeft,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn speedups_over_the_baseline() {
+        let run = json!({"dataset": "glacier", "records": 10, "storage": "nand", "cache_bytes": 0,
+            "runs": [
+                {"engine": "cerberus (no index)", "queries": [
+                    {"query": "Q2", "sk": "AUST", "median_us": 100.0},
+                    {"query": "Q7", "sk": "FRAN", "median_us": 50.0}]},
+                {"engine": "cerberus (vas)", "queries": [
+                    {"query": "Q2", "sk": "AUST", "median_us": 10.0}]}]});
+        let c = chart("q", &run).unwrap();
+        assert_eq!(c.categories, ["Q2 AUST", "Q7 FRAN"]);
+        assert!(c.y_desc.starts_with("cerberus (no index)"));
+        assert_eq!(c.series.len(), 1);
+        assert_eq!(c.series[0].values, [Some(10.0), None]);
+        assert!(chart("q", &json!({"runs": []})).is_err());
+    }
+}
