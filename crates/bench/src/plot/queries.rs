@@ -49,8 +49,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     super::draw_charts(args.font.as_deref(), &args.out, &charts)
 }
 
+/// Median latencies by (query, secondary key).
+type Times = Vec<((String, String), f64)>;
+
 /// The run's engines, and each one's median latency per (query, sk).
-fn engines(run: &Value) -> Vec<(String, Vec<((String, String), f64)>)> {
+fn engines(run: &Value) -> Vec<(String, Times)> {
     let runs = run["runs"].as_array().cloned().unwrap_or_default();
     runs.iter()
         .map(|r| {
