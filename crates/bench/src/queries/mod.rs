@@ -70,6 +70,10 @@ pub struct QueriesArgs {
     /// records in order (1: one put per round trip, which the round trip dominates).
     #[arg(long, default_value_t = 1)]
     load_connections: usize,
+    /// Loads of each engine (in turn, engine after engine); the median is reported, the
+    /// queries run on the last.
+    #[arg(long, default_value_t = 1)]
+    load_repeat: usize,
     /// Directory for the databases (default: a temporary one).
     #[arg(long)]
     db: Option<PathBuf>,
@@ -97,26 +101,47 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
             .sum::<usize>() as f64
             / 1e6
     );
-    let mut runs = Vec::new();
-    for kind in args.index.split(',').map(str::trim) {
-        let index = match kind {
-            "none" => None,
-            "classic" => Some(IndexKind::Classic),
-            "vas" => Some(IndexKind::Vas),
+    let kinds = args
+        .index
+        .split(',')
+        .map(str::trim)
+        .map(|kind| match kind {
+            "none" => Ok((kind, None)),
+            "classic" => Ok((kind, Some(IndexKind::Classic))),
+            "vas" => Ok((kind, Some(IndexKind::Vas))),
             other => bail!("--index: unknown kind {other} (none, classic, vas)"),
-        };
-        runs.push(run_cerberus(&args, &dir.join(kind), &records, &set, index)?);
-    }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    #[cfg(not(feature = "sqlite"))]
     if args.sqlite {
-        #[cfg(feature = "sqlite")]
-        runs.push(sqlite::run(
-            &dir.join("sqlite.db"),
-            &records,
-            &set,
-            args.repeat,
-        )?);
-        #[cfg(not(feature = "sqlite"))]
         bail!("--sqlite needs cerberus-bench built with the sqlite feature");
+    }
+    // Rounds of loads alone, engines in turn, so that a slow spell of the machine falls on
+    // all of them; the last round loads and queries.
+    let rounds = args.load_repeat.max(1);
+    let mut loads: Vec<Vec<f64>> = vec![Vec::new(); kinds.len() + usize::from(args.sqlite)];
+    let mut runs = Vec::new();
+    for round in 0..rounds {
+        let last = round + 1 == rounds;
+        for (i, (kind, index)) in kinds.iter().enumerate() {
+            let run = run_cerberus(&args, &dir.join(kind), &records, &set, *index, !last)?;
+            loads[i].push(run["load_secs"].as_f64().unwrap_or(0.0));
+            if last {
+                runs.push(run);
+            }
+        }
+        #[cfg(feature = "sqlite")]
+        if args.sqlite {
+            let run = sqlite::run(&dir.join("sqlite.db"), &records, &set, args.repeat, !last)?;
+            loads[kinds.len()].push(run["load_secs"].as_f64().unwrap_or(0.0));
+            if last {
+                runs.push(run);
+            }
+        }
+    }
+    for (run, secs) in runs.iter_mut().zip(loads) {
+        run["load_secs_each"] = json!(secs);
+        run["load_secs"] = json!(median(secs));
     }
     print_table(&set, &runs);
     if let Some(path) = &args.json {
@@ -195,19 +220,21 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Loads a fresh database with `index` and (unless `load_only`) runs the queries.
 fn run_cerberus(
     args: &QueriesArgs,
     dir: &std::path::Path,
     records: &[(Vec<u8>, Vec<u8>)],
     set: &QuerySet,
     index: Option<IndexKind>,
+    load_only: bool,
 ) -> Result<Value> {
     let _ = std::fs::remove_dir_all(dir);
     if let Some(d) = &args.device {
         if d != "local" {
             bail!("--device: only `local` (a device this run starts) is supported");
         }
-        return run_device(args, dir, records, set, index);
+        return run_device(args, dir, records, set, index, load_only);
     }
     let storage = match args.storage.as_str() {
         "posix" => StorageKind::Posix,
@@ -236,6 +263,10 @@ fn run_cerberus(
         Some(k) => format!("cerberus ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
+    if load_only {
+        db.close()?;
+        return Ok(json!({ "engine": name, "load_secs": load_secs }));
+    }
     // Parsed before the clock starts, as SQLite's statements are prepared.
     let filters = set
         .queries
@@ -261,6 +292,7 @@ fn run_device(
     records: &[(Vec<u8>, Vec<u8>)],
     set: &QuerySet,
     index: Option<IndexKind>,
+    load_only: bool,
 ) -> Result<Value> {
     let target = device::Target::start(dir, args.storage == "nand", args.cache_bytes)?;
     let t = Instant::now();
@@ -274,6 +306,10 @@ fn run_device(
         Some(k) => format!("device ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
+    if load_only {
+        target.stop()?;
+        return Ok(json!({ "engine": name, "load_secs": load_secs }));
+    }
     let filters = set
         .queries
         .iter()

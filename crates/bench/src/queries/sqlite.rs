@@ -33,6 +33,7 @@ pub fn run(
     records: &[(Vec<u8>, Vec<u8>)],
     set: &QuerySet,
     repeat: usize,
+    load_only: bool,
 ) -> Result<Value> {
     let _ = std::fs::remove_file(file);
     let mut conn = Connection::open(file)?;
@@ -54,6 +55,9 @@ pub fn run(
     tx.commit()?;
     let load_secs = t.elapsed().as_secs_f64();
     eprintln!("sqlite: loaded in {load_secs:.2} s");
+    if load_only {
+        return Ok(json!({ "engine": "sqlite", "load_secs": load_secs }));
+    }
     let sk = format!("json_extract(doc, {})", path(&set.attr));
     let mut results = Vec::new();
     for q in &set.queries {
