@@ -34,6 +34,7 @@ pub struct DeviceHandle {
     stop_tx: watch::Sender<bool>,
     runtime: tokio::runtime::Handle,
     thread: Option<std::thread::JoinHandle<Result<(), DeviceError>>>,
+    shared: Arc<Shared>,
 }
 
 impl Device {
@@ -80,6 +81,7 @@ impl Device {
         let shared = Arc::new(Shared::new(db, creds, config));
         let (stop_tx, stop_rx) = watch::channel(false);
         let handle = runtime.handle().clone();
+        let kept = shared.clone();
         tracing::info!(
             addr = %local_addr,
             tls = tls.is_some(),
@@ -116,11 +118,18 @@ impl Device {
             stop_tx,
             runtime: handle,
             thread: Some(thread),
+            shared: kept,
         })
     }
 }
 
 impl DeviceHandle {
+    /// The engine the device serves, for a process that runs the device inside it (a test,
+    /// a benchmark that settles the device between a load and its queries).
+    pub fn engine(&self) -> &cerberus_engine::Db {
+        &self.shared.db
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }

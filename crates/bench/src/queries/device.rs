@@ -53,6 +53,23 @@ impl Target {
         Ok(self.client.index_create(self.ns, attr, vas)?)
     }
 
+    /// Flushes what was loaded, as the embedded runs do at the end of their load.
+    pub fn flush(&self) -> Result<()> {
+        if let Some(d) = &self.device {
+            d.engine().flush()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the compactions the load started, as the embedded runs do before their
+    /// queries (else a run's queries share the flash with its compactions).
+    pub fn settle(&self) -> Result<()> {
+        if let Some(d) = &self.device {
+            d.engine().wait_for_compactions()?;
+        }
+        Ok(())
+    }
+
     /// Puts `records` through `connections` connections at once, each its contiguous share
     /// in order.
     pub fn load(&self, records: &[(Vec<u8>, Vec<u8>)], connections: usize) -> Result<()> {

@@ -300,7 +300,9 @@ fn run_device(
         target.create_index(&set.attr, kind == IndexKind::Vas)?;
     }
     target.load(records, args.load_connections)?;
+    target.flush()?;
     let load_secs = t.elapsed().as_secs_f64();
+    target.settle()?;
     let name = match index {
         None => "device (no index: host scan)".to_string(),
         Some(k) => format!("device ({k})"),
