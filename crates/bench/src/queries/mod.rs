@@ -4,10 +4,12 @@
 //!
 //! Per index kind: a fresh database, the index created before the load (so the load pays for
 //! it, as the paper's Put() figures do), every record put under its key field, a flush and the
-//! compactions that follow; then each query for each secondary key, `--repeat` times. The
-//! figures: load time, and per query the median latency with the engine's breakdown of the
-//! last run (entries read from the index, primary lookups, value reads, pages by purpose,
-//! time per step).
+//! compactions that follow (`--load-repeat` times, the engines in turn). Then, with every
+//! engine loaded, each query for each secondary key `--repeat` times, the engines in turn for
+//! each repetition, so that this machine's slow spells fall on all of them alike. The figures:
+//! load time, and per query the median latency with the engine's breakdown of the last run
+//! (entries read from the index, primary lookups, value reads, pages by purpose, time per
+//! step).
 
 mod device;
 #[cfg(feature = "sqlite")]
@@ -16,7 +18,7 @@ mod workload;
 
 use anyhow::{bail, Context, Result};
 use cerberus_engine::storage::NandConfig;
-use cerberus_engine::{Db, Filter, IndexKind, Options, StorageKind};
+use cerberus_engine::{Db, Filter, IndexKind, Namespace, Options, StorageKind};
 use clap::Parser;
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -120,14 +122,17 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     // all of them; the last round loads and queries.
     let rounds = args.load_repeat.max(1);
     let mut loads: Vec<Vec<f64>> = vec![Vec::new(); kinds.len() + usize::from(args.sqlite)];
+    let mut engines = Vec::new();
     let mut runs = Vec::new();
     for round in 0..rounds {
         let last = round + 1 == rounds;
         for (i, (kind, index)) in kinds.iter().enumerate() {
-            let run = run_cerberus(&args, &dir.join(kind), &records, &set, *index, !last)?;
-            loads[i].push(run["load_secs"].as_f64().unwrap_or(0.0));
+            let loaded = load_cerberus(&args, &dir.join(kind), &records, &set, *index)?;
+            loads[i].push(loaded.load_secs);
             if last {
-                runs.push(run);
+                engines.push(loaded);
+            } else {
+                loaded.close()?;
             }
         }
         #[cfg(feature = "sqlite")]
@@ -139,6 +144,16 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
             }
         }
     }
+    // Every engine loaded; the queries run on all of them in turn.
+    let results = run_queries(&set, args.repeat, &engines)?;
+    let mut cerberus_runs = Vec::new();
+    for (engine, queries) in engines.into_iter().zip(results) {
+        cerberus_runs.push(json!({
+            "engine": engine.name, "load_secs": engine.load_secs, "queries": queries,
+        }));
+        engine.close()?;
+    }
+    runs.splice(0..0, cerberus_runs);
     for (run, secs) in runs.iter_mut().zip(loads) {
         run["load_secs_each"] = json!(secs);
         run["load_secs"] = json!(median(secs));
@@ -220,21 +235,68 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Loads a fresh database with `index` and (unless `load_only`) runs the queries.
-fn run_cerberus(
+/// An engine loaded and ready for the queries.
+struct Loaded {
+    name: String,
+    load_secs: f64,
+    engine: Engine,
+}
+
+enum Engine {
+    Embedded {
+        db: Db,
+        ns: Namespace,
+    },
+    /// `host_scan`: no index, the host reads the records it needs (the KVSSD baseline).
+    Device {
+        target: device::Target,
+        host_scan: bool,
+    },
+}
+
+impl Loaded {
+    /// One run of `q` (its filter parsed as `filter`).
+    fn run(&self, q: &workload::Query, filter: &Filter) -> Result<QueryRun> {
+        match &self.engine {
+            Engine::Embedded { ns, .. } => {
+                let (n, stats) = workload::run_engine(ns, q, filter)?;
+                let bytes = match &stats {
+                    RunStats::Engine(pages) => pages.iter().map(|p| p.bytes_returned).sum(),
+                    RunStats::Json(_) => 0,
+                };
+                Ok((n, stats, bytes))
+            }
+            Engine::Device {
+                target,
+                host_scan: true,
+            } => target.run_on_host(q, filter),
+            Engine::Device { target, .. } => target.run(q),
+        }
+    }
+
+    fn close(self) -> Result<()> {
+        match self.engine {
+            Engine::Embedded { db, .. } => Ok(db.close()?),
+            Engine::Device { target, .. } => target.stop(),
+        }
+    }
+}
+
+/// Loads a fresh database with `index` (embedded, or through a local device) and settles it:
+/// flushed (within the load's time), its compactions done.
+fn load_cerberus(
     args: &QueriesArgs,
     dir: &std::path::Path,
     records: &[(Vec<u8>, Vec<u8>)],
     set: &QuerySet,
     index: Option<IndexKind>,
-    load_only: bool,
-) -> Result<Value> {
+) -> Result<Loaded> {
     let _ = std::fs::remove_dir_all(dir);
     if let Some(d) = &args.device {
         if d != "local" {
             bail!("--device: only `local` (a device this run starts) is supported");
         }
-        return run_device(args, dir, records, set, index, load_only);
+        return load_device(args, dir, records, set, index);
     }
     let storage = match args.storage.as_str() {
         "posix" => StorageKind::Posix,
@@ -263,37 +325,21 @@ fn run_cerberus(
         Some(k) => format!("cerberus ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
-    if load_only {
-        db.close()?;
-        return Ok(json!({ "engine": name, "load_secs": load_secs }));
-    }
-    // Parsed before the clock starts, as SQLite's statements are prepared.
-    let filters = set
-        .queries
-        .iter()
-        .map(|q| Filter::parse(&q.filter).map_err(anyhow::Error::msg))
-        .collect::<Result<Vec<_>>>()?;
-    let results = run_queries(set, args.repeat, &mut |i, q| {
-        let (n, stats) = workload::run_engine(&ns, q, &filters[i])?;
-        let bytes = match &stats {
-            RunStats::Engine(pages) => pages.iter().map(|p| p.bytes_returned).sum(),
-            RunStats::Json(_) => 0,
-        };
-        Ok((n, stats, bytes))
-    })?;
-    db.close()?;
-    Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
+    Ok(Loaded {
+        name,
+        load_secs,
+        engine: Engine::Embedded { db, ns },
+    })
 }
 
-/// `run_cerberus` through a local device.
-fn run_device(
+/// `load_cerberus` through a local device.
+fn load_device(
     args: &QueriesArgs,
     dir: &std::path::Path,
     records: &[(Vec<u8>, Vec<u8>)],
     set: &QuerySet,
     index: Option<IndexKind>,
-    load_only: bool,
-) -> Result<Value> {
+) -> Result<Loaded> {
     let target = device::Target::start(dir, args.storage == "nand", args.cache_bytes)?;
     let t = Instant::now();
     if let Some(kind) = index {
@@ -308,47 +354,48 @@ fn run_device(
         Some(k) => format!("device ({k})"),
     };
     eprintln!("{name}: loaded in {load_secs:.2} s");
-    if load_only {
-        target.stop()?;
-        return Ok(json!({ "engine": name, "load_secs": load_secs }));
-    }
-    let filters = set
-        .queries
-        .iter()
-        .map(|q| Filter::parse(&q.filter).map_err(anyhow::Error::msg))
-        .collect::<Result<Vec<_>>>()?;
-    let results = run_queries(set, args.repeat, &mut |i, q| match index {
-        // The KVSSD baseline: no index, the host reads every record it needs.
-        None => target.run_on_host(q, &filters[i]),
-        Some(_) => target.run(q),
-    })?;
-    target.stop()?;
-    Ok(json!({ "engine": name, "load_secs": load_secs, "queries": results }))
+    Ok(Loaded {
+        name,
+        load_secs,
+        engine: Engine::Device {
+            target,
+            host_scan: index.is_none(),
+        },
+    })
 }
 
 /// One run of a query: results, the engine's statistics, bytes returned.
 type QueryRun = (usize, RunStats, u64);
 
-/// Runs every query of `set` `repeat` times through `run` (results, statistics, bytes
-/// returned); one JSON object per query with the median latency and the last run's figures.
-fn run_queries(
-    set: &QuerySet,
-    repeat: usize,
-    run: &mut dyn FnMut(usize, &workload::Query) -> Result<QueryRun>,
-) -> Result<Vec<Value>> {
-    let mut results = Vec::new();
-    for (i, q) in set.queries.iter().enumerate() {
-        let mut times = Vec::new();
-        let mut last: QueryRun = (0, RunStats::Json(Value::Null), 0);
+/// Runs every query of `set` `repeat` times on each engine, the engines in turn for each run
+/// (a slow spell of the machine falls on all of them alike); per engine, one JSON object per
+/// query with the median latency and the last run's figures.
+fn run_queries(set: &QuerySet, repeat: usize, engines: &[Loaded]) -> Result<Vec<Vec<Value>>> {
+    // Parsed before the clock starts, as SQLite's statements are prepared.
+    let filters = set
+        .queries
+        .iter()
+        .map(|q| Filter::parse(&q.filter).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let mut results: Vec<Vec<Value>> = engines.iter().map(|_| Vec::new()).collect();
+    for (q, filter) in set.queries.iter().zip(&filters) {
+        let mut times: Vec<Vec<f64>> = engines.iter().map(|_| Vec::new()).collect();
+        let mut last: Vec<Option<QueryRun>> = engines.iter().map(|_| None).collect();
         for _ in 0..repeat {
-            let t = Instant::now();
-            last = run(i, q)?;
-            times.push(t.elapsed().as_secs_f64() * 1e6);
+            for (e, engine) in engines.iter().enumerate() {
+                let t = Instant::now();
+                let run = engine.run(q, filter)?;
+                times[e].push(t.elapsed().as_secs_f64() * 1e6);
+                last[e] = Some(run);
+            }
         }
-        results.push(json!({
-            "query": q.name, "sk": q.sk_label(), "median_us": median(times),
-            "results": last.0, "bytes": last.2, "stats": last.1.to_json()?,
-        }));
+        for (e, (times, last)) in times.into_iter().zip(last).enumerate() {
+            let (n, stats, bytes) = last.context("no run")?;
+            results[e].push(json!({
+                "query": q.name, "sk": q.sk_label(), "median_us": median(times),
+                "results": n, "bytes": bytes, "stats": stats.to_json()?,
+            }));
+        }
     }
     Ok(results)
 }
