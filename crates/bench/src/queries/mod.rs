@@ -5,8 +5,9 @@
 //! Per index kind: a fresh database, the index created before the load (so the load pays for
 //! it, as the paper's Put() figures do), every record put under its key field, a flush and the
 //! compactions that follow (`--load-repeat` times, the engines in turn). Then, with every
-//! engine loaded, each query for each secondary key `--repeat` times, the engines in turn for
-//! each repetition, so that this machine's slow spells fall on all of them alike. The figures:
+//! engine loaded, each query for each secondary key `--repeat` times (with `--interleave`, the
+//! engines in turn for each repetition, so that this machine's slow spells fall on all of them
+//! alike). The figures:
 //! load time, and per query the median latency with the engine's breakdown of the last run
 //! (entries read from the index, primary lookups, value reads, pages by purpose, time per
 //! step).
@@ -76,6 +77,10 @@ pub struct QueriesArgs {
     /// queries run on the last.
     #[arg(long, default_value_t = 1)]
     load_repeat: usize,
+    /// Run each query on the engines in turn, repetition by repetition (else each engine's
+    /// repetitions back to back; SQLite's always are).
+    #[arg(long)]
+    interleave: bool,
     /// Directory for the databases (default: a temporary one).
     #[arg(long)]
     db: Option<PathBuf>,
@@ -145,7 +150,7 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
         }
     }
     // Every engine loaded; the queries run on all of them in turn.
-    let results = run_queries(&set, args.repeat, &engines)?;
+    let results = run_queries(&set, args.repeat, &engines, args.interleave)?;
     let mut cerberus_runs = Vec::new();
     for (engine, queries) in engines.into_iter().zip(results) {
         cerberus_runs.push(json!({
@@ -367,10 +372,17 @@ fn load_device(
 /// One run of a query: results, the engine's statistics, bytes returned.
 type QueryRun = (usize, RunStats, u64);
 
-/// Runs every query of `set` `repeat` times on each engine, the engines in turn for each run
-/// (a slow spell of the machine falls on all of them alike); per engine, one JSON object per
-/// query with the median latency and the last run's figures.
-fn run_queries(set: &QuerySet, repeat: usize, engines: &[Loaded]) -> Result<Vec<Vec<Value>>> {
+/// Runs every query of `set` `repeat` times on each engine; per engine, one JSON object per
+/// query with the median latency and the last run's figures. `interleave`: the engines in turn
+/// for each run (a slow spell of the machine falls on all of them alike, but each run finds
+/// the CPU caches as another engine left them); else each engine's runs back to back, as
+/// SQLite's run.
+fn run_queries(
+    set: &QuerySet,
+    repeat: usize,
+    engines: &[Loaded],
+    interleave: bool,
+) -> Result<Vec<Vec<Value>>> {
     // Parsed before the clock starts, as SQLite's statements are prepared.
     let filters = set
         .queries
@@ -381,13 +393,17 @@ fn run_queries(set: &QuerySet, repeat: usize, engines: &[Loaded]) -> Result<Vec<
     for (q, filter) in set.queries.iter().zip(&filters) {
         let mut times: Vec<Vec<f64>> = engines.iter().map(|_| Vec::new()).collect();
         let mut last: Vec<Option<QueryRun>> = engines.iter().map(|_| None).collect();
-        for _ in 0..repeat {
-            for (e, engine) in engines.iter().enumerate() {
-                let t = Instant::now();
-                let run = engine.run(q, filter)?;
-                times[e].push(t.elapsed().as_secs_f64() * 1e6);
-                last[e] = Some(run);
-            }
+        let order: Vec<usize> = match interleave {
+            true => (0..repeat).flat_map(|_| 0..engines.len()).collect(),
+            false => (0..engines.len())
+                .flat_map(|e| std::iter::repeat_n(e, repeat))
+                .collect(),
+        };
+        for e in order {
+            let t = Instant::now();
+            let run = engines[e].run(q, filter)?;
+            times[e].push(t.elapsed().as_secs_f64() * 1e6);
+            last[e] = Some(run);
         }
         for (e, (times, last)) in times.into_iter().zip(last).enumerate() {
             let (n, stats, bytes) = last.context("no run")?;
