@@ -62,18 +62,6 @@ pub fn manifest(data: &[u8]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn entry_points_take_garbage() {
-        for data in [&b""[..], b"\x01\x02\x03", &[0xff; 200], &[0; 64]] {
-            super::vlog_segment(data);
-            super::table_file(data);
-            super::manifest(data);
-        }
-    }
-}
-
 /// Attribute extraction from a value a client wrote: it must agree with `serde_json`'s
 /// reading of the same bytes (a document it refuses yields nothing).
 pub fn index_extract(data: &[u8]) {
@@ -105,7 +93,16 @@ pub fn query_filter(data: &[u8]) {
 }
 
 #[cfg(test)]
-mod query_tests {
+mod tests {
+    #[test]
+    fn entry_points_take_garbage() {
+        for data in [&b""[..], b"\x01\x02\x03", &[0xff; 200], &[0; 64]] {
+            super::vlog_segment(data);
+            super::table_file(data);
+            super::manifest(data);
+        }
+    }
+
     /// The query targets on a few seeds (the fuzzer runs them on many more).
     #[test]
     fn query_targets_hold_on_seeds() {

@@ -38,9 +38,15 @@ impl Kind {
 /// `nsid ++ user key`: the part of an internal key that names a record.
 pub fn user_part(ns: Nsid, key: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(NSID_LEN + key.len() + TRAILER_LEN);
-    v.extend_from_slice(&ns.to_be_bytes());
-    v.extend_from_slice(key);
+    put_user_part(&mut v, ns, key);
     v
+}
+
+/// [`user_part`] into `out`, in place of what it held (a buffer kept for many keys).
+pub fn put_user_part(out: &mut Vec<u8>, ns: Nsid, key: &[u8]) {
+    out.clear();
+    out.extend_from_slice(&ns.to_be_bytes());
+    out.extend_from_slice(key);
 }
 
 /// Appends the trailer that turns a user part into an internal key. With `Kind::Put` and a

@@ -143,9 +143,7 @@ impl Records for SnapshotRecords {
             return Ok(false);
         }
         let t = Instant::now();
-        self.user_key.clear();
-        self.user_key.extend_from_slice(&self.ns.to_be_bytes());
-        self.user_key.extend_from_slice(pk);
+        key::put_user_part(&mut self.user_key, self.ns, pk);
         // The newest memtable holding the pk has its newest version.
         let newer = std::iter::once(&sv.mem)
             .chain(sv.imm.iter().map(|f| &f.mem))

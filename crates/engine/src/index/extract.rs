@@ -150,90 +150,71 @@ impl<'a> Scanner<'a> {
         Some(())
     }
 
-    fn enter(&mut self) -> Option<()> {
+    /// An array or object (at its opening bracket) up to `close`: `item` reads each element
+    /// or member, the walk the commas between them.
+    fn container(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.depth += 1;
         self.pos += 1;
-        (self.depth < MAX_DEPTH).then_some(())
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.ws();
+        if self.peek()? != close {
+            loop {
+                self.ws();
+                item(self)?;
+                self.ws();
+                match self.peek()? {
+                    b',' => self.pos += 1,
+                    b if b == close => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.pos += 1;
+        self.depth -= 1;
+        Some(())
     }
 
     fn object(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Hit>]) -> Option<()> {
-        self.enter()?;
-        self.ws();
-        if self.peek()? == b'}' {
-            self.pos += 1;
-            self.depth -= 1;
-            return Some(());
-        }
-        loop {
-            self.ws();
-            if self.peek()? != b'"' {
+        self.container(b'}', |s| {
+            if s.peek()? != b'"' {
                 return None;
             }
-            let raw = self.raw_string()?;
-            self.ws();
-            if self.peek()? != b':' {
+            let raw = s.raw_string()?;
+            s.ws();
+            if s.peek()? != b':' {
                 return None;
             }
-            self.pos += 1;
-            self.ws();
-            let next: Vec<(usize, &[&str])> = match wanted.is_empty() {
-                true => Vec::new(),
+            s.pos += 1;
+            s.ws();
+            let mut next: Vec<(usize, &[&str])> = Vec::new();
+            if !wanted.is_empty() {
                 // Names are compared as they lie unless they hold escapes.
-                false if !raw.2 => {
-                    let name = &self.buf[raw.0..raw.1];
-                    wanted
-                        .iter()
-                        .filter(|(_, rest)| rest.first().is_some_and(|n| n.as_bytes() == name))
-                        .map(|(i, rest)| (*i, &rest[1..]))
-                        .collect()
-                }
-                false => {
-                    let name = self.text(raw)?;
-                    wanted
-                        .iter()
-                        .filter(|(_, rest)| rest.first() == Some(&name.as_ref()))
-                        .map(|(i, rest)| (*i, &rest[1..]))
-                        .collect()
-                }
-            };
+                let name: Cow<'_, [u8]> = match raw.2 {
+                    false => Cow::Borrowed(&s.buf[raw.0..raw.1]),
+                    true => Cow::Owned(s.text(raw)?.into_owned().into_bytes()),
+                };
+                next = wanted
+                    .iter()
+                    .filter(|(_, rest)| rest.first().is_some_and(|n| n.as_bytes() == &*name))
+                    .map(|(i, rest)| (*i, &rest[1..]))
+                    .collect();
+            }
             // A repeated name replaces the earlier value whole.
             for (i, _) in &next {
                 out[*i] = None;
             }
-            self.value(&next, out)?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.pos += 1,
-                b'}' => break,
-                _ => return None,
-            }
-        }
-        self.pos += 1;
-        self.depth -= 1;
-        Some(())
+            s.value(&next, out)
+        })
     }
 
     fn array(&mut self) -> Option<()> {
-        self.enter()?;
-        self.ws();
-        if self.peek()? == b']' {
-            self.pos += 1;
-            self.depth -= 1;
-            return Some(());
-        }
-        loop {
-            self.ws();
-            self.value(&[], &mut [])?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.pos += 1,
-                b']' => break,
-                _ => return None,
-            }
-        }
-        self.pos += 1;
-        self.depth -= 1;
-        Some(())
+        self.container(b']', |s| s.value(&[], &mut []))
     }
 
     /// A number's start, and whether it needs converting to be known valid (in range).
