@@ -260,6 +260,26 @@ enum Engine {
 }
 
 impl Loaded {
+    /// Named `WHAT (KIND)`, or `WHAT (NONE)` without an index; says its load time.
+    fn new(
+        what: &str,
+        none: &str,
+        index: Option<IndexKind>,
+        load_secs: f64,
+        engine: Engine,
+    ) -> Loaded {
+        let name = match index {
+            None => format!("{what} ({none})"),
+            Some(k) => format!("{what} ({k})"),
+        };
+        eprintln!("{name}: loaded in {load_secs:.2} s");
+        Loaded {
+            name,
+            load_secs,
+            engine,
+        }
+    }
+
     /// One run of `q` (its filter parsed as `filter`).
     fn run(&self, q: &workload::Query, filter: &Filter) -> Result<QueryRun> {
         match &self.engine {
@@ -325,16 +345,13 @@ fn load_cerberus(
     db.flush()?;
     let load_secs = t.elapsed().as_secs_f64();
     db.wait_for_compactions()?;
-    let name = match index {
-        None => "cerberus (no index)".to_string(),
-        Some(k) => format!("cerberus ({k})"),
-    };
-    eprintln!("{name}: loaded in {load_secs:.2} s");
-    Ok(Loaded {
-        name,
+    Ok(Loaded::new(
+        "cerberus",
+        "no index",
+        index,
         load_secs,
-        engine: Engine::Embedded { db, ns },
-    })
+        Engine::Embedded { db, ns },
+    ))
 }
 
 /// `load_cerberus` through a local device.
@@ -354,19 +371,17 @@ fn load_device(
     target.flush()?;
     let load_secs = t.elapsed().as_secs_f64();
     target.settle()?;
-    let name = match index {
-        None => "device (no index: host scan)".to_string(),
-        Some(k) => format!("device ({k})"),
+    let engine = Engine::Device {
+        target,
+        host_scan: index.is_none(),
     };
-    eprintln!("{name}: loaded in {load_secs:.2} s");
-    Ok(Loaded {
-        name,
+    Ok(Loaded::new(
+        "device",
+        "no index: host scan",
+        index,
         load_secs,
-        engine: Engine::Device {
-            target,
-            host_scan: index.is_none(),
-        },
-    })
+        engine,
+    ))
 }
 
 /// One run of a query: results, the engine's statistics, bytes returned.
