@@ -88,6 +88,9 @@ pub struct Options {
     /// Posix storage reads through memory maps (no system call per read that the page
     /// cache can answer). An I/O error on a mapped page then stops the process (SIGBUS)
     /// instead of failing the one read: turn it off where that matters more than speed.
+    /// Values read from the value log are then the mapped bytes themselves, not copies: a
+    /// value kept keeps its segment's disk space after value-log GC deleted the segment,
+    /// until the value is dropped.
     pub mmap_reads: bool,
     /// Threads that read ahead for iterators (values with `ReadOptions::prefetch_degree`
     /// above 0, blocks and tables with `index_prefetch`), started on first use. A storage with

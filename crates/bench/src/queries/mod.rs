@@ -65,6 +65,9 @@ pub struct QueriesArgs {
     attr: Option<String>,
     #[arg(long = "query")]
     queries: Vec<String>,
+    /// For a FILE: records each find returns at most.
+    #[arg(long)]
+    limit: Option<u64>,
     /// `local`: run the engine's queries through a device started on a loopback port (the
     /// records and summaries cross the wire; bytes are those received).
     #[arg(long)]
@@ -209,7 +212,10 @@ fn load_dataset(args: &QueriesArgs, dir: &std::path::Path) -> Result<(Dataset, Q
             if args.queries.is_empty() {
                 bail!("a dataset FILE needs --query FILTER (one or more)");
             }
-            (PathBuf::from(file), QuerySet::custom(attr, &args.queries)?)
+            (
+                PathBuf::from(file),
+                QuerySet::custom(attr, &args.queries, args.limit)?,
+            )
         }
     };
     let f = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;

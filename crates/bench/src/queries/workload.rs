@@ -140,7 +140,7 @@ impl QuerySet {
     }
 
     /// A user's filters, each run as a find of whole records.
-    pub fn custom(attr: String, filters: &[String]) -> Result<QuerySet> {
+    pub fn custom(attr: String, filters: &[String], limit: Option<u64>) -> Result<QuerySet> {
         let mut queries = Vec::new();
         for (i, f) in filters.iter().enumerate() {
             let filter: Value = serde_json::from_str(f).with_context(|| format!("--query {f}"))?;
@@ -151,7 +151,7 @@ impl QuerySet {
                 filter,
                 shape: Shape::Find {
                     project: None,
-                    limit: None,
+                    limit,
                 },
             });
         }
@@ -291,8 +291,8 @@ mod tests {
         assert_eq!(g.queries.len(), 4 * 4 + 2);
         let t = QuerySet::paper("tweets");
         assert_eq!(t.queries.len(), 3 * 3);
-        assert!(QuerySet::custom("a".into(), &["{\"a\": 1}".into()]).is_ok());
-        assert!(QuerySet::custom("a".into(), &["{\"a\": {\"$bad\": 1}}".into()]).is_err());
+        assert!(QuerySet::custom("a".into(), &["{\"a\": 1}".into()], None).is_ok());
+        assert!(QuerySet::custom("a".into(), &["{\"a\": {\"$bad\": 1}}".into()], None).is_err());
     }
 
     #[test]

@@ -17,19 +17,19 @@ pub(super) struct Hit {
 /// without reading the clock: their time, a few comparisons, goes to the next timed step.
 pub(super) struct StepClock<'a> {
     pub(super) c: &'a Counters,
-    pub(super) last: std::time::Instant,
+    pub(super) last: quanta::Instant,
 }
 
 impl<'a> StepClock<'a> {
     pub(super) fn new(c: &'a Counters) -> Self {
         StepClock {
             c,
-            last: std::time::Instant::now(),
+            last: quanta::Instant::now(),
         }
     }
 
     pub(super) fn lap(&mut self) -> u64 {
-        let now = std::time::Instant::now();
+        let now = quanta::Instant::now();
         let ns = now.duration_since(self.last).as_nanos() as u64;
         self.last = now;
         ns
@@ -97,7 +97,7 @@ impl Inner {
             (Kind::Put, Some(v), _) => Ok(Some(v)),
             (Kind::Put, None, Some(addr)) => {
                 // The value read is part of the hit time of the step that found the key.
-                let t = std::time::Instant::now();
+                let t = quanta::Instant::now();
                 let v = self.vlog_reader.read_value(addr, ns, key, c)?;
                 Counters::add(&c.step_hit_nanos[hit.step], t.elapsed().as_nanos() as u64);
                 Ok(Some(v))

@@ -4,7 +4,7 @@
 use super::*;
 use crate::query::{EntryBatch, KeyRange, QueryStats, Records};
 use crate::storage::IoPurpose;
-use std::time::Instant;
+use quanta::Instant;
 
 /// The reads of one query, at one snapshot seqno of one namespace.
 pub(super) struct SnapshotRecords {

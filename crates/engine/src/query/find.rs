@@ -126,7 +126,8 @@ pub fn find_page(
     mut stats: QueryStats,
 ) -> Result<FindPage> {
     let mut out: Vec<Found> = Vec::new();
-    let (mut bytes, mut last): (usize, Option<Vec<u8>>) = (0, None);
+    // The position of the last record taken, in one buffer for the page.
+    let (mut bytes, mut last): (usize, Vec<u8>) = (0, Vec::new());
     let mut full = false;
     let limit = req.remaining;
     if limit != Some(0) {
@@ -152,7 +153,8 @@ pub fn find_page(
                     pk: m.pk.clone(),
                     value,
                 });
-                last = Some(m.position.to_vec());
+                last.clear();
+                last.extend_from_slice(m.position);
                 if limit.is_some_and(|l| out.len() as u64 >= l) {
                     return Ok(false);
                 }
@@ -163,8 +165,8 @@ pub fn find_page(
     stats.bytes_returned += bytes as u64;
     let remaining = limit.map(|l| l - out.len() as u64);
     let more = full && remaining != Some(0);
-    let continuation = match (more, last) {
-        (true, Some(position)) => Some(
+    let continuation = match (more, out.is_empty()) {
+        (true, false) => Some(
             Continuation {
                 ns: req.ns,
                 index: match &plan.access {
@@ -173,7 +175,7 @@ pub fn find_page(
                 },
                 fingerprint: fingerprint(req.filter, req.projection),
                 remaining,
-                position,
+                position: last,
             }
             .encode(),
         ),

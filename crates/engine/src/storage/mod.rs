@@ -17,6 +17,7 @@ pub(crate) use nand::{deferred, Completion};
 pub use nand::{NandConfig, NandStats, NandStorage};
 pub use posix::PosixStorage;
 
+use bytes::Bytes;
 use std::io;
 use std::sync::Arc;
 
@@ -114,6 +115,12 @@ pub trait WritableFile: Send + Sync {
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; a short file is an `UnexpectedEof` error.
     fn read_at(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Vec<u8>>;
+    /// As `read_at`, as shared bytes: a file read through a memory map hands out the mapped
+    /// bytes themselves, with no copy (they keep the map, and so the file's space, while
+    /// they live).
+    fn read_bytes(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Bytes> {
+        self.read_at(offset, len, purpose).map(Bytes::from)
+    }
     /// Current length of the file.
     fn len(&self) -> io::Result<u64>;
     fn is_empty(&self) -> io::Result<bool> {

@@ -1,6 +1,7 @@
 //! Real files in one directory.
 
 use super::{check_truncate, IoPurpose, RandomAccessFile, Storage, WritableFile};
+use bytes::Bytes;
 use parking_lot::RwLock;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -150,8 +151,35 @@ impl RandomAccessFile for PosixReadable {
         Ok(buf)
     }
 
+    fn read_bytes(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Bytes> {
+        let end = offset
+            .checked_add(len as u64)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past 2^64"))?;
+        match self.map_covering(end)? {
+            Some(map) => Ok(Bytes::from_owner(MappedRange {
+                map,
+                start: offset as usize,
+                end: end as usize,
+            })),
+            None => self.read_at(offset, len, purpose).map(Bytes::from),
+        }
+    }
+
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
+    }
+}
+
+/// Bytes of a map, which they keep alive.
+struct MappedRange {
+    map: Arc<memmap2::Mmap>,
+    start: usize,
+    end: usize,
+}
+
+impl AsRef<[u8]> for MappedRange {
+    fn as_ref(&self) -> &[u8] {
+        &self.map[self.start..self.end]
     }
 }
 
@@ -257,6 +285,24 @@ mod tests {
             io::ErrorKind::UnexpectedEof
         );
         assert!(r.read_at(u64::MAX - 1, 4, P).is_err());
+    }
+
+    #[test]
+    fn mapped_bytes_match_reads_and_outlive_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixStorage::new(dir.path()).unwrap().with_mmap_reads(true);
+        let f = fs.create("seg").unwrap();
+        let chunk: Vec<u8> = (0..=255u8).cycle().take(5 << 20).collect();
+        f.append(&chunk, P).unwrap();
+        let r = fs.open("seg").unwrap();
+        let mapped = r.read_bytes(4097, 3000, P).unwrap();
+        assert_eq!(mapped, r.read_at(4097, 3000, P).unwrap());
+        assert_eq!(&mapped[..], &chunk[4097..7097]);
+        assert!(r.read_bytes((5 << 20) - 2, 4, P).is_err());
+        // Deleted and closed: the bytes handed out stay readable.
+        drop(r);
+        fs.delete("seg").unwrap();
+        assert_eq!(&mapped[..], &chunk[4097..7097]);
     }
 
     #[test]

@@ -135,8 +135,8 @@ impl VlogReader {
     ) -> Result<Bytes> {
         let file = self.file(addr.segment)?;
         let name = || segment_name(addr.segment);
-        let buf = file
-            .read_at(addr.offset, addr.len as usize, IoPurpose::Value)
+        let mut buf = file
+            .read_bytes(addr.offset, addr.len as usize, IoPurpose::Value)
             .map_err(|e| Error::io(name(), e))?;
         c.read(IoPurpose::Value, addr.offset, buf.len());
         let (rec, len) = decode_record(&buf)
@@ -151,9 +151,8 @@ impl VlogReader {
         let start = RECORD_HEADER_LEN + rec.key.len();
         // The record is the whole buffer: advancing past its header keeps the buffer as it
         // is (a slice would allocate a shared handle).
-        let mut value = Bytes::from(buf);
-        bytes::Buf::advance(&mut value, start);
-        Ok(value)
+        bytes::Buf::advance(&mut buf, start);
+        Ok(buf)
     }
 
     /// Hands `segment` over for deletion once every reader pinned until now is gone. The
