@@ -30,8 +30,19 @@ pub struct DeviceConfig {
     pub storage: StorageChoice,
     /// Every write is durable before it is acknowledged (else only stores with the sync flag).
     pub sync: bool,
-    /// Connections served at once; more are accepted and closed at once.
+    /// Connections served at once. When all are taken, the oldest connection that has not
+    /// authenticated is closed to make room; when every one has, the newcomer is closed.
     pub max_connections: usize,
+    /// A connection must authenticate within this (Identify does not count), or it is closed.
+    pub auth_timeout_ms: u64,
+    /// A frame, once its first byte arrived, must be complete within this (slow senders).
+    pub frame_timeout_ms: u64,
+    /// An authenticated connection that sends nothing and waits for nothing this long is
+    /// closed (0: never).
+    pub idle_timeout_secs: u64,
+    /// Replies the client does not take within this close its connection: what it does not
+    /// read does not pile up in the device.
+    pub write_timeout_ms: u64,
     /// Commands one connection may have in flight; the device stops reading that connection
     /// until some complete.
     pub max_inflight: u32,
@@ -103,6 +114,10 @@ impl Default for DeviceConfig {
             storage: StorageChoice::Posix,
             sync: false,
             max_connections: 1024,
+            auth_timeout_ms: 10_000,
+            frame_timeout_ms: 10_000,
+            idle_timeout_secs: 300,
+            write_timeout_ms: 30_000,
             max_inflight: 128,
             // As Samsung's KV SSD: keys up to 255 bytes, values up to 2 MiB.
             max_key_len: 255,
@@ -142,6 +157,11 @@ impl DeviceConfig {
         }
         if self.max_inflight == 0 || self.max_connections == 0 || self.max_list_keys == 0 {
             return bad("max_inflight, max_connections and max_list_keys must be at least 1");
+        }
+        if self.auth_timeout_ms == 0 || self.frame_timeout_ms == 0 || self.write_timeout_ms == 0 {
+            return bad(
+                "auth_timeout_ms, frame_timeout_ms and write_timeout_ms must be at least 1",
+            );
         }
         if self.max_iterators == 0 || self.max_iter_batch_bytes == 0 || self.iterator_idle_secs == 0
         {

@@ -5,6 +5,7 @@
 //! arrive, so a command sent after an Authenticate sees its effect. Every other command must
 //! pass the access check before it is queued; a refused command never reaches the engine.
 
+use crate::admission::Ticket;
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::workers::{panic_message, Workers};
@@ -14,10 +15,12 @@ use cerberus_proto::{
 };
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 /// What a connection has proved.
 #[derive(Default)]
@@ -64,31 +67,61 @@ pub async fn stopped(stop: &mut watch::Receiver<bool>) {
     }
 }
 
+/// Largest frame body read before the connection authenticates: an Authenticate or an
+/// Identify fits many times over, and a client that proved nothing holds little memory.
+const UNAUTHENTICATED_MAX_BODY: u32 = 4096;
+
+/// A reply on its way to the writer, with the in-flight permit of its command: the permit is
+/// given back once the reply is written, so replies a client does not read stop its commands.
+type Outbox = mpsc::UnboundedSender<(Response, Option<OwnedSemaphorePermit>)>;
+
+/// Why a connection's deadline closes it.
+enum Expired {
+    Auth,
+    Frame,
+    Idle,
+}
+
 pub async fn serve<S>(
     stream: S,
     shared: Arc<Shared>,
     workers: Arc<Workers>,
     mut stop: watch::Receiver<bool>,
+    mut ticket: Ticket,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
-    let (tx, rx) = mpsc::unbounded_channel::<Response>();
-    let writer = tokio::spawn(write_loop(wr, rx));
-    let inflight = Arc::new(Semaphore::new(shared.config.max_inflight as usize));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let write_timeout = Duration::from_millis(shared.config.write_timeout_ms);
+    let writer = tokio::spawn(write_loop(wr, rx, write_timeout, shared.clone()));
+    let max_inflight = shared.config.max_inflight as usize;
+    let inflight = Arc::new(Semaphore::new(max_inflight));
     let max_body = shared.config.max_frame_body();
+    let auth_deadline = Instant::now() + Duration::from_millis(shared.config.auth_timeout_ms);
+    let frame_timeout = Duration::from_millis(shared.config.frame_timeout_ms);
+    let idle_timeout = Duration::from_secs(shared.config.idle_timeout_secs);
+    // When the partial frame in `buf` began, and when the client last sent anything.
+    let mut frame_began: Option<Instant> = None;
+    let mut last_heard = Instant::now();
     let mut session = Session::default();
     let idle = Duration::from_secs(u64::from(shared.config.iterator_idle_secs));
     let iters = Arc::new(ConnIterators::new(shared.config.max_iterators, idle));
     // Idle iterators are closed even while the client sends nothing.
     let mut sweep = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut buf = BytesMut::new();
     let mut stopping = false;
     'conn: loop {
+        let mut framed = false;
         loop {
-            match split_frame(&mut buf, max_body) {
+            let limit = match ticket.is_authenticated() {
+                true => max_body,
+                false => UNAUTHENTICATED_MAX_BODY,
+            };
+            match split_frame(&mut buf, limit) {
                 Ok(Some(frame)) => {
+                    framed = true;
                     if stopping {
                         refuse(
                             &shared,
@@ -96,6 +129,7 @@ pub async fn serve<S>(
                             &frame,
                             Status::ShuttingDown,
                             "device is stopping",
+                            None,
                         );
                         continue;
                     }
@@ -107,11 +141,20 @@ pub async fn serve<S>(
                         },
                         _ = stopped(&mut stop) => {
                             stopping = true;
-                            refuse(&shared, &tx, &frame, Status::ShuttingDown, "device is stopping");
+                            refuse(&shared, &tx, &frame, Status::ShuttingDown, "device is stopping", None);
                             continue;
                         }
                     };
-                    handle(frame, &mut session, permit, &shared, &workers, &tx, &iters);
+                    handle(
+                        frame,
+                        &mut session,
+                        &mut ticket,
+                        permit,
+                        &shared,
+                        &workers,
+                        &tx,
+                        &iters,
+                    );
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -125,15 +168,11 @@ pub async fn serve<S>(
                         | ProtoError::FrameTooLarge { header, .. } => Some(*header),
                         _ => None,
                     };
-                    if let Some(h) = h {
+                    if let (Some(h), Ok(permit)) = (h, inflight.clone().try_acquire_owned()) {
                         shared.metrics.record_refused(h.opcode);
-                        let _ = tx.send(Response::error(
-                            h.cid,
-                            h.nsid,
-                            h.opcode,
-                            e.status(),
-                            e.to_string(),
-                        ));
+                        let resp =
+                            Response::error(h.cid, h.nsid, h.opcode, e.status(), e.to_string());
+                        let _ = tx.send((resp, Some(permit)));
                     }
                     tracing::debug!(error = %e, "closing connection after a bad frame");
                     break 'conn;
@@ -143,6 +182,26 @@ pub async fn serve<S>(
         if stopping {
             break;
         }
+        let now = Instant::now();
+        if buf.is_empty() {
+            frame_began = None;
+        } else if framed || frame_began.is_none() {
+            // What is left began after the frames just taken.
+            frame_began = Some(now);
+        }
+        let authenticated = ticket.is_authenticated();
+        let deadlines = [
+            (!authenticated).then_some((auth_deadline, Expired::Auth)),
+            frame_began.map(|b| (b + frame_timeout, Expired::Frame)),
+            (authenticated && !idle_timeout.is_zero() && buf.is_empty())
+                .then_some((last_heard + idle_timeout, Expired::Idle)),
+        ];
+        // Without a deadline, a wake-up now and then that changes nothing.
+        let (deadline, why) = match deadlines.into_iter().flatten().min_by_key(|(at, _)| *at) {
+            Some((at, why)) => (at, Some(why)),
+            None => (now + Duration::from_secs(3600), None),
+        };
+        buf.reserve(if authenticated { 64 << 10 } else { 512 });
         tokio::select! {
             r = rd.read_buf(&mut buf) => match r {
                 Ok(0) => {
@@ -151,12 +210,34 @@ pub async fn serve<S>(
                     }
                     break;
                 }
-                Ok(_) => {}
+                Ok(_) => last_heard = Instant::now(),
                 Err(e) => {
                     tracing::debug!(error = %e, "read failed");
                     break;
                 }
             },
+            _ = tokio::time::sleep_until(deadline) => {
+                let Some(why) = why else { continue };
+                let counter = match why {
+                    Expired::Auth => &shared.metrics.auth_timeouts,
+                    Expired::Frame => &shared.metrics.frame_timeouts,
+                    Expired::Idle if inflight.available_permits() < max_inflight => {
+                        // Waiting for its own commands is not idle.
+                        last_heard = Instant::now();
+                        continue;
+                    }
+                    Expired::Idle => &shared.metrics.idle_timeouts,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(reason = why.as_str(), "closing connection at its deadline");
+                break;
+            }
+            _ = ticket.evicted() => {
+                tracing::debug!("evicted to make room for another connection");
+                break;
+            }
+            // The writer gave up on a client that does not read its replies.
+            _ = tx.closed() => break,
             _ = stopped(&mut stop) => stopping = true,
             _ = sweep.tick() => {
                 let closed = iters.sweep();
@@ -171,31 +252,41 @@ pub async fn serve<S>(
     let _ = writer.await;
 }
 
+impl Expired {
+    fn as_str(&self) -> &'static str {
+        match self {
+            Expired::Auth => "not authenticated in time",
+            Expired::Frame => "frame not finished in time",
+            Expired::Idle => "idle",
+        }
+    }
+}
+
+/// Answers a frame with an error; the reply holds `permit` until it is written (without one,
+/// while stopping, the buffer already read bounds the replies).
 fn refuse(
     shared: &Shared,
-    tx: &mpsc::UnboundedSender<Response>,
+    tx: &Outbox,
     frame: &Frame,
     status: Status,
     msg: &str,
+    permit: Option<OwnedSemaphorePermit>,
 ) {
     let h = &frame.header;
     shared.metrics.record_refused(h.opcode);
-    let _ = tx.send(Response::error(
-        h.cid,
-        h.nsid,
-        h.opcode,
-        status,
-        msg.to_string(),
-    ));
+    let resp = Response::error(h.cid, h.nsid, h.opcode, status, msg.to_string());
+    let _ = tx.send((resp, permit));
 }
 
+#[allow(clippy::too_many_arguments)]
 fn handle(
     frame: Frame,
     session: &mut Session,
+    ticket: &mut Ticket,
     permit: OwnedSemaphorePermit,
     shared: &Arc<Shared>,
     workers: &Workers,
-    tx: &mpsc::UnboundedSender<Response>,
+    tx: &Outbox,
     iters: &Arc<ConnIterators>,
 ) {
     let arrived = Instant::now();
@@ -206,7 +297,7 @@ fn handle(
                 .metrics
                 .protocol_errors
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            refuse(shared, tx, &frame, e.status(), &e.to_string());
+            refuse(shared, tx, &frame, e.status(), &e.to_string(), Some(permit));
             return;
         }
     };
@@ -224,6 +315,7 @@ fn handle(
                 } else {
                     session.namespaces.insert(cmd.nsid);
                 }
+                ticket.authenticated();
                 shared
                     .metrics
                     .record(cmd.nsid, opcode, true, arrived.elapsed());
@@ -245,20 +337,21 @@ fn handle(
                     "unknown namespace or wrong credential".into(),
                 )
             };
-            let _ = tx.send(resp);
+            let _ = tx.send((resp, Some(permit)));
             return;
         }
         Request::Identify => {
             shared
                 .metrics
                 .record(DEVICE_NSID, opcode, true, arrived.elapsed());
-            let _ = tx.send(Response {
+            let resp = Response {
                 cid: cmd.cid,
                 nsid: cmd.nsid,
                 opcode,
                 status: Status::Success,
                 reply: Reply::Identify(shared.identify),
-            });
+            };
+            let _ = tx.send((resp, Some(permit)));
             return;
         }
         _ => {}
@@ -270,6 +363,7 @@ fn handle(
             &frame,
             Status::AccessDenied,
             "this connection has not authenticated for that namespace",
+            Some(permit),
         );
         return;
     }
@@ -299,8 +393,7 @@ fn handle(
         job_shared
             .metrics
             .record(nsid, opcode, ok, arrived.elapsed());
-        let _ = job_tx.send(resp);
-        drop(permit);
+        let _ = job_tx.send((resp, Some(permit)));
     }));
     if !submitted {
         refuse(
@@ -309,25 +402,52 @@ fn handle(
             &frame,
             Status::ShuttingDown,
             "device is stopping",
+            None,
         );
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut wr: W, mut rx: mpsc::UnboundedReceiver<Response>) {
-    let mut out = BytesMut::with_capacity(64 << 10);
-    while let Some(r) = rx.recv().await {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
+    mut rx: mpsc::UnboundedReceiver<(Response, Option<OwnedSemaphorePermit>)>,
+    timeout: Duration,
+    shared: Arc<Shared>,
+) {
+    let mut out = BytesMut::new();
+    let mut written = Vec::new();
+    while let Some((r, permit)) = rx.recv().await {
         encode(&r, &mut out);
+        written.push(permit);
         // Batch what is ready into one write.
         while out.len() < (1 << 20) {
             match rx.try_recv() {
-                Ok(r) => encode(&r, &mut out),
+                Ok((r, permit)) => {
+                    encode(&r, &mut out);
+                    written.push(permit);
+                }
                 Err(_) => break,
             }
         }
-        if wr.write_all(&out).await.is_err() || wr.flush().await.is_err() {
-            return;
+        let write = async { wr.write_all(&out).await.and(wr.flush().await) };
+        match tokio::time::timeout(timeout, write).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return,
+            Err(_) => {
+                shared
+                    .metrics
+                    .write_timeouts
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("closing a connection that does not take its replies");
+                return;
+            }
         }
+        // Written: the commands' permits go back, the reading side may take more.
+        written.clear();
         out.clear();
+        if out.capacity() > 4 << 20 {
+            // One large reply does not keep its buffer for the life of the connection.
+            out = BytesMut::new();
+        }
     }
     let _ = wr.shutdown().await;
 }

@@ -2,6 +2,7 @@
 //! top of the engine, with per-namespace credentials, worker threads for engine calls, a
 //! Prometheus endpoint and graceful shutdown.
 
+mod admission;
 mod auth;
 mod config;
 mod connection;

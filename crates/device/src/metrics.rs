@@ -44,6 +44,16 @@ pub struct Metrics {
     pub connections_refused: AtomicU64,
     pub connections_open: AtomicU64,
     pub protocol_errors: AtomicU64,
+    /// Connections closed for not authenticating in time.
+    pub auth_timeouts: AtomicU64,
+    /// Connections closed for not finishing a frame in time.
+    pub frame_timeouts: AtomicU64,
+    /// Connections closed after sitting idle.
+    pub idle_timeouts: AtomicU64,
+    /// Connections closed for not taking their replies in time.
+    pub write_timeouts: AtomicU64,
+    /// Unauthenticated connections closed to make room for a newcomer.
+    pub evictions: AtomicU64,
 }
 
 impl Metrics {
@@ -163,13 +173,38 @@ impl Metrics {
             ),
             (
                 "cerberus_connections_refused_total",
-                "Connections closed at once because the connection limit was reached.",
+                "Connections closed at once: every slot was held by an authenticated client.",
                 &self.connections_refused,
             ),
             (
                 "cerberus_protocol_errors_total",
                 "Frames that could not be decoded.",
                 &self.protocol_errors,
+            ),
+            (
+                "cerberus_auth_timeouts_total",
+                "Connections closed for not authenticating in time.",
+                &self.auth_timeouts,
+            ),
+            (
+                "cerberus_frame_timeouts_total",
+                "Connections closed for not finishing a frame in time.",
+                &self.frame_timeouts,
+            ),
+            (
+                "cerberus_idle_timeouts_total",
+                "Connections closed after sitting idle.",
+                &self.idle_timeouts,
+            ),
+            (
+                "cerberus_write_timeouts_total",
+                "Connections closed for not taking their replies in time.",
+                &self.write_timeouts,
+            ),
+            (
+                "cerberus_evictions_total",
+                "Unauthenticated connections closed to make room for a newcomer.",
+                &self.evictions,
             ),
         ] {
             header(&mut out, name, "counter", help);

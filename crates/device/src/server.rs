@@ -1,6 +1,7 @@
 //! Starting and stopping the device: the engine, the worker pool, the listener (TCP or TLS),
 //! the metrics endpoint, and a graceful stop (stop accepting, finish what is in flight, flush).
 
+use crate::admission::{Admission, Ticket};
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::connection::{self, stopped};
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
@@ -23,6 +24,8 @@ use tokio_rustls::TlsAcceptor;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a newcomer waits for the slot of the connection evicted for it.
+const EVICTION_WAIT: Duration = Duration::from_secs(2);
 
 pub struct Device;
 
@@ -134,6 +137,11 @@ impl DeviceHandle {
         self.local_addr
     }
 
+    /// The Prometheus text the metrics endpoint serves.
+    pub fn metrics_text(&self) -> String {
+        self.shared.metrics.render(&self.shared.db.stats())
+    }
+
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
     }
@@ -204,7 +212,7 @@ async fn accept_loop(
     workers: Arc<Workers>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let slots = Arc::new(Semaphore::new(shared.config.max_connections));
+    let admission = Admission::new(shared.config.max_connections);
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}
@@ -220,35 +228,57 @@ async fn accept_loop(
             },
             _ = stopped(&mut stop) => break,
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            shared
-                .metrics
-                .connections_refused
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(%peer, "connection limit reached; closing");
-            drop(sock);
-            continue;
-        };
+        let ticket = admission.try_admit();
+        if ticket.is_none() {
+            if !admission.evict_oldest() {
+                shared
+                    .metrics
+                    .connections_refused
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%peer, "every connection slot is held by an authenticated client; closing");
+                drop(sock);
+                continue;
+            }
+            shared.metrics.evictions.fetch_add(1, Ordering::Relaxed);
+        }
         shared
             .metrics
             .connections_accepted
             .fetch_add(1, Ordering::Relaxed);
         let _ = sock.set_nodelay(true);
-        let (shared, workers, stop, tls) =
-            (shared.clone(), workers.clone(), stop.clone(), tls.clone());
+        let (shared, workers, stop, tls, admission) = (
+            shared.clone(),
+            workers.clone(),
+            stop.clone(),
+            tls.clone(),
+            admission.clone(),
+        );
         conns.spawn(async move {
+            let ticket = match ticket {
+                Some(t) => t,
+                // The evicted connection gives its slot back as it closes.
+                None => match admission.admit_after_eviction(EVICTION_WAIT).await {
+                    Some(t) => t,
+                    None => {
+                        shared
+                            .metrics
+                            .connections_refused
+                            .fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                },
+            };
             shared
                 .metrics
                 .connections_open
                 .fetch_add(1, Ordering::Relaxed);
             tracing::debug!(%peer, "connection open");
-            serve_socket(sock, tls, shared.clone(), workers, stop).await;
+            serve_socket(sock, tls, shared.clone(), workers, stop, ticket).await;
             tracing::debug!(%peer, "connection closed");
             shared
                 .metrics
                 .connections_open
                 .fetch_sub(1, Ordering::Relaxed);
-            drop(slot);
         });
     }
     drop(listener);
@@ -268,12 +298,18 @@ async fn serve_socket(
     shared: Arc<Shared>,
     workers: Arc<Workers>,
     stop: watch::Receiver<bool>,
+    ticket: Ticket,
 ) {
     match tls {
-        None => connection::serve(sock, shared, workers, stop).await,
+        None => connection::serve(sock, shared, workers, stop, ticket).await,
         Some(acceptor) => {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await {
-                Ok(Ok(s)) => connection::serve(s, shared, workers, stop).await,
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock));
+            let accepted = tokio::select! {
+                r = handshake => r,
+                _ = ticket.evicted() => return,
+            };
+            match accepted {
+                Ok(Ok(s)) => connection::serve(s, shared, workers, stop, ticket).await,
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),
             }

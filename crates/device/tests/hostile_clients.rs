@@ -1,0 +1,222 @@
+//! A storm of hostile clients at once: 1,000 connections that never send a byte, 50 that send
+//! a frame one byte a second, 200 that send garbage. A tenant connecting in the middle of it
+//! gets its 100 puts and 100 gets through quickly, the device's memory stays bounded, and once
+//! the deadlines have passed every hostile connection is gone. Bounded in time: the device's
+//! deadlines are shortened to seconds.
+
+mod common;
+
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::{Command, Request};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const IDLE: usize = 1000;
+const TRICKLE: usize = 50;
+const GARBAGE: usize = 200;
+/// The device's memory may grow by at most this much during the storm (docs/device.md).
+const MEMORY_BOUND: u64 = 32 << 20;
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+fn metric(dev: &cerberus_device::DeviceHandle, name: &str) -> u64 {
+    let text = dev.metrics_text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+#[test]
+fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        // Long enough that the whole storm is connected before the first deadline.
+        c.auth_timeout_ms = 15_000;
+        c.frame_timeout_ms = 5000;
+    });
+    let addr = dev.local_addr().to_string();
+    let (nsid, secret) = common::admin(&dev).ns_create("legit").expect("ns create");
+    let before = rss_bytes();
+    let storm = Instant::now();
+
+    let mut idle = Vec::with_capacity(IDLE);
+    for _ in 0..IDLE {
+        idle.push(TcpStream::connect(&addr).expect("connect"));
+    }
+    // A valid Authenticate frame, sent one byte a second.
+    let mut frame = BytesMut::new();
+    Command {
+        cid: 1,
+        nsid,
+        request: Request::Authenticate {
+            secret: Bytes::from(vec![b's'; 200]),
+        },
+    }
+    .encode(&mut frame)
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let (addr, stop, frame) = (addr.clone(), stop.clone(), frame.clone());
+        std::thread::spawn(move || {
+            let mut socks: Vec<TcpStream> = (0..TRICKLE)
+                .map(|_| TcpStream::connect(&addr).expect("connect"))
+                .collect();
+            let mut sent = 0;
+            while !stop.load(Ordering::Relaxed) && sent < frame.len() {
+                // A closed socket is what the device should do to it: keep going.
+                socks.retain_mut(|s| s.write_all(&frame[sent..sent + 1]).is_ok());
+                sent += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            socks
+        })
+    };
+    let garbage = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let mut rng = 0x2545_f491_4f6c_dd1du64;
+            let mut socks = Vec::new();
+            for _ in 0..GARBAGE {
+                let mut s = TcpStream::connect(&addr).expect("connect");
+                let junk: Vec<u8> = (0..4096)
+                    .map(|_| {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        rng as u8
+                    })
+                    .collect();
+                let _ = s.write_all(&junk);
+                socks.push(s);
+            }
+            socks
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let during = rss_bytes();
+    println!(
+        "hostile storm: {IDLE} idle connected in {:?}",
+        storm.elapsed()
+    );
+
+    // The tenant arrives in the middle of the storm, on a new connection.
+    let c = cerberus_host::BlockingClient::connect(&addr).expect("tenant connects");
+    c.authenticate(nsid, &secret).expect("tenant authenticates");
+    let mut lat = Vec::new();
+    for i in 0..100u32 {
+        let t = Instant::now();
+        c.put(nsid, format!("k{i:03}"), vec![b'v'; 1024])
+            .expect("put");
+        lat.push(t.elapsed());
+    }
+    for i in 0..100u32 {
+        let t = Instant::now();
+        let v = c.get(nsid, format!("k{i:03}")).expect("get");
+        assert_eq!(v.as_deref(), Some(&[b'v'; 1024][..]));
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let p99 = lat[lat.len() * 99 / 100 - 1];
+    let peak = rss_bytes().max(during);
+    println!(
+        "hostile storm: tenant p99 {p99:?}, max {:?}; memory +{} KiB during the storm",
+        lat[lat.len() - 1],
+        (peak.saturating_sub(before)) >> 10
+    );
+    assert!(p99 < Duration::from_millis(20), "tenant p99 {p99:?}");
+    assert!(
+        peak.saturating_sub(before) < MEMORY_BOUND,
+        "memory grew by {} bytes",
+        peak - before
+    );
+
+    // Past every deadline, only the tenant's connection is left.
+    let gone = Instant::now() + Duration::from_secs(20);
+    while metric(&dev, "cerberus_connections_open") > 1 && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(metric(&dev, "cerberus_connections_open"), 1);
+    stop.store(true, Ordering::Relaxed);
+    let trickling = trickle.join().unwrap();
+    let junk = garbage.join().unwrap();
+    // Every hostile socket sees its end.
+    for mut s in idle.into_iter().chain(trickling).chain(junk) {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 64];
+        loop {
+            match s.read(&mut b) {
+                Ok(0) => break,
+                // Replies to what was sent (errors), then the end.
+                Ok(_) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    panic!("a hostile connection is still open")
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    assert!(metric(&dev, "cerberus_auth_timeouts_total") > 0);
+    assert!(metric(&dev, "cerberus_evictions_total") > 0);
+    assert!(metric(&dev, "cerberus_protocol_errors_total") > 0);
+    // The tenant is still served.
+    assert!(c.get(nsid, "k000").expect("get after").is_some());
+}
+
+#[test]
+fn a_client_that_does_not_read_its_replies_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| c.write_timeout_ms = 1000);
+    let (nsid, secret) = common::admin(&dev).ns_create("reader").expect("ns create");
+    let mut frames = BytesMut::new();
+    let mut cid = 0;
+    let mut push = |request: Request| {
+        cid += 1;
+        Command { cid, nsid, request }.encode(&mut frames).unwrap();
+    };
+    push(Request::Authenticate {
+        secret: Bytes::from(secret.into_bytes()),
+    });
+    push(Request::Store {
+        key: Bytes::from_static(b"big"),
+        value: Bytes::from(vec![7u8; 1 << 20]),
+        mode: cerberus_proto::StoreMode::Always,
+        sync: false,
+    });
+    for _ in 0..500 {
+        push(Request::Retrieve {
+            key: Bytes::from_static(b"big"),
+        });
+    }
+    let mut s = TcpStream::connect(dev.local_addr()).unwrap();
+    // Written from a thread: the device stops reading once its replies back up.
+    let writer = std::thread::spawn(move || {
+        let _ = s.write_all(&frames);
+        s
+    });
+    let gone = Instant::now() + Duration::from_secs(20);
+    while metric(&dev, "cerberus_write_timeouts_total") == 0 && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(metric(&dev, "cerberus_write_timeouts_total"), 1);
+    while metric(&dev, "cerberus_connections_open") > 0 && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(metric(&dev, "cerberus_connections_open"), 0);
+    drop(writer.join().unwrap());
+}
