@@ -88,6 +88,12 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     threads: usize,
 
+    /// Operations each thread sends together before waiting for their answers (fill and
+    /// read workloads; through a device or Redis, pipelined on the connection; each op's
+    /// latency is its batch's).
+    #[arg(long, default_value_t = 1)]
+    pipeline: usize,
+
     /// Storage under Cerberus (nand: real files behind the NAND timing model).
     #[arg(long, value_enum, default_value_t = StorageArg::Posix)]
     storage: StorageArg,
@@ -259,8 +265,8 @@ fn run(args: Args) -> Result<()> {
     if args.num == 0 {
         bail!("--num must be at least 1");
     }
-    if args.threads == 0 {
-        bail!("--threads must be at least 1");
+    if args.threads == 0 || args.pipeline == 0 {
+        bail!("--threads and --pipeline must be at least 1");
     }
     if !(0.0..=1.0).contains(&args.compression_ratio) {
         bail!("--compression-ratio must be between 0 and 1");
@@ -272,6 +278,7 @@ fn run(args: Args) -> Result<()> {
         key_size: args.key_size,
         value_size: args.value_size,
         threads: args.threads,
+        pipeline: args.pipeline,
         seed: args.seed,
         compression_ratio: args.compression_ratio,
         scan,

@@ -94,7 +94,7 @@ pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> St
          Values:     {} bytes each ({} bytes after compression)\n\
          Entries:    {}\n\
          RawSize:    {:.1} MB (estimated)\n\
-         Threads:    {}\n\
+         Threads:    {} (pipeline {})\n\
          Storage:    {}\n\
          Cache:      {:.1} MB\n\
          Sync:       {}\n\
@@ -109,6 +109,7 @@ pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> St
         b.num,
         raw_mb,
         b.threads,
+        b.pipeline,
         cfg.storage,
         mib(cfg.cache_bytes),
         cfg.sync,
@@ -408,6 +409,7 @@ struct ConfigDoc<'a> {
     key_size: usize,
     value_size: usize,
     threads: usize,
+    pipeline: usize,
     storage: &'a str,
     cache_bytes: u64,
     seed: u64,
@@ -493,6 +495,7 @@ pub fn run_doc<'a>(run: &'a RunReport, cfg: &RunConfig<'a>) -> RunDoc<'a> {
             key_size: b.key_size,
             value_size: b.value_size,
             threads: b.threads,
+            pipeline: b.pipeline,
             storage: cfg.storage,
             cache_bytes: cfg.cache_bytes,
             seed: b.seed,
@@ -608,6 +611,7 @@ mod tests {
             key_size: 16,
             value_size: 100,
             threads: 1,
+            pipeline: 1,
             seed: 1,
             compression_ratio: 0.5,
             scan: None,

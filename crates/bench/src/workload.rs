@@ -93,6 +93,8 @@ pub struct BenchConfig {
     pub key_size: usize,
     pub value_size: usize,
     pub threads: usize,
+    /// Operations a thread sends together (`--pipeline`).
+    pub pipeline: usize,
     pub seed: u64,
     /// Fraction of a value that is random; the rest repeats it (db_bench's compression_ratio).
     pub compression_ratio: f64,
@@ -313,10 +315,56 @@ fn run_job(
     let t0 = Instant::now();
     let mut pending = 0u64;
     let mut i = 0u64;
+    let pipeline = if measured { config.pipeline.max(1) } else { 1 };
+    let mut batch_keys: Vec<Vec<u8>> = Vec::new();
+    let mut batch_values: Vec<Vec<u8>> = Vec::new();
     let result = (|| -> Result<()> {
         while i < count {
             if stop.load(Ordering::Relaxed) {
                 break;
+            }
+            let n = pipeline.min((count - i) as usize);
+            if n > 1 {
+                batch_keys.resize_with(n, || vec![0u8; keys.size()]);
+                for (j, key) in batch_keys[..n].iter_mut().enumerate() {
+                    let k = match job {
+                        Job::SeqWrite { start, .. } => start + i + j as u64,
+                        _ => rng.gen_range(0..config.num),
+                    };
+                    keys.write(k, key);
+                }
+                let refs: Vec<&[u8]> = batch_keys[..n].iter().map(Vec::as_slice).collect();
+                let op_start = Instant::now();
+                if let Job::RandomRead { .. } = job {
+                    let found = db.get_many(&refs)?;
+                    out.found += found;
+                    out.bytes += found * kv_bytes;
+                } else {
+                    batch_values.resize_with(n, Vec::new);
+                    for v in &mut batch_values[..n] {
+                        v.clear();
+                        v.extend_from_slice(gen.next());
+                    }
+                    let pairs: Vec<(&[u8], &[u8])> = refs
+                        .iter()
+                        .zip(&batch_values[..n])
+                        .map(|(k, v)| (*k, v.as_slice()))
+                        .collect();
+                    db.put_many(&pairs)?;
+                    out.bytes += n as u64 * kv_bytes;
+                }
+                // Every op of a batch waited as long as the batch (as redis-benchmark -P).
+                let ns = op_start.elapsed().as_nanos() as u64;
+                for _ in 0..n {
+                    hist.record(ns);
+                }
+                i += n as u64;
+                pending += n as u64;
+                if pending >= PROGRESS_EVERY {
+                    progress.inc(pending);
+                    pending = 0;
+                }
+                continue;
             }
             let k = match job {
                 Job::SeqWrite { start, .. } => start + i,
@@ -624,6 +672,7 @@ pub(crate) mod tests {
             key_size: 16,
             value_size: 100,
             threads,
+            pipeline: 1,
             seed: 7,
             compression_ratio: 0.5,
             scan: None,

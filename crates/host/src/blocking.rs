@@ -97,6 +97,16 @@ impl BlockingClient {
         self.wait(self.client.get(nsid, key))
     }
 
+    /// See [`Client::put_many`].
+    pub fn put_many(&self, nsid: u32, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
+        self.wait(self.client.put_many(nsid, pairs))
+    }
+
+    /// See [`Client::get_many`].
+    pub fn get_many(&self, nsid: u32, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>> {
+        self.wait(self.client.get_many(nsid, keys))
+    }
+
     pub fn delete(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
         self.wait(self.client.delete(nsid, key))
     }

@@ -194,6 +194,25 @@ impl Client {
         }
     }
 
+    /// Puts sent together, each without waiting for the one before (pipelined on this
+    /// connection); the first failure, once all have completed.
+    pub async fn put_many(&self, nsid: u32, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
+        let puts = pairs.into_iter().map(|(k, v)| self.put(nsid, k, v));
+        futures_util::future::join_all(puts)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// Gets sent together (pipelined), their values in the order of `keys`.
+    pub async fn get_many(&self, nsid: u32, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>> {
+        let gets = keys.into_iter().map(|k| self.get(nsid, k));
+        futures_util::future::join_all(gets)
+            .await
+            .into_iter()
+            .collect()
+    }
+
     /// Deletes the key; `false` if it did not exist.
     pub async fn delete(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
         present(

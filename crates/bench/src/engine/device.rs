@@ -11,6 +11,7 @@ use super::{
     TenantHandle, BASELINE_NAMESPACE,
 };
 use anyhow::{bail, Context, Result};
+use bytes::Bytes;
 use cerberus_device::{Device, DeviceConfig, DeviceHandle, StorageChoice};
 use cerberus_host::BlockingClient;
 use parking_lot::Mutex;
@@ -161,6 +162,20 @@ impl BenchDb for DeviceDb {
 
     fn get(&self, key: &[u8]) -> Result<bool> {
         Ok(self.client().get(self.ns, key.to_vec())?.is_some())
+    }
+
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let pairs = pairs
+            .iter()
+            .map(|(k, v)| (Bytes::copy_from_slice(k), Bytes::copy_from_slice(v)))
+            .collect();
+        Ok(self.client().put_many(self.ns, pairs)?)
+    }
+
+    fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        let keys = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
+        let got = self.client().get_many(self.ns, keys)?;
+        Ok(got.iter().filter(|v| v.is_some()).count() as u64)
     }
 
     fn flush(&self) -> Result<()> {

@@ -3,6 +3,8 @@
 mod cerberus;
 mod device;
 mod device_cursor;
+#[cfg(feature = "redis")]
+mod redis;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 
@@ -17,6 +19,19 @@ pub trait BenchDb: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
     /// Whether the key was found.
     fn get(&self, key: &[u8]) -> Result<bool>;
+    /// Puts sent together, without waiting for each (`--pipeline`; one after the other on
+    /// an embedded engine).
+    fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        pairs.iter().try_for_each(|(k, v)| self.put(k, v))
+    }
+    /// Gets sent together; how many keys were found.
+    fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
+        let mut found = 0;
+        for k in keys {
+            found += u64::from(self.get(k)?);
+        }
+        Ok(found)
+    }
     /// Writes the memtable out.
     fn flush(&self) -> Result<()>;
     /// Compacts the whole key range.
@@ -192,6 +207,8 @@ pub enum Engine {
     RocksDbBlob,
     /// Cerberus through the network, as a device (`--device`).
     Device,
+    /// A `redis-server` started on a loopback port (the device's peer).
+    Redis,
 }
 
 impl Engine {
@@ -201,6 +218,7 @@ impl Engine {
             Engine::RocksDb => "rocksdb",
             Engine::RocksDbBlob => "rocksdb-blob",
             Engine::Device => "device",
+            Engine::Redis => "redis",
         }
     }
 
@@ -210,8 +228,10 @@ impl Engine {
             "rocksdb" => Ok(Engine::RocksDb),
             "rocksdb-blob" | "rocksdb_blob" => Ok(Engine::RocksDbBlob),
             "device" => Ok(Engine::Device),
+            "redis" => Ok(Engine::Redis),
             other => bail!(
-                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob or device)"
+                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device or \
+                 redis)"
             ),
         }
     }
@@ -220,6 +240,18 @@ impl Engine {
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
             Engine::Cerberus | Engine::Device => Ok(()),
+            Engine::Redis => {
+                if !cfg!(feature = "redis") {
+                    bail!(
+                        "this cerberus-bench was built without Redis: run scripts/install-peers, \
+                         then build with `--features redis`"
+                    );
+                }
+                if config.storage == StorageArg::Nand {
+                    bail!("--storage nand is not supported by redis");
+                }
+                Ok(())
+            }
             Engine::RocksDb | Engine::RocksDbBlob => {
                 if !cfg!(feature = "rocksdb") {
                     bail!(
@@ -294,6 +326,10 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::RocksDbBlob => Ok(Arc::new(rocksdb::RocksDb::open(config, true)?)),
         #[cfg(not(feature = "rocksdb"))]
         Engine::RocksDb | Engine::RocksDbBlob => unreachable!("checked above"),
+        #[cfg(feature = "redis")]
+        Engine::Redis => Ok(Arc::new(redis::RedisDb::open(config)?)),
+        #[cfg(not(feature = "redis"))]
+        Engine::Redis => unreachable!("checked above"),
     }
 }
 

@@ -32,6 +32,7 @@ pub(crate) fn bench_config(threads: usize, scan: ScanConfig) -> BenchConfig {
         key_size: 16,
         value_size: 200,
         threads,
+        pipeline: 1,
         seed: 5,
         compression_ratio: 0.5,
         scan: Some(scan),
