@@ -63,7 +63,12 @@ pub struct DeviceConfig {
     pub iterator_prefetch_degree: Option<usize>,
     /// Threads that run engine calls (the foreground cores). 0: one per core.
     pub workers: usize,
-    /// Threads that move bytes on the network.
+    /// Point commands that cannot block for long (gets, and puts and deletes that do not
+    /// wait for durability, on files) run on the network thread that read them instead of
+    /// going to a worker and back.
+    pub inline_commands: bool,
+    /// Network threads: each runs an event loop of its own and serves the connections
+    /// given to it in turn.
     pub network_threads: usize,
     /// The admin credential. Unset: read from `data_dir/admin.secret`, generated there (mode
     /// 0600) at first start.
@@ -128,6 +133,7 @@ impl Default for DeviceConfig {
             iterator_idle_secs: 60,
             iterator_prefetch_degree: None,
             workers: 0,
+            inline_commands: true,
             network_threads: 2,
             admin_secret: None,
             tls_cert: None,

@@ -101,148 +101,174 @@ pub async fn serve<S>(
     let auth_deadline = Instant::now() + Duration::from_millis(shared.config.auth_timeout_ms);
     let frame_timeout = Duration::from_millis(shared.config.frame_timeout_ms);
     let idle_timeout = Duration::from_secs(shared.config.idle_timeout_secs);
-    // When the partial frame in `buf` began, and when the client last sent anything.
+    // When the partial frame in `buf` began; when the idle check is due, and whether the
+    // client sent anything since the last one (no clock read per command).
     let mut frame_began: Option<Instant> = None;
-    let mut last_heard = Instant::now();
-    let mut session = Session::default();
-    let idle = Duration::from_secs(u64::from(shared.config.iterator_idle_secs));
-    let iters = Arc::new(ConnIterators::new(shared.config.max_iterators, idle));
-    // Idle iterators are closed even while the client sends nothing.
-    let mut sweep = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
-    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut buf = BytesMut::new();
-    let mut stopping = false;
-    'conn: loop {
-        let mut framed = false;
-        loop {
-            let limit = match ticket.is_authenticated() {
-                true => max_body,
-                false => UNAUTHENTICATED_MAX_BODY,
-            };
-            match split_frame(&mut buf, limit) {
-                Ok(Some(frame)) => {
-                    framed = true;
-                    if stopping {
-                        refuse(
-                            &shared,
-                            &tx,
-                            &frame,
-                            Status::ShuttingDown,
-                            "device is stopping",
-                            None,
-                        );
-                        continue;
-                    }
-                    // Backpressure: at the in-flight limit, stop reading this connection.
-                    let permit = tokio::select! {
-                        p = inflight.clone().acquire_owned() => match p {
-                            Ok(p) => p,
-                            Err(_) => break 'conn,
-                        },
-                        _ = stopped(&mut stop) => {
-                            stopping = true;
-                            refuse(&shared, &tx, &frame, Status::ShuttingDown, "device is stopping", None);
+    let mut idle_at: Option<Instant> = None;
+    let mut heard = false;
+    // The futures pinned here borrow `tx`, which must go before the writer is awaited.
+    {
+        // One timer, moved only when the earliest deadline changes.
+        let far = || Instant::now() + Duration::from_secs(3600);
+        let mut armed = auth_deadline;
+        let timer = tokio::time::sleep_until(armed);
+        tokio::pin!(timer);
+        // The writer gave up on a client that does not read its replies.
+        let writer_gone = tx.closed();
+        tokio::pin!(writer_gone);
+        let mut shutdown_rx = stop.clone();
+        let shutdown = stopped(&mut shutdown_rx);
+        tokio::pin!(shutdown);
+        let mut session = Session::default();
+        let idle = Duration::from_secs(u64::from(shared.config.iterator_idle_secs));
+        let iters = Arc::new(ConnIterators::new(shared.config.max_iterators, idle));
+        // Idle iterators are closed even while the client sends nothing.
+        let mut sweep = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut buf = BytesMut::new();
+        let mut stopping = false;
+        'conn: loop {
+            let mut framed = false;
+            loop {
+                let limit = match ticket.is_authenticated() {
+                    true => max_body,
+                    false => UNAUTHENTICATED_MAX_BODY,
+                };
+                match split_frame(&mut buf, limit) {
+                    Ok(Some(frame)) => {
+                        framed = true;
+                        if stopping {
+                            refuse(
+                                &shared,
+                                &tx,
+                                &frame,
+                                Status::ShuttingDown,
+                                "device is stopping",
+                                None,
+                            );
                             continue;
                         }
-                    };
-                    handle(
-                        frame,
-                        &mut session,
-                        &mut ticket,
-                        permit,
-                        &shared,
-                        &workers,
-                        &tx,
-                        &iters,
-                    );
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    // The stream cannot be trusted past a bad header: answer and close.
-                    shared
-                        .metrics
-                        .protocol_errors
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let h = match &e {
-                        ProtoError::UnsupportedVersion { header }
-                        | ProtoError::FrameTooLarge { header, .. } => Some(*header),
-                        _ => None,
-                    };
-                    if let (Some(h), Ok(permit)) = (h, inflight.clone().try_acquire_owned()) {
-                        shared.metrics.record_refused(h.opcode);
-                        let resp =
-                            Response::error(h.cid, h.nsid, h.opcode, e.status(), e.to_string());
-                        let _ = tx.send((resp, Some(permit)));
+                        // Backpressure: at the in-flight limit, stop reading this connection.
+                        let permit = tokio::select! {
+                            p = inflight.clone().acquire_owned() => match p {
+                                Ok(p) => p,
+                                Err(_) => break 'conn,
+                            },
+                            _ = stopped(&mut stop) => {
+                                stopping = true;
+                                refuse(&shared, &tx, &frame, Status::ShuttingDown, "device is stopping", None);
+                                continue;
+                            }
+                        };
+                        handle(
+                            frame,
+                            &mut session,
+                            &mut ticket,
+                            permit,
+                            &shared,
+                            &workers,
+                            &tx,
+                            &iters,
+                        );
                     }
-                    tracing::debug!(error = %e, "closing connection after a bad frame");
-                    break 'conn;
+                    Ok(None) => break,
+                    Err(e) => {
+                        // The stream cannot be trusted past a bad header: answer and close.
+                        shared
+                            .metrics
+                            .protocol_errors
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let h = match &e {
+                            ProtoError::UnsupportedVersion { header }
+                            | ProtoError::FrameTooLarge { header, .. } => Some(*header),
+                            _ => None,
+                        };
+                        if let (Some(h), Ok(permit)) = (h, inflight.clone().try_acquire_owned()) {
+                            shared.metrics.record_refused(h.opcode);
+                            let resp =
+                                Response::error(h.cid, h.nsid, h.opcode, e.status(), e.to_string());
+                            let _ = tx.send((resp, Some(permit)));
+                        }
+                        tracing::debug!(error = %e, "closing connection after a bad frame");
+                        break 'conn;
+                    }
                 }
             }
-        }
-        if stopping {
-            break;
-        }
-        let now = Instant::now();
-        if buf.is_empty() {
-            frame_began = None;
-        } else if framed || frame_began.is_none() {
-            // What is left began after the frames just taken.
-            frame_began = Some(now);
-        }
-        let authenticated = ticket.is_authenticated();
-        let deadlines = [
-            (!authenticated).then_some((auth_deadline, Expired::Auth)),
-            frame_began.map(|b| (b + frame_timeout, Expired::Frame)),
-            (authenticated && !idle_timeout.is_zero() && buf.is_empty())
-                .then_some((last_heard + idle_timeout, Expired::Idle)),
-        ];
-        // Without a deadline, a wake-up now and then that changes nothing.
-        let (deadline, why) = match deadlines.into_iter().flatten().min_by_key(|(at, _)| *at) {
-            Some((at, why)) => (at, Some(why)),
-            None => (now + Duration::from_secs(3600), None),
-        };
-        buf.reserve(if authenticated { 64 << 10 } else { 512 });
-        tokio::select! {
-            r = rd.read_buf(&mut buf) => match r {
-                Ok(0) => {
-                    if !buf.is_empty() {
-                        tracing::debug!(bytes = buf.len(), "client left mid-frame");
+            if stopping {
+                break;
+            }
+            if buf.is_empty() {
+                frame_began = None;
+            } else if framed || frame_began.is_none() {
+                // What is left began after the frames just taken.
+                frame_began = Some(Instant::now());
+            }
+            let authenticated = ticket.is_authenticated();
+            if authenticated && idle_at.is_none() && !idle_timeout.is_zero() {
+                idle_at = Some(Instant::now() + idle_timeout);
+            }
+            let deadlines = [
+                (!authenticated).then_some((auth_deadline, Expired::Auth)),
+                frame_began.map(|b| (b + frame_timeout, Expired::Frame)),
+                idle_at.map(|at| (at, Expired::Idle)),
+            ];
+            // Without a deadline, a wake-up now and then that changes nothing.
+            let (deadline, why) = match deadlines.into_iter().flatten().min_by_key(|(at, _)| *at) {
+                Some((at, why)) => (at, Some(why)),
+                None => (far(), None),
+            };
+            if deadline != armed {
+                armed = deadline;
+                timer.as_mut().reset(deadline);
+            }
+            buf.reserve(if authenticated { 64 << 10 } else { 512 });
+            tokio::select! {
+                r = rd.read_buf(&mut buf) => match r {
+                    Ok(0) => {
+                        if !buf.is_empty() {
+                            tracing::debug!(bytes = buf.len(), "client left mid-frame");
+                        }
+                        break;
                     }
-                    break;
-                }
-                Ok(_) => last_heard = Instant::now(),
-                Err(e) => {
-                    tracing::debug!(error = %e, "read failed");
-                    break;
-                }
-            },
-            _ = tokio::time::sleep_until(deadline) => {
-                let Some(why) = why else { continue };
-                let counter = match why {
-                    Expired::Auth => &shared.metrics.auth_timeouts,
-                    Expired::Frame => &shared.metrics.frame_timeouts,
-                    Expired::Idle if inflight.available_permits() < max_inflight => {
-                        // Waiting for its own commands is not idle.
-                        last_heard = Instant::now();
+                    Ok(_) => heard = true,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "read failed");
+                        break;
+                    }
+                },
+                _ = &mut timer => {
+                    let Some(why) = why else {
+                        armed = far();
+                        timer.as_mut().reset(armed);
                         continue;
+                    };
+                    let counter = match why {
+                        Expired::Auth => &shared.metrics.auth_timeouts,
+                        Expired::Frame => &shared.metrics.frame_timeouts,
+                        // Heard from since the last check, or waiting for its own commands: not
+                        // idle. Checked again a whole timeout later.
+                        Expired::Idle if heard || inflight.available_permits() < max_inflight => {
+                            heard = false;
+                            idle_at = Some(Instant::now() + idle_timeout);
+                            continue;
+                        }
+                        Expired::Idle => &shared.metrics.idle_timeouts,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(reason = why.as_str(), "closing connection at its deadline");
+                    break;
+                }
+                _ = ticket.evicted(), if !authenticated => {
+                    tracing::debug!("evicted to make room for another connection");
+                    break;
+                }
+                _ = &mut writer_gone => break,
+                _ = &mut shutdown => stopping = true,
+                _ = sweep.tick() => {
+                    let closed = iters.sweep();
+                    if closed > 0 {
+                        tracing::debug!(closed, "closed idle iterators");
                     }
-                    Expired::Idle => &shared.metrics.idle_timeouts,
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(reason = why.as_str(), "closing connection at its deadline");
-                break;
-            }
-            _ = ticket.evicted() => {
-                tracing::debug!("evicted to make room for another connection");
-                break;
-            }
-            // The writer gave up on a client that does not read its replies.
-            _ = tx.closed() => break,
-            _ = stopped(&mut stop) => stopping = true,
-            _ = sweep.tick() => {
-                let closed = iters.sweep();
-                if closed > 0 {
-                    tracing::debug!(closed, "closed idle iterators");
                 }
             }
         }
@@ -289,7 +315,8 @@ fn handle(
     tx: &Outbox,
     iters: &Arc<ConnIterators>,
 ) {
-    let arrived = Instant::now();
+    // The TSC clock: two reads per command, at a third of the system clock's cost.
+    let arrived = quanta::Instant::now();
     let cmd = match Command::decode(&frame) {
         Ok(c) => c,
         Err(e) => {
@@ -367,32 +394,17 @@ fn handle(
         );
         return;
     }
+    if shared.runs_inline(&cmd) {
+        // Cannot block for long: answered here, without two hand-offs between threads.
+        let resp = answer(shared, cmd, iters, arrived);
+        let _ = tx.send((resp, Some(permit)));
+        return;
+    }
     let job_shared = shared.clone();
     let job_tx = tx.clone();
     let job_iters = iters.clone();
     let submitted = workers.submit(Box::new(move || {
-        let (cid, nsid) = (cmd.cid, cmd.nsid);
-        // A panic must still answer the client, or it would wait for this command forever.
-        let resp = match catch_unwind(AssertUnwindSafe(|| job_shared.execute(cmd, &job_iters))) {
-            Ok(resp) => resp,
-            Err(payload) => {
-                let msg = panic_message(payload.as_ref());
-                tracing::error!(nsid, opcode, panic = msg, "command panicked");
-                Response::error(
-                    cid,
-                    nsid,
-                    opcode,
-                    Status::InternalError,
-                    format!(
-                        "the command panicked in the device ({msg}); the device is still serving"
-                    ),
-                )
-            }
-        };
-        let ok = resp.status.is_success();
-        job_shared
-            .metrics
-            .record(nsid, opcode, ok, arrived.elapsed());
+        let resp = answer(&job_shared, cmd, &job_iters, arrived);
         let _ = job_tx.send((resp, Some(permit)));
     }));
     if !submitted {
@@ -405,6 +417,35 @@ fn handle(
             None,
         );
     }
+}
+
+/// Runs a command on the engine and records it. A panic still answers the client, or it
+/// would wait for this command forever.
+fn answer(
+    shared: &Shared,
+    cmd: Command,
+    iters: &ConnIterators,
+    arrived: quanta::Instant,
+) -> Response {
+    let (cid, nsid) = (cmd.cid, cmd.nsid);
+    let opcode = cmd.request.opcode() as u8;
+    let resp = match catch_unwind(AssertUnwindSafe(|| shared.execute(cmd, iters))) {
+        Ok(resp) => resp,
+        Err(payload) => {
+            let msg = panic_message(payload.as_ref());
+            tracing::error!(nsid, opcode, panic = msg, "command panicked");
+            Response::error(
+                cid,
+                nsid,
+                opcode,
+                Status::InternalError,
+                format!("the command panicked in the device ({msg}); the device is still serving"),
+            )
+        }
+    };
+    let ok = resp.status.is_success();
+    shared.metrics.record(nsid, opcode, ok, arrived.elapsed());
+    resp
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(

@@ -19,6 +19,9 @@ use std::hash::{Hash, Hasher};
 /// keys rarely share a stripe.
 const STRIPES: usize = 1024;
 
+/// Largest value a store may carry to run on a network thread.
+const INLINE_MAX_VALUE: usize = 64 << 10;
+
 /// What every worker shares: the engine, credentials, metrics and limits.
 pub struct Shared {
     pub db: Db,
@@ -56,6 +59,24 @@ impl Shared {
     }
 
     /// Runs `cmd` for a connection whose iterators are `iters`, and builds its completion.
+    /// Whether `cmd` runs on the network thread that read it: point commands on files (the
+    /// page cache answers reads; writes go to the memtable and the value log's buffer),
+    /// unless they wait for durability or carry a large value. On the NAND model a read
+    /// waits for its die, so every command goes to the workers.
+    pub fn runs_inline(&self, cmd: &Command) -> bool {
+        if !self.config.inline_commands
+            || self.config.sync
+            || self.config.storage != crate::config::StorageChoice::Posix
+        {
+            return false;
+        }
+        match &cmd.request {
+            Request::Retrieve { .. } | Request::Exist { .. } | Request::Delete { .. } => true,
+            Request::Store { value, sync, .. } => !sync && value.len() <= INLINE_MAX_VALUE,
+            _ => false,
+        }
+    }
+
     pub fn execute(&self, cmd: Command, iters: &ConnIterators) -> Response {
         #[cfg(feature = "fault-injection")]
         if let Some(resp) = fault::intercept(&cmd) {

@@ -12,6 +12,7 @@ mod error;
 mod iterators;
 mod metrics;
 mod queries;
+mod reactor;
 mod server;
 mod tls;
 mod workers;

@@ -7,6 +7,7 @@ use crate::config::DeviceConfig;
 use crate::connection::{self, stopped};
 use crate::dispatch::Shared;
 use crate::error::bind;
+use crate::reactor::Reactors;
 use crate::workers::Workers;
 use crate::{data_dir, tls, DeviceError};
 use cerberus_engine::Db;
@@ -51,9 +52,8 @@ impl Device {
             (Some(c), Some(k)) => Some(tls::acceptor(c, k)?),
             _ => None,
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.network_threads.max(1))
-            .thread_name("cerberus-net")
+        // Accepts connections and serves the metrics; connections go to the network threads.
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| DeviceError::io("runtime", e))?;
@@ -74,6 +74,8 @@ impl Device {
         let workers = Arc::new(
             Workers::start(config.worker_threads()).map_err(|e| DeviceError::io("workers", e))?,
         );
+        let mut reactors = Reactors::start(config.network_threads)
+            .map_err(|e| DeviceError::io("network threads", e))?;
         let local_addr = listener
             .local_addr()
             .map_err(|e| DeviceError::io(&config.listen, e))?;
@@ -99,8 +101,17 @@ impl Device {
                     if let Some(m) = metrics {
                         tokio::spawn(metrics_loop(m, shared.clone(), stop_rx.clone()));
                     }
-                    accept_loop(listener, tls, shared.clone(), workers.clone(), stop_rx).await;
+                    accept_loop(
+                        listener,
+                        tls,
+                        shared.clone(),
+                        workers.clone(),
+                        &reactors,
+                        stop_rx,
+                    )
+                    .await;
                 });
+                reactors.stop();
                 // Connections are done (or timed out): let queued jobs finish, then make
                 // everything durable.
                 workers.stop();
@@ -210,6 +221,7 @@ async fn accept_loop(
     tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     workers: Arc<Workers>,
+    reactors: &Reactors,
     mut stop: watch::Receiver<bool>,
 ) {
     let admission = Admission::new(shared.config.max_connections);
@@ -253,7 +265,7 @@ async fn accept_loop(
             tls.clone(),
             admission.clone(),
         );
-        conns.spawn(async move {
+        let serve = async move {
             let ticket = match ticket {
                 Some(t) => t,
                 // The evicted connection gives its slot back as it closes.
@@ -268,6 +280,15 @@ async fn accept_loop(
                     }
                 },
             };
+            // Accepted on this thread's loop; moved to the network thread's, or every
+            // readiness event would cross threads.
+            let sock = match sock.into_std().and_then(TcpStream::from_std) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(%peer, error = %e, "could not move a connection to its thread");
+                    return;
+                }
+            };
             shared
                 .metrics
                 .connections_open
@@ -279,7 +300,8 @@ async fn accept_loop(
                 .metrics
                 .connections_open
                 .fetch_sub(1, Ordering::Relaxed);
-        });
+        };
+        conns.spawn_on(serve, reactors.next());
     }
     drop(listener);
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {

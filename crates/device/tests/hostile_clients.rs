@@ -183,6 +183,11 @@ fn a_client_that_does_not_read_its_replies_is_closed() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.write_timeout_ms = 1000);
     let (nsid, secret) = common::admin(&dev).ns_create("reader").expect("ns create");
+    // Stored first: commands of one connection may complete in any order.
+    let c = cerberus_host::BlockingClient::connect(&dev.local_addr().to_string()).unwrap();
+    c.authenticate(nsid, &secret).unwrap();
+    c.put(nsid, "big", vec![7u8; 1 << 20]).unwrap();
+    drop(c);
     let mut frames = BytesMut::new();
     let mut cid = 0;
     let mut push = |request: Request| {
@@ -191,12 +196,6 @@ fn a_client_that_does_not_read_its_replies_is_closed() {
     };
     push(Request::Authenticate {
         secret: Bytes::from(secret.into_bytes()),
-    });
-    push(Request::Store {
-        key: Bytes::from_static(b"big"),
-        value: Bytes::from(vec![7u8; 1 << 20]),
-        mode: cerberus_proto::StoreMode::Always,
-        sync: false,
     });
     for _ in 0..500 {
         push(Request::Retrieve {

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Connections the benchmark threads spread over (each is pipelined).
-const CONNECTIONS: usize = 8;
+const CONNECTIONS: usize = 64;
 const SECRETS_FILE: &str = "bench-secrets.json";
 
 pub struct DeviceDb {
@@ -56,6 +56,12 @@ impl DeviceDb {
                 ..DeviceConfig::default()
             };
             c.engine.cache_bytes = config.cache_bytes;
+            if let Some(n) = std::env::var("CERBERUS_NET_THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                c.network_threads = n;
+            }
             c.iterator_prefetch_degree = config.device_prefetch_degree;
             if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
                 c.engine.layout = "shared".into();
