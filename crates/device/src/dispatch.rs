@@ -6,7 +6,7 @@ use crate::config::DeviceConfig;
 use crate::iterators::ConnIterators;
 use crate::metrics::Metrics;
 use bytes::Bytes;
-use cerberus_engine::{Db, Error as EngineError, Namespace, ReadOptions, WriteOptions};
+use cerberus_engine::{Db, Error as EngineError, Namespace, ReadOptions, WriteBatch, WriteOptions};
 use cerberus_proto::{
     Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
     VERSION,
@@ -359,11 +359,49 @@ impl Shared {
     }
 
     fn stripe(&self, ns: u32, key: &[u8]) -> &Mutex<()> {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        ns.hash(&mut h);
-        key.hash(&mut h);
-        &self.stripes[h.finish() as usize % STRIPES]
+        &self.stripes[stripe_index(ns, key)]
     }
+
+    /// Whether `cmd` may join its connection's batch of puts: an unconditional store that
+    /// does not wait for durability, valid, and run on the network thread.
+    pub fn batchable(&self, cmd: &Command) -> bool {
+        match &cmd.request {
+            Request::Store {
+                key,
+                value,
+                mode: StoreMode::Always,
+                sync: false,
+            } => {
+                self.check_key(key).is_ok()
+                    && value.len() <= self.config.max_value_len as usize
+                    && self.runs_inline(cmd)
+            }
+            _ => false,
+        }
+    }
+
+    /// Stores unconditional puts of one namespace as one engine write (one log append, all
+    /// or none), holding each key's stripe as a single store would.
+    pub fn store_all(&self, ns: u32, puts: &[(Bytes, Bytes)]) -> Result<(), (Status, String)> {
+        let handle = self.namespace(ns)?;
+        let mut batch = WriteBatch::new();
+        for (k, v) in puts {
+            batch.put(k.to_vec(), v.to_vec());
+        }
+        // Taken in index order, each once: batches cannot deadlock each other.
+        let mut stripes: Vec<usize> = puts.iter().map(|(k, _)| stripe_index(ns, k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _held: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
+        handle.write(batch).map_err(engine)
+    }
+}
+
+fn stripe_index(ns: u32, key: &[u8]) -> usize {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ns.hash(&mut h);
+    key.hash(&mut h);
+    h.finish() as usize % STRIPES
 }
 
 fn engine(e: EngineError) -> (Status, String) {

@@ -38,3 +38,63 @@ fn a_thousand_commands_in_flight_on_one_connection() {
     });
     dev.shutdown().unwrap();
 }
+
+/// Puts sent together are stored together (one engine write per batch read), each answered:
+/// two namespaces interleaved on one connection, an invalid put among them, all read back.
+#[test]
+fn pipelined_puts_are_stored_in_batches_and_each_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |_| {});
+    let admin = common::admin(&dev);
+    let (a, sa) = admin.ns_create("a").unwrap();
+    let (b, sb) = admin.ns_create("b").unwrap();
+    let addr = dev.local_addr().to_string();
+    let value = |i: usize| bytes::Bytes::from(format!("{i}-{}", "v".repeat(i % 3000)));
+    let key = |i: usize| bytes::Bytes::from(format!("key{i:05}"));
+    let ns_of = |i: usize| if i % 2 == 0 { a } else { b };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let c = Client::connect(&addr).await.unwrap();
+        c.authenticate(a, &sa).await.unwrap();
+        c.authenticate(b, &sb).await.unwrap();
+        for round in 0..4 {
+            let (even, odd): (Vec<_>, Vec<_>) = (round * 500..(round + 1) * 500)
+                .map(|i| (key(i), value(i)))
+                .partition(|(k, _)| k[7] % 2 == 0);
+            // Both pipelines at once: their frames interleave on the connection.
+            let (x, y) = tokio::join!(c.put_many(a, even), c.put_many(b, odd));
+            x.unwrap();
+            y.unwrap();
+        }
+        // An empty key fails alone; the puts around it are stored.
+        let err = c
+            .put_many(
+                a,
+                vec![
+                    (key(90_000), value(1)),
+                    (bytes::Bytes::new(), value(2)),
+                    (key(90_001), value(3)),
+                ],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, cerberus_host::Error::InvalidKeySize(_)),
+            "{err:?}"
+        );
+        for i in 0..2000 {
+            assert_eq!(
+                c.get(ns_of(i), key(i)).await.unwrap(),
+                Some(value(i)),
+                "key {i}"
+            );
+            assert_eq!(c.get(ns_of(i + 1), key(i)).await.unwrap(), None, "key {i}");
+        }
+        assert_eq!(c.get(a, key(90_000)).await.unwrap(), Some(value(1)));
+        assert_eq!(c.get(a, key(90_001)).await.unwrap(), Some(value(3)));
+    });
+}
