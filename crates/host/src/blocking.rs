@@ -34,7 +34,7 @@ impl BlockingClient {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let client = runtime.block_on(Client::connect_with(config))?;
+        let client = runtime.block_on(Client::connect_blocking(config))?;
         Ok(BlockingClient {
             client,
             runtime: Arc::new(runtime),
@@ -47,7 +47,15 @@ impl BlockingClient {
     }
 
     pub(crate) fn wait<T>(&self, fut: impl Future<Output = T>) -> T {
-        self.runtime.block_on(fut)
+        // Over a direct connection a call is done when first polled: no need to run the
+        // runtime's loop (and its system calls) for it.
+        let _context = self.runtime.enter();
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match fut.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => self.runtime.block_on(fut),
+        }
     }
 
     pub fn device_info(&self) -> Option<Identify> {

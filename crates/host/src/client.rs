@@ -97,7 +97,15 @@ impl Client {
     }
 
     pub async fn connect_with(config: ClientConfig) -> Result<Client> {
-        tokio::time::timeout(config.connect_timeout, connect_inner(&config))
+        tokio::time::timeout(config.connect_timeout, connect_inner(&config, false))
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    /// For [`crate::BlockingClient`]: over plain TCP, a connection its callers drive from
+    /// their own threads (every call blocks its thread until the completion is there).
+    pub(crate) async fn connect_blocking(config: ClientConfig) -> Result<Client> {
+        tokio::time::timeout(config.connect_timeout, connect_inner(&config, true))
             .await
             .map_err(|_| Error::Timeout)?
     }
@@ -197,19 +205,53 @@ impl Client {
     /// Puts sent together, each without waiting for the one before (pipelined on this
     /// connection); the first failure, once all have completed.
     pub async fn put_many(&self, nsid: u32, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
-        let puts = pairs.into_iter().map(|(k, v)| self.put(nsid, k, v));
-        futures_util::future::join_all(puts)
-            .await
+        let commands: Vec<Command> = pairs
             .into_iter()
-            .collect()
+            .map(|(key, value)| Command {
+                cid: 0,
+                nsid,
+                request: Request::Store {
+                    key,
+                    value,
+                    mode: StoreMode::Always,
+                    sync: false,
+                },
+            })
+            .collect();
+        let done = with_timeout(self.inner.request_timeout, async {
+            Ok(self.inner.conn.call_many(&commands).await)
+        })
+        .await?;
+        let mut first_err = None;
+        for r in done {
+            if let Err(e) = r.and_then(ok_reply).and_then(|r| expect_empty(r, "store")) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Gets sent together (pipelined), their values in the order of `keys`.
     pub async fn get_many(&self, nsid: u32, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>> {
-        let gets = keys.into_iter().map(|k| self.get(nsid, k));
-        futures_util::future::join_all(gets)
-            .await
+        let commands: Vec<Command> = keys
             .into_iter()
+            .map(|key| Command {
+                cid: 0,
+                nsid,
+                request: Request::Retrieve { key },
+            })
+            .collect();
+        let done = with_timeout(self.inner.request_timeout, async {
+            Ok(self.inner.conn.call_many(&commands).await)
+        })
+        .await?;
+        done.into_iter()
+            .map(|r| match r.and_then(ok_reply) {
+                Ok(Reply::Value(v)) => Ok(Some(v)),
+                Ok(other) => Err(unexpected("retrieve", &other)),
+                Err(Error::KeyNotExist) => Ok(None),
+                Err(e) => Err(e),
+            })
             .collect()
     }
 
@@ -357,11 +399,12 @@ impl Client {
     }
 }
 
-async fn connect_inner(config: &ClientConfig) -> Result<Client> {
+async fn connect_inner(config: &ClientConfig, blocking: bool) -> Result<Client> {
     let tcp = TcpStream::connect(&config.addr).await?;
     // Completions are small and latency-bound; the writer batches on its own.
     tcp.set_nodelay(true)?;
     let conn = match &config.tls {
+        None if blocking => Connection::direct(tcp.into_std()?, config.request_timeout)?,
         None => {
             let (r, w) = tcp.into_split();
             Connection::start(r, w)

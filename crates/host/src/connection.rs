@@ -7,6 +7,7 @@
 //! for everyone: the slots are dropped (waiting callers get `ConnectionClosed`) and later
 //! calls are refused.
 
+use crate::direct::Direct;
 use crate::{Error, Result};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::{split_frame, Command, Frame, Identify, Request, Response, HEADER_LEN};
@@ -52,7 +53,7 @@ pub(crate) struct Shared {
     /// close the connection under every other caller, so it is refused here instead.
     max_request_body: OnceLock<u32>,
     /// Largest completion body the reader takes.
-    max_response_body: AtomicU32,
+    pub(crate) max_response_body: AtomicU32,
 }
 
 impl Shared {
@@ -102,7 +103,7 @@ impl Shared {
     }
 
     /// Hands a completion to whoever waits for its command id.
-    fn complete(&self, frame: Frame) {
+    pub(crate) fn complete(&self, frame: Frame) {
         let cid = frame.header.cid;
         let Some(p) = self.state.lock().pending.remove(&cid) else {
             // Not a command of ours (or a duplicate completion): nobody to tell.
@@ -118,7 +119,15 @@ impl Shared {
 /// The caller's side of a connection.
 pub(crate) struct Connection {
     shared: Arc<Shared>,
-    frames: mpsc::UnboundedSender<Bytes>,
+    link: Link,
+}
+
+/// How frames reach the stream and completions come back.
+enum Link {
+    /// A reader and a writer task on the runtime.
+    Tasks(mpsc::UnboundedSender<Bytes>),
+    /// The callers' threads themselves (blocking, plain TCP).
+    Direct(Direct),
 }
 
 impl Connection {
@@ -134,7 +143,22 @@ impl Connection {
         shared.add_task(reader.abort_handle());
         let writer = tokio::spawn(write_loop(write, rx, shared.clone()));
         shared.add_task(writer.abort_handle());
-        Connection { shared, frames: tx }
+        Connection {
+            shared,
+            link: Link::Tasks(tx),
+        }
+    }
+
+    /// A connection its callers drive from their own threads (see `direct`): calls on it
+    /// block their thread, so only [`crate::BlockingClient`] makes one.
+    pub(crate) fn direct(
+        stream: std::net::TcpStream,
+        request_timeout: Option<std::time::Duration>,
+    ) -> Result<Connection> {
+        Ok(Connection {
+            shared: Arc::new(Shared::new()),
+            link: Link::Direct(Direct::new(stream, request_timeout)?),
+        })
     }
 
     pub(crate) fn shared(&self) -> &Shared {
@@ -182,6 +206,79 @@ impl Connection {
     /// Sends a command and waits for its completion. The command's `cid` is ignored: the
     /// connection picks an id not in flight.
     pub(crate) async fn call(&self, command: &Command) -> Result<Response> {
+        let (frame, mut wait) = self.register(command).await?;
+        match &self.link {
+            Link::Tasks(_) => match wait.await {
+                Ok(result) => result,
+                Err(_) => Err(Error::ConnectionClosed),
+            },
+            Link::Direct(d) => {
+                self.send_direct(d, &frame)?;
+                d.wait(&self.shared, &mut wait)
+            }
+        }
+    }
+
+    /// Sends commands together and waits for all their completions (on a direct
+    /// connection, one write for all of them).
+    pub(crate) async fn call_many(&self, commands: &[Command]) -> Vec<Result<Response>> {
+        let Link::Direct(d) = &self.link else {
+            return futures_util::future::join_all(commands.iter().map(|c| self.call(c))).await;
+        };
+        let mut frames = BytesMut::new();
+        let mut waits = Vec::with_capacity(commands.len());
+        for c in commands {
+            // Before an in-flight slot is waited for, what is registered is sent.
+            if self
+                .shared
+                .limit
+                .get()
+                .is_some_and(|l| l.available_permits() == 0)
+            {
+                if self.send_direct(d, &frames).is_err() {
+                    return commands
+                        .iter()
+                        .map(|_| Err(Error::ConnectionClosed))
+                        .collect();
+                }
+                frames.clear();
+            }
+            waits.push(match self.register(c).await {
+                Ok((frame, wait)) => {
+                    frames.extend_from_slice(&frame);
+                    Ok(wait)
+                }
+                Err(e) => Err(e),
+            });
+        }
+        if self.send_direct(d, &frames).is_err() {
+            return commands
+                .iter()
+                .map(|_| Err(Error::ConnectionClosed))
+                .collect();
+        }
+        waits
+            .into_iter()
+            .map(|w| w.and_then(|mut w| d.wait(&self.shared, &mut w)))
+            .collect()
+    }
+
+    fn send_direct(&self, d: &Direct, frames: &[u8]) -> Result<()> {
+        if frames.is_empty() {
+            return Ok(());
+        }
+        d.send(frames).map_err(|e| {
+            self.shared.close(format!("writing to the device: {e}"));
+            Error::ConnectionClosed
+        })
+    }
+
+    /// Checks and encodes a command, takes an in-flight slot and a command id, and registers
+    /// the caller; on a connection with tasks, queues the frame too.
+    async fn register(
+        &self,
+        command: &Command,
+    ) -> Result<(BytesMut, oneshot::Receiver<Result<Response>>)> {
         if let Some(key) = command.request.key().or(match &command.request {
             Request::List { start, .. } => Some(start),
             _ => None,
@@ -231,8 +328,10 @@ impl Connection {
                 }
             };
             frame[4..8].copy_from_slice(&cid.to_le_bytes());
-            if self.frames.send(frame.freeze()).is_err() {
-                return Err(Error::ConnectionClosed);
+            if let Link::Tasks(frames) = &self.link {
+                if frames.send(frame.split().freeze()).is_err() {
+                    return Err(Error::ConnectionClosed);
+                }
             }
             st.pending.insert(
                 cid,
@@ -242,10 +341,7 @@ impl Connection {
                 },
             );
         }
-        match wait.await {
-            Ok(result) => result,
-            Err(_) => Err(Error::ConnectionClosed),
-        }
+        Ok((frame, wait))
     }
 }
 

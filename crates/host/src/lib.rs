@@ -18,6 +18,7 @@
 mod blocking;
 mod client;
 mod connection;
+mod direct;
 mod error;
 mod query;
 mod scan;
