@@ -51,7 +51,7 @@ fn pipelined_puts_are_stored_in_batches_and_each_answered() {
     let addr = dev.local_addr().to_string();
     let value = |i: usize| bytes::Bytes::from(format!("{i}-{}", "v".repeat(i % 3000)));
     let key = |i: usize| bytes::Bytes::from(format!("key{i:05}"));
-    let ns_of = |i: usize| if i % 2 == 0 { a } else { b };
+    let ns_of = |i: usize| if i.is_multiple_of(2) { a } else { b };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -64,7 +64,7 @@ fn pipelined_puts_are_stored_in_batches_and_each_answered() {
         for round in 0..4 {
             let (even, odd): (Vec<_>, Vec<_>) = (round * 500..(round + 1) * 500)
                 .map(|i| (key(i), value(i)))
-                .partition(|(k, _)| k[7] % 2 == 0);
+                .partition(|(k, _)| k[7].is_multiple_of(2));
             // Both pipelines at once: their frames interleave on the connection.
             let (x, y) = tokio::join!(c.put_many(a, even), c.put_many(b, odd));
             x.unwrap();
