@@ -8,6 +8,7 @@
 use crate::admission::Ticket;
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
+use crate::put_batch::{HeldPut, HeldPuts};
 use crate::workers::{panic_message, Workers};
 use bytes::BytesMut;
 use cerberus_proto::{
@@ -73,7 +74,7 @@ const UNAUTHENTICATED_MAX_BODY: u32 = 4096;
 
 /// A reply on its way to the writer, with the in-flight permit of its command: the permit is
 /// given back once the reply is written, so replies a client does not read stop its commands.
-type Outbox = mpsc::UnboundedSender<(Response, Option<OwnedSemaphorePermit>)>;
+pub(crate) type Outbox = mpsc::UnboundedSender<(Response, Option<OwnedSemaphorePermit>)>;
 
 /// Why a connection's deadline closes it.
 enum Expired {
@@ -88,6 +89,7 @@ pub async fn serve<S>(
     workers: Arc<Workers>,
     mut stop: watch::Receiver<bool>,
     mut ticket: Ticket,
+    puts: Arc<HeldPuts>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -127,7 +129,6 @@ pub async fn serve<S>(
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut buf = BytesMut::new();
         let mut stopping = false;
-        let mut puts = HeldPuts::default();
         'conn: loop {
             let mut framed = false;
             loop {
@@ -153,7 +154,7 @@ pub async fn serve<S>(
                         // (after storing the puts held back, which hold slots themselves).
                         let free = inflight.clone().try_acquire_owned();
                         if free.is_err() {
-                            puts.store(&shared, &tx, &iters);
+                            puts.store(&shared);
                         }
                         let permit = if let Ok(p) = free {
                             p
@@ -179,14 +180,12 @@ pub async fn serve<S>(
                             &workers,
                             &tx,
                             &iters,
-                            &mut puts,
+                            &puts,
                         );
                     }
-                    Ok(None) => {
-                        // Everything read is handled: the puts held back go as one write.
-                        puts.store(&shared, &tx, &iters);
-                        break;
-                    }
+                    // Everything read is handled; the puts held back are stored once the
+                    // other connections of this thread have had their turn.
+                    Ok(None) => break,
                     Err(e) => {
                         // The stream cannot be trusted past a bad header: answer and close.
                         shared
@@ -205,7 +204,7 @@ pub async fn serve<S>(
                             let _ = tx.send((resp, Some(permit)));
                         }
                         tracing::debug!(error = %e, "closing connection after a bad frame");
-                        puts.store(&shared, &tx, &iters);
+                        puts.store(&shared);
                         break 'conn;
                     }
                 }
@@ -288,7 +287,7 @@ pub async fn serve<S>(
                 }
             }
         }
-        puts.store(&shared, &tx, &iters);
+        puts.store(&shared);
     }
     // In-flight jobs hold senders: the writer ends once the last of them has answered.
     drop(tx);
@@ -331,7 +330,7 @@ fn handle(
     workers: &Workers,
     tx: &Outbox,
     iters: &Arc<ConnIterators>,
-    puts: &mut HeldPuts,
+    puts: &HeldPuts,
 ) {
     // The TSC clock: two reads per command, at a third of the system clock's cost.
     let arrived = quanta::Instant::now();
@@ -413,11 +412,20 @@ fn handle(
         return;
     }
     if shared.batchable(&cmd) {
-        puts.hold(cmd, permit, arrived, shared, tx, iters);
+        puts.hold(
+            HeldPut {
+                cmd,
+                permit,
+                arrived,
+                reply: tx.clone(),
+                iters: iters.clone(),
+            },
+            shared,
+        );
         return;
     }
     // Anything else comes after the puts read before it.
-    puts.store(shared, tx, iters);
+    puts.store(shared);
     if shared.runs_inline(&cmd) {
         // Cannot block for long: answered here, without two hand-offs between threads.
         let resp = answer(shared, cmd, iters, arrived);
@@ -443,96 +451,9 @@ fn handle(
     }
 }
 
-/// Unconditional puts of one namespace read together from a connection, held back to be
-/// stored with one engine write (one log append) when what was read is handled: a client
-/// that pipelines pays one append per batch, not per put.
-#[derive(Default)]
-struct HeldPuts {
-    held: Vec<(Command, OwnedSemaphorePermit, quanta::Instant)>,
-    bytes: usize,
-}
-
-/// A batch of held puts is stored once it reaches this size.
-const HELD_PUT_BYTES: usize = 1 << 20;
-
-impl HeldPuts {
-    fn hold(
-        &mut self,
-        cmd: Command,
-        permit: OwnedSemaphorePermit,
-        arrived: quanta::Instant,
-        shared: &Shared,
-        tx: &Outbox,
-        iters: &ConnIterators,
-    ) {
-        if self.held.first().is_some_and(|(c, ..)| c.nsid != cmd.nsid) {
-            self.store(shared, tx, iters);
-        }
-        if let Request::Store { key, value, .. } = &cmd.request {
-            self.bytes += key.len() + value.len();
-        }
-        self.held.push((cmd, permit, arrived));
-        if self.bytes >= HELD_PUT_BYTES {
-            self.store(shared, tx, iters);
-        }
-    }
-
-    /// Stores what is held and answers each put.
-    fn store(&mut self, shared: &Shared, tx: &Outbox, iters: &ConnIterators) {
-        self.bytes = 0;
-        if self.held.len() <= 1 {
-            // One put alone takes the path of any other command.
-            for (cmd, permit, arrived) in self.held.drain(..) {
-                let resp = answer(shared, cmd, iters, arrived);
-                let _ = tx.send((resp, Some(permit)));
-            }
-            return;
-        }
-        let nsid = self.held[0].0.nsid;
-        let kvs: Vec<(bytes::Bytes, bytes::Bytes)> = self
-            .held
-            .iter()
-            .filter_map(|(c, ..)| match &c.request {
-                Request::Store { key, value, .. } => Some((key.clone(), value.clone())),
-                _ => None,
-            })
-            .collect();
-        let outcome = match catch_unwind(AssertUnwindSafe(|| shared.store_all(nsid, &kvs))) {
-            Ok(o) => o,
-            Err(payload) => {
-                let msg = panic_message(payload.as_ref());
-                tracing::error!(nsid, panic = msg, "a batch of puts panicked");
-                Err((
-                    Status::InternalError,
-                    format!(
-                        "the command panicked in the device ({msg}); the device is still serving"
-                    ),
-                ))
-            }
-        };
-        let opcode = cerberus_proto::Opcode::Store as u8;
-        for (cmd, permit, arrived) in self.held.drain(..) {
-            let resp = match &outcome {
-                Ok(()) => Response {
-                    cid: cmd.cid,
-                    nsid,
-                    opcode,
-                    status: Status::Success,
-                    reply: Reply::Empty,
-                },
-                Err((status, msg)) => Response::error(cmd.cid, nsid, opcode, *status, msg.clone()),
-            };
-            shared
-                .metrics
-                .record(nsid, opcode, outcome.is_ok(), arrived.elapsed());
-            let _ = tx.send((resp, Some(permit)));
-        }
-    }
-}
-
 /// Runs a command on the engine and records it. A panic still answers the client, or it
 /// would wait for this command forever.
-fn answer(
+pub(crate) fn answer(
     shared: &Shared,
     cmd: Command,
     iters: &ConnIterators,

@@ -11,6 +11,7 @@ mod dispatch;
 mod error;
 mod iterators;
 mod metrics;
+mod put_batch;
 mod queries;
 mod reactor;
 mod server;

@@ -3,24 +3,31 @@
 //! same thread, and no loop wakes another to share its work (a work-stealing runtime does, and
 //! on a small machine the wake-ups cost more than the commands).
 
+use crate::dispatch::Shared;
+use crate::put_batch::HeldPuts;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use tokio::runtime::{Builder, Handle};
 use tokio::sync::oneshot;
 
 struct Reactor {
     handle: Handle,
+    /// The puts its connections hold back (see `put_batch`).
+    puts: Arc<HeldPuts>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
 pub struct Reactors {
     reactors: Vec<Reactor>,
+    shared: Arc<Shared>,
     next: AtomicUsize,
 }
 
 impl Reactors {
-    pub fn start(n: usize) -> std::io::Result<Reactors> {
+    /// Starts `n` loops, each with the task that stores its held puts.
+    pub fn start(n: usize, shared: &Arc<Shared>) -> std::io::Result<Reactors> {
         let mut reactors = Vec::with_capacity(n.max(1));
         for i in 0..n.max(1) {
             let rt = Builder::new_current_thread().enable_all().build()?;
@@ -33,26 +40,35 @@ impl Reactors {
                     let _ = rt.block_on(stopped);
                     rt.shutdown_timeout(std::time::Duration::from_secs(1));
                 })?;
+            let puts = Arc::new(HeldPuts::default());
+            handle.spawn(puts.clone().run(shared.clone()));
             reactors.push(Reactor {
                 handle,
+                puts,
                 stop: Some(stop),
                 thread: Some(thread),
             });
         }
         Ok(Reactors {
             reactors,
+            shared: shared.clone(),
             next: AtomicUsize::new(0),
         })
     }
 
-    /// The loop the next connection goes to, in turn.
-    pub fn next(&self) -> &Handle {
+    /// The loop the next connection goes to, in turn, and its held puts.
+    pub fn next(&self) -> (&Handle, Arc<HeldPuts>) {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.reactors.len();
-        &self.reactors[i].handle
+        let r = &self.reactors[i];
+        (&r.handle, r.puts.clone())
     }
 
     /// Stops the loops (their remaining tasks are dropped) and waits for their threads.
+    /// Puts still held (of connections cut off at the stop) are stored first.
     pub fn stop(&mut self) {
+        for r in &self.reactors {
+            r.puts.store(&self.shared);
+        }
         for r in &mut self.reactors {
             if let Some(s) = r.stop.take() {
                 let _ = s.send(());

@@ -7,6 +7,7 @@ use crate::config::DeviceConfig;
 use crate::connection::{self, stopped};
 use crate::dispatch::Shared;
 use crate::error::bind;
+use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
 use crate::workers::Workers;
 use crate::{data_dir, tls, DeviceError};
@@ -74,8 +75,6 @@ impl Device {
         let workers = Arc::new(
             Workers::start(config.worker_threads()).map_err(|e| DeviceError::io("workers", e))?,
         );
-        let mut reactors = Reactors::start(config.network_threads)
-            .map_err(|e| DeviceError::io("network threads", e))?;
         let local_addr = listener
             .local_addr()
             .map_err(|e| DeviceError::io(&config.listen, e))?;
@@ -84,6 +83,8 @@ impl Device {
             None => None,
         };
         let shared = Arc::new(Shared::new(db, creds, config));
+        let mut reactors = Reactors::start(shared.config.network_threads, &shared)
+            .map_err(|e| DeviceError::io("network threads", e))?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let handle = runtime.handle().clone();
         let kept = shared.clone();
@@ -265,6 +266,7 @@ async fn accept_loop(
             tls.clone(),
             admission.clone(),
         );
+        let (handle, puts) = reactors.next();
         let serve = async move {
             let ticket = match ticket {
                 Some(t) => t,
@@ -294,14 +296,14 @@ async fn accept_loop(
                 .connections_open
                 .fetch_add(1, Ordering::Relaxed);
             tracing::debug!(%peer, "connection open");
-            serve_socket(sock, tls, shared.clone(), workers, stop, ticket).await;
+            serve_socket(sock, tls, shared.clone(), workers, stop, ticket, puts).await;
             tracing::debug!(%peer, "connection closed");
             shared
                 .metrics
                 .connections_open
                 .fetch_sub(1, Ordering::Relaxed);
         };
-        conns.spawn_on(serve, reactors.next());
+        conns.spawn_on(serve, handle);
     }
     drop(listener);
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
@@ -321,9 +323,10 @@ async fn serve_socket(
     workers: Arc<Workers>,
     stop: watch::Receiver<bool>,
     ticket: Ticket,
+    puts: Arc<HeldPuts>,
 ) {
     match tls {
-        None => connection::serve(sock, shared, workers, stop, ticket).await,
+        None => connection::serve(sock, shared, workers, stop, ticket, puts).await,
         Some(acceptor) => {
             let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock));
             let accepted = tokio::select! {
@@ -331,7 +334,7 @@ async fn serve_socket(
                 _ = ticket.evicted() => return,
             };
             match accepted {
-                Ok(Ok(s)) => connection::serve(s, shared, workers, stop, ticket).await,
+                Ok(Ok(s)) => connection::serve(s, shared, workers, stop, ticket, puts).await,
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),
             }
