@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Connections the benchmark threads spread over (each is pipelined).
+/// Connections the benchmark threads spread over: one per thread up to this many (as
+/// Redis's clients in `--engine redis`), shared (pipelined) beyond.
 const CONNECTIONS: usize = 64;
 const SECRETS_FILE: &str = "bench-secrets.json";
 
@@ -56,12 +57,6 @@ impl DeviceDb {
                 ..DeviceConfig::default()
             };
             c.engine.cache_bytes = config.cache_bytes;
-            if let Some(n) = std::env::var("CERBERUS_NET_THREADS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-            {
-                c.network_threads = n;
-            }
             c.iterator_prefetch_degree = config.device_prefetch_degree;
             if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
                 c.engine.layout = "shared".into();
