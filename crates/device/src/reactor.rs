@@ -30,7 +30,20 @@ impl Reactors {
     pub fn start(n: usize, shared: &Arc<Shared>) -> std::io::Result<Reactors> {
         let mut reactors = Vec::with_capacity(n.max(1));
         for i in 0..n.max(1) {
-            let rt = Builder::new_current_thread().enable_all().build()?;
+            let spin = std::time::Duration::from_micros(shared.config.network_spin_us);
+            let mut builder = Builder::new_current_thread();
+            builder.enable_all();
+            if !spin.is_zero() {
+                // Busy a moment before sleeping: a command arriving meanwhile is read at
+                // once, without the cost of waking a sleeping thread (see `network_spin_us`).
+                builder.on_thread_park(move || {
+                    let until = quanta::Instant::now() + spin;
+                    while quanta::Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            let rt = builder.build()?;
             let handle = rt.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
             let thread = std::thread::Builder::new()

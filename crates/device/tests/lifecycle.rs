@@ -112,3 +112,23 @@ fn a_failed_start_leaves_nothing_behind_and_says_why_once() {
         )
     );
 }
+
+#[test]
+fn network_threads_that_spin_before_sleeping_serve_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.network_spin_us = 50;
+        c.network_threads = 1;
+    });
+    let (c, ns, _) = common::tenant(&dev, "spin");
+    for i in 0..200u32 {
+        c.put(ns, format!("k{i}"), format!("v{i}")).unwrap();
+    }
+    for i in 0..200u32 {
+        assert_eq!(
+            c.get(ns, format!("k{i}")).unwrap().as_deref(),
+            Some(format!("v{i}").as_bytes())
+        );
+    }
+    dev.shutdown().unwrap();
+}
