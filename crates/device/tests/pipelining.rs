@@ -98,3 +98,16 @@ fn pipelined_puts_are_stored_in_batches_and_each_answered() {
         assert_eq!(c.get(a, key(90_001)).await.unwrap(), Some(value(3)));
     });
 }
+
+/// One blocking thread pipelines far more commands than `max_inflight` in one call.
+#[test]
+fn a_blocking_client_pipelines_past_the_in_flight_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| c.max_inflight = 32);
+    let (c, ns, _) = common::tenant(&dev, "many");
+    let keys: Vec<bytes::Bytes> = (0..1000).map(|i| format!("k{i:04}").into()).collect();
+    let pairs = keys.iter().map(|k| (k.clone(), k.clone())).collect();
+    c.put_many(ns, pairs).unwrap();
+    let got = c.get_many(ns, keys.clone()).unwrap();
+    assert!(keys.iter().zip(&got).all(|(k, v)| v.as_ref() == Some(k)));
+}

@@ -225,23 +225,32 @@ impl Connection {
         let Link::Direct(d) = &self.link else {
             return futures_util::future::join_all(commands.iter().map(|c| self.call(c))).await;
         };
+        let closed = || {
+            commands
+                .iter()
+                .map(|_| Err(Error::ConnectionClosed))
+                .collect()
+        };
         let mut frames = BytesMut::new();
-        let mut waits = Vec::with_capacity(commands.len());
+        let mut waits: Vec<Result<_>> = Vec::with_capacity(commands.len());
+        let mut done: Vec<Result<Response>> = Vec::with_capacity(commands.len());
         for c in commands {
-            // Before an in-flight slot is waited for, what is registered is sent.
-            if self
+            // Out of in-flight slots: send what is registered and take the oldest completion,
+            // which gives a slot back (nobody else may be reading for this thread).
+            while self
                 .shared
                 .limit
                 .get()
                 .is_some_and(|l| l.available_permits() == 0)
+                && done.len() < waits.len()
             {
                 if self.send_direct(d, &frames).is_err() {
-                    return commands
-                        .iter()
-                        .map(|_| Err(Error::ConnectionClosed))
-                        .collect();
+                    return closed();
                 }
                 frames.clear();
+                let oldest =
+                    std::mem::replace(&mut waits[done.len()], Err(Error::ConnectionClosed));
+                done.push(oldest.and_then(|mut w| d.wait(&self.shared, &mut w)));
             }
             waits.push(match self.register(c).await {
                 Ok((frame, wait)) => {
@@ -252,15 +261,13 @@ impl Connection {
             });
         }
         if self.send_direct(d, &frames).is_err() {
-            return commands
-                .iter()
-                .map(|_| Err(Error::ConnectionClosed))
-                .collect();
+            return closed();
         }
-        waits
-            .into_iter()
-            .map(|w| w.and_then(|mut w| d.wait(&self.shared, &mut w)))
-            .collect()
+        let rest: Vec<_> = waits.drain(done.len()..).collect();
+        for w in rest {
+            done.push(w.and_then(|mut w| d.wait(&self.shared, &mut w)));
+        }
+        done
     }
 
     fn send_direct(&self, d: &Direct, frames: &[u8]) -> Result<()> {

@@ -142,3 +142,22 @@ fn a_silent_device_times_out_and_a_lost_one_fails_every_waiting_thread() {
     }
     assert!(client.is_closed());
 }
+
+#[test]
+fn one_thread_pipelines_more_commands_than_the_device_allows_in_flight() {
+    let (_rt, dev) = fake(Mode::PerRead);
+    let client = BlockingClient::connect(&dev.addr()).unwrap();
+    let limit = client.device_info().unwrap().max_inflight as usize;
+    let n = limit * 3 + 7;
+    let keys: Vec<bytes::Bytes> = (0..n).map(|i| format!("k{i:05}").into()).collect();
+    let pairs = keys
+        .iter()
+        .map(|k| (k.clone(), k.clone()))
+        .collect::<Vec<_>>();
+    client.put_many(NS, pairs).unwrap();
+    let got = client.get_many(NS, keys.clone()).unwrap();
+    assert_eq!(got.len(), n);
+    for (k, v) in keys.iter().zip(got) {
+        assert_eq!(v.as_ref(), Some(k));
+    }
+}
