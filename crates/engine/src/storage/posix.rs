@@ -107,12 +107,14 @@ const REMAP_GROWTH: u64 = 4 << 20;
 struct PosixReadable {
     file: File,
     /// With mmap reads: the file mapped as long as it was at the last (re)map.
-    map: Option<RwLock<Option<Arc<memmap2::Mmap>>>>,
+    /// The map as shared bytes: a read hands out a slice of it (a reference count, no copy
+    /// and no allocation).
+    map: Option<RwLock<Option<Bytes>>>,
 }
 
 impl PosixReadable {
     /// The map covering `[offset, end)`, mapping the file again if it has grown enough.
-    fn map_covering(&self, end: u64) -> io::Result<Option<Arc<memmap2::Mmap>>> {
+    fn map_covering(&self, end: u64) -> io::Result<Option<Bytes>> {
         let Some(slot) = &self.map else {
             return Ok(None);
         };
@@ -128,7 +130,7 @@ impl PosixReadable {
         // SAFETY: the engine never rewrites or shrinks the mapped range of its files while
         // they are open for reads: tables are immutable, value-log segments only grow (a
         // failed append's cut-off removes bytes past every record a reader can be given).
-        let map = Arc::new(unsafe {
+        let map = Bytes::from_owner(unsafe {
             memmap2::MmapOptions::new()
                 .len(len as usize)
                 .map(&self.file)?
@@ -156,30 +158,13 @@ impl RandomAccessFile for PosixReadable {
             .checked_add(len as u64)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past 2^64"))?;
         match self.map_covering(end)? {
-            Some(map) => Ok(Bytes::from_owner(MappedRange {
-                map,
-                start: offset as usize,
-                end: end as usize,
-            })),
+            Some(map) => Ok(map.slice(offset as usize..end as usize)),
             None => self.read_at(offset, len, purpose).map(Bytes::from),
         }
     }
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
-    }
-}
-
-/// Bytes of a map, which they keep alive.
-struct MappedRange {
-    map: Arc<memmap2::Mmap>,
-    start: usize,
-    end: usize,
-}
-
-impl AsRef<[u8]> for MappedRange {
-    fn as_ref(&self) -> &[u8] {
-        &self.map[self.start..self.end]
     }
 }
 
