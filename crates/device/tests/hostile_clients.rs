@@ -219,3 +219,76 @@ fn a_client_that_does_not_read_its_replies_is_closed() {
     assert_eq!(metric(&dev, "cerberus_connections_open"), 0);
     drop(writer.join().unwrap());
 }
+
+/// Clients that vanish in the middle of things (puts held for a batch, a frame half sent,
+/// replies unread) leave no connection behind, and a tenant is served throughout.
+#[test]
+fn clients_that_vanish_mid_command_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |_| {});
+    let (nsid, secret) = common::admin(&dev).ns_create("vanish").expect("ns create");
+    let addr = dev.local_addr().to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let tenant = {
+        let (addr, secret, stop) = (addr.clone(), secret.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let c = cerberus_host::BlockingClient::connect(&addr).unwrap();
+            c.authenticate(nsid, &secret).unwrap();
+            let mut i = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let k = format!("tenant-{}", i % 500);
+                c.put(nsid, k.clone(), i.to_string()).expect("tenant put");
+                assert_eq!(
+                    c.get(nsid, k).expect("tenant get"),
+                    Some(i.to_string().into())
+                );
+                i += 1;
+            }
+            i
+        })
+    };
+    for round in 0..200u32 {
+        let mut frames = BytesMut::new();
+        let mut cid = 0;
+        let mut push = |request: Request| {
+            cid += 1;
+            Command { cid, nsid, request }.encode(&mut frames).unwrap();
+        };
+        push(Request::Authenticate {
+            secret: Bytes::from(secret.clone().into_bytes()),
+        });
+        for i in 0..(round % 40) {
+            push(Request::Store {
+                key: Bytes::from(format!("gone-{round}-{i}")),
+                value: Bytes::from(vec![b'x'; 512]),
+                mode: cerberus_proto::StoreMode::Always,
+                sync: false,
+            });
+        }
+        let mut s = TcpStream::connect(&addr).unwrap();
+        // Half of the rounds cut the last frame short.
+        let cut = if round % 2 == 0 {
+            frames.len()
+        } else {
+            frames.len() - 7
+        };
+        let _ = s.write_all(&frames[..cut]);
+        if round % 3 == 0 {
+            // Half-closed first: the device reads the end before it can answer.
+            let _ = s.shutdown(std::net::Shutdown::Write);
+        }
+        drop(s);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let served = tenant.join().unwrap();
+    assert!(served > 0);
+    let gone = Instant::now() + Duration::from_secs(20);
+    while metric(&dev, "cerberus_connections_open") > 0 && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(metric(&dev, "cerberus_connections_open"), 0);
+    // Still serving, and what the vanished clients stored in full is readable.
+    let c = cerberus_host::BlockingClient::connect(&addr).unwrap();
+    c.authenticate(nsid, &secret).unwrap();
+    assert!(c.get(nsid, "tenant-0").unwrap().is_some());
+}
