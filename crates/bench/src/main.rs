@@ -57,9 +57,10 @@ struct Args {
     /// pages are written back before each starts): cerberus,
     /// rocksdb, rocksdb-blob (RocksDB with blob files: values of at least Cerberus's
     /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
-    /// through the network, see --device), or several (`cerberus,rocksdb`,
-    /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`: also prints the first one's ratio
-    /// to each other) [default: cerberus, or device when --device is given].
+    /// through the network, see --device), redis (a `redis-server` started on a loopback
+    /// port; the `redis` feature), or several (`cerberus,rocksdb`,
+    /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`, `device,redis`: also prints the
+    /// first one's ratio to each other) [default: cerberus, or device when --device is given].
     #[arg(long)]
     engine: Option<String>,
 
