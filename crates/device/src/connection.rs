@@ -9,13 +9,12 @@ use crate::admission::Ticket;
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::put_batch::{HeldPut, HeldPuts};
-use crate::workers::{panic_message, Workers};
+use crate::workers::{catch_command, Workers};
 use bytes::BytesMut;
 use cerberus_proto::{
     split_frame, Command, Frame, ProtoError, Reply, Request, Response, Status, DEVICE_NSID,
 };
 use std::collections::HashSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -204,7 +203,6 @@ pub async fn serve<S>(
                             let _ = tx.send((resp, Some(permit)));
                         }
                         tracing::debug!(error = %e, "closing connection after a bad frame");
-                        puts.store(&shared);
                         break 'conn;
                     }
                 }
@@ -461,19 +459,9 @@ pub(crate) fn answer(
 ) -> Response {
     let (cid, nsid) = (cmd.cid, cmd.nsid);
     let opcode = cmd.request.opcode() as u8;
-    let resp = match catch_unwind(AssertUnwindSafe(|| shared.execute(cmd, iters))) {
+    let resp = match catch_command(nsid, opcode, || shared.execute(cmd, iters)) {
         Ok(resp) => resp,
-        Err(payload) => {
-            let msg = panic_message(payload.as_ref());
-            tracing::error!(nsid, opcode, panic = msg, "command panicked");
-            Response::error(
-                cid,
-                nsid,
-                opcode,
-                Status::InternalError,
-                format!("the command panicked in the device ({msg}); the device is still serving"),
-            )
-        }
+        Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
     };
     let ok = resp.status.is_success();
     shared.metrics.record(nsid, opcode, ok, arrived.elapsed());
@@ -501,7 +489,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        let write = async { wr.write_all(&out).await.and(wr.flush().await) };
+        let write = async {
+            wr.write_all(&out).await?;
+            wr.flush().await
+        };
         match tokio::time::timeout(timeout, write).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) => return,

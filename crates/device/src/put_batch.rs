@@ -7,11 +7,10 @@
 use crate::connection::{answer, Outbox};
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
-use crate::workers::panic_message;
+use crate::workers::catch_command;
 use bytes::Bytes;
 use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status};
 use parking_lot::Mutex;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
@@ -30,8 +29,15 @@ pub struct HeldPut {
 /// The puts held on one network thread.
 #[derive(Default)]
 pub struct HeldPuts {
-    held: Mutex<(Vec<HeldPut>, usize)>,
+    held: Mutex<Held>,
     wake: Notify,
+}
+
+#[derive(Default)]
+struct Held {
+    puts: Vec<HeldPut>,
+    /// Key and value bytes of `puts`.
+    bytes: usize,
 }
 
 impl HeldPuts {
@@ -39,13 +45,13 @@ impl HeldPuts {
         let full = {
             let mut held = self.held.lock();
             if let Request::Store { key, value, .. } = &put.cmd.request {
-                held.1 += key.len() + value.len();
+                held.bytes += key.len() + value.len();
             }
-            held.0.push(put);
-            if held.0.len() == 1 {
+            held.puts.push(put);
+            if held.puts.len() == 1 {
                 self.wake.notify_one();
             }
-            held.1 >= HELD_BYTES
+            held.bytes >= HELD_BYTES
         };
         if full {
             self.store(shared);
@@ -54,11 +60,7 @@ impl HeldPuts {
 
     /// Stores what is held and answers each put.
     pub fn store(&self, shared: &Shared) {
-        let puts = {
-            let mut held = self.held.lock();
-            held.1 = 0;
-            std::mem::take(&mut held.0)
-        };
+        let puts = std::mem::take(&mut *self.held.lock()).puts;
         if puts.is_empty() {
             return;
         }
@@ -103,18 +105,8 @@ fn store_group(shared: &Shared, nsid: u32, mut group: Vec<HeldPut>) {
             _ => None,
         })
         .collect();
-    let outcome = match catch_unwind(AssertUnwindSafe(|| shared.store_all(nsid, &kvs))) {
-        Ok(o) => o,
-        Err(payload) => {
-            let msg = panic_message(payload.as_ref());
-            tracing::error!(nsid, panic = msg, "a batch of puts panicked");
-            Err((
-                Status::InternalError,
-                format!("the command panicked in the device ({msg}); the device is still serving"),
-            ))
-        }
-    };
     let opcode = Opcode::Store as u8;
+    let outcome = catch_command(nsid, opcode, || shared.store_all(nsid, &kvs)).and_then(|r| r);
     for p in group {
         let resp = match &outcome {
             Ok(()) => Response {

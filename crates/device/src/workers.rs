@@ -59,6 +59,23 @@ impl Workers {
     }
 }
 
+/// Runs a command's work; a panic becomes the internal error its client is answered with
+/// (the device keeps serving).
+pub fn catch_command<T>(
+    nsid: u32,
+    opcode: u8,
+    f: impl FnOnce() -> T,
+) -> Result<T, (cerberus_proto::Status, String)> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        let msg = panic_message(payload.as_ref());
+        tracing::error!(nsid, opcode, panic = msg, "command panicked");
+        (
+            cerberus_proto::Status::InternalError,
+            format!("the command panicked in the device ({msg}); the device is still serving"),
+        )
+    })
+}
+
 /// The text of a panic payload (`panic!` gives a `&str` or a `String`).
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     if let Some(s) = payload.downcast_ref::<&str>() {
