@@ -30,6 +30,22 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// The frames of an Authenticate for `nsid`, then of `requests`.
+fn authenticated_frames(
+    nsid: u32,
+    secret: &str,
+    requests: impl IntoIterator<Item = Request>,
+) -> BytesMut {
+    let auth = Request::Authenticate {
+        secret: Bytes::copy_from_slice(secret.as_bytes()),
+    };
+    let mut frames = BytesMut::new();
+    for (cid, request) in (1..).zip(std::iter::once(auth).chain(requests)) {
+        Command { cid, nsid, request }.encode(&mut frames).unwrap();
+    }
+    frames
+}
+
 fn metric(dev: &cerberus_device::DeviceHandle, name: &str) -> u64 {
     let text = dev.metrics_text();
     text.lines()
@@ -55,16 +71,7 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
         idle.push(TcpStream::connect(&addr).expect("connect"));
     }
     // A valid Authenticate frame, sent one byte a second.
-    let mut frame = BytesMut::new();
-    Command {
-        cid: 1,
-        nsid,
-        request: Request::Authenticate {
-            secret: Bytes::from(vec![b's'; 200]),
-        },
-    }
-    .encode(&mut frame)
-    .unwrap();
+    let frame = authenticated_frames(nsid, &"s".repeat(200), []);
     let stop = Arc::new(AtomicBool::new(false));
     let trickle = {
         let (addr, stop, frame) = (addr.clone(), stop.clone(), frame.clone());
@@ -188,20 +195,10 @@ fn a_client_that_does_not_read_its_replies_is_closed() {
     c.authenticate(nsid, &secret).unwrap();
     c.put(nsid, "big", vec![7u8; 1 << 20]).unwrap();
     drop(c);
-    let mut frames = BytesMut::new();
-    let mut cid = 0;
-    let mut push = |request: Request| {
-        cid += 1;
-        Command { cid, nsid, request }.encode(&mut frames).unwrap();
-    };
-    push(Request::Authenticate {
-        secret: Bytes::from(secret.into_bytes()),
+    let gets = (0..500).map(|_| Request::Retrieve {
+        key: Bytes::from_static(b"big"),
     });
-    for _ in 0..500 {
-        push(Request::Retrieve {
-            key: Bytes::from_static(b"big"),
-        });
-    }
+    let frames = authenticated_frames(nsid, &secret, gets);
     let mut s = TcpStream::connect(dev.local_addr()).unwrap();
     // Written from a thread: the device stops reading once its replies back up.
     let writer = std::thread::spawn(move || {
@@ -248,23 +245,13 @@ fn clients_that_vanish_mid_command_leave_nothing_behind() {
         })
     };
     for round in 0..200u32 {
-        let mut frames = BytesMut::new();
-        let mut cid = 0;
-        let mut push = |request: Request| {
-            cid += 1;
-            Command { cid, nsid, request }.encode(&mut frames).unwrap();
-        };
-        push(Request::Authenticate {
-            secret: Bytes::from(secret.clone().into_bytes()),
+        let puts = (0..(round % 40)).map(|i| Request::Store {
+            key: Bytes::from(format!("gone-{round}-{i}")),
+            value: Bytes::from(vec![b'x'; 512]),
+            mode: cerberus_proto::StoreMode::Always,
+            sync: false,
         });
-        for i in 0..(round % 40) {
-            push(Request::Store {
-                key: Bytes::from(format!("gone-{round}-{i}")),
-                value: Bytes::from(vec![b'x'; 512]),
-                mode: cerberus_proto::StoreMode::Always,
-                sync: false,
-            });
-        }
+        let frames = authenticated_frames(nsid, &secret, puts);
         let mut s = TcpStream::connect(&addr).unwrap();
         // Half of the rounds cut the last frame short.
         let cut = if round % 2 == 0 {
