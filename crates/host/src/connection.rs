@@ -232,40 +232,39 @@ impl Connection {
                 .collect()
         };
         let mut frames = BytesMut::new();
-        let mut waits: Vec<Result<_>> = Vec::with_capacity(commands.len());
-        let mut done: Vec<Result<Response>> = Vec::with_capacity(commands.len());
+        let mut waiting = std::collections::VecDeque::with_capacity(commands.len());
+        let mut done = Vec::with_capacity(commands.len());
+        let mut take_oldest = |waiting: &mut std::collections::VecDeque<Result<_>>| {
+            if let Some(w) = waiting.pop_front() {
+                done.push(w.and_then(|mut w| d.wait(&self.shared, &mut w)));
+            }
+        };
         for c in commands {
             // Out of in-flight slots: send what is registered and take the oldest completion,
             // which gives a slot back (nobody else may be reading for this thread).
-            while self
-                .shared
-                .limit
-                .get()
-                .is_some_and(|l| l.available_permits() == 0)
-                && done.len() < waits.len()
+            while !waiting.is_empty()
+                && self
+                    .shared
+                    .limit
+                    .get()
+                    .is_some_and(|l| l.available_permits() == 0)
             {
                 if self.send_direct(d, &frames).is_err() {
                     return closed();
                 }
                 frames.clear();
-                let oldest =
-                    std::mem::replace(&mut waits[done.len()], Err(Error::ConnectionClosed));
-                done.push(oldest.and_then(|mut w| d.wait(&self.shared, &mut w)));
+                take_oldest(&mut waiting);
             }
-            waits.push(match self.register(c).await {
-                Ok((frame, wait)) => {
-                    frames.extend_from_slice(&frame);
-                    Ok(wait)
-                }
-                Err(e) => Err(e),
-            });
+            waiting.push_back(self.register(c).await.map(|(frame, wait)| {
+                frames.extend_from_slice(&frame);
+                wait
+            }));
         }
         if self.send_direct(d, &frames).is_err() {
             return closed();
         }
-        let rest: Vec<_> = waits.drain(done.len()..).collect();
-        for w in rest {
-            done.push(w.and_then(|mut w| d.wait(&self.shared, &mut w)));
+        while !waiting.is_empty() {
+            take_oldest(&mut waiting);
         }
         done
     }
