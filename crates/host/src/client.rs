@@ -194,12 +194,7 @@ impl Client {
 
     /// The value, or `None` if the key does not exist.
     pub async fn get(&self, nsid: u32, key: impl Into<Bytes>) -> Result<Option<Bytes>> {
-        match self.run(nsid, Request::Retrieve { key: key.into() }).await {
-            Ok(Reply::Value(v)) => Ok(Some(v)),
-            Ok(other) => Err(unexpected("retrieve", &other)),
-            Err(Error::KeyNotExist) => Ok(None),
-            Err(e) => Err(e),
-        }
+        value_or_absent(self.run(nsid, Request::Retrieve { key: key.into() }).await)
     }
 
     /// Puts sent together, each without waiting for the one before (pipelined on this
@@ -246,12 +241,7 @@ impl Client {
         })
         .await?;
         done.into_iter()
-            .map(|r| match r.and_then(ok_reply) {
-                Ok(Reply::Value(v)) => Ok(Some(v)),
-                Ok(other) => Err(unexpected("retrieve", &other)),
-                Err(Error::KeyNotExist) => Ok(None),
-                Err(e) => Err(e),
-            })
+            .map(|r| value_or_absent(r.and_then(ok_reply)))
             .collect()
     }
 
@@ -453,6 +443,16 @@ async fn with_timeout<T>(
             .await
             .map_err(|_| Error::Timeout)?,
         None => fut.await,
+    }
+}
+
+/// A Retrieve's value, `None` for an absent key.
+fn value_or_absent(reply: Result<Reply>) -> Result<Option<Bytes>> {
+    match reply {
+        Ok(Reply::Value(v)) => Ok(Some(v)),
+        Ok(other) => Err(unexpected("retrieve", &other)),
+        Err(Error::KeyNotExist) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
