@@ -81,7 +81,7 @@ pub struct QueriesArgs {
     #[arg(long, default_value_t = 1)]
     load_repeat: usize,
     /// Run each query on the engines in turn, repetition by repetition (else each engine's
-    /// repetitions back to back; SQLite's always are).
+    /// repetitions back to back, query by query).
     #[arg(long)]
     interleave: bool,
     /// Directory for the databases (default: a temporary one).
@@ -131,40 +131,39 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let rounds = args.load_repeat.max(1);
     let mut loads: Vec<Vec<f64>> = vec![Vec::new(); kinds.len() + usize::from(args.sqlite)];
     let mut engines = Vec::new();
-    let mut runs = Vec::new();
     for round in 0..rounds {
         let last = round + 1 == rounds;
-        for (i, (kind, index)) in kinds.iter().enumerate() {
-            let loaded = load_cerberus(&args, &dir.join(kind), &records, &set, *index)?;
-            loads[i].push(loaded.load_secs);
-            if last {
-                engines.push(loaded);
-            } else {
-                loaded.close()?;
+        // Kept for the queries in the last round, else closed at once.
+        let mut keep = |i: usize, l: Loaded| -> Result<()> {
+            loads[i].push(l.load_secs);
+            match last {
+                true => engines.push(l),
+                false => l.close()?,
             }
+            Ok(())
+        };
+        for (i, (kind, index)) in kinds.iter().enumerate() {
+            keep(
+                i,
+                load_cerberus(&args, &dir.join(kind), &records, &set, *index)?,
+            )?;
         }
         #[cfg(feature = "sqlite")]
         if args.sqlite {
-            let run = sqlite::run(&dir.join("sqlite.db"), &records, &set, args.repeat, !last)?;
-            loads[kinds.len()].push(run["load_secs"].as_f64().unwrap_or(0.0));
-            if last {
-                runs.push(run);
-            }
+            let (db, secs) = sqlite::Sqlite::load(&dir.join("sqlite.db"), &records, &set)?;
+            let l = Loaded::new("sqlite", "", None, secs, Engine::Sqlite(db));
+            keep(kinds.len(), l)?;
         }
     }
     // Every engine loaded; the queries run on all of them in turn.
     let results = run_queries(&set, args.repeat, &engines, args.interleave)?;
-    let mut cerberus_runs = Vec::new();
-    for (engine, queries) in engines.into_iter().zip(results) {
-        cerberus_runs.push(json!({
-            "engine": engine.name, "load_secs": engine.load_secs, "queries": queries,
+    let mut runs = Vec::new();
+    for ((engine, queries), secs) in engines.into_iter().zip(results).zip(loads) {
+        runs.push(json!({
+            "engine": engine.name, "load_secs": median(secs.clone()),
+            "load_secs_each": secs, "queries": queries,
         }));
         engine.close()?;
-    }
-    runs.splice(0..0, cerberus_runs);
-    for (run, secs) in runs.iter_mut().zip(loads) {
-        run["load_secs_each"] = json!(secs);
-        run["load_secs"] = json!(median(secs));
     }
     print_table(&set, &runs);
     if let Some(path) = &args.json {
@@ -263,6 +262,8 @@ enum Engine {
         target: device::Target,
         host_scan: bool,
     },
+    #[cfg(feature = "sqlite")]
+    Sqlite(sqlite::Sqlite),
 }
 
 impl Loaded {
@@ -275,6 +276,7 @@ impl Loaded {
         engine: Engine,
     ) -> Loaded {
         let name = match index {
+            None if none.is_empty() => what.to_string(),
             None => format!("{what} ({none})"),
             Some(k) => format!("{what} ({k})"),
         };
@@ -302,6 +304,8 @@ impl Loaded {
                 host_scan: true,
             } => target.run_on_host(q, filter),
             Engine::Device { target, .. } => target.run(q),
+            #[cfg(feature = "sqlite")]
+            Engine::Sqlite(db) => db.run(q),
         }
     }
 
@@ -309,6 +313,8 @@ impl Loaded {
         match self.engine {
             Engine::Embedded { db, .. } => Ok(db.close()?),
             Engine::Device { target, .. } => target.stop(),
+            #[cfg(feature = "sqlite")]
+            Engine::Sqlite(_) => Ok(()),
         }
     }
 }
@@ -391,13 +397,13 @@ fn load_device(
 }
 
 /// One run of a query: results, the engine's statistics, bytes returned.
-type QueryRun = (usize, RunStats, u64);
+pub(crate) type QueryRun = (usize, RunStats, u64);
 
 /// Runs every query of `set` `repeat` times on each engine; per engine, one JSON object per
 /// query with the median latency and the last run's figures. `interleave`: the engines in turn
 /// for each run (a slow spell of the machine falls on all of them alike, but each run finds
-/// the CPU caches as another engine left them); else each engine's runs back to back, as
-/// SQLite's run.
+/// the CPU caches as another engine left them); else each engine's runs back to back, one
+/// query after another (the engines' runs of a query minutes apart at most).
 fn run_queries(
     set: &QuerySet,
     repeat: usize,

@@ -1,10 +1,13 @@
 //! The SQLite peer of `cerberus-bench queries`: the same records as JSON documents in one
 //! table, an expression index on the queried attribute (created before the load, as the
 //! engine's), the same queries through SQL. WAL journal and `synchronous = OFF`, the
-//! durability of the engine without `sync`.
+//! durability of the engine without `sync`. Loaded once, then queried beside the engines,
+//! query by query, so that a slow spell of this machine falls on all of them alike.
 
-use super::workload::{QuerySet, Shape};
+use super::workload::{Query, QuerySet, RunStats, Shape};
+use super::QueryRun;
 use anyhow::Result;
+use rusqlite::types::ValueRef;
 use rusqlite::{params_from_iter, Connection, ToSql};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -28,48 +31,59 @@ fn path(attr: &str) -> String {
     format!("'$.{attr}'")
 }
 
-pub fn run(
-    file: &Path,
-    records: &[(Vec<u8>, Vec<u8>)],
-    set: &QuerySet,
-    repeat: usize,
-    load_only: bool,
-) -> Result<Value> {
-    let _ = std::fs::remove_file(file);
-    let mut conn = Connection::open(file)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "OFF")?;
-    let t = Instant::now();
-    conn.execute_batch(&format!(
-        "CREATE TABLE docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL);
-         CREATE INDEX docs_sk ON docs (json_extract(doc, {}));",
-        path(&set.attr)
-    ))?;
-    let tx = conn.transaction()?;
-    {
-        let mut insert = tx.prepare("INSERT OR REPLACE INTO docs (id, doc) VALUES (?1, ?2)")?;
-        for (k, v) in records {
-            insert.execute((String::from_utf8_lossy(k), String::from_utf8_lossy(v)))?;
+/// A loaded SQLite database.
+pub struct Sqlite {
+    conn: Connection,
+    attr: String,
+}
+
+impl Sqlite {
+    /// Loads `records` into a fresh database at `file`; returns it and the load's seconds.
+    pub fn load(
+        file: &Path,
+        records: &[(Vec<u8>, Vec<u8>)],
+        set: &QuerySet,
+    ) -> Result<(Sqlite, f64)> {
+        let _ = std::fs::remove_file(file);
+        let mut conn = Connection::open(file)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "OFF")?;
+        let t = Instant::now();
+        conn.execute_batch(&format!(
+            "CREATE TABLE docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+             CREATE INDEX docs_sk ON docs (json_extract(doc, {}));",
+            path(&set.attr)
+        ))?;
+        let tx = conn.transaction()?;
+        {
+            let mut insert = tx.prepare("INSERT OR REPLACE INTO docs (id, doc) VALUES (?1, ?2)")?;
+            for (k, v) in records {
+                insert.execute((String::from_utf8_lossy(k), String::from_utf8_lossy(v)))?;
+            }
         }
-    }
-    tx.commit()?;
-    let load_secs = t.elapsed().as_secs_f64();
-    eprintln!("sqlite: loaded in {load_secs:.2} s");
-    if load_only {
-        return Ok(json!({ "engine": "sqlite", "load_secs": load_secs }));
-    }
-    let sk = format!("json_extract(doc, {})", path(&set.attr));
-    let mut results = Vec::new();
-    for q in &set.queries {
-        let Some(key) = &q.sk else {
-            // A user's filter has no SQL translation here.
-            results.push(
-                json!({"query": q.name, "sk": q.sk_label(), "median_us": null, "results": null}),
-            );
-            continue;
+        tx.commit()?;
+        let load_secs = t.elapsed().as_secs_f64();
+        let db = Sqlite {
+            conn,
+            attr: set.attr.clone(),
         };
+        // Every statement prepared (and cached) before any clock starts.
+        db.conn
+            .set_prepared_statement_cache_capacity(set.queries.len().max(16));
+        for q in &set.queries {
+            if let Some(sql) = db.sql(q) {
+                db.conn.prepare_cached(&sql)?;
+            }
+        }
+        Ok((db, load_secs))
+    }
+
+    /// The SQL of `q`, or `None` for a user's filter (no SQL translation here).
+    fn sql(&self, q: &Query) -> Option<String> {
+        q.sk.as_ref()?;
+        let sk = format!("json_extract(doc, {})", path(&self.attr));
         let limit = |l: Option<u64>| l.map_or(String::new(), |l| format!(" LIMIT {l}"));
-        let sql = match &q.shape {
+        Some(match &q.shape {
             Shape::Pks { limit: l } => {
                 format!(
                     "SELECT id FROM docs WHERE {sk} = ?1{}",
@@ -79,27 +93,18 @@ pub fn run(
             Shape::Find {
                 project: None,
                 limit: l,
-            } => {
-                format!("SELECT id, doc FROM docs WHERE {sk} = ?1{}", limit(*l))
-            }
+            } => format!("SELECT id, doc FROM docs WHERE {sk} = ?1{}", limit(*l)),
             Shape::Find {
                 project: Some(p),
                 limit: l,
-            } => {
-                let cols: Vec<String> = p
-                    .iter()
-                    .map(|a| format!("json_extract(doc, {})", path(a)))
-                    .collect();
-                format!(
-                    "SELECT id, json_object({}) FROM docs WHERE {sk} = ?1{}",
-                    p.iter()
-                        .zip(&cols)
-                        .map(|(a, c)| format!("'{a}', {c}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    limit(*l)
-                )
-            }
+            } => format!(
+                "SELECT id, json_object({}) FROM docs WHERE {sk} = ?1{}",
+                p.iter()
+                    .map(|a| format!("'{a}', json_extract(doc, {})", path(a)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                limit(*l)
+            ),
             Shape::Top { by, k } => format!(
                 "SELECT id FROM docs WHERE {sk} = ?1 AND json_extract(doc, {b}) IS NOT NULL \
                  ORDER BY json_extract(doc, {b}) DESC, id LIMIT {k}",
@@ -109,28 +114,29 @@ pub fn run(
                 "SELECT avg(json_extract(doc, {})) FROM docs WHERE {sk} = ?1",
                 path(attr)
             ),
-        };
-        let mut stmt = conn.prepare(&sql)?;
-        let mut times = Vec::new();
-        let mut found = 0;
-        for _ in 0..repeat {
-            let t = Instant::now();
-            let mut rows = stmt.query(params_from_iter([param(key)]))?;
-            let mut n = 0usize;
-            while let Some(row) = rows.next()? {
-                // Read every column out, as a client would.
-                for i in 0..row.as_ref().column_count() {
-                    let _: rusqlite::types::Value = row.get(i)?;
-                }
-                n += 1;
-            }
-            times.push(t.elapsed().as_secs_f64() * 1e6);
-            found = n;
-        }
-        results.push(json!({
-            "query": q.name, "sk": q.sk_label(), "median_us": super::median(times),
-            "results": found, "sql": sql,
-        }));
+        })
     }
-    Ok(json!({ "engine": "sqlite", "load_secs": load_secs, "queries": results }))
+
+    /// One run of `q`: every column of every row read out as a client would (text copied);
+    /// the bytes are those of the columns read.
+    pub fn run(&self, q: &Query) -> Result<QueryRun> {
+        let (Some(key), Some(sql)) = (&q.sk, self.sql(q)) else {
+            return Ok((0, RunStats::Json(json!({ "sql": null })), 0));
+        };
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(params_from_iter([param(key)]))?;
+        let (mut n, mut bytes) = (0usize, 0u64);
+        while let Some(row) = rows.next()? {
+            for i in 0..row.as_ref().column_count() {
+                let v: rusqlite::types::Value = row.get(i)?;
+                bytes += match ValueRef::from(&v) {
+                    ValueRef::Text(t) | ValueRef::Blob(t) => t.len() as u64,
+                    ValueRef::Null => 0,
+                    ValueRef::Integer(_) | ValueRef::Real(_) => 8,
+                };
+            }
+            n += 1;
+        }
+        Ok((n, RunStats::Json(json!({ "sql": sql })), bytes))
+    }
 }
