@@ -226,7 +226,7 @@ impl Inner {
                     Some(limit as u64),
                     &mut stats,
                     &mut |m| {
-                        pks.push(m.pk.clone());
+                        pks.push(Bytes::copy_from_slice(m.pk));
                         Ok(pks.len() < limit)
                     },
                 )?;

@@ -25,6 +25,8 @@ pub(super) struct SnapshotRecords {
     ahead: HashMap<(u64, u64), crate::prefetch::Pending<Result<Bytes>>>,
     /// The memtable key of the pk a memtable check looks for (kept: one per entry).
     user_key: Vec<u8>,
+    /// The value-log segment the last value read was in.
+    segment: crate::vlog::LastSegment,
     _pin: crate::vlog::ReadPin,
 }
 
@@ -39,6 +41,7 @@ impl SnapshotRecords {
             walk: None,
             ahead: HashMap::new(),
             user_key: Vec::new(),
+            segment: Default::default(),
             _pin: inner.vlog_reader.pin(),
         }
     }
@@ -87,6 +90,7 @@ impl Records for SnapshotRecords {
     ) -> Result<()> {
         let t = Instant::now();
         out.clear();
+        out.reserve(max);
         let mut scan = self.walk(index, &range.start, after)?;
         while scan.valid() && out.len() < max {
             let key = scan.key();
@@ -124,11 +128,13 @@ impl Records for SnapshotRecords {
         let t = Instant::now();
         let value = match (hit.value, hit.addr) {
             (Some(v), _) => v,
-            (None, Some(addr)) => {
-                self.inner
-                    .vlog_reader
-                    .read_value(addr, self.ns, pk, &self.counters)?
-            }
+            (None, Some(addr)) => self.inner.vlog_reader.read_value_in(
+                &mut self.segment,
+                addr,
+                self.ns,
+                pk,
+                &self.counters,
+            )?,
             (None, None) => return Err(Error::corruption("index", 0, "entry without a value")),
         };
         stats.value_reads += 1;
@@ -168,10 +174,13 @@ impl Records for SnapshotRecords {
             Some(read) => read
                 .wait()
                 .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?,
-            None => self
-                .inner
-                .vlog_reader
-                .read_value(addr, self.ns, pk, &self.counters)?,
+            None => self.inner.vlog_reader.read_value_in(
+                &mut self.segment,
+                addr,
+                self.ns,
+                pk,
+                &self.counters,
+            )?,
         };
         stats.value_reads += 1;
         stats.value_read_ns += t.elapsed().as_nanos() as u64;

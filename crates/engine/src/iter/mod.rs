@@ -67,6 +67,8 @@ pub struct SnapshotScan {
     snapshot: SeqNo,
     /// `nsid ++ user key` of the current key.
     user: Vec<u8>,
+    /// The buffer of the key before, reused for the next one (no allocation per step).
+    spare: Vec<u8>,
     kind: Kind,
     seq: SeqNo,
     valid: bool,
@@ -109,6 +111,7 @@ impl SnapshotScan {
             ns,
             snapshot,
             user: Vec::new(),
+            spare: Vec::new(),
             kind: Kind::Put,
             seq: 0,
             valid: false,
@@ -139,7 +142,10 @@ impl SnapshotScan {
     /// entries)`. The version it reads is shared, not counted.
     pub fn memory(&self) -> (usize, usize) {
         let (sources, buffers) = self.merged.memory();
-        let own = std::mem::size_of::<SnapshotScan>() + self.user.capacity() + sources;
+        let own = std::mem::size_of::<SnapshotScan>()
+            + self.user.capacity()
+            + self.spare.capacity()
+            + sources;
         (own, buffers)
     }
 
@@ -163,8 +169,11 @@ impl SnapshotScan {
         if !self.valid {
             return Ok(());
         }
-        let current = std::mem::take(&mut self.user);
-        self.settle(Some(&current))
+        let mut current = std::mem::replace(&mut self.user, std::mem::take(&mut self.spare));
+        let settled = self.settle(Some(&current));
+        current.clear();
+        self.spare = current;
+        settled
     }
 
     /// From the merge's position, stops at the newest visible version of the first user key

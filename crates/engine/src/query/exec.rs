@@ -97,7 +97,7 @@ fn first_batch(expect: Option<u64>) -> usize {
 pub struct Match<'a> {
     /// Where the query resumes after this record: its index entry key, or its pk.
     pub position: &'a [u8],
-    pub pk: &'a Bytes,
+    pub pk: &'a [u8],
     pub value: &'a Bytes,
     pub doc: &'a Doc,
 }
@@ -190,6 +190,12 @@ impl EntryBatch {
     pub fn clear(&mut self) {
         self.buf.clear();
         self.ends.clear();
+    }
+
+    /// Room for `n` more entries of a typical size (a batch fills without growing).
+    pub fn reserve(&mut self, n: usize) {
+        self.ends.reserve(n);
+        self.buf.reserve(n * 48);
     }
 
     pub fn push(&mut self, key: &[u8], value: &[u8]) {
@@ -351,7 +357,7 @@ pub fn for_each_match(
                 stats.records_matched += 1;
                 f(Match {
                     position: e.key,
-                    pk: &Bytes::copy_from_slice(e.pk),
+                    pk: e.pk,
                     value: &doc.value,
                     doc: &doc,
                 })
@@ -485,7 +491,7 @@ pub fn top_k(
             if let Some(key) = m.doc.scalar(by) {
                 let e = Candidate {
                     key,
-                    pk: m.pk.clone(),
+                    pk: Bytes::copy_from_slice(m.pk),
                     desc,
                     projection: projection.map(|p| m.doc.project(p)),
                 };

@@ -125,11 +125,15 @@ pub fn find_page(
     req: &PageRequest<'_>,
     mut stats: QueryStats,
 ) -> Result<FindPage> {
-    let mut out: Vec<Found> = Vec::new();
+    let limit = req.remaining;
+    // Values as found, and every pk in one buffer, cut into each record's at the end (one
+    // allocation for the page's pks).
+    let room = limit.map_or(16, |l| l.min(1024) as usize);
+    let mut values: Vec<(usize, Bytes)> = Vec::with_capacity(room);
+    let mut pks: Vec<u8> = Vec::with_capacity(room * 16);
     // The position of the last record taken, in one buffer for the page.
     let (mut bytes, mut last): (usize, Vec<u8>) = (0, Vec::new());
     let mut full = false;
-    let limit = req.remaining;
     if limit != Some(0) {
         for_each_match(
             records,
@@ -144,18 +148,16 @@ pub fn find_page(
                     None => m.value.clone(),
                 };
                 let size = m.pk.len() + value.len();
-                if !out.is_empty() && bytes + size > req.page_bytes {
+                if !values.is_empty() && bytes + size > req.page_bytes {
                     full = true;
                     return Ok(false);
                 }
                 bytes += size;
-                out.push(Found {
-                    pk: m.pk.clone(),
-                    value,
-                });
+                pks.extend_from_slice(m.pk);
+                values.push((pks.len(), value));
                 last.clear();
                 last.extend_from_slice(m.position);
-                if limit.is_some_and(|l| out.len() as u64 >= l) {
+                if limit.is_some_and(|l| values.len() as u64 >= l) {
                     return Ok(false);
                 }
                 Ok(true)
@@ -163,6 +165,16 @@ pub fn find_page(
         )?;
     }
     stats.bytes_returned += bytes as u64;
+    let pks = Bytes::from(pks);
+    let mut start = 0;
+    let out: Vec<Found> = values
+        .into_iter()
+        .map(|(end, value)| {
+            let pk = pks.slice(start..end);
+            start = end;
+            Found { pk, value }
+        })
+        .collect();
     let remaining = limit.map(|l| l - out.len() as u64);
     let more = full && remaining != Some(0);
     let continuation = match (more, out.is_empty()) {

@@ -12,7 +12,7 @@ mod liveness;
 mod reader;
 
 pub use liveness::Liveness;
-pub use reader::{ReadPin, VlogReader};
+pub use reader::{LastSegment, ReadPin, VlogReader};
 
 use crate::coding::{get_u32, get_u64, put_u32, put_u64};
 use crate::error::{Error, IoContext, Result};

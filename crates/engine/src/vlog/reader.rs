@@ -82,6 +82,12 @@ pub struct ReadPin {
     _epoch: Arc<Epoch>,
 }
 
+/// The segment file a reader used last: a query's reads in one segment skip the shared map
+/// of open files (a lock, a hash and a reference count per read). Held under a [`ReadPin`],
+/// as every read is.
+#[derive(Default)]
+pub struct LastSegment(Option<(u64, Arc<dyn RandomAccessFile>)>);
+
 /// Reads values by address, keeping segment files open.
 pub struct VlogReader {
     shared: Arc<Shared>,
@@ -134,6 +140,33 @@ impl VlogReader {
         c: &Counters,
     ) -> Result<Bytes> {
         let file = self.file(addr.segment)?;
+        Self::read_in(&*file, addr, nsid, key, c)
+    }
+
+    /// [`read_value`](Self::read_value) for one of a sequence of reads, reusing the segment
+    /// file the last one opened when it is the same.
+    pub fn read_value_in(
+        &self,
+        last: &mut LastSegment,
+        addr: ValueAddr,
+        nsid: Nsid,
+        key: &[u8],
+        c: &Counters,
+    ) -> Result<Bytes> {
+        let file = match &last.0 {
+            Some((seg, f)) if *seg == addr.segment => f,
+            _ => &last.0.insert((addr.segment, self.file(addr.segment)?)).1,
+        };
+        Self::read_in(&**file, addr, nsid, key, c)
+    }
+
+    fn read_in(
+        file: &dyn RandomAccessFile,
+        addr: ValueAddr,
+        nsid: Nsid,
+        key: &[u8],
+        c: &Counters,
+    ) -> Result<Bytes> {
         let name = || segment_name(addr.segment);
         let mut buf = file
             .read_bytes(addr.offset, addr.len as usize, IoPurpose::Value)
