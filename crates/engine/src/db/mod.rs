@@ -190,7 +190,7 @@ impl Db {
             indexes: RwLock::new(Arc::new(indexes)),
             versions: Mutex::new(versions),
             sv: RwLock::new(Arc::new(SuperVersion {
-                mem: Arc::new(Memtable::new()),
+                mem: Arc::new(Memtable::new(options.memtable_bytes)),
                 imm: Vec::new(),
                 version,
             })),

@@ -76,7 +76,7 @@ pub(super) fn recover(
         .copied()
         .filter(|&s| s >= log_start.0)
         .collect();
-    let mem = Memtable::new();
+    let mem = Memtable::new(opts.memtable_bytes);
     let indexes = IndexSet::from_defs(namespaces.indexes.values());
     let flushed_seq = last_seq;
     for (i, &seg) in replay.iter().enumerate() {
@@ -147,5 +147,5 @@ pub(super) fn recover(
         },
     )?;
     let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
-    Ok((versions, Memtable::new(), writer))
+    Ok((versions, Memtable::new(opts.memtable_bytes), writer))
 }

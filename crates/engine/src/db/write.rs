@@ -338,7 +338,7 @@ impl Inner {
         let mut imm = vec![Arc::new(frozen)];
         imm.extend(sv.imm.iter().cloned());
         *sv = Arc::new(SuperVersion {
-            mem: Arc::new(Memtable::new()),
+            mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
             imm,
             version: sv.version.clone(),
         });
