@@ -332,6 +332,7 @@ fn handle(
 ) {
     // The TSC clock: two reads per command, at a third of the system clock's cost.
     let arrived = quanta::Instant::now();
+    crate::spin::touch();
     let cmd = match Command::decode(&frame) {
         Ok(c) => c,
         Err(e) => {

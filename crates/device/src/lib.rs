@@ -15,6 +15,7 @@ mod put_batch;
 mod queries;
 mod reactor;
 mod server;
+mod spin;
 mod tls;
 mod workers;
 

@@ -29,21 +29,10 @@ impl Reactors {
     /// Starts `n` loops, each with the task that stores its held puts.
     pub fn start(n: usize, shared: &Arc<Shared>) -> std::io::Result<Reactors> {
         let mut reactors = Vec::with_capacity(n.max(1));
+        let spin = std::time::Duration::from_micros(shared.config.network_spin_us);
+        let cpu = crate::spin::SpareCpu::new();
         for i in 0..n.max(1) {
-            let spin = std::time::Duration::from_micros(shared.config.network_spin_us);
-            let mut builder = Builder::new_current_thread();
-            builder.enable_all();
-            if !spin.is_zero() {
-                // Busy a moment before sleeping: a command arriving meanwhile is read at
-                // once, without the cost of waking a sleeping thread (see `network_spin_us`).
-                builder.on_thread_park(move || {
-                    let until = quanta::Instant::now() + spin;
-                    while quanta::Instant::now() < until {
-                        std::hint::spin_loop();
-                    }
-                });
-            }
-            let rt = builder.build()?;
+            let rt = Builder::new_current_thread().enable_all().build()?;
             let handle = rt.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
             let thread = std::thread::Builder::new()
@@ -55,6 +44,9 @@ impl Reactors {
                 })?;
             let puts = Arc::new(HeldPuts::default());
             handle.spawn(puts.clone().run(shared.clone()));
+            if !spin.is_zero() {
+                handle.spawn(crate::spin::poll(spin, cpu.clone()));
+            }
             reactors.push(Reactor {
                 handle,
                 puts,
