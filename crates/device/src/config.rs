@@ -75,7 +75,7 @@ pub struct DeviceConfig {
     /// runnable threads than CPUs in `/proc/loadavg`; elsewhere it never polls). A command
     /// that arrives meanwhile is read without waking a sleeping thread, which on a virtual
     /// machine costs ~100 us. Polling happens only while threads ready to run waited for a
-    /// CPU less than 10 % of the last few milliseconds (`/proc/pressure/cpu`; without it,
+    /// CPU less than 30 % of the last 50 ms (`/proc/pressure/cpu`; without it,
     /// never): with many busy clients on few cores nobody polls. One client's gets went from
     /// 8.8k to 21k/s with 50 here, 16 clients' stayed level.
     pub network_spin_us: u64,
