@@ -7,20 +7,21 @@
 //! readiness without blocking), and a command arriving meanwhile is read at once. Polling
 //! takes a CPU, so it happens only while nobody else wants one: while threads ready to run
 //! waited for a CPU less than 30 % of the time, as the kernel's pressure accounting
-//! (`/proc/pressure/cpu`) counts it over the last 50 ms. (A client and a server handing
+//! (`/proc/pressure/cpu`) counts it every 5 ms, and never more pollers in the process than
+//! one CPU fewer than the machine has. (A client and a server handing
 //! commands to each other on two idle CPUs already show ~10 %: the woken thread waits a moment
 //! for the waker's CPU; 16 busy clients on two CPUs show 60-100 %.) With many busy clients on
 //! few cores nobody polls, and the clients keep their CPU. (The count of runnable threads
 //! does not tell: clients waiting for their replies are not runnable, yet they need a CPU
 //! the moment a reply comes.)
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::Notify;
 
 /// How often the pressure is read again.
-const CHECK_EVERY: Duration = Duration::from_millis(50);
+const CHECK_EVERY: Duration = Duration::from_millis(5);
 /// Threads waited for a CPU at most this share of the time: a CPU is spare.
 const SPARE_BELOW: f64 = 0.30;
 /// After a check finds threads waiting, nobody polls for this long: pollers of several
@@ -51,7 +52,7 @@ pub fn touch() {
 }
 
 /// Whether a CPU is spare: threads ready to run hardly waited for one since the last check,
-/// 50 ms ago.
+/// 5 ms ago.
 pub struct SpareCpu {
     start: quanta::Instant,
     /// Nanoseconds after `start` of the last check, and its answer.
@@ -137,19 +138,61 @@ fn stalled_us_of(pressure: &str) -> Option<u64> {
         .ok()
 }
 
+/// Threads of this process polling now, of every device in it.
+static POLLERS: AtomicUsize = AtomicUsize::new(0);
+
+/// At most one CPU fewer than the machine has polls, whatever the pressure says between
+/// two checks: pollers never take every CPU, even for the few ms before a check.
+fn max_pollers() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cpus.saturating_sub(1).max(1)
+    })
+}
+
+/// A poller's place among [`max_pollers`], given back when it sleeps or ends.
+struct Place(bool);
+
+impl Place {
+    fn take(&mut self) -> bool {
+        if !self.0 {
+            self.0 = POLLERS.fetch_add(1, Relaxed) < max_pollers();
+            if !self.0 {
+                POLLERS.fetch_sub(1, Relaxed);
+            }
+        }
+        self.0
+    }
+
+    fn give_back(&mut self) {
+        if std::mem::take(&mut self.0) {
+            POLLERS.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
 /// Runs on a network thread for its life: polls while commands came within `window` and a
 /// CPU is spare, else waits for the next command.
 pub async fn poll(window: Duration, cpu: Arc<SpareCpu>) {
     let local = LOCAL.with(Arc::clone);
     let mut seen = local.activity.load(Relaxed);
     let mut active_at = quanta::Instant::now();
+    let mut place = Place(false);
     loop {
         let now = quanta::Instant::now();
         let a = local.activity.load(Relaxed);
         if a != seen {
             (seen, active_at) = (a, now);
         }
-        if now.duration_since(active_at) > window || !cpu.spare() {
+        if now.duration_since(active_at) > window || !cpu.spare() || !place.take() {
+            place.give_back();
             local.sleeping.store(true, Relaxed);
             if local.activity.load(Relaxed) == seen {
                 local.wake.notified().await;

@@ -10,7 +10,7 @@ use bytes::{Bytes, BytesMut};
 use cerberus_proto::{Command, Request};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,15 @@ const TRICKLE: usize = 50;
 const GARBAGE: usize = 200;
 /// The device's memory may grow by at most this much during the storm (docs/device.md).
 const MEMORY_BOUND: u64 = 32 << 20;
+
+/// One test at a time: the storm measures the process's memory, which another test's device
+/// would grow, and each test's tenant must not share the two CPUs with another test's storm
+/// (run together, the vanishing clients' tenant was starved in 2 runs of 5).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -55,6 +64,7 @@ fn metric(dev: &cerberus_device::DeviceHandle, name: &str) -> u64 {
 
 #[test]
 fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| {
         // Long enough that the whole storm is connected before the first deadline.
@@ -187,6 +197,7 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
 
 #[test]
 fn a_client_that_does_not_read_its_replies_is_closed() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.write_timeout_ms = 1000);
     let (nsid, secret) = common::admin(&dev).ns_create("reader").expect("ns create");
@@ -221,13 +232,17 @@ fn a_client_that_does_not_read_its_replies_is_closed() {
 /// replies unread) leave no connection behind, and a tenant is served throughout.
 #[test]
 fn clients_that_vanish_mid_command_leave_nothing_behind() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
     let (nsid, secret) = common::admin(&dev).ns_create("vanish").expect("ns create");
     let addr = dev.local_addr().to_string();
     let stop = Arc::new(AtomicBool::new(false));
+    // Put-and-get pairs the tenant has completed.
+    let progress = Arc::new(AtomicU32::new(0));
     let tenant = {
         let (addr, secret, stop) = (addr.clone(), secret.clone(), stop.clone());
+        let progress = progress.clone();
         std::thread::spawn(move || {
             let c = cerberus_host::BlockingClient::connect(&addr).unwrap();
             c.authenticate(nsid, &secret).unwrap();
@@ -240,10 +255,22 @@ fn clients_that_vanish_mid_command_leave_nothing_behind() {
                     Some(i.to_string().into())
                 );
                 i += 1;
+                progress.store(i, Ordering::Relaxed);
             }
             i
         })
     };
+    // Served before the vanishing clients come (the rounds may take less time than a thread's
+    // start and first round trips), then while they come and after.
+    let wait_past = |n: u32| {
+        let until = Instant::now() + Duration::from_secs(20);
+        while progress.load(Ordering::Relaxed) <= n && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        progress.load(Ordering::Relaxed)
+    };
+    let before = wait_past(0);
+    assert!(before > 0, "the tenant was never served");
     for round in 0..200u32 {
         let puts = (0..(round % 40)).map(|i| Request::Store {
             key: Bytes::from(format!("gone-{round}-{i}")),
@@ -266,9 +293,13 @@ fn clients_that_vanish_mid_command_leave_nothing_behind() {
         }
         drop(s);
     }
+    let after = wait_past(before);
     stop.store(true, Ordering::Relaxed);
     let served = tenant.join().unwrap();
-    assert!(served > 0);
+    assert!(
+        after > before && served >= after,
+        "{before} {after} {served}"
+    );
     let gone = Instant::now() + Duration::from_secs(20);
     while metric(&dev, "cerberus_connections_open") > 0 && Instant::now() < gone {
         std::thread::sleep(Duration::from_millis(100));
