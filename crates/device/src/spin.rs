@@ -7,13 +7,13 @@
 //! readiness without blocking), and a command arriving meanwhile is read at once. Polling
 //! takes a CPU, so it happens only while nobody else wants one: while threads ready to run
 //! waited for a CPU less than 30 % of the time, as the kernel's pressure accounting
-//! (`/proc/pressure/cpu`) counts it every 5 ms, and never more pollers in the process than
-//! one CPU fewer than the machine has. (A client and a server handing
-//! commands to each other on two idle CPUs already show ~10 %: the woken thread waits a moment
-//! for the waker's CPU; 16 busy clients on two CPUs show 60-100 %.) With many busy clients on
-//! few cores nobody polls, and the clients keep their CPU. (The count of runnable threads
-//! does not tell: clients waiting for their replies are not runnable, yet they need a CPU
-//! the moment a reply comes.)
+//! (`/proc/pressure/cpu`) counts it every 5 ms, and never by more threads of the process than
+//! one fewer than the machine's CPUs. (A client and a server handing commands to each other
+//! on two idle CPUs already show ~10 %: the woken thread waits a moment for the waker's CPU;
+//! 16 busy clients on two CPUs show 60-100 %.) With many busy clients on few cores nobody
+//! polls, and the clients keep their CPU. (The count of runnable threads does not tell:
+//! clients waiting for their replies are not runnable, yet they need a CPU the moment a reply
+//! comes.)
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};

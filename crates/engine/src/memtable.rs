@@ -43,9 +43,9 @@ pub struct MemValue {
 /// Per-entry bookkeeping charged against the memtable budget besides key and value bytes.
 const ENTRY_OVERHEAD: usize = 64;
 
-/// Filter bits per byte of memtable budget: an entry is charged at least `ENTRY_OVERHEAD` bytes,
-/// so a full memtable has at least 8 bits per key (about 2 % false positives), many more with
-/// values of any size.
+/// Bytes of memtable budget per filter bit (the filter is 1/64 of the budget): an entry is
+/// charged at least `ENTRY_OVERHEAD` bytes, so a full memtable has at least 8 bits per key
+/// (under 5 % false positives, tested), many more with values of any size.
 const FILTER_BYTES_PER_BIT: usize = 8;
 /// Bits set per key, all in one 64-byte block (one cache line read per probe).
 const FILTER_PROBES: u32 = 6;

@@ -69,6 +69,13 @@ impl SnapshotRecords {
         Ok(scan)
     }
 
+    /// The value at `addr`, through the segment file the query read last.
+    fn read_value(&mut self, pk: &[u8], addr: key::ValueAddr) -> Result<Bytes> {
+        self.inner
+            .vlog_reader
+            .read_value_in(&mut self.segment, addr, self.ns, pk, &self.counters)
+    }
+
     pub(super) fn finish(&self, stats: &mut QueryStats) {
         for p in IoPurpose::ALL {
             let i = p as usize;
@@ -128,13 +135,7 @@ impl Records for SnapshotRecords {
         let t = Instant::now();
         let value = match (hit.value, hit.addr) {
             (Some(v), _) => v,
-            (None, Some(addr)) => self.inner.vlog_reader.read_value_in(
-                &mut self.segment,
-                addr,
-                self.ns,
-                pk,
-                &self.counters,
-            )?,
+            (None, Some(addr)) => self.read_value(pk, addr)?,
             (None, None) => return Err(Error::corruption("index", 0, "entry without a value")),
         };
         stats.value_reads += 1;
@@ -174,13 +175,7 @@ impl Records for SnapshotRecords {
             Some(read) => read
                 .wait()
                 .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?,
-            None => self.inner.vlog_reader.read_value_in(
-                &mut self.segment,
-                addr,
-                self.ns,
-                pk,
-                &self.counters,
-            )?,
+            None => self.read_value(pk, addr)?,
         };
         stats.value_reads += 1;
         stats.value_read_ns += t.elapsed().as_nanos() as u64;
