@@ -10,6 +10,7 @@ use anyhow::Result;
 use rusqlite::types::ValueRef;
 use rusqlite::{params_from_iter, Connection, ToSql};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -34,7 +35,8 @@ fn path(attr: &str) -> String {
 /// A loaded SQLite database.
 pub struct Sqlite {
     conn: Connection,
-    attr: String,
+    /// The SQL of each query, by name (built before any clock starts).
+    sql: HashMap<String, String>,
 }
 
 impl Sqlite {
@@ -63,67 +65,26 @@ impl Sqlite {
         }
         tx.commit()?;
         let load_secs = t.elapsed().as_secs_f64();
-        let db = Sqlite {
-            conn,
-            attr: set.attr.clone(),
-        };
-        // Every statement prepared (and cached) before any clock starts.
-        db.conn
-            .set_prepared_statement_cache_capacity(set.queries.len().max(16));
-        for q in &set.queries {
-            if let Some(sql) = db.sql(q) {
-                db.conn.prepare_cached(&sql)?;
-            }
+        // Every statement written, prepared and cached before any clock starts.
+        let sql: HashMap<String, String> = set
+            .queries
+            .iter()
+            .filter_map(|q| Some((q.name.clone(), sql_of(q, &set.attr)?)))
+            .collect();
+        conn.set_prepared_statement_cache_capacity(sql.len().max(16));
+        for s in sql.values() {
+            conn.prepare_cached(s)?;
         }
-        Ok((db, load_secs))
-    }
-
-    /// The SQL of `q`, or `None` for a user's filter (no SQL translation here).
-    fn sql(&self, q: &Query) -> Option<String> {
-        q.sk.as_ref()?;
-        let sk = format!("json_extract(doc, {})", path(&self.attr));
-        let limit = |l: Option<u64>| l.map_or(String::new(), |l| format!(" LIMIT {l}"));
-        Some(match &q.shape {
-            Shape::Pks { limit: l } => {
-                format!(
-                    "SELECT id FROM docs WHERE {sk} = ?1{}",
-                    limit(l.map(|l| l as u64))
-                )
-            }
-            Shape::Find {
-                project: None,
-                limit: l,
-            } => format!("SELECT id, doc FROM docs WHERE {sk} = ?1{}", limit(*l)),
-            Shape::Find {
-                project: Some(p),
-                limit: l,
-            } => format!(
-                "SELECT id, json_object({}) FROM docs WHERE {sk} = ?1{}",
-                p.iter()
-                    .map(|a| format!("'{a}', json_extract(doc, {})", path(a)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                limit(*l)
-            ),
-            Shape::Top { by, k } => format!(
-                "SELECT id FROM docs WHERE {sk} = ?1 AND json_extract(doc, {b}) IS NOT NULL \
-                 ORDER BY json_extract(doc, {b}) DESC, id LIMIT {k}",
-                b = path(by)
-            ),
-            Shape::Avg { attr } => format!(
-                "SELECT avg(json_extract(doc, {})) FROM docs WHERE {sk} = ?1",
-                path(attr)
-            ),
-        })
+        Ok((Sqlite { conn, sql }, load_secs))
     }
 
     /// One run of `q`: every column of every row read out as a client would (text copied);
     /// the bytes are those of the columns read.
     pub fn run(&self, q: &Query) -> Result<QueryRun> {
-        let (Some(key), Some(sql)) = (&q.sk, self.sql(q)) else {
+        let (Some(key), Some(sql)) = (&q.sk, self.sql.get(&q.name)) else {
             return Ok((0, RunStats::Json(json!({ "sql": null })), 0));
         };
-        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut stmt = self.conn.prepare_cached(sql)?;
         let mut rows = stmt.query(params_from_iter([param(key)]))?;
         let (mut n, mut bytes) = (0usize, 0u64);
         while let Some(row) = rows.next()? {
@@ -139,4 +100,44 @@ impl Sqlite {
         }
         Ok((n, RunStats::Json(json!({ "sql": sql })), bytes))
     }
+}
+
+/// The SQL of `q` on attribute `attr` (its value the parameter), or `None` for a user's
+/// filter (no SQL translation here). A query's name fixes its shape.
+fn sql_of(q: &Query, attr: &str) -> Option<String> {
+    q.sk.as_ref()?;
+    let sk = format!("json_extract(doc, {})", path(attr));
+    let limit = |l: Option<u64>| l.map_or(String::new(), |l| format!(" LIMIT {l}"));
+    Some(match &q.shape {
+        Shape::Pks { limit: l } => {
+            format!(
+                "SELECT id FROM docs WHERE {sk} = ?1{}",
+                limit(l.map(|l| l as u64))
+            )
+        }
+        Shape::Find {
+            project: None,
+            limit: l,
+        } => format!("SELECT id, doc FROM docs WHERE {sk} = ?1{}", limit(*l)),
+        Shape::Find {
+            project: Some(p),
+            limit: l,
+        } => format!(
+            "SELECT id, json_object({}) FROM docs WHERE {sk} = ?1{}",
+            p.iter()
+                .map(|a| format!("'{a}', json_extract(doc, {})", path(a)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            limit(*l)
+        ),
+        Shape::Top { by, k } => format!(
+            "SELECT id FROM docs WHERE {sk} = ?1 AND json_extract(doc, {b}) IS NOT NULL \
+                 ORDER BY json_extract(doc, {b}) DESC, id LIMIT {k}",
+            b = path(by)
+        ),
+        Shape::Avg { attr } => format!(
+            "SELECT avg(json_extract(doc, {})) FROM docs WHERE {sk} = ?1",
+            path(attr)
+        ),
+    })
 }
