@@ -12,6 +12,7 @@ mod plot;
 mod profile;
 mod queries;
 mod report;
+mod rounds;
 mod seek;
 mod workload;
 
@@ -112,12 +113,19 @@ struct Args {
           action = clap::ArgAction::Set)]
     mmap_reads: bool,
 
+    /// Runs the engine list this many times, the engines in turn (device, redis, device, ...),
+    /// each on a fresh database, and prints each phase's median over the rounds and the
+    /// median of the ratios taken within each round: this machine's speed drifts by the
+    /// minute, and alternating keeps the engines under the same drift.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+
     /// Database directory, reused if it exists (default: a temporary one deleted at the end).
     /// With several engines each gets its own subdirectory named after it.
     #[arg(long)]
     db: Option<PathBuf>,
 
-    /// Writes the results as JSON to this file (an array when several engines ran).
+    /// Writes the results as JSON to this file (an array when several engines or rounds ran).
     #[arg(long)]
     json: Option<PathBuf>,
 
@@ -303,11 +311,19 @@ fn run(args: Args) -> Result<()> {
     let temp = temp_dir(&args)?;
     let values = ValuePool::new(args.value_size, args.compression_ratio, args.seed);
 
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
     let mut runs = Vec::new();
-    for (n, &engine) in engines.iter().enumerate() {
+    for (round, n, engine) in
+        (0..args.rounds).flat_map(|r| engines.iter().enumerate().map(move |(n, &e)| (r, n, e)))
+    {
         let path = db_path(&args, temp.as_ref(), &engines, engine);
-        if n > 0 {
+        if round > 0 || n > 0 {
             println!();
+        }
+        if args.rounds > 1 {
+            println!("round {} of {}", round + 1, args.rounds);
         }
         println!("{}", report::header(engine, &run_config, &path));
         write_back_dirty_pages();
@@ -339,12 +355,15 @@ fn run(args: Args) -> Result<()> {
         }
         runs.push(RunReport {
             engine,
+            round,
             phases,
             stats,
         });
     }
 
-    if runs.len() > 1 {
+    if args.rounds > 1 {
+        println!("\n{}", rounds::table(&runs, engines.len()));
+    } else if runs.len() > 1 {
         println!("\n{}", report::ratio_table(&runs));
     }
 
@@ -521,6 +540,7 @@ fn run_multitenant(args: Args) -> Result<()> {
             .iter()
             .map(|(engine, run, _)| RunReport {
                 engine: *engine,
+                round: 0,
                 phases: vec![
                     report::PhaseReport {
                         outcome: run.put.outcome.clone(),

@@ -18,6 +18,8 @@ pub struct PhaseReport {
 /// One engine's run of the whole workload list.
 pub struct RunReport {
     pub engine: Engine,
+    /// Which of the `--rounds` this run was (0 for the first).
+    pub round: usize,
     pub phases: Vec<PhaseReport>,
     /// Whole-run statistics of the engine.
     pub stats: Value,
@@ -399,6 +401,8 @@ pub struct RunDoc<'a> {
     engine: &'static str,
     workload: &'a str,
     config: ConfigDoc<'a>,
+    /// Which of `--rounds` (0 for the first).
+    round: usize,
     phases: Vec<PhaseDoc>,
     stats: &'a Value,
 }
@@ -490,6 +494,7 @@ pub fn run_doc<'a>(run: &'a RunReport, cfg: &RunConfig<'a>) -> RunDoc<'a> {
     RunDoc {
         engine: run.engine.name(),
         workload: cfg.workload,
+        round: run.round,
         config: ConfigDoc {
             num: b.num,
             key_size: b.key_size,
@@ -580,6 +585,7 @@ mod tests {
     fn ratio_table_divides_first_engine_by_the_others() {
         let run = |engine, w_secs: f64, r_secs: f64| RunReport {
             engine,
+            round: 0,
             phases: vec![
                 PhaseReport {
                     outcome: outcome(Workload::FillRandom, 1000, w_secs),
@@ -637,6 +643,7 @@ mod tests {
         };
         let run = RunReport {
             engine: Engine::Cerberus,
+            round: 0,
             phases: vec![
                 PhaseReport {
                     outcome: outcome(Workload::FillRandom, 1000, 1.0),
@@ -658,6 +665,7 @@ mod tests {
         );
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["config"]["storage"], "nand");
+        assert_eq!(v["round"], 0);
         let read = &v["phases"][1];
         assert_eq!(read["name"], "readrandom");
         assert_eq!(read["ops_per_sec"], 2000.0);

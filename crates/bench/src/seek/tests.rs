@@ -330,6 +330,7 @@ fn json_and_text_have_the_seek_fields() {
     for engine in [Engine::Cerberus, Engine::RocksDbBlob] {
         let run = RunReport {
             engine,
+            round: 0,
             phases: vec![fill(), seek_outcome(engine == Engine::Cerberus)],
             stats: serde_json::Value::Null,
         };
@@ -403,6 +404,7 @@ fn json_and_text_have_the_seek_fields() {
     };
     let run = RunReport {
         engine: Engine::Cerberus,
+        round: 0,
         phases: vec![],
         stats: serde_json::Value::Null,
     };

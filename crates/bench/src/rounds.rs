@@ -1,0 +1,123 @@
+//! Summary of several rounds of one engine list (`--rounds N`): the engines ran in turn, round
+//! after round (device, redis, device, redis, ...), each on a fresh database.
+//!
+//! Why: this VM's CPUs change speed from minute to minute, by more than the gaps measured
+//! between engines; one run of each, seconds apart, compares the minutes as much as the
+//! engines. Alternating puts every engine under the same drift, and the ratio is taken within
+//! each round (the engines that ran next to each other) before its median is taken.
+
+use crate::report::RunReport;
+
+/// Median of `xs` (the mean of the middle two for an even count); `None` when empty.
+fn median(xs: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+fn range(xs: &[f64]) -> (f64, f64) {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
+/// One phase of one engine over the rounds.
+pub struct PhaseRounds {
+    pub ops_per_sec: Vec<f64>,
+    /// p99 latency of each round, microseconds.
+    pub p99_us: Vec<f64>,
+}
+
+/// `runs` in the order they ran: round-major, `engines` runs per round. Returns, per engine
+/// and phase, that phase's figures over the rounds.
+pub fn collect(runs: &[RunReport], engines: usize) -> Vec<Vec<PhaseRounds>> {
+    (0..engines)
+        .map(|e| {
+            let mine: Vec<&RunReport> = runs.iter().skip(e).step_by(engines).collect();
+            let phases = mine.first().map_or(0, |r| r.phases.len());
+            (0..phases)
+                .map(|i| PhaseRounds {
+                    ops_per_sec: mine
+                        .iter()
+                        .filter_map(|r| r.phases.get(i))
+                        .map(|p| p.outcome.ops_per_sec())
+                        .collect(),
+                    p99_us: mine
+                        .iter()
+                        .filter_map(|r| r.phases.get(i))
+                        .map(|p| p.outcome.latency.percentile(99.0) / 1e3)
+                        .collect(),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The table printed after the rounds: per phase and engine the median ops/s (min-max) and
+/// median p99; then the first engine over each other, the median of the per-round ratios
+/// (min-max).
+pub fn table(runs: &[RunReport], engines: usize) -> String {
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let rounds = runs.len() / engines.max(1);
+    let per = collect(runs, engines);
+    let names: Vec<&str> = runs.iter().take(engines).map(|r| r.engine.name()).collect();
+    let mut out = format!(
+        "median of {rounds} rounds, engines alternated: ops/sec (min-max) and p99 in us; \
+         ratios taken within each round"
+    );
+    for (i, p) in first.phases.iter().enumerate() {
+        out += &format!("\n{}", p.outcome.name);
+        for (e, name) in names.iter().enumerate() {
+            let Some(ph) = per[e].get(i) else { continue };
+            let (lo, hi) = range(&ph.ops_per_sec);
+            out += &format!(
+                "\n  {name:<14} {:>10.0} ({lo:.0}-{hi:.0})  p99 {:.0}",
+                median(&ph.ops_per_sec).unwrap_or(0.0),
+                median(&ph.p99_us).unwrap_or(0.0),
+            );
+        }
+        for (e, name) in names.iter().enumerate().skip(1) {
+            let (Some(a), Some(b)) = (per[0].get(i), per[e].get(i)) else {
+                continue;
+            };
+            let ratios: Vec<f64> = a
+                .ops_per_sec
+                .iter()
+                .zip(&b.ops_per_sec)
+                .filter(|(_, b)| **b > 0.0)
+                .map(|(a, b)| a / b)
+                .collect();
+            if let Some(m) = median(&ratios) {
+                let (lo, hi) = range(&ratios);
+                out += &format!(
+                    "\n  {:<14} {m:>10.3} ({lo:.3}-{hi:.3})",
+                    format!("{}/{name}", names[0])
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
+    }
+}
