@@ -5,6 +5,7 @@ use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::iterators::ConnIterators;
 use crate::metrics::Metrics;
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use cerberus_engine::{Db, Error as EngineError, Namespace, ReadOptions, WriteBatch, WriteOptions};
 use cerberus_proto::{
@@ -12,6 +13,7 @@ use cerberus_proto::{
     VERSION,
 };
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 /// Locks that make a conditional store (check, then write) and a delete (check, then
@@ -30,6 +32,11 @@ pub struct Shared {
     pub config: DeviceConfig,
     pub identify: Identify,
     stripes: Vec<Mutex<()>>,
+    /// Handles of the namespaces commands have named, kept so that a get borrows one: making
+    /// a handle per command takes the engine's namespace lock and two shared reference
+    /// counts, contended writes when two network threads serve gets at once. A destroyed
+    /// namespace's handle answers as an unknown namespace, as the engine does.
+    handles: ArcSwap<HashMap<u32, Namespace>>,
 }
 
 /// Outcome of a command: a status, and a body or message.
@@ -55,6 +62,7 @@ impl Shared {
             config,
             identify,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            handles: ArcSwap::default(),
         }
     }
 
@@ -102,6 +110,21 @@ impl Shared {
         self.db.namespace(ns).map_err(engine)
     }
 
+    /// Runs `f` on a kept handle to namespace `ns` (see `handles`).
+    fn with_namespace(&self, ns: u32, f: impl FnOnce(&Namespace) -> Outcome) -> Outcome {
+        if let Some(h) = self.handles.load().get(&ns) {
+            return f(h);
+        }
+        let h = self.namespace(ns)?;
+        let out = f(&h);
+        self.handles.rcu(|m| {
+            let mut m = HashMap::clone(m);
+            m.insert(ns, h.clone());
+            m
+        });
+        out
+    }
+
     fn run(&self, cmd: Command, iters: &ConnIterators) -> Outcome {
         let ns = cmd.nsid;
         match cmd.request {
@@ -145,18 +168,20 @@ impl Shared {
             }
             Request::Retrieve { key } => {
                 self.check_key(&key)?;
-                match self.namespace(ns)?.get(&key).map_err(engine)? {
+                self.with_namespace(ns, |h| match h.get(&key).map_err(engine)? {
                     Some(v) => Ok(Reply::Value(v)),
                     None => Err((Status::KeyNotExist, String::new())),
-                }
+                })
             }
             Request::Exist { key } => {
                 self.check_key(&key)?;
-                if self.namespace(ns)?.contains(&key).map_err(engine)? {
-                    Ok(Reply::Empty)
-                } else {
-                    Err((Status::KeyNotExist, String::new()))
-                }
+                self.with_namespace(ns, |h| {
+                    if h.contains(&key).map_err(engine)? {
+                        Ok(Reply::Empty)
+                    } else {
+                        Err((Status::KeyNotExist, String::new()))
+                    }
+                })
             }
             Request::Delete { key } => {
                 self.check_key(&key)?;
@@ -290,6 +315,11 @@ impl Shared {
             }
             Request::NamespaceDestroy => {
                 self.db.destroy_namespace(ns).map_err(engine)?;
+                self.handles.rcu(|m| {
+                    let mut m = HashMap::clone(m);
+                    m.remove(&ns);
+                    m
+                });
                 self.metrics.forget(ns);
                 self.creds
                     .revoke(ns)

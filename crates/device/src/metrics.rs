@@ -1,10 +1,10 @@
 //! Command counters and latency histograms per namespace and opcode, and their rendering in
 //! the Prometheus text format together with the engine's counters.
 
+use arc_swap::ArcSwap;
 use cerberus_engine::storage::IoPurpose;
 use cerberus_engine::DbStats;
 use cerberus_proto::{Opcode, DEVICE_NSID};
-use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,14 +17,50 @@ const BUCKETS_US: [u64; 16] = [
     1_000_000, 5_000_000,
 ];
 
+/// One series' counters, split into a stripe per thread (threads take stripes in turn): the
+/// network threads each record every command, and counters they shared would bounce one
+/// cache line between their cores on every command. Rendering sums the stripes.
 #[derive(Default)]
 struct OpMetrics {
+    stripes: [OpStripe; STRIPES],
+}
+
+const STRIPES: usize = 8;
+
+#[derive(Default)]
+#[repr(align(128))]
+struct OpStripe {
     ok: AtomicU64,
     errors: AtomicU64,
     sum_us: AtomicU64,
     /// Cumulative counts are computed at render time; each slot counts its own bucket, the
     /// last one everything above the largest bound.
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
+}
+
+impl OpMetrics {
+    fn local(&self) -> &OpStripe {
+        use std::cell::Cell;
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        thread_local! {
+            static MINE: Cell<Option<usize>> = const { Cell::new(None) };
+        }
+        let i = MINE.with(|m| {
+            *m.get().get_or_insert_with(|| {
+                let i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+                m.set(Some(i));
+                i
+            })
+        });
+        &self.stripes[i]
+    }
+
+    fn sum(&self, f: impl Fn(&OpStripe) -> &AtomicU64) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| f(s).load(Ordering::Relaxed))
+            .sum()
+    }
 }
 
 /// Label of the namespace dimension: commands that were refused before reaching a namespace
@@ -39,7 +75,9 @@ enum NsLabel {
 
 #[derive(Default)]
 pub struct Metrics {
-    ops: RwLock<BTreeMap<(NsLabel, u8), Arc<OpMetrics>>>,
+    /// Replaced whole when a series appears or goes (rare): recording looks its series up
+    /// without a lock.
+    ops: ArcSwap<BTreeMap<(NsLabel, u8), Arc<OpMetrics>>>,
     pub connections_accepted: AtomicU64,
     pub connections_refused: AtomicU64,
     pub connections_open: AtomicU64,
@@ -80,11 +118,22 @@ impl Metrics {
             0
         };
         let key = (ns, opcode);
-        let m = self.ops.read().get(&key).cloned();
-        let m = match m {
+        let ops = self.ops.load();
+        let created;
+        let m = match ops.get(&key) {
             Some(m) => m,
-            None => self.ops.write().entry(key).or_default().clone(),
+            None => {
+                let mut made = None;
+                self.ops.rcu(|ops| {
+                    let mut ops = BTreeMap::clone(ops);
+                    made = Some(ops.entry(key).or_default().clone());
+                    ops
+                });
+                created = made.unwrap_or_default();
+                &created
+            }
         };
+        let m = m.local();
         let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         if ok {
             m.ok.fetch_add(1, Ordering::Relaxed);
@@ -98,15 +147,17 @@ impl Metrics {
 
     /// Forgets a destroyed namespace's series.
     pub fn forget(&self, nsid: u32) {
-        self.ops
-            .write()
-            .retain(|(ns, _), _| *ns != NsLabel::Ns(nsid));
+        self.ops.rcu(|ops| {
+            let mut ops = BTreeMap::clone(ops);
+            ops.retain(|(ns, _), _| *ns != NsLabel::Ns(nsid));
+            ops
+        });
     }
 
     /// The Prometheus text exposition of the device's and the engine's counters.
     pub fn render(&self, db: &DbStats) -> String {
         let mut out = String::new();
-        let ops = self.ops.read();
+        let ops = self.ops.load();
         let label = |ns: NsLabel, op: u8| {
             let ns = match ns {
                 NsLabel::Ns(n) => n.to_string(),
@@ -127,12 +178,12 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "cerberus_commands_total{{{l},outcome=\"ok\"}} {}",
-                m.ok.load(Ordering::Relaxed)
+                m.sum(|s| &s.ok)
             );
             let _ = writeln!(
                 out,
                 "cerberus_commands_total{{{l},outcome=\"error\"}} {}",
-                m.errors.load(Ordering::Relaxed)
+                m.sum(|s| &s.errors)
             );
         }
         header(
@@ -145,14 +196,14 @@ impl Metrics {
             let l = label(ns, op);
             let mut cum = 0;
             for (i, b) in BUCKETS_US.iter().enumerate() {
-                cum += m.buckets[i].load(Ordering::Relaxed);
+                cum += m.sum(|s| &s.buckets[i]);
                 let _ = writeln!(
                     out,
                     "cerberus_command_latency_seconds_bucket{{{l},le=\"{}\"}} {cum}",
                     *b as f64 / 1e6
                 );
             }
-            cum += m.buckets[BUCKETS_US.len()].load(Ordering::Relaxed);
+            cum += m.sum(|s| &s.buckets[BUCKETS_US.len()]);
             let _ = writeln!(
                 out,
                 "cerberus_command_latency_seconds_bucket{{{l},le=\"+Inf\"}} {cum}"
@@ -160,7 +211,7 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "cerberus_command_latency_seconds_sum{{{l}}} {}",
-                m.sum_us.load(Ordering::Relaxed) as f64 / 1e6
+                m.sum(|s| &s.sum_us) as f64 / 1e6
             );
             let _ = writeln!(out, "cerberus_command_latency_seconds_count{{{l}}} {cum}");
         }

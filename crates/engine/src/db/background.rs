@@ -177,10 +177,13 @@ impl Inner {
         self.set_gc_running(false);
         let stats = result?;
         Counters::add(
-            &self.counters.gc_segments_deleted,
+            &self.counters.local().gc_segments_deleted,
             stats.segments_deleted as u64,
         );
-        Counters::add(&self.counters.gc_bytes_rewritten, stats.bytes_rewritten);
+        Counters::add(
+            &self.counters.local().gc_bytes_rewritten,
+            stats.bytes_rewritten,
+        );
         Ok(stats)
     }
 
@@ -334,16 +337,16 @@ impl Inner {
         let (read, written) = (out.bytes_read, out.bytes_written);
         for &(ns, bytes) in &out.written_by_ns {
             if let Ok(e) = self.ns_entry(ns) {
-                Counters::add(&e.counters.tree_bytes_written, bytes);
+                Counters::add(&e.counters.local().tree_bytes_written, bytes);
             }
         }
         self.storage.sync_dir().ctx("database directory")?;
         out.edit.vlog_dead = dead_bytes_by_segment(&out.dropped);
         self.install(out.edit, None)?;
         self.liveness.mark_dead(&out.dropped);
-        Counters::add(&self.counters.compactions, 1);
-        Counters::add(&self.counters.compaction_bytes_read, read);
-        Counters::add(&self.counters.compaction_bytes_written, written);
+        Counters::add(&self.counters.local().compactions, 1);
+        Counters::add(&self.counters.local().compaction_bytes_read, read);
+        Counters::add(&self.counters.local().compaction_bytes_written, written);
         Ok(())
     }
 
@@ -439,10 +442,13 @@ impl Inner {
                     let mut stats = GcStats::default();
                     let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
                     Counters::add(
-                        &self.counters.gc_segments_deleted,
+                        &self.counters.local().gc_segments_deleted,
                         stats.segments_deleted as u64,
                     );
-                    Counters::add(&self.counters.gc_bytes_rewritten, stats.bytes_rewritten);
+                    Counters::add(
+                        &self.counters.local().gc_bytes_rewritten,
+                        stats.bytes_rewritten,
+                    );
                     r
                 }
             }))

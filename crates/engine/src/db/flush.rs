@@ -122,7 +122,7 @@ impl Inner {
         self.install(edit, Some(&frozen))?;
         self.liveness.mark_dead(&dropped);
         self.retire_flushed_segments(frozen.mem.max_seq());
-        Counters::add(&self.counters.flushes, 1);
+        Counters::add(&self.counters.local().flushes, 1);
         Ok(())
     }
 
@@ -155,18 +155,19 @@ impl Inner {
     pub(super) fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
         let mut vs = self.versions.lock();
         let version = self.log_edit(&mut vs, edit)?;
-        let mut sv = self.sv.write();
+        let _update = self.sv_update.lock();
+        let sv = self.sv.load();
         let imm = sv
             .imm
             .iter()
             .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
             .cloned()
             .collect();
-        *sv = Arc::new(SuperVersion {
+        self.sv.store(Arc::new(SuperVersion {
             mem: sv.mem.clone(),
             imm,
             version,
-        });
+        }));
         Ok(())
     }
 }

@@ -134,7 +134,7 @@ impl Iter {
             readahead: opts.index_prefetch.then(|| inner.prefetcher().clone()),
         };
         let scan = sv.scan(entry.id, snapshot.seq(), &counters, &config)?;
-        Counters::add(&counters.lists, 1);
+        Counters::add(&counters.local().lists, 1);
         let it = Iter {
             inner,
             entry,
@@ -278,7 +278,7 @@ impl Iter {
                 .wait()
                 .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?,
         };
-        Counters::add(&c.keys_listed, 1);
+        Counters::add(&c.local().keys_listed, 1);
         Ok(Some((a.key, value)))
     }
 }

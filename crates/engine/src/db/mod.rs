@@ -48,6 +48,7 @@ use crate::version::{
 use crate::vlog::{
     self, AppendError, EncodedWrite, Liveness, LogSync, RollError, VlogReader, VlogWriter,
 };
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::VecDeque;
@@ -95,7 +96,11 @@ struct Inner {
     vlog_reader: VlogReader,
     liveness: Liveness,
     versions: Mutex<VersionSet>,
-    sv: RwLock<Arc<SuperVersion>>,
+    /// The current super version: read on every get without a lock or a shared reference
+    /// count (an `ArcSwap` load touches only the reading thread's slots), replaced under
+    /// `sv_update`.
+    sv: ArcSwap<SuperVersion>,
+    sv_update: Mutex<()>,
     writer: Mutex<WriterState>,
     queue: Mutex<VecDeque<Arc<PendingWrite>>>,
     queue_cv: Condvar,
@@ -189,11 +194,12 @@ impl Db {
             namespaces: RwLock::new(namespaces),
             indexes: RwLock::new(Arc::new(indexes)),
             versions: Mutex::new(versions),
-            sv: RwLock::new(Arc::new(SuperVersion {
+            sv: ArcSwap::from_pointee(SuperVersion {
                 mem: Arc::new(Memtable::new(options.memtable_bytes)),
                 imm: Vec::new(),
                 version,
-            })),
+            }),
+            sv_update: Mutex::new(()),
             writer: Mutex::new(WriterState {
                 vlog,
                 next_seq: last_seq + 1,
@@ -367,7 +373,13 @@ impl Inner {
     }
 
     fn super_version(&self) -> Arc<SuperVersion> {
-        self.sv.read().clone()
+        self.sv.load_full()
+    }
+
+    /// The current super version for the length of one lookup: no shared counter is touched
+    /// (a guard holds it; a guard kept long or many at once fall back to a reference count).
+    fn super_version_brief(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
+        self.sv.load()
     }
 
     fn new_file_number(&self) -> u64 {

@@ -37,16 +37,16 @@ impl<'a> StepClock<'a> {
 
     pub(super) fn hit(&mut self, step: usize) {
         let ns = self.lap();
-        Counters::add(&self.c.step_hits[step], 1);
-        Counters::add(&self.c.step_hit_nanos[step], ns);
+        Counters::add(&self.c.local().step_hits[step], 1);
+        Counters::add(&self.c.local().step_hit_nanos[step], ns);
     }
 
     /// The get passed `step`; `timed` if it read anything there.
     pub(super) fn miss(&mut self, step: usize, timed: bool) {
-        Counters::add(&self.c.step_misses[step], 1);
+        Counters::add(&self.c.local().step_misses[step], 1);
         if timed {
             let ns = self.lap();
-            Counters::add(&self.c.step_miss_nanos[step], ns);
+            Counters::add(&self.c.local().step_miss_nanos[step], ns);
         }
     }
 }
@@ -60,13 +60,13 @@ impl Inner {
         at: Option<SeqNo>,
         c: &Counters,
     ) -> Result<Option<Hit>> {
-        Counters::add(&c.gets, 1);
+        Counters::add(&c.local().gets, 1);
         let hit = self.lookup(ns, key, at, c)?;
         match hit.as_ref().map(|h| h.step) {
-            None => Counters::add(&c.gets_not_found, 1),
-            Some(STEP_MEMTABLE) => Counters::add(&c.gets_memtable, 1),
-            Some(STEP_RUNS) => Counters::add(&c.gets_runs, 1),
-            Some(s) => Counters::add(&c.gets_by_level[step_level(s)], 1),
+            None => Counters::add(&c.local().gets_not_found, 1),
+            Some(STEP_MEMTABLE) => Counters::add(&c.local().gets_memtable, 1),
+            Some(STEP_RUNS) => Counters::add(&c.local().gets_runs, 1),
+            Some(s) => Counters::add(&c.local().gets_by_level[step_level(s)], 1),
         }
         Ok(hit)
     }
@@ -88,7 +88,7 @@ impl Inner {
         e.check_live()?;
         let (ns, c) = (e.id, &*e.counters);
         // Before the lookup: the segment of the address it finds outlives this get.
-        let _pin = self.vlog_reader.pin();
+        let _pin = self.vlog_reader.pin_brief();
         let Some(hit) = self.counted_lookup(ns, key, at, c)? else {
             return Ok(None);
         };
@@ -99,7 +99,10 @@ impl Inner {
                 // The value read is part of the hit time of the step that found the key.
                 let t = quanta::Instant::now();
                 let v = self.vlog_reader.read_value(addr, ns, key, c)?;
-                Counters::add(&c.step_hit_nanos[hit.step], t.elapsed().as_nanos() as u64);
+                Counters::add(
+                    &c.local().step_hit_nanos[hit.step],
+                    t.elapsed().as_nanos() as u64,
+                );
                 Ok(Some(v))
             }
             (Kind::Put, None, None) => Err(Error::corruption(
@@ -145,7 +148,7 @@ impl Inner {
         let mut clock = StepClock::new(c);
         // The super version first, then the seqno: everything at or below the seqno is in
         // that super version (a flush after it moves entries into a newer one only).
-        let sv = self.super_version();
+        let sv = self.super_version_brief();
         let snapshot = at.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
         let user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {

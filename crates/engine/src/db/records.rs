@@ -79,8 +79,8 @@ impl SnapshotRecords {
     pub(super) fn finish(&self, stats: &mut QueryStats) {
         for p in IoPurpose::ALL {
             let i = p as usize;
-            stats.reads[i] += self.counters.reads[i].load(Ordering::Relaxed);
-            stats.pages[i] += self.counters.pages[i].load(Ordering::Relaxed);
+            stats.reads[i] += self.counters.sum_of(|s| &s.reads[i]);
+            stats.pages[i] += self.counters.sum_of(|s| &s.pages[i]);
         }
     }
 }

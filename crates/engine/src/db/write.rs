@@ -62,8 +62,8 @@ impl Inner {
         let result = self.commit(e.id, ops, sync);
         if result.is_ok() {
             let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
-            Counters::add(&counters.puts, puts);
-            Counters::add(&counters.deletes, ops.len() as u64 - puts);
+            Counters::add(&counters.local().puts, puts);
+            Counters::add(&counters.local().deletes, ops.len() as u64 - puts);
         }
         result
     }
@@ -253,13 +253,13 @@ impl Inner {
             let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
             let auto = o.auto_compaction;
             if auto && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
-                Counters::add(&self.counters.write_stalls, 1);
+                Counters::add(&self.counters.local().write_stalls, 1);
                 self.wait_for_background()?;
                 continue;
             }
             let slow = l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger;
             if auto && slow && !slowed {
-                Counters::add(&self.counters.write_slowdowns, 1);
+                Counters::add(&self.counters.local().write_slowdowns, 1);
                 slowed = true;
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
@@ -268,7 +268,7 @@ impl Inner {
                 return Ok(());
             }
             if sv.imm.len() >= self.opts.max_immutable_memtables {
-                Counters::add(&self.counters.write_stalls, 1);
+                Counters::add(&self.counters.local().write_stalls, 1);
                 self.wait_for_background()?;
                 continue;
             }
@@ -326,7 +326,8 @@ impl Inner {
 
     /// Turns the memtable into a frozen one and starts a new one.
     pub(super) fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
-        let mut sv = self.sv.write();
+        let update = self.sv_update.lock();
+        let sv = self.sv.load();
         if sv.mem.is_empty() {
             return Ok(());
         }
@@ -337,12 +338,13 @@ impl Inner {
         };
         let mut imm = vec![Arc::new(frozen)];
         imm.extend(sv.imm.iter().cloned());
-        *sv = Arc::new(SuperVersion {
+        self.sv.store(Arc::new(SuperVersion {
             mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
             imm,
             version: sv.version.clone(),
-        });
+        }));
         drop(sv);
+        drop(update);
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         Ok(())

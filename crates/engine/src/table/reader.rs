@@ -106,7 +106,7 @@ impl TableReader {
             return Ok(Some(f));
         }
         let f = self.read_block(self.footer.filter, IoPurpose::Filter, c)?;
-        Counters::add(&c.filter_loads, 1);
+        Counters::add(&c.local().filter_loads, 1);
         self.cache
             .insert(self.id, KIND_FILTER, Cached::Filter(f.clone()));
         Ok(Some(f))
@@ -118,7 +118,7 @@ impl TableReader {
             return Ok(b);
         }
         let raw = self.read_block(self.footer.index, IoPurpose::Index, c)?;
-        Counters::add(&c.index_loads, 1);
+        Counters::add(&c.local().index_loads, 1);
         let b = Block::new(raw).ok_or_else(|| {
             Error::corruption(&self.name, self.footer.index.offset, "bad index block")
         })?;
@@ -162,10 +162,10 @@ impl TableReader {
 
     /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.
     pub fn filter_allows(filter: Option<&Bytes>, hash: u64, c: &Counters) -> bool {
-        Counters::add(&c.filter_probes, 1);
+        Counters::add(&c.local().filter_probes, 1);
         let ok = filter.is_none_or(|f| filter::may_contain(f, hash));
         if !ok {
-            Counters::add(&c.filter_negatives, 1);
+            Counters::add(&c.local().filter_negatives, 1);
         }
         ok
     }

@@ -48,10 +48,11 @@ impl TableHandle {
         self.props.id
     }
 
-    /// The open table, opened on first use.
-    pub fn reader(&self) -> Result<Arc<TableReader>> {
+    /// The open table, opened on first use. Borrowed: a get probes several tables, and a
+    /// reference count bumped per probe is a shared write per probe.
+    pub fn reader(&self) -> Result<&Arc<TableReader>> {
         if let Some(r) = self.reader.get() {
-            return Ok(r.clone());
+            return Ok(r);
         }
         let r = Arc::new(TableReader::open(
             self.ctx.storage.as_ref(),
@@ -59,7 +60,7 @@ impl TableHandle {
             self.ctx.cache.clone(),
             self.ctx.counters.clone(),
         )?);
-        Ok(self.reader.get_or_init(|| r).clone())
+        Ok(self.reader.get_or_init(|| r))
     }
 
     /// Smallest `nsid ++ user key`.

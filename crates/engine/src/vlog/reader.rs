@@ -13,22 +13,29 @@ use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, ValueAddr};
 use crate::stats::Counters;
 use crate::storage::{IoPurpose, RandomAccessFile, StorageRef};
+use arc_swap::ArcSwap;
 use bytes::Bytes;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 /// What epochs need to delete what was retired into them.
 struct Shared {
     storage: StorageRef,
-    files: RwLock<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    /// Open segment files, replaced whole when one opens or goes (rare): a read looks its
+    /// file up without a lock or a shared reference count.
+    files: ArcSwap<HashMap<u64, Arc<dyn RandomAccessFile>>>,
     /// Retired segments whose files are not deleted yet.
     retired: Mutex<HashSet<u64>>,
 }
 
 impl Shared {
     fn delete(&self, segment: u64) {
-        self.files.write().remove(&segment);
+        self.files.rcu(|files| {
+            let mut files = HashMap::clone(files);
+            files.remove(&segment);
+            files
+        });
         let name = segment_name(segment);
         // A file left behind holds only dead records; GC finds and deletes it again.
         if let Err(e) = self.storage.delete(&name) {
@@ -82,6 +89,12 @@ pub struct ReadPin {
     _epoch: Arc<Epoch>,
 }
 
+/// A [`ReadPin`] for the length of one point read, held by the reading thread: taking it
+/// touches no shared reference count.
+pub struct BriefPin {
+    _epoch: arc_swap::Guard<Arc<Epoch>>,
+}
+
 /// The segment file a reader used last: a query's reads in one segment skip the shared map
 /// of open files (a lock, a hash and a reference count per read). Held under a [`ReadPin`],
 /// as every read is.
@@ -91,18 +104,21 @@ pub struct LastSegment(Option<(u64, Arc<dyn RandomAccessFile>)>);
 /// Reads values by address, keeping segment files open.
 pub struct VlogReader {
     shared: Arc<Shared>,
-    current: RwLock<Arc<Epoch>>,
+    current: ArcSwap<Epoch>,
+    /// Serialises `retire`, the only writer of `current`.
+    retiring: Mutex<()>,
 }
 
 impl VlogReader {
     pub fn new(storage: StorageRef) -> Self {
         let shared = Arc::new(Shared {
             storage,
-            files: RwLock::default(),
+            files: ArcSwap::default(),
             retired: Mutex::default(),
         });
         VlogReader {
-            current: RwLock::new(Epoch::new(shared.clone())),
+            current: ArcSwap::new(Epoch::new(shared.clone())),
+            retiring: Mutex::new(()),
             shared,
         }
     }
@@ -111,12 +127,19 @@ impl VlogReader {
     /// while the pin lives.
     pub fn pin(&self) -> ReadPin {
         ReadPin {
-            _epoch: self.current.read().clone(),
+            _epoch: self.current.load_full(),
+        }
+    }
+
+    /// [`pin`](Self::pin) for one get on this thread.
+    pub fn pin_brief(&self) -> BriefPin {
+        BriefPin {
+            _epoch: self.current.load(),
         }
     }
 
     fn file(&self, segment: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        if let Some(f) = self.shared.files.read().get(&segment) {
+        if let Some(f) = self.shared.files.load().get(&segment) {
             return Ok(f.clone());
         }
         let name = segment_name(segment);
@@ -125,8 +148,14 @@ impl VlogReader {
             .storage
             .open(&name)
             .map_err(|e| Error::io(name, e))?;
-        self.shared.files.write().insert(segment, f.clone());
-        Ok(f)
+        let mut kept = None;
+        self.shared.files.rcu(|files| {
+            let mut files = HashMap::clone(files);
+            // Another reader may have opened it meanwhile: every reader keeps one file.
+            kept = Some(files.entry(segment).or_insert_with(|| f.clone()).clone());
+            files
+        });
+        Ok(kept.unwrap_or(f))
     }
 
     /// Reads the record at `addr`, checks it is intact and belongs to `(nsid, key)`, and
@@ -139,6 +168,10 @@ impl VlogReader {
         key: &[u8],
         c: &Counters,
     ) -> Result<Bytes> {
+        // The common case reads through the map's own reference: no count to bump.
+        if let Some(f) = self.shared.files.load().get(&addr.segment) {
+            return Self::read_in(&**f, addr, nsid, key, c);
+        }
         let file = self.file(addr.segment)?;
         Self::read_in(&*file, addr, nsid, key, c)
     }
@@ -192,12 +225,13 @@ impl VlogReader {
     /// caller has made every live record of it reachable elsewhere first.
     pub fn retire(&self, segment: u64) {
         self.shared.retired.lock().insert(segment);
-        let mut current = self.current.write();
+        let _retiring = self.retiring.lock();
+        let current = self.current.load();
         current.retired.lock().push(segment);
         let next = Epoch::new(self.shared.clone());
         // Only this lock's holder sets `next`, once per epoch.
         let _ = current.next.set(next.clone());
-        *current = next;
+        self.current.store(next);
     }
 
     /// Whether `segment` is retired and waits for its readers.
