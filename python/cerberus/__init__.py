@@ -1,0 +1,296 @@
+"""Cerberus from Python: a device over the network (:func:`connect`) or an embedded database
+in this process (:func:`open`), with the same namespace calls on both.
+
+>>> import cerberus
+>>> with cerberus.open("/tmp/demo-db") as db:            # doctest: +SKIP
+...     ns = db.create_namespace("app")
+...     ns.put(b"user:1", b'{"name": "ada"}')
+...     ns.get(b"user:1")
+b'{"name": "ada"}'
+
+Keys and values are ``bytes`` (``str`` is accepted and stored as UTF-8); reads return
+``bytes``. Every error is a :class:`CerberusError`, subclassed by the device's status codes
+(:class:`KeyNotFound`, :class:`AccessDenied`, :class:`InvalidNamespace`, ...), whether a
+device or an embedded database raised it. Calls release the GIL while the engine or the
+network works.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+from . import _cerberus
+from ._cerberus import (
+    AccessDenied,
+    CapacityExceeded,
+    CerberusError,
+    ConnectionError,
+    Corrupted,
+    IndexExists,
+    IndexNotFound,
+    InternalError,
+    InvalidField,
+    InvalidKeySize,
+    InvalidNamespace,
+    InvalidOpcode,
+    InvalidValueSize,
+    IteratorLimit,
+    IteratorNotFound,
+    KeyExists,
+    KeyNotFound,
+    NamespaceExists,
+    ShuttingDown,
+    StorageError,
+    UnsupportedVersion,
+)
+
+__all__ = [
+    "open",
+    "connect",
+    "Db",
+    "Device",
+    "Namespace",
+    "Batch",
+    "CerberusError",
+    "AccessDenied",
+    "CapacityExceeded",
+    "ConnectionError",
+    "Corrupted",
+    "IndexExists",
+    "IndexNotFound",
+    "InternalError",
+    "InvalidField",
+    "InvalidKeySize",
+    "InvalidNamespace",
+    "InvalidOpcode",
+    "InvalidValueSize",
+    "IteratorLimit",
+    "IteratorNotFound",
+    "KeyExists",
+    "KeyNotFound",
+    "NamespaceExists",
+    "ShuttingDown",
+    "StorageError",
+    "UnsupportedVersion",
+]
+
+Bytesish = Union[bytes, bytearray, memoryview, str]
+
+
+class Batch:
+    """Puts and deletes collected, then written together when the ``with`` block ends
+    without an exception (atomically on an embedded database; pipelined on a device)."""
+
+    def __init__(self, ns: "Namespace") -> None:
+        self._ns = ns
+        self.puts: List[Tuple[Bytesish, Bytesish]] = []
+        self.deletes: List[Bytesish] = []
+
+    def put(self, key: Bytesish, value: Bytesish) -> None:
+        self.puts.append((key, value))
+
+    def delete(self, key: Bytesish) -> None:
+        self.deletes.append(key)
+
+    def __enter__(self) -> "Batch":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self._ns.write_batch(puts=self.puts, deletes=self.deletes)
+
+
+class Namespace:
+    """One tenant's keys: the data calls of a namespace, on a device or an embedded
+    database (:meth:`Db.namespace`, :meth:`Device.namespace`)."""
+
+    def __init__(self, native: Any, name: Optional[str] = None, secret: Optional[str] = None) -> None:
+        self._native = native
+        self._name = name
+        #: The namespace's credential, when this handle created it on a device.
+        self.secret = secret
+
+    @property
+    def nsid(self) -> int:
+        """The namespace's id (ids are never reused)."""
+        return self._native.nsid
+
+    @property
+    def name(self) -> Optional[str]:
+        """The namespace's name (``None`` for a device namespace opened by id)."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"Namespace(nsid={self.nsid}, name={self._name!r})"
+
+    def put(self, key: Bytesish, value: Bytesish) -> None:
+        """Stores ``value`` under ``key``, replacing any value it had."""
+        self._native.put(key, value)
+
+    def get(self, key: Bytesish) -> Optional[bytes]:
+        """The value of ``key``, or ``None`` if it has none."""
+        return self._native.get(key)
+
+    def __getitem__(self, key: Bytesish) -> bytes:
+        v = self._native.get(key)
+        if v is None:
+            raise KeyNotFound(f"key {key!r} does not exist")
+        return v
+
+    def __setitem__(self, key: Bytesish, value: Bytesish) -> None:
+        self._native.put(key, value)
+
+    def __contains__(self, key: Bytesish) -> bool:
+        return self._native.exists(key)
+
+    def delete(self, key: Bytesish) -> bool:
+        """Deletes ``key``; returns whether it had a value."""
+        return self._native.delete(key)
+
+    def exists(self, key: Bytesish) -> bool:
+        return self._native.exists(key)
+
+    def get_many(self, keys: List[Bytesish]) -> List[Optional[bytes]]:
+        """Values of ``keys`` in order (``None`` where absent); pipelined on a device."""
+        if hasattr(self._native, "get_many"):
+            return self._native.get_many(list(keys))
+        return [self._native.get(k) for k in keys]
+
+    def write_batch(self, puts: Optional[List[Tuple[Bytesish, Bytesish]]] = None, deletes: Optional[List[Bytesish]] = None) -> None:
+        """Writes ``puts`` then ``deletes`` (atomically on an embedded database)."""
+        self._native.write_batch(list(puts or []), list(deletes or []))
+
+    def batch(self) -> Batch:
+        """A :class:`Batch` for a ``with`` block."""
+        return Batch(self)
+
+    def scan(self, start: Optional[Bytesish] = None, end: Optional[Bytesish] = None, prefix: Optional[Bytesish] = None, keys_only: bool = False) -> Iterator[Tuple[bytes, bytes]]:
+        """``(key, value)`` pairs in key order at one snapshot: from ``start`` (inclusive) to
+        ``end`` (exclusive), only keys beginning with ``prefix`` if given. On a device the
+        entries come in batches over one device iterator."""
+        return self._native.scan(start, end, prefix, keys_only)
+
+    def keys(self, start: Optional[Bytesish] = None, end: Optional[Bytesish] = None, prefix: Optional[Bytesish] = None) -> Iterator[bytes]:
+        """Keys in order, reading no values."""
+        return (k for k, _ in self._native.scan(start, end, prefix, True))
+
+    def create_index(self, attr: str, kind: str = "vas") -> None:
+        """Indexes JSON attribute ``attr`` (a dotted path for embedded objects) of the
+        namespace's values; ``kind`` is ``"vas"`` (entries point at the value) or
+        ``"classic"``."""
+        self._native.create_index(attr, kind)
+
+    def drop_index(self, attr: str) -> None:
+        self._native.drop_index(attr)
+
+    def list_indexes(self) -> List[Dict[str, Any]]:
+        return json.loads(self._native.indexes_json())
+
+    def stats(self) -> Dict[str, Any]:
+        """The namespace's counters: its tree per level, lookups, pages read."""
+        return json.loads(self._native.stats_json())
+
+
+class Db:
+    """An embedded database (:func:`open`). Closes at the end of a ``with`` block."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    def __enter__(self) -> "Db":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Syncs and closes the database; later calls raise :class:`ShuttingDown`."""
+        self._native.close()
+
+    def create_namespace(self, name: str) -> Namespace:
+        return Namespace(self._native.create_namespace(name), name)
+
+    def _nsid(self, ns: Union[int, str, Namespace]) -> Tuple[int, str]:
+        if isinstance(ns, Namespace):
+            return ns.nsid, ns.name or ""
+        for nsid, name in self._native.list_namespaces():
+            if ns == nsid or ns == name:
+                return nsid, name
+        raise InvalidNamespace(f"no namespace {ns!r}")
+
+    def namespace(self, ns: Union[int, str]) -> Namespace:
+        """The namespace with this id or name."""
+        nsid, name = self._nsid(ns)
+        return Namespace(self._native.namespace(nsid), name)
+
+    def destroy_namespace(self, ns: Union[int, str, Namespace]) -> None:
+        """Destroys a namespace and everything in it (its id is never reused)."""
+        nsid, _ = self._nsid(ns)
+        self._native.destroy_namespace(nsid)
+
+    def list_namespaces(self) -> List[Dict[str, Any]]:
+        return [{"nsid": i, "name": n} for i, n in self._native.list_namespaces()]
+
+    def stats(self) -> Dict[str, Any]:
+        return json.loads(self._native.stats_json())
+
+
+class Device:
+    """A connection to a Cerberus device (:func:`connect`)."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    def __enter__(self) -> "Device":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drops this handle's connection (namespaces opened on it keep it until they go)."""
+        self._native = None
+
+    def _client(self) -> Any:
+        if self._native is None:
+            raise ShuttingDown("this device handle is closed")
+        return self._native
+
+    def create_namespace(self, name: str) -> Namespace:
+        """Creates a namespace (needs the admin secret) and opens it; its credential is
+        the returned namespace's ``secret``, shown this once by the device."""
+        nsid, secret = self._client().create_namespace(name)
+        return Namespace(self._client().namespace(nsid, secret), name, secret)
+
+    def namespace(self, nsid: int, secret: str) -> Namespace:
+        """Opens namespace ``nsid`` with its credential (:class:`AccessDenied` if wrong)."""
+        return Namespace(self._client().namespace(nsid, secret), None, secret)
+
+    def destroy_namespace(self, ns: Union[int, Namespace]) -> None:
+        nsid = ns.nsid if isinstance(ns, Namespace) else ns
+        self._client().destroy_namespace(nsid)
+
+    def list_namespaces(self) -> List[Dict[str, Any]]:
+        return [{"nsid": i, "name": n} for i, n in self._client().list_namespaces()]
+
+    def stats(self) -> Dict[str, Any]:
+        """The device's counters (needs the admin secret)."""
+        return json.loads(self._client().stats_json())
+
+
+def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb
+    """Opens (creating if needed) an embedded database at ``path``. Options are engine
+    options: ``cache_bytes``, ``memtable_bytes``, ``sync``, ``block_size``,
+    ``filter_bits_per_key``, ``inline_value_threshold``, ``max_key_size``,
+    ``max_value_size``, ``vlog_segment_bytes``, ``target_table_bytes``,
+    ``background_threads``, ``mmap_reads``, ``auto_compaction``, ``idle_settle_ms``."""
+    return Db(_cerberus.EmbeddedDb.open(builtins.str(path), **options))
+
+
+def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[str] = None, server_name: Optional[str] = None) -> Device:
+    """Connects to a device at ``address`` (``host:port``); with ``admin_secret``, as its
+    administrator (namespaces, device stats); with ``tls_ca`` (a PEM file), over TLS,
+    checking the certificate against ``server_name`` (default: the address's host)."""
+    return Device(_cerberus.DeviceClient.connect(address, admin_secret, tls_ca, server_name))

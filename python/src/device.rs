@@ -1,0 +1,258 @@
+//! The device client (`cerberus.connect`): one connection to a device, shared by the
+//! namespaces opened on it.
+
+use crate::errors;
+use crate::keys::Key;
+use bytes::Bytes;
+use cerberus_host::{BlockingClient, ClientConfig, Scan, ScanOptions, TlsOptions, DEVICE_NSID};
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// A connection to a device.
+#[pyclass(module = "cerberus._cerberus", frozen)]
+pub struct DeviceClient {
+    client: BlockingClient,
+}
+
+/// The host part of `address` (`host:port`, `[v6]:port`), the name a TLS certificate
+/// must carry by default.
+fn host_of(address: &str) -> &str {
+    let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+#[pymethods]
+impl DeviceClient {
+    #[staticmethod]
+    #[pyo3(signature = (address, admin_secret=None, tls_ca=None, server_name=None))]
+    fn connect(
+        py: Python<'_>,
+        address: &str,
+        admin_secret: Option<String>,
+        tls_ca: Option<std::path::PathBuf>,
+        server_name: Option<String>,
+    ) -> PyResult<Self> {
+        let mut config = ClientConfig::new(address);
+        if let Some(ca) = tls_ca {
+            let name = server_name.unwrap_or_else(|| host_of(address).to_string());
+            config = config.with_tls(TlsOptions::from_pem_file(ca, name).map_err(errors::host)?);
+        }
+        let client = py
+            .allow_threads(|| {
+                let c = BlockingClient::connect_with(config)?;
+                if let Some(s) = &admin_secret {
+                    c.authenticate_admin(s)?;
+                }
+                Ok(c)
+            })
+            .map_err(errors::host)?;
+        Ok(DeviceClient { client })
+    }
+
+    /// Creates a namespace (admin): returns `(nsid, secret)`; the secret is shown once.
+    fn create_namespace(&self, py: Python<'_>, name: &str) -> PyResult<(u32, String)> {
+        py.allow_threads(|| self.client.ns_create(name))
+            .map_err(errors::host)
+    }
+
+    fn destroy_namespace(&self, py: Python<'_>, nsid: u32) -> PyResult<()> {
+        py.allow_threads(|| self.client.ns_destroy(nsid))
+            .map_err(errors::host)
+    }
+
+    /// `(nsid, name)` of every namespace (admin).
+    fn list_namespaces(&self, py: Python<'_>) -> PyResult<Vec<(u32, String)>> {
+        let list = py
+            .allow_threads(|| self.client.ns_list())
+            .map_err(errors::host)?;
+        Ok(list.into_iter().map(|e| (e.nsid, e.name)).collect())
+    }
+
+    /// Authenticates this connection for `nsid` with `secret` and returns its handle.
+    fn namespace(&self, py: Python<'_>, nsid: u32, secret: &str) -> PyResult<DeviceNamespace> {
+        py.allow_threads(|| self.client.authenticate(nsid, secret))
+            .map_err(errors::host)?;
+        Ok(DeviceNamespace {
+            client: self.client.clone(),
+            nsid,
+        })
+    }
+
+    /// The device's counters (admin) as a JSON text.
+    fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
+        let v = py
+            .allow_threads(|| self.client.stats(DEVICE_NSID))
+            .map_err(errors::host)?;
+        Ok(v.to_string())
+    }
+}
+
+/// A namespace on a device, authenticated on its connection.
+#[pyclass(module = "cerberus._cerberus", frozen)]
+pub struct DeviceNamespace {
+    client: BlockingClient,
+    nsid: u32,
+}
+
+#[pymethods]
+impl DeviceNamespace {
+    #[getter]
+    fn nsid(&self) -> u32 {
+        self.nsid
+    }
+
+    fn put(&self, py: Python<'_>, key: Key, value: Key) -> PyResult<()> {
+        py.allow_threads(|| self.client.put(self.nsid, key.0, value.0))
+            .map_err(errors::host)
+    }
+
+    fn get<'py>(&self, py: Python<'py>, key: Key) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let v = py
+            .allow_threads(|| self.client.get(self.nsid, key.0))
+            .map_err(errors::host)?;
+        Ok(v.map(|v| PyBytes::new(py, &v)))
+    }
+
+    /// Deletes `key`; returns whether it existed.
+    fn delete(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
+        py.allow_threads(|| self.client.delete(self.nsid, key.0))
+            .map_err(errors::host)
+    }
+
+    fn exists(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
+        py.allow_threads(|| self.client.exists(self.nsid, key.0))
+            .map_err(errors::host)
+    }
+
+    /// Sends the puts, then the deletes, pipelined on the connection. Not atomic: the
+    /// protocol has no multi-key write.
+    fn write_batch(
+        &self,
+        py: Python<'_>,
+        puts: Vec<(Key, Key)>,
+        deletes: Vec<Key>,
+    ) -> PyResult<()> {
+        let pairs: Vec<(Bytes, Bytes)> = puts
+            .into_iter()
+            .map(|(k, v)| (Bytes::from(k.0), Bytes::from(v.0)))
+            .collect();
+        py.allow_threads(|| {
+            if !pairs.is_empty() {
+                self.client.put_many(self.nsid, pairs)?;
+            }
+            for k in deletes {
+                self.client.delete(self.nsid, k.0)?;
+            }
+            Ok(())
+        })
+        .map_err(errors::host)
+    }
+
+    /// Values of `keys` in order (`None` where absent), pipelined.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Vec<Key>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let keys: Vec<Bytes> = keys.into_iter().map(|k| Bytes::from(k.0)).collect();
+        let vals = py
+            .allow_threads(|| self.client.get_many(self.nsid, keys))
+            .map_err(errors::host)?;
+        Ok(vals
+            .into_iter()
+            .map(|v| v.map(|v| PyBytes::new(py, &v)))
+            .collect())
+    }
+
+    /// A scan at one snapshot over one device iterator, fetched in batches.
+    #[pyo3(signature = (start=None, end=None, prefix=None, keys_only=false))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        start: Option<Key>,
+        end: Option<Key>,
+        prefix: Option<Key>,
+        keys_only: bool,
+    ) -> PyResult<DeviceScan> {
+        let opts = ScanOptions {
+            start: start.map(|k| Bytes::from(k.0)).unwrap_or_default(),
+            upper_bound: end.map(|k| Bytes::from(k.0)),
+            prefix: prefix.map(|k| Bytes::from(k.0)),
+            keys_only,
+            ..ScanOptions::default()
+        };
+        let scan = py
+            .allow_threads(|| self.client.scan(self.nsid, opts))
+            .map_err(errors::host)?;
+        Ok(DeviceScan {
+            scan: Mutex::new(Some(scan)),
+        })
+    }
+
+    #[pyo3(signature = (attr, kind="vas"))]
+    fn create_index(&self, py: Python<'_>, attr: &str, kind: &str) -> PyResult<()> {
+        let vas = matches!(
+            crate::embedded::index_kind(kind)?,
+            cerberus_engine::IndexKind::Vas
+        );
+        py.allow_threads(|| self.client.index_create(self.nsid, attr, vas))
+            .map_err(errors::host)
+    }
+
+    fn drop_index(&self, py: Python<'_>, attr: &str) -> PyResult<()> {
+        py.allow_threads(|| self.client.index_drop(self.nsid, attr))
+            .map_err(errors::host)
+    }
+
+    fn indexes_json(&self, py: Python<'_>) -> PyResult<String> {
+        let v = py
+            .allow_threads(|| self.client.index_list(self.nsid))
+            .map_err(errors::host)?;
+        Ok(v.to_string())
+    }
+
+    fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
+        let v = py
+            .allow_threads(|| self.client.stats(self.nsid))
+            .map_err(errors::host)?;
+        Ok(v.to_string())
+    }
+}
+
+/// The entries of a device scan, in key order.
+#[pyclass(module = "cerberus._cerberus", frozen)]
+pub struct DeviceScan {
+    scan: Mutex<Option<Scan>>,
+}
+
+#[pymethods]
+impl DeviceScan {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+        let next = py.allow_threads(|| {
+            let mut g = self.scan.lock();
+            let next = g.as_mut().and_then(|s| s.next());
+            if next.is_none() {
+                *g = None;
+            }
+            next
+        });
+        match next {
+            None => Ok(None),
+            Some(Ok((k, v))) => Ok(Some((PyBytes::new(py, &k), PyBytes::new(py, &v)))),
+            Some(Err(e)) => Err(errors::host(e)),
+        }
+    }
+
+    /// Closes the device iterator now rather than when the scan is collected.
+    fn close(&self) {
+        *self.scan.lock() = None;
+    }
+}

@@ -1,0 +1,139 @@
+"""The namespace data calls, on an embedded database and on a device."""
+
+import pytest
+
+import cerberus
+from conftest import fresh_name
+
+
+def test_put_get_delete_exists(target):
+    ns = target.create_namespace(fresh_name("kv"))
+    assert ns.get(b"a") is None
+    ns.put(b"a", b"1")
+    ns.put("b", "two")  # str is stored as UTF-8
+    assert ns.get(b"a") == b"1"
+    assert ns.get(b"b") == b"two"
+    assert ns.exists(b"a") and b"a" in ns
+    assert ns[b"a"] == b"1"
+    ns[b"c"] = b"3"
+    assert ns.delete(b"a") is True
+    assert ns.delete(b"a") is False
+    assert ns.get(b"a") is None
+    assert not ns.exists(b"a")
+    with pytest.raises(cerberus.KeyNotFound):
+        ns[b"a"]
+    assert ns.get_many([b"b", b"a", b"c"]) == [b"two", None, b"3"]
+
+
+def test_binary_values_round_trip(target):
+    ns = target.create_namespace(fresh_name("bin"))
+    value = bytes(range(256)) * 64
+    ns.put(b"\x00\xffkey", value)
+    assert ns.get(b"\x00\xffkey") == value
+    ns.put(bytearray(b"ba"), memoryview(b"mv"))
+    assert ns.get(b"ba") == b"mv"
+
+
+def test_bad_key_type_is_a_type_error(target):
+    ns = target.create_namespace(fresh_name("types"))
+    with pytest.raises(TypeError):
+        ns.put(12, b"x")
+
+
+def test_batch(target):
+    ns = target.create_namespace(fresh_name("batch"))
+    ns.put(b"gone", b"x")
+    with ns.batch() as b:
+        for i in range(100):
+            b.put(b"k%03d" % i, b"v%d" % i)
+        b.delete(b"gone")
+    assert ns.get(b"k042") == b"v42"
+    assert ns.get(b"gone") is None
+    # An exception inside the block writes nothing.
+    with pytest.raises(RuntimeError):
+        with ns.batch() as b:
+            b.put(b"never", b"x")
+            raise RuntimeError("abandon")
+    assert ns.get(b"never") is None
+
+
+def test_scan_ranges_and_prefixes(target):
+    ns = target.create_namespace(fresh_name("scan"))
+    ns.write_batch(puts=[(b"user:%04d" % i, b"u%d" % i) for i in range(1500)]
+                   + [(b"item:%d" % i, b"i") for i in range(10)])
+    users = list(ns.scan(prefix=b"user:"))
+    assert len(users) == 1500
+    assert users[0] == (b"user:0000", b"u0")
+    assert [k for k, _ in users] == sorted(k for k, _ in users)
+    part = list(ns.scan(start=b"user:0100", end=b"user:0110"))
+    assert [k for k, _ in part] == [b"user:%04d" % i for i in range(100, 110)]
+    assert list(ns.keys(prefix=b"item:")) == sorted(b"item:%d" % i for i in range(10))
+    assert all(v == b"" for _, v in ns.scan(prefix=b"item:", keys_only=True))
+
+
+def test_scan_is_a_snapshot(target):
+    ns = target.create_namespace(fresh_name("snap"))
+    for i in range(10):
+        ns.put(b"k%d" % i, b"old")
+    it = ns.scan()
+    first = next(it)
+    ns.put(b"k9", b"new")
+    ns.put(b"k99", b"added")
+    rest = list(it)
+    assert first == (b"k0", b"old")
+    assert (b"k9", b"old") in rest
+    assert all(k != b"k99" for k, _ in rest)
+
+
+def test_namespaces_are_isolated(target):
+    a = target.create_namespace(fresh_name("tenant-a"))
+    b = target.create_namespace(fresh_name("tenant-b"))
+    a.put(b"shared-key", b"from a")
+    assert b.get(b"shared-key") is None
+    b.put(b"shared-key", b"from b")
+    assert a.get(b"shared-key") == b"from a"
+    assert [k for k, _ in b.scan()] == [b"shared-key"]
+
+
+def test_namespace_lifecycle(target):
+    name = fresh_name("life")
+    ns = target.create_namespace(name)
+    ns.put(b"k", b"v")
+    assert {"nsid": ns.nsid, "name": name} in target.list_namespaces()
+    with pytest.raises(cerberus.NamespaceExists):
+        target.create_namespace(name)
+    target.destroy_namespace(ns.nsid)
+    assert all(n["nsid"] != ns.nsid for n in target.list_namespaces())
+    with pytest.raises(cerberus.CerberusError):
+        ns.get(b"k")
+
+
+def test_indexes(target):
+    ns = target.create_namespace(fresh_name("idx"))
+    ns.put(b"r1", b'{"city": "Oslo", "n": 1}')
+    ns.create_index("city")
+    ns.create_index("n", kind="classic")
+    attrs = sorted(i["attr"] for i in ns.list_indexes())
+    assert attrs == ["city", "n"]
+    with pytest.raises(cerberus.IndexExists):
+        ns.create_index("city")
+    ns.drop_index("n")
+    with pytest.raises(cerberus.IndexNotFound):
+        ns.drop_index("n")
+    with pytest.raises(cerberus.InvalidField):
+        ns.create_index("x", kind="btree")
+
+
+def test_stats(target):
+    ns = target.create_namespace(fresh_name("stats"))
+    ns.put(b"k", b"v")
+    ns.get(b"k")
+    s = ns.stats()
+    assert isinstance(s, dict) and s
+
+
+def test_errors_share_one_base():
+    for name in ["KeyNotFound", "AccessDenied", "InvalidNamespace", "NamespaceExists",
+                 "IndexExists", "IndexNotFound", "InvalidField", "ShuttingDown",
+                 "ConnectionError", "StorageError", "Corrupted"]:
+        assert issubclass(getattr(cerberus, name), cerberus.CerberusError)

@@ -1,0 +1,49 @@
+"""What only an embedded database does: options, reopening, closing."""
+
+import pytest
+
+import cerberus
+
+
+def test_data_survives_reopen(tmp_path):
+    path = str(tmp_path / "db")
+    with cerberus.open(path, sync=True) as db:
+        ns = db.create_namespace("keep")
+        ns.put(b"k", b"v")
+    with cerberus.open(path) as db:
+        assert db.namespace("keep").get(b"k") == b"v"
+        nsid = db.namespace("keep").nsid
+        assert db.namespace(nsid).name == "keep"
+
+
+def test_unknown_option_is_a_type_error(tmp_path):
+    with pytest.raises(TypeError):
+        cerberus.open(str(tmp_path / "db"), no_such_option=1)
+
+
+def test_options_are_applied(tmp_path):
+    with cerberus.open(str(tmp_path / "db"), memtable_bytes=1 << 20, cache_bytes=1 << 20) as db:
+        ns = db.create_namespace("small")
+        for i in range(3000):
+            ns.put(b"k%05d" % i, b"x" * 1000)
+        assert ns.get(b"k02999") == b"x" * 1000
+
+
+def test_closed_database_refuses_calls(tmp_path):
+    db = cerberus.open(str(tmp_path / "db"))
+    ns = db.create_namespace("x")
+    db.close()
+    with pytest.raises(cerberus.ShuttingDown):
+        ns.put(b"k", b"v")
+
+
+def test_unknown_namespace(db):
+    with pytest.raises(cerberus.InvalidNamespace):
+        db.namespace("nope")
+    with pytest.raises(cerberus.InvalidNamespace):
+        db.namespace(12345)
+
+
+def test_database_stats(db):
+    db.create_namespace("s").put(b"k", b"v")
+    assert "levels" in db.stats()
