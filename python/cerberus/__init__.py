@@ -53,6 +53,7 @@ __all__ = [
     "Device",
     "Namespace",
     "Batch",
+    "FindResult",
     "CerberusError",
     "AccessDenied",
     "CapacityExceeded",
@@ -100,6 +101,81 @@ class Batch:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self._ns.write_batch(puts=self.puts, deletes=self.deletes)
+
+
+def _pk(b: bytes) -> Union[str, bytes]:
+    """A primary key as ``str`` when it is UTF-8 (what loaders of JSON lines write), else
+    ``bytes``."""
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b
+
+
+class FindResult:
+    """The records a find matched, fetched a page at a time as they are iterated (each page
+    one query; the device resumes from the page's continuation). Iterating yields one dict
+    per record: the record's JSON object (or its projection) with its primary key under
+    ``"_pk"``. ``list(result)``, :meth:`to_arrow` and :meth:`to_pandas` take them all."""
+
+    def __init__(self, ns: "Namespace", doc: Dict[str, Any]) -> None:
+        self._ns = ns
+        self._doc = doc
+        self._cache: Optional[List[Dict[str, Any]]] = None
+        #: Pages fetched so far, and the engine's statistics of the last one.
+        self.pages = 0
+        self.stats: Optional[Dict[str, Any]] = None
+
+    def _pages(self) -> Iterator[List[Tuple[bytes, bytes]]]:
+        doc = dict(self._doc)
+        while True:
+            records, summary = self._ns._query(doc)
+            self.pages += 1
+            self.stats = summary.get("stats")
+            yield records
+            cont = summary.get("continuation")
+            if not cont:
+                return
+            doc["continuation"] = cont
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        if self._cache is not None:
+            yield from self._cache
+            return
+        for page in self._pages():
+            for pk, value in page:
+                row = json.loads(value)
+                if not isinstance(row, dict):
+                    row = {"value": row}
+                row["_pk"] = _pk(pk)
+                yield row
+
+    def to_list(self) -> List[Dict[str, Any]]:
+        """Every record as a dict (kept: later calls reuse them)."""
+        if self._cache is None:
+            self._cache = list(iter(self))
+        return self._cache
+
+    def to_arrow(self) -> Any:
+        """The records as a ``pyarrow.Table`` (one column per attribute, ``_pk`` first)."""
+        try:
+            import pyarrow
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("to_arrow() needs pyarrow: pip install pyarrow") from e
+        rows = self.to_list()
+        table = pyarrow.Table.from_pylist(rows)
+        if "_pk" in table.column_names:
+            order = ["_pk"] + [c for c in table.column_names if c != "_pk"]
+            table = table.select(order)
+        return table
+
+    def to_pandas(self) -> Any:
+        """The records as a ``pandas.DataFrame`` (through :meth:`to_arrow`)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("to_pandas() needs pandas: pip install pandas pyarrow") from e
+        return self.to_arrow().to_pandas()
 
 
 class Namespace:
@@ -191,6 +267,60 @@ class Namespace:
     def stats(self) -> Dict[str, Any]:
         """The namespace's counters: its tree per level, lookups, pages read."""
         return json.loads(self._native.stats_json())
+
+    def _query(self, doc: Dict[str, Any]) -> Tuple[List[Tuple[bytes, bytes]], Dict[str, Any]]:
+        records, summary = self._native.query_json(json.dumps(doc))
+        return records, json.loads(summary)
+
+    def find(self, filter: Optional[Dict[str, Any]] = None, project: Optional[List[str]] = None, limit: Optional[int] = None, page_bytes: Optional[int] = None) -> FindResult:
+        """Records whose JSON values match ``filter`` (MongoDB-style, as the CLI's
+        ``--filter``: ``{"city": "Oslo", "stars": {"$gte": 4}}``), through an index where one
+        covers it; ``project`` keeps only those attribute paths; pages of at most
+        ``page_bytes`` are fetched as the result is iterated."""
+        doc: Dict[str, Any] = {"op": "find", "filter": filter or {}}
+        if project is not None:
+            doc["project"] = list(project)
+        if limit is not None:
+            doc["limit"] = limit
+        if page_bytes is not None:
+            doc["page_bytes"] = page_bytes
+        return FindResult(self, doc)
+
+    def get_by_secondary(self, attr: str, value: Any, limit: Optional[int] = None) -> List[Union[str, bytes]]:
+        """Primary keys of the records whose indexed ``attr`` equals ``value`` (reads the
+        index only)."""
+        doc: Dict[str, Any] = {"op": "get_by_secondary", "attr": attr, "value": value}
+        if limit is not None:
+            doc["limit"] = limit
+        records, _ = self._query(doc)
+        return [_pk(pk) for pk, _ in records]
+
+    def top(self, by: str, k: int, filter: Optional[Dict[str, Any]] = None, desc: bool = False, project: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+        """The ``k`` records ranked first by attribute ``by`` (ascending, or ``desc``) among
+        those matching ``filter``: dicts with ``_pk``, the ranked value under ``by``, and the
+        projected attributes."""
+        doc: Dict[str, Any] = {"op": "top", "filter": filter or {}, "by": by, "desc": desc, "k": k}
+        if project is not None:
+            doc["project"] = list(project)
+        records, summary = self._query(doc)
+        out = []
+        for (pk, proj), key in zip(records, summary.get("keys", [])):
+            row = json.loads(proj) if proj else {}
+            if not isinstance(row, dict):
+                row = {"value": row}
+            row.setdefault(by, key)
+            row["_pk"] = _pk(pk)
+            out.append(row)
+        return out
+
+    def aggregate(self, fn: str, attr: Optional[str] = None, filter: Optional[Dict[str, Any]] = None) -> Any:
+        """``count``, ``sum``, ``avg``, ``min`` or ``max`` of ``attr`` over the records
+        matching ``filter``."""
+        doc: Dict[str, Any] = {"op": "aggregate", "filter": filter or {}, "fn": fn}
+        if attr is not None:
+            doc["attr"] = attr
+        _, summary = self._query(doc)
+        return summary.get("value")
 
 
 class Db:

@@ -212,6 +212,16 @@ impl DeviceNamespace {
         Ok(v.to_string())
     }
 
+    /// Runs a query document inside the device: its records and its summary (JSON text).
+    fn query_json<'py>(&self, py: Python<'py>, doc: &str) -> PyResult<crate::QueryResult<'py>> {
+        let doc: serde_json::Value = serde_json::from_str(doc)
+            .map_err(|e| errors::InvalidField::new_err(format!("query document: {e}")))?;
+        let reply = py
+            .allow_threads(|| self.client.query(self.nsid, &doc))
+            .map_err(errors::host)?;
+        Ok(crate::query_result(py, reply.records, &reply.summary))
+    }
+
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let v = py
             .allow_threads(|| self.client.stats(self.nsid))

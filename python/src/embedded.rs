@@ -236,6 +236,18 @@ impl EmbeddedNamespace {
         serde_json::to_string(&list).map_err(|e| errors::InternalError::new_err(e.to_string()))
     }
 
+    /// Runs a query document (`docs/protocol.md`, Queries): its records and its summary
+    /// (a JSON text).
+    fn query_json<'py>(&self, py: Python<'py>, doc: &str) -> PyResult<crate::QueryResult<'py>> {
+        let out = py
+            .allow_threads(|| {
+                self.ns
+                    .run_query(doc.as_bytes(), cerberus_engine::DEFAULT_PAGE_BYTES as u32)
+            })
+            .map_err(errors::engine)?;
+        Ok(crate::query_result(py, out.records, &out.summary))
+    }
+
     /// The namespace's counters as a JSON text.
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let s = py

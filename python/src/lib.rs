@@ -7,7 +7,24 @@ mod embedded;
 mod errors;
 mod keys;
 
+use bytes::Bytes;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// A query's records as `(pk, value)` bytes and its summary as a JSON text.
+type QueryResult<'py> = (Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>, String);
+
+fn query_result<'py>(
+    py: Python<'py>,
+    records: Vec<(Bytes, Bytes)>,
+    summary: &serde_json::Value,
+) -> QueryResult<'py> {
+    let records = records
+        .iter()
+        .map(|(k, v)| (PyBytes::new(py, k), PyBytes::new(py, v)))
+        .collect();
+    (records, summary.to_string())
+}
 
 #[pymodule]
 fn _cerberus(m: &Bound<'_, PyModule>) -> PyResult<()> {

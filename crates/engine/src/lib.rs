@@ -25,8 +25,8 @@ mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, ReadOptions, Snapshot,
-    TopOptions, DEFAULT_PREFETCH_DEGREE,
+    Db, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput, ReadOptions,
+    Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, Result};
 pub use index::{AttrPath, IndexKind, Scalar, ScalarType};

@@ -9,6 +9,7 @@ mod indexes;
 mod iterator;
 mod namespaces;
 mod query;
+mod query_doc;
 mod read;
 mod records;
 mod recovery;
@@ -21,6 +22,7 @@ pub use handle::Namespace;
 pub use indexes::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
 pub use query::{FindOptions, TopOptions};
+pub use query_doc::QueryOutput;
 pub use snapshot::Snapshot;
 
 use self::{

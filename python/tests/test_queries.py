@@ -1,0 +1,99 @@
+"""Indexes and queries: find (paged), get_by_secondary, top, aggregate, and the Arrow and
+pandas forms of a find, on an embedded database and on a device."""
+
+import json
+
+import pytest
+
+import cerberus
+from conftest import fresh_name
+
+CITIES = ["Oslo", "Lima", "Pune", "Kyiv"]
+
+
+def load(ns, n):
+    rows = []
+    with ns.batch() as b:
+        for i in range(n):
+            row = {"id": i, "city": CITIES[i % 4], "stars": i % 5, "name": f"r{i:05d}"}
+            rows.append(row)
+            b.put(b"rec:%05d" % i, json.dumps(row).encode())
+    return rows
+
+
+@pytest.fixture
+def loaded(target):
+    ns = target.create_namespace(fresh_name("q"))
+    rows = load(ns, 2000)
+    return ns, rows
+
+
+@pytest.mark.parametrize("kind", ["vas", "classic"])
+def test_find_pages_through_everything_once(loaded, kind):
+    ns, rows = loaded
+    ns.create_index("city", kind=kind)
+    result = ns.find({"city": "Lima"}, page_bytes=4096)
+    got = list(result)
+    assert result.pages > 5  # many small pages, each resumed from its continuation
+    expected = {f"rec:{r['id']:05d}" for r in rows if r["city"] == "Lima"}
+    pks = [r["_pk"] for r in got]
+    assert len(pks) == len(set(pks)) == len(expected)
+    assert set(pks) == expected
+    assert all(r["city"] == "Lima" for r in got)
+
+
+def test_find_without_index_scans_and_filters(loaded):
+    ns, rows = loaded
+    got = ns.find({"stars": {"$gte": 4}}).to_list()
+    assert len(got) == sum(1 for r in rows if r["stars"] >= 4)
+
+
+def test_find_projection_and_limit(loaded):
+    ns, _ = loaded
+    ns.create_index("city")
+    got = ns.find({"city": "Oslo"}, project=["name"], limit=7).to_list()
+    assert len(got) == 7
+    assert all(set(r) == {"name", "_pk"} for r in got)
+
+
+def test_get_by_secondary(loaded):
+    ns, rows = loaded
+    ns.create_index("city")
+    pks = ns.get_by_secondary("city", "Pune")
+    assert sorted(pks) == sorted(f"rec:{r['id']:05d}" for r in rows if r["city"] == "Pune")
+
+
+def test_top_and_aggregate(loaded):
+    ns, rows = loaded
+    top = ns.top("id", 3, filter={"city": "Kyiv"}, desc=True, project=["name"])
+    kyiv = sorted((r for r in rows if r["city"] == "Kyiv"), key=lambda r: -r["id"])[:3]
+    assert [t["id"] for t in top] == [r["id"] for r in kyiv]
+    assert [t["name"] for t in top] == [r["name"] for r in kyiv]
+    assert ns.aggregate("count", filter={"city": "Kyiv"}) == 500
+    assert ns.aggregate("sum", "stars") == sum(r["stars"] for r in rows)
+    assert ns.aggregate("max", "id") == 1999
+
+
+def test_bad_queries_raise(loaded):
+    ns, _ = loaded
+    with pytest.raises(cerberus.InvalidField):
+        ns.find({"city": {"$regex": "x"}}).to_list()
+    with pytest.raises(cerberus.InvalidField):
+        ns.aggregate("median", "stars")
+
+
+def test_arrow_and_pandas_equal_the_dicts(loaded):
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    ns, _ = loaded
+    ns.create_index("city")
+    result = ns.find({"city": "Oslo"}, page_bytes=8192)
+    dicts = result.to_list()
+    table = result.to_arrow()
+    assert isinstance(table, pa.Table)
+    assert table.column_names[0] == "_pk"
+    assert table.num_rows == len(dicts)
+    assert table.to_pylist() == [{c: d.get(c) for c in table.column_names} for d in dicts]
+    frame = result.to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    assert frame.to_dict("records") == table.to_pylist()
