@@ -18,6 +18,7 @@ network works.
 from __future__ import annotations
 
 import builtins
+import io
 import json
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
@@ -103,6 +104,23 @@ class Batch:
             self._ns.write_batch(puts=self.puts, deletes=self.deletes)
 
 
+def _row(pk: bytes, value: bytes) -> Dict[str, Any]:
+    """A found record as a dict: its JSON object (or ``{"value": ...}`` for another JSON
+    value) with its primary key under ``_pk``."""
+    row = json.loads(value)
+    if not isinstance(row, dict):
+        row = {"value": row}
+    row["_pk"] = _pk(pk)
+    return row
+
+
+def _pk_first(table: Any) -> Any:
+    if "_pk" in table.column_names:
+        order = ["_pk"] + [c for c in table.column_names if c != "_pk"]
+        table = table.select(order)
+    return table
+
+
 def _pk(b: bytes) -> Union[str, bytes]:
     """A primary key as ``str`` when it is UTF-8 (what loaders of JSON lines write), else
     ``bytes``."""
@@ -144,11 +162,7 @@ class FindResult:
             return
         for page in self._pages():
             for pk, value in page:
-                row = json.loads(value)
-                if not isinstance(row, dict):
-                    row = {"value": row}
-                row["_pk"] = _pk(pk)
-                yield row
+                yield _row(pk, value)
 
     def to_list(self) -> List[Dict[str, Any]]:
         """Every record as a dict (kept: later calls reuse them)."""
@@ -157,17 +171,32 @@ class FindResult:
         return self._cache
 
     def to_arrow(self) -> Any:
-        """The records as a ``pyarrow.Table`` (one column per attribute, ``_pk`` first)."""
+        """The records as a ``pyarrow.Table`` (``_pk`` first, then one column per
+        attribute). The values go to Arrow's JSON reader a page at a time, with no Python
+        object per row, unless a value spans lines or is not a JSON object."""
         try:
             import pyarrow
+            import pyarrow.json as pajson
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ImportError("to_arrow() needs pyarrow: pip install pyarrow") from e
-        rows = self.to_list()
-        table = pyarrow.Table.from_pylist(rows)
-        if "_pk" in table.column_names:
-            order = ["_pk"] + [c for c in table.column_names if c != "_pk"]
-            table = table.select(order)
-        return table
+        if self._cache is not None:
+            return _pk_first(pyarrow.Table.from_pylist(self._cache))
+        pks: List[Union[str, bytes]] = []
+        values: List[bytes] = []
+        for page in self._pages():
+            for pk, value in page:
+                pks.append(_pk(pk))
+                values.append(value)
+        rows = None
+        if values and all(v[:1] == b"{" and b"\n" not in v for v in values):
+            try:
+                rows = pajson.read_json(io.BytesIO(b"\n".join(values)))
+            except pyarrow.ArrowInvalid:
+                rows = None
+        if rows is None or rows.num_rows != len(values) or "_pk" in rows.column_names:
+            self._cache = [_row(pk, v) for pk, v in zip(pks, values)]
+            return _pk_first(pyarrow.Table.from_pylist(self._cache))
+        return rows.add_column(0, "_pk", pyarrow.array(pks))
 
     def to_pandas(self) -> Any:
         """The records as a ``pandas.DataFrame`` (through :meth:`to_arrow`)."""

@@ -97,3 +97,16 @@ def test_arrow_and_pandas_equal_the_dicts(loaded):
     frame = result.to_pandas()
     assert isinstance(frame, pd.DataFrame)
     assert frame.to_dict("records") == table.to_pylist()
+
+
+def test_arrow_straight_from_pages_equals_the_dicts(loaded):
+    pytest.importorskip("pyarrow")
+    ns, _ = loaded
+    ns.create_index("stars")
+    dicts = ns.find({"stars": 3}, page_bytes=4096).to_list()
+    table = ns.find({"stars": 3}, page_bytes=4096).to_arrow()  # Arrow's JSON reader
+    assert table.column_names[0] == "_pk"
+    assert table.num_rows == len(dicts) == 400
+    assert table.to_pylist() == [{c: d.get(c) for c in table.column_names} for d in dicts]
+    frame = ns.find({"stars": 3}).to_pandas()
+    assert sorted(frame["_pk"]) == sorted(d["_pk"] for d in dicts)
