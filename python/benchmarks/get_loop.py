@@ -1,10 +1,11 @@
-"""Gets in a Python loop against the Rust BlockingClient, through the same device.
+"""Gets in a Python loop against the Rust BlockingClient, through the same device, on the
+same data.
 
-Starts a device (release build of `cerberus`, or --device ADDRESS), then in turns for
---rounds rounds: the Rust client (`cerberus-bench fillrandom,readrandom --engine device
---threads 1`, which uses BlockingClient) and this package (`ns.get(key)` in a loop over the
-same number of random keys of the same size). Prints each round's gets/s and the median of
-the per-round ratios Python / Rust.
+Starts a device (release build of `cerberus`), fills it once with `cerberus-bench
+fillrandom --engine device --threads 1` (namespace `bench`), then for --rounds rounds, in
+turns: the Rust client (`cerberus-bench readrandom`, BlockingClient, one thread) and this
+package (`ns.get(key)` in a loop over as many random keys of the same format, in the same
+namespace). Prints each round's gets/s and the median of the per-round ratios Python / Rust.
 
     cargo build --release -p cerberus-cli -p cerberus-bench
     pip install ./python
@@ -14,6 +15,7 @@ the per-round ratios Python / Rust.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -55,34 +57,39 @@ def start_device(binary: str, data: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.05)
 
 
-def rust_round(bench: str, address: str, num: int, value_size: int, db: str) -> float:
-    out = subprocess.run(
-        [bench, "fillrandom,readrandom", "--engine", "device", "--device", address,
+def bench(bench: str, workload: str, address: str, num: int, value_size: int, db: str) -> str:
+    return subprocess.run(
+        [bench, workload, "--engine", "device", "--device", address,
          "--admin-secret", SECRET, "--num", str(num), "--threads", "1",
          "--value-size", str(value_size), "--db", db],
         check=True, capture_output=True, text=True,
     ).stdout
+
+
+def rust_round(path: str, address: str, num: int, value_size: int, db: str) -> float:
+    out = bench(path, "readrandom", address, num, value_size, db)
     m = re.search(r"^readrandom\s*:.*?([0-9]+) ops/sec", out, re.M)
     if not m:
         raise RuntimeError(f"no readrandom line in cerberus-bench's output:\n{out}")
     return float(m.group(1))
 
 
-def python_round(device: cerberus.Device, num: int, value_size: int, seed: int) -> float:
-    ns = device.create_namespace(f"pyget-{os.getpid()}-{seed}")
+def bench_namespace(device: cerberus.Device, db: str) -> cerberus.Namespace:
+    """The namespace cerberus-bench filled, opened with the secret it keeps in its --db."""
+    path = next(Path(db).rglob("bench-secrets.json"))
+    nsid, secret = json.loads(path.read_text())["bench"]
+    return device.namespace(nsid, secret)
+
+
+def python_round(ns: cerberus.Namespace, num: int, seed: int) -> float:
     rng = random.Random(seed)
-    value = os.urandom(value_size)
-    # The same shape as the bench's: 16-byte keys, random order, about 63 % present.
-    keys = [b"%016d" % rng.randrange(num) for _ in range(num)]
-    for i in range(0, num, 1000):
-        ns.write_batch(puts=[(k, value) for k in keys[i:i + 1000]])
+    # The bench's keys: the index in zero-padded decimal, 16 bytes.
     probes = [b"%016d" % rng.randrange(num) for _ in range(num)]
     get = ns.get
     start = time.perf_counter()
     for k in probes:
         get(k)
     elapsed = time.perf_counter() - start
-    device.destroy_namespace(ns)
     return num / elapsed
 
 
@@ -97,11 +104,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         proc, address = start_device(args.cerberus, os.path.join(tmp, "device"))
         try:
+            db = os.path.join(tmp, "bench")
+            bench(args.bench, "fillrandom", address, args.num, args.value_size, db)
             device = cerberus.connect(address, admin_secret=SECRET)
+            ns = bench_namespace(device, db)
             ratios = []
             for r in range(args.rounds):
-                rust = rust_round(args.bench, address, args.num, args.value_size, os.path.join(tmp, "bench"))
-                py = python_round(device, args.num, args.value_size, r)
+                rust = rust_round(args.bench, address, args.num, args.value_size, db)
+                py = python_round(ns, args.num, r)
                 ratios.append(py / rust)
                 print(f"round {r + 1}: rust {rust:,.0f} gets/s, python {py:,.0f} gets/s, "
                       f"python/rust {py / rust:.3f}", flush=True)
