@@ -17,9 +17,9 @@ const BUCKETS_US: [u64; 16] = [
     1_000_000, 5_000_000,
 ];
 
-/// One series' counters, split into a stripe per thread (threads take stripes in turn): the
-/// network threads each record every command, and counters they shared would bounce one
-/// cache line between their cores on every command. Rendering sums the stripes.
+/// One series' counters, split into a stripe per CPU: the network threads each record every
+/// command, and counters they shared would bounce one cache line between their cores on
+/// every command. Rendering sums the stripes.
 #[derive(Default)]
 struct OpMetrics {
     stripes: [OpStripe; STRIPES],
@@ -39,20 +39,12 @@ struct OpStripe {
 }
 
 impl OpMetrics {
+    /// The stripe of the CPU the caller runs on (no system call: the kernel's
+    /// restartable-sequence area), else the first.
     fn local(&self) -> &OpStripe {
-        use std::cell::Cell;
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        thread_local! {
-            static MINE: Cell<Option<usize>> = const { Cell::new(None) };
-        }
-        let i = MINE.with(|m| {
-            *m.get().get_or_insert_with(|| {
-                let i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
-                m.set(Some(i));
-                i
-            })
-        });
-        &self.stripes[i]
+        // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+        let cpu = unsafe { libc::sched_getcpu() };
+        &self.stripes[usize::try_from(cpu).unwrap_or(0) % STRIPES]
     }
 
     fn sum(&self, f: impl Fn(&OpStripe) -> &AtomicU64) -> u64 {

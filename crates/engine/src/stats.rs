@@ -180,7 +180,7 @@ pub struct ListingStats {
 /// Live counters, updated with relaxed atomics on the hot paths. The engine keeps one set per
 /// namespace (its gets and writes) and one for background work.
 ///
-/// Each set is split into stripes, one per thread (threads take stripes in turn): a get
+/// Each set is split into stripes, one per CPU: a get
 /// bumps a dozen counters, and with one shared copy every bump of a thread on one core pulls
 /// the cache line from the other core (a contended read-modify-write, 10-20x the cost of an
 /// uncontended one). Readers sum the stripes.
@@ -189,12 +189,18 @@ pub(crate) struct Counters {
     stripes: Box<[Stripe]>,
 }
 
-/// Stripes per set: enough that the threads of a small machine's hot paths (network
-/// threads, spawned one after another) each have their own.
+/// Stripes per set: at least the CPUs of a small machine.
 const STRIPES: usize = 8;
 
-/// This thread's stripe (`usize::MAX` until it first counts).
+/// The stripe of the CPU the caller runs on (a read of the kernel's restartable-sequence
+/// area, no system call), so two threads counting at the same moment on two CPUs never share
+/// a stripe; where the CPU is unknown, a stripe per thread, taken in turn.
 fn stripe_index() -> usize {
+    // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu >= 0 {
+        return cpu as usize % STRIPES;
+    }
     use std::cell::Cell;
     use std::sync::atomic::AtomicUsize;
     static NEXT: AtomicUsize = AtomicUsize::new(0);
