@@ -26,8 +26,10 @@ pub struct ReadPool {
     running: AtomicUsize,
 }
 
-/// A read issued ahead; [`Pending::wait`] gives its result once it is complete.
-pub struct Pending<T>(Issued<T>);
+/// A read issued ahead; [`Pending::wait`] gives its result once it is complete. Dropped
+/// unread, it still waits for a reader thread's read to finish: the read counts its pages
+/// into its iterator's counters, which must be final once the iterator is gone.
+pub struct Pending<T>(Option<Issued<T>>);
 
 enum Issued<T> {
     Thread(Receiver<T>),
@@ -38,14 +40,23 @@ enum Issued<T> {
 impl<T> Pending<T> {
     /// The read's result, waiting for it if it is not complete; `None` if the reader thread
     /// stopped without one.
-    pub fn wait(self) -> Option<T> {
-        match self.0 {
+    pub fn wait(mut self) -> Option<T> {
+        match self.0.take()? {
             Issued::Thread(rx) => rx.recv().ok(),
             Issued::Modeled(issued) => {
                 let (value, done) = *issued;
                 done.wait();
                 Some(value)
             }
+        }
+    }
+}
+
+impl<T> Drop for Pending<T> {
+    fn drop(&mut self) {
+        if let Some(Issued::Thread(rx)) = self.0.take() {
+            // Ends with the read, or at once if its job was dropped unrun.
+            let _ = rx.recv();
         }
     }
 }
@@ -91,7 +102,7 @@ impl ReadPool {
         read: impl FnOnce() -> T + Send + 'static,
     ) -> Pending<T> {
         if self.modeled {
-            return Pending(Issued::Modeled(Box::new(deferred(read))));
+            return Pending(Some(Issued::Modeled(Box::new(deferred(read)))));
         }
         self.started.call_once(|| self.start());
         let (tx, rx) = crossbeam_channel::bounded(1);
@@ -103,7 +114,7 @@ impl ReadPool {
         } else if let Err(e) = self.jobs.send(job) {
             (e.into_inner())();
         }
-        Pending(Issued::Thread(rx))
+        Pending(Some(Issued::Thread(rx)))
     }
 }
 
