@@ -7,6 +7,7 @@ mod auth;
 mod config;
 mod connection;
 mod data_dir;
+mod dedup;
 mod dispatch;
 mod error;
 mod iterators;

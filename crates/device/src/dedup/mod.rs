@@ -1,0 +1,301 @@
+//! The deduplication service, the BTS paper's background storage service: after a write,
+//! a background task splits the key's value into chunks, names each by a digest and keeps a
+//! chunk index with reference counts (offline deduplication: writes are acknowledged first).
+//! It measures what deduplication would save; values stay whole in the value log.
+//!
+//! A task names a key, not a value: it reads the key's value when it runs, under a lock of
+//! that key, so tasks of one key may run in any order and on any core and the index still
+//! ends up describing the value stored last (each write queues its task after it is applied).
+//! The index is saved on a clean stop with the tasks still queued, and loaded (then deleted)
+//! at start; after a crash there is no file and it is rebuilt from the stored values.
+
+pub mod chunk;
+mod index;
+mod persist;
+
+use bytes::Bytes;
+use cerberus_engine::{Db, Error as EngineError, ReadOptions};
+pub use chunk::{ChunkHash, Chunker, Chunking};
+pub use index::{NsDedupStats, NsIndex};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The service's settings (`[dedup]` in the device's TOML file).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DedupConfig {
+    /// Off by default: every write then costs a chunking pass in the background.
+    pub enabled: bool,
+    pub chunking: Chunking,
+    pub hash: ChunkHash,
+    /// Fixed chunk size, or the average for content-defined chunks.
+    pub chunk_bytes: u32,
+}
+
+impl Default for DedupConfig {
+    fn default() -> Self {
+        let c = Chunker::default();
+        DedupConfig {
+            enabled: false,
+            chunking: c.chunking,
+            hash: c.hash,
+            chunk_bytes: c.chunk_bytes,
+        }
+    }
+}
+
+impl DedupConfig {
+    pub fn chunker(&self) -> Chunker {
+        Chunker {
+            chunking: self.chunking,
+            hash: self.hash,
+            chunk_bytes: self.chunk_bytes,
+        }
+    }
+}
+
+/// A task of the service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DedupWork {
+    /// Index the value `key` holds now (or drop it, if it holds none).
+    Key { ns: u32, key: Bytes },
+    /// Queue a `Key` task for each key of `ns` after `after`, a page at a time (a rebuild).
+    Scan { ns: u32, after: Option<Bytes> },
+    /// `ns` was destroyed: drop its index.
+    Forget { ns: u32 },
+}
+
+/// Keys a scan task lists before it queues the next page: a task runs to the end on its
+/// core, so each stays short.
+const SCAN_PAGE: usize = 64;
+const KEY_LOCKS: usize = 256;
+
+pub struct Dedup {
+    chunker: Chunker,
+    indexes: Mutex<HashMap<u32, NsIndex>>,
+    key_locks: Vec<Mutex<()>>,
+    /// Tasks queued and not yet run.
+    backlog: AtomicU64,
+    tasks_run: AtomicU64,
+    hashed_bytes: AtomicU64,
+    hash_ns: AtomicU64,
+}
+
+/// The service as the device's stats report it.
+#[derive(Clone, Debug, Serialize)]
+pub struct DedupStats {
+    pub chunker: Chunker,
+    /// Tasks queued and not yet run.
+    pub backlog: u64,
+    pub tasks_run: u64,
+    /// Bytes chunked and hashed, and the rate of that work alone (one core).
+    pub hashed_bytes: u64,
+    pub hash_mb_per_s: f64,
+    pub total: NsDedupStats,
+    pub namespaces: BTreeMap<u32, NsDedupStats>,
+}
+
+impl Dedup {
+    pub fn new(chunker: Chunker) -> Dedup {
+        Dedup {
+            chunker,
+            indexes: Mutex::default(),
+            key_locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
+            backlog: AtomicU64::new(0),
+            tasks_run: AtomicU64::new(0),
+            hashed_bytes: AtomicU64::new(0),
+            hash_ns: AtomicU64::new(0),
+        }
+    }
+
+    pub fn chunker(&self) -> Chunker {
+        self.chunker
+    }
+
+    /// A task was queued (the scheduler calls this; `done` counts it off).
+    pub fn queued(&self) {
+        self.backlog.fetch_add(1, Relaxed);
+    }
+
+    /// A queued task will not run (the scheduler dropped it, e.g. at a stop that saves it).
+    pub fn dropped(&self) {
+        self.backlog.fetch_sub(1, Relaxed);
+    }
+
+    pub fn backlog(&self) -> u64 {
+        self.backlog.load(Relaxed)
+    }
+
+    /// Runs one queued task; the tasks it makes (a scan's) go to `more`.
+    pub fn run(
+        &self,
+        db: &Db,
+        work: DedupWork,
+        more: &mut dyn FnMut(DedupWork),
+    ) -> Result<(), EngineError> {
+        let r = self.run_inner(db, work, more);
+        self.tasks_run.fetch_add(1, Relaxed);
+        self.backlog.fetch_sub(1, Relaxed);
+        r
+    }
+
+    fn run_inner(
+        &self,
+        db: &Db,
+        work: DedupWork,
+        more: &mut dyn FnMut(DedupWork),
+    ) -> Result<(), EngineError> {
+        match work {
+            DedupWork::Key { ns, key } => self.index_key(db, ns, &key),
+            DedupWork::Scan { ns, after } => {
+                let handle = match db.namespace(ns) {
+                    Ok(h) => h,
+                    Err(EngineError::UnknownNamespace(_)) => return Ok(()),
+                    Err(e) => return Err(e),
+                };
+                let mut it = handle.iter(ReadOptions {
+                    keys_only: true,
+                    ..ReadOptions::default()
+                })?;
+                if let Some(a) = &after {
+                    // The smallest key after `a`.
+                    let mut next = a.to_vec();
+                    next.push(0);
+                    it.seek(&next)?;
+                }
+                let mut last = None;
+                for entry in it.take(SCAN_PAGE) {
+                    let (k, _) = entry?;
+                    more(DedupWork::Key { ns, key: k.clone() });
+                    last = Some(k);
+                }
+                if let Some(after) = last {
+                    more(DedupWork::Scan {
+                        ns,
+                        after: Some(after),
+                    });
+                }
+                Ok(())
+            }
+            DedupWork::Forget { ns } => {
+                self.indexes.lock().remove(&ns);
+                Ok(())
+            }
+        }
+    }
+
+    fn index_key(&self, db: &Db, ns: u32, key: &[u8]) -> Result<(), EngineError> {
+        let _key = self.key_locks[lock_index(ns, key)].lock();
+        let value = match db.namespace(ns) {
+            Ok(h) => h.get(key)?,
+            Err(EngineError::UnknownNamespace(_)) => {
+                self.indexes.lock().remove(&ns);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let chunks = value.map(|v| {
+            let t = quanta::Instant::now();
+            let mut out = Vec::with_capacity(v.len() / self.chunker.chunk_bytes.max(1) as usize + 1);
+            self.chunker.chunks(&v, |d, n| out.push((d, n)));
+            self.hash_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            self.hashed_bytes.fetch_add(v.len() as u64, Relaxed);
+            out
+        });
+        self.indexes
+            .lock()
+            .entry(ns)
+            .or_default()
+            .set(key, chunks.as_deref());
+        Ok(())
+    }
+
+    pub fn stats(&self) -> DedupStats {
+        let namespaces: BTreeMap<u32, NsDedupStats> = self
+            .indexes
+            .lock()
+            .iter()
+            .map(|(ns, ix)| (*ns, ix.stats()))
+            .collect();
+        let mut total = NsDedupStats::default();
+        for s in namespaces.values() {
+            total.keys += s.keys;
+            total.chunks += s.chunks;
+            total.unique_chunks += s.unique_chunks;
+            total.logical_bytes += s.logical_bytes;
+            total.unique_bytes += s.unique_bytes;
+        }
+        total.dedup_ratio = index::ratio(total.logical_bytes, total.unique_bytes);
+        let (bytes, ns) = (self.hashed_bytes.load(Relaxed), self.hash_ns.load(Relaxed));
+        DedupStats {
+            chunker: self.chunker,
+            backlog: self.backlog(),
+            tasks_run: self.tasks_run.load(Relaxed),
+            hashed_bytes: bytes,
+            hash_mb_per_s: if ns == 0 {
+                0.0
+            } else {
+                bytes as f64 / ns as f64 * 1e3
+            },
+            total,
+            namespaces,
+        }
+    }
+
+    /// Each indexed key of `ns` with its chunks' reference counts, for checks against a
+    /// reference recomputed from the stored values.
+    pub fn snapshot(&self, ns: u32) -> Option<(NsDedupStats, HashMap<[u8; 20], u32>)> {
+        let ix = self.indexes.lock();
+        let i = ix.get(&ns)?;
+        Some((i.stats(), i.refcounts()))
+    }
+
+    /// Writes the index and the tasks still queued to `path` (atomically: a temporary file
+    /// renamed over it).
+    pub fn save(&self, path: &Path, pending: &[DedupWork]) -> std::io::Result<()> {
+        persist::save(self, path, pending)
+    }
+
+    /// The service from the file a clean stop left, with its queued tasks, if the file is
+    /// whole and made with `chunker`; the file is removed, so that a crash from now on
+    /// rebuilds. `None` (rebuild) when there is no usable file.
+    pub fn load(path: &Path, chunker: Chunker) -> Option<(Dedup, Vec<DedupWork>)> {
+        let loaded = persist::load(path, chunker);
+        remove_file(path);
+        match loaded {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, path = %path.display(), "dedup index not loaded: rebuilt from the stored values");
+                None
+            }
+        }
+    }
+}
+
+/// Removes `path` and makes the removal durable.
+pub fn remove_file(path: &Path) {
+    if std::fs::remove_file(path).is_ok() {
+        if let Some(dir) = path.parent() {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+    }
+}
+
+/// Where the device keeps the saved index.
+pub fn index_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("dedup.index")
+}
+
+fn lock_index(ns: u32, key: &[u8]) -> usize {
+    let h = xxhash_rust::xxh3::xxh3_64_with_seed(key, u64::from(ns));
+    h as usize % KEY_LOCKS
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+//! The index against a reference recomputed from the stored values, after random writes,
+//! overwrites, deletes, a clean stop and a crash.
+
+use super::*;
+use cerberus_engine::Options;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::VecDeque;
+
+/// Runs queued tasks one at a time, as a core would, until none is left.
+fn drain(dedup: &Dedup, db: &Db, queue: &mut VecDeque<DedupWork>) {
+    while let Some(w) = queue.pop_front() {
+        let mut more = Vec::new();
+        dedup.run(db, w, &mut |m| more.push(m)).unwrap();
+        for m in more {
+            dedup.queued();
+            queue.push_back(m);
+        }
+    }
+    assert_eq!(dedup.backlog(), 0);
+}
+
+fn submit(dedup: &Dedup, queue: &mut VecDeque<DedupWork>, w: DedupWork) {
+    dedup.queued();
+    queue.push_back(w);
+}
+
+/// Chunk reference counts and byte totals of what `ns` stores now.
+fn reference(db: &Db, ns: u32, chunker: Chunker) -> (HashMap<[u8; 20], u32>, u64, u64) {
+    let mut refs: HashMap<[u8; 20], u32> = HashMap::new();
+    let mut lens = HashMap::new();
+    let mut logical = 0;
+    for e in db.namespace(ns).unwrap().iter(ReadOptions::default()).unwrap() {
+        let (_, v) = e.unwrap();
+        chunker.chunks(&v, |d, n| {
+            *refs.entry(d).or_default() += 1;
+            lens.insert(d, u64::from(n));
+            logical += u64::from(n);
+        });
+    }
+    let unique = lens.values().sum();
+    (refs, logical, unique)
+}
+
+fn check(dedup: &Dedup, db: &Db, ns: u32) {
+    let (refs, logical, unique) = reference(db, ns, dedup.chunker());
+    let (stats, got) = dedup.snapshot(ns).unwrap_or_default();
+    assert_eq!(got, refs, "reference counts of namespace {ns}");
+    assert_eq!((stats.logical_bytes, stats.unique_bytes), (logical, unique));
+    let keys = db
+        .namespace(ns)
+        .unwrap()
+        .iter(ReadOptions::default())
+        .unwrap()
+        .count();
+    assert_eq!(stats.keys as usize, keys);
+}
+
+/// Values built from a small pool of 128-byte blocks, so chunks repeat within and across
+/// values, with a random tail so not every chunk does.
+fn value(rng: &mut SmallRng) -> Vec<u8> {
+    let blocks = rng.gen_range(0..12);
+    let mut v = Vec::new();
+    for _ in 0..blocks {
+        let b: u8 = rng.gen_range(0..6);
+        v.extend_from_slice(&[b; 128]);
+    }
+    let tail = rng.gen_range(0..200);
+    v.extend((0..tail).map(|_| rng.gen::<u8>()));
+    v
+}
+
+fn random_writes(db: &Db, dedup: &Dedup, queue: &mut VecDeque<DedupWork>, ns: &[u32], seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for i in 0..600 {
+        let n = ns[rng.gen_range(0..ns.len())];
+        let h = db.namespace(n).unwrap();
+        let key = format!("k{:03}", rng.gen_range(0..150)).into_bytes();
+        if rng.gen_bool(0.2) {
+            h.delete(&key).unwrap();
+        } else {
+            h.put(&key, &value(&mut rng)).unwrap();
+        }
+        submit(
+            dedup,
+            queue,
+            DedupWork::Key {
+                ns: n,
+                key: key.into(),
+            },
+        );
+        // Tasks run late and in bunches, as they do behind a busy core.
+        if i % 37 == 0 {
+            drain(dedup, db, queue);
+        }
+    }
+}
+
+fn options() -> Options {
+    Options {
+        memtable_bytes: 64 << 10,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn index_matches_the_stored_values_after_writes_a_clean_stop_and_a_crash() {
+    for chunker in [
+        Chunker::default(),
+        Chunker {
+            chunking: Chunking::Cdc,
+            hash: ChunkHash::Xxh3,
+            chunk_bytes: 64,
+        },
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dedup.index");
+        let db = Db::open(dir.path().join("db"), options()).unwrap();
+        let a = db.create_namespace("a").unwrap().id();
+        let b = db.create_namespace("b").unwrap().id();
+        let dedup = Dedup::new(chunker);
+        let mut q = VecDeque::new();
+        random_writes(&db, &dedup, &mut q, &[a, b], 1);
+        drain(&dedup, &db, &mut q);
+        check(&dedup, &db, a);
+        check(&dedup, &db, b);
+        assert!(dedup.stats().total.dedup_ratio > 1.5);
+
+        // A clean stop with tasks still queued: saved, loaded, the tasks run after.
+        random_writes(&db, &dedup, &mut q, &[a], 2);
+        submit(&dedup, &mut q, DedupWork::Key { ns: a, key: Bytes::from_static(b"k001") });
+        let pending: Vec<DedupWork> = q.drain(..).collect();
+        dedup.save(&file, &pending).unwrap();
+        drop(dedup);
+        db.close().unwrap();
+        drop(db);
+        let db = Db::open(dir.path().join("db"), options()).unwrap();
+        let (dedup, pending) = Dedup::load(&file, chunker).expect("a clean stop's index");
+        assert!(!file.exists(), "loaded once: a crash from now on rebuilds");
+        assert!(!pending.is_empty());
+        for w in pending {
+            submit(&dedup, &mut q, w);
+        }
+        drain(&dedup, &db, &mut q);
+        check(&dedup, &db, a);
+        check(&dedup, &db, b);
+
+        // More writes, some indexed and some not, then a crash: no file, a rebuild.
+        random_writes(&db, &dedup, &mut q, &[a, b], 3);
+        drop(q.drain(..));
+        drop(dedup);
+        drop(db);
+        let db = Db::open(dir.path().join("db"), options()).unwrap();
+        assert!(Dedup::load(&file, chunker).is_none());
+        let dedup = Dedup::new(chunker);
+        for ns in [a, b] {
+            submit(&dedup, &mut q, DedupWork::Scan { ns, after: None });
+        }
+        drain(&dedup, &db, &mut q);
+        check(&dedup, &db, a);
+        check(&dedup, &db, b);
+
+        // A destroyed namespace's index goes.
+        db.destroy_namespace(b).unwrap();
+        submit(&dedup, &mut q, DedupWork::Forget { ns: b });
+        drain(&dedup, &db, &mut q);
+        assert!(!dedup.stats().namespaces.contains_key(&b));
+    }
+}
+
+#[test]
+fn a_damaged_or_foreign_file_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dedup.index");
+    let db = Db::open(dir.path().join("db"), options()).unwrap();
+    let a = db.create_namespace("a").unwrap().id();
+    let dedup = Dedup::new(Chunker::default());
+    let mut q = VecDeque::new();
+    random_writes(&db, &dedup, &mut q, &[a], 4);
+    drain(&dedup, &db, &mut q);
+    dedup.save(&file, &[]).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    // Another chunker: rebuilt.
+    let other = Chunker {
+        chunk_bytes: 256,
+        ..Chunker::default()
+    };
+    assert!(Dedup::load(&file, other).is_none());
+    // One flipped bit anywhere: rebuilt.
+    for at in [3, 12, 18, 40, good.len() - 1] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x10;
+        std::fs::write(&file, &bad).unwrap();
+        assert!(Dedup::load(&file, Chunker::default()).is_none(), "flip at {at}");
+    }
+    std::fs::write(&file, &good[..good.len() / 2]).unwrap();
+    assert!(Dedup::load(&file, Chunker::default()).is_none());
+    std::fs::write(&file, &good).unwrap();
+    assert!(Dedup::load(&file, Chunker::default()).is_some());
+}
