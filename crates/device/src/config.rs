@@ -1,6 +1,8 @@
 //! The device's settings: command-line flags and an optional TOML file fill one
 //! [`DeviceConfig`].
 
+use crate::dedup::DedupConfig;
+use crate::scheduler::SchedulerConfig;
 use crate::DeviceError;
 use cerberus_engine::{Options, StorageKind};
 use serde::Deserialize;
@@ -88,6 +90,10 @@ pub struct DeviceConfig {
     pub metrics_listen: Option<String>,
     /// Engine settings.
     pub engine: EngineConfig,
+    /// The scheduler of background tasks over the network threads (the cores).
+    pub scheduler: SchedulerConfig,
+    /// The deduplication service (a background task per write).
+    pub dedup: DedupConfig,
 }
 
 /// The engine options a device operator may set.
@@ -149,6 +155,8 @@ impl Default for DeviceConfig {
             tls_key: None,
             metrics_listen: None,
             engine: EngineConfig::default(),
+            scheduler: SchedulerConfig::default(),
+            dedup: DedupConfig::default(),
         }
     }
 }
@@ -191,6 +199,15 @@ impl DeviceConfig {
             if s.len() < 16 || s.len() > cerberus_proto::MAX_SECRET_LEN {
                 return bad("admin_secret must have 16 to 256 bytes");
             }
+        }
+        let t = self.scheduler.load_threshold;
+        if !(t > 0.0 && t <= 1.0) || self.scheduler.sample_every == 0 {
+            return bad(
+                "scheduler.load_threshold is in (0, 1] and scheduler.sample_every at least 1",
+            );
+        }
+        if !(16..=65536).contains(&self.dedup.chunk_bytes) {
+            return bad("dedup.chunk_bytes is between 16 and 65536");
         }
         if !matches!(self.engine.layout.as_str(), "per_namespace" | "shared") {
             return bad("engine.layout is per_namespace or shared");

@@ -153,7 +153,7 @@ pub async fn serve<S>(
                         // (after storing the puts held back, which hold slots themselves).
                         let free = inflight.clone().try_acquire_owned();
                         if free.is_err() {
-                            puts.store(&shared);
+                            shared.scheduler.busy(false, || puts.store(&shared));
                         }
                         let permit = if let Ok(p) = free {
                             p
@@ -170,17 +170,19 @@ pub async fn serve<S>(
                                 }
                             }
                         };
-                        handle(
-                            frame,
-                            &mut session,
-                            &mut ticket,
-                            permit,
-                            &shared,
-                            &workers,
-                            &tx,
-                            &iters,
-                            &puts,
-                        );
+                        shared.scheduler.busy(true, || {
+                            handle(
+                                frame,
+                                &mut session,
+                                &mut ticket,
+                                permit,
+                                &shared,
+                                &workers,
+                                &tx,
+                                &iters,
+                                &puts,
+                            )
+                        });
                     }
                     // Everything read is handled; the puts held back are stored once the
                     // other connections of this thread have had their turn.
@@ -285,7 +287,7 @@ pub async fn serve<S>(
                 }
             }
         }
-        puts.store(&shared);
+        shared.scheduler.busy(false, || puts.store(&shared));
     }
     // In-flight jobs hold senders: the writer ends once the last of them has answered.
     drop(tx);
@@ -434,8 +436,11 @@ fn handle(
     let job_shared = shared.clone();
     let job_tx = tx.clone();
     let job_iters = iters.clone();
+    // The background work the command makes belongs to the core that read it.
+    let core = crate::scheduler::current_core();
     let submitted = workers.submit(Box::new(move || {
-        let resp = answer(&job_shared, cmd, &job_iters, arrived);
+        let resp =
+            crate::scheduler::on_behalf_of(core, || answer(&job_shared, cmd, &job_iters, arrived));
         let _ = job_tx.send((resp, Some(permit)));
     }));
     if !submitted {

@@ -3,8 +3,10 @@
 
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
+use crate::dedup::Dedup;
 use crate::iterators::ConnIterators;
 use crate::metrics::Metrics;
+use crate::scheduler::Scheduler;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use cerberus_engine::{Db, Error as EngineError, Namespace, ReadOptions, WriteBatch, WriteOptions};
@@ -37,6 +39,10 @@ pub struct Shared {
     /// counts, contended writes when two network threads serve gets at once. A destroyed
     /// namespace's handle answers as an unknown namespace, as the engine does.
     handles: ArcSwap<HashMap<u32, Namespace>>,
+    /// Places background tasks on the cores (the network threads).
+    pub scheduler: Scheduler,
+    /// The deduplication service, when enabled and the policy runs background work.
+    pub dedup: Option<Dedup>,
 }
 
 /// Outcome of a command: a status, and a body or message.
@@ -55,7 +61,9 @@ impl Shared {
             max_iter_batch_bytes: config.max_iter_batch_bytes,
             iterator_idle_secs: config.iterator_idle_secs,
         };
-        Shared {
+        let scheduler = Scheduler::new(config.network_threads, config.scheduler.clone());
+        let (dedup, pending) = crate::background::open_dedup(&db, &config);
+        let shared = Shared {
             db,
             creds,
             metrics: Metrics::default(),
@@ -63,7 +71,13 @@ impl Shared {
             identify,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             handles: ArcSwap::default(),
+            scheduler,
+            dedup,
+        };
+        for w in pending {
+            shared.submit_dedup(w);
         }
+        shared
     }
 
     /// Runs `cmd` for a connection whose iterators are `iters`, and builds its completion.
@@ -164,6 +178,7 @@ impl Shared {
                     }
                 }
                 handle.put(&key, &value).map_err(engine)?;
+                self.written(ns, &key);
                 Ok(Reply::Empty)
             }
             Request::Retrieve { key } => {
@@ -191,6 +206,7 @@ impl Shared {
                     return Err((Status::KeyNotExist, String::new()));
                 }
                 handle.delete(&key).map_err(engine)?;
+                self.written(ns, &key);
                 Ok(Reply::Empty)
             }
             Request::List {
@@ -321,6 +337,7 @@ impl Shared {
                     m
                 });
                 self.metrics.forget(ns);
+                self.submit_dedup(crate::dedup::DedupWork::Forget { ns });
                 self.creds
                     .revoke(ns)
                     .map_err(|e| (Status::InternalError, e.to_string()))?;
@@ -342,9 +359,16 @@ impl Shared {
             Request::Stats => {
                 // The engine's own serialization: the same names as its Rust API.
                 let doc = if ns == DEVICE_NSID {
-                    serde_json::to_vec(&self.db.stats())
+                    serde_json::to_vec(&self.device_stats())
                 } else {
-                    serde_json::to_vec(&self.namespace(ns)?.stats().map_err(engine)?)
+                    let mut doc =
+                        serde_json::to_value(self.namespace(ns)?.stats().map_err(engine)?)
+                            .map_err(|e| (Status::InternalError, e.to_string()))?;
+                    if let (Some(d), Some(obj)) = (&self.dedup, doc.as_object_mut()) {
+                        let mine = d.stats().namespaces.get(&ns).copied().unwrap_or_default();
+                        obj.insert("dedup".into(), serde_json::json!(mine));
+                    }
+                    serde_json::to_vec(&doc)
                 };
                 let doc = doc.map_err(|e| (Status::InternalError, e.to_string()))?;
                 Ok(Reply::Stats(Bytes::from(doc)))
@@ -423,7 +447,11 @@ impl Shared {
         stripes.sort_unstable();
         stripes.dedup();
         let _held: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
-        handle.write(batch).map_err(engine)
+        handle.write(batch).map_err(engine)?;
+        for (k, _) in puts {
+            self.written(ns, k);
+        }
+        Ok(())
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod admission;
 mod auth;
+mod background;
 mod config;
 mod connection;
 mod data_dir;
@@ -15,6 +16,7 @@ mod metrics;
 mod put_batch;
 mod queries;
 mod reactor;
+mod scheduler;
 mod server;
 mod spin;
 mod tls;
@@ -22,5 +24,7 @@ mod workers;
 
 pub use auth::{generate_secret, ADMIN_SECRET_FILE};
 pub use config::{DeviceConfig, EngineConfig, StorageChoice, DEFAULT_LISTEN};
+pub use dedup::{ChunkHash, Chunker, Chunking, DedupConfig, DedupStats, NsDedupStats};
 pub use error::DeviceError;
+pub use scheduler::{CoreStats, Policy, SchedulerConfig, SchedulerStats};
 pub use server::{Device, DeviceHandle};

@@ -84,7 +84,7 @@ impl HeldPuts {
             self.wake.notified().await;
             // To the back of the queue: every connection ready now is served first.
             tokio::task::yield_now().await;
-            self.store(&shared);
+            shared.scheduler.busy(false, || self.store(&shared));
         }
     }
 }

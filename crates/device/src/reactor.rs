@@ -5,7 +5,6 @@
 
 use crate::dispatch::Shared;
 use crate::put_batch::HeldPuts;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use tokio::runtime::{Builder, Handle};
@@ -22,7 +21,6 @@ struct Reactor {
 pub struct Reactors {
     reactors: Vec<Reactor>,
     shared: Arc<Shared>,
-    next: AtomicUsize,
 }
 
 impl Reactors {
@@ -35,15 +33,27 @@ impl Reactors {
             let rt = Builder::new_current_thread().enable_all().build()?;
             let handle = rt.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
+            let pin = shared.config.scheduler.pin_cores;
             let thread = std::thread::Builder::new()
                 .name(format!("cerberus-net-{i}"))
                 .spawn(move || {
+                    // This thread is core i of the scheduler.
+                    crate::scheduler::enter_core(i);
+                    if pin && !crate::scheduler::pin_to(i) {
+                        tracing::warn!(core = i, "could not pin the core to a CPU");
+                    }
                     // Runs the connections' tasks until told to stop.
                     let _ = rt.block_on(stopped);
                     rt.shutdown_timeout(std::time::Duration::from_secs(1));
                 })?;
             let puts = Arc::new(HeldPuts::default());
             handle.spawn(puts.clone().run(shared.clone()));
+            // The core's background tasks, between its connections' commands.
+            let bg = shared.clone();
+            handle.spawn(async move {
+                let s = bg.clone();
+                bg.scheduler.run_core(i, |w| s.run_work(w)).await
+            });
             if !spin.is_zero() {
                 handle.spawn(crate::spin::poll(spin, cpu.clone()));
             }
@@ -57,15 +67,15 @@ impl Reactors {
         Ok(Reactors {
             reactors,
             shared: shared.clone(),
-            next: AtomicUsize::new(0),
         })
     }
 
-    /// The loop the next connection goes to, in turn, and its held puts.
-    pub fn next(&self) -> (&Handle, Arc<HeldPuts>) {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.reactors.len();
+    /// The loop the next connection goes to (the core with the fewest connections), its
+    /// held puts, and the core's number, to give back with `Scheduler::leave` at the end.
+    pub fn next(&self) -> (&Handle, Arc<HeldPuts>, usize) {
+        let i = self.shared.scheduler.place_connection() % self.reactors.len();
         let r = &self.reactors[i];
-        (&r.handle, r.puts.clone())
+        (&r.handle, r.puts.clone(), i)
     }
 
     /// Stops the loops (their remaining tasks are dropped) and waits for their threads.

@@ -113,6 +113,7 @@ impl Device {
                     .await;
                 });
                 reactors.stop();
+                shared.save_background();
                 // Connections are done (or timed out): let queued jobs finish, then make
                 // everything durable.
                 workers.stop();
@@ -143,6 +144,24 @@ impl DeviceHandle {
     /// a benchmark that settles the device between a load and its queries).
     pub fn engine(&self) -> &cerberus_engine::Db {
         &self.shared.db
+    }
+
+    /// The scheduler's counters: per core load, tasks, migrations.
+    pub fn scheduler_stats(&self) -> crate::SchedulerStats {
+        self.shared.scheduler.stats()
+    }
+
+    /// The dedup service's index and backlog (`None` when the service is off).
+    pub fn dedup_stats(&self) -> Option<crate::DedupStats> {
+        self.shared.dedup.as_ref().map(|d| d.stats())
+    }
+
+    /// Test only: core `core` runs a background task that holds it for `d`.
+    #[cfg(feature = "fault-injection")]
+    pub fn hold_core(&self, core: usize, d: Duration) {
+        self.shared
+            .scheduler
+            .submit_to(core, crate::scheduler::Work::Hold(d));
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -266,8 +285,10 @@ async fn accept_loop(
             tls.clone(),
             admission.clone(),
         );
-        let (handle, puts) = reactors.next();
+        let (handle, puts, core) = reactors.next();
+        let placed = Placed(shared.clone(), core);
         let serve = async move {
+            let _placed = placed;
             let ticket = match ticket {
                 Some(t) => t,
                 // The evicted connection gives its slot back as it closes.
@@ -313,6 +334,15 @@ async fn accept_loop(
     if drained.is_err() {
         tracing::warn!("connections still busy after {DRAIN_TIMEOUT:?}; closing them");
         conns.abort_all();
+    }
+}
+
+/// A connection's place on its core, given back however the connection ends.
+struct Placed(Arc<Shared>, usize);
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        self.0.scheduler.leave(self.1);
     }
 }
 

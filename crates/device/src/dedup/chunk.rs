@@ -180,7 +180,11 @@ mod tests {
         };
         assert_eq!(common(&fixed), 0);
         let total = lens(&cdc, &b).len();
-        assert!(common(&cdc) * 10 >= total * 8, "{} of {total}", common(&cdc));
+        assert!(
+            common(&cdc) * 10 >= total * 8,
+            "{} of {total}",
+            common(&cdc)
+        );
         // Sizes stay within their bounds.
         let l = lens(&cdc, &a);
         assert_eq!(l.iter().sum::<u32>() as usize, a.len());

@@ -109,7 +109,8 @@ impl NsIndex {
         }
     }
 
-    /// Each key with its chunks (digest, length), for persisting and for tests.
+    /// Each key with its chunks (digest, length).
+    #[cfg(test)]
     pub fn entries(&self) -> impl Iterator<Item = (&[u8], Vec<(Digest, u32)>)> + '_ {
         self.recipes.iter().map(|(k, ids)| {
             let chunks = ids
@@ -124,6 +125,7 @@ impl NsIndex {
     }
 
     /// Each distinct chunk and its reference count.
+    #[cfg(test)]
     pub fn refcounts(&self) -> HashMap<Digest, u32> {
         self.chunks.iter().map(|(d, c)| (*d, c.refs)).collect()
     }
@@ -243,10 +245,13 @@ mod tests {
         assert_eq!(ix.refcounts()[&d(2)], 1);
         ix.set(b"b", None);
         ix.set(b"a", None);
-        assert_eq!(ix.stats(), NsDedupStats {
-            dedup_ratio: 1.0,
-            ..NsDedupStats::default()
-        });
+        assert_eq!(
+            ix.stats(),
+            NsDedupStats {
+                dedup_ratio: 1.0,
+                ..NsDedupStats::default()
+            }
+        );
         // Freed ids are reused and still resolve to the right digests.
         ix.set(b"c", Some(&[(d(9), 1), (d(8), 2)]));
         let e: Vec<_> = ix.entries().collect();

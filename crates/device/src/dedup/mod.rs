@@ -111,6 +111,8 @@ impl Dedup {
         }
     }
 
+    #[cfg(test)]
+    #[cfg(test)]
     pub fn chunker(&self) -> Chunker {
         self.chunker
     }
@@ -199,7 +201,8 @@ impl Dedup {
         };
         let chunks = value.map(|v| {
             let t = quanta::Instant::now();
-            let mut out = Vec::with_capacity(v.len() / self.chunker.chunk_bytes.max(1) as usize + 1);
+            let mut out =
+                Vec::with_capacity(v.len() / self.chunker.chunk_bytes.max(1) as usize + 1);
             self.chunker.chunks(&v, |d, n| out.push((d, n)));
             self.hash_ns
                 .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
@@ -248,6 +251,7 @@ impl Dedup {
 
     /// Each indexed key of `ns` with its chunks' reference counts, for checks against a
     /// reference recomputed from the stored values.
+    #[cfg(test)]
     pub fn snapshot(&self, ns: u32) -> Option<(NsDedupStats, HashMap<[u8; 20], u32>)> {
         let ix = self.indexes.lock();
         let i = ix.get(&ns)?;

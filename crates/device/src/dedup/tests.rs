@@ -30,7 +30,12 @@ fn reference(db: &Db, ns: u32, chunker: Chunker) -> (HashMap<[u8; 20], u32>, u64
     let mut refs: HashMap<[u8; 20], u32> = HashMap::new();
     let mut lens = HashMap::new();
     let mut logical = 0;
-    for e in db.namespace(ns).unwrap().iter(ReadOptions::default()).unwrap() {
+    for e in db
+        .namespace(ns)
+        .unwrap()
+        .iter(ReadOptions::default())
+        .unwrap()
+    {
         let (_, v) = e.unwrap();
         chunker.chunks(&v, |d, n| {
             *refs.entry(d).or_default() += 1;
@@ -128,7 +133,14 @@ fn index_matches_the_stored_values_after_writes_a_clean_stop_and_a_crash() {
 
         // A clean stop with tasks still queued: saved, loaded, the tasks run after.
         random_writes(&db, &dedup, &mut q, &[a], 2);
-        submit(&dedup, &mut q, DedupWork::Key { ns: a, key: Bytes::from_static(b"k001") });
+        submit(
+            &dedup,
+            &mut q,
+            DedupWork::Key {
+                ns: a,
+                key: Bytes::from_static(b"k001"),
+            },
+        );
         let pending: Vec<DedupWork> = q.drain(..).collect();
         dedup.save(&file, &pending).unwrap();
         drop(dedup);
@@ -191,7 +203,10 @@ fn a_damaged_or_foreign_file_is_not_trusted() {
         let mut bad = good.clone();
         bad[at] ^= 0x10;
         std::fs::write(&file, &bad).unwrap();
-        assert!(Dedup::load(&file, Chunker::default()).is_none(), "flip at {at}");
+        assert!(
+            Dedup::load(&file, Chunker::default()).is_none(),
+            "flip at {at}"
+        );
     }
     std::fs::write(&file, &good[..good.len() / 2]).unwrap();
     assert!(Dedup::load(&file, Chunker::default()).is_none());

@@ -1,0 +1,397 @@
+//! The device's scheduler (BTS, "Background Task-aware Scheduling for Key-Value CSDs").
+//!
+//! The cores are the network threads: each runs one event loop that serves the connections
+//! placed on it (the one with the fewest connections gets the next) and, between their
+//! commands, the background tasks in its own run queue, one at a time and each to its end,
+//! as an SPDK reactor runs its events. A background task made by a command (the dedup task
+//! of a put) is placed by the policy:
+//!
+//! - `inline`: on the core that ran the command (SPDK's behaviour, the paper's Case 2): its
+//!   connections wait while the task runs;
+//! - `bts`: the monitor samples every core's load every `sample_every` commands; a task goes
+//!   to the core with the least foreground load, unless the cores' mean load is at or above
+//!   `load_threshold`, where moving tasks costs more than it saves and they stay where they
+//!   were made (the paper's threshold);
+//! - `off`: no background service runs (the paper's Case 1).
+//!
+//! A core's load is the share of wall time its thread spent running commands and tasks
+//! (socket reads and writes and polling are not counted).
+
+mod stats;
+
+use crate::dedup::DedupWork;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+pub use stats::{CoreStats, SchedulerStats};
+use std::cell::Cell;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use tokio::sync::Notify;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Off,
+    Inline,
+    #[default]
+    Bts,
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Policy, String> {
+        match s {
+            "off" => Ok(Policy::Off),
+            "inline" => Ok(Policy::Inline),
+            "bts" => Ok(Policy::Bts),
+            _ => Err(format!("unknown policy {s:?} (off, inline or bts)")),
+        }
+    }
+}
+
+/// `[scheduler]` in the device's TOML file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchedulerConfig {
+    pub policy: Policy,
+    /// Commands between two samples of the cores' load (the paper's 60).
+    pub sample_every: u32,
+    /// Mean core load (0-1) at and above which background tasks stay on the core that
+    /// made them.
+    pub load_threshold: f64,
+    /// Pin core i to the i-th CPU this process may run on (modulo their number).
+    pub pin_cores: bool,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            policy: Policy::Bts,
+            sample_every: 60,
+            load_threshold: 0.6,
+            pin_cores: false,
+        }
+    }
+}
+
+/// Most urgent first: a rebuild's scans before the tasks of new writes (each write is
+/// indexed by its own task anyway), test holds before both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    High,
+    Normal,
+    Low,
+}
+
+/// A background task.
+#[derive(Debug)]
+pub enum Work {
+    Dedup(DedupWork),
+    /// Holds its core for the time given (tests: a long task, to show whom it delays).
+    #[cfg(feature = "fault-injection")]
+    Hold(std::time::Duration),
+}
+
+struct Queued {
+    priority: Priority,
+    seq: u64,
+    work: Work,
+    queued_at: quanta::Instant,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.priority, self.seq) == (o.priority, o.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    /// The heap pops the greatest: the most urgent priority, then the oldest.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (o.priority, o.seq).cmp(&(self.priority, self.seq))
+    }
+}
+
+/// What one core counts; written by its own thread (own cache line), read by the monitor.
+#[derive(Default)]
+#[repr(align(128))]
+struct Counters {
+    fg_commands: AtomicU64,
+    fg_busy_ns: AtomicU64,
+    bg_tasks: AtomicU64,
+    bg_busy_ns: AtomicU64,
+    bg_wait_ns: AtomicU64,
+    /// Tasks made here and sent to another core, and tasks received from another.
+    migrated_out: AtomicU64,
+    migrated_in: AtomicU64,
+    connections: AtomicUsize,
+    /// Load at the last sample (f64 bits): foreground, and foreground plus background.
+    fg_load: AtomicU64,
+    load: AtomicU64,
+}
+
+struct Core {
+    queue: Mutex<BinaryHeap<Queued>>,
+    wake: Notify,
+    c: Counters,
+}
+
+struct Sample {
+    at_ns: u64,
+    fg: Vec<u64>,
+    bg: Vec<u64>,
+}
+
+pub struct Scheduler {
+    config: SchedulerConfig,
+    cores: Vec<Core>,
+    start: quanta::Instant,
+    seq: AtomicU64,
+    last: Mutex<Sample>,
+    samples: AtomicU64,
+}
+
+thread_local! {
+    /// The core this thread is, if it is one (or runs a command on one's behalf).
+    static CORE: Cell<Option<usize>> = const { Cell::new(None) };
+    /// Nesting of `busy` regions on this thread: only the outermost is counted.
+    static BUSY_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks this thread as core `i` for its life.
+pub fn enter_core(i: usize) {
+    CORE.with(|c| c.set(Some(i)));
+}
+
+pub fn current_core() -> Option<usize> {
+    CORE.with(|c| c.get())
+}
+
+/// Runs `f` as work of core `core` (a worker thread running a command read on that core).
+pub fn on_behalf_of<T>(core: Option<usize>, f: impl FnOnce() -> T) -> T {
+    let before = CORE.with(|c| c.replace(core));
+    let out = f();
+    CORE.with(|c| c.set(before));
+    out
+}
+
+/// Beyond this, a sample is too short to say anything.
+const MIN_SAMPLE_NS: u64 = 1_000_000;
+/// A task made on a core moves only to a core with less foreground load than this below its own.
+const MOVE_MARGIN: f64 = 0.05;
+
+impl Scheduler {
+    pub fn new(cores: usize, config: SchedulerConfig) -> Scheduler {
+        let n = cores.max(1);
+        Scheduler {
+            config,
+            cores: (0..n)
+                .map(|_| Core {
+                    queue: Mutex::new(BinaryHeap::new()),
+                    wake: Notify::new(),
+                    c: Counters::default(),
+                })
+                .collect(),
+            start: quanta::Instant::now(),
+            seq: AtomicU64::new(0),
+            last: Mutex::new(Sample {
+                at_ns: 0,
+                fg: vec![0; n],
+                bg: vec![0; n],
+            }),
+            samples: AtomicU64::new(0),
+        }
+    }
+
+    /// The core for a new connection: the one with the fewest (the lowest first), so that
+    /// with few clients some cores serve none. [`Scheduler::leave`] counts it off.
+    pub fn place_connection(&self) -> usize {
+        let i = (0..self.cores.len())
+            .min_by_key(|&i| self.cores[i].c.connections.load(Relaxed))
+            .unwrap_or(0);
+        self.cores[i].c.connections.fetch_add(1, Relaxed);
+        i
+    }
+
+    pub fn leave(&self, core: usize) {
+        if let Some(c) = self.cores.get(core) {
+            c.c.connections.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Runs `f`, a foreground command or a piece of one, and counts its time as the busy time
+    /// of this thread's core (nested calls count once).
+    pub fn busy<T>(&self, command: bool, f: impl FnOnce() -> T) -> T {
+        let Some(core) = current_core().filter(|&c| c < self.cores.len()) else {
+            return f();
+        };
+        let depth = BUSY_DEPTH.with(|d| d.replace(d.get() + 1));
+        let t = (depth == 0).then(quanta::Instant::now);
+        let out = f();
+        BUSY_DEPTH.with(|d| d.set(depth));
+        let c = &self.cores[core].c;
+        if let Some(t) = t {
+            c.fg_busy_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        }
+        if command {
+            let n = c.fg_commands.fetch_add(1, Relaxed) + 1;
+            if n.is_multiple_of(u64::from(self.config.sample_every.max(1))) {
+                self.sample();
+            }
+        }
+        out
+    }
+
+    /// Queues `work`; false if the policy runs no background work.
+    pub fn submit(&self, work: Work, priority: Priority) -> bool {
+        let origin = current_core().filter(|&c| c < self.cores.len());
+        let target = match self.config.policy {
+            Policy::Off => return false,
+            Policy::Inline => origin.unwrap_or(0),
+            Policy::Bts => self.bts_target(origin),
+        };
+        if let Some(o) = origin.filter(|&o| o != target) {
+            self.cores[o].c.migrated_out.fetch_add(1, Relaxed);
+            self.cores[target].c.migrated_in.fetch_add(1, Relaxed);
+        }
+        let core = &self.cores[target];
+        core.queue.lock().push(Queued {
+            priority,
+            seq: self.seq.fetch_add(1, Relaxed),
+            work,
+            queued_at: quanta::Instant::now(),
+        });
+        core.wake.notify_one();
+        true
+    }
+
+    /// Queues `work` on core `core`, whatever the policy (tests).
+    #[cfg(feature = "fault-injection")]
+    pub fn submit_to(&self, core: usize, work: Work) {
+        let core = &self.cores[core.min(self.cores.len() - 1)];
+        core.queue.lock().push(Queued {
+            priority: Priority::High,
+            seq: self.seq.fetch_add(1, Relaxed),
+            work,
+            queued_at: quanta::Instant::now(),
+        });
+        core.wake.notify_one();
+    }
+
+    fn bts_target(&self, origin: Option<usize>) -> usize {
+        let now = self.now_ns();
+        if now.saturating_sub(self.last.lock().at_ns) > 5 * MIN_SAMPLE_NS {
+            // No commands lately: the loads are stale.
+            self.sample();
+        }
+        let get = |a: &AtomicU64| f64::from_bits(a.load(Relaxed));
+        let n = self.cores.len();
+        let mean = self.cores.iter().map(|c| get(&c.c.load)).sum::<f64>() / n as f64;
+        let fg = |i: usize| get(&self.cores[i].c.fg_load);
+        let least = (0..n).min_by(|&a, &b| fg(a).total_cmp(&fg(b))).unwrap_or(0);
+        match origin {
+            None => least,
+            Some(o) if mean >= self.config.load_threshold => o,
+            Some(o) if fg(least) + MOVE_MARGIN < fg(o) => least,
+            Some(o) => o,
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// The monitor: every core's load since the last sample. Skipped while another runs it,
+    /// or if the last one is too recent to measure anything.
+    pub fn sample(&self) {
+        let Some(mut last) = self.last.try_lock() else {
+            return;
+        };
+        let now = self.now_ns();
+        let dt = now.saturating_sub(last.at_ns);
+        if dt < MIN_SAMPLE_NS {
+            return;
+        }
+        for (i, core) in self.cores.iter().enumerate() {
+            let fg = core.c.fg_busy_ns.load(Relaxed);
+            let bg = core.c.bg_busy_ns.load(Relaxed);
+            let f = fg.saturating_sub(last.fg[i]) as f64 / dt as f64;
+            let b = bg.saturating_sub(last.bg[i]) as f64 / dt as f64;
+            core.c.fg_load.store(f.min(1.0).to_bits(), Relaxed);
+            core.c.load.store((f + b).min(1.0).to_bits(), Relaxed);
+            (last.fg[i], last.bg[i]) = (fg, bg);
+        }
+        last.at_ns = now;
+        self.samples.fetch_add(1, Relaxed);
+    }
+
+    /// The most urgent task of core `i`, with the time it waited.
+    fn pop(&self, i: usize) -> Option<(Work, u64)> {
+        let q = self.cores[i].queue.lock().pop()?;
+        Some((q.work, q.queued_at.elapsed().as_nanos() as u64))
+    }
+
+    /// Takes every queued task (at a stop, to be saved).
+    pub fn take_all(&self) -> Vec<Work> {
+        let mut out = Vec::new();
+        for core in &self.cores {
+            let mut q = std::mem::take(&mut *core.queue.lock()).into_vec();
+            q.sort_by(|a, b| b.cmp(a));
+            out.extend(q.into_iter().map(|q| q.work));
+        }
+        out
+    }
+
+    /// Runs core `i`'s background tasks on its event loop for ever, one at a time, letting the
+    /// loop serve its connections between two tasks.
+    pub async fn run_core(&self, i: usize, mut run: impl FnMut(Work)) {
+        let Some(core) = self.cores.get(i) else {
+            return;
+        };
+        loop {
+            let Some((work, waited)) = self.pop(i) else {
+                core.wake.notified().await;
+                continue;
+            };
+            let t = quanta::Instant::now();
+            run(work);
+            core.c
+                .bg_busy_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            core.c.bg_wait_ns.fetch_add(waited, Relaxed);
+            core.c.bg_tasks.fetch_add(1, Relaxed);
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// Pins this thread to the `i`-th CPU it may run on (modulo their number); false where the
+/// machine does not allow it.
+pub fn pin_to(i: usize) -> bool {
+    // SAFETY: cpu_set_t is plain data; the calls get its size and a pointer to it.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            return false;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
+        if cpus.is_empty() {
+            return false;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpus[i % cpus.len()], &mut one);
+        libc::sched_setaffinity(0, size, &one) == 0
+    }
+}
+
+#[cfg(test)]
+mod tests;

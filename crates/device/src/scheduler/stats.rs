@@ -1,0 +1,82 @@
+//! What the scheduler reports: per core, and for the policy.
+
+use super::{Policy, Scheduler};
+use serde::Serialize;
+use std::sync::atomic::Ordering::Relaxed;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CoreStats {
+    pub core: usize,
+    pub connections: usize,
+    /// Load at the last sample (0-1): foreground, and foreground plus background.
+    pub fg_load: f64,
+    pub load: f64,
+    pub fg_commands: u64,
+    /// Time running commands, and its mean per command: the device's service time.
+    pub fg_busy_ns: u64,
+    pub fg_mean_ns: f64,
+    pub bg_tasks: u64,
+    pub bg_busy_ns: u64,
+    /// Mean time a background task waited in the queue before it ran.
+    pub bg_mean_wait_ns: f64,
+    pub bg_queued: usize,
+    pub migrated_out: u64,
+    pub migrated_in: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SchedulerStats {
+    pub policy: Policy,
+    pub sample_every: u32,
+    pub load_threshold: f64,
+    pub samples: u64,
+    /// Tasks sent to a core other than the one that made them.
+    pub migrations: u64,
+    pub cores: Vec<CoreStats>,
+}
+
+fn per(total: u64, n: u64) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        total as f64 / n as f64
+    }
+}
+
+impl Scheduler {
+    pub fn stats(&self) -> SchedulerStats {
+        let cores: Vec<CoreStats> = self
+            .cores
+            .iter()
+            .enumerate()
+            .map(|(i, core)| {
+                let c = &core.c;
+                let (fg_n, fg_ns) = (c.fg_commands.load(Relaxed), c.fg_busy_ns.load(Relaxed));
+                let bg_n = c.bg_tasks.load(Relaxed);
+                CoreStats {
+                    core: i,
+                    connections: c.connections.load(Relaxed),
+                    fg_load: f64::from_bits(c.fg_load.load(Relaxed)),
+                    load: f64::from_bits(c.load.load(Relaxed)),
+                    fg_commands: fg_n,
+                    fg_busy_ns: fg_ns,
+                    fg_mean_ns: per(fg_ns, fg_n),
+                    bg_tasks: bg_n,
+                    bg_busy_ns: c.bg_busy_ns.load(Relaxed),
+                    bg_mean_wait_ns: per(c.bg_wait_ns.load(Relaxed), bg_n),
+                    bg_queued: core.queue.lock().len(),
+                    migrated_out: c.migrated_out.load(Relaxed),
+                    migrated_in: c.migrated_in.load(Relaxed),
+                }
+            })
+            .collect();
+        SchedulerStats {
+            policy: self.config.policy,
+            sample_every: self.config.sample_every,
+            load_threshold: self.config.load_threshold,
+            samples: self.samples.load(Relaxed),
+            migrations: cores.iter().map(|c| c.migrated_out).sum(),
+            cores,
+        }
+    }
+}
