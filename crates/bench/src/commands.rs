@@ -4,7 +4,8 @@
 //! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`),
 //! `cerberus-bench dataset` (the paper's glacier and tweets datasets as JSON lines,
 //! `dataset/`) and `cerberus-bench queries` (the paper's secondary-key queries on the engine
-//! and SQLite, `queries/`).
+//! and SQLite, `queries/`), `cerberus-bench bts` (the scheduling policies with dedup as
+//! the background task, `bts/`).
 
 use anyhow::Result;
 use std::ffi::OsString;
@@ -12,13 +13,14 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 6] = [
+const COMMANDS: [(&str, Command); 7] = [
     ("plot", |args| crate::plot::main(args)),
     ("plot-iterators", |args| crate::plot::iterators::main(args)),
     ("plot-queries", |args| crate::plot::queries::main(args)),
     ("itermem", |args| crate::itermem::main(args)),
     ("dataset", |args| crate::dataset::main(args)),
     ("queries", |args| crate::queries::main(args)),
+    ("bts", |args| crate::bts::main(args)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -51,7 +53,8 @@ mod tests {
                 "plot-queries",
                 "itermem",
                 "dataset",
-                "queries"
+                "queries",
+                "bts"
             ]
         );
     }

@@ -1,6 +1,7 @@
 //! `cerberus-bench WORKLOAD[,WORKLOAD...] [flags]`: db_bench-style benchmarks of Cerberus and,
 //! with the `rocksdb` feature, of RocksDB, run in one process so that figures compare.
 
+mod bts;
 mod commands;
 mod dataset;
 mod engine;

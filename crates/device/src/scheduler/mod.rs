@@ -9,9 +9,13 @@
 //! - `inline`: on the core that ran the command (SPDK's behaviour, the paper's Case 2): its
 //!   connections wait while the task runs;
 //! - `bts`: the monitor samples every core's load every `sample_every` commands; a task goes
-//!   to the core with the least foreground load, unless the cores' mean load is at or above
-//!   `load_threshold`, where moving tasks costs more than it saves and they stay where they
-//!   were made (the paper's threshold);
+//!   to an idle core (one that ran no command since the sample before; of those, the one
+//!   with the fewest connections, then the least loaded), unless the mean load of the active
+//!   cores is at or above `load_threshold`, or no core is idle: then it stays where it was
+//!   made (the paper's threshold, past which moving tasks costs more than it saves). A core that serves no
+//!   connection runs its tasks at the idle scheduling class (SCHED_IDLE): where the cores
+//!   outnumber the CPUs, as on a small machine shared with the clients, an idle core is not
+//!   an idle CPU, and its background work must only take what the foreground leaves;
 //! - `off`: no background service runs (the paper's Case 1).
 //!
 //! A core's load is the share of wall time its thread spent running commands and tasks
@@ -25,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub use stats::{CoreStats, SchedulerStats};
 use std::cell::Cell;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use tokio::sync::Notify;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -56,8 +60,8 @@ pub struct SchedulerConfig {
     pub policy: Policy,
     /// Commands between two samples of the cores' load (the paper's 60).
     pub sample_every: u32,
-    /// Mean core load (0-1) at and above which background tasks stay on the core that
-    /// made them.
+    /// Mean load (0-1, background included) of the cores serving commands at and above
+    /// which background tasks stay on the core that made them.
     pub load_threshold: f64,
     /// Pin core i to the i-th CPU this process may run on (modulo their number).
     pub pin_cores: bool,
@@ -68,14 +72,14 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             policy: Policy::Bts,
             sample_every: 60,
-            load_threshold: 0.6,
+            load_threshold: 0.8,
             pin_cores: false,
         }
     }
 }
 
-/// Most urgent first: a rebuild's scans before the tasks of new writes (each write is
-/// indexed by its own task anyway), test holds before both.
+/// Most urgent first: dropping a destroyed namespace's index, then a rebuild's scans, then
+/// the tasks of new writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Priority {
     High,
@@ -133,6 +137,8 @@ struct Counters {
     /// Load at the last sample (f64 bits): foreground, and foreground plus background.
     fg_load: AtomicU64,
     load: AtomicU64,
+    /// Ran a command since the sample before (an active core, in SPDK's words).
+    active: AtomicBool,
 }
 
 struct Core {
@@ -145,6 +151,7 @@ struct Sample {
     at_ns: u64,
     fg: Vec<u64>,
     bg: Vec<u64>,
+    commands: Vec<u64>,
 }
 
 pub struct Scheduler {
@@ -182,8 +189,6 @@ pub fn on_behalf_of<T>(core: Option<usize>, f: impl FnOnce() -> T) -> T {
 
 /// Beyond this, a sample is too short to say anything.
 const MIN_SAMPLE_NS: u64 = 1_000_000;
-/// A task made on a core moves only to a core with less foreground load than this below its own.
-const MOVE_MARGIN: f64 = 0.05;
 
 impl Scheduler {
     pub fn new(cores: usize, config: SchedulerConfig) -> Scheduler {
@@ -203,6 +208,7 @@ impl Scheduler {
                 at_ns: 0,
                 fg: vec![0; n],
                 bg: vec![0; n],
+                commands: vec![0; n],
             }),
             samples: AtomicU64::new(0),
         }
@@ -291,15 +297,30 @@ impl Scheduler {
             self.sample();
         }
         let get = |a: &AtomicU64| f64::from_bits(a.load(Relaxed));
+        let active = |i: usize| self.cores[i].c.active.load(Relaxed);
         let n = self.cores.len();
-        let mean = self.cores.iter().map(|c| get(&c.c.load)).sum::<f64>() / n as f64;
-        let fg = |i: usize| get(&self.cores[i].c.fg_load);
-        let least = (0..n).min_by(|&a, &b| fg(a).total_cmp(&fg(b))).unwrap_or(0);
-        match origin {
-            None => least,
-            Some(o) if mean >= self.config.load_threshold => o,
-            Some(o) if fg(least) + MOVE_MARGIN < fg(o) => least,
-            Some(o) => o,
+        let busy: Vec<f64> = (0..n)
+            .filter(|&i| active(i))
+            .map(|i| get(&self.cores[i].c.load))
+            .collect();
+        let mean_active = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+        // The idle core with the fewest connections, then the least load (background).
+        let idle = (0..n).filter(|&i| !active(i)).min_by(|&a, &b| {
+            let key = |i: usize| {
+                (
+                    self.cores[i].c.connections.load(Relaxed),
+                    get(&self.cores[i].c.load),
+                )
+            };
+            let (ka, kb) = (key(a), key(b));
+            ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+        });
+        match (origin, idle) {
+            (Some(o), _) if mean_active >= self.config.load_threshold => o,
+            (Some(o), Some(i)) if active(o) => i,
+            (Some(o), _) => o,
+            (None, Some(i)) => i,
+            (None, None) => 0,
         }
     }
 
@@ -325,7 +346,9 @@ impl Scheduler {
             let b = bg.saturating_sub(last.bg[i]) as f64 / dt as f64;
             core.c.fg_load.store(f.min(1.0).to_bits(), Relaxed);
             core.c.load.store((f + b).min(1.0).to_bits(), Relaxed);
-            (last.fg[i], last.bg[i]) = (fg, bg);
+            let cmds = core.c.fg_commands.load(Relaxed);
+            core.c.active.store(cmds > last.commands[i], Relaxed);
+            (last.fg[i], last.bg[i], last.commands[i]) = (fg, bg, cmds);
         }
         last.at_ns = now;
         self.samples.fetch_add(1, Relaxed);
@@ -360,7 +383,16 @@ impl Scheduler {
                 continue;
             };
             let t = quanta::Instant::now();
+            // Background work of a core without connections takes only CPU time nobody else
+            // wants (see the module's notes).
+            let demote = self.config.policy == Policy::Bts && core.c.connections.load(Relaxed) == 0;
+            if demote {
+                set_idle_class(true);
+            }
             run(work);
+            if demote {
+                set_idle_class(false);
+            }
             core.c
                 .bg_busy_ns
                 .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
@@ -368,6 +400,23 @@ impl Scheduler {
             core.c.bg_tasks.fetch_add(1, Relaxed);
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// Moves this thread to the idle scheduling class, or back to the normal one.
+fn set_idle_class(idle: bool) {
+    let policy = if idle {
+        libc::SCHED_IDLE
+    } else {
+        libc::SCHED_OTHER
+    };
+    // SAFETY: a plain struct for the call; 0 names this thread.
+    let r = unsafe {
+        let p = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, policy, &p)
+    };
+    if r != 0 {
+        tracing::debug!("scheduling class not changed");
     }
 }
 

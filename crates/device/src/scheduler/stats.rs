@@ -11,6 +11,8 @@ pub struct CoreStats {
     /// Load at the last sample (0-1): foreground, and foreground plus background.
     pub fg_load: f64,
     pub load: f64,
+    /// Ran a command in the last sample's window.
+    pub active: bool,
     pub fg_commands: u64,
     /// Time running commands, and its mean per command: the device's service time.
     pub fg_busy_ns: u64,
@@ -58,6 +60,7 @@ impl Scheduler {
                     connections: c.connections.load(Relaxed),
                     fg_load: f64::from_bits(c.fg_load.load(Relaxed)),
                     load: f64::from_bits(c.load.load(Relaxed)),
+                    active: c.active.load(Relaxed),
                     fg_commands: fg_n,
                     fg_busy_ns: fg_ns,
                     fg_mean_ns: per(fg_ns, fg_n),

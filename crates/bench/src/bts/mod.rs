@@ -1,0 +1,514 @@
+//! `cerberus-bench bts`: the BTS paper's Figure 7 through a device: put-only "fill
+//! sequential" with 16 KiB values from a growing number of client threads, under each
+//! scheduling policy (`off`: no background service; `inline`: each put's dedup task on the
+//! core that served the put; `bts`: on the least-loaded core below the load threshold).
+//!
+//! Each point is a fresh device in this process (its network threads are the cores) and
+//! `--num` puts split among the client threads, one connection each, one put in flight per
+//! thread. Reported per point: the foreground put latency (mean, p99, p99.9) and throughput,
+//! the dedup backlog when the puts end and the time it takes to drain, and the scheduler's
+//! shape: per core its connections, background tasks and load, and the migrations.
+//! `--rounds` repeats the whole grid, policies in turn within each thread count, and reports
+//! medians (this machine's speed drifts by the minute).
+
+mod chunking;
+
+use crate::histogram::Histogram;
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use cerberus_device::{ChunkHash, Chunker, Chunking, Device, DeviceConfig, Policy};
+use cerberus_host::BlockingClient;
+use clap::Parser;
+use rand::{RngCore, SeedableRng};
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cerberus-bench bts",
+    bin_name = "cerberus-bench bts",
+    about = "Foreground put latency under the scheduling policies, with dedup as the \
+             background task (the BTS paper's Figure 7)"
+)]
+struct Args {
+    /// Policies to run (comma-separated): off, inline, bts.
+    #[arg(long, default_value = "off,inline,bts")]
+    policy: String,
+    /// Client thread counts (comma-separated).
+    #[arg(long, default_value = "1,2,3,4,6,8,16")]
+    client_threads: String,
+    #[arg(long, default_value_t = 16384)]
+    value_size: usize,
+    /// Puts per point, split among the client threads.
+    #[arg(long, default_value_t = 12000)]
+    num: usize,
+    /// The device's cores (network threads).
+    #[arg(long, default_value_t = 4)]
+    cores: usize,
+    /// Pin core i to CPU i (modulo the CPUs).
+    #[arg(long)]
+    pin: bool,
+    /// The BTS load threshold (mean core load, 0-1).
+    #[arg(long)]
+    threshold: Option<f64>,
+    /// Commands between two samples of the cores' load.
+    #[arg(long, default_value_t = 60)]
+    sample_every: u32,
+    /// fixed or cdc.
+    #[arg(long, default_value = "fixed")]
+    chunking: String,
+    /// sha1 or xxh3.
+    #[arg(long, default_value = "sha1")]
+    hash: String,
+    #[arg(long, default_value_t = 128)]
+    chunk_bytes: u32,
+    /// Repeats of the whole grid; medians are reported.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Directory for the devices' data (a temporary directory each point).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Write the points and the medians here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Keep every CPU out of its idle state during the runs with one busy thread per CPU at
+    /// the idle scheduling class (SCHED_IDLE: it runs only when nothing else wants the CPU).
+    /// On a virtual machine a halted CPU takes ~100 us to wake for the next command; a core
+    /// busy with background work keeps one awake, which would favour the policies that run
+    /// any.
+    #[arg(long)]
+    awake: bool,
+    /// Only measure chunking throughput per core (each chunking and hash), no device.
+    #[arg(long)]
+    chunking_only: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Point {
+    round: usize,
+    policy: Policy,
+    threads: usize,
+    puts: u64,
+    seconds: f64,
+    puts_per_sec: f64,
+    mean_us: f64,
+    p99_us: f64,
+    p999_us: f64,
+    /// Mean time a core spent running one command (device side).
+    service_us: f64,
+    backlog_at_end: u64,
+    drain_seconds: f64,
+    migrations: u64,
+    /// Per core: connections at the end of the puts, background tasks run, foreground load.
+    core_connections: Vec<usize>,
+    /// Mean load over the cores (foreground plus background, and foreground alone) at the
+    /// monitor's last sample before the puts ended.
+    mean_load: f64,
+    mean_fg_load: f64,
+    core_bg_tasks: Vec<u64>,
+    core_fg_commands: Vec<u64>,
+    bg_mean_wait_us: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Median {
+    policy: Policy,
+    threads: usize,
+    mean_us: f64,
+    p99_us: f64,
+    p999_us: f64,
+    puts_per_sec: f64,
+    drain_seconds: f64,
+    migrations: f64,
+}
+
+fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>>
+where
+    T::Err: std::fmt::Display,
+{
+    s.split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<T>()
+                .map_err(|e| anyhow::anyhow!("bad {what} {p:?}: {e}"))
+        })
+        .collect()
+}
+
+fn chunker(args: &Args) -> Result<Chunker> {
+    Ok(Chunker {
+        chunking: match args.chunking.as_str() {
+            "fixed" => Chunking::Fixed,
+            "cdc" => Chunking::Cdc,
+            c => bail!("unknown chunking {c:?} (fixed or cdc)"),
+        },
+        hash: match args.hash.as_str() {
+            "sha1" => ChunkHash::Sha1,
+            "xxh3" => ChunkHash::Xxh3,
+            h => bail!("unknown hash {h:?} (sha1 or xxh3)"),
+        },
+        chunk_bytes: args.chunk_bytes,
+    })
+}
+
+pub fn main(args: Vec<OsString>) -> Result<()> {
+    let args = Args::parse_from(args);
+    if args.chunking_only {
+        return chunking::main(args.value_size);
+    }
+    let policies: Vec<Policy> = list(&args.policy, "policy")?;
+    let threads: Vec<usize> = list(&args.client_threads, "client thread count")?;
+    if threads.contains(&0) || args.cores == 0 || args.num == 0 {
+        bail!("client threads, cores and --num must be at least 1");
+    }
+    let chunker = chunker(&args)?;
+    eprintln!(
+        "bts: {} puts of {} B per point, device cores {} (pinned: {}), {} CPUs shared with the \
+         client threads, chunks {:?}",
+        args.num,
+        args.value_size,
+        args.cores,
+        args.pin,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        chunker
+    );
+    let _awake = args.awake.then(Awake::start);
+    let mut points = Vec::new();
+    for round in 0..args.rounds.max(1) {
+        for &t in &threads {
+            for &p in &policies {
+                let point = run_point(&args, chunker, p, t, round)?;
+                eprintln!(
+                    "round {round} {:>6?} threads {t:>3}: {:>8.0} puts/s, mean {:>7.1} us, p99 \
+                     {:>7.1} us, p99.9 {:>8.1} us; backlog {:>6} drained in {:.2} s; \
+                     migrations {}; bg tasks per core {:?}; connections {:?}; mean load {:.2} \
+                     (foreground {:.2})",
+                    p,
+                    point.puts_per_sec,
+                    point.mean_us,
+                    point.p99_us,
+                    point.p999_us,
+                    point.backlog_at_end,
+                    point.drain_seconds,
+                    point.migrations,
+                    point.core_bg_tasks,
+                    point.core_connections,
+                    point.mean_load,
+                    point.mean_fg_load
+                );
+                points.push(point);
+            }
+        }
+    }
+    let medians = medians(&points, &policies, &threads);
+    println!("{}", table(&medians, &policies, &threads));
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({
+            "value_size": args.value_size,
+            "num": args.num,
+            "cores": args.cores,
+            "pin": args.pin,
+            "threshold": args.threshold,
+            "sample_every": args.sample_every,
+            "chunker": chunker,
+            "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            "rounds": args.rounds,
+            "points": points,
+            "medians": medians,
+        });
+        std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn run_point(
+    args: &Args,
+    chunker: Chunker,
+    policy: Policy,
+    threads: usize,
+    round: usize,
+) -> Result<Point> {
+    let dir = match &args.db {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            tempfile::tempdir_in(d)?
+        }
+        None => tempfile::tempdir()?,
+    };
+    let mut c = DeviceConfig {
+        data_dir: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".into(),
+        network_threads: args.cores,
+        max_value_len: (args.value_size as u32).max(1 << 20),
+        ..DeviceConfig::default()
+    };
+    c.scheduler.policy = policy;
+    c.scheduler.sample_every = args.sample_every;
+    c.scheduler.pin_cores = args.pin;
+    if let Some(t) = args.threshold {
+        c.scheduler.load_threshold = t;
+    }
+    c.dedup.enabled = policy != Policy::Off;
+    c.dedup.chunking = chunker.chunking;
+    c.dedup.hash = chunker.hash;
+    c.dedup.chunk_bytes = chunker.chunk_bytes;
+    let dev = Device::start(c).context("starting a device")?;
+    let addr = dev.local_addr().to_string();
+    let (ns, secret) = {
+        let admin = BlockingClient::connect(&addr)?;
+        admin.authenticate_admin(dev.admin_secret())?;
+        admin.ns_create("bts")?
+    };
+    // Wait for the admin connection to leave its core, so placement starts from zero.
+    let t = Instant::now();
+    while dev
+        .scheduler_stats()
+        .cores
+        .iter()
+        .any(|c| c.connections > 0)
+    {
+        if t.elapsed() > Duration::from_secs(5) {
+            bail!("the admin connection did not close");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let clients: Vec<BlockingClient> = (0..threads)
+        .map(|_| {
+            let c = BlockingClient::connect(&addr)?;
+            c.authenticate(ns, &secret)?;
+            Ok(c)
+        })
+        .collect::<Result<_>>()?;
+    let per = (args.num / threads).max(1);
+    let barrier = std::sync::Barrier::new(threads + 1);
+    let (hist, seconds, (core_connections, mean_load, mean_fg_load)) =
+        std::thread::scope(|s| -> Result<_> {
+            let handles: Vec<_> = clients
+                .iter()
+                .enumerate()
+                .map(|(t, client)| {
+                    let barrier = &barrier;
+                    let size = args.value_size;
+                    s.spawn(move || -> Result<Histogram> {
+                        let mut rng = rand::rngs::SmallRng::seed_from_u64(t as u64 + 1);
+                        let mut h = Histogram::new();
+                        let mut buf = vec![0u8; size];
+                        barrier.wait();
+                        for i in 0..per {
+                            rng.fill_bytes(&mut buf);
+                            let key = Bytes::from(format!("{t:04}{i:012}"));
+                            let value = Bytes::copy_from_slice(&buf);
+                            let t0 = Instant::now();
+                            client.put(ns, key, value)?;
+                            h.record(t0.elapsed().as_nanos() as u64);
+                        }
+                        Ok(h)
+                    })
+                })
+                .collect();
+            barrier.wait();
+            let start = Instant::now();
+            let mut all = Histogram::new();
+            for h in handles {
+                let h = h
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+                all.merge(&h);
+            }
+            let elapsed = start.elapsed().as_secs_f64();
+            let s = dev.scheduler_stats();
+            let n = s.cores.len().max(1) as f64;
+            let shape = (
+                s.cores.iter().map(|c| c.connections).collect::<Vec<_>>(),
+                s.cores.iter().map(|c| c.load).sum::<f64>() / n,
+                s.cores.iter().map(|c| c.fg_load).sum::<f64>() / n,
+            );
+            Ok((all, elapsed, shape))
+        })?;
+    let backlog_at_end = dev.dedup_stats().map_or(0, |d| d.backlog);
+    let t = Instant::now();
+    while dev.dedup_stats().map_or(0, |d| d.backlog) > 0 {
+        if t.elapsed() > Duration::from_secs(600) {
+            bail!("the dedup backlog did not drain in 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let drain_seconds = if backlog_at_end == 0 {
+        0.0
+    } else {
+        t.elapsed().as_secs_f64()
+    };
+    let s = dev.scheduler_stats();
+    let fg: u64 = s.cores.iter().map(|c| c.fg_commands).sum();
+    let fg_ns: u64 = s.cores.iter().map(|c| c.fg_busy_ns).sum();
+    let bg: u64 = s.cores.iter().map(|c| c.bg_tasks).sum();
+    let bg_wait: f64 = s
+        .cores
+        .iter()
+        .map(|c| c.bg_mean_wait_ns * c.bg_tasks as f64)
+        .sum();
+    drop(clients);
+    dev.shutdown().context("stopping the device")?;
+    let puts = hist.count();
+    Ok(Point {
+        round,
+        policy,
+        threads,
+        puts,
+        seconds,
+        puts_per_sec: puts as f64 / seconds,
+        mean_us: hist.mean() / 1e3,
+        p99_us: hist.percentile(99.0) / 1e3,
+        p999_us: hist.percentile(99.9) / 1e3,
+        service_us: if fg == 0 {
+            0.0
+        } else {
+            fg_ns as f64 / fg as f64 / 1e3
+        },
+        backlog_at_end,
+        drain_seconds,
+        migrations: s.migrations,
+        core_connections,
+        mean_load,
+        mean_fg_load,
+        core_bg_tasks: s.cores.iter().map(|c| c.bg_tasks).collect(),
+        core_fg_commands: s.cores.iter().map(|c| c.fg_commands).collect(),
+        bg_mean_wait_us: if bg == 0 {
+            0.0
+        } else {
+            bg_wait / bg as f64 / 1e3
+        },
+    })
+}
+
+/// One spinning thread per CPU at SCHED_IDLE, stopped when dropped.
+struct Awake {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Awake {
+    fn start() -> Awake {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = (0..cpus)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    // SAFETY: a plain struct for the call; 0 names this thread.
+                    let ok = unsafe {
+                        let p = libc::sched_param { sched_priority: 0 };
+                        libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) == 0
+                    };
+                    if !ok {
+                        eprintln!("bts --awake: SCHED_IDLE refused; not spinning");
+                        return;
+                    }
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Awake { stop, threads }
+    }
+}
+
+impl Drop for Awake {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Median> {
+    let mut out = Vec::new();
+    for &t in threads {
+        for &p in policies {
+            let of: Vec<&Point> = points
+                .iter()
+                .filter(|x| x.policy == p && x.threads == t)
+                .collect();
+            let m = |f: fn(&Point) -> f64| median(of.iter().map(|x| f(x)).collect());
+            out.push(Median {
+                policy: p,
+                threads: t,
+                mean_us: m(|x| x.mean_us),
+                p99_us: m(|x| x.p99_us),
+                p999_us: m(|x| x.p999_us),
+                puts_per_sec: m(|x| x.puts_per_sec),
+                drain_seconds: m(|x| x.drain_seconds),
+                migrations: m(|x| x.migrations as f64),
+            });
+        }
+    }
+    out
+}
+
+/// Mean latency per policy and thread count, and the two ratios the paper's figure shows.
+fn table(medians: &[Median], policies: &[Policy], threads: &[usize]) -> String {
+    let get = |p: Policy, t: usize| medians.iter().find(|m| m.policy == p && m.threads == t);
+    let mut out = String::from("| client threads |");
+    for p in policies {
+        out += &format!(" {p:?} mean us (p99) | {p:?} puts/s |");
+    }
+    let both = policies.contains(&Policy::Bts);
+    let ratio_cols = [(Policy::Off, "bts / off"), (Policy::Inline, "bts / inline")];
+    for (p, name) in ratio_cols {
+        if both && policies.contains(&p) {
+            out += &format!(" {name} |");
+        }
+    }
+    out += "\n|---|";
+    for _ in policies {
+        out += "---|---|";
+    }
+    for (p, _) in ratio_cols {
+        if both && policies.contains(&p) {
+            out += "---|";
+        }
+    }
+    for &t in threads {
+        out += &format!("\n| {t} |");
+        for &p in policies {
+            match get(p, t) {
+                Some(m) => {
+                    out += &format!(
+                        " {:.1} ({:.0}) | {:.0} |",
+                        m.mean_us, m.p99_us, m.puts_per_sec
+                    )
+                }
+                None => out += " - | - |",
+            }
+        }
+        for (p, _) in ratio_cols {
+            if both && policies.contains(&p) {
+                match (get(Policy::Bts, t), get(p, t)) {
+                    (Some(b), Some(o)) if o.mean_us > 0.0 => {
+                        out += &format!(" {:.2} |", b.mean_us / o.mean_us)
+                    }
+                    _ => out += " - |",
+                }
+            }
+        }
+    }
+    out
+}
