@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 7] = [
+const COMMANDS: [(&str, Command); 8] = [
     ("plot", |args| crate::plot::main(args)),
     ("plot-iterators", |args| crate::plot::iterators::main(args)),
     ("plot-queries", |args| crate::plot::queries::main(args)),
@@ -21,6 +21,7 @@ const COMMANDS: [(&str, Command); 7] = [
     ("dataset", |args| crate::dataset::main(args)),
     ("queries", |args| crate::queries::main(args)),
     ("bts", |args| crate::bts::main(args)),
+    ("plot-bts", |args| crate::plot::bts::main(args)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -54,7 +55,8 @@ mod tests {
                 "itermem",
                 "dataset",
                 "queries",
-                "bts"
+                "bts",
+                "plot-bts"
             ]
         );
     }

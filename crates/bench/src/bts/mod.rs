@@ -12,6 +12,7 @@
 //! medians (this machine's speed drifts by the minute).
 
 mod chunking;
+mod mix;
 
 use crate::histogram::Histogram;
 use anyhow::{bail, Context, Result};
@@ -80,6 +81,14 @@ struct Args {
     /// any.
     #[arg(long)]
     awake: bool,
+    /// Instead of the latency grid: load a mix with known duplication (`tweets`, or `files`:
+    /// a file set with repeated blocks) and set the device's dedup ratio beside one
+    /// recomputed from the stored values.
+    #[arg(long)]
+    mix: Option<String>,
+    /// Records of the mix.
+    #[arg(long, default_value_t = 20000)]
+    records: u64,
     /// Only measure chunking throughput per core (each chunking and hash), no device.
     #[arg(long)]
     chunking_only: bool,
@@ -157,6 +166,9 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let args = Args::parse_from(args);
     if args.chunking_only {
         return chunking::main(args.value_size);
+    }
+    if let Some(mix) = &args.mix {
+        return mix::main(mix, args.records, chunker(&args)?);
     }
     let policies: Vec<Policy> = list(&args.policy, "policy")?;
     let threads: Vec<usize> = list(&args.client_threads, "client thread count")?;

@@ -10,6 +10,7 @@
 //! cargo feature `plot` (plotters, drawing text with its `ab_glyph` renderer from a TrueType
 //! font read at run time, so that the build needs no system library).
 
+pub mod bts;
 mod charts;
 mod data;
 #[cfg(feature = "plot")]
