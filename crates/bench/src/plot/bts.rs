@@ -79,8 +79,8 @@ fn charts(run: &Value) -> Result<Vec<Chart>> {
     let chart = |file: &str, what: &str, y: &str, field: &str, legend: Legend| Chart {
         file: file.into(),
         title: format!(
-            "{what}: fill sequential, {value_kib} KiB values, dedup as the background task \
-             ({cores} device cores, {cpus} CPUs shared with the clients; median of {rounds})"
+            "{what} (fill sequential, {value_kib} KiB, dedup; {cores} cores on {cpus} CPUs; \
+             median of {rounds})"
         ),
         x_desc: "client threads".into(),
         y_desc: y.into(),
