@@ -17,6 +17,7 @@ use cerberus_proto::{
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// Locks that make a conditional store (check, then write) and a delete (check, then
 /// delete) atomic with respect to every other write of the same key. Writes of different
@@ -40,7 +41,7 @@ pub struct Shared {
     /// namespace's handle answers as an unknown namespace, as the engine does.
     handles: ArcSwap<HashMap<u32, Namespace>>,
     /// Places background tasks on the cores (the network threads).
-    pub scheduler: Scheduler,
+    pub scheduler: Arc<Scheduler>,
     /// The deduplication service, when enabled and the policy runs background work.
     pub dedup: Option<Dedup>,
 }
@@ -49,7 +50,25 @@ pub struct Shared {
 type Outcome = Result<Reply, (Status, String)>;
 
 impl Shared {
+    /// With a scheduler of its own, the engine running its background work on its own
+    /// threads (tests).
+    #[cfg(test)]
     pub fn new(db: Db, creds: Credentials, config: DeviceConfig) -> Shared {
+        let scheduler = Arc::new(Scheduler::new(
+            config.network_threads,
+            config.scheduler.clone(),
+            config.engine.background_threads,
+        ));
+        Shared::with_scheduler(db, creds, config, scheduler)
+    }
+
+    /// `db` opened with `scheduler`'s engine runner.
+    pub fn with_scheduler(
+        db: Db,
+        creds: Credentials,
+        config: DeviceConfig,
+        scheduler: Arc<Scheduler>,
+    ) -> Shared {
         let identify = Identify {
             protocol_version: VERSION,
             max_key_len: config.max_key_len,
@@ -61,7 +80,6 @@ impl Shared {
             max_iter_batch_bytes: config.max_iter_batch_bytes,
             iterator_idle_secs: config.iterator_idle_secs,
         };
-        let scheduler = Scheduler::new(config.network_threads, config.scheduler.clone());
         let (dedup, pending) = crate::background::open_dedup(&db, &config);
         let shared = Shared {
             db,

@@ -9,6 +9,7 @@ use crate::dispatch::Shared;
 use crate::error::bind;
 use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
+use crate::scheduler::Scheduler;
 use crate::workers::Workers;
 use crate::{data_dir, tls, DeviceError};
 use cerberus_engine::Db;
@@ -71,7 +72,15 @@ impl Device {
         let admin_secret = creds.admin_secret().to_string();
         let db_dir = config.data_dir.join("db");
         std::fs::create_dir_all(&db_dir).map_err(|e| DeviceError::io(&db_dir, e))?;
-        let db = Db::open(&db_dir, config.engine_options())?;
+        // The engine's flushes and compactions run on the scheduler's lanes.
+        let scheduler = Arc::new(Scheduler::new(
+            config.network_threads,
+            config.scheduler.clone(),
+            config.engine.background_threads,
+        ));
+        let mut options = config.engine_options();
+        options.background_runner = Some(scheduler.engine_runner());
+        let db = Db::open(&db_dir, options)?;
         let workers = Arc::new(
             Workers::start(config.worker_threads()).map_err(|e| DeviceError::io("workers", e))?,
         );
@@ -82,9 +91,18 @@ impl Device {
             Some(m) => Some(m.local_addr().map_err(|e| DeviceError::io("metrics", e))?),
             None => None,
         };
-        let shared = Arc::new(Shared::new(db, creds, config));
-        let mut reactors = Reactors::start(shared.config.network_threads, &shared)
-            .map_err(|e| DeviceError::io("network threads", e))?;
+        let shared = Arc::new(Shared::with_scheduler(db, creds, config, scheduler.clone()));
+        let engine = shared.clone();
+        let lanes = scheduler.start_lanes(Arc::new(move || engine.db.run_background_job()));
+        let reactors = lanes.and_then(|()| Reactors::start(shared.config.network_threads, &shared));
+        let mut reactors = match reactors {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = shared.db.close();
+                scheduler.stop_lanes();
+                return Err(DeviceError::io("network threads", e));
+            }
+        };
         let (stop_tx, stop_rx) = watch::channel(false);
         let handle = runtime.handle().clone();
         let kept = shared.clone();
@@ -119,6 +137,7 @@ impl Device {
                 workers.stop();
                 let flushed = shared.db.flush();
                 let closed = shared.db.close();
+                shared.scheduler.stop_lanes();
                 runtime.shutdown_timeout(Duration::from_secs(1));
                 tracing::info!("device stopped");
                 flushed?;

@@ -31,7 +31,9 @@ pub use db::{
 pub use error::{Error, Result};
 pub use index::{AttrPath, IndexKind, Scalar, ScalarType};
 pub use key::Nsid;
-pub use options::{Layout, Options, StorageKind, WriteOptions};
+pub use options::{
+    BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
+};
 pub use query::{
     Aggregate, Condition, Continuation, Filter, FindPage, Found, KeyRange, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,

@@ -101,6 +101,43 @@ pub struct Options {
     /// Background value-log GC collects a sealed segment once this share of its bytes is
     /// known dead (0 = only `gc_value_log` collects).
     pub vlog_gc_dead_ratio: f64,
+    /// Who runs flushes, compactions and value-log GC. `None`: `background_threads` threads
+    /// of the database's own. Set (a device's scheduler), the database starts none: it calls
+    /// the runner whenever background work may be due, and the runner calls
+    /// [`Db::run_background_job`](crate::Db::run_background_job) on threads of its choosing
+    /// (at most `background_threads` at once), again until it answers
+    /// [`BackgroundStep::Idle`], and at least every `idle_settle_ms`. A writer may wait for
+    /// that work: the runner must never run it behind a thread that writes.
+    pub background_runner: Option<BackgroundRunner>,
+}
+
+/// Called when background work may be due (see [`Options::background_runner`]).
+#[derive(Clone)]
+pub struct BackgroundRunner(pub std::sync::Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for BackgroundRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackgroundRunner")
+    }
+}
+
+/// What one call of [`Db::run_background_job`](crate::Db::run_background_job) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackgroundStep {
+    /// Ran a job of this kind; there may be more.
+    Ran(JobKind),
+    /// Nothing is due; look again after this long at the latest (or when called).
+    Idle(Option<std::time::Duration>),
+    /// The database is closed.
+    Stopped,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    Flush,
+    /// An L0 split or a compaction of a tree.
+    Compaction,
+    Gc,
 }
 
 impl Default for Options {
@@ -134,6 +171,7 @@ impl Default for Options {
             mmap_reads: true,
             auto_compaction: true,
             vlog_gc_dead_ratio: 0.5,
+            background_runner: None,
         }
     }
 }

@@ -21,6 +21,7 @@
 //! A core's load is the share of wall time its thread spent running commands and tasks
 //! (socket reads and writes and polling are not counted).
 
+mod lanes;
 mod stats;
 
 use crate::dedup::DedupWork;
@@ -157,6 +158,7 @@ struct Sample {
 pub struct Scheduler {
     config: SchedulerConfig,
     cores: Vec<Core>,
+    lanes: lanes::Lanes,
     start: quanta::Instant,
     seq: AtomicU64,
     last: Mutex<Sample>,
@@ -191,10 +193,12 @@ pub fn on_behalf_of<T>(core: Option<usize>, f: impl FnOnce() -> T) -> T {
 const MIN_SAMPLE_NS: u64 = 1_000_000;
 
 impl Scheduler {
-    pub fn new(cores: usize, config: SchedulerConfig) -> Scheduler {
+    /// `cores` cores; at most `engine_jobs` engine jobs at once on their lanes.
+    pub fn new(cores: usize, config: SchedulerConfig, engine_jobs: usize) -> Scheduler {
         let n = cores.max(1);
         Scheduler {
             config,
+            lanes: lanes::Lanes::new(n, engine_jobs),
             cores: (0..n)
                 .map(|_| Core {
                     queue: Mutex::new(BinaryHeap::new()),
@@ -290,7 +294,7 @@ impl Scheduler {
         core.wake.notify_one();
     }
 
-    fn bts_target(&self, origin: Option<usize>) -> usize {
+    pub(crate) fn bts_target(&self, origin: Option<usize>) -> usize {
         let now = self.now_ns();
         if now.saturating_sub(self.last.lock().at_ns) > 5 * MIN_SAMPLE_NS {
             // No commands lately: the loads are stale.

@@ -24,6 +24,11 @@ pub struct CoreStats {
     pub bg_queued: usize,
     pub migrated_out: u64,
     pub migrated_in: u64,
+    /// The engine's jobs run on this core's lane, and their time.
+    pub flushes: u64,
+    pub compactions: u64,
+    pub gcs: u64,
+    pub lane_busy_ns: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -32,7 +37,7 @@ pub struct SchedulerStats {
     pub sample_every: u32,
     pub load_threshold: f64,
     pub samples: u64,
-    /// Tasks sent to a core other than the one that made them.
+    /// Tasks and engine jobs sent to a core other than the one that made them.
     pub migrations: u64,
     pub cores: Vec<CoreStats>,
 }
@@ -46,6 +51,22 @@ fn per(total: u64, n: u64) -> f64 {
 }
 
 impl Scheduler {
+    /// A counter summed over core `core`'s lanes.
+    fn lane_sum(
+        &self,
+        core: usize,
+        f: impl Fn(&super::lanes::LaneCounters) -> &std::sync::atomic::AtomicU64,
+    ) -> u64 {
+        let n = self.cores.len();
+        self.lanes
+            .counters
+            .iter()
+            .enumerate()
+            .filter(|(l, _)| l % n == core)
+            .map(|(_, c)| f(c).load(Relaxed))
+            .sum()
+    }
+
     pub fn stats(&self) -> SchedulerStats {
         let cores: Vec<CoreStats> = self
             .cores
@@ -70,6 +91,10 @@ impl Scheduler {
                     bg_queued: core.queue.lock().len(),
                     migrated_out: c.migrated_out.load(Relaxed),
                     migrated_in: c.migrated_in.load(Relaxed),
+                    flushes: self.lane_sum(i, |l| &l.flushes),
+                    compactions: self.lane_sum(i, |l| &l.compactions),
+                    gcs: self.lane_sum(i, |l| &l.gcs),
+                    lane_busy_ns: self.lane_sum(i, |l| &l.busy_ns),
                 }
             })
             .collect();

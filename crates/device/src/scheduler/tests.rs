@@ -9,6 +9,7 @@ fn sched(policy: Policy, cores: usize) -> Scheduler {
             sample_every: 1,
             ..SchedulerConfig::default()
         },
+        2,
     )
 }
 
@@ -78,6 +79,7 @@ fn above_the_threshold_tasks_stay_where_they_were_made() {
             load_threshold: 0.2,
             pin_cores: false,
         },
+        2,
     );
     // Both cores loaded above a mean of 0.2.
     std::thread::scope(|t| {

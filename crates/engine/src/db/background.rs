@@ -1,6 +1,14 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
 use super::*;
+use crate::options::{BackgroundStep, JobKind};
+
+/// What the background does next.
+enum Pick {
+    Job(Job),
+    Wait(Option<Duration>),
+    Stop,
+}
 
 /// Work for a background thread.
 pub(super) enum Job {
@@ -234,7 +242,7 @@ impl Inner {
         bg.compacting = false;
         bg.splitting = false;
         bg.manual_running = false;
-        self.bg_cv.notify_all();
+        self.wake_background();
         self.done_cv.notify_all();
     }
 
@@ -390,91 +398,126 @@ impl Inner {
         Ok(None)
     }
 
+    /// Wakes the background: the database's own threads, or the runner given in the options.
+    pub(super) fn wake_background(&self) {
+        self.bg_cv.notify_all();
+        if let Some(r) = &self.opts.background_runner {
+            (r.0)();
+        }
+    }
+
+    /// The next job, marked as running, or how long to wait before looking again.
+    fn pick(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Pick {
+        loop {
+            if bg.shutdown {
+                return Pick::Stop;
+            }
+            let now = std::time::Instant::now();
+            let backoff = bg.retry_at.filter(|t| *t > now);
+            if bg.error.is_none() && backoff.is_none() {
+                match self.next_job(bg) {
+                    Ok(Some(job)) => return Pick::Job(job),
+                    Ok(None) => {
+                        // Nothing waits for space any more.
+                        if bg.no_space.take().is_some() {
+                            bg.retry_at = None;
+                            self.done_cv.notify_all();
+                        }
+                    }
+                    Err(e) => {
+                        parking_lot::MutexGuard::unlocked(bg, || self.fail_job(&e));
+                        continue;
+                    }
+                }
+            }
+            return Pick::Wait(match (self.opts.idle_settle_ms, backoff) {
+                (_, Some(t)) => Some(t - now),
+                (0, None) => None,
+                // Look again to notice that writes stopped.
+                (ms, None) => Some(Duration::from_millis(ms)),
+            });
+        }
+    }
+
     pub(super) fn background_loop(self: Arc<Self>) {
         loop {
             let job = {
                 let mut bg = self.bg.lock();
                 loop {
-                    if bg.shutdown {
-                        return;
-                    }
-                    let now = std::time::Instant::now();
-                    let backoff = bg.retry_at.filter(|t| *t > now);
-                    if bg.error.is_none() && backoff.is_none() {
-                        match self.next_job(&mut bg) {
-                            Ok(Some(job)) => break job,
-                            Ok(None) => {
-                                // Nothing waits for space any more.
-                                if bg.no_space.take().is_some() {
-                                    bg.retry_at = None;
-                                    self.done_cv.notify_all();
-                                }
-                            }
-                            Err(e) => {
-                                drop(bg);
-                                self.fail_job(&e);
-                                bg = self.bg.lock();
-                                continue;
-                            }
-                        }
-                    }
-                    let wait = match (self.opts.idle_settle_ms, backoff) {
-                        (_, Some(t)) => Some(t - now),
-                        (0, None) => None,
-                        // Wake up to notice that writes stopped.
-                        (ms, None) => Some(Duration::from_millis(ms)),
-                    };
-                    match wait {
-                        Some(d) => {
+                    match self.pick(&mut bg) {
+                        Pick::Stop => return,
+                        Pick::Job(job) => break job,
+                        Pick::Wait(Some(d)) => {
                             self.bg_cv.wait_for(&mut bg, d);
                         }
-                        None => self.bg_cv.wait(&mut bg),
+                        Pick::Wait(None) => self.bg_cv.wait(&mut bg),
                     }
                 }
             };
-            // A panic in a job must not leave its flag set and writers waiting forever.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
-                Job::Flush => self.flush_oldest(),
-                Job::Compact(task, version) | Job::Split(task, version) => {
-                    self.run_compaction(task, version, true)
-                }
-                Job::Gc(seg) => {
-                    let mut stats = GcStats::default();
-                    let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
-                    Counters::add(
-                        &self.counters.local().gc_segments_deleted,
-                        stats.segments_deleted as u64,
-                    );
-                    Counters::add(
-                        &self.counters.local().gc_bytes_rewritten,
-                        stats.bytes_rewritten,
-                    );
-                    r
-                }
-            }))
-            .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
-            if let Err(e) = &result {
-                self.fail_job(e);
-            }
-            let mut bg = self.bg.lock();
-            if result.is_ok() && bg.no_space.take().is_some() {
-                tracing::info!("space is back: background work goes on");
-                bg.retry_at = None;
-            }
-            match job {
-                Job::Flush => bg.flushing = false,
-                Job::Compact(..) => bg.compacting = false,
-                Job::Split(task, _) => {
-                    bg.splitting = false;
-                    if task.output_level() != RUNS {
-                        bg.compacting = false;
-                    }
-                }
-                Job::Gc(_) => bg.gc_running = false,
-            }
-            bg.gc_check = true;
-            self.bg_cv.notify_all();
-            self.done_cv.notify_all();
+            self.run_job(job);
         }
+    }
+
+    pub(super) fn run_one_job(&self) -> BackgroundStep {
+        let pick = self.pick(&mut self.bg.lock());
+        match pick {
+            Pick::Stop => BackgroundStep::Stopped,
+            Pick::Wait(d) => BackgroundStep::Idle(d),
+            Pick::Job(job) => {
+                let kind = match &job {
+                    Job::Flush => JobKind::Flush,
+                    Job::Split(..) | Job::Compact(..) => JobKind::Compaction,
+                    Job::Gc(_) => JobKind::Gc,
+                };
+                self.run_job(job);
+                BackgroundStep::Ran(kind)
+            }
+        }
+    }
+
+    fn run_job(&self, job: Job) {
+        // A panic in a job must not leave its flag set and writers waiting forever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
+            Job::Flush => self.flush_oldest(),
+            Job::Compact(task, version) | Job::Split(task, version) => {
+                self.run_compaction(task, version, true)
+            }
+            Job::Gc(seg) => {
+                let mut stats = GcStats::default();
+                let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
+                Counters::add(
+                    &self.counters.local().gc_segments_deleted,
+                    stats.segments_deleted as u64,
+                );
+                Counters::add(
+                    &self.counters.local().gc_bytes_rewritten,
+                    stats.bytes_rewritten,
+                );
+                r
+            }
+        }))
+        .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
+        if let Err(e) = &result {
+            self.fail_job(e);
+        }
+        let mut bg = self.bg.lock();
+        if result.is_ok() && bg.no_space.take().is_some() {
+            tracing::info!("space is back: background work goes on");
+            bg.retry_at = None;
+        }
+        match job {
+            Job::Flush => bg.flushing = false,
+            Job::Compact(..) => bg.compacting = false,
+            Job::Split(task, _) => {
+                bg.splitting = false;
+                if task.output_level() != RUNS {
+                    bg.compacting = false;
+                }
+            }
+            Job::Gc(_) => bg.gc_running = false,
+        }
+        bg.gc_check = true;
+        self.wake_background();
+        self.done_cv.notify_all();
     }
 }

@@ -230,7 +230,11 @@ impl Db {
             opts: options,
         });
         let mut threads = Vec::new();
-        for i in 0..inner.opts.background_threads {
+        let own_threads = match inner.opts.background_runner.is_some() {
+            true => 0,
+            false => inner.opts.background_threads,
+        };
+        for i in 0..own_threads {
             let inner = inner.clone();
             let t = std::thread::Builder::new()
                 .name(format!("cerberus-bg-{i}"))
@@ -244,6 +248,8 @@ impl Db {
             _lock: lock,
         };
         db.inner.finish_backfills()?;
+        // Work recovery left (a segment worth collecting) goes to the runner at once.
+        db.inner.wake_background();
         Ok(db)
     }
 
@@ -331,7 +337,7 @@ impl Db {
         {
             let mut bg = self.inner.bg.lock();
             bg.shutdown = true;
-            self.inner.bg_cv.notify_all();
+            self.inner.wake_background();
             self.inner.done_cv.notify_all();
         }
         for t in self.threads.lock().drain(..) {
@@ -342,6 +348,13 @@ impl Db {
 
     pub fn stats(&self) -> DbStats {
         self.inner.stats()
+    }
+
+    /// Runs the most urgent background job (a flush first, then an L0 split or a
+    /// compaction, then value-log GC) on the calling thread, for the runner of
+    /// [`Options::background_runner`]. Without one, the database's own threads call it.
+    pub fn run_background_job(&self) -> crate::options::BackgroundStep {
+        self.inner.run_one_job()
     }
 
     /// The storage this database lives on.

@@ -166,7 +166,7 @@ impl Inner {
             )?;
             self.liveness.mark_dead(&dead);
             self.bg.lock().gc_check = true;
-            self.bg_cv.notify_all();
+            self.wake_background();
             let mut state = self.namespaces.write();
             let mut dead = (*state.dead).clone();
             dead.extend(ids.iter().copied());

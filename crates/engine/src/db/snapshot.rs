@@ -78,7 +78,7 @@ impl Inner {
                 deferred.clear();
                 drop(deferred);
                 self.bg.lock().gc_check = true;
-                self.bg_cv.notify_all();
+                self.wake_background();
             }
         }
     }

@@ -289,7 +289,7 @@ impl Inner {
             // attempt fails too (or none comes soon).
             let failures = bg.no_space_failures;
             bg.retry_at = None;
-            self.bg_cv.notify_all();
+            self.wake_background();
             let deadline = std::time::Instant::now() + NO_SPACE_WAIT;
             while bg.no_space.is_some()
                 && bg.no_space_failures == failures
@@ -307,7 +307,7 @@ impl Inner {
             }
             return Ok(());
         }
-        self.bg_cv.notify_all();
+        self.wake_background();
         self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         Ok(())
     }
@@ -346,7 +346,7 @@ impl Inner {
         drop(sv);
         drop(update);
         let _bg = self.bg.lock();
-        self.bg_cv.notify_all();
+        self.wake_background();
         Ok(())
     }
 
