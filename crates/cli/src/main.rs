@@ -291,6 +291,14 @@ struct ServeArgs {
     /// Make every write durable before acknowledging it.
     #[arg(long)]
     sync: bool,
+    /// Where background tasks run: off (no background service), inline (on the core of the
+    /// command that made them), bts (on idle cores, below the load threshold; the default).
+    #[arg(long)]
+    policy: Option<cerberus_device::Policy>,
+    /// Run the deduplication service (a chunking task per write; stats in `cerberus stats
+    /// --device-wide`).
+    #[arg(long)]
+    dedup: bool,
     /// Admin credential to use (16 to 256 bytes). Default: DATA_DIR/admin.secret, generated
     /// there at first start.
     #[arg(long, env = "CERBERUS_ADMIN_SECRET", hide_env_values = true)]

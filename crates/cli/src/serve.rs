@@ -32,6 +32,12 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if args.sync {
         config.sync = true;
     }
+    if let Some(p) = args.policy {
+        config.scheduler.policy = p;
+    }
+    if args.dedup {
+        config.dedup.enabled = true;
+    }
     if args.admin_secret.is_some() {
         config.admin_secret = args.admin_secret;
     }

@@ -107,6 +107,97 @@ impl Shared {
         }
     }
 
+    /// The Prometheus text: the commands' and the engine's series, then the scheduler's and
+    /// the dedup service's.
+    pub fn metrics_text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = self.metrics.render(&self.db.stats());
+        let s = self.scheduler.stats();
+        let series: [(&str, &str, &str, fn(&crate::scheduler::CoreStats) -> f64); 9] = [
+            (
+                "cerberus_core_load",
+                "gauge",
+                "Share of time a core ran commands and tasks, at the last sample.",
+                |c| c.load,
+            ),
+            (
+                "cerberus_core_connections",
+                "gauge",
+                "Connections served by a core.",
+                |c| c.connections as f64,
+            ),
+            (
+                "cerberus_core_commands_total",
+                "counter",
+                "Commands a core ran.",
+                |c| c.fg_commands as f64,
+            ),
+            (
+                "cerberus_core_background_tasks_total",
+                "counter",
+                "Background service tasks a core ran.",
+                |c| c.bg_tasks as f64,
+            ),
+            (
+                "cerberus_core_background_queued",
+                "gauge",
+                "Background service tasks queued on a core.",
+                |c| c.bg_queued as f64,
+            ),
+            (
+                "cerberus_core_migrations_in_total",
+                "counter",
+                "Tasks and engine jobs made on another core and run on this one.",
+                |c| c.migrated_in as f64,
+            ),
+            (
+                "cerberus_core_flushes_total",
+                "counter",
+                "Engine flushes on a core's lane.",
+                |c| c.flushes as f64,
+            ),
+            (
+                "cerberus_core_compactions_total",
+                "counter",
+                "Engine compactions on a core's lane.",
+                |c| c.compactions as f64,
+            ),
+            (
+                "cerberus_core_gcs_total",
+                "counter",
+                "Value-log GC jobs on a core's lane.",
+                |c| c.gcs as f64,
+            ),
+        ];
+        for (name, kind, help, f) in series {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for c in &s.cores {
+                let _ = writeln!(out, "{name}{{core=\"{}\"}} {}", c.core, f(c));
+            }
+        }
+        if let Some(d) = self.dedup.as_ref().map(|d| d.stats()) {
+            let _ = writeln!(
+                out,
+                "# HELP cerberus_dedup_backlog Dedup tasks queued and not yet run.\n\
+                 # TYPE cerberus_dedup_backlog gauge\ncerberus_dedup_backlog {}",
+                d.backlog
+            );
+            let _ = writeln!(
+                out,
+                "# HELP cerberus_dedup_ratio Logical bytes over the bytes of distinct chunks.\n\
+                 # TYPE cerberus_dedup_ratio gauge"
+            );
+            for (ns, n) in &d.namespaces {
+                let _ = writeln!(
+                    out,
+                    "cerberus_dedup_ratio{{nsid=\"{ns}\"}} {}",
+                    n.dedup_ratio
+                );
+            }
+        }
+        out
+    }
+
     /// The engine's stats with the scheduler's and the dedup service's.
     pub fn device_stats(&self) -> serde_json::Value {
         let mut doc = serde_json::to_value(self.db.stats()).unwrap_or_default();

@@ -189,7 +189,7 @@ impl DeviceHandle {
 
     /// The Prometheus text the metrics endpoint serves.
     pub fn metrics_text(&self) -> String {
-        self.shared.metrics.render(&self.shared.db.stats())
+        self.shared.metrics_text()
     }
 
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
@@ -424,7 +424,7 @@ async fn metrics_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watc
             let line = req.split(|&b| b == b'\r').next().unwrap_or_default();
             let (status, body) = if line.starts_with(b"GET /metrics ") {
                 let s = shared.clone();
-                match tokio::task::spawn_blocking(move || s.metrics.render(&s.db.stats())).await {
+                match tokio::task::spawn_blocking(move || s.metrics_text()).await {
                     Ok(text) => ("200 OK", text),
                     Err(_) => ("500 Internal Server Error", String::new()),
                 }

@@ -131,6 +131,12 @@ struct Median {
     puts_per_sec: f64,
     drain_seconds: f64,
     migrations: f64,
+    backlog_at_end: f64,
+    /// Mean time a core ran one command, and the rest of the mean latency: the wait in
+    /// queues (the core busy with other commands or a background task), the network and the
+    /// client.
+    service_us: f64,
+    outside_us: f64,
 }
 
 fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>>
@@ -216,6 +222,19 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     }
     let medians = medians(&points, &policies, &threads);
     println!("{}", table(&medians, &policies, &threads));
+    println!("\n| client threads | policy | service us | rest of the latency us | backlog at the end | drain s | migrations |\n|---|---|---|---|---|---|---|");
+    for m in &medians {
+        println!(
+            "| {} | {:?} | {:.1} | {:.1} | {:.0} | {:.2} | {:.0} |",
+            m.threads,
+            m.policy,
+            m.service_us,
+            m.outside_us,
+            m.backlog_at_end,
+            m.drain_seconds,
+            m.migrations
+        );
+    }
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
             "value_size": args.value_size,
@@ -469,6 +488,9 @@ fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Medi
                 puts_per_sec: m(|x| x.puts_per_sec),
                 drain_seconds: m(|x| x.drain_seconds),
                 migrations: m(|x| x.migrations as f64),
+                backlog_at_end: m(|x| x.backlog_at_end as f64),
+                service_us: m(|x| x.service_us),
+                outside_us: m(|x| x.mean_us - x.service_us),
             });
         }
     }

@@ -50,8 +50,10 @@ fn policies_place_a_task_as_they_say() {
     assert_eq!(queued(&s), [1, 0, 1]);
     assert_eq!(s.stats().migrations, 0);
 
-    // BTS: a loaded core's task goes to the least loaded core; an idle core's stays.
+    // BTS: a task of a core with connections goes to an idle core (none); an idle core's
+    // stays.
     let s = sched(Policy::Bts, 3);
+    assert_eq!(s.place_connection(), 0);
     load_core0(&s, Duration::from_millis(2), Duration::from_millis(4), 5);
     let st = s.stats();
     assert!(st.cores[0].fg_load > 0.2, "{:?}", st.cores[0]);
@@ -71,37 +73,41 @@ fn policies_place_a_task_as_they_say() {
 
 #[test]
 fn above_the_threshold_tasks_stay_where_they_were_made() {
-    let s = Scheduler::new(
-        2,
-        SchedulerConfig {
-            policy: Policy::Bts,
-            sample_every: 1,
-            load_threshold: 0.2,
-            pin_cores: false,
-        },
-        2,
-    );
-    // Both cores loaded above a mean of 0.2.
-    std::thread::scope(|t| {
-        t.spawn(|| load_core0(&s, Duration::from_millis(3), Duration::from_millis(4), 5));
-        t.spawn(|| {
-            on_behalf_of(Some(1), || {
-                for _ in 0..5 {
-                    let t = std::time::Instant::now();
-                    s.busy(true, || {
-                        while t.elapsed() < Duration::from_millis(1) {
-                            std::hint::spin_loop();
+    for (threshold, expect) in [(0.05, [1, 0, 0]), (0.9, [0, 0, 1])] {
+        let s = Scheduler::new(
+            3,
+            SchedulerConfig {
+                policy: Policy::Bts,
+                sample_every: 1,
+                load_threshold: threshold,
+                pin_cores: false,
+            },
+            2,
+        );
+        // Cores 0 and 1 serve connections and are loaded; core 2 is idle.
+        assert_eq!((s.place_connection(), s.place_connection()), (0, 1));
+        std::thread::scope(|t| {
+            for core in [0, 1] {
+                let s = &s;
+                t.spawn(move || {
+                    on_behalf_of(Some(core), || {
+                        for _ in 0..5 {
+                            let t = std::time::Instant::now();
+                            s.busy(true, || {
+                                while t.elapsed() < Duration::from_millis(1) {
+                                    std::hint::spin_loop();
+                                }
+                            });
+                            std::thread::sleep(Duration::from_millis(3));
                         }
-                    });
-                    std::thread::sleep(Duration::from_millis(3));
-                }
-            })
+                    })
+                });
+            }
         });
-    });
-    s.sample();
-    on_behalf_of(Some(0), || s.submit(work(), Priority::Low));
-    assert_eq!(queued(&s), [1, 0]);
-    assert_eq!(s.stats().migrations, 0);
+        s.sample();
+        on_behalf_of(Some(0), || s.submit(work(), Priority::Low));
+        assert_eq!(queued(&s), expect, "threshold {threshold}: {:?}", s.stats());
+    }
 }
 
 #[test]
