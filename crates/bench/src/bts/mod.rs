@@ -8,8 +8,9 @@
 //! thread. Reported per point: the foreground put latency (mean, p99, p99.9) and throughput,
 //! the dedup backlog when the puts end and the time it takes to drain, and the scheduler's
 //! shape: per core its connections, background tasks and load, and the migrations.
-//! `--rounds` repeats the whole grid, policies in turn within each thread count, and reports
-//! medians (this machine's speed drifts by the minute).
+//! `--rounds` repeats the whole grid, policies in turn within each thread count (each round
+//! starting with the next policy), and reports medians (this machine's speed drifts by the
+//! minute).
 
 mod chunking;
 mod mix;
@@ -195,8 +196,12 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let _awake = args.awake.then(Awake::start);
     let mut points = Vec::new();
     for round in 0..args.rounds.max(1) {
+        // Each round starts with another policy: a run right after another one meets what it
+        // left (dirty pages being written back, a warmer or colder cache).
+        let mut order = policies.clone();
+        order.rotate_left(round % policies.len().max(1));
         for &t in &threads {
-            for &p in &policies {
+            for &p in &order {
                 let point = run_point(&args, chunker, p, t, round)?;
                 eprintln!(
                     "round {round} {:>6?} threads {t:>3}: {:>8.0} puts/s, mean {:>7.1} us, p99 \

@@ -167,27 +167,46 @@ pub struct Scheduler {
     samples: AtomicU64,
 }
 
-thread_local! {
+/// What a thread knows of the scheduler.
+struct Local {
     /// The core this thread is, if it is one (or runs a command on one's behalf).
-    static CORE: Cell<Option<usize>> = const { Cell::new(None) };
-    /// Nesting of `busy` regions on this thread: only the outermost is counted.
-    static BUSY_DEPTH: Cell<u32> = const { Cell::new(0) };
+    core: Cell<Option<usize>>,
+    /// Nesting of `busy` regions: only the outermost is counted.
+    depth: Cell<u32>,
+    /// Commands this thread ran (which of them is timed).
+    tick: Cell<u32>,
 }
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local {
+            core: Cell::new(None),
+            depth: Cell::new(0),
+            tick: Cell::new(0),
+        }
+    };
+}
+
+/// One command in this many is timed for the cores' loads.
+#[cfg(not(test))]
+const TIME_EVERY: u32 = 4;
+#[cfg(test)]
+const TIME_EVERY: u32 = 1;
 
 /// Marks this thread as core `i` for its life.
 pub fn enter_core(i: usize) {
-    CORE.with(|c| c.set(Some(i)));
+    LOCAL.with(|l| l.core.set(Some(i)));
 }
 
 pub fn current_core() -> Option<usize> {
-    CORE.with(|c| c.get())
+    LOCAL.with(|l| l.core.get())
 }
 
 /// Runs `f` as work of core `core` (a worker thread running a command read on that core).
 pub fn on_behalf_of<T>(core: Option<usize>, f: impl FnOnce() -> T) -> T {
-    let before = CORE.with(|c| c.replace(core));
+    let before = LOCAL.with(|l| l.core.replace(core));
     let out = f();
-    CORE.with(|c| c.set(before));
+    LOCAL.with(|l| l.core.set(before));
     out
 }
 
@@ -237,22 +256,34 @@ impl Scheduler {
     }
 
     /// Runs `f`, a foreground command or a piece of one, and counts its time as the busy time
-    /// of this thread's core (nested calls count once).
+    /// of this thread's core (nested calls count once). Commands are timed one in
+    /// `TIME_EVERY`, that one counting for all: two clock reads per command were a visible
+    /// share of a pipelined get. Only the core's own thread calls this, so its counters are
+    /// bumped without locked instructions.
     pub fn busy<T>(&self, command: bool, f: impl FnOnce() -> T) -> T {
-        let Some(core) = current_core().filter(|&c| c < self.cores.len()) else {
-            return f();
-        };
-        let depth = BUSY_DEPTH.with(|d| d.replace(d.get() + 1));
-        let t = (depth == 0).then(quanta::Instant::now);
+        let (core, depth, tick) = LOCAL.with(|l| {
+            let depth = l.depth.get();
+            l.depth.set(depth + 1);
+            let tick = l.tick.get().wrapping_add(u32::from(command));
+            l.tick.set(tick);
+            (l.core.get(), depth, tick)
+        });
+        let timed = depth == 0 && (!command || tick % TIME_EVERY == 0);
+        let t = timed.then(quanta::Instant::now);
         let out = f();
-        BUSY_DEPTH.with(|d| d.set(depth));
-        let c = &self.cores[core].c;
+        LOCAL.with(|l| l.depth.set(depth));
+        let Some(c) = core.and_then(|i| self.cores.get(i)).map(|c| &c.c) else {
+            return out;
+        };
         if let Some(t) = t {
+            let scale = if command { u64::from(TIME_EVERY) } else { 1 };
+            let ns = t.elapsed().as_nanos() as u64 * scale;
             c.fg_busy_ns
-                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                .store(c.fg_busy_ns.load(Relaxed).wrapping_add(ns), Relaxed);
         }
         if command {
-            let n = c.fg_commands.fetch_add(1, Relaxed) + 1;
+            let n = c.fg_commands.load(Relaxed) + 1;
+            c.fg_commands.store(n, Relaxed);
             if n.is_multiple_of(u64::from(self.config.sample_every.max(1))) {
                 self.sample();
             }

@@ -92,19 +92,19 @@ fn above_the_threshold_tasks_stay_where_they_were_made() {
                 t.spawn(move || {
                     on_behalf_of(Some(core), || {
                         for _ in 0..5 {
+                            std::thread::sleep(Duration::from_millis(3));
                             let t = std::time::Instant::now();
                             s.busy(true, || {
                                 while t.elapsed() < Duration::from_millis(1) {
                                     std::hint::spin_loop();
                                 }
                             });
-                            std::thread::sleep(Duration::from_millis(3));
                         }
                     })
                 });
             }
         });
-        s.sample();
+        // The last commands sampled the loads (about 0.25 each).
         on_behalf_of(Some(0), || s.submit(work(), Priority::Low));
         assert_eq!(queued(&s), expect, "threshold {threshold}: {:?}", s.stats());
     }
