@@ -90,12 +90,15 @@ struct Args {
     /// Records of the mix.
     #[arg(long, default_value_t = 20000)]
     records: u64,
+    /// Print the tables of an earlier run's --json file instead of running.
+    #[arg(long)]
+    from_json: Option<PathBuf>,
     /// Only measure chunking throughput per core (each chunking and hash), no device.
     #[arg(long)]
     chunking_only: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 struct Point {
     round: usize,
     policy: Policy,
@@ -138,6 +141,10 @@ struct Median {
     /// client.
     service_us: f64,
     outside_us: f64,
+    /// For `bts`: the median over the rounds of its mean latency over `off`'s and over
+    /// `inline`'s in the same round (the machine's drift cancels within a round).
+    over_off: Option<f64>,
+    over_inline: Option<f64>,
 }
 
 fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>>
@@ -176,6 +183,27 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     }
     if let Some(mix) = &args.mix {
         return mix::main(mix, args.records, chunker(&args)?);
+    }
+    if let Some(path) = &args.from_json {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let doc: serde_json::Value = serde_json::from_str(&text)?;
+        let points: Vec<Point> = serde_json::from_value(doc["points"].clone())?;
+        let mut policies: Vec<Policy> = Vec::new();
+        let mut threads: Vec<usize> = Vec::new();
+        for p in &points {
+            if !policies.contains(&p.policy) {
+                policies.push(p.policy);
+            }
+            if !threads.contains(&p.threads) {
+                threads.push(p.threads);
+            }
+        }
+        threads.sort_unstable();
+        let order = [Policy::Off, Policy::Inline, Policy::Bts];
+        policies.sort_by_key(|p| order.iter().position(|o| o == p));
+        print_tables(&medians(&points, &policies, &threads), &policies, &threads);
+        return Ok(());
     }
     let policies: Vec<Policy> = list(&args.policy, "policy")?;
     let threads: Vec<usize> = list(&args.client_threads, "client thread count")?;
@@ -226,20 +254,7 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
         }
     }
     let medians = medians(&points, &policies, &threads);
-    println!("{}", table(&medians, &policies, &threads));
-    println!("\n| client threads | policy | service us | rest of the latency us | backlog at the end | drain s | migrations |\n|---|---|---|---|---|---|---|");
-    for m in &medians {
-        println!(
-            "| {} | {:?} | {:.1} | {:.1} | {:.0} | {:.2} | {:.0} |",
-            m.threads,
-            m.policy,
-            m.service_us,
-            m.outside_us,
-            m.backlog_at_end,
-            m.drain_seconds,
-            m.migrations
-        );
-    }
+    print_tables(&medians, &policies, &threads);
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
             "value_size": args.value_size,
@@ -496,13 +511,55 @@ fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Medi
                 backlog_at_end: m(|x| x.backlog_at_end as f64),
                 service_us: m(|x| x.service_us),
                 outside_us: m(|x| x.mean_us - x.service_us),
+                over_off: (p == Policy::Bts)
+                    .then(|| ratio_in_rounds(points, t, Policy::Off))
+                    .flatten(),
+                over_inline: (p == Policy::Bts)
+                    .then(|| ratio_in_rounds(points, t, Policy::Inline))
+                    .flatten(),
             });
         }
     }
     out
 }
 
-/// Mean latency per policy and thread count, and the two ratios the paper's figure shows.
+fn print_tables(medians: &[Median], policies: &[Policy], threads: &[usize]) {
+    println!("{}", table(medians, policies, threads));
+    println!(
+        "\n| client threads | policy | service us | rest of the latency us | backlog at the end | \
+         drain s | migrations |\n|---|---|---|---|---|---|---|"
+    );
+    for m in medians {
+        println!(
+            "| {} | {:?} | {:.1} | {:.1} | {:.0} | {:.2} | {:.0} |",
+            m.threads,
+            m.policy,
+            m.service_us,
+            m.outside_us,
+            m.backlog_at_end,
+            m.drain_seconds,
+            m.migrations
+        );
+    }
+}
+
+/// The median over the rounds of `bts`'s mean latency over `other`'s at `threads` clients.
+fn ratio_in_rounds(points: &[Point], threads: usize, other: Policy) -> Option<f64> {
+    let mean = |p: Policy, r: usize| {
+        points
+            .iter()
+            .find(|x| x.policy == p && x.threads == threads && x.round == r)
+            .map(|x| x.mean_us)
+    };
+    let rounds = points.iter().map(|x| x.round).max()? + 1;
+    let v: Vec<f64> = (0..rounds)
+        .filter_map(|r| Some(mean(Policy::Bts, r)? / mean(other, r)?))
+        .collect();
+    (!v.is_empty()).then(|| median(v))
+}
+
+/// Mean latency per policy and thread count, and the two ratios the paper's figure shows
+/// (medians of the ratios within each round).
 fn table(medians: &[Median], policies: &[Policy], threads: &[usize]) -> String {
     let get = |p: Policy, t: usize| medians.iter().find(|m| m.policy == p && m.threads == t);
     let mut out = String::from("| client threads |");
@@ -540,10 +597,12 @@ fn table(medians: &[Median], policies: &[Policy], threads: &[usize]) -> String {
         }
         for (p, _) in ratio_cols {
             if both && policies.contains(&p) {
-                match (get(Policy::Bts, t), get(p, t)) {
-                    (Some(b), Some(o)) if o.mean_us > 0.0 => {
-                        out += &format!(" {:.2} |", b.mean_us / o.mean_us)
-                    }
+                let r = get(Policy::Bts, t).and_then(|b| match p {
+                    Policy::Off => b.over_off,
+                    _ => b.over_inline,
+                });
+                match r {
+                    Some(r) => out += &format!(" {r:.2} |"),
                     _ => out += " - |",
                 }
             }
