@@ -123,6 +123,9 @@ struct Point {
     core_bg_tasks: Vec<u64>,
     core_fg_commands: Vec<u64>,
     bg_mean_wait_us: f64,
+    /// The device's estimate of the delay background work added per command.
+    #[serde(default)]
+    fg_queueing_us: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -141,6 +144,7 @@ struct Median {
     /// client.
     service_us: f64,
     outside_us: f64,
+    fg_queueing_us: f64,
     /// For `bts`: the median over the rounds of its mean latency over `off`'s and over
     /// `inline`'s in the same round (the machine's drift cancels within a round).
     over_off: Option<f64>,
@@ -335,7 +339,7 @@ fn run_point(
         .collect::<Result<_>>()?;
     let per = (args.num / threads).max(1);
     let barrier = std::sync::Barrier::new(threads + 1);
-    let (hist, seconds, (core_connections, mean_load, mean_fg_load)) =
+    let (hist, seconds, (core_connections, mean_load, mean_fg_load, fg_queueing_us)) =
         std::thread::scope(|s| -> Result<_> {
             let handles: Vec<_> = clients
                 .iter()
@@ -376,6 +380,8 @@ fn run_point(
                 s.cores.iter().map(|c| c.connections).collect::<Vec<_>>(),
                 s.cores.iter().map(|c| c.load).sum::<f64>() / n,
                 s.cores.iter().map(|c| c.fg_load).sum::<f64>() / n,
+                // While the puts ran (the drain after them delays no command).
+                s.fg_queueing_ns_per_command / 1e3,
             );
             Ok((all, elapsed, shape))
         })?;
@@ -432,6 +438,7 @@ fn run_point(
         } else {
             bg_wait / bg as f64 / 1e3
         },
+        fg_queueing_us,
     })
 }
 
@@ -511,6 +518,7 @@ fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Medi
                 backlog_at_end: m(|x| x.backlog_at_end as f64),
                 service_us: m(|x| x.service_us),
                 outside_us: m(|x| x.mean_us - x.service_us),
+                fg_queueing_us: m(|x| x.fg_queueing_us),
                 over_off: (p == Policy::Bts)
                     .then(|| ratio_in_rounds(points, t, Policy::Off))
                     .flatten(),
@@ -526,16 +534,17 @@ fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Medi
 fn print_tables(medians: &[Median], policies: &[Policy], threads: &[usize]) {
     println!("{}", table(medians, policies, threads));
     println!(
-        "\n| client threads | policy | service us | rest of the latency us | backlog at the end | \
-         drain s | migrations |\n|---|---|---|---|---|---|---|"
+        "\n| client threads | policy | service us | rest of the latency us | background in the way \
+         us/command | backlog at the end | drain s | migrations |\n|---|---|---|---|---|---|---|---|"
     );
     for m in medians {
         println!(
-            "| {} | {:?} | {:.1} | {:.1} | {:.0} | {:.2} | {:.0} |",
+            "| {} | {:?} | {:.1} | {:.1} | {:.1} | {:.0} | {:.2} | {:.0} |",
             m.threads,
             m.policy,
             m.service_us,
             m.outside_us,
+            m.fg_queueing_us,
             m.backlog_at_end,
             m.drain_seconds,
             m.migrations

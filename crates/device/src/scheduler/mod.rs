@@ -133,6 +133,9 @@ struct Counters {
     bg_tasks: AtomicU64,
     bg_busy_ns: AtomicU64,
     bg_wait_ns: AtomicU64,
+    /// Background time on this core while it served connections: time their commands could
+    /// not be served.
+    bg_in_the_way_ns: AtomicU64,
     /// Tasks made here and sent to another core, and tasks received from another.
     migrated_out: AtomicU64,
     migrated_in: AtomicU64,
@@ -415,7 +418,8 @@ impl Scheduler {
             let t = quanta::Instant::now();
             // Background work of a core without connections takes only CPU time nobody else
             // wants (see the module's notes).
-            let demote = self.config.policy == Policy::Bts && core.c.connections.load(Relaxed) == 0;
+            let serving = core.c.connections.load(Relaxed) > 0;
+            let demote = self.config.policy == Policy::Bts && !serving;
             if demote {
                 set_idle_class(true);
             }
@@ -423,9 +427,11 @@ impl Scheduler {
             if demote {
                 set_idle_class(false);
             }
-            core.c
-                .bg_busy_ns
-                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            let ns = t.elapsed().as_nanos() as u64;
+            core.c.bg_busy_ns.fetch_add(ns, Relaxed);
+            if serving {
+                core.c.bg_in_the_way_ns.fetch_add(ns, Relaxed);
+            }
             core.c.bg_wait_ns.fetch_add(waited, Relaxed);
             core.c.bg_tasks.fetch_add(1, Relaxed);
             tokio::task::yield_now().await;

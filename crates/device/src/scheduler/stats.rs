@@ -22,6 +22,8 @@ pub struct CoreStats {
     /// Mean time a background task waited in the queue before it ran.
     pub bg_mean_wait_ns: f64,
     pub bg_queued: usize,
+    /// Background time while the core served connections (their commands waited meanwhile).
+    pub bg_in_the_way_ns: u64,
     pub migrated_out: u64,
     pub migrated_in: u64,
     /// The engine's jobs run on this core's lane, and their time.
@@ -39,6 +41,10 @@ pub struct SchedulerStats {
     pub samples: u64,
     /// Tasks and engine jobs sent to a core other than the one that made them.
     pub migrations: u64,
+    /// The policy's cost to the foreground: background time spent on cores serving
+    /// connections, per command run (an estimate of the queueing delay background work adds
+    /// to a command; the client's own view: its latency minus the service time).
+    pub fg_queueing_ns_per_command: f64,
     pub cores: Vec<CoreStats>,
 }
 
@@ -89,6 +95,7 @@ impl Scheduler {
                     bg_busy_ns: c.bg_busy_ns.load(Relaxed),
                     bg_mean_wait_ns: per(c.bg_wait_ns.load(Relaxed), bg_n),
                     bg_queued: core.queue.lock().len(),
+                    bg_in_the_way_ns: c.bg_in_the_way_ns.load(Relaxed),
                     migrated_out: c.migrated_out.load(Relaxed),
                     migrated_in: c.migrated_in.load(Relaxed),
                     flushes: self.lane_sum(i, |l| &l.flushes),
@@ -104,6 +111,10 @@ impl Scheduler {
             load_threshold: self.config.load_threshold,
             samples: self.samples.load(Relaxed),
             migrations: cores.iter().map(|c| c.migrated_out).sum(),
+            fg_queueing_ns_per_command: per(
+                cores.iter().map(|c| c.bg_in_the_way_ns).sum(),
+                cores.iter().map(|c| c.fg_commands).sum(),
+            ),
             cores,
         }
     }
