@@ -35,6 +35,14 @@ pub fn open_dedup(db: &Db, config: &DeviceConfig) -> (Option<Dedup>, Vec<DedupWo
     (Some(Dedup::new(chunker)), scans)
 }
 
+/// A per-core Prometheus series: name, type, help, and its value for a core.
+type Series = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&crate::scheduler::CoreStats) -> f64,
+);
+
 impl Shared {
     /// Key `key` of `ns` was written or deleted: its dedup task is queued.
     pub fn written(&self, ns: u32, key: &[u8]) {
@@ -113,7 +121,7 @@ impl Shared {
         use std::fmt::Write;
         let mut out = self.metrics.render(&self.db.stats());
         let s = self.scheduler.stats();
-        let series: [(&str, &str, &str, fn(&crate::scheduler::CoreStats) -> f64); 9] = [
+        let series: [Series; 9] = [
             (
                 "cerberus_core_load",
                 "gauge",
