@@ -271,7 +271,7 @@ impl Scheduler {
             l.tick.set(tick);
             (l.core.get(), depth, tick)
         });
-        let timed = depth == 0 && (!command || tick % TIME_EVERY == 0);
+        let timed = depth == 0 && (!command || tick.is_multiple_of(TIME_EVERY));
         let t = timed.then(quanta::Instant::now);
         let out = f();
         LOCAL.with(|l| l.depth.set(depth));
