@@ -131,10 +131,11 @@ impl Device {
                     .await;
                 });
                 reactors.stop();
-                shared.save_background();
                 // Connections are done (or timed out): let queued jobs finish, then make
-                // everything durable.
+                // everything durable. The dedup index is saved after the workers' last
+                // writes have queued their tasks.
                 workers.stop();
+                shared.save_background();
                 let flushed = shared.db.flush();
                 let closed = shared.db.close();
                 shared.scheduler.stop_lanes();

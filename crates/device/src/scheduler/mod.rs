@@ -339,11 +339,13 @@ impl Scheduler {
         let get = |a: &AtomicU64| f64::from_bits(a.load(Relaxed));
         let conns = |i: usize| self.cores[i].c.connections.load(Relaxed);
         let n = self.cores.len();
-        let busy: Vec<f64> = (0..n)
+        // Mean load of the active cores, without an allocation per task.
+        let (sum, active) = (0..n)
             .filter(|&i| conns(i) > 0)
-            .map(|i| get(&self.cores[i].c.load))
-            .collect();
-        let mean_active = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+            .fold((0.0, 0usize), |(s, k), i| {
+                (s + get(&self.cores[i].c.load), k + 1)
+            });
+        let mean_active = sum / active.max(1) as f64;
         // The idle core with the least load (background work it already has).
         let idle = (0..n)
             .filter(|&i| conns(i) == 0)

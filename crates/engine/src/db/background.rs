@@ -184,15 +184,14 @@ impl Inner {
         let result = self.gc_pass(0.0);
         self.set_gc_running(false);
         let stats = result?;
-        Counters::add(
-            &self.counters.local().gc_segments_deleted,
-            stats.segments_deleted as u64,
-        );
-        Counters::add(
-            &self.counters.local().gc_bytes_rewritten,
-            stats.bytes_rewritten,
-        );
+        self.count_gc(&stats);
         Ok(stats)
+    }
+
+    fn count_gc(&self, stats: &GcStats) {
+        let c = self.counters.local();
+        Counters::add(&c.gc_segments_deleted, stats.segments_deleted as u64);
+        Counters::add(&c.gc_bytes_rewritten, stats.bytes_rewritten);
     }
 
     /// Waits for a running GC, then marks one as running (or clears the mark).
@@ -485,14 +484,7 @@ impl Inner {
             Job::Gc(seg) => {
                 let mut stats = GcStats::default();
                 let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
-                Counters::add(
-                    &self.counters.local().gc_segments_deleted,
-                    stats.segments_deleted as u64,
-                );
-                Counters::add(
-                    &self.counters.local().gc_bytes_rewritten,
-                    stats.bytes_rewritten,
-                );
+                self.count_gc(&stats);
                 r
             }
         }))
