@@ -19,9 +19,10 @@ pub fn open_dedup(db: &Db, config: &DeviceConfig) -> (Option<Dedup>, Vec<DedupWo
         return (None, Vec::new());
     }
     let chunker = config.dedup.chunker();
+    let max = config.dedup.max_backlog;
     if let Some((d, pending)) = Dedup::load(&path, chunker) {
         tracing::info!(queued = pending.len(), "dedup index loaded");
-        return (Some(d), pending);
+        return (Some(d.with_max_backlog(max)), pending);
     }
     let scans = db
         .list_namespaces()
@@ -32,7 +33,7 @@ pub fn open_dedup(db: &Db, config: &DeviceConfig) -> (Option<Dedup>, Vec<DedupWo
             after: None,
         })
         .collect();
-    (Some(Dedup::new(chunker)), scans)
+    (Some(Dedup::new(chunker).with_max_backlog(max)), scans)
 }
 
 /// A per-core Prometheus series: name, type, help, and its value for a core.
@@ -55,12 +56,23 @@ impl Shared {
         }
     }
 
+    /// Queues a write's (or a destroy's) task, unless the backlog is full.
     pub fn submit_dedup(&self, w: DedupWork) {
+        if self.dedup.as_ref().is_some_and(|d| d.admit(&w)) {
+            self.queue_dedup(w);
+        }
+    }
+
+    /// Queues a task the service made itself (a scan's pages and keys), past the bound: a
+    /// page's keys are few, and the next page waits behind them.
+    pub(crate) fn queue_dedup(&self, w: DedupWork) {
         let Some(d) = &self.dedup else { return };
         d.queued();
         let priority = match w {
             DedupWork::Key { .. } => Priority::Low,
-            DedupWork::Scan { .. } => Priority::Normal,
+            // The first page at once, the next ones behind the keys of the one before.
+            DedupWork::Scan { after: None, .. } => Priority::Normal,
+            DedupWork::Scan { after: Some(_), .. } => Priority::Low,
             // Frees a destroyed namespace's index: cheap, and memory back at once.
             DedupWork::Forget { .. } => Priority::High,
         };
@@ -75,7 +87,7 @@ impl Shared {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match work {
             Work::Dedup(w) => {
                 if let Some(d) = &self.dedup {
-                    let r = d.run(&self.db, w, &mut |more| self.submit_dedup(more));
+                    let r = d.run(&self.db, w, &mut |more| self.queue_dedup(more));
                     if let Err(e) = r {
                         tracing::warn!(error = %e, "dedup task failed");
                     }
@@ -94,7 +106,7 @@ impl Shared {
 
     /// At a stop, once no command runs: the dedup index and its queued tasks are saved.
     pub fn save_background(&self) {
-        let pending: Vec<DedupWork> = self
+        let mut pending: Vec<DedupWork> = self
             .scheduler
             .take_all()
             .into_iter()
@@ -108,6 +120,8 @@ impl Shared {
             for _ in &pending {
                 d.dropped();
             }
+            // Rescans still owed run first at the next start.
+            pending.splice(0..0, d.take_rescans());
             let path = dedup::index_path(&self.config.data_dir);
             if let Err(e) = d.save(&path, &pending) {
                 tracing::error!(error = %e, "dedup index not saved: the next start rebuilds it");
@@ -189,6 +203,13 @@ impl Shared {
                 "# HELP cerberus_dedup_backlog Dedup tasks queued and not yet run.\n\
                  # TYPE cerberus_dedup_backlog gauge\ncerberus_dedup_backlog {}",
                 d.backlog
+            );
+            let _ = writeln!(
+                out,
+                "# HELP cerberus_dedup_shed_total Writes whose task found the backlog full \
+                 (their namespace rescanned instead).\n\
+                 # TYPE cerberus_dedup_shed_total counter\ncerberus_dedup_shed_total {}",
+                d.shed_tasks
             );
             let _ = writeln!(
                 out,

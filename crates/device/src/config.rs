@@ -209,6 +209,9 @@ impl DeviceConfig {
         if !(16..=65536).contains(&self.dedup.chunk_bytes) {
             return bad("dedup.chunk_bytes is between 16 and 65536");
         }
+        if self.dedup.max_backlog == 0 {
+            return bad("dedup.max_backlog is at least 1");
+        }
         if !matches!(self.engine.layout.as_str(), "per_namespace" | "shared") {
             return bad("engine.layout is per_namespace or shared");
         }

@@ -92,8 +92,9 @@ impl Shared {
             scheduler,
             dedup,
         };
+        // Queued before the stop: past the bound too.
         for w in pending {
-            shared.submit_dedup(w);
+            shared.queue_dedup(w);
         }
         shared
     }

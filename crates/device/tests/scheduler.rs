@@ -1,6 +1,7 @@
 //! The scheduler and the dedup service through a running device: a background task holds
 //! only its own core; the dedup index matches the stored values after writes, overwrites,
-//! deletes, restarts and a lost index; the backlog drains once writes stop.
+//! deletes, restarts and a lost index; the backlog drains once writes stop, and past its bound
+//! sheds tasks for a rescan that ends at the same index.
 
 mod common;
 
@@ -205,4 +206,34 @@ fn the_backlog_drains_once_writes_stop() {
     // 32 MB through 4 MiB memtables: the engine flushed on the cores' lanes.
     let flushes: u64 = s.cores.iter().map(|c| c.flushes).sum();
     assert!(flushes >= 4, "{flushes} flushes on the lanes");
+}
+
+#[test]
+fn a_full_backlog_is_shed_then_rescanned_to_the_same_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.network_threads = 4;
+        c.dedup.enabled = true;
+        c.dedup.max_backlog = 8;
+        c.scheduler.policy = Policy::Bts;
+    });
+    let (a, na, _) = common::tenant(&dev, "a");
+    let (b, nb, _) = common::tenant(&dev, "b");
+    // The tasks go to the idle cores; held, they queue up past the bound.
+    let idle: Vec<usize> = (0..4).filter(|&i| connections(&dev)[i] == 0).collect();
+    assert!(!idle.is_empty(), "cores {:?}", connections(&dev));
+    for &i in &idle {
+        dev.hold_core(i, Duration::from_millis(400));
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| random_writes(&a, na, 7, 800));
+        s.spawn(|| random_writes(&b, nb, 8, 800));
+    });
+    drained(&dev);
+    let d = dev.dedup_stats().unwrap();
+    assert!(d.shed_tasks > 0 && d.rescans > 0, "{d:?}");
+    assert_eq!(d.rescans_pending, 0);
+    for ns in [na, nb] {
+        assert_eq!(indexed(&dev, ns), reference(&dev, ns, Chunker::default()));
+    }
 }

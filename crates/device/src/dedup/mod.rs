@@ -8,6 +8,13 @@
 //! ends up describing the value stored last (each write queues its task after it is applied).
 //! The index is saved on a clean stop with the tasks still queued, and loaded (then deleted)
 //! at start; after a crash there is no file and it is rebuilt from the stored values.
+//!
+//! The backlog is bounded (`max_backlog`): where background work cannot keep up (idle cores
+//! at the idle class under a full CPU), a write past the bound queues nothing and marks its
+//! namespace instead. Once the backlog is down to half the bound, each marked namespace is
+//! rescanned: its index dropped and rebuilt from its stored keys, a page at a time, each page
+//! queued behind the keys of the one before, so a rescan adds a page to the backlog, not a
+//! namespace.
 
 pub mod chunk;
 mod index;
@@ -19,7 +26,7 @@ pub use chunk::{ChunkHash, Chunker, Chunking};
 pub use index::{NsDedupStats, NsIndex};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -33,6 +40,9 @@ pub struct DedupConfig {
     pub hash: ChunkHash,
     /// Fixed chunk size, or the average for content-defined chunks.
     pub chunk_bytes: u32,
+    /// Tasks queued at most (each holds its key, ~100 bytes more); past it, writes mark
+    /// their namespace for a rescan instead.
+    pub max_backlog: u64,
 }
 
 impl Default for DedupConfig {
@@ -43,9 +53,13 @@ impl Default for DedupConfig {
             chunking: c.chunking,
             hash: c.hash,
             chunk_bytes: c.chunk_bytes,
+            max_backlog: DEFAULT_MAX_BACKLOG,
         }
     }
 }
+
+/// ~30 MB of queued tasks with 16-byte keys.
+pub const DEFAULT_MAX_BACKLOG: u64 = 262_144;
 
 impl DedupConfig {
     pub fn chunker(&self) -> Chunker {
@@ -62,7 +76,8 @@ impl DedupConfig {
 pub enum DedupWork {
     /// Index the value `key` holds now (or drop it, if it holds none).
     Key { ns: u32, key: Bytes },
-    /// Queue a `Key` task for each key of `ns` after `after`, a page at a time (a rebuild).
+    /// Queue a `Key` task for each key of `ns` after `after`, a page at a time (a rebuild;
+    /// the first page, `after` = `None`, drops what the index held for `ns`).
     Scan { ns: u32, after: Option<Bytes> },
     /// `ns` was destroyed: drop its index.
     Forget { ns: u32 },
@@ -79,6 +94,11 @@ pub struct Dedup {
     key_locks: Vec<Mutex<()>>,
     /// Tasks queued and not yet run.
     backlog: AtomicU64,
+    max_backlog: u64,
+    /// Namespaces whose writes found the backlog full: rescanned once it is half empty.
+    shed: Mutex<BTreeSet<u32>>,
+    shed_tasks: AtomicU64,
+    rescans: AtomicU64,
     tasks_run: AtomicU64,
     hashed_bytes: AtomicU64,
     hash_ns: AtomicU64,
@@ -88,8 +108,14 @@ pub struct Dedup {
 #[derive(Clone, Debug, Serialize)]
 pub struct DedupStats {
     pub chunker: Chunker,
-    /// Tasks queued and not yet run.
+    /// Tasks queued and not yet run, and the bound past which writes queue none.
     pub backlog: u64,
+    pub max_backlog: u64,
+    /// Writes that found the backlog full (their namespaces rescanned instead), the rescans
+    /// started for them, and the namespaces waiting for one.
+    pub shed_tasks: u64,
+    pub rescans: u64,
+    pub rescans_pending: usize,
     pub tasks_run: u64,
     /// Bytes chunked and hashed, and the rate of that work alone (one core).
     pub hashed_bytes: u64,
@@ -105,16 +131,48 @@ impl Dedup {
             indexes: Mutex::default(),
             key_locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
             backlog: AtomicU64::new(0),
+            max_backlog: DEFAULT_MAX_BACKLOG,
+            shed: Mutex::default(),
+            shed_tasks: AtomicU64::new(0),
+            rescans: AtomicU64::new(0),
             tasks_run: AtomicU64::new(0),
             hashed_bytes: AtomicU64::new(0),
             hash_ns: AtomicU64::new(0),
         }
     }
 
-    #[cfg(test)]
+    /// At most `n` (at least 1) tasks queued by writes.
+    pub fn with_max_backlog(mut self, n: u64) -> Dedup {
+        self.max_backlog = n.max(1);
+        self
+    }
+
     #[cfg(test)]
     pub fn chunker(&self) -> Chunker {
         self.chunker
+    }
+
+    /// Whether a write's task `w` may be queued: not past the bound, nor for a namespace a
+    /// rescan will cover anyway. A task refused marks its namespace for that rescan.
+    pub fn admit(&self, w: &DedupWork) -> bool {
+        let DedupWork::Key { ns, .. } = w else {
+            return true;
+        };
+        let mut shed = self.shed.lock();
+        if !shed.contains(ns) && self.backlog() < self.max_backlog {
+            return true;
+        }
+        shed.insert(*ns);
+        self.shed_tasks.fetch_add(1, Relaxed);
+        false
+    }
+
+    /// The rescans owed to namespaces that shed tasks, taken (at a stop, to be saved).
+    pub fn take_rescans(&self) -> Vec<DedupWork> {
+        std::mem::take(&mut *self.shed.lock())
+            .into_iter()
+            .map(|ns| DedupWork::Scan { ns, after: None })
+            .collect()
     }
 
     /// A task was queued (the scheduler calls this; `done` counts it off).
@@ -140,7 +198,13 @@ impl Dedup {
     ) -> Result<(), EngineError> {
         let r = self.run_inner(db, work, more);
         self.tasks_run.fetch_add(1, Relaxed);
-        self.backlog.fetch_sub(1, Relaxed);
+        let left = self.backlog.fetch_sub(1, Relaxed) - 1;
+        if left <= self.max_backlog / 2 && !self.shed.lock().is_empty() {
+            for w in self.take_rescans() {
+                self.rescans.fetch_add(1, Relaxed);
+                more(w);
+            }
+        }
         r
     }
 
@@ -153,6 +217,11 @@ impl Dedup {
         match work {
             DedupWork::Key { ns, key } => self.index_key(db, ns, &key),
             DedupWork::Scan { ns, after } => {
+                if after.is_none() {
+                    // Entries of keys deleted since are dropped with the rest; what is
+                    // stored is indexed again by the pages and the writes' own tasks.
+                    self.indexes.lock().remove(&ns);
+                }
                 let handle = match db.namespace(ns) {
                     Ok(h) => h,
                     Err(EngineError::UnknownNamespace(_)) => return Ok(()),
@@ -184,6 +253,7 @@ impl Dedup {
             }
             DedupWork::Forget { ns } => {
                 self.indexes.lock().remove(&ns);
+                self.shed.lock().remove(&ns);
                 Ok(())
             }
         }
@@ -237,6 +307,10 @@ impl Dedup {
         DedupStats {
             chunker: self.chunker,
             backlog: self.backlog(),
+            max_backlog: self.max_backlog,
+            shed_tasks: self.shed_tasks.load(Relaxed),
+            rescans: self.rescans.load(Relaxed),
+            rescans_pending: self.shed.lock().len(),
             tasks_run: self.tasks_run.load(Relaxed),
             hashed_bytes: bytes,
             hash_mb_per_s: if ns == 0 {

@@ -7,8 +7,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
 
-/// Runs queued tasks one at a time, as a core would, until none is left.
+/// Runs queued tasks one at a time, as a core would, until none is left; the backlog never
+/// passes its bound by more than a scan page of each of two namespaces.
 fn drain(dedup: &Dedup, db: &Db, queue: &mut VecDeque<DedupWork>) {
+    let most = dedup.max_backlog + 2 * (SCAN_PAGE as u64 + 1);
     while let Some(w) = queue.pop_front() {
         let mut more = Vec::new();
         dedup.run(db, w, &mut |m| more.push(m)).unwrap();
@@ -16,6 +18,7 @@ fn drain(dedup: &Dedup, db: &Db, queue: &mut VecDeque<DedupWork>) {
             dedup.queued();
             queue.push_back(m);
         }
+        assert!(dedup.backlog() <= most, "backlog {}", dedup.backlog());
     }
     assert_eq!(dedup.backlog(), 0);
 }
@@ -75,6 +78,8 @@ fn value(rng: &mut SmallRng) -> Vec<u8> {
     v
 }
 
+/// 600 random writes, each queuing its task as the device does (unless the backlog is full),
+/// the tasks run every 37 writes.
 fn random_writes(db: &Db, dedup: &Dedup, queue: &mut VecDeque<DedupWork>, ns: &[u32], seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     for i in 0..600 {
@@ -86,14 +91,13 @@ fn random_writes(db: &Db, dedup: &Dedup, queue: &mut VecDeque<DedupWork>, ns: &[
         } else {
             h.put(&key, &value(&mut rng)).unwrap();
         }
-        submit(
-            dedup,
-            queue,
-            DedupWork::Key {
-                ns: n,
-                key: key.into(),
-            },
-        );
+        let w = DedupWork::Key {
+            ns: n,
+            key: key.into(),
+        };
+        if dedup.admit(&w) {
+            submit(dedup, queue, w);
+        }
         // Tasks run late and in bunches, as they do behind a busy core.
         if i % 37 == 0 {
             drain(dedup, db, queue);
@@ -212,4 +216,61 @@ fn a_damaged_or_foreign_file_is_not_trusted() {
     assert!(Dedup::load(&file, Chunker::default()).is_none());
     std::fs::write(&file, &good).unwrap();
     assert!(Dedup::load(&file, Chunker::default()).is_some());
+}
+
+#[test]
+fn a_full_backlog_sheds_tasks_and_rescans_to_the_same_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dedup.index");
+    let db = Db::open(dir.path().join("db"), options()).unwrap();
+    let a = db.create_namespace("a").unwrap().id();
+    let b = db.create_namespace("b").unwrap().id();
+    // 37 writes between runs overflow a bound of 16.
+    let dedup = Dedup::new(Chunker::default()).with_max_backlog(16);
+    let mut q = VecDeque::new();
+    random_writes(&db, &dedup, &mut q, &[a, b], 5);
+    drain(&dedup, &db, &mut q);
+    let s = dedup.stats();
+    assert!(s.shed_tasks > 0 && s.rescans > 0, "{s:?}");
+    assert_eq!(s.rescans_pending, 0);
+    check(&dedup, &db, a);
+    check(&dedup, &db, b);
+
+    // Overflow again, deletes included, and stop before the rescan: it is saved as owed.
+    let h = db.namespace(a).unwrap();
+    for i in 0..40 {
+        let key = format!("k{:03}", i * 3);
+        let w = DedupWork::Key {
+            ns: a,
+            key: Bytes::from(key.clone()),
+        };
+        match i % 4 {
+            0 => h.delete(key.as_bytes()).unwrap(),
+            _ => h.put(key.as_bytes(), &[i as u8; 300]).unwrap(),
+        }
+        if dedup.admit(&w) {
+            submit(&dedup, &mut q, w);
+        }
+    }
+    assert_eq!(dedup.backlog(), 16);
+    let mut pending = dedup.take_rescans();
+    assert_eq!(pending, vec![DedupWork::Scan { ns: a, after: None }]);
+    pending.extend(q.drain(..));
+    for _ in 0..dedup.backlog() {
+        dedup.dropped();
+    }
+    dedup.save(&file, &pending).unwrap();
+    drop((dedup, h));
+    db.close().unwrap();
+    drop(db);
+
+    let db = Db::open(dir.path().join("db"), options()).unwrap();
+    let (dedup, pending) = Dedup::load(&file, Chunker::default()).unwrap();
+    let dedup = dedup.with_max_backlog(16);
+    for w in pending {
+        submit(&dedup, &mut q, w);
+    }
+    drain(&dedup, &db, &mut q);
+    check(&dedup, &db, a);
+    check(&dedup, &db, b);
 }
