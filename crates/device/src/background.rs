@@ -135,7 +135,7 @@ impl Shared {
         use std::fmt::Write;
         let mut out = self.metrics.render(&self.db.stats());
         let s = self.scheduler.stats();
-        let series: [Series; 9] = [
+        let series: [Series; 10] = [
             (
                 "cerberus_core_load",
                 "gauge",
@@ -189,6 +189,12 @@ impl Shared {
                 "counter",
                 "Value-log GC jobs on a core's lane.",
                 |c| c.gcs as f64,
+            ),
+            (
+                "cerberus_core_backfills_total",
+                "counter",
+                "Index backfills on a core's lane.",
+                |c| c.backfills as f64,
             ),
         ];
         for (name, kind, help, f) in series {

@@ -237,3 +237,42 @@ fn a_full_backlog_is_shed_then_rescanned_to_the_same_index() {
         assert_eq!(indexed(&dev, ns), reference(&dev, ns, Chunker::default()));
     }
 }
+
+#[test]
+fn an_index_backfill_runs_on_the_lane_the_policy_picks() {
+    for policy in [Policy::Inline, Policy::Bts] {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = common::start(dir.path(), |c| {
+            c.network_threads = 4;
+            c.scheduler.policy = policy;
+        });
+        let (a, na, _) = common::tenant(&dev, "a");
+        wait_until("setup connections closed", || {
+            connections(&dev).iter().sum::<usize>() == 1
+        });
+        let mine = connections(&dev).iter().position(|&n| n == 1).unwrap();
+        for i in 0..2000u32 {
+            let doc = format!(r#"{{"g": {}, "pad": "{}"}}"#, i % 10, "x".repeat(200));
+            a.put(na, format!("k{i:05}").into_bytes(), doc.into_bytes())
+                .unwrap();
+        }
+        a.index_create(na, "g", false).unwrap();
+        let s = dev.scheduler_stats();
+        let lanes: Vec<u64> = s.cores.iter().map(|c| c.backfills).collect();
+        assert_eq!(lanes.iter().sum::<u64>(), 1, "{policy:?}: {lanes:?}");
+        let on = lanes.iter().position(|&n| n == 1).unwrap();
+        match policy {
+            // The lane of the core that read the command.
+            Policy::Inline => assert_eq!(on, mine),
+            // An idle core's.
+            _ => assert_ne!(on, mine, "{lanes:?}"),
+        }
+        let found = a
+            .query(
+                na,
+                &serde_json::json!({"op": "get_by_secondary", "attr": "g", "value": 3}),
+            )
+            .unwrap();
+        assert_eq!(found.records.len(), 200);
+    }
+}

@@ -101,7 +101,8 @@ pub struct Options {
     /// Background value-log GC collects a sealed segment once this share of its bytes is
     /// known dead (0 = only `gc_value_log` collects).
     pub vlog_gc_dead_ratio: f64,
-    /// Who runs flushes, compactions and value-log GC. `None`: `background_threads` threads
+    /// Who runs flushes, compactions, value-log GC and index backfills. `None`:
+    /// `background_threads` threads
     /// of the database's own. Set (a device's scheduler), the database starts none: it calls
     /// the runner whenever background work may be due, and the runner calls
     /// [`Db::run_background_job`](crate::Db::run_background_job) on threads of its choosing
@@ -138,6 +139,8 @@ pub enum JobKind {
     /// An L0 split or a compaction of a tree.
     Compaction,
     Gc,
+    /// Filling a new secondary index with the records stored before it.
+    Backfill,
 }
 
 impl Default for Options {

@@ -1,50 +1,87 @@
 //! An embedder runs the background work (`Options::background_runner`): the database starts
-//! no threads of its own, writes that wait for a flush get it from the runner's threads, and
-//! nothing is lost.
+//! no threads of its own, writes that wait for a flush get it from the runner's threads, an
+//! index's backfill runs there too, and nothing is lost.
 
-use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, Options};
+use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, IndexKind, JobKind, Options};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
+
+/// Two threads, as the engine would start (a GC or a backfill may wait for a flush), running
+/// jobs whenever the database calls the runner.
+struct Runner {
+    db: Arc<OnceLock<Db>>,
+    stop: Arc<AtomicBool>,
+    wakes: Arc<AtomicU64>,
+    /// Each job run, and the thread that ran it.
+    ran: Arc<Mutex<Vec<(JobKind, ThreadId)>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Runner {
+    fn start() -> (Runner, BackgroundRunner) {
+        let (tx, rx) = crossbeam_channel::unbounded::<()>();
+        let wakes = Arc::new(AtomicU64::new(0));
+        let w = wakes.clone();
+        let runner = BackgroundRunner(Arc::new(move || {
+            w.fetch_add(1, Ordering::Relaxed);
+            let _ = tx.send(());
+        }));
+        let db = Arc::new(OnceLock::<Db>::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let threads = (0..2)
+            .map(|_| {
+                let (rx, db, stop, ran) = (rx.clone(), db.clone(), stop.clone(), ran.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        if rx.recv_timeout(Duration::from_millis(100)).is_err() {
+                            continue;
+                        }
+                        let Some(db) = db.get() else { continue };
+                        while let BackgroundStep::Ran(kind) = db.run_background_job() {
+                            ran.lock().push((kind, std::thread::current().id()));
+                        }
+                    }
+                })
+            })
+            .collect();
+        let r = Runner {
+            db,
+            stop,
+            wakes,
+            ran,
+            threads,
+        };
+        (r, runner)
+    }
+
+    fn count(&self, kind: JobKind) -> usize {
+        self.ran.lock().iter().filter(|(k, _)| *k == kind).count()
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+    }
+}
 
 #[test]
 fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
     let dir = tempfile::tempdir().unwrap();
-    let (tx, rx) = crossbeam_channel::unbounded::<()>();
-    let wakes = Arc::new(AtomicU64::new(0));
-    let w = wakes.clone();
+    let (runner, background) = Runner::start();
     let opts = Options {
         memtable_bytes: 256 << 10,
         l0_compaction_trigger: 2,
-        background_runner: Some(BackgroundRunner(Arc::new(move || {
-            w.fetch_add(1, Ordering::Relaxed);
-            let _ = tx.send(());
-        }))),
+        background_runner: Some(background),
         ..Options::default()
     };
-    let db = Arc::new(OnceLock::<Db>::new());
-    let stop = Arc::new(AtomicBool::new(false));
-    // Two threads, as the engine would start: a GC may wait for a flush.
-    let runners: Vec<_> = (0..2)
-        .map(|_| {
-            let (rx, db, stop) = (rx.clone(), db.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut ran = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    if rx.recv_timeout(Duration::from_millis(100)).is_err() {
-                        continue;
-                    }
-                    let Some(db) = db.get() else { continue };
-                    while let BackgroundStep::Ran(_) = db.run_background_job() {
-                        ran += 1;
-                    }
-                }
-                ran
-            })
-        })
-        .collect();
-    let _ = db.set(Db::open(dir.path(), opts).unwrap());
-    let d = db.get().unwrap();
+    let _ = runner.db.set(Db::open(dir.path(), opts).unwrap());
+    let d = runner.db.get().unwrap();
     let ns = d.create_namespace("t").unwrap();
     let value = vec![3u8; 1000];
     for i in 0..20_000u32 {
@@ -58,7 +95,7 @@ fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
         s.flushes,
         s.compactions
     );
-    assert!(wakes.load(Ordering::Relaxed) > 0);
+    assert!(runner.wakes.load(Ordering::Relaxed) > 0);
     for i in (0..20_000u32).step_by(997) {
         assert_eq!(
             ns.get(format!("k{i:06}").as_bytes())
@@ -70,7 +107,47 @@ fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
     }
     d.close().unwrap();
     assert_eq!(d.run_background_job(), BackgroundStep::Stopped);
-    stop.store(true, Ordering::Relaxed);
-    let ran: u64 = runners.into_iter().map(|t| t.join().unwrap()).sum();
-    assert!(ran >= s.flushes);
+    assert!(runner.count(JobKind::Flush) as u64 >= s.flushes);
+    runner.stop();
+}
+
+#[test]
+fn an_index_backfill_runs_on_the_runners_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runner, background) = Runner::start();
+    let opts = Options {
+        memtable_bytes: 64 << 10,
+        background_runner: Some(background),
+        ..Options::default()
+    };
+    let _ = runner.db.set(Db::open(dir.path(), opts).unwrap());
+    let d = runner.db.get().unwrap();
+    let ns = d.create_namespace("t").unwrap();
+    for i in 0..3000u32 {
+        let doc = serde_json::json!({ "g": i % 10, "pad": "x".repeat(100) });
+        ns.put(format!("k{i:05}").as_bytes(), doc.to_string().as_bytes())
+            .unwrap();
+    }
+    ns.create_index("g", IndexKind::Classic).unwrap();
+    // Ready on return, with every record stored before it.
+    assert!(ns.list_indexes().unwrap()[0].ready);
+    let (pks, _) = ns
+        .get_by_secondary("g", &serde_json::json!(3), None)
+        .unwrap();
+    assert_eq!(pks.len(), 300);
+    let me = std::thread::current().id();
+    let backfills: Vec<ThreadId> = runner
+        .ran
+        .lock()
+        .iter()
+        .filter(|(k, _)| *k == JobKind::Backfill)
+        .map(|(_, t)| *t)
+        .collect();
+    assert_eq!(backfills.len(), 1);
+    assert_ne!(backfills[0], me);
+    // A second index on the same attribute is refused before any backfill.
+    assert!(ns.create_index("g", IndexKind::Classic).is_err());
+    assert_eq!(runner.count(JobKind::Backfill), 1);
+    d.close().unwrap();
+    runner.stop();
 }

@@ -1,4 +1,5 @@
-//! The engine's background jobs (flushes, L0 splits, compactions, value-log GC) on the cores.
+//! The engine's background jobs (flushes, L0 splits, compactions, value-log GC, index
+//! backfills) on the cores.
 //!
 //! A foreground write may wait for a flush or a compaction (its memtable full, L0 at its stop
 //! trigger): were the job queued behind that write on the same event loop, neither would ever
@@ -7,7 +8,8 @@
 //! `inline` (and `off`, which turns off services, not the engine's own upkeep) on the lane
 //! of the core whose command made the work due, `bts` on an idle core's lane below the
 //! threshold. The engine picks which job comes first (a flush, then L0, then the trees, then
-//! GC); at most `background_threads` run at once, as with the engine's own threads.
+//! a backfill or GC, never both at once); at most `background_threads` run at once, as with
+//! the engine's own threads.
 
 use super::{current_core, Policy, Scheduler};
 use cerberus_engine::{BackgroundStep, JobKind};
@@ -27,6 +29,7 @@ pub(super) struct LaneCounters {
     pub flushes: AtomicU64,
     pub compactions: AtomicU64,
     pub gcs: AtomicU64,
+    pub backfills: AtomicU64,
     pub busy_ns: AtomicU64,
 }
 
@@ -194,6 +197,7 @@ impl Scheduler {
                         JobKind::Flush => &c.flushes,
                         JobKind::Compaction => &c.compactions,
                         JobKind::Gc => &c.gcs,
+                        JobKind::Backfill => &c.backfills,
                     };
                     n.fetch_add(1, Relaxed);
                     // There may be more: placed again, by the loads of now.

@@ -30,6 +30,7 @@ pub struct CoreStats {
     pub flushes: u64,
     pub compactions: u64,
     pub gcs: u64,
+    pub backfills: u64,
     pub lane_busy_ns: u64,
 }
 
@@ -101,6 +102,7 @@ impl Scheduler {
                     flushes: self.lane_sum(i, |l| &l.flushes),
                     compactions: self.lane_sum(i, |l| &l.compactions),
                     gcs: self.lane_sum(i, |l| &l.gcs),
+                    backfills: self.lane_sum(i, |l| &l.backfills),
                     lane_busy_ns: self.lane_sum(i, |l| &l.busy_ns),
                 }
             })

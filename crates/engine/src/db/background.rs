@@ -18,6 +18,8 @@ pub(super) enum Job {
     Compact(CompactionTask, Arc<Version>),
     /// Collect one value-log segment.
     Gc(u64),
+    /// Fill index `.1` of namespace `.0` with the records stored before it was created.
+    Backfill(Nsid, Nsid),
 }
 
 #[derive(Default)]
@@ -46,6 +48,11 @@ pub(super) struct BgState {
     pub(super) gc_running: bool,
     /// Something may have made a segment worth collecting since the last look.
     pub(super) gc_check: bool,
+    /// Index backfills asked for by `create_index`, (namespace, index), oldest first.
+    pub(super) backfills: std::collections::VecDeque<(Nsid, Nsid)>,
+    pub(super) backfilling: bool,
+    /// How the backfills ended, by index, until their `create_index` takes the answer.
+    pub(super) backfilled: HashMap<Nsid, Result<()>>,
 }
 
 /// Marks a compaction as running in its slots for as long as it lives.
@@ -386,8 +393,16 @@ impl Inner {
                 }
             }
         }
+        // A backfill and a GC may both wait for a flush: never both at once, so that one of
+        // the (at least two) runs stays free for the flush.
+        if !bg.backfilling && !bg.gc_running {
+            if let Some((ns, id)) = bg.backfills.pop_front() {
+                bg.backfilling = true;
+                return Ok(Some(Job::Backfill(ns, id)));
+            }
+        }
         let ratio = self.opts.vlog_gc_dead_ratio;
-        if bg.gc_check && !bg.gc_running && ratio > 0.0 {
+        if bg.gc_check && !bg.gc_running && !bg.backfilling && ratio > 0.0 {
             bg.gc_check = false;
             if let Some(seg) = self.gc_candidate(ratio)? {
                 bg.gc_running = true;
@@ -467,6 +482,7 @@ impl Inner {
                     Job::Flush => JobKind::Flush,
                     Job::Split(..) | Job::Compact(..) => JobKind::Compaction,
                     Job::Gc(_) => JobKind::Gc,
+                    Job::Backfill(..) => JobKind::Backfill,
                 };
                 self.run_job(job);
                 BackgroundStep::Ran(kind)
@@ -487,8 +503,17 @@ impl Inner {
                 self.count_gc(&stats);
                 r
             }
+            Job::Backfill(ns, id) => self.ns_entry(*ns).and_then(|e| self.backfill(&e, *id)),
         }))
         .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
+        let mut result = result.map(|_| ());
+        if let Job::Backfill(_, id) = job {
+            // Its failure is its `create_index`'s error, not the database's: the index stays
+            // unready (queries scan the records) and the next open tries again.
+            let mut bg = self.bg.lock();
+            bg.backfilled
+                .insert(id, std::mem::replace(&mut result, Ok(())));
+        }
         if let Err(e) = &result {
             self.fail_job(e);
         }
@@ -507,9 +532,35 @@ impl Inner {
                 }
             }
             Job::Gc(_) => bg.gc_running = false,
+            Job::Backfill(..) => bg.backfilling = false,
         }
         bg.gc_check = true;
         self.wake_background();
         self.done_cv.notify_all();
+    }
+
+    /// Backfills index `id` of `ns` as a background job (placed by the runner, if there is
+    /// one) and waits for it to end. With a single background run, the backfill (which may
+    /// wait for a flush) would hold the only one: it runs here instead.
+    pub(super) fn backfill_in_background(&self, e: &NsEntry, id: Nsid) -> Result<()> {
+        if self.opts.background_threads < 2 {
+            return self.backfill(e, id);
+        }
+        let mut bg = self.bg.lock();
+        bg.backfills.push_back((e.id, id));
+        self.wake_background();
+        loop {
+            if let Some(r) = bg.backfilled.remove(&id) {
+                return r;
+            }
+            if let Some(msg) = &bg.error {
+                return Err(Error::Background(msg.clone()));
+            }
+            if bg.shutdown {
+                // Left unready: the next open backfills it.
+                return Err(Error::Closed);
+            }
+            self.done_cv.wait_for(&mut bg, Duration::from_millis(100));
+        }
     }
 }

@@ -136,7 +136,7 @@ impl Inner {
             self.reload_indexes(&vs);
             id
         };
-        self.backfill(e, id)
+        self.backfill_in_background(e, id)
     }
 
     /// Adds the entries of every record `e` held when index `id` was created, makes them
