@@ -553,3 +553,33 @@ fn vas_finds_on_the_nand_model_read_values_ahead_and_agree() {
         }
     }
 }
+
+#[test]
+fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
+    let storage: StorageRef = Arc::new(MemStorage::new());
+    let db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let ns = db.create_namespace("big").unwrap();
+    let id = ns.id();
+    for i in 0..60_000u32 {
+        let doc = json!({"g": i % 7});
+        ns.put(format!("k{i:05}").as_bytes(), doc.to_string().as_bytes())
+            .unwrap();
+    }
+    let created = std::thread::scope(|s| {
+        let creating = s.spawn(|| ns.create_index("g", IndexKind::Classic));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        db.close().unwrap();
+        let r = creating.join().unwrap();
+        r
+    });
+    drop((ns, db));
+    let db = Db::open_with_storage(storage, options()).unwrap();
+    let ns = db.namespace(id).unwrap();
+    // Finished before the close or by the open: ready either way, and whole.
+    if let Err(e) = created {
+        assert!(matches!(e, Error::Closed), "{e}");
+    }
+    assert!(ns.list_indexes().unwrap()[0].ready);
+    let (pks, _) = ns.get_by_secondary("g", &json!(3), None).unwrap();
+    assert_eq!(pks.len(), (0..60_000u32).filter(|i| i % 7 == 3).count());
+}

@@ -186,6 +186,8 @@ impl Inner {
                     chunk.push((pk, value, addr, scan.seq()));
                 }
                 if done || chunk.len() >= BACKFILL_CHUNK {
+                    // A close stops it between chunks (the next open starts it again).
+                    self.check_open()?;
                     // Under the writer lock: the memtable cannot be frozen meanwhile.
                     let mut w = self.writer.lock();
                     self.make_room(&mut w)?;
