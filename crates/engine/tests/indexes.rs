@@ -569,8 +569,7 @@ fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
         let creating = s.spawn(|| ns.create_index("g", IndexKind::Classic));
         std::thread::sleep(std::time::Duration::from_millis(5));
         db.close().unwrap();
-        let r = creating.join().unwrap();
-        r
+        creating.join().unwrap()
     });
     drop((ns, db));
     let db = Db::open_with_storage(storage, options()).unwrap();
