@@ -58,7 +58,12 @@ impl Shared {
 
     /// Queues a write's (or a destroy's) task, unless the backlog is full.
     pub fn submit_dedup(&self, w: DedupWork) {
-        if self.dedup.as_ref().is_some_and(|d| d.admit(&w)) {
+        let Some(d) = &self.dedup else { return };
+        if d.admit(&w) {
+            self.queue_dedup(w);
+            return;
+        }
+        for w in d.rescans_due() {
             self.queue_dedup(w);
         }
     }

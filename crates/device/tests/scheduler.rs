@@ -257,6 +257,15 @@ fn an_index_backfill_runs_on_the_lane_the_policy_picks() {
                 .unwrap();
         }
         a.index_create(na, "g", false).unwrap();
+        // The lane counts the job once it returns, just after the backfill answered.
+        let backfills = || -> u64 {
+            dev.scheduler_stats()
+                .cores
+                .iter()
+                .map(|c| c.backfills)
+                .sum()
+        };
+        wait_until("the backfill counted", || backfills() == 1);
         let s = dev.scheduler_stats();
         let lanes: Vec<u64> = s.cores.iter().map(|c| c.backfills).collect();
         assert_eq!(lanes.iter().sum::<u64>(), 1, "{policy:?}: {lanes:?}");

@@ -136,6 +136,12 @@ fn an_index_backfill_runs_on_the_runners_threads() {
         .unwrap();
     assert_eq!(pks.len(), 300);
     let me = std::thread::current().id();
+    // The runner records the job once `run_background_job` returns, just after the backfill
+    // answered `create_index`.
+    let t = std::time::Instant::now();
+    while runner.count(JobKind::Backfill) == 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let backfills: Vec<ThreadId> = runner
         .ran
         .lock()

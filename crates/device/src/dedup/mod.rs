@@ -198,14 +198,23 @@ impl Dedup {
     ) -> Result<(), EngineError> {
         let r = self.run_inner(db, work, more);
         self.tasks_run.fetch_add(1, Relaxed);
-        let left = self.backlog.fetch_sub(1, Relaxed) - 1;
-        if left <= self.max_backlog / 2 && !self.shed.lock().is_empty() {
-            for w in self.take_rescans() {
-                self.rescans.fetch_add(1, Relaxed);
-                more(w);
-            }
+        self.backlog.fetch_sub(1, Relaxed);
+        for w in self.rescans_due() {
+            more(w);
         }
         r
+    }
+
+    /// The rescans to queue now: those owed, once the backlog is down to half its bound.
+    /// Called after each task and after each refused one (the backlog may have drained
+    /// between the refusal's look and its mark, and no task would come to see the mark).
+    pub fn rescans_due(&self) -> Vec<DedupWork> {
+        if self.backlog() > self.max_backlog / 2 || self.shed.lock().is_empty() {
+            return Vec::new();
+        }
+        let due = self.take_rescans();
+        self.rescans.fetch_add(due.len() as u64, Relaxed);
+        due
     }
 
     fn run_inner(

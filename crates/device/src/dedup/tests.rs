@@ -95,8 +95,13 @@ fn random_writes(db: &Db, dedup: &Dedup, queue: &mut VecDeque<DedupWork>, ns: &[
             ns: n,
             key: key.into(),
         };
+        // As the device submits a write's task.
         if dedup.admit(&w) {
             submit(dedup, queue, w);
+        } else {
+            for w in dedup.rescans_due() {
+                submit(dedup, queue, w);
+            }
         }
         // Tasks run late and in bunches, as they do behind a busy core.
         if i % 37 == 0 {
