@@ -219,6 +219,9 @@ fn a_full_backlog_is_shed_then_rescanned_to_the_same_index() {
     });
     let (a, na, _) = common::tenant(&dev, "a");
     let (b, nb, _) = common::tenant(&dev, "b");
+    wait_until("setup connections closed", || {
+        connections(&dev).iter().sum::<usize>() == 2
+    });
     // The tasks go to the idle cores; held, they queue up past the bound.
     let idle: Vec<usize> = (0..4).filter(|&i| connections(&dev)[i] == 0).collect();
     assert!(!idle.is_empty(), "cores {:?}", connections(&dev));

@@ -567,7 +567,12 @@ fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
     }
     let created = std::thread::scope(|s| {
         let creating = s.spawn(|| ns.create_index("g", IndexKind::Classic));
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        // Closed once the index exists (its backfill under way, or done already).
+        let t = std::time::Instant::now();
+        while ns.list_indexes().unwrap().is_empty() {
+            assert!(t.elapsed() < std::time::Duration::from_secs(10));
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         db.close().unwrap();
         creating.join().unwrap()
     });
