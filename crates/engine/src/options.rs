@@ -102,11 +102,10 @@ pub struct Options {
     /// known dead (0 = only `gc_value_log` collects).
     pub vlog_gc_dead_ratio: f64,
     /// Who runs flushes, compactions, value-log GC and index backfills. `None`:
-    /// `background_threads` threads
-    /// of the database's own. Set (a device's scheduler), the database starts none: it calls
-    /// the runner whenever background work may be due, and the runner calls
-    /// [`Db::run_background_job`](crate::Db::run_background_job) on threads of its choosing
-    /// (at most `background_threads` at once), again until it answers
+    /// `background_threads` threads of the database's own. Set (a device's scheduler), the
+    /// database starts none: it calls the runner whenever background work may be due, and
+    /// the runner calls [`Db::run_background_job`](crate::Db::run_background_job) on
+    /// threads of its choosing (at most `background_threads` at once), again until it answers
     /// [`BackgroundStep::Idle`], and at least every `idle_settle_ms`. A writer may wait for
     /// that work: the runner must never run it behind a thread that writes.
     pub background_runner: Option<BackgroundRunner>,

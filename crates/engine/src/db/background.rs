@@ -506,15 +506,10 @@ impl Inner {
             Job::Backfill(ns, id) => self.ns_entry(*ns).and_then(|e| self.backfill(&e, *id)),
         }))
         .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
-        let mut result = result.map(|_| ());
-        if let Job::Backfill(_, id) = job {
-            // Its failure is its `create_index`'s error, not the database's: the index stays
-            // unready (queries scan the records) and the next open tries again.
-            let mut bg = self.bg.lock();
-            bg.backfilled
-                .insert(id, std::mem::replace(&mut result, Ok(())));
-        }
-        if let Err(e) = &result {
+        let result = result.map(|_| ());
+        // A backfill's failure is its `create_index`'s error, not the database's: the index
+        // stays unready (queries scan the records) and the next open tries again.
+        if let (Err(e), false) = (&result, matches!(job, Job::Backfill(..))) {
             self.fail_job(e);
         }
         let mut bg = self.bg.lock();
@@ -532,7 +527,10 @@ impl Inner {
                 }
             }
             Job::Gc(_) => bg.gc_running = false,
-            Job::Backfill(..) => bg.backfilling = false,
+            Job::Backfill(_, id) => {
+                bg.backfilling = false;
+                bg.backfilled.insert(id, result);
+            }
         }
         bg.gc_check = true;
         self.wake_background();
