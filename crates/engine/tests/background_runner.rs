@@ -21,6 +21,21 @@ struct Runner {
 }
 
 impl Runner {
+    /// The database at `path` with `opts`, its background run by a new runner.
+    fn open(path: &std::path::Path, opts: Options) -> Runner {
+        let (runner, background) = Runner::start();
+        let opts = Options {
+            background_runner: Some(background),
+            ..opts
+        };
+        let _ = runner.db.set(Db::open(path, opts).unwrap());
+        runner
+    }
+
+    fn db(&self) -> &Db {
+        self.db.get().unwrap()
+    }
+
     fn start() -> (Runner, BackgroundRunner) {
         let (tx, rx) = crossbeam_channel::unbounded::<()>();
         let wakes = Arc::new(AtomicU64::new(0));
@@ -73,15 +88,13 @@ impl Runner {
 #[test]
 fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
     let dir = tempfile::tempdir().unwrap();
-    let (runner, background) = Runner::start();
     let opts = Options {
         memtable_bytes: 256 << 10,
         l0_compaction_trigger: 2,
-        background_runner: Some(background),
         ..Options::default()
     };
-    let _ = runner.db.set(Db::open(dir.path(), opts).unwrap());
-    let d = runner.db.get().unwrap();
+    let runner = Runner::open(dir.path(), opts);
+    let d = runner.db();
     let ns = d.create_namespace("t").unwrap();
     let value = vec![3u8; 1000];
     for i in 0..20_000u32 {
@@ -114,14 +127,12 @@ fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
 #[test]
 fn an_index_backfill_runs_on_the_runners_threads() {
     let dir = tempfile::tempdir().unwrap();
-    let (runner, background) = Runner::start();
     let opts = Options {
         memtable_bytes: 64 << 10,
-        background_runner: Some(background),
         ..Options::default()
     };
-    let _ = runner.db.set(Db::open(dir.path(), opts).unwrap());
-    let d = runner.db.get().unwrap();
+    let runner = Runner::open(dir.path(), opts);
+    let d = runner.db();
     let ns = d.create_namespace("t").unwrap();
     for i in 0..3000u32 {
         let doc = serde_json::json!({ "g": i % 10, "pad": "x".repeat(100) });
