@@ -11,6 +11,8 @@ mod data_dir;
 mod dedup;
 mod dispatch;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod iterators;
 mod metrics;
 mod put_batch;

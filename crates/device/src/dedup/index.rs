@@ -59,12 +59,15 @@ impl NsIndex {
     }
 
     fn add_ref(&mut self, d: Digest, len: u32) -> u32 {
-        self.logical_bytes += u64::from(len);
         self.logical_chunks += 1;
         if let Some(c) = self.chunks.get_mut(&d) {
+            // The stored length, not `len`: `unref` takes back exactly what was added, even
+            // where a digest arrives with two lengths (a collision, or a crafted index file).
+            self.logical_bytes += u64::from(c.len);
             c.refs += 1;
             return c.id;
         }
+        self.logical_bytes += u64::from(len);
         let id = match self.free.pop() {
             Some(id) => {
                 self.by_id[id as usize] = Some(d);
@@ -122,6 +125,14 @@ impl NsIndex {
                 .collect();
             (k.as_ref(), chunks)
         })
+    }
+
+    /// Drops every key's recipe: an index whose counts agree with its recipes ends empty.
+    pub fn clear_keys(&mut self) {
+        let keys: Vec<Box<[u8]>> = self.recipes.keys().cloned().collect();
+        for k in keys {
+            self.set(&k, None);
+        }
     }
 
     /// Each distinct chunk and its reference count.

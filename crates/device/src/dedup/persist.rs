@@ -11,10 +11,7 @@ const MAGIC: &[u8; 8] = b"CBDEDUP1";
 
 pub fn save(dedup: &Dedup, path: &Path, pending: &[DedupWork]) -> std::io::Result<()> {
     let mut body = Vec::new();
-    let c = dedup.chunker;
-    body.push(c.chunking as u8);
-    body.push(c.hash as u8);
-    put_u32(&mut body, c.chunk_bytes);
+    put_chunker(&mut body, dedup.chunker);
     {
         let indexes = dedup.indexes.lock();
         put_u32(&mut body, indexes.len() as u32);
@@ -54,6 +51,12 @@ pub fn save(dedup: &Dedup, path: &Path, pending: &[DedupWork]) -> std::io::Resul
     Ok(())
 }
 
+pub(crate) fn put_chunker(body: &mut Vec<u8>, c: Chunker) {
+    body.push(c.chunking as u8);
+    body.push(c.hash as u8);
+    put_u32(body, c.chunk_bytes);
+}
+
 /// `Ok(None)`: no file, or one made with another chunker.
 pub fn load(path: &Path, chunker: Chunker) -> std::io::Result<Option<(Dedup, Vec<DedupWork>)>> {
     let data = match std::fs::read(path) {
@@ -77,7 +80,8 @@ pub fn load(path: &Path, chunker: Chunker) -> std::io::Result<Option<(Dedup, Vec
     decode(body, chunker).ok_or_else(|| bad("malformed body"))
 }
 
-fn decode(body: &[u8], chunker: Chunker) -> Option<Option<(Dedup, Vec<DedupWork>)>> {
+/// The body after its checksum: `None` if malformed, `Some(None)` if made by another chunker.
+pub(crate) fn decode(body: &[u8], chunker: Chunker) -> Option<Option<(Dedup, Vec<DedupWork>)>> {
     let mut r = Reader(body);
     let chunking = match r.u8()? {
         0 => Chunking::Fixed,

@@ -1,6 +1,7 @@
 //! The index against a reference recomputed from the stored values, after random writes,
 //! overwrites, deletes, a clean stop and a crash.
 
+use super::index::put_u32;
 use super::*;
 use cerberus_engine::Options;
 use rand::rngs::SmallRng;
@@ -278,4 +279,73 @@ fn a_full_backlog_sheds_tasks_and_rescans_to_the_same_index() {
     drain(&dedup, &db, &mut q);
     check(&dedup, &db, a);
     check(&dedup, &db, b);
+}
+
+/// A saved index's body (after its checksum), as `save` writes it, without the chunker.
+fn saved_body(dedup: &Dedup, pending: &[DedupWork]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dedup.index");
+    dedup.save(&file, pending).unwrap();
+    std::fs::read(&file).unwrap()[20 + 6..].to_vec()
+}
+
+#[test]
+fn a_digest_saved_with_two_lengths_keeps_the_counts_whole() {
+    // Table: the same digest twice, 1,000 and 1 bytes; key "k" holds both entries.
+    let mut body = Vec::new();
+    put_u32(&mut body, 1); // namespaces
+    put_u32(&mut body, 7);
+    put_u32(&mut body, 2); // chunks
+    for len in [1000u32, 1] {
+        body.extend_from_slice(&[0xab; 20]);
+        put_u32(&mut body, len);
+    }
+    put_u32(&mut body, 1); // keys
+    put_u32(&mut body, 1);
+    body.push(b'k');
+    put_u32(&mut body, 2);
+    put_u32(&mut body, 0);
+    put_u32(&mut body, 1);
+    put_u32(&mut body, 0); // pending
+    crate::fuzzing::dedup_index(&body);
+}
+
+proptest::proptest! {
+    /// Garbage after a valid header: a refusal or an index that holds together, never a panic.
+    #[test]
+    fn decoding_garbage_never_panics(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+        crate::fuzzing::dedup_index(&data);
+    }
+
+    /// A real index's body, cut short or with bytes changed (past the checksum, as a file
+    /// written by a faulty or hostile writer would be).
+    #[test]
+    fn decoding_a_damaged_index_never_panics(
+        seed in 0u64..1_000,
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        flips in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 1u8..=255), 0..4),
+    ) {
+        let mut ix = NsIndex::default();
+        let mut rng = SmallRng::seed_from_u64(seed);
+        for k in 0..rng.gen_range(1..6u8) {
+            let chunks: Vec<([u8; 20], u32)> =
+                (0..rng.gen_range(0..5)).map(|_| ([rng.gen_range(0..4u8); 20], rng.gen_range(1..200))).collect();
+            ix.set(&[k], Some(&chunks));
+        }
+        let dedup = Dedup::new(Chunker::default());
+        dedup.indexes.lock().insert(3, ix);
+        let pending = [
+            DedupWork::Key { ns: 3, key: Bytes::from_static(b"k") },
+            DedupWork::Scan { ns: 3, after: None },
+            DedupWork::Forget { ns: 4 },
+        ];
+        let mut body = saved_body(&dedup, &pending);
+        crate::fuzzing::dedup_index(&body);
+        for (at, x) in flips {
+            let i = at.index(body.len());
+            body[i] ^= x;
+        }
+        body.truncate(cut.index(body.len() + 1));
+        crate::fuzzing::dedup_index(&body);
+    }
 }
