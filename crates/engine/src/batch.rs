@@ -7,7 +7,7 @@ pub(crate) enum BatchOp {
     Delete { key: Vec<u8> },
 }
 
-/// Writes applied all together or not at all by [`crate::Db::write`].
+/// Writes applied all together or not at all by [`crate::Namespace::write`].
 #[derive(Clone, Debug, Default)]
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,

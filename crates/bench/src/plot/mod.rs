@@ -5,8 +5,8 @@
 //! `cerberus-bench plot-iterators` ([`iterators`]) does the same for the iterator sweep of
 //! `scripts/repro-iterators`, with the same drawing.
 //!
-//! Reading the files ([`data`]), laying out the charts ([`charts`]) and finding a font
-//! ([`font`]) is plain code, tested without any feature. Only the drawing ([`draw`]) needs the
+//! Reading the files (`data`), laying out the charts (`charts`) and finding a font (`font`) is
+//! plain code, tested without any feature. Only the drawing (`draw`) needs the
 //! cargo feature `plot` (plotters, drawing text with its `ab_glyph` renderer from a TrueType
 //! font read at run time, so that the build needs no system library).
 
