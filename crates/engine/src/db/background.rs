@@ -51,8 +51,9 @@ pub(super) struct BgState {
     /// Index backfills asked for by `create_index`, (namespace, index), oldest first.
     pub(super) backfills: std::collections::VecDeque<(Nsid, Nsid)>,
     pub(super) backfilling: bool,
-    /// How the backfills ended, by index, until their `create_index` takes the answer.
-    pub(super) backfilled: HashMap<Nsid, Result<()>>,
+    /// Backfills whose `create_index` waits, by index: `None` until the backfill ends. A
+    /// waiter that gives up (an error, a close) takes its entry out, so no answer outlives it.
+    pub(super) backfilled: HashMap<Nsid, Option<Result<()>>>,
 }
 
 /// Marks a compaction as running in its slots for as long as it lives.
@@ -529,7 +530,9 @@ impl Inner {
             Job::Gc(_) => bg.gc_running = false,
             Job::Backfill(_, id) => {
                 bg.backfilling = false;
-                bg.backfilled.insert(id, result);
+                if let Some(waiting) = bg.backfilled.get_mut(&id) {
+                    *waiting = Some(result);
+                }
             }
         }
         bg.gc_check = true;
@@ -546,19 +549,25 @@ impl Inner {
         }
         let mut bg = self.bg.lock();
         bg.backfills.push_back((e.id, id));
+        bg.backfilled.insert(id, None);
         self.wake_background();
         loop {
-            if let Some(r) = bg.backfilled.remove(&id) {
-                return r;
+            if let Some(done) = bg.backfilled.get_mut(&id).and_then(Option::take) {
+                bg.backfilled.remove(&id);
+                return done;
             }
-            if let Some(msg) = &bg.error {
-                return Err(Error::Background(msg.clone()));
-            }
-            if bg.shutdown {
+            let gave_up = match (&bg.error, bg.shutdown) {
+                (Some(msg), _) => Error::Background(msg.clone()),
                 // Left unready: the next open backfills it.
-                return Err(Error::Closed);
-            }
-            self.done_cv.wait_for(&mut bg, Duration::from_millis(100));
+                (None, true) => Error::Closed,
+                (None, false) => {
+                    self.done_cv.wait_for(&mut bg, Duration::from_millis(100));
+                    continue;
+                }
+            };
+            bg.backfilled.remove(&id);
+            bg.backfills.retain(|&(_, i)| i != id);
+            return Err(gave_up);
         }
     }
 }
