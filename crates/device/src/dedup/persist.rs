@@ -10,6 +10,25 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"CBDEDUP1";
 
 pub fn save(dedup: &Dedup, path: &Path, pending: &[DedupWork]) -> std::io::Result<()> {
+    let body = encode(dedup, pending);
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(MAGIC)?;
+        f.write_all(&(body.len() as u64).to_le_bytes())?;
+        f.write_all(&crc32c::crc32c(&body).to_le_bytes())?;
+        f.write_all(&body)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// The body that [`decode`] reads: the chunker, each namespace's index, the queued tasks.
+pub(crate) fn encode(dedup: &Dedup, pending: &[DedupWork]) -> Vec<u8> {
     let mut body = Vec::new();
     put_chunker(&mut body, dedup.chunker);
     {
@@ -35,20 +54,7 @@ pub fn save(dedup: &Dedup, path: &Path, pending: &[DedupWork]) -> std::io::Resul
             body.extend_from_slice(k);
         }
     }
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(MAGIC)?;
-        f.write_all(&(body.len() as u64).to_le_bytes())?;
-        f.write_all(&crc32c::crc32c(&body).to_le_bytes())?;
-        f.write_all(&body)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    body
 }
 
 pub(crate) fn put_chunker(body: &mut Vec<u8>, c: Chunker) {
