@@ -272,3 +272,50 @@ fn destroying_a_namespace_starts_background_gc() {
         Err(Error::UnknownNamespace(_))
     ));
 }
+
+/// A GC with no index in place used to delete a collected segment before its rewrites were
+/// flushed; an index created then made the flush read the old versions there, the database
+/// turned read-only and never opened again.
+#[test]
+fn gc_then_create_index_keeps_the_database_open() {
+    use cerberus_engine::{Filter, FindOptions, IndexKind};
+    let dir = tempfile::tempdir().unwrap();
+    let json = |k: u32, version: u32| {
+        let pad = "x".repeat(150);
+        format!(r#"{{"k":{k},"g":{},"v":{version},"pad":"{pad}"}}"#, k % 7).into_bytes()
+    };
+    let mut expected = std::collections::BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), common::small_options()).unwrap();
+        let ns = db.create_namespace("a").unwrap();
+        for k in 0..2_000 {
+            ns.put(&key(k), &json(k, 0)).unwrap();
+            expected.insert(key(k), json(k, 0));
+        }
+        db.flush().unwrap();
+        for k in (0..2_000).step_by(2) {
+            ns.put(&key(k), &json(k, 1)).unwrap();
+            expected.insert(key(k), json(k, 1));
+        }
+        db.flush().unwrap();
+        db.gc_value_log().unwrap();
+        ns.create_index("g", IndexKind::Vas).unwrap();
+        ns.put(&key(5_000), &json(5_000, 2)).unwrap();
+        expected.insert(key(5_000), json(5_000, 2));
+        let page = ns
+            .find(&Filter::parse_str(r#"{"g": 3}"#).unwrap(), &FindOptions::default())
+            .unwrap();
+        let want = expected.keys().filter(|k| {
+            let n: u32 = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
+            n % 7 == 3
+        });
+        assert_eq!(page.records.len(), want.count());
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), common::small_options()).unwrap();
+    let a = db.list_namespaces().into_iter().find(|n| n.name == "a").unwrap();
+    let ns = db.namespace(a.nsid).unwrap();
+    for (k, v) in &expected {
+        assert_eq!(ns.get(k).unwrap().as_deref(), Some(&v[..]));
+    }
+}

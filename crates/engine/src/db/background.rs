@@ -192,6 +192,12 @@ impl Inner {
         let result = self.gc_pass(0.0);
         self.set_gc_running(false);
         let stats = result?;
+        // The collected segments go once their rewrites are flushed: now, so the space is
+        // back when this returns.
+        if !self.retire_after_flush.lock().is_empty() {
+            self.flush()?;
+            self.retire_if_all_flushed();
+        }
         self.count_gc(&stats);
         Ok(stats)
     }

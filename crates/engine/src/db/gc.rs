@@ -145,14 +145,12 @@ impl Inner {
             self.defer_segment(seg, released);
             return Ok(());
         }
-        if self.index_set().is_empty() {
-            self.retire_segment(seg);
-        } else {
-            // A flush that retires index entries reads the versions its writes replace, and
-            // some may be in this segment: it goes once everything written so far is flushed.
-            let upto = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
-            self.retire_after_flush.lock().push((upto, seg));
-        }
+        // A flush that retires index entries reads the versions its writes replace, and some
+        // may be in this segment: it goes once everything written so far is flushed. This holds
+        // with no index too, since one may be created before those writes are flushed.
+        let upto = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+        self.retire_after_flush.lock().push((upto, seg));
+        self.retire_if_all_flushed();
         stats.segments_deleted += 1;
         stats.bytes_reclaimed += data.len() as u64;
         Ok(())
@@ -175,6 +173,17 @@ impl Inner {
         };
         for seg in due {
             self.retire_segment(seg);
+        }
+    }
+
+    /// Retires every waiting segment when nothing written is left unflushed (a flush of an
+    /// empty memtable writes nothing, so no flush would retire them).
+    pub(super) fn retire_if_all_flushed(&self) {
+        // The seqno first: a write at or below it that is in no memtable now was flushed.
+        let visible = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+        let sv = self.super_version();
+        if sv.mem.is_empty() && sv.imm.is_empty() {
+            self.retire_flushed_segments(visible);
         }
     }
 
