@@ -7,4 +7,4 @@ mod worker;
 
 pub use merge::{LevelSource, MergingIter, Source};
 pub use picker::{pick, pick_split, range_tasks, CompactionTask, Cursors};
-pub use worker::{run, OutputParams, Retention, RunContext, TableSink};
+pub use worker::{run, OutputParams, Retention, RunContext, SnapshotFloors, TableSink};

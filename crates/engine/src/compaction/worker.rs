@@ -4,11 +4,11 @@
 use super::merge::{LevelSource, MergingIter, Source};
 use super::picker::CompactionTask;
 use crate::error::Result;
-use crate::key::{split_ikey, IndexValue, Kind, Nsid, SeqNo, ValueAddr};
+use crate::key::{ikey_nsid, split_ikey, IndexValue, Kind, Nsid, SeqNo, ValueAddr};
 use crate::storage::Storage;
 use crate::table::{table_name, TableBuilder, TableProps};
 use crate::version::{Version, VersionEdit, RUNS};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 /// How output tables are built.
 #[derive(Clone, Copy, Debug)]
@@ -104,11 +104,46 @@ impl Drop for TableSink<'_> {
     }
 }
 
+/// The oldest seqno each key space's readers may read at, taken when a flush or compaction
+/// starts: a version at or below it that a newer version at or below it shadows is invisible
+/// to every reader of that key space, now and later (a snapshot taken later reads at or above
+/// `now`). Snapshots count per namespace, so one namespace's snapshot holds back only its own
+/// versions; a secondary index's entries, keyed by the index's id, are listed under that id
+/// with the floor of the namespace owning the index.
+#[derive(Clone, Debug, Default)]
+pub struct SnapshotFloors {
+    /// The visible seqno when the floors were taken: the floor of every key space with no
+    /// live snapshot.
+    now: SeqNo,
+    /// Key spaces with a live snapshot: the oldest one's seqno.
+    pinned: BTreeMap<Nsid, SeqNo>,
+}
+
+impl SnapshotFloors {
+    pub fn new(now: SeqNo, pinned: BTreeMap<Nsid, SeqNo>) -> Self {
+        SnapshotFloors { now, pinned }
+    }
+
+    /// The same floor for every key space.
+    pub fn uniform(seq: SeqNo) -> Self {
+        SnapshotFloors::new(seq, BTreeMap::new())
+    }
+
+    /// The floor of key space `ns` (a namespace or an index).
+    pub fn of(&self, ns: Nsid) -> SeqNo {
+        self.pinned.get(&ns).map_or(self.now, |&s| s.min(self.now))
+    }
+}
+
 /// Decides which versions of a key survive a merge.
 pub struct Retention {
-    /// Versions at or below this seqno that are shadowed by a newer one are invisible to
-    /// every reader.
-    pub smallest_snapshot: SeqNo,
+    /// Each key space's floor: versions at or below it that are shadowed by a newer one at
+    /// or below it are invisible to every reader of that key space.
+    floors: SnapshotFloors,
+    /// The floor of the current key's key space.
+    floor: SeqNo,
+    /// The key space `floor` was looked up for.
+    floor_ns: Option<Nsid>,
     current_user: Vec<u8>,
     /// Seqno of the previous (newer) version of the current user key.
     newer_seq: Option<SeqNo>,
@@ -116,9 +151,11 @@ pub struct Retention {
 }
 
 impl Retention {
-    pub fn new(smallest_snapshot: SeqNo) -> Self {
+    pub fn new(floors: SnapshotFloors) -> Self {
         Retention {
-            smallest_snapshot,
+            floors,
+            floor: 0,
+            floor_ns: None,
             current_user: Vec::new(),
             newer_seq: None,
             started: false,
@@ -136,13 +173,19 @@ impl Retention {
             self.current_user.clear();
             self.current_user.extend_from_slice(user);
             self.newer_seq = None;
+            // Entries come sorted by key space: one lookup per key space met.
+            let ns = ikey_nsid(user);
+            if self.floor_ns != Some(ns) {
+                self.floor_ns = Some(ns);
+                self.floor = self.floors.of(ns);
+            }
         }
-        let shadowed = self.newer_seq.is_some_and(|n| n <= self.smallest_snapshot);
+        let shadowed = self.newer_seq.is_some_and(|n| n <= self.floor);
         self.newer_seq = Some(seq);
         if shadowed {
             return true;
         }
-        kind == Kind::Delete as u8 && seq <= self.smallest_snapshot && bottommost(user)
+        kind == Kind::Delete as u8 && seq <= self.floor && bottommost(user)
     }
 }
 
@@ -150,7 +193,8 @@ impl Retention {
 pub struct RunContext<'a> {
     pub storage: &'a dyn Storage,
     pub params: OutputParams,
-    pub smallest_snapshot: SeqNo,
+    /// What the live snapshots of each key space read (a shared tree or L0 mixes them).
+    pub floors: &'a SnapshotFloors,
     /// A lone table with nothing below it moves down without a rewrite (a manual compaction
     /// rewrites it to drop what it can).
     pub allow_move: bool,
@@ -208,7 +252,7 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
     sources.push(Box::new(LevelSource::new(task.overlapping.clone())?));
     let mut merged = MergingIter::new(sources);
     let mut sink = TableSink::new(cx.storage, cx.params, cx.new_file);
-    let mut rule = Retention::new(cx.smallest_snapshot);
+    let mut rule = Retention::new(cx.floors.clone());
     let bottommost = |user: &[u8]| !version.deeper_overlaps(out_level, user, user);
     let mut dropped = Vec::new();
     while merged.valid() {
@@ -243,7 +287,7 @@ mod tests {
 
     #[test]
     fn drop_rule_keeps_newest_and_snapshot_versions() {
-        let mut r = Retention::new(10);
+        let mut r = Retention::new(SnapshotFloors::uniform(10));
         let never = |_: &[u8]| false;
         assert!(!r.drop_entry(&make_ikey(0, b"a", 12, Kind::Put), never));
         // Only versions shadowed by a version at or below the snapshot go.
@@ -252,5 +296,28 @@ mod tests {
         assert!(r.drop_entry(&make_ikey(0, b"a", 5, Kind::Put), never));
         assert!(!r.drop_entry(&make_ikey(0, b"b", 3, Kind::Delete), never));
         assert!(r.drop_entry(&make_ikey(0, b"c", 3, Kind::Delete), |_| true));
+    }
+
+    #[test]
+    fn each_key_space_keeps_what_its_own_snapshots_read() {
+        // Namespace 1 has a snapshot at 10 and owns index 7; namespace 2 has none.
+        let floors = SnapshotFloors::new(50, [(1, 10), (7, 10)].into_iter().collect());
+        assert_eq!((floors.of(1), floors.of(2), floors.of(7)), (10, 50, 10));
+        let mut r = Retention::new(floors);
+        let never = |_: &[u8]| false;
+        for ns in [1, 7] {
+            assert!(!r.drop_entry(&make_ikey(ns, b"a", 30, Kind::Put), never));
+            // Shadowed by 30, but 30 is above the snapshot, which reads this version.
+            assert!(!r.drop_entry(&make_ikey(ns, b"a", 9, Kind::Put), never));
+            assert!(r.drop_entry(&make_ikey(ns, b"a", 5, Kind::Put), never));
+            assert!(!r.drop_entry(&make_ikey(ns, b"b", 20, Kind::Delete), |_| true));
+        }
+        // Namespace 2's shadowed versions and bottommost tombstones go at once.
+        assert!(!r.drop_entry(&make_ikey(2, b"a", 30, Kind::Put), never));
+        assert!(r.drop_entry(&make_ikey(2, b"a", 9, Kind::Put), never));
+        assert!(r.drop_entry(&make_ikey(2, b"b", 20, Kind::Delete), |_| true));
+        // A seqno above the visible one (a write since) keeps the floor at `now`.
+        let floors = SnapshotFloors::new(50, [(3, 60)].into_iter().collect());
+        assert_eq!(floors.of(3), 50);
     }
 }

@@ -343,13 +343,15 @@ impl Inner {
             _ => self.opts.target_table_bytes,
         };
         let params = output_params(&self.opts, target);
-        let snapshot = self.smallest_snapshot();
+        // Per key space: a shared tree's or L0's tables mix namespaces, each kept for its own
+        // snapshots.
+        let floors = self.snapshot_floors();
         let alloc = || self.new_file_number();
         let dead = self.namespaces.read().dead.clone();
         let cx = compaction::RunContext {
             storage: self.storage.as_ref(),
             params,
-            smallest_snapshot: snapshot,
+            floors: &floors,
             allow_move,
             dead: &dead,
             new_file: &alloc,

@@ -30,19 +30,20 @@ pub(super) fn output_params(opts: &Options, target_table_bytes: u64) -> OutputPa
 }
 
 /// Writes a memtable as L0 table(s); drops the entries of destroyed namespaces and the
-/// versions shadowed within it that no snapshot at or above `smallest_snapshot` can see.
+/// versions shadowed within it that no snapshot can see. The table holds every namespace:
+/// each entry is kept for the snapshots of its own namespace (`floors`).
 pub(super) fn flush_memtable(
     storage: &dyn crate::storage::Storage,
     mem: &Memtable,
     params: OutputParams,
     opts: &Options,
     dead: &HashSet<Nsid>,
-    smallest_snapshot: SeqNo,
+    floors: &SnapshotFloors,
     new_file: &dyn Fn() -> u64,
 ) -> Result<(Vec<TableProps>, Vec<key::ValueAddr>)> {
     let mut sink = TableSink::new(storage, params, new_file);
     let mut dropped = Vec::new();
-    let mut rule = Retention::new(smallest_snapshot);
+    let mut rule = Retention::new(floors.clone());
     let mut ikey = Vec::new();
     let mut val = Vec::new();
     for (k, v) in mem.iter() {
@@ -106,7 +107,7 @@ impl Inner {
             params,
             &self.opts,
             &dead,
-            self.smallest_snapshot(),
+            &self.snapshot_floors(),
             &alloc,
         )?;
         // Earlier segments were synced when the log moved past them.

@@ -112,8 +112,9 @@ impl Inner {
             return Ok(());
         }
         let released = self.snapshots.releases();
-        if self.seen_by_snapshot(&puts)? {
-            self.defer_segment(seg, released);
+        let seen = self.seen_by_snapshot(&puts)?;
+        if !seen.is_empty() {
+            self.defer_segment(seg, released, seen);
             return Ok(());
         }
         for chunk in chunks(&live) {
@@ -141,8 +142,9 @@ impl Inner {
         // A snapshot taken before the rewrites became visible reads the old copies; one
         // taken after reads the new ones.
         let released = self.snapshots.releases();
-        if self.seen_by_snapshot(&puts)? {
-            self.defer_segment(seg, released);
+        let seen = self.seen_by_snapshot(&puts)?;
+        if !seen.is_empty() {
+            self.defer_segment(seg, released, seen);
             return Ok(());
         }
         // A flush that retires index entries reads the versions its writes replace, and some
@@ -187,30 +189,37 @@ impl Inner {
         }
     }
 
-    /// Whether a live snapshot reads one of `puts` (the record at that address is the
-    /// version of its key the snapshot sees).
-    /// Leaves `seg` until a snapshot goes; `released` is the count of snapshot releases read
-    /// before the check that found one reading it. A release since then may have missed the
-    /// entry (it wakes collection only when something waits): then the segment is not
-    /// deferred, and the next pass looks at it again.
-    fn defer_segment(&self, seg: u64, released: u64) {
+    /// Leaves `seg` until a snapshot of one of `namespaces` goes; `released` is the count of
+    /// snapshot releases read before the check that found one reading it. A release since then
+    /// may have missed the entry (it wakes collection only when something waits): then the
+    /// segment is not deferred, and the next pass looks at it again.
+    fn defer_segment(&self, seg: u64, released: u64, namespaces: Vec<Nsid>) {
         let mut deferred = self.gc_deferred.lock();
-        deferred.insert(seg);
+        deferred.insert(seg, namespaces);
         if self.snapshots.releases() != released {
             deferred.remove(&seg);
         }
     }
 
-    fn seen_by_snapshot(&self, puts: &[(Nsid, Bytes, ValueAddr)]) -> Result<bool> {
-        for seq in self.snapshots.list() {
-            for (ns, key, addr) in puts {
-                let hit = self.lookup(*ns, key, Some(seq), &self.counters)?;
+    /// The namespaces with a live snapshot that reads one of `puts` (the record at that
+    /// address is the version of its key the snapshot sees). Snapshots count per namespace:
+    /// a snapshot only ever reads its own namespace's records, so only those are looked up.
+    fn seen_by_snapshot(&self, puts: &[(Nsid, Bytes, ValueAddr)]) -> Result<Vec<Nsid>> {
+        let mut seen: Vec<Nsid> = Vec::new();
+        // By namespace: once one snapshot of a namespace reads the segment, that is enough.
+        for (ns, seq) in self.snapshots.list() {
+            if seen.last() == Some(&ns) {
+                continue;
+            }
+            for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
+                let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
                 if hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr)) {
-                    return Ok(true);
+                    seen.push(ns);
+                    break;
                 }
             }
         }
-        Ok(false)
+        Ok(seen)
     }
 
     /// Whether the newest version of `(ns, key)` is the record at `addr`.

@@ -42,6 +42,11 @@ impl IndexSet {
     pub(super) fn is_empty(&self) -> bool {
         self.by_ns.is_empty()
     }
+
+    /// Each namespace that has indexes, with them.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Nsid, &[Arc<LiveIndex>])> {
+        self.by_ns.iter().map(|(ns, v)| (*ns, v.as_slice()))
+    }
 }
 
 /// What [`Namespace::list_indexes`] reports of one index.
@@ -149,8 +154,9 @@ impl Inner {
                 e.id
             )));
         };
-        // Writes after this seqno derive their own entries (the set was loaded before it).
-        let seq = self.snapshots.acquire(&self.visible_seq);
+        // Writes after this seqno derive their own entries (the set was loaded before it). A
+        // snapshot of the namespace: GC and compactions keep the records it scans.
+        let seq = self.snapshots.acquire(e.id, &self.visible_seq);
         let result = (|| {
             let config = crate::table::IterConfig {
                 fill_cache: false,
@@ -231,7 +237,7 @@ impl Inner {
             self.reload_indexes(&vs);
             Ok(())
         })();
-        self.release_snapshot(seq);
+        self.release_snapshot(e.id, seq);
         result
     }
 

@@ -26,12 +26,18 @@ pub use query_doc::QueryOutput;
 pub use snapshot::Snapshot;
 
 use self::{
-    background::*, flush::*, indexes::*, namespaces::*, recovery::*, snapshot::Snapshots,
-    supersede::*, write::*,
+    background::*,
+    flush::*,
+    indexes::*,
+    namespaces::*,
+    recovery::*,
+    snapshot::{DeferredSegments, Snapshots},
+    supersede::*,
+    write::*,
 };
 
 use crate::batch::{BatchOp, WriteBatch};
-use crate::compaction::{self, CompactionTask, OutputParams, Retention, TableSink};
+use crate::compaction::{self, CompactionTask, OutputParams, Retention, SnapshotFloors, TableSink};
 use crate::error::{Error, IoContext, Result};
 use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
@@ -124,11 +130,11 @@ struct Inner {
     slot_overlaps: AtomicU64,
     /// The last manifest write failed: its edit may or may not be on disk.
     manifest_in_doubt: AtomicBool,
-    /// Seqnos live snapshots read at.
+    /// Seqnos live snapshots read at, per namespace.
     snapshots: Snapshots,
     /// Segments GC left because a live snapshot can reach a record in them; looked at
-    /// again once a snapshot is released.
-    gc_deferred: Mutex<HashSet<u64>>,
+    /// again once a snapshot of one of those namespaces is released.
+    gc_deferred: Mutex<DeferredSegments>,
     /// Segments GC collected, to be retired once the writes up to the seqno are flushed.
     retire_after_flush: Mutex<Vec<(SeqNo, u64)>>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
@@ -224,7 +230,7 @@ impl Db {
             slot_overlaps: AtomicU64::new(0),
             manifest_in_doubt: AtomicBool::new(false),
             snapshots: Snapshots::default(),
-            gc_deferred: Mutex::new(HashSet::new()),
+            gc_deferred: Mutex::new(DeferredSegments::default()),
             retire_after_flush: Mutex::new(Vec::new()),
             prefetcher: std::sync::OnceLock::new(),
             opts: options,

@@ -117,8 +117,15 @@ pub(super) fn recover(
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
         let vlog = VlogReader::new(ctx.storage.clone());
         retire_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
-        let (props, dropped) =
-            flush_memtable(storage, &mem, params, opts, &dead, SeqNo::MAX, &alloc)?;
+        let (props, dropped) = flush_memtable(
+            storage,
+            &mem,
+            params,
+            opts,
+            &dead,
+            &SnapshotFloors::uniform(SeqNo::MAX),
+            &alloc,
+        )?;
         for (seg, bytes) in dead_bytes_by_segment(&dropped) {
             *vlog_dead.entry(seg).or_default() += bytes;
         }

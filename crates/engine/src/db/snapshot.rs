@@ -1,40 +1,52 @@
-//! Snapshots: a sequence number pinned for as long as a handle to it lives. Flushes and
-//! compactions keep every version a live snapshot can see (the oldest one bounds what they
-//! drop), and value-log GC leaves a segment alone while a snapshot can reach a record in it.
+//! Snapshots: a sequence number of one namespace pinned for as long as a handle to it lives.
+//!
+//! Snapshots count per namespace: the registry keeps `(namespace, seqno)` pins, and what a
+//! pin holds back is its own namespace's garbage alone. Flushes and compactions keep, for
+//! each entry, every version a live snapshot of the entry's namespace can see (the oldest such
+//! snapshot bounds what they drop, [`SnapshotFloors`]); the entries of a secondary index are
+//! keyed by the index's id and count under the namespace that owns the index. Value-log GC
+//! leaves a segment alone while a snapshot of a namespace can reach that namespace's record
+//! in it, and only a release in one of those namespaces looks at the segment again. One
+//! tenant's long-lived iterator thus never keeps another tenant's overwritten versions,
+//! tombstones or value-log segments.
 
 use super::*;
+use crate::compaction::SnapshotFloors;
 use std::collections::BTreeMap;
 
-/// The sequence numbers live snapshots read at, with how many snapshots share each.
+/// The sequence numbers live snapshots read at, per namespace, with how many snapshots share
+/// each.
 #[derive(Default)]
 pub(super) struct Snapshots {
-    live: Mutex<BTreeMap<SeqNo, usize>>,
-    /// Seqnos unpinned so far (value-log GC's check that none went while it deferred a
-    /// segment).
+    /// `(namespace, seqno)`: ordered by namespace, so each namespace's pins are one range
+    /// with its oldest first.
+    live: Mutex<BTreeMap<(Nsid, SeqNo), usize>>,
+    /// Seqnos unpinned so far, in any namespace (value-log GC's check that none went while it
+    /// deferred a segment).
     releases: AtomicU64,
 }
 
 impl Snapshots {
-    /// Pins the seqno in `visible` (read under the registry's lock, so a collection that
-    /// lists the registry after this sees the pin, and one that listed it before made its
-    /// changes visible first).
-    pub(super) fn acquire(&self, visible: &AtomicU64) -> SeqNo {
+    /// Pins, for namespace `ns`, the seqno in `visible` (read under the registry's lock, so a
+    /// collection that lists the registry after this sees the pin, and one that listed it
+    /// before made its changes visible first).
+    pub(super) fn acquire(&self, ns: Nsid, visible: &AtomicU64) -> SeqNo {
         let mut live = self.live.lock();
         let seq = visible.load(Ordering::Acquire);
-        *live.entry(seq).or_default() += 1;
+        *live.entry((ns, seq)).or_default() += 1;
         seq
     }
 
-    /// Unpins `seq`; true if no snapshot reads at it any more.
-    pub(super) fn release(&self, seq: SeqNo) -> bool {
+    /// Unpins `seq` of `ns`; true if no snapshot of `ns` reads at it any more.
+    pub(super) fn release(&self, ns: Nsid, seq: SeqNo) -> bool {
         let mut live = self.live.lock();
-        match live.get_mut(&seq) {
+        match live.get_mut(&(ns, seq)) {
             Some(n) if *n > 1 => {
                 *n -= 1;
                 false
             }
             Some(_) => {
-                live.remove(&seq);
+                live.remove(&(ns, seq));
                 self.releases.fetch_add(1, Ordering::SeqCst);
                 true
             }
@@ -46,36 +58,87 @@ impl Snapshots {
         self.releases.load(Ordering::SeqCst)
     }
 
-    /// The oldest pinned seqno.
-    pub(super) fn oldest(&self) -> Option<SeqNo> {
-        self.live.lock().keys().next().copied()
+    /// The oldest pinned seqno of every namespace that has one.
+    pub(super) fn oldest_per_namespace(&self) -> BTreeMap<Nsid, SeqNo> {
+        let mut out = BTreeMap::new();
+        for &(ns, seq) in self.live.lock().keys() {
+            // Each namespace's pins come oldest first.
+            out.entry(ns).or_insert(seq);
+        }
+        out
     }
 
-    /// Every pinned seqno, oldest first.
-    pub(super) fn list(&self) -> Vec<SeqNo> {
+    /// Every pin, by namespace, oldest first within each.
+    pub(super) fn list(&self) -> Vec<(Nsid, SeqNo)> {
         self.live.lock().keys().copied().collect()
     }
 
+    /// Snapshots open now, in every namespace.
     pub(super) fn count(&self) -> usize {
         self.live.lock().values().sum()
     }
 }
 
-impl Inner {
-    /// Versions at or below this seqno that a newer version at or below it shadows are
-    /// invisible to every reader, now and later.
-    pub(super) fn smallest_snapshot(&self) -> SeqNo {
-        let now = self.visible_seq.load(Ordering::Acquire);
-        self.snapshots.oldest().map_or(now, |s| s.min(now))
+/// Segments value-log GC left because a live snapshot can reach a record in them, with the
+/// namespaces of those snapshots: a release in one of them looks at the segment again.
+#[derive(Default)]
+pub(super) struct DeferredSegments {
+    by_segment: HashMap<u64, Vec<Nsid>>,
+}
+
+impl DeferredSegments {
+    pub(super) fn contains(&self, seg: &u64) -> bool {
+        self.by_segment.contains_key(seg)
     }
 
-    pub(super) fn release_snapshot(&self, seq: SeqNo) {
-        if self.snapshots.release(seq) {
-            // Segments kept for this snapshot may be collectable now. Most releases (every
-            // query's) find none: they wake nobody.
+    /// Leaves `seg` until a snapshot of one of `namespaces` goes.
+    pub(super) fn insert(&mut self, seg: u64, namespaces: Vec<Nsid>) {
+        self.by_segment.insert(seg, namespaces);
+    }
+
+    pub(super) fn remove(&mut self, seg: &u64) {
+        self.by_segment.remove(seg);
+    }
+
+    /// Gives back the segments waiting for a snapshot of `ns`; true if there were any.
+    fn released(&mut self, ns: Nsid) -> bool {
+        let before = self.by_segment.len();
+        self.by_segment.retain(|_, waits| !waits.contains(&ns));
+        self.by_segment.len() != before
+    }
+}
+
+impl Inner {
+    /// For each key space, the seqno at or below which a version shadowed by a newer one at
+    /// or below it is invisible to every reader, now and later: the oldest live snapshot of
+    /// the namespace, or the visible seqno if it has none. An index's entries (keyed by the
+    /// index's id) take the floor of the namespace that owns the index.
+    pub(super) fn snapshot_floors(&self) -> SnapshotFloors {
+        // The seqno first: a snapshot pinned after it reads at or above it.
+        let now = self.visible_seq.load(Ordering::Acquire);
+        let mut pinned = self.snapshots.oldest_per_namespace();
+        if !pinned.is_empty() {
+            // Loaded after the pins: every index that existed when they were listed is in it
+            // (or dropped, its entries dead); one created since holds no entry a flush or
+            // compaction that took these floors reads.
+            let set = self.index_set();
+            for (owner, indexes) in set.iter() {
+                if let Some(&seq) = pinned.get(&owner) {
+                    for idx in indexes {
+                        pinned.insert(idx.def.id, seq);
+                    }
+                }
+            }
+        }
+        SnapshotFloors::new(now, pinned)
+    }
+
+    pub(super) fn release_snapshot(&self, ns: Nsid, seq: SeqNo) {
+        if self.snapshots.release(ns, seq) {
+            // Segments kept for this namespace's snapshots may be collectable now. Most
+            // releases (every query's) find none: they wake nobody.
             let mut deferred = self.gc_deferred.lock();
-            if !deferred.is_empty() {
-                deferred.clear();
+            if deferred.released(ns) {
                 drop(deferred);
                 self.bg.lock().gc_check = true;
                 self.wake_background();
@@ -87,12 +150,13 @@ impl Inner {
 /// The pin behind one or more [`Snapshot`] clones.
 struct Pin {
     inner: Arc<Inner>,
+    ns: Nsid,
     seq: SeqNo,
 }
 
 impl Drop for Pin {
     fn drop(&mut self) {
-        self.inner.release_snapshot(self.seq);
+        self.inner.release_snapshot(self.ns, self.seq);
     }
 }
 
@@ -115,10 +179,12 @@ impl std::fmt::Debug for Snapshot {
 
 impl Snapshot {
     pub(super) fn new(ns: Namespace) -> Snapshot {
-        let seq = ns.inner.snapshots.acquire(&ns.inner.visible_seq);
+        let id = ns.entry.id;
+        let seq = ns.inner.snapshots.acquire(id, &ns.inner.visible_seq);
         Snapshot {
             pin: Arc::new(Pin {
                 inner: ns.inner.clone(),
+                ns: id,
                 seq,
             }),
             ns,
