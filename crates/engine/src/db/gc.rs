@@ -71,7 +71,8 @@ impl Inner {
         stats.segments_scanned += 1;
         let dead_ns = self.namespaces.read().dead.clone();
         let mut live = Vec::new();
-        // Every put a snapshot might still read.
+        // Every put a snapshot might still read (a destroyed namespace's too: an iterator
+        // opened before the destroy reads on).
         let mut puts = Vec::new();
         let (mut live_bytes, mut total) = (0u64, 0u64);
         let mut pos = SEGMENT_HEADER_LEN as usize;
@@ -89,7 +90,7 @@ impl Inner {
             };
             total += len as u64;
             let key_at = pos + vlog::RECORD_HEADER_LEN;
-            if rec.kind == Kind::Put && !dead_ns.contains(&rec.nsid) {
+            if rec.kind == Kind::Put {
                 puts.push((rec.nsid, data.slice(key_at..key_at + rec.key.len()), addr));
             }
             let candidate = rec.kind == Kind::Put
@@ -204,16 +205,23 @@ impl Inner {
     /// The namespaces with a live snapshot that reads one of `puts` (the record at that
     /// address is the version of its key the snapshot sees). Snapshots count per namespace:
     /// a snapshot only ever reads its own namespace's records, so only those are looked up.
+    /// An iterator of a destroyed namespace reads its snapshot to the end: any put of that
+    /// namespace is taken as read (its entries may be compacted away already).
     fn seen_by_snapshot(&self, puts: &[(Nsid, Bytes, ValueAddr)]) -> Result<Vec<Nsid>> {
         let mut seen: Vec<Nsid> = Vec::new();
+        let dead_ns = self.namespaces.read().dead.clone();
         // By namespace: once one snapshot of a namespace reads the segment, that is enough.
         for (ns, seq) in self.snapshots.list() {
             if seen.last() == Some(&ns) {
                 continue;
             }
+            let dead = dead_ns.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
-                let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
-                if hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr)) {
+                let read = dead || {
+                    let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
+                    hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr))
+                };
+                if read {
                     seen.push(ns);
                     break;
                 }

@@ -6,6 +6,12 @@
 //! holds its sources' positions and blocks, not a copy of the tree. Values that sit in the
 //! value log are read when their key is yielded, or ahead of it with `prefetch_degree > 0`:
 //! the next D value reads are issued to a small pool of reader threads and overlap.
+//!
+//! An open iterator pins the value log only while it reads a value, not for its whole life:
+//! a pin keeps every segment retired since it was taken, of every namespace, so an iterator
+//! kept open by a `next` now and then would hold back all tenants' collected segments. Its
+//! values are safe without one: value-log GC leaves every segment holding a record its
+//! snapshot reads (of its own namespace, destroyed or not) until the snapshot goes.
 
 use super::*;
 use crate::prefetch::Pending;
@@ -103,8 +109,6 @@ pub struct Iter {
     /// to `prefetch_degree`, so a short scan issues few reads it will not use.
     streak: usize,
     failed: bool,
-    /// Segments retired while the iterator lives stay readable.
-    _pin: crate::vlog::ReadPin,
 }
 
 impl std::fmt::Debug for Iter {
@@ -124,9 +128,9 @@ impl Iter {
             return Err(Error::Closed);
         }
         entry.check_live()?;
-        let pin = inner.vlog_reader.pin();
         // After the snapshot's seqno was pinned: everything at or below it is in this super
-        // version (or in what compactions keep for the snapshot).
+        // version (or in what compactions keep for the snapshot), and GC keeps the segments
+        // of what it reads.
         let sv = inner.super_version();
         let counters = entry.list_counters.clone();
         let config = IterConfig {
@@ -146,7 +150,6 @@ impl Iter {
             unpositioned: true,
             streak: 0,
             failed: false,
-            _pin: pin,
         };
         // Positioned on the first `next` or `seek`.
         Ok(it)
@@ -255,11 +258,11 @@ impl Iter {
                 let inner = self.inner.clone();
                 let (ns, k) = (self.entry.id, a.key.clone());
                 let c = self.entry.list_counters.clone();
-                a.value = Fetch::Pending(
-                    self.inner
-                        .prefetcher()
-                        .submit(move || inner.vlog_reader.read_value(addr, ns, &k, &c)),
-                );
+                let pin = self.inner.vlog_reader.pin();
+                a.value = Fetch::Pending(self.inner.prefetcher().submit(move || {
+                    let _pin = pin;
+                    inner.vlog_reader.read_value(addr, ns, &k, &c)
+                }));
             }
         }
         let Some(a) = self.ahead.pop_front() else {
@@ -270,6 +273,7 @@ impl Iter {
         let value = match a.value {
             Fetch::Ready(v) => v,
             Fetch::Later(addr) => {
+                let _pin = self.inner.vlog_reader.pin_brief();
                 self.inner
                     .vlog_reader
                     .read_value(addr, self.entry.id, &a.key, c)?
