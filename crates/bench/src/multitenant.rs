@@ -163,6 +163,7 @@ pub fn ns_delta(before: &NamespaceStats, after: &NamespaceStats) -> NamespaceSta
             pages: arr(&after.listings.pages, &before.listings.pages),
         },
         keys_estimate: after.keys_estimate,
+        snapshots: after.snapshots,
     }
 }
 

@@ -159,6 +159,10 @@ pub struct NamespaceStats {
     /// tree is compacted, more while overwritten versions and tombstones wait for
     /// compaction (as RocksDB's `estimate-num-keys`).
     pub keys_estimate: u64,
+    /// Snapshots of this namespace open now (iterators, queries and index backfills hold one
+    /// each): they hold back this namespace's overwritten versions and value-log segments,
+    /// and no other namespace's.
+    pub snapshots: usize,
 }
 
 /// Iterators of one namespace (key listings, scans) and the storage reads they made.
@@ -371,6 +375,7 @@ impl Counters {
             pages: one.pages,
             listings: ListingStats::default(),
             keys_estimate: 0,
+            snapshots: 0,
         }
     }
 

@@ -119,6 +119,10 @@ fn others_garbage_goes_while_a_snapshot_is_held(layout: Layout) {
     assert_eq!(b.stats().unwrap().keys_estimate, u64::from(KEYS / 2));
     assert_eq!(a.stats().unwrap().keys_estimate, 2 * u64::from(KEYS));
     assert_eq!(db.stats().snapshots, 2);
+    assert_eq!(
+        (a.stats().unwrap().snapshots, b.stats().unwrap().snapshots),
+        (2, 0)
+    );
 
     let gc = db.gc_value_log().unwrap();
     let left = segments(&storage);

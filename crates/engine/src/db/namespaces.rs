@@ -180,6 +180,7 @@ impl Inner {
         let ns = entry.id;
         let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
         s.listings = entry.list_counters.listing_stats();
+        s.snapshots = self.snapshots.count_of(ns);
         let sv = self.super_version();
         s.keys_estimate = std::iter::once(&sv.mem)
             .chain(sv.imm.iter().map(|f| &f.mem))

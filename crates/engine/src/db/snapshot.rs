@@ -77,6 +77,15 @@ impl Snapshots {
     pub(super) fn count(&self) -> usize {
         self.live.lock().values().sum()
     }
+
+    /// Snapshots of `ns` open now.
+    pub(super) fn count_of(&self, ns: Nsid) -> usize {
+        self.live
+            .lock()
+            .range((ns, 0)..=(ns, SeqNo::MAX))
+            .map(|(_, n)| n)
+            .sum()
+    }
 }
 
 /// Segments value-log GC left because a live snapshot can reach a record in them, with the
