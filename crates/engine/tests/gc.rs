@@ -303,7 +303,10 @@ fn gc_then_create_index_keeps_the_database_open() {
         ns.put(&key(5_000), &json(5_000, 2)).unwrap();
         expected.insert(key(5_000), json(5_000, 2));
         let page = ns
-            .find(&Filter::parse_str(r#"{"g": 3}"#).unwrap(), &FindOptions::default())
+            .find(
+                &Filter::parse_str(r#"{"g": 3}"#).unwrap(),
+                &FindOptions::default(),
+            )
             .unwrap();
         let want = expected.keys().filter(|k| {
             let n: u32 = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
@@ -313,7 +316,11 @@ fn gc_then_create_index_keeps_the_database_open() {
         db.close().unwrap();
     }
     let db = Db::open(dir.path(), common::small_options()).unwrap();
-    let a = db.list_namespaces().into_iter().find(|n| n.name == "a").unwrap();
+    let a = db
+        .list_namespaces()
+        .into_iter()
+        .find(|n| n.name == "a")
+        .unwrap();
     let ns = db.namespace(a.nsid).unwrap();
     for (k, v) in &expected {
         assert_eq!(ns.get(k).unwrap().as_deref(), Some(&v[..]));
