@@ -71,7 +71,15 @@ impl Inner {
         min_dead_ratio: f64,
         stats: &mut GcStats,
     ) -> Result<()> {
-        let mut scan = SegmentScan::open(self.storage.as_ref(), seg, SCAN_CHUNK)?;
+        let mut scan = match SegmentScan::open(self.storage.as_ref(), seg, SCAN_CHUNK) {
+            Ok(scan) => scan,
+            // Collected and deleted since it was listed, by a collection that raced this one
+            // (a manual and a background pass): nothing is left to do.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         let seg_len = scan.len();
         stats.segments_scanned += 1;
         let dead_ns = self.namespaces.read().dead.clone();
