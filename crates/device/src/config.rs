@@ -108,6 +108,9 @@ pub struct EngineConfig {
     /// Read files through memory maps (see the engine's `Options::mmap_reads`: faster, but
     /// an I/O error on a mapped page stops the device instead of failing one command).
     pub mmap_reads: bool,
+    /// Table files the engine keeps open at most (the engine's `Options::max_open_files`;
+    /// also no more than half the device's descriptor limit).
+    pub max_open_files: usize,
 }
 
 impl Default for EngineConfig {
@@ -119,6 +122,7 @@ impl Default for EngineConfig {
             background_threads: o.background_threads,
             layout: "per_namespace".into(),
             mmap_reads: o.mmap_reads,
+            max_open_files: o.max_open_files,
         }
     }
 }
@@ -248,6 +252,7 @@ impl DeviceConfig {
             cache_bytes: self.engine.cache_bytes,
             background_threads: self.engine.background_threads,
             mmap_reads: self.engine.mmap_reads,
+            max_open_files: self.engine.max_open_files,
             ..Options::default()
         };
         if self.engine.layout == "shared" {
@@ -275,6 +280,14 @@ mod tests {
         assert_eq!(c.max_key_len, 255);
         assert!(c.validate().is_ok());
         assert!(toml::from_str::<DeviceConfig>("lisen = \"x\"").is_err());
+    }
+
+    #[test]
+    fn max_open_files_reaches_the_engine() {
+        let c: DeviceConfig = toml::from_str("[engine]\nmax_open_files = 300\n").unwrap();
+        assert_eq!(c.engine_options().max_open_files, 300);
+        let d = DeviceConfig::default().engine_options();
+        assert_eq!(d.max_open_files, Options::default().max_open_files);
     }
 
     #[test]

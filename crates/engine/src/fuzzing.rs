@@ -53,11 +53,12 @@ pub fn manifest(data: &[u8]) {
         .and_then(|_| storage.create("CURRENT"))
         .and_then(|f| f.append(b"MANIFEST-000001\n", IoPurpose::Log));
     if ok.is_ok() {
-        let ctx = crate::version::TableCtx {
+        let ctx = crate::version::TableCtx::new(
             storage,
-            cache: Arc::new(crate::table::BlockCache::new(0)),
-            counters: Arc::default(),
-        };
+            Arc::new(crate::table::BlockCache::new(0)),
+            Arc::default(),
+            16,
+        );
         let _ = crate::version::VersionSet::recover(&ctx, 7);
     }
 }

@@ -50,6 +50,16 @@ pub struct Options {
     /// Byte budget of the cache for filter and index blocks; 0 reads them from storage on
     /// every lookup.
     pub cache_bytes: u64,
+    /// Table files kept open at most, about (the table cache; RocksDB's and LevelDB's
+    /// option of the same name). A table is opened on first use and closed when the cache
+    /// evicts it, least recently used first, or when it is deleted; an iterator or get in the
+    /// middle of a table keeps that file open until it is done, so open iterators can hold
+    /// more. Blocks stay cached across a re-open. Each open table costs one file descriptor
+    /// (with `mmap_reads` too: the file stays open to map it again) and its namespace table.
+    /// The cache keeps no more than half the process's descriptor limit (`RLIMIT_NOFILE`
+    /// when the database opens), leaving the rest to value-log segments, the manifest and,
+    /// in a device, connections. Default 1,000 (at least 1).
+    pub max_open_files: usize,
     /// Values shorter than this are also stored inline in the table (0 = never).
     pub inline_value_threshold: usize,
     /// Sync the value log before acknowledging each write.
@@ -152,6 +162,7 @@ impl Default for Options {
             block_size: 4096,
             filter_bits_per_key: 10,
             cache_bytes: 64 << 20,
+            max_open_files: 1000,
             inline_value_threshold: 64,
             sync: false,
             max_key_size: 64 << 10,
@@ -187,6 +198,9 @@ impl Options {
         }
         if self.block_size < 256 {
             return bad("block_size must be at least 256");
+        }
+        if self.max_open_files == 0 {
+            return bad("max_open_files must be at least 1");
         }
         if self.num_levels < 2 || self.num_levels > 16 {
             return bad("num_levels must be between 2 and 16");

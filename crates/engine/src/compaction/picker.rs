@@ -307,11 +307,12 @@ mod tests {
     /// manual compaction, which never moves, once put an output over it).
     #[test]
     fn runs_merge_with_the_l1_tables_in_their_gaps() {
-        let ctx = TableCtx {
-            storage: Arc::new(MemStorage::new()),
-            cache: Arc::new(BlockCache::new(0)),
-            counters: Arc::new(Counters::default()),
-        };
+        let ctx = TableCtx::new(
+            Arc::new(MemStorage::new()),
+            Arc::new(BlockCache::new(0)),
+            Arc::new(Counters::default()),
+            16,
+        );
         let edit = VersionEdit {
             added: vec![
                 (RUNS, props(1, 7, b"a", b"c")),

@@ -4,9 +4,9 @@
 use super::{Inner, Nsid};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, SeqNo, ValueAddr};
-use crate::storage::IoPurpose;
-use crate::vlog::{self, EncodedWrite, SEGMENT_HEADER_LEN};
+use crate::vlog::{self, EncodedWrite, SegmentScan, SCAN_CHUNK};
 use bytes::Bytes;
+use std::collections::HashSet;
 
 /// What a garbage collection did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -22,6 +22,9 @@ pub struct GcStats {
 /// Rewrites go to the log in groups of about this many bytes, so writers are not held up
 /// for long at a time.
 const REWRITE_CHUNK: usize = 1 << 20;
+
+/// Puts of a segment checked against the open snapshots at a time.
+const SNAPSHOT_CHECK_PUTS: usize = 4096;
 
 struct LiveRecord {
     nsid: Nsid,
@@ -58,84 +61,91 @@ impl Inner {
     }
 
     /// Collects segment `seg` if at least `min_dead_ratio` of its record bytes are dead.
+    ///
+    /// The segment is streamed, never held whole: one pass finds the live records (keeping
+    /// their offsets), the snapshot checks walk it again only while snapshots exist, and the
+    /// rewrite pass copies live records out one group ([`REWRITE_CHUNK`]) at a time.
     pub(super) fn gc_segment(
         &self,
         seg: u64,
         min_dead_ratio: f64,
         stats: &mut GcStats,
     ) -> Result<()> {
-        let name = vlog::segment_name(seg);
-        let data = Bytes::from(
-            crate::storage::read_all(self.storage.as_ref(), &name, IoPurpose::Log).ctx(&name)?,
-        );
+        let mut scan = match SegmentScan::open(self.storage.as_ref(), seg, SCAN_CHUNK) {
+            Ok(scan) => scan,
+            // Collected and deleted since it was listed, by a collection that raced this one
+            // (a manual and a background pass): nothing is left to do.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let seg_len = scan.len();
         stats.segments_scanned += 1;
         let dead_ns = self.namespaces.read().dead.clone();
+        // Offsets of the records still current.
         let mut live = Vec::new();
-        // Every put a snapshot might still read (a destroyed namespace's too: an iterator
-        // opened before the destroy reads on).
-        let mut puts = Vec::new();
         let (mut live_bytes, mut total) = (0u64, 0u64);
-        let mut pos = SEGMENT_HEADER_LEN as usize;
-        if data.len() < pos || data[..8] != vlog::SEGMENT_MAGIC {
-            return Err(Error::corruption(&name, 0, "bad value-log segment header"));
-        }
-        while pos < data.len() {
-            let (rec, len) = vlog::decode_record(&data[pos..]).map_err(|e| {
-                Error::corruption(&name, pos as u64, format!("bad value-log record ({e:?})"))
-            })?;
+        while let Some(r) = scan.next_record()? {
+            let rec = r.record;
             let addr = ValueAddr {
                 segment: seg,
-                offset: pos as u64,
-                len: len as u32,
+                offset: r.offset,
+                len: r.len as u32,
             };
-            total += len as u64;
-            let key_at = pos + vlog::RECORD_HEADER_LEN;
-            if rec.kind == Kind::Put {
-                puts.push((rec.nsid, data.slice(key_at..key_at + rec.key.len()), addr));
-            }
+            total += r.len as u64;
             let candidate = rec.kind == Kind::Put
                 && !dead_ns.contains(&rec.nsid)
                 && !self.liveness.is_dead(&addr)
                 && self.is_current(rec.nsid, rec.key, addr)?;
             if candidate {
-                live_bytes += len as u64;
-                live.push(LiveRecord {
-                    nsid: rec.nsid,
-                    key: data.slice(key_at..key_at + rec.key.len()),
-                    value: data.slice(key_at + rec.key.len()..pos + len),
-                    addr,
-                });
+                live_bytes += r.len as u64;
+                live.push(r.offset);
             }
-            pos += len;
         }
         let dead = total - live_bytes;
         if total > 0 && (dead == 0 || (dead as f64) < min_dead_ratio * total as f64) {
             return Ok(());
         }
         let released = self.snapshots.releases();
-        let seen = self.seen_by_snapshot(&puts)?;
+        let seen = self.segment_seen_by_snapshot(&mut scan)?;
         if !seen.is_empty() {
             self.defer_segment(seg, released, seen);
             return Ok(());
         }
-        for chunk in chunks(&live) {
-            let mut guard = self.writer.lock();
-            let w = &mut *guard;
-            self.make_room(w)?;
-            // Checked again under the writer lock: no write can slip in between.
-            let mut group = Vec::new();
-            let mut bytes = 0;
-            for r in chunk {
-                if self.is_current(r.nsid, &r.key, r.addr)? {
-                    let e = EncodedWrite::new(r.nsid, &[(Kind::Put, &r.key[..], &r.value[..])]);
-                    bytes += e.buf.len();
-                    group.push(e);
-                    stats.records_rewritten += 1;
-                    stats.bytes_rewritten += u64::from(r.addr.len);
-                }
+        // The passes after the first read the file opened for it: a segment retired meanwhile
+        // (a collection that raced this one) stays readable.
+        scan.rewind();
+        let mut wanted = live.iter().copied().peekable();
+        let mut group: Vec<LiveRecord> = Vec::new();
+        let mut group_bytes = 0;
+        while wanted.peek().is_some() {
+            let Some(r) = scan.next_record()? else {
+                return Err(Error::corruption(
+                    scan.name(),
+                    seg_len,
+                    "value-log segment shorter than when GC first read it",
+                ));
+            };
+            if wanted.peek() != Some(&r.offset) {
+                continue;
             }
-            if !group.is_empty() {
-                self.append_locked(w, group, bytes, false)?;
+            wanted.next();
+            group_bytes += r.len;
+            group.push(LiveRecord {
+                nsid: r.record.nsid,
+                key: Bytes::copy_from_slice(r.record.key),
+                value: Bytes::copy_from_slice(r.record.value),
+                addr: ValueAddr {
+                    segment: seg,
+                    offset: r.offset,
+                    len: r.len as u32,
+                },
+            });
+            if group_bytes >= REWRITE_CHUNK || wanted.peek().is_none() {
+                self.rewrite_group(&group, stats)?;
+                group.clear();
+                group_bytes = 0;
             }
         }
         // The rewritten records must be durable before the only other copy goes.
@@ -143,11 +153,12 @@ impl Inner {
         // A snapshot taken before the rewrites became visible reads the old copies; one
         // taken after reads the new ones.
         let released = self.snapshots.releases();
-        let seen = self.seen_by_snapshot(&puts)?;
+        let seen = self.segment_seen_by_snapshot(&mut scan)?;
         if !seen.is_empty() {
             self.defer_segment(seg, released, seen);
             return Ok(());
         }
+        drop(scan);
         // A flush that retires index entries reads the versions its writes replace, and some
         // may be in this segment: it goes once everything written so far is flushed. This holds
         // with no index too, since one may be created before those writes are flushed.
@@ -155,8 +166,72 @@ impl Inner {
         self.retire_after_flush.lock().push((upto, seg));
         self.retire_if_all_flushed();
         stats.segments_deleted += 1;
-        stats.bytes_reclaimed += data.len() as u64;
+        stats.bytes_reclaimed += seg_len;
         Ok(())
+    }
+
+    /// Appends the records of `group` that are still current at the head of the log, as one
+    /// group under the writer lock.
+    fn rewrite_group(&self, group: &[LiveRecord], stats: &mut GcStats) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let w = &mut *guard;
+        self.make_room(w)?;
+        // Checked again under the writer lock: no write can slip in between.
+        let mut encoded = Vec::new();
+        let mut bytes = 0;
+        for r in group {
+            if self.is_current(r.nsid, &r.key, r.addr)? {
+                let e = EncodedWrite::new(r.nsid, &[(Kind::Put, &r.key[..], &r.value[..])]);
+                bytes += e.buf.len();
+                encoded.push(e);
+                stats.records_rewritten += 1;
+                stats.bytes_rewritten += u64::from(r.addr.len);
+            }
+        }
+        if !encoded.is_empty() {
+            self.append_locked(w, encoded, bytes, false)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a live snapshot reads a put of the segment `scan` reads (of a namespace not in
+    /// `dead_ns`): [`Inner::seen_by_snapshot`] over the segment's puts, streamed and checked
+    /// [`SNAPSHOT_CHECK_PUTS`] at a time. With no snapshot open, nothing is read.
+    fn segment_seen_by_snapshot(&self, scan: &mut SegmentScan) -> Result<Vec<Nsid>> {
+        let with_snapshots: HashSet<Nsid> =
+            self.snapshots.list().into_iter().map(|(ns, _)| ns).collect();
+        if with_snapshots.is_empty() {
+            return Ok(Vec::new());
+        }
+        let seg = scan.segment();
+        scan.rewind();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut puts = Vec::with_capacity(SNAPSHOT_CHECK_PUTS);
+        loop {
+            let next = scan.next_record()?;
+            let end = next.is_none();
+            if let Some(r) = next {
+                // Every put a snapshot might still read (a destroyed namespace's too: an
+                // iterator opened before the destroy reads on), of namespaces not found yet.
+                let ns = r.record.nsid;
+                if r.record.kind == Kind::Put && with_snapshots.contains(&ns) && !seen.contains(&ns)
+                {
+                    let addr = ValueAddr {
+                        segment: seg,
+                        offset: r.offset,
+                        len: r.len as u32,
+                    };
+                    puts.push((ns, Bytes::copy_from_slice(r.record.key), addr));
+                }
+            }
+            if puts.len() >= SNAPSHOT_CHECK_PUTS || (end && !puts.is_empty()) {
+                seen.extend(self.seen_by_snapshot(&puts)?);
+                puts.clear();
+            }
+            if end || seen.len() == with_snapshots.len() {
+                return Ok(seen.into_iter().collect());
+            }
+        }
     }
 
     /// Deletes segment `seg` once the gets that may have found an address in it are done.
@@ -265,21 +340,4 @@ impl Inner {
             })
             .map(|(id, _)| id))
     }
-}
-
-fn chunks(live: &[LiveRecord]) -> Vec<&[LiveRecord]> {
-    let mut out = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (i, r) in live.iter().enumerate() {
-        bytes += r.addr.len as usize;
-        if bytes >= REWRITE_CHUNK {
-            out.push(&live[start..=i]);
-            start = i + 1;
-            bytes = 0;
-        }
-    }
-    if start < live.len() {
-        out.push(&live[start..]);
-    }
-    out
 }

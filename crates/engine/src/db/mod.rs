@@ -175,11 +175,12 @@ impl Db {
             StorageKind::Posix => 4096,
         };
         let counters = Arc::new(Counters::new(page_size));
-        let ctx = TableCtx {
-            storage: storage.clone(),
-            cache: Arc::new(BlockCache::new(options.cache_bytes)),
-            counters: counters.clone(),
-        };
+        let ctx = TableCtx::new(
+            storage.clone(),
+            Arc::new(BlockCache::new(options.cache_bytes)),
+            counters.clone(),
+            options.max_open_files,
+        );
         let (versions, mem, vlog) = recover(&ctx, &options)?;
         let namespaces = NsState {
             live: versions

@@ -243,7 +243,7 @@ pub(super) fn search_tables(
             let r = t.reader()?;
             if r.ns_may_contain(ns, key) {
                 *probed = true;
-                if let Some(f) = probe_table(r, user, &seek, hash, c, cache.as_deref_mut())? {
+                if let Some(f) = probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())? {
                     return Ok(Some(f));
                 }
             }
@@ -262,7 +262,7 @@ pub(super) fn search_tables(
                 Some(t) => {
                     probed = true;
                     let r = t.reader()?;
-                    probe_table(r, user, &seek, hash, c, cache.as_deref_mut())?
+                    probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())?
                 }
                 None => None,
             },

@@ -59,12 +59,18 @@ pub(super) fn recover(
     // A segment too short for its header was being created when a write failed or the
     // power went: it never held a record.
     let mut kept = Vec::with_capacity(segments.len());
+    // Segments that hold their header and no record: an earlier open's segment that got no
+    // write. Nothing can point into them; they go once the new segment exists.
+    let mut empty = Vec::new();
     for seg in segments {
         let name = vlog::segment_name(seg);
         let len = storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
         if len < vlog::SEGMENT_HEADER_LEN {
             storage.delete(&name).ctx(&name)?;
         } else {
+            if len == vlog::SEGMENT_HEADER_LEN {
+                empty.push(seg);
+            }
             kept.push(seg);
         }
     }
@@ -154,5 +160,16 @@ pub(super) fn recover(
         },
     )?;
     let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
+    // The new manifest replays from the new segment: the empty ones are of no use to replay,
+    // and without this every open would leave one more behind. A crash before the deletions
+    // are durable leaves them for the next open to delete.
+    for seg in empty {
+        let name = vlog::segment_name(seg);
+        match storage.delete(&name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(file = %name, error = %e, "could not delete an empty segment"),
+        }
+    }
     Ok((versions, Memtable::new(opts.memtable_bytes), writer))
 }

@@ -141,11 +141,18 @@ impl PosixReadable {
 }
 
 impl RandomAccessFile for PosixReadable {
-    fn read_at(&self, offset: u64, len: usize, _purpose: IoPurpose) -> io::Result<Vec<u8>> {
+    fn read_at(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Vec<u8>> {
         let end = offset
             .checked_add(len as u64)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past 2^64"))?;
-        if let Some(map) = self.map_covering(end)? {
+        // Log reads (replay, value-log GC) go over a file once, front to back, into a buffer
+        // of their own: through a map they would gain nothing and leave every page they
+        // touched in the process's resident set.
+        let mapped = match purpose {
+            IoPurpose::Log => None,
+            _ => self.map_covering(end)?,
+        };
+        if let Some(map) = mapped {
             return Ok(map[offset as usize..end as usize].to_vec());
         }
         let mut buf = vec![0u8; len];
@@ -157,7 +164,11 @@ impl RandomAccessFile for PosixReadable {
         let end = offset
             .checked_add(len as u64)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past 2^64"))?;
-        match self.map_covering(end)? {
+        let mapped = match purpose {
+            IoPurpose::Log => None,
+            _ => self.map_covering(end)?,
+        };
+        match mapped {
             Some(map) => Ok(map.slice(offset as usize..end as usize)),
             None => self.read_at(offset, len, purpose).map(Bytes::from),
         }

@@ -9,10 +9,12 @@ pub mod block;
 mod builder;
 mod cache;
 pub mod filter;
+mod open_cache;
 mod reader;
 
 pub use builder::{TableBuilder, TableProps};
 pub use cache::BlockCache;
+pub use open_cache::TableCache;
 pub use reader::{IterConfig, TableIter, TableReader};
 
 use crate::coding::{get_u32, get_u64, put_u32, put_u64, put_varint, Cursor};

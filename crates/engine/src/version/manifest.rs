@@ -365,11 +365,12 @@ mod tests {
 
     fn ctx() -> TableCtx {
         let storage: StorageRef = Arc::new(MemStorage::new());
-        TableCtx {
+        TableCtx::new(
             storage,
-            cache: Arc::new(BlockCache::new(0)),
-            counters: Arc::new(Counters::default()),
-        }
+            Arc::new(BlockCache::new(0)),
+            Arc::new(Counters::default()),
+            16,
+        )
     }
 
     #[test]

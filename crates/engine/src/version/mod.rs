@@ -13,9 +13,9 @@ use crate::error::Result;
 use crate::key::ikey_user;
 use crate::stats::Counters;
 use crate::storage::StorageRef;
-use crate::table::{table_name, BlockCache, TableProps, TableReader};
+use crate::table::{table_name, BlockCache, TableCache, TableProps, TableReader};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// What a table handle needs to open its file and to clean up after itself.
 #[derive(Clone)]
@@ -23,13 +23,33 @@ pub struct TableCtx {
     pub storage: StorageRef,
     pub cache: Arc<BlockCache>,
     pub counters: Arc<Counters>,
+    /// The open tables (`Options::max_open_files`).
+    pub readers: Arc<TableCache>,
+}
+
+impl TableCtx {
+    /// A context over `storage` whose tables share the block cache `cache` and count their
+    /// reads in `counters`; at most about `max_open_files` tables are kept open.
+    pub fn new(
+        storage: StorageRef,
+        cache: Arc<BlockCache>,
+        counters: Arc<Counters>,
+        max_open_files: usize,
+    ) -> TableCtx {
+        TableCtx {
+            storage,
+            cache,
+            counters,
+            readers: Arc::new(TableCache::new(max_open_files)),
+        }
+    }
 }
 
 /// A table in some version. The file is deleted when the last version holding it goes away
-/// after the table was dropped from the current version.
+/// after the table was dropped from the current version. Its reader (and open file) lives
+/// in the table cache, [`TableCtx::readers`].
 pub struct TableHandle {
     pub props: TableProps,
-    reader: OnceLock<Arc<TableReader>>,
     obsolete: AtomicBool,
     ctx: TableCtx,
 }
@@ -38,7 +58,6 @@ impl TableHandle {
     pub fn new(props: TableProps, ctx: TableCtx) -> Arc<TableHandle> {
         Arc::new(TableHandle {
             props,
-            reader: OnceLock::new(),
             obsolete: AtomicBool::new(false),
             ctx,
         })
@@ -48,19 +67,17 @@ impl TableHandle {
         self.props.id
     }
 
-    /// The open table, opened on first use. Borrowed: a get probes several tables, and a
-    /// reference count bumped per probe is a shared write per probe.
-    pub fn reader(&self) -> Result<&Arc<TableReader>> {
-        if let Some(r) = self.reader.get() {
-            return Ok(r);
-        }
-        let r = Arc::new(TableReader::open(
-            self.ctx.storage.as_ref(),
-            self.props.id,
-            self.ctx.cache.clone(),
-            self.ctx.counters.clone(),
-        )?);
-        Ok(self.reader.get_or_init(|| r))
+    /// The open table from the table cache, opened if the cache does not hold it. The file
+    /// stays open while the answer is held, whatever the cache evicts meanwhile.
+    pub fn reader(&self) -> Result<Arc<TableReader>> {
+        self.ctx.readers.get_or_open(self.props.id, || {
+            TableReader::open(
+                self.ctx.storage.as_ref(),
+                self.props.id,
+                self.ctx.cache.clone(),
+                self.ctx.counters.clone(),
+            )
+        })
     }
 
     /// Smallest `nsid ++ user key`.
@@ -121,6 +138,7 @@ impl Drop for TableHandle {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) {
             self.ctx.cache.evict_table(self.props.id);
+            self.ctx.readers.evict(self.props.id);
             let name = table_name(self.props.id);
             if let Err(e) = self.ctx.storage.delete(&name) {
                 tracing::warn!(file = %name, error = %e, "could not delete obsolete table");

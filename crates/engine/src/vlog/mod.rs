@@ -10,9 +10,11 @@
 
 mod liveness;
 mod reader;
+mod scan;
 
 pub use liveness::Liveness;
 pub use reader::{LastSegment, ReadPin, VlogReader};
+pub use scan::{SegmentScan, SCAN_CHUNK};
 
 use crate::coding::{get_u32, get_u64, put_u32, put_u64};
 use crate::error::{Error, IoContext, Result};
