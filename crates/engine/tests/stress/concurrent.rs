@@ -1,0 +1,1 @@
+//! Several threads on one database (filled in below).
