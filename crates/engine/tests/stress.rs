@@ -164,3 +164,33 @@ fn generator_is_deterministic() {
     assert_eq!(a, b);
     assert_ne!(a, single_log(43, 500));
 }
+
+/// Replays a fixed log under every configuration (the regression tests below).
+fn replay(ops: &[Op]) {
+    if let Err((f, _)) = run_all(&configs(), ops) {
+        panic!("{f}\nlog:\n{}", print_log(ops));
+    }
+}
+
+/// Found by the stress test: `Iter::seek` on an iterator whose database was closed
+/// succeeded (`next` failed with `Closed`, `seek` did not look).
+#[test]
+fn regression_seek_after_close_fails() {
+    replay(&[
+        Op::CreateNs { ns: 1 },
+        Op::IterOpen {
+            it: 2,
+            ns: 1,
+            snap: None,
+            spec: ops::IterSpec {
+                upper: Some(43),
+                prefix: None,
+                keys_only: false,
+                prefetch: 2,
+                index_prefetch: false,
+            },
+        },
+        Op::Reopen,
+        Op::IterSeek { it: 2, key: 80 },
+    ]);
+}
