@@ -156,6 +156,57 @@ fn stress_metamorphic() {
     report(started, &seeds);
 }
 
+/// Threads: workers with their own namespaces and models, a chaos thread (flush,
+/// compaction, GC), a writer and a reader on a shared namespace; reopens between phases.
+#[test]
+fn stress_concurrent() {
+    let started = Instant::now();
+    let n = env_u64("CERBERUS_STRESS_OPS").map_or(600, |n| (n / 3) as usize);
+    let cfgs = configs();
+    let seeds: Vec<u64> = match env_u64("CERBERUS_STRESS_SEED") {
+        Some(s) => vec![s],
+        None => vec![11, 12],
+    };
+    for seed in &seeds {
+        for cfg in [&cfgs[0], &cfgs[2]] {
+            let Err(f) = concurrent::run(cfg, *seed, 3, 3, n) else {
+                continue;
+            };
+            let mut msg = format!(
+                "concurrent stress test failed\n  seed: {seed} (CERBERUS_STRESS_SEED={seed})\n  \
+                 configuration: {}\n  failure: {}\n",
+                cfg.name, f.msg
+            );
+            if let Some((w, log)) = f.worker {
+                // Alone, on a database of its own: does the worker's log fail without the others?
+                match run_log(cfg, &log) {
+                    Err(first) => {
+                        let budget = Duration::from_secs(
+                            env_u64("CERBERUS_STRESS_SHRINK_SECS").unwrap_or(120),
+                        );
+                        let (min, last, runs) =
+                            shrink::shrink(&log, first, budget, &mut |c| run_log(cfg, c).err());
+                        msg += &format!(
+                            "  worker {w}'s log fails alone too: {last}\n  minimal log ({} ops, {runs} runs):\n{}",
+                            min.len(),
+                            print_log(&min)
+                        );
+                    }
+                    Ok(_) => {
+                        let tail = log.len().saturating_sub(40);
+                        msg += &format!(
+                            "  worker {w}'s log passes alone (a concurrency failure); its last ops:\n{}",
+                            print_log(&log[tail..])
+                        );
+                    }
+                }
+            }
+            panic!("{msg}");
+        }
+    }
+    report(started, &seeds);
+}
+
 /// The log a seed generates is the same every time.
 #[test]
 fn generator_is_deterministic() {

@@ -1623,31 +1623,31 @@ fn check_read(
 }
 
 /// The database an operation runs on: a host that can reopen it, or a shared one.
-#[allow(dead_code)]
 pub enum DbRef<'a> {
     Host(&'a mut Host),
-    Shared(&'a Db),
+    /// A database shared by threads, and its epoch.
+    Shared(&'a Db, u64),
 }
 
 impl DbRef<'_> {
     fn db(&self) -> &Db {
         match self {
             DbRef::Host(h) => h.db(),
-            DbRef::Shared(d) => d,
+            DbRef::Shared(d, _) => d,
         }
     }
 
     fn epoch(&self) -> u64 {
         match self {
             DbRef::Host(h) => h.epoch,
-            DbRef::Shared(_) => 0,
+            DbRef::Shared(_, e) => *e,
         }
     }
 
     fn host(&mut self) -> Option<&mut Host> {
         match self {
             DbRef::Host(h) => Some(h),
-            DbRef::Shared(_) => None,
+            DbRef::Shared(..) => None,
         }
     }
 }
