@@ -211,8 +211,8 @@ pub fn run(
             .db()
             .namespace(shared_ns)
             .map_err(|e| plain(e.to_string()))?;
-        for i in 0..SHARED_KEYS {
-            let want = acked[i].load(Ordering::SeqCst);
+        for (i, acked) in acked.iter().enumerate() {
+            let want = acked.load(Ordering::SeqCst);
             let got = shared
                 .get(&shared_key(i))
                 .map_err(|e| plain(e.to_string()))?
