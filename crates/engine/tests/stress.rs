@@ -92,13 +92,18 @@ fn check_seed(seed: u64, n: usize, cfgs: &[Config]) {
     let Err((failure, needed)) = run_all(cfgs, &ops) else {
         return;
     };
-    eprintln!("stress: seed {seed} failed: {failure}\nshrinking...");
+    let found_after = format!(
+        "{} operations, {:.1} s into the run",
+        run::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed),
+        run_started().elapsed().as_secs_f64()
+    );
+    eprintln!("stress: seed {seed} failed after {found_after}: {failure}\nshrinking...");
     let budget = Duration::from_secs(env_u64("CERBERUS_STRESS_SHRINK_SECS").unwrap_or(120));
     let (min, last, runs) = shrink::shrink(&ops, failure.clone(), budget, &mut |cand| {
         run_all(&needed, cand).err().map(|(f, _)| f)
     });
     panic!(
-        "stress test failed\n  seed: {seed} (CERBERUS_STRESS_SEED={seed} CERBERUS_STRESS_OPS={n})\n  \
+        "stress test failed (found after {found_after})\n  seed: {seed} (CERBERUS_STRESS_SEED={seed} CERBERUS_STRESS_OPS={n})\n  \
          configuration: {}\n  first failure: {failure}\n  minimal failure: {last}\n  \
          options: {:#?}\n  minimal log ({} ops of {}, {runs} shrink runs):\n{}",
         needed.iter().map(|c| c.name).collect::<Vec<_>>().join(" vs "),
@@ -107,6 +112,12 @@ fn check_seed(seed: u64, n: usize, cfgs: &[Config]) {
         ops.len(),
         print_log(&min)
     );
+}
+
+/// When the first run of this process started.
+fn run_started() -> Instant {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *START.get_or_init(Instant::now)
 }
 
 fn report(started: Instant, seeds: &[u64]) {
@@ -125,7 +136,7 @@ fn report(started: Instant, seeds: &[u64]) {
 /// CI: fixed seeds under every configuration (or the seeds and time the environment asks).
 #[test]
 fn stress_metamorphic() {
-    let started = Instant::now();
+    let started = run_started();
     let n = env_u64("CERBERUS_STRESS_OPS").unwrap_or(1_500) as usize;
     let cfgs = configs();
     let mut seeds = Vec::new();
@@ -173,7 +184,7 @@ fn stress_concurrent() {
                 continue;
             };
             let mut msg = format!(
-                "concurrent stress test failed\n  seed: {seed} (CERBERUS_STRESS_SEED={seed})\n  \
+                "concurrent stress test failed (found after {found_after})\n  seed: {seed} (CERBERUS_STRESS_SEED={seed})\n  \
                  configuration: {}\n  failure: {}\n",
                 cfg.name, f.msg
             );

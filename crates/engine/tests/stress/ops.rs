@@ -413,7 +413,7 @@ pub const WEIGHTS: &[(&str, u32)] = &[
     ("create_namespace", 8),
     ("destroy_namespace", 3),
     ("create_index", 12),
-    ("drop_index", 5),
+    ("drop_index", 9),
     ("list_indexes", 6),
     ("query", 90),
     ("snapshot", 12),
@@ -444,6 +444,9 @@ pub struct Gen {
     seq: u64,
     /// Keys recently written, per namespace slot, so reads hit more often than not.
     hot: Vec<u16>,
+    /// Indexes this log created (as far as the generator knows), so that drops hit and the
+    /// database often has no index at all (defect 1 of issue 30 needs that).
+    indexed: Vec<(u8, u8)>,
 }
 
 impl Gen {
@@ -459,6 +462,7 @@ impl Gen {
             total,
             seq: 0,
             hot: Vec::new(),
+            indexed: Vec::new(),
         }
     }
 
@@ -738,10 +742,13 @@ impl Gen {
                 }
             }
             "create_index" => {
-                let ns = self.ns();
+                let (ns, attr) = (self.ns(), self.rng.gen_range(0..ATTRS.len() as u8));
+                if !self.indexed.contains(&(ns, attr)) {
+                    self.indexed.push((ns, attr));
+                }
                 let op = Op::CreateIndex {
                     ns,
-                    attr: self.rng.gen_range(0..ATTRS.len() as u8),
+                    attr,
                     kind: if self.rng.gen_bool(0.5) {
                         IdxKind::Classic
                     } else {
@@ -749,7 +756,7 @@ impl Gen {
                     },
                 };
                 // Defect 1's shape: GC with unflushed rewrites, then an index, then a reopen.
-                if self.cfg.db_calls && self.rng.gen_range(0..3) == 0 {
+                if self.cfg.db_calls && self.rng.gen_bool(0.5) {
                     out.push(Op::Gc);
                     out.push(op);
                     if self.cfg.lifecycle && self.rng.gen_bool(0.5) {
@@ -759,10 +766,18 @@ impl Gen {
                 }
                 op
             }
-            "drop_index" => Op::DropIndex {
-                ns: self.ns(),
-                attr: self.rng.gen_range(0..ATTRS.len() as u8),
-            },
+            "drop_index" => {
+                if !self.indexed.is_empty() && self.rng.gen_range(0..5) > 0 {
+                    let i = self.rng.gen_range(0..self.indexed.len());
+                    let (ns, attr) = self.indexed.swap_remove(i);
+                    Op::DropIndex { ns, attr }
+                } else {
+                    Op::DropIndex {
+                        ns: self.ns(),
+                        attr: self.rng.gen_range(0..ATTRS.len() as u8),
+                    }
+                }
+            }
             "list_indexes" => Op::ListIndexes { ns: self.ns() },
             "query" => Op::Query {
                 ns: self.ns(),
