@@ -184,7 +184,7 @@ fn stress_concurrent() {
                 continue;
             };
             let mut msg = format!(
-                "concurrent stress test failed (found after {found_after})\n  seed: {seed} (CERBERUS_STRESS_SEED={seed})\n  \
+                "concurrent stress test failed\n  seed: {seed} (CERBERUS_STRESS_SEED={seed})\n  \
                  configuration: {}\n  failure: {}\n",
                 cfg.name, f.msg
             );
