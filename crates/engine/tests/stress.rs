@@ -120,6 +120,21 @@ fn run_started() -> Instant {
     *START.get_or_init(Instant::now)
 }
 
+/// New seeds, different in each process.
+fn new_seeds() -> impl FnMut() -> u64 {
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        ^ u64::from(std::process::id());
+    move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 16
+    }
+}
+
 fn report(started: Instant, seeds: &[u64]) {
     let secs = started.elapsed().as_secs_f64();
     let ops = run::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed);
@@ -145,15 +160,9 @@ fn stress_metamorphic() {
         check_seed(seed, n, &cfgs);
     } else if let Some(min) = env_u64("CERBERUS_STRESS_MINUTES") {
         let until = started + Duration::from_secs(min * 60);
-        let mut seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
+        let mut fresh = new_seeds();
         while Instant::now() < until {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let s = seed >> 16;
+            let s = fresh();
             println!("stress: seed {s}");
             seeds.push(s);
             check_seed(s, n, &cfgs);
@@ -174,11 +183,24 @@ fn stress_concurrent() {
     let started = Instant::now();
     let n = env_u64("CERBERUS_STRESS_OPS").map_or(600, |n| (n / 3) as usize);
     let cfgs = configs();
-    let seeds: Vec<u64> = match env_u64("CERBERUS_STRESS_SEED") {
+    let mut seeds: Vec<u64> = match env_u64("CERBERUS_STRESS_SEED") {
         Some(s) => vec![s],
         None => vec![11, 12],
     };
-    for seed in &seeds {
+    let until = env_u64("CERBERUS_STRESS_MINUTES").map(|m| started + Duration::from_secs(m * 60));
+    let mut next = seeds.clone().into_iter();
+    let mut fresh = new_seeds();
+    while let Some(seed) = next
+        .next()
+        .or_else(|| until.filter(|u| Instant::now() < *u).map(|_| fresh()))
+    {
+        if until.is_some() {
+            println!("stress (concurrent): seed {seed}");
+            if !seeds.contains(&seed) {
+                seeds.push(seed);
+            }
+        }
+        let seed = &seed;
         for cfg in [&cfgs[0], &cfgs[2]] {
             let Err(f) = concurrent::run(cfg, *seed, 3, 3, n) else {
                 continue;
@@ -255,4 +277,46 @@ fn regression_seek_after_close_fails() {
         Op::Reopen,
         Op::IterSeek { it: 2, key: 80 },
     ]);
+}
+
+/// Found by the concurrent stress test (seed 11, posix configuration): `gc_value_log` fails
+/// with "I/O error on NNNNNN.vlog: No such file or directory" while another thread flushes.
+/// `retire_flushed_segments` (db/gc.rs) takes a segment out of `retire_after_flush` before
+/// `retire_segment` marks it retired; a GC pass listing segments in between
+/// (`sealed_segments`) sees it as neither, keeps it, and its read fails once the retire has
+/// deleted the file. Ignored until fixed in db/gc.rs (being reworked for GC streaming).
+#[test]
+#[ignore = "engine bug in db/gc.rs, reported: GC lists a segment a concurrent flush retires"]
+fn regression_gc_races_a_flush_retiring_segments() {
+    let cfg = &configs()[0];
+    // Each attempt hits the window about one time in three.
+    for _attempt in 0..20 {
+        let host = run::Host::new(cfg).unwrap();
+        let db = host.db();
+        let ns = db.default_namespace();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let gc = s.spawn(|| {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    db.gc_value_log()
+                        .expect("gc_value_log while another thread flushes");
+                    n += 1;
+                }
+                n
+            });
+            for i in 0..20_000u32 {
+                let v = vec![b'v'; 300 + (i % 7) as usize * 100];
+                ns.put(format!("k{:03}", i % 64).as_bytes(), &v).unwrap();
+                if i % 16 == 0 {
+                    db.flush().unwrap();
+                }
+                if gc.is_finished() {
+                    break;
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            println!("{} GC passes", gc.join().unwrap());
+        });
+    }
 }

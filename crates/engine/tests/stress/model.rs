@@ -39,9 +39,25 @@ pub struct NsModel {
     pub uncertain: BTreeMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
     /// A failed index create or drop left the index set undecided.
     pub indexes_uncertain: bool,
+    /// Keys written since the last sync point, with the value they had then and every value
+    /// written since: what a crash may leave of an unsynced write.
+    pub since_sync: BTreeMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
 }
 
 impl NsModel {
+    /// A crash without sync: every key written since the last sync point may hold any value
+    /// it had since.
+    pub fn crash_unsynced(&mut self) {
+        for (k, cands) in std::mem::take(&mut self.since_sync) {
+            let c = self.uncertain.entry(k).or_default();
+            for x in cands {
+                if !c.contains(&x) {
+                    c.push(x);
+                }
+            }
+        }
+    }
+
     pub fn certain(&self) -> bool {
         self.uncertain.is_empty()
     }
@@ -60,6 +76,14 @@ impl NsModel {
 
     /// Applies an acknowledged write.
     pub fn write(&mut self, key: &[u8], new: Option<Vec<u8>>) {
+        let old = self.data.get(key).cloned();
+        let c = self
+            .since_sync
+            .entry(key.to_vec())
+            .or_insert_with(|| vec![old]);
+        if !c.contains(&new) {
+            c.push(new.clone());
+        }
         self.uncertain.remove(key);
         match new {
             Some(v) => self.data.insert(key.to_vec(), v),

@@ -156,6 +156,15 @@ pub fn configs() -> Vec<Config> {
             },
         },
         Config {
+            name: "fault/shared/no sync (crash loses what came after the last sync)",
+            storage: StorageSpec::Fault,
+            opts: Options {
+                sync: false,
+                layout: Layout::Shared,
+                ..b()
+            },
+        },
+        Config {
             name: "fault/per-ns/sync (crash, I/O errors)",
             storage: StorageSpec::Fault,
             opts: Options { sync: true, ..b() },
@@ -290,6 +299,9 @@ pub struct Session {
     created: u64,
     /// A fault is armed, or fired since the last heal: failures are allowed.
     pub faulty: bool,
+    /// Writes are not synced and crashes happen: a crash may lose what came after the last
+    /// sync point.
+    pub unsynced: bool,
     pub trace: Vec<String>,
     /// Whether this session owns the whole database (checks list_namespaces exactly).
     pub exclusive: bool,
@@ -726,6 +738,7 @@ impl Session {
             faulty: false,
             trace: Vec::new(),
             exclusive,
+            unsynced: false,
         }
     }
 
@@ -902,7 +915,12 @@ impl Session {
                 } else {
                     h.put(&k, value)
                 };
-                write_result(m, faulty, r, &[(k, Some(value.clone()))])
+                let r = write_result(m, faulty, r, &[(k, Some(value.clone()))]);
+                if *sync && r.as_deref() == Ok("ok") {
+                    // The log is one sequence: its sync makes every earlier write durable.
+                    self.sync_point();
+                }
+                r
             }
             Op::Delete { ns, key } => {
                 let k = key_bytes(*key);
@@ -1394,7 +1412,13 @@ impl Session {
                 "Db::gc_value_log",
                 host.db().gc_value_log().map(|_| ()),
             ),
-            Op::SyncLog => bg(faulty, "Db::sync_log", host.db().sync_log()),
+            Op::SyncLog => {
+                let r = bg(faulty, "Db::sync_log", host.db().sync_log());
+                if r.as_deref() == Ok("ok") {
+                    self.sync_point();
+                }
+                r
+            }
             Op::Stats => {
                 cov("Db::stats");
                 let s = host.db().stats();
@@ -1422,8 +1446,16 @@ impl Session {
                 if matches!(op, Op::Heal) && h.fault.is_none() {
                     return Ok("skip".into());
                 }
+                if crash && self.unsynced {
+                    for s in &mut self.slots {
+                        if let Slot::Live { m, .. } = s {
+                            m.crash_unsynced();
+                        }
+                    }
+                }
                 h.reopen(crash).map_err(|e| format!("{op}: {e}"))?;
                 self.faulty = false;
+                self.sync_point();
                 let db = h.db.as_ref().unwrap();
                 self.rebind(db)?;
                 self.settle()?;
@@ -1451,6 +1483,15 @@ impl Session {
                 }));
                 self.faulty = true;
                 Ok("armed".into())
+            }
+        }
+    }
+
+    /// Everything acknowledged so far is durable.
+    fn sync_point(&mut self) {
+        for s in &mut self.slots {
+            if let Slot::Live { m, .. } = s {
+                m.since_sync.clear();
             }
         }
     }
@@ -1676,6 +1717,7 @@ pub fn run_log(cfg: &Config, ops: &[Op]) -> Result<Vec<String>, Failure> {
     };
     let mut host = Host::new(cfg).map_err(|e| fail(0, e))?;
     let mut s = Session::new("", true, true, host.db());
+    s.unsynced = cfg.storage == StorageSpec::Fault && !cfg.opts.sync;
     for (i, op) in ops.iter().enumerate() {
         let mut r = DbRef::Host(&mut host);
         if let Err(msg) = s.exec(&mut r, op) {
