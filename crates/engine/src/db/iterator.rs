@@ -158,6 +158,11 @@ impl Iter {
     /// Positions at the first key `>= key` (and within the prefix, if one is set): the next
     /// item is that key's. Values read ahead for the old position are dropped.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        // As `next`: an iterator of a closed database answers nothing more.
+        if self.inner.closed.load(Ordering::Acquire) {
+            self.failed = true;
+            return Err(Error::Closed);
+        }
         self.ahead.clear();
         self.exhausted = false;
         self.unpositioned = false;

@@ -1,0 +1,322 @@
+//! Whole-system stress test (issue 30): a seeded generator draws operations from every
+//! public call of the engine over several namespaces; an expected-state model answers each
+//! read, query and iterator step; the same log runs under several configurations (storage,
+//! layout, cache, block and table sizes, inline threshold, mmap, background threads) whose
+//! answers must agree; crashes and I/O errors go through the fault storage; a failure is
+//! shrunk to the shortest log that still fails. In the manner of RocksDB's `db_stress`
+//! (expected state) and Pebble's metamorphic test.
+//!
+//! Environment: `CERBERUS_STRESS_SEED` (one seed), `CERBERUS_STRESS_OPS` (ops per seed),
+//! `CERBERUS_STRESS_MINUTES` (new seeds until the time is up), `CERBERUS_STRESS_SHRINK_SECS`
+//! (shrinking budget), `CERBERUS_STRESS_AGG` (`all` or `numbers`: aggregate semantics).
+
+#[path = "stress/concurrent.rs"]
+mod concurrent;
+#[path = "stress/model.rs"]
+mod model;
+#[path = "stress/ops.rs"]
+mod ops;
+#[path = "stress/run.rs"]
+mod run;
+#[path = "stress/shrink.rs"]
+mod shrink;
+
+use ops::{Gen, GenConfig, Op};
+use run::{configs, run_log, Config, Failure, StorageSpec};
+use std::time::{Duration, Instant};
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
+pub fn single_log(seed: u64, n: usize) -> Vec<Op> {
+    Gen::new(
+        seed,
+        GenConfig {
+            lifecycle: true,
+            destroy_slot0: false,
+            db_calls: true,
+        },
+    )
+    .ops(n)
+}
+
+/// Runs the log under every configuration; the first failure (a check, or answers that
+/// differ between two configurations) with the configurations it needs.
+fn run_all(cfgs: &[Config], ops: &[Op]) -> Result<(), (Failure, Vec<Config>)> {
+    let mut reference: Option<(&Config, Vec<String>)> = None;
+    for cfg in cfgs {
+        let trace = run_log(cfg, ops).map_err(|f| (f, vec![cfg.clone()]))?;
+        // The fault configuration's answers differ where calls failed: it has only the model.
+        if cfg.storage == StorageSpec::Fault {
+            continue;
+        }
+        match &reference {
+            None => reference = Some((cfg, trace)),
+            Some((rc, rt)) => {
+                if let Some(i) =
+                    (0..rt.len().max(trace.len())).find(|i| rt.get(*i) != trace.get(*i))
+                {
+                    return Err((
+                        Failure {
+                            config: format!("{} vs {}", rc.name, cfg.name),
+                            op: i.min(ops.len().saturating_sub(1)),
+                            msg: format!(
+                                "answers differ at trace entry {i}:\n    {}: {:?}\n    {}: {:?}",
+                                rc.name,
+                                rt.get(i),
+                                cfg.name,
+                                trace.get(i)
+                            ),
+                        },
+                        vec![(*rc).clone(), cfg.clone()],
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_log(ops: &[Op]) -> String {
+    ops.iter()
+        .enumerate()
+        .map(|(i, op)| format!("  {i:4}: {op}\n"))
+        .collect()
+}
+
+/// Runs one seed; on failure shrinks the log and panics with the seed, the configuration
+/// and the minimal log.
+fn check_seed(seed: u64, n: usize, cfgs: &[Config]) {
+    let ops = single_log(seed, n);
+    let Err((failure, needed)) = run_all(cfgs, &ops) else {
+        return;
+    };
+    let found_after = format!(
+        "{} operations, {:.1} s into the run",
+        run::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed),
+        run_started().elapsed().as_secs_f64()
+    );
+    eprintln!("stress: seed {seed} failed after {found_after}: {failure}\nshrinking...");
+    let budget = Duration::from_secs(env_u64("CERBERUS_STRESS_SHRINK_SECS").unwrap_or(120));
+    let (min, last, runs) = shrink::shrink(&ops, failure.clone(), budget, &mut |cand| {
+        run_all(&needed, cand).err().map(|(f, _)| f)
+    });
+    panic!(
+        "stress test failed (found after {found_after})\n  seed: {seed} (CERBERUS_STRESS_SEED={seed} CERBERUS_STRESS_OPS={n})\n  \
+         configuration: {}\n  first failure: {failure}\n  minimal failure: {last}\n  \
+         options: {:#?}\n  minimal log ({} ops of {}, {runs} shrink runs):\n{}",
+        needed.iter().map(|c| c.name).collect::<Vec<_>>().join(" vs "),
+        needed[0].opts,
+        min.len(),
+        ops.len(),
+        print_log(&min)
+    );
+}
+
+/// When the first run of this process started.
+fn run_started() -> Instant {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+/// New seeds, different in each process.
+fn new_seeds() -> impl FnMut() -> u64 {
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        ^ u64::from(std::process::id());
+    move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 16
+    }
+}
+
+fn report(started: Instant, seeds: &[u64]) {
+    let secs = started.elapsed().as_secs_f64();
+    let ops = run::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "stress: seeds {seeds:?}: {ops} operations in {secs:.1} s ({:.0} ops/s)",
+        ops as f64 / secs
+    );
+    println!("stress: coverage (calls made):");
+    for (call, n) in run::coverage() {
+        println!("  {call:32} {n}");
+    }
+}
+
+/// CI: fixed seeds under every configuration (or the seeds and time the environment asks).
+#[test]
+fn stress_metamorphic() {
+    let started = run_started();
+    let n = env_u64("CERBERUS_STRESS_OPS").unwrap_or(1_500) as usize;
+    let cfgs = configs();
+    let mut seeds = Vec::new();
+    if let Some(seed) = env_u64("CERBERUS_STRESS_SEED") {
+        seeds.push(seed);
+        check_seed(seed, n, &cfgs);
+    } else if let Some(min) = env_u64("CERBERUS_STRESS_MINUTES") {
+        let until = started + Duration::from_secs(min * 60);
+        let mut fresh = new_seeds();
+        while Instant::now() < until {
+            let s = fresh();
+            println!("stress: seed {s}");
+            seeds.push(s);
+            check_seed(s, n, &cfgs);
+        }
+    } else {
+        for seed in [1, 2, 3] {
+            seeds.push(seed);
+            check_seed(seed, n, &cfgs);
+        }
+    }
+    report(started, &seeds);
+}
+
+/// Threads: workers with their own namespaces and models, a chaos thread (flush,
+/// compaction, GC), a writer and a reader on a shared namespace; reopens between phases.
+#[test]
+fn stress_concurrent() {
+    let started = Instant::now();
+    let n = env_u64("CERBERUS_STRESS_OPS").map_or(600, |n| (n / 3) as usize);
+    let cfgs = configs();
+    let mut seeds: Vec<u64> = match env_u64("CERBERUS_STRESS_SEED") {
+        Some(s) => vec![s],
+        None => vec![11, 12],
+    };
+    let until = env_u64("CERBERUS_STRESS_MINUTES").map(|m| started + Duration::from_secs(m * 60));
+    let mut next = seeds.clone().into_iter();
+    let mut fresh = new_seeds();
+    while let Some(seed) = next
+        .next()
+        .or_else(|| until.filter(|u| Instant::now() < *u).map(|_| fresh()))
+    {
+        if until.is_some() {
+            println!("stress (concurrent): seed {seed}");
+            if !seeds.contains(&seed) {
+                seeds.push(seed);
+            }
+        }
+        let seed = &seed;
+        for cfg in [&cfgs[0], &cfgs[2]] {
+            let Err(f) = concurrent::run(cfg, *seed, 3, 3, n) else {
+                continue;
+            };
+            let mut msg = format!(
+                "concurrent stress test failed\n  seed: {seed} (CERBERUS_STRESS_SEED={seed})\n  \
+                 configuration: {}\n  failure: {}\n",
+                cfg.name, f.msg
+            );
+            if let Some((w, log)) = f.worker {
+                // Alone, on a database of its own: does the worker's log fail without the others?
+                match run_log(cfg, &log) {
+                    Err(first) => {
+                        let budget = Duration::from_secs(
+                            env_u64("CERBERUS_STRESS_SHRINK_SECS").unwrap_or(120),
+                        );
+                        let (min, last, runs) =
+                            shrink::shrink(&log, first, budget, &mut |c| run_log(cfg, c).err());
+                        msg += &format!(
+                            "  worker {w}'s log fails alone too: {last}\n  minimal log ({} ops, {runs} runs):\n{}",
+                            min.len(),
+                            print_log(&min)
+                        );
+                    }
+                    Ok(_) => {
+                        let tail = log.len().saturating_sub(40);
+                        msg += &format!(
+                            "  worker {w}'s log passes alone (a concurrency failure); its last ops:\n{}",
+                            print_log(&log[tail..])
+                        );
+                    }
+                }
+            }
+            panic!("{msg}");
+        }
+    }
+    report(started, &seeds);
+}
+
+/// The log a seed generates is the same every time.
+#[test]
+fn generator_is_deterministic() {
+    let a = single_log(42, 500);
+    let b = single_log(42, 500);
+    assert_eq!(a, b);
+    assert_ne!(a, single_log(43, 500));
+}
+
+/// Replays a fixed log under every configuration (the regression tests below).
+fn replay(ops: &[Op]) {
+    if let Err((f, _)) = run_all(&configs(), ops) {
+        panic!("{f}\nlog:\n{}", print_log(ops));
+    }
+}
+
+/// Found by the stress test: `Iter::seek` on an iterator whose database was closed
+/// succeeded (`next` failed with `Closed`, `seek` did not look).
+#[test]
+fn regression_seek_after_close_fails() {
+    replay(&[
+        Op::CreateNs { ns: 1 },
+        Op::IterOpen {
+            it: 2,
+            ns: 1,
+            snap: None,
+            spec: ops::IterSpec {
+                upper: Some(43),
+                prefix: None,
+                keys_only: false,
+                prefetch: 2,
+                index_prefetch: false,
+            },
+        },
+        Op::Reopen,
+        Op::IterSeek { it: 2, key: 80 },
+    ]);
+}
+
+/// Found by the concurrent stress test (seed 11, posix configuration): `gc_value_log` fails
+/// with "I/O error on NNNNNN.vlog: No such file or directory" while another thread flushes.
+/// `retire_flushed_segments` (db/gc.rs) takes a segment out of `retire_after_flush` before
+/// `retire_segment` marks it retired; a GC pass listing segments in between
+/// (`sealed_segments`) sees it as neither, keeps it, and its read fails once the retire has
+/// deleted the file. Ignored until fixed in db/gc.rs (being reworked for GC streaming).
+#[test]
+#[ignore = "engine bug in db/gc.rs, reported: GC lists a segment a concurrent flush retires"]
+fn regression_gc_races_a_flush_retiring_segments() {
+    let cfg = &configs()[0];
+    // Each attempt hits the window about one time in three.
+    for _attempt in 0..20 {
+        let host = run::Host::new(cfg).unwrap();
+        let db = host.db();
+        let ns = db.default_namespace();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let gc = s.spawn(|| {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    db.gc_value_log()
+                        .expect("gc_value_log while another thread flushes");
+                    n += 1;
+                }
+                n
+            });
+            for i in 0..20_000u32 {
+                let v = vec![b'v'; 300 + (i % 7) as usize * 100];
+                ns.put(format!("k{:03}", i % 64).as_bytes(), &v).unwrap();
+                if i % 16 == 0 {
+                    db.flush().unwrap();
+                }
+                if gc.is_finished() {
+                    break;
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            println!("{} GC passes", gc.join().unwrap());
+        });
+    }
+}
