@@ -118,6 +118,12 @@ create_exception!(
 );
 create_exception!(
     _cerberus,
+    ReplyTooLarge,
+    CerberusError,
+    "The answer is larger than the device returns at once: ask for less, or page with find."
+);
+create_exception!(
+    _cerberus,
     ConnectionError,
     CerberusError,
     "The connection failed or closed."
@@ -155,6 +161,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         IteratorLimit,
         IndexNotFound,
         IndexExists,
+        ReplyTooLarge,
         ConnectionError,
         StorageError
     );
@@ -180,6 +187,7 @@ fn by_status(status: Status, msg: String) -> PyErr {
         Status::IteratorLimit => IteratorLimit::new_err(msg),
         Status::IndexNotFound => IndexNotFound::new_err(msg),
         Status::IndexExists => IndexExists::new_err(msg),
+        Status::ReplyTooLarge => ReplyTooLarge::new_err(msg),
         _ => InternalError::new_err(msg),
     }
 }
@@ -224,6 +232,7 @@ pub fn host(e: HostError) -> PyErr {
         HostError::IteratorLimit(_) => IteratorLimit::new_err(msg),
         HostError::IndexNotFound(_) => IndexNotFound::new_err(msg),
         HostError::IndexExists(_) => IndexExists::new_err(msg),
+        HostError::ReplyTooLarge(_) => ReplyTooLarge::new_err(msg),
         HostError::Device { status, message } => by_status(status, message),
     }
 }

@@ -127,13 +127,21 @@ def test_indexes(target):
 def test_stats(target):
     ns = target.create_namespace(fresh_name("stats"))
     ns.put(b"k", b"v")
+    ns.put(b"k2", b"v2")
     ns.get(b"k")
+    ns.get(b"absent")
+    ns.delete(b"k2")
     s = ns.stats()
-    assert isinstance(s, dict) and s
+    # This namespace's own counters: its two puts, its delete, at least its two gets (a
+    # device's delete looks the key up too).
+    assert s["puts"] == 2, s
+    assert s["deletes"] == 1, s
+    assert s["gets"] >= 2, s
+    assert isinstance(s["levels"], list)
 
 
 def test_errors_share_one_base():
     for name in ["KeyNotFound", "AccessDenied", "InvalidNamespace", "NamespaceExists",
-                 "IndexExists", "IndexNotFound", "InvalidField", "ShuttingDown",
+                 "IndexExists", "IndexNotFound", "InvalidField", "ShuttingDown", "ReplyTooLarge",
                  "ConnectionError", "StorageError", "Corrupted"]:
         assert issubclass(getattr(cerberus, name), cerberus.CerberusError)

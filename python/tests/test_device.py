@@ -36,7 +36,27 @@ def test_wrong_admin_secret(device_address):
 
 
 def test_device_stats(device):
-    assert isinstance(device.stats(), dict)
+    before = device.stats()
+    ns = device.create_namespace(fresh_name("dstats"))
+    for i in range(3):
+        ns.put(b"k%d" % i, b"v")
+    after = device.stats()
+    # The device's counters over every namespace, with its scheduler's and dedup's.
+    assert after["puts"] >= before["puts"] + 3, (before["puts"], after["puts"])
+    assert "scheduler" in after and "dedup" in after
+
+
+def test_get_by_secondary_past_the_device_bound_is_refused(device):
+    # No limit over more pks than the device's max_query_results (10,000): refused with the
+    # status that says so, not built whole.
+    ns = device.create_namespace(fresh_name("many"))
+    with ns.batch() as b:
+        for i in range(10_001):
+            b.put(b"m%05d" % i, b'{"g": 1}')
+    ns.create_index("g")
+    with pytest.raises(cerberus.ReplyTooLarge):
+        ns.get_by_secondary("g", 1)
+    assert len(ns.get_by_secondary("g", 1, limit=10_000)) == 10_000
 
 
 def test_connection_refused():

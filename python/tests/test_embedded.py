@@ -1,5 +1,7 @@
 """What only an embedded database does: options, reopening, closing."""
 
+import time
+
 import pytest
 
 import cerberus
@@ -21,12 +23,26 @@ def test_unknown_option_is_a_type_error(tmp_path):
         cerberus.open(str(tmp_path / "db"), no_such_option=1)
 
 
-def test_options_are_applied(tmp_path):
-    with cerberus.open(str(tmp_path / "db"), memtable_bytes=1 << 20, cache_bytes=1 << 20) as db:
+def _flushes_after_3mb(path, wait, **options):
+    with cerberus.open(path, **options) as db:
         ns = db.create_namespace("small")
         for i in range(3000):
             ns.put(b"k%05d" % i, b"x" * 1000)
         assert ns.get(b"k02999") == b"x" * 1000
+        # Flushes run in the background: wait for the first, if one is expected.
+        deadline = time.monotonic() + wait
+        while db.stats()["flushes"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return db.stats()["flushes"]
+
+
+def test_options_are_applied(tmp_path):
+    # 3 MB of puts fit the default 64 MiB memtable (no flush), not a 1 MiB one.
+    assert _flushes_after_3mb(str(tmp_path / "default"), 0) == 0
+    small = _flushes_after_3mb(
+        str(tmp_path / "small"), 30, memtable_bytes=1 << 20, cache_bytes=1 << 20
+    )
+    assert small >= 1
 
 
 def test_closed_database_refuses_calls(tmp_path):

@@ -127,4 +127,45 @@ fn indexes_and_queries_through_the_device() {
     let o = cli(&s, &env, &["index", "drop", "max_elev"]);
     assert!(!o.status.success());
     assert!(errors(&o).contains("no such index"), "{}", errors(&o));
+
+    // A k of 10^15 (the device once allocated for it and aborted): every match, and the
+    // device still answers.
+    let o = cli(
+        &s,
+        &env,
+        &["top", "--by", "max_elev", "-k", "1000000000000000", "{}"],
+    );
+    assert!(o.status.success(), "{}", errors(&o));
+    assert_eq!(text(&o).lines().count(), 60, "{}", text(&o));
+    assert!(cli(&s, &env, &["index", "list"]).status.success());
+}
+
+#[test]
+fn answers_past_the_device_bound_are_refused_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf_dir = tempfile::tempdir().unwrap();
+    let config = conf_dir.path().join("device.toml");
+    std::fs::write(&config, "max_query_results = 5\n").unwrap();
+    let s = common::start(dir.path(), &["--config", config.to_str().unwrap()]);
+    let ns = common::tenant(&s, "many");
+    let env = [
+        ("CERBERUS_NS", ns.0.as_str()),
+        ("CERBERUS_SECRET", ns.1.as_str()),
+    ];
+    for i in 0..8 {
+        let v = format!("{{\"n\": {i}}}");
+        let o = cli(&s, &env, &["put", &format!("k{i}"), &v]);
+        assert!(o.status.success(), "{}", errors(&o));
+    }
+    let o = cli(
+        &s,
+        &env,
+        &["top", "--by", "n", "-k", "1000000000000000", "{}"],
+    );
+    assert!(!o.status.success());
+    assert!(errors(&o).contains("reply too large"), "{}", errors(&o));
+    assert!(errors(&o).contains("max_query_results"), "{}", errors(&o));
+    let o = cli(&s, &env, &["top", "--by", "n", "-k", "5", "{}"]);
+    assert!(o.status.success(), "{}", errors(&o));
+    assert_eq!(text(&o).lines().count(), 5);
 }

@@ -59,6 +59,17 @@ pub struct DeviceConfig {
     pub max_iter_batch_bytes: u32,
     /// An iterator unused this long is closed and its snapshot released.
     pub iterator_idle_secs: u32,
+    /// Most records one query answers with: a top's `k` and a get_by_secondary's `limit`
+    /// (given or not) are cut to this, and an answer that would hold more is refused with
+    /// `ReplyTooLarge` (a find pages instead, and is not limited by this).
+    pub max_query_results: u32,
+    /// Most bytes one reply's body holds. Every bounded command fits below it (iterator
+    /// batches and find pages are cut to `max_iter_batch_bytes`, a value to
+    /// `max_value_len`); a query answer that would not fit is refused with `ReplyTooLarge`.
+    /// At least `max_frame_body() + 4 * max_iter_batch_bytes + 64 KiB`, so no get, page or
+    /// batch is ever refused. Unset: 8 MiB, or that least if larger (`reply_bytes_bound`);
+    /// with the default limits, well under the 64 MiB a host client accepts.
+    pub max_reply_bytes: Option<u32>,
     /// Value reads an iterator issues ahead (the engine's `ReadOptions::prefetch_degree`).
     /// Unset: 8 on the NAND model, where reads on different dies overlap; 0 on posix, where
     /// the page cache answers faster than a hand-off to a reader thread.
@@ -149,6 +160,8 @@ impl Default for DeviceConfig {
             max_iterators: 16,
             max_iter_batch_bytes: 1 << 20,
             iterator_idle_secs: 60,
+            max_query_results: 10_000,
+            max_reply_bytes: None,
             iterator_prefetch_degree: None,
             workers: 0,
             inline_commands: true,
@@ -196,6 +209,18 @@ impl DeviceConfig {
                 "max_iterators, max_iter_batch_bytes and iterator_idle_secs must be at least 1",
             );
         }
+        if self.max_query_results == 0 {
+            return bad("max_query_results must be at least 1");
+        }
+        if self
+            .max_reply_bytes
+            .is_some_and(|b| u64::from(b) < self.min_reply_bytes())
+        {
+            return bad(
+                "max_reply_bytes must be at least max_value_len + max_key_len + 2 + \
+                 4 * max_iter_batch_bytes + 64 KiB (a value, a find page or a batch must fit)",
+            );
+        }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return bad("tls_cert and tls_key go together");
         }
@@ -227,6 +252,22 @@ impl DeviceConfig {
         self.max_value_len
             .saturating_add(self.max_key_len)
             .saturating_add(2)
+    }
+
+    /// The least `max_reply_bytes` may be: a get of the largest value, and the largest
+    /// iterator batch or find page (budgeted at `max_iter_batch_bytes` of keys and values,
+    /// at least a byte of each record's key and value, as much again in lengths), each with
+    /// its one record allowed past the budget and a summary.
+    pub fn min_reply_bytes(&self) -> u64 {
+        u64::from(self.max_frame_body()) + 4 * u64::from(self.max_iter_batch_bytes) + (64 << 10)
+    }
+
+    /// The bound on a reply's body: `max_reply_bytes`, or unset, 8 MiB or
+    /// `min_reply_bytes` if larger.
+    pub fn reply_bytes_bound(&self) -> u32 {
+        self.max_reply_bytes.unwrap_or_else(|| {
+            u32::try_from(self.min_reply_bytes().max(8 << 20)).unwrap_or(u32::MAX)
+        })
     }
 
     pub fn worker_threads(&self) -> usize {
@@ -302,5 +343,25 @@ mod tests {
             ..DeviceConfig::default()
         };
         assert!(c.validate().is_err());
+        // A reply bound a get of the largest value or a find page would not fit in.
+        let c = DeviceConfig {
+            max_reply_bytes: Some(2 << 20),
+            ..DeviceConfig::default()
+        };
+        assert!(c.validate().is_err());
+        let c = DeviceConfig {
+            max_query_results: 0,
+            ..DeviceConfig::default()
+        };
+        assert!(c.validate().is_err());
+        assert!(DeviceConfig::default().validate().is_ok());
+        assert_eq!(DeviceConfig::default().reply_bytes_bound(), 8 << 20);
+        // Unset, the bound follows larger values.
+        let c = DeviceConfig {
+            max_value_len: 32 << 20,
+            ..DeviceConfig::default()
+        };
+        assert!(c.validate().is_ok());
+        assert!(u64::from(c.reply_bytes_bound()) >= c.min_reply_bytes());
     }
 }

@@ -13,6 +13,7 @@ use crate::workers::{catch_command, Workers};
 use bytes::BytesMut;
 use cerberus_proto::{
     split_frame, Command, Frame, ProtoError, Reply, Request, Response, Status, DEVICE_NSID,
+    HEADER_LEN,
 };
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -482,14 +483,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 ) {
     let mut out = BytesMut::new();
     let mut written = Vec::new();
+    let max_body = shared.config.reply_bytes_bound();
     while let Some((r, permit)) = rx.recv().await {
-        encode(&r, &mut out);
+        encode(&r, &mut out, max_body);
         written.push(permit);
         // Batch what is ready into one write.
         while out.len() < (1 << 20) {
             match rx.try_recv() {
                 Ok((r, permit)) => {
-                    encode(&r, &mut out);
+                    encode(&r, &mut out, max_body);
                     written.push(permit);
                 }
                 Err(_) => break,
@@ -522,17 +524,29 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let _ = wr.shutdown().await;
 }
 
-fn encode(r: &Response, out: &mut BytesMut) {
+/// Appends `r`'s frame to `out`; a reply whose body would exceed `max_body` (the device's
+/// `max_reply_bytes`: a last guard, every command bounds its answer before building it) is
+/// replaced by a `ReplyTooLarge` error.
+fn encode(r: &Response, out: &mut BytesMut, max_body: u32) {
     let mark = out.len();
-    if let Err(e) = r.encode(out) {
-        out.truncate(mark);
-        let fallback = Response::error(
-            r.cid,
-            r.nsid,
-            r.opcode,
+    let failure = match r.encode(out) {
+        Ok(()) if out.len() - mark - HEADER_LEN <= max_body as usize => None,
+        Ok(()) => Some((
+            Status::ReplyTooLarge,
+            format!(
+                "the reply is {} bytes; this device replies with at most {max_body} bytes \
+                 (max_reply_bytes)",
+                out.len() - mark - HEADER_LEN
+            ),
+        )),
+        Err(e) => Some((
             Status::InternalError,
             format!("completion could not be encoded: {e}"),
-        );
+        )),
+    };
+    if let Some((status, message)) = failure {
+        out.truncate(mark);
+        let fallback = Response::error(r.cid, r.nsid, r.opcode, status, message);
         // A short error message always encodes.
         let _ = fallback.encode(out);
     }

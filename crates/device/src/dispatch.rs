@@ -24,6 +24,9 @@ use std::sync::Arc;
 /// keys rarely share a stripe.
 const STRIPES: usize = 1024;
 
+/// Bytes of lengths an entry takes in a reply besides its key and value.
+const ENTRY_OVERHEAD: usize = 6;
+
 /// Largest value a store may carry to run on a network thread.
 const INLINE_MAX_VALUE: usize = 64 << 10;
 
@@ -300,7 +303,9 @@ impl Shared {
                         });
                     };
                     let (k, v) = entry.map_err(engine)?;
-                    let size = k.len() + v.len();
+                    // With the lengths the reply gives them: a batch of tiny entries stays
+                    // within the budget too.
+                    let size = k.len() + v.len() + ENTRY_OVERHEAD;
                     if !entries.is_empty() && bytes + size > budget {
                         cursor.pending = Some((k, v));
                         return Ok(Reply::Entries {
@@ -336,7 +341,11 @@ impl Shared {
             Request::Query { query } => crate::queries::run(
                 &self.namespace(ns)?,
                 &query,
-                self.config.max_iter_batch_bytes,
+                &crate::queries::QueryBounds {
+                    max_results: self.config.max_query_results,
+                    max_page_bytes: self.config.max_iter_batch_bytes,
+                    max_reply_bytes: self.config.reply_bytes_bound(),
+                },
                 engine,
             ),
             Request::NamespaceCreate { name } => {

@@ -72,6 +72,19 @@ fn data_requests() -> Vec<Request> {
             max_bytes: 1000,
         },
         Request::IterClose { iter: 0 },
+        Request::IndexCreate {
+            attr: "a".into(),
+            vas: false,
+        },
+        Request::IndexDrop { attr: "a".into() },
+        Request::IndexList,
+        Request::Query {
+            query: r#"{"op": "find", "filter": {}}"#.into(),
+        },
+        Request::Query {
+            query: r#"{"op": "aggregate", "fn": "count"}"#.into(),
+        },
+        Request::Stats,
     ]
 }
 
@@ -112,6 +125,8 @@ fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
         owner.get(ns, b"k".to_vec()).unwrap().unwrap(),
         "kept".as_bytes()
     );
+    // Nor was an index created: the owner's list is empty.
+    assert_eq!(owner.index_list(ns).unwrap(), serde_json::json!([]));
     let stats = owner.stats(ns).unwrap();
     assert_eq!(stats["puts"], 1, "{stats}");
     assert_eq!(stats["deletes"], 0, "{stats}");

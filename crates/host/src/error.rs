@@ -56,6 +56,10 @@ pub enum Error {
     /// The namespace has an index on that attribute already.
     #[error("index exists{}", suffix(.0))]
     IndexExists(String),
+    /// The answer would exceed what the device returns in one reply (its `max_reply_bytes`
+    /// or `max_query_results`): ask for less, or page with find.
+    #[error("reply too large{}", suffix(.0))]
+    ReplyTooLarge(String),
     /// Any other failure status (internal error, corrupted, shutting down, codes this build
     /// does not know, ...).
     #[error("device error: {status}{}", suffix(.message))]
@@ -86,6 +90,7 @@ impl Error {
             Status::IteratorLimit => Error::IteratorLimit(message),
             Status::IndexNotFound => Error::IndexNotFound(message),
             Status::IndexExists => Error::IndexExists(message),
+            Status::ReplyTooLarge => Error::ReplyTooLarge(message),
             status => Error::Device { status, message },
         }
     }
@@ -110,6 +115,7 @@ impl Error {
             Error::IteratorLimit(_) => Some(Status::IteratorLimit),
             Error::IndexNotFound(_) => Some(Status::IndexNotFound),
             Error::IndexExists(_) => Some(Status::IndexExists),
+            Error::ReplyTooLarge(_) => Some(Status::ReplyTooLarge),
             Error::Device { status, .. } => Some(*status),
         }
     }

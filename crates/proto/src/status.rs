@@ -42,6 +42,10 @@ pub enum Status {
     IndexNotFound,
     /// The namespace has an index on that attribute already.
     IndexExists,
+    /// The answer would be larger than the device returns in one reply (its
+    /// `max_reply_bytes`, or more records than its `max_query_results`); nothing was
+    /// returned. Ask for less (a smaller `k` or `limit`), or page through it with find.
+    ReplyTooLarge,
     /// A code this build does not know (from a newer device).
     Unknown(u16),
 }
@@ -68,6 +72,7 @@ impl Status {
             Status::IteratorLimit => 0xC6,
             Status::IndexNotFound => 0xC7,
             Status::IndexExists => 0xC8,
+            Status::ReplyTooLarge => 0xC9,
             Status::Unknown(c) => c,
         }
     }
@@ -93,6 +98,7 @@ impl Status {
             0xC6 => Status::IteratorLimit,
             0xC7 => Status::IndexNotFound,
             0xC8 => Status::IndexExists,
+            0xC9 => Status::ReplyTooLarge,
             c => Status::Unknown(c),
         }
     }
@@ -123,6 +129,7 @@ impl Status {
             Status::IteratorLimit => "too many open iterators",
             Status::IndexNotFound => "no such index",
             Status::IndexExists => "index exists",
+            Status::ReplyTooLarge => "reply too large",
             Status::Unknown(_) => "unknown status",
         }
     }
@@ -148,5 +155,6 @@ mod tests {
         assert_eq!(Status::InvalidValueSize.code(), 0x85);
         assert_eq!(Status::InvalidKeySize.code(), 0x86);
         assert_eq!(Status::CapacityExceeded.code(), 0x81);
+        assert_eq!(Status::from_code(0xC9), Status::ReplyTooLarge);
     }
 }

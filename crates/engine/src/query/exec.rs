@@ -469,6 +469,9 @@ pub struct TopSpec {
     pub projection: Option<Vec<AttrPath>>,
 }
 
+/// Heap entries a top-K reserves at most before it has seen a record.
+const TOP_PREALLOC: usize = 1024;
+
 /// The `k` records meeting `filter` with the smallest (or, `desc`, largest) scalar at `by`,
 /// ties broken by pk; records without a scalar there are left out.
 pub fn top_k(
@@ -485,7 +488,11 @@ pub fn top_k(
         projection,
     } = spec;
     let (desc, k, projection) = (*desc, *k, projection.as_deref());
-    let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
+    // Never sized from `k` alone: `k` comes from a client, and a heap of 10^15 entries aborts
+    // the process on allocation (`catch_unwind` cannot catch that). The heap grows only with
+    // the records that actually match.
+    let mut heap: BinaryHeap<Candidate> =
+        BinaryHeap::with_capacity(k.min(TOP_PREALLOC).saturating_add(1));
     if k > 0 {
         for_each_match(records, filter, plan, None, None, stats, &mut |m| {
             if let Some(key) = m.doc.scalar(by) {
@@ -523,8 +530,16 @@ pub fn top_k(
 
 /// An aggregate over the records meeting a filter.
 #[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// As SQL's `COUNT(x)`, `MIN(x)` and MongoDB's `$min`: a record whose attribute is missing or
+/// `null` is skipped by every aggregate of that attribute (`docs/queries.md`, Aggregates).
 pub enum Aggregate {
+    /// Every record meeting the filter.
     Count,
+    /// The records whose attribute is present and not `null` (`COUNT(x)`).
+    CountOf(AttrPath),
+    /// Over the scalars other than `null` at the attribute, in the order of secondary keys
+    /// (booleans, then numbers, then strings); arrays and objects are skipped.
     Min(AttrPath),
     Max(AttrPath),
     /// Over numbers only: other values at the attribute are skipped.
@@ -533,14 +548,15 @@ pub enum Aggregate {
 }
 
 impl Aggregate {
-    /// `count`, or `min|max|sum|avg` of `attr`.
+    /// `count` (of `attr`, if given), or `min|max|sum|avg` of `attr`.
     pub fn parse(op: &str, attr: Option<&str>) -> Result<Aggregate> {
         let path = || -> Result<AttrPath> {
             let a = attr.ok_or_else(|| Error::InvalidQuery(format!("{op} needs an attribute")))?;
             AttrPath::parse(a).map_err(Error::InvalidQuery)
         };
         Ok(match op {
-            "count" => Aggregate::Count,
+            "count" if attr.is_none() => Aggregate::Count,
+            "count" => Aggregate::CountOf(path()?),
             "min" => Aggregate::Min(path()?),
             "max" => Aggregate::Max(path()?),
             "sum" => Aggregate::Sum(path()?),
@@ -554,8 +570,8 @@ impl Aggregate {
     }
 }
 
-/// The aggregate's value: a count, a scalar (min, max; `null` over no record), or a number
-/// (sum, avg; avg is `null` over no number).
+/// The aggregate's value: a count, a scalar (min, max; `null` over no value other than
+/// `null`), or a number (sum, avg; avg is `null` over no number).
 pub fn aggregate(
     records: &mut dyn Records,
     filter: &Filter,
@@ -566,11 +582,15 @@ pub fn aggregate(
     let (mut count, mut sum, mut numbers) = (0u64, 0f64, 0u64);
     let mut best: Option<Scalar> = None;
     for_each_match(records, filter, plan, None, None, stats, &mut |m| {
-        count += 1;
         match op {
-            Aggregate::Count => {}
+            Aggregate::Count => count += 1,
+            Aggregate::CountOf(p) => {
+                if p.lookup(m.doc.get()).is_some_and(|v| !v.is_null()) {
+                    count += 1;
+                }
+            }
             Aggregate::Min(p) | Aggregate::Max(p) => {
-                if let Some(s) = m.doc.scalar(p) {
+                if let Some(s) = m.doc.scalar(p).filter(|s| !matches!(s, Scalar::Null)) {
                     let better = best.as_ref().is_none_or(|b| match op {
                         Aggregate::Min(_) => s < *b,
                         _ => s > *b,
@@ -591,7 +611,7 @@ pub fn aggregate(
     })?;
     let number = |x: f64| Scalar::Number(x).to_json();
     let v = match op {
-        Aggregate::Count => Value::from(count),
+        Aggregate::Count | Aggregate::CountOf(_) => Value::from(count),
         Aggregate::Min(_) | Aggregate::Max(_) => best.map_or(Value::Null, |s| s.to_json()),
         Aggregate::Sum(_) => number(sum),
         Aggregate::Avg(_) if numbers == 0 => Value::Null,
@@ -600,3 +620,7 @@ pub fn aggregate(
     stats.bytes_returned += v.to_string().len() as u64;
     Ok(v)
 }
+
+#[cfg(test)]
+#[path = "exec_tests.rs"]
+mod tests;
