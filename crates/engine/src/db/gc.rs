@@ -341,3 +341,23 @@ impl Inner {
             .map(|(id, _)| id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::GcStats;
+    use crate::storage::{MemStorage, StorageRef};
+    use crate::{Db, Options};
+    use std::sync::Arc;
+
+    /// A segment deleted between the listing and its collection (another collection took
+    /// it) is skipped, not an error that stops the database.
+    #[test]
+    fn a_segment_gone_since_the_listing_is_skipped() {
+        let storage: StorageRef = Arc::new(MemStorage::new());
+        let db = Db::open_with_storage(storage, Options::default()).unwrap();
+        let mut stats = GcStats::default();
+        db.inner.gc_segment(999_999, 0.0, &mut stats).unwrap();
+        assert_eq!(stats, GcStats::default());
+        db.close().unwrap();
+    }
+}
