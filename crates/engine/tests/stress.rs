@@ -8,7 +8,7 @@
 //!
 //! Environment: `CERBERUS_STRESS_SEED` (one seed), `CERBERUS_STRESS_OPS` (ops per seed),
 //! `CERBERUS_STRESS_MINUTES` (new seeds until the time is up), `CERBERUS_STRESS_SHRINK_SECS`
-//! (shrinking budget), `CERBERUS_STRESS_AGG` (`all` or `numbers`: aggregate semantics).
+//! (shrinking budget).
 
 #[path = "stress/concurrent.rs"]
 mod concurrent;
@@ -284,9 +284,9 @@ fn regression_seek_after_close_fails() {
 /// `retire_flushed_segments` (db/gc.rs) takes a segment out of `retire_after_flush` before
 /// `retire_segment` marks it retired; a GC pass listing segments in between
 /// (`sealed_segments`) sees it as neither, keeps it, and its read fails once the retire has
-/// deleted the file. Ignored until fixed in db/gc.rs (being reworked for GC streaming).
+/// deleted the file. Fixed: the retire happens under the list's lock, and a collection skips
+/// a segment deleted since its listing.
 #[test]
-#[ignore = "engine bug in db/gc.rs, reported: GC lists a segment a concurrent flush retires"]
 fn regression_gc_races_a_flush_retiring_segments() {
     let cfg = &configs()[0];
     // Each attempt hits the window about one time in three.

@@ -198,8 +198,12 @@ impl Inner {
     /// `dead_ns`): [`Inner::seen_by_snapshot`] over the segment's puts, streamed and checked
     /// [`SNAPSHOT_CHECK_PUTS`] at a time. With no snapshot open, nothing is read.
     fn segment_seen_by_snapshot(&self, scan: &mut SegmentScan) -> Result<Vec<Nsid>> {
-        let with_snapshots: HashSet<Nsid> =
-            self.snapshots.list().into_iter().map(|(ns, _)| ns).collect();
+        let with_snapshots: HashSet<Nsid> = self
+            .snapshots
+            .list()
+            .into_iter()
+            .map(|(ns, _)| ns)
+            .collect();
         if with_snapshots.is_empty() {
             return Ok(Vec::new());
         }
@@ -243,15 +247,14 @@ impl Inner {
 
     /// Retires the collected segments waiting for the writes up to `flushed` to be flushed.
     pub(super) fn retire_flushed_segments(&self, flushed: SeqNo) {
-        let due: Vec<u64> = {
-            let mut pending = self.retire_after_flush.lock();
-            let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(s, _)| *s <= flushed);
-            *pending = keep;
-            due.into_iter().map(|(_, seg)| seg).collect()
-        };
-        for seg in due {
+        // Retired under the list's lock: a collection listing segments meanwhile sees each
+        // one either waiting or retired, never neither (it would collect it again).
+        let mut pending = self.retire_after_flush.lock();
+        let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(s, _)| *s <= flushed);
+        for (_, seg) in due {
             self.retire_segment(seg);
         }
+        *pending = keep;
     }
 
     /// Retires every waiting segment when nothing written is left unflushed (a flush of an

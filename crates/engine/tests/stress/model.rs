@@ -7,30 +7,6 @@ use serde_json::{json, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-/// How aggregates treat values that are not numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AggSemantics {
-    /// `min`/`max` compare every scalar (null < bool < number < string), so a null at the
-    /// attribute makes `min` null (the engine before issue 30's item 7).
-    AllScalars,
-    /// `min`/`max`/`sum`/`avg` skip nulls, missing attributes and non-numbers, as SQL's
-    /// `MIN(x)` and MongoDB's `$min` do (issue 30, item 7). `count` counts every match.
-    NumbersOnly,
-}
-
-/// The semantics the aggregate check expects. Switch with `CERBERUS_STRESS_AGG=all|numbers`.
-pub fn agg_semantics() -> AggSemantics {
-    match std::env::var("CERBERUS_STRESS_AGG").as_deref() {
-        Ok("all") => AggSemantics::AllScalars,
-        Ok("numbers") => AggSemantics::NumbersOnly,
-        _ => DEFAULT_AGG,
-    }
-}
-
-/// What the engine on this branch does (see `query/exec.rs`, `aggregate`); flip to
-/// `NumbersOnly` when item 7 of issue 30 lands.
-pub const DEFAULT_AGG: AggSemantics = AggSemantics::AllScalars;
-
 #[derive(Clone, Debug, Default)]
 pub struct NsModel {
     pub data: BTreeMap<Vec<u8>, Vec<u8>>,
@@ -225,8 +201,10 @@ pub fn top(
         .collect()
 }
 
+/// An aggregate as `docs/queries.md` says: an aggregate of an attribute skips the records
+/// where it is missing or null (SQL's `COUNT(x)`, `MIN(x)`; MongoDB's `$min`); `min`/`max`
+/// compare the other scalars in secondary-key order; `sum`/`avg` take numbers only.
 pub fn aggregate(data: &BTreeMap<Vec<u8>, Vec<u8>>, f: &FilterSpec, func: &AggFn) -> Value {
-    let sem = agg_semantics();
     let docs: Vec<Value> = data.values().filter_map(|v| matches(f, v)).collect();
     let at = |a: &u8| -> Vec<Value> {
         docs.iter()
@@ -236,6 +214,10 @@ pub fn aggregate(data: &BTreeMap<Vec<u8>, Vec<u8>>, f: &FilterSpec, func: &AggFn
     let numbers = |a: &u8| -> Vec<f64> { at(a).iter().filter_map(Value::as_f64).collect() };
     let v = match func {
         AggFn::Count => json!(docs.len() as f64),
+        AggFn::CountOf(a) => json!(docs
+            .iter()
+            .filter(|d| lookup(d, ATTRS[*a as usize]).is_some_and(|v| !v.is_null()))
+            .count() as f64),
         AggFn::Sum(a) => json!(numbers(a).iter().sum::<f64>()),
         AggFn::Avg(a) => {
             let n = numbers(a);
@@ -247,9 +229,7 @@ pub fn aggregate(data: &BTreeMap<Vec<u8>, Vec<u8>>, f: &FilterSpec, func: &AggFn
         }
         AggFn::Min(a) | AggFn::Max(a) => {
             let mut vals = at(a);
-            if sem == AggSemantics::NumbersOnly {
-                vals.retain(Value::is_number);
-            }
+            vals.retain(|v| !v.is_null());
             let best = vals.into_iter().reduce(|b, s| {
                 let o = cmp_json(&s, &b);
                 let better = if matches!(func, AggFn::Min(_)) {

@@ -75,6 +75,8 @@ impl FilterSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub enum AggFn {
     Count,
+    /// `count` of an attribute: the records holding it, not null (`COUNT(x)`).
+    CountOf(u8),
     Sum(u8),
     Avg(u8),
     Min(u8),
@@ -669,8 +671,9 @@ impl Gen {
                 let a = self.rng.gen_range(0..ATTRS.len() as u8);
                 Query::Aggregate {
                     filter: self.filter(),
-                    f: match self.rng.gen_range(0..5) {
+                    f: match self.rng.gen_range(0..6) {
                         0 => AggFn::Count,
+                        5 => AggFn::CountOf(a),
                         1 => AggFn::Sum(a),
                         2 => AggFn::Avg(a),
                         3 => AggFn::Min(a),

@@ -396,6 +396,7 @@ fn agg_of(f: &AggFn) -> (&'static str, Option<&'static str>) {
     let a = |x: &u8| Some(ATTRS[*x as usize]);
     match f {
         AggFn::Count => ("count", None),
+        AggFn::CountOf(x) => ("count", a(x)),
         AggFn::Sum(x) => ("sum", a(x)),
         AggFn::Avg(x) => ("avg", a(x)),
         AggFn::Min(x) => ("min", a(x)),
