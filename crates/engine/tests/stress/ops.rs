@@ -317,7 +317,15 @@ impl fmt::Display for Query {
                 attrs(projection)
             ),
             Query::Aggregate { filter, f: func } => {
-                write!(f, "aggregate {} {func:?}", filter.doc())
+                let a = |x: &u8| ATTRS[*x as usize];
+                let func = match func {
+                    AggFn::Count => "count".to_string(),
+                    AggFn::Sum(x) => format!("sum({})", a(x)),
+                    AggFn::Avg(x) => format!("avg({})", a(x)),
+                    AggFn::Min(x) => format!("min({})", a(x)),
+                    AggFn::Max(x) => format!("max({})", a(x)),
+                };
+                write!(f, "aggregate {} {func}", filter.doc())
             }
         }
     }
