@@ -181,7 +181,7 @@ fn stress_metamorphic() {
 #[test]
 fn stress_concurrent() {
     let started = Instant::now();
-    let n = env_u64("CERBERUS_STRESS_OPS").map_or(600, |n| (n / 3) as usize);
+    let n = env_u64("CERBERUS_STRESS_OPS").map_or(400, |n| (n / 3) as usize);
     let cfgs = configs();
     let mut seeds: Vec<u64> = match env_u64("CERBERUS_STRESS_SEED") {
         Some(s) => vec![s],
@@ -201,7 +201,8 @@ fn stress_concurrent() {
             }
         }
         let seed = &seed;
-        for cfg in [&cfgs[0], &cfgs[2]] {
+        // One configuration per seed, by its parity: memory or real files.
+        for cfg in [[&cfgs[0], &cfgs[2]][(seed % 2) as usize]] {
             let Err(f) = concurrent::run(cfg, *seed, 3, 3, n) else {
                 continue;
             };
