@@ -181,7 +181,7 @@ fn stress_metamorphic() {
 #[test]
 fn stress_concurrent() {
     let started = Instant::now();
-    let n = env_u64("CERBERUS_STRESS_OPS").map_or(600, |n| (n / 3) as usize);
+    let n = env_u64("CERBERUS_STRESS_OPS").map_or(400, |n| (n / 3) as usize);
     let cfgs = configs();
     let mut seeds: Vec<u64> = match env_u64("CERBERUS_STRESS_SEED") {
         Some(s) => vec![s],
@@ -201,7 +201,8 @@ fn stress_concurrent() {
             }
         }
         let seed = &seed;
-        for cfg in [&cfgs[0], &cfgs[2]] {
+        // One configuration per seed, by its parity: memory or real files.
+        for cfg in [[&cfgs[0], &cfgs[2]][(seed % 2) as usize]] {
             let Err(f) = concurrent::run(cfg, *seed, 3, 3, n) else {
                 continue;
             };
@@ -284,8 +285,9 @@ fn regression_seek_after_close_fails() {
 /// `retire_flushed_segments` (db/gc.rs) takes a segment out of `retire_after_flush` before
 /// `retire_segment` marks it retired; a GC pass listing segments in between
 /// (`sealed_segments`) sees it as neither, keeps it, and its read fails once the retire has
-/// deleted the file. Fixed: the retire happens under the list's lock, and a collection skips
-/// a segment deleted since its listing.
+/// deleted the file. A second path: a segment listed just before its retire deleted it
+/// (the retired mark goes with the file). Fixed: the retire happens under the list's lock, and
+/// a collection skips a segment deleted since its listing (an open file reads on).
 #[test]
 fn regression_gc_races_a_flush_retiring_segments() {
     let cfg = &configs()[0];

@@ -18,6 +18,9 @@ pub struct NsModel {
     /// Keys written since the last sync point, with the value they had then and every value
     /// written since: what a crash may leave of an unsynced write.
     pub since_sync: BTreeMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
+    /// Acknowledged writes so far (a paged find is complete only if none came between
+    /// its pages).
+    pub writes: u64,
 }
 
 impl NsModel {
@@ -40,6 +43,7 @@ impl NsModel {
 
     /// Records a write that failed: the key may hold its old value or the new one.
     pub fn write_failed(&mut self, key: &[u8], new: Option<Vec<u8>>) {
+        self.writes += 1;
         let old = self.data.get(key).cloned();
         let c = self.uncertain.entry(key.to_vec()).or_default();
         if !c.contains(&old) {
@@ -61,6 +65,7 @@ impl NsModel {
             c.push(new.clone());
         }
         self.uncertain.remove(key);
+        self.writes += 1;
         match new {
             Some(v) => self.data.insert(key.to_vec(), v),
             None => self.data.remove(key),

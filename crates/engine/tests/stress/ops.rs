@@ -13,6 +13,8 @@ use std::fmt;
 pub const NS_SLOTS: u8 = 4;
 pub const SNAP_SLOTS: u8 = 3;
 pub const ITER_SLOTS: u8 = 3;
+/// Finds paged across other operations.
+pub const CURSOR_SLOTS: u8 = 2;
 /// Keys per namespace (small, so that keys are overwritten and the log has garbage).
 pub const KEYS: u16 = 160;
 /// Attributes values carry, and that indexes and queries name.
@@ -197,6 +199,18 @@ pub enum Op {
         snap: u8,
         q: Query,
     },
+    /// The first page of a find whose later pages come in later operations (each page reads
+    /// the namespace as it is then).
+    PageOpen {
+        cur: u8,
+        ns: u8,
+        filter: FilterSpec,
+        projection: Option<Vec<u8>>,
+        page_bytes: usize,
+    },
+    PageNext {
+        cur: u8,
+    },
     /// Opens an iterator on a namespace, or on a snapshot if `snap` is given.
     IterOpen {
         it: u8,
@@ -305,7 +319,16 @@ impl fmt::Display for Query {
                 attrs(projection)
             ),
             Query::Aggregate { filter, f: func } => {
-                write!(f, "aggregate {} {func:?}", filter.doc())
+                let a = |x: &u8| ATTRS[*x as usize];
+                let func = match func {
+                    AggFn::Count => "count".to_string(),
+                    AggFn::CountOf(x) => format!("count({})", a(x)),
+                    AggFn::Sum(x) => format!("sum({})", a(x)),
+                    AggFn::Avg(x) => format!("avg({})", a(x)),
+                    AggFn::Min(x) => format!("min({})", a(x)),
+                    AggFn::Max(x) => format!("max({})", a(x)),
+                };
+                write!(f, "aggregate {} {func}", filter.doc())
             }
         }
     }
@@ -360,6 +383,19 @@ impl fmt::Display for Op {
             Op::SnapGet { snap, key } => write!(f, "s{snap}.get {}", k(key)),
             Op::SnapContains { snap, key } => write!(f, "s{snap}.contains {}", k(key)),
             Op::SnapQuery { snap, q } => write!(f, "s{snap}.{q}"),
+            Op::PageOpen {
+                cur,
+                ns,
+                filter,
+                projection,
+                page_bytes,
+            } => write!(
+                f,
+                "c{cur} = ns{ns} find {} project={} page_bytes={page_bytes} (first page)",
+                filter.doc(),
+                attrs(projection)
+            ),
+            Op::PageNext { cur } => write!(f, "c{cur}.next_page"),
             Op::IterOpen { it, ns, snap, spec } => write!(
                 f,
                 "iter i{it} = {} {spec:?}",
@@ -422,6 +458,8 @@ pub const WEIGHTS: &[(&str, u32)] = &[
     ("release", 6),
     ("snapshot_read", 30),
     ("snapshot_query", 15),
+    ("page_open", 6),
+    ("page_next", 14),
     ("iter_open", 14),
     ("iter_seek", 14),
     ("iter_next", 40),
@@ -805,6 +843,16 @@ impl Gen {
             "snapshot_query" => Op::SnapQuery {
                 snap: self.rng.gen_range(0..SNAP_SLOTS),
                 q: self.query(),
+            },
+            "page_open" => Op::PageOpen {
+                cur: self.rng.gen_range(0..CURSOR_SLOTS),
+                ns: self.ns(),
+                filter: self.filter(),
+                projection: self.projection(),
+                page_bytes: self.rng.gen_range(1..3_000),
+            },
+            "page_next" => Op::PageNext {
+                cur: self.rng.gen_range(0..CURSOR_SLOTS),
             },
             "iter_open" => Op::IterOpen {
                 it: self.rng.gen_range(0..ITER_SLOTS),

@@ -8,8 +8,9 @@ use cerberus_engine::storage::{
     Fault, FaultError, FaultStorage, IoKind, MemStorage, NandConfig, NandStorage, StorageRef,
 };
 use cerberus_engine::{
-    Aggregate, Db, Error, Filter, FindOptions, IndexKind, Iter, Layout, Namespace, Options,
-    ReadOptions, Snapshot, StorageKind, TopOptions, WriteBatch, WriteOptions,
+    Aggregate, BackgroundRunner, BackgroundStep, Db, Error, Filter, FindOptions, IndexKind, Iter,
+    Layout, Namespace, Options, ReadOptions, Snapshot, StorageKind, TopOptions, WriteBatch,
+    WriteOptions,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -62,6 +63,9 @@ pub struct Config {
     pub name: &'static str,
     pub storage: StorageSpec,
     pub opts: Options,
+    /// Background work through `Options::background_runner` and `Db::run_background_job`
+    /// on a runner thread of the test's own.
+    pub runner: bool,
 }
 
 fn fast_nand() -> NandConfig {
@@ -103,11 +107,13 @@ pub fn configs() -> Vec<Config> {
     let b = base_options;
     vec![
         Config {
+            runner: false,
             name: "mem/per-ns/cache/bg2",
             storage: StorageSpec::Mem,
             opts: b(),
         },
         Config {
+            runner: false,
             name: "posix/shared/nocache/mmap/inline0/bg1",
             storage: StorageSpec::Posix,
             opts: Options {
@@ -120,6 +126,7 @@ pub fn configs() -> Vec<Config> {
             },
         },
         Config {
+            runner: false,
             name: "posix/per-ns/nommap/block4k/table64k/inline1k",
             storage: StorageSpec::Posix,
             opts: Options {
@@ -133,6 +140,7 @@ pub fn configs() -> Vec<Config> {
             },
         },
         Config {
+            runner: false,
             name: "nand/shared/bg1/smalltables",
             storage: StorageSpec::Nand,
             opts: Options {
@@ -146,7 +154,8 @@ pub fn configs() -> Vec<Config> {
             },
         },
         Config {
-            name: "nand-mem/per-ns/nocache/no-auto-gc",
+            runner: true,
+            name: "nand-mem/per-ns/nocache/no-auto-gc/runner",
             storage: StorageSpec::NandMem,
             opts: Options {
                 cache_bytes: 0,
@@ -156,6 +165,7 @@ pub fn configs() -> Vec<Config> {
             },
         },
         Config {
+            runner: false,
             name: "fault/shared/no sync (crash loses what came after the last sync)",
             storage: StorageSpec::Fault,
             opts: Options {
@@ -165,6 +175,7 @@ pub fn configs() -> Vec<Config> {
             },
         },
         Config {
+            runner: false,
             name: "fault/per-ns/sync (crash, I/O errors)",
             storage: StorageSpec::Fault,
             opts: Options { sync: true, ..b() },
@@ -180,7 +191,8 @@ pub struct Host {
     dir: Option<tempfile::TempDir>,
     mem: Option<StorageRef>,
     pub fault: Option<FaultStorage>,
-    pub db: Option<Db>,
+    pub db: Option<Arc<Db>>,
+    runner: Vec<std::thread::JoinHandle<()>>,
     /// Bumped by every reopen: snapshots and iterators of older instances must fail.
     pub epoch: u64,
 }
@@ -193,6 +205,7 @@ impl Host {
             mem: None,
             fault: None,
             db: None,
+            runner: Vec::new(),
             epoch: 0,
         };
         match cfg.storage {
@@ -213,7 +226,16 @@ impl Host {
     }
 
     pub fn open(&mut self) -> Result<(), String> {
-        let opts = self.cfg.opts.clone();
+        let mut opts = self.cfg.opts.clone();
+        // Calls since open, and the runner threads' wake-up.
+        let due = Arc::new((Mutex::new(0u64), std::sync::Condvar::new()));
+        if self.cfg.runner {
+            let due = due.clone();
+            opts.background_runner = Some(BackgroundRunner(Arc::new(move || {
+                *due.0.lock().unwrap() += 1;
+                due.1.notify_all();
+            })));
+        }
         let db = if let Some(d) = &self.dir {
             Db::open(d.path(), opts)
         } else if let Some(m) = &self.mem {
@@ -222,7 +244,40 @@ impl Host {
             let fs = self.fault.as_ref().unwrap();
             Db::open_with_storage(Arc::new(fs.clone()), opts)
         };
-        self.db = Some(db.map_err(|e| format!("open failed: {e}"))?);
+        let db = Arc::new(db.map_err(|e| format!("open failed: {e}"))?);
+        if self.cfg.runner {
+            // `background_threads` runner threads (a backfill job waits for a flush job, so
+            // one thread is not enough): each runs jobs whenever the database asks, and at
+            // least every idle_settle_ms, until it is idle.
+            let idle = Duration::from_millis(self.cfg.opts.idle_settle_ms.max(1));
+            for _ in 0..self.cfg.opts.background_threads {
+                let (weak, due) = (Arc::downgrade(&db), due.clone());
+                self.runner.push(std::thread::spawn(move || {
+                    let mut seen = 0;
+                    loop {
+                        {
+                            let mut n = due.0.lock().unwrap();
+                            if *n == seen {
+                                n = due.1.wait_timeout(n, idle).unwrap().0;
+                            }
+                            seen = *n;
+                        }
+                        let Some(db) = weak.upgrade() else {
+                            return;
+                        };
+                        loop {
+                            cov("Db::run_background_job");
+                            match db.run_background_job() {
+                                BackgroundStep::Ran(_) => continue,
+                                BackgroundStep::Idle(_) => break,
+                                BackgroundStep::Stopped => return,
+                            }
+                        }
+                    }
+                }));
+            }
+        }
+        self.db = Some(db);
         self.epoch += 1;
         cov("Db::open");
         Ok(())
@@ -234,21 +289,31 @@ impl Host {
 
     /// Closes (or, `crash` on the fault storage, cuts power) and opens again.
     pub fn reopen(&mut self, crash: bool) -> Result<(), String> {
-        match (&self.fault, crash) {
+        match (self.fault.clone(), crash) {
             (Some(fs), true) => {
                 fs.inject(None);
                 fs.crash();
                 drop(self.db.take());
+                self.join_runner();
                 fs.restart();
             }
             _ => {
                 if let Some(db) = self.db.take() {
                     cov("Db::close");
-                    db.close().map_err(|e| format!("close failed: {e}"))?;
+                    let r = db.close();
+                    drop(db);
+                    self.join_runner();
+                    r.map_err(|e| format!("close failed: {e}"))?;
                 }
             }
         }
         self.open()
+    }
+
+    pub fn join_runner(&mut self) {
+        for t in self.runner.drain(..) {
+            t.join().expect("runner thread");
+        }
     }
 }
 
@@ -288,6 +353,20 @@ pub struct IterState {
     dead: bool,
 }
 
+/// A find paged across operations.
+pub struct Cursor {
+    slot: u8,
+    id: u32,
+    filter: super::ops::FilterSpec,
+    projection: Option<Vec<u8>>,
+    page_bytes: usize,
+    continuation: Option<Vec<u8>>,
+    /// Records of the pages so far, and the namespace's write count at the first page.
+    seen: Vec<(Vec<u8>, Value)>,
+    writes: u64,
+    pages: usize,
+}
+
 pub struct Session {
     /// Namespace names start with this (threads of a concurrent run keep apart).
     prefix: String,
@@ -296,6 +375,7 @@ pub struct Session {
     pub slots: Vec<Slot>,
     snaps: Vec<Option<SnapState>>,
     iters: Vec<Option<IterState>>,
+    cursors: Vec<Option<Cursor>>,
     created: u64,
     /// A fault is armed, or fired since the last heal: failures are allowed.
     pub faulty: bool,
@@ -735,6 +815,7 @@ impl Session {
             slots,
             snaps: (0..super::ops::SNAP_SLOTS).map(|_| None).collect(),
             iters: (0..super::ops::ITER_SLOTS).map(|_| None).collect(),
+            cursors: (0..super::ops::CURSOR_SLOTS).map(|_| None).collect(),
             created: 0,
             faulty: false,
             trace: Vec::new(),
@@ -1173,6 +1254,34 @@ impl Session {
                 }
                 check_answer(got, expect_query(&m, q), q, gone)
             }
+            Op::PageOpen {
+                cur,
+                ns,
+                filter,
+                projection,
+                page_bytes,
+            } => {
+                let Slot::Live { id, m, .. } = &self.slots[*ns as usize] else {
+                    return Ok("skip".into());
+                };
+                let c = Cursor {
+                    slot: *ns,
+                    id: *id,
+                    filter: filter.clone(),
+                    projection: projection.clone(),
+                    page_bytes: *page_bytes,
+                    continuation: None,
+                    seen: Vec::new(),
+                    writes: m.writes,
+                    pages: 0,
+                };
+                self.cursors[*cur as usize] = Some(c);
+                self.next_page(*cur)
+            }
+            Op::PageNext { cur } => match &self.cursors[*cur as usize] {
+                Some(c) if c.continuation.is_some() => self.next_page(*cur),
+                _ => Ok("skip".into()),
+            },
             Op::IterOpen { it, ns, snap, spec } => {
                 let epoch = host.epoch();
                 let ropts = ReadOptions {
@@ -1278,6 +1387,16 @@ impl Session {
                 let st = self.iters[*it as usize].as_mut().unwrap();
                 if st.dead {
                     return Ok("skip (dead)".into());
+                }
+                cov("Iter::snapshot");
+                cov("Snapshot::namespace");
+                if st.it.snapshot().namespace().id() != st.id {
+                    return Err("the iterator's snapshot names another namespace".into());
+                }
+                cov("Iter::memory");
+                let mem = st.it.memory();
+                if mem.state == 0 || mem.buffers > 64 << 20 {
+                    return Err(format!("iterator memory out of bounds: {mem:?}"));
                 }
                 let mut out = String::new();
                 for step in 0..*n {
@@ -1486,6 +1605,101 @@ impl Session {
                 Ok("armed".into())
             }
         }
+    }
+
+    /// The next page of cursor `cur`: each record must be in the namespace as it is now and
+    /// meet the filter; if nothing was written since the first page, the pages together
+    /// must be the whole answer.
+    fn next_page(&mut self, cur: u8) -> Check {
+        let faulty = self.faulty;
+        let c = self.cursors[cur as usize].as_mut().unwrap();
+        let (h, m) = match &self.slots[c.slot as usize] {
+            Slot::Live { ns, id, m } if *id == c.id => (ns, m),
+            Slot::Ghost(h) => {
+                cov("Namespace::find");
+                let r = h.find(&filter_of(&c.filter)?, &FindOptions::default());
+                self.cursors[cur as usize] = None;
+                return match r {
+                    Err(e) => Ok(format!("Err({})", err_name(&e))),
+                    Ok(_) => Err("find on a destroyed namespace's handle succeeded".into()),
+                };
+            }
+            _ => {
+                self.cursors[cur as usize] = None;
+                return Ok("skip".into());
+            }
+        };
+        let opts = FindOptions {
+            projection: c
+                .projection
+                .as_ref()
+                .map(|p| p.iter().map(|a| ATTRS[*a as usize].to_string()).collect()),
+            limit: None,
+            page_bytes: c.page_bytes,
+            continuation: c.continuation.take(),
+        };
+        cov("Namespace::find");
+        let page = match h.find(&filter_of(&c.filter)?, &opts) {
+            Ok(p) => p,
+            // The index the continuation reads was dropped since.
+            Err(Error::UnknownIndex(_)) if c.pages > 0 => {
+                self.cursors[cur as usize] = None;
+                return Ok("Err(UnknownIndex)".into());
+            }
+            Err(_) if faulty => {
+                self.cursors[cur as usize] = None;
+                return Ok("Err".into());
+            }
+            Err(e) => return Err(format!("find page {}: {e}", c.pages)),
+        };
+        c.pages += 1;
+        let check = !faulty && m.certain();
+        let want = model::find(&m.data, &c.filter, c.projection.as_deref());
+        let mut bytes = 0;
+        for r in &page.records {
+            bytes += r.pk.len() + r.value.len();
+            let v = norm(&parse_json(&r.value, "found record")?);
+            if check && !want.iter().any(|(k, w)| k[..] == r.pk[..] && norm(w) == v) {
+                return Err(format!(
+                    "find page {}: record {} = {} is not a match in the namespace now",
+                    c.pages,
+                    short(&r.pk),
+                    tr(v.to_string())
+                ));
+            }
+            c.seen.push((r.pk.to_vec(), v));
+        }
+        if page.records.len() > 1 && bytes > c.page_bytes {
+            return Err(format!(
+                "find page of {} records holds {bytes} bytes, over page_bytes {}",
+                page.records.len(),
+                c.page_bytes
+            ));
+        }
+        if page.records.is_empty() && page.continuation.is_some() {
+            return Err("find: an empty page with a continuation".into());
+        }
+        let summary = format!("page {}: {} records", c.pages, page.records.len());
+        c.continuation = page.continuation;
+        if c.continuation.is_none() && check && c.writes == m.writes {
+            let mut got = std::mem::take(&mut c.seen);
+            got.sort_by(|a, b| a.0.cmp(&b.0));
+            let want: Vec<(Vec<u8>, Value)> =
+                want.into_iter().map(|(k, v)| (k, norm(&v))).collect();
+            if got != want {
+                return Err(format!(
+                    "find {} paged ({} pages, no write between): {} records, expected {}\n      got      {}\n      expected {}",
+                    c.filter.doc(),
+                    c.pages,
+                    got.len(),
+                    want.len(),
+                    tr(format!("{:?}", got.iter().map(|r| short(&r.0)).collect::<Vec<_>>())),
+                    tr(format!("{:?}", want.iter().map(|r| short(&r.0)).collect::<Vec<_>>()))
+                ));
+            }
+            return Ok(format!("{summary}, complete"));
+        }
+        Ok(summary)
     }
 
     /// Everything acknowledged so far is durable.
@@ -1738,8 +1952,10 @@ pub fn run_log(cfg: &Config, ops: &[Op]) -> Result<Vec<String>, Failure> {
     let trace = std::mem::take(&mut s.trace);
     drop(s);
     if let Some(db) = host.db.take() {
-        db.close()
-            .map_err(|e| fail(n, format!("final close: {e}")))?;
+        let r = db.close();
+        drop(db);
+        host.join_runner();
+        r.map_err(|e| fail(n, format!("final close: {e}")))?;
     }
     Ok(trace)
 }

@@ -59,5 +59,26 @@ pub fn shrink(
             chunk = (chunk / 2).max(1);
         }
     }
+    // Then the writes inside batches, one by one.
+    for i in 0..best.len() {
+        let mut j = 0;
+        while let Op::Batch { writes, .. } = &best[i] {
+            if j >= writes.len() || writes.len() < 2 || start.elapsed() > budget {
+                break;
+            }
+            let mut cand = best.clone();
+            if let Op::Batch { writes, .. } = &mut cand[i] {
+                writes.remove(j);
+            }
+            runs += 1;
+            match fails(&cand) {
+                Some(f) if f.op >= i => {
+                    best = cand;
+                    failure = f;
+                }
+                _ => j += 1,
+            }
+        }
+    }
     (best, failure, runs)
 }
