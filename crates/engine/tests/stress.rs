@@ -10,19 +10,35 @@
 //! `CERBERUS_STRESS_MINUTES` (new seeds until the time is up), `CERBERUS_STRESS_SHRINK_SECS`
 //! (shrinking budget).
 
+#[path = "stress/checks.rs"]
+mod checks;
 #[path = "stress/concurrent.rs"]
 mod concurrent;
+#[path = "stress/config.rs"]
+mod config;
+#[path = "stress/generator.rs"]
+mod generator;
+#[path = "stress/host.rs"]
+mod host;
 #[path = "stress/model.rs"]
 mod model;
 #[path = "stress/ops.rs"]
 mod ops;
+#[path = "stress/queries.rs"]
+mod queries;
 #[path = "stress/run.rs"]
 mod run;
+#[path = "stress/session_reads.rs"]
+mod session_reads;
+#[path = "stress/session_writes.rs"]
+mod session_writes;
 #[path = "stress/shrink.rs"]
 mod shrink;
 
-use ops::{Gen, GenConfig, Op};
-use run::{configs, run_log, Config, Failure, StorageSpec};
+use config::{configs, Config, StorageSpec};
+use generator::{Gen, GenConfig};
+use ops::Op;
+use run::{run_log, Failure};
 use std::time::{Duration, Instant};
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -94,7 +110,7 @@ fn check_seed(seed: u64, n: usize, cfgs: &[Config]) {
     };
     let found_after = format!(
         "{} operations, {:.1} s into the run",
-        run::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed),
+        config::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed),
         run_started().elapsed().as_secs_f64()
     );
     eprintln!("stress: seed {seed} failed after {found_after}: {failure}\nshrinking...");
@@ -137,13 +153,13 @@ fn new_seeds() -> impl FnMut() -> u64 {
 
 fn report(started: Instant, seeds: &[u64]) {
     let secs = started.elapsed().as_secs_f64();
-    let ops = run::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed);
+    let ops = config::OPS_RUN.load(std::sync::atomic::Ordering::Relaxed);
     println!(
         "stress: seeds {seeds:?}: {ops} operations in {secs:.1} s ({:.0} ops/s)",
         ops as f64 / secs
     );
     println!("stress: coverage (calls made):");
-    for (call, n) in run::coverage() {
+    for (call, n) in config::coverage() {
         println!("  {call:32} {n}");
     }
 }
@@ -293,7 +309,7 @@ fn regression_gc_races_a_flush_retiring_segments() {
     let cfg = &configs()[0];
     // Each attempt hits the window about one time in three.
     for _attempt in 0..20 {
-        let host = run::Host::new(cfg).unwrap();
+        let host = host::Host::new(cfg).unwrap();
         let db = host.db();
         let ns = db.default_namespace();
         let stop = std::sync::atomic::AtomicBool::new(false);

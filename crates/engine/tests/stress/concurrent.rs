@@ -4,8 +4,11 @@
 //! older than the last acknowledged write and no newer than the last one begun. Between
 //! phases the database is closed and reopened and every model checked whole.
 
-use super::ops::{Gen, GenConfig, Op, KEYS};
-use super::run::{cov, Config, DbRef, Host, Session};
+use super::config::{cov, Config};
+use super::generator::{Gen, GenConfig};
+use super::host::Host;
+use super::ops::{Op, KEYS};
+use super::run::{DbRef, Session};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,0 +1,173 @@
+//! Configurations the stress test runs under (storage, options) and its coverage counters.
+
+use cerberus_engine::storage::NandConfig;
+use cerberus_engine::{Layout, Options, StorageKind};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------------------
+// Coverage: how often each public call ran.
+
+static COVERAGE: OnceLock<Mutex<BTreeMap<&'static str, u64>>> = OnceLock::new();
+
+pub fn cov(call: &'static str) {
+    *COVERAGE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(call)
+        .or_default() += 1;
+}
+
+pub fn coverage() -> BTreeMap<&'static str, u64> {
+    COVERAGE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .clone()
+}
+
+pub static OPS_RUN: AtomicU64 = AtomicU64::new(0);
+
+// ---------------------------------------------------------------------------------------
+// Configurations.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageSpec {
+    Mem,
+    Posix,
+    /// `StorageKind::Nand` over real files, through `Db::open`.
+    Nand,
+    /// The NAND model over memory, through `Db::open_with_storage`.
+    NandMem,
+    /// In-memory storage that can crash and fail calls; writes are synced (`Options::sync`)
+    /// so a crash must keep exactly what was acknowledged.
+    Fault,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub name: &'static str,
+    pub storage: StorageSpec,
+    pub opts: Options,
+    /// Background work through `Options::background_runner` and `Db::run_background_job`
+    /// on a runner thread of the test's own.
+    pub runner: bool,
+}
+
+pub(crate) fn fast_nand() -> NandConfig {
+    NandConfig {
+        page_size: 4096,
+        channels: 2,
+        ways: 2,
+        t_read: Duration::from_micros(1),
+        t_prog: Duration::from_micros(2),
+        channel_bytes_per_sec: 0,
+    }
+}
+
+pub fn base_options() -> Options {
+    Options {
+        memtable_bytes: 24 << 10,
+        max_immutable_memtables: 2,
+        block_size: 512,
+        cache_bytes: 64 << 10,
+        inline_value_threshold: 64,
+        vlog_segment_bytes: 48 << 10,
+        target_table_bytes: 8 << 10,
+        l0_compaction_trigger: 3,
+        l0_slowdown_trigger: 6,
+        l0_stop_trigger: 10,
+        level1_bytes: 32 << 10,
+        level_size_ratio: 4,
+        num_levels: 5,
+        background_threads: 2,
+        prefetch_threads: 2,
+        vlog_gc_dead_ratio: 0.3,
+        idle_settle_ms: 50,
+        ..Options::default()
+    }
+}
+
+/// The configurations every log runs under; answers must agree between them.
+pub fn configs() -> Vec<Config> {
+    let b = base_options;
+    vec![
+        Config {
+            runner: false,
+            name: "mem/per-ns/cache/bg2",
+            storage: StorageSpec::Mem,
+            opts: b(),
+        },
+        Config {
+            runner: false,
+            name: "posix/shared/nocache/mmap/inline0/bg1",
+            storage: StorageSpec::Posix,
+            opts: Options {
+                layout: Layout::Shared,
+                cache_bytes: 0,
+                inline_value_threshold: 0,
+                background_threads: 1,
+                mmap_reads: true,
+                ..b()
+            },
+        },
+        Config {
+            runner: false,
+            name: "posix/per-ns/nommap/block4k/table64k/inline1k",
+            storage: StorageSpec::Posix,
+            opts: Options {
+                mmap_reads: false,
+                block_size: 4096,
+                target_table_bytes: 64 << 10,
+                inline_value_threshold: 1024,
+                memtable_bytes: 64 << 10,
+                vlog_segment_bytes: 128 << 10,
+                ..b()
+            },
+        },
+        Config {
+            runner: false,
+            name: "nand/shared/bg1/smalltables",
+            storage: StorageSpec::Nand,
+            opts: Options {
+                storage: StorageKind::Nand(fast_nand()),
+                layout: Layout::Shared,
+                background_threads: 1,
+                target_table_bytes: 2 << 10,
+                block_size: 256,
+                mmap_reads: false,
+                ..b()
+            },
+        },
+        Config {
+            runner: true,
+            name: "nand-mem/per-ns/nocache/no-auto-gc/runner",
+            storage: StorageSpec::NandMem,
+            opts: Options {
+                cache_bytes: 0,
+                vlog_gc_dead_ratio: 0.0,
+                inline_value_threshold: 16,
+                ..b()
+            },
+        },
+        Config {
+            runner: false,
+            name: "fault/shared/no sync (crash loses what came after the last sync)",
+            storage: StorageSpec::Fault,
+            opts: Options {
+                sync: false,
+                layout: Layout::Shared,
+                ..b()
+            },
+        },
+        Config {
+            runner: false,
+            name: "fault/per-ns/sync (crash, I/O errors)",
+            storage: StorageSpec::Fault,
+            opts: Options { sync: true, ..b() },
+        },
+    ]
+}

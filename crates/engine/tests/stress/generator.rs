@@ -1,0 +1,512 @@
+//! The seeded generator of operation logs: which operations it draws, and how.
+
+use super::ops::{
+    cmp_json, same_type, AggFn, Cond, FaultKind, FilterSpec, IdxKind, IterSpec, Op, Query, ATTRS,
+    CURSOR_SLOTS, ITER_SLOTS, KEYS, NS_SLOTS, SNAP_SLOTS,
+};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+/// Which operations the generator draws, and with which weights.
+#[derive(Clone, Debug)]
+pub struct GenConfig {
+    /// Reopen, crash and fault injection (off for the threads of a concurrent run).
+    pub lifecycle: bool,
+    /// Namespace creation and destruction of slot 0 too (off when slot 0 is the default).
+    pub destroy_slot0: bool,
+    /// Db-wide background calls (flush, compaction, GC).
+    pub db_calls: bool,
+}
+
+/// The generator's operations and weights (the report prints them).
+pub const WEIGHTS: &[(&str, u32)] = &[
+    ("put", 220),
+    ("delete", 50),
+    ("batch", 40),
+    ("get", 90),
+    ("contains", 25),
+    ("create_namespace", 8),
+    ("destroy_namespace", 3),
+    ("create_index", 12),
+    ("drop_index", 9),
+    ("list_indexes", 6),
+    ("query", 90),
+    ("snapshot", 12),
+    ("release", 6),
+    ("snapshot_read", 30),
+    ("snapshot_query", 15),
+    ("page_open", 6),
+    ("page_next", 14),
+    ("iter_open", 14),
+    ("iter_seek", 14),
+    ("iter_next", 40),
+    ("iter_drop", 5),
+    ("flush", 12),
+    ("wait_for_compactions", 4),
+    ("compact_range", 6),
+    ("compact_all", 3),
+    ("gc_value_log", 10),
+    ("sync_log", 3),
+    ("stats", 3),
+    ("reopen", 5),
+    ("crash", 4),
+    ("inject", 3),
+    ("heal", 4),
+];
+
+pub struct Gen {
+    rng: SmallRng,
+    cfg: GenConfig,
+    total: u32,
+    seq: u64,
+    /// Keys recently written, per namespace slot, so reads hit more often than not.
+    hot: Vec<u16>,
+    /// Indexes this log created (as far as the generator knows), so that drops hit and the
+    /// database often has no index at all (defect 1 of issue 30 needs that).
+    indexed: Vec<(u8, u8)>,
+}
+
+impl Gen {
+    pub fn new(seed: u64, cfg: GenConfig) -> Gen {
+        let total = WEIGHTS
+            .iter()
+            .filter(|(n, _)| cfg_allows(&cfg, n))
+            .map(|(_, w)| w)
+            .sum();
+        Gen {
+            rng: SmallRng::seed_from_u64(seed),
+            cfg,
+            total,
+            seq: 0,
+            hot: Vec::new(),
+            indexed: Vec::new(),
+        }
+    }
+
+    pub fn ops(&mut self, n: usize) -> Vec<Op> {
+        let mut out = Vec::with_capacity(n + 8);
+        while out.len() < n {
+            self.next_ops(&mut out);
+        }
+        out
+    }
+
+    fn ns(&mut self) -> u8 {
+        // Slot 0 and 1 take most of the traffic.
+        match self.rng.gen_range(0..10) {
+            0..=3 => 0,
+            4..=6 => 1,
+            7..=8 => 2,
+            _ => self.rng.gen_range(0..NS_SLOTS),
+        }
+    }
+
+    fn key(&mut self) -> u16 {
+        match self.rng.gen_range(0..100) {
+            0..=29 if !self.hot.is_empty() => self.hot[self.rng.gen_range(0..self.hot.len())],
+            30..=31 => 1000 + self.rng.gen_range(0..8),
+            _ => self.rng.gen_range(0..KEYS),
+        }
+    }
+
+    fn written(&mut self, k: u16) {
+        if self.hot.len() < 32 {
+            self.hot.push(k);
+        } else {
+            let i = self.rng.gen_range(0..32);
+            self.hot[i] = k;
+        }
+    }
+
+    /// A JSON scalar from the domain of attribute `attr`.
+    pub fn scalar(&mut self, attr: u8) -> Value {
+        let r = &mut self.rng;
+        match (attr, r.gen_range(0..12)) {
+            (_, 0) => Value::Null,
+            (_, 1) if attr == 4 => json!(r.gen_bool(0.5)),
+            (0 | 3, _) => json!(r.gen_range(-1..8)),
+            (1, _) => json!(["", "x", "xy", "y", "yz", "z", "é"][r.gen_range(0..7)]),
+            (2, _) => json!(f64::from(r.gen_range(-16..16)) / 4.0),
+            (_, 2..=5) => json!(r.gen_range(0..5)),
+            (_, 6..=8) => json!(["p", "q", "pq"][r.gen_range(0..3)]),
+            _ => json!(f64::from(r.gen_range(-8..8)) / 2.0),
+        }
+    }
+
+    fn scalar_of_type(&mut self, attr: u8, like: &Value) -> Value {
+        for _ in 0..20 {
+            let v = self.scalar(attr);
+            if same_type(&v, like) {
+                return v;
+            }
+        }
+        like.clone()
+    }
+
+    pub fn value(&mut self) -> Vec<u8> {
+        self.seq += 1;
+        let seq = self.seq;
+        let pad_len = match self.rng.gen_range(0..100) {
+            0..=69 => self.rng.gen_range(0..24),
+            70..=93 => self.rng.gen_range(60..600),
+            _ => self.rng.gen_range(2_000..9_000),
+        };
+        let pad: String = (0..pad_len)
+            .map(|i| (b'a' + ((i as u64 + seq) % 26) as u8) as char)
+            .collect();
+        match self.rng.gen_range(0..100) {
+            0..=79 => {
+                let mut m = serde_json::Map::new();
+                m.insert("s".into(), json!(seq));
+                for a in 0..ATTRS.len() as u8 {
+                    if self.rng.gen_range(0..10) == 0 {
+                        continue; // missing
+                    }
+                    let v = self.scalar(a);
+                    match ATTRS[a as usize] {
+                        "n.x" => {
+                            let n = match self.rng.gen_range(0..10) {
+                                0 => json!(5),
+                                1 => json!({ "y": v }),
+                                _ => json!({ "x": v, "y": 1 }),
+                            };
+                            m.insert("n".into(), n);
+                        }
+                        "t" if self.rng.gen_range(0..8) == 0 => {
+                            m.insert("t".into(), json!([v, 1]));
+                        }
+                        name => {
+                            m.insert(name.into(), v);
+                        }
+                    }
+                }
+                if pad_len > 0 {
+                    m.insert("pad".into(), json!(pad));
+                }
+                serde_json::to_vec(&Value::Object(m)).unwrap()
+            }
+            80..=89 => {
+                let mut v = format!("\u{1}raw{seq}:").into_bytes();
+                v.extend_from_slice(pad.as_bytes());
+                v
+            }
+            90..=96 => match self.rng.gen_range(0..3) {
+                0 => format!("[{seq},\"{pad}\"]").into_bytes(),
+                1 => format!("\"{seq}{pad}\"").into_bytes(),
+                _ => format!("{seq}").into_bytes(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn filter(&mut self) -> FilterSpec {
+        let n = match self.rng.gen_range(0..10) {
+            0..=1 => 0,
+            2..=7 => 1,
+            _ => 2,
+        };
+        let mut conds = Vec::new();
+        for _ in 0..n {
+            let attr = self.rng.gen_range(0..ATTRS.len() as u8);
+            let c = match self.rng.gen_range(0..10) {
+                0..=3 => Cond::Eq(self.scalar(attr)),
+                4..=7 => {
+                    let a = self.scalar(attr);
+                    let lo = self.rng.gen_bool(0.7).then(|| a.clone());
+                    let hi = if lo.is_none() || self.rng.gen_bool(0.5) {
+                        Some(self.scalar_of_type(attr, &a))
+                    } else {
+                        None
+                    };
+                    let (lo, hi) = match (lo, hi) {
+                        (Some(l), Some(h))
+                            if self.rng.gen_bool(0.8) && cmp_json(&l, &h).is_gt() =>
+                        {
+                            (Some(h), Some(l))
+                        }
+                        other => other,
+                    };
+                    Cond::Range(
+                        lo.map(|v| (v, self.rng.gen_bool(0.5))),
+                        hi.map(|v| (v, self.rng.gen_bool(0.5))),
+                    )
+                }
+                8 => {
+                    let k = self.rng.gen_range(0..4);
+                    Cond::In((0..k).map(|_| self.scalar(attr)).collect())
+                }
+                _ => Cond::Prefix(["", "x", "y", "p", "q"][self.rng.gen_range(0..5)].into()),
+            };
+            conds.push((attr, c));
+        }
+        FilterSpec { conds }
+    }
+
+    fn projection(&mut self) -> Option<Vec<u8>> {
+        self.rng.gen_bool(0.3).then(|| {
+            let n = self.rng.gen_range(1..3);
+            (0..n)
+                .map(|_| self.rng.gen_range(0..ATTRS.len() as u8))
+                .collect()
+        })
+    }
+
+    fn query(&mut self) -> Query {
+        match self.rng.gen_range(0..10) {
+            0..=4 => Query::Find {
+                filter: self.filter(),
+                projection: self.projection(),
+                limit: match self.rng.gen_range(0..4) {
+                    0 => Some(self.rng.gen_range(0..20)),
+                    _ => None,
+                },
+                page_bytes: match self.rng.gen_range(0..4) {
+                    0 => 1,
+                    1 => self.rng.gen_range(100..2_000),
+                    2 => 16 << 10,
+                    _ => 1 << 20,
+                },
+            },
+            5 => {
+                let attr = self.rng.gen_range(0..ATTRS.len() as u8);
+                Query::BySecondary {
+                    attr,
+                    value: self.scalar(attr),
+                    limit: self.rng.gen_bool(0.3).then(|| self.rng.gen_range(0..5)),
+                }
+            }
+            6..=7 => Query::Top {
+                filter: self.filter(),
+                by: self.rng.gen_range(0..ATTRS.len() as u8),
+                desc: self.rng.gen_bool(0.5),
+                k: [0, 1, 3, 10, 1000][self.rng.gen_range(0..5)],
+                projection: self.projection(),
+            },
+            _ => {
+                let a = self.rng.gen_range(0..ATTRS.len() as u8);
+                Query::Aggregate {
+                    filter: self.filter(),
+                    f: match self.rng.gen_range(0..6) {
+                        0 => AggFn::Count,
+                        5 => AggFn::CountOf(a),
+                        1 => AggFn::Sum(a),
+                        2 => AggFn::Avg(a),
+                        3 => AggFn::Min(a),
+                        _ => AggFn::Max(a),
+                    },
+                }
+            }
+        }
+    }
+
+    fn pick(&mut self) -> &'static str {
+        let mut x = self.rng.gen_range(0..self.total);
+        for (name, w) in WEIGHTS {
+            if !cfg_allows(&self.cfg, name) {
+                continue;
+            }
+            if x < *w {
+                return name;
+            }
+            x -= w;
+        }
+        unreachable!()
+    }
+
+    fn next_ops(&mut self, out: &mut Vec<Op>) {
+        let name = self.pick();
+        let op = match name {
+            "put" => {
+                let (ns, key) = (self.ns(), self.key());
+                self.written(key);
+                Op::Put {
+                    ns,
+                    key,
+                    value: self.value(),
+                    sync: self.rng.gen_range(0..20) == 0,
+                }
+            }
+            "delete" => Op::Delete {
+                ns: self.ns(),
+                key: self.key(),
+            },
+            "batch" => {
+                let ns = self.ns();
+                let n = self.rng.gen_range(1..12);
+                let writes = (0..n)
+                    .map(|_| {
+                        let k = self.key();
+                        let v = self.rng.gen_bool(0.8).then(|| self.value());
+                        (k, v)
+                    })
+                    .collect();
+                Op::Batch { ns, writes }
+            }
+            "get" => Op::Get {
+                ns: self.ns(),
+                key: self.key(),
+            },
+            "contains" => Op::Contains {
+                ns: self.ns(),
+                key: self.key(),
+            },
+            "create_namespace" => Op::CreateNs {
+                ns: self.rng.gen_range(0..NS_SLOTS),
+            },
+            "destroy_namespace" => {
+                let lo = if self.cfg.destroy_slot0 { 0 } else { 1 };
+                Op::DestroyNs {
+                    ns: self.rng.gen_range(lo..NS_SLOTS),
+                }
+            }
+            "create_index" => {
+                let (ns, attr) = (self.ns(), self.rng.gen_range(0..ATTRS.len() as u8));
+                if !self.indexed.contains(&(ns, attr)) {
+                    self.indexed.push((ns, attr));
+                }
+                let op = Op::CreateIndex {
+                    ns,
+                    attr,
+                    kind: if self.rng.gen_bool(0.5) {
+                        IdxKind::Classic
+                    } else {
+                        IdxKind::Vas
+                    },
+                };
+                // Defect 1's shape: GC with unflushed rewrites, then an index, then a reopen.
+                if self.cfg.db_calls && self.rng.gen_bool(0.5) {
+                    out.push(Op::Gc);
+                    out.push(op);
+                    if self.cfg.lifecycle && self.rng.gen_bool(0.5) {
+                        out.push(Op::Reopen);
+                    }
+                    return;
+                }
+                op
+            }
+            "drop_index" => {
+                if !self.indexed.is_empty() && self.rng.gen_range(0..5) > 0 {
+                    let i = self.rng.gen_range(0..self.indexed.len());
+                    let (ns, attr) = self.indexed.swap_remove(i);
+                    Op::DropIndex { ns, attr }
+                } else {
+                    Op::DropIndex {
+                        ns: self.ns(),
+                        attr: self.rng.gen_range(0..ATTRS.len() as u8),
+                    }
+                }
+            }
+            "list_indexes" => Op::ListIndexes { ns: self.ns() },
+            "query" => Op::Query {
+                ns: self.ns(),
+                q: self.query(),
+                doc: self.rng.gen_range(0..4) == 0,
+            },
+            "snapshot" => Op::SnapOpen {
+                snap: self.rng.gen_range(0..SNAP_SLOTS),
+                ns: self.ns(),
+            },
+            "release" => Op::SnapClose {
+                snap: self.rng.gen_range(0..SNAP_SLOTS),
+            },
+            "snapshot_read" => {
+                let (snap, key) = (self.rng.gen_range(0..SNAP_SLOTS), self.key());
+                if self.rng.gen_bool(0.7) {
+                    Op::SnapGet { snap, key }
+                } else {
+                    Op::SnapContains { snap, key }
+                }
+            }
+            "snapshot_query" => Op::SnapQuery {
+                snap: self.rng.gen_range(0..SNAP_SLOTS),
+                q: self.query(),
+            },
+            "page_open" => Op::PageOpen {
+                cur: self.rng.gen_range(0..CURSOR_SLOTS),
+                ns: self.ns(),
+                filter: self.filter(),
+                projection: self.projection(),
+                page_bytes: self.rng.gen_range(1..3_000),
+            },
+            "page_next" => Op::PageNext {
+                cur: self.rng.gen_range(0..CURSOR_SLOTS),
+            },
+            "iter_open" => Op::IterOpen {
+                it: self.rng.gen_range(0..ITER_SLOTS),
+                ns: self.ns(),
+                snap: self
+                    .rng
+                    .gen_bool(0.4)
+                    .then(|| self.rng.gen_range(0..SNAP_SLOTS)),
+                spec: IterSpec {
+                    upper: self.rng.gen_bool(0.3).then(|| self.rng.gen_range(0..KEYS)),
+                    prefix: self
+                        .rng
+                        .gen_bool(0.2)
+                        .then(|| format!("k{}", self.rng.gen_range(0..2))),
+                    keys_only: self.rng.gen_bool(0.2),
+                    prefetch: [0, 0, 2, 8][self.rng.gen_range(0..4)],
+                    index_prefetch: self.rng.gen_bool(0.3),
+                },
+            },
+            "iter_seek" => Op::IterSeek {
+                it: self.rng.gen_range(0..ITER_SLOTS),
+                key: self.key(),
+            },
+            "iter_next" => Op::IterNext {
+                it: self.rng.gen_range(0..ITER_SLOTS),
+                n: [1, 1, 3, 10, 50][self.rng.gen_range(0..5)],
+            },
+            "iter_drop" => Op::IterClose {
+                it: self.rng.gen_range(0..ITER_SLOTS),
+            },
+            "flush" => Op::Flush,
+            "wait_for_compactions" => Op::WaitForCompactions,
+            "compact_range" => {
+                let a = self.rng.gen_bool(0.6).then(|| self.rng.gen_range(0..KEYS));
+                let b = self.rng.gen_bool(0.6).then(|| self.rng.gen_range(0..KEYS));
+                Op::CompactRange {
+                    ns: self.rng.gen_bool(0.6).then(|| self.ns()),
+                    start: a.min(b).or(a),
+                    end: a.max(b),
+                }
+            }
+            "compact_all" => Op::CompactAll,
+            "gc_value_log" => Op::Gc,
+            "sync_log" => Op::SyncLog,
+            "stats" => Op::Stats,
+            "reopen" => Op::Reopen,
+            "crash" => Op::Crash,
+            "inject" => Op::Inject {
+                kind: [
+                    FaultKind::Append,
+                    FaultKind::Sync,
+                    FaultKind::Create,
+                    FaultKind::Rename,
+                    FaultKind::Read,
+                    FaultKind::Open,
+                    FaultKind::Delete,
+                ][self.rng.gen_range(0..7)],
+                nth: self.rng.gen_range(0..30),
+                sticky: self.rng.gen_bool(0.3),
+            },
+            "heal" => Op::Heal,
+            other => unreachable!("{other}"),
+        };
+        out.push(op);
+    }
+}
+
+fn cfg_allows(cfg: &GenConfig, name: &str) -> bool {
+    match name {
+        "reopen" | "crash" | "inject" | "heal" | "sync_log" => cfg.lifecycle,
+        "flush"
+        | "wait_for_compactions"
+        | "compact_range"
+        | "compact_all"
+        | "gc_value_log"
+        | "stats" => cfg.db_calls,
+        _ => true,
+    }
+}
