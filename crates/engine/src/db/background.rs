@@ -558,17 +558,29 @@ impl Inner {
         let mut bg = self.bg.lock();
         bg.backfills.push_back((e.id, id));
         bg.backfilled.insert(id, None);
+        // Background work stopped for want of space may not run the backfill for as long as
+        // the disk is full: as a writer does, give up once a retry since this call failed too.
+        let failures = bg.no_space_failures;
+        bg.retry_at = None;
         self.wake_background();
         loop {
             if let Some(done) = bg.backfilled.get_mut(&id).and_then(Option::take) {
                 bg.backfilled.remove(&id);
                 return done;
             }
-            let gave_up = match (&bg.error, bg.shutdown) {
-                (Some(msg), _) => Error::Background(msg.clone()),
+            let no_space = bg
+                .no_space
+                .clone()
+                .filter(|_| bg.no_space_failures != failures);
+            let gave_up = match (&bg.error, bg.shutdown, no_space) {
+                (Some(msg), _, _) => Error::Background(msg.clone()),
                 // Left unready: the next open backfills it.
-                (None, true) => Error::Closed,
-                (None, false) => {
+                (None, true, _) => Error::Closed,
+                (None, false, Some(why)) => Error::NoSpace {
+                    file: "database".into(),
+                    source: std::io::Error::new(std::io::ErrorKind::StorageFull, why),
+                },
+                (None, false, None) => {
                     self.done_cv.wait_for(&mut bg, Duration::from_millis(100));
                     continue;
                 }
