@@ -293,11 +293,19 @@ impl Inner {
             if seen.last() == Some(&ns) {
                 continue;
             }
-            let dead = dead_ns.contains(&ns);
+            let mut dead = dead_ns.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
                 let read = dead || {
                     let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
-                    hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr))
+                    let found = hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr));
+                    // A destroy racing this check takes the namespace's tables out of the
+                    // version before it joins the dead set: a miss may be that, not a newer
+                    // version. The manifest's list of destroyed ids changes with the version
+                    // the lookup read, so a miss for that reason finds the id in it.
+                    if !found && self.versions.lock().namespaces.destroyed.contains(&ns) {
+                        dead = true;
+                    }
+                    found || dead
                 };
                 if read {
                     seen.push(ns);
@@ -350,6 +358,7 @@ mod tests {
     use super::GcStats;
     use crate::storage::{MemStorage, StorageRef};
     use crate::{Db, Options};
+    use bytes::Bytes;
     use std::sync::Arc;
 
     /// A segment deleted between the listing and its collection (another collection took
@@ -361,6 +370,37 @@ mod tests {
         let mut stats = GcStats::default();
         db.inner.gc_segment(999_999, 0.0, &mut stats).unwrap();
         assert_eq!(stats, GcStats::default());
+        db.close().unwrap();
+    }
+
+    /// A destroy between GC's lookup and its look at the dead set: the namespace's tables
+    /// are out of the version, it is not in the dead set yet, and an iterator opened before
+    /// still reads its records. The check must count that iterator's snapshot (it took the
+    /// miss for a newer version and let the segment go, found by the stress test).
+    #[test]
+    fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
+        let storage: StorageRef = Arc::new(MemStorage::new());
+        let opts = Options {
+            layout: crate::Layout::PerNamespace,
+            inline_value_threshold: 0,
+            ..Options::default()
+        };
+        let db = Db::open_with_storage(storage, opts).unwrap();
+        let ns = db.create_namespace("t").unwrap();
+        ns.put(b"k", &[7u8; 300]).unwrap();
+        db.compact_all().unwrap();
+        let id = ns.id();
+        let hit = db.inner.lookup(id, b"k", None, &db.inner.counters).unwrap();
+        let addr = hit
+            .and_then(|h| h.addr)
+            .expect("the record has a value-log address");
+        let snapshot = ns.snapshot();
+        // The window: the tables are gone, the dead set does not say so yet.
+        db.inner.remove_trees(&[id]).unwrap();
+        let puts = [(id, Bytes::from_static(b"k"), addr)];
+        assert_eq!(db.inner.seen_by_snapshot(&puts).unwrap(), vec![id]);
+        drop(snapshot);
+        assert!(db.inner.seen_by_snapshot(&puts).unwrap().is_empty());
         db.close().unwrap();
     }
 }

@@ -125,7 +125,17 @@ impl Inner {
     pub(super) fn drop_trees(&self, ids: &[Nsid]) -> Result<()> {
         // No compaction may run meanwhile: it could write tables of `ids` back.
         let _slots = self.acquire_compaction()?;
-        (|| {
+        let dead = self.remove_trees(ids)?;
+        self.join_dead_set(ids, &dead);
+        Ok(())
+    }
+
+    /// The first half of [`drop_trees`](Self::drop_trees): logs the destruction and takes
+    /// the own tables of `ids` out of the version. Returns the value addresses that died
+    /// with them. Until [`join_dead_set`](Self::join_dead_set), readers see the namespaces'
+    /// memtable, L0 and run entries still, and their deeper tables no more.
+    pub(super) fn remove_trees(&self, ids: &[Nsid]) -> Result<Vec<key::ValueAddr>> {
+        {
             let version = self.versions.lock().current();
             let own: Vec<(usize, &Arc<TableHandle>)> = version
                 .levels
@@ -164,15 +174,21 @@ impl Inner {
                 },
                 None,
             )?;
-            self.liveness.mark_dead(&dead);
-            self.bg.lock().gc_check = true;
-            self.wake_background();
-            let mut state = self.namespaces.write();
-            let mut dead = (*state.dead).clone();
-            dead.extend(ids.iter().copied());
-            state.dead = Arc::new(dead);
-            Ok(())
-        })()
+            Ok(dead)
+        }
+    }
+
+    /// The second half of [`drop_trees`](Self::drop_trees): the values in `dead` are
+    /// garbage for GC, and the entries of `ids` left in memtables, L0 and runs are
+    /// unreachable and dropped by the next flush or compaction.
+    fn join_dead_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
+        self.liveness.mark_dead(dead);
+        self.bg.lock().gc_check = true;
+        self.wake_background();
+        let mut state = self.namespaces.write();
+        let mut set = (*state.dead).clone();
+        set.extend(ids.iter().copied());
+        state.dead = Arc::new(set);
     }
 
     pub(super) fn namespace_stats(&self, entry: &NsEntry) -> Result<NamespaceStats> {

@@ -74,6 +74,15 @@ pub(crate) fn io_kind(k: FaultKind) -> IoKind {
     }
 }
 
+/// With `CERBERUS_STRESS_TRACE` set, prints every operation as it runs and every error a
+/// check accepted, on stderr: the story of a failure that depends on timing.
+pub(crate) fn trace(what: impl FnOnce() -> String) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *ON.get_or_init(|| std::env::var_os("CERBERUS_STRESS_TRACE").is_some()) {
+        eprintln!("trace: {}", what());
+    }
+}
+
 pub(crate) fn stale(r: cerberus_engine::Result<()>, what: &str) -> Check {
     match r {
         Err(_) => Ok("Err(stale)".into()),

@@ -2,7 +2,7 @@
 //! answer against the model, and records a normalized trace of the answers for the
 //! metamorphic comparison between configurations.
 
-use super::checks::{check_indexes, err_name, show, Check};
+use super::checks::{check_indexes, err_name, show, trace, Check};
 use super::config::{cov, Config, StorageSpec, OPS_RUN};
 use super::host::Host;
 use super::model::NsModel;
@@ -390,6 +390,7 @@ pub fn run_log(cfg: &Config, ops: &[Op]) -> Result<Vec<String>, Failure> {
     s.unsynced = cfg.storage == StorageSpec::Fault && !cfg.opts.sync;
     for (i, op) in ops.iter().enumerate() {
         let mut r = DbRef::Host(&mut host);
+        trace(|| format!("{} op {i}: {op}", cfg.name));
         if let Err(msg) = s.exec(&mut r, op) {
             return Err(fail(i, format!("{op}: {msg}")));
         }

@@ -1,6 +1,6 @@
 //! The session's reads: gets, index lists, queries, snapshots, paged finds and iterators.
 
-use super::checks::{check_indexes, check_read, err_name, stale, tr, Check};
+use super::checks::{check_indexes, check_read, err_name, stale, tr, trace, Check};
 use super::config::cov;
 use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
@@ -259,7 +259,8 @@ impl Session {
                         st.pos = Some(st.entries.partition_point(|(e, _)| *e < target));
                         Ok("seek".into())
                     }
-                    Err(_) if gone || faulty => {
+                    Err(e) if gone || faulty => {
+                        trace(|| format!("seek: accepted error (gone {gone}): {e}"));
                         st.dead = true;
                         Ok("Err".into())
                     }
@@ -336,7 +337,8 @@ impl Session {
                         want
                     };
                     match (got, want) {
-                        (Some(Err(_)), _) if gone || faulty => {
+                        (Some(Err(e)), _) if gone || faulty => {
+                            trace(|| format!("next: accepted error (gone {gone}): {e}"));
                             st.dead = true;
                             out.push_str(" Err");
                             break;
