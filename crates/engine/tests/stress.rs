@@ -34,6 +34,8 @@ mod session_reads;
 mod session_writes;
 #[path = "stress/shrink.rs"]
 mod shrink;
+#[path = "stress/watchdog.rs"]
+mod watchdog;
 
 use cerberus_engine::ReadOptions;
 use config::{configs, Config, StorageSpec};
@@ -105,6 +107,9 @@ fn print_log(ops: &[Op]) -> String {
 /// Runs one seed; on failure shrinks the log and panics with the seed, the configuration
 /// and the minimal log.
 fn check_seed(seed: u64, n: usize, cfgs: &[Config]) {
+    watchdog::context(format!(
+        "seed {seed} (CERBERUS_STRESS_SEED={seed} CERBERUS_STRESS_OPS={n})"
+    ));
     let ops = single_log(seed, n);
     let Err((failure, needed)) = run_all(cfgs, &ops) else {
         return;

@@ -9,6 +9,7 @@ use super::generator::{Gen, GenConfig};
 use super::host::Host;
 use super::ops::{Op, KEYS};
 use super::run::{DbRef, Session};
+use super::watchdog;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -83,12 +84,16 @@ pub fn run(
                 let (log, from) = (&logs[w], done_ops[w]);
                 let (fail, stop) = (&fail, &stop);
                 handles.push(s.spawn(move || {
+                    watchdog::context(format!(
+                        "concurrent seed {seed} (CERBERUS_STRESS_SEED={seed}) worker {w}"
+                    ));
                     let mut r = DbRef::Shared(db, epoch);
                     let end = (from + n + 2).min(log.len());
                     for i in from..end {
                         if stop.load(Ordering::Relaxed) {
                             return end;
                         }
+                        let _busy = watchdog::busy(format_args!("op {i}: {}", log[i]));
                         if let Err(m) = sess.exec(&mut r, &log[i]) {
                             fail(ConcurrentFailure {
                                 msg: format!("worker {w} op {i}: {}: {m}", log[i]),
@@ -105,9 +110,15 @@ pub fn run(
             let chaos = s.spawn(|| {
                 let mut rng = SmallRng::seed_from_u64(seed ^ 0xC4A05 ^ phase as u64);
                 let mut calls = 0;
+                watchdog::context(format!(
+                    "concurrent seed {seed} (CERBERUS_STRESS_SEED={seed}) chaos"
+                ));
                 while !stop.load(Ordering::Relaxed) || calls == 0 {
                     calls += 1;
-                    let (name, r) = match rng.gen_range(0..10) {
+                    let pick = rng.gen_range(0..10);
+                    // The names are in the match below.
+                    let _busy = watchdog::busy(format_args!("call {calls}, pick {pick}"));
+                    let (name, r) = match pick {
                         0..=3 => ("Db::flush", db.flush()),
                         4 => ("Db::compact_all", db.compact_all()),
                         5 => {

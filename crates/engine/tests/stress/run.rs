@@ -7,6 +7,7 @@ use super::config::{cov, Config, StorageSpec, OPS_RUN};
 use super::host::Host;
 use super::model::NsModel;
 use super::ops::{short, IdxKind, IterSpec, Op, ATTRS};
+use super::watchdog;
 use cerberus_engine::{Db, IndexKind, Iter, Namespace, ReadOptions, Snapshot};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -391,12 +392,17 @@ pub fn run_log(cfg: &Config, ops: &[Op]) -> Result<Vec<String>, Failure> {
     for (i, op) in ops.iter().enumerate() {
         let mut r = DbRef::Host(&mut host);
         trace(|| format!("{} op {i}: {op}", cfg.name));
+        let _busy = watchdog::busy(format_args!("[{}] op {i}: {op}", cfg.name));
         if let Err(msg) = s.exec(&mut r, op) {
             return Err(fail(i, format!("{op}: {msg}")));
         }
     }
     // The end: heal any fault, reopen, and everything must be there.
     let n = ops.len();
+    let _busy = watchdog::busy(format_args!(
+        "[{}] the final heal, reopen and close",
+        cfg.name
+    ));
     let mut r = DbRef::Host(&mut host);
     s.exec(&mut r, &Op::Heal)
         .map_err(|m| fail(n, format!("final heal: {m}")))?;
