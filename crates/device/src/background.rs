@@ -1,40 +1,10 @@
 //! The device's background services on the scheduler: what a write queues, what a core runs,
 //! what a stop saves and what the stats show.
 
-use crate::config::DeviceConfig;
-use crate::dedup::{self, Dedup, DedupWork};
+use crate::dedup::{self, DedupWork};
 use crate::dispatch::Shared;
-use crate::scheduler::{Policy, Priority, Work};
+use crate::scheduler::{Priority, Work};
 use bytes::Bytes;
-use cerberus_engine::Db;
-
-/// The dedup service the configuration asks for, with the tasks to queue first: those a
-/// clean stop saved, or a scan of every namespace (a rebuild) when nothing was saved. A
-/// device started without the service forgets a saved index: it would miss the writes made
-/// meanwhile.
-pub fn open_dedup(db: &Db, config: &DeviceConfig) -> (Option<Dedup>, Vec<DedupWork>) {
-    let path = dedup::index_path(&config.data_dir);
-    if !config.dedup.enabled || config.scheduler.policy == Policy::Off {
-        dedup::remove_file(&path);
-        return (None, Vec::new());
-    }
-    let chunker = config.dedup.chunker();
-    let max = config.dedup.max_backlog;
-    if let Some((d, pending)) = Dedup::load(&path, chunker) {
-        tracing::info!(queued = pending.len(), "dedup index loaded");
-        return (Some(d.with_max_backlog(max)), pending);
-    }
-    let scans = db
-        .list_namespaces()
-        .into_iter()
-        .filter(|n| n.nsid != 0)
-        .map(|n| DedupWork::Scan {
-            ns: n.nsid,
-            after: None,
-        })
-        .collect();
-    (Some(Dedup::new(chunker).with_max_backlog(max)), scans)
-}
 
 /// A per-core Prometheus series: name, type, help, and its value for a core.
 type Series = (

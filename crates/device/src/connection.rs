@@ -9,7 +9,7 @@ use crate::admission::Ticket;
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::put_batch::{HeldPut, HeldPuts};
-use crate::workers::{catch_command, Workers};
+use crate::workers::{answer, Outbox, Workers};
 use bytes::BytesMut;
 use cerberus_proto::{
     split_frame, Command, Frame, ProtoError, Reply, Request, Response, Status, DEVICE_NSID,
@@ -71,10 +71,6 @@ pub async fn stopped(stop: &mut watch::Receiver<bool>) {
 /// Largest frame body read before the connection authenticates: an Authenticate or an
 /// Identify fits many times over, and a client that proved nothing holds little memory.
 const UNAUTHENTICATED_MAX_BODY: u32 = 4096;
-
-/// A reply on its way to the writer, with the in-flight permit of its command: the permit is
-/// given back once the reply is written, so replies a client does not read stop its commands.
-pub(crate) type Outbox = mpsc::UnboundedSender<(Response, Option<OwnedSemaphorePermit>)>;
 
 /// Why a connection's deadline closes it.
 enum Expired {
@@ -454,25 +450,6 @@ fn handle(
             None,
         );
     }
-}
-
-/// Runs a command on the engine and records it. A panic still answers the client, or it
-/// would wait for this command forever.
-pub(crate) fn answer(
-    shared: &Shared,
-    cmd: Command,
-    iters: &ConnIterators,
-    arrived: quanta::Instant,
-) -> Response {
-    let (cid, nsid) = (cmd.cid, cmd.nsid);
-    let opcode = cmd.request.opcode() as u8;
-    let resp = match catch_command(nsid, opcode, || shared.execute(cmd, iters)) {
-        Ok(resp) => resp,
-        Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
-    };
-    let ok = resp.status.is_success();
-    shared.metrics.record(nsid, opcode, ok, arrived.elapsed());
-    resp
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(

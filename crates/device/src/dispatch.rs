@@ -6,7 +6,7 @@ use crate::config::DeviceConfig;
 use crate::dedup::Dedup;
 use crate::iterators::ConnIterators;
 use crate::metrics::Metrics;
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Policy, Scheduler};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use cerberus_engine::{Db, Error as EngineError, Namespace, ReadOptions, WriteBatch, WriteOptions};
@@ -83,7 +83,9 @@ impl Shared {
             max_iter_batch_bytes: config.max_iter_batch_bytes,
             iterator_idle_secs: config.iterator_idle_secs,
         };
-        let (dedup, pending) = crate::background::open_dedup(&db, &config);
+        // Dedup runs as background work: with the scheduler off there is none.
+        let wanted = config.scheduler.policy != Policy::Off;
+        let (dedup, pending) = Dedup::open(&db, &config.data_dir, &config.dedup, wanted);
         let shared = Shared {
             db,
             creds,

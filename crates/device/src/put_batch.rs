@@ -4,10 +4,9 @@
 //! them stored), then stored with one engine write per namespace: one log append for many
 //! clients, as Redis writes its append-only file once per turn of its event loop.
 
-use crate::connection::{answer, Outbox};
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
-use crate::workers::catch_command;
+use crate::workers::{answer, catch_command, Outbox};
 use bytes::Bytes;
 use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status};
 use parking_lot::Mutex;

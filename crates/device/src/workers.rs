@@ -1,12 +1,39 @@
 //! The foreground worker threads: engine calls run here, never on the network threads, since
 //! they block on storage.
 
+use crate::dispatch::Shared;
+use crate::iterators::ConnIterators;
+use cerberus_proto::{Command, Response};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread::JoinHandle;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 pub type Job = Box<dyn FnOnce() + Send>;
+
+/// A reply on its way to the writer, with the in-flight permit of its command: the permit is
+/// given back once the reply is written, so replies a client does not read stop its commands.
+pub(crate) type Outbox = mpsc::UnboundedSender<(Response, Option<OwnedSemaphorePermit>)>;
+
+/// Runs a command on the engine and records it. A panic still answers the client, or it
+/// would wait for this command forever.
+pub(crate) fn answer(
+    shared: &Shared,
+    cmd: Command,
+    iters: &ConnIterators,
+    arrived: quanta::Instant,
+) -> Response {
+    let (cid, nsid) = (cmd.cid, cmd.nsid);
+    let opcode = cmd.request.opcode() as u8;
+    let resp = match catch_command(nsid, opcode, || shared.execute(cmd, iters)) {
+        Ok(resp) => resp,
+        Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
+    };
+    let ok = resp.status.is_success();
+    shared.metrics.record(nsid, opcode, ok, arrived.elapsed());
+    resp
+}
 
 pub struct Workers {
     tx: Mutex<Option<Sender<Job>>>,

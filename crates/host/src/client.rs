@@ -411,7 +411,7 @@ async fn connect_inner(config: &ClientConfig, blocking: bool) -> Result<Client> 
     };
     let mut device = None;
     match config.max_inflight {
-        InflightLimit::Fixed(n) => conn.set_max_inflight(n),
+        InflightLimit::Fixed(n) => conn.shared().set_max_inflight(n),
         InflightLimit::FromDevice => {
             let command = Command {
                 cid: 0,

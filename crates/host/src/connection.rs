@@ -8,113 +8,17 @@
 //! calls are refused.
 
 use crate::direct::Direct;
+use crate::inflight::Shared;
 use crate::{Error, Result};
 use bytes::{Bytes, BytesMut};
-use cerberus_proto::{split_frame, Command, Frame, Identify, Request, Response, HEADER_LEN};
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
+use cerberus_proto::{split_frame, Command, Identify, Request, Response, HEADER_LEN};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
-use tokio::task::AbortHandle;
-
-/// Largest completion body accepted (raised to what the device's Identify allows). It only
-/// stops a corrupt length from making the reader buffer gigabytes.
-const MAX_RESPONSE_BODY: u32 = 64 << 20;
+use tokio::sync::{mpsc, oneshot};
 
 const READ_CHUNK: usize = 64 << 10;
 const WRITE_BUFFER: usize = 64 << 10;
-
-/// What a caller waits on: the completion, or why its frame could not be read.
-type Slot = oneshot::Sender<Result<Response>>;
-
-struct Pending {
-    slot: Slot,
-    /// Held until the completion arrives (not until the caller stops waiting): a command the
-    /// caller gave up on is still in flight at the device.
-    _permit: Option<OwnedSemaphorePermit>,
-}
-
-#[derive(Default)]
-struct State {
-    pending: HashMap<u32, Pending>,
-    /// Why the connection closed, once it has.
-    closed: Option<String>,
-    tasks: Vec<AbortHandle>,
-}
-
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    next_cid: AtomicU32,
-    /// Bounds commands in flight to the device's `max_inflight`, once known.
-    limit: OnceLock<Arc<Semaphore>>,
-    /// The device's `max_frame_body`, once known: a larger request would make the device
-    /// close the connection under every other caller, so it is refused here instead.
-    max_request_body: OnceLock<u32>,
-    /// Largest completion body the reader takes.
-    pub(crate) max_response_body: AtomicU32,
-}
-
-impl Shared {
-    fn new() -> Shared {
-        Shared {
-            state: Mutex::new(State::default()),
-            next_cid: AtomicU32::new(1),
-            limit: OnceLock::new(),
-            max_request_body: OnceLock::new(),
-            max_response_body: AtomicU32::new(MAX_RESPONSE_BODY),
-        }
-    }
-
-    pub(crate) fn close_reason(&self) -> Option<String> {
-        self.state.lock().closed.clone()
-    }
-
-    /// Closes the connection for everyone; the first reason given is kept.
-    pub(crate) fn close(&self, reason: impl Into<String>) {
-        let (pending, tasks) = {
-            let mut st = self.state.lock();
-            if st.closed.is_none() {
-                st.closed = Some(reason.into());
-            }
-            (
-                std::mem::take(&mut st.pending),
-                std::mem::take(&mut st.tasks),
-            )
-        };
-        if let Some(sem) = self.limit.get() {
-            sem.close();
-        }
-        // Dropping the slots wakes their callers with `ConnectionClosed`.
-        drop(pending);
-        for t in tasks {
-            t.abort();
-        }
-    }
-
-    fn add_task(&self, task: AbortHandle) {
-        let mut st = self.state.lock();
-        if st.closed.is_some() {
-            task.abort();
-        } else {
-            st.tasks.push(task);
-        }
-    }
-
-    /// Hands a completion to whoever waits for its command id.
-    pub(crate) fn complete(&self, frame: Frame) {
-        let cid = frame.header.cid;
-        let Some(p) = self.state.lock().pending.remove(&cid) else {
-            // Not a command of ours (or a duplicate completion): nobody to tell.
-            return;
-        };
-        // The body is checked per command: a malformed one fails that call, not the stream,
-        // since the framing around it is intact.
-        let result = Response::decode(&frame).map_err(Error::from);
-        let _ = p.slot.send(result);
-    }
-}
 
 /// The caller's side of a connection.
 pub(crate) struct Connection {
@@ -165,29 +69,12 @@ impl Connection {
         &self.shared
     }
 
-    /// From now on, at most `max_inflight` commands are in flight (0: no bound).
-    pub(crate) fn set_max_inflight(&self, max_inflight: u32) {
-        if max_inflight == 0 {
-            return;
-        }
-        let _ = self
-            .shared
-            .limit
-            .set(Arc::new(Semaphore::new(max_inflight as usize)));
-        if self.shared.state.lock().closed.is_some() {
-            // Closed before the limit existed: make sure nobody waits on it.
-            if let Some(sem) = self.shared.limit.get() {
-                sem.close();
-            }
-        }
-    }
-
     /// Applies the device's limits: its `max_inflight`; requests over its `max_frame_body`
     /// refused locally; completions as large as its values and list pages accepted.
     pub(crate) fn apply_identify(&self, id: &Identify) {
-        self.set_max_inflight(id.max_inflight);
+        self.shared.set_max_inflight(id.max_inflight);
         if id.max_frame_body > 0 {
-            let _ = self.shared.max_request_body.set(id.max_frame_body);
+            self.shared.set_max_request_body(id.max_frame_body);
         }
         let list_page = u64::from(id.max_list_keys) * (2 + u64::from(id.max_key_len)) + 5;
         // A batch stops at its byte budget, or holds one entry of any size.
@@ -196,7 +83,7 @@ impl Connection {
         let largest = u64::from(id.max_value_len)
             .max(list_page)
             .max(iter_batch)
-            .max(u64::from(MAX_RESPONSE_BODY))
+            .max(u64::from(crate::inflight::MAX_RESPONSE_BODY))
             .min(u64::from(u32::MAX)) as u32;
         self.shared
             .max_response_body
@@ -242,13 +129,7 @@ impl Connection {
         for c in commands {
             // Out of in-flight slots: send what is registered and take the oldest completion,
             // which gives a slot back (nobody else may be reading for this thread).
-            while !waiting.is_empty()
-                && self
-                    .shared
-                    .limit
-                    .get()
-                    .is_some_and(|l| l.available_permits() == 0)
-            {
+            while !waiting.is_empty() && self.shared.at_limit() {
                 if self.send_direct(d, &frames).is_err() {
                     return closed();
                 }
@@ -300,7 +181,7 @@ impl Connection {
         let mut frame = BytesMut::new();
         command.encode(&mut frame)?;
         let body = frame.len() - HEADER_LEN;
-        if let Some(&max) = self.shared.max_request_body.get() {
+        if let Some(max) = self.shared.max_request_body() {
             if body > max as usize {
                 let msg =
                     format!("a request body of {body} bytes is over the device's limit of {max}");
@@ -310,43 +191,17 @@ impl Connection {
                 });
             }
         }
-        let permit = match self.shared.limit.get() {
-            Some(sem) => Some(
-                sem.clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| Error::ConnectionClosed)?,
-            ),
-            None => None,
-        };
+        let permit = self.shared.permit().await?;
         let (slot, wait) = oneshot::channel();
-        {
-            // Registering and queueing the frame happen with no await in between, so a
-            // caller dropped while waiting never leaves a slot for a command never sent.
-            let mut st = self.shared.state.lock();
-            if st.closed.is_some() {
-                return Err(Error::ConnectionClosed);
-            }
-            let cid = loop {
-                let cid = self.shared.next_cid.fetch_add(1, Ordering::Relaxed);
-                if !st.pending.contains_key(&cid) {
-                    break cid;
-                }
-            };
+        // Registering and queueing the frame happen under one lock with no await, so a
+        // caller dropped while waiting never leaves a slot for a command never sent.
+        self.shared.register(slot, permit, |cid| {
             frame[4..8].copy_from_slice(&cid.to_le_bytes());
-            if let Link::Tasks(frames) = &self.link {
-                if frames.send(frame.split().freeze()).is_err() {
-                    return Err(Error::ConnectionClosed);
-                }
+            match &self.link {
+                Link::Tasks(frames) => frames.send(frame.split().freeze()).is_ok(),
+                Link::Direct(_) => true,
             }
-            st.pending.insert(
-                cid,
-                Pending {
-                    slot,
-                    _permit: permit,
-                },
-            );
-        }
+        })?;
         Ok((frame, wait))
     }
 }

@@ -8,7 +8,7 @@
 //! a condition variable and look again whenever the leader has handed something out or
 //! stepped down.
 
-use crate::connection::Shared;
+use crate::inflight::Shared;
 use crate::{Error, Result};
 use bytes::BytesMut;
 use cerberus_proto::{split_frame, Response};

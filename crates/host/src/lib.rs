@@ -20,6 +20,7 @@ mod client;
 mod connection;
 mod direct;
 mod error;
+mod inflight;
 mod query;
 mod scan;
 mod tls;

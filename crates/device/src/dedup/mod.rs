@@ -347,6 +347,39 @@ impl Dedup {
         persist::save(self, path, pending)
     }
 
+    /// The service in the data directory `data_dir` as `config` asks for it (`wanted`: the
+    /// device runs background work), with the tasks to queue first: those a clean stop
+    /// saved, or a scan of every namespace (a rebuild) when nothing was saved. A device
+    /// started without the service forgets a saved index: it would miss the writes made
+    /// meanwhile.
+    pub fn open(
+        db: &Db,
+        data_dir: &Path,
+        config: &DedupConfig,
+        wanted: bool,
+    ) -> (Option<Dedup>, Vec<DedupWork>) {
+        let path = index_path(data_dir);
+        if !config.enabled || !wanted {
+            remove_file(&path);
+            return (None, Vec::new());
+        }
+        let (chunker, max) = (config.chunker(), config.max_backlog);
+        if let Some((d, pending)) = Dedup::load(&path, chunker) {
+            tracing::info!(queued = pending.len(), "dedup index loaded");
+            return (Some(d.with_max_backlog(max)), pending);
+        }
+        let scans = db
+            .list_namespaces()
+            .into_iter()
+            .filter(|n| n.nsid != 0)
+            .map(|n| DedupWork::Scan {
+                ns: n.nsid,
+                after: None,
+            })
+            .collect();
+        (Some(Dedup::new(chunker).with_max_backlog(max)), scans)
+    }
+
     /// The service from the file a clean stop left, with its queued tasks, if the file is
     /// whole and made with `chunker`; the file is removed, so that a crash from now on
     /// rebuilds. `None` (rebuild) when there is no usable file.
