@@ -333,10 +333,10 @@ fn run(args: Args) -> Result<()> {
         let mut phases = Vec::new();
         for (i, &w) in workloads.iter().enumerate() {
             let before = db.db_stats();
-            let outcome = workload::run_phase(&*db, w, i, &bench, &values)
+            let outcome = workload::run::run_phase(&*db, w, i, &bench, &values)
                 .with_context(|| format!("{} on {}", w.name(), engine.name()))?;
             let delta = match (before, db.db_stats()) {
-                (Some(b), Some(a)) => Some(report::stats_delta(&b, &a)),
+                (Some(b), Some(a)) => Some(report::measures::stats_delta(&b, &a)),
                 _ => None,
             };
             println!("{}", report::phase_lines(&outcome));

@@ -19,7 +19,8 @@ use crate::engine::{BenchDb, LayoutArg, TenantHandle};
 use crate::histogram::Histogram;
 use crate::memory::MemorySample;
 use crate::profile::{ProfileArg, SizeProfile};
-use crate::report::{stats_delta, PhaseReport};
+use crate::report::measures::stats_delta;
+use crate::report::PhaseReport;
 use crate::workload::{
     mix, progress_bar, KeyFormat, PhaseOutcome, ValuePool, Workload, PROGRESS_EVERY,
 };
@@ -434,7 +435,7 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::tests::MemDb;
+    use crate::workload::run::tests::MemDb;
 
     pub(crate) fn config(tenants: usize, num_per_tenant: u64) -> MtConfig {
         MtConfig {

@@ -4,7 +4,7 @@ use super::{
     with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig, StorageArg,
     TenantHandle, BASELINE_NAMESPACE,
 };
-use crate::report::db_stats_json;
+use crate::report::measures::db_stats_json;
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
 use cerberus_engine::{

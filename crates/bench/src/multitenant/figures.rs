@@ -2,7 +2,7 @@
 //! mean over tenants that the summary and the reports take of them.
 
 use super::TenantResult;
-use crate::report::per;
+use crate::report::measures::per;
 use cerberus_engine::storage::IoPurpose;
 use serde::Serialize;
 

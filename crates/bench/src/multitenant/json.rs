@@ -9,7 +9,8 @@ use crate::engine::Engine;
 use crate::histogram::Histogram;
 use crate::memory::MemorySample;
 use crate::profile::SizeProfile;
-use crate::report::{phase_doc, ByPurpose, PhaseDoc};
+use crate::report::measures::ByPurpose;
+use crate::report::{phase_doc, PhaseDoc};
 use serde::Serialize;
 use serde_json::Value;
 

@@ -11,7 +11,8 @@ use super::summary::SummaryDoc;
 use super::{MtConfig, MtRun};
 use crate::engine::Engine;
 use crate::profile::SizeProfile;
-use crate::report::{mib, phase_lines, PhaseReport};
+use crate::report::measures::mib;
+use crate::report::{phase_lines, PhaseReport};
 
 /// What the JSON "config" holds besides the engine.
 pub struct MtRunConfig<'a> {

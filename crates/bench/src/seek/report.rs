@@ -2,7 +2,9 @@
 
 use super::{ScanConfig, ScanOutcome};
 use crate::engine::Engine;
-use crate::report::{latency_doc, latency_line, per, purposes_line, ByPurpose, LatencyDoc};
+use crate::report::measures::{
+    latency_doc, latency_line, per, purposes_line, ByPurpose, LatencyDoc,
+};
 use crate::workload::PhaseOutcome;
 use cerberus_engine::DbStats;
 use serde::Serialize;

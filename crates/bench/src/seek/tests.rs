@@ -2,7 +2,8 @@ use super::*;
 use crate::engine::{self, Engine, LayoutArg, OpenConfig, StorageArg};
 use crate::histogram::Histogram;
 use crate::report::{self, PhaseReport, RunConfig, RunReport};
-use crate::workload::{run_phase, ValuePool};
+use crate::workload::run::run_phase;
+use crate::workload::ValuePool;
 use clap::Parser;
 use std::collections::BTreeMap;
 
@@ -163,7 +164,7 @@ fn a_seek_past_the_last_key_returns_nothing() {
 
 #[test]
 fn engines_without_an_iterator_say_so() {
-    let db = crate::workload::tests::MemDb::default();
+    let db = crate::workload::run::tests::MemDb::default();
     let err = db
         .cursor(&CursorOptions::default())
         .err()

@@ -1,12 +1,13 @@
 //! Printing results the way db_bench does, Cerberus's counters, and the JSON document.
 
+pub mod measures;
+
 use crate::engine::Engine;
-use crate::histogram::Histogram;
 use crate::workload::{BenchConfig, PhaseOutcome};
-use cerberus_engine::storage::{IoPurpose, NandStats};
 use cerberus_engine::DbStats;
+use measures::{latency_doc, latency_line, mib, per, purposes_line, ByPurpose, LatencyDoc};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 /// One phase with the change of Cerberus's counters over it.
 pub struct PhaseReport {
@@ -32,10 +33,6 @@ pub struct RunConfig<'a> {
     pub storage: &'a str,
     pub cache_bytes: u64,
     pub sync: bool,
-}
-
-pub(crate) fn mib(bytes: u64) -> f64 {
-    bytes as f64 / 1_048_576.0
 }
 
 /// db_bench's line, e.g.
@@ -66,19 +63,6 @@ pub fn phase_lines(o: &PhaseOutcome) -> String {
         line += &crate::seek::report::scan_lines(o, s);
     }
     line
-}
-
-/// `latency us: mean .. p50 .. p99 .. p99.9 .. max ..` (microseconds), under a phase line.
-pub(crate) fn latency_line(label: &str, h: &Histogram) -> String {
-    format!(
-        "{:<12}   {label}: mean {:.2} p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
-        "",
-        h.mean() / 1e3,
-        h.percentile(50.0) / 1e3,
-        h.percentile(99.0) / 1e3,
-        h.percentile(99.9) / 1e3,
-        h.max() as f64 / 1e3,
-    )
 }
 
 /// db_bench's header.
@@ -119,135 +103,6 @@ pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> St
         seeks,
         path.display(),
     )
-}
-
-/// An array indexed by `IoPurpose` as an object keyed by purpose name.
-fn by_purpose<T: Into<Value> + Copy>(a: &[T; IoPurpose::COUNT]) -> Value {
-    let mut m = Map::new();
-    for p in IoPurpose::ALL {
-        m.insert(p.name().to_string(), a[p as usize].into());
-    }
-    Value::Object(m)
-}
-
-/// An array indexed by `IoPurpose`, serialized as an object keyed by purpose name in
-/// `IoPurpose::ALL` order.
-pub struct ByPurpose<T>(pub [T; IoPurpose::COUNT]);
-
-impl<T: Serialize> Serialize for ByPurpose<T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(IoPurpose::COUNT))?;
-        for p in IoPurpose::ALL {
-            m.serialize_entry(p.name(), &self.0[p as usize])?;
-        }
-        m.end()
-    }
-}
-
-pub(crate) fn per(a: &[u64; IoPurpose::COUNT], d: f64) -> [f64; IoPurpose::COUNT] {
-    let mut out = [0.0; IoPurpose::COUNT];
-    for (o, &x) in out.iter_mut().zip(a) {
-        *o = x as f64 / d;
-    }
-    out
-}
-
-fn nand_json(n: &NandStats) -> Value {
-    json!({
-        "page_reads": by_purpose(&n.page_reads),
-        "page_programs": by_purpose(&n.page_programs),
-        "read_requests": by_purpose(&n.read_requests),
-        "read_time_ns": n.read_time_ns,
-        "sync_wait_ns": n.sync_wait_ns,
-    })
-}
-
-/// All of `DbStats` as JSON.
-pub fn db_stats_json(s: &DbStats) -> Value {
-    let levels: Vec<Value> = s
-        .levels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| json!({ "level": i, "tables": l.tables, "bytes": l.bytes }))
-        .collect();
-    json!({
-        "levels": levels,
-        "gets": s.gets,
-        "puts": s.puts,
-        "deletes": s.deletes,
-        "gets_memtable": s.gets_memtable,
-        "gets_by_level": s.gets_by_level,
-        "gets_not_found": s.gets_not_found,
-        "filter_probes": s.filter_probes,
-        "filter_negatives": s.filter_negatives,
-        "filter_loads": s.filter_loads,
-        "index_loads": s.index_loads,
-        "reads": by_purpose(&s.reads),
-        "read_bytes": by_purpose(&s.read_bytes),
-        "flushes": s.flushes,
-        "compactions": s.compactions,
-        "compaction_bytes_read": s.compaction_bytes_read,
-        "compaction_bytes_written": s.compaction_bytes_written,
-        "vlog_bytes": s.vlog_bytes,
-        "vlog_segments": s.vlog_segments,
-        "write_stalls": s.write_stalls,
-        "write_slowdowns": s.write_slowdowns,
-        "nand": s.nand.as_ref().map(nand_json),
-    })
-}
-
-fn sub_arr<const N: usize>(a: &[u64; N], b: &[u64; N]) -> [u64; N] {
-    let mut out = [0; N];
-    for i in 0..N {
-        out[i] = a[i].saturating_sub(b[i]);
-    }
-    out
-}
-
-/// The counters of `after` minus those of `before`; shapes (levels, bytes of the value log)
-/// are `after`'s.
-pub fn stats_delta(before: &DbStats, after: &DbStats) -> DbStats {
-    let d = |a: u64, b: u64| a.saturating_sub(b);
-    let mut out = after.clone();
-    out.gets = d(after.gets, before.gets);
-    out.puts = d(after.puts, before.puts);
-    out.deletes = d(after.deletes, before.deletes);
-    out.gets_memtable = d(after.gets_memtable, before.gets_memtable);
-    out.gets_by_level = after
-        .gets_by_level
-        .iter()
-        .enumerate()
-        .map(|(i, &a)| d(a, before.gets_by_level.get(i).copied().unwrap_or(0)))
-        .collect();
-    out.gets_not_found = d(after.gets_not_found, before.gets_not_found);
-    out.filter_probes = d(after.filter_probes, before.filter_probes);
-    out.filter_negatives = d(after.filter_negatives, before.filter_negatives);
-    out.filter_loads = d(after.filter_loads, before.filter_loads);
-    out.index_loads = d(after.index_loads, before.index_loads);
-    out.reads = sub_arr(&after.reads, &before.reads);
-    out.read_bytes = sub_arr(&after.read_bytes, &before.read_bytes);
-    out.flushes = d(after.flushes, before.flushes);
-    out.compactions = d(after.compactions, before.compactions);
-    out.compaction_bytes_read = d(after.compaction_bytes_read, before.compaction_bytes_read);
-    out.compaction_bytes_written = d(
-        after.compaction_bytes_written,
-        before.compaction_bytes_written,
-    );
-    out.write_stalls = d(after.write_stalls, before.write_stalls);
-    out.write_slowdowns = d(after.write_slowdowns, before.write_slowdowns);
-    out.nand = match (&before.nand, &after.nand) {
-        (Some(b), Some(a)) => Some(NandStats {
-            page_reads: sub_arr(&a.page_reads, &b.page_reads),
-            page_programs: sub_arr(&a.page_programs, &b.page_programs),
-            read_requests: sub_arr(&a.read_requests, &b.read_requests),
-            read_time_ns: d(a.read_time_ns, b.read_time_ns),
-            sync_wait_ns: d(a.sync_wait_ns, b.sync_wait_ns),
-        }),
-        (None, a) => a.clone(),
-        (Some(_), None) => None,
-    };
-    out
 }
 
 /// Gets that the per-get figures of a phase divide by: the engine's count, or the phase's
@@ -310,14 +165,6 @@ pub fn phase_stats(delta: &DbStats, o: &PhaseOutcome) -> PhaseStatsDoc {
         write_stalls: delta.write_stalls,
         write_slowdowns: delta.write_slowdowns,
     }
-}
-
-pub(crate) fn purposes_line(values: &[f64; IoPurpose::COUNT], digits: usize) -> String {
-    IoPurpose::ALL
-        .iter()
-        .map(|&p| format!("{} {:.*}", p.name(), digits, values[p as usize]))
-        .collect::<Vec<_>>()
-        .join("  ")
 }
 
 /// The short summary of Cerberus's counters printed after a run: the shape of the tree, then
@@ -444,28 +291,6 @@ pub(crate) struct PhaseDoc {
     scan: Option<crate::seek::report::ScanDoc>,
 }
 
-#[derive(Serialize)]
-pub(crate) struct LatencyDoc {
-    samples: u64,
-    mean: f64,
-    p50: f64,
-    p99: f64,
-    p999: f64,
-    max: f64,
-}
-
-/// The latency figures of the JSON, in microseconds.
-pub(crate) fn latency_doc(h: &Histogram) -> LatencyDoc {
-    LatencyDoc {
-        samples: h.count(),
-        mean: h.mean() / 1e3,
-        p50: h.percentile(50.0) / 1e3,
-        p99: h.percentile(99.0) / 1e3,
-        p999: h.percentile(99.9) / 1e3,
-        max: h.max() as f64 / 1e3,
-    }
-}
-
 /// The JSON of one phase.
 pub(crate) fn phase_doc(p: &PhaseReport) -> PhaseDoc {
     let o = &p.outcome;
@@ -562,9 +387,12 @@ pub fn ratio_table(runs: &[RunReport]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::measures::db_stats_json;
     use super::*;
     use crate::histogram::Histogram;
     use crate::workload::Workload;
+    use cerberus_engine::storage::NandStats;
+    use serde_json::json;
 
     fn outcome(workload: Workload, ops: u64, seconds: f64) -> PhaseOutcome {
         PhaseOutcome {
@@ -709,39 +537,5 @@ mod tests {
         assert!(write["found"].is_null());
         assert!(write["stats"]["filter_loads_per_get"].is_null());
         assert!(v["stats"]["levels"].is_array());
-    }
-
-    #[test]
-    fn delta_subtracts_counters_and_keeps_shapes() {
-        let before = DbStats {
-            gets: 10,
-            gets_by_level: vec![1, 2],
-            reads: [1, 2, 3, 4, 5, 6],
-            nand: Some(NandStats {
-                read_time_ns: 100,
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let after = DbStats {
-            gets: 30,
-            gets_by_level: vec![5, 2, 7],
-            reads: [2, 2, 5, 4, 5, 9],
-            vlog_bytes: 1234,
-            nand: Some(NandStats {
-                read_time_ns: 350,
-                page_reads: [0, 0, 4, 0, 0, 0],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let d = stats_delta(&before, &after);
-        assert_eq!(d.gets, 20);
-        assert_eq!(d.gets_by_level, vec![4, 0, 7]);
-        assert_eq!(d.reads, [1, 0, 2, 0, 0, 3]);
-        assert_eq!(d.vlog_bytes, 1234);
-        let n = d.nand.as_ref().unwrap();
-        assert_eq!(n.read_time_ns, 250);
-        assert_eq!(n.page_reads[IoPurpose::Data as usize], 4);
     }
 }
