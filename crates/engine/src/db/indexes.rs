@@ -1,5 +1,5 @@
 //! Secondary indexes of namespaces: creation with backfill, drop, and the entries every write
-//! of an indexed namespace derives (DESIGN.md, Secondary indexes).
+//! of an indexed namespace derives (docs/queries.md, Indexes).
 //!
 //! Writes stay blind: a put adds an entry for the new value's secondary key and reads nothing,
 //! so the entry of the value it replaced stays behind. A query drops such stale entries when it

@@ -1,4 +1,4 @@
-//! The index entries a flush retires (DESIGN.md, Secondary indexes and Liveness).
+//! The index entries a flush retires (docs/queries.md, Indexes; docs/format.md, Value-log garbage collection).
 //!
 //! Writes stay blind: a put adds the entries of its new value and reads nothing, so the
 //! entries of the version it replaced stay behind. The flush that makes the write durable
