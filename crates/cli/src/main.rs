@@ -300,8 +300,10 @@ struct ServeArgs {
     #[arg(long)]
     dedup: bool,
     /// Admin credential to use (16 to 256 bytes). Default: DATA_DIR/admin.secret, generated
-    /// there at first start.
-    #[arg(long, env = "CERBERUS_ADMIN_SECRET", hide_env_values = true)]
+    /// there at first start. Not read from CERBERUS_ADMIN_SECRET, the clients' variable: a
+    /// device started from a shell that exported it for another device would take that
+    /// device's credential and write no admin.secret.
+    #[arg(long)]
     admin_secret: Option<String>,
 }
 

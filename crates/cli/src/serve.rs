@@ -3,7 +3,7 @@
 use super::{ServeArgs, StorageArg};
 use anyhow::Result;
 use cerberus_device::{Device, DeviceConfig, StorageChoice, ADMIN_SECRET_FILE};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 pub fn serve(args: ServeArgs) -> Result<()> {
     let mut config = match &args.config {
@@ -47,6 +47,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only on a terminal: a log redirected to a file stays plain text.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let given_admin = config.admin_secret.is_some();
     let data_dir = config.data_dir.clone();

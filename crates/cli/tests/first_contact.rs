@@ -489,3 +489,37 @@ fn repository_hygiene_for_new_users() {
         ".gitignore does not ignore cerberus-data/"
     );
 }
+
+/// A second device started from the quick start's shell (which exported the first device's
+/// `CERBERUS_ADMIN_SECRET`) makes its own credential, and its log, written to a file, holds
+/// no terminal colour codes.
+#[test]
+fn serve_ignores_the_clients_admin_variable_and_logs_plain_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cerberus"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .env(
+            "CERBERUS_ADMIN_SECRET",
+            "the-other-devices-admin-secret-0123",
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let up = lines.any(|l| l.is_ok_and(|l| l.starts_with("listening on ")));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(up, "serve did not start");
+    let secret = common::admin_secret(&data);
+    assert!(secret.len() >= 16 && secret != "the-other-devices-admin-secret-0123");
+    let text = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    assert!(text.contains("admin credential: "), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in the log file: {text:?}"
+    );
+}
