@@ -7,7 +7,8 @@ and plot the result.
 
 Every line of the file is one JSON object; `--key` names the attribute used as the record's
 key, `--group` the attribute indexed and grouped by, `--value` a numeric attribute averaged
-per group. The plot is written to reviews.png (or --out).
+per group. The plot is written to reviews.png in the system's temporary directory (or --out),
+not into the directory it is run from.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def main() -> None:
     p.add_argument("--key", default="id")
     p.add_argument("--group", default="city")
     p.add_argument("--value", default="stars")
-    p.add_argument("--out", default="reviews.png")
+    p.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "reviews.png"))
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
