@@ -76,6 +76,9 @@ impl Connection {
         if id.max_frame_body > 0 {
             self.shared.set_max_request_body(id.max_frame_body);
         }
+        if id.max_key_len > 0 && id.max_value_len > 0 {
+            self.shared.set_kv_limits(id.max_key_len, id.max_value_len);
+        }
         let list_page = u64::from(id.max_list_keys) * (2 + u64::from(id.max_key_len)) + 5;
         // A batch stops at its byte budget, or holds one entry of any size.
         let entry = 6 + u64::from(id.max_key_len) + u64::from(id.max_value_len);
@@ -177,6 +180,9 @@ impl Connection {
                     u16::MAX
                 )));
             }
+        }
+        if let Request::Store { key, value, .. } = &command.request {
+            self.shared.check_key_value(Some(key), Some(value))?;
         }
         let mut frame = BytesMut::new();
         command.encode(&mut frame)?;

@@ -43,6 +43,9 @@ pub(crate) struct Shared {
     /// The device's `max_frame_body`, once known: a larger request would make the device
     /// close the connection under every other caller, so it is refused here instead.
     max_request_body: OnceLock<u32>,
+    /// The device's `max_key_len` and `max_value_len`, once known: a key or value over them
+    /// is refused here with the device's own words, not as an oversized frame.
+    kv_limits: OnceLock<(u32, u32)>,
     /// Largest completion body the reader takes.
     pub(crate) max_response_body: AtomicU32,
 }
@@ -54,6 +57,7 @@ impl Shared {
             next_cid: AtomicU32::new(1),
             limit: OnceLock::new(),
             max_request_body: OnceLock::new(),
+            kv_limits: OnceLock::new(),
             max_response_body: AtomicU32::new(MAX_RESPONSE_BODY),
         }
     }
@@ -126,6 +130,31 @@ impl Shared {
     /// `max_frame_body`: a larger request would make it close the connection).
     pub(crate) fn set_max_request_body(&self, max: u32) {
         let _ = self.max_request_body.set(max);
+    }
+
+    pub(crate) fn set_kv_limits(&self, max_key_len: u32, max_value_len: u32) {
+        let _ = self.kv_limits.set((max_key_len, max_value_len));
+    }
+
+    /// Refuses a key or a value the device would refuse, in the device's words.
+    pub(crate) fn check_key_value(&self, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
+        let Some(&(max_key, max_value)) = self.kv_limits.get() else {
+            return Ok(());
+        };
+        if let Some(k) = key.filter(|k| k.len() > max_key as usize) {
+            return Err(Error::InvalidKeySize(format!(
+                "key is {} bytes; this device accepts keys of 1 to {max_key} bytes (max_key_len)",
+                k.len()
+            )));
+        }
+        if let Some(v) = value.filter(|v| v.len() > max_value as usize) {
+            return Err(Error::InvalidValueSize(format!(
+                "value is {} bytes; this device accepts values up to {max_value} bytes \
+                 (max_value_len)",
+                v.len()
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn max_request_body(&self) -> Option<u32> {

@@ -56,20 +56,31 @@ async fn conditional_stores() {
 #[tokio::test]
 async fn key_and_value_sizes() {
     let (_dev, c) = device(false).await;
-    // Device limits: keys 1..=64 bytes, values up to 4096 (0x86 / 0x85).
+    // Device limits: keys 1..=64 bytes, values up to 4096 (0x86 / 0x85). An empty key is
+    // the device's to refuse (its own message comes back).
+    let err = c.put(NS, Bytes::new(), "v").await.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidKeySize(m) if m.contains("key of")),
+        "{err:?}"
+    );
+    assert_eq!(err.status(), Some(Status::InvalidKeySize));
     for key in [Bytes::new(), Bytes::from(vec![b'k'; 65])] {
-        let err = c.put(NS, key.clone(), "v").await.unwrap_err();
-        assert!(
-            matches!(&err, Error::InvalidKeySize(m) if m.contains("key of")),
-            "{err:?}"
-        );
-        assert_eq!(err.status(), Some(Status::InvalidKeySize));
         let err = c.get(NS, key).await.unwrap_err();
         assert!(matches!(err, Error::InvalidKeySize(_)), "{err:?}");
     }
+    // A put over the limits the device announced is refused by the client, in the device's
+    // own words (as a real device says them), before anything is sent.
+    let err = c.put(NS, vec![b'k'; 65], "v").await.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidKeySize(m) if m ==
+            "key is 65 bytes; this device accepts keys of 1 to 64 bytes (max_key_len)"),
+        "{err:?}"
+    );
+    assert_eq!(err.status(), Some(Status::InvalidKeySize));
     let err = c.put(NS, "k", vec![0u8; 4097]).await.unwrap_err();
     assert!(
-        matches!(&err, Error::InvalidValueSize(m) if m == "value of 4097 bytes"),
+        matches!(&err, Error::InvalidValueSize(m) if m ==
+            "value is 4097 bytes; this device accepts values up to 4096 bytes (max_value_len)"),
         "{err:?}"
     );
     assert_eq!(err.status(), Some(Status::InvalidValueSize));
