@@ -69,7 +69,7 @@ pub struct DbStats {
     pub gets_runs: u64,
     /// The get search step by step (cost model terms).
     pub search: Vec<StepCost>,
-    /// Gets that found nothing.
+    /// Gets that found nothing: no version of the key, or a tombstone (a deleted key).
     pub gets_not_found: u64,
     pub gets: u64,
     pub puts: u64,

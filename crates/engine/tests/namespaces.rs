@@ -210,3 +210,21 @@ fn namespace_api_errors() {
     assert!(b > a);
     assert_eq!(db.namespace(b).unwrap().get(b"k").unwrap(), None);
 }
+
+/// A get that meets a tombstone answers "not found", and the stats say so, wherever the
+/// tombstone sits (the memtable, or a table after a flush).
+#[test]
+fn a_get_of_a_deleted_key_counts_as_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    ns.put(b"k", b"v").unwrap();
+    ns.delete(b"k").unwrap();
+    assert_eq!(ns.get(b"k").unwrap(), None);
+    db.flush().unwrap();
+    assert_eq!(ns.get(b"k").unwrap(), None);
+    assert_eq!(ns.get(b"never").unwrap(), None);
+    let s = ns.stats().unwrap();
+    assert_eq!((s.gets, s.gets_not_found), (3, 3), "{s:?}");
+    assert_eq!(db.stats().gets_not_found, 3);
+}

@@ -62,7 +62,8 @@ impl Inner {
     ) -> Result<Option<Hit>> {
         Counters::add(&c.local().gets, 1);
         let hit = self.lookup(ns, key, at, c)?;
-        match hit.as_ref().map(|h| h.step) {
+        // A tombstone answers "not found" too: counted there, not at the step that held it.
+        match hit.as_ref().filter(|h| h.kind == Kind::Put).map(|h| h.step) {
             None => Counters::add(&c.local().gets_not_found, 1),
             Some(STEP_MEMTABLE) => Counters::add(&c.local().gets_memtable, 1),
             Some(STEP_RUNS) => Counters::add(&c.local().gets_runs, 1),
