@@ -99,7 +99,11 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
     // The purposes whose page reads lookups alone cause: every one once listings are
     // counted apart (a namespace), else those listings never read.
     let split = listings.is_some() && !device_wide;
-    let lookup_only = |purpose: &str| split || LOOKUP_ONLY_PAGES.iter().any(|(p, _)| *p == purpose);
+    // Device-wide, every purpose's pages include background work (value-log pages: GC and
+    // index builds, which read whole segments), so none is divided by the lookups.
+    let lookup_only = |purpose: &str| {
+        !device_wide && (split || LOOKUP_ONLY_PAGES.iter().any(|(p, _)| *p == purpose))
+    };
     if lookups > 0 {
         let per = |n: u64| n as f64 / lookups as f64;
         let mut parts = vec![format!("filter loads {:.3}", per(num(doc, "filter_loads")))];
@@ -245,6 +249,20 @@ mod tests {
         let text = render(&doc);
         assert!(text.starts_with("device\n"), "{text}");
         assert!(!text.contains("per lookup"), "{text}");
+        assert!(text.contains(
+            "page reads, all work (lookups, key listings, background): filter 2, index 9, data 5, value 3, log 0, other 0\n"
+        ), "{text}");
+    }
+
+    /// Device-wide page counts hold GC's and index builds' reads: a lookup's share of them
+    /// means nothing (it read 13,137 value-log pages "per lookup" on a device that had GC'd).
+    #[test]
+    fn device_wide_pages_are_not_divided_by_lookups() {
+        let mut doc = namespace_doc(5);
+        let obj = doc.as_object_mut().unwrap();
+        obj.remove("nsid");
+        let text = render(&doc);
+        assert!(text.contains("per lookup: filter loads 0.500\n"), "{text}");
         assert!(text.contains(
             "page reads, all work (lookups, key listings, background): filter 2, index 9, data 5, value 3, log 0, other 0\n"
         ), "{text}");
