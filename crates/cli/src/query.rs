@@ -136,9 +136,28 @@ fn filter(text: &str) -> Result<Value> {
 fn print_stats(out: &QueryOut, summary: &Value) {
     if out.stats {
         if let Some(s) = summary.get("stats") {
-            eprintln!("{s}");
+            eprintln!("{}", named_purposes(s));
         }
     }
+}
+
+/// The query's `reads` and `pages` arrays as objects keyed by purpose, as `stats --json`
+/// names them (`{"filter": 0, "index": 2, ...}`, not `[0, 2, ...]`).
+fn named_purposes(stats: &Value) -> Value {
+    let mut s = stats.clone();
+    for field in ["reads", "pages"] {
+        if let Some(Value::Array(a)) = s.get(field) {
+            if a.len() == crate::stats::PURPOSES.len() {
+                let named: serde_json::Map<String, Value> = crate::stats::PURPOSES
+                    .iter()
+                    .map(|p| p.to_string())
+                    .zip(a.iter().cloned())
+                    .collect();
+                s[field] = Value::Object(named);
+            }
+        }
+    }
+    s
 }
 
 fn print_record(w: &mut impl Write, json_lines: bool, key: &[u8], value: &[u8]) -> Result<()> {
@@ -277,4 +296,19 @@ pub fn agg(args: AggArgs) -> Result<()> {
     }
     print_stats(&args.out, &reply.summary);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn query_stats_name_their_purposes() {
+        let s = serde_json::json!({"plan": "scan", "reads": [1, 2, 3, 4, 5, 6], "pages": [0, 2, 6, 25, 0, 0]});
+        let named = super::named_purposes(&s);
+        assert_eq!(
+            named["pages"],
+            serde_json::json!({"filter": 0, "index": 2, "data": 6, "value": 25, "log": 0, "other": 0})
+        );
+        assert_eq!(named["reads"]["other"], 6);
+        assert_eq!(named["plan"], "scan");
+    }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::fmt::Write;
 
 /// The engine's read purposes, in its order.
-const PURPOSES: [&str; 6] = ["filter", "index", "data", "value", "log", "other"];
+pub(crate) const PURPOSES: [&str; 6] = ["filter", "index", "data", "value", "log", "other"];
 
 /// Page-read purposes that only lookups cause (see the module comment).
 const LOOKUP_ONLY_PAGES: [(&str, &str); 2] =
