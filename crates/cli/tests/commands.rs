@@ -36,6 +36,8 @@ fn namespace_and_key_commands() {
     assert!(errors(&o).contains("not found"));
     let o = cli(&s, &env, &["put", "k1", "again", "--if-absent"]);
     assert_eq!(o.status.code(), Some(2));
+    // As the README's quick start says.
+    assert_eq!(errors(&o).trim_end(), "error: storing: key exists");
     assert_eq!(cli(&s, &env, &["exists", "k2"]).status.code(), Some(0));
     assert_eq!(cli(&s, &env, &["exists", "k3"]).status.code(), Some(1));
     assert_eq!(text(&cli(&s, &env, &["list"])), "k1\nk2\n");
