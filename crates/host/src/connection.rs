@@ -181,9 +181,6 @@ impl Connection {
                 )));
             }
         }
-        if let Request::Store { key, value, .. } = &command.request {
-            self.shared.check_key_value(Some(key), Some(value))?;
-        }
         let mut frame = BytesMut::new();
         command.encode(&mut frame)?;
         let body = frame.len() - HEADER_LEN;
@@ -191,8 +188,14 @@ impl Connection {
             if body > max as usize {
                 let msg =
                     format!("a request body of {body} bytes is over the device's limit of {max}");
-                return Err(match command.request {
-                    Request::Store { .. } => Error::InvalidValueSize(msg),
+                return Err(match &command.request {
+                    // Said in the device's words when its limits are known: the value (or
+                    // key) is what is too large, not the frame the client would build.
+                    Request::Store { key, value, .. } => self
+                        .shared
+                        .check_key_value(Some(key), Some(value))
+                        .err()
+                        .unwrap_or(Error::InvalidValueSize(msg)),
                     _ => Error::Protocol(msg),
                 });
             }

@@ -43,8 +43,8 @@ pub(crate) struct Shared {
     /// The device's `max_frame_body`, once known: a larger request would make the device
     /// close the connection under every other caller, so it is refused here instead.
     max_request_body: OnceLock<u32>,
-    /// The device's `max_key_len` and `max_value_len`, once known: a key or value over them
-    /// is refused here with the device's own words, not as an oversized frame.
+    /// The device's `max_key_len` and `max_value_len`, once known: a put too large to send is
+    /// refused with the device's own words for its key or value, not the frame's size.
     kv_limits: OnceLock<(u32, u32)>,
     /// Largest completion body the reader takes.
     pub(crate) max_response_body: AtomicU32,
