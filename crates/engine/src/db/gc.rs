@@ -293,19 +293,16 @@ impl Inner {
             if seen.last() == Some(&ns) {
                 continue;
             }
-            let mut dead = dead_ns.contains(&ns);
+            let dead = dead_ns.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
                 let read = dead || {
                     let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
-                    let found = hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr));
                     // A destroy racing this check takes the namespace's tables out of the
                     // version before it joins the dead set: a miss may be that, not a newer
                     // version. The manifest's list of destroyed ids changes with the version
                     // the lookup read, so a miss for that reason finds the id in it.
-                    if !found && self.versions.lock().namespaces.destroyed.contains(&ns) {
-                        dead = true;
-                    }
-                    found || dead
+                    hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr))
+                        || self.versions.lock().namespaces.destroyed.contains(&ns)
                 };
                 if read {
                     seen.push(ns);
