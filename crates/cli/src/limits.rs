@@ -3,6 +3,7 @@
 //! the device's frames would otherwise be refused by the client with the frame size only).
 
 use cerberus_device::DeviceConfig;
+use cerberus_host::proto::{key_size_refusal, value_size_refusal};
 use cerberus_host::BlockingClient;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,25 +32,17 @@ impl Limits {
 
     pub fn check_key(&self, key: &[u8]) -> Result<(), String> {
         if key.is_empty() || key.len() > self.max_key_len as usize {
-            return Err(format!(
-                "key is {} bytes; this device accepts keys of 1 to {} bytes (max_key_len)",
-                key.len(),
-                self.max_key_len
-            ));
+            return Err(key_size_refusal(key.len(), self.max_key_len));
         }
         Ok(())
     }
 
     pub fn check_value_len(&self, len: u64) -> Result<(), String> {
         if len > u64::from(self.max_value_len) {
-            return Err(value_too_large(len, self.max_value_len));
+            return Err(value_size_refusal(len, self.max_value_len));
         }
         Ok(())
     }
-}
-
-pub fn value_too_large(len: u64, max: u32) -> String {
-    format!("value is {len} bytes; this device accepts values up to {max} bytes (max_value_len)")
 }
 
 /// The limits as help text, from the device's default configuration.

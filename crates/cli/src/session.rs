@@ -2,7 +2,7 @@
 //! and the device's limits.
 
 use super::{Conn, DataTarget, NsAuth};
-use crate::limits::{self, Limits};
+use crate::limits::Limits;
 use anyhow::{bail, Context, Result};
 use cerberus_host::{BlockingClient, ClientConfig, TlsOptions};
 use std::io::{IsTerminal, Read};
@@ -54,7 +54,7 @@ pub fn read_stdin_value(limits: Option<&Limits>) -> Result<Vec<u8>> {
             if value.len() as u64 > max {
                 let rest = std::io::copy(&mut input, &mut std::io::sink())
                     .context("reading the value from standard input")?;
-                bail!(limits::value_too_large(
+                bail!(cerberus_host::proto::value_size_refusal(
                     value.len() as u64 + rest,
                     l.max_value_len
                 ));

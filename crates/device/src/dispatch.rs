@@ -11,8 +11,8 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 use cerberus_engine::{Db, Error as EngineError, Namespace, ReadOptions, WriteBatch, WriteOptions};
 use cerberus_proto::{
-    Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
-    VERSION,
+    key_size_refusal, value_size_refusal, Command, Identify, NamespaceEntry, Reply, Request,
+    Response, Status, StoreMode, DEVICE_NSID, VERSION,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -176,12 +176,7 @@ impl Shared {
                 if value.len() > self.config.max_value_len as usize {
                     return Err((
                         Status::InvalidValueSize,
-                        format!(
-                            "value is {} bytes; this device accepts values up to {} bytes \
-                             (max_value_len)",
-                            value.len(),
-                            self.config.max_value_len
-                        ),
+                        value_size_refusal(value.len() as u64, self.config.max_value_len),
                     ));
                 }
                 let handle = self
@@ -416,11 +411,7 @@ impl Shared {
         if key.is_empty() || key.len() > self.config.max_key_len as usize {
             return Err((
                 Status::InvalidKeySize,
-                format!(
-                    "key is {} bytes; this device accepts keys of 1 to {} bytes (max_key_len)",
-                    key.len(),
-                    self.config.max_key_len
-                ),
+                key_size_refusal(key.len(), self.config.max_key_len),
             ));
         }
         Ok(())

@@ -73,12 +73,7 @@ impl Connection {
     /// refused locally; completions as large as its values and list pages accepted.
     pub(crate) fn apply_identify(&self, id: &Identify) {
         self.shared.set_max_inflight(id.max_inflight);
-        if id.max_frame_body > 0 {
-            self.shared.set_max_request_body(id.max_frame_body);
-        }
-        if id.max_key_len > 0 && id.max_value_len > 0 {
-            self.shared.set_kv_limits(id.max_key_len, id.max_value_len);
-        }
+        self.shared.set_device(*id);
         let list_page = u64::from(id.max_list_keys) * (2 + u64::from(id.max_key_len)) + 5;
         // A batch stops at its byte budget, or holds one entry of any size.
         let entry = 6 + u64::from(id.max_key_len) + u64::from(id.max_value_len);
@@ -193,8 +188,7 @@ impl Connection {
                     // key) is what is too large, not the frame the client would build.
                     Request::Store { key, value, .. } => self
                         .shared
-                        .check_key_value(Some(key), Some(value))
-                        .err()
+                        .store_refusal(key, value)
                         .unwrap_or(Error::InvalidValueSize(msg)),
                     _ => Error::Protocol(msg),
                 });

@@ -4,7 +4,7 @@
 //! callers' own threads in `direct`) complete commands through it.
 
 use crate::{Error, Result};
-use cerberus_proto::{Frame, Response};
+use cerberus_proto::{key_size_refusal, value_size_refusal, Frame, Identify, Response};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -40,12 +40,9 @@ pub(crate) struct Shared {
     next_cid: AtomicU32,
     /// Bounds commands in flight to the device's `max_inflight`, once known.
     limit: OnceLock<Arc<Semaphore>>,
-    /// The device's `max_frame_body`, once known: a larger request would make the device
-    /// close the connection under every other caller, so it is refused here instead.
-    max_request_body: OnceLock<u32>,
-    /// The device's `max_key_len` and `max_value_len`, once known: a put too large to send is
-    /// refused with the device's own words for its key or value, not the frame's size.
-    kv_limits: OnceLock<(u32, u32)>,
+    /// The device's limits, once its Identify answered: a request over its `max_frame_body`
+    /// would make it close the connection under every other caller, so it is refused here.
+    device: OnceLock<Identify>,
     /// Largest completion body the reader takes.
     pub(crate) max_response_body: AtomicU32,
 }
@@ -56,8 +53,7 @@ impl Shared {
             state: Mutex::new(State::default()),
             next_cid: AtomicU32::new(1),
             limit: OnceLock::new(),
-            max_request_body: OnceLock::new(),
-            kv_limits: OnceLock::new(),
+            device: OnceLock::new(),
             max_response_body: AtomicU32::new(MAX_RESPONSE_BODY),
         }
     }
@@ -126,39 +122,37 @@ impl Shared {
         }
     }
 
-    /// Requests with a body over `max` are refused here from now on (the device's
-    /// `max_frame_body`: a larger request would make it close the connection).
-    pub(crate) fn set_max_request_body(&self, max: u32) {
-        let _ = self.max_request_body.set(max);
+    /// Keeps the device's limits as its Identify gave them.
+    pub(crate) fn set_device(&self, id: Identify) {
+        let _ = self.device.set(id);
     }
 
-    pub(crate) fn set_kv_limits(&self, max_key_len: u32, max_value_len: u32) {
-        let _ = self.kv_limits.set((max_key_len, max_value_len));
-    }
-
-    /// Refuses a key or a value the device would refuse, in the device's words.
-    pub(crate) fn check_key_value(&self, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
-        let Some(&(max_key, max_value)) = self.kv_limits.get() else {
-            return Ok(());
-        };
-        if let Some(k) = key.filter(|k| k.len() > max_key as usize) {
-            return Err(Error::InvalidKeySize(format!(
-                "key is {} bytes; this device accepts keys of 1 to {max_key} bytes (max_key_len)",
-                k.len()
-            )));
-        }
-        if let Some(v) = value.filter(|v| v.len() > max_value as usize) {
-            return Err(Error::InvalidValueSize(format!(
-                "value is {} bytes; this device accepts values up to {max_value} bytes \
-                 (max_value_len)",
-                v.len()
-            )));
-        }
-        Ok(())
-    }
-
+    /// The device's `max_frame_body`, once known (0 in its Identify: it did not say).
     pub(crate) fn max_request_body(&self) -> Option<u32> {
-        self.max_request_body.get().copied()
+        self.device
+            .get()
+            .map(|d| d.max_frame_body)
+            .filter(|&m| m > 0)
+    }
+
+    /// Why the device would refuse a put of `key` and `value`, in its own words, if its
+    /// limits are known and the key or the value is over them.
+    pub(crate) fn store_refusal(&self, key: &[u8], value: &[u8]) -> Option<Error> {
+        let d = self.device.get()?;
+        if d.max_key_len > 0 && key.len() > d.max_key_len as usize {
+            return Some(Error::InvalidKeySize(key_size_refusal(
+                key.len(),
+                d.max_key_len,
+            )));
+        }
+        if d.max_value_len > 0 && value.len() > d.max_value_len as usize {
+            let len = value.len() as u64;
+            return Some(Error::InvalidValueSize(value_size_refusal(
+                len,
+                d.max_value_len,
+            )));
+        }
+        None
     }
 
     /// Whether every place among the commands in flight is taken.

@@ -4,6 +4,7 @@
 
 mod command;
 mod frame;
+mod limits;
 mod response;
 mod status;
 
@@ -12,6 +13,7 @@ pub use command::{
     MAX_NAME_LEN, MAX_SECRET_LEN, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
 pub use frame::{split_frame, Frame, Header, HEADER_LEN, VERSION};
+pub use limits::{key_size_refusal, value_size_refusal};
 pub use response::{Identify, NamespaceEntry, Reply, Response};
 pub use status::Status;
 
