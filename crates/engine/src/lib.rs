@@ -6,6 +6,7 @@ pub mod storage;
 #[doc(hidden)]
 pub mod fuzzing;
 
+mod background;
 mod batch;
 mod coding;
 mod compaction;

@@ -6,5 +6,7 @@ mod picker;
 mod worker;
 
 pub use merge::{LevelSource, MergingIter, Source};
+#[cfg(test)]
+pub use picker::{max_bytes_for_level, AGING_PICKS};
 pub use picker::{pick, pick_split, range_tasks, CompactionTask, Cursors};
 pub use worker::{run, OutputParams, Retention, RunContext, SnapshotFloors, TableSink};

@@ -29,6 +29,9 @@ pub struct CompactionTask {
     pub output_level: usize,
     pub inputs: Vec<Arc<TableHandle>>,
     pub overlapping: Vec<Arc<TableHandle>>,
+    /// The inputs move down unchanged instead of being rewritten: decided by the background
+    /// policy, only for a [trivial move](CompactionTask::is_trivial_move).
+    pub moves: bool,
 }
 
 impl CompactionTask {
@@ -78,9 +81,48 @@ fn tree_of(t: &TableHandle, layout: Layout) -> Nsid {
     }
 }
 
-/// Where the last compaction of each (tree, level) stopped, so that a tree's level is
-/// compacted table by table round-robin, whatever the other trees do.
-pub type Cursors = BTreeMap<(Nsid, usize), Vec<u8>>;
+/// A debt (a tree's level, or a namespace's runs, over its limit) that has waited this many
+/// picks goes before any higher score: a busy tenant's debts, always the largest, would
+/// otherwise keep a quiet tenant's runs waiting for as long as the busy one writes.
+pub const AGING_PICKS: u64 = 8;
+
+/// What the picker remembers between picks: where the last compaction of each (tree, level)
+/// stopped, so that a tree's level is compacted table by table round-robin whatever the
+/// other trees do, and since when each debt waits.
+#[derive(Clone, Debug, Default)]
+pub struct Cursors {
+    stopped_at: BTreeMap<(Nsid, usize), Vec<u8>>,
+    /// Per (tree, level) in debt: the pick at which it was first seen in debt.
+    waiting_since: BTreeMap<(Nsid, usize), u64>,
+    picks: u64,
+}
+
+/// The debt to pay next: the one that waited longest if it waited [`AGING_PICKS`], else
+/// the largest score (`debts` are (score, level, tree), every score >= 1).
+fn most_urgent(debts: &[(f64, usize, Nsid)], cursors: &mut Cursors) -> Option<(usize, Nsid)> {
+    let picks = cursors.picks;
+    cursors
+        .waiting_since
+        .retain(|key, _| debts.iter().any(|&(_, l, t)| (t, l) == *key));
+    let mut oldest: Option<(u64, usize, Nsid)> = None;
+    let mut largest: Option<(f64, usize, Nsid)> = None;
+    for &(score, level, tree) in debts {
+        let since = *cursors.waiting_since.entry((tree, level)).or_insert(picks);
+        if oldest.is_none_or(|(s, ..)| since < s) {
+            oldest = Some((since, level, tree));
+        }
+        if largest.is_none_or(|(s, ..)| score > s) {
+            largest = Some((score, level, tree));
+        }
+    }
+    let chosen = match oldest {
+        Some((since, level, tree)) if picks - since >= AGING_PICKS => Some((level, tree)),
+        _ => largest.map(|(_, level, tree)| (level, tree)),
+    }?;
+    cursors.waiting_since.remove(&(chosen.1, chosen.0));
+    cursors.picks += 1;
+    Some(chosen)
+}
 
 /// Per namespace: the split of L0 into runs, if L0 is over its trigger (with `drain`: if it
 /// holds anything). It reads and writes L0's bytes only and touches no tree, so it may run
@@ -110,6 +152,7 @@ pub fn pick_split(version: &Version, opts: &Options, drain: bool) -> Option<Comp
                 level: 0,
                 output_level: 1,
                 inputs,
+                moves: false,
             });
         }
     }
@@ -128,7 +171,8 @@ fn l1_within(version: &Version, inputs: &[Arc<TableHandle>]) -> Vec<Arc<TableHan
 }
 
 /// The most urgent compaction of a tree, if a namespace's runs or any tree's level is over
-/// its limit (in one shared tree, L0 too). With `drain`, runs count as over their limit as
+/// its limit (in one shared tree, L0 too): the largest debt, unless one has waited
+/// [`AGING_PICKS`] picks. With `drain`, runs count as over their limit as
 /// soon as there is one: an idle engine moves everything into the namespaces' own trees.
 pub fn pick(
     version: &Version,
@@ -141,10 +185,10 @@ pub fn pick(
     if !per_ns && version.levels[0].len() >= opts.l0_compaction_trigger {
         return Ok(Some(l0_task(version, opts.layout)));
     }
-    let mut best: Option<(f64, usize, Nsid)> = None;
+    let mut debts: Vec<(f64, usize, Nsid)> = Vec::new();
     let mut consider = |score: f64, level: usize, tree: Nsid| {
-        if score >= 1.0 && best.is_none_or(|(s, ..)| score > s) {
-            best = Some((score, level, tree));
+        if score >= 1.0 {
+            debts.push((score, level, tree));
         }
     };
     if per_ns {
@@ -171,7 +215,7 @@ pub fn pick(
             consider(b as f64 / limit, level, tree);
         }
     }
-    let Some((_, level, tree)) = best else {
+    let Some((level, tree)) = most_urgent(&debts, cursors) else {
         return Ok(None);
     };
     if level == RUNS {
@@ -181,7 +225,7 @@ pub fn pick(
         .iter()
         .filter(|t| tree_of(t, opts.layout) == tree)
         .collect();
-    let cursor = cursors.entry((tree, level)).or_default();
+    let cursor = cursors.stopped_at.entry((tree, level)).or_default();
     let start = tables.partition_point(|t| t.largest_user() <= cursor.as_slice());
     let Some(t) = tables
         .get(start)
@@ -206,6 +250,7 @@ fn l0_task(version: &Version, layout: Layout) -> CompactionTask {
         output_level: RUNS,
         inputs,
         overlapping: Vec::new(),
+        moves: false,
     }
 }
 
@@ -221,6 +266,7 @@ fn runs_task(version: &Version, ns: Nsid) -> CompactionTask {
         output_level: 1,
         inputs,
         overlapping,
+        moves: false,
     }
 }
 
@@ -241,6 +287,7 @@ fn task_for(version: &Version, level: usize, inputs: Vec<Arc<TableHandle>>) -> C
         output_level: level + 1,
         inputs,
         overlapping,
+        moves: false,
     }
 }
 

@@ -195,9 +195,6 @@ pub struct RunContext<'a> {
     pub params: OutputParams,
     /// What the live snapshots of each key space read (a shared tree or L0 mixes them).
     pub floors: &'a SnapshotFloors,
-    /// A lone table with nothing below it moves down without a rewrite (a manual compaction
-    /// rewrites it to drop what it can).
-    pub allow_move: bool,
     /// Destroyed namespaces: their entries are dropped.
     pub dead: &'a HashSet<Nsid>,
     pub new_file: &'a dyn Fn() -> u64,
@@ -225,7 +222,8 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         let level = if from_runs { RUNS } else { task.level };
         edit.deleted.push((level, t.id()));
     }
-    if cx.allow_move && task.is_trivial_move() {
+    if task.moves {
+        debug_assert!(task.is_trivial_move());
         for t in &task.inputs {
             edit.added.push((out_level, t.props.clone()));
         }

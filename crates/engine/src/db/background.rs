@@ -1,59 +1,55 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
 use super::*;
-use crate::options::{BackgroundStep, JobKind};
+use crate::background::{Choice, Job, Notice, Outcome, Policy, View};
+use crate::options::BackgroundStep;
 
-/// What the background does next.
-enum Pick {
-    Job(Job),
-    Wait(Option<Duration>),
-    Stop,
-}
-
-/// Work for a background thread.
-pub(super) enum Job {
-    Flush,
-    /// Per namespace: L0 into runs, beside a tree compaction.
-    Split(CompactionTask, Arc<Version>),
-    Compact(CompactionTask, Arc<Version>),
-    /// Collect one value-log segment.
-    Gc(u64),
-    /// Fill index `.1` of namespace `.0` with the records stored before it was created.
-    Backfill(Nsid, Nsid),
-}
-
-#[derive(Default)]
+/// The background's state under its lock: the policy, and the `create_index` calls waiting
+/// for their backfills.
 pub(super) struct BgState {
-    pub(super) flushing: bool,
-    /// An L0 split runs (per namespace), or a manual compaction owns L0.
-    pub(super) splitting: bool,
-    /// A compaction of the trees runs (in one shared tree, L0 too).
-    pub(super) compacting: bool,
-    /// Manual compactions running or waiting for the slots: automatic ones stay out of
-    /// their way.
-    pub(super) manual: usize,
-    /// Holds both slots for a manual compaction (or a namespace's destruction).
-    pub(super) manual_running: bool,
-    pub(super) error: Option<String>,
-    /// A background job failed for want of space: writes that must wait for background
-    /// work fail with `NoSpace` instead, and jobs are retried from `retry_at` on.
-    pub(super) no_space: Option<String>,
-    pub(super) retry_at: Option<std::time::Instant>,
-    /// Background jobs that failed for want of space, so far.
-    pub(super) no_space_failures: u64,
-    pub(super) shutdown: bool,
-    pub(super) cursors: compaction::Cursors,
-    /// Someone waits for the tree to settle: L0 and runs go down even below their triggers.
-    pub(super) drain: bool,
-    pub(super) gc_running: bool,
-    /// Something may have made a segment worth collecting since the last look.
-    pub(super) gc_check: bool,
-    /// Index backfills asked for by `create_index`, (namespace, index), oldest first.
-    pub(super) backfills: std::collections::VecDeque<(Nsid, Nsid)>,
-    pub(super) backfilling: bool,
+    pub(super) policy: Policy,
     /// Backfills whose `create_index` waits, by index: `None` until the backfill ends. A
     /// waiter that gives up (an error, a close) takes its entry out, so no answer outlives it.
     pub(super) backfilled: HashMap<Nsid, Option<Result<()>>>,
+}
+
+impl Default for BgState {
+    fn default() -> Self {
+        BgState {
+            policy: Policy::new(),
+            backfilled: HashMap::new(),
+        }
+    }
+}
+
+/// How a job's result reads to the policy.
+fn outcome_of(result: &Result<()>) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Done,
+        Err(e) => failure(e),
+    }
+}
+
+fn failure(e: &Error) -> Outcome {
+    if e.is_no_space() {
+        Outcome::NoSpace(e.to_string())
+    } else {
+        Outcome::Failed(e.to_string())
+    }
+}
+
+fn log_notice(notice: Option<Notice>) {
+    match notice {
+        Some(Notice::OutOfSpace(e)) => tracing::warn!(
+            error = %e,
+            "out of space: writes that need background work fail until space returns"
+        ),
+        Some(Notice::SpaceBack) => tracing::info!("space is back: background work goes on"),
+        Some(Notice::ReadOnly(e)) => {
+            tracing::error!(error = %e, "background error: database is now read-only")
+        }
+        None => {}
+    }
 }
 
 /// Marks a compaction as running in its slots for as long as it lives.
@@ -108,57 +104,61 @@ impl Inner {
     /// A background job failed: for want of space it is retried later, anything else makes
     /// the database read-only.
     pub(super) fn fail_job(&self, e: &Error) {
-        if e.is_no_space() {
-            self.set_no_space(e);
-        } else {
-            self.set_bg_error(e);
-        }
+        let outcome = failure(e);
+        let notice = self
+            .bg
+            .lock()
+            .policy
+            .failed(&outcome, std::time::Instant::now());
+        log_notice(notice);
+        self.done_cv.notify_all();
     }
 
     pub(super) fn wait_for_compactions(&self) -> Result<()> {
         self.flush()?;
-        self.bg.lock().drain = true;
+        self.bg.lock().policy.drain = true;
         let mut gc_seen = false;
         let result = (|| loop {
             {
                 let bg = self.bg.lock();
-                if let Some(e) = &bg.error {
+                if let Some(e) = &bg.policy.error {
                     return Err(Error::Background(e.clone()));
                 }
-                let idle = !bg.flushing
-                    && !bg.compacting
-                    && !bg.splitting
-                    && self.super_version().imm.is_empty();
-                if idle {
-                    if !self.opts.auto_compaction {
-                        return Ok(());
-                    }
-                    let version = self.versions.lock().current();
-                    let mut cursors = bg.cursors.clone();
-                    let split = compaction::pick_split(&version, &self.opts, true);
+                let version = self.versions.lock().current();
+                let view = self.view(&version);
+                if !bg.policy.busy() && view.frozen == 0 {
                     let ratio = self.opts.vlog_gc_dead_ratio;
                     // GC moves live values and so writes index entries: settled means it
                     // has nothing left to collect either.
-                    let gc_due =
-                        ratio > 0.0 && (bg.gc_running || self.gc_candidate(ratio)?.is_some());
+                    let gc_due = self.opts.auto_compaction
+                        && ratio > 0.0
+                        && (bg.policy.gc_running() || self.gc_candidate(ratio)?.is_some());
                     gc_seen |= gc_due;
-                    if split.is_none()
-                        && !gc_due
-                        && compaction::pick(&version, &self.opts, &mut cursors, true)?.is_none()
-                    {
+                    if bg.policy.settled(&view, gc_due)? {
                         return Ok(());
                     }
                 }
             }
-            self.bg.lock().gc_check = true;
+            self.bg.lock().policy.check_gc();
             self.wait_for_background()?;
             if std::mem::take(&mut gc_seen) {
                 // What GC moved sits in the memtable: into the tree with the rest.
                 self.flush()?;
             }
         })();
-        self.bg.lock().drain = false;
+        self.bg.lock().policy.drain = false;
         result
+    }
+
+    /// What the policy looks at, with `version` the current one.
+    fn view<'a>(&'a self, version: &'a Arc<Version>) -> View<'a> {
+        View {
+            version,
+            opts: &self.opts,
+            frozen: self.super_version().imm.len(),
+            idle: self.idle(),
+            now: std::time::Instant::now(),
+        }
     }
 
     pub(super) fn gc_value_log(&self) -> Result<GcStats> {
@@ -212,11 +212,11 @@ impl Inner {
     pub(super) fn set_gc_running(&self, on: bool) {
         let mut bg = self.bg.lock();
         if on {
-            while bg.gc_running && bg.error.is_none() && !bg.shutdown {
+            while bg.policy.gc_running() && bg.policy.error.is_none() && !bg.policy.shutdown {
                 self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
             }
         }
-        bg.gc_running = on;
+        bg.policy.manual_gc(on);
         self.done_cv.notify_all();
     }
 
@@ -227,34 +227,27 @@ impl Inner {
     /// read-only.
     pub(super) fn acquire_compaction(&self) -> Result<ManualSlots<'_>> {
         let mut bg = self.bg.lock();
-        bg.manual += 1;
-        while bg.compacting || bg.splitting {
+        bg.policy.manual_wants_slots();
+        while !bg.policy.manual_may_start() {
             self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         }
-        bg.manual -= 1;
-        let refuse = if let Some(e) = &bg.error {
+        let refuse = if let Some(e) = &bg.policy.error {
             Some(Error::Background(e.clone()))
-        } else if bg.shutdown || self.closed.load(Ordering::Acquire) {
+        } else if bg.policy.shutdown || self.closed.load(Ordering::Acquire) {
             Some(Error::Closed)
         } else {
             None
         };
+        bg.policy.manual_stops_waiting(refuse.is_none());
         if let Some(e) = refuse {
             self.done_cv.notify_all();
             return Err(e);
         }
-        bg.compacting = true;
-        bg.splitting = true;
-        bg.manual_running = true;
         Ok(ManualSlots(self))
     }
 
     fn release_compaction(&self) {
-        let mut bg = self.bg.lock();
-        debug_assert!(bg.manual_running && bg.compacting && bg.splitting);
-        bg.compacting = false;
-        bg.splitting = false;
-        bg.manual_running = false;
+        self.bg.lock().policy.manual_ended();
         self.wake_background();
         self.done_cv.notify_all();
     }
@@ -310,7 +303,7 @@ impl Inner {
             if let Some(task) =
                 compaction::range_tasks(&version, self.opts.layout, level, &lo, &hi)?
             {
-                self.run_compaction(&task, &version, false)?;
+                self.run_compaction(&task, &version)?;
             }
         }
         // The deepest level is rewritten in place as well: what no snapshot reads any more
@@ -324,18 +317,14 @@ impl Inner {
                 output_level: deepest,
                 inputs,
                 overlapping: Vec::new(),
+                moves: false,
             };
-            self.run_compaction(&task, &version, false)?;
+            self.run_compaction(&task, &version)?;
         }
         Ok(())
     }
 
-    pub(super) fn run_compaction(
-        &self,
-        task: &CompactionTask,
-        version: &Version,
-        allow_move: bool,
-    ) -> Result<()> {
+    pub(super) fn run_compaction(&self, task: &CompactionTask, version: &Version) -> Result<()> {
         let _slots = SlotGuard::enter(self, task);
         // A split writes each namespace's part of L0 as one run.
         let target = match task.output_level() {
@@ -352,7 +341,6 @@ impl Inner {
             storage: self.storage.as_ref(),
             params,
             floors: &floors,
-            allow_move,
             dead: &dead,
             new_file: &alloc,
         };
@@ -373,54 +361,6 @@ impl Inner {
         Ok(())
     }
 
-    /// The most urgent background job, if any, marked as running: a flush first, then a
-    /// compaction, then value-log GC.
-    pub(super) fn next_job(&self, bg: &mut BgState) -> Result<Option<Job>> {
-        if !bg.flushing && !self.super_version().imm.is_empty() {
-            bg.flushing = true;
-            return Ok(Some(Job::Flush));
-        }
-        if bg.manual == 0 && self.opts.auto_compaction {
-            let drain = bg.drain || self.idle();
-            let version = self.versions.lock().current();
-            if !bg.splitting {
-                if let Some(task) = compaction::pick_split(&version, &self.opts, drain) {
-                    // A merge straight into L1 touches a tree: it needs the tree slot too.
-                    let tree = task.output_level() != RUNS;
-                    if !tree || !bg.compacting {
-                        bg.splitting = true;
-                        bg.compacting |= tree;
-                        return Ok(Some(Job::Split(task, version)));
-                    }
-                }
-            }
-            if !bg.compacting {
-                if let Some(task) = compaction::pick(&version, &self.opts, &mut bg.cursors, drain)?
-                {
-                    bg.compacting = true;
-                    return Ok(Some(Job::Compact(task, version)));
-                }
-            }
-        }
-        // A backfill and a GC may both wait for a flush: never both at once, so that one of
-        // the (at least two) runs stays free for the flush.
-        if !bg.backfilling && !bg.gc_running {
-            if let Some((ns, id)) = bg.backfills.pop_front() {
-                bg.backfilling = true;
-                return Ok(Some(Job::Backfill(ns, id)));
-            }
-        }
-        let ratio = self.opts.vlog_gc_dead_ratio;
-        if bg.gc_check && !bg.gc_running && !bg.backfilling && ratio > 0.0 {
-            bg.gc_check = false;
-            if let Some(seg) = self.gc_candidate(ratio)? {
-                bg.gc_running = true;
-                return Ok(Some(Job::Gc(seg)));
-            }
-        }
-        Ok(None)
-    }
-
     /// Wakes the background: the database's own threads, or the runner given in the options.
     pub(super) fn wake_background(&self) {
         self.bg_cv.notify_all();
@@ -429,36 +369,21 @@ impl Inner {
         }
     }
 
-    /// The next job, marked as running, or how long to wait before looking again.
-    fn pick(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Pick {
+    /// The policy's choice: the next job, marked as running, or how long to wait.
+    fn choose(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Choice {
         loop {
-            if bg.shutdown {
-                return Pick::Stop;
+            let version = self.versions.lock().current();
+            let view = self.view(&version);
+            let waited_for_space = bg.policy.no_space.is_some();
+            let ratio = self.opts.vlog_gc_dead_ratio;
+            let choice = bg.policy.choose(&view, &mut || self.gc_candidate(ratio));
+            if waited_for_space && bg.policy.no_space.is_none() {
+                self.done_cv.notify_all();
             }
-            let now = std::time::Instant::now();
-            let backoff = bg.retry_at.filter(|t| *t > now);
-            if bg.error.is_none() && backoff.is_none() {
-                match self.next_job(bg) {
-                    Ok(Some(job)) => return Pick::Job(job),
-                    Ok(None) => {
-                        // Nothing waits for space any more.
-                        if bg.no_space.take().is_some() {
-                            bg.retry_at = None;
-                            self.done_cv.notify_all();
-                        }
-                    }
-                    Err(e) => {
-                        parking_lot::MutexGuard::unlocked(bg, || self.fail_job(&e));
-                        continue;
-                    }
-                }
+            match choice {
+                Ok(choice) => return choice,
+                Err(e) => parking_lot::MutexGuard::unlocked(bg, || self.fail_job(&e)),
             }
-            return Pick::Wait(match (self.opts.idle_settle_ms, backoff) {
-                (_, Some(t)) => Some(t - now),
-                (0, None) => None,
-                // Look again to notice that writes stopped.
-                (ms, None) => Some(Duration::from_millis(ms)),
-            });
         }
     }
 
@@ -467,13 +392,13 @@ impl Inner {
             let job = {
                 let mut bg = self.bg.lock();
                 loop {
-                    match self.pick(&mut bg) {
-                        Pick::Stop => return,
-                        Pick::Job(job) => break job,
-                        Pick::Wait(Some(d)) => {
+                    match self.choose(&mut bg) {
+                        Choice::Stop => return,
+                        Choice::Run(job) => break job,
+                        Choice::Wait(Some(d)) => {
                             self.bg_cv.wait_for(&mut bg, d);
                         }
-                        Pick::Wait(None) => self.bg_cv.wait(&mut bg),
+                        Choice::Wait(None) => self.bg_cv.wait(&mut bg),
                     }
                 }
             };
@@ -482,68 +407,52 @@ impl Inner {
     }
 
     pub(super) fn run_one_job(&self) -> BackgroundStep {
-        let pick = self.pick(&mut self.bg.lock());
-        match pick {
-            Pick::Stop => BackgroundStep::Stopped,
-            Pick::Wait(d) => BackgroundStep::Idle(d),
-            Pick::Job(job) => {
-                let kind = match &job {
-                    Job::Flush => JobKind::Flush,
-                    Job::Split(..) | Job::Compact(..) => JobKind::Compaction,
-                    Job::Gc(_) => JobKind::Gc,
-                    Job::Backfill(..) => JobKind::Backfill,
-                };
+        let choice = self.choose(&mut self.bg.lock());
+        match choice {
+            Choice::Stop => BackgroundStep::Stopped,
+            Choice::Wait(d) => BackgroundStep::Idle(d),
+            Choice::Run(job) => {
+                let kind = job.kind();
                 self.run_job(job);
                 BackgroundStep::Ran(kind)
             }
         }
     }
 
+    /// Carries out `job` and tells the policy how it ended.
     fn run_job(&self, job: Job) {
-        // A panic in a job must not leave its flag set and writers waiting forever.
+        // A panic in a job must not leave its slots taken and writers waiting forever.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
-            Job::Flush => self.flush_oldest(),
-            Job::Compact(task, version) | Job::Split(task, version) => {
-                self.run_compaction(task, version, true)
+            Job::Flush => self.flush_oldest().map(|_| ()),
+            Job::Compact { task, version } | Job::Split { task, version } => {
+                self.run_compaction(task, version)
             }
-            Job::Gc(seg) => {
+            Job::Gc { segment } => {
                 let mut stats = GcStats::default();
-                let r = self.gc_segment(*seg, self.opts.vlog_gc_dead_ratio, &mut stats);
+                let r = self.gc_segment(*segment, self.opts.vlog_gc_dead_ratio, &mut stats);
                 self.count_gc(&stats);
-                r
+                r.map(|_| ())
             }
-            Job::Backfill(ns, id) => self.ns_entry(*ns).and_then(|e| self.backfill(&e, *id)),
+            Job::Backfill { ns, index } => self
+                .ns_entry(*ns)
+                .and_then(|e| self.backfill(&e, *index))
+                .map(|_| ()),
         }))
         .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
-        let result = result.map(|_| ());
-        // A backfill's failure is its `create_index`'s error, not the database's: the index
-        // stays unready (queries scan the records) and the next open tries again.
-        if let (Err(e), false) = (&result, matches!(job, Job::Backfill(..))) {
-            self.fail_job(e);
-        }
-        let mut bg = self.bg.lock();
-        if result.is_ok() && bg.no_space.take().is_some() {
-            tracing::info!("space is back: background work goes on");
-            bg.retry_at = None;
-        }
-        match job {
-            Job::Flush => bg.flushing = false,
-            Job::Compact(..) => bg.compacting = false,
-            Job::Split(task, _) => {
-                bg.splitting = false;
-                if task.output_level() != RUNS {
-                    bg.compacting = false;
-                }
-            }
-            Job::Gc(_) => bg.gc_running = false,
-            Job::Backfill(_, id) => {
-                bg.backfilling = false;
-                if let Some(waiting) = bg.backfilled.get_mut(&id) {
+        let outcome = outcome_of(&result);
+        let notice = {
+            let mut bg = self.bg.lock();
+            let notice = bg
+                .policy
+                .finished(&job, &outcome, std::time::Instant::now());
+            if let Job::Backfill { index, .. } = job {
+                if let Some(waiting) = bg.backfilled.get_mut(&index) {
                     *waiting = Some(result);
                 }
             }
-        }
-        bg.gc_check = true;
+            notice
+        };
+        log_notice(notice);
         self.wake_background();
         self.done_cv.notify_all();
     }
@@ -556,12 +465,12 @@ impl Inner {
             return self.backfill(e, id);
         }
         let mut bg = self.bg.lock();
-        bg.backfills.push_back((e.id, id));
+        bg.policy.queue_backfill(e.id, id);
         bg.backfilled.insert(id, None);
         // Background work stopped for want of space may not run the backfill for as long as
         // the disk is full: as a writer does, give up once a retry since this call failed too.
-        let failures = bg.no_space_failures;
-        bg.retry_at = None;
+        let failures = bg.policy.no_space_failures;
+        bg.policy.retry_now();
         self.wake_background();
         loop {
             if let Some(done) = bg.backfilled.get_mut(&id).and_then(Option::take) {
@@ -569,10 +478,11 @@ impl Inner {
                 return done;
             }
             let no_space = bg
+                .policy
                 .no_space
                 .clone()
-                .filter(|_| bg.no_space_failures != failures);
-            let gave_up = match (&bg.error, bg.shutdown, no_space) {
+                .filter(|_| bg.policy.no_space_failures != failures);
+            let gave_up = match (&bg.policy.error, bg.policy.shutdown, no_space) {
                 (Some(msg), _, _) => Error::Background(msg.clone()),
                 // Left unready: the next open backfills it.
                 (None, true, _) => Error::Closed,
@@ -586,7 +496,7 @@ impl Inner {
                 }
             };
             bg.backfilled.remove(&id);
-            bg.backfills.retain(|&(_, i)| i != id);
+            bg.policy.cancel_backfill(id);
             return Err(gave_up);
         }
     }

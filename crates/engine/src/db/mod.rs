@@ -217,11 +217,7 @@ impl Db {
             queue: Mutex::new(VecDeque::new()),
             queue_cv: Condvar::new(),
             visible_seq: AtomicU64::new(last_seq),
-            bg: Mutex::new(BgState {
-                // Dead bytes recovered from the manifest may already make a segment worth it.
-                gc_check: true,
-                ..BgState::default()
-            }),
+            bg: Mutex::new(BgState::default()),
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),
             closed: AtomicBool::new(false),
@@ -343,7 +339,7 @@ impl Db {
         let synced = self.inner.writer.lock().vlog.sync();
         {
             let mut bg = self.inner.bg.lock();
-            bg.shutdown = true;
+            bg.policy.shutdown = true;
             self.inner.wake_background();
             self.inner.done_cv.notify_all();
         }
@@ -389,7 +385,7 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if let Some(e) = &self.bg.lock().error {
+        if let Some(e) = &self.bg.lock().policy.error {
             return Err(Error::Background(e.clone()));
         }
         Ok(())
@@ -410,12 +406,7 @@ impl Inner {
     }
 
     fn set_bg_error(&self, e: &Error) {
-        let mut bg = self.bg.lock();
-        if bg.error.is_none() {
-            tracing::error!(error = %e, "background error: database is now read-only");
-            bg.error = Some(e.to_string());
-        }
-        self.done_cv.notify_all();
+        self.fail_job(e);
     }
 
     fn stats(&self) -> DbStats {

@@ -183,7 +183,7 @@ impl Inner {
     /// unreachable and dropped by the next flush or compaction.
     fn join_dead_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
         self.liveness.mark_dead(dead);
-        self.bg.lock().gc_check = true;
+        self.bg.lock().policy.check_gc();
         self.wake_background();
         let mut state = self.namespaces.write();
         let mut set = (*state.dead).clone();

@@ -149,7 +149,7 @@ impl Inner {
             let mut deferred = self.gc_deferred.lock();
             if deferred.released(ns) {
                 drop(deferred);
-                self.bg.lock().gc_check = true;
+                self.bg.lock().policy.check_gc();
                 self.wake_background();
             }
         }

@@ -22,10 +22,6 @@ pub(super) struct PendingWrite {
 /// big ones.
 pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
 
-/// After a background job failed for want of space, the next attempt waits this long
-/// (unless a writer asks for one sooner).
-pub(super) const NO_SPACE_RETRY: Duration = Duration::from_millis(200);
-
 /// How long a writer waits for a background retry before it fails with `NoSpace`.
 pub(super) const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
 
@@ -278,28 +274,28 @@ impl Inner {
 
     pub(super) fn wait_for_background(&self) -> Result<()> {
         let mut bg = self.bg.lock();
-        if let Some(e) = &bg.error {
+        if let Some(e) = &bg.policy.error {
             return Err(Error::Background(e.clone()));
         }
-        if bg.shutdown {
+        if bg.policy.shutdown {
             return Err(Error::Closed);
         }
-        if bg.no_space.is_some() {
+        if bg.policy.no_space.is_some() {
             // Space may be back: have the background retry now, and give up only if that
             // attempt fails too (or none comes soon).
-            let failures = bg.no_space_failures;
-            bg.retry_at = None;
+            let failures = bg.policy.no_space_failures;
+            bg.policy.retry_now();
             self.wake_background();
             let deadline = std::time::Instant::now() + NO_SPACE_WAIT;
-            while bg.no_space.is_some()
-                && bg.no_space_failures == failures
-                && bg.error.is_none()
-                && !bg.shutdown
+            while bg.policy.no_space.is_some()
+                && bg.policy.no_space_failures == failures
+                && bg.policy.error.is_none()
+                && !bg.policy.shutdown
                 && std::time::Instant::now() < deadline
             {
                 self.done_cv.wait_for(&mut bg, Duration::from_millis(20));
             }
-            if let Some(why) = &bg.no_space {
+            if let Some(why) = &bg.policy.no_space {
                 return Err(Error::NoSpace {
                     file: "database".into(),
                     source: std::io::Error::new(std::io::ErrorKind::StorageFull, why.clone()),
@@ -310,18 +306,6 @@ impl Inner {
         self.wake_background();
         self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         Ok(())
-    }
-
-    /// A background job failed for want of space: nothing is lost, it is retried later.
-    pub(super) fn set_no_space(&self, e: &Error) {
-        let mut bg = self.bg.lock();
-        if bg.no_space.is_none() {
-            tracing::warn!(error = %e, "out of space: writes that need background work fail until space returns");
-        }
-        bg.no_space = Some(e.to_string());
-        bg.no_space_failures += 1;
-        bg.retry_at = Some(std::time::Instant::now() + NO_SPACE_RETRY);
-        self.done_cv.notify_all();
     }
 
     /// Turns the memtable into a frozen one and starts a new one.

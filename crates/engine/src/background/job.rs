@@ -1,0 +1,108 @@
+//! Background jobs as values: what runs, and what each holds while it runs.
+
+use crate::compaction::CompactionTask;
+use crate::key::Nsid;
+use crate::options::JobKind;
+use crate::version::{Version, RUNS};
+use std::sync::Arc;
+
+/// The parts of the engine a job holds while it runs. Two jobs that hold a common part never
+/// run at once: that one rule is what keeps compactions from overlapping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Slots(u8);
+
+impl Slots {
+    /// The oldest frozen memtable, written out as an L0 table.
+    pub const FLUSH: Slots = Slots(1);
+    /// L0 (per namespace: its split into runs).
+    pub const SPLIT: Slots = Slots(1 << 1);
+    /// The trees from L1 down (in one shared tree, L0 too).
+    pub const TREE: Slots = Slots(1 << 2);
+    /// Value-log collection.
+    pub const GC: Slots = Slots(1 << 3);
+    /// An index backfill.
+    pub const BACKFILL: Slots = Slots(1 << 4);
+
+    pub fn union(self, other: Slots) -> Slots {
+        Slots(self.0 | other.0)
+    }
+
+    pub fn without(self, other: Slots) -> Slots {
+        Slots(self.0 & !other.0)
+    }
+
+    pub fn meets(self, other: Slots) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    pub fn contains(self, other: Slots) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// One unit of background work, decided by the [`Policy`](super::Policy) and carried out by
+/// the database.
+pub enum Job {
+    /// The oldest frozen memtable into an L0 table.
+    Flush,
+    /// L0 into per-namespace runs, or (all of L0 one namespace's) straight into its L1.
+    Split {
+        task: CompactionTask,
+        version: Arc<Version>,
+    },
+    /// A namespace's runs into its L1, or a table of a tree one level down.
+    Compact {
+        task: CompactionTask,
+        version: Arc<Version>,
+    },
+    /// Collect one value-log segment.
+    Gc { segment: u64 },
+    /// Fill index `index` of namespace `ns` with the records stored before it was created.
+    Backfill { ns: Nsid, index: Nsid },
+}
+
+impl Job {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            Job::Flush => JobKind::Flush,
+            Job::Split { .. } | Job::Compact { .. } => JobKind::Compaction,
+            Job::Gc { .. } => JobKind::Gc,
+            Job::Backfill { .. } => JobKind::Backfill,
+        }
+    }
+
+    /// What the job holds while it runs. A split that merges straight into L1 writes a tree:
+    /// it holds the tree slot as well.
+    pub fn slots(&self) -> Slots {
+        match self {
+            Job::Flush => Slots::FLUSH,
+            Job::Split { task, .. } if task.output_level() != RUNS => {
+                Slots::SPLIT.union(Slots::TREE)
+            }
+            Job::Split { .. } => Slots::SPLIT,
+            Job::Compact { .. } => Slots::TREE,
+            Job::Gc { .. } => Slots::GC,
+            Job::Backfill { .. } => Slots::BACKFILL,
+        }
+    }
+
+    /// The compaction the job carries out, if it is one.
+    #[cfg(test)]
+    pub fn task(&self) -> Option<(&CompactionTask, &Arc<Version>)> {
+        match self {
+            Job::Split { task, version } | Job::Compact { task, version } => Some((task, version)),
+            _ => None,
+        }
+    }
+}
+
+/// How a job ended, as the policy needs to know it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// Failed for want of space: nothing is lost, the job is retried later.
+    NoSpace(String),
+    /// Any other failure: the database turns read-only (a backfill's failure is its
+    /// `create_index`'s error instead, and leaves the database as it is).
+    Failed(String),
+}
