@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import io
 import json
+import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _cerberus
@@ -283,11 +284,19 @@ class Namespace:
         """Keys in order, reading no values."""
         return (k for k, _ in self._native.scan(start, end, prefix, True))
 
-    def create_index(self, attr: str, kind: str = "vas") -> None:
+    def create_index(self, attr: str, kind: str = "vas", exist_ok: bool = False) -> None:
         """Indexes JSON attribute ``attr`` (a dotted path for embedded objects) of the
         namespace's values; ``kind`` is ``"vas"`` (entries point at the value) or
-        ``"classic"``."""
-        self._native.create_index(attr, kind)
+        ``"classic"``. An index on ``attr`` already there raises :class:`IndexExists`, unless
+        ``exist_ok`` and it is of this kind (as ``os.makedirs``)."""
+        try:
+            self._native.create_index(attr, kind)
+        except IndexExists:
+            if not exist_ok or not any(
+                i.get("attr") == attr and str(i.get("kind", "")).lower() == kind.lower()
+                for i in self.list_indexes()
+            ):
+                raise
 
     def drop_index(self, attr: str) -> None:
         self._native.drop_index(attr)
@@ -370,8 +379,15 @@ class Db:
         """Syncs and closes the database; later calls raise :class:`ShuttingDown`."""
         self._native.close()
 
-    def create_namespace(self, name: str) -> Namespace:
-        return Namespace(self._native.create_namespace(name), name)
+    def create_namespace(self, name: str, exist_ok: bool = False) -> Namespace:
+        """Creates a namespace named ``name`` and opens it. A name already taken raises
+        :class:`NamespaceExists`, unless ``exist_ok``: then that namespace is opened."""
+        try:
+            return Namespace(self._native.create_namespace(name), name)
+        except NamespaceExists:
+            if not exist_ok:
+                raise
+        return self.namespace(name)
 
     def _nsid(self, ns: Union[int, str, Namespace]) -> Tuple[int, str]:
         if isinstance(ns, Namespace):
@@ -419,15 +435,43 @@ class Device:
             raise ShuttingDown("this device handle is closed")
         return self._native
 
-    def create_namespace(self, name: str) -> Namespace:
+    def create_namespace(self, name: str, exist_ok: bool = False, secret_file: Optional[str] = None) -> Namespace:
         """Creates a namespace (needs the admin secret) and opens it; its credential is
-        the returned namespace's ``secret``, shown this once by the device."""
-        nsid, secret = self._client().create_namespace(name)
-        return Namespace(self._client().namespace(nsid, secret), name, secret)
+        the returned namespace's ``secret``, shown this once by the device. With
+        ``secret_file`` the credential is also written there (mode 0600).
 
-    def namespace(self, nsid: int, secret: str) -> Namespace:
-        """Opens namespace ``nsid`` with its credential (:class:`AccessDenied` if wrong)."""
-        return Namespace(self._client().namespace(nsid, secret), None, secret)
+        A name already taken raises :class:`NamespaceExists`, unless ``exist_ok``: then that
+        namespace is opened with the credential in ``secret_file`` (the device keeps only
+        a hash of it, so without that file it cannot be opened here)."""
+        client = self._client()
+        try:
+            nsid, secret = client.create_namespace(name)
+        except NamespaceExists as e:
+            if not exist_ok:
+                raise
+            if secret_file is None:
+                raise NamespaceExists(
+                    f"{e}; its credential was shown once, when it was created: open it with "
+                    f"namespace({name!r}, secret), or keep the credential with secret_file="
+                ) from None
+            with builtins.open(secret_file) as f:
+                secret = f.read().strip()
+            return self.namespace(name, secret)
+        if secret_file is not None:
+            _write_secret(secret_file, secret)
+        return Namespace(client.namespace(nsid, secret), name, secret)
+
+    def namespace(self, ns: Union[int, str], secret: str) -> Namespace:
+        """Opens the namespace with this id or name (a name is looked up with the admin
+        secret) with its credential (:class:`AccessDenied` if wrong)."""
+        name = None
+        if isinstance(ns, str):
+            name = ns
+            found = [i for i, n in self._client().list_namespaces() if n == ns]
+            if not found:
+                raise InvalidNamespace(f"no namespace {ns!r}")
+            ns = found[0]
+        return Namespace(self._client().namespace(ns, secret), name, secret)
 
     def destroy_namespace(self, ns: Union[int, Namespace]) -> None:
         nsid = ns.nsid if isinstance(ns, Namespace) else ns
@@ -439,6 +483,15 @@ class Device:
     def stats(self) -> Dict[str, Any]:
         """The device's counters (needs the admin secret)."""
         return json.loads(self._client().stats_json())
+
+
+def _write_secret(path: str, secret: str) -> None:
+    """Writes a credential readable by its owner only: a file made so, or an old one made
+    so before the secret goes in."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with builtins.open(fd, "w") as f:
+        f.write(secret + "\n")
 
 
 def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb

@@ -2,7 +2,7 @@
 and plot the result.
 
     pip install ./python matplotlib
-    python python/examples/reviews.py                       # a generated sample file
+    python python/examples/reviews.py                       # the repository's sample
     python python/examples/reviews.py my.jsonl --key id --group city --value stars
 
 Every line of the file is one JSON object; `--key` names the attribute used as the record's
@@ -21,6 +21,10 @@ from pathlib import Path
 
 import cerberus
 
+# The sample the README's device quick start loads too (read only: nothing is written into
+# the repository).
+SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "reviews.jsonl"
+
 
 def sample(path: Path, n: int = 5000) -> None:
     """Writes n made-up reviews, one JSON object per line."""
@@ -30,21 +34,23 @@ def sample(path: Path, n: int = 5000) -> None:
         for i in range(n):
             city = rng.choice(cities)
             stars = min(5, max(1, round(rng.gauss(2.5 + cities.index(city) * 0.4, 1))))
-            f.write(json.dumps({"id": f"r{i:06d}", "city": city, "stars": stars}) + "\n")
+            f.write(json.dumps({"review_id": f"r{i:06d}", "city": city, "stars": stars}) + "\n")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", nargs="?", help="JSON-lines file (default: a generated sample)")
-    p.add_argument("--key", default="id")
+    p.add_argument("file", nargs="?", help="JSON-lines file (default: examples/reviews.jsonl "
+                   "of the repository, else a generated sample)")
+    p.add_argument("--key", default="review_id")
     p.add_argument("--group", default="city")
     p.add_argument("--value", default="stars")
     p.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "reviews.png"))
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(args.file) if args.file else Path(tmp) / "reviews.jsonl"
-        if not args.file:
+        src = Path(args.file) if args.file else SHIPPED
+        if not args.file and not SHIPPED.exists():
+            src = Path(tmp) / "reviews.jsonl"
             sample(src)
         with cerberus.open(str(Path(tmp) / "db")) as db:
             ns = db.create_namespace("reviews")

@@ -145,3 +145,40 @@ def test_errors_share_one_base():
                  "IndexExists", "IndexNotFound", "InvalidField", "ShuttingDown", "ReplyTooLarge",
                  "ConnectionError", "StorageError", "Corrupted"]:
         assert issubclass(getattr(cerberus, name), cerberus.CerberusError)
+
+
+def test_create_namespace_exist_ok_opens_the_one_there(target, tmp_path):
+    name = fresh_name("again")
+    if isinstance(target, cerberus.Db):
+        first = target.create_namespace(name, exist_ok=True)
+        first.put(b"k", b"v")
+        again = target.create_namespace(name, exist_ok=True)
+    else:
+        secret_file = tmp_path / "ns.secret"
+        first = target.create_namespace(name, exist_ok=True, secret_file=str(secret_file))
+        assert secret_file.read_text().strip() == first.secret
+        first.put(b"k", b"v")
+        # The device keeps only a hash of the credential: without the file, no way in.
+        with pytest.raises(cerberus.NamespaceExists, match="secret_file"):
+            target.create_namespace(name, exist_ok=True)
+        again = target.create_namespace(name, exist_ok=True, secret_file=str(secret_file))
+        assert again.secret == first.secret
+        assert target.namespace(name, first.secret).nsid == first.nsid
+        with pytest.raises(cerberus.InvalidNamespace):
+            target.namespace(fresh_name("nowhere"), first.secret)
+    assert again.nsid == first.nsid and again.name == name
+    assert again.get(b"k") == b"v"
+    with pytest.raises(cerberus.NamespaceExists):
+        target.create_namespace(name)
+
+
+def test_create_index_exist_ok_only_for_the_same_kind(target):
+    ns = target.create_namespace(fresh_name("idx-again"))
+    ns.put(b"r1", b'{"city": "Oslo"}')
+    ns.create_index("city", kind="vas", exist_ok=True)
+    ns.create_index("city", kind="vas", exist_ok=True)
+    assert [i["attr"] for i in ns.list_indexes()] == ["city"]
+    with pytest.raises(cerberus.IndexExists):
+        ns.create_index("city", kind="classic", exist_ok=True)
+    with pytest.raises(cerberus.IndexExists):
+        ns.create_index("city")

@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cerberus_host::BlockingClient;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -79,28 +79,12 @@ pub fn run(
 ) -> Result<()> {
     let file = std::fs::File::open(&args.file)
         .with_context(|| format!("opening {}", args.file.display()))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let bar = ProgressBar::new(len).with_style(
-        ProgressStyle::with_template(
-            "{bar:40} {bytes}/{total_bytes} {msg} ({bytes_per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = progress_bar(file.metadata().map(|m| m.len()).unwrap_or(0));
     let reader = Progress {
         inner: file,
         bar: bar.clone(),
     };
-    let format = args.format.unwrap_or_else(|| {
-        if args
-            .file
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
-        {
-            Format::Csv
-        } else {
-            Format::Jsonl
-        }
-    });
+    let format = args.format.unwrap_or_else(|| format_of(&args.file));
     let (tx, rx) = crossbeam_channel::bounded::<Record>(args.parallel.max(1) * 4);
     let stored = AtomicU64::new(0);
     // The first put the device refused: its line and the error.
@@ -181,23 +165,50 @@ pub fn run(
             records(n)
         );
     }
-    if skipped.count == 0 {
-        eprintln!("loaded {} into namespace {nsid}", records(n));
-    } else {
-        eprintln!(
-            "loaded {} into namespace {nsid}; skipped {}:",
-            records(n),
-            plural(skipped.count, "bad line", "bad lines")
-        );
-        for (line, reason) in &skipped.shown {
-            eprintln!("  line {line}: {reason}");
-        }
-        let unshown = skipped.count - skipped.shown.len() as u64;
-        if unshown > 0 {
-            eprintln!("  ... and {unshown} more");
-        }
-    }
+    report(nsid, n, &skipped);
     Ok(())
+}
+
+/// A bar of the file's bytes read.
+fn progress_bar(len: u64) -> ProgressBar {
+    ProgressBar::new(len).with_style(
+        ProgressStyle::with_template(
+            "{bar:40} {bytes}/{total_bytes} {msg} ({bytes_per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    )
+}
+
+/// CSV when the file name ends in .csv, else JSON lines.
+fn format_of(file: &Path) -> Format {
+    if file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
+        Format::Csv
+    } else {
+        Format::Jsonl
+    }
+}
+
+/// What a load that ran to the end stored, and the bad lines it skipped.
+fn report(nsid: u32, stored: u64, skipped: &Skipped) {
+    let records = plural(stored, "record", "records");
+    if skipped.count == 0 {
+        eprintln!("loaded {records} into namespace {nsid}");
+        return;
+    }
+    eprintln!(
+        "loaded {records} into namespace {nsid}; skipped {}:",
+        plural(skipped.count, "bad line", "bad lines")
+    );
+    for (line, reason) in &skipped.shown {
+        eprintln!("  line {line}: {reason}");
+    }
+    let unshown = skipped.count - skipped.shown.len() as u64;
+    if unshown > 0 {
+        eprintln!("  ... and {unshown} more");
+    }
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {

@@ -1,19 +1,20 @@
 //! `cerberus`: runs the device (`serve`) and talks to one (namespaces, keys, stats, bulk load).
 
+mod keys;
 mod limits;
 mod load;
+mod ns;
 mod query;
 mod scan;
 mod serve;
 mod session;
 mod stats;
 
-use anyhow::{bail, Context, Result};
-use cerberus_device::{ADMIN_SECRET_FILE, DEFAULT_LISTEN};
+use anyhow::Result;
+use cerberus_device::DEFAULT_LISTEN;
 use cerberus_proto::StoreMode;
 use clap::{Parser, Subcommand, ValueEnum};
-use session::{authenticate, connect, read_stdin_value, Session};
-use std::io::{IsTerminal, Write};
+use session::Session;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -89,7 +90,7 @@ enum Cmd {
     Serve(ServeArgs),
     /// Namespaces: create, destroy, list (admin).
     #[command(subcommand)]
-    Ns(NsCmd),
+    Ns(ns::NsCmd),
     /// Stores a value under a key; the value comes from VALUE or, without it, from stdin.
     ///
     /// Without VALUE the value is standard input, byte for byte (`cerberus put KEY < FILE`;
@@ -223,35 +224,6 @@ enum Cmd {
     Agg(query::AggArgs),
 }
 
-#[derive(Subcommand)]
-enum NsCmd {
-    /// Creates a namespace; prints its id and credential (shown only once).
-    Create {
-        /// A name for it (shown by `ns list`).
-        name: String,
-        /// Print {"nsid": ..., "secret": ...}.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        target: AdminTarget,
-    },
-    /// Destroys a namespace and all its data.
-    Destroy {
-        /// Id of the namespace.
-        nsid: u32,
-        #[command(flatten)]
-        target: AdminTarget,
-    },
-    /// Lists namespaces: id and name, one a line.
-    List {
-        /// Print a JSON array of {"nsid": ..., "name": ...}.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        target: AdminTarget,
-    },
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 enum StorageArg {
     /// Real files.
@@ -335,35 +307,16 @@ fn error_text(e: &anyhow::Error) -> String {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    let done = |r: Result<()>| r.map(|()| ExitCode::SUCCESS);
     match cli.cmd {
-        Cmd::Serve(args) => {
-            serve::serve(args)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Ns(cmd) => ns_command(cmd),
+        Cmd::Serve(args) => done(serve::serve(args)),
+        Cmd::Ns(cmd) => done(ns::run(cmd)),
         Cmd::Stats {
             json,
             device_wide,
             target,
             admin,
-        } => {
-            let client = connect(&target.conn)?;
-            let doc = if device_wide {
-                let secret = admin
-                    .admin_secret
-                    .as_deref()
-                    .context("--device-wide needs the admin credential")?;
-                client
-                    .authenticate_admin(secret)
-                    .context("authenticating as admin")?;
-                client.stats(cerberus_proto::DEVICE_NSID)?
-            } else {
-                let nsid = authenticate(&client, &target.auth)?;
-                client.stats(nsid)?
-            };
-            stats::print(&doc, json)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => done(stats::run(&target, &admin, device_wide, json)),
         Cmd::Put {
             key,
             value,
@@ -372,20 +325,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sync,
             target,
         } => {
-            let s = Session::open(&target)?;
-            let key = key.into_bytes();
-            s.check_key(&key)?;
-            let value = match value {
-                Some(v) => {
-                    let v = v.into_bytes();
-                    if let Some(l) = &s.limits {
-                        l.check_value_len(v.len() as u64)
-                            .map_err(anyhow::Error::msg)?;
-                    }
-                    v
-                }
-                None => read_stdin_value(s.limits.as_ref())?,
-            };
             let mode = if if_absent {
                 StoreMode::OnlyIfAbsent
             } else if if_present {
@@ -393,62 +332,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 StoreMode::Always
             };
-            s.client
-                .store(s.nsid, key, value, mode, sync)
-                .context("storing")?;
-            Ok(ExitCode::SUCCESS)
+            keys::put(&target, key, value, mode, sync)
         }
-        Cmd::Get { key, target } => {
-            let s = Session::open(&target)?;
-            s.check_key(key.as_bytes())?;
-            match s.client.get(s.nsid, key.clone().into_bytes())? {
-                Some(v) => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(&v)?;
-                    // Only for a person at a terminal; redirected output stays byte-exact.
-                    if out.is_terminal() && !v.ends_with(b"\n") && std::str::from_utf8(&v).is_ok() {
-                        out.write_all(b"\n")?;
-                    }
-                    out.flush()?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                None => {
-                    eprintln!("key not found: {key}");
-                    Ok(ExitCode::from(1))
-                }
-            }
-        }
-        Cmd::Delete { key, target } => {
-            let s = Session::open(&target)?;
-            s.check_key(key.as_bytes())?;
-            if s.client.delete(s.nsid, key.clone().into_bytes())? {
-                Ok(ExitCode::SUCCESS)
-            } else {
-                eprintln!("key not found: {key}");
-                Ok(ExitCode::from(1))
-            }
-        }
-        Cmd::Exists { key, target } => {
-            let s = Session::open(&target)?;
-            s.check_key(key.as_bytes())?;
-            if s.client.exists(s.nsid, key.into_bytes())? {
-                println!("yes");
-                Ok(ExitCode::SUCCESS)
-            } else {
-                println!("no");
-                Ok(ExitCode::from(1))
-            }
-        }
+        Cmd::Get { key, target } => keys::get(&target, &key),
+        Cmd::Delete { key, target } => keys::delete(&target, &key),
+        Cmd::Exists { key, target } => keys::exists(&target, &key),
         Cmd::List {
             start,
             prefix,
             limit,
             target,
-        } => {
-            let s = Session::open(&target)?;
-            list(&s, start.as_deref(), prefix.as_deref(), limit)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => keys::list(&target, start.as_deref(), prefix.as_deref(), limit),
         Cmd::Scan {
             start,
             prefix,
@@ -463,125 +357,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 limit,
                 keys_only,
             };
-            scan::run(&s, &args)?;
-            Ok(ExitCode::SUCCESS)
+            done(scan::run(&s, &args))
         }
-        Cmd::Index(cmd) => {
-            query::index(cmd)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Find(args) => {
-            query::find(args)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Top(args) => {
-            query::top(args)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Agg(args) => {
-            query::agg(args)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Cmd::Index(cmd) => done(query::index(cmd)),
+        Cmd::Find(args) => done(query::find(args)),
+        Cmd::Top(args) => done(query::top(args)),
+        Cmd::Agg(args) => done(query::agg(args)),
         Cmd::Load { args, target } => {
             let s = Session::open(&target)?;
-            load::run(&s.client, s.nsid, s.limits, &args)?;
-            Ok(ExitCode::SUCCESS)
+            done(load::run(&s.client, s.nsid, s.limits, &args))
         }
     }
-}
-
-fn list(s: &Session, start: Option<&str>, prefix: Option<&str>, limit: Option<u64>) -> Result<()> {
-    let start = start.unwrap_or_default().as_bytes();
-    let prefix = prefix.unwrap_or_default().as_bytes();
-    if let Some(l) = &s.limits {
-        if start.len() > l.max_key_len as usize {
-            bail!(
-                "start key is {} bytes; this device accepts keys of up to {} bytes (max_key_len)",
-                start.len(),
-                l.max_key_len
-            );
-        }
-        if prefix.len() > l.max_key_len as usize {
-            // No key can be that long, so none begins with it.
-            return Ok(());
-        }
-    }
-    // Keys that begin with the prefix are one run in key order, starting at the prefix.
-    let mut from = start.max(prefix).to_vec();
-    let mut exclusive = false;
-    let mut left = limit.unwrap_or(u64::MAX);
-    let mut out = std::io::stdout().lock();
-    while left > 0 {
-        let page = left.min(1000) as u32;
-        let (keys, more) = s.client.list(s.nsid, from.clone(), exclusive, page)?;
-        for k in &keys {
-            if !k.starts_with(prefix) {
-                return Ok(out.flush()?);
-            }
-            out.write_all(k)?;
-            out.write_all(b"\n")?;
-            left -= 1;
-            if left == 0 {
-                break;
-            }
-        }
-        match keys.last() {
-            Some(k) if more => {
-                from = k.to_vec();
-                exclusive = true;
-            }
-            _ => break,
-        }
-    }
-    Ok(out.flush()?)
-}
-
-fn ns_command(cmd: NsCmd) -> Result<ExitCode> {
-    let target = match &cmd {
-        NsCmd::Create { target, .. }
-        | NsCmd::Destroy { target, .. }
-        | NsCmd::List { target, .. } => target,
-    };
-    let secret = target.auth.admin_secret.as_deref().with_context(|| {
-        format!(
-            "namespace commands need the admin credential: --admin-secret or \
-             CERBERUS_ADMIN_SECRET (the device writes it to DATA_DIR/{ADMIN_SECRET_FILE})"
-        )
-    })?;
-    let client = connect(&target.conn)?;
-    client
-        .authenticate_admin(secret)
-        .context("authenticating as admin")?;
-    match &cmd {
-        NsCmd::Create { name, json, .. } => {
-            let (nsid, secret) = client.ns_create(name.as_str())?;
-            if *json {
-                println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
-            } else {
-                println!("nsid: {nsid}");
-                println!("secret: {secret}");
-            }
-        }
-        NsCmd::Destroy { nsid, .. } => {
-            client.ns_destroy(*nsid)?;
-            eprintln!("namespace {nsid} destroyed");
-        }
-        NsCmd::List { json, .. } => {
-            let list = client.ns_list()?;
-            if *json {
-                let v: Vec<_> = list
-                    .iter()
-                    .map(|e| serde_json::json!({"nsid": e.nsid, "name": e.name}))
-                    .collect();
-                println!("{}", serde_json::Value::Array(v));
-            } else {
-                for e in list {
-                    println!("{}\t{}", e.nsid, e.name);
-                }
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

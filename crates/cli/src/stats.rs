@@ -6,7 +6,9 @@
 //! (no `listings` in its document) counts index and data pages of both together; those are
 //! then shown as totals and never divided by the number of lookups.
 
-use anyhow::Result;
+use crate::session::{authenticate, connect};
+use crate::{AdminAuth, DataTarget};
+use anyhow::{Context, Result};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -17,7 +19,26 @@ pub(crate) const PURPOSES: [&str; 6] = ["filter", "index", "data", "value", "log
 const LOOKUP_ONLY_PAGES: [(&str, &str); 2] =
     [("filter", "filter pages"), ("value", "value-log pages")];
 
-pub fn print(doc: &Value, json: bool) -> Result<()> {
+/// `cerberus stats`: the namespace's statistics, or with `device_wide` the device's.
+pub fn run(target: &DataTarget, admin: &AdminAuth, device_wide: bool, json: bool) -> Result<()> {
+    let client = connect(&target.conn)?;
+    let doc = if device_wide {
+        let secret = admin
+            .admin_secret
+            .as_deref()
+            .context("--device-wide needs the admin credential")?;
+        client
+            .authenticate_admin(secret)
+            .context("authenticating as admin")?;
+        client.stats(cerberus_proto::DEVICE_NSID)?
+    } else {
+        let nsid = authenticate(&client, &target.auth)?;
+        client.stats(nsid)?
+    };
+    print(&doc, json)
+}
+
+fn print(doc: &Value, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(doc)?);
     } else {
@@ -35,30 +56,11 @@ pub fn render(doc: &Value) -> String {
 }
 
 fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
-    let device_wide = doc.get("nsid").is_none();
     match doc.get("nsid") {
         Some(ns) => writeln!(out, "namespace {ns}")?,
         None => writeln!(out, "device")?,
     }
-    if let Some(levels) = doc.get("levels").and_then(Value::as_array) {
-        writeln!(out, "tree:")?;
-        // Namespace runs (split out of the shared L0) sit between L0 and L1.
-        let runs = doc.get("runs").map(|r| ("runs".to_string(), r));
-        let named = levels.iter().enumerate().map(|(i, l)| (format!("L{i}"), l));
-        let rows: Vec<(String, &Value)> = named
-            .clone()
-            .take(1)
-            .chain(runs)
-            .chain(named.skip(1))
-            .collect();
-        for (name, l) in rows {
-            let tables = num(l, "tables");
-            if tables > 0 {
-                let mb = num(l, "bytes") as f64 / 1e6;
-                writeln!(out, "  {name:<4} {tables:>6} tables {mb:>12.1} MB")?;
-            }
-        }
-    }
+    write_tree(out, doc)?;
     writeln!(
         out,
         "puts {}  deletes {}",
@@ -71,10 +73,54 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
             "keys ~{keys} (estimate: overwritten versions and deletes count until compacted)"
         )?;
     }
-    let lookups = num(doc, "gets");
+    write_lookups(out, doc)?;
+    write_pages(out, doc)?;
+    for k in [
+        "flushes",
+        "compactions",
+        "vlog_bytes",
+        "vlog_segments",
+        "gc_segments_deleted",
+        "write_stalls",
+    ] {
+        if let Some(v) = doc.get(k) {
+            writeln!(out, "{k}: {v}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Tables and bytes per level of the tree, the levels that hold any.
+fn write_tree(out: &mut String, doc: &Value) -> std::fmt::Result {
+    let Some(levels) = doc.get("levels").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    writeln!(out, "tree:")?;
+    // Namespace runs (split out of the shared L0) sit between L0 and L1.
+    let runs = doc.get("runs").map(|r| ("runs".to_string(), r));
+    let named = levels.iter().enumerate().map(|(i, l)| (format!("L{i}"), l));
+    let rows: Vec<(String, &Value)> = named
+        .clone()
+        .take(1)
+        .chain(runs)
+        .chain(named.skip(1))
+        .collect();
+    for (name, l) in rows {
+        let tables = num(l, "tables");
+        if tables > 0 {
+            let mb = num(l, "bytes") as f64 / 1e6;
+            writeln!(out, "  {name:<4} {tables:>6} tables {mb:>12.1} MB")?;
+        }
+    }
+    Ok(())
+}
+
+/// Lookups, and where they were answered.
+fn write_lookups(out: &mut String, doc: &Value) -> std::fmt::Result {
     writeln!(
         out,
-        "lookups {lookups}  not found {}",
+        "lookups {}  not found {}",
+        num(doc, "gets"),
         num(doc, "gets_not_found")
     )?;
     let mut served = vec![("memtable".to_string(), num(doc, "gets_memtable"))];
@@ -94,6 +140,14 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
     if !parts.is_empty() {
         writeln!(out, "lookups answered by: {}", parts.join(", "))?;
     }
+    Ok(())
+}
+
+/// Page reads: per lookup where lookups alone caused them, else as totals (see the module
+/// comment), and key listings' own.
+fn write_pages(out: &mut String, doc: &Value) -> std::fmt::Result {
+    let device_wide = doc.get("nsid").is_none();
+    let lookups = num(doc, "gets");
     let pages = doc.get("pages").and_then(Value::as_object);
     let listings = doc.get("listings");
     // The purposes whose page reads lookups alone cause: every one once listings are
@@ -122,29 +176,7 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
         writeln!(out, "per lookup: {}", parts.join(", "))?;
     }
     if let Some(l) = listings {
-        let calls = num(l, "calls");
-        if calls > 0 {
-            let read: Vec<String> = l
-                .get("pages")
-                .and_then(Value::as_object)
-                .map(|p| {
-                    in_purpose_order(p)
-                        .filter(|(_, n)| *n > 0)
-                        .map(|(purpose, n)| format!("{purpose} {n}"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "key listings {calls}, keys listed {}, page reads: {}",
-                num(l, "keys"),
-                if read.is_empty() {
-                    "none".to_string()
-                } else {
-                    read.join(", ")
-                }
-            )?;
-        }
+        write_listings(out, l)?;
     }
     let shared: Vec<String> = pages
         .into_iter()
@@ -160,19 +192,35 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
         };
         writeln!(out, "page reads, {whose}: {}", shared.join(", "))?;
     }
-    for k in [
-        "flushes",
-        "compactions",
-        "vlog_bytes",
-        "vlog_segments",
-        "gc_segments_deleted",
-        "write_stalls",
-    ] {
-        if let Some(v) = doc.get(k) {
-            writeln!(out, "{k}: {v}")?;
-        }
-    }
     Ok(())
+}
+
+/// Key listings, the keys they listed and the pages they read.
+fn write_listings(out: &mut String, l: &Value) -> std::fmt::Result {
+    let calls = num(l, "calls");
+    if calls == 0 {
+        return Ok(());
+    }
+    let read: Vec<String> = l
+        .get("pages")
+        .and_then(Value::as_object)
+        .map(|p| {
+            in_purpose_order(p)
+                .filter(|(_, n)| *n > 0)
+                .map(|(purpose, n)| format!("{purpose} {n}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "key listings {calls}, keys listed {}, page reads: {}",
+        num(l, "keys"),
+        if read.is_empty() {
+            "none".to_string()
+        } else {
+            read.join(", ")
+        }
+    )
 }
 
 /// Counts by purpose in the engine's order, whatever order the map keeps; names it adds
