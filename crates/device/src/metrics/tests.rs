@@ -29,10 +29,9 @@ fn bucket(text: &str, nsid: &str, opcode: &str, le: f64) -> Option<f64> {
             && s.labels.get("nsid") == Some(nsid)
             && s.labels.get("opcode") == Some(opcode);
         match &s.value {
-            prometheus_parse::Value::Histogram(b) if ours => b
-                .iter()
-                .find(|b| b.less_than == le)
-                .map(|b| b.count),
+            prometheus_parse::Value::Histogram(b) if ours => {
+                b.iter().find(|b| b.less_than == le).map(|b| b.count)
+            }
             _ => None,
         }
     })
