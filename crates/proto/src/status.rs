@@ -141,24 +141,6 @@ impl std::fmt::Display for Status {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_round_trip() {
-        for code in 0..=u16::MAX {
-            assert_eq!(Status::from_code(code).code(), code);
-        }
-        assert_eq!(Status::KeyExists.code(), 0x89);
-        assert_eq!(Status::KeyNotExist.code(), 0x87);
-        assert_eq!(Status::InvalidValueSize.code(), 0x85);
-        assert_eq!(Status::InvalidKeySize.code(), 0x86);
-        assert_eq!(Status::CapacityExceeded.code(), 0x81);
-        assert_eq!(Status::from_code(0xC9), Status::ReplyTooLarge);
-    }
-}
-
 /// The status for a `cerberus_engine::ErrorKind`: the one mapping from engine errors to wire
 /// statuses, which the device answers with and the Python bindings raise by (an embedded
 /// database and a device refuse a call with the same class).
@@ -188,4 +170,22 @@ macro_rules! engine_status {
             _ => S::InternalError,
         }
     }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for code in 0..=u16::MAX {
+            assert_eq!(Status::from_code(code).code(), code);
+        }
+        assert_eq!(Status::KeyExists.code(), 0x89);
+        assert_eq!(Status::KeyNotExist.code(), 0x87);
+        assert_eq!(Status::InvalidValueSize.code(), 0x85);
+        assert_eq!(Status::InvalidKeySize.code(), 0x86);
+        assert_eq!(Status::CapacityExceeded.code(), 0x81);
+        assert_eq!(Status::from_code(0xC9), Status::ReplyTooLarge);
+    }
 }
