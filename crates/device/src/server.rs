@@ -4,15 +4,17 @@
 use crate::admission::{Admission, Ticket};
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
-use crate::connection::{self, stopped};
+use crate::connection;
 use crate::dispatch::Shared;
 use crate::error::bind;
+use crate::error::DeviceError;
 use crate::metrics;
 use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
 use crate::scheduler::Scheduler;
+use crate::stop::stopped;
 use crate::workers::Workers;
-use crate::{data_dir, tls, DeviceError};
+use crate::{data_dir, tls};
 use cerberus_engine::Db;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -168,12 +170,12 @@ impl DeviceHandle {
     }
 
     /// The scheduler's counters: per core load, tasks, migrations.
-    pub fn scheduler_stats(&self) -> crate::SchedulerStats {
+    pub fn scheduler_stats(&self) -> crate::scheduler::SchedulerStats {
         self.shared.scheduler.stats()
     }
 
     /// The dedup service's index and backlog (`None` when the service is off).
-    pub fn dedup_stats(&self) -> Option<crate::DedupStats> {
+    pub fn dedup_stats(&self) -> Option<crate::dedup::DedupStats> {
         self.shared.dedup.as_ref().map(|d| d.stats())
     }
 

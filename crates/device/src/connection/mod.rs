@@ -19,6 +19,7 @@ use crate::admission::Ticket;
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
+use crate::stop::stopped;
 use crate::workers::{Outbox, Workers};
 use bytes::BytesMut;
 use cerberus_proto::{split_frame, Frame, ProtoError, Response, Status};
@@ -30,18 +31,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use writer::write_loop;
-
-/// Resolves once the device is told to stop.
-pub async fn stopped(stop: &mut watch::Receiver<bool>) {
-    loop {
-        if *stop.borrow_and_update() {
-            return;
-        }
-        if stop.changed().await.is_err() {
-            return;
-        }
-    }
-}
 
 /// Largest frame body read before the connection authenticates: an Authenticate or an
 /// Identify fits many times over, and a client that proved nothing holds little memory.

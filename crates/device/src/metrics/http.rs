@@ -3,7 +3,7 @@
 //! client that trickles bytes, sends a huge head or never reads holds a task for seconds
 //! and a few KiB, not for ever.
 
-use crate::connection::stopped;
+use crate::stop::stopped;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
