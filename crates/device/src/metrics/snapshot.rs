@@ -44,7 +44,7 @@ fn sample(enc: MetricEncoder, kind: MetricType, v: Value) -> Result<(), std::fmt
     match (kind, v) {
         (MetricType::Counter, Value::Int(n)) => ConstCounter::new(n).encode(enc),
         (MetricType::Counter, Value::Float(x)) => ConstCounter::new(x).encode(enc),
-        (_, Value::Int(n)) => ConstGauge::new(n as i64).encode(enc),
+        (_, Value::Int(n)) => ConstGauge::new(n).encode(enc),
         (_, Value::Float(x)) => ConstGauge::new(x).encode(enc),
     }
 }
@@ -136,7 +136,7 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             MetricType::Counter,
         )?)?;
     }
-    ConstGauge::new(db.vlog_bytes as i64).encode(encoder.encode_descriptor(
+    ConstGauge::new(db.vlog_bytes).encode(encoder.encode_descriptor(
         "cerberus_vlog_bytes",
         "Bytes in value-log segments.",
         None,
@@ -161,7 +161,7 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
         // Namespace runs sit between L0 and L1.
         for (level, l) in levels.chain([("runs".to_string(), &db.runs)]) {
             let labels = [("level", level)];
-            ConstGauge::new(of(l) as i64).encode(family.encode_family(&labels)?)?;
+            ConstGauge::new(of(l)).encode(family.encode_family(&labels)?)?;
         }
     }
     Ok(())
@@ -245,7 +245,7 @@ fn encode_cores(
 }
 
 fn encode_dedup(d: &DedupStats, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    ConstGauge::new(d.backlog as i64).encode(encoder.encode_descriptor(
+    ConstGauge::new(d.backlog).encode(encoder.encode_descriptor(
         "cerberus_dedup_backlog",
         "Dedup tasks queued and not yet run.",
         None,
