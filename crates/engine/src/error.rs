@@ -197,3 +197,50 @@ impl<T> IoContext<T> for io::Result<T> {
         self.map_err(|e| Error::io(file, e))
     }
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::{Error, ErrorKind};
+    use std::io;
+
+    #[test]
+    fn every_error_has_its_kind_and_a_duplicate_keeps_it() {
+        let enospc = || io::Error::from_raw_os_error(28);
+        for (e, kind) in [
+            (Error::io("f", io::Error::other("x")), ErrorKind::Io),
+            (Error::io("f", enospc()), ErrorKind::NoSpace),
+            (Error::corruption("f", 0, "bad"), ErrorKind::Corruption),
+            (
+                Error::KeyTooLarge { len: 2, limit: 1 },
+                ErrorKind::KeyTooLarge,
+            ),
+            (
+                Error::ValueTooLarge { len: 2, limit: 1 },
+                ErrorKind::ValueTooLarge,
+            ),
+            (
+                Error::InvalidArgument("a".into()),
+                ErrorKind::InvalidArgument,
+            ),
+            (Error::InvalidQuery("q".into()), ErrorKind::InvalidQuery),
+            (Error::UnknownNamespace(1), ErrorKind::UnknownNamespace),
+            (
+                Error::NamespaceExists("n".into()),
+                ErrorKind::NamespaceExists,
+            ),
+            (Error::UnknownIndex("a".into()), ErrorKind::UnknownIndex),
+            (
+                Error::IndexExists {
+                    attr: "a".into(),
+                    kind: crate::index::IndexKind::Classic,
+                },
+                ErrorKind::IndexExists,
+            ),
+            (Error::Closed, ErrorKind::Closed),
+            (Error::Background("b".into()), ErrorKind::Background),
+        ] {
+            assert_eq!(e.kind(), kind, "{e}");
+            assert_eq!(e.duplicate().kind(), kind, "{e}");
+        }
+    }
+}
