@@ -1,7 +1,7 @@
 //! Exceptions: one class per device status under `CerberusError`, so that a Python caller
 //! catches the same class whether an embedded database or a device refused the call.
 
-use cerberus_engine::Error as EngineError;
+use cerberus_engine::{Error as EngineError, ErrorKind};
 use cerberus_host::{Error as HostError, Status};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -192,24 +192,15 @@ fn by_status(status: Status, msg: String) -> PyErr {
     }
 }
 
-/// The exception for an engine error: the class the device would answer with.
+/// The exception for an engine error: the class the device would answer with (the device's
+/// own mapping, `engine_status!`), except that failed storage I/O, an internal error on the
+/// wire, has a class of its own here.
 pub fn engine(e: EngineError) -> PyErr {
     let msg = e.to_string();
-    let status = match e {
-        EngineError::UnknownNamespace(_) => Status::InvalidNamespace,
-        EngineError::NoSpace { .. } => Status::CapacityExceeded,
-        EngineError::Corruption { .. } => Status::Corrupted,
-        EngineError::KeyTooLarge { .. } => Status::InvalidKeySize,
-        EngineError::ValueTooLarge { .. } => Status::InvalidValueSize,
-        EngineError::NamespaceExists(_) => Status::NamespaceExists,
-        EngineError::InvalidArgument(_) | EngineError::InvalidQuery(_) => Status::InvalidField,
-        EngineError::UnknownIndex(_) => Status::IndexNotFound,
-        EngineError::IndexExists { .. } => Status::IndexExists,
-        EngineError::Closed => Status::ShuttingDown,
-        EngineError::Io { .. } => return StorageError::new_err(msg),
-        _ => Status::InternalError,
-    };
-    by_status(status, msg)
+    match e.kind() {
+        ErrorKind::Io => StorageError::new_err(msg),
+        kind => by_status(cerberus_host::proto::engine_status!(kind), msg),
+    }
 }
 
 /// The exception for a client error.

@@ -3,7 +3,7 @@
 //! constant time. Secrets are 256 random bits, so a plain hash is enough: there is nothing to
 //! guess that a slow hash would protect.
 
-use crate::DeviceError;
+use crate::error::DeviceError;
 use parking_lot::Mutex;
 use rand::RngCore;
 use sha2::{Digest, Sha256};

@@ -3,16 +3,9 @@
 
 use crate::dedup::{self, DedupWork};
 use crate::dispatch::Shared;
+use crate::metrics::Snapshot;
 use crate::scheduler::{Priority, Work};
 use bytes::Bytes;
-
-/// A per-core Prometheus series: name, type, help, and its value for a core.
-type Series = (
-    &'static str,
-    &'static str,
-    &'static str,
-    fn(&crate::scheduler::CoreStats) -> f64,
-);
 
 impl Shared {
     /// Key `key` of `ns` was written or deleted: its dedup task is queued.
@@ -107,108 +100,14 @@ impl Shared {
         }
     }
 
-    /// The Prometheus text: the commands' and the engine's series, then the scheduler's and
-    /// the dedup service's.
+    /// The Prometheus text: the commands' and connections' series, and the engine's, the
+    /// scheduler's and the dedup service's as they are now.
     pub fn metrics_text(&self) -> String {
-        use std::fmt::Write;
-        let mut out = self.metrics.render(&self.db.stats());
-        let s = self.scheduler.stats();
-        let series: [Series; 10] = [
-            (
-                "cerberus_core_load",
-                "gauge",
-                "Share of time a core ran commands and tasks, at the last sample.",
-                |c| c.load,
-            ),
-            (
-                "cerberus_core_connections",
-                "gauge",
-                "Connections served by a core.",
-                |c| c.connections as f64,
-            ),
-            (
-                "cerberus_core_commands_total",
-                "counter",
-                "Commands a core ran.",
-                |c| c.fg_commands as f64,
-            ),
-            (
-                "cerberus_core_background_tasks_total",
-                "counter",
-                "Background service tasks a core ran.",
-                |c| c.bg_tasks as f64,
-            ),
-            (
-                "cerberus_core_background_queued",
-                "gauge",
-                "Background service tasks queued on a core.",
-                |c| c.bg_queued as f64,
-            ),
-            (
-                "cerberus_core_migrations_in_total",
-                "counter",
-                "Tasks and engine jobs made on another core and run on this one.",
-                |c| c.migrated_in as f64,
-            ),
-            (
-                "cerberus_core_flushes_total",
-                "counter",
-                "Engine flushes on a core's lane.",
-                |c| c.flushes as f64,
-            ),
-            (
-                "cerberus_core_compactions_total",
-                "counter",
-                "Engine compactions on a core's lane.",
-                |c| c.compactions as f64,
-            ),
-            (
-                "cerberus_core_gcs_total",
-                "counter",
-                "Value-log GC jobs on a core's lane.",
-                |c| c.gcs as f64,
-            ),
-            (
-                "cerberus_core_backfills_total",
-                "counter",
-                "Index backfills on a core's lane.",
-                |c| c.backfills as f64,
-            ),
-        ];
-        for (name, kind, help, f) in series {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for c in &s.cores {
-                let _ = writeln!(out, "{name}{{core=\"{}\"}} {}", c.core, f(c));
-            }
-        }
-        if let Some(d) = self.dedup.as_ref().map(|d| d.stats()) {
-            let _ = writeln!(
-                out,
-                "# HELP cerberus_dedup_backlog Dedup tasks queued and not yet run.\n\
-                 # TYPE cerberus_dedup_backlog gauge\ncerberus_dedup_backlog {}",
-                d.backlog
-            );
-            let _ = writeln!(
-                out,
-                "# HELP cerberus_dedup_shed_total Writes whose task found the backlog full \
-                 (their namespace rescanned instead).\n\
-                 # TYPE cerberus_dedup_shed_total counter\ncerberus_dedup_shed_total {}",
-                d.shed_tasks
-            );
-            let _ = writeln!(
-                out,
-                "# HELP cerberus_dedup_ratio Logical bytes over the bytes of distinct chunks.\n\
-                 # TYPE cerberus_dedup_ratio gauge"
-            );
-            for (ns, n) in &d.namespaces {
-                let _ = writeln!(
-                    out,
-                    "cerberus_dedup_ratio{{nsid=\"{ns}\"}} {}",
-                    n.dedup_ratio
-                );
-            }
-        }
-        out
+        self.metrics.encode(Snapshot {
+            db: self.db.stats(),
+            scheduler: self.scheduler.stats(),
+            dedup: self.dedup.as_ref().map(|d| d.stats()),
+        })
     }
 
     /// The engine's stats with the scheduler's and the dedup service's.

@@ -2,8 +2,8 @@
 //! [`DeviceConfig`].
 
 use crate::dedup::DedupConfig;
+use crate::error::DeviceError;
 use crate::scheduler::SchedulerConfig;
-use crate::DeviceError;
 use cerberus_engine::{Options, StorageKind};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The device's data directory: checked before anything is created, and taken away again
 //! when a start fails after creating it, so a failed start leaves nothing behind.
 
-use crate::DeviceError;
+use crate::error::DeviceError;
 use std::path::{Path, PathBuf};
 
 /// Directories a start created; removed on drop unless the start succeeded.

@@ -21,6 +21,7 @@ mod reactor;
 mod scheduler;
 mod server;
 mod spin;
+mod stop;
 mod tls;
 mod workers;
 

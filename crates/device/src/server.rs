@@ -4,20 +4,21 @@
 use crate::admission::{Admission, Ticket};
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
-use crate::connection::{self, stopped};
+use crate::connection;
 use crate::dispatch::Shared;
 use crate::error::bind;
+use crate::error::DeviceError;
+use crate::metrics;
 use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
 use crate::scheduler::Scheduler;
+use crate::stop::stopped;
 use crate::workers::Workers;
-use crate::{data_dir, tls, DeviceError};
+use crate::{data_dir, tls};
 use cerberus_engine::Db;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -118,7 +119,9 @@ impl Device {
             .spawn(move || {
                 runtime.block_on(async {
                     if let Some(m) = metrics {
-                        tokio::spawn(metrics_loop(m, shared.clone(), stop_rx.clone()));
+                        let s = shared.clone();
+                        let render: metrics::http::Render = Arc::new(move || s.metrics_text());
+                        tokio::spawn(metrics::http::serve(m, render, stop_rx.clone()));
                     }
                     accept_loop(
                         listener,
@@ -167,12 +170,12 @@ impl DeviceHandle {
     }
 
     /// The scheduler's counters: per core load, tasks, migrations.
-    pub fn scheduler_stats(&self) -> crate::SchedulerStats {
+    pub fn scheduler_stats(&self) -> crate::scheduler::SchedulerStats {
         self.shared.scheduler.stats()
     }
 
     /// The dedup service's index and backlog (`None` when the service is off).
-    pub fn dedup_stats(&self) -> Option<crate::DedupStats> {
+    pub fn dedup_stats(&self) -> Option<crate::dedup::DedupStats> {
         self.shared.dedup.as_ref().map(|d| d.stats())
     }
 
@@ -283,20 +286,14 @@ async fn accept_loop(
         let ticket = admission.try_admit();
         if ticket.is_none() {
             if !admission.evict_oldest() {
-                shared
-                    .metrics
-                    .connections_refused
-                    .fetch_add(1, Ordering::Relaxed);
+                shared.metrics.connections_refused.inc();
                 tracing::warn!(%peer, "every connection slot is held by an authenticated client; closing");
                 drop(sock);
                 continue;
             }
-            shared.metrics.evictions.fetch_add(1, Ordering::Relaxed);
+            shared.metrics.evictions.inc();
         }
-        shared
-            .metrics
-            .connections_accepted
-            .fetch_add(1, Ordering::Relaxed);
+        shared.metrics.connections_accepted.inc();
         let _ = sock.set_nodelay(true);
         let (shared, workers, stop, tls, admission) = (
             shared.clone(),
@@ -315,10 +312,7 @@ async fn accept_loop(
                 None => match admission.admit_after_eviction(EVICTION_WAIT).await {
                     Some(t) => t,
                     None => {
-                        shared
-                            .metrics
-                            .connections_refused
-                            .fetch_add(1, Ordering::Relaxed);
+                        shared.metrics.connections_refused.inc();
                         return;
                     }
                 },
@@ -332,17 +326,11 @@ async fn accept_loop(
                     return;
                 }
             };
-            shared
-                .metrics
-                .connections_open
-                .fetch_add(1, Ordering::Relaxed);
+            shared.metrics.connections_open.inc();
             tracing::debug!(%peer, "connection open");
             serve_socket(sock, tls, shared.clone(), workers, stop, ticket, puts).await;
             tracing::debug!(%peer, "connection closed");
-            shared
-                .metrics
-                .connections_open
-                .fetch_sub(1, Ordering::Relaxed);
+            shared.metrics.connections_open.dec();
         };
         conns.spawn_on(serve, handle);
     }
@@ -389,56 +377,5 @@ async fn serve_socket(
                 Err(_) => tracing::debug!("TLS handshake timed out"),
             }
         }
-    }
-}
-
-/// A minimal HTTP/1.1 responder: `GET /metrics` gets the Prometheus text, anything else 404.
-async fn metrics_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    loop {
-        let (mut sock, _) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = stopped(&mut stop) => return,
-        };
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let mut req = Vec::with_capacity(1024);
-            let mut chunk = [0u8; 1024];
-            let read = tokio::time::timeout(Duration::from_secs(5), async {
-                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-                    match sock.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return false,
-                        Ok(n) => req.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                true
-            })
-            .await;
-            if !matches!(read, Ok(true)) {
-                return;
-            }
-            let line = req.split(|&b| b == b'\r').next().unwrap_or_default();
-            let (status, body) = if line.starts_with(b"GET /metrics ") {
-                let s = shared.clone();
-                match tokio::task::spawn_blocking(move || s.metrics_text()).await {
-                    Ok(text) => ("200 OK", text),
-                    Err(_) => ("500 Internal Server Error", String::new()),
-                }
-            } else {
-                ("404 Not Found", "try /metrics\n".to_string())
-            };
-            let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = sock.write_all(head.as_bytes()).await;
-            let _ = sock.write_all(body.as_bytes()).await;
-            let _ = sock.shutdown().await;
-        });
     }
 }

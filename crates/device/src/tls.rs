@@ -1,6 +1,6 @@
 //! TLS for the command port: the operator's certificate chain and key, served with rustls.
 
-use crate::DeviceError;
+use crate::error::DeviceError;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;

@@ -62,6 +62,93 @@ fn metric(dev: &cerberus_device::DeviceHandle, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no metric {name}"))
 }
 
+/// `TRICKLE` connections that each send `frame` one byte a second until `stop`.
+fn trickle(
+    addr: &str,
+    stop: &Arc<AtomicBool>,
+    frame: &BytesMut,
+) -> std::thread::JoinHandle<Vec<TcpStream>> {
+    let (addr, stop, frame) = (addr.to_string(), stop.clone(), frame.clone());
+    std::thread::spawn(move || {
+        let mut socks: Vec<TcpStream> = (0..TRICKLE)
+            .map(|_| TcpStream::connect(&addr).expect("connect"))
+            .collect();
+        let mut sent = 0;
+        while !stop.load(Ordering::Relaxed) && sent < frame.len() {
+            // A closed socket is what the device should do to it: keep going.
+            socks.retain_mut(|s| s.write_all(&frame[sent..sent + 1]).is_ok());
+            sent += 1;
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        socks
+    })
+}
+
+/// `GARBAGE` connections that each send 4 KiB of noise.
+fn garbage(addr: &str) -> std::thread::JoinHandle<Vec<TcpStream>> {
+    let addr = addr.to_string();
+    std::thread::spawn(move || {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut socks = Vec::new();
+        for _ in 0..GARBAGE {
+            let mut s = TcpStream::connect(&addr).expect("connect");
+            let junk: Vec<u8> = (0..4096)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng as u8
+                })
+                .collect();
+            let _ = s.write_all(&junk);
+            socks.push(s);
+        }
+        socks
+    })
+}
+
+/// The latencies of the tenant's 100 puts and 100 gets (each get checked).
+fn tenant_latencies(c: &cerberus_host::BlockingClient, nsid: u32) -> Vec<Duration> {
+    let mut lat = Vec::new();
+    for i in 0..100u32 {
+        let t = Instant::now();
+        c.put(nsid, format!("k{i:03}"), vec![b'v'; 1024])
+            .expect("put");
+        lat.push(t.elapsed());
+    }
+    for i in 0..100u32 {
+        let t = Instant::now();
+        let v = c.get(nsid, format!("k{i:03}")).expect("get");
+        assert_eq!(v.as_deref(), Some(&[b'v'; 1024][..]));
+        lat.push(t.elapsed());
+    }
+    lat
+}
+
+/// Every socket reads to its end (after any replies) within 5 s.
+fn assert_all_closed(socks: impl Iterator<Item = TcpStream>) {
+    for mut s in socks {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 64];
+        loop {
+            match s.read(&mut b) {
+                Ok(0) => break,
+                // Replies to what was sent (errors), then the end.
+                Ok(_) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    panic!("a hostile connection is still open")
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 #[test]
 fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
     let _alone = alone();
@@ -83,43 +170,8 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
     // A valid Authenticate frame, sent one byte a second.
     let frame = authenticated_frames(nsid, &"s".repeat(200), []);
     let stop = Arc::new(AtomicBool::new(false));
-    let trickle = {
-        let (addr, stop, frame) = (addr.clone(), stop.clone(), frame.clone());
-        std::thread::spawn(move || {
-            let mut socks: Vec<TcpStream> = (0..TRICKLE)
-                .map(|_| TcpStream::connect(&addr).expect("connect"))
-                .collect();
-            let mut sent = 0;
-            while !stop.load(Ordering::Relaxed) && sent < frame.len() {
-                // A closed socket is what the device should do to it: keep going.
-                socks.retain_mut(|s| s.write_all(&frame[sent..sent + 1]).is_ok());
-                sent += 1;
-                std::thread::sleep(Duration::from_secs(1));
-            }
-            socks
-        })
-    };
-    let garbage = {
-        let addr = addr.clone();
-        std::thread::spawn(move || {
-            let mut rng = 0x2545_f491_4f6c_dd1du64;
-            let mut socks = Vec::new();
-            for _ in 0..GARBAGE {
-                let mut s = TcpStream::connect(&addr).expect("connect");
-                let junk: Vec<u8> = (0..4096)
-                    .map(|_| {
-                        rng ^= rng << 13;
-                        rng ^= rng >> 7;
-                        rng ^= rng << 17;
-                        rng as u8
-                    })
-                    .collect();
-                let _ = s.write_all(&junk);
-                socks.push(s);
-            }
-            socks
-        })
-    };
+    let trickle = trickle(&addr, &stop, &frame);
+    let garbage = garbage(&addr);
     std::thread::sleep(Duration::from_millis(300));
     let during = rss_bytes();
     println!(
@@ -130,19 +182,7 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
     // The tenant arrives in the middle of the storm, on a new connection.
     let c = cerberus_host::BlockingClient::connect(&addr).expect("tenant connects");
     c.authenticate(nsid, &secret).expect("tenant authenticates");
-    let mut lat = Vec::new();
-    for i in 0..100u32 {
-        let t = Instant::now();
-        c.put(nsid, format!("k{i:03}"), vec![b'v'; 1024])
-            .expect("put");
-        lat.push(t.elapsed());
-    }
-    for i in 0..100u32 {
-        let t = Instant::now();
-        let v = c.get(nsid, format!("k{i:03}")).expect("get");
-        assert_eq!(v.as_deref(), Some(&[b'v'; 1024][..]));
-        lat.push(t.elapsed());
-    }
+    let mut lat = tenant_latencies(&c, nsid);
     lat.sort();
     let p99 = lat[lat.len() * 99 / 100 - 1];
     let peak = rss_bytes().max(during);
@@ -168,26 +208,7 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
     let trickling = trickle.join().unwrap();
     let junk = garbage.join().unwrap();
     // Every hostile socket sees its end.
-    for mut s in idle.into_iter().chain(trickling).chain(junk) {
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut b = [0u8; 64];
-        loop {
-            match s.read(&mut b) {
-                Ok(0) => break,
-                // Replies to what was sent (errors), then the end.
-                Ok(_) => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    panic!("a hostile connection is still open")
-                }
-                Err(_) => break,
-            }
-        }
-    }
+    assert_all_closed(idle.into_iter().chain(trickling).chain(junk));
     assert!(metric(&dev, "cerberus_auth_timeouts_total") > 0);
     assert!(metric(&dev, "cerberus_evictions_total") > 0);
     assert!(metric(&dev, "cerberus_protocol_errors_total") > 0);

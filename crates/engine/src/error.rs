@@ -3,7 +3,11 @@
 use std::io;
 
 /// Errors returned by the engine. Corruption always names the file it was found in.
+///
+/// Callers outside the engine branch on [`Error::kind`], not on the variants: the enum is
+/// `#[non_exhaustive]` so that a new variant (or new context on one) breaks no caller.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error("I/O error on {file}: {source}")]
     Io {
@@ -50,7 +54,62 @@ pub enum Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// What kind of failure an [`Error`] is, without its context (file, sizes, names): what a
+/// caller decides on (a wire status, an exception class, a retry).
+///
+/// `#[non_exhaustive]`: a match outside the engine keeps a catch-all arm, so a new kind
+/// reaches it as an internal error instead of breaking its build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Storage I/O failed (not a full disk).
+    Io,
+    /// Stored data failed a check: a checksum, a length, a format.
+    Corruption,
+    /// The storage is full; nothing was lost, and the write may succeed once space returns.
+    NoSpace,
+    /// A key is longer than the engine's limit.
+    KeyTooLarge,
+    /// A value is longer than the engine's limit.
+    ValueTooLarge,
+    /// An argument is not valid.
+    InvalidArgument,
+    /// A query or filter is not valid.
+    InvalidQuery,
+    /// The namespace does not exist or was destroyed.
+    UnknownNamespace,
+    /// A namespace of that name exists.
+    NamespaceExists,
+    /// The namespace has an index on that attribute already.
+    IndexExists,
+    /// The namespace has no index on that attribute.
+    UnknownIndex,
+    /// The database is closed.
+    Closed,
+    /// The database turned read-only after a background error.
+    Background,
+}
+
 impl Error {
+    /// The kind of this error: what to decide on, whatever its context.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Corruption { .. } => ErrorKind::Corruption,
+            Error::NoSpace { .. } => ErrorKind::NoSpace,
+            Error::KeyTooLarge { .. } => ErrorKind::KeyTooLarge,
+            Error::ValueTooLarge { .. } => ErrorKind::ValueTooLarge,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::InvalidQuery(_) => ErrorKind::InvalidQuery,
+            Error::UnknownNamespace(_) => ErrorKind::UnknownNamespace,
+            Error::NamespaceExists(_) => ErrorKind::NamespaceExists,
+            Error::IndexExists { .. } => ErrorKind::IndexExists,
+            Error::UnknownIndex(_) => ErrorKind::UnknownIndex,
+            Error::Closed => ErrorKind::Closed,
+            Error::Background(_) => ErrorKind::Background,
+        }
+    }
+
     /// Wraps an I/O error with the file it happened on; a full disk becomes [`Error::NoSpace`].
     pub fn io(file: impl Into<String>, source: io::Error) -> Error {
         let file = file.into();
@@ -136,5 +195,52 @@ pub(crate) trait IoContext<T> {
 impl<T> IoContext<T> for io::Result<T> {
     fn ctx(self, file: &str) -> Result<T> {
         self.map_err(|e| Error::io(file, e))
+    }
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::{Error, ErrorKind};
+    use std::io;
+
+    #[test]
+    fn every_error_has_its_kind_and_a_duplicate_keeps_it() {
+        let enospc = || io::Error::from_raw_os_error(28);
+        for (e, kind) in [
+            (Error::io("f", io::Error::other("x")), ErrorKind::Io),
+            (Error::io("f", enospc()), ErrorKind::NoSpace),
+            (Error::corruption("f", 0, "bad"), ErrorKind::Corruption),
+            (
+                Error::KeyTooLarge { len: 2, limit: 1 },
+                ErrorKind::KeyTooLarge,
+            ),
+            (
+                Error::ValueTooLarge { len: 2, limit: 1 },
+                ErrorKind::ValueTooLarge,
+            ),
+            (
+                Error::InvalidArgument("a".into()),
+                ErrorKind::InvalidArgument,
+            ),
+            (Error::InvalidQuery("q".into()), ErrorKind::InvalidQuery),
+            (Error::UnknownNamespace(1), ErrorKind::UnknownNamespace),
+            (
+                Error::NamespaceExists("n".into()),
+                ErrorKind::NamespaceExists,
+            ),
+            (Error::UnknownIndex("a".into()), ErrorKind::UnknownIndex),
+            (
+                Error::IndexExists {
+                    attr: "a".into(),
+                    kind: crate::index::IndexKind::Classic,
+                },
+                ErrorKind::IndexExists,
+            ),
+            (Error::Closed, ErrorKind::Closed),
+            (Error::Background("b".into()), ErrorKind::Background),
+        ] {
+            assert_eq!(e.kind(), kind, "{e}");
+            assert_eq!(e.duplicate().kind(), kind, "{e}");
+        }
     }
 }

@@ -29,7 +29,7 @@ pub use db::{
     Db, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput, ReadOptions,
     Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Scalar, ScalarType};
 pub use key::Nsid;
 pub use options::{

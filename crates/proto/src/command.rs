@@ -1,7 +1,9 @@
 //! Commands and their completions: typed forms of frame bodies, with their encoders and
 //! decoders. The byte layouts are in `docs/protocol.md`.
 
-use crate::frame::{Frame, Header, HEADER_LEN, VERSION};
+mod decode;
+
+use crate::frame::{Header, HEADER_LEN, VERSION};
 use crate::ProtoError;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -350,147 +352,9 @@ impl Command {
         header.encode(&mut &mut out[start..start + HEADER_LEN]);
         Ok(())
     }
-
-    /// Decodes a request frame. Keys and values are slices of the frame's body, not copies.
-    pub fn decode(frame: &Frame) -> Result<Command, ProtoError> {
-        let h = &frame.header;
-        let opcode = Opcode::from_u8(h.opcode).ok_or(ProtoError::UnknownOpcode(h.opcode))?;
-        let flags = h.word;
-        let allowed: u16 = match opcode {
-            Opcode::Store => u16::from(STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT | STORE_SYNC),
-            Opcode::List => u16::from(LIST_START_EXCLUSIVE),
-            Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
-            Opcode::IndexCreate => u16::from(INDEX_VAS),
-            _ => 0,
-        };
-        if flags & !allowed != 0 {
-            return Err(ProtoError::InvalidField("unknown flags"));
-        }
-        let mut body = frame.body.clone();
-        let request = match opcode {
-            Opcode::Store => {
-                let mode = match flags as u8 & (STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT) {
-                    0 => StoreMode::Always,
-                    STORE_ONLY_IF_ABSENT => StoreMode::OnlyIfAbsent,
-                    STORE_ONLY_IF_PRESENT => StoreMode::OnlyIfPresent,
-                    _ => {
-                        return Err(ProtoError::InvalidField(
-                            "only-if-absent and only-if-present together",
-                        ))
-                    }
-                };
-                let key = get_key(&mut body)?;
-                Request::Store {
-                    key,
-                    value: body.split_off(0),
-                    mode,
-                    sync: flags as u8 & STORE_SYNC != 0,
-                }
-            }
-            Opcode::Retrieve | Opcode::Delete | Opcode::Exist => {
-                let key = get_key(&mut body)?;
-                end(&body)?;
-                match opcode {
-                    Opcode::Retrieve => Request::Retrieve { key },
-                    Opcode::Delete => Request::Delete { key },
-                    _ => Request::Exist { key },
-                }
-            }
-            Opcode::List => {
-                if body.len() < 4 {
-                    return Err(ProtoError::Truncated("list max_keys"));
-                }
-                let max_keys = body.get_u32_le();
-                let start = get_key(&mut body)?;
-                end(&body)?;
-                Request::List {
-                    start,
-                    start_exclusive: flags as u8 & LIST_START_EXCLUSIVE != 0,
-                    max_keys,
-                }
-            }
-            Opcode::Authenticate => {
-                if body.len() > MAX_SECRET_LEN {
-                    return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
-                }
-                Request::Authenticate { secret: body }
-            }
-            Opcode::NamespaceCreate => {
-                check_name(&body)?;
-                let name = std::str::from_utf8(&body)
-                    .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
-                Request::NamespaceCreate {
-                    name: name.to_string(),
-                }
-            }
-            Opcode::IterOpen => {
-                let start = get_key(&mut body)?;
-                let upper_bound = get_key(&mut body)?;
-                let prefix = get_key(&mut body)?;
-                end(&body)?;
-                Request::IterOpen {
-                    start,
-                    upper_bound,
-                    prefix,
-                    keys_only: flags as u8 & ITER_KEYS_ONLY != 0,
-                }
-            }
-            Opcode::IterNext => {
-                if body.len() != 12 {
-                    return Err(ProtoError::Truncated("iterator next body (12 bytes)"));
-                }
-                Request::IterNext {
-                    iter: body.get_u32_le(),
-                    max_entries: body.get_u32_le(),
-                    max_bytes: body.get_u32_le(),
-                }
-            }
-            Opcode::IterClose => {
-                if body.len() != 4 {
-                    return Err(ProtoError::Truncated("iterator close body (4 bytes)"));
-                }
-                Request::IterClose {
-                    iter: body.get_u32_le(),
-                }
-            }
-            Opcode::IndexCreate | Opcode::IndexDrop => {
-                check_attr(&body)?;
-                let attr = std::str::from_utf8(&body)
-                    .map_err(|_| ProtoError::InvalidField("attribute is not UTF-8"))?
-                    .to_string();
-                match opcode {
-                    Opcode::IndexCreate => Request::IndexCreate {
-                        attr,
-                        vas: flags as u8 & INDEX_VAS != 0,
-                    },
-                    _ => Request::IndexDrop { attr },
-                }
-            }
-            Opcode::Query => Request::Query { query: body },
-            Opcode::NamespaceDestroy
-            | Opcode::NamespaceList
-            | Opcode::Identify
-            | Opcode::Stats
-            | Opcode::IndexList => {
-                end(&body)?;
-                match opcode {
-                    Opcode::NamespaceDestroy => Request::NamespaceDestroy,
-                    Opcode::NamespaceList => Request::NamespaceList,
-                    Opcode::Identify => Request::Identify,
-                    Opcode::IndexList => Request::IndexList,
-                    _ => Request::Stats,
-                }
-            }
-        };
-        Ok(Command {
-            cid: h.cid,
-            nsid: h.nsid,
-            request,
-        })
-    }
 }
 
-fn check_attr(attr: &[u8]) -> Result<(), ProtoError> {
+pub(crate) fn check_attr(attr: &[u8]) -> Result<(), ProtoError> {
     if attr.is_empty() || attr.len() > MAX_ATTR_LEN {
         return Err(ProtoError::InvalidField("attribute of 1 to 1024 bytes"));
     }

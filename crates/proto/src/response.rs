@@ -1,8 +1,10 @@
 //! Completions: typed forms of response bodies, with their encoders and decoders. The byte
 //! layouts are in `docs/protocol.md`.
 
-use crate::command::{body_len, check_name, end, get_key, put_key, Opcode};
-use crate::frame::{Frame, Header, HEADER_LEN, VERSION};
+mod decode;
+
+use crate::command::{body_len, check_name, get_key, put_key};
+use crate::frame::{Header, HEADER_LEN, VERSION};
 use crate::{ProtoError, Status};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -174,158 +176,6 @@ impl Response {
         header.encode(&mut &mut out[start..start + HEADER_LEN]);
         Ok(())
     }
-
-    /// Decodes a response frame; the body's form follows from the echoed opcode and status.
-    pub fn decode(frame: &Frame) -> Result<Response, ProtoError> {
-        let h = &frame.header;
-        let status = Status::from_code(h.word);
-        let mut body = frame.body.clone();
-        let reply = if !status.is_success() {
-            if body.is_empty() {
-                Reply::Empty
-            } else {
-                Reply::Error(String::from_utf8_lossy(&body).into_owned())
-            }
-        } else {
-            let opcode = Opcode::from_u8(h.opcode).ok_or(ProtoError::UnknownOpcode(h.opcode))?;
-            match opcode {
-                Opcode::Retrieve => Reply::Value(body),
-                Opcode::List => {
-                    if body.len() < 5 {
-                        return Err(ProtoError::Truncated("list reply"));
-                    }
-                    let more = match body.get_u8() {
-                        0 => false,
-                        1 => true,
-                        _ => return Err(ProtoError::InvalidField("list reply more flag")),
-                    };
-                    let n = body.get_u32_le() as usize;
-                    // Each key takes at least its 2-byte length: bound the count by the body
-                    // before allocating for it.
-                    if n > body.len() / 2 {
-                        return Err(ProtoError::Truncated("list reply keys"));
-                    }
-                    let mut keys = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        keys.push(get_key(&mut body)?);
-                    }
-                    end(&body)?;
-                    Reply::Keys { keys, more }
-                }
-                Opcode::NamespaceCreate => {
-                    if body.len() < 4 {
-                        return Err(ProtoError::Truncated("namespace create reply"));
-                    }
-                    let nsid = body.get_u32_le();
-                    let secret = String::from_utf8(body.to_vec())
-                        .map_err(|_| ProtoError::InvalidField("secret is not UTF-8"))?;
-                    Reply::Created { nsid, secret }
-                }
-                Opcode::NamespaceList => {
-                    if body.len() < 4 {
-                        return Err(ProtoError::Truncated("namespace list reply"));
-                    }
-                    let n = body.get_u32_le() as usize;
-                    if n > body.len() / 5 {
-                        return Err(ProtoError::Truncated("namespace list entries"));
-                    }
-                    let mut list = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        if body.len() < 5 {
-                            return Err(ProtoError::Truncated("namespace entry"));
-                        }
-                        let nsid = body.get_u32_le();
-                        let len = body.get_u8() as usize;
-                        if body.len() < len {
-                            return Err(ProtoError::Truncated("namespace name"));
-                        }
-                        let name = String::from_utf8(body.split_to(len).to_vec())
-                            .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
-                        list.push(NamespaceEntry { nsid, name });
-                    }
-                    end(&body)?;
-                    Reply::Namespaces(list)
-                }
-                Opcode::Identify => {
-                    if body.len() != IDENTIFY_LEN && body.len() != IDENTIFY_LEN_V0 {
-                        return Err(ProtoError::Truncated("identify reply"));
-                    }
-                    let protocol_version = body.get_u8();
-                    body.advance(3);
-                    let mut next = || {
-                        if body.len() >= 4 {
-                            body.get_u32_le()
-                        } else {
-                            0
-                        }
-                    };
-                    Reply::Identify(Identify {
-                        protocol_version,
-                        max_key_len: next(),
-                        max_value_len: next(),
-                        max_inflight: next(),
-                        max_frame_body: next(),
-                        max_list_keys: next(),
-                        max_iterators: next(),
-                        max_iter_batch_bytes: next(),
-                        iterator_idle_secs: next(),
-                    })
-                }
-                Opcode::Stats => Reply::Stats(body),
-                Opcode::IterOpen => {
-                    if body.len() != 4 {
-                        return Err(ProtoError::Truncated("iterator open reply"));
-                    }
-                    Reply::Iter(body.get_u32_le())
-                }
-                Opcode::IterNext => {
-                    if body.len() < 5 {
-                        return Err(ProtoError::Truncated("iterator next reply"));
-                    }
-                    let done = match body.get_u8() {
-                        0 => false,
-                        1 => true,
-                        _ => return Err(ProtoError::InvalidField("iterator next done flag")),
-                    };
-                    let entries = get_entries(&mut body)?;
-                    end(&body)?;
-                    Reply::Entries { entries, done }
-                }
-                Opcode::IndexList => Reply::Json(body),
-                Opcode::Query => {
-                    if body.len() < 4 {
-                        return Err(ProtoError::Truncated("query reply"));
-                    }
-                    let len = body.get_u32_le() as usize;
-                    if body.len() < len {
-                        return Err(ProtoError::Truncated("query reply summary"));
-                    }
-                    let summary = body.split_to(len);
-                    let records = get_entries(&mut body)?;
-                    end(&body)?;
-                    Reply::Found { summary, records }
-                }
-                Opcode::Store
-                | Opcode::Delete
-                | Opcode::Exist
-                | Opcode::Authenticate
-                | Opcode::NamespaceDestroy
-                | Opcode::IterClose
-                | Opcode::IndexCreate
-                | Opcode::IndexDrop => {
-                    end(&body)?;
-                    Reply::Empty
-                }
-            }
-        };
-        Ok(Response {
-            cid: h.cid,
-            nsid: h.nsid,
-            opcode: h.opcode,
-            status,
-            reply,
-        })
-    }
 }
 
 /// `count u32`, then per entry: key, `value_len u32`, value.
@@ -344,7 +194,7 @@ fn put_entries(out: &mut BytesMut, entries: &[(Bytes, Bytes)]) -> Result<(), Pro
     Ok(())
 }
 
-fn get_entries(body: &mut Bytes) -> Result<Vec<(Bytes, Bytes)>, ProtoError> {
+pub(crate) fn get_entries(body: &mut Bytes) -> Result<Vec<(Bytes, Bytes)>, ProtoError> {
     if body.len() < 4 {
         return Err(ProtoError::Truncated("entry count"));
     }

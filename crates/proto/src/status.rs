@@ -141,6 +141,37 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// The status for a `cerberus_engine::ErrorKind`: the one mapping from engine errors to wire
+/// statuses, which the device answers with and the Python bindings raise by (an embedded
+/// database and a device refuse a call with the same class).
+///
+/// A macro rather than a function because no crate both users share sees both types without
+/// a bad dependency: this crate stays free of the engine (the host client builds without
+/// it), and the engine knows nothing of the wire. It expands where both are in scope; the
+/// crate that expands it must depend on `cerberus-engine`. Kinds unknown to this mapping
+/// (the enum is non-exhaustive) are internal errors.
+#[macro_export]
+macro_rules! engine_status {
+    ($kind:expr) => {{
+        use cerberus_engine::ErrorKind as K;
+        use $crate::Status as S;
+        match $kind {
+            K::UnknownNamespace => S::InvalidNamespace,
+            K::NoSpace => S::CapacityExceeded,
+            K::Corruption => S::Corrupted,
+            K::KeyTooLarge => S::InvalidKeySize,
+            K::ValueTooLarge => S::InvalidValueSize,
+            K::NamespaceExists => S::NamespaceExists,
+            K::InvalidArgument | K::InvalidQuery => S::InvalidField,
+            K::UnknownIndex => S::IndexNotFound,
+            K::IndexExists => S::IndexExists,
+            K::Closed => S::ShuttingDown,
+            // Io and Background: the device failed for a reason of its own.
+            _ => S::InternalError,
+        }
+    }};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ mod index;
 mod persist;
 
 use bytes::Bytes;
-use cerberus_engine::{Db, Error as EngineError, ReadOptions};
+use cerberus_engine::{Db, Error as EngineError, ErrorKind, ReadOptions};
 pub use chunk::{ChunkHash, Chunker, Chunking};
 pub use index::{NsDedupStats, NsIndex};
 use parking_lot::Mutex;
@@ -233,7 +233,7 @@ impl Dedup {
                 }
                 let handle = match db.namespace(ns) {
                     Ok(h) => h,
-                    Err(EngineError::UnknownNamespace(_)) => return Ok(()),
+                    Err(e) if e.kind() == ErrorKind::UnknownNamespace => return Ok(()),
                     Err(e) => return Err(e),
                 };
                 let mut it = handle.iter(ReadOptions {
@@ -272,7 +272,7 @@ impl Dedup {
         let _key = self.key_locks[lock_index(ns, key)].lock();
         let value = match db.namespace(ns) {
             Ok(h) => h.get(key)?,
-            Err(EngineError::UnknownNamespace(_)) => {
+            Err(e) if e.kind() == ErrorKind::UnknownNamespace => {
                 self.indexes.lock().remove(&ns);
                 return Ok(());
             }

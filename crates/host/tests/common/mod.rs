@@ -262,201 +262,236 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(device: Arc<Device>, mut strea
     }
 }
 
+/// A command's reply, or its failure status and message.
+type Outcome = Result<Reply, (Status, String)>;
+
+fn refuse(status: Status, msg: impl Into<String>) -> Outcome {
+    Err((status, msg.into()))
+}
+
 impl Device {
     fn handle(&self, session: &mut Session, cmd: Command) -> Action {
         let Command { cid, nsid, request } = cmd;
-        let opcode = request.opcode();
-        let ok = |reply: Reply| {
-            Action::Reply(Response {
+        let opcode = request.opcode() as u8;
+        if let Some(action) = scripted(cid, nsid, opcode, &request) {
+            return action;
+        }
+        Action::Reply(match self.run(session, nsid, request) {
+            Ok(reply) => Response {
                 cid,
                 nsid,
-                opcode: opcode as u8,
+                opcode,
                 status: Status::Success,
                 reply,
-            })
-        };
-        let fail = |status: Status, msg: &str| {
-            Action::Reply(Response::error(
-                cid,
-                nsid,
-                opcode as u8,
-                status,
-                msg.to_string(),
-            ))
-        };
-        if let Some(key) = request.key() {
-            match &key[..] {
-                b"!close" => return Action::Close,
-                b"!hold" => return Action::Hold,
-                b"!half" => {
-                    return Action::Half(Response {
-                        cid,
-                        nsid,
-                        opcode: opcode as u8,
-                        status: Status::Success,
-                        reply: Reply::Value(Bytes::from(vec![7u8; 100])),
-                    })
-                }
-                k if k.starts_with(b"!status:") => {
-                    let hex = std::str::from_utf8(&k[8..]).unwrap();
-                    let code = u16::from_str_radix(hex, 16).unwrap();
-                    return fail(Status::from_code(code), &format!("forced {hex}"));
-                }
-                _ => {}
-            }
-        }
+            },
+            Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
+        })
+    }
+
+    fn run(&self, session: &mut Session, nsid: u32, request: Request) -> Outcome {
         let id = self.opts.identify;
         let mut st = self.store.lock();
-        let may_access =
-            |session: &Session| !self.opts.require_auth || session.authed.contains(&nsid);
-        if opcode.is_data() && !may_access(session) {
-            return fail(Status::AccessDenied, "not authenticated for this namespace");
+        let may_access = !self.opts.require_auth || session.authed.contains(&nsid);
+        if request.opcode().is_data() && !may_access {
+            return refuse(Status::AccessDenied, "not authenticated for this namespace");
         }
         if let Some(key) = request.key() {
             if key.is_empty() || key.len() > id.max_key_len as usize {
-                return fail(
+                return refuse(
                     Status::InvalidKeySize,
-                    &format!("key of {} bytes", key.len()),
+                    format!("key of {} bytes", key.len()),
                 );
             }
         }
         match request {
-            Request::Store {
-                key, value, mode, ..
-            } => {
-                if value.len() > id.max_value_len as usize {
-                    return fail(
-                        Status::InvalidValueSize,
-                        &format!("value of {} bytes", value.len()),
-                    );
-                }
-                let present = st.data.contains_key(&(nsid, key.clone()));
-                match mode {
-                    StoreMode::OnlyIfAbsent if present => return fail(Status::KeyExists, ""),
-                    StoreMode::OnlyIfPresent if !present => return fail(Status::KeyNotExist, ""),
-                    _ => {}
-                }
-                st.data.insert((nsid, key), value);
-                ok(Reply::Empty)
-            }
-            Request::Retrieve { key } => match st.data.get(&(nsid, key)) {
-                Some(v) => ok(Reply::Value(v.clone())),
-                None => fail(Status::KeyNotExist, ""),
-            },
-            Request::Delete { key } => match st.data.remove(&(nsid, key)) {
-                Some(_) => ok(Reply::Empty),
-                None => fail(Status::KeyNotExist, ""),
-            },
-            Request::Exist { key } => match st.data.contains_key(&(nsid, key)) {
-                true => ok(Reply::Empty),
-                false => fail(Status::KeyNotExist, ""),
-            },
-            Request::List {
-                start,
-                start_exclusive,
-                max_keys,
-            } => {
-                let n = max_keys.min(id.max_list_keys) as usize;
-                let mut keys: Vec<Bytes> = st
-                    .data
-                    .range((nsid, start.clone())..)
-                    .take_while(|((ns, _), _)| *ns == nsid)
-                    .map(|((_, k), _)| k.clone())
-                    .filter(|k| !(start_exclusive && *k == start))
-                    .take(n + 1)
-                    .collect();
-                let more = keys.len() > n;
-                keys.truncate(n);
-                ok(Reply::Keys { keys, more })
-            }
+            Request::Store { .. }
+            | Request::Retrieve { .. }
+            | Request::Delete { .. }
+            | Request::Exist { .. }
+            | Request::List { .. } => data(&mut st, nsid, request, &id),
             Request::IterOpen { .. } | Request::IterNext { .. } | Request::IterClose { .. } => {
-                fail(Status::InvalidOpcode, "the fake device has no iterators")
+                refuse(Status::InvalidOpcode, "the fake device has no iterators")
             }
             Request::IndexCreate { .. }
             | Request::IndexDrop { .. }
             | Request::IndexList
             | Request::Query { .. } => {
-                fail(Status::InvalidOpcode, "the fake device has no indexes")
+                refuse(Status::InvalidOpcode, "the fake device has no indexes")
             }
-            Request::Authenticate { secret } => {
-                let good = if nsid == DEVICE_NSID {
-                    secret == ADMIN_SECRET.as_bytes()
-                } else {
-                    st.namespaces
-                        .get(&nsid)
-                        .is_some_and(|ns| secret == ns.secret.as_bytes())
-                };
-                if !good {
-                    return fail(Status::AccessDenied, "wrong secret");
-                }
-                if nsid == DEVICE_NSID {
-                    session.admin = true;
-                } else {
-                    session.authed.insert(nsid);
-                }
-                ok(Reply::Empty)
-            }
-            Request::NamespaceCreate { name } => {
+            Request::Authenticate { secret } => authenticate(&st, session, nsid, &secret),
+            Request::Identify => Ok(Reply::Identify(id)),
+            Request::Stats => stats(&st, session, nsid, may_access),
+            Request::NamespaceCreate { .. }
+            | Request::NamespaceDestroy
+            | Request::NamespaceList => {
                 if !session.admin {
-                    return fail(Status::AccessDenied, "admin only");
+                    return refuse(Status::AccessDenied, "admin only");
                 }
-                if st.namespaces.values().any(|ns| ns.name == name) {
-                    return fail(Status::NamespaceExists, &format!("{name} exists"));
-                }
-                let new = st.next_nsid;
-                st.next_nsid += 1;
-                let secret = format!("secret-{new}");
-                st.namespaces.insert(
-                    new,
-                    Namespace {
-                        name,
-                        secret: secret.clone(),
-                    },
-                );
-                ok(Reply::Created { nsid: new, secret })
-            }
-            Request::NamespaceDestroy => {
-                if !session.admin {
-                    return fail(Status::AccessDenied, "admin only");
-                }
-                if st.namespaces.remove(&nsid).is_none() {
-                    return fail(Status::InvalidNamespace, &format!("no namespace {nsid}"));
-                }
-                st.data.retain(|(ns, _), _| *ns != nsid);
-                ok(Reply::Empty)
-            }
-            Request::NamespaceList => {
-                if !session.admin {
-                    return fail(Status::AccessDenied, "admin only");
-                }
-                let list = st
-                    .namespaces
-                    .iter()
-                    .map(|(nsid, ns)| NamespaceEntry {
-                        nsid: *nsid,
-                        name: ns.name.clone(),
-                    })
-                    .collect();
-                ok(Reply::Namespaces(list))
-            }
-            Request::Identify => ok(Reply::Identify(id)),
-            Request::Stats => {
-                let doc = if nsid == DEVICE_NSID {
-                    if !session.admin {
-                        return fail(Status::AccessDenied, "admin only");
-                    }
-                    serde_json::json!({ "keys": st.data.len(), "namespaces": st.namespaces.len() })
-                } else {
-                    if !may_access(session) {
-                        return fail(Status::AccessDenied, "not authenticated");
-                    }
-                    let keys = st.data.keys().filter(|(ns, _)| *ns == nsid).count();
-                    serde_json::json!({ "nsid": nsid, "keys": keys })
-                };
-                ok(Reply::Stats(Bytes::from(serde_json::to_vec(&doc).unwrap())))
+                namespaces(&mut st, nsid, request)
             }
         }
     }
+}
+
+/// What the tests' magic keys make the fake do instead of answering.
+fn scripted(cid: u32, nsid: u32, opcode: u8, request: &Request) -> Option<Action> {
+    let key = request.key()?;
+    match &key[..] {
+        b"!close" => Some(Action::Close),
+        b"!hold" => Some(Action::Hold),
+        b"!half" => Some(Action::Half(Response {
+            cid,
+            nsid,
+            opcode,
+            status: Status::Success,
+            reply: Reply::Value(Bytes::from(vec![7u8; 100])),
+        })),
+        k if k.starts_with(b"!status:") => {
+            let hex = std::str::from_utf8(&k[8..]).unwrap();
+            let code = u16::from_str_radix(hex, 16).unwrap();
+            let status = Status::from_code(code);
+            let msg = format!("forced {hex}");
+            Some(Action::Reply(Response::error(
+                cid, nsid, opcode, status, msg,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// Store, retrieve, delete, exist and list.
+fn data(st: &mut Store, nsid: u32, request: Request, id: &Identify) -> Outcome {
+    match request {
+        Request::Store {
+            key, value, mode, ..
+        } => {
+            if value.len() > id.max_value_len as usize {
+                let msg = format!("value of {} bytes", value.len());
+                return refuse(Status::InvalidValueSize, msg);
+            }
+            let present = st.data.contains_key(&(nsid, key.clone()));
+            match mode {
+                StoreMode::OnlyIfAbsent if present => return refuse(Status::KeyExists, ""),
+                StoreMode::OnlyIfPresent if !present => return refuse(Status::KeyNotExist, ""),
+                _ => {}
+            }
+            st.data.insert((nsid, key), value);
+            Ok(Reply::Empty)
+        }
+        Request::Retrieve { key } => match st.data.get(&(nsid, key)) {
+            Some(v) => Ok(Reply::Value(v.clone())),
+            None => refuse(Status::KeyNotExist, ""),
+        },
+        Request::Delete { key } => match st.data.remove(&(nsid, key)) {
+            Some(_) => Ok(Reply::Empty),
+            None => refuse(Status::KeyNotExist, ""),
+        },
+        Request::Exist { key } => match st.data.contains_key(&(nsid, key)) {
+            true => Ok(Reply::Empty),
+            false => refuse(Status::KeyNotExist, ""),
+        },
+        Request::List {
+            start,
+            start_exclusive,
+            max_keys,
+        } => {
+            let n = max_keys.min(id.max_list_keys) as usize;
+            let mut keys: Vec<Bytes> = st
+                .data
+                .range((nsid, start.clone())..)
+                .take_while(|((ns, _), _)| *ns == nsid)
+                .map(|((_, k), _)| k.clone())
+                .filter(|k| !(start_exclusive && *k == start))
+                .take(n + 1)
+                .collect();
+            let more = keys.len() > n;
+            keys.truncate(n);
+            Ok(Reply::Keys { keys, more })
+        }
+        other => refuse(
+            Status::InternalError,
+            format!("not a data command: {other:?}"),
+        ),
+    }
+}
+
+fn authenticate(st: &Store, session: &mut Session, nsid: u32, secret: &[u8]) -> Outcome {
+    let good = if nsid == DEVICE_NSID {
+        secret == ADMIN_SECRET.as_bytes()
+    } else {
+        st.namespaces
+            .get(&nsid)
+            .is_some_and(|ns| secret == ns.secret.as_bytes())
+    };
+    if !good {
+        return refuse(Status::AccessDenied, "wrong secret");
+    }
+    if nsid == DEVICE_NSID {
+        session.admin = true;
+    } else {
+        session.authed.insert(nsid);
+    }
+    Ok(Reply::Empty)
+}
+
+/// Namespace create, destroy and list (the admin's).
+fn namespaces(st: &mut Store, nsid: u32, request: Request) -> Outcome {
+    match request {
+        Request::NamespaceCreate { name } => {
+            if st.namespaces.values().any(|ns| ns.name == name) {
+                return refuse(Status::NamespaceExists, format!("{name} exists"));
+            }
+            let new = st.next_nsid;
+            st.next_nsid += 1;
+            let secret = format!("secret-{new}");
+            st.namespaces.insert(
+                new,
+                Namespace {
+                    name,
+                    secret: secret.clone(),
+                },
+            );
+            Ok(Reply::Created { nsid: new, secret })
+        }
+        Request::NamespaceDestroy => {
+            if st.namespaces.remove(&nsid).is_none() {
+                return refuse(Status::InvalidNamespace, format!("no namespace {nsid}"));
+            }
+            st.data.retain(|(ns, _), _| *ns != nsid);
+            Ok(Reply::Empty)
+        }
+        Request::NamespaceList => {
+            let list = st
+                .namespaces
+                .iter()
+                .map(|(nsid, ns)| NamespaceEntry {
+                    nsid: *nsid,
+                    name: ns.name.clone(),
+                })
+                .collect();
+            Ok(Reply::Namespaces(list))
+        }
+        other => refuse(
+            Status::InternalError,
+            format!("not a namespace command: {other:?}"),
+        ),
+    }
+}
+
+fn stats(st: &Store, session: &Session, nsid: u32, may_access: bool) -> Outcome {
+    let doc = if nsid == DEVICE_NSID {
+        if !session.admin {
+            return refuse(Status::AccessDenied, "admin only");
+        }
+        serde_json::json!({ "keys": st.data.len(), "namespaces": st.namespaces.len() })
+    } else {
+        if !may_access {
+            return refuse(Status::AccessDenied, "not authenticated");
+        }
+        let keys = st.data.keys().filter(|(ns, _)| *ns == nsid).count();
+        serde_json::json!({ "nsid": nsid, "keys": keys })
+    };
+    Ok(Reply::Stats(Bytes::from(serde_json::to_vec(&doc).unwrap())))
 }
 
 /// Ready-made options.

@@ -1,0 +1,307 @@
+//! One client connection: reads frames, checks access, hands commands to the workers and writes
+//! completions back as they finish, in any order.
+//!
+//! Authentication and Identify are answered here, on the network thread, in the order they
+//! arrive, so a command sent after an Authenticate sees its effect. Every other command must
+//! pass the access check before it is queued; a refused command never reaches the engine.
+
+//!
+//! `serve` runs the read side (`Reader`); `session` holds what the connection proved,
+//! `commands` what becomes of each frame, `deadlines` when the connection is closed for
+//! silence, and `writer` the write side.
+
+mod commands;
+mod deadlines;
+mod session;
+mod writer;
+
+use crate::admission::Ticket;
+use crate::dispatch::Shared;
+use crate::iterators::ConnIterators;
+use crate::put_batch::HeldPuts;
+use crate::stop::stopped;
+use crate::workers::{Outbox, Workers};
+use bytes::BytesMut;
+use cerberus_proto::{split_frame, Frame, ProtoError, Response, Status};
+use deadlines::Deadlines;
+use session::Session;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use writer::write_loop;
+
+/// Largest frame body read before the connection authenticates: an Authenticate or an
+/// Identify fits many times over, and a client that proved nothing holds little memory.
+const UNAUTHENTICATED_MAX_BODY: u32 = 4096;
+
+pub async fn serve<S>(
+    stream: S,
+    shared: Arc<Shared>,
+    workers: Arc<Workers>,
+    mut stop: watch::Receiver<bool>,
+    ticket: Ticket,
+    puts: Arc<HeldPuts>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut rd, wr) = tokio::io::split(stream);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let write_timeout = Duration::from_millis(shared.config.write_timeout_ms);
+    let writer = tokio::spawn(write_loop(wr, rx, write_timeout, shared.clone()));
+    let mut reader = Reader::new(shared, workers, ticket, puts, tx);
+    reader.run(&mut rd, &mut stop).await;
+    // In-flight jobs hold senders: the writer ends once the last of them has answered.
+    drop(reader);
+    let _ = writer.await;
+}
+
+/// The read side of a connection and what it keeps between frames.
+struct Reader {
+    shared: Arc<Shared>,
+    workers: Arc<Workers>,
+    ticket: Ticket,
+    puts: Arc<HeldPuts>,
+    tx: Outbox,
+    /// Commands in flight, up to `max_inflight`: a permit goes back once the reply is written.
+    inflight: Arc<Semaphore>,
+    max_inflight: usize,
+    max_body: u32,
+    session: Session,
+    iters: Arc<ConnIterators>,
+    /// Bytes read and not yet taken as frames.
+    buf: BytesMut,
+    stopping: bool,
+    deadlines: Deadlines,
+}
+
+/// Whether a frame may be handled: with its in-flight permit, refused, or not at all.
+enum Admission {
+    Permit(OwnedSemaphorePermit),
+    Refused,
+    Close,
+}
+
+impl Reader {
+    fn new(
+        shared: Arc<Shared>,
+        workers: Arc<Workers>,
+        ticket: Ticket,
+        puts: Arc<HeldPuts>,
+        tx: Outbox,
+    ) -> Reader {
+        let max_inflight = shared.config.max_inflight as usize;
+        let idle = Duration::from_secs(u64::from(shared.config.iterator_idle_secs));
+        Reader {
+            workers,
+            ticket,
+            puts,
+            tx,
+            inflight: Arc::new(Semaphore::new(max_inflight)),
+            max_inflight,
+            max_body: shared.config.max_frame_body(),
+            session: Session::default(),
+            iters: Arc::new(ConnIterators::new(shared.config.max_iterators, idle)),
+            buf: BytesMut::new(),
+            stopping: false,
+            deadlines: Deadlines::new(&shared.config),
+            shared,
+        }
+    }
+
+    /// Reads and handles frames until the client leaves, a deadline passes, the writer gives
+    /// up, or the device stops; then stores the puts held back.
+    async fn run<R: AsyncRead + Unpin>(&mut self, rd: &mut R, stop: &mut watch::Receiver<bool>) {
+        // One timer, moved only when the earliest deadline changes.
+        let far = || Instant::now() + Duration::from_secs(3600);
+        let mut armed = self.deadlines.auth;
+        let timer = tokio::time::sleep_until(armed);
+        tokio::pin!(timer);
+        // The writer gave up on a client that does not read its replies.
+        let tx = self.tx.clone();
+        let writer_gone = tx.closed();
+        tokio::pin!(writer_gone);
+        let mut shutdown_rx = stop.clone();
+        let shutdown = stopped(&mut shutdown_rx);
+        tokio::pin!(shutdown);
+        // Idle iterators are closed even while the client sends nothing.
+        let idle = Duration::from_secs(u64::from(self.shared.config.iterator_idle_secs));
+        let mut sweep = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let Some(framed) = self.take_frames(stop).await else {
+                break;
+            };
+            if self.stopping {
+                break;
+            }
+            let authenticated = self.ticket.is_authenticated();
+            let partial = !self.buf.is_empty();
+            self.deadlines.after_frames(framed, partial, authenticated);
+            // Without a deadline, a wake-up now and then that changes nothing.
+            let (deadline, why) = match self.deadlines.earliest(authenticated) {
+                Some((at, why)) => (at, Some(why)),
+                None => (far(), None),
+            };
+            if deadline != armed {
+                armed = deadline;
+                timer.as_mut().reset(deadline);
+            }
+            self.buf.reserve(if authenticated { 64 << 10 } else { 512 });
+            tokio::select! {
+                r = rd.read_buf(&mut self.buf) => match r {
+                    Ok(0) => {
+                        if !self.buf.is_empty() {
+                            tracing::debug!(bytes = self.buf.len(), "client left mid-frame");
+                        }
+                        break;
+                    }
+                    Ok(_) => self.deadlines.heard = true,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "read failed");
+                        break;
+                    }
+                },
+                _ = &mut timer => {
+                    let Some(why) = why else {
+                        armed = far();
+                        timer.as_mut().reset(armed);
+                        continue;
+                    };
+                    if self.expired(why) {
+                        break;
+                    }
+                }
+                _ = self.ticket.evicted(), if !authenticated => {
+                    tracing::debug!("evicted to make room for another connection");
+                    break;
+                }
+                _ = &mut writer_gone => break,
+                _ = &mut shutdown => self.stopping = true,
+                _ = sweep.tick() => {
+                    let closed = self.iters.sweep();
+                    if closed > 0 {
+                        tracing::debug!(closed, "closed idle iterators");
+                    }
+                }
+            }
+        }
+        let shared = &self.shared;
+        shared.scheduler.busy(false, || self.puts.store(shared));
+    }
+
+    /// Deadline `why` has passed: whether it closes the connection (counted if so).
+    fn expired(&mut self, why: deadlines::Expired) -> bool {
+        let busy = self.inflight.available_permits() < self.max_inflight;
+        if !self.deadlines.closes(&why, busy) {
+            return false;
+        }
+        let m = &self.shared.metrics;
+        match why {
+            deadlines::Expired::Auth => m.auth_timeouts.inc(),
+            deadlines::Expired::Frame => m.frame_timeouts.inc(),
+            deadlines::Expired::Idle => m.idle_timeouts.inc(),
+        };
+        tracing::debug!(reason = why.as_str(), "closing connection at its deadline");
+        true
+    }
+
+    /// Handles every whole frame in the buffer. Whether there was one; `None` once the
+    /// connection is to close.
+    async fn take_frames(&mut self, stop: &mut watch::Receiver<bool>) -> Option<bool> {
+        let mut framed = false;
+        loop {
+            let limit = match self.ticket.is_authenticated() {
+                true => self.max_body,
+                false => UNAUTHENTICATED_MAX_BODY,
+            };
+            let frame = match split_frame(&mut self.buf, limit) {
+                Ok(Some(frame)) => frame,
+                // Everything read is handled; the puts held back are stored once the other
+                // connections of this thread have had their turn.
+                Ok(None) => return Some(framed),
+                Err(e) => {
+                    self.bad_frame(e);
+                    return None;
+                }
+            };
+            framed = true;
+            if self.stopping {
+                let stopping = Status::ShuttingDown;
+                refuse(
+                    &self.shared,
+                    &self.tx,
+                    &frame,
+                    stopping,
+                    "device is stopping",
+                    None,
+                );
+                continue;
+            }
+            let permit = match self.admit(&frame, stop).await {
+                Admission::Permit(p) => p,
+                Admission::Refused => continue,
+                Admission::Close => return None,
+            };
+            let shared = self.shared.clone();
+            shared.scheduler.busy(true, || self.handle(frame, permit));
+        }
+    }
+
+    /// Backpressure: at the in-flight limit, stop reading this connection (after storing the
+    /// puts held back, which hold slots themselves) until a command finishes.
+    async fn admit(&mut self, frame: &Frame, stop: &mut watch::Receiver<bool>) -> Admission {
+        let free = self.inflight.clone().try_acquire_owned();
+        if let Ok(p) = free {
+            return Admission::Permit(p);
+        }
+        let shared = &self.shared;
+        shared.scheduler.busy(false, || self.puts.store(shared));
+        tokio::select! {
+            p = self.inflight.clone().acquire_owned() => match p {
+                Ok(p) => Admission::Permit(p),
+                Err(_) => Admission::Close,
+            },
+            _ = stopped(stop) => {
+                self.stopping = true;
+                let stopping = Status::ShuttingDown;
+                refuse(&self.shared, &self.tx, frame, stopping, "device is stopping", None);
+                Admission::Refused
+            }
+        }
+    }
+
+    /// The stream cannot be trusted past a bad header: answer (if the header says to whom)
+    /// and close.
+    fn bad_frame(&self, e: ProtoError) {
+        self.shared.metrics.protocol_errors.inc();
+        let h = match &e {
+            ProtoError::UnsupportedVersion { header }
+            | ProtoError::FrameTooLarge { header, .. } => Some(*header),
+            _ => None,
+        };
+        if let (Some(h), Ok(permit)) = (h, self.inflight.clone().try_acquire_owned()) {
+            self.shared.metrics.record_refused(h.opcode);
+            let resp = Response::error(h.cid, h.nsid, h.opcode, e.status(), e.to_string());
+            let _ = self.tx.send((resp, Some(permit)));
+        }
+        tracing::debug!(error = %e, "closing connection after a bad frame");
+    }
+}
+
+/// Answers a frame with an error; the reply holds `permit` until it is written (without one,
+/// while stopping, the buffer already read bounds the replies).
+fn refuse(
+    shared: &Shared,
+    tx: &Outbox,
+    frame: &Frame,
+    status: Status,
+    msg: &str,
+    permit: Option<OwnedSemaphorePermit>,
+) {
+    let h = &frame.header;
+    shared.metrics.record_refused(h.opcode);
+    let resp = Response::error(h.cid, h.nsid, h.opcode, status, msg.to_string());
+    let _ = tx.send((resp, permit));
+}

@@ -1,0 +1,147 @@
+//! Point commands on keys: store (with its modes), retrieve, exist, delete, and the batched
+//! unconditional puts of one connection. Writes of one key are serialized by its stripe.
+
+use super::engine_error::engine;
+use super::{Outcome, Shared, INLINE_MAX_VALUE, STRIPES};
+use bytes::Bytes;
+use cerberus_engine::{WriteBatch, WriteOptions};
+use cerberus_proto::{value_size_refusal, Command, Reply, Request, Status, StoreMode};
+use parking_lot::Mutex;
+use std::hash::{Hash, Hasher};
+
+impl Shared {
+    pub(super) fn store(
+        &self,
+        ns: u32,
+        key: &[u8],
+        value: &[u8],
+        mode: StoreMode,
+        sync: bool,
+    ) -> Outcome {
+        self.check_key(key)?;
+        if value.len() > self.config.max_value_len as usize {
+            return Err((
+                Status::InvalidValueSize,
+                value_size_refusal(value.len() as u64, self.config.max_value_len),
+            ));
+        }
+        let handle = self
+            .namespace(ns)?
+            .with_write_options(WriteOptions { sync });
+        let _g = self.stripe(ns, key).lock();
+        match mode {
+            StoreMode::Always => {}
+            StoreMode::OnlyIfAbsent => {
+                if handle.contains(key).map_err(engine)? {
+                    return Err((Status::KeyExists, String::new()));
+                }
+            }
+            StoreMode::OnlyIfPresent => {
+                if !handle.contains(key).map_err(engine)? {
+                    return Err((Status::KeyNotExist, String::new()));
+                }
+            }
+        }
+        handle.put(key, value).map_err(engine)?;
+        self.written(ns, key);
+        Ok(Reply::Empty)
+    }
+
+    pub(super) fn retrieve(&self, ns: u32, key: &[u8]) -> Outcome {
+        self.check_key(key)?;
+        self.with_namespace(ns, |h| match h.get(key).map_err(engine)? {
+            Some(v) => Ok(Reply::Value(v)),
+            None => Err((Status::KeyNotExist, String::new())),
+        })
+    }
+
+    pub(super) fn exist(&self, ns: u32, key: &[u8]) -> Outcome {
+        self.check_key(key)?;
+        self.with_namespace(ns, |h| {
+            if h.contains(key).map_err(engine)? {
+                Ok(Reply::Empty)
+            } else {
+                Err((Status::KeyNotExist, String::new()))
+            }
+        })
+    }
+
+    pub(super) fn delete(&self, ns: u32, key: &[u8]) -> Outcome {
+        self.check_key(key)?;
+        let handle = self.namespace(ns)?;
+        let _g = self.stripe(ns, key).lock();
+        if !handle.contains(key).map_err(engine)? {
+            return Err((Status::KeyNotExist, String::new()));
+        }
+        handle.delete(key).map_err(engine)?;
+        self.written(ns, key);
+        Ok(Reply::Empty)
+    }
+
+    /// Whether `cmd` runs on the network thread that read it: point commands on files (the
+    /// page cache answers reads; writes go to the memtable and the value log's buffer),
+    /// unless they wait for durability or carry a large value. On the NAND model a read
+    /// waits for its die, so every command goes to the workers.
+    pub fn runs_inline(&self, cmd: &Command) -> bool {
+        if !self.config.inline_commands
+            || self.config.sync
+            || self.config.storage != crate::config::StorageChoice::Posix
+        {
+            return false;
+        }
+        match &cmd.request {
+            Request::Retrieve { .. } | Request::Exist { .. } | Request::Delete { .. } => true,
+            Request::Store { value, sync, .. } => !sync && value.len() <= INLINE_MAX_VALUE,
+            _ => false,
+        }
+    }
+
+    /// Whether `cmd` may join its connection's batch of puts: an unconditional store that
+    /// does not wait for durability, valid, and run on the network thread.
+    pub fn batchable(&self, cmd: &Command) -> bool {
+        match &cmd.request {
+            Request::Store {
+                key,
+                value,
+                mode: StoreMode::Always,
+                sync: false,
+            } => {
+                self.check_key(key).is_ok()
+                    && value.len() <= self.config.max_value_len as usize
+                    && self.runs_inline(cmd)
+            }
+            _ => false,
+        }
+    }
+
+    /// Stores unconditional puts of one namespace as one engine write (one log append, all
+    /// or none), holding each key's stripe as a single store would.
+    pub fn store_all(&self, ns: u32, puts: &[(Bytes, Bytes)]) -> Result<(), (Status, String)> {
+        let handle = self.namespace(ns)?;
+        let mut batch = WriteBatch::new();
+        for (k, v) in puts {
+            batch.put(k.to_vec(), v.to_vec());
+        }
+        // Taken in index order, each once: batches cannot deadlock each other.
+        let mut stripes: Vec<usize> = puts.iter().map(|(k, _)| stripe_index(ns, k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _held: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
+        handle.write(batch).map_err(engine)?;
+        for (k, _) in puts {
+            self.written(ns, k);
+        }
+        Ok(())
+    }
+
+    fn stripe(&self, ns: u32, key: &[u8]) -> &Mutex<()> {
+        &self.stripes[stripe_index(ns, key)]
+    }
+}
+
+fn stripe_index(ns: u32, key: &[u8]) -> usize {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ns.hash(&mut h);
+    key.hash(&mut h);
+    h.finish() as usize % STRIPES
+}

@@ -1,0 +1,133 @@
+//! Every Prometheus series the device exposes, named and described here alone, on the
+//! `prometheus-client` crate: the commands' counters and latencies (`commands`), the
+//! connections' counters (live `Counter`s and a `Gauge`), and the engine's, scheduler's and
+//! dedup service's numbers read at scrape time (`snapshot`). `http` serves them.
+//!
+//! The text is the OpenMetrics exposition (`encoding::text::encode`): a counter's family is
+//! named without its `_total` suffix in `# TYPE` and `# HELP`, its sample keeps it, so every
+//! sample is named as before the crate was used (`docs/device.md`, Metrics).
+
+mod commands;
+pub mod http;
+mod snapshot;
+
+use commands::CommandSeries;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+pub use snapshot::Snapshot;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The device's live series. Recording touches only these; the registry that encodes them
+/// is made at each scrape, with the numbers of that moment (`Snapshot`).
+#[derive(Default)]
+pub struct Metrics {
+    commands: Arc<CommandSeries>,
+    pub connections_accepted: Counter,
+    /// Connections closed at once: every slot was held by an authenticated client.
+    pub connections_refused: Counter,
+    pub connections_open: Gauge,
+    /// Frames that could not be decoded.
+    pub protocol_errors: Counter,
+    /// Connections closed for not authenticating in time.
+    pub auth_timeouts: Counter,
+    /// Connections closed for not finishing a frame in time.
+    pub frame_timeouts: Counter,
+    /// Connections closed after sitting idle.
+    pub idle_timeouts: Counter,
+    /// Connections closed for not taking their replies in time.
+    pub write_timeouts: Counter,
+    /// Unauthenticated connections closed to make room for a newcomer.
+    pub evictions: Counter,
+}
+
+impl Metrics {
+    /// Records one completed command of an authorized namespace (or the device).
+    pub fn record(&self, nsid: u32, opcode: u8, ok: bool, latency: Duration) {
+        self.commands.record(nsid, opcode, ok, latency);
+    }
+
+    /// Records a command refused before it reached a namespace.
+    pub fn record_refused(&self, opcode: u8) {
+        self.commands.record_refused(opcode);
+    }
+
+    /// Forgets a destroyed namespace's series.
+    pub fn forget(&self, nsid: u32) {
+        self.commands.forget(nsid);
+    }
+
+    /// The Prometheus text of every series, with `now`'s numbers for the engine's, the
+    /// scheduler's and the dedup service's.
+    pub fn encode(&self, now: Snapshot) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail; the encoder's own errors are for other writers.
+        if let Err(e) = encode(&mut out, &self.registry(now)) {
+            tracing::error!(error = %e, "metrics not encoded");
+        }
+        out
+    }
+
+    /// A registry of every series: the live ones share their values with `self`.
+    fn registry(&self, now: Snapshot) -> Registry {
+        let mut r = Registry::default();
+        r.register_collector(Box::new(self.commands.clone()));
+        for (name, help, c) in [
+            (
+                "cerberus_connections_accepted",
+                "Connections accepted.",
+                &self.connections_accepted,
+            ),
+            (
+                "cerberus_connections_refused",
+                "Connections closed at once: every slot was held by an authenticated client.",
+                &self.connections_refused,
+            ),
+            (
+                "cerberus_protocol_errors",
+                "Frames that could not be decoded.",
+                &self.protocol_errors,
+            ),
+            (
+                "cerberus_auth_timeouts",
+                "Connections closed for not authenticating in time.",
+                &self.auth_timeouts,
+            ),
+            (
+                "cerberus_frame_timeouts",
+                "Connections closed for not finishing a frame in time.",
+                &self.frame_timeouts,
+            ),
+            (
+                "cerberus_idle_timeouts",
+                "Connections closed after sitting idle.",
+                &self.idle_timeouts,
+            ),
+            (
+                "cerberus_write_timeouts",
+                "Connections closed for not taking their replies in time.",
+                &self.write_timeouts,
+            ),
+            (
+                "cerberus_evictions",
+                "Unauthenticated connections closed to make room for a newcomer.",
+                &self.evictions,
+            ),
+        ] {
+            // Registered without `_total`: the encoder appends it to a counter's sample.
+            r.register(name, help, c.clone());
+        }
+        r.register(
+            "cerberus_connections_open",
+            "Connections being served.",
+            self.connections_open.clone(),
+        );
+        r.register_collector(Box::new(now));
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests;

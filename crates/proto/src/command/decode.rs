@@ -1,0 +1,178 @@
+//! Request frames into commands, one decoder per opcode (or per opcodes of one layout).
+
+use super::{
+    check_attr, check_name, end, get_key, Command, Opcode, Request, StoreMode, INDEX_VAS,
+    ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN, STORE_ONLY_IF_ABSENT,
+    STORE_ONLY_IF_PRESENT, STORE_SYNC,
+};
+use crate::frame::Frame;
+use crate::ProtoError;
+use bytes::{Buf, Bytes};
+
+impl Command {
+    /// Decodes a request frame. Keys and values are slices of the frame's body, not copies.
+    pub fn decode(frame: &Frame) -> Result<Command, ProtoError> {
+        let h = &frame.header;
+        let opcode = Opcode::from_u8(h.opcode).ok_or(ProtoError::UnknownOpcode(h.opcode))?;
+        let flags = flags(opcode, h.word)?;
+        let body = frame.body.clone();
+        let request = match opcode {
+            Opcode::Store => store(flags, body)?,
+            Opcode::Retrieve | Opcode::Delete | Opcode::Exist => keyed(opcode, body)?,
+            Opcode::List => list(flags, body)?,
+            Opcode::Authenticate => authenticate(body)?,
+            Opcode::NamespaceCreate => namespace_create(&body)?,
+            Opcode::IterOpen => iter_open(flags, body)?,
+            Opcode::IterNext => iter_next(body)?,
+            Opcode::IterClose => iter_close(body)?,
+            Opcode::IndexCreate | Opcode::IndexDrop => index(opcode, flags, &body)?,
+            Opcode::Query => Request::Query { query: body },
+            Opcode::NamespaceDestroy
+            | Opcode::NamespaceList
+            | Opcode::Identify
+            | Opcode::Stats
+            | Opcode::IndexList => bare(opcode, &body)?,
+        };
+        Ok(Command {
+            cid: h.cid,
+            nsid: h.nsid,
+            request,
+        })
+    }
+}
+
+/// The header word as `opcode`'s flags: only those it defines may be set (all fit a byte).
+fn flags(opcode: Opcode, word: u16) -> Result<u8, ProtoError> {
+    let allowed: u16 = match opcode {
+        Opcode::Store => u16::from(STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT | STORE_SYNC),
+        Opcode::List => u16::from(LIST_START_EXCLUSIVE),
+        Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
+        Opcode::IndexCreate => u16::from(INDEX_VAS),
+        _ => 0,
+    };
+    if word & !allowed != 0 {
+        return Err(ProtoError::InvalidField("unknown flags"));
+    }
+    Ok(word as u8)
+}
+
+fn store(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
+    let mode = match flags & (STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT) {
+        0 => StoreMode::Always,
+        STORE_ONLY_IF_ABSENT => StoreMode::OnlyIfAbsent,
+        STORE_ONLY_IF_PRESENT => StoreMode::OnlyIfPresent,
+        _ => {
+            return Err(ProtoError::InvalidField(
+                "only-if-absent and only-if-present together",
+            ))
+        }
+    };
+    let key = get_key(&mut body)?;
+    Ok(Request::Store {
+        key,
+        value: body.split_off(0),
+        mode,
+        sync: flags & STORE_SYNC != 0,
+    })
+}
+
+/// Retrieve, Delete and Exist: a key alone.
+fn keyed(opcode: Opcode, mut body: Bytes) -> Result<Request, ProtoError> {
+    let key = get_key(&mut body)?;
+    end(&body)?;
+    Ok(match opcode {
+        Opcode::Retrieve => Request::Retrieve { key },
+        Opcode::Delete => Request::Delete { key },
+        _ => Request::Exist { key },
+    })
+}
+
+fn list(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
+    if body.len() < 4 {
+        return Err(ProtoError::Truncated("list max_keys"));
+    }
+    let max_keys = body.get_u32_le();
+    let start = get_key(&mut body)?;
+    end(&body)?;
+    Ok(Request::List {
+        start,
+        start_exclusive: flags & LIST_START_EXCLUSIVE != 0,
+        max_keys,
+    })
+}
+
+fn authenticate(body: Bytes) -> Result<Request, ProtoError> {
+    if body.len() > MAX_SECRET_LEN {
+        return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
+    }
+    Ok(Request::Authenticate { secret: body })
+}
+
+fn namespace_create(body: &[u8]) -> Result<Request, ProtoError> {
+    check_name(body)?;
+    let name = std::str::from_utf8(body)
+        .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
+    Ok(Request::NamespaceCreate {
+        name: name.to_string(),
+    })
+}
+
+fn iter_open(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
+    let start = get_key(&mut body)?;
+    let upper_bound = get_key(&mut body)?;
+    let prefix = get_key(&mut body)?;
+    end(&body)?;
+    Ok(Request::IterOpen {
+        start,
+        upper_bound,
+        prefix,
+        keys_only: flags & ITER_KEYS_ONLY != 0,
+    })
+}
+
+fn iter_next(mut body: Bytes) -> Result<Request, ProtoError> {
+    if body.len() != 12 {
+        return Err(ProtoError::Truncated("iterator next body (12 bytes)"));
+    }
+    Ok(Request::IterNext {
+        iter: body.get_u32_le(),
+        max_entries: body.get_u32_le(),
+        max_bytes: body.get_u32_le(),
+    })
+}
+
+fn iter_close(mut body: Bytes) -> Result<Request, ProtoError> {
+    if body.len() != 4 {
+        return Err(ProtoError::Truncated("iterator close body (4 bytes)"));
+    }
+    Ok(Request::IterClose {
+        iter: body.get_u32_le(),
+    })
+}
+
+/// IndexCreate and IndexDrop: an attribute path.
+fn index(opcode: Opcode, flags: u8, body: &[u8]) -> Result<Request, ProtoError> {
+    check_attr(body)?;
+    let attr = std::str::from_utf8(body)
+        .map_err(|_| ProtoError::InvalidField("attribute is not UTF-8"))?
+        .to_string();
+    Ok(match opcode {
+        Opcode::IndexCreate => Request::IndexCreate {
+            attr,
+            vas: flags & INDEX_VAS != 0,
+        },
+        _ => Request::IndexDrop { attr },
+    })
+}
+
+/// Commands without a body.
+fn bare(opcode: Opcode, body: &Bytes) -> Result<Request, ProtoError> {
+    end(body)?;
+    Ok(match opcode {
+        Opcode::NamespaceDestroy => Request::NamespaceDestroy,
+        Opcode::NamespaceList => Request::NamespaceList,
+        Opcode::Identify => Request::Identify,
+        Opcode::IndexList => Request::IndexList,
+        _ => Request::Stats,
+    })
+}
