@@ -7,6 +7,7 @@ mod dataset;
 mod engine;
 mod histogram;
 mod itermem;
+mod local_device;
 mod memory;
 mod multitenant;
 mod plot;

@@ -16,9 +16,10 @@ mod chunking;
 mod mix;
 
 use crate::histogram::Histogram;
+use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use cerberus_device::{ChunkHash, Chunker, Chunking, Device, DeviceConfig, Policy};
+use cerberus_device::{ChunkHash, Chunker, Chunking, Policy};
 use cerberus_host::BlockingClient;
 use clap::Parser;
 use rand::{RngCore, SeedableRng};
@@ -293,13 +294,9 @@ fn run_point(
         }
         None => tempfile::tempdir()?,
     };
-    let mut c = DeviceConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        network_threads: args.cores,
-        max_value_len: (args.value_size as u32).max(1 << 20),
-        ..DeviceConfig::default()
-    };
+    let mut c = local_device::config(dir.path());
+    c.network_threads = args.cores;
+    c.max_value_len = (args.value_size as u32).max(1 << 20);
     c.scheduler.policy = policy;
     c.scheduler.sample_every = args.sample_every;
     c.scheduler.pin_cores = args.pin;
@@ -310,13 +307,9 @@ fn run_point(
     c.dedup.chunking = chunker.chunking;
     c.dedup.hash = chunker.hash;
     c.dedup.chunk_bytes = chunker.chunk_bytes;
-    let dev = Device::start(c).context("starting a device")?;
-    let addr = dev.local_addr().to_string();
-    let (ns, secret) = {
-        let admin = BlockingClient::connect(&addr)?;
-        admin.authenticate_admin(dev.admin_secret())?;
-        admin.ns_create("bts")?
-    };
+    let local = LocalDevice::start(c)?;
+    let (ns, secret) = local.create_namespace("bts")?;
+    let dev = &local.device;
     // Wait for the admin connection to leave its core, so placement starts from zero.
     let t = Instant::now();
     while dev
@@ -331,11 +324,7 @@ fn run_point(
         std::thread::sleep(Duration::from_millis(1));
     }
     let clients: Vec<BlockingClient> = (0..threads)
-        .map(|_| {
-            let c = BlockingClient::connect(&addr)?;
-            c.authenticate(ns, &secret)?;
-            Ok(c)
-        })
+        .map(|_| local_device::client(&local.addr, ns, &secret))
         .collect::<Result<_>>()?;
     let per = (args.num / threads).max(1);
     let barrier = std::sync::Barrier::new(threads + 1);
@@ -408,7 +397,7 @@ fn run_point(
         .map(|c| c.bg_mean_wait_ns * c.bg_tasks as f64)
         .sum();
     drop(clients);
-    dev.shutdown().context("stopping the device")?;
+    local.device.shutdown().context("stopping the device")?;
     let puts = hist.count();
     Ok(Point {
         round,
