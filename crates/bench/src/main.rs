@@ -18,6 +18,7 @@ mod report;
 mod rounds;
 mod runner;
 mod seek;
+mod table;
 mod workload;
 
 use clap::Parser;

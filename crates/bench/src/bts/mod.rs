@@ -17,6 +17,7 @@ mod mix;
 
 use crate::histogram::Histogram;
 use crate::local_device::{self, LocalDevice};
+use crate::table::Table;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use cerberus_device::{ChunkHash, Chunker, Chunking, Policy};
@@ -287,106 +288,15 @@ fn run_point(
     threads: usize,
     round: usize,
 ) -> Result<Point> {
-    let dir = match &args.db {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            tempfile::tempdir_in(d)?
-        }
-        None => tempfile::tempdir()?,
-    };
-    let mut c = local_device::config(dir.path());
-    c.network_threads = args.cores;
-    c.max_value_len = (args.value_size as u32).max(1 << 20);
-    c.scheduler.policy = policy;
-    c.scheduler.sample_every = args.sample_every;
-    c.scheduler.pin_cores = args.pin;
-    if let Some(t) = args.threshold {
-        c.scheduler.load_threshold = t;
-    }
-    c.dedup.enabled = policy != Policy::Off;
-    c.dedup.chunking = chunker.chunking;
-    c.dedup.hash = chunker.hash;
-    c.dedup.chunk_bytes = chunker.chunk_bytes;
-    let local = LocalDevice::start(c)?;
-    let (ns, secret) = local.create_namespace("bts")?;
+    let (_dir, local, ns, secret) = start_device(args, chunker, policy)?;
     let dev = &local.device;
-    // Wait for the admin connection to leave its core, so placement starts from zero.
-    let t = Instant::now();
-    while dev
-        .scheduler_stats()
-        .cores
-        .iter()
-        .any(|c| c.connections > 0)
-    {
-        if t.elapsed() > Duration::from_secs(5) {
-            bail!("the admin connection did not close");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for_no_connection(dev)?;
     let clients: Vec<BlockingClient> = (0..threads)
         .map(|_| local_device::client(&local.addr, ns, &secret))
         .collect::<Result<_>>()?;
-    let per = (args.num / threads).max(1);
-    let barrier = std::sync::Barrier::new(threads + 1);
     let (hist, seconds, (core_connections, mean_load, mean_fg_load, fg_queueing_us)) =
-        std::thread::scope(|s| -> Result<_> {
-            let handles: Vec<_> = clients
-                .iter()
-                .enumerate()
-                .map(|(t, client)| {
-                    let barrier = &barrier;
-                    let size = args.value_size;
-                    s.spawn(move || -> Result<Histogram> {
-                        let mut rng = rand::rngs::SmallRng::seed_from_u64(t as u64 + 1);
-                        let mut h = Histogram::new();
-                        let mut buf = vec![0u8; size];
-                        barrier.wait();
-                        for i in 0..per {
-                            rng.fill_bytes(&mut buf);
-                            let key = Bytes::from(format!("{t:04}{i:012}"));
-                            let value = Bytes::copy_from_slice(&buf);
-                            let t0 = Instant::now();
-                            client.put(ns, key, value)?;
-                            h.record(t0.elapsed().as_nanos() as u64);
-                        }
-                        Ok(h)
-                    })
-                })
-                .collect();
-            barrier.wait();
-            let start = Instant::now();
-            let mut all = Histogram::new();
-            for h in handles {
-                let h = h
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
-                all.merge(&h);
-            }
-            let elapsed = start.elapsed().as_secs_f64();
-            let s = dev.scheduler_stats();
-            let n = s.cores.len().max(1) as f64;
-            let shape = (
-                s.cores.iter().map(|c| c.connections).collect::<Vec<_>>(),
-                s.cores.iter().map(|c| c.load).sum::<f64>() / n,
-                s.cores.iter().map(|c| c.fg_load).sum::<f64>() / n,
-                // While the puts ran (the drain after them delays no command).
-                s.fg_queueing_ns_per_command / 1e3,
-            );
-            Ok((all, elapsed, shape))
-        })?;
-    let backlog_at_end = dev.dedup_stats().map_or(0, |d| d.backlog);
-    let t = Instant::now();
-    while dev.dedup_stats().map_or(0, |d| d.backlog) > 0 {
-        if t.elapsed() > Duration::from_secs(600) {
-            bail!("the dedup backlog did not drain in 10 minutes");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let drain_seconds = if backlog_at_end == 0 {
-        0.0
-    } else {
-        t.elapsed().as_secs_f64()
-    };
+        put_load(args, dev, &clients, ns)?;
+    let (backlog_at_end, drain_seconds) = drain(dev)?;
     let s = dev.scheduler_stats();
     let fg: u64 = s.cores.iter().map(|c| c.fg_commands).sum();
     let fg_ns: u64 = s.cores.iter().map(|c| c.fg_busy_ns).sum();
@@ -429,6 +339,132 @@ fn run_point(
         },
         fg_queueing_us,
     })
+}
+
+/// A fresh device of the point (its directory under --db, or a temporary one) and a namespace.
+fn start_device(
+    args: &Args,
+    chunker: Chunker,
+    policy: Policy,
+) -> Result<(tempfile::TempDir, LocalDevice, u32, String)> {
+    let dir = match &args.db {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            tempfile::tempdir_in(d)?
+        }
+        None => tempfile::tempdir()?,
+    };
+    let mut c = local_device::config(dir.path());
+    c.network_threads = args.cores;
+    c.max_value_len = (args.value_size as u32).max(1 << 20);
+    c.scheduler.policy = policy;
+    c.scheduler.sample_every = args.sample_every;
+    c.scheduler.pin_cores = args.pin;
+    if let Some(t) = args.threshold {
+        c.scheduler.load_threshold = t;
+    }
+    c.dedup.enabled = policy != Policy::Off;
+    c.dedup.chunking = chunker.chunking;
+    c.dedup.hash = chunker.hash;
+    c.dedup.chunk_bytes = chunker.chunk_bytes;
+    let local = LocalDevice::start(c)?;
+    let (ns, secret) = local.create_namespace("bts")?;
+    Ok((dir, local, ns, secret))
+}
+
+/// Waits for the admin connection to leave its core, so placement starts from zero.
+fn wait_for_no_connection(dev: &cerberus_device::DeviceHandle) -> Result<()> {
+    let t = Instant::now();
+    while dev
+        .scheduler_stats()
+        .cores
+        .iter()
+        .any(|c| c.connections > 0)
+    {
+        if t.elapsed() > Duration::from_secs(5) {
+            bail!("the admin connection did not close");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+type Shape = (Vec<usize>, f64, f64, f64);
+
+/// `--num` puts from one thread per client, one in flight each: their latencies, the seconds
+/// they took, and the scheduler's shape at their end.
+fn put_load(
+    args: &Args,
+    dev: &cerberus_device::DeviceHandle,
+    clients: &[BlockingClient],
+    ns: u32,
+) -> Result<(Histogram, f64, Shape)> {
+    let threads = clients.len();
+    let per = (args.num / threads).max(1);
+    let barrier = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| -> Result<_> {
+        let handles: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(t, client)| {
+                let barrier = &barrier;
+                let size = args.value_size;
+                s.spawn(move || -> Result<Histogram> {
+                    let mut rng = rand::rngs::SmallRng::seed_from_u64(t as u64 + 1);
+                    let mut h = Histogram::new();
+                    let mut buf = vec![0u8; size];
+                    barrier.wait();
+                    for i in 0..per {
+                        rng.fill_bytes(&mut buf);
+                        let key = Bytes::from(format!("{t:04}{i:012}"));
+                        let value = Bytes::copy_from_slice(&buf);
+                        let t0 = Instant::now();
+                        client.put(ns, key, value)?;
+                        h.record(t0.elapsed().as_nanos() as u64);
+                    }
+                    Ok(h)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let mut all = Histogram::new();
+        for h in handles {
+            let h = h
+                .join()
+                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+            all.merge(&h);
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let s = dev.scheduler_stats();
+        let n = s.cores.len().max(1) as f64;
+        let shape = (
+            s.cores.iter().map(|c| c.connections).collect::<Vec<_>>(),
+            s.cores.iter().map(|c| c.load).sum::<f64>() / n,
+            s.cores.iter().map(|c| c.fg_load).sum::<f64>() / n,
+            // While the puts ran (the drain after them delays no command).
+            s.fg_queueing_ns_per_command / 1e3,
+        );
+        Ok((all, elapsed, shape))
+    })
+}
+
+/// The dedup backlog when the puts ended, and the seconds it took to drain.
+fn drain(dev: &cerberus_device::DeviceHandle) -> Result<(u64, f64)> {
+    let backlog_at_end = dev.dedup_stats().map_or(0, |d| d.backlog);
+    let t = Instant::now();
+    while dev.dedup_stats().map_or(0, |d| d.backlog) > 0 {
+        if t.elapsed() > Duration::from_secs(600) {
+            bail!("the dedup backlog did not drain in 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let drain_seconds = if backlog_at_end == 0 {
+        0.0
+    } else {
+        t.elapsed().as_secs_f64()
+    };
+    Ok((backlog_at_end, drain_seconds))
 }
 
 /// One spinning thread per CPU at SCHED_IDLE, stopped when dropped.
@@ -522,23 +558,29 @@ fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Medi
 
 fn print_tables(medians: &[Median], policies: &[Policy], threads: &[usize]) {
     println!("{}", table(medians, policies, threads));
-    println!(
-        "\n| client threads | policy | service us | rest of the latency us | background in the way \
-         us/command | backlog at the end | drain s | migrations |\n|---|---|---|---|---|---|---|---|"
-    );
+    let mut t = Table::new(&[
+        "client threads",
+        "policy",
+        "service us",
+        "rest of the latency us",
+        "background in the way us/command",
+        "backlog at the end",
+        "drain s",
+        "migrations",
+    ]);
     for m in medians {
-        println!(
-            "| {} | {:?} | {:.1} | {:.1} | {:.1} | {:.0} | {:.2} | {:.0} |",
-            m.threads,
-            m.policy,
-            m.service_us,
-            m.outside_us,
-            m.fg_queueing_us,
-            m.backlog_at_end,
-            m.drain_seconds,
-            m.migrations
-        );
+        t.row([
+            m.threads.to_string(),
+            format!("{:?}", m.policy),
+            format!("{:.1}", m.service_us),
+            format!("{:.1}", m.outside_us),
+            format!("{:.1}", m.fg_queueing_us),
+            format!("{:.0}", m.backlog_at_end),
+            format!("{:.2}", m.drain_seconds),
+            format!("{:.0}", m.migrations),
+        ]);
     }
+    print!("\n{}", t.render());
 }
 
 /// The median over the rounds of `bts`'s mean latency over `other`'s at `threads` clients.
@@ -560,51 +602,38 @@ fn ratio_in_rounds(points: &[Point], threads: usize, other: Policy) -> Option<f6
 /// (medians of the ratios within each round).
 fn table(medians: &[Median], policies: &[Policy], threads: &[usize]) -> String {
     let get = |p: Policy, t: usize| medians.iter().find(|m| m.policy == p && m.threads == t);
-    let mut out = String::from("| client threads |");
-    for p in policies {
-        out += &format!(" {p:?} mean us (p99) | {p:?} puts/s |");
-    }
     let both = policies.contains(&Policy::Bts);
-    let ratio_cols = [(Policy::Off, "bts / off"), (Policy::Inline, "bts / inline")];
-    for (p, name) in ratio_cols {
-        if both && policies.contains(&p) {
-            out += &format!(" {name} |");
-        }
+    let ratio_cols: Vec<(Policy, &str)> =
+        [(Policy::Off, "bts / off"), (Policy::Inline, "bts / inline")]
+            .into_iter()
+            .filter(|(p, _)| both && policies.contains(p))
+            .collect();
+    let mut head = vec!["client threads".to_string()];
+    for p in policies {
+        head.push(format!("{p:?} mean us (p99)"));
+        head.push(format!("{p:?} puts/s"));
     }
-    out += "\n|---|";
-    for _ in policies {
-        out += "---|---|";
-    }
-    for (p, _) in ratio_cols {
-        if both && policies.contains(&p) {
-            out += "---|";
-        }
-    }
+    head.extend(ratio_cols.iter().map(|(_, name)| name.to_string()));
+    let mut table = Table::new(&head);
     for &t in threads {
-        out += &format!("\n| {t} |");
+        let mut row = vec![t.to_string()];
         for &p in policies {
             match get(p, t) {
                 Some(m) => {
-                    out += &format!(
-                        " {:.1} ({:.0}) | {:.0} |",
-                        m.mean_us, m.p99_us, m.puts_per_sec
-                    )
+                    row.push(format!("{:.1} ({:.0})", m.mean_us, m.p99_us));
+                    row.push(format!("{:.0}", m.puts_per_sec));
                 }
-                None => out += " - | - |",
+                None => row.extend(["-".to_string(), "-".to_string()]),
             }
         }
-        for (p, _) in ratio_cols {
-            if both && policies.contains(&p) {
-                let r = get(Policy::Bts, t).and_then(|b| match p {
-                    Policy::Off => b.over_off,
-                    _ => b.over_inline,
-                });
-                match r {
-                    Some(r) => out += &format!(" {r:.2} |"),
-                    _ => out += " - |",
-                }
-            }
+        for (p, _) in &ratio_cols {
+            let r = get(Policy::Bts, t).and_then(|b| match p {
+                Policy::Off => b.over_off,
+                _ => b.over_inline,
+            });
+            row.push(r.map_or("-".into(), |r| format!("{r:.2}")));
         }
+        table.row(row);
     }
-    out
+    table.render().trim_end().to_string()
 }

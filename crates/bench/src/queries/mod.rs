@@ -17,6 +17,7 @@ mod device;
 mod sqlite;
 mod workload;
 
+use crate::table::Table;
 use anyhow::{bail, Context, Result};
 use cerberus_engine::storage::NandConfig;
 use cerberus_engine::{Db, Filter, IndexKind, Namespace, Options, StorageKind};
@@ -444,30 +445,29 @@ fn run_queries(
 }
 
 fn print_table(set: &QuerySet, runs: &[Value]) {
-    println!(
-        "\n| query | sk | {} |",
-        runs.iter()
-            .map(|r| r["engine"].as_str().unwrap_or(""))
-            .collect::<Vec<_>>()
-            .join(" | ")
+    let engines = runs
+        .iter()
+        .map(|r| (r["engine"].as_str().unwrap_or(""), true));
+    let mut t = Table::aligned([("query", false), ("sk", false)].into_iter().chain(engines));
+    let load = runs
+        .iter()
+        .map(|r| format!("{:.2}", r["load_secs"].as_f64().unwrap_or(0.0)));
+    t.row(
+        ["load".to_string(), "(s)".to_string()]
+            .into_iter()
+            .chain(load),
     );
-    println!("|---|---|{}", "---:|".repeat(runs.len()));
-    let mut load = String::from("| load | (s) |");
-    for r in runs {
-        load.push_str(&format!(" {:.2} |", r["load_secs"].as_f64().unwrap_or(0.0)));
-    }
-    println!("{load}");
     for (i, q) in set.queries.iter().enumerate() {
-        let mut line = format!("| {} | {} |", q.name, q.sk_label());
-        for r in runs {
+        let cells = runs.iter().map(|r| {
             let cell = &r["queries"][i];
-            line.push_str(&format!(
-                " {:.0} us ({} found, {} B) |",
+            format!(
+                "{:.0} us ({} found, {} B)",
                 cell["median_us"].as_f64().unwrap_or(0.0),
                 cell["results"],
                 cell["bytes"]
-            ));
-        }
-        println!("{line}");
+            )
+        });
+        t.row([q.name.to_string(), q.sk_label()].into_iter().chain(cells));
     }
+    print!("\n{}", t.render());
 }

@@ -1,0 +1,50 @@
+//! Markdown tables, the one writer of every table the bench prints or writes: a heading row,
+//! an alignment row and a row per line, `| a | b |`.
+
+/// A markdown table being built.
+pub struct Table {
+    out: String,
+}
+
+impl Table {
+    /// A table with these column headings, every column left-aligned (`---`).
+    pub fn new<S: AsRef<str>>(head: &[S]) -> Table {
+        Table::aligned(head.iter().map(|h| (h.as_ref(), false)))
+    }
+
+    /// A table with these columns, each a heading and whether it is right-aligned (`---:`).
+    pub fn aligned<'a>(cols: impl IntoIterator<Item = (&'a str, bool)>) -> Table {
+        let (head, align): (Vec<&str>, Vec<&str>) = cols
+            .into_iter()
+            .map(|(h, right)| (h, if right { "---:" } else { "---" }))
+            .unzip();
+        let mut t = Table { out: String::new() };
+        t.row(head);
+        t.out += &format!("|{}|\n", align.join("|"));
+        t
+    }
+
+    /// Adds a row of cells.
+    pub fn row<S: AsRef<str>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Table {
+        let cells: Vec<String> = cells.into_iter().map(|c| c.as_ref().to_string()).collect();
+        self.out += &format!("| {} |\n", cells.join(" | "));
+        self
+    }
+
+    /// The table, each line ending in a newline.
+    pub fn render(&self) -> &str {
+        &self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_and_alignment() {
+        let mut t = Table::aligned([("a", false), ("b", true)]);
+        t.row(["1", ""]);
+        assert_eq!(t.render(), "| a | b |\n|---|---:|\n| 1 |  |\n");
+    }
+}
