@@ -1,29 +1,8 @@
 //! The markdown tables of a sweep: medians over its repeats.
 
 use super::data::{median, EngineRun, NandPoint, SeekRun, Sweep};
-use crate::table::Table;
+use crate::table::{thousands, Table};
 use std::collections::BTreeSet;
-
-/// `1234567.8` -> `1,234,568`.
-pub fn thousands(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let n = x.round() as i64;
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
 
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map_or("-".into(), f)
