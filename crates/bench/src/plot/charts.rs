@@ -182,44 +182,70 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             by_tenants(&|p| Some(p.summary.mean_put_ops_per_sec)),
         ));
 
-        // Fig. 9 at `cdf_tenants` tenants: a line per layout.
-        let at: Vec<(usize, &Point)> = layouts
+        out.extend(fig9_charts(
+            &ps,
+            &layouts,
+            &tenants,
+            &prefix,
+            &about,
+            cdf_tenants,
+        ));
+    }
+    out
+}
+
+/// Fig. 9: where gets were answered, at `cdf_tenants` tenants a line per layout, and per layout
+/// a line per tenant count.
+fn fig9_charts(
+    ps: &[&Point],
+    layouts: &[&str],
+    tenants: &[usize],
+    prefix: &str,
+    about: &str,
+    cdf_tenants: usize,
+) -> Vec<Chart> {
+    let find = |layout: &str, t: usize| {
+        ps.iter()
+            .find(|p| p.name.layout == layout && p.name.tenants == t)
+    };
+    let mut out = Vec::new();
+    // Fig. 9 at `cdf_tenants` tenants: a line per layout.
+    let at: Vec<(usize, &Point)> = layouts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| find(l, cdf_tenants).map(|p| (i, *p)))
+        .filter(|(_, p)| p.gets_by_step.iter().any(|(_, n)| *n > 0))
+        .collect();
+    if !at.is_empty() {
+        let series = at
             .iter()
-            .enumerate()
-            .filter_map(|(i, l)| find(l, cdf_tenants).map(|p| (i, *p)))
-            .filter(|(_, p)| p.gets_by_step.iter().any(|(_, n)| *n > 0))
+            .map(|&(i, p)| (p.name.layout.clone(), layout_color(&p.name.layout, i), p))
             .collect();
-        if !at.is_empty() {
-            let series = at
-                .iter()
-                .map(|&(i, p)| (p.name.layout.clone(), layout_color(&p.name.layout, i), p))
-                .collect();
+        out.push(cdf_chart(
+            format!("{prefix}-fig9-cdf-t{cdf_tenants}.png"),
+            format!("Where gets were answered, {cdf_tenants} tenants: {about}"),
+            series,
+        ));
+    }
+    // Fig. 9 (a), (b): per layout, a line per tenant count.
+    for l in layouts {
+        let series: Vec<(String, [u8; 3], &Point)> = tenants
+            .iter()
+            .filter_map(|&t| find(l, t))
+            .filter(|p| p.gets_by_step.iter().any(|(_, n)| *n > 0))
+            .enumerate()
+            .map(|(i, p)| {
+                let n = p.name.tenants;
+                let label = format!("{n} tenant{}", if n == 1 { "" } else { "s" });
+                (label, PALETTE[i % PALETTE.len()], *p)
+            })
+            .collect();
+        if !series.is_empty() {
             out.push(cdf_chart(
-                format!("{prefix}-fig9-cdf-t{cdf_tenants}.png"),
-                format!("Where gets were answered, {cdf_tenants} tenants: {about}"),
+                format!("{prefix}-fig9-cdf-{l}.png"),
+                format!("Where gets were answered, {l}: {about}"),
                 series,
             ));
-        }
-        // Fig. 9 (a), (b): per layout, a line per tenant count.
-        for l in &layouts {
-            let series: Vec<(String, [u8; 3], &Point)> = tenants
-                .iter()
-                .filter_map(|&t| find(l, t))
-                .filter(|p| p.gets_by_step.iter().any(|(_, n)| *n > 0))
-                .enumerate()
-                .map(|(i, p)| {
-                    let n = p.name.tenants;
-                    let label = format!("{n} tenant{}", if n == 1 { "" } else { "s" });
-                    (label, PALETTE[i % PALETTE.len()], *p)
-                })
-                .collect();
-            if !series.is_empty() {
-                out.push(cdf_chart(
-                    format!("{prefix}-fig9-cdf-{l}.png"),
-                    format!("Where gets were answered, {l}: {about}"),
-                    series,
-                ));
-            }
         }
     }
     out

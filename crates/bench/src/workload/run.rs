@@ -29,6 +29,16 @@ enum Job {
     BackgroundWrite,
 }
 
+impl Job {
+    /// The key of the job's operation `i`: in order, or random among `num`.
+    fn key(self, i: u64, rng: &mut SmallRng, num: u64) -> u64 {
+        match self {
+            Job::SeqWrite { start, .. } => start + i,
+            _ => rng.gen_range(0..num),
+        }
+    }
+}
+
 #[derive(Default)]
 struct ThreadResult {
     ops: u64,
@@ -79,11 +89,7 @@ fn run_job(
             if n > 1 {
                 batch_keys.resize_with(n, || vec![0u8; keys.size()]);
                 for (j, key) in batch_keys[..n].iter_mut().enumerate() {
-                    let k = match job {
-                        Job::SeqWrite { start, .. } => start + i + j as u64,
-                        _ => rng.gen_range(0..config.num),
-                    };
-                    keys.write(k, key);
+                    keys.write(job.key(i + j as u64, &mut rng, config.num), key);
                 }
                 let refs: Vec<&[u8]> = batch_keys[..n].iter().map(Vec::as_slice).collect();
                 let op_start = Instant::now();
@@ -118,11 +124,7 @@ fn run_job(
                 }
                 continue;
             }
-            let k = match job {
-                Job::SeqWrite { start, .. } => start + i,
-                _ => rng.gen_range(0..config.num),
-            };
-            keys.write(k, &mut key);
+            keys.write(job.key(i, &mut rng, config.num), &mut key);
             if let Job::RandomRead { .. } = job {
                 let op_start = Instant::now();
                 let found = db.get(&key)?;
@@ -174,29 +176,7 @@ pub fn run_phase(
 ) -> Result<PhaseOutcome> {
     let keys = KeyFormat::new(config.key_size, config.num)?;
     match workload {
-        Workload::Flush | Workload::Compact => {
-            let t0 = Instant::now();
-            if workload == Workload::Flush {
-                db.flush()?;
-            } else {
-                db.compact()?;
-            }
-            let elapsed = t0.elapsed();
-            let mut latency = Histogram::new();
-            latency.record(elapsed.as_nanos() as u64);
-            return Ok(PhaseOutcome {
-                workload,
-                name: workload.name(),
-                ops: 1,
-                found: None,
-                writer_ops: None,
-                seconds: elapsed.as_secs_f64(),
-                thread_seconds: elapsed.as_secs_f64(),
-                bytes: 0,
-                latency,
-                scan: None,
-            });
-        }
+        Workload::Flush | Workload::Compact => return one_call(db, workload),
         Workload::SeekRandom => {
             let scan = config
                 .scan
@@ -269,6 +249,41 @@ pub fn run_phase(
     });
     progress.finish_and_clear();
 
+    outcome_of(workload, wall, results, writer)
+}
+
+/// Flush or compact: one engine call, timed.
+fn one_call(db: &dyn BenchDb, workload: Workload) -> Result<PhaseOutcome> {
+    let t0 = Instant::now();
+    if workload == Workload::Flush {
+        db.flush()?;
+    } else {
+        db.compact()?;
+    }
+    let elapsed = t0.elapsed();
+    let mut latency = Histogram::new();
+    latency.record(elapsed.as_nanos() as u64);
+    Ok(PhaseOutcome {
+        workload,
+        name: workload.name(),
+        ops: 1,
+        found: None,
+        writer_ops: None,
+        seconds: elapsed.as_secs_f64(),
+        thread_seconds: elapsed.as_secs_f64(),
+        bytes: 0,
+        latency,
+        scan: None,
+    })
+}
+
+/// The phase's outcome from its threads' results (and the background writer's, if any).
+fn outcome_of(
+    workload: Workload,
+    wall: Duration,
+    results: Vec<Result<ThreadResult>>,
+    writer: Option<Result<ThreadResult>>,
+) -> Result<PhaseOutcome> {
     let mut outcome = PhaseOutcome {
         workload,
         name: workload.name(),
@@ -298,7 +313,6 @@ pub fn run_phase(
     }
     Ok(outcome)
 }
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
