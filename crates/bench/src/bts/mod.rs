@@ -14,7 +14,7 @@
 
 mod chunking;
 mod mix;
-mod report;
+pub mod report;
 
 use crate::histogram::Histogram;
 use crate::local_device::{self, LocalDevice};
@@ -24,6 +24,7 @@ use cerberus_device::{ChunkHash, Chunker, Chunking, Policy};
 use cerberus_host::BlockingClient;
 use clap::Parser;
 use rand::{RngCore, SeedableRng};
+pub use report::RunDoc;
 use report::{medians, print_tables, Point};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -140,8 +141,7 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     if let Some(path) = &args.from_json {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let doc: serde_json::Value = serde_json::from_str(&text)?;
-        let points: Vec<Point> = serde_json::from_value(doc["points"].clone())?;
+        let points = serde_json::from_str::<RunDoc>(&text)?.points;
         let mut policies: Vec<Policy> = Vec::new();
         let mut threads: Vec<usize> = Vec::new();
         for p in &points {
@@ -209,19 +209,19 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let medians = medians(&points, &policies, &threads);
     print_tables(&medians, &policies, &threads);
     if let Some(path) = &args.json {
-        let doc = serde_json::json!({
-            "value_size": args.value_size,
-            "num": args.num,
-            "cores": args.cores,
-            "pin": args.pin,
-            "threshold": args.threshold,
-            "sample_every": args.sample_every,
-            "chunker": chunker,
-            "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
-            "rounds": args.rounds,
-            "points": points,
-            "medians": medians,
-        });
+        let doc = RunDoc {
+            chunker: Some(chunker),
+            cores: args.cores,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            medians,
+            num: args.num,
+            pin: args.pin,
+            points,
+            rounds: args.rounds,
+            sample_every: args.sample_every,
+            threshold: args.threshold,
+            value_size: args.value_size,
+        };
         std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }

@@ -1,8 +1,26 @@
 //! The points of a bts run, their medians over the rounds and the tables printed of them.
 
 use crate::table::Table;
-use cerberus_device::Policy;
+use cerberus_device::{Chunker, Policy};
 use serde::{Deserialize, Serialize};
+
+/// The JSON document of a run (`--json`), read back by `plot-bts`; fields in the order the
+/// file has always had them.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunDoc {
+    pub chunker: Option<Chunker>,
+    pub cores: usize,
+    pub cpus: usize,
+    pub medians: Vec<Median>,
+    pub num: usize,
+    pub pin: bool,
+    pub points: Vec<Point>,
+    pub rounds: usize,
+    pub sample_every: u32,
+    pub threshold: Option<f64>,
+    pub value_size: usize,
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Point {
@@ -34,7 +52,8 @@ pub struct Point {
     pub fg_queueing_us: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Median {
     pub policy: Policy,
     pub threads: usize,
