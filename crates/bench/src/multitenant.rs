@@ -284,21 +284,16 @@ fn phase_outcome(
         latency.merge(&t.latency);
     }
     let ops = per_tenant.iter().map(|t| t.ops).sum::<u64>();
+    let (workload, name) = match read {
+        true => (Workload::ReadRandom, "get"),
+        false => (Workload::FillRandom, "put"),
+    };
     PhaseOutcome {
-        workload: if read {
-            Workload::ReadRandom
-        } else {
-            Workload::FillRandom
-        },
-        name: if read { "get" } else { "put" },
         ops,
-        found: read.then_some(found),
-        writer_ops: None,
-        seconds: wall.as_secs_f64(),
         thread_seconds: per_tenant.iter().map(|t| t.seconds).sum(),
         bytes: if read { found } else { ops } * kv_bytes,
         latency,
-        scan: None,
+        ..PhaseOutcome::new(workload, name, wall.as_secs_f64(), read.then_some(found))
     }
 }
 

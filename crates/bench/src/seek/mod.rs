@@ -272,18 +272,7 @@ pub fn run(
     });
     progress.finish_and_clear();
 
-    let mut outcome = PhaseOutcome {
-        workload,
-        name: workload.name(),
-        ops: 0,
-        found: Some(0),
-        writer_ops: None,
-        seconds: wall.as_secs_f64(),
-        thread_seconds: 0.0,
-        bytes: 0,
-        latency: Histogram::new(),
-        scan: None,
-    };
+    let mut outcome = PhaseOutcome::new(workload, workload.name(), wall.as_secs_f64(), Some(0));
     let mut scanned = ScanOutcome {
         config: *scan,
         entries: 0,

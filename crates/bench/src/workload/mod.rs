@@ -233,6 +233,22 @@ pub struct PhaseOutcome {
 }
 
 impl PhaseOutcome {
+    /// A phase of `workload` printed as `name` that took `seconds`, nothing counted yet.
+    pub fn new(workload: Workload, name: &'static str, seconds: f64, found: Option<u64>) -> Self {
+        PhaseOutcome {
+            workload,
+            name,
+            ops: 0,
+            found,
+            writer_ops: None,
+            seconds,
+            thread_seconds: 0.0,
+            bytes: 0,
+            latency: Histogram::new(),
+            scan: None,
+        }
+    }
+
     pub fn ops_per_sec(&self) -> f64 {
         if self.seconds > 0.0 {
             self.ops as f64 / self.seconds

@@ -263,17 +263,12 @@ fn one_call(db: &dyn BenchDb, workload: Workload) -> Result<PhaseOutcome> {
     let elapsed = t0.elapsed();
     let mut latency = Histogram::new();
     latency.record(elapsed.as_nanos() as u64);
+    let seconds = elapsed.as_secs_f64();
     Ok(PhaseOutcome {
-        workload,
-        name: workload.name(),
         ops: 1,
-        found: None,
-        writer_ops: None,
-        seconds: elapsed.as_secs_f64(),
-        thread_seconds: elapsed.as_secs_f64(),
-        bytes: 0,
+        thread_seconds: seconds,
         latency,
-        scan: None,
+        ..PhaseOutcome::new(workload, workload.name(), seconds, None)
     })
 }
 
@@ -284,18 +279,8 @@ fn outcome_of(
     results: Vec<Result<ThreadResult>>,
     writer: Option<Result<ThreadResult>>,
 ) -> Result<PhaseOutcome> {
-    let mut outcome = PhaseOutcome {
-        workload,
-        name: workload.name(),
-        ops: 0,
-        found: workload.is_read().then_some(0),
-        writer_ops: None,
-        seconds: wall.as_secs_f64(),
-        thread_seconds: 0.0,
-        bytes: 0,
-        latency: Histogram::new(),
-        scan: None,
-    };
+    let found = workload.is_read().then_some(0);
+    let mut outcome = PhaseOutcome::new(workload, workload.name(), wall.as_secs_f64(), found);
     for r in results {
         let r = r?;
         outcome.ops += r.ops;
