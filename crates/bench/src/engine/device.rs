@@ -7,8 +7,8 @@
 
 use super::device_cursor::DeviceCursor;
 use super::{
-    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig, StorageArg,
-    TenantHandle, BASELINE_NAMESPACE,
+    tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
+    OpenConfig, StorageArg, TenantHandle,
 };
 use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
@@ -198,21 +198,7 @@ impl BenchDb for DeviceDb {
     }
 
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
-        // Baseline: every tenant in one namespace.
-        let shared = match self.layout {
-            LayoutArg::Baseline => Some(self.namespace(BASELINE_NAMESPACE)?),
-            LayoutArg::PerNamespace | LayoutArg::Shared => None,
-        };
-        (0..n)
-            .map(|index| {
-                let name = TenantHandle::name_of(index);
-                let id = match shared {
-                    Some(id) => id,
-                    None => self.namespace(&name)?,
-                };
-                Ok(TenantHandle { index, id, name })
-            })
-            .collect()
+        tenants_in_namespaces(n, self.layout, |name| self.namespace(name))
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
