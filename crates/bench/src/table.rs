@@ -58,6 +58,21 @@ pub fn thousands(x: f64) -> String {
     }
 }
 
+/// The median of the values (the mean of the middle two for an even count); `None` if empty.
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +82,14 @@ mod tests {
         let mut t = Table::aligned([("a", false), ("b", true)]);
         t.row(["1", ""]);
         assert_eq!(t.render(), "| a | b |\n|---|---:|\n| 1 |  |\n");
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median([3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median([]), None);
+        assert_eq!(median([f64::NAN, 5.0]), Some(5.0));
+        assert_eq!(median([4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 }

@@ -1,6 +1,6 @@
 //! The points of a bts run, their medians over the rounds and the tables printed of them.
 
-use crate::table::Table;
+use crate::table::{median, Table};
 use cerberus_device::{Chunker, Policy};
 use serde::{Deserialize, Serialize};
 
@@ -76,19 +76,6 @@ pub struct Median {
     pub over_inline: Option<f64>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 pub fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Median> {
     let mut out = Vec::new();
     for &t in threads {
@@ -97,7 +84,7 @@ pub fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<
                 .iter()
                 .filter(|x| x.policy == p && x.threads == t)
                 .collect();
-            let m = |f: fn(&Point) -> f64| median(of.iter().map(|x| f(x)).collect());
+            let m = |f: fn(&Point) -> f64| median(of.iter().map(|x| f(x))).unwrap_or(0.0);
             out.push(Median {
                 policy: p,
                 threads: t,
@@ -162,7 +149,7 @@ fn ratio_in_rounds(points: &[Point], threads: usize, other: Policy) -> Option<f6
     let v: Vec<f64> = (0..rounds)
         .filter_map(|r| Some(mean(Policy::Bts, r)? / mean(other, r)?))
         .collect();
-    (!v.is_empty()).then(|| median(v))
+    median(v)
 }
 
 /// Mean latency per policy and thread count, and the two ratios the paper's figure shows

@@ -273,21 +273,6 @@ fn add(sweep: &mut Sweep, part: &str, doc: &Value) -> Result<()> {
     Ok(())
 }
 
-/// The median of the values (the mean of the middle two for an even count); `None` if empty.
-pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 #[cfg(test)]
 pub mod tests {
     use super::*;
@@ -307,14 +292,6 @@ pub mod tests {
                           "entries": 10 * l, "scan_length": l,
                           "next_latency_us": { "p50": 1.0, "p99": 100.0, "p999": 1000.0 / ops } } ]
         })
-    }
-
-    #[test]
-    fn medians() {
-        assert_eq!(median([3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median([]), None);
-        assert_eq!(median([f64::NAN, 5.0]), Some(5.0));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The markdown tables of a sweep: medians over its repeats.
 
-use super::data::{median, EngineRun, NandPoint, SeekRun, Sweep};
-use crate::table::{thousands, Table};
+use super::data::{EngineRun, NandPoint, SeekRun, Sweep};
+use crate::table::{median, thousands, Table};
 use std::collections::BTreeSet;
 
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
