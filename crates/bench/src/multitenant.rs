@@ -21,9 +21,7 @@ use crate::memory::MemorySample;
 use crate::profile::{ProfileArg, SizeProfile};
 use crate::report::measures::stats_delta;
 use crate::report::PhaseReport;
-use crate::workload::{
-    mix, progress_bar, KeyFormat, PhaseOutcome, ValuePool, Workload, PROGRESS_EVERY,
-};
+use crate::workload::{mix, progress_bar, KeyFormat, PhaseOutcome, Progress, ValuePool, Workload};
 use anyhow::{anyhow, bail, Result};
 use cerberus_engine::NamespaceStats;
 use indicatif::ProgressBar;
@@ -240,29 +238,6 @@ fn run_threads<T: Send>(
     Ok((results.into_iter().collect::<Result<Vec<T>>>()?, wall))
 }
 
-/// Advances the phase's progress bar every `PROGRESS_EVERY` ops.
-struct Progress<'a> {
-    bar: &'a ProgressBar,
-    pending: u64,
-}
-
-impl Progress<'_> {
-    #[inline]
-    fn tick(&mut self) {
-        self.pending += 1;
-        if self.pending == PROGRESS_EVERY {
-            self.bar.inc(self.pending);
-            self.pending = 0;
-        }
-    }
-}
-
-impl Drop for Progress<'_> {
-    fn drop(&mut self) {
-        self.bar.inc(self.pending);
-    }
-}
-
 /// Seed salts of the two phases.
 const PUT_SALT: u64 = 0x6d74_7075;
 const GET_SALT: u64 = 0x6d74_6765;
@@ -306,13 +281,13 @@ fn tenant_loop(
     mut op: impl FnMut() -> Result<Duration>,
 ) -> Result<TenantPhase> {
     let mut latency = Histogram::new();
-    let mut progress = Progress { bar, pending: 0 };
+    let mut progress = Progress::new(bar);
     let t0 = Instant::now();
     let mut ops = 0;
     while ops < count && !stop.load(Ordering::Relaxed) {
         latency.record(op()?.as_nanos() as u64);
         ops += 1;
-        progress.tick();
+        progress.add(1);
     }
     Ok(TenantPhase {
         ops,

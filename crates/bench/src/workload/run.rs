@@ -3,8 +3,8 @@
 //! (seekrandom).
 
 use super::{
-    mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, ValuePool,
-    Workload, PROGRESS_EVERY,
+    mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, Progress,
+    ValuePool, Workload,
 };
 use crate::engine::BenchDb;
 use crate::histogram::Histogram;
@@ -75,7 +75,7 @@ fn run_job(
     };
     start.wait();
     let t0 = Instant::now();
-    let mut pending = 0u64;
+    let mut bar = Progress::new(progress);
     let mut i = 0u64;
     let pipeline = if measured { config.pipeline.max(1) } else { 1 };
     let mut batch_keys: Vec<Vec<u8>> = Vec::new();
@@ -117,11 +117,7 @@ fn run_job(
                     hist.record(ns);
                 }
                 i += n as u64;
-                pending += n as u64;
-                if pending >= PROGRESS_EVERY {
-                    progress.inc(pending);
-                    pending = 0;
-                }
+                bar.add(n as u64);
                 continue;
             }
             keys.write(job.key(i, &mut rng, config.num), &mut key);
@@ -144,19 +140,15 @@ fn run_job(
             }
             i += 1;
             if measured {
-                pending += 1;
-                if pending == PROGRESS_EVERY {
-                    progress.inc(pending);
-                    pending = 0;
-                }
+                bar.add(1);
             }
         }
         Ok(())
     })();
     out.elapsed = t0.elapsed();
     out.ops = i;
+    drop(bar);
     if measured {
-        progress.inc(pending);
         out.latency = Some(hist);
     }
     if result.is_err() {
