@@ -1,5 +1,6 @@
 //! The commands other than the workload list, chosen by the first argument:
-//! `cerberus-bench plot` (charts of a multitenant grid, `plot/`), `cerberus-bench
+//! `cerberus-bench plot` (charts of a multitenant grid, `plot/`), `cerberus-bench grid-table`
+//! (its markdown table, `plot/grid_table.rs`), `cerberus-bench
 //! plot-iterators` (tables and charts of an iterator sweep, `plot/iterators/`),
 //! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`),
 //! `cerberus-bench dataset` (the paper's glacier and tweets datasets as JSON lines,
@@ -13,8 +14,9 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 8] = [
+const COMMANDS: [(&str, Command); 9] = [
     ("plot", |args| crate::plot::main(args)),
+    ("grid-table", |args| crate::plot::grid_table::main(args)),
     ("plot-iterators", |args| crate::plot::iterators::main(args)),
     ("plot-queries", |args| crate::plot::queries::main(args)),
     ("itermem", |args| crate::itermem::main(args)),
@@ -50,6 +52,7 @@ mod tests {
             names,
             [
                 "plot",
+                "grid-table",
                 "plot-iterators",
                 "plot-queries",
                 "itermem",

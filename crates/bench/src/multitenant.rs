@@ -21,9 +21,7 @@ use crate::memory::MemorySample;
 use crate::profile::{ProfileArg, SizeProfile};
 use crate::report::measures::stats_delta;
 use crate::report::PhaseReport;
-use crate::workload::{
-    mix, progress_bar, KeyFormat, PhaseOutcome, ValuePool, Workload, PROGRESS_EVERY,
-};
+use crate::workload::{mix, progress_bar, KeyFormat, PhaseOutcome, Progress, ValuePool, Workload};
 use anyhow::{anyhow, bail, Result};
 use cerberus_engine::NamespaceStats;
 use indicatif::ProgressBar;
@@ -240,29 +238,6 @@ fn run_threads<T: Send>(
     Ok((results.into_iter().collect::<Result<Vec<T>>>()?, wall))
 }
 
-/// Advances the phase's progress bar every `PROGRESS_EVERY` ops.
-struct Progress<'a> {
-    bar: &'a ProgressBar,
-    pending: u64,
-}
-
-impl Progress<'_> {
-    #[inline]
-    fn tick(&mut self) {
-        self.pending += 1;
-        if self.pending == PROGRESS_EVERY {
-            self.bar.inc(self.pending);
-            self.pending = 0;
-        }
-    }
-}
-
-impl Drop for Progress<'_> {
-    fn drop(&mut self) {
-        self.bar.inc(self.pending);
-    }
-}
-
 /// Seed salts of the two phases.
 const PUT_SALT: u64 = 0x6d74_7075;
 const GET_SALT: u64 = 0x6d74_6765;
@@ -284,22 +259,41 @@ fn phase_outcome(
         latency.merge(&t.latency);
     }
     let ops = per_tenant.iter().map(|t| t.ops).sum::<u64>();
+    let (workload, name) = match read {
+        true => (Workload::ReadRandom, "get"),
+        false => (Workload::FillRandom, "put"),
+    };
     PhaseOutcome {
-        workload: if read {
-            Workload::ReadRandom
-        } else {
-            Workload::FillRandom
-        },
-        name: if read { "get" } else { "put" },
         ops,
-        found: read.then_some(found),
-        writer_ops: None,
-        seconds: wall.as_secs_f64(),
         thread_seconds: per_tenant.iter().map(|t| t.seconds).sum(),
         bytes: if read { found } else { ops } * kv_bytes,
         latency,
-        scan: None,
+        ..PhaseOutcome::new(workload, name, wall.as_secs_f64(), read.then_some(found))
     }
+}
+
+/// One tenant's timed loop: `count` calls of `op` (fewer if `stop` is set), each returning
+/// how long its engine call took.
+fn tenant_loop(
+    bar: &ProgressBar,
+    stop: &AtomicBool,
+    count: u64,
+    mut op: impl FnMut() -> Result<Duration>,
+) -> Result<TenantPhase> {
+    let mut latency = Histogram::new();
+    let mut progress = Progress::new(bar);
+    let t0 = Instant::now();
+    let mut ops = 0;
+    while ops < count && !stop.load(Ordering::Relaxed) {
+        latency.record(op()?.as_nanos() as u64);
+        ops += 1;
+        progress.add(1);
+    }
+    Ok(TenantPhase {
+        ops,
+        seconds: t0.elapsed().as_secs_f64(),
+        latency,
+    })
 }
 
 /// Runs the multitenant workload on `db`.
@@ -317,35 +311,19 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
     let global0 = db.db_stats();
     let bar = progress_bar("put", m * cfg.tenants as u64);
     let (puts, put_wall) = run_threads("put", cfg.tenants, &stop, |t| {
-        let tenant = &handles[t];
         let mut rng = SmallRng::seed_from_u64(mix(mix(cfg.seed, PUT_SALT), t as u64 + 1));
         let mut gen = values.generator(&mut rng);
         let mut key = vec![0u8; keys.size()];
         let mut written = KeySet::new(m);
-        let mut hist = Histogram::new();
-        let mut progress = Progress {
-            bar: &bar,
-            pending: 0,
-        };
-        let t0 = Instant::now();
-        let mut ops = 0;
-        while ops < m && !stop.load(Ordering::Relaxed) {
+        let phase = tenant_loop(&bar, &stop, m, || {
             let k = rng.gen_range(0..m);
             keys.write(k, &mut key);
             let value = gen.next();
             let op_start = Instant::now();
-            db.put_tenant(tenant, &key, value)?;
-            hist.record(op_start.elapsed().as_nanos() as u64);
+            db.put_tenant(&handles[t], &key, value)?;
             written.insert(k);
-            ops += 1;
-            progress.tick();
-        }
-        let seconds = t0.elapsed().as_secs_f64();
-        let phase = TenantPhase {
-            ops,
-            seconds,
-            latency: hist,
-        };
+            Ok(op_start.elapsed())
+        })?;
         Ok((phase, written.keys()))
     })?;
     bar.finish_and_clear();
@@ -358,34 +336,23 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
 
     let bar = progress_bar("get", cfg.gets_per_tenant * cfg.tenants as u64);
     let (gets, get_wall) = run_threads("get", cfg.tenants, &stop, |t| {
-        let tenant = &handles[t];
         let written = &puts[t].1;
         let mut rng = SmallRng::seed_from_u64(mix(mix(cfg.seed, GET_SALT), t as u64 + 1));
         let mut key = vec![0u8; keys.size()];
-        let mut hist = Histogram::new();
-        let mut progress = Progress {
-            bar: &bar,
-            pending: 0,
-        };
         let mut misses = 0u64;
-        let t0 = Instant::now();
-        let mut ops = 0;
-        while ops < cfg.gets_per_tenant && !written.is_empty() && !stop.load(Ordering::Relaxed) {
+        let count = if written.is_empty() {
+            0
+        } else {
+            cfg.gets_per_tenant
+        };
+        let phase = tenant_loop(&bar, &stop, count, || {
             let k = written[rng.gen_range(0..written.len())];
             keys.write(k, &mut key);
             let op_start = Instant::now();
-            let found = db.get_tenant(tenant, &key)?;
-            hist.record(op_start.elapsed().as_nanos() as u64);
+            let found = db.get_tenant(&handles[t], &key)?;
             misses += u64::from(!found);
-            ops += 1;
-            progress.tick();
-        }
-        let seconds = t0.elapsed().as_secs_f64();
-        let phase = TenantPhase {
-            ops,
-            seconds,
-            latency: hist,
-        };
+            Ok(op_start.elapsed())
+        })?;
         Ok((phase, misses))
     })?;
     bar.finish_and_clear();
@@ -433,197 +400,4 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::workload::run::tests::MemDb;
-
-    pub(crate) fn config(tenants: usize, num_per_tenant: u64) -> MtConfig {
-        MtConfig {
-            tenants,
-            num_per_tenant,
-            gets_per_tenant: num_per_tenant,
-            key_size: 16,
-            value_size: 100,
-            seed: 7,
-            compression_ratio: 0.5,
-            layout: LayoutArg::PerNamespace,
-            profile: None,
-            settle: true,
-        }
-    }
-
-    #[test]
-    fn every_tenant_writes_its_own_keys_and_finds_them() {
-        let db = MemDb::default();
-        let cfg = config(3, 5_000);
-        let values = ValuePool::new(cfg.value_size, 0.5, 1);
-        let run = run(&db, &cfg, &values).unwrap();
-        assert_eq!(run.tenants.len(), 3);
-        assert_eq!(run.put.outcome.ops, 15_000);
-        assert_eq!(run.put.outcome.name, "put");
-        assert_eq!(run.get.outcome.ops, 15_000);
-        assert_eq!(run.get.outcome.found, Some(15_000));
-        assert_eq!(run.get.outcome.latency.count(), 15_000);
-        assert_eq!(run.get.outcome.bytes, 15_000 * 116);
-        assert!(run.put.delta.is_none());
-        let map = db.tenant_map.lock().unwrap();
-        for (i, t) in run.tenants.iter().enumerate() {
-            assert_eq!(t.handle.index, i);
-            assert_eq!(t.put.ops, 5_000);
-            assert_eq!(t.get.ops, 5_000);
-            assert_eq!(t.get_misses, 0);
-            assert!(t.put.ops_per_sec() > 0.0 && t.get.ops_per_sec() > 0.0);
-            assert!(t.stats.is_none());
-            // About 1 - 1/e of each tenant's key space gets written, and only in its space.
-            let written = map.keys().filter(|(id, _)| *id == t.handle.id).count();
-            assert_eq!(written as u64, t.distinct_keys);
-            let share = written as f64 / 5_000.0;
-            assert!((share - 0.632).abs() < 0.03, "{share}");
-        }
-        assert_eq!(
-            map.len() as u64,
-            run.tenants.iter().map(|t| t.distinct_keys).sum::<u64>()
-        );
-        // Tenants draw different key sequences.
-        let keys_of = |id| {
-            let mut k: Vec<_> = map
-                .keys()
-                .filter(|(i, _)| *i == id)
-                .map(|(_, k)| k.clone())
-                .collect();
-            k.sort();
-            k
-        };
-        assert_ne!(
-            keys_of(run.tenants[0].handle.id),
-            keys_of(run.tenants[1].handle.id)
-        );
-    }
-
-    #[test]
-    fn gets_per_tenant_samples_the_written_keys() {
-        let db = MemDb::default();
-        let mut cfg = config(2, 4_000);
-        cfg.gets_per_tenant = 1_500;
-        let values = ValuePool::new(cfg.value_size, 0.5, 1);
-        let r = run(&db, &cfg, &values).unwrap();
-        assert_eq!(r.put.outcome.ops, 8_000);
-        assert_eq!(r.get.outcome.ops, 3_000);
-        assert_eq!(r.get.outcome.found, Some(3_000));
-        for t in &r.tenants {
-            assert_eq!(t.put.ops, 4_000);
-            assert_eq!(t.get.ops, 1_500);
-            assert_eq!(t.get.latency.count(), 1_500);
-        }
-        // More gets than keys is fine too: keys repeat.
-        cfg.gets_per_tenant = 10_000;
-        let r = run(&db, &cfg, &values).unwrap();
-        assert_eq!(r.get.outcome.found, Some(20_000));
-        // The process's memory is sampled after each phase.
-        if cfg!(target_os = "linux") {
-            for m in [r.put_memory, r.get_memory] {
-                assert!(m.rss_bytes.unwrap() > 0 && m.peak_rss_bytes.unwrap() > 0);
-            }
-        }
-    }
-
-    #[test]
-    fn baseline_tenants_share_one_cerberus_namespace() {
-        use crate::engine::{self, Engine, OpenConfig, StorageArg};
-        let dir = tempfile::tempdir().unwrap();
-        let mut cfg = config(3, 2_000);
-        cfg.layout = LayoutArg::Baseline;
-        cfg.gets_per_tenant = 500;
-        let open = OpenConfig {
-            path: dir.path().to_path_buf(),
-            storage: StorageArg::Posix,
-            cache_bytes: 1 << 20,
-            mmap_reads: true,
-            sync: false,
-            tenants: 3,
-            layout: LayoutArg::Baseline,
-            profile: None,
-            device: None,
-            admin_secret: None,
-            device_prefetch_degree: None,
-        };
-        let db = engine::open(Engine::Cerberus, &open).unwrap();
-        let values = ValuePool::new(cfg.value_size, 0.5, 1);
-        let run = run(&*db, &cfg, &values).unwrap();
-        assert_eq!(run.get.outcome.found, Some(1_500));
-        let nsid = run.tenants[0].handle.id;
-        assert!(nsid != 0);
-        let written: u64 = run.tenants.iter().map(|t| t.distinct_keys).sum();
-        for t in &run.tenants {
-            assert_eq!(t.handle.id, nsid, "one namespace for all");
-            assert_eq!(t.get_misses, 0);
-            // Every tenant sees the whole namespace's counters.
-            let [_, _, after] = t.stats.as_ref().unwrap();
-            assert_eq!(after.puts, 6_000);
-            let d = t.get_delta().unwrap();
-            assert_eq!(d.gets, 1_500);
-        }
-        assert!(written > 3_000);
-        // Opened again, the tenants find the same namespace.
-        db.close().unwrap();
-        drop(db);
-        let db = engine::open(Engine::Cerberus, &open).unwrap();
-        let again = db.create_tenants(3).unwrap();
-        assert!(again.iter().all(|t| t.id == nsid));
-        db.close().unwrap();
-    }
-
-    #[test]
-    fn misses_are_counted() {
-        let db = MemDb {
-            drop_ending: Some(b'7'),
-            ..Default::default()
-        };
-        let cfg = config(2, 2_000);
-        let values = ValuePool::new(cfg.value_size, 0.5, 1);
-        let run = run(&db, &cfg, &values).unwrap();
-        let misses: u64 = run.tenants.iter().map(|t| t.get_misses).sum();
-        // A tenth of the keys end with 7.
-        let share = misses as f64 / 4_000.0;
-        assert!((share - 0.1).abs() < 0.03, "{share}");
-        assert_eq!(run.get.outcome.found, Some(4_000 - misses));
-    }
-
-    #[test]
-    fn keyset_lists_what_was_inserted() {
-        let mut s = KeySet::new(130);
-        for k in [129, 0, 64, 63, 5, 5] {
-            s.insert(k);
-        }
-        assert_eq!(s.keys(), vec![0, 5, 63, 64, 129]);
-        assert!(KeySet::new(1).keys().is_empty());
-    }
-
-    #[test]
-    fn namespace_delta_subtracts() {
-        let before = NamespaceStats {
-            nsid: 3,
-            gets: 10,
-            gets_by_level: vec![1, 2],
-            filter_loads: 4,
-            pages: [1, 1, 1, 1, 1, 1],
-            ..Default::default()
-        };
-        let after = NamespaceStats {
-            nsid: 3,
-            levels: vec![Default::default(); 3],
-            gets: 30,
-            gets_by_level: vec![5, 2, 7],
-            filter_loads: 9,
-            pages: [1, 2, 3, 4, 5, 6],
-            ..Default::default()
-        };
-        let d = ns_delta(&before, &after);
-        assert_eq!(d.nsid, 3);
-        assert_eq!(d.gets, 20);
-        assert_eq!(d.gets_by_level, vec![4, 0, 7]);
-        assert_eq!(d.filter_loads, 5);
-        assert_eq!(d.pages, [0, 1, 2, 3, 4, 5]);
-        assert_eq!(d.levels.len(), 3);
-    }
-}
+mod tests;

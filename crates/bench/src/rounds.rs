@@ -7,21 +7,7 @@
 //! each round (the engines that ran next to each other) before its median is taken.
 
 use crate::report::RunReport;
-
-/// Median of `xs` (the mean of the middle two for an even count); `None` when empty.
-fn median(xs: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
-}
+use crate::table::median;
 
 fn range(xs: &[f64]) -> (f64, f64) {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
@@ -82,8 +68,8 @@ pub fn table(runs: &[RunReport], engines: usize) -> String {
             let (lo, hi) = range(&ph.ops_per_sec);
             out += &format!(
                 "\n  {name:<14} {:>10.0} ({lo:.0}-{hi:.0})  p99 {:.0}",
-                median(&ph.ops_per_sec).unwrap_or(0.0),
-                median(&ph.p99_us).unwrap_or(0.0),
+                median(ph.ops_per_sec.iter().copied()).unwrap_or(0.0),
+                median(ph.p99_us.iter().copied()).unwrap_or(0.0),
             );
         }
         for (e, name) in names.iter().enumerate().skip(1) {
@@ -97,7 +83,7 @@ pub fn table(runs: &[RunReport], engines: usize) -> String {
                 .filter(|(_, b)| **b > 0.0)
                 .map(|(a, b)| a / b)
                 .collect();
-            if let Some(m) = median(&ratios) {
+            if let Some(m) = median(ratios.iter().copied()) {
                 let (lo, hi) = range(&ratios);
                 out += &format!(
                     "\n  {:<14} {m:>10.3} ({lo:.3}-{hi:.3})",
@@ -107,17 +93,4 @@ pub fn table(runs: &[RunReport], engines: usize) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
-    }
 }

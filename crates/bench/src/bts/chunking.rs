@@ -1,6 +1,7 @@
 //! `cerberus-bench bts --chunking-only`: what one core chunks and hashes per second, for each
 //! chunking and hash the dedup service offers, over values of the bench's size.
 
+use crate::table::Table;
 use anyhow::Result;
 use cerberus_device::{ChunkHash, Chunker, Chunking};
 use rand::{RngCore, SeedableRng};
@@ -10,9 +11,15 @@ pub fn main(value_size: usize) -> Result<()> {
     let total = 256usize << 20;
     let mut data = vec![0u8; total];
     rand::rngs::SmallRng::seed_from_u64(7).fill_bytes(&mut data);
-    println!(
-        "| chunking | hash | chunk bytes | MB/s on one core | chunks/s |\n|---|---|---|---|---|"
-    );
+    let mut t = Table::new(&[
+        "chunking",
+        "hash",
+        "chunk bytes",
+        "MB/s on one core",
+        "chunks/s",
+    ]);
+    // Each row as it is measured.
+    print!("{}", t.render());
     for chunking in [Chunking::Fixed, Chunking::Cdc] {
         for hash in [ChunkHash::Sha1, ChunkHash::Xxh3] {
             let c = Chunker {
@@ -37,11 +44,15 @@ pub fn main(value_size: usize) -> Result<()> {
                 best = best.min(t.elapsed().as_secs_f64());
                 chunks = n;
             }
-            println!(
-                "| {chunking:?} | {hash:?} | 128 | {:.0} | {:.0} |",
-                total as f64 / best / 1e6,
-                chunks as f64 / best
-            );
+            t.row([
+                format!("{chunking:?}"),
+                format!("{hash:?}"),
+                "128".into(),
+                format!("{:.0}", total as f64 / best / 1e6),
+                format!("{:.0}", chunks as f64 / best),
+            ]);
+            print!("{}", t.render().lines().last().unwrap_or_default());
+            println!();
         }
     }
     Ok(())

@@ -4,10 +4,11 @@
 //! over the wire, by code of this file (fixed chunks and SHA-1 computed with the `sha1` crate
 //! directly; content-defined boundaries from the device's chunker, counted here).
 
+use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use cerberus_device::{ChunkHash, Chunker, Chunking, Device, DeviceConfig};
-use cerberus_host::{BlockingClient, ScanOptions};
+use cerberus_device::{ChunkHash, Chunker, Chunking};
+use cerberus_host::ScanOptions;
 use rand::{Rng, RngCore, SeedableRng};
 use sha1::{Digest, Sha1};
 use std::collections::HashMap;
@@ -104,22 +105,15 @@ fn recompute<'a>(values: impl Iterator<Item = &'a [u8]>, c: Chunker) -> (u64, u6
 pub fn main(mix: &str, records: u64, chunker: Chunker) -> Result<()> {
     let values = values(mix, records)?;
     let dir = tempfile::tempdir()?;
-    let mut c = DeviceConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        ..DeviceConfig::default()
-    };
+    let mut c = local_device::config(dir.path());
     c.dedup.enabled = true;
     c.dedup.chunking = chunker.chunking;
     c.dedup.hash = chunker.hash;
     c.dedup.chunk_bytes = chunker.chunk_bytes;
-    let dev = Device::start(c).context("starting a device")?;
-    let addr = dev.local_addr().to_string();
-    let admin = BlockingClient::connect(&addr)?;
-    admin.authenticate_admin(dev.admin_secret())?;
-    let (ns, secret) = admin.ns_create(mix)?;
-    let client = BlockingClient::connect(&addr)?;
-    client.authenticate(ns, &secret)?;
+    let local = LocalDevice::start(c)?;
+    let (ns, secret) = local.create_namespace(mix)?;
+    let client = local_device::client(&local.addr, ns, &secret)?;
+    let dev = &local.device;
     let t = Instant::now();
     for (i, v) in values.iter().enumerate() {
         client.put(
@@ -168,8 +162,8 @@ pub fn main(mix: &str, records: u64, chunker: Chunker) -> Result<()> {
         drained.as_secs_f64(),
         stats.hash_mb_per_s
     );
-    drop((client, admin));
-    dev.shutdown()?;
+    drop(client);
+    local.device.shutdown()?;
     if mine.logical_bytes != logical || mine.unique_bytes != unique {
         bail!("the device's index differs from the recomputation");
     }

@@ -14,15 +14,18 @@
 
 mod chunking;
 mod mix;
+pub mod report;
 
 use crate::histogram::Histogram;
+use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use cerberus_device::{ChunkHash, Chunker, Chunking, Device, DeviceConfig, Policy};
+use cerberus_device::{ChunkHash, Chunker, Chunking, Policy};
 use cerberus_host::BlockingClient;
 use clap::Parser;
 use rand::{RngCore, SeedableRng};
-use serde::Serialize;
+pub use report::RunDoc;
+use report::{medians, print_tables, Point};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -98,59 +101,6 @@ struct Args {
     chunking_only: bool,
 }
 
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-struct Point {
-    round: usize,
-    policy: Policy,
-    threads: usize,
-    puts: u64,
-    seconds: f64,
-    puts_per_sec: f64,
-    mean_us: f64,
-    p99_us: f64,
-    p999_us: f64,
-    /// Mean time a core spent running one command (device side).
-    service_us: f64,
-    backlog_at_end: u64,
-    drain_seconds: f64,
-    migrations: u64,
-    /// Per core: connections at the end of the puts, background tasks run, foreground load.
-    core_connections: Vec<usize>,
-    /// Mean load over the cores (foreground plus background, and foreground alone) at the
-    /// monitor's last sample before the puts ended.
-    mean_load: f64,
-    mean_fg_load: f64,
-    core_bg_tasks: Vec<u64>,
-    core_fg_commands: Vec<u64>,
-    bg_mean_wait_us: f64,
-    /// The device's estimate of the delay background work added per command.
-    #[serde(default)]
-    fg_queueing_us: f64,
-}
-
-#[derive(Clone, Debug, Serialize)]
-struct Median {
-    policy: Policy,
-    threads: usize,
-    mean_us: f64,
-    p99_us: f64,
-    p999_us: f64,
-    puts_per_sec: f64,
-    drain_seconds: f64,
-    migrations: f64,
-    backlog_at_end: f64,
-    /// Mean time a core ran one command, and the rest of the mean latency: the wait in
-    /// queues (the core busy with other commands or a background task), the network and the
-    /// client.
-    service_us: f64,
-    outside_us: f64,
-    fg_queueing_us: f64,
-    /// For `bts`: the median over the rounds of its mean latency over `off`'s and over
-    /// `inline`'s in the same round (the machine's drift cancels within a round).
-    over_off: Option<f64>,
-    over_inline: Option<f64>,
-}
-
 fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>>
 where
     T::Err: std::fmt::Display,
@@ -191,8 +141,7 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     if let Some(path) = &args.from_json {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let doc: serde_json::Value = serde_json::from_str(&text)?;
-        let points: Vec<Point> = serde_json::from_value(doc["points"].clone())?;
+        let points = serde_json::from_str::<RunDoc>(&text)?.points;
         let mut policies: Vec<Policy> = Vec::new();
         let mut threads: Vec<usize> = Vec::new();
         for p in &points {
@@ -260,19 +209,19 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let medians = medians(&points, &policies, &threads);
     print_tables(&medians, &policies, &threads);
     if let Some(path) = &args.json {
-        let doc = serde_json::json!({
-            "value_size": args.value_size,
-            "num": args.num,
-            "cores": args.cores,
-            "pin": args.pin,
-            "threshold": args.threshold,
-            "sample_every": args.sample_every,
-            "chunker": chunker,
-            "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
-            "rounds": args.rounds,
-            "points": points,
-            "medians": medians,
-        });
+        let doc = RunDoc {
+            chunker: Some(chunker),
+            cores: args.cores,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            medians,
+            num: args.num,
+            pin: args.pin,
+            points,
+            rounds: args.rounds,
+            sample_every: args.sample_every,
+            threshold: args.threshold,
+            value_size: args.value_size,
+        };
         std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -286,118 +235,15 @@ fn run_point(
     threads: usize,
     round: usize,
 ) -> Result<Point> {
-    let dir = match &args.db {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            tempfile::tempdir_in(d)?
-        }
-        None => tempfile::tempdir()?,
-    };
-    let mut c = DeviceConfig {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        network_threads: args.cores,
-        max_value_len: (args.value_size as u32).max(1 << 20),
-        ..DeviceConfig::default()
-    };
-    c.scheduler.policy = policy;
-    c.scheduler.sample_every = args.sample_every;
-    c.scheduler.pin_cores = args.pin;
-    if let Some(t) = args.threshold {
-        c.scheduler.load_threshold = t;
-    }
-    c.dedup.enabled = policy != Policy::Off;
-    c.dedup.chunking = chunker.chunking;
-    c.dedup.hash = chunker.hash;
-    c.dedup.chunk_bytes = chunker.chunk_bytes;
-    let dev = Device::start(c).context("starting a device")?;
-    let addr = dev.local_addr().to_string();
-    let (ns, secret) = {
-        let admin = BlockingClient::connect(&addr)?;
-        admin.authenticate_admin(dev.admin_secret())?;
-        admin.ns_create("bts")?
-    };
-    // Wait for the admin connection to leave its core, so placement starts from zero.
-    let t = Instant::now();
-    while dev
-        .scheduler_stats()
-        .cores
-        .iter()
-        .any(|c| c.connections > 0)
-    {
-        if t.elapsed() > Duration::from_secs(5) {
-            bail!("the admin connection did not close");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let (_dir, local, ns, secret) = start_device(args, chunker, policy)?;
+    let dev = &local.device;
+    wait_for_no_connection(dev)?;
     let clients: Vec<BlockingClient> = (0..threads)
-        .map(|_| {
-            let c = BlockingClient::connect(&addr)?;
-            c.authenticate(ns, &secret)?;
-            Ok(c)
-        })
+        .map(|_| local_device::client(&local.addr, ns, &secret))
         .collect::<Result<_>>()?;
-    let per = (args.num / threads).max(1);
-    let barrier = std::sync::Barrier::new(threads + 1);
     let (hist, seconds, (core_connections, mean_load, mean_fg_load, fg_queueing_us)) =
-        std::thread::scope(|s| -> Result<_> {
-            let handles: Vec<_> = clients
-                .iter()
-                .enumerate()
-                .map(|(t, client)| {
-                    let barrier = &barrier;
-                    let size = args.value_size;
-                    s.spawn(move || -> Result<Histogram> {
-                        let mut rng = rand::rngs::SmallRng::seed_from_u64(t as u64 + 1);
-                        let mut h = Histogram::new();
-                        let mut buf = vec![0u8; size];
-                        barrier.wait();
-                        for i in 0..per {
-                            rng.fill_bytes(&mut buf);
-                            let key = Bytes::from(format!("{t:04}{i:012}"));
-                            let value = Bytes::copy_from_slice(&buf);
-                            let t0 = Instant::now();
-                            client.put(ns, key, value)?;
-                            h.record(t0.elapsed().as_nanos() as u64);
-                        }
-                        Ok(h)
-                    })
-                })
-                .collect();
-            barrier.wait();
-            let start = Instant::now();
-            let mut all = Histogram::new();
-            for h in handles {
-                let h = h
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
-                all.merge(&h);
-            }
-            let elapsed = start.elapsed().as_secs_f64();
-            let s = dev.scheduler_stats();
-            let n = s.cores.len().max(1) as f64;
-            let shape = (
-                s.cores.iter().map(|c| c.connections).collect::<Vec<_>>(),
-                s.cores.iter().map(|c| c.load).sum::<f64>() / n,
-                s.cores.iter().map(|c| c.fg_load).sum::<f64>() / n,
-                // While the puts ran (the drain after them delays no command).
-                s.fg_queueing_ns_per_command / 1e3,
-            );
-            Ok((all, elapsed, shape))
-        })?;
-    let backlog_at_end = dev.dedup_stats().map_or(0, |d| d.backlog);
-    let t = Instant::now();
-    while dev.dedup_stats().map_or(0, |d| d.backlog) > 0 {
-        if t.elapsed() > Duration::from_secs(600) {
-            bail!("the dedup backlog did not drain in 10 minutes");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let drain_seconds = if backlog_at_end == 0 {
-        0.0
-    } else {
-        t.elapsed().as_secs_f64()
-    };
+        put_load(args, dev, &clients, ns)?;
+    let (backlog_at_end, drain_seconds) = drain(dev)?;
     let s = dev.scheduler_stats();
     let fg: u64 = s.cores.iter().map(|c| c.fg_commands).sum();
     let fg_ns: u64 = s.cores.iter().map(|c| c.fg_busy_ns).sum();
@@ -408,7 +254,7 @@ fn run_point(
         .map(|c| c.bg_mean_wait_ns * c.bg_tasks as f64)
         .sum();
     drop(clients);
-    dev.shutdown().context("stopping the device")?;
+    local.device.shutdown().context("stopping the device")?;
     let puts = hist.count();
     Ok(Point {
         round,
@@ -440,6 +286,132 @@ fn run_point(
         },
         fg_queueing_us,
     })
+}
+
+/// A fresh device of the point (its directory under --db, or a temporary one) and a namespace.
+fn start_device(
+    args: &Args,
+    chunker: Chunker,
+    policy: Policy,
+) -> Result<(tempfile::TempDir, LocalDevice, u32, String)> {
+    let dir = match &args.db {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            tempfile::tempdir_in(d)?
+        }
+        None => tempfile::tempdir()?,
+    };
+    let mut c = local_device::config(dir.path());
+    c.network_threads = args.cores;
+    c.max_value_len = (args.value_size as u32).max(1 << 20);
+    c.scheduler.policy = policy;
+    c.scheduler.sample_every = args.sample_every;
+    c.scheduler.pin_cores = args.pin;
+    if let Some(t) = args.threshold {
+        c.scheduler.load_threshold = t;
+    }
+    c.dedup.enabled = policy != Policy::Off;
+    c.dedup.chunking = chunker.chunking;
+    c.dedup.hash = chunker.hash;
+    c.dedup.chunk_bytes = chunker.chunk_bytes;
+    let local = LocalDevice::start(c)?;
+    let (ns, secret) = local.create_namespace("bts")?;
+    Ok((dir, local, ns, secret))
+}
+
+/// Waits for the admin connection to leave its core, so placement starts from zero.
+fn wait_for_no_connection(dev: &cerberus_device::DeviceHandle) -> Result<()> {
+    let t = Instant::now();
+    while dev
+        .scheduler_stats()
+        .cores
+        .iter()
+        .any(|c| c.connections > 0)
+    {
+        if t.elapsed() > Duration::from_secs(5) {
+            bail!("the admin connection did not close");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+type Shape = (Vec<usize>, f64, f64, f64);
+
+/// `--num` puts from one thread per client, one in flight each: their latencies, the seconds
+/// they took, and the scheduler's shape at their end.
+fn put_load(
+    args: &Args,
+    dev: &cerberus_device::DeviceHandle,
+    clients: &[BlockingClient],
+    ns: u32,
+) -> Result<(Histogram, f64, Shape)> {
+    let threads = clients.len();
+    let per = (args.num / threads).max(1);
+    let barrier = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| -> Result<_> {
+        let handles: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(t, client)| {
+                let barrier = &barrier;
+                let size = args.value_size;
+                s.spawn(move || -> Result<Histogram> {
+                    let mut rng = rand::rngs::SmallRng::seed_from_u64(t as u64 + 1);
+                    let mut h = Histogram::new();
+                    let mut buf = vec![0u8; size];
+                    barrier.wait();
+                    for i in 0..per {
+                        rng.fill_bytes(&mut buf);
+                        let key = Bytes::from(format!("{t:04}{i:012}"));
+                        let value = Bytes::copy_from_slice(&buf);
+                        let t0 = Instant::now();
+                        client.put(ns, key, value)?;
+                        h.record(t0.elapsed().as_nanos() as u64);
+                    }
+                    Ok(h)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let mut all = Histogram::new();
+        for h in handles {
+            let h = h
+                .join()
+                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+            all.merge(&h);
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let s = dev.scheduler_stats();
+        let n = s.cores.len().max(1) as f64;
+        let shape = (
+            s.cores.iter().map(|c| c.connections).collect::<Vec<_>>(),
+            s.cores.iter().map(|c| c.load).sum::<f64>() / n,
+            s.cores.iter().map(|c| c.fg_load).sum::<f64>() / n,
+            // While the puts ran (the drain after them delays no command).
+            s.fg_queueing_ns_per_command / 1e3,
+        );
+        Ok((all, elapsed, shape))
+    })
+}
+
+/// The dedup backlog when the puts ended, and the seconds it took to drain.
+fn drain(dev: &cerberus_device::DeviceHandle) -> Result<(u64, f64)> {
+    let backlog_at_end = dev.dedup_stats().map_or(0, |d| d.backlog);
+    let t = Instant::now();
+    while dev.dedup_stats().map_or(0, |d| d.backlog) > 0 {
+        if t.elapsed() > Duration::from_secs(600) {
+            bail!("the dedup backlog did not drain in 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let drain_seconds = if backlog_at_end == 0 {
+        0.0
+    } else {
+        t.elapsed().as_secs_f64()
+    };
+    Ok((backlog_at_end, drain_seconds))
 }
 
 /// One spinning thread per CPU at SCHED_IDLE, stopped when dropped.
@@ -482,140 +454,4 @@ impl Drop for Awake {
             let _ = t.join();
         }
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn medians(points: &[Point], policies: &[Policy], threads: &[usize]) -> Vec<Median> {
-    let mut out = Vec::new();
-    for &t in threads {
-        for &p in policies {
-            let of: Vec<&Point> = points
-                .iter()
-                .filter(|x| x.policy == p && x.threads == t)
-                .collect();
-            let m = |f: fn(&Point) -> f64| median(of.iter().map(|x| f(x)).collect());
-            out.push(Median {
-                policy: p,
-                threads: t,
-                mean_us: m(|x| x.mean_us),
-                p99_us: m(|x| x.p99_us),
-                p999_us: m(|x| x.p999_us),
-                puts_per_sec: m(|x| x.puts_per_sec),
-                drain_seconds: m(|x| x.drain_seconds),
-                migrations: m(|x| x.migrations as f64),
-                backlog_at_end: m(|x| x.backlog_at_end as f64),
-                service_us: m(|x| x.service_us),
-                outside_us: m(|x| x.mean_us - x.service_us),
-                fg_queueing_us: m(|x| x.fg_queueing_us),
-                over_off: (p == Policy::Bts)
-                    .then(|| ratio_in_rounds(points, t, Policy::Off))
-                    .flatten(),
-                over_inline: (p == Policy::Bts)
-                    .then(|| ratio_in_rounds(points, t, Policy::Inline))
-                    .flatten(),
-            });
-        }
-    }
-    out
-}
-
-fn print_tables(medians: &[Median], policies: &[Policy], threads: &[usize]) {
-    println!("{}", table(medians, policies, threads));
-    println!(
-        "\n| client threads | policy | service us | rest of the latency us | background in the way \
-         us/command | backlog at the end | drain s | migrations |\n|---|---|---|---|---|---|---|---|"
-    );
-    for m in medians {
-        println!(
-            "| {} | {:?} | {:.1} | {:.1} | {:.1} | {:.0} | {:.2} | {:.0} |",
-            m.threads,
-            m.policy,
-            m.service_us,
-            m.outside_us,
-            m.fg_queueing_us,
-            m.backlog_at_end,
-            m.drain_seconds,
-            m.migrations
-        );
-    }
-}
-
-/// The median over the rounds of `bts`'s mean latency over `other`'s at `threads` clients.
-fn ratio_in_rounds(points: &[Point], threads: usize, other: Policy) -> Option<f64> {
-    let mean = |p: Policy, r: usize| {
-        points
-            .iter()
-            .find(|x| x.policy == p && x.threads == threads && x.round == r)
-            .map(|x| x.mean_us)
-    };
-    let rounds = points.iter().map(|x| x.round).max()? + 1;
-    let v: Vec<f64> = (0..rounds)
-        .filter_map(|r| Some(mean(Policy::Bts, r)? / mean(other, r)?))
-        .collect();
-    (!v.is_empty()).then(|| median(v))
-}
-
-/// Mean latency per policy and thread count, and the two ratios the paper's figure shows
-/// (medians of the ratios within each round).
-fn table(medians: &[Median], policies: &[Policy], threads: &[usize]) -> String {
-    let get = |p: Policy, t: usize| medians.iter().find(|m| m.policy == p && m.threads == t);
-    let mut out = String::from("| client threads |");
-    for p in policies {
-        out += &format!(" {p:?} mean us (p99) | {p:?} puts/s |");
-    }
-    let both = policies.contains(&Policy::Bts);
-    let ratio_cols = [(Policy::Off, "bts / off"), (Policy::Inline, "bts / inline")];
-    for (p, name) in ratio_cols {
-        if both && policies.contains(&p) {
-            out += &format!(" {name} |");
-        }
-    }
-    out += "\n|---|";
-    for _ in policies {
-        out += "---|---|";
-    }
-    for (p, _) in ratio_cols {
-        if both && policies.contains(&p) {
-            out += "---|";
-        }
-    }
-    for &t in threads {
-        out += &format!("\n| {t} |");
-        for &p in policies {
-            match get(p, t) {
-                Some(m) => {
-                    out += &format!(
-                        " {:.1} ({:.0}) | {:.0} |",
-                        m.mean_us, m.p99_us, m.puts_per_sec
-                    )
-                }
-                None => out += " - | - |",
-            }
-        }
-        for (p, _) in ratio_cols {
-            if both && policies.contains(&p) {
-                let r = get(Policy::Bts, t).and_then(|b| match p {
-                    Policy::Off => b.over_off,
-                    _ => b.over_inline,
-                });
-                match r {
-                    Some(r) => out += &format!(" {r:.2} |"),
-                    _ => out += " - |",
-                }
-            }
-        }
-    }
-    out
 }

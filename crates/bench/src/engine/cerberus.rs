@@ -1,8 +1,8 @@
 //! The Cerberus engine.
 
 use super::{
-    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig, StorageArg,
-    TenantHandle, BASELINE_NAMESPACE,
+    tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
+    OpenConfig, StorageArg, TenantHandle,
 };
 use crate::report::measures::db_stats_json;
 use anyhow::{Context, Result};
@@ -100,21 +100,7 @@ impl BenchDb for CerberusDb {
             self.tenants.write().insert(id, ns);
             Ok(id)
         };
-        // Baseline: every tenant in one namespace.
-        let shared = match self.layout {
-            LayoutArg::Baseline => Some(namespace(BASELINE_NAMESPACE)?),
-            LayoutArg::PerNamespace | LayoutArg::Shared => None,
-        };
-        (0..n)
-            .map(|index| {
-                let name = TenantHandle::name_of(index);
-                let id = match shared {
-                    Some(id) => id,
-                    None => namespace(&name)?,
-                };
-                Ok(TenantHandle { index, id, name })
-            })
-            .collect()
+        tenants_in_namespaces(n, self.layout, namespace)
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
@@ -192,6 +178,7 @@ fn namespace_of<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::BASELINE_NAMESPACE;
 
     fn open(dir: &std::path::Path, layout: LayoutArg) -> CerberusDb {
         CerberusDb::open(&OpenConfig {

@@ -7,12 +7,13 @@
 
 use super::device_cursor::DeviceCursor;
 use super::{
-    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig, StorageArg,
-    TenantHandle, BASELINE_NAMESPACE,
+    tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
+    OpenConfig, StorageArg, TenantHandle,
 };
+use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use cerberus_device::{Device, DeviceConfig, DeviceHandle, StorageChoice};
+use cerberus_device::{DeviceHandle, StorageChoice};
 use cerberus_host::BlockingClient;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -43,19 +44,15 @@ thread_local! {
 impl DeviceDb {
     pub fn open(config: &OpenConfig) -> Result<DeviceDb> {
         let target = config.device.as_deref().unwrap_or("local");
-        let (local, addr, admin_secret) = if target == "local" {
-            let mut c = DeviceConfig {
-                data_dir: config.path.clone(),
-                listen: "127.0.0.1:0".into(),
-                storage: match config.storage {
-                    StorageArg::Posix => StorageChoice::Posix,
-                    StorageArg::Nand => StorageChoice::Nand,
-                },
-                sync: config.sync,
-                // Values as large as the embedded runs may use.
-                max_value_len: 64 << 20,
-                ..DeviceConfig::default()
+        let (local, admin) = if target == "local" {
+            let mut c = local_device::config(&config.path);
+            c.storage = match config.storage {
+                StorageArg::Posix => StorageChoice::Posix,
+                StorageArg::Nand => StorageChoice::Nand,
             };
+            c.sync = config.sync;
+            // Values as large as the embedded runs may use.
+            c.max_value_len = 64 << 20;
             c.engine.cache_bytes = config.cache_bytes;
             c.iterator_prefetch_degree = config.device_prefetch_degree;
             if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
@@ -64,24 +61,19 @@ impl DeviceDb {
             if config.profile.is_some() {
                 bail!("--profile is not supported with --engine device");
             }
-            let dev = Device::start(c).context("starting a local device")?;
-            let addr = dev.local_addr().to_string();
-            let secret = dev.admin_secret().to_string();
-            (Some(dev), addr, secret)
+            let dev = LocalDevice::start(c)?;
+            let admin = dev.admin()?;
+            (Some(dev), admin)
         } else {
-            let secret = config.admin_secret.clone().context(
+            let secret = config.admin_secret.as_deref().context(
                 "a remote device needs its admin credential: --admin-secret or \
                  CERBERUS_ADMIN_SECRET",
             )?;
-            (None, target.to_string(), secret)
+            (None, local_device::admin(target, secret)?)
         };
-        let admin = BlockingClient::connect(&addr)
-            .with_context(|| format!("connecting to the device at {addr}"))?;
-        admin
-            .authenticate_admin(&admin_secret)
-            .context("authenticating as admin")?;
+        let addr = local.as_ref().map_or(target, |d| d.addr.as_str());
         let clients = (0..CONNECTIONS)
-            .map(|_| BlockingClient::connect(&addr))
+            .map(|_| BlockingClient::connect(addr))
             .collect::<Result<Vec<_>, _>>()
             .with_context(|| format!("connecting to the device at {addr}"))?;
         let secrets_path = config.path.join(SECRETS_FILE);
@@ -91,7 +83,7 @@ impl DeviceDb {
             Err(_) => BTreeMap::new(),
         };
         let mut db = DeviceDb {
-            local: Mutex::new(local),
+            local: Mutex::new(local.map(|d| d.device)),
             admin,
             clients,
             next: AtomicUsize::new(0),
@@ -206,21 +198,7 @@ impl BenchDb for DeviceDb {
     }
 
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
-        // Baseline: every tenant in one namespace.
-        let shared = match self.layout {
-            LayoutArg::Baseline => Some(self.namespace(BASELINE_NAMESPACE)?),
-            LayoutArg::PerNamespace | LayoutArg::Shared => None,
-        };
-        (0..n)
-            .map(|index| {
-                let name = TenantHandle::name_of(index);
-                let id = match shared {
-                    Some(id) => id,
-                    None => self.namespace(&name)?,
-                };
-                Ok(TenantHandle { index, id, name })
-            })
-            .collect()
+        tenants_in_namespaces(n, self.layout, |name| self.namespace(name))
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {

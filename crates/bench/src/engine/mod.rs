@@ -125,6 +125,29 @@ impl TenantHandle {
     }
 }
 
+/// The tenants `tenant-0` .. `tenant-{n-1}`, each in the namespace `namespace` finds or makes
+/// under its name, or in the baseline layout all in one namespace.
+pub fn tenants_in_namespaces(
+    n: usize,
+    layout: LayoutArg,
+    namespace: impl Fn(&str) -> Result<u32>,
+) -> Result<Vec<TenantHandle>> {
+    let shared = match layout {
+        LayoutArg::Baseline => Some(namespace(BASELINE_NAMESPACE)?),
+        LayoutArg::PerNamespace | LayoutArg::Shared => None,
+    };
+    (0..n)
+        .map(|index| {
+            let name = TenantHandle::name_of(index);
+            let id = match shared {
+                Some(id) => id,
+                None => namespace(&name)?,
+            };
+            Ok(TenantHandle { index, id, name })
+        })
+        .collect()
+}
+
 /// How tenants share the database (`--layout`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LayoutArg {

@@ -2,6 +2,7 @@
 
 use super::{ItermemArgs, Measurement, Summary};
 use crate::memory::MemorySample;
+use crate::table::Table;
 use serde::Serialize;
 
 fn mib(b: Option<u64>) -> String {
@@ -91,27 +92,32 @@ fn opt0(x: Option<f64>) -> String {
 
 /// A markdown table of several table counts.
 pub fn table(ms: &[Measurement]) -> String {
-    let mut out = String::from(
-        "| tables | levels | state max / mean (B) | buffers max / mean (B) | heap per iterator, first / measured pass (B) | RSS growth per iterator, first / measured pass (B) | open files after a full scan |\n\
-         |---|---|---|---|---|---|---|\n",
-    );
+    let mut t = Table::new(&[
+        "tables",
+        "levels",
+        "state max / mean (B)",
+        "buffers max / mean (B)",
+        "heap per iterator, first / measured pass (B)",
+        "RSS growth per iterator, first / measured pass (B)",
+        "open files after a full scan",
+    ]);
     for m in ms {
-        out += &format!(
-            "| {} | {} | {} / {:.0} | {} / {:.0} | {:.0} / {:.0} | {} / {} | {} |\n",
-            m.tables,
+        let per = |bytes: i64| bytes as f64 / m.iterators.max(1) as f64;
+        t.row([
+            m.tables.to_string(),
             levels_line(m),
-            m.state.max,
-            m.state.mean,
-            m.buffers.max,
-            m.buffers.mean,
-            m.cold_heap as f64 / m.iterators.max(1) as f64,
-            m.heap as f64 / m.iterators.max(1) as f64,
-            opt0(m.cold_growth_per_iterator()),
-            opt0(m.rss_growth_per_iterator()),
+            format!("{} / {:.0}", m.state.max, m.state.mean),
+            format!("{} / {:.0}", m.buffers.max, m.buffers.mean),
+            format!("{:.0} / {:.0}", per(m.cold_heap), per(m.heap)),
+            format!(
+                "{} / {}",
+                opt0(m.cold_growth_per_iterator()),
+                opt0(m.rss_growth_per_iterator())
+            ),
             m.open_files_full_scan.map_or("-".into(), |n| n.to_string()),
-        );
+        ]);
     }
-    out
+    t.render().to_string()
 }
 
 impl Measurement {

@@ -3,11 +3,10 @@
 //! figures ([`summary`]) are made in sibling modules.
 
 pub use super::json::run_doc;
-pub use super::summary::summary;
+pub use super::summary::{summary, SummaryDoc};
 
 use super::cost_model::{tenant_cost_model, CostModel, StepTerms};
 use super::figures::{mean, tenant_figures};
-use super::summary::SummaryDoc;
 use super::{MtConfig, MtRun};
 use crate::engine::Engine;
 use crate::profile::SizeProfile;

@@ -5,12 +5,14 @@ use super::cost_model::{measured_mean_get_us, ratio, tenant_cost_model, CostMode
 use super::figures::{mean, tenant_figures, TenantFigures};
 use super::{MtConfig, MtRun};
 use crate::report::PhaseReport;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Means over the tenants, the engine-wide NAND read time per get, compaction bytes and
 /// memory.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Read back by the plots and the grid table: the fields they do not need default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SummaryDoc {
+    #[serde(default)]
     pub tenants: usize,
     pub mean_put_ops_per_sec: f64,
     pub mean_get_ops_per_sec: f64,
@@ -18,8 +20,11 @@ pub struct SummaryDoc {
     pub mean_filter_loads_per_get: Option<f64>,
     pub mean_page_reads_per_get: Option<f64>,
     /// All tenants together: ops over the phase's wall time.
+    #[serde(default)]
     pub put_ops_per_sec: f64,
+    #[serde(default)]
     pub get_ops_per_sec: f64,
+    #[serde(default)]
     pub get_misses: u64,
     /// Modeled NAND read time of the get phase over its gets (`--storage nand`; else null).
     pub nand_read_time_us_per_get: Option<f64>,

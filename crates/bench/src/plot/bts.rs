@@ -3,9 +3,10 @@
 //! mean and p99 put latency, and its puts per second.
 
 use super::charts::{Chart, Legend, Series};
+use crate::bts::report::{Median, RunDoc};
 use anyhow::{bail, Context, Result};
+use cerberus_device::Policy;
 use clap::Parser;
-use serde_json::Value;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -30,53 +31,45 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     let args = Args::parse_from(args);
     let text = std::fs::read_to_string(&args.input)
         .with_context(|| format!("reading {}", args.input.display()))?;
-    let run: Value = serde_json::from_str(&text).context("parsing the run")?;
+    let run: RunDoc = serde_json::from_str(&text).context("parsing the run")?;
     let charts = charts(&run)?;
     super::draw_charts(args.font.as_deref(), &args.out, &charts)
 }
 
 /// Case 1-3 of the paper, in its colours' order.
-fn color(policy: &str) -> [u8; 3] {
+fn color(policy: Policy) -> [u8; 3] {
     match policy {
-        "off" => [44, 160, 44],
-        "inline" => [214, 39, 40],
-        _ => [31, 119, 180],
+        Policy::Off => [44, 160, 44],
+        Policy::Inline => [214, 39, 40],
+        Policy::Bts => [31, 119, 180],
     }
 }
 
-fn label(policy: &str) -> String {
+fn label(policy: Policy) -> &'static str {
     match policy {
-        "off" => "off (no background service, Case 1)".into(),
-        "inline" => "inline (task on the put's core, Case 2)".into(),
-        "bts" => "bts (idle cores, Case 3)".into(),
-        p => p.into(),
+        Policy::Off => "off (no background service, Case 1)",
+        Policy::Inline => "inline (task on the put's core, Case 2)",
+        Policy::Bts => "bts (idle cores, Case 3)",
     }
 }
 
-fn charts(run: &Value) -> Result<Vec<Chart>> {
-    let medians = run["medians"].as_array().context("no medians in the run")?;
-    let mut threads: Vec<u64> = medians
-        .iter()
-        .filter_map(|m| m["threads"].as_u64())
-        .collect();
+fn charts(run: &RunDoc) -> Result<Vec<Chart>> {
+    let medians = &run.medians;
+    let mut threads: Vec<usize> = medians.iter().map(|m| m.threads).collect();
     threads.sort_unstable();
     threads.dedup();
-    let mut policies: Vec<String> = Vec::new();
+    let mut policies: Vec<Policy> = Vec::new();
     for m in medians {
-        if let Some(p) = m["policy"].as_str() {
-            if !policies.iter().any(|x| x == p) {
-                policies.push(p.to_string());
-            }
+        if !policies.contains(&m.policy) {
+            policies.push(m.policy);
         }
     }
     if threads.is_empty() || policies.is_empty() {
         bail!("the run has no points");
     }
-    let value_kib = run["value_size"].as_u64().unwrap_or(0) / 1024;
-    let cores = run["cores"].as_u64().unwrap_or(0);
-    let cpus = run["cpus"].as_u64().unwrap_or(0);
-    let rounds = run["rounds"].as_u64().unwrap_or(1);
-    let chart = |file: &str, what: &str, y: &str, field: &str, legend: Legend| Chart {
+    let value_kib = run.value_size / 1024;
+    let (cores, cpus, rounds) = (run.cores, run.cpus, run.rounds);
+    let chart = |file: &str, what: &str, y: &str, field: fn(&Median) -> f64, legend| Chart {
         file: file.into(),
         title: format!(
             "{what} (fill sequential, {value_kib} KiB, dedup; {cores} cores on {cpus} CPUs; \
@@ -88,15 +81,15 @@ fn charts(run: &Value) -> Result<Vec<Chart>> {
         series: policies
             .iter()
             .map(|p| Series {
-                name: label(p),
-                color: color(p),
+                name: label(*p).into(),
+                color: color(*p),
                 values: threads
                     .iter()
                     .map(|&t| {
                         medians
                             .iter()
-                            .find(|m| m["policy"] == p.as_str() && m["threads"] == t)
-                            .and_then(|m| m[field].as_f64())
+                            .find(|m| m.policy == *p && m.threads == t)
+                            .map(field)
                     })
                     .collect(),
             })
@@ -109,21 +102,21 @@ fn charts(run: &Value) -> Result<Vec<Chart>> {
             "bts-mean-latency.png",
             "Mean put latency",
             "microseconds",
-            "mean_us",
+            |m| m.mean_us,
             Legend::UpperLeft,
         ),
         chart(
             "bts-p99-latency.png",
             "p99 put latency",
             "microseconds",
-            "p99_us",
+            |m| m.p99_us,
             Legend::UpperLeft,
         ),
         chart(
             "bts-throughput.png",
             "Puts per second",
             "puts/s",
-            "puts_per_sec",
+            |m| m.puts_per_sec,
             Legend::UpperRight,
         ),
     ])

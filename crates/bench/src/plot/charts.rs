@@ -2,6 +2,7 @@
 //! layout or per tenant count), and the labels of their numbers.
 
 use super::data::{step_order, Point};
+use crate::table::thousands;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a chart's legend goes.
@@ -84,20 +85,6 @@ fn storage_desc(storage: &str) -> &str {
     }
 }
 
-/// `200000` -> `200,000`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut groups = Vec::new();
-    let mut end = digits.len();
-    while end > 3 {
-        groups.push(&digits[end - 3..end]);
-        end -= 3;
-    }
-    groups.push(&digits[..end]);
-    groups.reverse();
-    groups.join(",")
-}
-
 /// The charts of a grid: per storage, engine, keys per tenant and settle mode, filter loads
 /// per get (Fig. 10a), get and put ops/s per tenant (Fig. 8c, 8a) against the tenants, one
 /// line per layout; where gets were answered as a CDF over the search steps, at `cdf_tenants`
@@ -124,7 +111,7 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             g.storage,
             storage_desc(&g.storage),
             g.engine,
-            thousands(g.keys),
+            thousands(g.keys as f64),
             g.settle
         );
         let tenants: Vec<usize> = ps
@@ -170,7 +157,7 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             percent: false,
             legend,
         };
-        let series = by_tenants(&|p| p.filter_loads_per_get);
+        let series = by_tenants(&|p| p.summary.mean_filter_loads_per_get);
         if !series.is_empty() {
             out.push(vs_tenants(
                 "fig10a-filter-loads",
@@ -185,54 +172,80 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             "Gets",
             "get ops/s per tenant",
             Legend::UpperRight,
-            by_tenants(&|p| Some(p.get_ops_per_tenant)),
+            by_tenants(&|p| Some(p.summary.mean_get_ops_per_sec)),
         ));
         out.push(vs_tenants(
             "fig8a-put-ops",
             "Puts",
             "put ops/s per tenant",
             Legend::UpperRight,
-            by_tenants(&|p| Some(p.put_ops_per_tenant)),
+            by_tenants(&|p| Some(p.summary.mean_put_ops_per_sec)),
         ));
 
-        // Fig. 9 at `cdf_tenants` tenants: a line per layout.
-        let at: Vec<(usize, &Point)> = layouts
+        out.extend(fig9_charts(
+            &ps,
+            &layouts,
+            &tenants,
+            &prefix,
+            &about,
+            cdf_tenants,
+        ));
+    }
+    out
+}
+
+/// Fig. 9: where gets were answered, at `cdf_tenants` tenants a line per layout, and per layout
+/// a line per tenant count.
+fn fig9_charts(
+    ps: &[&Point],
+    layouts: &[&str],
+    tenants: &[usize],
+    prefix: &str,
+    about: &str,
+    cdf_tenants: usize,
+) -> Vec<Chart> {
+    let find = |layout: &str, t: usize| {
+        ps.iter()
+            .find(|p| p.name.layout == layout && p.name.tenants == t)
+    };
+    let mut out = Vec::new();
+    // Fig. 9 at `cdf_tenants` tenants: a line per layout.
+    let at: Vec<(usize, &Point)> = layouts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| find(l, cdf_tenants).map(|p| (i, *p)))
+        .filter(|(_, p)| p.gets_by_step.iter().any(|(_, n)| *n > 0))
+        .collect();
+    if !at.is_empty() {
+        let series = at
             .iter()
-            .enumerate()
-            .filter_map(|(i, l)| find(l, cdf_tenants).map(|p| (i, *p)))
-            .filter(|(_, p)| p.gets_by_step.iter().any(|(_, n)| *n > 0))
+            .map(|&(i, p)| (p.name.layout.clone(), layout_color(&p.name.layout, i), p))
             .collect();
-        if !at.is_empty() {
-            let series = at
-                .iter()
-                .map(|&(i, p)| (p.name.layout.clone(), layout_color(&p.name.layout, i), p))
-                .collect();
+        out.push(cdf_chart(
+            format!("{prefix}-fig9-cdf-t{cdf_tenants}.png"),
+            format!("Where gets were answered, {cdf_tenants} tenants: {about}"),
+            series,
+        ));
+    }
+    // Fig. 9 (a), (b): per layout, a line per tenant count.
+    for l in layouts {
+        let series: Vec<(String, [u8; 3], &Point)> = tenants
+            .iter()
+            .filter_map(|&t| find(l, t))
+            .filter(|p| p.gets_by_step.iter().any(|(_, n)| *n > 0))
+            .enumerate()
+            .map(|(i, p)| {
+                let n = p.name.tenants;
+                let label = format!("{n} tenant{}", if n == 1 { "" } else { "s" });
+                (label, PALETTE[i % PALETTE.len()], *p)
+            })
+            .collect();
+        if !series.is_empty() {
             out.push(cdf_chart(
-                format!("{prefix}-fig9-cdf-t{cdf_tenants}.png"),
-                format!("Where gets were answered, {cdf_tenants} tenants: {about}"),
+                format!("{prefix}-fig9-cdf-{l}.png"),
+                format!("Where gets were answered, {l}: {about}"),
                 series,
             ));
-        }
-        // Fig. 9 (a), (b): per layout, a line per tenant count.
-        for l in &layouts {
-            let series: Vec<(String, [u8; 3], &Point)> = tenants
-                .iter()
-                .filter_map(|&t| find(l, t))
-                .filter(|p| p.gets_by_step.iter().any(|(_, n)| *n > 0))
-                .enumerate()
-                .map(|(i, p)| {
-                    let n = p.name.tenants;
-                    let label = format!("{n} tenant{}", if n == 1 { "" } else { "s" });
-                    (label, PALETTE[i % PALETTE.len()], *p)
-                })
-                .collect();
-            if !series.is_empty() {
-                out.push(cdf_chart(
-                    format!("{prefix}-fig9-cdf-{l}.png"),
-                    format!("Where gets were answered, {l}: {about}"),
-                    series,
-                ));
-            }
         }
     }
     out
@@ -424,9 +437,9 @@ mod tests {
 
     #[test]
     fn thousands_separators() {
-        assert_eq!(thousands(7), "7");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(200_000), "200,000");
-        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(7.0), "7");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(200_000.0), "200,000");
+        assert_eq!(thousands(1_000_000.0), "1,000,000");
     }
 }

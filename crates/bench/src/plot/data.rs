@@ -1,7 +1,8 @@
 //! Reading a grid: the points of its JSON files, each named by its place in the grid.
 
+use crate::multitenant::report::SummaryDoc;
 use anyhow::{anyhow, bail, Context, Result};
-use serde_json::Value;
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -55,42 +56,73 @@ impl PointName {
     }
 
     /// The point's place from the document's own `config`, for a file not named by the script.
-    fn from_config(doc: &Value) -> Option<PointName> {
-        let c = doc.get("config")?;
-        let cache = c.get("cache_bytes").and_then(Value::as_u64).unwrap_or(0);
-        let storage = match c.get("storage")?.as_str()? {
-            "nand" if cache == 0 => "nand0",
+    fn from_config(doc: &MtDoc) -> Option<PointName> {
+        let c = doc.config.as_ref()?;
+        let storage = match c.storage.as_str() {
+            "nand" if c.cache_bytes == 0 => "nand0",
             "nand" => "nandbf",
             other => other,
         };
-        let settle = match c.get("settle").and_then(Value::as_bool) {
-            Some(false) => NO_SETTLE,
-            _ => SETTLED,
-        };
         Some(PointName {
             storage: storage.into(),
-            engine: doc.get("engine")?.as_str()?.into(),
-            layout: c.get("layout")?.as_str()?.into(),
-            tenants: usize::try_from(c.get("tenants")?.as_u64()?).ok()?,
-            keys: c.get("num_per_tenant")?.as_u64()?,
-            settle: settle.into(),
+            engine: doc.engine.clone()?,
+            layout: c.layout.clone(),
+            tenants: c.tenants,
+            keys: c.num_per_tenant,
+            settle: if c.settle == Some(false) {
+                NO_SETTLE
+            } else {
+                SETTLED
+            }
+            .into(),
         })
     }
 }
 
-/// One run of the grid: the figures the charts use.
+/// What the plots read of a multitenant document (`multitenant::report::run_doc`'s fields).
+#[derive(Deserialize)]
+struct MtDoc {
+    engine: Option<String>,
+    workload: Option<String>,
+    config: Option<MtConfigDoc>,
+    summary: Option<SummaryDoc>,
+    #[serde(default)]
+    tenants: Vec<TenantDoc>,
+}
+
+#[derive(Deserialize)]
+struct MtConfigDoc {
+    storage: String,
+    #[serde(default)]
+    cache_bytes: u64,
+    settle: Option<bool>,
+    layout: String,
+    tenants: usize,
+    num_per_tenant: u64,
+}
+
+#[derive(Deserialize)]
+struct TenantDoc {
+    gets_by_level: Option<BTreeMap<String, u64>>,
+    get_latency_us: Option<LatencyDoc>,
+}
+
+#[derive(Deserialize)]
+struct LatencyDoc {
+    mean: f64,
+}
+
+/// One run of the grid: the figures the charts and the grid table use.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
     pub name: PointName,
-    /// Means over the tenants of each tenant's ops/s.
-    pub put_ops_per_tenant: f64,
-    pub get_ops_per_tenant: f64,
-    /// Means over the tenants; `None` when the engine counts none (RocksDB).
-    pub filter_loads_per_get: Option<f64>,
-    pub page_reads_per_get: Option<f64>,
+    /// Means over the tenants (per-get figures `None` when the engine counts none: RocksDB).
+    pub summary: SummaryDoc,
     /// Gets of all tenants by where they were answered, in search order (see [`step_order`]);
     /// empty when the engine counts none.
     pub gets_by_step: Vec<(String, u64)>,
+    /// The mean over the tenants of their mean get latency, us.
+    pub measured_get_us: Option<f64>,
 }
 
 /// Sort key of a get's search step: `memtable`, `L0`, `runs` (namespace runs split out of L0),
@@ -108,61 +140,53 @@ pub fn step_order(step: &str) -> (u8, u32, String) {
 }
 
 /// The point of one multitenant document; `name` is the file's, if it follows the grid's form.
-pub fn point_from_doc(name: Option<PointName>, doc: &Value) -> Result<Point> {
-    if let Some(w) = doc.get("workload").and_then(Value::as_str) {
-        if w != "multitenant" {
-            bail!("workload {w}, not multitenant");
-        }
+fn point_from_doc(name: Option<PointName>, doc: serde_json::Value) -> Result<Point> {
+    let doc: MtDoc = serde_json::from_value(doc)?;
+    if let Some(w) = doc.workload.as_deref().filter(|w| *w != "multitenant") {
+        bail!("workload {w}, not multitenant");
     }
     let mut name = match name {
         Some(n) => n,
-        None => PointName::from_config(doc)
+        None => PointName::from_config(&doc)
             .ok_or_else(|| anyhow!("neither a grid file name nor a multitenant config"))?,
     };
-    if let Some(e) = doc.get("engine").and_then(Value::as_str) {
+    if let Some(e) = &doc.engine {
         // A file with several engines: each document says its own.
-        name.engine = e.to_string();
+        name.engine = e.clone();
     }
-    let summary = doc
-        .get("summary")
-        .filter(|s| s.is_object())
-        .ok_or_else(|| anyhow!("no summary"))?;
-    let number = |key: &str| summary.get(key).and_then(Value::as_f64);
+    let summary = doc.summary.ok_or_else(|| anyhow!("no summary"))?;
     let mut steps: BTreeMap<(u8, u32, String), (String, u64)> = BTreeMap::new();
-    let tenants = doc.get("tenants").and_then(Value::as_array);
-    for t in tenants.into_iter().flatten() {
-        let Some(by) = t.get("gets_by_level").and_then(Value::as_object) else {
-            continue;
-        };
-        for (step, n) in by {
-            let n = n
-                .as_u64()
-                .ok_or_else(|| anyhow!("gets_by_level.{step} is not a count"))?;
-            steps
-                .entry(step_order(step))
-                .or_insert_with(|| (step.clone(), 0))
-                .1 += n;
-        }
+    for (step, n) in doc
+        .tenants
+        .iter()
+        .flat_map(|t| t.gets_by_level.iter().flatten())
+    {
+        steps
+            .entry(step_order(step))
+            .or_insert_with(|| (step.clone(), 0))
+            .1 += n;
     }
+    let latencies: Vec<f64> = doc
+        .tenants
+        .iter()
+        .filter_map(|t| Some(t.get_latency_us.as_ref()?.mean))
+        .collect();
     Ok(Point {
         name,
-        put_ops_per_tenant: number("mean_put_ops_per_sec")
-            .ok_or_else(|| anyhow!("no summary.mean_put_ops_per_sec"))?,
-        get_ops_per_tenant: number("mean_get_ops_per_sec")
-            .ok_or_else(|| anyhow!("no summary.mean_get_ops_per_sec"))?,
-        filter_loads_per_get: number("mean_filter_loads_per_get"),
-        page_reads_per_get: number("mean_page_reads_per_get"),
+        summary,
         gets_by_step: steps.into_values().collect(),
+        measured_get_us: (!latencies.is_empty())
+            .then(|| latencies.iter().sum::<f64>() / latencies.len() as f64),
     })
 }
 
 /// The points of one file: one document, or an array of them (one per engine).
 pub fn points_from_text(stem: &str, text: &str) -> Result<Vec<Point>> {
-    let v: Value = serde_json::from_str(text).context("not JSON")?;
+    let v: serde_json::Value = serde_json::from_str(text).context("not JSON")?;
     let name = PointName::parse(stem);
-    match &v {
-        Value::Array(docs) => docs
-            .iter()
+    match v {
+        serde_json::Value::Array(docs) => docs
+            .into_iter()
             .map(|d| point_from_doc(name.clone(), d))
             .collect(),
         doc => Ok(vec![point_from_doc(name, doc)?]),
@@ -279,10 +303,10 @@ pub(super) mod tests {
             "the file name wins over the config"
         );
         assert_eq!(p.name.settle, NO_SETTLE);
-        assert_eq!(p.put_ops_per_tenant, 1500.0);
-        assert_eq!(p.get_ops_per_tenant, 3000.0);
-        assert_eq!(p.filter_loads_per_get, Some(1.25));
-        assert_eq!(p.page_reads_per_get, Some(4.5));
+        assert_eq!(p.summary.mean_put_ops_per_sec, 1500.0);
+        assert_eq!(p.summary.mean_get_ops_per_sec, 3000.0);
+        assert_eq!(p.summary.mean_filter_loads_per_get, Some(1.25));
+        assert_eq!(p.summary.mean_page_reads_per_get, Some(4.5));
         let steps: Vec<(&str, u64)> = p.gets_by_step.iter().map(|(s, n)| (&**s, *n)).collect();
         assert_eq!(
             steps,
@@ -306,7 +330,7 @@ pub(super) mod tests {
                        "mean_filter_loads_per_get":null,"mean_page_reads_per_get":null}}]"#;
         let p = &points_from_text("posix-rocksdb-per_namespace-t1-k50-settled", text).unwrap()[0];
         assert_eq!(p.name.engine, "rocksdb");
-        assert_eq!(p.filter_loads_per_get, None);
+        assert_eq!(p.summary.mean_filter_loads_per_get, None);
         assert!(p.gets_by_step.is_empty());
 
         assert!(points_from_text("x", "{").is_err());

@@ -16,6 +16,7 @@ mod data;
 #[cfg(feature = "plot")]
 mod draw;
 mod font;
+pub mod grid_table;
 pub mod iterators;
 pub mod queries;
 

@@ -4,8 +4,10 @@
 //! SQLite), so the paper's ratios (Figures 4 and 11) read off the bars' heights.
 
 use super::charts::{Chart, Legend, Series, PALETTE};
+use crate::queries::{EngineDoc, QueriesDoc};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use serde::Deserialize;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -53,30 +55,22 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
 type Times = Vec<((String, String), f64)>;
 
 /// The run's engines, and each one's median latency per (query, sk).
-fn engines(run: &Value) -> Vec<(String, Times)> {
-    let runs = run["runs"].as_array().cloned().unwrap_or_default();
-    runs.iter()
-        .map(|r| {
-            let name = r["engine"].as_str().unwrap_or("?").to_string();
-            let qs = r["queries"].as_array().cloned().unwrap_or_default();
-            let times = qs
-                .iter()
-                .filter_map(|q| {
-                    let key = (
-                        q["query"].as_str()?.to_string(),
-                        q["sk"].as_str()?.to_string(),
-                    );
-                    Some((key, q["median_us"].as_f64()?))
-                })
-                .collect();
-            (name, times)
-        })
+fn engines(run: &QueriesDoc) -> Vec<(String, Times)> {
+    let times = |r: &EngineDoc| {
+        let each = r.queries.iter();
+        each.map(|q| ((q.query.clone(), q.sk.clone()), q.median_us))
+            .collect()
+    };
+    run.runs
+        .iter()
+        .map(|r| (r.engine.clone(), times(r)))
         .collect()
 }
 
 /// One chart: the baseline's latency over each other engine's, per query.
 fn chart(stem: &str, run: &Value) -> Result<Chart> {
-    let engines = engines(run);
+    let run = QueriesDoc::deserialize(run)?;
+    let engines = engines(&run);
     let base = engines
         .iter()
         .position(|(n, _)| n == "sqlite")
@@ -117,14 +111,14 @@ fn chart(stem: &str, run: &Value) -> Result<Chart> {
                 .collect(),
         })
         .collect();
-    let storage = run["storage"].as_str().unwrap_or("?");
-    let cache = run["cache_bytes"].as_u64().unwrap_or(0);
+    let cache = run.cache_bytes;
     Ok(Chart {
         file: format!("{stem}.png"),
         title: format!(
-            "{} ({} records), {storage}, cache {} MiB: times faster than {base_name}",
-            run["dataset"].as_str().unwrap_or("?"),
-            run["records"].as_u64().unwrap_or(0),
+            "{} ({} records), {}, cache {} MiB: times faster than {base_name}",
+            run.dataset,
+            run.records,
+            run.storage,
             cache >> 20
         ),
         x_desc: "query, secondary key".into(),

@@ -3,9 +3,10 @@
 //! paper's transfers to the host do; bytes returned are the records and summaries received.
 
 use super::workload::{Query, RunStats, Shape};
-use anyhow::{Context, Result};
+use crate::local_device::{self, LocalDevice};
+use anyhow::Result;
 use bytes::Bytes;
-use cerberus_device::{Device, DeviceConfig, DeviceHandle, StorageChoice};
+use cerberus_device::{DeviceHandle, StorageChoice};
 use cerberus_engine::{AttrPath, Filter, Scalar};
 use cerberus_host::{BlockingClient, ScanOptions};
 use serde_json::{json, Value};
@@ -22,29 +23,19 @@ pub struct Target {
 
 impl Target {
     pub fn start(dir: &Path, nand: bool, cache_bytes: u64) -> Result<Target> {
-        let mut c = DeviceConfig {
-            data_dir: dir.to_path_buf(),
-            listen: "127.0.0.1:0".into(),
-            storage: if nand {
-                StorageChoice::Nand
-            } else {
-                StorageChoice::Posix
-            },
-            ..DeviceConfig::default()
-        };
+        let mut c = local_device::config(dir);
+        if nand {
+            c.storage = StorageChoice::Nand;
+        }
         c.engine.cache_bytes = cache_bytes;
-        let device = Device::start(c).context("starting a local device")?;
-        let addr = device.local_addr().to_string();
-        let admin = BlockingClient::connect(&addr)?;
-        admin.authenticate_admin(device.admin_secret())?;
-        let (ns, secret) = admin.ns_create("data")?;
-        let client = BlockingClient::connect(&addr)?;
-        client.authenticate(ns, &secret)?;
+        let dev = LocalDevice::start(c)?;
+        let (ns, secret) = dev.create_namespace("data")?;
+        let client = local_device::client(&dev.addr, ns, &secret)?;
         Ok(Target {
-            device: Some(device),
+            device: Some(dev.device),
             client,
             ns,
-            addr,
+            addr: dev.addr,
             secret,
         })
     }
@@ -86,8 +77,7 @@ impl Target {
                 .chunks(share)
                 .map(|part| {
                     scope.spawn(move || -> Result<()> {
-                        let c = BlockingClient::connect(&self.addr)?;
-                        c.authenticate(self.ns, &self.secret)?;
+                        let c = local_device::client(&self.addr, self.ns, &self.secret)?;
                         for (k, v) in part {
                             c.put(self.ns, k.clone(), v.clone())?;
                         }

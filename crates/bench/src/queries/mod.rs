@@ -17,11 +17,13 @@ mod device;
 mod sqlite;
 mod workload;
 
+use crate::table::Table;
 use anyhow::{bail, Context, Result};
 use cerberus_engine::storage::NandConfig;
 use cerberus_engine::{Db, Filter, IndexKind, Namespace, Options, StorageKind};
 use clap::Parser;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -159,26 +161,63 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let results = run_queries(&set, args.repeat, &engines, args.interleave)?;
     let mut runs = Vec::new();
     for ((engine, queries), secs) in engines.into_iter().zip(results).zip(loads) {
-        runs.push(json!({
-            "engine": engine.name, "load_secs": median(secs.clone()),
-            "load_secs_each": secs, "queries": queries,
-        }));
+        runs.push(EngineDoc {
+            engine: engine.name.to_string(),
+            load_secs: median(secs.clone()),
+            load_secs_each: secs,
+            queries,
+        });
         engine.close()?;
     }
     print_table(&set, &runs);
     if let Some(path) = &args.json {
-        let doc = json!({
-            "dataset": args.dataset,
-            "records": records.len(),
-            "storage": args.storage,
-            "cache_bytes": args.cache_bytes,
-            "repeat": args.repeat,
-            "runs": runs,
-        });
+        let doc = QueriesDoc {
+            cache_bytes: args.cache_bytes,
+            dataset: args.dataset.clone(),
+            records: records.len(),
+            repeat: args.repeat,
+            runs,
+            storage: args.storage.clone(),
+        };
         std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// The JSON document of a run (`--json`), read back by `plot-queries`; fields in the
+/// order the file has always had them.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QueriesDoc {
+    pub cache_bytes: u64,
+    pub dataset: String,
+    pub records: usize,
+    pub repeat: usize,
+    pub runs: Vec<EngineDoc>,
+    pub storage: String,
+}
+
+/// One engine's load and queries.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EngineDoc {
+    pub engine: String,
+    pub load_secs: f64,
+    pub load_secs_each: Vec<f64>,
+    pub queries: Vec<QueryDoc>,
+}
+
+/// One query on one engine: the median of its runs.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QueryDoc {
+    pub bytes: u64,
+    pub median_us: f64,
+    pub query: String,
+    pub results: usize,
+    pub sk: String,
+    pub stats: Value,
 }
 
 /// Records as (key, JSON line).
@@ -409,14 +448,14 @@ fn run_queries(
     repeat: usize,
     engines: &[Loaded],
     interleave: bool,
-) -> Result<Vec<Vec<Value>>> {
+) -> Result<Vec<Vec<QueryDoc>>> {
     // Parsed before the clock starts, as SQLite's statements are prepared.
     let filters = set
         .queries
         .iter()
         .map(|q| Filter::parse(&q.filter).map_err(anyhow::Error::msg))
         .collect::<Result<Vec<_>>>()?;
-    let mut results: Vec<Vec<Value>> = engines.iter().map(|_| Vec::new()).collect();
+    let mut results: Vec<Vec<QueryDoc>> = engines.iter().map(|_| Vec::new()).collect();
     for (q, filter) in set.queries.iter().zip(&filters) {
         let mut times: Vec<Vec<f64>> = engines.iter().map(|_| Vec::new()).collect();
         let mut last: Vec<Option<QueryRun>> = engines.iter().map(|_| None).collect();
@@ -434,40 +473,37 @@ fn run_queries(
         }
         for (e, (times, last)) in times.into_iter().zip(last).enumerate() {
             let (n, stats, bytes) = last.context("no run")?;
-            results[e].push(json!({
-                "query": q.name, "sk": q.sk_label(), "median_us": median(times),
-                "results": n, "bytes": bytes, "stats": stats.to_json()?,
-            }));
+            results[e].push(QueryDoc {
+                bytes,
+                median_us: median(times),
+                query: q.name.to_string(),
+                results: n,
+                sk: q.sk_label(),
+                stats: stats.to_json()?,
+            });
         }
     }
     Ok(results)
 }
 
-fn print_table(set: &QuerySet, runs: &[Value]) {
-    println!(
-        "\n| query | sk | {} |",
-        runs.iter()
-            .map(|r| r["engine"].as_str().unwrap_or(""))
-            .collect::<Vec<_>>()
-            .join(" | ")
+fn print_table(set: &QuerySet, runs: &[EngineDoc]) {
+    let engines = runs.iter().map(|r| (r.engine.as_str(), true));
+    let mut t = Table::aligned([("query", false), ("sk", false)].into_iter().chain(engines));
+    let load = runs.iter().map(|r| format!("{:.2}", r.load_secs));
+    t.row(
+        ["load".to_string(), "(s)".to_string()]
+            .into_iter()
+            .chain(load),
     );
-    println!("|---|---|{}", "---:|".repeat(runs.len()));
-    let mut load = String::from("| load | (s) |");
-    for r in runs {
-        load.push_str(&format!(" {:.2} |", r["load_secs"].as_f64().unwrap_or(0.0)));
-    }
-    println!("{load}");
     for (i, q) in set.queries.iter().enumerate() {
-        let mut line = format!("| {} | {} |", q.name, q.sk_label());
-        for r in runs {
-            let cell = &r["queries"][i];
-            line.push_str(&format!(
-                " {:.0} us ({} found, {} B) |",
-                cell["median_us"].as_f64().unwrap_or(0.0),
-                cell["results"],
-                cell["bytes"]
-            ));
-        }
-        println!("{line}");
+        let cells = runs.iter().map(|r| {
+            let cell = &r.queries[i];
+            format!(
+                "{:.0} us ({} found, {} B)",
+                cell.median_us, cell.results, cell.bytes
+            )
+        });
+        t.row([q.name.to_string(), q.sk_label()].into_iter().chain(cells));
     }
+    print!("\n{}", t.render());
 }

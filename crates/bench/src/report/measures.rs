@@ -5,7 +5,7 @@ use crate::histogram::Histogram;
 use cerberus_engine::storage::{IoPurpose, NandStats};
 use cerberus_engine::DbStats;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / 1_048_576.0
@@ -22,15 +22,6 @@ pub(crate) fn latency_line(label: &str, h: &Histogram) -> String {
         h.percentile(99.9) / 1e3,
         h.max() as f64 / 1e3,
     )
-}
-
-/// An array indexed by `IoPurpose` as an object keyed by purpose name.
-fn by_purpose<T: Into<Value> + Copy>(a: &[T; IoPurpose::COUNT]) -> Value {
-    let mut m = Map::new();
-    for p in IoPurpose::ALL {
-        m.insert(p.name().to_string(), a[p as usize].into());
-    }
-    Value::Object(m)
 }
 
 /// An array indexed by `IoPurpose`, serialized as an object keyed by purpose name in
@@ -56,48 +47,16 @@ pub(crate) fn per(a: &[u64; IoPurpose::COUNT], d: f64) -> [f64; IoPurpose::COUNT
     out
 }
 
-fn nand_json(n: &NandStats) -> Value {
-    json!({
-        "page_reads": by_purpose(&n.page_reads),
-        "page_programs": by_purpose(&n.page_programs),
-        "read_requests": by_purpose(&n.read_requests),
-        "read_time_ns": n.read_time_ns,
-        "sync_wait_ns": n.sync_wait_ns,
-    })
-}
-
-/// All of `DbStats` as JSON.
+/// All of `DbStats` as JSON, through its own `Serialize`, each level numbered (`level`) as
+/// readers of the JSON index them.
 pub fn db_stats_json(s: &DbStats) -> Value {
-    let levels: Vec<Value> = s
-        .levels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| json!({ "level": i, "tables": l.tables, "bytes": l.bytes }))
-        .collect();
-    json!({
-        "levels": levels,
-        "gets": s.gets,
-        "puts": s.puts,
-        "deletes": s.deletes,
-        "gets_memtable": s.gets_memtable,
-        "gets_by_level": s.gets_by_level,
-        "gets_not_found": s.gets_not_found,
-        "filter_probes": s.filter_probes,
-        "filter_negatives": s.filter_negatives,
-        "filter_loads": s.filter_loads,
-        "index_loads": s.index_loads,
-        "reads": by_purpose(&s.reads),
-        "read_bytes": by_purpose(&s.read_bytes),
-        "flushes": s.flushes,
-        "compactions": s.compactions,
-        "compaction_bytes_read": s.compaction_bytes_read,
-        "compaction_bytes_written": s.compaction_bytes_written,
-        "vlog_bytes": s.vlog_bytes,
-        "vlog_segments": s.vlog_segments,
-        "write_stalls": s.write_stalls,
-        "write_slowdowns": s.write_slowdowns,
-        "nand": s.nand.as_ref().map(nand_json),
-    })
+    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+    if let Some(levels) = v.get_mut("levels").and_then(Value::as_array_mut) {
+        for (i, l) in levels.iter_mut().enumerate() {
+            l["level"] = i.into();
+        }
+    }
+    v
 }
 
 fn sub_arr<const N: usize>(a: &[u64; N], b: &[u64; N]) -> [u64; N] {

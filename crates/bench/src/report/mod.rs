@@ -10,10 +10,21 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// One phase with the change of Cerberus's counters over it.
+#[derive(Clone)]
 pub struct PhaseReport {
     pub outcome: PhaseOutcome,
     /// `after - before` of the engine's counters (Cerberus only).
     pub delta: Option<DbStats>,
+}
+
+impl PhaseReport {
+    /// The phase without the counters (what the ratio table reads).
+    pub fn without_delta(&self) -> PhaseReport {
+        PhaseReport {
+            outcome: self.outcome.clone(),
+            delta: None,
+        }
+    }
 }
 
 /// One engine's run of the whole workload list.

@@ -19,8 +19,7 @@ pub use scan::{ScanConfig, ScanOutcome};
 use crate::engine::{BenchDb, CursorOptions};
 use crate::histogram::Histogram;
 use crate::workload::{
-    mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, Workload,
-    PROGRESS_EVERY,
+    mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, Progress, Workload,
 };
 use anyhow::{anyhow, bail, Result};
 use indicatif::ProgressBar;
@@ -176,7 +175,7 @@ impl Share<'_> {
         };
         self.start.wait();
         let t0 = Instant::now();
-        let mut pending = 0u64;
+        let mut progress = Progress::new(self.progress);
         let result = (|| -> Result<()> {
             while out.ops < self.count {
                 if self.stop.load(Ordering::Relaxed) {
@@ -207,16 +206,12 @@ impl Share<'_> {
                 drop(cursor);
                 out.latency.record(nanos(op_start.elapsed()));
                 out.ops += 1;
-                pending += 1;
-                if pending == PROGRESS_EVERY {
-                    self.progress.inc(pending);
-                    pending = 0;
-                }
+                progress.add(1);
             }
             Ok(())
         })();
         out.elapsed = t0.elapsed();
-        self.progress.inc(pending);
+        drop(progress);
         if result.is_err() {
             // Let the other threads end early.
             self.stop.store(true, Ordering::Relaxed);
@@ -272,18 +267,7 @@ pub fn run(
     });
     progress.finish_and_clear();
 
-    let mut outcome = PhaseOutcome {
-        workload,
-        name: workload.name(),
-        ops: 0,
-        found: Some(0),
-        writer_ops: None,
-        seconds: wall.as_secs_f64(),
-        thread_seconds: 0.0,
-        bytes: 0,
-        latency: Histogram::new(),
-        scan: None,
-    };
+    let mut outcome = PhaseOutcome::new(workload, workload.name(), wall.as_secs_f64(), Some(0));
     let mut scanned = ScanOutcome {
         config: *scan,
         entries: 0,

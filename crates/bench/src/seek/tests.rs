@@ -179,10 +179,10 @@ fn engines_without_an_iterator_say_so() {
 #[test]
 fn seekrandom_flags_and_engines_parse() {
     assert_eq!(
-        crate::parse_engines("cerberus,rocksdb,rocksdb-blob").unwrap(),
+        crate::cli::parse_engines("cerberus,rocksdb,rocksdb-blob").unwrap(),
         vec![Engine::Cerberus, Engine::RocksDb, Engine::RocksDbBlob]
     );
-    let a = crate::Args::try_parse_from([
+    let a = crate::cli::Args::try_parse_from([
         "cerberus-bench",
         "fillrandom,seekrandom",
         "--seeks",
@@ -201,8 +201,8 @@ fn seekrandom_flags_and_engines_parse() {
     // Refused before anything runs: seek flags without seekrandom, seek flags with
     // multitenant.
     let run_err = |args: &[&str]| {
-        let a = crate::Args::try_parse_from(args).unwrap();
-        crate::run(a).unwrap_err().to_string()
+        let a = crate::cli::Args::try_parse_from(args).unwrap();
+        crate::runner::run(a).unwrap_err().to_string()
     };
     let err = run_err(&["cerberus-bench", "fillrandom", "--seeks", "5"]);
     assert!(err.contains("seekrandom"), "{err}");

@@ -233,6 +233,22 @@ pub struct PhaseOutcome {
 }
 
 impl PhaseOutcome {
+    /// A phase of `workload` printed as `name` that took `seconds`, nothing counted yet.
+    pub fn new(workload: Workload, name: &'static str, seconds: f64, found: Option<u64>) -> Self {
+        PhaseOutcome {
+            workload,
+            name,
+            ops: 0,
+            found,
+            writer_ops: None,
+            seconds,
+            thread_seconds: 0.0,
+            bytes: 0,
+            latency: Histogram::new(),
+            scan: None,
+        }
+    }
+
     pub fn ops_per_sec(&self) -> f64 {
         if self.seconds > 0.0 {
             self.ops as f64 / self.seconds
@@ -260,6 +276,33 @@ impl PhaseOutcome {
 
 /// Ops between two progress-bar updates of a thread.
 pub(crate) const PROGRESS_EVERY: u64 = 512;
+
+/// Advances a phase's progress bar every `PROGRESS_EVERY` ops, and by the rest when dropped.
+pub(crate) struct Progress<'a> {
+    bar: &'a ProgressBar,
+    pending: u64,
+}
+
+impl<'a> Progress<'a> {
+    pub fn new(bar: &'a ProgressBar) -> Self {
+        Progress { bar, pending: 0 }
+    }
+
+    #[inline]
+    pub fn add(&mut self, ops: u64) {
+        self.pending += ops;
+        if self.pending >= PROGRESS_EVERY {
+            self.bar.inc(self.pending);
+            self.pending = 0;
+        }
+    }
+}
+
+impl Drop for Progress<'_> {
+    fn drop(&mut self) {
+        self.bar.inc(self.pending);
+    }
+}
 
 /// A progress bar on stderr, hidden when stderr is not a terminal.
 pub(crate) fn progress_bar(name: &str, len: u64) -> ProgressBar {

@@ -3,8 +3,8 @@
 //! (seekrandom).
 
 use super::{
-    mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, ValuePool,
-    Workload, PROGRESS_EVERY,
+    mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, Progress,
+    ValuePool, Workload,
 };
 use crate::engine::BenchDb;
 use crate::histogram::Histogram;
@@ -27,6 +27,16 @@ enum Job {
     RandomRead { count: u64 },
     /// Put random keys until told to stop (not measured).
     BackgroundWrite,
+}
+
+impl Job {
+    /// The key of the job's operation `i`: in order, or random among `num`.
+    fn key(self, i: u64, rng: &mut SmallRng, num: u64) -> u64 {
+        match self {
+            Job::SeqWrite { start, .. } => start + i,
+            _ => rng.gen_range(0..num),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -65,7 +75,7 @@ fn run_job(
     };
     start.wait();
     let t0 = Instant::now();
-    let mut pending = 0u64;
+    let mut bar = Progress::new(progress);
     let mut i = 0u64;
     let pipeline = if measured { config.pipeline.max(1) } else { 1 };
     let mut batch_keys: Vec<Vec<u8>> = Vec::new();
@@ -79,11 +89,7 @@ fn run_job(
             if n > 1 {
                 batch_keys.resize_with(n, || vec![0u8; keys.size()]);
                 for (j, key) in batch_keys[..n].iter_mut().enumerate() {
-                    let k = match job {
-                        Job::SeqWrite { start, .. } => start + i + j as u64,
-                        _ => rng.gen_range(0..config.num),
-                    };
-                    keys.write(k, key);
+                    keys.write(job.key(i + j as u64, &mut rng, config.num), key);
                 }
                 let refs: Vec<&[u8]> = batch_keys[..n].iter().map(Vec::as_slice).collect();
                 let op_start = Instant::now();
@@ -111,18 +117,10 @@ fn run_job(
                     hist.record(ns);
                 }
                 i += n as u64;
-                pending += n as u64;
-                if pending >= PROGRESS_EVERY {
-                    progress.inc(pending);
-                    pending = 0;
-                }
+                bar.add(n as u64);
                 continue;
             }
-            let k = match job {
-                Job::SeqWrite { start, .. } => start + i,
-                _ => rng.gen_range(0..config.num),
-            };
-            keys.write(k, &mut key);
+            keys.write(job.key(i, &mut rng, config.num), &mut key);
             if let Job::RandomRead { .. } = job {
                 let op_start = Instant::now();
                 let found = db.get(&key)?;
@@ -142,19 +140,15 @@ fn run_job(
             }
             i += 1;
             if measured {
-                pending += 1;
-                if pending == PROGRESS_EVERY {
-                    progress.inc(pending);
-                    pending = 0;
-                }
+                bar.add(1);
             }
         }
         Ok(())
     })();
     out.elapsed = t0.elapsed();
     out.ops = i;
+    drop(bar);
     if measured {
-        progress.inc(pending);
         out.latency = Some(hist);
     }
     if result.is_err() {
@@ -174,29 +168,7 @@ pub fn run_phase(
 ) -> Result<PhaseOutcome> {
     let keys = KeyFormat::new(config.key_size, config.num)?;
     match workload {
-        Workload::Flush | Workload::Compact => {
-            let t0 = Instant::now();
-            if workload == Workload::Flush {
-                db.flush()?;
-            } else {
-                db.compact()?;
-            }
-            let elapsed = t0.elapsed();
-            let mut latency = Histogram::new();
-            latency.record(elapsed.as_nanos() as u64);
-            return Ok(PhaseOutcome {
-                workload,
-                name: workload.name(),
-                ops: 1,
-                found: None,
-                writer_ops: None,
-                seconds: elapsed.as_secs_f64(),
-                thread_seconds: elapsed.as_secs_f64(),
-                bytes: 0,
-                latency,
-                scan: None,
-            });
-        }
+        Workload::Flush | Workload::Compact => return one_call(db, workload),
         Workload::SeekRandom => {
             let scan = config
                 .scan
@@ -269,18 +241,38 @@ pub fn run_phase(
     });
     progress.finish_and_clear();
 
-    let mut outcome = PhaseOutcome {
-        workload,
-        name: workload.name(),
-        ops: 0,
-        found: workload.is_read().then_some(0),
-        writer_ops: None,
-        seconds: wall.as_secs_f64(),
-        thread_seconds: 0.0,
-        bytes: 0,
-        latency: Histogram::new(),
-        scan: None,
-    };
+    outcome_of(workload, wall, results, writer)
+}
+
+/// Flush or compact: one engine call, timed.
+fn one_call(db: &dyn BenchDb, workload: Workload) -> Result<PhaseOutcome> {
+    let t0 = Instant::now();
+    if workload == Workload::Flush {
+        db.flush()?;
+    } else {
+        db.compact()?;
+    }
+    let elapsed = t0.elapsed();
+    let mut latency = Histogram::new();
+    latency.record(elapsed.as_nanos() as u64);
+    let seconds = elapsed.as_secs_f64();
+    Ok(PhaseOutcome {
+        ops: 1,
+        thread_seconds: seconds,
+        latency,
+        ..PhaseOutcome::new(workload, workload.name(), seconds, None)
+    })
+}
+
+/// The phase's outcome from its threads' results (and the background writer's, if any).
+fn outcome_of(
+    workload: Workload,
+    wall: Duration,
+    results: Vec<Result<ThreadResult>>,
+    writer: Option<Result<ThreadResult>>,
+) -> Result<PhaseOutcome> {
+    let found = workload.is_read().then_some(0);
+    let mut outcome = PhaseOutcome::new(workload, workload.name(), wall.as_secs_f64(), found);
     for r in results {
         let r = r?;
         outcome.ops += r.ops;
@@ -298,7 +290,6 @@ pub fn run_phase(
     }
     Ok(outcome)
 }
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

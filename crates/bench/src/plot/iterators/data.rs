@@ -2,6 +2,7 @@
 //! grouped by the sweep's parts (file name prefixes) and points (the documents' `config`).
 
 use anyhow::{anyhow, Context, Result};
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -92,50 +93,89 @@ impl Sweep {
     }
 }
 
-fn f64_at(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
+/// What the sweep reads of a workload run's document (`report::run_doc`'s fields).
+#[derive(Deserialize)]
+struct RunIn {
+    engine: Option<String>,
+    config: Option<ConfigIn>,
+    phases: Option<Vec<PhaseIn>>,
 }
 
-fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
-    path.iter().try_fold(v, |v, k| v.get(k))?.as_u64()
+#[derive(Deserialize)]
+struct ConfigIn {
+    num: Option<u64>,
+    value_size: Option<u64>,
+    threads: Option<u64>,
+    seekrandom: Option<SeekConfigIn>,
+}
+
+#[derive(Deserialize)]
+struct SeekConfigIn {
+    prefetch_degree: Option<u64>,
+    index_prefetch: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct PhaseIn {
+    name: Option<String>,
+    ops: Option<u64>,
+    seconds: Option<f64>,
+    ops_per_sec: Option<f64>,
+    mb_per_sec: Option<f64>,
+    entries: Option<u64>,
+    scan_length: Option<u64>,
+    next_latency_us: Option<NextIn>,
+}
+
+#[derive(Deserialize)]
+struct NextIn {
+    p50: Option<f64>,
+    p99: Option<f64>,
+    p999: Option<f64>,
+}
+
+fn need<T>(x: Option<T>, what: &str) -> Result<T> {
+    x.ok_or_else(|| anyhow!("no {what}"))
+}
+
+impl RunIn {
+    fn of(doc: &Value) -> Result<RunIn> {
+        Ok(RunIn::deserialize(doc)?)
+    }
+
+    fn engine(&self) -> String {
+        self.engine.clone().unwrap_or_else(|| "?".into())
+    }
 }
 
 /// The seekrandom phase of one engine's document, if it has one.
 pub fn seek_run(doc: &Value) -> Result<Option<SeekRun>> {
-    let phases = doc
-        .get("phases")
-        .and_then(Value::as_array)
-        .ok_or_else(|| anyhow!("no phases"))?;
+    let run = RunIn::of(doc)?;
+    let phases = need(run.phases.as_ref(), "phases")?;
     let Some(p) = phases
         .iter()
-        .find(|p| p.get("name").and_then(Value::as_str) == Some("seekrandom"))
+        .find(|p| p.name.as_deref() == Some("seekrandom"))
     else {
         return Ok(None);
     };
-    let need = |path: &[&str]| f64_at(p, path).ok_or_else(|| anyhow!("no {}", path.join(".")));
-    let c = doc.get("config").ok_or_else(|| anyhow!("no config"))?;
+    let c = need(run.config.as_ref(), "config")?;
+    let seek = c.seekrandom.as_ref();
+    let next = |f: fn(&NextIn) -> Option<f64>| p.next_latency_us.as_ref().and_then(f);
     Ok(Some(SeekRun {
-        engine: doc
-            .get("engine")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string(),
-        num: u64_at(c, &["num"]).unwrap_or(0),
-        value_size: u64_at(c, &["value_size"]).ok_or_else(|| anyhow!("no value_size"))?,
-        scan_length: u64_at(p, &["scan_length"]).ok_or_else(|| anyhow!("no scan_length"))?,
-        prefetch_degree: u64_at(c, &["seekrandom", "prefetch_degree"]),
-        index_prefetch: c
-            .get("seekrandom")
-            .and_then(|s| s.get("index_prefetch"))
-            .and_then(Value::as_bool),
-        seeks: u64_at(p, &["ops"]).ok_or_else(|| anyhow!("no ops"))?,
-        seconds: need(&["seconds"])?,
-        ops_per_sec: need(&["ops_per_sec"])?,
-        mb_per_sec: need(&["mb_per_sec"])?,
-        entries: u64_at(p, &["entries"]).ok_or_else(|| anyhow!("no entries"))?,
-        next_p50_us: f64_at(p, &["next_latency_us", "p50"]),
-        next_p99_us: f64_at(p, &["next_latency_us", "p99"]),
-        next_p999_us: f64_at(p, &["next_latency_us", "p999"]),
+        engine: run.engine(),
+        num: c.num.unwrap_or(0),
+        value_size: need(c.value_size, "value_size")?,
+        scan_length: need(p.scan_length, "scan_length")?,
+        prefetch_degree: seek.and_then(|s| s.prefetch_degree),
+        index_prefetch: seek.and_then(|s| s.index_prefetch),
+        seeks: need(p.ops, "ops")?,
+        seconds: need(p.seconds, "seconds")?,
+        ops_per_sec: need(p.ops_per_sec, "ops_per_sec")?,
+        mb_per_sec: need(p.mb_per_sec, "mb_per_sec")?,
+        entries: need(p.entries, "entries")?,
+        next_p50_us: next(|n| n.p50),
+        next_p99_us: next(|n| n.p99),
+        next_p999_us: next(|n| n.p999),
     }))
 }
 
@@ -147,27 +187,12 @@ pub fn engine_runs(doc: &Value) -> Result<Vec<EngineRun>> {
     };
     docs.into_iter()
         .map(|d| {
-            let mut ops = BTreeMap::new();
-            for p in d
-                .get("phases")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let (Some(name), Some(o)) = (
-                    p.get("name").and_then(Value::as_str),
-                    p.get("ops_per_sec").and_then(Value::as_f64),
-                ) {
-                    ops.insert(name.to_string(), o);
-                }
-            }
+            let run = RunIn::of(d)?;
+            let ops = run.phases.iter().flatten();
+            let ops = ops.filter_map(|p| Some((p.name.clone()?, p.ops_per_sec?)));
             Ok(EngineRun {
-                engine: d
-                    .get("engine")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-                    .to_string(),
-                ops_per_sec: ops,
+                engine: run.engine(),
+                ops_per_sec: ops.collect(),
                 seek: seek_run(d)?,
             })
         })
@@ -231,11 +256,12 @@ fn add(sweep: &mut Sweep, part: &str, doc: &Value) -> Result<()> {
             sweep.index.entry((d, on)).or_default().push(run);
         }
         _ => {
-            let c = first.get("config").ok_or_else(|| anyhow!("no config"))?;
+            let run = RunIn::of(first)?;
+            let c = need(run.config, "config")?;
             let point = PosixPoint {
-                num: u64_at(c, &["num"]).ok_or_else(|| anyhow!("no num"))?,
-                value_size: u64_at(c, &["value_size"]).ok_or_else(|| anyhow!("no value_size"))?,
-                threads: u64_at(c, &["threads"]).unwrap_or(1),
+                num: need(c.num, "num")?,
+                value_size: need(c.value_size, "value_size")?,
+                threads: c.threads.unwrap_or(1),
             };
             sweep
                 .posix
@@ -245,21 +271,6 @@ fn add(sweep: &mut Sweep, part: &str, doc: &Value) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The median of the values (the mean of the middle two for an even count); `None` if empty.
-pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 #[cfg(test)]
@@ -281,14 +292,6 @@ pub mod tests {
                           "entries": 10 * l, "scan_length": l,
                           "next_latency_us": { "p50": 1.0, "p99": 100.0, "p999": 1000.0 / ops } } ]
         })
-    }
-
-    #[test]
-    fn medians() {
-        assert_eq!(median([3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median([]), None);
-        assert_eq!(median([f64::NAN, 5.0]), Some(5.0));
     }
 
     #[test]

@@ -1,29 +1,8 @@
 //! The markdown tables of a sweep: medians over its repeats.
 
-use super::data::{median, EngineRun, NandPoint, SeekRun, Sweep};
+use super::data::{EngineRun, NandPoint, SeekRun, Sweep};
+use crate::table::{median, thousands, Table};
 use std::collections::BTreeSet;
-use std::fmt::Write;
-
-/// `1234567.8` -> `1,234,568`.
-pub fn thousands(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let n = x.round() as i64;
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
 
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map_or("-".into(), f)
@@ -82,21 +61,32 @@ pub fn nand_table(sweep: &Sweep) -> String {
             .flat_map(|(_, r)| r.iter().map(|r| r.num))
             .collect();
         let nums: Vec<String> = nums.iter().map(|&n| thousands(n as f64)).collect();
-        let _ = writeln!(
-            out,
-            "\n#### Values of {} (--num {})\n\n\
-             | scan length | D | runs | seeks | entries/seek | ops/s | entries/s | MB/s | next p50 us | next p99 us | speedup vs D=0 |\n\
-             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        out += &format!(
+            "\n#### Values of {} (--num {})\n\n",
             size_name(v),
             nums.join(", ")
         );
+        let mut t = Table::aligned(
+            [
+                "scan length",
+                "D",
+                "runs",
+                "seeks",
+                "entries/seek",
+                "ops/s",
+                "entries/s",
+                "MB/s",
+                "next p50 us",
+                "next p99 us",
+                "speedup vs D=0",
+            ]
+            .map(|h| (h, true)),
+        );
         for (p, runs) in points {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                p.scan_length,
-                p.prefetch_degree,
-                runs.len(),
+            t.row([
+                p.scan_length.to_string(),
+                p.prefetch_degree.to_string(),
+                runs.len().to_string(),
                 opt(med(runs, |r| r.seeks as f64), thousands),
                 opt(med(runs, SeekRun::entries_per_seek), |x| format!("{x:.0}")),
                 opt(med(runs, |r| r.ops_per_sec), |x| format!("{x:.1}")),
@@ -105,8 +95,9 @@ pub fn nand_table(sweep: &Sweep) -> String {
                 opt(med_opt(runs, |r| r.next_p50_us), us),
                 opt(med_opt(runs, |r| r.next_p99_us), us),
                 opt(speedup(sweep, p), |x| format!("{x:.2}x")),
-            );
+            ]);
         }
+        out += t.render();
     }
     out
 }
@@ -127,10 +118,19 @@ pub fn posix_table(sweep: &Sweep) -> String {
     if sweep.posix.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "\n| keys | value | threads | engine | runs | fillrandom ops/s | seekrandom ops/s | seekrandom MB/s | seekrandom ops/s of each run | fill ratio | seek ratio |\n\
-         |---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|\n",
-    );
+    let mut t = Table::aligned([
+        ("keys", true),
+        ("value", true),
+        ("threads", true),
+        ("engine", false),
+        ("runs", true),
+        ("fillrandom ops/s", true),
+        ("seekrandom ops/s", true),
+        ("seekrandom MB/s", true),
+        ("seekrandom ops/s of each run", false),
+        ("fill ratio", true),
+        ("seek ratio", true),
+    ]);
     for (point, runs) in &sweep.posix {
         let mut engines: Vec<String> = Vec::new();
         for e in runs.iter().flatten() {
@@ -161,21 +161,22 @@ pub fn posix_table(sweep: &Sweep) -> String {
                 }
                 _ => (String::new(), String::new()),
             };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {e} | {} | {} | {} | {} | {} | {fill_ratio} | {seek_ratio} |",
+            t.row([
                 thousands(point.num as f64),
                 size_name(point.value_size),
-                point.threads,
-                each.len(),
+                point.threads.to_string(),
+                e.clone(),
+                each.len().to_string(),
                 opt(fill, thousands),
                 opt(seek, thousands),
                 opt(mb, |x| format!("{x:.1}")),
-                each.join(", ")
-            );
+                each.join(", "),
+                fill_ratio,
+                seek_ratio,
+            ]);
         }
     }
-    out
+    format!("\n{}", t.render())
 }
 
 /// Index prefetch off against on at each value prefetch degree: next-latency percentiles
@@ -184,10 +185,19 @@ pub fn index_table(sweep: &Sweep) -> String {
     if sweep.index.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "\n| D | index prefetch | runs | entries/seek | ops/s | entries/s | next p50 us | next p99 us | next p99.9 us | p99.9 of each run | p99.9 off / on |\n\
-         |---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
-    );
+    let mut t = Table::aligned([
+        ("D", true),
+        ("index prefetch", false),
+        ("runs", true),
+        ("entries/seek", true),
+        ("ops/s", true),
+        ("entries/s", true),
+        ("next p50 us", true),
+        ("next p99 us", true),
+        ("next p99.9 us", true),
+        ("p99.9 of each run", false),
+        ("p99.9 off / on", true),
+    ]);
     let p999 = |d: u64, on: bool| {
         sweep
             .index
@@ -200,11 +210,10 @@ pub fn index_table(sweep: &Sweep) -> String {
             (true, Some(off), Some(on)) if on > 0.0 => format!("**{:.2}**", off / on),
             _ => String::new(),
         };
-        let _ = writeln!(
-            out,
-            "| {d} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio} |",
-            if on { "on" } else { "off" },
-            runs.len(),
+        t.row([
+            d.to_string(),
+            (if on { "on" } else { "off" }).to_string(),
+            runs.len().to_string(),
             opt(med(runs, SeekRun::entries_per_seek), thousands),
             opt(med(runs, |r| r.ops_per_sec), |x| format!("{x:.2}")),
             opt(med(runs, SeekRun::entries_per_sec), thousands),
@@ -212,9 +221,10 @@ pub fn index_table(sweep: &Sweep) -> String {
             opt(med_opt(runs, |r| r.next_p99_us), us),
             opt(med_opt(runs, |r| r.next_p999_us), us),
             each.join(", "),
-        );
+            ratio,
+        ]);
     }
-    out
+    format!("\n{}", t.render())
 }
 
 /// All tables, with headings.

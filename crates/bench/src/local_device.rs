@@ -1,0 +1,59 @@
+//! A device started in this process on a loopback port, and the connections the bench makes to
+//! a device: what the device engine, `queries --device local` and `bts` share.
+
+use anyhow::{Context, Result};
+use cerberus_device::{Device, DeviceConfig, DeviceHandle};
+use cerberus_host::BlockingClient;
+use std::path::Path;
+
+/// The configuration of a device over `dir` on a free loopback port; callers set the rest.
+pub fn config(dir: &Path) -> DeviceConfig {
+    DeviceConfig {
+        data_dir: dir.to_path_buf(),
+        listen: "127.0.0.1:0".into(),
+        ..DeviceConfig::default()
+    }
+}
+
+/// A device started here, and its address.
+pub struct LocalDevice {
+    pub device: DeviceHandle,
+    pub addr: String,
+}
+
+impl LocalDevice {
+    pub fn start(config: DeviceConfig) -> Result<LocalDevice> {
+        let device = Device::start(config).context("starting a local device")?;
+        let addr = device.local_addr().to_string();
+        Ok(LocalDevice { device, addr })
+    }
+
+    /// A new connection logged in as admin.
+    pub fn admin(&self) -> Result<BlockingClient> {
+        admin(&self.addr, self.device.admin_secret())
+    }
+
+    /// Creates namespace `name` (through a connection closed at once): its id and secret.
+    pub fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
+        Ok(self.admin()?.ns_create(name)?)
+    }
+}
+
+fn connect(addr: &str) -> Result<BlockingClient> {
+    BlockingClient::connect(addr).with_context(|| format!("connecting to the device at {addr}"))
+}
+
+/// A connection to the device at `addr` logged in as admin.
+pub fn admin(addr: &str, secret: &str) -> Result<BlockingClient> {
+    let c = connect(addr)?;
+    c.authenticate_admin(secret)
+        .context("authenticating as admin")?;
+    Ok(c)
+}
+
+/// A connection to the device at `addr` authenticated for namespace `ns`.
+pub fn client(addr: &str, ns: u32, secret: &str) -> Result<BlockingClient> {
+    let c = connect(addr)?;
+    c.authenticate(ns, secret)?;
+    Ok(c)
+}
