@@ -8,8 +8,9 @@
 //! Do not call it (or drop its last clone) from inside an async context: `block_on` panics
 //! there. Use [`Client`] in async code.
 
-use crate::scan::{Scan, ScanOptions};
-use crate::{Client, ClientConfig, Result};
+use crate::client::{Client, ClientConfig};
+use crate::error::Result;
+use crate::scan_options::ScanOptions;
 use bytes::Bytes;
 use cerberus_proto::{Identify, NamespaceEntry, Request, Response, StoreMode};
 use std::future::Future;
@@ -140,12 +141,6 @@ impl BlockingClient {
         page_size: u32,
     ) -> Result<Vec<Bytes>> {
         self.wait(self.client.list_all(nsid, start, page_size))
-    }
-
-    /// Every entry of namespace `nsid` within `opts`, at one snapshot, in key order,
-    /// fetched in batches over one device iterator.
-    pub fn scan(&self, nsid: u32, opts: ScanOptions) -> Result<Scan> {
-        Scan::open(self.clone(), nsid, opts)
     }
 
     pub fn iter_open(&self, nsid: u32, opts: &ScanOptions) -> Result<u32> {

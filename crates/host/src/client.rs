@@ -1,8 +1,9 @@
 //! The async client: typed methods over one pipelined connection.
 
 use crate::connection::Connection;
-use crate::scan::ScanOptions;
-use crate::{Error, Result, TlsOptions};
+use crate::error::{Error, Result};
+use crate::scan_options::ScanOptions;
+use crate::tls::TlsOptions;
 use bytes::Bytes;
 use cerberus_proto::{
     Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,

@@ -8,8 +8,8 @@
 //! calls are refused.
 
 use crate::direct::Direct;
+use crate::error::{Error, Result};
 use crate::inflight::Shared;
-use crate::{Error, Result};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::{split_frame, Command, Identify, Request, Response, HEADER_LEN};
 use std::sync::atomic::Ordering;

@@ -8,8 +8,8 @@
 //! a condition variable and look again whenever the leader has handed something out or
 //! stepped down.
 
+use crate::error::{Error, Result};
 use crate::inflight::Shared;
-use crate::{Error, Result};
 use bytes::BytesMut;
 use cerberus_proto::{split_frame, Response};
 use parking_lot::{Condvar, Mutex};

@@ -3,7 +3,7 @@
 //! the connection closed. Both ways of driving a connection (tasks on the runtime, or the
 //! callers' own threads in `direct`) complete commands through it.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use cerberus_proto::{key_size_refusal, value_size_refusal, Frame, Identify, Response};
 use parking_lot::Mutex;
 use std::collections::HashMap;

@@ -23,13 +23,15 @@ mod error;
 mod inflight;
 mod query;
 mod scan;
+mod scan_options;
 mod tls;
 
 pub use blocking::BlockingClient;
 pub use client::{Client, ClientConfig, InflightLimit};
 pub use error::{Error, Result};
 pub use query::QueryReply;
-pub use scan::{Scan, ScanOptions};
+pub use scan::Scan;
+pub use scan_options::ScanOptions;
 pub use tls::TlsOptions;
 
 pub use cerberus_proto as proto;

@@ -1,8 +1,9 @@
 //! Secondary indexes and queries on the device: index create, drop and list, and queries
 //! written as JSON documents (`docs/protocol.md`, Queries), run inside the device.
 
+use crate::blocking::BlockingClient;
 use crate::client::{expect_empty, unexpected, Client};
-use crate::{BlockingClient, Error, Result};
+use crate::error::{Error, Result};
 use bytes::Bytes;
 use cerberus_proto::{Reply, Request};
 use serde_json::Value;

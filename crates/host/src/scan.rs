@@ -1,40 +1,10 @@
 //! Scans: a device iterator read in batches, as a Rust iterator.
 
-use crate::{BlockingClient, Result};
+use crate::blocking::BlockingClient;
+use crate::error::Result;
+use crate::scan_options::ScanOptions;
 use bytes::Bytes;
 use std::collections::VecDeque;
-
-/// What a scan reads: where it starts and ends, whether values come along, and how much
-/// each round trip brings.
-#[derive(Clone, Debug)]
-pub struct ScanOptions {
-    /// First key (empty: the first key of the namespace).
-    pub start: Bytes,
-    /// Keys at or above this are past the end.
-    pub upper_bound: Option<Bytes>,
-    /// Only keys that begin with this.
-    pub prefix: Option<Bytes>,
-    /// Keys with empty values; nothing is read from the device's value log.
-    pub keys_only: bool,
-    /// Most entries per round trip.
-    pub batch_entries: u32,
-    /// About this many bytes of keys and values per round trip (the device caps it at its
-    /// `max_iter_batch_bytes`).
-    pub batch_bytes: u32,
-}
-
-impl Default for ScanOptions {
-    fn default() -> Self {
-        ScanOptions {
-            start: Bytes::new(),
-            upper_bound: None,
-            prefix: None,
-            keys_only: false,
-            batch_entries: 1024,
-            batch_bytes: 1 << 20,
-        }
-    }
-}
 
 /// The entries of a namespace at one snapshot, in key order, fetched a batch at a time.
 /// Yields `Result<(key, value)>`; after an error it yields nothing more. Dropping it before
@@ -62,6 +32,14 @@ impl Scan {
             done: false,
             failed: false,
         })
+    }
+}
+
+impl BlockingClient {
+    /// Every entry of namespace `nsid` within `opts`, at one snapshot, in key order,
+    /// fetched in batches over one device iterator.
+    pub fn scan(&self, nsid: u32, opts: ScanOptions) -> Result<Scan> {
+        Scan::open(self.clone(), nsid, opts)
     }
 }
 

@@ -2,7 +2,7 @@
 //! device's self-signed certificate), not the system's roots: devices are addressed by
 //! operators, not found on the public web.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use std::path::Path;

@@ -3,8 +3,8 @@
 
 mod decode;
 
-use crate::frame::{Header, HEADER_LEN, VERSION};
-use crate::ProtoError;
+use crate::error::ProtoError;
+use crate::header::{Header, HEADER_LEN, VERSION};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// The `nsid` of commands addressed to the device rather than a namespace: authenticating as

@@ -10,49 +10,9 @@
 //! version and the body length against the receiver's limit from the header alone, so a frame
 //! claiming a huge length is refused before any of it is buffered.
 
-use crate::ProtoError;
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-
-/// Protocol version this crate speaks.
-pub const VERSION: u8 = 1;
-/// Bytes of a frame header (requests and responses alike).
-pub const HEADER_LEN: usize = 16;
-
-/// A frame header, request or response: `word` is the request's `flags` (low byte) or the
-/// response's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Header {
-    pub version: u8,
-    pub opcode: u8,
-    pub word: u16,
-    pub cid: u32,
-    pub nsid: u32,
-    pub body_len: u32,
-}
-
-impl Header {
-    pub fn encode(&self, out: &mut impl BufMut) {
-        out.put_u8(self.version);
-        out.put_u8(self.opcode);
-        out.put_u16_le(self.word);
-        out.put_u32_le(self.cid);
-        out.put_u32_le(self.nsid);
-        out.put_u32_le(self.body_len);
-    }
-
-    /// Parses a header; does not look at the version or the length.
-    pub fn decode(b: &[u8; HEADER_LEN]) -> Header {
-        let mut b = &b[..];
-        Header {
-            version: b.get_u8(),
-            opcode: b.get_u8(),
-            word: b.get_u16_le(),
-            cid: b.get_u32_le(),
-            nsid: b.get_u32_le(),
-            body_len: b.get_u32_le(),
-        }
-    }
-}
+use crate::error::ProtoError;
+use crate::header::{Header, HEADER_LEN, VERSION};
+use bytes::{Buf, Bytes, BytesMut};
 
 /// A whole frame: its header and its body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +58,7 @@ pub fn split_frame(buf: &mut BytesMut, max_body: u32) -> Result<Option<Frame>, P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BufMut;
 
     fn header(body_len: u32) -> Header {
         Header {

@@ -4,8 +4,9 @@
 mod decode;
 
 use crate::command::{body_len, check_name, get_key, put_key};
-use crate::frame::{Header, HEADER_LEN, VERSION};
-use crate::{ProtoError, Status};
+use crate::error::ProtoError;
+use crate::header::{Header, HEADER_LEN, VERSION};
+use crate::status::Status;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// One namespace in a [`Reply::Namespaces`] list.

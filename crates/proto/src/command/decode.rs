@@ -5,8 +5,8 @@ use super::{
     ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN, STORE_ONLY_IF_ABSENT,
     STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
+use crate::error::ProtoError;
 use crate::frame::Frame;
-use crate::ProtoError;
 use bytes::{Buf, Bytes};
 
 impl Command {

@@ -4,8 +4,9 @@ use super::{
     get_entries, Identify, NamespaceEntry, Reply, Response, IDENTIFY_LEN, IDENTIFY_LEN_V0,
 };
 use crate::command::{end, get_key, Opcode};
+use crate::error::ProtoError;
 use crate::frame::Frame;
-use crate::{ProtoError, Status};
+use crate::status::Status;
 use bytes::{Buf, Bytes};
 
 impl Response {
