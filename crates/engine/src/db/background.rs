@@ -1,8 +1,22 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
-use super::*;
+use super::flush::output_params;
+use super::gc::GcStats;
+use super::namespaces::{dead_bytes_by_segment, NsEntry};
+use super::Inner;
 use crate::background::{Choice, Job, Notice, Outcome, Policy, View};
+use crate::compaction::{self, CompactionTask};
+use crate::error::{Error, IoContext, Result};
+use crate::key::{self, Nsid};
 use crate::options::BackgroundStep;
+use crate::options::Layout;
+use crate::stats::Counters;
+use crate::version::{Version, VersionEdit, RUNS};
+use crate::vlog;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The background's state under its lock: the policy, and the `create_index` calls waiting
 /// for their backfills.

@@ -1,6 +1,20 @@
 //! Flushes, and the version edits they and compactions record in the manifest.
 
-use super::*;
+use super::namespaces::dead_bytes_by_segment;
+use super::supersede::retire_index_entries;
+use super::{Inner, SuperVersion};
+use crate::compaction::{OutputParams, Retention, SnapshotFloors, TableSink};
+use crate::error::{IoContext, Result};
+use crate::key::{self, IndexValue, Kind, Nsid};
+use crate::memtable::Memtable;
+use crate::options::{Layout, Options};
+use crate::stats::Counters;
+use crate::table::TableProps;
+use crate::version::{Version, VersionEdit, VersionSet};
+use crate::vlog::LogSync;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// A memtable that takes no more writes, with what its flush needs from the value log.
 pub(super) struct Frozen {

@@ -1,8 +1,9 @@
 //! Value-log garbage collection: find the live records of sealed segments, write them again
 //! at the head of the log (unless a newer write got there first), then delete the segments.
 
-use super::{Inner, Nsid};
+use super::Inner;
 use crate::error::{Error, IoContext, Result};
+use crate::key::Nsid;
 use crate::key::{Kind, SeqNo, ValueAddr};
 use crate::vlog::{self, EncodedWrite, SegmentScan, SCAN_CHUNK};
 use bytes::Bytes;

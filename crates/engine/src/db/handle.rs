@@ -3,8 +3,21 @@
 //! no lookup by id; once the namespace is destroyed every operation on a handle returns
 //! [`Error::UnknownNamespace`].
 
-use super::*;
+use super::indexes::IndexInfo;
+use super::iterator::{Iter, ReadOptions};
+use super::namespaces::NsEntry;
+use super::query::{FindOptions, TopOptions};
+use super::snapshot::Snapshot;
+use super::Inner;
+use crate::batch::{BatchOp, WriteBatch};
+use crate::error::Result;
+use crate::index::IndexKind;
+use crate::key::{Kind, Nsid};
+use crate::options::WriteOptions;
 use crate::query::{Aggregate, Filter, FindPage, QueryStats, Ranked};
+use crate::stats::NamespaceStats;
+use bytes::Bytes;
+use std::sync::Arc;
 
 /// One namespace of a [`Db`]. Cheap to clone and to send between threads; it keeps the
 /// database's state alive, and fails with [`Error::Closed`] once the database is closed.

@@ -5,8 +5,17 @@
 //! so the entry of the value it replaced stays behind. A query drops such stale entries when it
 //! checks the record it reaches (`classic`: the current value's attribute).
 
-use super::*;
+use super::namespaces::NsEntry;
+use super::Inner;
+use crate::error::{Error, Result};
 use crate::index::{entry_key, entry_payload, extract, AttrPath, IndexDef, IndexKind};
+use crate::key::{self, Kind, Nsid, SeqNo};
+use crate::memtable::{MemValue, Memtable};
+use crate::version::{VersionEdit, VersionSet};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// An index as the write path and queries use it.
 pub(super) struct LiveIndex {

@@ -13,10 +13,20 @@
 //! values are safe without one: value-log GC leaves every segment holding a record its
 //! snapshot reads (of its own namespace, destroyed or not) until the snapshot goes.
 
-use super::*;
+use super::namespaces::NsEntry;
+use super::snapshot::Snapshot;
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::iter::SnapshotScan;
+use crate::key::{self, IndexValue, Kind};
 use crate::prefetch::Pending;
 use crate::prefetch::ReadPool;
+use crate::stats::Counters;
 use crate::table::IterConfig;
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// A value on its way to the caller.
 enum Fetch {

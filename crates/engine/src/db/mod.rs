@@ -26,46 +26,32 @@ pub use query_doc::QueryOutput;
 pub use snapshot::Snapshot;
 
 use self::{
-    background::*,
-    flush::*,
-    indexes::*,
-    namespaces::*,
-    recovery::*,
+    background::BgState,
+    flush::Frozen,
+    indexes::IndexSet,
+    namespaces::{level_stats, NsEntry, NsState},
+    recovery::recover,
     snapshot::{DeferredSegments, Snapshots},
-    supersede::*,
-    write::*,
+    write::{PendingWrite, WriterState},
 };
 
-use crate::batch::{BatchOp, WriteBatch};
-use crate::compaction::{self, CompactionTask, OutputParams, Retention, SnapshotFloors, TableSink};
 use crate::error::{Error, IoContext, Result};
-use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
-use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
-use crate::memtable::{MemValue, Memtable};
-use crate::options::{Layout, Options, StorageKind, WriteOptions};
-use crate::stats::{
-    level_step, step_level, Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats, STEP_L0,
-    STEP_MEMTABLE, STEP_RUNS,
-};
+use crate::key::{Nsid, SeqNo, DEFAULT_NS};
+use crate::memtable::Memtable;
+use crate::options::{Options, StorageKind};
+use crate::stats::{Counters, DbStats, NamespaceInfo};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
-use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
-use crate::version::{
-    Namespaces, Recovered, TableCtx, TableHandle, Version, VersionEdit, VersionSet, RUNS,
-};
-use crate::vlog::{
-    self, AppendError, EncodedWrite, Liveness, LogSync, RollError, VlogReader, VlogWriter,
-};
+use crate::table::BlockCache;
+use crate::version::{TableCtx, Version, VersionSet};
+use crate::vlog::{self, Liveness, VlogReader};
 use arc_swap::ArcSwap;
-use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::VecDeque;
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Memtables plus the version they sit on: what a read needs, swapped as one.
 struct SuperVersion {

@@ -1,6 +1,14 @@
 //! Namespaces: creation, destruction, and their counters and tree shape.
 
-use super::*;
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
+use crate::options::Layout;
+use crate::stats::{Counters, LevelStats, NamespaceStats};
+use crate::version::{TableHandle, VersionEdit, RUNS};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A namespace as reads and writes see it; handles hold it, so their operations need no
 /// lookup by id.

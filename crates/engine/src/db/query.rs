@@ -1,14 +1,20 @@
 //! Queries on a snapshot of a namespace: the calls on `Snapshot` and `Namespace` that plan
 //! and run them (their reads: `records.rs`).
 
+use super::namespaces::NsEntry;
 use super::records::SnapshotRecords;
-use super::*;
+use super::snapshot::Snapshot;
+use super::Inner;
+use crate::error::{Error, Result};
 use crate::index::{AttrPath, Scalar};
+use crate::key::{Nsid, SeqNo};
 use crate::query::{
     self, Access, Aggregate, Continuation, Filter, FindPage, IndexChoice, PageRequest, Plan,
     QueryStats, Ranked, Records, TopSpec, DEFAULT_PAGE_BYTES,
 };
+use bytes::Bytes;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Index entries an estimate counts at most: past this, an index is as good as unselective.
 const ESTIMATE_CAP: usize = 256;

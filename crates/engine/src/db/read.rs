@@ -1,6 +1,16 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::*;
+use super::namespaces::NsEntry;
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, TRAILER_LEN};
+use crate::stats::{level_step, step_level, Counters, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
+use crate::table::filter::filter_hash;
+use crate::version::{TableHandle, Version};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Where a lookup found the newest version of a key.
 pub(super) struct Hit {

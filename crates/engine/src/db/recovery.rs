@@ -1,6 +1,19 @@
 //! Opening: the manifest read back, the value log replayed, a fresh manifest and segment.
 
-use super::*;
+use super::flush::{flush_memtable, flush_params};
+use super::indexes::{derive_entries, IndexSet};
+use super::namespaces::dead_bytes_by_segment;
+use super::supersede::retire_index_entries;
+use crate::compaction::SnapshotFloors;
+use crate::error::{Error, IoContext, Result};
+use crate::key::{Kind, Nsid, SeqNo};
+use crate::memtable::{MemValue, Memtable};
+use crate::options::Options;
+use crate::table::{parse_table_name, table_name};
+use crate::version::{Namespaces, Recovered, TableCtx, Version, VersionEdit, VersionSet};
+use crate::vlog::{self, VlogReader, VlogWriter};
+use bytes::Bytes;
+use std::collections::HashSet;
 
 /// Reads the manifest, replays the value log into a memtable, flushes it, and starts a new
 /// manifest and a new value-log segment.

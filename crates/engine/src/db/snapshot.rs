@@ -10,9 +10,18 @@
 //! tenant's long-lived iterator thus never keeps another tenant's overwritten versions,
 //! tombstones or value-log segments.
 
-use super::*;
+use super::handle::Namespace;
+use super::iterator::{Iter, ReadOptions};
+use super::Inner;
 use crate::compaction::SnapshotFloors;
+use crate::error::Result;
+use crate::key::{Nsid, SeqNo};
+use bytes::Bytes;
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The sequence numbers live snapshots read at, per namespace, with how many snapshots share
 /// each.

@@ -1,6 +1,19 @@
 //! The write path: group commit into the value log and the memtable, and room for it.
 
-use super::*;
+use super::flush::Frozen;
+use super::indexes::derive_entries;
+use super::namespaces::NsEntry;
+use super::{Inner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::key::{self, Kind, Nsid, SeqNo};
+use crate::memtable::{MemValue, Memtable};
+use crate::stats::Counters;
+use crate::vlog::{AppendError, EncodedWrite, RollError, VlogWriter};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub(super) struct WriterState {
     pub(super) vlog: VlogWriter,
