@@ -4,17 +4,13 @@
 //! [`Error::UnknownNamespace`].
 
 use super::indexes::IndexInfo;
-use super::iterator::{Iter, ReadOptions};
 use super::namespaces::NsEntry;
-use super::query::{FindOptions, TopOptions};
-use super::snapshot::Snapshot;
 use super::Inner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::index::IndexKind;
 use crate::key::{Kind, Nsid};
 use crate::options::WriteOptions;
-use crate::query::{Aggregate, Filter, FindPage, QueryStats, Ranked};
 use crate::stats::NamespaceStats;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -102,18 +98,6 @@ impl Namespace {
         self.inner.contains(&self.entry, key, None)
     }
 
-    /// A consistent view of this namespace as it is now: reads through it see exactly the
-    /// writes made before it, whatever is written, flushed, compacted or collected after.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(self.clone())
-    }
-
-    /// An iterator over this namespace as it is now (an implicit snapshot, released with
-    /// the iterator).
-    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
-        self.snapshot().iter(opts)
-    }
-
     /// Creates a secondary index on the JSON attribute `attr` (a top-level name, or dotted
     /// names into embedded objects: `user.id`), and returns once it holds every record
     /// (writes go on meanwhile and index themselves). Values that are not JSON, or hold no
@@ -130,37 +114,6 @@ impl Namespace {
     /// This namespace's indexes.
     pub fn list_indexes(&self) -> Result<Vec<IndexInfo>> {
         self.inner.list_indexes(&self.entry)
-    }
-
-    /// One page of the records meeting `filter` (see [`Snapshot::find`]); each page reads the
-    /// namespace as it is when asked for.
-    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
-        self.snapshot().find(filter, opts)
-    }
-
-    /// The pks of the records whose `attr` equals `value`, at most `limit` (see
-    /// [`Snapshot::get_by_secondary`]).
-    pub fn get_by_secondary(
-        &self,
-        attr: &str,
-        value: &serde_json::Value,
-        limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
-        self.snapshot().get_by_secondary(attr, value, limit)
-    }
-
-    /// Top-K by an attribute (see [`Snapshot::top`]).
-    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
-        self.snapshot().top(filter, opts)
-    }
-
-    /// An aggregate over the records meeting `filter` (see [`Snapshot::aggregate`]).
-    pub fn aggregate(
-        &self,
-        filter: &Filter,
-        op: &Aggregate,
-    ) -> Result<(serde_json::Value, QueryStats)> {
-        self.snapshot().aggregate(filter, op)
     }
 
     /// Counters and tree shape of this namespace.

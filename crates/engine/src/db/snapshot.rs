@@ -11,7 +11,6 @@
 //! tombstones or value-log segments.
 
 use super::handle::Namespace;
-use super::iterator::{Iter, ReadOptions};
 use super::Inner;
 use crate::compaction::SnapshotFloors;
 use crate::error::Result;
@@ -221,11 +220,6 @@ impl Snapshot {
         self.ns.inner.get(&self.ns.entry, key, Some(self.pin.seq))
     }
 
-    /// An iterator over the namespace as it was when the snapshot was taken.
-    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
-        Iter::open(self.clone(), opts)
-    }
-
     pub(super) fn seq(&self) -> SeqNo {
         self.pin.seq
     }
@@ -235,5 +229,13 @@ impl Snapshot {
         self.ns
             .inner
             .contains(&self.ns.entry, key, Some(self.pin.seq))
+    }
+}
+
+impl Namespace {
+    /// A consistent view of this namespace as it is now: reads through it see exactly the
+    /// writes made before it, whatever is written, flushed, compacted or collected after.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.clone())
     }
 }
