@@ -353,9 +353,10 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Db;
     use super::GcStats;
+    use crate::options::{Layout, Options};
     use crate::storage::{MemStorage, StorageRef};
-    use crate::{Db, Options};
     use bytes::Bytes;
     use std::sync::Arc;
 
@@ -379,7 +380,7 @@ mod tests {
     fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
         let storage: StorageRef = Arc::new(MemStorage::new());
         let opts = Options {
-            layout: crate::Layout::PerNamespace,
+            layout: Layout::PerNamespace,
             inline_value_threshold: 0,
             ..Options::default()
         };
