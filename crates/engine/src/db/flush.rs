@@ -90,7 +90,7 @@ impl Inner {
     pub(super) fn flush(&self) -> Result<()> {
         self.check_open()?;
         {
-            let mut w = self.writer.lock();
+            let mut w = self.writes.writer.lock();
             self.freeze_memtable(&mut w)?;
         }
         loop {
@@ -135,7 +135,7 @@ impl Inner {
             ..VersionEdit::default()
         };
         self.install(edit, Some(&frozen))?;
-        self.liveness.mark_dead(&dropped);
+        self.gc.liveness.mark_dead(&dropped);
         self.retire_flushed_segments(frozen.mem.max_seq());
         Counters::add(&self.counters.local().flushes, 1);
         Ok(())

@@ -119,7 +119,7 @@ impl Inner {
         e.check_live()?;
         let path = AttrPath::parse(attr).map_err(Error::InvalidArgument)?;
         let id = {
-            let _w = self.writer.lock();
+            let _w = self.writes.writer.lock();
             let mut vs = self.versions.lock();
             if let Some(d) = vs.namespaces.indexes_of(e.id).find(|d| d.attr == attr) {
                 return Err(Error::IndexExists {
@@ -165,7 +165,7 @@ impl Inner {
         };
         // Writes after this seqno derive their own entries (the set was loaded before it). A
         // snapshot of the namespace: GC and compactions keep the records it scans.
-        let seq = self.snapshots.acquire(e.id, &self.visible_seq);
+        let seq = self.snapshots.acquire(e.id, &self.writes.visible_seq);
         let result = (|| {
             let config = crate::table::IterConfig {
                 fill_cache: false,
@@ -204,7 +204,7 @@ impl Inner {
                     // A close stops it between chunks (the next open starts it again).
                     self.check_open()?;
                     // Under the writer lock: the memtable cannot be frozen meanwhile.
-                    let mut w = self.writer.lock();
+                    let mut w = self.writes.writer.lock();
                     self.make_room(&mut w)?;
                     let mem = self.super_version().mem.clone();
                     for (pk, value, addr, at) in chunk.drain(..) {
@@ -230,12 +230,12 @@ impl Inner {
             // The backfilled entries have no value-log record to be replayed from: they
             // must be in tables before the index says it is ready.
             self.flush()?;
-            let _w = self.writer.lock();
+            let _w = self.writes.writer.lock();
             let mut vs = self.versions.lock();
             if !vs.namespaces.indexes.contains_key(&id) {
                 return Err(Error::UnknownIndex(idx.def.attr.clone()));
             }
-            let from = self.visible_seq.load(Ordering::Acquire);
+            let from = self.writes.visible_seq.load(Ordering::Acquire);
             self.log_edit(
                 &mut vs,
                 VersionEdit {
@@ -280,7 +280,7 @@ impl Inner {
             .map(|d| d.id)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
         self.drop_trees(&[id])?;
-        let _w = self.writer.lock();
+        let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
         self.reload_indexes(&vs);
         Ok(())
@@ -303,7 +303,7 @@ impl Inner {
 
     /// After a namespace's destroy: its indexes are gone from the registry too.
     pub(super) fn indexes_dropped(&self) {
-        let _w = self.writer.lock();
+        let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
         self.reload_indexes(&vs);
     }

@@ -190,8 +190,8 @@ impl Inner {
     /// garbage for GC, and the entries of `ids` left in memtables, L0 and runs are
     /// unreachable and dropped by the next flush or compaction.
     fn join_dead_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
-        self.liveness.mark_dead(dead);
-        self.bg.lock().policy.check_gc();
+        self.gc.liveness.mark_dead(dead);
+        self.bg.state.lock().policy.check_gc();
         self.wake_background();
         let mut state = self.namespaces.write();
         let mut set = (*state.dead).clone();

@@ -160,7 +160,7 @@ impl Inner {
         // The super version first, then the seqno: everything at or below the seqno is in
         // that super version (a flush after it moves entries into a newer one only).
         let sv = self.super_version_brief();
-        let snapshot = at.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
+        let snapshot = at.unwrap_or_else(|| self.writes.visible_seq.load(Ordering::Acquire));
         let user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {

@@ -17,8 +17,7 @@ use crate::error::Result;
 use crate::key::{Nsid, SeqNo};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -132,7 +131,7 @@ impl Inner {
     /// index's id) take the floor of the namespace that owns the index.
     pub(super) fn snapshot_floors(&self) -> SnapshotFloors {
         // The seqno first: a snapshot pinned after it reads at or above it.
-        let now = self.visible_seq.load(Ordering::Acquire);
+        let now = self.writes.visible_seq.load(Ordering::Acquire);
         let mut pinned = self.snapshots.oldest_per_namespace();
         if !pinned.is_empty() {
             // Loaded after the pins: every index that existed when they were listed is in it
@@ -154,10 +153,10 @@ impl Inner {
         if self.snapshots.release(ns, seq) {
             // Segments kept for this namespace's snapshots may be collectable now. Most
             // releases (every query's) find none: they wake nobody.
-            let mut deferred = self.gc_deferred.lock();
+            let mut deferred = self.gc.deferred.lock();
             if deferred.released(ns) {
                 drop(deferred);
-                self.bg.lock().policy.check_gc();
+                self.bg.state.lock().policy.check_gc();
                 self.wake_background();
             }
         }
@@ -199,7 +198,7 @@ impl std::fmt::Debug for Snapshot {
 impl Snapshot {
     pub(super) fn new(ns: Namespace) -> Snapshot {
         let id = ns.entry.id;
-        let seq = ns.inner.snapshots.acquire(id, &ns.inner.visible_seq);
+        let seq = ns.inner.snapshots.acquire(id, &ns.inner.writes.visible_seq);
         Snapshot {
             pin: Arc::new(Pin {
                 inner: ns.inner.clone(),
