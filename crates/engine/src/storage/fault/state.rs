@@ -29,7 +29,7 @@ pub(super) struct State {
     pub(super) durable: HashMap<String, InodeRef>,
     /// Inodes with open handles of the current generation, with their handle counts. They count
     /// as used space even when no name refers to them any more (unix semantics).
-    pub(super) open: HashMap<u64, (InodeRef, usize)>,
+    open: HashMap<u64, (InodeRef, usize)>,
     pub(super) next_inode: u64,
     /// Bumped by every crash; handles from older generations are dead.
     pub(super) generation: u64,
@@ -42,11 +42,11 @@ pub(super) struct State {
     pub(super) injection: Injection,
 }
 
-pub(super) fn crash_error() -> io::Error {
+fn crash_error() -> io::Error {
     io::Error::other("simulated crash")
 }
 
-pub(super) fn stale_error() -> io::Error {
+fn stale_error() -> io::Error {
     io::Error::other("simulated crash: stale handle")
 }
 
