@@ -1,7 +1,7 @@
 //! Namespace handles: what applications read and write through, as RocksDB's column family
 //! handles and fjall's keyspaces. A handle holds its namespace's entry, so an operation needs
 //! no lookup by id; once the namespace is destroyed every operation on a handle returns
-//! [`Error::UnknownNamespace`].
+//! [`Error::UnknownNamespace`](crate::error::Error::UnknownNamespace).
 
 use super::indexes::IndexInfo;
 use super::namespaces::NsEntry;
@@ -15,8 +15,9 @@ use crate::stats::NamespaceStats;
 use bytes::Bytes;
 use std::sync::Arc;
 
-/// One namespace of a [`Db`]. Cheap to clone and to send between threads; it keeps the
-/// database's state alive, and fails with [`Error::Closed`] once the database is closed.
+/// One namespace of a [`Db`](super::Db). Cheap to clone and to send between threads; it keeps the
+/// database's state alive, and fails with [`Error::Closed`](crate::error::Error::Closed)
+/// once the database is closed.
 #[derive(Clone)]
 pub struct Namespace {
     pub(super) inner: Arc<Inner>,
@@ -106,7 +107,8 @@ impl Namespace {
         self.inner.create_index(&self.entry, attr, kind)
     }
 
-    /// Drops the index on `attr`; [`Error::UnknownIndex`] if there is none.
+    /// Drops the index on `attr`; [`Error::UnknownIndex`](crate::error::Error::UnknownIndex)
+    /// if there is none.
     pub fn drop_index(&self, attr: &str) -> Result<()> {
         self.inner.drop_index(&self.entry, attr)
     }

@@ -58,7 +58,7 @@ impl IndexSet {
     }
 }
 
-/// What [`Namespace::list_indexes`] reports of one index.
+/// What [`Namespace::list_indexes`](super::handle::Namespace::list_indexes) reports of one index.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct IndexInfo {
     pub attr: String,

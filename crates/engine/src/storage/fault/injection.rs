@@ -6,23 +6,24 @@ use std::io;
 /// Kinds of I/O call that can be made to fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum IoKind {
-    /// [`Storage::create`].
+    /// [`Storage::create`](crate::storage::Storage::create).
     Create,
-    /// [`WritableFile::append`].
+    /// [`WritableFile::append`](crate::storage::WritableFile::append).
     Append,
-    /// [`WritableFile::sync`].
+    /// [`WritableFile::sync`](crate::storage::WritableFile::sync).
     Sync,
-    /// [`Storage::sync_dir`].
+    /// [`Storage::sync_dir`](crate::storage::Storage::sync_dir).
     SyncDir,
-    /// [`Storage::rename`].
+    /// [`Storage::rename`](crate::storage::Storage::rename).
     Rename,
-    /// [`Storage::delete`].
+    /// [`Storage::delete`](crate::storage::Storage::delete).
     Delete,
-    /// [`WritableFile::truncate`].
+    /// [`WritableFile::truncate`](crate::storage::WritableFile::truncate).
     Truncate,
-    /// [`Storage::open`].
+    /// [`Storage::open`](crate::storage::Storage::open).
     Open,
-    /// [`RandomAccessFile::read_at`] (`len` of a readable file never fails and is not counted).
+    /// [`RandomAccessFile::read_at`](crate::storage::RandomAccessFile::read_at) (`len` of a
+    /// readable file never fails and is not counted).
     Read,
 }
 
@@ -74,7 +75,7 @@ impl FaultError {
     }
 }
 
-/// A failure to inject with [`FaultStorage::inject`].
+/// A failure to inject with [`FaultStorage::inject`](super::FaultStorage::inject).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault {
     pub kind: IoKind,
