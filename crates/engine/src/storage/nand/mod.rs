@@ -22,16 +22,20 @@
 use super::{IoPurpose, RandomAccessFile, Storage, StorageRef, WritableFile};
 use parking_lot::Mutex;
 use std::io;
-use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xxhash_rust::xxh3::xxh3_64;
 
 mod clock;
+mod device;
+mod file;
+#[cfg(test)]
+mod tests;
+
 pub(crate) use clock::deferred;
-use clock::wait_until;
 pub(crate) use clock::Completion;
+use device::Device;
+use file::{NandReadable, NandWritable, WriteState};
 
 /// Geometry and timings of the modeled flash.
 #[derive(Clone, Debug)]
@@ -102,115 +106,6 @@ pub struct NandStats {
     pub sync_wait_ns: u64,
 }
 
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// When each die and channel becomes free.
-struct Timeline {
-    dies: Vec<Instant>,
-    channels: Vec<Instant>,
-}
-
-#[derive(Default)]
-struct Counters {
-    page_reads: [AtomicU64; IoPurpose::COUNT],
-    page_programs: [AtomicU64; IoPurpose::COUNT],
-    read_requests: [AtomicU64; IoPurpose::COUNT],
-    read_time_ns: AtomicU64,
-    sync_wait_ns: AtomicU64,
-}
-
-/// State shared by the storage and all its open files.
-struct Device {
-    config: NandConfig,
-    dies: u64,
-    /// One lock over all dies and channels: a multi-page request must see a consistent
-    /// picture, and the critical section is a few additions per page, so even ~100k
-    /// requests/s do not contend noticeably.
-    timeline: Mutex<Timeline>,
-    counters: Counters,
-}
-
-impl Device {
-    /// Zero `page_size`, `channels` or `ways` are treated as 1 (they are divisors below).
-    fn new(config: NandConfig) -> Self {
-        let config = NandConfig {
-            page_size: config.page_size.max(1),
-            channels: config.channels.max(1),
-            ways: config.ways.max(1),
-            ..config
-        };
-        let now = Instant::now();
-        let dies = config.dies();
-        let channels = config.channels;
-        Device {
-            dies: dies as u64,
-            timeline: Mutex::new(Timeline {
-                dies: vec![now; dies],
-                channels: vec![now; channels],
-            }),
-            config,
-            counters: Counters::default(),
-        }
-    }
-
-    /// First die of a file's stripe.
-    fn base_die(&self, name: &str) -> u64 {
-        xxh3_64(name.as_bytes()) % self.dies
-    }
-
-    /// (die, channel) of page `page` of a file starting its stripe at `base`.
-    fn locate(&self, base: u64, page: u64) -> (usize, usize) {
-        // Both operands are below `dies`, so the sum cannot overflow.
-        let die = ((base + page % self.dies) % self.dies) as usize;
-        (die, die % self.config.channels)
-    }
-
-    /// Books the dies and channels for a read of `len > 0` bytes at `offset` issued at `now`
-    /// and returns when its last byte reaches the controller, plus the number of pages touched.
-    fn schedule_read(&self, now: Instant, base: u64, offset: u64, len: usize) -> (Instant, u64) {
-        let page_size = self.config.page_size as u64;
-        // A read this far out cannot succeed; let the inner file report the error.
-        let Some(end) = offset.checked_add(len as u64) else {
-            return (now, 0);
-        };
-        let pages = offset / page_size..=(end - 1) / page_size;
-        let count = pages.end() - pages.start() + 1;
-        let mut done = now;
-        let mut tl = self.timeline.lock();
-        for page in pages {
-            let (die, channel) = self.locate(base, page);
-            let sensed = now.max(tl.dies[die]) + self.config.t_read;
-            tl.dies[die] = sensed;
-            let lo = offset.max(page * page_size);
-            let hi = end.min((page + 1).saturating_mul(page_size));
-            let xfer_end =
-                sensed.max(tl.channels[channel]) + self.config.transfer_time((hi - lo) as usize);
-            tl.channels[channel] = xfer_end;
-            done = done.max(xfer_end);
-        }
-        (done, count)
-    }
-
-    /// Books the programs of `pages` issued at `now` and returns when the last one completes.
-    fn schedule_programs(&self, now: Instant, base: u64, pages: RangeInclusive<u64>) -> Instant {
-        let page_xfer = self.config.transfer_time(self.config.page_size);
-        let mut done = now;
-        let mut tl = self.timeline.lock();
-        for page in pages {
-            let (die, channel) = self.locate(base, page);
-            // The page crosses the channel into the die's register, then the die programs it.
-            let loaded = now.max(tl.channels[channel]) + page_xfer;
-            tl.channels[channel] = loaded;
-            let programmed = loaded.max(tl.dies[die]) + self.config.t_prog;
-            tl.dies[die] = programmed;
-            done = done.max(programmed);
-        }
-        done
-    }
-}
-
 /// Wraps another storage and charges the NAND timing model on every read, program and sync.
 pub struct NandStorage {
     inner: StorageRef,
@@ -262,133 +157,6 @@ impl NandStorage {
     }
 }
 
-struct NandWritable {
-    inner: Box<dyn WritableFile>,
-    device: Arc<Device>,
-    base: u64,
-    state: Mutex<WriteState>,
-}
-
-struct WriteState {
-    len: u64,
-    /// Bytes covered by programs already charged. Mid-page after a sync of a partial page;
-    /// that page is programmed again once appends fill it (flash cannot add to a page, so the
-    /// device writes the completed page anew).
-    programmed: u64,
-    /// When the last program charged for this file completes.
-    pending_until: Instant,
-    last_purpose: IoPurpose,
-}
-
-impl NandWritable {
-    fn program(
-        &self,
-        st: &mut WriteState,
-        now: Instant,
-        pages: RangeInclusive<u64>,
-        purpose: IoPurpose,
-    ) {
-        let count = pages.end() - pages.start() + 1;
-        let done = self.device.schedule_programs(now, self.base, pages);
-        st.pending_until = st.pending_until.max(done);
-        self.device.counters.page_programs[purpose as usize].fetch_add(count, Ordering::Relaxed);
-    }
-}
-
-impl WritableFile for NandWritable {
-    fn append(&self, data: &[u8], purpose: IoPurpose) -> io::Result<()> {
-        // The inner file gets the bytes first: a failed append must not be charged.
-        if let Err(e) = self.inner.append(data, purpose) {
-            // It may have kept a prefix; track it so that len() shows it and a later append
-            // or sync programs it.
-            let mut st = self.state.lock();
-            st.len = self.inner.len();
-            st.programmed = st.programmed.min(st.len);
-            return Err(e);
-        }
-        let mut st = self.state.lock();
-        st.len += data.len() as u64;
-        st.last_purpose = purpose;
-        let page_size = self.device.config.page_size as u64;
-        let first = st.programmed / page_size;
-        let full_pages = st.len / page_size;
-        if full_pages > first {
-            // Pages first..full_pages are now complete; the device programs them in the
-            // background, so the appender does not wait.
-            self.program(&mut st, Instant::now(), first..=full_pages - 1, purpose);
-            st.programmed = full_pages * page_size;
-        }
-        Ok(())
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        let issued = Instant::now();
-        let pending_until = {
-            let mut st = self.state.lock();
-            if st.programmed < st.len {
-                let page = st.programmed / self.device.config.page_size as u64;
-                let purpose = st.last_purpose;
-                self.program(&mut st, issued, page..=page, purpose);
-                st.programmed = st.len;
-            }
-            st.pending_until
-        };
-        let wait = pending_until.saturating_duration_since(issued);
-        self.device
-            .counters
-            .sync_wait_ns
-            .fetch_add(duration_ns(wait), Ordering::Relaxed);
-        // The real sync runs inside the modeled wait rather than after it, so that a slow host
-        // file system does not add to the modeled device time.
-        let result = self.inner.sync();
-        wait_until(pending_until);
-        result
-    }
-
-    fn len(&self) -> u64 {
-        self.state.lock().len
-    }
-
-    /// Not charged: dropping bytes is a mapping update in the flash translation layer. A page
-    /// left partial is programmed anew once appends fill it or a sync comes.
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        let mut st = self.state.lock();
-        self.inner.truncate(len)?;
-        st.len = len;
-        st.programmed = st.programmed.min(len);
-        Ok(())
-    }
-}
-
-struct NandReadable {
-    inner: Arc<dyn RandomAccessFile>,
-    device: Arc<Device>,
-    base: u64,
-}
-
-impl RandomAccessFile for NandReadable {
-    fn read_at(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Vec<u8>> {
-        if len == 0 {
-            return self.inner.read_at(offset, len, purpose);
-        }
-        let issued = clock::issue_time();
-        let (done, pages) = self.device.schedule_read(issued, self.base, offset, len);
-        let c = &self.device.counters;
-        c.page_reads[purpose as usize].fetch_add(pages, Ordering::Relaxed);
-        c.read_requests[purpose as usize].fetch_add(1, Ordering::Relaxed);
-        c.read_time_ns
-            .fetch_add(duration_ns(done - issued), Ordering::Relaxed);
-        // As for sync: the real read overlaps the modeled latency instead of adding to it.
-        let result = self.inner.read_at(offset, len, purpose);
-        clock::complete(done);
-        result
-    }
-
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-}
-
 impl Storage for NandStorage {
     fn create(&self, name: &str) -> io::Result<Box<dyn WritableFile>> {
         let inner = self.inner.create(name)?;
@@ -436,6 +204,3 @@ impl Storage for NandStorage {
         Some(self.stats())
     }
 }
-
-#[cfg(test)]
-mod tests;

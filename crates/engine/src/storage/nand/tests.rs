@@ -1,3 +1,4 @@
+use super::device::duration_ns;
 use super::*;
 use crate::storage::MemStorage;
 use std::sync::Barrier;
