@@ -1,8 +1,22 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
-use super::*;
+use super::flush::output_params;
+use super::gc::GcStats;
+use super::namespaces::{dead_bytes_by_segment, NsEntry};
+use super::Inner;
 use crate::background::{Choice, Job, Notice, Outcome, Policy, View};
-use crate::options::BackgroundStep;
+use crate::compaction::{self, CompactionTask};
+use crate::error::{Error, IoContext, Result};
+use crate::key::{self, Nsid};
+use crate::options::{BackgroundStep, Layout};
+use crate::stats::Counters;
+use crate::version::{Version, VersionEdit, RUNS};
+use crate::vlog;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The background's state under its lock: the policy, and the `create_index` calls waiting
 /// for their backfills.
@@ -19,6 +33,28 @@ impl Default for BgState {
             policy: Policy::new(),
             backfilled: HashMap::new(),
         }
+    }
+}
+
+/// Background work's shared state: its state under the lock, the wake-ups of the threads
+/// that run it and of those that wait for it, and the check on compaction slots.
+#[derive(Default)]
+pub(super) struct Background {
+    pub(super) state: Mutex<BgState>,
+    /// Wakes background threads.
+    cv: Condvar,
+    /// Wakes threads waiting for background work to finish.
+    pub(super) done_cv: Condvar,
+    /// Compactions running in each slot (split, tree), counted where they run: a check
+    /// that the slots' bookkeeping never lets two share a slot.
+    in_slot: [AtomicU64; 2],
+    /// Times a compaction started while another held its slot (a bug if ever above 0).
+    slot_overlaps: AtomicU64,
+}
+
+impl Background {
+    pub(super) fn slot_overlaps(&self) -> u64 {
+        self.slot_overlaps.load(Ordering::Relaxed)
     }
 }
 
@@ -65,8 +101,8 @@ impl<'a> SlotGuard<'a> {
         let tree = task.output_level() != RUNS;
         let slots = [split, tree];
         for (i, _) in slots.iter().enumerate().filter(|(_, on)| **on) {
-            if inner.in_slot[i].fetch_add(1, Ordering::AcqRel) > 0 {
-                inner.slot_overlaps.fetch_add(1, Ordering::Relaxed);
+            if inner.bg.in_slot[i].fetch_add(1, Ordering::AcqRel) > 0 {
+                inner.bg.slot_overlaps.fetch_add(1, Ordering::Relaxed);
                 tracing::error!("two compactions share a slot");
             }
         }
@@ -77,7 +113,7 @@ impl<'a> SlotGuard<'a> {
 impl Drop for SlotGuard<'_> {
     fn drop(&mut self) {
         for (i, _) in self.slots.iter().enumerate().filter(|(_, on)| **on) {
-            self.inner.in_slot[i].fetch_sub(1, Ordering::AcqRel);
+            self.inner.bg.in_slot[i].fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -107,20 +143,21 @@ impl Inner {
         let outcome = failure(e);
         let notice = self
             .bg
+            .state
             .lock()
             .policy
             .failed(&outcome, std::time::Instant::now());
         log_notice(notice);
-        self.done_cv.notify_all();
+        self.bg.done_cv.notify_all();
     }
 
     pub(super) fn wait_for_compactions(&self) -> Result<()> {
         self.flush()?;
-        self.bg.lock().policy.drain = true;
+        self.bg.state.lock().policy.drain = true;
         let mut gc_seen = false;
         let result = (|| loop {
             {
-                let bg = self.bg.lock();
+                let bg = self.bg.state.lock();
                 if let Some(e) = &bg.policy.error {
                     return Err(Error::Background(e.clone()));
                 }
@@ -139,14 +176,14 @@ impl Inner {
                     }
                 }
             }
-            self.bg.lock().policy.check_gc();
+            self.bg.state.lock().policy.check_gc();
             self.wait_for_background()?;
             if std::mem::take(&mut gc_seen) {
                 // What GC moved sits in the memtable: into the tree with the rest.
                 self.flush()?;
             }
         })();
-        self.bg.lock().policy.drain = false;
+        self.bg.state.lock().policy.drain = false;
         result
     }
 
@@ -164,7 +201,7 @@ impl Inner {
     pub(super) fn gc_value_log(&self) -> Result<GcStats> {
         self.check_open()?;
         {
-            let mut w = self.writer.lock();
+            let mut w = self.writes.writer.lock();
             if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
                 let id = self.new_file_number();
                 self.roll_log(&mut w, id)?;
@@ -173,7 +210,7 @@ impl Inner {
         self.flush()?;
         {
             // Nothing left in memory: replay can start at the head, sealing what is behind.
-            let w = self.writer.lock();
+            let w = self.writes.writer.lock();
             let sv = self.super_version();
             if sv.mem.is_empty() && sv.imm.is_empty() {
                 let pos = w.vlog.position();
@@ -194,7 +231,7 @@ impl Inner {
         let stats = result?;
         // The collected segments go once their rewrites are flushed: now, so the space is
         // back when this returns.
-        if !self.retire_after_flush.lock().is_empty() {
+        if !self.gc.retire_after_flush.lock().is_empty() {
             self.flush()?;
             self.retire_if_all_flushed();
         }
@@ -210,14 +247,14 @@ impl Inner {
 
     /// Waits for a running GC, then marks one as running (or clears the mark).
     pub(super) fn set_gc_running(&self, on: bool) {
-        let mut bg = self.bg.lock();
+        let mut bg = self.bg.state.lock();
         if on {
             while bg.policy.gc_running() && bg.policy.error.is_none() && !bg.policy.shutdown {
-                self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+                self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
             }
         }
         bg.policy.manual_gc(on);
-        self.done_cv.notify_all();
+        self.bg.done_cv.notify_all();
     }
 
     /// Takes both compaction slots for a manual job: waits until the compaction and split
@@ -226,10 +263,10 @@ impl Inner {
     /// returned slots are dropped. Fails, holding nothing, if the database is closed or
     /// read-only.
     pub(super) fn acquire_compaction(&self) -> Result<ManualSlots<'_>> {
-        let mut bg = self.bg.lock();
+        let mut bg = self.bg.state.lock();
         bg.policy.manual_wants_slots();
         while !bg.policy.manual_may_start() {
-            self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+            self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         }
         let refuse = if let Some(e) = &bg.policy.error {
             Some(Error::Background(e.clone()))
@@ -240,16 +277,16 @@ impl Inner {
         };
         bg.policy.manual_stops_waiting(refuse.is_none());
         if let Some(e) = refuse {
-            self.done_cv.notify_all();
+            self.bg.done_cv.notify_all();
             return Err(e);
         }
         Ok(ManualSlots(self))
     }
 
     fn release_compaction(&self) {
-        self.bg.lock().policy.manual_ended();
+        self.bg.state.lock().policy.manual_ended();
         self.wake_background();
-        self.done_cv.notify_all();
+        self.bg.done_cv.notify_all();
     }
 
     /// A manual compaction of `ns`, or of every live namespace.
@@ -354,7 +391,7 @@ impl Inner {
         self.storage.sync_dir().ctx("database directory")?;
         out.edit.vlog_dead = dead_bytes_by_segment(&out.dropped);
         self.install(out.edit, None)?;
-        self.liveness.mark_dead(&out.dropped);
+        self.gc.liveness.mark_dead(&out.dropped);
         Counters::add(&self.counters.local().compactions, 1);
         Counters::add(&self.counters.local().compaction_bytes_read, read);
         Counters::add(&self.counters.local().compaction_bytes_written, written);
@@ -363,7 +400,7 @@ impl Inner {
 
     /// Wakes the background: the database's own threads, or the runner given in the options.
     pub(super) fn wake_background(&self) {
-        self.bg_cv.notify_all();
+        self.bg.cv.notify_all();
         if let Some(r) = &self.opts.background_runner {
             (r.0)();
         }
@@ -378,7 +415,7 @@ impl Inner {
             let ratio = self.opts.vlog_gc_dead_ratio;
             let choice = bg.policy.choose(&view, &mut || self.gc_candidate(ratio));
             if waited_for_space && bg.policy.no_space.is_none() {
-                self.done_cv.notify_all();
+                self.bg.done_cv.notify_all();
             }
             match choice {
                 Ok(choice) => return choice,
@@ -390,15 +427,15 @@ impl Inner {
     pub(super) fn background_loop(self: Arc<Self>) {
         loop {
             let job = {
-                let mut bg = self.bg.lock();
+                let mut bg = self.bg.state.lock();
                 loop {
                     match self.choose(&mut bg) {
                         Choice::Stop => return,
                         Choice::Run(job) => break job,
                         Choice::Wait(Some(d)) => {
-                            self.bg_cv.wait_for(&mut bg, d);
+                            self.bg.cv.wait_for(&mut bg, d);
                         }
-                        Choice::Wait(None) => self.bg_cv.wait(&mut bg),
+                        Choice::Wait(None) => self.bg.cv.wait(&mut bg),
                     }
                 }
             };
@@ -407,7 +444,7 @@ impl Inner {
     }
 
     pub(super) fn run_one_job(&self) -> BackgroundStep {
-        let choice = self.choose(&mut self.bg.lock());
+        let choice = self.choose(&mut self.bg.state.lock());
         match choice {
             Choice::Stop => BackgroundStep::Stopped,
             Choice::Wait(d) => BackgroundStep::Idle(d),
@@ -441,7 +478,7 @@ impl Inner {
         .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
         let outcome = outcome_of(&result);
         let notice = {
-            let mut bg = self.bg.lock();
+            let mut bg = self.bg.state.lock();
             let notice = bg
                 .policy
                 .finished(&job, &outcome, std::time::Instant::now());
@@ -454,7 +491,7 @@ impl Inner {
         };
         log_notice(notice);
         self.wake_background();
-        self.done_cv.notify_all();
+        self.bg.done_cv.notify_all();
     }
 
     /// Backfills index `id` of `ns` as a background job (placed by the runner, if there is
@@ -464,7 +501,7 @@ impl Inner {
         if self.opts.background_threads < 2 {
             return self.backfill(e, id);
         }
-        let mut bg = self.bg.lock();
+        let mut bg = self.bg.state.lock();
         bg.policy.queue_backfill(e.id, id);
         bg.backfilled.insert(id, None);
         // Background work stopped for want of space may not run the backfill for as long as
@@ -491,7 +528,9 @@ impl Inner {
                     source: std::io::Error::new(std::io::ErrorKind::StorageFull, why),
                 },
                 (None, false, None) => {
-                    self.done_cv.wait_for(&mut bg, Duration::from_millis(100));
+                    self.bg
+                        .done_cv
+                        .wait_for(&mut bg, Duration::from_millis(100));
                     continue;
                 }
             };

@@ -1,6 +1,20 @@
 //! Flushes, and the version edits they and compactions record in the manifest.
 
-use super::*;
+use super::namespaces::dead_bytes_by_segment;
+use super::supersede::retire_index_entries;
+use super::{Inner, SuperVersion};
+use crate::compaction::{OutputParams, Retention, SnapshotFloors, TableSink};
+use crate::error::{IoContext, Result};
+use crate::key::{self, IndexValue, Kind, Nsid};
+use crate::memtable::Memtable;
+use crate::options::{Layout, Options};
+use crate::stats::Counters;
+use crate::table::TableProps;
+use crate::version::{Version, VersionEdit, VersionSet};
+use crate::vlog::LogSync;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// A memtable that takes no more writes, with what its flush needs from the value log.
 pub(super) struct Frozen {
@@ -76,7 +90,7 @@ impl Inner {
     pub(super) fn flush(&self) -> Result<()> {
         self.check_open()?;
         {
-            let mut w = self.writer.lock();
+            let mut w = self.writes.writer.lock();
             self.freeze_memtable(&mut w)?;
         }
         loop {
@@ -121,7 +135,7 @@ impl Inner {
             ..VersionEdit::default()
         };
         self.install(edit, Some(&frozen))?;
-        self.liveness.mark_dead(&dropped);
+        self.gc.liveness.mark_dead(&dropped);
         self.retire_flushed_segments(frozen.mem.max_seq());
         Counters::add(&self.counters.local().flushes, 1);
         Ok(())

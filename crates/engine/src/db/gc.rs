@@ -1,11 +1,13 @@
 //! Value-log garbage collection: find the live records of sealed segments, write them again
 //! at the head of the log (unless a newer write got there first), then delete the segments.
 
-use super::{Inner, Nsid};
+use super::snapshot::DeferredSegments;
+use super::Inner;
 use crate::error::{Error, IoContext, Result};
-use crate::key::{Kind, SeqNo, ValueAddr};
-use crate::vlog::{self, EncodedWrite, SegmentScan, SCAN_CHUNK};
+use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
+use crate::vlog::{self, EncodedWrite, Liveness, SegmentScan, SCAN_CHUNK};
 use bytes::Bytes;
+use parking_lot::Mutex;
 use std::collections::HashSet;
 
 /// What a garbage collection did.
@@ -17,6 +19,27 @@ pub struct GcStats {
     pub bytes_reclaimed: u64,
     pub records_rewritten: u64,
     pub bytes_rewritten: u64,
+}
+
+/// What value-log GC keeps between collections: the dead bytes of each segment, the
+/// segments it had to leave, and those it collected but may not retire yet.
+pub(super) struct GcState {
+    pub(super) liveness: Liveness,
+    /// Segments GC left because a live snapshot can reach a record in them; looked at
+    /// again once a snapshot of one of those namespaces is released.
+    pub(super) deferred: Mutex<DeferredSegments>,
+    /// Segments GC collected, to be retired once the writes up to the seqno are flushed.
+    pub(super) retire_after_flush: Mutex<Vec<(SeqNo, u64)>>,
+}
+
+impl GcState {
+    pub(super) fn new(liveness: Liveness) -> GcState {
+        GcState {
+            liveness,
+            deferred: Mutex::new(DeferredSegments::default()),
+            retire_after_flush: Mutex::new(Vec::new()),
+        }
+    }
 }
 
 /// Rewrites go to the log in groups of about this many bytes, so writers are not held up
@@ -43,8 +66,13 @@ impl Inner {
             if let Some(id) = vlog::parse_segment_name(&name) {
                 // A retired segment waits for its last readers; it is collected already. A
                 // deferred one waits for a snapshot to go.
-                let deferred = self.gc_deferred.lock().contains(&id)
-                    || self.retire_after_flush.lock().iter().any(|(_, s)| *s == id);
+                let deferred = self.gc.deferred.lock().contains(&id)
+                    || self
+                        .gc
+                        .retire_after_flush
+                        .lock()
+                        .iter()
+                        .any(|(_, s)| *s == id);
                 if id < replay_from && !self.vlog_reader.is_retired(id) && !deferred {
                     match self.storage.open(&name).and_then(|f| f.len()) {
                         Ok(len) => out.push((id, len)),
@@ -96,7 +124,7 @@ impl Inner {
             total += r.len as u64;
             let candidate = rec.kind == Kind::Put
                 && !dead_ns.contains(&rec.nsid)
-                && !self.liveness.is_dead(&addr)
+                && !self.gc.liveness.is_dead(&addr)
                 && self.is_current(rec.nsid, rec.key, addr)?;
             if candidate {
                 live_bytes += r.len as u64;
@@ -149,7 +177,7 @@ impl Inner {
             }
         }
         // The rewritten records must be durable before the only other copy goes.
-        self.writer.lock().vlog.sync()?;
+        self.writes.writer.lock().vlog.sync()?;
         // A snapshot taken before the rewrites became visible reads the old copies; one
         // taken after reads the new ones.
         let released = self.snapshots.releases();
@@ -162,8 +190,11 @@ impl Inner {
         // A flush that retires index entries reads the versions its writes replace, and some
         // may be in this segment: it goes once everything written so far is flushed. This holds
         // with no index too, since one may be created before those writes are flushed.
-        let upto = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
-        self.retire_after_flush.lock().push((upto, seg));
+        let upto = self
+            .writes
+            .visible_seq
+            .load(std::sync::atomic::Ordering::Acquire);
+        self.gc.retire_after_flush.lock().push((upto, seg));
         self.retire_if_all_flushed();
         stats.segments_deleted += 1;
         stats.bytes_reclaimed += seg_len;
@@ -173,7 +204,7 @@ impl Inner {
     /// Appends the records of `group` that are still current at the head of the log, as one
     /// group under the writer lock.
     fn rewrite_group(&self, group: &[LiveRecord], stats: &mut GcStats) -> Result<()> {
-        let mut guard = self.writer.lock();
+        let mut guard = self.writes.writer.lock();
         let w = &mut *guard;
         self.make_room(w)?;
         // Checked again under the writer lock: no write can slip in between.
@@ -241,7 +272,7 @@ impl Inner {
     /// Deletes segment `seg` once the gets that may have found an address in it are done.
     pub(super) fn retire_segment(&self, seg: u64) {
         self.vlog_reader.retire(seg);
-        self.liveness.forget(seg);
+        self.gc.liveness.forget(seg);
         self.versions.lock().vlog_dead.remove(&seg);
     }
 
@@ -249,7 +280,7 @@ impl Inner {
     pub(super) fn retire_flushed_segments(&self, flushed: SeqNo) {
         // Retired under the list's lock: a collection listing segments meanwhile sees each
         // one either waiting or retired, never neither (it would collect it again).
-        let mut pending = self.retire_after_flush.lock();
+        let mut pending = self.gc.retire_after_flush.lock();
         let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(s, _)| *s <= flushed);
         for (_, seg) in due {
             self.retire_segment(seg);
@@ -261,7 +292,10 @@ impl Inner {
     /// empty memtable writes nothing, so no flush would retire them).
     pub(super) fn retire_if_all_flushed(&self) {
         // The seqno first: a write at or below it that is in no memtable now was flushed.
-        let visible = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+        let visible = self
+            .writes
+            .visible_seq
+            .load(std::sync::atomic::Ordering::Acquire);
         let sv = self.super_version();
         if sv.mem.is_empty() && sv.imm.is_empty() {
             self.retire_flushed_segments(visible);
@@ -273,7 +307,7 @@ impl Inner {
     /// may have missed the entry (it wakes collection only when something waits): then the
     /// segment is not deferred, and the next pass looks at it again.
     fn defer_segment(&self, seg: u64, released: u64, namespaces: Vec<Nsid>) {
-        let mut deferred = self.gc_deferred.lock();
+        let mut deferred = self.gc.deferred.lock();
         deferred.insert(seg, namespaces);
         if self.snapshots.releases() != released {
             deferred.remove(&seg);
@@ -335,7 +369,7 @@ impl Inner {
         if self.opts.background_threads < 2 {
             return Ok(None);
         }
-        let dead = self.liveness.dead_bytes();
+        let dead = self.gc.liveness.dead_bytes();
         if dead.is_empty() {
             return Ok(None);
         }
@@ -352,9 +386,10 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Db;
     use super::GcStats;
+    use crate::options::{Layout, Options};
     use crate::storage::{MemStorage, StorageRef};
-    use crate::{Db, Options};
     use bytes::Bytes;
     use std::sync::Arc;
 
@@ -378,7 +413,7 @@ mod tests {
     fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
         let storage: StorageRef = Arc::new(MemStorage::new());
         let opts = Options {
-            layout: crate::Layout::PerNamespace,
+            layout: Layout::PerNamespace,
             inline_value_threshold: 0,
             ..Options::default()
         };

@@ -1,13 +1,23 @@
 //! Namespace handles: what applications read and write through, as RocksDB's column family
 //! handles and fjall's keyspaces. A handle holds its namespace's entry, so an operation needs
 //! no lookup by id; once the namespace is destroyed every operation on a handle returns
-//! [`Error::UnknownNamespace`].
+//! [`Error::UnknownNamespace`](crate::error::Error::UnknownNamespace).
 
-use super::*;
-use crate::query::{Aggregate, Filter, FindPage, QueryStats, Ranked};
+use super::indexes::IndexInfo;
+use super::namespaces::NsEntry;
+use super::Inner;
+use crate::batch::{BatchOp, WriteBatch};
+use crate::error::Result;
+use crate::index::IndexKind;
+use crate::key::{Kind, Nsid};
+use crate::options::WriteOptions;
+use crate::stats::NamespaceStats;
+use bytes::Bytes;
+use std::sync::Arc;
 
-/// One namespace of a [`Db`]. Cheap to clone and to send between threads; it keeps the
-/// database's state alive, and fails with [`Error::Closed`] once the database is closed.
+/// One namespace of a [`Db`](super::Db). Cheap to clone and to send between threads; it keeps the
+/// database's state alive, and fails with [`Error::Closed`](crate::error::Error::Closed)
+/// once the database is closed.
 #[derive(Clone)]
 pub struct Namespace {
     pub(super) inner: Arc<Inner>,
@@ -89,18 +99,6 @@ impl Namespace {
         self.inner.contains(&self.entry, key, None)
     }
 
-    /// A consistent view of this namespace as it is now: reads through it see exactly the
-    /// writes made before it, whatever is written, flushed, compacted or collected after.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(self.clone())
-    }
-
-    /// An iterator over this namespace as it is now (an implicit snapshot, released with
-    /// the iterator).
-    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
-        self.snapshot().iter(opts)
-    }
-
     /// Creates a secondary index on the JSON attribute `attr` (a top-level name, or dotted
     /// names into embedded objects: `user.id`), and returns once it holds every record
     /// (writes go on meanwhile and index themselves). Values that are not JSON, or hold no
@@ -109,7 +107,8 @@ impl Namespace {
         self.inner.create_index(&self.entry, attr, kind)
     }
 
-    /// Drops the index on `attr`; [`Error::UnknownIndex`] if there is none.
+    /// Drops the index on `attr`; [`Error::UnknownIndex`](crate::error::Error::UnknownIndex)
+    /// if there is none.
     pub fn drop_index(&self, attr: &str) -> Result<()> {
         self.inner.drop_index(&self.entry, attr)
     }
@@ -117,37 +116,6 @@ impl Namespace {
     /// This namespace's indexes.
     pub fn list_indexes(&self) -> Result<Vec<IndexInfo>> {
         self.inner.list_indexes(&self.entry)
-    }
-
-    /// One page of the records meeting `filter` (see [`Snapshot::find`]); each page reads the
-    /// namespace as it is when asked for.
-    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
-        self.snapshot().find(filter, opts)
-    }
-
-    /// The pks of the records whose `attr` equals `value`, at most `limit` (see
-    /// [`Snapshot::get_by_secondary`]).
-    pub fn get_by_secondary(
-        &self,
-        attr: &str,
-        value: &serde_json::Value,
-        limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
-        self.snapshot().get_by_secondary(attr, value, limit)
-    }
-
-    /// Top-K by an attribute (see [`Snapshot::top`]).
-    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
-        self.snapshot().top(filter, opts)
-    }
-
-    /// An aggregate over the records meeting `filter` (see [`Snapshot::aggregate`]).
-    pub fn aggregate(
-        &self,
-        filter: &Filter,
-        op: &Aggregate,
-    ) -> Result<(serde_json::Value, QueryStats)> {
-        self.snapshot().aggregate(filter, op)
     }
 
     /// Counters and tree shape of this namespace.

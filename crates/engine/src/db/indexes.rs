@@ -5,8 +5,17 @@
 //! so the entry of the value it replaced stays behind. A query drops such stale entries when it
 //! checks the record it reaches (`classic`: the current value's attribute).
 
-use super::*;
+use super::namespaces::NsEntry;
+use super::Inner;
+use crate::error::{Error, Result};
 use crate::index::{entry_key, entry_payload, extract, AttrPath, IndexDef, IndexKind};
+use crate::key::{self, Kind, Nsid, SeqNo};
+use crate::memtable::{MemValue, Memtable};
+use crate::version::{VersionEdit, VersionSet};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// An index as the write path and queries use it.
 pub(super) struct LiveIndex {
@@ -49,7 +58,7 @@ impl IndexSet {
     }
 }
 
-/// What [`Namespace::list_indexes`] reports of one index.
+/// What [`Namespace::list_indexes`](super::handle::Namespace::list_indexes) reports of one index.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct IndexInfo {
     pub attr: String,
@@ -110,7 +119,7 @@ impl Inner {
         e.check_live()?;
         let path = AttrPath::parse(attr).map_err(Error::InvalidArgument)?;
         let id = {
-            let _w = self.writer.lock();
+            let _w = self.writes.writer.lock();
             let mut vs = self.versions.lock();
             if let Some(d) = vs.namespaces.indexes_of(e.id).find(|d| d.attr == attr) {
                 return Err(Error::IndexExists {
@@ -156,7 +165,7 @@ impl Inner {
         };
         // Writes after this seqno derive their own entries (the set was loaded before it). A
         // snapshot of the namespace: GC and compactions keep the records it scans.
-        let seq = self.snapshots.acquire(e.id, &self.visible_seq);
+        let seq = self.snapshots.acquire(e.id, &self.writes.visible_seq);
         let result = (|| {
             let config = crate::table::IterConfig {
                 fill_cache: false,
@@ -195,7 +204,7 @@ impl Inner {
                     // A close stops it between chunks (the next open starts it again).
                     self.check_open()?;
                     // Under the writer lock: the memtable cannot be frozen meanwhile.
-                    let mut w = self.writer.lock();
+                    let mut w = self.writes.writer.lock();
                     self.make_room(&mut w)?;
                     let mem = self.super_version().mem.clone();
                     for (pk, value, addr, at) in chunk.drain(..) {
@@ -221,12 +230,12 @@ impl Inner {
             // The backfilled entries have no value-log record to be replayed from: they
             // must be in tables before the index says it is ready.
             self.flush()?;
-            let _w = self.writer.lock();
+            let _w = self.writes.writer.lock();
             let mut vs = self.versions.lock();
             if !vs.namespaces.indexes.contains_key(&id) {
                 return Err(Error::UnknownIndex(idx.def.attr.clone()));
             }
-            let from = self.visible_seq.load(Ordering::Acquire);
+            let from = self.writes.visible_seq.load(Ordering::Acquire);
             self.log_edit(
                 &mut vs,
                 VersionEdit {
@@ -271,7 +280,7 @@ impl Inner {
             .map(|d| d.id)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
         self.drop_trees(&[id])?;
-        let _w = self.writer.lock();
+        let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
         self.reload_indexes(&vs);
         Ok(())
@@ -294,7 +303,7 @@ impl Inner {
 
     /// After a namespace's destroy: its indexes are gone from the registry too.
     pub(super) fn indexes_dropped(&self) {
-        let _w = self.writer.lock();
+        let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
         self.reload_indexes(&vs);
     }

@@ -13,10 +13,20 @@
 //! values are safe without one: value-log GC leaves every segment holding a record its
 //! snapshot reads (of its own namespace, destroyed or not) until the snapshot goes.
 
-use super::*;
-use crate::prefetch::Pending;
-use crate::prefetch::ReadPool;
+use super::handle::Namespace;
+use super::namespaces::NsEntry;
+use super::snapshot::Snapshot;
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::iter::SnapshotScan;
+use crate::key::{self, IndexValue, Kind};
+use crate::prefetch::{Pending, ReadPool};
+use crate::stats::Counters;
 use crate::table::IterConfig;
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// A value on its way to the caller.
 enum Fetch {
@@ -117,6 +127,21 @@ impl std::fmt::Debug for Iter {
             .field("snapshot", &self.snapshot)
             .field("opts", &self.opts)
             .finish()
+    }
+}
+
+impl Snapshot {
+    /// An iterator over the namespace as it was when the snapshot was taken.
+    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
+        Iter::open(self.clone(), opts)
+    }
+}
+
+impl Namespace {
+    /// An iterator over this namespace as it is now (an implicit snapshot, released with
+    /// the iterator).
+    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
+        self.snapshot().iter(opts)
     }
 }
 

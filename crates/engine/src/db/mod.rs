@@ -25,47 +25,31 @@ pub use query::{FindOptions, TopOptions};
 pub use query_doc::QueryOutput;
 pub use snapshot::Snapshot;
 
-use self::{
-    background::*,
-    flush::*,
-    indexes::*,
-    namespaces::*,
-    recovery::*,
-    snapshot::{DeferredSegments, Snapshots},
-    supersede::*,
-    write::*,
-};
+use self::background::Background;
+use self::flush::Frozen;
+use self::gc::GcState;
+use self::indexes::IndexSet;
+use self::namespaces::{level_stats, NsEntry, NsState};
+use self::recovery::recover;
+use self::snapshot::Snapshots;
+use self::write::{WriteQueue, WriterState};
 
-use crate::batch::{BatchOp, WriteBatch};
-use crate::compaction::{self, CompactionTask, OutputParams, Retention, SnapshotFloors, TableSink};
 use crate::error::{Error, IoContext, Result};
-use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
-use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, DEFAULT_NS, TRAILER_LEN};
-use crate::memtable::{MemValue, Memtable};
-use crate::options::{Layout, Options, StorageKind, WriteOptions};
-use crate::stats::{
-    level_step, step_level, Counters, DbStats, LevelStats, NamespaceInfo, NamespaceStats, STEP_L0,
-    STEP_MEMTABLE, STEP_RUNS,
-};
+use crate::key::{Nsid, SeqNo, DEFAULT_NS};
+use crate::memtable::Memtable;
+use crate::options::{Options, StorageKind};
+use crate::stats::{Counters, DbStats, NamespaceInfo};
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
-use crate::table::{filter::filter_hash, parse_table_name, table_name, BlockCache, TableProps};
-use crate::version::{
-    Namespaces, Recovered, TableCtx, TableHandle, Version, VersionEdit, VersionSet, RUNS,
-};
-use crate::vlog::{
-    self, AppendError, EncodedWrite, Liveness, LogSync, RollError, VlogReader, VlogWriter,
-};
+use crate::table::BlockCache;
+use crate::version::{TableCtx, Version, VersionSet};
+use crate::vlog::{self, Liveness, VlogReader};
 use arc_swap::ArcSwap;
-use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::VecDeque;
-use std::collections::{HashMap, HashSet};
+use parking_lot::{Mutex, RwLock};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Memtables plus the version they sit on: what a read needs, swapped as one.
 struct SuperVersion {
@@ -102,41 +86,23 @@ struct Inner {
     /// entries. Replaced (under the writer lock) when an index is created or dropped.
     indexes: RwLock<Arc<IndexSet>>,
     vlog_reader: VlogReader,
-    liveness: Liveness,
+    gc: GcState,
     versions: Mutex<VersionSet>,
     /// The current super version: read on every get without a lock or a shared reference
     /// count (an `ArcSwap` load touches only the reading thread's slots), replaced under
     /// `sv_update`.
     sv: ArcSwap<SuperVersion>,
     sv_update: Mutex<()>,
-    writer: Mutex<WriterState>,
-    queue: Mutex<VecDeque<Arc<PendingWrite>>>,
-    queue_cv: Condvar,
-    /// Highest seqno whose write is complete; reads see everything at or below it.
-    visible_seq: AtomicU64,
-    bg: Mutex<BgState>,
-    /// Wakes background threads.
-    bg_cv: Condvar,
-    /// Wakes threads waiting for background work to finish.
-    done_cv: Condvar,
+    writes: WriteQueue,
+    bg: Background,
     closed: AtomicBool,
     opened: std::time::Instant,
     /// Milliseconds from `opened` to the last write.
     last_write_ms: AtomicU64,
-    /// Compactions running in each slot (split, tree), counted where they run: a check
-    /// that the slots' bookkeeping never lets two share a slot.
-    in_slot: [AtomicU64; 2],
-    /// Times a compaction started while another held its slot (a bug if ever above 0).
-    slot_overlaps: AtomicU64,
     /// The last manifest write failed: its edit may or may not be on disk.
     manifest_in_doubt: AtomicBool,
     /// Seqnos live snapshots read at, per namespace.
     snapshots: Snapshots,
-    /// Segments GC left because a live snapshot can reach a record in them; looked at
-    /// again once a snapshot of one of those namespaces is released.
-    gc_deferred: Mutex<DeferredSegments>,
-    /// Segments GC collected, to be retired once the writes up to the seqno are flushed.
-    retire_after_flush: Mutex<Vec<(SeqNo, u64)>>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
 }
@@ -197,7 +163,7 @@ impl Db {
         let version = versions.current();
         let inner = Arc::new(Inner {
             vlog_reader: VlogReader::new(storage.clone()),
-            liveness: Liveness::seeded(&versions.vlog_dead),
+            gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
             storage,
             counters,
             namespaces: RwLock::new(namespaces),
@@ -209,26 +175,20 @@ impl Db {
                 version,
             }),
             sv_update: Mutex::new(()),
-            writer: Mutex::new(WriterState {
-                vlog,
-                next_seq: last_seq + 1,
-                buf: Vec::new(),
-            }),
-            queue: Mutex::new(VecDeque::new()),
-            queue_cv: Condvar::new(),
-            visible_seq: AtomicU64::new(last_seq),
-            bg: Mutex::new(BgState::default()),
-            bg_cv: Condvar::new(),
-            done_cv: Condvar::new(),
+            writes: WriteQueue::new(
+                WriterState {
+                    vlog,
+                    next_seq: last_seq + 1,
+                    buf: Vec::new(),
+                },
+                last_seq,
+            ),
+            bg: Background::default(),
             closed: AtomicBool::new(false),
             opened: std::time::Instant::now(),
             last_write_ms: AtomicU64::new(0),
-            in_slot: Default::default(),
-            slot_overlaps: AtomicU64::new(0),
             manifest_in_doubt: AtomicBool::new(false),
             snapshots: Snapshots::default(),
-            gc_deferred: Mutex::new(DeferredSegments::default()),
-            retire_after_flush: Mutex::new(Vec::new()),
             prefetcher: std::sync::OnceLock::new(),
             opts: options,
         });
@@ -336,12 +296,12 @@ impl Db {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let synced = self.inner.writer.lock().vlog.sync();
+        let synced = self.inner.writes.writer.lock().vlog.sync();
         {
-            let mut bg = self.inner.bg.lock();
+            let mut bg = self.inner.bg.state.lock();
             bg.policy.shutdown = true;
             self.inner.wake_background();
-            self.inner.done_cv.notify_all();
+            self.inner.bg.done_cv.notify_all();
         }
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
@@ -370,7 +330,7 @@ impl Db {
     /// scheduling is broken (tests check it).
     #[doc(hidden)]
     pub fn compaction_slot_overlaps(&self) -> u64 {
-        self.inner.slot_overlaps.load(Ordering::Relaxed)
+        self.inner.bg.slot_overlaps()
     }
 }
 
@@ -385,7 +345,7 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if let Some(e) = &self.bg.lock().policy.error {
+        if let Some(e) = &self.bg.state.lock().policy.error {
             return Err(Error::Background(e.clone()));
         }
         Ok(())

@@ -1,6 +1,14 @@
 //! Namespaces: creation, destruction, and their counters and tree shape.
 
-use super::*;
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
+use crate::options::Layout;
+use crate::stats::{Counters, LevelStats, NamespaceStats};
+use crate::version::{TableHandle, VersionEdit, RUNS};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A namespace as reads and writes see it; handles hold it, so their operations need no
 /// lookup by id.
@@ -182,8 +190,8 @@ impl Inner {
     /// garbage for GC, and the entries of `ids` left in memtables, L0 and runs are
     /// unreachable and dropped by the next flush or compaction.
     fn join_dead_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
-        self.liveness.mark_dead(dead);
-        self.bg.lock().policy.check_gc();
+        self.gc.liveness.mark_dead(dead);
+        self.bg.state.lock().policy.check_gc();
         self.wake_background();
         let mut state = self.namespaces.write();
         let mut set = (*state.dead).clone();

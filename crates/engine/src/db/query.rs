@@ -1,14 +1,21 @@
 //! Queries on a snapshot of a namespace: the calls on `Snapshot` and `Namespace` that plan
 //! and run them (their reads: `records.rs`).
 
+use super::handle::Namespace;
+use super::namespaces::NsEntry;
 use super::records::SnapshotRecords;
-use super::*;
+use super::snapshot::Snapshot;
+use super::Inner;
+use crate::error::{Error, Result};
 use crate::index::{AttrPath, Scalar};
+use crate::key::{Nsid, SeqNo};
 use crate::query::{
     self, Access, Aggregate, Continuation, Filter, FindPage, IndexChoice, PageRequest, Plan,
     QueryStats, Ranked, Records, TopSpec, DEFAULT_PAGE_BYTES,
 };
+use bytes::Bytes;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Index entries an estimate counts at most: past this, an index is as good as unselective.
 const ESTIMATE_CAP: usize = 256;
@@ -336,5 +343,38 @@ impl Snapshot {
     pub fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<(Value, QueryStats)> {
         let ns = self.namespace();
         ns.inner.aggregate(&ns.entry, self.seq(), filter, op)
+    }
+}
+
+impl Namespace {
+    /// One page of the records meeting `filter` (see [`Snapshot::find`]); each page reads the
+    /// namespace as it is when asked for.
+    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
+        self.snapshot().find(filter, opts)
+    }
+
+    /// The pks of the records whose `attr` equals `value`, at most `limit` (see
+    /// [`Snapshot::get_by_secondary`]).
+    pub fn get_by_secondary(
+        &self,
+        attr: &str,
+        value: &serde_json::Value,
+        limit: Option<usize>,
+    ) -> Result<(Vec<Bytes>, QueryStats)> {
+        self.snapshot().get_by_secondary(attr, value, limit)
+    }
+
+    /// Top-K by an attribute (see [`Snapshot::top`]).
+    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
+        self.snapshot().top(filter, opts)
+    }
+
+    /// An aggregate over the records meeting `filter` (see [`Snapshot::aggregate`]).
+    pub fn aggregate(
+        &self,
+        filter: &Filter,
+        op: &Aggregate,
+    ) -> Result<(serde_json::Value, QueryStats)> {
+        self.snapshot().aggregate(filter, op)
     }
 }

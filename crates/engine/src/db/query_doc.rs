@@ -2,7 +2,8 @@
 //! command and the Python package run the same documents through
 //! [`Namespace::run_query`], so both answer alike.
 
-use super::{FindOptions, Namespace, TopOptions};
+use super::handle::Namespace;
+use super::query::{FindOptions, TopOptions};
 use crate::error::{Error, Result};
 use crate::query::{Aggregate, Filter};
 use bytes::Bytes;

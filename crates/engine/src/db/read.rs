@@ -1,6 +1,16 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::*;
+use super::namespaces::NsEntry;
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, TRAILER_LEN};
+use crate::stats::{level_step, step_level, Counters, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
+use crate::table::filter::filter_hash;
+use crate::version::{TableHandle, Version};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Where a lookup found the newest version of a key.
 pub(super) struct Hit {
@@ -150,7 +160,7 @@ impl Inner {
         // The super version first, then the seqno: everything at or below the seqno is in
         // that super version (a flush after it moves entries into a newer one only).
         let sv = self.super_version_brief();
-        let snapshot = at.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
+        let snapshot = at.unwrap_or_else(|| self.writes.visible_seq.load(Ordering::Acquire));
         let user = key::user_part(ns, key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
             if let Some((_, v)) = m.get(&user, snapshot) {

@@ -1,10 +1,17 @@
 //! The reads of one query at a snapshot of a namespace (index entries, memtable checks,
 //! primary lookups, value reads, scans), counted and timed per step for its statistics.
 
-use super::*;
+use super::{Inner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::iter::SnapshotScan;
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo};
 use crate::query::{EntryBatch, KeyRange, QueryStats, Records};
+use crate::stats::Counters;
 use crate::storage::IoPurpose;
+use bytes::Bytes;
 use quanta::Instant;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The reads of one query, at one snapshot seqno of one namespace.
 pub(super) struct SnapshotRecords {

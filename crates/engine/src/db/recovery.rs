@@ -1,6 +1,20 @@
 //! Opening: the manifest read back, the value log replayed, a fresh manifest and segment.
 
-use super::*;
+use super::flush::{flush_memtable, flush_params};
+use super::indexes::{derive_entries, IndexSet};
+use super::namespaces::dead_bytes_by_segment;
+use super::supersede::retire_index_entries;
+use crate::compaction::SnapshotFloors;
+use crate::error::{Error, IoContext, Result};
+use crate::key::{Kind, Nsid, SeqNo};
+use crate::memtable::{MemValue, Memtable};
+use crate::options::Options;
+use crate::storage::Storage;
+use crate::table::{parse_table_name, table_name};
+use crate::version::{Namespaces, Recovered, TableCtx, Version, VersionEdit, VersionSet};
+use crate::vlog::{self, VlogReader, VlogWriter};
+use bytes::Bytes;
+use std::collections::HashSet;
 
 /// Reads the manifest, replays the value log into a memtable, flushes it, and starts a new
 /// manifest and a new value-log segment.
@@ -24,57 +38,7 @@ pub(super) fn recover(
         log_start: (0, 0),
         vlog_dead: Default::default(),
     });
-    let names = storage.list().ctx("database directory")?;
-    let mut segments = Vec::new();
-    let mut tables = Vec::new();
-    for name in &names {
-        let id = if let Some(id) = vlog::parse_segment_name(name) {
-            segments.push(id);
-            id
-        } else if let Some(id) = parse_table_name(name) {
-            tables.push(id);
-            id
-        } else {
-            name.strip_prefix("MANIFEST-")
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_default()
-        };
-        next_file = next_file.max(id + 1);
-    }
-    for id in version.table_ids() {
-        if !tables.contains(&id) {
-            return Err(Error::corruption(
-                table_name(id),
-                0,
-                "table named by the manifest is missing",
-            ));
-        }
-    }
-    let live: Vec<u64> = version.table_ids().collect();
-    for id in tables.iter().filter(|id| !live.contains(id)) {
-        // Output of a flush or compaction that never reached the manifest.
-        let _ = storage.delete(&table_name(*id));
-    }
-    segments.sort_unstable();
-    // A segment too short for its header was being created when a write failed or the
-    // power went: it never held a record.
-    let mut kept = Vec::with_capacity(segments.len());
-    // Segments that hold their header and no record: an earlier open's segment that got no
-    // write. Nothing can point into them; they go once the new segment exists.
-    let mut empty = Vec::new();
-    for seg in segments {
-        let name = vlog::segment_name(seg);
-        let len = storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
-        if len < vlog::SEGMENT_HEADER_LEN {
-            storage.delete(&name).ctx(&name)?;
-        } else {
-            if len == vlog::SEGMENT_HEADER_LEN {
-                empty.push(seg);
-            }
-            kept.push(seg);
-        }
-    }
-    let segments = kept;
+    let LogFiles { segments, empty } = scan_directory(storage, &version, &mut next_file)?;
     // Sums for segments GC has deleted (or versions dropped after their segment went).
     vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
     let replay: Vec<u64> = segments
@@ -85,37 +49,7 @@ pub(super) fn recover(
     let mem = Memtable::new(opts.memtable_bytes);
     let indexes = IndexSet::from_defs(namespaces.indexes.values());
     let flushed_seq = last_seq;
-    for (i, &seg) in replay.iter().enumerate() {
-        let start = if seg == log_start.0 { log_start.1 } else { 0 };
-        let is_last = i + 1 == replay.len();
-        let end = vlog::replay_segment(storage, seg, start, is_last, |r| {
-            if r.seq > flushed_seq {
-                if r.kind == Kind::Put {
-                    derive_entries(&mem, indexes.of(r.nsid), &r.key, &r.value, r.addr, r.seq);
-                }
-                let mut user = Vec::with_capacity(4 + r.key.len());
-                user.extend_from_slice(&r.nsid.to_be_bytes());
-                user.extend_from_slice(&r.key);
-                mem.insert(
-                    Bytes::from(user),
-                    r.seq,
-                    MemValue {
-                        kind: r.kind,
-                        value: r.value,
-                        addr: r.addr,
-                    },
-                );
-            }
-            Ok(())
-        })?;
-        if end.dropped_tail {
-            tracing::warn!(
-                segment = seg,
-                end = end.end,
-                "dropped a torn value-log tail"
-            );
-        }
-    }
+    replay_log(storage, &replay, log_start, flushed_seq, &mem, &indexes)?;
     if !mem.is_empty() {
         let ids = std::cell::Cell::new(next_file);
         let alloc = || ids.replace(ids.get() + 1);
@@ -163,7 +97,127 @@ pub(super) fn recover(
     // The new manifest replays from the new segment: the empty ones are of no use to replay,
     // and without this every open would leave one more behind. A crash before the deletions
     // are durable leaves them for the next open to delete.
-    for seg in empty {
+    delete_empty_segments(storage, &empty);
+    Ok((versions, Memtable::new(opts.memtable_bytes), writer))
+}
+
+/// The value-log segments the directory holds, in order, and those of them with no record.
+struct LogFiles {
+    segments: Vec<u64>,
+    /// Segments that hold their header and no record: an earlier open's segment that got no
+    /// write. Nothing can point into them; they go once the new segment exists.
+    empty: Vec<u64>,
+}
+
+/// Lists the directory: raises `next_file` past every file number in it, checks that every
+/// table `version` names is there, deletes tables it does not name and segments too short
+/// for their header.
+fn scan_directory(
+    storage: &dyn Storage,
+    version: &Version,
+    next_file: &mut u64,
+) -> Result<LogFiles> {
+    let names = storage.list().ctx("database directory")?;
+    let mut segments = Vec::new();
+    let mut tables = Vec::new();
+    for name in &names {
+        let id = if let Some(id) = vlog::parse_segment_name(name) {
+            segments.push(id);
+            id
+        } else if let Some(id) = parse_table_name(name) {
+            tables.push(id);
+            id
+        } else {
+            name.strip_prefix("MANIFEST-")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_default()
+        };
+        *next_file = (*next_file).max(id + 1);
+    }
+    for id in version.table_ids() {
+        if !tables.contains(&id) {
+            return Err(Error::corruption(
+                table_name(id),
+                0,
+                "table named by the manifest is missing",
+            ));
+        }
+    }
+    let live: Vec<u64> = version.table_ids().collect();
+    for id in tables.iter().filter(|id| !live.contains(id)) {
+        // Output of a flush or compaction that never reached the manifest.
+        let _ = storage.delete(&table_name(*id));
+    }
+    segments.sort_unstable();
+    // A segment too short for its header was being created when a write failed or the
+    // power went: it never held a record.
+    let mut kept = Vec::with_capacity(segments.len());
+    let mut empty = Vec::new();
+    for seg in segments {
+        let name = vlog::segment_name(seg);
+        let len = storage.open(&name).and_then(|f| f.len()).ctx(&name)?;
+        if len < vlog::SEGMENT_HEADER_LEN {
+            storage.delete(&name).ctx(&name)?;
+        } else {
+            if len == vlog::SEGMENT_HEADER_LEN {
+                empty.push(seg);
+            }
+            kept.push(seg);
+        }
+    }
+    Ok(LogFiles {
+        segments: kept,
+        empty,
+    })
+}
+
+/// Replays segments `replay` from `log_start` into `mem` (with their index entries), the
+/// records above `flushed_seq` only.
+fn replay_log(
+    storage: &dyn Storage,
+    replay: &[u64],
+    log_start: (u64, u64),
+    flushed_seq: SeqNo,
+    mem: &Memtable,
+    indexes: &IndexSet,
+) -> Result<()> {
+    for (i, &seg) in replay.iter().enumerate() {
+        let start = if seg == log_start.0 { log_start.1 } else { 0 };
+        let is_last = i + 1 == replay.len();
+        let end = vlog::replay_segment(storage, seg, start, is_last, |r| {
+            if r.seq > flushed_seq {
+                if r.kind == Kind::Put {
+                    derive_entries(mem, indexes.of(r.nsid), &r.key, &r.value, r.addr, r.seq);
+                }
+                let mut user = Vec::with_capacity(4 + r.key.len());
+                user.extend_from_slice(&r.nsid.to_be_bytes());
+                user.extend_from_slice(&r.key);
+                mem.insert(
+                    Bytes::from(user),
+                    r.seq,
+                    MemValue {
+                        kind: r.kind,
+                        value: r.value,
+                        addr: r.addr,
+                    },
+                );
+            }
+            Ok(())
+        })?;
+        if end.dropped_tail {
+            tracing::warn!(
+                segment = seg,
+                end = end.end,
+                "dropped a torn value-log tail"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the `empty` segments, which the new manifest no longer replays.
+fn delete_empty_segments(storage: &dyn Storage, empty: &[u64]) {
+    for &seg in empty {
         let name = vlog::segment_name(seg);
         match storage.delete(&name) {
             Ok(()) => {}
@@ -171,5 +225,4 @@ pub(super) fn recover(
             Err(e) => tracing::warn!(file = %name, error = %e, "could not delete an empty segment"),
         }
     }
-    Ok((versions, Memtable::new(opts.memtable_bytes), writer))
 }

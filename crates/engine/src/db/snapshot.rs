@@ -10,9 +10,16 @@
 //! tenant's long-lived iterator thus never keeps another tenant's overwritten versions,
 //! tombstones or value-log segments.
 
-use super::*;
+use super::handle::Namespace;
+use super::Inner;
 use crate::compaction::SnapshotFloors;
-use std::collections::BTreeMap;
+use crate::error::Result;
+use crate::key::{Nsid, SeqNo};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The sequence numbers live snapshots read at, per namespace, with how many snapshots share
 /// each.
@@ -124,7 +131,7 @@ impl Inner {
     /// index's id) take the floor of the namespace that owns the index.
     pub(super) fn snapshot_floors(&self) -> SnapshotFloors {
         // The seqno first: a snapshot pinned after it reads at or above it.
-        let now = self.visible_seq.load(Ordering::Acquire);
+        let now = self.writes.visible_seq.load(Ordering::Acquire);
         let mut pinned = self.snapshots.oldest_per_namespace();
         if !pinned.is_empty() {
             // Loaded after the pins: every index that existed when they were listed is in it
@@ -146,10 +153,10 @@ impl Inner {
         if self.snapshots.release(ns, seq) {
             // Segments kept for this namespace's snapshots may be collectable now. Most
             // releases (every query's) find none: they wake nobody.
-            let mut deferred = self.gc_deferred.lock();
+            let mut deferred = self.gc.deferred.lock();
             if deferred.released(ns) {
                 drop(deferred);
-                self.bg.lock().policy.check_gc();
+                self.bg.state.lock().policy.check_gc();
                 self.wake_background();
             }
         }
@@ -191,7 +198,7 @@ impl std::fmt::Debug for Snapshot {
 impl Snapshot {
     pub(super) fn new(ns: Namespace) -> Snapshot {
         let id = ns.entry.id;
-        let seq = ns.inner.snapshots.acquire(id, &ns.inner.visible_seq);
+        let seq = ns.inner.snapshots.acquire(id, &ns.inner.writes.visible_seq);
         Snapshot {
             pin: Arc::new(Pin {
                 inner: ns.inner.clone(),
@@ -212,11 +219,6 @@ impl Snapshot {
         self.ns.inner.get(&self.ns.entry, key, Some(self.pin.seq))
     }
 
-    /// An iterator over the namespace as it was when the snapshot was taken.
-    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
-        Iter::open(self.clone(), opts)
-    }
-
     pub(super) fn seq(&self) -> SeqNo {
         self.pin.seq
     }
@@ -226,5 +228,13 @@ impl Snapshot {
         self.ns
             .inner
             .contains(&self.ns.entry, key, Some(self.pin.seq))
+    }
+}
+
+impl Namespace {
+    /// A consistent view of this namespace as it is now: reads through it see exactly the
+    /// writes made before it, whatever is written, flushed, compacted or collected after.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.clone())
     }
 }

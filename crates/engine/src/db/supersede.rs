@@ -9,9 +9,17 @@
 //! tables with it: a snapshot that sees the write no longer sees the old entries. Until then a
 //! query checks the memtables for a newer version of the pk (`Records::superseded`).
 
+use super::indexes::{IndexSet, LiveIndex};
 use super::read::{search_tables, ProbeCache, StepClock};
-use super::*;
+use crate::error::Result;
 use crate::index::{entry_key, extract, Scalar};
+use crate::key::{self, IndexValue, Kind, SeqNo};
+use crate::memtable::{MemValue, Memtable};
+use crate::stats::Counters;
+use crate::version::Version;
+use crate::vlog::VlogReader;
+use bytes::Bytes;
+use std::sync::Arc;
 
 /// The secondary keys of one version, per index of its namespace (`None`: a delete, or no
 /// scalar at the attribute).

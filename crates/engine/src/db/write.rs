@@ -1,12 +1,48 @@
 //! The write path: group commit into the value log and the memtable, and room for it.
 
-use super::*;
+use super::flush::Frozen;
+use super::indexes::derive_entries;
+use super::namespaces::NsEntry;
+use super::{Inner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::key::{self, Kind, Nsid, SeqNo};
+use crate::memtable::{MemValue, Memtable};
+use crate::stats::Counters;
+use crate::vlog::{AppendError, EncodedWrite, RollError, VlogWriter};
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub(super) struct WriterState {
     pub(super) vlog: VlogWriter,
     pub(super) next_seq: SeqNo,
     /// Scratch for joining the records of a commit group into one append.
     pub(super) buf: Vec<u8>,
+}
+
+/// The write path's shared state: the commit queue, the log writer its leaders append with,
+/// and how far writes are visible.
+pub(super) struct WriteQueue {
+    pub(super) writer: Mutex<WriterState>,
+    queue: Mutex<VecDeque<Arc<PendingWrite>>>,
+    queue_cv: Condvar,
+    /// Highest seqno whose write is complete; reads see everything at or below it.
+    pub(super) visible_seq: AtomicU64,
+}
+
+impl WriteQueue {
+    /// An empty queue before `writer`, with every write up to `last_seq` visible.
+    pub(super) fn new(writer: WriterState, last_seq: SeqNo) -> WriteQueue {
+        WriteQueue {
+            writer: Mutex::new(writer),
+            queue: Mutex::new(VecDeque::new()),
+            queue_cv: Condvar::new(),
+            visible_seq: AtomicU64::new(last_seq),
+        }
+    }
 }
 
 /// A write waiting in the commit queue. The first in the queue leads: it writes the records
@@ -71,7 +107,7 @@ impl Inner {
             sync,
             result: Mutex::new(None),
         });
-        let mut queue = self.queue.lock();
+        let mut queue = self.writes.queue.lock();
         queue.push_back(me.clone());
         loop {
             if let Some(r) = me.result.lock().take() {
@@ -80,7 +116,7 @@ impl Inner {
             if queue.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
                 break;
             }
-            self.queue_cv.wait(&mut queue);
+            self.writes.queue_cv.wait(&mut queue);
         }
         // This write leads a group: itself and the writes queued behind it.
         let mut group = Vec::new();
@@ -100,7 +136,7 @@ impl Inner {
         let n = group.len();
         drop(queue);
         let result = self.commit_group(group, bytes, sync);
-        let mut queue = self.queue.lock();
+        let mut queue = self.writes.queue.lock();
         for _ in 0..n {
             if let Some(p) = queue.pop_front() {
                 if !Arc::ptr_eq(&p, &me) {
@@ -112,7 +148,7 @@ impl Inner {
                 }
             }
         }
-        self.queue_cv.notify_all();
+        self.writes.queue_cv.notify_all();
         result
     }
 
@@ -124,7 +160,7 @@ impl Inner {
         bytes: usize,
         sync: bool,
     ) -> Result<()> {
-        let mut guard = self.writer.lock();
+        let mut guard = self.writes.writer.lock();
         let w = &mut *guard;
         let now = self.opened.elapsed().as_millis() as u64;
         self.last_write_ms.store(now, Ordering::Relaxed);
@@ -223,7 +259,7 @@ impl Inner {
             base += buf.len() as u64;
         }
         w.next_seq = seq;
-        self.visible_seq.store(seq - 1, Ordering::Release);
+        self.writes.visible_seq.store(seq - 1, Ordering::Release);
         Ok(())
     }
 
@@ -273,7 +309,7 @@ impl Inner {
     }
 
     pub(super) fn wait_for_background(&self) -> Result<()> {
-        let mut bg = self.bg.lock();
+        let mut bg = self.bg.state.lock();
         if let Some(e) = &bg.policy.error {
             return Err(Error::Background(e.clone()));
         }
@@ -293,7 +329,7 @@ impl Inner {
                 && !bg.policy.shutdown
                 && std::time::Instant::now() < deadline
             {
-                self.done_cv.wait_for(&mut bg, Duration::from_millis(20));
+                self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(20));
             }
             if let Some(why) = &bg.policy.no_space {
                 return Err(Error::NoSpace {
@@ -304,7 +340,7 @@ impl Inner {
             return Ok(());
         }
         self.wake_background();
-        self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         Ok(())
     }
 
@@ -329,14 +365,14 @@ impl Inner {
         }));
         drop(sv);
         drop(update);
-        let _bg = self.bg.lock();
+        let _bg = self.bg.state.lock();
         self.wake_background();
         Ok(())
     }
 
     pub(super) fn sync_log(&self) -> Result<()> {
         self.check_open()?;
-        let mut w = self.writer.lock();
+        let mut w = self.writes.writer.lock();
         if let Err(e) = w.vlog.sync() {
             // What a failed sync left on disk is unknown, and a later sync could succeed
             // without it: stop writing, as a failed sync in the write path does.

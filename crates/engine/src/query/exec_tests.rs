@@ -1,7 +1,7 @@
 //! Aggregates and top-K over records held in memory (a scan: no index).
 
 use super::*;
-use crate::query::KeyRange;
+use crate::query::{aggregate, top_k, Aggregate, KeyRange, Ranked, TopSpec};
 
 /// Records in pk order, read by scans only.
 struct Mem(Vec<(Bytes, Bytes)>);

@@ -2,17 +2,18 @@
 //! MongoDB-style filter documents, the plan that picks an index, and its execution as pages of
 //! found records, top-K and aggregates.
 
+mod aggregate;
 mod exec;
 mod filter;
 mod find;
 mod plan;
+mod top;
 
-pub use exec::{
-    aggregate, for_each_entry, for_each_match, top_k, Aggregate, EntryBatch, QueryStats, Ranked,
-    Records, TopSpec,
-};
+pub use aggregate::{aggregate, Aggregate};
+pub use exec::{for_each_entry, for_each_match, EntryBatch, QueryStats, Records};
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{
     find_page, fingerprint, Continuation, FindPage, Found, PageRequest, DEFAULT_PAGE_BYTES,
 };
 pub use plan::{index_ranges, plan, Access, IndexChoice, Plan};
+pub use top::{top_k, Ranked, TopSpec};
