@@ -398,8 +398,8 @@ pub fn ratio_table(runs: &[RunReport]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::measures::db_stats_json;
     use super::*;
+    use crate::engine::db_stats_json;
     use crate::histogram::Histogram;
     use crate::workload::Workload;
     use cerberus_engine::storage::NandStats;
