@@ -17,7 +17,6 @@ mod queries;
 mod report;
 mod rounds;
 mod runner;
-mod seek;
 mod table;
 mod workload;
 
