@@ -2,8 +2,9 @@
 //! what it asks for: the engines, how to open them, the multitenant run.
 
 use crate::engine::{Engine, LayoutArg, OpenConfig, StorageArg};
+use crate::multitenant;
 use crate::profile::{self, ProfileArg};
-use crate::{multitenant, seek, workload};
+use crate::workload::{self, seek};
 use anyhow::{bail, Result};
 use clap::Parser;
 use std::path::PathBuf;
@@ -242,7 +243,10 @@ impl Args {
     }
 
     /// The workload list's settings, checked; refuses the multitenant flags.
-    pub fn bench_config(&self, scan: Option<seek::ScanConfig>) -> Result<workload::BenchConfig> {
+    pub fn bench_config(
+        &self,
+        scan: Option<workload::scan::ScanConfig>,
+    ) -> Result<workload::BenchConfig> {
         if self.tenants.is_some()
             || self.num_per_tenant.is_some()
             || self.gets_per_tenant.is_some()

@@ -17,20 +17,11 @@ mod queries;
 mod report;
 mod rounds;
 mod runner;
-mod seek;
 mod table;
 mod workload;
 
 use clap::Parser;
 use std::process::ExitCode;
-
-/// The engine frees on background threads what writers allocated (frozen memtables); mimalloc
-/// handles such cross-thread frees without contending on one arena lock, unlike glibc malloc.
-/// Wrapped to count heap bytes while `itermem` measures (off otherwise: one relaxed load per
-/// call).
-#[global_allocator]
-static GLOBAL: memory::CountingAlloc<mimalloc::MiMalloc> =
-    memory::CountingAlloc::new(mimalloc::MiMalloc);
 
 fn main() -> ExitCode {
     if let Some(code) = commands::dispatch() {

@@ -1,10 +1,9 @@
 //! The Cerberus engine.
 
 use super::{
-    tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
-    OpenConfig, StorageArg, TenantHandle,
+    db_stats_json, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
+    CursorOptions, LayoutArg, OpenConfig, StorageArg, TenantHandle,
 };
-use crate::report::measures::db_stats_json;
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
 use cerberus_engine::{

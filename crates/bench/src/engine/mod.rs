@@ -14,6 +14,21 @@ use cerberus_engine::{DbStats, NamespaceStats};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// All of `DbStats` as JSON, through its own `Serialize`, each level numbered (`level`) as
+/// readers of the JSON index them.
+pub fn db_stats_json(s: &DbStats) -> serde_json::Value {
+    let mut v = serde_json::to_value(s).unwrap_or(serde_json::Value::Null);
+    if let Some(levels) = v
+        .get_mut("levels")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for (i, l) in levels.iter_mut().enumerate() {
+            l["level"] = i.into();
+        }
+    }
+    v
+}
+
 /// What the workloads need from a database. Shared by all worker threads of a phase.
 pub trait BenchDb: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;

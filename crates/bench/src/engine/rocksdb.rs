@@ -416,8 +416,8 @@ mod tests {
 
     #[test]
     fn seekrandom_returns_what_the_database_holds_with_and_without_blob_files() {
-        use crate::seek::tests::{check_seekrandom, fill, open_config};
-        use crate::seek::ScanConfig;
+        use crate::workload::scan::ScanConfig;
+        use crate::workload::seek::tests::{check_seekrandom, fill, open_config};
         for blob_files in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let db = RocksDb::open(&open_config(dir.path()), blob_files).unwrap();

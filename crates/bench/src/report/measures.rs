@@ -1,11 +1,10 @@
 //! The measures every report shows, apart from which engine or phase they come from:
-//! latencies (lines and JSON), Cerberus's counters as JSON, values by I/O purpose.
+//! latencies (lines and JSON), Cerberus's counters over a phase, values by I/O purpose.
 
 use crate::histogram::Histogram;
 use cerberus_engine::storage::{IoPurpose, NandStats};
 use cerberus_engine::DbStats;
 use serde::Serialize;
-use serde_json::Value;
 
 pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / 1_048_576.0
@@ -45,18 +44,6 @@ pub(crate) fn per(a: &[u64; IoPurpose::COUNT], d: f64) -> [f64; IoPurpose::COUNT
         *o = x as f64 / d;
     }
     out
-}
-
-/// All of `DbStats` as JSON, through its own `Serialize`, each level numbered (`level`) as
-/// readers of the JSON index them.
-pub fn db_stats_json(s: &DbStats) -> Value {
-    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
-    if let Some(levels) = v.get_mut("levels").and_then(Value::as_array_mut) {
-        for (i, l) in levels.iter_mut().enumerate() {
-            l["level"] = i.into();
-        }
-    }
-    v
 }
 
 fn sub_arr<const N: usize>(a: &[u64; N], b: &[u64; N]) -> [u64; N] {

@@ -1,6 +1,7 @@
 //! Printing results the way db_bench does, Cerberus's counters, and the JSON document.
 
 pub mod measures;
+mod seek;
 
 use crate::engine::Engine;
 use crate::workload::{BenchConfig, PhaseOutcome};
@@ -71,7 +72,7 @@ pub fn phase_lines(o: &PhaseOutcome) -> String {
     line += &latency_line("latency us", &o.latency);
     if let Some(s) = &o.scan {
         line += "\n";
-        line += &crate::seek::report::scan_lines(o, s);
+        line += &seek::scan_lines(o, s);
     }
     line
 }
@@ -82,7 +83,7 @@ pub fn header(engine: Engine, cfg: &RunConfig<'_>, path: &std::path::Path) -> St
     let compressed = (b.value_size as f64 * b.compression_ratio).round() as u64;
     let raw_mb = mib(b.num * (b.key_size + b.value_size) as u64);
     let seeks = match &b.scan {
-        Some(c) => crate::seek::report::header_line(engine, c) + "\n",
+        Some(c) => seek::header_line(engine, c) + "\n",
         None => String::new(),
     };
     format!(
@@ -201,7 +202,7 @@ pub fn cerberus_summary(stats: &DbStats, phases: &[PhaseReport]) -> String {
     );
     for p in phases {
         if let (Some(d), Some(s)) = (&p.delta, &p.outcome.scan) {
-            out += &crate::seek::report::summary_lines(d, &p.outcome, s);
+            out += &seek::summary_lines(d, &p.outcome, s);
             continue;
         }
         let (Some(d), true) = (&p.delta, p.outcome.workload.is_read()) else {
@@ -279,7 +280,7 @@ struct ConfigDoc<'a> {
     compression_ratio: f64,
     /// seekrandom's settings, when the list has it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    seekrandom: Option<crate::seek::report::SeekConfigDoc>,
+    seekrandom: Option<seek::SeekConfigDoc>,
 }
 
 #[derive(Serialize)]
@@ -299,7 +300,7 @@ pub(crate) struct PhaseDoc {
     stats: Option<PhaseStatsDoc>,
     /// seekrandom's own fields (entries, seek and next latencies); absent in other phases.
     #[serde(flatten)]
-    scan: Option<crate::seek::report::ScanDoc>,
+    scan: Option<seek::ScanDoc>,
 }
 
 /// The JSON of one phase.
@@ -319,7 +320,7 @@ pub(crate) fn phase_doc(p: &PhaseReport) -> PhaseDoc {
         scan: o
             .scan
             .as_ref()
-            .map(|s| crate::seek::report::scan_doc(o, s, p.delta.as_ref())),
+            .map(|s| seek::scan_doc(o, s, p.delta.as_ref())),
     }
 }
 
@@ -342,10 +343,7 @@ pub fn run_doc<'a>(run: &'a RunReport, cfg: &RunConfig<'a>) -> RunDoc<'a> {
             seed: b.seed,
             sync: cfg.sync,
             compression_ratio: b.compression_ratio,
-            seekrandom: b
-                .scan
-                .as_ref()
-                .map(|c| crate::seek::report::config_doc(run.engine, c)),
+            seekrandom: b.scan.as_ref().map(|c| seek::config_doc(run.engine, c)),
         },
         phases,
         stats: &run.stats,
@@ -398,8 +396,8 @@ pub fn ratio_table(runs: &[RunReport]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::measures::db_stats_json;
     use super::*;
+    use crate::engine::db_stats_json;
     use crate::histogram::Histogram;
     use crate::workload::Workload;
     use cerberus_engine::storage::NandStats;

@@ -2,11 +2,11 @@
 //! spreads a phase over threads and times every operation.
 
 use crate::histogram::Histogram;
-use crate::seek::scan::{ScanConfig, ScanOutcome};
 use anyhow::{anyhow, bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use scan::{ScanConfig, ScanOutcome};
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -28,7 +28,7 @@ pub enum Workload {
     /// Compacts the whole key range (timed once).
     Compact,
     /// `--seeks` seeks to uniformly random keys of 0..num, each followed by reading up to
-    /// `--scan-length` entries (src/seek.rs). Last, so that the other workloads keep their
+    /// `--scan-length` entries (seek/). Last, so that the other workloads keep their
     /// seeds.
     SeekRandom,
 }
@@ -350,3 +350,5 @@ pub(crate) fn phase_seed(seed: u64, workload: Workload, index: usize) -> u64 {
 }
 
 pub mod run;
+pub mod scan;
+pub mod seek;

@@ -174,7 +174,7 @@ pub fn run_phase(
                 .scan
                 .as_ref()
                 .ok_or_else(|| anyhow!("seekrandom has no scan settings"))?;
-            return crate::seek::run(db, index, config, scan);
+            return super::seek::run(db, index, config, scan);
         }
         _ => {}
     }

@@ -9,15 +9,12 @@
 
 #[cfg(test)]
 mod device_tests;
-pub mod report;
-pub mod scan;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use scan::{ScanConfig, ScanOutcome};
-
 use crate::engine::{BenchDb, CursorOptions};
 use crate::histogram::Histogram;
+use crate::workload::scan::{ScanConfig, ScanOutcome};
 use crate::workload::{
     mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, Progress, Workload,
 };
