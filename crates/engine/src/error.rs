@@ -40,7 +40,7 @@ pub enum Error {
     #[error("the namespace has a {kind} index on {attr:?} already")]
     IndexExists {
         attr: String,
-        kind: crate::index::IndexKind,
+        kind: crate::index_kind::IndexKind,
     },
     #[error("no index on {0:?}")]
     UnknownIndex(String),
@@ -232,7 +232,7 @@ mod kind_tests {
             (
                 Error::IndexExists {
                     attr: "a".into(),
-                    kind: crate::index::IndexKind::Classic,
+                    kind: crate::index_kind::IndexKind::Classic,
                 },
                 ErrorKind::IndexExists,
             ),

@@ -13,6 +13,7 @@ mod compaction;
 mod db;
 mod error;
 mod index;
+mod index_kind;
 mod iter;
 mod key;
 mod memtable;

@@ -191,8 +191,8 @@ impl Default for Options {
 
 impl Options {
     /// Checks that the options make sense together.
-    pub fn validate(&self) -> crate::Result<()> {
-        let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
+    pub fn validate(&self) -> crate::error::Result<()> {
+        let bad = |m: &str| Err(crate::error::Error::InvalidArgument(m.to_string()));
         if self.memtable_bytes < 4096 {
             return bad("memtable_bytes must be at least 4096");
         }
@@ -213,7 +213,7 @@ impl Options {
         let record = crate::vlog::RECORD_HEADER_LEN as u64;
         let (key, value) = (self.max_key_size as u64, self.max_value_size as u64);
         if key == 0 || key + value + record > u64::from(u32::MAX) {
-            return Err(crate::Error::InvalidArgument(format!(
+            return Err(crate::error::Error::InvalidArgument(format!(
                 "max_key_size ({key}) + max_value_size ({value}) + the {record}-byte record \
                  header must fit in 2^32-1 bytes, and max_key_size must be at least 1"
             )));

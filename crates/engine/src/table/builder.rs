@@ -69,7 +69,7 @@ impl TableBuilder {
     /// Adds an entry; internal keys must be strictly increasing.
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         let Some((user, seq, _)) = split_ikey(ikey) else {
-            return Err(crate::Error::InvalidArgument(
+            return Err(crate::error::Error::InvalidArgument(
                 "malformed internal key".into(),
             ));
         };

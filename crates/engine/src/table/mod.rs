@@ -245,7 +245,7 @@ mod tests {
                 .unwrap()
                 .append(&bad, crate::storage::IoPurpose::Other)
                 .unwrap();
-            let outcome = (|| -> crate::Result<usize> {
+            let outcome = (|| -> crate::error::Result<usize> {
                 let r = Arc::new(TableReader::open(
                     &s,
                     5,

@@ -7,7 +7,7 @@ mod namespaces;
 
 pub use edit::VersionEdit;
 pub use manifest::{Recovered, VersionSet};
-pub use namespaces::{IndexDef, IndexKind, Namespaces};
+pub use namespaces::{IndexDef, Namespaces};
 
 use crate::error::Result;
 use crate::key::ikey_user;
