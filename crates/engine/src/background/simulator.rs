@@ -177,6 +177,20 @@ impl Sim {
         self.pump();
     }
 
+    /// The policy's choice now (the simulator's GC candidate: the oldest segment due).
+    fn choose(&mut self) -> Choice {
+        let view = View {
+            version: &self.version,
+            opts: &self.opts,
+            frozen: self.frozen.len(),
+            idle: self.idle,
+            now: self.now,
+        };
+        let gc = self.gc_due.front().copied();
+        let choice = self.policy.choose(&view, &mut || Ok(gc));
+        choice.expect("the simulator's picks do not fail")
+    }
+
     /// Starts what the policy chooses while background threads are free.
     fn pump(&mut self) {
         while self.manual_waiting > 0 && self.policy.manual_may_start() {
@@ -185,16 +199,7 @@ impl Sim {
             self.start(None, Slots::SPLIT.union(Slots::TREE));
         }
         while self.running.len() < self.opts.background_threads {
-            let view = View {
-                version: &self.version,
-                opts: &self.opts,
-                frozen: self.frozen.len(),
-                idle: self.idle,
-                now: self.now,
-            };
-            let gc = self.gc_due.front().copied();
-            let choice = self.policy.choose(&view, &mut || Ok(gc));
-            match choice.expect("the simulator's picks do not fail") {
+            match self.choose() {
                 Choice::Run(job) => {
                     let slots = job.slots();
                     self.start(Some(job), slots);
@@ -421,17 +426,9 @@ impl Sim {
         for _ in 0..limit {
             self.pump();
             if self.running.is_empty() {
-                let view = View {
-                    version: &self.version,
-                    opts: &self.opts,
-                    frozen: self.frozen.len(),
-                    idle: self.idle,
-                    now: self.now,
-                };
-                let gc = self.gc_due.front().copied();
-                match self.policy.choose(&view, &mut || Ok(gc)) {
-                    Ok(Choice::Wait(Some(d))) if self.policy.no_space.is_some() => self.now += d,
-                    Ok(Choice::Run(job)) => {
+                match self.choose() {
+                    Choice::Wait(Some(d)) if self.policy.no_space.is_some() => self.now += d,
+                    Choice::Run(job) => {
                         let slots = job.slots();
                         self.start(Some(job), slots);
                     }
