@@ -27,30 +27,51 @@ pub const LIST_START_EXCLUSIVE: u8 = 0x01;
 /// Iterator open flag: keys only, with empty values (nothing read from the value log).
 pub const ITER_KEYS_ONLY: u8 = 0x01;
 
+/// A command's opcode: the KV command set's where it has one, vendor-specific (0xC0 on) for
+/// the rest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Opcode {
+    /// Stores a value under a key (KV command set: Store).
     Store = 0x01,
+    /// Reads the value of a key (KV command set: Retrieve).
     Retrieve = 0x02,
+    /// Lists keys in order (KV command set: List).
     List = 0x06,
+    /// Deletes a key (KV command set: Delete).
     Delete = 0x10,
+    /// Whether a key exists (KV command set: Exist).
     Exist = 0x14,
+    /// Proves a credential on the connection.
     Authenticate = 0xC0,
+    /// Creates a namespace (admin).
     NamespaceCreate = 0xC1,
+    /// Destroys a namespace and its data (admin).
     NamespaceDestroy = 0xC2,
+    /// Lists the namespaces (admin).
     NamespaceList = 0xC3,
+    /// The device's limits.
     Identify = 0xC4,
+    /// Statistics of a namespace or of the device.
     Stats = 0xC5,
+    /// Opens an iterator at a snapshot.
     IterOpen = 0xC6,
+    /// Reads the next entries of an iterator.
     IterNext = 0xC7,
+    /// Closes an iterator.
     IterClose = 0xC8,
+    /// Creates a secondary index.
     IndexCreate = 0xD0,
+    /// Drops a secondary index.
     IndexDrop = 0xD1,
+    /// Lists a namespace's indexes.
     IndexList = 0xD2,
+    /// Runs a query inside the device.
     Query = 0xD3,
 }
 
 impl Opcode {
+    /// Every opcode, in code order.
     pub const ALL: [Opcode; 18] = [
         Opcode::Store,
         Opcode::Retrieve,
@@ -72,10 +93,12 @@ impl Opcode {
         Opcode::Query,
     ];
 
+    /// The opcode of code `b`, if there is one.
     pub fn from_u8(b: u8) -> Option<Opcode> {
         Opcode::ALL.into_iter().find(|o| *o as u8 == b)
     }
 
+    /// Its name, as metrics and logs spell it.
     pub fn name(self) -> &'static str {
         match self {
             Opcode::Store => "store",
@@ -123,45 +146,68 @@ impl Opcode {
 /// Condition of a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreMode {
+    /// Store whether or not the key exists.
     Always,
+    /// Store only if the key does not exist (else `KeyExists`).
     OnlyIfAbsent,
+    /// Store only if the key exists (else `KeyNotFound`).
     OnlyIfPresent,
 }
 
 /// A command's body, by opcode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
+    /// Stores `value` under `key`, on the condition `mode`; with `sync`, answered once durable.
     Store {
+        /// The key.
         key: Bytes,
+        /// The value.
         value: Bytes,
+        /// When to store.
         mode: StoreMode,
+        /// Answer only once the value is on stable storage.
         sync: bool,
     },
+    /// The value of `key`.
     Retrieve {
+        /// The key.
         key: Bytes,
     },
     /// Keys of the namespace in order, from `start` (empty: the first key), at most `max_keys`.
     List {
+        /// First key (empty: the first key of the namespace).
         start: Bytes,
+        /// Leave `start` itself out (paging from the last key seen).
         start_exclusive: bool,
+        /// Most keys in the answer.
         max_keys: u32,
     },
+    /// Deletes `key`.
     Delete {
+        /// The key.
         key: Bytes,
     },
+    /// Whether `key` exists, without reading its value.
     Exist {
+        /// The key.
         key: Bytes,
     },
     /// Proves the connection holds the credential of `nsid` (or, with [`DEVICE_NSID`], the
     /// admin credential).
     Authenticate {
+        /// The credential.
         secret: Bytes,
     },
+    /// Creates namespace `name`; the answer holds its id and credential (admin).
     NamespaceCreate {
+        /// Its name, unique on the device.
         name: String,
     },
+    /// Destroys namespace `nsid` and its data (admin).
     NamespaceDestroy,
+    /// Every namespace, id and name (admin).
     NamespaceList,
+    /// The device's limits (key and value sizes).
     Identify,
     /// Statistics of the namespace `nsid`, or of the device with [`DEVICE_NSID`].
     Stats,
@@ -169,34 +215,48 @@ pub enum Request {
     /// (empty: the first key), stopping before `upper_bound` (empty: none) and at the end of
     /// the keys that begin with `prefix` (empty: none).
     IterOpen {
+        /// First key (empty: the first key of the namespace).
         start: Bytes,
+        /// Keys at or above it are past the end (empty: no bound).
         upper_bound: Bytes,
+        /// Only keys that begin with it (empty: every key).
         prefix: Bytes,
+        /// Keys with empty values: nothing read from the value log.
         keys_only: bool,
     },
     /// The next entries of iterator `iter`: at most `max_entries`, and no more bytes than
     /// `max_bytes` (at least one entry, whatever its size).
     IterNext {
+        /// The iterator, as `IterOpen` answered.
         iter: u32,
+        /// Most entries in the answer.
         max_entries: u32,
+        /// About this many bytes of keys and values in the answer.
         max_bytes: u32,
     },
+    /// Closes iterator `iter` and releases its snapshot.
     IterClose {
+        /// The iterator.
         iter: u32,
     },
     /// Creates a secondary index of the namespace on a JSON attribute (`vas`: entries hold
     /// value addresses) and completes once it holds every record.
     IndexCreate {
+        /// The attribute: a top-level name or a dotted path.
         attr: String,
+        /// A value-addressed (VAS) index, else a classic one.
         vas: bool,
     },
+    /// Drops the namespace's index on `attr`.
     IndexDrop {
+        /// The attribute.
         attr: String,
     },
     /// The namespace's indexes, as a JSON document.
     IndexList,
     /// A query as a JSON document (`docs/protocol.md`, Queries).
     Query {
+        /// The query document, JSON.
         query: Bytes,
     },
 }
@@ -209,12 +269,16 @@ pub const MAX_ATTR_LEN: usize = 1024;
 /// A command: id, namespace and body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Command {
+    /// The command id, which its completion carries back.
     pub cid: u32,
+    /// The namespace it acts on ([`DEVICE_NSID`]: the device).
     pub nsid: u32,
+    /// What it asks.
     pub request: Request,
 }
 
 impl Request {
+    /// The opcode this body is sent under.
     pub fn opcode(&self) -> Opcode {
         match self {
             Request::Store { .. } => Opcode::Store,

@@ -17,7 +17,9 @@ use bytes::{Buf, Bytes, BytesMut};
 /// A whole frame: its header and its body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
+    /// Its header.
     pub header: Header,
+    /// Its body, `header.body_len` bytes.
     pub body: Bytes,
 }
 

@@ -11,15 +11,22 @@ pub const HEADER_LEN: usize = 16;
 /// response's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// Protocol version.
     pub version: u8,
+    /// The command's opcode (a response echoes it).
     pub opcode: u8,
+    /// Request flags (low byte) or response status.
     pub word: u16,
+    /// Command id.
     pub cid: u32,
+    /// Namespace id.
     pub nsid: u32,
+    /// Bytes of body after the header.
     pub body_len: u32,
 }
 
 impl Header {
+    /// Writes the header's 16 bytes to `out`.
     pub fn encode(&self, out: &mut impl BufMut) {
         out.put_u8(self.version);
         out.put_u8(self.opcode);

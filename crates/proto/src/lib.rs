@@ -2,6 +2,8 @@
 //! commands and completions (`docs/protocol.md`). No I/O: the device and the host client move
 //! the bytes; this crate turns them into typed commands and back.
 
+#![deny(missing_docs)]
+
 mod command;
 mod error;
 mod frame;

@@ -12,7 +12,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 /// One namespace in a [`Reply::Namespaces`] list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NamespaceEntry {
+    /// Its id.
     pub nsid: u32,
+    /// Its name.
     pub name: String,
 }
 
@@ -21,7 +23,9 @@ pub struct NamespaceEntry {
 pub struct Identify {
     /// Highest protocol version the device speaks.
     pub protocol_version: u8,
+    /// Longest key, in bytes.
     pub max_key_len: u32,
+    /// Longest value, in bytes.
     pub max_value_len: u32,
     /// Commands a connection may have in flight; more wait until some complete.
     pub max_inflight: u32,
@@ -53,15 +57,21 @@ pub enum Reply {
     Value(Bytes),
     /// List: keys in order; `more` says whether keys past the last one remain.
     Keys {
+        /// The keys.
         keys: Vec<Bytes>,
+        /// Keys past the last one remain.
         more: bool,
     },
     /// Namespace create: the new id and its credential (shown once; the device keeps a hash).
     Created {
+        /// The new namespace's id.
         nsid: u32,
+        /// Its credential.
         secret: String,
     },
+    /// Namespace list: every namespace.
     Namespaces(Vec<NamespaceEntry>),
+    /// Identify: the device's limits.
     Identify(Identify),
     /// Stats: a JSON document.
     Stats(Bytes),
@@ -70,14 +80,18 @@ pub enum Reply {
     /// Iterator next: entries in key order (empty values for a keys-only iterator); `done`
     /// says the iterator has nothing after them.
     Entries {
+        /// Key and value pairs.
         entries: Vec<(Bytes, Bytes)>,
+        /// Nothing follows them.
         done: bool,
     },
     /// Index list: a JSON document.
     Json(Bytes),
     /// Query: a JSON summary (result, continuation, statistics) and the records found.
     Found {
+        /// The JSON summary.
         summary: Bytes,
+        /// Key and value of each record found.
         records: Vec<(Bytes, Bytes)>,
     },
 }
@@ -85,11 +99,15 @@ pub enum Reply {
 /// A completion: which command it completes, its status and body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Response {
+    /// The id of the command it completes.
     pub cid: u32,
+    /// The namespace of that command.
     pub nsid: u32,
     /// The opcode of the command, echoed (an unknown one too).
     pub opcode: u8,
+    /// How the command ended.
     pub status: Status,
+    /// What it answers.
     pub reply: Reply,
 }
 

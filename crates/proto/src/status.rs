@@ -4,6 +4,7 @@
 /// Status of a completed command (16 bits on the wire).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
+    /// The command did what it asked.
     Success,
     /// The opcode is not one this device knows.
     InvalidOpcode,
@@ -51,6 +52,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// Its 16-bit code on the wire.
     pub fn code(self) -> u16 {
         match self {
             Status::Success => 0x00,
@@ -77,6 +79,7 @@ impl Status {
         }
     }
 
+    /// The status of a code (one this build does not know: [`Status::Unknown`]).
     pub fn from_code(code: u16) -> Status {
         match code {
             0x00 => Status::Success,
@@ -103,6 +106,7 @@ impl Status {
         }
     }
 
+    /// Whether it is [`Status::Success`].
     pub fn is_success(self) -> bool {
         self == Status::Success
     }
