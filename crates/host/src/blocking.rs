@@ -31,6 +31,7 @@ impl BlockingClient {
         BlockingClient::connect_with(ClientConfig::new(addr))
     }
 
+    /// Connects with `config`; the client runs on a runtime of its own.
     pub fn connect_with(config: ClientConfig) -> Result<BlockingClient> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -59,38 +60,47 @@ impl BlockingClient {
         }
     }
 
+    /// The device's limits as it reported them at connect, if it did.
     pub fn device_info(&self) -> Option<Identify> {
         self.client.device_info()
     }
 
+    /// Whether the connection is closed (a later call fails).
     pub fn is_closed(&self) -> bool {
         self.client.is_closed()
     }
 
+    /// Why the connection closed, if it did.
     pub fn close_reason(&self) -> Option<String> {
         self.client.close_reason()
     }
 
+    /// [`Client::call`], waiting for the answer.
     pub fn call(&self, nsid: u32, request: Request) -> Result<Response> {
         self.wait(self.client.call(nsid, request))
     }
 
+    /// [`Client::authenticate`], waiting for the answer.
     pub fn authenticate(&self, nsid: u32, secret: &str) -> Result<()> {
         self.wait(self.client.authenticate(nsid, secret))
     }
 
+    /// [`Client::authenticate_admin`], waiting for the answer.
     pub fn authenticate_admin(&self, secret: &str) -> Result<()> {
         self.wait(self.client.authenticate_admin(secret))
     }
 
+    /// [`Client::identify`], waiting for the answer.
     pub fn identify(&self) -> Result<Identify> {
         self.wait(self.client.identify())
     }
 
+    /// [`Client::put`], waiting for the answer.
     pub fn put(&self, nsid: u32, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<()> {
         self.wait(self.client.put(nsid, key, value))
     }
 
+    /// [`Client::store`], waiting for the answer.
     pub fn store(
         &self,
         nsid: u32,
@@ -102,6 +112,7 @@ impl BlockingClient {
         self.wait(self.client.store(nsid, key, value, mode, sync))
     }
 
+    /// [`Client::get`], waiting for the answer.
     pub fn get(&self, nsid: u32, key: impl Into<Bytes>) -> Result<Option<Bytes>> {
         self.wait(self.client.get(nsid, key))
     }
@@ -116,14 +127,17 @@ impl BlockingClient {
         self.wait(self.client.get_many(nsid, keys))
     }
 
+    /// [`Client::delete`], waiting for the answer.
     pub fn delete(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
         self.wait(self.client.delete(nsid, key))
     }
 
+    /// [`Client::exists`], waiting for the answer.
     pub fn exists(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
         self.wait(self.client.exists(nsid, key))
     }
 
+    /// [`Client::list`], waiting for the answer.
     pub fn list(
         &self,
         nsid: u32,
@@ -134,6 +148,7 @@ impl BlockingClient {
         self.wait(self.client.list(nsid, start, start_exclusive, max_keys))
     }
 
+    /// [`Client::list_all`], waiting for the answer.
     pub fn list_all(
         &self,
         nsid: u32,
@@ -143,10 +158,12 @@ impl BlockingClient {
         self.wait(self.client.list_all(nsid, start, page_size))
     }
 
+    /// [`Client::iter_open`], waiting for the answer.
     pub fn iter_open(&self, nsid: u32, opts: &ScanOptions) -> Result<u32> {
         self.wait(self.client.iter_open(nsid, opts))
     }
 
+    /// [`Client::iter_next`], waiting for the answer.
     pub fn iter_next(
         &self,
         nsid: u32,
@@ -157,22 +174,27 @@ impl BlockingClient {
         self.wait(self.client.iter_next(nsid, iter, max_entries, max_bytes))
     }
 
+    /// [`Client::iter_close`], waiting for the answer.
     pub fn iter_close(&self, nsid: u32, iter: u32) -> Result<()> {
         self.wait(self.client.iter_close(nsid, iter))
     }
 
+    /// [`Client::ns_create`], waiting for the answer.
     pub fn ns_create(&self, name: &str) -> Result<(u32, String)> {
         self.wait(self.client.ns_create(name))
     }
 
+    /// [`Client::ns_destroy`], waiting for the answer.
     pub fn ns_destroy(&self, nsid: u32) -> Result<()> {
         self.wait(self.client.ns_destroy(nsid))
     }
 
+    /// [`Client::ns_list`], waiting for the answer.
     pub fn ns_list(&self) -> Result<Vec<NamespaceEntry>> {
         self.wait(self.client.ns_list())
     }
 
+    /// [`Client::stats`], waiting for the answer.
     pub fn stats(&self, nsid: u32) -> Result<serde_json::Value> {
         self.wait(self.client.stats(nsid))
     }

@@ -37,6 +37,7 @@ pub struct ClientConfig {
     /// the connection lives. A command that timed out may still be in flight at the device:
     /// its id and in-flight slot stay taken until its completion arrives.
     pub request_timeout: Option<Duration>,
+    /// Commands in flight on the connection at most.
     pub max_inflight: InflightLimit,
 }
 
@@ -53,16 +54,19 @@ impl ClientConfig {
         }
     }
 
+    /// Connects over TLS.
     pub fn with_tls(mut self, tls: TlsOptions) -> ClientConfig {
         self.tls = Some(tls);
         self
     }
 
+    /// Fails a command that has no answer after `timeout`.
     pub fn with_request_timeout(mut self, timeout: Duration) -> ClientConfig {
         self.request_timeout = Some(timeout);
         self
     }
 
+    /// Bounds the commands in flight.
     pub fn with_max_inflight(mut self, limit: InflightLimit) -> ClientConfig {
         self.max_inflight = limit;
         self
@@ -97,6 +101,7 @@ impl Client {
         Client::connect_with(ClientConfig::new(addr)).await
     }
 
+    /// Connects with `config`.
     pub async fn connect_with(config: ClientConfig) -> Result<Client> {
         tokio::time::timeout(config.connect_timeout, connect_inner(&config, false))
             .await
@@ -157,6 +162,7 @@ impl Client {
         self.authenticate(DEVICE_NSID, secret).await
     }
 
+    /// The device's limits (Identify).
     pub async fn identify(&self) -> Result<Identify> {
         match self.run(DEVICE_NSID, Request::Identify).await? {
             Reply::Identify(id) => Ok(id),
@@ -254,6 +260,7 @@ impl Client {
         )
     }
 
+    /// Whether `key` exists in namespace `nsid`, without reading its value.
     pub async fn exists(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
         present(
             self.run(nsid, Request::Exist { key: key.into() }).await,
@@ -345,6 +352,7 @@ impl Client {
         }
     }
 
+    /// Closes iterator `iter` of namespace `nsid`.
     pub async fn iter_close(&self, nsid: u32, iter: u32) -> Result<()> {
         expect_empty(
             self.run(nsid, Request::IterClose { iter }).await?,

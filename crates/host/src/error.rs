@@ -9,6 +9,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// Why a call failed: the connection, or the device's answer.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Connecting, reading or writing the socket failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     /// TLS setup or handshake failed (bad PEM, untrusted certificate, name mismatch, ...).
@@ -25,6 +26,7 @@ pub enum Error {
     /// The connect or request timeout of the `ClientConfig` ran out.
     #[error("timed out")]
     Timeout,
+    /// The connection has not proved the credential the command needs; the device's message.
     #[error("access denied{}", suffix(.0))]
     AccessDenied(String),
     /// An only-if-absent store found the key.
@@ -34,14 +36,19 @@ pub enum Error {
     /// `None` / `false` instead).
     #[error("key does not exist")]
     KeyNotExist,
+    /// The key is empty or longer than the device takes; the device's message.
     #[error("invalid key size{}", suffix(.0))]
     InvalidKeySize(String),
+    /// The value is longer than the device takes; the device's message.
     #[error("invalid value size{}", suffix(.0))]
     InvalidValueSize(String),
+    /// The device has no room for the write; the device's message.
     #[error("capacity exceeded{}", suffix(.0))]
     CapacityExceeded(String),
+    /// No namespace with that id; the device's message.
     #[error("invalid namespace{}", suffix(.0))]
     InvalidNamespace(String),
+    /// A namespace of that name exists; the device's message.
     #[error("namespace exists{}", suffix(.0))]
     NamespaceExists(String),
     /// No open iterator with that id (closed, or closed by the device after sitting idle).
@@ -63,7 +70,12 @@ pub enum Error {
     /// Any other failure status (internal error, corrupted, shutting down, codes this build
     /// does not know, ...).
     #[error("device error: {status}{}", suffix(.message))]
-    Device { status: Status, message: String },
+    Device {
+        /// The status the device answered.
+        status: Status,
+        /// Its message (may be empty).
+        message: String,
+    },
 }
 
 fn suffix(message: &str) -> String {

@@ -15,6 +15,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 mod blocking;
 mod client;
 mod connection;

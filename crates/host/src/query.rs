@@ -13,7 +13,9 @@ use serde_json::Value;
 /// aggregate's value).
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueryReply {
+    /// Key and value of each record found.
     pub records: Vec<(Bytes, Bytes)>,
+    /// The JSON summary: result, continuation, statistics.
     pub summary: Value,
 }
 
@@ -40,6 +42,7 @@ impl Client {
         expect_empty(self.run(nsid, request).await?, "index create")
     }
 
+    /// Drops namespace `nsid`'s index on `attr`.
     pub async fn index_drop(&self, nsid: u32, attr: &str) -> Result<()> {
         let request = Request::IndexDrop {
             attr: attr.to_string(),
@@ -72,18 +75,22 @@ impl Client {
 }
 
 impl BlockingClient {
+    /// [`Client::index_create`], waiting for the answer.
     pub fn index_create(&self, nsid: u32, attr: &str, vas: bool) -> Result<()> {
         self.wait(self.client().index_create(nsid, attr, vas))
     }
 
+    /// [`Client::index_drop`], waiting for the answer.
     pub fn index_drop(&self, nsid: u32, attr: &str) -> Result<()> {
         self.wait(self.client().index_drop(nsid, attr))
     }
 
+    /// [`Client::index_list`], waiting for the answer.
     pub fn index_list(&self, nsid: u32) -> Result<Value> {
         self.wait(self.client().index_list(nsid))
     }
 
+    /// [`Client::query`], waiting for the answer.
     pub fn query(&self, nsid: u32, query: &Value) -> Result<QueryReply> {
         self.wait(self.client().query(nsid, query))
     }

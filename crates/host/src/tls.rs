@@ -19,6 +19,7 @@ pub struct TlsOptions {
 }
 
 impl TlsOptions {
+    /// Trusts the CA certificate in `ca_cert_pem` and expects the device to be `server_name`.
     pub fn new(ca_cert_pem: impl Into<Vec<u8>>, server_name: impl Into<String>) -> TlsOptions {
         TlsOptions {
             ca_cert_pem: ca_cert_pem.into(),

@@ -18,7 +18,7 @@ pub struct NamespaceEntry {
     pub name: String,
 }
 
-/// The device's limits, as [`Opcode::Identify`] reports them.
+/// The device's limits, as [`Opcode::Identify`](crate::Opcode::Identify) reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Identify {
     /// Highest protocol version the device speaks.
