@@ -225,9 +225,9 @@ impl Inner {
                 }
             }
         }
-        self.set_gc_running(true);
+        self.take_gc_slot()?;
         let result = self.gc_pass(0.0);
-        self.set_gc_running(false);
+        self.release_gc_slot();
         let stats = result?;
         // The collected segments go once their rewrites are flushed: now, so the space is
         // back when this returns.
@@ -245,15 +245,27 @@ impl Inner {
         Counters::add(&c.gc_bytes_rewritten, stats.bytes_rewritten);
     }
 
-    /// Waits for a running GC, then marks one as running (or clears the mark).
-    pub(super) fn set_gc_running(&self, on: bool) {
+    /// Takes the GC slot for a collection called for by hand: waits until a running GC has
+    /// ended (whatever errors or shutdown say meanwhile: a running job always ends, and two
+    /// collections must never overlap). Fails, holding nothing, if the database is closed or
+    /// read-only.
+    fn take_gc_slot(&self) -> Result<()> {
         let mut bg = self.bg.state.lock();
-        if on {
-            while bg.policy.gc_running() && bg.policy.error.is_none() && !bg.policy.shutdown {
-                self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
-            }
+        while bg.policy.gc_running() {
+            self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         }
-        bg.policy.manual_gc(on);
+        if let Some(e) = &bg.policy.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if bg.policy.shutdown {
+            return Err(Error::Closed);
+        }
+        bg.policy.manual_gc(true);
+        Ok(())
+    }
+
+    fn release_gc_slot(&self) {
+        self.bg.state.lock().policy.manual_gc(false);
         self.bg.done_cv.notify_all();
     }
 
