@@ -1,10 +1,10 @@
 //! The commands other than the workload list, chosen by the first argument:
-//! `cerberus-bench plot` (charts of a multitenant grid, `plot/`), `cerberus-bench grid-table`
-//! (its markdown table, `plot/grid_table.rs`), `cerberus-bench
-//! plot-iterators` (tables and charts of an iterator sweep, `plot/iterators/`),
+//! `cerberus-bench plot` (charts of a multitenant grid), `cerberus-bench grid-table` (its
+//! markdown table), `cerberus-bench plot-iterators` (tables and charts of an iterator sweep),
+//! `plot-queries` and `plot-bts` (all five drawn by the `cerberus-figures` crate),
 //! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`),
 //! `cerberus-bench dataset` (the paper's glacier and tweets datasets as JSON lines,
-//! `dataset/`) and `cerberus-bench queries` (the paper's secondary-key queries on the engine
+//! from the `cerberus-datasets` crate) and `cerberus-bench queries` (the paper's secondary-key queries on the engine
 //! and SQLite, `queries/`), `cerberus-bench bts` (the scheduling policies with dedup as
 //! the background task, `bts/`).
 
@@ -15,15 +15,17 @@ use std::process::ExitCode;
 type Command = fn(Vec<OsString>) -> Result<()>;
 
 const COMMANDS: [(&str, Command); 9] = [
-    ("plot", |args| crate::plot::main(args)),
-    ("grid-table", |args| crate::plot::grid_table::main(args)),
-    ("plot-iterators", |args| crate::plot::iterators::main(args)),
-    ("plot-queries", |args| crate::plot::queries::main(args)),
+    ("plot", |args| cerberus_figures::plot(args)),
+    ("grid-table", |args| cerberus_figures::grid_table(args)),
+    ("plot-iterators", |args| {
+        cerberus_figures::plot_iterators(args)
+    }),
+    ("plot-queries", |args| cerberus_figures::plot_queries(args)),
     ("itermem", |args| crate::itermem::main(args)),
     ("dataset", |args| crate::dataset::main(args)),
     ("queries", |args| crate::queries::main(args)),
     ("bts", |args| crate::bts::main(args)),
-    ("plot-bts", |args| crate::plot::bts::main(args)),
+    ("plot-bts", |args| cerberus_figures::plot_bts(args)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its

@@ -5,21 +5,19 @@ mod bts;
 mod cli;
 mod commands;
 mod dataset;
-mod engine;
 mod histogram;
 mod itermem;
-mod local_device;
 mod memory;
 mod multitenant;
-mod plot;
-mod profile;
 mod queries;
 mod report;
+#[cfg(all(test, feature = "rocksdb"))]
+mod rocksdb_tests;
 mod rounds;
 mod runner;
-mod table;
 mod workload;
 
+use cerberus_bench_engines::{self as engine, local_device, profile};
 use clap::Parser;
 use std::process::ExitCode;
 

@@ -7,7 +7,7 @@
 //! each round (the engines that ran next to each other) before its median is taken.
 
 use crate::report::RunReport;
-use crate::table::median;
+use cerberus_figures::median;
 
 fn range(xs: &[f64]) -> (f64, f64) {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);

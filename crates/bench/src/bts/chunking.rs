@@ -1,9 +1,9 @@
 //! `cerberus-bench bts --chunking-only`: what one core chunks and hashes per second, for each
 //! chunking and hash the dedup service offers, over values of the bench's size.
 
-use crate::table::Table;
 use anyhow::Result;
 use cerberus_device::{ChunkHash, Chunker, Chunking};
+use cerberus_figures::Table;
 use rand::{RngCore, SeedableRng};
 use std::time::Instant;
 

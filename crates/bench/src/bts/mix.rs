@@ -19,7 +19,7 @@ fn values(mix: &str, records: u64) -> Result<Vec<Vec<u8>>> {
     match mix {
         "tweets" => {
             let mut buf = Vec::new();
-            crate::dataset::generate(crate::dataset::Kind::Tweets, records, 42, &mut buf)?;
+            cerberus_datasets::generate(cerberus_datasets::Kind::Tweets, records, 42, &mut buf)?;
             Ok(buf
                 .split(|&b| b == b'\n')
                 .filter(|l| !l.is_empty())

@@ -2,7 +2,7 @@
 
 use super::{ItermemArgs, Measurement, Summary};
 use crate::memory::MemorySample;
-use crate::table::Table;
+use cerberus_figures::Table;
 use serde::Serialize;
 
 fn mib(b: Option<u64>) -> String {

@@ -17,12 +17,12 @@ mod device;
 mod sqlite;
 mod workload;
 
-use crate::table::Table;
 use anyhow::{bail, Context, Result};
 use cerberus_engine::storage::NandConfig;
 use cerberus_engine::{Db, Filter, IndexKind, Namespace, Options, StorageKind};
+use cerberus_figures::docs::queries::{EngineDoc, QueriesDoc, QueryDoc};
+use cerberus_figures::Table;
 use clap::Parser;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::ffi::OsString;
 use std::io::BufRead;
@@ -185,41 +185,6 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     Ok(())
 }
 
-/// The JSON document of a run (`--json`), read back by `plot-queries`; fields in the
-/// order the file has always had them.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct QueriesDoc {
-    pub cache_bytes: u64,
-    pub dataset: String,
-    pub records: usize,
-    pub repeat: usize,
-    pub runs: Vec<EngineDoc>,
-    pub storage: String,
-}
-
-/// One engine's load and queries.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct EngineDoc {
-    pub engine: String,
-    pub load_secs: f64,
-    pub load_secs_each: Vec<f64>,
-    pub queries: Vec<QueryDoc>,
-}
-
-/// One query on one engine: the median of its runs.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct QueryDoc {
-    pub bytes: u64,
-    pub median_us: f64,
-    pub query: String,
-    pub results: usize,
-    pub sk: String,
-    pub stats: Value,
-}
-
 /// Records as (key, JSON line).
 type Dataset = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -228,17 +193,17 @@ fn load_dataset(args: &QueriesArgs, dir: &std::path::Path) -> Result<(Dataset, Q
     let (path, set) = match args.dataset.as_str() {
         name @ ("glacier" | "tweets") => {
             let kind = if name == "glacier" {
-                crate::dataset::Kind::Glacier
+                cerberus_datasets::Kind::Glacier
             } else {
-                crate::dataset::Kind::Tweets
+                cerberus_datasets::Kind::Tweets
             };
             let path = dir.join(format!("{name}.jsonl"));
             let n = args.records.unwrap_or(match kind {
-                crate::dataset::Kind::Glacier => 104_600,
-                crate::dataset::Kind::Tweets => 132_800,
+                cerberus_datasets::Kind::Glacier => 104_600,
+                cerberus_datasets::Kind::Tweets => 132_800,
             });
             let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
-            crate::dataset::generate(kind, n, 42, &mut out)?;
+            cerberus_datasets::generate(kind, n, 42, &mut out)?;
             std::io::Write::flush(&mut out)?;
             (path, QuerySet::paper(name))
         }

@@ -63,5 +63,5 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     if args.no_charts || charts.is_empty() {
         return Ok(());
     }
-    super::draw_charts(args.font.as_deref(), &args.out, &charts)
+    crate::render::draw_charts(args.font.as_deref(), &args.out, &charts)
 }

@@ -4,7 +4,7 @@
 //! SQLite), so the paper's ratios (Figures 4 and 11) read off the bars' heights.
 
 use super::charts::{Chart, Legend, Series, PALETTE};
-use crate::queries::{EngineDoc, QueriesDoc};
+use crate::docs::queries::{EngineDoc, QueriesDoc};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use serde::Deserialize;
@@ -48,7 +48,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
             .map_or("queries".into(), |s| s.to_string_lossy().into_owned());
         charts.push(chart(&stem, &run).with_context(|| format!("{}", path.display()))?);
     }
-    super::draw_charts(args.font.as_deref(), &args.out, &charts)
+    crate::render::draw_charts(args.font.as_deref(), &args.out, &charts)
 }
 
 /// Median latencies by (query, secondary key).

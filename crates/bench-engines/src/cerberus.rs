@@ -177,7 +177,7 @@ fn namespace_of<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::BASELINE_NAMESPACE;
+    use crate::BASELINE_NAMESPACE;
 
     fn open(dir: &std::path::Path, layout: LayoutArg) -> CerberusDb {
         CerberusDb::open(&OpenConfig {

@@ -1,6 +1,6 @@
 //! Reading a grid: the points of its JSON files, each named by its place in the grid.
 
-use crate::multitenant::report::SummaryDoc;
+use crate::docs::multitenant::SummaryDoc;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -237,7 +237,7 @@ pub(super) mod tests {
     use super::*;
 
     /// A multitenant document as the bench writes it, cut down to what the charts read.
-    pub(in crate::plot) fn doc(
+    pub(crate) fn doc(
         layout: &str,
         tenants: usize,
         put: f64,

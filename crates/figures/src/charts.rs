@@ -339,8 +339,8 @@ pub fn format_y(v: f64, max: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::data::read_grid;
-    use crate::plot::data::tests::doc;
+    use crate::data::read_grid;
+    use crate::data::tests::doc;
 
     #[test]
     fn grid_files_make_charts_per_group() {

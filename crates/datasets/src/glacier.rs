@@ -2,8 +2,10 @@
 //! each, about 963 B a line as in the paper. A record's political unit is drawn from 40 with
 //! Zipf weights (1/rank), and its place, heights and names from that unit's ranges.
 
-use super::{capitalize, line_target, pick, pseudo_word, rng_for, round, Records, Text};
-use anyhow::Result;
+use crate::generate::Records;
+use crate::text::{capitalize, line_target, pick, pseudo_word, rng_for, round, Text};
+use crate::DatasetError;
+
 use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::Serialize;
@@ -203,7 +205,7 @@ impl Glaciers {
 }
 
 impl Records for Glaciers {
-    fn write(&mut self, id: &str, buf: &mut Vec<u8>) -> Result<()> {
+    fn write(&mut self, id: &str, buf: &mut Vec<u8>) -> Result<(), DatasetError> {
         let target = line_target(&mut self.rng, MEAN_LINE, SPREAD);
         let ui = self.unit();
         let unit = &UNITS[ui];
@@ -292,8 +294,8 @@ impl Records for Glaciers {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{generate, Kind};
     use super::*;
+    use crate::{generate, Kind};
     use serde_json::Value;
 
     fn lines(records: u64, seed: u64) -> Vec<Value> {

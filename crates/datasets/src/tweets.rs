@@ -3,9 +3,9 @@
 //! Zipf weights (rank^-0.9), the paper's queried users at fixed ranks, and each user's
 //! embedded profile is the same in all its tweets.
 
-use super::{capitalize, line_target, pick, pseudo_word, rng_for, round};
-use super::{Records, Text};
-use anyhow::Result;
+use crate::generate::Records;
+use crate::text::{capitalize, line_target, pick, pseudo_word, rng_for, round, Text};
+use crate::DatasetError;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -253,7 +253,7 @@ fn skewed(rng: &mut SmallRng, max: f64) -> u64 {
 }
 
 impl Records for Tweets {
-    fn write(&mut self, id: &str, buf: &mut Vec<u8>) -> Result<()> {
+    fn write(&mut self, id: &str, buf: &mut Vec<u8>) -> Result<(), DatasetError> {
         self.n += 1;
         let n = self.n;
         let target = line_target(&mut self.rng, MEAN_LINE, SPREAD);
@@ -380,8 +380,8 @@ fn media(rng: &mut SmallRng, text: &Text, screen_name: &str, n: i64, k: usize) -
 
 #[cfg(test)]
 mod tests {
-    use super::super::{generate, Kind};
     use super::*;
+    use crate::{generate, Kind};
     use std::collections::HashMap;
 
     #[test]

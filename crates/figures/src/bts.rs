@@ -3,7 +3,7 @@
 //! mean and p99 put latency, and its puts per second.
 
 use super::charts::{Chart, Legend, Series};
-use crate::bts::report::{Median, RunDoc};
+use crate::docs::bts::{Median, RunDoc};
 use anyhow::{bail, Context, Result};
 use cerberus_device::Policy;
 use clap::Parser;
@@ -33,7 +33,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
         .with_context(|| format!("reading {}", args.input.display()))?;
     let run: RunDoc = serde_json::from_str(&text).context("parsing the run")?;
     let charts = charts(&run)?;
-    super::draw_charts(args.font.as_deref(), &args.out, &charts)
+    crate::render::draw_charts(args.font.as_deref(), &args.out, &charts)
 }
 
 /// Case 1-3 of the paper, in its colours' order.

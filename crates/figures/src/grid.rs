@@ -1,29 +1,12 @@
 //! `cerberus-bench plot --dir DIR --out DIR`: PNG charts of a multitenant grid, the JSON files
 //! that `scripts/repro-multitenant` writes (one per point, named
 //! `STORAGE-ENGINE-LAYOUT-tTENANTS-kKEYS-SETTLE.json`), after Figures 8-10 of the Cerberus paper.
-//!
-//! `cerberus-bench plot-iterators` ([`iterators`]) does the same for the iterator sweep of
-//! `scripts/repro-iterators`, with the same drawing.
-//!
-//! Reading the files (`data`), laying out the charts (`charts`) and finding a font (`font`) is
-//! plain code, tested without any feature. Only the drawing (`draw`) needs the
-//! cargo feature `plot` (plotters, drawing text with its `ab_glyph` renderer from a TrueType
-//! font read at run time, so that the build needs no system library).
 
-pub mod bts;
-mod charts;
-mod data;
-#[cfg(feature = "plot")]
-mod draw;
-mod font;
-pub mod grid_table;
-pub mod iterators;
-pub mod queries;
-
+use crate::charts::{charts, Chart};
+use crate::data::read_grid;
+use crate::render::draw_charts;
 use anyhow::{bail, Result};
-use charts::{charts, Chart};
 use clap::Parser;
-use data::read_grid;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -70,34 +53,4 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
 
 fn draw_all(args: &PlotArgs, charts: &[Chart]) -> Result<()> {
     draw_charts(args.font.as_deref(), &args.out, charts)
-}
-
-/// Draws `charts` into `out` (made if missing), printing each file's path.
-#[cfg(feature = "plot")]
-fn draw_charts(
-    font: Option<&std::path::Path>,
-    out: &std::path::Path,
-    charts: &[Chart],
-) -> Result<()> {
-    use anyhow::Context;
-    use font::find_font;
-
-    let font = find_font(font)?;
-    draw::register_font(&font)?;
-    std::fs::create_dir_all(out).with_context(|| format!("making {}", out.display()))?;
-    for c in charts {
-        let path = out.join(&c.file);
-        draw::chart(c, &path).with_context(|| format!("drawing {}", path.display()))?;
-        println!("{}", path.display());
-    }
-    Ok(())
-}
-
-#[cfg(not(feature = "plot"))]
-fn draw_charts(_: Option<&std::path::Path>, _: &std::path::Path, charts: &[Chart]) -> Result<()> {
-    bail!(
-        "this cerberus-bench was built without the `plot` feature ({} charts to draw); build it \
-         with: cargo build --release -p cerberus-bench --features plot",
-        charts.len()
-    )
 }

@@ -3,7 +3,7 @@
 
 use super::data::{NandPoint, SeekRun, Sweep};
 use super::tables::{med, size_name, speedup};
-use crate::plot::charts::{Chart, Legend, Series, PALETTE};
+use crate::charts::{Chart, Legend, Series, PALETTE};
 use std::collections::BTreeSet;
 
 const ABOUT: &str = "seekrandom, NAND model (4 ch x 8 ways, 16 KiB pages, tR 60 us), no cache";

@@ -1,0 +1,24 @@
+//! The key-value engines `cerberus-bench` runs its workloads on, behind one small trait
+//! ([`BenchDb`]): Cerberus embedded, Cerberus through the network as a device (remote, or
+//! started here on a loopback port), and, behind their cargo features, its peers RocksDB
+//! (`rocksdb`, Debian's librocksdb from scripts/install-peers) and Redis (`redis`, a
+//! `redis-server` the bench starts). Also the engine sizes of `--profile` ([`profile`]) and
+//! the local device the bench's device experiments share ([`local_device`]).
+
+mod cerberus;
+mod db;
+mod device;
+mod device_cursor;
+pub mod local_device;
+mod open;
+pub mod profile;
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(feature = "rocksdb")]
+mod rocksdb;
+
+pub use db::{
+    db_stats_json, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
+    CursorOptions, LayoutArg, TenantHandle, BASELINE_NAMESPACE,
+};
+pub use open::{open, Engine, OpenConfig, StorageArg};

@@ -1,0 +1,105 @@
+//! The RocksDB adapter (cerberus-bench-engines) under the bench's own workloads: tenants in
+//! every layout through the multitenant run, and seekrandom with and without blob files.
+
+use crate::engine::{self, Engine, LayoutArg, OpenConfig, StorageArg};
+use crate::multitenant::{self, MtConfig};
+use crate::profile::{paper_profile, ProfileArg};
+use crate::workload::scan::ScanConfig;
+use crate::workload::seek::tests::{check_seekrandom, fill, open_config};
+use crate::workload::ValuePool;
+
+#[test]
+fn tenants_are_separate_in_every_layout() {
+    for layout in [
+        LayoutArg::PerNamespace,
+        LayoutArg::Shared,
+        LayoutArg::Baseline,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = OpenConfig {
+            path: dir.path().to_path_buf(),
+            storage: StorageArg::Posix,
+            cache_bytes: 1 << 20,
+            mmap_reads: true,
+            sync: false,
+            tenants: 3,
+            layout,
+            profile: Some(paper_profile(3)),
+            device: None,
+            admin_secret: None,
+            device_prefetch_degree: None,
+        };
+        let db = engine::open(Engine::RocksDb, &config).unwrap();
+        let t = db.create_tenants(3).unwrap();
+        assert!(db.create_tenants(2).is_err());
+        db.put_tenant(&t[0], b"k", b"v0").unwrap();
+        db.put_tenant(&t[2], b"k", b"v2").unwrap();
+        assert!(db.get_tenant(&t[0], b"k").unwrap());
+        assert!(!db.get_tenant(&t[1], b"k").unwrap());
+        assert!(db.get_tenant(&t[2], b"k").unwrap());
+        assert!(!db.get(b"k").unwrap(), "{layout:?}");
+        // Where the shared key spaces put the tenant index.
+        assert_eq!(db.get(b"\0\0\0\x02k").unwrap(), layout == LayoutArg::Shared);
+        assert_eq!(
+            db.get(b"k\0\0\0\x02").unwrap(),
+            layout == LayoutArg::Baseline
+        );
+        let cfs = db.stats_json().get("column_families").is_some();
+        assert_eq!(cfs, layout == LayoutArg::PerNamespace);
+
+        let mt = MtConfig {
+            tenants: 3,
+            num_per_tenant: 3_000,
+            gets_per_tenant: 2_000,
+            key_size: 16,
+            value_size: 100,
+            seed: 1,
+            compression_ratio: 0.5,
+            layout,
+            profile: Some(ProfileArg::Paper),
+            settle: true,
+        };
+        let values = ValuePool::new(100, 0.5, 1);
+        let run = multitenant::run(&*db, &mt, &values).unwrap();
+        assert_eq!(run.get.outcome.found, Some(6_000));
+        assert!(run.tenants.iter().all(|t| t.stats.is_none()));
+        db.close().unwrap();
+        drop(db);
+        // Reopens with the column families it has.
+        let db = engine::open(Engine::RocksDb, &config).unwrap();
+        let t = db.create_tenants(3).unwrap();
+        assert!(db.get_tenant(&t[2], b"k").unwrap());
+    }
+}
+
+#[test]
+fn seekrandom_returns_what_the_database_holds_with_and_without_blob_files() {
+    for blob_files in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = if blob_files {
+            Engine::RocksDbBlob
+        } else {
+            Engine::RocksDb
+        };
+        let db = engine::open(engine, &open_config(dir.path())).unwrap();
+        let model = fill(&*db);
+        db.flush().unwrap();
+        let stats = db.stats_json();
+        assert_eq!(stats["blob_files"], blob_files);
+        let blobs = stats["num_blob_files"].as_u64().unwrap();
+        assert_eq!(blobs > 0, blob_files, "{stats}");
+        for (threads, seeks, scan_length, keys_only) in
+            [(1, 300, 50, false), (3, 301, 7, false), (2, 200, 100, true)]
+        {
+            let scan = ScanConfig {
+                seeks,
+                scan_length,
+                keys_only,
+                prefetch_degree: 0,
+                index_prefetch: true,
+            };
+            check_seekrandom(&*db, &model, threads, scan);
+        }
+        db.close().unwrap();
+    }
+}

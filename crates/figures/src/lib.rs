@@ -1,0 +1,31 @@
+//! The figures of the Cerberus benchmarks: the typed result documents the experiments of
+//! `cerberus-bench` write as JSON ([`docs`]), and the commands that read them back and draw
+//! them: PNG charts and markdown tables of a multitenant grid (`plot`, `grid-table`), of an
+//! iterator sweep (`plot-iterators`), of the secondary-key queries (`plot-queries`) and of the
+//! scheduling policies (`plot-bts`); and the one markdown table writer ([`Table`]).
+//!
+//! Reading the files, laying out the charts and finding a font is plain code, tested without
+//! any feature. Only the drawing needs the cargo feature `plot` (plotters, drawing text with
+//! its `ab_glyph` renderer from a TrueType font read at run time, so that the build needs no
+//! system library). The bench depends on this crate, never the other way.
+
+mod bts;
+mod charts;
+mod data;
+pub mod docs;
+#[cfg(feature = "plot")]
+mod draw;
+mod font;
+mod grid;
+mod grid_table;
+mod iterators;
+mod queries;
+mod render;
+mod table;
+
+pub use bts::main as plot_bts;
+pub use grid::main as plot;
+pub use grid_table::main as grid_table;
+pub use iterators::main as plot_iterators;
+pub use queries::main as plot_queries;
+pub use table::{median, thousands, Table};
