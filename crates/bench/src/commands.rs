@@ -15,17 +15,19 @@ use std::process::ExitCode;
 type Command = fn(Vec<OsString>) -> Result<()>;
 
 const COMMANDS: [(&str, Command); 9] = [
-    ("plot", |args| cerberus_figures::plot(args)),
-    ("grid-table", |args| cerberus_figures::grid_table(args)),
+    ("plot", |args| Ok(cerberus_figures::plot(args)?)),
+    ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
     ("plot-iterators", |args| {
-        cerberus_figures::plot_iterators(args)
+        Ok(cerberus_figures::plot_iterators(args)?)
     }),
-    ("plot-queries", |args| cerberus_figures::plot_queries(args)),
+    ("plot-queries", |args| {
+        Ok(cerberus_figures::plot_queries(args)?)
+    }),
     ("itermem", |args| crate::itermem::main(args)),
     ("dataset", |args| crate::dataset::main(args)),
     ("queries", |args| crate::queries::main(args)),
     ("bts", |args| crate::bts::main(args)),
-    ("plot-bts", |args| cerberus_figures::plot_bts(args)),
+    ("plot-bts", |args| Ok(cerberus_figures::plot_bts(args)?)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its

@@ -4,7 +4,7 @@
 
 use super::charts::{Chart, Legend, Series};
 use crate::docs::bts::{Median, RunDoc};
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use cerberus_device::Policy;
 use clap::Parser;
 use std::ffi::OsString;

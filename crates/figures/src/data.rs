@@ -1,7 +1,7 @@
 //! Reading a grid: the points of its JSON files, each named by its place in the grid.
 
 use crate::docs::multitenant::SummaryDoc;
-use anyhow::{anyhow, bail, Context, Result};
+use crate::error::{bail, input, Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -148,13 +148,13 @@ fn point_from_doc(name: Option<PointName>, doc: serde_json::Value) -> Result<Poi
     let mut name = match name {
         Some(n) => n,
         None => PointName::from_config(&doc)
-            .ok_or_else(|| anyhow!("neither a grid file name nor a multitenant config"))?,
+            .ok_or_else(|| input("neither a grid file name nor a multitenant config"))?,
     };
     if let Some(e) = &doc.engine {
         // A file with several engines: each document says its own.
         name.engine = e.clone();
     }
-    let summary = doc.summary.ok_or_else(|| anyhow!("no summary"))?;
+    let summary = doc.summary.context("no summary")?;
     let mut steps: BTreeMap<(u8, u32, String), (String, u64)> = BTreeMap::new();
     for (step, n) in doc
         .tenants
@@ -207,7 +207,7 @@ pub fn read_grid(dir: &Path) -> Result<(Vec<Point>, Vec<String>)> {
     for f in files {
         let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
         let read = std::fs::read_to_string(&f)
-            .map_err(anyhow::Error::from)
+            .map_err(Into::into)
             .and_then(|text| points_from_text(stem, &text));
         match read {
             Ok(ps) => {
@@ -223,7 +223,7 @@ pub fn read_grid(dir: &Path) -> Result<(Vec<Point>, Vec<String>)> {
                     }
                 }
             }
-            Err(e) => warnings.push(format!("{}: skipped: {e:#}", f.display())),
+            Err(e) => warnings.push(format!("{}: skipped: {}", f.display(), e.chain())),
         }
     }
     if points.is_empty() {

@@ -1,7 +1,7 @@
 //! Drawing the charts with plotters (cargo feature `plot`).
 
 use super::charts::{format_y, Chart, Legend};
-use anyhow::{anyhow, Context, Result};
+use crate::error::{input, Context, Result};
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 use std::path::Path;
@@ -15,8 +15,12 @@ pub fn register_font(path: &Path) -> Result<()> {
     // plotters keeps fonts for the whole run.
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     for family in ["sans-serif", "serif", "monospace"] {
-        plotters::style::register_font(family, FontStyle::Normal, bytes)
-            .map_err(|_| anyhow!("{} is not a TrueType or OpenType font", path.display()))?;
+        plotters::style::register_font(family, FontStyle::Normal, bytes).map_err(|_| {
+            input(format!(
+                "{} is not a TrueType or OpenType font",
+                path.display()
+            ))
+        })?;
     }
     Ok(())
 }
@@ -44,7 +48,7 @@ pub fn chart(c: &Chart, path: &Path) -> Result<()> {
         }
     };
     // Category i sits at 2i + 1 on an axis from 0 to 2n: half a step of margin each side.
-    let n = i32::try_from(n).context("too many categories")?;
+    let n = i32::try_from(n).map_err(|e| input(format!("too many categories: {e}")))?;
     let x = (0..2 * n).with_key_points((0..n).map(|i| 2 * i + 1).collect());
     let mut chart = ChartBuilder::on(&root)
         .caption(&c.title, (FONT, 20))

@@ -1,6 +1,6 @@
 //! The font the charts' text is drawn with: one given, or the best found on the machine.
 
-use anyhow::{anyhow, bail, Result};
+use crate::error::{bail, input, Result};
 use std::path::{Path, PathBuf};
 
 /// The font for the charts' text: `explicit`, or the best sans-serif font under the usual
@@ -22,10 +22,10 @@ pub fn find_font(explicit: Option<&Path>) -> Result<PathBuf> {
         roots.push(Path::new(&home).join(".fonts"));
     }
     find_font_under(&roots).ok_or_else(|| {
-        anyhow!(
+        input(
             "no TrueType or OpenType font found under /usr/share/fonts to draw the text with: \
              install one (Debian: apt-get install fonts-dejavu-core; scripts/repro-multitenant \
-             does) or give one with --font FILE"
+             does) or give one with --font FILE",
         )
     })
 }

@@ -4,8 +4,8 @@
 
 use crate::charts::{charts, Chart};
 use crate::data::read_grid;
+use crate::error::{bail, Result};
 use crate::render::draw_charts;
-use anyhow::{bail, Result};
 use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -3,8 +3,8 @@
 //! and settle mode, a row per tenant count and the layouts side by side.
 
 use super::data::{read_grid, Point};
+use crate::error::Result;
 use crate::table::{thousands, Table};
-use anyhow::Result;
 use clap::Parser;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;

@@ -15,6 +15,7 @@ mod data;
 pub mod docs;
 #[cfg(feature = "plot")]
 mod draw;
+mod error;
 mod font;
 mod grid;
 mod grid_table;
@@ -24,6 +25,7 @@ mod render;
 mod table;
 
 pub use bts::main as plot_bts;
+pub use error::FigureError;
 pub use grid::main as plot;
 pub use grid_table::main as grid_table;
 pub use iterators::main as plot_iterators;

@@ -5,7 +5,7 @@
 
 use super::charts::{Chart, Legend, Series, PALETTE};
 use crate::docs::queries::{EngineDoc, QueriesDoc};
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use clap::Parser;
 use serde::Deserialize;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! how to build with it.
 
 use crate::charts::Chart;
-use anyhow::Result;
+use crate::error::Result;
 
 /// Draws `charts` into `out` (made if missing), printing each file's path.
 #[cfg(feature = "plot")]
@@ -11,8 +11,8 @@ pub(crate) fn draw_charts(
     out: &std::path::Path,
     charts: &[Chart],
 ) -> Result<()> {
+    use crate::error::Context;
     use crate::font::find_font;
-    use anyhow::Context;
 
     let font = find_font(font)?;
     crate::draw::register_font(&font)?;
@@ -31,7 +31,7 @@ pub(crate) fn draw_charts(
     _: &std::path::Path,
     charts: &[Chart],
 ) -> Result<()> {
-    anyhow::bail!(
+    crate::error::bail!(
         "this cerberus-bench was built without the `plot` feature ({} charts to draw); build it \
          with: cargo build --release -p cerberus-bench --features plot",
         charts.len()

@@ -1,7 +1,7 @@
 //! Reading the JSON files of `scripts/repro-iterators`: what each seekrandom run measured,
 //! grouped by the sweep's parts (file name prefixes) and points (the documents' `config`).
 
-use anyhow::{anyhow, Context, Result};
+use crate::error::{input, Context, Result};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -135,7 +135,7 @@ struct NextIn {
 }
 
 fn need<T>(x: Option<T>, what: &str) -> Result<T> {
-    x.ok_or_else(|| anyhow!("no {what}"))
+    x.ok_or_else(|| input(format!("no {what}")))
 }
 
 impl RunIn {
@@ -222,7 +222,7 @@ pub fn read_sweep(dir: &Path) -> Result<(Sweep, Vec<String>)> {
         };
         let result = read().and_then(|doc| add(&mut sweep, part, &doc));
         if let Err(e) = result {
-            warnings.push(format!("{name}: skipped: {e:#}"));
+            warnings.push(format!("{name}: skipped: {}", e.chain()));
         }
     }
     Ok((sweep, warnings))
@@ -230,29 +230,29 @@ pub fn read_sweep(dir: &Path) -> Result<(Sweep, Vec<String>)> {
 
 fn add(sweep: &mut Sweep, part: &str, doc: &Value) -> Result<()> {
     let first = match doc {
-        Value::Array(a) => a.first().ok_or_else(|| anyhow!("an empty array"))?,
+        Value::Array(a) => a.first().ok_or_else(|| input("an empty array"))?,
         other => other,
     };
     match part {
         NAND_PREFIX => {
-            let run = seek_run(first)?.ok_or_else(|| anyhow!("no seekrandom phase"))?;
+            let run = seek_run(first)?.ok_or_else(|| input("no seekrandom phase"))?;
             let point = NandPoint {
                 value_size: run.value_size,
                 scan_length: run.scan_length,
                 prefetch_degree: run
                     .prefetch_degree
-                    .ok_or_else(|| anyhow!("no prefetch degree: not a cerberus run"))?,
+                    .ok_or_else(|| input("no prefetch degree: not a cerberus run"))?,
             };
             sweep.nand.entry(point).or_default().push(run);
         }
         INDEX_PREFIX => {
-            let run = seek_run(first)?.ok_or_else(|| anyhow!("no seekrandom phase"))?;
+            let run = seek_run(first)?.ok_or_else(|| input("no seekrandom phase"))?;
             let on = run
                 .index_prefetch
-                .ok_or_else(|| anyhow!("no index_prefetch: not a cerberus run"))?;
+                .ok_or_else(|| input("no index_prefetch: not a cerberus run"))?;
             let d = run
                 .prefetch_degree
-                .ok_or_else(|| anyhow!("no prefetch degree: not a cerberus run"))?;
+                .ok_or_else(|| input("no prefetch degree: not a cerberus run"))?;
             sweep.index.entry((d, on)).or_default().push(run);
         }
         _ => {

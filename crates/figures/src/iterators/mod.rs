@@ -8,7 +8,7 @@ mod charts;
 mod data;
 mod tables;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;
