@@ -4,7 +4,8 @@ use super::{Policy, Scheduler};
 use serde::Serialize;
 use std::sync::atomic::Ordering::Relaxed;
 
-/// One core's counters (a network thread and its lane), totals since the device started.
+/// One core's figures (a network thread and its lane): counts and times since the device
+/// started, and the state now (connections, queue, load at the last sample).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CoreStats {
     /// The core's index, from 0.
