@@ -14,6 +14,7 @@ use subtle::ConstantTimeEq;
 
 type Hash = [u8; 32];
 
+/// The file in the data directory that holds the admin secret when none is configured.
 pub const ADMIN_SECRET_FILE: &str = "admin.secret";
 const CREDENTIALS_FILE: &str = "credentials.json";
 
@@ -25,7 +26,7 @@ fn hash(secret: &[u8]) -> Hash {
 }
 
 /// A new secret: 32 random bytes from the OS, as 64 hex digits.
-pub fn generate_secret() -> String {
+pub(crate) fn generate_secret() -> String {
     let mut b = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut b);
     b.iter().map(|x| format!("{x:02x}")).collect()

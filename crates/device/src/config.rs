@@ -29,6 +29,7 @@ pub struct DeviceConfig {
     pub data_dir: PathBuf,
     /// Address the command set is served on.
     pub listen: String,
+    /// Files as they are, or behind the NAND timing model.
     pub storage: StorageChoice,
     /// Every write is durable before it is acknowledged (else only stores with the sync flag).
     pub sync: bool,
@@ -48,7 +49,12 @@ pub struct DeviceConfig {
     /// Commands one connection may have in flight; the device stops reading that connection
     /// until some complete.
     pub max_inflight: u32,
+    /// Longest key accepted, in bytes (1 to 65535; default 255). Longer (or empty) keys are
+    /// refused with `InvalidKeySize`; clients learn it from Identify.
     pub max_key_len: u32,
+    /// Longest value accepted, in bytes (at most the engine's 64 MiB; default 2 MiB); longer
+    /// ones are refused with `InvalidValueSize`. With `max_key_len`, it bounds a request
+    /// frame.
     pub max_value_len: u32,
     /// Most keys one List returns.
     pub max_list_keys: u32,
@@ -96,6 +102,7 @@ pub struct DeviceConfig {
     pub admin_secret: Option<String>,
     /// TLS certificate chain and private key (PEM). Both or neither; plain TCP without.
     pub tls_cert: Option<PathBuf>,
+    /// The private key of `tls_cert` (PEM).
     pub tls_key: Option<PathBuf>,
     /// Address of the Prometheus text endpoint (`/metrics`); off when unset.
     pub metrics_listen: Option<String>,
@@ -111,8 +118,13 @@ pub struct DeviceConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
+    /// Bytes of keys and values a memtable takes before it is flushed (the engine's
+    /// `Options::memtable_bytes`).
     pub memtable_bytes: usize,
+    /// Bytes of filter and index blocks cached (the engine's `Options::cache_bytes`; 0: none).
     pub cache_bytes: u64,
+    /// Engine jobs (flushes, compactions, GC) run at once (the engine's
+    /// `Options::background_threads`; on the device they run on the scheduler's lanes).
     pub background_threads: usize,
     /// `per_namespace` (default) or `shared`.
     pub layout: String,
@@ -138,6 +150,7 @@ impl Default for EngineConfig {
     }
 }
 
+/// The address the device serves on unless told otherwise (loopback only).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:4420";
 
 impl Default for DeviceConfig {
@@ -187,7 +200,9 @@ impl DeviceConfig {
             .map_err(|e| DeviceError::Config(format!("parsing {}: {e}", path.display())))
     }
 
-    pub fn validate(&self) -> Result<(), DeviceError> {
+    /// Checks every limit and that the settings agree with one another; the error names
+    /// what is wrong.
+    pub(crate) fn validate(&self) -> Result<(), DeviceError> {
         let bad = |m: &str| Err(DeviceError::Config(m.to_string()));
         if self.max_key_len == 0 || self.max_key_len > u32::from(u16::MAX) {
             return bad("max_key_len must be between 1 and 65535");
@@ -248,7 +263,7 @@ impl DeviceConfig {
     }
 
     /// Largest request body the device reads: a store of the largest key and value.
-    pub fn max_frame_body(&self) -> u32 {
+    pub(crate) fn max_frame_body(&self) -> u32 {
         self.max_value_len
             .saturating_add(self.max_key_len)
             .saturating_add(2)
@@ -258,19 +273,20 @@ impl DeviceConfig {
     /// iterator batch or find page (budgeted at `max_iter_batch_bytes` of keys and values,
     /// at least a byte of each record's key and value, as much again in lengths), each with
     /// its one record allowed past the budget and a summary.
-    pub fn min_reply_bytes(&self) -> u64 {
+    pub(crate) fn min_reply_bytes(&self) -> u64 {
         u64::from(self.max_frame_body()) + 4 * u64::from(self.max_iter_batch_bytes) + (64 << 10)
     }
 
     /// The bound on a reply's body: `max_reply_bytes`, or unset, 8 MiB or
     /// `min_reply_bytes` if larger.
-    pub fn reply_bytes_bound(&self) -> u32 {
+    pub(crate) fn reply_bytes_bound(&self) -> u32 {
         self.max_reply_bytes.unwrap_or_else(|| {
             u32::try_from(self.min_reply_bytes().max(8 << 20)).unwrap_or(u32::MAX)
         })
     }
 
-    pub fn worker_threads(&self) -> usize {
+    /// Worker threads to start: `workers`, or one per CPU when it is 0.
+    pub(crate) fn worker_threads(&self) -> usize {
         if self.workers > 0 {
             self.workers
         } else {

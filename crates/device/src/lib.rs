@@ -2,6 +2,8 @@
 //! top of the engine, with per-namespace credentials, worker threads for engine calls, a
 //! Prometheus endpoint and graceful shutdown.
 
+#![deny(missing_docs)]
+
 mod admission;
 mod auth;
 mod background;
@@ -25,7 +27,7 @@ mod stop;
 mod tls;
 mod workers;
 
-pub use auth::{generate_secret, ADMIN_SECRET_FILE};
+pub use auth::ADMIN_SECRET_FILE;
 pub use config::{DeviceConfig, EngineConfig, StorageChoice, DEFAULT_LISTEN};
 pub use dedup::{ChunkHash, Chunker, Chunking, DedupConfig, DedupStats, NsDedupStats};
 pub use error::DeviceError;

@@ -31,6 +31,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a newcomer waits for the slot of the connection evicted for it.
 const EVICTION_WAIT: Duration = Duration::from_secs(2);
 
+/// The device's entry point: [`Device::start`] runs one from a [`DeviceConfig`].
 pub struct Device;
 
 /// A running device. Dropping it stops the device.
@@ -187,6 +188,7 @@ impl DeviceHandle {
             .submit_to(core, crate::scheduler::Work::Hold(d));
     }
 
+    /// The address the command set is served on (the port chosen when `listen` gave 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
@@ -196,6 +198,7 @@ impl DeviceHandle {
         self.shared.metrics_text()
     }
 
+    /// The address of the metrics endpoint, if `metrics_listen` was set.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
     }

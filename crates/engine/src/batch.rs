@@ -15,10 +15,12 @@ pub struct WriteBatch {
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Adds a store of `value` under `key`; a later write of the same key in the batch wins.
     pub fn put(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> &mut Self {
         let (key, value) = (key.into(), value.into());
         self.bytes += key.len() + value.len();
@@ -26,6 +28,7 @@ impl WriteBatch {
         self
     }
 
+    /// Adds a delete of `key` (a key that holds nothing is no error).
     pub fn delete(&mut self, key: impl Into<Vec<u8>>) -> &mut Self {
         let key = key.into();
         self.bytes += key.len();
@@ -33,14 +36,17 @@ impl WriteBatch {
         self
     }
 
+    /// Writes in the batch (puts and deletes).
     pub fn len(&self) -> usize {
         self.ops.len()
     }
 
+    /// Holds no write.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
 
+    /// Drops every write, keeping the allocation for reuse.
     pub fn clear(&mut self) {
         self.ops.clear();
         self.bytes = 0;

@@ -9,49 +9,83 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// Storage I/O failed (not a full disk: that is [`Error::NoSpace`]).
     #[error("I/O error on {file}: {source}")]
     Io {
+        /// The file, as the storage names it.
         file: String,
+        /// The underlying error.
         #[source]
         source: io::Error,
     },
+    /// Stored data failed a check: a checksum, a length, a format.
     #[error("corruption in {file} at offset {offset}: {reason}")]
     Corruption {
+        /// The file the bad data is in.
         file: String,
+        /// Byte offset of the bad record or block in that file.
         offset: u64,
+        /// What check failed.
         reason: String,
     },
+    /// The storage is full; nothing was lost, and the write may succeed once space returns.
     #[error("out of space writing {file}: {source}")]
     NoSpace {
+        /// The file being written.
         file: String,
+        /// The underlying error (`ENOSPC`).
         #[source]
         source: io::Error,
     },
+    /// A key is longer than `Options::max_key_size`.
     #[error("key of {len} bytes exceeds the limit of {limit} bytes")]
-    KeyTooLarge { len: usize, limit: usize },
+    KeyTooLarge {
+        /// The key's length, in bytes.
+        len: usize,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A value is longer than `Options::max_value_size`.
     #[error("value of {len} bytes exceeds the limit of {limit} bytes")]
-    ValueTooLarge { len: usize, limit: usize },
+    ValueTooLarge {
+        /// The value's length, in bytes.
+        len: usize,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// An argument is not valid (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// No namespace has this id, or it was destroyed.
     #[error("unknown or destroyed namespace {0}")]
     UnknownNamespace(u32),
+    /// A namespace of this name exists already.
     #[error("a namespace named {0:?} exists")]
     NamespaceExists(String),
+    /// The namespace has an index on the attribute already.
     #[error("the namespace has a {kind} index on {attr:?} already")]
     IndexExists {
+        /// The attribute's path, as given.
         attr: String,
+        /// The kind of the index that exists.
         kind: crate::index_kind::IndexKind,
     },
+    /// The namespace has no index on this attribute.
     #[error("no index on {0:?}")]
     UnknownIndex(String),
+    /// A query or filter is not valid (the message says why).
     #[error("invalid query: {0}")]
     InvalidQuery(String),
+    /// The database is closed.
     #[error("database is closed")]
     Closed,
+    /// A background job failed and the database turned read-only (the message is the job's
+    /// error), or a prefetch reader an iterator or a compaction relied on stopped.
     #[error("database is read-only after a background error: {0}")]
     Background(String),
 }
 
+/// The engine's result: its errors are [`Error`]s.
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// What kind of failure an [`Error`] is, without its context (file, sizes, names): what a
@@ -122,6 +156,7 @@ impl Error {
         }
     }
 
+    /// A [`Error::Corruption`] found in `file` at byte `offset`.
     pub fn corruption(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Error {
         Error::Corruption {
             file: file.into(),
@@ -130,6 +165,7 @@ impl Error {
         }
     }
 
+    /// Stored data failed a check ([`ErrorKind::Corruption`]).
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
     }

@@ -15,6 +15,7 @@ pub enum IndexKind {
 }
 
 impl IndexKind {
+    /// The kind's name, as [`IndexKind::parse`] reads it and errors print it.
     pub fn as_str(self) -> &'static str {
         match self {
             IndexKind::Classic => "classic",
@@ -22,6 +23,7 @@ impl IndexKind {
         }
     }
 
+    /// The kind named `text` (`classic` or `vas`, as [`IndexKind::as_str`] gives them).
     pub fn parse(text: &str) -> Option<IndexKind> {
         match text {
             "classic" => Some(IndexKind::Classic),

@@ -8,6 +8,7 @@ use crate::coding::{put_varint, Cursor};
 use bytes::Bytes;
 use std::cmp::Ordering;
 
+/// A namespace's id: the first 4 bytes (big-endian) of each of its internal keys.
 pub type Nsid = u32;
 pub type SeqNo = u64;
 

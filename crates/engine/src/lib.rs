@@ -31,13 +31,13 @@ pub use db::{
     Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use index::{AttrPath, IndexKind, Scalar, ScalarType};
+pub use index::{AttrPath, IndexKind, Scalar};
 pub use key::Nsid;
 pub use options::{
     BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
 };
 pub use query::{
-    Aggregate, Condition, Continuation, Filter, FindPage, Found, KeyRange, QueryStats, Ranked,
+    Aggregate, Condition, Continuation, Filter, FindPage, Found, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,
 };
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

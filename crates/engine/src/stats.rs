@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// Shape of one level.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LevelStats {
+    /// Table files on the level.
     pub tables: usize,
+    /// Their total size, in bytes.
     pub bytes: u64,
 }
 
@@ -17,10 +19,15 @@ pub struct LevelStats {
 /// searched it and went on, with the time they spent there (MP).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StepCost {
+    /// The step's name: `memtable`, `L0`, `runs`, `L1`, `L2`, ...
     pub step: String,
+    /// Gets answered at this step (found, or a tombstone).
     pub hits: u64,
+    /// Time those gets spent in this step, the value read included (HT), in nanoseconds.
     pub hit_nanos: u64,
+    /// Gets that searched this step, found nothing and went on.
     pub misses: u64,
+    /// Time those gets spent in this step (MP), in nanoseconds.
     pub miss_nanos: u64,
 }
 
@@ -71,8 +78,11 @@ pub struct DbStats {
     pub search: Vec<StepCost>,
     /// Gets that found nothing: no version of the key, or a tombstone (a deleted key).
     pub gets_not_found: u64,
+    /// Point lookups: gets and `contains` checks.
     pub gets: u64,
+    /// Puts (each put of a batch counts).
     pub puts: u64,
+    /// Deletes (each delete of a batch counts).
     pub deletes: u64,
     /// Filter checks made by gets.
     pub filter_probes: u64,
@@ -91,18 +101,27 @@ pub struct DbStats {
     /// Pages those reads touched (the NAND page size, or 4 KiB on other storage), by purpose.
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub pages: [u64; IoPurpose::COUNT],
+    /// Memtables flushed to L0.
     pub flushes: u64,
+    /// Compactions run.
     pub compactions: u64,
+    /// Table bytes compactions read.
     pub compaction_bytes_read: u64,
+    /// Table bytes compactions wrote.
     pub compaction_bytes_written: u64,
     /// Bytes of all value-log segments.
     pub vlog_bytes: u64,
+    /// Value-log segments on storage now.
     pub vlog_segments: usize,
-    /// Times a write waited for background work (stall) or was slowed down.
+    /// Times a write waited for background work (frozen memtables at their limit, L0 or
+    /// runs at their stop trigger).
     pub write_stalls: u64,
+    /// Times a write was slowed down by 1 ms (L0 or runs at their slowdown trigger).
     pub write_slowdowns: u64,
-    /// Value-log segments deleted by GC, and the live bytes it wrote again.
+    /// Value-log segments deleted by GC.
     pub gc_segments_deleted: u64,
+    /// Live bytes GC wrote again to the log head (what it moved out of the segments it
+    /// deleted).
     pub gc_bytes_rewritten: u64,
     /// Counters of the NAND timing model, when the storage has one.
     pub nand: Option<NandStats>,
@@ -113,13 +132,16 @@ pub struct DbStats {
 /// A namespace and its name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NamespaceInfo {
+    /// The namespace's id.
     pub nsid: u32,
+    /// The name it was created with (unique among live namespaces).
     pub name: String,
 }
 
 /// Counters of one namespace (serialized like [`DbStats`]).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NamespaceStats {
+    /// The namespace's id.
     pub nsid: u32,
     /// Tables and bytes per level of this namespace's tree, L0 first. L0 is shared: its
     /// figures count the L0 tables holding this namespace. Under `Layout::Shared` the deeper
@@ -129,24 +151,34 @@ pub struct NamespaceStats {
     pub runs: LevelStats,
     /// Point lookups: gets and `contains` checks.
     pub gets: u64,
+    /// Gets answered by the memtables.
     pub gets_memtable: u64,
+    /// Gets answered by each level (found or deleted there), L0 first.
     pub gets_by_level: Vec<u64>,
+    /// Gets answered by this namespace's runs.
     pub gets_runs: u64,
     /// The get search step by step (cost model terms).
     pub search: Vec<StepCost>,
     /// Table bytes compactions wrote into this namespace's runs and tree (its share of the
     /// write amplification; `Layout::Shared` counts the shared tree under namespace 0).
     pub compaction_bytes_written: u64,
+    /// Gets that found nothing: no version of the key, or a tombstone.
     pub gets_not_found: u64,
+    /// Puts (each put of a batch counts).
     pub puts: u64,
+    /// Deletes (each delete of a batch counts).
     pub deletes: u64,
+    /// Filter checks made by gets.
     pub filter_probes: u64,
+    /// Filter blocks its gets read from storage.
     pub filter_loads: u64,
+    /// Index blocks its gets read from storage.
     pub index_loads: u64,
     /// Storage reads by purpose (`IoPurpose as usize`) made by this namespace's gets,
     /// `contains` checks and key listings.
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub reads: [u64; IoPurpose::COUNT],
+    /// Bytes those reads returned, by purpose.
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub read_bytes: [u64; IoPurpose::COUNT],
     /// Pages those reads touched (the NAND page size, or 4 KiB on other storage).
@@ -172,11 +204,15 @@ pub struct ListingStats {
     pub calls: u64,
     /// Entries they yielded.
     pub keys: u64,
+    /// Index blocks they read from storage.
     pub index_loads: u64,
+    /// Storage reads they made, by purpose (`IoPurpose as usize`).
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub reads: [u64; IoPurpose::COUNT],
+    /// Bytes those reads returned, by purpose.
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub read_bytes: [u64; IoPurpose::COUNT],
+    /// Pages those reads touched, by purpose.
     #[serde(serialize_with = "IoPurpose::serialize_counts")]
     pub pages: [u64; IoPurpose::COUNT],
 }

@@ -25,10 +25,14 @@ pub enum Chunking {
     Cdc,
 }
 
+/// The digest that names a chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChunkHash {
+    /// SHA-1 (20 bytes; the paper's choice): collision-resistant enough, slower.
     Sha1,
+    /// XXH3-128 (16 bytes): several times faster, not collision-resistant against an
+    /// adversary.
     Xxh3,
 }
 
@@ -36,8 +40,11 @@ pub enum ChunkHash {
 /// settings is rebuilt rather than trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chunker {
+    /// Where boundaries fall.
     pub chunking: Chunking,
+    /// How each chunk is named.
     pub hash: ChunkHash,
+    /// Chunk size, or the average for content-defined chunks, in bytes (0 counts as 1).
     pub chunk_bytes: u32,
 }
 
@@ -70,7 +77,8 @@ impl Chunker {
         }
     }
 
-    pub fn digest(&self, chunk: &[u8]) -> Digest {
+    /// The name of `chunk` under this chunker's hash.
+    pub(crate) fn digest(&self, chunk: &[u8]) -> Digest {
         let mut d = [0u8; 20];
         match self.hash {
             ChunkHash::Sha1 => d.copy_from_slice(&Sha1::digest(chunk)),

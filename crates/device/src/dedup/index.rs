@@ -36,7 +36,9 @@ pub struct NsDedupStats {
     pub keys: u64,
     /// Chunks of all values.
     pub chunks: u64,
+    /// Distinct chunks (by digest) among them.
     pub unique_chunks: u64,
+    /// Bytes of all values: what they take without deduplication.
     pub logical_bytes: u64,
     /// Bytes of the distinct chunks: what the values would take deduplicated.
     pub unique_bytes: u64,

@@ -36,7 +36,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub struct DedupConfig {
     /// Off by default: every write then costs a chunking pass in the background.
     pub enabled: bool,
+    /// Where chunk boundaries fall (default fixed).
     pub chunking: Chunking,
+    /// How chunks are named (default SHA-1).
     pub hash: ChunkHash,
     /// Fixed chunk size, or the average for content-defined chunks.
     pub chunk_bytes: u32,
@@ -62,7 +64,8 @@ impl Default for DedupConfig {
 pub const DEFAULT_MAX_BACKLOG: u64 = 262_144;
 
 impl DedupConfig {
-    pub fn chunker(&self) -> Chunker {
+    /// The chunker these settings describe.
+    pub(crate) fn chunker(&self) -> Chunker {
         Chunker {
             chunking: self.chunking,
             hash: self.hash,
@@ -107,20 +110,27 @@ pub struct Dedup {
 /// The service as the device's stats report it.
 #[derive(Clone, Debug, Serialize)]
 pub struct DedupStats {
+    /// How values are chunked and named.
     pub chunker: Chunker,
-    /// Tasks queued and not yet run, and the bound past which writes queue none.
+    /// Tasks queued and not yet run.
     pub backlog: u64,
+    /// The bound on `backlog` past which writes queue no task.
     pub max_backlog: u64,
-    /// Writes that found the backlog full (their namespaces rescanned instead), the rescans
-    /// started for them, and the namespaces waiting for one.
+    /// Writes that found the backlog full (their namespaces rescanned instead).
     pub shed_tasks: u64,
+    /// Rescans started for namespaces whose writes were shed.
     pub rescans: u64,
+    /// Namespaces waiting for a rescan (until the backlog is down to half its bound).
     pub rescans_pending: usize,
+    /// Tasks run since the device started.
     pub tasks_run: u64,
-    /// Bytes chunked and hashed, and the rate of that work alone (one core).
+    /// Bytes chunked and hashed.
     pub hashed_bytes: u64,
+    /// The rate of chunking and hashing alone, in MB (10^6 bytes) per second of one core.
     pub hash_mb_per_s: f64,
+    /// All namespaces together (`dedup_ratio` over the sums).
     pub total: NsDedupStats,
+    /// Each namespace with an index, by id.
     pub namespaces: BTreeMap<u32, NsDedupStats>,
 }
 

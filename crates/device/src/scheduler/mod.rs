@@ -35,11 +35,16 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use tokio::sync::Notify;
 
+/// Where background tasks and engine jobs run (see the module's description).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
+    /// No background service runs (the engine's own jobs still run, as under `Inline`).
     Off,
+    /// On the core whose command made the work.
     Inline,
+    /// On the least-loaded idle core while the active cores' mean load is below
+    /// `load_threshold`; else as `Inline` (the default).
     #[default]
     Bts,
 }
@@ -60,6 +65,7 @@ impl std::str::FromStr for Policy {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SchedulerConfig {
+    /// Where background work runs (default `bts`).
     pub policy: Policy,
     /// Commands between two samples of the cores' load (the paper's 60).
     pub sample_every: u32,

@@ -9,4 +9,4 @@ pub use crate::index_kind::IndexKind;
 pub use crate::version::IndexDef;
 pub use def::{decode_payload, entry_key, entry_payload, split_entry_key};
 pub use extract::{extract, locate};
-pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar, ScalarType};
+pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar};

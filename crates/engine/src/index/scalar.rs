@@ -29,18 +29,26 @@ const TAG_END: u8 = 0x06;
 /// A JSON scalar: what a secondary key is.
 #[derive(Clone, Debug)]
 pub enum Scalar {
+    /// JSON `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number, as `f64` (integers beyond 2^53 lose precision).
     Number(f64),
+    /// A string.
     String(String),
 }
 
 /// The JSON types secondary keys fall into, in their order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ScalarType {
+    /// `null`.
     Null,
+    /// Booleans.
     Bool,
+    /// Numbers.
     Number,
+    /// Strings.
     String,
 }
 
@@ -56,7 +64,8 @@ impl Scalar {
         })
     }
 
-    pub fn to_json(&self) -> Value {
+    /// The scalar as a JSON value (integral numbers within 2^53 as integers).
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             Scalar::Null => Value::Null,
             Scalar::Bool(b) => Value::Bool(*b),
@@ -71,7 +80,8 @@ impl Scalar {
         }
     }
 
-    pub fn scalar_type(&self) -> ScalarType {
+    /// The JSON type, which orders scalars of different types.
+    pub(crate) fn scalar_type(&self) -> ScalarType {
         match self {
             Scalar::Null => ScalarType::Null,
             Scalar::Bool(_) => ScalarType::Bool,
@@ -81,7 +91,7 @@ impl Scalar {
     }
 
     /// Appends the order-preserving encoding.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Scalar::Null => out.push(TAG_NULL),
             Scalar::Bool(false) => out.push(TAG_FALSE),
@@ -103,17 +113,16 @@ impl Scalar {
         }
     }
 
-    pub fn encoded(&self) -> Vec<u8> {
+    /// The order-preserving encoding, in a vector of its own.
+    pub(crate) fn encoded(&self) -> Vec<u8> {
         let mut out = Vec::new();
         self.encode(&mut out);
         out
     }
 
-    /// Decodes the scalar at the start of `buf` and says how many bytes it took; `None` if
-    /// `buf` does not start with an encoded scalar.
     /// The length of the encoded scalar at the start of `buf`, read without building it;
     /// `None` if it is malformed.
-    pub fn encoded_len(buf: &[u8]) -> Option<usize> {
+    pub(crate) fn encoded_len(buf: &[u8]) -> Option<usize> {
         match *buf.first()? {
             TAG_NULL | TAG_FALSE | TAG_TRUE => Some(1),
             TAG_NUMBER => (buf.len() >= 9).then_some(9),
@@ -132,7 +141,11 @@ impl Scalar {
         }
     }
 
-    pub fn decode(buf: &[u8]) -> Option<(Scalar, usize)> {
+    /// Decodes the scalar at the start of `buf` and says how many bytes it took; `None` if
+    /// `buf` does not start with an encoded scalar. Only tests read scalars back: queries
+    /// compare encodings, and re-check the document itself.
+    #[cfg(test)]
+    pub(crate) fn decode(buf: &[u8]) -> Option<(Scalar, usize)> {
         match *buf.first()? {
             TAG_NULL => Some((Scalar::Null, 1)),
             TAG_FALSE => Some((Scalar::Bool(false), 1)),
@@ -202,6 +215,7 @@ fn number_bits(x: f64) -> u64 {
     }
 }
 
+#[cfg(test)]
 fn number_from_bits(bits: u64) -> f64 {
     f64::from_bits(if bits >> 63 == 1 {
         bits ^ (1 << 63)
@@ -250,6 +264,8 @@ pub struct AttrPath {
 }
 
 impl AttrPath {
+    /// The path `text` names; the error says why it names none (empty, or an empty name
+    /// between dots).
     pub fn parse(text: &str) -> Result<AttrPath, String> {
         if text.is_empty() || text.split('.').any(str::is_empty) {
             return Err(format!(
@@ -261,6 +277,7 @@ impl AttrPath {
         })
     }
 
+    /// The path as written (`user.id`).
     pub fn as_str(&self) -> &str {
         &self.text
     }

@@ -16,12 +16,16 @@ use std::ops::Bound;
 /// One condition on one attribute.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Condition {
+    /// Equal to this scalar (`{"attr": v}`, `$eq`).
     Eq(Scalar),
     /// Within bounds, both of the same type when both given.
     Range {
+        /// From `$gt` (excluded) or `$gte` (included).
         lower: Bound<Scalar>,
+        /// From `$lt` (excluded) or `$lte` (included).
         upper: Bound<Scalar>,
     },
+    /// Equal to one of these (`$in`), kept sorted so a match is a binary search.
     In(Vec<Scalar>),
     /// Strings starting with this.
     Prefix(String),
@@ -30,13 +34,16 @@ pub enum Condition {
 /// A parsed filter: every condition must hold.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Filter {
+    /// Each condition with the attribute it is on, in the order written.
     pub conditions: Vec<(AttrPath, Condition)>,
 }
 
 /// A range of encoded secondary keys, `[start, end)` (`end` `None`: to the end).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRange {
+    /// First encoded key in the range (included).
     pub start: Vec<u8>,
+    /// First encoded key past the range; `None`: to the end of the key space.
     pub end: Option<Vec<u8>>,
 }
 
@@ -171,7 +178,8 @@ impl Filter {
 }
 
 impl Condition {
-    pub fn holds(&self, s: &Scalar) -> bool {
+    /// `s` meets this condition (a range never holds across types).
+    pub(crate) fn holds(&self, s: &Scalar) -> bool {
         match self {
             Condition::Eq(v) => s == v,
             Condition::In(set) => set.binary_search(s).is_ok(),
@@ -198,7 +206,7 @@ impl Condition {
 
     /// The ranges of encoded secondary keys (index keys are `encoded sk ++ pk`) that hold
     /// every record meeting this condition, in key order and disjoint.
-    pub fn key_ranges(&self) -> Vec<KeyRange> {
+    pub(crate) fn key_ranges(&self) -> Vec<KeyRange> {
         match self {
             Condition::Eq(v) => vec![exact(v)],
             Condition::In(set) => set.iter().map(exact).collect(),

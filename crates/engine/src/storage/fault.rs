@@ -47,6 +47,7 @@ pub struct FaultStorage {
 }
 
 impl FaultStorage {
+    /// An empty file system, no fault armed.
     pub fn new() -> Self {
         Self::default()
     }

@@ -15,6 +15,7 @@ pub struct MemStorage {
 }
 
 impl MemStorage {
+    /// An empty file system.
     pub fn new() -> Self {
         Self::default()
     }

@@ -39,6 +39,7 @@ pub enum IoPurpose {
 }
 
 impl IoPurpose {
+    /// Every purpose, in index order (`IoPurpose as usize`).
     pub const ALL: [IoPurpose; 6] = [
         IoPurpose::Filter,
         IoPurpose::Index,
@@ -47,8 +48,11 @@ impl IoPurpose {
         IoPurpose::Log,
         IoPurpose::Other,
     ];
+    /// Number of purposes: the length of a counter array indexed by purpose.
     pub const COUNT: usize = 6;
 
+    /// The purpose's name in stats and metrics (`filter`, `index`, `data`, `value`, `log`,
+    /// `other`).
     pub fn name(self) -> &'static str {
         match self {
             IoPurpose::Filter => "filter",
@@ -106,6 +110,7 @@ pub trait WritableFile: Send + Sync {
             ))
         }
     }
+    /// No byte in the file ([`WritableFile::len`] is 0).
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -123,6 +128,7 @@ pub trait RandomAccessFile: Send + Sync {
     }
     /// Current length of the file.
     fn len(&self) -> io::Result<u64>;
+    /// No byte in the file ([`RandomAccessFile::len`] is 0).
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }

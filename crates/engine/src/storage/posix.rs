@@ -36,6 +36,7 @@ impl PosixStorage {
         self
     }
 
+    /// The directory that holds the files.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

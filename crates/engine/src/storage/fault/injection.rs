@@ -28,6 +28,7 @@ pub enum IoKind {
 }
 
 impl IoKind {
+    /// Every kind, in declaration order.
     pub const ALL: [IoKind; 9] = [
         IoKind::Create,
         IoKind::Append,
@@ -41,6 +42,7 @@ impl IoKind {
     ];
     pub(super) const COUNT: usize = IoKind::ALL.len();
 
+    /// The kind's name (`create`, `append`, `sync`, `sync_dir`, ...), for test reports.
     pub fn name(self) -> &'static str {
         match self {
             IoKind::Create => "create",
@@ -78,9 +80,11 @@ impl FaultError {
 /// A failure to inject with [`FaultStorage::inject`](super::FaultStorage::inject).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault {
+    /// The kind of call that fails.
     pub kind: IoKind,
     /// Fail the call of this kind numbered `nth` (0-based), counted from when the fault is armed.
     pub nth: u64,
+    /// The error it fails with.
     pub error: FaultError,
     /// Fail every later call of this kind too (until disarmed), not just the nth.
     pub sticky: bool,

@@ -42,6 +42,7 @@ use file::{NandReadable, NandWritable, WriteState};
 pub struct NandConfig {
     /// Bytes per page.
     pub page_size: usize,
+    /// Channels: buses between controller and dies, each moving one transfer at a time.
     pub channels: usize,
     /// Dies (ways) per channel.
     pub ways: usize,
@@ -121,6 +122,7 @@ impl NandStorage {
         }
     }
 
+    /// The geometry and timings this storage models.
     pub fn config(&self) -> &NandConfig {
         &self.device.config
     }
