@@ -365,6 +365,18 @@ impl Scheduler {
         }
     }
 
+    /// Sets each core's load as a sample would (tests): placement is checked against loads
+    /// given, not measured, so a loaded test machine cannot change the answer. The sample is
+    /// dated far ahead, so that no later call finds it stale and measures again.
+    #[cfg(test)]
+    fn set_loads(&self, loads: &[f64]) {
+        for (core, &l) in self.cores.iter().zip(loads) {
+            core.c.fg_load.store(l.to_bits(), Relaxed);
+            core.c.load.store(l.to_bits(), Relaxed);
+        }
+        self.last.lock().at_ns = u64::MAX / 2;
+    }
+
     fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
     }

@@ -17,21 +17,6 @@ fn work() -> Work {
     Work::Dedup(DedupWork::Forget { ns: 1 })
 }
 
-/// Core 0 runs commands for about `busy` of every `period`; returns after `rounds` periods.
-fn load_core0(s: &Scheduler, busy: Duration, period: Duration, rounds: u32) {
-    on_behalf_of(Some(0), || {
-        for _ in 0..rounds {
-            let t = std::time::Instant::now();
-            s.busy(true, || {
-                while t.elapsed() < busy {
-                    std::hint::spin_loop();
-                }
-            });
-            std::thread::sleep(period.saturating_sub(t.elapsed()));
-        }
-    });
-}
-
 fn queued(s: &Scheduler) -> Vec<usize> {
     s.cores.iter().map(|c| c.queue.lock().len()).collect()
 }
@@ -44,7 +29,7 @@ fn policies_place_a_task_as_they_say() {
 
     // Inline: on the core that made it, however loaded.
     let s = sched(Policy::Inline, 3);
-    load_core0(&s, Duration::from_millis(2), Duration::from_millis(3), 5);
+    s.set_loads(&[0.7, 0.0, 0.0]);
     on_behalf_of(Some(0), || s.submit(work(), Priority::Low));
     on_behalf_of(Some(2), || s.submit(work(), Priority::Low));
     assert_eq!(queued(&s), [1, 0, 1]);
@@ -54,9 +39,7 @@ fn policies_place_a_task_as_they_say() {
     // stays.
     let s = sched(Policy::Bts, 3);
     assert_eq!(s.place_connection(), 0);
-    load_core0(&s, Duration::from_millis(2), Duration::from_millis(4), 5);
-    let st = s.stats();
-    assert!(st.cores[0].fg_load > 0.2, "{:?}", st.cores[0]);
+    s.set_loads(&[0.5, 0.0, 0.0]);
     on_behalf_of(Some(0), || s.submit(work(), Priority::Low));
     on_behalf_of(Some(2), || s.submit(work(), Priority::Low));
     assert_eq!(queued(&s), [0, 1, 1]);
@@ -86,28 +69,31 @@ fn above_the_threshold_tasks_stay_where_they_were_made() {
         );
         // Cores 0 and 1 serve connections and are loaded; core 2 is idle.
         assert_eq!((s.place_connection(), s.place_connection()), (0, 1));
-        std::thread::scope(|t| {
-            for core in [0, 1] {
-                let s = &s;
-                t.spawn(move || {
-                    on_behalf_of(Some(core), || {
-                        for _ in 0..5 {
-                            std::thread::sleep(Duration::from_millis(3));
-                            let t = std::time::Instant::now();
-                            s.busy(true, || {
-                                while t.elapsed() < Duration::from_millis(1) {
-                                    std::hint::spin_loop();
-                                }
-                            });
-                        }
-                    })
-                });
-            }
-        });
-        // The last commands sampled the loads (about 0.25 each).
+        s.set_loads(&[0.25, 0.25, 0.0]);
         on_behalf_of(Some(0), || s.submit(work(), Priority::Low));
         assert_eq!(queued(&s), expect, "threshold {threshold}: {:?}", s.stats());
     }
+}
+
+#[test]
+fn a_sample_measures_the_time_a_core_was_busy() {
+    let s = sched(Policy::Bts, 2);
+    s.sample();
+    // Core 0 is busy for the whole window but the microseconds around the spin; core 1
+    // does nothing. 20 ms of spin, so that only a stall of that order between the samples
+    // could bring the measure under the half asked for.
+    on_behalf_of(Some(0), || {
+        let t = std::time::Instant::now();
+        s.busy(false, || {
+            while t.elapsed() < Duration::from_millis(20) {
+                std::hint::spin_loop();
+            }
+        })
+    });
+    s.sample();
+    let st = s.stats();
+    assert!(st.cores[0].fg_load > 0.5, "{:?}", st.cores[0]);
+    assert_eq!(st.cores[1].fg_load, 0.0, "{:?}", st.cores[1]);
 }
 
 #[test]
