@@ -38,7 +38,7 @@ pub enum Error {
         source: io::Error,
     },
     /// A key is longer than `Options::max_key_size`.
-    #[error("key of {len} bytes exceeds the limit of {limit} bytes")]
+    #[error("key is {len} bytes; this database accepts keys of 1 to {limit} bytes (max_key_size)")]
     KeyTooLarge {
         /// The key's length, in bytes.
         len: usize,
@@ -46,7 +46,9 @@ pub enum Error {
         limit: usize,
     },
     /// A value is longer than `Options::max_value_size`.
-    #[error("value of {len} bytes exceeds the limit of {limit} bytes")]
+    #[error(
+        "value is {len} bytes; this database accepts values up to {limit} bytes (max_value_size)"
+    )]
     ValueTooLarge {
         /// The value's length, in bytes.
         len: usize,
