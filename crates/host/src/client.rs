@@ -74,7 +74,9 @@ impl ClientConfig {
 }
 
 /// A connection to the device. Clones share the connection; calls from any number of tasks
-/// are pipelined on it. Dropping the last clone closes it.
+/// are pipelined on it. Dropping the last clone closes it. The device's namespaces are
+/// managed here; a namespace's data goes through its handle ([`Client::open_namespace`],
+/// [`Client::namespace`]), which holds a clone.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,

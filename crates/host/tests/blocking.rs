@@ -122,7 +122,7 @@ fn a_silent_device_times_out_and_a_lost_one_fails_every_waiting_thread() {
     )
     .unwrap();
     let t = std::time::Instant::now();
-    assert!(matches!(c.get("k"), Err(Error::Timeout)));
+    assert!(matches!(c.namespace(NS).get("k"), Err(Error::Timeout)));
     assert!(t.elapsed() < std::time::Duration::from_secs(5));
     drop(c);
     silent.join().unwrap();
@@ -133,7 +133,7 @@ fn a_silent_device_times_out_and_a_lost_one_fails_every_waiting_thread() {
     let waiters: Vec<_> = (0..4)
         .map(|t| {
             let c = client.clone();
-            std::thread::spawn(move || c.get(format!("k{t}")))
+            std::thread::spawn(move || c.namespace(NS).get(format!("k{t}")))
         })
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(200));
