@@ -49,3 +49,8 @@ pub use cerberus_proto as proto;
 pub use cerberus_proto::{
     Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
 };
+
+/// The host-client example of `docs/device.md`, compiled by `cargo test` so it follows the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/device.md")]
+pub struct DeviceDocDoctests;
