@@ -222,9 +222,7 @@ impl DeviceNamespace {
     }
 
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
-        let v = py
-            .allow_threads(|| self.ns.stats())
-            .map_err(errors::host)?;
+        let v = py.allow_threads(|| self.ns.stats()).map_err(errors::host)?;
         Ok(v.to_string())
     }
 }
