@@ -251,14 +251,15 @@ class Namespace:
         self._native.put(key, value)
 
     def __contains__(self, key: Bytesish) -> bool:
-        return self._native.exists(key)
+        return self._native.contains(key)
 
     def delete(self, key: Bytesish) -> bool:
         """Deletes ``key``; returns whether it had a value."""
         return self._native.delete(key)
 
-    def exists(self, key: Bytesish) -> bool:
-        return self._native.exists(key)
+    def contains(self, key: Bytesish) -> bool:
+        """Whether ``key`` has a value, without reading the value (``key in ns`` too)."""
+        return self._native.contains(key)
 
     def get_many(self, keys: List[Bytesish]) -> List[Optional[bytes]]:
         """Values of ``keys`` in order (``None`` where absent); pipelined on a device."""
@@ -302,7 +303,7 @@ class Namespace:
         self._native.drop_index(attr)
 
     def list_indexes(self) -> List[Dict[str, Any]]:
-        return json.loads(self._native.indexes_json())
+        return json.loads(self._native.list_indexes_json())
 
     def stats(self) -> Dict[str, Any]:
         """The namespace's counters: its tree per level, lookups, pages read."""

@@ -4,7 +4,9 @@
 use crate::errors;
 use crate::keys::Key;
 use bytes::Bytes;
-use cerberus_host::{BlockingClient, ClientConfig, Scan, ScanOptions, TlsOptions, DEVICE_NSID};
+use cerberus_host::{
+    BlockingClient, BlockingNamespace, ClientConfig, IndexKind, Scan, ScanOptions, TlsOptions,
+};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -52,37 +54,35 @@ impl DeviceClient {
 
     /// Creates a namespace (admin): returns `(nsid, secret)`; the secret is shown once.
     fn create_namespace(&self, py: Python<'_>, name: &str) -> PyResult<(u32, String)> {
-        py.allow_threads(|| self.client.ns_create(name))
+        py.allow_threads(|| self.client.create_namespace(name))
             .map_err(errors::host)
     }
 
     fn destroy_namespace(&self, py: Python<'_>, nsid: u32) -> PyResult<()> {
-        py.allow_threads(|| self.client.ns_destroy(nsid))
+        py.allow_threads(|| self.client.destroy_namespace(nsid))
             .map_err(errors::host)
     }
 
     /// `(nsid, name)` of every namespace (admin).
     fn list_namespaces(&self, py: Python<'_>) -> PyResult<Vec<(u32, String)>> {
         let list = py
-            .allow_threads(|| self.client.ns_list())
+            .allow_threads(|| self.client.list_namespaces())
             .map_err(errors::host)?;
         Ok(list.into_iter().map(|e| (e.nsid, e.name)).collect())
     }
 
     /// Authenticates this connection for `nsid` with `secret` and returns its handle.
     fn namespace(&self, py: Python<'_>, nsid: u32, secret: &str) -> PyResult<DeviceNamespace> {
-        py.allow_threads(|| self.client.authenticate(nsid, secret))
+        let ns = py
+            .allow_threads(|| self.client.open_namespace(nsid, secret))
             .map_err(errors::host)?;
-        Ok(DeviceNamespace {
-            client: self.client.clone(),
-            nsid,
-        })
+        Ok(DeviceNamespace { ns })
     }
 
     /// The device's counters (admin) as a JSON text.
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let v = py
-            .allow_threads(|| self.client.stats(DEVICE_NSID))
+            .allow_threads(|| self.client.stats())
             .map_err(errors::host)?;
         Ok(v.to_string())
     }
@@ -91,37 +91,36 @@ impl DeviceClient {
 /// A namespace on a device, authenticated on its connection.
 #[pyclass(module = "cerberus._cerberus", frozen)]
 pub struct DeviceNamespace {
-    client: BlockingClient,
-    nsid: u32,
+    ns: BlockingNamespace,
 }
 
 #[pymethods]
 impl DeviceNamespace {
     #[getter]
     fn nsid(&self) -> u32 {
-        self.nsid
+        self.ns.nsid()
     }
 
     fn put(&self, py: Python<'_>, key: Key, value: Key) -> PyResult<()> {
-        py.allow_threads(|| self.client.put(self.nsid, key.0, value.0))
+        py.allow_threads(|| self.ns.put(key.0, value.0))
             .map_err(errors::host)
     }
 
     fn get<'py>(&self, py: Python<'py>, key: Key) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let v = py
-            .allow_threads(|| self.client.get(self.nsid, key.0))
+            .allow_threads(|| self.ns.get(key.0))
             .map_err(errors::host)?;
         Ok(v.map(|v| PyBytes::new(py, &v)))
     }
 
     /// Deletes `key`; returns whether it existed.
     fn delete(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
-        py.allow_threads(|| self.client.delete(self.nsid, key.0))
+        py.allow_threads(|| self.ns.delete(key.0))
             .map_err(errors::host)
     }
 
-    fn exists(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
-        py.allow_threads(|| self.client.exists(self.nsid, key.0))
+    fn contains(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
+        py.allow_threads(|| self.ns.contains(key.0))
             .map_err(errors::host)
     }
 
@@ -139,10 +138,10 @@ impl DeviceNamespace {
             .collect();
         py.allow_threads(|| {
             if !pairs.is_empty() {
-                self.client.put_many(self.nsid, pairs)?;
+                self.ns.put_many(pairs)?;
             }
             for k in deletes {
-                self.client.delete(self.nsid, k.0)?;
+                self.ns.delete(k.0)?;
             }
             Ok(())
         })
@@ -157,7 +156,7 @@ impl DeviceNamespace {
     ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
         let keys: Vec<Bytes> = keys.into_iter().map(|k| Bytes::from(k.0)).collect();
         let vals = py
-            .allow_threads(|| self.client.get_many(self.nsid, keys))
+            .allow_threads(|| self.ns.get_many(keys))
             .map_err(errors::host)?;
         Ok(vals
             .into_iter()
@@ -183,7 +182,7 @@ impl DeviceNamespace {
             ..ScanOptions::default()
         };
         let scan = py
-            .allow_threads(|| self.client.scan(self.nsid, opts))
+            .allow_threads(|| self.ns.scan(opts))
             .map_err(errors::host)?;
         Ok(DeviceScan {
             scan: Mutex::new(Some(scan)),
@@ -192,22 +191,22 @@ impl DeviceNamespace {
 
     #[pyo3(signature = (attr, kind="vas"))]
     fn create_index(&self, py: Python<'_>, attr: &str, kind: &str) -> PyResult<()> {
-        let vas = matches!(
-            crate::embedded::index_kind(kind)?,
-            cerberus_engine::IndexKind::Vas
-        );
-        py.allow_threads(|| self.client.index_create(self.nsid, attr, vas))
+        let kind = match crate::embedded::index_kind(kind)? {
+            cerberus_engine::IndexKind::Vas => IndexKind::Vas,
+            _ => IndexKind::Classic,
+        };
+        py.allow_threads(|| self.ns.create_index(attr, kind))
             .map_err(errors::host)
     }
 
     fn drop_index(&self, py: Python<'_>, attr: &str) -> PyResult<()> {
-        py.allow_threads(|| self.client.index_drop(self.nsid, attr))
+        py.allow_threads(|| self.ns.drop_index(attr))
             .map_err(errors::host)
     }
 
-    fn indexes_json(&self, py: Python<'_>) -> PyResult<String> {
+    fn list_indexes_json(&self, py: Python<'_>) -> PyResult<String> {
         let v = py
-            .allow_threads(|| self.client.index_list(self.nsid))
+            .allow_threads(|| self.ns.list_indexes())
             .map_err(errors::host)?;
         Ok(v.to_string())
     }
@@ -217,15 +216,13 @@ impl DeviceNamespace {
         let doc: serde_json::Value = serde_json::from_str(doc)
             .map_err(|e| errors::InvalidField::new_err(format!("query document: {e}")))?;
         let reply = py
-            .allow_threads(|| self.client.query(self.nsid, &doc))
+            .allow_threads(|| self.ns.query(&doc))
             .map_err(errors::host)?;
         Ok(crate::query_result(py, reply.records, &reply.summary))
     }
 
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
-        let v = py
-            .allow_threads(|| self.client.stats(self.nsid))
-            .map_err(errors::host)?;
+        let v = py.allow_threads(|| self.ns.stats()).map_err(errors::host)?;
         Ok(v.to_string())
     }
 }

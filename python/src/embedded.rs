@@ -164,7 +164,7 @@ impl EmbeddedNamespace {
         .map_err(errors::engine)
     }
 
-    fn exists(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
+    fn contains(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
         py.allow_threads(|| self.ns.contains(&key.0))
             .map_err(errors::engine)
     }
@@ -231,7 +231,7 @@ impl EmbeddedNamespace {
     }
 
     /// The namespace's indexes as a JSON text.
-    fn indexes_json(&self) -> PyResult<String> {
+    fn list_indexes_json(&self) -> PyResult<String> {
         let list = self.ns.list_indexes().map_err(errors::engine)?;
         serde_json::to_string(&list).map_err(|e| errors::InternalError::new_err(e.to_string()))
     }

@@ -6,20 +6,20 @@ import cerberus
 from conftest import fresh_name
 
 
-def test_put_get_delete_exists(target):
+def test_put_get_delete_contains(target):
     ns = target.create_namespace(fresh_name("kv"))
     assert ns.get(b"a") is None
     ns.put(b"a", b"1")
     ns.put("b", "two")  # str is stored as UTF-8
     assert ns.get(b"a") == b"1"
     assert ns.get(b"b") == b"two"
-    assert ns.exists(b"a") and b"a" in ns
+    assert ns.contains(b"a") and b"a" in ns
     assert ns[b"a"] == b"1"
     ns[b"c"] = b"3"
     assert ns.delete(b"a") is True
     assert ns.delete(b"a") is False
     assert ns.get(b"a") is None
-    assert not ns.exists(b"a")
+    assert not ns.contains(b"a") and b"a" not in ns
     with pytest.raises(cerberus.KeyNotFound):
         ns[b"a"]
     assert ns.get_many([b"b", b"a", b"c"]) == [b"two", None, b"3"]

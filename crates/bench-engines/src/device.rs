@@ -99,7 +99,11 @@ impl DeviceDb {
     /// The id of namespace `name`, created if needed, with every connection authenticated.
     fn namespace(&self, name: &str) -> Result<u32> {
         let known = self.secrets.lock().get(name).cloned();
-        let exists = self.admin.ns_list()?.into_iter().find(|e| e.name == name);
+        let exists = self
+            .admin
+            .list_namespaces()?
+            .into_iter()
+            .find(|e| e.name == name);
         let (nsid, secret) = match (exists, known) {
             (Some(e), Some((id, s))) if e.nsid == id => (id, s),
             (Some(e), _) => bail!(
@@ -109,7 +113,7 @@ impl DeviceDb {
                 self.secrets_path.display()
             ),
             (None, _) => {
-                let (id, s) = self.admin.ns_create(name)?;
+                let (id, s) = self.admin.create_namespace(name)?;
                 let mut all = self.secrets.lock();
                 all.insert(name.to_string(), (id, s.clone()));
                 std::fs::write(&self.secrets_path, serde_json::to_vec_pretty(&*all)?)
@@ -118,7 +122,7 @@ impl DeviceDb {
             }
         };
         for c in &self.clients {
-            c.authenticate(nsid, &secret)?;
+            c.open_namespace(nsid, &secret)?;
         }
         Ok(nsid)
     }
@@ -150,11 +154,18 @@ impl DeviceDb {
 
 impl BenchDb for DeviceDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.client().put(self.ns, key.to_vec(), value.to_vec())?)
+        Ok(self
+            .client()
+            .namespace(self.ns)
+            .put(key.to_vec(), value.to_vec())?)
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(self.client().get(self.ns, key.to_vec())?.is_some())
+        Ok(self
+            .client()
+            .namespace(self.ns)
+            .get(key.to_vec())?
+            .is_some())
     }
 
     fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
@@ -162,12 +173,12 @@ impl BenchDb for DeviceDb {
             .iter()
             .map(|(k, v)| (Bytes::copy_from_slice(k), Bytes::copy_from_slice(v)))
             .collect();
-        Ok(self.client().put_many(self.ns, pairs)?)
+        Ok(self.client().namespace(self.ns).put_many(pairs)?)
     }
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
         let keys = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-        let got = self.client().get_many(self.ns, keys)?;
+        let got = self.client().namespace(self.ns).get_many(keys)?;
         Ok(got.iter().filter(|v| v.is_some()).count() as u64)
     }
 
@@ -185,9 +196,7 @@ impl BenchDb for DeviceDb {
     }
 
     fn stats_json(&self) -> serde_json::Value {
-        self.admin
-            .stats(cerberus_proto::DEVICE_NSID)
-            .unwrap_or(serde_json::Value::Null)
+        self.admin.stats().unwrap_or(serde_json::Value::Null)
     }
 
     fn close(&self) -> Result<()> {
@@ -203,17 +212,23 @@ impl BenchDb for DeviceDb {
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
         let key = self.tenant_key(tenant, key);
-        Ok(self.client().put(tenant.id, key, value.to_vec())?)
+        Ok(self
+            .client()
+            .namespace(tenant.id)
+            .put(key, value.to_vec())?)
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         let key = self.tenant_key(tenant, key);
-        Ok(self.client().get(tenant.id, key)?.is_some())
+        Ok(self.client().namespace(tenant.id).get(key)?.is_some())
     }
 
     /// A device iterator on the calling thread's connection, opened at each seek
     /// (`device_cursor.rs`).
     fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
-        Ok(Box::new(DeviceCursor::new(self.client(), self.ns, opts)))
+        Ok(Box::new(DeviceCursor::new(
+            self.client().namespace(self.ns),
+            opts,
+        )))
     }
 }

@@ -14,7 +14,7 @@
 use super::{BenchCursor, CursorOptions};
 use anyhow::{Context, Result};
 use bytes::Bytes;
-use cerberus_host::{BlockingClient, ScanOptions};
+use cerberus_host::{BlockingNamespace, ScanOptions};
 use std::collections::VecDeque;
 
 /// Entries one Iterator next asks for when the caller's scan length is not known, or once the
@@ -27,9 +27,8 @@ pub const MAX_BATCH_ENTRIES: u32 = 4096;
 pub const BATCH_BYTES: u32 = 1 << 20;
 
 /// A device iterator of one namespace, reopened at every seek.
-pub struct DeviceCursor<'a> {
-    client: &'a BlockingClient,
-    ns: u32,
+pub struct DeviceCursor {
+    ns: BlockingNamespace,
     keys_only: bool,
     /// Entries the caller reads after a seek (0: not known).
     scan_length: usize,
@@ -44,10 +43,9 @@ pub struct DeviceCursor<'a> {
     current: Option<(Bytes, Bytes)>,
 }
 
-impl<'a> DeviceCursor<'a> {
-    pub fn new(client: &'a BlockingClient, ns: u32, opts: &CursorOptions) -> DeviceCursor<'a> {
+impl DeviceCursor {
+    pub fn new(ns: BlockingNamespace, opts: &CursorOptions) -> DeviceCursor {
         DeviceCursor {
-            client,
             ns,
             keys_only: opts.keys_only,
             scan_length: opts.scan_length,
@@ -67,8 +65,8 @@ impl<'a> DeviceCursor<'a> {
     fn close(&mut self) -> Result<()> {
         match self.iter.take() {
             Some(id) => self
-                .client
-                .iter_close(self.ns, id)
+                .ns
+                .iter_close(id)
                 .with_context(|| format!("closing device iterator {id}")),
             None => Ok(()),
         }
@@ -86,8 +84,8 @@ impl<'a> DeviceCursor<'a> {
             ..ScanOptions::default()
         };
         self.iter = Some(
-            self.client
-                .iter_open(self.ns, &opts)
+            self.ns
+                .iter_open(&opts)
                 .context("opening a device iterator")?,
         );
         Ok(())
@@ -105,7 +103,7 @@ pub fn batch_entries(scan_length: usize, fetched: usize) -> u32 {
     }
 }
 
-impl BenchCursor for DeviceCursor<'_> {
+impl BenchCursor for DeviceCursor {
     fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.open(key)
     }
@@ -118,8 +116,8 @@ impl BenchCursor for DeviceCursor<'_> {
         if self.batch.is_empty() && !self.done {
             let id = self.iter.context("device cursor has no iterator")?;
             let (entries, done) = self
-                .client
-                .iter_next(self.ns, id, self.batch_entries(), BATCH_BYTES)
+                .ns
+                .iter_next(id, self.batch_entries(), BATCH_BYTES)
                 .with_context(|| format!("reading device iterator {id}"))?;
             self.fetched += entries.len();
             self.batch.extend(entries);
@@ -130,7 +128,7 @@ impl BenchCursor for DeviceCursor<'_> {
     }
 }
 
-impl Drop for DeviceCursor<'_> {
+impl Drop for DeviceCursor {
     fn drop(&mut self) {
         // Best effort: the device closes it anyway once it sits idle, or with the connection.
         let _ = self.close();

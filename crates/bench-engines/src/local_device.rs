@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use cerberus_device::{Device, DeviceConfig, DeviceHandle};
-use cerberus_host::BlockingClient;
+use cerberus_host::{BlockingClient, BlockingNamespace};
 use std::path::Path;
 
 /// The configuration of a device over `dir` on a free loopback port; callers set the rest.
@@ -35,7 +35,7 @@ impl LocalDevice {
 
     /// Creates namespace `name` (through a connection closed at once): its id and secret.
     pub fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
-        Ok(self.admin()?.ns_create(name)?)
+        Ok(self.admin()?.create_namespace(name)?)
     }
 }
 
@@ -51,9 +51,7 @@ pub fn admin(addr: &str, secret: &str) -> Result<BlockingClient> {
     Ok(c)
 }
 
-/// A connection to the device at `addr` authenticated for namespace `ns`.
-pub fn client(addr: &str, ns: u32, secret: &str) -> Result<BlockingClient> {
-    let c = connect(addr)?;
-    c.authenticate(ns, secret)?;
-    Ok(c)
+/// Namespace `ns` on a new connection to the device at `addr`, authenticated for it.
+pub fn client(addr: &str, ns: u32, secret: &str) -> Result<BlockingNamespace> {
+    Ok(connect(addr)?.open_namespace(ns, secret)?)
 }

@@ -3,7 +3,7 @@
 use crate::session::{read_stdin_value, Session};
 use crate::DataTarget;
 use anyhow::{bail, Context, Result};
-use cerberus_proto::StoreMode;
+use cerberus_host::{StoreMode, WriteOptions};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -29,8 +29,8 @@ pub fn put(
         }
         None => read_stdin_value(s.limits.as_ref())?,
     };
-    s.client
-        .store(s.nsid, key, value, mode, sync)
+    s.ns.with_write_options(WriteOptions { sync })
+        .store(key, value, mode)
         .context("storing")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -39,7 +39,7 @@ pub fn put(
 pub fn get(target: &DataTarget, key: &str) -> Result<ExitCode> {
     let s = Session::open(target)?;
     s.check_key(key.as_bytes())?;
-    match s.client.get(s.nsid, key.as_bytes().to_vec())? {
+    match s.ns.get(key.as_bytes().to_vec())? {
         Some(v) => {
             let mut out = std::io::stdout().lock();
             out.write_all(&v)?;
@@ -61,7 +61,7 @@ pub fn get(target: &DataTarget, key: &str) -> Result<ExitCode> {
 pub fn delete(target: &DataTarget, key: &str) -> Result<ExitCode> {
     let s = Session::open(target)?;
     s.check_key(key.as_bytes())?;
-    if s.client.delete(s.nsid, key.as_bytes().to_vec())? {
+    if s.ns.delete(key.as_bytes().to_vec())? {
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("key not found: {key}");
@@ -73,7 +73,7 @@ pub fn delete(target: &DataTarget, key: &str) -> Result<ExitCode> {
 pub fn exists(target: &DataTarget, key: &str) -> Result<ExitCode> {
     let s = Session::open(target)?;
     s.check_key(key.as_bytes())?;
-    if s.client.exists(s.nsid, key.as_bytes().to_vec())? {
+    if s.ns.contains(key.as_bytes().to_vec())? {
         println!("yes");
         Ok(ExitCode::SUCCESS)
     } else {
@@ -112,7 +112,7 @@ pub fn list(
     let mut out = std::io::stdout().lock();
     'pages: while left > 0 {
         let page = left.min(1000) as u32;
-        let (keys, more) = s.client.list(s.nsid, from.clone(), exclusive, page)?;
+        let (keys, more) = s.ns.list(from.clone(), exclusive, page)?;
         for k in &keys {
             if !k.starts_with(prefix) {
                 break 'pages;

@@ -9,7 +9,7 @@
 
 use crate::limits::Limits;
 use anyhow::{anyhow, bail, Context, Result};
-use cerberus_host::BlockingClient;
+use cerberus_host::BlockingNamespace;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -71,12 +71,7 @@ impl Skipped {
     }
 }
 
-pub fn run(
-    client: &BlockingClient,
-    nsid: u32,
-    limits: Option<Limits>,
-    args: &LoadArgs,
-) -> Result<()> {
+pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> Result<()> {
     let file = std::fs::File::open(&args.file)
         .with_context(|| format!("opening {}", args.file.display()))?;
     let bar = progress_bar(file.metadata().map(|m| m.len()).unwrap_or(0));
@@ -97,7 +92,7 @@ pub fn run(
             let (stored, failure, bar) = (&stored, &failure, &bar);
             s.spawn(move || {
                 for r in rx {
-                    if let Err(e) = client.put(nsid, r.key, r.value) {
+                    if let Err(e) = ns.put(r.key, r.value) {
                         let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
                         f.get_or_insert((r.line, e));
                         return;
@@ -165,7 +160,7 @@ pub fn run(
             records(n)
         );
     }
-    report(nsid, n, &skipped);
+    report(ns.nsid(), n, &skipped);
     Ok(())
 }
 

@@ -365,7 +365,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Agg(args) => done(query::agg(args)),
         Cmd::Load { args, target } => {
             let s = Session::open(&target)?;
-            done(load::run(&s.client, s.nsid, s.limits, &args))
+            done(load::run(&s.ns, s.limits, &args))
         }
     }
 }

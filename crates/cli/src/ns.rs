@@ -61,7 +61,7 @@ pub fn run(cmd: NsCmd) -> Result<()> {
         NsCmd::Create {
             name, json, export, ..
         } => {
-            let (nsid, secret) = client.ns_create(name.as_str())?;
+            let (nsid, secret) = client.create_namespace(name.as_str())?;
             if *json {
                 println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
             } else if *export {
@@ -75,11 +75,11 @@ pub fn run(cmd: NsCmd) -> Result<()> {
             }
         }
         NsCmd::Destroy { nsid, .. } => {
-            client.ns_destroy(*nsid)?;
+            client.destroy_namespace(*nsid)?;
             eprintln!("namespace {nsid} destroyed");
         }
         NsCmd::List { json, .. } => {
-            let list = client.ns_list()?;
+            let list = client.list_namespaces()?;
             if *json {
                 let v: Vec<_> = list
                     .iter()

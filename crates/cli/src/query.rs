@@ -6,6 +6,7 @@ use crate::scan::escape;
 use crate::session::Session;
 use crate::DataTarget;
 use anyhow::{bail, Context, Result};
+use cerberus_host::IndexKind;
 use clap::{Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -181,16 +182,19 @@ pub fn index(cmd: IndexCmd) -> Result<()> {
     match cmd {
         IndexCmd::Create { attr, kind, target } => {
             let s = Session::open(&target)?;
-            s.client
-                .index_create(s.nsid, &attr, matches!(kind, KindArg::Vas))?;
+            let kind = match kind {
+                KindArg::Vas => IndexKind::Vas,
+                KindArg::Classic => IndexKind::Classic,
+            };
+            s.ns.create_index(&attr, kind)?;
         }
         IndexCmd::Drop { attr, target } => {
             let s = Session::open(&target)?;
-            s.client.index_drop(s.nsid, &attr)?;
+            s.ns.drop_index(&attr)?;
         }
         IndexCmd::List { json, target } => {
             let s = Session::open(&target)?;
-            let list = s.client.index_list(s.nsid)?;
+            let list = s.ns.list_indexes()?;
             if json {
                 println!("{list}");
             } else {
@@ -223,7 +227,7 @@ pub fn find(args: FindArgs) -> Result<()> {
     });
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     loop {
-        let reply = s.client.query(s.nsid, &doc)?;
+        let reply = s.ns.query(&doc)?;
         for (k, v) in &reply.records {
             print_record(&mut w, args.out.json, k, v)?;
         }
@@ -246,7 +250,7 @@ pub fn top(args: TopArgs) -> Result<()> {
         "k": args.k,
         "project": args.project,
     });
-    let reply = s.client.query(s.nsid, &doc)?;
+    let reply = s.ns.query(&doc)?;
     let keys = reply.summary["keys"]
         .as_array()
         .cloned()
@@ -288,7 +292,7 @@ pub fn agg(args: AggArgs) -> Result<()> {
         "fn": function,
         "attr": attr,
     });
-    let reply = s.client.query(s.nsid, &doc)?;
+    let reply = s.ns.query(&doc)?;
     if args.out.json {
         println!("{}", json!({ function: reply.summary["value"] }));
     } else {

@@ -4,27 +4,22 @@
 use super::{Conn, DataTarget, NsAuth};
 use crate::limits::Limits;
 use anyhow::{bail, Context, Result};
-use cerberus_host::{BlockingClient, ClientConfig, TlsOptions};
+use cerberus_host::{BlockingClient, BlockingNamespace, ClientConfig, TlsOptions};
 use std::io::{IsTerminal, Read};
 use std::time::Duration;
 
-/// A connection authenticated for one namespace, and the device's limits.
+/// A namespace on a connection authenticated for it, and the device's limits.
 pub struct Session {
-    pub client: BlockingClient,
-    pub nsid: u32,
+    pub ns: BlockingNamespace,
     pub limits: Option<Limits>,
 }
 
 impl Session {
     pub fn open(target: &DataTarget) -> Result<Session> {
         let client = connect(&target.conn)?;
-        let nsid = authenticate(&client, &target.auth)?;
+        let ns = open_namespace(&client, &target.auth)?;
         let limits = Limits::of(&client);
-        Ok(Session {
-            client,
-            nsid,
-            limits,
-        })
+        Ok(Session { ns, limits })
     }
 
     pub fn check_key(&self, key: &[u8]) -> Result<()> {
@@ -69,8 +64,8 @@ pub fn read_stdin_value(limits: Option<&Limits>) -> Result<Vec<u8>> {
     Ok(value)
 }
 
-/// Authenticates for `--ns` with `--secret` and returns the namespace id.
-pub fn authenticate(client: &BlockingClient, auth: &NsAuth) -> Result<u32> {
+/// Authenticates for `--ns` with `--secret` and returns the namespace's handle.
+pub fn open_namespace(client: &BlockingClient, auth: &NsAuth) -> Result<BlockingNamespace> {
     let nsid = auth
         .ns
         .context("no namespace: give --ns NSID or set CERBERUS_NS")?;
@@ -79,9 +74,8 @@ pub fn authenticate(client: &BlockingClient, auth: &NsAuth) -> Result<u32> {
         .as_deref()
         .context("no credential: give --secret or set CERBERUS_SECRET")?;
     client
-        .authenticate(nsid, secret)
-        .with_context(|| format!("authenticating for namespace {nsid}"))?;
-    Ok(nsid)
+        .open_namespace(nsid, secret)
+        .with_context(|| format!("authenticating for namespace {nsid}"))
 }
 
 pub fn connect(conn: &Conn) -> Result<BlockingClient> {

@@ -6,7 +6,7 @@
 //! (no `listings` in its document) counts index and data pages of both together; those are
 //! then shown as totals and never divided by the number of lookups.
 
-use crate::session::{authenticate, connect};
+use crate::session::{connect, open_namespace};
 use crate::{AdminAuth, DataTarget};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -30,10 +30,9 @@ pub fn run(target: &DataTarget, admin: &AdminAuth, device_wide: bool, json: bool
         client
             .authenticate_admin(secret)
             .context("authenticating as admin")?;
-        client.stats(cerberus_proto::DEVICE_NSID)?
+        client.stats()?
     } else {
-        let nsid = authenticate(&client, &target.auth)?;
-        client.stats(nsid)?
+        open_namespace(&client, &target.auth)?.stats()?
     };
     print(&doc, json)
 }

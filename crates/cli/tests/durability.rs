@@ -21,20 +21,22 @@ fn acknowledged_writes_survive_sigkill() {
     admin
         .authenticate_admin(&common::admin_secret(dir.path()))
         .unwrap();
-    let (ns, secret) = admin.ns_create("durable").unwrap();
+    let (ns, secret) = admin.create_namespace("durable").unwrap();
 
     let acked = Arc::new(Mutex::new(Vec::new()));
     let mut writers = Vec::new();
     for t in 0..4u32 {
         let (addr, secret, acked) = (addr.clone(), secret.clone(), acked.clone());
         writers.push(std::thread::spawn(move || {
-            let c = BlockingClient::connect(&addr).unwrap();
-            c.authenticate(ns, &secret).unwrap();
+            let c = BlockingClient::connect(&addr)
+                .unwrap()
+                .open_namespace(ns, &secret)
+                .unwrap();
             for i in 0.. {
                 let k = format!("w{t}-{i:06}");
                 let v = format!("value {t} {i} {}", "y".repeat(i % 300));
                 // After the kill every call fails; what was acknowledged before must survive.
-                if c.put(ns, k.clone().into_bytes(), v.clone().into_bytes())
+                if c.put(k.clone().into_bytes(), v.clone().into_bytes())
                     .is_err()
                 {
                     break;
@@ -57,10 +59,12 @@ fn acknowledged_writes_survive_sigkill() {
     );
 
     let (mut child, addr) = serve(dir.path());
-    let c = BlockingClient::connect(&addr).unwrap();
-    c.authenticate(ns, &secret).unwrap();
+    let c = BlockingClient::connect(&addr)
+        .unwrap()
+        .open_namespace(ns, &secret)
+        .unwrap();
     for (k, v) in &acked {
-        let got = c.get(ns, k.clone().into_bytes()).unwrap();
+        let got = c.get(k.clone().into_bytes()).unwrap();
         assert_eq!(got.as_deref(), Some(v.as_bytes()), "lost {k}");
     }
     child.kill().unwrap();
@@ -76,12 +80,13 @@ fn sigterm_stops_cleanly_and_keeps_unsynced_writes() {
     admin
         .authenticate_admin(&common::admin_secret(dir.path()))
         .unwrap();
-    let (ns, secret) = admin.ns_create("t").unwrap();
-    let c = BlockingClient::connect(&addr).unwrap();
-    c.authenticate(ns, &secret).unwrap();
+    let (ns, secret) = admin.create_namespace("t").unwrap();
+    let c = BlockingClient::connect(&addr)
+        .unwrap()
+        .open_namespace(ns, &secret)
+        .unwrap();
     for i in 0..1000u32 {
-        c.put(ns, format!("k{i}").into_bytes(), b"v".to_vec())
-            .unwrap();
+        c.put(format!("k{i}").into_bytes(), b"v".to_vec()).unwrap();
     }
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -91,14 +96,16 @@ fn sigterm_stops_cleanly_and_keeps_unsynced_writes() {
     let exit = child.wait().unwrap();
     assert!(exit.success(), "serve exited with {exit:?} on SIGTERM");
     // Clients of the stopped device get errors, not hangs.
-    assert!(c.get(ns, b"k1".to_vec()).is_err());
+    assert!(c.get(b"k1".to_vec()).is_err());
 
     let (mut child, addr) = serve(dir.path());
-    let c = BlockingClient::connect(&addr).unwrap();
-    c.authenticate(ns, &secret).unwrap();
+    let c = BlockingClient::connect(&addr)
+        .unwrap()
+        .open_namespace(ns, &secret)
+        .unwrap();
     for i in 0..1000u32 {
         assert!(
-            c.exists(ns, format!("k{i}").into_bytes()).unwrap(),
+            c.contains(format!("k{i}").into_bytes()).unwrap(),
             "lost k{i}"
         );
     }

@@ -116,11 +116,11 @@ fn limits_are_in_help_and_errors_name_the_limit_and_the_size() {
     );
 
     // Just over: the device itself refuses it, in the same terms.
-    let c = cerberus_host::BlockingClient::connect(&s.addr).unwrap();
-    c.authenticate(ns.0.parse().unwrap(), &ns.1).unwrap();
-    let e = c
-        .put(ns.0.parse().unwrap(), "k", vec![0u8; (2 << 20) + 1])
-        .unwrap_err();
+    let c = cerberus_host::BlockingClient::connect(&s.addr)
+        .unwrap()
+        .open_namespace(ns.0.parse().unwrap(), &ns.1)
+        .unwrap();
+    let e = c.put("k", vec![0u8; (2 << 20) + 1]).unwrap_err();
     assert!(
         matches!(&e, cerberus_host::Error::InvalidValueSize(m) if m ==
             "value is 2097153 bytes; this device accepts values up to 2097152 bytes (max_value_len)"),

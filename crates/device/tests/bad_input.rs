@@ -58,8 +58,8 @@ fn bad_clients_get_errors_and_others_keep_being_served() {
     let mut served = 0u32;
     let mut check_good = |round: u32| {
         let k = format!("k{round}").into_bytes();
-        good.put(ns, k.clone(), b"v".to_vec()).unwrap();
-        assert_eq!(good.get(ns, k).unwrap().unwrap(), "v".as_bytes());
+        good.namespace(ns).put(k.clone(), b"v".to_vec()).unwrap();
+        assert_eq!(good.namespace(ns).get(k).unwrap().unwrap(), "v".as_bytes());
         served += 1;
     };
 
@@ -184,6 +184,8 @@ fn connection_limit_closes_extra_connections_only() {
     let mut third = raw(&addr);
     let mut b = [0u8; 1];
     assert!(matches!(third.read(&mut b), Ok(0) | Err(_)));
-    good.put(ns, b"k".to_vec(), b"v".to_vec()).unwrap();
+    good.namespace(ns)
+        .put(b"k".to_vec(), b"v".to_vec())
+        .unwrap();
     dev.shutdown().unwrap();
 }

@@ -112,13 +112,14 @@ fn tenant_latencies(c: &cerberus_host::BlockingClient, nsid: u32) -> Vec<Duratio
     let mut lat = Vec::new();
     for i in 0..100u32 {
         let t = Instant::now();
-        c.put(nsid, format!("k{i:03}"), vec![b'v'; 1024])
+        c.namespace(nsid)
+            .put(format!("k{i:03}"), vec![b'v'; 1024])
             .expect("put");
         lat.push(t.elapsed());
     }
     for i in 0..100u32 {
         let t = Instant::now();
-        let v = c.get(nsid, format!("k{i:03}")).expect("get");
+        let v = c.namespace(nsid).get(format!("k{i:03}")).expect("get");
         assert_eq!(v.as_deref(), Some(&[b'v'; 1024][..]));
         lat.push(t.elapsed());
     }
@@ -159,7 +160,9 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
         c.frame_timeout_ms = 5000;
     });
     let addr = dev.local_addr().to_string();
-    let (nsid, secret) = common::admin(&dev).ns_create("legit").expect("ns create");
+    let (nsid, secret) = common::admin(&dev)
+        .create_namespace("legit")
+        .expect("ns create");
     let before = rss_bytes();
     let storm = Instant::now();
 
@@ -181,7 +184,8 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
 
     // The tenant arrives in the middle of the storm, on a new connection.
     let c = cerberus_host::BlockingClient::connect(&addr).expect("tenant connects");
-    c.authenticate(nsid, &secret).expect("tenant authenticates");
+    c.open_namespace(nsid, &secret)
+        .expect("tenant authenticates");
     let mut lat = tenant_latencies(&c, nsid);
     lat.sort();
     let p99 = lat[lat.len() * 99 / 100 - 1];
@@ -213,7 +217,7 @@ fn a_tenant_is_served_through_a_storm_of_hostile_clients() {
     assert!(metric(&dev, "cerberus_evictions_total") > 0);
     assert!(metric(&dev, "cerberus_protocol_errors_total") > 0);
     // The tenant is still served.
-    assert!(c.get(nsid, "k000").expect("get after").is_some());
+    assert!(c.namespace(nsid).get("k000").expect("get after").is_some());
 }
 
 #[test]
@@ -221,11 +225,13 @@ fn a_client_that_does_not_read_its_replies_is_closed() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.write_timeout_ms = 1000);
-    let (nsid, secret) = common::admin(&dev).ns_create("reader").expect("ns create");
+    let (nsid, secret) = common::admin(&dev)
+        .create_namespace("reader")
+        .expect("ns create");
     // Stored first: commands of one connection may complete in any order.
     let c = cerberus_host::BlockingClient::connect(&dev.local_addr().to_string()).unwrap();
-    c.authenticate(nsid, &secret).unwrap();
-    c.put(nsid, "big", vec![7u8; 1 << 20]).unwrap();
+    c.open_namespace(nsid, &secret).unwrap();
+    c.namespace(nsid).put("big", vec![7u8; 1 << 20]).unwrap();
     drop(c);
     let gets = (0..500).map(|_| Request::Retrieve {
         key: Bytes::from_static(b"big"),
@@ -256,7 +262,9 @@ fn clients_that_vanish_mid_command_leave_nothing_behind() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
-    let (nsid, secret) = common::admin(&dev).ns_create("vanish").expect("ns create");
+    let (nsid, secret) = common::admin(&dev)
+        .create_namespace("vanish")
+        .expect("ns create");
     let addr = dev.local_addr().to_string();
     let stop = Arc::new(AtomicBool::new(false));
     // Put-and-get pairs the tenant has completed.
@@ -266,13 +274,15 @@ fn clients_that_vanish_mid_command_leave_nothing_behind() {
         let progress = progress.clone();
         std::thread::spawn(move || {
             let c = cerberus_host::BlockingClient::connect(&addr).unwrap();
-            c.authenticate(nsid, &secret).unwrap();
+            c.open_namespace(nsid, &secret).unwrap();
             let mut i = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 let k = format!("tenant-{}", i % 500);
-                c.put(nsid, k.clone(), i.to_string()).expect("tenant put");
+                c.namespace(nsid)
+                    .put(k.clone(), i.to_string())
+                    .expect("tenant put");
                 assert_eq!(
-                    c.get(nsid, k).expect("tenant get"),
+                    c.namespace(nsid).get(k).expect("tenant get"),
                     Some(i.to_string().into())
                 );
                 i += 1;
@@ -328,6 +338,6 @@ fn clients_that_vanish_mid_command_leave_nothing_behind() {
     assert_eq!(metric(&dev, "cerberus_connections_open"), 0);
     // Still serving, and what the vanished clients stored in full is readable.
     let c = cerberus_host::BlockingClient::connect(&addr).unwrap();
-    c.authenticate(nsid, &secret).unwrap();
-    assert!(c.get(nsid, "tenant-0").unwrap().is_some());
+    c.open_namespace(nsid, &secret).unwrap();
+    assert!(c.namespace(nsid).get("tenant-0").unwrap().is_some());
 }

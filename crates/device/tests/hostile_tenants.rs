@@ -15,7 +15,7 @@ mod common;
 
 use bytes::{Bytes, BytesMut};
 use cerberus_device::DeviceHandle;
-use cerberus_host::{BlockingClient, Error};
+use cerberus_host::{BlockingClient, Error, IndexKind};
 use cerberus_proto::{Command, Request, Response, Status, StoreMode, HEADER_LEN};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,7 +70,7 @@ impl Hostile {
 
     fn connect(addr: &str, ns: u32, secret: &str) -> BlockingClient {
         let c = BlockingClient::connect(addr).expect("the device takes connections");
-        c.authenticate(ns, secret).expect("auth");
+        c.open_namespace(ns, secret).expect("auth");
         c
     }
 
@@ -455,16 +455,20 @@ fn checked_tenant(c: BlockingClient, ns: u32, stop: Arc<AtomicBool>) -> (u64, Du
         match next() % 10 {
             0..=4 => {
                 let value = vec![b'a' + (next() % 26) as u8; (next() % 2000) as usize + 1];
-                c.put(ns, key.clone(), value.clone())
+                c.namespace(ns)
+                    .put(key.clone(), value.clone())
                     .expect("the checked tenant's put is served");
                 model.insert(key, value);
             }
             5..=7 => {
-                let got = c.get(ns, key.clone()).expect("get is served");
+                let got = c.namespace(ns).get(key.clone()).expect("get is served");
                 assert_eq!(got.as_deref(), model.get(&key).map(Vec::as_slice));
             }
             _ => {
-                let existed = c.delete(ns, key.clone()).expect("delete is served");
+                let existed = c
+                    .namespace(ns)
+                    .delete(key.clone())
+                    .expect("delete is served");
                 assert_eq!(existed, model.remove(&key).is_some());
             }
         }
@@ -472,11 +476,17 @@ fn checked_tenant(c: BlockingClient, ns: u32, stop: Arc<AtomicBool>) -> (u64, Du
         ops += 1;
     }
     // Everything the model holds, and nothing else.
-    let keys = c.list_all(ns, Vec::new(), 1000).expect("list is served");
+    let keys = c
+        .namespace(ns)
+        .list_all(Vec::new(), 1000)
+        .expect("list is served");
     let listed: Vec<Vec<u8>> = keys.into_iter().map(|k| k.to_vec()).collect();
     assert_eq!(listed, model.keys().cloned().collect::<Vec<_>>());
     for (k, v) in &model {
-        assert_eq!(c.get(ns, k.clone()).unwrap().as_deref(), Some(v.as_slice()));
+        assert_eq!(
+            c.namespace(ns).get(k.clone()).unwrap().as_deref(),
+            Some(v.as_slice())
+        );
     }
     (ops, longest)
 }
@@ -521,7 +531,7 @@ fn a_hostile_tenant_cannot_hurt_another_or_the_device() {
     // The device is still up and answers both tenants.
     let late = Hostile::connect(&dev.local_addr().to_string(), hns, &hsecret);
     assert!(late.identify().is_ok());
-    assert!(late.stats(hns).is_ok());
+    assert!(late.namespace(hns).stats().is_ok());
     eprintln!(
         "hostile: {} replies ({} refused) + index storm {storm_replies} ({storm_refused}); \
          checked tenant: {ops} ops, longest {longest:?}; {:?} in all",
@@ -546,7 +556,8 @@ fn a_paged_find_returns_each_unmodified_record_once() {
     let (c, ns, _) = common::tenant(&dev, "pages");
     let put = |i: usize, n: usize| {
         let v = json!({"n": n, "pad": "p".repeat(200)}).to_string();
-        c.put(ns, format!("r{i:04}").into_bytes(), v.into_bytes())
+        c.namespace(ns)
+            .put(format!("r{i:04}").into_bytes(), v.into_bytes())
             .unwrap();
     };
     for i in 0..300 {
@@ -554,13 +565,15 @@ fn a_paged_find_returns_each_unmodified_record_once() {
     }
     for indexed in [false, true] {
         if indexed {
-            c.index_create(ns, "n", false).unwrap();
+            c.namespace(ns)
+                .create_index("n", IndexKind::Classic)
+                .unwrap();
         }
         let mut doc = json!({"op": "find", "filter": {"n": {"$gte": 0}}, "page_bytes": 2000});
         let (mut seen, mut moved) = (Vec::new(), BTreeSet::new());
         let mut page = 0;
         loop {
-            let r = c.query(ns, &doc).unwrap();
+            let r = c.namespace(ns).query(&doc).unwrap();
             seen.extend(r.records.iter().map(|(pk, _)| pk.clone()));
             let Some(cont) = r.continuation() else { break };
             doc["continuation"] = json!(cont);
@@ -570,7 +583,9 @@ fn a_paged_find_returns_each_unmodified_record_once() {
             let (a, b, d) = (299 - page, page, 200 + page);
             put(a, 0);
             put(b, 1000 + page);
-            c.delete(ns, format!("r{d:04}").into_bytes()).unwrap();
+            c.namespace(ns)
+                .delete(format!("r{d:04}").into_bytes())
+                .unwrap();
             moved.extend([a, b, d].map(|i| Bytes::from(format!("r{i:04}"))));
         }
         assert!(page > 10, "pages: {page}");

@@ -12,24 +12,24 @@ fn stop_finishes_in_flight_work_and_restart_keeps_data_and_credentials() {
     let admin_secret = dev.admin_secret().to_string();
     let (c, ns, secret) = common::tenant(&dev, "kept");
     for i in 0..2000u32 {
-        c.put(
-            ns,
-            format!("k{i}").into_bytes(),
-            format!("v{i}").into_bytes(),
-        )
-        .unwrap();
+        c.namespace(ns)
+            .put(format!("k{i}").into_bytes(), format!("v{i}").into_bytes())
+            .unwrap();
     }
     dev.shutdown().unwrap();
     // Calls on the old connection now fail instead of hanging.
-    assert!(c.get(ns, b"k1".to_vec()).is_err());
+    assert!(c.namespace(ns).get(b"k1".to_vec()).is_err());
 
     let dev = common::start(dir.path(), |_| {});
     assert_eq!(dev.admin_secret(), admin_secret);
     let c = BlockingClient::connect(&dev.local_addr().to_string()).unwrap();
-    c.authenticate(ns, &secret).unwrap();
+    c.open_namespace(ns, &secret).unwrap();
     for i in 0..2000u32 {
         assert_eq!(
-            c.get(ns, format!("k{i}").into_bytes()).unwrap().unwrap(),
+            c.namespace(ns)
+                .get(format!("k{i}").into_bytes())
+                .unwrap()
+                .unwrap(),
             format!("v{i}").as_bytes()
         );
     }
@@ -43,8 +43,8 @@ fn metrics_endpoint_reports_commands_per_namespace_and_engine_counters() {
         c.metrics_listen = Some("127.0.0.1:0".into())
     });
     let (c, ns, _) = common::tenant(&dev, "m");
-    c.put(ns, b"k".to_vec(), b"v".to_vec()).unwrap();
-    c.get(ns, b"k".to_vec()).unwrap();
+    c.namespace(ns).put(b"k".to_vec(), b"v".to_vec()).unwrap();
+    c.namespace(ns).get(b"k".to_vec()).unwrap();
     let mut s = std::net::TcpStream::connect(dev.metrics_addr().unwrap()).unwrap();
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
@@ -122,11 +122,13 @@ fn network_threads_that_spin_before_sleeping_serve_the_same() {
     });
     let (c, ns, _) = common::tenant(&dev, "spin");
     for i in 0..200u32 {
-        c.put(ns, format!("k{i}"), format!("v{i}")).unwrap();
+        c.namespace(ns)
+            .put(format!("k{i}"), format!("v{i}"))
+            .unwrap();
     }
     for i in 0..200u32 {
         assert_eq!(
-            c.get(ns, format!("k{i}")).unwrap().as_deref(),
+            c.namespace(ns).get(format!("k{i}")).unwrap().as_deref(),
             Some(format!("v{i}").as_bytes())
         );
     }

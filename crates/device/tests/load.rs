@@ -25,7 +25,7 @@ fn sixty_four_connections_mixed_load() {
         let (addr, secret, stop) = (addr.clone(), secret.clone(), stop.clone());
         threads.push(std::thread::spawn(move || {
             let c = cerberus_host::BlockingClient::connect(&addr).unwrap();
-            c.authenticate(ns, &secret).unwrap();
+            c.open_namespace(ns, &secret).unwrap();
             // Last acknowledged value per key this connection wrote (keys are its own).
             let mut acked: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
             let mut lat = Vec::new();
@@ -40,10 +40,12 @@ fn sixty_four_connections_mixed_load() {
                 if rng.is_multiple_of(2) {
                     let value =
                         format!("{t}-{i}-{}", "x".repeat((rng % 900) as usize)).into_bytes();
-                    c.put(ns, key.clone(), value.clone()).expect("put");
+                    c.namespace(ns)
+                        .put(key.clone(), value.clone())
+                        .expect("put");
                     acked.insert(key, value);
                 } else {
-                    let got = c.get(ns, key.clone()).expect("get");
+                    let got = c.namespace(ns).get(key.clone()).expect("get");
                     assert_eq!(got.as_deref(), acked.get(&key).map(|v| v.as_slice()));
                 }
                 lat.push(start.elapsed());
@@ -76,14 +78,14 @@ fn sixty_four_connections_mixed_load() {
     // Every acknowledged write reads back, through a fresh connection.
     let (check, _, _) = {
         let c = cerberus_host::BlockingClient::connect(&addr).unwrap();
-        c.authenticate(ns, &secret).unwrap();
+        c.open_namespace(ns, &secret).unwrap();
         (c, ns, ())
     };
     let mut n = 0;
     for acked in &acked_all {
         for (k, v) in acked {
             assert_eq!(
-                check.get(ns, k.clone()).unwrap().as_deref(),
+                check.namespace(ns).get(k.clone()).unwrap().as_deref(),
                 Some(v.as_slice())
             );
             n += 1;

@@ -79,12 +79,13 @@ fn a_scrape_over_http_parses_and_counts_the_commands_sent() {
     let addr = dev.metrics_addr().unwrap();
     let (c, ns, _) = common::tenant(&dev, "scraped");
     for i in 0..3 {
-        c.put(ns, format!("k{i}").into_bytes(), b"v".to_vec())
+        c.namespace(ns)
+            .put(format!("k{i}").into_bytes(), b"v".to_vec())
             .unwrap();
     }
-    assert!(c.get(ns, b"k0".to_vec()).unwrap().is_some());
-    assert!(c.get(ns, b"absent".to_vec()).unwrap().is_none());
-    assert!(c.delete(ns, b"k1".to_vec()).unwrap());
+    assert!(c.namespace(ns).get(b"k0".to_vec()).unwrap().is_some());
+    assert!(c.namespace(ns).get(b"absent".to_vec()).unwrap().is_none());
+    assert!(c.namespace(ns).delete(b"k1".to_vec()).unwrap());
 
     let (text, s) = scrape(addr);
     let nsid = ns.to_string();
@@ -136,7 +137,7 @@ fn a_scrape_over_http_parses_and_counts_the_commands_sent() {
     }
 
     // A later scrape sees later commands.
-    c.put(ns, b"k9".to_vec(), b"v".to_vec()).unwrap();
+    c.namespace(ns).put(b"k9".to_vec(), b"v".to_vec()).unwrap();
     let (_, s) = scrape(addr);
     let labels = [
         ("nsid", nsid.as_str()),

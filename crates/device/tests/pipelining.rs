@@ -19,21 +19,24 @@ fn a_thousand_commands_in_flight_on_one_connection() {
     rt.block_on(async move {
         let c = Client::connect(&addr).await.unwrap();
         assert_eq!(c.device_info().unwrap().max_inflight, 64);
-        c.authenticate(ns, &secret).await.unwrap();
+        c.open_namespace(ns, &secret).await.unwrap();
         let mut tasks = Vec::new();
         for i in 0..1000u32 {
             let c = c.clone();
             tasks.push(tokio::spawn(async move {
                 let k = format!("k{i:04}");
-                c.put(ns, k.clone(), format!("v{i}")).await.unwrap();
-                let got = c.get(ns, k).await.unwrap().unwrap();
+                c.namespace(ns)
+                    .put(k.clone(), format!("v{i}"))
+                    .await
+                    .unwrap();
+                let got = c.namespace(ns).get(k).await.unwrap().unwrap();
                 assert_eq!(got, format!("v{i}").as_bytes());
             }));
         }
         for t in tasks {
             t.await.unwrap();
         }
-        let keys = c.list_all(ns, "", 1000).await.unwrap();
+        let keys = c.namespace(ns).list_all("", 1000).await.unwrap();
         assert_eq!(keys.len(), 1000);
     });
     dev.shutdown().unwrap();
@@ -46,8 +49,8 @@ fn pipelined_puts_are_stored_in_batches_and_each_answered() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
     let admin = common::admin(&dev);
-    let (a, sa) = admin.ns_create("a").unwrap();
-    let (b, sb) = admin.ns_create("b").unwrap();
+    let (a, sa) = admin.create_namespace("a").unwrap();
+    let (b, sb) = admin.create_namespace("b").unwrap();
     let addr = dev.local_addr().to_string();
     let value = |i: usize| bytes::Bytes::from(format!("{i}-{}", "v".repeat(i % 3000)));
     let key = |i: usize| bytes::Bytes::from(format!("key{i:05}"));
@@ -59,27 +62,25 @@ fn pipelined_puts_are_stored_in_batches_and_each_answered() {
         .unwrap();
     rt.block_on(async move {
         let c = Client::connect(&addr).await.unwrap();
-        c.authenticate(a, &sa).await.unwrap();
-        c.authenticate(b, &sb).await.unwrap();
+        let ns_a = c.open_namespace(a, &sa).await.unwrap();
+        let ns_b = c.open_namespace(b, &sb).await.unwrap();
         for round in 0..4 {
             let (even, odd): (Vec<_>, Vec<_>) = (round * 500..(round + 1) * 500)
                 .map(|i| (key(i), value(i)))
                 .partition(|(k, _)| k[7].is_multiple_of(2));
             // Both pipelines at once: their frames interleave on the connection.
-            let (x, y) = tokio::join!(c.put_many(a, even), c.put_many(b, odd));
+            let (x, y) = tokio::join!(ns_a.put_many(even), ns_b.put_many(odd));
             x.unwrap();
             y.unwrap();
         }
         // An empty key fails alone; the puts around it are stored.
         let err = c
-            .put_many(
-                a,
-                vec![
-                    (key(90_000), value(1)),
-                    (bytes::Bytes::new(), value(2)),
-                    (key(90_001), value(3)),
-                ],
-            )
+            .namespace(a)
+            .put_many(vec![
+                (key(90_000), value(1)),
+                (bytes::Bytes::new(), value(2)),
+                (key(90_001), value(3)),
+            ])
             .await
             .unwrap_err();
         assert!(
@@ -88,14 +89,24 @@ fn pipelined_puts_are_stored_in_batches_and_each_answered() {
         );
         for i in 0..2000 {
             assert_eq!(
-                c.get(ns_of(i), key(i)).await.unwrap(),
+                c.namespace(ns_of(i)).get(key(i)).await.unwrap(),
                 Some(value(i)),
                 "key {i}"
             );
-            assert_eq!(c.get(ns_of(i + 1), key(i)).await.unwrap(), None, "key {i}");
+            assert_eq!(
+                c.namespace(ns_of(i + 1)).get(key(i)).await.unwrap(),
+                None,
+                "key {i}"
+            );
         }
-        assert_eq!(c.get(a, key(90_000)).await.unwrap(), Some(value(1)));
-        assert_eq!(c.get(a, key(90_001)).await.unwrap(), Some(value(3)));
+        assert_eq!(
+            c.namespace(a).get(key(90_000)).await.unwrap(),
+            Some(value(1))
+        );
+        assert_eq!(
+            c.namespace(a).get(key(90_001)).await.unwrap(),
+            Some(value(3))
+        );
     });
 }
 
@@ -107,7 +118,7 @@ fn a_blocking_client_pipelines_past_the_in_flight_limit() {
     let (c, ns, _) = common::tenant(&dev, "many");
     let keys: Vec<bytes::Bytes> = (0..1000).map(|i| format!("k{i:04}").into()).collect();
     let pairs = keys.iter().map(|k| (k.clone(), k.clone())).collect();
-    c.put_many(ns, pairs).unwrap();
-    let got = c.get_many(ns, keys.clone()).unwrap();
+    c.namespace(ns).put_many(pairs).unwrap();
+    let got = c.namespace(ns).get_many(keys.clone()).unwrap();
     assert!(keys.iter().zip(&got).all(|(k, v)| v.as_ref() == Some(k)));
 }

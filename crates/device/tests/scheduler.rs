@@ -35,13 +35,13 @@ fn a_background_task_holds_its_own_core_only() {
         c.network_threads = 2;
         c.scheduler.policy = Policy::Inline;
     });
-    let (na, sa) = common::admin(&dev).ns_create("a").unwrap();
-    let (nb, sb) = common::admin(&dev).ns_create("b").unwrap();
+    let (na, sa) = common::admin(&dev).create_namespace("a").unwrap();
+    let (nb, sb) = common::admin(&dev).create_namespace("b").unwrap();
     wait_until("setup connections closed", || connections(&dev) == [0, 0]);
     let connect = |ns: u32, secret: &str| {
         let c = cerberus_host::BlockingClient::connect(&dev.local_addr().to_string()).unwrap();
-        c.authenticate(ns, secret).unwrap();
-        c.put(ns, &b"k"[..], &b"v"[..]).unwrap();
+        c.open_namespace(ns, secret).unwrap();
+        c.namespace(ns).put(&b"k"[..], &b"v"[..]).unwrap();
         c
     };
     // A goes to core 0, B to core 1.
@@ -55,11 +55,17 @@ fn a_background_task_holds_its_own_core_only() {
     std::thread::sleep(Duration::from_millis(50));
     // B's core is free: served at once.
     let t = Instant::now();
-    assert_eq!(b.get(nb, &b"k"[..]).unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        b.namespace(nb).get(&b"k"[..]).unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
     let b_took = t.elapsed();
     // A's core runs the task to its end first.
     let t = Instant::now();
-    assert_eq!(a.get(na, &b"k"[..]).unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        a.namespace(na).get(&b"k"[..]).unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
     let a_took = t.elapsed();
     assert!(b_took < Duration::from_millis(500), "B waited {b_took:?}");
     assert!(a_took > Duration::from_millis(1000), "A waited {a_took:?}");
@@ -112,14 +118,14 @@ fn random_writes(c: &cerberus_host::BlockingClient, ns: u32, seed: u64, n: usize
     for _ in 0..n {
         let key = format!("key{:03}", rng.gen_range(0..200));
         if rng.gen_bool(0.15) {
-            let _ = c.delete(ns, key.into_bytes());
+            let _ = c.namespace(ns).delete(key.into_bytes());
         } else {
             let mut v = Vec::new();
             for _ in 0..rng.gen_range(1..40) {
                 v.extend_from_slice(&[rng.gen_range(0..8u8); 128]);
             }
             v.extend((0..rng.gen_range(0..100)).map(|_| rng.gen::<u8>()));
-            c.put(ns, key.into_bytes(), v).unwrap();
+            c.namespace(ns).put(key.into_bytes(), v).unwrap();
         }
     }
 }
@@ -158,7 +164,7 @@ fn dedup_index_matches_the_stored_values_across_restarts() {
     drained(&dev);
     assert_eq!(indexed(&dev, na), reference(&dev, na, chunker));
     let c = cerberus_host::BlockingClient::connect(&dev.local_addr().to_string()).unwrap();
-    c.authenticate(nb, &sb).unwrap();
+    c.open_namespace(nb, &sb).unwrap();
     random_writes(&c, nb, 3, 500);
     drained(&dev);
     assert_eq!(indexed(&dev, nb), reference(&dev, nb, chunker));
@@ -173,7 +179,7 @@ fn dedup_index_matches_the_stored_values_across_restarts() {
         assert_eq!(indexed(&dev, ns), reference(&dev, ns, chunker));
     }
     // A destroyed namespace leaves the index.
-    common::admin(&dev).ns_destroy(na).unwrap();
+    common::admin(&dev).destroy_namespace(na).unwrap();
     drained(&dev);
     assert!(!dev.dedup_stats().unwrap().namespaces.contains_key(&na));
     let _ = sa;
@@ -191,7 +197,8 @@ fn the_backlog_drains_once_writes_stop() {
     let value = bytes::Bytes::from(vec![7u8; 16 << 10]);
     let mut peak = 0;
     for i in 0..2000 {
-        a.put(na, format!("k{i}").into_bytes(), value.clone())
+        a.namespace(na)
+            .put(format!("k{i}").into_bytes(), value.clone())
             .unwrap();
         peak = peak.max(dev.dedup_stats().unwrap().backlog);
     }
@@ -256,10 +263,13 @@ fn an_index_backfill_runs_on_the_lane_the_policy_picks() {
         let mine = connections(&dev).iter().position(|&n| n == 1).unwrap();
         for i in 0..2000u32 {
             let doc = format!(r#"{{"g": {}, "pad": "{}"}}"#, i % 10, "x".repeat(200));
-            a.put(na, format!("k{i:05}").into_bytes(), doc.into_bytes())
+            a.namespace(na)
+                .put(format!("k{i:05}").into_bytes(), doc.into_bytes())
                 .unwrap();
         }
-        a.index_create(na, "g", false).unwrap();
+        a.namespace(na)
+            .create_index("g", cerberus_host::IndexKind::Classic)
+            .unwrap();
         // The lane counts the job once it returns, just after the backfill answered.
         let backfills = || -> u64 {
             dev.scheduler_stats()
@@ -280,10 +290,8 @@ fn an_index_backfill_runs_on_the_lane_the_policy_picks() {
             _ => assert_ne!(on, mine, "{lanes:?}"),
         }
         let found = a
-            .query(
-                na,
-                &serde_json::json!({"op": "get_by_secondary", "attr": "g", "value": 3}),
-            )
+            .namespace(na)
+            .query(&serde_json::json!({"op": "get_by_secondary", "attr": "g", "value": 3}))
             .unwrap();
         assert_eq!(found.records.len(), 200);
     }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use cerberus_host::{BlockingClient, Error};
+use cerberus_host::{BlockingClient, Error, WriteOptions};
 use cerberus_proto::{Request, Status, StoreMode};
 
 #[test]
@@ -15,32 +15,37 @@ fn two_tenants_with_the_same_keys_read_only_their_own() {
     assert_ne!(na, nb);
     for i in 0..500u32 {
         let k = format!("key-{i:04}");
-        a.put(na, k.clone().into_bytes(), format!("a{i}").into_bytes())
+        a.namespace(na)
+            .put(k.clone().into_bytes(), format!("a{i}").into_bytes())
             .unwrap();
-        b.put(nb, k.into_bytes(), format!("b{i}").into_bytes())
+        b.namespace(nb)
+            .put(k.into_bytes(), format!("b{i}").into_bytes())
             .unwrap();
     }
     for i in 0..500u32 {
         let k = format!("key-{i:04}").into_bytes();
         assert_eq!(
-            a.get(na, k.clone()).unwrap().unwrap(),
+            a.namespace(na).get(k.clone()).unwrap().unwrap(),
             format!("a{i}").as_bytes()
         );
-        assert_eq!(b.get(nb, k).unwrap().unwrap(), format!("b{i}").as_bytes());
+        assert_eq!(
+            b.namespace(nb).get(k).unwrap().unwrap(),
+            format!("b{i}").as_bytes()
+        );
     }
     // Lists hold the tenant's own keys only.
-    let (keys, more) = a.list(na, Vec::new(), false, 1000).unwrap();
+    let (keys, more) = a.namespace(na).list(Vec::new(), false, 1000).unwrap();
     assert_eq!(keys.len(), 500);
     assert!(!more);
     // A tenant cannot reach the other's namespace even by naming it.
     assert!(matches!(
-        a.get(nb, b"key-0001".to_vec()),
+        a.namespace(nb).get(b"key-0001".to_vec()),
         Err(Error::AccessDenied(_))
     ));
     // Deleting in one namespace leaves the other alone.
-    assert!(a.delete(na, b"key-0001".to_vec()).unwrap());
-    assert!(!a.exists(na, b"key-0001".to_vec()).unwrap());
-    assert!(b.exists(nb, b"key-0001".to_vec()).unwrap());
+    assert!(a.namespace(na).delete(b"key-0001".to_vec()).unwrap());
+    assert!(!a.namespace(na).contains(b"key-0001".to_vec()).unwrap());
+    assert!(b.namespace(nb).contains(b"key-0001".to_vec()).unwrap());
     dev.shutdown().unwrap();
 }
 
@@ -93,20 +98,23 @@ fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
     let (owner, ns, secret) = common::tenant(&dev, "owner");
-    owner.put(ns, b"k".to_vec(), b"kept".to_vec()).unwrap();
+    owner
+        .namespace(ns)
+        .put(b"k".to_vec(), b"kept".to_vec())
+        .unwrap();
     let addr = dev.local_addr().to_string();
 
     let anonymous = BlockingClient::connect(&addr).unwrap();
     let wrong = BlockingClient::connect(&addr).unwrap();
     assert!(matches!(
-        wrong.authenticate(ns, "not-the-secret"),
+        wrong.open_namespace(ns, "not-the-secret"),
         Err(Error::AccessDenied(_))
     ));
     // The owner's secret does not open another namespace.
     let (_, other_ns, _) = common::tenant(&dev, "other");
     let misused = BlockingClient::connect(&addr).unwrap();
     assert!(matches!(
-        misused.authenticate(other_ns, &secret),
+        misused.open_namespace(other_ns, &secret),
         Err(Error::AccessDenied(_))
     ));
     for client in [&anonymous, &wrong, &misused] {
@@ -116,18 +124,30 @@ fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
             assert_eq!(resp.status, Status::AccessDenied, "{op:?}");
         }
         // Namespace administration needs the admin credential.
-        assert!(matches!(client.ns_create("x"), Err(Error::AccessDenied(_))));
-        assert!(matches!(client.ns_destroy(ns), Err(Error::AccessDenied(_))));
-        assert!(matches!(client.ns_list(), Err(Error::AccessDenied(_))));
+        assert!(matches!(
+            client.create_namespace("x"),
+            Err(Error::AccessDenied(_))
+        ));
+        assert!(matches!(
+            client.destroy_namespace(ns),
+            Err(Error::AccessDenied(_))
+        ));
+        assert!(matches!(
+            client.list_namespaces(),
+            Err(Error::AccessDenied(_))
+        ));
     }
     // Nothing was touched: the store and the delete were refused.
     assert_eq!(
-        owner.get(ns, b"k".to_vec()).unwrap().unwrap(),
+        owner.namespace(ns).get(b"k".to_vec()).unwrap().unwrap(),
         "kept".as_bytes()
     );
     // Nor was an index created: the owner's list is empty.
-    assert_eq!(owner.index_list(ns).unwrap(), serde_json::json!([]));
-    let stats = owner.stats(ns).unwrap();
+    assert_eq!(
+        owner.namespace(ns).list_indexes().unwrap(),
+        serde_json::json!([])
+    );
+    let stats = owner.namespace(ns).stats().unwrap();
     assert_eq!(stats["puts"], 1, "{stats}");
     assert_eq!(stats["deletes"], 0, "{stats}");
     dev.shutdown().unwrap();
@@ -141,68 +161,58 @@ fn conditional_stores_and_limits_answer_with_nvme_codes() {
         c.max_value_len = 1024;
     });
     let (c, ns, _) = common::tenant(&dev, "t");
-    c.put(ns, b"k".to_vec(), b"first".to_vec()).unwrap();
+    c.namespace(ns)
+        .put(b"k".to_vec(), b"first".to_vec())
+        .unwrap();
 
-    let r = c.store(
-        ns,
-        b"k".to_vec(),
-        b"second".to_vec(),
-        StoreMode::OnlyIfAbsent,
-        false,
-    );
+    let r = c
+        .namespace(ns)
+        .store(b"k".to_vec(), b"second".to_vec(), StoreMode::OnlyIfAbsent);
     assert!(matches!(r, Err(Error::KeyExists)), "{r:?}");
     assert_eq!(r.unwrap_err().status(), Some(Status::KeyExists));
     assert_eq!(
-        c.get(ns, b"k".to_vec()).unwrap().unwrap(),
+        c.namespace(ns).get(b"k".to_vec()).unwrap().unwrap(),
         "first".as_bytes()
     );
 
-    let r = c.store(
-        ns,
-        b"absent".to_vec(),
-        b"x".to_vec(),
-        StoreMode::OnlyIfPresent,
-        false,
-    );
+    let r = c
+        .namespace(ns)
+        .store(b"absent".to_vec(), b"x".to_vec(), StoreMode::OnlyIfPresent);
     assert!(matches!(r, Err(Error::KeyNotExist)), "{r:?}");
-    assert!(!c.exists(ns, b"absent".to_vec()).unwrap());
-    c.store(
-        ns,
-        b"k".to_vec(),
-        b"third".to_vec(),
-        StoreMode::OnlyIfPresent,
-        true,
-    )
-    .unwrap();
-    c.store(
-        ns,
-        b"new".to_vec(),
-        b"n".to_vec(),
-        StoreMode::OnlyIfAbsent,
-        false,
-    )
-    .unwrap();
+    assert!(!c.namespace(ns).contains(b"absent".to_vec()).unwrap());
+    c.namespace(ns)
+        .with_write_options(WriteOptions { sync: true })
+        .store(b"k".to_vec(), b"third".to_vec(), StoreMode::OnlyIfPresent)
+        .unwrap();
+    c.namespace(ns)
+        .store(b"new".to_vec(), b"n".to_vec(), StoreMode::OnlyIfAbsent)
+        .unwrap();
     assert_eq!(
-        c.get(ns, b"k".to_vec()).unwrap().unwrap(),
+        c.namespace(ns).get(b"k".to_vec()).unwrap().unwrap(),
         "third".as_bytes()
     );
 
     let long_key = vec![b'k'; 17];
-    let r = c.put(ns, long_key.clone(), b"v".to_vec());
+    let r = c.namespace(ns).put(long_key.clone(), b"v".to_vec());
     assert_eq!(r.unwrap_err().status(), Some(Status::InvalidKeySize));
-    let r = c.get(ns, long_key);
+    let r = c.namespace(ns).get(long_key);
     assert_eq!(r.unwrap_err().status(), Some(Status::InvalidKeySize));
-    let r = c.put(ns, Vec::new(), b"v".to_vec());
+    let r = c.namespace(ns).put(Vec::new(), b"v".to_vec());
     assert_eq!(r.unwrap_err().status(), Some(Status::InvalidKeySize));
-    let r = c.put(ns, b"big".to_vec(), vec![0u8; 1025]);
+    let r = c.namespace(ns).put(b"big".to_vec(), vec![0u8; 1025]);
     assert_eq!(r.unwrap_err().status(), Some(Status::InvalidValueSize));
-    assert!(!c.exists(ns, b"big".to_vec()).unwrap());
+    assert!(!c.namespace(ns).contains(b"big".to_vec()).unwrap());
     // A value exactly at the limit is fine.
-    c.put(ns, b"big".to_vec(), vec![7u8; 1024]).unwrap();
-    assert_eq!(c.get(ns, b"big".to_vec()).unwrap().unwrap().len(), 1024);
+    c.namespace(ns)
+        .put(b"big".to_vec(), vec![7u8; 1024])
+        .unwrap();
+    assert_eq!(
+        c.namespace(ns).get(b"big".to_vec()).unwrap().unwrap().len(),
+        1024
+    );
 
     // Deleting an absent key says so.
-    assert!(!c.delete(ns, b"never".to_vec()).unwrap());
+    assert!(!c.namespace(ns).delete(b"never".to_vec()).unwrap());
     let id = c.identify().unwrap();
     assert_eq!(id.max_key_len, 16);
     assert_eq!(id.max_value_len, 1024);
@@ -215,12 +225,16 @@ fn destroyed_namespaces_are_gone_and_their_ids_not_reused() {
     let dev = common::start(dir.path(), |_| {});
     let admin = common::admin(&dev);
     let (c, ns, _) = common::tenant(&dev, "doomed");
-    c.put(ns, b"k".to_vec(), b"v".to_vec()).unwrap();
-    admin.ns_destroy(ns).unwrap();
-    let r = c.get(ns, b"k".to_vec());
+    c.namespace(ns).put(b"k".to_vec(), b"v".to_vec()).unwrap();
+    admin.destroy_namespace(ns).unwrap();
+    let r = c.namespace(ns).get(b"k".to_vec());
     assert_eq!(r.unwrap_err().status(), Some(Status::InvalidNamespace));
-    assert!(admin.ns_list().unwrap().iter().all(|e| e.nsid != ns));
-    let (again, _) = admin.ns_create("doomed").unwrap();
+    assert!(admin
+        .list_namespaces()
+        .unwrap()
+        .iter()
+        .all(|e| e.nsid != ns));
+    let (again, _) = admin.create_namespace("doomed").unwrap();
     assert_ne!(again, ns);
     dev.shutdown().unwrap();
 }
@@ -234,12 +248,13 @@ fn paging_through_a_list_returns_every_key_once_in_order() {
         .map(|i| format!("{:03}", i * 7 % 100).into_bytes())
         .collect();
     for k in &want {
-        c.put(ns, k.clone(), b"v".to_vec()).unwrap();
+        c.namespace(ns).put(k.clone(), b"v".to_vec()).unwrap();
     }
     want.sort();
     want.dedup();
     let got: Vec<Vec<u8>> = c
-        .list_all(ns, Vec::new(), 1000)
+        .namespace(ns)
+        .list_all(Vec::new(), 1000)
         .unwrap()
         .into_iter()
         .map(|k| k.to_vec())

@@ -23,18 +23,21 @@ fn serves_over_tls_and_refuses_plain_clients() {
         .with_request_timeout(Duration::from_secs(30));
     let admin = BlockingClient::connect_with(config.clone()).unwrap();
     admin.authenticate_admin(dev.admin_secret()).unwrap();
-    let (ns, secret) = admin.ns_create("secure").unwrap();
+    let (ns, secret) = admin.create_namespace("secure").unwrap();
     let c = BlockingClient::connect_with(config).unwrap();
-    c.authenticate(ns, &secret).unwrap();
-    c.put(ns, b"k".to_vec(), b"v".to_vec()).unwrap();
-    assert_eq!(c.get(ns, b"k".to_vec()).unwrap().unwrap(), "v".as_bytes());
+    c.open_namespace(ns, &secret).unwrap();
+    c.namespace(ns).put(b"k".to_vec(), b"v".to_vec()).unwrap();
+    assert_eq!(
+        c.namespace(ns).get(b"k".to_vec()).unwrap().unwrap(),
+        "v".as_bytes()
+    );
     // A plain-TCP client does not get through.
     let plain = BlockingClient::connect_with(
         ClientConfig::new(dev.local_addr().to_string())
             .with_request_timeout(Duration::from_secs(5)),
     );
     if let Ok(p) = plain {
-        assert!(p.authenticate(ns, &secret).is_err());
+        assert!(p.open_namespace(ns, &secret).is_err());
     }
     dev.shutdown().unwrap();
 }

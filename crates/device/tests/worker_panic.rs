@@ -20,12 +20,13 @@ fn connect(addr: &str, nsid: u32, secret: &str) -> BlockingClient {
     let c =
         BlockingClient::connect_with(ClientConfig::new(addr).with_request_timeout(CALL_TIMEOUT))
             .expect("connect");
-    c.authenticate(nsid, secret).expect("auth");
+    c.open_namespace(nsid, secret).expect("auth");
     c
 }
 
 fn arm(c: &BlockingClient, nsid: u32, n: u32) {
-    c.put(nsid, PANIC_NEXT_KEY, n.to_string())
+    c.namespace(nsid)
+        .put(PANIC_NEXT_KEY, n.to_string())
         .expect("arming store");
 }
 
@@ -56,27 +57,30 @@ fn a_panicking_command_fails_alone_and_the_workers_keep_serving() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.workers = 2);
     let addr = dev.local_addr().to_string();
-    let (nsid, secret) = common::admin(&dev).ns_create("faulty").unwrap();
+    let (nsid, secret) = common::admin(&dev).create_namespace("faulty").unwrap();
     let a = connect(&addr, nsid, &secret);
-    a.put(nsid, "k", "v").unwrap();
+    a.namespace(nsid).put("k", "v").unwrap();
 
     arm(&a, nsid, 1);
     let t = Instant::now();
-    assert_internal_error(a.get(nsid, "k"));
+    assert_internal_error(a.namespace(nsid).get("k"));
     assert!(
         t.elapsed() < CALL_TIMEOUT / 2,
         "answered after {:?}",
         t.elapsed()
     );
-    assert_eq!(a.get(nsid, "k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        a.namespace(nsid).get("k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
 
     // More panics than workers: each is answered, and no worker is lost to them.
     arm(&a, nsid, 5);
     for i in 0..5 {
-        assert_internal_error(a.put(nsid, format!("lost{i}"), "x"));
+        assert_internal_error(a.namespace(nsid).put(format!("lost{i}"), "x"));
     }
     for i in 0..5 {
-        assert!(!a.exists(nsid, format!("lost{i}")).unwrap());
+        assert!(!a.namespace(nsid).contains(format!("lost{i}")).unwrap());
     }
 
     // Both connections, from several threads at once, are served.
@@ -85,13 +89,16 @@ fn a_panicking_command_fails_alone_and_the_workers_keep_serving() {
         for (t, c) in [&a, &b, &a, &b].into_iter().enumerate() {
             s.spawn(move || {
                 for i in 0..200 {
-                    c.put(nsid, format!("t{t}-{i:03}"), "y").unwrap();
+                    c.namespace(nsid).put(format!("t{t}-{i:03}"), "y").unwrap();
                 }
             });
         }
     });
-    let keys = b.list_all(nsid, "t", 1000).unwrap();
+    let keys = b.namespace(nsid).list_all("t", 1000).unwrap();
     assert_eq!(keys.len(), 800);
-    assert_eq!(b.get(nsid, "k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        b.namespace(nsid).get("k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
     dev.shutdown().unwrap();
 }

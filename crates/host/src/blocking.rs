@@ -8,11 +8,10 @@
 //! Do not call it (or drop its last clone) from inside an async context: `block_on` panics
 //! there. Use [`Client`] in async code.
 
+use crate::blocking_namespace::BlockingNamespace;
 use crate::client::{Client, ClientConfig};
 use crate::error::Result;
-use crate::scan_options::ScanOptions;
-use bytes::Bytes;
-use cerberus_proto::{Identify, NamespaceEntry, Request, Response, StoreMode};
+use cerberus_proto::{Identify, NamespaceEntry, Request, Response};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::runtime::Runtime;
@@ -80,9 +79,16 @@ impl BlockingClient {
         self.wait(self.client.call(nsid, request))
     }
 
-    /// [`Client::authenticate`], waiting for the answer.
-    pub fn authenticate(&self, nsid: u32, secret: &str) -> Result<()> {
-        self.wait(self.client.authenticate(nsid, secret))
+    /// [`Client::open_namespace`], waiting for the answer: authenticates the connection for
+    /// namespace `nsid` and returns its blocking handle.
+    pub fn open_namespace(&self, nsid: u32, secret: &str) -> Result<BlockingNamespace> {
+        self.wait(self.client.open_namespace(nsid, secret))
+            .map(|_| self.namespace(nsid))
+    }
+
+    /// The blocking handle of namespace `nsid` ([`Client::namespace`]): no I/O.
+    pub fn namespace(&self, nsid: u32) -> BlockingNamespace {
+        BlockingNamespace::new(self.clone(), nsid)
     }
 
     /// [`Client::authenticate_admin`], waiting for the answer.
@@ -95,107 +101,23 @@ impl BlockingClient {
         self.wait(self.client.identify())
     }
 
-    /// [`Client::put`], waiting for the answer.
-    pub fn put(&self, nsid: u32, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<()> {
-        self.wait(self.client.put(nsid, key, value))
+    /// [`Client::create_namespace`], waiting for the answer.
+    pub fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
+        self.wait(self.client.create_namespace(name))
     }
 
-    /// [`Client::store`], waiting for the answer.
-    pub fn store(
-        &self,
-        nsid: u32,
-        key: impl Into<Bytes>,
-        value: impl Into<Bytes>,
-        mode: StoreMode,
-        sync: bool,
-    ) -> Result<()> {
-        self.wait(self.client.store(nsid, key, value, mode, sync))
+    /// [`Client::destroy_namespace`], waiting for the answer.
+    pub fn destroy_namespace(&self, nsid: u32) -> Result<()> {
+        self.wait(self.client.destroy_namespace(nsid))
     }
 
-    /// [`Client::get`], waiting for the answer.
-    pub fn get(&self, nsid: u32, key: impl Into<Bytes>) -> Result<Option<Bytes>> {
-        self.wait(self.client.get(nsid, key))
+    /// [`Client::list_namespaces`], waiting for the answer.
+    pub fn list_namespaces(&self) -> Result<Vec<NamespaceEntry>> {
+        self.wait(self.client.list_namespaces())
     }
 
-    /// See [`Client::put_many`].
-    pub fn put_many(&self, nsid: u32, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
-        self.wait(self.client.put_many(nsid, pairs))
-    }
-
-    /// See [`Client::get_many`].
-    pub fn get_many(&self, nsid: u32, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>> {
-        self.wait(self.client.get_many(nsid, keys))
-    }
-
-    /// [`Client::delete`], waiting for the answer.
-    pub fn delete(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
-        self.wait(self.client.delete(nsid, key))
-    }
-
-    /// [`Client::exists`], waiting for the answer.
-    pub fn exists(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
-        self.wait(self.client.exists(nsid, key))
-    }
-
-    /// [`Client::list`], waiting for the answer.
-    pub fn list(
-        &self,
-        nsid: u32,
-        start: impl Into<Bytes>,
-        start_exclusive: bool,
-        max_keys: u32,
-    ) -> Result<(Vec<Bytes>, bool)> {
-        self.wait(self.client.list(nsid, start, start_exclusive, max_keys))
-    }
-
-    /// [`Client::list_all`], waiting for the answer.
-    pub fn list_all(
-        &self,
-        nsid: u32,
-        start: impl Into<Bytes>,
-        page_size: u32,
-    ) -> Result<Vec<Bytes>> {
-        self.wait(self.client.list_all(nsid, start, page_size))
-    }
-
-    /// [`Client::iter_open`], waiting for the answer.
-    pub fn iter_open(&self, nsid: u32, opts: &ScanOptions) -> Result<u32> {
-        self.wait(self.client.iter_open(nsid, opts))
-    }
-
-    /// [`Client::iter_next`], waiting for the answer.
-    pub fn iter_next(
-        &self,
-        nsid: u32,
-        iter: u32,
-        max_entries: u32,
-        max_bytes: u32,
-    ) -> Result<(Vec<(Bytes, Bytes)>, bool)> {
-        self.wait(self.client.iter_next(nsid, iter, max_entries, max_bytes))
-    }
-
-    /// [`Client::iter_close`], waiting for the answer.
-    pub fn iter_close(&self, nsid: u32, iter: u32) -> Result<()> {
-        self.wait(self.client.iter_close(nsid, iter))
-    }
-
-    /// [`Client::ns_create`], waiting for the answer.
-    pub fn ns_create(&self, name: &str) -> Result<(u32, String)> {
-        self.wait(self.client.ns_create(name))
-    }
-
-    /// [`Client::ns_destroy`], waiting for the answer.
-    pub fn ns_destroy(&self, nsid: u32) -> Result<()> {
-        self.wait(self.client.ns_destroy(nsid))
-    }
-
-    /// [`Client::ns_list`], waiting for the answer.
-    pub fn ns_list(&self) -> Result<Vec<NamespaceEntry>> {
-        self.wait(self.client.ns_list())
-    }
-
-    /// [`Client::stats`], waiting for the answer.
-    pub fn stats(&self, nsid: u32) -> Result<serde_json::Value> {
-        self.wait(self.client.stats(nsid))
+    /// [`Client::stats`] (the device's), waiting for the answer.
+    pub fn stats(&self) -> Result<serde_json::Value> {
+        self.wait(self.client.stats())
     }
 }

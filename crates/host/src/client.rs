@@ -2,11 +2,11 @@
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
-use crate::scan_options::ScanOptions;
+use crate::namespace::Namespace;
 use crate::tls::TlsOptions;
 use bytes::Bytes;
 use cerberus_proto::{
-    Command, Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
+    Command, Identify, NamespaceEntry, Reply, Request, Response, Status, DEVICE_NSID,
 };
 use std::future::Future;
 use std::sync::Arc;
@@ -74,7 +74,9 @@ impl ClientConfig {
 }
 
 /// A connection to the device. Clones share the connection; calls from any number of tasks
-/// are pipelined on it. Dropping the last clone closes it.
+/// are pipelined on it. Dropping the last clone closes it. The device's namespaces are
+/// managed here; a namespace's data goes through its handle ([`Client::open_namespace`],
+/// [`Client::namespace`]), which holds a clone.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -148,9 +150,22 @@ impl Client {
         ok_reply(self.call(nsid, request).await?)
     }
 
-    /// Proves this connection holds the namespace's secret (remembered by the device for the
-    /// connection, so for every clone of this client).
-    pub async fn authenticate(&self, nsid: u32, secret: &str) -> Result<()> {
+    /// Proves this connection holds namespace `nsid`'s secret, and returns the namespace's
+    /// handle. The device remembers the grant for the connection, so [`Client::namespace`]
+    /// on any clone of this client reaches the namespace too.
+    pub async fn open_namespace(&self, nsid: u32, secret: &str) -> Result<Namespace> {
+        self.authenticate(nsid, secret).await?;
+        Ok(self.namespace(nsid))
+    }
+
+    /// The handle of namespace `nsid` on this connection: no I/O; its calls fail with
+    /// `AccessDenied` unless the connection is authenticated for the namespace
+    /// ([`Client::open_namespace`]).
+    pub fn namespace(&self, nsid: u32) -> Namespace {
+        Namespace::new(self.clone(), nsid)
+    }
+
+    async fn authenticate(&self, nsid: u32, secret: &str) -> Result<()> {
         let request = Request::Authenticate {
             secret: Bytes::copy_from_slice(secret.as_bytes()),
         };
@@ -170,231 +185,56 @@ impl Client {
         }
     }
 
-    /// Stores unconditionally, without waiting for durability.
-    pub async fn put(
-        &self,
-        nsid: u32,
-        key: impl Into<Bytes>,
-        value: impl Into<Bytes>,
-    ) -> Result<()> {
-        self.store(nsid, key, value, StoreMode::Always, false).await
-    }
-
-    /// Stores under a condition (`KeyExists` / `KeyNotExist` when it does not hold); with
-    /// `sync`, the completion waits until the write is durable.
-    pub async fn store(
-        &self,
-        nsid: u32,
-        key: impl Into<Bytes>,
-        value: impl Into<Bytes>,
-        mode: StoreMode,
-        sync: bool,
-    ) -> Result<()> {
-        let request = Request::Store {
-            key: key.into(),
-            value: value.into(),
-            mode,
-            sync,
-        };
-        expect_empty(self.run(nsid, request).await?, "store")
-    }
-
-    /// The value, or `None` if the key does not exist.
-    pub async fn get(&self, nsid: u32, key: impl Into<Bytes>) -> Result<Option<Bytes>> {
-        value_or_absent(self.run(nsid, Request::Retrieve { key: key.into() }).await)
-    }
-
-    /// Puts sent together, each without waiting for the one before (pipelined on this
-    /// connection); the first failure, once all have completed.
-    pub async fn put_many(&self, nsid: u32, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
-        let commands: Vec<Command> = pairs
-            .into_iter()
-            .map(|(key, value)| Command {
-                cid: 0,
-                nsid,
-                request: Request::Store {
-                    key,
-                    value,
-                    mode: StoreMode::Always,
-                    sync: false,
-                },
-            })
-            .collect();
-        let done = with_timeout(self.inner.request_timeout, async {
-            Ok(self.inner.conn.call_many(&commands).await)
-        })
-        .await?;
-        let mut first_err = None;
-        for r in done {
-            if let Err(e) = r.and_then(ok_reply).and_then(|r| expect_empty(r, "store")) {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
-    }
-
-    /// Gets sent together (pipelined), their values in the order of `keys`.
-    pub async fn get_many(&self, nsid: u32, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>> {
-        let commands: Vec<Command> = keys
-            .into_iter()
-            .map(|key| Command {
-                cid: 0,
-                nsid,
-                request: Request::Retrieve { key },
-            })
-            .collect();
-        let done = with_timeout(self.inner.request_timeout, async {
-            Ok(self.inner.conn.call_many(&commands).await)
-        })
-        .await?;
-        done.into_iter()
-            .map(|r| value_or_absent(r.and_then(ok_reply)))
-            .collect()
-    }
-
-    /// Deletes the key; `false` if it did not exist.
-    pub async fn delete(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
-        present(
-            self.run(nsid, Request::Delete { key: key.into() }).await,
-            "delete",
-        )
-    }
-
-    /// Whether `key` exists in namespace `nsid`, without reading its value.
-    pub async fn exists(&self, nsid: u32, key: impl Into<Bytes>) -> Result<bool> {
-        present(
-            self.run(nsid, Request::Exist { key: key.into() }).await,
-            "exist",
-        )
-    }
-
-    /// One page of keys in byte order from `start` (empty: the first key), at most
-    /// `max_keys` (and at most the device's `max_list_keys`); `more` says keys remain after
-    /// the last one returned.
-    pub async fn list(
-        &self,
-        nsid: u32,
-        start: impl Into<Bytes>,
-        start_exclusive: bool,
-        max_keys: u32,
-    ) -> Result<(Vec<Bytes>, bool)> {
-        let request = Request::List {
-            start: start.into(),
-            start_exclusive,
-            max_keys,
-        };
-        match self.run(nsid, request).await? {
-            Reply::Keys { keys, more } => Ok((keys, more)),
-            other => Err(unexpected("list", &other)),
-        }
-    }
-
-    /// Every key from `start` (inclusive) on, paging `page_size` keys at a time. Not a
-    /// snapshot: keys written meanwhile may or may not appear.
-    pub async fn list_all(
-        &self,
-        nsid: u32,
-        start: impl Into<Bytes>,
-        page_size: u32,
-    ) -> Result<Vec<Bytes>> {
-        let page_size = page_size.max(1);
-        let mut all = Vec::new();
-        let (mut keys, mut more) = self.list(nsid, start, false, page_size).await?;
-        loop {
-            let last = keys.last().cloned();
-            all.append(&mut keys);
-            if !more {
-                return Ok(all);
-            }
-            let Some(last) = last else {
-                // Would page from the same place forever.
-                return Err(Error::Protocol(
-                    "list reported more keys but returned none".into(),
-                ));
-            };
-            (keys, more) = self.list(nsid, last, true, page_size).await?;
-        }
-    }
-
-    /// Opens an iterator over namespace `nsid` at a snapshot the device takes now; returns
-    /// its id on this connection. Read it with [`Client::iter_next`], and close it with
-    /// [`Client::iter_close`] (the device also closes it after `iterator_idle_secs` unused).
-    pub async fn iter_open(&self, nsid: u32, opts: &ScanOptions) -> Result<u32> {
-        let request = Request::IterOpen {
-            start: opts.start.clone(),
-            upper_bound: opts.upper_bound.clone().unwrap_or_default(),
-            prefix: opts.prefix.clone().unwrap_or_default(),
-            keys_only: opts.keys_only,
-        };
-        match self.run(nsid, request).await? {
-            Reply::Iter(id) => Ok(id),
-            other => Err(unexpected("iterator open", &other)),
-        }
-    }
-
-    /// The next entries of iterator `iter`: at most `max_entries` and about `max_bytes` (at
-    /// least one entry); `true` once the iterator has nothing after them.
-    pub async fn iter_next(
-        &self,
-        nsid: u32,
-        iter: u32,
-        max_entries: u32,
-        max_bytes: u32,
-    ) -> Result<(Vec<(Bytes, Bytes)>, bool)> {
-        let request = Request::IterNext {
-            iter,
-            max_entries,
-            max_bytes,
-        };
-        match self.run(nsid, request).await? {
-            Reply::Entries { entries, done } => Ok((entries, done)),
-            other => Err(unexpected("iterator next", &other)),
-        }
-    }
-
-    /// Closes iterator `iter` of namespace `nsid`.
-    pub async fn iter_close(&self, nsid: u32, iter: u32) -> Result<()> {
-        expect_empty(
-            self.run(nsid, Request::IterClose { iter }).await?,
-            "iterator close",
-        )
-    }
-
     /// Creates a namespace (admin): its id and its secret, which the device shows only here.
-    pub async fn ns_create(&self, name: &str) -> Result<(u32, String)> {
+    /// The admin's connection is not granted the namespace: open it with
+    /// [`Client::open_namespace`] and the secret.
+    pub async fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
         let request = Request::NamespaceCreate {
             name: name.to_string(),
         };
         match self.run(DEVICE_NSID, request).await? {
             Reply::Created { nsid, secret } => Ok((nsid, secret)),
-            other => Err(unexpected("ns_create", &other)),
+            other => Err(unexpected("create namespace", &other)),
         }
     }
 
     /// Destroys a namespace and its data (admin).
-    pub async fn ns_destroy(&self, nsid: u32) -> Result<()> {
+    pub async fn destroy_namespace(&self, nsid: u32) -> Result<()> {
         expect_empty(
             self.run(nsid, Request::NamespaceDestroy).await?,
-            "ns_destroy",
+            "destroy namespace",
         )
     }
 
     /// Every namespace of the device (admin).
-    pub async fn ns_list(&self) -> Result<Vec<NamespaceEntry>> {
+    pub async fn list_namespaces(&self) -> Result<Vec<NamespaceEntry>> {
         match self.run(DEVICE_NSID, Request::NamespaceList).await? {
             Reply::Namespaces(list) => Ok(list),
-            other => Err(unexpected("ns_list", &other)),
+            other => Err(unexpected("list namespaces", &other)),
         }
     }
 
-    /// Statistics of a namespace, or of the device with `DEVICE_NSID` (admin); the document's
-    /// shape is the device's.
-    pub async fn stats(&self, nsid: u32) -> Result<serde_json::Value> {
+    /// Statistics of the device (admin); the document's shape is the device's. A
+    /// namespace's are [`Namespace::stats`].
+    pub async fn stats(&self) -> Result<serde_json::Value> {
+        self.stats_of(DEVICE_NSID).await
+    }
+
+    pub(crate) async fn stats_of(&self, nsid: u32) -> Result<serde_json::Value> {
         match self.run(nsid, Request::Stats).await? {
             Reply::Stats(body) => serde_json::from_slice(&body)
                 .map_err(|e| Error::Protocol(format!("stats reply is not JSON: {e}"))),
             other => Err(unexpected("stats", &other)),
         }
+    }
+
+    /// Sends `commands` together, each without waiting for the one before; their outcomes
+    /// in order, once all have completed.
+    pub(crate) async fn call_many(&self, commands: &[Command]) -> Result<Vec<Result<Response>>> {
+        with_timeout(self.inner.request_timeout, async {
+            Ok(self.inner.conn.call_many(commands).await)
+        })
+        .await
     }
 }
 
@@ -456,7 +296,7 @@ async fn with_timeout<T>(
 }
 
 /// A Retrieve's value, `None` for an absent key.
-fn value_or_absent(reply: Result<Reply>) -> Result<Option<Bytes>> {
+pub(crate) fn value_or_absent(reply: Result<Reply>) -> Result<Option<Bytes>> {
     match reply {
         Ok(Reply::Value(v)) => Ok(Some(v)),
         Ok(other) => Err(unexpected("retrieve", &other)),
@@ -466,7 +306,7 @@ fn value_or_absent(reply: Result<Reply>) -> Result<Option<Bytes>> {
 }
 
 /// The reply of a successful completion, or the typed error of a failed one.
-fn ok_reply(response: Response) -> Result<Reply> {
+pub(crate) fn ok_reply(response: Response) -> Result<Reply> {
     if response.status.is_success() {
         return Ok(response.reply);
     }
@@ -485,7 +325,7 @@ pub(crate) fn expect_empty(reply: Reply, what: &str) -> Result<()> {
 }
 
 /// Success means present; `KeyNotExist` means absent.
-fn present(result: Result<Reply>, what: &str) -> Result<bool> {
+pub(crate) fn present(result: Result<Reply>, what: &str) -> Result<bool> {
     match result {
         Ok(Reply::Empty) => Ok(true),
         Ok(other) => Err(unexpected(what, &other)),

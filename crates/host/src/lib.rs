@@ -2,15 +2,20 @@
 //!
 //! [`Client`] is async: one TCP (or TLS) connection, shared by its clones, with many commands
 //! in flight from many tasks at once. [`BlockingClient`] offers the same methods to threads
-//! without a runtime. Failure statuses come back as typed [`Error`]s; an absent key is
-//! `Ok(None)` / `Ok(false)` where that reads better.
+//! without a runtime. The calls are named as the engine's: the device's namespaces are
+//! managed on the client (`create_namespace`, `destroy_namespace`, `list_namespaces`), and a
+//! namespace's data and indexes through its handle, [`Namespace`] ([`BlockingNamespace`]):
+//! `put`, `get`, `delete`, `contains`, `scan`, `create_index`, `query`, ... Failure statuses
+//! come back as typed [`Error`]s; an absent key is `Ok(None)` / `Ok(false)` where that reads
+//! better.
 //!
 //! ```no_run
 //! # async fn demo() -> cerberus_host::Result<()> {
 //! let client = cerberus_host::Client::connect("127.0.0.1:7000").await?;
-//! client.authenticate(1, "secret").await?;
-//! client.put(1, "key", "value").await?;
-//! assert_eq!(client.get(1, "key").await?.as_deref(), Some(&b"value"[..]));
+//! let ns = client.open_namespace(1, "secret").await?;
+//! ns.put("key", "value").await?;
+//! assert_eq!(ns.get("key").await?.as_deref(), Some(&b"value"[..]));
+//! assert!(ns.contains("key").await?);
 //! # Ok(())
 //! # }
 //! ```
@@ -18,20 +23,24 @@
 #![deny(missing_docs)]
 
 mod blocking;
+mod blocking_namespace;
 mod client;
 mod connection;
 mod direct;
 mod error;
 mod inflight;
+mod namespace;
 mod query;
 mod scan;
 mod scan_options;
 mod tls;
 
 pub use blocking::BlockingClient;
+pub use blocking_namespace::BlockingNamespace;
 pub use client::{Client, ClientConfig, InflightLimit};
 pub use error::{Error, Result};
-pub use query::QueryReply;
+pub use namespace::{Namespace, WriteOptions};
+pub use query::{IndexKind, QueryReply};
 pub use scan::Scan;
 pub use scan_options::ScanOptions;
 pub use tls::TlsOptions;
@@ -40,3 +49,8 @@ pub use cerberus_proto as proto;
 pub use cerberus_proto::{
     Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
 };
+
+/// The host-client example of `docs/device.md`, compiled by `cargo test` so it follows the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/device.md")]
+pub struct DeviceDocDoctests;

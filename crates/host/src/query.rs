@@ -1,9 +1,10 @@
 //! Secondary indexes and queries on the device: index create, drop and list, and queries
 //! written as JSON documents (`docs/protocol.md`, Queries), run inside the device.
 
-use crate::blocking::BlockingClient;
-use crate::client::{expect_empty, unexpected, Client};
+use crate::blocking_namespace::BlockingNamespace;
+use crate::client::{expect_empty, unexpected};
 use crate::error::{Error, Result};
+use crate::namespace::Namespace;
 use bytes::Bytes;
 use cerberus_proto::{Reply, Request};
 use serde_json::Value;
@@ -31,40 +32,51 @@ impl QueryReply {
     }
 }
 
-impl Client {
-    /// Creates a secondary index of namespace `nsid` on JSON attribute `attr` (`vas`: entries
-    /// hold value addresses); completes once every record is indexed.
-    pub async fn index_create(&self, nsid: u32, attr: &str, vas: bool) -> Result<()> {
+/// What a secondary index's entries hold (the engine's `IndexKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IndexKind {
+    /// The pk alone: a query looks the record up in the primary index.
+    Classic,
+    /// The pk and the record's value-log address (VAS): a query reads the value straight
+    /// from the log.
+    Vas,
+}
+
+impl Namespace {
+    /// Creates a secondary index of the namespace on JSON attribute `attr`; completes once
+    /// every record is indexed.
+    pub async fn create_index(&self, attr: &str, kind: IndexKind) -> Result<()> {
         let request = Request::IndexCreate {
             attr: attr.to_string(),
-            vas,
+            vas: kind == IndexKind::Vas,
         };
-        expect_empty(self.run(nsid, request).await?, "index create")
+        expect_empty(self.run(request).await?, "create index")
     }
 
-    /// Drops namespace `nsid`'s index on `attr`.
-    pub async fn index_drop(&self, nsid: u32, attr: &str) -> Result<()> {
+    /// Drops the namespace's index on `attr`.
+    pub async fn drop_index(&self, attr: &str) -> Result<()> {
         let request = Request::IndexDrop {
             attr: attr.to_string(),
         };
-        expect_empty(self.run(nsid, request).await?, "index drop")
+        expect_empty(self.run(request).await?, "drop index")
     }
 
     /// The namespace's indexes: a JSON array of `{attr, kind, ready}`.
-    pub async fn index_list(&self, nsid: u32) -> Result<Value> {
-        match self.run(nsid, Request::IndexList).await? {
+    pub async fn list_indexes(&self) -> Result<Value> {
+        match self.run(Request::IndexList).await? {
             Reply::Json(body) => json(&body, "index list"),
-            other => Err(unexpected("index list", &other)),
+            other => Err(unexpected("list indexes", &other)),
         }
     }
 
     /// Runs `query` (a query document: `{"op": "find" | "get_by_secondary" | "top" |
-    /// "aggregate", ...}`) on namespace `nsid`.
-    pub async fn query(&self, nsid: u32, query: &Value) -> Result<QueryReply> {
+    /// "aggregate", ...}`, the engine's `find`, `get_by_secondary`, `top` and `aggregate`)
+    /// inside the device.
+    pub async fn query(&self, query: &Value) -> Result<QueryReply> {
         let request = Request::Query {
             query: Bytes::from(query.to_string()),
         };
-        match self.run(nsid, request).await? {
+        match self.run(request).await? {
             Reply::Found { summary, records } => Ok(QueryReply {
                 records,
                 summary: json(&summary, "query summary")?,
@@ -74,25 +86,26 @@ impl Client {
     }
 }
 
-impl BlockingClient {
-    /// [`Client::index_create`], waiting for the answer.
-    pub fn index_create(&self, nsid: u32, attr: &str, vas: bool) -> Result<()> {
-        self.wait(self.client().index_create(nsid, attr, vas))
+impl BlockingNamespace {
+    /// [`Namespace::create_index`], waiting for the answer.
+    pub fn create_index(&self, attr: &str, kind: IndexKind) -> Result<()> {
+        self.client()
+            .wait(self.namespace().create_index(attr, kind))
     }
 
-    /// [`Client::index_drop`], waiting for the answer.
-    pub fn index_drop(&self, nsid: u32, attr: &str) -> Result<()> {
-        self.wait(self.client().index_drop(nsid, attr))
+    /// [`Namespace::drop_index`], waiting for the answer.
+    pub fn drop_index(&self, attr: &str) -> Result<()> {
+        self.client().wait(self.namespace().drop_index(attr))
     }
 
-    /// [`Client::index_list`], waiting for the answer.
-    pub fn index_list(&self, nsid: u32) -> Result<Value> {
-        self.wait(self.client().index_list(nsid))
+    /// [`Namespace::list_indexes`], waiting for the answer.
+    pub fn list_indexes(&self) -> Result<Value> {
+        self.client().wait(self.namespace().list_indexes())
     }
 
-    /// [`Client::query`], waiting for the answer.
-    pub fn query(&self, nsid: u32, query: &Value) -> Result<QueryReply> {
-        self.wait(self.client().query(nsid, query))
+    /// [`Namespace::query`], waiting for the answer.
+    pub fn query(&self, query: &Value) -> Result<QueryReply> {
+        self.client().wait(self.namespace().query(query))
     }
 }
 

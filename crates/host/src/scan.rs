@@ -1,6 +1,6 @@
 //! Scans: a device iterator read in batches, as a Rust iterator.
 
-use crate::blocking::BlockingClient;
+use crate::blocking_namespace::BlockingNamespace;
 use crate::error::Result;
 use crate::scan_options::ScanOptions;
 use bytes::Bytes;
@@ -10,8 +10,7 @@ use std::collections::VecDeque;
 /// Yields `Result<(key, value)>`; after an error it yields nothing more. Dropping it before
 /// the end closes the device's iterator.
 pub struct Scan {
-    client: BlockingClient,
-    nsid: u32,
+    ns: BlockingNamespace,
     iter: u32,
     opts: ScanOptions,
     batch: VecDeque<(Bytes, Bytes)>,
@@ -21,11 +20,10 @@ pub struct Scan {
 }
 
 impl Scan {
-    pub(crate) fn open(client: BlockingClient, nsid: u32, opts: ScanOptions) -> Result<Scan> {
-        let iter = client.iter_open(nsid, &opts)?;
+    pub(crate) fn open(ns: BlockingNamespace, opts: ScanOptions) -> Result<Scan> {
+        let iter = ns.iter_open(&opts)?;
         Ok(Scan {
-            client,
-            nsid,
+            ns,
             iter,
             opts,
             batch: VecDeque::new(),
@@ -35,11 +33,11 @@ impl Scan {
     }
 }
 
-impl BlockingClient {
-    /// Every entry of namespace `nsid` within `opts`, at one snapshot, in key order,
-    /// fetched in batches over one device iterator.
-    pub fn scan(&self, nsid: u32, opts: ScanOptions) -> Result<Scan> {
-        Scan::open(self.clone(), nsid, opts)
+impl BlockingNamespace {
+    /// Every entry of the namespace within `opts`, at one snapshot, in key order, fetched in
+    /// batches over one device iterator (the engine's `iter`).
+    pub fn scan(&self, opts: ScanOptions) -> Result<Scan> {
+        Scan::open(self.clone(), opts)
     }
 }
 
@@ -51,12 +49,10 @@ impl Iterator for Scan {
             return None;
         }
         if self.batch.is_empty() && !self.done {
-            match self.client.iter_next(
-                self.nsid,
-                self.iter,
-                self.opts.batch_entries,
-                self.opts.batch_bytes,
-            ) {
+            match self
+                .ns
+                .iter_next(self.iter, self.opts.batch_entries, self.opts.batch_bytes)
+            {
                 Ok((entries, done)) => {
                     self.batch.extend(entries);
                     self.done = done;
@@ -76,6 +72,6 @@ impl Drop for Scan {
         // The device keeps an iterator open after its last batch too: close it whether or
         // not the scan got to the end, or it holds a snapshot and a slot until it sits idle.
         // Best effort: the device closes it anyway once it sits idle.
-        let _ = self.client.iter_close(self.nsid, self.iter);
+        let _ = self.ns.iter_close(self.iter);
     }
 }

@@ -27,18 +27,19 @@ fn eight_threads_share_one_client() {
                 for i in 0..200 {
                     let key = format!("t{t}-k{i:03}");
                     let value = format!("t{t}-v{i}");
-                    c.put(NS, key.clone(), value.clone()).unwrap();
-                    assert_eq!(c.get(NS, key.clone()).unwrap().unwrap(), value);
-                    assert!(c.exists(NS, key.clone()).unwrap());
+                    let c = c.namespace(NS);
+                    c.put(key.clone(), value.clone()).unwrap();
+                    assert_eq!(c.get(key.clone()).unwrap().unwrap(), value);
+                    assert!(c.contains(key.clone()).unwrap());
                     if i % 2 == 0 {
-                        assert!(c.delete(NS, key.clone()).unwrap());
-                        assert_eq!(c.get(NS, key).unwrap(), None);
+                        assert!(c.delete(key.clone()).unwrap());
+                        assert_eq!(c.get(key).unwrap(), None);
                     } else {
                         assert!(matches!(
-                            c.store(NS, key, "x", StoreMode::OnlyIfAbsent, false),
+                            c.store(key, "x", StoreMode::OnlyIfAbsent),
                             Err(Error::KeyExists)
                         ));
-                        assert_eq!(c.get(NS, "absent").unwrap(), None);
+                        assert_eq!(c.get("absent").unwrap(), None);
                     }
                 }
             })
@@ -48,7 +49,7 @@ fn eight_threads_share_one_client() {
         t.join().unwrap();
     }
     // 100 odd keys per thread remain.
-    let keys = client.list_all(NS, "", 7).unwrap();
+    let keys = client.namespace(NS).list_all("", 7).unwrap();
     assert_eq!(keys.len(), 800);
     assert!(keys.windows(2).all(|w| w[0] < w[1]));
 }
@@ -59,13 +60,13 @@ fn blocking_admin_calls() {
     let client = BlockingClient::connect(&dev.addr()).unwrap();
     assert_eq!(client.identify().unwrap(), client.device_info().unwrap());
     client.authenticate_admin(ADMIN_SECRET).unwrap();
-    let (nsid, secret) = client.ns_create("tenant").unwrap();
-    client.authenticate(nsid, &secret).unwrap();
-    client.put(nsid, "a", "1").unwrap();
-    assert_eq!(client.stats(nsid).unwrap()["keys"], 1);
-    assert_eq!(client.ns_list().unwrap().len(), 2);
-    client.ns_destroy(nsid).unwrap();
-    assert_eq!(client.ns_list().unwrap().len(), 1);
+    let (nsid, secret) = client.create_namespace("tenant").unwrap();
+    let ns = client.open_namespace(nsid, &secret).unwrap();
+    ns.put("a", "1").unwrap();
+    assert_eq!(ns.stats().unwrap()["keys"], 1);
+    assert_eq!(client.list_namespaces().unwrap().len(), 2);
+    client.destroy_namespace(nsid).unwrap();
+    assert_eq!(client.list_namespaces().unwrap().len(), 1);
     drop(client);
 }
 
@@ -87,10 +88,10 @@ fn threads_pipeline_batches_on_one_client_and_completions_cross_threads() {
                         .iter()
                         .map(|k| (k.clone(), bytes::Bytes::from(format!("{k:?}!"))))
                         .collect();
-                    c.put_many(NS, pairs).unwrap();
+                    c.namespace(NS).put_many(pairs).unwrap();
                     let mut asked = keys.clone();
                     asked.push("absent".into());
-                    let got = c.get_many(NS, asked).unwrap();
+                    let got = c.namespace(NS).get_many(asked).unwrap();
                     for (k, v) in keys.iter().zip(&got) {
                         assert_eq!(v.as_deref(), Some(format!("{k:?}!").as_bytes()));
                     }
@@ -121,7 +122,7 @@ fn a_silent_device_times_out_and_a_lost_one_fails_every_waiting_thread() {
     )
     .unwrap();
     let t = std::time::Instant::now();
-    assert!(matches!(c.get(NS, "k"), Err(Error::Timeout)));
+    assert!(matches!(c.namespace(NS).get("k"), Err(Error::Timeout)));
     assert!(t.elapsed() < std::time::Duration::from_secs(5));
     drop(c);
     silent.join().unwrap();
@@ -132,7 +133,7 @@ fn a_silent_device_times_out_and_a_lost_one_fails_every_waiting_thread() {
     let waiters: Vec<_> = (0..4)
         .map(|t| {
             let c = client.clone();
-            std::thread::spawn(move || c.get(NS, format!("k{t}")))
+            std::thread::spawn(move || c.namespace(NS).get(format!("k{t}")))
         })
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -154,8 +155,8 @@ fn one_thread_pipelines_more_commands_than_the_device_allows_in_flight() {
         .iter()
         .map(|k| (k.clone(), k.clone()))
         .collect::<Vec<_>>();
-    client.put_many(NS, pairs).unwrap();
-    let got = client.get_many(NS, keys.clone()).unwrap();
+    client.namespace(NS).put_many(pairs).unwrap();
+    let got = client.namespace(NS).get_many(keys.clone()).unwrap();
     assert_eq!(got.len(), n);
     for (k, v) in keys.iter().zip(got) {
         assert_eq!(v.as_ref(), Some(k));

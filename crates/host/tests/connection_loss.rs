@@ -26,16 +26,26 @@ async fn device_closing_fails_pending_and_later_calls() {
     let mut pending = Vec::new();
     for _ in 0..20 {
         let c = client.clone();
-        pending.push(tokio::spawn(async move { c.get(NS, "!hold").await }));
+        pending.push(tokio::spawn(
+            async move { c.namespace(NS).get("!hold").await },
+        ));
     }
     // Identify at connect, then the 20 held gets.
     wait_until(|| dev.stats.commands.load(Ordering::SeqCst) >= 21).await;
-    closed(timeout(LIMIT, client.put(NS, "!close", "")).await.unwrap());
+    closed(
+        timeout(LIMIT, client.namespace(NS).put("!close", ""))
+            .await
+            .unwrap(),
+    );
     for t in pending {
         closed(timeout(LIMIT, t).await.unwrap().unwrap());
     }
-    closed(timeout(LIMIT, client.get(NS, "k")).await.unwrap());
-    closed(timeout(LIMIT, client.put(NS, "k", "v")).await.unwrap());
+    closed(timeout(LIMIT, client.namespace(NS).get("k")).await.unwrap());
+    closed(
+        timeout(LIMIT, client.namespace(NS).put("k", "v"))
+            .await
+            .unwrap(),
+    );
     assert!(client.is_closed());
     let reason = client.close_reason().unwrap();
     assert!(reason.contains("closed the connection"), "{reason}");
@@ -52,14 +62,20 @@ async fn killed_connection_fails_callers_waiting_for_a_slot() {
     let mut pending = Vec::new();
     for _ in 0..10 {
         let c = client.clone();
-        pending.push(tokio::spawn(async move { c.get(NS, "!hold").await }));
+        pending.push(tokio::spawn(
+            async move { c.namespace(NS).get("!hold").await },
+        ));
     }
     wait_until(|| dev.stats.commands.load(Ordering::SeqCst) >= 3).await;
     dev.kill_connections();
     for t in pending {
         closed(timeout(LIMIT, t).await.unwrap().unwrap());
     }
-    closed(timeout(LIMIT, client.exists(NS, "k")).await.unwrap());
+    closed(
+        timeout(LIMIT, client.namespace(NS).contains("k"))
+            .await
+            .unwrap(),
+    );
 }
 
 /// The device sends half a completion and goes away.
@@ -69,9 +85,13 @@ async fn connection_lost_mid_frame() {
     let client = Client::connect(&dev.addr()).await.unwrap();
     let waiting = {
         let c = client.clone();
-        tokio::spawn(async move { c.get(NS, "!hold").await })
+        tokio::spawn(async move { c.namespace(NS).get("!hold").await })
     };
-    closed(timeout(LIMIT, client.get(NS, "!half")).await.unwrap());
+    closed(
+        timeout(LIMIT, client.namespace(NS).get("!half"))
+            .await
+            .unwrap(),
+    );
     closed(timeout(LIMIT, waiting).await.unwrap().unwrap());
     closed(timeout(LIMIT, client.identify()).await.unwrap());
     let reason = client.close_reason().unwrap();
@@ -84,13 +104,13 @@ async fn request_timeout() {
     let dev = FakeDevice::start(FakeOptions::default()).await;
     let config = ClientConfig::new(dev.addr()).with_request_timeout(Duration::from_millis(200));
     let client = Client::connect_with(config).await.unwrap();
-    let err = timeout(LIMIT, client.get(NS, "!hold"))
+    let err = timeout(LIMIT, client.namespace(NS).get("!hold"))
         .await
         .unwrap()
         .unwrap_err();
     assert!(matches!(err, Error::Timeout), "{err:?}");
-    client.put(NS, "k", "v").await.unwrap();
-    assert_eq!(client.get(NS, "k").await.unwrap().unwrap(), "v");
+    client.namespace(NS).put("k", "v").await.unwrap();
+    assert_eq!(client.namespace(NS).get("k").await.unwrap().unwrap(), "v");
 }
 
 #[tokio::test]
@@ -147,9 +167,9 @@ async fn dropping_the_client_closes_the_connection() {
     let dev = FakeDevice::start(FakeOptions::default()).await;
     let client = Client::connect(&dev.addr()).await.unwrap();
     let clone = client.clone();
-    client.put(NS, "k", "v").await.unwrap();
+    client.namespace(NS).put("k", "v").await.unwrap();
     drop(client);
-    clone.put(NS, "k", "v2").await.unwrap();
+    clone.namespace(NS).put("k", "v2").await.unwrap();
     assert_eq!(dev.stats.connections_ended.load(Ordering::SeqCst), 0);
     drop(clone);
     wait_until(|| dev.stats.connections_ended.load(Ordering::SeqCst) == 1).await;
@@ -194,14 +214,14 @@ async fn malformed_completions() {
     });
     let config = ClientConfig::new(addr).with_max_inflight(InflightLimit::Fixed(0));
     let client = Client::connect_with(config).await.unwrap();
-    let err = timeout(LIMIT, client.list(NS, "", false, 10))
+    let err = timeout(LIMIT, client.namespace(NS).list("", false, 10))
         .await
         .unwrap()
         .unwrap_err();
     assert!(matches!(err, Error::Protocol(_)), "{err:?}");
     assert!(!client.is_closed());
     closed(
-        timeout(LIMIT, client.list(NS, "", false, 10))
+        timeout(LIMIT, client.namespace(NS).list("", false, 10))
             .await
             .unwrap(),
     );

@@ -4,7 +4,7 @@
 mod common;
 
 use bytes::Bytes;
-use cerberus_host::{Client, Error, Reply, Request, Status, StoreMode, DEVICE_NSID};
+use cerberus_host::{Client, Error, Reply, Request, Status, StoreMode, WriteOptions, DEVICE_NSID};
 use common::{FakeDevice, FakeOptions, ADMIN_SECRET, NS, NS_SECRET};
 
 async fn device(require_auth: bool) -> (FakeDevice, Client) {
@@ -20,37 +20,42 @@ async fn device(require_auth: bool) -> (FakeDevice, Client) {
 #[tokio::test]
 async fn absent_keys_are_none_and_false() {
     let (_dev, c) = device(false).await;
-    assert_eq!(c.get(NS, "missing").await.unwrap(), None);
-    assert!(!c.delete(NS, "missing").await.unwrap());
-    assert!(!c.exists(NS, "missing").await.unwrap());
-    c.put(NS, "k", "v").await.unwrap();
-    assert!(c.exists(NS, "k").await.unwrap());
-    assert!(c.delete(NS, "k").await.unwrap());
-    assert!(!c.exists(NS, "k").await.unwrap());
+    assert_eq!(c.namespace(NS).get("missing").await.unwrap(), None);
+    assert!(!c.namespace(NS).delete("missing").await.unwrap());
+    assert!(!c.namespace(NS).contains("missing").await.unwrap());
+    c.namespace(NS).put("k", "v").await.unwrap();
+    assert!(c.namespace(NS).contains("k").await.unwrap());
+    assert!(c.namespace(NS).delete("k").await.unwrap());
+    assert!(!c.namespace(NS).contains("k").await.unwrap());
 }
 
 #[tokio::test]
 async fn conditional_stores() {
     let (_dev, c) = device(false).await;
     let err = c
-        .store(NS, "k", "v", StoreMode::OnlyIfPresent, false)
+        .namespace(NS)
+        .store("k", "v", StoreMode::OnlyIfPresent)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::KeyNotExist), "{err:?}");
     assert_eq!(err.status(), Some(Status::KeyNotExist));
-    c.store(NS, "k", "v1", StoreMode::OnlyIfAbsent, true)
+    c.namespace(NS)
+        .with_write_options(WriteOptions { sync: true })
+        .store("k", "v1", StoreMode::OnlyIfAbsent)
         .await
         .unwrap();
     let err = c
-        .store(NS, "k", "v2", StoreMode::OnlyIfAbsent, false)
+        .namespace(NS)
+        .store("k", "v2", StoreMode::OnlyIfAbsent)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::KeyExists), "{err:?}");
     assert_eq!(err.status(), Some(Status::KeyExists));
-    c.store(NS, "k", "v3", StoreMode::OnlyIfPresent, false)
+    c.namespace(NS)
+        .store("k", "v3", StoreMode::OnlyIfPresent)
         .await
         .unwrap();
-    assert_eq!(c.get(NS, "k").await.unwrap().unwrap(), "v3");
+    assert_eq!(c.namespace(NS).get("k").await.unwrap().unwrap(), "v3");
 }
 
 #[tokio::test]
@@ -58,16 +63,16 @@ async fn key_and_value_sizes() {
     let (_dev, c) = device(false).await;
     // Device limits: keys 1..=64 bytes, values up to 4096 (0x86 / 0x85).
     for key in [Bytes::new(), Bytes::from(vec![b'k'; 65])] {
-        let err = c.put(NS, key.clone(), "v").await.unwrap_err();
+        let err = c.namespace(NS).put(key.clone(), "v").await.unwrap_err();
         assert!(
             matches!(&err, Error::InvalidKeySize(m) if m.contains("key of")),
             "{err:?}"
         );
         assert_eq!(err.status(), Some(Status::InvalidKeySize));
-        let err = c.get(NS, key).await.unwrap_err();
+        let err = c.namespace(NS).get(key).await.unwrap_err();
         assert!(matches!(err, Error::InvalidKeySize(_)), "{err:?}");
     }
-    let err = c.put(NS, "k", vec![0u8; 4097]).await.unwrap_err();
+    let err = c.namespace(NS).put("k", vec![0u8; 4097]).await.unwrap_err();
     assert!(
         matches!(&err, Error::InvalidValueSize(m) if m == "value of 4097 bytes"),
         "{err:?}"
@@ -83,47 +88,50 @@ async fn key_and_value_sizes() {
 async fn oversized_requests_are_refused_locally() {
     let (dev, c) = device(false).await;
     let before = dev.stats.commands.load(std::sync::atomic::Ordering::SeqCst);
-    let err = c.put(NS, "k", vec![0u8; 9000]).await.unwrap_err();
+    let err = c.namespace(NS).put("k", vec![0u8; 9000]).await.unwrap_err();
     // In the device's words: the value is over its limit (not "a request body of ...").
     assert!(
         matches!(&err, Error::InvalidValueSize(m) if m ==
             "value is 9000 bytes; this device accepts values up to 4096 bytes (max_value_len)"),
         "{err:?}"
     );
-    let err = c.get(NS, vec![b'k'; 70_000]).await.unwrap_err();
+    let err = c.namespace(NS).get(vec![b'k'; 70_000]).await.unwrap_err();
     assert!(matches!(err, Error::InvalidKeySize(_)), "{err:?}");
-    let err = c.authenticate(NS, &"s".repeat(300)).await.unwrap_err();
+    let err = c.open_namespace(NS, &"s".repeat(300)).await.unwrap_err();
     assert!(matches!(err, Error::Protocol(_)), "{err:?}");
     let after = dev.stats.commands.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(before, after, "nothing was sent");
-    c.put(NS, "k", "v").await.unwrap();
+    c.namespace(NS).put("k", "v").await.unwrap();
     assert!(!c.is_closed());
 }
 
 #[tokio::test]
 async fn access_denied_keeps_the_message() {
     let (_dev, c) = device(true).await;
-    let err = c.get(NS, "k").await.unwrap_err();
+    let err = c.namespace(NS).get("k").await.unwrap_err();
     assert!(
         matches!(&err, Error::AccessDenied(m) if m == "not authenticated for this namespace"),
         "{err:?}"
     );
     assert_eq!(err.status(), Some(Status::AccessDenied));
     assert!(err.to_string().contains("not authenticated"), "{err}");
-    let err = c.authenticate(NS, "wrong").await.unwrap_err();
+    let err = c.open_namespace(NS, "wrong").await.unwrap_err();
     assert!(matches!(&err, Error::AccessDenied(m) if m == "wrong secret"));
-    let err = c.ns_create("tenant").await.unwrap_err();
+    let err = c.create_namespace("tenant").await.unwrap_err();
     assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
-    let err = c.stats(DEVICE_NSID).await.unwrap_err();
+    let err = c.stats().await.unwrap_err();
     assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
 
-    c.authenticate(NS, NS_SECRET).await.unwrap();
-    c.put(NS, "k", "v").await.unwrap();
+    c.open_namespace(NS, NS_SECRET).await.unwrap();
+    c.namespace(NS).put("k", "v").await.unwrap();
     // Authentication belongs to the connection: clones share it.
-    assert_eq!(c.clone().get(NS, "k").await.unwrap().unwrap(), "v");
+    assert_eq!(
+        c.clone().namespace(NS).get("k").await.unwrap().unwrap(),
+        "v"
+    );
     // Not another namespace's.
     assert!(matches!(
-        c.get(NS + 1, "k").await.unwrap_err(),
+        c.namespace(NS + 1).get("k").await.unwrap_err(),
         Error::AccessDenied(_)
     ));
 }
@@ -132,13 +140,13 @@ async fn access_denied_keeps_the_message() {
 async fn namespace_errors() {
     let (_dev, c) = device(true).await;
     c.authenticate_admin(ADMIN_SECRET).await.unwrap();
-    let err = c.ns_create("default").await.unwrap_err();
+    let err = c.create_namespace("default").await.unwrap_err();
     assert!(
         matches!(&err, Error::NamespaceExists(m) if m == "default exists"),
         "{err:?}"
     );
     assert_eq!(err.status(), Some(Status::NamespaceExists));
-    let err = c.ns_destroy(999).await.unwrap_err();
+    let err = c.destroy_namespace(999).await.unwrap_err();
     assert!(matches!(&err, Error::InvalidNamespace(m) if m == "no namespace 999"));
     assert_eq!(err.status(), Some(Status::InvalidNamespace));
 }
@@ -168,7 +176,7 @@ async fn every_status_maps_to_its_error() {
     for (code, status) in codes {
         let hex = format!("{code:02X}");
         let key = format!("!status:{hex}");
-        let err = c.put(NS, key.clone(), "v").await.unwrap_err();
+        let err = c.namespace(NS).put(key.clone(), "v").await.unwrap_err();
         let msg = format!("forced {hex}");
         assert_eq!(err.status(), Some(status), "{err:?}");
         let typed = match &err {
@@ -202,7 +210,7 @@ async fn every_status_maps_to_its_error() {
         );
         assert_eq!(typed, expect_typed, "0x{hex}: {err:?}");
         // KeyNotExist on a get is an answer, not an error.
-        let got = c.get(NS, key).await;
+        let got = c.namespace(NS).get(key).await;
         if status == Status::KeyNotExist {
             assert_eq!(got.unwrap(), None);
         } else {

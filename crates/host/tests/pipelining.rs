@@ -28,7 +28,9 @@ async fn thousand_concurrent_calls_complete_out_of_order() {
     for i in 0..1000 {
         let c = client.clone();
         tasks.push(tokio::spawn(async move {
-            c.put(NS, format!("key-{i:04}"), value(i, 1)).await
+            c.namespace(NS)
+                .put(format!("key-{i:04}"), value(i, 1))
+                .await
         }));
     }
     for t in tasks {
@@ -41,10 +43,13 @@ async fn thousand_concurrent_calls_complete_out_of_order() {
         let c = client.clone();
         tasks.push(tokio::spawn(async move {
             if i % 2 == 0 {
-                let got = c.get(NS, format!("key-{i:04}")).await.unwrap();
+                let got = c.namespace(NS).get(format!("key-{i:04}")).await.unwrap();
                 assert_eq!(got, Some(value(i, 1)), "get of key-{i:04}");
             } else {
-                c.put(NS, format!("new-{i:04}"), value(i, 2)).await.unwrap();
+                c.namespace(NS)
+                    .put(format!("new-{i:04}"), value(i, 2))
+                    .await
+                    .unwrap();
             }
         }));
     }
@@ -57,7 +62,7 @@ async fn thousand_concurrent_calls_complete_out_of_order() {
     for i in 0..1000 {
         let c = client.clone();
         tasks.push(tokio::spawn(async move {
-            let got = c.get(NS, format!("new-{i:04}")).await.unwrap();
+            let got = c.namespace(NS).get(format!("new-{i:04}")).await.unwrap();
             let want = (i % 2 == 1).then(|| value(i, 2));
             assert_eq!(got, want, "get of new-{i:04}");
         }));
@@ -82,9 +87,12 @@ async fn inflight_bound_learned_from_identify() {
     for i in 0..500 {
         let c = client.clone();
         tasks.push(tokio::spawn(async move {
-            c.put(NS, format!("k{i}"), format!("v{i}")).await.unwrap();
+            c.namespace(NS)
+                .put(format!("k{i}"), format!("v{i}"))
+                .await
+                .unwrap();
             assert_eq!(
-                c.get(NS, format!("k{i}")).await.unwrap().unwrap(),
+                c.namespace(NS).get(format!("k{i}")).await.unwrap().unwrap(),
                 format!("v{i}")
             );
         }));
@@ -107,7 +115,7 @@ async fn fixed_inflight_bound() {
     for i in 0..200 {
         let c = client.clone();
         tasks.push(tokio::spawn(async move {
-            c.put(NS, format!("k{i}"), "v").await.unwrap();
+            c.namespace(NS).put(format!("k{i}"), "v").await.unwrap();
         }));
     }
     for t in tasks {

@@ -40,17 +40,23 @@ async fn put_and_get_over_tls() {
         .unwrap()
         .unwrap();
     assert!(client.device_info().is_some());
-    client.put(NS, "k", "over tls").await.unwrap();
-    assert_eq!(client.get(NS, "k").await.unwrap().unwrap(), "over tls");
+    client.namespace(NS).put("k", "over tls").await.unwrap();
+    assert_eq!(
+        client.namespace(NS).get("k").await.unwrap().unwrap(),
+        "over tls"
+    );
 
     // Pipelined over TLS too.
     let mut tasks = Vec::new();
     for i in 0..200 {
         let c = client.clone();
         tasks.push(tokio::spawn(async move {
-            c.put(NS, format!("k{i}"), format!("v{i}")).await.unwrap();
+            c.namespace(NS)
+                .put(format!("k{i}"), format!("v{i}"))
+                .await
+                .unwrap();
             assert_eq!(
-                c.get(NS, format!("k{i}")).await.unwrap().unwrap(),
+                c.namespace(NS).get(format!("k{i}")).await.unwrap().unwrap(),
                 format!("v{i}")
             );
         }));
@@ -71,7 +77,7 @@ async fn pem_from_file() {
     let client = Client::connect_with(ClientConfig::new(dev.addr()).with_tls(tls))
         .await
         .unwrap();
-    assert!(!client.exists(NS, "k").await.unwrap());
+    assert!(!client.namespace(NS).contains("k").await.unwrap());
 
     let err = TlsOptions::from_pem_file(dir.path().join("missing.pem"), "localhost").unwrap_err();
     assert!(matches!(err, Error::Io(_)), "{err:?}");

@@ -116,11 +116,7 @@ pub fn main(mix: &str, records: u64, chunker: Chunker) -> Result<()> {
     let dev = &local.device;
     let t = Instant::now();
     for (i, v) in values.iter().enumerate() {
-        client.put(
-            ns,
-            Bytes::from(format!("{i:08}")),
-            Bytes::copy_from_slice(v),
-        )?;
+        client.put(Bytes::from(format!("{i:08}")), Bytes::copy_from_slice(v))?;
     }
     let load = t.elapsed();
     while dev.dedup_stats().map_or(0, |d| d.backlog) > 0 {
@@ -133,7 +129,7 @@ pub fn main(mix: &str, records: u64, chunker: Chunker) -> Result<()> {
     let stats = dev.dedup_stats().context("dedup is on")?;
     let mine = stats.namespaces.get(&ns).copied().unwrap_or_default();
     let stored: Vec<Bytes> = client
-        .scan(ns, ScanOptions::default())?
+        .scan(ScanOptions::default())?
         .map(|e| e.map(|(_, v)| v))
         .collect::<Result<_, _>>()?;
     let (logical, unique, chunks) = recompute(stored.iter().map(|v| v.as_ref()), chunker);

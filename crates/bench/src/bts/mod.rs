@@ -21,7 +21,7 @@ use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use cerberus_device::{ChunkHash, Chunker, Chunking, Policy};
-use cerberus_host::BlockingClient;
+use cerberus_host::BlockingNamespace;
 use clap::Parser;
 use rand::{RngCore, SeedableRng};
 pub use report::RunDoc;
@@ -238,11 +238,11 @@ fn run_point(
     let (_dir, local, ns, secret) = start_device(args, chunker, policy)?;
     let dev = &local.device;
     wait_for_no_connection(dev)?;
-    let clients: Vec<BlockingClient> = (0..threads)
+    let clients: Vec<BlockingNamespace> = (0..threads)
         .map(|_| local_device::client(&local.addr, ns, &secret))
         .collect::<Result<_>>()?;
     let (hist, seconds, (core_connections, mean_load, mean_fg_load, fg_queueing_us)) =
-        put_load(args, dev, &clients, ns)?;
+        put_load(args, dev, &clients)?;
     let (backlog_at_end, drain_seconds) = drain(dev)?;
     let s = dev.scheduler_stats();
     let fg: u64 = s.cores.iter().map(|c| c.fg_commands).sum();
@@ -343,8 +343,7 @@ type Shape = (Vec<usize>, f64, f64, f64);
 fn put_load(
     args: &Args,
     dev: &cerberus_device::DeviceHandle,
-    clients: &[BlockingClient],
-    ns: u32,
+    clients: &[BlockingNamespace],
 ) -> Result<(Histogram, f64, Shape)> {
     let threads = clients.len();
     let per = (args.num / threads).max(1);
@@ -366,7 +365,7 @@ fn put_load(
                         let key = Bytes::from(format!("{t:04}{i:012}"));
                         let value = Bytes::copy_from_slice(&buf);
                         let t0 = Instant::now();
-                        client.put(ns, key, value)?;
+                        client.put(key, value)?;
                         h.record(t0.elapsed().as_nanos() as u64);
                     }
                     Ok(h)

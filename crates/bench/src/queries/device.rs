@@ -8,14 +8,15 @@ use anyhow::Result;
 use bytes::Bytes;
 use cerberus_device::{DeviceHandle, StorageChoice};
 use cerberus_engine::{AttrPath, Filter, Scalar};
-use cerberus_host::{BlockingClient, ScanOptions};
+use cerberus_host::{BlockingNamespace, IndexKind, ScanOptions};
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// A local device with one namespace, and a client authenticated for it.
+/// A local device with one namespace, and the namespace on a connection authenticated for
+/// it.
 pub struct Target {
     device: Option<DeviceHandle>,
-    client: BlockingClient,
+    client: BlockingNamespace,
     ns: u32,
     addr: String,
     secret: String,
@@ -41,7 +42,14 @@ impl Target {
     }
 
     pub fn create_index(&self, attr: &str, vas: bool) -> Result<()> {
-        Ok(self.client.index_create(self.ns, attr, vas)?)
+        Ok(self.client.create_index(
+            attr,
+            if vas {
+                IndexKind::Vas
+            } else {
+                IndexKind::Classic
+            },
+        )?)
     }
 
     /// Flushes what was loaded, as the embedded runs do at the end of their load.
@@ -67,7 +75,7 @@ impl Target {
         let connections = connections.max(1);
         if connections == 1 {
             for (k, v) in records {
-                self.client.put(self.ns, k.clone(), v.clone())?;
+                self.client.put(k.clone(), v.clone())?;
             }
             return Ok(());
         }
@@ -79,7 +87,7 @@ impl Target {
                     scope.spawn(move || -> Result<()> {
                         let c = local_device::client(&self.addr, self.ns, &self.secret)?;
                         for (k, v) in part {
-                            c.put(self.ns, k.clone(), v.clone())?;
+                            c.put(k.clone(), v.clone())?;
                         }
                         Ok(())
                     })
@@ -116,7 +124,7 @@ impl Target {
         };
         let (mut n, mut bytes, mut stats) = (0, 0u64, Value::Null);
         loop {
-            let reply = match self.client.query(self.ns, &doc) {
+            let reply = match self.client.query(&doc) {
                 Ok(r) => r,
                 // Without an index, Q1/Q4's pks come from a find of the attribute alone.
                 Err(cerberus_host::Error::IndexNotFound(_)) => {
@@ -152,7 +160,7 @@ impl Target {
     /// records in key order through the device's iterator and filters, sorts and averages
     /// them itself (stopping once a limit is met); bytes are every record received.
     pub fn run_on_host(&self, q: &Query, filter: &Filter) -> Result<(usize, RunStats, u64)> {
-        let mut scan = self.client.scan(self.ns, ScanOptions::default())?;
+        let mut scan = self.client.scan(ScanOptions::default())?;
         let (mut examined, mut bytes) = (0u64, 0u64);
         let mut found: Vec<(Bytes, Value)> = Vec::new();
         let limit = match &q.shape {

@@ -27,8 +27,8 @@ pub fn admin(dev: &DeviceHandle) -> BlockingClient {
 
 /// Creates a namespace and returns a client authenticated for it, with its id and secret.
 pub fn tenant(dev: &DeviceHandle, name: &str) -> (BlockingClient, u32, String) {
-    let (nsid, secret) = admin(dev).ns_create(name).expect("ns create");
+    let (nsid, secret) = admin(dev).create_namespace(name).expect("ns create");
     let c = BlockingClient::connect(&dev.local_addr().to_string()).expect("connect");
-    c.authenticate(nsid, &secret).expect("auth");
+    c.open_namespace(nsid, &secret).expect("auth");
     (c, nsid, secret)
 }

@@ -1,0 +1,236 @@
+//! A namespace handle: the data calls of one namespace on a connection, named as the
+//! engine's `Namespace` names them.
+
+use crate::client::{expect_empty, ok_reply, present, unexpected, value_or_absent, Client};
+use crate::error::{Error, Result};
+use crate::scan_options::ScanOptions;
+use bytes::Bytes;
+use cerberus_proto::{Command, Reply, Request, StoreMode};
+
+/// How a handle's writes are sent (the engine's `WriteOptions`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// The completion waits until the write is durable.
+    pub sync: bool,
+}
+
+/// One namespace on a [`Client`]'s connection: cheap to make and to clone (no I/O; it holds
+/// a clone of the client and the namespace's id). The connection must be authenticated for
+/// the namespace ([`Client::open_namespace`]); otherwise every call fails with
+/// `AccessDenied`.
+#[derive(Clone, Debug)]
+pub struct Namespace {
+    client: Client,
+    nsid: u32,
+    write: WriteOptions,
+}
+
+impl Namespace {
+    pub(crate) fn new(client: Client, nsid: u32) -> Namespace {
+        Namespace {
+            client,
+            nsid,
+            write: WriteOptions::default(),
+        }
+    }
+
+    /// The namespace's id.
+    pub fn nsid(&self) -> u32 {
+        self.nsid
+    }
+
+    /// The client (connection) the handle calls through.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// This handle with other options for its writes (for example `sync`); the original
+    /// keeps its own.
+    pub fn with_write_options(&self, options: WriteOptions) -> Namespace {
+        Namespace {
+            write: options,
+            ..self.clone()
+        }
+    }
+
+    pub(crate) async fn run(&self, request: Request) -> Result<Reply> {
+        self.client.run(self.nsid, request).await
+    }
+
+    /// Stores unconditionally.
+    pub async fn put(&self, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Result<()> {
+        self.store(key, value, StoreMode::Always).await
+    }
+
+    /// Stores under a condition: `KeyExists` / `KeyNotExist` when it does not hold.
+    pub async fn store(
+        &self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        mode: StoreMode,
+    ) -> Result<()> {
+        let request = Request::Store {
+            key: key.into(),
+            value: value.into(),
+            mode,
+            sync: self.write.sync,
+        };
+        expect_empty(self.run(request).await?, "store")
+    }
+
+    /// The value, or `None` if the key does not exist.
+    pub async fn get(&self, key: impl Into<Bytes>) -> Result<Option<Bytes>> {
+        value_or_absent(self.run(Request::Retrieve { key: key.into() }).await)
+    }
+
+    /// Puts sent together, each without waiting for the one before (pipelined on the
+    /// connection, not atomic: the protocol has no multi-key write); the first failure, once
+    /// all have completed.
+    pub async fn put_many(&self, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
+        let commands: Vec<Command> = pairs
+            .into_iter()
+            .map(|(key, value)| {
+                self.command(Request::Store {
+                    key,
+                    value,
+                    mode: StoreMode::Always,
+                    sync: self.write.sync,
+                })
+            })
+            .collect();
+        let mut first_err = None;
+        for r in self.client.call_many(&commands).await? {
+            if let Err(e) = r.and_then(ok_reply).and_then(|r| expect_empty(r, "store")) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Gets sent together (pipelined), their values in the order of `keys`.
+    pub async fn get_many(&self, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>> {
+        let commands: Vec<Command> = keys
+            .into_iter()
+            .map(|key| self.command(Request::Retrieve { key }))
+            .collect();
+        self.client
+            .call_many(&commands)
+            .await?
+            .into_iter()
+            .map(|r| value_or_absent(r.and_then(ok_reply)))
+            .collect()
+    }
+
+    fn command(&self, request: Request) -> Command {
+        Command {
+            cid: 0,
+            nsid: self.nsid,
+            request,
+        }
+    }
+
+    /// Deletes the key; `false` if it did not exist.
+    pub async fn delete(&self, key: impl Into<Bytes>) -> Result<bool> {
+        present(
+            self.run(Request::Delete { key: key.into() }).await,
+            "delete",
+        )
+    }
+
+    /// Whether `key` has a value, without reading the value.
+    pub async fn contains(&self, key: impl Into<Bytes>) -> Result<bool> {
+        present(self.run(Request::Exist { key: key.into() }).await, "exist")
+    }
+
+    /// One page of keys in byte order from `start` (empty: the first key), at most
+    /// `max_keys` (and at most the device's `max_list_keys`); `more` says keys remain after
+    /// the last one returned.
+    pub async fn list(
+        &self,
+        start: impl Into<Bytes>,
+        start_exclusive: bool,
+        max_keys: u32,
+    ) -> Result<(Vec<Bytes>, bool)> {
+        let request = Request::List {
+            start: start.into(),
+            start_exclusive,
+            max_keys,
+        };
+        match self.run(request).await? {
+            Reply::Keys { keys, more } => Ok((keys, more)),
+            other => Err(unexpected("list", &other)),
+        }
+    }
+
+    /// Every key from `start` (inclusive) on, paging `page_size` keys at a time. Not a
+    /// snapshot: keys written meanwhile may or may not appear.
+    pub async fn list_all(&self, start: impl Into<Bytes>, page_size: u32) -> Result<Vec<Bytes>> {
+        let page_size = page_size.max(1);
+        let mut all = Vec::new();
+        let (mut keys, mut more) = self.list(start, false, page_size).await?;
+        loop {
+            let last = keys.last().cloned();
+            all.append(&mut keys);
+            if !more {
+                return Ok(all);
+            }
+            let Some(last) = last else {
+                // Would page from the same place forever.
+                return Err(Error::Protocol(
+                    "list reported more keys but returned none".into(),
+                ));
+            };
+            (keys, more) = self.list(last, true, page_size).await?;
+        }
+    }
+
+    /// Opens a device iterator over the namespace at a snapshot the device takes now; returns
+    /// its id on this connection. The low-level calls under
+    /// [`BlockingNamespace::scan`](crate::BlockingNamespace::scan): read it with
+    /// [`Namespace::iter_next`], and close it with [`Namespace::iter_close`] (the device
+    /// also closes it after `iterator_idle_secs` unused).
+    pub async fn iter_open(&self, opts: &ScanOptions) -> Result<u32> {
+        let request = Request::IterOpen {
+            start: opts.start.clone(),
+            upper_bound: opts.upper_bound.clone().unwrap_or_default(),
+            prefix: opts.prefix.clone().unwrap_or_default(),
+            keys_only: opts.keys_only,
+        };
+        match self.run(request).await? {
+            Reply::Iter(id) => Ok(id),
+            other => Err(unexpected("iterator open", &other)),
+        }
+    }
+
+    /// The next entries of iterator `iter`: at most `max_entries` and about `max_bytes` (at
+    /// least one entry); `true` once the iterator has nothing after them.
+    pub async fn iter_next(
+        &self,
+        iter: u32,
+        max_entries: u32,
+        max_bytes: u32,
+    ) -> Result<(Vec<(Bytes, Bytes)>, bool)> {
+        let request = Request::IterNext {
+            iter,
+            max_entries,
+            max_bytes,
+        };
+        match self.run(request).await? {
+            Reply::Entries { entries, done } => Ok((entries, done)),
+            other => Err(unexpected("iterator next", &other)),
+        }
+    }
+
+    /// Closes iterator `iter`.
+    pub async fn iter_close(&self, iter: u32) -> Result<()> {
+        expect_empty(
+            self.run(Request::IterClose { iter }).await?,
+            "iterator close",
+        )
+    }
+
+    /// Statistics of the namespace; the document's shape is the device's.
+    pub async fn stats(&self) -> Result<serde_json::Value> {
+        self.client.stats_of(self.nsid).await
+    }
+}
