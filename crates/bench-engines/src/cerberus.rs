@@ -1,8 +1,9 @@
 //! The Cerberus engine.
 
-use super::{
+use crate::config::{OpenConfig, StorageArg};
+use crate::db::{
     db_stats_json, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
-    CursorOptions, LayoutArg, OpenConfig, StorageArg, TenantHandle,
+    CursorOptions, LayoutArg, TenantHandle,
 };
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
@@ -177,7 +178,7 @@ fn namespace_of<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BASELINE_NAMESPACE;
+    use crate::db::BASELINE_NAMESPACE;
 
     fn open(dir: &std::path::Path, layout: LayoutArg) -> CerberusDb {
         CerberusDb::open(&OpenConfig {

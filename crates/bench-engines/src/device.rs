@@ -6,9 +6,10 @@
 //! `bench-secrets.json` in the run's directory, so a later run with the same `--db` finds them.
 
 use super::device_cursor::DeviceCursor;
-use super::{
+use crate::config::{OpenConfig, StorageArg};
+use crate::db::{
     tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
-    OpenConfig, StorageArg, TenantHandle,
+    TenantHandle,
 };
 use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};

@@ -11,7 +11,7 @@
 //! not used here. The device reads values ahead by its `iterator_prefetch_degree` (a device
 //! that `--device local` starts gets seekrandom's `--prefetch-degree`, see `device.rs`).
 
-use super::{BenchCursor, CursorOptions};
+use crate::db::{BenchCursor, CursorOptions};
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use cerberus_host::{BlockingNamespace, ScanOptions};

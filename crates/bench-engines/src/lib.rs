@@ -6,6 +6,7 @@
 //! the local device the bench's device experiments share ([`local_device`]).
 
 mod cerberus;
+mod config;
 mod db;
 mod device;
 mod device_cursor;
@@ -17,8 +18,9 @@ mod redis;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 
+pub use config::{OpenConfig, StorageArg};
 pub use db::{
     db_stats_json, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
     CursorOptions, LayoutArg, TenantHandle, BASELINE_NAMESPACE,
 };
-pub use open::{open, Engine, OpenConfig, StorageArg};
+pub use open::{open, Engine};

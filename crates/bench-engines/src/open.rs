@@ -1,13 +1,14 @@
 //! The engines by name, and opening one.
 
-use crate::profile::SizeProfile;
+use crate::cerberus::CerberusDb;
+use crate::config::{OpenConfig, StorageArg};
+use crate::db::BenchDb;
+use crate::device::DeviceDb;
 #[cfg(feature = "redis")]
-use crate::redis;
+use crate::redis::RedisDb;
 #[cfg(feature = "rocksdb")]
-use crate::rocksdb;
-use crate::{cerberus, device, BenchDb, LayoutArg};
+use crate::rocksdb::RocksDb;
 use anyhow::{bail, Result};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// An engine named on the command line.
@@ -82,65 +83,21 @@ impl Engine {
     }
 }
 
-/// Storage under the database.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum StorageArg {
-    /// Real files.
-    Posix,
-    /// Real files behind Cerberus's NAND-flash timing model.
-    Nand,
-}
-
-impl StorageArg {
-    pub fn name(self) -> &'static str {
-        match self {
-            StorageArg::Posix => "posix",
-            StorageArg::Nand => "nand",
-        }
-    }
-}
-
-/// How to open a database.
-#[derive(Clone, Debug)]
-pub struct OpenConfig {
-    pub path: PathBuf,
-    pub storage: StorageArg,
-    pub cache_bytes: u64,
-    /// Cerberus: `Options::mmap_reads`.
-    pub mmap_reads: bool,
-    pub sync: bool,
-    /// Tenants the run will create (0: not a multitenant run). RocksDB makes its column
-    /// families at open.
-    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
-    pub tenants: usize,
-    pub layout: LayoutArg,
-    /// Engine sizes of `--profile`; `None` keeps each engine's defaults.
-    pub profile: Option<SizeProfile>,
-    /// The device engine: `HOST:PORT` of a running device, or `local` (start one here).
-    pub device: Option<String>,
-    /// Admin credential of a remote device.
-    pub admin_secret: Option<String>,
-    /// `--device local`: the value read-ahead of the device's iterators
-    /// (`DeviceConfig::iterator_prefetch_degree`; seekrandom's `--prefetch-degree`, so that the
-    /// device scans as the embedded engine does). `None`: the device's default.
-    pub device_prefetch_degree: Option<usize>,
-}
-
 /// Opens (creating if needed) the database of `engine` at `config.path`.
 pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
     engine.check(config)?;
     std::fs::create_dir_all(&config.path)?;
     match engine {
-        Engine::Cerberus => Ok(Arc::new(cerberus::CerberusDb::open(config)?)),
-        Engine::Device => Ok(Arc::new(device::DeviceDb::open(config)?)),
+        Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
+        Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
         #[cfg(feature = "rocksdb")]
-        Engine::RocksDb => Ok(Arc::new(rocksdb::RocksDb::open(config, false)?)),
+        Engine::RocksDb => Ok(Arc::new(RocksDb::open(config, false)?)),
         #[cfg(feature = "rocksdb")]
-        Engine::RocksDbBlob => Ok(Arc::new(rocksdb::RocksDb::open(config, true)?)),
+        Engine::RocksDbBlob => Ok(Arc::new(RocksDb::open(config, true)?)),
         #[cfg(not(feature = "rocksdb"))]
         Engine::RocksDb | Engine::RocksDbBlob => unreachable!("checked above"),
         #[cfg(feature = "redis")]
-        Engine::Redis => Ok(Arc::new(redis::RedisDb::open(config)?)),
+        Engine::Redis => Ok(Arc::new(RedisDb::open(config)?)),
         #[cfg(not(feature = "redis"))]
         Engine::Redis => unreachable!("checked above"),
     }

@@ -3,7 +3,8 @@
 //! `appendfsync no`; `--sync`: `appendfsync always`), no snapshots. Each benchmark thread has
 //! a connection of its own, as `redis-benchmark`'s clients do.
 
-use super::{BenchDb, OpenConfig};
+use crate::config::OpenConfig;
+use crate::db::BenchDb;
 use anyhow::{bail, Context, Result};
 use parking_lot::Mutex;
 use std::cell::RefCell;

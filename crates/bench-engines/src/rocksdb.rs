@@ -13,9 +13,9 @@
 //! uncompressed (RocksDB's default for blobs), with blob GC on during compactions (RocksDB's
 //! default age cutoff, the oldest 25 % of blob files).
 
-use super::{
-    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, OpenConfig,
-    TenantHandle,
+use crate::config::OpenConfig;
+use crate::db::{
+    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, TenantHandle,
 };
 use crate::profile::SizeProfile;
 use anyhow::{bail, Context, Result};

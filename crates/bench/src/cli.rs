@@ -1,11 +1,11 @@
 //! The command line of the workload list (`cerberus-bench WORKLOAD[,WORKLOAD...] [flags]`) and
 //! what it asks for: the engines, how to open them, the multitenant run.
 
-use crate::engine::{Engine, LayoutArg, OpenConfig, StorageArg};
 use crate::multitenant;
-use crate::profile::{self, ProfileArg};
 use crate::workload::{self, seek};
 use anyhow::{bail, Result};
+use cerberus_bench_engines::profile::{self, ProfileArg};
+use cerberus_bench_engines::{Engine, LayoutArg, OpenConfig, StorageArg};
 use clap::Parser;
 use std::path::PathBuf;
 

@@ -17,7 +17,6 @@ mod rounds;
 mod runner;
 mod workload;
 
-use cerberus_bench_engines::{self as engine, local_device, profile};
 use clap::Parser;
 use std::process::ExitCode;
 

@@ -15,14 +15,14 @@ mod json;
 pub mod report;
 mod summary;
 
-use crate::engine::{BenchDb, LayoutArg, TenantHandle};
 use crate::histogram::Histogram;
 use crate::memory::MemorySample;
-use crate::profile::{ProfileArg, SizeProfile};
 use crate::report::measures::stats_delta;
 use crate::report::PhaseReport;
 use crate::workload::{mix, progress_bar, KeyFormat, PhaseOutcome, Progress, ValuePool, Workload};
 use anyhow::{anyhow, bail, Result};
+use cerberus_bench_engines::profile::{ProfileArg, SizeProfile};
+use cerberus_bench_engines::{BenchDb, LayoutArg, TenantHandle};
 use cerberus_engine::NamespaceStats;
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;

@@ -1,12 +1,12 @@
 //! The RocksDB adapter (cerberus-bench-engines) under the bench's own workloads: tenants in
 //! every layout through the multitenant run, and seekrandom with and without blob files.
 
-use crate::engine::{self, Engine, LayoutArg, OpenConfig, StorageArg};
 use crate::multitenant::{self, MtConfig};
-use crate::profile::{paper_profile, ProfileArg};
 use crate::workload::scan::ScanConfig;
 use crate::workload::seek::tests::{check_seekrandom, fill, open_config};
 use crate::workload::ValuePool;
+use cerberus_bench_engines::profile::{paper_profile, ProfileArg};
+use cerberus_bench_engines::{self as engine, Engine, LayoutArg, OpenConfig, StorageArg};
 
 #[test]
 fn tenants_are_separate_in_every_layout() {

@@ -3,12 +3,12 @@
 
 use crate::cli::MULTITENANT;
 use crate::cli::{engine_list, is_multitenant, mt_config, open_config, parse_engines, Args};
-use crate::engine::{self, BenchDb, Engine, LayoutArg, OpenConfig};
 use crate::multitenant::{self, report as mt_report, MtRun};
 use crate::report::{self, PhaseReport, RunConfig, RunReport};
 use crate::workload::{self, ValuePool, Workload};
 use crate::{memory, rounds};
 use anyhow::{bail, Context, Result};
+use cerberus_bench_engines::{self as engine, BenchDb, Engine, LayoutArg, OpenConfig};
 use std::path::{Path, PathBuf};
 
 pub fn run(args: Args) -> Result<()> {
@@ -269,8 +269,8 @@ fn print_mt_run(run: &MtRun, mt: &multitenant::MtConfig, db: &dyn BenchDb) {
 mod tests {
     use super::*;
     use crate::cli::DEFAULT_NUM_PER_TENANT;
-    use crate::engine::StorageArg;
-    use crate::profile::ProfileArg;
+    use cerberus_bench_engines::profile::ProfileArg;
+    use cerberus_bench_engines::StorageArg;
     use clap::Parser;
 
     #[test]

@@ -1,10 +1,9 @@
-//! The record loop both datasets share: ids, the line sizes' summary, the typed error.
+//! The record loop both datasets share: ids and the line sizes' summary.
 
-use crate::{glacier, tweets};
+use crate::glacier;
+use crate::records::{DatasetError, Records, MAX_RECORDS};
+use crate::tweets;
 use std::io::Write;
-
-/// Highest record count: ids are one letter and 7 decimal digits.
-pub const MAX_RECORDS: u64 = 9_999_999;
 
 /// Which dataset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -23,20 +22,6 @@ impl Kind {
             Kind::Tweets => ("tweets", 132_800, 'T'),
         }
     }
-}
-
-/// Why a dataset could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum DatasetError {
-    /// Ids are one letter and 7 digits: a dataset has 1 to [`MAX_RECORDS`] records.
-    #[error("{0} records asked: a dataset has 1 to {MAX_RECORDS} (ids are 8 bytes)")]
-    Records(u64),
-    /// A document did not serialize.
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-    /// The output refused a line.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
 }
 
 fn check_records(records: u64) -> Result<(), DatasetError> {
@@ -70,14 +55,6 @@ impl Summary {
         let keys = keys.join(", ");
         format!("{name}: {records} records, {bytes} bytes, mean line {mean:.1} bytes ({keys})")
     }
-}
-
-/// One dataset's generator.
-pub(crate) trait Records {
-    /// Appends the document of record `id` as one JSON object, without a newline.
-    fn write(&mut self, id: &str, buf: &mut Vec<u8>) -> Result<(), DatasetError>;
-    /// Records so far that have each of the paper's secondary keys.
-    fn key_counts(&self) -> Vec<(String, u64)>;
 }
 
 /// Writes `records` lines of the dataset to `out`.

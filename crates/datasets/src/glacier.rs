@@ -2,9 +2,8 @@
 //! each, about 963 B a line as in the paper. A record's political unit is drawn from 40 with
 //! Zipf weights (1/rank), and its place, heights and names from that unit's ranges.
 
-use crate::generate::Records;
+use crate::records::{DatasetError, Records};
 use crate::text::{capitalize, line_target, pick, pseudo_word, rng_for, round, Text};
-use crate::DatasetError;
 
 use rand::rngs::SmallRng;
 use rand::Rng;
@@ -295,7 +294,7 @@ impl Records for Glaciers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{generate, Kind};
+    use crate::generate::{generate, Kind};
     use serde_json::Value;
 
     fn lines(records: u64, seed: u64) -> Vec<Value> {

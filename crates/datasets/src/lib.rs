@@ -12,7 +12,9 @@
 
 mod generate;
 mod glacier;
+mod records;
 mod text;
 mod tweets;
 
-pub use generate::{generate, DatasetError, Kind, Summary, MAX_RECORDS};
+pub use generate::{generate, Kind, Summary};
+pub use records::{DatasetError, MAX_RECORDS};

@@ -3,9 +3,8 @@
 //! Zipf weights (rank^-0.9), the paper's queried users at fixed ranks, and each user's
 //! embedded profile is the same in all its tweets.
 
-use crate::generate::Records;
+use crate::records::{DatasetError, Records};
 use crate::text::{capitalize, line_target, pick, pseudo_word, rng_for, round, Text};
-use crate::DatasetError;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -381,7 +380,7 @@ fn media(rng: &mut SmallRng, text: &Text, screen_name: &str, n: i64, k: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{generate, Kind};
+    use crate::generate::{generate, Kind};
     use std::collections::HashMap;
 
     #[test]

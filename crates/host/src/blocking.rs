@@ -8,7 +8,6 @@
 //! Do not call it (or drop its last clone) from inside an async context: `block_on` panics
 //! there. Use [`Client`] in async code.
 
-use crate::blocking_namespace::BlockingNamespace;
 use crate::client::{Client, ClientConfig};
 use crate::error::Result;
 use cerberus_proto::{Identify, NamespaceEntry, Request, Response};
@@ -77,18 +76,6 @@ impl BlockingClient {
     /// [`Client::call`], waiting for the answer.
     pub fn call(&self, nsid: u32, request: Request) -> Result<Response> {
         self.wait(self.client.call(nsid, request))
-    }
-
-    /// [`Client::open_namespace`], waiting for the answer: authenticates the connection for
-    /// namespace `nsid` and returns its blocking handle.
-    pub fn open_namespace(&self, nsid: u32, secret: &str) -> Result<BlockingNamespace> {
-        self.wait(self.client.open_namespace(nsid, secret))
-            .map(|_| self.namespace(nsid))
-    }
-
-    /// The blocking handle of namespace `nsid` ([`Client::namespace`]): no I/O.
-    pub fn namespace(&self, nsid: u32) -> BlockingNamespace {
-        BlockingNamespace::new(self.clone(), nsid)
     }
 
     /// [`Client::authenticate_admin`], waiting for the answer.

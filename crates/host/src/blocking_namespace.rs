@@ -15,6 +15,20 @@ pub struct BlockingNamespace {
     ns: Namespace,
 }
 
+impl BlockingClient {
+    /// [`Client::open_namespace`](crate::Client::open_namespace), waiting for the answer: authenticates the connection for
+    /// namespace `nsid` and returns its blocking handle.
+    pub fn open_namespace(&self, nsid: u32, secret: &str) -> Result<BlockingNamespace> {
+        self.wait(self.client().open_namespace(nsid, secret))
+            .map(|_| self.namespace(nsid))
+    }
+
+    /// The blocking handle of namespace `nsid` ([`Client::namespace`](crate::Client::namespace)): no I/O.
+    pub fn namespace(&self, nsid: u32) -> BlockingNamespace {
+        BlockingNamespace::new(self.clone(), nsid)
+    }
+}
+
 impl BlockingNamespace {
     pub(crate) fn new(client: BlockingClient, nsid: u32) -> BlockingNamespace {
         let ns = client.client().namespace(nsid);

@@ -2,7 +2,7 @@
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
-use crate::namespace::Namespace;
+use crate::reply::{expect_empty, ok_reply, unexpected};
 use crate::tls::TlsOptions;
 use bytes::Bytes;
 use cerberus_proto::{
@@ -150,22 +150,7 @@ impl Client {
         ok_reply(self.call(nsid, request).await?)
     }
 
-    /// Proves this connection holds namespace `nsid`'s secret, and returns the namespace's
-    /// handle. The device remembers the grant for the connection, so [`Client::namespace`]
-    /// on any clone of this client reaches the namespace too.
-    pub async fn open_namespace(&self, nsid: u32, secret: &str) -> Result<Namespace> {
-        self.authenticate(nsid, secret).await?;
-        Ok(self.namespace(nsid))
-    }
-
-    /// The handle of namespace `nsid` on this connection: no I/O; its calls fail with
-    /// `AccessDenied` unless the connection is authenticated for the namespace
-    /// ([`Client::open_namespace`]).
-    pub fn namespace(&self, nsid: u32) -> Namespace {
-        Namespace::new(self.clone(), nsid)
-    }
-
-    async fn authenticate(&self, nsid: u32, secret: &str) -> Result<()> {
+    pub(crate) async fn authenticate(&self, nsid: u32, secret: &str) -> Result<()> {
         let request = Request::Authenticate {
             secret: Bytes::copy_from_slice(secret.as_bytes()),
         };
@@ -215,7 +200,7 @@ impl Client {
     }
 
     /// Statistics of the device (admin); the document's shape is the device's. A
-    /// namespace's are [`Namespace::stats`].
+    /// namespace's are [`Namespace::stats`](crate::Namespace::stats).
     pub async fn stats(&self) -> Result<serde_json::Value> {
         self.stats_of(DEVICE_NSID).await
     }
@@ -293,61 +278,4 @@ async fn with_timeout<T>(
             .map_err(|_| Error::Timeout)?,
         None => fut.await,
     }
-}
-
-/// A Retrieve's value, `None` for an absent key.
-pub(crate) fn value_or_absent(reply: Result<Reply>) -> Result<Option<Bytes>> {
-    match reply {
-        Ok(Reply::Value(v)) => Ok(Some(v)),
-        Ok(other) => Err(unexpected("retrieve", &other)),
-        Err(Error::KeyNotExist) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The reply of a successful completion, or the typed error of a failed one.
-pub(crate) fn ok_reply(response: Response) -> Result<Reply> {
-    if response.status.is_success() {
-        return Ok(response.reply);
-    }
-    let message = match response.reply {
-        Reply::Error(m) => m,
-        _ => String::new(),
-    };
-    Err(Error::from_status(response.status, message))
-}
-
-pub(crate) fn expect_empty(reply: Reply, what: &str) -> Result<()> {
-    match reply {
-        Reply::Empty => Ok(()),
-        other => Err(unexpected(what, &other)),
-    }
-}
-
-/// Success means present; `KeyNotExist` means absent.
-pub(crate) fn present(result: Result<Reply>, what: &str) -> Result<bool> {
-    match result {
-        Ok(Reply::Empty) => Ok(true),
-        Ok(other) => Err(unexpected(what, &other)),
-        Err(Error::KeyNotExist) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-pub(crate) fn unexpected(what: &str, reply: &Reply) -> Error {
-    let kind = match reply {
-        Reply::Empty => "an empty reply",
-        Reply::Error(_) => "an error message",
-        Reply::Value(_) => "a value",
-        Reply::Keys { .. } => "a key list",
-        Reply::Created { .. } => "a namespace creation",
-        Reply::Namespaces(_) => "a namespace list",
-        Reply::Identify(_) => "an identify reply",
-        Reply::Stats(_) => "stats",
-        Reply::Iter(_) => "an iterator id",
-        Reply::Entries { .. } => "iterator entries",
-        Reply::Json(_) => "a JSON document",
-        Reply::Found { .. } => "query results",
-    };
-    Error::Protocol(format!("{what} was answered with {kind}"))
 }

@@ -31,6 +31,7 @@ mod error;
 mod inflight;
 mod namespace;
 mod query;
+mod reply;
 mod scan;
 mod scan_options;
 mod tls;

@@ -1,8 +1,9 @@
 //! A namespace handle: the data calls of one namespace on a connection, named as the
 //! engine's `Namespace` names them.
 
-use crate::client::{expect_empty, ok_reply, present, unexpected, value_or_absent, Client};
+use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::reply::{expect_empty, ok_reply, present, unexpected, value_or_absent};
 use crate::scan_options::ScanOptions;
 use bytes::Bytes;
 use cerberus_proto::{Command, Reply, Request, StoreMode};
@@ -23,6 +24,23 @@ pub struct Namespace {
     client: Client,
     nsid: u32,
     write: WriteOptions,
+}
+
+impl Client {
+    /// Proves this connection holds namespace `nsid`'s secret, and returns the namespace's
+    /// handle. The device remembers the grant for the connection, so [`Client::namespace`]
+    /// on any clone of this client reaches the namespace too.
+    pub async fn open_namespace(&self, nsid: u32, secret: &str) -> Result<Namespace> {
+        self.authenticate(nsid, secret).await?;
+        Ok(self.namespace(nsid))
+    }
+
+    /// The handle of namespace `nsid` on this connection: no I/O; its calls fail with
+    /// `AccessDenied` unless the connection is authenticated for the namespace
+    /// ([`Client::open_namespace`]).
+    pub fn namespace(&self, nsid: u32) -> Namespace {
+        Namespace::new(self.clone(), nsid)
+    }
 }
 
 impl Namespace {

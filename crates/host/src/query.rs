@@ -2,9 +2,9 @@
 //! written as JSON documents (`docs/protocol.md`, Queries), run inside the device.
 
 use crate::blocking_namespace::BlockingNamespace;
-use crate::client::{expect_empty, unexpected};
 use crate::error::{Error, Result};
 use crate::namespace::Namespace;
+use crate::reply::{expect_empty, unexpected};
 use bytes::Bytes;
 use cerberus_proto::{Reply, Request};
 use serde_json::Value;

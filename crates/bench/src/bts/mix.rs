@@ -4,9 +4,9 @@
 //! over the wire, by code of this file (fixed chunks and SHA-1 computed with the `sha1` crate
 //! directly; content-defined boundaries from the device's chunker, counted here).
 
-use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use cerberus_bench_engines::local_device::{self, LocalDevice};
 use cerberus_device::{ChunkHash, Chunker, Chunking};
 use cerberus_host::ScanOptions;
 use rand::{Rng, RngCore, SeedableRng};

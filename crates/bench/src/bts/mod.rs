@@ -17,9 +17,9 @@ mod mix;
 pub mod report;
 
 use crate::histogram::Histogram;
-use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use cerberus_bench_engines::local_device::{self, LocalDevice};
 use cerberus_device::{ChunkHash, Chunker, Chunking, Policy};
 use cerberus_host::BlockingNamespace;
 use clap::Parser;

@@ -1,12 +1,12 @@
 //! A two-tenant run with known figures, for the tests of the report modules.
 
 use super::{MtConfig, MtRun, TenantPhase, TenantResult};
-use crate::engine::{LayoutArg, TenantHandle};
 use crate::histogram::Histogram;
 use crate::memory::MemorySample;
-use crate::profile::ProfileArg;
 use crate::report::PhaseReport;
 use crate::workload::{PhaseOutcome, Workload};
+use cerberus_bench_engines::profile::ProfileArg;
+use cerberus_bench_engines::{LayoutArg, TenantHandle};
 use cerberus_engine::storage::NandStats;
 use cerberus_engine::{DbStats, LevelStats, NamespaceStats, StepCost};
 

@@ -5,12 +5,12 @@ use super::figures::{mean, tenant_compaction_bytes, tenant_figures, GetsByLevel}
 use super::report::MtRunConfig;
 use super::summary::{summary, SummaryDoc};
 use super::{MtRun, TenantResult};
-use crate::engine::Engine;
 use crate::histogram::Histogram;
 use crate::memory::MemorySample;
-use crate::profile::SizeProfile;
 use crate::report::measures::ByPurpose;
 use crate::report::{phase_doc, PhaseDoc};
+use cerberus_bench_engines::profile::SizeProfile;
+use cerberus_bench_engines::Engine;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -198,8 +198,8 @@ pub fn run_doc<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::LayoutArg;
     use crate::multitenant::fixtures::{mt_config, run};
+    use cerberus_bench_engines::LayoutArg;
     use serde_json::json;
 
     #[test]

@@ -8,10 +8,10 @@ pub use super::summary::{summary, SummaryDoc};
 use super::cost_model::{tenant_cost_model, CostModel, StepTerms};
 use super::figures::{mean, tenant_figures};
 use super::{MtConfig, MtRun};
-use crate::engine::Engine;
-use crate::profile::SizeProfile;
 use crate::report::measures::mib;
 use crate::report::{phase_lines, PhaseReport};
+use cerberus_bench_engines::profile::SizeProfile;
+use cerberus_bench_engines::Engine;
 
 /// What the JSON "config" holds besides the engine.
 pub struct MtRunConfig<'a> {

@@ -95,7 +95,7 @@ fn gets_per_tenant_samples_the_written_keys() {
 
 #[test]
 fn baseline_tenants_share_one_cerberus_namespace() {
-    use crate::engine::{self, Engine, OpenConfig, StorageArg};
+    use cerberus_bench_engines::{self as engine, Engine, OpenConfig, StorageArg};
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(3, 2_000);
     cfg.layout = LayoutArg::Baseline;

@@ -3,9 +3,9 @@
 //! paper's transfers to the host do; bytes returned are the records and summaries received.
 
 use super::workload::{Query, RunStats, Shape};
-use crate::local_device::{self, LocalDevice};
 use anyhow::Result;
 use bytes::Bytes;
+use cerberus_bench_engines::local_device::{self, LocalDevice};
 use cerberus_device::{DeviceHandle, StorageChoice};
 use cerberus_engine::{AttrPath, Filter, Scalar};
 use cerberus_host::{BlockingNamespace, IndexKind, ScanOptions};

@@ -3,8 +3,8 @@
 pub mod measures;
 mod seek;
 
-use crate::engine::Engine;
 use crate::workload::{BenchConfig, PhaseOutcome};
+use cerberus_bench_engines::Engine;
 use cerberus_engine::DbStats;
 use measures::{latency_doc, latency_line, mib, per, purposes_line, ByPurpose, LatencyDoc};
 use serde::Serialize;
@@ -397,9 +397,9 @@ pub fn ratio_table(runs: &[RunReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::db_stats_json;
     use crate::histogram::Histogram;
     use crate::workload::Workload;
+    use cerberus_bench_engines::db_stats_json;
     use cerberus_engine::storage::NandStats;
     use serde_json::json;
 

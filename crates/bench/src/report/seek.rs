@@ -1,9 +1,9 @@
 //! seekrandom's part of the text report and of the JSON document.
 
 use super::measures::{latency_doc, latency_line, per, purposes_line, ByPurpose, LatencyDoc};
-use crate::engine::Engine;
 use crate::workload::scan::{ScanConfig, ScanOutcome};
 use crate::workload::PhaseOutcome;
+use cerberus_bench_engines::Engine;
 use cerberus_engine::DbStats;
 use serde::Serialize;
 

@@ -6,9 +6,9 @@ use super::{
     mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, Progress,
     ValuePool, Workload,
 };
-use crate::engine::BenchDb;
 use crate::histogram::Histogram;
 use anyhow::{anyhow, Result};
+use cerberus_bench_engines::BenchDb;
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -331,18 +331,18 @@ pub(crate) mod tests {
         fn close(&self) -> Result<()> {
             Ok(())
         }
-        fn create_tenants(&self, n: usize) -> Result<Vec<crate::engine::TenantHandle>> {
+        fn create_tenants(&self, n: usize) -> Result<Vec<cerberus_bench_engines::TenantHandle>> {
             Ok((0..n)
-                .map(|index| crate::engine::TenantHandle {
+                .map(|index| cerberus_bench_engines::TenantHandle {
                     index,
                     id: 100 + index as u32,
-                    name: crate::engine::TenantHandle::name_of(index),
+                    name: cerberus_bench_engines::TenantHandle::name_of(index),
                 })
                 .collect())
         }
         fn put_tenant(
             &self,
-            tenant: &crate::engine::TenantHandle,
+            tenant: &cerberus_bench_engines::TenantHandle,
             key: &[u8],
             value: &[u8],
         ) -> Result<()> {
@@ -355,7 +355,11 @@ pub(crate) mod tests {
                 .insert((tenant.id, key.to_vec()), value.to_vec());
             Ok(())
         }
-        fn get_tenant(&self, tenant: &crate::engine::TenantHandle, key: &[u8]) -> Result<bool> {
+        fn get_tenant(
+            &self,
+            tenant: &cerberus_bench_engines::TenantHandle,
+            key: &[u8],
+        ) -> Result<bool> {
             Ok(self
                 .tenant_map
                 .lock()

@@ -3,7 +3,7 @@
 
 use super::tests::{check_seekrandom, fill_with, open_config, scan, Model};
 use super::*;
-use crate::engine::{self, Engine, OpenConfig};
+use cerberus_bench_engines::{self as engine, Engine, OpenConfig};
 
 /// A device started here; `prefetch_degree`: its iterators' value read-ahead (None: the
 /// device's default).

@@ -12,13 +12,13 @@ mod device_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::engine::{BenchDb, CursorOptions};
 use crate::histogram::Histogram;
 use crate::workload::scan::{ScanConfig, ScanOutcome};
 use crate::workload::{
     mix, phase_seed, progress_bar, split, BenchConfig, KeyFormat, PhaseOutcome, Progress, Workload,
 };
 use anyhow::{anyhow, bail, Result};
+use cerberus_bench_engines::{BenchDb, CursorOptions};
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

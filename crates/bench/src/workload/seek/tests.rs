@@ -1,9 +1,9 @@
 use super::*;
-use crate::engine::{self, Engine, LayoutArg, OpenConfig, StorageArg};
 use crate::histogram::Histogram;
 use crate::report::{self, PhaseReport, RunConfig, RunReport};
 use crate::workload::run::run_phase;
 use crate::workload::ValuePool;
+use cerberus_bench_engines::{self as engine, Engine, LayoutArg, OpenConfig, StorageArg};
 use clap::Parser;
 use std::collections::BTreeMap;
 
