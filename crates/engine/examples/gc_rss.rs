@@ -7,6 +7,7 @@
 //! do), `--cache-mib C` `Options::cache_bytes` (its lookups fill the block cache as gets do). `gc_rss DIR --verify [--mib N]` then opens the database again and checks the values (in a
 //! process of its own: reads through memory maps would add mapped pages to the figure).
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Options, WriteBatch};
 use std::time::Instant;
 

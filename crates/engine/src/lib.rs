@@ -28,7 +28,7 @@ mod vlog;
 pub use batch::WriteBatch;
 pub use db::{
     Db, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput, ReadOptions,
-    Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
+    Readable, Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Scalar, ScalarType};

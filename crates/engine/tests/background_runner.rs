@@ -2,6 +2,7 @@
 //! no threads of its own, writes that wait for a flush get it from the runner's threads, an
 //! index's backfill runs there too, and nothing is lost.
 
+use cerberus_engine::Readable;
 use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, IndexKind, JobKind, Options};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

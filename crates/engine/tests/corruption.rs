@@ -3,6 +3,7 @@
 
 mod common;
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options};
 use std::fs;
 use std::path::Path;

@@ -8,6 +8,7 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Namespace, Options, ReadOptions, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

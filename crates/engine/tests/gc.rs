@@ -2,6 +2,7 @@
 
 mod common;
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options};
 use std::path::Path;
 

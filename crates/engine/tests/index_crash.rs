@@ -6,6 +6,7 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Filter, FindOptions, IndexKind, Namespace, Options, ReadOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -7,6 +7,7 @@ mod common;
 
 use bytes::Bytes;
 use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{
     Aggregate, Db, Error, Filter, FindOptions, IndexKind, Namespace, Options, Scalar, TopOptions,
 };

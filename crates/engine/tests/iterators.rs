@@ -6,6 +6,7 @@ mod common;
 
 use bytes::Bytes;
 use cerberus_engine::storage::MemStorage;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Iter, Layout, Namespace, Options, ReadOptions, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

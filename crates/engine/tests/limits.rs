@@ -3,6 +3,7 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, MemStorage};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options, WriteBatch};
 use std::sync::Arc;
 

@@ -8,6 +8,7 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, IoPurpose, MemStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Layout, Nsid, Options, WriteBatch, WriteOptions};
 use common::{KeyList, ListKeys};
 use rand::rngs::SmallRng;

@@ -4,6 +4,7 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Layout, Nsid, Options, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

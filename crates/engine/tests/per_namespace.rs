@@ -5,6 +5,7 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Nsid, Options};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -6,6 +6,7 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, Storage};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, IndexKind, Layout, Namespace, Options, ReadOptions, Snapshot};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

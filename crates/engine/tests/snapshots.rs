@@ -4,6 +4,7 @@
 mod common;
 
 use cerberus_engine::storage::MemStorage;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Layout, Namespace, Options, Snapshot, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -6,6 +6,7 @@ use super::{
 };
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
+use cerberus_engine::Readable;
 use cerberus_engine::{
     Db, DbStats, Iter, Layout, Namespace, NamespaceStats, Options, ReadOptions, StorageKind,
 };

@@ -22,6 +22,7 @@ mod report;
 
 use crate::memory::{count_heap, heap_delta, MemorySample};
 use anyhow::{bail, Context, Result};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Iter, Options, ReadOptions, StorageKind, WriteBatch};
 use clap::Parser;
 use rand::rngs::SmallRng;

@@ -2,6 +2,7 @@
 //! user's filter documents for their own file, and how each runs on the engine.
 
 use anyhow::{Context, Result};
+use cerberus_engine::Readable;
 use cerberus_engine::{Aggregate, Filter, FindOptions, Namespace, QueryStats, TopOptions};
 use serde_json::{json, Value};
 

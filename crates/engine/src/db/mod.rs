@@ -11,6 +11,7 @@ mod namespaces;
 mod query;
 mod query_doc;
 mod read;
+mod readable;
 mod records;
 mod recovery;
 mod snapshot;
@@ -23,6 +24,7 @@ pub use indexes::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
 pub use query::{FindOptions, TopOptions};
 pub use query_doc::QueryOutput;
+pub use readable::Readable;
 pub use snapshot::Snapshot;
 
 use self::background::Background;

@@ -1,10 +1,8 @@
-//! Queries on a snapshot of a namespace: the calls on `Snapshot` and `Namespace` that plan
-//! and run them (their reads: `records.rs`).
+//! Queries on a snapshot of a namespace: planning and running them for the query calls of
+//! [`Readable`](super::Readable) (their reads: `records.rs`).
 
-use super::handle::Namespace;
 use super::namespaces::NsEntry;
 use super::records::SnapshotRecords;
-use super::snapshot::Snapshot;
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, Scalar};
@@ -308,73 +306,5 @@ impl Inner {
         let v = query::aggregate(&mut r, filter, &plan, op, &mut stats)?;
         r.finish(&mut stats);
         Ok((v, stats))
-    }
-}
-
-impl Snapshot {
-    /// One page of the records meeting `filter` as they were when the snapshot was taken;
-    /// pass the page's continuation in `opts` for the next.
-    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
-        let ns = self.namespace();
-        ns.inner.find(&ns.entry, self.seq(), filter, opts)
-    }
-
-    /// The pks of the records whose attribute `attr` equals `value` (at most `limit`, in index
-    /// order: by pk), through its index; reads no record.
-    pub fn get_by_secondary(
-        &self,
-        attr: &str,
-        value: &Value,
-        limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
-        let ns = self.namespace();
-        ns.inner
-            .get_by_secondary(&ns.entry, self.seq(), attr, value, limit)
-    }
-
-    /// The `opts.k` records meeting `filter` with the smallest (or, `desc`, largest) scalar
-    /// at `opts.by`, ties by pk, with the projection's attributes if given.
-    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
-        let ns = self.namespace();
-        ns.inner.top(&ns.entry, self.seq(), filter, opts)
-    }
-
-    /// An aggregate over the records meeting `filter`.
-    pub fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<(Value, QueryStats)> {
-        let ns = self.namespace();
-        ns.inner.aggregate(&ns.entry, self.seq(), filter, op)
-    }
-}
-
-impl Namespace {
-    /// One page of the records meeting `filter` (see [`Snapshot::find`]); each page reads the
-    /// namespace as it is when asked for.
-    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
-        self.snapshot().find(filter, opts)
-    }
-
-    /// The pks of the records whose `attr` equals `value`, at most `limit` (see
-    /// [`Snapshot::get_by_secondary`]).
-    pub fn get_by_secondary(
-        &self,
-        attr: &str,
-        value: &serde_json::Value,
-        limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
-        self.snapshot().get_by_secondary(attr, value, limit)
-    }
-
-    /// Top-K by an attribute (see [`Snapshot::top`]).
-    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
-        self.snapshot().top(filter, opts)
-    }
-
-    /// An aggregate over the records meeting `filter` (see [`Snapshot::aggregate`]).
-    pub fn aggregate(
-        &self,
-        filter: &Filter,
-        op: &Aggregate,
-    ) -> Result<(serde_json::Value, QueryStats)> {
-        self.snapshot().aggregate(filter, op)
     }
 }

@@ -4,6 +4,7 @@
 
 use super::handle::Namespace;
 use super::query::{FindOptions, TopOptions};
+use super::readable::Readable;
 use crate::error::{Error, Result};
 use crate::query::{Aggregate, Filter};
 use bytes::Bytes;

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use cerberus_engine::Options;
+use cerberus_engine::Readable;
 
 /// Options that make flushes, compactions and segment rolls happen after a few hundred writes.
 pub fn small_options() -> Options {

@@ -6,6 +6,7 @@ mod common;
 mod rules;
 mod sweep;
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Options};
 use std::collections::BTreeMap;
 

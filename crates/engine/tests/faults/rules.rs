@@ -5,6 +5,7 @@ use cerberus_engine::storage::{
     Fault, FaultError, FaultStorage, IoKind, IoPurpose, MemStorage, RandomAccessFile, Storage,
     StorageRef, WritableFile,
 };
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options};
 use parking_lot::{Condvar, Mutex};
 use std::io;

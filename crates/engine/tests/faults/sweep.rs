@@ -8,6 +8,7 @@
 
 use super::{check_model, options, Model, NsModel};
 use cerberus_engine::storage::{Fault, FaultError, FaultStorage, IoKind, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, WriteBatch};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -4,6 +4,7 @@ use super::checks::{err_name, tr, Check};
 use super::config::cov;
 use super::model::{self, norm, NsModel};
 use super::ops::{short, AggFn, Query, ATTRS};
+use cerberus_engine::Readable;
 use cerberus_engine::{Aggregate, Error, Filter, FindOptions, Namespace, Snapshot, TopOptions};
 use serde_json::{json, Value};
 

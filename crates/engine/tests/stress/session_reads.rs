@@ -6,6 +6,7 @@ use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
 use super::queries::{check_answer, expect_query, filter_of, parse_json, run_engine_query};
 use super::run::{Cursor, DbRef, IterState, Session, Slot, SnapState};
+use cerberus_engine::Readable;
 use cerberus_engine::{Error, FindOptions, ReadOptions};
 use serde_json::Value;
 
