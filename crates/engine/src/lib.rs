@@ -37,7 +37,7 @@ pub use options::{
     BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
 };
 pub use query::{
-    Aggregate, Condition, Continuation, Filter, FindPage, Found, KeyRange, QueryStats, Ranked,
+    Aggregate, Condition, Continuation, Filter, Found, KeyRange, QueryResult, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,
 };
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

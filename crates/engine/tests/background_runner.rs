@@ -2,6 +2,7 @@
 //! no threads of its own, writes that wait for a flush get it from the runner's threads, an
 //! index's backfill runs there too, and nothing is lost.
 
+use cerberus_engine::QueryResult;
 use cerberus_engine::Readable;
 use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, IndexKind, JobKind, Options};
 use parking_lot::Mutex;
@@ -143,7 +144,7 @@ fn an_index_backfill_runs_on_the_runners_threads() {
     ns.create_index("g", IndexKind::Classic).unwrap();
     // Ready on return, with every record stored before it.
     assert!(ns.list_indexes().unwrap()[0].ready);
-    let (pks, _) = ns
+    let QueryResult { value: pks, .. } = ns
         .get_by_secondary("g", &serde_json::json!(3), None)
         .unwrap();
     assert_eq!(pks.len(), 300);

@@ -313,7 +313,7 @@ fn gc_then_create_index_keeps_the_database_open() {
             let n: u32 = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
             n % 7 == 3
         });
-        assert_eq!(page.records.len(), want.count());
+        assert_eq!(page.value.len(), want.count());
         db.close().unwrap();
     }
     let db = Db::open(dir.path(), common::small_options()).unwrap();

@@ -6,6 +6,7 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, StorageRef};
+use cerberus_engine::QueryResult;
 use cerberus_engine::Readable;
 use cerberus_engine::{Db, Filter, FindOptions, IndexKind, Namespace, Options, ReadOptions};
 use rand::rngs::SmallRng;
@@ -52,7 +53,9 @@ fn check(ns: &Namespace, seed: u64, point: usize) -> (usize, usize) {
             .filter(|(_, d)| d["g"] == json!(g))
             .map(|(k, _)| k.clone())
             .collect();
-        let (pks, stats) = ns.get_by_secondary("g", &json!(g), None).unwrap();
+        let QueryResult {
+            value: pks, stats, ..
+        } = ns.get_by_secondary("g", &json!(g), None).unwrap();
         let mut got: Vec<Vec<u8>> = pks.iter().map(|p| p.to_vec()).collect();
         got.sort();
         assert_eq!(
@@ -72,7 +75,7 @@ fn check(ns: &Namespace, seed: u64, point: usize) -> (usize, usize) {
             .map(|(k, _)| k.clone())
             .collect();
         let page = ns.find(&f, &FindOptions::default()).unwrap();
-        let mut got: Vec<Vec<u8>> = page.records.iter().map(|r| r.pk.to_vec()).collect();
+        let mut got: Vec<Vec<u8>> = page.value.iter().map(|r| r.pk.to_vec()).collect();
         got.sort();
         assert_eq!(
             got, want,

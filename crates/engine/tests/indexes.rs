@@ -7,6 +7,7 @@ mod common;
 
 use bytes::Bytes;
 use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::QueryResult;
 use cerberus_engine::Readable;
 use cerberus_engine::{
     Aggregate, Db, Error, Filter, FindOptions, IndexKind, Namespace, Options, Scalar, TopOptions,
@@ -91,8 +92,8 @@ fn find_all(ns: &Namespace, filter: &Filter, limit: Option<u64>) -> Vec<(Bytes, 
     let mut out = Vec::new();
     loop {
         let page = ns.find(filter, &opts).unwrap();
-        assert!(!page.records.is_empty() || page.continuation.is_none());
-        out.extend(page.records.into_iter().map(|r| (r.pk, r.value)));
+        assert!(!page.value.is_empty() || page.continuation.is_none());
+        out.extend(page.value.into_iter().map(|r| (r.pk, r.value)));
         match page.continuation {
             Some(c) => opts.continuation = Some(c),
             None => return out,
@@ -130,13 +131,13 @@ fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
         // A limit cuts the same stream.
         assert_eq!(find_all(ns, &filter, Some(3)).len(), want.len().min(3));
 
-        let count = ns.aggregate(&filter, &Aggregate::Count).unwrap().0;
+        let count = ns.aggregate(&filter, &Aggregate::Count).unwrap().value;
         assert_eq!(count, json!(want.len()), "step {step}: count {filter:?}");
         let sum: f64 = want.iter().filter_map(|(_, d)| d["n"]["v"].as_f64()).sum();
         let got_sum = ns
             .aggregate(&filter, &Aggregate::parse("sum", Some("n.v")).unwrap())
             .unwrap()
-            .0;
+            .value;
         assert_eq!(got_sum.as_f64(), Some(sum), "step {step}: sum {filter:?}");
 
         for desc in [false, true] {
@@ -146,7 +147,7 @@ fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
                 k: 5,
                 projection: Some(vec!["s".into()]),
             };
-            let (top, _) = ns.top(&filter, &opts).unwrap();
+            let QueryResult { value: top, .. } = ns.top(&filter, &opts).unwrap();
             let mut ranked: Vec<(i64, &[u8], &Value)> = want
                 .iter()
                 .filter_map(|(k, d)| Some((d["n"]["v"].as_i64()?, &k[..], d)))
@@ -176,7 +177,9 @@ fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
         }
     }
     for g in [json!("a"), json!(1), json!(null)] {
-        let (pks, stats) = ns.get_by_secondary("g", &g, None).unwrap();
+        let QueryResult {
+            value: pks, stats, ..
+        } = ns.get_by_secondary("g", &g, None).unwrap();
         let filter = Filter::parse(&json!({ "g": g })).unwrap();
         let want: Vec<Vec<u8>> = reference(model, &filter)
             .into_iter()
@@ -273,7 +276,7 @@ fn model_run(kind: IndexKind, seed: u64) {
                     .map(|(k, _)| k)
                     .collect();
                 let page = snap.find(&filter, &FindOptions::default()).unwrap();
-                let mut got: Vec<Vec<u8>> = page.records.iter().map(|r| r.pk.to_vec()).collect();
+                let mut got: Vec<Vec<u8>> = page.value.iter().map(|r| r.pk.to_vec()).collect();
                 got.sort();
                 assert_eq!(got, want, "step {step}: snapshot find {filter:?}");
             }
@@ -300,13 +303,15 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     let f = Filter::parse_str(r#"{"common": 1, "rare": 7}"#).unwrap();
     let page = ns.find(&f, &FindOptions::default()).unwrap();
     assert_eq!(page.stats.plan, "classic index on rare");
-    assert_eq!(page.records.len(), 5);
+    assert_eq!(page.value.len(), 5);
     assert_eq!(page.stats.index_entries, 5);
     assert_eq!(page.stats.primary_lookups, 5);
     assert_eq!(page.stats.records_matched, 5);
     assert!(page.stats.bytes_returned > 0);
     // A limit stops the index walk: the first pks in index order.
-    let (two, stats) = ns.get_by_secondary("rare", &json!(7), Some(2)).unwrap();
+    let QueryResult {
+        value: two, stats, ..
+    } = ns.get_by_secondary("rare", &json!(7), Some(2)).unwrap();
     assert_eq!(
         two,
         ["00007", "00107"].map(|p| bytes::Bytes::from_static(p.as_bytes()))
@@ -315,12 +320,12 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     assert!(ns
         .get_by_secondary("rare", &json!(7), Some(0))
         .unwrap()
-        .0
+        .value
         .is_empty());
     let f = Filter::parse_str(r#"{"free": {"$lt": 10}}"#).unwrap();
     let page = ns.find(&f, &FindOptions::default()).unwrap();
     assert_eq!(page.stats.plan, "scan (no usable index)");
-    assert_eq!(page.records.len(), 10);
+    assert_eq!(page.value.len(), 10);
     assert_eq!(page.stats.primary_lookups, 0);
     assert_eq!(page.stats.records_examined, 500);
 }
@@ -341,7 +346,7 @@ fn bad_index_and_query_input_gets_clear_errors() {
     assert!(a
         .get_by_secondary("missing", &json!(1), None)
         .unwrap()
-        .0
+        .value
         .is_empty());
     assert!(matches!(
         a.create_index("missing", IndexKind::Classic),
@@ -397,12 +402,12 @@ fn bad_index_and_query_input_gets_clear_errors() {
         Err(Error::InvalidQuery(_))
     ));
     let rest = a.find(&f, &with(c.clone())).unwrap();
-    assert_eq!(page.records.len() + rest.records.len(), 50);
+    assert_eq!(page.value.len() + rest.value.len(), 50);
     a.drop_index("x").unwrap();
     assert!(matches!(a.find(&f, &with(c)), Err(Error::UnknownIndex(_))));
     // Without the index the same query scans, and finds the same records.
     let all = a.find(&f, &FindOptions::default()).unwrap();
-    assert_eq!(all.records.len(), 50);
+    assert_eq!(all.value.len(), 50);
     // Destroying the namespace drops its indexes with it.
     let id = a.id();
     db.destroy_namespace(id).unwrap();
@@ -477,7 +482,7 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
             .into_iter()
             .map(|(k, _)| k)
             .collect();
-        let (pks, _) = ns.get_by_secondary("g", &json!(g), None).unwrap();
+        let QueryResult { value: pks, .. } = ns.get_by_secondary("g", &json!(g), None).unwrap();
         let mut got: Vec<Vec<u8>> = pks.iter().map(|p| p.to_vec()).collect();
         got.sort();
         let show = |v: Vec<&Vec<u8>>| -> Vec<String> {
@@ -502,7 +507,10 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
     let filter = Filter::parse(&json!({ "g": 3 })).unwrap();
     let want = reference(&model, &filter).len();
     assert_eq!(
-        ns.get_by_secondary("g", &json!(3), None).unwrap().0.len(),
+        ns.get_by_secondary("g", &json!(3), None)
+            .unwrap()
+            .value
+            .len(),
         want
     );
 }
@@ -585,7 +593,7 @@ fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
         assert!(matches!(e, Error::Closed), "{e}");
     }
     assert!(ns.list_indexes().unwrap()[0].ready);
-    let (pks, _) = ns.get_by_secondary("g", &json!(3), None).unwrap();
+    let QueryResult { value: pks, .. } = ns.get_by_secondary("g", &json!(3), None).unwrap();
     assert_eq!(pks.len(), (0..60_000u32).filter(|i| i % 7 == 3).count());
 }
 
@@ -649,6 +657,6 @@ fn create_index_on_a_full_disk_answers() {
                 .nsid,
         )
         .unwrap();
-    let (found, _) = ns.get_by_secondary("g", &json!(3), None).unwrap();
+    let QueryResult { value: found, .. } = ns.get_by_secondary("g", &json!(3), None).unwrap();
     assert_eq!(found.len(), 40);
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, Storage};
+use cerberus_engine::QueryResult;
 use cerberus_engine::Readable;
 use cerberus_engine::{Db, IndexKind, Layout, Namespace, Options, ReadOptions, Snapshot};
 use rand::rngs::SmallRng;
@@ -192,7 +193,7 @@ const GROUPS: u32 = 4;
 fn check_pinned(p: &Pinned, what: &str) {
     check(&p.snap, &p.model, what);
     for g in 0..GROUPS {
-        let (pks, _) = p
+        let QueryResult { value: pks, .. } = p
             .snap
             .get_by_secondary("g", &json!(g), None)
             .unwrap_or_else(|e| panic!("{what}: get_by_secondary: {e}"));

@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::index::{AttrPath, Scalar};
 use crate::key::{Nsid, SeqNo};
 use crate::query::{
-    self, Access, Aggregate, Continuation, Filter, FindPage, IndexChoice, PageRequest, Plan,
-    QueryStats, Ranked, Records, TopSpec, DEFAULT_PAGE_BYTES,
+    self, Access, Aggregate, Continuation, Filter, Found, IndexChoice, PageRequest, Plan,
+    QueryResult, QueryStats, Ranked, Records, TopSpec, DEFAULT_PAGE_BYTES,
 };
 use bytes::Bytes;
 use serde_json::Value;
@@ -108,7 +108,7 @@ impl Inner {
         seq: SeqNo,
         filter: &Filter,
         opts: &FindOptions,
-    ) -> Result<FindPage> {
+    ) -> Result<QueryResult<Vec<Found>>> {
         self.check_open()?;
         e.check_live()?;
         let projection = opts.projection.as_deref().map(parse_paths).transpose()?;
@@ -192,7 +192,7 @@ impl Inner {
         attr: &str,
         value: &Value,
         limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
+    ) -> Result<QueryResult<Vec<Bytes>>> {
         self.check_open()?;
         let limit = limit.unwrap_or(usize::MAX);
         e.check_live()?;
@@ -238,7 +238,7 @@ impl Inner {
             }
             stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
             r.finish(&mut stats);
-            return Ok((pks, stats));
+            return Ok(QueryResult::complete(pks, stats));
         }
         let mut stats = QueryStats {
             plan: format!("{} index on {path}", idx.def.kind),
@@ -265,7 +265,7 @@ impl Inner {
         )?;
         stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
         r.finish(&mut stats);
-        Ok((pks, stats))
+        Ok(QueryResult::complete(pks, stats))
     }
 
     pub(super) fn top(
@@ -274,7 +274,7 @@ impl Inner {
         seq: SeqNo,
         filter: &Filter,
         opts: &TopOptions,
-    ) -> Result<(Vec<Ranked>, QueryStats)> {
+    ) -> Result<QueryResult<Vec<Ranked>>> {
         self.check_open()?;
         e.check_live()?;
         let spec = TopSpec {
@@ -288,7 +288,7 @@ impl Inner {
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         let out = query::top_k(&mut r, filter, &plan, &spec, &mut stats)?;
         r.finish(&mut stats);
-        Ok((out, stats))
+        Ok(QueryResult::complete(out, stats))
     }
 
     pub(super) fn aggregate(
@@ -297,7 +297,7 @@ impl Inner {
         seq: SeqNo,
         filter: &Filter,
         op: &Aggregate,
-    ) -> Result<(Value, QueryStats)> {
+    ) -> Result<QueryResult<Value>> {
         self.check_open()?;
         e.check_live()?;
         let mut r = SnapshotRecords::new(self, e.id, seq);
@@ -305,6 +305,6 @@ impl Inner {
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         let v = query::aggregate(&mut r, filter, &plan, op, &mut stats)?;
         r.finish(&mut stats);
-        Ok((v, stats))
+        Ok(QueryResult::complete(v, stats))
     }
 }

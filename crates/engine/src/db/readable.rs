@@ -7,7 +7,7 @@ use super::query::{FindOptions, TopOptions};
 use super::snapshot::Snapshot;
 use crate::error::Result;
 use crate::key::SeqNo;
-use crate::query::{Aggregate, Filter, FindPage, QueryStats, Ranked};
+use crate::query::{Aggregate, Filter, Found, QueryResult, Ranked};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -94,7 +94,7 @@ pub trait Readable: sealed::Sealed {
     /// One page of the records meeting `filter` (`value`), and the continuation to pass in
     /// `opts` for the next page (`None`: no record is left). Through a `Namespace` each page
     /// reads the namespace as it is when asked for.
-    fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
+    fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<QueryResult<Vec<Found>>> {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
         ns.inner.find(&ns.entry, snap.seq(), filter, opts)
@@ -107,7 +107,7 @@ pub trait Readable: sealed::Sealed {
         attr: &str,
         value: &Value,
         limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
+    ) -> Result<QueryResult<Vec<Bytes>>> {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
         ns.inner
@@ -116,14 +116,14 @@ pub trait Readable: sealed::Sealed {
 
     /// The `opts.k` records meeting `filter` with the smallest (or, `desc`, largest) scalar
     /// at `opts.by`, ties by pk, with the projection's attributes if given.
-    fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
+    fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<QueryResult<Vec<Ranked>>> {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
         ns.inner.top(&ns.entry, snap.seq(), filter, opts)
     }
 
     /// An aggregate over the records meeting `filter`.
-    fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<(Value, QueryStats)> {
+    fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<QueryResult<Value>> {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
         ns.inner.aggregate(&ns.entry, snap.seq(), filter, op)

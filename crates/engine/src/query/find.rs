@@ -9,6 +9,7 @@
 
 use super::exec::{for_each_match, QueryStats, Records};
 use super::plan::{Access, Plan};
+use super::result::QueryResult;
 use super::Filter;
 use crate::coding::{put_varint, Cursor};
 use crate::error::{Error, Result};
@@ -96,15 +97,6 @@ pub struct Found {
     pub value: Bytes,
 }
 
-/// One page of a find.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FindPage {
-    pub records: Vec<Found>,
-    /// `None`: no record is left.
-    pub continuation: Option<Vec<u8>>,
-    pub stats: QueryStats,
-}
-
 /// What one page asks for.
 pub struct PageRequest<'a> {
     pub ns: Nsid,
@@ -124,7 +116,7 @@ pub fn find_page(
     plan: &Plan,
     req: &PageRequest<'_>,
     mut stats: QueryStats,
-) -> Result<FindPage> {
+) -> Result<QueryResult<Vec<Found>>> {
     let limit = req.remaining;
     // Values as found, and every pk in one buffer, cut into each record's at the end (one
     // allocation for the page's pks).
@@ -193,8 +185,8 @@ pub fn find_page(
         ),
         _ => None,
     };
-    Ok(FindPage {
-        records: out,
+    Ok(QueryResult {
+        value: out,
         continuation,
         stats,
     })
