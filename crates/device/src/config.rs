@@ -299,10 +299,15 @@ impl DeviceConfig {
         if self.engine.layout == "shared" {
             o.layout = cerberus_engine::Layout::Shared;
         }
-        if self.storage == StorageChoice::Nand {
-            o.storage = StorageKind::Nand(Default::default());
-        }
         o
+    }
+
+    /// The storage the engine is opened on (with [`engine_options`](Self::engine_options)).
+    pub(crate) fn engine_storage(&self) -> StorageKind {
+        match self.storage {
+            StorageChoice::Nand => StorageKind::Nand(Default::default()),
+            StorageChoice::Posix => StorageKind::Posix,
+        }
     }
 }
 

@@ -27,8 +27,8 @@ mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput, ReadOptions,
-    Readable, Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
+    Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput,
+    ReadOptions, Readable, Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Scalar, ScalarType};

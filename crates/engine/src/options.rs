@@ -2,7 +2,8 @@
 
 use crate::storage::NandConfig;
 
-/// Which storage [`crate::Db::open`] builds over the directory.
+/// Which storage [`DbBuilder::open`](crate::DbBuilder::open) builds over its directory
+/// (set with [`DbBuilder::storage`](crate::DbBuilder::storage)).
 #[derive(Clone, Debug, Default)]
 pub enum StorageKind {
     /// Real files.
@@ -37,8 +38,6 @@ pub struct WriteOptions {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub layout: Layout,
-    /// Storage built by `Db::open(path, ..)` (ignored by `Db::open_with_storage`).
-    pub storage: StorageKind,
     /// Bytes of keys and values a memtable takes before it is frozen and flushed.
     pub memtable_bytes: usize,
     /// Frozen memtables waiting for flush before writes stop.
@@ -155,7 +154,6 @@ pub enum JobKind {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            storage: StorageKind::Posix,
             layout: Layout::PerNamespace,
             memtable_bytes: 64 << 20,
             max_immutable_memtables: 2,

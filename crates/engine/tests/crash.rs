@@ -145,7 +145,7 @@ fn reopen(fs: &FaultStorage, opts: &Options, rng: &mut SmallRng, expect: &State)
     let storage: StorageRef = Arc::new(fs.clone());
     if rng.gen_bool(0.1) {
         fs.crash_after_ops(Some(rng.gen_range(0..12)));
-        let attempt = Db::open_with_storage(storage.clone(), opts.clone());
+        let attempt = Db::builder(opts.clone()).open_storage(storage.clone());
         fs.crash_after_ops(None);
         if let Ok(db) = attempt {
             if !fs.is_crashed() {
@@ -156,7 +156,9 @@ fn reopen(fs: &FaultStorage, opts: &Options, rng: &mut SmallRng, expect: &State)
         fs.crash();
         fs.restart();
     }
-    let db = Db::open_with_storage(storage, opts.clone()).expect("reopen after crash");
+    let db = Db::builder(opts.clone())
+        .open_storage(storage)
+        .expect("reopen after crash");
     assert_eq!(
         &read_state(&db),
         expect,
@@ -171,7 +173,9 @@ fn crash_run(sync: bool, seed: u64, crash_points: usize) {
     let opts = options(sync);
     let mut state = State::new();
     let mut version = 0;
-    let mut db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    let mut db = Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     for point in 0..crash_points {
         fs.crash_after_ops(Some(rng.gen_range(1..400)));
         let (acked, doubt, durable) = workload(&db, &mut rng, &mut version);
@@ -180,7 +184,8 @@ fn crash_run(sync: bool, seed: u64, crash_points: usize) {
         fs.crash();
         drop(db);
         fs.restart();
-        db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone())
+        db = Db::builder(opts.clone())
+            .open_storage(Arc::new(fs.clone()))
             .unwrap_or_else(|e| panic!("seed {seed} point {point}: reopen failed: {e}"));
         let got = read_state(&db);
         if sync {
@@ -273,7 +278,7 @@ fn crash_with_namespaces_destroy_and_gc() {
         vlog_gc_dead_ratio: 0.3,
         ..options(true)
     };
-    let open = |fs: &FaultStorage| Db::open_with_storage(Arc::new(fs.clone()), opts.clone());
+    let open = |fs: &FaultStorage| Db::builder(opts.clone()).open_storage(Arc::new(fs.clone()));
     let mut db = open(&fs).unwrap();
     let mut model: NsState = BTreeMap::from([(0, State::new())]);
     let mut destroyed: Vec<u32> = Vec::new();

@@ -93,7 +93,9 @@ fn crash_run(seed: u64, crash_points: usize) -> (usize, bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let fs = FaultStorage::new();
     let storage: StorageRef = Arc::new(fs.clone());
-    let mut db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let mut db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let id = db.create_namespace("docs").unwrap().id();
     let ns = db.namespace(id).unwrap();
     ns.create_index("g", IndexKind::Vas).unwrap();
@@ -131,7 +133,8 @@ fn crash_run(seed: u64, crash_points: usize) -> (usize, bool) {
         drop(ns);
         drop(db);
         fs.restart();
-        db = Db::open_with_storage(storage.clone(), options())
+        db = Db::builder(options())
+            .open_storage(storage.clone())
             .unwrap_or_else(|e| panic!("seed {seed} point {point}: reopen failed: {e}"));
         let (records, ready) = check(&db.namespace(id).unwrap(), seed, point);
         most_records = most_records.max(records);

@@ -208,7 +208,9 @@ fn vas_queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
 fn model_run(kind: IndexKind, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let mut db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let mut db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let mut ns = db.create_namespace("docs").unwrap();
     let mut model = Model::new();
     let mut other = Some(db.create_namespace("other").unwrap());
@@ -254,7 +256,9 @@ fn model_run(kind: IndexKind, seed: u64) {
                 drop(ns);
                 other = None;
                 db.close().unwrap();
-                db = Db::open_with_storage(storage.clone(), options()).unwrap();
+                db = Db::builder(options())
+                    .open_storage(storage.clone())
+                    .unwrap();
                 ns = db.namespace(id).unwrap();
             }
             4 => match other.take() {
@@ -291,7 +295,9 @@ fn model_run(kind: IndexKind, seed: u64) {
 #[test]
 fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage, common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(storage)
+        .unwrap();
     let ns = db.create_namespace("t").unwrap();
     for i in 0..500u32 {
         let doc = json!({"common": i % 2, "rare": i % 100, "free": i});
@@ -333,7 +339,9 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
 #[test]
 fn bad_index_and_query_input_gets_clear_errors() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage, common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(storage)
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     for i in 0..50u32 {
@@ -419,7 +427,9 @@ fn bad_index_and_query_input_gets_clear_errors() {
 fn an_index_built_while_writers_go_on_misses_nothing() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let ns = db.create_namespace("live").unwrap();
     for i in 0..20_000u32 {
         let doc = json!({"g": i % 7, "w": 0});
@@ -502,7 +512,7 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
     drop(ns);
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, options()).unwrap();
+    let db = Db::builder(options()).open_storage(storage).unwrap();
     let ns = db.namespace(id).unwrap();
     let filter = Filter::parse(&json!({ "g": 3 })).unwrap();
     let want = reference(&model, &filter).len();
@@ -518,19 +528,17 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
 #[test]
 fn vas_finds_on_the_nand_model_read_values_ahead_and_agree() {
     use cerberus_engine::storage::{NandConfig, NandStorage};
-    use cerberus_engine::StorageKind;
     let cfg = NandConfig {
         t_read: std::time::Duration::from_micros(20),
         t_prog: std::time::Duration::from_micros(20),
         ..NandConfig::default()
     };
-    let storage: StorageRef = Arc::new(NandStorage::new(Arc::new(MemStorage::new()), cfg.clone()));
+    let storage: StorageRef = Arc::new(NandStorage::new(Arc::new(MemStorage::new()), cfg));
     let opts = Options {
-        storage: StorageKind::Nand(cfg),
         cache_bytes: 0,
         ..common::small_options()
     };
-    let db = Db::open_with_storage(storage, opts).unwrap();
+    let db = Db::builder(opts).open_storage(storage).unwrap();
     let ns = db.create_namespace("nand").unwrap();
     let mut rng = SmallRng::seed_from_u64(common::seed(77));
     let mut model = Model::new();
@@ -566,7 +574,9 @@ fn vas_finds_on_the_nand_model_read_values_ahead_and_agree() {
 #[test]
 fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let ns = db.create_namespace("big").unwrap();
     let id = ns.id();
     for i in 0..60_000u32 {
@@ -586,7 +596,7 @@ fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
         creating.join().unwrap()
     });
     drop((ns, db));
-    let db = Db::open_with_storage(storage, options()).unwrap();
+    let db = Db::builder(options()).open_storage(storage).unwrap();
     let ns = db.namespace(id).unwrap();
     // Finished before the close or by the open: ready either way, and whole.
     if let Err(e) = created {
@@ -605,7 +615,9 @@ fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
 fn create_index_on_a_full_disk_answers() {
     use cerberus_engine::storage::{Fault, FaultError, FaultStorage, IoKind};
     let fs = FaultStorage::new();
-    let db = Db::open_with_storage(Arc::new(fs.clone()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     let ns = db.create_namespace("a").unwrap();
     for k in 0..200u32 {
         ns.put(
@@ -647,7 +659,9 @@ fn create_index_on_a_full_disk_answers() {
     fs.inject(None);
     drop(ns);
     db.close().unwrap();
-    let db = Db::open_with_storage(Arc::new(fs.clone()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     let ns = db
         .namespace(
             db.list_namespaces()

@@ -114,7 +114,9 @@ fn check_iter(
 
 fn model_run(layout: Layout, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), options(layout)).unwrap();
+    let db = Db::builder(options(layout))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let spaces = [
         db.create_namespace("a").unwrap(),
         db.create_namespace("b").unwrap(),
@@ -249,7 +251,9 @@ fn concurrent_iterations_see_one_generation() {
         ns.write(b).unwrap();
     }
     let db = Arc::new(
-        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap(),
+        Db::builder(options(Layout::PerNamespace))
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap(),
     );
     let ns = db.create_namespace("t").unwrap();
     write_gen(&ns, 1);
@@ -305,13 +309,11 @@ fn concurrent_iterations_see_one_generation() {
 /// grow with the number of tables, and stays under 1 KiB.
 #[test]
 fn open_iterators_hold_little_beyond_their_blocks() {
-    let db = Db::open_with_storage(
-        Arc::new(MemStorage::new()),
-        Options {
-            target_table_bytes: 1 << 10,
-            ..options(Layout::PerNamespace)
-        },
-    )
+    let db = Db::builder(Options {
+        target_table_bytes: 1 << 10,
+        ..options(Layout::PerNamespace)
+    })
+    .open_storage(Arc::new(MemStorage::new()))
     .unwrap();
     let ns = db.create_namespace("t").unwrap();
     let mut held = Vec::new();
@@ -348,7 +350,9 @@ fn open_iterators_hold_little_beyond_their_blocks() {
 
 #[test]
 fn iterators_fail_clearly() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     a.put(b"k", b"v").unwrap();
     let mut it = a.iter(ReadOptions::default()).unwrap();
@@ -373,13 +377,11 @@ fn iterators_fail_clearly() {
 #[test]
 fn index_prefetch_reads_each_block_once() {
     use cerberus_engine::storage::IoPurpose;
-    let db = Db::open_with_storage(
-        Arc::new(MemStorage::new()),
-        Options {
-            target_table_bytes: 4 << 10,
-            ..options(Layout::PerNamespace)
-        },
-    )
+    let db = Db::builder(Options {
+        target_table_bytes: 4 << 10,
+        ..options(Layout::PerNamespace)
+    })
+    .open_storage(Arc::new(MemStorage::new()))
     .unwrap();
     let ns = db.create_namespace("t").unwrap();
     for k in 0..3_000 {

@@ -145,7 +145,9 @@ fn run(layout: Layout, seed: u64) {
         level1_bytes: 4 << 10,
         ..common::small_options()
     };
-    let mut db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let mut db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
     let mut model = Model::new();
     let mut names = 0;
     // Three namespaces: the default one and two created ones (replaced on destroy).
@@ -223,7 +225,9 @@ fn run(layout: Layout, seed: u64) {
             _ => {
                 db.close().unwrap();
                 drop(db);
-                db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+                db = Db::builder(opts.clone())
+                    .open_storage(storage.clone())
+                    .unwrap();
                 for &ns in &spaces {
                     check_paging(&db, &model, ns, rng.gen_range(1..40), "after reopen");
                 }
@@ -284,7 +288,9 @@ fn each_key_once(layout: Layout) {
         inline_value_threshold: 0,
         ..common::small_options()
     };
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap().id();
     let k = |i: u32| format!("key{i:03}").into_bytes();
     let v = |i: u32, layer: &str| format!("{layer}-{i}-{}", "x".repeat(40)).into_bytes();
@@ -433,7 +439,9 @@ fn list_each_key_once_across_layers_shared() {
 /// flushes and compactions run; every listing sees exactly one key, never half a batch.
 #[test]
 fn list_sees_batches_whole() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap().id();
     let name = |i: u64| format!("key{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes();
     db.namespace(ns).unwrap().put(&name(0), b"v").unwrap();
@@ -479,7 +487,9 @@ fn flipped_byte_in_a_table_fails_the_listing() {
         cache_bytes: 0,
         ..common::small_options()
     };
-    let db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    let db = Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     for k in 0..2_000u32 {
         db.default_namespace()
             .put(format!("key{k:05}").as_bytes(), b"v")
@@ -493,7 +503,9 @@ fn flipped_byte_in_a_table_fails_the_listing() {
     let table = &tables[0];
     fs.flip_byte(table, fs.file_len(table).unwrap() / 3)
         .unwrap();
-    let db = Db::open_with_storage(Arc::new(fs.clone()), opts).unwrap();
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     match db.default_namespace().list_keys(b"", false, usize::MAX) {
         Err(e @ Error::Corruption { .. }) => {
             assert!(
@@ -516,7 +528,9 @@ fn db_tables(fs: &FaultStorage) -> Vec<String> {
 
 #[test]
 fn list_of_closed_db_fails() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     db.default_namespace().put(b"a", b"1").unwrap();
     db.close().unwrap();
     assert!(matches!(
@@ -534,7 +548,9 @@ fn crash_and_reopen(fs: &FaultStorage, db: Db, opts: &Options) -> Db {
     fs.crash();
     drop(db);
     fs.restart();
-    Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap()
+    Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap()
 }
 
 /// With `Options::sync` off, a write with `WriteOptions::sync` (and everything before it, in
@@ -547,7 +563,9 @@ fn sync_write_survives_crash() {
         ..common::small_options()
     };
     let sync = WriteOptions { sync: true };
-    let mut db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    let mut db = Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap().id();
     db.default_namespace().put(b"before", b"0").unwrap();
     db.namespace(ns)
@@ -610,7 +628,9 @@ fn concurrent_sync_writes_survive_crash() {
     };
     for round in 0..40 {
         let fs = FaultStorage::new();
-        let db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+        let db = Db::builder(opts.clone())
+            .open_storage(Arc::new(fs.clone()))
+            .unwrap();
         fs.crash_after_ops(Some(rng.gen_range(20..300)));
         let acked: Vec<Vec<String>> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..4u32)
@@ -670,7 +690,9 @@ fn listing_reads_and_key_estimate_apart_from_gets() {
             cache_bytes: 0,
             ..common::small_options()
         };
-        let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
+        let db = Db::builder(opts)
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap();
         let a = db.create_namespace("a").unwrap().id();
         let b = db.create_namespace("b").unwrap().id();
         for i in 0..300 {

@@ -25,7 +25,9 @@ fn run(layout: Layout, seed: u64) {
         layout,
         ..common::small_options()
     };
-    let mut db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let mut db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
     let mut models: BTreeMap<Nsid, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
     models.insert(0, BTreeMap::new());
     let mut destroyed: BTreeSet<Nsid> = BTreeSet::new();
@@ -116,13 +118,15 @@ fn run(layout: Layout, seed: u64) {
             _ => {
                 db.close().unwrap();
                 drop(db);
-                db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+                db = Db::builder(opts.clone())
+                    .open_storage(storage.clone())
+                    .unwrap();
             }
         }
     }
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, opts).unwrap();
+    let db = Db::builder(opts).open_storage(storage).unwrap();
     db.compact_all().unwrap();
     let listed: Vec<Nsid> = db.list_namespaces().iter().map(|n| n.nsid).collect();
     assert_eq!(listed, models.keys().copied().collect::<Vec<_>>());
@@ -179,7 +183,9 @@ fn isolation_shared() {
 
 #[test]
 fn namespace_api_errors() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap().id();
     assert!(matches!(
         db.create_namespace("a"),

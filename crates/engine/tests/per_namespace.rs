@@ -37,7 +37,7 @@ fn check(db: &Db, ns: Nsid, n: u32, version: u64) {
 
 fn open(opts: Options) -> Db {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    Db::open_with_storage(storage, opts).unwrap()
+    Db::builder(opts).open_storage(storage).unwrap()
 }
 
 #[test]
@@ -203,7 +203,9 @@ fn model_64_namespaces_with_background_work() {
         idle_settle_ms: 50,
         ..common::small_options()
     };
-    let db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
     let stop = AtomicBool::new(false);
     let models: Vec<Model> = std::thread::scope(|s| {
         let db = &db;
@@ -296,7 +298,7 @@ fn model_64_namespaces_with_background_work() {
     check(&db);
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, opts.clone()).unwrap();
+    let db = Db::builder(opts.clone()).open_storage(storage).unwrap();
     check(&db);
     db.wait_for_compactions().unwrap();
     assert_eq!(db.stats().levels[0].tables, 0);

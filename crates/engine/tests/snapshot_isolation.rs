@@ -77,7 +77,9 @@ fn record(k: u32, version: u64, g: u32, len: usize) -> Vec<u8> {
 /// iterator read them.
 fn others_garbage_goes_while_a_snapshot_is_held(layout: Layout) {
     let storage = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage.clone(), options(layout)).unwrap();
+    let db = Db::builder(options(layout))
+        .open_storage(storage.clone())
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     // B first: its first versions fill segments of their own.
@@ -216,7 +218,9 @@ fn check_pinned(p: &Pinned, what: &str) {
 /// their live keys alone.
 fn a_snapshot_reads_its_namespace_through_the_others_churn(layout: Layout, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), options(layout)).unwrap();
+    let db = Db::builder(options(layout))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     let c = db.create_namespace("c").unwrap();
@@ -330,8 +334,9 @@ fn a_snapshot_reads_its_namespace_through_the_others_churn_shared() {
 /// the snapshot of the destroyed namespace keeps that namespace's segments).
 #[test]
 fn an_iterator_of_a_destroyed_namespace_reads_on_through_gc() {
-    let db =
-        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap();
+    let db = Db::builder(options(Layout::PerNamespace))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     let model: Model = (0..KEYS)

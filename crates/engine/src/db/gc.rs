@@ -398,7 +398,9 @@ mod tests {
     #[test]
     fn a_segment_gone_since_the_listing_is_skipped() {
         let storage: StorageRef = Arc::new(MemStorage::new());
-        let db = Db::open_with_storage(storage, Options::default()).unwrap();
+        let db = Db::builder(Options::default())
+            .open_storage(storage)
+            .unwrap();
         let mut stats = GcStats::default();
         db.inner.gc_segment(999_999, 0.0, &mut stats).unwrap();
         assert_eq!(stats, GcStats::default());
@@ -417,7 +419,7 @@ mod tests {
             inline_value_threshold: 0,
             ..Options::default()
         };
-        let db = Db::open_with_storage(storage, opts).unwrap();
+        let db = Db::builder(opts).open_storage(storage).unwrap();
         let ns = db.create_namespace("t").unwrap();
         ns.put(b"k", &[7u8; 300]).unwrap();
         db.compact_all().unwrap();

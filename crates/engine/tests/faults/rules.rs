@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn open(fs: &FaultStorage, opts: Options) -> Db {
-    Db::open_with_storage(Arc::new(fs.clone()), opts).expect("open")
+    Db::builder(opts)
+        .open_storage(Arc::new(fs.clone()))
+        .expect("open")
 }
 
 fn once(kind: IoKind, error: FaultError, partial: bool) -> Option<Fault> {
@@ -238,7 +240,7 @@ fn limits_that_would_truncate_a_length_are_refused_at_open() {
         },
     ] {
         let storage: StorageRef = Arc::new(MemStorage::new());
-        match Db::open_with_storage(storage, opts) {
+        match Db::builder(opts).open_storage(storage) {
             Err(Error::InvalidArgument(m)) => assert!(m.contains("max_value_size"), "{m}"),
             Err(e) => panic!("wrong error {e}"),
             Ok(_) => panic!("limits past 32-bit lengths were accepted"),
@@ -249,7 +251,7 @@ fn limits_that_would_truncate_a_length_are_refused_at_open() {
 #[test]
 fn compact_range_compacts_every_namespace() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage, options()).unwrap();
+    let db = Db::builder(options()).open_storage(storage).unwrap();
     let ids: Vec<u32> = ["a", "b", "c"]
         .iter()
         .map(|n| db.create_namespace(n).unwrap().id())
@@ -432,7 +434,7 @@ fn stalled_reader_keeps_its_segment_until_it_ends() {
         background_threads: 2,
         ..options()
     };
-    let db = Arc::new(Db::open_with_storage(storage.clone(), opts).unwrap());
+    let db = Arc::new(Db::builder(opts).open_storage(storage.clone()).unwrap());
     for i in 0..40u32 {
         db.default_namespace()
             .put(

@@ -1,7 +1,7 @@
 //! Configurations the stress test runs under (storage, options) and its coverage counters.
 
 use cerberus_engine::storage::NandConfig;
-use cerberus_engine::{Layout, Options, StorageKind};
+use cerberus_engine::{Layout, Options};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
@@ -38,9 +38,9 @@ pub static OPS_RUN: AtomicU64 = AtomicU64::new(0);
 pub enum StorageSpec {
     Mem,
     Posix,
-    /// `StorageKind::Nand` over real files, through `Db::open`.
+    /// `StorageKind::Nand` over real files, through `Db::builder(..).storage(..).open(..)`.
     Nand,
-    /// The NAND model over memory, through `Db::open_with_storage`.
+    /// The NAND model over memory, through `Db::builder(..).open_storage(..)`.
     NandMem,
     /// In-memory storage that can crash and fail calls; writes are synced (`Options::sync`)
     /// so a crash must keep exactly what was acknowledged.
@@ -133,7 +133,6 @@ pub fn configs() -> Vec<Config> {
             name: "nand/shared/bg1/smalltables",
             storage: StorageSpec::Nand,
             opts: Options {
-                storage: StorageKind::Nand(fast_nand()),
                 layout: Layout::Shared,
                 background_threads: 1,
                 target_table_bytes: 2 << 10,
