@@ -34,8 +34,11 @@ pub struct WriteOptions {
     pub sync: bool,
 }
 
-/// Options of a database. `Options::default()` is tuned for a general workload.
+/// Options of a database. `Options::default()` is tuned for a general workload. Made from
+/// the default and changed field by field (`let mut o = Options::default(); o.sync = true;`):
+/// new options may come in later versions.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     pub layout: Layout,
     /// Bytes of keys and values a memtable takes before it is frozen and flushed.

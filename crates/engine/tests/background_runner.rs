@@ -26,10 +26,8 @@ impl Runner {
     /// The database at `path` with `opts`, its background run by a new runner.
     fn open(path: &std::path::Path, opts: Options) -> Runner {
         let (runner, background) = Runner::start();
-        let opts = Options {
-            background_runner: Some(background),
-            ..opts
-        };
+        let mut opts = opts;
+        opts.background_runner = Some(background);
         let _ = runner.db.set(Db::open(path, opts).unwrap());
         runner
     }
@@ -90,11 +88,9 @@ impl Runner {
 #[test]
 fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        memtable_bytes: 256 << 10,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.memtable_bytes = 256 << 10;
+    opts.l0_compaction_trigger = 2;
     let runner = Runner::open(dir.path(), opts);
     let d = runner.db();
     let ns = d.create_namespace("t").unwrap();
@@ -129,10 +125,8 @@ fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
 #[test]
 fn an_index_backfill_runs_on_the_runners_threads() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        memtable_bytes: 64 << 10,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.memtable_bytes = 64 << 10;
     let runner = Runner::open(dir.path(), opts);
     let d = runner.db();
     let ns = d.create_namespace("t").unwrap();

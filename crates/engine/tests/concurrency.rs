@@ -5,15 +5,13 @@ mod common;
 
 use cerberus_engine::storage::MemStorage;
 use cerberus_engine::Readable;
-use cerberus_engine::{Db, Options, WriteBatch};
+use cerberus_engine::{Db, WriteBatch};
 use std::sync::Arc;
 
 #[test]
 fn concurrent_writers_and_readers() {
-    let opts = Options {
-        sync: true,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.sync = true;
     let db = Arc::new(
         Db::builder(opts.clone())
             .open_storage(Arc::new(MemStorage::new()))

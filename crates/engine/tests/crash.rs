@@ -27,14 +27,13 @@ fn key(k: u32) -> Vec<u8> {
 }
 
 fn options(sync: bool) -> Options {
-    Options {
-        sync,
-        memtable_bytes: 4 << 10,
-        vlog_segment_bytes: 16 << 10,
-        target_table_bytes: 2 << 10,
-        level1_bytes: 8 << 10,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.sync = sync;
+    o.memtable_bytes = 4 << 10;
+    o.vlog_segment_bytes = 16 << 10;
+    o.target_table_bytes = 2 << 10;
+    o.level1_bytes = 8 << 10;
+    o
 }
 
 fn apply(state: &mut State, unit: &Unit) {
@@ -274,10 +273,8 @@ fn crash_with_namespaces_destroy_and_gc() {
     let seed = common::seed(13);
     let mut rng = SmallRng::seed_from_u64(seed);
     let fs = FaultStorage::new();
-    let opts = Options {
-        vlog_gc_dead_ratio: 0.3,
-        ..options(true)
-    };
+    let mut opts = options(true);
+    opts.vlog_gc_dead_ratio = 0.3;
     let open = |fs: &FaultStorage| Db::builder(opts.clone()).open_storage(Arc::new(fs.clone()));
     let mut db = open(&fs).unwrap();
     let mut model: NsState = BTreeMap::from([(0, State::new())]);

@@ -16,14 +16,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 fn options() -> Options {
-    Options {
-        memtable_bytes: 4 << 10,
-        vlog_segment_bytes: 16 << 10,
-        target_table_bytes: 2 << 10,
-        level1_bytes: 8 << 10,
-        vlog_gc_dead_ratio: 0.3,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.memtable_bytes = 4 << 10;
+    o.vlog_segment_bytes = 16 << 10;
+    o.target_table_bytes = 2 << 10;
+    o.level1_bytes = 8 << 10;
+    o.vlog_gc_dead_ratio = 0.3;
+    o
 }
 
 /// The records as a scan of the namespace reads them.

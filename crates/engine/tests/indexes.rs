@@ -21,10 +21,9 @@ use std::sync::Arc;
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options() -> Options {
-    Options {
-        vlog_gc_dead_ratio: 0.3,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.vlog_gc_dead_ratio = 0.3;
+    o
 }
 
 fn random_value(rng: &mut SmallRng) -> Vec<u8> {
@@ -534,10 +533,8 @@ fn vas_finds_on_the_nand_model_read_values_ahead_and_agree() {
         ..NandConfig::default()
     };
     let storage: StorageRef = Arc::new(NandStorage::new(Arc::new(MemStorage::new()), cfg));
-    let opts = Options {
-        cache_bytes: 0,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.cache_bytes = 0;
     let db = Db::builder(opts).open_storage(storage).unwrap();
     let ns = db.create_namespace("nand").unwrap();
     let mut rng = SmallRng::seed_from_u64(common::seed(77));

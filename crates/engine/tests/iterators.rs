@@ -24,12 +24,11 @@ fn key(k: u32) -> Vec<u8> {
 }
 
 fn options(layout: Layout) -> Options {
-    Options {
-        layout,
-        vlog_gc_dead_ratio: 0.0,
-        prefetch_threads: 3,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.layout = layout;
+    o.vlog_gc_dead_ratio = 0.0;
+    o.prefetch_threads = 3;
+    o
 }
 
 fn collect(it: Iter) -> Vec<(Bytes, Bytes)> {
@@ -309,9 +308,10 @@ fn concurrent_iterations_see_one_generation() {
 /// grow with the number of tables, and stays under 1 KiB.
 #[test]
 fn open_iterators_hold_little_beyond_their_blocks() {
-    let db = Db::builder(Options {
-        target_table_bytes: 1 << 10,
-        ..options(Layout::PerNamespace)
+    let db = Db::builder({
+        let mut o = options(Layout::PerNamespace);
+        o.target_table_bytes = 1 << 10;
+        o
     })
     .open_storage(Arc::new(MemStorage::new()))
     .unwrap();
@@ -377,9 +377,10 @@ fn iterators_fail_clearly() {
 #[test]
 fn index_prefetch_reads_each_block_once() {
     use cerberus_engine::storage::IoPurpose;
-    let db = Db::builder(Options {
-        target_table_bytes: 4 << 10,
-        ..options(Layout::PerNamespace)
+    let db = Db::builder({
+        let mut o = options(Layout::PerNamespace);
+        o.target_table_bytes = 4 << 10;
+        o
     })
     .open_storage(Arc::new(MemStorage::new()))
     .unwrap();

@@ -8,11 +8,10 @@ use cerberus_engine::{Db, Error, Options, WriteBatch};
 use std::sync::Arc;
 
 fn options() -> Options {
-    Options {
-        max_key_size: 100,
-        max_value_size: 1000,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.max_key_size = 100;
+    o.max_value_size = 1000;
+    o
 }
 
 #[test]

@@ -138,13 +138,11 @@ fn run(layout: Layout, seed: u64) {
     let storage: StorageRef = Arc::new(MemStorage::new());
     // Small tables and levels, so listings cross several tables per level and several
     // levels below L0.
-    let opts = Options {
-        layout,
-        block_size: 256,
-        target_table_bytes: 1 << 10,
-        level1_bytes: 4 << 10,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.layout = layout;
+    opts.block_size = 256;
+    opts.target_table_bytes = 1 << 10;
+    opts.level1_bytes = 4 << 10;
     let mut db = Db::builder(opts.clone())
         .open_storage(storage.clone())
         .unwrap();
@@ -281,13 +279,11 @@ fn value_reads(db: &Db, ns: Nsid) -> u64 {
 /// Every key has versions in L1, in L0 and in the memtable at once; some are deleted at one
 /// layer and written again at another.
 fn each_key_once(layout: Layout) {
-    let opts = Options {
-        layout,
-        auto_compaction: false,
-        // Values are never inline: a value read would show in the counters.
-        inline_value_threshold: 0,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.layout = layout;
+    opts.auto_compaction = false;
+    // Values are never inline: a value read would show in the counters.
+    opts.inline_value_threshold = 0;
     let db = Db::builder(opts)
         .open_storage(Arc::new(MemStorage::new()))
         .unwrap();
@@ -483,10 +479,8 @@ fn list_sees_batches_whole() {
 #[test]
 fn flipped_byte_in_a_table_fails_the_listing() {
     let fs = FaultStorage::new();
-    let opts = Options {
-        cache_bytes: 0,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.cache_bytes = 0;
     let db = Db::builder(opts.clone())
         .open_storage(Arc::new(fs.clone()))
         .unwrap();
@@ -558,10 +552,8 @@ fn crash_and_reopen(fs: &FaultStorage, db: Db, opts: &Options) -> Db {
 #[test]
 fn sync_write_survives_crash() {
     let fs = FaultStorage::new();
-    let opts = Options {
-        sync: false,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.sync = false;
     let sync = WriteOptions { sync: true };
     let mut db = Db::builder(opts.clone())
         .open_storage(Arc::new(fs.clone()))
@@ -622,10 +614,8 @@ const DEFAULT: Nsid = 0;
 #[test]
 fn concurrent_sync_writes_survive_crash() {
     let mut rng = SmallRng::seed_from_u64(common::seed(23));
-    let opts = Options {
-        sync: false,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.sync = false;
     for round in 0..40 {
         let fs = FaultStorage::new();
         let db = Db::builder(opts.clone())
@@ -682,14 +672,12 @@ fn concurrent_sync_writes_survive_crash() {
 #[test]
 fn listing_reads_and_key_estimate_apart_from_gets() {
     for layout in [Layout::PerNamespace, Layout::Shared] {
-        let opts = Options {
-            layout,
-            auto_compaction: false,
-            memtable_bytes: 1 << 20,
-            // Every read reaches storage: the listing's blocks would be cached for the get.
-            cache_bytes: 0,
-            ..common::small_options()
-        };
+        let mut opts = common::small_options();
+        opts.layout = layout;
+        opts.auto_compaction = false;
+        opts.memtable_bytes = 1 << 20;
+        // Every read reaches storage: the listing's blocks would be cached for the get.
+        opts.cache_bytes = 0;
         let db = Db::builder(opts)
             .open_storage(Arc::new(MemStorage::new()))
             .unwrap();

@@ -21,10 +21,8 @@ fn key(k: u32) -> Vec<u8> {
 fn run(layout: Layout, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let opts = Options {
-        layout,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.layout = layout;
     let mut db = Db::builder(opts.clone())
         .open_storage(storage.clone())
         .unwrap();

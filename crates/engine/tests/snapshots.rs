@@ -21,12 +21,11 @@ fn key(k: u32) -> Vec<u8> {
 }
 
 fn options(layout: Layout) -> Options {
-    Options {
-        layout,
-        // Every sealed segment with a dead byte is collected by `gc_value_log`.
-        vlog_gc_dead_ratio: 0.0,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.layout = layout;
+    // Every sealed segment with a dead byte is collected by `gc_value_log`.
+    o.vlog_gc_dead_ratio = 0.0;
+    o
 }
 
 fn check(snap: &Snapshot, model: &Model, what: &str) {

@@ -153,10 +153,8 @@ fn no_space_fails_writes_keeps_reads_and_recovers_without_restart() {
 #[test]
 fn no_space_reaches_every_member_of_a_write_group() {
     let fs = FaultStorage::new();
-    let opts = Options {
-        sync: false,
-        ..options()
-    };
+    let mut opts = options();
+    opts.sync = false;
     let db = Arc::new(open(&fs, opts.clone()));
     fs.inject(Some(Fault {
         kind: IoKind::Append,
@@ -229,14 +227,16 @@ fn failed_log_sync_is_sticky() {
 #[test]
 fn limits_that_would_truncate_a_length_are_refused_at_open() {
     for opts in [
-        Options {
-            max_value_size: u32::MAX as usize,
-            ..Options::default()
+        {
+            let mut o = Options::default();
+            o.max_value_size = u32::MAX as usize;
+            o
         },
-        Options {
-            max_key_size: 1 << 31,
-            max_value_size: 1 << 31,
-            ..Options::default()
+        {
+            let mut o = Options::default();
+            o.max_key_size = 1 << 31;
+            o.max_value_size = 1 << 31;
+            o
         },
     ] {
         let storage: StorageRef = Arc::new(MemStorage::new());
@@ -294,12 +294,10 @@ fn compactions_never_share_a_slot_under_close_errors_and_manual_compactions() {
         .unwrap_or(4u64);
     for attempt in 0..attempts {
         let fs = FaultStorage::new();
-        let opts = Options {
-            auto_compaction: true,
-            background_threads: 2,
-            sync: false,
-            ..options()
-        };
+        let mut opts = options();
+        opts.auto_compaction = true;
+        opts.background_threads = 2;
+        opts.sync = false;
         let db = Arc::new(open(&fs, opts));
         let ids: Vec<u32> = ["a", "b"]
             .iter()
@@ -429,11 +427,9 @@ fn stalled_reader_keeps_its_segment_until_it_ends() {
         inner: MemStorage::new(),
         gate: gate.clone(),
     });
-    let opts = Options {
-        inline_value_threshold: 0,
-        background_threads: 2,
-        ..options()
-    };
+    let mut opts = options();
+    opts.inline_value_threshold = 0;
+    opts.background_threads = 2;
     let db = Arc::new(Db::builder(opts).open_storage(storage.clone()).unwrap());
     for i in 0..40u32 {
         db.default_namespace()
