@@ -13,11 +13,15 @@ use std::collections::HashSet;
 /// What a garbage collection did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GcStats {
+    /// Sealed segments looked at.
     pub segments_scanned: usize,
+    /// Segments collected: their live records rewritten, the files deleted.
     pub segments_deleted: usize,
     /// Bytes of deleted segments.
     pub bytes_reclaimed: u64,
+    /// Live records moved to the head of the log.
     pub records_rewritten: u64,
+    /// Bytes of those records.
     pub bytes_rewritten: u64,
 }
 

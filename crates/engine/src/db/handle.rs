@@ -48,6 +48,7 @@ impl Namespace {
         self.entry.id
     }
 
+    /// The name the namespace was created with.
     pub fn name(&self) -> &str {
         &self.entry.name
     }
@@ -61,6 +62,7 @@ impl Namespace {
         }
     }
 
+    /// Sets `key` to `value`, replacing any value it had.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.apply(&[(Kind::Put, key, value)])
     }

@@ -200,6 +200,8 @@ impl Db {
         self.inner.compact_range(None, start, end)
     }
 
+    /// Compacts every table of every live namespace down to the deepest level that has data
+    /// (`compact_range(None, None)`).
     pub fn compact_all(&self) -> Result<()> {
         self.compact_range(None, None)
     }
@@ -223,6 +225,8 @@ impl Db {
         synced
     }
 
+    /// Counters and tree shape of the whole database: background work and every namespace,
+    /// destroyed ones included.
     pub fn stats(&self) -> DbStats {
         self.inner.stats()
     }

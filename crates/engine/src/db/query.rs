@@ -38,6 +38,7 @@ pub struct TopOptions {
     pub by: String,
     /// Largest first (else smallest first).
     pub desc: bool,
+    /// Records returned at most.
     pub k: usize,
     /// Attributes returned with each record.
     pub projection: Option<Vec<String>>,

@@ -52,7 +52,10 @@ enum QueryDoc {
 /// `keys`, an aggregate's `value`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueryOutput {
+    /// `(pk, value)` of each record returned, in the query's order.
     pub records: Vec<(Bytes, Bytes)>,
+    /// The JSON summary: `stats`, and a find's `continuation` (hex), a ranking's `keys` or
+    /// an aggregate's `value`.
     pub summary: Value,
 }
 

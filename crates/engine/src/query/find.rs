@@ -27,6 +27,7 @@ const SCAN: Nsid = Nsid::MAX;
 /// Where the next page of a find starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Continuation {
+    /// The namespace the find reads.
     pub ns: Nsid,
     /// The index read, or `None` for a scan.
     pub index: Option<Nsid>,
@@ -39,6 +40,7 @@ pub struct Continuation {
 }
 
 impl Continuation {
+    /// The bytes a page hands out: checksummed, decoded by [`decode`](Self::decode).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&self.ns.to_be_bytes());
@@ -51,6 +53,8 @@ impl Continuation {
         out
     }
 
+    /// Reads back what [`encode`](Self::encode) wrote; anything else is
+    /// [`Error::InvalidQuery`].
     pub fn decode(buf: &[u8]) -> Result<Continuation> {
         let bad = || Error::InvalidQuery("not a continuation of this engine's queries".into());
         let (body, crc) = buf
@@ -93,17 +97,23 @@ pub fn fingerprint(filter: &Filter, projection: Option<&[AttrPath]>) -> u32 {
 /// One found record: its pk and its value (the projection's JSON, with a projection).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
+    /// The record's key.
     pub pk: Bytes,
+    /// Its value, or the projection's JSON.
     pub value: Bytes,
 }
 
 /// What one page asks for.
 pub struct PageRequest<'a> {
+    /// The namespace read.
     pub ns: Nsid,
+    /// What the records must meet.
     pub filter: &'a Filter,
+    /// Attributes returned instead of whole values.
     pub projection: Option<&'a [AttrPath]>,
     /// Records this page may still return (a limit less those already returned).
     pub remaining: Option<u64>,
+    /// Bytes of keys and values the page holds at most (at least one record).
     pub page_bytes: usize,
     /// Resume after this position.
     pub after: Option<&'a [u8]>,
