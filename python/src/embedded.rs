@@ -3,6 +3,7 @@
 use crate::errors;
 use crate::keys::Key;
 use bytes::Bytes;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, IndexKind, Iter, Namespace, Options, ReadOptions, WriteBatch};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;

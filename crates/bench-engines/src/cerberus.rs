@@ -7,6 +7,7 @@ use crate::db::{
 };
 use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
+use cerberus_engine::Readable;
 use cerberus_engine::{
     Db, DbStats, Iter, Layout, Namespace, NamespaceStats, Options, ReadOptions, StorageKind,
 };
@@ -28,21 +29,20 @@ impl CerberusDb {
         if let Some(profile) = &config.profile {
             profile.apply(&mut options);
         }
-        let options = Options {
-            storage: match config.storage {
-                StorageArg::Posix => StorageKind::Posix,
-                StorageArg::Nand => StorageKind::Nand(NandConfig::default()),
-            },
-            layout: match config.layout {
-                LayoutArg::PerNamespace => Layout::PerNamespace,
-                LayoutArg::Shared | LayoutArg::Baseline => Layout::Shared,
-            },
-            cache_bytes: config.cache_bytes,
-            mmap_reads: config.mmap_reads,
-            sync: config.sync,
-            ..options
+        options.layout = match config.layout {
+            LayoutArg::PerNamespace => Layout::PerNamespace,
+            LayoutArg::Shared | LayoutArg::Baseline => Layout::Shared,
         };
-        let db = Db::open(&config.path, options)
+        options.cache_bytes = config.cache_bytes;
+        options.mmap_reads = config.mmap_reads;
+        options.sync = config.sync;
+        let storage = match config.storage {
+            StorageArg::Posix => StorageKind::Posix,
+            StorageArg::Nand => StorageKind::Nand(NandConfig::default()),
+        };
+        let db = Db::builder(options)
+            .storage(storage)
+            .open(&config.path)
             .with_context(|| format!("opening cerberus at {}", config.path.display()))?;
         Ok(CerberusDb {
             default: db.default_namespace(),

@@ -303,22 +303,25 @@ impl DeviceConfig {
     }
 
     pub(crate) fn engine_options(&self) -> Options {
-        let mut o = Options {
-            sync: self.sync,
-            memtable_bytes: self.engine.memtable_bytes,
-            cache_bytes: self.engine.cache_bytes,
-            background_threads: self.engine.background_threads,
-            mmap_reads: self.engine.mmap_reads,
-            max_open_files: self.engine.max_open_files,
-            ..Options::default()
-        };
+        let mut o = Options::default();
+        o.sync = self.sync;
+        o.memtable_bytes = self.engine.memtable_bytes;
+        o.cache_bytes = self.engine.cache_bytes;
+        o.background_threads = self.engine.background_threads;
+        o.mmap_reads = self.engine.mmap_reads;
+        o.max_open_files = self.engine.max_open_files;
         if self.engine.layout == "shared" {
             o.layout = cerberus_engine::Layout::Shared;
         }
-        if self.storage == StorageChoice::Nand {
-            o.storage = StorageKind::Nand(Default::default());
-        }
         o
+    }
+
+    /// The storage the engine is opened on (with [`engine_options`](Self::engine_options)).
+    pub(crate) fn engine_storage(&self) -> StorageKind {
+        match self.storage {
+            StorageChoice::Nand => StorageKind::Nand(Default::default()),
+            StorageChoice::Posix => StorageKind::Posix,
+        }
     }
 }
 

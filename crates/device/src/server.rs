@@ -82,7 +82,9 @@ impl Device {
         ));
         let mut options = config.engine_options();
         options.background_runner = Some(scheduler.engine_runner());
-        let db = Db::open(&db_dir, options)?;
+        let db = Db::builder(options)
+            .storage(config.engine_storage())
+            .open(&db_dir)?;
         let workers = Arc::new(
             Workers::start(config.worker_threads()).map_err(|e| DeviceError::io("workers", e))?,
         );

@@ -7,6 +7,7 @@ mod common;
 
 use cerberus_device::{Chunker, DeviceHandle, NsDedupStats, Policy};
 use cerberus_engine::ReadOptions;
+use cerberus_engine::Readable;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;

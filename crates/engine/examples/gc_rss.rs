@@ -7,6 +7,7 @@
 //! do), `--cache-mib C` `Options::cache_bytes` (its lookups fill the block cache as gets do). `gc_rss DIR --verify [--mib N]` then opens the database again and checks the values (in a
 //! process of its own: reads through memory maps would add mapped pages to the figure).
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Options, WriteBatch};
 use std::time::Instant;
 
@@ -58,13 +59,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let dir = dir.ok_or("usage: gc_rss DIR [--gc | --verify] [--mib N]")?;
-    let opts = Options {
-        // Only gc_value_log collects: the run without --gc must not collect by itself.
-        vlog_gc_dead_ratio: 0.0,
-        memtable_bytes,
-        cache_bytes,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    // Only gc_value_log collects: the run without --gc must not collect by itself.
+    opts.vlog_gc_dead_ratio = 0.0;
+    opts.memtable_bytes = memtable_bytes;
+    opts.cache_bytes = cache_bytes;
     let db = Db::open(&dir, opts)?;
     let ns = db.default_namespace();
     let keys = mib * 1024;

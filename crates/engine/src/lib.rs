@@ -27,8 +27,8 @@ mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput, ReadOptions,
-    Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
+    Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput,
+    ReadOptions, Readable, Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Scalar};
@@ -37,7 +37,7 @@ pub use options::{
     BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
 };
 pub use query::{
-    Aggregate, Condition, Continuation, Filter, FindPage, Found, QueryStats, Ranked,
+    Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,
 };
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

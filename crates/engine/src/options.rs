@@ -2,7 +2,8 @@
 
 use crate::storage::NandConfig;
 
-/// Which storage [`crate::Db::open`] builds over the directory.
+/// Which storage [`DbBuilder::open`](crate::DbBuilder::open) builds over its directory
+/// (set with [`DbBuilder::storage`](crate::DbBuilder::storage)).
 #[derive(Clone, Debug, Default)]
 pub enum StorageKind {
     /// Real files.
@@ -33,12 +34,14 @@ pub struct WriteOptions {
     pub sync: bool,
 }
 
-/// Options of a database. `Options::default()` is tuned for a general workload.
+/// Options of a database. `Options::default()` is tuned for a general workload. Made from
+/// the default and changed field by field (`let mut o = Options::default(); o.sync = true;`):
+/// new options may come in later versions.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
+    /// How namespaces share the tree below L0: each its own (the default) or one for all.
     pub layout: Layout,
-    /// Storage built by `Db::open(path, ..)` (ignored by `Db::open_with_storage`).
-    pub storage: StorageKind,
     /// Bytes of keys and values a memtable takes before it is frozen and flushed.
     pub memtable_bytes: usize,
     /// Frozen memtables waiting for flush before writes stop.
@@ -64,7 +67,11 @@ pub struct Options {
     pub inline_value_threshold: usize,
     /// Sync the value log before acknowledging each write.
     pub sync: bool,
+    /// Bytes a key may hold at most: a longer one fails its write with
+    /// [`Error::KeyTooLarge`](crate::Error::KeyTooLarge).
     pub max_key_size: usize,
+    /// Bytes a value may hold at most: a longer one fails its write with
+    /// [`Error::ValueTooLarge`](crate::Error::ValueTooLarge).
     pub max_value_size: usize,
     /// A value-log segment is closed and a new one started past this size.
     pub vlog_segment_bytes: u64,
@@ -79,6 +86,8 @@ pub struct Options {
     /// Runs of any one namespace at which writes are slowed down, and at which they wait:
     /// compaction debt shows as slower writes rather than as reads that probe many runs.
     pub run_slowdown_trigger: usize,
+    /// Runs of any one namespace at which writes wait for their merge into its L1 (see
+    /// `run_slowdown_trigger`).
     pub run_stop_trigger: usize,
     /// After this long without a write, background work moves everything out of the shared
     /// L0 into the namespaces' own trees, as `Db::wait_for_compactions` does (0 = never).
@@ -142,11 +151,14 @@ pub enum BackgroundStep {
     Stopped,
 }
 
+/// The kinds of background job (see [`BackgroundStep::Ran`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobKind {
+    /// Writing a frozen memtable to an L0 table.
     Flush,
     /// An L0 split or a compaction of a tree.
     Compaction,
+    /// Value-log GC: rewriting the live records of a segment and deleting it.
     Gc,
     /// Filling a new secondary index with the records stored before it.
     Backfill,
@@ -155,7 +167,6 @@ pub enum JobKind {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            storage: StorageKind::Posix,
             layout: Layout::PerNamespace,
             memtable_bytes: 64 << 20,
             max_immutable_memtables: 2,

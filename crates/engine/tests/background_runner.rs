@@ -2,6 +2,8 @@
 //! no threads of its own, writes that wait for a flush get it from the runner's threads, an
 //! index's backfill runs there too, and nothing is lost.
 
+use cerberus_engine::QueryResult;
+use cerberus_engine::Readable;
 use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, IndexKind, JobKind, Options};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,10 +26,8 @@ impl Runner {
     /// The database at `path` with `opts`, its background run by a new runner.
     fn open(path: &std::path::Path, opts: Options) -> Runner {
         let (runner, background) = Runner::start();
-        let opts = Options {
-            background_runner: Some(background),
-            ..opts
-        };
+        let mut opts = opts;
+        opts.background_runner = Some(background);
         let _ = runner.db.set(Db::open(path, opts).unwrap());
         runner
     }
@@ -88,11 +88,9 @@ impl Runner {
 #[test]
 fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        memtable_bytes: 256 << 10,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.memtable_bytes = 256 << 10;
+    opts.l0_compaction_trigger = 2;
     let runner = Runner::open(dir.path(), opts);
     let d = runner.db();
     let ns = d.create_namespace("t").unwrap();
@@ -127,10 +125,8 @@ fn a_runner_of_the_embedders_runs_flushes_and_compactions() {
 #[test]
 fn an_index_backfill_runs_on_the_runners_threads() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        memtable_bytes: 64 << 10,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.memtable_bytes = 64 << 10;
     let runner = Runner::open(dir.path(), opts);
     let d = runner.db();
     let ns = d.create_namespace("t").unwrap();
@@ -142,7 +138,7 @@ fn an_index_backfill_runs_on_the_runners_threads() {
     ns.create_index("g", IndexKind::Classic).unwrap();
     // Ready on return, with every record stored before it.
     assert!(ns.list_indexes().unwrap()[0].ready);
-    let (pks, _) = ns
+    let QueryResult { value: pks, .. } = ns
         .get_by_secondary("g", &serde_json::json!(3), None)
         .unwrap();
     assert_eq!(pks.len(), 300);

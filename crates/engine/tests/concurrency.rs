@@ -4,16 +4,19 @@
 mod common;
 
 use cerberus_engine::storage::MemStorage;
-use cerberus_engine::{Db, Options, WriteBatch};
+use cerberus_engine::Readable;
+use cerberus_engine::{Db, WriteBatch};
 use std::sync::Arc;
 
 #[test]
 fn concurrent_writers_and_readers() {
-    let opts = Options {
-        sync: true,
-        ..common::small_options()
-    };
-    let db = Arc::new(Db::open_with_storage(Arc::new(MemStorage::new()), opts.clone()).unwrap());
+    let mut opts = common::small_options();
+    opts.sync = true;
+    let db = Arc::new(
+        Db::builder(opts.clone())
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap(),
+    );
     let threads: Vec<_> = (0..6u32)
         .map(|t| {
             let db = db.clone();
@@ -73,14 +76,16 @@ fn concurrent_writers_and_readers() {
     let storage = db.storage().clone();
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, opts).unwrap();
+    let db = Db::builder(opts).open_storage(storage).unwrap();
     check(&db);
 }
 
 #[test]
 fn wait_for_compactions_leaves_a_settled_tree() {
     let opts = common::small_options();
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts.clone()).unwrap();
+    let db = Db::builder(opts.clone())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     for i in 0..20_000u32 {
         db.default_namespace()
             .put(

@@ -3,6 +3,7 @@
 
 mod common;
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options};
 use std::fs;
 use std::path::Path;
@@ -18,11 +19,10 @@ fn value(k: u32) -> Vec<u8> {
 }
 
 fn options() -> Options {
-    Options {
-        inline_value_threshold: 0,
-        cache_bytes: 0,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.inline_value_threshold = 0;
+    o.cache_bytes = 0;
+    o
 }
 
 fn fill(dir: &Path) {
@@ -108,10 +108,8 @@ fn flipped_byte_in_a_value_is_an_error() {
 
 /// Writes 200 keys that stay in the log (no flush); returns the options and the segment.
 fn fill_unflushed(dir: &Path) -> (Options, std::path::PathBuf) {
-    let opts = Options {
-        memtable_bytes: 64 << 20,
-        ..options()
-    };
+    let mut opts = options();
+    opts.memtable_bytes = 64 << 20;
     let db = Db::open(dir, opts.clone()).unwrap();
     for k in 0..200 {
         db.default_namespace().put(&key(k), &value(k)).unwrap();

@@ -8,6 +8,7 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Namespace, Options, ReadOptions, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -26,14 +27,13 @@ fn key(k: u32) -> Vec<u8> {
 }
 
 fn options(sync: bool) -> Options {
-    Options {
-        sync,
-        memtable_bytes: 4 << 10,
-        vlog_segment_bytes: 16 << 10,
-        target_table_bytes: 2 << 10,
-        level1_bytes: 8 << 10,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.sync = sync;
+    o.memtable_bytes = 4 << 10;
+    o.vlog_segment_bytes = 16 << 10;
+    o.target_table_bytes = 2 << 10;
+    o.level1_bytes = 8 << 10;
+    o
 }
 
 fn apply(state: &mut State, unit: &Unit) {
@@ -144,7 +144,7 @@ fn reopen(fs: &FaultStorage, opts: &Options, rng: &mut SmallRng, expect: &State)
     let storage: StorageRef = Arc::new(fs.clone());
     if rng.gen_bool(0.1) {
         fs.crash_after_ops(Some(rng.gen_range(0..12)));
-        let attempt = Db::open_with_storage(storage.clone(), opts.clone());
+        let attempt = Db::builder(opts.clone()).open_storage(storage.clone());
         fs.crash_after_ops(None);
         if let Ok(db) = attempt {
             if !fs.is_crashed() {
@@ -155,7 +155,9 @@ fn reopen(fs: &FaultStorage, opts: &Options, rng: &mut SmallRng, expect: &State)
         fs.crash();
         fs.restart();
     }
-    let db = Db::open_with_storage(storage, opts.clone()).expect("reopen after crash");
+    let db = Db::builder(opts.clone())
+        .open_storage(storage)
+        .expect("reopen after crash");
     assert_eq!(
         &read_state(&db),
         expect,
@@ -170,7 +172,9 @@ fn crash_run(sync: bool, seed: u64, crash_points: usize) {
     let opts = options(sync);
     let mut state = State::new();
     let mut version = 0;
-    let mut db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    let mut db = Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     for point in 0..crash_points {
         fs.crash_after_ops(Some(rng.gen_range(1..400)));
         let (acked, doubt, durable) = workload(&db, &mut rng, &mut version);
@@ -179,7 +183,8 @@ fn crash_run(sync: bool, seed: u64, crash_points: usize) {
         fs.crash();
         drop(db);
         fs.restart();
-        db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone())
+        db = Db::builder(opts.clone())
+            .open_storage(Arc::new(fs.clone()))
             .unwrap_or_else(|e| panic!("seed {seed} point {point}: reopen failed: {e}"));
         let got = read_state(&db);
         if sync {
@@ -268,11 +273,9 @@ fn crash_with_namespaces_destroy_and_gc() {
     let seed = common::seed(13);
     let mut rng = SmallRng::seed_from_u64(seed);
     let fs = FaultStorage::new();
-    let opts = Options {
-        vlog_gc_dead_ratio: 0.3,
-        ..options(true)
-    };
-    let open = |fs: &FaultStorage| Db::open_with_storage(Arc::new(fs.clone()), opts.clone());
+    let mut opts = options(true);
+    opts.vlog_gc_dead_ratio = 0.3;
+    let open = |fs: &FaultStorage| Db::builder(opts.clone()).open_storage(Arc::new(fs.clone()));
     let mut db = open(&fs).unwrap();
     let mut model: NsState = BTreeMap::from([(0, State::new())]);
     let mut destroyed: Vec<u32> = Vec::new();

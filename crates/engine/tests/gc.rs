@@ -2,16 +2,16 @@
 
 mod common;
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options};
 use std::path::Path;
 
 fn options() -> Options {
-    Options {
-        memtable_bytes: 256 << 10,
-        vlog_segment_bytes: 512 << 10,
-        inline_value_threshold: 0,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.memtable_bytes = 256 << 10;
+    o.vlog_segment_bytes = 512 << 10;
+    o.inline_value_threshold = 0;
+    o
 }
 
 /// Bytes of value-log segments and tables in `dir` (files that background work deletes
@@ -102,10 +102,8 @@ fn destroy_then_gc_returns_the_space() {
 #[test]
 fn overwrites_are_collected_and_the_newest_values_stay() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        vlog_gc_dead_ratio: 0.0,
-        ..options()
-    };
+    let mut opts = options();
+    opts.vlog_gc_dead_ratio = 0.0;
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     for round in 0..4u32 {
         for k in 0..N {
@@ -193,10 +191,8 @@ fn wait_for_gc(db: &Db) -> bool {
 fn background_gc_after_a_restart_knows_the_dead_bytes() {
     let dir = tempfile::tempdir().unwrap();
     // One background thread: no background GC in this first run.
-    let quiet = Options {
-        background_threads: 1,
-        ..options()
-    };
+    let mut quiet = options();
+    quiet.background_threads = 1;
     let db = Db::open(dir.path(), quiet.clone()).unwrap();
     for round in 0..4u32 {
         for k in 0..N {
@@ -312,7 +308,7 @@ fn gc_then_create_index_keeps_the_database_open() {
             let n: u32 = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
             n % 7 == 3
         });
-        assert_eq!(page.records.len(), want.count());
+        assert_eq!(page.value.len(), want.count());
         db.close().unwrap();
     }
     let db = Db::open(dir.path(), common::small_options()).unwrap();

@@ -6,6 +6,8 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, StorageRef};
+use cerberus_engine::QueryResult;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Filter, FindOptions, IndexKind, Namespace, Options, ReadOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -14,14 +16,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 fn options() -> Options {
-    Options {
-        memtable_bytes: 4 << 10,
-        vlog_segment_bytes: 16 << 10,
-        target_table_bytes: 2 << 10,
-        level1_bytes: 8 << 10,
-        vlog_gc_dead_ratio: 0.3,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.memtable_bytes = 4 << 10;
+    o.vlog_segment_bytes = 16 << 10;
+    o.target_table_bytes = 2 << 10;
+    o.level1_bytes = 8 << 10;
+    o.vlog_gc_dead_ratio = 0.3;
+    o
 }
 
 /// The records as a scan of the namespace reads them.
@@ -51,7 +52,9 @@ fn check(ns: &Namespace, seed: u64, point: usize) -> (usize, usize) {
             .filter(|(_, d)| d["g"] == json!(g))
             .map(|(k, _)| k.clone())
             .collect();
-        let (pks, stats) = ns.get_by_secondary("g", &json!(g), None).unwrap();
+        let QueryResult {
+            value: pks, stats, ..
+        } = ns.get_by_secondary("g", &json!(g), None).unwrap();
         let mut got: Vec<Vec<u8>> = pks.iter().map(|p| p.to_vec()).collect();
         got.sort();
         assert_eq!(
@@ -71,7 +74,7 @@ fn check(ns: &Namespace, seed: u64, point: usize) -> (usize, usize) {
             .map(|(k, _)| k.clone())
             .collect();
         let page = ns.find(&f, &FindOptions::default()).unwrap();
-        let mut got: Vec<Vec<u8>> = page.records.iter().map(|r| r.pk.to_vec()).collect();
+        let mut got: Vec<Vec<u8>> = page.value.iter().map(|r| r.pk.to_vec()).collect();
         got.sort();
         assert_eq!(
             got, want,
@@ -89,7 +92,9 @@ fn crash_run(seed: u64, crash_points: usize) -> (usize, bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let fs = FaultStorage::new();
     let storage: StorageRef = Arc::new(fs.clone());
-    let mut db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let mut db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let id = db.create_namespace("docs").unwrap().id();
     let ns = db.namespace(id).unwrap();
     ns.create_index("g", IndexKind::Vas).unwrap();
@@ -127,7 +132,8 @@ fn crash_run(seed: u64, crash_points: usize) -> (usize, bool) {
         drop(ns);
         drop(db);
         fs.restart();
-        db = Db::open_with_storage(storage.clone(), options())
+        db = Db::builder(options())
+            .open_storage(storage.clone())
             .unwrap_or_else(|e| panic!("seed {seed} point {point}: reopen failed: {e}"));
         let (records, ready) = check(&db.namespace(id).unwrap(), seed, point);
         most_records = most_records.max(records);

@@ -7,6 +7,8 @@ mod common;
 
 use bytes::Bytes;
 use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::QueryResult;
+use cerberus_engine::Readable;
 use cerberus_engine::{
     Aggregate, Db, Error, Filter, FindOptions, IndexKind, Namespace, Options, Scalar, TopOptions,
 };
@@ -19,10 +21,9 @@ use std::sync::Arc;
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options() -> Options {
-    Options {
-        vlog_gc_dead_ratio: 0.3,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.vlog_gc_dead_ratio = 0.3;
+    o
 }
 
 fn random_value(rng: &mut SmallRng) -> Vec<u8> {
@@ -90,8 +91,8 @@ fn find_all(ns: &Namespace, filter: &Filter, limit: Option<u64>) -> Vec<(Bytes, 
     let mut out = Vec::new();
     loop {
         let page = ns.find(filter, &opts).unwrap();
-        assert!(!page.records.is_empty() || page.continuation.is_none());
-        out.extend(page.records.into_iter().map(|r| (r.pk, r.value)));
+        assert!(!page.value.is_empty() || page.continuation.is_none());
+        out.extend(page.value.into_iter().map(|r| (r.pk, r.value)));
         match page.continuation {
             Some(c) => opts.continuation = Some(c),
             None => return out,
@@ -129,13 +130,13 @@ fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
         // A limit cuts the same stream.
         assert_eq!(find_all(ns, &filter, Some(3)).len(), want.len().min(3));
 
-        let count = ns.aggregate(&filter, &Aggregate::Count).unwrap().0;
+        let count = ns.aggregate(&filter, &Aggregate::Count).unwrap().value;
         assert_eq!(count, json!(want.len()), "step {step}: count {filter:?}");
         let sum: f64 = want.iter().filter_map(|(_, d)| d["n"]["v"].as_f64()).sum();
         let got_sum = ns
             .aggregate(&filter, &Aggregate::parse("sum", Some("n.v")).unwrap())
             .unwrap()
-            .0;
+            .value;
         assert_eq!(got_sum.as_f64(), Some(sum), "step {step}: sum {filter:?}");
 
         for desc in [false, true] {
@@ -145,7 +146,7 @@ fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
                 k: 5,
                 projection: Some(vec!["s".into()]),
             };
-            let (top, _) = ns.top(&filter, &opts).unwrap();
+            let QueryResult { value: top, .. } = ns.top(&filter, &opts).unwrap();
             let mut ranked: Vec<(i64, &[u8], &Value)> = want
                 .iter()
                 .filter_map(|(k, d)| Some((d["n"]["v"].as_i64()?, &k[..], d)))
@@ -175,7 +176,9 @@ fn check(ns: &Namespace, model: &Model, step: usize, kind: IndexKind) {
         }
     }
     for g in [json!("a"), json!(1), json!(null)] {
-        let (pks, stats) = ns.get_by_secondary("g", &g, None).unwrap();
+        let QueryResult {
+            value: pks, stats, ..
+        } = ns.get_by_secondary("g", &g, None).unwrap();
         let filter = Filter::parse(&json!({ "g": g })).unwrap();
         let want: Vec<Vec<u8>> = reference(model, &filter)
             .into_iter()
@@ -204,7 +207,9 @@ fn vas_queries_equal_a_reference_through_writes_compactions_gc_and_reopens() {
 fn model_run(kind: IndexKind, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let mut db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let mut db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let mut ns = db.create_namespace("docs").unwrap();
     let mut model = Model::new();
     let mut other = Some(db.create_namespace("other").unwrap());
@@ -250,7 +255,9 @@ fn model_run(kind: IndexKind, seed: u64) {
                 drop(ns);
                 other = None;
                 db.close().unwrap();
-                db = Db::open_with_storage(storage.clone(), options()).unwrap();
+                db = Db::builder(options())
+                    .open_storage(storage.clone())
+                    .unwrap();
                 ns = db.namespace(id).unwrap();
             }
             4 => match other.take() {
@@ -272,7 +279,7 @@ fn model_run(kind: IndexKind, seed: u64) {
                     .map(|(k, _)| k)
                     .collect();
                 let page = snap.find(&filter, &FindOptions::default()).unwrap();
-                let mut got: Vec<Vec<u8>> = page.records.iter().map(|r| r.pk.to_vec()).collect();
+                let mut got: Vec<Vec<u8>> = page.value.iter().map(|r| r.pk.to_vec()).collect();
                 got.sort();
                 assert_eq!(got, want, "step {step}: snapshot find {filter:?}");
             }
@@ -287,7 +294,9 @@ fn model_run(kind: IndexKind, seed: u64) {
 #[test]
 fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage, common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(storage)
+        .unwrap();
     let ns = db.create_namespace("t").unwrap();
     for i in 0..500u32 {
         let doc = json!({"common": i % 2, "rare": i % 100, "free": i});
@@ -299,13 +308,15 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     let f = Filter::parse_str(r#"{"common": 1, "rare": 7}"#).unwrap();
     let page = ns.find(&f, &FindOptions::default()).unwrap();
     assert_eq!(page.stats.plan, "classic index on rare");
-    assert_eq!(page.records.len(), 5);
+    assert_eq!(page.value.len(), 5);
     assert_eq!(page.stats.index_entries, 5);
     assert_eq!(page.stats.primary_lookups, 5);
     assert_eq!(page.stats.records_matched, 5);
     assert!(page.stats.bytes_returned > 0);
     // A limit stops the index walk: the first pks in index order.
-    let (two, stats) = ns.get_by_secondary("rare", &json!(7), Some(2)).unwrap();
+    let QueryResult {
+        value: two, stats, ..
+    } = ns.get_by_secondary("rare", &json!(7), Some(2)).unwrap();
     assert_eq!(
         two,
         ["00007", "00107"].map(|p| bytes::Bytes::from_static(p.as_bytes()))
@@ -314,12 +325,12 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
     assert!(ns
         .get_by_secondary("rare", &json!(7), Some(0))
         .unwrap()
-        .0
+        .value
         .is_empty());
     let f = Filter::parse_str(r#"{"free": {"$lt": 10}}"#).unwrap();
     let page = ns.find(&f, &FindOptions::default()).unwrap();
     assert_eq!(page.stats.plan, "scan (no usable index)");
-    assert_eq!(page.records.len(), 10);
+    assert_eq!(page.value.len(), 10);
     assert_eq!(page.stats.primary_lookups, 0);
     assert_eq!(page.stats.records_examined, 500);
 }
@@ -327,7 +338,9 @@ fn the_planner_uses_the_most_selective_index_and_says_when_it_scans() {
 #[test]
 fn bad_index_and_query_input_gets_clear_errors() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage, common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(storage)
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     for i in 0..50u32 {
@@ -340,7 +353,7 @@ fn bad_index_and_query_input_gets_clear_errors() {
     assert!(a
         .get_by_secondary("missing", &json!(1), None)
         .unwrap()
-        .0
+        .value
         .is_empty());
     assert!(matches!(
         a.create_index("missing", IndexKind::Classic),
@@ -396,12 +409,12 @@ fn bad_index_and_query_input_gets_clear_errors() {
         Err(Error::InvalidQuery(_))
     ));
     let rest = a.find(&f, &with(c.clone())).unwrap();
-    assert_eq!(page.records.len() + rest.records.len(), 50);
+    assert_eq!(page.value.len() + rest.value.len(), 50);
     a.drop_index("x").unwrap();
     assert!(matches!(a.find(&f, &with(c)), Err(Error::UnknownIndex(_))));
     // Without the index the same query scans, and finds the same records.
     let all = a.find(&f, &FindOptions::default()).unwrap();
-    assert_eq!(all.records.len(), 50);
+    assert_eq!(all.value.len(), 50);
     // Destroying the namespace drops its indexes with it.
     let id = a.id();
     db.destroy_namespace(id).unwrap();
@@ -413,7 +426,9 @@ fn bad_index_and_query_input_gets_clear_errors() {
 fn an_index_built_while_writers_go_on_misses_nothing() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let ns = db.create_namespace("live").unwrap();
     for i in 0..20_000u32 {
         let doc = json!({"g": i % 7, "w": 0});
@@ -476,7 +491,7 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
             .into_iter()
             .map(|(k, _)| k)
             .collect();
-        let (pks, _) = ns.get_by_secondary("g", &json!(g), None).unwrap();
+        let QueryResult { value: pks, .. } = ns.get_by_secondary("g", &json!(g), None).unwrap();
         let mut got: Vec<Vec<u8>> = pks.iter().map(|p| p.to_vec()).collect();
         got.sort();
         let show = |v: Vec<&Vec<u8>>| -> Vec<String> {
@@ -496,12 +511,15 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
     drop(ns);
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, options()).unwrap();
+    let db = Db::builder(options()).open_storage(storage).unwrap();
     let ns = db.namespace(id).unwrap();
     let filter = Filter::parse(&json!({ "g": 3 })).unwrap();
     let want = reference(&model, &filter).len();
     assert_eq!(
-        ns.get_by_secondary("g", &json!(3), None).unwrap().0.len(),
+        ns.get_by_secondary("g", &json!(3), None)
+            .unwrap()
+            .value
+            .len(),
         want
     );
 }
@@ -509,19 +527,15 @@ fn an_index_built_while_writers_go_on_misses_nothing() {
 #[test]
 fn vas_finds_on_the_nand_model_read_values_ahead_and_agree() {
     use cerberus_engine::storage::{NandConfig, NandStorage};
-    use cerberus_engine::StorageKind;
     let cfg = NandConfig {
         t_read: std::time::Duration::from_micros(20),
         t_prog: std::time::Duration::from_micros(20),
         ..NandConfig::default()
     };
-    let storage: StorageRef = Arc::new(NandStorage::new(Arc::new(MemStorage::new()), cfg.clone()));
-    let opts = Options {
-        storage: StorageKind::Nand(cfg),
-        cache_bytes: 0,
-        ..common::small_options()
-    };
-    let db = Db::open_with_storage(storage, opts).unwrap();
+    let storage: StorageRef = Arc::new(NandStorage::new(Arc::new(MemStorage::new()), cfg));
+    let mut opts = common::small_options();
+    opts.cache_bytes = 0;
+    let db = Db::builder(opts).open_storage(storage).unwrap();
     let ns = db.create_namespace("nand").unwrap();
     let mut rng = SmallRng::seed_from_u64(common::seed(77));
     let mut model = Model::new();
@@ -557,7 +571,9 @@ fn vas_finds_on_the_nand_model_read_values_ahead_and_agree() {
 #[test]
 fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let db = Db::builder(options())
+        .open_storage(storage.clone())
+        .unwrap();
     let ns = db.create_namespace("big").unwrap();
     let id = ns.id();
     for i in 0..60_000u32 {
@@ -577,14 +593,14 @@ fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
         creating.join().unwrap()
     });
     drop((ns, db));
-    let db = Db::open_with_storage(storage, options()).unwrap();
+    let db = Db::builder(options()).open_storage(storage).unwrap();
     let ns = db.namespace(id).unwrap();
     // Finished before the close or by the open: ready either way, and whole.
     if let Err(e) = created {
         assert!(matches!(e, Error::Closed), "{e}");
     }
     assert!(ns.list_indexes().unwrap()[0].ready);
-    let (pks, _) = ns.get_by_secondary("g", &json!(3), None).unwrap();
+    let QueryResult { value: pks, .. } = ns.get_by_secondary("g", &json!(3), None).unwrap();
     assert_eq!(pks.len(), (0..60_000u32).filter(|i| i % 7 == 3).count());
 }
 
@@ -596,7 +612,9 @@ fn a_close_during_a_backfill_stops_it_and_the_next_open_finishes_it() {
 fn create_index_on_a_full_disk_answers() {
     use cerberus_engine::storage::{Fault, FaultError, FaultStorage, IoKind};
     let fs = FaultStorage::new();
-    let db = Db::open_with_storage(Arc::new(fs.clone()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     let ns = db.create_namespace("a").unwrap();
     for k in 0..200u32 {
         ns.put(
@@ -638,7 +656,9 @@ fn create_index_on_a_full_disk_answers() {
     fs.inject(None);
     drop(ns);
     db.close().unwrap();
-    let db = Db::open_with_storage(Arc::new(fs.clone()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     let ns = db
         .namespace(
             db.list_namespaces()
@@ -648,6 +668,6 @@ fn create_index_on_a_full_disk_answers() {
                 .nsid,
         )
         .unwrap();
-    let (found, _) = ns.get_by_secondary("g", &json!(3), None).unwrap();
+    let QueryResult { value: found, .. } = ns.get_by_secondary("g", &json!(3), None).unwrap();
     assert_eq!(found.len(), 40);
 }

@@ -6,6 +6,7 @@ mod common;
 
 use bytes::Bytes;
 use cerberus_engine::storage::MemStorage;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Iter, Layout, Namespace, Options, ReadOptions, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -23,12 +24,11 @@ fn key(k: u32) -> Vec<u8> {
 }
 
 fn options(layout: Layout) -> Options {
-    Options {
-        layout,
-        vlog_gc_dead_ratio: 0.0,
-        prefetch_threads: 3,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.layout = layout;
+    o.vlog_gc_dead_ratio = 0.0;
+    o.prefetch_threads = 3;
+    o
 }
 
 fn collect(it: Iter) -> Vec<(Bytes, Bytes)> {
@@ -113,7 +113,9 @@ fn check_iter(
 
 fn model_run(layout: Layout, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), options(layout)).unwrap();
+    let db = Db::builder(options(layout))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let spaces = [
         db.create_namespace("a").unwrap(),
         db.create_namespace("b").unwrap(),
@@ -248,7 +250,9 @@ fn concurrent_iterations_see_one_generation() {
         ns.write(b).unwrap();
     }
     let db = Arc::new(
-        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap(),
+        Db::builder(options(Layout::PerNamespace))
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap(),
     );
     let ns = db.create_namespace("t").unwrap();
     write_gen(&ns, 1);
@@ -304,13 +308,12 @@ fn concurrent_iterations_see_one_generation() {
 /// grow with the number of tables, and stays under 1 KiB.
 #[test]
 fn open_iterators_hold_little_beyond_their_blocks() {
-    let db = Db::open_with_storage(
-        Arc::new(MemStorage::new()),
-        Options {
-            target_table_bytes: 1 << 10,
-            ..options(Layout::PerNamespace)
-        },
-    )
+    let db = Db::builder({
+        let mut o = options(Layout::PerNamespace);
+        o.target_table_bytes = 1 << 10;
+        o
+    })
+    .open_storage(Arc::new(MemStorage::new()))
     .unwrap();
     let ns = db.create_namespace("t").unwrap();
     let mut held = Vec::new();
@@ -347,7 +350,9 @@ fn open_iterators_hold_little_beyond_their_blocks() {
 
 #[test]
 fn iterators_fail_clearly() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     a.put(b"k", b"v").unwrap();
     let mut it = a.iter(ReadOptions::default()).unwrap();
@@ -372,13 +377,12 @@ fn iterators_fail_clearly() {
 #[test]
 fn index_prefetch_reads_each_block_once() {
     use cerberus_engine::storage::IoPurpose;
-    let db = Db::open_with_storage(
-        Arc::new(MemStorage::new()),
-        Options {
-            target_table_bytes: 4 << 10,
-            ..options(Layout::PerNamespace)
-        },
-    )
+    let db = Db::builder({
+        let mut o = options(Layout::PerNamespace);
+        o.target_table_bytes = 4 << 10;
+        o
+    })
+    .open_storage(Arc::new(MemStorage::new()))
     .unwrap();
     let ns = db.create_namespace("t").unwrap();
     for k in 0..3_000 {

@@ -3,20 +3,22 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, MemStorage};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options, WriteBatch};
 use std::sync::Arc;
 
 fn options() -> Options {
-    Options {
-        max_key_size: 100,
-        max_value_size: 1000,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.max_key_size = 100;
+    o.max_value_size = 1000;
+    o
 }
 
 #[test]
 fn oversized_keys_and_values_are_refused_whole() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    let db = Db::builder(options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let long_key = vec![b'k'; 101];
     assert!(matches!(
         db.default_namespace().put(&long_key, b"v"),
@@ -62,7 +64,9 @@ fn oversized_keys_and_values_are_refused_whole() {
 #[test]
 fn full_disk_fails_the_write_and_keeps_the_store_readable() {
     let fs = FaultStorage::new();
-    let db = Db::open_with_storage(Arc::new(fs.clone()), options()).unwrap();
+    let db = Db::builder(options())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     fs.set_space_limit(Some(fs.total_bytes() + 300_000));
     let mut acked = Vec::new();
     let err = loop {
@@ -87,7 +91,7 @@ fn full_disk_fails_the_write_and_keeps_the_store_readable() {
     db.close().unwrap_or(());
     drop(db);
     fs.set_space_limit(None);
-    let db = Db::open_with_storage(Arc::new(fs), options()).unwrap();
+    let db = Db::builder(options()).open_storage(Arc::new(fs)).unwrap();
     for k in &acked {
         assert_eq!(
             db.default_namespace().get(k).unwrap().as_deref(),

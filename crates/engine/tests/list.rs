@@ -8,6 +8,7 @@
 mod common;
 
 use cerberus_engine::storage::{FaultStorage, IoPurpose, MemStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Layout, Nsid, Options, WriteBatch, WriteOptions};
 use common::{KeyList, ListKeys};
 use rand::rngs::SmallRng;
@@ -137,14 +138,14 @@ fn run(layout: Layout, seed: u64) {
     let storage: StorageRef = Arc::new(MemStorage::new());
     // Small tables and levels, so listings cross several tables per level and several
     // levels below L0.
-    let opts = Options {
-        layout,
-        block_size: 256,
-        target_table_bytes: 1 << 10,
-        level1_bytes: 4 << 10,
-        ..common::small_options()
-    };
-    let mut db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let mut opts = common::small_options();
+    opts.layout = layout;
+    opts.block_size = 256;
+    opts.target_table_bytes = 1 << 10;
+    opts.level1_bytes = 4 << 10;
+    let mut db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
     let mut model = Model::new();
     let mut names = 0;
     // Three namespaces: the default one and two created ones (replaced on destroy).
@@ -222,7 +223,9 @@ fn run(layout: Layout, seed: u64) {
             _ => {
                 db.close().unwrap();
                 drop(db);
-                db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+                db = Db::builder(opts.clone())
+                    .open_storage(storage.clone())
+                    .unwrap();
                 for &ns in &spaces {
                     check_paging(&db, &model, ns, rng.gen_range(1..40), "after reopen");
                 }
@@ -276,14 +279,14 @@ fn value_reads(db: &Db, ns: Nsid) -> u64 {
 /// Every key has versions in L1, in L0 and in the memtable at once; some are deleted at one
 /// layer and written again at another.
 fn each_key_once(layout: Layout) {
-    let opts = Options {
-        layout,
-        auto_compaction: false,
-        // Values are never inline: a value read would show in the counters.
-        inline_value_threshold: 0,
-        ..common::small_options()
-    };
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
+    let mut opts = common::small_options();
+    opts.layout = layout;
+    opts.auto_compaction = false;
+    // Values are never inline: a value read would show in the counters.
+    opts.inline_value_threshold = 0;
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap().id();
     let k = |i: u32| format!("key{i:03}").into_bytes();
     let v = |i: u32, layer: &str| format!("{layer}-{i}-{}", "x".repeat(40)).into_bytes();
@@ -432,7 +435,9 @@ fn list_each_key_once_across_layers_shared() {
 /// flushes and compactions run; every listing sees exactly one key, never half a batch.
 #[test]
 fn list_sees_batches_whole() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap().id();
     let name = |i: u64| format!("key{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes();
     db.namespace(ns).unwrap().put(&name(0), b"v").unwrap();
@@ -474,11 +479,11 @@ fn list_sees_batches_whole() {
 #[test]
 fn flipped_byte_in_a_table_fails_the_listing() {
     let fs = FaultStorage::new();
-    let opts = Options {
-        cache_bytes: 0,
-        ..common::small_options()
-    };
-    let db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    let mut opts = common::small_options();
+    opts.cache_bytes = 0;
+    let db = Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     for k in 0..2_000u32 {
         db.default_namespace()
             .put(format!("key{k:05}").as_bytes(), b"v")
@@ -492,7 +497,9 @@ fn flipped_byte_in_a_table_fails_the_listing() {
     let table = &tables[0];
     fs.flip_byte(table, fs.file_len(table).unwrap() / 3)
         .unwrap();
-    let db = Db::open_with_storage(Arc::new(fs.clone()), opts).unwrap();
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     match db.default_namespace().list_keys(b"", false, usize::MAX) {
         Err(e @ Error::Corruption { .. }) => {
             assert!(
@@ -515,7 +522,9 @@ fn db_tables(fs: &FaultStorage) -> Vec<String> {
 
 #[test]
 fn list_of_closed_db_fails() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     db.default_namespace().put(b"a", b"1").unwrap();
     db.close().unwrap();
     assert!(matches!(
@@ -533,7 +542,9 @@ fn crash_and_reopen(fs: &FaultStorage, db: Db, opts: &Options) -> Db {
     fs.crash();
     drop(db);
     fs.restart();
-    Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap()
+    Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap()
 }
 
 /// With `Options::sync` off, a write with `WriteOptions::sync` (and everything before it, in
@@ -541,12 +552,12 @@ fn crash_and_reopen(fs: &FaultStorage, db: Db, opts: &Options) -> Db {
 #[test]
 fn sync_write_survives_crash() {
     let fs = FaultStorage::new();
-    let opts = Options {
-        sync: false,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.sync = false;
     let sync = WriteOptions { sync: true };
-    let mut db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+    let mut db = Db::builder(opts.clone())
+        .open_storage(Arc::new(fs.clone()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap().id();
     db.default_namespace().put(b"before", b"0").unwrap();
     db.namespace(ns)
@@ -603,13 +614,13 @@ const DEFAULT: Nsid = 0;
 #[test]
 fn concurrent_sync_writes_survive_crash() {
     let mut rng = SmallRng::seed_from_u64(common::seed(23));
-    let opts = Options {
-        sync: false,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.sync = false;
     for round in 0..40 {
         let fs = FaultStorage::new();
-        let db = Db::open_with_storage(Arc::new(fs.clone()), opts.clone()).unwrap();
+        let db = Db::builder(opts.clone())
+            .open_storage(Arc::new(fs.clone()))
+            .unwrap();
         fs.crash_after_ops(Some(rng.gen_range(20..300)));
         let acked: Vec<Vec<String>> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..4u32)
@@ -661,15 +672,15 @@ fn concurrent_sync_writes_survive_crash() {
 #[test]
 fn listing_reads_and_key_estimate_apart_from_gets() {
     for layout in [Layout::PerNamespace, Layout::Shared] {
-        let opts = Options {
-            layout,
-            auto_compaction: false,
-            memtable_bytes: 1 << 20,
-            // Every read reaches storage: the listing's blocks would be cached for the get.
-            cache_bytes: 0,
-            ..common::small_options()
-        };
-        let db = Db::open_with_storage(Arc::new(MemStorage::new()), opts).unwrap();
+        let mut opts = common::small_options();
+        opts.layout = layout;
+        opts.auto_compaction = false;
+        opts.memtable_bytes = 1 << 20;
+        // Every read reaches storage: the listing's blocks would be cached for the get.
+        opts.cache_bytes = 0;
+        let db = Db::builder(opts)
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap();
         let a = db.create_namespace("a").unwrap().id();
         let b = db.create_namespace("b").unwrap().id();
         for i in 0..300 {

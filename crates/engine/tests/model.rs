@@ -4,6 +4,7 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, PosixStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -20,7 +21,9 @@ fn key(k: u32) -> Vec<u8> {
 fn run_model(storage: StorageRef, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let opts = common::small_options();
-    let mut db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let mut db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut version = 0u64;
     let (mut flushes, mut compactions) = (0, 0);
@@ -86,7 +89,9 @@ fn run_model(storage: StorageRef, seed: u64) {
                 compactions += st.compactions;
                 db.close().unwrap();
                 drop(db);
-                db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+                db = Db::builder(opts.clone())
+                    .open_storage(storage.clone())
+                    .unwrap();
             }
         }
     }
@@ -100,7 +105,7 @@ fn run_model(storage: StorageRef, seed: u64) {
     );
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, opts).unwrap();
+    let db = Db::builder(opts).open_storage(storage).unwrap();
     db.compact_all().unwrap();
     for k in 0..KEYS {
         assert_eq!(

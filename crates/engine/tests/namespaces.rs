@@ -4,6 +4,7 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Layout, Nsid, Options, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -20,11 +21,11 @@ fn key(k: u32) -> Vec<u8> {
 fn run(layout: Layout, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let opts = Options {
-        layout,
-        ..common::small_options()
-    };
-    let mut db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let mut opts = common::small_options();
+    opts.layout = layout;
+    let mut db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
     let mut models: BTreeMap<Nsid, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
     models.insert(0, BTreeMap::new());
     let mut destroyed: BTreeSet<Nsid> = BTreeSet::new();
@@ -115,13 +116,15 @@ fn run(layout: Layout, seed: u64) {
             _ => {
                 db.close().unwrap();
                 drop(db);
-                db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+                db = Db::builder(opts.clone())
+                    .open_storage(storage.clone())
+                    .unwrap();
             }
         }
     }
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, opts).unwrap();
+    let db = Db::builder(opts).open_storage(storage).unwrap();
     db.compact_all().unwrap();
     let listed: Vec<Nsid> = db.list_namespaces().iter().map(|n| n.nsid).collect();
     assert_eq!(listed, models.keys().copied().collect::<Vec<_>>());
@@ -178,7 +181,9 @@ fn isolation_shared() {
 
 #[test]
 fn namespace_api_errors() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap().id();
     assert!(matches!(
         db.create_namespace("a"),

@@ -2,6 +2,7 @@
 
 mod common;
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Options, ReadOptions, WriteBatch};
 use std::path::Path;
 
@@ -18,9 +19,10 @@ fn count_with_suffix(dir: &Path, suffix: &str) -> usize {
 #[test]
 fn reopening_leaves_no_empty_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = || Options {
-        auto_compaction: false,
-        ..common::small_options()
+    let opts = || {
+        let mut o = common::small_options();
+        o.auto_compaction = false;
+        o
     };
     {
         let db = Db::open(dir.path(), opts()).unwrap();
@@ -89,13 +91,11 @@ fn a_scan_over_ten_thousand_tables_fits_in_512_descriptors() {
     limit_open_files(512);
     for mmap_reads in [false, true] {
         let dir = scratch_dir();
-        let opts = Options {
-            auto_compaction: false,
-            // One entry per table.
-            target_table_bytes: 1,
-            mmap_reads,
-            ..Options::default()
-        };
+        let mut opts = Options::default();
+        opts.auto_compaction = false;
+        // One entry per table.
+        opts.target_table_bytes = 1;
+        opts.mmap_reads = mmap_reads;
         let db = Db::open(dir.path(), opts).unwrap();
         let ns = db.default_namespace();
         let mut batch = WriteBatch::new();

@@ -5,6 +5,7 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Nsid, Options};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,15 +37,13 @@ fn check(db: &Db, ns: Nsid, n: u32, version: u64) {
 
 fn open(opts: Options) -> Db {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    Db::open_with_storage(storage, opts).unwrap()
+    Db::builder(opts).open_storage(storage).unwrap()
 }
 
 #[test]
 fn settled_engine_leaves_nothing_in_shared_l0_or_runs() {
-    let opts = Options {
-        idle_settle_ms: 0,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.idle_settle_ms = 0;
     let db = open(opts);
     let tenants: Vec<Nsid> = (0..4)
         .map(|t| db.create_namespace(&format!("t{t}")).unwrap().id())
@@ -67,13 +66,11 @@ fn settled_engine_leaves_nothing_in_shared_l0_or_runs() {
 
 #[test]
 fn an_idle_engine_drains_shared_l0_by_itself() {
-    let opts = Options {
-        idle_settle_ms: 100,
-        l0_compaction_trigger: 4,
-        l0_slowdown_trigger: 8,
-        l0_stop_trigger: 12,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.idle_settle_ms = 100;
+    opts.l0_compaction_trigger = 4;
+    opts.l0_slowdown_trigger = 8;
+    opts.l0_stop_trigger = 12;
     let db = open(opts);
     let a = db.create_namespace("a").unwrap().id();
     let b = db.create_namespace("b").unwrap().id();
@@ -94,11 +91,9 @@ fn an_idle_engine_drains_shared_l0_by_itself() {
 fn other_tenants_compactions_do_not_rewrite_an_idle_tree() {
     // Value-log GC moves the live values of every namespace out of a segment it collects,
     // and so rewrites their index entries: this test is about compaction alone.
-    let opts = Options {
-        idle_settle_ms: 0,
-        vlog_gc_dead_ratio: 0.0,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.idle_settle_ms = 0;
+    opts.vlog_gc_dead_ratio = 0.0;
     let db = open(opts);
     let idle = db.create_namespace("idle").unwrap().id();
     let busy: Vec<Nsid> = (0..3)
@@ -146,14 +141,12 @@ fn table_files(db: &Db) -> Vec<String> {
 
 #[test]
 fn runs_accumulate_up_to_their_trigger_and_reads_see_them() {
-    let opts = Options {
-        idle_settle_ms: 0,
-        run_compaction_trigger: 3,
-        l0_compaction_trigger: 1,
-        // Only the explicit flushes below make L0 tables.
-        memtable_bytes: 1 << 20,
-        ..common::small_options()
-    };
+    let mut opts = common::small_options();
+    opts.idle_settle_ms = 0;
+    opts.run_compaction_trigger = 3;
+    opts.l0_compaction_trigger = 1;
+    // Only the explicit flushes below make L0 tables.
+    opts.memtable_bytes = 1 << 20;
     let db = open(opts);
     let a = db.create_namespace("a").unwrap().id();
     let b = db.create_namespace("b").unwrap().id();
@@ -197,12 +190,12 @@ fn model_64_namespaces_with_background_work() {
     type Model = BTreeMap<Nsid, BTreeMap<Vec<u8>, Vec<u8>>>;
     let seed = common::seed(64);
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let opts = Options {
-        vlog_gc_dead_ratio: 0.3,
-        idle_settle_ms: 50,
-        ..common::small_options()
-    };
-    let db = Db::open_with_storage(storage.clone(), opts.clone()).unwrap();
+    let mut opts = common::small_options();
+    opts.vlog_gc_dead_ratio = 0.3;
+    opts.idle_settle_ms = 50;
+    let db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
     let stop = AtomicBool::new(false);
     let models: Vec<Model> = std::thread::scope(|s| {
         let db = &db;
@@ -295,7 +288,7 @@ fn model_64_namespaces_with_background_work() {
     check(&db);
     db.close().unwrap();
     drop(db);
-    let db = Db::open_with_storage(storage, opts.clone()).unwrap();
+    let db = Db::builder(opts.clone()).open_storage(storage).unwrap();
     check(&db);
     db.wait_for_compactions().unwrap();
     assert_eq!(db.stats().levels[0].tables, 0);

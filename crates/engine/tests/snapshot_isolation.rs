@@ -6,6 +6,8 @@
 mod common;
 
 use cerberus_engine::storage::{MemStorage, Storage};
+use cerberus_engine::QueryResult;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, IndexKind, Layout, Namespace, Options, ReadOptions, Snapshot};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -22,12 +24,11 @@ fn key(k: u32) -> Vec<u8> {
 }
 
 fn options(layout: Layout) -> Options {
-    Options {
-        layout,
-        // Every sealed segment with a dead byte is collected by `gc_value_log`.
-        vlog_gc_dead_ratio: 0.0,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.layout = layout;
+    // Every sealed segment with a dead byte is collected by `gc_value_log`.
+    o.vlog_gc_dead_ratio = 0.0;
+    o
 }
 
 /// The value-log segments in `storage`, by id.
@@ -75,7 +76,9 @@ fn record(k: u32, version: u64, g: u32, len: usize) -> Vec<u8> {
 /// iterator read them.
 fn others_garbage_goes_while_a_snapshot_is_held(layout: Layout) {
     let storage = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage.clone(), options(layout)).unwrap();
+    let db = Db::builder(options(layout))
+        .open_storage(storage.clone())
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     // B first: its first versions fill segments of their own.
@@ -191,7 +194,7 @@ const GROUPS: u32 = 4;
 fn check_pinned(p: &Pinned, what: &str) {
     check(&p.snap, &p.model, what);
     for g in 0..GROUPS {
-        let (pks, _) = p
+        let QueryResult { value: pks, .. } = p
             .snap
             .get_by_secondary("g", &json!(g), None)
             .unwrap_or_else(|e| panic!("{what}: get_by_secondary: {e}"));
@@ -214,7 +217,9 @@ fn check_pinned(p: &Pinned, what: &str) {
 /// their live keys alone.
 fn a_snapshot_reads_its_namespace_through_the_others_churn(layout: Layout, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), options(layout)).unwrap();
+    let db = Db::builder(options(layout))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     let c = db.create_namespace("c").unwrap();
@@ -328,8 +333,9 @@ fn a_snapshot_reads_its_namespace_through_the_others_churn_shared() {
 /// the snapshot of the destroyed namespace keeps that namespace's segments).
 #[test]
 fn an_iterator_of_a_destroyed_namespace_reads_on_through_gc() {
-    let db =
-        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap();
+    let db = Db::builder(options(Layout::PerNamespace))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     let b = db.create_namespace("b").unwrap();
     let model: Model = (0..KEYS)

@@ -4,6 +4,7 @@
 mod common;
 
 use cerberus_engine::storage::MemStorage;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Layout, Namespace, Options, Snapshot, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -20,12 +21,11 @@ fn key(k: u32) -> Vec<u8> {
 }
 
 fn options(layout: Layout) -> Options {
-    Options {
-        layout,
-        // Every sealed segment with a dead byte is collected by `gc_value_log`.
-        vlog_gc_dead_ratio: 0.0,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.layout = layout;
+    // Every sealed segment with a dead byte is collected by `gc_value_log`.
+    o.vlog_gc_dead_ratio = 0.0;
+    o
 }
 
 fn check(snap: &Snapshot, model: &Model, what: &str) {
@@ -44,7 +44,9 @@ fn check(snap: &Snapshot, model: &Model, what: &str) {
 /// while flushes, compactions and value-log GC run; every live snapshot keeps its state.
 fn model_run(layout: Layout, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), options(layout)).unwrap();
+    let db = Db::builder(options(layout))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let spaces = [db.create_namespace("a").unwrap(), db.default_namespace()];
     let mut models = [Model::new(), Model::new()];
     let mut snaps: Vec<(usize, Snapshot, Model)> = Vec::new();
@@ -141,7 +143,9 @@ fn snapshots_keep_their_state_shared() {
 fn concurrent_snapshots_see_whole_batches_while_the_tree_changes() {
     const N: u32 = 64;
     let db = Arc::new(
-        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap(),
+        Db::builder(options(Layout::PerNamespace))
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap(),
     );
     let ns = db.create_namespace("t").unwrap();
     fn value(k: u32, g: u64) -> Vec<u8> {
@@ -237,8 +241,9 @@ fn concurrent_snapshots_see_whole_batches_while_the_tree_changes() {
 /// is gone.
 #[test]
 fn gc_waits_for_the_snapshots_that_read_a_segment() {
-    let db =
-        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap();
+    let db = Db::builder(options(Layout::PerNamespace))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap();
     let old = |k: u32| common::value_for(k, 1, 500);
     for k in 0..KEYS {
@@ -266,7 +271,9 @@ fn gc_waits_for_the_snapshots_that_read_a_segment() {
 
 #[test]
 fn handles_fail_clearly_once_destroyed_or_closed() {
-    let db = Db::open_with_storage(Arc::new(MemStorage::new()), common::small_options()).unwrap();
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let a = db.create_namespace("a").unwrap();
     assert_eq!(a.name(), "a");
     assert_eq!(db.namespace(a.id()).unwrap().name(), "a");
@@ -298,8 +305,9 @@ fn handles_fail_clearly_once_destroyed_or_closed() {
 /// Compaction keeps the versions a live snapshot reads, and drops them once it is released.
 #[test]
 fn compaction_drops_what_a_released_snapshot_kept() {
-    let db =
-        Db::open_with_storage(Arc::new(MemStorage::new()), options(Layout::PerNamespace)).unwrap();
+    let db = Db::builder(options(Layout::PerNamespace))
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
     let ns = db.create_namespace("t").unwrap();
     for k in 0..KEYS {
         ns.put(&key(k), &common::value_for(k, 1, 100)).unwrap();

@@ -38,6 +38,7 @@ mod shrink;
 mod watchdog;
 
 use cerberus_engine::ReadOptions;
+use cerberus_engine::Readable;
 use config::{configs, Config, StorageSpec};
 use generator::{Gen, GenConfig};
 use ops::Op;

@@ -22,7 +22,8 @@ mod report;
 
 use crate::memory::{count_heap, heap_delta, MemorySample};
 use anyhow::{bail, Context, Result};
-use cerberus_engine::{Db, Iter, Options, ReadOptions, StorageKind, WriteBatch};
+use cerberus_engine::Readable;
+use cerberus_engine::{Db, Iter, Options, ReadOptions, WriteBatch};
 use clap::Parser;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -225,13 +226,10 @@ fn check(args: &ItermemArgs) -> Result<()> {
 }
 
 fn options(args: &ItermemArgs) -> Options {
-    let defaults = Options::default();
-    Options {
-        storage: StorageKind::Posix,
-        target_table_bytes: args.table_bytes,
-        cache_bytes: args.cache_bytes.unwrap_or(defaults.cache_bytes),
-        ..defaults
-    }
+    let mut o = Options::default();
+    o.target_table_bytes = args.table_bytes;
+    o.cache_bytes = args.cache_bytes.unwrap_or(o.cache_bytes);
+    o
 }
 
 /// Key `i`, `size` bytes of zero-padded decimal (byte order is numeric order).

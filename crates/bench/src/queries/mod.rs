@@ -344,12 +344,9 @@ fn load_cerberus(
         "nand" => StorageKind::Nand(NandConfig::default()),
         other => bail!("--storage: unknown {other} (posix, nand)"),
     };
-    let opts = Options {
-        storage,
-        cache_bytes: args.cache_bytes,
-        ..Options::default()
-    };
-    let db = Db::open(dir, opts)?;
+    let mut opts = Options::default();
+    opts.cache_bytes = args.cache_bytes;
+    let db = Db::builder(opts).storage(storage).open(dir)?;
     let ns = db.create_namespace("data")?;
     let t = Instant::now();
     if let Some(kind) = index {

@@ -2,6 +2,8 @@
 //! user's filter documents for their own file, and how each runs on the engine.
 
 use anyhow::{Context, Result};
+use cerberus_engine::QueryResult;
+use cerberus_engine::Readable;
 use cerberus_engine::{Aggregate, Filter, FindOptions, Namespace, QueryStats, TopOptions};
 use serde_json::{json, Value};
 
@@ -203,7 +205,9 @@ pub fn run_engine(ns: &Namespace, q: &Query, filter: &Filter) -> Result<(usize, 
                 .map(|(p, _)| p.as_str().to_string())
                 .unwrap_or_default();
             match ns.get_by_secondary(&attr, &sk, *limit) {
-                Ok((pks, stats)) => (pks.len(), one(stats)),
+                Ok(QueryResult {
+                    value: pks, stats, ..
+                }) => (pks.len(), one(stats)),
                 // Without an index, the pks come from a scan inside the engine.
                 Err(cerberus_engine::Error::UnknownIndex(_)) => {
                     let opts = FindOptions {
@@ -212,7 +216,7 @@ pub fn run_engine(ns: &Namespace, q: &Query, filter: &Filter) -> Result<(usize, 
                         ..FindOptions::default()
                     };
                     let page = ns.find(filter, &opts)?;
-                    (page.records.len(), one(page.stats))
+                    (page.value.len(), one(page.stats))
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -226,7 +230,7 @@ pub fn run_engine(ns: &Namespace, q: &Query, filter: &Filter) -> Result<(usize, 
             let (mut n, mut pages) = (0, Vec::new());
             loop {
                 let page = ns.find(filter, &opts)?;
-                n += page.records.len();
+                n += page.value.len();
                 pages.push(page.stats);
                 match page.continuation {
                     Some(c) => opts.continuation = Some(c),
@@ -242,12 +246,16 @@ pub fn run_engine(ns: &Namespace, q: &Query, filter: &Filter) -> Result<(usize, 
                 k: *k,
                 projection: None,
             };
-            let (ranked, stats) = ns.top(filter, &opts)?;
+            let QueryResult {
+                value: ranked,
+                stats,
+                ..
+            } = ns.top(filter, &opts)?;
             (ranked.len(), one(stats))
         }
         Shape::Avg { attr } => {
             let op = Aggregate::parse("avg", Some(attr))?;
-            let (_, stats) = ns.aggregate(filter, &op)?;
+            let QueryResult { stats, .. } = ns.aggregate(filter, &op)?;
             (1, one(stats))
         }
     })

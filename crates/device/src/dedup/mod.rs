@@ -21,6 +21,7 @@ mod index;
 mod persist;
 
 use bytes::Bytes;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error as EngineError, ErrorKind, ReadOptions};
 pub use chunk::{ChunkHash, Chunker, Chunking};
 pub use index::{NsDedupStats, NsIndex};

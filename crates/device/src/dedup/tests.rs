@@ -112,10 +112,9 @@ fn random_writes(db: &Db, dedup: &Dedup, queue: &mut VecDeque<DedupWork>, ns: &[
 }
 
 fn options() -> Options {
-    Options {
-        memtable_bytes: 64 << 10,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.memtable_bytes = 64 << 10;
+    o
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use super::engine_error::engine;
 use super::{Outcome, Shared, INLINE_MAX_VALUE, STRIPES};
 use bytes::Bytes;
+use cerberus_engine::Readable;
 use cerberus_engine::{WriteBatch, WriteOptions};
 use cerberus_proto::{value_size_refusal, Command, Reply, Request, Status, StoreMode};
 use parking_lot::Mutex;

@@ -5,6 +5,7 @@ use super::engine_error::engine;
 use super::{Outcome, Shared, ENTRY_OVERHEAD};
 use crate::iterators::ConnIterators;
 use cerberus_engine::ReadOptions;
+use cerberus_engine::Readable;
 use cerberus_proto::Reply;
 
 impl Shared {

@@ -13,7 +13,10 @@ fn shared(dir: &std::path::Path) -> Shared {
         max_value_len: 100,
         ..DeviceConfig::default()
     };
-    let db = Db::open(dir.join("db"), config.engine_options()).unwrap();
+    let db = Db::builder(config.engine_options())
+        .storage(config.engine_storage())
+        .open(dir.join("db"))
+        .unwrap();
     let creds = Credentials::open(dir, None).unwrap();
     Shared::new(db, creds, config)
 }

@@ -13,11 +13,15 @@ use std::collections::HashSet;
 /// What a garbage collection did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GcStats {
+    /// Sealed segments looked at.
     pub segments_scanned: usize,
+    /// Segments collected: their live records rewritten, the files deleted.
     pub segments_deleted: usize,
     /// Bytes of deleted segments.
     pub bytes_reclaimed: u64,
+    /// Live records moved to the head of the log.
     pub records_rewritten: u64,
+    /// Bytes of those records.
     pub bytes_rewritten: u64,
 }
 
@@ -398,7 +402,9 @@ mod tests {
     #[test]
     fn a_segment_gone_since_the_listing_is_skipped() {
         let storage: StorageRef = Arc::new(MemStorage::new());
-        let db = Db::open_with_storage(storage, Options::default()).unwrap();
+        let db = Db::builder(Options::default())
+            .open_storage(storage)
+            .unwrap();
         let mut stats = GcStats::default();
         db.inner.gc_segment(999_999, 0.0, &mut stats).unwrap();
         assert_eq!(stats, GcStats::default());
@@ -417,7 +423,7 @@ mod tests {
             inline_value_threshold: 0,
             ..Options::default()
         };
-        let db = Db::open_with_storage(storage, opts).unwrap();
+        let db = Db::builder(opts).open_storage(storage).unwrap();
         let ns = db.create_namespace("t").unwrap();
         ns.put(b"k", &[7u8; 300]).unwrap();
         db.compact_all().unwrap();

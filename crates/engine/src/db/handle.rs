@@ -12,7 +12,6 @@ use crate::index::IndexKind;
 use crate::key::{Kind, Nsid};
 use crate::options::WriteOptions;
 use crate::stats::NamespaceStats;
-use bytes::Bytes;
 use std::sync::Arc;
 
 /// One namespace of a [`Db`](super::Db). Cheap to clone and to send between threads; it keeps the
@@ -49,6 +48,7 @@ impl Namespace {
         self.entry.id
     }
 
+    /// The name the namespace was created with.
     pub fn name(&self) -> &str {
         &self.entry.name
     }
@@ -62,6 +62,7 @@ impl Namespace {
         }
     }
 
+    /// Sets `key` to `value`, replacing any value it had.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.apply(&[(Kind::Put, key, value)])
     }
@@ -86,17 +87,6 @@ impl Namespace {
 
     fn apply(&self, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
         self.inner.write(&self.entry, ops, self.write_options.sync)
-    }
-
-    /// The newest value of `key`, or `None` if it has none.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.inner.get(&self.entry, key, None)
-    }
-
-    /// Whether `key` has a value, found like a get but without reading the value (so never
-    /// from the value log).
-    pub fn contains(&self, key: &[u8]) -> Result<bool> {
-        self.inner.contains(&self.entry, key, None)
     }
 
     /// Creates a secondary index on the JSON attribute `attr` (a top-level name, or dotted

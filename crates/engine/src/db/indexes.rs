@@ -61,7 +61,9 @@ impl IndexSet {
 /// What [`Namespace::list_indexes`](super::handle::Namespace::list_indexes) reports of one index.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct IndexInfo {
+    /// The attribute indexed (dotted path).
     pub attr: String,
+    /// How the index stores its entries.
     pub kind: IndexKind,
     /// Backfill done: queries use it.
     pub ready: bool,

@@ -13,7 +13,6 @@
 //! values are safe without one: value-log GC leaves every segment holding a record its
 //! snapshot reads (of its own namespace, destroyed or not) until the snapshot goes.
 
-use super::handle::Namespace;
 use super::namespaces::NsEntry;
 use super::snapshot::Snapshot;
 use super::Inner;
@@ -127,21 +126,6 @@ impl std::fmt::Debug for Iter {
             .field("snapshot", &self.snapshot)
             .field("opts", &self.opts)
             .finish()
-    }
-}
-
-impl Snapshot {
-    /// An iterator over the namespace as it was when the snapshot was taken.
-    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
-        Iter::open(self.clone(), opts)
-    }
-}
-
-impl Namespace {
-    /// An iterator over this namespace as it is now (an implicit snapshot, released with
-    /// the iterator).
-    pub fn iter(&self, opts: ReadOptions) -> Result<Iter> {
-        self.snapshot().iter(opts)
     }
 }
 

@@ -2,6 +2,7 @@
 //! path, namespaces, flushes, background work, value-log GC and recovery each have a file.
 
 mod background;
+mod builder;
 mod flush;
 mod gc;
 mod handle;
@@ -11,39 +12,40 @@ mod namespaces;
 mod query;
 mod query_doc;
 mod read;
+mod readable;
 mod records;
 mod recovery;
 mod snapshot;
 mod supersede;
 mod write;
 
+pub use builder::DbBuilder;
 pub use gc::GcStats;
 pub use handle::Namespace;
 pub use indexes::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
 pub use query::{FindOptions, TopOptions};
 pub use query_doc::QueryOutput;
+pub use readable::Readable;
 pub use snapshot::Snapshot;
 
 use self::background::Background;
 use self::flush::Frozen;
 use self::gc::GcState;
 use self::indexes::IndexSet;
-use self::namespaces::{level_stats, NsEntry, NsState};
-use self::recovery::recover;
+use self::namespaces::{level_stats, NsState};
 use self::snapshot::Snapshots;
-use self::write::{WriteQueue, WriterState};
+use self::write::WriteQueue;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::iter::SnapshotScan;
 use crate::key::{Nsid, SeqNo, DEFAULT_NS};
 use crate::memtable::Memtable;
-use crate::options::{Options, StorageKind};
+use crate::options::Options;
 use crate::stats::{Counters, DbStats, NamespaceInfo};
-use crate::storage::{NandStorage, PosixStorage, StorageRef};
-use crate::table::BlockCache;
-use crate::version::{TableCtx, Version, VersionSet};
-use crate::vlog::{self, Liveness, VlogReader};
+use crate::storage::StorageRef;
+use crate::version::{Version, VersionSet};
+use crate::vlog::{self, VlogReader};
 use arc_swap::ArcSwap;
 use parking_lot::{Mutex, RwLock};
 use std::path::Path;
@@ -116,104 +118,16 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens (or creates) the database in directory `path`, on the storage `options.storage`
-    /// names.
+    /// Opens (or creates) the database in directory `path`, on real files: the shorthand
+    /// of `Db::builder(options).open(path)`. [`Db::builder`] opens on other storage.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let dir = path.as_ref();
-        let posix: StorageRef = Arc::new(
-            PosixStorage::new(dir)
-                .map_err(|e| Error::io(dir.display().to_string(), e))?
-                .with_mmap_reads(options.mmap_reads),
-        );
-        let storage: StorageRef = match &options.storage {
-            StorageKind::Posix => posix,
-            StorageKind::Nand(cfg) => Arc::new(NandStorage::new(posix, cfg.clone())),
-        };
-        Db::open_with_storage(storage, options)
+        Db::builder(options).open(path)
     }
 
-    /// Opens (or creates) the database held by `storage`.
-    pub fn open_with_storage(storage: StorageRef, options: Options) -> Result<Db> {
-        options.validate()?;
-        let lock = storage.lock().ctx("LOCK")?;
-        let page_size = match &options.storage {
-            StorageKind::Nand(cfg) => cfg.page_size as u64,
-            StorageKind::Posix => 4096,
-        };
-        let counters = Arc::new(Counters::new(page_size));
-        let ctx = TableCtx::new(
-            storage.clone(),
-            Arc::new(BlockCache::new(options.cache_bytes)),
-            counters.clone(),
-            options.max_open_files,
-        );
-        let (versions, mem, vlog) = recover(&ctx, &options)?;
-        let namespaces = NsState {
-            live: versions
-                .namespaces
-                .live
-                .iter()
-                .map(|(id, name)| (*id, Arc::new(NsEntry::new(*id, name, page_size))))
-                .collect(),
-            dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
-            retired: Vec::new(),
-        };
-        let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
-        let last_seq = versions.last_seq.max(mem.max_seq());
-        let version = versions.current();
-        let inner = Arc::new(Inner {
-            vlog_reader: VlogReader::new(storage.clone()),
-            gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
-            storage,
-            counters,
-            namespaces: RwLock::new(namespaces),
-            indexes: RwLock::new(Arc::new(indexes)),
-            versions: Mutex::new(versions),
-            sv: ArcSwap::from_pointee(SuperVersion {
-                mem: Arc::new(Memtable::new(options.memtable_bytes)),
-                imm: Vec::new(),
-                version,
-            }),
-            sv_update: Mutex::new(()),
-            writes: WriteQueue::new(
-                WriterState {
-                    vlog,
-                    next_seq: last_seq + 1,
-                    buf: Vec::new(),
-                },
-                last_seq,
-            ),
-            bg: Background::default(),
-            closed: AtomicBool::new(false),
-            opened: std::time::Instant::now(),
-            last_write_ms: AtomicU64::new(0),
-            manifest_in_doubt: AtomicBool::new(false),
-            snapshots: Snapshots::default(),
-            prefetcher: std::sync::OnceLock::new(),
-            opts: options,
-        });
-        let mut threads = Vec::new();
-        let own_threads = match inner.opts.background_runner.is_some() {
-            true => 0,
-            false => inner.opts.background_threads,
-        };
-        for i in 0..own_threads {
-            let inner = inner.clone();
-            let t = std::thread::Builder::new()
-                .name(format!("cerberus-bg-{i}"))
-                .spawn(move || inner.background_loop())
-                .map_err(|e| Error::io("background thread", e))?;
-            threads.push(t);
-        }
-        let db = Db {
-            inner,
-            threads: Mutex::new(threads),
-            _lock: lock,
-        };
-        db.inner.finish_backfills()?;
-        // Work recovery left (a segment worth collecting) goes to the runner at once.
-        db.inner.wake_background();
-        Ok(db)
+    /// A builder that opens a database with `options`, on the storage it is given
+    /// (see [`DbBuilder`]).
+    pub fn builder(options: Options) -> DbBuilder {
+        DbBuilder::new(options)
     }
 
     /// A handle to live namespace `ns`, or [`Error::UnknownNamespace`].
@@ -286,6 +200,8 @@ impl Db {
         self.inner.compact_range(None, start, end)
     }
 
+    /// Compacts every table of every live namespace down to the deepest level that has data
+    /// (`compact_range(None, None)`).
     pub fn compact_all(&self) -> Result<()> {
         self.compact_range(None, None)
     }
@@ -309,6 +225,8 @@ impl Db {
         synced
     }
 
+    /// Counters and tree shape of the whole database: background work and every namespace,
+    /// destroyed ones included.
     pub fn stats(&self) -> DbStats {
         self.inner.stats()
     }

@@ -1,17 +1,15 @@
-//! Queries on a snapshot of a namespace: the calls on `Snapshot` and `Namespace` that plan
-//! and run them (their reads: `records.rs`).
+//! Queries on a snapshot of a namespace: planning and running them for the query calls of
+//! [`Readable`](super::Readable) (their reads: `records.rs`).
 
-use super::handle::Namespace;
 use super::namespaces::NsEntry;
 use super::records::SnapshotRecords;
-use super::snapshot::Snapshot;
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, Scalar};
 use crate::key::{Nsid, SeqNo};
 use crate::query::{
-    self, Access, Aggregate, Continuation, Filter, FindPage, IndexChoice, PageRequest, Plan,
-    QueryStats, Ranked, Records, TopSpec, DEFAULT_PAGE_BYTES,
+    self, Access, Aggregate, Continuation, Filter, Found, IndexChoice, PageRequest, Plan,
+    QueryResult, QueryStats, Ranked, Records, TopSpec, DEFAULT_PAGE_BYTES,
 };
 use bytes::Bytes;
 use serde_json::Value;
@@ -40,6 +38,7 @@ pub struct TopOptions {
     pub by: String,
     /// Largest first (else smallest first).
     pub desc: bool,
+    /// Records returned at most.
     pub k: usize,
     /// Attributes returned with each record.
     pub projection: Option<Vec<String>>,
@@ -110,7 +109,7 @@ impl Inner {
         seq: SeqNo,
         filter: &Filter,
         opts: &FindOptions,
-    ) -> Result<FindPage> {
+    ) -> Result<QueryResult<Vec<Found>>> {
         self.check_open()?;
         e.check_live()?;
         let projection = opts.projection.as_deref().map(parse_paths).transpose()?;
@@ -194,7 +193,7 @@ impl Inner {
         attr: &str,
         value: &Value,
         limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
+    ) -> Result<QueryResult<Vec<Bytes>>> {
         self.check_open()?;
         let limit = limit.unwrap_or(usize::MAX);
         e.check_live()?;
@@ -240,7 +239,7 @@ impl Inner {
             }
             stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
             r.finish(&mut stats);
-            return Ok((pks, stats));
+            return Ok(QueryResult::complete(pks, stats));
         }
         let mut stats = QueryStats {
             plan: format!("{} index on {path}", idx.def.kind),
@@ -267,7 +266,7 @@ impl Inner {
         )?;
         stats.bytes_returned = pks.iter().map(|p| p.len() as u64).sum();
         r.finish(&mut stats);
-        Ok((pks, stats))
+        Ok(QueryResult::complete(pks, stats))
     }
 
     pub(super) fn top(
@@ -276,7 +275,7 @@ impl Inner {
         seq: SeqNo,
         filter: &Filter,
         opts: &TopOptions,
-    ) -> Result<(Vec<Ranked>, QueryStats)> {
+    ) -> Result<QueryResult<Vec<Ranked>>> {
         self.check_open()?;
         e.check_live()?;
         let spec = TopSpec {
@@ -290,7 +289,7 @@ impl Inner {
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         let out = query::top_k(&mut r, filter, &plan, &spec, &mut stats)?;
         r.finish(&mut stats);
-        Ok((out, stats))
+        Ok(QueryResult::complete(out, stats))
     }
 
     pub(super) fn aggregate(
@@ -299,7 +298,7 @@ impl Inner {
         seq: SeqNo,
         filter: &Filter,
         op: &Aggregate,
-    ) -> Result<(Value, QueryStats)> {
+    ) -> Result<QueryResult<Value>> {
         self.check_open()?;
         e.check_live()?;
         let mut r = SnapshotRecords::new(self, e.id, seq);
@@ -307,74 +306,6 @@ impl Inner {
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         let v = query::aggregate(&mut r, filter, &plan, op, &mut stats)?;
         r.finish(&mut stats);
-        Ok((v, stats))
-    }
-}
-
-impl Snapshot {
-    /// One page of the records meeting `filter` as they were when the snapshot was taken;
-    /// pass the page's continuation in `opts` for the next.
-    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
-        let ns = self.namespace();
-        ns.inner.find(&ns.entry, self.seq(), filter, opts)
-    }
-
-    /// The pks of the records whose attribute `attr` equals `value` (at most `limit`, in index
-    /// order: by pk), through its index; reads no record.
-    pub fn get_by_secondary(
-        &self,
-        attr: &str,
-        value: &Value,
-        limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
-        let ns = self.namespace();
-        ns.inner
-            .get_by_secondary(&ns.entry, self.seq(), attr, value, limit)
-    }
-
-    /// The `opts.k` records meeting `filter` with the smallest (or, `desc`, largest) scalar
-    /// at `opts.by`, ties by pk, with the projection's attributes if given.
-    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
-        let ns = self.namespace();
-        ns.inner.top(&ns.entry, self.seq(), filter, opts)
-    }
-
-    /// An aggregate over the records meeting `filter`.
-    pub fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<(Value, QueryStats)> {
-        let ns = self.namespace();
-        ns.inner.aggregate(&ns.entry, self.seq(), filter, op)
-    }
-}
-
-impl Namespace {
-    /// One page of the records meeting `filter` (see [`Snapshot::find`]); each page reads the
-    /// namespace as it is when asked for.
-    pub fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<FindPage> {
-        self.snapshot().find(filter, opts)
-    }
-
-    /// The pks of the records whose `attr` equals `value`, at most `limit` (see
-    /// [`Snapshot::get_by_secondary`]).
-    pub fn get_by_secondary(
-        &self,
-        attr: &str,
-        value: &serde_json::Value,
-        limit: Option<usize>,
-    ) -> Result<(Vec<Bytes>, QueryStats)> {
-        self.snapshot().get_by_secondary(attr, value, limit)
-    }
-
-    /// Top-K by an attribute (see [`Snapshot::top`]).
-    pub fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<(Vec<Ranked>, QueryStats)> {
-        self.snapshot().top(filter, opts)
-    }
-
-    /// An aggregate over the records meeting `filter` (see [`Snapshot::aggregate`]).
-    pub fn aggregate(
-        &self,
-        filter: &Filter,
-        op: &Aggregate,
-    ) -> Result<(serde_json::Value, QueryStats)> {
-        self.snapshot().aggregate(filter, op)
+        Ok(QueryResult::complete(v, stats))
     }
 }

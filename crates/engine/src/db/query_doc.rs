@@ -4,6 +4,7 @@
 
 use super::handle::Namespace;
 use super::query::{FindOptions, TopOptions};
+use super::readable::Readable;
 use crate::error::{Error, Result};
 use crate::query::{Aggregate, Filter};
 use bytes::Bytes;
@@ -51,7 +52,10 @@ enum QueryDoc {
 /// `keys`, an aggregate's `value`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueryOutput {
+    /// `(pk, value)` of each record returned, in the query's order.
     pub records: Vec<(Bytes, Bytes)>,
+    /// The JSON summary: `stats`, and a find's `continuation` (hex), a ranking's `keys` or
+    /// an aggregate's `value`.
     pub summary: Value,
 }
 
@@ -111,14 +115,14 @@ impl Namespace {
                 });
                 Ok(out(
                     summary,
-                    page.records.into_iter().map(|r| (r.pk, r.value)).collect(),
+                    page.value.into_iter().map(|r| (r.pk, r.value)).collect(),
                 ))
             }
             QueryDoc::GetBySecondary { attr, value, limit } => {
-                let (pks, stats) = self.get_by_secondary(&attr, &value, limit)?;
+                let found = self.get_by_secondary(&attr, &value, limit)?;
                 Ok(out(
-                    json!({ "stats": stats }),
-                    pks.into_iter().map(|p| (p, Bytes::new())).collect(),
+                    json!({ "stats": found.stats }),
+                    found.value.into_iter().map(|p| (p, Bytes::new())).collect(),
                 ))
             }
             QueryDoc::Top {
@@ -134,7 +138,8 @@ impl Namespace {
                     k,
                     projection: project,
                 };
-                let (ranked, stats) = self.top(&parse_filter(&filter)?, &opts)?;
+                let top = self.top(&parse_filter(&filter)?, &opts)?;
+                let (ranked, stats) = (top.value, top.stats);
                 let keys: Vec<&Value> = ranked.iter().map(|r| &r.key).collect();
                 let summary = json!({ "keys": keys, "stats": stats });
                 let records = ranked
@@ -156,8 +161,9 @@ impl Namespace {
                 attr,
             } => {
                 let op = Aggregate::parse(&function, attr.as_deref())?;
-                let (value, stats) = self.aggregate(&parse_filter(&filter)?, &op)?;
-                Ok(out(json!({ "value": value, "stats": stats }), Vec::new()))
+                let agg = self.aggregate(&parse_filter(&filter)?, &op)?;
+                let summary = json!({ "value": agg.value, "stats": agg.stats });
+                Ok(out(summary, Vec::new()))
             }
         }
     }

@@ -13,9 +13,7 @@
 use super::handle::Namespace;
 use super::Inner;
 use crate::compaction::SnapshotFloors;
-use crate::error::Result;
 use crate::key::{Nsid, SeqNo};
-use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -214,20 +212,8 @@ impl Snapshot {
         &self.ns
     }
 
-    /// The value `key` had when the snapshot was taken.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.ns.inner.get(&self.ns.entry, key, Some(self.pin.seq))
-    }
-
     pub(super) fn seq(&self) -> SeqNo {
         self.pin.seq
-    }
-
-    /// Whether `key` had a value when the snapshot was taken.
-    pub fn contains(&self, key: &[u8]) -> Result<bool> {
-        self.ns
-            .inner
-            .contains(&self.ns.entry, key, Some(self.pin.seq))
     }
 }
 

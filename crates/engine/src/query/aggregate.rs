@@ -20,9 +20,11 @@ pub enum Aggregate {
     /// Over the scalars other than `null` at the attribute, in the order of secondary keys
     /// (booleans, then numbers, then strings); arrays and objects are skipped.
     Min(AttrPath),
+    /// As `Min`, the largest.
     Max(AttrPath),
     /// Over numbers only: other values at the attribute are skipped.
     Sum(AttrPath),
+    /// The mean over numbers only (`null` over none).
     Avg(AttrPath),
 }
 

@@ -27,16 +27,20 @@ pub struct QueryStats {
     pub value_reads: u64,
     /// Records checked against the filter, and those that met it.
     pub records_examined: u64,
+    /// Records that met the filter.
     pub records_matched: u64,
     /// Bytes of keys and values (or projections) in the result.
     pub bytes_returned: u64,
     /// Storage reads and pages read, by purpose (filter, index, data, value, log, other).
     pub reads: [u64; 6],
+    /// Pages those reads touched, by the same purposes.
     pub pages: [u64; 6],
     /// Time in the secondary index, in primary lookups, in value reads (a scan's reads count
     /// as value reads), in nanoseconds.
     pub secondary_search_ns: u64,
+    /// Time in primary lookups, in nanoseconds.
     pub primary_search_ns: u64,
+    /// Time in value reads, in nanoseconds.
     pub value_read_ns: u64,
 }
 
@@ -95,8 +99,11 @@ fn first_batch(expect: Option<u64>) -> usize {
 pub struct Match<'a> {
     /// Where the query resumes after this record: its index entry key, or its pk.
     pub position: &'a [u8],
+    /// The record's key.
     pub pk: &'a [u8],
+    /// Its value as stored.
     pub value: &'a Bytes,
+    /// Its value as a document, parsed when first asked for.
     pub doc: &'a Doc,
 }
 
@@ -109,6 +116,7 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// The document of `value`, not parsed yet.
     pub fn new(value: Bytes) -> Doc {
         Doc {
             value,
@@ -170,6 +178,7 @@ impl Doc {
         Value::Object(out)
     }
 
+    /// The scalar at `path`, if there is one (as [`scalars`](Self::scalars) for one path).
     pub fn scalar(&self, path: &AttrPath) -> Option<Scalar> {
         self.scalars(&[path]).pop().flatten()
     }
@@ -185,6 +194,7 @@ pub struct EntryBatch {
 }
 
 impl EntryBatch {
+    /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
         self.buf.clear();
         self.ends.clear();
@@ -196,6 +206,7 @@ impl EntryBatch {
         self.buf.reserve(n * 48);
     }
 
+    /// Adds one entry at the end.
     pub fn push(&mut self, key: &[u8], value: &[u8]) {
         self.buf.extend_from_slice(key);
         let key_end = self.buf.len();
@@ -203,6 +214,7 @@ impl EntryBatch {
         self.ends.push((key_end, self.buf.len()));
     }
 
+    /// Entries in the batch.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
@@ -217,6 +229,7 @@ impl EntryBatch {
         })
     }
 
+    /// The key of the last entry, if any.
     pub fn last_key(&self) -> Option<&[u8]> {
         let n = self.ends.len();
         let start = if n >= 2 { self.ends[n - 2].1 } else { 0 };
@@ -226,9 +239,13 @@ impl EntryBatch {
 
 /// A live index entry: its key, encoded secondary key, pk, and (VAS) the record's address.
 pub struct Entry<'a> {
+    /// The entry's whole key in the index.
     pub key: &'a [u8],
+    /// The secondary key, encoded.
     pub sk: &'a [u8],
+    /// The pk of the record it indexes.
     pub pk: &'a [u8],
+    /// The record's value-log address (VAS indexes only).
     pub addr: Option<ValueAddr>,
 }
 

@@ -9,6 +9,7 @@
 
 use super::exec::{for_each_match, QueryStats, Records};
 use super::plan::{Access, Plan};
+use super::result::QueryResult;
 use super::Filter;
 use crate::coding::{put_varint, Cursor};
 use crate::error::{Error, Result};
@@ -26,6 +27,7 @@ const SCAN: Nsid = Nsid::MAX;
 /// Where the next page of a find starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Continuation {
+    /// The namespace the find reads.
     pub ns: Nsid,
     /// The index read, or `None` for a scan.
     pub index: Option<Nsid>,
@@ -38,6 +40,7 @@ pub struct Continuation {
 }
 
 impl Continuation {
+    /// The bytes a page hands out: checksummed, decoded by [`decode`](Self::decode).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&self.ns.to_be_bytes());
@@ -50,6 +53,8 @@ impl Continuation {
         out
     }
 
+    /// Reads back what [`encode`](Self::encode) wrote; anything else is
+    /// [`Error::InvalidQuery`].
     pub fn decode(buf: &[u8]) -> Result<Continuation> {
         let bad = || Error::InvalidQuery("not a continuation of this engine's queries".into());
         let (body, crc) = buf
@@ -92,26 +97,23 @@ pub fn fingerprint(filter: &Filter, projection: Option<&[AttrPath]>) -> u32 {
 /// One found record: its pk and its value (the projection's JSON, with a projection).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
+    /// The record's key.
     pub pk: Bytes,
+    /// Its value, or the projection's JSON.
     pub value: Bytes,
-}
-
-/// One page of a find.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FindPage {
-    pub records: Vec<Found>,
-    /// `None`: no record is left.
-    pub continuation: Option<Vec<u8>>,
-    pub stats: QueryStats,
 }
 
 /// What one page asks for.
 pub struct PageRequest<'a> {
+    /// The namespace read.
     pub ns: Nsid,
+    /// What the records must meet.
     pub filter: &'a Filter,
+    /// Attributes returned instead of whole values.
     pub projection: Option<&'a [AttrPath]>,
     /// Records this page may still return (a limit less those already returned).
     pub remaining: Option<u64>,
+    /// Bytes of keys and values the page holds at most (at least one record).
     pub page_bytes: usize,
     /// Resume after this position.
     pub after: Option<&'a [u8]>,
@@ -124,7 +126,7 @@ pub fn find_page(
     plan: &Plan,
     req: &PageRequest<'_>,
     mut stats: QueryStats,
-) -> Result<FindPage> {
+) -> Result<QueryResult<Vec<Found>>> {
     let limit = req.remaining;
     // Values as found, and every pk in one buffer, cut into each record's at the end (one
     // allocation for the page's pks).
@@ -193,8 +195,8 @@ pub fn find_page(
         ),
         _ => None,
     };
-    Ok(FindPage {
-        records: out,
+    Ok(QueryResult {
+        value: out,
         continuation,
         stats,
     })

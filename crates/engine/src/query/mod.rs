@@ -7,13 +7,13 @@ mod exec;
 mod filter;
 mod find;
 mod plan;
+mod result;
 mod top;
 
 pub use aggregate::{aggregate, Aggregate};
 pub use exec::{for_each_entry, for_each_match, EntryBatch, QueryStats, Records};
 pub use filter::{Condition, Filter, KeyRange};
-pub use find::{
-    find_page, fingerprint, Continuation, FindPage, Found, PageRequest, DEFAULT_PAGE_BYTES,
-};
+pub use find::{find_page, fingerprint, Continuation, Found, PageRequest, DEFAULT_PAGE_BYTES};
 pub use plan::{index_ranges, plan, Access, IndexChoice, Plan};
+pub use result::QueryResult;
 pub use top::{top_k, Ranked, TopSpec};

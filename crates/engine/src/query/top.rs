@@ -14,9 +14,12 @@ use std::collections::BinaryHeap;
 /// A record of a top-K result: its pk, the value it was ranked by, and its projection.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Ranked {
+    /// The record's key.
     #[serde(serialize_with = "serialize_bytes")]
     pub pk: Bytes,
+    /// The value at the attribute ranked by.
     pub key: Value,
+    /// The projection's attributes, if one was asked for.
     pub projection: Option<Value>,
 }
 
@@ -64,9 +67,11 @@ impl Ord for Candidate {
 /// What a top-K query ranks by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopSpec {
+    /// The attribute ranked by.
     pub by: AttrPath,
     /// Largest first (else smallest first).
     pub desc: bool,
+    /// Records kept at most.
     pub k: usize,
     /// Attributes returned with each record.
     pub projection: Option<Vec<AttrPath>>,

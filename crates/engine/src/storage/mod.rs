@@ -160,6 +160,11 @@ pub trait Storage: Send + Sync + 'static {
     fn nand_stats(&self) -> Option<NandStats> {
         None
     }
+    /// The page size the database's counters count pages of (the device page of a timing
+    /// model; 4096 otherwise).
+    fn page_size(&self) -> u64 {
+        4096
+    }
 }
 
 /// The `InvalidInput` error of a truncation to `len` of a file of `current` bytes, if any.

@@ -2,26 +2,26 @@
 #![allow(dead_code)]
 
 use cerberus_engine::Options;
+use cerberus_engine::Readable;
 
 /// Options that make flushes, compactions and segment rolls happen after a few hundred writes.
 pub fn small_options() -> Options {
-    Options {
-        memtable_bytes: 16 << 10,
-        max_immutable_memtables: 2,
-        block_size: 512,
-        cache_bytes: 64 << 10,
-        inline_value_threshold: 16,
-        vlog_segment_bytes: 64 << 10,
-        target_table_bytes: 8 << 10,
-        l0_compaction_trigger: 3,
-        l0_slowdown_trigger: 6,
-        l0_stop_trigger: 10,
-        level1_bytes: 32 << 10,
-        level_size_ratio: 4,
-        num_levels: 5,
-        background_threads: 2,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.memtable_bytes = 16 << 10;
+    o.max_immutable_memtables = 2;
+    o.block_size = 512;
+    o.cache_bytes = 64 << 10;
+    o.inline_value_threshold = 16;
+    o.vlog_segment_bytes = 64 << 10;
+    o.target_table_bytes = 8 << 10;
+    o.l0_compaction_trigger = 3;
+    o.l0_slowdown_trigger = 6;
+    o.l0_stop_trigger = 10;
+    o.level1_bytes = 32 << 10;
+    o.level_size_ratio = 4;
+    o.num_levels = 5;
+    o.background_threads = 2;
+    o
 }
 
 /// Seed from `CERBERUS_TEST_SEED`, or a fixed one so failures reproduce.

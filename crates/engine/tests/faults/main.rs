@@ -6,25 +6,25 @@ mod common;
 mod rules;
 mod sweep;
 
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Options};
 use std::collections::BTreeMap;
 
 /// Small sizes so that a short workload flushes, rolls segments and compacts; every write
 /// synced, so a power cut after the fault keeps every acknowledged write.
 pub fn options() -> Options {
-    Options {
-        sync: true,
-        memtable_bytes: 4 << 10,
-        vlog_segment_bytes: 8 << 10,
-        target_table_bytes: 2 << 10,
-        level1_bytes: 8 << 10,
-        cache_bytes: 0,
-        auto_compaction: false,
-        vlog_gc_dead_ratio: 0.0,
-        idle_settle_ms: 0,
-        background_threads: 1,
-        ..common::small_options()
-    }
+    let mut o = common::small_options();
+    o.sync = true;
+    o.memtable_bytes = 4 << 10;
+    o.vlog_segment_bytes = 8 << 10;
+    o.target_table_bytes = 2 << 10;
+    o.level1_bytes = 8 << 10;
+    o.cache_bytes = 0;
+    o.auto_compaction = false;
+    o.vlog_gc_dead_ratio = 0.0;
+    o.idle_settle_ms = 0;
+    o.background_threads = 1;
+    o
 }
 
 /// What one namespace may hold: per key, every state the writes allow (one after an

@@ -5,6 +5,7 @@ use cerberus_engine::storage::{
     Fault, FaultError, FaultStorage, IoKind, IoPurpose, MemStorage, RandomAccessFile, Storage,
     StorageRef, WritableFile,
 };
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, Options};
 use parking_lot::{Condvar, Mutex};
 use std::io;
@@ -13,7 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn open(fs: &FaultStorage, opts: Options) -> Db {
-    Db::open_with_storage(Arc::new(fs.clone()), opts).expect("open")
+    Db::builder(opts)
+        .open_storage(Arc::new(fs.clone()))
+        .expect("open")
 }
 
 fn once(kind: IoKind, error: FaultError, partial: bool) -> Option<Fault> {
@@ -150,10 +153,8 @@ fn no_space_fails_writes_keeps_reads_and_recovers_without_restart() {
 #[test]
 fn no_space_reaches_every_member_of_a_write_group() {
     let fs = FaultStorage::new();
-    let opts = Options {
-        sync: false,
-        ..options()
-    };
+    let mut opts = options();
+    opts.sync = false;
     let db = Arc::new(open(&fs, opts.clone()));
     fs.inject(Some(Fault {
         kind: IoKind::Append,
@@ -226,18 +227,20 @@ fn failed_log_sync_is_sticky() {
 #[test]
 fn limits_that_would_truncate_a_length_are_refused_at_open() {
     for opts in [
-        Options {
-            max_value_size: u32::MAX as usize,
-            ..Options::default()
+        {
+            let mut o = Options::default();
+            o.max_value_size = u32::MAX as usize;
+            o
         },
-        Options {
-            max_key_size: 1 << 31,
-            max_value_size: 1 << 31,
-            ..Options::default()
+        {
+            let mut o = Options::default();
+            o.max_key_size = 1 << 31;
+            o.max_value_size = 1 << 31;
+            o
         },
     ] {
         let storage: StorageRef = Arc::new(MemStorage::new());
-        match Db::open_with_storage(storage, opts) {
+        match Db::builder(opts).open_storage(storage) {
             Err(Error::InvalidArgument(m)) => assert!(m.contains("max_value_size"), "{m}"),
             Err(e) => panic!("wrong error {e}"),
             Ok(_) => panic!("limits past 32-bit lengths were accepted"),
@@ -248,7 +251,7 @@ fn limits_that_would_truncate_a_length_are_refused_at_open() {
 #[test]
 fn compact_range_compacts_every_namespace() {
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let db = Db::open_with_storage(storage, options()).unwrap();
+    let db = Db::builder(options()).open_storage(storage).unwrap();
     let ids: Vec<u32> = ["a", "b", "c"]
         .iter()
         .map(|n| db.create_namespace(n).unwrap().id())
@@ -291,12 +294,10 @@ fn compactions_never_share_a_slot_under_close_errors_and_manual_compactions() {
         .unwrap_or(4u64);
     for attempt in 0..attempts {
         let fs = FaultStorage::new();
-        let opts = Options {
-            auto_compaction: true,
-            background_threads: 2,
-            sync: false,
-            ..options()
-        };
+        let mut opts = options();
+        opts.auto_compaction = true;
+        opts.background_threads = 2;
+        opts.sync = false;
         let db = Arc::new(open(&fs, opts));
         let ids: Vec<u32> = ["a", "b"]
             .iter()
@@ -426,12 +427,10 @@ fn stalled_reader_keeps_its_segment_until_it_ends() {
         inner: MemStorage::new(),
         gate: gate.clone(),
     });
-    let opts = Options {
-        inline_value_threshold: 0,
-        background_threads: 2,
-        ..options()
-    };
-    let db = Arc::new(Db::open_with_storage(storage.clone(), opts).unwrap());
+    let mut opts = options();
+    opts.inline_value_threshold = 0;
+    opts.background_threads = 2;
+    let db = Arc::new(Db::builder(opts).open_storage(storage.clone()).unwrap());
     for i in 0..40u32 {
         db.default_namespace()
             .put(

@@ -8,6 +8,7 @@
 
 use super::{check_model, options, Model, NsModel};
 use cerberus_engine::storage::{Fault, FaultError, FaultStorage, IoKind, StorageRef};
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, Error, WriteBatch};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,7 +50,7 @@ fn note(
 /// flushes, manual compactions, value-log GC and a reopen. Errors are expected; it stops
 /// only if the reopen fails.
 fn workload(storage: &StorageRef, model: &mut Model) -> Result<(), String> {
-    let Ok(mut db) = Db::open_with_storage(storage.clone(), options()) else {
+    let Ok(mut db) = Db::builder(options()).open_storage(storage.clone()) else {
         return Ok(());
     };
     let mut ids = BTreeMap::new();
@@ -59,7 +60,7 @@ fn workload(storage: &StorageRef, model: &mut Model) -> Result<(), String> {
     for round in 0..6u32 {
         if round == 4 {
             drop(db);
-            match Db::open_with_storage(storage.clone(), options()) {
+            match Db::builder(options()).open_storage(storage.clone()) {
                 Ok(d) => db = d,
                 Err(e) if e.is_corruption() => {
                     return Err(format!("reopen reported corruption: {e}"))
@@ -206,7 +207,8 @@ fn run_point(point: Point) -> Result<(), String> {
         fs.crash();
         fs.restart();
     }
-    let db = Db::open_with_storage(storage, options())
+    let db = Db::builder(options())
+        .open_storage(storage)
         .map_err(|e| format!("reopen after the fault failed: {e}"))?;
     check_model(&db, &model)
 }
@@ -218,7 +220,9 @@ fn clean_counts() -> BTreeMap<IoKind, u64> {
     let mut model = Model::default();
     workload(&storage, &mut model).expect("clean workload");
     let counts = fs.io_counts();
-    let db = Db::open_with_storage(storage, options()).expect("reopen");
+    let db = Db::builder(options())
+        .open_storage(storage)
+        .expect("reopen");
     check_model(&db, &model).expect("clean run matches its model");
     assert!(
         db.default_namespace().get(b"probe").unwrap().is_some(),

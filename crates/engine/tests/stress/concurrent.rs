@@ -10,6 +10,7 @@ use super::host::Host;
 use super::ops::{Op, KEYS};
 use super::run::{DbRef, Session};
 use super::watchdog;
+use cerberus_engine::Readable;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

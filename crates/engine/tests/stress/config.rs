@@ -1,7 +1,7 @@
 //! Configurations the stress test runs under (storage, options) and its coverage counters.
 
 use cerberus_engine::storage::NandConfig;
-use cerberus_engine::{Layout, Options, StorageKind};
+use cerberus_engine::{Layout, Options};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
@@ -38,9 +38,9 @@ pub static OPS_RUN: AtomicU64 = AtomicU64::new(0);
 pub enum StorageSpec {
     Mem,
     Posix,
-    /// `StorageKind::Nand` over real files, through `Db::open`.
+    /// `StorageKind::Nand` over real files, through `Db::builder(..).storage(..).open(..)`.
     Nand,
-    /// The NAND model over memory, through `Db::open_with_storage`.
+    /// The NAND model over memory, through `Db::builder(..).open_storage(..)`.
     NandMem,
     /// In-memory storage that can crash and fail calls; writes are synced (`Options::sync`)
     /// so a crash must keep exactly what was acknowledged.
@@ -69,26 +69,25 @@ pub(crate) fn fast_nand() -> NandConfig {
 }
 
 pub fn base_options() -> Options {
-    Options {
-        memtable_bytes: 24 << 10,
-        max_immutable_memtables: 2,
-        block_size: 512,
-        cache_bytes: 64 << 10,
-        inline_value_threshold: 64,
-        vlog_segment_bytes: 48 << 10,
-        target_table_bytes: 8 << 10,
-        l0_compaction_trigger: 3,
-        l0_slowdown_trigger: 6,
-        l0_stop_trigger: 10,
-        level1_bytes: 32 << 10,
-        level_size_ratio: 4,
-        num_levels: 5,
-        background_threads: 2,
-        prefetch_threads: 2,
-        vlog_gc_dead_ratio: 0.3,
-        idle_settle_ms: 50,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.memtable_bytes = 24 << 10;
+    o.max_immutable_memtables = 2;
+    o.block_size = 512;
+    o.cache_bytes = 64 << 10;
+    o.inline_value_threshold = 64;
+    o.vlog_segment_bytes = 48 << 10;
+    o.target_table_bytes = 8 << 10;
+    o.l0_compaction_trigger = 3;
+    o.l0_slowdown_trigger = 6;
+    o.l0_stop_trigger = 10;
+    o.level1_bytes = 32 << 10;
+    o.level_size_ratio = 4;
+    o.num_levels = 5;
+    o.background_threads = 2;
+    o.prefetch_threads = 2;
+    o.vlog_gc_dead_ratio = 0.3;
+    o.idle_settle_ms = 50;
+    o
 }
 
 /// The configurations every log runs under; answers must agree between them.
@@ -105,69 +104,77 @@ pub fn configs() -> Vec<Config> {
             runner: false,
             name: "posix/shared/nocache/mmap/inline0/bg1",
             storage: StorageSpec::Posix,
-            opts: Options {
-                layout: Layout::Shared,
-                cache_bytes: 0,
-                inline_value_threshold: 0,
-                background_threads: 1,
-                mmap_reads: true,
-                ..b()
+            opts: {
+                let mut o = b();
+                o.layout = Layout::Shared;
+                o.cache_bytes = 0;
+                o.inline_value_threshold = 0;
+                o.background_threads = 1;
+                o.mmap_reads = true;
+                o
             },
         },
         Config {
             runner: false,
             name: "posix/per-ns/nommap/block4k/table64k/inline1k",
             storage: StorageSpec::Posix,
-            opts: Options {
-                mmap_reads: false,
-                block_size: 4096,
-                target_table_bytes: 64 << 10,
-                inline_value_threshold: 1024,
-                memtable_bytes: 64 << 10,
-                vlog_segment_bytes: 128 << 10,
-                ..b()
+            opts: {
+                let mut o = b();
+                o.mmap_reads = false;
+                o.block_size = 4096;
+                o.target_table_bytes = 64 << 10;
+                o.inline_value_threshold = 1024;
+                o.memtable_bytes = 64 << 10;
+                o.vlog_segment_bytes = 128 << 10;
+                o
             },
         },
         Config {
             runner: false,
             name: "nand/shared/bg1/smalltables",
             storage: StorageSpec::Nand,
-            opts: Options {
-                storage: StorageKind::Nand(fast_nand()),
-                layout: Layout::Shared,
-                background_threads: 1,
-                target_table_bytes: 2 << 10,
-                block_size: 256,
-                mmap_reads: false,
-                ..b()
+            opts: {
+                let mut o = b();
+                o.layout = Layout::Shared;
+                o.background_threads = 1;
+                o.target_table_bytes = 2 << 10;
+                o.block_size = 256;
+                o.mmap_reads = false;
+                o
             },
         },
         Config {
             runner: true,
             name: "nand-mem/per-ns/nocache/no-auto-gc/runner",
             storage: StorageSpec::NandMem,
-            opts: Options {
-                cache_bytes: 0,
-                vlog_gc_dead_ratio: 0.0,
-                inline_value_threshold: 16,
-                ..b()
+            opts: {
+                let mut o = b();
+                o.cache_bytes = 0;
+                o.vlog_gc_dead_ratio = 0.0;
+                o.inline_value_threshold = 16;
+                o
             },
         },
         Config {
             runner: false,
             name: "fault/shared/no sync (crash loses what came after the last sync)",
             storage: StorageSpec::Fault,
-            opts: Options {
-                sync: false,
-                layout: Layout::Shared,
-                ..b()
+            opts: {
+                let mut o = b();
+                o.sync = false;
+                o.layout = Layout::Shared;
+                o
             },
         },
         Config {
             runner: false,
             name: "fault/per-ns/sync (crash, I/O errors)",
             storage: StorageSpec::Fault,
-            opts: Options { sync: true, ..b() },
+            opts: {
+                let mut o = b();
+                o.sync = true;
+                o
+            },
         },
     ]
 }

@@ -2,7 +2,7 @@
 
 use super::config::{cov, fast_nand, Config, StorageSpec};
 use cerberus_engine::storage::{FaultStorage, MemStorage, NandStorage, StorageRef};
-use cerberus_engine::{BackgroundRunner, BackgroundStep, Db};
+use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, StorageKind};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,12 +60,16 @@ impl Host {
             })));
         }
         let db = if let Some(d) = &self.dir {
-            Db::open(d.path(), opts)
+            let kind = match self.cfg.storage {
+                StorageSpec::Nand => StorageKind::Nand(fast_nand()),
+                _ => StorageKind::Posix,
+            };
+            Db::builder(opts).storage(kind).open(d.path())
         } else if let Some(m) = &self.mem {
-            Db::open_with_storage(m.clone(), opts)
+            Db::builder(opts).open_storage(m.clone())
         } else {
             let fs = self.fault.as_ref().unwrap();
-            Db::open_with_storage(Arc::new(fs.clone()), opts)
+            Db::builder(opts).open_storage(Arc::new(fs.clone()))
         };
         let db = Arc::new(db.map_err(|e| format!("open failed: {e}"))?);
         if self.cfg.runner {

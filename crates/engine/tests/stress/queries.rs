@@ -4,6 +4,8 @@ use super::checks::{err_name, tr, Check};
 use super::config::cov;
 use super::model::{self, norm, NsModel};
 use super::ops::{short, AggFn, Query, ATTRS};
+use cerberus_engine::QueryResult;
+use cerberus_engine::Readable;
 use cerberus_engine::{Aggregate, Error, Filter, FindOptions, Namespace, Snapshot, TopOptions};
 use serde_json::{json, Value};
 
@@ -165,17 +167,17 @@ pub(crate) fn run_engine_query(
             loop {
                 let page = call!("Snapshot::find", snap.find(&filter, &opts));
                 let mut bytes = 0;
-                for r in &page.records {
+                for r in &page.value {
                     bytes += r.pk.len() + r.value.len();
                     recs.push((r.pk.to_vec(), parse_json(&r.value, "found record")?));
                 }
-                if page.records.len() > 1 && bytes > *page_bytes {
+                if page.value.len() > 1 && bytes > *page_bytes {
                     return Err(format!(
                         "find page of {} records holds {bytes} bytes, over page_bytes {page_bytes}",
-                        page.records.len()
+                        page.value.len()
                     ));
                 }
-                if page.records.is_empty() && page.continuation.is_some() {
+                if page.value.is_empty() && page.continuation.is_some() {
                     return Err("find: an empty page with a continuation".into());
                 }
                 match page.continuation {
@@ -190,7 +192,7 @@ pub(crate) fn run_engine_query(
             finish_find(recs, *limit)?
         }
         Query::BySecondary { attr, value, limit } => {
-            let (pks, _) = call!(
+            let QueryResult { value: pks, .. } = call!(
                 "Snapshot::get_by_secondary",
                 snap.get_by_secondary(ATTRS[*attr as usize], value, *limit)
             );
@@ -212,7 +214,8 @@ pub(crate) fn run_engine_query(
                     .as_ref()
                     .map(|p| p.iter().map(|a| ATTRS[*a as usize].to_string()).collect()),
             };
-            let (ranked, _) = call!("Snapshot::top", snap.top(&filter, &opts));
+            let QueryResult { value: ranked, .. } =
+                call!("Snapshot::top", snap.top(&filter, &opts));
             Answer::Ranked(
                 ranked
                     .into_iter()
@@ -224,7 +227,8 @@ pub(crate) fn run_engine_query(
             let filter = filter_of(filter)?;
             let (func, attr) = agg_of(f);
             let op = Aggregate::parse(func, attr).map_err(|e| e.to_string())?;
-            let (v, _) = call!("Snapshot::aggregate", snap.aggregate(&filter, &op));
+            let QueryResult { value: v, .. } =
+                call!("Snapshot::aggregate", snap.aggregate(&filter, &op));
             Answer::Value(norm(&v))
         }
     }))

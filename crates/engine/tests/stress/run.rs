@@ -8,6 +8,7 @@ use super::host::Host;
 use super::model::NsModel;
 use super::ops::{short, IdxKind, IterSpec, Op, ATTRS};
 use super::watchdog;
+use cerberus_engine::Readable;
 use cerberus_engine::{Db, IndexKind, Iter, Namespace, ReadOptions, Snapshot};
 use serde_json::Value;
 use std::collections::BTreeMap;

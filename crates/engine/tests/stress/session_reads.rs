@@ -6,6 +6,7 @@ use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
 use super::queries::{check_answer, expect_query, filter_of, parse_json, run_engine_query};
 use super::run::{Cursor, DbRef, IterState, Session, Slot, SnapState};
+use cerberus_engine::Readable;
 use cerberus_engine::{Error, FindOptions, ReadOptions};
 use serde_json::Value;
 
@@ -443,7 +444,7 @@ impl Session {
         let check = !faulty && m.certain();
         let want = model::find(&m.data, &c.filter, c.projection.as_deref());
         let mut bytes = 0;
-        for r in &page.records {
+        for r in &page.value {
             bytes += r.pk.len() + r.value.len();
             let v = norm(&parse_json(&r.value, "found record")?);
             if check && !want.iter().any(|(k, w)| k[..] == r.pk[..] && norm(w) == v) {
@@ -456,17 +457,17 @@ impl Session {
             }
             c.seen.push((r.pk.to_vec(), v));
         }
-        if page.records.len() > 1 && bytes > c.page_bytes {
+        if page.value.len() > 1 && bytes > c.page_bytes {
             return Err(format!(
                 "find page of {} records holds {bytes} bytes, over page_bytes {}",
-                page.records.len(),
+                page.value.len(),
                 c.page_bytes
             ));
         }
-        if page.records.is_empty() && page.continuation.is_some() {
+        if page.value.is_empty() && page.continuation.is_some() {
             return Err("find: an empty page with a continuation".into());
         }
-        let summary = format!("page {}: {} records", c.pages, page.records.len());
+        let summary = format!("page {}: {} records", c.pages, page.value.len());
         c.continuation = page.continuation;
         if c.continuation.is_none() && check && c.writes == m.writes {
             let mut got = std::mem::take(&mut c.seen);

@@ -205,4 +205,8 @@ impl Storage for NandStorage {
     fn nand_stats(&self) -> Option<NandStats> {
         Some(self.stats())
     }
+
+    fn page_size(&self) -> u64 {
+        self.device.config.page_size as u64
+    }
 }

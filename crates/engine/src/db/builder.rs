@@ -1,0 +1,167 @@
+//! [`DbBuilder`]: how a database is opened, on which storage. One spelling per case:
+//! `Db::builder(options).open(path)` on real files (or `Db::open(path, options)`),
+//! `Db::builder(options).storage(StorageKind::Nand(cfg)).open(path)` on real files behind
+//! the NAND timing model, and `Db::builder(options).open_storage(storage)` on a storage the
+//! caller built (memory, fault injection, a timing model over either).
+
+use super::background::Background;
+use super::gc::GcState;
+use super::indexes::IndexSet;
+use super::namespaces::{NsEntry, NsState};
+use super::recovery::recover;
+use super::snapshot::Snapshots;
+use super::write::{WriteQueue, WriterState};
+use super::{Db, Inner, SuperVersion};
+use crate::error::{Error, IoContext, Result};
+use crate::memtable::Memtable;
+use crate::options::{Options, StorageKind};
+use crate::stats::Counters;
+use crate::storage::{NandStorage, PosixStorage, StorageRef};
+use crate::table::BlockCache;
+use crate::version::TableCtx;
+use crate::vlog::{Liveness, VlogReader};
+use arc_swap::ArcSwap;
+use parking_lot::{Mutex, RwLock};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+/// Opens a database: made by [`Db::builder`] with the database's options, told the storage
+/// with [`storage`](DbBuilder::storage) (real files unless told otherwise), and ended by
+/// [`open`](DbBuilder::open) (in a directory) or [`open_storage`](DbBuilder::open_storage)
+/// (on a storage the caller built).
+#[derive(Clone, Debug)]
+#[must_use = "a builder opens nothing until `open` or `open_storage`"]
+pub struct DbBuilder {
+    options: Options,
+    kind: StorageKind,
+}
+
+impl DbBuilder {
+    pub(super) fn new(options: Options) -> DbBuilder {
+        DbBuilder {
+            options,
+            kind: StorageKind::Posix,
+        }
+    }
+
+    /// The storage [`open`](DbBuilder::open) builds over its directory: real files
+    /// ([`StorageKind::Posix`], the default) or real files behind the NAND timing model.
+    pub fn storage(mut self, kind: StorageKind) -> DbBuilder {
+        self.kind = kind;
+        self
+    }
+
+    /// Opens (or creates) the database in directory `path`, on the storage set by
+    /// [`storage`](DbBuilder::storage).
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Db> {
+        let dir = path.as_ref();
+        let posix: StorageRef = Arc::new(
+            PosixStorage::new(dir)
+                .map_err(|e| Error::io(dir.display().to_string(), e))?
+                .with_mmap_reads(self.options.mmap_reads),
+        );
+        let storage: StorageRef = match self.kind {
+            StorageKind::Posix => posix,
+            StorageKind::Nand(cfg) => Arc::new(NandStorage::new(posix, cfg)),
+        };
+        open_on(storage, self.options)
+    }
+
+    /// Opens (or creates) the database held by `storage`, as the caller built it (memory,
+    /// fault injection, a timing model over either). A storage kind set by
+    /// [`storage`](DbBuilder::storage) is for [`open`](DbBuilder::open): given one here, it
+    /// fails with [`Error::InvalidArgument`] rather than leave it unused.
+    pub fn open_storage(self, storage: StorageRef) -> Result<Db> {
+        if !matches!(self.kind, StorageKind::Posix) {
+            return Err(Error::InvalidArgument(
+                "a storage kind is for `open(path)`; `open_storage` takes the storage as built \
+                 (wrap it in a NandStorage for the timing model)"
+                    .into(),
+            ));
+        }
+        open_on(storage, self.options)
+    }
+}
+
+/// Opens (or creates) the database held by `storage`: recovery, then the background threads
+/// unless a runner is set.
+fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
+    options.validate()?;
+    let lock = storage.lock().ctx("LOCK")?;
+    let page_size = storage.page_size();
+    let counters = Arc::new(Counters::new(page_size));
+    let ctx = TableCtx::new(
+        storage.clone(),
+        Arc::new(BlockCache::new(options.cache_bytes)),
+        counters.clone(),
+        options.max_open_files,
+    );
+    let (versions, mem, vlog) = recover(&ctx, &options)?;
+    let namespaces = NsState {
+        live: versions
+            .namespaces
+            .live
+            .iter()
+            .map(|(id, name)| (*id, Arc::new(NsEntry::new(*id, name, page_size))))
+            .collect(),
+        dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
+        retired: Vec::new(),
+    };
+    let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
+    let last_seq = versions.last_seq.max(mem.max_seq());
+    let version = versions.current();
+    let inner = Arc::new(Inner {
+        vlog_reader: VlogReader::new(storage.clone()),
+        gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
+        storage,
+        counters,
+        namespaces: RwLock::new(namespaces),
+        indexes: RwLock::new(Arc::new(indexes)),
+        versions: Mutex::new(versions),
+        sv: ArcSwap::from_pointee(SuperVersion {
+            mem: Arc::new(Memtable::new(options.memtable_bytes)),
+            imm: Vec::new(),
+            version,
+        }),
+        sv_update: Mutex::new(()),
+        writes: WriteQueue::new(
+            WriterState {
+                vlog,
+                next_seq: last_seq + 1,
+                buf: Vec::new(),
+            },
+            last_seq,
+        ),
+        bg: Background::default(),
+        closed: AtomicBool::new(false),
+        opened: std::time::Instant::now(),
+        last_write_ms: AtomicU64::new(0),
+        manifest_in_doubt: AtomicBool::new(false),
+        snapshots: Snapshots::default(),
+        prefetcher: std::sync::OnceLock::new(),
+        opts: options,
+    });
+    let mut threads = Vec::new();
+    let own_threads = match inner.opts.background_runner.is_some() {
+        true => 0,
+        false => inner.opts.background_threads,
+    };
+    for i in 0..own_threads {
+        let inner = inner.clone();
+        let t = std::thread::Builder::new()
+            .name(format!("cerberus-bg-{i}"))
+            .spawn(move || inner.background_loop())
+            .map_err(|e| Error::io("background thread", e))?;
+        threads.push(t);
+    }
+    let db = Db {
+        inner,
+        threads: Mutex::new(threads),
+        _lock: lock,
+    };
+    db.inner.finish_backfills()?;
+    // Work recovery left (a segment worth collecting) goes to the runner at once.
+    db.inner.wake_background();
+    Ok(db)
+}
