@@ -1,6 +1,8 @@
 //! Cerberus storage engine: a key-value separated LSM tree (WiscKey-style value log that is
 //! also the write-ahead log) over a [`storage::Storage`] abstraction.
 
+#![deny(missing_docs)]
+
 pub mod storage;
 
 #[doc(hidden)]
