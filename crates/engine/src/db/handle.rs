@@ -14,7 +14,8 @@ use crate::options::WriteOptions;
 use crate::stats::NamespaceStats;
 use std::sync::Arc;
 
-/// One namespace of a [`Db`](super::Db). Cheap to clone and to send between threads; it keeps the
+/// One namespace of a [`Db`](super::Db): its writes here, its reads (at the newest state) those
+/// of [`Readable`](super::Readable). Cheap to clone and to send between threads; it keeps the
 /// database's state alive, and fails with [`Error::Closed`](crate::error::Error::Closed)
 /// once the database is closed.
 #[derive(Clone)]

@@ -175,7 +175,8 @@ impl Drop for Pin {
 }
 
 /// A consistent, read-only view of one namespace at the moment it was taken (see
-/// [`Namespace::snapshot`]). Clones share the view; it is released when the last one drops.
+/// [`Namespace::snapshot`]); its reads are those of [`Readable`](super::Readable). Clones share
+/// the view; it is released when the last one drops.
 /// While it lives, flushes, compactions and value-log GC keep what it reads: the garbage of
 /// its own namespace, never another namespace's.
 #[derive(Clone)]
