@@ -14,6 +14,7 @@ pub enum StorageArg {
 }
 
 impl StorageArg {
+    /// Its `--storage` value, as the reports and JSON documents name it.
     pub fn name(self) -> &'static str {
         match self {
             StorageArg::Posix => "posix",
@@ -25,16 +26,21 @@ impl StorageArg {
 /// How to open a database.
 #[derive(Clone, Debug)]
 pub struct OpenConfig {
+    /// Directory of the database (made if missing).
     pub path: PathBuf,
+    /// Storage under the database (`--storage`).
     pub storage: StorageArg,
+    /// Cache bytes: Cerberus's filter and index cache, RocksDB's LRU block cache.
     pub cache_bytes: u64,
     /// Cerberus: `Options::mmap_reads`.
     pub mmap_reads: bool,
+    /// Whether every write is synced (fsync).
     pub sync: bool,
     /// Tenants the run will create (0: not a multitenant run). RocksDB makes its column
     /// families at open.
     #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
     pub tenants: usize,
+    /// How tenants share the database (`--layout`).
     pub layout: LayoutArg,
     /// Engine sizes of `--profile`; `None` keeps each engine's defaults.
     pub profile: Option<SizeProfile>,

@@ -20,6 +20,7 @@ pub fn db_stats_json(s: &DbStats) -> serde_json::Value {
 
 /// What the workloads need from a database. Shared by all worker threads of a phase.
 pub trait BenchDb: Send + Sync {
+    /// Puts `value` under `key`.
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
     /// Whether the key was found.
     fn get(&self, key: &[u8]) -> Result<bool>;
@@ -124,6 +125,7 @@ pub struct TenantHandle {
 }
 
 impl TenantHandle {
+    /// The name of tenant `index`: `tenant-{index}`.
     pub fn name_of(index: usize) -> String {
         format!("tenant-{index}")
     }
@@ -171,6 +173,7 @@ pub enum LayoutArg {
 }
 
 impl LayoutArg {
+    /// Its `--layout` value, as the reports and JSON documents name it.
     pub fn name(self) -> &'static str {
         match self {
             LayoutArg::PerNamespace => "per_namespace",
@@ -191,7 +194,7 @@ pub const BASELINE_NAMESPACE: &str = "baseline";
 /// Where a tenant's index goes in a key space all tenants share: 4 bytes big-endian before
 /// the user key (`shared` on RocksDB) or after it (`baseline`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Affix {
+pub(crate) enum Affix {
     #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
     Prefix,
     Suffix,
@@ -200,7 +203,12 @@ pub enum Affix {
 /// Calls `f` with `key` and the tenant index `index` (4 bytes big-endian) placed as `affix`
 /// says, on the stack when it fits.
 #[inline]
-pub fn with_tenant_key<R>(affix: Affix, index: u32, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+pub(crate) fn with_tenant_key<R>(
+    affix: Affix,
+    index: u32,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> R,
+) -> R {
     let id = index.to_be_bytes();
     let len = 4 + key.len();
     let fill = |buf: &mut [u8]| match affix {

@@ -5,6 +5,8 @@
 //! `redis-server` the bench starts). Also the engine sizes of `--profile` ([`profile`]) and
 //! the local device the bench's device experiments share ([`local_device`]).
 
+#![deny(missing_docs)]
+
 mod cerberus;
 mod config;
 mod db;
@@ -20,7 +22,7 @@ mod rocksdb;
 
 pub use config::{OpenConfig, StorageArg};
 pub use db::{
-    db_stats_json, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
-    CursorOptions, LayoutArg, TenantHandle, BASELINE_NAMESPACE,
+    db_stats_json, tenants_in_namespaces, BenchCursor, BenchDb, CursorOptions, LayoutArg,
+    TenantHandle, BASELINE_NAMESPACE,
 };
 pub use open::{open, Engine};

@@ -17,11 +17,14 @@ pub fn config(dir: &Path) -> DeviceConfig {
 
 /// A device started here, and its address.
 pub struct LocalDevice {
+    /// The running device.
     pub device: DeviceHandle,
+    /// Its `HOST:PORT`.
     pub addr: String,
 }
 
 impl LocalDevice {
+    /// Starts a device with `config`.
     pub fn start(config: DeviceConfig) -> Result<LocalDevice> {
         let device = Device::start(config).context("starting a local device")?;
         let addr = device.local_addr().to_string();

@@ -14,7 +14,9 @@ use std::sync::Arc;
 /// An engine named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
+    /// Cerberus embedded in the bench's process.
     Cerberus,
+    /// RocksDB (cargo feature `rocksdb`).
     RocksDb,
     /// RocksDB with integrated blob files (BlobDB): values of at least Cerberus's
     /// `inline_value_threshold` bytes go to blob files, as Cerberus's go to its value log.
@@ -26,6 +28,7 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Its name on the command line and in the reports.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Cerberus => "cerberus",
@@ -36,6 +39,8 @@ impl Engine {
         }
     }
 
+    /// The engine named `s` (case and surrounding spaces ignored; `rocksdb_blob` also
+    /// accepted).
     pub fn parse(s: &str) -> Result<Engine> {
         match s.trim().to_ascii_lowercase().as_str() {
             "cerberus" => Ok(Engine::Cerberus),

@@ -23,9 +23,11 @@ pub const PAPER_L0_COMPACTION_TRIGGER: usize = 2;
 /// Values shorter than this are also stored inline in the tables (0: never; every value is
 /// in the value log, tables hold keys and value addresses). Cerberus only.
 pub const PAPER_INLINE_VALUE_THRESHOLD: usize = 0;
+/// Bloom filter bits per key.
 pub const PAPER_FILTER_BITS_PER_KEY: u32 = 10;
 /// Levels, L0 included.
 pub const PAPER_NUM_LEVELS: usize = 7;
+/// Target bytes of a table's data block.
 pub const PAPER_BLOCK_SIZE: usize = 4096;
 
 /// `--profile` values.
@@ -36,6 +38,7 @@ pub enum ProfileArg {
 }
 
 impl ProfileArg {
+    /// Its `--profile` value, as the reports and JSON documents name it.
     pub fn name(self) -> &'static str {
         match self {
             ProfileArg::Paper => "paper",
@@ -57,13 +60,21 @@ pub struct SizeProfile {
     pub memtable_bytes: u64,
     /// Memtable bytes per tenant (RocksDB's write buffer per column family).
     pub memtable_bytes_per_tenant: u64,
+    /// Bytes L1 may hold.
     pub level1_bytes: u64,
+    /// Each level below L1 holds this many times the level above.
     pub level_size_ratio: u64,
+    /// Target size of a table written by compaction.
     pub target_table_bytes: u64,
+    /// L0 tables that trigger a compaction into L1.
     pub l0_compaction_trigger: usize,
+    /// Values shorter than this are stored inline in the tables (0: never; Cerberus only).
     pub inline_value_threshold: usize,
+    /// Bloom filter bits per key.
     pub filter_bits_per_key: u32,
+    /// Levels, L0 included.
     pub num_levels: usize,
+    /// Target bytes of a table's data block.
     pub block_size: usize,
 }
 

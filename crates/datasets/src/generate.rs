@@ -34,6 +34,7 @@ fn check_records(records: u64) -> Result<(), DatasetError> {
 /// What a run wrote.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
+    /// Records (lines) written.
     pub records: u64,
     /// Bytes of the file, newlines included.
     pub bytes: u64,

@@ -10,6 +10,8 @@
 //! is serialized empty, then filled with text up to the drawn size, so the mean does not drift
 //! when other fields change.
 
+#![deny(missing_docs)]
+
 mod generate;
 mod glacier;
 mod records;

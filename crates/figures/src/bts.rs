@@ -27,6 +27,7 @@ struct Args {
     font: Option<PathBuf>,
 }
 
+/// `cerberus-bench plot-bts ...`; `args` starts with `plot-bts`.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     let args = Args::parse_from(args);
     let text = std::fs::read_to_string(&args.input)

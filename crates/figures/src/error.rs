@@ -19,7 +19,9 @@ pub enum FigureError {
     /// What was being done when `source` happened.
     #[error("{what}")]
     While {
+        /// What was being done, e.g. `reading FILE`.
         what: String,
+        /// The error it met.
         #[source]
         source: Box<FigureError>,
     },

@@ -9,6 +9,8 @@
 //! its `ab_glyph` renderer from a TrueType font read at run time, so that the build needs no
 //! system library). The bench depends on this crate, never the other way.
 
+#![deny(missing_docs)]
+
 mod bts;
 mod charts;
 mod data;

@@ -8,11 +8,18 @@ use serde_json::Value;
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct QueriesDoc {
+    /// Block cache bytes (`--cache-bytes`; 0: every filter and index block read from
+    /// storage).
     pub cache_bytes: u64,
+    /// `glacier`, `tweets` or the path of the JSON-lines file loaded (`--dataset`).
     pub dataset: String,
+    /// Records loaded.
     pub records: usize,
+    /// Runs of each query (`--repeat`); the median is reported.
     pub repeat: usize,
+    /// Each engine's load and queries.
     pub runs: Vec<EngineDoc>,
+    /// `posix` or `nand` (`--storage`).
     pub storage: String,
 }
 
@@ -20,9 +27,13 @@ pub struct QueriesDoc {
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EngineDoc {
+    /// The engine's name.
     pub engine: String,
+    /// Median seconds of its loads.
     pub load_secs: f64,
+    /// Seconds of each load (`--load-repeat` of them), in order.
     pub load_secs_each: Vec<f64>,
+    /// Its queries, in the order they ran.
     pub queries: Vec<QueryDoc>,
 }
 
@@ -30,10 +41,16 @@ pub struct EngineDoc {
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct QueryDoc {
+    /// Bytes of the results the last run returned.
     pub bytes: u64,
+    /// Median time of the runs, in microseconds.
     pub median_us: f64,
+    /// The query's name.
     pub query: String,
+    /// Records the last run found.
     pub results: usize,
+    /// The secondary key it looks for (its value, or the filter when it has none).
     pub sk: String,
+    /// The engine's figures of the last run, as JSON.
     pub stats: Value,
 }
