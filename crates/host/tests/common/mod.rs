@@ -244,6 +244,22 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(device: Arc<Device>, mut strea
                     r.encode(&mut wire).unwrap();
                     let _ = stream.write_all(&wire[..wire.len() / 2]).await;
                     let _ = stream.flush().await;
+                    // Close after the half frame (FIN), and read what the client still
+                    // sends until it closes too: dropping a socket with unread bytes would
+                    // reset the connection, and the reset can discard the half frame before
+                    // the client reads it (a command sent just after `!half` did that).
+                    let _ = stream.shutdown().await;
+                    let mut sink = [0u8; 4096];
+                    while let Ok(Ok(n)) = tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        stream.read(&mut sink),
+                    )
+                    .await
+                    {
+                        if n == 0 {
+                            break;
+                        }
+                    }
                     return;
                 }
             }
