@@ -15,7 +15,7 @@ use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use cerberus_device::{DeviceHandle, StorageChoice};
-use cerberus_host::BlockingClient;
+use cerberus_host::{BlockingClient, BlockingNamespace};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,6 +33,9 @@ pub struct DeviceDb {
     next: AtomicUsize,
     /// Namespace of the plain (non-tenant) workloads.
     ns: u32,
+    /// Its handle on each connection, made once: a handle per call would clone the
+    /// connection's shared parts for every operation.
+    handles: Vec<BlockingNamespace>,
     secrets_path: PathBuf,
     secrets: Mutex<BTreeMap<String, (u32, String)>>,
     layout: LayoutArg,
@@ -89,11 +92,13 @@ impl DeviceDb {
             clients,
             next: AtomicUsize::new(0),
             ns: 0,
+            handles: Vec::new(),
             secrets_path,
             secrets: Mutex::new(secrets),
             layout: config.layout,
         };
         db.ns = db.namespace("bench")?;
+        db.handles = db.clients.iter().map(|c| c.namespace(db.ns)).collect();
         Ok(db)
     }
 
@@ -139,34 +144,36 @@ impl DeviceDb {
         }
     }
 
-    /// The connection of the calling thread: threads are spread over the connections in turn.
-    fn client(&self) -> &BlockingClient {
-        let i = SLOT.with(|s| match s.get() {
+    /// The calling thread's connection slot: threads are spread over the connections in turn.
+    fn slot(&self) -> usize {
+        SLOT.with(|s| match s.get() {
             Some(i) => i,
             None => {
                 let i = self.next.fetch_add(1, Ordering::Relaxed);
                 s.set(Some(i));
                 i
             }
-        });
-        &self.clients[i % self.clients.len()]
+        }) % self.clients.len()
+    }
+
+    /// The connection of the calling thread.
+    fn client(&self) -> &BlockingClient {
+        &self.clients[self.slot()]
+    }
+
+    /// The plain workloads' namespace on the calling thread's connection.
+    fn bench_ns(&self) -> &BlockingNamespace {
+        &self.handles[self.slot()]
     }
 }
 
 impl BenchDb for DeviceDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self
-            .client()
-            .namespace(self.ns)
-            .put(key.to_vec(), value.to_vec())?)
+        Ok(self.bench_ns().put(key.to_vec(), value.to_vec())?)
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(self
-            .client()
-            .namespace(self.ns)
-            .get(key.to_vec())?
-            .is_some())
+        Ok(self.bench_ns().get(key.to_vec())?.is_some())
     }
 
     fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
@@ -174,12 +181,12 @@ impl BenchDb for DeviceDb {
             .iter()
             .map(|(k, v)| (Bytes::copy_from_slice(k), Bytes::copy_from_slice(v)))
             .collect();
-        Ok(self.client().namespace(self.ns).put_many(pairs)?)
+        Ok(self.bench_ns().put_many(pairs)?)
     }
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
         let keys = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-        let got = self.client().namespace(self.ns).get_many(keys)?;
+        let got = self.bench_ns().get_many(keys)?;
         Ok(got.iter().filter(|v| v.is_some()).count() as u64)
     }
 
@@ -227,9 +234,6 @@ impl BenchDb for DeviceDb {
     /// A device iterator on the calling thread's connection, opened at each seek
     /// (`device_cursor.rs`).
     fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
-        Ok(Box::new(DeviceCursor::new(
-            self.client().namespace(self.ns),
-            opts,
-        )))
+        Ok(Box::new(DeviceCursor::new(self.bench_ns().clone(), opts)))
     }
 }
