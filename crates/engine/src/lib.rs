@@ -19,6 +19,7 @@ mod index_kind;
 mod iter;
 mod key;
 mod memtable;
+mod namespace_options;
 mod options;
 mod prefetch;
 mod query;
@@ -35,6 +36,7 @@ pub use db::{
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Scalar};
 pub use key::Nsid;
+pub use namespace_options::{IoShares, NamespaceOptions, MAX_WEIGHT};
 pub use options::{
     BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
 };
