@@ -6,7 +6,8 @@
 //! `cerberus-bench dataset` (the paper's glacier and tweets datasets as JSON lines,
 //! from the `cerberus-datasets` crate) and `cerberus-bench queries` (the paper's secondary-key queries on the engine
 //! and SQLite, `queries/`), `cerberus-bench bts` (the scheduling policies with dedup as
-//! the background task, `bts/`).
+//! the background task, `bts/`), `cerberus-bench noisy` (a victim tenant's gets beside
+//! writing neighbours, `noisy/`) and `plot-noisy` (its charts).
 
 use anyhow::Result;
 use std::ffi::OsString;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 9] = [
+const COMMANDS: [(&str, Command); 11] = [
     ("plot", |args| Ok(cerberus_figures::plot(args)?)),
     ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
     ("plot-iterators", |args| {
@@ -28,6 +29,8 @@ const COMMANDS: [(&str, Command); 9] = [
     ("queries", |args| crate::queries::main(args)),
     ("bts", |args| crate::bts::main(args)),
     ("plot-bts", |args| Ok(cerberus_figures::plot_bts(args)?)),
+    ("noisy", |args| crate::noisy::main(args)),
+    ("plot-noisy", |args| Ok(cerberus_figures::plot_noisy(args)?)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -63,7 +66,9 @@ mod tests {
                 "dataset",
                 "queries",
                 "bts",
-                "plot-bts"
+                "plot-bts",
+                "noisy",
+                "plot-noisy"
             ]
         );
     }

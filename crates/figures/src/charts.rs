@@ -19,6 +19,9 @@ pub struct Series {
     pub name: String,
     pub color: [u8; 3],
     pub values: Vec<Option<f64>>,
+    /// Per category, the range (min, max) of the runs the value is the median of, drawn as
+    /// an error bar; empty (or `None`) when there is one run.
+    pub ranges: Vec<Option<(f64, f64)>>,
 }
 
 /// A line chart over equally spaced categories (tenant counts, or search steps).
@@ -46,7 +49,7 @@ struct GroupKey {
 }
 
 /// Layouts in the order of the paper's comparison; others after them, by name.
-fn layout_order(layout: &str) -> (u8, &str) {
+pub(crate) fn layout_order(layout: &str) -> (u8, &str) {
     match layout {
         "per_namespace" => (0, ""),
         "shared" => (1, ""),
@@ -55,7 +58,7 @@ fn layout_order(layout: &str) -> (u8, &str) {
     }
 }
 
-fn layout_color(layout: &str, i: usize) -> [u8; 3] {
+pub(crate) fn layout_color(layout: &str, i: usize) -> [u8; 3] {
     match layout {
         "per_namespace" => [31, 119, 180],
         "shared" => [214, 39, 40],
@@ -136,6 +139,7 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
                 .iter()
                 .enumerate()
                 .map(|(i, l)| Series {
+                    ranges: Vec::new(),
                     name: l.to_string(),
                     color: layout_color(l, i),
                     values: tenants
@@ -295,6 +299,7 @@ fn cdf_chart(file: String, title: String, lines: Vec<(String, [u8; 3], &Point)>)
                 })
                 .collect();
             Series {
+                ranges: Vec::new(),
                 name,
                 color,
                 values,
