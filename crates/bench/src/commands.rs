@@ -1,6 +1,7 @@
 //! The commands other than the workload list, chosen by the first argument:
 //! `cerberus-bench plot` (charts of a multitenant grid), `cerberus-bench grid-table` (its
-//! markdown table), `cerberus-bench plot-iterators` (tables and charts of an iterator sweep),
+//! markdown table), `grid-median` (the median document of a point run several times),
+//! `cerberus-bench plot-iterators` (tables and charts of an iterator sweep),
 //! `plot-queries` and `plot-bts` (all five drawn by the `cerberus-figures` crate),
 //! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`),
 //! `cerberus-bench dataset` (the paper's glacier and tweets datasets as JSON lines,
@@ -15,9 +16,12 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 11] = [
+const COMMANDS: [(&str, Command); 12] = [
     ("plot", |args| Ok(cerberus_figures::plot(args)?)),
     ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
+    ("grid-median", |args| {
+        Ok(cerberus_figures::grid_median(args)?)
+    }),
     ("plot-iterators", |args| {
         Ok(cerberus_figures::plot_iterators(args)?)
     }),
@@ -60,6 +64,7 @@ mod tests {
             [
                 "plot",
                 "grid-table",
+                "grid-median",
                 "plot-iterators",
                 "plot-queries",
                 "itermem",

@@ -2,6 +2,7 @@
 //! layout or per tenant count), and the labels of their numbers.
 
 use super::data::{step_order, Point};
+use crate::grid_table::{stat, Figure};
 use crate::table::thousands;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -134,18 +135,20 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             ps.iter()
                 .find(|p| p.name.layout == layout && p.name.tenants == t)
         };
-        let by_tenants = |figure: &dyn Fn(&Point) -> Option<f64>| -> Vec<Series> {
+        // With repeated runs, the median of the runs and their range.
+        let by_tenants = |figure: Figure| -> Vec<Series> {
             layouts
                 .iter()
                 .enumerate()
-                .map(|(i, l)| Series {
-                    ranges: Vec::new(),
-                    name: l.to_string(),
-                    color: layout_color(l, i),
-                    values: tenants
-                        .iter()
-                        .map(|&t| find(l, t).and_then(|p| figure(p)))
-                        .collect(),
+                .map(|(i, l)| {
+                    let stats = tenants.iter().map(|&t| stat(find(l, t).copied(), figure));
+                    let (values, ranges) = stats.unzip();
+                    Series {
+                        name: l.to_string(),
+                        color: layout_color(l, i),
+                        values,
+                        ranges,
+                    }
                 })
                 .filter(|s| s.values.iter().any(Option::is_some))
                 .collect()
@@ -161,7 +164,7 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             percent: false,
             legend,
         };
-        let series = by_tenants(&|p| p.summary.mean_filter_loads_per_get);
+        let series = by_tenants(|p| p.summary.mean_filter_loads_per_get);
         if !series.is_empty() {
             out.push(vs_tenants(
                 "fig10a-filter-loads",
@@ -176,14 +179,14 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             "Gets",
             "get ops/s per tenant",
             Legend::UpperRight,
-            by_tenants(&|p| Some(p.summary.mean_get_ops_per_sec)),
+            by_tenants(|p| Some(p.summary.mean_get_ops_per_sec)),
         ));
         out.push(vs_tenants(
             "fig8a-put-ops",
             "Puts",
             "put ops/s per tenant",
             Legend::UpperRight,
-            by_tenants(&|p| Some(p.summary.mean_put_ops_per_sec)),
+            by_tenants(|p| Some(p.summary.mean_put_ops_per_sec)),
         ));
 
         out.extend(fig9_charts(
