@@ -165,6 +165,9 @@ fn median_of(vs: &[&Value]) -> Value {
 fn range_of(vs: &[&Value]) -> Option<Value> {
     match vs[0] {
         Value::Number(_) => {
+            if let Some(xs) = vs.iter().map(|v| v.as_u64()).collect::<Option<Vec<u64>>>() {
+                return Some(serde_json::json!([xs.iter().min()?, xs.iter().max()?]));
+            }
             let xs: Vec<f64> = vs.iter().map(|v| v.as_f64()).collect::<Option<_>>()?;
             let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -246,10 +249,10 @@ mod tests {
         assert_eq!(m["repeat"]["files"][2], "x.r3.json");
         let r = &m["ranges"];
         assert_eq!(r["summary"]["mean_put_ops_per_sec"], json!([100.0, 300.0]));
-        assert_eq!(r["summary"]["peak_rss_bytes"], json!([10.0, 40.0]));
+        assert_eq!(r["summary"]["peak_rss_bytes"], json!([10, 40]));
         assert!(r["summary"].get("mean_alka_us").is_none());
         assert_eq!(r["phases"][0]["ops_per_sec"], json!([100.0, 300.0]));
-        assert_eq!(r["tenants"][0]["gets_by_level"]["L0"], json!([1.0, 4.0]));
+        assert_eq!(r["tenants"][0]["gets_by_level"]["L0"], json!([1, 4]));
         // Two runs: integers round their middle.
         let m = median_doc(&docs[..2], &files[..2]);
         assert_eq!(m["summary"]["get_misses"], 3);

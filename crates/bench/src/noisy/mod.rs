@@ -64,7 +64,8 @@ struct Args {
     #[arg(long)]
     no_profile: bool,
     /// Through a device started in this process on a loopback port instead of the embedded
-    /// engine (no namespace counters: filter loads and pages are null).
+    /// engine, with the device's own sizes (no profile) and no namespace counters (filter
+    /// loads and pages are null).
     #[arg(long)]
     device: bool,
     #[arg(long, default_value_t = 16)]
@@ -115,7 +116,8 @@ fn run(args: &Args) -> Result<NoisyDoc> {
     } else {
         Engine::Cerberus
     };
-    let profile = (!args.no_profile).then_some(ProfileArg::Paper);
+    // The device takes no engine sizes from the bench.
+    let profile = (!args.no_profile && !args.device).then_some(ProfileArg::Paper);
     let temp = tempfile::Builder::new()
         .prefix("cerberus-noisy-")
         .tempdir()?;
