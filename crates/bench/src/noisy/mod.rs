@@ -286,8 +286,10 @@ fn noisy_phase(
     std::thread::scope(|s| {
         let victim = s.spawn(|| {
             let r = victim_gets(db, &tenants[0], args, keys, u64::MAX, done, 2);
-            // A failed victim ends the neighbours early.
-            stop.store(r.is_err(), Ordering::Relaxed);
+            if r.is_err() {
+                // A failed victim ends the neighbours early.
+                stop.store(true, Ordering::Relaxed);
+            }
             r
         });
         let puts = run_threads("neighbour", args.neighbours, &stop, |t| {
