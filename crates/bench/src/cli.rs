@@ -20,7 +20,8 @@ use std::path::PathBuf;
                   multitenant grid), `cerberus-bench plot-iterators` (tables and charts of an \
                   iterator sweep), `cerberus-bench itermem` (what open iterators hold over many \
                   tables), `cerberus-bench dataset` (the paper's glacier and tweets datasets), \
-                  `cerberus-bench queries` (the paper's secondary-key queries, and SQLite)."
+                  `cerberus-bench queries` (the paper's secondary-key queries, and SQLite), \
+                  `cerberus-bench noisy` (a victim tenant's gets beside writing neighbours)."
 )]
 pub struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,

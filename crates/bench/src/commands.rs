@@ -1,12 +1,14 @@
 //! The commands other than the workload list, chosen by the first argument:
 //! `cerberus-bench plot` (charts of a multitenant grid), `cerberus-bench grid-table` (its
-//! markdown table), `cerberus-bench plot-iterators` (tables and charts of an iterator sweep),
+//! markdown table), `grid-median` (the median document of a point run several times),
+//! `cerberus-bench plot-iterators` (tables and charts of an iterator sweep),
 //! `plot-queries` and `plot-bts` (all five drawn by the `cerberus-figures` crate),
 //! `cerberus-bench itermem` (what open iterators hold over many tables, `itermem/`),
 //! `cerberus-bench dataset` (the paper's glacier and tweets datasets as JSON lines,
 //! from the `cerberus-datasets` crate) and `cerberus-bench queries` (the paper's secondary-key queries on the engine
 //! and SQLite, `queries/`), `cerberus-bench bts` (the scheduling policies with dedup as
-//! the background task, `bts/`).
+//! the background task, `bts/`), `cerberus-bench noisy` (a victim tenant's gets beside
+//! writing neighbours, `noisy/`) and `plot-noisy` (its charts).
 
 use anyhow::Result;
 use std::ffi::OsString;
@@ -14,9 +16,12 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 9] = [
+const COMMANDS: [(&str, Command); 12] = [
     ("plot", |args| Ok(cerberus_figures::plot(args)?)),
     ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
+    ("grid-median", |args| {
+        Ok(cerberus_figures::grid_median(args)?)
+    }),
     ("plot-iterators", |args| {
         Ok(cerberus_figures::plot_iterators(args)?)
     }),
@@ -28,6 +33,8 @@ const COMMANDS: [(&str, Command); 9] = [
     ("queries", |args| crate::queries::main(args)),
     ("bts", |args| crate::bts::main(args)),
     ("plot-bts", |args| Ok(cerberus_figures::plot_bts(args)?)),
+    ("noisy", |args| crate::noisy::main(args)),
+    ("plot-noisy", |args| Ok(cerberus_figures::plot_noisy(args)?)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -57,13 +64,16 @@ mod tests {
             [
                 "plot",
                 "grid-table",
+                "grid-median",
                 "plot-iterators",
                 "plot-queries",
                 "itermem",
                 "dataset",
                 "queries",
                 "bts",
-                "plot-bts"
+                "plot-bts",
+                "noisy",
+                "plot-noisy"
             ]
         );
     }

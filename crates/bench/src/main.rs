@@ -9,6 +9,7 @@ mod histogram;
 mod itermem;
 mod memory;
 mod multitenant;
+mod noisy;
 mod queries;
 mod report;
 #[cfg(all(test, feature = "rocksdb"))]

@@ -199,7 +199,7 @@ impl KeySet {
 
 /// Runs `work(tenant)` on one thread per tenant, all released together; returns the results
 /// in tenant order and the wall time from the release to the end of the last thread.
-fn run_threads<T: Send>(
+pub(crate) fn run_threads<T: Send>(
     name: &str,
     count: usize,
     stop: &AtomicBool,
@@ -274,7 +274,7 @@ fn phase_outcome(
 
 /// One tenant's timed loop: `count` calls of `op` (fewer if `stop` is set), each returning
 /// how long its engine call took.
-fn tenant_loop(
+pub(crate) fn tenant_loop(
     bar: &ProgressBar,
     stop: &AtomicBool,
     count: u64,

@@ -82,6 +82,7 @@ fn charts(run: &RunDoc) -> Result<Vec<Chart>> {
         series: policies
             .iter()
             .map(|p| Series {
+                ranges: Vec::new(),
                 name: label(*p).into(),
                 color: color(*p),
                 values: threads

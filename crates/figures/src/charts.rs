@@ -2,6 +2,7 @@
 //! layout or per tenant count), and the labels of their numbers.
 
 use super::data::{step_order, Point};
+use crate::grid_table::{stat, Figure};
 use crate::table::thousands;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +20,9 @@ pub struct Series {
     pub name: String,
     pub color: [u8; 3],
     pub values: Vec<Option<f64>>,
+    /// Per category, the range (min, max) of the runs the value is the median of, drawn as
+    /// an error bar; empty (or `None`) when there is one run.
+    pub ranges: Vec<Option<(f64, f64)>>,
 }
 
 /// A line chart over equally spaced categories (tenant counts, or search steps).
@@ -46,7 +50,7 @@ struct GroupKey {
 }
 
 /// Layouts in the order of the paper's comparison; others after them, by name.
-fn layout_order(layout: &str) -> (u8, &str) {
+pub(crate) fn layout_order(layout: &str) -> (u8, &str) {
     match layout {
         "per_namespace" => (0, ""),
         "shared" => (1, ""),
@@ -55,7 +59,7 @@ fn layout_order(layout: &str) -> (u8, &str) {
     }
 }
 
-fn layout_color(layout: &str, i: usize) -> [u8; 3] {
+pub(crate) fn layout_color(layout: &str, i: usize) -> [u8; 3] {
     match layout {
         "per_namespace" => [31, 119, 180],
         "shared" => [214, 39, 40],
@@ -131,17 +135,20 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             ps.iter()
                 .find(|p| p.name.layout == layout && p.name.tenants == t)
         };
-        let by_tenants = |figure: &dyn Fn(&Point) -> Option<f64>| -> Vec<Series> {
+        // With repeated runs, the median of the runs and their range.
+        let by_tenants = |figure: Figure| -> Vec<Series> {
             layouts
                 .iter()
                 .enumerate()
-                .map(|(i, l)| Series {
-                    name: l.to_string(),
-                    color: layout_color(l, i),
-                    values: tenants
-                        .iter()
-                        .map(|&t| find(l, t).and_then(|p| figure(p)))
-                        .collect(),
+                .map(|(i, l)| {
+                    let stats = tenants.iter().map(|&t| stat(find(l, t).copied(), figure));
+                    let (values, ranges) = stats.unzip();
+                    Series {
+                        name: l.to_string(),
+                        color: layout_color(l, i),
+                        values,
+                        ranges,
+                    }
                 })
                 .filter(|s| s.values.iter().any(Option::is_some))
                 .collect()
@@ -157,7 +164,7 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             percent: false,
             legend,
         };
-        let series = by_tenants(&|p| p.summary.mean_filter_loads_per_get);
+        let series = by_tenants(|p| p.summary.mean_filter_loads_per_get);
         if !series.is_empty() {
             out.push(vs_tenants(
                 "fig10a-filter-loads",
@@ -172,14 +179,14 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             "Gets",
             "get ops/s per tenant",
             Legend::UpperRight,
-            by_tenants(&|p| Some(p.summary.mean_get_ops_per_sec)),
+            by_tenants(|p| Some(p.summary.mean_get_ops_per_sec)),
         ));
         out.push(vs_tenants(
             "fig8a-put-ops",
             "Puts",
             "put ops/s per tenant",
             Legend::UpperRight,
-            by_tenants(&|p| Some(p.summary.mean_put_ops_per_sec)),
+            by_tenants(|p| Some(p.summary.mean_put_ops_per_sec)),
         ));
 
         out.extend(fig9_charts(
@@ -295,6 +302,7 @@ fn cdf_chart(file: String, title: String, lines: Vec<(String, [u8; 3], &Point)>)
                 })
                 .collect();
             Series {
+                ranges: Vec::new(),
                 name,
                 color,
                 values,

@@ -2,6 +2,7 @@
 
 use crate::docs::multitenant::SummaryDoc;
 use crate::error::{bail, input, Context, Result};
+use crate::repeat::{median_doc, run_files, run_stem};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -123,6 +124,9 @@ pub struct Point {
     pub gets_by_step: Vec<(String, u64)>,
     /// The mean over the tenants of their mean get latency, us.
     pub measured_get_us: Option<f64>,
+    /// A point run several times (`NAME.r1.json` ..): each run's point, in run order; the
+    /// fields above are then those of the runs' median document. Empty for a single run.
+    pub runs: Vec<Point>,
 }
 
 /// Sort key of a get's search step: `memtable`, `L0`, `runs` (namespace runs split out of L0),
@@ -177,12 +181,16 @@ fn point_from_doc(name: Option<PointName>, doc: serde_json::Value) -> Result<Poi
         gets_by_step: steps.into_values().collect(),
         measured_get_us: (!latencies.is_empty())
             .then(|| latencies.iter().sum::<f64>() / latencies.len() as f64),
+        runs: Vec::new(),
     })
 }
 
 /// The points of one file: one document, or an array of them (one per engine).
 pub fn points_from_text(stem: &str, text: &str) -> Result<Vec<Point>> {
-    let v: serde_json::Value = serde_json::from_str(text).context("not JSON")?;
+    points_from_value(stem, serde_json::from_str(text).context("not JSON")?)
+}
+
+fn points_from_value(stem: &str, v: serde_json::Value) -> Result<Vec<Point>> {
     let name = PointName::parse(stem);
     match v {
         serde_json::Value::Array(docs) => docs
@@ -193,9 +201,30 @@ pub fn points_from_text(stem: &str, text: &str) -> Result<Vec<Point>> {
     }
 }
 
+/// The points of a point's runs (`NAME.r1.json` ..): those of their median document, each
+/// with the runs' own points.
+fn repeated_points(stem: &str, files: &[PathBuf]) -> Result<Vec<Point>> {
+    let docs = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f)?;
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
+        })
+        .collect::<Result<Vec<serde_json::Value>>>()?;
+    let mut points = points_from_value(stem, median_doc(&docs, &[]))?;
+    for doc in docs {
+        for (p, run) in points.iter_mut().zip(points_from_value(stem, doc)?) {
+            p.runs.push(run);
+        }
+    }
+    Ok(points)
+}
+
 /// Every multitenant point of the `*.json` files in `dir` (not its subdirectories), and a
-/// warning for each file that is not one, or that repeats a point.
+/// warning for each file that is not one, or that repeats a point. A point run several times
+/// (`NAME.r1.json` ..) is read from its runs, and its median document `NAME.json` left out.
 pub fn read_grid(dir: &Path) -> Result<(Vec<Point>, Vec<String>)> {
+    let repeated = run_files(dir)?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -206,9 +235,14 @@ pub fn read_grid(dir: &Path) -> Result<(Vec<Point>, Vec<String>)> {
     let mut warnings = Vec::new();
     for f in files {
         let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-        let read = std::fs::read_to_string(&f)
-            .map_err(Into::into)
-            .and_then(|text| points_from_text(stem, &text));
+        let read = match (run_stem(stem), repeated.get(stem)) {
+            (Some((base, _)), _) if repeated[base].first() != Some(&f) => continue,
+            (Some((base, _)), _) => repeated_points(base, &repeated[base]),
+            (None, Some(_)) => continue,
+            (None, None) => std::fs::read_to_string(&f)
+                .map_err(Into::into)
+                .and_then(|text| points_from_text(stem, &text)),
+        };
         match read {
             Ok(ps) => {
                 for p in ps {

@@ -39,8 +39,11 @@ pub fn chart(c: &Chart, path: &Path) -> Result<()> {
         let max = c
             .series
             .iter()
-            .flat_map(|s| s.values.iter().flatten())
-            .fold(0.0f64, |m, &v| m.max(v));
+            .flat_map(|s| {
+                let tops = s.ranges.iter().flatten().map(|r| r.1);
+                s.values.iter().flatten().copied().chain(tops)
+            })
+            .fold(0.0f64, f64::max);
         if max > 0.0 {
             max * 1.15
         } else {
@@ -102,6 +105,11 @@ pub fn chart(c: &Chart, path: &Path) -> Result<()> {
                 .iter()
                 .map(|&p| Circle::new(p, marker, color.filled())),
         )?;
+        // The range of the runs a value is the median of: a bar from min to max.
+        let bars = (1..).step_by(2).zip(&s.ranges).filter_map(|(x, r)| {
+            r.map(|(lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], color.stroke_width(2)))
+        });
+        chart.draw_series(bars)?;
     }
     let position = match c.legend {
         Legend::UpperLeft => SeriesLabelPosition::UpperLeft,

@@ -4,7 +4,7 @@
 
 use super::data::{read_grid, Point};
 use crate::error::Result;
-use crate::table::{thousands, Table};
+use crate::table::{median, thousands, Table};
 use clap::Parser;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -27,7 +27,9 @@ const INTRO: &str = "# Multi-tenant grid (Cerberus paper, sections 5.2-5.3)\n\n\
     over the tenants of each tenant's ops/s; ratios are per_namespace over the other layout \
     (above 1: per_namespace is faster). Per-get figures are means over the tenants. Cells with \
     several values follow the layouts' order in the heading. ALKA: the cost model's (the \
-    paper's Eq. 1) time per get / the measured mean get latency, in us, per layout.\n";
+    paper's Eq. 1) time per get / the measured mean get latency, in us, per layout. A point \
+    run several times (`--repeat N`) shows the median of its runs, then their range \
+    (min-max); its ratios are the medians of the ratios within each round.\n";
 const STORAGES: [(&str, &str); 3] = [
     ("nand0", "NAND model, no cache"),
     ("nandbf", "NAND model, 1 GiB cache (every filter cached)"),
@@ -78,7 +80,56 @@ fn below_l1(p: &Point) -> Option<f64> {
     (total > 0).then(|| 100.0 * deep as f64 / total as f64)
 }
 
-type Figure = fn(&Point) -> Option<f64>;
+pub(crate) type Figure = fn(&Point) -> Option<f64>;
+
+/// A figure: its value, and the range (min, max) of the runs it is the median of.
+pub(crate) type Stat = (Option<f64>, Option<(f64, f64)>);
+
+/// A figure of a point: the median over its runs with their range, or its one value.
+pub(crate) fn stat(p: Option<&Point>, f: Figure) -> Stat {
+    match p {
+        Some(p) if p.runs.len() > 1 => spread(p.runs.iter().filter_map(f)),
+        p => (p.and_then(f), None),
+    }
+}
+
+/// The ratio of a figure of `a` to that of `b`: with runs, the median and range of the
+/// ratios within each round (run i of both), as this machine drifts between rounds.
+fn ratio(a: Option<&Point>, b: Option<&Point>, f: Figure) -> Stat {
+    let one = |a, b| match (f(a), f(b)) {
+        (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+        _ => None,
+    };
+    match (a, b) {
+        (Some(a), Some(b)) if a.runs.len() > 1 && b.runs.len() > 1 => {
+            spread(a.runs.iter().zip(&b.runs).filter_map(|(a, b)| one(a, b)))
+        }
+        (Some(a), Some(b)) => (one(a, b), None),
+        _ => (None, None),
+    }
+}
+
+fn spread(xs: impl Iterator<Item = f64>) -> Stat {
+    let xs: Vec<f64> = xs.collect();
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (
+        median(xs.iter().copied()),
+        (xs.len() > 1).then_some((lo, hi)),
+    )
+}
+
+/// `value` or, with a range, `value (min-max)`.
+fn show(s: Stat, fmt: impl Fn(Option<f64>) -> String) -> String {
+    match s {
+        (x, Some((lo, hi))) => format!("{} ({}-{})", fmt(x), fmt(Some(lo)), fmt(Some(hi))),
+        (x, None) => fmt(x),
+    }
+}
+
+fn measured_get_us(p: &Point) -> Option<f64> {
+    p.summary.mean_measured_get_us.or(p.measured_get_us)
+}
 
 /// The columns shown when any point of the table has them: heading, figure, digits (`None`:
 /// MiB with thousands).
@@ -182,26 +233,26 @@ fn group_table(here: &BTreeMap<(String, usize), &Point>) -> Table {
     for (what, f) in ops {
         for l in &layouts {
             column(format!("{what} {}", short(l)), &|n| {
-                grouped(at(l, n).and_then(f))
+                show(stat(at(l, n), f), grouped)
             });
         }
         for o in &others {
-            column(format!("{what} p-ns/{}", short(o)), &|n| match (
-                at(PER_NAMESPACE, n).and_then(f),
-                at(o, n).and_then(f),
-            ) {
-                (Some(a), Some(b)) if b != 0.0 => format!("{:.2}x", a / b),
-                _ => "-".into(),
+            column(format!("{what} p-ns/{}", short(o)), &|n| {
+                let times = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}x"));
+                show(ratio(at(PER_NAMESPACE, n), at(o, n), f), times)
             });
         }
     }
-    let any = |f: Figure| here.values().any(|p| f(p).is_some());
+    let any = |f: Figure| {
+        here.values()
+            .any(|p| f(p).is_some() || p.runs.iter().any(|r| f(r).is_some()))
+    };
     for (title, f, digits) in OPTIONAL.into_iter().filter(|(_, f, _)| any(*f)) {
         let fmt = |x| digits.map_or_else(|| grouped(x), |d| fixed(x, d));
         column(format!("{title} {}", shorts.join(" / ")), &|n| {
             layouts
                 .iter()
-                .map(|l| fmt(at(l, n).and_then(f)))
+                .map(|l| show(stat(at(l, n), f), fmt))
                 .collect::<Vec<_>>()
                 .join(" / ")
         });
@@ -212,12 +263,11 @@ fn group_table(here: &BTreeMap<(String, usize), &Point>) -> Table {
             &|n| {
                 let alka = |l: &str| {
                     let p = at(l, n);
-                    let measured =
-                        p.and_then(|p| p.summary.mean_measured_get_us.or(p.measured_get_us));
+                    let one = |x| fixed(x, 1);
                     format!(
                         "{} / {}",
-                        fixed(p.and_then(|p| p.summary.mean_alka_us), 1),
-                        fixed(measured, 1)
+                        show(stat(p, |p| p.summary.mean_alka_us), one),
+                        show(stat(p, measured_get_us), one)
                     )
                 };
                 layouts
@@ -233,4 +283,73 @@ fn group_table(here: &BTreeMap<(String, usize), &Point>) -> Table {
         t.row(row);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::charts::charts;
+    use crate::data::tests::doc;
+
+    #[test]
+    fn repeated_points_show_medians_and_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
+        let stem = |l: &str| format!("posix-cerberus-{l}-t4-k1000-settled");
+        // per_namespace run three times, shared three times: round i of both is a pair.
+        for (r, (pns, shared)) in [(100.0, 50.0), (300.0, 100.0), (200.0, 200.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let r = r + 1;
+            write(
+                &format!("{}.r{r}.json", stem("per_namespace")),
+                doc("per_namespace", 4, pns, pns, Some(1.0)),
+            );
+            write(
+                &format!("{}.r{r}.json", stem("shared")),
+                doc("shared", 4, shared, 10.0, Some(2.0)),
+            );
+        }
+        // The median document is left out: the runs are read instead.
+        write(
+            &format!("{}.json", stem("shared")),
+            doc("shared", 4, 1e9, 1e9, None),
+        );
+        write(
+            &format!("{}.json", stem("baseline")),
+            doc("baseline", 4, 7.0, 8.0, Some(3.0)),
+        );
+        let (points, warnings) = read_grid(dir.path()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(points.len(), 3);
+        let pns = points
+            .iter()
+            .find(|p| p.name.layout == "per_namespace")
+            .unwrap();
+        assert_eq!(pns.runs.len(), 3);
+        assert_eq!(pns.summary.mean_put_ops_per_sec, 200.0);
+
+        let md = markdown(&points);
+        // put/s: medians (min-max); baseline ran once.
+        assert!(
+            md.contains("| 4 | 200 (100-300) | 100 (50-200) | 7 |"),
+            "{md}"
+        );
+        // Ratios within each round: 2, 3, 1.
+        assert!(md.contains("| 2.00x (1.00x-3.00x) |"), "{md}");
+        assert!(
+            md.contains("| 1.00 (1.00-1.00) / 2.00 (2.00-2.00) / 3.00 |"),
+            "{md}"
+        );
+
+        let charts = charts(&points, 4);
+        let put = charts
+            .iter()
+            .find(|c| c.file.ends_with("fig8a-put-ops.png"))
+            .unwrap();
+        assert_eq!(put.series[0].values, [Some(200.0)]);
+        assert_eq!(put.series[0].ranges, [Some((100.0, 300.0))]);
+        assert_eq!(put.series[2].ranges, [None]);
+    }
 }

@@ -97,6 +97,7 @@ fn chart(stem: &str, run: &Value) -> Result<Chart> {
         .enumerate()
         .filter(|(i, _)| *i != base)
         .map(|(i, (name, times))| Series {
+            ranges: Vec::new(),
             name: name.clone(),
             color: PALETTE[i % PALETTE.len()],
             values: base_times

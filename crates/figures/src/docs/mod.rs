@@ -3,4 +3,5 @@
 
 pub mod bts;
 pub mod multitenant;
+pub mod noisy;
 pub mod queries;

@@ -25,6 +25,7 @@ pub fn charts(sweep: &Sweep) -> Vec<Chart> {
             .iter()
             .enumerate()
             .map(|(i, &l)| Series {
+                ranges: Vec::new(),
                 name: format!("scan length {l}"),
                 color: PALETTE[i % PALETTE.len()],
                 values: degrees
@@ -60,6 +61,7 @@ pub fn charts(sweep: &Sweep) -> Vec<Chart> {
             .iter()
             .enumerate()
             .map(|(i, &v)| Series {
+                ranges: Vec::new(),
                 name: format!("values of {}", size_name(v)),
                 color: PALETTE[(i + 4) % PALETTE.len()],
                 values: degrees

@@ -1,0 +1,95 @@
+//! The document of a `cerberus-bench noisy` run: per storage and layout, the victim tenant's
+//! gets in each phase (alone, beside the writing neighbours, after settling).
+
+use serde::{Deserialize, Serialize};
+
+/// The JSON document of a run (`--json`), read back by `plot-noisy`; the same leading fields
+/// as a multitenant document (`engine`, `workload`, `config`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoisyDoc {
+    /// `cerberus` (embedded) or `device` (through a device started in the process).
+    pub engine: String,
+    /// Always `noisy`.
+    pub workload: String,
+    /// What every run of the document shared.
+    pub config: NoisyConfig,
+    /// A run per storage and layout, each on a fresh database.
+    pub runs: Vec<NoisyRun>,
+}
+
+/// The settings of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoisyConfig {
+    /// Neighbour tenants, one writing thread each.
+    pub neighbours: usize,
+    /// Keys the victim loads before the phases (its data).
+    pub victim_keys: u64,
+    /// Each neighbour puts this many times the victim's keys in the noisy phase.
+    pub write_factor: u64,
+    /// Gets the victim makes in the alone and settled phases (in the noisy phase it gets
+    /// until the neighbours are done).
+    pub victim_gets: u64,
+    /// Bytes of each key.
+    pub key_size: usize,
+    /// Bytes of each value.
+    pub value_size: usize,
+    /// `--profile` (null: the engine's own sizes).
+    pub profile: Option<String>,
+    /// Cache bytes of the engine.
+    pub cache_bytes: u64,
+    /// Seed of the key and value generators.
+    pub seed: u64,
+}
+
+/// One storage and layout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoisyRun {
+    /// `nand` or `posix`.
+    pub storage: String,
+    /// `per_namespace`, `shared` or `baseline`.
+    pub layout: String,
+    /// Baseline layout: the victim shares its namespace, and so its counters, with the
+    /// neighbours (their puts; the gets are the victim's alone).
+    pub counters_shared_by_tenants: bool,
+    /// `alone`, `noisy`, `settled`, in that order.
+    pub phases: Vec<NoisyPhase>,
+}
+
+/// One phase of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoisyPhase {
+    /// `alone`, `noisy` or `settled`.
+    pub name: String,
+    /// Wall time of the victim's gets, seconds.
+    pub seconds: f64,
+    /// Gets the victim made.
+    pub victim_gets: u64,
+    /// `victim_gets` over `seconds`.
+    pub victim_gets_per_sec: f64,
+    /// Latency of the victim's gets, microseconds.
+    pub victim_latency_us: LatencyUs,
+    /// Gets that did not find a key the victim had written (should be 0).
+    pub victim_misses: u64,
+    /// Filter loads per victim get, from its namespace counters (null without them: the
+    /// device).
+    pub filter_loads_per_get: Option<f64>,
+    /// Pages read per victim get, from its namespace counters (null without them).
+    pub page_reads_per_get: Option<f64>,
+    /// Puts of all neighbours in the phase (0 outside the noisy phase).
+    pub neighbour_puts: u64,
+    /// All neighbours' puts over their wall time (0 outside the noisy phase).
+    pub neighbour_puts_per_sec: f64,
+}
+
+/// Latency figures, microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUs {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+}
