@@ -5,7 +5,7 @@
 
 use super::job::{Job, Outcome, Slots};
 use super::policy::{Choice, Policy, View};
-use crate::compaction::{max_bytes_for_level, CompactionTask, AGING_PICKS};
+use crate::compaction::{level_scores, CompactionTask, AGING_PICKS};
 use crate::key::{ikey_nsid, push_trailer, user_part, Kind, Nsid};
 use crate::options::{Layout, Options};
 use crate::stats::Counters;
@@ -73,6 +73,11 @@ struct Sim {
     /// Per tree and level: the pick at which its debt (score >= 1) was first seen.
     debt_since: BTreeMap<(Nsid, usize), u64>,
     longest_wait: u64,
+    /// Per namespace: writes so far (the stamp of its idle period). Idle, every namespace
+    /// is idle.
+    writes: BTreeMap<Nsid, u64>,
+    /// Consolidations started, per namespace.
+    consolidations: BTreeMap<Nsid, u64>,
 }
 
 fn ikey(ns: Nsid, k: u64, seq: u64) -> Vec<u8> {
@@ -107,6 +112,8 @@ impl Sim {
             picks: 0,
             debt_since: BTreeMap::new(),
             longest_wait: 0,
+            writes: BTreeMap::new(),
+            consolidations: BTreeMap::new(),
         }
     }
 
@@ -153,6 +160,9 @@ impl Sim {
                         .collect();
                     self.frozen.push_back(pieces);
                     self.idle = false;
+                    for &(ns, ..) in spans {
+                        *self.writes.entry(ns).or_default() += 1;
+                    }
                 }
             }
             Action::Finish(n) => self.finish(*n, Outcome::Done),
@@ -184,6 +194,10 @@ impl Sim {
             opts: &self.opts,
             frozen: self.frozen.len(),
             idle: self.idle,
+            idle_ns: match self.idle {
+                true => self.writes.iter().map(|(&ns, &n)| (ns, n)).collect(),
+                false => Vec::new(),
+            },
             now: self.now,
         };
         let gc = self.gc_due.front().copied();
@@ -225,6 +239,9 @@ impl Sim {
             self.paid(task);
             self.picks += 1;
         }
+        if let Some(Job::Consolidate { ns, .. }) = &job {
+            *self.consolidations.entry(*ns).or_default() += 1;
+        }
         self.running.push(Running {
             job,
             slots,
@@ -237,13 +254,18 @@ impl Sim {
         let Some((task, version)) = job.task() else {
             return Vec::new();
         };
+        // An input is in `task.level`, except runs taken along by an L0 merge into L1 and
+        // the levels a consolidation takes at once.
+        let level_of = |id: u64| {
+            std::iter::once((RUNS, &version.runs))
+                .chain(version.levels.iter().enumerate().skip(1))
+                .find(|(_, ts)| ts.iter().any(|t| t.id() == id))
+                .map_or(task.level, |(l, _)| l)
+        };
         let mut out: Vec<(usize, u64)> = task
             .inputs
             .iter()
-            .map(|t| {
-                let from_runs = task.level == 0 && version.runs.iter().any(|r| r.id() == t.id());
-                (if from_runs { RUNS } else { task.level }, t.id())
-            })
+            .map(|t| (level_of(t.id()), t.id()))
             .collect();
         out.extend(task.overlapping.iter().map(|t| (task.output_level, t.id())));
         out
@@ -279,7 +301,7 @@ impl Sim {
             }
             Job::Gc { segment } => self.gc_due.retain(|s| s != segment),
             Job::Backfill { .. } => {}
-            Job::Split { task, .. } | Job::Compact { task, .. } => {
+            Job::Split { task, .. } | Job::Compact { task, .. } | Job::Consolidate { task, .. } => {
                 for &(level, id) in consumed {
                     let present = self.level(level).iter().any(|t| t.id() == id);
                     assert!(
@@ -364,7 +386,6 @@ impl Sim {
     /// Per tree and level: bytes over the level's limit (runs: their count over the trigger).
     fn debts(&self) -> Vec<((Nsid, usize), f64)> {
         let mut scores = Vec::new();
-        let per_ns = self.opts.layout == Layout::PerNamespace;
         let mut runs: BTreeMap<Nsid, usize> = BTreeMap::new();
         for t in &self.version.runs {
             *runs.entry(ikey_nsid(&t.props.smallest)).or_default() += 1;
@@ -375,20 +396,8 @@ impl Sim {
                 n as f64 / self.opts.run_compaction_trigger as f64,
             ));
         }
-        for level in 1..self.version.num_levels() - 1 {
-            let mut bytes: BTreeMap<Nsid, u64> = BTreeMap::new();
-            for t in &self.version.levels[level] {
-                let tree = if per_ns {
-                    ikey_nsid(&t.props.smallest)
-                } else {
-                    0
-                };
-                *bytes.entry(tree).or_default() += t.props.size;
-            }
-            let limit = max_bytes_for_level(&self.opts, level) as f64;
-            for (tree, b) in bytes {
-                scores.push(((tree, level), b as f64 / limit));
-            }
+        for (score, level, tree) in level_scores(&self.version, &self.opts) {
+            scores.push(((tree, level), score));
         }
         scores
     }
@@ -471,7 +480,8 @@ fn options(layout: Layout, threads: usize) -> Options {
         level1_bytes: 60_000,
         level_size_ratio: 4,
         num_levels: 5,
-        idle_settle_ms: 0,
+        idle_settle_ms: 1000,
+        consolidate_below_bytes: Some(400_000),
         vlog_gc_dead_ratio: 0.5,
         ..Options::default()
     }

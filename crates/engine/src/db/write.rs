@@ -93,6 +93,12 @@ impl Inner {
         self.settle_manifest()?;
         let result = self.commit(e.id, ops, sync);
         if result.is_ok() {
+            // The group's time, stamped by its leader before this write committed: no clock
+            // read per write.
+            let now = self.last_write_ms.load(Ordering::Relaxed);
+            if e.last_write_ms.load(Ordering::Relaxed) < now {
+                e.last_write_ms.store(now, Ordering::Relaxed);
+            }
             let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
             Counters::add(&counters.local().puts, puts);
             Counters::add(&counters.local().deletes, ops.len() as u64 - puts);
