@@ -6,7 +6,7 @@
 //! The simulator (tests) drives the same policy over synthetic workloads.
 
 use super::job::{Job, Outcome, Slots};
-use crate::compaction::{self, CompactionTask, Cursors};
+use crate::compaction::{self, CompactionTask, Cursors, IdleNs};
 use crate::error::Result;
 use crate::key::Nsid;
 use crate::options::Options;
@@ -26,9 +26,8 @@ pub struct View<'a> {
     pub frozen: usize,
     /// No write for `idle_settle_ms`: L0 and runs drain into the trees.
     pub idle: bool,
-    /// Namespaces without a write for `idle_settle_ms`, each with the time of its last
-    /// write (which names its idle period), by id.
-    pub idle_ns: Vec<(Nsid, u64)>,
+    /// Namespaces without a write for `idle_settle_ms`, by id.
+    pub idle_ns: Vec<IdleNs>,
     pub now: Instant,
 }
 
@@ -313,13 +312,17 @@ impl Policy {
 /// and was not done in this idle period of the namespace (`done`: namespace -> stamp of the
 /// idle period it was consolidated in).
 fn consolidation(done: &mut BTreeMap<Nsid, u64>, view: &View<'_>) -> Option<Job> {
-    // A namespace that wrote since has a new stamp: its old one is forgotten.
+    // A namespace that wrote since is in another idle period: its old one is forgotten.
     let idle = &view.idle_ns;
-    done.retain(|ns, stamp| idle.binary_search(&(*ns, *stamp)).is_ok());
-    let (ns, stamp, task) = compaction::pick_consolidation(view.version, view.opts, idle, done)?;
-    done.insert(ns, stamp);
+    done.retain(|ns, period| idle.iter().any(|i| i.ns == *ns && i.period == *period));
+    if view.frozen > 0 {
+        // Its last writes may be in a memtable about to be flushed: after the flush.
+        return None;
+    }
+    let (idle, task) = compaction::pick_consolidation(view.version, view.opts, idle, done)?;
+    done.insert(idle.ns, idle.period);
     Some(Job::Consolidate {
-        ns,
+        ns: idle.ns,
         task,
         version: view.version.clone(),
     })

@@ -5,7 +5,7 @@
 
 use super::job::{Job, Outcome, Slots};
 use super::policy::{Choice, Policy, View};
-use crate::compaction::{level_scores, CompactionTask, AGING_PICKS};
+use crate::compaction::{level_scores, CompactionTask, IdleNs, AGING_PICKS};
 use crate::key::{ikey_nsid, push_trailer, user_part, Kind, Nsid};
 use crate::options::{Layout, Options};
 use crate::stats::Counters;
@@ -73,9 +73,9 @@ struct Sim {
     /// Per tree and level: the pick at which its debt (score >= 1) was first seen.
     debt_since: BTreeMap<(Nsid, usize), u64>,
     longest_wait: u64,
-    /// Per namespace: writes so far (the stamp of its idle period). Idle, every namespace
-    /// is idle.
-    writes: BTreeMap<Nsid, u64>,
+    /// Per namespace: writes so far (which names its idle period) and the seqno of the
+    /// flush that took its last write (`u64::MAX` before). Idle, every namespace is idle.
+    writes: BTreeMap<Nsid, (u64, u64)>,
     /// Consolidations started, per namespace.
     consolidations: BTreeMap<Nsid, u64>,
 }
@@ -161,7 +161,8 @@ impl Sim {
                     self.frozen.push_back(pieces);
                     self.idle = false;
                     for &(ns, ..) in spans {
-                        *self.writes.entry(ns).or_default() += 1;
+                        let w = self.writes.entry(ns).or_default();
+                        *w = (w.0 + 1, u64::MAX);
                     }
                 }
             }
@@ -195,7 +196,15 @@ impl Sim {
             frozen: self.frozen.len(),
             idle: self.idle,
             idle_ns: match self.idle {
-                true => self.writes.iter().map(|(&ns, &n)| (ns, n)).collect(),
+                true => self
+                    .writes
+                    .iter()
+                    .map(|(&ns, &(period, last_seq))| IdleNs {
+                        ns,
+                        period,
+                        last_seq,
+                    })
+                    .collect(),
                 false => Vec::new(),
             },
             now: self.now,
@@ -297,6 +306,12 @@ impl Sim {
                 let mut pieces = merge_pieces(pieces);
                 pieces.sort_by_key(|p| (p.ns, p.lo));
                 let seq = self.id();
+                for p in &pieces {
+                    if let Some(w) = self.writes.get_mut(&p.ns) {
+                        // Flushes go oldest memtable first: the latest holds its last write.
+                        w.1 = seq;
+                    }
+                }
                 edit.added.push((0, self.table(pieces, (seq, seq))));
             }
             Job::Gc { segment } => self.gc_due.retain(|s| s != segment),
@@ -559,6 +574,16 @@ proptest! {
         prop_assert!(sim.settle(100_000));
         prop_assert!(sim.version.levels[0].is_empty());
         prop_assert!(sim.version.runs.is_empty());
+        // Every tree below the consolidation bound is at one level, consolidated at most
+        // once (one idle period).
+        let bound = sim.opts.consolidation_bound();
+        for (ns, bytes) in crate::compaction::tree_bytes(&sim.version, Layout::PerNamespace) {
+            let levels = bytes.iter().filter(|&&b| b > 0).count();
+            if bytes.iter().sum::<u64>() < bound {
+                prop_assert_eq!(levels, 1, "namespace {} at {:?}", ns, bytes);
+            }
+            prop_assert!(sim.consolidations.get(&ns).copied().unwrap_or(0) <= 1);
+        }
     }
 }
 
@@ -591,4 +616,66 @@ fn a_quiet_namespace_is_not_starved_by_a_busy_one() {
         "a debt waited {} picks",
         sim.longest_wait
     );
+}
+
+/// Idle, each namespace's tree is consolidated into one level once per idle period: not
+/// again while it stays idle (no loop), again once it has written and is idle once more.
+#[test]
+fn a_consolidation_runs_once_per_idle_period() {
+    let mut sim = Sim::new(options(Layout::PerNamespace, 2));
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for step in 0..300u64 {
+        let ns = 1 + (step % 3) as Nsid;
+        sim.act(&Action::Write(vec![(ns, next() % 2_700, 300)]));
+        sim.act(&Action::Finish(next() as usize));
+    }
+    assert!(sim.settle(100_000));
+    assert!(sim.consolidations.is_empty(), "consolidated while writing");
+    let places = |sim: &Sim, ns: Nsid| {
+        let levels = (1..sim.version.num_levels())
+            .filter(|&l| {
+                sim.version.levels[l]
+                    .iter()
+                    .any(|t| ikey_nsid(&t.props.smallest) == ns)
+            })
+            .count();
+        levels + sim.version.runs_of(ns).len()
+    };
+    assert!(
+        (1..=3).any(|ns| places(&sim, ns) >= 2),
+        "no tree to consolidate"
+    );
+    sim.idle = true;
+    assert!(sim.settle(100_000));
+    let first = sim.consolidations.clone();
+    for ns in 1..=3 {
+        assert_eq!(places(&sim, ns), 1, "namespace {ns} not at one level");
+        assert!(first.get(&ns).copied().unwrap_or(0) <= 1);
+    }
+    // Idle for longer: nothing more.
+    for _ in 0..5 {
+        sim.act(&Action::Advance(1_000));
+        assert!(sim.settle(100_000));
+    }
+    assert_eq!(
+        sim.consolidations, first,
+        "consolidated twice in one idle period"
+    );
+    // Namespace 1 writes and goes idle again: it alone is consolidated once more.
+    sim.act(&Action::Write(vec![(1, 0, 2_699)]));
+    assert!(sim.settle(100_000));
+    sim.idle = true;
+    assert!(sim.settle(100_000));
+    let count = |c: &BTreeMap<Nsid, u64>, ns| c.get(&ns).copied().unwrap_or(0);
+    assert_eq!(count(&sim.consolidations, 1), count(&first, 1) + 1);
+    for ns in 2..=3 {
+        assert_eq!(count(&sim.consolidations, ns), count(&first, ns));
+    }
+    assert_eq!(places(&sim, 1), 1);
 }

@@ -6,9 +6,9 @@ mod merge;
 mod picker;
 mod worker;
 
-pub use consolidate::pick_consolidation;
+pub use consolidate::{pick_consolidation, IdleNs};
 pub use merge::{LevelSource, MergingIter, Source};
 #[cfg(test)]
-pub use picker::{level_scores, AGING_PICKS};
+pub use picker::{level_scores, tree_bytes, AGING_PICKS};
 pub use picker::{pick, pick_split, range_tasks, CompactionTask, Cursors};
 pub use worker::{run, OutputParams, Retention, RunContext, SnapshotFloors, TableSink};

@@ -24,6 +24,8 @@ pub(super) struct NsEntry {
     /// Milliseconds from the database's opening to its last write (coarse: the commit
     /// group's time), for its idleness.
     pub(super) last_write_ms: AtomicU64,
+    /// A seqno at or above its last write's.
+    pub(super) last_write_seq: AtomicU64,
 }
 
 impl NsEntry {
@@ -35,6 +37,7 @@ impl NsEntry {
             counters: Arc::new(Counters::new(page_size)),
             list_counters: Arc::new(Counters::new(page_size)),
             last_write_ms: AtomicU64::new(0),
+            last_write_seq: AtomicU64::new(0),
         }
     }
 

@@ -2,9 +2,9 @@
 //! idle namespace's tree into one sorted run (`docs/per-namespace-trees.md`, rule 5).
 
 use super::Inner;
-use crate::compaction::CompactionTask;
+use crate::compaction::{CompactionTask, IdleNs};
 use crate::error::Result;
-use crate::key::Nsid;
+use crate::key::{Nsid, SeqNo};
 use crate::stats::Counters;
 use crate::version::Version;
 use std::sync::atomic::Ordering;
@@ -12,19 +12,27 @@ use std::sync::atomic::Ordering;
 impl Inner {
     /// Namespaces without a write for `idle_settle_ms`, with the time of their last write,
     /// by id; none when consolidation is off.
-    pub(super) fn idle_namespaces(&self) -> Vec<(Nsid, u64)> {
+    pub(super) fn idle_namespaces(&self) -> Vec<IdleNs> {
         let ms = self.opts.idle_settle_ms;
         if self.opts.consolidation_bound() == 0 || !self.opts.auto_compaction {
             return Vec::new();
         }
         let now = self.opened.elapsed().as_millis() as u64;
-        let mut idle: Vec<(Nsid, u64)> = self
+        let mut idle: Vec<IdleNs> = self
             .namespaces
             .read()
             .live
             .values()
-            .map(|e| (e.id, e.last_write_ms.load(Ordering::Relaxed)))
-            .filter(|&(_, last)| now.saturating_sub(last) >= ms)
+            .map(|e| IdleNs {
+                ns: e.id,
+                period: e.last_write_ms.load(Ordering::Relaxed),
+                // No write since the opening: any L0 table may hold its entries.
+                last_seq: match e.last_write_seq.load(Ordering::Relaxed) {
+                    0 => SeqNo::MAX,
+                    seq => seq,
+                },
+            })
+            .filter(|i| now.saturating_sub(i.period) >= ms)
             .collect();
         idle.sort_unstable();
         idle
