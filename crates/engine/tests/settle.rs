@@ -42,7 +42,7 @@ fn write(ns: &Namespace, model: &mut Model, rng: &mut Rng, n: u32, keys: u64) {
     for _ in 0..n {
         let r = rng.next();
         let key = format!("k{:06}", r % keys).into_bytes();
-        if r % 8 == 0 {
+        if r.is_multiple_of(8) {
             ns.delete(&key).unwrap();
             model.remove(&key);
         } else {
