@@ -96,3 +96,119 @@ fn task(version: &Version, opts: &Options, ns: Nsid, bytes: &[u64], total: u64) 
         moves: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{push_trailer, user_part, Kind};
+    use crate::stats::Counters;
+    use crate::storage::MemStorage;
+    use crate::table::{BlockCache, TableProps};
+    use crate::version::{TableCtx, VersionEdit};
+
+    fn props(id: u64, ns: Nsid, range: (&[u8], &[u8]), seq: u64, size: u64) -> TableProps {
+        let ikey = |k: &[u8]| {
+            let mut v = user_part(ns, k);
+            push_trailer(&mut v, seq, Kind::Put);
+            v
+        };
+        TableProps {
+            id,
+            size,
+            entries: 10,
+            smallest: ikey(range.0),
+            largest: ikey(range.1),
+            min_seq: seq,
+            max_seq: seq,
+        }
+    }
+
+    fn version(added: Vec<(usize, TableProps)>) -> Version {
+        let ctx = TableCtx::new(
+            Arc::new(MemStorage::new()),
+            Arc::new(BlockCache::new(0)),
+            Arc::new(Counters::default()),
+            16,
+        );
+        let edit = VersionEdit {
+            added,
+            ..VersionEdit::default()
+        };
+        Version::new(5).apply(&edit, &ctx).0
+    }
+
+    fn opts() -> Options {
+        Options {
+            level1_bytes: 1_000,
+            level_size_ratio: 4,
+            num_levels: 5,
+            ..Options::default()
+        }
+    }
+
+    /// Namespace 7 with tables in L1 and L2, idle since seqno 20.
+    fn tree(l0: Option<TableProps>) -> Version {
+        let mut added = vec![
+            (1, props(1, 7, (b"a", b"m"), 15, 500)),
+            (2, props(2, 7, (b"a", b"z"), 5, 3_000)),
+            (2, props(3, 8, (b"a", b"z"), 5, 3_000)),
+        ];
+        added.extend(l0.map(|t| (0, t)));
+        version(added)
+    }
+
+    const IDLE: IdleNs = IdleNs {
+        ns: 7,
+        period: 100,
+        last_seq: 20,
+    };
+
+    #[test]
+    fn an_idle_tree_of_two_levels_merges_into_its_deepest() {
+        let v = tree(None);
+        let (idle, task) = pick_consolidation(&v, &opts(), &[IDLE], &BTreeMap::new()).unwrap();
+        assert_eq!(idle, IDLE);
+        assert_eq!((task.level, task.output_level), (1, 2));
+        let ids = |ts: &[Arc<TableHandle>]| ts.iter().map(|t| t.id()).collect::<Vec<_>>();
+        assert_eq!(ids(&task.inputs), vec![1]);
+        // Namespace 8's table is not touched.
+        assert_eq!(ids(&task.overlapping), vec![2]);
+        // Once per idle period.
+        let done = BTreeMap::from([(7, 100)]);
+        assert!(pick_consolidation(&v, &opts(), &[IDLE], &done).is_none());
+        let next = IdleNs {
+            period: 200,
+            ..IDLE
+        };
+        assert!(pick_consolidation(&v, &opts(), &[next], &done).is_some());
+        // Over the bound, or the bound 0: never.
+        let mut small = opts();
+        small.consolidate_below_bytes = Some(3_500);
+        assert!(pick_consolidation(&v, &small, &[IDLE], &BTreeMap::new()).is_none());
+        small.consolidate_below_bytes = Some(0);
+        assert!(pick_consolidation(&v, &small, &[IDLE], &BTreeMap::new()).is_none());
+    }
+
+    #[test]
+    fn it_waits_while_l0_may_hold_the_namespaces_last_writes() {
+        let none = BTreeMap::new();
+        let older = tree(Some(props(9, 7, (b"a", b"b"), 18, 100)));
+        assert!(pick_consolidation(&older, &opts(), &[IDLE], &none).is_none());
+        // Written after its last write: none of its entries.
+        let newer = tree(Some(props(9, 7, (b"a", b"b"), 25, 100)));
+        assert!(pick_consolidation(&newer, &opts(), &[IDLE], &none).is_some());
+    }
+
+    #[test]
+    fn a_tree_over_its_deepest_budget_goes_one_level_down() {
+        // 500 + 4,500 bytes: over L2's budget (4,000), within L3's (16,000).
+        let v = version(vec![
+            (1, props(1, 7, (b"a", b"m"), 15, 500)),
+            (2, props(2, 7, (b"a", b"z"), 5, 4_500)),
+        ]);
+        let (_, task) = pick_consolidation(&v, &opts(), &[IDLE], &BTreeMap::new()).unwrap();
+        assert_eq!(task.output_level, 3);
+        assert_eq!(task.inputs.len(), 2);
+        assert!(task.overlapping.is_empty());
+    }
+}

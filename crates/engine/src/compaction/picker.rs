@@ -422,4 +422,40 @@ mod tests {
         assert_eq!(merged, vec![3]);
         assert!(!task.is_trivial_move());
     }
+
+    /// L1 800 bytes over L2 2,000 (ratio 4): within L1's fixed budget (1,000), but over its
+    /// dynamic one (2,000 / 4); the deepest level keeps its fixed budget (4,000).
+    #[test]
+    fn dynamic_targets_come_from_the_deepest_level() {
+        let ctx = TableCtx::new(
+            Arc::new(MemStorage::new()),
+            Arc::new(BlockCache::new(0)),
+            Arc::new(Counters::default()),
+            16,
+        );
+        let mut l1 = props(1, 7, b"a", b"m");
+        l1.size = 800;
+        let mut l2 = props(2, 7, b"a", b"z");
+        l2.size = 2_000;
+        let edit = VersionEdit {
+            added: vec![(1, l1), (2, l2)],
+            ..VersionEdit::default()
+        };
+        let (version, _) = Version::new(5).apply(&edit, &ctx);
+        let mut opts = Options {
+            level1_bytes: 1_000,
+            level_size_ratio: 4,
+            num_levels: 5,
+            ..Options::default()
+        };
+        let scores = |o: &Options| -> Vec<(f64, usize)> {
+            level_scores(&version, o)
+                .into_iter()
+                .map(|(s, l, _)| (s, l))
+                .collect()
+        };
+        assert_eq!(scores(&opts), vec![(1.6, 1), (0.5, 2)]);
+        opts.dynamic_level_bytes = false;
+        assert_eq!(scores(&opts), vec![(0.8, 1), (0.5, 2)]);
+    }
 }
