@@ -121,7 +121,7 @@ fn an_idle_lone_tenant_ends_with_one_level_and_the_same_answers() {
 
 #[test]
 fn a_writing_namespace_is_not_consolidated_while_an_idle_one_is() {
-    let db = open(options(300));
+    let db = open(options(500));
     let quiet = db.create_namespace("quiet").unwrap();
     let busy = db.create_namespace("busy").unwrap();
     let (mut mq, mut mb, mut rng) = (Model::new(), Model::new(), Rng(0xb05e));
