@@ -44,4 +44,6 @@ pub use query::{
     Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,
 };
-pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};
+pub use stats::{
+    ConsolidationStats, DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost,
+};

@@ -100,6 +100,19 @@ pub struct Options {
     pub level1_bytes: u64,
     /// Each level below L1 may hold this many times the bytes of the level above.
     pub level_size_ratio: u64,
+    /// Per-namespace trees size their levels from the bottom up (RocksDB's
+    /// `level_compaction_dynamic_level_bytes`): the last level's target is its actual size
+    /// and each level above it may hold that over `level_size_ratio` once more, so a tree
+    /// never keeps a half-full L1 over its last level. Off: every level has the fixed budget
+    /// `level1_bytes * level_size_ratio^(level-1)`. The shared layout always uses the fixed
+    /// budgets. Default on.
+    pub dynamic_level_bytes: bool,
+    /// A namespace without a write for `idle_settle_ms` whose tree (runs, L1 and deeper)
+    /// holds less than this many bytes in more than one level is merged into one sorted run
+    /// in its deepest level, once per idle period, so its gets read one table
+    /// (`docs/per-namespace-trees.md`, rule 5). `None`: `level1_bytes * level_size_ratio^2`;
+    /// `Some(0)`: never. Per-namespace layout only.
+    pub consolidate_below_bytes: Option<u64>,
     /// Number of levels, L0 included.
     pub num_levels: usize,
     /// Threads for flushes and compactions.
@@ -189,6 +202,8 @@ impl Default for Options {
             l0_stop_trigger: 20,
             level1_bytes: 32 << 20,
             level_size_ratio: 10,
+            dynamic_level_bytes: true,
+            consolidate_below_bytes: None,
             num_levels: 7,
             background_threads: 2,
             prefetch_threads: 8,
@@ -201,6 +216,18 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The tree size below which an idle namespace's tree is consolidated (0: never).
+    pub fn consolidation_bound(&self) -> u64 {
+        if self.layout != Layout::PerNamespace || self.idle_settle_ms == 0 {
+            return 0;
+        }
+        self.consolidate_below_bytes.unwrap_or_else(|| {
+            self.level1_bytes
+                .saturating_mul(self.level_size_ratio)
+                .saturating_mul(self.level_size_ratio)
+        })
+    }
+
     /// Checks that the options make sense together.
     pub fn validate(&self) -> crate::error::Result<()> {
         let bad = |m: &str| Err(crate::error::Error::InvalidArgument(m.to_string()));

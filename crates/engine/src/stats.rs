@@ -109,6 +109,11 @@ pub struct DbStats {
     pub compaction_bytes_read: u64,
     /// Table bytes compactions wrote.
     pub compaction_bytes_written: u64,
+    /// Consolidations run: idle namespaces' trees merged into one sorted run (counted in
+    /// `compactions` too).
+    pub consolidations: u64,
+    /// Table bytes consolidations wrote (part of `compaction_bytes_written`).
+    pub consolidation_bytes_written: u64,
     /// Bytes of all value-log segments.
     pub vlog_bytes: u64,
     /// Value-log segments on storage now.
@@ -197,6 +202,17 @@ pub struct NamespaceStats {
     pub snapshots: usize,
 }
 
+/// Consolidations of one namespace's tree (`Namespace::consolidation_stats`): its tree
+/// merged into one sorted run while it was idle. Apart from [`NamespaceStats`], whose
+/// struct literals other crates spell out in full.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ConsolidationStats {
+    /// Consolidations run.
+    pub consolidations: u64,
+    /// Table bytes they wrote (part of the namespace's `compaction_bytes_written`).
+    pub consolidation_bytes_written: u64,
+}
+
 /// Iterators of one namespace (key listings, scans) and the storage reads they made.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ListingStats {
@@ -271,6 +287,9 @@ pub(crate) struct Stripe {
     pub gets_runs: AtomicU64,
     /// Table bytes compactions wrote into this namespace's runs and tree.
     pub tree_bytes_written: AtomicU64,
+    /// Consolidations of this namespace's tree, and the bytes they wrote.
+    pub consolidations: AtomicU64,
+    pub consolidation_bytes_written: AtomicU64,
     pub step_hits: [AtomicU64; MAX_STEPS],
     pub step_hit_nanos: [AtomicU64; MAX_STEPS],
     pub step_misses: [AtomicU64; MAX_STEPS],
@@ -381,6 +400,8 @@ impl Counters {
         s.compactions += one.compactions;
         s.compaction_bytes_read += one.compaction_bytes_read;
         s.compaction_bytes_written += one.compaction_bytes_written;
+        s.consolidations += one.consolidations;
+        s.consolidation_bytes_written += one.consolidation_bytes_written;
         s.write_stalls += one.write_stalls;
         s.write_slowdowns += one.write_slowdowns;
         s.gc_segments_deleted += one.gc_segments_deleted;
@@ -412,6 +433,13 @@ impl Counters {
             listings: ListingStats::default(),
             keys_estimate: 0,
             snapshots: 0,
+        }
+    }
+
+    pub fn consolidation_stats(&self) -> ConsolidationStats {
+        ConsolidationStats {
+            consolidations: self.sum_of(|s| &s.consolidations),
+            consolidation_bytes_written: self.sum_of(|s| &s.consolidation_bytes_written),
         }
     }
 
@@ -460,6 +488,8 @@ impl Counters {
         s.compactions = self.sum_of(|t| &t.compactions);
         s.compaction_bytes_read = self.sum_of(|t| &t.compaction_bytes_read);
         s.compaction_bytes_written = self.sum_of(|t| &t.compaction_bytes_written);
+        s.consolidations = self.sum_of(|t| &t.consolidations);
+        s.consolidation_bytes_written = self.sum_of(|t| &t.consolidation_bytes_written);
         s.write_stalls = self.sum_of(|t| &t.write_stalls);
         s.write_slowdowns = self.sum_of(|t| &t.write_slowdowns);
         s.gc_segments_deleted = self.sum_of(|t| &t.gc_segments_deleted);

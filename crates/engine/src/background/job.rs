@@ -55,6 +55,13 @@ pub enum Job {
         task: CompactionTask,
         version: Arc<Version>,
     },
+    /// An idle namespace's whole tree into one sorted run in its deepest level: the
+    /// lowest-priority tree job, once per idle period of the namespace.
+    Consolidate {
+        ns: Nsid,
+        task: CompactionTask,
+        version: Arc<Version>,
+    },
     /// Collect one value-log segment.
     Gc { segment: u64 },
     /// Fill index `index` of namespace `ns` with the records stored before it was created.
@@ -65,7 +72,9 @@ impl Job {
     pub fn kind(&self) -> JobKind {
         match self {
             Job::Flush => JobKind::Flush,
-            Job::Split { .. } | Job::Compact { .. } => JobKind::Compaction,
+            Job::Split { .. } | Job::Compact { .. } | Job::Consolidate { .. } => {
+                JobKind::Compaction
+            }
             Job::Gc { .. } => JobKind::Gc,
             Job::Backfill { .. } => JobKind::Backfill,
         }
@@ -80,7 +89,7 @@ impl Job {
                 Slots::SPLIT.union(Slots::TREE)
             }
             Job::Split { .. } => Slots::SPLIT,
-            Job::Compact { .. } => Slots::TREE,
+            Job::Compact { .. } | Job::Consolidate { .. } => Slots::TREE,
             Job::Gc { .. } => Slots::GC,
             Job::Backfill { .. } => Slots::BACKFILL,
         }
@@ -90,7 +99,9 @@ impl Job {
     #[cfg(test)]
     pub fn task(&self) -> Option<(&CompactionTask, &Arc<Version>)> {
         match self {
-            Job::Split { task, version } | Job::Compact { task, version } => Some((task, version)),
+            Job::Split { task, version }
+            | Job::Compact { task, version }
+            | Job::Consolidate { task, version, .. } => Some((task, version)),
             _ => None,
         }
     }

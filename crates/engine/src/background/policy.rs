@@ -6,12 +6,12 @@
 //! The simulator (tests) drives the same policy over synthetic workloads.
 
 use super::job::{Job, Outcome, Slots};
-use crate::compaction::{self, CompactionTask, Cursors};
+use crate::compaction::{self, CompactionTask, Cursors, IdleNs};
 use crate::error::Result;
 use crate::key::Nsid;
 use crate::options::Options;
 use crate::version::Version;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,8 @@ pub struct View<'a> {
     pub frozen: usize,
     /// No write for `idle_settle_ms`: L0 and runs drain into the trees.
     pub idle: bool,
+    /// Namespaces without a write for `idle_settle_ms`, by id.
+    pub idle_ns: Vec<IdleNs>,
     pub now: Instant,
 }
 
@@ -63,6 +65,9 @@ pub struct Policy {
     pub drain: bool,
     /// Something may have made a segment worth collecting since the last look.
     gc_check: bool,
+    /// Per idle namespace consolidated in its current idle period: that period's stamp (a
+    /// consolidation runs once per idle period, not again until the namespace writes).
+    consolidated: BTreeMap<Nsid, u64>,
     /// Index backfills asked for by `create_index`, (namespace, index), oldest first.
     backfills: VecDeque<(Nsid, Nsid)>,
     /// A failure that made the database read-only.
@@ -177,6 +182,9 @@ impl Policy {
                         version: version.clone(),
                     }));
                 }
+                if let Some(job) = consolidation(&mut self.consolidated, view) {
+                    return Ok(Some(job));
+                }
             }
         }
         // A backfill and a GC may both wait for a flush: never both at once, so that one of
@@ -202,6 +210,10 @@ impl Policy {
         debug_assert!(self.running.contains(job.slots()));
         self.running = self.running.without(job.slots());
         self.gc_check = true;
+        if let (Job::Consolidate { ns, .. }, false) = (job, *outcome == Outcome::Done) {
+            // Not done: tried again (after a failure for want of space, once space is back).
+            self.consolidated.remove(ns);
+        }
         match outcome {
             Outcome::Done => self.no_space.take().map(|_| {
                 self.retry_at = None;
@@ -279,12 +291,41 @@ impl Policy {
         }
         let drain = self.drain || view.idle;
         let mut cursors = self.cursors.clone();
+        let consolidation = || {
+            compaction::pick_consolidation(
+                view.version,
+                view.opts,
+                &view.idle_ns,
+                &self.consolidated,
+            )
+        };
         Ok(
             compaction::pick_split(view.version, view.opts, drain).is_none()
                 && !gc_due
-                && compaction::pick(view.version, view.opts, &mut cursors, drain)?.is_none(),
+                && compaction::pick(view.version, view.opts, &mut cursors, drain)?.is_none()
+                && consolidation().is_none(),
         )
     }
+}
+
+/// The lowest-priority tree job: an idle namespace's tree into one sorted run, if one is due
+/// and was not done in this idle period of the namespace (`done`: namespace -> stamp of the
+/// idle period it was consolidated in).
+fn consolidation(done: &mut BTreeMap<Nsid, u64>, view: &View<'_>) -> Option<Job> {
+    // A namespace that wrote since is in another idle period: its old one is forgotten.
+    let idle = &view.idle_ns;
+    done.retain(|ns, period| idle.iter().any(|i| i.ns == *ns && i.period == *period));
+    if view.frozen > 0 {
+        // Its last writes may be in a memtable about to be flushed: after the flush.
+        return None;
+    }
+    let (idle, task) = compaction::pick_consolidation(view.version, view.opts, idle, done)?;
+    done.insert(idle.ns, idle.period);
+    Some(Job::Consolidate {
+        ns: idle.ns,
+        task,
+        version: view.version.clone(),
+    })
 }
 
 /// Inputs with nothing to merge with move down without a rewrite.

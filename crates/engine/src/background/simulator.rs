@@ -5,7 +5,7 @@
 
 use super::job::{Job, Outcome, Slots};
 use super::policy::{Choice, Policy, View};
-use crate::compaction::{max_bytes_for_level, CompactionTask, AGING_PICKS};
+use crate::compaction::{level_scores, CompactionTask, IdleNs, AGING_PICKS};
 use crate::key::{ikey_nsid, push_trailer, user_part, Kind, Nsid};
 use crate::options::{Layout, Options};
 use crate::stats::Counters;
@@ -73,6 +73,11 @@ struct Sim {
     /// Per tree and level: the pick at which its debt (score >= 1) was first seen.
     debt_since: BTreeMap<(Nsid, usize), u64>,
     longest_wait: u64,
+    /// Per namespace: writes so far (which names its idle period) and the seqno of the
+    /// flush that took its last write (`u64::MAX` before). Idle, every namespace is idle.
+    writes: BTreeMap<Nsid, (u64, u64)>,
+    /// Consolidations started, per namespace.
+    consolidations: BTreeMap<Nsid, u64>,
 }
 
 fn ikey(ns: Nsid, k: u64, seq: u64) -> Vec<u8> {
@@ -107,6 +112,8 @@ impl Sim {
             picks: 0,
             debt_since: BTreeMap::new(),
             longest_wait: 0,
+            writes: BTreeMap::new(),
+            consolidations: BTreeMap::new(),
         }
     }
 
@@ -153,6 +160,10 @@ impl Sim {
                         .collect();
                     self.frozen.push_back(pieces);
                     self.idle = false;
+                    for &(ns, ..) in spans {
+                        let w = self.writes.entry(ns).or_default();
+                        *w = (w.0 + 1, u64::MAX);
+                    }
                 }
             }
             Action::Finish(n) => self.finish(*n, Outcome::Done),
@@ -184,6 +195,18 @@ impl Sim {
             opts: &self.opts,
             frozen: self.frozen.len(),
             idle: self.idle,
+            idle_ns: match self.idle {
+                true => self
+                    .writes
+                    .iter()
+                    .map(|(&ns, &(period, last_seq))| IdleNs {
+                        ns,
+                        period,
+                        last_seq,
+                    })
+                    .collect(),
+                false => Vec::new(),
+            },
             now: self.now,
         };
         let gc = self.gc_due.front().copied();
@@ -225,6 +248,9 @@ impl Sim {
             self.paid(task);
             self.picks += 1;
         }
+        if let Some(Job::Consolidate { ns, .. }) = &job {
+            *self.consolidations.entry(*ns).or_default() += 1;
+        }
         self.running.push(Running {
             job,
             slots,
@@ -237,13 +263,18 @@ impl Sim {
         let Some((task, version)) = job.task() else {
             return Vec::new();
         };
+        // An input is in `task.level`, except runs taken along by an L0 merge into L1 and
+        // the levels a consolidation takes at once.
+        let level_of = |id: u64| {
+            std::iter::once((RUNS, &version.runs))
+                .chain(version.levels.iter().enumerate().skip(1))
+                .find(|(_, ts)| ts.iter().any(|t| t.id() == id))
+                .map_or(task.level, |(l, _)| l)
+        };
         let mut out: Vec<(usize, u64)> = task
             .inputs
             .iter()
-            .map(|t| {
-                let from_runs = task.level == 0 && version.runs.iter().any(|r| r.id() == t.id());
-                (if from_runs { RUNS } else { task.level }, t.id())
-            })
+            .map(|t| (level_of(t.id()), t.id()))
             .collect();
         out.extend(task.overlapping.iter().map(|t| (task.output_level, t.id())));
         out
@@ -275,11 +306,17 @@ impl Sim {
                 let mut pieces = merge_pieces(pieces);
                 pieces.sort_by_key(|p| (p.ns, p.lo));
                 let seq = self.id();
+                for p in &pieces {
+                    if let Some(w) = self.writes.get_mut(&p.ns) {
+                        // Flushes go oldest memtable first: the latest holds its last write.
+                        w.1 = seq;
+                    }
+                }
                 edit.added.push((0, self.table(pieces, (seq, seq))));
             }
             Job::Gc { segment } => self.gc_due.retain(|s| s != segment),
             Job::Backfill { .. } => {}
-            Job::Split { task, .. } | Job::Compact { task, .. } => {
+            Job::Split { task, .. } | Job::Compact { task, .. } | Job::Consolidate { task, .. } => {
                 for &(level, id) in consumed {
                     let present = self.level(level).iter().any(|t| t.id() == id);
                     assert!(
@@ -364,7 +401,6 @@ impl Sim {
     /// Per tree and level: bytes over the level's limit (runs: their count over the trigger).
     fn debts(&self) -> Vec<((Nsid, usize), f64)> {
         let mut scores = Vec::new();
-        let per_ns = self.opts.layout == Layout::PerNamespace;
         let mut runs: BTreeMap<Nsid, usize> = BTreeMap::new();
         for t in &self.version.runs {
             *runs.entry(ikey_nsid(&t.props.smallest)).or_default() += 1;
@@ -375,20 +411,8 @@ impl Sim {
                 n as f64 / self.opts.run_compaction_trigger as f64,
             ));
         }
-        for level in 1..self.version.num_levels() - 1 {
-            let mut bytes: BTreeMap<Nsid, u64> = BTreeMap::new();
-            for t in &self.version.levels[level] {
-                let tree = if per_ns {
-                    ikey_nsid(&t.props.smallest)
-                } else {
-                    0
-                };
-                *bytes.entry(tree).or_default() += t.props.size;
-            }
-            let limit = max_bytes_for_level(&self.opts, level) as f64;
-            for (tree, b) in bytes {
-                scores.push(((tree, level), b as f64 / limit));
-            }
+        for (score, level, tree) in level_scores(&self.version, &self.opts) {
+            scores.push(((tree, level), score));
         }
         scores
     }
@@ -460,125 +484,5 @@ fn merge_pieces(mut pieces: Vec<Piece>) -> Vec<Piece> {
     out
 }
 
-fn options(layout: Layout, threads: usize) -> Options {
-    Options {
-        layout,
-        background_threads: threads,
-        max_immutable_memtables: 2,
-        l0_compaction_trigger: 4,
-        run_compaction_trigger: 3,
-        target_table_bytes: 20_000,
-        level1_bytes: 60_000,
-        level_size_ratio: 4,
-        num_levels: 5,
-        idle_settle_ms: 0,
-        vlog_gc_dead_ratio: 0.5,
-        ..Options::default()
-    }
-}
-
-fn action(namespaces: u32) -> impl Strategy<Value = Action> {
-    let span = (1..=namespaces, 0u64..10_000, 0u64..2_000);
-    prop_oneof![
-        6 => prop::collection::vec(span, 1..4).prop_map(Action::Write),
-        6 => any::<usize>().prop_map(Action::Finish),
-        1 => any::<usize>().prop_map(Action::FailNoSpace),
-        1 => (0u64..400).prop_map(Action::Advance),
-        1 => any::<bool>().prop_map(Action::Idle),
-        1 => Just(Action::GcDue),
-        1 => (1..=namespaces).prop_map(Action::Backfill),
-        1 => Just(Action::Manual),
-    ]
-}
-
-/// Runs `actions`, then lets the background finish everything, and checks the end state.
-fn run(layout: Layout, threads: usize, namespaces: u32, actions: &[Action]) -> Sim {
-    let mut sim = Sim::new(options(layout, threads));
-    for a in actions {
-        sim.watch_debts();
-        sim.act(a);
-    }
-    assert!(sim.settle(100_000), "the background never came to rest");
-    let o = &sim.opts;
-    assert!(sim.frozen.is_empty(), "frozen memtables left");
-    assert!(sim.version.levels[0].len() < o.l0_compaction_trigger);
-    for ((_, level), score) in sim.debts() {
-        assert!(score < 1.0, "a debt of level {level} left: score {score}");
-    }
-    assert!(sim.gc_due.is_empty(), "a segment worth collecting left");
-    assert_eq!(
-        sim.backfills_asked, sim.backfills_done,
-        "a backfill never ran"
-    );
-    assert_eq!(
-        sim.manual_waiting, 0,
-        "a manual compaction never got the slots"
-    );
-    let _ = namespaces;
-    sim
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
-
-    /// Never two jobs in one slot nor two compactions on one table (checked at every start
-    /// and end), and once the workload stops every debt is paid.
-    #[test]
-    fn per_namespace_jobs_never_overlap_and_debts_get_paid(
-        threads in 2usize..5,
-        actions in prop::collection::vec(action(6), 1..400),
-    ) {
-        run(Layout::PerNamespace, threads, 6, &actions);
-    }
-
-    #[test]
-    fn shared_tree_jobs_never_overlap_and_debts_get_paid(
-        threads in 2usize..5,
-        actions in prop::collection::vec(action(6), 1..400),
-    ) {
-        run(Layout::Shared, threads, 6, &actions);
-    }
-
-    /// Idle, L0 and the runs drain into the trees.
-    #[test]
-    fn an_idle_engine_drains_l0_and_runs(
-        actions in prop::collection::vec(action(4), 1..200),
-    ) {
-        let mut sim = run(Layout::PerNamespace, 2, 4, &actions);
-        sim.idle = true;
-        prop_assert!(sim.settle(100_000));
-        prop_assert!(sim.version.levels[0].is_empty());
-        prop_assert!(sim.version.runs.is_empty());
-    }
-}
-
-/// One namespace writes without pause while seven write now and then: every debt is paid
-/// within [`AGING_PICKS`] picks plus one for each other debt there can be (8 namespaces, each
-/// with runs and levels 1 to 3), however much larger the busy namespace's debts are.
-#[test]
-fn a_quiet_namespace_is_not_starved_by_a_busy_one() {
-    let mut sim = Sim::new(options(Layout::PerNamespace, 2));
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
-    for step in 0..5_000u64 {
-        sim.watch_debts();
-        let mut spans = vec![(1, next() % 20_000, 3_000)];
-        if step % 7 == 0 {
-            spans.push((2 + (next() % 7) as Nsid, next() % 20_000, 500));
-        }
-        sim.act(&Action::Write(spans));
-        sim.act(&Action::Finish(next() as usize));
-    }
-    assert!(sim.settle(100_000));
-    let debts = 8 * (1 + sim.opts.num_levels as u64 - 2);
-    assert!(
-        sim.longest_wait <= AGING_PICKS + debts,
-        "a debt waited {} picks",
-        sim.longest_wait
-    );
-}
+#[cfg(test)]
+mod tests;

@@ -72,6 +72,53 @@ pub fn max_bytes_for_level(opts: &Options, level: usize) -> u64 {
     b
 }
 
+/// Bytes per level (index = level; L0 and the last level included) of every tree with a
+/// table in L1 or deeper.
+pub fn tree_bytes(version: &Version, layout: Layout) -> BTreeMap<Nsid, Vec<u64>> {
+    let mut trees: BTreeMap<Nsid, Vec<u64>> = BTreeMap::new();
+    for (level, tables) in version.levels.iter().enumerate().skip(1) {
+        for t in tables {
+            let bytes = trees
+                .entry(tree_of(t, layout))
+                .or_insert_with(|| vec![0; version.num_levels()]);
+            bytes[level] += t.props.size;
+        }
+    }
+    trees
+}
+
+/// The score (bytes over target) of every tree's level from L1 to the one above the last,
+/// as (score, level, tree). With fixed sizing a level's target is
+/// [`max_bytes_for_level`]. With dynamic sizing (per-namespace trees, the default) it is
+/// derived from the tree's deepest non-empty level `d` (RocksDB's
+/// `level_compaction_dynamic_level_bytes`): a level `l` above it may hold
+/// `bytes(d) / ratio^(d-l)`, so the levels above the last shrink with it and a tree whose
+/// last level just grew pushes its upper levels down instead of keeping a half-full L1 over
+/// it; `d` itself keeps its fixed budget, past which it spills into a new level below.
+pub fn level_scores(version: &Version, opts: &Options) -> Vec<(f64, usize, Nsid)> {
+    let last = version.num_levels() - 1;
+    let dynamic = opts.dynamic_level_bytes && opts.layout == Layout::PerNamespace;
+    let mut scores = Vec::new();
+    for (tree, bytes) in tree_bytes(version, opts.layout) {
+        let deepest = (1..=last).rev().find(|&l| bytes[l] > 0).unwrap_or(1);
+        for (level, &b) in bytes.iter().enumerate().take(last).skip(1) {
+            if b == 0 {
+                continue;
+            }
+            let limit = if dynamic && level < deepest {
+                let ratio = opts
+                    .level_size_ratio
+                    .saturating_pow((deepest - level) as u32);
+                (bytes[deepest] / ratio).max(1)
+            } else {
+                max_bytes_for_level(opts, level)
+            };
+            scores.push((b as f64 / limit as f64, level, tree));
+        }
+    }
+    scores
+}
+
 /// Which tree a table of level 1 or deeper belongs to: its namespace under the
 /// per-namespace layout, the one shared tree (0) otherwise.
 fn tree_of(t: &TableHandle, layout: Layout) -> Nsid {
@@ -180,7 +227,6 @@ pub fn pick(
     cursors: &mut Cursors,
     drain: bool,
 ) -> Result<Option<CompactionTask>> {
-    let last = version.num_levels() - 1;
     let per_ns = opts.layout == Layout::PerNamespace;
     if !per_ns && version.levels[0].len() >= opts.l0_compaction_trigger {
         return Ok(Some(l0_task(version, opts.layout)));
@@ -205,15 +251,8 @@ pub fn pick(
             i += n.max(1);
         }
     }
-    for level in 1..last {
-        let mut bytes: BTreeMap<Nsid, u64> = BTreeMap::new();
-        for t in &version.levels[level] {
-            *bytes.entry(tree_of(t, opts.layout)).or_default() += t.props.size;
-        }
-        let limit = max_bytes_for_level(opts, level) as f64;
-        for (tree, b) in bytes {
-            consider(b as f64 / limit, level, tree);
-        }
+    for (score, level, tree) in level_scores(version, opts) {
+        consider(score, level, tree);
     }
     let Some((level, tree)) = most_urgent(&debts, cursors) else {
         return Ok(None);
@@ -382,5 +421,41 @@ mod tests {
         let merged: Vec<u64> = task.overlapping.iter().map(|t| t.id()).collect();
         assert_eq!(merged, vec![3]);
         assert!(!task.is_trivial_move());
+    }
+
+    /// L1 800 bytes over L2 2,000 (ratio 4): within L1's fixed budget (1,000), but over its
+    /// dynamic one (2,000 / 4); the deepest level keeps its fixed budget (4,000).
+    #[test]
+    fn dynamic_targets_come_from_the_deepest_level() {
+        let ctx = TableCtx::new(
+            Arc::new(MemStorage::new()),
+            Arc::new(BlockCache::new(0)),
+            Arc::new(Counters::default()),
+            16,
+        );
+        let mut l1 = props(1, 7, b"a", b"m");
+        l1.size = 800;
+        let mut l2 = props(2, 7, b"a", b"z");
+        l2.size = 2_000;
+        let edit = VersionEdit {
+            added: vec![(1, l1), (2, l2)],
+            ..VersionEdit::default()
+        };
+        let (version, _) = Version::new(5).apply(&edit, &ctx);
+        let mut opts = Options {
+            level1_bytes: 1_000,
+            level_size_ratio: 4,
+            num_levels: 5,
+            ..Options::default()
+        };
+        let scores = |o: &Options| -> Vec<(f64, usize)> {
+            level_scores(&version, o)
+                .into_iter()
+                .map(|(s, l, _)| (s, l))
+                .collect()
+        };
+        assert_eq!(scores(&opts), vec![(1.6, 1), (0.5, 2)]);
+        opts.dynamic_level_bytes = false;
+        assert_eq!(scores(&opts), vec![(0.8, 1), (0.5, 2)]);
     }
 }

@@ -7,8 +7,9 @@ use crate::error::Result;
 use crate::key::{ikey_nsid, split_ikey, IndexValue, Kind, Nsid, SeqNo, ValueAddr};
 use crate::storage::Storage;
 use crate::table::{table_name, TableBuilder, TableProps};
-use crate::version::{Version, VersionEdit, RUNS};
+use crate::version::{TableHandle, Version, VersionEdit, RUNS};
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// How output tables are built.
 #[derive(Clone, Copy, Debug)]
@@ -216,10 +217,8 @@ pub struct Outcome {
 pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Result<Outcome> {
     let out_level = task.output_level();
     let mut edit = VersionEdit::default();
-    for t in &task.inputs {
-        // An L0 merge straight into L1 takes the namespace's runs along.
-        let from_runs = task.level == 0 && version.runs.iter().any(|r| r.id() == t.id());
-        let level = if from_runs { RUNS } else { task.level };
+    let levels = input_levels(task, version);
+    for (t, &level) in task.inputs.iter().zip(&levels) {
         edit.deleted.push((level, t.id()));
     }
     if task.moves {
@@ -239,13 +238,18 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         edit.deleted.push((out_level, t.id()));
     }
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
-    // L0 tables and runs overlap each other: one source each.
-    if task.level == 0 || task.level == RUNS {
-        for t in &task.inputs {
+    let mut sorted: BTreeMap<usize, Vec<Arc<TableHandle>>> = BTreeMap::new();
+    for (t, &level) in task.inputs.iter().zip(&levels) {
+        if level == 0 || level == RUNS {
+            // L0 tables and runs overlap each other: one source each.
             sources.push(Box::new(LevelSource::new(vec![t.clone()])?));
+        } else {
+            sorted.entry(level).or_default().push(t.clone());
         }
-    } else {
-        sources.push(Box::new(LevelSource::new(task.inputs.clone())?));
+    }
+    // A sorted level's tables are one source (a consolidation takes several levels).
+    for (_, tables) in sorted {
+        sources.push(Box::new(LevelSource::new(tables)?));
     }
     sources.push(Box::new(LevelSource::new(task.overlapping.clone())?));
     let mut merged = MergingIter::new(sources);
@@ -276,6 +280,25 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         written_by_ns: by_ns.into_iter().collect(),
         dropped,
     })
+}
+
+/// The level each input of `task` is in: `task.level`, except that an L0 merge straight into
+/// L1 takes the namespace's runs along, and a consolidation takes a namespace's runs and
+/// levels at once.
+fn input_levels(task: &CompactionTask, version: &Version) -> Vec<usize> {
+    let mut found: BTreeMap<u64, usize> = BTreeMap::new();
+    for t in &version.runs {
+        found.insert(t.id(), RUNS);
+    }
+    for (level, tables) in version.levels.iter().enumerate().skip(1) {
+        for t in tables {
+            found.insert(t.id(), level);
+        }
+    }
+    task.inputs
+        .iter()
+        .map(|t| found.get(&t.id()).copied().unwrap_or(task.level))
+        .collect()
 }
 
 #[cfg(test)]

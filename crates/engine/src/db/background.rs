@@ -194,6 +194,7 @@ impl Inner {
             opts: &self.opts,
             frozen: self.super_version().imm.len(),
             idle: self.idle(),
+            idle_ns: self.idle_namespaces(),
             now: std::time::Instant::now(),
         }
     }
@@ -373,7 +374,8 @@ impl Inner {
         Ok(())
     }
 
-    pub(super) fn run_compaction(&self, task: &CompactionTask, version: &Version) -> Result<()> {
+    /// Runs `task` and installs its outcome; returns the table bytes it wrote.
+    pub(super) fn run_compaction(&self, task: &CompactionTask, version: &Version) -> Result<u64> {
         let _slots = SlotGuard::enter(self, task);
         // A split writes each namespace's part of L0 as one run.
         let target = match task.output_level() {
@@ -407,7 +409,7 @@ impl Inner {
         Counters::add(&self.counters.local().compactions, 1);
         Counters::add(&self.counters.local().compaction_bytes_read, read);
         Counters::add(&self.counters.local().compaction_bytes_written, written);
-        Ok(())
+        Ok(written)
     }
 
     /// Wakes the background: the database's own threads, or the runner given in the options.
@@ -474,8 +476,9 @@ impl Inner {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
             Job::Flush => self.flush_oldest().map(|_| ()),
             Job::Compact { task, version } | Job::Split { task, version } => {
-                self.run_compaction(task, version)
+                self.run_compaction(task, version).map(|_| ())
             }
+            Job::Consolidate { ns, task, version } => self.consolidate(*ns, task, version),
             Job::Gc { segment } => {
                 let mut stats = GcStats::default();
                 let r = self.gc_segment(*segment, self.opts.vlog_gc_dead_ratio, &mut stats);

@@ -114,6 +114,13 @@ impl Namespace {
         self.inner.namespace_stats(&self.entry)
     }
 
+    /// How often this namespace's tree was consolidated into one sorted run while it was
+    /// idle, and the bytes that wrote.
+    pub fn consolidation_stats(&self) -> Result<crate::stats::ConsolidationStats> {
+        self.entry.check_live()?;
+        Ok(self.entry.counters.consolidation_stats())
+    }
+
     /// Compacts every table of this namespace holding keys in `[start, end]` (`None` =
     /// unbounded) down to the deepest level that has data.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {

@@ -15,6 +15,7 @@ mod read;
 mod readable;
 mod records;
 mod recovery;
+mod settle;
 mod snapshot;
 mod supersede;
 mod write;

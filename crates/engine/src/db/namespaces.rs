@@ -7,7 +7,7 @@ use crate::options::Layout;
 use crate::stats::{Counters, LevelStats, NamespaceStats};
 use crate::version::{TableHandle, VersionEdit, RUNS};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A namespace as reads and writes see it; handles hold it, so their operations need no
@@ -21,6 +21,11 @@ pub(super) struct NsEntry {
     pub(super) counters: Arc<Counters>,
     /// Its key listings, apart so per-get figures come from gets alone.
     pub(super) list_counters: Arc<Counters>,
+    /// Milliseconds from the database's opening to its last write (coarse: the commit
+    /// group's time), for its idleness.
+    pub(super) last_write_ms: AtomicU64,
+    /// A seqno at or above its last write's.
+    pub(super) last_write_seq: AtomicU64,
 }
 
 impl NsEntry {
@@ -31,6 +36,8 @@ impl NsEntry {
             live: AtomicBool::new(true),
             counters: Arc::new(Counters::new(page_size)),
             list_counters: Arc::new(Counters::new(page_size)),
+            last_write_ms: AtomicU64::new(0),
+            last_write_seq: AtomicU64::new(0),
         }
     }
 

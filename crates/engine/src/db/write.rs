@@ -93,6 +93,16 @@ impl Inner {
         self.settle_manifest()?;
         let result = self.commit(e.id, ops, sync);
         if result.is_ok() {
+            // The group's time, stamped by its leader before this write committed: no clock
+            // read per write.
+            let now = self.last_write_ms.load(Ordering::Relaxed);
+            if e.last_write_ms.load(Ordering::Relaxed) < now {
+                e.last_write_ms.store(now, Ordering::Relaxed);
+            }
+            let seq = self.writes.visible_seq.load(Ordering::Relaxed);
+            if e.last_write_seq.load(Ordering::Relaxed) < seq {
+                e.last_write_seq.store(seq, Ordering::Relaxed);
+            }
             let puts = ops.iter().filter(|(k, ..)| *k == Kind::Put).count() as u64;
             Counters::add(&counters.local().puts, puts);
             Counters::add(&counters.local().deletes, ops.len() as u64 - puts);
