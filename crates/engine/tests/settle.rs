@@ -127,7 +127,8 @@ fn a_writing_namespace_is_not_consolidated_while_an_idle_one_is() {
     let (mut mq, mut mb, mut rng) = (Model::new(), Model::new(), Rng(0xb05e));
     write(&quiet, &mut mq, &mut rng, 5_000, 2_500);
     write(&busy, &mut mb, &mut rng, 5_000, 2_500);
-    db.wait_for_compactions().unwrap();
+    // Not `wait_for_compactions`: it settles every namespace at once, idle or not.
+    db.flush().unwrap();
     // The busy one writes every few milliseconds until the quiet one is consolidated.
     let deadline = Instant::now() + Duration::from_secs(4);
     while quiet.consolidation_stats().unwrap().consolidations == 0 {
@@ -199,4 +200,27 @@ fn dynamic_levels_above_the_last_hold_at_most_last_over_ratio() {
         );
     }
     check(&ns, &model, 12_000);
+}
+
+/// `wait_for_compactions` asks for the settled shape now: every namespace is consolidated
+/// before it returns, without waiting out `idle_settle_ms` (an hour here).
+#[test]
+fn wait_for_compactions_consolidates_every_namespace_at_once() {
+    let db = open(options(3_600_000));
+    let (a, b) = (
+        db.create_namespace("a").unwrap(),
+        db.create_namespace("b").unwrap(),
+    );
+    let (mut ma, mut mb, mut rng) = (Model::new(), Model::new(), Rng(0xa11));
+    for _ in 0..3 {
+        write(&a, &mut ma, &mut rng, 3_000, 2_500);
+        write(&b, &mut mb, &mut rng, 3_000, 2_500);
+    }
+    db.wait_for_compactions().unwrap();
+    for (ns, model) in [(&a, &ma), (&b, &mb)] {
+        let s = ns.stats().unwrap();
+        assert_eq!(places(ns), 1, "{s:?}");
+        assert_eq!(s.levels[0].tables, 0, "{s:?}");
+        check(ns, model, 2_500);
+    }
 }

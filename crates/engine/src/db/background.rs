@@ -162,7 +162,7 @@ impl Inner {
                     return Err(Error::Background(e.clone()));
                 }
                 let version = self.versions.lock().current();
-                let view = self.view(&version);
+                let view = self.view(&version, bg.policy.drain);
                 if !bg.policy.busy() && view.frozen == 0 {
                     let ratio = self.opts.vlog_gc_dead_ratio;
                     // GC moves live values and so writes index entries: settled means it
@@ -187,14 +187,15 @@ impl Inner {
         result
     }
 
-    /// What the policy looks at, with `version` the current one.
-    fn view<'a>(&'a self, version: &'a Arc<Version>) -> View<'a> {
+    /// What the policy looks at, with `version` the current one; `drain`: someone waits for
+    /// the trees to settle (every namespace counts as idle).
+    fn view<'a>(&'a self, version: &'a Arc<Version>, drain: bool) -> View<'a> {
         View {
             version,
             opts: &self.opts,
             frozen: self.super_version().imm.len(),
             idle: self.idle(),
-            idle_ns: self.idle_namespaces(),
+            idle_ns: self.idle_namespaces(drain),
             now: std::time::Instant::now(),
         }
     }
@@ -424,7 +425,7 @@ impl Inner {
     fn choose(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Choice {
         loop {
             let version = self.versions.lock().current();
-            let view = self.view(&version);
+            let view = self.view(&version, bg.policy.drain);
             let waited_for_space = bg.policy.no_space.is_some();
             let ratio = self.opts.vlog_gc_dead_ratio;
             let choice = bg.policy.choose(&view, &mut || self.gc_candidate(ratio));

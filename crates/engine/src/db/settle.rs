@@ -11,8 +11,9 @@ use std::sync::atomic::Ordering;
 
 impl Inner {
     /// Namespaces without a write for `idle_settle_ms`, with the time of their last write,
-    /// by id; none when consolidation is off.
-    pub(super) fn idle_namespaces(&self) -> Vec<IdleNs> {
+    /// by id; none when consolidation is off. With `drain` (`wait_for_compactions`: a caller
+    /// asks for the trees at their settled shape now) every namespace counts as idle.
+    pub(super) fn idle_namespaces(&self, drain: bool) -> Vec<IdleNs> {
         let ms = self.opts.idle_settle_ms;
         if self.opts.consolidation_bound() == 0 || !self.opts.auto_compaction {
             return Vec::new();
@@ -32,7 +33,7 @@ impl Inner {
                     seq => seq,
                 },
             })
-            .filter(|i| now.saturating_sub(i.period) >= ms)
+            .filter(|i| drain || now.saturating_sub(i.period) >= ms)
             .collect();
         idle.sort_unstable();
         idle
