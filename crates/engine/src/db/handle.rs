@@ -5,11 +5,13 @@
 
 use super::indexes::IndexInfo;
 use super::namespaces::NsEntry;
+use super::usage::{NamespaceSpace, Usage};
 use super::Inner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::index::IndexKind;
 use crate::key::{Kind, Nsid};
+use crate::namespace_options::NamespaceOptions;
 use crate::options::WriteOptions;
 use crate::stats::NamespaceStats;
 use std::sync::Arc;
@@ -107,6 +109,35 @@ impl Namespace {
     /// This namespace's indexes.
     pub fn list_indexes(&self) -> Result<Vec<IndexInfo>> {
         self.inner.list_indexes(&self.entry)
+    }
+
+    /// The namespace's settings: its capacity and I/O shares.
+    pub fn options(&self) -> NamespaceOptions {
+        *self.entry.options.read()
+    }
+
+    /// Gives the namespace new settings (validated, kept in the manifest). A capacity below
+    /// what it uses is allowed: it only refuses further growth until deletes give space back.
+    pub fn configure(&self, options: NamespaceOptions) -> Result<()> {
+        self.inner.configure_namespace(&self.entry, options)
+    }
+
+    /// Its live bytes as of the last flush (what the capacity is checked against, with the
+    /// bytes written since).
+    pub fn usage(&self) -> Result<Usage> {
+        self.entry.check_live()?;
+        Ok(self.inner.usage_of(&self.entry).0)
+    }
+
+    /// Its space (used, index, garbage, pending bytes) and settings (capacity, shares).
+    pub fn space(&self) -> Result<NamespaceSpace> {
+        self.inner.namespace_space(&self.entry)
+    }
+
+    /// Flushes, then counts the namespace's live bytes by scanning its records and index
+    /// entries: with no write meanwhile it equals [`usage`](Self::usage) (tests, admin).
+    pub fn recount_usage(&self) -> Result<Usage> {
+        self.inner.recount_usage(&self.entry)
     }
 
     /// Counters and tree shape of this namespace.

@@ -243,6 +243,25 @@ impl Storage for PosixStorage {
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
     }
+
+    fn space(&self) -> io::Result<Option<(u64, u64)>> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(self.dir.as_os_str().as_bytes())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: `path` is NUL-terminated and `st` has room for the result.
+        if unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: statvfs returned 0, so it filled `st`.
+        let st = unsafe { st.assume_init() };
+        let frag = st.f_frsize as u64;
+        // Free to an unprivileged writer (`f_bavail`), as `df` shows it.
+        Ok(Some((
+            (st.f_blocks as u64).saturating_mul(frag),
+            (st.f_bavail as u64).saturating_mul(frag),
+        )))
+    }
 }
 
 #[cfg(test)]
