@@ -206,8 +206,11 @@ pub(super) fn recount_version(
 /// The storage's free space, asked at most every [`SpaceGauge::EVERY`].
 #[derive(Default)]
 pub(super) struct SpaceGauge {
-    last: Mutex<Option<(Instant, Option<(u64, u64)>)>>,
+    /// When it was asked last, and the answer (`(total, free)`, if the storage knows).
+    last: Mutex<Option<(Instant, Space)>>,
 }
+
+type Space = Option<(u64, u64)>;
 
 impl SpaceGauge {
     /// A statvfs per write would cost more than the write; space moves slowly.

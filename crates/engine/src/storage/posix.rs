@@ -255,11 +255,17 @@ impl Storage for PosixStorage {
         }
         // SAFETY: statvfs returned 0, so it filled `st`.
         let st = unsafe { st.assume_init() };
-        let frag = st.f_frsize as u64;
+        // The field types are u32 on some 32-bit targets.
+        #[allow(clippy::useless_conversion)]
+        let (frag, blocks, avail) = (
+            u64::from(st.f_frsize),
+            u64::from(st.f_blocks),
+            u64::from(st.f_bavail),
+        );
         // Free to an unprivileged writer (`f_bavail`), as `df` shows it.
         Ok(Some((
-            (st.f_blocks as u64).saturating_mul(frag),
-            (st.f_bavail as u64).saturating_mul(frag),
+            blocks.saturating_mul(frag),
+            avail.saturating_mul(frag),
         )))
     }
 }
@@ -269,6 +275,17 @@ mod tests {
     use super::*;
 
     const P: IoPurpose = IoPurpose::Other;
+
+    #[test]
+    fn space_is_the_file_systems() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixStorage::new(dir.path()).unwrap();
+        let (total, free) = fs
+            .space()
+            .unwrap()
+            .expect("posix storage reports its space");
+        assert!(total > 0 && free <= total, "{total} {free}");
+    }
 
     #[test]
     fn mmap_reads_see_what_appends_add_and_fail_past_the_end() {
