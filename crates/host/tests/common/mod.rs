@@ -453,7 +453,7 @@ fn authenticate(st: &Store, session: &mut Session, nsid: u32, secret: &[u8]) -> 
 /// Namespace create, destroy and list (the admin's).
 fn namespaces(st: &mut Store, nsid: u32, request: Request) -> Outcome {
     match request {
-        Request::NamespaceCreate { name } => {
+        Request::NamespaceCreate { name, .. } => {
             if st.namespaces.values().any(|ns| ns.name == name) {
                 return refuse(Status::NamespaceExists, format!("{name} exists"));
             }
