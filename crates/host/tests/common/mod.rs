@@ -334,6 +334,10 @@ impl Device {
             | Request::Query { .. } => {
                 refuse(Status::InvalidOpcode, "the fake device has no indexes")
             }
+            Request::NamespaceConfigure { .. } => refuse(
+                Status::InvalidOpcode,
+                "the fake device has no namespace settings",
+            ),
             Request::Authenticate { secret } => authenticate(&st, session, nsid, &secret),
             Request::Identify => Ok(Reply::Identify(id)),
             Request::Stats => stats(&st, session, nsid, may_access),
