@@ -135,8 +135,16 @@ impl Namespace {
     }
 
     /// Flushes, then counts the namespace's live bytes by scanning its records and index
-    /// entries: with no write meanwhile it equals [`usage`](Self::usage) (tests, admin).
+    /// entries in the tables (tests, admin): what [`usage`](Self::usage) says when no write
+    /// came after the flush.
     pub fn recount_usage(&self) -> Result<Usage> {
+        Ok(self.inner.recount_usage(&self.entry)?.1)
+    }
+
+    /// The usage kept and a recount ([`recount_usage`](Self::recount_usage)) of the same
+    /// tables, equal unless the accounting is wrong: background writes (a value-log GC's)
+    /// cannot come between them.
+    pub fn check_usage(&self) -> Result<(Usage, Usage)> {
         self.inner.recount_usage(&self.entry)
     }
 

@@ -14,7 +14,7 @@
 //! has not collected yet, counted when the flush that supersedes them runs.
 
 use super::namespaces::NsEntry;
-use super::read::{search_tables, ProbeCache, StepClock};
+use super::read::{search_tables_seq, ProbeCache, StepClock};
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, NSID_LEN};
@@ -134,10 +134,8 @@ pub(super) fn flush_usage(
     while let Some((k, v)) = entries.next() {
         let ns = key::ikey_nsid(&k.user);
         let new = mem_size(&k.user, &v);
-        let mut oldest = k.seq;
         // Older versions in the same memtable: superseded before they reach a table.
-        while let Some((old, ov)) = entries.next_if(|(n, _)| n.user == k.user) {
-            oldest = old.seq;
+        while let Some((_, ov)) = entries.next_if(|(n, _)| n.user == k.user) {
             if ov.kind == Kind::Put {
                 out.garbage(ns, ov.addr);
             }
@@ -146,12 +144,21 @@ pub(super) fn flush_usage(
             continue;
         }
         let pk = &k.user[NSID_LEN..];
-        let found = match oldest {
-            0 => None,
-            s => search_tables(version, ns, pk, s - 1, c, &mut clock, Some(&mut probes))?,
-        };
+        // The newest version in the tables, whatever its seqno: an index backfill puts
+        // entries at their record's (older) seqno, and may put one the tables hold already.
+        let found = search_tables_seq(
+            version,
+            ns,
+            pk,
+            SeqNo::MAX,
+            c,
+            &mut clock,
+            Some(&mut probes),
+        )?;
         let old = match found {
-            Some((_, Kind::Put, iv)) => {
+            // As new as this flush's: the flush changes nothing of this key.
+            Some((_, seq, ..)) if seq >= k.seq => continue,
+            Some((_, _, Kind::Put, iv)) => {
                 if let IndexValue::Addr { addr, .. } = &iv {
                     out.garbage(ns, *addr);
                 }
@@ -359,27 +366,31 @@ impl Inner {
         })
     }
 
-    /// Flushes, then counts `e`'s live bytes by scanning its records and index entries.
-    pub(super) fn recount_usage(&self, e: &NsEntry) -> Result<Usage> {
+    /// Flushes, then counts `e`'s live bytes by scanning its records and index entries in
+    /// the tables; returns the usage kept for those tables and the count (taken together,
+    /// so that background writes meanwhile, a GC's rewrites, do not come between them).
+    pub(super) fn recount_usage(&self, e: &NsEntry) -> Result<(Usage, Usage)> {
         e.check_live()?;
         self.flush()?;
-        let ids: Vec<Nsid> = self
-            .versions
-            .lock()
-            .namespaces
-            .indexes_of(e.id)
-            .map(|d| d.id)
-            .collect();
-        let sv = self.super_version();
-        let seq = self.writes.visible_seq.load(Ordering::Acquire);
+        let (version, kept, ids) = {
+            let vs = self.versions.lock();
+            let (records, index) = vs.namespaces.usage_of(e.id);
+            let ids: Vec<Nsid> = vs.namespaces.indexes_of(e.id).map(|d| d.id).collect();
+            (vs.current(), Usage { records, index }, ids)
+        };
+        let sv = SuperVersion {
+            mem: Arc::new(Memtable::new(4096)),
+            imm: Vec::new(),
+            version,
+        };
         let c = &e.list_counters;
-        let mut u = Usage {
-            records: count(&sv, e.id, seq, c)?,
+        let mut counted = Usage {
+            records: count(&sv, e.id, SeqNo::MAX, c)?,
             index: 0,
         };
         for id in ids {
-            u.index += count(&sv, id, seq, c)?;
+            counted.index += count(&sv, id, SeqNo::MAX, c)?;
         }
-        Ok(u)
+        Ok((kept, counted))
     }
 }
