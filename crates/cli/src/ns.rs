@@ -9,25 +9,29 @@ use clap::{Args, Subcommand};
 
 /// A namespace's settings on the command line: each one given replaces the one it had.
 #[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Settings")]
 pub struct SettingsArgs {
-    /// Live bytes it may hold (keys, values, index entries): a number with an optional
-    /// K, M, G or T (powers of 1024), or `none`.
+    /// Live bytes it may hold (K, M, G, T; `none`)
+    ///
+    /// Keys, values and index entries of its newest versions; stores past it are refused
+    /// with "capacity exceeded". A number with an optional K, M, G or T (powers of 1024), or
+    /// `none`.
     #[arg(long, value_name = "BYTES", value_parser = parse_capacity)]
     pub capacity: Option<Capacity>,
-    /// Its share of the I/O beyond reservations, relative to the others' (1 to 10000).
-    #[arg(long)]
+    /// I/O share beyond reservations (1 to 10000)
+    #[arg(long, value_name = "W")]
     pub weight: Option<u32>,
-    /// Operations per second it is served even when others contend (0: none).
-    #[arg(long)]
+    /// Operations/s served even under contention
+    #[arg(long, value_name = "OPS")]
     pub reservation_ops: Option<u64>,
-    /// Bytes per second it is served even when others contend (0: none).
-    #[arg(long)]
+    /// Bytes/s served even under contention
+    #[arg(long, value_name = "BYTES")]
     pub reservation_bytes: Option<u64>,
-    /// Operations per second it is never served beyond (0: no limit).
-    #[arg(long)]
+    /// Operations/s never exceeded (0: no limit)
+    #[arg(long, value_name = "OPS")]
     pub limit_ops: Option<u64>,
-    /// Bytes per second it is never served beyond (0: no limit).
-    #[arg(long)]
+    /// Bytes/s never exceeded (0: no limit)
+    #[arg(long, value_name = "BYTES")]
     pub limit_bytes: Option<u64>,
 }
 
