@@ -394,3 +394,7 @@ impl Inner {
         Ok((kept, counted))
     }
 }
+
+#[cfg(test)]
+#[path = "usage_tests.rs"]
+mod tests;
