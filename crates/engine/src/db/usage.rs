@@ -23,11 +23,10 @@ use crate::options::DEFAULT_RESERVE_MAX;
 use crate::stats::Counters;
 use crate::version::{Namespaces, Version, VersionEdit};
 use crate::vlog::RECORD_HEADER_LEN;
-use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A namespace's live bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -210,18 +209,51 @@ pub(super) fn recount_version(
         .collect()
 }
 
-/// The storage's free space, asked at most every [`SpaceGauge::EVERY`].
+/// The storage's free space, asked at most every [`SpaceGauge::EVERY`]; read by every write
+/// without a lock.
 #[derive(Default)]
 pub(super) struct SpaceGauge {
-    /// When it was asked last, and the answer (`(total, free)`, if the storage knows).
-    last: Mutex<Option<(Instant, Space)>>,
+    /// Microseconds after the database opened when it was asked last, plus 1 (0: never).
+    asked_at: AtomicU64,
+    /// The storage said how large it is (else no reserve applies).
+    known: AtomicBool,
+    total: AtomicU64,
+    free: AtomicU64,
 }
-
-type Space = Option<(u64, u64)>;
 
 impl SpaceGauge {
     /// A statvfs per write would cost more than the write; space moves slowly.
     const EVERY: Duration = Duration::from_millis(50);
+
+    /// `(total, free)` as last asked; asks `storage` again (one caller at a time) when the
+    /// answer is older than [`EVERY`](Self::EVERY).
+    fn read(&self, storage: &dyn crate::storage::Storage, now: Duration) -> Option<(u64, u64)> {
+        let now = now.as_micros() as u64 + 1;
+        let at = self.asked_at.load(Ordering::Acquire);
+        let due = at == 0 || now.saturating_sub(at) >= Self::EVERY.as_micros() as u64;
+        if due
+            && self
+                .asked_at
+                .compare_exchange(at, now, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            // A storage that cannot say has no reserve; a failed ask refuses nothing.
+            match storage.space().ok().flatten() {
+                Some((total, free)) => {
+                    self.total.store(total, Ordering::Relaxed);
+                    self.free.store(free, Ordering::Relaxed);
+                    self.known.store(true, Ordering::Release);
+                }
+                None => self.known.store(false, Ordering::Release),
+            }
+        }
+        self.known.load(Ordering::Acquire).then(|| {
+            (
+                self.total.load(Ordering::Relaxed),
+                self.free.load(Ordering::Relaxed),
+            )
+        })
+    }
 }
 
 impl Inner {
@@ -314,18 +346,9 @@ impl Inner {
         if self.opts.reserve_bytes == Some(0) {
             return Ok(());
         }
-        let space = {
-            let mut last = self.space.last.lock();
-            match *last {
-                Some((at, space)) if at.elapsed() < SpaceGauge::EVERY => space,
-                _ => {
-                    // A storage that cannot say has no reserve; a failed ask refuses nothing.
-                    let space = self.storage.space().ok().flatten();
-                    *last = Some((Instant::now(), space));
-                    space
-                }
-            }
-        };
+        let space = self
+            .space
+            .read(self.storage.as_ref(), self.opened.elapsed());
         match space {
             Some((total, free)) if free < self.reserve(total) => Err(Error::ReserveReached {
                 free,
