@@ -306,8 +306,19 @@ class Namespace:
         return json.loads(self._native.list_indexes_json())
 
     def stats(self) -> Dict[str, Any]:
-        """The namespace's counters: its tree per level, lookups, pages read."""
+        """The namespace's counters (its tree per level, lookups, pages read), its space
+        (``used_bytes``, ``index_bytes``, ``pending_bytes``, ``garbage_bytes``) and settings
+        (``capacity``, ``shares``)."""
         return json.loads(self._native.stats_json())
+
+    def configure(self, capacity: Optional[int] = None, weight: Optional[int] = None,
+                  reservation_ops: Optional[int] = None, reservation_bytes: Optional[int] = None,
+                  limit_ops: Optional[int] = None, limit_bytes: Optional[int] = None) -> None:
+        """Changes the settings given; the others stay. ``capacity=0`` removes the capacity
+        (a capacity below what the namespace holds refuses its growth only). On a device
+        the connection must hold the admin secret."""
+        self._native.configure(**_settings(capacity, weight, reservation_ops,
+                                           reservation_bytes, limit_ops, limit_bytes))
 
     def _query(self, doc: Dict[str, Any]) -> Tuple[List[Tuple[bytes, bytes]], Dict[str, Any]]:
         records, summary = self._native.query_json(json.dumps(doc))
@@ -380,11 +391,18 @@ class Db:
         """Syncs and closes the database; later calls raise :class:`ShuttingDown`."""
         self._native.close()
 
-    def create_namespace(self, name: str, exist_ok: bool = False) -> Namespace:
+    def create_namespace(self, name: str, exist_ok: bool = False, capacity: Optional[int] = None,
+                         weight: Optional[int] = None, reservation_ops: Optional[int] = None,
+                         reservation_bytes: Optional[int] = None, limit_ops: Optional[int] = None,
+                         limit_bytes: Optional[int] = None) -> Namespace:
         """Creates a namespace named ``name`` and opens it. A name already taken raises
-        :class:`NamespaceExists`, unless ``exist_ok``: then that namespace is opened."""
+        :class:`NamespaceExists`, unless ``exist_ok``: then that namespace is opened.
+        ``capacity`` bounds its live bytes (writes past it raise :class:`CapacityExceeded`);
+        ``weight``, ``reservation_*`` and ``limit_*`` are its I/O shares."""
+        settings = _settings(capacity, weight, reservation_ops, reservation_bytes, limit_ops,
+                             limit_bytes)
         try:
-            return Namespace(self._native.create_namespace(name), name)
+            return Namespace(self._native.create_namespace(name, **settings), name)
         except NamespaceExists:
             if not exist_ok:
                 raise
@@ -436,17 +454,25 @@ class Device:
             raise ShuttingDown("this device handle is closed")
         return self._native
 
-    def create_namespace(self, name: str, exist_ok: bool = False, secret_file: Optional[str] = None) -> Namespace:
+    def create_namespace(self, name: str, exist_ok: bool = False, secret_file: Optional[str] = None,
+                         capacity: Optional[int] = None, weight: Optional[int] = None,
+                         reservation_ops: Optional[int] = None,
+                         reservation_bytes: Optional[int] = None, limit_ops: Optional[int] = None,
+                         limit_bytes: Optional[int] = None) -> Namespace:
         """Creates a namespace (needs the admin secret) and opens it; its credential is
         the returned namespace's ``secret``, shown this once by the device. With
         ``secret_file`` the credential is also written there (mode 0600).
 
         A name already taken raises :class:`NamespaceExists`, unless ``exist_ok``: then that
         namespace is opened with the credential in ``secret_file`` (the device keeps only
-        a hash of it, so without that file it cannot be opened here)."""
+        a hash of it, so without that file it cannot be opened here).
+
+        ``capacity`` and the shares are as :meth:`Db.create_namespace` takes them."""
         client = self._client()
+        settings = _settings(capacity, weight, reservation_ops, reservation_bytes, limit_ops,
+                             limit_bytes)
         try:
-            nsid, secret = client.create_namespace(name)
+            nsid, secret = client.create_namespace(name, **settings)
         except NamespaceExists as e:
             if not exist_ok:
                 raise
@@ -478,12 +504,34 @@ class Device:
         nsid = ns.nsid if isinstance(ns, Namespace) else ns
         self._client().destroy_namespace(nsid)
 
+    def configure_namespace(self, ns: Union[int, Namespace], capacity: Optional[int] = None,
+                            weight: Optional[int] = None, reservation_ops: Optional[int] = None,
+                            reservation_bytes: Optional[int] = None,
+                            limit_ops: Optional[int] = None,
+                            limit_bytes: Optional[int] = None) -> None:
+        """Changes the settings given of a namespace (needs the admin secret); the others
+        stay. ``capacity=0`` removes the capacity."""
+        nsid = ns.nsid if isinstance(ns, Namespace) else ns
+        self._client().configure_namespace(
+            nsid, **_settings(capacity, weight, reservation_ops, reservation_bytes, limit_ops,
+                              limit_bytes))
+
     def list_namespaces(self) -> List[Dict[str, Any]]:
         return [{"nsid": i, "name": n} for i, n in self._client().list_namespaces()]
 
     def stats(self) -> Dict[str, Any]:
         """The device's counters (needs the admin secret)."""
         return json.loads(self._client().stats_json())
+
+
+def _settings(capacity: Optional[int], weight: Optional[int], reservation_ops: Optional[int],
+              reservation_bytes: Optional[int], limit_ops: Optional[int],
+              limit_bytes: Optional[int]) -> Dict[str, int]:
+    """The namespace settings given (not ``None``), as the native calls take them."""
+    given = {"capacity": capacity, "weight": weight, "reservation_ops": reservation_ops,
+             "reservation_bytes": reservation_bytes, "limit_ops": limit_ops,
+             "limit_bytes": limit_bytes}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _write_secret(path: str, secret: str) -> None:

@@ -3,13 +3,15 @@
 
 use crate::errors;
 use crate::keys::Key;
+use crate::settings;
 use bytes::Bytes;
 use cerberus_host::{
-    BlockingClient, BlockingNamespace, ClientConfig, IndexKind, Scan, ScanOptions, TlsOptions,
+    BlockingClient, BlockingNamespace, ClientConfig, IndexKind, NamespaceSettings, Scan,
+    ScanOptions, TlsOptions,
 };
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 /// A connection to a device.
 #[pyclass(module = "cerberus._cerberus", frozen)]
@@ -52,9 +54,38 @@ impl DeviceClient {
         Ok(DeviceClient { client })
     }
 
-    /// Creates a namespace (admin): returns `(nsid, secret)`; the secret is shown once.
-    fn create_namespace(&self, py: Python<'_>, name: &str) -> PyResult<(u32, String)> {
-        py.allow_threads(|| self.client.create_namespace(name))
+    /// Creates a namespace (admin) with the settings named (`capacity`, `weight`, ...):
+    /// returns `(nsid, secret)`; the secret is shown once.
+    #[pyo3(signature = (name, **settings))]
+    fn create_namespace(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<(u32, String)> {
+        if !settings::given(settings) {
+            return py
+                .allow_threads(|| self.client.create_namespace(name))
+                .map_err(errors::host);
+        }
+        let s = settings::over(NamespaceSettings::default(), settings)?;
+        py.allow_threads(|| self.client.create_namespace_with(name, &s))
+            .map_err(errors::host)
+    }
+
+    /// Changes the settings named of namespace `nsid` (admin); the others stay.
+    #[pyo3(signature = (nsid, **settings))]
+    fn configure_namespace(
+        &self,
+        py: Python<'_>,
+        nsid: u32,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let doc = py
+            .allow_threads(|| self.client.namespace(nsid).stats())
+            .map_err(errors::host)?;
+        let s = settings::over(settings::from_stats(&doc), settings)?;
+        py.allow_threads(|| self.client.configure_namespace(nsid, &s))
             .map_err(errors::host)
     }
 
@@ -224,6 +255,16 @@ impl DeviceNamespace {
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let v = py.allow_threads(|| self.ns.stats()).map_err(errors::host)?;
         Ok(v.to_string())
+    }
+
+    /// Changes the settings named (`capacity`, `weight`, ...); the others stay. The
+    /// connection must be the admin's.
+    #[pyo3(signature = (**settings))]
+    fn configure(&self, py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        let doc = py.allow_threads(|| self.ns.stats()).map_err(errors::host)?;
+        let s = settings::over(settings::from_stats(&doc), settings)?;
+        py.allow_threads(|| self.ns.configure(&s))
+            .map_err(errors::host)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::errors;
 use crate::keys::Key;
+use crate::settings;
 use bytes::Bytes;
 use cerberus_engine::Readable;
 use cerberus_engine::{Db, IndexKind, Iter, Namespace, Options, ReadOptions, WriteBatch};
@@ -78,10 +79,19 @@ impl EmbeddedDb {
         })
     }
 
-    fn create_namespace(&self, py: Python<'_>, name: &str) -> PyResult<EmbeddedNamespace> {
+    /// Creates a namespace with the settings named (`capacity`, `weight`, ...).
+    #[pyo3(signature = (name, **settings))]
+    fn create_namespace(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<EmbeddedNamespace> {
         let db = self.db()?;
+        let s = settings::over(cerberus_host::NamespaceSettings::default(), settings)?;
+        let options = settings::to_engine(&s);
         let ns = py
-            .allow_threads(|| db.create_namespace(name))
+            .allow_threads(|| db.create_namespace_with(name, options))
             .map_err(errors::engine)?;
         Ok(EmbeddedNamespace { ns })
     }
@@ -249,12 +259,23 @@ impl EmbeddedNamespace {
         Ok(crate::query_result(py, out.records, &out.summary))
     }
 
-    /// The namespace's counters as a JSON text.
+    /// The namespace's counters, space and settings as a JSON text (the device's shape).
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let s = py
             .allow_threads(|| self.ns.stats())
             .map_err(errors::engine)?;
-        serde_json::to_string(&s).map_err(|e| errors::InternalError::new_err(e.to_string()))
+        let doc =
+            serde_json::to_value(&s).map_err(|e| errors::InternalError::new_err(e.to_string()))?;
+        Ok(doc.to_string())
+    }
+
+    /// Changes the settings named (`capacity`, `weight`, ...); the others stay.
+    #[pyo3(signature = (**settings))]
+    fn configure(&self, py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        let s = settings::over(settings::from_engine(&self.ns.options()), settings)?;
+        let options = settings::to_engine(&s);
+        py.allow_threads(|| self.ns.configure(options))
+            .map_err(errors::engine)
     }
 }
 

@@ -6,6 +6,7 @@ mod device;
 mod embedded;
 mod errors;
 mod keys;
+mod settings;
 
 use bytes::Bytes;
 use pyo3::prelude::*;

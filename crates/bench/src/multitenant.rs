@@ -163,6 +163,12 @@ pub fn ns_delta(before: &NamespaceStats, after: &NamespaceStats) -> NamespaceSta
         },
         keys_estimate: after.keys_estimate,
         snapshots: after.snapshots,
+        consolidations: d(after.consolidations, before.consolidations),
+        consolidation_bytes_written: d(
+            after.consolidation_bytes_written,
+            before.consolidation_bytes_written,
+        ),
+        space: after.space,
     }
 }
 

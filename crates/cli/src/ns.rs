@@ -1,10 +1,112 @@
-//! `cerberus ns create|destroy|list`: namespaces, with the admin credential.
+//! `cerberus ns create|configure|destroy|list`: namespaces, with the admin credential.
 
 use crate::session::connect;
 use crate::AdminTarget;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cerberus_device::ADMIN_SECRET_FILE;
-use clap::Subcommand;
+use cerberus_host::{BlockingClient, NamespaceSettings};
+use clap::{Args, Subcommand};
+
+/// A namespace's settings on the command line: each one given replaces the one it had.
+#[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Settings")]
+pub struct SettingsArgs {
+    /// Live bytes it may hold (K, M, G, T; `none`)
+    ///
+    /// Keys, values and index entries of its newest versions; stores past it are refused
+    /// with "capacity exceeded". A number with an optional K, M, G or T (powers of 1024), or
+    /// `none`.
+    #[arg(long, value_name = "BYTES", value_parser = parse_capacity)]
+    pub capacity: Option<Capacity>,
+    /// I/O share beyond reservations (1 to 10000)
+    #[arg(long, value_name = "W")]
+    pub weight: Option<u32>,
+    /// Operations/s served even under contention
+    #[arg(long, value_name = "OPS")]
+    pub reservation_ops: Option<u64>,
+    /// Bytes/s served even under contention
+    #[arg(long, value_name = "BYTES")]
+    pub reservation_bytes: Option<u64>,
+    /// Operations/s never exceeded (0: no limit)
+    #[arg(long, value_name = "OPS")]
+    pub limit_ops: Option<u64>,
+    /// Bytes/s never exceeded (0: no limit)
+    #[arg(long, value_name = "BYTES")]
+    pub limit_bytes: Option<u64>,
+}
+
+/// A capacity given on the command line: a number of bytes, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capacity(pub Option<u64>);
+
+fn parse_capacity(s: &str) -> Result<Capacity, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Capacity(None));
+    }
+    let (digits, shift) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("unknown unit {c:?} (K, M, G or T)")),
+            };
+            (&s[..i], shift)
+        }
+        _ => (s, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of bytes"))?;
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s} is too large"))?;
+    if bytes == 0 {
+        return Err("a capacity is at least 1 byte (`none` for no capacity)".into());
+    }
+    Ok(Capacity(Some(bytes)))
+}
+
+impl SettingsArgs {
+    fn any(&self) -> bool {
+        self.capacity.is_some()
+            || self.weight.is_some()
+            || self.reservation_ops.is_some()
+            || self.reservation_bytes.is_some()
+            || self.limit_ops.is_some()
+            || self.limit_bytes.is_some()
+    }
+
+    /// `base` with the settings given here in place of its own.
+    pub fn over(&self, base: NamespaceSettings) -> NamespaceSettings {
+        NamespaceSettings {
+            capacity: self.capacity.map_or(base.capacity, |c| c.0),
+            weight: self.weight.unwrap_or(base.weight),
+            reservation_ops: self.reservation_ops.unwrap_or(base.reservation_ops),
+            reservation_bytes: self.reservation_bytes.unwrap_or(base.reservation_bytes),
+            limit_ops: self.limit_ops.unwrap_or(base.limit_ops),
+            limit_bytes: self.limit_bytes.unwrap_or(base.limit_bytes),
+        }
+    }
+}
+
+/// Namespace `nsid`'s settings as its stats show them.
+fn current_settings(client: &BlockingClient, nsid: u32) -> Result<NamespaceSettings> {
+    let doc = client.namespace(nsid).stats()?;
+    let Some(shares) = doc.get("shares") else {
+        bail!("the device does not report namespace settings (older than quotas)");
+    };
+    let n = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+    Ok(NamespaceSettings {
+        capacity: n(&doc, "capacity"),
+        weight: n(shares, "weight").unwrap_or(1) as u32,
+        reservation_ops: n(shares, "reservation_ops").unwrap_or(0),
+        reservation_bytes: n(shares, "reservation_bytes").unwrap_or(0),
+        limit_ops: n(shares, "limit_ops").unwrap_or(0),
+        limit_bytes: n(shares, "limit_bytes").unwrap_or(0),
+    })
+}
 
 #[derive(Subcommand)]
 pub enum NsCmd {
@@ -21,6 +123,17 @@ pub enum NsCmd {
         /// Print `export CERBERUS_NS=... CERBERUS_SECRET=...` for a shell's eval.
         #[arg(long)]
         export: bool,
+        #[command(flatten)]
+        settings: SettingsArgs,
+        #[command(flatten)]
+        target: AdminTarget,
+    },
+    /// Changes a namespace's settings: those given replace its own, the others stay.
+    Configure {
+        /// Id of the namespace.
+        nsid: u32,
+        #[command(flatten)]
+        settings: SettingsArgs,
         #[command(flatten)]
         target: AdminTarget,
     },
@@ -44,6 +157,7 @@ pub enum NsCmd {
 pub fn run(cmd: NsCmd) -> Result<()> {
     let target = match &cmd {
         NsCmd::Create { target, .. }
+        | NsCmd::Configure { target, .. }
         | NsCmd::Destroy { target, .. }
         | NsCmd::List { target, .. } => target,
     };
@@ -59,9 +173,18 @@ pub fn run(cmd: NsCmd) -> Result<()> {
         .context("authenticating as admin")?;
     match &cmd {
         NsCmd::Create {
-            name, json, export, ..
+            name,
+            json,
+            export,
+            settings,
+            ..
         } => {
-            let (nsid, secret) = client.create_namespace(name.as_str())?;
+            let (nsid, secret) = if settings.any() {
+                let s = settings.over(NamespaceSettings::default());
+                client.create_namespace_with(name.as_str(), &s)?
+            } else {
+                client.create_namespace(name.as_str())?
+            };
             if *json {
                 println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
             } else if *export {
@@ -73,6 +196,14 @@ pub fn run(cmd: NsCmd) -> Result<()> {
                 println!("nsid: {nsid}");
                 println!("secret: {secret}");
             }
+        }
+        NsCmd::Configure { nsid, settings, .. } => {
+            if !settings.any() {
+                bail!("nothing to change: give --capacity, --weight, --reservation-ops, ...");
+            }
+            let s = settings.over(current_settings(&client, *nsid)?);
+            client.configure_namespace(*nsid, &s)?;
+            eprintln!("namespace {nsid} configured");
         }
         NsCmd::Destroy { nsid, .. } => {
             client.destroy_namespace(*nsid)?;
@@ -109,7 +240,19 @@ fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::shell_quote;
+    use super::{parse_capacity, shell_quote, Capacity};
+
+    #[test]
+    fn capacities_take_units_and_none() {
+        assert_eq!(parse_capacity("1000"), Ok(Capacity(Some(1000))));
+        assert_eq!(parse_capacity("2K"), Ok(Capacity(Some(2048))));
+        assert_eq!(parse_capacity("3g"), Ok(Capacity(Some(3 << 30))));
+        assert_eq!(parse_capacity("none"), Ok(Capacity(None)));
+        assert!(parse_capacity("0").is_err());
+        assert!(parse_capacity("5X").is_err());
+        assert!(parse_capacity("99999999999T").is_err());
+        assert!(parse_capacity("").is_err());
+    }
 
     #[test]
     fn secrets_are_one_shell_word() {

@@ -72,6 +72,7 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
             "keys ~{keys} (estimate: overwritten versions and deletes count until compacted)"
         )?;
     }
+    write_space(out, doc)?;
     write_lookups(out, doc)?;
     write_pages(out, doc)?;
     for k in [
@@ -90,6 +91,36 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
 }
 
 /// Tables and bytes per level of the tree, the levels that hold any.
+/// A namespace's space and settings (a device older than quotas sends none).
+fn write_space(out: &mut String, doc: &Value) -> std::fmt::Result {
+    let Some(used) = doc.get("used_bytes").and_then(Value::as_u64) else {
+        return Ok(());
+    };
+    let capacity = match doc.get("capacity").and_then(Value::as_u64) {
+        Some(c) => format!("{c}"),
+        None => "none".into(),
+    };
+    writeln!(
+        out,
+        "used {used} bytes (index {}, not yet flushed {})  capacity {capacity}  garbage {}",
+        num(doc, "index_bytes"),
+        num(doc, "pending_bytes"),
+        num(doc, "garbage_bytes"),
+    )?;
+    if let Some(s) = doc.get("shares") {
+        writeln!(
+            out,
+            "shares: weight {}  reservation {} ops/s {} B/s  limit {} ops/s {} B/s (0: none)",
+            num(s, "weight"),
+            num(s, "reservation_ops"),
+            num(s, "reservation_bytes"),
+            num(s, "limit_ops"),
+            num(s, "limit_bytes"),
+        )?;
+    }
+    Ok(())
+}
+
 fn write_tree(out: &mut String, doc: &Value) -> std::fmt::Result {
     let Some(levels) = doc.get("levels").and_then(Value::as_array) else {
         return Ok(());

@@ -135,3 +135,55 @@ fn scan_prints_entries_in_order_with_escapes_bounds_and_keys_only() {
     );
     assert_eq!(text(&cli(&s, &env, &["scan", "--limit", "0"])), "");
 }
+
+#[test]
+fn namespace_capacity_and_shares_from_create_to_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::start(dir.path(), &[]);
+    let admin = [("CERBERUS_ADMIN_SECRET", s.admin.as_str())];
+    let o = cli(
+        &s,
+        &admin,
+        &[
+            "ns",
+            "create",
+            "q",
+            "--json",
+            "--capacity",
+            "1K",
+            "--weight",
+            "4",
+        ],
+    );
+    assert!(o.status.success(), "{}", errors(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nsid = v["nsid"].as_u64().unwrap().to_string();
+    let secret = v["secret"].as_str().unwrap().to_string();
+    let env = [
+        ("CERBERUS_NS", nsid.as_str()),
+        ("CERBERUS_SECRET", secret.as_str()),
+    ];
+    let big = "v".repeat(600);
+    assert!(cli(&s, &env, &["put", "a", &big]).status.success());
+    let o = cli(&s, &env, &["put", "b", &big]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("capacity exceeded"), "{}", errors(&o));
+
+    let st = text(&cli(&s, &env, &["stats"]));
+    assert!(st.contains("capacity 1024"), "{st}");
+    assert!(st.contains("shares: weight 4"), "{st}");
+
+    // Configure changes what is given and keeps the rest.
+    let o = cli(&s, &admin, &["ns", "configure", &nsid, "--capacity", "1M"]);
+    assert!(o.status.success(), "{}", errors(&o));
+    assert!(cli(&s, &env, &["put", "b", &big]).status.success());
+    let o = cli(&s, &env, &["stats", "--json"]);
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["capacity"], 1 << 20);
+    assert_eq!(st["shares"]["weight"], 4);
+    assert!(st["used_bytes"].as_u64().unwrap() >= 601, "{st}");
+    let o = cli(&s, &admin, &["ns", "configure", &nsid]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = cli(&s, &admin, &["ns", "configure", &nsid, "--weight", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", errors(&o));
+}

@@ -390,9 +390,10 @@ fn each_command_shows_its_own_flags_with_help() {
     );
 
     // Short help puts each flag and its help on one line: none may stand alone.
-    let commands: [&[&str]; 12] = [
+    let commands: [&[&str]; 13] = [
         &["serve"],
         &["ns", "create"],
+        &["ns", "configure"],
         &["ns", "destroy"],
         &["ns", "list"],
         &["put"],

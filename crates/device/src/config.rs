@@ -134,6 +134,10 @@ pub struct EngineConfig {
     /// Table files the engine keeps open at most (the engine's `Options::max_open_files`;
     /// also no more than half the device's descriptor limit).
     pub max_open_files: usize,
+    /// Free disk bytes kept for background work: below them stores are refused with
+    /// `CapacityExceeded` (the engine's `Options::reserve_bytes`; unset: 1% of the file
+    /// system, at most 256 MiB; 0: none).
+    pub reserve_bytes: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -146,6 +150,7 @@ impl Default for EngineConfig {
             layout: "per_namespace".into(),
             mmap_reads: o.mmap_reads,
             max_open_files: o.max_open_files,
+            reserve_bytes: o.reserve_bytes,
         }
     }
 }
@@ -310,6 +315,7 @@ impl DeviceConfig {
         o.background_threads = self.engine.background_threads;
         o.mmap_reads = self.engine.mmap_reads;
         o.max_open_files = self.engine.max_open_files;
+        o.reserve_bytes = self.engine.reserve_bytes;
         if self.engine.layout == "shared" {
             o.layout = cerberus_engine::Layout::Shared;
         }

@@ -78,6 +78,33 @@ pub enum Error {
     /// A query or filter is not valid (the message says why).
     #[error("invalid query: {0}")]
     InvalidQuery(String),
+    /// A write would take namespace `ns` past its capacity (nothing of it was written;
+    /// deletes are never refused).
+    #[error(
+        "namespace {ns} is at its capacity: {used} bytes used, {pending} not yet flushed, \
+         {write} more asked, capacity {capacity}"
+    )]
+    CapacityExceeded {
+        /// The namespace.
+        ns: u32,
+        /// Live bytes (records and index entries) as of the last flush.
+        used: u64,
+        /// Bytes written since the last flush (counted as new: an upper bound).
+        pending: u64,
+        /// Bytes this write would add.
+        write: u64,
+        /// The namespace's capacity.
+        capacity: u64,
+    },
+    /// The storage's free space is below the device-wide reserve: writes are refused (not
+    /// deletes) so background work keeps the room it needs to give space back.
+    #[error("storage has {free} bytes free, below the reserve of {reserve} bytes (reserve_bytes)")]
+    ReserveReached {
+        /// Free bytes the storage reported.
+        free: u64,
+        /// The reserve.
+        reserve: u64,
+    },
     /// The database is closed.
     #[error("database is closed")]
     Closed,
@@ -120,6 +147,8 @@ pub enum ErrorKind {
     IndexExists,
     /// The namespace has no index on that attribute.
     UnknownIndex,
+    /// A namespace's capacity, or the device-wide reserve, refuses the write.
+    CapacityExceeded,
     /// The database is closed.
     Closed,
     /// The database turned read-only after a background error.
@@ -141,6 +170,9 @@ impl Error {
             Error::NamespaceExists(_) => ErrorKind::NamespaceExists,
             Error::IndexExists { .. } => ErrorKind::IndexExists,
             Error::UnknownIndex(_) => ErrorKind::UnknownIndex,
+            Error::CapacityExceeded { .. } | Error::ReserveReached { .. } => {
+                ErrorKind::CapacityExceeded
+            }
             Error::Closed => ErrorKind::Closed,
             Error::Background(_) => ErrorKind::Background,
         }
@@ -214,6 +246,23 @@ impl Error {
             },
             Error::UnknownIndex(a) => Error::UnknownIndex(a.clone()),
             Error::InvalidQuery(m) => Error::InvalidQuery(m.clone()),
+            Error::CapacityExceeded {
+                ns,
+                used,
+                pending,
+                write,
+                capacity,
+            } => Error::CapacityExceeded {
+                ns: *ns,
+                used: *used,
+                pending: *pending,
+                write: *write,
+                capacity: *capacity,
+            },
+            Error::ReserveReached { free, reserve } => Error::ReserveReached {
+                free: *free,
+                reserve: *reserve,
+            },
             Error::Closed => Error::Closed,
             Error::Background(m) => Error::Background(m.clone()),
         }

@@ -30,13 +30,14 @@ mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, QueryOutput,
-    ReadOptions, Readable, Snapshot, TopOptions, DEFAULT_PREFETCH_DEGREE,
+    Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, NamespaceSpace,
+    QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, Usage, DEFAULT_PREFETCH_DEGREE,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Scalar};
 pub use key::Nsid;
 pub use namespace_options::{IoShares, NamespaceOptions, MAX_WEIGHT};
+pub use options::DEFAULT_RESERVE_MAX;
 pub use options::{
     BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
 };
@@ -44,6 +45,4 @@ pub use query::{
     Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,
 };
-pub use stats::{
-    ConsolidationStats, DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost,
-};
+pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

@@ -99,6 +99,9 @@ pub struct Memtable {
     filter: KeyFilter,
     bytes: AtomicUsize,
     max_seq: AtomicU64,
+    /// Bytes of puts written into it per namespace (keys, values, index entries), counted
+    /// as new: what a capacity check adds to the usage of the last flush.
+    charged: parking_lot::Mutex<std::collections::HashMap<crate::key::Nsid, u64>>,
 }
 
 impl Memtable {
@@ -109,6 +112,7 @@ impl Memtable {
             filter: KeyFilter::new(budget),
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
+            charged: Default::default(),
         }
     }
 
@@ -133,6 +137,18 @@ impl Memtable {
         };
         let e = self.map.lower_bound(Bound::Included(&probe))?;
         (e.key().user == user).then(|| (e.key().seq, e.value().clone()))
+    }
+
+    /// Counts `bytes` put into namespace `ns` (see `charged`).
+    pub fn charge(&self, ns: crate::key::Nsid, bytes: u64) {
+        if bytes > 0 {
+            *self.charged.lock().entry(ns).or_default() += bytes;
+        }
+    }
+
+    /// Bytes put into namespace `ns` here.
+    pub fn charged(&self, ns: crate::key::Nsid) -> u64 {
+        self.charged.lock().get(&ns).copied().unwrap_or(0)
     }
 
     pub fn approximate_bytes(&self) -> usize {

@@ -133,6 +133,12 @@ pub struct Options {
     /// Background value-log GC collects a sealed segment once this share of its bytes is
     /// known dead (0 = only `gc_value_log` collects).
     pub vlog_gc_dead_ratio: f64,
+    /// Free bytes the storage keeps for background work: below them writes (not deletes)
+    /// fail with `ErrorKind::CapacityExceeded`, so no namespace takes the last free bytes
+    /// and flushes, compactions and GC always have room to give space back. `None` (the
+    /// default): 1% of the storage's size, at most [`DEFAULT_RESERVE_MAX`]; `Some(0)`: none.
+    /// Applies only on storage that reports its space (files: the file system's).
+    pub reserve_bytes: Option<u64>,
     /// Who runs flushes, compactions, value-log GC and index backfills. `None`:
     /// `background_threads` threads of the database's own. Set (a device's scheduler), the
     /// database starts none: it calls the runner whenever background work may be due, and
@@ -177,6 +183,10 @@ pub enum JobKind {
     Backfill,
 }
 
+/// The most the default reserve keeps free: room for a few memtable flushes and a
+/// compaction's output (64 MiB memtables, 2 MiB tables), small next to today's disks.
+pub const DEFAULT_RESERVE_MAX: u64 = 256 << 20;
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -210,6 +220,7 @@ impl Default for Options {
             mmap_reads: true,
             auto_compaction: true,
             vlog_gc_dead_ratio: 0.5,
+            reserve_bytes: None,
             background_runner: None,
         }
     }

@@ -200,17 +200,14 @@ pub struct NamespaceStats {
     /// each): they hold back this namespace's overwritten versions and value-log segments,
     /// and no other namespace's.
     pub snapshots: usize,
-}
-
-/// Consolidations of one namespace's tree (`Namespace::consolidation_stats`): its tree
-/// merged into one sorted run while it was idle. Apart from [`NamespaceStats`], whose
-/// struct literals other crates spell out in full.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ConsolidationStats {
-    /// Consolidations run.
+    /// Times its tree was consolidated into one sorted run while it was idle.
     pub consolidations: u64,
-    /// Table bytes they wrote (part of the namespace's `compaction_bytes_written`).
+    /// Table bytes those consolidations wrote (part of `compaction_bytes_written`).
     pub consolidation_bytes_written: u64,
+    /// Its space (used, index, pending and garbage bytes) and settings (capacity, shares),
+    /// beside the counters in the serialized form.
+    #[serde(flatten)]
+    pub space: crate::db::NamespaceSpace,
 }
 
 /// Iterators of one namespace (key listings, scans) and the storage reads they made.
@@ -433,13 +430,9 @@ impl Counters {
             listings: ListingStats::default(),
             keys_estimate: 0,
             snapshots: 0,
-        }
-    }
-
-    pub fn consolidation_stats(&self) -> ConsolidationStats {
-        ConsolidationStats {
             consolidations: self.sum_of(|s| &s.consolidations),
             consolidation_bytes_written: self.sum_of(|s| &s.consolidation_bytes_written),
+            space: Default::default(),
         }
     }
 

@@ -80,7 +80,7 @@ fn places(ns: &Namespace) -> usize {
 /// Waits (at most 4 s) until `ns` has been consolidated `n` times.
 fn wait_consolidations(ns: &Namespace, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(4);
-    while ns.consolidation_stats().unwrap().consolidations < n {
+    while ns.stats().unwrap().consolidations < n {
         assert!(Instant::now() < deadline, "{:?}", ns.stats().unwrap());
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -94,7 +94,7 @@ fn an_idle_lone_tenant_ends_with_one_level_and_the_same_answers() {
     write(&ns, &mut model, &mut rng, 6_000, 3_000);
     db.wait_for_compactions().unwrap();
     // Usually L1 over L2 now; if the consolidation already ran during the wait, fine too.
-    let done = ns.consolidation_stats().unwrap().consolidations;
+    let done = ns.stats().unwrap().consolidations;
     assert!(places(&ns) >= 2 || done == 1, "{:?}", ns.stats().unwrap());
     wait_consolidations(&ns, 1);
     db.wait_for_compactions().unwrap();
@@ -104,7 +104,7 @@ fn an_idle_lone_tenant_ends_with_one_level_and_the_same_answers() {
     check(&ns, &model, 3_000);
     // Once per idle period: no second consolidation while it stays idle.
     std::thread::sleep(Duration::from_millis(400));
-    let c = ns.consolidation_stats().unwrap();
+    let c = ns.stats().unwrap();
     assert_eq!(c.consolidations, 1);
     assert!(c.consolidation_bytes_written > 0);
     assert!(s.compaction_bytes_written >= c.consolidation_bytes_written);
@@ -131,12 +131,12 @@ fn a_writing_namespace_is_not_consolidated_while_an_idle_one_is() {
     db.flush().unwrap();
     // The busy one writes every few milliseconds until the quiet one is consolidated.
     let deadline = Instant::now() + Duration::from_secs(4);
-    while quiet.consolidation_stats().unwrap().consolidations == 0 {
+    while quiet.stats().unwrap().consolidations == 0 {
         assert!(Instant::now() < deadline, "{:?}", quiet.stats().unwrap());
         write(&busy, &mut mb, &mut rng, 20, 2_500);
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(busy.consolidation_stats().unwrap().consolidations, 0);
+    assert_eq!(busy.stats().unwrap().consolidations, 0);
     assert_eq!(places(&quiet), 1, "{:?}", quiet.stats().unwrap());
     check(&quiet, &mq, 2_500);
     // Once it stops, it is consolidated too (it was a candidate all along).
@@ -145,7 +145,7 @@ fn a_writing_namespace_is_not_consolidated_while_an_idle_one_is() {
         wait_consolidations(&busy, 1);
     }
     check(&busy, &mb, 2_500);
-    assert_eq!(quiet.consolidation_stats().unwrap().consolidations, 1);
+    assert_eq!(quiet.stats().unwrap().consolidations, 1);
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use crate::client::{Client, ClientConfig};
 use crate::error::Result;
-use cerberus_proto::{Identify, NamespaceEntry, Request, Response};
+use cerberus_proto::{Identify, NamespaceEntry, NamespaceSettings, Request, Response};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::runtime::Runtime;
@@ -91,6 +91,20 @@ impl BlockingClient {
     /// [`Client::create_namespace`], waiting for the answer.
     pub fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
         self.wait(self.client.create_namespace(name))
+    }
+
+    /// [`Client::create_namespace_with`], waiting for the answer.
+    pub fn create_namespace_with(
+        &self,
+        name: &str,
+        settings: &NamespaceSettings,
+    ) -> Result<(u32, String)> {
+        self.wait(self.client.create_namespace_with(name, settings))
+    }
+
+    /// [`Client::configure_namespace`], waiting for the answer.
+    pub fn configure_namespace(&self, nsid: u32, settings: &NamespaceSettings) -> Result<()> {
+        self.wait(self.client.configure_namespace(nsid, settings))
     }
 
     /// [`Client::destroy_namespace`], waiting for the answer.

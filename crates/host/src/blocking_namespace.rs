@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::namespace::{Namespace, WriteOptions};
 use crate::scan_options::ScanOptions;
 use bytes::Bytes;
-use cerberus_proto::StoreMode;
+use cerberus_proto::{NamespaceSettings, StoreMode};
 
 /// [`Namespace`] with blocking methods, on a [`BlockingClient`]'s connection: cheap to make
 /// and to clone (no I/O).
@@ -133,6 +133,11 @@ impl BlockingNamespace {
     /// [`Namespace::iter_close`], waiting for the answer.
     pub fn iter_close(&self, iter: u32) -> Result<()> {
         self.client.wait(self.ns.iter_close(iter))
+    }
+
+    /// [`Namespace::configure`], waiting for the answer.
+    pub fn configure(&self, settings: &NamespaceSettings) -> Result<()> {
+        self.client.wait(self.ns.configure(settings))
     }
 
     /// [`Namespace::stats`], waiting for the answer.

@@ -6,7 +6,8 @@ use crate::reply::{expect_empty, ok_reply, unexpected};
 use crate::tls::TlsOptions;
 use bytes::Bytes;
 use cerberus_proto::{
-    Command, Identify, NamespaceEntry, Reply, Request, Response, Status, DEVICE_NSID,
+    Command, Identify, NamespaceEntry, NamespaceSettings, Reply, Request, Response, Status,
+    DEVICE_NSID,
 };
 use std::future::Future;
 use std::sync::Arc;
@@ -174,13 +175,41 @@ impl Client {
     /// The admin's connection is not granted the namespace: open it with
     /// [`Client::open_namespace`] and the secret.
     pub async fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
+        self.create(name, None).await
+    }
+
+    /// [`create_namespace`](Self::create_namespace) with `settings`: its capacity and I/O
+    /// shares (the device refuses invalid ones with `InvalidField`).
+    pub async fn create_namespace_with(
+        &self,
+        name: &str,
+        settings: &NamespaceSettings,
+    ) -> Result<(u32, String)> {
+        self.create(name, Some(*settings)).await
+    }
+
+    async fn create(
+        &self,
+        name: &str,
+        settings: Option<NamespaceSettings>,
+    ) -> Result<(u32, String)> {
         let request = Request::NamespaceCreate {
             name: name.to_string(),
+            settings,
         };
         match self.run(DEVICE_NSID, request).await? {
             Reply::Created { nsid, secret } => Ok((nsid, secret)),
             other => Err(unexpected("create namespace", &other)),
         }
+    }
+
+    /// Gives namespace `nsid` new settings, all of them (admin): a capacity below what it
+    /// holds refuses its growth only.
+    pub async fn configure_namespace(&self, nsid: u32, settings: &NamespaceSettings) -> Result<()> {
+        let request = Request::NamespaceConfigure {
+            settings: *settings,
+        };
+        expect_empty(self.run(nsid, request).await?, "configure namespace")
     }
 
     /// Destroys a namespace and its data (admin).

@@ -48,7 +48,8 @@ pub use tls::TlsOptions;
 
 pub use cerberus_proto as proto;
 pub use cerberus_proto::{
-    Identify, NamespaceEntry, Reply, Request, Response, Status, StoreMode, DEVICE_NSID,
+    Identify, NamespaceEntry, NamespaceSettings, Reply, Request, Response, Status, StoreMode,
+    DEVICE_NSID,
 };
 
 /// The host-client example of `docs/device.md`, compiled by `cargo test` so it follows the API.

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::reply::{expect_empty, ok_reply, present, unexpected, value_or_absent};
 use crate::scan_options::ScanOptions;
 use bytes::Bytes;
-use cerberus_proto::{Command, Reply, Request, StoreMode};
+use cerberus_proto::{Command, NamespaceSettings, Reply, Request, StoreMode};
 
 /// How a handle's writes are sent (the engine's `WriteOptions`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -245,6 +245,12 @@ impl Namespace {
             self.run(Request::IterClose { iter }).await?,
             "iterator close",
         )
+    }
+
+    /// Gives the namespace new settings (capacity, I/O shares): the client must be the
+    /// admin's ([`Client::configure_namespace`]).
+    pub async fn configure(&self, settings: &NamespaceSettings) -> Result<()> {
+        self.client.configure_namespace(self.nsid, settings).await
     }
 
     /// Statistics of the namespace; the document's shape is the device's.

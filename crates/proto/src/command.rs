@@ -2,6 +2,9 @@
 //! decoders. The byte layouts are in `docs/protocol.md`.
 
 mod decode;
+mod settings;
+
+pub use settings::{NamespaceSettings, SETTINGS_LEN};
 
 use crate::error::ProtoError;
 use crate::header::{Header, HEADER_LEN, VERSION};
@@ -26,6 +29,9 @@ pub const STORE_SYNC: u8 = 0x04;
 pub const LIST_START_EXCLUSIVE: u8 = 0x01;
 /// Iterator open flag: keys only, with empty values (nothing read from the value log).
 pub const ITER_KEYS_ONLY: u8 = 0x01;
+/// Namespace create flag: the body starts with the namespace's settings (44 bytes), then
+/// its name; without it the body is the name alone and the settings are the defaults.
+pub const NS_CREATE_SETTINGS: u8 = 0x01;
 
 /// A command's opcode: the KV command set's where it has one, vendor-specific (0xC0 on) for
 /// the rest.
@@ -60,6 +66,8 @@ pub enum Opcode {
     IterNext = 0xC7,
     /// Closes an iterator.
     IterClose = 0xC8,
+    /// Changes a namespace's settings: capacity and I/O shares (admin).
+    NamespaceConfigure = 0xC9,
     /// Creates a secondary index.
     IndexCreate = 0xD0,
     /// Drops a secondary index.
@@ -72,7 +80,7 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every opcode, in code order.
-    pub const ALL: [Opcode; 18] = [
+    pub const ALL: [Opcode; 19] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -87,6 +95,7 @@ impl Opcode {
         Opcode::IterOpen,
         Opcode::IterNext,
         Opcode::IterClose,
+        Opcode::NamespaceConfigure,
         Opcode::IndexCreate,
         Opcode::IndexDrop,
         Opcode::IndexList,
@@ -115,6 +124,7 @@ impl Opcode {
             Opcode::IterOpen => "iter_open",
             Opcode::IterNext => "iter_next",
             Opcode::IterClose => "iter_close",
+            Opcode::NamespaceConfigure => "ns_configure",
             Opcode::IndexCreate => "index_create",
             Opcode::IndexDrop => "index_drop",
             Opcode::IndexList => "index_list",
@@ -202,6 +212,13 @@ pub enum Request {
     NamespaceCreate {
         /// Its name, unique on the device.
         name: String,
+        /// Its settings (`None`: the defaults).
+        settings: Option<NamespaceSettings>,
+    },
+    /// Gives namespace `nsid` new settings (admin).
+    NamespaceConfigure {
+        /// The settings, all of them (what is not to change is sent as it is).
+        settings: NamespaceSettings,
     },
     /// Destroys namespace `nsid` and its data (admin).
     NamespaceDestroy,
@@ -290,6 +307,7 @@ impl Request {
             Request::NamespaceCreate { .. } => Opcode::NamespaceCreate,
             Request::NamespaceDestroy => Opcode::NamespaceDestroy,
             Request::NamespaceList => Opcode::NamespaceList,
+            Request::NamespaceConfigure { .. } => Opcode::NamespaceConfigure,
             Request::Identify => Opcode::Identify,
             Request::Stats => Opcode::Stats,
             Request::IterOpen { .. } => Opcode::IterOpen,
@@ -359,10 +377,15 @@ impl Command {
                 }
                 out.put_slice(secret);
             }
-            Request::NamespaceCreate { name } => {
+            Request::NamespaceCreate { name, settings } => {
                 check_name(name.as_bytes())?;
+                if let Some(s) = settings {
+                    flags |= NS_CREATE_SETTINGS;
+                    s.encode(out);
+                }
                 out.put_slice(name.as_bytes());
             }
+            Request::NamespaceConfigure { settings } => settings.encode(out),
             Request::NamespaceDestroy
             | Request::NamespaceList
             | Request::Identify

@@ -13,8 +13,9 @@ mod response;
 mod status;
 
 pub use command::{
-    Command, Opcode, Request, StoreMode, DEVICE_NSID, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE,
-    MAX_NAME_LEN, MAX_SECRET_LEN, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
+    Command, NamespaceSettings, Opcode, Request, StoreMode, DEVICE_NSID, ITER_KEYS_ONLY,
+    LIST_START_EXCLUSIVE, MAX_NAME_LEN, MAX_SECRET_LEN, NS_CREATE_SETTINGS, SETTINGS_LEN,
+    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
 pub use error::ProtoError;
 pub use frame::{split_frame, Frame};

@@ -161,7 +161,8 @@ macro_rules! engine_status {
         use $crate::Status as S;
         match $kind {
             K::UnknownNamespace => S::InvalidNamespace,
-            K::NoSpace => S::CapacityExceeded,
+            // A full disk, a namespace at its capacity, the device-wide reserve reached.
+            K::NoSpace | K::CapacityExceeded => S::CapacityExceeded,
             K::Corruption => S::Corrupted,
             K::KeyTooLarge => S::InvalidKeySize,
             K::ValueTooLarge => S::InvalidValueSize,

@@ -37,7 +37,9 @@ fn request() -> impl Strategy<Value = Request> {
         bytes(40).prop_map(|key| Request::Delete { key }),
         bytes(40).prop_map(|key| Request::Exist { key }),
         bytes(MAX_SECRET_LEN).prop_map(|secret| Request::Authenticate { secret }),
-        "[a-z0-9-]{1,40}".prop_map(|name| Request::NamespaceCreate { name }),
+        ("[a-z0-9-]{1,40}", proptest::option::of(settings()))
+            .prop_map(|(name, settings)| Request::NamespaceCreate { name, settings }),
+        settings().prop_map(|settings| Request::NamespaceConfigure { settings }),
         Just(Request::NamespaceDestroy),
         Just(Request::NamespaceList),
         Just(Request::Identify),
@@ -61,6 +63,22 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::IndexList),
         bytes(200).prop_map(|query| Request::Query { query }),
     ]
+}
+
+fn settings() -> impl Strategy<Value = NamespaceSettings> {
+    (
+        proptest::option::of(1..u64::MAX),
+        any::<[u64; 4]>(),
+        any::<u32>(),
+    )
+        .prop_map(|(capacity, a, weight)| NamespaceSettings {
+            capacity,
+            reservation_ops: a[0],
+            reservation_bytes: a[1],
+            weight,
+            limit_ops: a[2],
+            limit_bytes: a[3],
+        })
 }
 
 fn command() -> impl Strategy<Value = Command> {
@@ -119,6 +137,7 @@ fn response() -> impl Strategy<Value = Response> {
                 .prop_map(|(entries, done)| Reply::Entries { entries, done })
         ),
         (Just(Opcode::IterClose), Just(Reply::Empty)),
+        (Just(Opcode::NamespaceConfigure), Just(Reply::Empty)),
         (Just(Opcode::Stats), bytes(100).prop_map(Reply::Stats)),
         (Just(Opcode::IndexCreate), Just(Reply::Empty)),
         (Just(Opcode::IndexDrop), Just(Reply::Empty)),

@@ -32,6 +32,7 @@ impl Session {
                 self.admin || (cmd.nsid != DEVICE_NSID && self.namespaces.contains(&cmd.nsid))
             }
             Request::NamespaceCreate { .. }
+            | Request::NamespaceConfigure { .. }
             | Request::NamespaceDestroy
             | Request::NamespaceList => self.admin,
             Request::Authenticate { .. } | Request::Identify => true,

@@ -5,18 +5,76 @@ use super::engine_error::engine;
 use super::{Outcome, Shared};
 use crate::dedup::DedupWork;
 use bytes::Bytes;
-use cerberus_proto::{NamespaceEntry, Reply, Status, DEVICE_NSID};
+use cerberus_engine::{IoShares, NamespaceOptions};
+use cerberus_proto::{NamespaceEntry, NamespaceSettings, Reply, Status, DEVICE_NSID};
 use std::collections::HashMap;
 
+/// The engine's settings from the wire's (the same fields; the engine validates them).
+pub(crate) fn options_of(s: &NamespaceSettings) -> NamespaceOptions {
+    NamespaceOptions {
+        capacity: s.capacity,
+        shares: IoShares {
+            reservation_ops: s.reservation_ops,
+            reservation_bytes: s.reservation_bytes,
+            weight: s.weight,
+            limit_ops: s.limit_ops,
+            limit_bytes: s.limit_bytes,
+        },
+    }
+}
+
 impl Shared {
-    pub(super) fn namespace_create(&self, name: &str) -> Outcome {
-        let nsid = self.db.create_namespace(name).map_err(engine)?.id();
+    /// Tells the command scheduler namespace `ns`'s I/O shares (at create, at configure, and
+    /// for every namespace at start).
+    // The scheduler applies them (`Scheduler::set_shares`): wired when it has them. Until
+    // then the engine keeps them and `stats` shows them.
+    pub(super) fn apply_shares(&self, ns: u32, shares: &IoShares) {
+        tracing::debug!(nsid = ns, ?shares, "namespace shares for the scheduler");
+    }
+
+    /// Namespace `ns` is gone: the scheduler forgets its shares (`Scheduler::forget`).
+    pub(super) fn forget_shares(&self, ns: u32) {
+        tracing::debug!(nsid = ns, "namespace shares forgotten by the scheduler");
+    }
+
+    /// [`apply_shares`](Self::apply_shares) for every namespace the engine keeps.
+    pub(super) fn apply_kept_shares(&self) {
+        for n in self.db.list_namespaces() {
+            if let Ok(h) = self.db.namespace(n.nsid) {
+                self.apply_shares(n.nsid, &h.options().shares);
+            }
+        }
+    }
+
+    pub(super) fn namespace_create(
+        &self,
+        name: &str,
+        settings: Option<NamespaceSettings>,
+    ) -> Outcome {
+        let options = settings.as_ref().map(options_of).unwrap_or_default();
+        let nsid = self
+            .db
+            .create_namespace_with(name, options)
+            .map_err(engine)?
+            .id();
+        self.apply_shares(nsid, &options.shares);
         let secret = self
             .creds
             .issue(nsid)
             .map_err(|e| (Status::InternalError, e.to_string()))?;
-        tracing::info!(nsid, name = %name, "namespace created");
+        tracing::info!(nsid, name = %name, ?options, "namespace created");
         Ok(Reply::Created { nsid, secret })
+    }
+
+    pub(super) fn namespace_configure(&self, ns: u32, settings: NamespaceSettings) -> Outcome {
+        let options = options_of(&settings);
+        self.with_namespace(ns, |h| {
+            h.configure(options).map_err(engine)?;
+            Ok(Reply::Empty)
+        })?;
+        self.apply_shares(ns, &options.shares);
+        tracing::info!(nsid = ns, ?options, "namespace configured");
+        Ok(Reply::Empty)
     }
 
     pub(super) fn namespace_destroy(&self, ns: u32) -> Outcome {
@@ -27,6 +85,7 @@ impl Shared {
             m
         });
         self.metrics.forget(ns);
+        self.forget_shares(ns);
         self.submit_dedup(DedupWork::Forget { ns });
         self.creds
             .revoke(ns)
@@ -56,6 +115,7 @@ impl Shared {
         let doc = if ns == DEVICE_NSID {
             serde_json::to_vec(&self.device_stats())
         } else {
+            // Counters, space and settings (used_bytes, capacity, shares, ...).
             let mut doc = serde_json::to_value(self.namespace(ns)?.stats().map_err(engine)?)
                 .map_err(|e| (Status::InternalError, e.to_string()))?;
             if let (Some(d), Some(obj)) = (&self.dedup, doc.as_object_mut()) {

@@ -112,6 +112,8 @@ impl Shared {
         for w in pending {
             shared.queue_dedup(w);
         }
+        // Shares are kept by the engine across restarts: the scheduler gets them back.
+        shared.apply_kept_shares();
         shared
     }
 
@@ -190,7 +192,8 @@ impl Shared {
             Request::IndexDrop { attr } => self.index_drop(ns, &attr),
             Request::IndexList => self.index_list(ns),
             Request::Query { query } => self.query(ns, &query),
-            Request::NamespaceCreate { name } => self.namespace_create(&name),
+            Request::NamespaceCreate { name, settings } => self.namespace_create(&name, settings),
+            Request::NamespaceConfigure { settings } => self.namespace_configure(ns, settings),
             Request::NamespaceDestroy => self.namespace_destroy(ns),
             Request::NamespaceList => self.namespace_list(),
             Request::Stats => self.stats(ns),

@@ -103,7 +103,14 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             .namespaces
             .live
             .iter()
-            .map(|(id, name)| (*id, Arc::new(NsEntry::new(*id, name, page_size))))
+            .map(|(id, name)| {
+                let e = NsEntry::new(*id, name, page_size);
+                *e.options.write() = versions.namespaces.options_of(*id);
+                let (records, index) = versions.namespaces.usage_of(*id);
+                e.used
+                    .store(records + index, std::sync::atomic::Ordering::Relaxed);
+                (*id, Arc::new(e))
+            })
             .collect(),
         dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
         retired: Vec::new(),
@@ -140,6 +147,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         manifest_in_doubt: AtomicBool::new(false),
         snapshots: Snapshots::default(),
         prefetcher: std::sync::OnceLock::new(),
+        space: Default::default(),
         opts: options,
     });
     let mut threads = Vec::new();

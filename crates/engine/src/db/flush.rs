@@ -2,6 +2,7 @@
 
 use super::namespaces::dead_bytes_by_segment;
 use super::supersede::retire_index_entries;
+use super::usage::flush_usage;
 use super::{Inner, SuperVersion};
 use crate::compaction::{OutputParams, Retention, SnapshotFloors, TableSink};
 use crate::error::{IoContext, Result};
@@ -115,6 +116,12 @@ impl Inner {
             &self.vlog_reader,
             &self.counters,
         )?;
+        let usage = flush_usage(
+            &frozen.mem,
+            &self.super_version().version,
+            &dead,
+            &self.counters,
+        )?;
         let (props, dropped) = flush_memtable(
             self.storage.as_ref(),
             &frozen.mem,
@@ -127,13 +134,14 @@ impl Inner {
         // Earlier segments were synced when the log moved past them.
         frozen.log_sync.sync()?;
         self.storage.sync_dir().ctx("database directory")?;
-        let edit = VersionEdit {
+        let mut edit = VersionEdit {
             log_start: Some(frozen.log_end),
             last_seq: Some(frozen.mem.max_seq()),
             added: props.into_iter().map(|p| (0, p)).collect(),
             vlog_dead: dead_bytes_by_segment(&dropped),
             ..VersionEdit::default()
         };
+        usage.into_edit(&mut edit);
         self.install(edit, Some(&frozen))?;
         self.gc.liveness.mark_dead(&dropped);
         self.retire_flushed_segments(frozen.mem.max_seq());
@@ -169,7 +177,11 @@ impl Inner {
     /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
     pub(super) fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
         let mut vs = self.versions.lock();
+        let usage_moved = !edit.usage_delta.is_empty() || !edit.destroyed_ns.is_empty();
         let version = self.log_edit(&mut vs, edit)?;
+        if usage_moved {
+            self.refresh_usage(&vs.namespaces);
+        }
         let _update = self.sv_update.lock();
         let sv = self.sv.load();
         let imm = sv

@@ -277,7 +277,9 @@ impl Inner {
     pub(super) fn retire_segment(&self, seg: u64) {
         self.vlog_reader.retire(seg);
         self.gc.liveness.forget(seg);
-        self.versions.lock().vlog_dead.remove(&seg);
+        let mut vs = self.versions.lock();
+        vs.vlog_dead.remove(&seg);
+        vs.namespaces.forget_segment(seg);
     }
 
     /// Retires the collected segments waiting for the writes up to `flushed` to be flushed.

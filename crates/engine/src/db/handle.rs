@@ -5,11 +5,13 @@
 
 use super::indexes::IndexInfo;
 use super::namespaces::NsEntry;
+use super::usage::Usage;
 use super::Inner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::index::IndexKind;
 use crate::key::{Kind, Nsid};
+use crate::namespace_options::NamespaceOptions;
 use crate::options::WriteOptions;
 use crate::stats::NamespaceStats;
 use std::sync::Arc;
@@ -109,16 +111,29 @@ impl Namespace {
         self.inner.list_indexes(&self.entry)
     }
 
-    /// Counters and tree shape of this namespace.
-    pub fn stats(&self) -> Result<NamespaceStats> {
-        self.inner.namespace_stats(&self.entry)
+    /// The namespace's settings: its capacity and I/O shares.
+    pub fn options(&self) -> NamespaceOptions {
+        *self.entry.options.read()
     }
 
-    /// How often this namespace's tree was consolidated into one sorted run while it was
-    /// idle, and the bytes that wrote.
-    pub fn consolidation_stats(&self) -> Result<crate::stats::ConsolidationStats> {
-        self.entry.check_live()?;
-        Ok(self.entry.counters.consolidation_stats())
+    /// Gives the namespace new settings (validated, kept in the manifest). A capacity below
+    /// what it uses is allowed: it only refuses further growth until deletes give space back.
+    pub fn configure(&self, options: NamespaceOptions) -> Result<()> {
+        self.inner.configure_namespace(&self.entry, options)
+    }
+
+    /// Flushes, then returns the live bytes kept (what `stats().space` shows) and a recount
+    /// of the same tables (its records and index entries scanned), equal unless the
+    /// accounting is wrong: background writes (a value-log GC's) cannot come between them.
+    pub fn check_usage(&self) -> Result<(Usage, Usage)> {
+        self.inner.recount_usage(&self.entry)
+    }
+
+    /// Counters, tree shape, space and settings of this namespace.
+    pub fn stats(&self) -> Result<NamespaceStats> {
+        let mut s = self.inner.namespace_stats(&self.entry)?;
+        s.space = self.inner.namespace_space(&self.entry)?;
+        Ok(s)
     }
 
     /// Compacts every table of this namespace holding keys in `[start, end]` (`None` =

@@ -70,7 +70,7 @@ pub struct IndexInfo {
 }
 
 /// Inserts into `mem` the entries `indexes` derive from the put of `value` at `pk`, stored
-/// at `addr`, at `seq`.
+/// at `addr`, at `seq`; returns their bytes (keys and payloads).
 pub(super) fn derive_entries(
     mem: &Memtable,
     indexes: &[Arc<LiveIndex>],
@@ -78,16 +78,18 @@ pub(super) fn derive_entries(
     value: &[u8],
     addr: key::ValueAddr,
     seq: SeqNo,
-) {
+) -> u64 {
     if indexes.is_empty() {
-        return;
+        return 0;
     }
+    let mut bytes = 0u64;
     let attrs: Vec<&AttrPath> = indexes.iter().map(|i| &i.attr).collect();
     for (idx, sk) in indexes.iter().zip(extract(value, &attrs)) {
         if let Some(sk) = sk {
             let mut user = idx.def.id.to_be_bytes().to_vec();
             user.extend_from_slice(&entry_key(&sk, pk));
             let value = Bytes::from(entry_payload(idx.def.kind, addr, seq));
+            bytes += (user.len() - key::NSID_LEN + value.len()) as u64;
             mem.insert(
                 Bytes::from(user),
                 seq,
@@ -99,6 +101,7 @@ pub(super) fn derive_entries(
             );
         }
     }
+    bytes
 }
 
 /// Entries a backfill inserts under one hold of the writer lock.
@@ -221,7 +224,8 @@ impl Inner {
                         // At the record's own seqno: snapshots see the entry exactly when
                         // they see the record, and a write after the index's creation, with
                         // its own entry for the same key, is newer.
-                        derive_entries(&mem, &one, &pk, &value, addr, at);
+                        let bytes = derive_entries(&mem, &one, &pk, &value, addr, at);
+                        mem.charge(e.id, bytes);
                     }
                 }
                 if done {

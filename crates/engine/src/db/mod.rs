@@ -18,6 +18,7 @@ mod recovery;
 mod settle;
 mod snapshot;
 mod supersede;
+mod usage;
 mod write;
 
 pub use builder::DbBuilder;
@@ -29,6 +30,7 @@ pub use query::{FindOptions, TopOptions};
 pub use query_doc::QueryOutput;
 pub use readable::Readable;
 pub use snapshot::Snapshot;
+pub use usage::{NamespaceSpace, Usage};
 
 use self::background::Background;
 use self::flush::Frozen;
@@ -106,6 +108,8 @@ struct Inner {
     manifest_in_doubt: AtomicBool,
     /// Seqnos live snapshots read at, per namespace.
     snapshots: Snapshots,
+    /// The storage's free space as last asked (the device-wide reserve).
+    space: usage::SpaceGauge,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
 }
@@ -148,9 +152,20 @@ impl Db {
         self.inner.sync_log()
     }
 
-    /// Creates a namespace and returns a handle to it. Ids are never reused.
+    /// Creates a namespace with the default settings (no capacity, equal shares) and
+    /// returns a handle to it. Ids are never reused.
     pub fn create_namespace(&self, name: &str) -> Result<Namespace> {
-        let entry = self.inner.create_namespace(name)?;
+        self.create_namespace_with(name, crate::NamespaceOptions::default())
+    }
+
+    /// Creates a namespace with `options` (validated; kept in the manifest) and returns a
+    /// handle to it.
+    pub fn create_namespace_with(
+        &self,
+        name: &str,
+        options: crate::NamespaceOptions,
+    ) -> Result<Namespace> {
+        let entry = self.inner.create_namespace(name, options)?;
         Ok(Namespace::new(self.inner.clone(), entry))
     }
 

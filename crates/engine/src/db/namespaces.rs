@@ -3,6 +3,7 @@
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
+use crate::namespace_options::NamespaceOptions;
 use crate::options::Layout;
 use crate::stats::{Counters, LevelStats, NamespaceStats};
 use crate::version::{TableHandle, VersionEdit, RUNS};
@@ -26,6 +27,10 @@ pub(super) struct NsEntry {
     pub(super) last_write_ms: AtomicU64,
     /// A seqno at or above its last write's.
     pub(super) last_write_seq: AtomicU64,
+    /// Its settings, as the manifest keeps them.
+    pub(super) options: parking_lot::RwLock<NamespaceOptions>,
+    /// Its live bytes (records and index entries) as of the last flush.
+    pub(super) used: AtomicU64,
 }
 
 impl NsEntry {
@@ -38,6 +43,8 @@ impl NsEntry {
             list_counters: Arc::new(Counters::new(page_size)),
             last_write_ms: AtomicU64::new(0),
             last_write_seq: AtomicU64::new(0),
+            options: Default::default(),
+            used: AtomicU64::new(0),
         }
     }
 
@@ -84,8 +91,13 @@ impl Inner {
         }
     }
 
-    pub(super) fn create_namespace(&self, name: &str) -> Result<Arc<NsEntry>> {
+    pub(super) fn create_namespace(
+        &self,
+        name: &str,
+        options: NamespaceOptions,
+    ) -> Result<Arc<NsEntry>> {
         self.check_open()?;
+        options.validate()?;
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidArgument(
                 "a namespace name has 1 to 255 bytes".into(),
@@ -104,12 +116,38 @@ impl Inner {
             VersionEdit {
                 created_ns: vec![(ns, name.to_string())],
                 next_nsid: Some(ns + 1),
+                // Defaults need no record: a namespace without one has them.
+                ns_options: (options != NamespaceOptions::default())
+                    .then_some((ns, options))
+                    .into_iter()
+                    .collect(),
                 ..VersionEdit::default()
             },
         )?;
         let entry = Arc::new(NsEntry::new(ns, name, self.counters.page_size()));
+        *entry.options.write() = options;
         self.namespaces.write().live.insert(ns, entry.clone());
         Ok(entry)
+    }
+
+    /// Gives namespace `e` new settings (validated), kept in the manifest. A capacity below
+    /// what it uses refuses further growth only.
+    pub(super) fn configure_namespace(&self, e: &NsEntry, options: NamespaceOptions) -> Result<()> {
+        self.check_open()?;
+        e.check_live()?;
+        options.validate()?;
+        let mut vs = self.versions.lock();
+        // Checked under the manifest's lock: a destroy is logged under it too.
+        e.check_live()?;
+        self.log_edit(
+            &mut vs,
+            VersionEdit {
+                ns_options: vec![(e.id, options)],
+                ..VersionEdit::default()
+            },
+        )?;
+        *e.options.write() = options;
+        Ok(())
     }
 
     pub(super) fn destroy_namespace(&self, ns: Nsid) -> Result<()> {

@@ -239,8 +239,24 @@ pub(super) fn search_tables(
     snapshot: SeqNo,
     c: &Counters,
     clock: &mut StepClock<'_>,
-    mut cache: Option<&mut ProbeCache>,
+    cache: Option<&mut ProbeCache>,
 ) -> Result<Option<(usize, Kind, IndexValue)>> {
+    Ok(
+        search_tables_seq(version, ns, key, snapshot, c, clock, cache)?
+            .map(|(step, _, kind, iv)| (step, kind, iv)),
+    )
+}
+
+/// [`search_tables`] with the seqno of the version found.
+pub(super) fn search_tables_seq(
+    version: &Version,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+    clock: &mut StepClock<'_>,
+    mut cache: Option<&mut ProbeCache>,
+) -> Result<Option<(usize, SeqNo, Kind, IndexValue)>> {
     let mut seek = key::user_part(ns, key);
     let hash = filter_hash(&seek);
     key::push_trailer(&mut seek, snapshot, Kind::Put);
@@ -279,9 +295,9 @@ pub(super) fn search_tables(
             },
         };
         match found {
-            Some((_, kind, iv)) => {
+            Some((seq, kind, iv)) => {
                 clock.hit(step);
-                return Ok(Some((step, kind, iv)));
+                return Ok(Some((step, seq, kind, iv)));
             }
             None => clock.miss(step, probed),
         }

@@ -4,6 +4,7 @@ use super::flush::{flush_memtable, flush_params};
 use super::indexes::{derive_entries, IndexSet};
 use super::namespaces::dead_bytes_by_segment;
 use super::supersede::retire_index_entries;
+use super::usage::{flush_usage, recount_version};
 use crate::compaction::SnapshotFloors;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo};
@@ -25,7 +26,7 @@ pub(super) fn recover(
     let storage = ctx.storage.as_ref();
     let Recovered {
         mut version,
-        namespaces,
+        mut namespaces,
         mut next_file,
         mut last_seq,
         log_start,
@@ -41,6 +42,9 @@ pub(super) fn recover(
     let LogFiles { segments, empty } = scan_directory(storage, &version, &mut next_file)?;
     // Sums for segments GC has deleted (or versions dropped after their segment went).
     vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
+    for segs in namespaces.garbage.values_mut() {
+        segs.retain(|seg, _| segments.binary_search(seg).is_ok());
+    }
     let replay: Vec<u64> = segments
         .iter()
         .copied()
@@ -57,6 +61,7 @@ pub(super) fn recover(
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
         let vlog = VlogReader::new(ctx.storage.clone());
         retire_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
+        let usage = flush_usage(&mem, &version, &dead, &ctx.counters)?;
         let (props, dropped) = flush_memtable(
             storage,
             &mem,
@@ -77,6 +82,21 @@ pub(super) fn recover(
             ..VersionEdit::default()
         };
         version = version.apply(&edit, ctx).0;
+        // Into the snapshot of the new manifest, with the table (an untracked manifest is
+        // recounted below, from the tables alone).
+        usage.apply_to(&mut namespaces);
+    }
+    if !namespaces.usage_tracked {
+        let version = std::sync::Arc::new(version.clone());
+        let base = recount_version(&version, &namespaces, &ctx.counters)?;
+        tracing::info!(
+            ids = base.len(),
+            "recounted namespace usage of an older manifest"
+        );
+        namespaces.apply(&VersionEdit {
+            usage_base: Some(base),
+            ..VersionEdit::default()
+        });
     }
     // The manifest points replay at the new segment before the segment exists: a crash in
     // between leaves nothing to replay, never an old torn tail followed by a newer segment.
@@ -187,7 +207,8 @@ fn replay_log(
         let end = vlog::replay_segment(storage, seg, start, is_last, |r| {
             if r.seq > flushed_seq {
                 if r.kind == Kind::Put {
-                    derive_entries(mem, indexes.of(r.nsid), &r.key, &r.value, r.addr, r.seq);
+                    let _ =
+                        derive_entries(mem, indexes.of(r.nsid), &r.key, &r.value, r.addr, r.seq);
                 }
                 let mut user = Vec::with_capacity(4 + r.key.len());
                 user.extend_from_slice(&r.nsid.to_be_bytes());

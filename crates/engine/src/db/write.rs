@@ -89,6 +89,7 @@ impl Inner {
         if ops.is_empty() {
             return Ok(());
         }
+        self.check_room(e, ops)?;
         self.check_open()?;
         self.settle_manifest()?;
         let result = self.commit(e.id, ops, sync);
@@ -237,6 +238,7 @@ impl Inner {
         for g in group {
             let own = indexes.of(g.nsid);
             let buf = Bytes::from(g.buf);
+            let mut charged = 0u64;
             for s in &g.spans {
                 let key = &buf[s.key.clone()];
                 let mut user = Vec::with_capacity(4 + key.len());
@@ -253,7 +255,8 @@ impl Inner {
                     len: s.len as u32,
                 };
                 if s.kind == Kind::Put {
-                    derive_entries(&mem, own, key, &value, addr, seq);
+                    charged += (key.len() + value.len()) as u64;
+                    charged += derive_entries(&mem, own, key, &value, addr, seq);
                 }
                 mem.insert(
                     Bytes::from(user),
@@ -266,6 +269,7 @@ impl Inner {
                 );
                 seq += 1;
             }
+            mem.charge(g.nsid, charged);
             base += buf.len() as u64;
         }
         w.next_seq = seq;

@@ -165,6 +165,11 @@ pub trait Storage: Send + Sync + 'static {
     fn page_size(&self) -> u64 {
         4096
     }
+    /// `(total, free)` bytes of the medium the storage lives on, if it knows them (the
+    /// device-wide reserve is checked against them); `None`: unknown, no reserve applies.
+    fn space(&self) -> io::Result<Option<(u64, u64)>> {
+        Ok(None)
+    }
 }
 
 /// The `InvalidInput` error of a truncation to `len` of a file of `current` bytes, if any.

@@ -243,6 +243,31 @@ impl Storage for PosixStorage {
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
     }
+
+    fn space(&self) -> io::Result<Option<(u64, u64)>> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(self.dir.as_os_str().as_bytes())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: `path` is NUL-terminated and `st` has room for the result.
+        if unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: statvfs returned 0, so it filled `st`.
+        let st = unsafe { st.assume_init() };
+        // The field types are u32 on some 32-bit targets.
+        #[allow(clippy::useless_conversion)]
+        let (frag, blocks, avail) = (
+            u64::from(st.f_frsize),
+            u64::from(st.f_blocks),
+            u64::from(st.f_bavail),
+        );
+        // Free to an unprivileged writer (`f_bavail`), as `df` shows it.
+        Ok(Some((
+            blocks.saturating_mul(frag),
+            avail.saturating_mul(frag),
+        )))
+    }
 }
 
 #[cfg(test)]
@@ -250,6 +275,17 @@ mod tests {
     use super::*;
 
     const P: IoPurpose = IoPurpose::Other;
+
+    #[test]
+    fn space_is_the_file_systems() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixStorage::new(dir.path()).unwrap();
+        let (total, free) = fs
+            .space()
+            .unwrap()
+            .expect("posix storage reports its space");
+        assert!(total > 0 && free <= total, "{total} {free}");
+    }
 
     #[test]
     fn mmap_reads_see_what_appends_add_and_fail_past_the_end() {

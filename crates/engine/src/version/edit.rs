@@ -6,6 +6,7 @@ use super::namespaces::IndexDef;
 use crate::coding::{put_bytes, put_varint, Cursor};
 use crate::index_kind::IndexKind;
 use crate::key::Nsid;
+use crate::namespace_options::{IoShares, NamespaceOptions};
 use crate::table::TableProps;
 
 const TAG_LOG_START: u8 = 1;
@@ -19,6 +20,10 @@ const TAG_NEXT_NSID: u8 = 8;
 const TAG_VLOG_DEAD: u8 = 9;
 const TAG_CREATE_INDEX: u8 = 10;
 const TAG_INDEX_READY: u8 = 11;
+const TAG_NS_OPTIONS: u8 = 12;
+const TAG_USAGE_DELTA: u8 = 13;
+const TAG_USAGE_BASE: u8 = 14;
+const TAG_NS_GARBAGE: u8 = 15;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -43,6 +48,53 @@ pub struct VersionEdit {
     /// Indexes whose backfill completed.
     /// Indexes whose backfill completed, and the seqno from which snapshots can use them.
     pub ready_index: Vec<(Nsid, u64)>,
+    /// Settings given to namespaces (at create, or changed later): the latest wins.
+    pub ns_options: Vec<(Nsid, NamespaceOptions)>,
+    /// Change of live bytes per namespace or index id (a flush's, in the edit that installs
+    /// its table, so the figure and the tables move together).
+    pub usage_delta: Vec<(Nsid, i64)>,
+    /// Live bytes per id, replacing every figure before (a snapshot edit, or a recount);
+    /// `Some` also says the manifest tracks usage (an old one does not: it is recounted).
+    pub usage_base: Option<Vec<(Nsid, u64)>>,
+    /// Value-log bytes that became garbage, per namespace and segment.
+    pub ns_garbage: Vec<(Nsid, u64, u64)>,
+}
+
+fn put_options(out: &mut Vec<u8>, ns: Nsid, o: &NamespaceOptions) {
+    put_varint(out, u64::from(ns));
+    // A capacity is at least 1 byte: 0 says none.
+    put_varint(out, o.capacity.unwrap_or(0));
+    let s = &o.shares;
+    for v in [
+        s.reservation_ops,
+        s.reservation_bytes,
+        u64::from(s.weight),
+        s.limit_ops,
+        s.limit_bytes,
+    ] {
+        put_varint(out, v);
+    }
+}
+
+fn get_options(c: &mut Cursor) -> Option<(Nsid, NamespaceOptions)> {
+    let ns = Nsid::try_from(c.varint()?).ok()?;
+    let capacity = Some(c.varint()?).filter(|&b| b > 0);
+    let shares = IoShares {
+        reservation_ops: c.varint()?,
+        reservation_bytes: c.varint()?,
+        weight: u32::try_from(c.varint()?).ok()?,
+        limit_ops: c.varint()?,
+        limit_bytes: c.varint()?,
+    };
+    Some((ns, NamespaceOptions { capacity, shares }))
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
 impl VersionEdit {
@@ -85,6 +137,29 @@ impl VersionEdit {
             out.push(TAG_INDEX_READY);
             put_varint(&mut out, u64::from(id));
             put_varint(&mut out, seq);
+        }
+        for (ns, o) in &self.ns_options {
+            out.push(TAG_NS_OPTIONS);
+            put_options(&mut out, *ns, o);
+        }
+        if let Some(base) = &self.usage_base {
+            out.push(TAG_USAGE_BASE);
+            put_varint(&mut out, base.len() as u64);
+            for &(ns, bytes) in base {
+                put_varint(&mut out, u64::from(ns));
+                put_varint(&mut out, bytes);
+            }
+        }
+        for &(ns, d) in &self.usage_delta {
+            out.push(TAG_USAGE_DELTA);
+            put_varint(&mut out, u64::from(ns));
+            put_varint(&mut out, zigzag(d));
+        }
+        for &(ns, seg, bytes) in &self.ns_garbage {
+            out.push(TAG_NS_GARBAGE);
+            put_varint(&mut out, u64::from(ns));
+            put_varint(&mut out, seg);
+            put_varint(&mut out, bytes);
         }
         for &(seg, bytes) in &self.vlog_dead {
             out.push(TAG_VLOG_DEAD);
@@ -156,6 +231,22 @@ impl VersionEdit {
                 TAG_INDEX_READY => e
                     .ready_index
                     .push((Nsid::try_from(c.varint()?).ok()?, c.varint()?)),
+                TAG_NS_OPTIONS => e.ns_options.push(get_options(&mut c)?),
+                TAG_USAGE_BASE => {
+                    let n = c.varint()?;
+                    let mut base = Vec::new();
+                    for _ in 0..n {
+                        base.push((Nsid::try_from(c.varint()?).ok()?, c.varint()?));
+                    }
+                    e.usage_base = Some(base);
+                }
+                TAG_USAGE_DELTA => e
+                    .usage_delta
+                    .push((Nsid::try_from(c.varint()?).ok()?, unzigzag(c.varint()?))),
+                TAG_NS_GARBAGE => {
+                    e.ns_garbage
+                        .push((Nsid::try_from(c.varint()?).ok()?, c.varint()?, c.varint()?))
+                }
                 _ => return None,
             }
         }
@@ -198,6 +289,22 @@ mod tests {
                 ready: None,
             }],
             ready_index: vec![(5, 77)],
+            ns_options: vec![(
+                3,
+                NamespaceOptions {
+                    capacity: Some(1 << 30),
+                    shares: IoShares {
+                        reservation_ops: 100,
+                        reservation_bytes: 0,
+                        weight: 3,
+                        limit_ops: 1000,
+                        limit_bytes: 1 << 20,
+                    },
+                },
+            )],
+            usage_delta: vec![(3, -42), (5, i64::MAX), (6, i64::MIN)],
+            usage_base: Some(vec![(3, 1000), (5, 0)]),
+            ns_garbage: vec![(3, 9, 4096)],
         };
         assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
         assert_eq!(VersionEdit::decode(&[99]), None);

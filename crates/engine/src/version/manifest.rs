@@ -96,6 +96,11 @@ impl VersionSet {
             destroyed: Default::default(),
             next: 0,
             indexes: Default::default(),
+            options: Default::default(),
+            usage: Default::default(),
+            // Until an edit says so: a manifest of an older engine does not.
+            usage_tracked: false,
+            garbage: Default::default(),
         };
         let (mut next_file, mut last_seq, mut log_start) = (0, 0, (0, 0));
         let mut vlog_dead = BTreeMap::new();

@@ -3,6 +3,7 @@
 use super::VersionEdit;
 use crate::index_kind::IndexKind;
 use crate::key::{Nsid, DEFAULT_NS};
+use crate::namespace_options::NamespaceOptions;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Live namespaces by id, destroyed ids, and the next id to hand out (never reused).
@@ -14,6 +15,16 @@ pub struct Namespaces {
     pub next: Nsid,
     /// Live indexes by their id.
     pub indexes: BTreeMap<Nsid, IndexDef>,
+    /// Settings of the namespaces given any (the others have the defaults).
+    pub options: BTreeMap<Nsid, NamespaceOptions>,
+    /// Live bytes (keys and values of the newest versions, tombstones none) per namespace
+    /// and per index, as of the last flush.
+    pub usage: BTreeMap<Nsid, u64>,
+    /// The manifest tracks usage; a manifest written before it did is recounted at open.
+    pub usage_tracked: bool,
+    /// Value-log bytes of superseded or deleted versions, per namespace and segment, in
+    /// segments GC has not collected yet.
+    pub garbage: BTreeMap<Nsid, BTreeMap<u64, u64>>,
 }
 
 impl Default for Namespaces {
@@ -24,6 +35,10 @@ impl Default for Namespaces {
             destroyed: BTreeSet::new(),
             next: DEFAULT_NS + 1,
             indexes: BTreeMap::new(),
+            options: BTreeMap::new(),
+            usage: BTreeMap::new(),
+            usage_tracked: true,
+            garbage: BTreeMap::new(),
         }
     }
 }
@@ -43,9 +58,32 @@ impl Namespaces {
                 d.ready = Some(*seq);
             }
         }
+        for (ns, o) in &edit.ns_options {
+            self.options.insert(*ns, *o);
+        }
+        if let Some(base) = &edit.usage_base {
+            self.usage = base.iter().copied().collect();
+            self.usage_tracked = true;
+        }
+        for &(ns, d) in &edit.usage_delta {
+            // A flush that raced a destroy still reports the destroyed id: nothing to keep.
+            if self.live.contains_key(&ns) || self.indexes.contains_key(&ns) {
+                let u = self.usage.entry(ns).or_default();
+                *u = u.saturating_add_signed(d);
+            }
+        }
+        for &(ns, seg, bytes) in &edit.ns_garbage {
+            if self.live.contains_key(&ns) {
+                let g = self.garbage.entry(ns).or_default().entry(seg).or_default();
+                *g = g.saturating_add(bytes);
+            }
+        }
         for ns in &edit.destroyed_ns {
             self.live.remove(ns);
             self.indexes.remove(ns);
+            self.options.remove(ns);
+            self.usage.remove(ns);
+            self.garbage.remove(ns);
             self.destroyed.insert(*ns);
             self.next = self.next.max(ns.saturating_add(1));
         }
@@ -65,6 +103,42 @@ impl Namespaces {
             .values()
             .filter_map(|d| Some((d.id, d.ready?)))
             .collect();
+        edit.ns_options = self.options.iter().map(|(k, v)| (*k, *v)).collect();
+        if self.usage_tracked {
+            edit.usage_base = Some(self.usage.iter().map(|(k, v)| (*k, *v)).collect());
+        }
+        edit.ns_garbage = self
+            .garbage
+            .iter()
+            .flat_map(|(ns, segs)| segs.iter().map(move |(s, b)| (*ns, *s, *b)))
+            .collect();
+    }
+
+    /// The settings of namespace `ns` (the defaults if it was given none).
+    pub fn options_of(&self, ns: Nsid) -> NamespaceOptions {
+        self.options.get(&ns).copied().unwrap_or_default()
+    }
+
+    /// Live bytes of namespace `ns`: its records and its indexes' entries.
+    pub fn usage_of(&self, ns: Nsid) -> (u64, u64) {
+        let records = self.usage.get(&ns).copied().unwrap_or(0);
+        let index = self
+            .indexes_of(ns)
+            .map(|d| self.usage.get(&d.id).copied().unwrap_or(0))
+            .sum();
+        (records, index)
+    }
+
+    /// Value-log garbage of namespace `ns`, in bytes.
+    pub fn garbage_of(&self, ns: Nsid) -> u64 {
+        self.garbage.get(&ns).map_or(0, |s| s.values().sum())
+    }
+
+    /// Segment `seg` is gone (collected): its garbage with it.
+    pub fn forget_segment(&mut self, seg: u64) {
+        for segs in self.garbage.values_mut() {
+            segs.remove(&seg);
+        }
     }
 
     /// The indexes of namespace `ns`.

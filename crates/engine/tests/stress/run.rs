@@ -183,6 +183,18 @@ impl Session {
                 let got = ns.list_indexes().map_err(|e| e.to_string())?;
                 check_indexes(&got, m)?;
             }
+            // Alone on the database: the usage the flushes kept equals a recount (which
+            // flushes first). A recount that fails (an injected fault) proves nothing.
+            if self.exclusive {
+                if let Ok((kept, counted)) = ns.check_usage() {
+                    cov("Namespace::check_usage");
+                    if kept != counted {
+                        return Err(format!(
+                            "slot {i}: usage kept {kept:?} != recount {counted:?}"
+                        ));
+                    }
+                }
+            }
         }
         if self.exclusive {
             let mut want: Vec<u32> = self

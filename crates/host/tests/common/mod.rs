@@ -334,6 +334,10 @@ impl Device {
             | Request::Query { .. } => {
                 refuse(Status::InvalidOpcode, "the fake device has no indexes")
             }
+            Request::NamespaceConfigure { .. } => refuse(
+                Status::InvalidOpcode,
+                "the fake device has no namespace settings",
+            ),
             Request::Authenticate { secret } => authenticate(&st, session, nsid, &secret),
             Request::Identify => Ok(Reply::Identify(id)),
             Request::Stats => stats(&st, session, nsid, may_access),
@@ -453,7 +457,7 @@ fn authenticate(st: &Store, session: &mut Session, nsid: u32, secret: &[u8]) -> 
 /// Namespace create, destroy and list (the admin's).
 fn namespaces(st: &mut Store, nsid: u32, request: Request) -> Outcome {
     match request {
-        Request::NamespaceCreate { name } => {
+        Request::NamespaceCreate { name, .. } => {
             if st.namespaces.values().any(|ns| ns.name == name) {
                 return refuse(Status::NamespaceExists, format!("{name} exists"));
             }

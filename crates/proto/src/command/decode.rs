@@ -1,9 +1,9 @@
 //! Request frames into commands, one decoder per opcode (or per opcodes of one layout).
 
 use super::{
-    check_attr, check_name, end, get_key, Command, Opcode, Request, StoreMode, INDEX_VAS,
-    ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN, STORE_ONLY_IF_ABSENT,
-    STORE_ONLY_IF_PRESENT, STORE_SYNC,
+    check_attr, check_name, end, get_key, Command, NamespaceSettings, Opcode, Request, StoreMode,
+    INDEX_VAS, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN, NS_CREATE_SETTINGS,
+    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
 use crate::error::ProtoError;
 use crate::frame::Frame;
@@ -21,7 +21,13 @@ impl Command {
             Opcode::Retrieve | Opcode::Delete | Opcode::Exist => keyed(opcode, body)?,
             Opcode::List => list(flags, body)?,
             Opcode::Authenticate => authenticate(body)?,
-            Opcode::NamespaceCreate => namespace_create(&body)?,
+            Opcode::NamespaceCreate => namespace_create(flags, body)?,
+            Opcode::NamespaceConfigure => {
+                let mut body = body;
+                let settings = NamespaceSettings::decode(&mut body)?;
+                end(&body)?;
+                Request::NamespaceConfigure { settings }
+            }
             Opcode::IterOpen => iter_open(flags, body)?,
             Opcode::IterNext => iter_next(body)?,
             Opcode::IterClose => iter_close(body)?,
@@ -48,6 +54,7 @@ fn flags(opcode: Opcode, word: u16) -> Result<u8, ProtoError> {
         Opcode::List => u16::from(LIST_START_EXCLUSIVE),
         Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
         Opcode::IndexCreate => u16::from(INDEX_VAS),
+        Opcode::NamespaceCreate => u16::from(NS_CREATE_SETTINGS),
         _ => 0,
     };
     if word & !allowed != 0 {
@@ -108,12 +115,17 @@ fn authenticate(body: Bytes) -> Result<Request, ProtoError> {
     Ok(Request::Authenticate { secret: body })
 }
 
-fn namespace_create(body: &[u8]) -> Result<Request, ProtoError> {
-    check_name(body)?;
-    let name = std::str::from_utf8(body)
+fn namespace_create(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
+    let settings = match flags & NS_CREATE_SETTINGS {
+        0 => None,
+        _ => Some(NamespaceSettings::decode(&mut body)?),
+    };
+    check_name(&body)?;
+    let name = std::str::from_utf8(&body)
         .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
     Ok(Request::NamespaceCreate {
         name: name.to_string(),
+        settings,
     })
 }
 

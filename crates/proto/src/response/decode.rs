@@ -53,6 +53,7 @@ fn success(opcode: Opcode, body: Bytes) -> Result<Reply, ProtoError> {
         | Opcode::Exist
         | Opcode::Authenticate
         | Opcode::NamespaceDestroy
+        | Opcode::NamespaceConfigure
         | Opcode::IterClose
         | Opcode::IndexCreate
         | Opcode::IndexDrop => {

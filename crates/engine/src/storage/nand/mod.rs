@@ -209,4 +209,8 @@ impl Storage for NandStorage {
     fn page_size(&self) -> u64 {
         self.device.config.page_size as u64
     }
+
+    fn space(&self) -> io::Result<Option<(u64, u64)>> {
+        self.inner.space()
+    }
 }

@@ -1,0 +1,422 @@
+//! Space accounting per namespace: live bytes, value-log garbage, capacities and the
+//! device-wide reserve (docs/quotas.md).
+//!
+//! A namespace's live bytes are the key and value bytes of the newest version of each of its
+//! keys (a tombstone counts 0), plus the same of its indexes' entries. Writes stay blind: the
+//! flush that writes a memtable finds, for each key in it, the newest version in the tables
+//! (the lookup `supersede` makes for indexed namespaces, made for every key) and puts the
+//! difference in the edit that installs the table: the figure and the tables move together,
+//! through a crash too (the log replay re-creates what was not flushed, and its flush counts
+//! it). A version's size comes from its table entry (the value-log address holds the record's
+//! length); no value is read.
+//!
+//! Garbage: value-log bytes of versions superseded (by a newer put or a delete) in segments GC
+//! has not collected yet, counted when the flush that supersedes them runs.
+
+use super::namespaces::NsEntry;
+use super::read::{search_tables_seq, ProbeCache, StepClock};
+use super::{Inner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, NSID_LEN};
+use crate::memtable::{MemValue, Memtable};
+use crate::options::DEFAULT_RESERVE_MAX;
+use crate::stats::Counters;
+use crate::version::{Namespaces, Version, VersionEdit};
+use crate::vlog::RECORD_HEADER_LEN;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A namespace's live bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Keys and values of its records.
+    pub records: u64,
+    /// Keys and payloads of its indexes' entries.
+    pub index: u64,
+}
+
+impl Usage {
+    /// Every live byte: what its capacity bounds.
+    pub fn total(&self) -> u64 {
+        self.records.saturating_add(self.index)
+    }
+}
+
+/// A namespace's space and settings, part of its [`NamespaceStats`](crate::NamespaceStats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NamespaceSpace {
+    /// Live bytes: keys and values of its records' newest versions and its index entries,
+    /// as of the last flush.
+    pub used_bytes: u64,
+    /// The part of `used_bytes` its index entries take.
+    pub index_bytes: u64,
+    /// Bytes written since the last flush (counted as new until the flush compares them).
+    pub pending_bytes: u64,
+    /// Value-log bytes of its superseded and deleted versions GC has not collected yet.
+    pub garbage_bytes: u64,
+    /// Its capacity (`None`: bounded by the device only).
+    pub capacity: Option<u64>,
+    /// Its I/O shares.
+    pub shares: crate::IoShares,
+}
+
+/// Bytes (key without its namespace, value) of a version as a table stores it.
+fn table_size(pk_len: usize, iv: &IndexValue) -> u64 {
+    match iv {
+        // The record's length is its header, key and value.
+        IndexValue::Addr { addr, .. } => {
+            u64::from(addr.len).saturating_sub(RECORD_HEADER_LEN as u64)
+        }
+        IndexValue::Table(v) => (pk_len + v.len()) as u64,
+        IndexValue::Tombstone => 0,
+    }
+}
+
+/// Bytes of a memtable version of `user` (namespace included).
+fn mem_size(user: &[u8], v: &MemValue) -> u64 {
+    match v.kind {
+        Kind::Put => (user.len().saturating_sub(NSID_LEN) + v.value.len()) as u64,
+        _ => 0,
+    }
+}
+
+/// What a flush changes: live bytes per namespace or index id, garbage per namespace and
+/// segment.
+#[derive(Default)]
+pub(super) struct FlushUsage {
+    delta: BTreeMap<Nsid, i64>,
+    garbage: BTreeMap<(Nsid, u64), u64>,
+}
+
+impl FlushUsage {
+    fn garbage(&mut self, ns: Nsid, addr: key::ValueAddr) {
+        if !addr.is_none() {
+            *self.garbage.entry((ns, addr.segment)).or_default() += u64::from(addr.len);
+        }
+    }
+
+    /// Puts the changes into the edit that installs the flush's table.
+    pub(super) fn into_edit(self, edit: &mut VersionEdit) {
+        edit.usage_delta = self.delta.into_iter().filter(|(_, d)| *d != 0).collect();
+        edit.ns_garbage = self
+            .garbage
+            .into_iter()
+            .map(|((ns, seg), b)| (ns, seg, b))
+            .collect();
+    }
+
+    /// Applies the changes to `namespaces` (recovery, before its new manifest).
+    pub(super) fn apply_to(self, namespaces: &mut Namespaces) {
+        let mut edit = VersionEdit::default();
+        self.into_edit(&mut edit);
+        namespaces.apply(&edit);
+    }
+}
+
+/// The changes the flush of `mem` (frozen, its index tombstones in) makes on top of `version`;
+/// namespaces in `dead` are skipped. One table lookup per key.
+pub(super) fn flush_usage(
+    mem: &Memtable,
+    version: &Version,
+    dead: &HashSet<Nsid>,
+    c: &Counters,
+) -> Result<FlushUsage> {
+    let mut out = FlushUsage::default();
+    // Background lookups: they stay out of the gets' cost model.
+    let scratch = Counters::default();
+    let mut clock = StepClock::new(&scratch);
+    let mut probes = ProbeCache::default();
+    let mut entries = mem.iter().peekable();
+    while let Some((k, v)) = entries.next() {
+        let ns = key::ikey_nsid(&k.user);
+        let new = mem_size(&k.user, &v);
+        // Older versions in the same memtable: superseded before they reach a table.
+        while let Some((_, ov)) = entries.next_if(|(n, _)| n.user == k.user) {
+            if ov.kind == Kind::Put {
+                out.garbage(ns, ov.addr);
+            }
+        }
+        if dead.contains(&ns) {
+            continue;
+        }
+        let pk = &k.user[NSID_LEN..];
+        // The newest version in the tables, whatever its seqno: an index backfill puts
+        // entries at their record's (older) seqno, and may put one the tables hold already.
+        let found = search_tables_seq(
+            version,
+            ns,
+            pk,
+            SeqNo::MAX,
+            c,
+            &mut clock,
+            Some(&mut probes),
+        )?;
+        let old = match found {
+            // As new as this flush's: the flush changes nothing of this key.
+            Some((_, seq, ..)) if seq >= k.seq => continue,
+            Some((_, _, Kind::Put, iv)) => {
+                if let IndexValue::Addr { addr, .. } = &iv {
+                    out.garbage(ns, *addr);
+                }
+                table_size(pk.len(), &iv)
+            }
+            _ => 0,
+        };
+        let d = out.delta.entry(ns).or_default();
+        *d = d.saturating_add(new as i64 - old as i64);
+    }
+    Ok(out)
+}
+
+/// Live bytes of id `ns` (a namespace's records, or an index's entries) in `sv` at `seq`.
+fn count(sv: &SuperVersion, ns: Nsid, seq: SeqNo, c: &Arc<Counters>) -> Result<u64> {
+    let config = crate::table::IterConfig {
+        fill_cache: false,
+        readahead: None,
+    };
+    let mut scan = sv.scan(ns, seq, c, &config)?;
+    scan.seek(&[])?;
+    let mut total = 0u64;
+    while scan.valid() {
+        if scan.kind() == Kind::Put {
+            let iv = scan
+                .index_value()
+                .ok_or_else(|| Error::corruption("table", 0, "a recount met a malformed entry"))?;
+            total = total.saturating_add(table_size(scan.key().len(), &iv));
+        }
+        scan.next()?;
+    }
+    Ok(total)
+}
+
+/// Live bytes of every id `namespaces` holds (namespaces and indexes) in `version` alone:
+/// the recount of a manifest written before usage was tracked.
+pub(super) fn recount_version(
+    version: &Arc<Version>,
+    namespaces: &Namespaces,
+    c: &Arc<Counters>,
+) -> Result<Vec<(Nsid, u64)>> {
+    let sv = SuperVersion {
+        mem: Arc::new(Memtable::new(4096)),
+        imm: Vec::new(),
+        version: version.clone(),
+    };
+    let ids = namespaces.live.keys().chain(namespaces.indexes.keys());
+    ids.map(|&ns| Ok((ns, count(&sv, ns, SeqNo::MAX, c)?)))
+        .collect()
+}
+
+/// The storage's free space, asked at most every [`SpaceGauge::EVERY`]; read by every write
+/// without a lock.
+#[derive(Default)]
+pub(super) struct SpaceGauge {
+    /// Microseconds after the database opened when it was asked last, plus 1 (0: never).
+    asked_at: AtomicU64,
+    /// The storage said how large it is (else no reserve applies).
+    known: AtomicBool,
+    total: AtomicU64,
+    free: AtomicU64,
+}
+
+impl SpaceGauge {
+    /// A statvfs per write would cost more than the write; space moves slowly.
+    const EVERY: Duration = Duration::from_millis(50);
+
+    /// `(total, free)` as last asked; asks `storage` again (one caller at a time) when the
+    /// answer is older than [`EVERY`](Self::EVERY).
+    fn read(&self, storage: &dyn crate::storage::Storage, now: Duration) -> Option<(u64, u64)> {
+        let now = now.as_micros() as u64 + 1;
+        let at = self.asked_at.load(Ordering::Acquire);
+        let due = at == 0 || now.saturating_sub(at) >= Self::EVERY.as_micros() as u64;
+        if due
+            && self
+                .asked_at
+                .compare_exchange(at, now, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            // A storage that cannot say has no reserve; a failed ask refuses nothing.
+            match storage.space().ok().flatten() {
+                Some((total, free)) => {
+                    self.total.store(total, Ordering::Relaxed);
+                    self.free.store(free, Ordering::Relaxed);
+                    self.known.store(true, Ordering::Release);
+                }
+                None => self.known.store(false, Ordering::Release),
+            }
+        }
+        self.known.load(Ordering::Acquire).then(|| {
+            (
+                self.total.load(Ordering::Relaxed),
+                self.free.load(Ordering::Relaxed),
+            )
+        })
+    }
+}
+
+impl Inner {
+    /// Refuses a write of `ops` into `e` that puts bytes (deletes are never refused): past
+    /// the namespace's capacity, or with the storage's free space below the reserve. Bytes
+    /// not flushed yet count as new (an upper bound); a refusal with such bytes flushes and
+    /// checks once more, and a last refusal credits the versions the write replaces (one
+    /// lookup per key, near the capacity only), so overwrites are not refused wrongly.
+    pub(super) fn check_room(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
+        let bytes: u64 = ops
+            .iter()
+            .filter(|(kind, ..)| *kind == Kind::Put)
+            .map(|(_, k, v)| (k.len() + v.len()) as u64)
+            .sum();
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_reserve()?;
+        let Some(capacity) = e.options.read().capacity else {
+            return Ok(());
+        };
+        let mut flushed = false;
+        loop {
+            let used = e.used.load(Ordering::Acquire);
+            let pending = self.pending_bytes(e.id);
+            let need = used.saturating_add(pending).saturating_add(bytes);
+            if need <= capacity {
+                return Ok(());
+            }
+            if pending > 0 && !flushed {
+                self.flush()?;
+                flushed = true;
+                continue;
+            }
+            if need.saturating_sub(self.replaced_bytes(e, ops)?) <= capacity {
+                return Ok(());
+            }
+            return Err(self.over(e.id, used, pending, bytes, capacity));
+        }
+    }
+
+    /// Bytes of the current versions of the keys `ops` puts (each key once).
+    fn replaced_bytes(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<u64> {
+        let keys: HashSet<&[u8]> = ops
+            .iter()
+            .filter(|(kind, ..)| *kind == Kind::Put)
+            .map(|(_, k, _)| *k)
+            .collect();
+        let mut total = 0u64;
+        for k in keys {
+            let Some(hit) = self.lookup(e.id, k, None, &e.list_counters)? else {
+                continue;
+            };
+            if hit.kind != Kind::Put {
+                continue;
+            }
+            total += match (&hit.value, hit.addr) {
+                (Some(v), _) => (k.len() + v.len()) as u64,
+                (None, Some(a)) => u64::from(a.len).saturating_sub(RECORD_HEADER_LEN as u64),
+                (None, None) => 0,
+            };
+        }
+        Ok(total)
+    }
+
+    fn over(&self, ns: Nsid, used: u64, pending: u64, write: u64, capacity: u64) -> Error {
+        Error::CapacityExceeded {
+            ns,
+            used,
+            pending,
+            write,
+            capacity,
+        }
+    }
+
+    /// Bytes put into `ns` and not flushed yet.
+    pub(super) fn pending_bytes(&self, ns: Nsid) -> u64 {
+        let sv = self.super_version_brief();
+        sv.mem.charged(ns) + sv.imm.iter().map(|f| f.mem.charged(ns)).sum::<u64>()
+    }
+
+    /// The reserve this database keeps on a storage of `total` bytes.
+    fn reserve(&self, total: u64) -> u64 {
+        self.opts
+            .reserve_bytes
+            .unwrap_or_else(|| (total / 100).min(DEFAULT_RESERVE_MAX))
+    }
+
+    fn check_reserve(&self) -> Result<()> {
+        if self.opts.reserve_bytes == Some(0) {
+            return Ok(());
+        }
+        let space = self
+            .space
+            .read(self.storage.as_ref(), self.opened.elapsed());
+        match space {
+            Some((total, free)) if free < self.reserve(total) => Err(Error::ReserveReached {
+                free,
+                reserve: self.reserve(total),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Copies each live namespace's usage and settings from the manifest's registry into its
+    /// entry (the write path reads them there, without the manifest's lock).
+    pub(super) fn refresh_usage(&self, registry: &Namespaces) {
+        for (id, e) in self.namespaces.read().live.iter() {
+            let (records, index) = registry.usage_of(*id);
+            e.used
+                .store(records.saturating_add(index), Ordering::Release);
+        }
+    }
+
+    /// Live bytes of namespace `e` as of the last flush, and its garbage.
+    pub(super) fn usage_of(&self, e: &NsEntry) -> (Usage, u64) {
+        let vs = self.versions.lock();
+        let (records, index) = vs.namespaces.usage_of(e.id);
+        (Usage { records, index }, vs.namespaces.garbage_of(e.id))
+    }
+
+    pub(super) fn namespace_space(&self, e: &NsEntry) -> Result<NamespaceSpace> {
+        e.check_live()?;
+        let (usage, garbage) = self.usage_of(e);
+        let options = *e.options.read();
+        Ok(NamespaceSpace {
+            used_bytes: usage.total(),
+            index_bytes: usage.index,
+            pending_bytes: self.pending_bytes(e.id),
+            garbage_bytes: garbage,
+            capacity: options.capacity,
+            shares: options.shares,
+        })
+    }
+
+    /// Flushes, then counts `e`'s live bytes by scanning its records and index entries in
+    /// the tables; returns the usage kept for those tables and the count (taken together,
+    /// so that background writes meanwhile, a GC's rewrites, do not come between them).
+    pub(super) fn recount_usage(&self, e: &NsEntry) -> Result<(Usage, Usage)> {
+        e.check_live()?;
+        self.flush()?;
+        let (version, kept, ids) = {
+            let vs = self.versions.lock();
+            let (records, index) = vs.namespaces.usage_of(e.id);
+            let ids: Vec<Nsid> = vs.namespaces.indexes_of(e.id).map(|d| d.id).collect();
+            (vs.current(), Usage { records, index }, ids)
+        };
+        let sv = SuperVersion {
+            mem: Arc::new(Memtable::new(4096)),
+            imm: Vec::new(),
+            version,
+        };
+        let c = &e.list_counters;
+        let mut counted = Usage {
+            records: count(&sv, e.id, SeqNo::MAX, c)?,
+            index: 0,
+        };
+        for id in ids {
+            counted.index += count(&sv, id, SeqNo::MAX, c)?;
+        }
+        Ok((kept, counted))
+    }
+}
+
+#[cfg(test)]
+#[path = "usage_tests.rs"]
+mod tests;
