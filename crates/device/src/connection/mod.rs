@@ -19,6 +19,7 @@ use crate::admission::Ticket;
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
+use crate::shares;
 use crate::stop::stopped;
 use crate::workers::{Outbox, Workers};
 use bytes::BytesMut;
@@ -245,7 +246,12 @@ impl Reader {
                 Admission::Close => return None,
             };
             let shared = self.shared.clone();
+            // The namespace's shares: its turn on this core, or its limit (see `shares`).
+            let (ns, bytes) = (frame.header.nsid, frame.body.len() as u64);
+            let session = &self.session;
+            let turn = shares::pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await;
             shared.scheduler.busy(true, || self.handle(frame, permit));
+            drop(turn);
         }
     }
 

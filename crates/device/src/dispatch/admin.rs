@@ -27,6 +27,7 @@ impl Shared {
             m
         });
         self.metrics.forget(ns);
+        self.shares.forget(ns);
         self.submit_dedup(DedupWork::Forget { ns });
         self.creds
             .revoke(ns)
@@ -61,6 +62,9 @@ impl Shared {
             if let (Some(d), Some(obj)) = (&self.dedup, doc.as_object_mut()) {
                 let mine = d.stats().namespaces.get(&ns).copied().unwrap_or_default();
                 obj.insert("dedup".into(), serde_json::json!(mine));
+            }
+            if let Some(obj) = doc.as_object_mut() {
+                obj.insert("shares".into(), serde_json::json!(self.shares.report(ns)));
             }
             serde_json::to_vec(&doc)
         };
