@@ -17,7 +17,7 @@
 //! reads the client's service elsewhere from the shared tags rather than from rho and delta
 //! carried by its requests.
 
-use super::tags::{Candidate, Choice};
+use super::tags::{Candidate, Choice, Phase};
 use super::Shares;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -69,6 +69,15 @@ impl CoreGate {
         self.mixed > 0 || self.turn || !self.waiters.is_empty()
     }
 
+    /// With the turn free, wakes the first waiter to choose the next.
+    fn kick(&mut self) {
+        if !self.turn {
+            if let Some(w) = self.waiters.first() {
+                w.signal.notify.notify_one();
+            }
+        }
+    }
+
     /// With the turn free, chooses the next command and grants it the turn. When every
     /// waiter is over its limit, the time to look again.
     fn dispatch(&mut self, shares: &Shares) -> Option<u64> {
@@ -94,29 +103,65 @@ impl CoreGate {
     }
 }
 
-/// Held while a command has its core's turn; dropping it passes the turn on.
+/// Commands of one connection a turn may cover: the connection's next commands, read
+/// already, run in the same turn (each charged to the tags) rather than each waiting for a
+/// choice. Interleaving connections command by command made the replies go out one write
+/// each instead of one write per batch: on a contended core, 10x fewer gets.
+pub const QUANTUM_OPS: u32 = 32;
+/// Request bytes a turn may cover.
+pub const QUANTUM_BYTES: u64 = 256 << 10;
+
+/// Held while a command has its core's turn; dropping it frees the turn (see [`kick`]).
 pub struct Turn<'a> {
     shares: &'a Shares,
+    ns: u32,
+    ops_left: u32,
+    bytes_left: u64,
+}
+
+impl Turn<'_> {
+    /// The connection's next command, of `ns` carrying `bytes`: whether it runs within this
+    /// turn (same namespace, the quantum not spent, its limit not reached). If so it is
+    /// charged to the tags as a command served in the weight phase.
+    pub fn extend(&mut self, ns: u32, bytes: u64) -> bool {
+        if ns != self.ns || self.ops_left == 0 || bytes > self.bytes_left {
+            return false;
+        }
+        let now = self.shares.now();
+        let mut book = self.shares.book.lock();
+        if book.limit_at(ns) > now {
+            return false;
+        }
+        book.arrive(ns, now);
+        book.serve(ns, bytes, Phase::Weight, now, now);
+        self.ops_left -= 1;
+        self.bytes_left -= bytes;
+        true
+    }
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        release(self.shares);
+        release();
     }
 }
 
-/// Frees the turn. The next is not chosen here but by the first waiter once it runs: by
-/// then the connection that held the turn has registered its next command, if it had one
-/// read (a pipelining client), so a heavier namespace's next command is there to be chosen
-/// (choosing at once would alternate between connections whatever their weights).
-fn release(_shares: &Shares) {
+/// Frees the turn and wakes the first waiter to choose the next. The choice is made when
+/// that waiter runs, not here: by then the connection that held the turn has registered its
+/// next command if it had one read (a pipelining client), and it is chosen with the others;
+/// choosing here would alternate between connections whatever their weights. The waiter
+/// finds the turn taken again if that connection's command won it.
+fn release() {
     GATE.with(|g| {
         let mut g = g.borrow_mut();
         g.turn = false;
-        if let Some(w) = g.waiters.first() {
-            w.signal.notify.notify_one();
-        }
+        g.kick();
     });
+}
+
+/// With the turn free, the first waiter chooses the next.
+fn kick() {
+    GATE.with(|g| g.borrow_mut().kick());
 }
 
 /// A registered command; if dropped before its turn (its connection gone), it leaves the
@@ -135,18 +180,14 @@ impl Drop for Registered<'_> {
             return;
         }
         if self.signal.granted.load(Relaxed) {
-            release(self.shares);
+            release();
             return;
         }
         GATE.with(|g| {
             let mut g = g.borrow_mut();
             g.waiters.retain(|w| w.id != self.id);
             // It may have been the one asked to choose the next.
-            if !g.turn {
-                if let Some(w) = g.waiters.first() {
-                    w.signal.notify.notify_one();
-                }
-            }
+            g.kick();
         });
         self.shares.book.lock().leave(self.ns);
     }
@@ -173,7 +214,12 @@ pub async fn pass_if(
     }
     let contended = GATE.with(|g| g.borrow_mut().note(ns));
     let limited = shares.any_limit.load(Relaxed) && shares.book.lock().has_limit(ns);
-    if (!contended && !limited) || !own() {
+    if !contended && !limited {
+        return None;
+    }
+    if !own() {
+        // Not its namespace's command: the turn, if free, goes on.
+        kick();
         return None;
     }
     if !contended {
@@ -210,8 +256,11 @@ async fn wait_turn(shares: &Shares, ns: u32, bytes: u64) -> Turn<'_> {
         signal,
         done: false,
     };
-    // The other connections with commands ready register before the choice.
-    tokio::task::yield_now().await;
+    // Alone, it lets the other connections with commands ready register before the
+    // choice (once); else they are there already.
+    if GATE.with(|g| g.borrow().waiters.len() == 1) {
+        tokio::task::yield_now().await;
+    }
     loop {
         if reg.signal.granted.load(Relaxed) {
             break;
@@ -232,5 +281,10 @@ async fn wait_turn(shares: &Shares, ns: u32, bytes: u64) -> Turn<'_> {
         }
     }
     reg.done = true;
-    Turn { shares }
+    Turn {
+        shares,
+        ns,
+        ops_left: QUANTUM_OPS - 1,
+        bytes_left: QUANTUM_BYTES.saturating_sub(bytes),
+    }
 }

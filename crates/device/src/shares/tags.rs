@@ -16,9 +16,11 @@
 //!   up into a burst.
 //!
 //! A namespace that had nothing waiting is re-anchored when a command of it arrives: R to
-//! `max(R, now)` (no floor saved up while idle), P to `max(P, virtual time)` (no priority
-//! saved up while idle; the virtual time is the start tag of the last command served, as in
-//! SFQ, standing in for mClock's shift of the active clients' P tags).
+//! `max(R, now)` (no floor saved up while idle), P to `max(P, virtual time - LAG)` (the
+//! virtual time is the start tag of the last command served, as in SFQ, standing in for
+//! mClock's shift of the active clients' P tags). The lag kept ([`P_LAG`]) is what a
+//! pipelining client keeps between its batches: without it, a namespace whose commands all
+//! ran was "idle" while its next batch was on the wire, and lost its weight at every batch.
 //!
 //! Choice: the reservation phase first (the smallest R tag at or before now), else the weight
 //! phase among the namespaces whose L tag is at or before now (the smallest P tag). A
@@ -37,6 +39,9 @@ const SEC: u128 = 1_000_000_000;
 pub const PAGE: u64 = 4096;
 /// Virtual nanoseconds one unit of cost takes at weight 1.
 const P_UNIT: u128 = 1_000_000;
+/// How far behind the virtual time an arriving namespace's P tag may stay: 64 commands at
+/// weight 1 (see the module's notes).
+pub const P_LAG: u64 = 64 * P_UNIT as u64;
 
 /// Which phase chose a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,7 +207,7 @@ impl Book {
         if t.waiting == 0 {
             t.r_ops = t.r_ops.max(now);
             t.r_bytes = t.r_bytes.max(now);
-            t.p = t.p.max(vtime);
+            t.p = t.p.max(vtime.saturating_sub(P_LAG));
         }
         t.waiting += 1;
     }
@@ -279,7 +284,7 @@ impl Book {
         let t = self.tags(ns);
         let at = t.l().max(now);
         if t.waiting == 0 {
-            t.p = t.p.max(vtime);
+            t.p = t.p.max(vtime.saturating_sub(P_LAG));
         }
         let start = t.p;
         t.p = t.p.saturating_add(t.p_cost(1, bytes));
@@ -298,14 +303,15 @@ impl Book {
     pub fn charge(&mut self, ns: u32, ops: u64, bytes: u64, now: u64) {
         let vtime = self.vtime;
         let t = self.tags(ns);
-        t.p = t.p.max(vtime).saturating_add(t.p_cost(ops, bytes));
+        t.p =
+            t.p.max(vtime.saturating_sub(P_LAG))
+                .saturating_add(t.p_cost(ops, bytes));
         t.advance_l(ops, bytes, now);
         t.stats.charged_bytes += bytes;
     }
 
     /// The namespace's L tag (when its next command may start).
-    #[cfg(test)]
-    pub fn limit_tag(&self, ns: u32) -> u64 {
+    pub fn limit_at(&self, ns: u32) -> u64 {
         self.ns.get(&ns).map(Tags::l).unwrap_or(0)
     }
 }
