@@ -107,6 +107,7 @@ impl Shared {
             db: self.db.stats(),
             scheduler: self.scheduler.stats(),
             dedup: self.dedup.as_ref().map(|d| d.stats()),
+            shares: self.shares.reports(),
         })
     }
 

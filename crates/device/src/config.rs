@@ -4,6 +4,7 @@
 use crate::dedup::DedupConfig;
 use crate::error::DeviceError;
 use crate::scheduler::SchedulerConfig;
+use crate::shares::SharesConfig;
 use cerberus_engine::{Options, StorageKind};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -112,6 +113,8 @@ pub struct DeviceConfig {
     pub scheduler: SchedulerConfig,
     /// The deduplication service (a background task per write).
     pub dedup: DedupConfig,
+    /// I/O shares per namespace (reservation, weight, limit) in the command scheduler.
+    pub shares: SharesConfig,
 }
 
 /// The engine options a device operator may set.
@@ -192,6 +195,7 @@ impl Default for DeviceConfig {
             engine: EngineConfig::default(),
             scheduler: SchedulerConfig::default(),
             dedup: DedupConfig::default(),
+            shares: SharesConfig::default(),
         }
     }
 }

@@ -22,6 +22,7 @@ mod queries;
 mod reactor;
 mod scheduler;
 mod server;
+mod shares;
 mod spin;
 mod stop;
 mod tls;
@@ -33,3 +34,4 @@ pub use dedup::{ChunkHash, Chunker, Chunking, DedupConfig, DedupStats, NsDedupSt
 pub use error::DeviceError;
 pub use scheduler::{CoreStats, Policy, SchedulerConfig, SchedulerStats};
 pub use server::{Device, DeviceHandle};
+pub use shares::{ShareReport, ShareStats, SharesConfig};

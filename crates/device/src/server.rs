@@ -97,7 +97,12 @@ impl Device {
         };
         let shared = Arc::new(Shared::with_scheduler(db, creds, config, scheduler.clone()));
         let engine = shared.clone();
-        let lanes = scheduler.start_lanes(Arc::new(move || engine.db.run_background_job()));
+        // Each job's compactions are charged to the namespaces they worked for.
+        let lanes = scheduler.start_lanes(Arc::new(move || {
+            let step = engine.db.run_background_job();
+            engine.shares.after_job(&engine.db, step);
+            step
+        }));
         let reactors = lanes.and_then(|()| Reactors::start(shared.config.network_threads, &shared));
         let mut reactors = match reactors {
             Ok(r) => r,
@@ -175,6 +180,26 @@ impl DeviceHandle {
     /// The scheduler's counters: per core load, tasks, migrations.
     pub fn scheduler_stats(&self) -> crate::scheduler::SchedulerStats {
         self.shared.scheduler.stats()
+    }
+
+    /// Gives namespace `ns` its I/O shares (reservation, weight, limit), as the
+    /// NamespaceConfigure command does: kept by the engine (other settings unchanged) and
+    /// enforced from its next command; refused if they make no sense (`IoShares::validate`).
+    pub fn set_shares(
+        &self,
+        ns: u32,
+        shares: cerberus_engine::IoShares,
+    ) -> Result<(), cerberus_engine::Error> {
+        let h = self.shared.db.namespace(ns)?;
+        let mut options = h.options();
+        options.shares = shares;
+        h.configure(options)?;
+        self.shared.shares.set(ns, shares)
+    }
+
+    /// Namespace `ns`'s shares and what it was served, waited and charged.
+    pub fn share_report(&self, ns: u32) -> crate::shares::ShareReport {
+        self.shared.shares.report(ns)
     }
 
     /// The dedup service's index and backlog (`None` when the service is off).

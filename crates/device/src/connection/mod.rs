@@ -19,6 +19,7 @@ use crate::admission::Ticket;
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
+use crate::shares;
 use crate::stop::stopped;
 use crate::workers::{Outbox, Workers};
 use bytes::BytesMut;
@@ -211,6 +212,9 @@ impl Reader {
     /// connection is to close.
     async fn take_frames(&mut self, stop: &mut watch::Receiver<bool>) -> Option<bool> {
         let mut framed = false;
+        let shared = self.shared.clone();
+        // The core's turn, kept for the next frames read while its quantum lasts.
+        let mut turn: Option<shares::Turn<'_>> = None;
         loop {
             let limit = match self.ticket.is_authenticated() {
                 true => self.max_body,
@@ -239,12 +243,23 @@ impl Reader {
                 );
                 continue;
             }
+            if self.inflight.available_permits() == 0 {
+                // About to wait for its replies: not while holding the core's turn.
+                turn = None;
+            }
             let permit = match self.admit(&frame, stop).await {
                 Admission::Permit(p) => p,
                 Admission::Refused => continue,
                 Admission::Close => return None,
             };
-            let shared = self.shared.clone();
+            // The namespace's shares: its turn on this core, or its limit (see `shares`).
+            let (ns, bytes) = (frame.header.nsid, frame.body.len() as u64);
+            if !turn.as_mut().is_some_and(|t| t.extend(ns, bytes)) {
+                // Its turn ends before it asks for the next.
+                drop(turn.take());
+                let session = &self.session;
+                turn = shares::pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await;
+            }
             shared.scheduler.busy(true, || self.handle(frame, permit));
         }
     }

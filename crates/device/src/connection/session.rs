@@ -14,6 +14,11 @@ pub(super) struct Session {
 }
 
 impl Session {
+    /// Whether the connection proved namespace `ns`.
+    pub(super) fn holds(&self, ns: u32) -> bool {
+        self.namespaces.contains(&ns)
+    }
+
     pub(super) fn allows(&self, cmd: &Command) -> bool {
         match cmd.request {
             Request::Store { .. }

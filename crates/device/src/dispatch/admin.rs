@@ -24,17 +24,12 @@ pub(crate) fn options_of(s: &NamespaceSettings) -> NamespaceOptions {
 }
 
 impl Shared {
-    /// Tells the command scheduler namespace `ns`'s I/O shares (at create, at configure, and
-    /// for every namespace at start).
-    // The scheduler applies them (`Scheduler::set_shares`): wired when it has them. Until
-    // then the engine keeps them and `stats` shows them.
+    /// Tells the command gate namespace `ns`'s I/O shares (at create, at configure, and for
+    /// every namespace at start); the engine has validated them.
     pub(super) fn apply_shares(&self, ns: u32, shares: &IoShares) {
-        tracing::debug!(nsid = ns, ?shares, "namespace shares for the scheduler");
-    }
-
-    /// Namespace `ns` is gone: the scheduler forgets its shares (`Scheduler::forget`).
-    pub(super) fn forget_shares(&self, ns: u32) {
-        tracing::debug!(nsid = ns, "namespace shares forgotten by the scheduler");
+        if let Err(e) = self.shares.set(ns, *shares) {
+            tracing::warn!(nsid = ns, error = %e, "shares the gate refused");
+        }
     }
 
     /// [`apply_shares`](Self::apply_shares) for every namespace the engine keeps.
@@ -85,7 +80,7 @@ impl Shared {
             m
         });
         self.metrics.forget(ns);
-        self.forget_shares(ns);
+        self.shares.forget(ns);
         self.submit_dedup(DedupWork::Forget { ns });
         self.creds
             .revoke(ns)
@@ -121,6 +116,9 @@ impl Shared {
             if let (Some(d), Some(obj)) = (&self.dedup, doc.as_object_mut()) {
                 let mine = d.stats().namespaces.get(&ns).copied().unwrap_or_default();
                 obj.insert("dedup".into(), serde_json::json!(mine));
+            }
+            if let Some(obj) = doc.as_object_mut() {
+                obj.insert("shares".into(), serde_json::json!(self.shares.report(ns)));
             }
             serde_json::to_vec(&doc)
         };

@@ -20,6 +20,7 @@ use crate::dedup::Dedup;
 use crate::iterators::ConnIterators;
 use crate::metrics::Metrics;
 use crate::scheduler::{Policy, Scheduler};
+use crate::shares::Shares;
 use arc_swap::ArcSwap;
 use cerberus_engine::{Db, Namespace};
 use cerberus_proto::{
@@ -58,6 +59,8 @@ pub struct Shared {
     pub scheduler: Arc<Scheduler>,
     /// The deduplication service, when enabled and the policy runs background work.
     pub dedup: Option<Dedup>,
+    /// The namespaces' I/O shares, enforced by the gate each command passes on its core.
+    pub shares: Shares,
 }
 
 /// Outcome of a command: a status, and a body or message.
@@ -97,6 +100,7 @@ impl Shared {
         // Dedup runs as background work: with the scheduler off there is none.
         let wanted = config.scheduler.policy != Policy::Off;
         let (dedup, pending) = Dedup::open(&db, &config.data_dir, &config.dedup, wanted);
+        let shares = Shares::new(&config.shares);
         let shared = Shared {
             db,
             creds,
@@ -107,6 +111,7 @@ impl Shared {
             handles: ArcSwap::default(),
             scheduler,
             dedup,
+            shares,
         };
         // Queued before the stop: past the bound too.
         for w in pending {

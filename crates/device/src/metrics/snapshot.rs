@@ -2,6 +2,7 @@
 
 use crate::dedup::DedupStats;
 use crate::scheduler::{CoreStats, SchedulerStats};
+use crate::shares::ShareReport;
 use cerberus_engine::storage::IoPurpose;
 use cerberus_engine::{DbStats, LevelStats};
 use prometheus_client::collector::Collector;
@@ -16,6 +17,8 @@ pub struct Snapshot {
     pub scheduler: SchedulerStats,
     /// `None` when the dedup service is off: its series are left out.
     pub dedup: Option<DedupStats>,
+    /// The namespaces known to the shares, and what each got.
+    pub shares: Vec<(u32, ShareReport)>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -56,6 +59,7 @@ impl Collector for Snapshot {
         if let Some(d) = &self.dedup {
             encode_dedup(d, &mut encoder)?;
         }
+        encode_shares(&self.shares, &mut encoder)?;
         Ok(())
     }
 }
@@ -266,6 +270,49 @@ fn encode_dedup(d: &DedupStats, encoder: &mut DescriptorEncoder) -> Result<(), s
     for (ns, n) in &d.namespaces {
         let labels = [("nsid", ns.to_string())];
         ConstGauge::new(n.dedup_ratio).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+type ShareSeries = (&'static str, &'static str, fn(&ShareReport) -> Value);
+
+fn encode_shares(
+    shares: &[(u32, ShareReport)],
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let series: [ShareSeries; 5] = [
+        (
+            "cerberus_shares_served_ops",
+            "Commands that went through the shares' tags (contended core or limit).",
+            |r| Value::Int(r.stats.served_ops),
+        ),
+        (
+            "cerberus_shares_served_bytes",
+            "Request bytes of those commands.",
+            |r| Value::Int(r.stats.served_bytes),
+        ),
+        (
+            "cerberus_shares_waited_seconds",
+            "Time commands waited at the gate for their turn or their limit.",
+            |r| Value::Float(r.stats.waited_ns as f64 / 1e9),
+        ),
+        (
+            "cerberus_shares_limit_waited_seconds",
+            "Time commands waited for their namespace's limit.",
+            |r| Value::Float(r.stats.limit_waited_ns as f64 / 1e9),
+        ),
+        (
+            "cerberus_shares_charged_bytes",
+            "Bytes of background work (compactions) charged to the namespace.",
+            |r| Value::Int(r.stats.charged_bytes),
+        ),
+    ];
+    for (name, help, f) in series {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for (ns, r) in shares {
+            let labels = [("nsid", ns.to_string())];
+            sample(family.encode_family(&labels)?, MetricType::Counter, f(r))?;
+        }
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ fn snapshot() -> Snapshot {
             cores: Vec::new(),
         },
         dedup: None,
+        shares: Vec::new(),
     }
 }
 
