@@ -67,7 +67,8 @@ fn a_limit_holds_a_namespace_to_its_rate() {
     assert!(rate > 0.5 * limit as f64, "{done} in {secs:.2} s");
     // The stats document shows the shares and the waits.
     let doc = c.namespace(ns).stats().unwrap();
-    let shares = &doc["shares"];
+    let shares = &doc["shares_served"];
+    assert_eq!(doc["shares"]["limit_ops"], limit);
     assert_eq!(shares["settings"]["limit_ops"], limit);
     assert_eq!(shares["enabled"], true);
     assert!(shares["served_ops"].as_u64().unwrap() >= done);
@@ -127,7 +128,7 @@ fn weights_divide_a_contended_core() {
         let got = contend(
             &dev,
             &[(light, s1), (heavy, s2)],
-            2,
+            4,
             Duration::from_millis(800),
         );
         let ratio = got[1] as f64 / got[0].max(1) as f64;

@@ -118,7 +118,10 @@ impl Shared {
                 obj.insert("dedup".into(), serde_json::json!(mine));
             }
             if let Some(obj) = doc.as_object_mut() {
-                obj.insert("shares".into(), serde_json::json!(self.shares.report(ns)));
+                obj.insert(
+                    "shares_served".into(),
+                    serde_json::json!(self.shares.report(ns)),
+                );
             }
             serde_json::to_vec(&doc)
         };

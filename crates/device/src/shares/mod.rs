@@ -56,6 +56,9 @@ pub struct Shares {
     book: Mutex<Book>,
     /// Some namespace has a ceiling: only then does the fast path look a namespace up.
     any_limit: AtomicBool,
+    /// Some namespace has shares other than the defaults: only then is a contended core
+    /// served by the tags.
+    any_shaped: AtomicBool,
     start: quanta::Instant,
     charges: charge::Charges,
 }
@@ -66,6 +69,7 @@ impl Shares {
             enabled: config.enabled,
             book: Mutex::new(Book::default()),
             any_limit: AtomicBool::new(false),
+            any_shaped: AtomicBool::new(false),
             start: quanta::Instant::now(),
             charges: charge::Charges::default(),
         }
@@ -83,6 +87,7 @@ impl Shares {
         let mut book = self.book.lock();
         book.set(ns, shares);
         self.any_limit.store(book.any_limit(), Relaxed);
+        self.any_shaped.store(book.any_shaped(), Relaxed);
         Ok(())
     }
 
@@ -91,6 +96,7 @@ impl Shares {
         let mut book = self.book.lock();
         book.forget(ns);
         self.any_limit.store(book.any_limit(), Relaxed);
+        self.any_shaped.store(book.any_shaped(), Relaxed);
         self.charges.forget(ns);
     }
 

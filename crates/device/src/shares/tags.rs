@@ -191,6 +191,13 @@ impl Book {
         self.ns.values().any(Tags::has_limit)
     }
 
+    /// Whether any namespace has shares other than the defaults (a floor, a weight other
+    /// than 1, a ceiling): with every namespace at the defaults, contention is left to the
+    /// order the core polls its connections (see `gate`).
+    pub fn any_shaped(&self) -> bool {
+        self.ns.values().any(|t| t.shares != IoShares::default())
+    }
+
     pub fn has_limit(&self, ns: u32) -> bool {
         self.ns.get(&ns).is_some_and(Tags::has_limit)
     }
