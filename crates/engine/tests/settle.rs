@@ -224,3 +224,37 @@ fn wait_for_compactions_consolidates_every_namespace_at_once() {
         check(ns, model, 2_500);
     }
 }
+
+/// A tenant consolidated while its last writes sat in the active memtable: other tenants'
+/// flushes later bring them into its tree, above the consolidated level. Waiting for the
+/// settled shape consolidates it again.
+#[test]
+fn wait_for_compactions_consolidates_a_tree_its_leftovers_reached_after_its_consolidation() {
+    let db = open(options(100));
+    let (a, b) = (
+        db.create_namespace("a").unwrap(),
+        db.create_namespace("b").unwrap(),
+    );
+    let (mut ma, mut mb, mut rng) = (Model::new(), Model::new(), Rng(0x1ef7));
+    for _ in 0..3 {
+        write(&a, &mut ma, &mut rng, 3_000, 2_500);
+    }
+    db.flush().unwrap();
+    // Its last writes stay in the active memtable while it is consolidated.
+    write(&a, &mut ma, &mut rng, 10, 2_500);
+    wait_consolidations(&a, 1);
+    let deepest = |ns: &Namespace| {
+        let s = ns.stats().unwrap();
+        (1..s.levels.len()).rev().find(|&l| s.levels[l].tables > 0)
+    };
+    assert!(deepest(&a) > Some(1), "{:?}", a.stats().unwrap());
+    // Another tenant's writes flush them into its tree.
+    for _ in 0..3 {
+        write(&b, &mut mb, &mut rng, 3_000, 2_500);
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(places(&a), 1, "{:?}", a.stats().unwrap());
+    check(&a, &ma, 2_500);
+    check(&b, &mb, 2_500);
+}

@@ -182,7 +182,7 @@ impl Policy {
                         version: version.clone(),
                     }));
                 }
-                if let Some(job) = consolidation(&mut self.consolidated, view) {
+                if let Some(job) = consolidation(&mut self.consolidated, view, self.drain) {
                     return Ok(Some(job));
                 }
             }
@@ -291,14 +291,14 @@ impl Policy {
         }
         let drain = self.drain || view.idle;
         let mut cursors = self.cursors.clone();
-        let consolidation = || {
-            compaction::pick_consolidation(
-                view.version,
-                view.opts,
-                &view.idle_ns,
-                &self.consolidated,
-            )
+        let none = BTreeMap::new();
+        let done = if self.drain {
+            &none
+        } else {
+            &self.consolidated
         };
+        let consolidation =
+            || compaction::pick_consolidation(view.version, view.opts, &view.idle_ns, done);
         Ok(
             compaction::pick_split(view.version, view.opts, drain).is_none()
                 && !gc_due
@@ -310,8 +310,11 @@ impl Policy {
 
 /// The lowest-priority tree job: an idle namespace's tree into one sorted run, if one is due
 /// and was not done in this idle period of the namespace (`done`: namespace -> stamp of the
-/// idle period it was consolidated in).
-fn consolidation(done: &mut BTreeMap<Nsid, u64>, view: &View<'_>) -> Option<Job> {
+/// idle period it was consolidated in). With `drain` (someone waits for the settled shape)
+/// a tree consolidated in this period is consolidated again if it is in two places again:
+/// its last writes, left in the active memtable then, reached it later through other
+/// tenants' flushes (a consolidated tree is in one place, so this cannot loop).
+fn consolidation(done: &mut BTreeMap<Nsid, u64>, view: &View<'_>, drain: bool) -> Option<Job> {
     // A namespace that wrote since is in another idle period: its old one is forgotten.
     let idle = &view.idle_ns;
     done.retain(|ns, period| idle.iter().any(|i| i.ns == *ns && i.period == *period));
@@ -319,7 +322,9 @@ fn consolidation(done: &mut BTreeMap<Nsid, u64>, view: &View<'_>) -> Option<Job>
         // Its last writes may be in a memtable about to be flushed: after the flush.
         return None;
     }
-    let (idle, task) = compaction::pick_consolidation(view.version, view.opts, idle, done)?;
+    let none = BTreeMap::new();
+    let seen = if drain { &none } else { &*done };
+    let (idle, task) = compaction::pick_consolidation(view.version, view.opts, idle, seen)?;
     done.insert(idle.ns, idle.period);
     Some(Job::Consolidate {
         ns: idle.ns,
