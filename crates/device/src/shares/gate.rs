@@ -215,7 +215,7 @@ pub async fn pass_if(
     }
     // With every namespace at the default shares (equal weights, no floor, no ceiling) the
     // tags would only interleave the namespaces more finely than the loop's polling does, at
-    // a measured 30-40 % of a contended core's gets: they are left out then.
+    // a measured 20-42 % of a contended core's gets (tests/shares.rs, weights test): they are left out then.
     let shaped = shares.any_shaped.load(Relaxed);
     let contended = GATE.with(|g| {
         let mut g = g.borrow_mut();
