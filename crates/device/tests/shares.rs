@@ -117,8 +117,8 @@ fn weights_divide_a_contended_core() {
             c.network_spin_us = 0;
             c.shares.enabled = enabled;
         });
-        let (_, light, s1) = common::tenant(&dev, "light");
-        let (_, heavy, s2) = common::tenant(&dev, "heavy");
+        let (c1, light, s1) = common::tenant(&dev, "light");
+        let (c2, heavy, s2) = common::tenant(&dev, "heavy");
         let w = |weight| IoShares {
             weight,
             ..IoShares::default()
@@ -132,17 +132,35 @@ fn weights_divide_a_contended_core() {
             Duration::from_millis(800),
         );
         let ratio = got[1] as f64 / got[0].max(1) as f64;
+        let turns = |c: &BlockingClient, ns| {
+            c.namespace(ns).stats().unwrap()["shares_served"]["contended_turns"]
+                .as_u64()
+                .unwrap()
+        };
+        let (t1, t2) = (turns(&c1, light), turns(&c2, heavy));
         eprintln!(
-            "shares enabled={enabled}: light {} heavy {} ratio {ratio:.2}",
+            "shares enabled={enabled}: light {} heavy {} ratio {ratio:.2}; contended turns {t1} {t2}",
             got[0], got[1]
         );
+        if enabled {
+            // Where both namespaces had commands waiting, the weights chose: 3 to 1 under a
+            // steady backlog, more when the light one had the core alone in between (its P
+            // tag moved on then).
+            assert!(t1 >= 20, "too few contended turns: {t1} {t2}");
+            let r = t2 as f64 / t1 as f64;
+            assert!(r >= 2.0, "contended turns {t1} {t2}");
+        } else {
+            assert_eq!(t1 + t2, 0, "shares off: no turns");
+        }
         ratios.push(ratio);
         dev.shutdown().unwrap();
     }
-    // 3 under a full backlog; the clients' round trips leave the core to the light one
-    // between the heavy one's batches (measured 1.2-2.0 on a shared 2-CPU machine, and
-    // 0.9-1.1 with shares off).
-    assert!(ratios[0] > 1.15, "{ratios:?}");
+    // The gets each got depend also on the clients' round trips, which leave the core to
+    // the light one between the heavy one's batches, and on how much CPU the client threads
+    // get beside the device: 1.2-2.0 measured on a quiet 2-CPU machine, 1.13 on a loaded
+    // one (0.9-1.1 with shares off). Printed, not asserted: the turns above are what the
+    // gate decides.
+    eprintln!("gets heavy/light, shares on and off: {ratios:?}");
 }
 
 /// A victim reading one get at a time for `run` beside `writers` namespaces putting as fast

@@ -280,7 +280,7 @@ fn encode_shares(
     shares: &[(u32, ShareReport)],
     encoder: &mut DescriptorEncoder,
 ) -> Result<(), std::fmt::Error> {
-    let series: [ShareSeries; 5] = [
+    let series: [ShareSeries; 6] = [
         (
             "cerberus_shares_served_ops",
             "Commands that went through the shares' tags (contended core or limit).",
@@ -305,6 +305,11 @@ fn encode_shares(
             "cerberus_shares_charged_bytes",
             "Bytes of background work (compactions) charged to the namespace.",
             |r| Value::Int(r.stats.charged_bytes),
+        ),
+        (
+            "cerberus_shares_contended_turns",
+            "Turns the namespace won among commands of two or more namespaces at a core.",
+            |r| Value::Int(r.stats.contended_turns),
         ),
     ];
     for (name, help, f) in series {

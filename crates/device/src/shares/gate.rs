@@ -92,6 +92,9 @@ impl CoreGate {
         match book.choose(&self.scratch, now) {
             Choice::Serve(i, phase) => {
                 let w = self.waiters.remove(i);
+                if self.scratch.iter().any(|c| c.ns != w.c.ns) {
+                    book.contended(w.c.ns);
+                }
                 book.serve(w.c.ns, w.c.bytes, phase, now, w.since);
                 self.turn = true;
                 w.signal.granted.store(true, Relaxed);

@@ -65,6 +65,9 @@ pub struct ShareStats {
     pub limit_waited_ns: u64,
     /// Bytes of background work (compactions) charged to the namespace.
     pub charged_bytes: u64,
+    /// Turns it won in a choice among commands of two or more namespaces waiting at a core:
+    /// where its weight decides, whatever the clients' round trips do to the throughput.
+    pub contended_turns: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -257,6 +260,11 @@ impl Book {
             (None, Some((_, i))) => Choice::Serve(i, Phase::Weight),
             (None, None) => Choice::WaitUntil(next_l),
         }
+    }
+
+    /// A turn of `ns` was chosen among commands of two or more namespaces.
+    pub fn contended(&mut self, ns: u32) {
+        self.tags(ns).stats.contended_turns += 1;
     }
 
     /// A registered command of `ns` moving `bytes`, waiting since `since`, is served at

@@ -219,8 +219,8 @@ fn set_validates_and_tracks_limits() {
 }
 
 /// Two namespaces contend on one core, each with `conns` connections that pass the gate
-/// in a loop; the commands each got once `total` ran.
-fn contend(w1: u32, w2: u32, total: u64) -> (u64, u64) {
+/// in a loop; the commands each got once `total` ran, and the contended turns each won.
+fn contend(w1: u32, w2: u32, total: u64) -> (u64, u64, [u64; 2]) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -247,16 +247,21 @@ fn contend(w1: u32, w2: u32, total: u64) -> (u64, u64) {
         }
     }
     rt.block_on(local);
-    (counts[0].get(), counts[1].get())
+    let turns = [1, 2].map(|ns| s.report(ns).stats.contended_turns);
+    (counts[0].get(), counts[1].get(), turns)
 }
 
 #[test]
 fn the_gate_serves_contending_namespaces_by_weight() {
-    let (a, b) = contend(1, 3, 4000);
+    let (a, b, [ta, tb]) = contend(1, 3, 4000);
     let ratio = b as f64 / a as f64;
     assert!((2.5..=3.5).contains(&ratio), "{a} {b}");
+    // Under a steady backlog every turn is contended, and they split as the commands do.
+    assert!(ta + tb >= 3900, "{ta} {tb}");
+    let ratio = tb as f64 / ta as f64;
+    assert!((2.5..=3.5).contains(&ratio), "{ta} {tb}");
     // Equal weights other than the defaults (which leave the gate out, see `gate`).
-    let (a, b) = contend(2, 2, 4000);
+    let (a, b, _) = contend(2, 2, 4000);
     let ratio = b as f64 / a as f64;
     assert!((0.8..=1.25).contains(&ratio), "{a} {b}");
 }
