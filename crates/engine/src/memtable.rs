@@ -100,8 +100,9 @@ pub struct Memtable {
     bytes: AtomicUsize,
     max_seq: AtomicU64,
     /// Bytes of puts written into it per namespace (keys, values, index entries), counted
-    /// as new: what a capacity check adds to the usage of the last flush.
-    charged: parking_lot::Mutex<std::collections::HashMap<crate::key::Nsid, u64>>,
+    /// as new, less the versions a capacity check found they replace (so it may go below
+    /// zero): what a capacity check adds to the usage of the last flush.
+    charged: parking_lot::Mutex<std::collections::HashMap<crate::key::Nsid, i64>>,
 }
 
 impl Memtable {
@@ -139,15 +140,21 @@ impl Memtable {
         (e.key().user == user).then(|| (e.key().seq, e.value().clone()))
     }
 
-    /// Counts `bytes` put into namespace `ns` (see `charged`).
-    pub fn charge(&self, ns: crate::key::Nsid, bytes: u64) {
-        if bytes > 0 {
-            *self.charged.lock().entry(ns).or_default() += bytes;
+    /// Counts `bytes` put into namespace `ns`, less `credit` bytes of the versions they
+    /// replace (see `charged`).
+    pub fn charge(&self, ns: crate::key::Nsid, bytes: u64, credit: u64) {
+        let d = i64::try_from(bytes)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(credit).unwrap_or(i64::MAX));
+        if d != 0 {
+            let mut charged = self.charged.lock();
+            let c = charged.entry(ns).or_default();
+            *c = c.saturating_add(d);
         }
     }
 
-    /// Bytes put into namespace `ns` here.
-    pub fn charged(&self, ns: crate::key::Nsid) -> u64 {
+    /// Bytes put into namespace `ns` here, less the credits (may be below zero).
+    pub fn charged(&self, ns: crate::key::Nsid) -> i64 {
         self.charged.lock().get(&ns).copied().unwrap_or(0)
     }
 

@@ -148,6 +148,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         snapshots: Snapshots::default(),
         prefetcher: std::sync::OnceLock::new(),
         space: Default::default(),
+        capacity_flush: Default::default(),
         opts: options,
     });
     let mut threads = Vec::new();

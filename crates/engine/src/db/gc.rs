@@ -216,7 +216,9 @@ impl Inner {
         let mut bytes = 0;
         for r in group {
             if self.is_current(r.nsid, &r.key, r.addr)? {
-                let e = EncodedWrite::new(r.nsid, &[(Kind::Put, &r.key[..], &r.value[..])]);
+                let mut e = EncodedWrite::new(r.nsid, &[(Kind::Put, &r.key[..], &r.value[..])]);
+                // It replaces itself: the namespace's pending bytes do not grow.
+                e.credit = (r.key.len() + r.value.len()) as u64;
                 bytes += e.buf.len();
                 encoded.push(e);
                 stats.records_rewritten += 1;

@@ -225,7 +225,7 @@ impl Inner {
                         // they see the record, and a write after the index's creation, with
                         // its own entry for the same key, is newer.
                         let bytes = derive_entries(&mem, &one, &pk, &value, addr, at);
-                        mem.charge(e.id, bytes);
+                        mem.charge(e.id, bytes, 0);
                     }
                 }
                 if done {

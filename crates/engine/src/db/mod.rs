@@ -110,6 +110,8 @@ struct Inner {
     snapshots: Snapshots,
     /// The storage's free space as last asked (the device-wide reserve).
     space: usage::SpaceGauge,
+    /// Flushes capacity checks made, kept apart (see `check_room`).
+    capacity_flush: usage::CapacityFlushes,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
 }

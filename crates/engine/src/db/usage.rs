@@ -52,7 +52,8 @@ pub struct NamespaceSpace {
     pub used_bytes: u64,
     /// The part of `used_bytes` its index entries take.
     pub index_bytes: u64,
-    /// Bytes written since the last flush (counted as new until the flush compares them).
+    /// Bytes written since the last flush (counted as new until the flush compares them,
+    /// less the versions a capacity check found they replace; at least 0).
     pub pending_bytes: u64,
     /// Value-log bytes of its superseded and deleted versions GC has not collected yet.
     pub garbage_bytes: u64,
@@ -208,6 +209,29 @@ pub(super) fn recount_version(
         .collect()
 }
 
+/// Least time between two flushes a capacity check makes (device-wide): a namespace at its
+/// capacity cannot make the memtable every tenant shares flush more often than this.
+pub(super) const CAPACITY_FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// When a capacity check last flushed.
+#[derive(Default)]
+pub(super) struct CapacityFlushes {
+    /// Time after the database opened of the last one (`None`: never).
+    last: parking_lot::Mutex<Option<Duration>>,
+}
+
+impl CapacityFlushes {
+    /// Whether a check may flush at `now` (and, if so, it is counted as done then).
+    fn allow(&self, now: Duration) -> bool {
+        let mut last = self.last.lock();
+        if last.is_some_and(|t| now.saturating_sub(t) < CAPACITY_FLUSH_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
 /// The storage's free space, asked at most every [`SpaceGauge::EVERY`]; read by every write
 /// without a lock.
 #[derive(Default)]
@@ -257,50 +281,59 @@ impl SpaceGauge {
 
 impl Inner {
     /// Refuses a write of `ops` into `e` that puts bytes (deletes are never refused): past
-    /// the namespace's capacity, or with the storage's free space below the reserve. Bytes
-    /// not flushed yet count as new (an upper bound); a refusal with such bytes flushes and
-    /// checks once more, and a last refusal credits the versions the write replaces (one
-    /// lookup per key, near the capacity only), so overwrites are not refused wrongly.
-    pub(super) fn check_room(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
+    /// the namespace's capacity, or with the storage's free space below the reserve.
+    /// Returns the bytes of the versions the write replaces, where it counted them (its
+    /// credit, taken off what the memtable counts for the namespace).
+    ///
+    /// Bytes not flushed yet count as new (an upper bound) unless a check credited them.
+    /// In the upper half of its capacity, a namespace's writes (puts and deletes) look up
+    /// the versions they replace (one lookup per key, the namespace's own cost) and are
+    /// credited with them: so overwrites and deletes there give room back at once, without
+    /// a flush. A put that does not fit even so, with bytes pending, flushes to learn the
+    /// exact figure; those flushes write the memtable every tenant shares, so the device
+    /// allows one per [`CAPACITY_FLUSH_EVERY`], and a namespace refused meanwhile is told
+    /// its pending bytes.
+    pub(super) fn check_room(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<u64> {
         let bytes: u64 = ops
             .iter()
             .filter(|(kind, ..)| *kind == Kind::Put)
             .map(|(_, k, v)| (k.len() + v.len()) as u64)
             .sum();
-        if bytes == 0 {
-            return Ok(());
+        if bytes > 0 {
+            self.check_reserve()?;
         }
-        self.check_reserve()?;
         let Some(capacity) = e.options.read().capacity else {
-            return Ok(());
+            return Ok(0);
         };
         let mut flushed = false;
         loop {
             let used = e.used.load(Ordering::Acquire);
             let pending = self.pending_bytes(e.id);
-            let need = used.saturating_add(pending).saturating_add(bytes);
-            if need <= capacity {
-                return Ok(());
+            let need = used.saturating_add_signed(pending).saturating_add(bytes);
+            if need <= capacity / 2 {
+                return Ok(0);
             }
-            if pending > 0 && !flushed {
+            let replaced = self.replaced_bytes(e, ops)?;
+            if bytes == 0 || need.saturating_sub(replaced) <= capacity {
+                return Ok(replaced);
+            }
+            if pending > 0 && !flushed && self.capacity_flush.allow(self.opened.elapsed()) {
                 self.flush()?;
                 flushed = true;
                 continue;
             }
-            if need.saturating_sub(self.replaced_bytes(e, ops)?) <= capacity {
-                return Ok(());
-            }
+            // Credits beyond the puts pending are space given back: shown as used less.
+            let (used, pending) = (
+                used.saturating_add_signed(pending.min(0)),
+                pending.max(0).unsigned_abs(),
+            );
             return Err(self.over(e.id, used, pending, bytes, capacity));
         }
     }
 
-    /// Bytes of the current versions of the keys `ops` puts (each key once).
+    /// Bytes of the current versions of the keys `ops` writes (each key once).
     fn replaced_bytes(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<u64> {
-        let keys: HashSet<&[u8]> = ops
-            .iter()
-            .filter(|(kind, ..)| *kind == Kind::Put)
-            .map(|(_, k, _)| *k)
-            .collect();
+        let keys: HashSet<&[u8]> = ops.iter().map(|(_, k, _)| *k).collect();
         let mut total = 0u64;
         for k in keys {
             let Some(hit) = self.lookup(e.id, k, None, &e.list_counters)? else {
@@ -328,10 +361,12 @@ impl Inner {
         }
     }
 
-    /// Bytes put into `ns` and not flushed yet.
-    pub(super) fn pending_bytes(&self, ns: Nsid) -> u64 {
+    /// Bytes put into `ns` and not flushed yet, less the versions checks found they replace
+    /// (below zero when deletes gave back more than puts took).
+    pub(super) fn pending_bytes(&self, ns: Nsid) -> i64 {
         let sv = self.super_version_brief();
-        sv.mem.charged(ns) + sv.imm.iter().map(|f| f.mem.charged(ns)).sum::<u64>()
+        let imm: i64 = sv.imm.iter().map(|f| f.mem.charged(ns)).sum();
+        sv.mem.charged(ns).saturating_add(imm)
     }
 
     /// The reserve this database keeps on a storage of `total` bytes.
@@ -381,7 +416,7 @@ impl Inner {
         Ok(NamespaceSpace {
             used_bytes: usage.total(),
             index_bytes: usage.index,
-            pending_bytes: self.pending_bytes(e.id),
+            pending_bytes: self.pending_bytes(e.id).max(0).unsigned_abs(),
             garbage_bytes: garbage,
             capacity: options.capacity,
             shares: options.shares,

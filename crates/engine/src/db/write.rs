@@ -5,7 +5,7 @@ use super::indexes::derive_entries;
 use super::namespaces::NsEntry;
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::key::{self, Kind, Nsid, SeqNo};
+use crate::key::{self, Kind, SeqNo};
 use crate::memtable::{MemValue, Memtable};
 use crate::stats::Counters;
 use crate::vlog::{AppendError, EncodedWrite, RollError, VlogWriter};
@@ -89,10 +89,12 @@ impl Inner {
         if ops.is_empty() {
             return Ok(());
         }
-        self.check_room(e, ops)?;
+        let credit = self.check_room(e, ops)?;
         self.check_open()?;
         self.settle_manifest()?;
-        let result = self.commit(e.id, ops, sync);
+        let mut records = EncodedWrite::new(e.id, ops);
+        records.credit = credit;
+        let result = self.commit(records, sync);
         if result.is_ok() {
             // The group's time, stamped by its leader before this write committed: no clock
             // read per write.
@@ -112,9 +114,9 @@ impl Inner {
     }
 
     /// Queues a write for group commit and returns its outcome.
-    pub(super) fn commit(&self, ns: Nsid, ops: &[(Kind, &[u8], &[u8])], sync: bool) -> Result<()> {
+    pub(super) fn commit(&self, records: EncodedWrite, sync: bool) -> Result<()> {
         let me = Arc::new(PendingWrite {
-            records: Mutex::new(Some(EncodedWrite::new(ns, ops))),
+            records: Mutex::new(Some(records)),
             sync,
             result: Mutex::new(None),
         });
@@ -269,7 +271,7 @@ impl Inner {
                 );
                 seq += 1;
             }
-            mem.charge(g.nsid, charged);
+            mem.charge(g.nsid, charged, g.credit);
             base += buf.len() as u64;
         }
         w.next_seq = seq;

@@ -92,6 +92,9 @@ pub struct EncodedWrite {
     pub nsid: Nsid,
     pub buf: Vec<u8>,
     pub spans: Vec<RecordSpan>,
+    /// Bytes of the versions these records replace, as a capacity check found them: taken
+    /// off what the memtable counts for the namespace.
+    pub credit: u64,
 }
 
 impl EncodedWrite {
@@ -104,6 +107,7 @@ impl EncodedWrite {
             nsid,
             buf: Vec::with_capacity(total),
             spans: Vec::with_capacity(ops.len()),
+            credit: 0,
         };
         for (i, (kind, key, value)) in ops.iter().enumerate() {
             let at = w.buf.len();
