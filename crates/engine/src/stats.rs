@@ -109,6 +109,17 @@ pub struct DbStats {
     pub compaction_bytes_read: u64,
     /// Table bytes compactions wrote.
     pub compaction_bytes_written: u64,
+    /// Table bytes flushes wrote (memtables into L0). With the terms below and
+    /// `consolidation_bytes_written`, the write amplification of the trees term by term;
+    /// `compact_range` makes the rest of `compaction_bytes_written`.
+    pub flush_bytes_written: u64,
+    /// Table bytes L0 compactions wrote: L0 split into namespace runs (per-namespace
+    /// layout), or merged into L1 (shared tree, baseline).
+    pub l0_bytes_written: u64,
+    /// Table bytes a namespace's runs merged into its L1 wrote.
+    pub run_merge_bytes_written: u64,
+    /// Table bytes compactions of a sorted level into the next wrote.
+    pub level_bytes_written: u64,
     /// Consolidations run: idle namespaces' trees merged into one sorted run (counted in
     /// `compactions` too).
     pub consolidations: u64,
@@ -299,6 +310,10 @@ pub(crate) struct Stripe {
     pub reads: [AtomicU64; IoPurpose::COUNT],
     pub read_bytes: [AtomicU64; IoPurpose::COUNT],
     pub flushes: AtomicU64,
+    pub flush_bytes_written: AtomicU64,
+    pub l0_bytes_written: AtomicU64,
+    pub run_merge_bytes_written: AtomicU64,
+    pub level_bytes_written: AtomicU64,
     pub compactions: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
@@ -397,6 +412,10 @@ impl Counters {
         s.compactions += one.compactions;
         s.compaction_bytes_read += one.compaction_bytes_read;
         s.compaction_bytes_written += one.compaction_bytes_written;
+        s.flush_bytes_written += one.flush_bytes_written;
+        s.l0_bytes_written += one.l0_bytes_written;
+        s.run_merge_bytes_written += one.run_merge_bytes_written;
+        s.level_bytes_written += one.level_bytes_written;
         s.consolidations += one.consolidations;
         s.consolidation_bytes_written += one.consolidation_bytes_written;
         s.write_stalls += one.write_stalls;
@@ -481,6 +500,10 @@ impl Counters {
         s.compactions = self.sum_of(|t| &t.compactions);
         s.compaction_bytes_read = self.sum_of(|t| &t.compaction_bytes_read);
         s.compaction_bytes_written = self.sum_of(|t| &t.compaction_bytes_written);
+        s.flush_bytes_written = self.sum_of(|t| &t.flush_bytes_written);
+        s.l0_bytes_written = self.sum_of(|t| &t.l0_bytes_written);
+        s.run_merge_bytes_written = self.sum_of(|t| &t.run_merge_bytes_written);
+        s.level_bytes_written = self.sum_of(|t| &t.level_bytes_written);
         s.consolidations = self.sum_of(|t| &t.consolidations);
         s.consolidation_bytes_written = self.sum_of(|t| &t.consolidation_bytes_written);
         s.write_stalls = self.sum_of(|t| &t.write_stalls);

@@ -55,6 +55,20 @@ fn settled_engine_leaves_nothing_in_shared_l0_or_runs() {
     let s = db.stats();
     assert_eq!(s.levels[0].tables, 0, "{s:?}");
     assert_eq!(s.runs.tables, 0, "{s:?}");
+    // The write amplification's terms: every compaction's bytes in one of them.
+    assert!(s.flush_bytes_written > 0 && s.l0_bytes_written > 0, "{s:?}");
+    assert!(
+        s.run_merge_bytes_written + s.consolidation_bytes_written > 0,
+        "{s:?}"
+    );
+    assert_eq!(
+        s.l0_bytes_written
+            + s.run_merge_bytes_written
+            + s.level_bytes_written
+            + s.consolidation_bytes_written,
+        s.compaction_bytes_written,
+        "{s:?}"
+    );
     for (v, &ns) in tenants.iter().enumerate() {
         let n = db.namespace(ns).unwrap().stats().unwrap();
         assert_eq!(n.levels[0].tables, 0);

@@ -133,7 +133,7 @@ fn measured_get_us(p: &Point) -> Option<f64> {
 
 /// The columns shown when any point of the table has them: heading, figure, digits (`None`:
 /// MiB with thousands).
-const OPTIONAL: [(&str, Figure, Option<usize>); 5] = [
+const OPTIONAL: [(&str, Figure, Option<usize>); 6] = [
     (
         "filter loads/get",
         |p| p.summary.mean_filter_loads_per_get,
@@ -144,6 +144,11 @@ const OPTIONAL: [(&str, Figure, Option<usize>); 5] = [
     (
         "compaction bytes / put key byte",
         |p| p.summary.compaction_bytes_written_per_put_key_byte,
+        Some(2),
+    ),
+    (
+        "table bytes / put key byte (flush+L0+runs+levels+consolidation)",
+        |p| p.summary.write_terms.map(|w| w.total),
         Some(2),
     ),
     (

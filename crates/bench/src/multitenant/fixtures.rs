@@ -123,11 +123,16 @@ fn outcome(read: bool, ops: u64, seconds: f64) -> PhaseOutcome {
 pub(super) fn run(stats: bool) -> MtRun {
     let put_delta = DbStats {
         compaction_bytes_written: 30_000,
+        flush_bytes_written: 16_000,
+        l0_bytes_written: 20_000,
+        run_merge_bytes_written: 8_000,
+        level_bytes_written: 2_000,
         ..Default::default()
     };
     let get_delta = DbStats {
         gets: 2000,
         compaction_bytes_written: 2_000,
+        consolidation_bytes_written: 2_000,
         nand: Some(NandStats {
             read_time_ns: 100_000_000,
             ..Default::default()

@@ -342,6 +342,7 @@ mod tests {
             "alka_ratio",
             "compaction_bytes_written",
             "compaction_bytes_written_per_put_key_byte",
+            "write_terms",
         ] {
             assert!(s[k].is_null(), "{k}");
         }

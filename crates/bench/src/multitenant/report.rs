@@ -161,9 +161,15 @@ pub fn summary_text(s: &SummaryDoc) -> String {
         s.compaction_bytes_written_per_put_key_byte,
     ) {
         out += &format!(
-            "\n  compactions wrote {:.1} MB ({per_key:.2} bytes per put key byte; flush bytes \
-             are not counted)",
+            "\n  compactions wrote {:.1} MB ({per_key:.2} bytes per put key byte)",
             mib(c)
+        );
+    }
+    if let Some(w) = s.write_terms {
+        out += &format!(
+            "\n  table bytes per put key byte: flush {:.2} + L0 {:.2} + run merges {:.2} + \
+             levels {:.2} + consolidation {:.2} = {:.2}",
+            w.flush, w.l0, w.run_merge, w.levels, w.consolidation, w.total
         );
     }
     if let (Some(rss), Some(peak)) = (s.rss_bytes, s.peak_rss_bytes) {

@@ -5,7 +5,7 @@ use super::cost_model::{measured_mean_get_us, ratio, tenant_cost_model, CostMode
 use super::figures::{mean, tenant_figures, TenantFigures};
 use super::{MtConfig, MtRun};
 use crate::report::PhaseReport;
-pub use cerberus_figures::docs::multitenant::SummaryDoc;
+pub use cerberus_figures::docs::multitenant::{SummaryDoc, WriteTerms};
 
 /// NAND read time per get over a read phase, from the engine-wide counters.
 fn nand_read_time_us_per_get(p: &PhaseReport) -> Option<f64> {
@@ -13,6 +13,26 @@ fn nand_read_time_us_per_get(p: &PhaseReport) -> Option<f64> {
     let nand = d.nand.as_ref()?;
     let gets = if d.gets > 0 { d.gets } else { p.outcome.ops };
     (gets > 0).then(|| nand.read_time_ns as f64 / 1e3 / gets as f64)
+}
+
+/// The trees' write amplification term by term over both phases (and the settle step
+/// between them), per user key byte put.
+fn write_terms(run: &MtRun, key_bytes: u64) -> Option<WriteTerms> {
+    let (p, g) = (run.put.delta.as_ref()?, run.get.delta.as_ref()?);
+    if key_bytes == 0 {
+        return None;
+    }
+    let per = |f: fn(&cerberus_engine::DbStats) -> u64| (f(p) + f(g)) as f64 / key_bytes as f64;
+    let mut t = WriteTerms {
+        flush: per(|d| d.flush_bytes_written),
+        l0: per(|d| d.l0_bytes_written),
+        run_merge: per(|d| d.run_merge_bytes_written),
+        levels: per(|d| d.level_bytes_written),
+        consolidation: per(|d| d.consolidation_bytes_written),
+        total: 0.0,
+    };
+    t.total = t.flush + t.l0 + t.run_merge + t.levels + t.consolidation;
+    Some(t)
 }
 
 pub fn summary(run: &MtRun, cfg: &MtConfig) -> SummaryDoc {
@@ -60,6 +80,7 @@ pub fn summary(run: &MtRun, cfg: &MtConfig) -> SummaryDoc {
         compaction_bytes_written: compaction,
         compaction_bytes_written_per_put_key_byte: compaction
             .and_then(|c| (put_key_bytes > 0).then(|| c as f64 / put_key_bytes as f64)),
+        write_terms: write_terms(run, put_key_bytes),
         rss_bytes: run.get_memory.rss_bytes,
         peak_rss_bytes: run.get_memory.peak_rss_bytes,
     }
@@ -92,6 +113,19 @@ mod tests {
         // 30000 + 2000 bytes over 2000 puts of 16-byte keys.
         assert_eq!(s.compaction_bytes_written, Some(32_000));
         assert_eq!(s.compaction_bytes_written_per_put_key_byte, Some(1.0));
+        // Each term over the 32,000 key bytes put.
+        let w = s.write_terms.unwrap();
+        assert_eq!(
+            [
+                w.flush,
+                w.l0,
+                w.run_merge,
+                w.levels,
+                w.consolidation,
+                w.total
+            ],
+            [0.5, 0.625, 0.25, 0.0625, 0.0625, 1.5]
+        );
         assert_eq!(s.rss_bytes, Some(110 << 20));
         assert_eq!(s.peak_rss_bytes, Some(150 << 20));
 
@@ -105,6 +139,7 @@ mod tests {
         assert_eq!(s.alka_ratio, None);
         assert_eq!(s.compaction_bytes_written, None);
         assert_eq!(s.compaction_bytes_written_per_put_key_byte, None);
+        assert_eq!(s.write_terms, None);
         // Memory is the process's, whatever the engine.
         assert_eq!(s.peak_rss_bytes, Some(150 << 20));
     }

@@ -113,6 +113,18 @@ pub fn stats_delta(before: &DbStats, after: &DbStats) -> DbStats {
         after.compaction_bytes_written,
         before.compaction_bytes_written,
     );
+    out.flush_bytes_written = d(after.flush_bytes_written, before.flush_bytes_written);
+    out.l0_bytes_written = d(after.l0_bytes_written, before.l0_bytes_written);
+    out.run_merge_bytes_written = d(
+        after.run_merge_bytes_written,
+        before.run_merge_bytes_written,
+    );
+    out.level_bytes_written = d(after.level_bytes_written, before.level_bytes_written);
+    out.consolidations = d(after.consolidations, before.consolidations);
+    out.consolidation_bytes_written = d(
+        after.consolidation_bytes_written,
+        before.consolidation_bytes_written,
+    );
     out.write_stalls = d(after.write_stalls, before.write_stalls);
     out.write_slowdowns = d(after.write_slowdowns, before.write_slowdowns);
     out.nand = match (&before.nand, &after.nand) {

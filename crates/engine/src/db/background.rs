@@ -413,6 +413,18 @@ impl Inner {
         Ok(written)
     }
 
+    /// Counts the bytes a background compaction wrote in its term of the write
+    /// amplification: L0, run merges or levels.
+    fn count_term(&self, task: &CompactionTask, written: u64) {
+        let c = self.counters.local();
+        let term = match task.level {
+            0 => &c.l0_bytes_written,
+            crate::version::RUNS => &c.run_merge_bytes_written,
+            _ => &c.level_bytes_written,
+        };
+        Counters::add(term, written);
+    }
+
     /// Wakes the background: the database's own threads, or the runner given in the options.
     pub(super) fn wake_background(&self) {
         self.bg.cv.notify_all();
@@ -476,9 +488,9 @@ impl Inner {
         // A panic in a job must not leave its slots taken and writers waiting forever.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
             Job::Flush => self.flush_oldest().map(|_| ()),
-            Job::Compact { task, version } | Job::Split { task, version } => {
-                self.run_compaction(task, version).map(|_| ())
-            }
+            Job::Compact { task, version } | Job::Split { task, version } => self
+                .run_compaction(task, version)
+                .map(|written| self.count_term(task, written)),
             Job::Consolidate { ns, task, version } => self.consolidate(*ns, task, version),
             Job::Gc { segment } => {
                 let mut stats = GcStats::default();

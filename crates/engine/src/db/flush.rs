@@ -134,6 +134,7 @@ impl Inner {
         // Earlier segments were synced when the log moved past them.
         frozen.log_sync.sync()?;
         self.storage.sync_dir().ctx("database directory")?;
+        let written: u64 = props.iter().map(|p| p.size).sum();
         let mut edit = VersionEdit {
             log_start: Some(frozen.log_end),
             last_seq: Some(frozen.mem.max_seq()),
@@ -146,6 +147,7 @@ impl Inner {
         self.gc.liveness.mark_dead(&dropped);
         self.retire_flushed_segments(frozen.mem.max_seq());
         Counters::add(&self.counters.local().flushes, 1);
+        Counters::add(&self.counters.local().flush_bytes_written, written);
         Ok(())
     }
 

@@ -43,12 +43,33 @@ pub struct SummaryDoc {
     /// Table bytes all compactions wrote over the run (both phases and the settle step
     /// between them; Cerberus only).
     pub compaction_bytes_written: Option<u64>,
-    /// The engine does not count the bytes flushes write, so there is no write amplification
-    /// proper: instead `compaction_bytes_written` over the user key bytes put (put ops x key
-    /// size).
+    /// `compaction_bytes_written` over the user key bytes put (put ops x key size): keys
+    /// and values are apart, so the trees hold keys and value addresses.
     pub compaction_bytes_written_per_put_key_byte: Option<f64>,
+    /// The trees' write amplification term by term: table bytes each kind of work wrote
+    /// over the user key bytes put (Cerberus only; older documents lack it).
+    #[serde(default)]
+    pub write_terms: Option<WriteTerms>,
     /// The process's resident memory at the end of the get phase, in bytes.
     pub rss_bytes: Option<u64>,
     /// The peak of the process's resident memory over the engine's run, in bytes.
     pub peak_rss_bytes: Option<u64>,
+}
+
+/// Table bytes written per user key byte put, by the work that wrote them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteTerms {
+    /// Memtables into L0.
+    pub flush: f64,
+    /// L0 compactions: the split into namespace runs (per-namespace layout) or the merge
+    /// into L1 (shared tree, baseline).
+    pub l0: f64,
+    /// A namespace's runs merged into its L1.
+    pub run_merge: f64,
+    /// A sorted level into the next.
+    pub levels: f64,
+    /// Idle namespaces' trees merged into one sorted run.
+    pub consolidation: f64,
+    /// All of them.
+    pub total: f64,
 }
