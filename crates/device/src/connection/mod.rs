@@ -188,8 +188,18 @@ impl Reader {
                 }
             }
         }
+        self.store_own_puts();
+    }
+
+    /// Stores the held puts of the namespaces this connection proved (its own among them):
+    /// not the other namespaces', which the loop stores a piece at a time.
+    fn store_own_puts(&self) {
         let shared = &self.shared;
-        shared.scheduler.busy(false, || self.puts.store(shared));
+        shared.scheduler.busy(false, || {
+            for ns in self.session.namespaces() {
+                self.puts.store_for(shared, ns);
+            }
+        });
     }
 
     /// Deadline `why` has passed: whether it closes the connection (counted if so).
@@ -271,8 +281,7 @@ impl Reader {
         if let Ok(p) = free {
             return Admission::Permit(p);
         }
-        let shared = &self.shared;
-        shared.scheduler.busy(false, || self.puts.store(shared));
+        self.store_own_puts();
         tokio::select! {
             p = self.inflight.clone().acquire_owned() => match p {
                 Ok(p) => Admission::Permit(p),
