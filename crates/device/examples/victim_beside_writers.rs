@@ -4,8 +4,8 @@
 //! victim's gets/s, p50 and p99, and the writers' puts/s, alone and beside 7 writers, with
 //! shares on and off, each the median of several runs.
 //!
-//! `cargo run -p cerberus-device --example victim_beside_writers -- [runs] [writers] [ms]`
-//! (defaults 3, 7 and 700).
+//! `cargo run --profile test -p cerberus-device --example victim_beside_writers --
+//! [runs] [writers] [ms]` (defaults 3, 7 and 700; the test profile is the tests' opt-level).
 
 use bytes::Bytes;
 use cerberus_device::{Device, DeviceConfig, DeviceHandle};
