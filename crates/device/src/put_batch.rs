@@ -1,20 +1,28 @@
 //! Puts held back to be stored together. Unconditional puts that do not wait for durability,
 //! read on one network thread from any of its connections, are held until every connection
-//! that was ready has had its turn (or a command after them on the same connection needs
-//! them stored), then stored with one engine write per namespace: one log append for many
-//! clients, as Redis writes its append-only file once per turn of its event loop.
+//! that was ready has had its turn (or a command after them needs them stored), then stored
+//! with one engine write per namespace: one log append for many clients, as Redis writes its
+//! append-only file once per turn of its event loop.
+//!
+//! The network thread stores them in pieces of at most [`PIECE_PUTS`] puts of one namespace
+//! and reads its sockets between two pieces, and a command other than a put stores only its
+//! own namespace's held puts: another namespace's command waits behind one piece, not
+//! behind every put its neighbours pipelined (measured, debug build: the 448 puts of 7
+//! writers stored in one go before a reader's get held it 2 ms at the median, 5-6 ms at p99).
 
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::workers::{answer, catch_command, Outbox};
 use bytes::Bytes;
-use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status};
+use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status, DEVICE_NSID};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 /// Held puts are stored at once when they reach this many bytes.
 const HELD_BYTES: usize = 1 << 20;
+/// Most puts the network thread stores in one engine write before it reads its sockets again.
+pub const PIECE_PUTS: usize = 64;
 
 /// A put waiting to be stored, with what its answer needs.
 pub struct HeldPut {
@@ -43,9 +51,7 @@ impl HeldPuts {
     pub fn hold(&self, put: HeldPut, shared: &Shared) {
         let full = {
             let mut held = self.held.lock();
-            if let Request::Store { key, value, .. } = &put.cmd.request {
-                held.bytes += key.len() + value.len();
-            }
+            held.bytes += put.bytes();
             held.puts.push(put);
             if held.puts.len() == 1 {
                 self.wake.notify_one();
@@ -76,14 +82,72 @@ impl HeldPuts {
         }
     }
 
+    /// Stores the held puts a command of namespace `ns` must come after: that namespace's
+    /// (a command of the device, every one). Another namespace's puts are not yet answered,
+    /// so nobody can expect to see them.
+    pub fn store_for(&self, shared: &Shared, ns: u32) {
+        if ns == DEVICE_NSID {
+            self.store(shared);
+            return;
+        }
+        let group = self.take(Some(ns), usize::MAX);
+        if !group.is_empty() {
+            store_group(shared, ns, group);
+        }
+    }
+
+    /// Takes, in the order they came, at most `max` held puts of namespace `ns` (of the
+    /// first held put's namespace if `None`).
+    fn take(&self, ns: Option<u32>, max: usize) -> Vec<HeldPut> {
+        let mut held = self.held.lock();
+        let Some(ns) = ns.or_else(|| held.puts.first().map(|p| p.cmd.nsid)) else {
+            return Vec::new();
+        };
+        if !held.puts.iter().any(|p| p.cmd.nsid == ns) {
+            return Vec::new();
+        }
+        let mut taken = Vec::new();
+        let mut kept = Vec::with_capacity(held.puts.len());
+        for p in std::mem::take(&mut held.puts) {
+            if p.cmd.nsid == ns && taken.len() < max {
+                taken.push(p);
+            } else {
+                kept.push(p);
+            }
+        }
+        held.bytes -= taken.iter().map(HeldPut::bytes).sum::<usize>();
+        held.puts = kept;
+        taken
+    }
+
     /// Runs on each network thread: stores the held puts once the connections that were
-    /// ready with them have all been served.
+    /// ready with them have all been served, a piece at a time.
     pub async fn run(self: Arc<Self>, shared: Arc<Shared>) {
         loop {
             self.wake.notified().await;
             // To the back of the queue: every connection ready now is served first.
             tokio::task::yield_now().await;
-            shared.scheduler.busy(false, || self.store(&shared));
+            loop {
+                let piece = self.take(None, PIECE_PUTS);
+                let Some(nsid) = piece.first().map(|p| p.cmd.nsid) else {
+                    break;
+                };
+                shared
+                    .scheduler
+                    .busy(false, || store_group(&shared, nsid, piece));
+                // The loop reads the sockets (after polling them) before the next piece.
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+}
+
+impl HeldPut {
+    /// Key and value bytes.
+    fn bytes(&self) -> usize {
+        match &self.cmd.request {
+            Request::Store { key, value, .. } => key.len() + value.len(),
+            _ => 0,
         }
     }
 }

@@ -70,8 +70,8 @@ impl Reader {
             self.puts.hold(held, shared);
             return;
         }
-        // Anything else comes after the puts read before it.
-        self.puts.store(shared);
+        // Anything else comes after the puts of its namespace read before it.
+        self.puts.store_for(shared, cmd.nsid);
         if shared.runs_inline(&cmd) {
             // Cannot block for long: answered here, without two hand-offs between threads.
             let resp = answer(shared, cmd, &self.iters, arrived);

@@ -26,7 +26,9 @@ use bytes::BytesMut;
 use cerberus_proto::{split_frame, Frame, ProtoError, Response, Status};
 use deadlines::Deadlines;
 use session::Session;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
@@ -50,12 +52,40 @@ pub async fn serve<S>(
     let (mut rd, wr) = tokio::io::split(stream);
     let (tx, rx) = mpsc::unbounded_channel();
     let write_timeout = Duration::from_millis(shared.config.write_timeout_ms);
-    let writer = tokio::spawn(write_loop(wr, rx, write_timeout, shared.clone()));
+    let writer = write_loop(wr, rx, write_timeout, shared.clone());
     let mut reader = Reader::new(shared, workers, ticket, puts, tx);
-    reader.run(&mut rd, &mut stop).await;
-    // In-flight jobs hold senders: the writer ends once the last of them has answered.
-    drop(reader);
-    let _ = writer.await;
+    let read = async move {
+        reader.run(&mut rd, &mut stop).await;
+        // In-flight jobs hold senders: the writer ends once the last of them has answered.
+        drop(reader);
+    };
+    read_then_write(read, writer).await;
+}
+
+/// Runs a connection's reader and writer in one task, the writer polled right after the
+/// reader: a reply the reader answered (a get run inline) is written in the same poll. As a
+/// task of its own, the writer waited for its turn behind every other task ready on the
+/// core (measured, debug build: half of a reader's 1.1 ms median beside 7 writers).
+async fn read_then_write(read: impl Future<Output = ()>, write: impl Future<Output = ()>) {
+    let (mut read, mut write) = (std::pin::pin!(read), std::pin::pin!(write));
+    let (mut read_done, mut write_done) = (false, false);
+    std::future::poll_fn(|cx| {
+        if !read_done {
+            read_done = read.as_mut().poll(cx).is_ready();
+        }
+        if !write_done && write.as_mut().poll(cx).is_ready() {
+            write_done = true;
+            // The writer gave up (its outbox closed): the reader sees it now.
+            if !read_done {
+                read_done = read.as_mut().poll(cx).is_ready();
+            }
+        }
+        match read_done && write_done {
+            true => Poll::Ready(()),
+            false => Poll::Pending,
+        }
+    })
+    .await
 }
 
 /// The read side of a connection and what it keeps between frames.
@@ -188,8 +218,18 @@ impl Reader {
                 }
             }
         }
+        self.store_own_puts();
+    }
+
+    /// Stores the held puts of the namespaces this connection proved (its own among them):
+    /// not the other namespaces', which the loop stores a piece at a time.
+    fn store_own_puts(&self) {
         let shared = &self.shared;
-        shared.scheduler.busy(false, || self.puts.store(shared));
+        shared.scheduler.busy(false, || {
+            for ns in self.session.namespaces() {
+                self.puts.store_for(shared, ns);
+            }
+        });
     }
 
     /// Deadline `why` has passed: whether it closes the connection (counted if so).
@@ -271,8 +311,7 @@ impl Reader {
         if let Ok(p) = free {
             return Admission::Permit(p);
         }
-        let shared = &self.shared;
-        shared.scheduler.busy(false, || self.puts.store(shared));
+        self.store_own_puts();
         tokio::select! {
             p = self.inflight.clone().acquire_owned() => match p {
                 Ok(p) => Admission::Permit(p),

@@ -19,6 +19,11 @@ impl Session {
         self.namespaces.contains(&ns)
     }
 
+    /// The namespaces the connection proved.
+    pub(super) fn namespaces(&self) -> impl Iterator<Item = u32> + '_ {
+        self.namespaces.iter().copied()
+    }
+
     pub(super) fn allows(&self, cmd: &Command) -> bool {
         match cmd.request {
             Request::Store { .. }

@@ -222,6 +222,14 @@ impl Book {
         t.waiting += 1;
     }
 
+    /// Whether `ns` is owed its floor at `now` (its R tag is due): its command is chosen
+    /// before any command of the weight phase.
+    pub fn owed(&self, ns: u32, now: u64) -> bool {
+        self.ns
+            .get(&ns)
+            .is_some_and(|t| t.r().is_some_and(|r| r <= now))
+    }
+
     /// A registered command of `ns` left without being served (its connection closed).
     pub fn leave(&mut self, ns: u32) {
         if let Some(t) = self.ns.get_mut(&ns) {

@@ -285,3 +285,36 @@ fn the_gate_is_free_for_one_namespace_or_when_off() {
         assert!(pass(&off, 9, 0).await.is_none());
     });
 }
+
+#[test]
+fn a_namespace_owed_its_floor_takes_the_turn_without_yielding() {
+    use std::future::Future;
+    use std::task::Poll;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let s = Shares::new(&SharesConfig::default());
+        s.set(1, shares(100, 1, 0)).unwrap();
+        s.set(2, shares(0, 2, 0)).unwrap();
+        // Whether a pass is done on its first poll (a yield makes it wait for the loop).
+        async fn at_once(s: &Shares, ns: u32) -> bool {
+            let mut p = std::pin::pin!(pass(s, ns, 0));
+            let first = std::future::poll_fn(|cx| Poll::Ready(p.as_mut().poll(cx))).await;
+            match first {
+                Poll::Ready(turn) => turn.is_some(),
+                Poll::Pending => {
+                    assert!(p.await.is_some());
+                    false
+                }
+            }
+        }
+        // Its R tag is due: chosen first whoever registers, so it does not wait for them.
+        assert!(at_once(&s, 1).await);
+        // Served in the reservation phase, it is owed the next one 10 ms later only.
+        assert!(!at_once(&s, 1).await);
+        // Without a floor, alone, it lets the others register first.
+        assert!(!at_once(&s, 2).await);
+    });
+}
