@@ -218,13 +218,18 @@ fn set_validates_and_tracks_limits() {
     assert_eq!(s.get(1), IoShares::default());
 }
 
+/// A single-threaded runtime, as a network thread runs the gate.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Two namespaces contend on one core, each with `conns` connections that pass the gate
 /// in a loop; the commands each got once `total` ran, and the contended turns each won.
 fn contend(w1: u32, w2: u32, total: u64) -> (u64, u64, [u64; 2]) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let s = Rc::new(Shares::new(&SharesConfig::default()));
     s.set(1, shares(0, w1, 0)).unwrap();
     s.set(2, shares(0, w2, 0)).unwrap();
@@ -268,10 +273,7 @@ fn the_gate_serves_contending_namespaces_by_weight() {
 
 #[test]
 fn the_gate_is_free_for_one_namespace_or_when_off() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let s = Shares::new(&SharesConfig::default());
         // The first change of namespace opens a window of contention; one namespace alone
@@ -290,10 +292,7 @@ fn the_gate_is_free_for_one_namespace_or_when_off() {
 fn a_namespace_owed_its_floor_takes_the_turn_without_yielding() {
     use std::future::Future;
     use std::task::Poll;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let s = Shares::new(&SharesConfig::default());
         s.set(1, shares(100, 1, 0)).unwrap();
