@@ -80,13 +80,19 @@ pub fn tenant_figures(t: &TenantResult) -> Option<TenantFigures> {
     })
 }
 
+/// A counter of the tenant's namespace over the run (Cerberus only).
+pub(super) fn tenant_delta(
+    t: &TenantResult,
+    counter: fn(&cerberus_engine::NamespaceStats) -> u64,
+) -> Option<u64> {
+    t.stats
+        .as_ref()
+        .map(|[before, _, after]| counter(after).saturating_sub(counter(before)))
+}
+
 /// Table bytes compactions wrote into the tenant's namespace over the run (Cerberus only).
 pub(super) fn tenant_compaction_bytes(t: &TenantResult) -> Option<u64> {
-    t.stats.as_ref().map(|[before, _, after]| {
-        after
-            .compaction_bytes_written
-            .saturating_sub(before.compaction_bytes_written)
-    })
+    tenant_delta(t, |s| s.compaction_bytes_written)
 }
 
 /// The mean of the values present; `None` if there are none.

@@ -74,6 +74,8 @@ fn tenant(index: usize, put_secs: f64, get_secs: f64, stats: bool) -> TenantResu
             step("L2", 0, 0, 0, 0),
         ],
         compaction_bytes_written: 5000 * (index as u64 + 1),
+        consolidations: 1,
+        consolidation_bytes_written: 3000,
         ..after
     };
     TenantResult {

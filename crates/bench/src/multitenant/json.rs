@@ -1,7 +1,7 @@
 //! The JSON document of a multitenant run: its config, phases, tenants and summary.
 
 use super::cost_model::{tenant_cost_model, CostModel};
-use super::figures::{mean, tenant_compaction_bytes, tenant_figures, GetsByLevel};
+use super::figures::{mean, tenant_compaction_bytes, tenant_delta, tenant_figures, GetsByLevel};
 use super::report::MtRunConfig;
 use super::summary::{summary, SummaryDoc};
 use super::{MtRun, TenantResult};
@@ -92,6 +92,10 @@ struct TenantDoc<'a> {
     levels: Option<Vec<LevelDoc>>,
     /// Table bytes compactions wrote into the namespace's runs and tree over the run.
     compaction_bytes_written: Option<u64>,
+    /// Consolidations of its tree over the run (idle periods that rewrote it), and the
+    /// table bytes they wrote (part of `compaction_bytes_written`).
+    consolidations: Option<u64>,
+    consolidation_bytes_written: Option<u64>,
     cost_model: Option<CostModel>,
 }
 
@@ -165,6 +169,8 @@ pub fn run_doc<'a>(
                         .collect()
                 }),
                 compaction_bytes_written: tenant_compaction_bytes(t),
+                consolidations: tenant_delta(t, |s| s.consolidations),
+                consolidation_bytes_written: tenant_delta(t, |s| s.consolidation_bytes_written),
                 cost_model: tenant_cost_model(t),
             }
         })
@@ -261,6 +267,8 @@ mod tests {
         assert_eq!(t["page_reads_per_get_by_purpose"]["value"], 1.0);
         assert_eq!(t["levels"][1]["tables"], 3);
         assert_eq!(t["compaction_bytes_written"], 10_000);
+        assert_eq!(t["consolidations"], 1);
+        assert_eq!(t["consolidation_bytes_written"], 3000);
         let m = &t["cost_model"];
         let steps = m["steps"].as_array().unwrap();
         assert_eq!(steps.len(), 5);
@@ -330,6 +338,8 @@ mod tests {
             "page_reads_per_get_by_purpose",
             "levels",
             "compaction_bytes_written",
+            "consolidations",
+            "consolidation_bytes_written",
             "cost_model",
         ] {
             assert!(t[k].is_null(), "{k}");
