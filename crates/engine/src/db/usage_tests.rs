@@ -65,11 +65,13 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
     use std::collections::HashSet;
 
     let storage: StorageRef = Arc::new(MemStorage::new());
-    let mut opts = Options::default();
-    opts.memtable_bytes = 64 << 10;
-    opts.target_table_bytes = 8 << 10;
-    opts.level1_bytes = 64 << 10;
-    opts.block_size = 1024;
+    let opts = Options {
+        memtable_bytes: 64 << 10,
+        target_table_bytes: 8 << 10,
+        level1_bytes: 64 << 10,
+        block_size: 1024,
+        ..Options::default()
+    };
     let db = Db::builder(opts).open_storage(storage).unwrap();
     let ns = db.create_namespace("t").unwrap();
     let other = db.create_namespace("u").unwrap();
