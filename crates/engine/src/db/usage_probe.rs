@@ -50,11 +50,11 @@ struct Probed {
 }
 
 /// One key's lookup: the tables that may hold it in search order, and where it is.
-struct Want<'k> {
+struct Want<'k, 'v> {
     user: &'k [u8],
     seek: Vec<u8>,
     hash: u64,
-    tables: Vec<Arc<TableHandle>>,
+    tables: Vec<&'v Arc<TableHandle>>,
     next: usize,
     found: Option<Found>,
 }
@@ -115,7 +115,7 @@ impl<'a> BatchProbe<'a> {
                 .collect::<Result<Vec<Block>>>()?;
             for (i, slot) in asks {
                 let w = &mut wants[i];
-                let p = self.probed(&w.tables[w.next])?;
+                let p = self.probed(w.tables[w.next])?;
                 match p.reader.find_in(&blocks[slot], w.user, &w.seek)? {
                     Some(f) => {
                         w.found = Some(f);
@@ -130,22 +130,27 @@ impl<'a> BatchProbe<'a> {
 
     /// The lookup of `user`: the tables whose key range holds it, as the search asks them (L0
     /// newest first, the namespace's runs newest first, one table per deeper level).
-    fn want<'k>(&self, user: &'k [u8]) -> Want<'k> {
-        let v = self.version;
+    fn want<'k>(&self, user: &'k [u8]) -> Want<'k, 'a> {
+        let v: &'a Version = self.version;
         let ns = key::ikey_nsid(user);
-        let mut tables: Vec<Arc<TableHandle>> = v.levels[0]
+        let mut tables: Vec<&'a Arc<TableHandle>> = v.levels[0]
             .iter()
             .chain(v.runs_of(ns))
             .filter(|t| t.covers(user))
-            .cloned()
             .collect();
-        tables.extend((1..v.num_levels()).filter_map(|l| v.find_in_level(l, user).cloned()));
-        let mut seek = user.to_vec();
-        key::push_trailer(&mut seek, SeqNo::MAX, Kind::Put);
+        tables.extend((1..v.num_levels()).filter_map(|l| v.find_in_level(l, user)));
+        // A key past every table's range (a load of new keys) asks nothing: no seek key.
+        let (mut seek, mut hash) = (Vec::new(), 0);
+        if !tables.is_empty() {
+            seek.reserve(user.len() + key::TRAILER_LEN);
+            seek.extend_from_slice(user);
+            key::push_trailer(&mut seek, SeqNo::MAX, Kind::Put);
+            hash = filter_hash(user);
+        }
         Want {
             user,
             seek,
-            hash: filter_hash(user),
+            hash,
             tables,
             next: 0,
             found: None,
@@ -161,7 +166,7 @@ impl<'a> BatchProbe<'a> {
             if self.tables.contains_key(&t.id()) || !seen.insert(t.id()) {
                 continue;
             }
-            let (t, c) = (t.clone(), self.c.clone());
+            let (t, c) = (Arc::clone(t), self.c.clone());
             let job = self.pool.submit(move || -> Result<Probed> {
                 let reader = t.reader()?;
                 let (filter, index) = reader.probe_blocks(&c)?;
