@@ -121,6 +121,7 @@ impl Inner {
             &self.super_version().version,
             &dead,
             &self.counters,
+            self.prefetcher(),
         )?;
         let (props, dropped) = flush_memtable(
             self.storage.as_ref(),

@@ -19,6 +19,7 @@ mod settle;
 mod snapshot;
 mod supersede;
 mod usage;
+mod usage_probe;
 mod write;
 
 pub use builder::DbBuilder;

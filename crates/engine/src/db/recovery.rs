@@ -10,6 +10,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::Options;
+use crate::prefetch::ReadPool;
 use crate::storage::Storage;
 use crate::table::{parse_table_name, table_name};
 use crate::version::{Namespaces, Recovered, TableCtx, Version, VersionEdit, VersionSet};
@@ -61,7 +62,9 @@ pub(super) fn recover(
         let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
         let vlog = VlogReader::new(ctx.storage.clone());
         retire_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
-        let usage = flush_usage(&mem, &version, &dead, &ctx.counters)?;
+        // The replay's own readers: the database's are not started yet.
+        let pool = ReadPool::new(opts.prefetch_threads, storage.nand_stats().is_some());
+        let usage = flush_usage(&mem, &version, &dead, &ctx.counters, &pool)?;
         let (props, dropped) = flush_memtable(
             storage,
             &mem,

@@ -14,12 +14,13 @@
 //! has not collected yet, counted when the flush that supersedes them runs.
 
 use super::namespaces::NsEntry;
-use super::read::{search_tables_seq, ProbeCache, StepClock};
+use super::usage_probe::{BatchProbe, ProbeCost, BATCH_KEYS};
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, NSID_LEN};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::DEFAULT_RESERVE_MAX;
+use crate::prefetch::ReadPool;
 use crate::stats::Counters;
 use crate::version::{Namespaces, Version, VersionEdit};
 use crate::vlog::RECORD_HEADER_LEN;
@@ -89,6 +90,8 @@ fn mem_size(user: &[u8], v: &MemValue) -> u64 {
 pub(super) struct FlushUsage {
     delta: BTreeMap<Nsid, i64>,
     garbage: BTreeMap<(Nsid, u64), u64>,
+    /// What its lookups read.
+    pub(super) cost: ProbeCost,
 }
 
 impl FlushUsage {
@@ -116,19 +119,26 @@ impl FlushUsage {
     }
 }
 
+/// A key of the flushed memtable whose older version the tables may hold.
+struct Flushed {
+    user: bytes::Bytes,
+    seq: SeqNo,
+    new: u64,
+}
+
 /// The changes the flush of `mem` (frozen, its index tombstones in) makes on top of `version`;
-/// namespaces in `dead` are skipped. One table lookup per key.
+/// namespaces in `dead` are skipped. One table lookup per key, made in batches whose reads
+/// overlap (`usage_probe`) through `pool`.
 pub(super) fn flush_usage(
     mem: &Memtable,
     version: &Version,
     dead: &HashSet<Nsid>,
-    c: &Counters,
+    c: &Arc<Counters>,
+    pool: &ReadPool,
 ) -> Result<FlushUsage> {
     let mut out = FlushUsage::default();
-    // Background lookups: they stay out of the gets' cost model.
-    let scratch = Counters::default();
-    let mut clock = StepClock::new(&scratch);
-    let mut probes = ProbeCache::default();
+    let mut probe = BatchProbe::new(version, pool, c);
+    let mut batch: Vec<Flushed> = Vec::with_capacity(BATCH_KEYS);
     let mut entries = mem.iter().peekable();
     while let Some((k, v)) = entries.next() {
         let ns = key::ikey_nsid(&k.user);
@@ -142,33 +152,46 @@ pub(super) fn flush_usage(
         if dead.contains(&ns) {
             continue;
         }
-        let pk = &k.user[NSID_LEN..];
+        batch.push(Flushed {
+            user: k.user,
+            seq: k.seq,
+            new,
+        });
+        if batch.len() == BATCH_KEYS {
+            out.supersede(&mut probe, &mut batch)?;
+        }
+    }
+    out.supersede(&mut probe, &mut batch)?;
+    out.cost = probe.cost;
+    Ok(out)
+}
+
+impl FlushUsage {
+    /// Counts the keys of `batch` (emptied) against the versions they supersede.
+    fn supersede(&mut self, probe: &mut BatchProbe, batch: &mut Vec<Flushed>) -> Result<()> {
+        let users: Vec<&[u8]> = batch.iter().map(|f| &f.user[..]).collect();
         // The newest version in the tables, whatever its seqno: an index backfill puts
         // entries at their record's (older) seqno, and may put one the tables hold already.
-        let found = search_tables_seq(
-            version,
-            ns,
-            pk,
-            SeqNo::MAX,
-            c,
-            &mut clock,
-            Some(&mut probes),
-        )?;
-        let old = match found {
-            // As new as this flush's: the flush changes nothing of this key.
-            Some((_, seq, ..)) if seq >= k.seq => continue,
-            Some((_, _, Kind::Put, iv)) => {
-                if let IndexValue::Addr { addr, .. } = &iv {
-                    out.garbage(ns, *addr);
+        let found = probe.lookup(&users)?;
+        for (f, found) in batch.drain(..).zip(found) {
+            let ns = key::ikey_nsid(&f.user);
+            let pk_len = f.user.len() - NSID_LEN;
+            let old = match found {
+                // As new as this flush's: the flush changes nothing of this key.
+                Some((seq, ..)) if seq >= f.seq => continue,
+                Some((_, Kind::Put, iv)) => {
+                    if let IndexValue::Addr { addr, .. } = &iv {
+                        self.garbage(ns, *addr);
+                    }
+                    table_size(pk_len, &iv)
                 }
-                table_size(pk.len(), &iv)
-            }
-            _ => 0,
-        };
-        let d = out.delta.entry(ns).or_default();
-        *d = d.saturating_add(new as i64 - old as i64);
+                _ => 0,
+            };
+            let d = self.delta.entry(ns).or_default();
+            *d = d.saturating_add(f.new as i64 - old as i64);
+        }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// Live bytes of id `ns` (a namespace's records, or an index's entries) in `sv` at `seq`.

@@ -49,3 +49,103 @@ fn an_old_manifest_is_recounted_at_open() {
     assert_eq!(kept, want);
     assert_eq!(kept, counted);
 }
+
+/// The flush's accounting looks its keys up in batches: over a tree of many tables, a flush
+/// of overwrites and fresh keys waits for a few batches of reads, not a read per key (the
+/// serial lookups made flushes on a device with no block cache fall behind the writes), reads
+/// each table's filter and index block once and a data block per key the filters let
+/// through, and finds what serial lookups find.
+#[test]
+fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
+    use super::super::read::{search_tables_seq, StepClock};
+    use crate::key::{self, Kind, SeqNo, ValueAddr};
+    use crate::memtable::{MemValue, Memtable};
+    use crate::prefetch::ReadPool;
+    use bytes::Bytes;
+    use std::collections::HashSet;
+
+    let storage: StorageRef = Arc::new(MemStorage::new());
+    let opts = Options {
+        memtable_bytes: 64 << 10,
+        target_table_bytes: 8 << 10,
+        level1_bytes: 64 << 10,
+        block_size: 1024,
+        // A tree of several levels, not one consolidated run: its shape set by the writes.
+        consolidate_below_bytes: Some(0),
+        ..Options::default()
+    };
+    let db = Db::builder(opts).open_storage(storage).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    let other = db.create_namespace("u").unwrap();
+    let key = |i: u32| format!("key{i:06}");
+    for i in 0..6000 {
+        ns.put(key(i).as_bytes(), &[b'v'; 100]).unwrap();
+        other.put(key(i).as_bytes(), &[b'w'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let version = db.inner.super_version().version.clone();
+    let tables: usize = version.levels.iter().map(Vec::len).sum::<usize>() + version.runs.len();
+    let depth = version.levels[0].len() + version.runs.len() + version.num_levels();
+    assert!(tables >= 10, "a tree of {tables} tables");
+
+    // Every other key overwrites one the tables hold; the rest are new.
+    let keys = 2000u32;
+    let mem = Memtable::new(1 << 30);
+    for i in 0..keys {
+        let k = if i % 2 == 0 {
+            key(i * 3)
+        } else {
+            key(100_000 + i)
+        };
+        let value = MemValue {
+            kind: Kind::Put,
+            value: Bytes::from(vec![b'n'; 10]),
+            addr: ValueAddr::NONE,
+        };
+        mem.insert(
+            Bytes::from(key::user_part(ns.id(), k.as_bytes())),
+            1 << 40,
+            value,
+        );
+    }
+    let c = Arc::new(Counters::default());
+    let pool = ReadPool::new(2, false);
+    let usage = super::flush_usage(&mem, &version, &HashSet::new(), &c, &pool).unwrap();
+
+    // What serial lookups find.
+    let scratch = Counters::default();
+    let mut clock = StepClock::new(&scratch);
+    let mut want = 0i64;
+    for (k, v) in mem.iter() {
+        let pk = &k.user[key::NSID_LEN..];
+        let old = search_tables_seq(
+            &version,
+            ns.id(),
+            pk,
+            SeqNo::MAX,
+            &scratch,
+            &mut clock,
+            None,
+        )
+        .unwrap()
+        .map_or(0, |(_, _, _, iv)| super::table_size(pk.len(), &iv));
+        want += super::mem_size(&k.user, &v) as i64 - old as i64;
+    }
+    assert_eq!(usage.delta.get(&ns.id()).copied(), Some(want));
+    assert!(want < 0, "overwrites found: {want}");
+
+    let batches = (keys as u64).div_ceil(super::BATCH_KEYS as u64);
+    let cost = usage.cost;
+    // A wait for the tables' blocks, then a round per table a key may ask, per batch.
+    assert!(
+        cost.waits <= batches * (1 + depth as u64) && cost.waits * 20 <= keys as u64,
+        "{cost:?} for {keys} keys in {batches} batches, {depth} tables deep"
+    );
+    // Filter and index once per table; a data block per overwrite, plus filter misfires.
+    let overwrites = keys as u64 / 2;
+    assert!(
+        cost.blocks <= 2 * tables as u64 + overwrites + keys as u64 / 10,
+        "{cost:?} for {overwrites} overwrites over {tables} tables"
+    );
+}

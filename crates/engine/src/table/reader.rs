@@ -129,11 +129,16 @@ impl TableReader {
         Ok(b)
     }
 
-    /// A data block, from the cache or read (and cached if `fill_cache`).
+    /// A data block by its encoded handle (an index entry's value).
     fn data_block(&self, handle_bytes: &[u8], c: &Counters, fill_cache: bool) -> Result<Block> {
         let h = BlockHandle::decode(handle_bytes).ok_or_else(|| {
             Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
         })?;
+        self.data_block_at(h, c, fill_cache)
+    }
+
+    /// A data block, from the cache or read (and cached if `fill_cache`).
+    pub fn data_block_at(&self, h: BlockHandle, c: &Counters, fill_cache: bool) -> Result<Block> {
         if let Some(Cached::Data(b)) = self.cache.get(self.id, h.offset) {
             return Ok(b);
         }
@@ -187,12 +192,34 @@ impl TableReader {
         c: &Counters,
         fill_cache: bool,
     ) -> Result<Option<Found>> {
+        match self.block_for(index, seek)? {
+            Some(h) => {
+                let block = self.data_block_at(h, c, fill_cache)?;
+                self.find_in(&block, user, seek)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The data block of this table that may hold `seek` (`None`: past the table's last key),
+    /// found in its index block `index`.
+    pub fn block_for(&self, index: &Block, seek: &[u8]) -> Result<Option<BlockHandle>> {
         let mut ii = index.iter();
         ii.seek(seek, cmp_ikey);
         if !ii.valid() {
-            return self.check(&ii, None);
+            self.check(&ii, None)?;
+            return Ok(None);
         }
-        let block = self.data_block(ii.value_slice(), c, fill_cache)?;
+        BlockHandle::decode(ii.value_slice())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
+            })
+    }
+
+    /// The newest version of `user` at or below the seqno in `seek` in data block `block` (the
+    /// one [`TableReader::block_for`] gave).
+    pub fn find_in(&self, block: &Block, user: &[u8], seek: &[u8]) -> Result<Option<Found>> {
         let mut it = block.iter();
         it.seek(seek, cmp_ikey);
         if !it.valid() {
