@@ -257,6 +257,8 @@ fn a_reservation_keeps_a_reader_served_beside_writers() {
     // 0.1-0.3 ms alone; 1400-2300/s and p99 1.9-6.1 ms beside the writers, 14-30x alone
     // with shares on, 9-59x off (see docs/device.md, I/O shares: not yet within 2x of alone).
     assert!(seen[1] >= 270.0, "{seen:?}");
-    // The same floor with the writers' clients niced.
+    // The same floor with the writers' clients niced (the model of remote clients). Its p99
+    // is not asserted either: 1.0 ms in one run, 3.5-3.7 ms in the example's; the bench's
+    // `noisy --device` 4-9x alone (docs/device.md, the noisy-neighbour experiment).
     assert!(seen[3] >= 270.0, "{seen:?}");
 }
