@@ -162,6 +162,16 @@ impl DeviceDb {
         Ok(doc["shares_served"].clone())
     }
 
+    /// A local device: waits until its engine has flushed and finished its compactions (run
+    /// on the device's lanes), as the embedded engine's settle does. A remote device has no
+    /// command for it: returns at once.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        if let Some(dev) = &*self.local.lock() {
+            dev.engine().wait_for_compactions()?;
+        }
+        Ok(())
+    }
+
     /// The key a tenant's `key` is stored under: itself, or in the baseline layout followed
     /// by the tenant index.
     fn tenant_key(&self, tenant: &TenantHandle, key: &[u8]) -> Vec<u8> {

@@ -277,7 +277,7 @@ impl Run<'_> {
             keys.write(k, &mut key);
             db.put_tenant(victim, &key, gen.next())?;
         }
-        db.settle()?;
+        settle(db, dev)?;
         let gets = args.victim_gets.unwrap_or(args.victim_keys);
         let alone = measured(db, dev, victim, |stop| {
             victim_gets(db, victim, args, keys, gets, stop, 1)
@@ -285,7 +285,7 @@ impl Run<'_> {
         let noisy = measured(db, dev, victim, |stop| {
             self.noisy_phase(db, &tenants, args, stop)
         })?;
-        db.settle()?;
+        settle(db, dev)?;
         let settled = measured(db, dev, victim, |stop| {
             victim_gets(db, victim, args, keys, gets, stop, 3)
         })?;
@@ -361,6 +361,13 @@ impl Run<'_> {
             Ok((victim, (n, n as f64 / wall.as_secs_f64().max(1e-9))))
         })
     }
+}
+
+/// Waits for the engine's flushes and compactions: `BenchDb::settle`, and on a local device
+/// its engine's (the device engine's settle does nothing, the device running its own).
+fn settle(db: &dyn BenchDb, dev: Option<&DeviceDb>) -> Result<()> {
+    db.settle()?;
+    dev.map_or(Ok(()), DeviceDb::wait_for_compactions)
 }
 
 /// The victim's gets of one phase, and the misses among them.
