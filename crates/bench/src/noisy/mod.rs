@@ -137,6 +137,9 @@ fn run(args: &Args) -> Result<NoisyDoc> {
     if args.victim_gets == Some(0) || args.neighbour_batch == 0 {
         bail!("--victim-gets and --neighbour-batch must be at least 1");
     }
+    if !args.device && (args.victim_reservation > 0 || args.shares != [OnOff::On]) {
+        bail!("--shares and --victim-reservation are the device's: add --device");
+    }
     let keys = KeyFormat::new(args.key_size, args.victim_keys * args.write_factor)?;
     let engine = if args.device {
         Engine::Device
