@@ -67,6 +67,13 @@ pub trait BenchDb: Send + Sync {
         let _ = (tenant, key, value);
         bail!("this engine has no tenants")
     }
+    /// Puts into a tenant's key space sent together (pipelined on the device; one after the
+    /// other elsewhere).
+    fn put_many_tenant(&self, tenant: &TenantHandle, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        pairs
+            .iter()
+            .try_for_each(|(k, v)| self.put_tenant(tenant, k, v))
+    }
     /// Gets from a tenant's key space; whether the key was found.
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         let _ = (tenant, key);

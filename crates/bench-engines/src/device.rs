@@ -14,8 +14,9 @@ use crate::db::{
 use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use cerberus_device::{DeviceHandle, StorageChoice};
+use cerberus_device::{DeviceConfig, DeviceHandle, StorageChoice};
 use cerberus_host::{BlockingClient, BlockingNamespace};
+use cerberus_proto::NamespaceSettings;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const CONNECTIONS: usize = 64;
 const SECRETS_FILE: &str = "bench-secrets.json";
 
+/// The device engine: a connection per benchmark thread to a device, remote or started here.
 pub struct DeviceDb {
     local: Mutex<Option<DeviceHandle>>,
     admin: BlockingClient,
@@ -46,7 +48,17 @@ thread_local! {
 }
 
 impl DeviceDb {
+    /// Connects to the device of `config.device`, starting it here if `local`.
     pub fn open(config: &OpenConfig) -> Result<DeviceDb> {
+        DeviceDb::open_with(config, |_| {})
+    }
+
+    /// [`DeviceDb::open`], with `tweak` applied last to a local device's configuration (the
+    /// noisy experiment's shares and network threads); unused for a remote device.
+    pub fn open_with(
+        config: &OpenConfig,
+        tweak: impl FnOnce(&mut DeviceConfig),
+    ) -> Result<DeviceDb> {
         let target = config.device.as_deref().unwrap_or("local");
         let (local, admin) = if target == "local" {
             let mut c = local_device::config(&config.path);
@@ -65,6 +77,7 @@ impl DeviceDb {
             if config.profile.is_some() {
                 bail!("--profile is not supported with --engine device");
             }
+            tweak(&mut c);
             let dev = LocalDevice::start(c)?;
             let admin = dev.admin()?;
             (Some(dev), admin)
@@ -131,6 +144,32 @@ impl DeviceDb {
             c.open_namespace(nsid, &secret)?;
         }
         Ok(nsid)
+    }
+
+    /// Gives a tenant's namespace `settings` (its I/O shares), through the admin connection.
+    pub fn configure_tenant(
+        &self,
+        tenant: &TenantHandle,
+        settings: &NamespaceSettings,
+    ) -> Result<()> {
+        Ok(self.admin.configure_namespace(tenant.id, settings)?)
+    }
+
+    /// `shares_served` of a tenant's namespace stats: its shares and what it was served,
+    /// waited and charged (cumulative).
+    pub fn tenant_shares_json(&self, tenant: &TenantHandle) -> Result<serde_json::Value> {
+        let doc = self.client().namespace(tenant.id).stats()?;
+        Ok(doc["shares_served"].clone())
+    }
+
+    /// A local device: waits until its engine has flushed and finished its compactions (run
+    /// on the device's lanes), as the embedded engine's settle does. A remote device has no
+    /// command for it: returns at once.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        if let Some(dev) = &*self.local.lock() {
+            dev.engine().wait_for_compactions()?;
+        }
+        Ok(())
     }
 
     /// The key a tenant's `key` is stored under: itself, or in the baseline layout followed
@@ -224,6 +263,20 @@ impl BenchDb for DeviceDb {
             .client()
             .namespace(tenant.id)
             .put(key, value.to_vec())?)
+    }
+
+    /// Sent together on the calling thread's connection, without waiting for each.
+    fn put_many_tenant(&self, tenant: &TenantHandle, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let pairs = pairs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    Bytes::from(self.tenant_key(tenant, k)),
+                    Bytes::copy_from_slice(v),
+                )
+            })
+            .collect();
+        Ok(self.client().namespace(tenant.id).put_many(pairs)?)
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {

@@ -25,4 +25,5 @@ pub use db::{
     db_stats_json, tenants_in_namespaces, BenchCursor, BenchDb, CursorOptions, LayoutArg,
     TenantHandle, BASELINE_NAMESPACE,
 };
+pub use device::DeviceDb;
 pub use open::{open, Engine};

@@ -5,7 +5,10 @@
 //! shares on and off, each the median of several runs.
 //!
 //! `cargo run --profile test -p cerberus-device --example victim_beside_writers --
-//! [runs] [writers] [ms]` (defaults 3, 7 and 700; the test profile is the tests' opt-level).
+//! [runs] [writers] [ms] [niced]` (defaults 3, 7, 700 and `off`; the test profile is the
+//! tests' opt-level). `niced`: `on` runs the writers' client threads at nice 19, a model of
+//! clients on other machines (they take no CPU from the device there), `both` measures
+//! each way, alternated.
 
 use bytes::Bytes;
 use cerberus_device::{Device, DeviceConfig, DeviceHandle};
@@ -53,14 +56,26 @@ fn tenant(dev: &DeviceHandle, name: &str) -> Result<(BlockingClient, u32), Error
     Ok((c, ns))
 }
 
-/// A writer putting 64 at a time until `stop`, counting its puts in `puts`.
+/// Lowers the calling thread alone to nice 19 (no privilege needed to lower oneself).
+fn nice_this_thread() {
+    // SAFETY: gettid and setpriority take and return plain integers.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
+    assert_eq!(r, 0, "setpriority: {}", std::io::Error::last_os_error());
+}
+
+/// A writer putting 64 at a time until `stop`, counting its puts in `puts`; at nice 19 if
+/// `niced`.
 fn writer(
     c: BlockingClient,
     ns: u32,
     stop: Arc<AtomicBool>,
     puts: Arc<AtomicU64>,
+    niced: bool,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
+        if niced {
+            nice_this_thread();
+        }
         let mut i = 0u64;
         while !stop.load(Relaxed) {
             let pairs = (0..64)
@@ -77,7 +92,7 @@ fn writer(
     })
 }
 
-fn once(writers: usize, shares: bool, run: Duration) -> Result<Run, Error> {
+fn once(writers: usize, shares: bool, niced: bool, run: Duration) -> Result<Run, Error> {
     let dir = tempfile::tempdir()?;
     let dev = start(dir.path(), shares)?;
     let (c, victim) = tenant(&dev, "victim")?;
@@ -92,7 +107,7 @@ fn once(writers: usize, shares: bool, run: Duration) -> Result<Run, Error> {
     let mut threads = Vec::new();
     for w in 0..writers {
         let (wc, ns) = tenant(&dev, &format!("writer{w}"))?;
-        threads.push(writer(wc, ns, stop.clone(), puts.clone()));
+        threads.push(writer(wc, ns, stop.clone(), puts.clone(), niced));
     }
     std::thread::sleep(Duration::from_millis(100));
     let mut lat = Vec::new();
@@ -130,24 +145,35 @@ fn main() -> Result<(), Error> {
         Ok(std::env::args().nth(i).map_or(Ok(default), |a| a.parse())?)
     };
     let (runs, writers, ms) = (arg(1, 3)?.max(1), arg(2, 7)?, arg(3, 700)?);
-    for (w, shares) in [
-        (0, true),
-        (writers as usize, true),
-        (0, false),
-        (writers as usize, false),
-    ] {
-        let mut all = Vec::new();
-        for _ in 0..runs {
-            let r = once(w, shares, Duration::from_millis(ms))?;
+    let niced: &[bool] = match std::env::args().nth(4).as_deref() {
+        None | Some("off") => &[false],
+        Some("on") => &[true],
+        Some("both") => &[false, true],
+        Some(other) => return Err(format!("niced: on, off or both, not {other}").into()),
+    };
+    let cases: Vec<(usize, bool, bool)> = [(0, true), (writers as usize, true)]
+        .into_iter()
+        .chain([(0, false), (writers as usize, false)])
+        .flat_map(|(w, s)| niced.iter().map(move |&n| (w, s, n)))
+        // Alone, no writer to nice.
+        .filter(|&(w, _, n)| w > 0 || !n)
+        .collect();
+    // Runs alternate between the cases, so a change of the machine's load spreads over all.
+    let mut all: Vec<Vec<Run>> = vec![Vec::new(); cases.len()];
+    for _ in 0..runs {
+        for (i, &(w, shares, niced)) in cases.iter().enumerate() {
+            let r = once(w, shares, niced, Duration::from_millis(ms))?;
             println!(
-                "  writers {w} shares {shares}: victim {:.0} gets/s p50 {:.3} ms p99 {:.3} ms; writers {:.0} puts/s",
+                "  writers {w} shares {shares} niced {niced}: victim {:.0} gets/s p50 {:.3} ms p99 {:.3} ms; writers {:.0} puts/s",
                 r.gets_per_s, r.p50_ms, r.p99_ms, r.puts_per_s
             );
-            all.push(r);
+            all[i].push(r);
         }
+    }
+    for (&(w, shares, niced), all) in cases.iter().zip(&all) {
         let m = |f: fn(&Run) -> f64| median(all.iter().map(f).collect());
         println!(
-            "writers {w} shares {shares} (median of {runs}): victim {:.0} gets/s p50 {:.3} ms p99 {:.3} ms; writers {:.0} puts/s",
+            "writers {w} shares {shares} niced {niced} (median of {runs}): victim {:.0} gets/s p50 {:.3} ms p99 {:.3} ms; writers {:.0} puts/s",
             m(|r| r.gets_per_s), m(|r| r.p50_ms), m(|r| r.p99_ms), m(|r| r.puts_per_s)
         );
     }

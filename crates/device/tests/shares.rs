@@ -163,9 +163,23 @@ fn weights_divide_a_contended_core() {
     eprintln!("gets heavy/light, shares on and off: {ratios:?}");
 }
 
+/// Lowers the calling thread alone to nice 19 (no privilege needed to lower oneself).
+fn nice_this_thread() {
+    // SAFETY: gettid and setpriority take and return plain integers.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
+    assert_eq!(r, 0, "setpriority: {}", std::io::Error::last_os_error());
+}
+
 /// A victim reading one get at a time for `run` beside `writers` namespaces putting as fast
-/// as they can (64 puts in flight each): its gets per second and p99 latency.
-fn victim_beside_writers(dev: &DeviceHandle, writers: usize, run: Duration) -> (f64, Duration) {
+/// as they can (64 puts in flight each): its gets per second and p99 latency. `niced`: the
+/// writers' client threads run at nice 19, a model of clients on other machines, which take
+/// no CPU from the device (here they share its 2 CPUs).
+fn victim_beside_writers(
+    dev: &DeviceHandle,
+    writers: usize,
+    niced: bool,
+    run: Duration,
+) -> (f64, Duration) {
     let (c, victim, _) = common::tenant(dev, "victim");
     c.namespace(victim).put("k00001", "v").unwrap();
     dev.set_shares(
@@ -183,6 +197,9 @@ fn victim_beside_writers(dev: &DeviceHandle, writers: usize, run: Duration) -> (
         let c = client(dev, ns, &secret);
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || {
+            if niced {
+                nice_this_thread();
+            }
             let mut i = 0u64;
             while !stop.load(Relaxed) {
                 let pairs = (0..64)
@@ -216,15 +233,22 @@ fn victim_beside_writers(dev: &DeviceHandle, writers: usize, run: Duration) -> (
 fn a_reservation_keeps_a_reader_served_beside_writers() {
     let _serial = serial();
     let mut seen = Vec::new();
-    for (writers, enabled) in [(0, true), (7, true), (7, false)] {
+    for (writers, enabled, niced) in [
+        (0, true, false),
+        (7, true, false),
+        (7, false, false),
+        (7, true, true),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let dev = common::start(dir.path(), |c| {
             c.network_threads = 1;
             c.network_spin_us = 0;
             c.shares.enabled = enabled;
         });
-        let (rate, p99) = victim_beside_writers(&dev, writers, Duration::from_millis(700));
-        eprintln!("writers {writers} shares {enabled}: victim {rate:.0} gets/s, p99 {p99:?}");
+        let (rate, p99) = victim_beside_writers(&dev, writers, niced, Duration::from_millis(700));
+        eprintln!(
+            "writers {writers} shares {enabled} niced {niced}: victim {rate:.0} gets/s, p99 {p99:?}"
+        );
         seen.push(rate);
         dev.shutdown().unwrap();
     }
@@ -233,4 +257,8 @@ fn a_reservation_keeps_a_reader_served_beside_writers() {
     // 0.1-0.3 ms alone; 1400-2300/s and p99 1.9-6.1 ms beside the writers, 14-30x alone
     // with shares on, 9-59x off (see docs/device.md, I/O shares: not yet within 2x of alone).
     assert!(seen[1] >= 270.0, "{seen:?}");
+    // The same floor with the writers' clients niced (the model of remote clients). Its p99
+    // is not asserted either: 1.0 ms in one run, 3.5-3.7 ms in the example's; the bench's
+    // `noisy --device` 4-9x alone (docs/device.md, the noisy-neighbour experiment).
+    assert!(seen[3] >= 270.0, "{seen:?}");
 }

@@ -2,7 +2,7 @@
 //! `cerberus-bench noisy` run, per storage the victim's gets/s and p99 get latency in each
 //! phase, a line per layout; and the text table the run prints ([`table`]).
 
-use crate::charts::{layout_color, layout_order, Chart, Legend, Series};
+use crate::charts::{layout_color, layout_order, Chart, Legend, Series, PALETTE};
 use crate::docs::noisy::{NoisyDoc, NoisyPhase, NoisyRun};
 use crate::error::{bail, Context, Result};
 use crate::table::{thousands, Table};
@@ -86,8 +86,13 @@ fn charts(doc: &NoisyDoc) -> Vec<Chart> {
                 .iter()
                 .enumerate()
                 .map(|(i, r)| Series {
-                    name: r.layout.clone(),
-                    color: layout_color(&r.layout, i),
+                    name: r.label(),
+                    // Several runs of a layout need a color each.
+                    color: if r.is_variant() {
+                        PALETTE[i % PALETTE.len()]
+                    } else {
+                        layout_color(&r.layout, i)
+                    },
                     values: phases
                         .iter()
                         .map(|n| r.phases.iter().find(|p| p.name == *n).map(f))
@@ -134,6 +139,13 @@ pub fn table(doc: &NoisyDoc) -> String {
         c.profile.as_deref().unwrap_or("none"),
         c.cache_bytes
     );
+    if let Some(threads) = c.network_threads {
+        out += &format!(
+            "device: {threads} network thread(s), victim reservation {} ops/s, neighbours \
+             putting {} at a time\n",
+            c.victim_reservation_ops, c.neighbour_batch
+        );
+    }
     for storage in storages(doc) {
         out += &format!("\n## {storage}\n\n");
         let mut t = Table::aligned([
@@ -157,7 +169,7 @@ pub fn table(doc: &NoisyDoc) -> String {
                     .map(|a| p.victim_gets_per_sec / a);
                 let puts = (p.neighbour_puts > 0).then_some(p.neighbour_puts_per_sec);
                 t.row([
-                    r.layout.clone(),
+                    r.label(),
                     p.name.clone(),
                     thousands(p.victim_gets_per_sec),
                     fixed(ratio, 2) + "x",
@@ -197,6 +209,7 @@ mod tests {
             page_reads_per_get: None,
             neighbour_puts: u64::from(name == "noisy") * 1000,
             neighbour_puts_per_sec: 5000.0,
+            victim_shares_served: None,
         }
     }
 
@@ -205,6 +218,8 @@ mod tests {
             storage: storage.into(),
             layout: layout.into(),
             counters_shared_by_tenants: layout == "baseline",
+            shares: None,
+            neighbours_niced: false,
             phases: vec![
                 phase("alone", 1000.0, 10.0),
                 phase("noisy", 500.0, 40.0),
@@ -224,6 +239,9 @@ mod tests {
                 profile: Some("paper".into()),
                 cache_bytes: 0,
                 seed: 42,
+                neighbour_batch: 1,
+                victim_reservation_ops: 0,
+                network_threads: None,
             },
             runs: vec![
                 run("nand", "shared"),

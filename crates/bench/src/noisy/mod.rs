@@ -6,6 +6,12 @@
 //! victim's gets/s, latency percentiles, filter loads and pages read per get (its namespace
 //! counters) and the neighbours' puts/s. The document and its table and charts are the
 //! figures crate's (`docs::noisy`, `plot-noisy`).
+//!
+//! `--device` runs the phases through a device started in this process (loopback, a
+//! connection per client thread), once per `--shares` and `--neighbours-niced` value
+//! (`device.rs`): the victim's reservation, and its `shares_served` after each phase.
+
+mod device;
 
 use crate::histogram::Histogram;
 use crate::multitenant::{ns_delta, run_threads, tenant_loop, TenantPhase};
@@ -13,10 +19,11 @@ use crate::workload::{mix, KeyFormat, ValuePool};
 use anyhow::{bail, Context, Result};
 use cerberus_bench_engines::profile::ProfileArg;
 use cerberus_bench_engines::{self as engines, BenchDb, Engine, LayoutArg, OpenConfig};
-use cerberus_bench_engines::{StorageArg, TenantHandle};
+use cerberus_bench_engines::{DeviceDb, StorageArg, TenantHandle};
 use cerberus_engine::NamespaceStats;
 use cerberus_figures::docs::noisy::{LatencyUs, NoisyConfig, NoisyDoc, NoisyPhase, NoisyRun};
 use clap::Parser;
+use device::OnOff;
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -24,6 +31,7 @@ use rand::{Rng, SeedableRng};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
@@ -68,6 +76,25 @@ struct Args {
     /// loads and pages are null).
     #[arg(long)]
     device: bool,
+    /// The device's I/O shares (`[shares] enabled`), a run for each (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "on")]
+    shares: Vec<OnOff>,
+    /// The device: operations per second reserved for the victim (0: none).
+    #[arg(long, default_value_t = 0)]
+    victim_reservation: u64,
+    /// The device's network threads (1, as the device's shares tests run it).
+    #[arg(long, default_value_t = 1)]
+    network_threads: usize,
+    /// Pin the device's network threads to CPUs (`scheduler.pin_cores`).
+    #[arg(long)]
+    pin_cores: bool,
+    /// Run the neighbours' client threads at nice 19, as a model of clients on other
+    /// machines; a run for each (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "off")]
+    neighbours_niced: Vec<OnOff>,
+    /// Puts each neighbour sends together (pipelined on the device).
+    #[arg(long, default_value_t = 1)]
+    neighbour_batch: u64,
     #[arg(long, default_value_t = 16)]
     key_size: usize,
     #[arg(long, default_value_t = 1024)]
@@ -107,8 +134,11 @@ fn run(args: &Args) -> Result<NoisyDoc> {
     if args.neighbours == 0 || args.victim_keys == 0 || args.write_factor == 0 {
         bail!("--neighbours, --victim-keys and --write-factor must be at least 1");
     }
-    if args.victim_gets == Some(0) {
-        bail!("--victim-gets must be at least 1");
+    if args.victim_gets == Some(0) || args.neighbour_batch == 0 {
+        bail!("--victim-gets and --neighbour-batch must be at least 1");
+    }
+    if !args.device && (args.victim_reservation > 0 || args.shares != [OnOff::On]) {
+        bail!("--shares and --victim-reservation are the device's: add --device");
     }
     let keys = KeyFormat::new(args.key_size, args.victim_keys * args.write_factor)?;
     let engine = if args.device {
@@ -123,37 +153,40 @@ fn run(args: &Args) -> Result<NoisyDoc> {
         .tempdir()?;
     let base = args.db.clone().unwrap_or_else(|| temp.path().into());
     let values = ValuePool::new(args.value_size, 0.5, args.seed);
+    // Shares are the device's: one run without them on the embedded engine.
+    let shares: Vec<Option<bool>> = if args.device {
+        args.shares.iter().map(|s| Some(s.on())).collect()
+    } else {
+        vec![None]
+    };
     let mut runs = Vec::new();
     for &storage in &args.storages {
         for &layout in &args.layouts {
-            let path = base.join(format!("{}-{}", storage.name(), layout.name()));
-            let open = OpenConfig {
-                path: path.clone(),
-                storage,
-                cache_bytes: args.cache_bytes,
-                mmap_reads: true,
-                sync: false,
-                tenants: args.neighbours + 1,
-                layout,
-                profile: profile.map(|p| p.sizes(args.neighbours + 1)),
-                device: args.device.then(|| "local".into()),
-                admin_secret: None,
-                device_prefetch_degree: None,
-            };
-            engine.check(&open)?;
-            eprintln!("noisy: {} {} ...", storage.name(), layout.name());
-            let db = engines::open(engine, &open)?;
-            let phases = phases(&*db, args, &keys, &values)
-                .with_context(|| format!("{} {}", storage.name(), layout.name()))?;
-            db.close()?;
-            drop(db);
-            let _ = std::fs::remove_dir_all(&path);
-            runs.push(NoisyRun {
-                storage: storage.name().into(),
-                layout: layout.name().into(),
-                counters_shared_by_tenants: layout.one_namespace(),
-                phases,
-            });
+            for &shares in &shares {
+                for niced in args.neighbours_niced.iter().map(|n| n.on()) {
+                    let open = OpenConfig {
+                        path: base.join(format!("{}-{}", storage.name(), layout.name())),
+                        storage,
+                        cache_bytes: args.cache_bytes,
+                        mmap_reads: true,
+                        sync: false,
+                        tenants: args.neighbours + 1,
+                        layout,
+                        profile: profile.map(|p| p.sizes(args.neighbours + 1)),
+                        device: args.device.then(|| "local".into()),
+                        admin_secret: None,
+                        device_prefetch_degree: None,
+                    };
+                    engine.check(&open)?;
+                    let run = Run {
+                        shares,
+                        niced,
+                        keys: &keys,
+                        values: &values,
+                    };
+                    runs.push(run.on(engine, &open, args)?);
+                }
+            }
         }
     }
     Ok(NoisyDoc {
@@ -169,9 +202,175 @@ fn run(args: &Args) -> Result<NoisyDoc> {
             profile: profile.map(|p| p.name().into()),
             cache_bytes: args.cache_bytes,
             seed: args.seed,
+            neighbour_batch: args.neighbour_batch,
+            victim_reservation_ops: if args.device {
+                args.victim_reservation
+            } else {
+                0
+            },
+            network_threads: args.device.then_some(args.network_threads),
         },
         runs,
     })
+}
+
+/// One run's settings beyond the storage and layout.
+struct Run<'a> {
+    /// The device's shares (`None`: the embedded engine).
+    shares: Option<bool>,
+    /// Whether the neighbours' threads run at nice 19.
+    niced: bool,
+    keys: &'a KeyFormat,
+    values: &'a ValuePool,
+}
+
+impl Run<'_> {
+    /// Opens a fresh database as `open` says, runs the phases on it and deletes it.
+    fn on(&self, engine: Engine, open: &OpenConfig, args: &Args) -> Result<NoisyRun> {
+        let (storage, layout) = (open.storage.name(), open.layout.name());
+        eprintln!(
+            "noisy: {storage} {layout} shares {:?} niced {} ...",
+            self.shares, self.niced
+        );
+        let (db, dev): (Arc<dyn BenchDb>, Option<Arc<DeviceDb>>) = match self.shares {
+            None => (engines::open(engine, open)?, None),
+            Some(on) => {
+                std::fs::create_dir_all(&open.path)?;
+                let dev = Arc::new(DeviceDb::open_with(open, |c| {
+                    device::configure(c, on, args.network_threads, args.pin_cores)
+                })?);
+                (dev.clone(), Some(dev))
+            }
+        };
+        let phases = self
+            .phases(&*db, dev.as_deref(), args)
+            .with_context(|| format!("{storage} {layout}"))?;
+        db.close()?;
+        drop((db, dev));
+        let _ = std::fs::remove_dir_all(&open.path);
+        Ok(NoisyRun {
+            storage: storage.into(),
+            layout: layout.into(),
+            counters_shared_by_tenants: open.layout.one_namespace(),
+            shares: self.shares,
+            neighbours_niced: self.niced,
+            phases,
+        })
+    }
+
+    /// Loads the victim, then runs the three phases on `db` (`dev`: the same, a device).
+    fn phases(
+        &self,
+        db: &dyn BenchDb,
+        dev: Option<&DeviceDb>,
+        args: &Args,
+    ) -> Result<Vec<NoisyPhase>> {
+        let keys = self.keys;
+        let tenants = db.create_tenants(args.neighbours + 1)?;
+        let victim = &tenants[0];
+        if let Some(dev) = dev {
+            device::reserve(dev, victim, args.victim_reservation)?;
+        }
+        let mut rng = SmallRng::seed_from_u64(args.seed);
+        let mut order: Vec<u64> = (0..args.victim_keys).collect();
+        order.shuffle(&mut rng);
+        let mut gen = self.values.generator(&mut rng);
+        let mut key = vec![0u8; keys.size()];
+        for k in order {
+            keys.write(k, &mut key);
+            db.put_tenant(victim, &key, gen.next())?;
+        }
+        settle(db, dev)?;
+        let gets = args.victim_gets.unwrap_or(args.victim_keys);
+        let alone = measured(db, dev, victim, |stop| {
+            victim_gets(db, victim, args, keys, gets, stop, 1)
+        })?;
+        let noisy = measured(db, dev, victim, |stop| {
+            self.noisy_phase(db, &tenants, args, stop)
+        })?;
+        settle(db, dev)?;
+        let settled = measured(db, dev, victim, |stop| {
+            victim_gets(db, victim, args, keys, gets, stop, 3)
+        })?;
+        let (victim_noisy, (puts, puts_per_sec)) = noisy.out;
+        let noisy = Measured {
+            out: victim_noisy,
+            delta: noisy.delta,
+            shares: noisy.shares,
+        };
+        Ok(vec![
+            phase_doc("alone", alone, 0, 0.0),
+            phase_doc("noisy", noisy, puts, puts_per_sec),
+            phase_doc("settled", settled, 0, 0.0),
+        ])
+    }
+
+    /// The noisy phase: the neighbours' puts, and the victim's gets until they are done; the
+    /// victim's gets, the neighbours' puts and their puts/s.
+    fn noisy_phase(
+        &self,
+        db: &dyn BenchDb,
+        tenants: &[TenantHandle],
+        args: &Args,
+        done: &AtomicBool,
+    ) -> Result<(VictimGets, (u64, f64))> {
+        let (keys, batch) = (self.keys, args.neighbour_batch);
+        let stop = AtomicBool::new(false);
+        let span = args.victim_keys * args.write_factor;
+        let hidden = ProgressBar::hidden();
+        std::thread::scope(|s| {
+            let victim = s.spawn(|| {
+                let r = victim_gets(db, &tenants[0], args, keys, u64::MAX, done, 2);
+                if r.is_err() {
+                    // A failed victim ends the neighbours early.
+                    stop.store(true, Ordering::Relaxed);
+                }
+                r
+            });
+            let puts = run_threads("neighbour", args.neighbours, &stop, |t| {
+                if self.niced {
+                    device::nice_this_thread()?;
+                }
+                let tenant = &tenants[t + 1];
+                let mut rng = SmallRng::seed_from_u64(mix(args.seed, 100 + t as u64));
+                let mut gen = self.values.generator(&mut rng);
+                let mut batch_keys = vec![vec![0u8; keys.size()]; batch as usize];
+                tenant_loop(&hidden, &stop, span.div_ceil(batch), || {
+                    for k in &mut batch_keys {
+                        keys.write(rng.gen_range(0..span), k);
+                    }
+                    if batch == 1 {
+                        let start = Instant::now();
+                        db.put_tenant(tenant, &batch_keys[0], gen.next())?;
+                        return Ok(start.elapsed());
+                    }
+                    let values: Vec<Vec<u8>> = (0..batch).map(|_| gen.next().to_vec()).collect();
+                    let pairs: Vec<(&[u8], &[u8])> = batch_keys
+                        .iter()
+                        .zip(&values)
+                        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+                        .collect();
+                    let start = Instant::now();
+                    db.put_many_tenant(tenant, &pairs)?;
+                    Ok(start.elapsed())
+                })
+            });
+            done.store(true, Ordering::Relaxed);
+            let victim = victim
+                .join()
+                .map_err(|_| anyhow::anyhow!("the victim panicked"))??;
+            let (puts, wall) = puts?;
+            let n: u64 = puts.iter().map(|p| p.ops).sum::<u64>() * batch;
+            Ok((victim, (n, n as f64 / wall.as_secs_f64().max(1e-9))))
+        })
+    }
+}
+
+/// Waits for the engine's flushes and compactions: `BenchDb::settle`, and on a local device
+/// its engine's (the device engine's settle does nothing, the device running its own).
+fn settle(db: &dyn BenchDb, dev: Option<&DeviceDb>) -> Result<()> {
+    db.settle()?;
+    dev.map_or(Ok(()), DeviceDb::wait_for_compactions)
 }
 
 /// The victim's gets of one phase, and the misses among them.
@@ -212,50 +411,18 @@ fn victim_gets(
     Ok(VictimGets { phase, misses })
 }
 
-/// Loads the victim, then runs the three phases on `db`.
-fn phases(
-    db: &dyn BenchDb,
-    args: &Args,
-    keys: &KeyFormat,
-    values: &ValuePool,
-) -> Result<Vec<NoisyPhase>> {
-    let tenants = db.create_tenants(args.neighbours + 1)?;
-    let victim = &tenants[0];
-    let mut rng = SmallRng::seed_from_u64(args.seed);
-    let mut order: Vec<u64> = (0..args.victim_keys).collect();
-    order.shuffle(&mut rng);
-    let mut gen = values.generator(&mut rng);
-    let mut key = vec![0u8; keys.size()];
-    for k in order {
-        keys.write(k, &mut key);
-        db.put_tenant(victim, &key, gen.next())?;
-    }
-    db.settle()?;
-    let gets = args.victim_gets.unwrap_or(args.victim_keys);
-    let alone = measured(db, victim, |stop| {
-        victim_gets(db, victim, args, keys, gets, stop, 1)
-    })?;
-    let noisy = measured(db, victim, |stop| {
-        noisy_phase(db, &tenants, args, keys, values, stop)
-    })?;
-    db.settle()?;
-    let settled = measured(db, victim, |stop| {
-        victim_gets(db, victim, args, keys, gets, stop, 3)
-    })?;
-    let ((victim_noisy, (puts, puts_per_sec)), noisy_delta) = noisy;
-    Ok(vec![
-        phase_doc("alone", alone, 0, 0.0),
-        phase_doc("noisy", (victim_noisy, noisy_delta), puts, puts_per_sec),
-        phase_doc("settled", settled, 0, 0.0),
-    ])
+/// What a phase measured: its result, the change of the victim's namespace counters (the
+/// embedded engine) and the victim's `shares_served` at its end (the device).
+struct Measured<T> {
+    out: T,
+    delta: Option<NamespaceStats>,
+    shares: Option<serde_json::Value>,
 }
-
-/// What a phase measured: the victim's gets and its namespace counters' change.
-type Measured<T> = (T, Option<NamespaceStats>);
 
 /// Runs `body` between two snapshots of the victim's namespace counters.
 fn measured<T>(
     db: &dyn BenchDb,
+    dev: Option<&DeviceDb>,
     victim: &TenantHandle,
     body: impl FnOnce(&AtomicBool) -> Result<T>,
 ) -> Result<Measured<T>> {
@@ -267,59 +434,17 @@ fn measured<T>(
         (Some(b), Some(a)) => Some(ns_delta(&b, &a)),
         _ => None,
     };
-    Ok((out, delta))
-}
-
-/// The noisy phase: the neighbours' puts, and the victim's gets until they are done; the
-/// victim's gets, the neighbours' puts and their puts/s.
-fn noisy_phase(
-    db: &dyn BenchDb,
-    tenants: &[TenantHandle],
-    args: &Args,
-    keys: &KeyFormat,
-    values: &ValuePool,
-    done: &AtomicBool,
-) -> Result<(VictimGets, (u64, f64))> {
-    let stop = AtomicBool::new(false);
-    let span = args.victim_keys * args.write_factor;
-    let hidden = ProgressBar::hidden();
-    std::thread::scope(|s| {
-        let victim = s.spawn(|| {
-            let r = victim_gets(db, &tenants[0], args, keys, u64::MAX, done, 2);
-            if r.is_err() {
-                // A failed victim ends the neighbours early.
-                stop.store(true, Ordering::Relaxed);
-            }
-            r
-        });
-        let puts = run_threads("neighbour", args.neighbours, &stop, |t| {
-            let mut rng = SmallRng::seed_from_u64(mix(args.seed, 100 + t as u64));
-            let mut gen = values.generator(&mut rng);
-            let mut key = vec![0u8; keys.size()];
-            tenant_loop(&hidden, &stop, span, || {
-                keys.write(rng.gen_range(0..span), &mut key);
-                let value = gen.next();
-                let start = Instant::now();
-                db.put_tenant(&tenants[t + 1], &key, value)?;
-                Ok(start.elapsed())
-            })
-        });
-        done.store(true, Ordering::Relaxed);
-        let victim = victim
-            .join()
-            .map_err(|_| anyhow::anyhow!("the victim panicked"))??;
-        let (puts, wall) = puts?;
-        let n: u64 = puts.iter().map(|p| p.ops).sum();
-        Ok((victim, (n, n as f64 / wall.as_secs_f64().max(1e-9))))
-    })
+    let shares = dev.map(|d| d.tenant_shares_json(victim)).transpose()?;
+    Ok(Measured { out, delta, shares })
 }
 
 fn phase_doc(
     name: &str,
-    (gets, delta): Measured<VictimGets>,
+    m: Measured<VictimGets>,
     neighbour_puts: u64,
     neighbour_puts_per_sec: f64,
 ) -> NoisyPhase {
+    let (gets, delta) = (&m.out, &m.delta);
     let h = &gets.phase.latency;
     let per_get = |n: u64| {
         let d = delta.as_ref()?;
@@ -341,6 +466,7 @@ fn phase_doc(
         page_reads_per_get: per_get(delta.as_ref().map_or(0, |d| d.pages.iter().sum())),
         neighbour_puts,
         neighbour_puts_per_sec,
+        victim_shares_served: m.shares,
     }
 }
 

@@ -39,9 +39,42 @@ pub struct NoisyConfig {
     pub cache_bytes: u64,
     /// Seed of the key and value generators.
     pub seed: u64,
+    /// Puts each neighbour sends together (pipelined on the device), 1 at a time before.
+    #[serde(default = "one")]
+    pub neighbour_batch: u64,
+    /// The device: operations per second reserved for the victim (0: none).
+    #[serde(default)]
+    pub victim_reservation_ops: u64,
+    /// The device: its network threads (null: the embedded engine).
+    #[serde(default)]
+    pub network_threads: Option<usize>,
 }
 
-/// One storage and layout.
+fn one() -> u64 {
+    1
+}
+
+impl NoisyRun {
+    /// Its name in the charts and the table: the layout, then the device's shares and the
+    /// neighbours' priority when the run has them.
+    pub fn label(&self) -> String {
+        let mut label = self.layout.clone();
+        if let Some(on) = self.shares {
+            label += if on { ", shares on" } else { ", shares off" };
+        }
+        if self.neighbours_niced {
+            label += ", niced";
+        }
+        label
+    }
+
+    /// Whether it is one of several runs of its layout (shares or priority set).
+    pub fn is_variant(&self) -> bool {
+        self.shares.is_some() || self.neighbours_niced
+    }
+}
+
+/// One storage and layout (and on the device, shares on or off, neighbours niced or not).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoisyRun {
     /// `nand` or `posix`.
@@ -51,6 +84,13 @@ pub struct NoisyRun {
     /// Baseline layout: the victim shares its namespace, and so its counters, with the
     /// neighbours (their puts; the gets are the victim's alone).
     pub counters_shared_by_tenants: bool,
+    /// The device: whether its I/O shares were on (null: the embedded engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares: Option<bool>,
+    /// Whether the neighbours' client threads ran at nice 19 (below the device's and the
+    /// victim's threads on the same CPUs, as remote clients would not compete for them).
+    #[serde(default)]
+    pub neighbours_niced: bool,
     /// `alone`, `noisy`, `settled`, in that order.
     pub phases: Vec<NoisyPhase>,
 }
@@ -79,6 +119,10 @@ pub struct NoisyPhase {
     pub neighbour_puts: u64,
     /// All neighbours' puts over their wall time (0 outside the noisy phase).
     pub neighbour_puts_per_sec: f64,
+    /// The device: `shares_served` of the victim's namespace stats at the end of the phase
+    /// (cumulative since the namespace was made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim_shares_served: Option<serde_json::Value>,
 }
 
 /// Latency figures, microseconds.

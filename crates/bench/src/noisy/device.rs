@@ -1,0 +1,62 @@
+//! What `noisy --device` adds to the engine mode: the device's configuration (shares on or
+//! off, network threads), the victim's reservation, its `shares_served` per phase, and the
+//! lower CPU priority of the neighbours' client threads.
+
+use anyhow::{bail, Result};
+use cerberus_bench_engines::{DeviceDb, TenantHandle};
+use cerberus_device::DeviceConfig;
+use cerberus_proto::NamespaceSettings;
+
+/// `on` or `off` (`--shares`, `--neighbours-niced`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum OnOff {
+    On,
+    Off,
+}
+
+impl OnOff {
+    pub(super) fn on(self) -> bool {
+        self == OnOff::On
+    }
+}
+
+/// The local device's settings for one run: shares on or off, `network_threads` loops that
+/// sleep at once when idle (no polling: a polling thread would take a CPU from the clients),
+/// and the loops pinned to CPUs if `pin_cores`.
+pub(super) fn configure(c: &mut DeviceConfig, shares: bool, network_threads: usize, pin: bool) {
+    c.shares.enabled = shares;
+    c.network_threads = network_threads;
+    c.network_spin_us = 0;
+    c.scheduler.pin_cores = pin;
+}
+
+/// Reserves `ops` operations per second for the victim (nothing if 0).
+pub(super) fn reserve(db: &DeviceDb, victim: &TenantHandle, ops: u64) -> Result<()> {
+    if ops == 0 {
+        return Ok(());
+    }
+    let settings = NamespaceSettings {
+        reservation_ops: ops,
+        ..NamespaceSettings::default()
+    };
+    db.configure_tenant(victim, &settings)
+}
+
+/// Lowers the calling thread (alone, not the process) to nice 19. A client on another
+/// machine takes no CPU from the device; on this one the neighbours' client threads would,
+/// and niced they yield it to the device's and the victim's threads. Raising one's own
+/// niceness needs no privilege.
+pub(super) fn nice_this_thread() -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and setpriority take and return plain integers.
+        let tid = unsafe { libc::gettid() };
+        let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+        if r != 0 {
+            bail!("setpriority: {}", std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    bail!("--neighbours-niced on needs Linux (per-thread priorities)")
+}
