@@ -27,8 +27,11 @@ impl Inner {
             .map(|e| IdleNs {
                 ns: e.id,
                 period: e.last_write_ms.load(Ordering::Relaxed),
-                // No write since the opening: any L0 table may hold its entries.
+                // No write since the opening: any L0 table may hold its entries. Draining,
+                // neither may any: value-log GC's rewrites of its records (newer than its
+                // last write) must reach its tree before the consolidation.
                 last_seq: match e.last_write_seq.load(Ordering::Relaxed) {
+                    _ if drain => SeqNo::MAX,
                     0 => SeqNo::MAX,
                     seq => seq,
                 },
