@@ -253,6 +253,9 @@ impl DeviceConfig {
                 return bad("admin_secret must have 16 to 256 bytes");
             }
         }
+        if !(-20..=19).contains(&self.scheduler.network_nice) {
+            return bad("scheduler.network_nice is a nice value, -20 to 19");
+        }
         let t = self.scheduler.load_threshold;
         if !(t > 0.0 && t <= 1.0) || self.scheduler.sample_every == 0 {
             return bad(
@@ -383,6 +386,11 @@ mod tests {
             ..DeviceConfig::default()
         };
         assert!(c.validate().is_err());
+        let mut c = DeviceConfig::default();
+        c.scheduler.network_nice = -21;
+        assert!(c.validate().is_err());
+        c.scheduler.network_nice = -20;
+        assert!(c.validate().is_ok());
         assert!(DeviceConfig::default().validate().is_ok());
         assert_eq!(DeviceConfig::default().reply_bytes_bound(), 8 << 20);
         // Unset, the bound follows larger values.

@@ -34,6 +34,7 @@ impl Reactors {
             let handle = rt.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
             let pin = shared.config.scheduler.pin_cores;
+            let nice = shared.config.scheduler.network_nice;
             let thread = std::thread::Builder::new()
                 .name(format!("cerberus-net-{i}"))
                 .spawn(move || {
@@ -41,6 +42,9 @@ impl Reactors {
                     crate::scheduler::enter_core(i);
                     if pin && !crate::scheduler::pin_to(i) {
                         tracing::warn!(core = i, "could not pin the core to a CPU");
+                    }
+                    if nice != 0 && !crate::scheduler::set_thread_nice(nice) {
+                        tracing::warn!(core = i, nice, "could not set the core's nice value");
                     }
                     // Runs the connections' tasks until told to stop.
                     let _ = rt.block_on(stopped);

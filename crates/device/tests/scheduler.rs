@@ -297,3 +297,39 @@ fn an_index_backfill_runs_on_the_lane_the_policy_picks() {
         assert_eq!(found.records.len(), 200);
     }
 }
+
+/// The nice value of each of this process's threads named `cerberus-net-*` (from
+/// `/proc/self/task/TID/stat`, field 19).
+fn core_nice_values() -> Vec<i64> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("cerberus-net-") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // After the command's closing parenthesis: field 3 onwards; nice is field 19.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        if let Some(nice) = rest.split_whitespace().nth(16) {
+            out.push(nice.parse().unwrap());
+        }
+    }
+    out
+}
+
+/// `scheduler.network_nice` reaches the cores' threads (a positive value, which needs no
+/// privilege). Other tests' devices run beside this one at the process's value (0).
+#[test]
+fn the_cores_run_at_their_nice_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.network_threads = 2;
+        c.scheduler.network_nice = 4;
+    });
+    wait_until("both cores at nice 4", || {
+        core_nice_values().iter().filter(|&&n| n == 4).count() >= 2
+    });
+    drop(dev);
+}

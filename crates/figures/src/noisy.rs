@@ -141,9 +141,9 @@ pub fn table(doc: &NoisyDoc) -> String {
     );
     if let Some(threads) = c.network_threads {
         out += &format!(
-            "device: {threads} network thread(s), victim reservation {} ops/s, neighbours \
-             putting {} at a time\n",
-            c.victim_reservation_ops, c.neighbour_batch
+            "device: {threads} network thread(s) at nice {}, victim reservation {} ops/s, \
+             neighbours putting {} at a time\n",
+            c.network_nice, c.victim_reservation_ops, c.neighbour_batch
         );
     }
     for storage in storages(doc) {
@@ -242,6 +242,7 @@ mod tests {
                 neighbour_batch: 1,
                 victim_reservation_ops: 0,
                 network_threads: None,
+                network_nice: 0,
             },
             runs: vec![
                 run("nand", "shared"),

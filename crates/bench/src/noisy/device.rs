@@ -22,12 +22,13 @@ impl OnOff {
 
 /// The local device's settings for one run: shares on or off, `network_threads` loops that
 /// sleep at once when idle (no polling: a polling thread would take a CPU from the clients),
-/// and the loops pinned to CPUs if `pin_cores`.
-pub(super) fn configure(c: &mut DeviceConfig, shares: bool, network_threads: usize, pin: bool) {
+/// the loops pinned to CPUs if `pin_cores` and at nice `network_nice`.
+pub(super) fn configure(c: &mut DeviceConfig, shares: bool, args: &super::Args) {
     c.shares.enabled = shares;
-    c.network_threads = network_threads;
+    c.network_threads = args.network_threads;
     c.network_spin_us = 0;
-    c.scheduler.pin_cores = pin;
+    c.scheduler.pin_cores = args.pin_cores;
+    c.scheduler.network_nice = args.network_nice;
 }
 
 /// Reserves `ops` operations per second for the victim (nothing if 0).

@@ -88,6 +88,10 @@ struct Args {
     /// Pin the device's network threads to CPUs (`scheduler.pin_cores`).
     #[arg(long)]
     pin_cores: bool,
+    /// The device's network threads' nice value (`scheduler.network_nice`; below 0 needs
+    /// root).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    network_nice: i32,
     /// Run the neighbours' client threads at nice 19, as a model of clients on other
     /// machines; a run for each (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "off")]
@@ -209,6 +213,7 @@ fn run(args: &Args) -> Result<NoisyDoc> {
                 0
             },
             network_threads: args.device.then_some(args.network_threads),
+            network_nice: if args.device { args.network_nice } else { 0 },
         },
         runs,
     })
@@ -237,7 +242,7 @@ impl Run<'_> {
             Some(on) => {
                 std::fs::create_dir_all(&open.path)?;
                 let dev = Arc::new(DeviceDb::open_with(open, |c| {
-                    device::configure(c, on, args.network_threads, args.pin_cores)
+                    device::configure(c, on, args)
                 })?);
                 (dev.clone(), Some(dev))
             }

@@ -74,6 +74,12 @@ pub struct SchedulerConfig {
     pub load_threshold: f64,
     /// Pin core i to the i-th CPU this process may run on (modulo their number).
     pub pin_cores: bool,
+    /// The nice value of the cores (network threads), -20 to 19; 0 leaves them at the
+    /// process's. Below 0 they win a CPU from the engine's lanes and whatever else runs on
+    /// the machine, as a device's serving cores are its own: a get then waits for the
+    /// commands ahead of it, not for a CPU. Needs `CAP_SYS_NICE` (root); where refused, the
+    /// cores keep the process's value and a warning is logged.
+    pub network_nice: i32,
 }
 
 impl Default for SchedulerConfig {
@@ -83,6 +89,7 @@ impl Default for SchedulerConfig {
             sample_every: 60,
             load_threshold: 0.8,
             pin_cores: false,
+            network_nice: 0,
         }
     }
 }
@@ -473,6 +480,15 @@ fn set_idle_class(idle: bool) {
     };
     if r != 0 {
         tracing::debug!("scheduling class not changed");
+    }
+}
+
+/// Sets this thread's nice value (`nice`, clamped to -20..=19); false where refused.
+pub fn set_thread_nice(nice: i32) -> bool {
+    // SAFETY: plain system calls on this thread's id.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice.clamp(-20, 19)) == 0
     }
 }
 

@@ -63,7 +63,7 @@ fn above_the_threshold_tasks_stay_where_they_were_made() {
                 policy: Policy::Bts,
                 sample_every: 1,
                 load_threshold: threshold,
-                pin_cores: false,
+                ..SchedulerConfig::default()
             },
             2,
         );

@@ -48,6 +48,9 @@ pub struct NoisyConfig {
     /// The device: its network threads (null: the embedded engine).
     #[serde(default)]
     pub network_threads: Option<usize>,
+    /// The device: its network threads' nice value (0: the process's).
+    #[serde(default)]
+    pub network_nice: i32,
 }
 
 fn one() -> u64 {
