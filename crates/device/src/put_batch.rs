@@ -12,8 +12,9 @@
 
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
-use crate::workers::{answer, catch_command, Outbox};
+use crate::workers::{answer, catch_command, Outbox, Workers};
 use bytes::Bytes;
+use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status, DEVICE_NSID};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -58,9 +59,20 @@ impl HeldPuts {
             }
             held.bytes >= HELD_BYTES
         };
-        if full {
+        // Under write pressure the store would block the loop: the task below takes them,
+        // off the loop (what is held stays bounded by the connections' in-flight permits).
+        if full && shared.db.write_pressure() == WritePressure::None {
             self.store(shared);
         }
+    }
+
+    /// Whether a command of namespace `ns` must have held puts stored first (see
+    /// [`store_for`](Self::store_for)).
+    pub fn holds_any(&self, ns: u32) -> bool {
+        let held = self.held.lock();
+        held.puts
+            .iter()
+            .any(|p| ns == DEVICE_NSID || p.cmd.nsid == ns)
     }
 
     /// Stores what is held and answers each put.
@@ -121,8 +133,13 @@ impl HeldPuts {
     }
 
     /// Runs on each network thread: stores the held puts once the connections that were
-    /// ready with them have all been served, a piece at a time.
-    pub async fn run(self: Arc<Self>, shared: Arc<Shared>) {
+    /// ready with them have all been served, a piece at a time. While the engine would slow
+    /// writes down or make them wait (`Db::write_pressure`), a piece is stored on a worker and
+    /// the loop serves its other connections until it is done: a tenant whose writes are
+    /// throttled must not hold up the reads of the others on its network thread (measured
+    /// before: a victim's p99 get 0.9-1.8 ms beside 7 writers, the writers' 1 ms slowdowns
+    /// and stalls slept on the loop).
+    pub async fn run(self: Arc<Self>, shared: Arc<Shared>, workers: Arc<Workers>) {
         loop {
             self.wake.notified().await;
             // To the back of the queue: every connection ready now is served first.
@@ -132,6 +149,10 @@ impl HeldPuts {
                 let Some(nsid) = piece.first().map(|p| p.cmd.nsid) else {
                     break;
                 };
+                if shared.db.write_pressure() != WritePressure::None {
+                    store_off_loop(&shared, &workers, nsid, piece).await;
+                    continue;
+                }
                 shared
                     .scheduler
                     .busy(false, || store_group(&shared, nsid, piece));
@@ -149,6 +170,23 @@ impl HeldPut {
             Request::Store { key, value, .. } => key.len() + value.len(),
             _ => 0,
         }
+    }
+}
+
+/// Stores `group` on a worker and waits for it without holding the loop; pieces stay in the
+/// order they came.
+async fn store_off_loop(shared: &Arc<Shared>, workers: &Workers, nsid: u32, group: Vec<HeldPut>) {
+    let (done, stored) = tokio::sync::oneshot::channel::<()>();
+    let s = shared.clone();
+    let core = crate::scheduler::current_core();
+    shared.metrics.writes_off_loop.inc();
+    let submitted = workers.submit(Box::new(move || {
+        crate::scheduler::on_behalf_of(core, || store_group(&s, nsid, group));
+        let _ = done.send(());
+    }));
+    // Not submitted: the device is stopping and its connections with it.
+    if submitted {
+        let _ = stored.await;
     }
 }
 

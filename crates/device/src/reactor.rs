@@ -5,6 +5,7 @@
 
 use crate::dispatch::Shared;
 use crate::put_batch::HeldPuts;
+use crate::workers::Workers;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use tokio::runtime::{Builder, Handle};
@@ -25,7 +26,11 @@ pub struct Reactors {
 
 impl Reactors {
     /// Starts `n` loops, each with the task that stores its held puts.
-    pub fn start(n: usize, shared: &Arc<Shared>) -> std::io::Result<Reactors> {
+    pub fn start(
+        n: usize,
+        shared: &Arc<Shared>,
+        workers: &Arc<Workers>,
+    ) -> std::io::Result<Reactors> {
         let mut reactors = Vec::with_capacity(n.max(1));
         let spin = std::time::Duration::from_micros(shared.config.network_spin_us);
         let cpu = crate::spin::SpareCpu::new();
@@ -51,7 +56,7 @@ impl Reactors {
                     rt.shutdown_timeout(std::time::Duration::from_secs(1));
                 })?;
             let puts = Arc::new(HeldPuts::default());
-            handle.spawn(puts.clone().run(shared.clone()));
+            handle.spawn(puts.clone().run(shared.clone(), workers.clone()));
             // The core's background tasks, between its connections' commands.
             let bg = shared.clone();
             handle.spawn(async move {

@@ -40,6 +40,7 @@ pub use namespace_options::{IoShares, NamespaceOptions, MAX_WEIGHT};
 pub use options::DEFAULT_RESERVE_MAX;
 pub use options::{
     BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
+    WritePressure,
 };
 pub use query::{
     Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,

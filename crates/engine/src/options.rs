@@ -26,6 +26,19 @@ pub enum Layout {
     Shared,
 }
 
+/// Whether a write made now would be held back (`Db::write_pressure`): what the engine's
+/// write controller does to writes while background work is behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WritePressure {
+    /// Writes go through.
+    None,
+    /// Each write sleeps 1 ms first (L0 or a namespace's runs at their slowdown trigger).
+    Slowdown,
+    /// Writes wait for background work: L0 or a namespace's runs at their stop trigger, or a
+    /// full memtable with `max_immutable_memtables` frozen ones not flushed yet.
+    Stop,
+}
+
 /// Options of one write. `WriteOptions::default()` is what `put`, `delete` and `write` use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriteOptions {

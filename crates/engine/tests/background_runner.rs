@@ -164,3 +164,40 @@ fn an_index_backfill_runs_on_the_runners_threads() {
     d.close().unwrap();
     runner.stop();
 }
+
+/// `Db::write_pressure` says what the write controller would do to a write made now, with
+/// background work run by hand (a runner that runs nothing by itself): a full memtable with
+/// the frozen one not flushed stops writes, and L0 at its slowdown trigger slows them.
+#[test]
+fn write_pressure_follows_the_write_controller() {
+    use cerberus_engine::WritePressure;
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.memtable_bytes = 4096;
+    opts.max_immutable_memtables = 1;
+    opts.l0_compaction_trigger = 2;
+    opts.l0_slowdown_trigger = 2;
+    opts.l0_stop_trigger = 4;
+    opts.background_runner = Some(BackgroundRunner(Arc::new(|| {})));
+    let db = Db::open(dir.path(), opts).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    let value = vec![7u8; 5000];
+    assert_eq!(db.write_pressure(), WritePressure::None);
+    // Full, but the next write may freeze it: nothing frozen yet.
+    ns.put(b"a", &value).unwrap();
+    assert_eq!(db.write_pressure(), WritePressure::None);
+    // Frozen and not flushed, and the new memtable full again: the next write would wait.
+    ns.put(b"b", &value).unwrap();
+    assert_eq!(db.write_pressure(), WritePressure::Stop);
+    assert_eq!(db.run_background_job(), BackgroundStep::Ran(JobKind::Flush));
+    assert_eq!(db.write_pressure(), WritePressure::None);
+    // A second L0 table: at the slowdown trigger.
+    ns.put(b"c", &value).unwrap();
+    assert_eq!(db.run_background_job(), BackgroundStep::Ran(JobKind::Flush));
+    assert_eq!(db.write_pressure(), WritePressure::Slowdown);
+    while let BackgroundStep::Ran(_) = db.run_background_job() {}
+    assert_eq!(db.write_pressure(), WritePressure::None);
+    for k in [b"a", b"b", b"c"] {
+        assert_eq!(ns.get(k).unwrap().as_deref(), Some(&value[..]));
+    }
+}

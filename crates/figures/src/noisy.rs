@@ -139,6 +139,9 @@ pub fn table(doc: &NoisyDoc) -> String {
         c.profile.as_deref().unwrap_or("none"),
         c.cache_bytes
     );
+    if c.victim_nice != 0 {
+        out += &format!("victim's client thread at nice {}\n", c.victim_nice);
+    }
     if let Some(threads) = c.network_threads {
         out += &format!(
             "device: {threads} network thread(s) at nice {}, victim reservation {} ops/s, \
@@ -243,6 +246,7 @@ mod tests {
                 victim_reservation_ops: 0,
                 network_threads: None,
                 network_nice: 0,
+                victim_nice: 0,
             },
             runs: vec![
                 run("nand", "shared"),

@@ -43,21 +43,21 @@ pub(super) fn reserve(db: &DeviceDb, victim: &TenantHandle, ops: u64) -> Result<
     db.configure_tenant(victim, &settings)
 }
 
-/// Lowers the calling thread (alone, not the process) to nice 19. A client on another
-/// machine takes no CPU from the device; on this one the neighbours' client threads would,
-/// and niced they yield it to the device's and the victim's threads. Raising one's own
-/// niceness needs no privilege.
-pub(super) fn nice_this_thread() -> Result<()> {
+/// Sets the calling thread's (alone, not the process's) nice value. A client on another
+/// machine neither takes CPU from the device nor waits for it: on this one the neighbours'
+/// client threads at 19 yield the CPU to the device's and the victim's threads, and the
+/// victim's at a value below 0 (which needs root) gets it when its reply arrives.
+pub(super) fn nice_this_thread(nice: i32) -> Result<()> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: gettid and setpriority take and return plain integers.
         let tid = unsafe { libc::gettid() };
-        let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+        let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
         if r != 0 {
-            bail!("setpriority: {}", std::io::Error::last_os_error());
+            bail!("setpriority {nice}: {}", std::io::Error::last_os_error());
         }
         Ok(())
     }
     #[cfg(not(target_os = "linux"))]
-    bail!("--neighbours-niced on needs Linux (per-thread priorities)")
+    bail!("per-thread nice values need Linux ({nice})")
 }

@@ -92,6 +92,10 @@ struct Args {
     /// root).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     network_nice: i32,
+    /// The victim's client thread's nice value in every phase (0: the process's; below 0
+    /// needs root), as a model of a client on a machine of its own.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    victim_nice: i32,
     /// Run the neighbours' client threads at nice 19, as a model of clients on other
     /// machines; a run for each (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "off")]
@@ -214,6 +218,7 @@ fn run(args: &Args) -> Result<NoisyDoc> {
             },
             network_threads: args.device.then_some(args.network_threads),
             network_nice: if args.device { args.network_nice } else { 0 },
+            victim_nice: args.victim_nice,
         },
         runs,
     })
@@ -334,7 +339,7 @@ impl Run<'_> {
             });
             let puts = run_threads("neighbour", args.neighbours, &stop, |t| {
                 if self.niced {
-                    device::nice_this_thread()?;
+                    device::nice_this_thread(19)?;
                 }
                 let tenant = &tenants[t + 1];
                 let mut rng = SmallRng::seed_from_u64(mix(args.seed, 100 + t as u64));
@@ -395,6 +400,9 @@ fn victim_gets(
     stop: &AtomicBool,
     salt: u64,
 ) -> Result<VictimGets> {
+    if args.victim_nice != 0 {
+        device::nice_this_thread(args.victim_nice)?;
+    }
     let mut rng = SmallRng::seed_from_u64(mix(args.seed, salt));
     let mut key = vec![0u8; keys.size()];
     let mut latency = Histogram::new();

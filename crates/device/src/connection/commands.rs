@@ -4,6 +4,7 @@
 use super::{refuse, Reader};
 use crate::put_batch::HeldPut;
 use crate::workers::answer;
+use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Frame, Status};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -70,21 +71,32 @@ impl Reader {
             self.puts.hold(held, shared);
             return;
         }
-        // Anything else comes after the puts of its namespace read before it.
-        self.puts.store_for(shared, cmd.nsid);
-        if shared.runs_inline(&cmd) {
-            // Cannot block for long: answered here, without two hand-offs between threads.
-            let resp = answer(shared, cmd, &self.iters, arrived);
-            let _ = self.tx.send((resp, Some(permit)));
-            return;
+        // Anything else comes after the puts of its namespace read before it: stored here,
+        // or with the command on a worker when the engine would hold the store up.
+        let store_first =
+            self.puts.holds_any(cmd.nsid) && shared.db.write_pressure() != WritePressure::None;
+        if store_first {
+            shared.metrics.writes_off_loop.inc();
+        } else {
+            self.puts.store_for(shared, cmd.nsid);
+            if shared.runs_inline(&cmd) {
+                // Cannot block for long: answered here, without two hand-offs between threads.
+                let resp = answer(shared, cmd, &self.iters, arrived);
+                let _ = self.tx.send((resp, Some(permit)));
+                return;
+            }
         }
         let job_shared = shared.clone();
         let job_tx = self.tx.clone();
         let job_iters = self.iters.clone();
+        let job_puts = self.puts.clone();
         // The background work the command makes belongs to the core that read it.
         let core = crate::scheduler::current_core();
         let submitted = self.workers.submit(Box::new(move || {
             let resp = crate::scheduler::on_behalf_of(core, || {
+                if store_first {
+                    job_puts.store_for(&job_shared, cmd.nsid);
+                }
                 answer(&job_shared, cmd, &job_iters, arrived)
             });
             let _ = job_tx.send((resp, Some(permit)));

@@ -5,7 +5,7 @@ use super::engine_error::engine;
 use super::{Outcome, Shared, INLINE_MAX_VALUE, STRIPES};
 use bytes::Bytes;
 use cerberus_engine::Readable;
-use cerberus_engine::{WriteBatch, WriteOptions};
+use cerberus_engine::{WriteBatch, WriteOptions, WritePressure};
 use cerberus_proto::{value_size_refusal, Command, Reply, Request, Status, StoreMode};
 use parking_lot::Mutex;
 use std::hash::{Hash, Hasher};
@@ -82,23 +82,43 @@ impl Shared {
     /// Whether `cmd` runs on the network thread that read it: point commands on files (the
     /// page cache answers reads; writes go to the memtable and the value log's buffer),
     /// unless they wait for durability or carry a large value. On the NAND model a read
-    /// waits for its die, so every command goes to the workers.
+    /// waits for its die, so every command goes to the workers. A write the engine would
+    /// slow down or make wait (`Db::write_pressure`) runs on a worker too: on the loop it
+    /// would hold up every other tenant's commands there (counted in `writes_off_loop`).
     pub fn runs_inline(&self, cmd: &Command) -> bool {
+        match self.inline_shape(cmd) {
+            Inline::No => false,
+            Inline::Read => true,
+            Inline::Write => {
+                let calm = self.db.write_pressure() == WritePressure::None;
+                if !calm {
+                    self.metrics.writes_off_loop.inc();
+                }
+                calm
+            }
+        }
+    }
+
+    fn inline_shape(&self, cmd: &Command) -> Inline {
         if !self.config.inline_commands
             || self.config.sync
             || self.config.storage != crate::config::StorageChoice::Posix
         {
-            return false;
+            return Inline::No;
         }
         match &cmd.request {
-            Request::Retrieve { .. } | Request::Exist { .. } | Request::Delete { .. } => true,
-            Request::Store { value, sync, .. } => !sync && value.len() <= INLINE_MAX_VALUE,
-            _ => false,
+            Request::Retrieve { .. } | Request::Exist { .. } => Inline::Read,
+            Request::Delete { .. } => Inline::Write,
+            Request::Store { value, sync, .. } if !sync && value.len() <= INLINE_MAX_VALUE => {
+                Inline::Write
+            }
+            _ => Inline::No,
         }
     }
 
     /// Whether `cmd` may join its connection's batch of puts: an unconditional store that
-    /// does not wait for durability, valid, and run on the network thread.
+    /// does not wait for durability, valid, and run on the network thread (not counted as
+    /// off the loop here: `runs_inline` counts it when it is carried out).
     pub fn batchable(&self, cmd: &Command) -> bool {
         match &cmd.request {
             Request::Store {
@@ -109,7 +129,8 @@ impl Shared {
             } => {
                 self.check_key(key).is_ok()
                     && value.len() <= self.config.max_value_len as usize
-                    && self.runs_inline(cmd)
+                    && self.inline_shape(cmd) == Inline::Write
+                    && self.db.write_pressure() == WritePressure::None
             }
             _ => false,
         }
@@ -145,4 +166,13 @@ fn stripe_index(ns: u32, key: &[u8]) -> usize {
     ns.hash(&mut h);
     key.hash(&mut h);
     h.finish() as usize % STRIPES
+}
+
+/// Where a command may run (`Shared::runs_inline`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inline {
+    No,
+    Read,
+    /// On the loop while the engine does not hold writes up.
+    Write,
 }

@@ -41,6 +41,9 @@ pub struct Metrics {
     pub write_timeouts: Counter,
     /// Unauthenticated connections closed to make room for a newcomer.
     pub evictions: Counter,
+    /// Writes (pieces of held puts, and commands after a namespace's held puts) carried out
+    /// on a worker because the engine would have slowed them down or made them wait.
+    pub writes_off_loop: Counter,
 }
 
 impl Metrics {
@@ -114,6 +117,12 @@ impl Metrics {
                 "cerberus_evictions",
                 "Unauthenticated connections closed to make room for a newcomer.",
                 &self.evictions,
+            ),
+            (
+                "cerberus_writes_off_loop",
+                "Writes carried out on a worker because the engine would have slowed them \
+                 down or made them wait.",
+                &self.writes_off_loop,
             ),
         ] {
             // Registered without `_total`: the encoder appends it to a counter's sample.

@@ -250,6 +250,13 @@ impl Db {
         self.inner.stats()
     }
 
+    /// Whether a write made now would be slowed down or wait for background work. A caller
+    /// that must not block (an event loop serving other tenants) hands its writes to a thread
+    /// that may while this is not `None`.
+    pub fn write_pressure(&self) -> crate::options::WritePressure {
+        self.inner.write_pressure()
+    }
+
     /// Runs the most urgent background job (a flush first, then an L0 split or a
     /// compaction, then an index backfill or value-log GC) on the calling thread, for the
     /// runner of [`Options::background_runner`]. Without one, the database's own threads

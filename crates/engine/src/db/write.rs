@@ -7,6 +7,7 @@ use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, SeqNo};
 use crate::memtable::{MemValue, Memtable};
+use crate::options::WritePressure;
 use crate::stats::Counters;
 use crate::vlog::{AppendError, EncodedWrite, RollError, VlogWriter};
 use bytes::Bytes;
@@ -293,6 +294,23 @@ impl Inner {
         }
     }
 
+    /// What [`make_room`](Self::make_room) would do to a write made now.
+    pub(super) fn write_pressure(&self) -> WritePressure {
+        let sv = self.super_version();
+        let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
+        let full = sv.mem.approximate_bytes() >= o.memtable_bytes
+            && sv.imm.len() >= o.max_immutable_memtables;
+        if full || o.auto_compaction && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
+            WritePressure::Stop
+        } else if o.auto_compaction
+            && (l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger)
+        {
+            WritePressure::Slowdown
+        } else {
+            WritePressure::None
+        }
+    }
+
     /// Makes sure the memtable has room, freezing it or waiting for background work.
     pub(super) fn make_room(&self, w: &mut WriterState) -> Result<()> {
         let mut slowed = false;
@@ -300,6 +318,7 @@ impl Inner {
             let sv = self.super_version();
             let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
             let auto = o.auto_compaction;
+            // The conditions are those of `write_pressure`.
             if auto && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 self.wait_for_background()?;

@@ -51,6 +51,9 @@ pub struct NoisyConfig {
     /// The device: its network threads' nice value (0: the process's).
     #[serde(default)]
     pub network_nice: i32,
+    /// The victim's client thread's nice value (0: the process's).
+    #[serde(default)]
+    pub victim_nice: i32,
 }
 
 fn one() -> u64 {
