@@ -296,7 +296,8 @@ impl Inner {
 
     /// What [`make_room`](Self::make_room) would do to a write made now.
     pub(super) fn write_pressure(&self) -> WritePressure {
-        let sv = self.super_version();
+        // Asked for every write an event loop considers: no shared counter touched.
+        let sv = self.super_version_brief();
         let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
         let full = sv.mem.approximate_bytes() >= o.memtable_bytes
             && sv.imm.len() >= o.max_immutable_memtables;
