@@ -107,6 +107,7 @@ impl Namespace {
                     limit,
                     page_bytes: page_bytes.unwrap_or(max_page_bytes).min(max_page_bytes) as usize,
                     continuation,
+                    keys_only: false,
                 };
                 let page = self.find(&parse_filter(&filter)?, &opts)?;
                 let summary = json!({

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::query::{aggregate, top_k, Aggregate, KeyRange, Ranked, TopSpec};
+use serde_json::Value;
 
 /// Records in pk order, read by scans only.
 struct Mem(Vec<(Bytes, Bytes)>);
