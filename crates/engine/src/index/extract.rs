@@ -637,6 +637,28 @@ mod tests {
             }
         }
 
+        /// The lazy read of any paths (scalars, arrays and objects, missing) is what the
+        /// document `serde_json` builds holds there; not JSON to one, not JSON to the other.
+        #[test]
+        fn attrs_are_the_parsed_documents(doc in json_value(),
+                                          names in proptest::collection::vec(
+                                              proptest::collection::vec("[a-c]{1,2}", 1..4), 1..6),
+                                          damage in proptest::option::of((any::<usize>(), any::<u8>()))) {
+            let ps: Vec<AttrPath> = names
+                .iter()
+                .map(|n| AttrPath::parse(&n.join(".")).unwrap())
+                .collect();
+            let refs: Vec<&AttrPath> = ps.iter().collect();
+            let set = PathSet::new(&refs);
+            let mut bytes = serde_json::to_vec(&doc).unwrap();
+            if let Some((at, byte)) = damage {
+                let at = at % bytes.len();
+                bytes[at] = byte;
+            }
+            let want = serde_json::from_slice::<Value>(&bytes).ok().map(|v| set.attrs_of(&v));
+            prop_assert_eq!(set.attrs(&bytes), want);
+        }
+
         /// A document with a byte changed, cut or inserted: valid or not, the same answer.
         #[test]
         fn damaged_documents_agree_too(doc in json_value(), at in any::<usize>(),
