@@ -2,10 +2,11 @@
 //! loads N (default 50,000) JSON records of about 1 KiB into a new database in DIR, with a
 //! classic index on `dist` (a number, null in 1 record of 20), flushes, waits for compactions,
 //! then runs each query 3 times and prints each time and the median:
-//! - `avg(dist)` over every record (a scan), and over `dist >= 0` (through the index);
+//! - `avg(dist)` over every record (a scan), and over `dist >= 0` (through the index), and
+//!   `avg(delay)` over `dist >= 0` (through the index, each record read for `delay`);
 //! - `count` of a range of `dist` through the index;
 //! - the pks of a range of `dist` through the index (about 10,000 records): a find of whole
-//!   records, and a keys-only find.
+//!   records, and a keys-only find (`FindOptions::keys_only`, from the index entries alone).
 //!
 //! Build it with `cargo run --release -p cerberus-engine --example query_timing -- DIR`. DIR
 //! must not hold a database; delete it afterwards.
@@ -111,6 +112,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let r = ns.aggregate(&nonneg, &avg).expect("avg");
         format!("{} ({} values read)", r.value, r.stats.value_reads)
     });
+    let avg_delay = Aggregate::parse("avg", Some("delay"))?;
+    time("avg(delay), dist >= 0 (index, each record read)", || {
+        let r = ns.aggregate(&nonneg, &avg_delay).expect("avg");
+        format!("{} ({} values read)", r.value, r.stats.value_reads)
+    });
     // About a fifth of the records: dist is spread over 0..5000.
     let range = Filter::parse_str(r#"{"dist": {"$gte": 1000, "$lt": 2000}}"#)?;
     time("count, 1000 <= dist < 2000 (index)", || {
@@ -119,6 +125,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     time("find whole records, 1000 <= dist < 2000", || {
         let (n, reads, lookups) = find_all(&ns, &range, FindOptions::default());
+        format!("{n} records ({reads} values read, {lookups} lookups)")
+    });
+    let keys_only = FindOptions {
+        keys_only: true,
+        ..FindOptions::default()
+    };
+    time("find keys only, 1000 <= dist < 2000", || {
+        let (n, reads, lookups) = find_all(&ns, &range, keys_only.clone());
         format!("{n} records ({reads} values read, {lookups} lookups)")
     });
     db.close()?;
