@@ -267,6 +267,18 @@ fn a_keys_only_find_reads_no_record_and_takes_no_projection() {
         ..opts.clone()
     };
     assert!(matches!(ns.find(&f, &both), Err(Error::InvalidQuery(_))));
+    // The same through a query document (the device's Query command, the Python package).
+    let doc = br#"{"op": "find", "filter": {"n": {"$gte": 3, "$lt": 5}}, "keys_only": true}"#;
+    let out = ns.run_query(doc, 1 << 20).unwrap();
+    assert_eq!(out.records.len(), 20);
+    assert!(out.records.iter().all(|(_, v)| v.is_empty()));
+    assert_eq!(out.summary["stats"]["primary_lookups"], json!(0));
+    assert_eq!(out.summary["stats"]["value_reads"], json!(0));
+    let doc = br#"{"op": "find", "filter": {"n": 3}, "keys_only": true, "project": ["m"]}"#;
+    assert!(matches!(
+        ns.run_query(doc, 1 << 20),
+        Err(Error::InvalidQuery(_))
+    ));
     // Min, max and avg of the indexed attribute from the entries alone.
     let avg = ns
         .aggregate(&f, &Aggregate::parse("avg", Some("n")).unwrap())
