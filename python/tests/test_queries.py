@@ -67,7 +67,7 @@ def test_find_keys_only_reads_the_index_alone(loaded, kind):
     assert [r["_pk"] for r in got] == [r["_pk"] for r in ns.find(flt)]
     assert len(got) == sum(1 for r in rows if 1 <= r["stars"] < 3)
     assert result.stats["primary_lookups"] == result.stats["value_reads"] == 0
-    with pytest.raises(cerberus.CerberusError):
+    with pytest.raises(cerberus.InvalidField):
         ns.find(flt, keys_only=True, project=["name"]).to_list()
 
 
