@@ -110,18 +110,22 @@ pub fn top_k(
     if k > 0 {
         for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
             if let Some(Some(AttrValue::Scalar(key))) = m.attrs.first() {
-                let e = Candidate {
+                let mut e = Candidate {
                     key: key.clone(),
                     pk: Bytes::copy_from_slice(m.pk),
                     desc,
-                    projection: projection.zip(m.doc).map(|(p, doc)| doc.project(p)),
+                    projection: None,
                 };
-                if heap.len() < k {
-                    heap.push(e);
-                } else if heap.peek().is_some_and(|worst| e < *worst) {
-                    heap.pop();
-                    heap.push(e);
+                let full = heap.len() >= k;
+                if full && heap.peek().is_none_or(|worst| e >= *worst) {
+                    return Ok(true);
                 }
+                // Projected only once it takes a place (most records of a big scan do not).
+                e.projection = projection.zip(m.doc).map(|(p, doc)| doc.project(p));
+                if full {
+                    heap.pop();
+                }
+                heap.push(e);
             }
             Ok(true)
         })?;
