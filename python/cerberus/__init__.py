@@ -109,7 +109,10 @@ class Batch:
 
 def _row(pk: bytes, value: bytes) -> Dict[str, Any]:
     """A found record as a dict: its JSON object (or ``{"value": ...}`` for another JSON
-    value) with its primary key under ``_pk``."""
+    value) with its primary key under ``_pk``; a keys-only find's (empty value) is
+    ``{"_pk": pk}``."""
+    if not value:
+        return {"_pk": _pk(pk)}
     row = json.loads(value)
     if not isinstance(row, dict):
         row = {"value": row}
@@ -324,14 +327,19 @@ class Namespace:
         records, summary = self._native.query_json(json.dumps(doc))
         return records, json.loads(summary)
 
-    def find(self, filter: Optional[Dict[str, Any]] = None, project: Optional[List[str]] = None, limit: Optional[int] = None, page_bytes: Optional[int] = None) -> FindResult:
+    def find(self, filter: Optional[Dict[str, Any]] = None, project: Optional[List[str]] = None, limit: Optional[int] = None, page_bytes: Optional[int] = None, keys_only: bool = False) -> FindResult:
         """Records whose JSON values match ``filter`` (MongoDB-style, as the CLI's
         ``--filter``: ``{"city": "Oslo", "stars": {"$gte": 4}}``), through an index where one
         covers it; ``project`` keeps only those attribute paths; pages of at most
-        ``page_bytes`` are fetched as the result is iterated."""
+        ``page_bytes`` are fetched as the result is iterated. ``keys_only`` returns pks only
+        (rows ``{"_pk": pk}``; not with ``project``): where the index read decides the whole
+        filter (every condition on its attribute) they come from its entries alone, no
+        record read."""
         doc: Dict[str, Any] = {"op": "find", "filter": filter or {}}
         if project is not None:
             doc["project"] = list(project)
+        if keys_only:
+            doc["keys_only"] = True
         if limit is not None:
             doc["limit"] = limit
         if page_bytes is not None:

@@ -56,6 +56,21 @@ def test_find_projection_and_limit(loaded):
     assert all(set(r) == {"name", "_pk"} for r in got)
 
 
+@pytest.mark.parametrize("kind", ["vas", "classic"])
+def test_find_keys_only_reads_the_index_alone(loaded, kind):
+    ns, rows = loaded
+    ns.create_index("stars", kind=kind)
+    flt = {"stars": {"$gte": 1, "$lt": 3}}
+    result = ns.find(flt, keys_only=True, page_bytes=4096)
+    got = list(result)
+    assert all(set(r) == {"_pk"} for r in got)
+    assert [r["_pk"] for r in got] == [r["_pk"] for r in ns.find(flt)]
+    assert len(got) == sum(1 for r in rows if 1 <= r["stars"] < 3)
+    assert result.stats["primary_lookups"] == result.stats["value_reads"] == 0
+    with pytest.raises(cerberus.InvalidField):
+        ns.find(flt, keys_only=True, project=["name"]).to_list()
+
+
 def test_get_by_secondary(loaded):
     ns, rows = loaded
     ns.create_index("city")

@@ -29,6 +29,13 @@ pub struct FindOptions {
     pub page_bytes: usize,
     /// Resume where the page before ended.
     pub continuation: Option<Vec<u8>>,
+    /// Return pks only, each with an empty value (default false; not with a projection).
+    /// Where the plan reads an index and every condition of the filter is on that index's
+    /// attribute (`{"a": 5}`, `{"a": {"$gte": 1, "$lt": 9}}`, `{"a": {"$in": [...]}}`,
+    /// `{"a": {"$prefix": "x"}}`, or several of these on `a`), the pks come from the index
+    /// entries alone: no record is looked up or read. Any other filter (a condition on
+    /// another attribute, or no index to read) still reads each record to check it.
+    pub keys_only: bool,
 }
 
 /// What a top-K query ranks by (AnalyticOp).
@@ -51,6 +58,7 @@ impl Default for FindOptions {
             limit: None,
             page_bytes: DEFAULT_PAGE_BYTES,
             continuation: None,
+            keys_only: false,
         }
     }
 }
@@ -114,6 +122,11 @@ impl Inner {
         e.check_live()?;
         let projection = opts.projection.as_deref().map(parse_paths).transpose()?;
         let projection = projection.as_deref();
+        if opts.keys_only && projection.is_some() {
+            return Err(Error::InvalidQuery(
+                "a keys-only find returns no values: it takes no projection".into(),
+            ));
+        }
         let mut r = SnapshotRecords::new(self, e.id, seq);
         let mut stats = QueryStats::default();
         let resume = opts
@@ -177,6 +190,7 @@ impl Inner {
             ns: e.id,
             filter,
             projection,
+            keys_only: opts.keys_only,
             remaining,
             page_bytes: opts.page_bytes.max(1),
             after: after.as_deref(),
@@ -230,6 +244,7 @@ impl Inner {
                     &plan,
                     None,
                     Some(limit as u64),
+                    query::Wants::default(),
                     &mut stats,
                     &mut |m| {
                         pks.push(Bytes::copy_from_slice(m.pk));

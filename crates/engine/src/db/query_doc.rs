@@ -23,6 +23,9 @@ enum QueryDoc {
         page_bytes: Option<u32>,
         /// Hex, as the page before returned it.
         continuation: Option<String>,
+        /// Pks only, with empty values (`FindOptions::keys_only`).
+        #[serde(default)]
+        keys_only: bool,
     },
     GetBySecondary {
         attr: String,
@@ -98,6 +101,7 @@ impl Namespace {
                 limit,
                 page_bytes,
                 continuation,
+                keys_only,
             } => {
                 let continuation = continuation
                     .map(|c| unhex(&c).ok_or_else(|| invalid("continuation is not hex")))
@@ -107,6 +111,7 @@ impl Namespace {
                     limit,
                     page_bytes: page_bytes.unwrap_or(max_page_bytes).min(max_page_bytes) as usize,
                     continuation,
+                    keys_only,
                 };
                 let page = self.find(&parse_filter(&filter)?, &opts)?;
                 let summary = json!({

@@ -14,13 +14,92 @@
 use super::{AttrPath, Scalar};
 use std::borrow::Cow;
 
+/// What a document holds at a path: a scalar, or an array or object.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AttrValue {
+    /// A scalar (`null` included).
+    Scalar(Scalar),
+    /// An array or an object (its content is skipped, not built).
+    Composite,
+}
+
+impl AttrValue {
+    /// The scalar, if it is one.
+    pub fn scalar(&self) -> Option<&Scalar> {
+        match self {
+            AttrValue::Scalar(s) => Some(s),
+            AttrValue::Composite => None,
+        }
+    }
+}
+
+/// Paths split into their names once, for the scans of many documents.
+#[derive(Clone, Debug)]
+pub struct PathSet {
+    paths: Vec<AttrPath>,
+    names: Vec<Vec<String>>,
+}
+
+impl PathSet {
+    /// The names of each of `paths`.
+    pub fn new(paths: &[&AttrPath]) -> PathSet {
+        PathSet {
+            paths: paths.iter().map(|&p| p.clone()).collect(),
+            names: paths
+                .iter()
+                .map(|p| p.as_str().split('.').map(str::to_string).collect())
+                .collect(),
+        }
+    }
+
+    /// What a document already parsed holds at each path: what [`attrs`](Self::attrs)
+    /// reads off its bytes.
+    pub fn attrs_of(&self, doc: &serde_json::Value) -> Vec<Option<AttrValue>> {
+        self.paths
+            .iter()
+            .map(|p| {
+                p.lookup(doc).map(|v| match Scalar::from_json(v) {
+                    Some(s) => AttrValue::Scalar(s),
+                    None => AttrValue::Composite,
+                })
+            })
+            .collect()
+    }
+
+    /// Paths in the set.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether the set holds no path.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// What `doc` holds at each path (`None`: missing, or a step that is not an object), in
+    /// one pass that builds no other value; `None` if `doc` is not JSON. The same as
+    /// `AttrPath::lookup` on the document `serde_json` parses, told as [`AttrValue`].
+    pub fn attrs(&self, doc: &[u8]) -> Option<Vec<Option<AttrValue>>> {
+        let hits = scan(doc, &self.names, false)?;
+        Some(
+            hits.into_iter()
+                .map(|h| match h {
+                    Some(Hit::Scalar(s)) => Some(AttrValue::Scalar(s)),
+                    Some(Hit::Composite) => Some(AttrValue::Composite),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+}
+
 /// The scalars of `doc` at `paths` (one per path); all `None` if `doc` is not JSON.
 pub fn extract(doc: &[u8], paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
-    match scan(doc, paths, false) {
+    match PathSet::new(paths).attrs(doc) {
         Some(hits) => hits
             .into_iter()
             .map(|h| match h {
-                Some(Hit::Scalar(s)) => Some(s),
+                Some(AttrValue::Scalar(s)) => Some(s),
                 _ => None,
             })
             .collect(),
@@ -32,7 +111,11 @@ pub fn extract(doc: &[u8], paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
 /// one per path; `None` if `doc` is not JSON. Each span parses alone as the value the parsed
 /// document holds there.
 pub fn locate(doc: &[u8], paths: &[&AttrPath]) -> Option<Vec<Option<std::ops::Range<usize>>>> {
-    let hits = scan(doc, paths, true)?;
+    let split: Vec<Vec<&str>> = paths
+        .iter()
+        .map(|p| p.as_str().split('.').collect())
+        .collect();
+    let hits = scan(doc, &split, true)?;
     Some(
         hits.into_iter()
             .map(|h| match h {
@@ -43,21 +126,17 @@ pub fn locate(doc: &[u8], paths: &[&AttrPath]) -> Option<Vec<Option<std::ops::Ra
     )
 }
 
-/// What a path found: its scalar, or (locating) where its value lies.
+/// What a path found: its scalar, an array or object, or (locating) where its value lies.
 #[derive(Clone)]
 enum Hit {
     Scalar(Scalar),
+    Composite,
     Span(usize, usize),
 }
 
-fn scan(doc: &[u8], paths: &[&AttrPath], spans: bool) -> Option<Vec<Option<Hit>>> {
-    let mut out = vec![None; paths.len()];
-    let split: Vec<Vec<&str>> = paths
-        .iter()
-        .map(|p| p.as_str().split('.').collect())
-        .collect();
-    let wanted: Vec<(usize, &[&str])> =
-        split.iter().enumerate().map(|(i, s)| (i, &s[..])).collect();
+fn scan<S: AsRef<str>>(doc: &[u8], split: &[Vec<S>], spans: bool) -> Option<Vec<Option<Hit>>> {
+    let mut out = vec![None; split.len()];
+    let wanted: Vec<(usize, &[S])> = split.iter().enumerate().map(|(i, s)| (i, &s[..])).collect();
     let mut s = Scanner {
         buf: doc,
         pos: 0,
@@ -106,33 +185,46 @@ impl<'a> Scanner<'a> {
 
     /// One value; `wanted` holds the paths that continue into it (with no names left: the
     /// paths that end here, at whatever it is).
-    fn value(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Hit>]) -> Option<()> {
+    fn value<S: AsRef<str>>(
+        &mut self,
+        wanted: &[(usize, &[S])],
+        out: &mut [Option<Hit>],
+    ) -> Option<()> {
         let start = self.pos;
         let ends_here = !self.spans && wanted.iter().any(|(_, rest)| rest.is_empty());
         let scalar = match self.peek()? {
             b'{' => {
                 self.object(wanted, out)?;
-                None
+                Some(Hit::Composite)
             }
             b'[' => {
                 self.array()?;
-                None
+                Some(Hit::Composite)
             }
             b'"' => {
                 let raw = self.raw_string()?;
                 match ends_here {
-                    true => Some(Scalar::String(self.text(raw)?.into_owned())),
+                    true => Some(Hit::Scalar(Scalar::String(self.text(raw)?.into_owned()))),
                     false => None,
                 }
             }
-            b't' => self.word(b"true").map(|()| Scalar::Bool(true)),
-            b'f' => self.word(b"false").map(|()| Scalar::Bool(false)),
-            b'n' => self.word(b"null").map(|()| Scalar::Null),
+            b't' => {
+                self.word(b"true")?;
+                Some(Hit::Scalar(Scalar::Bool(true)))
+            }
+            b'f' => {
+                self.word(b"false")?;
+                Some(Hit::Scalar(Scalar::Bool(false)))
+            }
+            b'n' => {
+                self.word(b"null")?;
+                Some(Hit::Scalar(Scalar::Null))
+            }
             b'-' | b'0'..=b'9' => {
                 let (start, check) = self.number()?;
                 if ends_here || check {
                     let n: f64 = serde_json::from_slice(&self.buf[start..self.pos]).ok()?;
-                    Some(Scalar::Number(n))
+                    Some(Hit::Scalar(Scalar::Number(n)))
                 } else {
                     None
                 }
@@ -143,7 +235,7 @@ impl<'a> Scanner<'a> {
             if rest.is_empty() {
                 out[*i] = match self.spans {
                     true => Some(Hit::Span(start, self.pos)),
-                    false => scalar.clone().map(Hit::Scalar),
+                    false => scalar.clone(),
                 };
             }
         }
@@ -180,7 +272,11 @@ impl<'a> Scanner<'a> {
         Some(())
     }
 
-    fn object(&mut self, wanted: &[(usize, &[&str])], out: &mut [Option<Hit>]) -> Option<()> {
+    fn object<S: AsRef<str>>(
+        &mut self,
+        wanted: &[(usize, &[S])],
+        out: &mut [Option<Hit>],
+    ) -> Option<()> {
         self.container(b'}', |s| {
             if s.peek()? != b'"' {
                 return None;
@@ -192,7 +288,7 @@ impl<'a> Scanner<'a> {
             }
             s.pos += 1;
             s.ws();
-            let mut next: Vec<(usize, &[&str])> = Vec::new();
+            let mut next: Vec<(usize, &[S])> = Vec::new();
             if !wanted.is_empty() {
                 // Names are compared as they lie unless they hold escapes.
                 let name: Cow<'_, [u8]> = match raw.2 {
@@ -201,7 +297,10 @@ impl<'a> Scanner<'a> {
                 };
                 next = wanted
                     .iter()
-                    .filter(|(_, rest)| rest.first().is_some_and(|n| n.as_bytes() == &*name))
+                    .filter(|(_, rest)| {
+                        rest.first()
+                            .is_some_and(|n| n.as_ref().as_bytes() == &*name)
+                    })
                     .map(|(i, rest)| (*i, &rest[1..]))
                     .collect();
             }
@@ -214,7 +313,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn array(&mut self) -> Option<()> {
-        self.container(b']', |s| s.value(&[], &mut []))
+        self.container(b']', |s| s.value::<&str>(&[], &mut []))
     }
 
     /// A number's start, and whether it needs converting to be known valid (in range).
@@ -536,6 +635,28 @@ mod tests {
                 let got = span.map(|r| serde_json::from_slice::<Value>(&bytes[r]).unwrap());
                 prop_assert_eq!(got.as_ref(), p.lookup(&parsed));
             }
+        }
+
+        /// The lazy read of any paths (scalars, arrays and objects, missing) is what the
+        /// document `serde_json` builds holds there; not JSON to one, not JSON to the other.
+        #[test]
+        fn attrs_are_the_parsed_documents(doc in json_value(),
+                                          names in proptest::collection::vec(
+                                              proptest::collection::vec("[a-c]{1,2}", 1..4), 1..6),
+                                          damage in proptest::option::of((any::<usize>(), any::<u8>()))) {
+            let ps: Vec<AttrPath> = names
+                .iter()
+                .map(|n| AttrPath::parse(&n.join(".")).unwrap())
+                .collect();
+            let refs: Vec<&AttrPath> = ps.iter().collect();
+            let set = PathSet::new(&refs);
+            let mut bytes = serde_json::to_vec(&doc).unwrap();
+            if let Some((at, byte)) = damage {
+                let at = at % bytes.len();
+                bytes[at] = byte;
+            }
+            let want = serde_json::from_slice::<Value>(&bytes).ok().map(|v| set.attrs_of(&v));
+            prop_assert_eq!(set.attrs(&bytes), want);
         }
 
         /// A document with a byte changed, cut or inserted: valid or not, the same answer.

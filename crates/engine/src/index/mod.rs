@@ -8,5 +8,5 @@ mod scalar;
 pub use crate::index_kind::IndexKind;
 pub use crate::version::IndexDef;
 pub use def::{decode_payload, entry_key, entry_payload, split_entry_key};
-pub use extract::{extract, locate};
+pub use extract::{extract, locate, AttrValue, PathSet};
 pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar};

@@ -142,9 +142,8 @@ impl Scalar {
     }
 
     /// Decodes the scalar at the start of `buf` and says how many bytes it took; `None` if
-    /// `buf` does not start with an encoded scalar. Only tests read scalars back: queries
-    /// compare encodings, and re-check the document itself.
-    #[cfg(test)]
+    /// `buf` does not start with an encoded scalar. A query the index answers alone reads its
+    /// secondary keys back this way (`-0.0` comes back as `0.0`, which compares equal).
     pub(crate) fn decode(buf: &[u8]) -> Option<(Scalar, usize)> {
         match *buf.first()? {
             TAG_NULL => Some((Scalar::Null, 1)),
@@ -215,7 +214,6 @@ fn number_bits(x: f64) -> u64 {
     }
 }
 
-#[cfg(test)]
 fn number_from_bits(bits: u64) -> f64 {
     f64::from_bits(if bits >> 63 == 1 {
         bits ^ (1 << 63)

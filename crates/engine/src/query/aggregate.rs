@@ -1,10 +1,10 @@
 //! Aggregates (count, min, max, sum, avg) over the records meeting a filter.
 
-use super::exec::{for_each_match, QueryStats, Records};
+use super::exec::{for_each_match, QueryStats, Records, Wants};
 use super::plan::Plan;
 use super::Filter;
 use crate::error::{Error, Result};
-use crate::index::{AttrPath, Scalar};
+use crate::index::{AttrPath, AttrValue, Scalar};
 use serde_json::Value;
 
 /// An aggregate over the records meeting a filter.
@@ -62,27 +62,45 @@ pub fn aggregate(
 ) -> Result<Value> {
     let (mut count, mut sum, mut numbers) = (0u64, 0f64, 0u64);
     let mut best: Option<Scalar> = None;
-    for_each_match(records, filter, plan, None, None, stats, &mut |m| {
+    let attr = match op {
+        Aggregate::Count => None,
+        Aggregate::CountOf(p)
+        | Aggregate::Min(p)
+        | Aggregate::Max(p)
+        | Aggregate::Sum(p)
+        | Aggregate::Avg(p) => Some(p),
+    };
+    let attrs: Vec<&AttrPath> = attr.into_iter().collect();
+    // Only the attribute aggregated is read of each record: through an index on it (or, for
+    // a count, any index) that decides the whole filter, none is read.
+    let wants = Wants {
+        record: false,
+        attrs: &attrs,
+    };
+    for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
+        let value = m.attrs.first().and_then(Option::as_ref);
+        let scalar = value.and_then(AttrValue::scalar);
         match op {
             Aggregate::Count => count += 1,
-            Aggregate::CountOf(p) => {
-                if p.lookup(m.doc.get()).is_some_and(|v| !v.is_null()) {
+            Aggregate::CountOf(_) => {
+                // Present and not null, whatever its type.
+                if value.is_some() && !matches!(scalar, Some(Scalar::Null)) {
                     count += 1;
                 }
             }
-            Aggregate::Min(p) | Aggregate::Max(p) => {
-                if let Some(s) = m.doc.scalar(p).filter(|s| !matches!(s, Scalar::Null)) {
+            Aggregate::Min(_) | Aggregate::Max(_) => {
+                if let Some(s) = scalar.filter(|s| !matches!(s, Scalar::Null)) {
                     let better = best.as_ref().is_none_or(|b| match op {
-                        Aggregate::Min(_) => s < *b,
-                        _ => s > *b,
+                        Aggregate::Min(_) => s < b,
+                        _ => s > b,
                     });
                     if better {
-                        best = Some(s);
+                        best = Some(s.clone());
                     }
                 }
             }
-            Aggregate::Sum(p) | Aggregate::Avg(p) => {
-                if let Some(Scalar::Number(n)) = m.doc.scalar(p) {
+            Aggregate::Sum(_) | Aggregate::Avg(_) => {
+                if let Some(Scalar::Number(n)) = scalar {
                     sum += n;
                     numbers += 1;
                 }

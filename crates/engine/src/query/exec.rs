@@ -3,17 +3,19 @@
 //!
 //! Every candidate an index gives is checked against the whole filter on the record's current
 //! value, and its entry's secondary key against the record's: an entry a later write made
-//! stale (the record's attribute changed, or it was deleted) drops out here.
+//! stale (the record's attribute changed, or it was deleted) drops out here. Where the index
+//! entries decide the whole filter and the caller needs nothing else of the record (the index
+//! holds the answer), no record is read at all ([`Wants`]).
 
+use super::doc::Doc;
 use super::plan::{Access, Plan};
 use super::Filter;
 use crate::error::{Error, Result};
-use crate::index::{decode_payload, split_entry_key, AttrPath, IndexKind, Scalar};
+use crate::index::Scalar;
+use crate::index::{decode_payload, split_entry_key, AttrPath, AttrValue, IndexKind, PathSet};
 use crate::key::{SeqNo, ValueAddr};
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::Value;
-
 /// What a query read and how long each step took: the breakdown of the paper's Figures 11-13.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct QueryStats {
@@ -95,93 +97,28 @@ fn first_batch(expect: Option<u64>) -> usize {
     expect.map_or(FIRST_BATCH, |n| n.clamp(1, MAX_BATCH as u64) as usize)
 }
 
+/// What each match of a walk carries besides its pk and position.
+#[derive(Clone, Copy, Default)]
+pub struct Wants<'a> {
+    /// The record itself ([`Match::doc`]): read even where the index entry decides the filter.
+    pub record: bool,
+    /// Attributes whose values each match carries ([`Match::attrs`]), taken in the pass over
+    /// the record that checks the filter, or from the index entry's secondary key for the
+    /// attribute of the index read.
+    pub attrs: &'a [&'a AttrPath],
+}
+
 /// A record that met the filter.
 pub struct Match<'a> {
     /// Where the query resumes after this record: its index entry key, or its pk.
     pub position: &'a [u8],
     /// The record's key.
     pub pk: &'a [u8],
-    /// Its value as stored.
-    pub value: &'a Bytes,
-    /// Its value as a document, parsed when first asked for.
-    pub doc: &'a Doc,
-}
-
-/// A record's document, parsed on first use: a find of whole records through an exact index
-/// range never parses it.
-pub struct Doc {
-    value: Bytes,
-    /// `None`: the value is not JSON.
-    parsed: std::cell::OnceCell<Option<Value>>,
-}
-
-impl Doc {
-    /// The document of `value`, not parsed yet.
-    pub fn new(value: Bytes) -> Doc {
-        Doc {
-            value,
-            parsed: std::cell::OnceCell::new(),
-        }
-    }
-
-    /// The document (`null` if the value is not JSON).
-    pub fn get(&self) -> &Value {
-        self.parse().unwrap_or(&Value::Null)
-    }
-
-    /// The document, `None` if the value is not JSON (no record a filter can meet).
-    pub fn parse(&self) -> Option<&Value> {
-        self.parsed
-            .get_or_init(|| serde_json::from_slice(&self.value).ok())
-            .as_ref()
-    }
-
-    /// Whether the value is JSON, checked without building it.
-    pub fn is_json(&self) -> bool {
-        match self.parsed.get() {
-            Some(p) => p.is_some(),
-            None => serde_json::from_slice::<serde::de::IgnoredAny>(&self.value).is_ok(),
-        }
-    }
-
-    /// The scalars at `paths`: from the document if it was built, else read off the bytes
-    /// in one pass that builds nothing else (`index::extract`).
-    pub fn scalars(&self, paths: &[&AttrPath]) -> Vec<Option<Scalar>> {
-        match self.parsed.get() {
-            Some(Some(v)) => paths.iter().map(|p| p.scalar(v)).collect(),
-            Some(None) => vec![None; paths.len()],
-            None => crate::index::extract(&self.value, paths),
-        }
-    }
-
-    /// The attributes at `projection` as an object keyed by path (those missing left out):
-    /// from the document if it was built, else each value parsed alone from where it lies in
-    /// the bytes (`index::locate`), the rest of the record skipped as it is read.
-    pub fn project(&self, projection: &[AttrPath]) -> Value {
-        if self.parsed.get().is_some() {
-            return project(self.get(), projection);
-        }
-        let paths: Vec<&AttrPath> = projection.iter().collect();
-        let mut out = serde_json::Map::new();
-        if let Some(spans) = crate::index::locate(&self.value, &paths) {
-            for (p, span) in projection.iter().zip(spans) {
-                let Some(span) = span else { continue };
-                match serde_json::from_slice::<Value>(&self.value[span]) {
-                    Ok(v) => {
-                        out.insert(p.as_str().to_string(), v);
-                    }
-                    // The scanner took what the parser refuses: trust the parser.
-                    Err(_) => return project(self.get(), projection),
-                }
-            }
-        }
-        Value::Object(out)
-    }
-
-    /// The scalar at `path`, if there is one (as [`scalars`](Self::scalars) for one path).
-    pub fn scalar(&self, path: &AttrPath) -> Option<Scalar> {
-        self.scalars(&[path]).pop().flatten()
-    }
+    /// The record, if it was read: always when [`Wants::record`]; `None` when its index entry
+    /// answered for it.
+    pub doc: Option<&'a Doc>,
+    /// What the record holds at each of [`Wants::attrs`] (`None`: missing).
+    pub attrs: &'a [Option<AttrValue>],
 }
 
 /// Index entries read at a time: their keys and values in one buffer, kept from batch to
@@ -308,119 +245,232 @@ pub fn for_each_entry(
     Ok(())
 }
 
+/// Whether a walk through the index on `attr` can answer from its entries alone: every
+/// condition of `filter` is on `attr` (a live entry's secondary key is the record's scalar
+/// there), and the caller wants no more of the record than that scalar.
+pub fn index_decides(filter: &Filter, attr: &AttrPath, wants: &Wants<'_>) -> bool {
+    !wants.record
+        && filter.conditions.iter().all(|(p, _)| p == attr)
+        && wants.attrs.iter().all(|p| *p == attr)
+}
+
+/// The scalar of an attribute's value, if it is one.
+fn scalar_at(a: &Option<AttrValue>) -> Option<&Scalar> {
+    a.as_ref().and_then(AttrValue::scalar)
+}
+
+/// The one pass over a record that checks the filter and takes the attributes wanted.
+struct Checker<'a> {
+    filter: &'a Filter,
+    /// The filter's attributes, the index's (if read through one), then those wanted.
+    paths: PathSet,
+    /// The attributes wanted alone (a record an exact index range gives is not checked).
+    wanted: PathSet,
+}
+
+impl<'a> Checker<'a> {
+    fn new(filter: &'a Filter, index: Option<&'a AttrPath>, wants: &Wants<'a>) -> Self {
+        let mut paths: Vec<&AttrPath> = filter.conditions.iter().map(|(p, _)| p).collect();
+        paths.extend(index);
+        paths.extend_from_slice(wants.attrs);
+        Checker {
+            filter,
+            paths: PathSet::new(&paths),
+            wanted: PathSet::new(wants.attrs),
+        }
+    }
+
+    /// If the record meets the filter (and, from an index entry, still has the entry's
+    /// secondary key `sk`), what it holds at the attributes wanted.
+    fn check(
+        &self,
+        stats: &mut QueryStats,
+        doc: &Doc,
+        sk: Option<&[u8]>,
+    ) -> Option<Vec<Option<AttrValue>>> {
+        stats.records_examined += 1;
+        let conditions = &self.filter.conditions;
+        let mut found = match doc.attrs(&self.paths) {
+            Some(found) => found,
+            // Not JSON as `serde_json` parses it, yet a filter without conditions has always
+            // taken what `serde_json` skips over as JSON: it holds nothing at any attribute.
+            None if conditions.is_empty() && doc.skims_as_json() => {
+                return Some(vec![None; self.wanted.len()])
+            }
+            None => return None,
+        };
+        let meets = conditions
+            .iter()
+            .zip(&found)
+            .all(|((_, c), a)| scalar_at(a).is_some_and(|s| c.holds(s)));
+        let same_sk = sk.is_none_or(|sk| {
+            scalar_at(&found[conditions.len()]).is_some_and(|s| s.encoded() == sk)
+        });
+        (meets && same_sk).then(|| found.split_off(found.len() - self.wanted.len()))
+    }
+
+    /// What a record holds at the attributes wanted, unchecked.
+    fn wanted(&self, doc: &Doc) -> Vec<Option<AttrValue>> {
+        match self.wanted.is_empty() {
+            true => Vec::new(),
+            false => doc
+                .attrs(&self.wanted)
+                .unwrap_or_else(|| vec![None; self.wanted.len()]),
+        }
+    }
+}
+
 /// Calls `f` with every record meeting `filter`, in the plan's order (index order, or pk
 /// order), starting after `after`; stops when `f` returns false. `expect`: how many the
-/// caller will take at most, if it knows (the size of the first read).
+/// caller will take at most, if it knows (the size of the first read). Each match carries
+/// what `wants` asks for; through an index that decides the whole filter ([`index_decides`]),
+/// and with nothing wanted beyond its attribute, no record is read.
+#[allow(clippy::too_many_arguments)]
 pub fn for_each_match(
     records: &mut dyn Records,
     filter: &Filter,
     plan: &Plan,
     after: Option<&[u8]>,
     expect: Option<u64>,
+    wants: Wants<'_>,
     stats: &mut QueryStats,
     f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
 ) -> Result<()> {
-    // The scalars a check reads: the filter's attributes, then an index's own.
-    let mut wanted: Vec<&AttrPath> = filter.conditions.iter().map(|(p, _)| p).collect();
-    if let Access::Index { attr, .. } = &plan.access {
-        wanted.push(attr);
-    }
-    // Whether the record meets the filter (and, from an index entry, still has the entry's
-    // secondary key `sk`), from the scalars it needs alone.
-    let check = |stats: &mut QueryStats, doc: &Doc, sk: Option<&[u8]>| -> bool {
-        stats.records_examined += 1;
-        if wanted.is_empty() {
-            return doc.is_json();
-        }
-        let found = doc.scalars(&wanted);
-        let meets = filter
-            .conditions
-            .iter()
-            .zip(&found)
-            .all(|((_, c), s)| s.as_ref().is_some_and(|s| c.holds(s)));
-        meets
-            && sk.is_none_or(|sk| {
-                found
-                    .last()
-                    .and_then(Option::as_ref)
-                    .is_some_and(|s| s.encoded() == sk)
-            })
+    let Access::Index {
+        id,
+        attr,
+        kind,
+        ranges,
+    } = &plan.access
+    else {
+        return scan_matches(records, filter, after, expect, wants, stats, f);
     };
-    // An index range read for the filter's only condition holds exactly the records meeting
-    // it (and live entries are exact): nothing to check, no document to parse.
-    let exact = filter.conditions.len() == 1;
-    match &plan.access {
-        Access::Index {
-            id, ranges, kind, ..
-        } => {
-            let mut visit = |records: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
-                let value = match e.addr {
-                    Some(addr) => Some(records.read_at(e.pk, addr, stats)?),
-                    None => records.get(e.pk, stats)?,
-                };
-                let Some(value) = value else {
-                    return Ok(true);
-                };
-                let doc = Doc::new(value);
-                if !exact {
-                    // A live entry's record has its secondary key; checked anyway while the
-                    // document is parsed: a record must never come twice (old and new key).
-                    if !check(stats, &doc, Some(e.sk)) {
-                        return Ok(true);
-                    }
-                }
-                stats.records_matched += 1;
-                f(Match {
-                    position: e.key,
-                    pk: e.pk,
-                    value: &doc.value,
-                    doc: &doc,
-                })
-            };
-            for_each_entry(
-                records, *id, *kind, ranges, after, expect, true, stats, &mut visit,
-            )?;
-        }
-        Access::Scan => {
-            let mut from = after.map(<[u8]>::to_vec);
-            let mut size = first_batch(expect);
-            loop {
-                let batch = records.scan(from.as_deref(), size, stats)?;
-                for (pk, value) in &batch {
-                    let doc = Doc::new(value.clone());
-                    if check(stats, &doc, None) {
-                        stats.records_matched += 1;
-                        let m = Match {
-                            position: pk,
-                            pk,
-                            value,
-                            doc: &doc,
-                        };
-                        if !f(m)? {
-                            return Ok(());
-                        }
-                    }
-                }
-                match batch.last() {
-                    Some((pk, _)) if batch.len() == size => from = Some(pk.to_vec()),
-                    _ => break,
-                }
-                size = (size * 2).min(MAX_BATCH);
-            }
-        }
+    if index_decides(filter, attr, &wants) {
+        return entry_matches(records, filter, plan, after, expect, wants, stats, f);
     }
-    Ok(())
+    let checker = Checker::new(filter, Some(attr), &wants);
+    // An index range read for the filter's only condition holds exactly the records meeting
+    // it (and live entries are exact): nothing to check.
+    let exact = filter.conditions.len() == 1;
+    let mut visit = |records: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
+        let value = match e.addr {
+            Some(addr) => Some(records.read_at(e.pk, addr, stats)?),
+            None => records.get(e.pk, stats)?,
+        };
+        let Some(value) = value else {
+            return Ok(true);
+        };
+        let doc = Doc::new(value);
+        let attrs = if exact {
+            checker.wanted(&doc)
+        } else {
+            // A live entry's record has its secondary key; checked anyway while the
+            // document is read: a record must never come twice (old and new key).
+            match checker.check(stats, &doc, Some(e.sk)) {
+                Some(attrs) => attrs,
+                None => return Ok(true),
+            }
+        };
+        stats.records_matched += 1;
+        f(Match {
+            position: e.key,
+            pk: e.pk,
+            doc: Some(&doc),
+            attrs: &attrs,
+        })
+    };
+    for_each_entry(
+        records, *id, *kind, ranges, after, expect, true, stats, &mut visit,
+    )
 }
 
-/// The attributes of `doc` named by `projection`, as an object keyed by path.
-pub fn project(doc: &Value, projection: &[AttrPath]) -> Value {
-    let mut out = serde_json::Map::new();
-    for p in projection {
-        if let Some(v) = p.lookup(doc) {
-            out.insert(p.as_str().to_string(), v.clone());
+/// The matches of a walk the index entries answer alone ([`index_decides`]): conditions after
+/// the first on the index's attribute, and the attributes wanted, read off the secondary key.
+#[allow(clippy::too_many_arguments)]
+fn entry_matches(
+    records: &mut dyn Records,
+    filter: &Filter,
+    plan: &Plan,
+    after: Option<&[u8]>,
+    expect: Option<u64>,
+    wants: Wants<'_>,
+    stats: &mut QueryStats,
+    f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
+) -> Result<()> {
+    let Access::Index {
+        id, kind, ranges, ..
+    } = &plan.access
+    else {
+        return Err(Error::InvalidQuery("no index to answer from".into()));
+    };
+    // The ranges hold exactly the records meeting the first condition.
+    let check = filter.conditions.len() > 1;
+    let decode = check || !wants.attrs.is_empty();
+    let mut attrs: Vec<Option<AttrValue>> = Vec::new();
+    let mut visit = |_: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
+        if decode {
+            let (sk, _) = Scalar::decode(e.sk).ok_or_else(|| {
+                Error::corruption("index", 0, "malformed secondary key in an index entry")
+            })?;
+            if check {
+                stats.records_examined += 1;
+                if !filter.conditions.iter().all(|(_, c)| c.holds(&sk)) {
+                    return Ok(true);
+                }
+            }
+            attrs.clear();
+            attrs.resize(wants.attrs.len(), Some(AttrValue::Scalar(sk)));
         }
+        stats.records_matched += 1;
+        f(Match {
+            position: e.key,
+            pk: e.pk,
+            doc: None,
+            attrs: &attrs,
+        })
+    };
+    for_each_entry(
+        records, *id, *kind, ranges, after, expect, false, stats, &mut visit,
+    )
+}
+
+/// The matches of a scan, in pk order.
+fn scan_matches(
+    records: &mut dyn Records,
+    filter: &Filter,
+    after: Option<&[u8]>,
+    expect: Option<u64>,
+    wants: Wants<'_>,
+    stats: &mut QueryStats,
+    f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
+) -> Result<()> {
+    let checker = Checker::new(filter, None, &wants);
+    let mut from = after.map(<[u8]>::to_vec);
+    let mut size = first_batch(expect);
+    loop {
+        let batch = records.scan(from.as_deref(), size, stats)?;
+        for (pk, value) in &batch {
+            let doc = Doc::new(value.clone());
+            let Some(attrs) = checker.check(stats, &doc, None) else {
+                continue;
+            };
+            stats.records_matched += 1;
+            let m = Match {
+                position: pk,
+                pk,
+                doc: Some(&doc),
+                attrs: &attrs,
+            };
+            if !f(m)? {
+                return Ok(());
+            }
+        }
+        match batch.last() {
+            Some((pk, _)) if batch.len() == size => from = Some(pk.to_vec()),
+            _ => return Ok(()),
+        }
+        size = (size * 2).min(MAX_BATCH);
     }
-    Value::Object(out)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::query::{aggregate, top_k, Aggregate, KeyRange, Ranked, TopSpec};
+use serde_json::Value;
 
 /// Records in pk order, read by scans only.
 struct Mem(Vec<(Bytes, Bytes)>);
@@ -153,4 +154,183 @@ fn top_with_a_huge_k_allocates_by_what_matches() {
     }
     assert!(top(&docs, 0).is_empty());
     assert_eq!(top(&docs, 1).len(), 1);
+}
+
+mod lazy_equals_serde {
+    //! Filters, aggregates and top-K read attributes off the bytes in one pass; the same
+    //! queries answered from documents `serde_json` builds must agree on random records.
+    use super::*;
+    use crate::index::{AttrValue, PathSet, Scalar};
+    use proptest::prelude::*;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (-5i32..5).prop_map(Value::from),
+            (-50i32..50).prop_map(|x| Value::from(f64::from(x) / 4.0)),
+            "[ab]{0,2}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 3, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
+                proptest::collection::btree_map("[ab]", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A record: a random document, sometimes one `serde_json` skips but will not build
+    /// (a number out of range), or no JSON at all.
+    fn record() -> impl Strategy<Value = String> {
+        prop_oneof![
+            8 => json_value().prop_map(|v| v.to_string()),
+            1 => json_value().prop_map(|v| format!("{{\"a\": {v}, \"x\": 1e400}}")),
+            1 => Just("not json".to_string()),
+        ]
+    }
+
+    fn path() -> impl Strategy<Value = AttrPath> {
+        prop_oneof![Just("a"), Just("b"), Just("a.b"), Just("b.a")]
+            .prop_map(|p| AttrPath::parse(p).unwrap())
+    }
+
+    fn filter() -> impl Strategy<Value = Filter> {
+        let condition = prop_oneof![
+            Just(r#"null"#),
+            Just(r#"1"#),
+            Just(r#""a""#),
+            Just(r#"{"$gte": 0}"#),
+            Just(r#"{"$lt": "b"}"#),
+            Just(r#"{"$in": [true, 0.5, "ab"]}"#),
+            Just(r#"{"$prefix": "a"}"#),
+        ];
+        proptest::collection::vec((path(), condition), 0..3).prop_map(|cs| {
+            let parts: Vec<String> = cs
+                .iter()
+                .map(|(p, c)| format!("{{\"{p}\": {c}}}"))
+                .collect();
+            Filter::parse_str(&format!("{{\"$and\": [{}]}}", parts.join(","))).unwrap()
+        })
+    }
+
+    /// The records `filter` takes, as documents (`None`: taken, but no document).
+    fn reference(docs: &[String], filter: &Filter) -> Vec<(Bytes, Option<Value>)> {
+        let mem = Mem::of(&docs.iter().map(String::as_str).collect::<Vec<_>>());
+        mem.0
+            .into_iter()
+            .filter_map(|(pk, v)| {
+                let doc = serde_json::from_slice::<Value>(&v).ok();
+                let taken = match &doc {
+                    _ if filter.conditions.is_empty() => {
+                        serde_json::from_slice::<serde::de::IgnoredAny>(&v).is_ok()
+                    }
+                    Some(d) => filter.matches(d),
+                    None => false,
+                };
+                taken.then_some((pk, doc))
+            })
+            .collect()
+    }
+
+    fn number(x: f64) -> Value {
+        Scalar::Number(x).to_json()
+    }
+
+    /// An aggregate as the documents say.
+    fn reference_aggregate(found: &[(Bytes, Option<Value>)], op: &Aggregate) -> Value {
+        let at = |p: &AttrPath| -> Vec<Scalar> {
+            found
+                .iter()
+                .filter_map(|(_, d)| p.scalar(d.as_ref()?))
+                .collect()
+        };
+        let numbers = |p| -> Vec<f64> {
+            at(p)
+                .into_iter()
+                .filter_map(|s| match s {
+                    Scalar::Number(n) => Some(n),
+                    _ => None,
+                })
+                .collect()
+        };
+        let not_null = |p| at(p).into_iter().filter(|s| *s != Scalar::Null);
+        match op {
+            Aggregate::Count => Value::from(found.len()),
+            Aggregate::CountOf(p) => Value::from(
+                found
+                    .iter()
+                    .filter(|(_, d)| {
+                        d.as_ref()
+                            .and_then(|d| p.lookup(d))
+                            .is_some_and(|v| !v.is_null())
+                    })
+                    .count(),
+            ),
+            Aggregate::Min(p) => not_null(p).min().map_or(Value::Null, |s| s.to_json()),
+            Aggregate::Max(p) => not_null(p).max().map_or(Value::Null, |s| s.to_json()),
+            Aggregate::Sum(p) => number(numbers(p).iter().sum()),
+            Aggregate::Avg(p) => {
+                let n = numbers(p);
+                match n.len() {
+                    0 => Value::Null,
+                    len => number(n.iter().sum::<f64>() / len as f64),
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn filters_aggregates_and_top_agree_with_parsed_documents(
+            docs in proptest::collection::vec(record(), 0..12),
+            filter in filter(),
+            p in path(),
+        ) {
+            let found = reference(&docs, &filter);
+            let strs: Vec<&str> = docs.iter().map(String::as_str).collect();
+            // The records taken, with what they hold at `p`.
+            let wanted = [&p];
+            let mut got = Vec::new();
+            let mut stats = QueryStats::default();
+            let wants = Wants { record: false, attrs: &wanted };
+            for_each_match(&mut Mem::of(&strs), &filter, &scan(), None, None, wants,
+                           &mut stats, &mut |m| {
+                got.push((Bytes::copy_from_slice(m.pk), m.attrs.to_vec()));
+                Ok(true)
+            })?;
+            let set = PathSet::new(&wanted);
+            let want: Vec<(Bytes, Vec<Option<AttrValue>>)> = found
+                .iter()
+                .map(|(pk, d)| {
+                    let attrs = match d {
+                        Some(d) => set.attrs_of(d),
+                        None => vec![None],
+                    };
+                    (pk.clone(), attrs)
+                })
+                .collect();
+            prop_assert_eq!(&got, &want);
+            for op in ["count", "min", "max", "sum", "avg"] {
+                for attr in [None, Some(p.as_str())] {
+                    let Ok(op) = Aggregate::parse(op, attr) else { continue };
+                    let mut stats = QueryStats::default();
+                    let v = aggregate(&mut Mem::of(&strs), &filter, &scan(), &op, &mut stats)?;
+                    prop_assert_eq!(v, reference_aggregate(&found, &op), "{:?}", op);
+                }
+            }
+            let spec = TopSpec { by: p.clone(), desc: true, k: 3, projection: None };
+            let mut stats = QueryStats::default();
+            let top = top_k(&mut Mem::of(&strs), &filter, &scan(), &spec, &mut stats)?;
+            let mut ranked: Vec<(Scalar, Bytes)> = found
+                .iter()
+                .filter_map(|(pk, d)| Some((p.scalar(d.as_ref()?)?, pk.clone())))
+                .collect();
+            ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let want: Vec<(Bytes, Value)> =
+                ranked.into_iter().take(3).map(|(s, pk)| (pk, s.to_json())).collect();
+            let got: Vec<(Bytes, Value)> = top.into_iter().map(|r| (r.pk, r.key)).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 }

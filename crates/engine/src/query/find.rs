@@ -7,7 +7,7 @@
 //! to, and a checksum: given with another namespace, another filter, or after its index was
 //! dropped, it is refused with a clear error.
 
-use super::exec::{for_each_match, QueryStats, Records};
+use super::exec::{for_each_match, QueryStats, Records, Wants};
 use super::plan::{Access, Plan};
 use super::result::QueryResult;
 use super::Filter;
@@ -111,6 +111,9 @@ pub struct PageRequest<'a> {
     pub filter: &'a Filter,
     /// Attributes returned instead of whole values.
     pub projection: Option<&'a [AttrPath]>,
+    /// Pks only, each with an empty value (no projection then): see
+    /// [`FindOptions::keys_only`](crate::FindOptions::keys_only).
+    pub keys_only: bool,
     /// Records this page may still return (a limit less those already returned).
     pub remaining: Option<u64>,
     /// Bytes of keys and values the page holds at most (at least one record).
@@ -143,11 +146,17 @@ pub fn find_page(
             plan,
             req.after,
             limit,
+            Wants {
+                record: !req.keys_only,
+                attrs: &[],
+            },
             &mut stats,
             &mut |m| {
-                let value = match req.projection {
-                    Some(p) => Bytes::from(m.doc.project(p).to_string()),
-                    None => m.value.clone(),
+                let value = match (m.doc, req.projection) {
+                    _ if req.keys_only => Bytes::new(),
+                    (Some(doc), Some(p)) => Bytes::from(doc.project(p).to_string()),
+                    (Some(doc), None) => doc.value().clone(),
+                    (None, _) => return Err(Error::InvalidQuery("no record read".into())),
                 };
                 let size = m.pk.len() + value.len();
                 if !values.is_empty() && bytes + size > req.page_bytes {

@@ -3,6 +3,7 @@
 //! found records, top-K and aggregates.
 
 mod aggregate;
+mod doc;
 mod exec;
 mod filter;
 mod find;
@@ -11,7 +12,7 @@ mod result;
 mod top;
 
 pub use aggregate::{aggregate, Aggregate};
-pub use exec::{for_each_entry, for_each_match, EntryBatch, QueryStats, Records};
+pub use exec::{for_each_entry, for_each_match, EntryBatch, QueryStats, Records, Wants};
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{find_page, fingerprint, Continuation, Found, PageRequest, DEFAULT_PAGE_BYTES};
 pub use plan::{index_ranges, plan, Access, IndexChoice, Plan};

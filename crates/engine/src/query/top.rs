@@ -1,10 +1,10 @@
 //! Top-K: the records meeting a filter with the largest (or smallest) values of an attribute.
 
-use super::exec::{for_each_match, QueryStats, Records};
+use super::exec::{for_each_match, QueryStats, Records, Wants};
 use super::plan::Plan;
 use super::Filter;
 use crate::error::Result;
-use crate::index::{AttrPath, Scalar};
+use crate::index::{AttrPath, AttrValue, Scalar};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -101,21 +101,31 @@ pub fn top_k(
     // the records that actually match.
     let mut heap: BinaryHeap<Candidate> =
         BinaryHeap::with_capacity(k.min(TOP_PREALLOC).saturating_add(1));
+    // The key ranked by is read with the filter's attributes; without a projection, through
+    // an index on it that decides the whole filter, no record is read.
+    let wants = Wants {
+        record: projection.is_some(),
+        attrs: &[by],
+    };
     if k > 0 {
-        for_each_match(records, filter, plan, None, None, stats, &mut |m| {
-            if let Some(key) = m.doc.scalar(by) {
-                let e = Candidate {
-                    key,
+        for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
+            if let Some(Some(AttrValue::Scalar(key))) = m.attrs.first() {
+                let mut e = Candidate {
+                    key: key.clone(),
                     pk: Bytes::copy_from_slice(m.pk),
                     desc,
-                    projection: projection.map(|p| m.doc.project(p)),
+                    projection: None,
                 };
-                if heap.len() < k {
-                    heap.push(e);
-                } else if heap.peek().is_some_and(|worst| e < *worst) {
-                    heap.pop();
-                    heap.push(e);
+                let full = heap.len() >= k;
+                if full && heap.peek().is_none_or(|worst| e >= *worst) {
+                    return Ok(true);
                 }
+                // Projected only once it takes a place (most records of a big scan do not).
+                e.projection = projection.zip(m.doc).map(|(p, doc)| doc.project(p));
+                if full {
+                    heap.pop();
+                }
+                heap.push(e);
             }
             Ok(true)
         })?;

@@ -161,6 +161,7 @@ pub(crate) fn run_engine_query(
                 limit: *limit,
                 page_bytes: *page_bytes,
                 continuation: None,
+                keys_only: false,
             };
             let mut recs = Vec::new();
             let mut pages = 0;

@@ -425,6 +425,7 @@ impl Session {
             limit: None,
             page_bytes: c.page_bytes,
             continuation: c.continuation.take(),
+            keys_only: false,
         };
         cov("Namespace::find");
         let page = match h.find(&filter_of(&c.filter)?, &opts) {
