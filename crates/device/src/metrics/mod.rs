@@ -41,6 +41,10 @@ pub struct Metrics {
     pub write_timeouts: Counter,
     /// Unauthenticated connections closed to make room for a newcomer.
     pub evictions: Counter,
+    /// Runs of pipelined gets answered by one engine read.
+    pub get_batches: Counter,
+    /// The gets of those runs.
+    pub batched_gets: Counter,
 }
 
 impl Metrics {
@@ -114,6 +118,16 @@ impl Metrics {
                 "cerberus_evictions",
                 "Unauthenticated connections closed to make room for a newcomer.",
                 &self.evictions,
+            ),
+            (
+                "cerberus_get_batches",
+                "Runs of two or more pipelined gets of one connection answered by one engine read.",
+                &self.get_batches,
+            ),
+            (
+                "cerberus_batched_gets",
+                "Gets answered in those runs.",
+                &self.batched_gets,
             ),
         ] {
             // Registered without `_total`: the encoder appends it to a counter's sample.
