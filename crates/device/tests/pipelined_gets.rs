@@ -186,3 +186,23 @@ fn pipelined_gets_on_the_workers_are_each_answered() {
     assert!(metric(&dev, "cerberus_batched_gets_total") > 300);
     dev.shutdown().unwrap();
 }
+
+/// The host client's `get_many` sends its gets in one write: the device answers them in
+/// batches, each value in the caller's order.
+#[test]
+fn host_get_many_is_answered_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |_| {});
+    let (c, nsid, _) = common::tenant(&dev, "host");
+    let key = |i: u32| Bytes::from(format!("h{i:04}"));
+    let pairs = (0..200).map(|i| (key(i), key(i + 10_000))).collect();
+    c.namespace(nsid).put_many(pairs).unwrap();
+    // Descending, and past the keys written.
+    let keys: Vec<Bytes> = (0..300).rev().map(key).collect();
+    let got = c.namespace(nsid).get_many(keys).unwrap();
+    for (i, g) in (0..300).rev().zip(&got) {
+        let want = (i < 200).then(|| key(i + 10_000));
+        assert_eq!(g, &want, "key {i}");
+    }
+    assert!(metric(&dev, "cerberus_batched_gets_total") > 0);
+}
