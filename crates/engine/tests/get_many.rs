@@ -32,7 +32,11 @@ fn check(ns: &impl Readable, model: &BTreeMap<Vec<u8>, Vec<u8>>, keys: &[Vec<u8>
     let got = ns.get_many(&refs).unwrap();
     assert_eq!(got.len(), keys.len(), "{what}");
     for (k, v) in keys.iter().zip(&got) {
-        assert_eq!(v.as_deref(), model.get(k).map(|v| v.as_slice()), "{what}: {k:?}");
+        assert_eq!(
+            v.as_deref(),
+            model.get(k).map(|v| v.as_slice()),
+            "{what}: {k:?}"
+        );
         assert_eq!(v, &ns.get(k).unwrap(), "{what}: get_many and get of {k:?}");
     }
 }

@@ -44,10 +44,12 @@ impl Inner {
             });
         }
         let (ns, c) = (e.id, &e.counters);
-        // Before the lookups: the segments of the addresses they find outlive the batch.
-        let _pin = self.vlog_reader.pin();
+        // Before the lookups: the segments of the addresses they find outlive the batch. Both
+        // guards are brief ones, as a get's: the batch ends on this thread (reads submitted on
+        // the NAND model are waited for here), and they touch no shared count.
+        let _pin = self.vlog_reader.pin_brief();
         // The super version first, then the seqno, as for one get.
-        let sv = self.super_version();
+        let sv = self.super_version_brief();
         let snapshot = self.read_seq(at);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
