@@ -55,6 +55,11 @@ impl Reader {
         });
     }
 
+    /// Whether gets are held.
+    pub(super) fn holds_gets(&self) -> bool {
+        !self.gets.gets.is_empty()
+    }
+
     /// Runs the held gets as one engine read, here if gets run on the network thread, else
     /// as one job on the workers; each reply goes to the writer with its permit.
     pub(super) fn run_gets(&mut self) {

@@ -309,13 +309,27 @@ impl Reader {
             let (ns, bytes) = (frame.header.nsid, frame.body.len() as u64);
             if !turn.as_mut().is_some_and(|t| t.extend(ns, bytes)) {
                 // Its turn ends before it asks for the next, and the gets it let in run
-                // within it. (Without a turn the gate lets commands by without waiting, or
-                // waits for another namespace's turn: held gets are run after it.)
-                if turn.take().is_some() {
+                // within it.
+                if turn.is_some() {
                     self.run_gets();
                 }
-                let session = &self.session;
-                turn = shares::pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await;
+                drop(turn.take());
+                turn = if self.holds_gets() {
+                    // Held gets run before the gate makes this frame wait, not after.
+                    let own = self.session.holds(ns);
+                    let mut pass =
+                        std::pin::pin!(shares::pass_if(&shared.shares, ns, bytes, move || own));
+                    match std::future::poll_fn(|cx| Poll::Ready(pass.as_mut().poll(cx))).await {
+                        Poll::Ready(t) => t,
+                        Poll::Pending => {
+                            self.run_gets();
+                            pass.await
+                        }
+                    }
+                } else {
+                    let session = &self.session;
+                    shares::pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await
+                };
             }
             shared.scheduler.busy(true, || self.handle(frame, permit));
         }
