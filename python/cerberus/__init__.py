@@ -265,10 +265,9 @@ class Namespace:
         return self._native.contains(key)
 
     def get_many(self, keys: List[Bytesish]) -> List[Optional[bytes]]:
-        """Values of ``keys`` in order (``None`` where absent); pipelined on a device."""
-        if hasattr(self._native, "get_many"):
-            return self._native.get_many(list(keys))
-        return [self._native.get(k) for k in keys]
+        """Values of ``keys`` in order (``None`` where absent): one batched engine read on an
+        embedded database, pipelined on a device (where the device batches them)."""
+        return self._native.get_many(list(keys))
 
     def write_batch(self, puts: Optional[List[Tuple[Bytesish, Bytesish]]] = None, deletes: Optional[List[Bytesish]] = None) -> None:
         """Writes ``puts`` then ``deletes`` (atomically on an embedded database)."""

@@ -163,6 +163,29 @@ impl EmbeddedNamespace {
         Ok(v.map(|v| PyBytes::new(py, &v)))
     }
 
+    /// Values of `keys` in order (`None` where absent): the engine's batched get, in pieces
+    /// of at most `MAX_GET_MANY_KEYS` (each piece read at one point).
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Vec<Key>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let vals = py
+            .allow_threads(|| {
+                let mut vals = Vec::with_capacity(keys.len());
+                for piece in keys.chunks(cerberus_engine::MAX_GET_MANY_KEYS) {
+                    let refs: Vec<&[u8]> = piece.iter().map(|k| k.0.as_slice()).collect();
+                    vals.extend(self.ns.get_many(&refs)?);
+                }
+                Ok(vals)
+            })
+            .map_err(errors::engine)?;
+        Ok(vals
+            .into_iter()
+            .map(|v| v.map(|v| PyBytes::new(py, &v)))
+            .collect())
+    }
+
     /// Deletes `key`; returns whether it existed.
     fn delete(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
         py.allow_threads(|| {

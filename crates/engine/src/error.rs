@@ -58,6 +58,14 @@ pub enum Error {
     /// An argument is not valid (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A batched read asked for more keys than one call takes.
+    #[error("{count} keys asked in one call; a batched get takes at most {limit}")]
+    TooManyKeys {
+        /// The keys asked.
+        count: usize,
+        /// The most one call takes.
+        limit: usize,
+    },
     /// No namespace has this id, or it was destroyed.
     #[error("unknown or destroyed namespace {0}")]
     UnknownNamespace(u32),
@@ -164,7 +172,7 @@ impl Error {
             Error::NoSpace { .. } => ErrorKind::NoSpace,
             Error::KeyTooLarge { .. } => ErrorKind::KeyTooLarge,
             Error::ValueTooLarge { .. } => ErrorKind::ValueTooLarge,
-            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::InvalidArgument(_) | Error::TooManyKeys { .. } => ErrorKind::InvalidArgument,
             Error::InvalidQuery(_) => ErrorKind::InvalidQuery,
             Error::UnknownNamespace(_) => ErrorKind::UnknownNamespace,
             Error::NamespaceExists(_) => ErrorKind::NamespaceExists,
@@ -238,6 +246,10 @@ impl Error {
                 limit: *limit,
             },
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::TooManyKeys { count, limit } => Error::TooManyKeys {
+                count: *count,
+                limit: *limit,
+            },
             Error::UnknownNamespace(ns) => Error::UnknownNamespace(*ns),
             Error::NamespaceExists(n) => Error::NamespaceExists(n.clone()),
             Error::IndexExists { attr, kind } => Error::IndexExists {

@@ -32,6 +32,7 @@ pub use batch::WriteBatch;
 pub use db::{
     Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, NamespaceSpace,
     QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, Usage, DEFAULT_PREFETCH_DEGREE,
+    MAX_GET_MANY_KEYS,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Scalar};

@@ -1,5 +1,5 @@
 //! One frame read by a connection: decoded, answered here (Authenticate, Identify),
-//! refused, held back in the batch of puts, run inline, or handed to the workers.
+//! refused, held back in the batch of puts or of gets, run inline, or handed to the workers.
 
 use super::{refuse, Reader};
 use crate::put_batch::HeldPut;
@@ -14,6 +14,17 @@ impl Reader {
         let arrived = quanta::Instant::now();
         crate::spin::touch();
         let cmd = match Command::decode(&frame) {
+            Ok(c) if self.shared.batches_get(&c) && self.session.allows(&c) => {
+                self.hold_get(c, permit, arrived);
+                return;
+            }
+            decoded => {
+                // Whatever comes next is answered after the gets held before it.
+                self.run_gets();
+                decoded
+            }
+        };
+        let cmd = match cmd {
             Ok(c) => c,
             Err(e) => {
                 self.shared.metrics.protocol_errors.inc();

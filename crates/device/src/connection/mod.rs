@@ -12,6 +12,7 @@
 
 mod commands;
 mod deadlines;
+mod gets;
 mod session;
 mod writer;
 
@@ -105,6 +106,8 @@ struct Reader {
     buf: BytesMut,
     stopping: bool,
     deadlines: Deadlines,
+    /// Gets read and held to run together (see `gets`).
+    gets: gets::HeldGets,
 }
 
 /// Whether a frame may be handled: with its in-flight permit, refused, or not at all.
@@ -137,6 +140,7 @@ impl Reader {
             buf: BytesMut::new(),
             stopping: false,
             deadlines: Deadlines::new(&shared.config),
+            gets: gets::HeldGets::default(),
             shared,
         }
     }
@@ -249,8 +253,16 @@ impl Reader {
     }
 
     /// Handles every whole frame in the buffer. Whether there was one; `None` once the
-    /// connection is to close.
+    /// connection is to close. The gets held back run before it returns.
     async fn take_frames(&mut self, stop: &mut watch::Receiver<bool>) -> Option<bool> {
+        let framed = self.take_frames_holding(stop).await;
+        self.run_gets();
+        framed
+    }
+
+    /// [`Reader::take_frames`], gets of the last frames possibly still held. Held gets run
+    /// before anything the reader waits for: they hold in-flight permits.
+    async fn take_frames_holding(&mut self, stop: &mut watch::Receiver<bool>) -> Option<bool> {
         let mut framed = false;
         let shared = self.shared.clone();
         // The core's turn, kept for the next frames read while its quantum lasts.
@@ -286,6 +298,7 @@ impl Reader {
             if self.inflight.available_permits() == 0 {
                 // About to wait for its replies: not while holding the core's turn.
                 turn = None;
+                self.run_gets();
             }
             let permit = match self.admit(&frame, stop).await {
                 Admission::Permit(p) => p,
@@ -295,10 +308,28 @@ impl Reader {
             // The namespace's shares: its turn on this core, or its limit (see `shares`).
             let (ns, bytes) = (frame.header.nsid, frame.body.len() as u64);
             if !turn.as_mut().is_some_and(|t| t.extend(ns, bytes)) {
-                // Its turn ends before it asks for the next.
+                // Its turn ends before it asks for the next, and the gets it let in run
+                // within it.
+                if turn.is_some() {
+                    self.run_gets();
+                }
                 drop(turn.take());
-                let session = &self.session;
-                turn = shares::pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await;
+                turn = if self.holds_gets() {
+                    // Held gets run before the gate makes this frame wait, not after.
+                    let own = self.session.holds(ns);
+                    let mut pass =
+                        std::pin::pin!(shares::pass_if(&shared.shares, ns, bytes, move || own));
+                    match std::future::poll_fn(|cx| Poll::Ready(pass.as_mut().poll(cx))).await {
+                        Poll::Ready(t) => t,
+                        Poll::Pending => {
+                            self.run_gets();
+                            pass.await
+                        }
+                    }
+                } else {
+                    let session = &self.session;
+                    shares::pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await
+                };
             }
             shared.scheduler.busy(true, || self.handle(frame, permit));
         }

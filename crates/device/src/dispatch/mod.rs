@@ -11,6 +11,7 @@ mod data;
 mod engine_error;
 #[cfg(feature = "fault-injection")]
 mod fault;
+mod gets;
 mod indexes;
 mod scans;
 
@@ -149,7 +150,11 @@ impl Shared {
     }
 
     /// Runs `f` on a kept handle to namespace `ns` (see `handles`).
-    fn with_namespace(&self, ns: u32, f: impl FnOnce(&Namespace) -> Outcome) -> Outcome {
+    fn with_namespace<T>(
+        &self,
+        ns: u32,
+        f: impl FnOnce(&Namespace) -> Result<T, (Status, String)>,
+    ) -> Result<T, (Status, String)> {
         if let Some(h) = self.handles.load().get(&ns) {
             return f(h);
         }

@@ -44,6 +44,10 @@ pub struct Metrics {
     /// Writes (pieces of held puts, and commands after a namespace's held puts) carried out
     /// on a worker because the engine would have slowed them down or made them wait.
     pub writes_off_loop: Counter,
+    /// Runs of pipelined gets answered by one engine read.
+    pub get_batches: Counter,
+    /// The gets of those runs.
+    pub batched_gets: Counter,
 }
 
 impl Metrics {
@@ -123,6 +127,16 @@ impl Metrics {
                 "Writes carried out on a worker because the engine would have slowed them \
                  down or made them wait.",
                 &self.writes_off_loop,
+            ),
+            (
+                "cerberus_get_batches",
+                "Runs of two or more pipelined gets of one connection answered by one engine read.",
+                &self.get_batches,
+            ),
+            (
+                "cerberus_batched_gets",
+                "Gets answered in those runs.",
+                &self.batched_gets,
             ),
         ] {
             // Registered without `_total`: the encoder appends it to a counter's sample.

@@ -5,6 +5,7 @@ mod background;
 mod builder;
 mod flush;
 mod gc;
+mod get_many;
 mod handle;
 mod indexes;
 mod iterator;
@@ -24,6 +25,7 @@ mod write;
 
 pub use builder::DbBuilder;
 pub use gc::GcStats;
+pub use get_many::MAX_GET_MANY_KEYS;
 pub use handle::Namespace;
 pub use indexes::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};

@@ -1,10 +1,11 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
 use super::namespaces::NsEntry;
-use super::Inner;
+use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, TRAILER_LEN};
 use crate::stats::{level_step, step_level, Counters, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
+use crate::table::block::Block;
 use crate::table::filter::filter_hash;
 use crate::version::{TableHandle, Version};
 use bytes::Bytes;
@@ -70,15 +71,8 @@ impl Inner {
         at: Option<SeqNo>,
         c: &Counters,
     ) -> Result<Option<Hit>> {
-        Counters::add(&c.local().gets, 1);
         let hit = self.lookup(ns, key, at, c)?;
-        // A tombstone answers "not found" too: counted there, not at the step that held it.
-        match hit.as_ref().filter(|h| h.kind == Kind::Put).map(|h| h.step) {
-            None => Counters::add(&c.local().gets_not_found, 1),
-            Some(STEP_MEMTABLE) => Counters::add(&c.local().gets_memtable, 1),
-            Some(STEP_RUNS) => Counters::add(&c.local().gets_runs, 1),
-            Some(s) => Counters::add(&c.local().gets_by_level[step_level(s)], 1),
-        }
+        count_get(c, hit.as_ref());
         Ok(hit)
     }
 
@@ -156,48 +150,99 @@ impl Inner {
         at: Option<SeqNo>,
         c: &Counters,
     ) -> Result<Option<Hit>> {
-        let mut clock = StepClock::new(c);
         // The super version first, then the seqno: everything at or below the seqno is in
         // that super version (a flush after it moves entries into a newer one only).
         let sv = self.super_version_brief();
-        let snapshot = at.unwrap_or_else(|| self.writes.visible_seq.load(Ordering::Acquire));
-        let user = key::user_part(ns, key);
-        for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
-            if let Some((_, v)) = m.get(&user, snapshot) {
-                clock.hit(STEP_MEMTABLE);
-                return Ok(Some(Hit {
-                    step: STEP_MEMTABLE,
-                    kind: v.kind,
-                    addr: Some(v.addr),
-                    value: Some(v.value),
-                }));
-            }
-        }
-        clock.miss(STEP_MEMTABLE, true);
-        let Some((step, kind, iv)) =
-            search_tables(&sv.version, ns, key, snapshot, c, &mut clock, None)?
-        else {
-            return Ok(None);
-        };
-        let (kind, addr, value) = match iv {
-            IndexValue::Tombstone => (Kind::Delete, None, None),
-            IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
-            IndexValue::Table(v) => (kind, None, Some(v)),
-        };
-        Ok(Some(Hit {
-            step,
-            kind,
-            addr,
-            value,
-        }))
+        let snapshot = self.read_seq(at);
+        lookup_in(&sv, ns, key, snapshot, c, None)
+    }
+
+    /// The seqno a read at `at` looks at (`None`: the newest visible now).
+    pub(super) fn read_seq(&self, at: Option<SeqNo>) -> SeqNo {
+        at.unwrap_or_else(|| self.writes.visible_seq.load(Ordering::Acquire))
     }
 }
 
+/// Counts one get and where it was answered in the namespace's counters.
+pub(super) fn count_get(c: &Counters, hit: Option<&Hit>) {
+    Counters::add(&c.local().gets, 1);
+    // A tombstone answers "not found" too: counted there, not at the step that held it.
+    match hit.filter(|h| h.kind == Kind::Put).map(|h| h.step) {
+        None => Counters::add(&c.local().gets_not_found, 1),
+        Some(STEP_MEMTABLE) => Counters::add(&c.local().gets_memtable, 1),
+        Some(STEP_RUNS) => Counters::add(&c.local().gets_runs, 1),
+        Some(s) => Counters::add(&c.local().gets_by_level[step_level(s)], 1),
+    }
+}
+
+/// [`Inner::lookup`] in super version `sv` at seqno `snapshot` (which `sv` holds), with
+/// filters and index blocks from `cache` if given.
+pub(super) fn lookup_in(
+    sv: &SuperVersion,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+    cache: Option<&mut ProbeCache>,
+) -> Result<Option<Hit>> {
+    let mut clock = StepClock::new(c);
+    let user = key::user_part(ns, key);
+    for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
+        if let Some((_, v)) = m.get(&user, snapshot) {
+            clock.hit(STEP_MEMTABLE);
+            return Ok(Some(Hit {
+                step: STEP_MEMTABLE,
+                kind: v.kind,
+                addr: Some(v.addr),
+                value: Some(v.value),
+            }));
+        }
+    }
+    clock.miss(STEP_MEMTABLE, true);
+    let Some((step, kind, iv)) =
+        search_tables(&sv.version, ns, key, snapshot, c, &mut clock, cache)?
+    else {
+        return Ok(None);
+    };
+    let (kind, addr, value) = match iv {
+        IndexValue::Tombstone => (Kind::Delete, None, None),
+        IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
+        IndexValue::Table(v) => (kind, None, Some(v)),
+    };
+    Ok(Some(Hit {
+        step,
+        kind,
+        addr,
+        value,
+    }))
+}
+
 /// Filters and index blocks of the tables a batch of lookups touched, each read once for the
-/// batch (a flush's lookups of the versions it supersedes), whatever the cache budget.
+/// batch (a flush's lookups of the versions it supersedes, a batched get), whatever the cache
+/// budget; and the data block each table's last probe read, which the next of a batch's
+/// sorted keys often falls in too.
 #[derive(Default)]
 pub(super) struct ProbeCache {
-    tables: HashMap<u64, (Option<Bytes>, crate::table::block::Block)>,
+    tables: HashMap<u64, Probed>,
+    /// Blocks read go into the block cache (a get's), or not (a flush's probes read each
+    /// block once: not worth a place in the cache).
+    fill_cache: bool,
+}
+
+struct Probed {
+    filter: Option<Bytes>,
+    index: Block,
+    last: Option<(u64, Block)>,
+}
+
+impl ProbeCache {
+    /// For a batch of gets: what it reads is cached as a get's reads are.
+    pub(super) fn for_gets() -> ProbeCache {
+        ProbeCache {
+            tables: HashMap::new(),
+            fill_cache: true,
+        }
+    }
 }
 
 /// Asks table `r` for the newest version of `user` at or below `seek`'s seqno, through its
@@ -214,16 +259,29 @@ fn probe_table(
         None if r.may_contain(hash, c)? => r.get(user, seek, c),
         None => Ok(None),
         Some(cache) => {
-            let (filter, index) = match cache.tables.entry(r.id()) {
+            let fill = cache.fill_cache;
+            let p = match cache.tables.entry(r.id()) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(r.probe_blocks(c)?),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let (filter, index) = r.probe_blocks(c, fill)?;
+                    e.insert(Probed {
+                        filter,
+                        index,
+                        last: None,
+                    })
+                }
             };
-            if crate::table::TableReader::filter_allows(filter.as_ref(), hash, c) {
-                // A flush's probes read each block once: not worth a place in the cache.
-                r.get_in(index, user, seek, c, false)
-            } else {
-                Ok(None)
+            if !crate::table::TableReader::filter_allows(p.filter.as_ref(), hash, c) {
+                return Ok(None);
             }
+            let Some(h) = r.block_for(&p.index, seek)? else {
+                return Ok(None);
+            };
+            let block = match &p.last {
+                Some((at, b)) if *at == h.offset => b,
+                _ => &p.last.insert((h.offset, r.data_block_at(h, c, fill)?)).1,
+            };
+            r.find_in(block, user, seek)
         }
     }
 }

@@ -77,6 +77,17 @@ pub trait Readable: sealed::Sealed {
         ns.inner.get(&ns.entry, key, at.seq())
     }
 
+    /// The values of `keys` (`None` where a key has none), in the order of `keys`, all read
+    /// at one point: as one get each, but each table's filter and index block are read once
+    /// for the batch and the value-log records together. At most
+    /// [`MAX_GET_MANY_KEYS`](crate::MAX_GET_MANY_KEYS) keys ([`Error::TooManyKeys`](crate::Error::TooManyKeys)
+    /// beyond).
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        let at = self.read_point();
+        let ns = at.namespace();
+        ns.inner.get_many(&ns.entry, keys, at.seq())
+    }
+
     /// Whether `key` has a value, found like a get but without reading the value (so never
     /// from the value log).
     fn contains(&self, key: &[u8]) -> Result<bool> {

@@ -169,7 +169,7 @@ impl<'a> BatchProbe<'a> {
             let (t, c) = (Arc::clone(t), self.c.clone());
             let job = self.pool.submit(move || -> Result<Probed> {
                 let reader = t.reader()?;
-                let (filter, index) = reader.probe_blocks(&c)?;
+                let (filter, index) = reader.probe_blocks(&c, false)?;
                 Ok(Probed {
                     reader,
                     filter,

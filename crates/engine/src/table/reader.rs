@@ -160,9 +160,9 @@ impl TableReader {
     }
 
     /// The table's filter and index block, read once for many probes in a row (a flush's
-    /// batch of lookups), without filling the cache.
-    pub fn probe_blocks(&self, c: &Counters) -> Result<(Option<Bytes>, Block)> {
-        Ok((self.filter(c)?, self.index(c, false)?))
+    /// batch of lookups, a batched get); the index block is cached if `fill_cache`.
+    pub fn probe_blocks(&self, c: &Counters, fill_cache: bool) -> Result<(Option<Bytes>, Block)> {
+        Ok((self.filter(c)?, self.index(c, fill_cache)?))
     }
 
     /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.

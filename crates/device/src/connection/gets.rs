@@ -1,0 +1,113 @@
+//! Gets held back to run together: consecutive retrieves of one namespace read from one
+//! connection's buffer wait until a frame that is not one of them, the end of what was read,
+//! or [`BATCH_GETS`] of them, then run as one engine `get_many` (`Shared::retrieve_many`),
+//! each reply sent in its command's order. Any other command (a write above all: a put
+//! between two gets of one key must be seen by the second) runs the batch first, so each get
+//! answers as it would alone. Each get has passed the shares gate on its own before it was
+//! held, and holds its in-flight permit: the batch runs before the reader waits for anything.
+
+use super::Reader;
+use cerberus_proto::{Command, Opcode, Response, Status};
+use tokio::sync::OwnedSemaphorePermit;
+
+/// Most gets run as one batch: each waits for the batch's last (as the puts of a piece do,
+/// `put_batch::PIECE_PUTS`), and a pipeline of this many fills a batch.
+pub const BATCH_GETS: usize = 64;
+
+/// A held get and what its answer needs.
+struct HeldGet {
+    cmd: Command,
+    permit: OwnedSemaphorePermit,
+    arrived: quanta::Instant,
+}
+
+/// The gets a connection holds (all of one namespace).
+#[derive(Default)]
+pub(super) struct HeldGets {
+    gets: Vec<HeldGet>,
+}
+
+impl Reader {
+    /// Holds `cmd`, a get [`Shared::batches_get`](crate::dispatch::Shared::batches_get) took
+    /// and the session allows, running the batch first if it is of another namespace or full.
+    pub(super) fn hold_get(
+        &mut self,
+        cmd: Command,
+        permit: OwnedSemaphorePermit,
+        arrived: quanta::Instant,
+    ) {
+        let other_ns = self
+            .gets
+            .gets
+            .first()
+            .is_some_and(|g| g.cmd.nsid != cmd.nsid);
+        if other_ns || self.gets.gets.len() >= BATCH_GETS {
+            self.run_gets();
+        }
+        if self.gets.gets.is_empty() {
+            // The batch comes after the puts of its namespace read before it.
+            self.puts.store_for(&self.shared, cmd.nsid);
+        }
+        self.gets.gets.push(HeldGet {
+            cmd,
+            permit,
+            arrived,
+        });
+    }
+
+    /// Whether gets are held.
+    pub(super) fn holds_gets(&self) -> bool {
+        !self.gets.gets.is_empty()
+    }
+
+    /// Runs the held gets as one engine read, here if gets run on the network thread, else
+    /// as one job on the workers; each reply goes to the writer with its permit.
+    pub(super) fn run_gets(&mut self) {
+        let held = std::mem::take(&mut self.gets.gets);
+        let Some(first) = held.first() else {
+            return;
+        };
+        let (ns, inline) = (first.cmd.nsid, self.shared.runs_inline(&first.cmd));
+        if held.len() > 1 {
+            self.shared.metrics.get_batches.inc();
+            self.shared.metrics.batched_gets.inc_by(held.len() as u64);
+        }
+        let cids: Vec<u32> = match inline {
+            true => Vec::new(),
+            false => held.iter().map(|g| g.cmd.cid).collect(),
+        };
+        let (shared, tx) = (self.shared.clone(), self.tx.clone());
+        let run = move || {
+            let (cmds, rest): (Vec<Command>, Vec<_>) = held
+                .into_iter()
+                .map(|g| (g.cmd, (g.permit, g.arrived)))
+                .unzip();
+            let opcode = Opcode::Retrieve as u8;
+            for (resp, (permit, arrived)) in shared.retrieve_many(ns, &cmds).into_iter().zip(rest) {
+                let ok = resp.status.is_success();
+                shared.metrics.record(ns, opcode, ok, arrived.elapsed());
+                let _ = tx.send((resp, Some(permit)));
+            }
+        };
+        if inline {
+            self.shared.scheduler.busy(true, run);
+            return;
+        }
+        // The background work the batch makes belongs to the core that read it.
+        let core = crate::scheduler::current_core();
+        let submitted = self.workers.submit(Box::new(move || {
+            crate::scheduler::on_behalf_of(core, run);
+        }));
+        if !submitted {
+            // The job was dropped unrun, and its permits with it: answered as any command the
+            // stopping workers no longer take.
+            let opcode = Opcode::Retrieve as u8;
+            for cid in cids {
+                self.shared.metrics.record_refused(opcode);
+                let msg = "device is stopping".to_string();
+                let resp = Response::error(cid, ns, opcode, Status::ShuttingDown, msg);
+                let _ = self.tx.send((resp, None));
+            }
+        }
+    }
+}

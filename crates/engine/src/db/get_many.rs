@@ -1,0 +1,152 @@
+//! Batched gets (`Readable::get_many`), as RocksDB's `MultiGet`: one super version and one
+//! seqno for the whole batch, the keys looked up in sorted order so each table's filter, index
+//! block and last data block are read once for the keys that fall in it, then the value-log
+//! records read together (queued at once on a modeled device, in address order on files).
+
+use super::namespaces::NsEntry;
+use super::read::{count_get, lookup_in, ProbeCache};
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
+use crate::stats::Counters;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Most keys one `get_many` call takes: a batch's answers are all held at once, and a caller
+/// with more splits them (the device's batches are far smaller: one connection's pipeline).
+pub const MAX_GET_MANY_KEYS: usize = 4096;
+
+/// A value still to be read from the value log for answer `slot`.
+struct Later {
+    slot: usize,
+    addr: ValueAddr,
+    /// The search step that found the key: the read's time is part of its hit time.
+    step: usize,
+}
+
+impl Inner {
+    /// The values of `keys` at seqno `at` (now if `None`), in the order of `keys`.
+    pub(super) fn get_many(
+        self: &Arc<Self>,
+        e: &NsEntry,
+        keys: &[&[u8]],
+        at: Option<SeqNo>,
+    ) -> Result<Vec<Option<Bytes>>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        e.check_live()?;
+        if keys.len() > MAX_GET_MANY_KEYS {
+            return Err(Error::TooManyKeys {
+                count: keys.len(),
+                limit: MAX_GET_MANY_KEYS,
+            });
+        }
+        let (ns, c) = (e.id, &e.counters);
+        // Before the lookups: the segments of the addresses they find outlive the batch. Both
+        // guards are brief ones, as a get's: the batch ends on this thread (reads submitted on
+        // the NAND model are waited for here), and they touch no shared count.
+        let _pin = self.vlog_reader.pin_brief();
+        // The super version first, then the seqno, as for one get.
+        let sv = self.super_version_brief();
+        let snapshot = self.read_seq(at);
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
+        let mut out: Vec<Option<Bytes>> = vec![None; keys.len()];
+        let mut later = Vec::new();
+        // A key asked twice is looked up once: (its first slot, the slots repeating it).
+        let mut repeats: Vec<(usize, usize)> = Vec::new();
+        let mut probes = ProbeCache::for_gets();
+        let mut prev: Option<usize> = None;
+        for &i in &order {
+            if let Some(p) = prev.filter(|&p| keys[p] == keys[i]) {
+                Counters::add(&c.local().gets, 1);
+                repeats.push((p, i));
+                continue;
+            }
+            prev = Some(i);
+            let hit = lookup_in(&sv, ns, keys[i], snapshot, c, Some(&mut probes))?;
+            count_get(c, hit.as_ref());
+            let Some(hit) = hit.filter(|h| h.kind == Kind::Put) else {
+                continue;
+            };
+            match (hit.value, hit.addr) {
+                (Some(v), _) => out[i] = Some(v),
+                (None, Some(addr)) => later.push(Later {
+                    slot: i,
+                    addr,
+                    step: hit.step,
+                }),
+                (None, None) => {
+                    return Err(Error::corruption(
+                        "index",
+                        0,
+                        "entry without a value or an address",
+                    ))
+                }
+            }
+        }
+        drop(sv);
+        self.read_later(ns, keys, later, &mut out, c)?;
+        for (first, again) in repeats {
+            out[again] = out[first].clone();
+        }
+        Ok(out)
+    }
+
+    /// Reads the values of `later` into `out`: submitted together on a modeled device (its
+    /// dies serve them at once), else one after another in address order (the page cache
+    /// answers them; a hand-off to a prefetch thread would cost more than the read).
+    fn read_later(
+        self: &Arc<Self>,
+        ns: Nsid,
+        keys: &[&[u8]],
+        mut later: Vec<Later>,
+        out: &mut [Option<Bytes>],
+        c: &Arc<Counters>,
+    ) -> Result<()> {
+        if later.is_empty() {
+            return Ok(());
+        }
+        later.sort_by_key(|l| (l.addr.segment, l.addr.offset));
+        if later.len() > 1 && self.storage.nand_stats().is_some() {
+            let pool = self.prefetcher();
+            let pending: Vec<_> = later
+                .iter()
+                .map(|l| {
+                    let (inner, c, addr) = (self.clone(), c.clone(), l.addr);
+                    let key = keys[l.slot].to_vec();
+                    pool.submit(move || inner.vlog_reader.read_value(addr, ns, &key, &c))
+                })
+                .collect();
+            for (l, p) in later.iter().zip(pending) {
+                let t = quanta::Instant::now();
+                let v = p
+                    .wait()
+                    .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?;
+                add_hit_time(c, l.step, t);
+                out[l.slot] = Some(v);
+            }
+            return Ok(());
+        }
+        let mut segment = crate::vlog::LastSegment::default();
+        for l in &later {
+            let t = quanta::Instant::now();
+            let v = self
+                .vlog_reader
+                .read_value_in(&mut segment, l.addr, ns, keys[l.slot], c)?;
+            add_hit_time(c, l.step, t);
+            out[l.slot] = Some(v);
+        }
+        Ok(())
+    }
+}
+
+/// The value read is part of the hit time of the step that found the key.
+fn add_hit_time(c: &Counters, step: usize, since: quanta::Instant) {
+    Counters::add(
+        &c.local().step_hit_nanos[step],
+        since.elapsed().as_nanos() as u64,
+    );
+}
