@@ -25,12 +25,10 @@ pub struct Reactors {
 }
 
 impl Reactors {
-    /// Starts `n` loops, each with the task that stores its held puts.
-    pub fn start(
-        n: usize,
-        shared: &Arc<Shared>,
-        workers: &Arc<Workers>,
-    ) -> std::io::Result<Reactors> {
+    /// Starts `network_threads` loops, each with the task that stores its held puts (on
+    /// `workers` when the engine would hold them up).
+    pub fn start(shared: &Arc<Shared>, workers: &Arc<Workers>) -> std::io::Result<Reactors> {
+        let n = shared.config.network_threads;
         let mut reactors = Vec::with_capacity(n.max(1));
         let spin = std::time::Duration::from_micros(shared.config.network_spin_us);
         let cpu = crate::spin::SpareCpu::new();

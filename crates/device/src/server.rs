@@ -103,8 +103,7 @@ impl Device {
             engine.shares.after_job(&engine.db, step);
             step
         }));
-        let reactors =
-            lanes.and_then(|()| Reactors::start(shared.config.network_threads, &shared, &workers));
+        let reactors = lanes.and_then(|()| Reactors::start(&shared, &workers));
         let mut reactors = match reactors {
             Ok(r) => r,
             Err(e) => {

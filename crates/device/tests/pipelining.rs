@@ -179,6 +179,9 @@ fn puts_under_write_pressure_lose_nothing() {
         .expect("the writes_off_loop counter");
     // Measured: 1,444-1,940 of the 3,000 puts (the engine is behind most of the run).
     eprintln!("writes off the loop: {off}");
-    assert!(off > 0, "no write left the loop: the test did not put the engine behind");
+    assert!(
+        off > 0,
+        "no write left the loop: the test did not put the engine behind"
+    );
     dev.shutdown().unwrap();
 }

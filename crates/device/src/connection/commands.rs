@@ -14,7 +14,11 @@ impl Reader {
         let arrived = quanta::Instant::now();
         crate::spin::touch();
         let cmd = match Command::decode(&frame) {
-            Ok(c) if self.shared.batches_get(&c) && self.session.allows(&c) => {
+            Ok(c)
+                if self.shared.batches_get(&c)
+                    && self.session.allows(&c)
+                    && !self.store_first(&c) =>
+            {
                 self.hold_get(c, permit, arrived);
                 return;
             }
@@ -61,6 +65,12 @@ impl Reader {
         self.carry_out(cmd, &frame, permit, arrived);
     }
 
+    /// Whether `cmd` must come after held puts of its namespace that the engine would hold
+    /// up: then they are stored with it on a worker, not here on the loop.
+    fn store_first(&self, cmd: &Command) -> bool {
+        self.puts.holds_any(cmd.nsid) && self.shared.db.write_pressure() != WritePressure::None
+    }
+
     /// Runs an allowed command: held back with the puts around it, here on the network
     /// thread, or on the workers.
     fn carry_out(
@@ -84,8 +94,7 @@ impl Reader {
         }
         // Anything else comes after the puts of its namespace read before it: stored here,
         // or with the command on a worker when the engine would hold the store up.
-        let store_first =
-            self.puts.holds_any(cmd.nsid) && shared.db.write_pressure() != WritePressure::None;
+        let store_first = self.store_first(&cmd);
         if store_first {
             shared.metrics.writes_off_loop.inc();
         } else {

@@ -45,7 +45,8 @@ impl Reader {
             self.run_gets();
         }
         if self.gets.gets.is_empty() {
-            // The batch comes after the puts of its namespace read before it.
+            // The batch comes after the puts of its namespace read before it (which
+            // `handle` leaves to `carry_out`, off the loop, under write pressure).
             self.puts.store_for(&self.shared, cmd.nsid);
         }
         self.gets.gets.push(HeldGet {

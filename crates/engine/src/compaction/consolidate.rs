@@ -73,7 +73,8 @@ fn task(version: &Version, opts: &Options, ns: Nsid, bytes: &[u64], total: u64) 
     };
     let last = version.num_levels() - 1;
     let mut output = deepest;
-    while output < last && total > max_bytes_for_level(opts, output) {
+    // An idle tree has the whole L1 budget (`tree_level1_bytes`).
+    while output < last && total > max_bytes_for_level(opts, opts.level1_bytes, output) {
         output += 1;
     }
     let of = |level: usize| -> Vec<Arc<TableHandle>> {
