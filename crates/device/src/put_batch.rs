@@ -136,9 +136,8 @@ impl HeldPuts {
     /// ready with them have all been served, a piece at a time. While the engine would slow
     /// writes down or make them wait (`Db::write_pressure`), a piece is stored on a worker and
     /// the loop serves its other connections until it is done: a tenant whose writes are
-    /// throttled must not hold up the reads of the others on its network thread (measured
-    /// before: a victim's p99 get 0.9-1.8 ms beside 7 writers, the writers' 1 ms slowdowns
-    /// and stalls slept on the loop).
+    /// throttled must not hold up the reads of the others on its network thread (the
+    /// engine's 1 ms slowdowns and its stalls would sleep on the loop).
     pub async fn run(self: Arc<Self>, shared: Arc<Shared>, workers: Arc<Workers>) {
         loop {
             self.wake.notified().await;

@@ -68,7 +68,8 @@ impl Reader {
     /// Whether `cmd` must come after held puts of its namespace that the engine would hold
     /// up: then they are stored with it on a worker, not here on the loop.
     fn store_first(&self, cmd: &Command) -> bool {
-        self.puts.holds_any(cmd.nsid) && self.shared.db.write_pressure() != WritePressure::None
+        // The lock-free check first: every get frame asks.
+        self.shared.db.write_pressure() != WritePressure::None && self.puts.holds_any(cmd.nsid)
     }
 
     /// Runs an allowed command: held back with the puts around it, here on the network

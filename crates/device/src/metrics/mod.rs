@@ -41,8 +41,9 @@ pub struct Metrics {
     pub write_timeouts: Counter,
     /// Unauthenticated connections closed to make room for a newcomer.
     pub evictions: Counter,
-    /// Writes (pieces of held puts, and commands after a namespace's held puts) carried out
-    /// on a worker because the engine would have slowed them down or made them wait.
+    /// Writes carried out on a worker because the engine would have slowed them down or
+    /// made them wait: pieces of held puts, puts and deletes that would have run inline, and
+    /// commands stored with their namespace's held puts.
     pub writes_off_loop: Counter,
     /// Runs of pipelined gets answered by one engine read.
     pub get_batches: Counter,
