@@ -109,9 +109,9 @@ pub struct Options {
     pub l0_slowdown_trigger: usize,
     /// L0 tables at which writes wait for compaction.
     pub l0_stop_trigger: usize,
-    /// Byte size L1 may reach before it compacts into L2. Per namespace, the trees being
-    /// written divide it: the L1 of a namespace with runs gets `level1_bytes / trees`, at
-    /// least `target_table_bytes` (`docs/per-namespace-trees.md`, rule 4).
+    /// Byte size L1 may reach before it compacts into L2. Per namespace, a tree being written
+    /// (with runs) gets its share among all trees, `level1_bytes / trees`, at least
+    /// `target_table_bytes`; an idle tree the whole (`docs/per-namespace-trees.md`, rule 4).
     pub level1_bytes: u64,
     /// Each level below L1 may hold this many times the bytes of the level above.
     pub level_size_ratio: u64,

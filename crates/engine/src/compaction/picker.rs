@@ -75,8 +75,8 @@ pub fn max_bytes_for_level(opts: &Options, level1: u64, level: usize) -> u64 {
 }
 
 /// The L1 budget of a tree that is being written (it has runs) when there are `trees`. One
-/// shared tree has `level1_bytes`. Per namespace, the writing trees divide it (at least one
-/// table each, at most all of it): each namespace's runs carry about 1/`trees` of an L0
+/// shared tree has `level1_bytes`. Per namespace, such a tree gets its share of it among all
+/// `trees` (at least one table, at most all of it): each namespace's runs carry about 1/`trees` of an L0
 /// split, so an L1 of the whole budget was rewritten for a run a fraction of its size at every
 /// run merge (8 tenants of 50,000 keys on the paper's profile: 49 bytes written by run merges
 /// per key byte put, puts at 0.90x the shared tree's). Divided, a run meets an L1 in the
