@@ -213,6 +213,7 @@ mod tests {
             neighbour_puts: u64::from(name == "noisy") * 1000,
             neighbour_puts_per_sec: 5000.0,
             victim_shares_served: None,
+            threads: Default::default(),
         }
     }
 

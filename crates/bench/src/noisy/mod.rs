@@ -12,6 +12,7 @@
 //! (`device.rs`): the victim's reservation, and its `shares_served` after each phase.
 
 mod device;
+mod schedstat;
 
 use crate::histogram::Histogram;
 use crate::multitenant::{ns_delta, run_threads, tenant_loop, TenantPhase};
@@ -21,13 +22,16 @@ use cerberus_bench_engines::profile::ProfileArg;
 use cerberus_bench_engines::{self as engines, BenchDb, Engine, LayoutArg, OpenConfig};
 use cerberus_bench_engines::{DeviceDb, StorageArg, TenantHandle};
 use cerberus_engine::NamespaceStats;
-use cerberus_figures::docs::noisy::{LatencyUs, NoisyConfig, NoisyDoc, NoisyPhase, NoisyRun};
+use cerberus_figures::docs::noisy::{
+    LatencyUs, NoisyConfig, NoisyDoc, NoisyPhase, NoisyRun, ThreadTimes,
+};
 use clap::Parser;
 use device::OnOff;
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -255,6 +259,14 @@ impl Run<'_> {
         let phases = self
             .phases(&*db, dev.as_deref(), args)
             .with_context(|| format!("{storage} {layout}"))?;
+        for p in &phases {
+            for (name, t) in &p.threads {
+                eprintln!(
+                    "  {:<8} {name:<16} x{:<2} cpu {:>8.1} ms  waiting {:>8.1} ms  slices {}",
+                    p.name, t.threads, t.cpu_ms, t.wait_ms, t.slices
+                );
+            }
+        }
         db.close()?;
         drop((db, dev));
         let _ = std::fs::remove_dir_all(&open.path);
@@ -302,11 +314,16 @@ impl Run<'_> {
         let settled = measured(db, dev, victim, |stop| {
             victim_gets(db, victim, args, keys, gets, stop, 3)
         })?;
-        let (victim_noisy, (puts, puts_per_sec)) = noisy.out;
+        let (victim_noisy, (puts, puts_per_sec), neighbours) = noisy.out;
+        let mut threads = noisy.threads;
+        for (name, t) in neighbours {
+            schedstat::add(&mut threads, &name, t);
+        }
         let noisy = Measured {
             out: victim_noisy,
             delta: noisy.delta,
             shares: noisy.shares,
+            threads,
         };
         Ok(vec![
             phase_doc("alone", alone, 0, 0.0),
@@ -323,20 +340,21 @@ impl Run<'_> {
         tenants: &[TenantHandle],
         args: &Args,
         done: &AtomicBool,
-    ) -> Result<(VictimGets, (u64, f64))> {
+    ) -> Result<(VictimGets, (u64, f64), BTreeMap<String, ThreadTimes>)> {
         let (keys, batch) = (self.keys, args.neighbour_batch);
         let stop = AtomicBool::new(false);
         let span = args.victim_keys * args.write_factor;
         let hidden = ProgressBar::hidden();
         std::thread::scope(|s| {
-            let victim = s.spawn(|| {
+            let victim = std::thread::Builder::new().name("victim".into());
+            let victim = victim.spawn_scoped(s, || {
                 let r = victim_gets(db, &tenants[0], args, keys, u64::MAX, done, 2);
                 if r.is_err() {
                     // A failed victim ends the neighbours early.
                     stop.store(true, Ordering::Relaxed);
                 }
                 r
-            });
+            })?;
             let puts = run_threads("neighbour", args.neighbours, &stop, |t| {
                 if self.niced {
                     device::nice_this_thread(19)?;
@@ -345,7 +363,8 @@ impl Run<'_> {
                 let mut rng = SmallRng::seed_from_u64(mix(args.seed, 100 + t as u64));
                 let mut gen = self.values.generator(&mut rng);
                 let mut batch_keys = vec![vec![0u8; keys.size()]; batch as usize];
-                tenant_loop(&hidden, &stop, span.div_ceil(batch), || {
+                let sched = schedstat::Own::start();
+                let phase = tenant_loop(&hidden, &stop, span.div_ceil(batch), || {
                     for k in &mut batch_keys {
                         keys.write(rng.gen_range(0..span), k);
                     }
@@ -363,15 +382,20 @@ impl Run<'_> {
                     let start = Instant::now();
                     db.put_many_tenant(tenant, &pairs)?;
                     Ok(start.elapsed())
-                })
+                })?;
+                Ok((phase, sched.finish()))
             });
             done.store(true, Ordering::Relaxed);
             let victim = victim
                 .join()
                 .map_err(|_| anyhow::anyhow!("the victim panicked"))??;
             let (puts, wall) = puts?;
-            let n: u64 = puts.iter().map(|p| p.ops).sum::<u64>() * batch;
-            Ok((victim, (n, n as f64 / wall.as_secs_f64().max(1e-9))))
+            let n: u64 = puts.iter().map(|(p, _)| p.ops).sum::<u64>() * batch;
+            let mut neighbours = BTreeMap::new();
+            for (_, t) in puts {
+                schedstat::add(&mut neighbours, "neighbour", t);
+            }
+            Ok((victim, (n, n as f64 / wall.as_secs_f64().max(1e-9)), neighbours))
         })
     }
 }
@@ -387,6 +411,8 @@ fn settle(db: &dyn BenchDb, dev: Option<&DeviceDb>) -> Result<()> {
 struct VictimGets {
     phase: TenantPhase,
     misses: u64,
+    /// The victim thread's scheduling over its gets.
+    sched: ThreadTimes,
 }
 
 /// The victim's gets of keys picked uniformly in `0..victim_keys`: `count`, or (at least one)
@@ -407,6 +433,7 @@ fn victim_gets(
     let mut key = vec![0u8; keys.size()];
     let mut latency = Histogram::new();
     let (mut ops, mut misses) = (0, 0);
+    let sched = schedstat::Own::start();
     let t0 = Instant::now();
     while ops < count && (ops == 0 || !stop.load(Ordering::Relaxed)) {
         keys.write(rng.gen_range(0..args.victim_keys), &mut key);
@@ -421,7 +448,12 @@ fn victim_gets(
         seconds,
         latency,
     };
-    Ok(VictimGets { phase, misses })
+    let sched = sched.finish();
+    Ok(VictimGets {
+        phase,
+        misses,
+        sched,
+    })
 }
 
 /// What a phase measured: its result, the change of the victim's namespace counters (the
@@ -430,6 +462,7 @@ struct Measured<T> {
     out: T,
     delta: Option<NamespaceStats>,
     shares: Option<serde_json::Value>,
+    threads: BTreeMap<String, ThreadTimes>,
 }
 
 /// Runs `body` between two snapshots of the victim's namespace counters.
@@ -441,14 +474,21 @@ fn measured<T>(
 ) -> Result<Measured<T>> {
     let before = db.tenant_stats(victim)?;
     let stop = AtomicBool::new(false);
+    let sched = schedstat::Snapshot::take();
     let out = body(&stop)?;
+    let threads = schedstat::Snapshot::take().since(&sched);
     let after = db.tenant_stats(victim)?;
     let delta = match (before, after) {
         (Some(b), Some(a)) => Some(ns_delta(&b, &a)),
         _ => None,
     };
     let shares = dev.map(|d| d.tenant_shares_json(victim)).transpose()?;
-    Ok(Measured { out, delta, shares })
+    Ok(Measured {
+        out,
+        delta,
+        shares,
+        threads,
+    })
 }
 
 fn phase_doc(
@@ -480,6 +520,11 @@ fn phase_doc(
         neighbour_puts,
         neighbour_puts_per_sec,
         victim_shares_served: m.shares,
+        threads: {
+            let mut threads = m.threads;
+            threads.insert("victim".into(), m.out.sched);
+            threads
+        },
     }
 }
 

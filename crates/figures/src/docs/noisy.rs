@@ -2,6 +2,7 @@
 //! gets in each phase (alone, beside the writing neighbours, after settling).
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The JSON document of a run (`--json`), read back by `plot-noisy`; the same leading fields
 /// as a multitenant document (`engine`, `workload`, `config`).
@@ -129,6 +130,23 @@ pub struct NoisyPhase {
     /// (cumulative since the namespace was made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub victim_shares_served: Option<serde_json::Value>,
+    /// The process's threads in the phase, grouped by name without the trailing `-N`
+    /// (Linux schedstat): where the cores went and who waited for one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub threads: BTreeMap<String, ThreadTimes>,
+}
+
+/// A group of threads' scheduling in a phase, from `/proc/self/task/*/schedstat`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadTimes {
+    /// Threads in the group.
+    pub threads: u64,
+    /// Time on a core, milliseconds.
+    pub cpu_ms: f64,
+    /// Time runnable but waiting for a core, milliseconds.
+    pub wait_ms: f64,
+    /// Times the group was put on a core.
+    pub slices: u64,
 }
 
 /// Latency figures, microseconds.
