@@ -256,6 +256,9 @@ impl DeviceConfig {
         if !(-20..=19).contains(&self.scheduler.network_nice) {
             return bad("scheduler.network_nice is a nice value, -20 to 19");
         }
+        if !(-20..=19).contains(&self.scheduler.background_nice) {
+            return bad("scheduler.background_nice is a nice value, -20 to 19");
+        }
         let t = self.scheduler.load_threshold;
         if !(t > 0.0 && t <= 1.0) || self.scheduler.sample_every == 0 {
             return bad(
@@ -390,6 +393,10 @@ mod tests {
         c.scheduler.network_nice = -21;
         assert!(c.validate().is_err());
         c.scheduler.network_nice = -20;
+        assert!(c.validate().is_ok());
+        c.scheduler.background_nice = 20;
+        assert!(c.validate().is_err());
+        c.scheduler.background_nice = 19;
         assert!(c.validate().is_ok());
         assert!(DeviceConfig::default().validate().is_ok());
         assert_eq!(DeviceConfig::default().reply_bytes_bound(), 8 << 20);

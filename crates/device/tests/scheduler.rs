@@ -298,13 +298,13 @@ fn an_index_backfill_runs_on_the_lane_the_policy_picks() {
     }
 }
 
-/// The nice value of each of this process's threads named `cerberus-net-*` (from
+/// The nice value of each of this process's threads whose name starts with `prefix` (from
 /// `/proc/self/task/TID/stat`, field 19).
-fn core_nice_values() -> Vec<i64> {
+fn nice_values(prefix: &str) -> Vec<i64> {
     let mut out = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("cerberus-net-") {
+        if !comm.starts_with(prefix) {
             continue;
         }
         let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
@@ -329,7 +329,30 @@ fn the_cores_run_at_their_nice_value() {
         c.scheduler.network_nice = 4;
     });
     wait_until("both cores at nice 4", || {
-        core_nice_values().iter().filter(|&&n| n == 4).count() >= 2
+        nice_values("cerberus-net-")
+            .iter()
+            .filter(|&&n| n == 4)
+            .count()
+            >= 2
+    });
+    drop(dev);
+}
+
+/// `scheduler.background_nice` reaches the lanes' threads, so background work gives way to
+/// the cores when both want a CPU.
+#[test]
+fn the_lanes_run_at_their_nice_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.network_threads = 2;
+        c.scheduler.background_nice = 13;
+    });
+    wait_until("both lanes at nice 13", || {
+        nice_values("cerberus-lane-")
+            .iter()
+            .filter(|&&n| n == 13)
+            .count()
+            >= 2
     });
     drop(dev);
 }

@@ -144,9 +144,9 @@ pub fn table(doc: &NoisyDoc) -> String {
     }
     if let Some(threads) = c.network_threads {
         out += &format!(
-            "device: {threads} network thread(s) at nice {}, victim reservation {} ops/s, \
-             neighbours putting {} at a time\n",
-            c.network_nice, c.victim_reservation_ops, c.neighbour_batch
+            "device: {threads} network thread(s) at nice {}, lanes at nice {}, victim \
+             reservation {} ops/s, neighbours putting {} at a time\n",
+            c.network_nice, c.background_nice, c.victim_reservation_ops, c.neighbour_batch
         );
     }
     for storage in storages(doc) {
@@ -247,6 +247,7 @@ mod tests {
                 victim_reservation_ops: 0,
                 network_threads: None,
                 network_nice: 0,
+                background_nice: 0,
                 victim_nice: 0,
             },
             runs: vec![

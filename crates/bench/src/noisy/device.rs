@@ -29,6 +29,7 @@ pub(super) fn configure(c: &mut DeviceConfig, shares: bool, args: &super::Args) 
     c.network_spin_us = 0;
     c.scheduler.pin_cores = args.pin_cores;
     c.scheduler.network_nice = args.network_nice;
+    c.scheduler.background_nice = args.background_nice;
 }
 
 /// Reserves `ops` operations per second for the victim (nothing if 0).
@@ -60,4 +61,63 @@ pub(super) fn nice_this_thread(nice: i32) -> Result<()> {
     }
     #[cfg(not(target_os = "linux"))]
     bail!("per-thread nice values need Linux ({nice})")
+}
+
+/// While held, the calling thread runs on the last CPU it may use only (its mask restored on
+/// drop, so threads it spawns later are not confined). With `--pin-cores` the device's cores
+/// start at the first CPU: the clients on the last model clients on machines of their own,
+/// which neither take a CPU from the device nor wait behind its work.
+pub(super) struct OnLastCpu {
+    #[cfg(target_os = "linux")]
+    saved: Option<libc::cpu_set_t>,
+}
+
+impl OnLastCpu {
+    pub(super) fn pin(on: bool) -> Result<OnLastCpu> {
+        #[cfg(target_os = "linux")]
+        {
+            if !on {
+                return Ok(OnLastCpu { saved: None });
+            }
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: cpu_set_t is plain data; the calls get its size and a pointer to it.
+            unsafe {
+                let mut saved: libc::cpu_set_t = std::mem::zeroed();
+                if libc::sched_getaffinity(0, size, &mut saved) != 0 {
+                    bail!("sched_getaffinity: {}", std::io::Error::last_os_error());
+                }
+                let Some(last) = (0..libc::CPU_SETSIZE as usize)
+                    .rev()
+                    .find(|&c| libc::CPU_ISSET(c, &saved))
+                else {
+                    bail!("no CPU to pin a client to");
+                };
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(last, &mut one);
+                if libc::sched_setaffinity(0, size, &one) != 0 {
+                    bail!("sched_setaffinity: {}", std::io::Error::last_os_error());
+                }
+                Ok(OnLastCpu { saved: Some(saved) })
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            if on {
+                bail!("pinning clients needs Linux");
+            }
+            Ok(OnLastCpu {})
+        }
+    }
+}
+
+impl Drop for OnLastCpu {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(saved) = &self.saved {
+            // SAFETY: as in `pin`; restoring a mask this thread had.
+            unsafe {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), saved);
+            }
+        }
+    }
 }

@@ -89,13 +89,17 @@ struct Args {
     /// The device's network threads (1, as the device's shares tests run it).
     #[arg(long, default_value_t = 1)]
     network_threads: usize,
-    /// Pin the device's network threads to CPUs (`scheduler.pin_cores`).
+    /// Pin the device's network threads and lanes to CPUs (`scheduler.pin_cores`; the
+    /// first network thread on the first CPU), and the clients' threads to the last CPU.
     #[arg(long)]
     pin_cores: bool,
     /// The device's network threads' nice value (`scheduler.network_nice`; below 0 needs
     /// root).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     network_nice: i32,
+    /// The device's lanes' (background work's) nice value (`scheduler.background_nice`).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    background_nice: i32,
     /// The victim's client thread's nice value in every phase (0: the process's; below 0
     /// needs root), as a model of a client on a machine of its own.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
@@ -222,6 +226,7 @@ fn run(args: &Args) -> Result<NoisyDoc> {
             },
             network_threads: args.device.then_some(args.network_threads),
             network_nice: if args.device { args.network_nice } else { 0 },
+            background_nice: if args.device { args.background_nice } else { 0 },
             victim_nice: args.victim_nice,
         },
         runs,
@@ -359,6 +364,7 @@ impl Run<'_> {
                 if self.niced {
                     device::nice_this_thread(19)?;
                 }
+                let _cpu = device::OnLastCpu::pin(args.device && args.pin_cores)?;
                 let tenant = &tenants[t + 1];
                 let mut rng = SmallRng::seed_from_u64(mix(args.seed, 100 + t as u64));
                 let mut gen = self.values.generator(&mut rng);
@@ -395,7 +401,11 @@ impl Run<'_> {
             for (_, t) in puts {
                 schedstat::add(&mut neighbours, "neighbour", t);
             }
-            Ok((victim, (n, n as f64 / wall.as_secs_f64().max(1e-9)), neighbours))
+            Ok((
+                victim,
+                (n, n as f64 / wall.as_secs_f64().max(1e-9)),
+                neighbours,
+            ))
         })
     }
 }
@@ -429,6 +439,7 @@ fn victim_gets(
     if args.victim_nice != 0 {
         device::nice_this_thread(args.victim_nice)?;
     }
+    let _cpu = device::OnLastCpu::pin(args.device && args.pin_cores)?;
     let mut rng = SmallRng::seed_from_u64(mix(args.seed, salt));
     let mut key = vec![0u8; keys.size()];
     let mut latency = Histogram::new();

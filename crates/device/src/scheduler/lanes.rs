@@ -150,7 +150,7 @@ impl Scheduler {
             let (tx, rx) = crossbeam_channel::unbounded::<()>();
             let sched = self.clone();
             let run = run.clone();
-            let pin = self.config.pin_cores;
+            let (pin, nice) = (self.config.pin_cores, self.config.background_nice);
             let cores = self.cores.len();
             threads.push(
                 std::thread::Builder::new()
@@ -158,6 +158,9 @@ impl Scheduler {
                     .spawn(move || {
                         if pin && !super::pin_to(i % cores) {
                             tracing::warn!(lane = i, "could not pin the lane to a CPU");
+                        }
+                        if nice != 0 && !super::set_thread_nice(nice) {
+                            tracing::warn!(lane = i, nice, "could not set the lane's nice value");
                         }
                         sched.lane_loop(i, rx, run)
                     })?,

@@ -80,6 +80,12 @@ pub struct SchedulerConfig {
     /// commands ahead of it, not for a CPU. Needs `CAP_SYS_NICE` (root); where refused, the
     /// cores keep the process's value and a warning is logged.
     pub network_nice: i32,
+    /// The nice value of the lanes (flushes, compactions, GC, index backfills), -20 to 19;
+    /// 0 leaves them at the process's. Above the cores' value, a lane gives way to a core
+    /// (and to the clients on the same machine) whenever both want a CPU, so background
+    /// work runs on what serving leaves, as the BTS scheduler intends when cores and lanes
+    /// share CPUs. Raising it needs no privilege.
+    pub background_nice: i32,
 }
 
 impl Default for SchedulerConfig {
@@ -90,6 +96,7 @@ impl Default for SchedulerConfig {
             load_threshold: 0.8,
             pin_cores: false,
             network_nice: 0,
+            background_nice: 0,
         }
     }
 }

@@ -52,6 +52,9 @@ pub struct NoisyConfig {
     /// The device: its network threads' nice value (0: the process's).
     #[serde(default)]
     pub network_nice: i32,
+    /// The device: its lanes' (background work's) nice value (0: the process's).
+    #[serde(default)]
+    pub background_nice: i32,
     /// The victim's client thread's nice value (0: the process's).
     #[serde(default)]
     pub victim_nice: i32,
