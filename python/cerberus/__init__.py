@@ -86,7 +86,8 @@ Bytesish = Union[bytes, bytearray, memoryview, str]
 
 class Batch:
     """Puts and deletes collected, then written together when the ``with`` block ends
-    without an exception (atomically on an embedded database; pipelined on a device)."""
+    without an exception: all or none (on a device, one ``WriteBatch`` command of at most
+    16,384 writes)."""
 
     def __init__(self, ns: "Namespace") -> None:
         self._ns = ns
@@ -270,7 +271,8 @@ class Namespace:
         return self._native.get_many(list(keys))
 
     def write_batch(self, puts: Optional[List[Tuple[Bytesish, Bytesish]]] = None, deletes: Optional[List[Bytesish]] = None) -> None:
-        """Writes ``puts`` then ``deletes`` (atomically on an embedded database)."""
+        """Writes ``puts`` then ``deletes``, all or none (on a device, one ``WriteBatch``
+        command)."""
         self._native.write_batch(list(puts or []), list(deletes or []))
 
     def batch(self) -> Batch:

@@ -7,7 +7,7 @@ use crate::settings;
 use bytes::Bytes;
 use cerberus_host::{
     BlockingClient, BlockingNamespace, ClientConfig, IndexKind, NamespaceSettings, Scan,
-    ScanOptions, TlsOptions,
+    ScanOptions, TlsOptions, WriteBatch,
 };
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -155,28 +155,23 @@ impl DeviceNamespace {
             .map_err(errors::host)
     }
 
-    /// Sends the puts, then the deletes, pipelined on the connection. Not atomic: the
-    /// protocol has no multi-key write.
+    /// Applies the puts, then the deletes, all together or not at all: one `WriteBatch`
+    /// command (at most `MAX_BATCH_WRITES` writes, within the device's frame limit).
     fn write_batch(
         &self,
         py: Python<'_>,
         puts: Vec<(Key, Key)>,
         deletes: Vec<Key>,
     ) -> PyResult<()> {
-        let pairs: Vec<(Bytes, Bytes)> = puts
-            .into_iter()
-            .map(|(k, v)| (Bytes::from(k.0), Bytes::from(v.0)))
-            .collect();
-        py.allow_threads(|| {
-            if !pairs.is_empty() {
-                self.ns.put_many(pairs)?;
-            }
-            for k in deletes {
-                self.ns.delete(k.0)?;
-            }
-            Ok(())
-        })
-        .map_err(errors::host)
+        let mut batch = WriteBatch::new();
+        for (k, v) in puts {
+            batch.put(k.0, v.0);
+        }
+        for k in deletes {
+            batch.delete(k.0);
+        }
+        py.allow_threads(|| self.ns.write(batch))
+            .map_err(errors::host)
     }
 
     /// Values of `keys` in order (`None` where absent), pipelined.

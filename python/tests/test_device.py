@@ -59,6 +59,22 @@ def test_get_by_secondary_past_the_device_bound_is_refused(device):
     assert len(ns.get_by_secondary("g", 1, limit=10_000)) == 10_000
 
 
+def test_a_batch_is_one_command_all_or_nothing(device):
+    # The device applies a batch whole (one WriteBatch command): a bad write in it leaves
+    # every other one unwritten.
+    ns = device.create_namespace(fresh_name("atomic"))
+    with pytest.raises(cerberus.InvalidKeySize):
+        with ns.batch() as b:
+            b.put(b"good", b"v")
+            b.put(b"", b"empty key")
+    assert ns.get(b"good") is None
+    with ns.batch() as b:
+        for i in range(500):
+            b.put(b"b%03d" % i, b"v")
+        b.delete(b"b000")
+    assert ns.get(b"b499") == b"v" and ns.get(b"b000") is None
+
+
 def test_connection_refused():
     with pytest.raises(cerberus.ConnectionError):
         cerberus.connect("127.0.0.1:1")

@@ -4,6 +4,7 @@ use crate::blocking::BlockingClient;
 use crate::error::Result;
 use crate::namespace::{Namespace, WriteOptions};
 use crate::scan_options::ScanOptions;
+use crate::write_batch::WriteBatch;
 use bytes::Bytes;
 use cerberus_proto::{NamespaceSettings, StoreMode};
 
@@ -76,6 +77,11 @@ impl BlockingNamespace {
     /// [`Namespace::get`], waiting for the answer.
     pub fn get(&self, key: impl Into<Bytes>) -> Result<Option<Bytes>> {
         self.client.wait(self.ns.get(key))
+    }
+
+    /// [`Namespace::write`], waiting for the answer.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.client.wait(self.ns.write(batch))
     }
 
     /// [`Namespace::put_many`], waiting for every answer.

@@ -35,6 +35,7 @@ mod reply;
 mod scan;
 mod scan_options;
 mod tls;
+mod write_batch;
 
 pub use blocking::BlockingClient;
 pub use blocking_namespace::BlockingNamespace;
@@ -45,6 +46,7 @@ pub use query::{IndexKind, QueryReply};
 pub use scan::Scan;
 pub use scan_options::ScanOptions;
 pub use tls::TlsOptions;
+pub use write_batch::WriteBatch;
 
 pub use cerberus_proto as proto;
 pub use cerberus_proto::{

@@ -5,6 +5,7 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::reply::{expect_empty, ok_reply, present, unexpected, value_or_absent};
 use crate::scan_options::ScanOptions;
+use crate::write_batch::WriteBatch;
 use bytes::Bytes;
 use cerberus_proto::{Command, NamespaceSettings, Reply, Request, StoreMode};
 
@@ -101,9 +102,22 @@ impl Namespace {
         value_or_absent(self.run(Request::Retrieve { key: key.into() }).await)
     }
 
+    /// Applies `batch` all together or not at all, in one command (`WriteBatch`); with the
+    /// handle's `sync`, answered once durable. An empty batch sends nothing.
+    pub async fn write(&self, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let request = Request::WriteBatch {
+            writes: batch.writes,
+            sync: self.write.sync,
+        };
+        expect_empty(self.run(request).await?, "write_batch")
+    }
+
     /// Puts sent together, each without waiting for the one before (pipelined on the
-    /// connection, not atomic: the protocol has no multi-key write); the first failure, once
-    /// all have completed.
+    /// connection, each its own command: not atomic, see [`Namespace::write`]); the first
+    /// failure, once all have completed.
     pub async fn put_many(&self, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
         let commands: Vec<Command> = pairs
             .into_iter()

@@ -1,9 +1,11 @@
 //! Commands and their completions: typed forms of frame bodies, with their encoders and
 //! decoders. The byte layouts are in `docs/protocol.md`.
 
+mod batch;
 mod decode;
 mod settings;
 
+pub use batch::{BatchWrite, BATCH_DELETE, BATCH_PUT, MAX_BATCH_WRITES};
 pub use settings::{NamespaceSettings, SETTINGS_LEN};
 
 use crate::error::ProtoError;
@@ -68,6 +70,9 @@ pub enum Opcode {
     IterClose = 0xC8,
     /// Changes a namespace's settings: capacity and I/O shares (admin).
     NamespaceConfigure = 0xC9,
+    /// Puts and deletes of one namespace, all or none (the KV command set has no multi-key
+    /// write).
+    WriteBatch = 0xCA,
     /// Creates a secondary index.
     IndexCreate = 0xD0,
     /// Drops a secondary index.
@@ -80,7 +85,7 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every opcode, in code order.
-    pub const ALL: [Opcode; 19] = [
+    pub const ALL: [Opcode; 20] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -96,6 +101,7 @@ impl Opcode {
         Opcode::IterNext,
         Opcode::IterClose,
         Opcode::NamespaceConfigure,
+        Opcode::WriteBatch,
         Opcode::IndexCreate,
         Opcode::IndexDrop,
         Opcode::IndexList,
@@ -125,6 +131,7 @@ impl Opcode {
             Opcode::IterNext => "iter_next",
             Opcode::IterClose => "iter_close",
             Opcode::NamespaceConfigure => "ns_configure",
+            Opcode::WriteBatch => "write_batch",
             Opcode::IndexCreate => "index_create",
             Opcode::IndexDrop => "index_drop",
             Opcode::IndexList => "index_list",
@@ -138,6 +145,7 @@ impl Opcode {
         matches!(
             self,
             Opcode::Store
+                | Opcode::WriteBatch
                 | Opcode::Retrieve
                 | Opcode::List
                 | Opcode::Delete
@@ -196,6 +204,14 @@ pub enum Request {
     Delete {
         /// The key.
         key: Bytes,
+    },
+    /// Applies `writes` (puts and deletes, in order) all together or not at all; with
+    /// `sync`, answered once durable.
+    WriteBatch {
+        /// The writes, at most [`MAX_BATCH_WRITES`].
+        writes: Vec<BatchWrite>,
+        /// Answer only once the writes are on stable storage.
+        sync: bool,
     },
     /// Whether `key` exists, without reading its value.
     Exist {
@@ -303,6 +319,7 @@ impl Request {
             Request::List { .. } => Opcode::List,
             Request::Delete { .. } => Opcode::Delete,
             Request::Exist { .. } => Opcode::Exist,
+            Request::WriteBatch { .. } => Opcode::WriteBatch,
             Request::Authenticate { .. } => Opcode::Authenticate,
             Request::NamespaceCreate { .. } => Opcode::NamespaceCreate,
             Request::NamespaceDestroy => Opcode::NamespaceDestroy,
@@ -359,6 +376,12 @@ impl Command {
             }
             Request::Retrieve { key } | Request::Delete { key } | Request::Exist { key } => {
                 put_key(out, key)?
+            }
+            Request::WriteBatch { writes, sync } => {
+                if *sync {
+                    flags |= STORE_SYNC;
+                }
+                batch::encode(out, writes)?;
             }
             Request::List {
                 start,

@@ -13,9 +13,10 @@ mod response;
 mod status;
 
 pub use command::{
-    Command, NamespaceSettings, Opcode, Request, StoreMode, DEVICE_NSID, ITER_KEYS_ONLY,
-    LIST_START_EXCLUSIVE, MAX_NAME_LEN, MAX_SECRET_LEN, NS_CREATE_SETTINGS, SETTINGS_LEN,
-    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
+    BatchWrite, Command, NamespaceSettings, Opcode, Request, StoreMode, BATCH_DELETE, BATCH_PUT,
+    DEVICE_NSID, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_BATCH_WRITES, MAX_NAME_LEN,
+    MAX_SECRET_LEN, NS_CREATE_SETTINGS, SETTINGS_LEN, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
+    STORE_SYNC,
 };
 pub use error::ProtoError;
 pub use frame::{split_frame, Frame};

@@ -62,7 +62,65 @@ fn request() -> impl Strategy<Value = Request> {
         "[a-z.]{1,30}".prop_map(|attr| Request::IndexDrop { attr }),
         Just(Request::IndexList),
         bytes(200).prop_map(|query| Request::Query { query }),
+        (
+            proptest::collection::vec(batch_write(), 0..20),
+            any::<bool>()
+        )
+            .prop_map(|(writes, sync)| Request::WriteBatch { writes, sync }),
     ]
+}
+
+fn batch_write() -> impl Strategy<Value = BatchWrite> {
+    prop_oneof![
+        (bytes(40), bytes(300)).prop_map(|(key, value)| BatchWrite::Put { key, value }),
+        bytes(40).prop_map(|key| BatchWrite::Delete { key }),
+    ]
+}
+
+/// A batch's count is checked before anything is sized from it: more writes than the limit,
+/// or than its bytes can hold, is an error, not an allocation.
+#[test]
+fn a_batch_count_that_lies_is_refused() {
+    let frame = |count: u32, rest: &[u8]| {
+        let mut body = BytesMut::new();
+        body.put_u32_le(count);
+        body.put_slice(rest);
+        let header = Header {
+            version: VERSION,
+            opcode: Opcode::WriteBatch as u8,
+            word: 0,
+            cid: 1,
+            nsid: 1,
+            body_len: body.len() as u32,
+        };
+        Frame {
+            header,
+            body: body.freeze(),
+        }
+    };
+    let too_many = Command::decode(&frame(MAX_BATCH_WRITES as u32 + 1, &[0; 64]));
+    assert!(
+        matches!(too_many, Err(ProtoError::InvalidField(_))),
+        "{too_many:?}"
+    );
+    let short = Command::decode(&frame(1000, &[BATCH_DELETE, 1, 0, b'k']));
+    assert!(matches!(short, Err(ProtoError::Truncated(_))), "{short:?}");
+    let bad_kind = Command::decode(&frame(1, &[9, 1, 0, b'k']));
+    assert!(
+        matches!(bad_kind, Err(ProtoError::InvalidField(_))),
+        "{bad_kind:?}"
+    );
+    let one = Command::decode(&frame(1, &[BATCH_DELETE, 1, 0, b'k'])).unwrap();
+    let want = vec![BatchWrite::Delete {
+        key: Bytes::from_static(b"k"),
+    }];
+    assert_eq!(
+        one.request,
+        Request::WriteBatch {
+            writes: want,
+            sync: false
+        }
+    );
 }
 
 fn settings() -> impl Strategy<Value = NamespaceSettings> {

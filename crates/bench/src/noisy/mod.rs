@@ -319,7 +319,12 @@ impl Run<'_> {
         let settled = measured(db, dev, victim, |stop| {
             victim_gets(db, victim, args, keys, gets, stop, 3)
         })?;
-        let (victim_noisy, (puts, puts_per_sec), neighbours) = noisy.out;
+        let NoisyOut {
+            victim: victim_noisy,
+            puts,
+            puts_per_sec,
+            neighbours,
+        } = noisy.out;
         let mut threads = noisy.threads;
         for (name, t) in neighbours {
             schedstat::add(&mut threads, &name, t);
@@ -345,7 +350,7 @@ impl Run<'_> {
         tenants: &[TenantHandle],
         args: &Args,
         done: &AtomicBool,
-    ) -> Result<(VictimGets, (u64, f64), BTreeMap<String, ThreadTimes>)> {
+    ) -> Result<NoisyOut> {
         let (keys, batch) = (self.keys, args.neighbour_batch);
         let stop = AtomicBool::new(false);
         let span = args.victim_keys * args.write_factor;
@@ -401,13 +406,23 @@ impl Run<'_> {
             for (_, t) in puts {
                 schedstat::add(&mut neighbours, "neighbour", t);
             }
-            Ok((
+            Ok(NoisyOut {
                 victim,
-                (n, n as f64 / wall.as_secs_f64().max(1e-9)),
+                puts: n,
+                puts_per_sec: n as f64 / wall.as_secs_f64().max(1e-9),
                 neighbours,
-            ))
+            })
         })
     }
+}
+
+/// What the noisy phase measured: the victim's gets, the neighbours' puts and puts/s, and
+/// their threads' scheduling (they end before the phase's last look at the process).
+struct NoisyOut {
+    victim: VictimGets,
+    puts: u64,
+    puts_per_sec: f64,
+    neighbours: BTreeMap<String, ThreadTimes>,
 }
 
 /// Waits for the engine's flushes and compactions: `BenchDb::settle`, and on a local device

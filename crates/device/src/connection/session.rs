@@ -27,6 +27,7 @@ impl Session {
     pub(super) fn allows(&self, cmd: &Command) -> bool {
         match cmd.request {
             Request::Store { .. }
+            | Request::WriteBatch { .. }
             | Request::Retrieve { .. }
             | Request::List { .. }
             | Request::Delete { .. }

@@ -6,7 +6,7 @@ use super::{Outcome, Shared, INLINE_MAX_VALUE, STRIPES};
 use bytes::Bytes;
 use cerberus_engine::Readable;
 use cerberus_engine::{WriteBatch, WriteOptions, WritePressure};
-use cerberus_proto::{value_size_refusal, Command, Reply, Request, Status, StoreMode};
+use cerberus_proto::{value_size_refusal, BatchWrite, Command, Reply, Request, Status, StoreMode};
 use parking_lot::Mutex;
 use std::hash::{Hash, Hasher};
 
@@ -144,13 +144,61 @@ impl Shared {
         for (k, v) in puts {
             batch.put(k.to_vec(), v.to_vec());
         }
-        // Taken in index order, each once: batches cannot deadlock each other.
-        let mut stripes: Vec<usize> = puts.iter().map(|(k, _)| stripe_index(ns, k)).collect();
+        self.write_striped(&handle, ns, batch, puts.iter().map(|(k, _)| k))
+    }
+
+    /// A client's batch (`WriteBatch`): every write checked first, so that a bad one refuses
+    /// the batch whole (its index in the message), then one engine write. A delete of a key
+    /// that holds nothing is no error, as in the engine's batch (unlike `Delete`).
+    pub(super) fn write_batch(&self, ns: u32, writes: &[BatchWrite], sync: bool) -> Outcome {
+        for (i, w) in writes.iter().enumerate() {
+            let checked = self.check_key(w.key()).and_then(|()| match w {
+                BatchWrite::Put { value, .. }
+                    if value.len() > self.config.max_value_len as usize =>
+                {
+                    Err((
+                        Status::InvalidValueSize,
+                        value_size_refusal(value.len() as u64, self.config.max_value_len),
+                    ))
+                }
+                _ => Ok(()),
+            });
+            checked.map_err(|(status, msg)| (status, format!("write {i} of the batch: {msg}")))?;
+        }
+        let handle = self
+            .namespace(ns)?
+            .with_write_options(WriteOptions { sync });
+        let mut batch = WriteBatch::new();
+        for w in writes {
+            match w {
+                BatchWrite::Put { key, value } => batch.put(key.to_vec(), value.to_vec()),
+                BatchWrite::Delete { key } => batch.delete(key.to_vec()),
+            };
+        }
+        self.write_striped(&handle, ns, batch, writes.iter().map(BatchWrite::key))?;
+        // The gate charged the command as one operation: the rest of its writes too, so a
+        // batch buys no more of the device than its writes sent one by one.
+        self.shares
+            .charge(ns, writes.len().saturating_sub(1) as u64, 0);
+        Ok(Reply::Empty)
+    }
+
+    /// Writes `batch` holding the stripes of `keys` (taken in index order, each once: batches
+    /// cannot deadlock each other), then queues their dedup tasks.
+    fn write_striped<'k>(
+        &self,
+        handle: &cerberus_engine::Namespace,
+        ns: u32,
+        batch: WriteBatch,
+        keys: impl Iterator<Item = &'k Bytes> + Clone,
+    ) -> Result<(), (Status, String)> {
+        let mut stripes: Vec<usize> = keys.clone().map(|k| stripe_index(ns, k)).collect();
         stripes.sort_unstable();
         stripes.dedup();
-        let _held: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
+        let held: Vec<_> = stripes.iter().map(|&i| self.stripes[i].lock()).collect();
         handle.write(batch).map_err(engine)?;
-        for (k, _) in puts {
+        drop(held);
+        for k in keys {
             self.written(ns, k);
         }
         Ok(())

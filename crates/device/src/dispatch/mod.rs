@@ -181,6 +181,7 @@ impl Shared {
             Request::Retrieve { key } => self.retrieve(ns, &key),
             Request::Exist { key } => self.exist(ns, &key),
             Request::Delete { key } => self.delete(ns, &key),
+            Request::WriteBatch { writes, sync } => self.write_batch(ns, &writes, sync),
             Request::List {
                 start,
                 start_exclusive,

@@ -338,6 +338,9 @@ impl Device {
                 Status::InvalidOpcode,
                 "the fake device has no namespace settings",
             ),
+            Request::WriteBatch { .. } => {
+                refuse(Status::InvalidOpcode, "the fake device has no batches")
+            }
             Request::Authenticate { secret } => authenticate(&st, session, nsid, &secret),
             Request::Identify => Ok(Reply::Identify(id)),
             Request::Stats => stats(&st, session, nsid, may_access),

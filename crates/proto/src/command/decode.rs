@@ -18,6 +18,10 @@ impl Command {
         let body = frame.body.clone();
         let request = match opcode {
             Opcode::Store => store(flags, body)?,
+            Opcode::WriteBatch => Request::WriteBatch {
+                writes: super::batch::decode(body)?,
+                sync: flags & STORE_SYNC != 0,
+            },
             Opcode::Retrieve | Opcode::Delete | Opcode::Exist => keyed(opcode, body)?,
             Opcode::List => list(flags, body)?,
             Opcode::Authenticate => authenticate(body)?,
@@ -51,6 +55,7 @@ impl Command {
 fn flags(opcode: Opcode, word: u16) -> Result<u8, ProtoError> {
     let allowed: u16 = match opcode {
         Opcode::Store => u16::from(STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT | STORE_SYNC),
+        Opcode::WriteBatch => u16::from(STORE_SYNC),
         Opcode::List => u16::from(LIST_START_EXCLUSIVE),
         Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
         Opcode::IndexCreate => u16::from(INDEX_VAS),

@@ -49,6 +49,7 @@ fn success(opcode: Opcode, body: Bytes) -> Result<Reply, ProtoError> {
         Opcode::IndexList => Reply::Json(body),
         Opcode::Query => found(body)?,
         Opcode::Store
+        | Opcode::WriteBatch
         | Opcode::Delete
         | Opcode::Exist
         | Opcode::Authenticate
