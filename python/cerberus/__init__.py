@@ -18,7 +18,6 @@ network works.
 from __future__ import annotations
 
 import builtins
-import io
 import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
@@ -178,32 +177,28 @@ class FindResult:
         return self._cache
 
     def to_arrow(self) -> Any:
-        """The records as a ``pyarrow.Table`` (``_pk`` first, then one column per
-        attribute). The values go to Arrow's JSON reader a page at a time, with no Python
-        object per row, unless a value spans lines or is not a JSON object."""
+        """The records as a ``pyarrow.Table`` (``_pk`` first: strings where every key is
+        UTF-8, else bytes; then one column per attribute, types inferred over every record).
+        The pages are fetched and decoded into Arrow record batches in Rust, with no Python
+        object per record, unless a value is not a JSON object (the rows are then built as
+        dicts)."""
         try:
             import pyarrow
-            import pyarrow.json as pajson
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ImportError("to_arrow() needs pyarrow: pip install pyarrow") from e
         if self._cache is not None:
             return _pk_first(pyarrow.Table.from_pylist(self._cache))
-        pks: List[Union[str, bytes]] = []
-        values: List[bytes] = []
-        for page in self._pages():
-            for pk, value in page:
-                pks.append(_pk(pk))
-                values.append(value)
-        rows = None
-        if values and all(v[:1] == b"{" and b"\n" not in v for v in values):
-            try:
-                rows = pajson.read_json(io.BytesIO(b"\n".join(values)))
-            except pyarrow.ArrowInvalid:
-                rows = None
-        if rows is None or rows.num_rows != len(values) or "_pk" in rows.column_names:
-            self._cache = [_row(pk, v) for pk, v in zip(pks, values)]
-            return _pk_first(pyarrow.Table.from_pylist(self._cache))
-        return rows.add_column(0, "_pk", pyarrow.array(pks))
+        # Every page fetched and decoded into Arrow columns in Rust; None where the values
+        # are not all JSON objects (the rows are then built here).
+        table, pages, summary = self._ns._native.find_arrow(
+            json.dumps(self._doc), bool(self._doc.get("keys_only")))
+        self.pages += pages
+        self.stats = json.loads(summary).get("stats")
+        if table is not None:
+            return table
+        # Values that are not all JSON objects: the rows as dicts, fetched again.
+        self.pages = 0
+        return _pk_first(pyarrow.Table.from_pylist(self.to_list()))
 
     def to_pandas(self) -> Any:
         """The records as a ``pandas.DataFrame`` (through :meth:`to_arrow`)."""

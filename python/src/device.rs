@@ -247,6 +247,20 @@ impl DeviceNamespace {
         Ok(crate::query_result(py, reply.records, &reply.summary))
     }
 
+    /// Every page of a find as one `pyarrow.Table` (`None`: the values do not make one), the
+    /// pages fetched and the last summary (JSON text).
+    fn find_arrow(&self, py: Python<'_>, doc: &str, keys_only: bool) -> PyResult<crate::ArrowFind> {
+        let doc: serde_json::Value = serde_json::from_str(doc)
+            .map_err(|e| errors::InvalidField::new_err(format!("query document: {e}")))?;
+        let found = py.allow_threads(|| {
+            crate::arrow_pages::all_pages(doc, |d| {
+                let reply = self.ns.query(d).map_err(errors::host)?;
+                Ok((reply.records, reply.summary))
+            })
+        })?;
+        crate::arrow_find(py, found, keys_only)
+    }
+
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let v = py.allow_threads(|| self.ns.stats()).map_err(errors::host)?;
         Ok(v.to_string())

@@ -282,6 +282,26 @@ impl EmbeddedNamespace {
         Ok(crate::query_result(py, out.records, &out.summary))
     }
 
+    /// Every page of a find as one `pyarrow.Table` (`None`: the values do not make one), the
+    /// pages fetched and the last summary (JSON text).
+    fn find_arrow(&self, py: Python<'_>, doc: &str, keys_only: bool) -> PyResult<crate::ArrowFind> {
+        let doc: serde_json::Value = serde_json::from_str(doc)
+            .map_err(|e| errors::InvalidField::new_err(format!("query document: {e}")))?;
+        let found = py.allow_threads(|| {
+            crate::arrow_pages::all_pages(doc, |d| {
+                let out = self
+                    .ns
+                    .run_query(
+                        d.to_string().as_bytes(),
+                        cerberus_engine::DEFAULT_PAGE_BYTES as u32,
+                    )
+                    .map_err(errors::engine)?;
+                Ok((out.records, out.summary))
+            })
+        })?;
+        crate::arrow_find(py, found, keys_only)
+    }
+
     /// The namespace's counters, space and settings as a JSON text (the device's shape).
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let s = py

@@ -2,6 +2,7 @@
 //! engine and the device client, wrapped by the package's Python files. Every call that
 //! reaches the engine or the network releases the GIL.
 
+mod arrow_pages;
 mod device;
 mod embedded;
 mod errors;
@@ -25,6 +26,14 @@ fn query_result<'py>(
         .map(|(k, v)| (PyBytes::new(py, k), PyBytes::new(py, v)))
         .collect();
     (records, summary.to_string())
+}
+
+/// A find as Arrow: the table (`None`: build it in Python), pages, last summary (JSON).
+type ArrowFind = (Option<PyObject>, u64, String);
+
+fn arrow_find(py: Python<'_>, found: arrow_pages::Found, keys_only: bool) -> PyResult<ArrowFind> {
+    let table = arrow_pages::table(py, &found.records, keys_only)?;
+    Ok((table, found.pages, found.summary.to_string()))
 }
 
 #[pymodule]

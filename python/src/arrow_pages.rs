@@ -1,0 +1,173 @@
+//! A find's records as a `pyarrow.Table` built in Rust: every page fetched here (the
+//! continuation followed without a trip through Python), the JSON values decoded into Arrow
+//! columns by arrow-json, the table handed to pyarrow through the Arrow C data interface. No
+//! Python object is made per record.
+
+use crate::errors;
+use arrow_array::ffi::{to_ffi, FFI_ArrowArray};
+use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray, StructArray};
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+use bytes::Bytes;
+use pyo3::prelude::*;
+use std::sync::Arc;
+
+/// Rows per record batch handed to pyarrow.
+const BATCH_ROWS: usize = 64 << 10;
+
+/// What a whole find fetched: its records, its pages and the last page's summary.
+pub struct Found {
+    pub records: Vec<(Bytes, Bytes)>,
+    pub pages: u64,
+    pub summary: serde_json::Value,
+}
+
+/// Runs the query `doc` page after page with `run` (one page: its records and summary)
+/// until a summary has no continuation.
+pub fn all_pages(
+    mut doc: serde_json::Value,
+    mut run: impl FnMut(&serde_json::Value) -> PyResult<(Vec<(Bytes, Bytes)>, serde_json::Value)>,
+) -> PyResult<Found> {
+    let mut found = Found {
+        records: Vec::new(),
+        pages: 0,
+        summary: serde_json::Value::Null,
+    };
+    loop {
+        let (records, summary) = run(&doc)?;
+        found.records.extend(records);
+        found.pages += 1;
+        let cont = summary.get("continuation").cloned();
+        found.summary = summary;
+        match cont {
+            Some(c) if !c.is_null() && c.as_str() != Some("") => {
+                doc["continuation"] = c;
+            }
+            _ => return Ok(found),
+        }
+    }
+}
+
+/// The records as a `pyarrow.Table`: `_pk` first (utf8 where every key is UTF-8, else
+/// binary), then a column per attribute of the JSON objects (types inferred over every
+/// record). `None` where a value is not a JSON object or already has a `_pk` attribute: the
+/// caller then builds the rows in Python.
+pub fn table(
+    py: Python<'_>,
+    records: &[(Bytes, Bytes)],
+    keys_only: bool,
+) -> PyResult<Option<PyObject>> {
+    let batches = match py.allow_threads(|| batches(records, keys_only)) {
+        Ok(Some(b)) => b,
+        Ok(None) | Err(_) => return Ok(None),
+    };
+    let pyarrow = py.import("pyarrow")?;
+    let record_batch = pyarrow.getattr("RecordBatch")?;
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in &batches {
+        let data = StructArray::from(batch.clone()).into_data();
+        let (array, schema) =
+            to_ffi(&data).map_err(|e| errors::InternalError::new_err(e.to_string()))?;
+        let (array, schema) = (Box::new(array), Box::new(schema));
+        let array_ptr = &*array as *const FFI_ArrowArray as usize;
+        let schema_ptr = &*schema as *const FFI_ArrowSchema as usize;
+        // pyarrow moves the structs' contents out (their release callbacks are cleared), so
+        // dropping the boxes afterwards frees nothing twice.
+        out.push(record_batch.call_method1("_import_from_c", (array_ptr, schema_ptr))?);
+    }
+    let schema = match out.first() {
+        Some(b) => b.getattr("schema")?,
+        None => return Ok(None),
+    };
+    let table = pyarrow
+        .getattr("Table")?
+        .call_method1("from_batches", (out, schema))?;
+    Ok(Some(table.unbind()))
+}
+
+/// The record batches, or `None` where the values do not make a table (see [`table`]).
+fn batches(
+    records: &[(Bytes, Bytes)],
+    keys_only: bool,
+) -> Result<Option<Vec<RecordBatch>>, ArrowError> {
+    let objects = !keys_only && records.iter().any(|(_, v)| !v.is_empty());
+    if objects && !records.iter().all(|(_, v)| first_byte(v) == Some(b'{')) {
+        return Ok(None);
+    }
+    let values_schema = if objects {
+        let parsed = records.iter().map(|(_, v)| {
+            serde_json::from_slice::<serde_json::Value>(v)
+                .map_err(|e| ArrowError::JsonError(e.to_string()))
+        });
+        arrow_json::reader::infer_json_schema_from_iterator(parsed)?
+    } else {
+        Schema::empty()
+    };
+    if values_schema.field_with_name("_pk").is_ok() {
+        return Ok(None);
+    }
+    let utf8 = records.iter().all(|(k, _)| std::str::from_utf8(k).is_ok());
+    let pk_type = if utf8 {
+        DataType::Utf8
+    } else {
+        DataType::Binary
+    };
+    let mut fields = vec![Arc::new(Field::new("_pk", pk_type, false))];
+    fields.extend(values_schema.fields().iter().cloned());
+    let schema = Arc::new(Schema::new(fields));
+    let mut out = Vec::new();
+    for chunk in records.chunks(BATCH_ROWS.max(1)) {
+        let pk: ArrayRef = if utf8 {
+            Arc::new(StringArray::from_iter_values(
+                chunk
+                    .iter()
+                    .map(|(k, _)| std::str::from_utf8(k).unwrap_or_default()),
+            ))
+        } else {
+            Arc::new(BinaryArray::from_iter_values(
+                chunk.iter().map(|(k, _)| k.as_ref()),
+            ))
+        };
+        let mut columns = vec![pk];
+        if objects {
+            let values = decode(chunk, Arc::new(values_schema.clone()))?;
+            if values.num_rows() != chunk.len() {
+                return Ok(None);
+            }
+            columns.extend(values.columns().iter().cloned());
+        }
+        out.push(RecordBatch::try_new(schema.clone(), columns)?);
+    }
+    if out.is_empty() {
+        out.push(RecordBatch::new_empty(schema));
+    }
+    Ok(Some(out))
+}
+
+/// One chunk's values, decoded with `schema` (numbers and booleans accepted into a string
+/// column where the inference chose one for mixed types).
+fn decode(chunk: &[(Bytes, Bytes)], schema: Arc<Schema>) -> Result<RecordBatch, ArrowError> {
+    let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+        .with_batch_size(chunk.len().max(1))
+        .with_coerce_primitive(true)
+        .build_decoder()?;
+    for (_, v) in chunk {
+        let mut rest: &[u8] = v;
+        while !rest.is_empty() {
+            let n = decoder.decode(rest)?;
+            if n == 0 {
+                break;
+            }
+            rest = &rest[n..];
+        }
+        // A separator, so that two values never run together.
+        decoder.decode(b"\n")?;
+    }
+    Ok(decoder
+        .flush()?
+        .unwrap_or_else(|| RecordBatch::new_empty(schema)))
+}
+
+fn first_byte(v: &[u8]) -> Option<u8> {
+    v.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
