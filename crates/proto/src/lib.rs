@@ -9,6 +9,7 @@ mod error;
 mod frame;
 mod header;
 mod limits;
+pub mod nvme;
 mod response;
 mod status;
 
