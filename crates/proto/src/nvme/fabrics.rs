@@ -1,0 +1,223 @@
+//! NVMe over Fabrics commands (opcode 0x7F, the command type in byte 4 of the entry): Connect
+//! (its 1,024 bytes of data: host identifier, controller id, subsystem and host NQNs),
+//! Property Get and Property Set (the controller's registers over a fabric), Disconnect.
+
+use super::queue_entry::{NvmeStatus, Sqe};
+
+/// The Fabrics commands' opcode.
+pub const FABRICS_OPCODE: u8 = 0x7F;
+/// Bytes of a Connect command's data.
+pub const CONNECT_DATA_LEN: usize = 1024;
+/// Bytes an NQN field takes (NUL-padded UTF-8).
+pub const NQN_FIELD_LEN: usize = 256;
+/// The well-known NQN of a discovery controller.
+pub const DISCOVERY_NQN: &str = "nqn.2014-08.org.nvmexpress.discovery";
+
+/// Controller property offsets.
+pub mod property {
+    /// Controller capabilities (8 bytes).
+    pub const CAP: u32 = 0x00;
+    /// Version (4 bytes).
+    pub const VS: u32 = 0x08;
+    /// Controller configuration (4 bytes).
+    pub const CC: u32 = 0x14;
+    /// Controller status (4 bytes).
+    pub const CSTS: u32 = 0x1C;
+}
+
+/// A Fabrics command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FabricsCommand {
+    /// Opens a queue: the admin queue (`qid` 0, `cntlid` 0xFFFF: any controller) or an I/O
+    /// queue of the controller the admin Connect answered.
+    Connect {
+        /// Record format (0).
+        recfmt: u16,
+        /// Queue id.
+        qid: u16,
+        /// Submission queue size, 0-based.
+        sqsize: u16,
+        /// Connect attributes.
+        cattr: u8,
+        /// Keep-alive timeout, milliseconds (0: none).
+        kato_ms: u32,
+        /// The host's identifier.
+        hostid: [u8; 16],
+        /// The controller asked for.
+        cntlid: u16,
+        /// The subsystem's NQN.
+        subnqn: String,
+        /// The host's NQN.
+        hostnqn: String,
+    },
+    /// Reads a property: 4 bytes, or 8 with `eight`.
+    PropertyGet {
+        /// An 8-byte property.
+        eight: bool,
+        /// Its offset.
+        offset: u32,
+    },
+    /// Writes a property.
+    PropertySet {
+        /// An 8-byte property.
+        eight: bool,
+        /// Its offset.
+        offset: u32,
+        /// The value.
+        value: u64,
+    },
+    /// Closes the queue.
+    Disconnect,
+}
+
+/// Connect's status for bad data or parameters (command specific, "Connect Invalid
+/// Parameters").
+pub fn connect_invalid_parameters() -> NvmeStatus {
+    NvmeStatus::error(1, 0x82)
+}
+
+impl FabricsCommand {
+    /// Reads a Fabrics command from `sqe` and its in-capsule `data`; `Ok(None)` for another
+    /// opcode, `Err` with the status to answer for a malformed one (an unknown command type
+    /// is "Invalid Command Opcode").
+    pub fn decode(sqe: &Sqe, data: &[u8]) -> Result<Option<FabricsCommand>, NvmeStatus> {
+        if sqe.opcode != FABRICS_OPCODE {
+            return Ok(None);
+        }
+        let fctype = (sqe.nsid & 0xFF) as u8;
+        let (cdw10, cdw11) = (sqe.cdw(10), sqe.cdw(11));
+        Ok(Some(match fctype {
+            0x01 => {
+                if data.len() < CONNECT_DATA_LEN {
+                    return Err(connect_invalid_parameters());
+                }
+                let mut hostid = [0u8; 16];
+                hostid.copy_from_slice(&data[..16]);
+                FabricsCommand::Connect {
+                    recfmt: (cdw10 & 0xFFFF) as u16,
+                    qid: (cdw10 >> 16) as u16,
+                    sqsize: (cdw11 & 0xFFFF) as u16,
+                    cattr: ((cdw11 >> 16) & 0xFF) as u8,
+                    kato_ms: sqe.cdw(12),
+                    hostid,
+                    cntlid: u16::from_le_bytes([data[16], data[17]]),
+                    subnqn: nqn(&data[256..512])?,
+                    hostnqn: nqn(&data[512..768])?,
+                }
+            }
+            0x04 => FabricsCommand::PropertyGet {
+                eight: cdw10 & 0x7 == 1,
+                offset: cdw11,
+            },
+            0x00 => FabricsCommand::PropertySet {
+                eight: cdw10 & 0x7 == 1,
+                offset: cdw11,
+                value: u64::from(sqe.cdw(12)) | (u64::from(sqe.cdw(13)) << 32),
+            },
+            0x08 => FabricsCommand::Disconnect,
+            _ => return Err(NvmeStatus::error(0, 0x01)),
+        }))
+    }
+}
+
+/// An NQN field: UTF-8 up to the first NUL, 1 to 223 bytes as the spec bounds it.
+fn nqn(field: &[u8]) -> Result<String, NvmeStatus> {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    let s = std::str::from_utf8(&field[..end]).map_err(|_| connect_invalid_parameters())?;
+    if s.is_empty() || s.len() > 223 {
+        return Err(connect_invalid_parameters());
+    }
+    Ok(s.to_string())
+}
+
+/// A Connect command's data (the host's side), for an initiator and for tests.
+pub fn connect_data(hostid: [u8; 16], cntlid: u16, subnqn: &str, hostnqn: &str) -> Vec<u8> {
+    let mut d = vec![0u8; CONNECT_DATA_LEN];
+    d[..16].copy_from_slice(&hostid);
+    d[16..18].copy_from_slice(&cntlid.to_le_bytes());
+    let put = |d: &mut [u8], at: usize, s: &str| {
+        let n = s.len().min(NQN_FIELD_LEN - 1);
+        d[at..at + n].copy_from_slice(&s.as_bytes()[..n]);
+    };
+    put(&mut d, 256, subnqn);
+    put(&mut d, 512, hostnqn);
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fabrics(fctype: u8) -> Sqe {
+        Sqe {
+            opcode: FABRICS_OPCODE,
+            nsid: u32::from(fctype),
+            ..Sqe::default()
+        }
+    }
+
+    #[test]
+    fn connect_reads_its_entry_and_data() {
+        let mut sqe = fabrics(0x01);
+        sqe.cdw[0] = 3 << 16; // QID 3, RECFMT 0
+        sqe.cdw[1] = 127 | (0x04 << 16);
+        sqe.cdw[2] = 120_000;
+        let data = connect_data([5; 16], 7, "nqn.2026-11.dev.cerberus:kv", "nqn.host:one");
+        let cmd = FabricsCommand::decode(&sqe, &data).unwrap().unwrap();
+        assert_eq!(
+            cmd,
+            FabricsCommand::Connect {
+                recfmt: 0,
+                qid: 3,
+                sqsize: 127,
+                cattr: 4,
+                kato_ms: 120_000,
+                hostid: [5; 16],
+                cntlid: 7,
+                subnqn: "nqn.2026-11.dev.cerberus:kv".into(),
+                hostnqn: "nqn.host:one".into(),
+            }
+        );
+        // Short data, or an empty NQN: invalid parameters, no panic.
+        assert_eq!(
+            FabricsCommand::decode(&sqe, &data[..1000]),
+            Err(connect_invalid_parameters())
+        );
+        let empty = connect_data([0; 16], 0xFFFF, "", "h");
+        assert_eq!(
+            FabricsCommand::decode(&sqe, &empty),
+            Err(connect_invalid_parameters())
+        );
+    }
+
+    #[test]
+    fn properties_and_other_types() {
+        let mut get = fabrics(0x04);
+        get.cdw[0] = 1;
+        get.cdw[1] = property::CAP;
+        assert_eq!(
+            FabricsCommand::decode(&get, &[]),
+            Ok(Some(FabricsCommand::PropertyGet {
+                eight: true,
+                offset: 0
+            }))
+        );
+        let mut set = fabrics(0x00);
+        set.cdw[1] = property::CC;
+        set.cdw[2] = 0x0046_0001;
+        assert_eq!(
+            FabricsCommand::decode(&set, &[]),
+            Ok(Some(FabricsCommand::PropertySet {
+                eight: false,
+                offset: 0x14,
+                value: 0x0046_0001
+            }))
+        );
+        assert_eq!(
+            FabricsCommand::decode(&fabrics(0x08), &[]),
+            Ok(Some(FabricsCommand::Disconnect))
+        );
+        assert!(FabricsCommand::decode(&fabrics(0x05), &[]).is_err());
+        assert_eq!(FabricsCommand::decode(&Sqe::default(), &[]), Ok(None));
+    }
+}
