@@ -94,12 +94,12 @@ fn batches(
     if objects && !records.iter().all(|(_, v)| first_byte(v) == Some(b'{')) {
         return Ok(None);
     }
+    let parts = parts(records);
     let values_schema = if objects {
-        let parsed = records.iter().map(|(_, v)| {
-            serde_json::from_slice::<serde_json::Value>(v)
-                .map_err(|e| ArrowError::JsonError(e.to_string()))
-        });
-        arrow_json::reader::infer_json_schema_from_iterator(parsed)?
+        match scan(&parts) {
+            Some(schema) => schema,
+            None => infer_nested(records)?,
+        }
     } else {
         Schema::empty()
     };
@@ -115,8 +115,79 @@ fn batches(
     let mut fields = vec![Arc::new(Field::new("_pk", pk_type, false))];
     fields.extend(values_schema.fields().iter().cloned());
     let schema = Arc::new(Schema::new(fields));
+    // Each part on a thread of its own, its batches in order.
+    let per_part: Vec<Result<Option<Vec<RecordBatch>>, ArrowError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .iter()
+            .map(|part| {
+                let (schema, values_schema) = (&schema, &values_schema);
+                s.spawn(move || part_batches(part, schema, values_schema, utf8, objects))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(ArrowError::ComputeError("a decoder panicked".into())))
+            })
+            .collect()
+    });
     let mut out = Vec::new();
-    for chunk in records.chunks(BATCH_ROWS.max(1)) {
+    for part in per_part {
+        match part? {
+            Some(batches) => out.extend(batches),
+            None => return Ok(None),
+        }
+    }
+    if out.is_empty() {
+        out.push(RecordBatch::new_empty(schema));
+    }
+    Ok(Some(out))
+}
+
+/// The records cut into one part per core (at least 4,096 records a part).
+fn parts(records: &[(Bytes, Bytes)]) -> Vec<&[(Bytes, Bytes)]> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n = cores.min(records.len() / 4096).max(1);
+    records.chunks(records.len().div_ceil(n).max(1)).collect()
+}
+
+/// The schema of flat objects, each part scanned on a thread of its own (`None`: a value is
+/// not a flat JSON object).
+fn scan(parts: &[&[(Bytes, Bytes)]]) -> Option<Schema> {
+    use crate::arrow_schema_scan::Kinds;
+    let scanned: Vec<Option<Kinds>> = std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .iter()
+            .map(|part| {
+                s.spawn(move || {
+                    let mut kinds = Kinds::default();
+                    part.iter().all(|(_, v)| kinds.add(v)).then_some(kinds)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    let mut all = Kinds::default();
+    for kinds in scanned {
+        all.merge(kinds?);
+    }
+    Some(all.schema())
+}
+
+/// One part's record batches (`None`: a value did not decode to one row).
+fn part_batches(
+    part: &[(Bytes, Bytes)],
+    schema: &Arc<Schema>,
+    values_schema: &Schema,
+    utf8: bool,
+    objects: bool,
+) -> Result<Option<Vec<RecordBatch>>, ArrowError> {
+    let mut out = Vec::new();
+    for chunk in part.chunks(BATCH_ROWS.max(1)) {
         let pk: ArrayRef = if utf8 {
             Arc::new(StringArray::from_iter_values(
                 chunk
@@ -138,10 +209,17 @@ fn batches(
         }
         out.push(RecordBatch::try_new(schema.clone(), columns)?);
     }
-    if out.is_empty() {
-        out.push(RecordBatch::new_empty(schema));
-    }
     Ok(Some(out))
+}
+
+/// The schema of values with arrays or objects in them: arrow-json's inference, which builds
+/// each document.
+fn infer_nested(records: &[(Bytes, Bytes)]) -> Result<Schema, ArrowError> {
+    let parsed = records.iter().map(|(_, v)| {
+        serde_json::from_slice::<serde_json::Value>(v)
+            .map_err(|e| ArrowError::JsonError(e.to_string()))
+    });
+    arrow_json::reader::infer_json_schema_from_iterator(parsed)
 }
 
 /// One chunk's values, decoded with `schema` (numbers and booleans accepted into a string

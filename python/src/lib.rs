@@ -3,6 +3,7 @@
 //! reaches the engine or the network releases the GIL.
 
 mod arrow_pages;
+mod arrow_schema_scan;
 mod device;
 mod embedded;
 mod errors;

@@ -193,3 +193,27 @@ def test_arrow_falls_back_for_values_that_are_not_objects(target):
         b.put(b"\xff\xfe", b'{"g": 1, "v": 3}')
     rows = ns.find({}).to_arrow().to_pylist()
     assert sorted(r.get("v") or 0 for r in rows) == [0, 1, 3]
+
+
+def test_arrow_from_rust_merges_parts_decoded_apart(target):
+    # Enough records for one part per core: an attribute only in the last records, one
+    # that is a number in the first and a string in the last, in key order.
+    import pyarrow as pa
+
+    ns = target.create_namespace(fresh_name("parts"))
+    n = 9000
+    with ns.batch() as b:
+        for i in range(n):
+            row = {"g": 1, "i": i, "mixed": i if i < n // 2 else f"s{i}"}
+            if i >= n - 10:
+                row["late"] = i
+            b.put(b"r%05d" % i, json.dumps(row).encode())
+    ns.create_index("g")
+    table = ns.find({"g": 1}).to_arrow()
+    assert table.num_rows == n
+    assert table.column("_pk").to_pylist() == ["r%05d" % i for i in range(n)]
+    assert table.column("i").to_pylist() == list(range(n))
+    assert table.schema.field("mixed").type == pa.string()
+    assert table.column("mixed").to_pylist()[:2] == ["0", "1"]
+    late = table.column("late").to_pylist()
+    assert late[:n - 10] == [None] * (n - 10) and late[n - 10:] == list(range(n - 10, n))
