@@ -4,6 +4,7 @@ use crate::cerberus::CerberusDb;
 use crate::config::{OpenConfig, StorageArg};
 use crate::db::BenchDb;
 use crate::device::DeviceDb;
+use crate::floor::{self, FloorDb};
 #[cfg(feature = "redis")]
 use crate::redis::RedisDb;
 #[cfg(feature = "rocksdb")]
@@ -25,6 +26,9 @@ pub enum Engine {
     Device,
     /// A `redis-server` started on a loopback port (the device's peer).
     Redis,
+    /// The floor of Cerberus's write path: a buffered log append and a skiplist insert per
+    /// put (puts only; see `floor.rs`).
+    Floor,
 }
 
 impl Engine {
@@ -36,6 +40,7 @@ impl Engine {
             Engine::RocksDbBlob => "rocksdb-blob",
             Engine::Device => "device",
             Engine::Redis => "redis",
+            Engine::Floor => "floor",
         }
     }
 
@@ -48,9 +53,10 @@ impl Engine {
             "rocksdb-blob" | "rocksdb_blob" => Ok(Engine::RocksDbBlob),
             "device" => Ok(Engine::Device),
             "redis" => Ok(Engine::Redis),
+            "floor" => Ok(Engine::Floor),
             other => bail!(
-                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device or \
-                 redis)"
+                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device, \
+                 redis or floor)"
             ),
         }
     }
@@ -59,6 +65,7 @@ impl Engine {
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
             Engine::Cerberus | Engine::Device => Ok(()),
+            Engine::Floor => floor::check(config),
             Engine::Redis => {
                 if !cfg!(feature = "redis") {
                     bail!(
@@ -95,6 +102,7 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
     match engine {
         Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
+        Engine::Floor => Ok(Arc::new(FloorDb::open(config)?)),
         #[cfg(feature = "rocksdb")]
         Engine::RocksDb => Ok(Arc::new(RocksDb::open(config, false)?)),
         #[cfg(feature = "rocksdb")]
