@@ -5,6 +5,8 @@ use crate::config::{OpenConfig, StorageArg};
 use crate::db::BenchDb;
 use crate::device::DeviceDb;
 use crate::floor::{self, FloorDb};
+#[cfg(feature = "lmdb")]
+use crate::lmdb::LmdbDb;
 #[cfg(feature = "redis")]
 use crate::redis::RedisDb;
 #[cfg(feature = "rocksdb")]
@@ -29,6 +31,8 @@ pub enum Engine {
     /// The floor of Cerberus's write path: a buffered log append and a skiplist insert per
     /// put (puts only; see `floor.rs`).
     Floor,
+    /// LMDB (cargo feature `lmdb`, the `heed` crate), the embedded engine's read peer.
+    Lmdb,
 }
 
 impl Engine {
@@ -41,6 +45,7 @@ impl Engine {
             Engine::Device => "device",
             Engine::Redis => "redis",
             Engine::Floor => "floor",
+            Engine::Lmdb => "lmdb",
         }
     }
 
@@ -54,9 +59,10 @@ impl Engine {
             "device" => Ok(Engine::Device),
             "redis" => Ok(Engine::Redis),
             "floor" => Ok(Engine::Floor),
+            "lmdb" => Ok(Engine::Lmdb),
             other => bail!(
                 "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device, \
-                 redis or floor)"
+                 redis, floor or lmdb)"
             ),
         }
     }
@@ -66,6 +72,18 @@ impl Engine {
         match self {
             Engine::Cerberus | Engine::Device => Ok(()),
             Engine::Floor => floor::check(config),
+            Engine::Lmdb => {
+                if !cfg!(feature = "lmdb") {
+                    bail!(
+                        "this cerberus-bench was built without LMDB: build with `--features \
+                         lmdb` (it compiles LMDB's bundled source; no system package needed)"
+                    );
+                }
+                if config.storage == StorageArg::Nand {
+                    bail!("--storage nand is only supported by the cerberus engine");
+                }
+                Ok(())
+            }
             Engine::Redis => {
                 if !cfg!(feature = "redis") {
                     bail!(
@@ -103,6 +121,10 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
         Engine::Floor => Ok(Arc::new(FloorDb::open(config)?)),
+        #[cfg(feature = "lmdb")]
+        Engine::Lmdb => Ok(Arc::new(LmdbDb::open(config)?)),
+        #[cfg(not(feature = "lmdb"))]
+        Engine::Lmdb => unreachable!("checked above"),
         #[cfg(feature = "rocksdb")]
         Engine::RocksDb => Ok(Arc::new(RocksDb::open(config, false)?)),
         #[cfg(feature = "rocksdb")]
