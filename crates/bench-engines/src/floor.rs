@@ -6,6 +6,10 @@
 //! skiplist (`crossbeam_skiplist::SkipMap`, the engine's memtable structure) holding the value
 //! (a slice of the record, as the engine's memtable does) and its log offset.
 //!
+//! `--engine floor-write` is the same with the record handed to the kernel by one `write(2)`
+//! per put, as the engine does (so an acknowledged put outlives a crash of the process): what
+//! the buffer saves is the system call.
+//!
 //! A skiplist past the engine's memtable budget is swapped for a new one and dropped on a
 //! thread of its own, as the engine hands a full memtable to the background; nothing is
 //! flushed to tables. It measures puts only: gets fail.
@@ -43,6 +47,9 @@ struct Log {
 /// The floor: a buffered log and a skiplist.
 pub struct FloorDb {
     log: Mutex<Log>,
+    /// Whether the log's buffer is written out only when full (`floor`), or after each put
+    /// (`floor-write`).
+    buffered: bool,
     mem: RwLock<Arc<Skiplist>>,
     mem_bytes: AtomicUsize,
     budget: usize,
@@ -68,7 +75,7 @@ pub fn encode_record(out: &mut Vec<u8>, seq: u64, key: &[u8], value: &[u8]) {
 }
 
 impl FloorDb {
-    pub fn open(config: &OpenConfig) -> Result<FloorDb> {
+    pub fn open(config: &OpenConfig, buffered: bool) -> Result<FloorDb> {
         if config.sync {
             bail!("the floor never syncs: run it without --sync");
         }
@@ -85,6 +92,7 @@ impl FloorDb {
                 offset: 0,
                 next_seq: 1,
             }),
+            buffered,
             mem: RwLock::new(Arc::new(SkipMap::new())),
             mem_bytes: AtomicUsize::new(0),
             budget: cerberus_engine::Options::default().memtable_bytes,
@@ -135,6 +143,9 @@ impl BenchDb for FloorDb {
             log.file
                 .write_all(&record)
                 .context("appending to the floor's log")?;
+            if !self.buffered {
+                log.file.flush().context("writing the floor's log")?;
+            }
             let offset = log.offset;
             log.offset += record.len() as u64;
             log.next_seq += 1;
@@ -219,7 +230,7 @@ mod tests {
     #[test]
     fn puts_land_in_the_log_and_the_skiplist() {
         let dir = tempfile::tempdir().unwrap();
-        let db = FloorDb::open(&config(dir.path())).unwrap();
+        let db = FloorDb::open(&config(dir.path()), true).unwrap();
         db.put(b"k1", b"value one").unwrap();
         db.put(b"k0", b"v0").unwrap();
         db.put(b"k1", b"value two").unwrap();
@@ -257,7 +268,7 @@ mod tests {
     #[test]
     fn a_full_skiplist_is_swapped_for_a_new_one() {
         let dir = tempfile::tempdir().unwrap();
-        let mut db = FloorDb::open(&config(dir.path())).unwrap();
+        let mut db = FloorDb::open(&config(dir.path()), true).unwrap();
         db.budget = 1000;
         for i in 0..40u32 {
             db.put(&i.to_be_bytes(), &[7; 100]).unwrap();
@@ -265,6 +276,18 @@ mod tests {
         // 168 bytes counted a put: a swap every 6 puts; 40 % 6 = 4 in the last.
         assert_eq!(db.mem.read().len(), 4);
         assert_eq!(db.stats_json()["puts"], 40);
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn floor_write_hands_each_put_to_the_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = FloorDb::open(&config(dir.path()), false).unwrap();
+        db.put(b"k", b"v").unwrap();
+        let len = std::fs::metadata(dir.path().join("floor.log"))
+            .unwrap()
+            .len();
+        assert_eq!(len, 29 + 2);
         db.close().unwrap();
     }
 

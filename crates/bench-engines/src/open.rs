@@ -31,6 +31,8 @@ pub enum Engine {
     /// The floor of Cerberus's write path: a buffered log append and a skiplist insert per
     /// put (puts only; see `floor.rs`).
     Floor,
+    /// The floor with one `write(2)` per put, as the engine hands each write to the kernel.
+    FloorWrite,
     /// LMDB (cargo feature `lmdb`, the `heed` crate), the embedded engine's read peer.
     Lmdb,
 }
@@ -45,6 +47,7 @@ impl Engine {
             Engine::Device => "device",
             Engine::Redis => "redis",
             Engine::Floor => "floor",
+            Engine::FloorWrite => "floor-write",
             Engine::Lmdb => "lmdb",
         }
     }
@@ -59,10 +62,11 @@ impl Engine {
             "device" => Ok(Engine::Device),
             "redis" => Ok(Engine::Redis),
             "floor" => Ok(Engine::Floor),
+            "floor-write" | "floor_write" => Ok(Engine::FloorWrite),
             "lmdb" => Ok(Engine::Lmdb),
             other => bail!(
                 "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device, \
-                 redis, floor or lmdb)"
+                 redis, floor, floor-write or lmdb)"
             ),
         }
     }
@@ -71,7 +75,7 @@ impl Engine {
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
             Engine::Cerberus | Engine::Device => Ok(()),
-            Engine::Floor => floor::check(config),
+            Engine::Floor | Engine::FloorWrite => floor::check(config),
             Engine::Lmdb => {
                 if !cfg!(feature = "lmdb") {
                     bail!(
@@ -120,7 +124,8 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
     match engine {
         Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
-        Engine::Floor => Ok(Arc::new(FloorDb::open(config)?)),
+        Engine::Floor => Ok(Arc::new(FloorDb::open(config, true)?)),
+        Engine::FloorWrite => Ok(Arc::new(FloorDb::open(config, false)?)),
         #[cfg(feature = "lmdb")]
         Engine::Lmdb => Ok(Arc::new(LmdbDb::open(config)?)),
         #[cfg(not(feature = "lmdb"))]

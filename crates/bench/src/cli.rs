@@ -39,7 +39,8 @@ pub struct Args {
     /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
     /// through the network, see --device), redis (a `redis-server` started on a loopback
     /// port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
-    /// append and a skiplist insert per put; puts only), or several (`cerberus,rocksdb`,
+    /// append and a skiplist insert per put; puts only), floor-write (the same, the log
+    /// written out after each put), lmdb (the `lmdb` feature), or several (`cerberus,rocksdb`,
     /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`, `device,redis`: also prints the
     /// first one's ratio to each other) [default: cerberus, or device when --device is given].
     #[arg(long)]
