@@ -53,8 +53,11 @@ pub struct FloorDb {
     mem: RwLock<Arc<Skiplist>>,
     mem_bytes: AtomicUsize,
     budget: usize,
-    dropper: Mutex<Option<(mpsc::Sender<Arc<Skiplist>>, JoinHandle<()>)>>,
+    dropper: Mutex<Option<Dropper>>,
 }
+
+/// The thread that frees full skiplists, and the way to hand it one.
+type Dropper = (mpsc::Sender<Arc<Skiplist>>, JoinHandle<()>);
 
 /// Appends one record in the engine's value-log format to `out`.
 pub fn encode_record(out: &mut Vec<u8>, seq: u64, key: &[u8], value: &[u8]) {

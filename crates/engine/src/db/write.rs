@@ -261,7 +261,7 @@ impl Inner {
                 };
                 if s.kind == Kind::Put {
                     charged += (key.len() + value.len()) as u64;
-                    charged += derive_entries(&mem, own, key, &value, addr, seq);
+                    charged += derive_entries(mem, own, key, &value, addr, seq);
                 }
                 mem.insert(
                     Bytes::from(user),
