@@ -2,7 +2,9 @@
 //! ([`BenchDb`]): Cerberus embedded, Cerberus through the network as a device (remote, or
 //! started here on a loopback port), and, behind their cargo features, its peers RocksDB
 //! (`rocksdb`, Debian's librocksdb from scripts/install-peers) and Redis (`redis`, a
-//! `redis-server` the bench starts). Also the engine sizes of `--profile` ([`profile`]) and
+//! `redis-server` the bench starts) and LMDB (`lmdb`, the `heed` crate, the embedded engine's read
+//! peer); and the floor of Cerberus's write path (`floor`: a buffered
+//! log append and a skiplist insert per put). Also the engine sizes of `--profile` ([`profile`]) and
 //! the local device the bench's device experiments share ([`local_device`]).
 
 #![deny(missing_docs)]
@@ -12,6 +14,9 @@ mod config;
 mod db;
 mod device;
 mod device_cursor;
+mod floor;
+#[cfg(feature = "lmdb")]
+mod lmdb;
 pub mod local_device;
 mod open;
 pub mod profile;

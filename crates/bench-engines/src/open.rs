@@ -4,6 +4,9 @@ use crate::cerberus::CerberusDb;
 use crate::config::{OpenConfig, StorageArg};
 use crate::db::BenchDb;
 use crate::device::DeviceDb;
+use crate::floor::{self, FloorDb};
+#[cfg(feature = "lmdb")]
+use crate::lmdb::LmdbDb;
 #[cfg(feature = "redis")]
 use crate::redis::RedisDb;
 #[cfg(feature = "rocksdb")]
@@ -25,6 +28,13 @@ pub enum Engine {
     Device,
     /// A `redis-server` started on a loopback port (the device's peer).
     Redis,
+    /// The floor of Cerberus's write path: a buffered log append and a skiplist insert per
+    /// put (puts only; see `floor.rs`).
+    Floor,
+    /// The floor with one `write(2)` per put, as the engine hands each write to the kernel.
+    FloorWrite,
+    /// LMDB (cargo feature `lmdb`, the `heed` crate), the embedded engine's read peer.
+    Lmdb,
 }
 
 impl Engine {
@@ -36,6 +46,9 @@ impl Engine {
             Engine::RocksDbBlob => "rocksdb-blob",
             Engine::Device => "device",
             Engine::Redis => "redis",
+            Engine::Floor => "floor",
+            Engine::FloorWrite => "floor-write",
+            Engine::Lmdb => "lmdb",
         }
     }
 
@@ -48,9 +61,12 @@ impl Engine {
             "rocksdb-blob" | "rocksdb_blob" => Ok(Engine::RocksDbBlob),
             "device" => Ok(Engine::Device),
             "redis" => Ok(Engine::Redis),
+            "floor" => Ok(Engine::Floor),
+            "floor-write" | "floor_write" => Ok(Engine::FloorWrite),
+            "lmdb" => Ok(Engine::Lmdb),
             other => bail!(
-                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device or \
-                 redis)"
+                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device, \
+                 redis, floor, floor-write or lmdb)"
             ),
         }
     }
@@ -59,6 +75,19 @@ impl Engine {
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
             Engine::Cerberus | Engine::Device => Ok(()),
+            Engine::Floor | Engine::FloorWrite => floor::check(config),
+            Engine::Lmdb => {
+                if !cfg!(feature = "lmdb") {
+                    bail!(
+                        "this cerberus-bench was built without LMDB: build with `--features \
+                         lmdb` (it compiles LMDB's bundled source; no system package needed)"
+                    );
+                }
+                if config.storage == StorageArg::Nand {
+                    bail!("--storage nand is only supported by the cerberus engine");
+                }
+                Ok(())
+            }
             Engine::Redis => {
                 if !cfg!(feature = "redis") {
                     bail!(
@@ -95,6 +124,12 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
     match engine {
         Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
+        Engine::Floor => Ok(Arc::new(FloorDb::open(config, true)?)),
+        Engine::FloorWrite => Ok(Arc::new(FloorDb::open(config, false)?)),
+        #[cfg(feature = "lmdb")]
+        Engine::Lmdb => Ok(Arc::new(LmdbDb::open(config)?)),
+        #[cfg(not(feature = "lmdb"))]
+        Engine::Lmdb => unreachable!("checked above"),
         #[cfg(feature = "rocksdb")]
         Engine::RocksDb => Ok(Arc::new(RocksDb::open(config, false)?)),
         #[cfg(feature = "rocksdb")]

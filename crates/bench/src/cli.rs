@@ -21,7 +21,9 @@ use std::path::PathBuf;
                   iterator sweep), `cerberus-bench itermem` (what open iterators hold over many \
                   tables), `cerberus-bench dataset` (the paper's glacier and tweets datasets), \
                   `cerberus-bench queries` (the paper's secondary-key queries, and SQLite), \
-                  `cerberus-bench noisy` (a victim tenant's gets beside writing neighbours)."
+                  `cerberus-bench noisy` (a victim tenant's gets beside writing neighbours), \
+                  `cerberus-bench floor` (fillrandom on the engine and on the floor of its \
+                  design, alternated with --rounds)."
 )]
 pub struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,
@@ -36,7 +38,9 @@ pub struct Args {
     /// rocksdb, rocksdb-blob (RocksDB with blob files: values of at least Cerberus's
     /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
     /// through the network, see --device), redis (a `redis-server` started on a loopback
-    /// port; the `redis` feature), or several (`cerberus,rocksdb`,
+    /// port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
+    /// append and a skiplist insert per put; puts only), floor-write (the same, the log
+    /// written out after each put), lmdb (the `lmdb` feature), or several (`cerberus,rocksdb`,
     /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`, `device,redis`: also prints the
     /// first one's ratio to each other) [default: cerberus, or device when --device is given].
     #[arg(long)]

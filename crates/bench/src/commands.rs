@@ -8,7 +8,8 @@
 //! from the `cerberus-datasets` crate) and `cerberus-bench queries` (the paper's secondary-key queries on the engine
 //! and SQLite, `queries/`), `cerberus-bench bts` (the scheduling policies with dedup as
 //! the background task, `bts/`), `cerberus-bench noisy` (a victim tenant's gets beside
-//! writing neighbours, `noisy/`) and `plot-noisy` (its charts).
+//! writing neighbours, `noisy/`), `plot-noisy` (its charts) and `cerberus-bench floor` (fillrandom
+//! on the engine and on the floor of its design, alternated, `floor.rs`).
 
 use anyhow::Result;
 use std::ffi::OsString;
@@ -16,7 +17,7 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 12] = [
+const COMMANDS: [(&str, Command); 13] = [
     ("plot", |args| Ok(cerberus_figures::plot(args)?)),
     ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
     ("grid-median", |args| {
@@ -35,6 +36,7 @@ const COMMANDS: [(&str, Command); 12] = [
     ("plot-bts", |args| Ok(cerberus_figures::plot_bts(args)?)),
     ("noisy", |args| crate::noisy::main(args)),
     ("plot-noisy", |args| Ok(cerberus_figures::plot_noisy(args)?)),
+    ("floor", |args| crate::floor::main(args)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -73,7 +75,8 @@ mod tests {
                 "bts",
                 "plot-bts",
                 "noisy",
-                "plot-noisy"
+                "plot-noisy",
+                "floor"
             ]
         );
     }

@@ -5,6 +5,7 @@ mod bts;
 mod cli;
 mod commands;
 mod dataset;
+mod floor;
 mod histogram;
 mod itermem;
 mod memory;

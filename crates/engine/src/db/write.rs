@@ -235,7 +235,9 @@ impl Inner {
             }
         }
         let segment = w.vlog.segment();
-        let mem = self.super_version().mem.clone();
+        // A guard, not a counted reference: no shared counter touched per group.
+        let sv = self.super_version_brief();
+        let mem = &sv.mem;
         let indexes = self.index_set();
         let mut seq = first;
         for g in group {
@@ -259,7 +261,7 @@ impl Inner {
                 };
                 if s.kind == Kind::Put {
                     charged += (key.len() + value.len()) as u64;
-                    charged += derive_entries(&mem, own, key, &value, addr, seq);
+                    charged += derive_entries(mem, own, key, &value, addr, seq);
                 }
                 mem.insert(
                     Bytes::from(user),
@@ -316,7 +318,7 @@ impl Inner {
     pub(super) fn make_room(&self, w: &mut WriterState) -> Result<()> {
         let mut slowed = false;
         loop {
-            let sv = self.super_version();
+            let sv = self.super_version_brief();
             let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
             let auto = o.auto_compaction;
             // The conditions are those of `write_pressure`.

@@ -1,0 +1,307 @@
+//! The floor of Cerberus's write path (`--engine floor`, `cerberus-bench floor`): per put, only
+//! what the design cannot skip. The record (the engine's value-log format: a 29-byte header
+//! with a header checksum and a key-and-value checksum, crc32c, then key and value) is
+//! appended through a user-space buffer to one file (`BufWriter`, 64 KiB; never synced, as
+//! the engine without `--sync`), and `nsid ++ key` with its seqno goes into a concurrent
+//! skiplist (`crossbeam_skiplist::SkipMap`, the engine's memtable structure) holding the value
+//! (a slice of the record, as the engine's memtable does) and its log offset.
+//!
+//! `--engine floor-write` is the same with the record handed to the kernel by one `write(2)`
+//! per put, as the engine does (so an acknowledged put outlives a crash of the process): what
+//! the buffer saves is the system call.
+//!
+//! A skiplist past the engine's memtable budget is swapped for a new one and dropped on a
+//! thread of its own, as the engine hands a full memtable to the background; nothing is
+//! flushed to tables. It measures puts only: gets fail.
+
+use crate::config::{OpenConfig, StorageArg};
+use crate::db::BenchDb;
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+use parking_lot::{Mutex, RwLock};
+use std::cmp::Reverse;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+/// Bytes of a record's header, as the engine's value log writes it.
+pub const RECORD_HEADER_LEN: usize = 29;
+/// The user-space buffer in front of the log file.
+const LOG_BUFFER: usize = 64 << 10;
+/// Bytes counted per skiplist entry besides key and value (the engine's `ENTRY_OVERHEAD`).
+const ENTRY_OVERHEAD: usize = 64;
+/// The namespace every put goes to (the engine's default namespace is 0 too).
+const NSID: u32 = 0;
+
+type Skiplist = SkipMap<(Bytes, Reverse<u64>), (Bytes, u64)>;
+
+struct Log {
+    file: BufWriter<File>,
+    offset: u64,
+    next_seq: u64,
+}
+
+/// The floor: a buffered log and a skiplist.
+pub struct FloorDb {
+    log: Mutex<Log>,
+    /// Whether the log's buffer is written out only when full (`floor`), or after each put
+    /// (`floor-write`).
+    buffered: bool,
+    mem: RwLock<Arc<Skiplist>>,
+    mem_bytes: AtomicUsize,
+    budget: usize,
+    dropper: Mutex<Option<Dropper>>,
+}
+
+/// The thread that frees full skiplists, and the way to hand it one.
+type Dropper = (mpsc::Sender<Arc<Skiplist>>, JoinHandle<()>);
+
+/// Appends one record in the engine's value-log format to `out`.
+pub fn encode_record(out: &mut Vec<u8>, seq: u64, key: &[u8], value: &[u8]) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&NSID.to_le_bytes());
+    // A put (1), the last record of its write (2): one record per put, as the engine's.
+    out.push(1 | 2);
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+    let header_crc = crc32c::crc32c(&out[start + 8..start + RECORD_HEADER_LEN]);
+    let payload_crc = crc32c::crc32c_append(crc32c::crc32c(key), value);
+    out[start..start + 4].copy_from_slice(&header_crc.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&payload_crc.to_le_bytes());
+}
+
+impl FloorDb {
+    pub fn open(config: &OpenConfig, buffered: bool) -> Result<FloorDb> {
+        if config.sync {
+            bail!("the floor never syncs: run it without --sync");
+        }
+        let path = config.path.join("floor.log");
+        let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let (tx, rx) = mpsc::channel::<Arc<Skiplist>>();
+        let dropper = std::thread::Builder::new()
+            .name("floor-drop".into())
+            .spawn(move || rx.into_iter().for_each(drop))
+            .context("starting the floor's skiplist dropper")?;
+        Ok(FloorDb {
+            log: Mutex::new(Log {
+                file: BufWriter::with_capacity(LOG_BUFFER, file),
+                offset: 0,
+                next_seq: 1,
+            }),
+            buffered,
+            mem: RwLock::new(Arc::new(SkipMap::new())),
+            mem_bytes: AtomicUsize::new(0),
+            budget: cerberus_engine::Options::default().memtable_bytes,
+            dropper: Mutex::new(Some((tx, dropper))),
+        })
+    }
+
+    /// Swaps a skiplist past the budget for a new one; the dropper thread frees the old.
+    fn rotate_if_full(&self) {
+        if self.mem_bytes.load(Ordering::Relaxed) < self.budget {
+            return;
+        }
+        let mut mem = self.mem.write();
+        if self.mem_bytes.load(Ordering::Relaxed) < self.budget {
+            return;
+        }
+        let old = std::mem::replace(&mut *mem, Arc::new(SkipMap::new()));
+        self.mem_bytes.store(0, Ordering::Relaxed);
+        drop(mem);
+        if let Some((tx, _)) = &*self.dropper.lock() {
+            // A dropper that is gone leaves the freeing to this thread.
+            let _ = tx.send(old);
+        }
+    }
+
+    fn end(&self) -> Result<()> {
+        self.log
+            .lock()
+            .file
+            .flush()
+            .context("writing the floor's log")?;
+        if let Some((tx, handle)) = self.dropper.lock().take() {
+            drop(tx);
+            let _ = handle.join();
+        }
+        Ok(())
+    }
+}
+
+impl BenchDb for FloorDb {
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.rotate_if_full();
+        let mut record = Vec::with_capacity(RECORD_HEADER_LEN + key.len() + value.len());
+        let (seq, offset) = {
+            let mut log = self.log.lock();
+            let seq = log.next_seq;
+            encode_record(&mut record, seq, key, value);
+            log.file
+                .write_all(&record)
+                .context("appending to the floor's log")?;
+            if !self.buffered {
+                log.file.flush().context("writing the floor's log")?;
+            }
+            let offset = log.offset;
+            log.offset += record.len() as u64;
+            log.next_seq += 1;
+            (seq, offset)
+        };
+        let record = Bytes::from(record);
+        let value = record.slice(RECORD_HEADER_LEN + key.len()..);
+        let mut user = Vec::with_capacity(4 + key.len());
+        user.extend_from_slice(&NSID.to_be_bytes());
+        user.extend_from_slice(key);
+        self.mem_bytes
+            .fetch_add(user.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        let mem = self.mem.read().clone();
+        mem.insert((Bytes::from(user), Reverse(seq)), (value, offset));
+        Ok(())
+    }
+
+    fn get(&self, _key: &[u8]) -> Result<bool> {
+        bail!("the floor measures puts only (fillseq, fillrandom, overwrite)")
+    }
+
+    /// Writes the log's buffer out (the floor has no tables).
+    fn flush(&self) -> Result<()> {
+        Ok(self.log.lock().file.flush()?)
+    }
+
+    fn compact(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stats_json(&self) -> serde_json::Value {
+        let log = self.log.lock();
+        serde_json::json!({
+            "log_bytes": log.offset,
+            "puts": log.next_seq - 1,
+        })
+    }
+
+    fn close(&self) -> Result<()> {
+        self.end()
+    }
+}
+
+impl Drop for FloorDb {
+    fn drop(&mut self) {
+        let _ = self.end();
+    }
+}
+
+/// The floor runs on real files only.
+pub fn check(config: &OpenConfig) -> Result<()> {
+    if config.storage == StorageArg::Nand {
+        bail!("--storage nand is only supported by the cerberus engine");
+    }
+    if config.sync {
+        bail!("the floor never syncs: run it without --sync");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LayoutArg;
+
+    fn config(path: &std::path::Path) -> OpenConfig {
+        OpenConfig {
+            path: path.to_path_buf(),
+            storage: StorageArg::Posix,
+            cache_bytes: 0,
+            mmap_reads: true,
+            sync: false,
+            tenants: 0,
+            layout: LayoutArg::PerNamespace,
+            profile: None,
+            device: None,
+            admin_secret: None,
+            device_prefetch_degree: None,
+        }
+    }
+
+    #[test]
+    fn puts_land_in_the_log_and_the_skiplist() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = FloorDb::open(&config(dir.path()), true).unwrap();
+        db.put(b"k1", b"value one").unwrap();
+        db.put(b"k0", b"v0").unwrap();
+        db.put(b"k1", b"value two").unwrap();
+        let mem = db.mem.read().clone();
+        let keys: Vec<(Vec<u8>, u64)> = mem
+            .iter()
+            .map(|e| (e.key().0.to_vec(), e.key().1 .0))
+            .collect();
+        // Key order, newest version first, each key after the namespace id.
+        assert_eq!(
+            keys,
+            vec![
+                (b"\0\0\0\0k0".to_vec(), 2),
+                (b"\0\0\0\0k1".to_vec(), 3),
+                (b"\0\0\0\0k1".to_vec(), 1)
+            ]
+        );
+        let newest = mem.iter().nth(1).unwrap();
+        assert_eq!(&newest.value().0[..], b"value two");
+        db.close().unwrap();
+        let log = std::fs::read(dir.path().join("floor.log")).unwrap();
+        let lens = [29 + 2 + 9, 29 + 2 + 2, 29 + 2 + 9];
+        assert_eq!(log.len(), lens.iter().sum::<usize>());
+        assert_eq!(newest.value().1, (lens[0] + lens[1]) as u64);
+        // The second record, decoded by hand: header checksum, payload checksum, fields.
+        let r = &log[lens[0]..lens[0] + lens[1]];
+        let crc = |b: &[u8]| crc32c::crc32c(b).to_le_bytes();
+        assert_eq!(r[..4], crc(&r[8..29]));
+        assert_eq!(r[4..8], crc(b"k0v0"));
+        assert_eq!(r[8..16], 2u64.to_le_bytes());
+        assert_eq!(&r[29..], b"k0v0");
+        assert!(db.get(b"k0").is_err());
+    }
+
+    #[test]
+    fn a_full_skiplist_is_swapped_for_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = FloorDb::open(&config(dir.path()), true).unwrap();
+        db.budget = 1000;
+        for i in 0..40u32 {
+            db.put(&i.to_be_bytes(), &[7; 100]).unwrap();
+        }
+        // 168 bytes counted a put: a swap every 6 puts; 40 % 6 = 4 in the last.
+        assert_eq!(db.mem.read().len(), 4);
+        assert_eq!(db.stats_json()["puts"], 40);
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn floor_write_hands_each_put_to_the_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = FloorDb::open(&config(dir.path()), false).unwrap();
+        db.put(b"k", b"v").unwrap();
+        let len = std::fs::metadata(dir.path().join("floor.log"))
+            .unwrap()
+            .len();
+        assert_eq!(len, 29 + 2);
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn sync_and_nand_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path());
+        c.sync = true;
+        assert!(check(&c).is_err());
+        c.sync = false;
+        c.storage = StorageArg::Nand;
+        assert!(check(&c).is_err());
+    }
+}
