@@ -85,7 +85,8 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             ConstCounter::new(values[p as usize]).encode(family.encode_family(&labels)?)?;
         }
     }
-    let counters: [(&str, &str, u64); 13] = [
+    let rc = &db.row_cache;
+    let counters: [(&str, &str, u64); 17] = [
         ("cerberus_gets", "Gets served.", db.gets),
         ("cerberus_puts", "Puts applied.", db.puts),
         ("cerberus_deletes", "Deletes applied.", db.deletes),
@@ -131,6 +132,26 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             "Writes delayed to let background work catch up.",
             db.write_slowdowns,
         ),
+        (
+            "cerberus_row_cache_hits",
+            "Gets the row cache answered.",
+            rc.hits,
+        ),
+        (
+            "cerberus_row_cache_misses",
+            "Gets at the latest state the row cache could not answer.",
+            rc.misses,
+        ),
+        (
+            "cerberus_row_cache_inserts",
+            "Values put into the row cache.",
+            rc.inserts,
+        ),
+        (
+            "cerberus_row_cache_evictions",
+            "Row cache entries evicted to make room.",
+            rc.evictions,
+        ),
     ];
     for (name, help, v) in counters {
         ConstCounter::new(v).encode(encoder.encode_descriptor(
@@ -140,12 +161,30 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             MetricType::Counter,
         )?)?;
     }
-    ConstGauge::new(db.vlog_bytes).encode(encoder.encode_descriptor(
-        "cerberus_vlog_bytes",
-        "Bytes in value-log segments.",
-        None,
-        MetricType::Gauge,
-    )?)?;
+    for (name, help, v) in [
+        (
+            "cerberus_vlog_bytes",
+            "Bytes in value-log segments.",
+            db.vlog_bytes,
+        ),
+        (
+            "cerberus_row_cache_bytes",
+            "Bytes the row cache holds (keys, values, per-entry overhead).",
+            rc.bytes,
+        ),
+        (
+            "cerberus_row_cache_capacity_bytes",
+            "The row cache's budget (0: off).",
+            rc.capacity_bytes,
+        ),
+    ] {
+        ConstGauge::new(v).encode(encoder.encode_descriptor(
+            name,
+            help,
+            None,
+            MetricType::Gauge,
+        )?)?;
+    }
     for (name, help, of) in [
         (
             "cerberus_level_tables",
