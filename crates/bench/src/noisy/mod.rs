@@ -395,11 +395,7 @@ impl Run<'_> {
             for (_, t) in puts {
                 schedstat::add(&mut neighbours, "neighbour", t);
             }
-            Ok((
-                victim,
-                (n, n as f64 / wall.as_secs_f64().max(1e-9)),
-                neighbours,
-            ))
+            Ok((victim, (n, n as f64 / wall.as_secs_f64().max(1e-9)), neighbours))
         })
     }
 }

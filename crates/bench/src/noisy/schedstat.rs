@@ -29,9 +29,7 @@ impl Snapshot {
             ) else {
                 continue; // the thread ended between the listing and the reads
             };
-            let mut f = stat
-                .split_whitespace()
-                .map(|x| x.parse::<u64>().unwrap_or(0));
+            let mut f = stat.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
             let (cpu, wait, slices) = (
                 f.next().unwrap_or(0),
                 f.next().unwrap_or(0),
@@ -86,9 +84,7 @@ impl Own {
 /// This thread's cumulative (on-core ns, waiting ns, slices); zeros without schedstat.
 fn own() -> (u64, u64, u64) {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let mut f = stat
-        .split_whitespace()
-        .map(|x| x.parse::<u64>().unwrap_or(0));
+    let mut f = stat.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
     (
         f.next().unwrap_or(0),
         f.next().unwrap_or(0),
