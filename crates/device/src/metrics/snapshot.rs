@@ -85,8 +85,7 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             ConstCounter::new(values[p as usize]).encode(family.encode_family(&labels)?)?;
         }
     }
-    let rc = &db.row_cache;
-    let counters: [(&str, &str, u64); 17] = [
+    let counters: [(&str, &str, u64); 13] = [
         ("cerberus_gets", "Gets served.", db.gets),
         ("cerberus_puts", "Puts applied.", db.puts),
         ("cerberus_deletes", "Deletes applied.", db.deletes),
@@ -132,6 +131,51 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             "Writes delayed to let background work catch up.",
             db.write_slowdowns,
         ),
+    ];
+    for (name, help, v) in counters {
+        ConstCounter::new(v).encode(encoder.encode_descriptor(
+            name,
+            help,
+            None,
+            MetricType::Counter,
+        )?)?;
+    }
+    ConstGauge::new(db.vlog_bytes).encode(encoder.encode_descriptor(
+        "cerberus_vlog_bytes",
+        "Bytes in value-log segments.",
+        None,
+        MetricType::Gauge,
+    )?)?;
+    encode_row_cache(db, encoder)?;
+    for (name, help, of) in [
+        (
+            "cerberus_level_tables",
+            "Tables per level, all trees.",
+            (|l| l.tables as u64) as fn(&LevelStats) -> u64,
+        ),
+        ("cerberus_level_bytes", "Bytes per level, all trees.", |l| {
+            l.bytes
+        }),
+    ] {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        let levels = db
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (format!("L{i}"), l));
+        // Namespace runs sit between L0 and L1.
+        for (level, l) in levels.chain([("runs".to_string(), &db.runs)]) {
+            let labels = [("level", level)];
+            ConstGauge::new(of(l)).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// The row cache's counters and gauges (`DbStats::row_cache`).
+fn encode_row_cache(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let rc = &db.row_cache;
+    let counters: [(&str, &str, u64); 4] = [
         (
             "cerberus_row_cache_hits",
             "Gets the row cache answered.",
@@ -163,11 +207,6 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
     }
     for (name, help, v) in [
         (
-            "cerberus_vlog_bytes",
-            "Bytes in value-log segments.",
-            db.vlog_bytes,
-        ),
-        (
             "cerberus_row_cache_bytes",
             "Bytes the row cache holds (keys, values, per-entry overhead).",
             rc.bytes,
@@ -184,28 +223,6 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             None,
             MetricType::Gauge,
         )?)?;
-    }
-    for (name, help, of) in [
-        (
-            "cerberus_level_tables",
-            "Tables per level, all trees.",
-            (|l| l.tables as u64) as fn(&LevelStats) -> u64,
-        ),
-        ("cerberus_level_bytes", "Bytes per level, all trees.", |l| {
-            l.bytes
-        }),
-    ] {
-        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        let levels = db
-            .levels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (format!("L{i}"), l));
-        // Namespace runs sit between L0 and L1.
-        for (level, l) in levels.chain([("runs".to_string(), &db.runs)]) {
-            let labels = [("level", level)];
-            ConstGauge::new(of(l)).encode(family.encode_family(&labels)?)?;
-        }
     }
     Ok(())
 }
