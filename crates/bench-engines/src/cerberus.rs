@@ -34,6 +34,9 @@ impl CerberusDb {
             LayoutArg::Shared | LayoutArg::Baseline => Layout::Shared,
         };
         options.cache_bytes = config.cache_bytes;
+        if let Some(b) = crate::config::row_cache_bytes() {
+            options.row_cache_bytes = b;
+        }
         options.mmap_reads = config.mmap_reads;
         options.sync = config.sync;
         let storage = match config.storage {

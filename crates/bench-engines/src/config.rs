@@ -3,6 +3,24 @@
 use crate::db::LayoutArg;
 use crate::profile::SizeProfile;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `--row-cache-bytes`: the row cache of the embedded Cerberus engine and of a local device
+/// (`Options::row_cache_bytes`, the device's `engine.row_cache_bytes`). Process-wide rather
+/// than an [`OpenConfig`] field, so that every experiment's configuration literal stays as it
+/// is; `u64::MAX`: unset, each engine's default (the engine's off, the device's 256 MiB).
+static ROW_CACHE_BYTES: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Sets the row cache of every Cerberus engine and local device opened from now on (`None`:
+/// their defaults).
+pub fn set_row_cache_bytes(bytes: Option<u64>) {
+    ROW_CACHE_BYTES.store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// The row cache set with [`set_row_cache_bytes`], if any.
+pub fn row_cache_bytes() -> Option<u64> {
+    Some(ROW_CACHE_BYTES.load(Ordering::Relaxed)).filter(|&b| b != u64::MAX)
+}
 
 /// Storage under the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -70,6 +70,9 @@ impl DeviceDb {
             // Values as large as the embedded runs may use.
             c.max_value_len = 64 << 20;
             c.engine.cache_bytes = config.cache_bytes;
+            if let Some(b) = crate::config::row_cache_bytes() {
+                c.engine.row_cache_bytes = b;
+            }
             c.iterator_prefetch_degree = config.device_prefetch_degree;
             if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
                 c.engine.layout = "shared".into();

@@ -85,6 +85,12 @@ pub struct Args {
     #[arg(long, default_value_t = cerberus_engine::Options::default().cache_bytes)]
     pub cache_bytes: u64,
 
+    /// Cerberus's row cache (the embedded engine's `Options::row_cache_bytes`, a local
+    /// device's `engine.row_cache_bytes`; 0: off) [default: the engine's off, the device's
+    /// 256 MiB].
+    #[arg(long)]
+    pub row_cache_bytes: Option<u64>,
+
     /// Sync (fsync) every write.
     #[arg(long)]
     pub sync: bool,

@@ -145,6 +145,8 @@ pub fn ns_delta(before: &NamespaceStats, after: &NamespaceStats) -> NamespaceSta
             before.compaction_bytes_written,
         ),
         gets_not_found: d(after.gets_not_found, before.gets_not_found),
+        row_cache_hits: d(after.row_cache_hits, before.row_cache_hits),
+        row_cache_misses: d(after.row_cache_misses, before.row_cache_misses),
         puts: d(after.puts, before.puts),
         deletes: d(after.deletes, before.deletes),
         filter_probes: d(after.filter_probes, before.filter_probes),

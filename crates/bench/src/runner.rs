@@ -12,6 +12,7 @@ use cerberus_bench_engines::{self as engine, BenchDb, Engine, LayoutArg, OpenCon
 use std::path::{Path, PathBuf};
 
 pub fn run(args: Args) -> Result<()> {
+    engine::set_row_cache_bytes(args.row_cache_bytes);
     if is_multitenant(&args.workloads)? {
         return run_multitenant(args);
     }

@@ -23,6 +23,7 @@ mod namespace_options;
 mod options;
 mod prefetch;
 mod query;
+mod row_cache;
 mod stats;
 mod table;
 mod version;
@@ -47,4 +48,5 @@ pub use query::{
     Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,
 };
+pub use row_cache::RowCacheStats;
 pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};

@@ -66,6 +66,11 @@ pub struct Options {
     /// Byte budget of the cache for filter and index blocks; 0 reads them from storage on
     /// every lookup.
     pub cache_bytes: u64,
+    /// Byte budget of the row cache: the values of recently read keys, answered without a
+    /// tree search or a value-log read, invalidated by every write of the key
+    /// (`row_cache.rs`). Charged key + value + 128 bytes an entry; values over 64 KiB are not
+    /// cached. Only gets at the latest state use it (not snapshots). 0 (the default): off.
+    pub row_cache_bytes: u64,
     /// Table files kept open at most, about (the table cache; RocksDB's and LevelDB's
     /// option of the same name). A table is opened on first use and closed when the cache
     /// evicts it, least recently used first, or when it is deleted; an iterator or get in the
@@ -211,6 +216,7 @@ impl Default for Options {
             block_size: 4096,
             filter_bits_per_key: 10,
             cache_bytes: 64 << 20,
+            row_cache_bytes: 0,
             max_open_files: 1000,
             inline_value_threshold: 64,
             sync: false,

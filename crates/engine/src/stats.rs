@@ -78,7 +78,7 @@ pub struct DbStats {
     pub search: Vec<StepCost>,
     /// Gets that found nothing: no version of the key, or a tombstone (a deleted key).
     pub gets_not_found: u64,
-    /// Point lookups: gets and `contains` checks.
+    /// Point lookups: gets and `contains` checks (row cache hits included).
     pub gets: u64,
     /// Puts (each put of a batch counts).
     pub puts: u64,
@@ -143,6 +143,8 @@ pub struct DbStats {
     pub nand: Option<NandStats>,
     /// Snapshots open now (iterators hold one each).
     pub snapshots: usize,
+    /// The row cache: size, hits and misses (every namespace's), inserts, evictions.
+    pub row_cache: crate::row_cache::RowCacheStats,
 }
 
 /// A namespace and its name.
@@ -180,6 +182,10 @@ pub struct NamespaceStats {
     pub compaction_bytes_written: u64,
     /// Gets that found nothing: no version of the key, or a tombstone.
     pub gets_not_found: u64,
+    /// Its gets the row cache answered (latest-state gets only).
+    pub row_cache_hits: u64,
+    /// Its latest-state gets the row cache could not answer.
+    pub row_cache_misses: u64,
     /// Puts (each put of a batch counts).
     pub puts: u64,
     /// Deletes (each delete of a batch counts).
@@ -303,6 +309,8 @@ pub(crate) struct Stripe {
     pub step_misses: [AtomicU64; MAX_STEPS],
     pub step_miss_nanos: [AtomicU64; MAX_STEPS],
     pub gets_not_found: AtomicU64,
+    pub row_cache_hits: AtomicU64,
+    pub row_cache_misses: AtomicU64,
     pub filter_probes: AtomicU64,
     pub filter_negatives: AtomicU64,
     pub filter_loads: AtomicU64,
@@ -399,6 +407,8 @@ impl Counters {
             }
         }
         s.gets_not_found += one.gets_not_found;
+        s.row_cache.hits += one.row_cache.hits;
+        s.row_cache.misses += one.row_cache.misses;
         s.filter_probes += one.filter_probes;
         s.filter_negatives += one.filter_negatives;
         s.filter_loads += one.filter_loads;
@@ -438,6 +448,8 @@ impl Counters {
             search: one.search,
             compaction_bytes_written: self.sum_of(|s| &s.tree_bytes_written),
             gets_not_found: one.gets_not_found,
+            row_cache_hits: one.row_cache.hits,
+            row_cache_misses: one.row_cache.misses,
             puts: one.puts,
             deletes: one.deletes,
             filter_probes: one.filter_probes,
@@ -487,6 +499,8 @@ impl Counters {
             })
             .collect();
         s.gets_not_found = self.sum_of(|t| &t.gets_not_found);
+        s.row_cache.hits = self.sum_of(|t| &t.row_cache_hits);
+        s.row_cache.misses = self.sum_of(|t| &t.row_cache_misses);
         s.filter_probes = self.sum_of(|t| &t.filter_probes);
         s.filter_negatives = self.sum_of(|t| &t.filter_negatives);
         s.filter_loads = self.sum_of(|t| &t.filter_loads);

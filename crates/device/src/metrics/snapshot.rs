@@ -146,6 +146,7 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
         None,
         MetricType::Gauge,
     )?)?;
+    encode_row_cache(db, encoder)?;
     for (name, help, of) in [
         (
             "cerberus_level_tables",
@@ -167,6 +168,61 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             let labels = [("level", level)];
             ConstGauge::new(of(l)).encode(family.encode_family(&labels)?)?;
         }
+    }
+    Ok(())
+}
+
+/// The row cache's counters and gauges (`DbStats::row_cache`).
+fn encode_row_cache(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let rc = &db.row_cache;
+    let counters: [(&str, &str, u64); 4] = [
+        (
+            "cerberus_row_cache_hits",
+            "Gets the row cache answered.",
+            rc.hits,
+        ),
+        (
+            "cerberus_row_cache_misses",
+            "Gets at the latest state the row cache could not answer.",
+            rc.misses,
+        ),
+        (
+            "cerberus_row_cache_inserts",
+            "Values put into the row cache.",
+            rc.inserts,
+        ),
+        (
+            "cerberus_row_cache_evictions",
+            "Row cache entries evicted to make room.",
+            rc.evictions,
+        ),
+    ];
+    for (name, help, v) in counters {
+        ConstCounter::new(v).encode(encoder.encode_descriptor(
+            name,
+            help,
+            None,
+            MetricType::Counter,
+        )?)?;
+    }
+    for (name, help, v) in [
+        (
+            "cerberus_row_cache_bytes",
+            "Bytes the row cache holds (keys, values, per-entry overhead).",
+            rc.bytes,
+        ),
+        (
+            "cerberus_row_cache_capacity_bytes",
+            "The row cache's budget (0: off).",
+            rc.capacity_bytes,
+        ),
+    ] {
+        ConstGauge::new(v).encode(encoder.encode_descriptor(
+            name,
+            help,
+            None,
+            MetricType::Gauge,
+        )?)?;
     }
     Ok(())
 }

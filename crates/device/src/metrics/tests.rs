@@ -81,3 +81,24 @@ fn counters_keep_their_names_and_the_text_ends_as_openmetrics_says() {
     assert!(text.contains("# TYPE cerberus_commands counter"));
     assert!(text.ends_with("# EOF\n"));
 }
+
+#[test]
+fn row_cache_series_come_from_the_engine_stats() {
+    let mut now = snapshot();
+    now.db.row_cache.hits = 7;
+    now.db.row_cache.misses = 3;
+    now.db.row_cache.evictions = 2;
+    now.db.row_cache.bytes = 4096;
+    now.db.row_cache.capacity_bytes = 256 << 20;
+    let text = Metrics::default().encode(now);
+    for line in [
+        "cerberus_row_cache_hits_total 7",
+        "cerberus_row_cache_misses_total 3",
+        "cerberus_row_cache_inserts_total 0",
+        "cerberus_row_cache_evictions_total 2",
+        "cerberus_row_cache_bytes 4096",
+        "cerberus_row_cache_capacity_bytes 268435456",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}: {text}");
+    }
+}

@@ -147,6 +147,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         manifest_in_doubt: AtomicBool::new(false),
         snapshots: Snapshots::default(),
         prefetcher: std::sync::OnceLock::new(),
+        row_cache: crate::row_cache::RowCache::new(options.row_cache_bytes),
         space: Default::default(),
         capacity_flush: Default::default(),
         opts: options,

@@ -59,6 +59,9 @@ impl Inner {
         let mut repeats: Vec<(usize, usize)> = Vec::new();
         let mut probes = ProbeCache::for_gets();
         let mut prev: Option<usize> = None;
+        // Latest-state batches use the row cache, as gets do; `missed`: the slots to fill it.
+        let cache = self.row_cache.as_ref().filter(|_| at.is_none());
+        let mut missed = Vec::new();
         for &i in &order {
             if let Some(p) = prev.filter(|&p| keys[p] == keys[i]) {
                 Counters::add(&c.local().gets, 1);
@@ -66,6 +69,16 @@ impl Inner {
                 continue;
             }
             prev = Some(i);
+            if let Some(rc) = cache {
+                if let Some(v) = rc.get(ns, keys[i]) {
+                    Counters::add(&c.local().gets, 1);
+                    Counters::add(&c.local().row_cache_hits, 1);
+                    out[i] = Some(v);
+                    continue;
+                }
+                Counters::add(&c.local().row_cache_misses, 1);
+                missed.push(i);
+            }
             let hit = lookup_in(&sv, ns, keys[i], snapshot, c, Some(&mut probes))?;
             count_get(c, hit.as_ref());
             let Some(hit) = hit.filter(|h| h.kind == Kind::Put) else {
@@ -89,6 +102,13 @@ impl Inner {
         }
         drop(sv);
         self.read_later(ns, keys, later, &mut out, c)?;
+        if let Some(rc) = cache {
+            for i in missed {
+                if let Some(v) = &out[i] {
+                    rc.insert(ns, keys[i], v, snapshot);
+                }
+            }
+        }
         for (first, again) in repeats {
             out[again] = out[first].clone();
         }

@@ -115,6 +115,8 @@ struct Inner {
     space: usage::SpaceGauge,
     /// Flushes capacity checks made, kept apart (see `check_room`).
     capacity_flush: usage::CapacityFlushes,
+    /// Values of recently read keys (`Options::row_cache_bytes`; `None`: off).
+    row_cache: Option<crate::row_cache::RowCache>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
 }
@@ -353,6 +355,11 @@ impl Inner {
         }
         s.nand = self.storage.nand_stats();
         s.snapshots = self.snapshots.count();
+        if let Some(rc) = &self.row_cache {
+            let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);
+            s.row_cache = rc.stats();
+            (s.row_cache.hits, s.row_cache.misses) = (hits, misses);
+        }
         s
     }
 }

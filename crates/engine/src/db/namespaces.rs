@@ -169,6 +169,10 @@ impl Inner {
             state.retired.push(e.counters.clone());
             state.retired.push(e.list_counters.clone());
         }
+        drop(state);
+        if let Some(rc) = &self.row_cache {
+            rc.drop_namespace(ns);
+        }
         Ok(())
     }
 

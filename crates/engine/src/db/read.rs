@@ -92,14 +92,32 @@ impl Inner {
         }
         e.check_live()?;
         let (ns, c) = (e.id, &*e.counters);
+        // Only latest-state reads use the row cache: a snapshot may need an older value.
+        let cache = self.row_cache.as_ref().filter(|_| at.is_none());
+        if let Some(rc) = cache {
+            if let Some(v) = rc.get(ns, key) {
+                Counters::add(&c.local().gets, 1);
+                Counters::add(&c.local().row_cache_hits, 1);
+                return Ok(Some(v));
+            }
+            Counters::add(&c.local().row_cache_misses, 1);
+        }
         // Before the lookup: the segment of the address it finds outlives this get.
         let _pin = self.vlog_reader.pin_brief();
-        let Some(hit) = self.counted_lookup(ns, key, at, c)? else {
+        // The super version first, then the seqno (see `lookup`); the seqno is what a row
+        // cache insert is checked against.
+        let (hit, seq) = {
+            let sv = self.super_version_brief();
+            let seq = self.read_seq(at);
+            (lookup_in(&sv, ns, key, seq, c, None)?, seq)
+        };
+        count_get(c, hit.as_ref());
+        let Some(hit) = hit else {
             return Ok(None);
         };
-        match (hit.kind, hit.value, hit.addr) {
-            (Kind::Delete, ..) => Ok(None),
-            (Kind::Put, Some(v), _) => Ok(Some(v)),
+        let v = match (hit.kind, hit.value, hit.addr) {
+            (Kind::Delete, ..) => return Ok(None),
+            (Kind::Put, Some(v), _) => v,
             (Kind::Put, None, Some(addr)) => {
                 // The value read is part of the hit time of the step that found the key.
                 let t = quanta::Instant::now();
@@ -108,14 +126,20 @@ impl Inner {
                     &c.local().step_hit_nanos[hit.step],
                     t.elapsed().as_nanos() as u64,
                 );
-                Ok(Some(v))
+                v
             }
-            (Kind::Put, None, None) => Err(Error::corruption(
-                "index",
-                0,
-                "entry without a value or an address",
-            )),
+            (Kind::Put, None, None) => {
+                return Err(Error::corruption(
+                    "index",
+                    0,
+                    "entry without a value or an address",
+                ))
+            }
+        };
+        if let Some(rc) = cache {
+            rc.insert(ns, key, &v, seq);
         }
+        Ok(Some(v))
     }
 
     /// The value a scan's put entry holds (`iv`), read from the value log unless it is at

@@ -272,6 +272,10 @@ impl Inner {
                         addr,
                     },
                 );
+                // Before `visible_seq` moves past `seq` (row_cache.rs: staleness).
+                if let Some(rc) = &self.row_cache {
+                    rc.invalidate(g.nsid, key, seq);
+                }
                 seq += 1;
             }
             mem.charge(g.nsid, charged, g.credit);
