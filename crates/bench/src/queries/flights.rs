@@ -268,10 +268,13 @@ impl Ours {
     }
 }
 
+/// Puts (`Some`) and deletes (`None`) by key.
+pub type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
 /// The updates and deletes applied to both sides after the first pass: every 97th record
 /// updated (its dep_delay moved by 5, and alternately its carrier set to "ZZ" or its tailnum
 /// to null, so that index entries move), every 131st (from the 2nd) deleted.
-pub fn mutations(records: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+pub fn mutations(records: &[(Vec<u8>, Vec<u8>)]) -> Result<Ops> {
     let mut out = Vec::new();
     for (i, (k, v)) in records.iter().enumerate() {
         if i % 97 == 0 {

@@ -256,7 +256,7 @@ fn load_dataset(args: &QueriesArgs, dir: &std::path::Path) -> Result<(Dataset, Q
 
 /// The records of a JSON-lines file as (key, line), the key from `key_field`.
 fn read_records(path: &std::path::Path, key_field: &str) -> Result<Dataset> {
-    let f = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut records = Vec::new();
     for (n, line) in std::io::BufReader::new(f).lines().enumerate() {
         let line = line?;
