@@ -319,6 +319,8 @@ pub struct Row {
     pub filter: String,
     pub count: u64,
     pub digest: String,
+    /// SQLite's query plan.
+    pub sqlite_plan: String,
     /// Milliseconds of each timed run.
     pub ours_ms: Vec<f64>,
     pub sqlite_ms: Vec<f64>,
@@ -405,6 +407,9 @@ pub fn run(cfg: &Config) -> Result<Report> {
                     }
                 }
                 (rows[i].count, rows[i].digest) = (a.count, a.digest);
+                if rows[i].sqlite_plan.is_empty() {
+                    rows[i].sqlite_plan = sql.plan(q)?;
+                }
                 for run in 0..cfg.runs {
                     for side in order(ours_first ^ (run % 2 == 1)) {
                         let t = Instant::now();

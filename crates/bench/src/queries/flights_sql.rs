@@ -144,6 +144,18 @@ impl SqliteSide {
         Ok(())
     }
 
+    /// SQLite's plan for `q` (EXPLAIN QUERY PLAN's lines joined): which index, whether it
+    /// covers the query.
+    pub fn plan(&self, q: &FlightQuery) -> Result<String> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", sql_of(q)?))?;
+        let lines = stmt
+            .query_map([], |row| row.get::<_, String>(3))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(lines.join("; "))
+    }
+
     /// One run of `q`: rows read out as (key, value bytes), copied as a client would.
     pub fn run(&self, q: &FlightQuery) -> Result<Out> {
         let sql = sql_of(q)?;
