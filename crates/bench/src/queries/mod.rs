@@ -14,6 +14,14 @@
 
 mod device;
 #[cfg(feature = "sqlite")]
+mod flights;
+#[cfg(feature = "sqlite")]
+mod flights_main;
+#[cfg(feature = "sqlite")]
+mod flights_sql;
+#[cfg(all(test, feature = "sqlite"))]
+mod flights_tests;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod workload;
 
@@ -92,12 +100,34 @@ pub struct QueriesArgs {
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// `flights`: for a FILE from scripts/dataset-flights, the real-data query set on the
+    /// engine (the kind of --index that is listed last of classic, vas) and SQLite, answers
+    /// checked (needs the `sqlite` feature).
+    #[arg(long)]
+    set: Option<String>,
+    /// With --set: rounds (each loads both sides afresh), and timed runs of each query per
+    /// round and side (--repeat is the rounds).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// With --set flights: write the answers (checked on both sides) here as the reference.
+    #[arg(long)]
+    write_answers: Option<PathBuf>,
 }
 
 pub fn main(args: Vec<OsString>) -> Result<()> {
     let args = QueriesArgs::try_parse_from(args)?;
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
+    }
+    match args.set.as_deref() {
+        None => {}
+        #[cfg(feature = "sqlite")]
+        Some("flights") => return flights_main::main(&args),
+        #[cfg(not(feature = "sqlite"))]
+        Some("flights") => {
+            bail!("--set flights needs cerberus-bench built with the sqlite feature")
+        }
+        Some(other) => bail!("--set: unknown {other} (flights)"),
     }
     let tmp = tempfile::tempdir()?;
     let dir = args.db.clone().unwrap_or_else(|| tmp.path().to_path_buf());
@@ -221,7 +251,12 @@ fn load_dataset(args: &QueriesArgs, dir: &std::path::Path) -> Result<(Dataset, Q
             )
         }
     };
-    let f = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    Ok((read_records(&path, &args.key_field)?, set))
+}
+
+/// The records of a JSON-lines file as (key, line), the key from `key_field`.
+fn read_records(path: &std::path::Path, key_field: &str) -> Result<Dataset> {
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut records = Vec::new();
     for (n, line) in std::io::BufReader::new(f).lines().enumerate() {
         let line = line?;
@@ -230,18 +265,14 @@ fn load_dataset(args: &QueriesArgs, dir: &std::path::Path) -> Result<(Dataset, Q
         }
         let doc: Value =
             serde_json::from_str(&line).with_context(|| format!("line {} is not JSON", n + 1))?;
-        let key = match &doc[&args.key_field] {
+        let key = match &doc[key_field] {
             Value::String(s) => s.clone().into_bytes(),
             Value::Number(x) => x.to_string().into_bytes(),
-            _ => bail!(
-                "line {} has no {} (string or number)",
-                n + 1,
-                args.key_field
-            ),
+            _ => bail!("line {} has no {} (string or number)", n + 1, key_field),
         };
         records.push((key, line.into_bytes()));
     }
-    Ok((records, set))
+    Ok(records)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
