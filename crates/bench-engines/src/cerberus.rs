@@ -194,17 +194,9 @@ mod tests {
 
     fn open(dir: &std::path::Path, layout: LayoutArg) -> CerberusDb {
         CerberusDb::open(&OpenConfig {
-            path: dir.to_path_buf(),
-            storage: StorageArg::Posix,
             cache_bytes: 1 << 20,
-            mmap_reads: true,
-            sync: false,
             tenants: 2,
-            layout,
-            profile: None,
-            device: None,
-            admin_secret: None,
-            device_prefetch_degree: None,
+            ..OpenConfig::at(dir, layout)
         })
         .unwrap()
     }

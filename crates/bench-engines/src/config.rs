@@ -71,3 +71,23 @@ pub struct OpenConfig {
     /// device scans as the embedded engine does). `None`: the device's default.
     pub device_prefetch_degree: Option<usize>,
 }
+
+impl OpenConfig {
+    /// A database at `path` on files, with `layout`: no cache, no sync, no profile, no
+    /// device, not a multitenant run (tests and simple runs; change what differs).
+    pub fn at(path: &std::path::Path, layout: LayoutArg) -> OpenConfig {
+        OpenConfig {
+            path: path.to_path_buf(),
+            storage: StorageArg::Posix,
+            cache_bytes: 0,
+            mmap_reads: true,
+            sync: false,
+            tenants: 0,
+            layout,
+            profile: None,
+            device: None,
+            admin_secret: None,
+            device_prefetch_degree: None,
+        }
+    }
+}

@@ -215,19 +215,7 @@ mod tests {
     use crate::LayoutArg;
 
     fn config(path: &std::path::Path) -> OpenConfig {
-        OpenConfig {
-            path: path.to_path_buf(),
-            storage: StorageArg::Posix,
-            cache_bytes: 0,
-            mmap_reads: true,
-            sync: false,
-            tenants: 0,
-            layout: LayoutArg::PerNamespace,
-            profile: None,
-            device: None,
-            admin_secret: None,
-            device_prefetch_degree: None,
-        }
+        OpenConfig::at(path, LayoutArg::PerNamespace)
     }
 
     #[test]

@@ -193,22 +193,9 @@ impl BenchDb for LmdbDb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StorageArg;
 
     fn config(path: &std::path::Path, layout: LayoutArg) -> OpenConfig {
-        OpenConfig {
-            path: path.to_path_buf(),
-            storage: StorageArg::Posix,
-            cache_bytes: 0,
-            mmap_reads: true,
-            sync: false,
-            tenants: 0,
-            layout,
-            profile: None,
-            device: None,
-            admin_secret: None,
-            device_prefetch_degree: None,
-        }
+        OpenConfig::at(path, layout)
     }
 
     #[test]

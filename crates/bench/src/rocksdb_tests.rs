@@ -17,17 +17,10 @@ fn tenants_are_separate_in_every_layout() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let config = OpenConfig {
-            path: dir.path().to_path_buf(),
-            storage: StorageArg::Posix,
             cache_bytes: 1 << 20,
-            mmap_reads: true,
-            sync: false,
             tenants: 3,
-            layout,
             profile: Some(paper_profile(3)),
-            device: None,
-            admin_secret: None,
-            device_prefetch_degree: None,
+            ..OpenConfig::at(dir.path(), layout)
         };
         let db = engine::open(Engine::RocksDb, &config).unwrap();
         let t = db.create_tenants(3).unwrap();

@@ -380,19 +380,7 @@ mod tests {
     #[cfg(not(feature = "rocksdb"))]
     #[test]
     fn rocksdb_without_the_feature_says_how_to_get_it() {
-        let cfg = OpenConfig {
-            path: PathBuf::new(),
-            storage: StorageArg::Posix,
-            cache_bytes: 0,
-            mmap_reads: true,
-            sync: false,
-            tenants: 0,
-            layout: LayoutArg::PerNamespace,
-            profile: None,
-            device: None,
-            admin_secret: None,
-            device_prefetch_degree: None,
-        };
+        let cfg = OpenConfig::at(std::path::Path::new(""), LayoutArg::PerNamespace);
         for engine in [Engine::RocksDb, Engine::RocksDbBlob] {
             let err = engine.check(&cfg).unwrap_err().to_string();
             assert!(err.contains("--features rocksdb"), "{err}");

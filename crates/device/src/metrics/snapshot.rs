@@ -64,6 +64,22 @@ impl Collector for Snapshot {
     }
 }
 
+/// Counters without labels, each `(name, help, value)`.
+fn encode_counters(
+    counters: &[(&str, &str, u64)],
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    for &(name, help, v) in counters {
+        ConstCounter::new(v).encode(encoder.encode_descriptor(
+            name,
+            help,
+            None,
+            MetricType::Counter,
+        )?)?;
+    }
+    Ok(())
+}
+
 fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     let by_purpose = [
         ("cerberus_reads", "Storage reads, by purpose.", &db.reads),
@@ -132,14 +148,7 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
             db.write_slowdowns,
         ),
     ];
-    for (name, help, v) in counters {
-        ConstCounter::new(v).encode(encoder.encode_descriptor(
-            name,
-            help,
-            None,
-            MetricType::Counter,
-        )?)?;
-    }
+    encode_counters(&counters, encoder)?;
     ConstGauge::new(db.vlog_bytes).encode(encoder.encode_descriptor(
         "cerberus_vlog_bytes",
         "Bytes in value-log segments.",
@@ -197,14 +206,7 @@ fn encode_row_cache(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(),
             rc.evictions,
         ),
     ];
-    for (name, help, v) in counters {
-        ConstCounter::new(v).encode(encoder.encode_descriptor(
-            name,
-            help,
-            None,
-            MetricType::Counter,
-        )?)?;
-    }
+    encode_counters(&counters, encoder)?;
     for (name, help, v) in [
         (
             "cerberus_row_cache_bytes",
