@@ -281,6 +281,10 @@ pub fn split_pdu(
         + u64::from(limits.max_data)
         + if dd { DIGEST_LEN as u64 } else { 0 };
     let data_len = if ty.carries_data() && pdo != 0 {
+        // Data digests negotiated: every PDU with data carries one.
+        if dd && flags & F_DDGST == 0 {
+            return Err(bad(1));
+        }
         let tail = if flags & F_DDGST != 0 { DIGEST_LEN } else { 0 };
         if pdo < header_end || pdo as u64 + tail as u64 > u64::from(plen) {
             return Err(bad(3));

@@ -191,7 +191,20 @@ fn digests_are_checked() {
     let mut wire = BytesMut::new();
     p.encode(d, &mut wire);
     let mut ok = wire.clone();
-    assert_eq!(split_pdu(&mut ok, d, LIMITS), Ok(Some(p)));
+    assert_eq!(split_pdu(&mut ok, d, LIMITS), Ok(Some(p.clone())));
+    // Data sent without the negotiated data digest is refused.
+    let mut bare = BytesMut::new();
+    p.encode(
+        Digests {
+            header: true,
+            data: false,
+        },
+        &mut bare,
+    );
+    assert_eq!(
+        split_pdu(&mut bare, d, LIMITS),
+        Err(NvmeTcpError::InvalidHeader { fei: 1 })
+    );
     let mut header = wire.clone();
     header[20] ^= 1;
     assert_eq!(
