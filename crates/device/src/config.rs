@@ -98,6 +98,11 @@ pub struct DeviceConfig {
     /// with many busy clients on few cores nobody polls. One client's gets went from 8.0-8.2k
     /// to 13.4-14.4k/s with 50 here, 16 and 64 clients' stayed level.
     pub network_spin_us: u64,
+    /// Frames a connection's reader handles before the other connections of its network
+    /// thread get a turn (0: it reads on until its socket is empty or tokio's budget ends).
+    /// A client that keeps its socket full otherwise holds the thread for thousands of
+    /// frames, and a reader beside it waits milliseconds for one get.
+    pub network_frames_per_turn: usize,
     /// The admin credential. Unset: read from `data_dir/admin.secret`, generated there (mode
     /// 0600) at first start.
     pub admin_secret: Option<String>,
@@ -197,6 +202,7 @@ impl Default for DeviceConfig {
             inline_commands: true,
             network_threads: 2,
             network_spin_us: 50,
+            network_frames_per_turn: 32,
             admin_secret: None,
             tls_cert: None,
             tls_key: None,

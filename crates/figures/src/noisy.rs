@@ -148,6 +148,9 @@ pub fn table(doc: &NoisyDoc) -> String {
              reservation {} ops/s, neighbours putting {} at a time\n",
             c.network_nice, c.background_nice, c.victim_reservation_ops, c.neighbour_batch
         );
+        if let Some(n) = c.frames_per_turn {
+            out += &format!("device: {n} frames per connection's turn (0: no turns)\n");
+        }
     }
     for storage in storages(doc) {
         out += &format!("\n## {storage}\n\n");
@@ -249,6 +252,7 @@ mod tests {
                 network_nice: 0,
                 background_nice: 0,
                 victim_nice: 0,
+                frames_per_turn: None,
             },
             runs: vec![
                 run("nand", "shared"),

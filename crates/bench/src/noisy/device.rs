@@ -27,6 +27,9 @@ pub(super) fn configure(c: &mut DeviceConfig, shares: bool, args: &super::Args) 
     c.shares.enabled = shares;
     c.network_threads = args.network_threads;
     c.network_spin_us = 0;
+    if let Some(n) = args.frames_per_turn {
+        c.network_frames_per_turn = n;
+    }
     c.scheduler.pin_cores = args.pin_cores;
     c.scheduler.network_nice = args.network_nice;
     c.scheduler.background_nice = args.background_nice;

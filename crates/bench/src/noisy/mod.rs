@@ -97,6 +97,10 @@ struct Args {
     /// root).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     network_nice: i32,
+    /// The device's `network_frames_per_turn` (unset: the device's default; 0: a reader
+    /// reads on until its socket is empty).
+    #[arg(long)]
+    frames_per_turn: Option<usize>,
     /// The device's lanes' (background work's) nice value (`scheduler.background_nice`).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     background_nice: i32,
@@ -228,6 +232,14 @@ fn run(args: &Args) -> Result<NoisyDoc> {
             network_nice: if args.device { args.network_nice } else { 0 },
             background_nice: if args.device { args.background_nice } else { 0 },
             victim_nice: args.victim_nice,
+            frames_per_turn: match args.device {
+                true => {
+                    Some(args.frames_per_turn.unwrap_or(
+                        cerberus_device::DeviceConfig::default().network_frames_per_turn,
+                    ))
+                }
+                false => None,
+            },
         },
         runs,
     })

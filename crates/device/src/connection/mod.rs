@@ -108,6 +108,8 @@ struct Reader {
     deadlines: Deadlines,
     /// Gets read and held to run together (see `gets`).
     gets: gets::HeldGets,
+    /// Frames handled since this connection last let the others of its thread run.
+    frames_this_turn: usize,
 }
 
 /// Whether a frame may be handled: with its in-flight permit, refused, or not at all.
@@ -141,6 +143,7 @@ impl Reader {
             stopping: false,
             deadlines: Deadlines::new(&shared.config),
             gets: gets::HeldGets::default(),
+            frames_this_turn: 0,
             shared,
         }
     }
@@ -171,6 +174,7 @@ impl Reader {
             if self.stopping {
                 break;
             }
+            self.take_turns().await;
             let authenticated = self.ticket.is_authenticated();
             let partial = !self.buf.is_empty();
             self.deadlines.after_frames(framed, partial, authenticated);
@@ -223,6 +227,19 @@ impl Reader {
             }
         }
         self.store_own_puts();
+    }
+
+    /// A client that keeps the socket full would be read on and on within one poll of its
+    /// task (until tokio's budget of 128 reads, thousands of frames): a reader on the same
+    /// thread with one get waited behind it for milliseconds. After `network_frames_per_turn`
+    /// frames the task yields, and the loop polls the sockets before it comes back.
+    async fn take_turns(&mut self) {
+        let per_turn = self.shared.config.network_frames_per_turn;
+        if per_turn == 0 || self.frames_this_turn < per_turn {
+            return;
+        }
+        self.frames_this_turn = 0;
+        tokio::task::yield_now().await;
     }
 
     /// Stores the held puts of the namespaces this connection proved (its own among them):
@@ -283,6 +300,7 @@ impl Reader {
                 }
             };
             framed = true;
+            self.frames_this_turn += 1;
             if self.stopping {
                 let stopping = Status::ShuttingDown;
                 refuse(

@@ -58,6 +58,10 @@ pub struct NoisyConfig {
     /// The victim's client thread's nice value (0: the process's).
     #[serde(default)]
     pub victim_nice: i32,
+    /// The device: frames a connection handles before the others of its network thread get
+    /// a turn (0: until its socket is empty; null: not recorded).
+    #[serde(default)]
+    pub frames_per_turn: Option<usize>,
 }
 
 fn one() -> u64 {
