@@ -9,6 +9,7 @@
 //! timed runs alternate too. Records come back as (key, value bytes) on both sides; a
 //! keys-only find returns keys alone.
 
+use super::flights_device::DeviceSide;
 use super::flights_sql::SqliteSide;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
@@ -26,7 +27,7 @@ use std::time::Instant;
 /// The attributes indexed on both sides.
 pub const ATTRS: [&str; 6] = ["carrier", "origin", "dest", "month", "dep_delay", "tailnum"];
 /// Records per write batch (and per SQLite transaction) of a load or the mutations.
-const BATCH: usize = 1_000;
+pub const BATCH: usize = 1_000;
 
 /// What a query returns.
 #[derive(Clone, Debug)]
@@ -177,20 +178,67 @@ fn canonical(v: &Value) -> String {
     }
 }
 
+/// Our side: the embedded engine, or a local device (`--device local`).
+pub enum Ours {
+    Engine(EngineSide),
+    Device(DeviceSide),
+}
+
+impl Ours {
+    /// A fresh side loaded with `records` under the 6 indexes, and the load's seconds.
+    fn load(cfg: &Config) -> Result<(Ours, f64)> {
+        let dir = cfg.dir.join("ours");
+        Ok(match cfg.device {
+            false => {
+                let (side, secs) = EngineSide::load(&dir, cfg.records, cfg.kind)?;
+                (Ours::Engine(side), secs)
+            }
+            true => {
+                let (side, secs) = DeviceSide::load(&dir, cfg.records, cfg.kind)?;
+                (Ours::Device(side), secs)
+            }
+        })
+    }
+
+    fn write<'a>(
+        &self,
+        ops: impl Iterator<Item = (&'a Vec<u8>, Option<&'a Vec<u8>>)>,
+    ) -> Result<()> {
+        match self {
+            Ours::Engine(side) => side.write(ops),
+            Ours::Device(side) => side.write(ops),
+        }
+    }
+
+    fn run(&self, q: &FlightQuery, filter: &Filter) -> Result<Out> {
+        match self {
+            Ours::Engine(side) => side.run(q, filter),
+            Ours::Device(side) => side.run(q),
+        }
+    }
+
+    fn close(self) -> Result<()> {
+        match self {
+            Ours::Engine(side) => side.close(),
+            Ours::Device(side) => side.close(),
+        }
+    }
+}
+
 /// The engine's side: a fresh database with the 6 indexes.
-pub struct Ours {
+pub struct EngineSide {
     db: Db,
     ns: Namespace,
 }
 
-impl Ours {
+impl EngineSide {
     /// Creates the indexes, loads `records` in batches, flushes (on the clock) and waits for
     /// the compactions (off it). Returns the side and the load's seconds.
     pub fn load(
         dir: &Path,
         records: &[(Vec<u8>, Vec<u8>)],
         kind: IndexKind,
-    ) -> Result<(Ours, f64)> {
+    ) -> Result<(EngineSide, f64)> {
         let _ = std::fs::remove_dir_all(dir);
         let db = Db::builder(Options::default()).open(dir)?;
         let ns = db.create_namespace("flights")?;
@@ -198,7 +246,7 @@ impl Ours {
         for a in ATTRS {
             ns.create_index(a, kind)?;
         }
-        let ours = Ours { db, ns };
+        let ours = EngineSide { db, ns };
         ours.write(records.iter().map(|(k, v)| (k, Some(v))))?;
         ours.db.flush()?;
         let secs = t.elapsed().as_secs_f64();
@@ -335,6 +383,8 @@ pub struct Row {
 pub struct Report {
     pub dataset: String,
     pub records: usize,
+    /// `engine` (embedded) or `device` (a local device over loopback).
+    pub through: String,
     pub index: String,
     pub rounds: usize,
     pub runs_per_round: usize,
@@ -351,6 +401,8 @@ pub struct Config<'a> {
     pub rounds: usize,
     pub runs: usize,
     pub dir: &'a Path,
+    /// Our side through a local device instead of the embedded engine.
+    pub device: bool,
     /// Reference answers to check against (`None`: ours and SQLite against each other only).
     pub reference: Option<&'a BTreeMap<String, Answer>>,
 }
@@ -438,6 +490,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
     Ok(Report {
         dataset: cfg.dataset.display().to_string(),
         records: cfg.records.len(),
+        through: if cfg.device { "device" } else { "engine" }.into(),
         index: cfg.kind.to_string(),
         rounds: cfg.rounds,
         runs_per_round: cfg.runs,
@@ -458,7 +511,7 @@ fn load_both(
     for side in order(ours_first) {
         match side {
             0 => {
-                let (o, secs) = Ours::load(&cfg.dir.join("ours"), cfg.records, cfg.kind)?;
+                let (o, secs) = Ours::load(cfg)?;
                 rows[i].ours_ms.push(secs * 1e3);
                 ours = Some(o);
             }
@@ -522,5 +575,10 @@ pub fn render(report: &Report) -> String {
             format!("{:.2}x", r.ratio),
         ]);
     }
-    t.render().to_string()
+    format!(
+        "ours: the {} ({} index)\n\n{}",
+        report.through,
+        report.index,
+        t.render()
+    )
 }

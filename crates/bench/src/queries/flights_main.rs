@@ -43,6 +43,11 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
         rounds: args.repeat,
         runs: args.runs.max(1),
         dir: &dir,
+        device: match args.device.as_deref() {
+            None => false,
+            Some("local") => true,
+            Some(other) => bail!("--device {other}: only `local` (a device this run starts)"),
+        },
         reference: checked.then_some(&reference.answers),
     })?;
     print!("\n{}", flights::render(&report));

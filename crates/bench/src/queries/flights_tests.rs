@@ -57,6 +57,15 @@ fn stand_in(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 #[test]
 fn ours_equals_sqlite_on_every_query_kind() {
+    equals_sqlite_on_every_query_kind(false);
+}
+
+#[test]
+fn through_a_device_ours_equals_sqlite_on_every_query_kind() {
+    equals_sqlite_on_every_query_kind(true);
+}
+
+fn equals_sqlite_on_every_query_kind(device: bool) {
     let records = stand_in(3_000);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let report = flights::run(&Config {
@@ -66,9 +75,11 @@ fn ours_equals_sqlite_on_every_query_kind() {
         rounds: 1,
         runs: 1,
         dir: dir.path(),
+        device,
         reference: None,
     })
     .expect("ours and SQLite give the same answers");
+    assert_eq!(report.through, if device { "device" } else { "engine" });
     // Every query in both phases, the load and the mutations; each query kind finds some.
     let set = flights::queries();
     assert_eq!(report.rows.len(), 2 * set.len() + 2);

@@ -16,6 +16,8 @@ mod device;
 #[cfg(feature = "sqlite")]
 mod flights;
 #[cfg(feature = "sqlite")]
+mod flights_device;
+#[cfg(feature = "sqlite")]
 mod flights_main;
 #[cfg(feature = "sqlite")]
 mod flights_sql;
