@@ -1,8 +1,11 @@
 //! SQLite's side of the flights queries: the records as JSON text in a table keyed by the
-//! record's key (`WITHOUT ROWID`, so an expression index's entries hold the key and a
-//! keys-only query reads the index alone), an expression index per attribute, and each query
-//! of the set as SQL. WAL journal and `synchronous = OFF`, the engine's durability without
-//! `sync`.
+//! record's key (`WITHOUT ROWID`, so an index's entries hold the key), a column per indexed
+//! attribute filled at insert by `json_extract` of the document, an index on each, and each
+//! query of the set as SQL. So SQLite's planner reads a keys-only find or a count from the
+//! index alone ("USING COVERING INDEX"), the peer at its best: with indexes on the
+//! `json_extract` expressions, or on generated columns (virtual or stored), SQLite 3.40 to
+//! 3.46 read the table's row for every hit. WAL journal and `synchronous = OFF`, the engine's
+//! durability without `sync`.
 
 use super::flights::{FlightQuery, Kind, Out, ATTRS};
 use anyhow::{bail, Result};
@@ -17,8 +20,21 @@ pub struct SqliteSide {
     conn: Connection,
 }
 
+/// An attribute in SQL: its generated column if it is indexed, else `json_extract`.
 fn extract(attr: &str) -> String {
+    match ATTRS.contains(&attr) {
+        true => column(attr),
+        false => json_extract(attr),
+    }
+}
+
+fn json_extract(attr: &str) -> String {
     format!("json_extract(doc, '$.{attr}')")
+}
+
+/// The generated column of indexed attribute `attr`.
+fn column(attr: &str) -> String {
+    format!("x_{attr}")
 }
 
 /// A JSON scalar as an SQL literal (json_extract gives numbers as numbers, strings as text).
@@ -92,6 +108,16 @@ pub fn sql_of(q: &FlightQuery) -> Result<String> {
     })
 }
 
+/// A put: the record, and its indexed attributes taken off the document by SQLite.
+fn insert_sql() -> String {
+    let (mut names, mut values) = (String::new(), String::new());
+    for a in ATTRS {
+        names += &format!(", {}", column(a));
+        values += &format!(", json_extract(?2, '$.{a}')");
+    }
+    format!("INSERT OR REPLACE INTO docs (id, doc{names}) VALUES (?1, ?2{values})")
+}
+
 impl SqliteSide {
     /// A fresh database at `file`: the 6 indexes, then `records` in transactions of 1,000.
     pub fn load(file: &Path, records: &[(Vec<u8>, Vec<u8>)]) -> Result<(SqliteSide, f64)> {
@@ -101,10 +127,12 @@ impl SqliteSide {
         conn.pragma_update(None, "synchronous", "OFF")?;
         conn.set_prepared_statement_cache_capacity(64);
         let t = Instant::now();
-        let mut ddl =
-            "CREATE TABLE docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID;".to_string();
+        let columns: String = ATTRS.iter().map(|a| format!(", {}", column(a))).collect();
+        let mut ddl = format!(
+            "CREATE TABLE docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL{columns}) WITHOUT ROWID;"
+        );
         for a in ATTRS {
-            ddl += &format!("CREATE INDEX docs_{a} ON docs ({});", extract(a));
+            ddl += &format!("CREATE INDEX docs_{a} ON docs ({});", column(a));
         }
         conn.execute_batch(&ddl)?;
         let side = SqliteSide { conn };
@@ -129,7 +157,7 @@ impl SqliteSide {
         for chunk in ops.chunks(1_000) {
             let tx = self.conn.unchecked_transaction()?;
             {
-                let mut put = tx.prepare_cached("INSERT OR REPLACE INTO docs VALUES (?1, ?2)")?;
+                let mut put = tx.prepare_cached(&insert_sql())?;
                 let mut del = tx.prepare_cached("DELETE FROM docs WHERE id = ?1")?;
                 for (k, v) in chunk {
                     let k = std::str::from_utf8(k)?;
