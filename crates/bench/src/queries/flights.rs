@@ -178,6 +178,28 @@ fn canonical(v: &Value) -> String {
     }
 }
 
+/// A put (`Some` value) or a delete (`None`) of a key.
+pub type WriteOp<'a> = (&'a Vec<u8>, Option<&'a Vec<u8>>);
+
+/// Hands `ops` to `write` in chunks of [`BATCH`], in order.
+pub fn in_batches<'a>(
+    ops: impl Iterator<Item = WriteOp<'a>>,
+    mut write: impl FnMut(&[WriteOp<'a>]) -> Result<()>,
+) -> Result<()> {
+    let mut chunk = Vec::with_capacity(BATCH);
+    for op in ops {
+        chunk.push(op);
+        if chunk.len() == BATCH {
+            write(&chunk)?;
+            chunk.clear();
+        }
+    }
+    match chunk.is_empty() {
+        true => Ok(()),
+        false => write(&chunk),
+    }
+}
+
 /// Our side: the embedded engine, or a local device (`--device local`).
 pub enum Ours {
     Engine(EngineSide),
@@ -200,10 +222,7 @@ impl Ours {
         })
     }
 
-    fn write<'a>(
-        &self,
-        ops: impl Iterator<Item = (&'a Vec<u8>, Option<&'a Vec<u8>>)>,
-    ) -> Result<()> {
+    fn write<'a>(&self, ops: impl Iterator<Item = WriteOp<'a>>) -> Result<()> {
         match self {
             Ours::Engine(side) => side.write(ops),
             Ours::Device(side) => side.write(ops),
@@ -255,24 +274,17 @@ impl EngineSide {
     }
 
     /// Puts (`Some`) and deletes (`None`) in batches of 1,000.
-    pub fn write<'a>(
-        &self,
-        ops: impl Iterator<Item = (&'a Vec<u8>, Option<&'a Vec<u8>>)>,
-    ) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        for (k, v) in ops {
-            match v {
-                Some(v) => batch.put(k.as_slice(), v.as_slice()),
-                None => batch.delete(k.as_slice()),
-            };
-            if batch.len() == BATCH {
-                self.ns.write(std::mem::take(&mut batch))?;
+    pub fn write<'a>(&self, ops: impl Iterator<Item = WriteOp<'a>>) -> Result<()> {
+        in_batches(ops, |chunk| {
+            let mut batch = WriteBatch::new();
+            for (k, v) in chunk {
+                match v {
+                    Some(v) => batch.put(k.as_slice(), v.as_slice()),
+                    None => batch.delete(k.as_slice()),
+                };
             }
-        }
-        if !batch.is_empty() {
-            self.ns.write(batch)?;
-        }
-        Ok(())
+            Ok(self.ns.write(batch)?)
+        })
     }
 
     /// One run of `q` (its filter parsed).

@@ -3,7 +3,7 @@
 //! 1,000 writes, the queries as query documents paged by continuation, so every record
 //! crosses the wire as a host application would receive it.
 
-use super::flights::{FlightQuery, Kind, Out, ATTRS, BATCH};
+use super::flights::{in_batches, FlightQuery, Kind, Out, WriteOp, ATTRS};
 use anyhow::{Context, Result};
 use cerberus_bench_engines::local_device::{self, LocalDevice};
 use cerberus_device::DeviceHandle;
@@ -61,24 +61,17 @@ impl DeviceSide {
     }
 
     /// Puts (`Some`) and deletes (`None`) in batched-write commands of 1,000.
-    pub fn write<'a>(
-        &self,
-        ops: impl Iterator<Item = (&'a Vec<u8>, Option<&'a Vec<u8>>)>,
-    ) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        for (k, v) in ops {
-            match v {
-                Some(v) => batch.put(k.clone(), v.clone()),
-                None => batch.delete(k.clone()),
-            };
-            if batch.len() == BATCH {
-                self.client.write(std::mem::take(&mut batch))?;
+    pub fn write<'a>(&self, ops: impl Iterator<Item = WriteOp<'a>>) -> Result<()> {
+        in_batches(ops, |chunk| {
+            let mut batch = WriteBatch::new();
+            for (k, v) in chunk {
+                match v {
+                    Some(v) => batch.put(k.to_vec(), v.to_vec()),
+                    None => batch.delete(k.to_vec()),
+                };
             }
-        }
-        if !batch.is_empty() {
-            self.client.write(batch)?;
-        }
-        Ok(())
+            Ok(self.client.write(batch)?)
+        })
     }
 
     /// One run of `q`: a find fetched page by page, a top-K's keys, an aggregate's value.
