@@ -286,3 +286,63 @@ fn a_keys_only_find_reads_no_record_and_takes_no_projection() {
     assert_eq!(avg.value, json!(3.5));
     assert_eq!(record_reads(&avg.stats), 0);
 }
+
+/// A query with thousands of index hits after hundreds of writes still in the memtable: it
+/// takes the namespace's memtable keys at once (after a first try finds more than it has
+/// checked), and every newer version and delete there still hides the entry it supersedes.
+fn many_hits_beside_unflushed_writes(kind: IndexKind) {
+    let mut rng = SmallRng::seed_from_u64(common::seed(0x33c));
+    let db = Db::builder(cerberus_engine::Options::default())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    ns.create_index("a", kind).unwrap();
+    let key = |i: u32| Bytes::from(format!("pk{i:05}"));
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..6_000u32 {
+        model.insert(key(i), i64::from(i % 2));
+        ns.put(&key(i), &serde_json::to_vec(&json!({"a": i % 2})).unwrap())
+            .unwrap();
+    }
+    db.flush().unwrap();
+    // 900 writes in the memtable: more than the 512 checks of the first try, fewer than the
+    // 1,024 of the second.
+    for _ in 0..900 {
+        let k = key(rng.gen_range(0..6_000));
+        if rng.gen_ratio(1, 3) {
+            ns.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let a = rng.gen_range(0..3);
+            ns.put(&k, &serde_json::to_vec(&json!({"a": a})).unwrap())
+                .unwrap();
+            model.insert(k, a);
+        }
+    }
+    for a in 0..3 {
+        let filter = Filter::parse_str(&format!(r#"{{"a": {a}}}"#)).unwrap();
+        let want: Vec<Bytes> = model
+            .iter()
+            .filter(|(_, v)| **v == a)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for keys_only in [true, false] {
+            let (mut got, _) = find_all(&ns, &filter, keys_only);
+            got.sort();
+            let got: Vec<Bytes> = got.into_iter().map(|(k, _)| k).collect();
+            assert_eq!(got, want, "a = {a}, keys only {keys_only}");
+        }
+        let count = ns.aggregate(&filter, &Aggregate::Count).unwrap().value;
+        assert_eq!(count, json!(want.len()), "count of a = {a}");
+    }
+}
+
+#[test]
+fn classic_many_hits_beside_unflushed_writes() {
+    many_hits_beside_unflushed_writes(IndexKind::Classic);
+}
+
+#[test]
+fn vas_many_hits_beside_unflushed_writes() {
+    many_hits_beside_unflushed_writes(IndexKind::Vas);
+}

@@ -13,6 +13,27 @@ use quanta::Instant;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Memtable checks of one query before it first tries to take its namespace's memtable keys
+/// at once (a skiplist search each, ~0.4 us; a query of 50,000 index hits after a few
+/// thousand writes spent most of its time there).
+const FIRST_TRY: usize = 512;
+
+/// The newest seqno at most `seq` of each key of namespace `ns` over `sv`'s memtables, if
+/// they hold at most `max` entries of it.
+fn newest_of(sv: &SuperVersion, ns: Nsid, seq: SeqNo, max: usize) -> Option<HashMap<Bytes, SeqNo>> {
+    let mut out = sv.mem.newest_of(ns, seq, max)?;
+    for frozen in &sv.imm {
+        for (k, s) in frozen
+            .mem
+            .newest_of(ns, seq, max.saturating_sub(out.len()))?
+        {
+            let newest = out.entry(k).or_insert(s);
+            *newest = (*newest).max(s);
+        }
+    }
+    Some(out)
+}
+
 /// The reads of one query, at one snapshot seqno of one namespace.
 pub(super) struct SnapshotRecords {
     inner: Arc<Inner>,
@@ -32,6 +53,12 @@ pub(super) struct SnapshotRecords {
     ahead: HashMap<(u64, u64), crate::prefetch::Pending<Result<Bytes>>>,
     /// The memtable key of the pk a memtable check looks for (kept: one per entry).
     user_key: Vec<u8>,
+    /// Memtable checks so far, and at how many the next try to take the namespace's
+    /// memtable keys at once comes (see `superseded`).
+    checks: usize,
+    next_try: usize,
+    /// The newest seqno of each of the namespace's keys in the memtables, once taken.
+    newest: Option<HashMap<Bytes, SeqNo>>,
     /// The value-log segment the last value read was in.
     segment: crate::vlog::LastSegment,
     _pin: crate::vlog::ReadPin,
@@ -48,6 +75,9 @@ impl SnapshotRecords {
             walk: None,
             ahead: HashMap::new(),
             user_key: Vec::new(),
+            checks: 0,
+            next_try: FIRST_TRY,
+            newest: None,
             segment: Default::default(),
             _pin: inner.vlog_reader.pin(),
         }
@@ -158,11 +188,23 @@ impl Records for SnapshotRecords {
         }
         let t = Instant::now();
         key::put_user_part(&mut self.user_key, self.ns, pk);
-        // The newest memtable holding the pk has its newest version.
-        let newer = std::iter::once(&sv.mem)
-            .chain(sv.imm.iter().map(|f| &f.mem))
-            .find_map(|m| m.get(&self.user_key, self.seq))
-            .is_some_and(|(s, _)| s > seq);
+        self.checks += 1;
+        if self.newest.is_none() && self.checks == self.next_try {
+            // Many checks: the namespace's memtable keys taken at once, if a walk over them
+            // costs no more than the checks so far (else tried again at twice as many).
+            self.next_try *= 2;
+            self.newest = newest_of(sv, self.ns, self.seq, self.checks);
+        }
+        let newer = match &self.newest {
+            Some(newest) => newest
+                .get(self.user_key.as_slice())
+                .is_some_and(|s| *s > seq),
+            // The newest memtable holding the pk has its newest version.
+            None => std::iter::once(&sv.mem)
+                .chain(sv.imm.iter().map(|f| &f.mem))
+                .find_map(|m| m.get(&self.user_key, self.seq))
+                .is_some_and(|(s, _)| s > seq),
+        };
         stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
         Ok(newer)
     }
