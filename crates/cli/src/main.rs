@@ -242,7 +242,7 @@ struct ServeArgs {
     /// ./cerberus-data.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Address to serve on (default 127.0.0.1:4420).
+    /// Address to serve on (default 127.0.0.1:9420).
     #[arg(long)]
     listen: Option<String>,
     /// What the engine stores its files on (default: the config file's, else posix).

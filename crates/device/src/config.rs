@@ -172,8 +172,9 @@ impl Default for EngineConfig {
 /// 220,000 records of 1 KiB (`docs/device.md`, Memory). The engine's own default is off.
 pub const DEFAULT_ROW_CACHE_BYTES: u64 = 256 << 20;
 
-/// The address the device serves on unless told otherwise (loopback only).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:4420";
+/// The address the native protocol serves on unless told otherwise (loopback only); 4420,
+/// the IANA port of NVMe/TCP, belongs to the NVMe/TCP target (`nvme_listen`).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9420";
 
 impl Default for DeviceConfig {
     fn default() -> Self {
