@@ -9,6 +9,7 @@ use crate::dispatch::Shared;
 use crate::error::bind;
 use crate::error::DeviceError;
 use crate::metrics;
+use crate::nvme;
 use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
 use crate::scheduler::Scheduler;
@@ -38,6 +39,7 @@ pub struct Device;
 pub struct DeviceHandle {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    nvme_addr: Option<SocketAddr>,
     admin_secret: String,
     stop_tx: watch::Sender<bool>,
     runtime: tokio::runtime::Handle,
@@ -61,13 +63,17 @@ impl Device {
             .enable_all()
             .build()
             .map_err(|e| DeviceError::io("runtime", e))?;
-        let (listener, metrics) = runtime.block_on(async {
+        let (listener, metrics, nvme) = runtime.block_on(async {
             let l = bind(&config.listen).await?;
             let m = match &config.metrics_listen {
                 Some(a) => Some(bind(a).await?),
                 None => None,
             };
-            Ok::<_, DeviceError>((l, m))
+            let n = match &config.nvme_listen {
+                Some(a) => Some(bind(a).await?),
+                None => None,
+            };
+            Ok::<_, DeviceError>((l, m, n))
         })?;
         let created = data_dir::create(&config.data_dir)?;
         let creds = Credentials::open(&config.data_dir, config.admin_secret.as_deref())?;
@@ -95,6 +101,10 @@ impl Device {
             Some(m) => Some(m.local_addr().map_err(|e| DeviceError::io("metrics", e))?),
             None => None,
         };
+        let nvme_addr = match &nvme {
+            Some(n) => Some(n.local_addr().map_err(|e| DeviceError::io("NVMe/TCP", e))?),
+            None => None,
+        };
         let shared = Arc::new(Shared::with_scheduler(db, creds, config, scheduler.clone()));
         let engine = shared.clone();
         // Each job's compactions are charged to the namespaces they worked for.
@@ -119,6 +129,7 @@ impl Device {
             addr = %local_addr,
             tls = tls.is_some(),
             metrics = ?metrics_addr,
+            nvme = ?nvme_addr,
             data_dir = %shared.config.data_dir.display(),
             "device serving"
         );
@@ -131,15 +142,22 @@ impl Device {
                         let render: metrics::http::Render = Arc::new(move || s.metrics_text());
                         tokio::spawn(metrics::http::serve(m, render, stop_rx.clone()));
                     }
-                    accept_loop(
+                    let target = nvme::Target::new(shared.clone(), workers.clone());
+                    let nvme_stop = stop_rx.clone();
+                    let nvme = async move {
+                        if let Some(n) = nvme {
+                            nvme::serve(n, target, nvme_stop).await;
+                        }
+                    };
+                    let native = accept_loop(
                         listener,
                         tls,
                         shared.clone(),
                         workers.clone(),
                         &reactors,
                         stop_rx,
-                    )
-                    .await;
+                    );
+                    tokio::join!(native, nvme);
                 });
                 reactors.stop();
                 // Connections are done (or timed out): let queued jobs finish, then make
@@ -161,6 +179,7 @@ impl Device {
         Ok(DeviceHandle {
             local_addr,
             metrics_addr,
+            nvme_addr,
             admin_secret,
             stop_tx,
             runtime: handle,
@@ -228,6 +247,12 @@ impl DeviceHandle {
     /// The address of the metrics endpoint, if `metrics_listen` was set.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// The address of the NVMe/TCP target, if `nvme_listen` was set (the port chosen when
+    /// it gave 0).
+    pub fn nvme_addr(&self) -> Option<SocketAddr> {
+        self.nvme_addr
     }
 
     /// The admin credential in force (given, read from `admin.secret`, or generated).
