@@ -63,18 +63,7 @@ impl Device {
             .enable_all()
             .build()
             .map_err(|e| DeviceError::io("runtime", e))?;
-        let (listener, metrics, nvme) = runtime.block_on(async {
-            let l = bind(&config.listen).await?;
-            let m = match &config.metrics_listen {
-                Some(a) => Some(bind(a).await?),
-                None => None,
-            };
-            let n = match &config.nvme_listen {
-                Some(a) => Some(bind(a).await?),
-                None => None,
-            };
-            Ok::<_, DeviceError>((l, m, n))
-        })?;
+        let (listener, metrics, nvme) = runtime.block_on(bind_all(&config))?;
         let created = data_dir::create(&config.data_dir)?;
         let creds = Credentials::open(&config.data_dir, config.admin_secret.as_deref())?;
         let admin_secret = creds.admin_secret().to_string();
@@ -97,14 +86,8 @@ impl Device {
         let local_addr = listener
             .local_addr()
             .map_err(|e| DeviceError::io(&config.listen, e))?;
-        let metrics_addr = match &metrics {
-            Some(m) => Some(m.local_addr().map_err(|e| DeviceError::io("metrics", e))?),
-            None => None,
-        };
-        let nvme_addr = match &nvme {
-            Some(n) => Some(n.local_addr().map_err(|e| DeviceError::io("NVMe/TCP", e))?),
-            None => None,
-        };
+        let metrics_addr = local_addr_of(&metrics, "metrics")?;
+        let nvme_addr = local_addr_of(&nvme, "NVMe/TCP")?;
         let shared = Arc::new(Shared::with_scheduler(db, creds, config, scheduler.clone()));
         let engine = shared.clone();
         // Each job's compactions are charged to the namespaces they worked for.
@@ -311,6 +294,29 @@ impl Drop for DeviceHandle {
             self.stop();
             let _ = self.join();
         }
+    }
+}
+
+/// The native listener, and the metrics' and NVMe/TCP target's when they are set.
+async fn bind_all(
+    config: &DeviceConfig,
+) -> Result<(TcpListener, Option<TcpListener>, Option<TcpListener>), DeviceError> {
+    let l = bind(&config.listen).await?;
+    let m = match &config.metrics_listen {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
+    let n = match &config.nvme_listen {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
+    Ok((l, m, n))
+}
+
+fn local_addr_of(l: &Option<TcpListener>, what: &str) -> Result<Option<SocketAddr>, DeviceError> {
+    match l {
+        Some(l) => Ok(Some(l.local_addr().map_err(|e| DeviceError::io(what, e))?)),
+        None => Ok(None),
     }
 }
 

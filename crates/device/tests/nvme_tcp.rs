@@ -4,8 +4,8 @@
 mod common;
 
 use bytes::Bytes;
-use cerberus_engine::Readable;
 use cerberus_device::DeviceHandle;
+use cerberus_engine::Readable;
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeQueue, NvmeTarget};
 use cerberus_host::proto::nvme::{
     kv_status, property, Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe, STORE_ONLY_IF_ABSENT,
