@@ -254,6 +254,11 @@ struct ServeArgs {
     /// Prometheus endpoint address, e.g. 127.0.0.1:9464.
     #[arg(long)]
     metrics: Option<String>,
+    /// Also serve the NVMe/TCP target (KV command set; docs/nvme-tcp.md) on this address;
+    /// given alone, on 127.0.0.1:4420 (the IANA port). Host NQN grants are the config
+    /// file's [nvme.hosts].
+    #[arg(long, num_args = 0..=1, default_missing_value = cerberus_device::DEFAULT_NVME_LISTEN)]
+    nvme_listen: Option<String>,
     /// TLS certificate chain (PEM); needs --tls-key.
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
