@@ -318,6 +318,58 @@ fn bad_pdus_close_only_their_connection() {
             bad.recv().await,
             Err(NvmeError::Terminated { fes: 0x02, .. })
         ));
+        // A Store whose data never comes, and more capsules than the queue holds (32)
+        // behind it: a sequence error, not a growing backlog.
+        let mut stuck = NvmeHost::connect(&t).await.unwrap();
+        let mut store = Sqe {
+            nsid: ns,
+            ..Sqe::default()
+        };
+        KvCommand {
+            opcode: KvOpcode::Store,
+            key: b"s".to_vec(),
+            size: 10_000,
+            options: 0,
+        }
+        .encode(&mut store);
+        stuck
+            .io
+            .send(&Pdu::CapsuleCmd {
+                sqe: store,
+                data: Bytes::new(),
+            })
+            .await
+            .unwrap();
+        assert!(matches!(
+            stuck.io.recv().await,
+            Ok(Pdu::R2T { r2tl: 10_000, .. })
+        ));
+        let mut exist = Sqe {
+            nsid: ns,
+            ..Sqe::default()
+        };
+        KvCommand {
+            opcode: KvOpcode::Exist,
+            key: b"s".to_vec(),
+            size: 0,
+            options: 0,
+        }
+        .encode(&mut exist);
+        for cid in 1..=33 {
+            exist.cid = cid;
+            stuck
+                .io
+                .send(&Pdu::CapsuleCmd {
+                    sqe: exist,
+                    data: Bytes::new(),
+                })
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            stuck.io.recv().await,
+            Err(NvmeError::Terminated { fes: 0x02, .. })
+        ));
         // The good connection goes on.
         assert_eq!(
             good.retrieve(ns, b"k", 8).await.unwrap().unwrap().0,

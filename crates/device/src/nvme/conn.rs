@@ -105,9 +105,16 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
 }
 
 impl Conn {
-    /// Reads the next PDU, waiting at most `wait` for each piece of it.
-    async fn next_pdu(&mut self, wait: Duration) -> Result<Pdu, End> {
+    /// Reads the next PDU, waiting at most `wait` for its first bytes and `frame_timeout_ms`
+    /// for each of the rest (a slow sender does not hold its connection open).
+    async fn next_pdu(&mut self, idle: Duration) -> Result<Pdu, End> {
+        let piece = Duration::from_millis(self.target.shared.config.frame_timeout_ms);
         loop {
+            let wait = if self.buf.is_empty() {
+                idle
+            } else {
+                idle.min(piece)
+            };
             match split_pdu(&mut self.buf, self.digests, self.limits) {
                 Ok(Some(p)) => return Ok(p),
                 Ok(None) => {}
@@ -181,6 +188,12 @@ impl Conn {
             match pdu {
                 Pdu::CapsuleCmd { sqe, data } => {
                     if self.pending.is_some() {
+                        // No more outstanding than the queue holds: else a host that
+                        // never sends a Store's data could grow this without end.
+                        let depth = self.queue.as_ref().map_or(1, |q| q.sqsize);
+                        if self.backlog.len() >= usize::from(depth) {
+                            return Err(End::Term(FES_SEQUENCE, 0));
+                        }
                         self.backlog.push_back((sqe, data));
                     } else {
                         self.capsule(sqe, data).await?;
