@@ -68,3 +68,26 @@ impl NvmeConfig {
         self.in_capsule_bytes.max(self.max_h2c_data)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::DeviceConfig;
+
+    #[test]
+    fn the_toml_file_sets_the_target_and_its_grants() {
+        let c: DeviceConfig = toml::from_str(
+            "nvme_listen = \"127.0.0.1:4420\"\n[nvme]\nin_capsule_bytes = 16384\n\
+             [nvme.hosts]\n\"nqn.h:1\" = [\"orders\", \"7\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.nvme_listen.as_deref(), Some("127.0.0.1:4420"));
+        assert_eq!(c.nvme.in_capsule_bytes, 16384);
+        assert_eq!(c.nvme.hosts["nqn.h:1"], vec!["orders", "7"]);
+        assert!(c.validate().is_ok());
+        assert!(DeviceConfig::default().nvme_listen.is_none());
+        let mut bad = DeviceConfig::default();
+        bad.nvme.in_capsule_bytes = 512; // a Connect's 1,024 bytes would not fit
+        assert!(bad.validate().is_err());
+        assert!(toml::from_str::<DeviceConfig>("[nvme]\nmax_conections = 1\n").is_err());
+    }
+}

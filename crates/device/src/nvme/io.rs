@@ -143,3 +143,41 @@ pub(crate) fn list_buffer(keys: &[Bytes], buffer: usize) -> Vec<u8> {
     out[..4].copy_from_slice(&n.to_le_bytes());
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_data_holds_whole_padded_entries() {
+        let keys = [Bytes::from_static(b"a"), Bytes::from_static(b"bcdef")];
+        let d = list_buffer(&keys, 4096);
+        // count, then [len 1, 'a', pad], [len 5, "bcdef", pad to 8].
+        assert_eq!(d.len(), 4 + 4 + 8);
+        assert_eq!(&d[..4], &2u32.to_le_bytes());
+        assert_eq!(&d[4..7], &[1, 0, b'a']);
+        assert_eq!(&d[8..15], &[5, 0, b'b', b'c', b'd', b'e', b'f']);
+        // A buffer that holds the first entry only.
+        assert_eq!(&list_buffer(&keys, 12)[..4], &1u32.to_le_bytes());
+        assert_eq!(list_buffer(&keys, 0), vec![0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn native_statuses_become_the_sets() {
+        assert_eq!(
+            nvme_status(Status::KeyNotExist),
+            cerberus_proto::nvme::kv_status::key_does_not_exist()
+        );
+        assert_eq!(nvme_status(Status::KeyExists), NvmeStatus::error(1, 0x89));
+        assert_eq!(
+            nvme_status(Status::InvalidNamespace),
+            NvmeStatus::error(0, 0x0B)
+        );
+        assert_eq!(
+            nvme_status(Status::CapacityExceeded),
+            NvmeStatus::error(0, 0x81)
+        );
+        assert_eq!(nvme_status(Status::Corrupted), NvmeStatus::error(0, 0x06));
+        assert!(!nvme_status(Status::ShuttingDown).dnr);
+    }
+}
