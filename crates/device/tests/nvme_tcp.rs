@@ -451,3 +451,26 @@ fn a_slow_icreq_is_closed_at_its_deadline_and_connections_are_capped() {
     });
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn header_and_data_digests_as_the_host_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns, _) = device(dir.path(), |_| {});
+    rt().block_on(async {
+        let mut t = target(&dev, HOST1);
+        t.digests = Digests {
+            header: true,
+            data: true,
+        };
+        let mut h = NvmeHost::connect(&t).await.expect("digested connect");
+        let value: Vec<u8> = (0..20_000u32).map(|i| i as u8).collect();
+        h.store(ns, b"small", b"v", 0).await.unwrap();
+        h.store(ns, b"r2t", &value, 0).await.unwrap();
+        assert_eq!(
+            h.retrieve(ns, b"r2t", 1 << 20).await.unwrap().unwrap().0,
+            value
+        );
+        assert_eq!(h.list(ns, b"", 4096).await.unwrap().len(), 2);
+    });
+    dev.shutdown().unwrap();
+}
