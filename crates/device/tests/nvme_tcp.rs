@@ -180,6 +180,10 @@ fn the_admin_sequence_an_spdk_host_sends() {
         assert!(u64_at(&smart, 48) > 0, "data units written");
         let (_, fw) = h.admin_command(log(0x03, 512), 512).await.unwrap();
         assert_eq!(fw[0], 1, "AFI");
+        // A NUMD of 16 GiB is answered with the page and a bounded tail of zeros.
+        let huge = admin_sqe(0x02, 0xFFFF_FFFF, 0x03 | 0xFFFF << 16, 0xFFFF);
+        let (_, fw) = h.admin_command(huge, u32::MAX).await.unwrap();
+        assert_eq!((fw[0], fw.len()), (1, 4096));
 
         // Detach: CC.SHN, then CSTS.SHST complete.
         h.shutdown().await.expect("shutdown");

@@ -183,8 +183,9 @@ impl Conn {
         if start > page.len() {
             return Answer::status(invalid_field());
         }
+        // Past the page, zeros; at most 4 KiB of them, whatever NUMD a host asks for.
         let mut out = page[start..].to_vec();
-        out.resize(dwords * 4, 0);
+        out.resize((dwords * 4).min(out.len().max(4096)), 0);
         Answer::data(out)
     }
 
