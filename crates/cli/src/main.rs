@@ -242,7 +242,7 @@ struct ServeArgs {
     /// ./cerberus-data.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Address to serve on (default 127.0.0.1:4420).
+    /// Address to serve on (default 127.0.0.1:9420).
     #[arg(long)]
     listen: Option<String>,
     /// What the engine stores its files on (default: the config file's, else posix).
@@ -254,6 +254,11 @@ struct ServeArgs {
     /// Prometheus endpoint address, e.g. 127.0.0.1:9464.
     #[arg(long)]
     metrics: Option<String>,
+    /// Also serve the NVMe/TCP target (KV command set; docs/nvme-tcp.md) on this address;
+    /// given alone, on 127.0.0.1:4420 (the IANA port). Host NQN grants are the config
+    /// file's [nvme.hosts].
+    #[arg(long, num_args = 0..=1, default_missing_value = cerberus_device::DEFAULT_NVME_LISTEN)]
+    nvme_listen: Option<String>,
     /// TLS certificate chain (PEM); needs --tls-key.
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,

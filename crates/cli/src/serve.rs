@@ -25,6 +25,9 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if let Some(m) = args.metrics {
         config.metrics_listen = Some(m);
     }
+    if args.nvme_listen.is_some() {
+        config.nvme_listen = args.nvme_listen;
+    }
     if args.tls_cert.is_some() {
         config.tls_cert = args.tls_cert;
         config.tls_key = args.tls_key;
@@ -65,6 +68,9 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     }
     // Scripts wait for this line to know the device is up.
     println!("listening on {}", device.local_addr());
+    if let Some(n) = device.nvme_addr() {
+        println!("NVMe/TCP on {n}");
+    }
     if let Some(m) = device.metrics_addr() {
         println!("metrics on http://{m}/metrics");
     }

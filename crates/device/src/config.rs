@@ -112,6 +112,12 @@ pub struct DeviceConfig {
     pub tls_key: Option<PathBuf>,
     /// Address of the Prometheus text endpoint (`/metrics`); off when unset.
     pub metrics_listen: Option<String>,
+    /// Address of the NVMe/TCP target (`docs/nvme-tcp.md`; 127.0.0.1:4420, the IANA port,
+    /// from `cerberus serve --nvme-listen`); off when unset, so that devices a process
+    /// embeds (tests, benchmarks) do not contend for one port.
+    pub nvme_listen: Option<String>,
+    /// The NVMe/TCP target's limits and host grants.
+    pub nvme: crate::nvme::NvmeConfig,
     /// Engine settings.
     pub engine: EngineConfig,
     /// The scheduler of background tasks over the network threads (the cores).
@@ -172,8 +178,9 @@ impl Default for EngineConfig {
 /// 220,000 records of 1 KiB (`docs/device.md`, Memory). The engine's own default is off.
 pub const DEFAULT_ROW_CACHE_BYTES: u64 = 256 << 20;
 
-/// The address the device serves on unless told otherwise (loopback only).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:4420";
+/// The address the native protocol serves on unless told otherwise (loopback only); 4420,
+/// the IANA port of NVMe/TCP, belongs to the NVMe/TCP target (`nvme_listen`).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9420";
 
 impl Default for DeviceConfig {
     fn default() -> Self {
@@ -207,6 +214,8 @@ impl Default for DeviceConfig {
             tls_cert: None,
             tls_key: None,
             metrics_listen: None,
+            nvme_listen: None,
+            nvme: crate::nvme::NvmeConfig::default(),
             engine: EngineConfig::default(),
             scheduler: SchedulerConfig::default(),
             dedup: DedupConfig::default(),
@@ -293,7 +302,7 @@ impl DeviceConfig {
         if !matches!(self.engine.layout.as_str(), "per_namespace" | "shared") {
             return bad("engine.layout is per_namespace or shared");
         }
-        Ok(())
+        self.nvme.check().map_err(DeviceError::Config)
     }
 
     /// Largest request body the device reads: a store of the largest key and value.

@@ -9,6 +9,7 @@ use crate::dispatch::Shared;
 use crate::error::bind;
 use crate::error::DeviceError;
 use crate::metrics;
+use crate::nvme;
 use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
 use crate::scheduler::Scheduler;
@@ -38,6 +39,7 @@ pub struct Device;
 pub struct DeviceHandle {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    nvme_addr: Option<SocketAddr>,
     admin_secret: String,
     stop_tx: watch::Sender<bool>,
     runtime: tokio::runtime::Handle,
@@ -61,14 +63,7 @@ impl Device {
             .enable_all()
             .build()
             .map_err(|e| DeviceError::io("runtime", e))?;
-        let (listener, metrics) = runtime.block_on(async {
-            let l = bind(&config.listen).await?;
-            let m = match &config.metrics_listen {
-                Some(a) => Some(bind(a).await?),
-                None => None,
-            };
-            Ok::<_, DeviceError>((l, m))
-        })?;
+        let (listener, metrics, nvme) = runtime.block_on(bind_all(&config))?;
         let created = data_dir::create(&config.data_dir)?;
         let creds = Credentials::open(&config.data_dir, config.admin_secret.as_deref())?;
         let admin_secret = creds.admin_secret().to_string();
@@ -91,10 +86,8 @@ impl Device {
         let local_addr = listener
             .local_addr()
             .map_err(|e| DeviceError::io(&config.listen, e))?;
-        let metrics_addr = match &metrics {
-            Some(m) => Some(m.local_addr().map_err(|e| DeviceError::io("metrics", e))?),
-            None => None,
-        };
+        let metrics_addr = local_addr_of(&metrics, "metrics")?;
+        let nvme_addr = local_addr_of(&nvme, "NVMe/TCP")?;
         let shared = Arc::new(Shared::with_scheduler(db, creds, config, scheduler.clone()));
         let engine = shared.clone();
         // Each job's compactions are charged to the namespaces they worked for.
@@ -119,6 +112,7 @@ impl Device {
             addr = %local_addr,
             tls = tls.is_some(),
             metrics = ?metrics_addr,
+            nvme = ?nvme_addr,
             data_dir = %shared.config.data_dir.display(),
             "device serving"
         );
@@ -131,15 +125,22 @@ impl Device {
                         let render: metrics::http::Render = Arc::new(move || s.metrics_text());
                         tokio::spawn(metrics::http::serve(m, render, stop_rx.clone()));
                     }
-                    accept_loop(
+                    let target = nvme::Target::new(shared.clone(), workers.clone());
+                    let nvme_stop = stop_rx.clone();
+                    let nvme = async move {
+                        if let Some(n) = nvme {
+                            nvme::serve(n, target, nvme_stop).await;
+                        }
+                    };
+                    let native = accept_loop(
                         listener,
                         tls,
                         shared.clone(),
                         workers.clone(),
                         &reactors,
                         stop_rx,
-                    )
-                    .await;
+                    );
+                    tokio::join!(native, nvme);
                 });
                 reactors.stop();
                 // Connections are done (or timed out): let queued jobs finish, then make
@@ -161,6 +162,7 @@ impl Device {
         Ok(DeviceHandle {
             local_addr,
             metrics_addr,
+            nvme_addr,
             admin_secret,
             stop_tx,
             runtime: handle,
@@ -230,6 +232,12 @@ impl DeviceHandle {
         self.metrics_addr
     }
 
+    /// The address of the NVMe/TCP target, if `nvme_listen` was set (the port chosen when
+    /// it gave 0).
+    pub fn nvme_addr(&self) -> Option<SocketAddr> {
+        self.nvme_addr
+    }
+
     /// The admin credential in force (given, read from `admin.secret`, or generated).
     pub fn admin_secret(&self) -> &str {
         &self.admin_secret
@@ -286,6 +294,29 @@ impl Drop for DeviceHandle {
             self.stop();
             let _ = self.join();
         }
+    }
+}
+
+/// The native listener, and the metrics' and NVMe/TCP target's when they are set.
+async fn bind_all(
+    config: &DeviceConfig,
+) -> Result<(TcpListener, Option<TcpListener>, Option<TcpListener>), DeviceError> {
+    let l = bind(&config.listen).await?;
+    let m = match &config.metrics_listen {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
+    let n = match &config.nvme_listen {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
+    Ok((l, m, n))
+}
+
+fn local_addr_of(l: &Option<TcpListener>, what: &str) -> Result<Option<SocketAddr>, DeviceError> {
+    match l {
+        Some(l) => Ok(Some(l.local_addr().map_err(|e| DeviceError::io(what, e))?)),
+        None => Ok(None),
     }
 }
 

@@ -30,6 +30,7 @@ mod direct;
 mod error;
 mod inflight;
 mod namespace;
+pub mod nvme;
 mod query;
 mod reply;
 mod scan;

@@ -1,0 +1,93 @@
+//! The NVMe/TCP target's settings (`[nvme]` in the device's TOML file; its address is the
+//! device's `nvme_listen`).
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The IANA port of NVMe/TCP, on loopback: what `cerberus serve --nvme-listen` serves on
+/// when given no address.
+pub const DEFAULT_NVME_LISTEN: &str = "127.0.0.1:4420";
+
+/// Limits and grants of the NVMe/TCP target.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NvmeConfig {
+    /// The subsystem's NQN, which a host's Connect names.
+    pub subnqn: String,
+    /// Connections (queues) served at once; a newcomer past it is closed at once.
+    pub max_connections: usize,
+    /// A connection must send its ICReq within this, or it is closed.
+    pub icreq_timeout_ms: u64,
+    /// A connection that sends nothing this long is closed (keep-alives count).
+    pub idle_timeout_secs: u64,
+    /// Bytes of data a command capsule may carry (advertised as IOCCSZ); larger writes go
+    /// through R2T. At least 1,024 (a Connect's data).
+    pub in_capsule_bytes: u32,
+    /// Most bytes of one H2CData PDU (MAXH2CDATA in the ICResp).
+    pub max_h2c_data: u32,
+    /// Host NQN -> the namespaces (names, or ids in decimal) it may see and use. A host not
+    /// named here sees none. Holding a grant is what holding the namespace's credential is on
+    /// the native wire.
+    pub hosts: BTreeMap<String, Vec<String>>,
+}
+
+impl Default for NvmeConfig {
+    fn default() -> Self {
+        NvmeConfig {
+            subnqn: "nqn.2026-11.dev.cerberus:kv".into(),
+            max_connections: 256,
+            icreq_timeout_ms: 10_000,
+            idle_timeout_secs: 300,
+            in_capsule_bytes: 8192,
+            max_h2c_data: 128 << 10,
+            hosts: BTreeMap::new(),
+        }
+    }
+}
+
+impl NvmeConfig {
+    /// What is wrong with the settings, if anything.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.in_capsule_bytes < 1024 || self.in_capsule_bytes > 1 << 20 {
+            return Err("nvme.in_capsule_bytes is between 1024 and 1 MiB".into());
+        }
+        if self.max_h2c_data < 4096 || self.max_h2c_data > 1 << 20 {
+            return Err("nvme.max_h2c_data is between 4096 and 1 MiB".into());
+        }
+        if self.max_connections == 0 || self.icreq_timeout_ms == 0 {
+            return Err("nvme.max_connections and nvme.icreq_timeout_ms are at least 1".into());
+        }
+        if self.subnqn.is_empty() || self.subnqn.len() > 223 {
+            return Err("nvme.subnqn has 1 to 223 bytes".into());
+        }
+        Ok(())
+    }
+
+    /// Largest data one PDU from a host may carry: a capsule's or an H2CData's.
+    pub(crate) fn max_pdu_data(&self) -> u32 {
+        self.in_capsule_bytes.max(self.max_h2c_data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::DeviceConfig;
+
+    #[test]
+    fn the_toml_file_sets_the_target_and_its_grants() {
+        let c: DeviceConfig = toml::from_str(
+            "nvme_listen = \"127.0.0.1:4420\"\n[nvme]\nin_capsule_bytes = 16384\n\
+             [nvme.hosts]\n\"nqn.h:1\" = [\"orders\", \"7\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.nvme_listen.as_deref(), Some("127.0.0.1:4420"));
+        assert_eq!(c.nvme.in_capsule_bytes, 16384);
+        assert_eq!(c.nvme.hosts["nqn.h:1"], vec!["orders", "7"]);
+        assert!(c.validate().is_ok());
+        assert!(DeviceConfig::default().nvme_listen.is_none());
+        let mut bad = DeviceConfig::default();
+        bad.nvme.in_capsule_bytes = 512; // a Connect's 1,024 bytes would not fit
+        assert!(bad.validate().is_err());
+        assert!(toml::from_str::<DeviceConfig>("[nvme]\nmax_conections = 1\n").is_err());
+    }
+}

@@ -1,0 +1,90 @@
+//! The target's controllers: one per admin queue's Connect, found again by its id when the
+//! host's I/O queues connect. Each keeps its host's NQN (its namespaces follow from it) and
+//! the registers and features the host set.
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// CC.EN: the host enables the controller.
+pub const CC_EN: u32 = 1;
+/// CSTS.RDY: the controller is ready.
+pub const CSTS_RDY: u32 = 1;
+/// CSTS.SHST = 10b: shutdown processing complete.
+pub const CSTS_SHST_DONE: u32 = 0b10 << 2;
+
+/// One controller's state.
+#[derive(Debug)]
+pub struct Controller {
+    /// The host's NQN from the admin Connect.
+    pub hostnqn: String,
+    /// The Connect's host identifier (I/O queues must give the same).
+    pub hostid: [u8; 16],
+    /// Controller Configuration as last set.
+    pub cc: u32,
+    /// Controller Status, following CC.
+    pub csts: u32,
+    /// Features the host set, by feature id (their CDW11).
+    pub features: HashMap<u8, u32>,
+}
+
+impl Controller {
+    /// Applies a write of CC: enable -> ready, a shutdown notification -> shutdown complete
+    /// (nothing is buffered past what the engine keeps, so it completes at once).
+    pub fn set_cc(&mut self, cc: u32) {
+        self.cc = cc;
+        let mut csts = 0;
+        if cc & CC_EN != 0 {
+            csts |= CSTS_RDY;
+        }
+        if (cc >> 14) & 0b11 != 0 {
+            csts |= CSTS_SHST_DONE;
+        }
+        self.csts = csts;
+    }
+}
+
+/// Every live controller, by id.
+#[derive(Default)]
+pub struct Controllers {
+    map: Mutex<HashMap<u16, Arc<Mutex<Controller>>>>,
+    next: Mutex<u16>,
+}
+
+impl Controllers {
+    /// A new controller for `hostnqn`; None when every id (1 to 0xFFEF) is taken.
+    pub fn allocate(
+        &self,
+        hostnqn: &str,
+        hostid: [u8; 16],
+    ) -> Option<(u16, Arc<Mutex<Controller>>)> {
+        let mut map = self.map.lock();
+        let mut next = self.next.lock();
+        for _ in 0..0xFFEF {
+            // Ids 0xFFF0 and up are reserved (0xFFFF: "allocate one").
+            *next = if *next >= 0xFFEF { 1 } else { *next + 1 };
+            if let std::collections::hash_map::Entry::Vacant(slot) = map.entry(*next) {
+                let c = Arc::new(Mutex::new(Controller {
+                    hostnqn: hostnqn.to_string(),
+                    hostid,
+                    cc: 0,
+                    csts: 0,
+                    features: HashMap::new(),
+                }));
+                slot.insert(c.clone());
+                return Some((*next, c));
+            }
+        }
+        None
+    }
+
+    /// Controller `id`, if live.
+    pub fn get(&self, id: u16) -> Option<Arc<Mutex<Controller>>> {
+        self.map.lock().get(&id).cloned()
+    }
+
+    /// Controller `id` goes with its admin queue.
+    pub fn remove(&self, id: u16) {
+        self.map.lock().remove(&id);
+    }
+}

@@ -1,0 +1,197 @@
+//! The Identify data structures (4,096 bytes each) and the log pages, laid out as the NVMe
+//! Base 2.x, NVMe over Fabrics and KV Command Set 1.0 specifications place their fields.
+
+use super::Target;
+
+/// Bytes of every Identify data structure.
+pub const IDENTIFY_LEN: usize = 4096;
+/// Namespace sizes are counted in blocks of this (the one format described, LBADS 12).
+const BLOCK: u64 = 4096;
+/// Version 2.0.0 (VS and Identify's VER).
+pub const VERSION_2_0: u32 = 0x0002_0000;
+/// Highest queue entries (0-based MQES) and commands a queue may have outstanding.
+pub const MAX_QUEUE_ENTRIES: u16 = 128;
+/// The KV command set's identifier (CSI).
+pub const CSI_KV: u8 = 1;
+/// Keys the KV command set carries in an entry.
+const KV_KEY_MAX: u16 = 16;
+
+/// Writes `s` at `at`, padded with spaces to `len` (ASCII fields).
+fn ascii(b: &mut [u8], at: usize, len: usize, s: &str) {
+    let f = &mut b[at..at + len];
+    f.fill(b' ');
+    let n = s.len().min(len);
+    f[..n].copy_from_slice(&s.as_bytes()[..n]);
+}
+
+fn put16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn put64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// The firmware revision: the crate's version.
+fn firmware() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// CNS 01h: the controller.
+pub fn controller(t: &Target, cntlid: u16, nn: u32) -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    // VID and SSVID stay 0: no PCI vendor.
+    ascii(&mut b, 4, 20, &format!("CERBERUS{cntlid:04X}"));
+    ascii(&mut b, 24, 40, "Cerberus");
+    ascii(&mut b, 64, 8, firmware());
+    // MDTS: the largest transfer, as a power of two of 4 KiB pages: a whole value.
+    let pages = (u64::from(t.shared.config.max_value_len) / BLOCK).max(1);
+    b[77] = (63 - pages.leading_zeros()) as u8;
+    put16(&mut b, 78, cntlid);
+    put32(&mut b, 80, VERSION_2_0);
+    b[111] = 1; // CNTRLTYPE: I/O controller
+    b[259] = 3; // AERL: 4 outstanding Async Event Requests (0-based)
+    b[260] = 0x03; // FRMW: slot 1 read-only, one slot
+    put16(&mut b, 320, 10); // KAS: keep-alive granularity 10 x 100 ms
+    b[512] = 0x66; // SQES: 64-byte entries
+    b[513] = 0x44; // CQES: 16-byte entries
+    put16(&mut b, 514, MAX_QUEUE_ENTRIES);
+    put32(&mut b, 516, nn);
+    // SGLS: SGLs supported, keyed data blocks, offsets in in-capsule data (what a fabric's
+    // data pointer uses).
+    put32(&mut b, 536, 0x0010_0005);
+    let nqn = t.config.subnqn.as_bytes();
+    b[768..768 + nqn.len()].copy_from_slice(nqn);
+    // Fabrics: IOCCSZ (the entry and its in-capsule data) and IORCSZ in 16-byte units.
+    put32(&mut b, 1792, (64 + t.config.in_capsule_bytes) / 16);
+    put32(&mut b, 1796, 1);
+    b[1803] = 1; // MSDBD: one SGL descriptor
+    b
+}
+
+/// Bytes of namespace `nsid`: its capacity, or the file system's size when it has none;
+/// and the bytes it uses.
+fn sizes(t: &Target, nsid: u32) -> (u64, u64) {
+    let space = t
+        .shared
+        .db
+        .namespace(nsid)
+        .and_then(|h| h.stats())
+        .map(|s| s.space)
+        .ok();
+    let used = space.as_ref().map_or(0, |s| s.used_bytes);
+    let cap = space
+        .and_then(|s| s.capacity)
+        .unwrap_or_else(|| fs_bytes(&t.shared.config.data_dir));
+    (cap.max(used).max(BLOCK), used)
+}
+
+/// The size of the file system holding `dir` (0 if it cannot be read).
+fn fs_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` a valid out-parameter.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    st.f_blocks as u64 * st.f_frsize as u64
+}
+
+/// CNS 00h: the namespace as the NVM command set describes one (sizes in 4 KiB blocks, one
+/// format). Hosts that do not know KV read sizes here, so they are never 0.
+pub fn namespace(t: &Target, nsid: u32) -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    let (cap, used) = sizes(t, nsid);
+    put64(&mut b, 0, cap / BLOCK); // NSZE
+    put64(&mut b, 8, cap / BLOCK); // NCAP
+    put64(&mut b, 16, used.div_ceil(BLOCK)); // NUSE
+    b[25] = 0; // NLBAF: one format (0-based)
+    b[130] = 12; // LBAF0.LBADS: 2^12 bytes
+    b
+}
+
+/// CNS 05h, CSI 1: the KV namespace (NSZE and NUSE in bytes, one KV format: key and value
+/// maximum lengths and the most keys).
+pub fn kv_namespace(t: &Target, nsid: u32) -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    let (cap, used) = sizes(t, nsid);
+    put64(&mut b, 0, cap);
+    put64(&mut b, 16, used);
+    b[25] = 1; // NKVF: one KV format
+    put16(&mut b, 72, KV_KEY_MAX); // KVF0.KML
+    put32(&mut b, 76, t.shared.config.max_value_len); // KVF0.VML
+                                                      // KVF0.MNK: as many keys as the smallest records would fill the capacity with.
+    let least = u64::from(KV_KEY_MAX) + 1;
+    put32(&mut b, 80, u32::try_from(cap / least).unwrap_or(u32::MAX));
+    b
+}
+
+/// CNS 02h / 07h: the active namespaces above `after`, ascending, at most 1,024.
+pub fn active_list(visible: &[u32], after: u32) -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    for (i, id) in visible
+        .iter()
+        .filter(|&&n| n > after)
+        .take(1024)
+        .enumerate()
+    {
+        put32(&mut b, i * 4, *id);
+    }
+    b
+}
+
+/// CNS 03h: the namespace's identification descriptors: its command set (CSI = KV) and a
+/// namespace UUID made of the subsystem and the id, stable across restarts.
+pub fn descriptors(t: &Target, nsid: u32) -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    // NIDT 03h (UUID), NIDL 16.
+    b[0] = 0x03;
+    b[1] = 16;
+    let h = crc32c::crc32c(t.config.subnqn.as_bytes());
+    put32(&mut b, 4, h);
+    put32(&mut b, 8, 0x4345_5242); // "CERB"
+    put32(&mut b, 16, nsid);
+    // NIDT 04h (CSI), NIDL 1.
+    b[20] = 0x04;
+    b[21] = 1;
+    b[24] = CSI_KV;
+    b
+}
+
+/// CNS 1Ch: the I/O command set combinations; index 0 holds NVM (bit 0) and KV (bit 1).
+pub fn command_set_profile() -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    put64(&mut b, 0, 0b11);
+    b
+}
+
+/// Log page 02h (SMART / health, 512 bytes): no warning, no temperature sensor, all spare
+/// left; data units (thousands of 512-byte units, rounded up) and commands from the
+/// engine's counters.
+pub fn smart_log(t: &Target) -> Vec<u8> {
+    let mut b = vec![0u8; 512];
+    let s = t.shared.db.stats();
+    let read: u64 = s.read_bytes.iter().sum();
+    let written = s.vlog_bytes + s.flush_bytes_written;
+    b[3] = 100; // available spare
+    b[4] = 10; // its threshold
+    let units = |bytes: u64| u128::from(bytes.div_ceil(512_000));
+    b[32..48].copy_from_slice(&units(read).to_le_bytes());
+    b[48..64].copy_from_slice(&units(written).to_le_bytes());
+    b[64..80].copy_from_slice(&u128::from(s.gets).to_le_bytes());
+    b[80..96].copy_from_slice(&u128::from(s.puts + s.deletes).to_le_bytes());
+    b
+}
+
+/// Log page 03h (firmware slots, 512 bytes): slot 1 active, holding this version.
+pub fn firmware_log() -> Vec<u8> {
+    let mut b = vec![0u8; 512];
+    b[0] = 1; // AFI: slot 1
+    ascii(&mut b, 8, 8, firmware());
+    b
+}

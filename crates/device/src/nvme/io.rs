@@ -1,0 +1,183 @@
+//! KV I/O onto the device's dispatch: each KV command becomes the native command that does
+//! the same (Store, Retrieve, Exist, Delete, List) and runs on a worker thread as the
+//! native port's do; its status becomes the KV command set's.
+
+use super::conn::Conn;
+use super::{invalid_field, invalid_namespace, Answer};
+use crate::workers::answer;
+use bytes::Bytes;
+use cerberus_proto::nvme::{
+    KvCommand, KvOpcode, NvmeStatus, Sqe, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
+};
+use cerberus_proto::{Command, Reply, Request, Response, Status, StoreMode};
+
+impl Conn {
+    pub(super) async fn io(&mut self, sqe: &Sqe, data: Bytes) -> Answer {
+        let cmd = match KvCommand::decode(sqe) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Answer::status(NvmeStatus::error(0, 0x01)),
+            Err(s) => return Answer::status(s),
+        };
+        if !self.may_use(sqe.nsid) {
+            return Answer::status(invalid_namespace());
+        }
+        let key = Bytes::from(cmd.key);
+        let request = match cmd.opcode {
+            KvOpcode::Store => {
+                let mode = match cmd.options & (STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT) {
+                    0 => StoreMode::Always,
+                    STORE_ONLY_IF_ABSENT => StoreMode::OnlyIfAbsent,
+                    STORE_ONLY_IF_PRESENT => StoreMode::OnlyIfPresent,
+                    _ => return Answer::status(invalid_field()),
+                };
+                if cmd.size as usize != data.len() {
+                    // A value larger than the device takes was not fetched; the data
+                    // the host sent must be the size it gave.
+                    return match cmd.size > self.target.shared.config.max_value_len {
+                        true => {
+                            Answer::status(cerberus_proto::nvme::kv_status::invalid_value_size())
+                        }
+                        false => Answer::status(invalid_field()),
+                    };
+                }
+                Request::Store {
+                    key,
+                    value: data,
+                    mode,
+                    sync: false,
+                }
+            }
+            KvOpcode::Retrieve => Request::Retrieve { key },
+            KvOpcode::Exist => Request::Exist { key },
+            KvOpcode::Delete => Request::Delete { key },
+            KvOpcode::List => Request::List {
+                start: key,
+                start_exclusive: false,
+                max_keys: self.target.shared.config.max_list_keys,
+            },
+        };
+        let resp = self.execute(sqe, request).await;
+        if !resp.status.is_success() {
+            return Answer::status(nvme_status(resp.status));
+        }
+        let buffer = cmd.size as usize;
+        match resp.reply {
+            Reply::Value(v) => Answer::Done {
+                status: NvmeStatus::SUCCESS,
+                dw0: u32::try_from(v.len()).unwrap_or(u32::MAX),
+                dw1: 0,
+                data: Some(v[..v.len().min(buffer)].to_vec()),
+            },
+            Reply::Keys { keys, .. } => Answer::data(list_buffer(&keys, buffer)),
+            _ => Answer::ok(0),
+        }
+    }
+
+    /// Whether this queue's host was granted `nsid` (read again once if not: a namespace
+    /// created or granted since the queue connected).
+    fn may_use(&mut self, nsid: u32) -> bool {
+        let Some(q) = self.queue.as_mut() else {
+            return false;
+        };
+        if q.visible.contains(&nsid) {
+            return true;
+        }
+        let host = q.ctrl.lock().hostnqn.clone();
+        q.visible = self.target.visible(&host);
+        q.visible.contains(&nsid)
+    }
+
+    /// Runs `request` on a worker, as the native port runs its commands (metrics included).
+    async fn execute(&self, sqe: &Sqe, request: Request) -> Response {
+        let cmd = Command {
+            cid: u32::from(sqe.cid),
+            nsid: sqe.nsid,
+            request,
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (shared, iters) = (self.target.shared.clone(), self.iters.clone());
+        let arrived = quanta::Instant::now();
+        let queued = self.target.workers.submit(Box::new(move || {
+            let _ = tx.send(answer(&shared, cmd, &iters, arrived));
+        }));
+        let failed =
+            |m: &str| Response::error(0, sqe.nsid, sqe.opcode, Status::ShuttingDown, m.into());
+        if !queued {
+            return failed("stopping");
+        }
+        rx.await.unwrap_or_else(|_| failed("worker gone"))
+    }
+}
+
+/// A native status as the KV command set (type 1) or the generic set (type 0) says it.
+pub(super) fn nvme_status(s: Status) -> NvmeStatus {
+    let code = s.code();
+    match code {
+        0x85..=0x89 => NvmeStatus::error(1, code as u8),
+        0x01 | 0x02 | 0x0B | 0x81 => NvmeStatus::error(0, code as u8),
+        // Namespace not ready (retry may succeed) while stopping; else an internal error.
+        _ if s == Status::ShuttingDown => NvmeStatus {
+            dnr: false,
+            ..NvmeStatus::error(0, 0x82)
+        },
+        _ => NvmeStatus::error(0, 0x06),
+    }
+}
+
+/// The KV List data (KV Command Set 1.0): the number of keys returned (4 bytes), then per
+/// key its length (2 bytes) and its bytes, each entry padded to a multiple of 4 bytes;
+/// as many whole entries as fit in `buffer` bytes.
+pub(crate) fn list_buffer(keys: &[Bytes], buffer: usize) -> Vec<u8> {
+    let mut out = vec![0u8; 4];
+    let mut n = 0u32;
+    for k in keys {
+        let entry = (2 + k.len()).next_multiple_of(4);
+        if out.len() + entry > buffer || k.len() > usize::from(u16::MAX) {
+            break;
+        }
+        out.extend_from_slice(&(k.len() as u16).to_le_bytes());
+        out.extend_from_slice(k);
+        out.resize(out.len().next_multiple_of(4), 0);
+        n += 1;
+    }
+    out[..4].copy_from_slice(&n.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_data_holds_whole_padded_entries() {
+        let keys = [Bytes::from_static(b"a"), Bytes::from_static(b"bcdef")];
+        let d = list_buffer(&keys, 4096);
+        // count, then [len 1, 'a', pad], [len 5, "bcdef", pad to 8].
+        assert_eq!(d.len(), 4 + 4 + 8);
+        assert_eq!(&d[..4], &2u32.to_le_bytes());
+        assert_eq!(&d[4..7], &[1, 0, b'a']);
+        assert_eq!(&d[8..15], &[5, 0, b'b', b'c', b'd', b'e', b'f']);
+        // A buffer that holds the first entry only.
+        assert_eq!(&list_buffer(&keys, 12)[..4], &1u32.to_le_bytes());
+        assert_eq!(list_buffer(&keys, 0), vec![0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn native_statuses_become_the_sets() {
+        assert_eq!(
+            nvme_status(Status::KeyNotExist),
+            cerberus_proto::nvme::kv_status::key_does_not_exist()
+        );
+        assert_eq!(nvme_status(Status::KeyExists), NvmeStatus::error(1, 0x89));
+        assert_eq!(
+            nvme_status(Status::InvalidNamespace),
+            NvmeStatus::error(0, 0x0B)
+        );
+        assert_eq!(
+            nvme_status(Status::CapacityExceeded),
+            NvmeStatus::error(0, 0x81)
+        );
+        assert_eq!(nvme_status(Status::Corrupted), NvmeStatus::error(0, 0x06));
+        assert!(!nvme_status(Status::ShuttingDown).dnr);
+    }
+}

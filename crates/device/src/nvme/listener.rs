@@ -1,0 +1,57 @@
+//! Accepting NVMe/TCP connections: at most `nvme.max_connections` at once (a newcomer past
+//! them is closed at once), each served on the device's runtime until it ends or the device
+//! stops.
+
+use super::{conn, Target};
+use crate::stop::stopped;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// How long a stop waits for connections to finish their command.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `listener` until the device stops.
+pub(crate) async fn serve(listener: TcpListener, target: Target, mut stop: watch::Receiver<bool>) {
+    let target = Arc::new(target);
+    let mut conns = JoinSet::new();
+    loop {
+        while conns.try_join_next().is_some() {}
+        let (sock, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "NVMe/TCP accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stopped(&mut stop) => break,
+        };
+        let metrics = &target.shared.metrics;
+        let Ok(slot) = target.slots.clone().try_acquire_owned() else {
+            metrics.connections_refused.inc();
+            tracing::warn!(%peer, "NVMe/TCP: every connection slot is taken; closing");
+            continue;
+        };
+        metrics.connections_accepted.inc();
+        let _ = sock.set_nodelay(true);
+        let (t, stop) = (target.clone(), stop.clone());
+        conns.spawn(async move {
+            let _slot = slot;
+            t.shared.metrics.connections_open.inc();
+            conn::serve(sock, t.clone(), stop).await;
+            t.shared.metrics.connections_open.dec();
+        });
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        conns.abort_all();
+    }
+}

@@ -1,0 +1,125 @@
+//! The device's NVMe/TCP target (issue 34; `docs/nvme-tcp.md`): the same engine, dispatch
+//! and limits as the native port, behind the NVMe/TCP transport, an NVMe admin queue and
+//! the KV command set. Written from the NVMe Base 2.x, NVMe over Fabrics, NVMe/TCP and KV
+//! Command Set 1.0 specifications.
+//!
+//! `listener` accepts connections (capped), `conn` runs one (PDUs, R2T), `admin` answers
+//! the admin queue (Fabrics, Identify, features, log pages), `identify` lays out its data,
+//! `io` maps KV commands onto the dispatch, `controllers` keeps the controllers' state.
+
+mod admin;
+mod config;
+mod conn;
+mod controllers;
+mod identify;
+mod io;
+mod listener;
+
+pub use config::{NvmeConfig, DEFAULT_NVME_LISTEN};
+pub(crate) use listener::serve;
+
+use crate::dispatch::Shared;
+use crate::workers::Workers;
+use cerberus_proto::nvme::NvmeStatus;
+use controllers::Controllers;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// What every NVMe/TCP connection shares.
+pub(crate) struct Target {
+    pub shared: Arc<Shared>,
+    pub workers: Arc<Workers>,
+    pub config: NvmeConfig,
+    controllers: Controllers,
+    /// Connection slots (`max_connections`).
+    slots: Arc<Semaphore>,
+}
+
+impl Target {
+    pub fn new(shared: Arc<Shared>, workers: Arc<Workers>) -> Target {
+        let config = shared.config.nvme.clone();
+        Target {
+            slots: Arc::new(Semaphore::new(config.max_connections)),
+            shared,
+            workers,
+            config,
+            controllers: Controllers::default(),
+        }
+    }
+
+    /// The namespaces `hostnqn` was granted that exist, ascending.
+    pub fn visible(&self, hostnqn: &str) -> Vec<u32> {
+        let Some(grants) = self.config.hosts.get(hostnqn) else {
+            return Vec::new();
+        };
+        let mut v: Vec<u32> = self
+            .shared
+            .db
+            .list_namespaces()
+            .into_iter()
+            // The engine's default namespace is not served by the device.
+            .filter(|n| n.nsid != 0)
+            .filter(|n| {
+                grants
+                    .iter()
+                    .any(|g| *g == n.name || g.parse() == Ok(n.nsid))
+            })
+            .map(|n| n.nsid)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// How a command is answered.
+pub(super) enum Answer {
+    /// A completion, with data for the host first.
+    Done {
+        status: NvmeStatus,
+        dw0: u32,
+        /// Property Get of an 8-byte register: its upper half.
+        dw1: u32,
+        data: Option<Vec<u8>>,
+    },
+    /// Not now (an Async Event Request: completed by no event this target raises).
+    Hold,
+}
+
+impl Answer {
+    fn status(status: NvmeStatus) -> Answer {
+        Answer::Done {
+            status,
+            dw0: 0,
+            dw1: 0,
+            data: None,
+        }
+    }
+
+    fn ok(dw0: u32) -> Answer {
+        Answer::Done {
+            status: NvmeStatus::SUCCESS,
+            dw0,
+            dw1: 0,
+            data: None,
+        }
+    }
+
+    fn data(data: Vec<u8>) -> Answer {
+        Answer::Done {
+            status: NvmeStatus::SUCCESS,
+            dw0: 0,
+            dw1: 0,
+            data: Some(data),
+        }
+    }
+}
+
+/// Generic status "Invalid Field in Command".
+fn invalid_field() -> NvmeStatus {
+    NvmeStatus::error(0, 0x02)
+}
+
+/// Generic status "Invalid Namespace or Format".
+fn invalid_namespace() -> NvmeStatus {
+    NvmeStatus::error(0, 0x0B)
+}

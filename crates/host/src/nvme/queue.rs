@@ -1,0 +1,167 @@
+//! One NVMe/TCP queue's connection as a host drives it: the ICReq/ICResp exchange, then one
+//! command at a time (a capsule out; R2Ts answered with H2CData; C2HData gathered; the
+//! completion back).
+
+use super::{NvmeError, Result};
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme::{split_pdu, Cqe, Digests, Pdu, PduLimits, Sqe, PFV_1_0};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Most bytes of data one PDU from the target may carry before this host refuses it.
+const MAX_PDU_DATA: u32 = 64 << 20;
+
+/// A queue's connection.
+pub struct NvmeQueue {
+    sock: TcpStream,
+    buf: BytesMut,
+    digests: Digests,
+    maxh2cdata: u32,
+    next_cid: u16,
+}
+
+impl NvmeQueue {
+    /// Connects to `addr` and exchanges ICReq/ICResp asking for `digests`.
+    pub async fn open(addr: &str, digests: Digests) -> Result<NvmeQueue> {
+        let sock = TcpStream::connect(addr).await?;
+        sock.set_nodelay(true)?;
+        let mut q = NvmeQueue {
+            sock,
+            buf: BytesMut::with_capacity(8192),
+            digests: Digests::default(),
+            maxh2cdata: 0,
+            next_cid: 0,
+        };
+        q.send(&Pdu::IcReq {
+            pfv: PFV_1_0,
+            hpda: 0,
+            digests,
+            maxr2t: 0,
+        })
+        .await?;
+        match q.recv().await? {
+            Pdu::IcResp {
+                pfv: PFV_1_0,
+                digests: d,
+                maxh2cdata,
+                ..
+            } if d == digests && maxh2cdata >= 4096 => {
+                q.digests = digests;
+                q.maxh2cdata = maxh2cdata;
+                Ok(q)
+            }
+            other => Err(NvmeError::Unexpected(format!("{:?}", other.pdu_type()))),
+        }
+    }
+
+    /// Sends one PDU as it is (tests send bad ones through `send_raw`).
+    pub async fn send(&mut self, pdu: &Pdu) -> Result<()> {
+        let mut out = BytesMut::new();
+        pdu.encode(self.digests, &mut out);
+        self.send_raw(&out).await
+    }
+
+    /// Sends bytes as they are.
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.sock.write_all(bytes).await?;
+        Ok(())
+    }
+
+    /// The next PDU from the target; a C2HTermReq is an error naming its FES.
+    pub async fn recv(&mut self) -> Result<Pdu> {
+        let limits = PduLimits {
+            max_data: MAX_PDU_DATA,
+        };
+        loop {
+            if let Some(p) = split_pdu(&mut self.buf, self.digests, limits)? {
+                if let Pdu::C2HTermReq { fes, fei, .. } = p {
+                    return Err(NvmeError::Terminated { fes, fei });
+                }
+                return Ok(p);
+            }
+            if self.sock.read_buf(&mut self.buf).await? == 0 {
+                return Err(NvmeError::Closed);
+            }
+        }
+    }
+
+    /// Runs one command: `data` in the capsule when `in_capsule`, else through the target's
+    /// R2Ts; returns its completion and the data the target sent.
+    pub async fn command(
+        &mut self,
+        mut sqe: Sqe,
+        data: Bytes,
+        in_capsule: bool,
+        buffer: u32,
+    ) -> Result<(Cqe, Bytes)> {
+        sqe.cid = self.next_cid;
+        self.next_cid = self.next_cid.wrapping_add(1);
+        let len = if data.is_empty() {
+            buffer
+        } else {
+            data.len() as u32
+        };
+        // A transport SGL data block: the length at bytes 8-11, type 5, subtype 0xA
+        // (in-capsule data: a data block with offset, type 0, subtype 1).
+        sqe.dptr = [0; 16];
+        sqe.dptr[8..12].copy_from_slice(&len.to_le_bytes());
+        sqe.dptr[15] = if in_capsule && !data.is_empty() {
+            0x01
+        } else {
+            0x5A
+        };
+        let capsule = if in_capsule {
+            data.clone()
+        } else {
+            Bytes::new()
+        };
+        self.send(&Pdu::CapsuleCmd { sqe, data: capsule }).await?;
+        let mut got = BytesMut::new();
+        loop {
+            match self.recv().await? {
+                Pdu::R2T {
+                    cccid,
+                    ttag,
+                    r2to,
+                    r2tl,
+                } if cccid == sqe.cid => self.write_data(&data, cccid, ttag, r2to, r2tl).await?,
+                Pdu::C2HData {
+                    cccid, datao, data, ..
+                } if cccid == sqe.cid && datao as usize == got.len() => {
+                    got.extend_from_slice(&data)
+                }
+                Pdu::CapsuleResp { cqe } if cqe.cid == sqe.cid => return Ok((cqe, got.freeze())),
+                other => return Err(NvmeError::Unexpected(format!("{:?}", other.pdu_type()))),
+            }
+        }
+    }
+
+    /// Answers an R2T: the bytes it asks for, in H2CData PDUs of at most MAXH2CDATA.
+    async fn write_data(
+        &mut self,
+        data: &Bytes,
+        cccid: u16,
+        ttag: u16,
+        r2to: u32,
+        r2tl: u32,
+    ) -> Result<()> {
+        let (start, end) = (r2to as usize, r2to as usize + r2tl as usize);
+        if end > data.len() {
+            return Err(NvmeError::Unexpected("R2T past the data".into()));
+        }
+        let mut at = start;
+        while at < end {
+            let n = (end - at).min(self.maxh2cdata as usize);
+            self.send(&Pdu::H2CData {
+                cccid,
+                ttag,
+                datao: at as u32,
+                last: at + n == end,
+                data: data.slice(at..at + n),
+            })
+            .await?;
+            at += n;
+        }
+        Ok(())
+    }
+}
