@@ -7,6 +7,7 @@
 //! held, and holds its in-flight permit: the batch runs before the reader waits for anything.
 
 use super::Reader;
+use crate::dispatch::Shared;
 use cerberus_proto::{Command, Opcode, Response, Status};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -73,27 +74,24 @@ impl Reader {
             self.shared.metrics.get_batches.inc();
             self.shared.metrics.batched_gets.inc_by(held.len() as u64);
         }
-        let cids: Vec<u32> = match inline {
-            true => Vec::new(),
-            false => held.iter().map(|g| g.cmd.cid).collect(),
-        };
-        let (shared, tx) = (self.shared.clone(), self.tx.clone());
-        let run = move || {
-            let (cmds, rest): (Vec<Command>, Vec<_>) = held
-                .into_iter()
-                .map(|g| (g.cmd, (g.permit, g.arrived)))
-                .unzip();
-            let opcode = Opcode::Retrieve as u8;
-            for (resp, (permit, arrived)) in shared.retrieve_many(ns, &cmds).into_iter().zip(rest) {
-                let ok = resp.status.is_success();
-                shared.metrics.record(ns, opcode, ok, arrived.elapsed());
-                let _ = tx.send((resp, Some(permit)));
-            }
-        };
         if inline {
-            self.shared.scheduler.busy(true, run);
+            // Answered on this task: each reply is encoded straight into the writer's buffer,
+            // without waking the writer, which is polled right after this reader.
+            let (shared, tx) = (&*self.shared, &self.tx);
+            shared.scheduler.busy(true, || {
+                answer_gets(shared, ns, held, |resp, permit| {
+                    let _ = tx.send_here(&resp, permit);
+                })
+            });
             return;
         }
+        let cids: Vec<u32> = held.iter().map(|g| g.cmd.cid).collect();
+        let (shared, tx) = (self.shared.clone(), self.tx.clone());
+        let run = move || {
+            answer_gets(&shared, ns, held, |resp, permit| {
+                let _ = tx.send((resp, Some(permit)));
+            })
+        };
         // The background work the batch makes belongs to the core that read it.
         let core = crate::scheduler::current_core();
         let submitted = self.workers.submit(Box::new(move || {
@@ -110,5 +108,25 @@ impl Reader {
                 let _ = self.tx.send((resp, None));
             }
         }
+    }
+}
+
+/// Runs `held` (gets of namespace `ns`) as one engine read and hands each reply, in their
+/// order, to `reply` with its permit.
+fn answer_gets(
+    shared: &Shared,
+    ns: u32,
+    held: Vec<HeldGet>,
+    mut reply: impl FnMut(Response, OwnedSemaphorePermit),
+) {
+    let (cmds, rest): (Vec<Command>, Vec<_>) = held
+        .into_iter()
+        .map(|g| (g.cmd, (g.permit, g.arrived)))
+        .unzip();
+    let opcode = Opcode::Retrieve as u8;
+    for (resp, (permit, arrived)) in shared.retrieve_many(ns, &cmds).into_iter().zip(rest) {
+        let ok = resp.status.is_success();
+        shared.metrics.record(ns, opcode, ok, arrived.elapsed());
+        reply(resp, permit);
     }
 }
