@@ -8,13 +8,10 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread::JoinHandle;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 pub type Job = Box<dyn FnOnce() + Send>;
 
-/// A reply on its way to the writer, with the in-flight permit of its command: the permit is
-/// given back once the reply is written, so replies a client does not read stop its commands.
-pub(crate) type Outbox = mpsc::UnboundedSender<(Response, Option<OwnedSemaphorePermit>)>;
+pub(crate) use crate::connection::Outbox;
 
 /// Runs a command on the engine and records it. A panic still answers the client, or it
 /// would wait for this command forever.

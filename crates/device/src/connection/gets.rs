@@ -7,6 +7,7 @@
 //! held, and holds its in-flight permit: the batch runs before the reader waits for anything.
 
 use super::Reader;
+use crate::dispatch::Shared;
 use cerberus_proto::{Command, Opcode, Response, Status};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -64,36 +65,35 @@ impl Reader {
     /// Runs the held gets as one engine read, here if gets run on the network thread, else
     /// as one job on the workers; each reply goes to the writer with its permit.
     pub(super) fn run_gets(&mut self) {
-        let held = std::mem::take(&mut self.gets.gets);
-        let Some(first) = held.first() else {
+        let Some(first) = self.gets.gets.first() else {
             return;
         };
         let (ns, inline) = (first.cmd.nsid, self.shared.runs_inline(&first.cmd));
-        if held.len() > 1 {
+        let n = self.gets.gets.len();
+        if n > 1 {
             self.shared.metrics.get_batches.inc();
-            self.shared.metrics.batched_gets.inc_by(held.len() as u64);
+            self.shared.metrics.batched_gets.inc_by(n as u64);
         }
-        let cids: Vec<u32> = match inline {
-            true => Vec::new(),
-            false => held.iter().map(|g| g.cmd.cid).collect(),
-        };
-        let (shared, tx) = (self.shared.clone(), self.tx.clone());
-        let run = move || {
-            let (cmds, rest): (Vec<Command>, Vec<_>) = held
-                .into_iter()
-                .map(|g| (g.cmd, (g.permit, g.arrived)))
-                .unzip();
-            let opcode = Opcode::Retrieve as u8;
-            for (resp, (permit, arrived)) in shared.retrieve_many(ns, &cmds).into_iter().zip(rest) {
-                let ok = resp.status.is_success();
-                shared.metrics.record(ns, opcode, ok, arrived.elapsed());
-                let _ = tx.send((resp, Some(permit)));
-            }
-        };
         if inline {
-            self.shared.scheduler.busy(true, run);
+            // Answered on this task: each reply is encoded straight into the writer's buffer,
+            // without waking the writer, which is polled right after this reader. The held
+            // gets' vector keeps its room for the next batch.
+            let (shared, tx, held) = (&*self.shared, &self.tx, &mut self.gets.gets);
+            shared.scheduler.busy(true, || {
+                answer_gets(shared, ns, held.drain(..), |resp, permit| {
+                    let _ = tx.send_here(&resp, permit);
+                })
+            });
             return;
         }
+        let held = std::mem::take(&mut self.gets.gets);
+        let cids: Vec<u32> = held.iter().map(|g| g.cmd.cid).collect();
+        let (shared, tx) = (self.shared.clone(), self.tx.clone());
+        let run = move || {
+            answer_gets(&shared, ns, held.into_iter(), |resp, permit| {
+                let _ = tx.send((resp, Some(permit)));
+            })
+        };
         // The background work the batch makes belongs to the core that read it.
         let core = crate::scheduler::current_core();
         let submitted = self.workers.submit(Box::new(move || {
@@ -110,5 +110,32 @@ impl Reader {
                 let _ = self.tx.send((resp, None));
             }
         }
+    }
+}
+
+/// Runs `held` (gets of namespace `ns`) as one engine read and hands each reply, in their
+/// order, to `reply` with its permit.
+fn answer_gets(
+    shared: &Shared,
+    ns: u32,
+    mut held: impl ExactSizeIterator<Item = HeldGet>,
+    mut reply: impl FnMut(Response, OwnedSemaphorePermit),
+) {
+    let opcode = Opcode::Retrieve as u8;
+    let mut answered = |resp: Response, permit, arrived: quanta::Instant| {
+        let ok = resp.status.is_success();
+        shared.metrics.record(ns, opcode, ok, arrived.elapsed());
+        reply(resp, permit);
+    };
+    if held.len() == 1 {
+        // A get alone (every get of an unpipelined client): no vectors to build.
+        if let Some(g) = held.next() {
+            answered(shared.retrieve_one(ns, &g.cmd), g.permit, g.arrived);
+        }
+        return;
+    }
+    let (cmds, rest): (Vec<Command>, Vec<_>) = held.map(|g| (g.cmd, (g.permit, g.arrived))).unzip();
+    for (resp, (permit, arrived)) in shared.retrieve_many(ns, &cmds).into_iter().zip(rest) {
+        answered(resp, permit, arrived);
     }
 }

@@ -22,7 +22,7 @@ use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
 use crate::shares;
 use crate::stop::stopped;
-use crate::workers::{Outbox, Workers};
+use crate::workers::Workers;
 use bytes::BytesMut;
 use cerberus_proto::{split_frame, Frame, ProtoError, Response, Status};
 use deadlines::Deadlines;
@@ -32,9 +32,10 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use writer::write_loop;
+pub(crate) use writer::Outbox;
 
 /// Largest frame body read before the connection authenticates: an Authenticate or an
 /// Identify fits many times over, and a client that proved nothing holds little memory.
@@ -51,7 +52,7 @@ pub async fn serve<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = writer::outbox(shared.config.reply_bytes_bound());
     let write_timeout = Duration::from_millis(shared.config.write_timeout_ms);
     let writer = write_loop(wr, rx, write_timeout, shared.clone());
     let mut reader = Reader::new(shared, workers, ticket, puts, tx);

@@ -1,36 +1,228 @@
-//! The write side of a connection: completions, batched into few writes, each under a
-//! deadline, with a last guard on their size.
+//! The write side of a connection: completions, encoded by whoever answers them straight
+//! into one buffer, written in few writes, each under a deadline, with a last guard on their
+//! size.
+//!
+//! The buffer replaced a channel of `Response`s to the writer: a get's reply went through a
+//! channel slot and a wake-up of the connection's own task (reader and writer share it, see
+//! `read_then_write`), which tokio answered with one more poll of the task. Now a reply is
+//! encoded under the outbox's lock (uncontended but for worker threads' replies) and the
+//! writer is woken only when it waits and the reply came from elsewhere. The order of
+//! replies is the order they were sent, as before.
 
 use crate::dispatch::Shared;
 use bytes::BytesMut;
 use cerberus_proto::{Response, Status, HEADER_LEN};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+
+/// Where a connection's replies go: each with the in-flight permit of its command, given
+/// back once the reply is written, so replies a client does not read stop its commands.
+/// Cloned by whatever answers later (a worker's job, a held put); the writer ends once every
+/// clone is gone and all they sent is written.
+pub(crate) struct Outbox {
+    inner: Arc<Inner>,
+}
+
+/// The writer's end of an [`Outbox`].
+pub(super) struct Replies {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    /// The device's `max_reply_bytes` (see [`encode`]).
+    max_body: u32,
+    /// Set once the writer has given up; `gone` wakes those waiting for it.
+    closed: AtomicBool,
+    gone: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    /// Replies encoded and not yet taken by the writer.
+    out: BytesMut,
+    /// Their commands' permits.
+    permits: Vec<OwnedSemaphorePermit>,
+    /// The writer, when it waits for replies.
+    waker: Option<Waker>,
+    /// Outboxes alive.
+    senders: usize,
+}
+
+/// The writer is gone: the reply was dropped, with its permit.
+#[derive(Debug)]
+pub(crate) struct WriterGone;
+
+/// A connection's outbox and the writer's end of it; replies longer than `max_body` are
+/// replaced by a `ReplyTooLarge` error.
+pub(super) fn outbox(max_body: u32) -> (Outbox, Replies) {
+    let inner = Arc::new(Inner {
+        state: Mutex::new(State {
+            senders: 1,
+            ..State::default()
+        }),
+        max_body,
+        closed: AtomicBool::new(false),
+        gone: Notify::new(),
+    });
+    let replies = Replies {
+        inner: inner.clone(),
+    };
+    (Outbox { inner }, replies)
+}
+
+impl Outbox {
+    /// Queues `r` for the writer, waking it if it waits.
+    pub(crate) fn send(
+        &self,
+        (r, permit): (Response, Option<OwnedSemaphorePermit>),
+    ) -> Result<(), WriterGone> {
+        if let Some(w) = self.push(&r, permit, true)? {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// [`Outbox::send`] without waking the writer: only for the connection's own reader
+    /// answering on its task, whose writer is polled right after it in the same poll of the
+    /// task (`read_then_write`). A wake-up there would cost the task one more poll.
+    pub(super) fn send_here(
+        &self,
+        r: &Response,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<(), WriterGone> {
+        self.push(r, Some(permit), false).map(drop)
+    }
+
+    /// Encodes `r` into the buffer; the writer's waker if it waits for it and `wake`.
+    fn push(
+        &self,
+        r: &Response,
+        permit: Option<OwnedSemaphorePermit>,
+        wake: bool,
+    ) -> Result<Option<Waker>, WriterGone> {
+        let mut st = self.inner.state.lock();
+        // Checked under the lock, which the writer's end takes after setting it: nothing is
+        // left in the buffer once it has emptied it.
+        if self.inner.closed.load(Ordering::Relaxed) {
+            return Err(WriterGone);
+        }
+        encode(r, &mut st.out, self.inner.max_body);
+        st.permits.extend(permit);
+        // A reply sent here leaves the waker in place: the writer, polled next, may take
+        // the buffer and wait again, and a reply from elsewhere must still find it.
+        Ok(if wake { st.waker.take() } else { None })
+    }
+
+    /// Completes once the writer has given up (a client that does not take its replies, or
+    /// a failed write).
+    pub(crate) async fn closed(&self) {
+        loop {
+            // Made before the check: a `notify_waiters` after it is not missed.
+            let notified = self.inner.gone.notified();
+            if self.inner.closed.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Clone for Outbox {
+    fn clone(&self) -> Outbox {
+        self.inner.state.lock().senders += 1;
+        Outbox {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        let waker = {
+            let mut st = self.inner.state.lock();
+            st.senders -= 1;
+            match st.senders {
+                0 => st.waker.take(),
+                _ => None,
+            }
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+impl Replies {
+    /// Moves the replies sent into `out` (empty) and their permits into `permits`: `true`
+    /// once there were some, `false` once every outbox is gone and nothing is left.
+    fn take(
+        &self,
+        out: &mut BytesMut,
+        permits: &mut Vec<OwnedSemaphorePermit>,
+        cx: &mut Context<'_>,
+    ) -> Poll<bool> {
+        let mut st = self.inner.state.lock();
+        if !st.out.is_empty() {
+            // The two buffers trade places: each keeps its capacity for the next turn.
+            std::mem::swap(out, &mut st.out);
+            std::mem::swap(permits, &mut st.permits);
+            return Poll::Ready(true);
+        }
+        if st.senders == 0 {
+            return Poll::Ready(false);
+        }
+        match &st.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => st.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Replies {
+    /// The writer is gone: later replies are dropped, and the permits of those not written
+    /// go back; the reader learns it through [`Outbox::closed`].
+    fn drop(&mut self) {
+        self.inner.closed.store(true, Ordering::Release);
+        let unwritten = {
+            let mut st = self.inner.state.lock();
+            (std::mem::take(&mut st.out), std::mem::take(&mut st.permits))
+        };
+        drop(unwritten);
+        self.inner.gone.notify_waiters();
+    }
+}
 
 pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
-    mut wr: W,
-    mut rx: mpsc::UnboundedReceiver<(Response, Option<OwnedSemaphorePermit>)>,
+    wr: W,
+    replies: Replies,
     timeout: Duration,
     shared: Arc<Shared>,
 ) {
+    let timed_out = || {
+        shared.metrics.write_timeouts.inc();
+        tracing::debug!("closing a connection that does not take its replies");
+    };
+    write_replies(wr, replies, timeout, timed_out).await;
+}
+
+/// Writes what `replies` takes until every outbox is gone, each write under `timeout`; a
+/// write that does not finish in time calls `timed_out` and gives up.
+async fn write_replies<W: AsyncWrite + Unpin>(
+    mut wr: W,
+    replies: Replies,
+    timeout: Duration,
+    timed_out: impl FnOnce(),
+) {
     let mut out = BytesMut::new();
     let mut written = Vec::new();
-    let max_body = shared.config.reply_bytes_bound();
-    while let Some((r, permit)) = rx.recv().await {
-        encode(&r, &mut out, max_body);
-        written.push(permit);
-        // Batch what is ready into one write.
-        while out.len() < (1 << 20) {
-            match rx.try_recv() {
-                Ok((r, permit)) => {
-                    encode(&r, &mut out, max_body);
-                    written.push(permit);
-                }
-                Err(_) => break,
-            }
-        }
+    while std::future::poll_fn(|cx| replies.take(&mut out, &mut written, cx)).await {
         let write = async {
             wr.write_all(&out).await?;
             wr.flush().await
@@ -39,8 +231,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
             Ok(Ok(())) => {}
             Ok(Err(_)) => return,
             Err(_) => {
-                shared.metrics.write_timeouts.inc();
-                tracing::debug!("closing a connection that does not take its replies");
+                timed_out();
                 return;
             }
         }
@@ -82,3 +273,7 @@ fn encode(r: &Response, out: &mut BytesMut, max_body: u32) {
         let _ = fallback.encode(out);
     }
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

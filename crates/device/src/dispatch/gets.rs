@@ -74,7 +74,8 @@ impl Shared {
 }
 
 impl Shared {
-    fn retrieve_one(&self, ns: u32, c: &Command) -> Response {
+    /// Answers `c`, a retrieve of namespace `ns` that [`Shared::batches_get`] took, alone.
+    pub fn retrieve_one(&self, ns: u32, c: &Command) -> Response {
         let opcode = Opcode::Retrieve as u8;
         let outcome = match (injected(ns, opcode, c), &c.request) {
             (Some(e), _) => Err(e),
