@@ -13,7 +13,7 @@ use crate::nvme;
 use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
 use crate::scheduler::Scheduler;
-use crate::stop::stopped;
+use crate::stop::accept_until_stopped;
 use crate::workers::Workers;
 use crate::{data_dir, tls};
 use cerberus_engine::Db;
@@ -332,17 +332,8 @@ async fn accept_loop(
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}
-        let (sock, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    // Out of descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = stopped(&mut stop) => break,
+        let Some((sock, peer)) = accept_until_stopped(&listener, &mut stop, "native").await else {
+            break;
         };
         let ticket = admission.try_admit();
         if ticket.is_none() {

@@ -3,7 +3,7 @@
 //! stops.
 
 use super::{conn, Target};
-use crate::stop::stopped;
+use crate::stop::accept_until_stopped;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -19,16 +19,9 @@ pub(crate) async fn serve(listener: TcpListener, target: Target, mut stop: watch
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}
-        let (sock, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "NVMe/TCP accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = stopped(&mut stop) => break,
+        let Some((sock, peer)) = accept_until_stopped(&listener, &mut stop, "NVMe/TCP").await
+        else {
+            break;
         };
         let metrics = &target.shared.metrics;
         let Ok(slot) = target.slots.clone().try_acquire_owned() else {
