@@ -165,6 +165,14 @@ impl IndexValue {
         }
     }
 
+    /// The payload of an encoded [`IndexValue::Table`], borrowed; `None` for any other value.
+    pub fn table_payload(buf: &[u8]) -> Option<&[u8]> {
+        match buf.split_first() {
+            Some((&TAG_TABLE, payload)) => Some(payload),
+            _ => None,
+        }
+    }
+
     /// Decodes an entry; `inline` bytes are sliced out of `buf` without a copy.
     pub fn decode(buf: &Bytes) -> Option<IndexValue> {
         let mut c = Cursor::new(buf);

@@ -168,6 +168,34 @@ impl KeyFilter {
     }
 }
 
+/// The hash of a memtable user key that [`Memtable::newest_of`]'s maps are keyed by.
+pub fn key_hash(user: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(user)
+}
+
+/// Newest seqnos by [`key_hash`], with the key they are of (`None` where keys' hashes
+/// collide: the newest of them): the keys are hashes already, so the map hashes no further.
+pub type KeyHashes = HashMap<u64, (SeqNo, Option<Bytes>), std::hash::BuildHasherDefault<HashIsKey>>;
+
+/// A `Hasher` for keys that are hashes: the key itself.
+#[derive(Default)]
+pub struct HashIsKey(u64);
+
+impl std::hash::Hasher for HashIsKey {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed here; any other input still hashes to something sound.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 pub struct Memtable {
     map: SkipMap<SlotKey, MemValue>,
     filter: KeyFilter,
@@ -177,6 +205,9 @@ pub struct Memtable {
     /// as new, less the versions a capacity check found they replace (so it may go below
     /// zero): what a capacity check adds to the usage of the last flush.
     charged: parking_lot::Mutex<std::collections::HashMap<crate::key::Nsid, i64>>,
+    /// The last map of key hashes queries took per namespace, and the visible seqno up to
+    /// which it holds every version (see `key_hashes`).
+    key_hashes: parking_lot::Mutex<HashMap<crate::key::Nsid, (SeqNo, Arc<KeyHashes>)>>,
 }
 
 impl Memtable {
@@ -188,6 +219,7 @@ impl Memtable {
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
             charged: Default::default(),
+            key_hashes: Default::default(),
         }
     }
 
@@ -253,17 +285,33 @@ impl Memtable {
             .count() as u64
     }
 
-    /// The newest seqno at most `snapshot` of each key of namespace `ns`, if it has at most
-    /// `max` entries (else `None`, after a walk of `max + 1`): what a query that checks many
-    /// pks for newer versions asks once instead of searching the skiplist for each.
-    pub fn newest_of(
+    /// The map [`Memtable::key_hashes`] last took of namespace `ns`, if it holds every
+    /// version a read at `snapshot` sees.
+    pub fn cached_key_hashes(
         &self,
         ns: crate::key::Nsid,
         snapshot: SeqNo,
+    ) -> Option<Arc<KeyHashes>> {
+        let taken = self.key_hashes.lock();
+        let (through, map) = taken.get(&ns)?;
+        (snapshot <= *through).then(|| map.clone())
+    }
+
+    /// The newest seqno of each key of namespace `ns` here, by the key's [`key_hash`] (keys
+    /// whose hashes collide keep the newer), if the namespace has at most `max` entries here
+    /// (else `None`, after a walk of `max + 1`): what a query that checks many pks for newer
+    /// versions takes once instead of probing the memtable for each. A small map of hashes
+    /// stays in the cache where the memtable's filter, sized for its whole budget, costs a
+    /// cache miss per probe. `visible`: the database's visible seqno before this call; every
+    /// version up to it is in the map, which later queries at snapshots up to it share.
+    pub fn key_hashes(
+        &self,
+        ns: crate::key::Nsid,
+        visible: SeqNo,
         max: usize,
-    ) -> Option<HashMap<Bytes, SeqNo>> {
+    ) -> Option<Arc<KeyHashes>> {
         let lo = SlotKey::new(Bytes::copy_from_slice(&ns.to_be_bytes()), SeqNo::MAX);
-        let mut out: HashMap<Bytes, SeqNo> = HashMap::new();
+        let mut map = KeyHashes::default();
         let entries = self.map.range((Bound::Included(&lo), Bound::Unbounded));
         for (walked, e) in entries.enumerate() {
             let key = e.key();
@@ -273,12 +321,22 @@ impl Memtable {
             if walked == max {
                 return None;
             }
-            // Versions of a key come newest first: the first one the snapshot sees is it.
-            if key.seq <= snapshot && !out.contains_key(&key.user) {
-                out.insert(key.user.clone(), key.seq);
+            // Versions past any snapshot too: a newer seqno than a reader sees only sends
+            // that reader to the exact search.
+            let (newest, of) = map
+                .entry(key_hash(&key.user))
+                .or_insert_with(|| (key.seq, Some(key.user.clone())));
+            *newest = (*newest).max(key.seq);
+            if of.as_ref().is_some_and(|k| *k != key.user) {
+                *of = None;
             }
         }
-        Some(out)
+        let map = Arc::new(map);
+        let mut taken = self.key_hashes.lock();
+        if taken.get(&ns).is_none_or(|(through, _)| *through < visible) {
+            taken.insert(ns, (visible, map.clone()));
+        }
+        Some(map)
     }
 
     /// All entries in order (newest version of a key first).

@@ -64,7 +64,7 @@ fn random_filter(rng: &mut SmallRng) -> Filter {
 }
 
 /// Every page of a find: the records, and the reads of records over all pages.
-fn find_all(ns: &Namespace, filter: &Filter, keys_only: bool) -> (Vec<(Bytes, Bytes)>, u64) {
+fn find_all(ns: &impl Readable, filter: &Filter, keys_only: bool) -> (Vec<(Bytes, Bytes)>, u64) {
     let mut opts = FindOptions {
         page_bytes: 40,
         keys_only,
@@ -290,6 +290,8 @@ fn a_keys_only_find_reads_no_record_and_takes_no_projection() {
 /// A query with thousands of index hits after hundreds of writes still in the memtable: it
 /// takes the namespace's memtable keys at once (after a first try finds more than it has
 /// checked), and every newer version and delete there still hides the entry it supersedes.
+/// The maps taken are shared with later queries: after more writes a read sees them, and a
+/// snapshot taken before them still does not.
 fn many_hits_beside_unflushed_writes(kind: IndexKind) {
     let mut rng = SmallRng::seed_from_u64(common::seed(0x33c));
     let db = Db::builder(cerberus_engine::Options::default())
@@ -305,20 +307,36 @@ fn many_hits_beside_unflushed_writes(kind: IndexKind) {
             .unwrap();
     }
     db.flush().unwrap();
-    // 900 writes in the memtable: more than the 512 checks of the first try, fewer than the
-    // 1,024 of the second.
-    for _ in 0..900 {
-        let k = key(rng.gen_range(0..6_000));
-        if rng.gen_ratio(1, 3) {
-            ns.delete(&k).unwrap();
-            model.remove(&k);
-        } else {
-            let a = rng.gen_range(0..3);
-            ns.put(&k, &serde_json::to_vec(&json!({"a": a})).unwrap())
-                .unwrap();
-            model.insert(k, a);
+    // 900 writes in the memtable: more than the checks of the first tries, fewer than a
+    // later one's; then 300 more after the first queries took their maps.
+    let mut write = |model: &mut std::collections::BTreeMap<Bytes, i64>, n: usize| {
+        for _ in 0..n {
+            let k = key(rng.gen_range(0..6_000));
+            if rng.gen_ratio(1, 3) {
+                ns.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                let a = rng.gen_range(0..3);
+                ns.put(&k, &serde_json::to_vec(&json!({"a": a})).unwrap())
+                    .unwrap();
+                model.insert(k, a);
+            }
         }
-    }
+    };
+    write(&mut model, 900);
+    check_every_value(&ns, &model, "first");
+    let (before, model_before) = (ns.snapshot(), model.clone());
+    write(&mut model, 300);
+    check_every_value(&ns, &model, "after more writes");
+    check_every_value(&before, &model_before, "snapshot before them");
+}
+
+/// Finds (keys only and whole) and counts of `a` = 0, 1 and 2 through `r` equal `model`.
+fn check_every_value(
+    r: &impl Readable,
+    model: &std::collections::BTreeMap<Bytes, i64>,
+    when: &str,
+) {
     for a in 0..3 {
         let filter = Filter::parse_str(&format!(r#"{{"a": {a}}}"#)).unwrap();
         let want: Vec<Bytes> = model
@@ -327,13 +345,13 @@ fn many_hits_beside_unflushed_writes(kind: IndexKind) {
             .map(|(k, _)| k.clone())
             .collect();
         for keys_only in [true, false] {
-            let (mut got, _) = find_all(&ns, &filter, keys_only);
+            let (mut got, _) = find_all(r, &filter, keys_only);
             got.sort();
             let got: Vec<Bytes> = got.into_iter().map(|(k, _)| k).collect();
-            assert_eq!(got, want, "a = {a}, keys only {keys_only}");
+            assert_eq!(got, want, "{when}: a = {a}, keys only {keys_only}");
         }
-        let count = ns.aggregate(&filter, &Aggregate::Count).unwrap().value;
-        assert_eq!(count, json!(want.len()), "count of a = {a}");
+        let count = r.aggregate(&filter, &Aggregate::Count).unwrap().value;
+        assert_eq!(count, json!(want.len()), "{when}: count of a = {a}");
     }
 }
 

@@ -20,6 +20,10 @@ pub trait Source: Send {
     fn index_value(&self) -> Option<IndexValue> {
         IndexValue::decode(&self.value())
     }
+    /// A secondary index entry's payload (an [`IndexValue::Table`]) borrowed from the source:
+    /// an index walk copies it out with no shared-buffer clone and drop per entry. `None`:
+    /// not such a value.
+    fn table_payload(&self) -> Option<&[u8]>;
     fn advance(&mut self) -> Result<()>;
     /// Positions at the first entry whose internal key is `>= target`.
     fn seek(&mut self, target: &[u8]) -> Result<()>;
@@ -37,6 +41,9 @@ impl Source for TableIter {
     }
     fn value(&self) -> Bytes {
         TableIter::value(self)
+    }
+    fn table_payload(&self) -> Option<&[u8]> {
+        IndexValue::table_payload(self.value_slice())
     }
     fn advance(&mut self) -> Result<()> {
         TableIter::advance(self)
@@ -225,6 +232,9 @@ impl Source for LevelSource {
     fn value(&self) -> Bytes {
         self.iter.as_ref().map(|i| i.value()).unwrap_or_default()
     }
+    fn table_payload(&self) -> Option<&[u8]> {
+        self.iter.as_ref().and_then(Source::table_payload)
+    }
     fn advance(&mut self) -> Result<()> {
         if let Some(it) = &mut self.iter {
             it.advance()?;
@@ -319,6 +329,11 @@ impl MergingIter {
     /// The current entry's value decoded; `None` when not valid or malformed.
     pub fn index_value(&self) -> Option<IndexValue> {
         self.current.and_then(|i| self.sources[i].index_value())
+    }
+
+    /// The current entry's [`Source::table_payload`].
+    pub fn table_payload(&self) -> Option<&[u8]> {
+        self.current.and_then(|i| self.sources[i].table_payload())
     }
 
     pub fn advance(&mut self) -> Result<()> {

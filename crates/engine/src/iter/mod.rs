@@ -39,6 +39,11 @@ impl Source for MemIter {
             Kind::Delete => IndexValue::Tombstone,
         })
     }
+    fn table_payload(&self) -> Option<&[u8]> {
+        self.entry()
+            .filter(|(_, v)| v.kind == Kind::Put && v.addr.is_none())
+            .map(|(_, v)| &v.value[..])
+    }
     fn advance(&mut self) -> Result<()> {
         MemIter::advance(self);
         Ok(())
@@ -136,6 +141,12 @@ impl SnapshotScan {
     /// without an encoding round trip.
     pub fn index_value(&self) -> Option<IndexValue> {
         self.merged.index_value()
+    }
+
+    /// The visible version's secondary index payload, borrowed (see
+    /// [`Source::table_payload`]); only while `valid()`.
+    pub fn table_payload(&self) -> Option<&[u8]> {
+        self.merged.table_payload()
     }
 
     /// Bytes this scan holds: `(its own state and its sources', their buffered blocks and

@@ -340,6 +340,14 @@ impl TableIter {
         self.data.as_ref().map(|d| d.value()).unwrap_or_default()
     }
 
+    /// Current value, borrowed from its block; only while `valid()`.
+    pub fn value_slice(&self) -> &[u8] {
+        self.data
+            .as_ref()
+            .map(|d| d.value_slice())
+            .unwrap_or_default()
+    }
+
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.index.seek_to_first();
         self.load_block(None, false)
