@@ -275,6 +275,11 @@ impl Source for LevelSource {
 pub struct MergingIter {
     sources: Vec<Box<dyn Source>>,
     current: Option<usize>,
+    /// The source with the smallest key after the current one's, as of the last full pick:
+    /// the others do not move while the current one advances, so as long as it stays below
+    /// this one an advance takes one comparison, not one per source (a walk over a range
+    /// that one level holds, the usual case, compares no other source).
+    runner_up: Option<usize>,
 }
 
 impl MergingIter {
@@ -282,23 +287,31 @@ impl MergingIter {
         let mut m = MergingIter {
             sources,
             current: None,
+            runner_up: None,
         };
         m.pick();
         m
     }
 
+    /// The smallest source (the first of equals) and the runner-up.
     fn pick(&mut self) {
-        let mut best: Option<usize> = None;
+        let (mut best, mut second): (Option<usize>, Option<usize>) = (None, None);
+        let before = |a: usize, b: &dyn Source| cmp_ikey(self.sources[a].key(), b.key());
         for (i, s) in self.sources.iter().enumerate() {
             if !s.valid() {
                 continue;
             }
-            best = match best {
-                Some(b) if cmp_ikey(self.sources[b].key(), s.key()) != Ordering::Greater => Some(b),
-                _ => Some(i),
-            };
+            match best {
+                Some(b) if before(b, s.as_ref()) != Ordering::Greater => {
+                    if second.is_none_or(|r| before(r, s.as_ref()) == Ordering::Greater) {
+                        second = Some(i);
+                    }
+                }
+                // The old best is no greater than any other seen: the new runner-up.
+                _ => (best, second) = (Some(i), best),
+            }
         }
-        self.current = best;
+        (self.current, self.runner_up) = (best, second);
     }
 
     pub fn valid(&self) -> bool {
@@ -339,7 +352,16 @@ impl MergingIter {
     pub fn advance(&mut self) -> Result<()> {
         if let Some(i) = self.current {
             self.sources[i].advance()?;
-            self.pick();
+            let source = &self.sources[i];
+            // Still strictly below the runner-up: still the smallest (on a tie the full pick
+            // decides, as it would have).
+            let stays = source.valid()
+                && self.runner_up.is_none_or(|r| {
+                    cmp_ikey(source.key(), self.sources[r].key()) == Ordering::Less
+                });
+            if !stays {
+                self.pick();
+            }
         }
         Ok(())
     }
