@@ -1,11 +1,15 @@
 //! The admin queue: Fabrics Connect (either queue), Property Get/Set, Disconnect; Identify,
-//! Get Log Page, Set/Get Features, Async Event Request, Keep Alive.
+//! Get Log Page, Set/Get Features, Async Event Request, Keep Alive; a discovery
+//! controller's (Identify controller, the discovery log).
 
 use super::conn::{Conn, Queue};
 use super::controllers::CC_EN;
+use super::discovery::{self, Port};
 use super::identify::{self, CSI_KV, MAX_QUEUE_ENTRIES, VERSION_2_0};
 use super::{invalid_field, invalid_namespace, Answer};
-use cerberus_proto::nvme::{connect_invalid_parameters, property, FabricsCommand, NvmeStatus, Sqe};
+use cerberus_proto::nvme::{
+    connect_invalid_parameters, property, FabricsCommand, NvmeStatus, Sqe, DISCOVERY_NQN,
+};
 
 /// Admin opcodes answered here.
 const GET_LOG_PAGE: u8 = 0x02;
@@ -19,8 +23,26 @@ const KEEP_ALIVE: u8 = 0x18;
 const FEAT_QUEUES: u8 = 0x07;
 const FEAT_ASYNC_EVENTS: u8 = 0x0B;
 const FEAT_KEEP_ALIVE: u8 = 0x0F;
+/// The discovery log page.
+const LOG_DISCOVERY: u8 = 0x70;
 /// I/O queues granted (0-based, submission and completion alike).
 const IO_QUEUES: u32 = 63;
+
+/// The part of a log page a Get Log Page asks for: NUMD dwords (NUMDU:NUMDL, 0-based)
+/// from byte LPOU:LPOL. Past the page, zeros; at most 4 KiB of them (or the page's size),
+/// whatever NUMD a host asks for.
+fn page_window(sqe: &Sqe, page: &[u8]) -> Answer {
+    let dwords = ((sqe.cdw(11) & 0xFFFF) << 16 | sqe.cdw(10) >> 16) as usize + 1;
+    let offset = u64::from(sqe.cdw(12)) | u64::from(sqe.cdw(13)) << 32;
+    let len = dwords.saturating_mul(4).min(page.len().max(4096));
+    match usize::try_from(offset)
+        .ok()
+        .and_then(|o| discovery::window(page, o, len))
+    {
+        Some(out) => Answer::data(out),
+        None => Answer::status(invalid_field()),
+    }
+}
 
 /// CAP: MQES, CQR (contiguous queues), TO (20 x 500 ms), CSS bit 0 (NVM) and bit 6 (I/O
 /// command sets: the KV one).
@@ -43,41 +65,9 @@ impl Conn {
                 cntlid,
                 subnqn,
                 hostnqn,
+                kato_ms,
                 ..
-            } => {
-                if self.queue.is_some() || sqsize == 0 || subnqn != self.target.config.subnqn {
-                    return Answer::status(connect_invalid_parameters());
-                }
-                let (cntlid, ctrl) = if qid == 0 {
-                    // The dynamic controller model: the host asks for any controller.
-                    if cntlid != 0xFFFF {
-                        return Answer::status(connect_invalid_parameters());
-                    }
-                    match self.target.controllers.allocate(&hostnqn, hostid) {
-                        Some(c) => c,
-                        None => return Answer::status(connect_invalid_parameters()),
-                    }
-                } else {
-                    let found = self.target.controllers.get(cntlid).filter(|c| {
-                        let c = c.lock();
-                        c.hostnqn == hostnqn && c.hostid == hostid && c.csts & 1 != 0
-                    });
-                    match found {
-                        Some(c) if u32::from(qid) <= IO_QUEUES + 1 => (cntlid, c),
-                        _ => return Answer::status(connect_invalid_parameters()),
-                    }
-                };
-                let visible = self.target.visible(&hostnqn);
-                self.queue = Some(Queue {
-                    qid,
-                    cntlid,
-                    ctrl,
-                    visible,
-                    sqsize: sqsize.saturating_add(1),
-                    sqhd: 0,
-                });
-                Answer::ok(u32::from(cntlid))
-            }
+            } => self.connect(qid, sqsize, hostid, cntlid, &subnqn, &hostnqn, kato_ms),
             FabricsCommand::PropertyGet { offset, .. } => {
                 let Some(q) = &self.queue else {
                     return Answer::status(NvmeStatus::error(0, 0x0C));
@@ -111,14 +101,74 @@ impl Conn {
         }
     }
 
+    /// A Connect: the admin queue's makes a controller (a discovery one for the
+    /// well-known NQN), an I/O queue's joins a live, enabled I/O controller of the same host.
+    #[allow(clippy::too_many_arguments)]
+    fn connect(
+        &mut self,
+        qid: u16,
+        sqsize: u16,
+        hostid: [u8; 16],
+        cntlid: u16,
+        subnqn: &str,
+        hostnqn: &str,
+        kato_ms: u32,
+    ) -> Answer {
+        let discovery = subnqn == DISCOVERY_NQN;
+        if self.queue.is_some()
+            || sqsize == 0
+            || (subnqn != self.target.config.subnqn && !discovery)
+        {
+            return Answer::status(connect_invalid_parameters());
+        }
+        let (cntlid, ctrl) = if qid == 0 {
+            // The dynamic controller model: the host asks for any controller.
+            if cntlid != 0xFFFF {
+                return Answer::status(connect_invalid_parameters());
+            }
+            let c = self.target.controllers.allocate(hostnqn, hostid, discovery, kato_ms);
+            match c {
+                Some(c) => c,
+                None => return Answer::status(connect_invalid_parameters()),
+            }
+        } else {
+            // A discovery controller has no I/O queues.
+            let found = self.target.controllers.get(cntlid).filter(|c| {
+                let c = c.lock();
+                c.hostnqn == hostnqn && c.hostid == hostid && c.csts & 1 != 0 && !c.discovery
+            });
+            match found {
+                Some(c) if u32::from(qid) <= IO_QUEUES + 1 && !discovery => (cntlid, c),
+                _ => return Answer::status(connect_invalid_parameters()),
+            }
+        };
+        let visible = self.target.visible(hostnqn);
+        self.queue = Some(Queue {
+            qid,
+            cntlid,
+            ctrl,
+            visible,
+            // At most MAXCMD commands at once, whatever the host's SQSIZE.
+            sqsize: sqsize.saturating_add(1).min(MAX_QUEUE_ENTRIES),
+            sqhd: 0,
+        });
+        Answer::ok(u32::from(cntlid))
+    }
+
     pub(super) fn admin(&mut self, sqe: &Sqe, _data: &[u8]) -> Answer {
         let Some(q) = &self.queue else {
             return Answer::status(NvmeStatus::error(0, 0x0C));
         };
-        let ready = q.ctrl.lock().cc & CC_EN != 0;
+        let (ready, discovery) = {
+            let c = q.ctrl.lock();
+            (c.cc & CC_EN != 0, c.discovery)
+        };
         if !ready {
             // Commands other than Fabrics wait for CC.EN.
             return Answer::status(NvmeStatus::error(0, 0x0C));
+        }
+        if discovery {
+            return self.discovery_admin(sqe);
         }
         match sqe.opcode {
             IDENTIFY => self.identify(sqe),
@@ -149,7 +199,7 @@ impl Conn {
         let cntlid = self.queue.as_ref().map_or(0, |q| q.cntlid);
         let nn = visible.last().copied().unwrap_or(0).max(1024);
         let data = match cns {
-            0x01 => identify::controller(t, cntlid, nn),
+            0x01 => identify::controller(t, cntlid, nn, false),
             0x02 => identify::active_list(&visible, sqe.nsid),
             0x07 if csi == CSI_KV => identify::active_list(&visible, sqe.nsid),
             0x07 => identify::active_list(&[], sqe.nsid),
@@ -167,26 +217,57 @@ impl Conn {
         Answer::data(data)
     }
 
+    /// A discovery controller's admin commands: Identify controller, the discovery log,
+    /// features, events and Keep Alive; nothing about namespaces.
+    fn discovery_admin(&mut self, sqe: &Sqe) -> Answer {
+        let cntlid = self.queue.as_ref().map_or(0, |q| q.cntlid);
+        match sqe.opcode {
+            IDENTIFY if sqe.cdw(10) & 0xFF == 0x01 => {
+                Answer::data(identify::controller(&self.target, cntlid, 0, true))
+            }
+            GET_LOG_PAGE => match (sqe.cdw(10) & 0xFF) as u8 {
+                LOG_DISCOVERY => {
+                    let page = self.discovery_log();
+                    page_window(sqe, &page)
+                }
+                _ => Answer::status(NvmeStatus::error(1, 0x09)), // Invalid Log Page
+            },
+            SET_FEATURES | GET_FEATURES => self.features(sqe),
+            ASYNC_EVENT => Answer::Hold,
+            KEEP_ALIVE => Answer::ok(0),
+            IDENTIFY => Answer::status(invalid_field()),
+            _ => Answer::status(NvmeStatus::error(0, 0x01)),
+        }
+    }
+
+    /// The discovery log for this host: our subsystem at the address it reached us on,
+    /// if the settings grant it anything; else no record.
+    fn discovery_log(&self) -> Vec<u8> {
+        let host = self
+            .queue
+            .as_ref()
+            .map(|q| q.ctrl.lock().hostnqn.clone())
+            .unwrap_or_default();
+        let granted = self.target.config.hosts.contains_key(&host);
+        let ports: Vec<Port<'_>> = match self.local_addr() {
+            Some(addr) if granted => vec![Port {
+                subnqn: &self.target.config.subnqn,
+                addr,
+                asqsz: MAX_QUEUE_ENTRIES,
+            }],
+            _ => Vec::new(),
+        };
+        discovery::log_page(&ports)
+    }
+
     fn log_page(&mut self, sqe: &Sqe) -> Answer {
-        let lid = (sqe.cdw(10) & 0xFF) as u8;
-        let dwords = ((sqe.cdw(11) & 0xFFFF) << 16 | sqe.cdw(10) >> 16) as usize + 1;
-        let offset = u64::from(sqe.cdw(12)) | u64::from(sqe.cdw(13)) << 32;
-        let page = match lid {
+        let page = match (sqe.cdw(10) & 0xFF) as u8 {
             0x01 => vec![0u8; 64], // error information: no entry
             0x02 => identify::smart_log(&self.target),
             0x03 => identify::firmware_log(),
             _ => return Answer::status(NvmeStatus::error(1, 0x09)), // Invalid Log Page
         };
-        let Ok(start) = usize::try_from(offset) else {
-            return Answer::status(invalid_field());
-        };
-        if start > page.len() {
-            return Answer::status(invalid_field());
-        }
-        // Past the page, zeros; at most 4 KiB of them, whatever NUMD a host asks for.
-        let mut out = page[start..].to_vec();
-        out.resize((dwords * 4).min(out.len().max(4096)), 0);
-        Answer::data(out)
+        page_window(sqe, &page)
     }
 
     fn features(&mut self, sqe: &Sqe) -> Answer {
@@ -207,8 +288,14 @@ impl Conn {
                 .features
                 .get(&fid)
                 .unwrap_or(&(IO_QUEUES << 16 | IO_QUEUES)),
-            (FEAT_ASYNC_EVENTS | FEAT_KEEP_ALIVE, true) => sqe.cdw(11),
-            (FEAT_ASYNC_EVENTS | FEAT_KEEP_ALIVE, false) => *c.features.get(&fid).unwrap_or(&0),
+            (FEAT_KEEP_ALIVE, true) => {
+                // The keep-alive timer restarts with the new KATO after this command.
+                c.kato_ms = sqe.cdw(11);
+                sqe.cdw(11)
+            }
+            (FEAT_KEEP_ALIVE, false) => c.kato_ms,
+            (FEAT_ASYNC_EVENTS, true) => sqe.cdw(11),
+            (FEAT_ASYNC_EVENTS, false) => *c.features.get(&fid).unwrap_or(&0),
             _ => return Answer::status(invalid_field()),
         };
         if set {

@@ -39,8 +39,9 @@ fn firmware() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-/// CNS 01h: the controller.
-pub fn controller(t: &Target, cntlid: u16, nn: u32) -> Vec<u8> {
+/// CNS 01h: the controller (an I/O controller, or the discovery controller: no
+/// namespaces, the well-known NQN).
+pub fn controller(t: &Target, cntlid: u16, nn: u32, discovery: bool) -> Vec<u8> {
     let mut b = vec![0u8; IDENTIFY_LEN];
     // VID and SSVID stay 0: no PCI vendor.
     ascii(&mut b, 4, 20, &format!("CERBERUS{cntlid:04X}"));
@@ -51,7 +52,7 @@ pub fn controller(t: &Target, cntlid: u16, nn: u32) -> Vec<u8> {
     b[77] = (63 - pages.leading_zeros()) as u8;
     put16(&mut b, 78, cntlid);
     put32(&mut b, 80, VERSION_2_0);
-    b[111] = 1; // CNTRLTYPE: I/O controller
+    b[111] = if discovery { 2 } else { 1 }; // CNTRLTYPE: discovery or I/O controller
     b[259] = 3; // AERL: 4 outstanding Async Event Requests (0-based)
     b[260] = 0x03; // FRMW: slot 1 read-only, one slot
     put16(&mut b, 320, 10); // KAS: keep-alive granularity 10 x 100 ms
@@ -62,7 +63,10 @@ pub fn controller(t: &Target, cntlid: u16, nn: u32) -> Vec<u8> {
     // SGLS: SGLs supported, keyed data blocks, offsets in in-capsule data (what a fabric's
     // data pointer uses).
     put32(&mut b, 536, 0x0010_0005);
-    let nqn = t.config.subnqn.as_bytes();
+    let nqn = match discovery {
+        true => cerberus_proto::nvme::DISCOVERY_NQN.as_bytes(),
+        false => t.config.subnqn.as_bytes(),
+    };
     b[768..768 + nqn.len()].copy_from_slice(nqn);
     // Fabrics: IOCCSZ (the entry and its in-capsule data) and IORCSZ in 16-byte units.
     put32(&mut b, 1792, (64 + t.config.in_capsule_bytes) / 16);
