@@ -322,8 +322,9 @@ fn bad_pdus_close_only_their_connection() {
             bad.recv().await,
             Err(NvmeError::Terminated { fes: 0x02, .. })
         ));
-        // A Store whose data never comes, and more capsules than the queue holds (32)
-        // behind it: a sequence error, not a growing backlog.
+        // Stores whose data never comes, more than the queue holds (32): each waits for
+        // its data with the others in flight, and the one past the queue's size is a
+        // sequence error, not a growing backlog.
         let mut stuck = NvmeHost::connect(&t).await.unwrap();
         let mut store = Sqe {
             nsid: ns,
@@ -336,44 +337,31 @@ fn bad_pdus_close_only_their_connection() {
             options: 0,
         }
         .encode(&mut store);
-        stuck
-            .io
-            .send(&Pdu::CapsuleCmd {
-                sqe: store,
-                data: Bytes::new(),
-            })
-            .await
-            .unwrap();
-        assert!(matches!(
-            stuck.io.recv().await,
-            Ok(Pdu::R2T { r2tl: 10_000, .. })
-        ));
-        let mut exist = Sqe {
-            nsid: ns,
-            ..Sqe::default()
-        };
-        KvCommand {
-            opcode: KvOpcode::Exist,
-            key: b"s".to_vec(),
-            size: 0,
-            options: 0,
-        }
-        .encode(&mut exist);
-        for cid in 1..=33 {
-            exist.cid = cid;
+        for cid in 0..=32 {
+            store.cid = cid;
             stuck
                 .io
                 .send(&Pdu::CapsuleCmd {
-                    sqe: exist,
+                    sqe: store,
                     data: Bytes::new(),
                 })
                 .await
                 .unwrap();
         }
-        assert!(matches!(
-            stuck.io.recv().await,
-            Err(NvmeError::Terminated { fes: 0x02, .. })
-        ));
+        let mut asked = 0;
+        loop {
+            match stuck.io.recv().await {
+                Ok(Pdu::R2T {
+                    cccid, r2tl: 10_000, ..
+                }) => {
+                    assert_eq!(cccid, asked);
+                    asked += 1;
+                }
+                Err(NvmeError::Terminated { fes: 0x02, .. }) => break,
+                other => panic!("expected R2Ts then a sequence error, got {other:?}"),
+            }
+        }
+        assert_eq!(asked, 32, "one R2T per Store the queue holds");
         // The good connection goes on.
         assert_eq!(
             good.retrieve(ns, b"k", 8).await.unwrap().unwrap().0,
