@@ -114,7 +114,9 @@ fn a_later_command_completes_while_a_store_waits_for_its_data() {
             other => panic!("expected cid 2's completion, got {other:?}"),
         }
         // Then the Store's data, and its completion.
-        h.io.send(&h2c(1, ttag, vec![9u8; big as usize])).await.unwrap();
+        h.io.send(&h2c(1, ttag, vec![9u8; big as usize]))
+            .await
+            .unwrap();
         match h.io.recv().await.unwrap() {
             Pdu::CapsuleResp { cqe } => {
                 assert_eq!(cqe.cid, 1);
@@ -165,7 +167,9 @@ fn stores_waiting_for_data_stay_within_the_connections_budget() {
         while done < stores {
             // Data for those already asked, one at a time.
             if let Some(t) = tags.remove(&next_data) {
-                h.io.send(&h2c(next_data, t, fill(next_data))).await.unwrap();
+                h.io.send(&h2c(next_data, t, fill(next_data)))
+                    .await
+                    .unwrap();
                 next_data += 1;
             }
             match h.io.recv().await.unwrap() {
@@ -181,7 +185,11 @@ fn stores_waiting_for_data_stay_within_the_connections_budget() {
         }
         for cid in 0..stores {
             let key = format!("key{cid}");
-            let (v, _) = h.retrieve(ns, key.as_bytes(), value).await.unwrap().unwrap();
+            let (v, _) = h
+                .retrieve(ns, key.as_bytes(), value)
+                .await
+                .unwrap()
+                .unwrap();
             assert_eq!(v, Bytes::from(fill(cid)));
         }
     });

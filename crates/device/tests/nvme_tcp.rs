@@ -352,7 +352,9 @@ fn bad_pdus_close_only_their_connection() {
         loop {
             match stuck.io.recv().await {
                 Ok(Pdu::R2T {
-                    cccid, r2tl: 10_000, ..
+                    cccid,
+                    r2tl: 10_000,
+                    ..
                 }) => {
                     assert_eq!(cccid, asked);
                     asked += 1;

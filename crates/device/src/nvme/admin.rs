@@ -126,7 +126,10 @@ impl Conn {
             if cntlid != 0xFFFF {
                 return Answer::status(connect_invalid_parameters());
             }
-            let c = self.target.controllers.allocate(hostnqn, hostid, discovery, kato_ms);
+            let c = self
+                .target
+                .controllers
+                .allocate(hostnqn, hostid, discovery, kato_ms);
             match c {
                 Some(c) => c,
                 None => return Answer::status(connect_invalid_parameters()),

@@ -253,9 +253,8 @@ impl Conn {
             return;
         };
         let kato = q.ctrl.lock().kato_ms;
-        self.keep_alive = (kato > 0).then(|| {
-            Instant::now() + Duration::from_millis(u64::from(kato)) + KATO_GRACE
-        });
+        self.keep_alive = (kato > 0)
+            .then(|| Instant::now() + Duration::from_millis(u64::from(kato)) + KATO_GRACE);
     }
 
     /// An I/O command: counted against the queue's size, started when its bytes fit the

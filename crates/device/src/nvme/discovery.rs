@@ -57,11 +57,17 @@ pub fn log_page(ports: &[Port<'_>]) -> Vec<u8> {
         // The dynamic controller model: any controller.
         e[entry::CNTLID..entry::CNTLID + 2].copy_from_slice(&0xFFFFu16.to_le_bytes());
         e[entry::ASQSZ..entry::ASQSZ + 2].copy_from_slice(&p.asqsz.to_le_bytes());
-        ascii(&mut e[entry::TRSVCID..entry::TRSVCID + 32], &p.addr.port().to_string());
+        ascii(
+            &mut e[entry::TRSVCID..entry::TRSVCID + 32],
+            &p.addr.port().to_string(),
+        );
         let nqn = p.subnqn.as_bytes();
         let n = nqn.len().min(256);
         e[entry::SUBNQN..entry::SUBNQN + n].copy_from_slice(&nqn[..n]);
-        ascii(&mut e[entry::TRADDR..entry::TRADDR + 256], &p.addr.ip().to_string());
+        ascii(
+            &mut e[entry::TRADDR..entry::TRADDR + 256],
+            &p.addr.ip().to_string(),
+        );
         // TSAS for TCP: SECTYPE 0, no security.
         e[entry::TSAS] = 0;
     }
@@ -103,7 +109,11 @@ mod tests {
         assert_eq!(&b[16..18], &[0, 0], "RECFMT");
         let e = &b[1024..];
         assert_eq!(&e[0..4], &[3, 1, 2, 0b10], "TRTYPE, ADRFAM, SUBTYPE, TREQ");
-        assert_eq!(&e[4..10], &[1, 0, 0xFF, 0xFF, 128, 0], "PORTID CNTLID ASQSZ");
+        assert_eq!(
+            &e[4..10],
+            &[1, 0, 0xFF, 0xFF, 128, 0],
+            "PORTID CNTLID ASQSZ"
+        );
         assert_eq!(&e[32..37], b"4420 ");
         assert!(e[256..].starts_with(b"nqn.2026-11.dev.cerberus:kv\0"));
         assert_eq!(&e[512..522], b"127.0.0.1 ");

@@ -50,7 +50,9 @@ pub async fn discover(t: &NvmeTarget) -> Result<Vec<DiscoveryEntry>> {
         let generation = u64_at(&header, 0);
         let records = u64_at(&header, 8);
         if records > MAX_RECORDS {
-            return Err(NvmeError::Unexpected(format!("{records} discovery records")));
+            return Err(NvmeError::Unexpected(format!(
+                "{records} discovery records"
+            )));
         }
         let mut entries = Vec::with_capacity(records as usize);
         for i in 0..records {
@@ -62,7 +64,9 @@ pub async fn discover(t: &NvmeTarget) -> Result<Vec<DiscoveryEntry>> {
             return Ok(entries);
         }
     }
-    Err(NvmeError::Unexpected("the discovery log kept changing".into()))
+    Err(NvmeError::Unexpected(
+        "the discovery log kept changing".into(),
+    ))
 }
 
 /// `len` bytes (a multiple of 4) of the discovery log from byte `offset`.
