@@ -204,7 +204,7 @@ fn a_pipelined_host_gets_every_answer_matched_by_its_command_id() {
         let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
         let n = 100usize;
         // Values alternate in the capsule and through R2T.
-        let value = |i: usize| vec![i as u8; if i % 2 == 0 { 10 } else { 9000 + i }];
+        let value = |i: usize| vec![i as u8; if i.is_multiple_of(2) { 10 } else { 9000 + i }];
         let stores = (0..n)
             .map(|i| {
                 let v = value(i);
