@@ -107,6 +107,9 @@ fn the_admin_sequence_an_spdk_host_sends() {
         assert_eq!(u32_at(&c, 80), 0x0002_0000, "VER");
         assert_eq!(c[111], 1, "CNTRLTYPE: I/O");
         assert_eq!((c[512], c[513]), (0x66, 0x44), "SQES, CQES");
+        assert_eq!(u16_at(&c, 514), 128, "MAXCMD");
+        assert_eq!(u16_at(&c, 320), 10, "KAS: 10 x 100 ms");
+        assert_eq!(c[1803], 1, "MSDBD");
         assert!(u32_at(&c, 516) >= ns1, "NN");
         assert!(c[768..].starts_with(SUBNQN.as_bytes()));
         assert_eq!(u32_at(&c, 1792), (64 + 8192) / 16, "IOCCSZ");
@@ -164,7 +167,7 @@ fn the_admin_sequence_an_spdk_host_sends() {
         assert_eq!(csi, Some(1), "CSI descriptor: KV");
         let kv = h.identify(0x05, ns1, 1).await.unwrap();
         assert!(u64_at(&kv, 0) > 0, "KV NSZE");
-        assert_eq!(kv[25], 1, "NKVF");
+        assert_eq!(kv[25], 0, "NKVF (0-based): one format");
         assert_eq!(u16_at(&kv, 72), 16, "KML");
         assert_eq!(u32_at(&kv, 76), 2 << 20, "VML = max_value_len");
 
