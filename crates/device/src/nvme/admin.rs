@@ -8,16 +8,9 @@ use super::discovery::{self, Port};
 use super::identify::{self, CSI_KV, MAX_QUEUE_ENTRIES, VERSION_2_0};
 use super::{invalid_field, invalid_namespace, Answer};
 use cerberus_proto::nvme::{
-    connect_invalid_parameters, property, FabricsCommand, NvmeStatus, Sqe, DISCOVERY_NQN,
+    connect_invalid_parameters, property, AdminCommand, FabricsCommand, NvmeStatus, Sqe,
+    DISCOVERY_NQN,
 };
-
-/// Admin opcodes answered here.
-const GET_LOG_PAGE: u8 = 0x02;
-const IDENTIFY: u8 = 0x06;
-const SET_FEATURES: u8 = 0x09;
-const GET_FEATURES: u8 = 0x0A;
-const ASYNC_EVENT: u8 = 0x0C;
-const KEEP_ALIVE: u8 = 0x18;
 
 /// Features kept: number of queues, async event configuration, keep-alive timer.
 const FEAT_QUEUES: u8 = 0x07;
@@ -28,13 +21,12 @@ const LOG_DISCOVERY: u8 = 0x70;
 /// I/O queues granted (0-based, submission and completion alike).
 const IO_QUEUES: u32 = 63;
 
-/// The part of a log page a Get Log Page asks for: NUMD dwords (NUMDU:NUMDL, 0-based)
-/// from byte LPOU:LPOL. Past the page, zeros; at most 4 KiB of them (or the page's size),
-/// whatever NUMD a host asks for.
-fn page_window(sqe: &Sqe, page: &[u8]) -> Answer {
-    let dwords = ((sqe.cdw(11) & 0xFFFF) << 16 | sqe.cdw(10) >> 16) as usize + 1;
-    let offset = u64::from(sqe.cdw(12)) | u64::from(sqe.cdw(13)) << 32;
-    let len = dwords.saturating_mul(4).min(page.len().max(4096));
+/// The part of a log page a Get Log Page asks for: `len` bytes from byte `offset`. Past
+/// the page, zeros; at most 4 KiB of them (or the page's size), whatever NUMD a host asks
+/// for.
+fn page_window(page: &[u8], offset: u64, len: u64) -> Answer {
+    let cap = page.len().max(4096);
+    let len = usize::try_from(len).map_or(cap, |l| l.min(cap));
     match usize::try_from(offset)
         .ok()
         .and_then(|o| discovery::window(page, o, len))
@@ -170,16 +162,21 @@ impl Conn {
             // Commands other than Fabrics wait for CC.EN.
             return Answer::status(NvmeStatus::error(0, 0x0C));
         }
+        let cmd = match AdminCommand::decode(sqe) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Answer::status(NvmeStatus::error(0, 0x01)),
+            Err(s) => return Answer::status(s),
+        };
         if discovery {
-            return self.discovery_admin(sqe);
+            return self.discovery_admin(cmd);
         }
-        match sqe.opcode {
-            IDENTIFY => self.identify(sqe),
-            GET_LOG_PAGE => self.log_page(sqe),
-            SET_FEATURES | GET_FEATURES => self.features(sqe),
-            ASYNC_EVENT => Answer::Hold,
-            KEEP_ALIVE => Answer::ok(0),
-            _ => Answer::status(NvmeStatus::error(0, 0x01)),
+        match cmd {
+            AdminCommand::Identify { cns, csi, nsid, .. } => self.identify(cns, csi, nsid),
+            AdminCommand::GetLogPage { lid, offset, len } => self.log_page(lid, offset, len),
+            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value)),
+            AdminCommand::GetFeatures { fid } => self.features(fid, None),
+            AdminCommand::AsyncEventRequest => Answer::Hold,
+            AdminCommand::KeepAlive => Answer::ok(0),
         }
     }
 
@@ -193,23 +190,21 @@ impl Conn {
         q.visible.clone()
     }
 
-    fn identify(&mut self, sqe: &Sqe) -> Answer {
-        let cns = (sqe.cdw(10) & 0xFF) as u8;
-        let csi = (sqe.cdw(11) >> 24) as u8;
+    fn identify(&mut self, cns: u8, csi: u8, nsid: u32) -> Answer {
         let visible = self.refresh_visible();
         let t = &self.target;
-        let nsid_ok = visible.contains(&sqe.nsid);
+        let nsid_ok = visible.contains(&nsid);
         let cntlid = self.queue.as_ref().map_or(0, |q| q.cntlid);
         let nn = visible.last().copied().unwrap_or(0).max(1024);
         let data = match cns {
             0x01 => identify::controller(t, cntlid, nn, false),
-            0x02 => identify::active_list(&visible, sqe.nsid),
-            0x07 if csi == CSI_KV => identify::active_list(&visible, sqe.nsid),
-            0x07 => identify::active_list(&[], sqe.nsid),
+            0x02 => identify::active_list(&visible, nsid),
+            0x07 if csi == CSI_KV => identify::active_list(&visible, nsid),
+            0x07 => identify::active_list(&[], nsid),
             0x00 | 0x03 | 0x05 if !nsid_ok => return Answer::status(invalid_namespace()),
-            0x00 => identify::namespace(t, sqe.nsid),
-            0x03 => identify::descriptors(t, sqe.nsid),
-            0x05 if csi == CSI_KV => identify::kv_namespace(t, sqe.nsid),
+            0x00 => identify::namespace(t, nsid),
+            0x03 => identify::descriptors(t, nsid),
+            0x05 if csi == CSI_KV => identify::kv_namespace(t, nsid),
             // The NVM command set's data for a KV namespace, or an unknown set.
             0x05 => return Answer::status(invalid_field()),
             // The NVM and KV command sets' controller data hold nothing this target sets.
@@ -222,24 +217,23 @@ impl Conn {
 
     /// A discovery controller's admin commands: Identify controller, the discovery log,
     /// features, events and Keep Alive; nothing about namespaces.
-    fn discovery_admin(&mut self, sqe: &Sqe) -> Answer {
+    fn discovery_admin(&mut self, cmd: AdminCommand) -> Answer {
         let cntlid = self.queue.as_ref().map_or(0, |q| q.cntlid);
-        match sqe.opcode {
-            IDENTIFY if sqe.cdw(10) & 0xFF == 0x01 => {
+        match cmd {
+            AdminCommand::Identify { cns: 0x01, .. } => {
                 Answer::data(identify::controller(&self.target, cntlid, 0, true))
             }
-            GET_LOG_PAGE => match (sqe.cdw(10) & 0xFF) as u8 {
-                LOG_DISCOVERY => {
-                    let page = self.discovery_log();
-                    page_window(sqe, &page)
-                }
-                _ => Answer::status(NvmeStatus::error(1, 0x09)), // Invalid Log Page
-            },
-            SET_FEATURES | GET_FEATURES => self.features(sqe),
-            ASYNC_EVENT => Answer::Hold,
-            KEEP_ALIVE => Answer::ok(0),
-            IDENTIFY => Answer::status(invalid_field()),
-            _ => Answer::status(NvmeStatus::error(0, 0x01)),
+            AdminCommand::Identify { .. } => Answer::status(invalid_field()),
+            AdminCommand::GetLogPage {
+                lid: LOG_DISCOVERY,
+                offset,
+                len,
+            } => page_window(&self.discovery_log(), offset, len),
+            AdminCommand::GetLogPage { .. } => Answer::status(NvmeStatus::error(1, 0x09)),
+            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value)),
+            AdminCommand::GetFeatures { fid } => self.features(fid, None),
+            AdminCommand::AsyncEventRequest => Answer::Hold,
+            AdminCommand::KeepAlive => Answer::ok(0),
         }
     }
 
@@ -263,45 +257,43 @@ impl Conn {
         discovery::log_page(&ports)
     }
 
-    fn log_page(&mut self, sqe: &Sqe) -> Answer {
-        let page = match (sqe.cdw(10) & 0xFF) as u8 {
+    fn log_page(&mut self, lid: u8, offset: u64, len: u64) -> Answer {
+        let page = match lid {
             0x01 => vec![0u8; 64], // error information: no entry
             0x02 => identify::smart_log(&self.target),
             0x03 => identify::firmware_log(),
             _ => return Answer::status(NvmeStatus::error(1, 0x09)), // Invalid Log Page
         };
-        page_window(sqe, &page)
+        page_window(&page, offset, len)
     }
 
-    fn features(&mut self, sqe: &Sqe) -> Answer {
-        let fid = (sqe.cdw(10) & 0xFF) as u8;
+    /// Set Features (`set`: the value) or Get Features.
+    fn features(&mut self, fid: u8, set: Option<u32>) -> Answer {
         let Some(q) = &self.queue else {
             return Answer::status(invalid_field());
         };
         let mut c = q.ctrl.lock();
-        let set = sqe.opcode == SET_FEATURES;
         let value = match (fid, set) {
             // Granted: the count asked, up to IO_QUEUES, for both kinds.
-            (FEAT_QUEUES, true) => {
-                let v = sqe.cdw(11);
+            (FEAT_QUEUES, Some(v)) => {
                 let n = (v & 0xFFFF).max(v >> 16).min(IO_QUEUES);
                 n | n << 16
             }
-            (FEAT_QUEUES, false) => *c
+            (FEAT_QUEUES, None) => *c
                 .features
                 .get(&fid)
                 .unwrap_or(&(IO_QUEUES << 16 | IO_QUEUES)),
-            (FEAT_KEEP_ALIVE, true) => {
+            (FEAT_KEEP_ALIVE, Some(v)) => {
                 // The keep-alive timer restarts with the new KATO after this command.
-                c.kato_ms = sqe.cdw(11);
-                sqe.cdw(11)
+                c.kato_ms = v;
+                v
             }
-            (FEAT_KEEP_ALIVE, false) => c.kato_ms,
-            (FEAT_ASYNC_EVENTS, true) => sqe.cdw(11),
-            (FEAT_ASYNC_EVENTS, false) => *c.features.get(&fid).unwrap_or(&0),
+            (FEAT_KEEP_ALIVE, None) => c.kato_ms,
+            (FEAT_ASYNC_EVENTS, Some(v)) => v,
+            (FEAT_ASYNC_EVENTS, None) => *c.features.get(&fid).unwrap_or(&0),
             _ => return Answer::status(invalid_field()),
         };
-        if set {
+        if set.is_some() {
             c.features.insert(fid, value);
         }
         Answer::ok(value)

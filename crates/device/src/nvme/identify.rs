@@ -135,7 +135,7 @@ fn kv_namespace_data(cap: u64, used: u64, max_value_len: u32) -> Vec<u8> {
     b[25] = 0; // NKVF: one KV format (0-based)
     put16(&mut b, 72, KV_KEY_MAX); // KVF0.KML
     put32(&mut b, 76, max_value_len); // KVF0.VML
-    // KVF0.MNK: as many keys as the smallest records would fill the capacity with.
+                                      // KVF0.MNK: as many keys as the smallest records would fill the capacity with.
     let least = u64::from(KV_KEY_MAX) + 1;
     put32(&mut b, 80, u32::try_from(cap / least).unwrap_or(u32::MAX));
     b
@@ -223,9 +223,17 @@ mod tests {
     #[test]
     fn kv_namespace_fields_sit_at_the_kv_command_sets_offsets() {
         let b = kv_namespace_data(17 * 1000, 4096, 2 << 20);
-        assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), 17_000, "NSZE");
+        assert_eq!(
+            u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            17_000,
+            "NSZE"
+        );
         assert_eq!(&b[8..16], &[0; 8], "reserved");
-        assert_eq!(u64::from_le_bytes(b[16..24].try_into().unwrap()), 4096, "NUSE");
+        assert_eq!(
+            u64::from_le_bytes(b[16..24].try_into().unwrap()),
+            4096,
+            "NUSE"
+        );
         assert_eq!(b[25], 0, "NKVF is 0-based: one format");
         assert_eq!(u16::from_le_bytes([b[72], b[73]]), 16, "KVF0.KML");
         assert_eq!(u32_at(&b, 76), 2 << 20, "KVF0.VML");
@@ -241,8 +249,16 @@ mod tests {
         let b = smart_data(512_001, 512_000, 7, 9);
         assert_eq!((b.len(), b[0], b[3], b[4]), (512, 0, 100, 10));
         let u128_at = |at: usize| u128::from_le_bytes(b[at..at + 16].try_into().unwrap());
-        assert_eq!(u128_at(32), 2, "data units read: thousands of 512 B, rounded up");
+        assert_eq!(
+            u128_at(32),
+            2,
+            "data units read: thousands of 512 B, rounded up"
+        );
         assert_eq!(u128_at(48), 1, "data units written");
-        assert_eq!((u128_at(64), u128_at(80)), (7, 9), "host read and write commands");
+        assert_eq!(
+            (u128_at(64), u128_at(80)),
+            (7, 9),
+            "host read and write commands"
+        );
     }
 }

@@ -19,9 +19,9 @@ pub use fabrics::{
     connect_data, connect_invalid_parameters, property, FabricsCommand, CONNECT_DATA_LEN,
     DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
 };
+pub use fuzz::check_command_decoders;
 pub use kv::{
     kv_status, KvCommand, KvOpcode, MAX_KV_KEY, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };
 pub use pdu::{split_pdu, Digests, NvmeTcpError, Pdu, PduLimits, PduType, CH_LEN, PFV_1_0};
-pub use fuzz::check_command_decoders;
 pub use queue_entry::{Cqe, NvmeStatus, Sqe, CQE_LEN, SQE_LEN};
