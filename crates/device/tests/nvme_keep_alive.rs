@@ -49,7 +49,7 @@ fn a_silent_host_loses_its_controller_and_io_queues() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns) = device(dir.path());
     rt().block_on(async {
-        let mut h = NvmeHost::connect_with_kato(&target(&dev), 200)
+        let mut h = NvmeHost::connect_with_kato(&target(&dev), 1000)
             .await
             .unwrap();
         h.store(ns, b"k", b"v", 0).await.unwrap();
