@@ -108,3 +108,26 @@ fn a_host_that_keeps_alive_stays() {
     });
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn set_features_arms_the_keep_alive_timer_of_a_controller_connected_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns) = device(dir.path());
+    rt().block_on(async {
+        let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
+        // Keep Alive Timer (0Fh) = 1,000 ms; then silence on the admin queue.
+        let mut set = Sqe {
+            opcode: 0x09,
+            ..Sqe::default()
+        };
+        set.cdw[0] = 0x0F;
+        set.cdw[1] = 1000;
+        h.admin_command(set, 0).await.expect("set KATO");
+        h.store(ns, b"k", b"v", 0).await.unwrap();
+        let io = tokio::time::timeout(AT_MOST, h.io.recv())
+            .await
+            .expect("I/O queue closed");
+        assert!(matches!(io, Err(NvmeError::Closed | NvmeError::Io(_))));
+    });
+    dev.shutdown().unwrap();
+}
