@@ -107,3 +107,23 @@ impl Controllers {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removing_a_controller_tells_its_queues() {
+        let c = Controllers::default();
+        let (id, ctrl) = c.allocate("nqn.h", [0; 16], false, 5000).unwrap();
+        let gone = ctrl.lock().gone();
+        assert!(!*gone.borrow());
+        assert_eq!(ctrl.lock().kato_ms, 5000);
+        let (other, _) = c.allocate("nqn.h", [0; 16], true, 0).unwrap();
+        assert_ne!(id, other);
+        c.remove(id);
+        assert!(*gone.borrow());
+        assert!(c.get(id).is_none());
+        assert!(c.get(other).is_some_and(|o| o.lock().discovery));
+    }
+}
