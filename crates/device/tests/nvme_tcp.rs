@@ -107,6 +107,9 @@ fn the_admin_sequence_an_spdk_host_sends() {
         assert_eq!(u32_at(&c, 80), 0x0002_0000, "VER");
         assert_eq!(c[111], 1, "CNTRLTYPE: I/O");
         assert_eq!((c[512], c[513]), (0x66, 0x44), "SQES, CQES");
+        assert_eq!(u16_at(&c, 514), 128, "MAXCMD");
+        assert_eq!(u16_at(&c, 320), 10, "KAS: 10 x 100 ms");
+        assert_eq!(c[1803], 1, "MSDBD");
         assert!(u32_at(&c, 516) >= ns1, "NN");
         assert!(c[768..].starts_with(SUBNQN.as_bytes()));
         assert_eq!(u32_at(&c, 1792), (64 + 8192) / 16, "IOCCSZ");
@@ -164,7 +167,7 @@ fn the_admin_sequence_an_spdk_host_sends() {
         assert_eq!(csi, Some(1), "CSI descriptor: KV");
         let kv = h.identify(0x05, ns1, 1).await.unwrap();
         assert!(u64_at(&kv, 0) > 0, "KV NSZE");
-        assert_eq!(kv[25], 1, "NKVF");
+        assert_eq!(kv[25], 0, "NKVF (0-based): one format");
         assert_eq!(u16_at(&kv, 72), 16, "KML");
         assert_eq!(u32_at(&kv, 76), 2 << 20, "VML = max_value_len");
 
@@ -322,8 +325,9 @@ fn bad_pdus_close_only_their_connection() {
             bad.recv().await,
             Err(NvmeError::Terminated { fes: 0x02, .. })
         ));
-        // A Store whose data never comes, and more capsules than the queue holds (32)
-        // behind it: a sequence error, not a growing backlog.
+        // Stores whose data never comes, more than the queue holds (32): each waits for
+        // its data with the others in flight, and the one past the queue's size is a
+        // sequence error, not a growing backlog.
         let mut stuck = NvmeHost::connect(&t).await.unwrap();
         let mut store = Sqe {
             nsid: ns,
@@ -336,44 +340,33 @@ fn bad_pdus_close_only_their_connection() {
             options: 0,
         }
         .encode(&mut store);
-        stuck
-            .io
-            .send(&Pdu::CapsuleCmd {
-                sqe: store,
-                data: Bytes::new(),
-            })
-            .await
-            .unwrap();
-        assert!(matches!(
-            stuck.io.recv().await,
-            Ok(Pdu::R2T { r2tl: 10_000, .. })
-        ));
-        let mut exist = Sqe {
-            nsid: ns,
-            ..Sqe::default()
-        };
-        KvCommand {
-            opcode: KvOpcode::Exist,
-            key: b"s".to_vec(),
-            size: 0,
-            options: 0,
-        }
-        .encode(&mut exist);
-        for cid in 1..=33 {
-            exist.cid = cid;
+        for cid in 0..=32 {
+            store.cid = cid;
             stuck
                 .io
                 .send(&Pdu::CapsuleCmd {
-                    sqe: exist,
+                    sqe: store,
                     data: Bytes::new(),
                 })
                 .await
                 .unwrap();
         }
-        assert!(matches!(
-            stuck.io.recv().await,
-            Err(NvmeError::Terminated { fes: 0x02, .. })
-        ));
+        let mut asked = 0;
+        loop {
+            match stuck.io.recv().await {
+                Ok(Pdu::R2T {
+                    cccid,
+                    r2tl: 10_000,
+                    ..
+                }) => {
+                    assert_eq!(cccid, asked);
+                    asked += 1;
+                }
+                Err(NvmeError::Terminated { fes: 0x02, .. }) => break,
+                other => panic!("expected R2Ts then a sequence error, got {other:?}"),
+            }
+        }
+        assert_eq!(asked, 32, "one R2T per Store the queue holds");
         // The good connection goes on.
         assert_eq!(
             good.retrieve(ns, b"k", 8).await.unwrap().unwrap().0,

@@ -1,26 +1,40 @@
 //! The admin queue: Fabrics Connect (either queue), Property Get/Set, Disconnect; Identify,
-//! Get Log Page, Set/Get Features, Async Event Request, Keep Alive.
+//! Get Log Page, Set/Get Features, Async Event Request, Keep Alive; a discovery
+//! controller's (Identify controller, the discovery log).
 
 use super::conn::{Conn, Queue};
 use super::controllers::CC_EN;
+use super::discovery::{self, Port};
 use super::identify::{self, CSI_KV, MAX_QUEUE_ENTRIES, VERSION_2_0};
 use super::{invalid_field, invalid_namespace, Answer};
-use cerberus_proto::nvme::{connect_invalid_parameters, property, FabricsCommand, NvmeStatus, Sqe};
-
-/// Admin opcodes answered here.
-const GET_LOG_PAGE: u8 = 0x02;
-const IDENTIFY: u8 = 0x06;
-const SET_FEATURES: u8 = 0x09;
-const GET_FEATURES: u8 = 0x0A;
-const ASYNC_EVENT: u8 = 0x0C;
-const KEEP_ALIVE: u8 = 0x18;
+use cerberus_proto::nvme::{
+    connect_invalid_parameters, property, AdminCommand, FabricsCommand, NvmeStatus, Sqe,
+    DISCOVERY_NQN,
+};
 
 /// Features kept: number of queues, async event configuration, keep-alive timer.
 const FEAT_QUEUES: u8 = 0x07;
 const FEAT_ASYNC_EVENTS: u8 = 0x0B;
 const FEAT_KEEP_ALIVE: u8 = 0x0F;
+/// The discovery log page.
+const LOG_DISCOVERY: u8 = 0x70;
 /// I/O queues granted (0-based, submission and completion alike).
 const IO_QUEUES: u32 = 63;
+
+/// The part of a log page a Get Log Page asks for: `len` bytes from byte `offset`. Past
+/// the page, zeros; at most 4 KiB of them (or the page's size), whatever NUMD a host asks
+/// for.
+fn page_window(page: &[u8], offset: u64, len: u64) -> Answer {
+    let cap = page.len().max(4096);
+    let len = usize::try_from(len).map_or(cap, |l| l.min(cap));
+    match usize::try_from(offset)
+        .ok()
+        .and_then(|o| discovery::window(page, o, len))
+    {
+        Some(out) => Answer::data(out),
+        None => Answer::status(invalid_field()),
+    }
+}
 
 /// CAP: MQES, CQR (contiguous queues), TO (20 x 500 ms), CSS bit 0 (NVM) and bit 6 (I/O
 /// command sets: the KV one).
@@ -43,41 +57,9 @@ impl Conn {
                 cntlid,
                 subnqn,
                 hostnqn,
+                kato_ms,
                 ..
-            } => {
-                if self.queue.is_some() || sqsize == 0 || subnqn != self.target.config.subnqn {
-                    return Answer::status(connect_invalid_parameters());
-                }
-                let (cntlid, ctrl) = if qid == 0 {
-                    // The dynamic controller model: the host asks for any controller.
-                    if cntlid != 0xFFFF {
-                        return Answer::status(connect_invalid_parameters());
-                    }
-                    match self.target.controllers.allocate(&hostnqn, hostid) {
-                        Some(c) => c,
-                        None => return Answer::status(connect_invalid_parameters()),
-                    }
-                } else {
-                    let found = self.target.controllers.get(cntlid).filter(|c| {
-                        let c = c.lock();
-                        c.hostnqn == hostnqn && c.hostid == hostid && c.csts & 1 != 0
-                    });
-                    match found {
-                        Some(c) if u32::from(qid) <= IO_QUEUES + 1 => (cntlid, c),
-                        _ => return Answer::status(connect_invalid_parameters()),
-                    }
-                };
-                let visible = self.target.visible(&hostnqn);
-                self.queue = Some(Queue {
-                    qid,
-                    cntlid,
-                    ctrl,
-                    visible,
-                    sqsize: sqsize.saturating_add(1),
-                    sqhd: 0,
-                });
-                Answer::ok(u32::from(cntlid))
-            }
+            } => self.connect(qid, sqsize, hostid, cntlid, &subnqn, &hostnqn, kato_ms),
             FabricsCommand::PropertyGet { offset, .. } => {
                 let Some(q) = &self.queue else {
                     return Answer::status(NvmeStatus::error(0, 0x0C));
@@ -111,22 +93,90 @@ impl Conn {
         }
     }
 
+    /// A Connect: the admin queue's makes a controller (a discovery one for the
+    /// well-known NQN), an I/O queue's joins a live, enabled I/O controller of the same host.
+    #[allow(clippy::too_many_arguments)]
+    fn connect(
+        &mut self,
+        qid: u16,
+        sqsize: u16,
+        hostid: [u8; 16],
+        cntlid: u16,
+        subnqn: &str,
+        hostnqn: &str,
+        kato_ms: u32,
+    ) -> Answer {
+        let discovery = subnqn == DISCOVERY_NQN;
+        if self.queue.is_some()
+            || sqsize == 0
+            || (subnqn != self.target.config.subnqn && !discovery)
+        {
+            return Answer::status(connect_invalid_parameters());
+        }
+        let (cntlid, ctrl) = if qid == 0 {
+            // The dynamic controller model: the host asks for any controller.
+            if cntlid != 0xFFFF {
+                return Answer::status(connect_invalid_parameters());
+            }
+            let c = self
+                .target
+                .controllers
+                .allocate(hostnqn, hostid, discovery, kato_ms);
+            match c {
+                Some(c) => c,
+                None => return Answer::status(connect_invalid_parameters()),
+            }
+        } else {
+            // A discovery controller has no I/O queues.
+            let found = self.target.controllers.get(cntlid).filter(|c| {
+                let c = c.lock();
+                c.hostnqn == hostnqn && c.hostid == hostid && c.csts & 1 != 0 && !c.discovery
+            });
+            match found {
+                Some(c) if u32::from(qid) <= IO_QUEUES + 1 && !discovery => (cntlid, c),
+                _ => return Answer::status(connect_invalid_parameters()),
+            }
+        };
+        let visible = self.target.visible(hostnqn);
+        self.queue = Some(Queue {
+            qid,
+            cntlid,
+            ctrl,
+            visible,
+            // At most MAXCMD commands at once, whatever the host's SQSIZE.
+            sqsize: sqsize.saturating_add(1).min(MAX_QUEUE_ENTRIES),
+            sqhd: 0,
+        });
+        Answer::ok(u32::from(cntlid))
+    }
+
     pub(super) fn admin(&mut self, sqe: &Sqe, _data: &[u8]) -> Answer {
         let Some(q) = &self.queue else {
             return Answer::status(NvmeStatus::error(0, 0x0C));
         };
-        let ready = q.ctrl.lock().cc & CC_EN != 0;
+        let (ready, discovery) = {
+            let c = q.ctrl.lock();
+            (c.cc & CC_EN != 0, c.discovery)
+        };
         if !ready {
             // Commands other than Fabrics wait for CC.EN.
             return Answer::status(NvmeStatus::error(0, 0x0C));
         }
-        match sqe.opcode {
-            IDENTIFY => self.identify(sqe),
-            GET_LOG_PAGE => self.log_page(sqe),
-            SET_FEATURES | GET_FEATURES => self.features(sqe),
-            ASYNC_EVENT => Answer::Hold,
-            KEEP_ALIVE => Answer::ok(0),
-            _ => Answer::status(NvmeStatus::error(0, 0x01)),
+        let cmd = match AdminCommand::decode(sqe) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Answer::status(NvmeStatus::error(0, 0x01)),
+            Err(s) => return Answer::status(s),
+        };
+        if discovery {
+            return self.discovery_admin(cmd);
+        }
+        match cmd {
+            AdminCommand::Identify { cns, csi, nsid, .. } => self.identify(cns, csi, nsid),
+            AdminCommand::GetLogPage { lid, offset, len } => self.log_page(lid, offset, len),
+            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value)),
+            AdminCommand::GetFeatures { fid } => self.features(fid, None),
+            AdminCommand::AsyncEventRequest => Answer::Hold,
+            AdminCommand::KeepAlive => Answer::ok(0),
         }
     }
 
@@ -140,23 +190,21 @@ impl Conn {
         q.visible.clone()
     }
 
-    fn identify(&mut self, sqe: &Sqe) -> Answer {
-        let cns = (sqe.cdw(10) & 0xFF) as u8;
-        let csi = (sqe.cdw(11) >> 24) as u8;
+    fn identify(&mut self, cns: u8, csi: u8, nsid: u32) -> Answer {
         let visible = self.refresh_visible();
         let t = &self.target;
-        let nsid_ok = visible.contains(&sqe.nsid);
+        let nsid_ok = visible.contains(&nsid);
         let cntlid = self.queue.as_ref().map_or(0, |q| q.cntlid);
         let nn = visible.last().copied().unwrap_or(0).max(1024);
         let data = match cns {
-            0x01 => identify::controller(t, cntlid, nn),
-            0x02 => identify::active_list(&visible, sqe.nsid),
-            0x07 if csi == CSI_KV => identify::active_list(&visible, sqe.nsid),
-            0x07 => identify::active_list(&[], sqe.nsid),
+            0x01 => identify::controller(t, cntlid, nn, false),
+            0x02 => identify::active_list(&visible, nsid),
+            0x07 if csi == CSI_KV => identify::active_list(&visible, nsid),
+            0x07 => identify::active_list(&[], nsid),
             0x00 | 0x03 | 0x05 if !nsid_ok => return Answer::status(invalid_namespace()),
-            0x00 => identify::namespace(t, sqe.nsid),
-            0x03 => identify::descriptors(t, sqe.nsid),
-            0x05 if csi == CSI_KV => identify::kv_namespace(t, sqe.nsid),
+            0x00 => identify::namespace(t, nsid),
+            0x03 => identify::descriptors(t, nsid),
+            0x05 if csi == CSI_KV => identify::kv_namespace(t, nsid),
             // The NVM command set's data for a KV namespace, or an unknown set.
             0x05 => return Answer::status(invalid_field()),
             // The NVM and KV command sets' controller data hold nothing this target sets.
@@ -167,51 +215,85 @@ impl Conn {
         Answer::data(data)
     }
 
-    fn log_page(&mut self, sqe: &Sqe) -> Answer {
-        let lid = (sqe.cdw(10) & 0xFF) as u8;
-        let dwords = ((sqe.cdw(11) & 0xFFFF) << 16 | sqe.cdw(10) >> 16) as usize + 1;
-        let offset = u64::from(sqe.cdw(12)) | u64::from(sqe.cdw(13)) << 32;
+    /// A discovery controller's admin commands: Identify controller, the discovery log,
+    /// features, events and Keep Alive; nothing about namespaces.
+    fn discovery_admin(&mut self, cmd: AdminCommand) -> Answer {
+        let cntlid = self.queue.as_ref().map_or(0, |q| q.cntlid);
+        match cmd {
+            AdminCommand::Identify { cns: 0x01, .. } => {
+                Answer::data(identify::controller(&self.target, cntlid, 0, true))
+            }
+            AdminCommand::Identify { .. } => Answer::status(invalid_field()),
+            AdminCommand::GetLogPage {
+                lid: LOG_DISCOVERY,
+                offset,
+                len,
+            } => page_window(&self.discovery_log(), offset, len),
+            AdminCommand::GetLogPage { .. } => Answer::status(NvmeStatus::error(1, 0x09)),
+            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value)),
+            AdminCommand::GetFeatures { fid } => self.features(fid, None),
+            AdminCommand::AsyncEventRequest => Answer::Hold,
+            AdminCommand::KeepAlive => Answer::ok(0),
+        }
+    }
+
+    /// The discovery log for this host: our subsystem at the address it reached us on,
+    /// if the settings grant it anything; else no record.
+    fn discovery_log(&self) -> Vec<u8> {
+        let host = self
+            .queue
+            .as_ref()
+            .map(|q| q.ctrl.lock().hostnqn.clone())
+            .unwrap_or_default();
+        let granted = self.target.config.hosts.contains_key(&host);
+        let ports: Vec<Port<'_>> = match self.local_addr() {
+            Some(addr) if granted => vec![Port {
+                subnqn: &self.target.config.subnqn,
+                addr,
+                asqsz: MAX_QUEUE_ENTRIES,
+            }],
+            _ => Vec::new(),
+        };
+        discovery::log_page(&ports)
+    }
+
+    fn log_page(&mut self, lid: u8, offset: u64, len: u64) -> Answer {
         let page = match lid {
             0x01 => vec![0u8; 64], // error information: no entry
             0x02 => identify::smart_log(&self.target),
             0x03 => identify::firmware_log(),
             _ => return Answer::status(NvmeStatus::error(1, 0x09)), // Invalid Log Page
         };
-        let Ok(start) = usize::try_from(offset) else {
-            return Answer::status(invalid_field());
-        };
-        if start > page.len() {
-            return Answer::status(invalid_field());
-        }
-        // Past the page, zeros; at most 4 KiB of them, whatever NUMD a host asks for.
-        let mut out = page[start..].to_vec();
-        out.resize((dwords * 4).min(out.len().max(4096)), 0);
-        Answer::data(out)
+        page_window(&page, offset, len)
     }
 
-    fn features(&mut self, sqe: &Sqe) -> Answer {
-        let fid = (sqe.cdw(10) & 0xFF) as u8;
+    /// Set Features (`set`: the value) or Get Features.
+    fn features(&mut self, fid: u8, set: Option<u32>) -> Answer {
         let Some(q) = &self.queue else {
             return Answer::status(invalid_field());
         };
         let mut c = q.ctrl.lock();
-        let set = sqe.opcode == SET_FEATURES;
         let value = match (fid, set) {
             // Granted: the count asked, up to IO_QUEUES, for both kinds.
-            (FEAT_QUEUES, true) => {
-                let v = sqe.cdw(11);
+            (FEAT_QUEUES, Some(v)) => {
                 let n = (v & 0xFFFF).max(v >> 16).min(IO_QUEUES);
                 n | n << 16
             }
-            (FEAT_QUEUES, false) => *c
+            (FEAT_QUEUES, None) => *c
                 .features
                 .get(&fid)
                 .unwrap_or(&(IO_QUEUES << 16 | IO_QUEUES)),
-            (FEAT_ASYNC_EVENTS | FEAT_KEEP_ALIVE, true) => sqe.cdw(11),
-            (FEAT_ASYNC_EVENTS | FEAT_KEEP_ALIVE, false) => *c.features.get(&fid).unwrap_or(&0),
+            (FEAT_KEEP_ALIVE, Some(v)) => {
+                // The keep-alive timer restarts with the new KATO after this command.
+                c.kato_ms = v;
+                v
+            }
+            (FEAT_KEEP_ALIVE, None) => c.kato_ms,
+            (FEAT_ASYNC_EVENTS, Some(v)) => v,
+            (FEAT_ASYNC_EVENTS, None) => *c.features.get(&fid).unwrap_or(&0),
             _ => return Answer::status(invalid_field()),
         };
-        if set {
+        if set.is_some() {
             c.features.insert(fid, value);
         }
         Answer::ok(value)

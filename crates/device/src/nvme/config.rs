@@ -25,6 +25,11 @@ pub struct NvmeConfig {
     pub in_capsule_bytes: u32,
     /// Most bytes of one H2CData PDU (MAXH2CDATA in the ICResp).
     pub max_h2c_data: u32,
+    /// Bytes the commands in flight on one I/O queue may hold at once: Store values
+    /// (from their R2T until their completion) and Retrieve/List buffers. A command past it
+    /// waits for earlier ones; one larger than it runs alone. With `max_connections`, this
+    /// bounds what hosts can make the target hold.
+    pub max_queue_bytes: u32,
     /// Host NQN -> the namespaces (names, or ids in decimal) it may see and use. A host not
     /// named here sees none. Holding a grant is what holding the namespace's credential is on
     /// the native wire.
@@ -40,6 +45,7 @@ impl Default for NvmeConfig {
             idle_timeout_secs: 300,
             in_capsule_bytes: 8192,
             max_h2c_data: 128 << 10,
+            max_queue_bytes: 4 << 20,
             hosts: BTreeMap::new(),
         }
     }
@@ -53,6 +59,9 @@ impl NvmeConfig {
         }
         if self.max_h2c_data < 4096 || self.max_h2c_data > 1 << 20 {
             return Err("nvme.max_h2c_data is between 4096 and 1 MiB".into());
+        }
+        if self.max_queue_bytes == 0 || self.max_queue_bytes > 1 << 30 {
+            return Err("nvme.max_queue_bytes is between 1 and 1 GiB".into());
         }
         if self.max_connections == 0 || self.icreq_timeout_ms == 0 {
             return Err("nvme.max_connections and nvme.icreq_timeout_ms are at least 1".into());

@@ -1,9 +1,11 @@
 //! One NVMe/TCP connection (one queue): the ICReq/ICResp exchange within its deadline, then
-//! command capsules answered in order, Store data fetched through R2T/H2CData, and any PDU
-//! that breaks the transport's rules answered with a C2HTermReq before this connection (and
-//! no other) closes.
+//! command capsules: admin ones answered in order, I/O ones run on workers several at once
+//! (`flight`) and answered as they complete, Store data fetched through R2T/H2CData; the
+//! admin queue's keep-alive timer; any PDU that breaks the transport's rules answered with a
+//! C2HTermReq before this connection (and no other) closes.
 
 use super::controllers::Controller;
+use super::flight::{Done, Flight, Pending};
 use super::{Answer, Target};
 use crate::iterators::ConnIterators;
 use crate::stop::stopped;
@@ -12,17 +14,21 @@ use cerberus_proto::nvme::{
     split_pdu, Cqe, Digests, NvmeStatus, NvmeTcpError, Pdu, PduLimits, Sqe, PFV_1_0,
 };
 use parking_lot::Mutex;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 /// Fatal error statuses of a C2HTermReq this module raises itself.
 const FES_SEQUENCE: u16 = 0x02;
 const FES_OUT_OF_RANGE: u16 = 0x04;
 const FES_UNSUPPORTED: u16 = 0x06;
+
+/// How long past its KATO a controller that heard nothing stays (the host's timer and
+/// ours do not start at the same instant).
+const KATO_GRACE: Duration = Duration::from_secs(1);
 
 /// Why a connection ends.
 pub(super) enum End {
@@ -43,14 +49,6 @@ pub(super) struct Queue {
     pub sqhd: u16,
 }
 
-/// A Store whose value comes through R2T and H2CData.
-struct Pending {
-    sqe: Sqe,
-    ttag: u16,
-    size: usize,
-    value: BytesMut,
-}
-
 pub(super) struct Conn {
     sock: TcpStream,
     buf: BytesMut,
@@ -59,16 +57,19 @@ pub(super) struct Conn {
     pub target: Arc<Target>,
     pub queue: Option<Queue>,
     pub iters: Arc<ConnIterators>,
-    pending: Option<Pending>,
-    /// Capsules that arrived while a Store waited for its data.
-    backlog: VecDeque<(Sqe, Bytes)>,
-    next_ttag: u16,
+    /// I/O commands in flight (pending data, waiting for budget, running).
+    pub flight: Flight,
+    /// The admin queue's keep-alive deadline (None: no KATO).
+    keep_alive: Option<Instant>,
+    /// An I/O queue's controller going (its admin queue closed or expired).
+    gone: Option<watch::Receiver<bool>>,
     stop: watch::Receiver<bool>,
 }
 
 /// Serves one accepted connection until it ends.
 pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Receiver<bool>) {
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
+    let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
     let mut c = Conn {
         sock,
         buf: BytesMut::with_capacity(8192),
@@ -77,13 +78,13 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
         iters: Arc::new(ConnIterators::new(1, idle)),
         target,
         queue: None,
-        pending: None,
-        backlog: VecDeque::new(),
-        next_ttag: 0,
+        flight,
+        keep_alive: None,
+        gone: None,
         stop,
     };
     let end = match c.handshake().await {
-        Ok(()) => c.run().await.err(),
+        Ok(()) => c.run(done_rx).await.err(),
         Err(e) => Some(e),
     };
     if let Some(End::Term(fes, fei)) = end {
@@ -102,6 +103,23 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
             c.target.controllers.remove(q.cntlid);
         }
     }
+}
+
+/// Waits for `deadline`, or forever without one.
+async fn expiry(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits until the controller behind an I/O queue goes (forever on other queues).
+async fn went(gone: &mut Option<watch::Receiver<bool>>) {
+    let Some(rx) = gone else {
+        return std::future::pending().await;
+    };
+    // A dropped sender: the controller is gone too.
+    let _ = rx.wait_for(|g| *g).await;
 }
 
 impl Conn {
@@ -135,6 +153,11 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// The address the host reached this connection on.
+    pub(super) fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.sock.local_addr().ok()
     }
 
     async fn send(&mut self, pdus: &[Pdu]) -> std::io::Result<()> {
@@ -178,69 +201,127 @@ impl Conn {
         Ok(())
     }
 
-    async fn run(&mut self) -> Result<(), End> {
+    async fn run(&mut self, mut done_rx: mpsc::UnboundedReceiver<Done>) -> Result<(), End> {
         let idle = match self.target.config.idle_timeout_secs {
             0 => Duration::from_secs(u64::from(u32::MAX)),
             s => Duration::from_secs(s),
         };
         loop {
-            let pdu = self.next_pdu(idle).await?;
-            match pdu {
-                Pdu::CapsuleCmd { sqe, data } => {
-                    if self.pending.is_some() {
-                        // No more outstanding than the queue holds: else a host that
-                        // never sends a Store's data could grow this without end.
-                        let depth = self.queue.as_ref().map_or(1, |q| q.sqsize);
-                        if self.backlog.len() >= usize::from(depth) {
-                            return Err(End::Term(FES_SEQUENCE, 0));
-                        }
-                        self.backlog.push_back((sqe, data));
-                    } else {
-                        self.capsule(sqe, data).await?;
-                    }
+            let (deadline, mut gone) = (self.keep_alive, self.gone.clone());
+            tokio::select! {
+                // Answers first: they free the queue's slots and budget.
+                biased;
+                Some(done) = done_rx.recv() => self.finished(done).await?,
+                _ = expiry(deadline) => {
+                    self.target.shared.metrics.idle_timeouts.inc();
+                    tracing::info!("NVMe/TCP: keep-alive timeout; the controller goes");
+                    return Err(End::Quiet);
                 }
-                Pdu::H2CData {
-                    cccid,
-                    ttag,
-                    datao,
-                    last,
-                    data,
-                } => self.h2c_data(cccid, ttag, datao, last, data).await?,
-                Pdu::H2CTermReq { .. } => return Err(End::Quiet),
-                _ => return Err(End::Term(FES_SEQUENCE, 0)),
+                _ = went(&mut gone) => return Err(End::Quiet),
+                pdu = self.next_pdu(idle) => self.pdu(pdu?).await?,
             }
         }
     }
 
-    /// Carries out one command capsule and answers it (a Store without its data asks for it).
-    async fn capsule(&mut self, sqe: Sqe, data: Bytes) -> Result<(), End> {
-        if self.wants_data(&sqe, &data) {
-            let size = sqe.cdw(10) as usize;
-            let ttag = self.next_ttag;
-            self.next_ttag = self.next_ttag.wrapping_add(1);
-            self.pending = Some(Pending {
-                sqe,
+    async fn pdu(&mut self, pdu: Pdu) -> Result<(), End> {
+        match pdu {
+            Pdu::CapsuleCmd { sqe, data } => {
+                let io = self.queue.as_ref().is_some_and(|q| q.qid != 0);
+                if io && sqe.opcode != cerberus_proto::nvme::FABRICS_OPCODE {
+                    return self.io_capsule(sqe, data).await;
+                }
+                let answer = self.command(sqe, data);
+                self.restart_keep_alive();
+                self.answer(&sqe, answer, true).await
+            }
+            Pdu::H2CData {
+                cccid,
                 ttag,
-                size,
-                value: BytesMut::with_capacity(size),
-            });
-            let r2t = Pdu::R2T {
-                cccid: sqe.cid,
-                ttag,
-                r2to: 0,
-                r2tl: size as u32,
-            };
-            return self.send(&[r2t]).await.map_err(|_| End::Quiet);
+                datao,
+                last,
+                data,
+            } => self.h2c_data(cccid, ttag, datao, last, data).await,
+            Pdu::H2CTermReq { .. } => Err(End::Quiet),
+            _ => Err(End::Term(FES_SEQUENCE, 0)),
         }
-        let answer = self.command(sqe, data).await;
-        self.answer(&sqe, answer).await
+    }
+
+    /// Any command on an admin queue restarts its keep-alive timer (Keep Alive among
+    /// them); the KATO may have changed (Connect, Set Features).
+    fn restart_keep_alive(&mut self) {
+        let Some(q) = self.queue.as_ref().filter(|q| q.qid == 0) else {
+            return;
+        };
+        let kato = q.ctrl.lock().kato_ms;
+        self.keep_alive = (kato > 0)
+            .then(|| Instant::now() + Duration::from_millis(u64::from(kato)) + KATO_GRACE);
+    }
+
+    /// An I/O command: counted against the queue's size, started when its bytes fit the
+    /// connection's budget (else it waits behind earlier ones).
+    async fn io_capsule(&mut self, sqe: Sqe, data: Bytes) -> Result<(), End> {
+        let Some(q) = self.queue.as_mut() else {
+            return Err(End::Term(FES_SEQUENCE, 0));
+        };
+        // No more outstanding than the queue holds: a host past it broke the rules.
+        if self.flight.count >= usize::from(q.sqsize) {
+            return Err(End::Term(FES_SEQUENCE, 0));
+        }
+        self.flight.count += 1;
+        q.sqhd = (q.sqhd + 1) % q.sqsize.max(1);
+        let max = self.target.shared.config.max_value_len;
+        let cost = data.len().max(sqe.cdw(10).min(max) as usize);
+        if self.flight.waiting.is_empty() && self.flight.fits(cost) {
+            self.start(sqe, data, cost).await
+        } else {
+            self.flight.waiting.push_back((sqe, data, cost));
+            Ok(())
+        }
+    }
+
+    /// Starts a command that fits: a Store without its data asks for it, the others go
+    /// to a worker.
+    async fn start(&mut self, sqe: Sqe, data: Bytes, cost: usize) -> Result<(), End> {
+        self.flight.bytes += cost;
+        if !self.wants_data(&sqe, &data) {
+            self.io(sqe, data, cost);
+            return Ok(());
+        }
+        let size = sqe.cdw(10) as usize;
+        let ttag = self.flight.ttag();
+        self.flight.pending.insert(
+            ttag,
+            Pending {
+                sqe,
+                size,
+                cost,
+                value: BytesMut::with_capacity(size),
+            },
+        );
+        let r2t = Pdu::R2T {
+            cccid: sqe.cid,
+            ttag,
+            r2to: 0,
+            r2tl: size as u32,
+        };
+        self.send(&[r2t]).await.map_err(|_| End::Quiet)
+    }
+
+    /// A command's answer: sent, its slot and bytes freed, waiting commands started.
+    async fn finished(&mut self, done: Done) -> Result<(), End> {
+        self.flight.count = self.flight.count.saturating_sub(1);
+        self.flight.bytes = self.flight.bytes.saturating_sub(done.cost);
+        self.answer(&done.sqe, done.answer, false).await?;
+        while let Some((sqe, data, cost)) = self.flight.next_ready() {
+            self.start(sqe, data, cost).await?;
+        }
+        Ok(())
     }
 
     /// A KV Store of a value that fits the device, whose data is not in its capsule.
     fn wants_data(&self, sqe: &Sqe, data: &Bytes) -> bool {
-        let io = self.queue.as_ref().is_some_and(|q| q.qid != 0);
         let size = sqe.cdw(10);
-        io && sqe.opcode == cerberus_proto::nvme::KvOpcode::Store as u8
+        sqe.opcode == cerberus_proto::nvme::KvOpcode::Store as u8
             && data.is_empty()
             && size > 0
             && size <= self.target.shared.config.max_value_len
@@ -254,10 +335,10 @@ impl Conn {
         last: bool,
         data: Bytes,
     ) -> Result<(), End> {
-        let Some(p) = self.pending.as_mut() else {
+        let Some(p) = self.flight.pending.get_mut(&ttag) else {
             return Err(End::Term(FES_SEQUENCE, 0));
         };
-        if p.sqe.cid != cccid || p.ttag != ttag {
+        if p.sqe.cid != cccid {
             return Err(End::Term(FES_SEQUENCE, 0));
         }
         // In order, within what the R2T asked for.
@@ -271,35 +352,40 @@ impl Conn {
             }
             return Ok(());
         }
-        let Some(p) = self.pending.take() else {
+        let Some(p) = self.flight.pending.remove(&ttag) else {
             return Ok(());
         };
-        let answer = self.command(p.sqe, p.value.freeze()).await;
-        self.answer(&p.sqe, answer).await?;
-        while self.pending.is_none() {
-            let Some((sqe, data)) = self.backlog.pop_front() else {
-                break;
-            };
-            Box::pin(self.capsule(sqe, data)).await?;
-        }
+        self.io(p.sqe, p.value.freeze(), p.cost);
         Ok(())
     }
 
     /// Routes a capsule: Fabrics commands, then the admin or I/O queue's.
-    async fn command(&mut self, sqe: Sqe, data: Bytes) -> Answer {
+    fn command(&mut self, sqe: Sqe, data: Bytes) -> Answer {
         if sqe.opcode == cerberus_proto::nvme::FABRICS_OPCODE {
-            return self.fabrics(&sqe, &data);
+            let answer = self.fabrics(&sqe, &data);
+            self.watch_controller();
+            return answer;
         }
         match &self.queue {
-            // Nothing but a Connect before the queue is open.
-            None => Answer::status(NvmeStatus::error(0, 0x0C)),
             Some(q) if q.qid == 0 => self.admin(&sqe, &data),
-            Some(_) => self.io(&sqe, data).await,
+            // Nothing but a Connect before the queue is open (I/O commands go elsewhere).
+            _ => Answer::status(NvmeStatus::error(0, 0x0C)),
+        }
+    }
+
+    /// Once an I/O queue connected: it closes when its controller goes.
+    fn watch_controller(&mut self) {
+        if self.gone.is_none() {
+            if let Some(q) = self.queue.as_ref().filter(|q| q.qid != 0) {
+                self.gone = Some(q.ctrl.lock().gone());
+            }
         }
     }
 
     /// Sends an answer: data first (cut to the host's buffer), then the completion.
-    async fn answer(&mut self, sqe: &Sqe, answer: Answer) -> Result<(), End> {
+    /// `advance`: the command's entry leaves the queue now (I/O commands left it when
+    /// they arrived).
+    async fn answer(&mut self, sqe: &Sqe, answer: Answer, advance: bool) -> Result<(), End> {
         let Answer::Done {
             status,
             dw0,
@@ -324,7 +410,9 @@ impl Conn {
         }
         let (sqid, sqhd) = match self.queue.as_mut() {
             Some(q) => {
-                q.sqhd = (q.sqhd + 1) % q.sqsize.max(1);
+                if advance {
+                    q.sqhd = (q.sqhd + 1) % q.sqsize.max(1);
+                }
                 (q.qid, q.sqhd)
             }
             None => (0, 0),

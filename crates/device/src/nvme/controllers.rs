@@ -5,6 +5,7 @@
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tokio::sync::watch;
 
 /// CC.EN: the host enables the controller.
 pub const CC_EN: u32 = 1;
@@ -26,9 +27,20 @@ pub struct Controller {
     pub csts: u32,
     /// Features the host set, by feature id (their CDW11).
     pub features: HashMap<u8, u32>,
+    /// A discovery controller (the well-known NQN): no I/O queues, the discovery log.
+    pub discovery: bool,
+    /// Keep-alive timeout in ms from the admin Connect or Set Features (0: none).
+    pub kato_ms: u32,
+    /// Turns true when the controller goes (its admin queue closed or its keep-alive
+    /// expired): its I/O queues close with it.
+    gone: watch::Sender<bool>,
 }
 
 impl Controller {
+    /// What an I/O queue of this controller waits on to learn it went.
+    pub fn gone(&self) -> watch::Receiver<bool> {
+        self.gone.subscribe()
+    }
     /// Applies a write of CC: enable -> ready, a shutdown notification -> shutdown complete
     /// (nothing is buffered past what the engine keeps, so it completes at once).
     pub fn set_cc(&mut self, cc: u32) {
@@ -57,6 +69,8 @@ impl Controllers {
         &self,
         hostnqn: &str,
         hostid: [u8; 16],
+        discovery: bool,
+        kato_ms: u32,
     ) -> Option<(u16, Arc<Mutex<Controller>>)> {
         let mut map = self.map.lock();
         let mut next = self.next.lock();
@@ -70,6 +84,9 @@ impl Controllers {
                     cc: 0,
                     csts: 0,
                     features: HashMap::new(),
+                    discovery,
+                    kato_ms,
+                    gone: watch::channel(false).0,
                 }));
                 slot.insert(c.clone());
                 return Some((*next, c));
@@ -83,8 +100,30 @@ impl Controllers {
         self.map.lock().get(&id).cloned()
     }
 
-    /// Controller `id` goes with its admin queue.
+    /// Controller `id` goes with its admin queue, and its I/O queues with it.
     pub fn remove(&self, id: u16) {
-        self.map.lock().remove(&id);
+        if let Some(c) = self.map.lock().remove(&id) {
+            c.lock().gone.send_replace(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removing_a_controller_tells_its_queues() {
+        let c = Controllers::default();
+        let (id, ctrl) = c.allocate("nqn.h", [0; 16], false, 5000).unwrap();
+        let gone = ctrl.lock().gone();
+        assert!(!*gone.borrow());
+        assert_eq!(ctrl.lock().kato_ms, 5000);
+        let (other, _) = c.allocate("nqn.h", [0; 16], true, 0).unwrap();
+        assert_ne!(id, other);
+        c.remove(id);
+        assert!(*gone.borrow());
+        assert!(c.get(id).is_none());
+        assert!(c.get(other).is_some_and(|o| o.lock().discovery));
     }
 }

@@ -39,8 +39,9 @@ fn firmware() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-/// CNS 01h: the controller.
-pub fn controller(t: &Target, cntlid: u16, nn: u32) -> Vec<u8> {
+/// CNS 01h: the controller (an I/O controller, or the discovery controller: no
+/// namespaces, the well-known NQN).
+pub fn controller(t: &Target, cntlid: u16, nn: u32, discovery: bool) -> Vec<u8> {
     let mut b = vec![0u8; IDENTIFY_LEN];
     // VID and SSVID stay 0: no PCI vendor.
     ascii(&mut b, 4, 20, &format!("CERBERUS{cntlid:04X}"));
@@ -51,7 +52,7 @@ pub fn controller(t: &Target, cntlid: u16, nn: u32) -> Vec<u8> {
     b[77] = (63 - pages.leading_zeros()) as u8;
     put16(&mut b, 78, cntlid);
     put32(&mut b, 80, VERSION_2_0);
-    b[111] = 1; // CNTRLTYPE: I/O controller
+    b[111] = if discovery { 2 } else { 1 }; // CNTRLTYPE: discovery or I/O controller
     b[259] = 3; // AERL: 4 outstanding Async Event Requests (0-based)
     b[260] = 0x03; // FRMW: slot 1 read-only, one slot
     put16(&mut b, 320, 10); // KAS: keep-alive granularity 10 x 100 ms
@@ -62,7 +63,10 @@ pub fn controller(t: &Target, cntlid: u16, nn: u32) -> Vec<u8> {
     // SGLS: SGLs supported, keyed data blocks, offsets in in-capsule data (what a fabric's
     // data pointer uses).
     put32(&mut b, 536, 0x0010_0005);
-    let nqn = t.config.subnqn.as_bytes();
+    let nqn = match discovery {
+        true => cerberus_proto::nvme::DISCOVERY_NQN.as_bytes(),
+        false => t.config.subnqn.as_bytes(),
+    };
     b[768..768 + nqn.len()].copy_from_slice(nqn);
     // Fabrics: IOCCSZ (the entry and its in-capsule data) and IORCSZ in 16-byte units.
     put32(&mut b, 1792, (64 + t.config.in_capsule_bytes) / 16);
@@ -118,14 +122,20 @@ pub fn namespace(t: &Target, nsid: u32) -> Vec<u8> {
 /// CNS 05h, CSI 1: the KV namespace (NSZE and NUSE in bytes, one KV format: key and value
 /// maximum lengths and the most keys).
 pub fn kv_namespace(t: &Target, nsid: u32) -> Vec<u8> {
-    let mut b = vec![0u8; IDENTIFY_LEN];
     let (cap, used) = sizes(t, nsid);
+    kv_namespace_data(cap, used, t.shared.config.max_value_len)
+}
+
+/// The KV namespace data (KV Command Set 1.0): NSZE at 0, NUSE at 16, NKVF at 25 (0-based:
+/// 0 is one format), KV format 0 at 72 (KML at +0, VML at +4, MNK at +8).
+fn kv_namespace_data(cap: u64, used: u64, max_value_len: u32) -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
     put64(&mut b, 0, cap);
     put64(&mut b, 16, used);
-    b[25] = 1; // NKVF: one KV format
+    b[25] = 0; // NKVF: one KV format (0-based)
     put16(&mut b, 72, KV_KEY_MAX); // KVF0.KML
-    put32(&mut b, 76, t.shared.config.max_value_len); // KVF0.VML
-                                                      // KVF0.MNK: as many keys as the smallest records would fill the capacity with.
+    put32(&mut b, 76, max_value_len); // KVF0.VML
+                                      // KVF0.MNK: as many keys as the smallest records would fill the capacity with.
     let least = u64::from(KV_KEY_MAX) + 1;
     put32(&mut b, 80, u32::try_from(cap / least).unwrap_or(u32::MAX));
     b
@@ -174,17 +184,23 @@ pub fn command_set_profile() -> Vec<u8> {
 /// left; data units (thousands of 512-byte units, rounded up) and commands from the
 /// engine's counters.
 pub fn smart_log(t: &Target) -> Vec<u8> {
-    let mut b = vec![0u8; 512];
     let s = t.shared.db.stats();
     let read: u64 = s.read_bytes.iter().sum();
     let written = s.vlog_bytes + s.flush_bytes_written;
+    smart_data(read, written, s.gets, s.puts + s.deletes)
+}
+
+/// The SMART / health page: available spare at 3, its threshold at 4, data units read at
+/// 32 and written at 48, host read commands at 64 and write commands at 80 (16 bytes each).
+fn smart_data(read: u64, written: u64, reads: u64, writes: u64) -> Vec<u8> {
+    let mut b = vec![0u8; 512];
     b[3] = 100; // available spare
     b[4] = 10; // its threshold
     let units = |bytes: u64| u128::from(bytes.div_ceil(512_000));
     b[32..48].copy_from_slice(&units(read).to_le_bytes());
     b[48..64].copy_from_slice(&units(written).to_le_bytes());
-    b[64..80].copy_from_slice(&u128::from(s.gets).to_le_bytes());
-    b[80..96].copy_from_slice(&u128::from(s.puts + s.deletes).to_le_bytes());
+    b[64..80].copy_from_slice(&u128::from(reads).to_le_bytes());
+    b[80..96].copy_from_slice(&u128::from(writes).to_le_bytes());
     b
 }
 
@@ -194,4 +210,55 @@ pub fn firmware_log() -> Vec<u8> {
     b[0] = 1; // AFI: slot 1
     ascii(&mut b, 8, 8, firmware());
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u32_at(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    }
+
+    #[test]
+    fn kv_namespace_fields_sit_at_the_kv_command_sets_offsets() {
+        let b = kv_namespace_data(17 * 1000, 4096, 2 << 20);
+        assert_eq!(
+            u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            17_000,
+            "NSZE"
+        );
+        assert_eq!(&b[8..16], &[0; 8], "reserved");
+        assert_eq!(
+            u64::from_le_bytes(b[16..24].try_into().unwrap()),
+            4096,
+            "NUSE"
+        );
+        assert_eq!(b[25], 0, "NKVF is 0-based: one format");
+        assert_eq!(u16::from_le_bytes([b[72], b[73]]), 16, "KVF0.KML");
+        assert_eq!(u32_at(&b, 76), 2 << 20, "KVF0.VML");
+        assert_eq!(u32_at(&b, 80), 1000, "KVF0.MNK");
+        assert!(b[88..].iter().all(|&x| x == 0), "no second format");
+    }
+
+    #[test]
+    fn smart_and_firmware_fields_sit_at_the_base_specifications_offsets() {
+        let fw = firmware_log();
+        assert_eq!((fw.len(), fw[0]), (512, 1), "AFI: slot 1");
+        assert_eq!(&fw[8..8 + firmware().len().min(8)], firmware().as_bytes());
+        let b = smart_data(512_001, 512_000, 7, 9);
+        assert_eq!((b.len(), b[0], b[3], b[4]), (512, 0, 100, 10));
+        let u128_at = |at: usize| u128::from_le_bytes(b[at..at + 16].try_into().unwrap());
+        assert_eq!(
+            u128_at(32),
+            2,
+            "data units read: thousands of 512 B, rounded up"
+        );
+        assert_eq!(u128_at(48), 1, "data units written");
+        assert_eq!(
+            (u128_at(64), u128_at(80)),
+            (7, 9),
+            "host read and write commands"
+        );
+    }
 }

@@ -3,6 +3,7 @@
 //! native port's do; its status becomes the KV command set's.
 
 use super::conn::Conn;
+use super::flight::Done;
 use super::{invalid_field, invalid_namespace, Answer};
 use crate::workers::answer;
 use bytes::Bytes;
@@ -12,14 +13,24 @@ use cerberus_proto::nvme::{
 use cerberus_proto::{Command, Reply, Request, Response, Status, StoreMode};
 
 impl Conn {
-    pub(super) async fn io(&mut self, sqe: &Sqe, data: Bytes) -> Answer {
+    /// Starts an I/O command holding `cost` bytes of the connection's budget: refused at
+    /// once, or run on a worker; either way its answer comes back through `flight`.
+    pub(super) fn io(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
+        match self.io_request(&sqe, data) {
+            Ok((request, buffer)) => self.execute(sqe, request, buffer, cost),
+            Err(answer) => self.flight.finish_now(sqe, answer, cost),
+        }
+    }
+
+    /// The native request a KV command is, and the host's buffer size; or its refusal.
+    fn io_request(&mut self, sqe: &Sqe, data: Bytes) -> Result<(Request, usize), Answer> {
         let cmd = match KvCommand::decode(sqe) {
             Ok(Some(c)) => c,
-            Ok(None) => return Answer::status(NvmeStatus::error(0, 0x01)),
-            Err(s) => return Answer::status(s),
+            Ok(None) => return Err(Answer::status(NvmeStatus::error(0, 0x01))),
+            Err(s) => return Err(Answer::status(s)),
         };
         if !self.may_use(sqe.nsid) {
-            return Answer::status(invalid_namespace());
+            return Err(Answer::status(invalid_namespace()));
         }
         let key = Bytes::from(cmd.key);
         let request = match cmd.opcode {
@@ -28,17 +39,17 @@ impl Conn {
                     0 => StoreMode::Always,
                     STORE_ONLY_IF_ABSENT => StoreMode::OnlyIfAbsent,
                     STORE_ONLY_IF_PRESENT => StoreMode::OnlyIfPresent,
-                    _ => return Answer::status(invalid_field()),
+                    _ => return Err(Answer::status(invalid_field())),
                 };
                 if cmd.size as usize != data.len() {
                     // A value larger than the device takes was not fetched; the data
                     // the host sent must be the size it gave.
-                    return match cmd.size > self.target.shared.config.max_value_len {
-                        true => {
-                            Answer::status(cerberus_proto::nvme::kv_status::invalid_value_size())
-                        }
-                        false => Answer::status(invalid_field()),
-                    };
+                    return Err(Answer::status(
+                        match cmd.size > self.target.shared.config.max_value_len {
+                            true => cerberus_proto::nvme::kv_status::invalid_value_size(),
+                            false => invalid_field(),
+                        },
+                    ));
                 }
                 Request::Store {
                     key,
@@ -56,21 +67,7 @@ impl Conn {
                 max_keys: self.target.shared.config.max_list_keys,
             },
         };
-        let resp = self.execute(sqe, request).await;
-        if !resp.status.is_success() {
-            return Answer::status(nvme_status(resp.status));
-        }
-        let buffer = cmd.size as usize;
-        match resp.reply {
-            Reply::Value(v) => Answer::Done {
-                status: NvmeStatus::SUCCESS,
-                dw0: u32::try_from(v.len()).unwrap_or(u32::MAX),
-                dw1: 0,
-                data: Some(v[..v.len().min(buffer)].to_vec()),
-            },
-            Reply::Keys { keys, .. } => Answer::data(list_buffer(&keys, buffer)),
-            _ => Answer::ok(0),
-        }
+        Ok((request, cmd.size as usize))
     }
 
     /// Whether this queue's host was granted `nsid` (read again once if not: a namespace
@@ -87,25 +84,43 @@ impl Conn {
         q.visible.contains(&nsid)
     }
 
-    /// Runs `request` on a worker, as the native port runs its commands (metrics included).
-    async fn execute(&self, sqe: &Sqe, request: Request) -> Response {
+    /// Runs `request` on a worker, as the native port runs its commands (metrics
+    /// included); its answer goes back to this connection by its command id.
+    fn execute(&self, sqe: Sqe, request: Request, buffer: usize, cost: usize) {
         let cmd = Command {
             cid: u32::from(sqe.cid),
             nsid: sqe.nsid,
             request,
         };
-        let (tx, rx) = tokio::sync::oneshot::channel();
         let (shared, iters) = (self.target.shared.clone(), self.iters.clone());
+        let done = self.flight.done_tx.clone();
         let arrived = quanta::Instant::now();
         let queued = self.target.workers.submit(Box::new(move || {
-            let _ = tx.send(answer(&shared, cmd, &iters, arrived));
+            let answer = reply(answer(&shared, cmd, &iters, arrived), buffer);
+            // Gone only if the connection closed meanwhile.
+            let _ = done.send(Done { sqe, answer, cost });
         }));
-        let failed =
-            |m: &str| Response::error(0, sqe.nsid, sqe.opcode, Status::ShuttingDown, m.into());
         if !queued {
-            return failed("stopping");
+            let stopping = nvme_status(Status::ShuttingDown);
+            self.flight.finish_now(sqe, Answer::status(stopping), cost);
         }
-        rx.await.unwrap_or_else(|_| failed("worker gone"))
+    }
+}
+
+/// A native response as the KV command set answers it (`buffer`: the host's bytes).
+fn reply(resp: Response, buffer: usize) -> Answer {
+    if !resp.status.is_success() {
+        return Answer::status(nvme_status(resp.status));
+    }
+    match resp.reply {
+        Reply::Value(v) => Answer::Done {
+            status: NvmeStatus::SUCCESS,
+            dw0: u32::try_from(v.len()).unwrap_or(u32::MAX),
+            dw1: 0,
+            data: Some(v[..v.len().min(buffer)].to_vec()),
+        },
+        Reply::Keys { keys, .. } => Answer::data(list_buffer(&keys, buffer)),
+        _ => Answer::ok(0),
     }
 }
 

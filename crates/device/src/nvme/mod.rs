@@ -11,6 +11,8 @@ mod admin;
 mod config;
 mod conn;
 mod controllers;
+mod discovery;
+mod flight;
 mod identify;
 mod io;
 mod listener;

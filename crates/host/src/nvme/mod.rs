@@ -1,10 +1,13 @@
 //! An NVMe/TCP initiator for the device's NVMe/TCP target (`docs/nvme-tcp.md`): an admin
 //! queue and one I/O queue, each on its own connection, the controller enabled as a host
 //! driver does (Connect, CAP/VS, CC.EN, CSTS.RDY), Identify, and the KV command set's
-//! Store, Retrieve, Exist, Delete and List. One command at a time per queue.
+//! Store, Retrieve, Exist, Delete and List, one at a time or pipelined (`pipeline`); the
+//! discovery controller's log (`discover`); keep-alives.
 
+mod discover;
 mod queue;
 
+pub use discover::{discover, DiscoveryEntry};
 pub use queue::NvmeQueue;
 
 use bytes::Bytes;
@@ -61,6 +64,7 @@ pub struct NvmeTarget {
 }
 
 const IDENTIFY: u8 = 0x06;
+const KEEP_ALIVE: u8 = 0x18;
 
 /// A connected controller: its admin queue and one I/O queue.
 pub struct NvmeHost {
@@ -95,12 +99,22 @@ fn ok(r: (Cqe, Bytes)) -> Result<(Cqe, Bytes)> {
     }
 }
 
-/// Opens a queue of `target` and connects it (`qid` 0: a new controller).
-async fn connect_queue(t: &NvmeTarget, qid: u16, cntlid: u16) -> Result<(NvmeQueue, u16)> {
+/// Entries of each queue this host opens (SQSIZE is one less).
+pub const QUEUE_ENTRIES: u16 = 32;
+
+/// Opens a queue of `target`'s subsystem `subnqn` and connects it (`qid` 0: a new
+/// controller, with a keep-alive timeout of `kato_ms`, 0 for none).
+async fn connect_queue(
+    t: &NvmeTarget,
+    subnqn: &str,
+    qid: u16,
+    cntlid: u16,
+    kato_ms: u32,
+) -> Result<(NvmeQueue, u16)> {
     let mut q = NvmeQueue::open(&t.addr, t.digests).await?;
-    let data = connect_data([7; 16], cntlid, &t.subnqn, &t.hostnqn);
-    // SQSIZE 31 (32 entries), KATO 0.
-    let sqe = fabrics(0x01, u32::from(qid) << 16, 31, 0);
+    let data = connect_data([7; 16], cntlid, subnqn, &t.hostnqn);
+    let sqsize = u32::from(QUEUE_ENTRIES - 1);
+    let sqe = fabrics(0x01, u32::from(qid) << 16, sqsize, kato_ms);
     let (cqe, _) = ok(q.command(sqe, Bytes::from(data), true, 0).await?)?;
     Ok((q, cqe.dw0 as u16))
 }
@@ -118,6 +132,16 @@ async fn property_set(q: &mut NvmeQueue, offset: u32, value: u32) -> Result<()> 
     let sqe = fabrics(0x00, 0, offset, value);
     ok(q.command(sqe, Bytes::new(), true, 0).await?)?;
     Ok(())
+}
+
+/// Enables the controller behind an admin queue (CC.EN with every command set) and waits
+/// for CSTS.RDY.
+async fn enable(admin: &mut NvmeQueue) -> Result<()> {
+    property_get(admin, property::VS).await?;
+    property_get(admin, property::CAP).await?;
+    // EN, CSS 110b (all I/O command sets), IOSQES 6, IOCQES 4.
+    property_set(admin, property::CC, 1 | 0b110 << 4 | 6 << 16 | 4 << 20).await?;
+    wait_csts(admin, 0x1, 0x1).await
 }
 
 /// Waits (up to a second) for CSTS & `mask` == `want`.
@@ -147,21 +171,33 @@ impl NvmeHost {
     /// Connects the admin queue, enables the controller, reads its Identify data and
     /// connects the I/O queue.
     pub async fn connect(t: &NvmeTarget) -> Result<NvmeHost> {
-        let (mut admin, cntlid) = connect_queue(t, 0, 0xFFFF).await?;
-        property_get(&mut admin, property::VS).await?;
-        property_get(&mut admin, property::CAP).await?;
-        // EN, CSS 110b (all I/O command sets), IOSQES 6, IOCQES 4.
-        property_set(&mut admin, property::CC, 1 | 0b110 << 4 | 6 << 16 | 4 << 20).await?;
-        wait_csts(&mut admin, 0x1, 0x1).await?;
+        NvmeHost::connect_with_kato(t, 0).await
+    }
+
+    /// As [`NvmeHost::connect`], asking for a keep-alive timeout of `kato_ms` (0: none):
+    /// the target drops the controller and its queues if the admin queue hears nothing
+    /// that long (call [`NvmeHost::keep_alive`] more often).
+    pub async fn connect_with_kato(t: &NvmeTarget, kato_ms: u32) -> Result<NvmeHost> {
+        let (mut admin, cntlid) = connect_queue(t, &t.subnqn, 0, 0xFFFF, kato_ms).await?;
+        enable(&mut admin).await?;
         let ctrl = identify(&mut admin, 0x01, 0, 0).await?;
         let ioccsz = u32::from_le_bytes([ctrl[1792], ctrl[1793], ctrl[1794], ctrl[1795]]);
-        let (io, _) = connect_queue(t, 1, cntlid).await?;
+        let (io, _) = connect_queue(t, &t.subnqn, 1, cntlid, 0).await?;
         Ok(NvmeHost {
             admin,
             io,
             cntlid,
             in_capsule: ioccsz.saturating_mul(16).saturating_sub(64),
         })
+    }
+
+    /// Sends a Keep Alive on the admin queue.
+    pub async fn keep_alive(&mut self) -> Result<()> {
+        let sqe = Sqe {
+            opcode: KEEP_ALIVE,
+            ..Sqe::default()
+        };
+        self.admin_command(sqe, 0).await.map(|_| ())
     }
 
     /// Reads a controller register (CAP, VS, CC, CSTS).
@@ -194,15 +230,60 @@ impl NvmeHost {
             .collect())
     }
 
-    async fn kv(&mut self, nsid: u32, cmd: KvCommand, value: Bytes) -> Result<(Cqe, Bytes)> {
+    /// A KV command's entry, its buffer size and whether `value` goes in the capsule.
+    fn kv_sqe(&self, nsid: u32, cmd: &KvCommand, value: &Bytes) -> (Sqe, u32, bool) {
         let mut sqe = Sqe {
             nsid,
             ..Sqe::default()
         };
-        let buffer = cmd.size;
         cmd.encode(&mut sqe);
-        let in_capsule = value.len() <= self.in_capsule as usize;
+        (sqe, cmd.size, value.len() <= self.in_capsule as usize)
+    }
+
+    async fn kv(&mut self, nsid: u32, cmd: KvCommand, value: Bytes) -> Result<(Cqe, Bytes)> {
+        let (sqe, buffer, in_capsule) = self.kv_sqe(nsid, &cmd, &value);
         ok(self.io.command(sqe, value, in_capsule, buffer).await?)
+    }
+
+    /// Runs KV commands (each with its value, empty but for Stores) with up to `depth` in
+    /// flight on the I/O queue (at most the queue's entries less one); their completions
+    /// and data in the order of `cmds`, however the target ordered them.
+    pub async fn pipeline(
+        &mut self,
+        nsid: u32,
+        cmds: Vec<(KvCommand, Bytes)>,
+        depth: usize,
+    ) -> Result<Vec<(Cqe, Bytes)>> {
+        let depth = depth.clamp(1, usize::from(QUEUE_ENTRIES - 1));
+        let n = cmds.len();
+        let mut slots: Vec<Option<(Cqe, Bytes)>> = vec![None; n];
+        let mut by_cid = std::collections::HashMap::new();
+        let mut cmds = cmds.into_iter().enumerate();
+        let mut in_flight = 0;
+        loop {
+            while in_flight < depth {
+                let Some((i, (cmd, value))) = cmds.next() else {
+                    break;
+                };
+                let (sqe, buffer, in_capsule) = self.kv_sqe(nsid, &cmd, &value);
+                let cid = self.io.submit(sqe, value, in_capsule, buffer).await?;
+                by_cid.insert(cid, i);
+                in_flight += 1;
+            }
+            if in_flight == 0 {
+                break;
+            }
+            let (cqe, data) = self.io.complete().await?;
+            in_flight -= 1;
+            match by_cid.remove(&cqe.cid) {
+                Some(i) => slots[i] = Some((cqe, data)),
+                None => return Err(NvmeError::Unexpected("completion of no command".into())),
+            }
+        }
+        slots
+            .into_iter()
+            .map(|s| s.ok_or_else(|| NvmeError::Unexpected("a command went unanswered".into())))
+            .collect()
     }
 
     /// Stores `value` under `key` (`options`: 0, or the only-if flags).

@@ -1,10 +1,12 @@
-//! One NVMe/TCP queue's connection as a host drives it: the ICReq/ICResp exchange, then one
-//! command at a time (a capsule out; R2Ts answered with H2CData; C2HData gathered; the
-//! completion back).
+//! One NVMe/TCP queue's connection as a host drives it: the ICReq/ICResp exchange, then
+//! commands, one at a time (`command`) or several in flight (`submit`, then `complete`):
+//! capsules out, R2Ts answered with H2CData, C2HData gathered by command id, completions
+//! back in whatever order the target sends them.
 
 use super::{NvmeError, Result};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{split_pdu, Cqe, Digests, Pdu, PduLimits, Sqe, PFV_1_0};
+use std::collections::{HashMap, VecDeque};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -18,6 +20,18 @@ pub struct NvmeQueue {
     digests: Digests,
     maxh2cdata: u32,
     next_cid: u16,
+    /// Commands sent and not answered, by command id.
+    outstanding: HashMap<u16, Outstanding>,
+    /// Completions that arrived while `command` waited for another.
+    finished: VecDeque<(Cqe, Bytes)>,
+}
+
+/// A command sent: its data (for the target's R2Ts) and the data the target sent so far.
+struct Outstanding {
+    data: Bytes,
+    got: BytesMut,
+    /// Most bytes the target may send for it.
+    limit: usize,
 }
 
 impl NvmeQueue {
@@ -31,6 +45,8 @@ impl NvmeQueue {
             digests: Digests::default(),
             maxh2cdata: 0,
             next_cid: 0,
+            outstanding: HashMap::new(),
+            finished: VecDeque::new(),
         };
         q.send(&Pdu::IcReq {
             pfv: PFV_1_0,
@@ -86,14 +102,42 @@ impl NvmeQueue {
     }
 
     /// Runs one command: `data` in the capsule when `in_capsule`, else through the target's
-    /// R2Ts; returns its completion and the data the target sent.
+    /// R2Ts; returns its completion and the data the target sent. Completions of commands
+    /// submitted earlier that arrive meanwhile are kept for [`NvmeQueue::complete`].
     pub async fn command(
+        &mut self,
+        sqe: Sqe,
+        data: Bytes,
+        in_capsule: bool,
+        buffer: u32,
+    ) -> Result<(Cqe, Bytes)> {
+        let cid = self.submit(sqe, data, in_capsule, buffer).await?;
+        loop {
+            if let Some(i) = self.finished.iter().position(|(c, _)| c.cid == cid) {
+                if let Some(done) = self.finished.remove(i) {
+                    return Ok(done);
+                }
+            }
+            let done = self.next_completion().await?;
+            self.finished.push_back(done);
+        }
+    }
+
+    /// Sends one command without waiting for it (`cid` chosen here, unique among those
+    /// outstanding); its answer comes from [`NvmeQueue::complete`], in any order.
+    pub async fn submit(
         &mut self,
         mut sqe: Sqe,
         data: Bytes,
         in_capsule: bool,
         buffer: u32,
-    ) -> Result<(Cqe, Bytes)> {
+    ) -> Result<u16> {
+        if self.outstanding.len() >= usize::from(u16::MAX) {
+            return Err(NvmeError::Unexpected("every command id is taken".into()));
+        }
+        while self.outstanding.contains_key(&self.next_cid) {
+            self.next_cid = self.next_cid.wrapping_add(1);
+        }
         sqe.cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
         let len = if data.is_empty() {
@@ -116,7 +160,30 @@ impl NvmeQueue {
             Bytes::new()
         };
         self.send(&Pdu::CapsuleCmd { sqe, data: capsule }).await?;
-        let mut got = BytesMut::new();
+        let out = Outstanding {
+            data,
+            got: BytesMut::new(),
+            limit: buffer.max(len) as usize,
+        };
+        self.outstanding.insert(sqe.cid, out);
+        Ok(sqe.cid)
+    }
+
+    /// The next completion of any submitted command (those [`NvmeQueue::command`] kept
+    /// first), answering R2Ts and gathering C2HData on the way.
+    pub async fn complete(&mut self) -> Result<(Cqe, Bytes)> {
+        if let Some(done) = self.finished.pop_front() {
+            return Ok(done);
+        }
+        self.next_completion().await
+    }
+
+    /// Commands submitted and not yet answered.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding.len() + self.finished.len()
+    }
+
+    async fn next_completion(&mut self) -> Result<(Cqe, Bytes)> {
         loop {
             match self.recv().await? {
                 Pdu::R2T {
@@ -124,13 +191,32 @@ impl NvmeQueue {
                     ttag,
                     r2to,
                     r2tl,
-                } if cccid == sqe.cid => self.write_data(&data, cccid, ttag, r2to, r2tl).await?,
+                } => {
+                    let data = match self.outstanding.get(&cccid) {
+                        Some(o) => o.data.clone(),
+                        None => return Err(NvmeError::Unexpected("R2T of no command".into())),
+                    };
+                    self.write_data(&data, cccid, ttag, r2to, r2tl).await?
+                }
                 Pdu::C2HData {
                     cccid, datao, data, ..
-                } if cccid == sqe.cid && datao as usize == got.len() => {
-                    got.extend_from_slice(&data)
+                } => {
+                    let o = self.outstanding.get_mut(&cccid);
+                    // In order, within the buffer the command gave.
+                    match o {
+                        Some(o)
+                            if datao as usize == o.got.len()
+                                && o.got.len() + data.len() <= o.limit =>
+                        {
+                            o.got.extend_from_slice(&data)
+                        }
+                        _ => return Err(NvmeError::Unexpected("stray C2HData".into())),
+                    }
                 }
-                Pdu::CapsuleResp { cqe } if cqe.cid == sqe.cid => return Ok((cqe, got.freeze())),
+                Pdu::CapsuleResp { cqe } => match self.outstanding.remove(&cqe.cid) {
+                    Some(o) => return Ok((cqe, o.got.freeze())),
+                    None => return Err(NvmeError::Unexpected("completion of no command".into())),
+                },
                 other => return Err(NvmeError::Unexpected(format!("{:?}", other.pdu_type()))),
             }
         }

@@ -2,19 +2,24 @@
 //! Base 2.x, NVMe over Fabrics and NVMe/TCP transport specifications): the PDUs a host and a
 //! controller exchange on a queue's connection (`pdu`), the 64-byte submission and
 //! 16-byte completion queue entries they carry (`queue_entry`), the Fabrics commands that
-//! open a queue and reach the controller's registers (`fabrics`), and the Key Value command
-//! set's commands in those entries (`kv`). No I/O, as the rest of this
+//! open a queue and reach the controller's registers (`fabrics`), the admin commands a
+//! target answers (`admin`), and the Key Value command set's commands in those entries
+//! (`kv`). No I/O, as the rest of this
 //! crate: the device's NVMe/TCP target and the host's initiator move the bytes.
 
+mod admin;
 mod fabrics;
+mod fuzz;
 mod kv;
 mod pdu;
 mod queue_entry;
 
+pub use admin::AdminCommand;
 pub use fabrics::{
     connect_data, connect_invalid_parameters, property, FabricsCommand, CONNECT_DATA_LEN,
     DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
 };
+pub use fuzz::check_command_decoders;
 pub use kv::{
     kv_status, KvCommand, KvOpcode, MAX_KV_KEY, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };

@@ -1,0 +1,127 @@
+//! Commands in flight on one I/O queue: up to the queue's size at once and a bound on the
+//! bytes they may hold (Store values, Retrieve and List buffers). A command past the bound
+//! waits, in arrival order, until earlier ones complete; a Store's R2T is sent only once
+//! its value fits, so Stores waiting for data never hold more than the bound. Completions
+//! come back from the workers in any order, named by their command id.
+
+use super::Answer;
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme::Sqe;
+use std::collections::{HashMap, VecDeque};
+use tokio::sync::mpsc;
+
+/// A command's answer, back from a worker (or refused at once).
+pub(super) struct Done {
+    pub sqe: Sqe,
+    pub answer: Answer,
+    /// Bytes of the budget it held.
+    pub cost: usize,
+}
+
+/// A Store whose value comes through R2T and H2CData.
+pub(super) struct Pending {
+    pub sqe: Sqe,
+    pub size: usize,
+    pub cost: usize,
+    pub value: BytesMut,
+}
+
+pub(super) struct Flight {
+    /// Commands received and not yet completed (waiting, fetching data, or running).
+    pub count: usize,
+    /// Bytes held by started commands.
+    pub bytes: usize,
+    /// Most bytes started commands may hold (one larger command runs alone).
+    pub budget: usize,
+    /// Commands that did not fit the budget yet, in arrival order, with their cost.
+    pub waiting: VecDeque<(Sqe, Bytes, usize)>,
+    /// Stores receiving their data, by transfer tag.
+    pub pending: HashMap<u16, Pending>,
+    next_ttag: u16,
+    pub done_tx: mpsc::UnboundedSender<Done>,
+}
+
+impl Flight {
+    pub fn new(budget: usize) -> (Flight, mpsc::UnboundedReceiver<Done>) {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let f = Flight {
+            count: 0,
+            bytes: 0,
+            budget,
+            waiting: VecDeque::new(),
+            pending: HashMap::new(),
+            next_ttag: 0,
+            done_tx,
+        };
+        (f, done_rx)
+    }
+
+    /// Whether a command holding `cost` bytes may start now.
+    pub fn fits(&self, cost: usize) -> bool {
+        self.bytes == 0 || self.bytes + cost <= self.budget
+    }
+
+    /// A transfer tag no pending Store uses (at most the queue's size are pending).
+    pub fn ttag(&mut self) -> u16 {
+        loop {
+            let t = self.next_ttag;
+            self.next_ttag = self.next_ttag.wrapping_add(1);
+            if !self.pending.contains_key(&t) {
+                return t;
+            }
+        }
+    }
+
+    /// Answers a command at once (through the same path as the workers' answers).
+    pub fn finish_now(&self, sqe: Sqe, answer: Answer, cost: usize) {
+        // The receiver lives as long as the connection that owns this sender.
+        let _ = self.done_tx.send(Done { sqe, answer, cost });
+    }
+
+    /// The next waiting command if it fits now.
+    pub fn next_ready(&mut self) -> Option<(Sqe, Bytes, usize)> {
+        let (_, _, cost) = self.waiting.front()?;
+        if self.fits(*cost) {
+            self.waiting.pop_front()
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_admits_one_large_command_alone() {
+        let (mut f, _rx) = Flight::new(100);
+        assert!(f.fits(1000), "nothing held: any size starts");
+        f.bytes = 60;
+        assert!(f.fits(40));
+        assert!(!f.fits(41));
+        f.waiting.push_back((Sqe::default(), Bytes::new(), 50));
+        assert!(f.next_ready().is_none());
+        f.bytes = 50;
+        assert!(f.next_ready().is_some());
+    }
+
+    #[test]
+    fn transfer_tags_skip_pending_ones() {
+        let (mut f, _rx) = Flight::new(1);
+        let pending = |f: &mut Flight, t| {
+            f.pending.insert(
+                t,
+                Pending {
+                    sqe: Sqe::default(),
+                    size: 0,
+                    cost: 0,
+                    value: BytesMut::new(),
+                },
+            )
+        };
+        pending(&mut f, 0);
+        pending(&mut f, 1);
+        assert_eq!(f.ttag(), 2);
+    }
+}

@@ -1,0 +1,242 @@
+//! Several commands in flight on one NVMe/TCP I/O queue: completions out of order (by
+//! command id), Stores waiting for their data within the connection's byte budget, and the
+//! host's pipelined initiator.
+
+mod common;
+
+use bytes::Bytes;
+use cerberus_device::DeviceHandle;
+use cerberus_host::nvme::{NvmeHost, NvmeTarget};
+use cerberus_host::proto::nvme::{Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe};
+
+const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+const HOST: &str = "nqn.2014-08.org.example:host1";
+
+/// A device with its NVMe/TCP target; HOST granted "kv". Returns it and the namespace id.
+fn device(
+    dir: &std::path::Path,
+    tweak: impl FnOnce(&mut cerberus_device::DeviceConfig),
+) -> (DeviceHandle, u32) {
+    let dev = common::start(dir, |c| {
+        c.nvme_listen = Some("127.0.0.1:0".into());
+        c.nvme.hosts.insert(HOST.into(), vec!["kv".into()]);
+        tweak(c);
+    });
+    let (ns, _) = common::admin(&dev).create_namespace("kv").expect("kv");
+    (dev, ns)
+}
+
+fn target(dev: &DeviceHandle) -> NvmeTarget {
+    NvmeTarget {
+        addr: dev.nvme_addr().expect("nvme on").to_string(),
+        subnqn: SUBNQN.into(),
+        hostnqn: HOST.into(),
+        digests: Digests::default(),
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A KV command's entry with command id `cid`, its data named by a transport SGL of
+/// `len` bytes (0x5A: the target fetches or sends it; 0x01: in the capsule).
+fn sqe(ns: u32, cid: u16, opcode: KvOpcode, key: &[u8], size: u32, in_capsule: bool) -> Sqe {
+    let mut sqe = Sqe {
+        nsid: ns,
+        ..Sqe::default()
+    };
+    KvCommand {
+        opcode,
+        key: key.to_vec(),
+        size,
+        options: 0,
+    }
+    .encode(&mut sqe);
+    sqe.cid = cid;
+    sqe.dptr[8..12].copy_from_slice(&size.to_le_bytes());
+    sqe.dptr[15] = if in_capsule { 0x01 } else { 0x5A };
+    sqe
+}
+
+fn capsule(sqe: Sqe, data: &[u8]) -> Pdu {
+    Pdu::CapsuleCmd {
+        sqe,
+        data: Bytes::copy_from_slice(data),
+    }
+}
+
+fn h2c(cccid: u16, ttag: u16, data: Vec<u8>) -> Pdu {
+    Pdu::H2CData {
+        cccid,
+        ttag,
+        datao: 0,
+        last: true,
+        data: Bytes::from(data),
+    }
+}
+
+#[test]
+fn a_later_command_completes_while_a_store_waits_for_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns) = device(dir.path(), |_| {});
+    rt().block_on(async {
+        let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
+        h.store(ns, b"here", b"v", 0).await.unwrap();
+        // cid 1: a Store of 20,000 bytes (past the 8 KiB in-capsule size): an R2T.
+        let big = 20_000u32;
+        let store = sqe(ns, 1, KvOpcode::Store, b"big", big, false);
+        h.io.send(&capsule(store, b"")).await.unwrap();
+        let ttag = match h.io.recv().await.unwrap() {
+            Pdu::R2T {
+                cccid: 1,
+                ttag,
+                r2to: 0,
+                r2tl,
+            } if r2tl == big => ttag,
+            other => panic!("expected the R2T, got {other:?}"),
+        };
+        // cid 2: a Retrieve sent after it completes first, its data before its completion.
+        let get = sqe(ns, 2, KvOpcode::Retrieve, b"here", 64, false);
+        h.io.send(&capsule(get, b"")).await.unwrap();
+        match h.io.recv().await.unwrap() {
+            Pdu::C2HData { cccid: 2, data, .. } => assert_eq!(&data[..], b"v"),
+            other => panic!("expected cid 2's data, got {other:?}"),
+        }
+        match h.io.recv().await.unwrap() {
+            Pdu::CapsuleResp { cqe } => {
+                assert_eq!((cqe.cid, cqe.dw0), (2, 1));
+                assert!(cqe.status.is_success());
+            }
+            other => panic!("expected cid 2's completion, got {other:?}"),
+        }
+        // Then the Store's data, and its completion.
+        h.io.send(&h2c(1, ttag, vec![9u8; big as usize]))
+            .await
+            .unwrap();
+        match h.io.recv().await.unwrap() {
+            Pdu::CapsuleResp { cqe } => {
+                assert_eq!(cqe.cid, 1);
+                assert!(cqe.status.is_success());
+            }
+            other => panic!("expected cid 1's completion, got {other:?}"),
+        }
+        let (v, size) = h.retrieve(ns, b"big", big).await.unwrap().unwrap();
+        assert_eq!((v.len(), size), (big as usize, big));
+    });
+    dev.shutdown().unwrap();
+}
+
+#[test]
+fn stores_waiting_for_data_stay_within_the_connections_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    // A budget of four 16 KiB values.
+    let value = 16 << 10;
+    let (dev, ns) = device(dir.path(), |c| c.nvme.max_queue_bytes = 4 * value);
+    rt().block_on(async {
+        let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
+        let stores = 8u16;
+        for cid in 0..stores {
+            let key = format!("key{cid}");
+            let s = sqe(ns, cid, KvOpcode::Store, key.as_bytes(), value, false);
+            h.io.send(&capsule(s, b"")).await.unwrap();
+        }
+        // Four R2Ts, no more: the next PDU after them is the completion of the first
+        // Store once its data came, and only then the fifth R2T.
+        let mut tags = std::collections::HashMap::new();
+        for want in 0..4u16 {
+            match h.io.recv().await.unwrap() {
+                Pdu::R2T { cccid, ttag, .. } if cccid == want => {
+                    tags.insert(cccid, ttag);
+                }
+                other => panic!("expected the R2T of cid {want}, got {other:?}"),
+            }
+        }
+        let fill = |cid: u16| vec![cid as u8; value as usize];
+        h.io.send(&h2c(0, tags[&0], fill(0))).await.unwrap();
+        match h.io.recv().await.unwrap() {
+            Pdu::CapsuleResp { cqe } => assert_eq!(cqe.cid, 0),
+            other => panic!("past the budget: expected cid 0's completion, got {other:?}"),
+        }
+        // From here on answer every R2T; all eight complete.
+        let mut done = 1;
+        let mut next_data = 1u16;
+        while done < stores {
+            // Data for those already asked, one at a time.
+            if let Some(t) = tags.remove(&next_data) {
+                h.io.send(&h2c(next_data, t, fill(next_data)))
+                    .await
+                    .unwrap();
+                next_data += 1;
+            }
+            match h.io.recv().await.unwrap() {
+                Pdu::R2T { cccid, ttag, .. } => {
+                    tags.insert(cccid, ttag);
+                }
+                Pdu::CapsuleResp { cqe } => {
+                    assert_eq!(cqe.status, NvmeStatus::SUCCESS);
+                    done += 1;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        for cid in 0..stores {
+            let key = format!("key{cid}");
+            let (v, _) = h
+                .retrieve(ns, key.as_bytes(), value)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(v, Bytes::from(fill(cid)));
+        }
+    });
+    dev.shutdown().unwrap();
+}
+
+#[test]
+fn a_pipelined_host_gets_every_answer_matched_by_its_command_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns) = device(dir.path(), |_| {});
+    rt().block_on(async {
+        let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
+        let n = 100usize;
+        // Values alternate in the capsule and through R2T.
+        let value = |i: usize| vec![i as u8; if i.is_multiple_of(2) { 10 } else { 9000 + i }];
+        let stores = (0..n)
+            .map(|i| {
+                let v = value(i);
+                let cmd = KvCommand {
+                    opcode: KvOpcode::Store,
+                    key: format!("p{i:03}").into_bytes(),
+                    size: v.len() as u32,
+                    options: 0,
+                };
+                (cmd, Bytes::from(v))
+            })
+            .collect();
+        for (cqe, _) in h.pipeline(ns, stores, 16).await.unwrap() {
+            assert!(cqe.status.is_success());
+        }
+        let gets = (0..n)
+            .map(|i| {
+                let cmd = KvCommand {
+                    opcode: KvOpcode::Retrieve,
+                    key: format!("p{i:03}").into_bytes(),
+                    size: 16 << 10,
+                    options: 0,
+                };
+                (cmd, Bytes::new())
+            })
+            .collect();
+        let got = h.pipeline(ns, gets, 16).await.unwrap();
+        for (i, (cqe, data)) in got.into_iter().enumerate() {
+            assert!(cqe.status.is_success());
+            assert_eq!(data, Bytes::from(value(i)), "value {i}");
+            assert_eq!(cqe.dw0 as usize, value(i).len());
+        }
+    });
+    dev.shutdown().unwrap();
+}
