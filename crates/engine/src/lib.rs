@@ -18,6 +18,7 @@ mod index;
 mod index_kind;
 mod iter;
 mod key;
+mod key_hashes;
 mod memtable;
 mod namespace_options;
 mod options;

@@ -2,6 +2,7 @@
 //! It keeps the value bytes too, so a get that hits it needs no value-log read.
 
 use crate::key::{Kind, SeqNo, ValueAddr};
+use crate::key_hashes::KeyHashes;
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 use std::cmp::Ordering;
@@ -168,34 +169,6 @@ impl KeyFilter {
     }
 }
 
-/// The hash of a memtable user key that [`Memtable::newest_of`]'s maps are keyed by.
-pub fn key_hash(user: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(user)
-}
-
-/// Newest seqnos by [`key_hash`], with the key they are of (`None` where keys' hashes
-/// collide: the newest of them): the keys are hashes already, so the map hashes no further.
-pub type KeyHashes = HashMap<u64, (SeqNo, Option<Bytes>), std::hash::BuildHasherDefault<HashIsKey>>;
-
-/// A `Hasher` for keys that are hashes: the key itself.
-#[derive(Default)]
-pub struct HashIsKey(u64);
-
-impl std::hash::Hasher for HashIsKey {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 keys are hashed here; any other input still hashes to something sound.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
 pub struct Memtable {
     map: SkipMap<SlotKey, MemValue>,
     filter: KeyFilter,
@@ -311,25 +284,28 @@ impl Memtable {
         max: usize,
     ) -> Option<Arc<KeyHashes>> {
         let lo = SlotKey::new(Bytes::copy_from_slice(&ns.to_be_bytes()), SeqNo::MAX);
-        let mut map = KeyHashes::default();
-        let entries = self.map.range((Bound::Included(&lo), Bound::Unbounded));
-        for (walked, e) in entries.enumerate() {
-            let key = e.key();
-            if key.user.get(..crate::key::NSID_LEN) != Some(&ns.to_be_bytes()[..]) {
-                break;
-            }
-            if walked == max {
-                return None;
-            }
-            // Versions past any snapshot too: a newer seqno than a reader sees only sends
-            // that reader to the exact search.
-            let (newest, of) = map
-                .entry(key_hash(&key.user))
-                .or_insert_with(|| (key.seq, Some(key.user.clone())));
-            *newest = (*newest).max(key.seq);
-            if of.as_ref().is_some_and(|k| *k != key.user) {
-                *of = None;
-            }
+        let prefix = ns.to_be_bytes();
+        let in_ns = |e: &crossbeam_skiplist::map::Entry<'_, SlotKey, MemValue>| {
+            e.key().user.get(..crate::key::NSID_LEN) == Some(&prefix[..])
+        };
+        let mut over = false;
+        let walk = self
+            .map
+            .range((Bound::Included(&lo), Bound::Unbounded))
+            .take_while(in_ns)
+            .enumerate()
+            .map_while(|(walked, e)| match walked == max {
+                true => {
+                    over = true;
+                    None
+                }
+                false => Some((e.key().user.clone(), e.key().seq)),
+            });
+        // Versions past any snapshot too: a newer seqno than a reader sees only sends that
+        // reader to the exact search.
+        let map = KeyHashes::build(walk, crate::key::NSID_LEN);
+        if over {
+            return None;
         }
         let map = Arc::new(map);
         let mut taken = self.key_hashes.lock();

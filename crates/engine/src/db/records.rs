@@ -3,10 +3,11 @@
 
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
+use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
 use crate::key::{self, Kind, Nsid, SeqNo};
-use crate::memtable::{key_hash, KeyHashes};
-use crate::query::{EntryBatch, KeyRange, QueryStats, Records};
+use crate::key_hashes::{key_hash, KeyHashes};
+use crate::query::{entry_pk_seq, EntryBatch, KeyRange, QueryStats, Records};
 use crate::stats::Counters;
 use crate::storage::IoPurpose;
 use bytes::Bytes;
@@ -168,6 +169,44 @@ impl Records for SnapshotRecords {
         Ok(())
     }
 
+    fn count_entries(
+        &mut self,
+        index: Nsid,
+        kind: IndexKind,
+        range: &KeyRange,
+        stats: &mut QueryStats,
+    ) -> Result<u64> {
+        let t = Instant::now();
+        let mut scan = self.walk(index, &range.start, None)?;
+        // With the memtables empty no entry can be superseded: nothing to take apart.
+        let quiet = self.sv.imm.is_empty() && self.sv.mem.is_empty();
+        let (mut entries, mut live) = (0u64, 0u64);
+        while scan.valid() {
+            let key = scan.key();
+            if range.end.as_ref().is_some_and(|e| key >= e.as_slice()) {
+                break;
+            }
+            if scan.kind() == Kind::Put {
+                let payload = scan
+                    .table_payload()
+                    .ok_or_else(|| Error::corruption("index", 0, "malformed index entry"))?;
+                entries += 1;
+                if quiet {
+                    live += 1;
+                } else {
+                    let (pk, seq) = entry_pk_seq(kind, key, payload)?;
+                    if !self.superseded(pk, seq, stats)? {
+                        live += 1;
+                    }
+                }
+            }
+            scan.next()?;
+        }
+        stats.index_entries += entries;
+        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        Ok(live)
+    }
+
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
         let t = Instant::now();
         let hit = self
@@ -195,7 +234,6 @@ impl Records for SnapshotRecords {
         if sv.imm.is_empty() && sv.mem.is_empty() {
             return Ok(false);
         }
-        key::put_user_part(&mut self.user_key, self.ns, pk);
         self.checks += 1;
         if self.newest.is_none() && (self.checks == 1 || self.checks == self.next_try) {
             // The maps another query took, at once; else, after many checks, the namespace's
@@ -218,13 +256,13 @@ impl Records for SnapshotRecords {
         // Else (a version past the snapshot, or keys whose hashes collide) the memtables
         // say exactly.
         if let Some(maps) = &self.newest {
-            let h = key_hash(&self.user_key);
+            let h = key_hash(pk);
             let mut unsure = false;
             for m in maps.iter() {
-                match m.get(&h) {
+                match m.get(h) {
                     None => {}
                     Some((s, _)) if *s <= seq => {}
-                    Some((s, Some(k))) if *s <= self.seq && k[..] == self.user_key[..] => {
+                    Some((s, Some(k))) if *s <= self.seq && k.get(key::NSID_LEN..) == Some(pk) => {
                         return Ok(true)
                     }
                     Some(_) => unsure = true,
@@ -234,6 +272,7 @@ impl Records for SnapshotRecords {
                 return Ok(false);
             }
         }
+        key::put_user_part(&mut self.user_key, self.ns, pk);
         let t = Instant::now();
         // The newest memtable holding the pk has its newest version.
         let newer = std::iter::once(&sv.mem)

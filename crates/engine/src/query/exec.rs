@@ -78,6 +78,32 @@ pub trait Records {
     /// The value of `pk` read at `addr` (a VAS entry's address): no primary lookup.
     fn read_at(&mut self, pk: &[u8], addr: ValueAddr, stats: &mut QueryStats) -> Result<Bytes>;
 
+    /// How many live entries index `index` (of kind `kind`) holds in `range`: a count the
+    /// index answers alone. This walks [`Records::index_entries`] and checks each entry with
+    /// [`Records::superseded`]; a store may count without copying the entries out.
+    fn count_entries(
+        &mut self,
+        index: crate::key::Nsid,
+        kind: IndexKind,
+        range: &super::KeyRange,
+        stats: &mut QueryStats,
+    ) -> Result<u64> {
+        let (mut live, mut from, mut batch) = (0, None::<Vec<u8>>, EntryBatch::default());
+        loop {
+            self.index_entries(index, range, from.as_deref(), MAX_BATCH, &mut batch, stats)?;
+            for (key, payload) in batch.iter() {
+                let (pk, seq) = entry_pk_seq(kind, key, payload)?;
+                if !self.superseded(pk, seq, stats)? {
+                    live += 1;
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                return Ok(live);
+            }
+            from = batch.last_key().map(<[u8]>::to_vec);
+        }
+    }
+
     /// Up to `max` records after `after` (from the start if `None`), in pk order.
     fn scan(
         &mut self,
@@ -243,6 +269,18 @@ pub fn for_each_entry(
         }
     }
     Ok(())
+}
+
+/// The pk an index entry stands for and the seqno of the version it was made from.
+pub fn entry_pk_seq<'a>(
+    kind: IndexKind,
+    key: &'a [u8],
+    payload: &[u8],
+) -> Result<(&'a [u8], SeqNo)> {
+    let malformed = || Error::corruption("index", 0, "malformed secondary index entry");
+    let (_, pk) = split_entry_key(key).ok_or_else(malformed)?;
+    let (_, seq) = decode_payload(kind, payload).ok_or_else(malformed)?;
+    Ok((pk, seq))
 }
 
 /// Whether a walk through the index on `attr` can answer from its entries alone: every

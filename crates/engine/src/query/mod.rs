@@ -12,7 +12,9 @@ mod result;
 mod top;
 
 pub use aggregate::{aggregate, Aggregate};
-pub use exec::{for_each_entry, for_each_match, EntryBatch, QueryStats, Records, Wants};
+pub use exec::{
+    entry_pk_seq, for_each_entry, for_each_match, EntryBatch, QueryStats, Records, Wants,
+};
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{find_page, fingerprint, Continuation, Found, PageRequest, DEFAULT_PAGE_BYTES};
 pub use plan::{index_ranges, plan, Access, IndexChoice, Plan};
