@@ -3,11 +3,12 @@
 
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
+use crate::index::split_entry_key;
 use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
 use crate::key::{self, Kind, Nsid, SeqNo};
 use crate::key_hashes::{key_hash, KeyHashes};
-use crate::query::{entry_pk_seq, EntryBatch, KeyRange, QueryStats, Records};
+use crate::query::{entry_parts, EntryBatch, EntryVisitor, KeyRange, QueryStats, Records};
 use crate::stats::Counters;
 use crate::storage::IoPurpose;
 use bytes::Bytes;
@@ -132,6 +133,64 @@ impl SnapshotRecords {
     }
 }
 
+impl SnapshotRecords {
+    /// [`Records::for_each_live_entry`] in place: the walk's entries borrowed, never copied
+    /// out. Without `parts` (a count), an entry is not taken apart unless it must be checked
+    /// against the memtables; `f` then gets empty secondary keys and pks.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_live<F>(
+        &mut self,
+        index: Nsid,
+        kind: IndexKind,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+        parts: bool,
+        stats: &mut QueryStats,
+        mut f: F,
+    ) -> Result<bool>
+    where
+        F: FnMut(&[u8], &[u8], &[u8], &mut QueryStats) -> Result<bool>,
+    {
+        let t = Instant::now();
+        let mut scan = self.walk(index, &range.start, after)?;
+        // With the memtables empty no entry can be superseded: its seqno is not needed.
+        let quiet = self.sv.imm.is_empty() && self.sv.mem.is_empty();
+        let malformed = || Error::corruption("index", 0, "malformed index entry");
+        let (mut entries, mut to_the_end) = (0u64, true);
+        while scan.valid() {
+            let key = scan.key();
+            if range.end.as_ref().is_some_and(|e| key >= e.as_slice()) {
+                break;
+            }
+            if scan.kind() == Kind::Put {
+                let payload = scan.table_payload().ok_or_else(malformed)?;
+                entries += 1;
+                let (sk, pk) = match (quiet, parts) {
+                    (true, false) => (&[][..], &[][..]),
+                    (true, true) => split_entry_key(key).ok_or_else(malformed)?,
+                    (false, _) => {
+                        let (sk, pk, seq) = entry_parts(kind, key, payload)?;
+                        if self.superseded(pk, seq, stats)? {
+                            scan.next()?;
+                            continue;
+                        }
+                        (sk, pk)
+                    }
+                };
+                if !f(key, sk, pk, stats)? {
+                    to_the_end = false;
+                    break;
+                }
+            }
+            scan.next()?;
+        }
+        stats.index_entries += entries;
+        // The walk's time, with what `f` did (little: these walks read no record).
+        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        Ok(to_the_end)
+    }
+}
+
 impl Records for SnapshotRecords {
     fn index_entries(
         &mut self,
@@ -169,6 +228,18 @@ impl Records for SnapshotRecords {
         Ok(())
     }
 
+    fn for_each_live_entry(
+        &mut self,
+        index: Nsid,
+        kind: IndexKind,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+        stats: &mut QueryStats,
+        f: &mut EntryVisitor<'_>,
+    ) -> Result<bool> {
+        self.walk_live(index, kind, range, after, true, stats, f)
+    }
+
     fn count_entries(
         &mut self,
         index: Nsid,
@@ -176,34 +247,11 @@ impl Records for SnapshotRecords {
         range: &KeyRange,
         stats: &mut QueryStats,
     ) -> Result<u64> {
-        let t = Instant::now();
-        let mut scan = self.walk(index, &range.start, None)?;
-        // With the memtables empty no entry can be superseded: nothing to take apart.
-        let quiet = self.sv.imm.is_empty() && self.sv.mem.is_empty();
-        let (mut entries, mut live) = (0u64, 0u64);
-        while scan.valid() {
-            let key = scan.key();
-            if range.end.as_ref().is_some_and(|e| key >= e.as_slice()) {
-                break;
-            }
-            if scan.kind() == Kind::Put {
-                let payload = scan
-                    .table_payload()
-                    .ok_or_else(|| Error::corruption("index", 0, "malformed index entry"))?;
-                entries += 1;
-                if quiet {
-                    live += 1;
-                } else {
-                    let (pk, seq) = entry_pk_seq(kind, key, payload)?;
-                    if !self.superseded(pk, seq, stats)? {
-                        live += 1;
-                    }
-                }
-            }
-            scan.next()?;
-        }
-        stats.index_entries += entries;
-        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        let mut live = 0;
+        self.walk_live(index, kind, range, None, false, stats, |_, _, _, _| {
+            live += 1;
+            Ok(true)
+        })?;
         Ok(live)
     }
 

@@ -46,6 +46,10 @@ pub struct QueryStats {
     pub value_read_ns: u64,
 }
 
+/// What [`Records::for_each_live_entry`] calls with each live entry: its key, secondary key
+/// and pk; false stops the walk.
+pub type EntryVisitor<'a> = dyn FnMut(&[u8], &[u8], &[u8], &mut QueryStats) -> Result<bool> + 'a;
+
 /// The reads a query makes, at one snapshot of one namespace.
 pub trait Records {
     /// Up to `max` entries (key and value) of index `index` in `[start, end)`, after `after`
@@ -78,9 +82,38 @@ pub trait Records {
     /// The value of `pk` read at `addr` (a VAS entry's address): no primary lookup.
     fn read_at(&mut self, pk: &[u8], addr: ValueAddr, stats: &mut QueryStats) -> Result<Bytes>;
 
+    /// Calls `f` with the key, secondary key and pk of every live entry of index `index`
+    /// (of kind `kind`) in `range`, after `after` if given, in order, until it returns false;
+    /// returns whether it went to the end. An entry is live unless [`Records::superseded`].
+    /// This walks [`Records::index_entries`] in batches; a store may walk in place.
+    #[allow(clippy::too_many_arguments)]
+    fn for_each_live_entry(
+        &mut self,
+        index: crate::key::Nsid,
+        kind: IndexKind,
+        range: &super::KeyRange,
+        after: Option<&[u8]>,
+        stats: &mut QueryStats,
+        f: &mut EntryVisitor<'_>,
+    ) -> Result<bool> {
+        let (mut from, mut batch) = (after.map(<[u8]>::to_vec), EntryBatch::default());
+        loop {
+            self.index_entries(index, range, from.as_deref(), MAX_BATCH, &mut batch, stats)?;
+            for (key, payload) in batch.iter() {
+                let (sk, pk, seq) = entry_parts(kind, key, payload)?;
+                if !self.superseded(pk, seq, stats)? && !f(key, sk, pk, stats)? {
+                    return Ok(false);
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                return Ok(true);
+            }
+            from = batch.last_key().map(<[u8]>::to_vec);
+        }
+    }
+
     /// How many live entries index `index` (of kind `kind`) holds in `range`: a count the
-    /// index answers alone. This walks [`Records::index_entries`] and checks each entry with
-    /// [`Records::superseded`]; a store may count without copying the entries out.
+    /// index answers alone.
     fn count_entries(
         &mut self,
         index: crate::key::Nsid,
@@ -88,20 +121,12 @@ pub trait Records {
         range: &super::KeyRange,
         stats: &mut QueryStats,
     ) -> Result<u64> {
-        let (mut live, mut from, mut batch) = (0, None::<Vec<u8>>, EntryBatch::default());
-        loop {
-            self.index_entries(index, range, from.as_deref(), MAX_BATCH, &mut batch, stats)?;
-            for (key, payload) in batch.iter() {
-                let (pk, seq) = entry_pk_seq(kind, key, payload)?;
-                if !self.superseded(pk, seq, stats)? {
-                    live += 1;
-                }
-            }
-            if batch.len() < MAX_BATCH {
-                return Ok(live);
-            }
-            from = batch.last_key().map(<[u8]>::to_vec);
-        }
+        let mut live = 0;
+        self.for_each_live_entry(index, kind, range, None, stats, &mut |_, _, _, _| {
+            live += 1;
+            Ok(true)
+        })?;
+        Ok(live)
     }
 
     /// Up to `max` records after `after` (from the start if `None`), in pk order.
@@ -231,12 +256,10 @@ pub fn for_each_entry(
 ) -> Result<()> {
     let malformed = || Error::corruption("index", 0, "malformed secondary index entry");
     for range in ranges {
-        // Ranges are in key order: skip those wholly before the resume point.
-        let mut from: Option<Vec<u8>> = match (after, &range.end) {
-            (Some(a), Some(end)) if a >= end.as_slice() => continue,
-            (Some(a), _) if a >= range.start.as_slice() => Some(a.to_vec()),
-            _ => None,
+        let Some(from) = resume_in(range, after) else {
+            continue;
         };
+        let mut from: Option<Vec<u8>> = from.map(<[u8]>::to_vec);
         let mut batch = first_batch(expect);
         let mut entries = EntryBatch::default();
         loop {
@@ -271,16 +294,17 @@ pub fn for_each_entry(
     Ok(())
 }
 
-/// The pk an index entry stands for and the seqno of the version it was made from.
-pub fn entry_pk_seq<'a>(
+/// An index entry's secondary key, the pk it stands for, and the seqno of the version it was
+/// made from.
+pub fn entry_parts<'a>(
     kind: IndexKind,
     key: &'a [u8],
     payload: &[u8],
-) -> Result<(&'a [u8], SeqNo)> {
+) -> Result<(&'a [u8], &'a [u8], SeqNo)> {
     let malformed = || Error::corruption("index", 0, "malformed secondary index entry");
-    let (_, pk) = split_entry_key(key).ok_or_else(malformed)?;
+    let (sk, pk) = split_entry_key(key).ok_or_else(malformed)?;
     let (_, seq) = decode_payload(kind, payload).ok_or_else(malformed)?;
-    Ok((pk, seq))
+    Ok((sk, pk, seq))
 }
 
 /// Whether a walk through the index on `attr` can answer from its entries alone: every
@@ -384,7 +408,7 @@ pub fn for_each_match(
         return scan_matches(records, filter, after, expect, wants, stats, f);
     };
     if index_decides(filter, attr, &wants) {
-        return entry_matches(records, filter, plan, after, expect, wants, stats, f);
+        return entry_matches(records, filter, plan, after, wants, stats, f);
     }
     let checker = Checker::new(filter, Some(attr), &wants);
     // An index range read for the filter's only condition holds exactly the records meeting
@@ -424,13 +448,11 @@ pub fn for_each_match(
 
 /// The matches of a walk the index entries answer alone ([`index_decides`]): conditions after
 /// the first on the index's attribute, and the attributes wanted, read off the secondary key.
-#[allow(clippy::too_many_arguments)]
 fn entry_matches(
     records: &mut dyn Records,
     filter: &Filter,
     plan: &Plan,
     after: Option<&[u8]>,
-    expect: Option<u64>,
     wants: Wants<'_>,
     stats: &mut QueryStats,
     f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
@@ -445,9 +467,9 @@ fn entry_matches(
     let check = filter.conditions.len() > 1;
     let decode = check || !wants.attrs.is_empty();
     let mut attrs: Vec<Option<AttrValue>> = Vec::new();
-    let mut visit = |_: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
+    let mut visit = |key: &[u8], sk: &[u8], pk: &[u8], stats: &mut QueryStats| {
         if decode {
-            let (sk, _) = Scalar::decode(e.sk).ok_or_else(|| {
+            let (sk, _) = Scalar::decode(sk).ok_or_else(|| {
                 Error::corruption("index", 0, "malformed secondary key in an index entry")
             })?;
             if check {
@@ -461,15 +483,32 @@ fn entry_matches(
         }
         stats.records_matched += 1;
         f(Match {
-            position: e.key,
-            pk: e.pk,
+            position: key,
+            pk,
             doc: None,
             attrs: &attrs,
         })
     };
-    for_each_entry(
-        records, *id, *kind, ranges, after, expect, false, stats, &mut visit,
-    )
+    // Entries visited where the walk finds them: nothing is read ahead, nothing copied out.
+    for range in ranges {
+        let Some(from) = resume_in(range, after) else {
+            continue;
+        };
+        if !records.for_each_live_entry(*id, *kind, range, from, stats, &mut visit)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Where a walk of `range` resumes after `after`: `Some(None)` from its start, `Some(Some(a))`
+/// after `a`, `None` if the range lies wholly before `after` (ranges come in key order).
+fn resume_in<'a>(range: &super::KeyRange, after: Option<&'a [u8]>) -> Option<Option<&'a [u8]>> {
+    match (after, &range.end) {
+        (Some(a), Some(end)) if a >= end.as_slice() => None,
+        (Some(a), _) if a >= range.start.as_slice() => Some(Some(a)),
+        _ => Some(None),
+    }
 }
 
 /// The matches of a scan, in pk order.

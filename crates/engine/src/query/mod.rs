@@ -13,7 +13,8 @@ mod top;
 
 pub use aggregate::{aggregate, Aggregate};
 pub use exec::{
-    entry_pk_seq, for_each_entry, for_each_match, EntryBatch, QueryStats, Records, Wants,
+    entry_parts, for_each_entry, for_each_match, EntryBatch, EntryVisitor, QueryStats, Records,
+    Wants,
 };
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{find_page, fingerprint, Continuation, Found, PageRequest, DEFAULT_PAGE_BYTES};
