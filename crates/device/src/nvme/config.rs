@@ -28,7 +28,11 @@ pub struct NvmeConfig {
     /// Host NQN -> the namespaces (names, or ids in decimal) it may see and use. A host not
     /// named here sees none. Holding a grant is what holding the namespace's credential is on
     /// the native wire.
+    /// (A grant `"*"` is every namespace.)
     pub hosts: BTreeMap<String, Vec<String>>,
+    /// Host NQNs that may prove the device's admin credential inside the vendor commands
+    /// (`docs/nvme-tcp.md`): the admin secret alone is not enough over this wire.
+    pub admin_hosts: Vec<String>,
 }
 
 impl Default for NvmeConfig {
@@ -41,6 +45,7 @@ impl Default for NvmeConfig {
             in_capsule_bytes: 8192,
             max_h2c_data: 128 << 10,
             hosts: BTreeMap::new(),
+            admin_hosts: Vec::new(),
         }
     }
 }

@@ -59,6 +59,7 @@ pub(super) struct Conn {
     pub target: Arc<Target>,
     pub queue: Option<Queue>,
     pub iters: Arc<ConnIterators>,
+    pub vendor: super::vendor::VendorState,
     pending: Option<Pending>,
     /// Capsules that arrived while a Store waited for its data.
     backlog: VecDeque<(Sqe, Bytes)>,
@@ -77,6 +78,7 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
         iters: Arc::new(ConnIterators::new(1, idle)),
         target,
         queue: None,
+        vendor: Default::default(),
         pending: None,
         backlog: VecDeque::new(),
         next_ttag: 0,
@@ -236,10 +238,15 @@ impl Conn {
         self.answer(&sqe, answer).await
     }
 
-    /// A KV Store of a value that fits the device, whose data is not in its capsule.
+    /// A KV Store of a value that fits the device, or a vendor Submit of a frame it reads,
+    /// whose data is not in its capsule.
     fn wants_data(&self, sqe: &Sqe, data: &Bytes) -> bool {
         let io = self.queue.as_ref().is_some_and(|q| q.qid != 0);
         let size = sqe.cdw(10);
+        let max_body = self.target.shared.config.max_frame_body();
+        if io && data.is_empty() && super::vendor::wants_data(sqe, max_body) {
+            return true;
+        }
         io && sqe.opcode == cerberus_proto::nvme::KvOpcode::Store as u8
             && data.is_empty()
             && size > 0

@@ -4,15 +4,20 @@
 
 use super::conn::Conn;
 use super::{invalid_field, invalid_namespace, Answer};
+use crate::iterators::ConnIterators;
 use crate::workers::answer;
 use bytes::Bytes;
 use cerberus_proto::nvme::{
     KvCommand, KvOpcode, NvmeStatus, Sqe, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };
 use cerberus_proto::{Command, Reply, Request, Response, Status, StoreMode};
+use std::sync::Arc;
 
 impl Conn {
     pub(super) async fn io(&mut self, sqe: &Sqe, data: Bytes) -> Answer {
+        if let Some(answer) = self.vendor(sqe, &data).await {
+            return answer;
+        }
         let cmd = match KvCommand::decode(sqe) {
             Ok(Some(c)) => c,
             Ok(None) => return Answer::status(NvmeStatus::error(0, 0x01)),
@@ -75,7 +80,7 @@ impl Conn {
 
     /// Whether this queue's host was granted `nsid` (read again once if not: a namespace
     /// created or granted since the queue connected).
-    fn may_use(&mut self, nsid: u32) -> bool {
+    pub(super) fn may_use(&mut self, nsid: u32) -> bool {
         let Some(q) = self.queue.as_mut() else {
             return false;
         };
@@ -94,14 +99,19 @@ impl Conn {
             nsid: sqe.nsid,
             request,
         };
+        self.run_native(cmd, self.iters.clone()).await
+    }
+
+    /// Runs a native command on a worker with `iters` as its connection's iterators.
+    pub(super) async fn run_native(&self, cmd: Command, iters: Arc<ConnIterators>) -> Response {
+        let (cid, nsid, opcode) = (cmd.cid, cmd.nsid, cmd.request.opcode() as u8);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let (shared, iters) = (self.target.shared.clone(), self.iters.clone());
+        let shared = self.target.shared.clone();
         let arrived = quanta::Instant::now();
         let queued = self.target.workers.submit(Box::new(move || {
             let _ = tx.send(answer(&shared, cmd, &iters, arrived));
         }));
-        let failed =
-            |m: &str| Response::error(0, sqe.nsid, sqe.opcode, Status::ShuttingDown, m.into());
+        let failed = |m: &str| Response::error(cid, nsid, opcode, Status::ShuttingDown, m.into());
         if !queued {
             return failed("stopping");
         }

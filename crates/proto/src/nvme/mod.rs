@@ -10,6 +10,7 @@ mod fabrics;
 mod kv;
 mod pdu;
 mod queue_entry;
+mod vendor;
 
 pub use fabrics::{
     connect_data, connect_invalid_parameters, property, FabricsCommand, CONNECT_DATA_LEN,
@@ -20,3 +21,6 @@ pub use kv::{
 };
 pub use pdu::{split_pdu, Digests, NvmeTcpError, Pdu, PduLimits, PduType, CH_LEN, PFV_1_0};
 pub use queue_entry::{Cqe, NvmeStatus, Sqe, CQE_LEN, SQE_LEN};
+pub use vendor::{
+    SC_COMMAND_SEQUENCE_ERROR, SC_DATA_SGL_LENGTH_INVALID, VENDOR_FETCH, VENDOR_SUBMIT,
+};

@@ -1,0 +1,195 @@
+//! The vendor command pair (`docs/protocol.md`, "Over NVMe/TCP: vendor commands"): Submit
+//! carries one native request frame, which runs through the same dispatch as the native
+//! port's; its encoded response is kept for the queue until Fetch sends it back. Everything
+//! the KV command set lacks (long keys, indexes, queries, iterators, stats, namespaces)
+//! reaches the device this way, in the native encoding, so there is one encoding to keep.
+//!
+//! Tenancy: the queue's native session (`Authenticate` inside the tunnel) is checked as on
+//! the native port, and on top of it a namespace must be granted to the host NQN, and the
+//! admin credential is taken only from a host NQN in `nvme.admin_hosts`.
+
+use super::conn::{sgl_len, Conn};
+use super::{invalid_field, invalid_namespace, Answer};
+use crate::connection::session::Session;
+use crate::iterators::ConnIterators;
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme::{
+    NvmeStatus, Sqe, SC_COMMAND_SEQUENCE_ERROR, SC_DATA_SGL_LENGTH_INVALID, VENDOR_FETCH,
+    VENDOR_SUBMIT,
+};
+use cerberus_proto::{
+    split_frame, Command, Reply, Request, Response, Status, DEVICE_NSID, HEADER_LEN,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a queue's vendor commands keep between commands.
+#[derive(Default)]
+pub(super) struct VendorState {
+    /// The credentials proved inside the tunnel, as a native connection's.
+    session: Session,
+    /// The response Fetch sends next: one at most (a host sends Submit and Fetch in turn).
+    kept: Option<Bytes>,
+    /// The queue's native iterators, made on first use.
+    iters: Option<Arc<ConnIterators>>,
+}
+
+/// Whether a Submit's frame must be fetched through R2T: not in its capsule, and of a
+/// length the device reads. A longer one is refused without a byte of it read.
+pub(super) fn wants_data(sqe: &Sqe, max_frame_body: u32) -> bool {
+    sqe.opcode == VENDOR_SUBMIT && frame_len_ok(sqe.cdw(10), max_frame_body)
+}
+
+fn frame_len_ok(len: u32, max_frame_body: u32) -> bool {
+    let len = u64::from(len);
+    len >= HEADER_LEN as u64 && len <= HEADER_LEN as u64 + u64::from(max_frame_body)
+}
+
+impl Conn {
+    /// Answers a vendor command; None for any other opcode.
+    pub(super) async fn vendor(&mut self, sqe: &Sqe, data: &Bytes) -> Option<Answer> {
+        match sqe.opcode {
+            VENDOR_SUBMIT => Some(self.submit(sqe, data).await),
+            VENDOR_FETCH => Some(self.fetch(sqe)),
+            _ => None,
+        }
+    }
+
+    async fn submit(&mut self, sqe: &Sqe, data: &Bytes) -> Answer {
+        // A Submit replaces whatever an earlier one left unfetched.
+        self.vendor.kept = None;
+        let max_body = self.target.shared.config.max_frame_body();
+        let len = sqe.cdw(10);
+        if !frame_len_ok(len, max_body) || data.len() != len as usize {
+            return Answer::status(invalid_field());
+        }
+        let mut buf = BytesMut::from(&data[..]);
+        let frame = match split_frame(&mut buf, max_body) {
+            Ok(Some(f)) if buf.is_empty() && f.header.nsid == sqe.nsid => f,
+            // A short, long or foreign frame, or another version: nothing to answer in.
+            _ => return Answer::status(invalid_field()),
+        };
+        let response = match Command::decode(&frame) {
+            Ok(cmd) => match self.admit(&cmd) {
+                Err(status) => return Answer::status(status),
+                Ok(Some(refused)) => refused,
+                Ok(None) => self.carry_out(cmd).await,
+            },
+            Err(e) => {
+                self.target.shared.metrics.protocol_errors.inc();
+                let h = frame.header;
+                Response::error(h.cid, h.nsid, h.opcode, e.status(), e.to_string())
+            }
+        };
+        let mut out = BytesMut::new();
+        if response.encode(&mut out).is_err() {
+            return Answer::status(NvmeStatus::error(0, 0x06));
+        }
+        let kept = out.freeze();
+        let dw0 = u32::try_from(kept.len()).unwrap_or(u32::MAX);
+        self.vendor.kept = Some(kept);
+        Answer::ok(dw0)
+    }
+
+    /// Checks a decoded command against the host's grants (an NVMe status when it names a
+    /// namespace the host may not use) and the tunnel's session (a native refusal).
+    fn admit(&mut self, cmd: &Command) -> Result<Option<Response>, NvmeStatus> {
+        let admin_host = self.queue.as_ref().is_some_and(|q| {
+            let host = &q.ctrl.lock().hostnqn;
+            self.target.config.admin_hosts.iter().any(|h| h == host)
+        });
+        let admin = self.vendor.session.is_admin() && admin_host;
+        if cmd.nsid != DEVICE_NSID && !admin && !self.may_use(cmd.nsid) {
+            return Err(invalid_namespace());
+        }
+        let opcode = cmd.request.opcode() as u8;
+        let denied = |msg: &str| {
+            self.target.shared.metrics.record_refused(opcode);
+            Response::error(cmd.cid, cmd.nsid, opcode, Status::AccessDenied, msg.into())
+        };
+        match &cmd.request {
+            Request::Authenticate { secret } => {
+                let shared = &self.target.shared;
+                let may = cmd.nsid != DEVICE_NSID || admin_host;
+                if !(may && self.vendor.session.authenticate(cmd.nsid, secret, shared)) {
+                    return Ok(Some(denied("unknown namespace or wrong credential")));
+                }
+                Ok(Some(ok(cmd, Reply::Empty)))
+            }
+            Request::Identify => Ok(Some(ok(cmd, Reply::Identify(self.target.shared.identify)))),
+            _ if !self.vendor.session.allows(cmd) => Ok(Some(denied(
+                "this queue has not authenticated for that namespace",
+            ))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Runs an admitted command on a worker with the queue's native iterators.
+    async fn carry_out(&mut self, cmd: Command) -> Response {
+        let config = &self.target.shared.config;
+        let idle = Duration::from_secs(config.iterator_idle_secs.into());
+        let max = config.max_iterators;
+        let iters = self
+            .vendor
+            .iters
+            .get_or_insert_with(|| Arc::new(ConnIterators::new(max, idle)))
+            .clone();
+        self.run_native(cmd, iters).await
+    }
+
+    fn fetch(&mut self, sqe: &Sqe) -> Answer {
+        let Some(kept) = self.vendor.kept.take() else {
+            return Answer::status(NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
+        };
+        let dw0 = u32::try_from(kept.len()).unwrap_or(u32::MAX);
+        if kept.len() > sgl_len(sqe) || kept.len() > sqe.cdw(10) as usize {
+            // Kept for a Fetch with a buffer that holds it; DW0 says how large.
+            self.vendor.kept = Some(kept);
+            return Answer::Done {
+                status: NvmeStatus::error(0, SC_DATA_SGL_LENGTH_INVALID),
+                dw0,
+                dw1: 0,
+                data: None,
+            };
+        }
+        Answer::Done {
+            status: NvmeStatus::SUCCESS,
+            dw0,
+            dw1: 0,
+            data: Some(kept.to_vec()),
+        }
+    }
+}
+
+fn ok(cmd: &Command, reply: Reply) -> Response {
+    Response {
+        cid: cmd.cid,
+        nsid: cmd.nsid,
+        opcode: cmd.request.opcode() as u8,
+        status: Status::Success,
+        reply,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_submit_is_fetched_only_at_a_length_the_device_reads() {
+        let mut sqe = Sqe {
+            opcode: VENDOR_SUBMIT,
+            ..Sqe::default()
+        };
+        sqe.cdw[0] = HEADER_LEN as u32 + 100;
+        assert!(wants_data(&sqe, 100));
+        assert!(!wants_data(&sqe, 99));
+        sqe.cdw[0] = HEADER_LEN as u32 - 1;
+        assert!(!wants_data(&sqe, 100));
+        sqe.cdw[0] = u32::MAX;
+        assert!(!wants_data(&sqe, u32::MAX));
+        sqe.opcode = VENDOR_FETCH;
+        sqe.cdw[0] = HEADER_LEN as u32;
+        assert!(!wants_data(&sqe, 100));
+    }
+}
