@@ -1,11 +1,14 @@
 //! An NVMe/TCP initiator for the device's NVMe/TCP target (`docs/nvme-tcp.md`): an admin
 //! queue and one I/O queue, each on its own connection, the controller enabled as a host
 //! driver does (Connect, CAP/VS, CC.EN, CSTS.RDY), Identify, and the KV command set's
-//! Store, Retrieve, Exist, Delete and List. One command at a time per queue.
+//! Store, Retrieve, Exist, Delete and List, and the device's vendor pair (one native
+//! command through Submit and Fetch). One command at a time per queue.
 
 mod queue;
+mod vendor;
 
 pub use queue::NvmeQueue;
+pub use vendor::VendorReply;
 
 use bytes::Bytes;
 use cerberus_proto::nvme::{

@@ -1,0 +1,146 @@
+//! A client's connection over NVMe/TCP: each native command frame goes to the device as the
+//! vendor pair (Submit, then Fetch) on one I/O queue, and the response frame Fetch brings
+//! back completes the caller as a native completion would. The in-flight bookkeeping is the
+//! native connection's; only the bytes' route differs.
+
+use crate::connection::CloseOnExit;
+use crate::error::{Error, Result};
+use crate::inflight::Shared;
+use crate::nvme::{NvmeError, NvmeHost, NvmeTarget, VendorReply};
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme::{Digests, NvmeStatus};
+use cerberus_proto::{split_frame, Header, Response, Status, HEADER_LEN};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// The wire a client speaks to the device.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// The device's own framing (`docs/protocol.md`) on its native port.
+    #[default]
+    Native,
+    /// NVMe/TCP on the device's NVMe port: native commands through the vendor pair.
+    Nvme {
+        /// The subsystem's NQN.
+        subnqn: String,
+        /// This host's NQN, as the device's `[nvme.hosts]` grants name it.
+        hostnqn: String,
+    },
+}
+
+/// Connects a controller (admin and I/O queue) at `addr`.
+pub(crate) async fn connect(addr: &str, subnqn: &str, hostnqn: &str) -> Result<NvmeHost> {
+    let target = NvmeTarget {
+        addr: addr.to_string(),
+        subnqn: subnqn.to_string(),
+        hostnqn: hostnqn.to_string(),
+        digests: Digests::default(),
+    };
+    NvmeHost::connect(&target).await.map_err(|e| match e {
+        NvmeError::Io(e) => Error::Io(e),
+        e => Error::Protocol(format!("NVMe/TCP connect: {e}")),
+    })
+}
+
+/// Sends the queued frames one pair at a time (a queue answers in order) until every client
+/// is gone or the queue fails.
+pub(crate) async fn run(
+    mut host: NvmeHost,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
+    shared: Arc<Shared>,
+) {
+    let _close = CloseOnExit(shared.clone());
+    while let Some(frame) = frames.recv().await {
+        let Some(header) = frame.get(..HEADER_LEN).and_then(|h| h.try_into().ok()) else {
+            continue; // the connection encoded it: never short
+        };
+        let header = Header::decode(header);
+        let max = shared.max_response_body.load(Ordering::Relaxed);
+        let buffer = max.saturating_add(HEADER_LEN as u32);
+        let in_capsule = host.in_capsule;
+        match host
+            .io
+            .vendor_pair(header.nsid, frame, in_capsule, buffer)
+            .await
+        {
+            Ok(reply) => {
+                if let Err(why) = complete(&shared, &header, reply, max) {
+                    shared.close(why);
+                    return;
+                }
+            }
+            Err(e) => {
+                shared.close(format!("NVMe/TCP I/O queue: {e}"));
+                return;
+            }
+        }
+    }
+    // Every client handle is gone: shut the controller down as a host driver does.
+    let _ = host.shutdown().await;
+}
+
+/// Completes the caller of `header`'s command from the pair's outcome; an error if the
+/// response cannot be trusted (the queue is then closed).
+fn complete(
+    shared: &Shared,
+    header: &Header,
+    reply: VendorReply,
+    max: u32,
+) -> std::result::Result<(), String> {
+    let failed = [reply.submit.status, reply.fetch.status]
+        .into_iter()
+        .find(|s| !s.is_success());
+    let mut data = match failed {
+        None => BytesMut::from(&reply.data[..]),
+        Some(status) => {
+            let (status, msg) = refusal(status, header.nsid);
+            let r = Response::error(header.cid, header.nsid, header.opcode, status, msg);
+            let mut out = BytesMut::new();
+            r.encode(&mut out).map_err(|e| e.to_string())?;
+            out
+        }
+    };
+    match split_frame(&mut data, max) {
+        Ok(Some(frame)) if data.is_empty() && frame.header.cid == header.cid => {
+            shared.complete(frame);
+            Ok(())
+        }
+        _ => Err("NVMe/TCP: Fetch brought no response frame for the command".into()),
+    }
+}
+
+/// A failure status of the pair as the native status a caller handles.
+fn refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
+    match (s.sct, s.sc) {
+        (0, 0x0B) => (
+            Status::AccessDenied,
+            format!("this host NQN was not granted namespace {nsid}"),
+        ),
+        (0, 0x02) => (Status::InvalidField, "the device refused the frame".into()),
+        _ => (
+            Status::InternalError,
+            format!("NVMe status type {}, code {:#x}", s.sct, s.sc),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ungranted_namespace_reads_as_access_denied() {
+        let (s, msg) = refusal(NvmeStatus::error(0, 0x0B), 7);
+        assert_eq!(s, Status::AccessDenied);
+        assert!(msg.contains('7'));
+        assert_eq!(
+            refusal(NvmeStatus::error(0, 0x02), 1).0,
+            Status::InvalidField
+        );
+        assert_eq!(
+            refusal(NvmeStatus::error(0, 0x06), 1).0,
+            Status::InternalError
+        );
+    }
+}
