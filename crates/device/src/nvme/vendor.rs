@@ -132,7 +132,7 @@ impl Conn {
         let iters = self
             .vendor
             .iters
-            .get_or_insert_with(|| Arc::new(ConnIterators::new(max, idle)))
+            .get_or_insert_with(|| sweeping(ConnIterators::new(max, idle), idle))
             .clone();
         self.run_native(cmd, iters).await
     }
@@ -159,6 +159,25 @@ impl Conn {
             data: Some(kept.to_vec()),
         }
     }
+}
+
+/// `iters`, with a task that closes its idle iterators (as the native connection's loop
+/// does) for as long as the queue keeps them.
+fn sweeping(iters: ConnIterators, idle: Duration) -> Arc<ConnIterators> {
+    let iters = Arc::new(iters);
+    let weak = Arc::downgrade(&iters);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(iters) = weak.upgrade() else {
+                return;
+            };
+            iters.sweep();
+        }
+    });
+    iters
 }
 
 fn ok(cmd: &Command, reply: Reply) -> Response {
