@@ -43,8 +43,9 @@ pub(crate) async fn connect(addr: &str, subnqn: &str, hostnqn: &str) -> Result<N
     })
 }
 
-/// Sends the queued frames one pair at a time (a queue answers in order) until every client
-/// is gone or the queue fails.
+/// Sends the queued frames one pair at a time (a queue answers in order) until the
+/// connection closes (the last client gone: this task is aborted and the queues' sockets
+/// close with it, which ends the controller at the device) or the queue fails.
 pub(crate) async fn run(
     mut host: NvmeHost,
     mut frames: mpsc::UnboundedReceiver<Bytes>,
@@ -76,8 +77,6 @@ pub(crate) async fn run(
             }
         }
     }
-    // Every client handle is gone: shut the controller down as a host driver does.
-    let _ = host.shutdown().await;
 }
 
 /// Completes the caller of `header`'s command from the pair's outcome; an error if the
