@@ -237,3 +237,35 @@ fn long_keys_and_large_values_round_trip_over_nvme() {
     ));
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn concurrent_calls_on_one_client_are_pipelined_and_each_gets_its_own_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns, secret) = device(dir.path());
+    let addr = dev.nvme_addr().expect("nvme on").to_string();
+    rt().block_on(async {
+        let config = ClientConfig::new(addr).with_nvme(common::SUBNQN, GRANTED);
+        let c = cerberus_host::Client::connect_with(config).await.unwrap();
+        let n = c.open_namespace(ns, &secret).await.unwrap();
+        // Small values in the capsule and large ones through R2T, interleaved.
+        let value = |i: usize| vec![i as u8; if i % 5 == 0 { 20_000 } else { 10 + i }];
+        let mut puts = tokio::task::JoinSet::new();
+        for i in 0..100 {
+            let n = n.clone();
+            puts.spawn(async move { n.put(format!("key-{i:03}"), value(i)).await });
+        }
+        while let Some(r) = puts.join_next().await {
+            r.unwrap().unwrap();
+        }
+        let mut gets = tokio::task::JoinSet::new();
+        for i in 0..100 {
+            let n = n.clone();
+            gets.spawn(async move { (i, n.get(format!("key-{i:03}")).await) });
+        }
+        while let Some(r) = gets.join_next().await {
+            let (i, got) = r.unwrap();
+            assert_eq!(got.unwrap().as_deref(), Some(&value(i)[..]), "key {i}");
+        }
+    });
+    dev.shutdown().unwrap();
+}

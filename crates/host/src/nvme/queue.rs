@@ -135,7 +135,7 @@ impl NvmeQueue {
     }
 
     /// Answers an R2T: the bytes it asks for, in H2CData PDUs of at most MAXH2CDATA.
-    pub(super) async fn write_data(
+    pub async fn write_data(
         &mut self,
         data: &Bytes,
         cccid: u16,

@@ -28,6 +28,21 @@ impl NvmeQueue {
         in_capsule: u32,
         buffer: u32,
     ) -> Result<VendorReply> {
+        let (submit, fetch) = self.send_pair(nsid, &frame, in_capsule, buffer).await?;
+        self.gather(&frame, submit, fetch, buffer).await
+    }
+
+    /// Sends a pair without waiting for it (the target answers a queue's commands in
+    /// order, so pairs may follow each other); the command ids of its Submit and Fetch.
+    /// The caller answers the Submit's R2T with [`NvmeQueue::write_data`] if the frame is
+    /// longer than `in_capsule`.
+    pub async fn send_pair(
+        &mut self,
+        nsid: u32,
+        frame: &Bytes,
+        in_capsule: u32,
+        buffer: u32,
+    ) -> Result<(u16, u16)> {
         let len = u32::try_from(frame.len())
             .map_err(|_| NvmeError::Unexpected("a frame over 4 GiB".into()))?;
         let inline = len <= in_capsule;
@@ -60,7 +75,7 @@ impl NvmeQueue {
         }
         .encode(self.digests, &mut out);
         self.send_raw(&out).await?;
-        self.gather(&frame, submit.cid, fetch.cid, buffer).await
+        Ok((submit.cid, fetch.cid))
     }
 
     /// Reads the pair's PDUs: R2Ts for Submit's frame, Fetch's data (within `buffer`), and
