@@ -114,9 +114,19 @@ impl Conn {
                 if !(may && self.vendor.session.authenticate(cmd.nsid, secret, shared)) {
                     return Ok(Some(denied("unknown namespace or wrong credential")));
                 }
+                // Answered here, with no worker: no latency worth a clock read.
+                shared
+                    .metrics
+                    .record(cmd.nsid, opcode, true, Duration::ZERO);
                 Ok(Some(ok(cmd, Reply::Empty)))
             }
-            Request::Identify => Ok(Some(ok(cmd, Reply::Identify(self.target.shared.identify)))),
+            Request::Identify => {
+                let shared = &self.target.shared;
+                shared
+                    .metrics
+                    .record(DEVICE_NSID, opcode, true, Duration::ZERO);
+                Ok(Some(ok(cmd, Reply::Identify(shared.identify))))
+            }
             _ if !self.vendor.session.allows(cmd) => Ok(Some(denied(
                 "this queue has not authenticated for that namespace",
             ))),
