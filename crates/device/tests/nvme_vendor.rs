@@ -248,7 +248,7 @@ fn concurrent_calls_on_one_client_are_pipelined_and_each_gets_its_own_answer() {
         let c = cerberus_host::Client::connect_with(config).await.unwrap();
         let n = c.open_namespace(ns, &secret).await.unwrap();
         // Small values in the capsule and large ones through R2T, interleaved.
-        let value = |i: usize| vec![i as u8; if i % 5 == 0 { 20_000 } else { 10 + i }];
+        let value = |i: usize| vec![i as u8; if i.is_multiple_of(5) { 20_000 } else { 10 + i }];
         let mut puts = tokio::task::JoinSet::new();
         for i in 0..100 {
             let n = n.clone();
