@@ -74,6 +74,12 @@ fn vendor_sqe(opcode: u8, nsid: u32, cdw10: u32) -> Sqe {
     sqe
 }
 
+fn vendor_sqe_cid(opcode: u8, nsid: u32, cdw10: u32, native_cid: u32) -> Sqe {
+    let mut sqe = vendor_sqe(opcode, nsid, cdw10);
+    sqe.cdw[1] = native_cid;
+    sqe
+}
+
 #[test]
 fn fetch_without_submit_and_oversized_submits_are_refused_and_the_queue_goes_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -99,20 +105,19 @@ fn fetch_without_submit_and_oversized_submits_are_refused_and_the_queue_goes_on(
                 secret: Bytes::from(secret.clone()),
             },
         );
-        let r =
-            h.io.vendor_pair(ns + 1, auth.clone(), 8192, 4096)
-                .await
-                .unwrap();
+        let r = h.io.vendor_pair(ns + 1, 9, auth.clone(), 8192, 4096);
+        let r = r.await.unwrap();
         assert_eq!(r.submit.status, NvmeStatus::error(0, 0x02));
-        assert_eq!(
-            r.fetch.status,
-            NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR)
-        );
+        assert!(r.fetch.is_none());
+        // Nothing was kept for it.
+        let fetch = vendor_sqe_cid(VENDOR_FETCH, ns, 4096, 9);
+        let (cqe, _) = h.io.command(fetch, Bytes::new(), true, 4096).await.unwrap();
+        assert_eq!(cqe.status, NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
 
         // The queue still serves: authenticate, then a Fetch into too small a buffer keeps
         // the response for one that holds it.
-        let r = h.io.vendor_pair(ns, auth, 8192, 4096).await.unwrap();
-        assert!(r.submit.status.is_success() && r.fetch.status.is_success());
+        let r = h.io.vendor_pair(ns, 9, auth, 8192, 4096).await.unwrap();
+        assert!(r.submit.status.is_success() && r.fetch.unwrap().status.is_success());
         let f = cerberus_proto::split_frame(&mut BytesMut::from(&r.data[..]), 1 << 20)
             .unwrap()
             .unwrap();
@@ -127,30 +132,32 @@ fn fetch_without_submit_and_oversized_submits_are_refused_and_the_queue_goes_on(
                 sync: false,
             },
         );
-        assert!(h
-            .io
-            .vendor_pair(ns, put, 8192, 4096)
-            .await
-            .unwrap()
-            .fetch
-            .status
-            .is_success());
+        let r = h.io.vendor_pair(ns, 9, put, 8192, 4096).await.unwrap();
+        assert!(r.fetch.unwrap().status.is_success());
         let get = frame(
             ns,
             Request::Retrieve {
                 key: Bytes::from_static(b"k"),
             },
         );
-        let r = h.io.vendor_pair(ns, get, 8192, 8).await.unwrap();
+        let r = h.io.vendor_pair(ns, 9, get, 8192, 8).await.unwrap();
         assert!(r.submit.status.is_success());
+        let short = r.fetch.unwrap();
         assert_eq!(
-            r.fetch.status,
+            short.status,
             NvmeStatus::error(0, SC_DATA_SGL_LENGTH_INVALID)
         );
-        let whole = r.fetch.dw0;
+        let whole = short.dw0;
         assert_eq!(whole, r.submit.dw0);
         assert!(whole as usize >= HEADER_LEN + 100);
-        let fetch = vendor_sqe(VENDOR_FETCH, ns, whole);
+        // Another native id has nothing kept; this one has.
+        let other = vendor_sqe_cid(VENDOR_FETCH, ns, whole, 10);
+        let (cqe, _) =
+            h.io.command(other, Bytes::new(), true, whole)
+                .await
+                .unwrap();
+        assert_eq!(cqe.status, NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
+        let fetch = vendor_sqe_cid(VENDOR_FETCH, ns, whole, 9);
         let (cqe, data) =
             h.io.command(fetch, Bytes::new(), true, whole)
                 .await
@@ -266,6 +273,45 @@ fn concurrent_calls_on_one_client_are_pipelined_and_each_gets_its_own_answer() {
             let (i, got) = r.unwrap();
             assert_eq!(got.unwrap().as_deref(), Some(&value(i)[..]), "key {i}");
         }
+    });
+    dev.shutdown().unwrap();
+}
+
+#[test]
+fn a_queue_keeps_eight_unfetched_responses_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, _, _) = device(dir.path());
+    rt().block_on(async {
+        let mut h = NvmeHost::connect(&target(&dev, GRANTED)).await.unwrap();
+        let submit = |cid: u32| {
+            let f = Command {
+                cid,
+                nsid: DEVICE_NSID,
+                request: Request::Identify,
+            };
+            let mut out = BytesMut::new();
+            f.encode(&mut out).unwrap();
+            let sqe = vendor_sqe(VENDOR_SUBMIT, DEVICE_NSID, out.len() as u32);
+            (sqe, out.freeze())
+        };
+        for cid in 0..8 {
+            let (sqe, data) = submit(cid);
+            let (cqe, _) = h.io.command(sqe, data, true, 0).await.unwrap();
+            assert!(cqe.status.is_success(), "submit {cid}");
+        }
+        // Never fetched: the ninth is refused until one is.
+        let (sqe, data) = submit(8);
+        let (cqe, _) = h.io.command(sqe, data.clone(), true, 0).await.unwrap();
+        assert_eq!(cqe.status, NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
+        let fetch = vendor_sqe_cid(VENDOR_FETCH, DEVICE_NSID, 4096, 3);
+        let (cqe, got) = h.io.command(fetch, Bytes::new(), true, 4096).await.unwrap();
+        assert!(cqe.status.is_success());
+        let f = cerberus_proto::split_frame(&mut BytesMut::from(&got[..]), 1 << 20)
+            .unwrap()
+            .unwrap();
+        assert_eq!(f.header.cid, 3);
+        let (cqe, _) = h.io.command(sqe, data, true, 0).await.unwrap();
+        assert!(cqe.status.is_success());
     });
     dev.shutdown().unwrap();
 }

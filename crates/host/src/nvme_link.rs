@@ -1,7 +1,7 @@
 //! A client's connection over NVMe/TCP: each native command frame goes to the device as the
-//! vendor pair (Submit, then Fetch) on one I/O queue, several pairs in flight, and the
-//! response frame Fetch brings back completes the caller as a native completion would. The in-flight bookkeeping is the
-//! native connection's; only the bytes' route differs.
+//! vendor pair (Submit, then Fetch) on one I/O queue, several commands in flight, and the
+//! response frame Fetch brings back completes the caller as a native completion would. The
+//! in-flight bookkeeping is the native connection's; only the bytes' route differs.
 
 use crate::connection::CloseOnExit;
 use crate::error::{Error, Result};
@@ -10,7 +10,6 @@ use crate::nvme::{NvmeError, NvmeHost, NvmeTarget, VendorReply};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{Digests, NvmeStatus, Pdu};
 use cerberus_proto::{split_frame, Header, Response, Status, HEADER_LEN};
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -44,33 +43,34 @@ pub(crate) async fn connect(addr: &str, subnqn: &str, hostnqn: &str) -> Result<N
     })
 }
 
-/// Pairs sent and not yet completed on the queue at most: few enough that the target's
-/// backlog behind a Submit waiting for its R2T data (the queue's 32 entries) never overflows.
+/// Commands sent and not yet completed on the queue at most: well within the queue's 32
+/// entries, and the target's backlog behind a Submit waiting for its R2T data.
 const DEPTH: usize = 8;
 
-/// A pair on its way.
+/// A command on its way: its Submit sent, then its Fetch once the Submit completed.
 struct Flight {
     header: Header,
     frame: Bytes,
     submit: u16,
-    fetch: u16,
+    /// The Fetch's command id, once sent.
+    fetch: Option<u16>,
     buffer: u32,
     max: u32,
     submitted: Option<cerberus_proto::nvme::Cqe>,
     data: BytesMut,
 }
 
-/// Sends the queued frames as pairs, up to `DEPTH` ahead of their completions (the target
-/// answers a queue in order), until the connection closes (the last client gone: this task
-/// is aborted and the queues' sockets close with it, which ends the controller at the
-/// device) or the queue fails.
+/// Sends the queued frames as pairs, up to `DEPTH` commands ahead of their completions,
+/// matching the target's completions by command id (in order or not), until the connection
+/// closes (the last client gone: this task is aborted and the queues' sockets close with
+/// it, which ends the controller at the device) or the queue fails.
 pub(crate) async fn run(
     mut host: NvmeHost,
     mut frames: mpsc::UnboundedReceiver<Bytes>,
     shared: Arc<Shared>,
 ) {
     let _close = CloseOnExit(shared.clone());
-    let mut flights: VecDeque<Flight> = VecDeque::with_capacity(DEPTH);
+    let mut flights: Vec<Flight> = Vec::with_capacity(DEPTH);
     loop {
         let step = tokio::select! {
             frame = frames.recv(), if flights.len() < DEPTH => match frame {
@@ -93,25 +93,24 @@ async fn send(
     host: &mut NvmeHost,
     frame: Bytes,
     shared: &Shared,
-    flights: &mut VecDeque<Flight>,
+    flights: &mut Vec<Flight>,
 ) -> std::result::Result<(), String> {
     let Some(header) = frame.get(..HEADER_LEN).and_then(|h| h.try_into().ok()) else {
         return Ok(()); // the connection encoded it: never short
     };
     let header = Header::decode(header);
     let max = shared.max_response_body.load(Ordering::Relaxed);
-    let buffer = max.saturating_add(HEADER_LEN as u32);
-    let (submit, fetch) = host
+    let submit = host
         .io
-        .send_pair(header.nsid, &frame, host.in_capsule, buffer)
+        .send_submit(header.nsid, &frame, host.in_capsule)
         .await
         .map_err(|e| e.to_string())?;
-    flights.push_back(Flight {
+    flights.push(Flight {
         header,
         frame,
         submit,
-        fetch,
-        buffer,
+        fetch: None,
+        buffer: max.saturating_add(HEADER_LEN as u32),
         max,
         submitted: None,
         data: BytesMut::new(),
@@ -119,54 +118,68 @@ async fn send(
     Ok(())
 }
 
-/// One PDU from the target: an R2T for a Submit's frame, a Fetch's data, or a completion
-/// (the oldest pair's, in order).
+/// One PDU from the target: an R2T for a Submit's frame, a Fetch's data, or a completion.
 async fn receive(
     host: &mut NvmeHost,
     pdu: Pdu,
     shared: &Shared,
-    flights: &mut VecDeque<Flight>,
+    flights: &mut Vec<Flight>,
 ) -> std::result::Result<(), String> {
-    let unexpected = |p: &Pdu| format!("unexpected PDU {:?}", p.pdu_type());
-    let Some(f) = flights.front_mut() else {
-        return Err(unexpected(&pdu));
+    let cid = match &pdu {
+        Pdu::R2T { cccid, .. } | Pdu::C2HData { cccid, .. } => *cccid,
+        Pdu::CapsuleResp { cqe } => cqe.cid,
+        other => return Err(format!("unexpected PDU {:?}", other.pdu_type())),
     };
+    let Some(at) = flights
+        .iter()
+        .position(|f| f.submit == cid || f.fetch == Some(cid))
+    else {
+        return Err(format!("a PDU for command {cid}, not in flight"));
+    };
+    let f = &mut flights[at];
     match pdu {
         Pdu::R2T {
             cccid,
             ttag,
             r2to,
             r2tl,
-        } if cccid == f.submit => host
+        } if f.fetch.is_none() => host
             .io
             .write_data(&f.frame, cccid, ttag, r2to, r2tl)
             .await
             .map_err(|e| e.to_string()),
-        Pdu::C2HData {
-            cccid, datao, data, ..
-        } if cccid == f.fetch
-            && datao as usize == f.data.len()
-            && f.data.len() + data.len() <= f.buffer as usize =>
+        Pdu::C2HData { datao, data, .. }
+            if f.fetch.is_some()
+                && datao as usize == f.data.len()
+                && f.data.len() + data.len() <= f.buffer as usize =>
         {
             f.data.extend_from_slice(&data);
             Ok(())
         }
-        Pdu::CapsuleResp { cqe } if cqe.cid == f.submit && f.submitted.is_none() => {
+        Pdu::CapsuleResp { cqe } if f.fetch.is_none() && cqe.status.is_success() => {
             f.submitted = Some(cqe);
+            let (nsid, native) = (f.header.nsid, f.header.cid);
+            let fetch = host.io.send_fetch(nsid, native, f.buffer).await;
+            f.fetch = Some(fetch.map_err(|e| e.to_string())?);
             Ok(())
         }
-        Pdu::CapsuleResp { cqe } if cqe.cid == f.fetch && f.submitted.is_some() => {
-            let Some(f) = flights.pop_front() else {
-                return Ok(());
-            };
-            let reply = VendorReply {
-                submit: f.submitted.unwrap_or(cqe),
-                fetch: cqe,
-                data: f.data.freeze(),
+        Pdu::CapsuleResp { cqe } => {
+            let f = flights.swap_remove(at);
+            let reply = match f.submitted {
+                Some(submit) => VendorReply {
+                    submit,
+                    fetch: Some(cqe),
+                    data: f.data.freeze(),
+                },
+                None => VendorReply {
+                    submit: cqe,
+                    fetch: None,
+                    data: Bytes::new(),
+                },
             };
             complete(shared, &f.header, reply, f.max)
         }
-        other => Err(unexpected(&other)),
+        other => Err(format!("unexpected PDU {:?}", other.pdu_type())),
     }
 }
 
@@ -178,8 +191,10 @@ fn complete(
     reply: VendorReply,
     max: u32,
 ) -> std::result::Result<(), String> {
-    let failed = [reply.submit.status, reply.fetch.status]
+    let fetched = reply.fetch.map(|c| c.status);
+    let failed = [Some(reply.submit.status), fetched]
         .into_iter()
+        .flatten()
         .find(|s| !s.is_success());
     let mut data = match failed {
         None => BytesMut::from(&reply.data[..]),

@@ -1,6 +1,7 @@
 //! The vendor command pair (`docs/protocol.md`, "Over NVMe/TCP: vendor commands"): Submit
 //! carries one native request frame, which runs through the same dispatch as the native
-//! port's; its encoded response is kept for the queue until Fetch sends it back. Everything
+//! port's; its encoded response is kept for the queue, under the native command id, until
+//! a Fetch naming that id sends it back. Everything
 //! the KV command set lacks (long keys, indexes, queries, iterators, stats, namespaces)
 //! reaches the device this way, in the native encoding, so there is one encoding to keep.
 //!
@@ -20,6 +21,7 @@ use cerberus_proto::nvme::{
 use cerberus_proto::{
     split_frame, Command, Reply, Request, Response, Status, DEVICE_NSID, HEADER_LEN,
 };
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,11 +30,16 @@ use std::time::Duration;
 pub(super) struct VendorState {
     /// The credentials proved inside the tunnel, as a native connection's.
     session: Session,
-    /// The response Fetch sends next: one at most (a host sends Submit and Fetch in turn).
-    kept: Option<Bytes>,
+    /// Responses waiting for their Fetch, by native command id, oldest first: at most
+    /// `MAX_KEPT`.
+    kept: VecDeque<(u32, Bytes)>,
     /// The queue's native iterators, made on first use.
     iters: Option<Arc<ConnIterators>>,
 }
+
+/// Responses a queue keeps unfetched at most (each within the reply bound): the host's
+/// client keeps 8 commands in flight.
+const MAX_KEPT: usize = 8;
 
 /// Whether a Submit's frame must be fetched through R2T: not in its capsule, and of a
 /// length the device reads. A longer one is refused without a byte of it read.
@@ -56,8 +63,10 @@ impl Conn {
     }
 
     async fn submit(&mut self, sqe: &Sqe, data: &Bytes) -> Answer {
-        // A Submit replaces whatever an earlier one left unfetched.
-        self.vendor.kept = None;
+        if self.vendor.kept.len() >= MAX_KEPT {
+            // Fetch what is kept first: else a host that never fetches grows this.
+            return Answer::status(NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
+        }
         let max_body = self.target.shared.config.max_frame_body();
         let len = sqe.cdw(10);
         if !frame_len_ok(len, max_body) || data.len() != len as usize {
@@ -87,7 +96,10 @@ impl Conn {
         }
         let kept = out.freeze();
         let dw0 = u32::try_from(kept.len()).unwrap_or(u32::MAX);
-        self.vendor.kept = Some(kept);
+        // A response to the same native id not fetched is replaced: the host reused its id.
+        let cid = frame.header.cid;
+        self.vendor.kept.retain(|(c, _)| *c != cid);
+        self.vendor.kept.push_back((cid, kept));
         Answer::ok(dw0)
     }
 
@@ -148,13 +160,14 @@ impl Conn {
     }
 
     fn fetch(&mut self, sqe: &Sqe) -> Answer {
-        let Some(kept) = self.vendor.kept.take() else {
+        let cid = sqe.cdw(11);
+        let Some(at) = self.vendor.kept.iter().position(|(c, _)| *c == cid) else {
             return Answer::status(NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
         };
-        let dw0 = u32::try_from(kept.len()).unwrap_or(u32::MAX);
-        if kept.len() > sgl_len(sqe) || kept.len() > sqe.cdw(10) as usize {
+        let len = self.vendor.kept[at].1.len();
+        let dw0 = u32::try_from(len).unwrap_or(u32::MAX);
+        if len > sgl_len(sqe) || len > sqe.cdw(10) as usize {
             // Kept for a Fetch with a buffer that holds it; DW0 says how large.
-            self.vendor.kept = Some(kept);
             return Answer::Done {
                 status: NvmeStatus::error(0, SC_DATA_SGL_LENGTH_INVALID),
                 dw0,
@@ -162,6 +175,12 @@ impl Conn {
                 data: None,
             };
         }
+        let kept = self
+            .vendor
+            .kept
+            .remove(at)
+            .map(|(_, b)| b)
+            .unwrap_or_default();
         Answer::Done {
             status: NvmeStatus::SUCCESS,
             dw0,

@@ -1,6 +1,7 @@
 //! The device's vendor command pair (`docs/protocol.md`, "Over NVMe/TCP: vendor commands"):
-//! Submit carries one native request frame, Fetch brings its response frame back. Both are
-//! sent in one write, so a native command costs one round trip on the queue.
+//! Submit carries one native request frame; once it completes, Fetch (naming the native
+//! command's id) brings its response frame back. Fetch waits for Submit's completion so
+//! that the pair holds whether the target completes a queue's commands in order or not.
 
 use super::queue::{data_pointer, NvmeQueue};
 use super::{NvmeError, Result};
@@ -11,92 +12,48 @@ use cerberus_proto::nvme::{Cqe, Pdu, Sqe, VENDOR_FETCH, VENDOR_SUBMIT};
 pub struct VendorReply {
     /// Submit's completion (DW0: the kept response's length).
     pub submit: Cqe,
-    /// Fetch's completion (DW0: the response's length).
-    pub fetch: Cqe,
+    /// Fetch's completion (DW0: the response's length); None when Submit failed.
+    pub fetch: Option<Cqe>,
     /// The response frame (empty unless Fetch succeeded).
     pub data: Bytes,
 }
 
 impl NvmeQueue {
-    /// Sends native request `frame` for namespace `nsid` (the frame's own nsid) as a Submit,
-    /// in the capsule if it is at most `in_capsule` bytes (else through the target's R2T),
-    /// and a Fetch of at most `buffer` bytes right behind it.
+    /// Runs native request `frame` (for namespace `nsid`, its native command id `native_cid`)
+    /// as a Submit, in the capsule if it is at most `in_capsule` bytes (else through the
+    /// target's R2T), then a Fetch of at most `buffer` bytes.
     pub async fn vendor_pair(
         &mut self,
         nsid: u32,
+        native_cid: u32,
         frame: Bytes,
         in_capsule: u32,
         buffer: u32,
     ) -> Result<VendorReply> {
-        let (submit, fetch) = self.send_pair(nsid, &frame, in_capsule, buffer).await?;
-        self.gather(&frame, submit, fetch, buffer).await
-    }
-
-    /// Sends a pair without waiting for it (the target answers a queue's commands in
-    /// order, so pairs may follow each other); the command ids of its Submit and Fetch.
-    /// The caller answers the Submit's R2T with [`NvmeQueue::write_data`] if the frame is
-    /// longer than `in_capsule`.
-    pub async fn send_pair(
-        &mut self,
-        nsid: u32,
-        frame: &Bytes,
-        in_capsule: u32,
-        buffer: u32,
-    ) -> Result<(u16, u16)> {
-        let len = u32::try_from(frame.len())
-            .map_err(|_| NvmeError::Unexpected("a frame over 4 GiB".into()))?;
-        let inline = len <= in_capsule;
-        let mut submit = Sqe {
-            opcode: VENDOR_SUBMIT,
-            nsid,
-            cid: self.take_cid(),
-            dptr: data_pointer(len, inline),
-            ..Sqe::default()
-        };
-        submit.cdw[0] = len;
-        let mut fetch = Sqe {
-            opcode: VENDOR_FETCH,
-            nsid,
-            cid: self.take_cid(),
-            dptr: data_pointer(buffer, false),
-            ..Sqe::default()
-        };
-        fetch.cdw[0] = buffer;
-        let mut out = BytesMut::new();
-        let capsule = if inline { frame.clone() } else { Bytes::new() };
-        Pdu::CapsuleCmd {
-            sqe: submit,
-            data: capsule,
-        }
-        .encode(self.digests, &mut out);
-        Pdu::CapsuleCmd {
-            sqe: fetch,
-            data: Bytes::new(),
-        }
-        .encode(self.digests, &mut out);
-        self.send_raw(&out).await?;
-        Ok((submit.cid, fetch.cid))
-    }
-
-    /// Reads the pair's PDUs: R2Ts for Submit's frame, Fetch's data (within `buffer`), and
-    /// the two completions in order.
-    async fn gather(
-        &mut self,
-        frame: &Bytes,
-        submit: u16,
-        fetch: u16,
-        buffer: u32,
-    ) -> Result<VendorReply> {
-        let mut got = BytesMut::new();
-        let mut submitted = None;
-        loop {
+        let submit = self.send_submit(nsid, &frame, in_capsule).await?;
+        let cqe = loop {
             match self.recv().await? {
                 Pdu::R2T {
                     cccid,
                     ttag,
                     r2to,
                     r2tl,
-                } if cccid == submit => self.write_data(frame, cccid, ttag, r2to, r2tl).await?,
+                } if cccid == submit => self.write_data(&frame, cccid, ttag, r2to, r2tl).await?,
+                Pdu::CapsuleResp { cqe } if cqe.cid == submit => break cqe,
+                other => return Err(NvmeError::Unexpected(format!("{:?}", other.pdu_type()))),
+            }
+        };
+        if !cqe.status.is_success() {
+            return Ok(VendorReply {
+                submit: cqe,
+                fetch: None,
+                data: Bytes::new(),
+            });
+        }
+        let fetch = self.send_fetch(nsid, native_cid, buffer).await?;
+        let mut got = BytesMut::new();
+        loop {
+            match self.recv().await? {
                 Pdu::C2HData {
                     cccid, datao, data, ..
                 } if cccid == fetch
@@ -105,21 +62,54 @@ impl NvmeQueue {
                 {
                     got.extend_from_slice(&data)
                 }
-                Pdu::CapsuleResp { cqe } if cqe.cid == submit && submitted.is_none() => {
-                    submitted = Some(cqe)
-                }
-                Pdu::CapsuleResp { cqe } if cqe.cid == fetch => {
-                    let Some(submit) = submitted else {
-                        return Err(NvmeError::Unexpected("Fetch completed first".into()));
-                    };
+                Pdu::CapsuleResp { cqe: f } if f.cid == fetch => {
                     return Ok(VendorReply {
-                        submit,
-                        fetch: cqe,
+                        submit: cqe,
+                        fetch: Some(f),
                         data: got.freeze(),
-                    });
+                    })
                 }
                 other => return Err(NvmeError::Unexpected(format!("{:?}", other.pdu_type()))),
             }
         }
+    }
+
+    /// Sends a Submit of `frame` without waiting; its command id. The caller answers its
+    /// R2T with [`NvmeQueue::write_data`] if the frame is longer than `in_capsule`.
+    pub async fn send_submit(&mut self, nsid: u32, frame: &Bytes, in_capsule: u32) -> Result<u16> {
+        let len = u32::try_from(frame.len())
+            .map_err(|_| NvmeError::Unexpected("a frame over 4 GiB".into()))?;
+        let inline = len <= in_capsule;
+        let mut sqe = Sqe {
+            opcode: VENDOR_SUBMIT,
+            nsid,
+            cid: self.take_cid(),
+            dptr: data_pointer(len, inline),
+            ..Sqe::default()
+        };
+        sqe.cdw[0] = len;
+        let data = if inline { frame.clone() } else { Bytes::new() };
+        self.send(&Pdu::CapsuleCmd { sqe, data }).await?;
+        Ok(sqe.cid)
+    }
+
+    /// Sends a Fetch of the response to native command `native_cid`, into at most `buffer`
+    /// bytes, without waiting; its command id.
+    pub async fn send_fetch(&mut self, nsid: u32, native_cid: u32, buffer: u32) -> Result<u16> {
+        let mut sqe = Sqe {
+            opcode: VENDOR_FETCH,
+            nsid,
+            cid: self.take_cid(),
+            dptr: data_pointer(buffer, false),
+            ..Sqe::default()
+        };
+        sqe.cdw[0] = buffer;
+        sqe.cdw[1] = native_cid;
+        self.send(&Pdu::CapsuleCmd {
+            sqe,
+            data: Bytes::new(),
+        })
+        .await?;
+        Ok(sqe.cid)
     }
 }
