@@ -3,7 +3,7 @@
 use crate::db::LayoutArg;
 use crate::profile::SizeProfile;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// `--row-cache-bytes`: the row cache of the embedded Cerberus engine and of a local device
 /// (`Options::row_cache_bytes`, the device's `engine.row_cache_bytes`). Process-wide rather
@@ -20,6 +20,20 @@ pub fn set_row_cache_bytes(bytes: Option<u64>) {
 /// The row cache set with [`set_row_cache_bytes`], if any.
 pub fn row_cache_bytes() -> Option<u64> {
     Some(ROW_CACHE_BYTES.load(Ordering::Relaxed)).filter(|&b| b != u64::MAX)
+}
+
+/// `--wire nvme`: the device engine's clients speak NVMe/TCP (the vendor pair) to a local
+/// device's NVMe/TCP target instead of the native port. Process-wide, as the row cache.
+static WIRE_NVME: AtomicBool = AtomicBool::new(false);
+
+/// Sets the wire of every device engine opened from now on (true: NVMe/TCP).
+pub fn set_wire_nvme(nvme: bool) {
+    WIRE_NVME.store(nvme, Ordering::Relaxed);
+}
+
+/// Whether [`set_wire_nvme`] chose NVMe/TCP.
+pub fn wire_nvme() -> bool {
+    WIRE_NVME.load(Ordering::Relaxed)
 }
 
 /// Storage under the database.

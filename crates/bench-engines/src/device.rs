@@ -60,7 +60,7 @@ impl DeviceDb {
         tweak: impl FnOnce(&mut DeviceConfig),
     ) -> Result<DeviceDb> {
         let target = config.device.as_deref().unwrap_or("local");
-        let (local, admin) = if target == "local" {
+        let (local, remote_secret) = if target == "local" {
             let mut c = local_device::config(&config.path);
             c.storage = match config.storage {
                 StorageArg::Posix => StorageChoice::Posix,
@@ -80,22 +80,37 @@ impl DeviceDb {
             if config.profile.is_some() {
                 bail!("--profile is not supported with --engine device");
             }
+            if crate::config::wire_nvme() {
+                local_device::serve_nvme(&mut c);
+            }
             tweak(&mut c);
             let dev = LocalDevice::start(c)?;
-            let admin = dev.admin()?;
-            (Some(dev), admin)
+            (Some(dev), None)
         } else {
+            if crate::config::wire_nvme() {
+                bail!("--wire nvme drives a device this process starts: --device local");
+            }
             let secret = config.admin_secret.as_deref().context(
                 "a remote device needs its admin credential: --admin-secret or \
                  CERBERUS_ADMIN_SECRET",
             )?;
-            (None, local_device::admin(target, secret)?)
+            (None, Some(secret.to_string()))
         };
-        let addr = local.as_ref().map_or(target, |d| d.addr.as_str());
+        let client_config = match &local {
+            Some(d) => d.client_config(crate::config::wire_nvme())?,
+            None => cerberus_host::ClientConfig::new(target),
+        };
+        let secret = match &local {
+            Some(d) => d.device.admin_secret().to_string(),
+            None => remote_secret.unwrap_or_default(),
+        };
+        let admin = local_device::connect_with(&client_config)?;
+        admin
+            .authenticate_admin(&secret)
+            .context("authenticating as admin")?;
         let clients = (0..CONNECTIONS)
-            .map(|_| BlockingClient::connect(addr))
-            .collect::<Result<Vec<_>, _>>()
-            .with_context(|| format!("connecting to the device at {addr}"))?;
+            .map(|_| local_device::connect_with(&client_config))
+            .collect::<Result<Vec<_>>>()?;
         let secrets_path = config.path.join(SECRETS_FILE);
         let secrets = match std::fs::read(&secrets_path) {
             Ok(b) => serde_json::from_slice(&b)

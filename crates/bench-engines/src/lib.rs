@@ -25,7 +25,9 @@ mod redis;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 
-pub use config::{row_cache_bytes, set_row_cache_bytes, OpenConfig, StorageArg};
+pub use config::{
+    row_cache_bytes, set_row_cache_bytes, set_wire_nvme, wire_nvme, OpenConfig, StorageArg,
+};
 pub use db::{
     db_stats_json, tenants_in_namespaces, BenchCursor, BenchDb, CursorOptions, LayoutArg,
     TenantHandle, BASELINE_NAMESPACE,

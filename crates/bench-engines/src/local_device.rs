@@ -3,8 +3,22 @@
 
 use anyhow::{Context, Result};
 use cerberus_device::{Device, DeviceConfig, DeviceHandle};
-use cerberus_host::{BlockingClient, BlockingNamespace};
+use cerberus_host::{BlockingClient, BlockingNamespace, ClientConfig};
 use std::path::Path;
+
+/// The host NQN the bench's NVMe/TCP clients connect as (`--wire nvme`).
+pub const BENCH_HOSTNQN: &str = "nqn.2026-11.dev.cerberus:bench";
+
+/// Serves `config`'s NVMe/TCP target on a free loopback port, with the bench's host NQN
+/// granted every namespace and listed as an admin host.
+pub fn serve_nvme(config: &mut DeviceConfig) {
+    config.nvme_listen = Some("127.0.0.1:0".into());
+    config
+        .nvme
+        .hosts
+        .insert(BENCH_HOSTNQN.into(), vec!["*".into()]);
+    config.nvme.admin_hosts.push(BENCH_HOSTNQN.into());
+}
 
 /// The configuration of a device over `dir` on a free loopback port; callers set the rest.
 pub fn config(dir: &Path) -> DeviceConfig {
@@ -36,6 +50,20 @@ impl LocalDevice {
         admin(&self.addr, self.device.admin_secret())
     }
 
+    /// How the bench's clients connect: to the native port, or over NVMe/TCP to the target
+    /// [`serve_nvme`] started.
+    pub fn client_config(&self, nvme: bool) -> Result<ClientConfig> {
+        if !nvme {
+            return Ok(ClientConfig::new(self.addr.clone()));
+        }
+        let addr = self
+            .device
+            .nvme_addr()
+            .context("the local device serves no NVMe/TCP target")?;
+        let subnqn = cerberus_device::NvmeConfig::default().subnqn;
+        Ok(ClientConfig::new(addr.to_string()).with_nvme(subnqn, BENCH_HOSTNQN))
+    }
+
     /// Creates namespace `name` (through a connection closed at once): its id and secret.
     pub fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
         Ok(self.admin()?.create_namespace(name)?)
@@ -44,6 +72,12 @@ impl LocalDevice {
 
 fn connect(addr: &str) -> Result<BlockingClient> {
     BlockingClient::connect(addr).with_context(|| format!("connecting to the device at {addr}"))
+}
+
+/// A connection made with `config`.
+pub fn connect_with(config: &ClientConfig) -> Result<BlockingClient> {
+    BlockingClient::connect_with(config.clone())
+        .with_context(|| format!("connecting to the device at {}", config.addr))
 }
 
 /// A connection to the device at `addr` logged in as admin.

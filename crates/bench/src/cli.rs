@@ -51,6 +51,12 @@ pub struct Args {
     #[arg(long)]
     pub device: Option<String>,
 
+    /// The wire the device engine's clients speak: native, or nvme (NVMe/TCP through the
+    /// vendor commands; with --device local, which then serves its NVMe/TCP target too).
+    #[arg(long, value_name = "native|nvme", default_value = "native",
+          value_parser = ["native", "nvme"])]
+    pub wire: String,
+
     /// Admin credential of the device given by --device HOST:PORT.
     #[arg(long, env = "CERBERUS_ADMIN_SECRET", hide_env_values = true)]
     pub admin_secret: Option<String>,

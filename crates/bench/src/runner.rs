@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 pub fn run(args: Args) -> Result<()> {
     engine::set_row_cache_bytes(args.row_cache_bytes);
+    engine::set_wire_nvme(args.wire == "nvme");
     if is_multitenant(&args.workloads)? {
         return run_multitenant(args);
     }

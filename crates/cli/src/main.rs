@@ -44,6 +44,25 @@ struct Conn {
     /// Server name to check the certificate against (default: the host of --device).
     #[arg(long, requires = "tls_ca")]
     tls_name: Option<String>,
+    /// The wire: the native protocol, or NVMe/TCP (then --device is the device's NVMe/TCP
+    /// address, e.g. 127.0.0.1:4420, and --hostnqn is needed).
+    #[arg(long, env = "CERBERUS_WIRE", value_enum, default_value = "native")]
+    wire: WireArg,
+    /// NVMe/TCP: the subsystem NQN (default: the device's default).
+    #[arg(long, env = "CERBERUS_SUBNQN")]
+    subnqn: Option<String>,
+    /// NVMe/TCP: this host's NQN, as the device's [nvme.hosts] grants name it.
+    #[arg(long, env = "CERBERUS_HOSTNQN")]
+    hostnqn: Option<String>,
+}
+
+/// The wire a command speaks (`--wire`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum WireArg {
+    /// The device's own framing (docs/protocol.md).
+    Native,
+    /// NVMe/TCP, native commands through the vendor pair (docs/nvme-tcp.md).
+    Nvme,
 }
 
 /// The namespace a data command addresses, and its credential.

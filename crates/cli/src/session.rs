@@ -1,7 +1,7 @@
 //! Talking to a device: the connection (TCP or TLS), the namespace it authenticates for,
 //! and the device's limits.
 
-use super::{Conn, DataTarget, NsAuth};
+use super::{Conn, DataTarget, NsAuth, WireArg};
 use crate::limits::Limits;
 use anyhow::{bail, Context, Result};
 use cerberus_host::{BlockingClient, BlockingNamespace, ClientConfig, TlsOptions};
@@ -102,6 +102,20 @@ pub fn connect(conn: &Conn) -> Result<BlockingClient> {
         ClientConfig::new(conn.device.clone()).with_request_timeout(Duration::from_secs(60));
     if let Some(t) = tls {
         config = config.with_tls(t);
+    }
+    if conn.wire == WireArg::Nvme {
+        if conn.tls_ca.is_some() {
+            bail!("--tls-ca is for the native wire: the NVMe/TCP target has no TLS yet");
+        }
+        let hostnqn = conn
+            .hostnqn
+            .clone()
+            .context("--wire nvme needs --hostnqn (or CERBERUS_HOSTNQN)")?;
+        let subnqn = conn
+            .subnqn
+            .clone()
+            .unwrap_or_else(|| cerberus_device::NvmeConfig::default().subnqn);
+        config = config.with_nvme(subnqn, hostnqn);
     }
     BlockingClient::connect_with(config)
         .with_context(|| format!("connecting to the device at {}", conn.device))

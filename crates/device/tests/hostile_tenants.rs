@@ -13,9 +13,14 @@
 
 mod common;
 
+both_wires!(
+    a_hostile_tenant_cannot_hurt_another_or_the_device,
+    a_paged_find_returns_each_unmodified_record_once,
+);
+
 use bytes::{Bytes, BytesMut};
 use cerberus_device::DeviceHandle;
-use cerberus_host::{BlockingClient, Error, IndexKind};
+use cerberus_host::{BlockingClient, ClientConfig, Error, IndexKind};
 use cerberus_proto::{Command, Request, Response, Status, StoreMode, HEADER_LEN};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,7 +51,10 @@ fn start(dir: &std::path::Path) -> DeviceHandle {
 /// A connection of the hostile tenant, reopened when the device closes it (as it does after
 /// a frame past its limit). Checks every reply it gets.
 struct Hostile {
+    /// The native port (frames past the limit go there, on a socket of their own).
     addr: String,
+    /// How its client connects (the test's wire).
+    config: ClientConfig,
     ns: u32,
     secret: String,
     client: BlockingClient,
@@ -57,9 +65,11 @@ struct Hostile {
 impl Hostile {
     fn new(dev: &DeviceHandle, ns: u32, secret: &str) -> Hostile {
         let addr = dev.local_addr().to_string();
-        let client = Self::connect(&addr, ns, secret);
+        let config = common::config(dev);
+        let client = Self::connect(&config, ns, secret);
         Hostile {
             addr,
+            config,
             ns,
             secret: secret.to_string(),
             client,
@@ -68,8 +78,8 @@ impl Hostile {
         }
     }
 
-    fn connect(addr: &str, ns: u32, secret: &str) -> BlockingClient {
-        let c = BlockingClient::connect(addr).expect("the device takes connections");
+    fn connect(config: &ClientConfig, ns: u32, secret: &str) -> BlockingClient {
+        let c = BlockingClient::connect_with(config.clone()).expect("the device takes connections");
         c.open_namespace(ns, secret).expect("auth");
         c
     }
@@ -95,7 +105,7 @@ impl Hostile {
                 Some(resp)
             }
             Err(Error::ConnectionClosed | Error::Io(_)) if may_close => {
-                self.client = Self::connect(&self.addr, self.ns, &self.secret);
+                self.client = Self::connect(&self.config, self.ns, &self.secret);
                 None
             }
             Err(e) => panic!("{what}: the hostile tenant got {e} (not a status)"),
@@ -400,7 +410,7 @@ fn data_storm(h: &mut Hostile) {
     h.send(Request::Stats, false);
     h.send(Request::IndexList, false);
     // Abandoned: the connection goes away with its iterators open.
-    h.client = Hostile::connect(&h.addr, h.ns, &h.secret);
+    h.client = Hostile::connect(&h.config, h.ns, &h.secret);
 }
 
 /// Creates and drops indexes of both kinds, over and over, with names at and past the limit.
@@ -491,7 +501,6 @@ fn checked_tenant(c: BlockingClient, ns: u32, stop: Arc<AtomicBool>) -> (u64, Du
     (ops, longest)
 }
 
-#[test]
 fn a_hostile_tenant_cannot_hurt_another_or_the_device() {
     let began = Instant::now();
     let dir = tempfile::tempdir().unwrap();
@@ -529,7 +538,7 @@ fn a_hostile_tenant_cannot_hurt_another_or_the_device() {
     let (ops, longest) = checked.join().expect("the checked tenant is served");
 
     // The device is still up and answers both tenants.
-    let late = Hostile::connect(&dev.local_addr().to_string(), hns, &hsecret);
+    let late = Hostile::connect(&common::config(&dev), hns, &hsecret);
     assert!(late.identify().is_ok());
     assert!(late.namespace(hns).stats().is_ok());
     eprintln!(
@@ -549,7 +558,6 @@ fn a_hostile_tenant_cannot_hurt_another_or_the_device() {
 /// Pages of a find through the device, with writes between them: every record not modified
 /// between pages comes exactly once; a record whose indexed attribute moved may come twice
 /// or not at all (`docs/queries.md`, Paging), and a deleted one not after its deletion.
-#[test]
 fn a_paged_find_returns_each_unmodified_record_once() {
     let dir = tempfile::tempdir().unwrap();
     let dev = start(dir.path());

@@ -3,6 +3,13 @@
 
 mod common;
 
+both_wires!(
+    scans_read_a_snapshot_in_order_within_their_bounds,
+    finished_scans_give_their_iterator_back,
+    batches_are_bounded_by_count_and_bytes,
+    limits_idle_closing_and_other_namespaces,
+);
+
 use bytes::Bytes;
 use cerberus_host::{Error, ScanOptions};
 
@@ -14,7 +21,6 @@ fn key(i: u32) -> Bytes {
     Bytes::from(format!("k{i:04}"))
 }
 
-#[test]
 fn scans_read_a_snapshot_in_order_within_their_bounds() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
@@ -72,7 +78,6 @@ fn scans_read_a_snapshot_in_order_within_their_bounds() {
     assert!(only.iter().all(|(_, v)| v.is_empty()));
 }
 
-#[test]
 fn finished_scans_give_their_iterator_back() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.max_iterators = 4);
@@ -92,7 +97,6 @@ fn finished_scans_give_their_iterator_back() {
     assert_eq!(stats["snapshots"], 0, "{stats}");
 }
 
-#[test]
 fn batches_are_bounded_by_count_and_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.max_iter_batch_bytes = 10_000);
@@ -131,7 +135,6 @@ fn batches_are_bounded_by_count_and_bytes() {
     ));
 }
 
-#[test]
 fn limits_idle_closing_and_other_namespaces() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| {

@@ -3,10 +3,17 @@
 
 mod common;
 
-use cerberus_host::{BlockingClient, Error, WriteOptions};
+both_wires!(
+    two_tenants_with_the_same_keys_read_only_their_own,
+    missing_or_wrong_credentials_are_denied_for_every_data_opcode,
+    conditional_stores_and_limits_answer_with_nvme_codes,
+    destroyed_namespaces_are_gone_and_their_ids_not_reused,
+    paging_through_a_list_returns_every_key_once_in_order,
+);
+
+use cerberus_host::{Error, WriteOptions};
 use cerberus_proto::{Request, Status, StoreMode};
 
-#[test]
 fn two_tenants_with_the_same_keys_read_only_their_own() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
@@ -93,7 +100,6 @@ fn data_requests() -> Vec<Request> {
     ]
 }
 
-#[test]
 fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
@@ -102,17 +108,15 @@ fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
         .namespace(ns)
         .put(b"k".to_vec(), b"kept".to_vec())
         .unwrap();
-    let addr = dev.local_addr().to_string();
-
-    let anonymous = BlockingClient::connect(&addr).unwrap();
-    let wrong = BlockingClient::connect(&addr).unwrap();
+    let anonymous = common::connect(&dev);
+    let wrong = common::connect(&dev);
     assert!(matches!(
         wrong.open_namespace(ns, "not-the-secret"),
         Err(Error::AccessDenied(_))
     ));
     // The owner's secret does not open another namespace.
     let (_, other_ns, _) = common::tenant(&dev, "other");
-    let misused = BlockingClient::connect(&addr).unwrap();
+    let misused = common::connect(&dev);
     assert!(matches!(
         misused.open_namespace(other_ns, &secret),
         Err(Error::AccessDenied(_))
@@ -153,7 +157,6 @@ fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
     dev.shutdown().unwrap();
 }
 
-#[test]
 fn conditional_stores_and_limits_answer_with_nvme_codes() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| {
@@ -219,7 +222,6 @@ fn conditional_stores_and_limits_answer_with_nvme_codes() {
     dev.shutdown().unwrap();
 }
 
-#[test]
 fn destroyed_namespaces_are_gone_and_their_ids_not_reused() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |_| {});
@@ -239,7 +241,6 @@ fn destroyed_namespaces_are_gone_and_their_ids_not_reused() {
     dev.shutdown().unwrap();
 }
 
-#[test]
 fn paging_through_a_list_returns_every_key_once_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.max_list_keys = 7);

@@ -2,6 +2,7 @@
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::nvme_link::Wire;
 use crate::reply::{expect_empty, ok_reply, unexpected};
 use crate::tls::TlsOptions;
 use bytes::Bytes;
@@ -40,6 +41,9 @@ pub struct ClientConfig {
     pub request_timeout: Option<Duration>,
     /// Commands in flight on the connection at most.
     pub max_inflight: InflightLimit,
+    /// The wire: the native protocol (default) or NVMe/TCP (`addr` is then the device's
+    /// NVMe/TCP address; `tls` is not used on it).
+    pub wire: Wire,
 }
 
 impl ClientConfig {
@@ -52,7 +56,17 @@ impl ClientConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: None,
             max_inflight: InflightLimit::FromDevice,
+            wire: Wire::Native,
         }
+    }
+
+    /// Speaks NVMe/TCP to `addr` (the device's NVMe/TCP address) as host `hostnqn`.
+    pub fn with_nvme(mut self, subnqn: impl Into<String>, hostnqn: impl Into<String>) -> Self {
+        self.wire = Wire::Nvme {
+            subnqn: subnqn.into(),
+            hostnqn: hostnqn.into(),
+        };
+        self
     }
 
     /// Connects over TLS.
@@ -253,23 +267,11 @@ impl Client {
 }
 
 async fn connect_inner(config: &ClientConfig, blocking: bool) -> Result<Client> {
-    let tcp = TcpStream::connect(&config.addr).await?;
-    // Completions are small and latency-bound; the writer batches on its own.
-    tcp.set_nodelay(true)?;
-    let conn = match &config.tls {
-        None if blocking => Connection::direct(tcp.into_std()?, config.request_timeout)?,
-        None => {
-            let (r, w) = tcp.into_split();
-            Connection::start(r, w)
-        }
-        Some(tls) => {
-            let (connector, name) = tls.connector()?;
-            let stream = connector
-                .connect(name, tcp)
-                .await
-                .map_err(|e| Error::Tls(format!("handshake with {}: {e}", config.addr)))?;
-            let (r, w) = tokio::io::split(stream);
-            Connection::start(r, w)
+    let conn = match &config.wire {
+        Wire::Native => connect_native(config, blocking).await?,
+        Wire::Nvme { subnqn, hostnqn } => {
+            let host = crate::nvme_link::connect(&config.addr, subnqn, hostnqn).await?;
+            Connection::start_nvme(host)
         }
     };
     let mut device = None;
@@ -294,6 +296,28 @@ async fn connect_inner(config: &ClientConfig, blocking: bool) -> Result<Client> 
             request_timeout: config.request_timeout,
             device,
         }),
+    })
+}
+
+async fn connect_native(config: &ClientConfig, blocking: bool) -> Result<Connection> {
+    let tcp = TcpStream::connect(&config.addr).await?;
+    // Completions are small and latency-bound; the writer batches on its own.
+    tcp.set_nodelay(true)?;
+    Ok(match &config.tls {
+        None if blocking => Connection::direct(tcp.into_std()?, config.request_timeout)?,
+        None => {
+            let (r, w) = tcp.into_split();
+            Connection::start(r, w)
+        }
+        Some(tls) => {
+            let (connector, name) = tls.connector()?;
+            let stream = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| Error::Tls(format!("handshake with {}: {e}", config.addr)))?;
+            let (r, w) = tokio::io::split(stream);
+            Connection::start(r, w)
+        }
     })
 }
 

@@ -53,6 +53,18 @@ impl Connection {
         }
     }
 
+    /// Sends the commands over NVMe/TCP through `host`'s I/O queue (see `nvme_link`).
+    pub(crate) fn start_nvme(host: crate::nvme::NvmeHost) -> Connection {
+        let shared = Arc::new(Shared::new());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(crate::nvme_link::run(host, rx, shared.clone()));
+        shared.add_task(task.abort_handle());
+        Connection {
+            shared,
+            link: Link::Tasks(tx),
+        }
+    }
+
     /// A connection its callers drive from their own threads (see `direct`): calls on it
     /// block their thread, so only [`crate::BlockingClient`] makes one.
     pub(crate) fn direct(
@@ -218,7 +230,7 @@ impl Drop for Connection {
 
 /// Closes the connection when a task ends however it ends (returned, aborted, or dropped
 /// with its runtime), so no caller waits on a task that is gone.
-struct CloseOnExit(Arc<Shared>);
+pub(crate) struct CloseOnExit(pub(crate) Arc<Shared>);
 
 impl Drop for CloseOnExit {
     fn drop(&mut self) {

@@ -13,7 +13,7 @@
 mod commands;
 mod deadlines;
 mod gets;
-mod session;
+pub(crate) mod session;
 mod writer;
 
 use crate::admission::Ticket;

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 /// What a connection has proved.
 #[derive(Default)]
-pub(super) struct Session {
+pub(crate) struct Session {
     admin: bool,
     namespaces: HashSet<u32>,
 }
@@ -19,12 +19,17 @@ impl Session {
         self.namespaces.contains(&ns)
     }
 
+    /// Whether the connection proved the admin credential.
+    pub(crate) fn is_admin(&self) -> bool {
+        self.admin
+    }
+
     /// The namespaces the connection proved.
     pub(super) fn namespaces(&self) -> impl Iterator<Item = u32> + '_ {
         self.namespaces.iter().copied()
     }
 
-    pub(super) fn allows(&self, cmd: &Command) -> bool {
+    pub(crate) fn allows(&self, cmd: &Command) -> bool {
         match cmd.request {
             Request::Store { .. }
             | Request::WriteBatch { .. }
@@ -97,7 +102,7 @@ impl Session {
     }
 
     /// Checks `secret` for `nsid` (the admin's for the device) and, if it holds, remembers it.
-    fn authenticate(&mut self, nsid: u32, secret: &[u8], shared: &Shared) -> bool {
+    pub(crate) fn authenticate(&mut self, nsid: u32, secret: &[u8], shared: &Shared) -> bool {
         let ok = if nsid == DEVICE_NSID {
             shared.creds.verify_admin(secret)
         } else {

@@ -33,7 +33,11 @@ pub struct NvmeConfig {
     /// Host NQN -> the namespaces (names, or ids in decimal) it may see and use. A host not
     /// named here sees none. Holding a grant is what holding the namespace's credential is on
     /// the native wire.
+    /// (A grant `"*"` is every namespace.)
     pub hosts: BTreeMap<String, Vec<String>>,
+    /// Host NQNs that may prove the device's admin credential inside the vendor commands
+    /// (`docs/nvme-tcp.md`): the admin secret alone is not enough over this wire.
+    pub admin_hosts: Vec<String>,
 }
 
 impl Default for NvmeConfig {
@@ -47,6 +51,7 @@ impl Default for NvmeConfig {
             max_h2c_data: 128 << 10,
             max_queue_bytes: 4 << 20,
             hosts: BTreeMap::new(),
+            admin_hosts: Vec::new(),
         }
     }
 }

@@ -59,6 +59,8 @@ pub(super) struct Conn {
     pub iters: Arc<ConnIterators>,
     /// I/O commands in flight (pending data, waiting for budget, running).
     pub flight: Flight,
+    /// The vendor commands' session and kept responses.
+    pub vendor: super::vendor::VendorState,
     /// The admin queue's keep-alive deadline (None: no KATO).
     keep_alive: Option<Instant>,
     /// An I/O queue's controller going (its admin queue closed or expired).
@@ -79,6 +81,7 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
         target,
         queue: None,
         flight,
+        vendor: Default::default(),
         keep_alive: None,
         gone: None,
         stop,
@@ -318,9 +321,14 @@ impl Conn {
         Ok(())
     }
 
-    /// A KV Store of a value that fits the device, whose data is not in its capsule.
+    /// A KV Store of a value that fits the device, or a vendor Submit of a frame it reads,
+    /// whose data is not in its capsule.
     fn wants_data(&self, sqe: &Sqe, data: &Bytes) -> bool {
         let size = sqe.cdw(10);
+        let max_body = self.target.shared.config.max_frame_body();
+        if data.is_empty() && super::vendor::wants_data(sqe, max_body) {
+            return true;
+        }
         sqe.opcode == cerberus_proto::nvme::KvOpcode::Store as u8
             && data.is_empty()
             && size > 0

@@ -16,6 +16,9 @@ impl Conn {
     /// Starts an I/O command holding `cost` bytes of the connection's budget: refused at
     /// once, or run on a worker; either way its answer comes back through `flight`.
     pub(super) fn io(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
+        if self.vendor(&sqe, &data, cost) {
+            return;
+        }
         match self.io_request(&sqe, data) {
             Ok((request, buffer)) => self.execute(sqe, request, buffer, cost),
             Err(answer) => self.flight.finish_now(sqe, answer, cost),
@@ -72,7 +75,7 @@ impl Conn {
 
     /// Whether this queue's host was granted `nsid` (read again once if not: a namespace
     /// created or granted since the queue connected).
-    fn may_use(&mut self, nsid: u32) -> bool {
+    pub(super) fn may_use(&mut self, nsid: u32) -> bool {
         let Some(q) = self.queue.as_mut() else {
             return false;
         };

@@ -5,7 +5,8 @@
 //!
 //! `listener` accepts connections (capped), `conn` runs one (PDUs, R2T), `admin` answers
 //! the admin queue (Fabrics, Identify, features, log pages), `identify` lays out its data,
-//! `io` maps KV commands onto the dispatch, `controllers` keeps the controllers' state.
+//! `io` maps KV commands onto the dispatch, `vendor` tunnels native commands through a
+//! pair of vendor opcodes, `controllers` keeps the controllers' state.
 
 mod admin;
 mod config;
@@ -16,6 +17,7 @@ mod flight;
 mod identify;
 mod io;
 mod listener;
+mod vendor;
 
 pub use config::{NvmeConfig, DEFAULT_NVME_LISTEN};
 pub(crate) use listener::serve;
@@ -64,7 +66,7 @@ impl Target {
             .filter(|n| {
                 grants
                     .iter()
-                    .any(|g| *g == n.name || g.parse() == Ok(n.nsid))
+                    .any(|g| g == "*" || *g == n.name || g.parse() == Ok(n.nsid))
             })
             .map(|n| n.nsid)
             .collect();

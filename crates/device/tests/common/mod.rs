@@ -1,10 +1,57 @@
 #![allow(dead_code)]
 
 use cerberus_device::{Device, DeviceConfig, DeviceHandle};
-use cerberus_host::BlockingClient;
+use cerberus_host::{BlockingClient, ClientConfig};
+use std::cell::Cell;
 use std::path::Path;
 
-/// A device on a free loopback port over `dir`, with small test-friendly settings.
+/// The wire the helpers below connect over: suites that run over both set it per test
+/// (see `both_wires!`); the native wire unless set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    Native,
+    Nvme,
+}
+
+thread_local! {
+    static WIRE: Cell<Wire> = const { Cell::new(Wire::Native) };
+}
+
+/// The subsystem NQN of the device's NVMe/TCP target (its default).
+pub const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+/// The host NQN the NVMe-wire clients connect as: granted every namespace, and an admin
+/// host.
+pub const TEST_HOSTNQN: &str = "nqn.2014-08.org.example:e2e";
+
+/// Runs `test` with the helpers connecting over `wire`.
+pub fn over(wire: Wire, test: impl FnOnce()) {
+    WIRE.with(|w| w.set(wire));
+    test();
+}
+
+pub fn wire() -> Wire {
+    WIRE.with(|w| w.get())
+}
+
+/// Runs each named test fn over both wires: `<name>::native` and `<name>::nvme`.
+#[macro_export]
+macro_rules! both_wires {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn native() {
+                super::common::over(super::common::Wire::Native, super::$name)
+            }
+            #[test]
+            fn nvme() {
+                super::common::over(super::common::Wire::Nvme, super::$name)
+            }
+        }
+    )*};
+}
+
+/// A device on a free loopback port over `dir`, with small test-friendly settings; on the
+/// NVMe wire, its NVMe/TCP target on a free port too, with `TEST_HOSTNQN` granted all.
 pub fn start(dir: &Path, tweak: impl FnOnce(&mut DeviceConfig)) -> DeviceHandle {
     let mut c = DeviceConfig {
         data_dir: dir.to_path_buf(),
@@ -14,12 +61,33 @@ pub fn start(dir: &Path, tweak: impl FnOnce(&mut DeviceConfig)) -> DeviceHandle 
     };
     c.engine.memtable_bytes = 4 << 20;
     c.engine.cache_bytes = 8 << 20;
+    if wire() == Wire::Nvme {
+        c.nvme_listen = Some("127.0.0.1:0".into());
+        c.nvme.hosts.insert(TEST_HOSTNQN.into(), vec!["*".into()]);
+        c.nvme.admin_hosts.push(TEST_HOSTNQN.into());
+    }
     tweak(&mut c);
     Device::start(c).expect("device starts")
 }
 
+/// A new client of `dev` over the test's wire (not authenticated).
+pub fn connect(dev: &DeviceHandle) -> BlockingClient {
+    BlockingClient::connect_with(config(dev)).expect("connect")
+}
+
+/// The client settings for `dev` over the test's wire.
+pub fn config(dev: &DeviceHandle) -> ClientConfig {
+    match wire() {
+        Wire::Native => ClientConfig::new(dev.local_addr().to_string()),
+        Wire::Nvme => {
+            let addr = dev.nvme_addr().expect("the NVMe/TCP target is on");
+            ClientConfig::new(addr.to_string()).with_nvme(SUBNQN, TEST_HOSTNQN)
+        }
+    }
+}
+
 pub fn admin(dev: &DeviceHandle) -> BlockingClient {
-    let c = BlockingClient::connect(&dev.local_addr().to_string()).expect("connect");
+    let c = connect(dev);
     c.authenticate_admin(dev.admin_secret())
         .expect("admin auth");
     c
@@ -28,7 +96,7 @@ pub fn admin(dev: &DeviceHandle) -> BlockingClient {
 /// Creates a namespace and returns a client authenticated for it, with its id and secret.
 pub fn tenant(dev: &DeviceHandle, name: &str) -> (BlockingClient, u32, String) {
     let (nsid, secret) = admin(dev).create_namespace(name).expect("ns create");
-    let c = BlockingClient::connect(&dev.local_addr().to_string()).expect("connect");
+    let c = connect(dev);
     c.open_namespace(nsid, &secret).expect("auth");
     (c, nsid, secret)
 }

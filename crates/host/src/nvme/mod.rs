@@ -2,13 +2,16 @@
 //! queue and one I/O queue, each on its own connection, the controller enabled as a host
 //! driver does (Connect, CAP/VS, CC.EN, CSTS.RDY), Identify, and the KV command set's
 //! Store, Retrieve, Exist, Delete and List, one at a time or pipelined (`pipeline`); the
-//! discovery controller's log (`discover`); keep-alives.
+//! discovery controller's log (`discover`); keep-alives; and the device's vendor pair (one
+//! native command through Submit and Fetch).
 
 mod discover;
 mod queue;
+mod vendor;
 
 pub use discover::{discover, DiscoveryEntry};
 pub use queue::NvmeQueue;
+pub use vendor::VendorReply;
 
 use bytes::Bytes;
 use cerberus_proto::nvme::{

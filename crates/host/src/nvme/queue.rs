@@ -17,7 +17,7 @@ const MAX_PDU_DATA: u32 = 64 << 20;
 pub struct NvmeQueue {
     sock: TcpStream,
     buf: BytesMut,
-    digests: Digests,
+    pub(super) digests: Digests,
     maxh2cdata: u32,
     next_cid: u16,
     /// Commands sent and not answered, by command id.
@@ -135,25 +135,13 @@ impl NvmeQueue {
         if self.outstanding.len() >= usize::from(u16::MAX) {
             return Err(NvmeError::Unexpected("every command id is taken".into()));
         }
-        while self.outstanding.contains_key(&self.next_cid) {
-            self.next_cid = self.next_cid.wrapping_add(1);
-        }
-        sqe.cid = self.next_cid;
-        self.next_cid = self.next_cid.wrapping_add(1);
+        sqe.cid = self.take_cid();
         let len = if data.is_empty() {
             buffer
         } else {
             data.len() as u32
         };
-        // A transport SGL data block: the length at bytes 8-11, type 5, subtype 0xA
-        // (in-capsule data: a data block with offset, type 0, subtype 1).
-        sqe.dptr = [0; 16];
-        sqe.dptr[8..12].copy_from_slice(&len.to_le_bytes());
-        sqe.dptr[15] = if in_capsule && !data.is_empty() {
-            0x01
-        } else {
-            0x5A
-        };
+        sqe.dptr = data_pointer(len, in_capsule && !data.is_empty());
         let capsule = if in_capsule {
             data.clone()
         } else {
@@ -222,8 +210,18 @@ impl NvmeQueue {
         }
     }
 
+    /// A command id for the next command, none of those outstanding.
+    pub(super) fn take_cid(&mut self) -> u16 {
+        while self.outstanding.contains_key(&self.next_cid) {
+            self.next_cid = self.next_cid.wrapping_add(1);
+        }
+        let cid = self.next_cid;
+        self.next_cid = self.next_cid.wrapping_add(1);
+        cid
+    }
+
     /// Answers an R2T: the bytes it asks for, in H2CData PDUs of at most MAXH2CDATA.
-    async fn write_data(
+    pub async fn write_data(
         &mut self,
         data: &Bytes,
         cccid: u16,
@@ -250,4 +248,13 @@ impl NvmeQueue {
         }
         Ok(())
     }
+}
+
+/// A transport SGL data block of `len` bytes: the length at bytes 8-11, type 5, subtype 0xA
+/// (in-capsule data: a data block with offset, type 0, subtype 1).
+pub(super) fn data_pointer(len: u32, in_capsule: bool) -> [u8; 16] {
+    let mut d = [0; 16];
+    d[8..12].copy_from_slice(&len.to_le_bytes());
+    d[15] = if in_capsule { 0x01 } else { 0x5A };
+    d
 }

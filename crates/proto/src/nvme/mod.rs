@@ -13,6 +13,7 @@ mod fuzz;
 mod kv;
 mod pdu;
 mod queue_entry;
+mod vendor;
 
 pub use admin::AdminCommand;
 pub use fabrics::{
@@ -25,3 +26,6 @@ pub use kv::{
 };
 pub use pdu::{split_pdu, Digests, NvmeTcpError, Pdu, PduLimits, PduType, CH_LEN, PFV_1_0};
 pub use queue_entry::{Cqe, NvmeStatus, Sqe, CQE_LEN, SQE_LEN};
+pub use vendor::{
+    SC_COMMAND_SEQUENCE_ERROR, SC_DATA_SGL_LENGTH_INVALID, VENDOR_FETCH, VENDOR_SUBMIT,
+};

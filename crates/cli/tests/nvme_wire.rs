@@ -1,0 +1,106 @@
+//! The `cerberus` commands over NVMe/TCP (`--wire nvme`): namespaces, keys longer than the
+//! KV command set's 16 bytes, and grants, against a device started by `cerberus serve`.
+
+mod common;
+
+use common::{cli, errors, text, Serve};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const HOST: &str = "nqn.2014-08.org.example:cli";
+
+/// `cerberus serve` with its NVMe/TCP target on a free port, HOST granted every namespace
+/// and listed as an admin host; the device and its NVMe/TCP address.
+fn serve(dir: &Path) -> (Serve, String) {
+    let config = dir.join("device.toml");
+    let toml = format!(
+        "nvme_listen = \"127.0.0.1:0\"\n[nvme]\nadmin_hosts = [\"{HOST}\"]\n\
+         [nvme.hosts]\n\"{HOST}\" = [\"*\"]\n"
+    );
+    std::fs::write(&config, toml).unwrap();
+    let data = dir.join("data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(["--config", config.to_str().unwrap()])
+        .env_remove("CERBERUS_ADMIN_SECRET")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cerberus serve starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut addr, mut nvme) = (None, None);
+    while addr.is_none() || nvme.is_none() {
+        let line = lines.next().expect("serve printed its addresses").unwrap();
+        if let Some(a) = line.strip_prefix("listening on ") {
+            addr = Some(a.to_string());
+        }
+        if let Some(a) = line.strip_prefix("NVMe/TCP on ") {
+            nvme = Some(a.to_string());
+        }
+    }
+    let admin = common::admin_secret(&data);
+    let s = Serve {
+        child,
+        addr: addr.unwrap_or_default(),
+        admin,
+        dir: data,
+    };
+    (s, nvme.unwrap_or_default())
+}
+
+#[test]
+fn commands_work_over_nvme_as_over_the_native_wire() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, nvme) = serve(dir.path());
+    let wire = [
+        ("CERBERUS_DEVICE", nvme.as_str()),
+        ("CERBERUS_WIRE", "nvme"),
+        ("CERBERUS_HOSTNQN", HOST),
+    ];
+    let admin: Vec<(&str, &str)> = wire
+        .iter()
+        .copied()
+        .chain([("CERBERUS_ADMIN_SECRET", s.admin.as_str())])
+        .collect();
+    let o = cli(&s, &admin, &["ns", "create", "t", "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nsid = v["nsid"].as_u64().unwrap().to_string();
+    let secret = v["secret"].as_str().unwrap().to_string();
+    let env: Vec<(&str, &str)> = wire
+        .iter()
+        .copied()
+        .chain([
+            ("CERBERUS_NS", nsid.as_str()),
+            ("CERBERUS_SECRET", secret.as_str()),
+        ])
+        .collect();
+    let long = "a-key-longer-than-the-kv-command-sets-sixteen-bytes";
+    assert!(cli(&s, &env, &["put", long, "hello"]).status.success());
+    assert_eq!(text(&cli(&s, &env, &["get", long])), "hello");
+    assert_eq!(text(&cli(&s, &env, &["list"])), format!("{long}\n"));
+    assert_eq!(cli(&s, &env, &["get", "nope"]).status.code(), Some(1));
+    // What was stored over NVMe/TCP reads back over the native wire.
+    let native = [
+        ("CERBERUS_NS", nsid.as_str()),
+        ("CERBERUS_SECRET", secret.as_str()),
+    ];
+    assert_eq!(text(&cli(&s, &native, &["get", long])), "hello");
+    // A host NQN without a grant is refused, with the credential right.
+    let stranger: Vec<(&str, &str)> = env
+        .iter()
+        .map(|&(k, v)| match k {
+            "CERBERUS_HOSTNQN" => (k, "nqn.2014-08.org.example:stranger"),
+            _ => (k, v),
+        })
+        .collect();
+    let o = cli(&s, &stranger, &["get", long]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("access denied"), "{}", errors(&o));
+    // Without a host NQN: said before connecting.
+    let o = cli(&s, &env[..2], &["get", long]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("--hostnqn"), "{}", errors(&o));
+}

@@ -1,0 +1,310 @@
+//! The vendor command pair (`docs/protocol.md`, "Over NVMe/TCP: vendor commands"): Submit
+//! carries one native request frame, which runs through the same dispatch as the native
+//! port's; its encoded response is kept for the queue, under the native command id, until
+//! a Fetch naming that id sends it back. Everything
+//! the KV command set lacks (long keys, indexes, queries, iterators, stats, namespaces)
+//! reaches the device this way, in the native encoding, so there is one encoding to keep.
+//!
+//! Tenancy: the queue's native session (`Authenticate` inside the tunnel) is checked as on
+//! the native port, and on top of it a namespace must be granted to the host NQN, and the
+//! admin credential is taken only from a host NQN in `nvme.admin_hosts`.
+
+use super::conn::{sgl_len, Conn};
+use super::flight::Done;
+use super::{invalid_field, invalid_namespace, Answer};
+use crate::connection::session::Session;
+use crate::iterators::ConnIterators;
+use crate::workers::answer;
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme::{
+    NvmeStatus, Sqe, SC_COMMAND_SEQUENCE_ERROR, SC_DATA_SGL_LENGTH_INVALID, VENDOR_FETCH,
+    VENDOR_SUBMIT,
+};
+use cerberus_proto::{
+    split_frame, Command, Reply, Request, Response, Status, DEVICE_NSID, HEADER_LEN,
+};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a queue's vendor commands keep between commands.
+#[derive(Default)]
+pub(super) struct VendorState {
+    /// The credentials proved inside the tunnel, as a native connection's.
+    session: Session,
+    /// Responses waiting for their Fetch, and Submits still running (a worker adds its
+    /// response here before it completes the Submit).
+    kept: Arc<Mutex<Kept>>,
+    /// The queue's native iterators, made on first use.
+    iters: Option<Arc<ConnIterators>>,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// By native command id, oldest first; with `running`, at most `MAX_KEPT`.
+    responses: VecDeque<(u32, Bytes)>,
+    running: usize,
+}
+
+impl Kept {
+    /// Keeps `response` under `cid` (replacing one the host did not fetch: it reused its id).
+    fn keep(&mut self, cid: u32, response: Bytes) {
+        self.responses.retain(|(c, _)| *c != cid);
+        self.responses.push_back((cid, response));
+    }
+}
+
+/// Responses a queue keeps unfetched or running at most (each within the reply bound): the
+/// host's client keeps 8 commands in flight.
+const MAX_KEPT: usize = 8;
+
+/// Whether a Submit's frame must be fetched through R2T: not in its capsule, and of a
+/// length the device reads. A longer one is refused without a byte of it read.
+pub(super) fn wants_data(sqe: &Sqe, max_frame_body: u32) -> bool {
+    sqe.opcode == VENDOR_SUBMIT && frame_len_ok(sqe.cdw(10), max_frame_body)
+}
+
+fn frame_len_ok(len: u32, max_frame_body: u32) -> bool {
+    let len = u64::from(len);
+    len >= HEADER_LEN as u64 && len <= HEADER_LEN as u64 + u64::from(max_frame_body)
+}
+
+impl Conn {
+    /// Starts a vendor command (its answer comes back through `flight`, holding `cost`
+    /// bytes); false for any other opcode.
+    pub(super) fn vendor(&mut self, sqe: &Sqe, data: &Bytes, cost: usize) -> bool {
+        match sqe.opcode {
+            VENDOR_SUBMIT => {
+                if let Some(answer) = self.submit(sqe, data, cost) {
+                    self.flight.finish_now(*sqe, answer, cost);
+                }
+            }
+            VENDOR_FETCH => {
+                let answer = self.fetch(sqe);
+                self.flight.finish_now(*sqe, answer, cost);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A Submit: checked and admitted here, in arrival order (an Authenticate counts for
+    /// the commands after it), then run on a worker; `Some` when answered at once.
+    fn submit(&mut self, sqe: &Sqe, data: &Bytes, cost: usize) -> Option<Answer> {
+        {
+            let kept = self.vendor.kept.lock();
+            if kept.responses.len() + kept.running >= MAX_KEPT {
+                // Fetch what is kept first: else a host that never fetches grows this.
+                return Some(Answer::status(NvmeStatus::error(
+                    0,
+                    SC_COMMAND_SEQUENCE_ERROR,
+                )));
+            }
+        }
+        let max_body = self.target.shared.config.max_frame_body();
+        let len = sqe.cdw(10);
+        if !frame_len_ok(len, max_body) || data.len() != len as usize {
+            return Some(Answer::status(invalid_field()));
+        }
+        let mut buf = BytesMut::from(&data[..]);
+        let frame = match split_frame(&mut buf, max_body) {
+            Ok(Some(f)) if buf.is_empty() && f.header.nsid == sqe.nsid => f,
+            // A short, long or foreign frame, or another version: nothing to answer in.
+            _ => return Some(Answer::status(invalid_field())),
+        };
+        let response = match Command::decode(&frame) {
+            Ok(cmd) => match self.admit(&cmd) {
+                Err(status) => return Some(Answer::status(status)),
+                Ok(Some(refused)) => refused,
+                Ok(None) => {
+                    self.carry_out(*sqe, cmd, cost);
+                    return None;
+                }
+            },
+            Err(e) => {
+                self.target.shared.metrics.protocol_errors.inc();
+                let h = frame.header;
+                Response::error(h.cid, h.nsid, h.opcode, e.status(), e.to_string())
+            }
+        };
+        Some(keep(&self.vendor.kept, frame.header.cid, &response, false))
+    }
+
+    /// Checks a decoded command against the host's grants (an NVMe status when it names a
+    /// namespace the host may not use) and the tunnel's session (a native refusal).
+    fn admit(&mut self, cmd: &Command) -> Result<Option<Response>, NvmeStatus> {
+        let admin_host = self.queue.as_ref().is_some_and(|q| {
+            let host = &q.ctrl.lock().hostnqn;
+            self.target.config.admin_hosts.iter().any(|h| h == host)
+        });
+        let admin = self.vendor.session.is_admin() && admin_host;
+        if cmd.nsid != DEVICE_NSID && !admin && !self.may_use(cmd.nsid) {
+            return Err(invalid_namespace());
+        }
+        let opcode = cmd.request.opcode() as u8;
+        let denied = |msg: &str| {
+            self.target.shared.metrics.record_refused(opcode);
+            Response::error(cmd.cid, cmd.nsid, opcode, Status::AccessDenied, msg.into())
+        };
+        match &cmd.request {
+            Request::Authenticate { secret } => {
+                let shared = &self.target.shared;
+                let may = cmd.nsid != DEVICE_NSID || admin_host;
+                if !(may && self.vendor.session.authenticate(cmd.nsid, secret, shared)) {
+                    return Ok(Some(denied("unknown namespace or wrong credential")));
+                }
+                // Answered here, with no worker: no latency worth a clock read.
+                shared
+                    .metrics
+                    .record(cmd.nsid, opcode, true, Duration::ZERO);
+                Ok(Some(ok(cmd, Reply::Empty)))
+            }
+            Request::Identify => {
+                let shared = &self.target.shared;
+                shared
+                    .metrics
+                    .record(DEVICE_NSID, opcode, true, Duration::ZERO);
+                Ok(Some(ok(cmd, Reply::Identify(shared.identify))))
+            }
+            _ if !self.vendor.session.allows(cmd) => Ok(Some(denied(
+                "this queue has not authenticated for that namespace",
+            ))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Runs an admitted command on a worker with the queue's native iterators; the worker
+    /// keeps its response, then completes the Submit.
+    fn carry_out(&mut self, sqe: Sqe, cmd: Command, cost: usize) {
+        let config = &self.target.shared.config;
+        let idle = Duration::from_secs(config.iterator_idle_secs.into());
+        let max = config.max_iterators;
+        let iters = self
+            .vendor
+            .iters
+            .get_or_insert_with(|| sweeping(ConnIterators::new(max, idle), idle))
+            .clone();
+        let (shared, kept) = (self.target.shared.clone(), self.vendor.kept.clone());
+        let done = self.flight.done_tx.clone();
+        kept.lock().running += 1;
+        let arrived = quanta::Instant::now();
+        let cid = cmd.cid;
+        let job = {
+            let kept = kept.clone();
+            Box::new(move || {
+                let response = answer(&shared, cmd, &iters, arrived);
+                let answer = keep(&kept, cid, &response, true);
+                // Gone only if the connection closed meanwhile.
+                let _ = done.send(Done { sqe, answer, cost });
+            })
+        };
+        if !self.target.workers.submit(job) {
+            let mut k = kept.lock();
+            k.running = k.running.saturating_sub(1);
+            drop(k);
+            let stopping = super::io::nvme_status(Status::ShuttingDown);
+            self.flight.finish_now(sqe, Answer::status(stopping), cost);
+        }
+    }
+
+    fn fetch(&mut self, sqe: &Sqe) -> Answer {
+        let cid = sqe.cdw(11);
+        let mut kept = self.vendor.kept.lock();
+        let Some(at) = kept.responses.iter().position(|(c, _)| *c == cid) else {
+            return Answer::status(NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
+        };
+        let len = kept.responses[at].1.len();
+        let dw0 = u32::try_from(len).unwrap_or(u32::MAX);
+        if len > sgl_len(sqe) || len > sqe.cdw(10) as usize {
+            // Kept for a Fetch with a buffer that holds it; DW0 says how large.
+            return Answer::Done {
+                status: NvmeStatus::error(0, SC_DATA_SGL_LENGTH_INVALID),
+                dw0,
+                dw1: 0,
+                data: None,
+            };
+        }
+        let kept = kept
+            .responses
+            .remove(at)
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        Answer::Done {
+            status: NvmeStatus::SUCCESS,
+            dw0,
+            dw1: 0,
+            data: Some(kept.to_vec()),
+        }
+    }
+}
+
+/// `iters`, with a task that closes its idle iterators (as the native connection's loop
+/// does) for as long as the queue keeps them.
+fn sweeping(iters: ConnIterators, idle: Duration) -> Arc<ConnIterators> {
+    let iters = Arc::new(iters);
+    let weak = Arc::downgrade(&iters);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(iters) = weak.upgrade() else {
+                return;
+            };
+            iters.sweep();
+        }
+    });
+    iters
+}
+
+/// Keeps the encoded `response` for its Fetch (`ran`: a Submit that was running ends, in the
+/// same step, so the bound never counts it twice or not at all); the Submit's answer (DW0:
+/// the response's length).
+fn keep(kept: &Mutex<Kept>, cid: u32, response: &Response, ran: bool) -> Answer {
+    let mut out = BytesMut::new();
+    let encoded = response.encode(&mut out);
+    let mut kept = kept.lock();
+    if ran {
+        kept.running = kept.running.saturating_sub(1);
+    }
+    if encoded.is_err() {
+        return Answer::status(NvmeStatus::error(0, 0x06));
+    }
+    let dw0 = u32::try_from(out.len()).unwrap_or(u32::MAX);
+    kept.keep(cid, out.freeze());
+    Answer::ok(dw0)
+}
+
+fn ok(cmd: &Command, reply: Reply) -> Response {
+    Response {
+        cid: cmd.cid,
+        nsid: cmd.nsid,
+        opcode: cmd.request.opcode() as u8,
+        status: Status::Success,
+        reply,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_submit_is_fetched_only_at_a_length_the_device_reads() {
+        let mut sqe = Sqe {
+            opcode: VENDOR_SUBMIT,
+            ..Sqe::default()
+        };
+        sqe.cdw[0] = HEADER_LEN as u32 + 100;
+        assert!(wants_data(&sqe, 100));
+        assert!(!wants_data(&sqe, 99));
+        sqe.cdw[0] = HEADER_LEN as u32 - 1;
+        assert!(!wants_data(&sqe, 100));
+        sqe.cdw[0] = u32::MAX;
+        assert!(!wants_data(&sqe, 1 << 20));
+        sqe.opcode = VENDOR_FETCH;
+        sqe.cdw[0] = HEADER_LEN as u32;
+        assert!(!wants_data(&sqe, 100));
+    }
+}
