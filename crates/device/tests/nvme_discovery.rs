@@ -8,11 +8,11 @@ use bytes::Bytes;
 use cerberus_device::DeviceHandle;
 use cerberus_host::nvme::{discover, NvmeHost, NvmeQueue, NvmeTarget};
 use cerberus_host::proto::nvme::{
-    connect_data, connect_invalid_parameters, property, Cqe, Digests, NvmeStatus, Sqe,
-    DISCOVERY_NQN, FABRICS_OPCODE,
+    connect_data, connect_invalid_parameters, property, Cqe, NvmeStatus, Sqe, DISCOVERY_NQN,
+    FABRICS_OPCODE,
 };
 
-const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+use common::SUBNQN;
 const HOST: &str = "nqn.2014-08.org.example:host1";
 const STRANGER: &str = "nqn.2014-08.org.example:nobody";
 
@@ -24,19 +24,7 @@ fn device(dir: &std::path::Path) -> DeviceHandle {
 }
 
 fn target(dev: &DeviceHandle, hostnqn: &str) -> NvmeTarget {
-    NvmeTarget {
-        addr: dev.nvme_addr().expect("nvme on").to_string(),
-        subnqn: SUBNQN.into(),
-        hostnqn: hostnqn.into(),
-        digests: Digests::default(),
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
+    common::nvme_target(dev, hostnqn)
 }
 
 fn fabrics(fctype: u8, cdw10: u32, cdw11: u32, cdw12: u32) -> Sqe {
@@ -99,7 +87,7 @@ fn discover_lists_the_subsystem_at_the_address_reached() {
     let dir = tempfile::tempdir().unwrap();
     let dev = device(dir.path());
     let addr = dev.nvme_addr().unwrap();
-    rt().block_on(async {
+    common::rt().block_on(async {
         let entries = discover(&target(&dev, HOST)).await.expect("discover");
         assert_eq!(entries.len(), 1);
         let e = &entries[0];
@@ -118,7 +106,7 @@ fn discover_lists_the_subsystem_at_the_address_reached() {
 fn the_discovery_log_pages_by_offset_and_length() {
     let dir = tempfile::tempdir().unwrap();
     let dev = device(dir.path());
-    rt().block_on(async {
+    common::rt().block_on(async {
         let (mut q, _) = discovery_controller(&target(&dev, HOST)).await;
         let (status, header) = log(&mut q, 0, 16).await;
         assert!(status.is_success());
@@ -154,7 +142,7 @@ fn the_discovery_log_pages_by_offset_and_length() {
 fn a_discovery_controller_identifies_as_one_and_takes_no_io_queue() {
     let dir = tempfile::tempdir().unwrap();
     let dev = device(dir.path());
-    rt().block_on(async {
+    common::rt().block_on(async {
         let t = target(&dev, HOST);
         let (mut q, cntlid) = discovery_controller(&t).await;
         let mut id = Sqe {

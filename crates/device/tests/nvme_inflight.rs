@@ -7,9 +7,8 @@ mod common;
 use bytes::Bytes;
 use cerberus_device::DeviceHandle;
 use cerberus_host::nvme::{NvmeHost, NvmeTarget};
-use cerberus_host::proto::nvme::{Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe};
+use cerberus_host::proto::nvme::{KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe};
 
-const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
 const HOST: &str = "nqn.2014-08.org.example:host1";
 
 /// A device with its NVMe/TCP target; HOST granted "kv". Returns it and the namespace id.
@@ -27,19 +26,7 @@ fn device(
 }
 
 fn target(dev: &DeviceHandle) -> NvmeTarget {
-    NvmeTarget {
-        addr: dev.nvme_addr().expect("nvme on").to_string(),
-        subnqn: SUBNQN.into(),
-        hostnqn: HOST.into(),
-        digests: Digests::default(),
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
+    common::nvme_target(dev, HOST)
 }
 
 /// A KV command's entry with command id `cid`, its data named by a transport SGL of
@@ -83,7 +70,7 @@ fn h2c(cccid: u16, ttag: u16, data: Vec<u8>) -> Pdu {
 fn a_later_command_completes_while_a_store_waits_for_its_data() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns) = device(dir.path(), |_| {});
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
         h.store(ns, b"here", b"v", 0).await.unwrap();
         // cid 1: a Store of 20,000 bytes (past the 8 KiB in-capsule size): an R2T.
@@ -136,7 +123,7 @@ fn stores_waiting_for_data_stay_within_the_connections_budget() {
     // A budget of four 16 KiB values.
     let value = 16 << 10;
     let (dev, ns) = device(dir.path(), |c| c.nvme.max_queue_bytes = 4 * value);
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
         let stores = 8u16;
         for cid in 0..stores {
@@ -200,7 +187,7 @@ fn stores_waiting_for_data_stay_within_the_connections_budget() {
 fn a_pipelined_host_gets_every_answer_matched_by_its_command_id() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns) = device(dir.path(), |_| {});
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
         let n = 100usize;
         // Values alternate in the capsule and through R2T.

@@ -7,12 +7,10 @@ mod common;
 use bytes::Bytes;
 use cerberus_device::DeviceHandle;
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeQueue, NvmeTarget};
-use cerberus_host::proto::nvme::{
-    connect_data, connect_invalid_parameters, Digests, Sqe, FABRICS_OPCODE,
-};
+use cerberus_host::proto::nvme::{connect_data, connect_invalid_parameters, Sqe, FABRICS_OPCODE};
 use std::time::Duration;
 
-const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+use common::SUBNQN;
 const HOST: &str = "nqn.2014-08.org.example:host1";
 
 fn device(dir: &std::path::Path) -> (DeviceHandle, u32) {
@@ -25,19 +23,7 @@ fn device(dir: &std::path::Path) -> (DeviceHandle, u32) {
 }
 
 fn target(dev: &DeviceHandle) -> NvmeTarget {
-    NvmeTarget {
-        addr: dev.nvme_addr().expect("nvme on").to_string(),
-        subnqn: SUBNQN.into(),
-        hostnqn: HOST.into(),
-        digests: Digests::default(),
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
+    common::nvme_target(dev, HOST)
 }
 
 /// Not a timing assertion: a bound so that a target that never expires the controller
@@ -48,7 +34,7 @@ const AT_MOST: Duration = Duration::from_secs(60);
 fn a_silent_host_loses_its_controller_and_io_queues() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns) = device(dir.path());
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut h = NvmeHost::connect_with_kato(&target(&dev), 1000)
             .await
             .unwrap();
@@ -86,7 +72,7 @@ fn a_silent_host_loses_its_controller_and_io_queues() {
 fn a_host_that_keeps_alive_stays() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns) = device(dir.path());
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut h = NvmeHost::connect_with_kato(&target(&dev), 1000)
             .await
             .unwrap();
@@ -113,7 +99,7 @@ fn a_host_that_keeps_alive_stays() {
 fn set_features_arms_the_keep_alive_timer_of_a_controller_connected_without_one() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns) = device(dir.path());
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
         // Keep Alive Timer (0Fh) = 1,000 ms; then silence on the admin queue.
         let mut set = Sqe {

@@ -14,7 +14,7 @@ use cerberus_host::proto::nvme::{
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+use common::SUBNQN;
 const HOST1: &str = "nqn.2014-08.org.example:host1";
 const HOST2: &str = "nqn.2014-08.org.example:host2";
 
@@ -37,19 +37,7 @@ fn device(
 }
 
 fn target(dev: &DeviceHandle, hostnqn: &str) -> NvmeTarget {
-    NvmeTarget {
-        addr: dev.nvme_addr().expect("nvme on").to_string(),
-        subnqn: SUBNQN.into(),
-        hostnqn: hostnqn.into(),
-        digests: Digests::default(),
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
+    common::nvme_target(dev, hostnqn)
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -84,7 +72,7 @@ fn status_of<T: std::fmt::Debug>(r: Result<T, NvmeError>) -> NvmeStatus {
 fn the_admin_sequence_an_spdk_host_sends() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns1, _) = device(dir.path(), |_| {});
-    rt().block_on(async {
+    common::rt().block_on(async {
         // Connect (cntlid 0xFFFF), VS, CAP, CC.EN, CSTS.RDY, Identify controller, I/O Connect.
         let mut h = NvmeHost::connect(&target(&dev, HOST1))
             .await
@@ -198,7 +186,7 @@ fn the_admin_sequence_an_spdk_host_sends() {
 fn kv_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns, _) = device(dir.path(), |_| {});
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut h = NvmeHost::connect(&target(&dev, HOST1)).await.unwrap();
         h.store(ns, b"apple", b"red", 0).await.unwrap();
         h.store(ns, b"banana", b"yellow", 0).await.unwrap();
@@ -279,7 +267,7 @@ fn kv_round_trips() {
 fn bad_pdus_close_only_their_connection() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns, _) = device(dir.path(), |_| {});
-    rt().block_on(async {
+    common::rt().block_on(async {
         let t = target(&dev, HOST1);
         let mut good = NvmeHost::connect(&t).await.unwrap();
         good.store(ns, b"k", b"v", 0).await.unwrap();
@@ -380,7 +368,7 @@ fn bad_pdus_close_only_their_connection() {
 fn another_host_cannot_see_or_touch_a_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns1, ns2) = device(dir.path(), |_| {});
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut one = NvmeHost::connect(&target(&dev, HOST1)).await.unwrap();
         let mut two = NvmeHost::connect(&target(&dev, HOST2)).await.unwrap();
         one.store(ns1, b"secret", b"1", 0).await.unwrap();
@@ -424,7 +412,7 @@ fn a_slow_icreq_is_closed_at_its_deadline_and_connections_are_capped() {
         c.nvme.max_connections = 2;
     });
     let addr = dev.nvme_addr().unwrap().to_string();
-    rt().block_on(async {
+    common::rt().block_on(async {
         // Half an ICReq, then nothing.
         let start = Instant::now();
         let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -453,7 +441,7 @@ fn a_slow_icreq_is_closed_at_its_deadline_and_connections_are_capped() {
 fn header_and_data_digests_as_the_host_asks() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns, _) = device(dir.path(), |_| {});
-    rt().block_on(async {
+    common::rt().block_on(async {
         let mut t = target(&dev, HOST1);
         t.digests = Digests {
             header: true,

@@ -23,6 +23,24 @@ pub const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
 /// host.
 pub const TEST_HOSTNQN: &str = "nqn.2014-08.org.example:e2e";
 
+/// The NVMe/TCP target of `dev` (its target must be on) as host `hostnqn`, no digests.
+pub fn nvme_target(dev: &DeviceHandle, hostnqn: &str) -> cerberus_host::nvme::NvmeTarget {
+    cerberus_host::nvme::NvmeTarget {
+        addr: dev.nvme_addr().expect("nvme on").to_string(),
+        subnqn: SUBNQN.into(),
+        hostnqn: hostnqn.into(),
+        digests: Default::default(),
+    }
+}
+
+/// A runtime on the test's thread, for the async NVMe/TCP initiator.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// Runs `test` with the helpers connecting over `wire`.
 pub fn over(wire: Wire, test: impl FnOnce()) {
     WIRE.with(|w| w.set(wire));
