@@ -246,16 +246,21 @@ impl Memtable {
         self.max_seq.load(Relaxed)
     }
 
+    /// The entries (versions and tombstones) of namespace `ns`, in order.
+    fn entries_in(
+        &self,
+        ns: crate::key::Nsid,
+    ) -> impl Iterator<Item = crossbeam_skiplist::map::Entry<'_, SlotKey, MemValue>> + '_ {
+        let prefix = ns.to_be_bytes();
+        let lo = SlotKey::new(Bytes::copy_from_slice(&prefix), SeqNo::MAX);
+        self.map
+            .range(lo..)
+            .take_while(move |e| e.key().user.get(..crate::key::NSID_LEN) == Some(&prefix[..]))
+    }
+
     /// Entries (versions and tombstones) of namespace `ns`: a walk over its range.
     pub fn entries_of(&self, ns: crate::key::Nsid) -> u64 {
-        let lo = SlotKey::new(Bytes::copy_from_slice(&ns.to_be_bytes()), SeqNo::MAX);
-        let in_ns = |e: &crossbeam_skiplist::map::Entry<'_, SlotKey, MemValue>| {
-            e.key().user.get(..crate::key::NSID_LEN) == Some(&ns.to_be_bytes()[..])
-        };
-        self.map
-            .range((Bound::Included(&lo), Bound::Unbounded))
-            .take_while(in_ns)
-            .count() as u64
+        self.entries_in(ns).count() as u64
     }
 
     /// The map [`Memtable::key_hashes`] last took of namespace `ns`, if it holds every
@@ -283,16 +288,9 @@ impl Memtable {
         visible: SeqNo,
         max: usize,
     ) -> Option<Arc<KeyHashes>> {
-        let lo = SlotKey::new(Bytes::copy_from_slice(&ns.to_be_bytes()), SeqNo::MAX);
-        let prefix = ns.to_be_bytes();
-        let in_ns = |e: &crossbeam_skiplist::map::Entry<'_, SlotKey, MemValue>| {
-            e.key().user.get(..crate::key::NSID_LEN) == Some(&prefix[..])
-        };
         let mut over = false;
         let walk = self
-            .map
-            .range((Bound::Included(&lo), Bound::Unbounded))
-            .take_while(in_ns)
+            .entries_in(ns)
             .enumerate()
             .map_while(|(walked, e)| match walked == max {
                 true => {

@@ -25,7 +25,8 @@ const FIRST_TRY: usize = 128;
 
 /// Maps of key hashes of namespace `ns` in each of `sv`'s memtables (see
 /// [`crate::memtable::Memtable::key_hashes`]) that a read at `seq` may use: those taken
-/// already (`max` 0), or taken now if each memtable holds at most `max` entries of it.
+/// already, or taken now if each memtable holds at most `max` entries of it (`max` 0: only
+/// a memtable without any).
 fn key_hashes(
     sv: &SuperVersion,
     ns: Nsid,
@@ -35,11 +36,9 @@ fn key_hashes(
 ) -> Option<Vec<Arc<KeyHashes>>> {
     std::iter::once(&sv.mem)
         .chain(sv.imm.iter().map(|f| &f.mem))
-        .map(|m| match max {
-            0 => m.cached_key_hashes(ns, seq),
-            _ => m
-                .cached_key_hashes(ns, seq)
-                .or_else(|| m.key_hashes(ns, visible, max)),
+        .map(|m| {
+            m.cached_key_hashes(ns, seq)
+                .or_else(|| m.key_hashes(ns, visible, max))
         })
         .collect()
 }
@@ -131,9 +130,7 @@ impl SnapshotRecords {
             stats.pages[i] += self.counters.sum_of(|s| &s.pages[i]);
         }
     }
-}
 
-impl SnapshotRecords {
     /// [`Records::for_each_live_entry`] in place: the walk's entries borrowed, never copied
     /// out. Without `parts` (a count), an entry is not taken apart unless it must be checked
     /// against the memtables; `f` then gets empty secondary keys and pks.
