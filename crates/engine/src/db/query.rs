@@ -18,6 +18,12 @@ use std::sync::Arc;
 /// Index entries an estimate counts at most: past this, an index is as good as unselective.
 const ESTIMATE_CAP: usize = 256;
 
+/// Records a ranked top-K walk may read at least before it gives up for the plan of a
+/// filter on another indexed attribute (see `Inner::rank_index`).
+const RANK_BUDGET_MIN: u64 = 1024;
+/// Records a ranked top-K walk may read before it gives up for a scan.
+const RANK_BUDGET_SCAN: u64 = 65_536;
+
 /// What a find asks for besides its filter.
 #[derive(Clone, Debug)]
 pub struct FindOptions {
@@ -302,9 +308,84 @@ impl Inner {
         let mut r = SnapshotRecords::new(self, e.id, seq);
         let mut stats = QueryStats::default();
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
+        if let Some((index, budget)) = self.rank_index(&mut r, filter, &plan, &spec, &mut stats)? {
+            let ranked = query::top_k_ranked(&mut r, filter, &index, &spec, budget, &mut stats)?;
+            let walk = format!("ranked walk of the index on {}", spec.by);
+            match ranked {
+                Some(out) => {
+                    stats.plan = walk;
+                    r.finish(&mut stats);
+                    return Ok(QueryResult::complete(out, stats));
+                }
+                None => stats.plan = format!("{} ({walk} gave up)", stats.plan),
+            }
+        }
         let out = query::top_k(&mut r, filter, &plan, &spec, &mut stats)?;
         r.finish(&mut stats);
         Ok(QueryResult::complete(out, stats))
+    }
+
+    /// Whether a top-K should walk the index on the attribute it ranks by from the end the
+    /// ranking starts at, and how many records it may read that way before the filter's plan
+    /// is cheaper: no bound where the index decides the filter (no record is read) or the plan
+    /// reads that index anyway; through another index, the records its ranges hold, counted
+    /// up to [`RANK_BUDGET_MIN`] or `32 k` (fewer: the plan reads them all for less); for a
+    /// scan, [`RANK_BUDGET_SCAN`].
+    fn rank_index(
+        &self,
+        r: &mut SnapshotRecords,
+        filter: &Filter,
+        plan: &Plan,
+        spec: &TopSpec,
+        stats: &mut QueryStats,
+    ) -> Result<Option<(query::RankIndex, Option<u64>)>> {
+        let Some(choice) = self
+            .index_choices(r.ns, r.seq)
+            .into_iter()
+            .find(|c| c.attr == spec.by)
+        else {
+            return Ok(None);
+        };
+        let ranges = query::index_ranges(filter, &spec.by).unwrap_or_else(|| {
+            vec![query::KeyRange {
+                start: Vec::new(),
+                end: None,
+            }]
+        });
+        let wants = query::Wants {
+            record: spec.projection.is_some(),
+            attrs: &[&spec.by],
+        };
+        let budget = match &plan.access {
+            _ if query::index_decides(filter, &spec.by, &wants) => None,
+            Access::Index { id, .. } if *id == choice.id => None,
+            Access::Index {
+                id, kind, ranges, ..
+            } => {
+                let cap = (spec.k as u64).saturating_mul(32).max(RANK_BUDGET_MIN);
+                let mut n = 0u64;
+                for range in ranges {
+                    r.for_each_live_entry(*id, *kind, range, None, stats, &mut |_, _, _, _| {
+                        n += 1;
+                        Ok(n < cap)
+                    })?;
+                    if n >= cap {
+                        break;
+                    }
+                }
+                if n < cap {
+                    return Ok(None);
+                }
+                Some(cap)
+            }
+            Access::Scan => Some(RANK_BUDGET_SCAN),
+        };
+        let index = query::RankIndex {
+            id: choice.id,
+            kind: choice.kind,
+            ranges,
+        };
+        Ok(Some((index, budget)))
     }
 
     pub(super) fn aggregate(

@@ -252,6 +252,40 @@ impl Records for SnapshotRecords {
         Ok(live)
     }
 
+    fn piece_bounds(
+        &mut self,
+        index: Nsid,
+        from_top: bool,
+        max: usize,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<Vec<u8>>> {
+        let t = Instant::now();
+        let v = &self.sv.version;
+        let mut tables: Vec<&Arc<crate::version::TableHandle>> = v.levels[0]
+            .iter()
+            .chain(v.runs_of(index))
+            .chain(v.levels[1..].iter().flatten())
+            .filter(|t| t.may_hold_namespace(index))
+            .collect();
+        // The tables nearest the end the walk starts from first: their blocks bound its
+        // first pieces.
+        match from_top {
+            true => tables.sort_by(|a, b| b.largest_user().cmp(a.largest_user())),
+            false => tables.sort_by(|a, b| a.smallest_user().cmp(b.smallest_user())),
+        }
+        let mut out = Vec::new();
+        for t in tables {
+            if out.len() >= max {
+                break;
+            }
+            out.extend(t.reader()?.block_ends(index, &self.counters)?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        Ok(out)
+    }
+
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
         let t = Instant::now();
         let hit = self

@@ -129,6 +129,21 @@ pub trait Records {
         Ok(live)
     }
 
+    /// Keys of index `index`, in order, that split its entries into pieces of about a
+    /// table block each (where a walk in pieces may start a piece), read from the tables
+    /// nearest the top (`from_top`) or the bottom of the index first, about `max` of them
+    /// (the blocks of whole tables). Empty when none is known (entries only in memtables,
+    /// or a store without tables): a walk then takes the range in one piece.
+    fn piece_bounds(
+        &mut self,
+        _index: crate::key::Nsid,
+        _from_top: bool,
+        _max: usize,
+        _stats: &mut QueryStats,
+    ) -> Result<Vec<Vec<u8>>> {
+        Ok(Vec::new())
+    }
+
     /// Up to `max` records after `after` (from the start if `None`), in pk order.
     fn scan(
         &mut self,
@@ -413,7 +428,7 @@ pub fn for_each_match(
     let checker = Checker::new(filter, Some(attr), &wants);
     // An index range read for the filter's only condition holds exactly the records meeting
     // it (and live entries are exact): nothing to check.
-    let exact = filter.conditions.len() == 1;
+    let exact = filter.conditions.len() == 1 && filter.conditions[0].0 == *attr;
     let mut visit = |records: &mut dyn Records, e: Entry<'_>, stats: &mut QueryStats| {
         let value = match e.addr {
             Some(addr) => Some(records.read_at(e.pk, addr, stats)?),

@@ -1,10 +1,11 @@
 //! Top-K: the records meeting a filter with the largest (or smallest) values of an attribute.
 
-use super::exec::{for_each_match, QueryStats, Records, Wants};
-use super::plan::Plan;
-use super::Filter;
+use super::exec::{for_each_match, EntryBatch, EntryVisitor, Match, QueryStats, Records, Wants};
+use super::plan::{Access, Plan};
+use super::{Filter, KeyRange};
 use crate::error::Result;
-use crate::index::{AttrPath, AttrValue, Scalar};
+use crate::index::{AttrPath, AttrValue, IndexKind, Scalar};
+use crate::key::{Nsid, SeqNo, ValueAddr};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -80,6 +81,97 @@ pub struct TopSpec {
 /// Heap entries a top-K reserves at most before it has seen a record.
 const TOP_PREALLOC: usize = 1024;
 
+/// The `k` best records seen so far.
+struct Best<'a> {
+    heap: BinaryHeap<Candidate>,
+    desc: bool,
+    k: usize,
+    projection: Option<&'a [AttrPath]>,
+}
+
+impl<'a> Best<'a> {
+    fn new(spec: &'a TopSpec) -> Self {
+        Best {
+            // Never sized from `k` alone: `k` comes from a client, and a heap of 10^15
+            // entries aborts the process on allocation (`catch_unwind` cannot catch that).
+            // The heap grows only with the records that actually match.
+            heap: BinaryHeap::with_capacity(spec.k.min(TOP_PREALLOC).saturating_add(1)),
+            desc: spec.desc,
+            k: spec.k,
+            projection: spec.projection.as_deref(),
+        }
+    }
+
+    /// What a walk reads of each record: the key ranked by, with the filter's attributes;
+    /// the record itself only for a projection.
+    fn wants<'b>(&self, by: &'b [&'b AttrPath]) -> Wants<'b> {
+        Wants {
+            record: self.projection.is_some(),
+            attrs: by,
+        }
+    }
+
+    /// Takes `m` if it ranks among the best `k` so far.
+    fn offer(&mut self, m: &Match<'_>) {
+        let Some(Some(AttrValue::Scalar(key))) = m.attrs.first() else {
+            return;
+        };
+        let mut e = Candidate {
+            key: key.clone(),
+            pk: Bytes::copy_from_slice(m.pk),
+            desc: self.desc,
+            projection: None,
+        };
+        let full = self.heap.len() >= self.k;
+        if full && self.heap.peek().is_none_or(|worst| e >= *worst) {
+            return;
+        }
+        // Projected only once it takes a place (most records of a big scan do not).
+        e.projection = self.projection.zip(m.doc).map(|(p, doc)| doc.project(p));
+        if full {
+            self.heap.pop();
+        }
+        self.heap.push(e);
+    }
+
+    /// Whether no entry of the index past `bound` (an entry key; below it when ranking
+    /// largest first, at or above it otherwise) can take a place: `k` are kept and the
+    /// worst of them ranks before every secondary key there.
+    fn settled_past(&self, bound: &[u8]) -> bool {
+        let Some(worst) = self.heap.peek().filter(|_| self.heap.len() >= self.k) else {
+            return false;
+        };
+        let Some((sk, _)) = Scalar::decode(bound) else {
+            return false;
+        };
+        // Below `bound` a key equal to its secondary key may come with a smaller pk, which
+        // ranks first among equals: only a strictly smaller key is out. At or above it, an
+        // equal key comes with a larger pk than any kept one of that key.
+        match self.desc {
+            true => sk < worst.key,
+            false => sk >= worst.key,
+        }
+    }
+
+    fn finish(self, stats: &mut QueryStats) -> Vec<Ranked> {
+        let out: Vec<Ranked> = self
+            .heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|e| Ranked {
+                pk: e.pk,
+                key: e.key.to_json(),
+                projection: e.projection,
+            })
+            .collect();
+        stats.bytes_returned += out
+            .iter()
+            .map(|r| r.pk.len() + r.projection.as_ref().map_or(0, |p| p.to_string().len()))
+            .sum::<usize>() as u64;
+        out
+    }
+}
+
 /// The `k` records meeting `filter` with the smallest (or, `desc`, largest) scalar at `by`,
 /// ties broken by pk; records without a scalar there are left out.
 pub fn top_k(
@@ -89,59 +181,251 @@ pub fn top_k(
     spec: &TopSpec,
     stats: &mut QueryStats,
 ) -> Result<Vec<Ranked>> {
-    let TopSpec {
-        by,
-        desc,
-        k,
-        projection,
-    } = spec;
-    let (desc, k, projection) = (*desc, *k, projection.as_deref());
-    // Never sized from `k` alone: `k` comes from a client, and a heap of 10^15 entries aborts
-    // the process on allocation (`catch_unwind` cannot catch that). The heap grows only with
-    // the records that actually match.
-    let mut heap: BinaryHeap<Candidate> =
-        BinaryHeap::with_capacity(k.min(TOP_PREALLOC).saturating_add(1));
+    let mut best = Best::new(spec);
     // The key ranked by is read with the filter's attributes; without a projection, through
     // an index on it that decides the whole filter, no record is read.
-    let wants = Wants {
-        record: projection.is_some(),
-        attrs: &[by],
-    };
-    if k > 0 {
+    let by = [&spec.by];
+    if spec.k > 0 {
+        let wants = best.wants(&by);
         for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
-            if let Some(Some(AttrValue::Scalar(key))) = m.attrs.first() {
-                let mut e = Candidate {
-                    key: key.clone(),
-                    pk: Bytes::copy_from_slice(m.pk),
-                    desc,
-                    projection: None,
-                };
-                let full = heap.len() >= k;
-                if full && heap.peek().is_none_or(|worst| e >= *worst) {
-                    return Ok(true);
-                }
-                // Projected only once it takes a place (most records of a big scan do not).
-                e.projection = projection.zip(m.doc).map(|(p, doc)| doc.project(p));
-                if full {
-                    heap.pop();
-                }
-                heap.push(e);
-            }
+            best.offer(&m);
             Ok(true)
         })?;
     }
-    let out: Vec<Ranked> = heap
-        .into_sorted_vec()
+    Ok(best.finish(stats))
+}
+
+/// An index on the attribute a top-K ranks by.
+#[derive(Clone, Debug)]
+pub struct RankIndex {
+    pub id: Nsid,
+    pub kind: IndexKind,
+    /// Its ranges the walk reads: those of the filter's condition on the attribute, or
+    /// every secondary key.
+    pub ranges: Vec<KeyRange>,
+}
+
+/// Piece bounds a ranked walk asks for at first (about a table block of entries each).
+const RANK_BOUNDS: usize = 4096;
+/// Blocks of entries in a ranked walk's largest piece (its first piece has one).
+const RANK_PIECE_MAX: usize = 64;
+
+/// [`top_k`] through the index on the attribute ranked by, walked from the end the ranking
+/// starts at, in pieces of the index's key space (one table block of entries first, then
+/// doubling), until no entry left can take a place: a top-K of a few records reads about
+/// as many records as it takes to find them, not every record meeting the filter. Records
+/// are read only where the index does not decide the filter; at most `budget` of them
+/// (`None`: no bound), else it gives up and says so (`Ok(None)`): the filter's own plan
+/// then costs less.
+pub fn top_k_ranked(
+    records: &mut dyn Records,
+    filter: &Filter,
+    index: &RankIndex,
+    spec: &TopSpec,
+    budget: Option<u64>,
+    stats: &mut QueryStats,
+) -> Result<Option<Vec<Ranked>>> {
+    let mut best = Best::new(spec);
+    if spec.k == 0 || index.ranges.is_empty() {
+        return Ok(Some(best.finish(stats)));
+    }
+    let (first, last) = (&index.ranges[0], &index.ranges[index.ranges.len() - 1]);
+    let within = |b: &Vec<u8>| {
+        b.as_slice() > first.start.as_slice()
+            && last
+                .end
+                .as_ref()
+                .is_none_or(|e| b.as_slice() < e.as_slice())
+    };
+    let mut bounds: Vec<Vec<u8>> = records
+        .piece_bounds(index.id, spec.desc, RANK_BOUNDS, stats)?
         .into_iter()
-        .map(|e| Ranked {
-            pk: e.pk,
-            key: e.key.to_json(),
-            projection: e.projection,
-        })
+        .filter(within)
         .collect();
-    stats.bytes_returned += out
+    if spec.desc {
+        bounds.reverse();
+    }
+    let mut budgeted = Budgeted {
+        inner: records,
+        left: budget,
+        exhausted: false,
+    };
+    let by = [&spec.by];
+    let wants = best.wants(&by);
+    // The piece's far end: `None` is the end of the ranges.
+    let mut from: Option<Vec<u8>> = None;
+    let (mut taken, mut step) = (0, 1);
+    loop {
+        let to = bounds.get(taken + step - 1).cloned();
+        taken = (taken + step).min(bounds.len());
+        step = (step * 2).min(RANK_PIECE_MAX);
+        let (lo, hi) = match spec.desc {
+            true => (to.as_deref(), from.as_deref()),
+            false => (from.as_deref(), to.as_deref()),
+        };
+        let plan = Plan {
+            access: Access::Index {
+                id: index.id,
+                attr: spec.by.clone(),
+                kind: index.kind,
+                ranges: clip(&index.ranges, lo, hi),
+            },
+            estimate: None,
+        };
+        // Smallest first, matches come in rank order (secondary key, then pk): the first
+        // `k` are the answer.
+        for_each_match(
+            &mut budgeted,
+            filter,
+            &plan,
+            None,
+            None,
+            wants,
+            stats,
+            &mut |m| {
+                best.offer(&m);
+                Ok(spec.desc || best.heap.len() < spec.k)
+            },
+        )?;
+        if budgeted.exhausted {
+            return Ok(None);
+        }
+        match to {
+            Some(b) if !best.settled_past(&b) => from = Some(b),
+            _ => return Ok(Some(best.finish(stats))),
+        }
+    }
+}
+
+/// `ranges` (in order, disjoint) cut to `[lo, hi)` (`None`: no bound on that side).
+fn clip(ranges: &[KeyRange], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<KeyRange> {
+    ranges
         .iter()
-        .map(|r| r.pk.len() + r.projection.as_ref().map_or(0, |p| p.to_string().len()))
-        .sum::<usize>() as u64;
-    Ok(out)
+        .filter_map(|r| {
+            let start = match lo {
+                Some(lo) if lo > r.start.as_slice() => lo.to_vec(),
+                _ => r.start.clone(),
+            };
+            let end = match (&r.end, hi) {
+                (Some(e), Some(hi)) => Some(e.as_slice().min(hi).to_vec()),
+                (e, hi) => e.clone().or(hi.map(<[u8]>::to_vec)),
+            };
+            end.as_ref()
+                .is_none_or(|e| start.as_slice() < e.as_slice())
+                .then_some(KeyRange { start, end })
+        })
+        .collect()
+}
+
+/// A store whose record reads are counted down from a budget: once spent, no record is read
+/// and the walk ends (its index reads come back empty).
+struct Budgeted<'a> {
+    inner: &'a mut dyn Records,
+    left: Option<u64>,
+    exhausted: bool,
+}
+
+impl Budgeted<'_> {
+    /// Whether one more record may be read (and counts it).
+    fn take(&mut self) -> bool {
+        match &mut self.left {
+            None => true,
+            Some(0) => {
+                self.exhausted = true;
+                false
+            }
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+        }
+    }
+}
+
+impl Records for Budgeted<'_> {
+    fn index_entries(
+        &mut self,
+        index: Nsid,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+        max: usize,
+        out: &mut EntryBatch,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        if self.exhausted {
+            out.clear();
+            return Ok(());
+        }
+        self.inner
+            .index_entries(index, range, after, max, out, stats)
+    }
+
+    fn superseded(&mut self, pk: &[u8], seq: SeqNo, stats: &mut QueryStats) -> Result<bool> {
+        self.inner.superseded(pk, seq, stats)
+    }
+
+    fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
+        match self.take() {
+            true => self.inner.get(pk, stats),
+            false => Ok(None),
+        }
+    }
+
+    fn reads_ahead(&self) -> bool {
+        self.inner.reads_ahead()
+    }
+
+    fn prefetch(&mut self, reads: &[(Bytes, ValueAddr)]) {
+        self.inner.prefetch(reads)
+    }
+
+    fn read_at(&mut self, pk: &[u8], addr: ValueAddr, stats: &mut QueryStats) -> Result<Bytes> {
+        match self.take() {
+            true => self.inner.read_at(pk, addr, stats),
+            // Not JSON: meets no filter and holds no key to rank by.
+            false => Ok(Bytes::new()),
+        }
+    }
+
+    fn for_each_live_entry(
+        &mut self,
+        index: Nsid,
+        kind: IndexKind,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+        stats: &mut QueryStats,
+        f: &mut EntryVisitor<'_>,
+    ) -> Result<bool> {
+        self.inner
+            .for_each_live_entry(index, kind, range, after, stats, f)
+    }
+
+    fn count_entries(
+        &mut self,
+        index: Nsid,
+        kind: IndexKind,
+        range: &KeyRange,
+        stats: &mut QueryStats,
+    ) -> Result<u64> {
+        self.inner.count_entries(index, kind, range, stats)
+    }
+
+    fn piece_bounds(
+        &mut self,
+        index: Nsid,
+        from_top: bool,
+        max: usize,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<Vec<u8>>> {
+        self.inner.piece_bounds(index, from_top, max, stats)
+    }
+
+    fn scan(
+        &mut self,
+        after: Option<&[u8]>,
+        max: usize,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<(Bytes, Bytes)>> {
+        self.inner.scan(after, max, stats)
+    }
 }

@@ -165,6 +165,35 @@ impl TableReader {
         Ok((self.filter(c)?, self.index(c, fill_cache)?))
     }
 
+    /// The user keys (without the namespace) of namespace `ns` that end the table's data
+    /// blocks, in order: each splits the namespace's entries in the table at a block, which
+    /// a walk that wants pieces of a range in order can start from. Reads the index block
+    /// (cached as a get's).
+    pub fn block_ends(&self, ns: crate::key::Nsid, c: &Counters) -> Result<Vec<Vec<u8>>> {
+        if !self.nstable.iter().any(|r| r.nsid == ns) {
+            return Ok(Vec::new());
+        }
+        let index = self.index(c, true)?;
+        let mut it = index.iter();
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() {
+            let user = crate::key::ikey_user(it.key());
+            if crate::key::ikey_nsid(user) == ns && user.len() >= crate::key::NSID_LEN {
+                out.push(user[crate::key::NSID_LEN..].to_vec());
+            }
+            it.advance();
+        }
+        if it.corrupt() {
+            return Err(Error::corruption(
+                &self.name,
+                self.footer.index.offset,
+                "bad index block",
+            ));
+        }
+        Ok(out)
+    }
+
     /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.
     pub fn filter_allows(filter: Option<&Bytes>, hash: u64, c: &Counters) -> bool {
         Counters::add(&c.local().filter_probes, 1);
