@@ -96,7 +96,42 @@ pub fn ikey_nsid(ikey: &[u8]) -> Nsid {
 pub fn cmp_ikey(a: &[u8], b: &[u8]) -> Ordering {
     let (au, at) = a.split_at(a.len().saturating_sub(TRAILER_LEN));
     let (bu, bt) = b.split_at(b.len().saturating_sub(TRAILER_LEN));
-    au.cmp(bu).then_with(|| bt.cmp(at))
+    cmp_bytes(au, bu).then_with(|| cmp_bytes(bt, at))
+}
+
+/// The byte order of `a` and `b` (as `<[u8]>::cmp`), eight bytes at a time. Keys are short,
+/// and a call to `memcmp` per comparison cost more than the comparison itself: an index
+/// walk spent a quarter of its time in it.
+#[inline]
+pub fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let (mut x, mut y) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
+    for (p, q) in (&mut x).zip(&mut y) {
+        let (p, q) = (word(p), word(q));
+        if p != q {
+            return p.cmp(&q);
+        }
+    }
+    for (p, q) in x.remainder().iter().zip(y.remainder()) {
+        if p != q {
+            return p.cmp(q);
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// Whether `a` and `b` hold the same bytes ([`cmp_bytes`]'s way).
+#[inline]
+pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && cmp_bytes(a, b) == Ordering::Equal
+}
+
+/// Eight bytes as a big-endian word (`c` holds eight: a `chunks_exact(8)` chunk).
+#[inline]
+fn word(c: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(c);
+    u64::from_be_bytes(w)
 }
 
 /// Where a record sits in the value log: the whole record, header included.
@@ -213,6 +248,22 @@ mod tests {
         let mut v = vec![b.clone(), ab.clone(), a1.clone(), ns1.clone(), a2.clone()];
         v.sort_by(|x, y| cmp_ikey(x, y));
         assert_eq!(v, vec![a2, a1, ab, b, ns1]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cmp_bytes_is_the_slice_order(
+            a in proptest::collection::vec(0u8..4, 0..40),
+            b in proptest::collection::vec(0u8..4, 0..40),
+            shared in proptest::collection::vec(proptest::num::u8::ANY, 0..24),
+        ) {
+            // A common prefix of any length, then bytes from a small alphabet: equal words,
+            // equal prefixes of unequal length and differences at every position.
+            let (a, b) = ([&shared[..], &a].concat(), [&shared[..], &b].concat());
+            proptest::prop_assert_eq!(cmp_bytes(&a, &b), a.cmp(&b));
+            proptest::prop_assert_eq!(bytes_eq(&a, &b), a == b);
+            proptest::prop_assert_eq!(cmp_bytes(&a, &a), std::cmp::Ordering::Equal);
+        }
     }
 
     #[test]

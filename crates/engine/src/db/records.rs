@@ -131,6 +131,73 @@ impl SnapshotRecords {
         }
     }
 
+    /// [`Records::superseded`] with the entry's seqno asked of `seq` only when a memtable
+    /// may hold a version of `pk` (decoding it cost more than the rest of the check).
+    fn superseded_by(
+        &mut self,
+        pk: &[u8],
+        seq: impl Fn() -> Result<SeqNo>,
+        stats: &mut QueryStats,
+    ) -> Result<bool> {
+        let sv = &self.sv;
+        // Right after a flush (or on a database at rest) there is nothing to look in.
+        if sv.imm.is_empty() && sv.mem.is_empty() {
+            return Ok(false);
+        }
+        self.checks += 1;
+        if self.newest.is_none() && (self.checks == 1 || self.checks == self.next_try) {
+            // The maps another query took, at once; else, after many checks, the namespace's
+            // memtable keys walked, if that costs no more than the checks so far (else tried
+            // again at twice as many).
+            let t = Instant::now();
+            let max = match self.checks {
+                1 => 0,
+                _ => {
+                    self.next_try *= 2;
+                    self.checks
+                }
+            };
+            let visible = self.inner.writes.visible_seq.load(Ordering::Acquire);
+            self.newest = key_hashes(sv, self.ns, self.seq, visible, max);
+            stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        }
+        // The maps answer in a few nanoseconds (untimed): a pk not there, or with no version
+        // newer than `seq`, or whose newest version there is newer and visible to this read.
+        // Else (a version past the snapshot, or keys whose hashes collide) the memtables
+        // say exactly.
+        if let Some(maps) = &self.newest {
+            let h = key_hash(pk);
+            let mut unsure = false;
+            for m in maps.iter() {
+                let Some((s, k)) = m.get(h) else {
+                    continue;
+                };
+                if *s <= seq()? {
+                    continue;
+                }
+                match k {
+                    Some(k) if *s <= self.seq && key::bytes_eq(&k[key::NSID_LEN..], pk) => {
+                        return Ok(true)
+                    }
+                    _ => unsure = true,
+                }
+            }
+            if !unsure {
+                return Ok(false);
+            }
+        }
+        let seq = seq()?;
+        key::put_user_part(&mut self.user_key, self.ns, pk);
+        let t = Instant::now();
+        // The newest memtable holding the pk has its newest version.
+        let newer = std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .find_map(|m| m.get(&self.user_key, self.seq))
+            .is_some_and(|(s, _)| s > seq);
+        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
+        Ok(newer)
+    }
+
     /// [`Records::for_each_live_entry`] in place: the walk's entries borrowed, never copied
     /// out. Without `parts` (a count), an entry is not taken apart unless it must be checked
     /// against the memtables; `f` then gets empty secondary keys and pks.
@@ -156,7 +223,11 @@ impl SnapshotRecords {
         let (mut entries, mut to_the_end) = (0u64, true);
         while scan.valid() {
             let key = scan.key();
-            if range.end.as_ref().is_some_and(|e| key >= e.as_slice()) {
+            if range
+                .end
+                .as_ref()
+                .is_some_and(|e| key::cmp_bytes(key, e).is_ge())
+            {
                 break;
             }
             if scan.kind() == Kind::Put {
@@ -166,8 +237,10 @@ impl SnapshotRecords {
                     (true, false) => (&[][..], &[][..]),
                     (true, true) => split_entry_key(key).ok_or_else(malformed)?,
                     (false, _) => {
-                        let (sk, pk, seq) = entry_parts(kind, key, payload)?;
-                        if self.superseded(pk, seq, stats)? {
+                        let (sk, pk) = split_entry_key(key).ok_or_else(malformed)?;
+                        // The entry's seqno is decoded only if a memtable may hold its pk.
+                        let seq = || entry_parts(kind, key, payload).map(|(_, _, seq)| seq);
+                        if self.superseded_by(pk, seq, stats)? {
                             scan.next()?;
                             continue;
                         }
@@ -308,58 +381,7 @@ impl Records for SnapshotRecords {
     }
 
     fn superseded(&mut self, pk: &[u8], seq: SeqNo, stats: &mut QueryStats) -> Result<bool> {
-        let sv = &self.sv;
-        // Right after a flush (or on a database at rest) there is nothing to look in.
-        if sv.imm.is_empty() && sv.mem.is_empty() {
-            return Ok(false);
-        }
-        self.checks += 1;
-        if self.newest.is_none() && (self.checks == 1 || self.checks == self.next_try) {
-            // The maps another query took, at once; else, after many checks, the namespace's
-            // memtable keys walked, if that costs no more than the checks so far (else tried
-            // again at twice as many).
-            let t = Instant::now();
-            let max = match self.checks {
-                1 => 0,
-                _ => {
-                    self.next_try *= 2;
-                    self.checks
-                }
-            };
-            let visible = self.inner.writes.visible_seq.load(Ordering::Acquire);
-            self.newest = key_hashes(sv, self.ns, self.seq, visible, max);
-            stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
-        }
-        // The maps answer in a few nanoseconds (untimed): a pk not there, or with no version
-        // newer than `seq`, or whose newest version there is newer and visible to this read.
-        // Else (a version past the snapshot, or keys whose hashes collide) the memtables
-        // say exactly.
-        if let Some(maps) = &self.newest {
-            let h = key_hash(pk);
-            let mut unsure = false;
-            for m in maps.iter() {
-                match m.get(h) {
-                    None => {}
-                    Some((s, _)) if *s <= seq => {}
-                    Some((s, Some(k))) if *s <= self.seq && k.get(key::NSID_LEN..) == Some(pk) => {
-                        return Ok(true)
-                    }
-                    Some(_) => unsure = true,
-                }
-            }
-            if !unsure {
-                return Ok(false);
-            }
-        }
-        key::put_user_part(&mut self.user_key, self.ns, pk);
-        let t = Instant::now();
-        // The newest memtable holding the pk has its newest version.
-        let newer = std::iter::once(&sv.mem)
-            .chain(sv.imm.iter().map(|f| &f.mem))
-            .find_map(|m| m.get(&self.user_key, self.seq))
-            .is_some_and(|(s, _)| s > seq);
-        stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
-        Ok(newer)
+        self.superseded_by(pk, || Ok(seq), stats)
     }
 
     fn read_at(

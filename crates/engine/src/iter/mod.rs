@@ -198,7 +198,7 @@ impl SnapshotScan {
                 // Namespaces are contiguous in key order: nothing of `ns` follows.
                 return Ok(());
             }
-            if seq > self.snapshot || skip == Some(user) {
+            if seq > self.snapshot || skip.is_some_and(|s| key::bytes_eq(s, user)) {
                 self.merged.advance()?;
                 continue;
             }
