@@ -176,7 +176,10 @@ impl SnapshotRecords {
                     continue;
                 }
                 match k {
-                    Some(k) if *s <= self.seq && key::bytes_eq(&k[key::NSID_LEN..], pk) => {
+                    Some(k)
+                        if *s <= self.seq
+                            && k.get(key::NSID_LEN..).is_some_and(|k| key::bytes_eq(k, pk)) =>
+                    {
                         return Ok(true)
                     }
                     _ => unsure = true,
@@ -334,10 +337,11 @@ impl Records for SnapshotRecords {
     ) -> Result<Vec<Vec<u8>>> {
         let t = Instant::now();
         let v = &self.sv.version;
-        let mut tables: Vec<&Arc<crate::version::TableHandle>> = v.levels[0]
+        let mut tables: Vec<&Arc<crate::version::TableHandle>> = v
+            .levels
             .iter()
+            .flatten()
             .chain(v.runs_of(index))
-            .chain(v.levels[1..].iter().flatten())
             .filter(|t| t.may_hold_namespace(index))
             .collect();
         // The tables nearest the end the walk starts from first: their blocks bound its
