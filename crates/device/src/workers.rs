@@ -32,6 +32,26 @@ pub(crate) fn answer(
     resp
 }
 
+/// A query answered on the network thread if it needs at most the device's inline work
+/// (`Shared::answer_small_query`), recorded as `answer` records a command; `None`: it goes
+/// to a worker.
+pub(crate) fn answer_small_query(
+    shared: &Shared,
+    cmd: &Command,
+    arrived: quanta::Instant,
+) -> Option<Response> {
+    let (cid, nsid) = (cmd.cid, cmd.nsid);
+    let opcode = cmd.request.opcode() as u8;
+    let resp = match catch_command(nsid, opcode, || shared.answer_small_query(cmd)) {
+        Ok(resp) => resp?,
+        Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
+    };
+    shared
+        .metrics
+        .record(nsid, opcode, resp.status.is_success(), arrived.elapsed());
+    Some(resp)
+}
+
 pub struct Workers {
     tx: Mutex<Option<Sender<Job>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,

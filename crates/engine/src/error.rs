@@ -113,6 +113,14 @@ pub enum Error {
         /// The reserve.
         reserve: u64,
     },
+    /// A query run under a work limit ([`Namespace::with_query_work_limit`](crate::Namespace::with_query_work_limit))
+    /// needed more work than that: nothing was returned, and the same query without the
+    /// limit answers it whole.
+    #[error("the query needs more than {limit} units of work, its limit")]
+    WorkLimit {
+        /// The limit it ran under.
+        limit: u64,
+    },
     /// The database is closed.
     #[error("database is closed")]
     Closed,
@@ -157,6 +165,8 @@ pub enum ErrorKind {
     UnknownIndex,
     /// A namespace's capacity, or the device-wide reserve, refuses the write.
     CapacityExceeded,
+    /// A query run under a work limit needed more.
+    WorkLimit,
     /// The database is closed.
     Closed,
     /// The database turned read-only after a background error.
@@ -181,6 +191,7 @@ impl Error {
             Error::CapacityExceeded { .. } | Error::ReserveReached { .. } => {
                 ErrorKind::CapacityExceeded
             }
+            Error::WorkLimit { .. } => ErrorKind::WorkLimit,
             Error::Closed => ErrorKind::Closed,
             Error::Background(_) => ErrorKind::Background,
         }
@@ -258,6 +269,7 @@ impl Error {
             },
             Error::UnknownIndex(a) => Error::UnknownIndex(a.clone()),
             Error::InvalidQuery(m) => Error::InvalidQuery(m.clone()),
+            Error::WorkLimit { limit } => Error::WorkLimit { limit: *limit },
             Error::CapacityExceeded {
                 ns,
                 used,
@@ -335,6 +347,7 @@ mod kind_tests {
                 },
                 ErrorKind::IndexExists,
             ),
+            (Error::WorkLimit { limit: 5 }, ErrorKind::WorkLimit),
             (Error::Closed, ErrorKind::Closed),
             (Error::Background("b".into()), ErrorKind::Background),
         ] {

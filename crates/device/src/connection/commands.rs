@@ -3,7 +3,7 @@
 
 use super::{refuse, Reader};
 use crate::put_batch::HeldPut;
-use crate::workers::answer;
+use crate::workers::{answer, answer_small_query};
 use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Frame, Status};
 use tokio::sync::OwnedSemaphorePermit;
@@ -103,6 +103,10 @@ impl Reader {
             if shared.runs_inline(&cmd) {
                 // Cannot block for long: answered here, without two hand-offs between threads.
                 let resp = answer(shared, cmd, &self.iters, arrived);
+                let _ = self.tx.send((resp, Some(permit)));
+                return;
+            }
+            if let Some(resp) = answer_small_query(shared, &cmd, arrived) {
                 let _ = self.tx.send((resp, Some(permit)));
                 return;
             }

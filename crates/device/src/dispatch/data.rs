@@ -6,6 +6,7 @@ use super::{Outcome, Shared, INLINE_MAX_VALUE, STRIPES};
 use bytes::Bytes;
 use cerberus_engine::Readable;
 use cerberus_engine::{WriteBatch, WriteOptions, WritePressure};
+use cerberus_proto::Response;
 use cerberus_proto::{value_size_refusal, BatchWrite, Command, Reply, Request, Status, StoreMode};
 use parking_lot::Mutex;
 use std::hash::{Hash, Hasher};
@@ -99,11 +100,50 @@ impl Shared {
         }
     }
 
+    /// `cmd` answered here if it is a query that needs at most `inline_query_work` units of
+    /// the engine's work (`Namespace::with_query_work_limit`), where point commands run
+    /// inline; `None` if it must go to a worker (a query that stopped at the limit returned
+    /// nothing and changed nothing, and runs there whole).
+    pub fn answer_small_query(&self, cmd: &Command) -> Option<Response> {
+        let Request::Query { query } = &cmd.request else {
+            return None;
+        };
+        let work = self.config.inline_query_work;
+        if work == 0 || !self.inline_allowed() {
+            return None;
+        }
+        #[cfg(feature = "fault-injection")]
+        if let Some(resp) = super::fault::intercept(cmd) {
+            return Some(resp);
+        }
+        let outcome = self.query_within(cmd.nsid, query, work);
+        match outcome {
+            Some(_) => self.metrics.queries_inline.inc(),
+            None => self.metrics.queries_off_loop.inc(),
+        };
+        let (cid, nsid, opcode) = (cmd.cid, cmd.nsid, cmd.request.opcode() as u8);
+        Some(match outcome? {
+            Ok(reply) => Response {
+                cid,
+                nsid,
+                opcode,
+                status: Status::Success,
+                reply,
+            },
+            Err((status, message)) => Response::error(cid, nsid, opcode, status, message),
+        })
+    }
+
+    /// Whether commands that cannot block for long may run on the network thread: on files,
+    /// without a sync per write, and `inline_commands` on.
+    fn inline_allowed(&self) -> bool {
+        self.config.inline_commands
+            && !self.config.sync
+            && self.config.storage == crate::config::StorageChoice::Posix
+    }
+
     fn inline_shape(&self, cmd: &Command) -> Inline {
-        if !self.config.inline_commands
-            || self.config.sync
-            || self.config.storage != crate::config::StorageChoice::Posix
-        {
+        if !self.inline_allowed() {
             return Inline::No;
         }
         match &cmd.request {

@@ -19,12 +19,31 @@ impl Shared {
         queries::list_indexes(&self.namespace(ns)?, engine)
     }
 
-    pub(super) fn query(&self, ns: u32, query: &[u8]) -> Outcome {
-        let bounds = QueryBounds {
+    fn query_bounds(&self) -> QueryBounds {
+        QueryBounds {
             max_results: self.config.max_query_results,
             max_page_bytes: self.config.max_iter_batch_bytes,
             max_reply_bytes: self.config.reply_bytes_bound(),
-        };
-        queries::run(&self.namespace(ns)?, query, &bounds, engine)
+        }
+    }
+
+    pub(super) fn query(&self, ns: u32, query: &[u8]) -> Outcome {
+        queries::run(&self.namespace(ns)?, query, &self.query_bounds(), engine)
+    }
+
+    /// `query` run under the engine work limit `work`
+    /// (`Namespace::with_query_work_limit`): its outcome, or `None` if it needs more (it
+    /// returned nothing and changed nothing: run it again without the limit).
+    pub(super) fn query_within(&self, ns: u32, query: &[u8], work: u64) -> Option<Outcome> {
+        let bounds = self.query_bounds();
+        let over = std::cell::Cell::new(false);
+        let out = self.with_namespace(ns, |h| {
+            let limited = h.with_query_work_limit(work);
+            queries::run(&limited, query, &bounds, |e| {
+                over.set(e.kind() == cerberus_engine::ErrorKind::WorkLimit);
+                engine(e)
+            })
+        });
+        (!over.get()).then_some(out)
     }
 }

@@ -45,6 +45,10 @@ pub struct Metrics {
     /// made them wait: pieces of held puts, puts and deletes that would have run inline, and
     /// commands stored with their namespace's held puts.
     pub writes_off_loop: Counter,
+    /// Queries answered on the network thread that read them, within the work limit.
+    pub queries_inline: Counter,
+    /// Queries tried there that needed more work and ran on a worker.
+    pub queries_off_loop: Counter,
     /// Runs of pipelined gets answered by one engine read.
     pub get_batches: Counter,
     /// The gets of those runs.
@@ -128,6 +132,16 @@ impl Metrics {
                 "Writes carried out on a worker because the engine would have slowed them \
                  down or made them wait.",
                 &self.writes_off_loop,
+            ),
+            (
+                "cerberus_queries_inline",
+                "Queries answered on the network thread, within inline_query_work.",
+                &self.queries_inline,
+            ),
+            (
+                "cerberus_queries_off_loop",
+                "Queries that needed more than inline_query_work and ran on a worker.",
+                &self.queries_off_loop,
             ),
             (
                 "cerberus_get_batches",

@@ -25,6 +25,8 @@ pub struct Namespace {
     pub(super) inner: Arc<Inner>,
     pub(super) entry: Arc<NsEntry>,
     pub(super) write_options: WriteOptions,
+    /// Most units of work one query through this handle may take (`with_query_work_limit`).
+    pub(super) query_work: Option<u64>,
 }
 
 impl std::fmt::Debug for Namespace {
@@ -33,6 +35,7 @@ impl std::fmt::Debug for Namespace {
             .field("id", &self.entry.id)
             .field("name", &self.entry.name)
             .field("write_options", &self.write_options)
+            .field("query_work", &self.query_work)
             .finish()
     }
 }
@@ -43,6 +46,7 @@ impl Namespace {
             inner,
             entry,
             write_options: WriteOptions::default(),
+            query_work: None,
         }
     }
 
@@ -61,6 +65,19 @@ impl Namespace {
     pub fn with_write_options(&self, options: WriteOptions) -> Namespace {
         Namespace {
             write_options: options,
+            ..self.clone()
+        }
+    }
+
+    /// This handle with a limit on the work of each query through it (find, top, aggregate,
+    /// get_by_secondary; snapshots taken from it keep the limit): a query that would read
+    /// more than `units` index entries, counting each record it reads as
+    /// [`RECORD_WORK`](crate::RECORD_WORK) entries, stops with [`Error::WorkLimit`](crate::Error::WorkLimit) and
+    /// returns nothing. For a caller that answers small queries where it stands and hands
+    /// the others to threads of their own (the device's network threads do).
+    pub fn with_query_work_limit(&self, units: u64) -> Namespace {
+        Namespace {
+            query_work: Some(units),
             ..self.clone()
         }
     }

@@ -32,6 +32,7 @@ pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
 pub use query::{FindOptions, TopOptions};
 pub use query_doc::QueryOutput;
 pub use readable::Readable;
+pub use records::RECORD_WORK;
 pub use snapshot::Snapshot;
 pub use usage::{NamespaceSpace, Usage};
 

@@ -121,6 +121,7 @@ impl Inner {
         self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
+        work: Option<u64>,
         filter: &Filter,
         opts: &FindOptions,
     ) -> Result<QueryResult<Vec<Found>>> {
@@ -133,7 +134,7 @@ impl Inner {
                 "a keys-only find returns no values: it takes no projection".into(),
             ));
         }
-        let mut r = SnapshotRecords::new(self, e.id, seq);
+        let mut r = SnapshotRecords::new(self, e.id, seq, work);
         let mut stats = QueryStats::default();
         let resume = opts
             .continuation
@@ -210,6 +211,7 @@ impl Inner {
         self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
+        work: Option<u64>,
         attr: &str,
         value: &Value,
         limit: Option<usize>,
@@ -228,7 +230,7 @@ impl Inner {
             .find(|i| i.attr == path)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
         let ranges = crate::query::Condition::Eq(sk.clone()).key_ranges();
-        let mut r = SnapshotRecords::new(self, e.id, seq);
+        let mut r = SnapshotRecords::new(self, e.id, seq, work);
         if idx.def.ready.is_none_or(|from| from > seq) {
             // Being built, or built after this snapshot: the records say it themselves.
             let filter = Filter {
@@ -294,6 +296,7 @@ impl Inner {
         self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
+        work: Option<u64>,
         filter: &Filter,
         opts: &TopOptions,
     ) -> Result<QueryResult<Vec<Ranked>>> {
@@ -305,7 +308,7 @@ impl Inner {
             k: opts.k,
             projection: opts.projection.as_deref().map(parse_paths).transpose()?,
         };
-        let mut r = SnapshotRecords::new(self, e.id, seq);
+        let mut r = SnapshotRecords::new(self, e.id, seq, work);
         let mut stats = QueryStats::default();
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         if let Some((index, budget)) = self.rank_index(&mut r, filter, &plan, &spec, &mut stats)? {
@@ -392,12 +395,13 @@ impl Inner {
         self: &Arc<Self>,
         e: &NsEntry,
         seq: SeqNo,
+        work: Option<u64>,
         filter: &Filter,
         op: &Aggregate,
     ) -> Result<QueryResult<Value>> {
         self.check_open()?;
         e.check_live()?;
-        let mut r = SnapshotRecords::new(self, e.id, seq);
+        let mut r = SnapshotRecords::new(self, e.id, seq, work);
         let mut stats = QueryStats::default();
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         let v = query::aggregate(&mut r, filter, &plan, op, &mut stats)?;

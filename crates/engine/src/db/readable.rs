@@ -108,7 +108,8 @@ pub trait Readable: sealed::Sealed {
     fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<QueryResult<Vec<Found>>> {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
-        ns.inner.find(&ns.entry, snap.seq(), filter, opts)
+        ns.inner
+            .find(&ns.entry, snap.seq(), ns.query_work, filter, opts)
     }
 
     /// The pks of the records whose attribute `attr` equals `value` (at most `limit`, in
@@ -122,7 +123,7 @@ pub trait Readable: sealed::Sealed {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
         ns.inner
-            .get_by_secondary(&ns.entry, snap.seq(), attr, value, limit)
+            .get_by_secondary(&ns.entry, snap.seq(), ns.query_work, attr, value, limit)
     }
 
     /// The `opts.k` records meeting `filter` with the smallest (or, `desc`, largest) scalar
@@ -130,14 +131,16 @@ pub trait Readable: sealed::Sealed {
     fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<QueryResult<Vec<Ranked>>> {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
-        ns.inner.top(&ns.entry, snap.seq(), filter, opts)
+        ns.inner
+            .top(&ns.entry, snap.seq(), ns.query_work, filter, opts)
     }
 
     /// An aggregate over the records meeting `filter`.
     fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<QueryResult<Value>> {
         let snap = self.read_point().pinned();
         let ns = snap.namespace();
-        ns.inner.aggregate(&ns.entry, snap.seq(), filter, op)
+        ns.inner
+            .aggregate(&ns.entry, snap.seq(), ns.query_work, filter, op)
     }
 }
 

@@ -23,6 +23,10 @@ use std::sync::Arc;
 /// spent half its time there.
 const FIRST_TRY: usize = 128;
 
+/// Units of a query's work limit one record read takes (a primary lookup and a value read,
+/// ~1 us on files), against one for an index entry read (~50 ns).
+pub const RECORD_WORK: u64 = 16;
+
 /// Maps of key hashes of namespace `ns` in each of `sv`'s memtables (see
 /// [`crate::memtable::Memtable::key_hashes`]) that a read at `seq` may use: those taken
 /// already, or taken now if each memtable holds at most `max` entries of it (`max` 0: only
@@ -71,11 +75,14 @@ pub(super) struct SnapshotRecords {
     newest: Option<Vec<Arc<KeyHashes>>>,
     /// The value-log segment the last value read was in.
     segment: crate::vlog::LastSegment,
+    /// The work left under the query's limit, and the limit (`None`: no limit).
+    work: Option<(u64, u64)>,
     _pin: crate::vlog::ReadPin,
 }
 
 impl SnapshotRecords {
-    pub(super) fn new(inner: &Arc<Inner>, ns: Nsid, seq: SeqNo) -> Self {
+    /// The reads of a query on `ns` at `seq`, under a limit of `work` units if given.
+    pub(super) fn new(inner: &Arc<Inner>, ns: Nsid, seq: SeqNo, work: Option<u64>) -> Self {
         SnapshotRecords {
             inner: inner.clone(),
             ns,
@@ -89,7 +96,22 @@ impl SnapshotRecords {
             next_try: FIRST_TRY,
             newest: None,
             segment: Default::default(),
+            work: work.map(|w| (w, w)),
             _pin: inner.vlog_reader.pin(),
+        }
+    }
+
+    /// Takes `units` of the query's work limit, or stops the query once it is spent.
+    fn spend(&mut self, units: u64) -> Result<()> {
+        match &mut self.work {
+            None => Ok(()),
+            Some((left, limit)) => match left.checked_sub(units) {
+                Some(l) => {
+                    *left = l;
+                    Ok(())
+                }
+                None => Err(Error::WorkLimit { limit: *limit }),
+            },
         }
     }
 
@@ -233,6 +255,7 @@ impl SnapshotRecords {
             {
                 break;
             }
+            self.spend(1)?;
             if scan.kind() == Kind::Put {
                 let payload = scan.table_payload().ok_or_else(malformed)?;
                 entries += 1;
@@ -296,6 +319,7 @@ impl Records for SnapshotRecords {
         if let Some(last) = out.last_key() {
             self.walk = Some((index, last.to_vec(), scan));
         }
+        self.spend(out.len() as u64)?;
         stats.index_entries += out.len() as u64;
         stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
         Ok(())
@@ -359,11 +383,13 @@ impl Records for SnapshotRecords {
         }
         out.sort_unstable();
         out.dedup();
+        self.spend(out.len() as u64)?;
         stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
         Ok(out)
     }
 
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
+        self.spend(RECORD_WORK)?;
         let t = Instant::now();
         let hit = self
             .inner
@@ -394,6 +420,7 @@ impl Records for SnapshotRecords {
         addr: key::ValueAddr,
         stats: &mut QueryStats,
     ) -> Result<Bytes> {
+        self.spend(RECORD_WORK)?;
         let t = Instant::now();
         let ahead = match self.ahead.is_empty() {
             true => None,
@@ -451,6 +478,7 @@ impl Records for SnapshotRecords {
         let mut out = Vec::new();
         while scan.valid() && out.len() < max {
             if scan.kind() == Kind::Put {
+                self.spend(RECORD_WORK)?;
                 let key = Bytes::copy_from_slice(scan.key());
                 let (value, _) =
                     self.inner

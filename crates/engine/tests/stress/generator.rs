@@ -402,6 +402,7 @@ impl Gen {
                 ns: self.ns(),
                 q: self.query(),
                 doc: self.rng.gen_range(0..4) == 0,
+                work: (self.rng.gen_range(0..4) == 0).then(|| self.rng.gen_range(1..3_000)),
             },
             "snapshot" => Op::SnapOpen {
                 snap: self.rng.gen_range(0..SNAP_SLOTS),

@@ -172,11 +172,13 @@ pub enum Op {
     ListIndexes {
         ns: u8,
     },
-    /// A query on a namespace (`doc`: through `run_query`).
+    /// A query on a namespace (`doc`: through `run_query`; `work`: under that work limit,
+    /// where it may stop with `WorkLimit` instead of answering).
     Query {
         ns: u8,
         q: Query,
         doc: bool,
+        work: Option<u64>,
     },
     SnapOpen {
         snap: u8,
@@ -373,8 +375,12 @@ impl fmt::Display for Op {
                 write!(f, "drop_index ns{ns} {}", ATTRS[*attr as usize])
             }
             Op::ListIndexes { ns } => write!(f, "list_indexes ns{ns}"),
-            Op::Query { ns, q, doc } => {
-                write!(f, "{}ns{ns} {q}", if *doc { "run_query " } else { "" })
+            Op::Query { ns, q, doc, work } => {
+                write!(f, "{}ns{ns} {q}", if *doc { "run_query " } else { "" })?;
+                match work {
+                    Some(w) => write!(f, " (work limit {w})"),
+                    None => Ok(()),
+                }
             }
             Op::SnapOpen { snap, ns } => write!(f, "snapshot s{snap} = ns{ns}"),
             Op::SnapClose { snap } => write!(f, "release s{snap}"),

@@ -7,7 +7,7 @@ use super::ops::{key_bytes, short, Op, ATTRS};
 use super::queries::{check_answer, expect_query, filter_of, parse_json, run_engine_query};
 use super::run::{Cursor, DbRef, IterState, Session, Slot, SnapState};
 use cerberus_engine::Readable;
-use cerberus_engine::{Error, FindOptions, ReadOptions};
+use cerberus_engine::{Error, ErrorKind, FindOptions, ReadOptions};
 use serde_json::Value;
 
 impl Session {
@@ -52,7 +52,7 @@ impl Session {
                     Err(e) => Err(format!("list_indexes: {e}")),
                 }
             }
-            Op::Query { ns, q, doc } => {
+            Op::Query { ns, q, doc, work } => {
                 let Some((h, m)) = self.live(*ns) else {
                     let q = q.clone();
                     let doc = *doc;
@@ -64,7 +64,23 @@ impl Session {
                         }
                     });
                 };
+                let limited;
+                let h = match work {
+                    Some(w) => {
+                        cov("Namespace::with_query_work_limit");
+                        limited = h.with_query_work_limit(*w);
+                        &limited
+                    }
+                    None => h,
+                };
                 let got = run_engine_query(Err(h), q, *doc)?;
+                // Past its limit a query answers nothing; within it, exactly as without.
+                if matches!(&got, Err(e) if e.kind() == ErrorKind::WorkLimit) {
+                    if work.is_none() {
+                        return Err(format!("a query without a work limit stopped: {got:?}"));
+                    }
+                    return Ok("stopped at its work limit".into());
+                }
                 if faulty && (got.is_err() || !m.certain() || m.indexes_uncertain) {
                     return Ok("unchecked (fault)".into());
                 }
