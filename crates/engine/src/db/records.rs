@@ -257,15 +257,18 @@ impl SnapshotRecords {
             }
             self.spend(1)?;
             if scan.kind() == Kind::Put {
-                let payload = scan.table_payload().ok_or_else(malformed)?;
                 entries += 1;
                 let (sk, pk) = match (quiet, parts) {
                     (true, false) => (&[][..], &[][..]),
                     (true, true) => split_entry_key(key).ok_or_else(malformed)?,
                     (false, _) => {
                         let (sk, pk) = split_entry_key(key).ok_or_else(malformed)?;
-                        // The entry's seqno is decoded only if a memtable may hold its pk.
-                        let seq = || entry_parts(kind, key, payload).map(|(_, _, seq)| seq);
+                        // The entry's value, and its seqno in it, are read only if a memtable
+                        // may hold its pk.
+                        let seq = || {
+                            let payload = scan.table_payload().ok_or_else(malformed)?;
+                            entry_parts(kind, key, payload).map(|(_, _, seq)| seq)
+                        };
                         if self.superseded_by(pk, seq, stats)? {
                             scan.next()?;
                             continue;
