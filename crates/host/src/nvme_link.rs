@@ -1,15 +1,26 @@
 //! A client's connection over NVMe/TCP: each native command frame goes to the device as the
 //! vendor pair (Submit, then Fetch) on one I/O queue, several commands in flight, and the
-//! response frame Fetch brings back completes the caller as a native completion would. The
-//! in-flight bookkeeping is the native connection's; only the bytes' route differs.
+//! response frame Fetch brings back completes the caller as a native completion would. A
+//! point command the KV command set says as well (a Retrieve, Exist or Delete, or a Store
+//! without sync whose value fits in the capsule, of a key of at most 16 bytes, on a
+//! namespace this connection authenticated for) goes as that one KV command instead: one
+//! exchange instead of two, its completion made into the native response. The in-flight
+//! bookkeeping is the native connection's; only the bytes' route differs.
 
 use crate::connection::CloseOnExit;
 use crate::error::{Error, Result};
 use crate::inflight::Shared;
 use crate::nvme::{NvmeError, NvmeHost, NvmeTarget, VendorReply};
 use bytes::{Bytes, BytesMut};
-use cerberus_proto::nvme::{Digests, NvmeStatus, Pdu};
-use cerberus_proto::{split_frame, Header, Response, Status, HEADER_LEN};
+use cerberus_proto::nvme::{
+    Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, MAX_KV_KEY, STORE_ONLY_IF_ABSENT,
+    STORE_ONLY_IF_PRESENT,
+};
+use cerberus_proto::{
+    split_frame, Command, Frame, Header, Opcode, Reply, Request, Response, Status, StoreMode,
+    HEADER_LEN,
+};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -58,6 +69,8 @@ struct Flight {
     max: u32,
     submitted: Option<cerberus_proto::nvme::Cqe>,
     data: BytesMut,
+    /// Sent as this KV command (one exchange) instead of the vendor pair.
+    kv: Option<KvOpcode>,
 }
 
 /// Sends the queued frames as pairs, up to `DEPTH` commands ahead of their completions,
@@ -71,14 +84,18 @@ pub(crate) async fn run(
 ) {
     let _close = CloseOnExit(shared.clone());
     let mut flights: Vec<Flight> = Vec::with_capacity(DEPTH);
+    // The namespaces an Authenticate succeeded for on this connection: only their point
+    // commands take the KV route (the vendor pair says "not authenticated" for the others,
+    // as the native port does).
+    let mut authed = HashSet::new();
     loop {
         let step = tokio::select! {
             frame = frames.recv(), if flights.len() < DEPTH => match frame {
-                Some(frame) => send(&mut host, frame, &shared, &mut flights).await,
+                Some(frame) => send(&mut host, frame, &shared, &mut flights, &authed).await,
                 None => return,
             },
             pdu = host.io.recv(), if !flights.is_empty() => match pdu {
-                Ok(pdu) => receive(&mut host, pdu, &shared, &mut flights).await,
+                Ok(pdu) => receive(&mut host, pdu, &shared, &mut flights, &mut authed).await,
                 Err(e) => Err(e.to_string()),
             },
         };
@@ -94,12 +111,41 @@ async fn send(
     frame: Bytes,
     shared: &Shared,
     flights: &mut Vec<Flight>,
+    authed: &HashSet<u32>,
 ) -> std::result::Result<(), String> {
     let Some(header) = frame.get(..HEADER_LEN).and_then(|h| h.try_into().ok()) else {
         return Ok(()); // the connection encoded it: never short
     };
     let header = Header::decode(header);
     let max = shared.max_response_body.load(Ordering::Relaxed);
+    if authed.contains(&header.nsid) {
+        if let Some((cmd, value)) = as_kv(&header, &frame, max, host.in_capsule) {
+            let cid = host.io.send_kv(header.nsid, &cmd, value).await;
+            flights.push(Flight {
+                header,
+                frame,
+                submit: cid.map_err(|e| e.to_string())?,
+                fetch: None,
+                buffer: cmd.size,
+                max,
+                submitted: None,
+                data: BytesMut::new(),
+                kv: Some(cmd.opcode),
+            });
+            return Ok(());
+        }
+    }
+    send_pair(host, header, frame, max, flights).await
+}
+
+/// Sends native `frame` as the vendor pair's Submit (its Fetch follows its completion).
+async fn send_pair(
+    host: &mut NvmeHost,
+    header: Header,
+    frame: Bytes,
+    max: u32,
+    flights: &mut Vec<Flight>,
+) -> std::result::Result<(), String> {
     let submit = host
         .io
         .send_submit(header.nsid, &frame, host.in_capsule)
@@ -114,8 +160,58 @@ async fn send(
         max,
         submitted: None,
         data: BytesMut::new(),
+        kv: None,
     });
     Ok(())
+}
+
+/// The KV command native `frame` is, with the value it carries, if the KV command set says
+/// the same thing (see the module's comment); `max`: the most bytes of a response body, the
+/// buffer a Retrieve offers.
+fn as_kv(header: &Header, frame: &Bytes, max: u32, in_capsule: u32) -> Option<(KvCommand, Bytes)> {
+    let point = [
+        Opcode::Store,
+        Opcode::Retrieve,
+        Opcode::Exist,
+        Opcode::Delete,
+    ];
+    if !point.iter().any(|o| *o as u8 == header.opcode) {
+        return None;
+    }
+    let frame = Frame {
+        header: *header,
+        body: frame.slice(HEADER_LEN..),
+    };
+    let cmd = Command::decode(&frame).ok()?;
+    let short = |key: &Bytes| !key.is_empty() && key.len() <= MAX_KV_KEY;
+    let kv = |opcode, key: &Bytes, size, options| KvCommand {
+        opcode,
+        key: key.to_vec(),
+        size,
+        options,
+    };
+    Some(match cmd.request {
+        Request::Retrieve { key } if short(&key) => {
+            (kv(KvOpcode::Retrieve, &key, max, 0), Bytes::new())
+        }
+        Request::Exist { key } if short(&key) => (kv(KvOpcode::Exist, &key, 0, 0), Bytes::new()),
+        Request::Delete { key } if short(&key) => (kv(KvOpcode::Delete, &key, 0, 0), Bytes::new()),
+        Request::Store {
+            key,
+            value,
+            mode,
+            sync: false,
+        } if short(&key) && !value.is_empty() && value.len() <= in_capsule as usize => {
+            let options = match mode {
+                StoreMode::Always => 0,
+                StoreMode::OnlyIfAbsent => STORE_ONLY_IF_ABSENT,
+                StoreMode::OnlyIfPresent => STORE_ONLY_IF_PRESENT,
+            };
+            let size = value.len() as u32;
+            (kv(KvOpcode::Store, &key, size, options), value)
+        }
+        _ => return None,
+    })
 }
 
 /// One PDU from the target: an R2T for a Submit's frame, a Fetch's data, or a completion.
@@ -124,6 +220,7 @@ async fn receive(
     pdu: Pdu,
     shared: &Shared,
     flights: &mut Vec<Flight>,
+    authed: &mut HashSet<u32>,
 ) -> std::result::Result<(), String> {
     let cid = match &pdu {
         Pdu::R2T { cccid, .. } | Pdu::C2HData { cccid, .. } => *cccid,
@@ -136,6 +233,17 @@ async fn receive(
     else {
         return Err(format!("a PDU for command {cid}, not in flight"));
     };
+    if flights[at].kv.is_some() {
+        return match receive_kv(pdu, shared, flights, at)? {
+            None => Ok(()),
+            // Refused for a reason the KV command set does not name: the vendor pair
+            // brings the native answer (a destroyed namespace, a revoked grant).
+            Some(f) => {
+                authed.remove(&f.header.nsid);
+                send_pair(host, f.header, f.frame, f.max, flights).await
+            }
+        };
+    }
     let f = &mut flights[at];
     match pdu {
         Pdu::R2T {
@@ -177,20 +285,103 @@ async fn receive(
                     data: Bytes::new(),
                 },
             };
-            complete(shared, &f.header, reply, f.max)
+            let frame = complete(&f.header, reply, f.max)?;
+            if frame.header.opcode == Opcode::Authenticate as u8
+                && frame.header.word == Status::Success.code()
+            {
+                authed.insert(frame.header.nsid);
+            }
+            shared.complete(frame);
+            Ok(())
         }
         other => Err(format!("unexpected PDU {:?}", other.pdu_type())),
     }
 }
 
-/// Completes the caller of `header`'s command from the pair's outcome; an error if the
-/// response cannot be trusted (the queue is then closed).
-fn complete(
+/// A PDU for a command sent as a KV command: its data (a Retrieve's value) or its
+/// completion, which completes the caller with the native response it stands for; or,
+/// refused with a status outside the KV command set's own, the flight to send again as the
+/// vendor pair.
+fn receive_kv(
+    pdu: Pdu,
     shared: &Shared,
-    header: &Header,
-    reply: VendorReply,
-    max: u32,
-) -> std::result::Result<(), String> {
+    flights: &mut Vec<Flight>,
+    at: usize,
+) -> std::result::Result<Option<Flight>, String> {
+    let f = &mut flights[at];
+    match pdu {
+        Pdu::C2HData { datao, data, .. }
+            if datao as usize == f.data.len() && f.data.len() + data.len() <= f.buffer as usize =>
+        {
+            f.data.extend_from_slice(&data);
+            Ok(None)
+        }
+        Pdu::CapsuleResp { cqe } if !cqe.status.is_success() && cqe.status.sct != 1 => {
+            Ok(Some(flights.swap_remove(at)))
+        }
+        Pdu::CapsuleResp { cqe } => {
+            let f = flights.swap_remove(at);
+            let h = f.header;
+            let response = match (cqe.status.is_success(), f.kv) {
+                (true, Some(KvOpcode::Retrieve)) if cqe.dw0 as usize == f.data.len() => Response {
+                    cid: h.cid,
+                    nsid: h.nsid,
+                    opcode: h.opcode,
+                    status: Status::Success,
+                    reply: Reply::Value(f.data.freeze()),
+                },
+                (true, Some(KvOpcode::Retrieve)) => {
+                    return Err(format!(
+                        "a Retrieve brought {} of the value's {} bytes",
+                        f.data.len(),
+                        cqe.dw0
+                    ))
+                }
+                (true, _) => Response {
+                    cid: h.cid,
+                    nsid: h.nsid,
+                    opcode: h.opcode,
+                    status: Status::Success,
+                    reply: Reply::Empty,
+                },
+                (false, _) => {
+                    let (status, msg) = kv_refusal(cqe.status, h.nsid);
+                    Response::error(h.cid, h.nsid, h.opcode, status, msg)
+                }
+            };
+            let mut out = BytesMut::new();
+            response.encode(&mut out).map_err(|e| e.to_string())?;
+            match split_frame(&mut out, f.max) {
+                Ok(Some(frame)) if out.is_empty() => {
+                    shared.complete(frame);
+                    Ok(None)
+                }
+                _ => Err("a KV completion made no response frame".into()),
+            }
+        }
+        other => Err(format!(
+            "unexpected PDU {:?} for a KV command",
+            other.pdu_type()
+        )),
+    }
+}
+
+/// A KV command set status (type 1) as the native status its command would have had: the
+/// device answers the native codes 0x85-0x89 there.
+fn kv_refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
+    match Status::from_code(u16::from(s.sc)) {
+        Status::KeyNotExist => (Status::KeyNotExist, String::new()),
+        status @ (Status::InvalidValueSize | Status::InvalidKeySize | Status::KeyExists) => (
+            status,
+            format!("refused by the KV command set ({status:?})"),
+        ),
+        _ => refusal(s, nsid),
+    }
+}
+
+/// The response frame that completes the caller of `header`'s command, from the pair's
+/// outcome; an error if the response cannot be trusted (the queue is then closed).
+fn complete(header: &Header, reply: VendorReply, max: u32) -> std::result::Result<Frame, String> {
     let fetched = reply.fetch.map(|c| c.status);
     let failed = [Some(reply.submit.status), fetched]
         .into_iter()
@@ -207,10 +398,7 @@ fn complete(
         }
     };
     match split_frame(&mut data, max) {
-        Ok(Some(frame)) if data.is_empty() && frame.header.cid == header.cid => {
-            shared.complete(frame);
-            Ok(())
-        }
+        Ok(Some(frame)) if data.is_empty() && frame.header.cid == header.cid => Ok(frame),
         _ => Err("NVMe/TCP: Fetch brought no response frame for the command".into()),
     }
 }
@@ -233,6 +421,77 @@ fn refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn frame(request: Request) -> (Header, Bytes) {
+        let cmd = Command {
+            cid: 9,
+            nsid: 3,
+            request,
+        };
+        let mut out = BytesMut::new();
+        cmd.encode(&mut out).unwrap();
+        let out = out.freeze();
+        let header = Header::decode(out[..HEADER_LEN].try_into().unwrap());
+        (header, out)
+    }
+
+    fn kv_of(request: Request) -> Option<(KvCommand, Bytes)> {
+        let (header, bytes) = frame(request);
+        as_kv(&header, &bytes, 1 << 20, 8192)
+    }
+
+    #[test]
+    fn point_commands_on_short_keys_go_as_kv_commands_and_the_rest_as_the_pair() {
+        let key = |n: usize| Bytes::from(vec![b'k'; n]);
+        let (get, none) = kv_of(Request::Retrieve { key: key(16) }).unwrap();
+        assert_eq!(
+            (get.opcode, get.key.len(), get.size),
+            (KvOpcode::Retrieve, 16, 1 << 20)
+        );
+        assert!(none.is_empty());
+        let put = Request::Store {
+            key: key(4),
+            value: Bytes::from_static(b"value"),
+            mode: StoreMode::OnlyIfAbsent,
+            sync: false,
+        };
+        let (store, value) = kv_of(put).unwrap();
+        assert_eq!(
+            (store.opcode, store.size, store.options, &value[..]),
+            (KvOpcode::Store, 5, STORE_ONLY_IF_ABSENT, &b"value"[..])
+        );
+        assert_eq!(
+            kv_of(Request::Exist { key: key(1) }).unwrap().0.opcode,
+            KvOpcode::Exist
+        );
+        assert_eq!(
+            kv_of(Request::Delete { key: key(2) }).unwrap().0.opcode,
+            KvOpcode::Delete
+        );
+        // A key past 16 bytes, a synced store, a value past the capsule, or any other
+        // command: the vendor pair.
+        assert!(kv_of(Request::Retrieve { key: key(17) }).is_none());
+        let store = |value: usize, sync| Request::Store {
+            key: key(4),
+            value: Bytes::from(vec![1; value]),
+            mode: StoreMode::Always,
+            sync,
+        };
+        assert!(kv_of(store(5, true)).is_none());
+        assert!(kv_of(store(8193, false)).is_none());
+        assert!(kv_of(store(8192, false)).is_some());
+        assert!(kv_of(Request::Stats).is_none());
+    }
+
+    #[test]
+    fn kv_statuses_read_as_the_native_ones() {
+        let s = |sc| kv_refusal(NvmeStatus::error(1, sc), 3).0;
+        assert_eq!(s(0x87), Status::KeyNotExist);
+        assert_eq!(s(0x89), Status::KeyExists);
+        assert_eq!(s(0x85), Status::InvalidValueSize);
+        assert_eq!(s(0x86), Status::InvalidKeySize);
+        assert_eq!(s(0x10), Status::InternalError);
+    }
 
     #[test]
     fn an_ungranted_namespace_reads_as_access_denied() {

@@ -87,7 +87,7 @@ impl Conn {
         q.visible.contains(&nsid)
     }
 
-    /// Runs `request` on a worker, as the native port runs its commands (metrics
+    /// Runs `request` here or on a worker, as the native port runs its commands (metrics
     /// included); its answer goes back to this connection by its command id.
     fn execute(&self, sqe: Sqe, request: Request, buffer: usize, cost: usize) {
         let cmd = Command {
@@ -95,9 +95,17 @@ impl Conn {
             nsid: sqe.nsid,
             request,
         };
-        let (shared, iters) = (self.target.shared.clone(), self.iters.clone());
-        let done = self.flight.done_tx.clone();
         let arrived = quanta::Instant::now();
+        let shared = &self.target.shared;
+        if shared.runs_inline(&cmd) {
+            // As on the native port: a point command on files is answered on this network
+            // thread, without two hand-offs between threads.
+            let answer = reply(answer(shared, cmd, &self.iters, arrived), buffer);
+            self.flight.finish_now(sqe, answer, cost);
+            return;
+        }
+        let (shared, iters) = (shared.clone(), self.iters.clone());
+        let done = self.flight.done_tx.clone();
         let queued = self.target.workers.submit(Box::new(move || {
             let answer = reply(answer(&shared, cmd, &iters, arrived), buffer);
             // Gone only if the connection closed meanwhile.

@@ -186,10 +186,22 @@ impl Conn {
             .get_or_insert_with(|| sweeping(ConnIterators::new(max, idle), idle))
             .clone();
         let (shared, kept) = (self.target.shared.clone(), self.vendor.kept.clone());
-        let done = self.flight.done_tx.clone();
-        kept.lock().running += 1;
         let arrived = quanta::Instant::now();
         let cid = cmd.cid;
+        // What the native port runs on its network thread runs here too (point commands on
+        // files; small queries within the inline work): two hand-offs between threads cost
+        // more than the command.
+        let here = match shared.runs_inline(&cmd) {
+            true => Some(answer(&shared, cmd.clone(), &iters, arrived)),
+            false => crate::workers::answer_small_query(&shared, &cmd, arrived),
+        };
+        if let Some(response) = here {
+            let answer = keep(&kept, cid, &response, false);
+            self.flight.finish_now(sqe, answer, cost);
+            return;
+        }
+        let done = self.flight.done_tx.clone();
+        kept.lock().running += 1;
         let job = {
             let kept = kept.clone();
             Box::new(move || {

@@ -220,6 +220,30 @@ impl NvmeQueue {
         cid
     }
 
+    /// Sends a KV command without waiting, its value (a Store's) in the capsule: the
+    /// caller sends only values of at most the queue's in-capsule size, and gathers the
+    /// command's PDUs itself. Its command id.
+    pub async fn send_kv(
+        &mut self,
+        nsid: u32,
+        cmd: &cerberus_proto::nvme::KvCommand,
+        value: Bytes,
+    ) -> Result<u16> {
+        let mut sqe = Sqe {
+            nsid,
+            cid: self.take_cid(),
+            ..Sqe::default()
+        };
+        cmd.encode(&mut sqe);
+        let len = match value.is_empty() {
+            true => cmd.size,
+            false => value.len() as u32,
+        };
+        sqe.dptr = data_pointer(len, !value.is_empty());
+        self.send(&Pdu::CapsuleCmd { sqe, data: value }).await?;
+        Ok(sqe.cid)
+    }
+
     /// Answers an R2T: the bytes it asks for, in H2CData PDUs of at most MAXH2CDATA.
     pub async fn write_data(
         &mut self,
