@@ -54,9 +54,12 @@ pub(crate) async fn connect(addr: &str, subnqn: &str, hostnqn: &str) -> Result<N
     })
 }
 
-/// Commands sent and not yet completed on the queue at most: well within the queue's 32
-/// entries, and the target's backlog behind a Submit waiting for its R2T data.
+/// Vendor pairs sent and not yet completed on the queue at most: the responses the target
+/// keeps unfetched per queue, and its backlog behind a Submit waiting for its R2T data.
 const DEPTH: usize = 8;
+
+/// Commands in flight at most, KV commands included: the queue's entries less one.
+const MAX_FLIGHTS: usize = crate::nvme::QUEUE_ENTRIES as usize - 1;
 
 /// A command on its way: its Submit sent, then its Fetch once the Submit completed.
 struct Flight {
@@ -83,14 +86,16 @@ pub(crate) async fn run(
     shared: Arc<Shared>,
 ) {
     let _close = CloseOnExit(shared.clone());
-    let mut flights: Vec<Flight> = Vec::with_capacity(DEPTH);
+    let mut flights: Vec<Flight> = Vec::with_capacity(MAX_FLIGHTS);
     // The namespaces an Authenticate succeeded for on this connection: only their point
     // commands take the KV route (the vendor pair says "not authenticated" for the others,
     // as the native port does).
     let mut authed = HashSet::new();
     loop {
         let step = tokio::select! {
-            frame = frames.recv(), if flights.len() < DEPTH => match frame {
+            // A frame may go as a pair: taken only while another pair fits.
+            frame = frames.recv(), if flights.len() < MAX_FLIGHTS
+                && flights.iter().filter(|f| f.kv.is_none()).count() < DEPTH => match frame {
                 Some(frame) => send(&mut host, frame, &shared, &mut flights, &authed).await,
                 None => return,
             },
