@@ -93,10 +93,16 @@ pub(crate) async fn run(
     let mut authed = HashSet::new();
     loop {
         let step = tokio::select! {
-            // A frame may go as a pair: taken only while another pair fits.
-            frame = frames.recv(), if flights.len() < MAX_FLIGHTS
-                && flights.iter().filter(|f| f.kv.is_none()).count() < DEPTH => match frame {
-                Some(frame) => send(&mut host, frame, &shared, &mut flights, &authed).await,
+            frame = frames.recv(), if room(&flights) => match frame {
+                Some(frame) => {
+                    let mut step = send(&mut host, frame, &shared, &mut flights, &authed).await;
+                    // Frames queued behind it go out with it, in one write.
+                    while step.is_ok() && room(&flights) {
+                        let Ok(frame) = frames.try_recv() else { break };
+                        step = send(&mut host, frame, &shared, &mut flights, &authed).await;
+                    }
+                    step.and(host.io.flush().await.map_err(|e| e.to_string()))
+                }
                 None => return,
             },
             pdu = host.io.recv(), if !flights.is_empty() => match pdu {
@@ -109,6 +115,11 @@ pub(crate) async fn run(
             return;
         }
     }
+}
+
+/// Whether another frame may be taken: it may go as a pair, so only while another pair fits.
+fn room(flights: &[Flight]) -> bool {
+    flights.len() < MAX_FLIGHTS && flights.iter().filter(|f| f.kv.is_none()).count() < DEPTH
 }
 
 async fn send(
@@ -125,11 +136,11 @@ async fn send(
     let max = shared.max_response_body.load(Ordering::Relaxed);
     if authed.contains(&header.nsid) {
         if let Some((cmd, value)) = as_kv(&header, &frame, max, host.in_capsule) {
-            let cid = host.io.send_kv(header.nsid, &cmd, value).await;
+            let cid = host.io.queue_kv(header.nsid, &cmd, value);
             flights.push(Flight {
                 header,
                 frame,
-                submit: cid.map_err(|e| e.to_string())?,
+                submit: cid,
                 fetch: None,
                 buffer: cmd.size,
                 max,

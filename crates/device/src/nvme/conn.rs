@@ -21,6 +21,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+/// Bytes of queued PDUs past which they are written at once.
+const FLUSH_AT: usize = 256 << 10;
+
 /// Fatal error statuses of a C2HTermReq this module raises itself.
 const FES_SEQUENCE: u16 = 0x02;
 const FES_OUT_OF_RANGE: u16 = 0x04;
@@ -52,6 +55,9 @@ pub(super) struct Queue {
 pub(super) struct Conn {
     sock: TcpStream,
     buf: BytesMut,
+    /// PDUs encoded and not yet written: the answers to what was at hand, written together
+    /// before the connection waits (`flush`).
+    out: BytesMut,
     digests: Digests,
     limits: PduLimits,
     pub target: Arc<Target>,
@@ -75,6 +81,7 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
     let mut c = Conn {
         sock,
         buf: BytesMut::with_capacity(8192),
+        out: BytesMut::new(),
         digests: Digests::default(),
         limits: PduLimits { max_data: 0 },
         iters: Arc::new(ConnIterators::new(1, idle)),
@@ -98,7 +105,9 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
             fei,
             data: Bytes::new(),
         };
-        let _ = c.send(&[term]).await;
+        if c.send(&[term]).await.is_ok() {
+            let _ = c.flush().await;
+        }
     }
     let _ = c.sock.shutdown().await;
     if let Some(q) = &c.queue {
@@ -163,17 +172,31 @@ impl Conn {
         self.sock.local_addr().ok()
     }
 
+    /// Queues `pdus` for the socket: written by the next `flush`, or now once 256 KiB are
+    /// queued.
     async fn send(&mut self, pdus: &[Pdu]) -> std::io::Result<()> {
-        let mut out = BytesMut::new();
         for p in pdus {
-            p.encode(self.digests, &mut out);
+            p.encode(self.digests, &mut self.out);
         }
-        let write = self.sock.write_all(&out);
+        if self.out.len() >= FLUSH_AT {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Writes what `send` queued, within the write deadline.
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let write = self.sock.write_all(&self.out);
         let limit = Duration::from_millis(self.target.shared.config.write_timeout_ms);
-        match tokio::time::timeout(limit, write).await {
+        let written = match tokio::time::timeout(limit, write).await {
             Ok(r) => r,
             Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
-        }
+        };
+        self.out.clear();
+        written
     }
 
     /// ICReq within the deadline, answered with the digests the host asked for.
@@ -199,6 +222,7 @@ impl Conn {
             maxh2cdata,
         };
         self.send(&[resp]).await.map_err(|_| End::Quiet)?;
+        self.flush().await.map_err(|_| End::Quiet)?;
         self.digests = digests;
         self.limits = PduLimits { max_data };
         Ok(())
@@ -210,6 +234,21 @@ impl Conn {
             s => Duration::from_secs(s),
         };
         loop {
+            // What is at hand first (answers come back, PDUs read already), their replies
+            // gathered into one write; the socket is written before the connection waits.
+            if let Ok(done) = done_rx.try_recv() {
+                self.finished(done).await?;
+                continue;
+            }
+            match split_pdu(&mut self.buf, self.digests, self.limits) {
+                Ok(Some(p)) => {
+                    self.pdu(p).await?;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => return Err(term(&e)),
+            }
+            self.flush().await.map_err(|_| End::Quiet)?;
             let (deadline, mut gone) = (self.keep_alive, self.gone.clone());
             tokio::select! {
                 // Answers first: they free the queue's slots and budget.

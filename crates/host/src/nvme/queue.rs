@@ -24,6 +24,8 @@ pub struct NvmeQueue {
     outstanding: HashMap<u16, Outstanding>,
     /// Completions that arrived while `command` waited for another.
     finished: VecDeque<(Cqe, Bytes)>,
+    /// PDUs queued (`queue_kv`) and not yet written: the next `send` or `flush` writes them.
+    out: BytesMut,
 }
 
 /// A command sent: its data (for the target's R2Ts) and the data the target sent so far.
@@ -47,6 +49,7 @@ impl NvmeQueue {
             next_cid: 0,
             outstanding: HashMap::new(),
             finished: VecDeque::new(),
+            out: BytesMut::new(),
         };
         q.send(&Pdu::IcReq {
             pfv: PFV_1_0,
@@ -70,11 +73,21 @@ impl NvmeQueue {
         }
     }
 
-    /// Sends one PDU as it is (tests send bad ones through `send_raw`).
+    /// Sends one PDU as it is, after any queued before it (tests send bad ones through
+    /// `send_raw`).
     pub async fn send(&mut self, pdu: &Pdu) -> Result<()> {
-        let mut out = BytesMut::new();
-        pdu.encode(self.digests, &mut out);
-        self.send_raw(&out).await
+        pdu.encode(self.digests, &mut self.out);
+        self.flush().await
+    }
+
+    /// Writes the PDUs queued so far.
+    pub async fn flush(&mut self) -> Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let written = self.sock.write_all(&self.out).await;
+        self.out.clear();
+        Ok(written?)
     }
 
     /// Sends bytes as they are.
@@ -220,15 +233,15 @@ impl NvmeQueue {
         cid
     }
 
-    /// Sends a KV command without waiting, its value (a Store's) in the capsule: the
-    /// caller sends only values of at most the queue's in-capsule size, and gathers the
-    /// command's PDUs itself. Its command id.
-    pub async fn send_kv(
+    /// Queues a KV command, its value (a Store's) in the capsule, for the next `send` or
+    /// `flush` to write: the caller sends only values of at most the queue's in-capsule
+    /// size, and gathers the command's PDUs itself. Its command id.
+    pub fn queue_kv(
         &mut self,
         nsid: u32,
         cmd: &cerberus_proto::nvme::KvCommand,
         value: Bytes,
-    ) -> Result<u16> {
+    ) -> u16 {
         let mut sqe = Sqe {
             nsid,
             cid: self.take_cid(),
@@ -240,8 +253,8 @@ impl NvmeQueue {
             false => value.len() as u32,
         };
         sqe.dptr = data_pointer(len, !value.is_empty());
-        self.send(&Pdu::CapsuleCmd { sqe, data: value }).await?;
-        Ok(sqe.cid)
+        Pdu::CapsuleCmd { sqe, data: value }.encode(self.digests, &mut self.out);
+        sqe.cid
     }
 
     /// Answers an R2T: the bytes it asks for, in H2CData PDUs of at most MAXH2CDATA.
