@@ -127,9 +127,9 @@ impl Device {
                     }
                     let target = nvme::Target::new(shared.clone(), workers.clone());
                     let nvme_stop = stop_rx.clone();
-                    let nvme = async move {
+                    let nvme = async {
                         if let Some(n) = nvme {
-                            nvme::serve(n, target, nvme_stop).await;
+                            nvme::serve(n, target, nvme_stop, &reactors).await;
                         }
                     };
                     let native = accept_loop(
@@ -398,7 +398,7 @@ async fn accept_loop(
 }
 
 /// A connection's place on its core, given back however the connection ends.
-struct Placed(Arc<Shared>, usize);
+pub(crate) struct Placed(pub(crate) Arc<Shared>, pub(crate) usize);
 
 impl Drop for Placed {
     fn drop(&mut self) {

@@ -268,6 +268,8 @@ impl Conn {
     async fn pdu(&mut self, pdu: Pdu) -> Result<(), End> {
         match pdu {
             Pdu::CapsuleCmd { sqe, data } => {
+                // A command: this network thread polls for the next one a while (`spin`).
+                crate::spin::touch();
                 let io = self.queue.as_ref().is_some_and(|q| q.qid != 0);
                 if io && sqe.opcode != cerberus_proto::nvme::FABRICS_OPCODE {
                     return self.io_capsule(sqe, data).await;

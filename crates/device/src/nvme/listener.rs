@@ -1,8 +1,10 @@
 //! Accepting NVMe/TCP connections: at most `nvme.max_connections` at once (a newcomer past
-//! them is closed at once), each served on the device's runtime until it ends or the device
-//! stops.
+//! them is closed at once), each served on a network thread (the one with the fewest
+//! connections, as native connections are placed) until it ends or the device stops.
 
 use super::{conn, Target};
+use crate::reactor::Reactors;
+use crate::server::Placed;
 use crate::stop::accept_until_stopped;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +15,13 @@ use tokio::task::JoinSet;
 /// How long a stop waits for connections to finish their command.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serves `listener` until the device stops.
-pub(crate) async fn serve(listener: TcpListener, target: Target, mut stop: watch::Receiver<bool>) {
+/// Serves `listener` until the device stops, its connections on `reactors`' threads.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    target: Target,
+    mut stop: watch::Receiver<bool>,
+    reactors: &Reactors,
+) {
     let target = Arc::new(target);
     let mut conns = JoinSet::new();
     loop {
@@ -32,12 +39,18 @@ pub(crate) async fn serve(listener: TcpListener, target: Target, mut stop: watch
         metrics.connections_accepted.inc();
         let _ = sock.set_nodelay(true);
         let (t, stop) = (target.clone(), stop.clone());
-        conns.spawn(async move {
-            let _slot = slot;
-            t.shared.metrics.connections_open.inc();
-            conn::serve(sock, t.clone(), stop).await;
-            t.shared.metrics.connections_open.dec();
-        });
+        let (handle, _, core) = reactors.next();
+        let placed = Placed(t.shared.clone(), core);
+        conns.spawn_on(
+            async move {
+                let _placed = placed;
+                let _slot = slot;
+                t.shared.metrics.connections_open.inc();
+                conn::serve(sock, t.clone(), stop).await;
+                t.shared.metrics.connections_open.dec();
+            },
+            handle,
+        );
     }
     drop(listener);
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
