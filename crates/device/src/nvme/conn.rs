@@ -1,8 +1,10 @@
 //! One NVMe/TCP connection (one queue): the ICReq/ICResp exchange within its deadline, then
-//! command capsules: admin ones answered in order, I/O ones run on workers several at once
-//! (`flight`) and answered as they complete, Store data fetched through R2T/H2CData; the
-//! admin queue's keep-alive timer; any PDU that breaks the transport's rules answered with a
-//! C2HTermReq before this connection (and no other) closes.
+//! command capsules: admin ones answered in order, I/O ones run several at once (`flight`:
+//! on this network thread where the native port would, else on workers) and answered as
+//! they complete (the answers to what is at hand written together), Store data fetched
+//! through R2T/H2CData; the admin queue's keep-alive timer; any PDU that breaks the
+//! transport's rules answered with a C2HTermReq before this connection (and no other)
+//! closes.
 
 use super::controllers::Controller;
 use super::flight::{Done, Flight, Pending};

@@ -1,6 +1,6 @@
 //! KV I/O onto the device's dispatch: each KV command becomes the native command that does
-//! the same (Store, Retrieve, Exist, Delete, List) and runs on a worker thread as the
-//! native port's do; its status becomes the KV command set's.
+//! the same (Store, Retrieve, Exist, Delete, List) and runs where the native port's do (the
+//! network thread or a worker); its status becomes the KV command set's.
 
 use super::conn::Conn;
 use super::flight::Done;
