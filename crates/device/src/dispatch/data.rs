@@ -121,17 +121,8 @@ impl Shared {
             Some(_) => self.metrics.queries_inline.inc(),
             None => self.metrics.queries_off_loop.inc(),
         };
-        let (cid, nsid, opcode) = (cmd.cid, cmd.nsid, cmd.request.opcode() as u8);
-        Some(match outcome? {
-            Ok(reply) => Response {
-                cid,
-                nsid,
-                opcode,
-                status: Status::Success,
-                reply,
-            },
-            Err((status, message)) => Response::error(cid, nsid, opcode, status, message),
-        })
+        let head = (cmd.cid, cmd.nsid, cmd.request.opcode() as u8);
+        Some(super::completion(head, outcome?))
     }
 
     /// Whether commands that cannot block for long may run on the network thread: on files,

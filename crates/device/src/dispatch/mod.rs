@@ -129,19 +129,8 @@ impl Shared {
         if let Some(resp) = fault::intercept(&cmd) {
             return resp;
         }
-        let opcode = cmd.request.opcode() as u8;
-        let (cid, nsid) = (cmd.cid, cmd.nsid);
-        let outcome = self.run(cmd, iters);
-        match outcome {
-            Ok(reply) => Response {
-                cid,
-                nsid,
-                opcode,
-                status: Status::Success,
-                reply,
-            },
-            Err((status, message)) => Response::error(cid, nsid, opcode, status, message),
-        }
+        let head = (cmd.cid, cmd.nsid, cmd.request.opcode() as u8);
+        completion(head, self.run(cmd, iters))
     }
 
     /// A handle to namespace `ns`, or the engine's answer for an unknown one.
@@ -241,6 +230,20 @@ impl Shared {
             ));
         }
         Ok(())
+    }
+}
+
+/// The completion of the command `(cid, nsid, opcode)` that had `outcome`.
+fn completion((cid, nsid, opcode): (u32, u32, u8), outcome: Outcome) -> Response {
+    match outcome {
+        Ok(reply) => Response {
+            cid,
+            nsid,
+            opcode,
+            status: Status::Success,
+            reply,
+        },
+        Err((status, message)) => Response::error(cid, nsid, opcode, status, message),
     }
 }
 
