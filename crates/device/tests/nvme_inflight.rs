@@ -227,3 +227,69 @@ fn a_pipelined_host_gets_every_answer_matched_by_its_command_id() {
     });
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn retrieves_at_hand_are_answered_by_one_engine_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns) = device(dir.path(), |_| {});
+    let batches = |dev: &DeviceHandle| -> u64 {
+        dev.metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix("cerberus_get_batches_total "))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("the get_batches counter")
+    };
+    common::rt().block_on(async {
+        let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
+        for i in 0..20u32 {
+            let v = format!("value {i}");
+            h.store(ns, format!("g{i:02}").as_bytes(), v.as_bytes(), 0)
+                .await
+                .unwrap();
+        }
+        let before = batches(&dev);
+        // 21 Retrieves (one of an absent key) in one write: at hand together at the target.
+        let mut out = bytes::BytesMut::new();
+        for i in 0..21u16 {
+            let get = sqe(
+                ns,
+                100 + i,
+                KvOpcode::Retrieve,
+                format!("g{i:02}").as_bytes(),
+                64,
+                false,
+            );
+            capsule(get, b"").encode(Default::default(), &mut out);
+        }
+        h.io.send_raw(&out).await.unwrap();
+        let mut data = std::collections::HashMap::new();
+        let mut done = std::collections::HashMap::new();
+        while done.len() < 21 {
+            match h.io.recv().await.unwrap() {
+                Pdu::C2HData { cccid, data: d, .. } => {
+                    data.insert(cccid, d);
+                }
+                Pdu::CapsuleResp { cqe } => {
+                    done.insert(cqe.cid, cqe);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        for i in 0..20u16 {
+            let want = format!("value {i}");
+            assert!(done[&(100 + i)].status.is_success());
+            assert_eq!(&data[&(100 + i)][..], want.as_bytes(), "cid {}", 100 + i);
+        }
+        assert_eq!(
+            done[&120].status,
+            NvmeStatus::error(1, 0x87),
+            "the absent key"
+        );
+        assert!(!data.contains_key(&120));
+        assert!(
+            batches(&dev) > before,
+            "no batch of gets: each Retrieve was read alone"
+        );
+    });
+    dev.shutdown().unwrap();
+}

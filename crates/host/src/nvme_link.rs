@@ -252,8 +252,8 @@ async fn receive(
     if flights[at].kv.is_some() {
         return match receive_kv(pdu, shared, flights, at)? {
             None => Ok(()),
-            // Refused for a reason the KV command set does not name: the vendor pair
-            // brings the native answer (a destroyed namespace, a revoked grant).
+            // An invalid namespace: the vendor pair brings the native answer (a destroyed
+            // namespace, a revoked grant).
             Some(f) => {
                 authed.remove(&f.header.nsid);
                 send_pair(host, f.header, f.frame, f.max, flights).await
@@ -316,8 +316,7 @@ async fn receive(
 
 /// A PDU for a command sent as a KV command: its data (a Retrieve's value) or its
 /// completion, which completes the caller with the native response it stands for; or,
-/// refused with a status outside the KV command set's own, the flight to send again as the
-/// vendor pair.
+/// refused as an invalid namespace, the flight to send again as the vendor pair.
 fn receive_kv(
     pdu: Pdu,
     shared: &Shared,
@@ -332,7 +331,9 @@ fn receive_kv(
             f.data.extend_from_slice(&data);
             Ok(None)
         }
-        Pdu::CapsuleResp { cqe } if !cqe.status.is_success() && cqe.status.sct != 1 => {
+        // "Invalid namespace": not carried out; whether the namespace is gone or this host
+        // lost its grant, the pair's native answer says.
+        Pdu::CapsuleResp { cqe } if (cqe.status.sct, cqe.status.sc) == (0, 0x0B) => {
             Ok(Some(flights.swap_remove(at)))
         }
         Pdu::CapsuleResp { cqe } => {
@@ -382,9 +383,13 @@ fn receive_kv(
     }
 }
 
-/// A KV command set status (type 1) as the native status its command would have had: the
-/// device answers the native codes 0x85-0x89 there.
+/// A KV command's failure status as the native status its command would have had: the
+/// device answers the native codes 0x85-0x89 as the KV command set's (type 1), the others as
+/// the vendor pair's.
 fn kv_refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
+    if s.sct != 1 {
+        return refusal(s, nsid);
+    }
     match Status::from_code(u16::from(s.sc)) {
         Status::KeyNotExist => (Status::KeyNotExist, String::new()),
         status @ (Status::InvalidValueSize | Status::InvalidKeySize | Status::KeyExists) => (
@@ -507,6 +512,8 @@ mod tests {
         assert_eq!(s(0x85), Status::InvalidValueSize);
         assert_eq!(s(0x86), Status::InvalidKeySize);
         assert_eq!(s(0x10), Status::InternalError);
+        let generic = kv_refusal(NvmeStatus::error(0, 0x06), 3).0;
+        assert_eq!(generic, Status::InternalError);
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub(super) struct Conn {
     pub flight: Flight,
     /// The vendor commands' session and kept responses.
     pub vendor: super::vendor::VendorState,
+    /// Retrieves held to be answered together once nothing more is at hand (`io.rs`).
+    pub gets: Vec<super::io::HeldGet>,
     /// The admin queue's keep-alive deadline (None: no KATO).
     keep_alive: Option<Instant>,
     /// An I/O queue's controller going (its admin queue closed or expired).
@@ -91,6 +93,7 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
         queue: None,
         flight,
         vendor: Default::default(),
+        gets: Vec::new(),
         keep_alive: None,
         gone: None,
         stop,
@@ -249,6 +252,11 @@ impl Conn {
                 }
                 Ok(None) => {}
                 Err(e) => return Err(term(&e)),
+            }
+            if !self.gets.is_empty() {
+                // Their answers come back through `done_rx`, at hand on the next turn.
+                self.run_gets();
+                continue;
             }
             self.flush().await.map_err(|_| End::Quiet)?;
             let (deadline, mut gone) = (self.keep_alive, self.gone.clone());

@@ -10,18 +10,45 @@ use bytes::Bytes;
 use cerberus_proto::nvme::{
     KvCommand, KvOpcode, NvmeStatus, Sqe, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };
-use cerberus_proto::{Command, Reply, Request, Response, Status, StoreMode};
+use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status, StoreMode};
 
 impl Conn {
     /// Starts an I/O command holding `cost` bytes of the connection's budget: refused at
     /// once, or run on a worker; either way its answer comes back through `flight`.
     pub(super) fn io(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
+        let retrieve = sqe.opcode == KvOpcode::Retrieve as u8;
+        if !retrieve {
+            // Held gets are answered before any other command starts.
+            self.run_gets();
+        }
         if self.vendor(&sqe, &data, cost) {
             return;
         }
         match self.io_request(&sqe, data) {
             Ok((request, buffer)) => self.execute(sqe, request, buffer, cost),
             Err(answer) => self.flight.finish_now(sqe, answer, cost),
+        }
+    }
+
+    /// Answers the held Retrieves (of one namespace, in arrival order) with one engine read,
+    /// as the native port answers a connection's pipelined gets (`Shared::retrieve_many`).
+    pub(super) fn run_gets(&mut self) {
+        if self.gets.is_empty() {
+            return;
+        }
+        let held = std::mem::take(&mut self.gets);
+        let shared = &self.target.shared;
+        let ns = held[0].cmd.nsid;
+        if held.len() > 1 {
+            shared.metrics.get_batches.inc();
+            shared.metrics.batched_gets.inc_by(held.len() as u64);
+        }
+        let cmds: Vec<Command> = held.iter().map(|g| g.cmd.clone()).collect();
+        let opcode = Opcode::Retrieve as u8;
+        for (resp, g) in shared.retrieve_many(ns, &cmds).into_iter().zip(held) {
+            let ok = resp.status.is_success();
+            shared.metrics.record(ns, opcode, ok, g.arrived.elapsed());
+            self.flight.finish_now(g.sqe, reply(resp, g.buffer), g.cost);
         }
     }
 
@@ -89,7 +116,7 @@ impl Conn {
 
     /// Runs `request` here or on a worker, as the native port runs its commands (metrics
     /// included); its answer goes back to this connection by its command id.
-    fn execute(&self, sqe: Sqe, request: Request, buffer: usize, cost: usize) {
+    fn execute(&mut self, sqe: Sqe, request: Request, buffer: usize, cost: usize) {
         let cmd = Command {
             cid: u32::from(sqe.cid),
             nsid: sqe.nsid,
@@ -97,6 +124,24 @@ impl Conn {
         };
         let arrived = quanta::Instant::now();
         let shared = &self.target.shared;
+        if shared.batches_get(&cmd) && shared.runs_inline(&cmd) {
+            // Held while the connection has more at hand, then answered together
+            // (`run_gets`): at most 64, of one namespace.
+            if self.gets.first().is_some_and(|g| g.cmd.nsid != cmd.nsid) {
+                self.run_gets();
+            }
+            self.gets.push(HeldGet {
+                sqe,
+                cmd,
+                buffer,
+                cost,
+                arrived,
+            });
+            if self.gets.len() >= MAX_HELD_GETS {
+                self.run_gets();
+            }
+            return;
+        }
         if shared.runs_inline(&cmd) {
             // As on the native port: a point command on files is answered on this network
             // thread, without two hand-offs between threads.
@@ -116,6 +161,18 @@ impl Conn {
             self.flight.finish_now(sqe, Answer::status(stopping), cost);
         }
     }
+}
+
+/// Retrieves held for one engine read at most (as the native port's batches).
+const MAX_HELD_GETS: usize = 64;
+
+/// A Retrieve held to be answered with the others at hand (`Conn::run_gets`).
+pub(super) struct HeldGet {
+    sqe: Sqe,
+    cmd: Command,
+    buffer: usize,
+    cost: usize,
+    arrived: quanta::Instant,
 }
 
 /// A native response as the KV command set answers it (`buffer`: the host's bytes).
