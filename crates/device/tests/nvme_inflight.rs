@@ -293,3 +293,64 @@ fn retrieves_at_hand_are_answered_by_one_engine_read() {
     });
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn stores_at_hand_are_written_together_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns) = device(dir.path(), |_| {});
+    let counter = |dev: &DeviceHandle, name: &str| -> u64 {
+        dev.metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}_total ")))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("the counter")
+    };
+    common::rt().block_on(async {
+        let mut h = NvmeHost::connect(&target(&dev)).await.unwrap();
+        h.store(ns, b"s00", b"old", 0).await.unwrap();
+        let before = counter(&dev, "cerberus_put_batches");
+        // 20 unconditional Stores (one over an existing key) and a conditional one, in one
+        // write: the 20 at hand together, the conditional one after them.
+        let mut out = bytes::BytesMut::new();
+        for i in 0..20u16 {
+            let v = format!("value {i}");
+            let put = sqe(
+                ns,
+                200 + i,
+                KvOpcode::Store,
+                format!("s{i:02}").as_bytes(),
+                v.len() as u32,
+                true,
+            );
+            capsule(put, v.as_bytes()).encode(Default::default(), &mut out);
+        }
+        let mut only_absent = sqe(ns, 220, KvOpcode::Store, b"s00", 1, true);
+        only_absent.cdw[1] |= u32::from(cerberus_host::proto::nvme::STORE_ONLY_IF_ABSENT) << 8;
+        capsule(only_absent, b"x").encode(Default::default(), &mut out);
+        h.io.send_raw(&out).await.unwrap();
+        let mut done = std::collections::HashMap::new();
+        while done.len() < 21 {
+            match h.io.recv().await.unwrap() {
+                Pdu::CapsuleResp { cqe } => {
+                    done.insert(cqe.cid, cqe);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        for i in 0..20u16 {
+            assert!(done[&(200 + i)].status.is_success(), "cid {}", 200 + i);
+            let (v, _) = h
+                .retrieve(ns, format!("s{i:02}").as_bytes(), 64)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(&v[..], format!("value {i}").as_bytes());
+        }
+        assert_eq!(done[&220].status, NvmeStatus::error(1, 0x89), "s00 exists");
+        assert!(
+            counter(&dev, "cerberus_put_batches") > before,
+            "no batch of puts: each Store was written alone"
+        );
+    });
+    dev.shutdown().unwrap();
+}

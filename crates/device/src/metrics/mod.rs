@@ -53,6 +53,10 @@ pub struct Metrics {
     pub get_batches: Counter,
     /// The gets of those runs.
     pub batched_gets: Counter,
+    /// Runs of unconditional NVMe/TCP Stores of one queue stored with one engine write.
+    pub put_batches: Counter,
+    /// The Stores of those runs.
+    pub batched_puts: Counter,
 }
 
 impl Metrics {
@@ -152,6 +156,16 @@ impl Metrics {
                 "cerberus_batched_gets",
                 "Gets answered in those runs.",
                 &self.batched_gets,
+            ),
+            (
+                "cerberus_put_batches",
+                "Runs of two or more NVMe/TCP Stores of one queue stored with one engine write.",
+                &self.put_batches,
+            ),
+            (
+                "cerberus_batched_puts",
+                "Stores written in those runs.",
+                &self.batched_puts,
             ),
         ] {
             // Registered without `_total`: the encoder appends it to a counter's sample.

@@ -69,8 +69,9 @@ pub(super) struct Conn {
     pub flight: Flight,
     /// The vendor commands' session and kept responses.
     pub vendor: super::vendor::VendorState,
-    /// Retrieves held to be answered together once nothing more is at hand (`io.rs`).
-    pub gets: Vec<super::io::HeldGet>,
+    /// Retrieves or unconditional Stores held to be carried out together once nothing more
+    /// is at hand (`io.rs`).
+    pub held: Vec<super::io::Held>,
     /// The admin queue's keep-alive deadline (None: no KATO).
     keep_alive: Option<Instant>,
     /// An I/O queue's controller going (its admin queue closed or expired).
@@ -93,7 +94,7 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
         queue: None,
         flight,
         vendor: Default::default(),
-        gets: Vec::new(),
+        held: Vec::new(),
         keep_alive: None,
         gone: None,
         stop,
@@ -253,9 +254,9 @@ impl Conn {
                 Ok(None) => {}
                 Err(e) => return Err(term(&e)),
             }
-            if !self.gets.is_empty() {
+            if !self.held.is_empty() {
                 // Their answers come back through `done_rx`, at hand on the next turn.
-                self.run_gets();
+                self.run_held();
                 continue;
             }
             self.flush().await.map_err(|_| End::Quiet)?;

@@ -5,7 +5,7 @@
 use super::conn::Conn;
 use super::flight::Done;
 use super::{invalid_field, invalid_namespace, Answer};
-use crate::workers::answer;
+use crate::workers::{answer, catch_command};
 use bytes::Bytes;
 use cerberus_proto::nvme::{
     KvCommand, KvOpcode, NvmeStatus, Sqe, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
@@ -16,10 +16,11 @@ impl Conn {
     /// Starts an I/O command holding `cost` bytes of the connection's budget: refused at
     /// once, or run on a worker; either way its answer comes back through `flight`.
     pub(super) fn io(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
-        let retrieve = sqe.opcode == KvOpcode::Retrieve as u8;
-        if !retrieve {
-            // Held gets are answered before any other command starts.
-            self.run_gets();
+        let opcode = sqe.opcode;
+        let joins = |h: &Held| h.cmd.request.opcode() as u8 == opcode;
+        if !self.held.first().is_some_and(joins) {
+            // Held commands are carried out before a command of another kind starts.
+            self.run_held();
         }
         if self.vendor(&sqe, &data, cost) {
             return;
@@ -30,25 +31,55 @@ impl Conn {
         }
     }
 
-    /// Answers the held Retrieves (of one namespace, in arrival order) with one engine read,
-    /// as the native port answers a connection's pipelined gets (`Shared::retrieve_many`).
-    pub(super) fn run_gets(&mut self) {
-        if self.gets.is_empty() {
+    /// Carries out the held commands (of one kind and namespace, in arrival order) as one
+    /// engine call, as the native port does a connection's pipelined gets
+    /// (`Shared::retrieve_many`) and its neighbours' unconditional puts (`Shared::store_all`).
+    pub(super) fn run_held(&mut self) {
+        if self.held.is_empty() {
             return;
         }
-        let held = std::mem::take(&mut self.gets);
+        let held = std::mem::take(&mut self.held);
         let shared = &self.target.shared;
-        let ns = held[0].cmd.nsid;
-        if held.len() > 1 {
-            shared.metrics.get_batches.inc();
-            shared.metrics.batched_gets.inc_by(held.len() as u64);
-        }
-        let cmds: Vec<Command> = held.iter().map(|g| g.cmd.clone()).collect();
-        let opcode = Opcode::Retrieve as u8;
-        for (resp, g) in shared.retrieve_many(ns, &cmds).into_iter().zip(held) {
+        let (ns, opcode) = (held[0].cmd.nsid, held[0].cmd.request.opcode() as u8);
+        let responses = if opcode == Opcode::Retrieve as u8 {
+            if held.len() > 1 {
+                shared.metrics.get_batches.inc();
+                shared.metrics.batched_gets.inc_by(held.len() as u64);
+            }
+            let cmds: Vec<Command> = held.iter().map(|h| h.cmd.clone()).collect();
+            shared.retrieve_many(ns, &cmds)
+        } else {
+            if held.len() > 1 {
+                shared.metrics.put_batches.inc();
+                shared.metrics.batched_puts.inc_by(held.len() as u64);
+            }
+            let puts: Vec<(Bytes, Bytes)> = held
+                .iter()
+                .filter_map(|h| match &h.cmd.request {
+                    Request::Store { key, value, .. } => Some((key.clone(), value.clone())),
+                    _ => None,
+                })
+                .collect();
+            let stored = catch_command(ns, opcode, || shared.store_all(ns, &puts)).and_then(|r| r);
+            held.iter()
+                .map(|h| match &stored {
+                    Ok(()) => Response {
+                        cid: h.cmd.cid,
+                        nsid: ns,
+                        opcode,
+                        status: Status::Success,
+                        reply: Reply::Empty,
+                    },
+                    Err((status, msg)) => {
+                        Response::error(h.cmd.cid, ns, opcode, *status, msg.clone())
+                    }
+                })
+                .collect()
+        };
+        for (resp, h) in responses.into_iter().zip(held) {
             let ok = resp.status.is_success();
-            shared.metrics.record(ns, opcode, ok, g.arrived.elapsed());
-            self.flight.finish_now(g.sqe, reply(resp, g.buffer), g.cost);
+            shared.metrics.record(ns, opcode, ok, h.arrived.elapsed());
+            self.flight.finish_now(h.sqe, reply(resp, h.buffer), h.cost);
         }
     }
 
@@ -124,24 +155,32 @@ impl Conn {
         };
         let arrived = quanta::Instant::now();
         let shared = &self.target.shared;
-        if shared.batches_get(&cmd) && shared.runs_inline(&cmd) {
-            // Held while the connection has more at hand, then answered together
-            // (`run_gets`): at most 64, of one namespace.
-            if self.gets.first().is_some_and(|g| g.cmd.nsid != cmd.nsid) {
-                self.run_gets();
+        let batched = match &cmd.request {
+            Request::Retrieve { .. } => shared.batches_get(&cmd) && shared.runs_inline(&cmd),
+            Request::Store { .. } => shared.batchable(&cmd),
+            _ => false,
+        };
+        if batched {
+            // Held while the connection has more at hand, then carried out together
+            // (`run_held`): at most 64, of one kind and namespace.
+            if self.held.first().is_some_and(|h| h.cmd.nsid != cmd.nsid) {
+                self.run_held();
             }
-            self.gets.push(HeldGet {
+            self.held.push(Held {
                 sqe,
                 cmd,
                 buffer,
                 cost,
                 arrived,
             });
-            if self.gets.len() >= MAX_HELD_GETS {
-                self.run_gets();
+            if self.held.len() >= MAX_HELD {
+                self.run_held();
             }
             return;
         }
+        // Anything else (a conditional Store among them) comes after what is held.
+        self.run_held();
+        let shared = &self.target.shared;
         if shared.runs_inline(&cmd) {
             // As on the native port: a point command on files is answered on this network
             // thread, without two hand-offs between threads.
@@ -163,11 +202,12 @@ impl Conn {
     }
 }
 
-/// Retrieves held for one engine read at most (as the native port's batches).
-const MAX_HELD_GETS: usize = 64;
+/// Commands held for one engine call at most (as the native port's batches).
+const MAX_HELD: usize = 64;
 
-/// A Retrieve held to be answered with the others at hand (`Conn::run_gets`).
-pub(super) struct HeldGet {
+/// A Retrieve, or an unconditional Store, held to be carried out with the others at hand
+/// (`Conn::run_held`).
+pub(super) struct Held {
     sqe: Sqe,
     cmd: Command,
     buffer: usize,
