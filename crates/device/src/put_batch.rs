@@ -12,10 +12,9 @@
 
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
-use crate::workers::{answer, catch_command, Outbox, Workers};
-use bytes::Bytes;
+use crate::workers::{answer, Outbox, Workers};
 use cerberus_engine::WritePressure;
-use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status, DEVICE_NSID};
+use cerberus_proto::{Command, Opcode, Request, DEVICE_NSID};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
@@ -198,29 +197,11 @@ fn store_group(shared: &Shared, nsid: u32, mut group: Vec<HeldPut>) {
         }
         return;
     }
-    let kvs: Vec<(Bytes, Bytes)> = group
-        .iter()
-        .filter_map(|p| match &p.cmd.request {
-            Request::Store { key, value, .. } => Some((key.clone(), value.clone())),
-            _ => None,
-        })
-        .collect();
     let opcode = Opcode::Store as u8;
-    let outcome = catch_command(nsid, opcode, || shared.store_all(nsid, &kvs)).and_then(|r| r);
-    for p in group {
-        let resp = match &outcome {
-            Ok(()) => Response {
-                cid: p.cmd.cid,
-                nsid,
-                opcode,
-                status: Status::Success,
-                reply: Reply::Empty,
-            },
-            Err((status, msg)) => Response::error(p.cmd.cid, nsid, opcode, *status, msg.clone()),
-        };
-        shared
-            .metrics
-            .record(nsid, opcode, outcome.is_ok(), p.arrived.elapsed());
+    let responses = shared.store_many(nsid, group.iter().map(|p| &p.cmd));
+    for (p, resp) in group.into_iter().zip(responses) {
+        let ok = resp.status.is_success();
+        shared.metrics.record(nsid, opcode, ok, p.arrived.elapsed());
         let _ = p.reply.send((resp, Some(p.permit)));
     }
 }

@@ -3,11 +3,14 @@
 
 use super::engine_error::engine;
 use super::{Outcome, Shared, INLINE_MAX_VALUE, STRIPES};
+use crate::workers::catch_command;
 use bytes::Bytes;
 use cerberus_engine::Readable;
 use cerberus_engine::{WriteBatch, WriteOptions, WritePressure};
 use cerberus_proto::Response;
-use cerberus_proto::{value_size_refusal, BatchWrite, Command, Reply, Request, Status, StoreMode};
+use cerberus_proto::{
+    value_size_refusal, BatchWrite, Command, Opcode, Reply, Request, Status, StoreMode,
+};
 use parking_lot::Mutex;
 use std::hash::{Hash, Hasher};
 
@@ -176,6 +179,30 @@ impl Shared {
             batch.put(k.to_vec(), v.to_vec());
         }
         self.write_striped(&handle, ns, batch, puts.iter().map(|(k, _)| k))
+    }
+
+    /// Answers `cmds` (unconditional stores of namespace `ns` that [`Shared::batchable`]
+    /// took) with one engine write ([`Shared::store_all`]): a response each, in their order,
+    /// each with the write's outcome. A panic answers every store of the batch.
+    pub fn store_many<'a>(
+        &self,
+        ns: u32,
+        cmds: impl Iterator<Item = &'a Command> + Clone,
+    ) -> Vec<Response> {
+        let opcode = Opcode::Store as u8;
+        let kvs: Vec<(Bytes, Bytes)> = cmds
+            .clone()
+            .filter_map(|c| match &c.request {
+                Request::Store { key, value, .. } => Some((key.clone(), value.clone())),
+                _ => None,
+            })
+            .collect();
+        let outcome = catch_command(ns, opcode, || self.store_all(ns, &kvs)).and_then(|r| r);
+        cmds.map(|c| {
+            let done = outcome.clone().map(|()| Reply::Empty);
+            super::completion((c.cid, ns, opcode), done)
+        })
+        .collect()
     }
 
     /// A client's batch (`WriteBatch`): every write checked first, so that a bad one refuses

@@ -5,7 +5,7 @@
 use super::conn::Conn;
 use super::flight::Done;
 use super::{invalid_field, invalid_namespace, Answer};
-use crate::workers::{answer, catch_command};
+use crate::workers::answer;
 use bytes::Bytes;
 use cerberus_proto::nvme::{
     KvCommand, KvOpcode, NvmeStatus, Sqe, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
@@ -53,28 +53,7 @@ impl Conn {
                 shared.metrics.put_batches.inc();
                 shared.metrics.batched_puts.inc_by(held.len() as u64);
             }
-            let puts: Vec<(Bytes, Bytes)> = held
-                .iter()
-                .filter_map(|h| match &h.cmd.request {
-                    Request::Store { key, value, .. } => Some((key.clone(), value.clone())),
-                    _ => None,
-                })
-                .collect();
-            let stored = catch_command(ns, opcode, || shared.store_all(ns, &puts)).and_then(|r| r);
-            held.iter()
-                .map(|h| match &stored {
-                    Ok(()) => Response {
-                        cid: h.cmd.cid,
-                        nsid: ns,
-                        opcode,
-                        status: Status::Success,
-                        reply: Reply::Empty,
-                    },
-                    Err((status, msg)) => {
-                        Response::error(h.cmd.cid, ns, opcode, *status, msg.clone())
-                    }
-                })
-                .collect()
+            shared.store_many(ns, held.iter().map(|h| &h.cmd))
         };
         for (resp, h) in responses.into_iter().zip(held) {
             let ok = resp.status.is_success();
