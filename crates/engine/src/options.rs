@@ -93,6 +93,10 @@ pub struct Options {
     pub max_value_size: usize,
     /// A value-log segment is closed and a new one started past this size.
     pub vlog_segment_bytes: u64,
+    /// Every this many bytes appended to the value log, a thread of its own writes them out
+    /// to the device, so the sync that closes a segment (on the writing thread) finds little
+    /// left to write. 0: none (the kernel writes back when it will). Durability is the same.
+    pub log_writeback_bytes: u64,
     /// Target size of a table written by compaction.
     pub target_table_bytes: u64,
     /// L0 tables that trigger an L0 compaction (per namespace: a split into runs).
@@ -137,6 +141,11 @@ pub struct Options {
     pub num_levels: usize,
     /// Threads for flushes and compactions.
     pub background_threads: usize,
+    /// The nice value of the database's own background threads (0-19; 0: as the caller's):
+    /// on a machine with few cores a flush or compaction then yields the core to a thread
+    /// serving a client instead of sharing it evenly, and still gets every idle cycle. A
+    /// background runner (`background_runner`) places work on threads of its own.
+    pub background_nice: i32,
     /// Posix storage reads through memory maps (no system call per read that the page
     /// cache can answer). An I/O error on a mapped page then stops the process (SIGBUS)
     /// instead of failing the one read: turn it off where that matters more than speed.
@@ -223,6 +232,7 @@ impl Default for Options {
             max_key_size: 64 << 10,
             max_value_size: 64 << 20,
             vlog_segment_bytes: 128 << 20,
+            log_writeback_bytes: 4 << 20,
             target_table_bytes: 2 << 20,
             l0_compaction_trigger: 4,
             run_compaction_trigger: 1,
@@ -237,6 +247,7 @@ impl Default for Options {
             consolidate_below_bytes: None,
             num_levels: 7,
             background_threads: 2,
+            background_nice: 10,
             prefetch_threads: 8,
             mmap_reads: true,
             auto_compaction: true,
@@ -304,6 +315,9 @@ impl Options {
         }
         if !(0.0..=1.0).contains(&self.vlog_gc_dead_ratio) {
             return bad("vlog_gc_dead_ratio must be between 0 and 1");
+        }
+        if !(0..=19).contains(&self.background_nice) {
+            return bad("background_nice must be between 0 and 19");
         }
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");

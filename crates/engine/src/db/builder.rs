@@ -19,7 +19,7 @@ use crate::stats::Counters;
 use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::BlockCache;
 use crate::version::TableCtx;
-use crate::vlog::{Liveness, VlogReader};
+use crate::vlog::{Liveness, VlogReader, Writeback};
 use arc_swap::ArcSwap;
 use parking_lot::{Mutex, RwLock};
 use std::path::Path;
@@ -134,7 +134,10 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         sv_update: Mutex::new(()),
         writes: WriteQueue::new(
             WriterState {
-                vlog,
+                vlog: vlog.with_writeback(
+                    (options.log_writeback_bytes > 0)
+                        .then(|| Box::new(Writeback::new(options.log_writeback_bytes))),
+                ),
                 next_seq: last_seq + 1,
                 buf: Vec::new(),
             },
@@ -161,7 +164,10 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         let inner = inner.clone();
         let t = std::thread::Builder::new()
             .name(format!("cerberus-bg-{i}"))
-            .spawn(move || inner.background_loop())
+            .spawn(move || {
+                lower_priority(inner.opts.background_nice);
+                inner.background_loop()
+            })
             .map_err(|e| Error::io("background thread", e))?;
         threads.push(t);
     }
@@ -174,4 +180,21 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)
+}
+
+/// Gives the calling thread nice value `nice` (on Linux a thread's own; elsewhere it would
+/// be the process's, so nothing is done). Raising one's own nice value needs no privilege;
+/// a failure leaves the thread as it was, which is only slower for the clients beside it.
+fn lower_priority(nice: i32) {
+    if nice == 0 || !cfg!(target_os = "linux") {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls on the calling thread's own id.
+    let done = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
+    #[cfg(not(target_os = "linux"))]
+    let done = 0;
+    if done != 0 {
+        tracing::debug!(nice, error = %std::io::Error::last_os_error(), "background priority unchanged");
+    }
 }

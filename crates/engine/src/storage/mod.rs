@@ -90,6 +90,12 @@ pub trait WritableFile: Send + Sync {
     fn append(&self, data: &[u8], purpose: IoPurpose) -> io::Result<()>;
     /// Makes every byte appended before the call durable.
     fn sync(&self) -> io::Result<()>;
+    /// Writes bytes `[offset, offset + len)` out to the device and waits for them, so that
+    /// a later [`WritableFile::sync`] has less to write. Makes nothing durable (the file's
+    /// length, for one, is not); storages without a page cache do nothing.
+    fn write_back(&self, _offset: u64, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
     /// Bytes in the file: appended so far (including what existed when the file was reopened
     /// for append, and prefixes left by failed appends), less what was truncated.
     fn len(&self) -> u64;

@@ -89,6 +89,25 @@ impl WritableFile for PosixWritable {
         self.file.sync_data()
     }
 
+    #[cfg(target_os = "linux")]
+    fn write_back(&self, offset: u64, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "range past i64",
+            ));
+        };
+        let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        // SAFETY: the descriptor is this file's own, open for the call's duration.
+        match unsafe { libc::sync_file_range(self.file.as_raw_fd(), offset, len, flags) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
+
     fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
     }

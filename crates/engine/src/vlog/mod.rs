@@ -14,12 +14,14 @@ mod replay;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod writeback;
 mod writer;
 
 pub use liveness::Liveness;
 pub use reader::{LastSegment, ReadPin, VlogReader};
 pub use replay::replay_segment;
 pub use scan::{SegmentScan, SCAN_CHUNK};
+pub use writeback::Writeback;
 pub use writer::{AppendError, LogSync, RollError, VlogWriter};
 
 use crate::coding::{get_u32, get_u64, put_u32, put_u64};

@@ -1,5 +1,6 @@
 //! The writing end of the log: appends to the active segment, rolls to a new one, syncs.
 
+use super::writeback::Writeback;
 use super::{segment_header, segment_name, SEGMENT_HEADER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::storage::{IoPurpose, StorageRef, WritableFile};
@@ -13,6 +14,10 @@ pub struct VlogWriter {
     name: String,
     offset: u64,
     synced: bool,
+    /// Early write-back of the segment (`writeback.rs`), kept across rolls.
+    writeback: Option<Box<Writeback>>,
+    /// Where the next write-back request starts.
+    written_back: u64,
 }
 
 impl VlogWriter {
@@ -37,7 +42,15 @@ impl VlogWriter {
             name,
             offset: SEGMENT_HEADER_LEN,
             synced: true,
+            writeback: None,
+            written_back: SEGMENT_HEADER_LEN,
         })
+    }
+
+    /// Asks `wb` to write this segment and the next ones back early, a step at a time.
+    pub fn with_writeback(mut self, wb: Option<Box<Writeback>>) -> VlogWriter {
+        self.writeback = wb;
+        self
     }
 
     /// `(segment, offset)` where the next record will go.
@@ -59,7 +72,8 @@ impl VlogWriter {
     /// failed: a failed sync leaves the log in doubt, a failed creation does not.
     pub fn roll(&mut self, id: u64) -> std::result::Result<(), RollError> {
         self.sync().map_err(RollError::Sync)?;
-        *self = VlogWriter::create(self.storage.clone(), id).map_err(RollError::Create)?;
+        let next = VlogWriter::create(self.storage.clone(), id).map_err(RollError::Create)?;
+        *self = next.with_writeback(self.writeback.take());
         Ok(())
     }
 
@@ -77,6 +91,12 @@ impl VlogWriter {
         }
         self.offset += buf.len() as u64;
         self.synced = false;
+        if let Some(wb) = &self.writeback {
+            let due = self.offset - self.written_back;
+            if due >= wb.step() && wb.offer(&self.file, self.written_back, due) {
+                self.written_back = self.offset;
+            }
+        }
         Ok(at)
     }
 

@@ -76,6 +76,8 @@ pub fn base_options() -> Options {
     o.cache_bytes = 64 << 10;
     o.inline_value_threshold = 64;
     o.vlog_segment_bytes = 48 << 10;
+    // Several early write-backs a segment (posix configurations): rolls race them.
+    o.log_writeback_bytes = 8 << 10;
     o.target_table_bytes = 8 << 10;
     o.l0_compaction_trigger = 3;
     o.l0_slowdown_trigger = 6;
