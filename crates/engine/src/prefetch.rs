@@ -96,6 +96,18 @@ impl ReadPool {
         }
     }
 
+    /// Runs `job` on a reader thread, or here and now without one; its caller learns of its
+    /// end through the job itself (a query's piece walked on another core).
+    pub fn run(&self, job: impl FnOnce() + Send + 'static) {
+        self.started.call_once(|| self.start());
+        let job: Job = Box::new(job);
+        if self.running.load(Ordering::Acquire) == 0 {
+            job();
+        } else if let Err(e) = self.jobs.send(job) {
+            (e.into_inner())();
+        }
+    }
+
     /// Issues `read` ahead of its use. Without a reader thread it runs here and now.
     pub fn submit<T: Send + 'static>(
         &self,

@@ -3,6 +3,7 @@
 
 mod background;
 mod builder;
+mod count;
 mod flush;
 mod gc;
 mod get_many;

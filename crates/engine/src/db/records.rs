@@ -223,6 +223,52 @@ impl SnapshotRecords {
         Ok(newer)
     }
 
+    /// The reads of the same query for another thread: the same super version, seqno and
+    /// counters, without a work limit (a limited query is never split) or reads of its own.
+    pub(super) fn fork(&self) -> SnapshotRecords {
+        SnapshotRecords {
+            counters: self.counters.clone(),
+            sv: self.sv.clone(),
+            newest: self.newest.clone(),
+            ..SnapshotRecords::new(&self.inner, self.ns, self.seq, None)
+        }
+    }
+
+    /// Whether the query runs under a work limit.
+    pub(super) fn limited(&self) -> bool {
+        self.work.is_some()
+    }
+
+    pub(super) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
+    /// The live entries of index `index` in `range` (after `after`, if given).
+    pub(super) fn count_live(
+        &mut self,
+        index: Nsid,
+        kind: IndexKind,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+        stats: &mut QueryStats,
+    ) -> Result<u64> {
+        let mut live = 0;
+        self.walk_live(index, kind, range, after, false, stats, |_, _, _, _| {
+            live += 1;
+            Ok(true)
+        })?;
+        Ok(live)
+    }
+
+    /// The version the query reads (its tables).
+    pub(super) fn version(&self) -> &Arc<crate::version::Version> {
+        &self.sv.version
+    }
+
+    pub(super) fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
     /// [`Records::for_each_live_entry`] in place: the walk's entries borrowed, never copied
     /// out. Without `parts` (a count), an entry is not taken apart unless it must be checked
     /// against the memtables; `f` then gets empty secondary keys and pks.
@@ -347,12 +393,7 @@ impl Records for SnapshotRecords {
         range: &KeyRange,
         stats: &mut QueryStats,
     ) -> Result<u64> {
-        let mut live = 0;
-        self.walk_live(index, kind, range, None, false, stats, |_, _, _, _| {
-            live += 1;
-            Ok(true)
-        })?;
-        Ok(live)
+        self.count_in_pieces(index, kind, range, stats)
     }
 
     fn piece_bounds(

@@ -194,6 +194,46 @@ impl TableReader {
         Ok(out)
     }
 
+    /// [`TableReader::block_ends`] from the first block whose last key is `>= start` up to
+    /// (not including) the first that ends at or past `end`: the block ends inside a range,
+    /// found by a seek in the index block.
+    pub fn block_ends_within(
+        &self,
+        ns: crate::key::Nsid,
+        start: &[u8],
+        end: Option<&[u8]>,
+        c: &Counters,
+    ) -> Result<Vec<Vec<u8>>> {
+        if !self.nstable.iter().any(|r| r.nsid == ns) {
+            return Ok(Vec::new());
+        }
+        let index = self.index(c, true)?;
+        let mut it = index.iter();
+        let mut target = crate::key::user_part(ns, start);
+        crate::key::push_trailer(&mut target, crate::key::MAX_SEQ, crate::key::Kind::Put);
+        it.seek(&target, cmp_ikey);
+        let mut out = Vec::new();
+        while it.valid() {
+            let user = crate::key::ikey_user(it.key());
+            let Some(key) = user.get(crate::key::NSID_LEN..) else {
+                break;
+            };
+            if crate::key::ikey_nsid(user) != ns || end.is_some_and(|e| key >= e) {
+                break;
+            }
+            out.push(key.to_vec());
+            it.advance();
+        }
+        if it.corrupt() {
+            return Err(Error::corruption(
+                &self.name,
+                self.footer.index.offset,
+                "bad index block",
+            ));
+        }
+        Ok(out)
+    }
+
     /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.
     pub fn filter_allows(filter: Option<&Bytes>, hash: u64, c: &Counters) -> bool {
         Counters::add(&c.local().filter_probes, 1);
