@@ -181,7 +181,15 @@ impl SnapshotScan {
             return Ok(());
         }
         let mut current = std::mem::replace(&mut self.user, std::mem::take(&mut self.spare));
-        let settled = self.settle(Some(&current));
+        // The merge stands at the current key's visible version: step past it here rather
+        // than have `settle` take it apart again to find it is the key to skip.
+        let settled = match self.merged.advance() {
+            Ok(()) => self.settle(Some(&current)),
+            Err(e) => {
+                self.valid = false;
+                Err(e)
+            }
+        };
         current.clear();
         self.spare = current;
         settled
