@@ -23,6 +23,7 @@ mod memtable;
 mod namespace_options;
 mod options;
 mod prefetch;
+mod priority;
 mod query;
 mod row_cache;
 mod stats;

@@ -24,6 +24,9 @@ pub struct ReadPool {
     started: Once,
     /// Threads that did start; with none, reads run on the caller.
     running: AtomicUsize,
+    /// The threads' name, and their nice value (background reads yield to clients' threads).
+    name: &'static str,
+    nice: i32,
 }
 
 /// A read issued ahead; [`Pending::wait`] gives its result once it is complete. Dropped
@@ -73,15 +76,25 @@ impl ReadPool {
             modeled,
             started: Once::new(),
             running: AtomicUsize::new(0),
+            name: "cerberus-prefetch",
+            nice: 0,
         }
+    }
+
+    /// A pool for background work's reads (a flush's lookups), its threads named `name` at
+    /// nice value `nice` (`Options::background_nice`).
+    pub fn for_background(mut self, name: &'static str, nice: i32) -> ReadPool {
+        (self.name, self.nice) = (name, nice);
+        self
     }
 
     fn start(&self) {
         for i in 0..self.threads {
-            let queue = self.queue.clone();
+            let (queue, nice) = (self.queue.clone(), self.nice);
             let spawned = std::thread::Builder::new()
-                .name(format!("cerberus-prefetch-{i}"))
+                .name(format!("{}-{i}", self.name))
                 .spawn(move || {
+                    crate::priority::lower_priority(nice);
                     while let Ok(job) = queue.recv() {
                         job();
                     }

@@ -134,10 +134,12 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         sv_update: Mutex::new(()),
         writes: WriteQueue::new(
             WriterState {
-                vlog: vlog.with_writeback(
-                    (options.log_writeback_bytes > 0)
-                        .then(|| Box::new(Writeback::new(options.log_writeback_bytes))),
-                ),
+                vlog: vlog.with_writeback((options.log_writeback_bytes > 0).then(|| {
+                    Box::new(Writeback::new(
+                        options.log_writeback_bytes,
+                        options.background_nice,
+                    ))
+                })),
                 next_seq: last_seq + 1,
                 buf: Vec::new(),
             },
@@ -150,6 +152,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         manifest_in_doubt: AtomicBool::new(false),
         snapshots: Snapshots::default(),
         prefetcher: std::sync::OnceLock::new(),
+        background_reads: std::sync::OnceLock::new(),
         row_cache: crate::row_cache::RowCache::new(options.row_cache_bytes),
         space: Default::default(),
         capacity_flush: Default::default(),
@@ -165,7 +168,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         let t = std::thread::Builder::new()
             .name(format!("cerberus-bg-{i}"))
             .spawn(move || {
-                lower_priority(inner.opts.background_nice);
+                crate::priority::lower_priority(inner.opts.background_nice);
                 inner.background_loop()
             })
             .map_err(|e| Error::io("background thread", e))?;
@@ -180,21 +183,4 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)
-}
-
-/// Gives the calling thread nice value `nice` (on Linux a thread's own; elsewhere it would
-/// be the process's, so nothing is done). Raising one's own nice value needs no privilege;
-/// a failure leaves the thread as it was, which is only slower for the clients beside it.
-fn lower_priority(nice: i32) {
-    if nice == 0 || !cfg!(target_os = "linux") {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    // SAFETY: plain system calls on the calling thread's own id.
-    let done = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
-    #[cfg(not(target_os = "linux"))]
-    let done = 0;
-    if done != 0 {
-        tracing::debug!(nice, error = %std::io::Error::last_os_error(), "background priority unchanged");
-    }
 }

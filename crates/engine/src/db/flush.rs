@@ -121,7 +121,7 @@ impl Inner {
             &self.super_version().version,
             &dead,
             &self.counters,
-            self.prefetcher(),
+            self.background_reader(),
         )?;
         let (props, dropped) = flush_memtable(
             self.storage.as_ref(),

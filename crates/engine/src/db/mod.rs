@@ -121,6 +121,8 @@ struct Inner {
     row_cache: Option<crate::row_cache::RowCache>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
+    /// Reader threads for background work, started on first use.
+    background_reads: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).

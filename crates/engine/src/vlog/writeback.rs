@@ -24,25 +24,30 @@ struct Range {
 /// one); stopped and joined on drop.
 pub struct Writeback {
     step: u64,
+    /// The thread's nice value (`Options::background_nice`).
+    nice: i32,
     thread: OnceLock<Option<(Sender<Range>, JoinHandle<()>)>>,
 }
 
 impl Writeback {
-    /// A write-back every `step` bytes appended.
-    pub fn new(step: u64) -> Writeback {
+    /// A write-back every `step` bytes appended, on a thread at nice value `nice`.
+    pub fn new(step: u64, nice: i32) -> Writeback {
         Writeback {
             step: step.max(1),
+            nice,
             thread: OnceLock::new(),
         }
     }
 
-    fn spawn() -> Option<(Sender<Range>, JoinHandle<()>)> {
+    fn spawn(nice: i32) -> Option<(Sender<Range>, JoinHandle<()>)> {
         // One request waiting at most: a writer faster than the device skips requests
         // (the next one covers their bytes) instead of queueing them.
         let (tx, rx) = bounded::<Range>(1);
         let spawned = std::thread::Builder::new()
             .name("cerberus-writeback".into())
             .spawn(move || {
+                // Background work: the kernel's share of starting the writes runs here too.
+                crate::priority::lower_priority(nice);
                 for r in rx {
                     if let Err(e) = r.file.write_back(r.offset, r.len) {
                         tracing::debug!(error = %e, "log write-back failed (the next sync reports)");
@@ -67,7 +72,7 @@ impl Writeback {
     /// thread is still busy with the last request (the caller asks again later, from the
     /// same offset).
     pub(super) fn offer(&self, file: &Arc<dyn WritableFile>, offset: u64, len: u64) -> bool {
-        let Some((tx, _)) = self.thread.get_or_init(Self::spawn) else {
+        let Some((tx, _)) = self.thread.get_or_init(|| Self::spawn(self.nice)) else {
             return false;
         };
         let range = Range {
@@ -122,7 +127,7 @@ mod tests {
 
     #[test]
     fn accepted_requests_cover_the_file_in_order_without_gaps() {
-        let wb = Writeback::new(100);
+        let wb = Writeback::new(100, 0);
         let rec = Arc::new(Recording::default());
         let file: Arc<dyn WritableFile> = rec.clone();
         let (mut from, mut accepted) = (0u64, 0);
@@ -150,7 +155,7 @@ mod tests {
         let storage: crate::storage::StorageRef = Arc::new(PosixStorage::new(&dir).unwrap());
         let mut w = VlogWriter::create(storage.clone(), 1)
             .unwrap()
-            .with_writeback(Some(Box::new(Writeback::new(4096))));
+            .with_writeback(Some(Box::new(Writeback::new(4096, 0))));
         let record = vec![7u8; 1000];
         let mut at = Vec::new();
         for i in 0..200u64 {
