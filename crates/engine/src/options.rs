@@ -146,6 +146,10 @@ pub struct Options {
     /// serving a client instead of sharing it evenly, and still gets every idle cycle. A
     /// background runner (`background_runner`) places work on threads of its own.
     pub background_nice: i32,
+    /// A count the index answers alone over at least this many table blocks is walked in
+    /// two pieces at once, the second on a prefetch thread (`docs/queries.md`, Count; 0:
+    /// never). Below ~32 blocks the hand-off to another thread costs more than it saves.
+    pub count_split_blocks: usize,
     /// Posix storage reads through memory maps (no system call per read that the page
     /// cache can answer). An I/O error on a mapped page then stops the process (SIGBUS)
     /// instead of failing the one read: turn it off where that matters more than speed.
@@ -248,6 +252,7 @@ impl Default for Options {
             num_levels: 7,
             background_threads: 2,
             background_nice: 10,
+            count_split_blocks: 32,
             prefetch_threads: 8,
             mmap_reads: true,
             auto_compaction: true,

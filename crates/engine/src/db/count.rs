@@ -16,10 +16,6 @@ use crate::query::{KeyRange, QueryStats, Records};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Table blocks a range must span before it is cut: below this the walk takes well under
-/// 0.1 ms, and a hand-off to another thread (a wake-up, ~10-50 us here) would eat the gain.
-const MIN_BLOCKS: usize = 32;
-
 /// Whether the process may run on more than one core.
 fn two_cores() -> bool {
     static CORES: OnceLock<usize> = OnceLock::new();
@@ -85,8 +81,14 @@ impl SnapshotRecords {
     }
 
     /// A block end near the middle of `range` in the tables of index `index` (their blocks
-    /// in the range pooled in key order), if the range spans at least [`MIN_BLOCKS`].
+    /// in the range pooled in key order), if the range spans at least
+    /// `Options::count_split_blocks` (32 by default: below that the walk takes well under
+    /// 0.1 ms, and the hand-off to another thread, a wake-up of ~10-50 us here, eats the gain).
     fn cut(&self, index: Nsid, range: &KeyRange) -> Result<Option<Vec<u8>>> {
+        let min = self.inner().opts.count_split_blocks;
+        if min == 0 {
+            return Ok(None);
+        }
         let v = self.version();
         let mut ends = Vec::new();
         for t in v.levels.iter().flatten().chain(v.runs_of(index)) {
@@ -102,7 +104,7 @@ impl SnapshotRecords {
             )?;
             ends.extend(found);
         }
-        if ends.len() < MIN_BLOCKS {
+        if ends.len() < min {
             return Ok(None);
         }
         ends.sort_unstable();

@@ -78,6 +78,9 @@ pub fn base_options() -> Options {
     o.vlog_segment_bytes = 48 << 10;
     // Several early write-backs a segment (posix configurations): rolls race them.
     o.log_writeback_bytes = 8 << 10;
+    // Counts over a table block or more walked in two pieces (files and memory; never on
+    // NAND): a few counts a run qualify.
+    o.count_split_blocks = 1;
     o.target_table_bytes = 8 << 10;
     o.l0_compaction_trigger = 3;
     o.l0_slowdown_trigger = 6;
