@@ -354,3 +354,24 @@ fn stores_at_hand_are_written_together_and_read_back() {
     });
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn io_queues_of_several_hosts_spread_over_the_network_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns) = device(dir.path(), |c| c.network_threads = 2);
+    common::rt().block_on(async {
+        // Each host connects an admin queue, then an I/O queue: counted, the admin queues
+        // would take turns with the I/O queues and every I/O queue land on one thread.
+        let mut a = NvmeHost::connect(&target(&dev)).await.unwrap();
+        let mut b = NvmeHost::connect(&target(&dev)).await.unwrap();
+        let conns: Vec<usize> = dev
+            .scheduler_stats()
+            .cores
+            .iter()
+            .map(|c| c.connections)
+            .collect();
+        assert_eq!(conns, vec![1, 1], "the I/O queues alone count, one a core");
+        a.store(ns, b"a", b"1", 0).await.unwrap();
+        b.store(ns, b"b", b"2", 0).await.unwrap();
+    });
+}

@@ -138,6 +138,9 @@ impl Conn {
             }
         };
         let visible = self.target.visible(hostnqn);
+        if qid == 0 {
+            self.placed.release();
+        }
         self.queue = Some(Queue {
             qid,
             cntlid,

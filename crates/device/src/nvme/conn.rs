@@ -10,6 +10,7 @@ use super::controllers::Controller;
 use super::flight::{Done, Flight, Pending};
 use super::{Answer, Target};
 use crate::iterators::ConnIterators;
+use crate::server::Placed;
 use crate::stop::stopped;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{
@@ -77,10 +78,18 @@ pub(super) struct Conn {
     /// An I/O queue's controller going (its admin queue closed or expired).
     gone: Option<watch::Receiver<bool>>,
     stop: watch::Receiver<bool>,
+    /// The connection's place on its network thread's core; an admin queue gives it back
+    /// at its Connect (`Placed::release`), so I/O queues alone spread over the cores.
+    pub placed: Placed,
 }
 
 /// Serves one accepted connection until it ends.
-pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Receiver<bool>) {
+pub(super) async fn serve(
+    sock: TcpStream,
+    target: Arc<Target>,
+    stop: watch::Receiver<bool>,
+    placed: Placed,
+) {
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
     let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
     let mut c = Conn {
@@ -98,6 +107,7 @@ pub(super) async fn serve(sock: TcpStream, target: Arc<Target>, stop: watch::Rec
         keep_alive: None,
         gone: None,
         stop,
+        placed,
     };
     let end = match c.handshake().await {
         Ok(()) => c.run(done_rx).await.err(),

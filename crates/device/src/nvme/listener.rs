@@ -43,10 +43,9 @@ pub(crate) async fn serve(
         let placed = Placed(t.shared.clone(), core);
         conns.spawn_on(
             async move {
-                let _placed = placed;
                 let _slot = slot;
                 t.shared.metrics.connections_open.inc();
-                conn::serve(sock, t.clone(), stop).await;
+                conn::serve(sock, t.clone(), stop, placed).await;
                 t.shared.metrics.connections_open.dec();
             },
             handle,
