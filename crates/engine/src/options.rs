@@ -236,7 +236,7 @@ impl Default for Options {
             max_key_size: 64 << 10,
             max_value_size: 64 << 20,
             vlog_segment_bytes: 128 << 20,
-            log_writeback_bytes: 4 << 20,
+            log_writeback_bytes: 1 << 20,
             target_table_bytes: 2 << 20,
             l0_compaction_trigger: 4,
             run_compaction_trigger: 1,
