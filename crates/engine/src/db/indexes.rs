@@ -52,6 +52,17 @@ impl IndexSet {
         self.by_ns.is_empty()
     }
 
+    /// The same set without index `id`.
+    fn without(&self, id: Nsid) -> IndexSet {
+        let by_ns = self
+            .by_ns
+            .iter()
+            .map(|(ns, v)| (*ns, v.iter().filter(|i| i.def.id != id).cloned().collect()))
+            .filter(|(_, v): &(Nsid, Vec<Arc<LiveIndex>>)| !v.is_empty())
+            .collect();
+        IndexSet { by_ns }
+    }
+
     /// Each namespace that has indexes, with them.
     pub(super) fn iter(&self) -> impl Iterator<Item = (Nsid, &[Arc<LiveIndex>])> {
         self.by_ns.iter().map(|(ns, v)| (*ns, v.as_slice()))
@@ -285,11 +296,21 @@ impl Inner {
             .find(|d| d.attr == attr)
             .map(|d| d.id)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
-        self.drop_trees(&[id])?;
+        // Out of the set before its trees start to go (their deeper tables leave the version
+        // first, the rest later): a query reads the set after taking its super version, so
+        // one that still finds the index reads all of its entries; writes stop deriving
+        // entries for it at once. Under the writer lock, as every change of the set.
+        {
+            let _w = self.writes.writer.lock();
+            let set = self.index_set().without(id);
+            *self.indexes.write() = Arc::new(set);
+        }
+        let dropped = self.drop_trees(&[id]);
+        // Failed, the registry may still hold the index: the set says what it says.
         let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
         self.reload_indexes(&vs);
-        Ok(())
+        dropped
     }
 
     pub(super) fn list_indexes(&self, e: &NsEntry) -> Result<Vec<IndexInfo>> {
