@@ -129,16 +129,10 @@ impl ReadPool {
         if self.modeled {
             return Pending(Some(Issued::Modeled(Box::new(deferred(read)))));
         }
-        self.started.call_once(|| self.start());
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let job: Job = Box::new(move || {
+        self.run(move || {
             let _ = tx.send(read());
         });
-        if self.running.load(Ordering::Acquire) == 0 {
-            job();
-        } else if let Err(e) = self.jobs.send(job) {
-            (e.into_inner())();
-        }
         Pending(Some(Issued::Thread(rx)))
     }
 }

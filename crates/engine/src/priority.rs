@@ -1,18 +1,20 @@
 //! Background threads at a lower CPU priority than the threads serving clients.
 
-/// Gives the calling thread nice value `nice` (on Linux a thread's own; elsewhere it would
-/// be the process's, so nothing is done). Raising one's own nice value needs no privilege;
-/// a failure leaves the thread as it was, which is only slower for the clients beside it.
+/// Gives the calling thread nice value `nice` (Linux: a thread's own). Raising one's own nice
+/// value needs no privilege; a failure leaves the thread as it was, which is only slower for
+/// the clients beside it.
+#[cfg(target_os = "linux")]
 pub(crate) fn lower_priority(nice: i32) {
-    if nice == 0 || !cfg!(target_os = "linux") {
+    if nice == 0 {
         return;
     }
-    #[cfg(target_os = "linux")]
-    // SAFETY: plain system calls on the calling thread's own id.
+    // SAFETY: a plain system call on the calling thread's own id.
     let done = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
-    #[cfg(not(target_os = "linux"))]
-    let done = 0;
     if done != 0 {
         tracing::debug!(nice, error = %std::io::Error::last_os_error(), "background priority unchanged");
     }
 }
+
+/// Elsewhere the nice value is the whole process's: nothing is done.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn lower_priority(_nice: i32) {}

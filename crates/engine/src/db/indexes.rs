@@ -306,7 +306,8 @@ impl Inner {
             *self.indexes.write() = Arc::new(set);
         }
         let dropped = self.drop_trees(&[id]);
-        // Failed, the registry may still hold the index: the set says what it says.
+        // Rebuilt from the registry either way: a failed drop leaves the index listed there,
+        // and so back in the set.
         let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
         self.reload_indexes(&vs);

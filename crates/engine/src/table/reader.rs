@@ -170,28 +170,7 @@ impl TableReader {
     /// a walk that wants pieces of a range in order can start from. Reads the index block
     /// (cached as a get's).
     pub fn block_ends(&self, ns: crate::key::Nsid, c: &Counters) -> Result<Vec<Vec<u8>>> {
-        if !self.nstable.iter().any(|r| r.nsid == ns) {
-            return Ok(Vec::new());
-        }
-        let index = self.index(c, true)?;
-        let mut it = index.iter();
-        it.seek_to_first();
-        let mut out = Vec::new();
-        while it.valid() {
-            let user = crate::key::ikey_user(it.key());
-            if crate::key::ikey_nsid(user) == ns && user.len() >= crate::key::NSID_LEN {
-                out.push(user[crate::key::NSID_LEN..].to_vec());
-            }
-            it.advance();
-        }
-        if it.corrupt() {
-            return Err(Error::corruption(
-                &self.name,
-                self.footer.index.offset,
-                "bad index block",
-            ));
-        }
-        Ok(out)
+        self.block_ends_within(ns, &[], None, c)
     }
 
     /// [`TableReader::block_ends`] from the first block whose last key is `>= start` up to
