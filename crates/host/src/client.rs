@@ -125,8 +125,9 @@ impl Client {
             .map_err(|_| Error::Timeout)?
     }
 
-    /// For [`crate::BlockingClient`]: over plain TCP, a connection its callers drive from
-    /// their own threads (every call blocks its thread until the completion is there).
+    /// For [`crate::BlockingClient`]: over plain TCP or NVMe/TCP, a connection its callers
+    /// drive from their own threads (every call blocks its thread until the completion is
+    /// there).
     pub(crate) async fn connect_blocking(config: ClientConfig) -> Result<Client> {
         tokio::time::timeout(config.connect_timeout, connect_inner(&config, true))
             .await
@@ -271,7 +272,11 @@ async fn connect_inner(config: &ClientConfig, blocking: bool) -> Result<Client> 
         Wire::Native => connect_native(config, blocking).await?,
         Wire::Nvme { subnqn, hostnqn } => {
             let host = crate::nvme_link::connect(&config.addr, subnqn, hostnqn).await?;
-            Connection::start_nvme(host)
+            if blocking {
+                Connection::nvme_direct(host, config.request_timeout)?
+            } else {
+                Connection::start_nvme(host)
+            }
         }
     };
     let mut device = None;

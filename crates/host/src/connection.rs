@@ -10,6 +10,7 @@
 use crate::direct::Direct;
 use crate::error::{Error, Result};
 use crate::inflight::Shared;
+use crate::nvme_direct::NvmeDirect;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::{split_frame, Command, Identify, Request, Response, HEADER_LEN};
 use std::sync::atomic::Ordering;
@@ -32,6 +33,8 @@ enum Link {
     Tasks(mpsc::UnboundedSender<Bytes>),
     /// The callers' threads themselves (blocking, plain TCP).
     Direct(Direct),
+    /// The callers' threads themselves (blocking, NVMe/TCP).
+    NvmeDirect(NvmeDirect),
 }
 
 impl Connection {
@@ -77,6 +80,18 @@ impl Connection {
         })
     }
 
+    /// An NVMe/TCP connection its callers drive from their own threads (see `nvme_direct`):
+    /// `host` was connected on a runtime; from now on only the callers' threads use it.
+    pub(crate) fn nvme_direct(
+        host: crate::nvme::NvmeHost,
+        request_timeout: Option<std::time::Duration>,
+    ) -> Result<Connection> {
+        Ok(Connection {
+            shared: Arc::new(Shared::new()),
+            link: Link::NvmeDirect(NvmeDirect::new(host, request_timeout)?),
+        })
+    }
+
     pub(crate) fn shared(&self) -> &Shared {
         &self.shared
     }
@@ -104,22 +119,22 @@ impl Connection {
     /// connection picks an id not in flight.
     pub(crate) async fn call(&self, command: &Command) -> Result<Response> {
         let (frame, mut wait) = self.register(command).await?;
-        match &self.link {
-            Link::Tasks(_) => match wait.await {
+        let Some(d) = self.driven() else {
+            return match wait.await {
                 Ok(result) => result,
                 Err(_) => Err(Error::ConnectionClosed),
-            },
-            Link::Direct(d) => {
-                self.send_direct(d, &frame)?;
-                d.wait(&self.shared, &mut wait)
-            }
-        }
+            };
+        };
+        let mut out = BytesMut::new();
+        d.queue(&self.shared, frame, &mut out)?;
+        d.write(&self.shared, &out)?;
+        d.wait(&self.shared, &mut wait)
     }
 
-    /// Sends commands together and waits for all their completions (on a direct
-    /// connection, one write for all of them).
+    /// Sends commands together and waits for all their completions (on a connection its
+    /// callers drive, one write for all of them, as far as the link has room).
     pub(crate) async fn call_many(&self, commands: &[Command]) -> Vec<Result<Response>> {
-        let Link::Direct(d) = &self.link else {
+        let Some(d) = self.driven() else {
             return futures_util::future::join_all(commands.iter().map(|c| self.call(c))).await;
         };
         let closed = || {
@@ -128,7 +143,7 @@ impl Connection {
                 .map(|_| Err(Error::ConnectionClosed))
                 .collect()
         };
-        let mut frames = BytesMut::new();
+        let mut out = BytesMut::new();
         let mut waiting = std::collections::VecDeque::with_capacity(commands.len());
         let mut done = Vec::with_capacity(commands.len());
         let mut take_oldest = |waiting: &mut std::collections::VecDeque<Result<_>>| {
@@ -140,18 +155,19 @@ impl Connection {
             // Out of in-flight slots: send what is registered and take the oldest completion,
             // which gives a slot back (nobody else may be reading for this thread).
             while !waiting.is_empty() && self.shared.at_limit() {
-                if self.send_direct(d, &frames).is_err() {
+                if d.write(&self.shared, &out).is_err() {
                     return closed();
                 }
-                frames.clear();
+                out.clear();
                 take_oldest(&mut waiting);
             }
-            waiting.push_back(self.register(c).await.map(|(frame, wait)| {
-                frames.extend_from_slice(&frame);
-                wait
-            }));
+            let queued = match self.register(c).await {
+                Ok((frame, wait)) => d.queue(&self.shared, frame, &mut out).map(|()| wait),
+                Err(e) => Err(e),
+            };
+            waiting.push_back(queued);
         }
-        if self.send_direct(d, &frames).is_err() {
+        if d.write(&self.shared, &out).is_err() {
             return closed();
         }
         while !waiting.is_empty() {
@@ -160,14 +176,13 @@ impl Connection {
         done
     }
 
-    fn send_direct(&self, d: &Direct, frames: &[u8]) -> Result<()> {
-        if frames.is_empty() {
-            return Ok(());
+    /// The link, if the callers' threads drive it.
+    fn driven(&self) -> Option<Driven<'_>> {
+        match &self.link {
+            Link::Tasks(_) => None,
+            Link::Direct(d) => Some(Driven::Native(d)),
+            Link::NvmeDirect(d) => Some(Driven::Nvme(d)),
         }
-        d.send(frames).map_err(|e| {
-            self.shared.close(format!("writing to the device: {e}"));
-            Error::ConnectionClosed
-        })
     }
 
     /// Checks and encodes a command, takes an in-flight slot and a command id, and registers
@@ -214,10 +229,69 @@ impl Connection {
             frame[4..8].copy_from_slice(&cid.to_le_bytes());
             match &self.link {
                 Link::Tasks(frames) => frames.send(frame.split().freeze()).is_ok(),
-                Link::Direct(_) => true,
+                Link::Direct(_) | Link::NvmeDirect(_) => true,
             }
         })?;
         Ok((frame, wait))
+    }
+}
+
+/// A link the callers' threads drive: a call queues its frame's bytes, writes them, and
+/// waits for its completion, reading for others meanwhile.
+enum Driven<'a> {
+    Native(&'a Direct),
+    Nvme(&'a NvmeDirect),
+}
+
+impl Driven<'_> {
+    /// Adds what `frame` (registered) goes as to `out`; on NVMe/TCP, once the queue has
+    /// room (if the caller gives up first, the command is forgotten: it was never sent).
+    fn queue(&self, shared: &Shared, frame: BytesMut, out: &mut BytesMut) -> Result<()> {
+        match self {
+            Driven::Native(_) => {
+                // A call alone takes the frame as it is: no copy.
+                if out.is_empty() {
+                    *out = frame;
+                } else {
+                    out.extend_from_slice(&frame);
+                }
+                Ok(())
+            }
+            Driven::Nvme(d) => {
+                let cid = frame.get(4..8).and_then(|b| b.try_into().ok());
+                let queued = d.enqueue(shared, frame.freeze(), out);
+                if let (Err(_), Some(cid)) = (&queued, cid) {
+                    shared.abandon(u32::from_le_bytes(cid));
+                }
+                queued
+            }
+        }
+    }
+
+    fn write(&self, shared: &Shared, out: &[u8]) -> Result<()> {
+        match self {
+            Driven::Native(d) => {
+                if out.is_empty() {
+                    return Ok(());
+                }
+                d.send(out).map_err(|e| {
+                    shared.close(format!("writing to the device: {e}"));
+                    Error::ConnectionClosed
+                })
+            }
+            Driven::Nvme(d) => d.write(shared, out),
+        }
+    }
+
+    fn wait(
+        &self,
+        shared: &Shared,
+        slot: &mut oneshot::Receiver<Result<Response>>,
+    ) -> Result<Response> {
+        match self {
+            Driven::Native(d) => d.wait(shared, slot),
+            Driven::Nvme(d) => d.wait(shared, slot),
+        }
     }
 }
 

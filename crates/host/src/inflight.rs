@@ -1,7 +1,7 @@
 //! The commands in flight on one connection: a completion slot per command id, the bound on
 //! how many are in flight and on a request's size (the device's limits, once known), and why
 //! the connection closed. Both ways of driving a connection (tasks on the runtime, or the
-//! callers' own threads in `direct`) complete commands through it.
+//! callers' own threads in `direct` and `nvme_direct`) complete commands through it.
 
 use crate::error::{Error, Result};
 use cerberus_proto::{key_size_refusal, value_size_refusal, Frame, Identify, Response};
@@ -60,6 +60,17 @@ impl Shared {
 
     pub(crate) fn close_reason(&self) -> Option<String> {
         self.state.lock().closed.clone()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.lock().closed.is_some()
+    }
+
+    /// Forgets command `cid`, registered and never sent (its caller gave up waiting for
+    /// room on the link): its slot and in-flight place go back.
+    pub(crate) fn abandon(&self, cid: u32) {
+        let gone = self.state.lock().pending.remove(&cid);
+        drop(gone);
     }
 
     /// Closes the connection for everyone; the first reason given is kept.

@@ -31,6 +31,8 @@ mod error;
 mod inflight;
 mod namespace;
 pub mod nvme;
+mod nvme_direct;
+mod nvme_flights;
 mod nvme_link;
 mod query;
 mod reply;

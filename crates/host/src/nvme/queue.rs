@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Most bytes of data one PDU from the target may carry before this host refuses it.
-const MAX_PDU_DATA: u32 = 64 << 20;
+pub(crate) const MAX_PDU_DATA: u32 = 64 << 20;
 
 /// A queue's connection.
 pub struct NvmeQueue {
@@ -71,6 +71,25 @@ impl NvmeQueue {
             }
             other => Err(NvmeError::Unexpected(format!("{:?}", other.pdu_type()))),
         }
+    }
+
+    /// The digests the queue negotiated.
+    pub fn digests(&self) -> Digests {
+        self.digests
+    }
+
+    /// Most bytes of data one H2CData PDU may carry on this queue (the target's MAXH2CDATA).
+    pub fn maxh2cdata(&self) -> u32 {
+        self.maxh2cdata
+    }
+
+    /// The queue's socket as a blocking std one (for a driver on the callers' threads),
+    /// with the bytes read and not yet taken as PDUs; commands still outstanding are
+    /// forgotten.
+    pub fn into_std(self) -> Result<(std::net::TcpStream, BytesMut)> {
+        let sock = self.sock.into_std()?;
+        sock.set_nonblocking(false)?;
+        Ok((sock, self.buf))
     }
 
     /// Sends one PDU as it is, after any queued before it (tests send bad ones through
@@ -289,7 +308,7 @@ impl NvmeQueue {
 
 /// A transport SGL data block of `len` bytes: the length at bytes 8-11, type 5, subtype 0xA
 /// (in-capsule data: a data block with offset, type 0, subtype 1).
-pub(super) fn data_pointer(len: u32, in_capsule: bool) -> [u8; 16] {
+pub(crate) fn data_pointer(len: u32, in_capsule: bool) -> [u8; 16] {
     let mut d = [0; 16];
     d[8..12].copy_from_slice(&len.to_le_bytes());
     d[15] = if in_capsule { 0x01 } else { 0x5A };

@@ -1,0 +1,497 @@
+//! The commands in flight on a client's NVMe/TCP I/O queue, without I/O: a native frame in,
+//! the PDU to write out; a PDU from the target in, the PDUs it calls for (the H2CData an R2T
+//! asks for, the Fetch once a Submit completed, a KV command sent again as the pair) and the
+//! native completion frames to hand to the callers. Both drivers of the queue use it: the
+//! task on the runtime (`nvme_link::run`, for `Client`) and the callers' own threads
+//! (`nvme_direct`, for `BlockingClient`).
+//!
+//! Each native command frame goes as the vendor pair (Submit, then Fetch), the response
+//! frame Fetch brings back completing the caller as a native completion would; or, a point
+//! command the KV command set says as well (a Retrieve, Exist or Delete, or a Store without
+//! sync whose value fits in the capsule, of a key of at most 16 bytes, on a namespace this
+//! connection authenticated for), as that one KV command: one exchange instead of two, its
+//! completion made into the native response.
+
+use crate::nvme::{data_pointer, QUEUE_ENTRIES};
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme::{
+    Cqe, Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe, MAX_KV_KEY, STORE_ONLY_IF_ABSENT,
+    STORE_ONLY_IF_PRESENT, VENDOR_FETCH, VENDOR_SUBMIT,
+};
+use cerberus_proto::{
+    split_frame, Command, Frame, Header, Opcode, Reply, Request, Response, Status, StoreMode,
+    HEADER_LEN,
+};
+use std::collections::HashSet;
+
+/// Why the queue can no longer be trusted (the connection is then closed).
+pub(crate) type Broken = String;
+
+/// Vendor pairs sent and not yet completed on the queue at most: the responses the target
+/// keeps unfetched per queue, and its backlog behind a Submit waiting for its R2T data.
+const DEPTH: usize = 8;
+
+/// Commands in flight at most, KV commands included: the queue's entries less one.
+const MAX_FLIGHTS: usize = QUEUE_ENTRIES as usize - 1;
+
+/// A command on its way: its Submit sent, then its Fetch once the Submit completed.
+struct Flight {
+    header: Header,
+    frame: Bytes,
+    submit: u16,
+    /// The Fetch's command id, once sent.
+    fetch: Option<u16>,
+    buffer: u32,
+    max: u32,
+    submitted: Option<Cqe>,
+    data: BytesMut,
+    /// Sent as this KV command (one exchange) instead of the vendor pair.
+    kv: Option<KvOpcode>,
+}
+
+/// One I/O queue's commands in flight.
+pub(crate) struct Flights {
+    flights: Vec<Flight>,
+    /// The namespaces an Authenticate succeeded for on this connection: only their point
+    /// commands take the KV route (the vendor pair says "not authenticated" for the others,
+    /// as the native port does).
+    authed: HashSet<u32>,
+    next_cid: u16,
+    digests: Digests,
+    maxh2cdata: u32,
+    in_capsule: u32,
+}
+
+impl Flights {
+    /// A queue with `digests`, the target's MAXH2CDATA and its in-capsule size.
+    pub(crate) fn new(digests: Digests, maxh2cdata: u32, in_capsule: u32) -> Flights {
+        Flights {
+            flights: Vec::with_capacity(MAX_FLIGHTS),
+            authed: HashSet::new(),
+            next_cid: 0,
+            digests,
+            // The target says at least 4,096 (checked at ICResp); never 0, which would loop.
+            maxh2cdata: maxh2cdata.max(1),
+            in_capsule,
+        }
+    }
+
+    /// Whether another frame may be taken: it may go as a pair, so only while another pair
+    /// fits.
+    pub(crate) fn room(&self) -> bool {
+        self.flights.len() < MAX_FLIGHTS
+            && self.flights.iter().filter(|f| f.kv.is_none()).count() < DEPTH
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.flights.is_empty()
+    }
+
+    /// Takes native `frame` (as the connection encoded it) and writes its first PDU to
+    /// `out`; `max`: the most bytes of a response body the caller takes. Only when
+    /// [`Flights::room`].
+    pub(crate) fn send(
+        &mut self,
+        frame: Bytes,
+        max: u32,
+        out: &mut BytesMut,
+    ) -> Result<(), Broken> {
+        let Some(header) = frame.get(..HEADER_LEN).and_then(|h| h.try_into().ok()) else {
+            return Err("a native frame shorter than its header".into());
+        };
+        let header = Header::decode(header);
+        if self.authed.contains(&header.nsid) {
+            if let Some((cmd, value)) = as_kv(&header, &frame, max, self.in_capsule) {
+                let cid = self.take_cid();
+                let mut sqe = Sqe {
+                    nsid: header.nsid,
+                    cid,
+                    ..Sqe::default()
+                };
+                cmd.encode(&mut sqe);
+                let len = match value.is_empty() {
+                    true => cmd.size,
+                    false => value.len() as u32,
+                };
+                sqe.dptr = data_pointer(len, !value.is_empty());
+                Pdu::CapsuleCmd { sqe, data: value }.encode(self.digests, out);
+                self.flights.push(Flight {
+                    header,
+                    frame,
+                    submit: cid,
+                    fetch: None,
+                    buffer: cmd.size,
+                    max,
+                    submitted: None,
+                    data: BytesMut::new(),
+                    kv: Some(cmd.opcode),
+                });
+                return Ok(());
+            }
+        }
+        self.send_pair(header, frame, max, out)
+    }
+
+    /// Sends native `frame` as the vendor pair's Submit, in the capsule if it fits (else
+    /// through the target's R2T); its Fetch follows its completion.
+    fn send_pair(
+        &mut self,
+        header: Header,
+        frame: Bytes,
+        max: u32,
+        out: &mut BytesMut,
+    ) -> Result<(), Broken> {
+        let len = u32::try_from(frame.len()).map_err(|_| "a frame over 4 GiB".to_string())?;
+        let inline = len <= self.in_capsule;
+        let submit = self.take_cid();
+        let mut sqe = Sqe {
+            opcode: VENDOR_SUBMIT,
+            nsid: header.nsid,
+            cid: submit,
+            dptr: data_pointer(len, inline),
+            ..Sqe::default()
+        };
+        sqe.cdw[0] = len;
+        let data = if inline { frame.clone() } else { Bytes::new() };
+        Pdu::CapsuleCmd { sqe, data }.encode(self.digests, out);
+        self.flights.push(Flight {
+            header,
+            frame,
+            submit,
+            fetch: None,
+            buffer: max.saturating_add(HEADER_LEN as u32),
+            max,
+            submitted: None,
+            data: BytesMut::new(),
+            kv: None,
+        });
+        Ok(())
+    }
+
+    /// A command id none of the flights uses (their Submits' and Fetches').
+    fn take_cid(&mut self) -> u16 {
+        loop {
+            let cid = self.next_cid;
+            self.next_cid = self.next_cid.wrapping_add(1);
+            if !self
+                .flights
+                .iter()
+                .any(|f| f.submit == cid || f.fetch == Some(cid))
+            {
+                return cid;
+            }
+        }
+    }
+
+    /// One PDU from the target: an R2T for a Submit's frame, data, or a completion. What it
+    /// calls for goes to `out`, the native completions it makes to `done`.
+    pub(crate) fn receive(
+        &mut self,
+        pdu: Pdu,
+        out: &mut BytesMut,
+        done: &mut Vec<Frame>,
+    ) -> Result<(), Broken> {
+        let cid = match &pdu {
+            Pdu::R2T { cccid, .. } | Pdu::C2HData { cccid, .. } => *cccid,
+            Pdu::CapsuleResp { cqe } => cqe.cid,
+            other => return Err(format!("unexpected PDU {:?}", other.pdu_type())),
+        };
+        let Some(at) = self
+            .flights
+            .iter()
+            .position(|f| f.submit == cid || f.fetch == Some(cid))
+        else {
+            return Err(format!("a PDU for command {cid}, not in flight"));
+        };
+        if self.flights[at].kv.is_some() {
+            return match self.receive_kv(pdu, at, done)? {
+                None => Ok(()),
+                // An invalid namespace: the vendor pair brings the native answer (a
+                // destroyed namespace, a revoked grant).
+                Some(f) => {
+                    self.authed.remove(&f.header.nsid);
+                    self.send_pair(f.header, f.frame, f.max, out)
+                }
+            };
+        }
+        // A Submit that succeeded: its Fetch goes now, under a command id of its own.
+        let succeeded = match &pdu {
+            Pdu::CapsuleResp { cqe } => self.flights[at].fetch.is_none() && cqe.status.is_success(),
+            _ => false,
+        };
+        if let (true, Pdu::CapsuleResp { cqe }) = (succeeded, &pdu) {
+            let fetch = self.take_cid();
+            let f = &mut self.flights[at];
+            f.submitted = Some(*cqe);
+            f.fetch = Some(fetch);
+            let mut sqe = Sqe {
+                opcode: VENDOR_FETCH,
+                nsid: f.header.nsid,
+                cid: fetch,
+                dptr: data_pointer(f.buffer, false),
+                ..Sqe::default()
+            };
+            sqe.cdw[0] = f.buffer;
+            sqe.cdw[1] = f.header.cid;
+            let data = Bytes::new();
+            Pdu::CapsuleCmd { sqe, data }.encode(self.digests, out);
+            return Ok(());
+        }
+        let (digests, maxh2cdata) = (self.digests, self.maxh2cdata);
+        let f = &mut self.flights[at];
+        match pdu {
+            Pdu::R2T {
+                cccid,
+                ttag,
+                r2to,
+                r2tl,
+            } if f.fetch.is_none() => {
+                write_data(&f.frame, cccid, ttag, r2to, r2tl, maxh2cdata, digests, out)
+            }
+            Pdu::C2HData { datao, data, .. }
+                if f.fetch.is_some()
+                    && datao as usize == f.data.len()
+                    && f.data.len() + data.len() <= f.buffer as usize =>
+            {
+                f.data.extend_from_slice(&data);
+                Ok(())
+            }
+            Pdu::CapsuleResp { cqe } => {
+                let f = self.flights.swap_remove(at);
+                let (submit, fetch, data) = match f.submitted {
+                    Some(submit) => (submit, Some(cqe), f.data.freeze()),
+                    None => (cqe, None, Bytes::new()),
+                };
+                let frame = complete(&f.header, submit, fetch, data, f.max)?;
+                if frame.header.opcode == Opcode::Authenticate as u8
+                    && frame.header.word == Status::Success.code()
+                {
+                    self.authed.insert(frame.header.nsid);
+                }
+                done.push(frame);
+                Ok(())
+            }
+            other => Err(format!("unexpected PDU {:?}", other.pdu_type())),
+        }
+    }
+
+    /// A PDU for a command sent as a KV command: its data (a Retrieve's value) or its
+    /// completion, which completes the caller with the native response it stands for; or,
+    /// refused as an invalid namespace, the flight to send again as the vendor pair.
+    fn receive_kv(
+        &mut self,
+        pdu: Pdu,
+        at: usize,
+        done: &mut Vec<Frame>,
+    ) -> Result<Option<Flight>, Broken> {
+        let f = &mut self.flights[at];
+        match pdu {
+            Pdu::C2HData { datao, data, .. }
+                if datao as usize == f.data.len()
+                    && f.data.len() + data.len() <= f.buffer as usize =>
+            {
+                f.data.extend_from_slice(&data);
+                Ok(None)
+            }
+            // "Invalid namespace": not carried out; whether the namespace is gone or this
+            // host lost its grant, the pair's native answer says.
+            Pdu::CapsuleResp { cqe } if (cqe.status.sct, cqe.status.sc) == (0, 0x0B) => {
+                Ok(Some(self.flights.swap_remove(at)))
+            }
+            Pdu::CapsuleResp { cqe } => {
+                let f = self.flights.swap_remove(at);
+                done.push(kv_response(f, cqe)?);
+                Ok(None)
+            }
+            other => Err(format!(
+                "unexpected PDU {:?} for a KV command",
+                other.pdu_type()
+            )),
+        }
+    }
+}
+
+/// Answers an R2T: the bytes of `data` it asks for, in H2CData PDUs of at most `maxh2cdata`.
+#[allow(clippy::too_many_arguments)]
+fn write_data(
+    data: &Bytes,
+    cccid: u16,
+    ttag: u16,
+    r2to: u32,
+    r2tl: u32,
+    maxh2cdata: u32,
+    digests: Digests,
+    out: &mut BytesMut,
+) -> Result<(), Broken> {
+    let start = r2to as usize;
+    let end = start.saturating_add(r2tl as usize);
+    if end > data.len() {
+        return Err("an R2T past the frame's bytes".into());
+    }
+    let mut at = start;
+    while at < end {
+        let n = (end - at).min(maxh2cdata as usize);
+        let piece = Pdu::H2CData {
+            cccid,
+            ttag,
+            datao: at as u32,
+            last: at + n == end,
+            data: data.slice(at..at + n),
+        };
+        piece.encode(digests, out);
+        at += n;
+    }
+    Ok(())
+}
+
+/// The native completion frame a KV command's completion stands for.
+fn kv_response(f: Flight, cqe: Cqe) -> Result<Frame, Broken> {
+    let h = f.header;
+    let response = match (cqe.status.is_success(), f.kv) {
+        (true, Some(KvOpcode::Retrieve)) if cqe.dw0 as usize == f.data.len() => Response {
+            cid: h.cid,
+            nsid: h.nsid,
+            opcode: h.opcode,
+            status: Status::Success,
+            reply: Reply::Value(f.data.freeze()),
+        },
+        (true, Some(KvOpcode::Retrieve)) => {
+            return Err(format!(
+                "a Retrieve brought {} of the value's {} bytes",
+                f.data.len(),
+                cqe.dw0
+            ))
+        }
+        (true, _) => Response {
+            cid: h.cid,
+            nsid: h.nsid,
+            opcode: h.opcode,
+            status: Status::Success,
+            reply: Reply::Empty,
+        },
+        (false, _) => {
+            let (status, msg) = kv_refusal(cqe.status, h.nsid);
+            Response::error(h.cid, h.nsid, h.opcode, status, msg)
+        }
+    };
+    let mut out = BytesMut::new();
+    response.encode(&mut out).map_err(|e| e.to_string())?;
+    match split_frame(&mut out, f.max) {
+        Ok(Some(frame)) if out.is_empty() => Ok(frame),
+        _ => Err("a KV completion made no response frame".into()),
+    }
+}
+
+/// The KV command native `frame` is, with the value it carries, if the KV command set says
+/// the same thing (see the module's comment); `max`: the most bytes of a response body, the
+/// buffer a Retrieve offers.
+fn as_kv(header: &Header, frame: &Bytes, max: u32, in_capsule: u32) -> Option<(KvCommand, Bytes)> {
+    let point = [
+        Opcode::Store,
+        Opcode::Retrieve,
+        Opcode::Exist,
+        Opcode::Delete,
+    ];
+    if !point.iter().any(|o| *o as u8 == header.opcode) {
+        return None;
+    }
+    let frame = Frame {
+        header: *header,
+        body: frame.get(HEADER_LEN..).map(|_| frame.slice(HEADER_LEN..))?,
+    };
+    let cmd = Command::decode(&frame).ok()?;
+    let short = |key: &Bytes| !key.is_empty() && key.len() <= MAX_KV_KEY;
+    let kv = |opcode, key: &Bytes, size, options| KvCommand {
+        opcode,
+        key: key.to_vec(),
+        size,
+        options,
+    };
+    Some(match cmd.request {
+        Request::Retrieve { key } if short(&key) => {
+            (kv(KvOpcode::Retrieve, &key, max, 0), Bytes::new())
+        }
+        Request::Exist { key } if short(&key) => (kv(KvOpcode::Exist, &key, 0, 0), Bytes::new()),
+        Request::Delete { key } if short(&key) => (kv(KvOpcode::Delete, &key, 0, 0), Bytes::new()),
+        Request::Store {
+            key,
+            value,
+            mode,
+            sync: false,
+        } if short(&key) && !value.is_empty() && value.len() <= in_capsule as usize => {
+            let options = match mode {
+                StoreMode::Always => 0,
+                StoreMode::OnlyIfAbsent => STORE_ONLY_IF_ABSENT,
+                StoreMode::OnlyIfPresent => STORE_ONLY_IF_PRESENT,
+            };
+            let size = value.len() as u32;
+            (kv(KvOpcode::Store, &key, size, options), value)
+        }
+        _ => return None,
+    })
+}
+
+/// A KV command's failure status as the native status its command would have had: the
+/// device answers the native codes 0x85-0x89 as the KV command set's (type 1), the others as
+/// the vendor pair's.
+fn kv_refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
+    if s.sct != 1 {
+        return refusal(s, nsid);
+    }
+    match Status::from_code(u16::from(s.sc)) {
+        Status::KeyNotExist => (Status::KeyNotExist, String::new()),
+        status @ (Status::InvalidValueSize | Status::InvalidKeySize | Status::KeyExists) => (
+            status,
+            format!("refused by the KV command set ({status:?})"),
+        ),
+        _ => refusal(s, nsid),
+    }
+}
+
+/// The response frame that completes the caller of `header`'s command, from the pair's
+/// completions (`fetch`: none when the Submit failed) and the data Fetch brought; an error
+/// if the response cannot be trusted (the queue is then closed).
+fn complete(
+    header: &Header,
+    submit: Cqe,
+    fetch: Option<Cqe>,
+    data: Bytes,
+    max: u32,
+) -> Result<Frame, Broken> {
+    let failed = [Some(submit.status), fetch.map(|c| c.status)]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.is_success());
+    let mut data = match failed {
+        None => BytesMut::from(&data[..]),
+        Some(status) => {
+            let (status, msg) = refusal(status, header.nsid);
+            let r = Response::error(header.cid, header.nsid, header.opcode, status, msg);
+            let mut out = BytesMut::new();
+            r.encode(&mut out).map_err(|e| e.to_string())?;
+            out
+        }
+    };
+    match split_frame(&mut data, max) {
+        Ok(Some(frame)) if data.is_empty() && frame.header.cid == header.cid => Ok(frame),
+        _ => Err("NVMe/TCP: Fetch brought no response frame for the command".into()),
+    }
+}
+
+/// A failure status of the pair as the native status a caller handles.
+fn refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
+    match (s.sct, s.sc) {
+        (0, 0x0B) => (
+            Status::AccessDenied,
+            format!("this host NQN was not granted namespace {nsid}"),
+        ),
+        (0, 0x02) => (Status::InvalidField, "the device refused the frame".into()),
+        _ => (
+            Status::InternalError,
+            format!("NVMe status type {}, code {:#x}", s.sct, s.sc),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

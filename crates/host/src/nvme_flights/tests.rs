@@ -1,0 +1,258 @@
+use super::*;
+use cerberus_proto::nvme::{split_pdu, PduLimits};
+
+fn frame(request: Request) -> (Header, Bytes) {
+    let cmd = Command {
+        cid: 9,
+        nsid: 3,
+        request,
+    };
+    let mut out = BytesMut::new();
+    cmd.encode(&mut out).unwrap();
+    let out = out.freeze();
+    let header = Header::decode(out[..HEADER_LEN].try_into().unwrap());
+    (header, out)
+}
+
+fn kv_of(request: Request) -> Option<(KvCommand, Bytes)> {
+    let (header, bytes) = frame(request);
+    as_kv(&header, &bytes, 1 << 20, 8192)
+}
+
+/// The PDUs in `out`, as the target would read them.
+fn pdus(out: &mut BytesMut) -> Vec<Pdu> {
+    let limits = PduLimits { max_data: 1 << 20 };
+    let mut all = Vec::new();
+    while let Some(p) = split_pdu(out, Digests::default(), limits).unwrap() {
+        all.push(p);
+    }
+    assert!(out.is_empty(), "a partial PDU left");
+    all
+}
+
+fn capsule(pdu: &Pdu) -> (Sqe, Bytes) {
+    match pdu {
+        Pdu::CapsuleCmd { sqe, data } => (*sqe, data.clone()),
+        other => panic!("not a capsule: {other:?}"),
+    }
+}
+
+fn resp(cid: u16, dw0: u32) -> Pdu {
+    Pdu::CapsuleResp {
+        cqe: Cqe {
+            cid,
+            dw0,
+            ..Cqe::default()
+        },
+    }
+}
+
+fn native_response(cid: u32, reply: Reply) -> Bytes {
+    let r = Response {
+        cid,
+        nsid: 3,
+        opcode: Opcode::Authenticate as u8,
+        status: Status::Success,
+        reply,
+    };
+    let mut out = BytesMut::new();
+    r.encode(&mut out).unwrap();
+    out.freeze()
+}
+
+#[test]
+fn a_pair_goes_submit_r2t_data_fetch_and_completes_the_native_command() {
+    let mut f = Flights::new(Digests::default(), 64, 100);
+    let secret = Bytes::from(vec![b's'; 200]);
+    let (_, bytes) = frame(Request::Authenticate { secret });
+    let mut out = BytesMut::new();
+    let mut done = Vec::new();
+    f.send(bytes.clone(), 1 << 20, &mut out).unwrap();
+    let sent = pdus(&mut out);
+    let (submit, inline) = capsule(&sent[0]);
+    assert_eq!(
+        (sent.len(), submit.opcode, inline.len()),
+        (1, VENDOR_SUBMIT, 0)
+    );
+    // The target asks for the frame in two ranges: H2CData of at most 64 bytes each.
+    let r2t = |r2to, r2tl| Pdu::R2T {
+        cccid: submit.cid,
+        ttag: 1,
+        r2to,
+        r2tl,
+    };
+    f.receive(r2t(0, 150), &mut out, &mut done).unwrap();
+    f.receive(r2t(150, bytes.len() as u32 - 150), &mut out, &mut done)
+        .unwrap();
+    let mut got = BytesMut::new();
+    for p in pdus(&mut out) {
+        let Pdu::H2CData { datao, data, .. } = p else {
+            panic!("not data")
+        };
+        assert!(data.len() <= 64);
+        assert_eq!(datao as usize, got.len());
+        got.extend_from_slice(&data);
+    }
+    assert_eq!(&got[..], &bytes[..]);
+    // Submit completes: the Fetch goes, naming the native command.
+    f.receive(resp(submit.cid, 0), &mut out, &mut done).unwrap();
+    let (fetch, _) = capsule(&pdus(&mut out)[0]);
+    assert_eq!((fetch.opcode, fetch.cdw[1]), (VENDOR_FETCH, 9));
+    assert_ne!(fetch.cid, submit.cid);
+    let answer = native_response(9, Reply::Empty);
+    let data = Pdu::C2HData {
+        cccid: fetch.cid,
+        datao: 0,
+        last: true,
+        success: false,
+        data: answer.clone(),
+    };
+    f.receive(data, &mut out, &mut done).unwrap();
+    assert!(done.is_empty());
+    f.receive(resp(fetch.cid, answer.len() as u32), &mut out, &mut done)
+        .unwrap();
+    assert_eq!((done.len(), done[0].header.cid), (1, 9));
+    assert!(f.is_empty() && out.is_empty());
+    // Authenticated: a short key's get now goes as one KV Retrieve.
+    let (_, get) = frame(Request::Retrieve {
+        key: Bytes::from_static(b"key"),
+    });
+    f.send(get, 1 << 20, &mut out).unwrap();
+    let (retrieve, _) = capsule(&pdus(&mut out)[0]);
+    assert_eq!(
+        KvCommand::decode(&retrieve).unwrap().unwrap().opcode,
+        KvOpcode::Retrieve
+    );
+    let value = Pdu::C2HData {
+        cccid: retrieve.cid,
+        datao: 0,
+        last: true,
+        success: false,
+        data: Bytes::from_static(b"value"),
+    };
+    f.receive(value, &mut out, &mut done).unwrap();
+    f.receive(resp(retrieve.cid, 5), &mut out, &mut done)
+        .unwrap();
+    let r = Response::decode(&done[1]).unwrap();
+    assert_eq!(r.reply, Reply::Value(Bytes::from_static(b"value")));
+}
+
+#[test]
+fn pdus_the_queue_did_not_ask_for_break_it() {
+    let mut f = Flights::new(Digests::default(), 4096, 8192);
+    let (mut out, mut done) = (BytesMut::new(), Vec::new());
+    assert!(f.receive(resp(5, 0), &mut out, &mut done).is_err());
+    let (_, stats) = frame(Request::Stats);
+    f.send(stats.clone(), 64, &mut out).unwrap();
+    let (submit, _) = capsule(&pdus(&mut out)[0]);
+    let past = Pdu::R2T {
+        cccid: submit.cid,
+        ttag: 0,
+        r2to: u32::MAX,
+        r2tl: u32::MAX,
+    };
+    assert!(f.receive(past, &mut out, &mut done).is_err());
+    f.receive(resp(submit.cid, 0), &mut out, &mut done).unwrap();
+    let (fetch, _) = capsule(&pdus(&mut out)[0]);
+    // More data than the Fetch's buffer (64 bytes of body and the header).
+    let flood = Pdu::C2HData {
+        cccid: fetch.cid,
+        datao: 0,
+        last: true,
+        success: false,
+        data: Bytes::from(vec![0; 64 + HEADER_LEN + 1]),
+    };
+    assert!(f.receive(flood, &mut out, &mut done).is_err());
+    // A Fetch's completion with no frame.
+    let mut f = Flights::new(Digests::default(), 4096, 8192);
+    f.send(stats, 64, &mut out).unwrap();
+    let (submit, _) = capsule(&pdus(&mut out)[0]);
+    f.receive(resp(submit.cid, 0), &mut out, &mut done).unwrap();
+    let (fetch, _) = capsule(&pdus(&mut out)[0]);
+    assert!(f.receive(resp(fetch.cid, 0), &mut out, &mut done).is_err());
+    assert!(f.send(Bytes::from_static(b"short"), 64, &mut out).is_err());
+}
+
+#[test]
+fn room_is_at_most_eight_pairs() {
+    let mut f = Flights::new(Digests::default(), 4096, 8192);
+    let mut out = BytesMut::new();
+    for _ in 0..DEPTH {
+        assert!(f.room());
+        let (_, stats) = frame(Request::Stats);
+        f.send(stats, 64, &mut out).unwrap();
+    }
+    assert!(!f.room());
+    let cids: HashSet<u16> = pdus(&mut out).iter().map(|p| capsule(p).0.cid).collect();
+    assert_eq!(cids.len(), DEPTH);
+}
+
+#[test]
+fn point_commands_on_short_keys_go_as_kv_commands_and_the_rest_as_the_pair() {
+    let key = |n: usize| Bytes::from(vec![b'k'; n]);
+    let (get, none) = kv_of(Request::Retrieve { key: key(16) }).unwrap();
+    assert_eq!(
+        (get.opcode, get.key.len(), get.size),
+        (KvOpcode::Retrieve, 16, 1 << 20)
+    );
+    assert!(none.is_empty());
+    let put = Request::Store {
+        key: key(4),
+        value: Bytes::from_static(b"value"),
+        mode: StoreMode::OnlyIfAbsent,
+        sync: false,
+    };
+    let (store, value) = kv_of(put).unwrap();
+    assert_eq!(
+        (store.opcode, store.size, store.options, &value[..]),
+        (KvOpcode::Store, 5, STORE_ONLY_IF_ABSENT, &b"value"[..])
+    );
+    assert_eq!(
+        kv_of(Request::Exist { key: key(1) }).unwrap().0.opcode,
+        KvOpcode::Exist
+    );
+    assert_eq!(
+        kv_of(Request::Delete { key: key(2) }).unwrap().0.opcode,
+        KvOpcode::Delete
+    );
+    // A key past 16 bytes, a synced store, a value past the capsule, or any other
+    // command: the vendor pair.
+    assert!(kv_of(Request::Retrieve { key: key(17) }).is_none());
+    let store = |value: usize, sync| Request::Store {
+        key: key(4),
+        value: Bytes::from(vec![1; value]),
+        mode: StoreMode::Always,
+        sync,
+    };
+    assert!(kv_of(store(5, true)).is_none());
+    assert!(kv_of(store(8193, false)).is_none());
+    assert!(kv_of(store(8192, false)).is_some());
+    assert!(kv_of(Request::Stats).is_none());
+}
+
+#[test]
+fn kv_statuses_read_as_the_native_ones() {
+    let s = |sc| kv_refusal(NvmeStatus::error(1, sc), 3).0;
+    assert_eq!(s(0x87), Status::KeyNotExist);
+    assert_eq!(s(0x89), Status::KeyExists);
+    assert_eq!(s(0x85), Status::InvalidValueSize);
+    assert_eq!(s(0x86), Status::InvalidKeySize);
+    assert_eq!(s(0x10), Status::InternalError);
+    let generic = kv_refusal(NvmeStatus::error(0, 0x06), 3).0;
+    assert_eq!(generic, Status::InternalError);
+}
+
+#[test]
+fn an_ungranted_namespace_reads_as_access_denied() {
+    let (s, msg) = refusal(NvmeStatus::error(0, 0x0B), 7);
+    assert_eq!(s, Status::AccessDenied);
+    assert!(msg.contains('7'));
+    assert_eq!(
+        refusal(NvmeStatus::error(0, 0x02), 1).0,
+        Status::InvalidField
+    );
+    assert_eq!(
+        refusal(NvmeStatus::error(0, 0x06), 1).0,
+        Status::InternalError
+    );
+}
