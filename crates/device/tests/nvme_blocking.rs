@@ -20,13 +20,13 @@ const HANG: Duration = Duration::from_secs(30);
 
 fn value(thread: usize, i: usize, round: usize) -> Bytes {
     // Every fifth value is past the 8 KiB capsule: a pair whose frame goes through R2T.
-    let len = if i % 5 == 0 { 9000 + i } else { 10 + i % 300 };
+    let len = if i.is_multiple_of(5) { 9000 + i } else { 10 + i % 300 };
     Bytes::from(vec![(thread * 31 + i + round) as u8; len])
 }
 
 fn key(thread: usize, i: usize) -> Bytes {
     // Short keys go as KV commands, long ones (past 16 bytes) as the vendor pair.
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         Bytes::from(format!("t{thread}-{i:05}"))
     } else {
         Bytes::from(format!("t{thread}-long-key-past-sixteen-{i:05}"))
