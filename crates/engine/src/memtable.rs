@@ -208,7 +208,9 @@ impl Memtable {
 
     /// The newest version of `user` with seqno at most `snapshot`.
     pub fn get(&self, user: &[u8], snapshot: SeqNo) -> Option<(SeqNo, MemValue)> {
-        if !self.filter.may_contain(user) {
+        // An empty memtable answers without the filter's cache miss. `bytes` grows before an
+        // entry goes in, as the filter's bits are set before (see `insert`).
+        if self.bytes.load(Relaxed) == 0 || !self.filter.may_contain(user) {
             return None;
         }
         let probe = SlotKey::new(Bytes::copy_from_slice(user), snapshot);

@@ -16,6 +16,8 @@ use std::sync::Arc;
 pub struct OutputParams {
     pub block_size: usize,
     pub bits_per_key: u32,
+    /// Data blocks with a hash index (`Options::block_hash_index`).
+    pub hash_index: bool,
     pub target_table_bytes: u64,
     /// Start a new table at every namespace boundary (per-namespace trees).
     pub split_by_namespace: bool,
@@ -65,12 +67,15 @@ impl<'a> TableSink<'a> {
         if self.builder.is_none() {
             let id = (self.new_file)();
             self.created.push(id);
-            self.builder = Some(TableBuilder::new(
-                self.storage,
-                id,
-                self.params.block_size,
-                self.params.bits_per_key,
-            )?);
+            self.builder = Some(
+                TableBuilder::new(
+                    self.storage,
+                    id,
+                    self.params.block_size,
+                    self.params.bits_per_key,
+                )?
+                .with_hash_index(self.params.hash_index),
+            );
         }
         if let Some(b) = &mut self.builder {
             b.add(ikey, value)?;

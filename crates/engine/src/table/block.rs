@@ -3,6 +3,13 @@
 //! Entry: `shared varint, unshared varint, value_len varint, key[shared..], value`.
 //! Every `RESTART_INTERVAL` entries the key is stored whole (a restart point). The block ends
 //! with the restart offsets (u32 each) and their count (u32).
+//!
+//! A data block may carry a hash index between its restarts and the count (the count's top
+//! bit says so): one byte per bucket, `m` buckets, then `m` (u16). A user key (an internal
+//! key less its trailer) hashes to a bucket holding the restart interval where its first
+//! entry lies, `NO_KEY` if no key of the block hashes there, `MANY` if keys of two intervals
+//! do. A point lookup then scans one interval instead of a binary search over the restarts
+//! (one cache miss per step), and a key the block does not hold is often ruled out at once.
 
 use crate::coding::{get_u32, put_u32, put_varint, Cursor};
 use bytes::Bytes;
@@ -10,12 +17,35 @@ use std::cmp::Ordering;
 
 pub const RESTART_INTERVAL: usize = 16;
 
+/// A bucket no key hashes to.
+const NO_KEY: u8 = 255;
+/// A bucket keys of two restart intervals hash to.
+const MANY: u8 = 254;
+/// The count's bit saying a hash index is there.
+const HASH_FLAG: u32 = 1 << 31;
+/// Buckets per distinct key, as a fraction: 4 in 3 (a quarter of them left empty).
+const BUCKETS_PER_KEY: (usize, usize) = (4, 3);
+
+/// The hash of a user key in a block's hash index: the filter's (a lookup has it at hand).
+pub fn key_hash(user: &[u8]) -> u64 {
+    super::filter::filter_hash(user)
+}
+
+/// The bucket of `hash` among `m`, from the hash's upper half (the filter's probes use the
+/// whole hash; this keeps the two apart).
+fn bucket(hash: u64, m: usize) -> usize {
+    (((hash >> 32) * m as u64) >> 32) as usize
+}
+
 pub struct BlockBuilder {
     buf: Vec<u8>,
     restarts: Vec<u32>,
     counter: usize,
     last_key: Vec<u8>,
     entries: usize,
+    /// `Some` for a block with a hash index: each distinct user key's hash and the restart
+    /// interval of its first entry.
+    hashed: Option<Vec<(u64, u8)>>,
 }
 
 impl Default for BlockBuilder {
@@ -32,6 +62,16 @@ impl BlockBuilder {
             counter: 0,
             last_key: Vec::new(),
             entries: 0,
+            hashed: None,
+        }
+    }
+
+    /// A builder of blocks with a hash index over their user keys (keys are internal keys:
+    /// a user key and an 8-byte trailer).
+    pub fn with_hash_index() -> Self {
+        BlockBuilder {
+            hashed: Some(Vec::new()),
+            ..BlockBuilder::new()
         }
     }
 
@@ -48,6 +88,15 @@ impl BlockBuilder {
             self.counter = 0;
             0
         };
+        if let Some(h) = &mut self.hashed {
+            let user = &key[..key.len().saturating_sub(crate::key::TRAILER_LEN)];
+            let last =
+                &self.last_key[..self.last_key.len().saturating_sub(crate::key::TRAILER_LEN)];
+            if self.entries == 0 || user != last {
+                let interval = u8::try_from(self.restarts.len() - 1).unwrap_or(MANY);
+                h.push((key_hash(user), interval));
+            }
+        }
         put_varint(&mut self.buf, shared as u64);
         put_varint(&mut self.buf, (key.len() - shared) as u64);
         put_varint(&mut self.buf, value.len() as u64);
@@ -60,7 +109,11 @@ impl BlockBuilder {
     }
 
     pub fn estimated_size(&self) -> usize {
-        self.buf.len() + 4 * self.restarts.len() + 4
+        let index = self
+            .hashed
+            .as_ref()
+            .map_or(0, |h| h.len() * BUCKETS_PER_KEY.0 / BUCKETS_PER_KEY.1 + 3);
+        self.buf.len() + 4 * self.restarts.len() + 4 + index
     }
 
     pub fn is_empty(&self) -> bool {
@@ -77,8 +130,33 @@ impl BlockBuilder {
         for r in &self.restarts {
             put_u32(&mut out, *r);
         }
-        put_u32(&mut out, self.restarts.len() as u32);
-        *self = BlockBuilder::new();
+        let hashed = self.hashed.take();
+        let next = match hashed {
+            Some(_) => BlockBuilder::with_hash_index(),
+            None => BlockBuilder::new(),
+        };
+        // Restart intervals from `MANY` on cannot be named in a byte: such a block goes
+        // without (a block of the usual size has a handful).
+        match hashed.filter(|h| !h.is_empty() && self.restarts.len() < MANY as usize) {
+            Some(h) => {
+                let m =
+                    (h.len() * BUCKETS_PER_KEY.0 / BUCKETS_PER_KEY.1).clamp(1, u16::MAX as usize);
+                let mut buckets = vec![NO_KEY; m];
+                for (hash, interval) in h {
+                    let b = &mut buckets[bucket(hash, m)];
+                    *b = if *b == NO_KEY || *b == interval {
+                        interval
+                    } else {
+                        MANY
+                    };
+                }
+                out.extend_from_slice(&buckets);
+                out.extend_from_slice(&(m as u16).to_le_bytes());
+                put_u32(&mut out, self.restarts.len() as u32 | HASH_FLAG);
+            }
+            None => put_u32(&mut out, self.restarts.len() as u32),
+        }
+        *self = next;
         out
     }
 }
@@ -89,13 +167,34 @@ pub struct Block {
     data: Bytes,
     restarts_at: usize,
     num_restarts: usize,
+    /// Where the hash index's buckets start, and how many there are (0: no index).
+    buckets_at: usize,
+    num_buckets: usize,
+}
+
+/// What a block's hash index says of a user key.
+enum HashProbe {
+    /// No key of the block has its hash: not here.
+    Absent,
+    /// Its first entry, if here, is in this restart interval.
+    Interval(usize),
+    /// The index cannot tell (no index, or keys of two intervals share the bucket).
+    Unknown,
 }
 
 impl Block {
     /// Checks the trailer; `None` if the block is malformed.
     pub fn new(data: Bytes) -> Option<Block> {
-        let n = get_u32(&data, data.len().checked_sub(4)?)? as usize;
-        let restarts_at = data.len().checked_sub(4)?.checked_sub(n.checked_mul(4)?)?;
+        let count_at = data.len().checked_sub(4)?;
+        let count = get_u32(&data, count_at)?;
+        let (n, buckets_at, num_buckets) = if count & HASH_FLAG != 0 {
+            let m_at = count_at.checked_sub(2)?;
+            let m = u16::from_le_bytes(data.get(m_at..count_at)?.try_into().ok()?) as usize;
+            ((count & !HASH_FLAG) as usize, m_at.checked_sub(m)?, m)
+        } else {
+            (count as usize, count_at, 0)
+        };
+        let restarts_at = buckets_at.checked_sub(n.checked_mul(4)?)?;
         if n == 0 {
             return None;
         }
@@ -103,7 +202,24 @@ impl Block {
             data,
             restarts_at,
             num_restarts: n,
+            buckets_at,
+            num_buckets,
         })
+    }
+
+    /// What the hash index says of the user key hashed as `hash` ([`key_hash`]).
+    fn probe(&self, hash: u64) -> HashProbe {
+        if self.num_buckets == 0 {
+            return HashProbe::Unknown;
+        }
+        match self
+            .data
+            .get(self.buckets_at + bucket(hash, self.num_buckets))
+        {
+            Some(&NO_KEY) => HashProbe::Absent,
+            Some(&i) if (i as usize) < self.num_restarts => HashProbe::Interval(i as usize),
+            _ => HashProbe::Unknown,
+        }
     }
 
     pub fn size(&self) -> usize {
@@ -252,6 +368,31 @@ impl BlockIter {
         }
     }
 
+    /// Positions at the first entry whose key is `>= target` (an internal key) if the block
+    /// holds `target`'s user key, hashed as `hash` ([`key_hash`]); otherwise anywhere
+    /// (invalid, or at another user key): a point lookup checks the key it lands on. Through
+    /// the hash index when the block has one.
+    pub fn seek_point(&mut self, target: &[u8], hash: u64, cmp: fn(&[u8], &[u8]) -> Ordering) {
+        let interval = match self.block.probe(hash) {
+            HashProbe::Absent => {
+                self.valid = false;
+                return;
+            }
+            HashProbe::Interval(i) => i,
+            HashProbe::Unknown => return self.seek(target, cmp),
+        };
+        let Some(off) = self.block.restart(interval) else {
+            return self.fail();
+        };
+        self.next = off;
+        self.key.clear();
+        while self.advance() {
+            if cmp(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
     fn fail(&mut self) {
         self.valid = false;
         self.corrupt = true;
@@ -296,10 +437,88 @@ mod tests {
         assert_eq!(it.key(), b"key00000");
     }
 
+    /// Internal keys of `users` user keys, each with `versions(u)` versions (newest first),
+    /// in a block with a hash index.
+    fn build_hashed(users: usize, versions: impl Fn(usize) -> u64) -> Block {
+        let mut b = BlockBuilder::with_hash_index();
+        for u in 0..users {
+            for seq in (1..=versions(u)).rev() {
+                let mut k = format!("user{u:05}").into_bytes();
+                crate::key::push_trailer(&mut k, seq, crate::key::Kind::Put);
+                b.add(&k, format!("v{u}.{seq}").as_bytes());
+            }
+        }
+        Block::new(Bytes::from(b.finish())).unwrap()
+    }
+
+    fn target(user: &str, seq: u64) -> Vec<u8> {
+        let mut k = user.as_bytes().to_vec();
+        crate::key::push_trailer(&mut k, seq, crate::key::Kind::Put);
+        k
+    }
+
+    #[test]
+    fn a_point_seek_through_the_hash_index_lands_where_a_seek_does() {
+        use crate::key::cmp_ikey;
+        // Versions of one key across restart intervals (up to 40 of them), and single ones.
+        let block = build_hashed(60, |u| {
+            if u % 7 == 0 {
+                1 + (u as u64 * 3) % 40
+            } else {
+                1
+            }
+        });
+        assert!(block.num_buckets > 0);
+        let (mut point, mut plain) = (block.iter(), block.iter());
+        for u in 0..60 {
+            let user = format!("user{u:05}");
+            for seq in [0, 1, 2, 5, 17, 39, 40, u64::MAX >> 8] {
+                let t = target(&user, seq);
+                point.seek_point(&t, key_hash(user.as_bytes()), cmp_ikey);
+                plain.seek(&t, cmp_ikey);
+                let user_of = |it: &BlockIter| it.valid().then(|| it.key()[..user.len()].to_vec());
+                if user_of(&plain).as_deref() == Some(user.as_bytes()) {
+                    assert_eq!(point.key(), plain.key(), "{user} at {seq}");
+                    assert_eq!(point.value_slice(), plain.value_slice());
+                } else {
+                    // Not in the block at that seqno: the point seek may land anywhere
+                    // but on this user key.
+                    assert_ne!(user_of(&point).as_deref(), Some(user.as_bytes()));
+                }
+            }
+        }
+        // Keys the block does not hold never land on a key of their own.
+        for u in 0..500 {
+            let user = format!("absent{u}");
+            point.seek_point(&target(&user, 9), key_hash(user.as_bytes()), cmp_ikey);
+            assert!(!point.corrupt());
+            assert!(!point.valid() || !point.key().starts_with(user.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn a_block_of_too_many_restart_intervals_goes_without_a_hash_index() {
+        let block = build_hashed(16 * MANY as usize, |_| 1);
+        assert_eq!(block.num_buckets, 0);
+        let mut it = block.iter();
+        let user = "user00300";
+        it.seek_point(
+            &target(user, 5),
+            key_hash(user.as_bytes()),
+            crate::key::cmp_ikey,
+        );
+        assert!(it.key().starts_with(user.as_bytes()));
+    }
+
     #[test]
     fn garbage_never_panics() {
-        let block = build(40);
-        let raw = block.data.to_vec();
+        let hashed = build_hashed(30, |u| 1 + u as u64 % 3);
+        for raw in [build(40).data.to_vec(), hashed.data.to_vec()] {
+            garbage_in(raw);
+        }
+    }
+
+    fn garbage_in(raw: Vec<u8>) {
         for i in 0..raw.len() {
             let mut b = raw.clone();
             b[i] ^= 0xA5;
@@ -308,6 +527,9 @@ mod tests {
                 it.seek_to_first();
                 while it.advance() {}
                 it.seek(b"key00020", <[u8]>::cmp);
+                for u in ["user00004", "key00020", "nothing"] {
+                    it.seek_point(&target(u, 3), key_hash(u.as_bytes()), crate::key::cmp_ikey);
+                }
             }
         }
     }

@@ -53,7 +53,7 @@ impl TableBuilder {
             offset: 0,
             block_size,
             bits_per_key,
-            data: BlockBuilder::new(),
+            data: BlockBuilder::with_hash_index(),
             index: BlockBuilder::new(),
             hashes: Vec::new(),
             last_user: Vec::new(),
@@ -64,6 +64,15 @@ impl TableBuilder {
             ns: Vec::new(),
             scratch: Vec::new(),
         })
+    }
+
+    /// Data blocks with a hash index over their user keys (the default) or without
+    /// (`Options::block_hash_index`).
+    pub fn with_hash_index(mut self, on: bool) -> Self {
+        if !on {
+            self.data = BlockBuilder::new();
+        }
+        self
     }
 
     /// Adds an entry; internal keys must be strictly increasing.

@@ -21,7 +21,11 @@ use crate::coding::{get_u32, get_u64, put_u32, put_u64, put_varint, Cursor};
 use crate::key::Nsid;
 
 pub const TABLE_MAGIC: u64 = 0x4342_5253_5441_424c; // "CBRSTABL"
-pub const TABLE_VERSION: u32 = 1;
+/// Version 2: data blocks may carry a hash index (`block.rs`). Version 1 tables (without)
+/// are read as they are.
+pub const TABLE_VERSION: u32 = 2;
+/// The oldest table version read.
+pub const OLDEST_TABLE_VERSION: u32 = 1;
 pub const FOOTER_LEN: usize = 64;
 pub const BLOCK_TRAILER_LEN: usize = 4;
 
@@ -93,7 +97,7 @@ impl Footer {
             return Err("footer checksum mismatch".into());
         }
         let version = get_u32(buf, 44).unwrap_or(0);
-        if version != TABLE_VERSION {
+        if !(OLDEST_TABLE_VERSION..=TABLE_VERSION).contains(&version) {
             return Err(format!("unsupported table version {version}"));
         }
         let h = |at: usize| -> Option<BlockHandle> {
@@ -153,7 +157,7 @@ mod tests {
     use super::*;
     use crate::key::{make_ikey, user_part, IndexValue, Kind, ValueAddr};
     use crate::stats::Counters;
-    use crate::storage::{MemStorage, Storage};
+    use crate::storage::{IoPurpose, MemStorage, Storage};
     use std::sync::Arc;
 
     fn addr(i: u64) -> IndexValue {
@@ -168,7 +172,13 @@ mod tests {
     }
 
     fn build(storage: &dyn Storage, n: u64) -> TableProps {
-        let mut b = TableBuilder::new(storage, 5, 512, 10).unwrap();
+        build_shaped(storage, n, true)
+    }
+
+    fn build_shaped(storage: &dyn Storage, n: u64, hash_index: bool) -> TableProps {
+        let mut b = TableBuilder::new(storage, 5, 512, 10)
+            .unwrap()
+            .with_hash_index(hash_index);
         for i in 0..n {
             let mut v = Vec::new();
             addr(i).encode(&mut v);
@@ -186,10 +196,42 @@ mod tests {
     fn build_then_get_iterate_and_seek() {
         let storage = MemStorage::new();
         let props = build(&storage, 1000);
+        gets_iterates_and_seeks(&storage, props);
+    }
+
+    /// A table written by a build before data blocks had hash indexes (footer version 1)
+    /// reads as before.
+    #[test]
+    fn a_version_1_table_reads_as_it_did() {
+        let storage = MemStorage::new();
+        let props = build_shaped(&storage, 1000, false);
+        let name = table_name(5);
+        let mut raw = crate::storage::read_all(&storage, &name, IoPurpose::Index).unwrap();
+        let f = raw.len() - FOOTER_LEN;
+        assert_eq!(get_u32(&raw, f + 44), Some(TABLE_VERSION));
+        raw[f + 44..f + 48].copy_from_slice(&1u32.to_le_bytes());
+        let crc = crc32c::crc32c(&raw[f..f + 52]);
+        raw[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
+        storage.delete(&name).unwrap();
+        storage
+            .create(&name)
+            .unwrap()
+            .append(&raw, IoPurpose::Index)
+            .unwrap();
+        gets_iterates_and_seeks(&storage, props);
+        // A version from after this build is refused, not misread.
+        raw[f + 44..f + 48].copy_from_slice(&(TABLE_VERSION + 1).to_le_bytes());
+        let crc = crc32c::crc32c(&raw[f..f + 52]);
+        raw[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
+        assert!(Footer::decode(&raw[f..]).is_err());
+    }
+
+    fn gets_iterates_and_seeks(storage: &MemStorage, props: TableProps) {
+        let storage = storage as &dyn Storage;
         assert_eq!(props.entries, 1000);
         let r = Arc::new(
             TableReader::open(
-                &storage,
+                storage,
                 5,
                 Arc::new(BlockCache::new(0)),
                 Arc::new(Counters::default()),

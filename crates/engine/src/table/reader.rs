@@ -269,7 +269,7 @@ impl TableReader {
     /// one [`TableReader::block_for`] gave).
     pub fn find_in(&self, block: &Block, user: &[u8], seek: &[u8]) -> Result<Option<Found>> {
         let mut it = block.iter();
-        it.seek(seek, cmp_ikey);
+        it.seek_point(seek, super::block::key_hash(user), cmp_ikey);
         if !it.valid() {
             return self.check(&it, None);
         }
