@@ -359,6 +359,23 @@ fn stores_at_hand_are_written_together_and_read_back() {
 fn io_queues_of_several_hosts_spread_over_the_network_threads() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, ns) = device(dir.path(), |c| c.network_threads = 2);
+    // The native admin connection that made the namespace is closed; the device notices on
+    // its own time (seen late on a loaded machine: counts [2, 1]). Wait until it has.
+    let counted = || -> usize {
+        dev.scheduler_stats()
+            .cores
+            .iter()
+            .map(|c| c.connections)
+            .sum()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while counted() != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the admin connection was never released"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     common::rt().block_on(async {
         // Each host connects an admin queue, then an I/O queue: counted, the admin queues
         // would take turns with the I/O queues and every I/O queue land on one thread.
