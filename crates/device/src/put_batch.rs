@@ -1,8 +1,9 @@
 //! Puts held back to be stored together. Unconditional puts that do not wait for durability,
-//! read on one network thread from any of its connections, are held until every connection
-//! that was ready has had its turn (or a command after them needs them stored), then stored
-//! with one engine write per namespace: one log append for many clients, as Redis writes its
-//! append-only file once per turn of its event loop.
+//! read on one network thread from any of its connections (native ones and NVMe/TCP queues'
+//! KV Stores alike), are held until every connection that was ready has had its turn (or a
+//! command after them needs them stored), then stored with one engine write per namespace:
+//! one log append for many clients, as Redis writes its append-only file once per turn of
+//! its event loop.
 //!
 //! The network thread stores them in pieces of at most [`PIECE_PUTS`] puts of one namespace
 //! and reads its sockets between two pieces, and a command other than a put stores only its
@@ -14,7 +15,7 @@ use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::workers::{answer, Outbox, Workers};
 use cerberus_engine::WritePressure;
-use cerberus_proto::{Command, Opcode, Request, DEVICE_NSID};
+use cerberus_proto::{Command, Opcode, Request, Response, DEVICE_NSID};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
@@ -27,10 +28,29 @@ pub const PIECE_PUTS: usize = 64;
 /// A put waiting to be stored, with what its answer needs.
 pub struct HeldPut {
     pub cmd: Command,
-    pub permit: OwnedSemaphorePermit,
     pub arrived: quanta::Instant,
-    pub reply: Outbox,
+    pub reply: PutReply,
     pub iters: Arc<ConnIterators>,
+}
+
+/// Where a held put's answer goes, once its write is done.
+pub enum PutReply {
+    /// A native connection's writer, with the put's in-flight permit (freed once written).
+    Native(Outbox, OwnedSemaphorePermit),
+    /// An NVMe/TCP queue's completions (its budget freed when the queue takes the answer).
+    Nvme(crate::nvme::StoreReply),
+}
+
+impl PutReply {
+    fn send(self, resp: Response) {
+        match self {
+            // Gone only if the connection closed meanwhile.
+            PutReply::Native(tx, permit) => {
+                let _ = tx.send((resp, Some(permit)));
+            }
+            PutReply::Nvme(queue) => queue.send(resp),
+        }
+    }
 }
 
 /// The puts held on one network thread.
@@ -193,15 +213,18 @@ fn store_group(shared: &Shared, nsid: u32, mut group: Vec<HeldPut>) {
         // One put alone takes the path of any other command.
         if let Some(p) = group.pop() {
             let resp = answer(shared, p.cmd, &p.iters, p.arrived);
-            let _ = p.reply.send((resp, Some(p.permit)));
+            p.reply.send(resp);
         }
         return;
     }
     let opcode = Opcode::Store as u8;
+    shared.metrics.put_batches.inc();
+    shared.metrics.batched_puts.inc_by(group.len() as u64);
+    // All or none: a refused write (a full namespace) answers each put with its error.
     let responses = shared.store_many(nsid, group.iter().map(|p| &p.cmd));
     for (p, resp) in group.into_iter().zip(responses) {
         let ok = resp.status.is_success();
         shared.metrics.record(nsid, opcode, ok, p.arrived.elapsed());
-        let _ = p.reply.send((resp, Some(p.permit)));
+        p.reply.send(resp);
     }
 }

@@ -2,7 +2,7 @@
 //! refused, held back in the batch of puts or of gets, run inline, or handed to the workers.
 
 use super::{refuse, Reader};
-use crate::put_batch::HeldPut;
+use crate::put_batch::{HeldPut, PutReply};
 use crate::workers::{answer, answer_small_query};
 use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Frame, Status};
@@ -85,9 +85,8 @@ impl Reader {
         if shared.batchable(&cmd) {
             let held = HeldPut {
                 cmd,
-                permit,
                 arrived,
-                reply: self.tx.clone(),
+                reply: PutReply::Native(self.tx.clone(), permit),
                 iters: self.iters.clone(),
             };
             self.puts.hold(held, shared);

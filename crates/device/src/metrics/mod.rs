@@ -53,9 +53,10 @@ pub struct Metrics {
     pub get_batches: Counter,
     /// The gets of those runs.
     pub batched_gets: Counter,
-    /// Runs of unconditional NVMe/TCP Stores of one queue stored with one engine write.
+    /// Pieces of two or more held puts (of any connections of a network thread, either wire)
+    /// stored with one engine write.
     pub put_batches: Counter,
-    /// The Stores of those runs.
+    /// The puts of those pieces.
     pub batched_puts: Counter,
 }
 
@@ -159,12 +160,12 @@ impl Metrics {
             ),
             (
                 "cerberus_put_batches",
-                "Runs of two or more NVMe/TCP Stores of one queue stored with one engine write.",
+                "Pieces of two or more held puts (of any connections of a network thread, native or NVMe/TCP) stored with one engine write.",
                 &self.put_batches,
             ),
             (
                 "cerberus_batched_puts",
-                "Stores written in those runs.",
+                "Puts written in those pieces.",
                 &self.batched_puts,
             ),
         ] {

@@ -10,9 +10,11 @@ use super::controllers::Controller;
 use super::flight::{Done, Flight, Pending};
 use super::{Answer, Target};
 use crate::iterators::ConnIterators;
+use crate::put_batch::HeldPuts;
 use crate::server::Placed;
 use crate::stop::stopped;
 use bytes::{Bytes, BytesMut};
+use cerberus_engine::WritePressure;
 use cerberus_proto::nvme::{
     split_pdu, Cqe, Digests, NvmeStatus, NvmeTcpError, Pdu, PduLimits, Sqe, PFV_1_0,
 };
@@ -70,9 +72,10 @@ pub(super) struct Conn {
     pub flight: Flight,
     /// The vendor commands' session and kept responses.
     pub vendor: super::vendor::VendorState,
-    /// Retrieves or unconditional Stores held to be carried out together once nothing more
-    /// is at hand (`io.rs`).
+    /// Retrieves held to be carried out together once nothing more is at hand (`io.rs`).
     pub held: Vec<super::io::Held>,
+    /// Its network thread's held puts, which its unconditional Stores join (`put_batch`).
+    pub puts: Arc<HeldPuts>,
     /// The admin queue's keep-alive deadline (None: no KATO).
     keep_alive: Option<Instant>,
     /// An I/O queue's controller going (its admin queue closed or expired).
@@ -89,6 +92,7 @@ pub(super) async fn serve(
     target: Arc<Target>,
     stop: watch::Receiver<bool>,
     placed: Placed,
+    puts: Arc<HeldPuts>,
 ) {
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
     let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
@@ -104,6 +108,7 @@ pub(super) async fn serve(
         flight,
         vendor: Default::default(),
         held: Vec::new(),
+        puts,
         keep_alive: None,
         gone: None,
         stop,
@@ -113,6 +118,7 @@ pub(super) async fn serve(
         Ok(()) => c.run(done_rx).await.err(),
         Err(e) => Some(e),
     };
+    c.store_own_puts();
     if let Some(End::Term(fes, fei)) = end {
         c.target.shared.metrics.protocol_errors.inc();
         tracing::debug!(fes, fei, "NVMe/TCP: terminating a connection");
@@ -268,6 +274,14 @@ impl Conn {
                 // Their answers come back through `done_rx`, at hand on the next turn.
                 self.run_held();
                 continue;
+            }
+            let calm = self.target.shared.db.write_pressure() == WritePressure::None;
+            if !self.flight.waiting.is_empty() && calm {
+                // Commands wait for budget that held Stores hold: stored now, not once the
+                // thread's other connections have had their turn (as a native connection
+                // at its in-flight limit). Under write pressure the loop's task stores
+                // them, off the loop.
+                self.store_own_puts();
             }
             self.flush().await.map_err(|_| End::Quiet)?;
             let (deadline, mut gone) = (self.keep_alive, self.gone.clone());

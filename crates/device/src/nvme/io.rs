@@ -1,12 +1,16 @@
 //! KV I/O onto the device's dispatch: each KV command becomes the native command that does
 //! the same (Store, Retrieve, Exist, Delete, List) and runs where the native port's do (the
-//! network thread or a worker); its status becomes the KV command set's.
+//! network thread or a worker); its status becomes the KV command set's. Unconditional Stores
+//! join the puts held on the network thread (`put_batch`), with the native connections' and
+//! the other queues'; any other command first stores what is held of its namespace.
 
 use super::conn::Conn;
 use super::flight::Done;
 use super::{invalid_field, invalid_namespace, Answer};
+use crate::put_batch::{HeldPut, PutReply};
 use crate::workers::answer;
 use bytes::Bytes;
+use cerberus_engine::WritePressure;
 use cerberus_proto::nvme::{
     KvCommand, KvOpcode, NvmeStatus, Sqe, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };
@@ -31,30 +35,21 @@ impl Conn {
         }
     }
 
-    /// Carries out the held commands (of one kind and namespace, in arrival order) as one
-    /// engine call, as the native port does a connection's pipelined gets
-    /// (`Shared::retrieve_many`) and its neighbours' unconditional puts (`Shared::store_all`).
+    /// Carries out the held Retrieves (of one namespace, in arrival order) as one engine
+    /// read, as the native port does a connection's pipelined gets (`Shared::retrieve_many`).
     pub(super) fn run_held(&mut self) {
         if self.held.is_empty() {
             return;
         }
         let held = std::mem::take(&mut self.held);
         let shared = &self.target.shared;
-        let (ns, opcode) = (held[0].cmd.nsid, held[0].cmd.request.opcode() as u8);
-        let responses = if opcode == Opcode::Retrieve as u8 {
-            if held.len() > 1 {
-                shared.metrics.get_batches.inc();
-                shared.metrics.batched_gets.inc_by(held.len() as u64);
-            }
-            let cmds: Vec<Command> = held.iter().map(|h| h.cmd.clone()).collect();
-            shared.retrieve_many(ns, &cmds)
-        } else {
-            if held.len() > 1 {
-                shared.metrics.put_batches.inc();
-                shared.metrics.batched_puts.inc_by(held.len() as u64);
-            }
-            shared.store_many(ns, held.iter().map(|h| &h.cmd))
-        };
+        let (ns, opcode) = (held[0].cmd.nsid, Opcode::Retrieve as u8);
+        if held.len() > 1 {
+            shared.metrics.get_batches.inc();
+            shared.metrics.batched_gets.inc_by(held.len() as u64);
+        }
+        let cmds: Vec<Command> = held.iter().map(|h| h.cmd.clone()).collect();
+        let responses = shared.retrieve_many(ns, &cmds);
         for (resp, h) in responses.into_iter().zip(held) {
             let ok = resp.status.is_success();
             shared.metrics.record(ns, opcode, ok, h.arrived.elapsed());
@@ -133,17 +128,24 @@ impl Conn {
             request,
         };
         let arrived = quanta::Instant::now();
-        let shared = &self.target.shared;
-        let batched = match &cmd.request {
-            Request::Retrieve { .. } => shared.batches_get(&cmd) && shared.runs_inline(&cmd),
-            Request::Store { .. } => shared.batchable(&cmd),
-            _ => false,
-        };
-        if batched {
+        let shared = self.target.shared.clone();
+        if let Request::Store { .. } = &cmd.request {
+            if shared.batchable(&cmd) {
+                self.hold_store(sqe, cmd, cost, arrived);
+                return;
+            }
+        }
+        let get = matches!(&cmd.request, Request::Retrieve { .. });
+        if get && shared.batches_get(&cmd) && shared.runs_inline(&cmd) && !self.store_first(&cmd) {
             // Held while the connection has more at hand, then carried out together
-            // (`run_held`): at most 64, of one kind and namespace.
+            // (`run_held`): at most 64, of one namespace.
             if self.held.first().is_some_and(|h| h.cmd.nsid != cmd.nsid) {
                 self.run_held();
+            }
+            if self.held.is_empty() {
+                // The batch comes after the puts of its namespace held before it, this
+                // queue's and the other connections' of this thread.
+                self.puts.store_for(&shared, cmd.nsid);
             }
             self.held.push(Held {
                 sqe,
@@ -157,20 +159,33 @@ impl Conn {
             }
             return;
         }
-        // Anything else (a conditional Store among them) comes after what is held.
+        // Anything else (a conditional Store among them) comes after what is held: here, or
+        // with the command on a worker when the engine would hold the store up.
         self.run_held();
-        let shared = &self.target.shared;
-        if shared.runs_inline(&cmd) {
-            // As on the native port: a point command on files is answered on this network
-            // thread, without two hand-offs between threads.
-            let answer = reply(answer(shared, cmd, &self.iters, arrived), buffer);
-            self.flight.finish_now(sqe, answer, cost);
-            return;
+        let store_first = self.store_first(&cmd);
+        if store_first {
+            shared.metrics.writes_off_loop.inc();
+        } else {
+            self.puts.store_for(&shared, cmd.nsid);
+            if shared.runs_inline(&cmd) {
+                // As on the native port: a point command on files is answered on this
+                // network thread, without two hand-offs between threads.
+                let answer = reply(answer(&shared, cmd, &self.iters, arrived), buffer);
+                self.flight.finish_now(sqe, answer, cost);
+                return;
+            }
         }
-        let (shared, iters) = (shared.clone(), self.iters.clone());
+        let (iters, puts) = (self.iters.clone(), self.puts.clone());
         let done = self.flight.done_tx.clone();
+        let core = crate::scheduler::current_core();
         let queued = self.target.workers.submit(Box::new(move || {
-            let answer = reply(answer(&shared, cmd, &iters, arrived), buffer);
+            let resp = crate::scheduler::on_behalf_of(core, || {
+                if store_first {
+                    puts.store_for(&shared, cmd.nsid);
+                }
+                answer(&shared, cmd, &iters, arrived)
+            });
+            let answer = reply(resp, buffer);
             // Gone only if the connection closed meanwhile.
             let _ = done.send(Done { sqe, answer, cost });
         }));
@@ -179,13 +194,73 @@ impl Conn {
             self.flight.finish_now(sqe, Answer::status(stopping), cost);
         }
     }
+
+    /// Holds an unconditional Store with the puts of this network thread's connections; its
+    /// answer comes back through `flight` once they are stored.
+    fn hold_store(&mut self, sqe: Sqe, cmd: Command, cost: usize, arrived: quanta::Instant) {
+        // Held Retrieves were read before it: they must not see it.
+        self.run_held();
+        let reply = PutReply::Nvme(StoreReply {
+            sqe,
+            cost,
+            done: self.flight.done_tx.clone(),
+        });
+        let put = HeldPut {
+            cmd,
+            arrived,
+            reply,
+            iters: self.iters.clone(),
+        };
+        self.puts.hold(put, &self.target.shared);
+    }
+
+    /// Whether `cmd` must come after held puts of its namespace that the engine would hold
+    /// up: then they are stored with it on a worker, not here on the loop (as natively).
+    pub(super) fn store_first(&self, cmd: &Command) -> bool {
+        // The lock-free check first.
+        self.target.shared.db.write_pressure() != WritePressure::None
+            && self.puts.holds_any(cmd.nsid)
+    }
+
+    /// Stores the held puts of the namespaces this queue may use, its own Stores among them
+    /// (a queue closing, or with commands waiting for the budget its Stores hold).
+    pub(super) fn store_own_puts(&self) {
+        let Some(q) = self.queue.as_ref().filter(|q| q.qid != 0) else {
+            return;
+        };
+        let shared = &self.target.shared;
+        shared.scheduler.busy(false, || {
+            for &ns in &q.visible {
+                self.puts.store_for(shared, ns);
+            }
+        });
+    }
 }
 
-/// Commands held for one engine call at most (as the native port's batches).
+/// Retrieves held for one engine call at most (as the native port's batches).
 const MAX_HELD: usize = 64;
 
-/// A Retrieve, or an unconditional Store, held to be carried out with the others at hand
-/// (`Conn::run_held`).
+/// Where a held Store's answer goes (`put_batch::PutReply::Nvme`): its queue's completions.
+pub(crate) struct StoreReply {
+    sqe: Sqe,
+    cost: usize,
+    done: tokio::sync::mpsc::UnboundedSender<Done>,
+}
+
+impl StoreReply {
+    /// Completes the Store with `resp`'s status, its budget freed when its queue takes it.
+    pub(crate) fn send(self, resp: Response) {
+        let answer = reply(resp, 0);
+        // Gone only if the connection closed meanwhile.
+        let _ = self.done.send(Done {
+            sqe: self.sqe,
+            answer,
+            cost: self.cost,
+        });
+    }
+}
+
+/// A Retrieve held to be carried out with the others at hand (`Conn::run_held`).
 pub(super) struct Held {
     sqe: Sqe,
     cmd: Command,

@@ -39,13 +39,14 @@ pub(crate) async fn serve(
         metrics.connections_accepted.inc();
         let _ = sock.set_nodelay(true);
         let (t, stop) = (target.clone(), stop.clone());
-        let (handle, _, core) = reactors.next();
+        // Its KV Stores are held with those of the thread's other connections.
+        let (handle, puts, core) = reactors.next();
         let placed = Placed(t.shared.clone(), core);
         conns.spawn_on(
             async move {
                 let _slot = slot;
                 t.shared.metrics.connections_open.inc();
-                conn::serve(sock, t.clone(), stop, placed).await;
+                conn::serve(sock, t.clone(), stop, placed, puts).await;
                 t.shared.metrics.connections_open.dec();
             },
             handle,

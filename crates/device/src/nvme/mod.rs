@@ -20,6 +20,7 @@ mod listener;
 mod vendor;
 
 pub use config::{NvmeConfig, DEFAULT_NVME_LISTEN};
+pub(crate) use io::StoreReply;
 pub(crate) use listener::serve;
 
 use crate::dispatch::Shared;

@@ -188,10 +188,17 @@ impl Conn {
         let (shared, kept) = (self.target.shared.clone(), self.vendor.kept.clone());
         let arrived = quanta::Instant::now();
         let cid = cmd.cid;
+        // After the puts of its namespace held on this thread (this queue's KV Stores
+        // among them): here, or with it on a worker when the engine would hold them up.
+        let store_first = self.store_first(&cmd);
+        if !store_first {
+            self.puts.store_for(&shared, cmd.nsid);
+        }
         // What the native port runs on its network thread runs here too (point commands on
         // files; small queries within the inline work): two hand-offs between threads cost
         // more than the command.
         let here = match shared.runs_inline(&cmd) {
+            _ if store_first => None,
             true => Some(answer(&shared, cmd.clone(), &iters, arrived)),
             false => crate::workers::answer_small_query(&shared, &cmd, arrived),
         };
@@ -202,9 +209,14 @@ impl Conn {
         }
         let done = self.flight.done_tx.clone();
         kept.lock().running += 1;
+        let puts = self.puts.clone();
         let job = {
             let kept = kept.clone();
             Box::new(move || {
+                if store_first {
+                    shared.metrics.writes_off_loop.inc();
+                    puts.store_for(&shared, cmd.nsid);
+                }
                 let response = answer(&shared, cmd, &iters, arrived);
                 let answer = keep(&kept, cid, &response, true);
                 // Gone only if the connection closed meanwhile.
