@@ -356,7 +356,13 @@ impl BlockIter {
                 hi = mid - 1;
             }
         }
-        let Some(off) = self.block.restart(lo) else {
+        self.scan_from(lo, target, cmp);
+    }
+
+    /// Positions at the first entry from restart interval `interval` on whose key is
+    /// `>= target` under `cmp`.
+    fn scan_from(&mut self, interval: usize, target: &[u8], cmp: fn(&[u8], &[u8]) -> Ordering) {
+        let Some(off) = self.block.restart(interval) else {
             return self.fail();
         };
         self.next = off;
@@ -373,23 +379,10 @@ impl BlockIter {
     /// (invalid, or at another user key): a point lookup checks the key it lands on. Through
     /// the hash index when the block has one.
     pub fn seek_point(&mut self, target: &[u8], hash: u64, cmp: fn(&[u8], &[u8]) -> Ordering) {
-        let interval = match self.block.probe(hash) {
-            HashProbe::Absent => {
-                self.valid = false;
-                return;
-            }
-            HashProbe::Interval(i) => i,
-            HashProbe::Unknown => return self.seek(target, cmp),
-        };
-        let Some(off) = self.block.restart(interval) else {
-            return self.fail();
-        };
-        self.next = off;
-        self.key.clear();
-        while self.advance() {
-            if cmp(&self.key, target) != Ordering::Less {
-                return;
-            }
+        match self.block.probe(hash) {
+            HashProbe::Absent => self.valid = false,
+            HashProbe::Interval(i) => self.scan_from(i, target, cmp),
+            HashProbe::Unknown => self.seek(target, cmp),
         }
     }
 
