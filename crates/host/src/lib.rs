@@ -35,6 +35,7 @@ mod nvme_direct;
 mod nvme_flights;
 mod nvme_link;
 mod query;
+mod relay;
 mod reply;
 mod scan;
 mod scan_options;

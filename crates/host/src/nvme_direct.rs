@@ -18,20 +18,15 @@ use crate::error::{Error, Result};
 use crate::inflight::Shared;
 use crate::nvme::{NvmeHost, MAX_PDU_DATA};
 use crate::nvme_flights::{Broken, Flights};
+use crate::relay::{completed, read_more, Ready, Relay, Slot, READ_CHUNK, READ_SLICE};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{split_pdu, Digests, Pdu, PduLimits};
 use cerberus_proto::{Frame, Response};
-use parking_lot::{Condvar, Mutex};
-use std::io::{ErrorKind, Read, Write};
+use parking_lot::Mutex;
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
-
-const READ_CHUNK: usize = 64 << 10;
-
-/// How long a leader blocks in one read before it looks at its deadline again.
-const READ_SLICE: Duration = Duration::from_millis(200);
 
 pub(crate) struct NvmeDirect {
     stream: TcpStream,
@@ -40,10 +35,7 @@ pub(crate) struct NvmeDirect {
     flights: Mutex<Flights>,
     writing: Mutex<()>,
     /// Held by the leader: the bytes read and not yet split into PDUs.
-    reading: Mutex<ReadState>,
-    /// Bumped whenever followers should look again.
-    turn: Mutex<u64>,
-    changed: Condvar,
+    reading: Relay<ReadState>,
     request_timeout: Option<Duration>,
 }
 
@@ -54,8 +46,6 @@ struct ReadState {
     out: BytesMut,
     done: Vec<Frame>,
 }
-
-type Slot = oneshot::Receiver<Result<Response>>;
 
 impl NvmeDirect {
     /// Takes over `host`'s queues (connected on a runtime) as blocking sockets.
@@ -76,14 +66,12 @@ impl NvmeDirect {
             digests,
             flights: Mutex::new(flights),
             writing: Mutex::new(()),
-            reading: Mutex::new(ReadState {
+            reading: Relay::new(ReadState {
                 buf,
                 chunk: vec![0; READ_CHUNK],
                 out: BytesMut::new(),
                 done: Vec::new(),
             }),
-            turn: Mutex::new(0),
-            changed: Condvar::new(),
             request_timeout,
         })
     }
@@ -109,7 +97,7 @@ impl NvmeDirect {
             }
             self.write(shared, out)?;
             out.clear();
-            self.drive(shared, deadline, || {
+            self.drive(shared, deadline, &mut || {
                 if shared.is_closed() {
                     Some(Err(Error::ConnectionClosed))
                 } else {
@@ -133,16 +121,7 @@ impl NvmeDirect {
 
     /// Waits for the completion `slot` is for, leading the reads when nobody else does.
     pub(crate) fn wait(&self, shared: &Shared, slot: &mut Slot) -> Result<Response> {
-        self.drive(shared, self.deadline(), || match slot.try_recv() {
-            Ok(r) => Some(r),
-            Err(oneshot::error::TryRecvError::Closed) => Some(Err(Error::ConnectionClosed)),
-            Err(oneshot::error::TryRecvError::Empty) => None,
-        })
-    }
-
-    fn bump(&self) {
-        *self.turn.lock() += 1;
-        self.changed.notify_all();
+        self.drive(shared, self.deadline(), &mut || completed(slot))
     }
 
     /// Waits until `ready` says something, leading the reads when nobody else does.
@@ -150,28 +129,11 @@ impl NvmeDirect {
         &self,
         shared: &Shared,
         deadline: Option<Instant>,
-        mut ready: impl FnMut() -> Option<Result<T>>,
+        ready: &mut Ready<'_, T>,
     ) -> Result<T> {
-        loop {
-            let seen = *self.turn.lock();
-            if let Some(r) = ready() {
-                return r;
-            }
-            if let Some(mut state) = self.reading.try_lock() {
-                let r = self.lead(shared, &mut state, deadline, &mut ready);
-                drop(state);
-                // Somebody else may have to read now.
-                self.bump();
-                return r;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::Timeout);
-            }
-            let mut turn = self.turn.lock();
-            if *turn == seen {
-                self.changed.wait_for(&mut turn, READ_SLICE);
-            }
-        }
+        self.reading.drive(deadline, ready, |state, ready| {
+            self.lead(shared, state, deadline, ready)
+        })
     }
 
     fn lead<T>(
@@ -179,7 +141,7 @@ impl NvmeDirect {
         shared: &Shared,
         state: &mut ReadState,
         deadline: Option<Instant>,
-        ready: &mut impl FnMut() -> Option<Result<T>>,
+        ready: &mut Ready<'_, T>,
     ) -> Result<T> {
         let ReadState {
             buf,
@@ -202,30 +164,9 @@ impl NvmeDirect {
                 return r;
             }
             if handed {
-                self.bump();
+                self.reading.bump();
             }
-            match (&self.stream).read(chunk) {
-                Ok(0) => {
-                    let why = if buf.is_empty() {
-                        "the device closed the connection"
-                    } else {
-                        "the device closed the connection in the middle of a PDU"
-                    };
-                    shared.close(why);
-                    return Err(Error::ConnectionClosed);
-                }
-                Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Err(Error::Timeout);
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    shared.close(format!("reading from the device: {e}"));
-                    return Err(Error::ConnectionClosed);
-                }
-            }
+            read_more(&self.stream, chunk, buf, shared, deadline, "PDU")?;
         }
     }
 
