@@ -20,7 +20,11 @@ const HANG: Duration = Duration::from_secs(30);
 
 fn value(thread: usize, i: usize, round: usize) -> Bytes {
     // Every fifth value is past the 8 KiB capsule: a pair whose frame goes through R2T.
-    let len = if i.is_multiple_of(5) { 9000 + i } else { 10 + i % 300 };
+    let len = if i.is_multiple_of(5) {
+        9000 + i
+    } else {
+        10 + i % 300
+    };
     Bytes::from(vec![(thread * 31 + i + round) as u8; len])
 }
 
