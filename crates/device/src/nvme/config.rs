@@ -16,7 +16,9 @@ pub struct NvmeConfig {
     pub subnqn: String,
     /// Connections (queues) served at once; a newcomer past it is closed at once.
     pub max_connections: usize,
-    /// A connection must send its ICReq within this, or it is closed.
+    /// A connection must send its ICReq, and connect its queue (Fabrics Connect), within
+    /// this of its arrival, or it is closed (as a native connection that does not
+    /// authenticate within `auth_timeout_ms`).
     pub icreq_timeout_ms: u64,
     /// A connection that sends nothing this long is closed (keep-alives count).
     pub idle_timeout_secs: u64,

@@ -81,6 +81,12 @@ pub(super) struct Conn {
     /// An I/O queue's controller going (its admin queue closed or expired).
     gone: Option<watch::Receiver<bool>>,
     stop: watch::Receiver<bool>,
+    /// When the partial PDU in `buf` began (None: none): it must be whole within the
+    /// device's `frame_timeout_ms`, however slowly its bytes come.
+    pdu_began: Option<Instant>,
+    /// The queue must be connected (ICReq, then Fabrics Connect) by this, as a native
+    /// connection must authenticate within `auth_timeout_ms`.
+    connect_by: Instant,
     /// The connection's place on its network thread's core; an admin queue gives it back
     /// at its Connect (`Placed::release`), so I/O queues alone spread over the cores.
     pub placed: Placed,
@@ -96,6 +102,7 @@ pub(super) async fn serve(
 ) {
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
     let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
+    let connect_by = Instant::now() + Duration::from_millis(target.config.icreq_timeout_ms);
     let mut c = Conn {
         sock,
         buf: BytesMut::with_capacity(8192),
@@ -112,6 +119,8 @@ pub(super) async fn serve(
         keep_alive: None,
         gone: None,
         stop,
+        pdu_began: None,
+        connect_by,
         placed,
     };
     let end = match c.handshake().await {
@@ -157,23 +166,38 @@ async fn went(gone: &mut Option<watch::Receiver<bool>>) {
 }
 
 impl Conn {
-    /// Reads the next PDU, waiting at most `wait` for its first bytes and `frame_timeout_ms`
-    /// for each of the rest (a slow sender does not hold its connection open).
+    /// The next whole PDU in `buf`, if any.
+    fn split(&mut self) -> Result<Option<Pdu>, End> {
+        match split_pdu(&mut self.buf, self.digests, self.limits) {
+            Ok(Some(p)) => {
+                // What is left of `buf` begins a PDU now.
+                self.pdu_began = None;
+                Ok(Some(p))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(term(&e)),
+        }
+    }
+
+    /// Reads the next PDU, waiting at most `idle` for its first bytes, and the whole PDU
+    /// once begun within `frame_timeout_ms` (a slow sender does not hold its connection
+    /// open, however steadily it trickles).
     async fn next_pdu(&mut self, idle: Duration) -> Result<Pdu, End> {
         let piece = Duration::from_millis(self.target.shared.config.frame_timeout_ms);
         loop {
-            let wait = if self.buf.is_empty() {
-                idle
-            } else {
-                idle.min(piece)
-            };
-            match split_pdu(&mut self.buf, self.digests, self.limits) {
-                Ok(Some(p)) => return Ok(p),
-                Ok(None) => {}
-                Err(e) => return Err(term(&e)),
+            if let Some(p) = self.split()? {
+                return Ok(p);
             }
+            let now = Instant::now();
+            let until = if self.buf.is_empty() {
+                self.pdu_began = None;
+                now + idle
+            } else {
+                let began = *self.pdu_began.get_or_insert(now);
+                (began + piece).min(now + idle)
+            };
             self.buf.reserve(16 << 10);
-            let read = tokio::time::timeout(wait, self.sock.read_buf(&mut self.buf));
+            let read = tokio::time::timeout_at(until, self.sock.read_buf(&mut self.buf));
             let n = tokio::select! {
                 r = read => r,
                 _ = stopped(&mut self.stop) => return Err(End::Quiet),
@@ -182,7 +206,11 @@ impl Conn {
                 Ok(Ok(0)) | Ok(Err(_)) => return Err(End::Quiet),
                 Ok(Ok(_)) => {}
                 Err(_) => {
-                    self.target.shared.metrics.idle_timeouts.inc();
+                    let m = &self.target.shared.metrics;
+                    match self.buf.is_empty() {
+                        true => m.idle_timeouts.inc(),
+                        false => m.frame_timeouts.inc(),
+                    };
                     return Err(End::Quiet);
                 }
             }
@@ -215,7 +243,10 @@ impl Conn {
         let limit = Duration::from_millis(self.target.shared.config.write_timeout_ms);
         let written = match tokio::time::timeout(limit, write).await {
             Ok(r) => r,
-            Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+            Err(_) => {
+                self.target.shared.metrics.write_timeouts.inc();
+                Err(std::io::ErrorKind::TimedOut.into())
+            }
         };
         self.out.clear();
         written
@@ -262,13 +293,9 @@ impl Conn {
                 self.finished(done).await?;
                 continue;
             }
-            match split_pdu(&mut self.buf, self.digests, self.limits) {
-                Ok(Some(p)) => {
-                    self.pdu(p).await?;
-                    continue;
-                }
-                Ok(None) => {}
-                Err(e) => return Err(term(&e)),
+            if let Some(p) = self.split()? {
+                self.pdu(p).await?;
+                continue;
             }
             if !self.held.is_empty() {
                 // Their answers come back through `done_rx`, at hand on the next turn.
@@ -285,6 +312,7 @@ impl Conn {
             }
             self.flush().await.map_err(|_| End::Quiet)?;
             let (deadline, mut gone) = (self.keep_alive, self.gone.clone());
+            let connect_by = self.queue.is_none().then_some(self.connect_by);
             tokio::select! {
                 // Answers first: they free the queue's slots and budget.
                 biased;
@@ -295,6 +323,11 @@ impl Conn {
                     return Err(End::Quiet);
                 }
                 _ = went(&mut gone) => return Err(End::Quiet),
+                _ = expiry(connect_by) => {
+                    self.target.shared.metrics.auth_timeouts.inc();
+                    tracing::debug!("NVMe/TCP: no Connect in time; closing");
+                    return Err(End::Quiet);
+                }
                 pdu = self.next_pdu(idle) => self.pdu(pdu?).await?,
             }
         }
