@@ -90,6 +90,9 @@ impl Conn {
                 Answer::ok(0)
             }
             FabricsCommand::Disconnect => Answer::ok(0),
+            FabricsCommand::AuthSend { .. } | FabricsCommand::AuthReceive { .. } => {
+                Answer::status(NvmeStatus::error(0, 0x01))
+            }
         }
     }
 

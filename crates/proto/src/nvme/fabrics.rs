@@ -1,6 +1,7 @@
 //! NVMe over Fabrics commands (opcode 0x7F, the command type in byte 4 of the entry): Connect
 //! (its 1,024 bytes of data: host identifier, controller id, subsystem and host NQNs),
-//! Property Get and Property Set (the controller's registers over a fabric), Disconnect.
+//! Property Get and Property Set (the controller's registers over a fabric), Disconnect,
+//! Authentication Send and Receive (their messages: `auth`).
 
 use super::queue_entry::{NvmeStatus, Sqe};
 
@@ -68,6 +69,24 @@ pub enum FabricsCommand {
     },
     /// Closes the queue.
     Disconnect,
+    /// Authentication Send: an authentication message (`data`, TL bytes of the capsule).
+    AuthSend {
+        /// Security protocol (E9h: DH-HMAC-CHAP).
+        secp: u8,
+        /// SPSP1 and SPSP0 (as a little-endian u16: 0x0101 for DH-HMAC-CHAP).
+        spsp: u16,
+        /// The message.
+        data: Vec<u8>,
+    },
+    /// Authentication Receive: the controller's next message, in at most `al` bytes.
+    AuthReceive {
+        /// Security protocol.
+        secp: u8,
+        /// SPSP1 and SPSP0.
+        spsp: u16,
+        /// Allocation length.
+        al: u32,
+    },
 }
 
 /// Connect's status for bad data or parameters (command specific, "Connect Invalid
@@ -115,6 +134,23 @@ impl FabricsCommand {
                 value: u64::from(sqe.cdw(12)) | (u64::from(sqe.cdw(13)) << 32),
             },
             0x08 => FabricsCommand::Disconnect,
+            0x05 => {
+                // TL bytes of in-capsule data; at most what came.
+                let tl = usize::try_from(cdw11).unwrap_or(usize::MAX);
+                if tl == 0 || tl > data.len() {
+                    return Err(NvmeStatus::error(0, 0x02));
+                }
+                FabricsCommand::AuthSend {
+                    secp: (cdw10 >> 24) as u8,
+                    spsp: ((cdw10 >> 8) & 0xFFFF) as u16,
+                    data: data[..tl].to_vec(),
+                }
+            }
+            0x06 => FabricsCommand::AuthReceive {
+                secp: (cdw10 >> 24) as u8,
+                spsp: ((cdw10 >> 8) & 0xFFFF) as u16,
+                al: cdw11,
+            },
             _ => return Err(NvmeStatus::error(0, 0x01)),
         }))
     }
@@ -128,6 +164,20 @@ fn nqn(field: &[u8]) -> Result<String, NvmeStatus> {
         return Err(connect_invalid_parameters());
     }
     Ok(s.to_string())
+}
+
+/// An Authentication Send (`fctype` 05h, `len`: TL) or Receive (06h, `len`: AL) of
+/// DH-HMAC-CHAP, for an initiator (its data pointer is the initiator's to set).
+pub fn auth_command(fctype: u8, len: u32) -> Sqe {
+    let mut sqe = Sqe {
+        opcode: FABRICS_OPCODE,
+        nsid: u32::from(fctype),
+        ..Sqe::default()
+    };
+    sqe.cdw[0] =
+        u32::from(super::auth::SECP_DHCHAP) << 24 | u32::from(super::auth::SPSP_DHCHAP) << 8;
+    sqe.cdw[1] = len;
+    sqe
 }
 
 /// A Connect command's data (the host's side), for an initiator and for tests.
@@ -217,7 +267,27 @@ mod tests {
             FabricsCommand::decode(&fabrics(0x08), &[]),
             Ok(Some(FabricsCommand::Disconnect))
         );
+        // Authentication Send without its data; Receive with its allocation length.
         assert!(FabricsCommand::decode(&fabrics(0x05), &[]).is_err());
+        let send = auth_command(0x05, 3);
+        assert_eq!(
+            FabricsCommand::decode(&send, &[1, 2, 3, 4]),
+            Ok(Some(FabricsCommand::AuthSend {
+                secp: 0xE9,
+                spsp: 0x0101,
+                data: vec![1, 2, 3]
+            }))
+        );
+        assert!(FabricsCommand::decode(&send, &[1, 2]).is_err());
+        assert_eq!(
+            FabricsCommand::decode(&auth_command(0x06, 4096), &[]),
+            Ok(Some(FabricsCommand::AuthReceive {
+                secp: 0xE9,
+                spsp: 0x0101,
+                al: 4096
+            }))
+        );
+        assert!(FabricsCommand::decode(&fabrics(0x07), &[]).is_err());
         assert_eq!(FabricsCommand::decode(&Sqe::default(), &[]), Ok(None));
     }
 }

@@ -3,7 +3,7 @@
 //! re-encodes to the same bytes; a KV or admin command that decodes re-encodes to an entry
 //! that decodes to it again; a Connect's NQNs stay within their bounds.
 
-use super::{AdminCommand, FabricsCommand, KvCommand, Sqe, MAX_KV_KEY, SQE_LEN};
+use super::{AdminCommand, AuthMessage, FabricsCommand, KvCommand, Sqe, MAX_KV_KEY, SQE_LEN};
 
 /// Reads `bytes` as a submission queue entry (the first 64 bytes) and the capsule's data
 /// (the rest) through every decoder a target applies; panics if a promise above breaks.
@@ -36,6 +36,24 @@ pub fn check_command_decoders(bytes: &[u8]) {
         assert!(!subnqn.is_empty() && subnqn.len() <= 223);
         assert!(!hostnqn.is_empty() && hostnqn.len() <= 223);
     }
+    // An authentication message (Authentication Send's data, or any capsule's bytes): no
+    // panic, and one that decodes encodes to bytes that decode to it again.
+    if let Ok(Some(FabricsCommand::AuthSend { data, .. })) = FabricsCommand::decode(&sqe, data) {
+        check_auth_message(&data);
+    }
+    check_auth_message(data);
+}
+
+fn check_auth_message(bytes: &[u8]) {
+    if let Ok(m) = AuthMessage::decode(bytes) {
+        if let AuthMessage::Negotiate {
+            hashes, dhgroups, ..
+        } = &m
+        {
+            assert!(hashes.len() <= 30 && dhgroups.len() <= 30);
+        }
+        assert_eq!(AuthMessage::decode(&m.encode()), Ok(m));
+    }
 }
 
 #[cfg(test)]
@@ -55,12 +73,23 @@ mod tests {
         #[test]
         fn random_entries_of_known_opcodes(
             opcode in prop::sample::select(vec![0x01u8, 0x02, 0x06, 0x09, 0x0A, 0x0C, 0x10, 0x14, 0x18, 0x7F]),
-            fctype in prop::sample::select(vec![0x00u8, 0x01, 0x04, 0x08, 0x42]),
+            fctype in prop::sample::select(vec![0x00u8, 0x01, 0x04, 0x05, 0x06, 0x08, 0x42]),
             mut bytes in proptest::collection::vec(any::<u8>(), 64..1200),
         ) {
             bytes[0] = opcode;
             bytes[4] = fctype;
             check_command_decoders(&bytes);
+        }
+
+        /// Authentication messages of every type id, random otherwise.
+        #[test]
+        fn random_auth_messages(
+            kind in prop::sample::select(vec![(0u8, 0u8), (1, 1), (1, 2), (1, 3), (1, 4), (1, 0xF0), (1, 0xF1), (1, 9)]),
+            mut bytes in proptest::collection::vec(any::<u8>(), 2..400),
+        ) {
+            bytes[0] = kind.0;
+            bytes[1] = kind.1;
+            check_auth_message(&bytes);
         }
     }
 }

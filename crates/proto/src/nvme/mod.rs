@@ -2,12 +2,14 @@
 //! Base 2.x, NVMe over Fabrics and NVMe/TCP transport specifications): the PDUs a host and a
 //! controller exchange on a queue's connection (`pdu`), the 64-byte submission and
 //! 16-byte completion queue entries they carry (`queue_entry`), the Fabrics commands that
-//! open a queue and reach the controller's registers (`fabrics`), the admin commands a
+//! open a queue and reach the controller's registers (`fabrics`), in-band authentication
+//! (`auth`: DH-HMAC-CHAP), the admin commands a
 //! target answers (`admin`), and the Key Value command set's commands in those entries
 //! (`kv`). No I/O, as the rest of this
 //! crate: the device's NVMe/TCP target and the host's initiator move the bytes.
 
 mod admin;
+mod auth;
 mod fabrics;
 mod fuzz;
 mod kv;
@@ -16,9 +18,13 @@ mod queue_entry;
 mod vendor;
 
 pub use admin::AdminCommand;
+pub use auth::{
+    authentication_required, failure, host_response, AuthMessage, DhchapSecret, HashId,
+    CONNECT_ATR, DHGROUP_NULL, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND, SECP_DHCHAP, SPSP_DHCHAP,
+};
 pub use fabrics::{
-    connect_data, connect_invalid_parameters, property, FabricsCommand, CONNECT_DATA_LEN,
-    DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
+    auth_command, connect_data, connect_invalid_parameters, property, FabricsCommand,
+    CONNECT_DATA_LEN, DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
 };
 pub use fuzz::check_command_decoders;
 pub use kv::{
