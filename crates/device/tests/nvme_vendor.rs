@@ -36,6 +36,7 @@ fn target(dev: &DeviceHandle, hostnqn: &str) -> NvmeTarget {
         subnqn: common::SUBNQN.into(),
         hostnqn: hostnqn.into(),
         digests: Digests::default(),
+        host_secret: None,
     }
 }
 

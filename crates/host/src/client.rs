@@ -65,7 +65,18 @@ impl ClientConfig {
         self.wire = Wire::Nvme {
             subnqn: subnqn.into(),
             hostnqn: hostnqn.into(),
+            host_secret: None,
         };
+        self
+    }
+
+    /// The DH-HMAC-CHAP secret (`DHHC-1:...`) the NVMe wire authenticates its queues with
+    /// when the device asks; call after [`ClientConfig::with_nvme`] (no effect on the native
+    /// wire).
+    pub fn with_nvme_secret(mut self, secret: impl Into<String>) -> Self {
+        if let Wire::Nvme { host_secret, .. } = &mut self.wire {
+            *host_secret = Some(secret.into());
+        }
         self
     }
 
@@ -270,8 +281,13 @@ impl Client {
 async fn connect_inner(config: &ClientConfig, blocking: bool) -> Result<Client> {
     let conn = match &config.wire {
         Wire::Native => connect_native(config, blocking).await?,
-        Wire::Nvme { subnqn, hostnqn } => {
-            let host = crate::nvme_link::connect(&config.addr, subnqn, hostnqn).await?;
+        Wire::Nvme {
+            subnqn,
+            hostnqn,
+            host_secret,
+        } => {
+            let secret = host_secret.as_deref();
+            let host = crate::nvme_link::connect(&config.addr, subnqn, hostnqn, secret).await?;
             if blocking {
                 Connection::nvme_direct(host, config.request_timeout)?
             } else {

@@ -28,16 +28,24 @@ pub enum Wire {
         subnqn: String,
         /// This host's NQN, as the device's `[nvme.hosts]` grants name it.
         hostnqn: String,
+        /// Its DH-HMAC-CHAP secret, if the device's `[nvme.host_secrets]` names it.
+        host_secret: Option<String>,
     },
 }
 
 /// Connects a controller (admin and I/O queue) at `addr`.
-pub(crate) async fn connect(addr: &str, subnqn: &str, hostnqn: &str) -> Result<NvmeHost> {
+pub(crate) async fn connect(
+    addr: &str,
+    subnqn: &str,
+    hostnqn: &str,
+    host_secret: Option<&str>,
+) -> Result<NvmeHost> {
     let target = NvmeTarget {
         addr: addr.to_string(),
         subnqn: subnqn.to_string(),
         hostnqn: hostnqn.to_string(),
         digests: Digests::default(),
+        host_secret: host_secret.map(str::to_string),
     };
     NvmeHost::connect(&target).await.map_err(|e| match e {
         NvmeError::Io(e) => Error::Io(e),

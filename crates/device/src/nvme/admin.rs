@@ -1,15 +1,17 @@
-//! The admin queue: Fabrics Connect (either queue), Property Get/Set, Disconnect; Identify,
+//! The admin queue: Fabrics Connect (either queue), Property Get/Set, Disconnect,
+//! Authentication Send/Receive (`auth`); Identify,
 //! Get Log Page, Set/Get Features, Async Event Request, Keep Alive; a discovery
 //! controller's (Identify controller, the discovery log).
 
+use super::auth::QueueAuth;
 use super::conn::{Conn, Queue};
 use super::controllers::CC_EN;
 use super::discovery::{self, Port};
 use super::identify::{self, CSI_KV, MAX_QUEUE_ENTRIES, VERSION_2_0};
 use super::{invalid_field, invalid_namespace, Answer};
 use cerberus_proto::nvme::{
-    connect_invalid_parameters, property, AdminCommand, FabricsCommand, NvmeStatus, Sqe,
-    DISCOVERY_NQN,
+    authentication_required, connect_invalid_parameters, property, AdminCommand, FabricsCommand,
+    NvmeStatus, Sqe, CONNECT_ATR, DISCOVERY_NQN,
 };
 
 /// Features kept: number of queues, async event configuration, keep-alive timer.
@@ -83,6 +85,9 @@ impl Conn {
                 let Some(q) = &self.queue else {
                     return Answer::status(NvmeStatus::error(0, 0x0C));
                 };
+                if !q.auth.usable() {
+                    return Answer::status(authentication_required());
+                }
                 if offset != property::CC {
                     return Answer::status(invalid_field());
                 }
@@ -90,9 +95,8 @@ impl Conn {
                 Answer::ok(0)
             }
             FabricsCommand::Disconnect => Answer::ok(0),
-            FabricsCommand::AuthSend { .. } | FabricsCommand::AuthReceive { .. } => {
-                Answer::status(NvmeStatus::error(0, 0x01))
-            }
+            FabricsCommand::AuthSend { secp, spsp, data } => self.auth_send(secp, spsp, &data),
+            FabricsCommand::AuthReceive { secp, spsp, al } => self.auth_receive(secp, spsp, al),
         }
     }
 
@@ -116,6 +120,12 @@ impl Conn {
         {
             return Answer::status(connect_invalid_parameters());
         }
+        // A host with a secret authenticates this queue next; one without is refused if the
+        // device requires authentication ("Connect Invalid Host").
+        let Some(auth) = QueueAuth::for_host(&self.target, hostnqn, subnqn) else {
+            return Answer::status(NvmeStatus::error(1, 0x84));
+        };
+        let atr = if auth.required() { CONNECT_ATR } else { 0 };
         let (cntlid, ctrl) = if qid == 0 {
             // The dynamic controller model: the host asks for any controller.
             if cntlid != 0xFFFF {
@@ -152,14 +162,19 @@ impl Conn {
             // At most MAXCMD commands at once, whatever the host's SQSIZE.
             sqsize: sqsize.saturating_add(1).min(MAX_QUEUE_ENTRIES),
             sqhd: 0,
+            auth,
         });
-        Answer::ok(u32::from(cntlid))
+        Answer::ok(u32::from(cntlid) | atr)
     }
 
     pub(super) fn admin(&mut self, sqe: &Sqe, _data: &[u8]) -> Answer {
         let Some(q) = &self.queue else {
             return Answer::status(NvmeStatus::error(0, 0x0C));
         };
+        if !q.auth.usable() {
+            // Until the queue's host proved its NQN (I/O queues' commands come here then too).
+            return Answer::status(authentication_required());
+        }
         let (ready, discovery) = {
             let c = q.ctrl.lock();
             (c.cc & CC_EN != 0, c.discovery)

@@ -40,6 +40,13 @@ pub struct NvmeConfig {
     /// Host NQNs that may prove the device's admin credential inside the vendor commands
     /// (`docs/nvme-tcp.md`): the admin secret alone is not enough over this wire.
     pub admin_hosts: Vec<String>,
+    /// Host NQN -> its DH-HMAC-CHAP secret (`DHHC-1:<hh>:<base64>:`, as `nvme gen-dhchap-key`
+    /// makes): a host named here must authenticate each queue (NVMe in-band authentication)
+    /// before any other command. Checked at start.
+    pub host_secrets: BTreeMap<String, String>,
+    /// Refuse the Connect of a host NQN that has no secret in `host_secrets` (default false:
+    /// such hosts connect unauthenticated, as before secrets existed).
+    pub require_host_auth: bool,
 }
 
 impl Default for NvmeConfig {
@@ -54,6 +61,8 @@ impl Default for NvmeConfig {
             max_queue_bytes: 4 << 20,
             hosts: BTreeMap::new(),
             admin_hosts: Vec::new(),
+            host_secrets: BTreeMap::new(),
+            require_host_auth: false,
         }
     }
 }
@@ -75,6 +84,10 @@ impl NvmeConfig {
         }
         if self.subnqn.is_empty() || self.subnqn.len() > 223 {
             return Err("nvme.subnqn has 1 to 223 bytes".into());
+        }
+        for (host, secret) in &self.host_secrets {
+            cerberus_proto::nvme::DhchapSecret::parse(secret)
+                .map_err(|e| format!("nvme.host_secrets[{host:?}]: {e}"))?;
         }
         Ok(())
     }

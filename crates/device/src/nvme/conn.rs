@@ -55,6 +55,8 @@ pub(super) struct Queue {
     pub visible: Vec<u32>,
     pub sqsize: u16,
     pub sqhd: u16,
+    /// Its host's authentication (`auth.rs`): commands wait for it.
+    pub auth: super::auth::QueueAuth,
 }
 
 pub(super) struct Conn {
@@ -312,7 +314,9 @@ impl Conn {
             }
             self.flush().await.map_err(|_| End::Quiet)?;
             let (deadline, mut gone) = (self.keep_alive, self.gone.clone());
-            let connect_by = self.queue.is_none().then_some(self.connect_by);
+            // Connected, and authenticated if its host must be, in time.
+            let proven = self.queue.as_ref().is_some_and(|q| !q.auth.unproven());
+            let connect_by = (!proven).then_some(self.connect_by);
             tokio::select! {
                 // Answers first: they free the queue's slots and budget.
                 biased;
@@ -338,7 +342,10 @@ impl Conn {
             Pdu::CapsuleCmd { sqe, data } => {
                 // A command: this network thread polls for the next one a while (`spin`).
                 crate::spin::touch();
-                let io = self.queue.as_ref().is_some_and(|q| q.qid != 0);
+                let io = self
+                    .queue
+                    .as_ref()
+                    .is_some_and(|q| q.qid != 0 && q.auth.usable());
                 if io && sqe.opcode != cerberus_proto::nvme::FABRICS_OPCODE {
                     return self.io_capsule(sqe, data).await;
                 }
@@ -484,7 +491,7 @@ impl Conn {
             return answer;
         }
         match &self.queue {
-            Some(q) if q.qid == 0 => self.admin(&sqe, &data),
+            Some(q) if q.qid == 0 || !q.auth.usable() => self.admin(&sqe, &data),
             // Nothing but a Connect before the queue is open (I/O commands go elsewhere).
             _ => Answer::status(NvmeStatus::error(0, 0x0C)),
         }

@@ -6,9 +6,11 @@
 //! `listener` accepts connections (capped), `conn` runs one (PDUs, R2T), `admin` answers
 //! the admin queue (Fabrics, Identify, features, log pages), `identify` lays out its data,
 //! `io` maps KV commands onto the dispatch, `vendor` tunnels native commands through a
-//! pair of vendor opcodes, `controllers` keeps the controllers' state.
+//! pair of vendor opcodes, `controllers` keeps the controllers' state, `auth` authenticates hosts' queues
+//! (DH-HMAC-CHAP).
 
 mod admin;
+mod auth;
 mod config;
 mod conn;
 mod controllers;
@@ -25,8 +27,9 @@ pub(crate) use listener::serve;
 
 use crate::dispatch::Shared;
 use crate::workers::Workers;
-use cerberus_proto::nvme::NvmeStatus;
+use cerberus_proto::nvme::{DhchapSecret, NvmeStatus};
 use controllers::Controllers;
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -36,6 +39,8 @@ pub(crate) struct Target {
     pub workers: Arc<Workers>,
     pub config: NvmeConfig,
     controllers: Controllers,
+    /// `host_secrets`, read (checked when the device started).
+    secrets: HashMap<String, DhchapSecret>,
     /// Connection slots (`max_connections`).
     slots: Arc<Semaphore>,
 }
@@ -43,7 +48,13 @@ pub(crate) struct Target {
 impl Target {
     pub fn new(shared: Arc<Shared>, workers: Arc<Workers>) -> Target {
         let config = shared.config.nvme.clone();
+        let secrets = config
+            .host_secrets
+            .iter()
+            .filter_map(|(h, s)| Some((h.clone(), DhchapSecret::parse(s).ok()?)))
+            .collect();
         Target {
+            secrets,
             slots: Arc::new(Semaphore::new(config.max_connections)),
             shared,
             workers,

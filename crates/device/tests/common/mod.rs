@@ -30,6 +30,7 @@ pub fn nvme_target(dev: &DeviceHandle, hostnqn: &str) -> cerberus_host::nvme::Nv
         subnqn: SUBNQN.into(),
         hostnqn: hostnqn.into(),
         digests: Default::default(),
+        host_secret: None,
     }
 }
 

@@ -1,10 +1,12 @@
 //! An NVMe/TCP initiator for the device's NVMe/TCP target (`docs/nvme-tcp.md`): an admin
 //! queue and one I/O queue, each on its own connection, the controller enabled as a host
-//! driver does (Connect, CAP/VS, CC.EN, CSTS.RDY), Identify, and the KV command set's
+//! driver does (Connect, in-band authentication when the target asks for it: `auth`, CAP/VS,
+//! CC.EN, CSTS.RDY), Identify, and the KV command set's
 //! Store, Retrieve, Exist, Delete and List, one at a time or pipelined (`pipeline`); the
 //! discovery controller's log (`discover`); keep-alives; and the device's vendor pair (one
 //! native command through Submit and Fetch).
 
+mod auth;
 mod discover;
 mod queue;
 mod vendor;
@@ -17,7 +19,7 @@ pub use vendor::VendorReply;
 use bytes::Bytes;
 use cerberus_proto::nvme::{
     connect_data, kv_status, property, Cqe, Digests, KvCommand, KvOpcode, NvmeStatus, NvmeTcpError,
-    Sqe, FABRICS_OPCODE,
+    Sqe, CONNECT_ATR, FABRICS_OPCODE,
 };
 
 /// `Result` with [`NvmeError`].
@@ -52,6 +54,10 @@ pub enum NvmeError {
     /// The controller did not become ready (or finish its shutdown) in time.
     #[error("controller not ready")]
     NotReady,
+    /// In-band authentication (DH-HMAC-CHAP) failed, or the target asked for it and this
+    /// host has no secret.
+    #[error("authentication failed: {0}")]
+    Auth(String),
 }
 
 /// Who connects, and where.
@@ -65,6 +71,9 @@ pub struct NvmeTarget {
     pub hostnqn: String,
     /// Header and data digests to ask for.
     pub digests: Digests,
+    /// This host's DH-HMAC-CHAP secret (`DHHC-1:<hh>:<base64>:`): each queue authenticates
+    /// with it when the target's Connect response asks (None: a target that asks refuses).
+    pub host_secret: Option<String>,
 }
 
 const IDENTIFY: u8 = 0x06;
@@ -120,6 +129,9 @@ async fn connect_queue(
     let sqsize = u32::from(QUEUE_ENTRIES - 1);
     let sqe = fabrics(0x01, u32::from(qid) << 16, sqsize, kato_ms);
     let (cqe, _) = ok(q.command(sqe, Bytes::from(data), true, 0).await?)?;
+    if cqe.dw0 & CONNECT_ATR != 0 {
+        auth::authenticate(&mut q, t, subnqn, qid).await?;
+    }
     Ok((q, cqe.dw0 as u16))
 }
 
