@@ -256,9 +256,12 @@ fn a_host_that_skips_authentication_is_refused_on_each_queue() {
         let (mut io, cqe) = connect(&dev, ALICE, 1, cntlid).await;
         assert!(cqe.status.is_success() && cqe.dw0 & CONNECT_ATR != 0);
         refused_everything(&mut io, a).await;
-        // Once authenticated, the same I/O queue serves the namespace.
+        // Once authenticated, the same I/O queue serves the namespace (a Success2 the host
+        // sends anyway changes nothing).
         let last = authenticate(&mut io, ALICE, &key).await;
         assert!(matches!(last, AuthMessage::Success1 { .. }));
+        let success2 = AuthMessage::Success2 { tid: 9 }.encode();
+        assert!(send(&mut io, success2).await.is_success());
         let mut exist = Sqe {
             nsid: a,
             ..Sqe::default()

@@ -217,6 +217,8 @@ impl Conn {
                 txn.out = None;
                 txn.receive(msg)
             }
+            // A Success2 after Success1 (this device never asks for one): harmless.
+            Ok(AuthMessage::Success2 { .. }) if auth.state == State::Open => State::Open,
             Ok(_) if auth.state == State::Open => txn.fail(tid, failure::INCORRECT_MESSAGE),
             Ok(msg) => txn.receive(msg),
             Err(explanation) => txn.fail(tid, explanation),
