@@ -117,3 +117,55 @@ fn set_features_arms_the_keep_alive_timer_of_a_controller_connected_without_one(
     });
     dev.shutdown().unwrap();
 }
+
+/// A host connected without a keep-alive timeout (this crate's blocking client) sends
+/// nothing on its admin queue after the set-up. While its I/O queue is busy, the admin
+/// queue outlives the idle deadline: closing it would end the controller and the busy queue.
+#[test]
+fn a_busy_io_queue_keeps_its_silent_admin_queue_past_the_idle_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.nvme_listen = Some("127.0.0.1:0".into());
+        c.nvme.hosts.insert(HOST.into(), vec!["kv".into()]);
+        c.nvme.idle_timeout_secs = 1;
+    });
+    let (ns, secret) = common::admin(&dev).create_namespace("kv").expect("kv");
+    let addr = dev
+        .nvme_addr()
+        .expect("the NVMe/TCP target is on")
+        .to_string();
+    let config = cerberus_host::ClientConfig::new(addr).with_nvme(SUBNQN, HOST);
+    let client = cerberus_host::BlockingClient::connect_with(config).expect("connect");
+    client.open_namespace(ns, &secret).expect("auth");
+    let kv = client.namespace(ns);
+    // Calls for three idle deadlines, each a few milliseconds after the last.
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    let mut i = 0u32;
+    while std::time::Instant::now() < until {
+        let key = format!("k{}", i % 50);
+        kv.put(key.clone(), format!("v{i}"))
+            .expect("put while busy");
+        let got = kv.get(key).expect("get while busy");
+        assert_eq!(got.as_deref(), Some(format!("v{i}").as_bytes()));
+        std::thread::sleep(Duration::from_millis(20));
+        i += 1;
+    }
+    // Silent past the deadline (nothing sent, not even a probe): the queues go, and the
+    // client says so at its next call.
+    let gone_by = std::time::Instant::now() + AT_MOST;
+    let open = || -> usize {
+        dev.scheduler_stats()
+            .cores
+            .iter()
+            .map(|c| c.connections)
+            .sum()
+    };
+    while open() != 0 {
+        assert!(
+            std::time::Instant::now() < gone_by,
+            "an idle controller is closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(kv.get("k0").is_err());
+}

@@ -151,6 +151,7 @@ impl Conn {
             }
         };
         let visible = self.target.visible(hostnqn);
+        let activity = ctrl.lock().activity.clone();
         if qid == 0 {
             self.placed.release();
         }
@@ -163,6 +164,7 @@ impl Conn {
             sqsize: sqsize.saturating_add(1).min(MAX_QUEUE_ENTRIES),
             sqhd: 0,
             auth,
+            activity,
         });
         Answer::ok(u32::from(cntlid) | atr)
     }

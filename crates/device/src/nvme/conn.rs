@@ -57,6 +57,8 @@ pub(super) struct Queue {
     pub sqhd: u16,
     /// Its host's authentication (`auth.rs`): commands wait for it.
     pub auth: super::auth::QueueAuth,
+    /// Its controller's I/O activity: an I/O queue marks it, the admin queue reads it.
+    pub activity: Arc<super::controllers::Activity>,
 }
 
 pub(super) struct Conn {
@@ -206,7 +208,18 @@ impl Conn {
             };
             match n {
                 Ok(Ok(0)) | Ok(Err(_)) => return Err(End::Quiet),
-                Ok(Ok(_)) => {}
+                Ok(Ok(_)) => {
+                    if let Some(q) = self.queue.as_ref().filter(|q| q.qid != 0) {
+                        q.activity.touch();
+                    }
+                }
+                // An admin queue silent while its controller's I/O queues are busy waits on.
+                Err(_)
+                    if self.buf.is_empty()
+                        && self
+                            .queue
+                            .as_ref()
+                            .is_some_and(|q| q.qid == 0 && q.activity.recent(idle)) => {}
                 Err(_) => {
                     let m = &self.target.shared.metrics;
                     match self.buf.is_empty() {

@@ -4,8 +4,36 @@
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 use tokio::sync::watch;
+
+/// When a controller's I/O queues last read something, in ms since the first call: what
+/// keeps its admin queue from the idle deadline while they are busy. A host connected
+/// without a keep-alive timeout (KATO 0, as this crate's blocking client) sends nothing on
+/// its admin queue after the set-up; closing it would end the controller and its busy I/O
+/// queues with it.
+#[derive(Debug, Default)]
+pub struct Activity(AtomicU64);
+
+fn since_start() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+impl Activity {
+    /// An I/O queue of the controller read something now.
+    pub fn touch(&self) {
+        self.0.store(since_start(), Ordering::Relaxed);
+    }
+
+    /// Whether an I/O queue of the controller read something within `within`.
+    pub fn recent(&self, within: std::time::Duration) -> bool {
+        let last = self.0.load(Ordering::Relaxed);
+        last != 0 && since_start().saturating_sub(last) < within.as_millis() as u64
+    }
+}
 
 /// CC.EN: the host enables the controller.
 pub const CC_EN: u32 = 1;
@@ -34,6 +62,8 @@ pub struct Controller {
     /// Turns true when the controller goes (its admin queue closed or its keep-alive
     /// expired): its I/O queues close with it.
     gone: watch::Sender<bool>,
+    /// Its I/O queues' last reads.
+    pub activity: Arc<Activity>,
 }
 
 impl Controller {
@@ -87,6 +117,7 @@ impl Controllers {
                     discovery,
                     kato_ms,
                     gone: watch::channel(false).0,
+                    activity: Arc::default(),
                 }));
                 slot.insert(c.clone());
                 return Some((*next, c));
