@@ -8,7 +8,7 @@ use crate::server::Placed;
 use crate::stop::accept_until_stopped;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -45,6 +45,16 @@ pub(crate) async fn serve(
         conns.spawn_on(
             async move {
                 let _slot = slot;
+                // Accepted on the accepting runtime's loop; moved to the network thread's,
+                // or every readiness event would wake that loop first and cross threads
+                // (measured: the accepting thread at 12 % of a 1-client run's samples).
+                let sock = match sock.into_std().and_then(TcpStream::from_std) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(%peer, error = %e, "NVMe/TCP: could not move a connection to its thread");
+                        return;
+                    }
+                };
                 t.shared.metrics.connections_open.inc();
                 conn::serve(sock, t.clone(), stop, placed, puts).await;
                 t.shared.metrics.connections_open.dec();
