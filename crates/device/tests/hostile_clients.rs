@@ -20,24 +20,7 @@ const GARBAGE: usize = 200;
 /// The device's memory may grow by at most this much during the storm (docs/device.md).
 const MEMORY_BOUND: u64 = 32 << 20;
 
-/// One test at a time: the storm measures the process's memory, which another test's device
-/// would grow, and each test's tenant must not share the two CPUs with another test's storm
-/// (run together, the vanishing clients' tenant was starved in 2 runs of 5).
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
+use common::{alone, rss_bytes};
 
 /// The frames of an Authenticate for `nsid`, then of `requests`.
 fn authenticated_frames(

@@ -30,22 +30,7 @@ const GENEROUS: Duration = Duration::from_secs(15);
 /// Room in the process for what these tests do not control (threads, allocator, runtime).
 const SLACK: u64 = 12 << 20;
 
-/// One test at a time: each measures the process's memory, which another's device would grow.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
+use common::{alone, rss_bytes};
 
 /// Samples the process's memory every 20 ms until dropped: the peak growth over the start.
 struct Peak(u64, Arc<AtomicU64>);

@@ -29,25 +29,7 @@ fn target(dev: &DeviceHandle) -> NvmeTarget {
     common::nvme_target(dev, HOST)
 }
 
-/// A KV command's entry with command id `cid`, its data named by a transport SGL of
-/// `len` bytes (0x5A: the target fetches or sends it; 0x01: in the capsule).
-fn sqe(ns: u32, cid: u16, opcode: KvOpcode, key: &[u8], size: u32, in_capsule: bool) -> Sqe {
-    let mut sqe = Sqe {
-        nsid: ns,
-        ..Sqe::default()
-    };
-    KvCommand {
-        opcode,
-        key: key.to_vec(),
-        size,
-        options: 0,
-    }
-    .encode(&mut sqe);
-    sqe.cid = cid;
-    sqe.dptr[8..12].copy_from_slice(&size.to_le_bytes());
-    sqe.dptr[15] = if in_capsule { 0x01 } else { 0x5A };
-    sqe
-}
+use common::kv_sqe as sqe;
 
 fn capsule(sqe: Sqe, data: &[u8]) -> Pdu {
     Pdu::CapsuleCmd {

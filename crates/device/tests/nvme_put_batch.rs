@@ -8,7 +8,7 @@ mod common;
 use bytes::{Bytes, BytesMut};
 use cerberus_device::DeviceHandle;
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeTarget};
-use cerberus_host::proto::nvme::{KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe};
+use cerberus_host::proto::nvme::{KvOpcode, NvmeStatus, Pdu};
 use cerberus_host::{BlockingClient, NamespaceSettings};
 use cerberus_proto::Status;
 use std::collections::HashMap;
@@ -43,22 +43,8 @@ fn counter(dev: &DeviceHandle, name: &str) -> u64 {
 /// A KV command's entry with command id `cid` (its data in the capsule, or sent by the
 /// target for a Retrieve).
 fn capsule(ns: u32, cid: u16, opcode: KvOpcode, key: &[u8], value: &[u8], size: u32) -> Pdu {
-    let mut sqe = Sqe {
-        nsid: ns,
-        ..Sqe::default()
-    };
-    KvCommand {
-        opcode,
-        key: key.to_vec(),
-        size,
-        options: 0,
-    }
-    .encode(&mut sqe);
-    sqe.cid = cid;
-    sqe.dptr[8..12].copy_from_slice(&size.to_le_bytes());
-    sqe.dptr[15] = if value.is_empty() { 0x5A } else { 0x01 };
     Pdu::CapsuleCmd {
-        sqe,
+        sqe: common::kv_sqe(ns, cid, opcode, key, size, !value.is_empty()),
         data: Bytes::copy_from_slice(value),
     }
 }

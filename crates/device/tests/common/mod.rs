@@ -119,3 +119,50 @@ pub fn tenant(dev: &DeviceHandle, name: &str) -> (BlockingClient, u32, String) {
     c.open_namespace(nsid, &secret).expect("auth");
     (c, nsid, secret)
 }
+
+/// A KV command's entry with command id `cid`, its data named by a transport SGL of
+/// `size` bytes (0x5A: the target fetches or sends it; 0x01: in the capsule).
+pub fn kv_sqe(
+    ns: u32,
+    cid: u16,
+    opcode: cerberus_host::proto::nvme::KvOpcode,
+    key: &[u8],
+    size: u32,
+    in_capsule: bool,
+) -> cerberus_host::proto::nvme::Sqe {
+    use cerberus_host::proto::nvme::{KvCommand, Sqe};
+    let mut sqe = Sqe {
+        nsid: ns,
+        ..Sqe::default()
+    };
+    KvCommand {
+        opcode,
+        key: key.to_vec(),
+        size,
+        options: 0,
+    }
+    .encode(&mut sqe);
+    sqe.cid = cid;
+    sqe.dptr[8..12].copy_from_slice(&size.to_le_bytes());
+    sqe.dptr[15] = if in_capsule { 0x01 } else { 0x5A };
+    sqe
+}
+
+/// One test of a file at a time, for the files whose tests measure the process's memory
+/// (another test's device would grow it) or share the two CPUs with a storm.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The process's resident memory.
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
