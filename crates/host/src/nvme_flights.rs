@@ -12,7 +12,7 @@
 //! connection authenticated for), as that one KV command: one exchange instead of two, its
 //! completion made into the native response.
 
-use crate::nvme::{data_pointer, QUEUE_ENTRIES};
+use crate::nvme::{data_pointer, kv_capsule, QUEUE_ENTRIES};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{
     Cqe, Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe, MAX_KV_KEY, STORE_ONLY_IF_ABSENT,
@@ -103,18 +103,7 @@ impl Flights {
         if self.authed.contains(&header.nsid) {
             if let Some((cmd, value)) = as_kv(&header, &frame, max, self.in_capsule) {
                 let cid = self.take_cid();
-                let mut sqe = Sqe {
-                    nsid: header.nsid,
-                    cid,
-                    ..Sqe::default()
-                };
-                cmd.encode(&mut sqe);
-                let len = match value.is_empty() {
-                    true => cmd.size,
-                    false => value.len() as u32,
-                };
-                sqe.dptr = data_pointer(len, !value.is_empty());
-                Pdu::CapsuleCmd { sqe, data: value }.encode(self.digests, out);
+                kv_capsule(header.nsid, cid, &cmd, value).encode(self.digests, out);
                 self.flights.push(Flight {
                     header,
                     frame,

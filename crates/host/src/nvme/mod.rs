@@ -13,7 +13,7 @@ mod vendor;
 
 pub use discover::{discover, DiscoveryEntry};
 pub use queue::NvmeQueue;
-pub(crate) use queue::{data_pointer, MAX_PDU_DATA};
+pub(crate) use queue::{data_pointer, kv_capsule, MAX_PDU_DATA};
 pub use vendor::VendorReply;
 
 use bytes::Bytes;

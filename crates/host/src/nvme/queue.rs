@@ -261,19 +261,9 @@ impl NvmeQueue {
         cmd: &cerberus_proto::nvme::KvCommand,
         value: Bytes,
     ) -> u16 {
-        let mut sqe = Sqe {
-            nsid,
-            cid: self.take_cid(),
-            ..Sqe::default()
-        };
-        cmd.encode(&mut sqe);
-        let len = match value.is_empty() {
-            true => cmd.size,
-            false => value.len() as u32,
-        };
-        sqe.dptr = data_pointer(len, !value.is_empty());
-        Pdu::CapsuleCmd { sqe, data: value }.encode(self.digests, &mut self.out);
-        sqe.cid
+        let cid = self.take_cid();
+        kv_capsule(nsid, cid, cmd, value).encode(self.digests, &mut self.out);
+        cid
     }
 
     /// Answers an R2T: the bytes it asks for, in H2CData PDUs of at most MAXH2CDATA.
@@ -308,6 +298,28 @@ impl NvmeQueue {
 
 /// A transport SGL data block of `len` bytes: the length at bytes 8-11, type 5, subtype 0xA
 /// (in-capsule data: a data block with offset, type 0, subtype 1).
+/// The capsule of KV command `cmd` with command id `cid`: its value (a Store's) in the
+/// capsule, else a buffer of the command's size for the target to send into.
+pub(crate) fn kv_capsule(
+    nsid: u32,
+    cid: u16,
+    cmd: &cerberus_proto::nvme::KvCommand,
+    value: Bytes,
+) -> Pdu {
+    let mut sqe = Sqe {
+        nsid,
+        cid,
+        ..Sqe::default()
+    };
+    cmd.encode(&mut sqe);
+    let len = match value.is_empty() {
+        true => cmd.size,
+        false => value.len() as u32,
+    };
+    sqe.dptr = data_pointer(len, !value.is_empty());
+    Pdu::CapsuleCmd { sqe, data: value }
+}
+
 pub(crate) fn data_pointer(len: u32, in_capsule: bool) -> [u8; 16] {
     let mut d = [0; 16];
     d[8..12].copy_from_slice(&len.to_le_bytes());
