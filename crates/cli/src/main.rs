@@ -54,6 +54,11 @@ struct Conn {
     /// NVMe/TCP: this host's NQN, as the device's [nvme.hosts] grants name it.
     #[arg(long, env = "CERBERUS_HOSTNQN")]
     hostnqn: Option<String>,
+    /// NVMe/TCP: this host's DH-HMAC-CHAP secret (`DHHC-1:..:`, as the device's
+    /// [nvme.host_secrets] holds it), for a device that asks the host to authenticate.
+    /// Prefer the environment variable: a command line is visible to other users.
+    #[arg(long, env = "CERBERUS_DHCHAP_SECRET", hide_env_values = true)]
+    dhchap_secret: Option<String>,
 }
 
 /// The wire a command speaks (`--wire`).

@@ -116,6 +116,11 @@ pub fn connect(conn: &Conn) -> Result<BlockingClient> {
             .clone()
             .unwrap_or_else(|| cerberus_device::NvmeConfig::default().subnqn);
         config = config.with_nvme(subnqn, hostnqn);
+        if let Some(secret) = &conn.dhchap_secret {
+            config = config.with_nvme_secret(secret.clone());
+        }
+    } else if conn.dhchap_secret.is_some() {
+        bail!("--dhchap-secret is for --wire nvme");
     }
     BlockingClient::connect_with(config)
         .with_context(|| format!("connecting to the device at {}", conn.device))

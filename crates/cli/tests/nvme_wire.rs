@@ -11,11 +11,16 @@ use std::process::{Command, Stdio};
 const HOST: &str = "nqn.2014-08.org.example:cli";
 
 /// `cerberus serve` with its NVMe/TCP target on a free port, HOST granted every namespace
-/// and listed as an admin host; the device and its NVMe/TCP address.
+/// and listed as an admin host (`extra`: more of the `[nvme]` table); the device and its
+/// NVMe/TCP address.
 fn serve(dir: &Path) -> (Serve, String) {
+    serve_with(dir, "")
+}
+
+fn serve_with(dir: &Path, extra: &str) -> (Serve, String) {
     let config = dir.join("device.toml");
     let toml = format!(
-        "nvme_listen = \"127.0.0.1:0\"\n[nvme]\nadmin_hosts = [\"{HOST}\"]\n\
+        "nvme_listen = \"127.0.0.1:0\"\n[nvme]\nadmin_hosts = [\"{HOST}\"]\n{extra}\
          [nvme.hosts]\n\"{HOST}\" = [\"*\"]\n"
     );
     std::fs::write(&config, toml).unwrap();
@@ -103,4 +108,45 @@ fn commands_work_over_nvme_as_over_the_native_wire() {
     let o = cli(&s, &env[..2], &["get", long]);
     assert_eq!(o.status.code(), Some(2));
     assert!(errors(&o).contains("--hostnqn"), "{}", errors(&o));
+}
+
+/// HOST's DH-HMAC-CHAP secret (a 32-byte key of 7s, SHA-256 transformed; the CRC computed
+/// with Python's zlib.crc32), and another key's.
+const SECRET: &str = "DHHC-1:01:BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwfLJNij:";
+const WRONG: &str = "DHHC-1:01:CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgnCjZ2:";
+
+#[test]
+fn a_host_with_a_secret_authenticates_with_dhchap_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra =
+        format!("require_host_auth = true\n[nvme.host_secrets]\n\"{HOST}\" = \"{SECRET}\"\n");
+    let (s, nvme) = serve_with(dir.path(), &extra);
+    let wire = [
+        ("CERBERUS_DEVICE", nvme.as_str()),
+        ("CERBERUS_WIRE", "nvme"),
+        ("CERBERUS_HOSTNQN", HOST),
+        ("CERBERUS_ADMIN_SECRET", s.admin.as_str()),
+    ];
+    let with = |secret: &'static str| -> Vec<(&str, &str)> {
+        wire.iter()
+            .copied()
+            .chain([("CERBERUS_DHCHAP_SECRET", secret)])
+            .collect()
+    };
+    let o = cli(&s, &with(SECRET), &["ns", "create", "t", "--json"]);
+    assert!(o.status.success(), "{}", errors(&o));
+    // The wrong key, or none, is refused before any command.
+    for env in [with(WRONG), wire.to_vec()] {
+        let o = cli(&s, &env, &["ns", "list"]);
+        assert_eq!(o.status.code(), Some(2), "{}", errors(&o));
+        assert!(errors(&o).contains("NVMe/TCP connect"), "{}", errors(&o));
+    }
+    // On the native wire the flag means nothing: said, not ignored.
+    let native = [
+        ("CERBERUS_DHCHAP_SECRET", SECRET),
+        ("CERBERUS_ADMIN_SECRET", s.admin.as_str()),
+    ];
+    let o = cli(&s, &native, &["ns", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("--dhchap-secret"), "{}", errors(&o));
 }
