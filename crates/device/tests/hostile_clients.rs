@@ -38,12 +38,7 @@ fn authenticated_frames(
     frames
 }
 
-fn metric(dev: &cerberus_device::DeviceHandle, name: &str) -> u64 {
-    let text = dev.metrics_text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
+use common::metric;
 
 /// `TRICKLE` connections that each send `frame` one byte a second until `stop`.
 fn trickle(

@@ -192,9 +192,12 @@ fn a_host_with_its_secret_connects_and_others_are_served() {
 fn a_wrong_secret_is_refused_and_reaches_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, [a, ..]) = device(dir.path(), false);
+    let failures = || common::metric(&dev, "cerberus_auth_failures_total");
+    assert_eq!(failures(), 0);
     common::rt().block_on(async {
         let r = NvmeHost::connect(&target(&dev, ALICE, Some(secret(3)))).await;
         assert!(matches!(r, Err(NvmeError::Auth(_))), "{:?}", r.err());
+        assert_eq!(failures(), 1, "a failed transaction is counted");
         // No secret at all, for a host that has one.
         let r = NvmeHost::connect(&target(&dev, ALICE, None)).await;
         assert!(matches!(r, Err(NvmeError::Auth(_))), "{:?}", r.err());
@@ -218,7 +221,8 @@ fn a_wrong_secret_is_refused_and_reaches_nothing() {
             dhgroups: vec![0],
         };
         assert!(!send(&mut q, again.encode()).await.is_success());
-        // The right secret, by hand, opens the queue.
+        // The right secret, by hand, opens the queue (and counts no failure).
+        let counted = failures();
         let (mut q, _) = connect(&dev, ALICE, 0, 0xFFFF).await;
         let right = DhchapSecret::parse(&secret(1)).unwrap().transformed(ALICE);
         let last = authenticate(&mut q, ALICE, &right).await;
@@ -227,6 +231,7 @@ fn a_wrong_secret_is_refused_and_reaches_nothing() {
         set_cc.cdw[2] = 1 | 0b110 << 4 | 6 << 16 | 4 << 20;
         let (cqe, _) = q.command(set_cc, Bytes::new(), true, 0).await.unwrap();
         assert!(cqe.status.is_success());
+        assert_eq!(failures(), counted);
     });
     dev.shutdown().unwrap();
 }

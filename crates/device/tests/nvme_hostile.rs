@@ -55,12 +55,7 @@ impl Peak {
     }
 }
 
-fn metric(dev: &DeviceHandle, name: &str) -> u64 {
-    dev.metrics_text()
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
+use common::metric;
 
 /// Waits (up to `GENEROUS`) until the open connections (both ports) are `n`.
 fn wait_open(dev: &DeviceHandle, n: u64) {

@@ -113,12 +113,7 @@ fn random_pipeline(rng: &mut SmallRng, len: usize, prefix: &str) -> (Vec<Request
     (requests, answers)
 }
 
-fn metric(dev: &cerberus_device::DeviceHandle, name: &str) -> u64 {
-    let text = dev.metrics_text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
+use common::metric;
 
 fn retrieves_counted(dev: &cerberus_device::DeviceHandle, nsid: u32) -> u64 {
     let text = dev.metrics_text();

@@ -110,10 +110,16 @@ fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
         .unwrap();
     let anonymous = common::connect(&dev);
     let wrong = common::connect(&dev);
+    let failures = common::metric(&dev, "cerberus_auth_failures_total");
     assert!(matches!(
         wrong.open_namespace(ns, "not-the-secret"),
         Err(Error::AccessDenied(_))
     ));
+    // Counted, over either wire (through the vendor pair on NVMe/TCP).
+    assert_eq!(
+        common::metric(&dev, "cerberus_auth_failures_total"),
+        failures + 1
+    );
     // The owner's secret does not open another namespace.
     let (_, other_ns, _) = common::tenant(&dev, "other");
     let misused = common::connect(&dev);

@@ -114,6 +114,8 @@ impl Session {
             } else {
                 self.namespaces.insert(nsid);
             }
+        } else {
+            shared.metrics.auth_failures.inc();
         }
         ok
     }

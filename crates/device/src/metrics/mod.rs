@@ -33,6 +33,9 @@ pub struct Metrics {
     pub protocol_errors: Counter,
     /// Connections closed for not authenticating in time.
     pub auth_timeouts: Counter,
+    /// Credentials refused: a wrong namespace or admin secret (either wire), a failed
+    /// NVMe/TCP DH-HMAC-CHAP transaction.
+    pub auth_failures: Counter,
     /// Connections closed for not finishing a frame in time.
     pub frame_timeouts: Counter,
     /// Connections closed after sitting idle.
@@ -111,6 +114,11 @@ impl Metrics {
                 "cerberus_auth_timeouts",
                 "Connections closed for not authenticating in time.",
                 &self.auth_timeouts,
+            ),
+            (
+                "cerberus_auth_failures",
+                "Credentials refused: a wrong secret, a failed NVMe/TCP DH-HMAC-CHAP transaction.",
+                &self.auth_failures,
             ),
             (
                 "cerberus_frame_timeouts",

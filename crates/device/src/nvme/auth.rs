@@ -224,7 +224,8 @@ impl Conn {
             Err(explanation) => txn.fail(tid, explanation),
         };
         if auth.state == State::Failed {
-            tracing::debug!(qid = q.qid, "NVMe/TCP: a host failed its authentication");
+            self.target.shared.metrics.auth_failures.inc();
+            tracing::info!(qid = q.qid, "NVMe/TCP: a host failed its authentication");
         }
         Answer::ok(0)
     }

@@ -166,3 +166,11 @@ pub fn rss_bytes() -> u64 {
         .unwrap_or(0);
     pages * 4096
 }
+
+/// The value of metric `name` (a counter's `_total` or a gauge) in `dev`'s exposition.
+pub fn metric(dev: &DeviceHandle, name: &str) -> u64 {
+    dev.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
