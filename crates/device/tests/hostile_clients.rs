@@ -69,17 +69,7 @@ fn garbage(addr: &str) -> std::thread::JoinHandle<Vec<TcpStream>> {
         let mut rng = 0x2545_f491_4f6c_dd1du64;
         let mut socks = Vec::new();
         for _ in 0..GARBAGE {
-            let mut s = TcpStream::connect(&addr).expect("connect");
-            let junk: Vec<u8> = (0..4096)
-                .map(|_| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    rng as u8
-                })
-                .collect();
-            let _ = s.write_all(&junk);
-            socks.push(s);
+            socks.push(common::garbage_socket(&addr, &mut rng));
         }
         socks
     })

@@ -338,19 +338,7 @@ fn a_tenant_is_served_through_a_storm_on_the_nvme_port() {
     // Garbage, then silent sockets (most past the cap).
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     let mut garbage: Vec<TcpStream> = (0..30)
-        .map(|_| {
-            let mut s = TcpStream::connect(&addr).expect("connect");
-            let junk: Vec<u8> = (0..4096)
-                .map(|_| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    rng as u8
-                })
-                .collect();
-            let _ = s.write_all(&junk);
-            s
-        })
+        .map(|_| common::garbage_socket(&addr, &mut rng))
         .collect();
     let mut silent: Vec<TcpStream> = (0..150)
         .map(|_| TcpStream::connect(&addr).expect("connect"))

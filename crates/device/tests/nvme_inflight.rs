@@ -244,19 +244,7 @@ fn retrieves_at_hand_are_answered_by_one_engine_read() {
             capsule(get, b"").encode(Default::default(), &mut out);
         }
         h.io.send_raw(&out).await.unwrap();
-        let mut data = std::collections::HashMap::new();
-        let mut done = std::collections::HashMap::new();
-        while done.len() < 21 {
-            match h.io.recv().await.unwrap() {
-                Pdu::C2HData { cccid, data: d, .. } => {
-                    data.insert(cccid, d);
-                }
-                Pdu::CapsuleResp { cqe } => {
-                    done.insert(cqe.cid, cqe);
-                }
-                other => panic!("unexpected {other:?}"),
-            }
-        }
+        let (data, done) = common::gather(&mut h.io, 21).await;
         for i in 0..20u16 {
             let want = format!("value {i}");
             assert!(done[&(100 + i)].status.is_success());

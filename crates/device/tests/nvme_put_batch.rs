@@ -233,18 +233,7 @@ fn a_retrieve_after_a_store_sees_it_on_any_queue_and_wire() {
             get.encode(Default::default(), &mut out);
         }
         a.io.send_raw(&out).await.unwrap();
-        let (mut data, mut done) = (HashMap::new(), HashMap::new());
-        while done.len() < 40 {
-            match a.io.recv().await.unwrap() {
-                Pdu::C2HData { cccid, data: d, .. } => {
-                    data.insert(cccid, d);
-                }
-                Pdu::CapsuleResp { cqe } => {
-                    done.insert(cqe.cid, cqe);
-                }
-                other => panic!("unexpected {other:?}"),
-            }
-        }
+        let (data, done) = common::gather(&mut a.io, 40).await;
         for i in 0..20u16 {
             assert!(done[&i].status.is_success(), "Store {i}");
             assert!(done[&(100 + i)].status.is_success(), "Retrieve {i}");

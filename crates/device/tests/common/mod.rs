@@ -174,3 +174,47 @@ pub fn metric(dev: &DeviceHandle, name: &str) -> u64 {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no metric {name}"))
 }
+
+/// A connection to `addr` that sends 4 KiB of garbage (from the xorshift state `rng`).
+pub fn garbage_socket(addr: &str, rng: &mut u64) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    let junk: Vec<u8> = (0..4096)
+        .map(|_| {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            *rng as u8
+        })
+        .collect();
+    let _ = s.write_all(&junk);
+    s
+}
+
+/// Reads PDUs from `q` until `completions` commands have completed: the data each got
+/// (C2HData, by command id) and each completion.
+pub async fn gather(
+    q: &mut cerberus_host::nvme::NvmeQueue,
+    completions: usize,
+) -> (
+    std::collections::HashMap<u16, bytes::Bytes>,
+    std::collections::HashMap<u16, cerberus_host::proto::nvme::Cqe>,
+) {
+    use cerberus_host::proto::nvme::Pdu;
+    let (mut data, mut done) = (
+        std::collections::HashMap::new(),
+        std::collections::HashMap::new(),
+    );
+    while done.len() < completions {
+        match q.recv().await.expect("a PDU") {
+            Pdu::C2HData { cccid, data: d, .. } => {
+                data.insert(cccid, d);
+            }
+            Pdu::CapsuleResp { cqe } => {
+                done.insert(cqe.cid, cqe);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    (data, done)
+}
