@@ -11,7 +11,7 @@ use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeQueue, NvmeTarget};
 use cerberus_host::proto::nvme::{
     auth_command, authentication_required, connect_data, failure, host_response, property,
     AuthMessage, Cqe, DhchapSecret, HashId, KvCommand, KvOpcode, NvmeStatus, Sqe, CONNECT_ATR,
-    FABRICS_OPCODE, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND,
+    FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND,
 };
 use cerberus_host::{BlockingClient, ClientConfig};
 
@@ -55,14 +55,7 @@ fn bob_secret() -> String {
 }
 
 fn fabrics(fctype: u8, cdw10: u32, cdw11: u32) -> Sqe {
-    let mut sqe = Sqe {
-        opcode: FABRICS_OPCODE,
-        nsid: u32::from(fctype),
-        ..Sqe::default()
-    };
-    sqe.cdw[0] = cdw10;
-    sqe.cdw[1] = cdw11;
-    sqe
+    cerberus_host::proto::nvme::fabrics_command(fctype, cdw10, cdw11, 0)
 }
 
 /// Opens a queue and sends its Connect by hand; the completion.

@@ -9,7 +9,6 @@ use cerberus_device::DeviceHandle;
 use cerberus_host::nvme::{discover, NvmeHost, NvmeQueue, NvmeTarget};
 use cerberus_host::proto::nvme::{
     connect_data, connect_invalid_parameters, property, Cqe, NvmeStatus, Sqe, DISCOVERY_NQN,
-    FABRICS_OPCODE,
 };
 
 use common::SUBNQN;
@@ -27,17 +26,7 @@ fn target(dev: &DeviceHandle, hostnqn: &str) -> NvmeTarget {
     common::nvme_target(dev, hostnqn)
 }
 
-fn fabrics(fctype: u8, cdw10: u32, cdw11: u32, cdw12: u32) -> Sqe {
-    let mut sqe = Sqe {
-        opcode: FABRICS_OPCODE,
-        nsid: u32::from(fctype),
-        ..Sqe::default()
-    };
-    sqe.cdw[0] = cdw10;
-    sqe.cdw[1] = cdw11;
-    sqe.cdw[2] = cdw12;
-    sqe
-}
+use cerberus_host::proto::nvme::fabrics_command as fabrics;
 
 /// Connects queue `qid` of `subnqn` as `hostnqn` (controller `cntlid`): its completion.
 async fn connect(t: &NvmeTarget, subnqn: &str, qid: u16, cntlid: u16) -> (NvmeQueue, Cqe) {

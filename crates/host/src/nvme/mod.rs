@@ -19,7 +19,7 @@ pub use vendor::VendorReply;
 use bytes::Bytes;
 use cerberus_proto::nvme::{
     connect_data, kv_status, property, Cqe, Digests, KvCommand, KvOpcode, NvmeStatus, NvmeTcpError,
-    Sqe, CONNECT_ATR, FABRICS_OPCODE,
+    Sqe, CONNECT_ATR,
 };
 
 /// `Result` with [`NvmeError`].
@@ -91,17 +91,7 @@ pub struct NvmeHost {
     pub in_capsule: u32,
 }
 
-fn fabrics(fctype: u8, cdw10: u32, cdw11: u32, cdw12: u32) -> Sqe {
-    let mut sqe = Sqe {
-        opcode: FABRICS_OPCODE,
-        nsid: u32::from(fctype),
-        ..Sqe::default()
-    };
-    sqe.cdw[0] = cdw10;
-    sqe.cdw[1] = cdw11;
-    sqe.cdw[2] = cdw12;
-    sqe
-}
+use cerberus_proto::nvme::fabrics_command as fabrics;
 
 /// The completion, or its failure status as an error.
 fn ok(r: (Cqe, Bytes)) -> Result<(Cqe, Bytes)> {

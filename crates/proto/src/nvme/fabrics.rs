@@ -166,18 +166,25 @@ fn nqn(field: &[u8]) -> Result<String, NvmeStatus> {
     Ok(s.to_string())
 }
 
-/// An Authentication Send (`fctype` 05h, `len`: TL) or Receive (06h, `len`: AL) of
-/// DH-HMAC-CHAP, for an initiator (its data pointer is the initiator's to set).
-pub fn auth_command(fctype: u8, len: u32) -> Sqe {
+/// A Fabrics command of type `fctype` (byte 4 of the entry) with CDW10-12, for an
+/// initiator and for tests (its command id and data pointer are the sender's to set).
+pub fn fabrics_command(fctype: u8, cdw10: u32, cdw11: u32, cdw12: u32) -> Sqe {
     let mut sqe = Sqe {
         opcode: FABRICS_OPCODE,
         nsid: u32::from(fctype),
         ..Sqe::default()
     };
-    sqe.cdw[0] =
-        u32::from(super::auth::SECP_DHCHAP) << 24 | u32::from(super::auth::SPSP_DHCHAP) << 8;
-    sqe.cdw[1] = len;
+    sqe.cdw[0] = cdw10;
+    sqe.cdw[1] = cdw11;
+    sqe.cdw[2] = cdw12;
     sqe
+}
+
+/// An Authentication Send (`fctype` 05h, `len`: TL) or Receive (06h, `len`: AL) of
+/// DH-HMAC-CHAP, for an initiator (its data pointer is the initiator's to set).
+pub fn auth_command(fctype: u8, len: u32) -> Sqe {
+    let spsp = u32::from(super::auth::SECP_DHCHAP) << 24 | u32::from(super::auth::SPSP_DHCHAP) << 8;
+    fabrics_command(fctype, spsp, len, 0)
 }
 
 /// A Connect command's data (the host's side), for an initiator and for tests.
@@ -199,11 +206,7 @@ mod tests {
     use super::*;
 
     fn fabrics(fctype: u8) -> Sqe {
-        Sqe {
-            opcode: FABRICS_OPCODE,
-            nsid: u32::from(fctype),
-            ..Sqe::default()
-        }
+        fabrics_command(fctype, 0, 0, 0)
     }
 
     #[test]

@@ -23,8 +23,8 @@ pub use auth::{
     CONNECT_ATR, DHGROUP_NULL, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND, SECP_DHCHAP, SPSP_DHCHAP,
 };
 pub use fabrics::{
-    auth_command, connect_data, connect_invalid_parameters, property, FabricsCommand,
-    CONNECT_DATA_LEN, DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
+    auth_command, connect_data, connect_invalid_parameters, fabrics_command, property,
+    FabricsCommand, CONNECT_DATA_LEN, DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
 };
 pub use fuzz::check_command_decoders;
 pub use kv::{
