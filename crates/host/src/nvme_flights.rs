@@ -19,8 +19,8 @@ use cerberus_proto::nvme::{
     STORE_ONLY_IF_PRESENT, VENDOR_FETCH, VENDOR_SUBMIT,
 };
 use cerberus_proto::{
-    split_frame, Command, Frame, Header, Opcode, Reply, Request, Response, Status, StoreMode,
-    HEADER_LEN,
+    split_frame, whole_frame, Command, Frame, Header, Opcode, Request, Response, Status, StoreMode,
+    HEADER_LEN, VERSION,
 };
 use std::collections::HashSet;
 
@@ -44,7 +44,7 @@ struct Flight {
     buffer: u32,
     max: u32,
     submitted: Option<Cqe>,
-    data: BytesMut,
+    data: Gathered,
     /// Sent as this KV command (one exchange) instead of the vendor pair.
     kv: Option<KvOpcode>,
 }
@@ -112,7 +112,7 @@ impl Flights {
                     buffer: cmd.size,
                     max,
                     submitted: None,
-                    data: BytesMut::new(),
+                    data: Gathered::default(),
                     kv: Some(cmd.opcode),
                 });
                 return Ok(());
@@ -151,7 +151,7 @@ impl Flights {
             buffer: max.saturating_add(HEADER_LEN as u32),
             max,
             submitted: None,
-            data: BytesMut::new(),
+            data: Gathered::default(),
             kv: None,
         });
         Ok(())
@@ -242,7 +242,7 @@ impl Flights {
                     && datao as usize == f.data.len()
                     && f.data.len() + data.len() <= f.buffer as usize =>
             {
-                f.data.extend_from_slice(&data);
+                f.data.push(data);
                 Ok(())
             }
             Pdu::CapsuleResp { cqe } => {
@@ -279,7 +279,7 @@ impl Flights {
                 if datao as usize == f.data.len()
                     && f.data.len() + data.len() <= f.buffer as usize =>
             {
-                f.data.extend_from_slice(&data);
+                f.data.push(data);
                 Ok(None)
             }
             // "Invalid namespace": not carried out; whether the namespace is gone or this
@@ -336,14 +336,24 @@ fn write_data(
 /// The native completion frame a KV command's completion stands for.
 fn kv_response(f: Flight, cqe: Cqe) -> Result<Frame, Broken> {
     let h = f.header;
-    let response = match (cqe.status.is_success(), f.kv) {
-        (true, Some(KvOpcode::Retrieve)) if cqe.dw0 as usize == f.data.len() => Response {
+    // A success is a frame of the value (a Retrieve's) or of nothing: made as it is, the
+    // value not copied.
+    let success = |body: Bytes| Frame {
+        header: Header {
+            version: VERSION,
+            opcode: h.opcode,
+            word: Status::Success.code(),
             cid: h.cid,
             nsid: h.nsid,
-            opcode: h.opcode,
-            status: Status::Success,
-            reply: Reply::Value(f.data.freeze()),
+            body_len: body.len() as u32,
         },
+        body,
+    };
+    let response = match (cqe.status.is_success(), f.kv) {
+        (true, Some(KvOpcode::Retrieve)) if cqe.dw0 as usize == f.data.len() => {
+            // Within the buffer the Retrieve offered, `max` (checked as its data came).
+            return Ok(success(f.data.freeze()));
+        }
         (true, Some(KvOpcode::Retrieve)) => {
             return Err(format!(
                 "a Retrieve brought {} of the value's {} bytes",
@@ -351,13 +361,7 @@ fn kv_response(f: Flight, cqe: Cqe) -> Result<Frame, Broken> {
                 cqe.dw0
             ))
         }
-        (true, _) => Response {
-            cid: h.cid,
-            nsid: h.nsid,
-            opcode: h.opcode,
-            status: Status::Success,
-            reply: Reply::Empty,
-        },
+        (true, _) => return Ok(success(Bytes::new())),
         (false, _) => {
             let (status, msg) = kv_refusal(cqe.status, h.nsid);
             Response::error(h.cid, h.nsid, h.opcode, status, msg)
@@ -452,7 +456,11 @@ fn complete(
         .flatten()
         .find(|s| !s.is_success());
     let mut data = match failed {
-        None => BytesMut::from(&data[..]),
+        // The frame Fetch brought, taken as it is.
+        None => match whole_frame(data, max) {
+            Ok(Some(frame)) if frame.header.cid == header.cid => return Ok(frame),
+            _ => return Err("NVMe/TCP: Fetch brought no response frame for the command".into()),
+        },
         Some(status) => {
             let (status, msg) = refusal(status, header.nsid);
             let r = Response::error(header.cid, header.nsid, header.opcode, status, msg);
@@ -484,3 +492,41 @@ fn refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
 
 #[cfg(test)]
 mod tests;
+
+/// The data a target sends for one command: one piece (the common case) kept as it came,
+/// more than one gathered into one buffer.
+#[derive(Default)]
+struct Gathered {
+    first: Bytes,
+    /// Every piece, the first included, once a second came.
+    all: BytesMut,
+}
+
+impl Gathered {
+    fn len(&self) -> usize {
+        if self.all.is_empty() {
+            self.first.len()
+        } else {
+            self.all.len()
+        }
+    }
+
+    fn push(&mut self, piece: Bytes) {
+        if self.len() == 0 {
+            self.first = piece;
+            return;
+        }
+        if self.all.is_empty() {
+            self.all.extend_from_slice(&std::mem::take(&mut self.first));
+        }
+        self.all.extend_from_slice(&piece);
+    }
+
+    fn freeze(self) -> Bytes {
+        if self.all.is_empty() {
+            self.first
+        } else {
+            self.all.freeze()
+        }
+    }
+}

@@ -28,6 +28,39 @@ pub struct Frame {
 /// `max_body`; the stream cannot be resynchronised after either, so the connection should be
 /// answered (the header is in the error) and closed.
 pub fn split_frame(buf: &mut BytesMut, max_body: u32) -> Result<Option<Frame>, ProtoError> {
+    let Some(header) = checked_header(buf, max_body)? else {
+        return Ok(None);
+    };
+    let total = HEADER_LEN + header.body_len as usize;
+    if buf.len() < total {
+        // Room for the rest, bounded by max_body through the check above.
+        buf.reserve(total - buf.len());
+        return Ok(None);
+    }
+    let mut frame = buf.split_to(total);
+    frame.advance(HEADER_LEN);
+    Ok(Some(Frame {
+        header,
+        body: frame.freeze(),
+    }))
+}
+
+/// The frame that is exactly `bytes` (one carried whole in another transport's data, as an
+/// NVMe/TCP Fetch brings it): no copy. `None` if `bytes` is not one whole frame; the same
+/// errors as [`split_frame`].
+pub fn whole_frame(bytes: Bytes, max_body: u32) -> Result<Option<Frame>, ProtoError> {
+    match checked_header(&bytes, max_body)? {
+        Some(header) if bytes.len() == HEADER_LEN + header.body_len as usize => Ok(Some(Frame {
+            header,
+            body: bytes.slice(HEADER_LEN..),
+        })),
+        _ => Ok(None),
+    }
+}
+
+/// The header at the start of `buf` (`None` if shorter than one), checked: this version, a
+/// body of at most `max_body` bytes.
+fn checked_header(buf: &[u8], max_body: u32) -> Result<Option<Header>, ProtoError> {
     let Some(head) = buf.get(..HEADER_LEN) else {
         return Ok(None);
     };
@@ -43,18 +76,7 @@ pub fn split_frame(buf: &mut BytesMut, max_body: u32) -> Result<Option<Frame>, P
             max: max_body,
         });
     }
-    let total = HEADER_LEN + header.body_len as usize;
-    if buf.len() < total {
-        // Room for the rest, bounded by max_body through the check above.
-        buf.reserve(total - buf.len());
-        return Ok(None);
-    }
-    let mut frame = buf.split_to(total);
-    frame.advance(HEADER_LEN);
-    Ok(Some(Frame {
-        header,
-        body: frame.freeze(),
-    }))
+    Ok(Some(header))
 }
 
 #[cfg(test)]
@@ -112,6 +134,33 @@ mod tests {
         assert!(matches!(
             split_frame(&mut buf, 16),
             Err(ProtoError::UnsupportedVersion { .. })
+        ));
+    }
+
+    #[test]
+    fn a_whole_frame_is_taken_as_it_is_and_nothing_else_is() {
+        let mut buf = BytesMut::new();
+        header(3).encode(&mut buf);
+        buf.extend_from_slice(b"abc");
+        let bytes = buf.freeze();
+        let f = whole_frame(bytes.clone(), 16).unwrap().unwrap();
+        assert_eq!((f.header, &f.body[..]), (header(3), &b"abc"[..]));
+        // The body is the given bytes, not a copy.
+        assert_eq!(f.body.as_ptr(), bytes[HEADER_LEN..].as_ptr());
+        // Short, long, or a header alone of a frame with a body: not a frame.
+        for cut in [
+            bytes.slice(..HEADER_LEN + 2),
+            bytes.slice(..5),
+            Bytes::new(),
+        ] {
+            assert_eq!(whole_frame(cut, 16).unwrap(), None);
+        }
+        let mut long = BytesMut::from(&bytes[..]);
+        long.extend_from_slice(b"d");
+        assert_eq!(whole_frame(long.freeze(), 16).unwrap(), None);
+        assert!(matches!(
+            whole_frame(bytes, 2),
+            Err(ProtoError::FrameTooLarge { .. })
         ));
     }
 }

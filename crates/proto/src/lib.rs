@@ -20,7 +20,7 @@ pub use command::{
     STORE_SYNC,
 };
 pub use error::ProtoError;
-pub use frame::{split_frame, Frame};
+pub use frame::{split_frame, whole_frame, Frame};
 pub use header::{Header, HEADER_LEN, VERSION};
 pub use limits::{key_size_refusal, value_size_refusal};
 pub use response::{Identify, NamespaceEntry, Reply, Response};

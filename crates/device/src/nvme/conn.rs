@@ -541,7 +541,7 @@ impl Conn {
                     datao: 0,
                     last: true,
                     success: false,
-                    data: Bytes::from(d),
+                    data: d,
                 });
             }
         }

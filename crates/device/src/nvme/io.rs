@@ -279,7 +279,7 @@ fn reply(resp: Response, buffer: usize) -> Answer {
             status: NvmeStatus::SUCCESS,
             dw0: u32::try_from(v.len()).unwrap_or(u32::MAX),
             dw1: 0,
-            data: Some(v[..v.len().min(buffer)].to_vec()),
+            data: Some(v.slice(..v.len().min(buffer))),
         },
         Reply::Keys { keys, .. } => Answer::data(list_buffer(&keys, buffer)),
         _ => Answer::ok(0),

@@ -27,6 +27,7 @@ pub(crate) use listener::serve;
 
 use crate::dispatch::Shared;
 use crate::workers::Workers;
+use bytes::Bytes;
 use cerberus_proto::nvme::{DhchapSecret, NvmeStatus};
 use controllers::Controllers;
 use std::collections::HashMap;
@@ -95,7 +96,7 @@ pub(super) enum Answer {
         dw0: u32,
         /// Property Get of an 8-byte register: its upper half.
         dw1: u32,
-        data: Option<Vec<u8>>,
+        data: Option<Bytes>,
     },
     /// Not now (an Async Event Request: completed by no event this target raises).
     Hold,
@@ -125,7 +126,7 @@ impl Answer {
             status: NvmeStatus::SUCCESS,
             dw0: 0,
             dw1: 0,
-            data: Some(data),
+            data: Some(Bytes::from(data)),
         }
     }
 }

@@ -258,7 +258,7 @@ impl Conn {
             status: NvmeStatus::SUCCESS,
             dw0,
             dw1: 0,
-            data: Some(kept.to_vec()),
+            data: Some(kept),
         }
     }
 }

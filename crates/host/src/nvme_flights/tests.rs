@@ -1,5 +1,6 @@
 use super::*;
 use cerberus_proto::nvme::{split_pdu, PduLimits};
+use cerberus_proto::Reply;
 
 fn frame(request: Request) -> (Header, Bytes) {
     let cmd = Command {
@@ -255,4 +256,21 @@ fn an_ungranted_namespace_reads_as_access_denied() {
         refusal(NvmeStatus::error(0, 0x06), 1).0,
         Status::InternalError
     );
+}
+
+#[test]
+fn data_in_one_piece_is_kept_as_it_came_and_pieces_are_gathered_in_order() {
+    let one = Bytes::from_static(b"value");
+    let mut g = Gathered::default();
+    g.push(one.clone());
+    assert_eq!(g.len(), 5);
+    let kept = g.freeze();
+    assert_eq!((kept.as_ptr(), &kept[..]), (one.as_ptr(), &b"value"[..]));
+    let mut g = Gathered::default();
+    for piece in ["va", "", "lu", "e"] {
+        g.push(Bytes::from(piece));
+    }
+    assert_eq!(g.len(), 5);
+    assert_eq!(&g.freeze()[..], b"value");
+    assert_eq!(Gathered::default().freeze().len(), 0);
 }
