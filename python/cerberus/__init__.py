@@ -1,5 +1,6 @@
-"""Cerberus from Python: a device over the network (:func:`connect`) or an embedded database
-in this process (:func:`open`), with the same namespace calls on both.
+"""Cerberus from Python: a device over the network (:func:`connect`, on its native wire or
+NVMe/TCP) or an embedded database in this process (:func:`open`), with the same namespace
+calls on both.
 
 >>> import cerberus
 >>> with cerberus.open("/tmp/demo-db") as db:            # doctest: +SKIP
@@ -20,7 +21,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 from . import _cerberus
 from ._cerberus import (
@@ -556,8 +557,24 @@ def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb
     return Db(_cerberus.EmbeddedDb.open(builtins.str(path), **options))
 
 
-def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[str] = None, server_name: Optional[str] = None) -> Device:
+def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[str] = None,
+            server_name: Optional[str] = None, wire: Literal["native", "nvme"] = "native",
+            hostnqn: Optional[str] = None, subnqn: Optional[str] = None,
+            dhchap_secret: Optional[str] = None) -> Device:
     """Connects to a device at ``address`` (``host:port``); with ``admin_secret``, as its
     administrator (namespaces, device stats); with ``tls_ca`` (a PEM file), over TLS,
-    checking the certificate against ``server_name`` (default: the address's host)."""
-    return Device(_cerberus.DeviceClient.connect(address, admin_secret, tls_ca, server_name))
+    checking the certificate against ``server_name`` (default: the address's host).
+
+    ``wire="nvme"`` speaks NVMe/TCP instead of the native protocol (the CLI's ``--wire
+    nvme``; ``docs/nvme-tcp.md``): ``address`` is then the device's NVMe/TCP address (its
+    ``--nvme-listen``, e.g. ``127.0.0.1:4420``), ``hostnqn`` this host's NQN as the device's
+    ``[nvme.hosts]`` grants name it (required), ``subnqn`` the subsystem's NQN (default: the
+    device's default, ``nqn.2026-11.dev.cerberus:kv``) and ``dhchap_secret`` the host's
+    DH-HMAC-CHAP secret (``DHHC-1:..:``) when the device asks it to authenticate (a wrong
+    one, or none then, raises :class:`AccessDenied`). The admin secret counts over NVMe/TCP
+    only from a host NQN in the device's ``admin_hosts``. The calls and their answers are
+    the same on either wire. An unknown ``wire``, ``wire="nvme"`` without ``hostnqn`` or
+    with ``tls_ca`` (the target has no TLS yet), and ``dhchap_secret`` on the native wire
+    raise ``ValueError``."""
+    return Device(_cerberus.DeviceClient.connect(address, admin_secret, tls_ca, server_name,
+                                                 wire, hostnqn, subnqn, dhchap_secret))

@@ -2,7 +2,7 @@
 cerberus.Namespace) wrap these."""
 
 from os import PathLike
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from typing import Any, Iterator, List, Literal, Optional, Tuple, Union
 
 _Bytes = Union[bytes, bytearray, memoryview, str]
 _Records = List[Tuple[bytes, bytes]]
@@ -90,7 +90,7 @@ class DeviceNamespace:
 
 class DeviceClient:
     @staticmethod
-    def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[Union[str, PathLike[str]]] = None, server_name: Optional[str] = None) -> DeviceClient: ...
+    def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[Union[str, PathLike[str]]] = None, server_name: Optional[str] = None, wire: Literal["native", "nvme"] = "native", hostnqn: Optional[str] = None, subnqn: Optional[str] = None, dhchap_secret: Optional[str] = None) -> DeviceClient: ...
     def create_namespace(self, name: str, **settings: Optional[int]) -> Tuple[int, str]: ...
     def configure_namespace(self, nsid: int, **settings: Optional[int]) -> None: ...
     def destroy_namespace(self, nsid: int) -> None: ...

@@ -6,10 +6,11 @@ use crate::keys::Key;
 use crate::settings;
 use bytes::Bytes;
 use cerberus_host::{
-    BlockingClient, BlockingNamespace, ClientConfig, IndexKind, NamespaceSettings, Scan,
-    ScanOptions, TlsOptions, WriteBatch,
+    BlockingClient, BlockingNamespace, ClientConfig, Error as HostError, IndexKind,
+    NamespaceSettings, Scan, ScanOptions, TlsOptions, WriteBatch,
 };
 use parking_lot::Mutex;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -26,22 +27,108 @@ fn host_of(address: &str) -> &str {
     host.trim_start_matches('[').trim_end_matches(']')
 }
 
+/// The subsystem NQN a device's NVMe/TCP target answers to unless its `[nvme] subnqn` says
+/// otherwise: `cerberus_device::NvmeConfig::default().subnqn`, which the CLI's `--subnqn`
+/// defaults to. Written out here because this crate does not link the device, and
+/// `cerberus_host` exports no such constant (`python/tests/test_nvme_wire.py` connects with
+/// it, so a change of the device's default fails there).
+const DEFAULT_SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+
+/// How to reach the device: `ClientConfig` as the CLI builds it from `--tls-ca`,
+/// `--tls-name`, `--wire`, `--hostnqn`, `--subnqn` and `--dhchap-secret`
+/// (`crates/cli/src/session.rs`), with the CLI's refusals as `ValueError`.
+fn client_config(
+    address: &str,
+    tls_ca: Option<std::path::PathBuf>,
+    server_name: Option<String>,
+    wire: &str,
+    hostnqn: Option<String>,
+    subnqn: Option<String>,
+    dhchap_secret: Option<String>,
+) -> PyResult<ClientConfig> {
+    let mut config = ClientConfig::new(address);
+    match wire {
+        "native" => {
+            if dhchap_secret.is_some() {
+                return Err(PyValueError::new_err(
+                    "dhchap_secret is for wire=\"nvme\": the native wire has no DH-HMAC-CHAP",
+                ));
+            }
+            if let Some(ca) = tls_ca {
+                let name = server_name.unwrap_or_else(|| host_of(address).to_string());
+                let tls = TlsOptions::from_pem_file(ca, name).map_err(errors::host)?;
+                config = config.with_tls(tls);
+            }
+        }
+        "nvme" => {
+            if tls_ca.is_some() {
+                return Err(PyValueError::new_err(
+                    "tls_ca is for the native wire: the NVMe/TCP target has no TLS yet",
+                ));
+            }
+            let hostnqn = hostnqn.ok_or_else(|| {
+                PyValueError::new_err(
+                    "wire=\"nvme\" needs hostnqn: this host's NQN, as the device's \
+                     [nvme.hosts] grants name it",
+                )
+            })?;
+            let subnqn = subnqn.unwrap_or_else(|| DEFAULT_SUBNQN.to_string());
+            config = config.with_nvme(subnqn, hostnqn);
+            if let Some(secret) = dhchap_secret {
+                config = config.with_nvme_secret(secret);
+            }
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "wire must be \"native\" or \"nvme\", not {other:?}"
+            )))
+        }
+    }
+    Ok(config)
+}
+
+/// A failed connect as its exception: a DH-HMAC-CHAP secret the device refused (or none
+/// where it asks for one) is `AccessDenied`, as a wrong admin secret is on either wire.
+/// The Rust client reports it as `Error::Protocol("NVMe/TCP connect: authentication
+/// failed: ...")`, with no variant of its own, hence the match on its words.
+fn connect_error(e: HostError) -> PyErr {
+    match &e {
+        HostError::Protocol(m) if m.contains("authentication failed") => {
+            errors::AccessDenied::new_err(e.to_string())
+        }
+        _ => errors::host(e),
+    }
+}
+
 #[pymethods]
 impl DeviceClient {
+    /// Connects to the device at `address` (see `cerberus.connect`).
     #[staticmethod]
-    #[pyo3(signature = (address, admin_secret=None, tls_ca=None, server_name=None))]
+    #[pyo3(signature = (
+        address, admin_secret=None, tls_ca=None, server_name=None, wire="native",
+        hostnqn=None, subnqn=None, dhchap_secret=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn connect(
         py: Python<'_>,
         address: &str,
         admin_secret: Option<String>,
         tls_ca: Option<std::path::PathBuf>,
         server_name: Option<String>,
+        wire: &str,
+        hostnqn: Option<String>,
+        subnqn: Option<String>,
+        dhchap_secret: Option<String>,
     ) -> PyResult<Self> {
-        let mut config = ClientConfig::new(address);
-        if let Some(ca) = tls_ca {
-            let name = server_name.unwrap_or_else(|| host_of(address).to_string());
-            config = config.with_tls(TlsOptions::from_pem_file(ca, name).map_err(errors::host)?);
-        }
+        let config = client_config(
+            address,
+            tls_ca,
+            server_name,
+            wire,
+            hostnqn,
+            subnqn,
+            dhchap_secret,
+        )?;
         let client = py
             .allow_threads(|| {
                 let c = BlockingClient::connect_with(config)?;
@@ -50,7 +137,7 @@ impl DeviceClient {
                 }
                 Ok(c)
             })
-            .map_err(errors::host)?;
+            .map_err(connect_error)?;
         Ok(DeviceClient { client })
     }
 
