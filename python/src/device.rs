@@ -6,8 +6,8 @@ use crate::keys::Key;
 use crate::settings;
 use bytes::Bytes;
 use cerberus_host::{
-    BlockingClient, BlockingNamespace, ClientConfig, Error as HostError, IndexKind,
-    NamespaceSettings, Scan, ScanOptions, TlsOptions, WriteBatch,
+    BlockingClient, BlockingNamespace, ClientConfig, IndexKind, NamespaceSettings, Scan,
+    ScanOptions, TlsOptions, WriteBatch,
 };
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
@@ -28,11 +28,8 @@ fn host_of(address: &str) -> &str {
 }
 
 /// The subsystem NQN a device's NVMe/TCP target answers to unless its `[nvme] subnqn` says
-/// otherwise: `cerberus_device::NvmeConfig::default().subnqn`, which the CLI's `--subnqn`
-/// defaults to. Written out here because this crate does not link the device, and
-/// `cerberus_host` exports no such constant (`python/tests/test_nvme_wire.py` connects with
-/// it, so a change of the device's default fails there).
-const DEFAULT_SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+/// otherwise.
+const DEFAULT_SUBNQN: &str = cerberus_host::proto::nvme::DEFAULT_SUBNQN;
 
 /// How to reach the device: `ClientConfig` as the CLI builds it from `--tls-ca`,
 /// `--tls-name`, `--wire`, `--hostnqn`, `--subnqn` and `--dhchap-secret`
@@ -87,19 +84,6 @@ fn client_config(
     Ok(config)
 }
 
-/// A failed connect as its exception: a DH-HMAC-CHAP secret the device refused (or none
-/// where it asks for one) is `AccessDenied`, as a wrong admin secret is on either wire.
-/// The Rust client reports it as `Error::Protocol("NVMe/TCP connect: authentication
-/// failed: ...")`, with no variant of its own, hence the match on its words.
-fn connect_error(e: HostError) -> PyErr {
-    match &e {
-        HostError::Protocol(m) if m.contains("authentication failed") => {
-            errors::AccessDenied::new_err(e.to_string())
-        }
-        _ => errors::host(e),
-    }
-}
-
 #[pymethods]
 impl DeviceClient {
     /// Connects to the device at `address` (see `cerberus.connect`).
@@ -137,7 +121,7 @@ impl DeviceClient {
                 }
                 Ok(c)
             })
-            .map_err(connect_error)?;
+            .map_err(errors::host)?;
         Ok(DeviceClient { client })
     }
 

@@ -210,8 +210,8 @@ def test_grants_and_the_subsystem_nqn(addresses):
     with pytest.raises(cerberus.AccessDenied):
         nvme(addresses, hostnqn=STRANGER, admin_secret=ADMIN_SECRET)
     # Another subsystem's NQN: the device's Connect refuses it ("Connect Invalid
-    # Parameters", which the Rust client reports as a protocol error).
-    with pytest.raises(cerberus.CerberusError, match="NVMe/TCP connect"):
+    # Parameters", which the Rust client reports as a protocol error naming the NQNs).
+    with pytest.raises(cerberus.CerberusError, match="connecting to nqn.2026-11.dev.cerberus:other"):
         nvme(addresses, subnqn="nqn.2026-11.dev.cerberus:other")
 
 

@@ -139,7 +139,11 @@ fn a_host_with_a_secret_authenticates_with_dhchap_secret() {
     for env in [with(WRONG), wire.to_vec()] {
         let o = cli(&s, &env, &["ns", "list"]);
         assert_eq!(o.status.code(), Some(2), "{}", errors(&o));
-        assert!(errors(&o).contains("NVMe/TCP connect"), "{}", errors(&o));
+        assert!(
+            errors(&o).contains("access denied: NVMe/TCP: authentication failed"),
+            "{}",
+            errors(&o)
+        );
     }
     // On the native wire the flag means nothing: said, not ignored.
     let native = [

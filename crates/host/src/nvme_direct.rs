@@ -52,12 +52,8 @@ impl NvmeDirect {
     pub(crate) fn new(host: NvmeHost, request_timeout: Option<Duration>) -> Result<NvmeDirect> {
         let (digests, maxh2cdata) = (host.io.digests(), host.io.maxh2cdata());
         let flights = Flights::new(digests, maxh2cdata, host.in_capsule);
-        let std = |e: crate::nvme::NvmeError| match e {
-            crate::nvme::NvmeError::Io(e) => Error::Io(e),
-            e => Error::Protocol(format!("NVMe/TCP: {e}")),
-        };
-        let (stream, buf) = host.io.into_std().map_err(std)?;
-        let (admin, _) = host.admin.into_std().map_err(std)?;
+        let (stream, buf) = host.io.into_std().map_err(Error::from)?;
+        let (admin, _) = host.admin.into_std().map_err(Error::from)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(READ_SLICE))?;
         Ok(NvmeDirect {

@@ -8,7 +8,7 @@
 use crate::connection::CloseOnExit;
 use crate::error::{Error, Result};
 use crate::inflight::Shared;
-use crate::nvme::{NvmeError, NvmeHost, NvmeTarget};
+use crate::nvme::{NvmeHost, NvmeTarget};
 use crate::nvme_flights::Flights;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::Digests;
@@ -47,10 +47,15 @@ pub(crate) async fn connect(
         digests: Digests::default(),
         host_secret: host_secret.map(str::to_string),
     };
-    NvmeHost::connect(&target).await.map_err(|e| match e {
-        NvmeError::Io(e) => Error::Io(e),
-        e => Error::Protocol(format!("NVMe/TCP connect: {e}")),
-    })
+    NvmeHost::connect(&target)
+        .await
+        .map_err(|e| match Error::from(e) {
+            // Which subsystem and host the target refused says what to check.
+            Error::Protocol(m) => {
+                Error::Protocol(format!("{m} (connecting to {subnqn} as {hostnqn})"))
+            }
+            e => e,
+        })
 }
 
 /// Sends the queued frames, as many ahead of their completions as the queue has room for

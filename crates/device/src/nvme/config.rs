@@ -52,7 +52,7 @@ pub struct NvmeConfig {
 impl Default for NvmeConfig {
     fn default() -> Self {
         NvmeConfig {
-            subnqn: "nqn.2026-11.dev.cerberus:kv".into(),
+            subnqn: cerberus_proto::nvme::DEFAULT_SUBNQN.into(),
             max_connections: 256,
             icreq_timeout_ms: 10_000,
             idle_timeout_secs: 300,

@@ -60,6 +60,27 @@ pub enum NvmeError {
     Auth(String),
 }
 
+/// "Connect Invalid Host": the target refuses this host NQN (one that must authenticate
+/// and has no secret configured there).
+const CONNECT_INVALID_HOST: (u8, u8) = (1, 0x84);
+
+impl From<NvmeError> for crate::Error {
+    /// A refused secret or host is access denied, as a refused credential is on the native
+    /// wire; the socket's failures are I/O errors; the rest break the protocol.
+    fn from(e: NvmeError) -> crate::Error {
+        match e {
+            NvmeError::Io(e) => crate::Error::Io(e),
+            NvmeError::Auth(_) => crate::Error::AccessDenied(format!("NVMe/TCP: {e}")),
+            NvmeError::Status(s) if (s.sct, s.sc) == CONNECT_INVALID_HOST => {
+                crate::Error::AccessDenied(format!(
+                    "NVMe/TCP: the target refused this host NQN ({e})"
+                ))
+            }
+            e => crate::Error::Protocol(format!("NVMe/TCP: {e}")),
+        }
+    }
+}
+
 /// Who connects, and where.
 #[derive(Clone, Debug)]
 pub struct NvmeTarget {

@@ -14,6 +14,10 @@ pub const NQN_FIELD_LEN: usize = 256;
 /// The well-known NQN of a discovery controller.
 pub const DISCOVERY_NQN: &str = "nqn.2014-08.org.nvmexpress.discovery";
 
+/// The subsystem NQN a device answers to unless its configuration names another
+/// (`[nvme] subnqn`): the default of the device, the CLI and the Python package alike.
+pub const DEFAULT_SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
+
 /// Controller property offsets.
 pub mod property {
     /// Controller capabilities (8 bytes).

@@ -24,7 +24,7 @@ pub use auth::{
 };
 pub use fabrics::{
     auth_command, connect_data, connect_invalid_parameters, fabrics_command, property,
-    FabricsCommand, CONNECT_DATA_LEN, DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
+    FabricsCommand, CONNECT_DATA_LEN, DEFAULT_SUBNQN, DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
 };
 pub use fuzz::check_command_decoders;
 pub use kv::{
