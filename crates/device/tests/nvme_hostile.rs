@@ -97,7 +97,7 @@ fn device(
 }
 
 /// The tenant: one thread putting and getting 1 KiB values through a `BlockingClient` over
-/// NVMe/TCP (a new one every `reconnect`, if given), every call checked.
+/// NVMe/TCP, every call checked.
 struct Tenant {
     stop: Arc<AtomicBool>,
     calls: Arc<AtomicU64>,
@@ -105,7 +105,7 @@ struct Tenant {
 }
 
 impl Tenant {
-    fn start(dev: &DeviceHandle, ns: u32, secret: &str, reconnect: Option<Duration>) -> Tenant {
+    fn start(dev: &DeviceHandle, ns: u32, secret: &str) -> Tenant {
         let addr = dev.nvme_addr().expect("nvme on").to_string();
         let secret = secret.to_string();
         let (stop, calls) = (
@@ -114,20 +114,12 @@ impl Tenant {
         );
         let (s, n) = (stop.clone(), calls.clone());
         let thread = std::thread::spawn(move || {
-            let connect = || {
-                let config = ClientConfig::new(addr.clone()).with_nvme(SUBNQN, TEST_HOSTNQN);
-                let c = BlockingClient::connect_with(config).expect("tenant connects");
-                c.open_namespace(ns, &secret).expect("tenant authenticates");
-                (c, Instant::now())
-            };
-            let (mut c, mut since) = connect();
+            let config = ClientConfig::new(addr).with_nvme(SUBNQN, TEST_HOSTNQN);
+            let c = BlockingClient::connect_with(config).expect("tenant connects");
+            c.open_namespace(ns, &secret).expect("tenant authenticates");
             let mut lat = Vec::new();
             let mut i = 0u32;
             while !s.load(Ordering::Relaxed) {
-                if reconnect.is_some_and(|r| since.elapsed() >= r) {
-                    drop(c);
-                    (c, since) = connect();
-                }
                 let (key, value) = (format!("t{:03}", i % 200), vec![(i % 251) as u8; 1024]);
                 let why = |e: cerberus_host::Error| -> ! {
                     panic!("tenant: {e:?} ({:?})", c.close_reason())
@@ -310,7 +302,7 @@ fn a_tenant_is_served_through_a_storm_on_the_nvme_port() {
         c.nvme.max_h2c_data = 16 << 10;
     });
     let addr = dev.nvme_addr().unwrap().to_string();
-    let tenant = Tenant::start(&dev, ns, &secret, None);
+    let tenant = Tenant::start(&dev, ns, &secret);
     let peak = Peak::start();
     let calls = tenant.calls.load(Ordering::Relaxed);
     let storm = Instant::now();
@@ -391,7 +383,7 @@ fn hosts_that_never_read_their_data_are_closed_at_the_write_deadline() {
     });
     let value = 1u32 << 20;
     store_as_host(&dev, ns, b"big", value);
-    let tenant = Tenant::start(&dev, ns, &secret, None);
+    let tenant = Tenant::start(&dev, ns, &secret);
     let peak = Peak::start();
     let calls = tenant.calls.load(Ordering::Relaxed);
     let (hosts, gets) = (4usize, 32u16);
@@ -486,12 +478,13 @@ fn stores_whose_data_never_comes_are_bounded_and_closed_at_the_idle_deadline() {
     let (dev, cfg, ns, secret) = device(dir.path(), |c| {
         c.nvme.idle_timeout_secs = 1;
         c.nvme.max_queue_bytes = 1 << 20;
-        // The hosts' queues and the tenant's (a new pair every 300 ms): a leaked slot
-        // would leave a later round's host without one.
+        // The hosts' queues and the tenant's: a leaked slot would leave a later round's
+        // host without one.
         c.nvme.max_connections = 2 * hosts + 4;
     });
-    // Its admin queue is silent: connected anew before the idle deadline.
-    let tenant = Tenant::start(&dev, ns, &secret, Some(Duration::from_millis(300)));
+    // One connection throughout: its admin queue is silent past every idle deadline,
+    // kept while its I/O queue is busy (`controllers::Activity`).
+    let tenant = Tenant::start(&dev, ns, &secret);
     let peak = Peak::start();
     let budget = u64::from(cfg.nvme.max_queue_bytes);
     let mut during = 0;
@@ -573,7 +566,7 @@ fn capsules_past_a_full_queue_are_refused_not_buffered() {
     let (dev, cfg, ns, secret) = device(dir.path(), |_| {});
     let value = 64u32 << 10;
     store_as_host(&dev, ns, b"v64k", value);
-    let tenant = Tenant::start(&dev, ns, &secret, None);
+    let tenant = Tenant::start(&dev, ns, &secret);
     let peak = Peak::start();
     let calls = tenant.calls.load(Ordering::Relaxed);
     let (errors, timeouts) = (
