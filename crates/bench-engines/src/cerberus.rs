@@ -2,7 +2,7 @@
 
 use crate::config::{OpenConfig, StorageArg};
 use crate::db::{
-    db_stats_json, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
+    db_stats_json, read_value, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
     CursorOptions, LayoutArg, TenantHandle,
 };
 use anyhow::{Context, Result};
@@ -62,14 +62,15 @@ impl BenchDb for CerberusDb {
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(self.default.get(key)?.is_some())
+        Ok(read_value(self.default.get(key)?))
     }
 
     /// The engine's batched get (`--pipeline`), in pieces of its bound.
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
         let mut found = 0;
         for piece in keys.chunks(cerberus_engine::MAX_GET_MANY_KEYS) {
-            found += self.default.get_many(piece)?.iter().flatten().count() as u64;
+            let got = self.default.get_many(piece)?;
+            found += got.into_iter().filter(|v| read_value(v.as_ref())).count() as u64;
         }
         Ok(found)
     }
@@ -131,10 +132,10 @@ impl BenchDb for CerberusDb {
         let ns = namespace_of(&tenants, tenant)?;
         if self.layout == LayoutArg::Baseline {
             return with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| {
-                Ok(ns.get(k)?.is_some())
+                Ok(read_value(ns.get(k)?))
             });
         }
-        Ok(ns.get(key)?.is_some())
+        Ok(read_value(ns.get(key)?))
     }
 
     /// In the baseline layout every tenant gets its one namespace's counters.

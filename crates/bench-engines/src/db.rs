@@ -18,6 +18,23 @@ pub fn db_stats_json(s: &DbStats) -> serde_json::Value {
     v
 }
 
+/// Whether a get found a value, having read every byte of it as the caller of a get does:
+/// an engine that hands out a reference into its memory without touching the value (LMDB,
+/// RocksDB's pinned slices) and one that has read it (to check its checksum, or off a
+/// socket) then cost what a user who reads the value pays.
+pub fn read_value(value: Option<impl AsRef<[u8]>>) -> bool {
+    let Some(v) = value else {
+        return false;
+    };
+    let sum = v.as_ref().chunks(8).fold(0u64, |s, c| {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        s.wrapping_add(u64::from_le_bytes(w))
+    });
+    std::hint::black_box(sum);
+    true
+}
+
 /// What the workloads need from a database. Shared by all worker threads of a phase.
 pub trait BenchDb: Send + Sync {
     /// Puts `value` under `key`.
@@ -245,6 +262,14 @@ mod tests {
 
     fn key(affix: Affix, index: u32, key: &[u8]) -> Vec<u8> {
         with_tenant_key(affix, index, key, |k| k.to_vec())
+    }
+
+    #[test]
+    fn a_value_is_found_whatever_its_length_and_an_absent_one_is_not() {
+        assert!(!read_value(None::<&[u8]>));
+        for n in [0, 1, 7, 8, 9, 1024, 1031] {
+            assert!(read_value(Some(vec![3u8; n])));
+        }
     }
 
     #[test]

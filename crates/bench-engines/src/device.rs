@@ -8,8 +8,8 @@
 use super::device_cursor::DeviceCursor;
 use crate::config::{OpenConfig, StorageArg};
 use crate::db::{
-    tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
-    TenantHandle,
+    read_value, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions,
+    LayoutArg, TenantHandle,
 };
 use crate::local_device::{self, LocalDevice};
 use anyhow::{bail, Context, Result};
@@ -230,7 +230,7 @@ impl BenchDb for DeviceDb {
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(self.bench_ns().get(key.to_vec())?.is_some())
+        Ok(read_value(self.bench_ns().get(key.to_vec())?))
     }
 
     fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
@@ -244,7 +244,7 @@ impl BenchDb for DeviceDb {
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
         let keys = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
         let got = self.bench_ns().get_many(keys)?;
-        Ok(got.iter().filter(|v| v.is_some()).count() as u64)
+        Ok(got.iter().filter(|v| read_value(v.as_ref())).count() as u64)
     }
 
     fn flush(&self) -> Result<()> {
@@ -299,7 +299,7 @@ impl BenchDb for DeviceDb {
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         let key = self.tenant_key(tenant, key);
-        Ok(self.client().namespace(tenant.id).get(key)?.is_some())
+        Ok(read_value(self.client().namespace(tenant.id).get(key)?))
     }
 
     /// A device iterator on the calling thread's connection, opened at each seek

@@ -10,7 +10,7 @@
 //! database with the tenant's index before (shared) or after (baseline) the key.
 
 use crate::config::OpenConfig;
-use crate::db::{with_tenant_key, Affix, BenchDb, LayoutArg, TenantHandle};
+use crate::db::{read_value, with_tenant_key, Affix, BenchDb, LayoutArg, TenantHandle};
 use anyhow::{bail, Context, Result};
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions};
@@ -74,7 +74,7 @@ impl LmdbDb {
 
     fn get_in(&self, db: Db, key: &[u8]) -> Result<bool> {
         let rtxn = self.env.read_txn()?;
-        Ok(db.get(&rtxn, key)?.is_some())
+        Ok(read_value(db.get(&rtxn, key)?))
     }
 
     fn tenant_db(&self, tenant: &TenantHandle) -> Result<Db> {
@@ -113,7 +113,7 @@ impl BenchDb for LmdbDb {
         let rtxn = self.env.read_txn()?;
         let mut found = 0;
         for k in keys {
-            found += u64::from(self.main.get(&rtxn, k)?.is_some());
+            found += u64::from(read_value(self.main.get(&rtxn, k)?));
         }
         Ok(found)
     }

@@ -4,7 +4,7 @@
 //! a connection of its own, as `redis-benchmark`'s clients do.
 
 use crate::config::OpenConfig;
-use crate::db::BenchDb;
+use crate::db::{read_value, BenchDb};
 use anyhow::{bail, Context, Result};
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -97,7 +97,7 @@ impl BenchDb for RedisDb {
 
     fn get(&self, key: &[u8]) -> Result<bool> {
         let v = self.with_conn(|c| redis::cmd("GET").arg(key).query::<Option<Vec<u8>>>(c))?;
-        Ok(v.is_some())
+        Ok(read_value(v))
     }
 
     fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
@@ -114,7 +114,7 @@ impl BenchDb for RedisDb {
             p.cmd("GET").arg(*k);
         }
         let got: Vec<Option<Vec<u8>>> = self.with_conn(|c| p.query(c))?;
-        Ok(got.iter().filter(|v| v.is_some()).count() as u64)
+        Ok(got.iter().filter(|v| read_value(v.as_ref())).count() as u64)
     }
 
     fn flush(&self) -> Result<()> {

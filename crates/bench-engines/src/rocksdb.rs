@@ -15,7 +15,8 @@
 
 use crate::config::OpenConfig;
 use crate::db::{
-    with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg, TenantHandle,
+    read_value, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
+    TenantHandle,
 };
 use crate::profile::SizeProfile;
 use anyhow::{bail, Context, Result};
@@ -160,7 +161,7 @@ impl BenchDb for RocksDb {
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(self.db.get_pinned(key)?.is_some())
+        Ok(read_value(self.db.get_pinned(key)?))
     }
 
     fn flush(&self) -> Result<()> {
@@ -286,9 +287,9 @@ impl BenchDb for RocksDb {
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         match shared_affix(self.layout) {
-            None => Ok(self.db.get_pinned_cf(self.cf(tenant)?, key)?.is_some()),
+            None => Ok(read_value(self.db.get_pinned_cf(self.cf(tenant)?, key)?)),
             Some(affix) => with_tenant_key(affix, tenant.id, key, |k| {
-                Ok(self.db.get_pinned(k)?.is_some())
+                Ok(read_value(self.db.get_pinned(k)?))
             }),
         }
     }
