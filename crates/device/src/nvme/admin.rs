@@ -18,6 +18,17 @@ use cerberus_proto::nvme::{
 const FEAT_QUEUES: u8 = 0x07;
 const FEAT_ASYNC_EVENTS: u8 = 0x0B;
 const FEAT_KEEP_ALIVE: u8 = 0x0F;
+/// Features NVMe Base 2.0 makes mandatory for an I/O controller, answered by I/O
+/// controllers (SPDK's identify asks for each; they were "Invalid Field"): arbitration
+/// (kept as set; no weighted round robin, so the weights change nothing), power management
+/// (one power state, 0), temperature threshold (the composite sensor only: over 343 K,
+/// under 0 K; no sensor reads a temperature, SMART says 0, so neither is ever crossed; not
+/// settable) and error recovery (no time limit, no deallocated-block error; not settable).
+const FEAT_ARBITRATION: u8 = 0x01;
+const FEAT_POWER: u8 = 0x02;
+const FEAT_TEMPERATURE: u8 = 0x04;
+const FEAT_ERROR_RECOVERY: u8 = 0x05;
+const OVER_TEMPERATURE_K: u32 = 343;
 /// The discovery log page.
 const LOG_DISCOVERY: u8 = 0x70;
 /// I/O queues granted (0-based, submission and completion alike).
@@ -191,13 +202,13 @@ impl Conn {
             Err(s) => return Answer::status(s),
         };
         if discovery {
-            return self.discovery_admin(cmd);
+            return self.discovery_admin(cmd, sqe.cdw[1]);
         }
         match cmd {
             AdminCommand::Identify { cns, csi, nsid, .. } => self.identify(cns, csi, nsid),
             AdminCommand::GetLogPage { lid, offset, len } => self.log_page(lid, offset, len),
-            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value)),
-            AdminCommand::GetFeatures { fid } => self.features(fid, None),
+            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value), value),
+            AdminCommand::GetFeatures { fid } => self.features(fid, None, sqe.cdw[1]),
             AdminCommand::AsyncEventRequest => Answer::Hold,
             AdminCommand::KeepAlive => Answer::ok(0),
         }
@@ -240,7 +251,7 @@ impl Conn {
 
     /// A discovery controller's admin commands: Identify controller, the discovery log,
     /// features, events and Keep Alive; nothing about namespaces.
-    fn discovery_admin(&mut self, cmd: AdminCommand) -> Answer {
+    fn discovery_admin(&mut self, cmd: AdminCommand, cdw11: u32) -> Answer {
         let cntlid = self.queue.as_ref().map_or(0, |q| q.cntlid);
         match cmd {
             AdminCommand::Identify { cns: 0x01, .. } => {
@@ -253,8 +264,8 @@ impl Conn {
                 len,
             } => page_window(&self.discovery_log(), offset, len),
             AdminCommand::GetLogPage { .. } => Answer::status(NvmeStatus::error(1, 0x09)),
-            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value)),
-            AdminCommand::GetFeatures { fid } => self.features(fid, None),
+            AdminCommand::SetFeatures { fid, value } => self.features(fid, Some(value), value),
+            AdminCommand::GetFeatures { fid } => self.features(fid, None, cdw11),
             AdminCommand::AsyncEventRequest => Answer::Hold,
             AdminCommand::KeepAlive => Answer::ok(0),
         }
@@ -290,13 +301,28 @@ impl Conn {
         page_window(&page, offset, len)
     }
 
-    /// Set Features (`set`: the value) or Get Features.
-    fn features(&mut self, fid: u8, set: Option<u32>) -> Answer {
+    /// Set Features (`set`: the value) or Get Features (`cdw11`: its CDW11, which selects a
+    /// temperature threshold).
+    fn features(&mut self, fid: u8, set: Option<u32>, cdw11: u32) -> Answer {
         let Some(q) = &self.queue else {
             return Answer::status(invalid_field());
         };
         let mut c = q.ctrl.lock();
+        let io = !c.discovery;
         let value = match (fid, set) {
+            (FEAT_ARBITRATION, Some(v)) if io => v,
+            (FEAT_ARBITRATION, None) if io => *c.features.get(&fid).unwrap_or(&0),
+            // PS (bits 4:0) names the only power state, 0; WH (bits 7:5) is kept.
+            (FEAT_POWER, Some(v)) if io && v & 0x1F == 0 => v & 0xFF,
+            (FEAT_POWER, None) if io => *c.features.get(&fid).unwrap_or(&0),
+            // TMPSEL (bits 19:16) 0, the composite temperature; THSEL (bits 21:20) 0 over,
+            // 1 under.
+            (FEAT_TEMPERATURE, None) if io => match (cdw11 >> 16 & 0xF, cdw11 >> 20 & 0x3) {
+                (0, 0) => OVER_TEMPERATURE_K,
+                (0, 1) => 0,
+                _ => return Answer::status(invalid_field()),
+            },
+            (FEAT_ERROR_RECOVERY, None) if io => 0,
             // Granted: the count asked, up to IO_QUEUES, for both kinds.
             (FEAT_QUEUES, Some(v)) => {
                 let n = (v & 0xFFFF).max(v >> 16).min(IO_QUEUES);
