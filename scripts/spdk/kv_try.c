@@ -7,7 +7,10 @@
  * only calls its public API and checks what comes back. Not built or run by CI.
  *
  *   kv_try -r 'trtype:TCP adrfam:IPv4 traddr:127.0.0.1 trsvcid:4420 subnqn:NQN' -H HOSTNQN
- *          [-n NSID] [-s MEM_MB]
+ *          [-n NSID] [-s MEM_MB] [-K KEYFILE]
+ *
+ * -K: a file (mode 0600) holding the host's DH-HMAC-CHAP secret, "DHHC-1:..:...:"; SPDK then
+ * authenticates each queue with it (through its keyring's file module).
  *
  * Prints one line per check ("ok ..." or "FAIL ...") and exits 0 only if every check passed.
  */
@@ -15,8 +18,11 @@
 #include "spdk/env.h"
 #include "spdk/nvme.h"
 #include "spdk/nvme_kv.h"
+#include "spdk/keyring.h"
+#include "spdk/module/keyring/file.h"
 
 #define LIST_BUF 8192
+#define USAGE "usage: %s -r TRID -H HOSTNQN [-n NSID] [-s MEM_MB] [-K KEYFILE]\n"
 
 static int g_failures;
 static int g_checks;
@@ -292,23 +298,25 @@ main(int argc, char **argv)
 	struct spdk_nvme_qpair *q;
 	struct spdk_nvme_ns *ns;
 	const struct spdk_nvme_ctrlr_data *cd;
-	const char *hostnqn = NULL, *trstr = NULL;
+	const char *hostnqn = NULL, *trstr = NULL, *keyfile = NULL;
+	struct spdk_key *key = NULL;
 	uint32_t want = 0;
 	int mem = 256, op;
 
-	while ((op = getopt(argc, argv, "r:H:n:s:")) != -1) {
+	while ((op = getopt(argc, argv, "r:H:n:s:K:")) != -1) {
 		switch (op) {
 		case 'r': trstr = optarg; break;
 		case 'H': hostnqn = optarg; break;
 		case 'n': want = (uint32_t)atoi(optarg); break;
 		case 's': mem = atoi(optarg); break;
+		case 'K': keyfile = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s -r TRID -H HOSTNQN [-n NSID] [-s MEM_MB]\n", argv[0]);
+			fprintf(stderr, USAGE, argv[0]);
 			return 2;
 		}
 	}
 	if (trstr == NULL || hostnqn == NULL || spdk_nvme_transport_id_parse(&trid, trstr) != 0) {
-		fprintf(stderr, "usage: %s -r TRID -H HOSTNQN [-n NSID] [-s MEM_MB]\n", argv[0]);
+		fprintf(stderr, USAGE, argv[0]);
 		return 2;
 	}
 	env.opts_size = sizeof(env);
@@ -324,6 +332,15 @@ main(int argc, char **argv)
 	}
 	spdk_nvme_ctrlr_get_default_ctrlr_opts(&copts, sizeof(copts));
 	snprintf(copts.hostnqn, sizeof(copts.hostnqn), "%s", hostnqn);
+	if (keyfile != NULL) {
+		if (spdk_keyring_init() != 0 || spdk_keyring_file_add_key("kv_try", keyfile) != 0 ||
+		    (key = spdk_keyring_get_key("kv_try")) == NULL) {
+			fprintf(stderr, "kv_try: cannot load the DH-HMAC-CHAP key in %s\n", keyfile);
+			return 2;
+		}
+		copts.dhchap_key = key;
+		printf("DH-HMAC-CHAP: key from %s\n", keyfile);
+	}
 	ctrlr = spdk_nvme_connect(&trid, &copts, sizeof(copts));
 	if (ctrlr == NULL) {
 		fprintf(stderr, "kv_try: spdk_nvme_connect failed\n");
@@ -347,6 +364,11 @@ main(int argc, char **argv)
 	run(ns, q);
 	spdk_nvme_ctrlr_free_io_qpair(q);
 	spdk_nvme_detach(ctrlr);
+	if (key != NULL) {
+		spdk_keyring_put_key(key);
+		spdk_keyring_file_remove_key("kv_try");
+		spdk_keyring_cleanup();
+	}
 	spdk_env_fini();
 	printf("kv_try: %d passed, %d failed\n", g_checks - g_failures, g_failures);
 	return g_failures == 0 ? 0 : 1;
