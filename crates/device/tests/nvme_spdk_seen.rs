@@ -10,7 +10,7 @@ use bytes::Bytes;
 use cerberus_device::DeviceHandle;
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeQueue};
 use cerberus_host::proto::nvme::{
-    connect_data, fabrics_command, property, NvmeStatus, Sqe, DISCOVERY_NQN,
+    connect_data, fabrics_command, property, AdminCommand, NvmeStatus, Sqe, DISCOVERY_NQN,
 };
 
 const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:5eed0000-0000-4000-8000-000000000001";
@@ -27,19 +27,27 @@ fn device(dir: &std::path::Path) -> (DeviceHandle, u32) {
     (dev, nsid)
 }
 
-fn sqe(opcode: u8, nsid: u32, cdw10: u32, cdw11: u32) -> Sqe {
+/// `cmd`'s entry for namespace `nsid` (an Identify names its own).
+fn entry(cmd: AdminCommand, nsid: u32) -> Sqe {
     let mut sqe = Sqe {
-        opcode,
         nsid,
         ..Sqe::default()
     };
-    sqe.cdw[0] = cdw10;
-    sqe.cdw[1] = cdw11;
+    cmd.encode(&mut sqe);
     sqe
 }
 
-const GET_FEATURES: u8 = 0x0A;
-const SET_FEATURES: u8 = 0x09;
+/// Get Features `fid` with CDW11 `cdw11`, or Set Features `fid` to `value`.
+fn feature(fid: u8, nsid: u32, cdw11: u32, set: Option<u32>) -> Sqe {
+    let mut sqe = match set {
+        Some(value) => entry(AdminCommand::SetFeatures { fid, value }, nsid),
+        None => entry(AdminCommand::GetFeatures { fid }, nsid),
+    };
+    if set.is_none() {
+        sqe.cdw[1] = cdw11;
+    }
+    sqe
+}
 
 fn invalid_field() -> NvmeStatus {
     NvmeStatus::error(0, 0x02)
@@ -59,24 +67,38 @@ fn the_admin_commands_spdk_identify_sent_are_answered() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, nsid) = device(dir.path());
     common::rt().block_on(async {
-        let mut h = NvmeHost::connect(&common::nvme_target(&dev, HOST))
-            .await
-            .expect("connect");
-        // In the order of the capture (Identify with its CNS in CDW10 and CSI in CDW11's
-        // top byte; Get Log Page with NUMDL in CDW10's upper half), after Connect, the
-        // properties and CC.EN. The only refusal SPDK saw and should see: CNS 06h for the
-        // zoned command set (CSI 2), which the target does not have.
-        let identify = |cns: u32, csi: u32, nsid: u32| sqe(0x06, nsid, cns, csi << 24);
-        let log = |lid: u32, dwords: u32| sqe(0x02, u32::MAX, lid | (dwords - 1) << 16, 0);
+        let mut h = host(&dev).await;
+        // In the order of the capture, after Connect, the properties and CC.EN. The only
+        // refusal SPDK saw and should see: CNS 06h for the zoned command set (CSI 2), which
+        // the target does not have.
+        let identify = |cns: u8, csi: u8, nsid: u32| {
+            let cntid = 0;
+            entry(
+                AdminCommand::Identify {
+                    cns,
+                    cntid,
+                    csi,
+                    nsid,
+                },
+                0,
+            )
+        };
+        let log = |lid: u8, len: u64| {
+            entry(
+                AdminCommand::GetLogPage {
+                    lid,
+                    offset: 0,
+                    len,
+                },
+                !0,
+            )
+        };
+        let get = |fid: u8, nsid: u32| feature(fid, nsid, 0, None);
+        let set = |fid: u8, value: u32| feature(fid, 0, 0, Some(value));
         let seen: Vec<(&str, Sqe, u32, Option<NvmeStatus>)> = vec![
             ("identify controller", identify(0x01, 0, 0), 4096, None),
-            (
-                "async event config",
-                sqe(SET_FEATURES, 0, 0x0B, 0x1F),
-                0,
-                None,
-            ),
-            ("keep-alive timer", sqe(GET_FEATURES, 0, 0x0F, 0), 0, None),
+            ("async event config", set(0x0B, 0x1F), 0, None),
+            ("keep-alive timer", get(0x0F, 0), 0, None),
             ("NVM controller data", identify(0x06, 0, 0), 4096, None),
             (
                 "zoned controller data",
@@ -85,29 +107,19 @@ fn the_admin_commands_spdk_identify_sent_are_answered() {
                 Some(invalid_field()),
             ),
             ("KV controller data", identify(0x06, 1, 0), 4096, None),
-            (
-                "number of queues",
-                sqe(SET_FEATURES, 0, 0x07, 0x03FF_03FF),
-                0,
-                None,
-            ),
+            ("number of queues", set(0x07, 0x03FF_03FF), 0, None),
             ("active namespaces", identify(0x02, 0, 0), 4096, None),
             ("namespace", identify(0x00, 0, nsid), 4096, None),
             ("descriptors", identify(0x03, 0, nsid), 4096, None),
             ("KV namespace", identify(0x05, 1, nsid), 4096, None),
-            ("arbitration", sqe(GET_FEATURES, 0, 0x01, 0), 0, None),
-            ("power management", sqe(GET_FEATURES, 0, 0x02, 0), 0, None),
-            (
-                "temperature threshold",
-                sqe(GET_FEATURES, 0, 0x04, 0),
-                0,
-                None,
-            ),
-            ("number of queues", sqe(GET_FEATURES, 0, 0x07, 0), 0, None),
-            ("error log", log(0x01, 16), 64, None),
-            ("SMART log", log(0x02, 128), 512, None),
-            ("firmware log", log(0x03, 128), 512, None),
-            ("error recovery", sqe(GET_FEATURES, nsid, 0x05, 0), 0, None),
+            ("arbitration", get(0x01, 0), 0, None),
+            ("power management", get(0x02, 0), 0, None),
+            ("temperature threshold", get(0x04, 0), 0, None),
+            ("number of queues", get(0x07, 0), 0, None),
+            ("error log", log(0x01, 64), 64, None),
+            ("SMART log", log(0x02, 512), 512, None),
+            ("firmware log", log(0x03, 512), 512, None),
+            ("error recovery", get(0x05, nsid), 0, None),
         ];
         for (what, sqe, len, refused) in seen {
             let (status, _, got) = ask(&mut h, sqe, len).await;
@@ -126,10 +138,23 @@ fn the_admin_commands_spdk_identify_sent_are_answered() {
     });
 }
 
-/// Set or Get Features `fid` (CDW11 `cdw11`): its status and DW0.
-async fn feat(h: &mut NvmeHost, opcode: u8, nsid: u32, fid: u32, cdw11: u32) -> (NvmeStatus, u32) {
-    let (status, dw0, _) = ask(h, sqe(opcode, nsid, fid, cdw11), 0).await;
+/// Get Features `fid` (CDW11 `cdw11`), or Set Features `fid` to `set`: status and DW0.
+async fn feat(
+    h: &mut NvmeHost,
+    fid: u8,
+    nsid: u32,
+    cdw11: u32,
+    set: Option<u32>,
+) -> (NvmeStatus, u32) {
+    let (status, dw0, _) = ask(h, feature(fid, nsid, cdw11, set), 0).await;
     (status, dw0)
+}
+
+/// A controller of HOST on `dev`.
+async fn host(dev: &DeviceHandle) -> NvmeHost {
+    NvmeHost::connect(&common::nvme_target(dev, HOST))
+        .await
+        .expect("connect")
 }
 
 #[test]
@@ -137,39 +162,30 @@ fn an_io_controller_answers_the_mandatory_features() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, nsid) = device(dir.path());
     common::rt().block_on(async {
-        let mut h = NvmeHost::connect(&common::nvme_target(&dev, HOST))
-            .await
-            .expect("connect");
+        let mut h = host(&dev).await;
         let ok = NvmeStatus::SUCCESS;
         let bad = invalid_field();
         // Arbitration: 0 (a burst of one command) until set; kept as set.
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x01, 0).await, (ok, 0));
-        assert_eq!(feat(&mut h, SET_FEATURES, 0, 0x01, 0x0102_0303).await.0, ok);
-        assert_eq!(
-            feat(&mut h, GET_FEATURES, 0, 0x01, 0).await,
-            (ok, 0x0102_0303)
-        );
+        assert_eq!(feat(&mut h, 0x01, 0, 0, None).await, (ok, 0));
+        assert_eq!(feat(&mut h, 0x01, 0, 0, Some(0x0102_0303)).await.0, ok);
+        assert_eq!(feat(&mut h, 0x01, 0, 0, None).await, (ok, 0x0102_0303));
         // Power management: power state 0, the only one; another is refused.
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x02, 0).await, (ok, 0));
-        assert_eq!(feat(&mut h, SET_FEATURES, 0, 0x02, 1).await.0, bad);
-        assert_eq!(
-            feat(&mut h, SET_FEATURES, 0, 0x02, 0x20).await.0,
-            ok,
-            "WH kept"
-        );
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x02, 0).await, (ok, 0x20));
+        assert_eq!(feat(&mut h, 0x02, 0, 0, None).await, (ok, 0));
+        assert_eq!(feat(&mut h, 0x02, 0, 0, Some(1)).await.0, bad);
+        assert_eq!(feat(&mut h, 0x02, 0, 0, Some(0x20)).await.0, ok, "WH kept");
+        assert_eq!(feat(&mut h, 0x02, 0, 0, None).await, (ok, 0x20));
         // Temperature threshold: the composite sensor's over (343 K) and under (0 K)
         // thresholds; sensors 1-8 do not exist; not settable.
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x04, 0).await, (ok, 343));
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x04, 1 << 20).await, (ok, 0));
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x04, 1 << 16).await.0, bad);
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x04, 2 << 20).await.0, bad);
-        assert_eq!(feat(&mut h, SET_FEATURES, 0, 0x04, 300).await.0, bad);
+        assert_eq!(feat(&mut h, 0x04, 0, 0, None).await, (ok, 343));
+        assert_eq!(feat(&mut h, 0x04, 0, 1 << 20, None).await, (ok, 0));
+        assert_eq!(feat(&mut h, 0x04, 0, 1 << 16, None).await.0, bad);
+        assert_eq!(feat(&mut h, 0x04, 0, 2 << 20, None).await.0, bad);
+        assert_eq!(feat(&mut h, 0x04, 0, 0, Some(300)).await.0, bad);
         // Error recovery: no time limit, no deallocated-block error.
-        assert_eq!(feat(&mut h, GET_FEATURES, nsid, 0x05, 0).await, (ok, 0));
-        assert_eq!(feat(&mut h, SET_FEATURES, nsid, 0x05, 10).await.0, bad);
+        assert_eq!(feat(&mut h, 0x05, nsid, 0, None).await, (ok, 0));
+        assert_eq!(feat(&mut h, 0x05, nsid, 0, Some(10)).await.0, bad);
         // A feature this target does not have is still refused.
-        assert_eq!(feat(&mut h, GET_FEATURES, 0, 0x06, 0).await.0, bad);
+        assert_eq!(feat(&mut h, 0x06, 0, 0, None).await.0, bad);
     });
 }
 
@@ -191,11 +207,11 @@ fn a_discovery_controller_has_no_io_controller_features() {
         let (cqe, _) = q.command(cc, Bytes::new(), true, 0).await.unwrap();
         assert!(cqe.status.is_success());
         for fid in [0x01, 0x02, 0x04, 0x05] {
-            let get = sqe(GET_FEATURES, 0, fid, 0);
+            let get = feature(fid, 0, 0, None);
             let (cqe, _) = q.command(get, Bytes::new(), true, 0).await.unwrap();
             assert_eq!(cqe.status, invalid_field(), "feature {fid:#x}");
         }
-        let keep_alive = sqe(GET_FEATURES, 0, 0x0F, 0);
+        let keep_alive = feature(0x0F, 0, 0, None);
         let (cqe, _) = q.command(keep_alive, Bytes::new(), true, 0).await.unwrap();
         assert!(cqe.status.is_success(), "keep-alive timer, as before");
     });
