@@ -83,7 +83,11 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
 /// The binary's allocator. The engine frees on background threads what writers allocated
 /// (frozen memtables); mimalloc handles such cross-thread frees without contending on one arena
 /// lock, unlike glibc malloc. Wrapped to count heap bytes while `itermem` measures (off
-/// otherwise: one relaxed load per call).
+/// otherwise: one relaxed load per call). Built without transparent huge pages (`no_thp`):
+/// mimalloc asks for them on its arenas, and each page it took back from the system after
+/// purging it cost a fault that cleared 2 MiB (a quarter of a device run's CPU at 64 clients
+/// pipelined, a run's throughput swinging 2x with it); the device's own binary, on glibc
+/// malloc, asks for none.
 #[global_allocator]
 static GLOBAL: CountingAlloc<mimalloc::MiMalloc> = CountingAlloc::new(mimalloc::MiMalloc);
 
