@@ -1,6 +1,6 @@
 //! `BlockingClient` over NVMe/TCP, whose callers' threads drive the I/O queue themselves
 //! (`crates/host/src/nvme_direct.rs`): threads sharing one client, with KV commands, vendor
-//! pairs and values past the capsule (R2T) mixed, agree with a model; a connection the
+//! pairs, values past the capsule (R2T) and past a Retrieve's buffer mixed, agree with a model; a connection the
 //! device side closes in the middle of calls fails them instead of leaving them waiting.
 
 mod common;
@@ -19,8 +19,12 @@ use std::time::Duration;
 const HANG: Duration = Duration::from_secs(30);
 
 fn value(thread: usize, i: usize, round: usize) -> Bytes {
-    // Every fifth value is past the 8 KiB capsule: a pair whose frame goes through R2T.
-    let len = if i.is_multiple_of(5) {
+    // Every fifth value is past the 8 KiB capsule: a pair whose frame goes through R2T; every
+    // 23rd past a Retrieve's 64 KiB buffer too: a short key's get then goes again as the
+    // pair for the whole value.
+    let len = if i.is_multiple_of(23) {
+        (64 << 10) + 100 + i
+    } else if i.is_multiple_of(5) {
         9000 + i
     } else {
         10 + i % 300

@@ -22,7 +22,7 @@ use cerberus_proto::{
     split_frame, whole_frame, Command, Frame, Header, Opcode, Request, Response, Status, StoreMode,
     HEADER_LEN, VERSION,
 };
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 /// Why the queue can no longer be trusted (the connection is then closed).
 pub(crate) type Broken = String;
@@ -33,6 +33,14 @@ const DEPTH: usize = 8;
 
 /// Commands in flight at most, KV commands included: the queue's entries less one.
 const MAX_FLIGHTS: usize = QUEUE_ENTRIES as usize - 1;
+
+/// The buffer a KV Retrieve offers. The target charges each Retrieve its buffer against the
+/// queue's byte budget until it completes (`max_queue_bytes`, 4 MiB by default): offering
+/// the largest value the device takes (2 MiB) let one Retrieve at a time through, so a
+/// pipeline's gets ran one by one, never as one engine read. A larger value comes whole
+/// through the vendor pair after the Retrieve said its size (two exchanges, for values past
+/// this only).
+const RETRIEVE_BUFFER: u32 = 64 << 10;
 
 /// A command on its way: its Submit sent, then its Fetch once the Submit completed.
 struct Flight {
@@ -52,6 +60,9 @@ struct Flight {
 /// One I/O queue's commands in flight.
 pub(crate) struct Flights {
     flights: Vec<Flight>,
+    /// KV commands to send again as the pair (`Again`), once the target has room for
+    /// another pair: it keeps at most `DEPTH` pairs' answers per queue.
+    again: VecDeque<Flight>,
     /// The namespaces an Authenticate succeeded for on this connection: only their point
     /// commands take the KV route (the vendor pair says "not authenticated" for the others,
     /// as the native port does).
@@ -67,6 +78,7 @@ impl Flights {
     pub(crate) fn new(digests: Digests, maxh2cdata: u32, in_capsule: u32) -> Flights {
         Flights {
             flights: Vec::with_capacity(MAX_FLIGHTS),
+            again: VecDeque::new(),
             authed: HashSet::new(),
             next_cid: 0,
             digests,
@@ -79,12 +91,28 @@ impl Flights {
     /// Whether another frame may be taken: it may go as a pair, so only while another pair
     /// fits.
     pub(crate) fn room(&self) -> bool {
-        self.flights.len() < MAX_FLIGHTS
-            && self.flights.iter().filter(|f| f.kv.is_none()).count() < DEPTH
+        self.flights.len() + self.again.len() < MAX_FLIGHTS
+            && self.pairs() + self.again.len() < DEPTH
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.flights.is_empty()
+        self.flights.is_empty() && self.again.is_empty()
+    }
+
+    /// Pairs sent and not completed.
+    fn pairs(&self) -> usize {
+        self.flights.iter().filter(|f| f.kv.is_none()).count()
+    }
+
+    /// Sends the commands waiting to go again as the pair, as far as the target has room.
+    fn send_again(&mut self, out: &mut BytesMut) -> Result<(), Broken> {
+        while self.pairs() < DEPTH {
+            let Some(f) = self.again.pop_front() else {
+                break;
+            };
+            self.send_pair(f.header, f.frame, f.max, out)?;
+        }
+        Ok(())
     }
 
     /// Takes native `frame` (as the connection encoded it) and writes its first PDU to
@@ -197,9 +225,15 @@ impl Flights {
                 None => Ok(()),
                 // An invalid namespace: the vendor pair brings the native answer (a
                 // destroyed namespace, a revoked grant).
-                Some(f) => {
+                Some(Again::Refused(f)) => {
                     self.authed.remove(&f.header.nsid);
-                    self.send_pair(f.header, f.frame, f.max, out)
+                    self.again.push_back(f);
+                    self.send_again(out)
+                }
+                // A value larger than the Retrieve's buffer: the pair brings it whole.
+                Some(Again::Larger(f)) => {
+                    self.again.push_back(f);
+                    self.send_again(out)
                 }
             };
         }
@@ -258,21 +292,22 @@ impl Flights {
                     self.authed.insert(frame.header.nsid);
                 }
                 done.push(frame);
-                Ok(())
+                // A pair's place is free.
+                self.send_again(out)
             }
             other => Err(format!("unexpected PDU {:?}", other.pdu_type())),
         }
     }
 
     /// A PDU for a command sent as a KV command: its data (a Retrieve's value) or its
-    /// completion, which completes the caller with the native response it stands for; or,
-    /// refused as an invalid namespace, the flight to send again as the vendor pair.
+    /// completion, which completes the caller with the native response it stands for; or
+    /// the flight to send again as the vendor pair.
     fn receive_kv(
         &mut self,
         pdu: Pdu,
         at: usize,
         done: &mut Vec<Frame>,
-    ) -> Result<Option<Flight>, Broken> {
+    ) -> Result<Option<Again>, Broken> {
         let f = &mut self.flights[at];
         match pdu {
             Pdu::C2HData { datao, data, .. }
@@ -285,7 +320,18 @@ impl Flights {
             // "Invalid namespace": not carried out; whether the namespace is gone or this
             // host lost its grant, the pair's native answer says.
             Pdu::CapsuleResp { cqe } if (cqe.status.sct, cqe.status.sc) == (0, 0x0B) => {
-                Ok(Some(self.flights.swap_remove(at)))
+                Ok(Some(Again::Refused(self.flights.swap_remove(at))))
+            }
+            // The value is larger than the buffer (and than its part that came), and the
+            // caller takes one that large: asked again for all of it.
+            Pdu::CapsuleResp { cqe }
+                if cqe.status.is_success()
+                    && f.kv == Some(KvOpcode::Retrieve)
+                    && cqe.dw0 > f.buffer
+                    && f.data.len() == f.buffer as usize
+                    && cqe.dw0 <= f.max =>
+            {
+                Ok(Some(Again::Larger(self.flights.swap_remove(at))))
             }
             Pdu::CapsuleResp { cqe } => {
                 let f = self.flights.swap_remove(at);
@@ -298,6 +344,14 @@ impl Flights {
             )),
         }
     }
+}
+
+/// A command sent as a KV command, to send again as the vendor pair.
+enum Again {
+    /// Refused as an invalid namespace (the pair's native answer says why).
+    Refused(Flight),
+    /// A Retrieve whose value is larger than its buffer.
+    Larger(Flight),
 }
 
 /// Answers an R2T: the bytes of `data` it asks for, in H2CData PDUs of at most `maxh2cdata`.
@@ -401,9 +455,10 @@ fn as_kv(header: &Header, frame: &Bytes, max: u32, in_capsule: u32) -> Option<(K
         options,
     };
     Some(match cmd.request {
-        Request::Retrieve { key } if short(&key) => {
-            (kv(KvOpcode::Retrieve, &key, max, 0), Bytes::new())
-        }
+        Request::Retrieve { key } if short(&key) => (
+            kv(KvOpcode::Retrieve, &key, max.min(RETRIEVE_BUFFER), 0),
+            Bytes::new(),
+        ),
         Request::Exist { key } if short(&key) => (kv(KvOpcode::Exist, &key, 0, 0), Bytes::new()),
         Request::Delete { key } if short(&key) => (kv(KvOpcode::Delete, &key, 0, 0), Bytes::new()),
         Request::Store {

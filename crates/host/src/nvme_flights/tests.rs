@@ -194,7 +194,7 @@ fn point_commands_on_short_keys_go_as_kv_commands_and_the_rest_as_the_pair() {
     let (get, none) = kv_of(Request::Retrieve { key: key(16) }).unwrap();
     assert_eq!(
         (get.opcode, get.key.len(), get.size),
-        (KvOpcode::Retrieve, 16, 1 << 20)
+        (KvOpcode::Retrieve, 16, RETRIEVE_BUFFER)
     );
     assert!(none.is_empty());
     let put = Request::Store {
@@ -273,4 +273,60 @@ fn data_in_one_piece_is_kept_as_it_came_and_pieces_are_gathered_in_order() {
     assert_eq!(g.len(), 5);
     assert_eq!(&g.freeze()[..], b"value");
     assert_eq!(Gathered::default().freeze().len(), 0);
+}
+
+#[test]
+fn a_value_past_the_retrieve_buffer_comes_whole_through_the_pair() {
+    let mut f = Flights::new(Digests::default(), 1 << 20, 8192);
+    f.authed.insert(3);
+    let (mut out, mut done) = (BytesMut::new(), Vec::new());
+    let (_, get) = frame(Request::Retrieve {
+        key: Bytes::from_static(b"big"),
+    });
+    f.send(get, 1 << 20, &mut out).unwrap();
+    let (retrieve, _) = capsule(&pdus(&mut out)[0]);
+    let cmd = KvCommand::decode(&retrieve).unwrap().unwrap();
+    assert_eq!(
+        (cmd.opcode, cmd.size),
+        (KvOpcode::Retrieve, RETRIEVE_BUFFER)
+    );
+    // The target sends what fits and says how large the value is.
+    let size = RETRIEVE_BUFFER as usize + 100;
+    let part = Pdu::C2HData {
+        cccid: retrieve.cid,
+        datao: 0,
+        last: true,
+        success: false,
+        data: Bytes::from(vec![7u8; RETRIEVE_BUFFER as usize]),
+    };
+    f.receive(part, &mut out, &mut done).unwrap();
+    f.receive(resp(retrieve.cid, size as u32), &mut out, &mut done)
+        .unwrap();
+    assert!(done.is_empty(), "no caller completed with part of a value");
+    // Asked again through the pair, whose Fetch brings the whole native response.
+    let (submit, _) = capsule(&pdus(&mut out)[0]);
+    assert_eq!(submit.opcode, VENDOR_SUBMIT);
+    f.receive(resp(submit.cid, 0), &mut out, &mut done).unwrap();
+    let (fetch, _) = capsule(&pdus(&mut out)[0]);
+    let whole = Response {
+        cid: 9,
+        nsid: 3,
+        opcode: Opcode::Retrieve as u8,
+        status: Status::Success,
+        reply: Reply::Value(Bytes::from(vec![7u8; size])),
+    };
+    let mut answer = BytesMut::new();
+    whole.encode(&mut answer).unwrap();
+    let data = Pdu::C2HData {
+        cccid: fetch.cid,
+        datao: 0,
+        last: true,
+        success: false,
+        data: answer.freeze(),
+    };
+    f.receive(data, &mut out, &mut done).unwrap();
+    f.receive(resp(fetch.cid, 0), &mut out, &mut done).unwrap();
+    assert_eq!(Response::decode(&done[0]).unwrap(), whole);
+    // The namespace still takes the KV route.
+    assert!(f.authed.contains(&3) && f.is_empty());
 }
