@@ -302,8 +302,13 @@ impl Conn {
             s => Duration::from_secs(s),
         };
         loop {
-            // What is at hand first (answers come back, PDUs read already), their replies
-            // gathered into one write; the socket is written before the connection waits.
+            // What is at hand first (answers made here or come back, PDUs read already),
+            // their replies gathered into one write; the socket is written before the
+            // connection waits.
+            if let Some(done) = self.flight.ready.pop_front() {
+                self.finished(done).await?;
+                continue;
+            }
             if let Ok(done) = done_rx.try_recv() {
                 self.finished(done).await?;
                 continue;
@@ -313,7 +318,7 @@ impl Conn {
                 continue;
             }
             if !self.held.is_empty() {
-                // Their answers come back through `done_rx`, at hand on the next turn.
+                // Their answers are at hand on the next turn (`flight.ready`).
                 self.run_held();
                 continue;
             }

@@ -39,6 +39,8 @@ pub(super) struct Flight {
     pub pending: HashMap<u16, Pending>,
     next_ttag: u16,
     pub done_tx: mpsc::UnboundedSender<Done>,
+    /// Answers made on the connection's own task, to send (`finish_now`).
+    pub ready: VecDeque<Done>,
 }
 
 impl Flight {
@@ -52,6 +54,7 @@ impl Flight {
             pending: HashMap::new(),
             next_ttag: 0,
             done_tx,
+            ready: VecDeque::new(),
         };
         (f, done_rx)
     }
@@ -72,10 +75,12 @@ impl Flight {
         }
     }
 
-    /// Answers a command at once (through the same path as the workers' answers).
-    pub fn finish_now(&self, sqe: Sqe, answer: Answer, cost: usize) {
-        // The receiver lives as long as the connection that owns this sender.
-        let _ = self.done_tx.send(Done { sqe, answer, cost });
+    /// Answers a command at once: its answer is sent before the connection waits again,
+    /// with the workers' (which come through `done_tx`). Kept here, not sent through the
+    /// channel: a pipeline's answers made on the loop cost a channel's send, pop and wake
+    /// each.
+    pub fn finish_now(&mut self, sqe: Sqe, answer: Answer, cost: usize) {
+        self.ready.push_back(Done { sqe, answer, cost });
     }
 
     /// The next waiting command if it fits now.
