@@ -11,7 +11,7 @@ import time
 import pytest
 
 import cerberus
-from conftest import ADMIN_SECRET, _binary, fresh_name
+from conftest import ADMIN_SECRET, _binary, fresh_name, stop
 
 HOST = "nqn.2014-08.org.example:python"
 AUTH_HOST = "nqn.2014-08.org.example:python-auth"
@@ -60,11 +60,7 @@ def addresses(tmp_path_factory):
             time.sleep(0.05)
         yield native.group(1), nvme.group(1)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def nvme(addresses, **kw):
