@@ -10,8 +10,8 @@ use cerberus_device::{Device, DeviceConfig, DeviceHandle};
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeQueue, NvmeTarget};
 use cerberus_host::proto::nvme::{
     auth_command, authentication_required, connect_data, failure, host_response, property,
-    AuthMessage, Cqe, DhchapSecret, HashId, KvCommand, KvOpcode, NvmeStatus, Sqe, CONNECT_ATR,
-    FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND,
+    AuthMessage, Cqe, DhchapSecret, HashId, KvCommand, KvKey, KvOpcode, NvmeStatus, Sqe,
+    CONNECT_ATR, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND,
 };
 use cerberus_host::{BlockingClient, ClientConfig};
 
@@ -139,7 +139,7 @@ async fn refused_everything(q: &mut NvmeQueue, nsid: u32) {
     };
     KvCommand {
         opcode: KvOpcode::Retrieve,
-        key: b"k".to_vec(),
+        key: KvKey::new(b"k").unwrap(),
         size: 64,
         options: 0,
     }
@@ -266,7 +266,7 @@ fn a_host_that_skips_authentication_is_refused_on_each_queue() {
         };
         KvCommand {
             opcode: KvOpcode::Exist,
-            key: b"nothing".to_vec(),
+            key: KvKey::new(b"nothing").unwrap(),
             size: 0,
             options: 0,
         }

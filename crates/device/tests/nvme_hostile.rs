@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use cerberus_device::{DeviceConfig, DeviceHandle};
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeTarget};
 use cerberus_host::proto::nvme::{
-    connect_data, Digests, KvCommand, KvOpcode, Pdu, Sqe, FABRICS_OPCODE, PFV_1_0,
+    connect_data, Digests, KvCommand, KvKey, KvOpcode, Pdu, Sqe, FABRICS_OPCODE, PFV_1_0,
 };
 use cerberus_host::{BlockingClient, ClientConfig};
 use common::{SUBNQN, TEST_HOSTNQN};
@@ -244,7 +244,7 @@ fn kv_capsule(ns: u32, cid: u16, opcode: KvOpcode, key: &[u8], size: u32, out: &
     };
     let cmd = KvCommand {
         opcode,
-        key: key.to_vec(),
+        key: KvKey::new(key).expect("a test key of at most 16 bytes"),
         size,
         options: 0,
     };

@@ -7,7 +7,7 @@ mod common;
 use bytes::Bytes;
 use cerberus_device::DeviceHandle;
 use cerberus_host::nvme::{NvmeHost, NvmeTarget};
-use cerberus_host::proto::nvme::{KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe};
+use cerberus_host::proto::nvme::{KvCommand, KvKey, KvOpcode, NvmeStatus, Pdu, Sqe};
 
 const HOST: &str = "nqn.2014-08.org.example:host1";
 
@@ -179,7 +179,7 @@ fn a_pipelined_host_gets_every_answer_matched_by_its_command_id() {
                 let v = value(i);
                 let cmd = KvCommand {
                     opcode: KvOpcode::Store,
-                    key: format!("p{i:03}").into_bytes(),
+                    key: KvKey::new(format!("p{i:03}").as_bytes()).unwrap(),
                     size: v.len() as u32,
                     options: 0,
                 };
@@ -193,7 +193,7 @@ fn a_pipelined_host_gets_every_answer_matched_by_its_command_id() {
             .map(|i| {
                 let cmd = KvCommand {
                     opcode: KvOpcode::Retrieve,
-                    key: format!("p{i:03}").into_bytes(),
+                    key: KvKey::new(format!("p{i:03}").as_bytes()).unwrap(),
                     size: 16 << 10,
                     options: 0,
                 };

@@ -8,8 +8,8 @@ use cerberus_device::DeviceHandle;
 use cerberus_engine::Readable;
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeQueue, NvmeTarget};
 use cerberus_host::proto::nvme::{
-    kv_status, property, Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe, STORE_ONLY_IF_ABSENT,
-    STORE_ONLY_IF_PRESENT,
+    kv_status, property, Digests, KvCommand, KvKey, KvOpcode, NvmeStatus, Pdu, Sqe,
+    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -236,6 +236,14 @@ fn kv_round_trips() {
         assert!(h.delete(ns, b"apple").await.unwrap());
         assert!(!h.delete(ns, b"apple").await.unwrap());
         assert_eq!(h.retrieve(ns, b"apple", 64).await.unwrap(), None);
+        // Keys the command set does not carry are refused here, never cut to 16 bytes
+        // (which would store under another key) nor sent empty.
+        let long = [b'x'; 17];
+        let refused = h.store(ns, &long, b"v", 0).await;
+        assert!(matches!(refused, Err(NvmeError::KeyLength(17))), "{refused:?}");
+        assert!(matches!(h.exist(ns, b"").await, Err(NvmeError::KeyLength(0))));
+        assert!(h.list(ns, &long, 4096).await.is_err());
+        assert_eq!(h.retrieve(ns, &long[..16], 64).await.unwrap(), None);
         // A 17-byte key length: invalid key size.
         let mut sqe = Sqe {
             nsid: ns,
@@ -243,7 +251,7 @@ fn kv_round_trips() {
         };
         KvCommand {
             opcode: KvOpcode::Exist,
-            key: b"k".to_vec(),
+            key: KvKey::new(b"k").unwrap(),
             size: 0,
             options: 0,
         }
@@ -323,7 +331,7 @@ fn bad_pdus_close_only_their_connection() {
         };
         KvCommand {
             opcode: KvOpcode::Store,
-            key: b"s".to_vec(),
+            key: KvKey::new(b"s").unwrap(),
             size: 10_000,
             options: 0,
         }

@@ -126,7 +126,7 @@ impl Connection {
             };
         };
         let mut out = BytesMut::new();
-        d.queue(&self.shared, frame, &mut out)?;
+        d.queue(&self.shared, &command.request, frame, &mut out)?;
         d.write(&self.shared, &out)?;
         d.wait(&self.shared, &mut wait)
     }
@@ -162,7 +162,9 @@ impl Connection {
                 take_oldest(&mut waiting);
             }
             let queued = match self.register(c).await {
-                Ok((frame, wait)) => d.queue(&self.shared, frame, &mut out).map(|()| wait),
+                Ok((frame, wait)) => d
+                    .queue(&self.shared, &c.request, frame, &mut out)
+                    .map(|()| wait),
                 Err(e) => Err(e),
             };
             waiting.push_back(queued);
@@ -244,9 +246,15 @@ enum Driven<'a> {
 }
 
 impl Driven<'_> {
-    /// Adds what `frame` (registered) goes as to `out`; on NVMe/TCP, once the queue has
+    /// Adds what `frame` (`request`'s, registered) goes as to `out`; on NVMe/TCP, once the queue has
     /// room (if the caller gives up first, the command is forgotten: it was never sent).
-    fn queue(&self, shared: &Shared, frame: BytesMut, out: &mut BytesMut) -> Result<()> {
+    fn queue(
+        &self,
+        shared: &Shared,
+        request: &Request,
+        frame: BytesMut,
+        out: &mut BytesMut,
+    ) -> Result<()> {
         match self {
             Driven::Native(_) => {
                 // A call alone takes the frame as it is: no copy.
@@ -259,7 +267,7 @@ impl Driven<'_> {
             }
             Driven::Nvme(d) => {
                 let cid = frame.get(4..8).and_then(|b| b.try_into().ok());
-                let queued = d.enqueue(shared, frame.freeze(), out);
+                let queued = d.enqueue(shared, frame.freeze(), request, out);
                 if let (Err(_), Some(cid)) = (&queued, cid) {
                     shared.abandon(u32::from_le_bytes(cid));
                 }

@@ -21,7 +21,7 @@ use crate::nvme_flights::{Broken, Flights};
 use crate::relay::{completed, read_more, Ready, Relay, Slot, READ_CHUNK, READ_SLICE};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{split_pdu, Digests, Pdu, PduLimits};
-use cerberus_proto::{Frame, Response};
+use cerberus_proto::{Frame, Request, Response};
 use parking_lot::Mutex;
 use std::io::Write;
 use std::net::TcpStream;
@@ -76,16 +76,23 @@ impl NvmeDirect {
         self.request_timeout.map(|t| Instant::now() + t)
     }
 
-    /// Adds `frame`'s first PDU to `out` once the queue has room for it. While it has none,
-    /// writes `out` (the caller's commands queued before it) and waits for room.
-    pub(crate) fn enqueue(&self, shared: &Shared, frame: Bytes, out: &mut BytesMut) -> Result<()> {
+    /// Adds `frame`'s first PDU (`request`'s, which it encodes) to `out` once the queue has
+    /// room for it. While it has none, writes `out` (the caller's commands queued before
+    /// it) and waits for room.
+    pub(crate) fn enqueue(
+        &self,
+        shared: &Shared,
+        frame: Bytes,
+        request: &Request,
+        out: &mut BytesMut,
+    ) -> Result<()> {
         let deadline = self.deadline();
         loop {
             {
                 let mut flights = self.flights.lock();
                 if flights.room() {
                     let max = shared.max_response_body.load(Ordering::Relaxed);
-                    return match flights.send(frame, max, out) {
+                    return match flights.send(frame, Some(request), max, out) {
                         Ok(()) => Ok(()),
                         Err(why) => Err(fail(shared, why)),
                     };

@@ -15,7 +15,7 @@
 use crate::nvme::{data_pointer, kv_capsule, QUEUE_ENTRIES};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{
-    Cqe, Digests, KvCommand, KvOpcode, NvmeStatus, Pdu, Sqe, MAX_KV_KEY, STORE_ONLY_IF_ABSENT,
+    Cqe, Digests, KvCommand, KvKey, KvOpcode, NvmeStatus, Pdu, Sqe, STORE_ONLY_IF_ABSENT,
     STORE_ONLY_IF_PRESENT, VENDOR_FETCH, VENDOR_SUBMIT,
 };
 use cerberus_proto::{
@@ -115,12 +115,13 @@ impl Flights {
         Ok(())
     }
 
-    /// Takes native `frame` (as the connection encoded it) and writes its first PDU to
-    /// `out`; `max`: the most bytes of a response body the caller takes. Only when
-    /// [`Flights::room`].
+    /// Takes native `frame` (as the connection encoded it from `request`, when the caller
+    /// still has it: else read from the frame) and writes its first PDU to `out`; `max`: the
+    /// most bytes of a response body the caller takes. Only when [`Flights::room`].
     pub(crate) fn send(
         &mut self,
         frame: Bytes,
+        request: Option<&Request>,
         max: u32,
         out: &mut BytesMut,
     ) -> Result<(), Broken> {
@@ -129,7 +130,13 @@ impl Flights {
         };
         let header = Header::decode(header);
         if self.authed.contains(&header.nsid) {
-            if let Some((cmd, value)) = as_kv(&header, &frame, max, self.in_capsule) {
+            let kv = match request {
+                Some(request) => as_kv(request, max, self.in_capsule),
+                None => {
+                    decode(&header, &frame).and_then(|c| as_kv(&c.request, max, self.in_capsule))
+                }
+            };
+            if let Some((cmd, value)) = kv {
                 let cid = self.take_cid();
                 kv_capsule(header.nsid, cid, &cmd, value).encode(self.digests, out);
                 self.flights.push(Flight {
@@ -429,10 +436,8 @@ fn kv_response(f: Flight, cqe: Cqe) -> Result<Frame, Broken> {
     }
 }
 
-/// The KV command native `frame` is, with the value it carries, if the KV command set says
-/// the same thing (see the module's comment); `max`: the most bytes of a response body, the
-/// buffer a Retrieve offers.
-fn as_kv(header: &Header, frame: &Bytes, max: u32, in_capsule: u32) -> Option<(KvCommand, Bytes)> {
+/// The native point command `frame` holds (Store, Retrieve, Exist, Delete), read from it.
+fn decode(header: &Header, frame: &Bytes) -> Option<Command> {
     let point = [
         Opcode::Store,
         Opcode::Retrieve,
@@ -446,34 +451,40 @@ fn as_kv(header: &Header, frame: &Bytes, max: u32, in_capsule: u32) -> Option<(K
         header: *header,
         body: frame.get(HEADER_LEN..).map(|_| frame.slice(HEADER_LEN..))?,
     };
-    let cmd = Command::decode(&frame).ok()?;
-    let short = |key: &Bytes| !key.is_empty() && key.len() <= MAX_KV_KEY;
-    let kv = |opcode, key: &Bytes, size, options| KvCommand {
+    Command::decode(&frame).ok()
+}
+
+/// The KV command `request` is, with the value it carries, if the KV command set says the
+/// same thing (see the module's comment); `max`: the most bytes of a response body, the
+/// buffer a Retrieve offers.
+fn as_kv(request: &Request, max: u32, in_capsule: u32) -> Option<(KvCommand, Bytes)> {
+    let key = |key: &Bytes| KvKey::new(key).filter(|k| !k.is_empty());
+    let kv = |opcode, key, size, options| KvCommand {
         opcode,
-        key: key.to_vec(),
+        key,
         size,
         options,
     };
-    Some(match cmd.request {
-        Request::Retrieve { key } if short(&key) => (
-            kv(KvOpcode::Retrieve, &key, max.min(RETRIEVE_BUFFER), 0),
+    Some(match request {
+        Request::Retrieve { key: k } => (
+            kv(KvOpcode::Retrieve, key(k)?, max.min(RETRIEVE_BUFFER), 0),
             Bytes::new(),
         ),
-        Request::Exist { key } if short(&key) => (kv(KvOpcode::Exist, &key, 0, 0), Bytes::new()),
-        Request::Delete { key } if short(&key) => (kv(KvOpcode::Delete, &key, 0, 0), Bytes::new()),
+        Request::Exist { key: k } => (kv(KvOpcode::Exist, key(k)?, 0, 0), Bytes::new()),
+        Request::Delete { key: k } => (kv(KvOpcode::Delete, key(k)?, 0, 0), Bytes::new()),
         Request::Store {
-            key,
+            key: k,
             value,
             mode,
             sync: false,
-        } if short(&key) && !value.is_empty() && value.len() <= in_capsule as usize => {
+        } if !value.is_empty() && value.len() <= in_capsule as usize => {
             let options = match mode {
                 StoreMode::Always => 0,
                 StoreMode::OnlyIfAbsent => STORE_ONLY_IF_ABSENT,
                 StoreMode::OnlyIfPresent => STORE_ONLY_IF_PRESENT,
             };
             let size = value.len() as u32;
-            (kv(KvOpcode::Store, &key, size, options), value)
+            (kv(KvOpcode::Store, key(k)?, size, options), value.clone())
         }
         _ => return None,
     })

@@ -77,12 +77,12 @@ pub(crate) async fn run(
             frame = frames.recv(), if flights.room() => match frame {
                 Some(frame) => {
                     let max = shared.max_response_body.load(Ordering::Relaxed);
-                    let mut step = flights.send(frame, max, &mut out);
+                    let mut step = flights.send(frame, None, max, &mut out);
                     // Frames queued behind it go out with it, in one write.
                     while step.is_ok() && flights.room() {
                         let Ok(frame) = frames.try_recv() else { break };
                         let max = shared.max_response_body.load(Ordering::Relaxed);
-                        step = flights.send(frame, max, &mut out);
+                        step = flights.send(frame, None, max, &mut out);
                     }
                     step
                 }

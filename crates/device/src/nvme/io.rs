@@ -48,7 +48,8 @@ impl Conn {
             shared.metrics.get_batches.inc();
             shared.metrics.batched_gets.inc_by(held.len() as u64);
         }
-        let cmds: Vec<Command> = held.iter().map(|h| h.cmd.clone()).collect();
+        let (cmds, held): (Vec<Command>, Vec<Answering>) =
+            held.into_iter().map(|h| (h.cmd, h.answering)).unzip();
         let responses = shared.retrieve_many(ns, &cmds);
         for (resp, h) in responses.into_iter().zip(held) {
             let ok = resp.status.is_success();
@@ -67,7 +68,7 @@ impl Conn {
         if !self.may_use(sqe.nsid) {
             return Err(Answer::status(invalid_namespace()));
         }
-        let key = Bytes::from(cmd.key);
+        let key = Bytes::copy_from_slice(&cmd.key);
         let request = match cmd.opcode {
             KvOpcode::Store => {
                 let mode = match cmd.options & (STORE_ONLY_IF_ABSENT | STORE_ONLY_IF_PRESENT) {
@@ -148,11 +149,13 @@ impl Conn {
                 self.puts.store_for(&shared, cmd.nsid);
             }
             self.held.push(Held {
-                sqe,
                 cmd,
-                buffer,
-                cost,
-                arrived,
+                answering: Answering {
+                    sqe,
+                    buffer,
+                    cost,
+                    arrived,
+                },
             });
             if self.held.len() >= MAX_HELD {
                 self.run_held();
@@ -262,8 +265,13 @@ impl StoreReply {
 
 /// A Retrieve held to be carried out with the others at hand (`Conn::run_held`).
 pub(super) struct Held {
-    sqe: Sqe,
     cmd: Command,
+    answering: Answering,
+}
+
+/// What answering a held Retrieve takes.
+pub(super) struct Answering {
+    sqe: Sqe,
     buffer: usize,
     cost: usize,
     arrived: quanta::Instant,

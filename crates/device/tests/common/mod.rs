@@ -130,14 +130,14 @@ pub fn kv_sqe(
     size: u32,
     in_capsule: bool,
 ) -> cerberus_host::proto::nvme::Sqe {
-    use cerberus_host::proto::nvme::{KvCommand, Sqe};
+    use cerberus_host::proto::nvme::{KvCommand, KvKey, Sqe};
     let mut sqe = Sqe {
         nsid: ns,
         ..Sqe::default()
     };
     KvCommand {
         opcode,
-        key: key.to_vec(),
+        key: KvKey::new(key).expect("a test key of at most 16 bytes"),
         size,
         options: 0,
     }

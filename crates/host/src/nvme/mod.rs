@@ -18,8 +18,8 @@ pub use vendor::VendorReply;
 
 use bytes::Bytes;
 use cerberus_proto::nvme::{
-    connect_data, kv_status, property, Cqe, Digests, KvCommand, KvOpcode, NvmeStatus, NvmeTcpError,
-    Sqe, CONNECT_ATR,
+    connect_data, kv_status, property, Cqe, Digests, KvCommand, KvKey, KvOpcode, NvmeStatus,
+    NvmeTcpError, Sqe, CONNECT_ATR,
 };
 
 /// `Result` with [`NvmeError`].
@@ -58,6 +58,10 @@ pub enum NvmeError {
     /// host has no secret.
     #[error("authentication failed: {0}")]
     Auth(String),
+    /// A key the KV command set does not carry (it carries 1 to 16 bytes; List may start
+    /// at none).
+    #[error("a key of {0} bytes: the KV command set carries 1 to 16")]
+    KeyLength(usize),
 }
 
 /// "Connect Invalid Host": the target refuses this host NQN (one that must authenticate
@@ -76,6 +80,7 @@ impl From<NvmeError> for crate::Error {
                     "NVMe/TCP: the target refused this host NQN ({e})"
                 ))
             }
+            NvmeError::KeyLength(_) => crate::Error::InvalidKeySize(format!("NVMe/TCP: {e}")),
             e => crate::Error::Protocol(format!("NVMe/TCP: {e}")),
         }
     }
@@ -317,7 +322,7 @@ impl NvmeHost {
     pub async fn store(&mut self, nsid: u32, key: &[u8], value: &[u8], options: u8) -> Result<()> {
         let cmd = KvCommand {
             opcode: KvOpcode::Store,
-            key: key.to_vec(),
+            key: kv_key(key)?,
             size: value.len() as u32,
             options,
         };
@@ -334,7 +339,7 @@ impl NvmeHost {
     ) -> Result<Option<(Bytes, u32)>> {
         let cmd = KvCommand {
             opcode: KvOpcode::Retrieve,
-            key: key.to_vec(),
+            key: kv_key(key)?,
             size: buffer,
             options: 0,
         };
@@ -343,13 +348,13 @@ impl NvmeHost {
 
     /// Whether `key` exists.
     pub async fn exist(&mut self, nsid: u32, key: &[u8]) -> Result<bool> {
-        let cmd = key_only(KvOpcode::Exist, key);
+        let cmd = key_only(KvOpcode::Exist, key)?;
         Ok(absent_is_none(self.kv(nsid, cmd, Bytes::new()).await)?.is_some())
     }
 
     /// Deletes `key`; false if it did not exist.
     pub async fn delete(&mut self, nsid: u32, key: &[u8]) -> Result<bool> {
-        let cmd = key_only(KvOpcode::Delete, key);
+        let cmd = key_only(KvOpcode::Delete, key)?;
         Ok(absent_is_none(self.kv(nsid, cmd, Bytes::new()).await)?.is_some())
     }
 
@@ -357,7 +362,7 @@ impl NvmeHost {
     pub async fn list(&mut self, nsid: u32, start: &[u8], buffer: u32) -> Result<Vec<Vec<u8>>> {
         let cmd = KvCommand {
             opcode: KvOpcode::List,
-            key: start.to_vec(),
+            key: KvKey::new(start).ok_or(NvmeError::KeyLength(start.len()))?,
             size: buffer,
             options: 0,
         };
@@ -373,13 +378,20 @@ impl NvmeHost {
     }
 }
 
-fn key_only(opcode: KvOpcode, key: &[u8]) -> KvCommand {
-    KvCommand {
+fn key_only(opcode: KvOpcode, key: &[u8]) -> Result<KvCommand> {
+    Ok(KvCommand {
         opcode,
-        key: key.to_vec(),
+        key: kv_key(key)?,
         size: 0,
         options: 0,
-    }
+    })
+}
+
+/// `key` as a KV command carries it: 1 to 16 bytes, never cut.
+fn kv_key(key: &[u8]) -> Result<KvKey> {
+    KvKey::new(key)
+        .filter(|k| !k.is_empty())
+        .ok_or(NvmeError::KeyLength(key.len()))
 }
 
 /// "Key does not exist" as None.

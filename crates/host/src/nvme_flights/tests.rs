@@ -15,9 +15,14 @@ fn frame(request: Request) -> (Header, Bytes) {
     (header, out)
 }
 
+/// The KV command `request` goes as, the same whether read from its frame or taken as the
+/// caller has it.
 fn kv_of(request: Request) -> Option<(KvCommand, Bytes)> {
-    let (header, bytes) = frame(request);
-    as_kv(&header, &bytes, 1 << 20, 8192)
+    let (header, bytes) = frame(request.clone());
+    let from_frame = decode(&header, &bytes).and_then(|c| as_kv(&c.request, 1 << 20, 8192));
+    let direct = as_kv(&request, 1 << 20, 8192);
+    assert_eq!(from_frame, direct);
+    direct
 }
 
 /// The PDUs in `out`, as the target would read them.
@@ -68,7 +73,7 @@ fn a_pair_goes_submit_r2t_data_fetch_and_completes_the_native_command() {
     let (_, bytes) = frame(Request::Authenticate { secret });
     let mut out = BytesMut::new();
     let mut done = Vec::new();
-    f.send(bytes.clone(), 1 << 20, &mut out).unwrap();
+    f.send(bytes.clone(), None, 1 << 20, &mut out).unwrap();
     let sent = pdus(&mut out);
     let (submit, inline) = capsule(&sent[0]);
     assert_eq!(
@@ -118,7 +123,7 @@ fn a_pair_goes_submit_r2t_data_fetch_and_completes_the_native_command() {
     let (_, get) = frame(Request::Retrieve {
         key: Bytes::from_static(b"key"),
     });
-    f.send(get, 1 << 20, &mut out).unwrap();
+    f.send(get, None, 1 << 20, &mut out).unwrap();
     let (retrieve, _) = capsule(&pdus(&mut out)[0]);
     assert_eq!(
         KvCommand::decode(&retrieve).unwrap().unwrap().opcode,
@@ -144,7 +149,7 @@ fn pdus_the_queue_did_not_ask_for_break_it() {
     let (mut out, mut done) = (BytesMut::new(), Vec::new());
     assert!(f.receive(resp(5, 0), &mut out, &mut done).is_err());
     let (_, stats) = frame(Request::Stats);
-    f.send(stats.clone(), 64, &mut out).unwrap();
+    f.send(stats.clone(), None, 64, &mut out).unwrap();
     let (submit, _) = capsule(&pdus(&mut out)[0]);
     let past = Pdu::R2T {
         cccid: submit.cid,
@@ -166,12 +171,14 @@ fn pdus_the_queue_did_not_ask_for_break_it() {
     assert!(f.receive(flood, &mut out, &mut done).is_err());
     // A Fetch's completion with no frame.
     let mut f = Flights::new(Digests::default(), 4096, 8192);
-    f.send(stats, 64, &mut out).unwrap();
+    f.send(stats, None, 64, &mut out).unwrap();
     let (submit, _) = capsule(&pdus(&mut out)[0]);
     f.receive(resp(submit.cid, 0), &mut out, &mut done).unwrap();
     let (fetch, _) = capsule(&pdus(&mut out)[0]);
     assert!(f.receive(resp(fetch.cid, 0), &mut out, &mut done).is_err());
-    assert!(f.send(Bytes::from_static(b"short"), 64, &mut out).is_err());
+    assert!(f
+        .send(Bytes::from_static(b"short"), None, 64, &mut out)
+        .is_err());
 }
 
 #[test]
@@ -181,7 +188,7 @@ fn room_is_at_most_eight_pairs() {
     for _ in 0..DEPTH {
         assert!(f.room());
         let (_, stats) = frame(Request::Stats);
-        f.send(stats, 64, &mut out).unwrap();
+        f.send(stats, None, 64, &mut out).unwrap();
     }
     assert!(!f.room());
     let cids: HashSet<u16> = pdus(&mut out).iter().map(|p| capsule(p).0.cid).collect();
@@ -283,7 +290,7 @@ fn a_value_past_the_retrieve_buffer_comes_whole_through_the_pair() {
     let (_, get) = frame(Request::Retrieve {
         key: Bytes::from_static(b"big"),
     });
-    f.send(get, 1 << 20, &mut out).unwrap();
+    f.send(get, None, 1 << 20, &mut out).unwrap();
     let (retrieve, _) = capsule(&pdus(&mut out)[0]);
     let cmd = KvCommand::decode(&retrieve).unwrap().unwrap();
     assert_eq!(

@@ -65,13 +65,46 @@ pub mod kv_status {
     }
 }
 
+/// A KV command's key, 0 to [`MAX_KV_KEY`] bytes, kept in place: a command's key never
+/// costs an allocation on either side of the wire.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct KvKey {
+    len: u8,
+    bytes: [u8; MAX_KV_KEY],
+}
+
+impl KvKey {
+    /// `key`, if the KV command set carries it (at most [`MAX_KV_KEY`] bytes).
+    pub fn new(key: &[u8]) -> Option<KvKey> {
+        let mut bytes = [0u8; MAX_KV_KEY];
+        bytes.get_mut(..key.len())?.copy_from_slice(key);
+        Some(KvKey {
+            len: key.len() as u8,
+            bytes,
+        })
+    }
+}
+
+impl std::ops::Deref for KvKey {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for KvKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KvKey({:?})", bytes::Bytes::copy_from_slice(self))
+    }
+}
+
 /// A KV I/O command's fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KvCommand {
     /// Which command.
     pub opcode: KvOpcode,
-    /// The key's bytes (1 to [`MAX_KV_KEY`]; List may name an empty start).
-    pub key: Vec<u8>,
+    /// The key (1 to [`MAX_KV_KEY`] bytes; List may name an empty start).
+    pub key: KvKey,
     /// CDW10: the value's size (Store) or the host buffer's (Retrieve, List).
     pub size: u32,
     /// CDW11 bits 15:8: the command's options.
@@ -97,21 +130,23 @@ impl KvCommand {
         {
             all[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
         }
+        // Bytes past the key are not the key's: zeroed, so equal keys compare equal.
+        all[kl..].fill(0);
         Ok(Some(KvCommand {
             opcode,
-            key: all[..kl].to_vec(),
+            key: KvKey {
+                len: kl as u8,
+                bytes: all,
+            },
             size: sqe.cdw(10),
             options: ((cdw11 >> 8) & 0xFF) as u8,
         }))
     }
 
     /// Writes the command's fields into `sqe` (its opcode, key, size and options; the rest,
-    /// cid, nsid and data pointer, are the caller's). Keys longer than [`MAX_KV_KEY`] are cut
-    /// to it: the caller checks first.
+    /// cid, nsid and data pointer, are the caller's).
     pub fn encode(&self, sqe: &mut Sqe) {
-        let mut all = [0u8; MAX_KV_KEY];
-        let kl = self.key.len().min(MAX_KV_KEY);
-        all[..kl].copy_from_slice(&self.key[..kl]);
+        let (all, kl) = (self.key.bytes, usize::from(self.key.len));
         let word = |i: usize| u32::from_le_bytes([all[i], all[i + 1], all[i + 2], all[i + 3]]);
         sqe.opcode = self.opcode as u8;
         sqe.cdw2 = word(0);
@@ -131,7 +166,7 @@ mod tests {
     fn keys_sit_in_cdw2_3_14_15_and_round_trip() {
         let cmd = KvCommand {
             opcode: KvOpcode::Store,
-            key: b"0123456789abcdef".to_vec(),
+            key: KvKey::new(b"0123456789abcdef").unwrap(),
             size: 4096,
             options: STORE_ONLY_IF_ABSENT,
         };
@@ -145,7 +180,7 @@ mod tests {
         assert_eq!(KvCommand::decode(&sqe), Ok(Some(cmd)));
         let short = KvCommand {
             opcode: KvOpcode::Retrieve,
-            key: b"k1".to_vec(),
+            key: KvKey::new(b"k1").unwrap(),
             size: 100,
             options: 0,
         };

@@ -28,7 +28,7 @@ pub use fabrics::{
 };
 pub use fuzz::check_command_decoders;
 pub use kv::{
-    kv_status, KvCommand, KvOpcode, MAX_KV_KEY, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
+    kv_status, KvCommand, KvKey, KvOpcode, MAX_KV_KEY, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };
 pub use pdu::{split_pdu, Digests, NvmeTcpError, Pdu, PduLimits, PduType, CH_LEN, PFV_1_0};
 pub use queue_entry::{Cqe, NvmeStatus, Sqe, CQE_LEN, SQE_LEN};

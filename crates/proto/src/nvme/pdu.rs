@@ -434,9 +434,12 @@ impl Pdu {
         let ty = self.pdu_type();
         let hlen = ty.hlen();
         let hd = ty.digested() && digests.header;
-        let (mut flags, mut h) = (0u8, BytesMut::with_capacity(hlen));
+        // The header is built in place (128 bytes at most, ICReq's), not on the heap: every
+        // command and answer encodes one.
+        let mut header = [0u8; 128];
+        let mut h: &mut [u8] = &mut header[CH_LEN..hlen];
+        let mut flags = 0u8;
         let mut data: &[u8] = &[];
-        h.put_bytes(0, CH_LEN);
         match self {
             Pdu::IcReq {
                 pfv,
@@ -505,7 +508,7 @@ impl Pdu {
                 h.put_u32_le(*r2tl);
             }
         }
-        h.resize(hlen, 0);
+        let h = &mut header[..hlen];
         let dd = ty.carries_data() && digests.data && !data.is_empty();
         let header_end = hlen + if hd { DIGEST_LEN } else { 0 };
         let pdo = if ty.carries_data() && !data.is_empty() {
@@ -520,9 +523,9 @@ impl Pdu {
         h[2] = hlen as u8;
         h[3] = pdo as u8;
         h[4..8].copy_from_slice(&(plen as u32).to_le_bytes());
-        out.put_slice(&h);
+        out.put_slice(h);
         if hd {
-            out.put_u32_le(crc32c::crc32c(&h));
+            out.put_u32_le(crc32c::crc32c(h));
         }
         out.put_slice(data);
         if dd {
@@ -531,7 +534,7 @@ impl Pdu {
     }
 }
 
-fn put_data_header(h: &mut BytesMut, cccid: u16, ttag: u16, datao: u32, len: usize) {
+fn put_data_header(h: &mut impl BufMut, cccid: u16, ttag: u16, datao: u32, len: usize) {
     h.put_u16_le(cccid);
     h.put_u16_le(ttag);
     h.put_u32_le(datao);
