@@ -240,8 +240,14 @@ fn kv_round_trips() {
         // (which would store under another key) nor sent empty.
         let long = [b'x'; 17];
         let refused = h.store(ns, &long, b"v", 0).await;
-        assert!(matches!(refused, Err(NvmeError::KeyLength(17))), "{refused:?}");
-        assert!(matches!(h.exist(ns, b"").await, Err(NvmeError::KeyLength(0))));
+        assert!(
+            matches!(refused, Err(NvmeError::KeyLength(17))),
+            "{refused:?}"
+        );
+        assert!(matches!(
+            h.exist(ns, b"").await,
+            Err(NvmeError::KeyLength(0))
+        ));
         assert!(h.list(ns, &long, 4096).await.is_err());
         assert_eq!(h.retrieve(ns, &long[..16], 64).await.unwrap(), None);
         // A 17-byte key length: invalid key size.

@@ -10,8 +10,10 @@
 use crate::direct::Direct;
 use crate::error::{Error, Result};
 use crate::inflight::Shared;
+use crate::nvme::QUEUE_ENTRIES;
 use crate::nvme_direct::NvmeDirect;
 use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme;
 use cerberus_proto::{split_frame, Command, Identify, Request, Response, HEADER_LEN};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -143,7 +145,7 @@ impl Connection {
                 .map(|_| Err(Error::ConnectionClosed))
                 .collect()
         };
-        let mut out = BytesMut::new();
+        let mut out = d.out_for(commands.len());
         let mut waiting = std::collections::VecDeque::with_capacity(commands.len());
         let mut done = Vec::with_capacity(commands.len());
         let mut take_oldest = |waiting: &mut std::collections::VecDeque<Result<_>>| {
@@ -272,6 +274,18 @@ impl Driven<'_> {
                     shared.abandon(u32::from_le_bytes(cid));
                 }
                 queued
+            }
+        }
+    }
+
+    /// A buffer for `n` commands' bytes: on NVMe/TCP room for as many capsules (a batch
+    /// of gets would grow it five times over); natively the first frame becomes it.
+    fn out_for(&self, n: usize) -> BytesMut {
+        match self {
+            Driven::Native(_) => BytesMut::new(),
+            Driven::Nvme(_) => {
+                let capsule = nvme::CH_LEN + nvme::SQE_LEN;
+                BytesMut::with_capacity(n.min(usize::from(QUEUE_ENTRIES)) * capsule)
             }
         }
     }

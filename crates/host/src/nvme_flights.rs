@@ -397,42 +397,37 @@ fn write_data(
 /// The native completion frame a KV command's completion stands for.
 fn kv_response(f: Flight, cqe: Cqe) -> Result<Frame, Broken> {
     let h = f.header;
-    // A success is a frame of the value (a Retrieve's) or of nothing: made as it is, the
-    // value not copied.
-    let success = |body: Bytes| Frame {
+    // Made as the native response frame is (a status in the word, then the value, or the
+    // message of a failure), without encoding one to read it back: the value not copied.
+    let frame = |status: Status, body: Bytes| Frame {
         header: Header {
             version: VERSION,
             opcode: h.opcode,
-            word: Status::Success.code(),
+            word: status.code(),
             cid: h.cid,
             nsid: h.nsid,
             body_len: body.len() as u32,
         },
         body,
     };
-    let response = match (cqe.status.is_success(), f.kv) {
+    match (cqe.status.is_success(), f.kv) {
         (true, Some(KvOpcode::Retrieve)) if cqe.dw0 as usize == f.data.len() => {
             // Within the buffer the Retrieve offered, `max` (checked as its data came).
-            return Ok(success(f.data.freeze()));
+            Ok(frame(Status::Success, f.data.freeze()))
         }
-        (true, Some(KvOpcode::Retrieve)) => {
-            return Err(format!(
-                "a Retrieve brought {} of the value's {} bytes",
-                f.data.len(),
-                cqe.dw0
-            ))
-        }
-        (true, _) => return Ok(success(Bytes::new())),
+        (true, Some(KvOpcode::Retrieve)) => Err(format!(
+            "a Retrieve brought {} of the value's {} bytes",
+            f.data.len(),
+            cqe.dw0
+        )),
+        (true, _) => Ok(frame(Status::Success, Bytes::new())),
         (false, _) => {
             let (status, msg) = kv_refusal(cqe.status, h.nsid);
-            Response::error(h.cid, h.nsid, h.opcode, status, msg)
+            let mut msg = Bytes::from(msg);
+            // Never a body past what the caller takes (our messages are short ASCII).
+            msg.truncate(f.max as usize);
+            Ok(frame(status, msg))
         }
-    };
-    let mut out = BytesMut::new();
-    response.encode(&mut out).map_err(|e| e.to_string())?;
-    match split_frame(&mut out, f.max) {
-        Ok(Some(frame)) if out.is_empty() => Ok(frame),
-        _ => Err("a KV completion made no response frame".into()),
     }
 }
 

@@ -77,7 +77,7 @@ pub(super) struct Conn {
     /// The vendor commands' session and kept responses.
     pub vendor: super::vendor::VendorState,
     /// Retrieves held to be carried out together once nothing more is at hand (`io.rs`).
-    pub held: Vec<super::io::Held>,
+    pub held: super::io::Held,
     /// Its network thread's held puts, which its unconditional Stores join (`put_batch`).
     pub puts: Arc<HeldPuts>,
     /// The admin queue's keep-alive deadline (None: no KATO).
@@ -118,7 +118,7 @@ pub(super) async fn serve(
         queue: None,
         flight,
         vendor: Default::default(),
-        held: Vec::new(),
+        held: Default::default(),
         puts,
         keep_alive: None,
         gone: None,
@@ -537,19 +537,11 @@ impl Conn {
         else {
             return Ok(()); // held (an Async Event Request)
         };
-        let mut pdus = Vec::with_capacity(2);
-        if let Some(mut d) = data {
+        let data = data.map(|mut d| {
             d.truncate(sgl_len(sqe));
-            if status.is_success() && !d.is_empty() {
-                pdus.push(Pdu::C2HData {
-                    cccid: sqe.cid,
-                    datao: 0,
-                    last: true,
-                    success: false,
-                    data: d,
-                });
-            }
-        }
+            d
+        });
+        let data = data.filter(|d| status.is_success() && !d.is_empty());
         let (sqid, sqhd) = match self.queue.as_mut() {
             Some(q) => {
                 if advance {
@@ -559,7 +551,7 @@ impl Conn {
             }
             None => (0, 0),
         };
-        pdus.push(Pdu::CapsuleResp {
+        let resp = Pdu::CapsuleResp {
             cqe: Cqe {
                 dw0,
                 dw1,
@@ -568,8 +560,21 @@ impl Conn {
                 cid: sqe.cid,
                 status,
             },
-        });
-        self.send(&pdus).await.map_err(|_| End::Quiet)
+        };
+        let sent = match data {
+            Some(data) => {
+                let data = Pdu::C2HData {
+                    cccid: sqe.cid,
+                    datao: 0,
+                    last: true,
+                    success: false,
+                    data,
+                };
+                self.send(&[data, resp]).await
+            }
+            None => self.send(&[resp]).await,
+        };
+        sent.map_err(|_| End::Quiet)
     }
 }
 

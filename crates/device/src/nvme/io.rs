@@ -21,8 +21,8 @@ impl Conn {
     /// once, or run on a worker; either way its answer comes back through `flight`.
     pub(super) fn io(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
         let opcode = sqe.opcode;
-        let joins = |h: &Held| h.cmd.request.opcode() as u8 == opcode;
-        if !self.held.first().is_some_and(joins) {
+        let joins = |c: &Command| c.request.opcode() as u8 == opcode;
+        if !self.held.cmds.first().is_some_and(joins) {
             // Held commands are carried out before a command of another kind starts.
             self.run_held();
         }
@@ -41,21 +41,23 @@ impl Conn {
         if self.held.is_empty() {
             return;
         }
-        let held = std::mem::take(&mut self.held);
+        // Taken and given back: the two lists keep their room from batch to batch.
+        let mut held = std::mem::take(&mut self.held);
         let shared = &self.target.shared;
-        let (ns, opcode) = (held[0].cmd.nsid, Opcode::Retrieve as u8);
-        if held.len() > 1 {
+        let (ns, opcode) = (held.cmds[0].nsid, Opcode::Retrieve as u8);
+        let n = held.cmds.len();
+        if n > 1 {
             shared.metrics.get_batches.inc();
-            shared.metrics.batched_gets.inc_by(held.len() as u64);
+            shared.metrics.batched_gets.inc_by(n as u64);
         }
-        let (cmds, held): (Vec<Command>, Vec<Answering>) =
-            held.into_iter().map(|h| (h.cmd, h.answering)).unzip();
-        let responses = shared.retrieve_many(ns, &cmds);
-        for (resp, h) in responses.into_iter().zip(held) {
+        let responses = shared.retrieve_many(ns, &held.cmds);
+        for (resp, h) in responses.into_iter().zip(held.answering.drain(..)) {
             let ok = resp.status.is_success();
             shared.metrics.record(ns, opcode, ok, h.arrived.elapsed());
             self.flight.finish_now(h.sqe, reply(resp, h.buffer), h.cost);
         }
+        held.cmds.clear();
+        self.held = held;
     }
 
     /// The native request a KV command is, and the host's buffer size; or its refusal.
@@ -140,7 +142,7 @@ impl Conn {
         if get && shared.batches_get(&cmd) && shared.runs_inline(&cmd) && !self.store_first(&cmd) {
             // Held while the connection has more at hand, then carried out together
             // (`run_held`): at most 64, of one namespace.
-            if self.held.first().is_some_and(|h| h.cmd.nsid != cmd.nsid) {
+            if self.held.cmds.first().is_some_and(|c| c.nsid != cmd.nsid) {
                 self.run_held();
             }
             if self.held.is_empty() {
@@ -148,16 +150,14 @@ impl Conn {
                 // queue's and the other connections' of this thread.
                 self.puts.store_for(&shared, cmd.nsid);
             }
-            self.held.push(Held {
-                cmd,
-                answering: Answering {
-                    sqe,
-                    buffer,
-                    cost,
-                    arrived,
-                },
+            self.held.cmds.push(cmd);
+            self.held.answering.push(Answering {
+                sqe,
+                buffer,
+                cost,
+                arrived,
             });
-            if self.held.len() >= MAX_HELD {
+            if self.held.cmds.len() >= MAX_HELD {
                 self.run_held();
             }
             return;
@@ -263,14 +263,22 @@ impl StoreReply {
     }
 }
 
-/// A Retrieve held to be carried out with the others at hand (`Conn::run_held`).
+/// Retrieves held to be carried out together (`Conn::run_held`): their commands, and what
+/// answering each takes, side by side.
+#[derive(Default)]
 pub(super) struct Held {
-    cmd: Command,
-    answering: Answering,
+    cmds: Vec<Command>,
+    answering: Vec<Answering>,
+}
+
+impl Held {
+    pub(super) fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
 }
 
 /// What answering a held Retrieve takes.
-pub(super) struct Answering {
+struct Answering {
     sqe: Sqe,
     buffer: usize,
     cost: usize,

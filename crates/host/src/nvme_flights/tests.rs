@@ -337,3 +337,34 @@ fn a_value_past_the_retrieve_buffer_comes_whole_through_the_pair() {
     // The namespace still takes the KV route.
     assert!(f.authed.contains(&3) && f.is_empty());
 }
+
+#[test]
+fn kv_failures_complete_as_the_native_error_frames() {
+    let mut f = Flights::new(Digests::default(), 1 << 20, 8192);
+    f.authed.insert(3);
+    let (mut out, mut done) = (BytesMut::new(), Vec::new());
+    for (sc, status) in [(0x87, Status::KeyNotExist), (0x89, Status::KeyExists)] {
+        let (_, get) = frame(Request::Retrieve {
+            key: Bytes::from_static(b"gone"),
+        });
+        f.send(get, None, 1 << 20, &mut out).unwrap();
+        let (retrieve, _) = capsule(&pdus(&mut out)[0]);
+        let cqe = Cqe {
+            cid: retrieve.cid,
+            status: NvmeStatus::error(1, sc),
+            ..Cqe::default()
+        };
+        f.receive(Pdu::CapsuleResp { cqe }, &mut out, &mut done)
+            .unwrap();
+        let got = done.pop().unwrap();
+        // Byte for byte the frame the device's own answer would be.
+        let (_, msg) = kv_refusal(cqe.status, 3);
+        let mut want = BytesMut::new();
+        Response::error(9, 3, Opcode::Retrieve as u8, status, msg)
+            .encode(&mut want)
+            .unwrap();
+        let want = split_frame(&mut want, 1 << 20).unwrap().unwrap();
+        assert_eq!((got.header, &got.body), (want.header, &want.body));
+        assert_eq!(Response::decode(&got).unwrap().status, status);
+    }
+}
