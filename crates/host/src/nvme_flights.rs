@@ -67,6 +67,8 @@ pub(crate) struct Flights {
     /// commands take the KV route (the vendor pair says "not authenticated" for the others,
     /// as the native port does).
     authed: HashSet<u32>,
+    /// Pairs sent and not completed (the flights without `kv`), counted as they come and go.
+    pairs: usize,
     next_cid: u16,
     digests: Digests,
     maxh2cdata: u32,
@@ -80,6 +82,7 @@ impl Flights {
             flights: Vec::with_capacity(MAX_FLIGHTS),
             again: VecDeque::new(),
             authed: HashSet::new(),
+            pairs: 0,
             next_cid: 0,
             digests,
             // The target says at least 4,096 (checked at ICResp); never 0, which would loop.
@@ -101,7 +104,11 @@ impl Flights {
 
     /// Pairs sent and not completed.
     fn pairs(&self) -> usize {
-        self.flights.iter().filter(|f| f.kv.is_none()).count()
+        debug_assert_eq!(
+            self.pairs,
+            self.flights.iter().filter(|f| f.kv.is_none()).count()
+        );
+        self.pairs
     }
 
     /// Sends the commands waiting to go again as the pair, as far as the target has room.
@@ -178,6 +185,7 @@ impl Flights {
         sqe.cdw[0] = len;
         let data = if inline { frame.clone() } else { Bytes::new() };
         Pdu::CapsuleCmd { sqe, data }.encode(self.digests, out);
+        self.pairs += 1;
         self.flights.push(Flight {
             header,
             frame,
@@ -288,6 +296,7 @@ impl Flights {
             }
             Pdu::CapsuleResp { cqe } => {
                 let f = self.flights.swap_remove(at);
+                self.pairs -= 1;
                 let (submit, fetch, data) = match f.submitted {
                     Some(submit) => (submit, Some(cqe), f.data.freeze()),
                     None => (cqe, None, Bytes::new()),

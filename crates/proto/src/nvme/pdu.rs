@@ -310,28 +310,36 @@ pub fn split_pdu(
     if buf.len() < plen as usize {
         return Ok(None);
     }
-    let pdu = buf.split_to(plen as usize).freeze();
     if hd {
-        let want = u32::from_le_bytes([pdu[hlen], pdu[hlen + 1], pdu[hlen + 2], pdu[hlen + 3]]);
-        if crc32c::crc32c(&pdu[..hlen]) != want {
+        let d = &buf[hlen..hlen + DIGEST_LEN];
+        let want = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+        if crc32c::crc32c(&buf[..hlen]) != want {
             return Err(NvmeTcpError::HeaderDigest);
         }
     }
-    let data = match ty.carries_data() && pdo != 0 {
-        true => {
-            let data = pdu.slice(pdo..pdo + data_len);
-            if flags & F_DDGST != 0 {
-                let d = &pdu[pdo + data_len..];
-                let want = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
-                if crc32c::crc32c(&data) != want {
-                    return Err(NvmeTcpError::DataDigest);
-                }
+    // The header is read in place (copied out, 128 bytes at most) and only the data is
+    // split off as shared bytes: a PDU without data (a completion, an R2T) takes no share
+    // of the buffer, whose count every share and drop touches.
+    let mut header = [0u8; 128];
+    header[..hlen].copy_from_slice(&buf[..hlen]);
+    let data = if ty.carries_data() && pdo != 0 {
+        buf.advance(pdo);
+        let data = buf.split_to(data_len).freeze();
+        if flags & F_DDGST != 0 {
+            let want = buf.get_u32_le();
+            if crc32c::crc32c(&data) != want {
+                return Err(NvmeTcpError::DataDigest);
             }
-            data
         }
-        false => pdu.slice(header_end..),
+        data
+    } else {
+        buf.advance(header_end);
+        match plen as usize - header_end {
+            0 => Bytes::new(),
+            rest => buf.split_to(rest).freeze(),
+        }
     };
-    decode_body(ty, flags, &pdu[CH_LEN..hlen], data).map(Some)
+    decode_body(ty, flags, &header[CH_LEN..hlen], data).map(Some)
 }
 
 /// The type's own header fields (`h`: the header after the common header).
