@@ -25,6 +25,7 @@
 mod blocking;
 mod blocking_namespace;
 mod client;
+pub mod cluster;
 mod connection;
 mod direct;
 mod error;

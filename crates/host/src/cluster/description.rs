@@ -1,0 +1,419 @@
+//! The cluster description: the devices and where each tenant's keys live, a TOML file that
+//! every cluster client loads. Paths in it are relative to the file's folder, so a folder of
+//! description and credentials can be moved as one.
+
+use super::error::ClusterError;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The devices of a cluster and the placement of its tenants.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterDescription {
+    /// The devices, by name.
+    #[serde(default)]
+    pub devices: BTreeMap<String, DeviceEntry>,
+    /// The tenants, by name.
+    #[serde(default)]
+    pub tenants: BTreeMap<String, TenantPlacement>,
+}
+
+/// How to reach a device as its administrator.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceEntry {
+    /// The device's native protocol address, `host:port`.
+    pub address: String,
+    /// Connect with TLS, trusting this CA (or self-signed) certificate, PEM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ca: Option<PathBuf>,
+    /// The name the device's certificate must carry (default: the host of `address`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+    /// The environment variable holding the admin credential (tried first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_secret_env: Option<String>,
+    /// The file holding the admin credential (the device's `admin.secret`, or a copy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_secret_file: Option<PathBuf>,
+}
+
+/// Where a tenant's keys live.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TenantPlacement {
+    /// The devices its keys are spread over by [`owner`](super::owner) (one device: all
+    /// there). The order does not matter to placement.
+    pub devices: Vec<String>,
+    /// 1 at creation, +1 at each completed move; names the namespaces ([`namespace_name`]).
+    pub generation: u32,
+    /// The tenant's namespace on each device of `devices`, by device name.
+    pub parts: BTreeMap<String, Part>,
+    /// Present only while a move runs: the devices being filled. Cluster clients refuse
+    /// writes meanwhile and read from `parts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moving_to: Option<Vec<String>>,
+    /// The namespaces being filled, by device name (those of `moving_to`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moving_parts: BTreeMap<String, Part>,
+}
+
+/// A tenant's namespace on one device.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    /// The namespace's name on the device (its id is looked up by name: ids differ from
+    /// device to device).
+    pub namespace: String,
+    /// The file holding the namespace's credential.
+    pub secret_file: PathBuf,
+}
+
+/// The namespace name of a tenant's parts at `generation`: the tenant's name at 1, then
+/// `{tenant}.g{N}`, so the parts of a move never collide with those they replace.
+pub fn namespace_name(tenant: &str, generation: u32) -> String {
+    if generation <= 1 {
+        tenant.to_string()
+    } else {
+        format!("{tenant}.g{generation}")
+    }
+}
+
+/// Longest tenant name: its namespaces' names (`{tenant}.g{N}`) stay within the device's 255.
+const MAX_NAME: usize = 200;
+
+/// Checks a tenant's name: letters, digits, `_` and `-` (it names namespaces and files; a
+/// dot is kept for the generation suffix).
+pub(crate) fn check_tenant_name(name: &str) -> Result<(), ClusterError> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > MAX_NAME || !name.chars().all(ok) {
+        return Err(ClusterError::Invalid(format!(
+            "tenant name {name:?}: 1 to {MAX_NAME} letters, digits, '_' or '-'"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a device's name: letters, digits, `_`, `-` and `.`, not starting with a dot (it
+/// names credential files).
+pub(crate) fn check_device_name(name: &str) -> Result<(), ClusterError> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
+    if name.is_empty() || name.len() > MAX_NAME || name.starts_with('.') || !name.chars().all(ok) {
+        return Err(ClusterError::Invalid(format!(
+            "device name {name:?}: 1 to {MAX_NAME} letters, digits, '_', '-' or '.', not \
+             starting with '.'"
+        )));
+    }
+    Ok(())
+}
+
+impl ClusterDescription {
+    /// Reads and validates the description at `path`.
+    pub fn load(path: &Path) -> Result<ClusterDescription, ClusterError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(ClusterError::file("cluster description", path))?;
+        let desc: ClusterDescription = toml::from_str(&text).map_err(|e| ClusterError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        desc.validate()?;
+        Ok(desc)
+    }
+
+    /// Validates and writes the description to `path`: to a temporary file of the same
+    /// folder first, then renamed over it, so a crash leaves the old file or the new one,
+    /// never half of one.
+    pub fn save(&self, path: &Path) -> Result<(), ClusterError> {
+        self.validate()?;
+        let text = toml::to_string(self).map_err(|e| ClusterError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let dir = base_dir(path);
+        let name = path
+            .file_name()
+            .map_or_else(|| "cluster".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)?;
+            // The rename is durable once the folder is.
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(())
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            ClusterError::file("cluster description", path)(e)
+        })
+    }
+
+    /// `p` as given if absolute, else under `base_dir` (the description's folder).
+    pub fn resolve(&self, base_dir: &Path, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base_dir.join(p)
+        }
+    }
+
+    /// The entry of device `name`.
+    pub fn device(&self, name: &str) -> Result<&DeviceEntry, ClusterError> {
+        self.devices
+            .get(name)
+            .ok_or_else(|| ClusterError::Refused(format!("no device {name:?} in the cluster")))
+    }
+
+    /// The placement of tenant `name`.
+    pub fn tenant(&self, name: &str) -> Result<&TenantPlacement, ClusterError> {
+        self.tenants
+            .get(name)
+            .ok_or_else(|| ClusterError::Refused(format!("no tenant {name:?} in the cluster")))
+    }
+
+    /// Checks the rules of a description: names, every device a tenant names is known, each
+    /// tenant's device list non-empty and without duplicates, and its parts those devices.
+    pub fn validate(&self) -> Result<(), ClusterError> {
+        for (name, d) in &self.devices {
+            check_device_name(name)?;
+            if d.address.is_empty() {
+                return Err(ClusterError::Invalid(format!(
+                    "device {name}: empty address"
+                )));
+            }
+        }
+        for (name, t) in &self.tenants {
+            check_tenant_name(name)?;
+            if t.generation == 0 {
+                return Err(ClusterError::Invalid(format!(
+                    "tenant {name}: generation 0 (the first is 1)"
+                )));
+            }
+            self.check_devices(name, "devices", &t.devices)?;
+            check_parts(name, "parts", &t.devices, &t.parts)?;
+            match &t.moving_to {
+                Some(to) => {
+                    self.check_devices(name, "moving_to", to)?;
+                    check_parts(name, "moving_parts", to, &t.moving_parts)?;
+                }
+                None if !t.moving_parts.is_empty() => {
+                    return Err(ClusterError::Invalid(format!(
+                        "tenant {name}: moving_parts without moving_to"
+                    )));
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// `devices` of tenant `tenant` (its field `field`): non-empty, no duplicates, all known.
+    pub(crate) fn check_devices<S: AsRef<str>>(
+        &self,
+        tenant: &str,
+        field: &str,
+        devices: &[S],
+    ) -> Result<(), ClusterError> {
+        if devices.is_empty() {
+            return Err(ClusterError::Invalid(format!(
+                "tenant {tenant}: {field} is empty"
+            )));
+        }
+        let mut seen = BTreeSet::new();
+        for d in devices {
+            let d = d.as_ref();
+            if !seen.insert(d) {
+                return Err(ClusterError::Invalid(format!(
+                    "tenant {tenant}: device {d} twice in {field}"
+                )));
+            }
+            if !self.devices.contains_key(d) {
+                return Err(ClusterError::Invalid(format!(
+                    "tenant {tenant}: {field} names device {d}, which the cluster does not list"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parts of a tenant are exactly its devices, each with a namespace name.
+fn check_parts(
+    tenant: &str,
+    field: &str,
+    devices: &[String],
+    parts: &BTreeMap<String, Part>,
+) -> Result<(), ClusterError> {
+    for d in devices {
+        if !parts.contains_key(d) {
+            return Err(ClusterError::Invalid(format!(
+                "tenant {tenant}: no {field} entry for device {d}"
+            )));
+        }
+    }
+    for (d, p) in parts {
+        if !devices.contains(d) {
+            return Err(ClusterError::Invalid(format!(
+                "tenant {tenant}: {field} has device {d}, which its device list does not name"
+            )));
+        }
+        if p.namespace.is_empty() {
+            return Err(ClusterError::Invalid(format!(
+                "tenant {tenant}: {field}.{d} has an empty namespace name"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The folder relative paths of the description at `path` are taken from.
+pub fn base_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Writes a credential readable by its owner only (mode 0600 from the start, not after).
+pub(crate) fn write_secret(path: &Path, secret: &str, what: &str) -> Result<(), ClusterError> {
+    let write = || -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        let mut f = opts.open(path)?;
+        f.write_all(secret.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_all()
+    };
+    write().map_err(ClusterError::file(what, path))
+}
+
+/// Reads a credential file (surrounding whitespace left out).
+pub(crate) fn read_secret(path: &Path, what: &str) -> Result<String, ClusterError> {
+    let text = std::fs::read_to_string(path).map_err(ClusterError::file(what, path))?;
+    Ok(text.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(ns: &str, dev: &str) -> Part {
+        Part {
+            namespace: ns.into(),
+            secret_file: format!("secrets/{ns}.{dev}").into(),
+        }
+    }
+
+    fn sample() -> ClusterDescription {
+        let mut d = ClusterDescription::default();
+        for (name, port) in [("a", 1), ("b", 2)] {
+            d.devices.insert(
+                name.into(),
+                DeviceEntry {
+                    address: format!("127.0.0.1:{port}"),
+                    tls_ca: None,
+                    server_name: None,
+                    admin_secret_env: None,
+                    admin_secret_file: Some(format!("{name}.admin").into()),
+                },
+            );
+        }
+        d.tenants.insert(
+            "t".into(),
+            TenantPlacement {
+                devices: vec!["a".into(), "b".into()],
+                generation: 1,
+                parts: [("a".into(), part("t", "a")), ("b".into(), part("t", "b"))].into(),
+                moving_to: None,
+                moving_parts: BTreeMap::new(),
+            },
+        );
+        d
+    }
+
+    #[test]
+    fn saves_and_loads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        let d = sample();
+        d.save(&path).unwrap();
+        assert_eq!(ClusterDescription::load(&path).unwrap(), d);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("moving"), "{text}");
+        // No temporary file left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn refuses_what_does_not_fit() {
+        let mut d = sample();
+        d.tenants.get_mut("t").unwrap().devices.push("c".into());
+        let e = d.validate().unwrap_err().to_string();
+        assert!(e.contains("tenant t") && e.contains("device c"), "{e}");
+
+        let mut d = sample();
+        d.tenants.get_mut("t").unwrap().parts.remove("b");
+        assert!(d.validate().unwrap_err().to_string().contains("device b"));
+
+        let mut d = sample();
+        d.tenants.get_mut("t").unwrap().devices.push("a".into());
+        assert!(d.validate().unwrap_err().to_string().contains("twice"));
+
+        let mut d = sample();
+        let t = d.tenants.get_mut("t").unwrap();
+        t.moving_to = Some(vec!["b".into()]);
+        assert!(d
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("moving_parts"));
+        let t = d.tenants.get_mut("t").unwrap();
+        t.moving_parts.insert("b".into(), part("t.g2", "b"));
+        d.validate().unwrap();
+
+        let e = toml::from_str::<ClusterDescription>("[devices.a]\naddress = \"x\"\nport = 1\n");
+        assert!(e.is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn names_and_paths() {
+        assert_eq!(namespace_name("t", 1), "t");
+        assert_eq!(namespace_name("t", 3), "t.g3");
+        assert!(check_tenant_name("a.b").is_err());
+        assert!(check_tenant_name("").is_err());
+        assert!(check_device_name(".x").is_err());
+        check_device_name("dev-1.local").unwrap();
+        let d = ClusterDescription::default();
+        assert_eq!(
+            d.resolve(Path::new("/c"), Path::new("s/x")),
+            Path::new("/c/s/x")
+        );
+        assert_eq!(
+            d.resolve(Path::new("/c"), Path::new("/abs")),
+            Path::new("/abs")
+        );
+        assert_eq!(base_dir(Path::new("cluster.toml")), Path::new("."));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn secrets_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("secrets/x.a");
+        write_secret(&p, "abc", "credential").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(read_secret(&p, "credential").unwrap(), "abc");
+    }
+}
