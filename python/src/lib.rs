@@ -4,6 +4,7 @@
 
 mod arrow_pages;
 mod arrow_schema_scan;
+mod cluster;
 mod device;
 mod embedded;
 mod errors;
@@ -45,6 +46,9 @@ fn _cerberus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::DeviceClient>()?;
     m.add_class::<device::DeviceNamespace>()?;
     m.add_class::<device::DeviceScan>()?;
+    m.add_function(wrap_pyfunction!(cluster::cluster_owner, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster::load_cluster, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster::check_cluster, m)?)?;
     errors::register(m)?;
     Ok(())
 }
