@@ -79,6 +79,11 @@ __all__ = [
     "ShuttingDown",
     "StorageError",
     "UnsupportedVersion",
+    "connect_cluster",
+    "Cluster",
+    "ClusterNamespace",
+    "ClusterDeviceError",
+    "TenantMoving",
 ]
 
 Bytesish = Union[bytes, bytearray, memoryview, str]
@@ -578,3 +583,13 @@ def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[s
     raise ``ValueError``."""
     return Device(_cerberus.DeviceClient.connect(address, admin_secret, tls_ca, server_name,
                                                  wire, hostnqn, subnqn, dhchap_secret))
+
+
+# Tenants across devices (cerberus.cluster); imported last: it builds on the classes above.
+from .cluster import (  # noqa: E402
+    Cluster,
+    ClusterDeviceError,
+    ClusterNamespace,
+    TenantMoving,
+    connect_cluster,
+)

@@ -1,0 +1,596 @@
+"""Tenants across several devices: :func:`connect_cluster` reads a cluster description and
+gives a :class:`Cluster` whose :meth:`Cluster.namespace` answers the calls of one
+:class:`cerberus.Namespace`, spread over the devices the tenant spans.
+
+Placement is in the client, as Redis Cluster and Cassandra drivers do it: each key belongs
+to one device of the tenant's placement, chosen by rendezvous hashing of the key and the
+device names (``cluster_owner``, the same Rust function the CLI uses), so there is no table
+to keep. Point calls go to the owning device; scans, queries and aggregates fan out to every
+part and are merged here; :meth:`ClusterNamespace.find` returns a ``dask.dataframe`` with
+one partition per device.
+
+What a user must know: a batch is atomic per device, not across devices; a scan or query
+reads each device at its own moment (no snapshot across devices); there is no replication,
+so a device down makes the calls that need it fail with :class:`ClusterDeviceError`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import heapq
+import json
+import os
+import threading
+import uuid
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+from . import _cerberus
+from . import Batch, Bytesish, CerberusError, ConnectionError, Device, FindResult, Namespace
+from . import AccessDenied, InvalidNamespace, _pk, connect
+
+__all__ = ["connect_cluster", "Cluster", "ClusterNamespace", "ClusterDeviceError",
+           "TenantMoving"]
+
+# The least JSON number: a `$gte` on it matches every number and nothing else (comparisons
+# stay within a JSON type), which counts the values an `avg` averages.
+_LEAST_NUMBER = -1.7976931348623157e308
+
+
+class ClusterDeviceError(ConnectionError):
+    """A device of the cluster could not be reached or dropped the connection. ``device``
+    and ``address`` name it; calls that only need other devices keep working."""
+
+    def __init__(self, device: str, address: str, cause: BaseException) -> None:
+        super().__init__(f"cluster device {device!r} at {address} is unreachable: {cause}")
+        self.device = device
+        self.address = address
+
+
+class TenantMoving(CerberusError):
+    """A write to a tenant being moved to other devices: reads go on against its old
+    placement, writes resume once the move has switched the description."""
+
+
+def _key_bytes(key: Bytesish) -> bytes:
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    return bytes(key)
+
+
+def _pk_bytes(pk: Union[str, bytes]) -> bytes:
+    """A primary key as answered (``str`` where UTF-8) back to bytes: key order is byte
+    order, as on a device."""
+    return pk.encode("utf-8") if isinstance(pk, str) else pk
+
+
+def _scalar_rank(v: Any) -> Tuple[Any, ...]:
+    """The engine's order of secondary keys (null < booleans < numbers < strings, strings by
+    their UTF-8 bytes), which ``top``, ``min`` and ``max`` follow."""
+    if v is None:
+        return (0,)
+    if isinstance(v, bool):
+        return (1, v)
+    if isinstance(v, (int, float)):
+        return (2, float(v))
+    if isinstance(v, str):
+        return (3, v.encode("utf-8"))
+    return (4, json.dumps(v, sort_keys=True))
+
+
+def _number(x: float) -> Union[int, float]:
+    """A number as the engine answers one: integral values within 2^53 as integers."""
+    if float(x).is_integer() and abs(x) <= 9_007_199_254_740_992:
+        return int(x)
+    return float(x)
+
+
+def _and(filter: Optional[Dict[str, Any]], cond: Dict[str, Any]) -> Dict[str, Any]:
+    return {"$and": [filter, cond]} if filter else cond
+
+
+def _resolve(base: str, path: Optional[str]) -> Optional[str]:
+    return None if path is None else os.path.join(base, os.path.expanduser(path))
+
+
+def _read_secret(path: str, what: str) -> str:
+    try:
+        with builtins.open(path) as f:
+            return f.read().strip()
+    except OSError as e:
+        raise ValueError(f"cannot read {what} from {path}: {e}") from e
+
+
+def connect_cluster(desc: Union[str, os.PathLike, Dict[str, Any]],
+                    base_dir: Optional[str] = None) -> "Cluster":
+    """A :class:`Cluster` from a description: the path of a TOML file (as the ``cerberus
+    cluster`` commands write it; relative paths in it are taken from its folder) or a dict of
+    the same shape (relative paths from ``base_dir``, default the current directory), both
+    read and checked by the Rust loader (``ValueError`` naming what is wrong)::
+
+        {"devices": {name: {"address", "tls_ca"?, "server_name"?, "admin_secret_env"?,
+                            "admin_secret_file"?}},
+         "tenants": {name: {"devices": [names], "generation": int,
+                            "parts": {device: {"namespace", "secret_file"}},
+                            "moving_to"?: [names], "moving_parts"?: {...}}}}
+
+    Nothing is connected yet: each device is on first use."""
+    if isinstance(desc, dict):
+        # Checked by the same Rust rules as a file (names, parts matching devices, ...).
+        loaded = json.loads(_cerberus.check_cluster(json.dumps(desc, default=os.fspath)))
+        base = base_dir if base_dir is not None else os.getcwd()
+    else:
+        path = os.fspath(desc)
+        loaded = json.loads(_cerberus.load_cluster(path))
+        base = base_dir if base_dir is not None else os.path.dirname(os.path.abspath(path))
+    return Cluster(loaded, base)
+
+
+class Cluster:
+    """Devices and the tenants placed on them (:func:`connect_cluster`). Connections are
+    made on first use and dropped when a device fails, so a device back up is reached
+    again by the next call."""
+
+    def __init__(self, desc: Dict[str, Any], base_dir: str) -> None:
+        self._desc = desc
+        self._base = base_dir
+        self._devices: Dict[str, Device] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drops every connection (namespaces opened keep theirs until they go)."""
+        with self._lock:
+            for d in self._devices.values():
+                d.close()
+            self._devices.clear()
+
+    @property
+    def description(self) -> Dict[str, Any]:
+        return self._desc
+
+    def tenants(self) -> List[str]:
+        return sorted(self._desc["tenants"])
+
+    def address(self, device: str) -> str:
+        return self._desc["devices"][device]["address"]
+
+    @contextlib.contextmanager
+    def _guard(self, device: str) -> Iterator[None]:
+        """Turns a failed connection into a :class:`ClusterDeviceError` naming the device,
+        and forgets the connection so the next call dials again."""
+        try:
+            yield
+        except ClusterDeviceError:
+            raise
+        except ConnectionError as e:
+            with self._lock:
+                self._devices.pop(device, None)
+            raise ClusterDeviceError(device, self.address(device), e) from e
+
+    def device(self, name: str) -> Device:
+        """The connection to device ``name`` (made now if there is none)."""
+        with self._lock:
+            dev = self._devices.get(name)
+        if dev is not None:
+            return dev
+        conf = self._desc["devices"][name]
+        admin = None
+        if conf.get("admin_secret_env"):
+            admin = os.environ.get(conf["admin_secret_env"])
+            if admin is None:
+                raise ValueError(f"device {name!r}: environment variable "
+                                 f"{conf['admin_secret_env']} (its admin secret) is not set")
+        elif conf.get("admin_secret_file"):
+            admin = _read_secret(_resolve(self._base, conf["admin_secret_file"]),
+                                 f"device {name!r}'s admin secret")
+        with self._guard(name):
+            dev = connect(conf["address"], admin_secret=admin,
+                          tls_ca=_resolve(self._base, conf.get("tls_ca")),
+                          server_name=conf.get("server_name"))
+        with self._lock:
+            return self._devices.setdefault(name, dev)
+
+    def namespace(self, name: str) -> "ClusterNamespace":
+        """The tenant ``name``, with the calls of a :class:`cerberus.Namespace`."""
+        if name not in self._desc["tenants"]:
+            raise InvalidNamespace(f"no tenant {name!r} in the cluster description "
+                                   f"(tenants: {', '.join(self.tenants()) or 'none'})")
+        return ClusterNamespace(self, name, self._desc["tenants"][name])
+
+
+class ClusterNamespace:
+    """One tenant spread over devices: the calls and answers of :class:`cerberus.Namespace`.
+    Each key lives on ``cluster_owner(key, devices)``; calls over many keys are grouped per
+    device and answered in the caller's order. While the tenant is being moved
+    (``moving_to`` in the description) reads use the old placement and writes raise
+    :class:`TenantMoving`."""
+
+    def __init__(self, cluster: Cluster, name: str, tenant: Dict[str, Any]) -> None:
+        self._cluster = cluster
+        self._name = name
+        self._tenant = tenant
+        self._devices: List[str] = list(tenant["devices"])
+        self._parts: Dict[str, Namespace] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def devices(self) -> List[str]:
+        """The devices the tenant's keys are placed on (the old ones during a move)."""
+        return list(self._devices)
+
+    def __repr__(self) -> str:
+        return f"ClusterNamespace(name={self._name!r}, devices={self._devices!r})"
+
+    # Placement and parts.
+
+    def owner(self, key: Bytesish) -> str:
+        """The device that holds ``key``."""
+        return self._devices[_cerberus.cluster_owner(_key_bytes(key), self._devices)]
+
+    def _part(self, device: str) -> Namespace:
+        with self._lock:
+            ns = self._parts.get(device)
+        if ns is not None:
+            return ns
+        part = self._tenant["parts"][device]
+        secret = _read_secret(_resolve(self._cluster._base, part["secret_file"]),
+                              f"tenant {self._name!r}'s credential on device {device!r}")
+        try:
+            with self._cluster._guard(device):
+                ns = self._cluster.device(device).namespace(part["namespace"], secret)
+        except AccessDenied as e:
+            raise AccessDenied(
+                f"tenant {self._name!r} on device {device!r}: {e} (a namespace named, not "
+                f"numbered, is looked up with the device's admin secret: admin_secret_env or "
+                f"admin_secret_file)") from e
+        with self._lock:
+            return self._parts.setdefault(device, ns)
+
+    def _call(self, device: str, fn: str, *args: Any) -> Any:
+        """``fn`` of the tenant's part on ``device``; a failed connection is forgotten (a
+        later call reconnects) and raised as :class:`ClusterDeviceError`."""
+        part = self._part(device)
+        try:
+            with self._cluster._guard(device):
+                return getattr(part, fn)(*args)
+        except ClusterDeviceError:
+            with self._lock:
+                self._parts.pop(device, None)
+            raise
+
+    def _each(self, fn: str, *args: Any) -> List[Any]:
+        """``fn`` on every part, in placement order."""
+        return [self._call(d, fn, *args) for d in self._devices]
+
+    def _writable(self) -> None:
+        moving = self._tenant.get("moving_to")
+        if moving:
+            raise TenantMoving(
+                f"tenant {self._name!r} is being moved to {', '.join(moving)}: reads go on, "
+                f"writes resume after the move (when the description no longer says "
+                f"moving_to)")
+
+    def _group(self, keys: Sequence[Bytesish]) -> Dict[str, List[int]]:
+        """Positions of ``keys`` per owning device."""
+        groups: Dict[str, List[int]] = {}
+        for i, k in enumerate(keys):
+            groups.setdefault(self.owner(k), []).append(i)
+        return groups
+
+    # Point calls.
+
+    def put(self, key: Bytesish, value: Bytesish) -> None:
+        self._writable()
+        self._call(self.owner(key), "put", key, value)
+
+    def get(self, key: Bytesish) -> Optional[bytes]:
+        return self._call(self.owner(key), "get", key)
+
+    def __getitem__(self, key: Bytesish) -> bytes:
+        return self._call(self.owner(key), "__getitem__", key)
+
+    def __setitem__(self, key: Bytesish, value: Bytesish) -> None:
+        self.put(key, value)
+
+    def __contains__(self, key: Bytesish) -> bool:
+        return self.contains(key)
+
+    def delete(self, key: Bytesish) -> bool:
+        self._writable()
+        return self._call(self.owner(key), "delete", key)
+
+    def contains(self, key: Bytesish) -> bool:
+        return self._call(self.owner(key), "contains", key)
+
+    def get_many(self, keys: List[Bytesish]) -> List[Optional[bytes]]:
+        """Values of ``keys`` in order (``None`` where absent): one ``get_many`` per device."""
+        keys = list(keys)
+        out: List[Optional[bytes]] = [None] * len(keys)
+        for device, idx in self._group(keys).items():
+            for i, v in zip(idx, self._call(device, "get_many", [keys[i] for i in idx])):
+                out[i] = v
+        return out
+
+    def write_batch(self, puts: Optional[List[Tuple[Bytesish, Bytesish]]] = None,
+                    deletes: Optional[List[Bytesish]] = None) -> None:
+        """Writes ``puts`` then ``deletes``, split per device: all or none on each device,
+        but **not atomic across devices** (a device that fails leaves the others' writes
+        done)."""
+        self._writable()
+        puts, deletes = list(puts or []), list(deletes or [])
+        per: Dict[str, Tuple[List[Any], List[Any]]] = {}
+        for k, v in puts:
+            per.setdefault(self.owner(k), ([], []))[0].append((k, v))
+        for k in deletes:
+            per.setdefault(self.owner(k), ([], []))[1].append(k)
+        for device in self._devices:
+            if device in per:
+                self._call(device, "write_batch", *per[device])
+
+    def batch(self) -> Batch:
+        """A :class:`cerberus.Batch` for a ``with`` block, written by :meth:`write_batch`
+        (atomic per device, not across devices)."""
+        return Batch(self)  # type: ignore[arg-type] - Batch only calls write_batch
+
+    # Scans.
+
+    def _scan_part(self, device: str, it: Iterator[Tuple[bytes, bytes]]) -> Iterator[Tuple[bytes, bytes]]:
+        with self._cluster._guard(device):
+            yield from it
+
+    def scan(self, start: Optional[Bytesish] = None, end: Optional[Bytesish] = None,
+             prefix: Optional[Bytesish] = None,
+             keys_only: bool = False) -> Iterator[Tuple[bytes, bytes]]:
+        """``(key, value)`` pairs in key order: one scan per device (each at its own
+        snapshot), merged."""
+        scans = [self._scan_part(d, self._call(d, "scan", start, end, prefix, keys_only))
+                 for d in self._devices]
+        return heapq.merge(*scans, key=lambda kv: kv[0])
+
+    def keys(self, start: Optional[Bytesish] = None, end: Optional[Bytesish] = None,
+             prefix: Optional[Bytesish] = None) -> Iterator[bytes]:
+        return (k for k, _ in self.scan(start, end, prefix, True))
+
+    # Indexes.
+
+    def create_index(self, attr: str, kind: str = "vas", exist_ok: bool = False) -> None:
+        """Indexes ``attr`` on every device's part (see :meth:`cerberus.Namespace.create_index`).
+        A part that fails leaves the index on the parts before it: call again with
+        ``exist_ok``."""
+        self._writable()
+        self._each("create_index", attr, kind, exist_ok)
+
+    def drop_index(self, attr: str) -> None:
+        self._writable()
+        self._each("drop_index", attr)
+
+    def list_indexes(self) -> List[Dict[str, Any]]:
+        """The indexes, as the first device's part lists them (every part has the same)."""
+        return self._call(self._devices[0], "list_indexes")
+
+    def stats(self) -> Dict[str, Any]:
+        """The parts' stats added up where they are numbers (counts, bytes), the first
+        part's other values, and each part's own under ``parts`` (with ``device``)."""
+        parts = self._each("stats")
+        total = _add_stats(parts)
+        total["parts"] = [dict(s, device=d) for d, s in zip(self._devices, parts)]
+        return total
+
+    # Queries.
+
+    def _query_all(self, doc: Dict[str, Any]) -> List[Tuple[List[Tuple[bytes, bytes]], Dict[str, Any]]]:
+        return self._each("_query", doc)
+
+    def get_by_secondary(self, attr: str, value: Any,
+                         limit: Optional[int] = None) -> List[Union[str, bytes]]:
+        """Primary keys whose indexed ``attr`` equals ``value``, in key order (each part's
+        merged)."""
+        per = self._each("get_by_secondary", attr, value, limit)
+        merged = heapq.merge(*per, key=_pk_bytes)
+        return list(merged)[:limit] if limit is not None else list(merged)
+
+    def top(self, by: str, k: int, filter: Optional[Dict[str, Any]] = None, desc: bool = False,
+            project: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+        """The ``k`` records ranked first by ``by``: each part's top ``k``, merged in the
+        engine's order (values of a type together, ties by primary key) and cut to ``k``."""
+        doc: Dict[str, Any] = {"op": "top", "filter": filter or {}, "by": by, "desc": desc,
+                               "k": k}
+        if project is not None:
+            doc["project"] = list(project)
+        ranked = []
+        for records, summary in self._query_all(doc):
+            for (pk, proj), key in zip(records, summary.get("keys", [])):
+                row = json.loads(proj) if proj else {}
+                if not isinstance(row, dict):
+                    row = {"value": row}
+                row.setdefault(by, key)
+                row["_pk"] = _pk(pk)
+                ranked.append((_scalar_rank(key), pk, row))
+        # Ties by pk ascending whichever way the ranking goes: sort by pk, then stably by key.
+        ranked.sort(key=lambda r: r[1])
+        ranked.sort(key=lambda r: r[0], reverse=desc)
+        return [row for _, _, row in ranked[:k]]
+
+    def aggregate(self, fn: str, attr: Optional[str] = None,
+                  filter: Optional[Dict[str, Any]] = None) -> Any:
+        """``count``, ``sum``, ``avg``, ``min`` or ``max`` from the parts' partials: counts
+        and sums add up, ``min``/``max`` is the least/greatest partial in the engine's order,
+        ``avg`` is the total sum over the count of numbers (what one device averages: the
+        numbers at ``attr``; ``None`` over none). Sums of fractions may differ from one
+        device's in the last bits (added in another order)."""
+        def one(f: str, flt: Optional[Dict[str, Any]]) -> List[Any]:
+            return [self._call(d, "aggregate", f, attr, flt) for d in self._devices]
+
+        if fn == "count":
+            return sum(one("count", filter))
+        if fn == "sum":
+            return _number(sum(float(v) for v in one("sum", filter)))
+        if fn in ("min", "max"):
+            vals = [v for v in one(fn, filter) if v is not None]
+            if not vals:
+                return None
+            pick = min if fn == "min" else max
+            return pick(vals, key=_scalar_rank)
+        if fn == "avg" and attr is not None:
+            sums = one("sum", filter)
+            counts = one("count", _and(filter, {attr: {"$gte": _LEAST_NUMBER}}))
+            n = sum(counts)
+            return None if n == 0 else _number(sum(float(s) for s in sums) / n)
+        # Anything else is refused by the device as on one device.
+        return self._call(self._devices[0], "aggregate", fn, attr, filter)
+
+    def find(self, filter: Optional[Dict[str, Any]] = None, project: Optional[List[str]] = None,
+             limit: Optional[int] = None, page_bytes: Optional[int] = None,
+             keys_only: bool = False, meta: Any = None) -> Any:
+        """The records matching ``filter`` as a ``dask.dataframe.DataFrame`` with one
+        partition per device, each built from that device's Arrow pages
+        (:meth:`cerberus.FindResult.to_arrow`) when computed. ``.compute()`` holds the rows
+        and columns one device would answer (:meth:`cerberus.Namespace.find` then
+        ``to_pandas()``) in another row order: compare after sorting by ``_pk``. Column types
+        are unified across the partitions as one device infers them (integers with floats
+        are floats, a column missing on a device is null there).
+
+        With ``limit`` each device returns at most ``limit`` and the first ``limit`` by
+        primary key are kept: one device walking an index instead returns the first in
+        index order, so the two agree where its plan scans (no index on the filter).
+
+        ``meta`` (an empty DataFrame or ``{column: dtype}``) describes the columns without
+        reading anything; by default it is ``_pk`` plus the projected attributes, or just
+        ``_pk`` for ``keys_only``; with neither, the first records (up to 64) of each device
+        are read now to name the columns."""
+        try:
+            import dask
+            import dask.dataframe as dd
+            import pyarrow
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("find on a cluster needs Dask: pip install 'cerberus[cluster]' "
+                              "(dask[dataframe], pyarrow, pandas)") from e
+        doc: Dict[str, Any] = {"op": "find", "filter": filter or {}}
+        if project is not None:
+            doc["project"] = list(project)
+        if keys_only:
+            doc["keys_only"] = True
+        if limit is not None:
+            doc["limit"] = limit
+        if page_bytes is not None:
+            doc["page_bytes"] = page_bytes
+        if meta is None:
+            meta = self._find_meta(pyarrow, doc, project, keys_only)
+        # The graph: each device's table, then one step that sees every table's schema (and
+        # pks, for a limit), then each partition conformed to it: lazily, in parallel.
+        # Keys named here: dask would otherwise hash the arguments (native handles).
+        run = f"cerberus-find-{uuid.uuid4().hex}"
+        tables = [dask.delayed(self._part_arrow)(d, doc, dask_key_name=f"{run}-{d}")
+                  for d in self._devices]
+        plan = dask.delayed(_find_plan)(tables, limit, dask_key_name=f"{run}-plan")
+        parts = [dask.delayed(_conform)(t, plan, dask_key_name=f"{run}-part-{d}")
+                 for d, t in zip(self._devices, tables)]
+        return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+    def _part_arrow(self, device: str, doc: Dict[str, Any]) -> Any:
+        part = self._part(device)
+        with self._cluster._guard(device):
+            return FindResult(part, doc).to_arrow()
+
+    def _find_meta(self, pyarrow: Any, doc: Dict[str, Any], project: Optional[List[str]],
+                   keys_only: bool) -> Any:
+        """The empty frame that names the columns: known from the projection (or keys_only);
+        else from the first records of each device."""
+        if keys_only:
+            return pyarrow.schema([("_pk", pyarrow.string())]).empty_table().to_pandas()
+        if project is not None:
+            names = ["_pk"]
+            for p in project:
+                top = p.split(".")[0]
+                if top not in names:
+                    names.append(top)
+            fields = [("_pk", pyarrow.string())] + [(n, pyarrow.null()) for n in names[1:]]
+            return pyarrow.schema(fields).empty_table().to_pandas()
+        sample = dict(doc, limit=min(64, doc.get("limit") or 64))
+        schema, _ = _find_plan([self._part_arrow(d, sample) for d in self._devices], None)
+        return schema.empty_table().to_pandas()
+
+
+def _add_stats(parts: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Numbers added up key by key (nested dicts too); other values from the first part that
+    has them."""
+    out: Dict[str, Any] = {}
+    for s in parts:
+        for k, v in s.items():
+            if k not in out:
+                out[k] = _add_stats([v]) if isinstance(v, dict) else v
+            elif isinstance(v, dict) and isinstance(out[k], dict):
+                out[k] = _add_stats([out[k], v])
+            elif (isinstance(v, (int, float)) and not isinstance(v, bool)
+                  and isinstance(out[k], (int, float)) and not isinstance(out[k], bool)):
+                out[k] = out[k] + v
+    return out
+
+
+def _unify_type(pa: Any, a: Any, b: Any) -> Any:
+    """Two parts' types of one column as one device would infer them over both parts'
+    records: null gives way, integers with floats are floats, otherwise strings."""
+    if a == b or pa.types.is_null(b):
+        return a
+    if pa.types.is_null(a):
+        return b
+    if {str(a), str(b)} == {"int64", "double"}:
+        return pa.float64()
+    if pa.types.is_binary(a) or pa.types.is_binary(b):
+        return pa.binary()
+    return pa.string()
+
+
+def _find_plan(tables: List[Any], limit: Optional[int]) -> Tuple[Any, Optional[bytes]]:
+    """The schema every partition is given (``_pk`` first, then the attributes in the order
+    the parts show them) and, with a limit, the greatest pk kept (the ``limit``-th over all
+    parts)."""
+    import pyarrow as pa
+
+    types: Dict[str, Any] = {"_pk": pa.string()}
+    for t in tables:
+        for field in t.schema:
+            name = field.name
+            types[name] = _unify_type(pa, types[name], field.type) if name in types else field.type
+    schema = pa.schema(list(types.items()))
+    cut = None
+    if limit is not None:
+        pks = sorted(_pk_bytes(p) for t in tables if "_pk" in t.column_names
+                     for p in t.column("_pk").to_pylist())
+        cut = pks[limit - 1] if 0 < limit <= len(pks) else (b"" if limit <= 0 else None)
+    return schema, cut
+
+
+def _conform(table: Any, plan: Tuple[Any, Optional[bytes]]) -> Any:
+    """One part's table with the plan's columns and types, cut to the kept pks, as pandas."""
+    import pyarrow as pa
+
+    schema, cut = plan
+    n = table.num_rows
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            col = table.column(field.name)
+            if col.type != field.type:
+                try:
+                    col = col.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    field = pa.field(field.name, col.type)  # kept as the device gave it
+            columns.append((field.name, col))
+        else:
+            columns.append((field.name, pa.nulls(n, field.type)))
+    out = pa.table({name: col for name, col in columns})
+    if cut is not None:
+        keep = [_pk_bytes(p) <= cut for p in out.column("_pk").to_pylist()]
+        out = out.filter(pa.array(keep, pa.bool_()))
+    return out.to_pandas()
