@@ -1,5 +1,6 @@
 //! `cerberus`: runs the device (`serve`) and talks to one (namespaces, keys, stats, bulk load).
 
+mod cluster;
 mod keys;
 mod limits;
 mod load;
@@ -115,6 +116,9 @@ enum Cmd {
     /// Namespaces: create, destroy, list (admin).
     #[command(subcommand)]
     Ns(ns::NsCmd),
+    /// Tenants spread over several devices: the cluster description, create, list, destroy,
+    /// reshard (docs/cluster.md).
+    Cluster(cluster::ClusterArgs),
     /// Stores a value under a key; the value comes from VALUE or, without it, from stdin.
     ///
     /// Without VALUE the value is standard input, byte for byte (`cerberus put KEY < FILE`;
@@ -340,6 +344,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Serve(args) => done(serve::serve(args)),
         Cmd::Ns(cmd) => done(ns::run(cmd)),
+        Cmd::Cluster(args) => done(cluster::run(args)),
         Cmd::Stats {
             json,
             device_wide,

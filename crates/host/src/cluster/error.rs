@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// Reading or writing a file of the cluster (the description, a credential, a CA).
-    #[error("{what} {}: {source}", path.display())]
+    #[error("{what} ({}): {source}", path.display())]
     File {
         /// What the file is ("cluster description", "credential of device d1", ...).
         what: String,

@@ -1,0 +1,277 @@
+//! `cerberus cluster` against devices on loopback: tenants spread by `owner`, a move of a
+//! tenant from 1 to 3 devices while a reader reads the old placement, and devices that are
+//! down.
+
+mod common;
+
+use cerberus_host::cluster::{self, owner, ClusterDescription, Digest};
+use cerberus_host::{BlockingNamespace, WriteBatch};
+use common::{errors, start, text, Serve};
+use rand::Rng;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Devices on loopback and a cluster description naming them d0, d1, ...
+struct Cluster {
+    devices: Vec<Serve>,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn start(n: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("cluster");
+        std::fs::create_dir(&folder).unwrap();
+        let file = folder.join("cluster.toml");
+        let mut devices = Vec::new();
+        for i in 0..n {
+            let data = dir.path().join(format!("d{i}"));
+            std::fs::create_dir(&data).unwrap();
+            devices.push(start(&data, &[]));
+        }
+        let c = Cluster {
+            devices,
+            file,
+            _dir: dir,
+        };
+        c.ok(&["init"]);
+        for (i, d) in c.devices.iter().enumerate() {
+            let secret = d.dir.join("admin.secret");
+            let name = format!("d{i}");
+            let secret = secret.to_str().unwrap();
+            c.ok(&["add-device", &name, &d.addr, "--admin-secret-file", secret]);
+        }
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_cerberus"))
+            .arg("cluster")
+            .arg("--file")
+            .arg(&self.file)
+            .args(args)
+            .env_remove("CERBERUS_CLUSTER")
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(o.status.success(), "{args:?}: {}", errors(&o));
+        text(&o)
+    }
+
+    fn desc(&self) -> ClusterDescription {
+        ClusterDescription::load(&self.file).unwrap()
+    }
+
+    fn base(&self) -> &Path {
+        self.file.parent().unwrap()
+    }
+
+    /// The current parts of `tenant`, opened, in the order of its device list.
+    fn parts(&self, tenant: &str) -> (Vec<String>, Vec<BlockingNamespace>) {
+        let desc = self.desc();
+        let t = desc.tenant(tenant).unwrap();
+        let parts = t
+            .devices
+            .iter()
+            .map(|d| cluster::open_part(&desc, self.base(), d, &t.parts[d]).unwrap())
+            .collect();
+        (t.devices.clone(), parts)
+    }
+
+    /// The namespace names of device `i`.
+    fn namespaces(&self, i: usize) -> Vec<String> {
+        let c = cluster::connect_admin(&self.desc(), self.base(), &format!("d{i}")).unwrap();
+        c.list_namespaces()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    }
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: usize) -> Vec<u8> {
+    format!("value-{i}-{}", "x".repeat(i % 50)).into_bytes()
+}
+
+#[test]
+fn tenants_are_spread_by_owner_listed_and_destroyed() {
+    let c = Cluster::start(3);
+    c.ok(&["create", "t", "--devices", "d0,d1,d2"]);
+    let list = c.ok(&["list"]);
+    assert!(list.starts_with("TENANT"), "{list}");
+    let row = list.lines().nth(1).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, ["t", "1", "d0,d1,d2", "-"], "{list}");
+
+    // Credentials are private to their owner.
+    #[cfg(unix)]
+    for d in ["d0", "d1", "d2"] {
+        use std::os::unix::fs::PermissionsExt;
+        let p = c.base().join(format!("secrets/t.{d}"));
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", p.display());
+    }
+
+    let (devices, parts) = c.parts("t");
+    let n = 600;
+    for i in 0..n {
+        let o = owner(&key(i), &devices).unwrap();
+        parts[o].put(key(i), value(i)).unwrap();
+    }
+    let mut total = 0;
+    for (i, p) in parts.iter().enumerate() {
+        let keys = p.list_all("", 1000).unwrap();
+        // Each device holds about a third, and only keys it owns.
+        assert!(keys.len() > n / 5, "device {i}: {} keys", keys.len());
+        for k in &keys {
+            assert_eq!(owner(k, &devices), Some(i));
+        }
+        total += keys.len();
+    }
+    assert_eq!(total, n);
+
+    let o = c.run(&["create", "t", "--devices", "d0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("tenant t exists"), "{}", errors(&o));
+
+    c.ok(&["destroy", "t"]);
+    assert_eq!(c.ok(&["list", "--json"]).trim(), "[]");
+    for i in 0..3 {
+        assert!(!c.namespaces(i).contains(&"t".to_string()));
+    }
+    assert!(!c.base().join("secrets/t.d0").exists());
+}
+
+#[test]
+fn reshard_one_to_three_loses_nothing_while_reads_go_on() {
+    let c = Cluster::start(3);
+    c.ok(&["create", "t", "--devices", "d0"]);
+    let n = 20_000;
+    let (_, old) = c.parts("t");
+    let old = old.into_iter().next().unwrap();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        let mut b = WriteBatch::new();
+        for &i in chunk {
+            b.put(key(i), value(i));
+        }
+        old.write(b).unwrap();
+    }
+    let before = Digest::of_namespace(&old).unwrap();
+    assert_eq!(before.records, n as u64);
+
+    // A reader of the old placement, until the move ends: every read returns what was
+    // written, and fails only once the description has switched (the old part is gone).
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, file) = (stop.clone(), c.file.clone());
+        std::thread::spawn(move || {
+            let mut rng = rand::thread_rng();
+            // Reads made, and those made while the description recorded the move.
+            let (mut reads, mut during) = (0u64, 0u64);
+            while !stop.load(Ordering::Relaxed) {
+                let moving = reads % 8 == 0
+                    && ClusterDescription::load(&file).unwrap().tenants["t"]
+                        .moving_to
+                        .is_some();
+                let i = rng.gen_range(0..n);
+                match old.get(key(i)) {
+                    Ok(v) => assert_eq!(v.as_deref(), Some(&value(i)[..]), "key {i}"),
+                    Err(e) => {
+                        let desc = ClusterDescription::load(&file).unwrap();
+                        let generation = desc.tenants["t"].generation;
+                        assert_eq!(generation, 2, "read failed before the switch: {e}");
+                        break;
+                    }
+                }
+                reads += 1;
+                during += u64::from(moving);
+            }
+            (reads, during)
+        })
+    };
+    let out = c.ok(&["reshard", "t", "--devices", "d0,d1,d2", "--batch", "1000"]);
+    stop.store(true, Ordering::Relaxed);
+    let (reads, during) = reader.join().unwrap();
+    eprintln!("{reads} reads of the old placement, {during} seen during the move");
+    assert!(during > 0, "{reads} reads, none during the move");
+    assert!(out.contains(&format!("records: {n}")), "{out}");
+    assert!(
+        out.contains(&format!("digest: {:016x}", before.sum)),
+        "{out}"
+    );
+
+    let desc = c.desc();
+    let t = &desc.tenants["t"];
+    assert_eq!(t.generation, 2);
+    assert_eq!(t.devices, ["d0", "d1", "d2"]);
+    assert!(t.moving_to.is_none() && t.moving_parts.is_empty());
+    assert!(t.parts.values().all(|p| p.namespace == "t.g2"));
+    assert_eq!(c.namespaces(0), ["t.g2"], "the old namespace is destroyed");
+
+    let digest = c.ok(&["digest", "t", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&digest).unwrap();
+    assert_eq!(v["records"], n as u64);
+    assert_eq!(v["bytes"], before.bytes);
+    assert_eq!(v["digest"], format!("{:016x}", before.sum));
+
+    // Every key at its new owner.
+    let (devices, parts) = c.parts("t");
+    let mut by_owner = vec![Vec::new(); devices.len()];
+    for i in 0..n {
+        by_owner[owner(&key(i), &devices).unwrap()].push(i);
+    }
+    for (o, idx) in by_owner.iter().enumerate() {
+        for chunk in idx.chunks(1000) {
+            let keys = chunk.iter().map(|&i| key(i).into()).collect();
+            let got = parts[o].get_many(keys).unwrap();
+            for (&i, v) in chunk.iter().zip(got) {
+                assert_eq!(v.as_deref(), Some(&value(i)[..]), "key {i} at d{o}");
+            }
+        }
+    }
+
+    // A move to where it is already is refused; a move back to one device works.
+    let o = c.run(&["reshard", "t", "--devices", "d2,d1,d0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let back = c.ok(&["reshard", "t", "--devices", "d1"]);
+    assert!(back.contains(&format!("records: {n}")), "{back}");
+    assert_eq!(c.desc().tenants["t"].parts["d1"].namespace, "t.g3");
+}
+
+#[test]
+fn a_device_down_fails_create_and_reshard_and_leaves_the_description() {
+    let mut c = Cluster::start(2);
+    // d1 goes down: its process is killed.
+    drop(c.devices.pop());
+    let before = std::fs::read(&c.file).unwrap();
+
+    let o = c.run(&["create", "t", "--devices", "d0,d1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("device d1"), "{}", errors(&o));
+    assert_eq!(std::fs::read(&c.file).unwrap(), before);
+    assert!(c.namespaces(0).is_empty(), "nothing left on d0");
+
+    c.ok(&["create", "t", "--devices", "d0"]);
+    let before = std::fs::read(&c.file).unwrap();
+    let o = c.run(&["reshard", "t", "--devices", "d0,d1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("device d1"), "{}", errors(&o));
+    assert_eq!(std::fs::read(&c.file).unwrap(), before);
+    assert_eq!(c.namespaces(0), ["t"]);
+
+    // Unknown devices and tenants are named too.
+    let o = c.run(&["create", "u", "--devices", "d9"]);
+    assert!(errors(&o).contains("d9"), "{}", errors(&o));
+    let o = c.run(&["destroy", "nobody"]);
+    assert!(errors(&o).contains("nobody"), "{}", errors(&o));
+}
