@@ -464,10 +464,11 @@ class ClusterNamespace:
         primary key are kept: one device walking an index instead returns the first in
         index order, so the two agree where its plan scans (no index on the filter).
 
-        ``meta`` (an empty DataFrame or ``{column: dtype}``) describes the columns without
-        reading anything; by default it is ``_pk`` plus the projected attributes, or just
-        ``_pk`` for ``keys_only``; with neither, the first records (up to 64) of each device
-        are read now to name the columns."""
+        Dask needs the columns and their types when the frame is built: ``meta`` (an empty
+        DataFrame or ``{column: dtype}``) gives them without reading anything; by default
+        they are ``_pk`` alone for ``keys_only``, else those of the first records (up to 64)
+        of each device, read now. The whole answer is read at ``.compute()``, each device
+        on a thread of Dask's default scheduler (the connections are this process's)."""
         try:
             import dask
             import dask.dataframe as dd
@@ -485,7 +486,7 @@ class ClusterNamespace:
         if page_bytes is not None:
             doc["page_bytes"] = page_bytes
         if meta is None:
-            meta = self._find_meta(pyarrow, doc, project, keys_only)
+            meta = self._find_meta(pyarrow, doc, keys_only)
         # The graph: each device's table, then one step that sees every table's schema (and
         # pks, for a limit), then each partition conformed to it: lazily, in parallel.
         # Keys named here: dask would otherwise hash the arguments (native handles).
@@ -502,20 +503,12 @@ class ClusterNamespace:
         with self._cluster._guard(device):
             return FindResult(part, doc).to_arrow()
 
-    def _find_meta(self, pyarrow: Any, doc: Dict[str, Any], project: Optional[List[str]],
-                   keys_only: bool) -> Any:
-        """The empty frame that names the columns: known from the projection (or keys_only);
-        else from the first records of each device."""
+    def _find_meta(self, pyarrow: Any, doc: Dict[str, Any], keys_only: bool) -> Any:
+        """The empty frame that names the columns and their types: ``_pk`` alone for
+        keys_only, else those of the first records (up to 64) of each device, read now
+        (types from a guess would break lazy arithmetic on the columns)."""
         if keys_only:
             return pyarrow.schema([("_pk", pyarrow.string())]).empty_table().to_pandas()
-        if project is not None:
-            names = ["_pk"]
-            for p in project:
-                top = p.split(".")[0]
-                if top not in names:
-                    names.append(top)
-            fields = [("_pk", pyarrow.string())] + [(n, pyarrow.null()) for n in names[1:]]
-            return pyarrow.schema(fields).empty_table().to_pandas()
         sample = dict(doc, limit=min(64, doc.get("limit") or 64))
         schema, _ = _find_plan([self._part_arrow(d, sample) for d in self._devices], None)
         return schema.empty_table().to_pandas()

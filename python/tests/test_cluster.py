@@ -234,6 +234,18 @@ def test_find_through_dask_equals_one_device(records, kwargs):
     pd.testing.assert_frame_equal(_frame(got), _frame(want), check_dtype=False)
 
 
+def test_find_frames_work_lazily(records):
+    ns, one = records
+    ddf = ns.find(project=["stars", "city"])
+    want = one.find(project=["stars", "city"]).to_pandas()
+    assert ddf.stars.sum().compute() == want.stars.sum()
+    got = ddf[ddf.stars >= 4].compute()
+    assert sorted(got._pk) == sorted(want[want.stars >= 4]._pk)
+    by_city = ddf.groupby("city").stars.count().compute().sort_index()
+    pd.testing.assert_series_equal(by_city, want.groupby("city").stars.count().sort_index(),
+                                   check_dtype=False)
+
+
 def test_top_get_by_secondary_and_aggregates_equal_one_device(records):
     ns, one = records
     assert ns.list_indexes() == one.list_indexes()
@@ -319,6 +331,10 @@ def test_a_device_down_fails_the_calls_that_need_it_only(tmp_path):
             ns.aggregate("count")
         with pytest.raises(cerberus.ClusterDeviceError, match="dev1"):
             ns.find().compute()
+        # With meta given nothing is read until compute.
+        lazy = ns.find(meta={"_pk": "object", "k": "object"})
+        with pytest.raises(cerberus.ClusterDeviceError, match="dev1"):
+            lazy.compute()
         # The tenant on the other two devices is served as before.
         assert [k for k, _ in beside.scan()] == sorted(keys)
         assert beside.find().compute().shape[0] == len(keys)
