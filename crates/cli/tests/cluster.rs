@@ -275,3 +275,58 @@ fn a_device_down_fails_create_and_reshard_and_leaves_the_description() {
     let o = c.run(&["destroy", "nobody"]);
     assert!(errors(&o).contains("nobody"), "{}", errors(&o));
 }
+
+#[test]
+fn a_move_that_fails_part_way_is_undone_and_an_interrupted_one_aborted() {
+    let c = Cluster::start(2);
+    c.ok(&["create", "t", "--devices", "d0"]);
+    let (_, parts) = c.parts("t");
+    parts[0].put("k", "v").unwrap();
+    // d1 has a namespace of the name the move's next generation takes: creating it fails
+    // after d0's is made.
+    let d1 = cluster::connect_admin(&c.desc(), c.base(), "d1").unwrap();
+    let (nsid, secret) = d1.create_namespace("t.g2").unwrap();
+    let before = std::fs::read(&c.file).unwrap();
+    let o = c.run(&["reshard", "t", "--devices", "d0,d1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = errors(&o);
+    assert!(e.contains("device d1") && e.contains("t.g2"), "{e}");
+    assert_eq!(std::fs::read(&c.file).unwrap(), before);
+    assert_eq!(c.namespaces(0), ["t"], "the part made on d0 is destroyed");
+    assert!(!c.base().join("secrets/t.g2.d0").exists());
+
+    // A move whose process died: its namespace on d1 and its record stay until --abort.
+    let rel = Path::new("secrets/t.g2.d1");
+    std::fs::write(c.base().join(rel), &secret).unwrap();
+    let mut desc = c.desc();
+    let t = desc.tenants.get_mut("t").unwrap();
+    t.moving_to = Some(vec!["d1".into()]);
+    t.moving_parts.insert(
+        "d1".into(),
+        cluster::Part {
+            namespace: "t.g2".into(),
+            secret_file: rel.into(),
+        },
+    );
+    desc.save(&c.file).unwrap();
+    let list = c.ok(&["list"]);
+    assert!(list.lines().nth(1).unwrap().ends_with("d1"), "{list}");
+    let o = c.run(&["reshard", "t", "--devices", "d1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("--abort"), "{}", errors(&o));
+
+    c.ok(&["reshard", "t", "--abort"]);
+    assert!(c.desc().tenants["t"].moving_to.is_none());
+    assert!(c.desc().tenants["t"].moving_parts.is_empty());
+    assert!(!c.namespaces(1).contains(&"t.g2".to_string()));
+    assert!(
+        d1.namespace(nsid).get("k").is_err(),
+        "the namespace is gone"
+    );
+    assert!(!c.base().join(rel).exists());
+
+    let out = c.ok(&["reshard", "t", "--devices", "d1"]);
+    assert!(out.contains("records: 1"), "{out}");
+    let (_, parts) = c.parts("t");
+    assert_eq!(parts[0].get("k").unwrap().as_deref(), Some(&b"v"[..]));
+}
