@@ -320,7 +320,7 @@ fn a_move_that_fails_part_way_is_undone_and_an_interrupted_one_aborted() {
     assert!(c.desc().tenants["t"].moving_parts.is_empty());
     assert!(!c.namespaces(1).contains(&"t.g2".to_string()));
     assert!(
-        d1.namespace(nsid).get("k").is_err(),
+        d1.open_namespace(nsid, &secret).is_err(),
         "the namespace is gone"
     );
     assert!(!c.base().join(rel).exists());
