@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _cerberus
 from . import Batch, Bytesish, CerberusError, ConnectionError, Device, FindResult, Namespace
@@ -53,14 +53,11 @@ class TenantMoving(CerberusError):
 
 
 def _key_bytes(key: Bytesish) -> bytes:
-    if isinstance(key, str):
-        return key.encode("utf-8")
-    return bytes(key)
+    return key.encode("utf-8") if isinstance(key, str) else bytes(key)
 
 
 def _pk_bytes(pk: Union[str, bytes]) -> bytes:
-    """A primary key as answered (``str`` where UTF-8) back to bytes: key order is byte
-    order, as on a device."""
+    """A primary key as answered (``str`` where UTF-8) as bytes, which order keys."""
     return pk.encode("utf-8") if isinstance(pk, str) else pk
 
 
@@ -80,9 +77,7 @@ def _scalar_rank(v: Any) -> Tuple[Any, ...]:
 
 def _number(x: float) -> Union[int, float]:
     """A number as the engine answers one: integral values within 2^53 as integers."""
-    if float(x).is_integer() and abs(x) <= 9_007_199_254_740_992:
-        return int(x)
-    return float(x)
+    return int(x) if float(x).is_integer() and abs(x) <= 2**53 else float(x)
 
 
 def _and(filter: Optional[Dict[str, Any]], cond: Dict[str, Any]) -> Dict[str, Any]:
@@ -264,9 +259,12 @@ class ClusterNamespace:
             with self._cluster._guard(device):
                 return getattr(part, fn)(*args)
         except ClusterDeviceError:
-            with self._lock:
-                self._parts.pop(device, None)
+            self._forget(device)
             raise
+
+    def _forget(self, device: str) -> None:
+        with self._lock:
+            self._parts.pop(device, None)
 
     def _each(self, fn: str, *args: Any) -> List[Any]:
         """``fn`` on every part, in placement order."""
@@ -279,13 +277,6 @@ class ClusterNamespace:
                 f"tenant {self._name!r} is being moved to {', '.join(moving)}: reads go on, "
                 f"writes resume after the move (when the description no longer says "
                 f"moving_to)")
-
-    def _group(self, keys: Sequence[Bytesish]) -> Dict[str, List[int]]:
-        """Positions of ``keys`` per owning device."""
-        groups: Dict[str, List[int]] = {}
-        for i, k in enumerate(keys):
-            groups.setdefault(self.owner(k), []).append(i)
-        return groups
 
     # Point calls.
 
@@ -316,7 +307,10 @@ class ClusterNamespace:
         """Values of ``keys`` in order (``None`` where absent): one ``get_many`` per device."""
         keys = list(keys)
         out: List[Optional[bytes]] = [None] * len(keys)
-        for device, idx in self._group(keys).items():
+        groups: Dict[str, List[int]] = {}
+        for i, k in enumerate(keys):
+            groups.setdefault(self.owner(k), []).append(i)
+        for device, idx in groups.items():
             for i, v in zip(idx, self._call(device, "get_many", [keys[i] for i in idx])):
                 out[i] = v
         return out
@@ -345,8 +339,12 @@ class ClusterNamespace:
     # Scans.
 
     def _scan_part(self, device: str, it: Iterator[Tuple[bytes, bytes]]) -> Iterator[Tuple[bytes, bytes]]:
-        with self._cluster._guard(device):
-            yield from it
+        try:
+            with self._cluster._guard(device):
+                yield from it
+        except ClusterDeviceError:
+            self._forget(device)
+            raise
 
     def scan(self, start: Optional[Bytesish] = None, end: Optional[Bytesish] = None,
              prefix: Optional[Bytesish] = None,
@@ -379,17 +377,15 @@ class ClusterNamespace:
         return self._call(self._devices[0], "list_indexes")
 
     def stats(self) -> Dict[str, Any]:
-        """The parts' stats added up where they are numbers (counts, bytes), the first
-        part's other values, and each part's own under ``parts`` (with ``device``)."""
+        """The parts' counters and bytes added up (per level and step too; no ``nsid``,
+        the first part's ``shares``), and each part's own under ``parts`` (with
+        ``device``)."""
         parts = self._each("stats")
         total = _add_stats(parts)
         total["parts"] = [dict(s, device=d) for d, s in zip(self._devices, parts)]
         return total
 
     # Queries.
-
-    def _query_all(self, doc: Dict[str, Any]) -> List[Tuple[List[Tuple[bytes, bytes]], Dict[str, Any]]]:
-        return self._each("_query", doc)
 
     def get_by_secondary(self, attr: str, value: Any,
                          limit: Optional[int] = None) -> List[Union[str, bytes]]:
@@ -408,7 +404,7 @@ class ClusterNamespace:
         if project is not None:
             doc["project"] = list(project)
         ranked = []
-        for records, summary in self._query_all(doc):
+        for records, summary in self._each("_query", doc):
             for (pk, proj), key in zip(records, summary.get("keys", [])):
                 row = json.loads(proj) if proj else {}
                 if not isinstance(row, dict):
@@ -437,10 +433,8 @@ class ClusterNamespace:
             return _number(sum(float(v) for v in one("sum", filter)))
         if fn in ("min", "max"):
             vals = [v for v in one(fn, filter) if v is not None]
-            if not vals:
-                return None
             pick = min if fn == "min" else max
-            return pick(vals, key=_scalar_rank)
+            return pick(vals, key=_scalar_rank) if vals else None
         if fn == "avg" and attr is not None:
             sums = one("sum", filter)
             counts = one("count", _and(filter, {attr: {"$gte": _LEAST_NUMBER}}))
@@ -499,9 +493,12 @@ class ClusterNamespace:
         return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
     def _part_arrow(self, device: str, doc: Dict[str, Any]) -> Any:
-        part = self._part(device)
-        with self._cluster._guard(device):
-            return FindResult(part, doc).to_arrow()
+        try:
+            with self._cluster._guard(device):
+                return FindResult(self._part(device), doc).to_arrow()
+        except ClusterDeviceError:
+            self._forget(device)
+            raise
 
     def _find_meta(self, pyarrow: Any, doc: Dict[str, Any], keys_only: bool) -> Any:
         """The empty frame that names the columns and their types: ``_pk`` alone for
@@ -514,20 +511,34 @@ class ClusterNamespace:
         return schema.empty_table().to_pandas()
 
 
+def _add(a: Any, b: Any) -> Any:
+    """Two parts' stats added: numbers summed, dicts key by key, lists (per level, per
+    search step) item by item; anything else (names, flags) as the first part has it."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a + b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: _add(a[k], b[k]) if k in a and k in b else a.get(k, b.get(k))
+                for k in {**a, **b}}
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [_add(x, y) for x, y in zip(a, b)]
+    return a
+
+
 def _add_stats(parts: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Numbers added up key by key (nested dicts too); other values from the first part that
-    has them."""
-    out: Dict[str, Any] = {}
-    for s in parts:
-        for k, v in s.items():
-            if k not in out:
-                out[k] = _add_stats([v]) if isinstance(v, dict) else v
-            elif isinstance(v, dict) and isinstance(out[k], dict):
-                out[k] = _add_stats([out[k], v])
-            elif (isinstance(v, (int, float)) and not isinstance(v, bool)
-                  and isinstance(out[k], (int, float)) and not isinstance(out[k], bool)):
-                out[k] = out[k] + v
-    return out
+    """The tenant's stats: the parts' added up, except what is not a count: ``nsid`` (each
+    device's own, under ``parts``), ``shares`` (the first part's settings) and a
+    ``capacity`` that is ``None`` (no bound) when one part has none."""
+    total: Dict[str, Any] = dict(parts[0])
+    for s in parts[1:]:
+        total = _add(total, s)
+    total.pop("nsid", None)
+    if "shares" in parts[0]:
+        total["shares"] = parts[0]["shares"]
+    if any(s.get("capacity") is None for s in parts):
+        total["capacity"] = None
+    return total
 
 
 def _unify_type(pa: Any, a: Any, b: Any) -> Any:

@@ -17,10 +17,11 @@ dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 
 
-def _start(data, admin_secret):
-    """A device on a free loopback port with its own data dir and admin secret."""
+def _start(data, admin_secret, port=None):
+    """A device on a free loopback port (or ``port``) with its own data dir and admin
+    secret."""
     data.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = port or _free_port()
     address = f"127.0.0.1:{port}"
     log = open(data / "device.log", "wb")
     proc = subprocess.Popen(
@@ -65,6 +66,14 @@ class Devices:
 
     def stop(self, name):
         stop(self.info[name][3])
+
+    def restart(self, name):
+        """A stopped device started again on its port and data."""
+        address, secret, secret_file, _, log = self.info[name]
+        log.close()
+        port = int(address.rsplit(":", 1)[1])
+        proc, address, log = _start(self.root / name, secret, port)
+        self.info[name] = (address, secret, secret_file, proc, log)
 
     def close(self):
         for address, _, _, proc, log in self.info.values():
@@ -271,6 +280,9 @@ def test_top_get_by_secondary_and_aggregates_equal_one_device(records):
                 (fn, attr, flt)
     stats = ns.stats()
     assert [p["device"] for p in stats["parts"]] == ns.devices
+    assert stats["puts"] == sum(p["puts"] for p in stats["parts"]) >= 400
+    assert stats["levels"][0]["tables"] == sum(p["levels"][0]["tables"] for p in stats["parts"])
+    assert "nsid" not in stats and stats["shares"] == stats["parts"][0]["shares"]
 
 
 def test_writes_during_a_move_raise_tenant_moving_and_reads_go_on(trio):
@@ -338,6 +350,9 @@ def test_a_device_down_fails_the_calls_that_need_it_only(tmp_path):
         # The tenant on the other two devices is served as before.
         assert [k for k, _ in beside.scan()] == sorted(keys)
         assert beside.find().compute().shape[0] == len(keys)
+        # Back up, the device is dialled again by the next call.
+        devices.restart("dev1")
+        assert ns.get_many(keys) == [v for _, v in puts]
     finally:
         devices.close()
 
