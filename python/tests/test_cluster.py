@@ -402,3 +402,34 @@ def test_a_description_file_is_read_by_the_rust_loader(trio, tmp_path):
         cerberus.connect_cluster(str(broken))
     with pytest.raises(OSError):
         cerberus.connect_cluster(str(tmp_path / "missing.toml"))
+
+
+def _cli(path, *args):
+    return subprocess.run([_binary(), "cluster", "--file", str(path), *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_a_tenant_made_and_moved_by_the_cli(trio, tmp_path):
+    """The description `cerberus cluster` writes is read as it is; after a move, a client
+    that loads the new description reads everything from the new devices."""
+    if subprocess.run([_binary(), "cluster", "--help"], capture_output=True).returncode:
+        pytest.skip("this cerberus binary has no `cluster` command")
+    path = tmp_path / "cluster.toml"
+    _cli(path, "init")
+    for d in trio.names:
+        _cli(path, "add-device", d, trio.address(d), "--admin-secret-file",
+             str(trio.info[d][2]))
+    name = fresh_name("cli").replace("-", "_")
+    _cli(path, "create", name, "--devices", ",".join(trio.names))
+    ns = cerberus.connect_cluster(path).namespace(name)
+    puts = [(f"c{i:03d}".encode(), json.dumps({"i": i}).encode()) for i in range(200)]
+    ns.write_batch(puts=puts)
+    digest = json.loads(_cli(path, "digest", name, "--json"))
+    assert digest["records"] == len(puts)
+    _cli(path, "reshard", name, "--devices", "dev0,dev2")
+    moved = cerberus.connect_cluster(path).namespace(name)
+    assert moved.devices == ["dev0", "dev2"]
+    assert list(moved.scan()) == puts
+    assert moved.aggregate("sum", "i") == sum(range(200))
+    moved.put(b"after", b"{}")
+    assert moved.get(b"after") == b"{}"
