@@ -93,7 +93,8 @@ def _read_secret(path: str, what: str) -> str:
         with builtins.open(path) as f:
             return f.read().strip()
     except OSError as e:
-        raise ValueError(f"cannot read {what} from {path}: {e}") from e
+        # The same class (FileNotFoundError, PermissionError, ...), saying whose file it is.
+        raise type(e)(e.errno, f"cannot read {what}: {e.strerror}", path) from e
 
 
 def connect_cluster(desc: Union[str, os.PathLike, Dict[str, Any]],

@@ -373,6 +373,12 @@ def test_description_checks(trio):
         cluster.namespace("nope")
     with pytest.raises(ValueError):
         _cerberus.cluster_owner(b"k", [])
+    name = fresh_name("nosecret")
+    desc = trio.tenant(name, trio.names)
+    desc["tenants"][name]["parts"]["dev1"]["secret_file"] = "missing.secret"
+    ns = cerberus.connect_cluster(desc, base_dir=str(trio.root)).namespace(name)
+    with pytest.raises(FileNotFoundError, match="credential on device 'dev1'"):
+        ns.aggregate("count")
 
 
 def test_a_description_file_is_read_by_the_rust_loader(trio, tmp_path):
