@@ -491,7 +491,9 @@ class ClusterNamespace:
         plan = dask.delayed(_find_plan)(tables, limit, dask_key_name=f"{run}-plan")
         parts = [dask.delayed(_conform)(t, plan, dask_key_name=f"{run}-part-{d}")
                  for d, t in zip(self._devices, tables)]
-        return dd.from_delayed(parts, meta=meta, verify_meta=False)
+        # Dask would turn object columns (objects, arrays) into strings: one device keeps them.
+        with dask.config.set({"dataframe.convert-string": False}):
+            return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
     def _part_arrow(self, device: str, doc: Dict[str, Any]) -> Any:
         try:
@@ -544,16 +546,17 @@ def _add_stats(parts: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 def _unify_type(pa: Any, a: Any, b: Any) -> Any:
     """Two parts' types of one column as one device would infer them over both parts'
-    records: null gives way, integers with floats are floats, otherwise strings."""
+    records: null gives way, integers with floats are floats, objects merge their fields,
+    other mixes are strings (as the device's inference makes them)."""
     if a == b or pa.types.is_null(b):
         return a
     if pa.types.is_null(a):
         return b
-    if {str(a), str(b)} == {"int64", "double"}:
-        return pa.float64()
-    if pa.types.is_binary(a) or pa.types.is_binary(b):
-        return pa.binary()
-    return pa.string()
+    try:
+        return pa.unify_schemas([pa.schema([("c", a)]), pa.schema([("c", b)])],
+                                promote_options="permissive").field("c").type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pa.binary() if pa.types.is_binary(a) or pa.types.is_binary(b) else pa.string()
 
 
 def _find_plan(tables: List[Any], limit: Optional[int]) -> Tuple[Any, Optional[bytes]]:

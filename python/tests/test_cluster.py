@@ -205,6 +205,9 @@ def records(trio, tmp_path_factory):
         rec = {"city": rng.choice(CITIES), "stars": rng.randrange(1, 6),
                # Not always a number: avg must average the numbers only.
                "rating": rng.randrange(11) if rng.random() < 0.9 else "n/a"}
+        if i % 50 == 0:  # a few objects and arrays, their fields not all alike
+            rec["loc"] = {"lat": i % 90} if i % 100 else {"lat": 1, "lon": -2.5}
+            rec["tags"] = ["t"] * (i % 3)
         if rng.random() < 0.8:  # missing elsewhere; null sometimes; quarters add exactly
             rec["price"] = None if rng.random() < 0.1 else rng.randrange(400) / 4
         puts.append((f"r{i:04d}".encode(), json.dumps(rec).encode()))
