@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import concurrent.futures
 import heapq
 import json
 import os
@@ -50,10 +51,6 @@ class ClusterDeviceError(ConnectionError):
 class TenantMoving(CerberusError):
     """A write to a tenant being moved to other devices: reads go on against its old
     placement, writes resume once the move has switched the description."""
-
-
-def _key_bytes(key: Bytesish) -> bytes:
-    return key.encode("utf-8") if isinstance(key, str) else bytes(key)
 
 
 def _pk_bytes(pk: Union[str, bytes]) -> bytes:
@@ -132,6 +129,7 @@ class Cluster:
         self._base = base_dir
         self._devices: Dict[str, Device] = {}
         self._lock = threading.Lock()
+        self._threads: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
     def __enter__(self) -> "Cluster":
         return self
@@ -145,6 +143,18 @@ class Cluster:
             for d in self._devices.values():
                 d.close()
             self._devices.clear()
+            threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=False)
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        """Threads for calls to several devices at once, one per device."""
+        with self._lock:
+            if self._threads is None:
+                self._threads = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max(1, len(self._desc["devices"])),
+                    thread_name_prefix="cerberus-cluster")
+            return self._threads
 
     @property
     def description(self) -> Dict[str, Any]:
@@ -227,11 +237,10 @@ class ClusterNamespace:
     def __repr__(self) -> str:
         return f"ClusterNamespace(name={self._name!r}, devices={self._devices!r})"
 
-    # Placement and parts.
-
     def owner(self, key: Bytesish) -> str:
         """The device that holds ``key``."""
-        return self._devices[_cerberus.cluster_owner(_key_bytes(key), self._devices)]
+        k = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+        return self._devices[_cerberus.cluster_owner(k, self._devices)]
 
     def _part(self, device: str) -> Namespace:
         with self._lock:
@@ -267,9 +276,20 @@ class ClusterNamespace:
         with self._lock:
             self._parts.pop(device, None)
 
+    def _fan(self, calls: List[Tuple[str, str, Tuple[Any, ...]]]) -> List[Any]:
+        """``(device, fn, args)`` calls run at once, one thread each (the native calls
+        release the GIL, so round trips to several devices overlap); answers in order, the
+        first failure in order raised once all are done."""
+        if len(calls) <= 1:
+            return [self._call(d, fn, *args) for d, fn, args in calls]
+        futures = [self._cluster._pool().submit(self._call, d, fn, *args)
+                   for d, fn, args in calls]
+        concurrent.futures.wait(futures)
+        return [f.result() for f in futures]
+
     def _each(self, fn: str, *args: Any) -> List[Any]:
-        """``fn`` on every part, in placement order."""
-        return [self._call(d, fn, *args) for d in self._devices]
+        """``fn`` on every part at once, answers in placement order."""
+        return self._fan([(d, fn, args) for d in self._devices])
 
     def _writable(self) -> None:
         moving = self._tenant.get("moving_to")
@@ -278,8 +298,6 @@ class ClusterNamespace:
                 f"tenant {self._name!r} is being moved to {', '.join(moving)}: reads go on, "
                 f"writes resume after the move (when the description no longer says "
                 f"moving_to)")
-
-    # Point calls.
 
     def put(self, key: Bytesish, value: Bytesish) -> None:
         self._writable()
@@ -311,16 +329,17 @@ class ClusterNamespace:
         groups: Dict[str, List[int]] = {}
         for i, k in enumerate(keys):
             groups.setdefault(self.owner(k), []).append(i)
-        for device, idx in groups.items():
-            for i, v in zip(idx, self._call(device, "get_many", [keys[i] for i in idx])):
+        calls = [(d, "get_many", ([keys[i] for i in idx],)) for d, idx in groups.items()]
+        for idx, values in zip(groups.values(), self._fan(calls)):
+            for i, v in zip(idx, values):
                 out[i] = v
         return out
 
     def write_batch(self, puts: Optional[List[Tuple[Bytesish, Bytesish]]] = None,
                     deletes: Optional[List[Bytesish]] = None) -> None:
         """Writes ``puts`` then ``deletes``, split per device: all or none on each device,
-        but **not atomic across devices** (a device that fails leaves the others' writes
-        done)."""
+        but **not atomic across devices** (sent to them at once: a device that fails leaves
+        the others' writes done)."""
         self._writable()
         puts, deletes = list(puts or []), list(deletes or [])
         per: Dict[str, Tuple[List[Any], List[Any]]] = {}
@@ -328,18 +347,14 @@ class ClusterNamespace:
             per.setdefault(self.owner(k), ([], []))[0].append((k, v))
         for k in deletes:
             per.setdefault(self.owner(k), ([], []))[1].append(k)
-        for device in self._devices:
-            if device in per:
-                self._call(device, "write_batch", *per[device])
+        self._fan([(d, "write_batch", per[d]) for d in self._devices if d in per])
 
     def batch(self) -> Batch:
         """A :class:`cerberus.Batch` for a ``with`` block, written by :meth:`write_batch`
         (atomic per device, not across devices)."""
         return Batch(self)  # type: ignore[arg-type] - Batch only calls write_batch
 
-    # Scans.
-
-    def _scan_part(self, device: str, it: Iterator[Tuple[bytes, bytes]]) -> Iterator[Tuple[bytes, bytes]]:
+    def _scan_part(self, device: str, it: Iterator[Any]) -> Iterator[Tuple[bytes, bytes]]:
         try:
             with self._cluster._guard(device):
                 yield from it
@@ -360,12 +375,9 @@ class ClusterNamespace:
              prefix: Optional[Bytesish] = None) -> Iterator[bytes]:
         return (k for k, _ in self.scan(start, end, prefix, True))
 
-    # Indexes.
-
     def create_index(self, attr: str, kind: str = "vas", exist_ok: bool = False) -> None:
-        """Indexes ``attr`` on every device's part (see :meth:`cerberus.Namespace.create_index`).
-        A part that fails leaves the index on the parts before it: call again with
-        ``exist_ok``."""
+        """Indexes ``attr`` on every part at once (:meth:`cerberus.Namespace.create_index`); a
+        part that fails leaves it on the others: call again with ``exist_ok``."""
         self._writable()
         self._each("create_index", attr, kind, exist_ok)
 
@@ -386,12 +398,10 @@ class ClusterNamespace:
         total["parts"] = [dict(s, device=d) for d, s in zip(self._devices, parts)]
         return total
 
-    # Queries.
-
     def get_by_secondary(self, attr: str, value: Any,
                          limit: Optional[int] = None) -> List[Union[str, bytes]]:
-        """Primary keys whose indexed ``attr`` equals ``value``, in key order (each part's
-        merged)."""
+        """Primary keys whose indexed ``attr`` equals ``value``, the parts' merged in key
+        order."""
         per = self._each("get_by_secondary", attr, value, limit)
         merged = heapq.merge(*per, key=_pk_bytes)
         return list(merged)[:limit] if limit is not None else list(merged)
@@ -426,7 +436,7 @@ class ClusterNamespace:
         numbers at ``attr``; ``None`` over none). Sums of fractions may differ from one
         device's in the last bits (added in another order)."""
         def one(f: str, flt: Optional[Dict[str, Any]]) -> List[Any]:
-            return [self._call(d, "aggregate", f, attr, flt) for d in self._devices]
+            return self._each("aggregate", f, attr, flt)
 
         if fn == "count":
             return sum(one("count", filter))
@@ -437,23 +447,19 @@ class ClusterNamespace:
             pick = min if fn == "min" else max
             return pick(vals, key=_scalar_rank) if vals else None
         if fn == "avg" and attr is not None:
-            sums = one("sum", filter)
-            counts = one("count", _and(filter, {attr: {"$gte": _LEAST_NUMBER}}))
-            n = sum(counts)
-            return None if n == 0 else _number(sum(float(s) for s in sums) / n)
+            n = sum(one("count", _and(filter, {attr: {"$gte": _LEAST_NUMBER}})))
+            return None if n == 0 else _number(sum(map(float, one("sum", filter))) / n)
         # Anything else is refused by the device as on one device.
         return self._call(self._devices[0], "aggregate", fn, attr, filter)
 
     def find(self, filter: Optional[Dict[str, Any]] = None, project: Optional[List[str]] = None,
              limit: Optional[int] = None, page_bytes: Optional[int] = None,
              keys_only: bool = False, meta: Any = None) -> Any:
-        """The records matching ``filter`` as a ``dask.dataframe.DataFrame`` with one
-        partition per device, each built from that device's Arrow pages
-        (:meth:`cerberus.FindResult.to_arrow`) when computed. ``.compute()`` holds the rows
-        and columns one device would answer (:meth:`cerberus.Namespace.find` then
-        ``to_pandas()``) in another row order: compare after sorting by ``_pk``. Column types
-        are unified across the partitions as one device infers them (integers with floats
-        are floats, a column missing on a device is null there).
+        """The records matching ``filter`` as a ``dask.dataframe.DataFrame``, one partition
+        per device built from its Arrow pages (:meth:`cerberus.FindResult.to_arrow`).
+        ``.compute()`` holds the rows and columns of one device's ``find(...).to_pandas()``
+        in another row order (compare after sorting by ``_pk``), column types unified as one
+        device infers them (integers with floats are floats, missing on a device is null).
 
         With ``limit`` each device returns at most ``limit`` and the first ``limit`` by
         primary key are kept: one device walking an index instead returns the first in
@@ -472,19 +478,13 @@ class ClusterNamespace:
             raise ImportError("find on a cluster needs Dask: pip install 'cerberus[cluster]' "
                               "(dask[dataframe], pyarrow, pandas)") from e
         doc: Dict[str, Any] = {"op": "find", "filter": filter or {}}
-        if project is not None:
-            doc["project"] = list(project)
-        if keys_only:
-            doc["keys_only"] = True
-        if limit is not None:
-            doc["limit"] = limit
-        if page_bytes is not None:
-            doc["page_bytes"] = page_bytes
+        given = {"project": None if project is None else list(project), "limit": limit,
+                 "keys_only": keys_only or None, "page_bytes": page_bytes}
+        doc.update((k, v) for k, v in given.items() if v is not None)
         if meta is None:
             meta = self._find_meta(pyarrow, doc, keys_only)
-        # The graph: each device's table, then one step that sees every table's schema (and
-        # pks, for a limit), then each partition conformed to it: lazily, in parallel.
-        # Keys named here: dask would otherwise hash the arguments (native handles).
+        # Each device's table, one step that sees every table's schema (and pks, for a limit),
+        # then each partition conformed to it. Keys named: no hashing of native handles.
         run = f"cerberus-find-{uuid.uuid4().hex}"
         tables = [dask.delayed(self._part_arrow)(d, doc, dask_key_name=f"{run}-{d}")
                   for d in self._devices]
