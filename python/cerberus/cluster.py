@@ -593,7 +593,7 @@ def _conform(table: Any, plan: Tuple[Any, Optional[bytes]]) -> Any:
                 try:
                     col = col.cast(field.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    field = pa.field(field.name, col.type)  # kept as the device gave it
+                    pass  # kept as the device gave it: pandas concatenates it as objects
             columns.append((field.name, col))
         else:
             columns.append((field.name, pa.nulls(n, field.type)))
