@@ -182,13 +182,15 @@ class Cluster:
         if dev is not None:
             return dev
         conf = self._desc["devices"][name]
+        # As the Rust side reads it: the environment variable first, then the file.
         admin = None
-        if conf.get("admin_secret_env"):
-            admin = os.environ.get(conf["admin_secret_env"])
-            if admin is None:
-                raise ValueError(f"device {name!r}: environment variable "
-                                 f"{conf['admin_secret_env']} (its admin secret) is not set")
-        elif conf.get("admin_secret_file"):
+        var = conf.get("admin_secret_env")
+        if var:
+            admin = (os.environ.get(var) or "").strip() or None
+            if admin is None and not conf.get("admin_secret_file"):
+                raise ValueError(f"device {name!r}: environment variable {var} (its admin "
+                                 f"secret) is not set")
+        if admin is None and conf.get("admin_secret_file"):
             admin = _read_secret(_resolve(self._base, conf["admin_secret_file"]),
                                  f"device {name!r}'s admin secret")
         with self._guard(name):

@@ -2,6 +2,7 @@
 of one namespace on each, and the same calls on one device's namespace answering alike."""
 
 import json
+import os
 import random
 import socket
 import subprocess
@@ -385,6 +386,19 @@ def test_description_checks(trio):
     desc["tenants"][name]["parts"]["dev1"]["secret_file"] = "missing.secret"
     ns = cerberus.connect_cluster(desc, base_dir=str(trio.root)).namespace(name)
     with pytest.raises(FileNotFoundError, match="credential on device 'dev1'"):
+        ns.aggregate("count")
+    # The admin secret as the Rust side reads it: the environment variable first, the file
+    # when the variable is unset, an error naming the variable when there is no file.
+    name = fresh_name("envsecret")
+    desc = trio.tenant(name, trio.names)
+    unset = "CERBERUS_CLUSTER_SUITE_UNSET_SECRET"
+    os.environ.pop(unset, None)
+    desc["devices"]["dev0"]["admin_secret_env"] = unset
+    ns = cerberus.connect_cluster(desc, base_dir=str(trio.root)).namespace(name)
+    assert ns.aggregate("count") == 0
+    del desc["devices"]["dev0"]["admin_secret_file"]
+    ns = cerberus.connect_cluster(desc, base_dir=str(trio.root)).namespace(name)
+    with pytest.raises(ValueError, match=unset):
         ns.aggregate("count")
 
 
