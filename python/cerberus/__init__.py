@@ -142,6 +142,18 @@ def _pk(b: bytes) -> Union[str, bytes]:
         return b
 
 
+def _top_rows(records: List[Tuple[bytes, bytes]], summary: Dict[str, Any], by: str) -> List[Any]:
+    """A top query's answer as (ranked value, pk, row: projection, ``by``, ``_pk``)."""
+    out = []
+    for (pk, proj), key in zip(records, summary.get("keys", [])):
+        row = json.loads(proj) if proj else {}
+        row = row if isinstance(row, dict) else {"value": row}
+        row.setdefault(by, key)
+        row["_pk"] = _pk(pk)
+        out.append((key, pk, row))
+    return out
+
+
 class FindResult:
     """The records a find matched, fetched a page at a time as they are iterated (each page
     one query; the device resumes from the page's continuation). Iterating yields one dict
@@ -365,15 +377,7 @@ class Namespace:
         if project is not None:
             doc["project"] = list(project)
         records, summary = self._query(doc)
-        out = []
-        for (pk, proj), key in zip(records, summary.get("keys", [])):
-            row = json.loads(proj) if proj else {}
-            if not isinstance(row, dict):
-                row = {"value": row}
-            row.setdefault(by, key)
-            row["_pk"] = _pk(pk)
-            out.append(row)
-        return out
+        return [row for _, _, row in _top_rows(records, summary, by)]
 
     def aggregate(self, fn: str, attr: Optional[str] = None, filter: Optional[Dict[str, Any]] = None) -> Any:
         """``count``, ``sum``, ``avg``, ``min`` or ``max`` of ``attr`` over the records

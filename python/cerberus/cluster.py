@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _cerberus
 from . import Batch, Bytesish, CerberusError, ConnectionError, Device, FindResult, Namespace
-from . import AccessDenied, InvalidNamespace, _pk, connect
+from . import AccessDenied, InvalidNamespace, _top_rows, connect
 from ._cluster_merge import _add_stats, _conform, _find_plan, _pk_bytes
 
 __all__ = ["connect_cluster", "Cluster", "ClusterNamespace", "ClusterDeviceError",
@@ -414,13 +414,8 @@ class ClusterNamespace:
             doc["project"] = list(project)
         ranked = []
         for records, summary in self._each("_query", doc):
-            for (pk, proj), key in zip(records, summary.get("keys", [])):
-                row = json.loads(proj) if proj else {}
-                if not isinstance(row, dict):
-                    row = {"value": row}
-                row.setdefault(by, key)
-                row["_pk"] = _pk(pk)
-                ranked.append((_scalar_rank(key), pk, row))
+            ranked.extend((_scalar_rank(key), pk, row)
+                          for key, pk, row in _top_rows(records, summary, by))
         # Ties by pk ascending whichever way the ranking goes: sort by pk, then stably by key.
         ranked.sort(key=lambda r: r[1])
         ranked.sort(key=lambda r: r[0], reverse=desc)

@@ -34,29 +34,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def device_address(tmp_path_factory):
-    data = tmp_path_factory.mktemp("device")
-    port = _free_port()
+def start_device(data: Path, admin_secret: str, port: int = 0):
+    """A device on a free loopback port (or ``port``) with its data under ``data``: (process,
+    address, log file), once it listens."""
+    data.mkdir(parents=True, exist_ok=True)
+    port = port or _free_port()
     address = f"127.0.0.1:{port}"
     log = open(data / "device.log", "wb")
     proc = subprocess.Popen(
         [_binary(), "serve", "--data-dir", str(data / "data"), "--listen", address,
-         "--admin-secret", ADMIN_SECRET],
+         "--admin-secret", admin_secret],
         stdout=log, stderr=subprocess.STDOUT,
     )
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            log.close()
+            raise RuntimeError(f"device exited: {(data / 'device.log').read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, address, log
+        except OSError:
+            if time.monotonic() > deadline:
+                stop(proc)
+                log.close()
+                raise RuntimeError("device did not start listening in 30 s")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def device_address(tmp_path_factory):
+    proc, address, log = start_device(tmp_path_factory.mktemp("device"), ADMIN_SECRET)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"device exited: {(data / 'device.log').read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("device did not start listening in 30 s")
-                time.sleep(0.05)
         yield address
     finally:
         stop(proc)

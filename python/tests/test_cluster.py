@@ -4,15 +4,13 @@ of one namespace on each, and the same calls on one device's namespace answering
 import json
 import os
 import random
-import socket
 import subprocess
-import time
 
 import pytest
 
 import cerberus
 from cerberus import _cerberus
-from conftest import _binary, _free_port, fresh_name, stop
+from conftest import _binary, fresh_name, start_device, stop
 
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
@@ -21,28 +19,7 @@ pd = pytest.importorskip("pandas")
 def _start(data, admin_secret, port=None):
     """A device on a free loopback port (or ``port``) with its own data dir and admin
     secret."""
-    data.mkdir(parents=True, exist_ok=True)
-    port = port or _free_port()
-    address = f"127.0.0.1:{port}"
-    log = open(data / "device.log", "wb")
-    proc = subprocess.Popen(
-        [_binary(), "serve", "--data-dir", str(data / "data"), "--listen", address,
-         "--admin-secret", admin_secret],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"device exited: {(data / 'device.log').read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                stop(proc)
-                raise RuntimeError("device did not start listening in 30 s")
-            time.sleep(0.05)
-    return proc, address, log
+    return start_device(data, admin_secret, port or 0)
 
 
 class Devices:
