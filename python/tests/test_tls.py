@@ -1,6 +1,7 @@
 """A device over TLS: a self-signed certificate made with the openssl command, trusted by
 the client through tls_ca; an untrusted certificate is refused."""
 
+import json
 import shutil
 import socket
 import subprocess
@@ -73,3 +74,25 @@ def test_plain_client_cannot_talk_to_a_tls_device(tls_device):
     address, _, _ = tls_device
     with pytest.raises(cerberus.CerberusError):
         cerberus.connect(address, admin_secret=ADMIN_SECRET).list_namespaces()
+
+
+def test_a_cluster_over_tls(tls_device):
+    """A tenant on a TLS device through `cerberus cluster` (Rust) and connect_cluster
+    (Python): both connect with the description's tls_ca and server_name."""
+    address, cert, d = tls_device
+    (d / "admin.secret").write_text(ADMIN_SECRET + "\n")
+    path = d / "cluster.toml"
+
+    def cli(*args):
+        return subprocess.run([_binary(), "cluster", "--file", str(path), *args], check=True,
+                              capture_output=True, text=True).stdout
+
+    cli("init")
+    cli("add-device", "t0", address, "--tls-ca", str(cert), "--server-name", "localhost",
+        "--admin-secret-file", str(d / "admin.secret"))
+    cli("create", "tls_tenant", "--devices", "t0")
+    ns = cerberus.connect_cluster(path).namespace("tls_tenant")
+    ns.write_batch(puts=[(b"a", b"1"), (b"b", b"2")])
+    assert ns.get_many([b"a", b"b", b"c"]) == [b"1", b"2", None]
+    assert json.loads(cli("digest", "tls_tenant", "--json"))["records"] == 2
+    cli("destroy", "tls_tenant")
