@@ -20,13 +20,6 @@ pub struct DeviceClient {
     client: BlockingClient,
 }
 
-/// The host part of `address` (`host:port`, `[v6]:port`), the name a TLS certificate
-/// must carry by default.
-fn host_of(address: &str) -> &str {
-    let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
-    host.trim_start_matches('[').trim_end_matches(']')
-}
-
 /// The subsystem NQN a device's NVMe/TCP target answers to unless its `[nvme] subnqn` says
 /// otherwise.
 const DEFAULT_SUBNQN: &str = cerberus_host::proto::nvme::DEFAULT_SUBNQN;
@@ -52,7 +45,8 @@ fn client_config(
                 ));
             }
             if let Some(ca) = tls_ca {
-                let name = server_name.unwrap_or_else(|| host_of(address).to_string());
+                let name =
+                    server_name.unwrap_or_else(|| TlsOptions::server_name_of(address).to_string());
                 let tls = TlsOptions::from_pem_file(ca, name).map_err(errors::host)?;
                 config = config.with_tls(tls);
             }

@@ -83,12 +83,7 @@ pub fn connect(conn: &Conn) -> Result<BlockingClient> {
         Some(ca) => {
             let name = match &conn.tls_name {
                 Some(n) => n.clone(),
-                None => conn
-                    .device
-                    .rsplit_once(':')
-                    .map_or(conn.device.as_str(), |(h, _)| h)
-                    .trim_matches(|c| c == '[' || c == ']')
-                    .to_string(),
+                None => TlsOptions::server_name_of(&conn.device).to_string(),
             };
             Some(TlsOptions {
                 ca_cert_pem: std::fs::read(ca)

@@ -27,6 +27,13 @@ impl TlsOptions {
         }
     }
 
+    /// The name a device's certificate must carry unless told otherwise: the host part of
+    /// its address (`host:port`, `[v6]:port`).
+    pub fn server_name_of(address: &str) -> &str {
+        let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+        host.trim_start_matches('[').trim_end_matches(']')
+    }
+
     /// Reads the PEM to trust from a file (checked when connecting, not here).
     pub fn from_pem_file(path: impl AsRef<Path>, server_name: impl Into<String>) -> Result<Self> {
         Ok(TlsOptions::new(std::fs::read(path)?, server_name))
@@ -67,5 +74,17 @@ impl std::fmt::Debug for TlsOptions {
             )
             .field("server_name", &self.server_name)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TlsOptions;
+
+    #[test]
+    fn server_names_of_addresses() {
+        assert_eq!(TlsOptions::server_name_of("127.0.0.1:9420"), "127.0.0.1");
+        assert_eq!(TlsOptions::server_name_of("[::1]:9420"), "::1");
+        assert_eq!(TlsOptions::server_name_of("dev.example"), "dev.example");
     }
 }

@@ -82,7 +82,7 @@ pub fn connect_admin(
         let name = entry
             .server_name
             .clone()
-            .unwrap_or_else(|| host_of(&entry.address));
+            .unwrap_or_else(|| TlsOptions::server_name_of(&entry.address).to_string());
         config = config.with_tls(TlsOptions::new(pem, name));
     }
     let client =
@@ -95,15 +95,6 @@ pub fn connect_admin(
         .authenticate_admin(&secret)
         .map_err(ClusterError::device(device, "authenticating as admin"))?;
     Ok(client)
-}
-
-/// The host of `host:port` (brackets of an IPv6 address left out).
-fn host_of(address: &str) -> String {
-    address
-        .rsplit_once(':')
-        .map_or(address, |(h, _)| h)
-        .trim_matches(|c| c == '[' || c == ']')
-        .to_string()
 }
 
 /// Admin connections to each of `devices` (each once), failing at the first that cannot be
@@ -374,13 +365,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("d3") && msg.contains("missing"), "{msg}");
-    }
-
-    #[test]
-    fn hosts_of_addresses() {
-        assert_eq!(host_of("127.0.0.1:9420"), "127.0.0.1");
-        assert_eq!(host_of("[::1]:9420"), "::1");
-        assert_eq!(host_of("dev.example"), "dev.example");
     }
 
     #[test]
