@@ -9,7 +9,8 @@
 //! and SQLite, `queries/`), `cerberus-bench bts` (the scheduling policies with dedup as
 //! the background task, `bts/`), `cerberus-bench noisy` (a victim tenant's gets beside
 //! writing neighbours, `noisy/`), `plot-noisy` (its charts) and `cerberus-bench floor` (fillrandom
-//! on the engine and on the floor of its design, alternated, `floor.rs`).
+//! on the engine and on the floor of its design, alternated, `floor.rs`) and `cerberus-bench paper` (the papers' figures in one run,
+//! `paper/`).
 
 use anyhow::Result;
 use std::ffi::OsString;
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 13] = [
+const COMMANDS: [(&str, Command); 14] = [
     ("plot", |args| Ok(cerberus_figures::plot(args)?)),
     ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
     ("grid-median", |args| {
@@ -37,6 +38,7 @@ const COMMANDS: [(&str, Command); 13] = [
     ("noisy", |args| crate::noisy::main(args)),
     ("plot-noisy", |args| Ok(cerberus_figures::plot_noisy(args)?)),
     ("floor", |args| crate::floor::main(args)),
+    ("paper", |args| crate::paper::main(args)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -76,7 +78,8 @@ mod tests {
                 "plot-bts",
                 "noisy",
                 "plot-noisy",
-                "floor"
+                "floor",
+                "paper"
             ]
         );
     }

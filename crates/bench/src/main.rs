@@ -11,6 +11,7 @@ mod itermem;
 mod memory;
 mod multitenant;
 mod noisy;
+mod paper;
 mod queries;
 mod report;
 #[cfg(all(test, feature = "rocksdb"))]

@@ -25,6 +25,7 @@ mod grid;
 mod grid_table;
 mod iterators;
 mod noisy;
+pub mod paper;
 mod queries;
 mod render;
 mod repeat;

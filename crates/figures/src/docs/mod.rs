@@ -4,4 +4,5 @@
 pub mod bts;
 pub mod multitenant;
 pub mod noisy;
+pub mod paper;
 pub mod queries;

@@ -1,0 +1,158 @@
+//! What an experiment runs its points with: this binary as a child process per run (a fresh
+//! process and database each time), its output kept in a log, its JSON read back; the
+//! command lines gathered for the report.
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub struct Ctx {
+    exe: PathBuf,
+    /// Where this experiment's run documents, logs and databases go (`OUT/runs/NAME`).
+    pub work: PathBuf,
+    /// The smoke scale.
+    pub quick: bool,
+    /// Runs of each point.
+    pub rounds: usize,
+    commands: Vec<String>,
+    runs: usize,
+}
+
+impl Ctx {
+    pub fn new(exe: PathBuf, out: &Path, name: &str, quick: bool, rounds: usize) -> Result<Ctx> {
+        let work = out.join("runs").join(name);
+        if work.exists() {
+            std::fs::remove_dir_all(&work)
+                .with_context(|| format!("clearing {}", work.display()))?;
+        }
+        std::fs::create_dir_all(&work).with_context(|| format!("making {}", work.display()))?;
+        Ok(Ctx {
+            exe,
+            work,
+            quick,
+            rounds,
+            commands: Vec::new(),
+            runs: 0,
+        })
+    }
+
+    /// Picks the quick or the full scale's value.
+    pub fn scale<T>(&self, quick: T, full: T) -> T {
+        if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+
+    /// A fresh path under the experiment's directory (for a database or an output file).
+    pub fn path(&mut self, what: &str) -> PathBuf {
+        self.runs += 1;
+        self.work.join(format!("{}-{what}", self.runs))
+    }
+
+    /// Runs `cerberus-bench ARGS --json FILE` and returns the document it wrote.
+    pub fn run_json(&mut self, args: &[String]) -> Result<Value> {
+        self.run_with_output(args, "--json")
+    }
+
+    /// Runs `cerberus-bench ARGS FLAG FILE` (the flag the command writes its document
+    /// with) and returns that document.
+    pub fn run_with_output(&mut self, args: &[String], flag: &str) -> Result<Value> {
+        let json = self.path("run.json");
+        let mut all = args.to_vec();
+        all.push(flag.into());
+        all.push(json.display().to_string());
+        self.run_shown(&all, line(args))?;
+        let text = std::fs::read_to_string(&json)
+            .with_context(|| format!("reading {} after `{}`", json.display(), line(&all)))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", json.display()))
+    }
+
+    /// Runs `cerberus-bench ARGS`, its output into a log; an error with the log's end if
+    /// it fails.
+    #[allow(dead_code)] // the experiments that fill a database first
+    pub fn run(&mut self, args: &[String]) -> Result<()> {
+        self.run_shown(args, line(args))
+    }
+
+    /// Runs `args`, `shown` in the report's commands (without the scratch file it writes).
+    fn run_shown(&mut self, args: &[String], shown: String) -> Result<()> {
+        let log = self.path("log");
+        let file =
+            std::fs::File::create(&log).with_context(|| format!("making {}", log.display()))?;
+        let err = file.try_clone()?;
+        self.commands.push(shown);
+        let status = Command::new(&self.exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .status()
+            .with_context(|| format!("starting {}", self.exe.display()))?;
+        if !status.success() {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            bail!(
+                "`{}` failed ({status}); the end of {}:\n{}",
+                line(args),
+                log.display(),
+                tail.join("\n")
+            );
+        }
+        Ok(())
+    }
+
+    /// The command lines run so far.
+    pub fn commands(&self) -> Vec<String> {
+        self.commands.clone()
+    }
+
+    /// Deletes the databases the runs left (their documents and logs stay).
+    pub fn clean(&self) {
+        if let Ok(entries) = std::fs::read_dir(&self.work) {
+            for e in entries.flatten() {
+                if e.path().is_dir() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
+}
+
+fn line(args: &[String]) -> String {
+    let mut s = String::from("cerberus-bench");
+    for a in args {
+        s.push(' ');
+        s.push_str(a);
+    }
+    s
+}
+
+/// The median of `xs` and their range (min, max); NaN for none.
+pub fn median_range(xs: &[f64]) -> (f64, (f64, f64)) {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    match cerberus_figures::median(xs.iter().copied()) {
+        Some(m) => (m, (lo, hi)),
+        None => (f64::NAN, (f64::NAN, f64::NAN)),
+    }
+}
+
+/// `args` as owned strings.
+pub fn args(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_ranges() {
+        assert_eq!(median_range(&[3.0, 1.0, 2.0]), (2.0, (1.0, 3.0)));
+        assert!(median_range(&[]).0.is_nan());
+    }
+}
