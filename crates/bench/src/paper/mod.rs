@@ -9,8 +9,11 @@
 //! `--quick` is the smoke scale a test runs (one run a point unless `--rounds`); the full
 //! scale is the one `docs/paper-results.md` reports.
 
+mod bts;
 mod cerberus;
 mod ctx;
+mod iterkvssd;
+mod queries;
 
 use anyhow::{bail, Context, Result};
 use cerberus_figures::docs::paper::ExperimentDoc;
@@ -60,6 +63,9 @@ pub struct Experiment {
 fn experiments() -> Vec<Experiment> {
     let mut all = Vec::new();
     all.extend(cerberus::experiments());
+    all.extend(queries::experiments());
+    all.extend(iterkvssd::experiments());
+    all.extend(bts::experiments());
     all
 }
 
