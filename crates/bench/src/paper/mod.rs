@@ -13,6 +13,8 @@ mod bts;
 mod cerberus;
 mod ctx;
 mod iterkvssd;
+#[cfg(feature = "rocksdb")]
+mod peers;
 mod queries;
 
 use anyhow::{bail, Context, Result};
@@ -66,6 +68,8 @@ fn experiments() -> Vec<Experiment> {
     all.extend(queries::experiments());
     all.extend(iterkvssd::experiments());
     all.extend(bts::experiments());
+    #[cfg(feature = "rocksdb")]
+    all.extend(peers::experiments());
     all
 }
 

@@ -1,0 +1,163 @@
+//! The peers of the multi-tenant figures on real files (cargo feature `rocksdb`): per-tenant
+//! puts and gets of Cerberus' per-namespace trees against RocksDB with a column family per
+//! tenant and with one shared column family and a tenant prefix, over the tenant count, each
+//! settled before its gets. The paper has no RocksDB: the headline's reference is the bar a
+//! user would set, ours at least the best RocksDB layout (1.0).
+
+use super::ctx::{args, median_range, Ctx};
+use super::Experiment;
+use anyhow::{Context, Result};
+use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline, SeriesDoc};
+use serde_json::Value;
+
+pub fn experiments() -> Vec<Experiment> {
+    vec![Experiment {
+        name: "peers-multitenant",
+        reproduces: "Cerberus Fig. 8 on files, with RocksDB (a column family per tenant; one \
+                     shared, tenant prefix)",
+        run: peers,
+    }]
+}
+
+/// (engine, layout, legend).
+const SYSTEMS: [(&str, &str, &str); 3] = [
+    (
+        "cerberus",
+        "per_namespace",
+        "Cerberus (per-namespace trees)",
+    ),
+    (
+        "rocksdb",
+        "per_namespace",
+        "RocksDB, a column family per tenant",
+    ),
+    (
+        "rocksdb",
+        "shared",
+        "RocksDB, one column family, tenant prefix",
+    ),
+];
+
+fn ops(doc: &Value) -> Result<(f64, f64)> {
+    let s = doc
+        .get("summary")
+        .context("a multitenant document without its summary")?;
+    let f = |k: &str| {
+        s.get(k)
+            .and_then(Value::as_f64)
+            .with_context(|| format!("no {k}"))
+    };
+    Ok((f("mean_put_ops_per_sec")?, f("mean_get_ops_per_sec")?))
+}
+
+fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
+    let tenants: Vec<usize> = ctx.scale(vec![1, 2], vec![1, 2, 4, 8]);
+    let keys: u64 = ctx.scale(3_000, 200_000);
+    // runs[t][system] = (puts, gets) per round.
+    let mut runs: Vec<Vec<Vec<(f64, f64)>>> = vec![vec![Vec::new(); SYSTEMS.len()]; tenants.len()];
+    for round in 0..ctx.rounds {
+        for (ti, &t) in tenants.iter().enumerate() {
+            for k in 0..SYSTEMS.len() {
+                let si = (k + round) % SYSTEMS.len();
+                let (engine, layout, _) = SYSTEMS[si];
+                let mut a = args(&["multitenant", "--profile", "paper", "--storage", "posix"]);
+                a.extend(args(&[
+                    "--cache-bytes",
+                    "0",
+                    "--engine",
+                    engine,
+                    "--layout",
+                    layout,
+                ]));
+                a.extend(["--tenants".into(), t.to_string()]);
+                a.extend(["--num-per-tenant".into(), keys.to_string()]);
+                a.extend(["--seed".into(), (42 + round as u64).to_string()]);
+                runs[ti][si].push(ops(&ctx.run_json(&a)?)?);
+            }
+        }
+    }
+    let categories: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
+    let series = |pick: fn(&(f64, f64)) -> f64| -> Vec<SeriesDoc> {
+        SYSTEMS
+            .iter()
+            .enumerate()
+            .map(|(si, (_, _, name))| {
+                let (values, ranges) = runs
+                    .iter()
+                    .map(|per| {
+                        let (m, r) = median_range(&per[si].iter().map(pick).collect::<Vec<_>>());
+                        (Some(m), Some(r))
+                    })
+                    .unzip();
+                SeriesDoc {
+                    name: name.to_string(),
+                    paper: false,
+                    values,
+                    ranges,
+                }
+            })
+            .collect()
+    };
+    let figure = |file: &str, what: &str, pick: fn(&(f64, f64)) -> f64| FigureDoc {
+        file: file.into(),
+        title: format!("{what} per tenant on files, against RocksDB (settled, no cache)"),
+        x_desc: "tenants".into(),
+        y_desc: format!("{what}/s per tenant (median of the runs)"),
+        categories: categories.clone(),
+        series: series(pick),
+    };
+    let figures = vec![
+        figure("peers-multitenant-puts.png", "puts", |r| r.0),
+        figure("peers-multitenant-gets.png", "gets", |r| r.1),
+    ];
+    // At the most tenants: per round, ours over the better RocksDB layout of that round.
+    let last = tenants.len() - 1;
+    let t = tenants[last];
+    let over_best = |pick: fn(&(f64, f64)) -> f64| -> Vec<f64> {
+        let per = &runs[last];
+        (0..per[0].len())
+            .map(|r| pick(&per[0][r]) / pick(&per[1][r]).max(pick(&per[2][r])))
+            .collect()
+    };
+    let command = format!(
+        "multitenant --profile paper --storage posix --cache-bytes 0 --tenants {t} \
+         --num-per-tenant {keys} --engine cerberus|rocksdb --layout per_namespace|shared"
+    );
+    let mut headlines = Vec::new();
+    for (what, pick) in [
+        ("puts", (|r: &(f64, f64)| r.0) as fn(&(f64, f64)) -> f64),
+        ("gets", |r| r.1),
+    ] {
+        let (m, range) = median_range(&over_best(pick));
+        headlines.push(Headline {
+            claim: format!(
+                "{what} per tenant at {t} tenants, Cerberus over RocksDB's better layout \
+                 (reference: the bar 1.0, not a paper figure)"
+            ),
+            paper: 1.0,
+            ours: m,
+            ours_range: range,
+            model: None,
+            command: command.clone(),
+            why: String::new(),
+        });
+    }
+    super::check_headlines(&headlines)?;
+    Ok(ExperimentDoc {
+        name: String::new(),
+        source: "Cerberus (TECS 2023), Fig. 8, with RocksDB as the peer on files".into(),
+        title: "Per-tenant puts and gets on real files: Cerberus' per-namespace trees against \
+                RocksDB's two ways of holding tenants, each run settled before its gets."
+            .into(),
+        scale: String::new(),
+        rounds: ctx.rounds,
+        seconds: 0.0,
+        commands: Vec::new(),
+        figures,
+        headlines,
+        differences: vec![
+            format!("Keys per tenant: {keys}; files on this VM's disk, no block cache."),
+            "RocksDB 7.8 (Debian's librocksdb) with the same --profile paper sizes.".into(),
+        ],
+    })
+}
