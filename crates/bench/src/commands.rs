@@ -10,7 +10,7 @@
 //! the background task, `bts/`), `cerberus-bench noisy` (a victim tenant's gets beside
 //! writing neighbours, `noisy/`), `plot-noisy` (its charts) and `cerberus-bench floor` (fillrandom
 //! on the engine and on the floor of its design, alternated, `floor.rs`) and `cerberus-bench paper` (the papers' figures in one run,
-//! `paper/`).
+//! `paper/`), `cerberus-bench reclaim` (a tenant removed and its space reclaimed, `reclaim.rs`).
 
 use anyhow::Result;
 use std::ffi::OsString;
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 14] = [
+const COMMANDS: [(&str, Command); 15] = [
     ("plot", |args| Ok(cerberus_figures::plot(args)?)),
     ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
     ("grid-median", |args| {
@@ -39,6 +39,7 @@ const COMMANDS: [(&str, Command); 14] = [
     ("plot-noisy", |args| Ok(cerberus_figures::plot_noisy(args)?)),
     ("floor", |args| crate::floor::main(args)),
     ("paper", |args| crate::paper::main(args)),
+    ("reclaim", |args| crate::reclaim::main(args)),
 ];
 
 /// Runs the command the first argument names, if it names one (its arguments start with its
@@ -79,7 +80,8 @@ mod tests {
                 "noisy",
                 "plot-noisy",
                 "floor",
-                "paper"
+                "paper",
+                "reclaim"
             ]
         );
     }

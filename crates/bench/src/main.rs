@@ -13,6 +13,7 @@ mod multitenant;
 mod noisy;
 mod paper;
 mod queries;
+mod reclaim;
 mod report;
 #[cfg(all(test, feature = "rocksdb"))]
 mod rocksdb_tests;

@@ -12,6 +12,7 @@
 mod bts;
 mod cerberus;
 mod ctx;
+mod destroy;
 mod iterkvssd;
 #[cfg(feature = "rocksdb")]
 mod peers;
@@ -65,6 +66,7 @@ pub struct Experiment {
 fn experiments() -> Vec<Experiment> {
     let mut all = Vec::new();
     all.extend(cerberus::experiments());
+    all.extend(destroy::experiments());
     all.extend(queries::experiments());
     all.extend(iterkvssd::experiments());
     all.extend(bts::experiments());
