@@ -331,9 +331,16 @@ pub(super) fn doc(
     title: &str,
     figures: Vec<FigureDoc>,
     headlines: Vec<Headline>,
-    differences: Vec<String>,
+    mut differences: Vec<String>,
 ) -> Result<ExperimentDoc> {
     super::check_headlines(&headlines)?;
+    if ctx.quick {
+        differences.push(
+            "The smoke scale (what the CI test runs, often a debug build): a check that the \
+             experiment runs, not a result."
+                .into(),
+        );
+    }
     Ok(ExperimentDoc {
         name: String::new(),
         source: source.into(),

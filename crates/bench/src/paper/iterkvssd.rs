@@ -249,13 +249,13 @@ fn prefetch(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         headlines,
         vec![
             format!(
-                "Keys: {} per value size ({}; written by fillrandom, ~63 % distinct, then \
-                 flushed and compacted) of 16 B; the slides: 3M pairs of 4 B keys.",
+                "Keys of 16 B (the slides: 3M pairs of 4 B keys): {} ({}), written by \
+                 fillrandom (~63 % distinct), then flushed and compacted.",
                 join(&values, |&v| format!("{} at {}", keys(v), size(v))),
                 if ctx.quick {
                     "the smoke scale"
                 } else {
-                    "512 MiB of values at most"
+                    "as scripts/repro-iterators: 512 MiB of values at most"
                 }
             ),
             format!(
@@ -267,7 +267,7 @@ fn prefetch(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             ),
             format!(
                 "Seeks per run: about {} entries' worth, at least {min_seeks} seeks.",
-                join(&values, |&v| entries(v).to_string())
+                join(&values, |&v| format!("{} at {}", entries(v), size(v)))
             ),
             "Device: the engine embedded in the bench on the NAND timing model (4 channels x 8 \
              ways, 16 KiB pages, tR 60 us, no cache), not OpenSSD Cosmos+ behind an extended \
