@@ -43,7 +43,7 @@ const PAPER_IDLE_THREADS: usize = 3;
 type Points = Vec<Vec<Vec<Vec<Point>>>>;
 
 fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
-    let threads: Vec<usize> = ctx.scale(vec![1, 4], vec![1, 2, 3, 4, 6, 8, 16, 32]);
+    let threads: Vec<usize> = ctx.scale(vec![1, 4], vec![1, 2, 3, 4, 8, 16, 32]);
     let num: usize = ctx.scale(300, 12_000);
     let list = join(&threads, usize::to_string).replace(' ', "");
     let mut pts: Points = vec![vec![vec![Vec::new(); threads.len()]; POLICIES.len()]; 2];

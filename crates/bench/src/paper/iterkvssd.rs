@@ -538,8 +538,9 @@ fn memory(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         format!("itermem --tables {list} --iterators {iterators} --table-bytes {table_bytes}"),
         "The slides' 2.7 MB is the cost IterKVSSD avoids (a versioned summary copied per \
               iterator, 44 B x ~65,000 tables); they give no figure for their pooled design. \
-              Ours is what an iterator allocates (its state and the data blocks it holds, \
-              heap net of frees, with the tables already open): each level source of an \
+              Ours is the heap an iterator allocates (net of frees, over tables already \
+              open): the data blocks it holds (the figure's buffers) come from the block \
+              cache and are not its own allocation. Each level source of an \
               iterator holds an Arc of the tree's version (shared by every iterator of that \
               version) and a range of indices into one level, copying no table list, so it \
               does not grow with the tables. Ours over the paper's is the \
