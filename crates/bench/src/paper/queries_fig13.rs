@@ -54,13 +54,13 @@ pub fn fig13(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         ),
         ("tweets", ctx.scale(600, 33_200), ctx.scale(600, 33_200)),
     ];
-    let mut loads: Vec<Loads> = Vec::new();
-    for _ in sets {
-        loads.push(Loads {
+    let mut loads: Vec<Loads> = sets
+        .iter()
+        .map(|_| Loads {
             device: Vec::new(),
             engine: Vec::new(),
-        });
-    }
+        })
+        .collect();
     for round in 0..ctx.rounds {
         for (i, (d, dn, en)) in sets.iter().enumerate() {
             let r = run(ctx, &opts(d, *dn, true), round)?;
