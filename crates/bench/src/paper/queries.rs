@@ -371,6 +371,26 @@ fn fig11_12_headlines(
         .zip(t)
         .filter_map(|(g, t)| Some(query_ms(&t[CLASSIC], "Q4")? / query_ms(&g[CLASSIC], "Q1")?))
         .collect();
+    // The same from the engine's secondary-search counters alone: sub-millisecond
+    // queries through a loopback device are at the mercy of the wire and the scheduler.
+    let sk_search = |e: &EngineDoc, q: &str| -> Option<f64> {
+        let xs: Vec<f64> = e
+            .queries
+            .iter()
+            .filter(|d| d.query == q)
+            .filter_map(|d| d.stats.get("secondary_search_ns")?.as_f64())
+            .collect();
+        (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+    };
+    let q4_q1_steps: Vec<f64> = g
+        .iter()
+        .zip(t)
+        .filter_map(|(g, t)| Some(sk_search(&t[CLASSIC], "Q4")? / sk_search(&g[CLASSIC], "Q1")?))
+        .filter(|v| v.is_finite())
+        .collect();
+    let q1_steps = per_round(g, |r| {
+        Some(sk_search(&r[CLASSIC], "Q1")? / sk_search(&r[VAS], "Q1")?)
+    });
     let q5_max = per_round(t, |r| {
         TWEET_SKS
             .iter()
@@ -392,9 +412,14 @@ fn fig11_12_headlines(
             1.0,
             &gain("Q1"),
             &gc,
-            "Q1 reads pks from the secondary index alone on both (Step 0 then Step 3); the \
-             paper calls them almost the same, and gives no figure."
-                .into(),
+            format!(
+                "Q1 reads pks from the secondary index alone on both (Step 0 then Step 3); the \
+                 paper calls them almost the same, and gives no figure. Ours is under a \
+                 millisecond through the loopback device, where the wire and the scheduler \
+                 weigh as much as the search: the engine's secondary search time alone, \
+                 Cerberus over Cerberus-VAS, was {} (rounds).",
+                rounds_line(&q1_steps)
+            ),
         )?,
         headline(
             "Q2 (AUST) response time, Cerberus over Cerberus-VAS",
@@ -434,10 +459,14 @@ fn fig11_12_headlines(
             5.89,
             &q4_q1,
             &format!("{tc}; {gc}"),
-            "Q4 returns every tweet of a user (no limit) and Q1 the first 50 pks of a unit; \
-             the paper attributes the gap to Q4's secondary search reaching L1 (88 %). Ours \
-             also carries the count of pks each returns at the run's records."
-                .into(),
+            format!(
+                "Q4 returns every tweet of a user (no limit) and Q1 the first 50 pks of a \
+                 unit; the paper attributes the gap to Q4's secondary search reaching L1 (88 \
+                 %). Ours is under a millisecond each through the loopback device, where the \
+                 wire and the scheduler weigh as much as the search: the engine's secondary \
+                 search time alone, Q4 over Q1, was {} (rounds).",
+                rounds_line(&q4_q1_steps)
+            ),
         )?,
         headline(
             "Q5 response time, Cerberus over Cerberus-VAS, the largest of the 3 users",
