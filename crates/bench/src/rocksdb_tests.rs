@@ -6,7 +6,7 @@ use crate::workload::scan::ScanConfig;
 use crate::workload::seek::tests::{check_seekrandom, fill, open_config};
 use crate::workload::ValuePool;
 use cerberus_bench_engines::profile::{paper_profile, ProfileArg};
-use cerberus_bench_engines::{self as engine, Engine, LayoutArg, OpenConfig, StorageArg};
+use cerberus_bench_engines::{self as engine, Engine, LayoutArg, OpenConfig};
 
 #[test]
 fn tenants_are_separate_in_every_layout() {

@@ -7,11 +7,12 @@
 //! thread count (the round's first policy rotating).
 
 use super::ctx::{median_range, Ctx};
+use super::parts::{doc, fig, headline, join, ours, paper, ratios, words};
 use super::Experiment;
 use anyhow::{Context, Result};
 use cerberus_device::Policy;
 use cerberus_figures::docs::bts::{Point, RunDoc};
-use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline, SeriesDoc};
+use cerberus_figures::docs::paper::ExperimentDoc;
 
 pub fn experiments() -> Vec<Experiment> {
     vec![Experiment {
@@ -243,118 +244,4 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
                 .into(),
         ],
     )
-}
-
-// The documents' parts, shared with iterkvssd.rs.
-
-/// A series of ours: per category the median of the rounds and their range.
-pub(super) fn ours(name: impl Into<String>, per: &[Vec<f64>]) -> SeriesDoc {
-    let (values, ranges) = per
-        .iter()
-        .map(|xs| {
-            let (m, r) = median_range(xs);
-            (m.is_finite().then_some(m), m.is_finite().then_some(r))
-        })
-        .unzip();
-    SeriesDoc {
-        name: name.into(),
-        paper: false,
-        values,
-        ranges,
-    }
-}
-
-pub(super) fn paper(name: impl Into<String>, values: Vec<Option<f64>>) -> SeriesDoc {
-    SeriesDoc {
-        name: name.into(),
-        paper: true,
-        values,
-        ranges: Vec::new(),
-    }
-}
-
-/// Per round, `a[r] / b[r]` (the two ran side by side).
-pub(super) fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| x / y)
-        .filter(|r| r.is_finite())
-        .collect()
-}
-
-/// Command-line words (none with spaces).
-pub(super) fn words(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
-}
-
-pub(super) fn fig(
-    file: &str,
-    title: String,
-    x: &str,
-    y: &str,
-    cats: &[String],
-    series: Vec<SeriesDoc>,
-) -> FigureDoc {
-    FigureDoc {
-        file: file.into(),
-        title,
-        x_desc: x.into(),
-        y_desc: y.into(),
-        categories: cats.to_vec(),
-        series,
-    }
-}
-
-/// A headline of ours (median and range) against the slides' value.
-pub(super) fn headline(
-    claim: String,
-    paper: f64,
-    ours: (f64, (f64, f64)),
-    command: String,
-    why: &str,
-) -> Headline {
-    Headline {
-        claim,
-        paper,
-        ours: ours.0,
-        ours_range: ours.1,
-        model: None,
-        command,
-        why: why.into(),
-    }
-}
-
-/// The experiment's document (`paper` fills in its name, scale, time and commands).
-pub(super) fn doc(
-    ctx: &Ctx,
-    source: &str,
-    title: &str,
-    figures: Vec<FigureDoc>,
-    headlines: Vec<Headline>,
-    mut differences: Vec<String>,
-) -> Result<ExperimentDoc> {
-    super::check_headlines(&headlines)?;
-    if ctx.quick {
-        differences.push(
-            "The smoke scale (what the CI test runs, often a debug build): a check that the \
-             experiment runs, not a result."
-                .into(),
-        );
-    }
-    Ok(ExperimentDoc {
-        name: String::new(),
-        source: source.into(),
-        title: title.into(),
-        scale: String::new(),
-        rounds: ctx.rounds,
-        seconds: 0.0,
-        commands: Vec::new(),
-        figures,
-        headlines,
-        differences,
-    })
-}
-
-pub(super) fn join<T>(xs: &[T], f: impl Fn(&T) -> String) -> String {
-    xs.iter().map(f).collect::<Vec<_>>().join(", ")
 }

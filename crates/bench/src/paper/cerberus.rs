@@ -5,9 +5,10 @@
 //! cache, as the paper's device reads its filters from flash.
 
 use super::ctx::{args, median_range, Ctx};
+use super::parts::{doc, fig, ours, paper};
 use super::Experiment;
 use anyhow::{Context, Result};
-use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline, SeriesDoc};
+use cerberus_figures::docs::paper::{ExperimentDoc, Headline, SeriesDoc};
 use serde_json::Value;
 
 pub fn experiments() -> Vec<Experiment> {
@@ -94,35 +95,21 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     let more_keys: Vec<u64> = ctx.scale(vec![2_000, 8_000], vec![25_000, 100_000]);
     let key_grid: Vec<(usize, u64)> = more_keys.iter().map(|&k| (kt, k)).collect();
     let key_points = runs(ctx, &key_grid, gets)?;
-    let key_gain: Vec<(f64, (f64, f64))> = key_points
-        .iter()
-        .map(|per| median_range(&gain(per, &|p| Some(p.gets))))
-        .collect();
     let categories: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
     let series = |pick: &dyn Fn(&Point) -> Option<f64>| -> Vec<SeriesDoc> {
-        LAYOUTS
-            .iter()
-            .enumerate()
-            .map(|(li, (_, name))| {
-                let (values, ranges) = points
-                    .iter()
-                    .map(|per| {
-                        let xs: Vec<f64> = per[li].iter().filter_map(pick).collect();
-                        let (m, r) = median_range(&xs);
-                        (m.is_finite().then_some(m), m.is_finite().then_some(r))
-                    })
-                    .unzip();
-                SeriesDoc {
-                    name: name.to_string(),
-                    paper: false,
-                    values,
-                    ranges,
-                }
-            })
+        let per = |li: usize| -> Vec<Vec<f64>> {
+            points
+                .iter()
+                .map(|p| p[li].iter().filter_map(pick).collect())
+                .collect()
+        };
+        (LAYOUTS.iter().enumerate())
+            .map(|(li, (_, name))| ours(*name, &per(li)))
             .collect()
     };
-    let get_gain: Vec<(f64, (f64, f64))> = (0..tenants.len())
-        .map(|ti| median_range(&gain(&points[ti], &|p| Some(p.gets))))
+    let get_gain: Vec<Vec<f64>> = points.iter().map(|p| gain(p, &|p| Some(p.gets))).collect();
+    let key_gain: Vec<Vec<f64>> = (key_points.iter())
+        .map(|p| gain(p, &|p| Some(p.gets)))
         .collect();
     let paper_gain: Vec<Option<f64>> = tenants
         .iter()
@@ -131,66 +118,49 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             at.map(|(_, g)| *g).or((*t == 1).then_some(1.0))
         })
         .collect();
-    let y_ops = "ops/s per tenant (median of the runs)".to_string();
+    let y_ops = "ops/s per tenant (median of the runs)";
+    let nand = "(NAND model, no cache)";
     let figures = vec![
-        FigureDoc {
-            file: "cerberus-fig8a-puts.png".into(),
-            title: "Cerberus Fig. 8a: puts per tenant (NAND model, no cache)".into(),
-            x_desc: "tenants".into(),
-            y_desc: y_ops.clone(),
-            categories: categories.clone(),
-            series: series(&|p| Some(p.puts)),
-        },
-        FigureDoc {
-            file: "cerberus-fig8c-gets.png".into(),
-            title: "Cerberus Fig. 8c: gets per tenant (NAND model, no cache)".into(),
-            x_desc: "tenants".into(),
-            y_desc: y_ops,
-            categories: categories.clone(),
-            series: series(&|p| Some(p.gets)),
-        },
-        FigureDoc {
-            file: "cerberus-fig8c-gain.png".into(),
-            title: "Cerberus Fig. 8c: gets, Cerberus over KVSSD-baseline".into(),
-            x_desc: "tenants".into(),
-            y_desc: "gets/s ratio".into(),
-            categories: categories.clone(),
-            series: vec![
-                SeriesDoc {
-                    name: "ours".into(),
-                    paper: false,
-                    values: get_gain.iter().map(|(m, _)| Some(*m)).collect(),
-                    ranges: get_gain.iter().map(|(_, r)| Some(*r)).collect(),
-                },
-                SeriesDoc {
-                    name: "paper".into(),
-                    paper: true,
-                    values: paper_gain,
-                    ranges: Vec::new(),
-                },
-            ],
-        },
-        FigureDoc {
-            file: "cerberus-fig8c-gain-keys.png".into(),
-            title: format!("Gets, Cerberus over KVSSD-baseline, {kt} tenants, over their keys"),
-            x_desc: "keys per tenant".into(),
-            y_desc: "gets/s ratio".into(),
-            categories: more_keys.iter().map(|k| k.to_string()).collect(),
-            series: vec![SeriesDoc {
-                name: "ours".into(),
-                paper: false,
-                values: key_gain.iter().map(|(m, _)| Some(*m)).collect(),
-                ranges: key_gain.iter().map(|(_, r)| Some(*r)).collect(),
-            }],
-        },
-        FigureDoc {
-            file: "cerberus-fig10a-filters.png".into(),
-            title: "Cerberus Fig. 10a: filter loads per get (NAND model, no cache)".into(),
-            x_desc: "tenants".into(),
-            y_desc: "filter loads per get".into(),
-            categories,
-            series: series(&|p| p.filters),
-        },
+        fig(
+            "cerberus-fig8a-puts.png",
+            format!("Cerberus Fig. 8a: puts per tenant {nand}"),
+            "tenants",
+            y_ops,
+            &categories,
+            series(&|p| Some(p.puts)),
+        ),
+        fig(
+            "cerberus-fig8c-gets.png",
+            format!("Cerberus Fig. 8c: gets per tenant {nand}"),
+            "tenants",
+            y_ops,
+            &categories,
+            series(&|p| Some(p.gets)),
+        ),
+        fig(
+            "cerberus-fig8c-gain.png",
+            "Cerberus Fig. 8c: gets, Cerberus over KVSSD-baseline".into(),
+            "tenants",
+            "gets/s ratio",
+            &categories,
+            vec![ours("ours", &get_gain), paper("paper", paper_gain)],
+        ),
+        fig(
+            "cerberus-fig8c-gain-keys.png",
+            format!("Gets, Cerberus over KVSSD-baseline, {kt} tenants, over their keys"),
+            "keys per tenant",
+            "gets/s ratio",
+            &more_keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+            vec![ours("ours", &key_gain)],
+        ),
+        fig(
+            "cerberus-fig10a-filters.png",
+            format!("Cerberus Fig. 10a: filter loads per get {nand}"),
+            "tenants",
+            "filter loads per get",
+            &categories,
+            series(&|p| p.filters),
+        ),
     ];
     let last = tenants.len() - 1;
     let t = tenants[last];
@@ -198,7 +168,7 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         "multitenant --profile paper --storage nand --cache-bytes 0 --no-settle --tenants {t} \
          --num-per-tenant {keys} --gets-per-tenant {gets} --layout per_namespace|baseline"
     );
-    let (g, gr) = get_gain[last];
+    let (g, gr) = median_range(&get_gain[last]);
     let (p, pr) = median_range(&gain(&points[last], &|p| Some(p.puts)));
     let (f, fr) = median_range(&gain(&points[last], &|p| p.filters.map(|x| 1.0 / x)));
     let (model, _) = median_range(&gain(&points[last], &|p| p.alka_us.map(|x| 1.0 / x)));
@@ -244,20 +214,14 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
                 .into(),
         });
     }
-    super::check_headlines(&headlines)?;
-    Ok(ExperimentDoc {
-        name: String::new(),
-        source: "Cerberus (TECS 2023), Fig. 8a, 8c and 10a".into(),
-        title: "Per-tenant puts and gets and filter loads per get over the tenant count, for \
-                per-namespace trees, the namespace-unaware baseline and one shared tree."
-            .into(),
-        scale: String::new(),
-        rounds: ctx.rounds,
-        seconds: 0.0,
-        commands: Vec::new(),
+    doc(
+        ctx,
+        "Cerberus (TECS 2023), Fig. 8a, 8c and 10a",
+        "Per-tenant puts and gets and filter loads per get over the tenant count, for \
+         per-namespace trees, the namespace-unaware baseline and one shared tree.",
         figures,
         headlines,
-        differences: vec![
+        vec![
             format!(
                 "Keys per tenant: {keys} over the tenant counts, {more_keys:?} at {kt} tenants \
                  (the paper: 1,000,000); gets sampled: at most {gets} per tenant. At the \
@@ -271,5 +235,5 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
              then Get-only runs."
                 .into(),
         ],
-    })
+    )
 }

@@ -3,10 +3,11 @@
 //! can only delete the tenant's keys one by one (`cerberus-bench reclaim`). The paper
 //! describes the mechanism without a figure: this experiment has figures and no headline.
 
-use super::ctx::{args, median_range, Ctx};
+use super::ctx::{args, Ctx};
+use super::parts::{doc, fig, ours};
 use super::Experiment;
 use anyhow::{Context, Result};
-use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, SeriesDoc};
+use cerberus_figures::docs::paper::ExperimentDoc;
 use serde_json::Value;
 
 pub fn experiments() -> Vec<Experiment> {
@@ -49,53 +50,37 @@ fn destroy(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     }
     let categories: Vec<String> = LAYOUTS.iter().map(|(_, n)| n.to_string()).collect();
     let series = |name: &str, pick: fn(&(f64, f64, f64)) -> f64| {
-        let (values, ranges) = runs
-            .iter()
-            .map(|r| {
-                let (m, range) = median_range(&r.iter().map(pick).collect::<Vec<_>>());
-                (Some(m), Some(range))
-            })
-            .unzip();
-        SeriesDoc {
-            name: name.into(),
-            paper: false,
-            values,
-            ranges,
-        }
+        let per: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(pick).collect()).collect();
+        ours(name, &per)
     };
     let figures = vec![
-        FigureDoc {
-            file: "cerberus-destroy-seconds.png".into(),
-            title: format!("Removing one of {tenants} tenants ({keys} keys of 1 KiB each)"),
-            x_desc: "how the tenant goes".into(),
-            y_desc: "seconds (median of the runs)".into(),
-            categories: categories.clone(),
-            series: vec![
+        fig(
+            "cerberus-destroy-seconds.png",
+            format!("Removing one of {tenants} tenants ({keys} keys of 1 KiB each)"),
+            "how the tenant goes",
+            "seconds (median of the runs)",
+            &categories,
+            vec![
                 series("removal", |p| p.0),
                 series("reclamation (flush, compaction, GC)", |p| p.1),
             ],
-        },
-        FigureDoc {
-            file: "cerberus-destroy-space.png".into(),
-            title: "Space freed, over one tenant's share of the files".into(),
-            x_desc: "how the tenant goes".into(),
-            y_desc: "share freed (1.0: all of it)".into(),
-            categories,
-            series: vec![series("freed / share", |p| p.2)],
-        },
+        ),
+        fig(
+            "cerberus-destroy-space.png",
+            "Space freed, over one tenant's share of the files".into(),
+            "how the tenant goes",
+            "share freed (1.0: all of it)",
+            &categories,
+            vec![series("freed / share", |p| p.2)],
+        ),
     ];
-    Ok(ExperimentDoc {
-        name: String::new(),
-        source: "Cerberus (TECS 2023), section 4.5 and Table 2 (Destroy)".into(),
-        title: "A tenant removed by Destroy or by deleting its keys, and its space reclaimed."
-            .into(),
-        scale: String::new(),
-        rounds: ctx.rounds,
-        seconds: 0.0,
-        commands: Vec::new(),
+    doc(
+        ctx,
+        "Cerberus (TECS 2023), section 4.5 and Table 2 (Destroy)",
+        "A tenant removed by Destroy or by deleting its keys, and its space reclaimed.",
         figures,
-        headlines: Vec::new(),
-        differences: vec![
+        Vec::new(),
+        vec![
             "The paper gives no figure for Destroy: no headline to compare.".into(),
             format!("{tenants} tenants x {keys} keys of 1 KiB on this VM's files."),
             "Reclamation here is the engine's own (compaction and value-log GC); the paper \
@@ -103,5 +88,5 @@ fn destroy(ctx: &mut Ctx) -> Result<ExperimentDoc> {
              model."
                 .into(),
         ],
-    })
+    )
 }

@@ -5,8 +5,8 @@
 //! those of `scripts/repro-iterators` (parts `nand` and `index`) and `cerberus-bench
 //! itermem`, at a scale that fits an experiment.
 
-use super::bts::{doc, fig, headline, join, ours, paper, ratios, words};
 use super::ctx::{median_range, Ctx};
+use super::parts::{doc, fig, headline, join, ours, paper, ratios, words};
 use super::Experiment;
 use anyhow::{bail, Context, Result};
 use cerberus_figures::docs::paper::ExperimentDoc;

@@ -14,6 +14,7 @@ mod cerberus;
 mod ctx;
 mod destroy;
 mod iterkvssd;
+mod parts;
 #[cfg(feature = "rocksdb")]
 mod peers;
 mod queries;

@@ -5,9 +5,10 @@
 //! user would set, ours at least the best RocksDB layout (1.0).
 
 use super::ctx::{args, median_range, Ctx};
+use super::parts::{doc, fig, headline, ours};
 use super::Experiment;
 use anyhow::{Context, Result};
-use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline, SeriesDoc};
+use cerberus_figures::docs::paper::{ExperimentDoc, SeriesDoc};
 use serde_json::Value;
 
 pub fn experiments() -> Vec<Experiment> {
@@ -78,33 +79,24 @@ fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     }
     let categories: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
     let series = |pick: fn(&(f64, f64)) -> f64| -> Vec<SeriesDoc> {
-        SYSTEMS
-            .iter()
-            .enumerate()
+        (SYSTEMS.iter().enumerate())
             .map(|(si, (_, _, name))| {
-                let (values, ranges) = runs
-                    .iter()
-                    .map(|per| {
-                        let (m, r) = median_range(&per[si].iter().map(pick).collect::<Vec<_>>());
-                        (Some(m), Some(r))
-                    })
-                    .unzip();
-                SeriesDoc {
-                    name: name.to_string(),
-                    paper: false,
-                    values,
-                    ranges,
-                }
+                let per: Vec<Vec<f64>> = (runs.iter())
+                    .map(|p| p[si].iter().map(pick).collect())
+                    .collect();
+                ours(*name, &per)
             })
             .collect()
     };
-    let figure = |file: &str, what: &str, pick: fn(&(f64, f64)) -> f64| FigureDoc {
-        file: file.into(),
-        title: format!("{what} per tenant on files, against RocksDB (settled, no cache)"),
-        x_desc: "tenants".into(),
-        y_desc: format!("{what}/s per tenant (median of the runs)"),
-        categories: categories.clone(),
-        series: series(pick),
+    let figure = |file: &str, what: &str, pick: fn(&(f64, f64)) -> f64| {
+        fig(
+            file,
+            format!("{what} per tenant on files, against RocksDB (settled, no cache)"),
+            "tenants",
+            &format!("{what}/s per tenant (median of the runs)"),
+            &categories,
+            series(pick),
+        )
     };
     let figures = vec![
         figure("peers-multitenant-puts.png", "puts", |r| r.0),
@@ -128,36 +120,27 @@ fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         ("puts", (|r: &(f64, f64)| r.0) as fn(&(f64, f64)) -> f64),
         ("gets", |r| r.1),
     ] {
-        let (m, range) = median_range(&over_best(pick));
-        headlines.push(Headline {
-            claim: format!(
+        headlines.push(headline(
+            format!(
                 "{what} per tenant at {t} tenants, Cerberus over RocksDB's better layout \
                  (reference: the bar 1.0, not a paper figure)"
             ),
-            paper: 1.0,
-            ours: m,
-            ours_range: range,
-            model: None,
-            command: command.clone(),
-            why: String::new(),
-        });
+            1.0,
+            median_range(&over_best(pick)),
+            command.clone(),
+            "",
+        ));
     }
-    super::check_headlines(&headlines)?;
-    Ok(ExperimentDoc {
-        name: String::new(),
-        source: "Cerberus (TECS 2023), Fig. 8, with RocksDB as the peer on files".into(),
-        title: "Per-tenant puts and gets on real files: Cerberus' per-namespace trees against \
-                RocksDB's two ways of holding tenants, each run settled before its gets."
-            .into(),
-        scale: String::new(),
-        rounds: ctx.rounds,
-        seconds: 0.0,
-        commands: Vec::new(),
+    doc(
+        ctx,
+        "Cerberus (TECS 2023), Fig. 8, with RocksDB as the peer on files",
+        "Per-tenant puts and gets on real files: Cerberus' per-namespace trees against \
+         RocksDB's two ways of holding tenants, each run settled before its gets.",
         figures,
         headlines,
-        differences: vec![
+        vec![
             format!("Keys per tenant: {keys}; files on this VM's disk, no block cache."),
             "RocksDB 7.8 (Debian's librocksdb) with the same --profile paper sizes.".into(),
         ],
-    })
+    )
 }
