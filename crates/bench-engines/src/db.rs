@@ -125,6 +125,10 @@ pub struct CursorOptions {
     /// known). The device asks for that many in the first batch after a seek; the embedded
     /// engines ignore it.
     pub scan_length: usize,
+    /// RocksDB: `ReadOptions::readahead_size`, bytes read ahead of the iterator in each
+    /// table file (0: RocksDB's own, which starts after a few reads of one file); other
+    /// engines ignore it.
+    pub readahead_bytes: usize,
 }
 
 /// Seek and next over one engine's keys, in byte order.

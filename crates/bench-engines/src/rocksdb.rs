@@ -295,15 +295,20 @@ impl BenchDb for RocksDb {
     }
 
     fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
+        let mut read = ::rocksdb::ReadOptions::default();
+        if opts.readahead_bytes > 0 {
+            read.set_readahead_size(opts.readahead_bytes);
+        }
         Ok(Box::new(RocksCursor {
-            iter: self.db.raw_iterator(),
+            iter: self.db.raw_iterator_opt(read),
             started: false,
             keys_only: opts.keys_only,
         }))
     }
 }
 
-/// A raw iterator with default read options, as db_bench's seekrandom.
+/// A raw iterator with default read options (and `--readahead-bytes`), as db_bench's
+/// seekrandom.
 struct RocksCursor<'a> {
     iter: ::rocksdb::DBRawIterator<'a>,
     /// An entry was yielded since the last seek: the next `next` moves on first.

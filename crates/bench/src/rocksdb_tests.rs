@@ -90,6 +90,7 @@ fn seekrandom_returns_what_the_database_holds_with_and_without_blob_files() {
                 keys_only,
                 prefetch_degree: 0,
                 index_prefetch: true,
+                readahead_bytes: if keys_only { 0 } else { 256 << 10 },
             };
             check_seekrandom(&*db, &model, threads, scan);
         }

@@ -117,6 +117,8 @@ pub struct SeekConfigDoc {
     /// Cerberus's; null for other engines.
     prefetch_degree: Option<usize>,
     index_prefetch: Option<bool>,
+    /// RocksDB's; null for other engines.
+    readahead_bytes: Option<usize>,
 }
 
 pub fn config_doc(engine: Engine, c: &ScanConfig) -> SeekConfigDoc {
@@ -126,5 +128,7 @@ pub fn config_doc(engine: Engine, c: &ScanConfig) -> SeekConfigDoc {
         keys_only: c.keys_only,
         prefetch_degree: (engine == Engine::Cerberus).then_some(c.prefetch_degree),
         index_prefetch: (engine == Engine::Cerberus).then_some(c.index_prefetch),
+        readahead_bytes: matches!(engine, Engine::RocksDb | Engine::RocksDbBlob)
+            .then_some(c.readahead_bytes),
     }
 }

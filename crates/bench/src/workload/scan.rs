@@ -15,6 +15,8 @@ pub struct ScanConfig {
     pub prefetch_degree: usize,
     /// Cerberus's `ReadOptions::index_prefetch`.
     pub index_prefetch: bool,
+    /// RocksDB's `ReadOptions::readahead_size` (0: its own).
+    pub readahead_bytes: usize,
 }
 
 /// What a seekrandom phase measured beyond ops, bytes and their latency.

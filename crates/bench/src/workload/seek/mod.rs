@@ -68,6 +68,12 @@ pub struct SeekArgs {
     /// ignore it.
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub index_prefetch: Option<bool>,
+
+    /// seekrandom on rocksdb: bytes read ahead of the iterator in each table file
+    /// (ReadOptions::readahead_size) [default: 0, RocksDB's automatic readahead]; other
+    /// engines ignore it.
+    #[arg(long, value_name = "BYTES")]
+    pub readahead_bytes: Option<usize>,
 }
 
 pub(crate) fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -89,8 +95,8 @@ impl SeekArgs {
         if !workloads.contains(&Workload::SeekRandom) {
             if self.given() {
                 bail!(
-                    "--seeks, --scan-length, --keys-only, --prefetch-degree and \
-                     --index-prefetch are for the seekrandom workload"
+                    "--seeks, --scan-length, --keys-only, --prefetch-degree, \
+                     --index-prefetch and --readahead-bytes are for the seekrandom workload"
                 );
             }
             return Ok(None);
@@ -103,6 +109,7 @@ impl SeekArgs {
                 .prefetch_degree
                 .unwrap_or(cerberus_engine::DEFAULT_PREFETCH_DEGREE),
             index_prefetch: self.index_prefetch.unwrap_or(true),
+            readahead_bytes: self.readahead_bytes.unwrap_or(0),
         };
         if config.seeks == 0 {
             bail!("--seeks must be at least 1");
@@ -158,6 +165,7 @@ impl Share<'_> {
             prefetch_degree: self.scan.prefetch_degree,
             index_prefetch: self.scan.index_prefetch,
             scan_length: self.scan.scan_length,
+            readahead_bytes: self.scan.readahead_bytes,
         };
         let mut key = vec![0u8; self.keys.size()];
         let mut out = ThreadScan {

@@ -120,6 +120,7 @@ pub(crate) fn scan(
         keys_only,
         prefetch_degree,
         index_prefetch: prefetch_degree.is_multiple_of(2),
+        readahead_bytes: 0,
     }
 }
 
