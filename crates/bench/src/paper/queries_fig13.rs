@@ -337,20 +337,14 @@ pub fn fig13(ctx: &mut Ctx) -> Result<ExperimentDoc> {
          which is far cheaper per record."
             .into(),
     )?);
-    super::super::check_headlines(&headlines)?;
-    Ok(ExperimentDoc {
-        name: String::new(),
-        source: "Cerberus (TECS 2023), Fig. 13a and 13b".into(),
-        title: "The put cost of keeping a secondary index, and the top-50 analytic query in the \
-                device against on the host."
-            .into(),
-        scale: String::new(),
-        rounds: ctx.rounds,
-        seconds: 0.0,
-        commands: Vec::new(),
+    crate::paper::parts::doc(
+        ctx,
+        "Cerberus (TECS 2023), Fig. 13a and 13b",
+        "The put cost of keeping a secondary index, and the top-50 analytic query in the \
+         device against on the host.",
         figures,
         headlines,
-        differences: vec![
+        vec![
             format!(
                 "Records (the paper: 104.6K glacier, 132.8K tweets; ours generated): through \
                  the device glacier {} (the top-50 query's run) and tweets {}; the engine \
@@ -372,7 +366,7 @@ pub fn fig13(ctx: &mut Ctx) -> Result<ExperimentDoc> {
              read times are counted apart."
                 .into(),
         ],
-    })
+    )
 }
 
 fn median_or_zero(xs: &[f64]) -> f64 {
