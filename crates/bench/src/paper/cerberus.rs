@@ -51,15 +51,21 @@ fn point(doc: &Value) -> Result<Point> {
 
 /// Runs every (tenants, keys per tenant) point of `grid` in every layout, `ctx.rounds` times;
 /// returns per point and layout the rounds' figures.
-fn runs(ctx: &mut Ctx, grid: &[(usize, u64)], gets: u64) -> Result<Vec<Vec<Vec<Point>>>> {
+/// `layouts`: the first so many of `LAYOUTS`.
+fn runs(
+    ctx: &mut Ctx,
+    grid: &[(usize, u64)],
+    gets: u64,
+    layouts: usize,
+) -> Result<Vec<Vec<Vec<Point>>>> {
     let mut points: Vec<Vec<Vec<Point>>> = (0..grid.len())
         .map(|_| (0..LAYOUTS.len()).map(|_| Vec::new()).collect())
         .collect();
     for round in 0..ctx.rounds {
         for (pi, &(t, keys)) in grid.iter().enumerate() {
             // Each round starts with the next layout: none always runs first.
-            for k in 0..LAYOUTS.len() {
-                let li = (k + round) % LAYOUTS.len();
+            for k in 0..layouts {
+                let li = (k + round) % layouts;
                 let mut a = args(&["multitenant", "--profile", "paper", "--storage", "nand"]);
                 a.extend(args(&["--cache-bytes", "0", "--no-settle", "--layout"]));
                 a.push(LAYOUTS[li].0.into());
@@ -89,12 +95,13 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     let keys: u64 = ctx.scale(4_000, 50_000);
     let gets: u64 = ctx.scale(2_000, 20_000);
     let grid: Vec<(usize, u64)> = tenants.iter().map(|&t| (t, keys)).collect();
-    let points = runs(ctx, &grid, gets)?;
+    let points = runs(ctx, &grid, gets, LAYOUTS.len())?;
     // Over the keys per tenant, at a middle tenant count.
     let kt: usize = ctx.scale(2, 4);
     let more_keys: Vec<u64> = ctx.scale(vec![2_000, 8_000], vec![25_000, 100_000]);
     let key_grid: Vec<(usize, u64)> = more_keys.iter().map(|&k| (kt, k)).collect();
-    let key_points = runs(ctx, &key_grid, gets)?;
+    // Cerberus and the baseline only: the shared tree's point is in the tenant sweep.
+    let key_points = runs(ctx, &key_grid, gets, 2)?;
     let categories: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
     let series = |pick: &dyn Fn(&Point) -> Option<f64>| -> Vec<SeriesDoc> {
         let per = |li: usize| -> Vec<Vec<f64>> {

@@ -61,8 +61,8 @@ fn ops(doc: &Value) -> Result<(f64, f64)> {
 }
 
 fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
-    let tenants: Vec<usize> = ctx.scale(vec![1, 2], vec![1, 2, 4, 8]);
-    let keys: u64 = ctx.scale(3_000, 200_000);
+    let tenants: Vec<usize> = ctx.scale(vec![1, 2], vec![1, 2, 8]);
+    let keys: u64 = ctx.scale(3_000, 100_000);
     // runs[t][system] = (puts, gets) per round.
     let mut runs: Vec<Vec<Vec<(f64, f64)>>> = vec![vec![Vec::new(); SYSTEMS.len()]; tenants.len()];
     for round in 0..ctx.rounds {
