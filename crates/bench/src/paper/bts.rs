@@ -12,7 +12,7 @@ use super::Experiment;
 use anyhow::{Context, Result};
 use cerberus_device::Policy;
 use cerberus_figures::docs::bts::{Point, RunDoc};
-use cerberus_figures::docs::paper::ExperimentDoc;
+use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline};
 
 pub fn experiments() -> Vec<Experiment> {
     vec![Experiment {
@@ -47,6 +47,23 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     let threads: Vec<usize> = ctx.scale(vec![1, 4], vec![1, 2, 3, 4, 8, 16, 32]);
     let num: usize = ctx.scale(300, 12_000);
     let list = join(&threads, usize::to_string).replace(' ', "");
+    let (pts, cpus) = run_rounds(ctx, &threads, num, &list)?;
+    let figures = figures(&pts, &threads);
+    let headlines = headlines(&pts, &threads, num, cpus);
+    doc(
+        ctx,
+        "BTS (KV-CSD, Park et al.), Fig. 7 and Section V-C",
+        "Foreground put latency and throughput over client threads with offline dedup as the \
+         background task: no service, inline, BTS; device cores pinned and not.",
+        figures,
+        headlines,
+        differences(num, cpus, &list),
+    )
+}
+
+/// Runs the rounds (each pinning once per round, alternated) and returns their points and
+/// the machine's CPU count.
+fn run_rounds(ctx: &mut Ctx, threads: &[usize], num: usize, list: &str) -> Result<(Points, usize)> {
     let mut pts: Points = vec![vec![vec![Vec::new(); threads.len()]; POLICIES.len()]; 2];
     let mut cpus = 0;
     for round in 0..ctx.rounds {
@@ -79,24 +96,39 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             }
         }
     }
+    Ok((pts, cpus))
+}
+
+/// A point's mean put latency, us.
+fn mean(p: &Point) -> f64 {
+    p.mean_us
+}
+
+/// A point's puts/s.
+fn puts(p: &Point) -> f64 {
+    p.puts_per_sec
+}
+
+/// Per thread count, the rounds' figure of one pinning and policy.
+fn per(pts: &Points, pi: usize, oi: usize, f: fn(&Point) -> f64) -> Vec<Vec<f64>> {
+    pts[pi][oi]
+        .iter()
+        .map(|ps| ps.iter().map(f).collect())
+        .collect()
+}
+
+/// Per thread count, policy a's figure over policy b's in each round (same bts run).
+fn over(pts: &Points, pi: usize, a: usize, b: usize, f: fn(&Point) -> f64) -> Vec<Vec<f64>> {
+    per(pts, pi, a, f)
+        .iter()
+        .zip(&per(pts, pi, b, f))
+        .map(|(x, y)| ratios(x, y))
+        .collect()
+}
+
+/// The latency figure of each pinning, the throughput figure and the ratios' figure.
+fn figures(pts: &Points, threads: &[usize]) -> Vec<FigureDoc> {
     let categories: Vec<String> = threads.iter().map(usize::to_string).collect();
-    // Per thread count, the rounds' figure of one pinning and policy.
-    let per = |pi: usize, oi: usize, f: fn(&Point) -> f64| -> Vec<Vec<f64>> {
-        pts[pi][oi]
-            .iter()
-            .map(|ps| ps.iter().map(f).collect())
-            .collect()
-    };
-    // Per thread count, policy a's figure over policy b's in each round (same bts run).
-    let over = |pi: usize, a: usize, b: usize, f: fn(&Point) -> f64| -> Vec<Vec<f64>> {
-        per(pi, a, f)
-            .iter()
-            .zip(&per(pi, b, f))
-            .map(|(x, y)| ratios(x, y))
-            .collect()
-    };
-    let mean: fn(&Point) -> f64 = |p| p.mean_us;
-    let puts: fn(&Point) -> f64 = |p| p.puts_per_sec;
     let mut figures = Vec::new();
     for (pi, (_, pin)) in PINS.iter().enumerate() {
         figures.push(fig(
@@ -106,7 +138,7 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             "mean put latency, us (median of the runs)",
             &categories,
             (0..POLICIES.len())
-                .map(|oi| ours(POLICIES[oi].2, &per(pi, oi, mean)))
+                .map(|oi| ours(POLICIES[oi].2, &per(pts, pi, oi, mean)))
                 .collect(),
         ));
     }
@@ -114,11 +146,11 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     let mut ratio_lines = Vec::new();
     for (pi, (_, pin)) in PINS.iter().enumerate() {
         for (oi, p) in POLICIES.iter().enumerate() {
-            throughput.push(ours(format!("{}, {pin}", p.1), &per(pi, oi, puts)));
+            throughput.push(ours(format!("{}, {pin}", p.1), &per(pts, pi, oi, puts)));
         }
         ratio_lines.push(ours(
             format!("BTS over Case 1, {pin}"),
-            &over(pi, 2, 0, mean),
+            &over(pts, pi, 2, 0, mean),
         ));
         if pi == 0 {
             let similar = threads.iter().map(|&t| t <= PAPER_IDLE_THREADS);
@@ -129,7 +161,7 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         }
         ratio_lines.push(ours(
             format!("BTS over Case 2, {pin}"),
-            &over(pi, 2, 1, mean),
+            &over(pts, pi, 2, 1, mean),
         ));
     }
     figures.push(fig(
@@ -148,6 +180,11 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         &categories,
         ratio_lines,
     ));
+    figures
+}
+
+/// Per pinning: BTS over Case 1 at few threads and over Case 2 at the most.
+fn headlines(pts: &Points, threads: &[usize], num: usize, cpus: usize) -> Vec<Headline> {
     // Below: the most threads up to the paper's 3 (cores left idle); above: the most.
     let below = threads
         .iter()
@@ -170,7 +207,7 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
                  client thread(s), cores {pin_name}"
             ),
             PAPER_BELOW,
-            median_range(&over(pi, 2, 0, mean)[below]),
+            median_range(&over(pts, pi, 2, 0, mean)[below]),
             cmd(tb, pin),
             &format!(
                 "The paper's text gives the shape, not the figure's numbers: with three host \
@@ -191,7 +228,7 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
                  {pin_name}"
             ),
             PAPER_ABOVE,
-            median_range(&over(pi, 2, 1, puts)[above]),
+            median_range(&over(pts, pi, 2, 1, puts)[above]),
             cmd(ta, pin),
             &format!(
                 "Past the threshold the paper's BTS 'shows no performance gain' (its latency \
@@ -202,46 +239,43 @@ fn fig7(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             ),
         ));
     }
-    doc(
-        ctx,
-        "BTS (KV-CSD, Park et al.), Fig. 7 and Section V-C",
-        "Foreground put latency and throughput over client threads with offline dedup as the \
-         background task: no service, inline, BTS; device cores pinned and not.",
-        figures,
-        headlines,
-        vec![
-            format!(
-                "Machine: the paper's CSD had 6 cores of its own (Xeon E5-2640 v4) and the \
-                 host 10 cores on another machine over 10 GbE NVMe-oF. Here the device runs \
-                 in the bench's process with {CORES} cores (network threads) and their \
-                 lanes, and the client threads and the loopback TCP share the same {cpus} \
-                 CPUs."
-            ),
-            format!(
-                "{cpus} CPUs for a scheduler whose claim is about idle cores: an idle core \
-                 here is an idle thread, not an idle CPU. Moving a dedup task to it helps only \
-                 as far as a CPU has time the foreground leaves, which is why an idle core runs \
-                 its tasks at SCHED_IDLE. Pinned, core i runs on CPU i mod {cpus}, so cores \
-                 0 and 2 share a CPU: a task moved between cores on one CPU is not moved off \
-                 it at all; unpinned, the kernel can put it wherever a CPU is free. With more \
-                 client threads than CPUs no CPU is idle and BTS has nothing to use."
-            ),
-            format!(
-                "Threshold: the paper's is 21 host threads, measured; ours ends migration \
-                 when no core is idle ({CORES} threads on) or at a mean load of 0.8."
-            ),
-            format!(
-                "Puts: {num} per point of 16 KiB values (the paper's size) split among the \
-                 client threads, 16 B keys (the paper: 4 B), one put in flight per thread; \
-                 thread counts {list} (the paper's run past 21)."
-            ),
-            "Engine: an LSM tree with a value log behind the device (the paper: a hash-indexed \
-             KV VBDEV on SPDK); dedup of 128 B chunks with SHA-1 as the paper's, reading the \
-             value back by key."
-                .into(),
-            "The paper's text gives Fig. 7's shape, not its numbers: the headlines' paper \
-             values are its 'similar to Case 1' and 'no performance gain' as 1.0."
-                .into(),
-        ],
-    )
+    headlines
+}
+
+/// How this setup differs from the paper's.
+fn differences(num: usize, cpus: usize, list: &str) -> Vec<String> {
+    vec![
+        format!(
+            "Machine: the paper's CSD had 6 cores of its own (Xeon E5-2640 v4) and the \
+             host 10 cores on another machine over 10 GbE NVMe-oF. Here the device runs \
+             in the bench's process with {CORES} cores (network threads) and their \
+             lanes, and the client threads and the loopback TCP share the same {cpus} \
+             CPUs."
+        ),
+        format!(
+            "{cpus} CPUs for a scheduler whose claim is about idle cores: an idle core \
+             here is an idle thread, not an idle CPU. Moving a dedup task to it helps only \
+             as far as a CPU has time the foreground leaves, which is why an idle core runs \
+             its tasks at SCHED_IDLE. Pinned, core i runs on CPU i mod {cpus}, so cores \
+             0 and 2 share a CPU: a task moved between cores on one CPU is not moved off \
+             it at all; unpinned, the kernel can put it wherever a CPU is free. With more \
+             client threads than CPUs no CPU is idle and BTS has nothing to use."
+        ),
+        format!(
+            "Threshold: the paper's is 21 host threads, measured; ours ends migration \
+             when no core is idle ({CORES} threads on) or at a mean load of 0.8."
+        ),
+        format!(
+            "Puts: {num} per point of 16 KiB values (the paper's size) split among the \
+             client threads, 16 B keys (the paper: 4 B), one put in flight per thread; \
+             thread counts {list} (the paper's run past 21)."
+        ),
+        "Engine: an LSM tree with a value log behind the device (the paper: a hash-indexed \
+         KV VBDEV on SPDK); dedup of 128 B chunks with SHA-1 as the paper's, reading the \
+         value back by key."
+            .into(),
+        "The paper's text gives Fig. 7's shape, not its numbers: the headlines' paper \
+         values are its 'similar to Case 1' and 'no performance gain' as 1.0."
+            .into(),
+    ]
 }
