@@ -159,6 +159,7 @@ pub(crate) fn headline(
         model: None,
         command: command.into(),
         why,
+        floor: false,
     })
 }
 
@@ -176,7 +177,13 @@ pub(crate) fn per_round(
 
 const GLACIER_SKS: [&str; 4] = ["FRAN", "BHUT", "AUST", "BOLI"];
 const TWEET_SKS: [&str; 3] = ["2517", "3161", "1153"];
+/// The queries on glacier (Fig. 11) and on tweets (Fig. 12).
+const GLACIER_QUERIES: [&str; 3] = ["Q1", "Q2", "Q3"];
+const TWEET_QUERIES: [&str; 3] = ["Q4", "Q5", "Q6"];
+/// The response time figures' y axis.
+const MS_DESC: &str = "response time, ms (mean over the secondary keys; median of the runs)";
 
+/// Runs the rounds of Fig. 11/12 and writes its figures, headlines and notes.
 fn fig11_12(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     let glacier = RunOpts {
         dataset: "glacier",
@@ -199,58 +206,88 @@ fn fig11_12(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         g.push(run(ctx, &glacier, round)?);
         t.push(run(ctx, &tweets, round)?);
     }
-    let per_query = |rounds: &[Vec<EngineDoc>], queries: &[&str], kind: usize| -> Vec<Vec<f64>> {
-        queries
-            .iter()
-            .map(|q| per_round(rounds, |r| query_ms(&r[kind], q)))
-            .collect()
-    };
-    let gq = ["Q1", "Q2", "Q3"];
-    let tq = ["Q4", "Q5", "Q6"];
-    let ms = "response time, ms (mean over the secondary keys; median of the runs)".to_string();
-    let time_figure = |file: &str, title: &str, rounds: &[Vec<EngineDoc>], qs: &[&str]| FigureDoc {
+    let figures = fig11_12_figures(&g, &t);
+    let headlines = fig11_12_headlines(&g, &t, &glacier, &tweets)?;
+    super::parts::doc(
+        ctx,
+        "Cerberus (TECS 2023), Fig. 11 and 12, Table 5 (Q1-Q6)",
+        "Response time of the paper's secondary-key queries Q1-Q6 on glacier and tweets, \
+         with the classic index (Cerberus), the VAS index (Cerberus-VAS) and no index (the \
+         KVSSD baseline: the host scans every record).",
+        figures,
+        headlines,
+        fig11_12_notes(&glacier, &tweets),
+    )
+}
+
+/// The rounds a query ran in: glacier's for Q1-Q3, tweets' for Q4-Q6.
+fn rounds_of<'a>(
+    g: &'a [Vec<EngineDoc>],
+    t: &'a [Vec<EngineDoc>],
+    q: &str,
+) -> &'a [Vec<EngineDoc>] {
+    if GLACIER_QUERIES.contains(&q) {
+        g
+    } else {
+        t
+    }
+}
+
+/// Classic over VAS per round: the same process ran both, interleaved.
+fn vas_gain(rounds: &[Vec<EngineDoc>], q: &str) -> Vec<f64> {
+    per_round(rounds, |r| {
+        Some(query_ms(&r[CLASSIC], q)? / query_ms(&r[VAS], q)?)
+    })
+}
+
+/// Per query, a kind's response times of the rounds.
+fn per_query(rounds: &[Vec<EngineDoc>], queries: &[&str], kind: usize) -> Vec<Vec<f64>> {
+    queries
+        .iter()
+        .map(|q| per_round(rounds, |r| query_ms(&r[kind], q)))
+        .collect()
+}
+
+/// Fig. 11 or 12: the queries' response times with the two indexes.
+fn time_figure(file: &str, title: &str, rounds: &[Vec<EngineDoc>], qs: &[&str]) -> FigureDoc {
+    FigureDoc {
         file: file.into(),
         title: title.into(),
         x_desc: "query".into(),
-        y_desc: ms.clone(),
+        y_desc: MS_DESC.into(),
         categories: qs.iter().map(|q| q.to_string()).collect(),
         series: [CLASSIC, VAS]
             .iter()
             .map(|&k| series(KINDS[k].1, &per_query(rounds, qs, k)))
             .collect(),
-    };
-    let all_q: Vec<&str> = gq.iter().chain(&tq).copied().collect();
-    let both = |q: &str| -> &[Vec<EngineDoc>] {
-        if gq.contains(&q) {
-            &g
-        } else {
-            &t
-        }
-    };
-    // Classic over VAS per round: the same process ran both, interleaved.
-    let gain = |q: &str| -> Vec<f64> {
-        per_round(both(q), |r| {
-            Some(query_ms(&r[CLASSIC], q)? / query_ms(&r[VAS], q)?)
-        })
-    };
-    let figures = vec![
+    }
+}
+
+/// Fig. 11 and 12, Q1-Q6 with the baseline's host scan, and the classic index over VAS.
+fn fig11_12_figures(g: &[Vec<EngineDoc>], t: &[Vec<EngineDoc>]) -> Vec<FigureDoc> {
+    let all_q: Vec<&str> = GLACIER_QUERIES
+        .iter()
+        .chain(&TWEET_QUERIES)
+        .copied()
+        .collect();
+    vec![
         time_figure(
             "cerberus-fig11-glacier.png",
             "Cerberus Fig. 11: Q1-Q3 on glacier (NAND model, no cache, through a device)",
-            &g,
-            &gq,
+            g,
+            &GLACIER_QUERIES,
         ),
         time_figure(
             "cerberus-fig12-tweets.png",
             "Cerberus Fig. 12: Q4-Q6 on tweets (NAND model, no cache, through a device)",
-            &t,
-            &tq,
+            t,
+            &TWEET_QUERIES,
         ),
         FigureDoc {
             file: "cerberus-fig11-12-scan.png".into(),
             title: "Cerberus Q1-Q6 with the KVSSD-baseline's host scan beside the indexes".into(),
             x_desc: "query".into(),
-            y_desc: ms.clone(),
+            y_desc: MS_DESC.into(),
             categories: all_q.iter().map(|q| q.to_string()).collect(),
             series: KINDS
                 .iter()
@@ -258,7 +295,7 @@ fn fig11_12(ctx: &mut Ctx) -> Result<ExperimentDoc> {
                 .map(|(k, (_, name))| {
                     let xs: Vec<Vec<f64>> = all_q
                         .iter()
-                        .map(|q| per_round(both(q), |r| query_ms(&r[k], q)))
+                        .map(|q| per_round(rounds_of(g, t, q), |r| query_ms(&r[k], q)))
                         .collect();
                     series(name, &xs)
                 })
@@ -271,57 +308,91 @@ fn fig11_12(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             y_desc: "response time ratio (mean over the keys)".into(),
             categories: all_q.iter().map(|q| q.to_string()).collect(),
             series: vec![
-                series("ours", &all_q.iter().map(|q| gain(q)).collect::<Vec<_>>()),
+                series(
+                    "ours",
+                    &all_q
+                        .iter()
+                        .map(|q| vas_gain(rounds_of(g, t, q), q))
+                        .collect::<Vec<_>>(),
+                ),
                 // The text: Q1 "almost the same"; Q5 "1.25x at most" (over its keys). One
                 // series each, as the charts join a series' points across its gaps.
                 paper_series("paper, Q1: about even", only(&all_q, "Q1", 1.0)),
                 paper_series("paper, Q5: at most", only(&all_q, "Q5", 1.25)),
             ],
         },
-    ];
-    let headlines = fig11_12_headlines(&g, &t, &glacier, &tweets, &gain)?;
-    super::parts::doc(
-        ctx,
-        "Cerberus (TECS 2023), Fig. 11 and 12, Table 5 (Q1-Q6)",
-        "Response time of the paper's secondary-key queries Q1-Q6 on glacier and tweets, \
-         with the classic index (Cerberus), the VAS index (Cerberus-VAS) and no index (the \
-         KVSSD baseline: the host scans every record).",
-        figures,
-        headlines,
-        vec![
-            format!(
-                "Records: glacier {}, tweets {} (the paper: 104.6K and 132.8K), generated by \
-                 cerberus-datasets with the paper's value sizes (about 1 KB and 8 KB), not the \
-                 public datasets; the secondary keys are the paper's.",
-                glacier.records, tweets.records
-            ),
-            format!(
-                "Each round one `queries` process per dataset with the three kinds, loaded in \
-                 turn and their queries interleaved run by run ({} runs a query, the median \
-                 kept), the kinds' order rotated from round to round.",
-                glacier.repeat
-            ),
-            "Device: the NAND timing model without block cache behind a device on a loopback \
-             port (this VM's 2 cores), not the Cosmos+ OpenSSD's ARM cores over PCIe; results \
-             cross the loopback wire as the paper's Step 3 crosses PCIe."
-                .into(),
-            "The paper's Fig. 11/12 show only Cerberus and Cerberus-VAS; the baseline's host \
-             scan (every record through the device's iterator, filtered on the host, stopping \
-             at a limit once met) is ours, for scale."
-                .into(),
-        ],
-    )
+    ]
 }
 
+/// The notes on Fig. 11/12: records, rounds, device, the baseline.
+fn fig11_12_notes(glacier: &RunOpts, tweets: &RunOpts) -> Vec<String> {
+    vec![
+        format!(
+            "Records: glacier {}, tweets {} (the paper: 104.6K and 132.8K), generated by \
+             cerberus-datasets with the paper's value sizes (about 1 KB and 8 KB), not the \
+             public datasets; the secondary keys are the paper's.",
+            glacier.records, tweets.records
+        ),
+        format!(
+            "Each round one `queries` process per dataset with the three kinds, loaded in \
+             turn and their queries interleaved run by run ({} runs a query, the median \
+             kept), the kinds' order rotated from round to round.",
+            glacier.repeat
+        ),
+        "Device: the NAND timing model without block cache behind a device on a loopback \
+         port (this VM's 2 cores), not the Cosmos+ OpenSSD's ARM cores over PCIe; results \
+         cross the loopback wire as the paper's Step 3 crosses PCIe."
+            .into(),
+        "The paper's Fig. 11/12 show only Cerberus and Cerberus-VAS; the baseline's host \
+         scan (every record through the device's iterator, filtered on the host, stopping \
+         at a limit once met) is ours, for scale."
+            .into(),
+    ]
+}
+
+/// One secondary key's median response time of a query, in ms.
+fn sk_ms(e: &EngineDoc, q: &str, sk: &str) -> Option<f64> {
+    query_sk(e, q, sk).map(|d| d.median_us / 1e3)
+}
+
+/// The mean over its keys of a query's secondary search time from the engine's counters.
+fn sk_search(e: &EngineDoc, q: &str) -> Option<f64> {
+    let xs: Vec<f64> = e
+        .queries
+        .iter()
+        .filter(|d| d.query == q)
+        .filter_map(|d| d.stats.get("secondary_search_ns")?.as_f64())
+        .collect();
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+}
+
+/// The bytes a query sent to the host, over its keys.
+fn query_bytes(e: &EngineDoc, q: &str) -> f64 {
+    let qs = e.queries.iter().filter(|d| d.query == q);
+    qs.map(|d| d.bytes as f64).sum()
+}
+
+/// The rounds' values, two decimals each.
+fn rounds_line(xs: &[f64]) -> String {
+    let parts: Vec<String> = xs.iter().map(|x| format!("{x:.2}")).collect();
+    parts.join(", ")
+}
+
+/// Fig. 11/12's headlines: glacier's (Q1, Q2), then tweets' (Q4, Q5, Q6).
 fn fig11_12_headlines(
     g: &[Vec<EngineDoc>],
     t: &[Vec<EngineDoc>],
     glacier: &RunOpts,
     tweets: &RunOpts,
-    gain: &dyn Fn(&str) -> Vec<f64>,
 ) -> Result<Vec<Headline>> {
     let (gc, tc) = (glacier.shown(), tweets.shown());
-    let sk_ms = |e: &EngineDoc, q: &str, sk: &str| query_sk(e, q, sk).map(|d| d.median_us / 1e3);
+    let mut headlines = glacier_headlines(g, &gc)?;
+    headlines.extend(tweet_headlines(g, t, &gc, &tc)?);
+    Ok(headlines)
+}
+
+/// The headlines on glacier: Q1 and Q2, classic over VAS, Q2's pk search share and units.
+fn glacier_headlines(g: &[Vec<EngineDoc>], gc: &str) -> Result<Vec<Headline>> {
     let q2_aust = per_round(g, |r| {
         Some(sk_ms(&r[CLASSIC], "Q2", "AUST")? / sk_ms(&r[VAS], "Q2", "AUST")?)
     });
@@ -342,53 +413,16 @@ fn fig11_12_headlines(
         let pk = ns("primary_search_ns")?;
         Some(pk / (pk + ns("secondary_search_ns")? + ns("value_read_ns")?))
     });
-    // Q4 over Q1 needs both datasets of the same round.
-    let q4_q1: Vec<f64> = g
-        .iter()
-        .zip(t)
-        .filter_map(|(g, t)| Some(query_ms(&t[CLASSIC], "Q4")? / query_ms(&g[CLASSIC], "Q1")?))
-        .collect();
-    // The same from the engine's secondary-search counters alone: sub-millisecond
-    // queries through a loopback device are at the mercy of the wire and the scheduler.
-    let sk_search = |e: &EngineDoc, q: &str| -> Option<f64> {
-        let xs: Vec<f64> = e
-            .queries
-            .iter()
-            .filter(|d| d.query == q)
-            .filter_map(|d| d.stats.get("secondary_search_ns")?.as_f64())
-            .collect();
-        (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-    };
-    let q4_q1_steps: Vec<f64> = g
-        .iter()
-        .zip(t)
-        .filter_map(|(g, t)| Some(sk_search(&t[CLASSIC], "Q4")? / sk_search(&g[CLASSIC], "Q1")?))
-        .filter(|v| v.is_finite())
-        .collect();
+    // The engine's secondary search time alone (see Q1's headline).
     let q1_steps = per_round(g, |r| {
         Some(sk_search(&r[CLASSIC], "Q1")? / sk_search(&r[VAS], "Q1")?)
     });
-    let q5_max = per_round(t, |r| {
-        TWEET_SKS
-            .iter()
-            .filter_map(|sk| Some(sk_ms(&r[CLASSIC], "Q5", sk)? / sk_ms(&r[VAS], "Q5", sk)?))
-            .reduce(f64::max)
-    });
-    let bytes = |e: &EngineDoc, q: &str| -> f64 {
-        let qs = e.queries.iter().filter(|d| d.query == q);
-        qs.map(|d| d.bytes as f64).sum()
-    };
-    let q5_q6 = per_round(t, |r| Some(bytes(&r[VAS], "Q5") / bytes(&r[VAS], "Q6")));
-    let rounds_line = |xs: &[f64]| -> String {
-        let parts: Vec<String> = xs.iter().map(|x| format!("{x:.2}")).collect();
-        parts.join(", ")
-    };
     Ok(vec![
         headline(
             "Q1 response time, Cerberus over Cerberus-VAS (mean of the 4 units)",
             1.0,
-            &gain("Q1"),
-            &gc,
+            &vas_gain(g, "Q1"),
+            gc,
             format!(
                 "Q1 reads pks from the secondary index alone on both (Step 0 then Step 3); the \
                  paper calls them almost the same, and gives no figure. Ours is under a \
@@ -402,7 +436,7 @@ fn fig11_12_headlines(
             "Q2 (AUST) response time, Cerberus over Cerberus-VAS",
             9.31,
             &q2_aust,
-            &gc,
+            gc,
             "The classic index finds each of the 50 records through the primary index (Step \
              1: a filter and index block read from flash per level consulted, no cache), the \
              VAS index reads them at the value-log address its entry holds. How far apart \
@@ -415,7 +449,7 @@ fn fig11_12_headlines(
             "Q2 on Cerberus, pk index search share of the query's engine time (AUST)",
             0.84,
             &pk_share,
-            &gc,
+            gc,
             "Ours: primary_search_ns over the engine's three steps (secondary search, primary \
              search, value reads) of the same run, the wire not counted; the paper's 84 % is \
              of its whole response time."
@@ -425,12 +459,46 @@ fn fig11_12_headlines(
             "Q2 on Cerberus, the other units' time over FRAN's",
             1.4,
             &fran,
-            &gc,
+            gc,
             "In the paper FRAN's records sit in L1 of the primary tree and the other units' in \
              L2 (the order the public dataset was loaded in); our generated records spread \
              the units over the key range alike, so no unit is favoured by its level."
                 .into(),
         )?,
+    ])
+}
+
+/// The headlines on tweets: Q4 over Q1 (both datasets), Q5 classic over VAS, Q5's bytes.
+fn tweet_headlines(
+    g: &[Vec<EngineDoc>],
+    t: &[Vec<EngineDoc>],
+    gc: &str,
+    tc: &str,
+) -> Result<Vec<Headline>> {
+    // Q4 over Q1 needs both datasets of the same round.
+    let q4_q1: Vec<f64> = g
+        .iter()
+        .zip(t)
+        .filter_map(|(g, t)| Some(query_ms(&t[CLASSIC], "Q4")? / query_ms(&g[CLASSIC], "Q1")?))
+        .collect();
+    // The same from the engine's secondary-search counters alone: sub-millisecond
+    // queries through a loopback device are at the mercy of the wire and the scheduler.
+    let q4_q1_steps: Vec<f64> = g
+        .iter()
+        .zip(t)
+        .filter_map(|(g, t)| Some(sk_search(&t[CLASSIC], "Q4")? / sk_search(&g[CLASSIC], "Q1")?))
+        .filter(|v| v.is_finite())
+        .collect();
+    let q5_max = per_round(t, |r| {
+        TWEET_SKS
+            .iter()
+            .filter_map(|sk| Some(sk_ms(&r[CLASSIC], "Q5", sk)? / sk_ms(&r[VAS], "Q5", sk)?))
+            .reduce(f64::max)
+    });
+    let q5_q6 = per_round(t, |r| {
+        Some(query_bytes(&r[VAS], "Q5") / query_bytes(&r[VAS], "Q6"))
+    });
+    Ok(vec![
         headline(
             "Q4 response time over Q1's, on Cerberus",
             5.89,
@@ -449,7 +517,7 @@ fn fig11_12_headlines(
             "Q5 response time, Cerberus over Cerberus-VAS, the largest of the 3 users",
             1.25,
             &q5_max,
-            &tc,
+            tc,
             "The paper's Q5 primary lookups end in the MemTable (87 %), which leaves VAS little \
              to save; ours run after a flush and the compactions settle, so every primary \
              lookup goes to flash and VAS saves all of Step 1."
@@ -459,7 +527,7 @@ fn fig11_12_headlines(
             "Q5 bytes to the host over Q6's (Cerberus-VAS)",
             29.9,
             &q5_q6,
-            &tc,
+            tc,
             format!(
                 "Q6 returns the text alone: the paper's texts average 0.5 KB in 8 KB records, \
                  our generator's are shorter (rounds: {}).",
