@@ -137,45 +137,10 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let remove_secs = began.elapsed().as_secs_f64();
 
     let began = Instant::now();
-    db.flush()?;
-    db.wait_for_compactions()?;
-    db.compact_all()?;
-    db.wait_for_compactions()?;
-    let mut gc_bytes = 0;
-    for _ in 0..GC_PASSES {
-        let g = db.gc_value_log()?;
-        gc_bytes += g.bytes_reclaimed;
-        if g.bytes_reclaimed == 0 {
-            break;
-        }
-    }
-    db.wait_for_compactions()?;
+    let gc_bytes = reclaim(&db)?;
     let reclaim_secs = began.elapsed().as_secs_f64();
     let after = disk_bytes(&dir)?;
-
-    // The others keep every value; the removed tenant's keys are gone.
-    let step = (args.num_per_tenant / CHECKED).max(1);
-    let mut checked = 0;
-    for t in 1..args.tenants {
-        for k in (0..args.num_per_tenant).step_by(step as usize) {
-            let got = space(t).get(&key(t, k))?;
-            if got.as_deref() != Some(&value(args.seed, t, k, args.value_size)[..]) {
-                bail!("tenant {t}'s key {k} did not read back after tenant 0 was removed");
-            }
-            checked += 1;
-        }
-    }
-    if per_ns {
-        if db
-            .list_namespaces()
-            .iter()
-            .any(|n| n.nsid == spaces[0].id())
-        {
-            bail!("the destroyed namespace is still listed");
-        }
-    } else if space(0).get(&key(0, 0))?.is_some() {
-        bail!("tenant 0's key 0 is still there after its deletes");
-    }
+    let checked = check(&db, &args, per_ns, &spaces)?;
     db.close()?;
 
     let share = before as f64 / args.tenants as f64;
@@ -210,6 +175,54 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Flush, compactions, a full compaction, then value-log GC until it collects nothing;
+/// returns the bytes GC collected.
+fn reclaim(db: &Db) -> Result<u64> {
+    db.flush()?;
+    db.wait_for_compactions()?;
+    db.compact_all()?;
+    db.wait_for_compactions()?;
+    let mut gc_bytes = 0;
+    for _ in 0..GC_PASSES {
+        let g = db.gc_value_log()?;
+        gc_bytes += g.bytes_reclaimed;
+        if g.bytes_reclaimed == 0 {
+            break;
+        }
+    }
+    db.wait_for_compactions()?;
+    Ok(gc_bytes)
+}
+
+/// The other tenants keep every value (sampled); tenant 0 is gone. Returns the keys read.
+fn check(db: &Db, args: &Args, per_ns: bool, spaces: &[Namespace]) -> Result<u64> {
+    let space = |t: usize| &spaces[if per_ns { t } else { 0 }];
+    let key = |t: usize, k: u64| tenant_key(per_ns, t, k);
+    let step = (args.num_per_tenant / CHECKED).max(1);
+    let mut checked = 0;
+    for t in 1..args.tenants {
+        for k in (0..args.num_per_tenant).step_by(step as usize) {
+            let got = space(t).get(&key(t, k))?;
+            if got.as_deref() != Some(&value(args.seed, t, k, args.value_size)[..]) {
+                bail!("tenant {t}'s key {k} did not read back after tenant 0 was removed");
+            }
+            checked += 1;
+        }
+    }
+    if per_ns {
+        if db
+            .list_namespaces()
+            .iter()
+            .any(|n| n.nsid == spaces[0].id())
+        {
+            bail!("the destroyed namespace is still listed");
+        }
+    } else if space(0).get(&key(0, 0))?.is_some() {
+        bail!("tenant 0's key 0 is still there after its deletes");
+    }
+    Ok(checked)
 }
 
 /// Tenant `t`'s key `k`: the same bytes in its own namespace, suffixed by the tenant in the

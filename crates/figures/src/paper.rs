@@ -64,6 +64,33 @@ fn num(v: f64) -> String {
     }
 }
 
+/// A figure's values as a table: a row per category, a column per series (ours as the
+/// median with the runs' range).
+fn values(f: &FigureDoc) -> String {
+    let mut out = format!("\n| {} |", f.x_desc);
+    for s in &f.series {
+        let _ = write!(out, " {} |", s.name);
+    }
+    out += "\n|---|";
+    out += &"---|".repeat(f.series.len());
+    for (i, c) in f.categories.iter().enumerate() {
+        let _ = write!(out, "\n| {c} |");
+        for s in &f.series {
+            let v = s.values.get(i).copied().flatten();
+            let r = s.ranges.get(i).copied().flatten();
+            let cell = match (v, r) {
+                (Some(v), Some((lo, hi))) if lo != hi => {
+                    format!("{} ({}-{})", num(v), num(lo), num(hi))
+                }
+                (Some(v), _) => num(v),
+                (None, _) => "-".into(),
+            };
+            let _ = write!(out, " {cell} |");
+        }
+    }
+    out + "\n"
+}
+
 /// The report: per experiment its figures, its headlines (the paper's, ours with the range,
 /// ours over the paper's, the direction, the cost model), the differences of setup and the
 /// commands; made from the documents only, so that it says what the JSON says.
@@ -74,7 +101,7 @@ pub fn report(docs: &[ExperimentDoc], plots: &str) -> String {
          edit by hand: run it again). Each value of ours is the median of the runs of its \
          point, with their range; the paper's values are those its text or figures give. A \
          headline holds its direction when ours and the paper's are both gains, both losses \
-         or both within 5 % of even; the cost model's column is what this machine's model \
+         or both within 5 % of even (for a peer's bar: when ours reaches it); the cost model's column is what this machine's model \
          predicts for ours, and holds when ours is within 15 % of it.\n",
     );
     let held = docs
@@ -105,10 +132,11 @@ pub fn report(docs: &[ExperimentDoc], plots: &str) -> String {
                     Some(false) => "no",
                     None => "-",
                 };
-                let dir = if h.same_direction() {
-                    "same"
-                } else {
-                    "**opposite**"
+                let dir = match (h.floor, h.same_direction()) {
+                    (false, true) => "same",
+                    (false, false) => "**opposite**",
+                    (true, true) => "meets the bar",
+                    (true, false) => "**below the bar**",
                 };
                 let _ = writeln!(
                     out,
@@ -127,6 +155,7 @@ pub fn report(docs: &[ExperimentDoc], plots: &str) -> String {
         }
         for f in &d.figures {
             let _ = write!(out, "\n![{}]({plots}/{})\n", f.title, f.file);
+            out += &values(f);
         }
         if !d.differences.is_empty() {
             out += "\nWhere the setup differs from the paper's:\n\n";
@@ -186,6 +215,7 @@ mod tests {
                 model: Some(1.15),
                 command: "x".into(),
                 why: "the filters are on files".into(),
+                floor: false,
             }],
             differences: vec!["files, not NAND".into()],
         }
@@ -200,6 +230,7 @@ mod tests {
         );
         assert!(r.contains("| gets, ours over baseline, 8 tenants | 2.90 | 1.20 (1.10-1.30) | 0.41 | same | 1.15 | yes |"), "{r}");
         assert!(r.contains("![Fig. 8c](plots/fig8c.png)"));
+        assert!(r.contains("| tenants | ours | paper |\n|---|---|---|\n| 1 | 10.0 (9.00-11.0) | 1.00 |\n| 8 | 5.00 | - |"), "{r}");
         assert!(r.contains("- files, not NAND"));
         assert!(r.contains("*gets, ours over baseline, 8 tenants*: the filters are on files"));
     }

@@ -80,6 +80,16 @@ pub(super) fn headline(
         model: None,
         command,
         why: why.into(),
+        floor: false,
+    }
+}
+
+/// A headline against a peer's bar (not a paper figure): it holds when ours reaches `bar`.
+#[cfg(feature = "rocksdb")]
+pub(super) fn bar(claim: String, bar: f64, ours: (f64, (f64, f64)), command: String) -> Headline {
+    Headline {
+        floor: true,
+        ..headline(claim, bar, ours, command, "")
     }
 }
 

@@ -6,7 +6,7 @@
 //! RocksDB's iterator with its automatic readahead and with a set one.
 
 use super::ctx::{args, median_range, Ctx};
-use super::parts::{doc, fig, headline, ours};
+use super::parts::{bar, doc, fig, ours};
 use super::Experiment;
 use anyhow::{Context, Result};
 use cerberus_figures::docs::paper::{ExperimentDoc, SeriesDoc};
@@ -129,15 +129,14 @@ fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         ("puts", (|r: &(f64, f64)| r.0) as fn(&(f64, f64)) -> f64),
         ("gets", |r| r.1),
     ] {
-        headlines.push(headline(
+        headlines.push(bar(
             format!(
                 "{what} per tenant at {t} tenants, Cerberus over RocksDB's better layout \
-                 (reference: the bar 1.0, not a paper figure)"
+                 (the bar: 1.0, not a paper figure)"
             ),
             1.0,
             median_range(&over_best(pick)),
             command.clone(),
-            "",
         ));
     }
     doc(
@@ -244,10 +243,10 @@ fn scans(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         .map(|i| r[0][i] / r[1][i].max(r[2][i]))
         .collect();
     let l = lengths[mid];
-    let headlines = vec![headline(
+    let headlines = vec![bar(
         format!(
-            "entries/s of scans of {l}, Cerberus over RocksDB's better readahead (reference: \
-             the bar 1.0, not a paper figure)"
+            "entries/s of scans of {l}, Cerberus over RocksDB's better readahead (the bar: \
+             1.0, not a paper figure)"
         ),
         1.0,
         median_range(&over_best),
@@ -255,7 +254,6 @@ fn scans(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             "fillrandom, then seekrandom --scan-length {l} --seeks {seeks} --engine \
              cerberus|rocksdb [--readahead-bytes 2097152] --num {num} --value-size 1024"
         ),
-        "",
     )];
     doc(
         ctx,

@@ -153,6 +153,10 @@ impl Target {
                 None => break,
             }
         }
+        // An aggregate's answer is its summary, not records: one result, as embedded.
+        if matches!(q.shape, Shape::Avg { .. }) {
+            n = 1;
+        }
         Ok((n, RunStats::Json(stats), bytes))
     }
 

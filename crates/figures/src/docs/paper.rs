@@ -77,6 +77,10 @@ pub struct Headline {
     pub command: String,
     /// Why ours and the paper's differ, term by term (empty where they agree).
     pub why: String,
+    /// The reference is a bar ours must reach (a peer's, not a paper figure): the headline
+    /// holds when ours is at least it.
+    #[serde(default)]
+    pub floor: bool,
 }
 
 impl Headline {
@@ -86,8 +90,12 @@ impl Headline {
     }
 
     /// Whether ours points the same way as the paper's: both above 1 (a gain), both below
-    /// 1 (a loss), or both within 5 % of 1 (no difference), for claims that are ratios.
+    /// 1 (a loss), or both within 5 % of 1 (no difference), for claims that are ratios; for
+    /// a bar (`floor`), whether ours reaches it.
     pub fn same_direction(&self) -> bool {
+        if self.floor {
+            return self.ours >= self.paper;
+        }
         let side = |v: f64| {
             if (v - 1.0).abs() <= 0.05 {
                 0
@@ -120,6 +128,7 @@ mod tests {
             model,
             command: String::new(),
             why: String::new(),
+            floor: false,
         }
     }
 
@@ -134,5 +143,11 @@ mod tests {
         assert_eq!(headline(2.9, 1.2, Some(1.5)).model_holds(), Some(false));
         assert_eq!(headline(2.9, 1.2, None).model_holds(), None);
         assert!((headline(2.0, 1.0, None).ratio() - 0.5).abs() < 1e-12);
+        let bar = |ours| Headline {
+            floor: true,
+            ..headline(1.0, ours, None)
+        };
+        assert!(bar(3.9).same_direction() && bar(1.0).same_direction());
+        assert!(!bar(0.99).same_direction());
     }
 }
