@@ -72,7 +72,6 @@ impl Ctx {
 
     /// Runs `cerberus-bench ARGS`, its output into a log; an error with the log's end if
     /// it fails.
-    #[allow(dead_code)] // the experiments that fill a database first
     pub fn run(&mut self, args: &[String]) -> Result<()> {
         self.run_shown(args, line(args))
     }

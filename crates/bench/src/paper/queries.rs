@@ -13,7 +13,7 @@ mod fig13;
 use super::ctx::{args, median_range, Ctx};
 use super::Experiment;
 use anyhow::{bail, Context, Result};
-use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline, SeriesDoc};
+use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline};
 use cerberus_figures::docs::queries::{EngineDoc, QueriesDoc};
 
 pub fn experiments() -> Vec<Experiment> {
@@ -124,15 +124,8 @@ pub(crate) fn query_sk<'a>(
     e.queries.iter().find(|q| q.query == query && q.sk == sk)
 }
 
-/// A series of ours: per category, the rounds' values.
-pub(crate) fn series(name: &str, per_category: &[Vec<f64>]) -> SeriesDoc {
-    super::parts::ours(name, per_category)
-}
-
-/// The paper's values as a series (none where its text gives no number).
-pub(crate) fn paper_series(name: &str, values: Vec<Option<f64>>) -> SeriesDoc {
-    super::parts::paper(name, values)
-}
+// The documents' parts, under the names this module and Fig. 13 use.
+use super::parts::{ours as series, paper as paper_series};
 
 /// A value at one category alone.
 fn only(categories: &[&str], at: &str, v: f64) -> Vec<Option<f64>> {
@@ -297,7 +290,7 @@ fn fig11_12_figures(g: &[Vec<EngineDoc>], t: &[Vec<EngineDoc>]) -> Vec<FigureDoc
                         .iter()
                         .map(|q| per_round(rounds_of(g, t, q), |r| query_ms(&r[k], q)))
                         .collect();
-                    series(name, &xs)
+                    series(*name, &xs)
                 })
                 .collect(),
         },

@@ -171,7 +171,7 @@ fn put_figures(runs: &Runs) -> Vec<FigureDoc> {
                     per.push(per_round(runs.rounds(i, device), |r| put_us(&r[k], n)));
                 }
             }
-            series(name, &per)
+            series(*name, &per)
         })
         .collect();
     vec![
