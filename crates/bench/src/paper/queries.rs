@@ -380,11 +380,30 @@ fn engine_ms(e: &EngineDoc, q: &str) -> Option<f64> {
 }
 
 /// The additive model of a response time through the device: the wire, the scheduler and
-/// the command handling cost `b` and `a` alike, what the engine spent apart, so `a`'s
-/// response is `b`'s minus `b`'s engine time plus `a`'s: returned over `b`'s response.
-fn additive(a: (&EngineDoc, &str), b: (&EngineDoc, &str)) -> Option<f64> {
+/// the command handling cost `b` and `a` alike but for the bytes they send, what the engine
+/// spent apart; so `a`'s response is `b`'s minus `b`'s engine time plus `a`'s, plus
+/// `per_byte_ms` for each byte more that `a` sends: returned over `b`'s response.
+fn additive(a: (&EngineDoc, &str), b: (&EngineDoc, &str), per_byte_ms: f64) -> Option<f64> {
     let rb = query_ms(b.0, b.1)?;
-    Some((rb - engine_ms(b.0, b.1)? + engine_ms(a.0, a.1)?) / rb)
+    let more = mean_bytes(a.0, a.1)? - mean_bytes(b.0, b.1)?;
+    Some((rb - engine_ms(b.0, b.1)? + engine_ms(a.0, a.1)? + per_byte_ms * more) / rb)
+}
+
+/// The wire's cost of a byte sent to the host, in ms, from one run's Q5 and Q6 (the same
+/// records, whole or their text alone): what their responses differ by beyond their engine
+/// times, over what their bytes differ by (0 when the noise makes it negative).
+fn per_byte_ms(e: &EngineDoc) -> Option<f64> {
+    let rest = |q: &str| Some(query_ms(e, q)? - engine_ms(e, q)?);
+    let more = mean_bytes(e, "Q5")? - mean_bytes(e, "Q6")?;
+    (more > 0.0).then(|| Some(((rest("Q5")? - rest("Q6")?) / more).max(0.0)))?
+}
+
+/// The mean over its keys of the bytes a query sent to the host.
+fn mean_bytes(e: &EngineDoc, q: &str) -> Option<f64> {
+    let xs: Vec<f64> = (e.queries.iter().filter(|d| d.query == q))
+        .map(|d| d.bytes as f64)
+        .collect();
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 /// The bytes a query sent to the host, over its keys.
@@ -438,7 +457,7 @@ fn glacier_headlines(g: &[Vec<EngineDoc>], gc: &str) -> Result<Vec<Headline>> {
     let q1_steps = per_round(g, |r| {
         Some(sk_search(&r[CLASSIC], "Q1")? / sk_search(&r[VAS], "Q1")?)
     });
-    let q1_model = per_round(g, |r| additive((&r[CLASSIC], "Q1"), (&r[VAS], "Q1")));
+    let q1_model = per_round(g, |r| additive((&r[CLASSIC], "Q1"), (&r[VAS], "Q1"), 0.0));
     Ok(vec![
         with_model(
             headline(
@@ -518,7 +537,10 @@ fn tweet_headlines(
     let q4_q1_model: Vec<f64> = g
         .iter()
         .zip(t)
-        .filter_map(|(g, t)| additive((&t[CLASSIC], "Q4"), (&g[CLASSIC], "Q1")))
+        .filter_map(|(g, t)| {
+            let per_byte = per_byte_ms(&t[CLASSIC])?;
+            additive((&t[CLASSIC], "Q4"), (&g[CLASSIC], "Q1"), per_byte)
+        })
         .filter(|v| v.is_finite())
         .collect();
     let q5_max = per_round(t, |r| {
@@ -543,7 +565,9 @@ fn tweet_headlines(
                      (88 %). Ours is under a millisecond each through the loopback device, \
                      where the wire and the scheduler weigh as much as the search: the \
                      engine's secondary search time alone, Q4 over Q1, was {} (rounds). The \
-                     model column: Q1's response with Q4's engine time in place of its own.",
+                     model column: Q1's response with Q4's engine time in place of its own and \
+                     the wire's cost of the bytes Q4 sends beyond Q1's (a byte's cost from the \
+                     round's Q5 and Q6: the same records, whole or their text alone).",
                     rounds_line(&q4_q1_steps)
                 ),
             )?,
