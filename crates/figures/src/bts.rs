@@ -98,6 +98,7 @@ fn charts(run: &RunDoc) -> Result<Vec<Chart>> {
             .collect(),
         percent: false,
         legend,
+        bars: false,
     };
     Ok(vec![
         chart(

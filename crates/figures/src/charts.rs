@@ -25,7 +25,8 @@ pub struct Series {
     pub ranges: Vec<Option<(f64, f64)>>,
 }
 
-/// A line chart over equally spaced categories (tenant counts, or search steps).
+/// A chart over equally spaced categories (tenant counts, or search steps): lines, or
+/// grouped bars.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chart {
     /// The PNG's file name.
@@ -38,6 +39,8 @@ pub struct Chart {
     /// The y axis is a percentage (0 to 100).
     pub percent: bool,
     pub legend: Legend,
+    /// A bar per series in each category (as the papers draw their comparisons), not lines.
+    pub bars: bool,
 }
 
 /// Charts of one storage, engine, keys-per-tenant and settle mode.
@@ -163,6 +166,7 @@ pub fn charts(points: &[Point], cdf_tenants: usize) -> Vec<Chart> {
             series,
             percent: false,
             legend,
+            bars: false,
         };
         let series = by_tenants(|p| p.summary.mean_filter_loads_per_get);
         if !series.is_empty() {
@@ -318,6 +322,7 @@ fn cdf_chart(file: String, title: String, lines: Vec<(String, [u8; 3], &Point)>)
         series,
         percent: true,
         legend: Legend::LowerRight,
+        bars: false,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Drawing the charts with plotters (cargo feature `plot`).
 
-use super::charts::{format_y, Chart, Legend};
+use super::charts::{format_y, Chart, Legend, Series};
 use crate::error::{input, Context, Result};
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
@@ -50,17 +50,21 @@ pub fn chart(c: &Chart, path: &Path) -> Result<()> {
             1.0
         }
     };
-    // Category i sits at 2i + 1 on an axis from 0 to 2n: half a step of margin each side.
+    // Lines: category i sits at 2i + 1 on an axis from 0 to 2n, half a step of margin each
+    // side. Bars: each category takes 2k + 2 units for k series, a bar 2 units wide each and
+    // a unit of margin each side, its label at the middle.
+    let k = i32::try_from(c.series.len().max(1)).map_err(|e| input(format!("series: {e}")))?;
     let n = i32::try_from(n).map_err(|e| input(format!("too many categories: {e}")))?;
-    let x = (0..2 * n).with_key_points((0..n).map(|i| 2 * i + 1).collect());
+    let step = if c.bars { 2 * k + 2 } else { 2 };
+    let x = (0..step * n).with_key_points((0..n).map(|i| step * i + step / 2).collect());
     let mut chart = ChartBuilder::on(&root)
         .caption(&c.title, (FONT, 20))
         .margin(20)
         .x_label_area_size(60)
         .y_label_area_size(90)
         .build_cartesian_2d(x, 0.0..y_max)?;
-    let label = |x: &i32| match usize::try_from((x - 1) / 2) {
-        Ok(i) if x % 2 == 1 => c.categories.get(i).cloned().unwrap_or_default(),
+    let label = |x: &i32| match usize::try_from(x / step) {
+        Ok(i) if x % step == step / 2 => c.categories.get(i).cloned().unwrap_or_default(),
         _ => String::new(),
     };
     let y_label = |y: &f64| {
@@ -81,35 +85,15 @@ pub fn chart(c: &Chart, path: &Path) -> Result<()> {
         .axis_desc_style((FONT, 19))
         .bold_line_style(BLACK.mix(0.12))
         .light_line_style(BLACK.mix(0.04))
+        .disable_x_mesh()
         .draw()?;
-    for (i, s) in c.series.iter().enumerate() {
-        let color = rgb(s.color);
-        // Lines drawn first are wider and their markers larger, so that a line drawn over
-        // another with the same values leaves it visible on both sides.
-        let rest = u32::try_from(c.series.len() - 1 - i).unwrap_or(0).min(3);
-        let width = 2 + 2 * rest;
-        let marker = 4 + 2 * rest as i32;
-        let points: Vec<(i32, f64)> = (1..)
-            .step_by(2)
-            .zip(&s.values)
-            .filter_map(|(x, v)| v.map(|v| (x, v)))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(width)))?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(width))
-            });
-        chart.draw_series(
-            points
-                .iter()
-                .map(|&p| Circle::new(p, marker, color.filled())),
-        )?;
-        // The range of the runs a value is the median of: a bar from min to max.
-        let bars = (1..).step_by(2).zip(&s.ranges).filter_map(|(x, r)| {
-            r.map(|(lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], color.stroke_width(2)))
-        });
-        chart.draw_series(bars)?;
+    for (j, s) in c.series.iter().enumerate() {
+        let j = i32::try_from(j).map_err(|e| input(format!("series: {e}")))?;
+        if c.bars {
+            bars(&mut chart, s, step, 1 + 2 * j)?;
+        } else {
+            lines(&mut chart, s, c.series.len() as i32 - 1 - j)?;
+        }
     }
     let position = match c.legend {
         Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
@@ -125,5 +109,80 @@ pub fn chart(c: &Chart, path: &Path) -> Result<()> {
         .border_style(BLACK.mix(0.5))
         .draw()?;
     root.present()?;
+    Ok(())
+}
+
+type Area<'a> = ChartContext<
+    'a,
+    BitMapBackend<'a>,
+    Cartesian2d<
+        plotters::coord::combinators::WithKeyPoints<plotters::coord::types::RangedCoordi32>,
+        plotters::coord::types::RangedCoordf64,
+    >,
+>;
+
+/// One series as a line through its values, broken where a category has none, with a
+/// marker at each value and the runs' range as a vertical bar. `rest`: series drawn after
+/// it; lines drawn first are wider and their markers larger, so that a line drawn over
+/// another with the same values leaves it visible on both sides.
+fn lines(chart: &mut Area<'_>, s: &Series, rest: i32) -> Result<()> {
+    let color = rgb(s.color);
+    let rest = rest.clamp(0, 3);
+    let width = 2 + 2 * rest as u32;
+    let marker = 4 + 2 * rest;
+    let at = |i: usize| 2 * i as i32 + 1;
+    // Runs of consecutive categories with a value: a line each.
+    let mut runs: Vec<Vec<(i32, f64)>> = vec![Vec::new()];
+    for (i, v) in s.values.iter().enumerate() {
+        match v {
+            Some(v) => runs.last_mut().map_or((), |r| r.push((at(i), *v))),
+            None if runs.last().is_some_and(|r| !r.is_empty()) => runs.push(Vec::new()),
+            None => {}
+        }
+    }
+    for (r, points) in runs.iter().enumerate() {
+        let drawn =
+            chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(width)))?;
+        if r == 0 {
+            drawn.label(s.name.as_str()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(width))
+            });
+        }
+        chart.draw_series(
+            points
+                .iter()
+                .map(|&p| Circle::new(p, marker, color.filled())),
+        )?;
+    }
+    // The range of the runs a value is the median of: a bar from min to max.
+    let ranges = s.ranges.iter().enumerate().filter_map(|(i, r)| {
+        r.map(|(lo, hi)| PathElement::new(vec![(at(i), lo), (at(i), hi)], color.stroke_width(2)))
+    });
+    chart.draw_series(ranges)?;
+    Ok(())
+}
+
+/// One series as a bar per category with a value, `offset` units into each category's
+/// `step`, the runs' range as a whisker over it.
+fn bars(chart: &mut Area<'_>, s: &Series, step: i32, offset: i32) -> Result<()> {
+    let color = rgb(s.color);
+    let left = |i: usize| step * i as i32 + offset;
+    let rects = s.values.iter().enumerate().filter_map(|(i, v)| {
+        v.map(|v| Rectangle::new([(left(i), 0.0), (left(i) + 2, v)], color.filled()))
+    });
+    chart
+        .draw_series(rects)?
+        .label(s.name.as_str())
+        .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 20, y + 6)], color.filled()));
+    // A whisker at the bar's middle: the left edge of its second unit.
+    let whiskers = s.ranges.iter().enumerate().filter_map(|(i, r)| {
+        r.map(|(lo, hi)| {
+            PathElement::new(
+                vec![(left(i) + 1, lo), (left(i) + 1, hi)],
+                BLACK.stroke_width(2),
+            )
+        })
+    });
+    chart.draw_series(whiskers)?;
     Ok(())
 }

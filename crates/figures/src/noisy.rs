@@ -102,6 +102,7 @@ fn charts(doc: &NoisyDoc) -> Vec<Chart> {
                 .collect(),
             percent: false,
             legend: Legend::UpperRight,
+            bars: false,
         };
         out.push(chart(
             "victim-gets",

@@ -44,6 +44,7 @@ fn chart(f: &FigureDoc) -> Chart {
         series,
         percent: false,
         legend: Legend::UpperLeft,
+        bars: f.bars,
     }
 }
 
@@ -206,6 +207,7 @@ mod tests {
                         ranges: vec![],
                     },
                 ],
+                bars: true,
             }],
             headlines: vec![Headline {
                 claim: "gets, ours over baseline, 8 tenants".into(),
@@ -242,5 +244,38 @@ mod tests {
         let (ours, paper) = (c[0].series[0].color, c[0].series[1].color);
         assert_eq!(ours, PALETTE[0]);
         assert!(paper.iter().zip(ours).all(|(p, o)| *p >= o) && paper != ours);
+    }
+
+    #[test]
+    fn bars_follow_the_figure_and_older_documents_read_as_lines() {
+        let d = doc();
+        assert!(charts(&d)[0].bars);
+        let mut v = serde_json::to_value(&d).unwrap();
+        v["figures"][0].as_object_mut().unwrap().remove("bars");
+        let old: ExperimentDoc = serde_json::from_value(v).unwrap();
+        assert!(!old.figures[0].bars && !charts(&old)[0].bars);
+    }
+
+    /// Bars, and a line with a category missing, are drawn (with the `plot` feature and a
+    /// font on this machine).
+    #[cfg(feature = "plot")]
+    #[test]
+    fn bars_and_broken_lines_are_drawn() {
+        let dir = std::env::temp_dir().join(format!("paper-draw-{}", std::process::id()));
+        let mut d = doc();
+        let mut lines = d.figures[0].clone();
+        lines.file = "lines.png".into();
+        lines.bars = false;
+        lines.categories.push("16".into());
+        lines.series[0].values = vec![Some(10.0), None, Some(3.0)];
+        d.figures.push(lines);
+        if crate::font::find_font(None).is_err() {
+            return; // no font here: nothing can be drawn
+        }
+        draw(None, &dir, &d).unwrap();
+        for f in ["fig8c.png", "lines.png"] {
+            assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 1000, "{f}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -131,6 +131,7 @@ fn chart(stem: &str, run: &Value) -> Result<Chart> {
         series,
         percent: false,
         legend: Legend::UpperLeft,
+        bars: false,
     })
 }
 

@@ -141,7 +141,8 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             y_ops,
             &categories,
             series(&|p| Some(p.puts)),
-        ),
+        )
+        .as_bars(),
         fig(
             "cerberus-fig8c-gets.png",
             format!("Cerberus Fig. 8c: gets per tenant {nand}"),
@@ -149,7 +150,8 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             y_ops,
             &categories,
             series(&|p| Some(p.gets)),
-        ),
+        )
+        .as_bars(),
         fig(
             "cerberus-fig8c-gain.png",
             "Cerberus Fig. 8c: gets, Cerberus over KVSSD-baseline".into(),
@@ -157,7 +159,8 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             "gets/s ratio",
             &categories,
             vec![ours("ours", &get_gain), paper("paper", paper_gain)],
-        ),
+        )
+        .as_bars(),
         fig(
             "cerberus-fig8c-gain-keys.png",
             format!("Gets, Cerberus over KVSSD-baseline, {kt} tenants, over their keys"),
@@ -173,7 +176,8 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             "filter loads per get",
             &categories,
             series(&|p| p.filters),
-        ),
+        )
+        .as_bars(),
     ];
     let t = *tenants.last().context("no tenant count")?;
     let last = &points[tenants.len() - 1];

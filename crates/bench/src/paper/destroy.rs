@@ -64,7 +64,8 @@ fn destroy(ctx: &mut Ctx) -> Result<ExperimentDoc> {
                 series("removal", |p| p.0),
                 series("reclamation (flush, compaction, GC)", |p| p.1),
             ],
-        ),
+        )
+        .as_bars(),
         fig(
             "cerberus-destroy-space.png",
             "Space freed, over one tenant's share of the files".into(),
@@ -72,7 +73,8 @@ fn destroy(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             "share freed (1.0: all of it)",
             &categories,
             vec![series("freed / share", |p| p.2)],
-        ),
+        )
+        .as_bars(),
     ];
     doc(
         ctx,

@@ -45,7 +45,8 @@ struct Args {
     /// Prints the experiments' names and what they reproduce, and exits.
     #[arg(long)]
     list: bool,
-    /// Writes the report from the documents already in --out, running nothing.
+    /// Writes the report and draws the figures again from the documents already in --out,
+    /// running nothing.
     #[arg(long)]
     report_only: bool,
     /// Also writes the report to this file, the PNGs copied to `plots/paper/` beside it.
@@ -118,6 +119,12 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
         }
     }
     let docs = read_docs(&args.out)?;
+    if args.report_only {
+        // The figures drawn again from the documents alone, as the report is written.
+        for doc in &docs {
+            cerberus_figures::paper::draw(args.font.as_deref(), &args.out, doc)?;
+        }
+    }
     let report = cerberus_figures::paper::report(&docs, ".");
     let path = args.out.join("paper-results.md");
     std::fs::write(&path, report).with_context(|| format!("writing {}", path.display()))?;

@@ -61,6 +61,7 @@ pub(super) fn fig(
         y_desc: y.into(),
         categories: cats.to_vec(),
         series,
+        bars: false,
     }
 }
 

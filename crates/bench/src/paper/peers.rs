@@ -106,6 +106,7 @@ fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             &categories,
             series(pick),
         )
+        .as_bars()
     };
     let figures = vec![
         figure("peers-multitenant-puts.png", "puts", |r| r.0),

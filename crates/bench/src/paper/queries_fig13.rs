@@ -203,6 +203,7 @@ fn put_figures(runs: &Runs) -> Vec<FigureDoc> {
             y_desc: "µs per put (mean of the load; median of the runs)".into(),
             categories: put_categories,
             series: put_series,
+            bars: true,
         },
         FigureDoc {
             file: "cerberus-fig13a-overhead.png".into(),
@@ -226,6 +227,7 @@ fn put_figures(runs: &Runs) -> Vec<FigureDoc> {
                 ),
                 paper_series("paper (at most)", vec![Some(PAPER_VAS_PUT); 2]),
             ],
+            bars: true,
         },
     ]
 }
@@ -281,6 +283,7 @@ fn analytic_figures(runs: &Runs) -> Vec<FigureDoc> {
                     &per_approach(&|k, q| step_ms(k, q, &["value_read_ns"])),
                 ),
             ],
+            bars: true,
         },
         FigureDoc {
             file: "cerberus-fig13b-ratio.png".into(),
@@ -295,6 +298,7 @@ fn analytic_figures(runs: &Runs) -> Vec<FigureDoc> {
                     vec![Some(1.0), Some(PAPER_DEVICE_MS / PAPER_HOST_MS), None, None],
                 ),
             ],
+            bars: true,
         },
     ]
 }

@@ -29,7 +29,7 @@ pub struct ExperimentDoc {
     pub differences: Vec<String>,
 }
 
-/// A line chart over categories (tenant counts, queries, degrees).
+/// A chart over categories (tenant counts, queries, degrees): lines, or grouped bars.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FigureDoc {
     /// The PNG's file name (in the output directory).
@@ -42,8 +42,19 @@ pub struct FigureDoc {
     pub y_desc: String,
     /// The x axis' categories.
     pub categories: Vec<String>,
-    /// Its lines.
+    /// Its lines (or bars).
     pub series: Vec<SeriesDoc>,
+    /// Drawn as a bar per series in each category, as the paper draws its comparisons
+    /// (false: lines, as for sweeps; documents from before bars have none).
+    #[serde(default)]
+    pub bars: bool,
+}
+
+impl FigureDoc {
+    /// The same figure drawn as grouped bars.
+    pub fn as_bars(self) -> FigureDoc {
+        FigureDoc { bars: true, ..self }
+    }
 }
 
 /// One line: a value per category (`None`: no point there).

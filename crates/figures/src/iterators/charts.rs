@@ -54,6 +54,7 @@ pub fn charts(sweep: &Sweep) -> Vec<Chart> {
             series,
             percent: false,
             legend: Legend::UpperLeft,
+            bars: false,
         });
     }
     for &l in &lengths {
@@ -89,6 +90,7 @@ pub fn charts(sweep: &Sweep) -> Vec<Chart> {
             series,
             percent: false,
             legend: Legend::UpperLeft,
+            bars: false,
         });
     }
     out
