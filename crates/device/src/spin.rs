@@ -2,8 +2,9 @@
 //!
 //! A network thread that sleeps in `epoll_wait` has to be woken when its client's next
 //! command arrives, and on a virtual machine that wake-up (an interrupt to another virtual
-//! CPU) costs ~100 us, more than the command. So for a short window after each command a
-//! network thread keeps polling its sockets (a task that yields, so the loop checks for
+//! CPU) costs ~100 us, more than the command. So for a short window after each command (and
+//! after each write of replies: a lone client's next command comes a round trip after its
+//! reply) a network thread keeps polling its sockets (a task that yields, so the loop checks for
 //! readiness without blocking), and a command arriving meanwhile is read at once. Polling
 //! takes a CPU, so it happens only while nobody else wants one: while threads ready to run
 //! waited for a CPU less than 30 % of the time, as the kernel's pressure accounting
@@ -41,7 +42,8 @@ thread_local! {
     static LOCAL: Arc<Local> = Arc::default();
 }
 
-/// Called for every command a network thread reads: polling goes on for another window.
+/// Called for every command a network thread reads and every write of its replies: polling
+/// goes on for another window.
 pub fn touch() {
     LOCAL.with(|l| {
         l.activity.fetch_add(1, Relaxed);

@@ -235,7 +235,10 @@ async fn write_replies<W: AsyncWrite + Unpin>(
                 return;
             }
         }
-        // Written: the commands' permits go back, the reading side may take more.
+        // Written: the commands' permits go back, the reading side may take more. The
+        // network thread polls a while from here: a client's next command comes a
+        // round trip after its reply, not after its command.
+        crate::spin::touch();
         written.clear();
         out.clear();
         if out.capacity() > 4 << 20 {

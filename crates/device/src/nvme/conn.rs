@@ -264,6 +264,9 @@ impl Conn {
             }
         };
         self.out.clear();
+        // As on the native port: polling goes on from the reply, the host's next command
+        // comes a round trip after it.
+        crate::spin::touch();
         written
     }
 
