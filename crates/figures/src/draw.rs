@@ -131,16 +131,15 @@ fn lines(chart: &mut Area<'_>, s: &Series, rest: i32) -> Result<()> {
     let width = 2 + 2 * rest as u32;
     let marker = 4 + 2 * rest;
     let at = |i: usize| 2 * i as i32 + 1;
-    // Runs of consecutive categories with a value: a line each.
-    let mut runs: Vec<Vec<(i32, f64)>> = vec![Vec::new()];
-    for (i, v) in s.values.iter().enumerate() {
-        match v {
-            Some(v) => runs.last_mut().map_or((), |r| r.push((at(i), *v))),
-            None if runs.last().is_some_and(|r| !r.is_empty()) => runs.push(Vec::new()),
-            None => {}
-        }
-    }
-    for (r, points) in runs.iter().enumerate() {
+    // The values between two missing ones: a line each.
+    let at_values: Vec<Option<(i32, f64)>> = (s.values.iter().enumerate())
+        .map(|(i, v)| v.map(|v| (at(i), v)))
+        .collect();
+    let runs = at_values
+        .split(Option::is_none)
+        .map(|r| r.iter().flatten().copied());
+    for (r, points) in runs.enumerate() {
+        let points: Vec<(i32, f64)> = points.collect();
         let drawn =
             chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(width)))?;
         if r == 0 {

@@ -37,7 +37,10 @@ pub(super) fn additive(
 pub(super) fn per_byte_ms(e: &EngineDoc) -> Option<f64> {
     let rest = |q: &str| Some(query_ms(e, q)? - engine_ms(e, q)?);
     let more = mean_bytes(e, "Q5")? - mean_bytes(e, "Q6")?;
-    (more > 0.0).then(|| Some(((rest("Q5")? - rest("Q6")?) / more).max(0.0)))?
+    if more <= 0.0 {
+        return None;
+    }
+    Some(((rest("Q5")? - rest("Q6")?) / more).max(0.0))
 }
 
 /// The mean over its keys of the bytes a query sent to the host.
