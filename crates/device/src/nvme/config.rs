@@ -20,7 +20,9 @@ pub struct NvmeConfig {
     /// this of its arrival, or it is closed (as a native connection that does not
     /// authenticate within `auth_timeout_ms`).
     pub icreq_timeout_ms: u64,
-    /// A connection that sends nothing this long is closed (keep-alives count).
+    /// A connection that sends nothing this long is closed (keep-alives count): checked
+    /// once a period, so a silent connection goes between one and two periods after it
+    /// last sent, as on the native port.
     pub idle_timeout_secs: u64,
     /// Bytes of data a command capsule may carry (advertised as IOCCSZ); larger writes go
     /// through R2T. At least 1,024 (a Connect's data).

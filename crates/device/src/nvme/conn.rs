@@ -7,6 +7,7 @@
 //! closes.
 
 use super::controllers::Controller;
+use super::deadlines::{went, Deadlines, Expired, Waiting};
 use super::flight::{Done, Flight, Pending};
 use super::{Answer, Target};
 use crate::iterators::ConnIterators;
@@ -19,6 +20,8 @@ use cerberus_proto::nvme::{
     split_pdu, Cqe, Digests, NvmeStatus, NvmeTcpError, Pdu, PduLimits, Sqe, PFV_1_0,
 };
 use parking_lot::Mutex;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -80,17 +83,13 @@ pub(super) struct Conn {
     pub held: super::io::Held,
     /// Its network thread's held puts, which its unconditional Stores join (`put_batch`).
     pub puts: Arc<HeldPuts>,
-    /// The admin queue's keep-alive deadline (None: no KATO).
-    keep_alive: Option<Instant>,
     /// An I/O queue's controller going (its admin queue closed or expired).
     gone: Option<watch::Receiver<bool>>,
     stop: watch::Receiver<bool>,
-    /// When the partial PDU in `buf` began (None: none): it must be whole within the
-    /// device's `frame_timeout_ms`, however slowly its bytes come.
-    pdu_began: Option<Instant>,
-    /// The queue must be connected (ICReq, then Fabrics Connect) by this, as a native
-    /// connection must authenticate within `auth_timeout_ms`.
-    connect_by: Instant,
+    /// Connected (ICReq, then Fabrics Connect) within `icreq_timeout_ms`, as a native
+    /// connection must authenticate within `auth_timeout_ms`; a PDU once begun whole within
+    /// `frame_timeout_ms`, however slowly its bytes come; the keep-alive; idleness.
+    deadlines: Deadlines,
     /// The connection's place on its network thread's core; an admin queue gives it back
     /// at its Connect (`Placed::release`), so I/O queues alone spread over the cores.
     pub placed: Placed,
@@ -106,7 +105,15 @@ pub(super) async fn serve(
 ) {
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
     let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
-    let connect_by = Instant::now() + Duration::from_millis(target.config.icreq_timeout_ms);
+    let cfg = &target.config;
+    let deadlines = Deadlines::new(
+        Instant::now() + Duration::from_millis(cfg.icreq_timeout_ms),
+        Duration::from_millis(target.shared.config.frame_timeout_ms),
+        match cfg.idle_timeout_secs {
+            0 => Duration::from_secs(u64::from(u32::MAX)),
+            s => Duration::from_secs(s),
+        },
+    );
     let mut c = Conn {
         sock,
         buf: BytesMut::with_capacity(8192),
@@ -120,11 +127,9 @@ pub(super) async fn serve(
         vendor: Default::default(),
         held: Default::default(),
         puts,
-        keep_alive: None,
         gone: None,
         stop,
-        pdu_began: None,
-        connect_by,
+        deadlines,
         placed,
     };
     let end = match c.handshake().await {
@@ -152,30 +157,12 @@ pub(super) async fn serve(
     }
 }
 
-/// Waits for `deadline`, or forever without one.
-async fn expiry(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Waits until the controller behind an I/O queue goes (forever on other queues).
-async fn went(gone: &mut Option<watch::Receiver<bool>>) {
-    let Some(rx) = gone else {
-        return std::future::pending().await;
-    };
-    // A dropped sender: the controller is gone too.
-    let _ = rx.wait_for(|g| *g).await;
-}
-
 impl Conn {
     /// The next whole PDU in `buf`, if any.
     fn split(&mut self) -> Result<Option<Pdu>, End> {
         match split_pdu(&mut self.buf, self.digests, self.limits) {
             Ok(Some(p)) => {
-                // What is left of `buf` begins a PDU now.
-                self.pdu_began = None;
+                self.deadlines.pdu_taken();
                 Ok(Some(p))
             }
             Ok(None) => Ok(None),
@@ -183,49 +170,23 @@ impl Conn {
         }
     }
 
-    /// Reads the next PDU, waiting at most `idle` for its first bytes, and the whole PDU
-    /// once begun within `frame_timeout_ms` (a slow sender does not hold its connection
-    /// open, however steadily it trickles).
-    async fn next_pdu(&mut self, idle: Duration) -> Result<Pdu, End> {
-        let piece = Duration::from_millis(self.target.shared.config.frame_timeout_ms);
+    /// The first PDU (the ICReq), read before `until`.
+    async fn first_pdu(&mut self, until: Instant) -> Result<Pdu, End> {
         loop {
             if let Some(p) = self.split()? {
                 return Ok(p);
             }
-            let now = Instant::now();
-            let until = if self.buf.is_empty() {
-                self.pdu_began = None;
-                now + idle
-            } else {
-                let began = *self.pdu_began.get_or_insert(now);
-                (began + piece).min(now + idle)
-            };
-            self.buf.reserve(16 << 10);
+            self.buf.reserve(512);
             let read = tokio::time::timeout_at(until, self.sock.read_buf(&mut self.buf));
             let n = tokio::select! {
                 r = read => r,
                 _ = stopped(&mut self.stop) => return Err(End::Quiet),
             };
             match n {
-                Ok(Ok(0)) | Ok(Err(_)) => return Err(End::Quiet),
-                Ok(Ok(_)) => {
-                    if let Some(q) = self.queue.as_ref().filter(|q| q.qid != 0) {
-                        q.activity.touch();
-                    }
-                }
-                // An admin queue silent while its controller's I/O queues are busy waits on.
-                Err(_)
-                    if self.buf.is_empty()
-                        && self
-                            .queue
-                            .as_ref()
-                            .is_some_and(|q| q.qid == 0 && q.activity.recent(idle)) => {}
+                Ok(Ok(n)) if n > 0 => {}
+                Ok(_) => return Err(End::Quiet),
                 Err(_) => {
-                    let m = &self.target.shared.metrics;
-                    match self.buf.is_empty() {
-                        true => m.idle_timeouts.inc(),
-                        false => m.frame_timeouts.inc(),
-                    };
+                    self.target.shared.metrics.auth_timeouts.inc();
                     return Err(End::Quiet);
                 }
             }
@@ -276,10 +237,7 @@ impl Conn {
         let wait = Duration::from_millis(cfg.icreq_timeout_ms);
         let maxh2cdata = cfg.max_h2c_data;
         let max_data = cfg.max_pdu_data();
-        let deadline = tokio::time::Instant::now() + wait;
-        let pdu = tokio::time::timeout_at(deadline, self.next_pdu(wait))
-            .await
-            .map_err(|_| End::Quiet)??;
+        let pdu = self.first_pdu(Instant::now() + wait).await?;
         let Pdu::IcReq { pfv, digests, .. } = pdu else {
             return Err(End::Term(FES_SEQUENCE, 0));
         };
@@ -300,10 +258,7 @@ impl Conn {
     }
 
     async fn run(&mut self, mut done_rx: mpsc::UnboundedReceiver<Done>) -> Result<(), End> {
-        let idle = match self.target.config.idle_timeout_secs {
-            0 => Duration::from_secs(u64::from(u32::MAX)),
-            s => Duration::from_secs(s),
-        };
+        let mut w = Waiting::new(&self.stop);
         loop {
             // What is at hand first (answers made here or come back, PDUs read already),
             // their replies gathered into one write; the socket is written before the
@@ -334,28 +289,72 @@ impl Conn {
                 self.store_own_puts();
             }
             self.flush().await.map_err(|_| End::Quiet)?;
-            let (deadline, mut gone) = (self.keep_alive, self.gone.clone());
-            // Connected, and authenticated if its host must be, in time.
-            let proven = self.queue.as_ref().is_some_and(|q| !q.auth.unproven());
-            let connect_by = (!proven).then_some(self.connect_by);
-            tokio::select! {
-                // Answers first: they free the queue's slots and budget.
-                biased;
-                Some(done) = done_rx.recv() => self.finished(done).await?,
-                _ = expiry(deadline) => {
-                    self.target.shared.metrics.idle_timeouts.inc();
-                    tracing::info!("NVMe/TCP: keep-alive timeout; the controller goes");
-                    return Err(End::Quiet);
-                }
-                _ = went(&mut gone) => return Err(End::Quiet),
-                _ = expiry(connect_by) => {
-                    self.target.shared.metrics.auth_timeouts.inc();
-                    tracing::debug!("NVMe/TCP: no Connect in time; closing");
-                    return Err(End::Quiet);
-                }
-                pdu = self.next_pdu(idle) => self.pdu(pdu?).await?,
+            if let Some(done) = self.wait(&mut w, &mut done_rx).await? {
+                self.finished(done).await?;
             }
         }
+    }
+
+    /// Waits for an answer to come back, bytes to read, a deadline, the controller to go or
+    /// the device to stop; bytes read are left in `buf`.
+    async fn wait(
+        &mut self,
+        w: &mut Waiting,
+        done_rx: &mut mpsc::UnboundedReceiver<Done>,
+    ) -> Result<Option<Done>, End> {
+        if w.gone.is_none() {
+            w.gone = self.gone.clone().map(|mut rx| {
+                // A dropped sender: the controller is gone too.
+                Box::pin(async move {
+                    let _ = rx.wait_for(|g| *g).await;
+                }) as Pin<Box<dyn Future<Output = ()> + Send>>
+            });
+        }
+        // Connected, and authenticated if its host must be, in time.
+        let proven = self.queue.as_ref().is_some_and(|q| !q.auth.unproven());
+        self.deadlines.before_wait(!self.buf.is_empty());
+        let why = w.arm(self.deadlines.earliest(proven));
+        self.buf.reserve(16 << 10);
+        tokio::select! {
+            // Answers first: they free the queue's slots and budget.
+            biased;
+            Some(done) = done_rx.recv() => return Ok(Some(done)),
+            _ = &mut w.timer => self.expired(w, why)?,
+            _ = went(&mut w.gone) => return Err(End::Quiet),
+            _ = &mut w.stop => return Err(End::Quiet),
+            r = self.sock.read_buf(&mut self.buf) => match r {
+                Ok(0) | Err(_) => return Err(End::Quiet),
+                Ok(_) => {
+                    if !self.deadlines.heard {
+                        // Once an idle period: what the admin queue's idle check reads.
+                        if let Some(q) = self.queue.as_ref().filter(|q| q.qid != 0) {
+                            q.activity.touch();
+                        }
+                        self.deadlines.heard = true;
+                    }
+                }
+            },
+        }
+        Ok(None)
+    }
+
+    /// A deadline was reached: closes the queue if it says so.
+    fn expired(&mut self, w: &mut Waiting, why: Option<Expired>) -> Result<(), End> {
+        let Some(why) = why else {
+            w.arm(None);
+            return Ok(());
+        };
+        // An admin queue silent while its controller's I/O queues are busy waits on (they
+        // mark their activity once an idle period, so twice that is recent).
+        let waits_on = self
+            .queue
+            .as_ref()
+            .is_some_and(|q| q.qid == 0 && q.activity.recent(self.deadlines.idle_timeout() * 2));
+        if !self.deadlines.closes(why, waits_on) {
+            return Ok(());
+        }
+        why.count(&self.target.shared.metrics);
+        Err(End::Quiet)
     }
 
     async fn pdu(&mut self, pdu: Pdu) -> Result<(), End> {
@@ -393,7 +392,7 @@ impl Conn {
             return;
         };
         let kato = q.ctrl.lock().kato_ms;
-        self.keep_alive = (kato > 0)
+        self.deadlines.keep_alive = (kato > 0)
             .then(|| Instant::now() + Duration::from_millis(u64::from(kato)) + KATO_GRACE);
     }
 

@@ -23,15 +23,16 @@ fn since_start() -> u64 {
 }
 
 impl Activity {
-    /// An I/O queue of the controller read something now.
+    /// An I/O queue of the controller read something now (stored plus one: 0 is never,
+    /// and the first call of all reads 0 ms).
     pub fn touch(&self) {
-        self.0.store(since_start(), Ordering::Relaxed);
+        self.0.store(since_start() + 1, Ordering::Relaxed);
     }
 
     /// Whether an I/O queue of the controller read something within `within`.
     pub fn recent(&self, within: std::time::Duration) -> bool {
         let last = self.0.load(Ordering::Relaxed);
-        last != 0 && since_start().saturating_sub(last) < within.as_millis() as u64
+        last != 0 && (since_start() + 1).saturating_sub(last) < within.as_millis() as u64
     }
 }
 
@@ -142,6 +143,18 @@ impl Controllers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn activity_is_recent_from_its_first_touch() {
+        let a = Activity::default();
+        assert!(
+            !a.recent(std::time::Duration::from_secs(3600)),
+            "never touched"
+        );
+        // The first touch of a process reads 0 ms since the start: still a touch.
+        a.touch();
+        assert!(a.recent(std::time::Duration::from_secs(1)));
+    }
 
     #[test]
     fn removing_a_controller_tells_its_queues() {

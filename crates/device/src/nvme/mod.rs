@@ -14,6 +14,7 @@ mod auth;
 mod config;
 mod conn;
 mod controllers;
+mod deadlines;
 mod discovery;
 mod flight;
 mod identify;
