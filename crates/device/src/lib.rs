@@ -10,6 +10,7 @@ mod background;
 mod config;
 mod connection;
 mod data_dir;
+mod deadlines;
 mod dedup;
 mod dispatch;
 mod error;

@@ -7,16 +7,16 @@
 
 //!
 //! `serve` runs the read side (`Reader`); `session` holds what the connection proved,
-//! `commands` what becomes of each frame, `deadlines` when the connection is closed for
-//! silence, and `writer` the write side.
+//! `commands` what becomes of each frame, and `writer` the write side; `crate::deadlines`
+//! says when the connection is closed for silence (both ports share it).
 
 mod commands;
-mod deadlines;
 mod gets;
 pub(crate) mod session;
 mod writer;
 
 use crate::admission::Ticket;
+use crate::deadlines::{Deadlines, Expired};
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
@@ -25,7 +25,6 @@ use crate::stop::stopped;
 use crate::workers::Workers;
 use bytes::BytesMut;
 use cerberus_proto::{split_frame, Frame, ProtoError, Response, Status};
-use deadlines::Deadlines;
 use session::Session;
 use std::future::Future;
 use std::sync::Arc;
@@ -255,17 +254,12 @@ impl Reader {
     }
 
     /// Deadline `why` has passed: whether it closes the connection (counted if so).
-    fn expired(&mut self, why: deadlines::Expired) -> bool {
+    fn expired(&mut self, why: Expired) -> bool {
         let busy = self.inflight.available_permits() < self.max_inflight;
         if !self.deadlines.closes(&why, busy) {
             return false;
         }
-        let m = &self.shared.metrics;
-        match why {
-            deadlines::Expired::Auth => m.auth_timeouts.inc(),
-            deadlines::Expired::Frame => m.frame_timeouts.inc(),
-            deadlines::Expired::Idle => m.idle_timeouts.inc(),
-        };
+        why.count(&self.shared.metrics);
         tracing::debug!(reason = why.as_str(), "closing connection at its deadline");
         true
     }

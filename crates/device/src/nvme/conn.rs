@@ -7,9 +7,10 @@
 //! closes.
 
 use super::controllers::Controller;
-use super::deadlines::{went, Deadlines, Expired, Waiting};
 use super::flight::{Done, Flight, Pending};
+use super::waiting::{went, Waiting};
 use super::{Answer, Target};
+use crate::deadlines::{Deadlines, Expired};
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
 use crate::server::Placed;
@@ -106,13 +107,10 @@ pub(super) async fn serve(
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
     let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
     let cfg = &target.config;
-    let deadlines = Deadlines::new(
+    let deadlines = Deadlines::with(
         Instant::now() + Duration::from_millis(cfg.icreq_timeout_ms),
         Duration::from_millis(target.shared.config.frame_timeout_ms),
-        match cfg.idle_timeout_secs {
-            0 => Duration::from_secs(u64::from(u32::MAX)),
-            s => Duration::from_secs(s),
-        },
+        Duration::from_secs(cfg.idle_timeout_secs),
     );
     let mut c = Conn {
         sock,
@@ -162,7 +160,7 @@ impl Conn {
     fn split(&mut self) -> Result<Option<Pdu>, End> {
         match split_pdu(&mut self.buf, self.digests, self.limits) {
             Ok(Some(p)) => {
-                self.deadlines.pdu_taken();
+                self.deadlines.frame_taken();
                 Ok(Some(p))
             }
             Ok(None) => Ok(None),
@@ -312,7 +310,8 @@ impl Conn {
         }
         // Connected, and authenticated if its host must be, in time.
         let proven = self.queue.as_ref().is_some_and(|q| !q.auth.unproven());
-        self.deadlines.before_wait(!self.buf.is_empty());
+        self.deadlines
+            .after_frames(false, !self.buf.is_empty(), true);
         let why = w.arm(self.deadlines.earliest(proven));
         self.buf.reserve(16 << 10);
         tokio::select! {
@@ -350,10 +349,17 @@ impl Conn {
             .queue
             .as_ref()
             .is_some_and(|q| q.qid == 0 && q.activity.recent(self.deadlines.idle_timeout() * 2));
-        if !self.deadlines.closes(why, waits_on) {
+        if !self.deadlines.closes(&why, waits_on) {
             return Ok(());
         }
         why.count(&self.target.shared.metrics);
+        if why == Expired::KeepAlive {
+            tracing::info!("NVMe/TCP: keep-alive timeout; the controller goes");
+        }
+        tracing::debug!(
+            reason = why.as_str(),
+            "NVMe/TCP: closing a queue at its deadline"
+        );
         Err(End::Quiet)
     }
 

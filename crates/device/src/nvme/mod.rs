@@ -14,13 +14,13 @@ mod auth;
 mod config;
 mod conn;
 mod controllers;
-mod deadlines;
 mod discovery;
 mod flight;
 mod identify;
 mod io;
 mod listener;
 mod vendor;
+mod waiting;
 
 pub use config::{NvmeConfig, DEFAULT_NVME_LISTEN};
 pub(crate) use io::StoreReply;
