@@ -9,6 +9,7 @@
 
 mod cost_model;
 mod figures;
+pub(crate) use figures::mean;
 #[cfg(test)]
 mod fixtures;
 mod json;

@@ -7,6 +7,7 @@
 use super::ctx::{args, median_range, Ctx};
 use super::parts::{doc, fig, ours, paper};
 use super::Experiment;
+use crate::multitenant::mean;
 use anyhow::{Context, Result};
 use cerberus_figures::docs::paper::{ExperimentDoc, Headline, SeriesDoc};
 use serde_json::Value;
@@ -59,12 +60,6 @@ fn point(doc: &Value) -> Result<Point> {
             .and_then(Value::as_array)
             .and_then(|ts| mean(ts.iter().map(modelled_loads))),
     })
-}
-
-/// The mean of `xs`, if every one is there.
-fn mean(xs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let xs: Vec<f64> = xs.collect::<Option<_>>()?;
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 /// Filter loads a tenant's get makes by its tree's shape: every L0 table's filter (half of
@@ -387,7 +382,11 @@ mod tests {
         let fresh = tenant(&[2, 5], json!({"memtable": 2, "L0": 1, "L1": 1}));
         assert_eq!(modelled_loads(&fresh), Some((0.0 + 1.5 + 3.0) / 4.0));
         assert_eq!(modelled_loads(&json!({"levels": []})), None);
-        assert_eq!(mean([Some(1.0), Some(3.0)].into_iter()), Some(2.0));
-        assert_eq!(mean([Some(1.0), None].into_iter()), None);
+        // Over tenants, one without its figures is left out of the mean.
+        let tenants = [flat.clone(), json!({"levels": []}), fresh.clone()];
+        assert_eq!(
+            mean(tenants.iter().map(modelled_loads)),
+            Some((1.0 + (0.0 + 1.5 + 3.0) / 4.0) / 2.0)
+        );
     }
 }

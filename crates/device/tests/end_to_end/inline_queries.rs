@@ -1,0 +1,90 @@
+//! Queries answered on the network thread: one within `inline_query_work` is answered there
+//! (no hand-off to a worker), one past it runs whole on a worker; both answer exactly as a
+//! device that sends every query to its workers.
+
+use crate::common;
+
+use cerberus_host::{BlockingNamespace, IndexKind, WriteBatch};
+use serde_json::{json, Value};
+
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}_total ")))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} counter"))
+}
+
+fn load(c: &BlockingNamespace) {
+    c.create_index("color", IndexKind::Vas).unwrap();
+    let mut b = WriteBatch::new();
+    for i in 0..3_000u32 {
+        let color = if i % 300 == 1 { "red" } else { "blue" };
+        let v = json!({"n": i, "color": color});
+        b.put(format!("k{i:05}").into_bytes(), v.to_string().into_bytes());
+    }
+    c.write(b).unwrap();
+}
+
+/// The queries of the test: small (10 red records) and large (2,990 blue ones).
+fn queries() -> Vec<Value> {
+    let mut out = Vec::new();
+    for color in ["red", "blue"] {
+        let f = json!({"color": color});
+        out.push(json!({"op": "find", "filter": f, "keys_only": true}));
+        out.push(json!({"op": "find", "filter": f}));
+        out.push(json!({"op": "aggregate", "filter": f, "fn": "count"}));
+        out.push(json!({"op": "top", "filter": f, "by": "n", "desc": true, "k": 3}));
+    }
+    out
+}
+
+fn answers(c: &BlockingNamespace) -> Vec<(Vec<(bytes::Bytes, bytes::Bytes)>, Value)> {
+    queries()
+        .iter()
+        .map(|q| {
+            let r = c.query(q).unwrap();
+            let mut summary = r.summary.clone();
+            // The statistics say how the query ran; the answer is the rest.
+            summary.as_object_mut().unwrap().remove("stats");
+            (r.records, summary)
+        })
+        .collect()
+}
+
+#[test]
+fn small_queries_are_answered_on_the_network_thread_and_large_ones_on_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(&dir.path().join("a"), |_| {});
+    let (client, ns, _) = common::tenant(&dev, "t");
+    let c = client.namespace(ns);
+    load(&c);
+    let before = dev.metrics_text();
+    let (inline0, off0) = (
+        counter(&before, "cerberus_queries_inline"),
+        counter(&before, "cerberus_queries_off_loop"),
+    );
+    let got = answers(&c);
+    let text = dev.metrics_text();
+    let inline = counter(&text, "cerberus_queries_inline") - inline0;
+    let off = counter(&text, "cerberus_queries_off_loop") - off0;
+    // The 4 red queries read 10 entries and records; the blue finds and count read 2,990
+    // entries, past the default 1,024 units (the blue top-3 may walk its index within it).
+    assert!(inline >= 4, "{inline} inline, {off} off the loop");
+    assert!(off >= 3, "{inline} inline, {off} off the loop");
+    assert_eq!(inline + off, 8);
+    assert_eq!(got[2].1["value"], json!(10));
+    assert_eq!(got[6].1["value"], json!(2_990));
+    assert_eq!(got[4].0.len(), 2_990);
+
+    // The same answers from a device that runs every query on a worker.
+    let other = common::start(&dir.path().join("b"), |c| c.inline_query_work = 0);
+    let (oclient, ons, _) = common::tenant(&other, "t");
+    let oc = oclient.namespace(ons);
+    load(&oc);
+    assert_eq!(answers(&oc), got);
+    let text = other.metrics_text();
+    assert_eq!(counter(&text, "cerberus_queries_inline"), 0);
+    assert_eq!(counter(&text, "cerberus_queries_off_loop"), 0);
+    dev.shutdown().unwrap();
+    other.shutdown().unwrap();
+}

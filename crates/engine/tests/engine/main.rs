@@ -1,0 +1,30 @@
+//! The engine's suites by feature, one test binary (one build and link instead of one
+//! per suite); the stress test, the fault sweeps and the descriptor limits (which count
+//! the process's open files) stay binaries of their own.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod background_runner;
+mod concurrency;
+mod corruption;
+mod crash;
+mod gc;
+mod get_many;
+mod index_crash;
+mod indexes;
+mod iterators;
+mod keys_only;
+mod limits;
+mod list;
+mod model;
+mod namespaces;
+mod open;
+mod per_namespace;
+mod quota;
+mod row_cache;
+mod settle;
+mod snapshot_isolation;
+mod snapshots;
+mod top;
+mod work_limit;

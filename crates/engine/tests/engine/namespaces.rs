@@ -1,0 +1,235 @@
+//! Namespaces: isolation checked against one `BTreeMap` per namespace through random
+//! operations with flushes, compactions, destroys and reopens, under both layouts.
+
+use crate::common;
+
+use cerberus_engine::storage::{MemStorage, StorageRef};
+use cerberus_engine::Readable;
+use cerberus_engine::{Db, Error, Layout, Nsid, Options, WriteBatch};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+const KEYS: u32 = 400;
+const STEPS: usize = 60_000;
+
+fn key(k: u32) -> Vec<u8> {
+    format!("key{k:05}").into_bytes()
+}
+
+fn run(layout: Layout, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let storage: StorageRef = Arc::new(MemStorage::new());
+    let mut opts = common::small_options();
+    opts.layout = layout;
+    let mut db = Db::builder(opts.clone())
+        .open_storage(storage.clone())
+        .unwrap();
+    let mut models: BTreeMap<Nsid, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+    models.insert(0, BTreeMap::new());
+    let mut destroyed: BTreeSet<Nsid> = BTreeSet::new();
+    let mut issued: BTreeSet<Nsid> = BTreeSet::from([0]);
+    let mut names = 0;
+    let mut version = 0;
+    for _ in 0..3 {
+        names += 1;
+        let ns = db
+            .create_namespace(&format!("tenant-{names}"))
+            .unwrap()
+            .id();
+        assert!(issued.insert(ns), "namespace id {ns} handed out twice");
+        models.insert(ns, BTreeMap::new());
+    }
+    for step in 0..STEPS {
+        let live: Vec<Nsid> = models.keys().copied().collect();
+        let ns = live[rng.gen_range(0..live.len())];
+        let k = rng.gen_range(0..KEYS);
+        match rng.gen_range(0..1000) {
+            0..=399 => {
+                version += 1;
+                // The same key gets a different value in every namespace.
+                let v = common::value_for(k, version * 100 + u64::from(ns), rng.gen_range(1..120));
+                db.namespace(ns).unwrap().put(&key(k), &v).unwrap();
+                models.get_mut(&ns).unwrap().insert(key(k), v);
+            }
+            400..=469 => {
+                db.namespace(ns).unwrap().delete(&key(k)).unwrap();
+                models.get_mut(&ns).unwrap().remove(&key(k));
+            }
+            470..=899 => {
+                let got = db.namespace(ns).unwrap().get(&key(k)).unwrap();
+                let want = models[&ns].get(&key(k));
+                assert_eq!(
+                    got.as_deref(),
+                    want.map(|v| v.as_slice()),
+                    "seed {seed} step {step} ns {ns} key {k}"
+                );
+            }
+            900..=949 => {
+                let mut b = WriteBatch::new();
+                let mut staged = Vec::new();
+                for _ in 0..rng.gen_range(1..5) {
+                    let k = rng.gen_range(0..KEYS);
+                    version += 1;
+                    let v = common::value_for(k, version, 30);
+                    b.put(key(k), v.clone());
+                    staged.push((key(k), v));
+                }
+                db.namespace(ns).unwrap().write(b).unwrap();
+                models.get_mut(&ns).unwrap().extend(staged);
+            }
+            950..=964 => db.flush().unwrap(),
+            965..=967 => db.compact_all().unwrap(),
+            968..=969 => {
+                db.gc_value_log().unwrap();
+            }
+            970..=979 => {
+                if ns != 0 {
+                    db.destroy_namespace(ns).unwrap();
+                    models.remove(&ns);
+                    destroyed.insert(ns);
+                    names += 1;
+                    let fresh = db
+                        .create_namespace(&format!("tenant-{names}"))
+                        .unwrap()
+                        .id();
+                    assert!(
+                        issued.insert(fresh),
+                        "namespace id {fresh} handed out again"
+                    );
+                    models.insert(fresh, BTreeMap::new());
+                }
+            }
+            980..=989 => {
+                if let Some(&dead) = destroyed.iter().next_back() {
+                    assert!(matches!(
+                        db.namespace(dead).and_then(|n| n.get(&key(k))),
+                        Err(Error::UnknownNamespace(_))
+                    ));
+                    assert!(matches!(
+                        db.namespace(dead).and_then(|n| n.put(&key(k), b"x")),
+                        Err(Error::UnknownNamespace(_))
+                    ));
+                }
+            }
+            _ => {
+                db.close().unwrap();
+                drop(db);
+                db = Db::builder(opts.clone())
+                    .open_storage(storage.clone())
+                    .unwrap();
+            }
+        }
+    }
+    db.close().unwrap();
+    drop(db);
+    let db = Db::builder(opts).open_storage(storage).unwrap();
+    db.compact_all().unwrap();
+    let listed: Vec<Nsid> = db.list_namespaces().iter().map(|n| n.nsid).collect();
+    assert_eq!(listed, models.keys().copied().collect::<Vec<_>>());
+    for (ns, model) in &models {
+        for k in 0..KEYS {
+            assert_eq!(
+                db.namespace(*ns).unwrap().get(&key(k)).unwrap().as_deref(),
+                model.get(&key(k)).map(|v| v.as_slice()),
+                "seed {seed}: final check ns {ns} key {k}"
+            );
+        }
+    }
+    for dead in destroyed {
+        assert!(matches!(
+            db.namespace(dead).and_then(|n| n.get(b"k")),
+            Err(Error::UnknownNamespace(_))
+        ));
+    }
+    if layout == Layout::PerNamespace {
+        // Every table below L0 belongs to exactly one namespace's tree.
+        let total = db.stats().levels;
+        let mut owned = vec![0; total.len()];
+        for info in db.list_namespaces() {
+            for (l, s) in db
+                .namespace(info.nsid)
+                .unwrap()
+                .stats()
+                .unwrap()
+                .levels
+                .iter()
+                .enumerate()
+            {
+                owned[l] += s.tables;
+            }
+        }
+        for l in 1..total.len() {
+            assert_eq!(
+                owned[l], total[l].tables,
+                "level {l}: tables outside any namespace tree"
+            );
+        }
+    }
+}
+
+#[test]
+fn isolation_per_namespace() {
+    run(Layout::PerNamespace, common::seed(21));
+}
+
+#[test]
+fn isolation_shared() {
+    run(Layout::Shared, common::seed(22));
+}
+
+#[test]
+fn namespace_api_errors() {
+    let db = Db::builder(common::small_options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let a = db.create_namespace("a").unwrap().id();
+    assert!(matches!(
+        db.create_namespace("a"),
+        Err(Error::NamespaceExists(_))
+    ));
+    assert!(db.create_namespace("").is_err());
+    assert!(db.destroy_namespace(0).is_err());
+    assert!(matches!(
+        db.destroy_namespace(999),
+        Err(Error::UnknownNamespace(999))
+    ));
+    db.namespace(a).unwrap().put(b"k", b"in a").unwrap();
+    db.default_namespace().put(b"k", b"in default").unwrap();
+    assert_eq!(
+        db.namespace(a).unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"in a"[..])
+    );
+    assert_eq!(
+        db.default_namespace().get(b"k").unwrap().as_deref(),
+        Some(&b"in default"[..])
+    );
+    db.destroy_namespace(a).unwrap();
+    assert!(matches!(
+        db.destroy_namespace(a),
+        Err(Error::UnknownNamespace(_))
+    ));
+    // The name is free again, the id is not.
+    let b = db.create_namespace("a").unwrap().id();
+    assert!(b > a);
+    assert_eq!(db.namespace(b).unwrap().get(b"k").unwrap(), None);
+}
+
+/// A get that meets a tombstone answers "not found", and the stats say so, wherever the
+/// tombstone sits (the memtable, or a table after a flush).
+#[test]
+fn a_get_of_a_deleted_key_counts_as_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    ns.put(b"k", b"v").unwrap();
+    ns.delete(b"k").unwrap();
+    assert_eq!(ns.get(b"k").unwrap(), None);
+    db.flush().unwrap();
+    assert_eq!(ns.get(b"k").unwrap(), None);
+    assert_eq!(ns.get(b"never").unwrap(), None);
+    let s = ns.stats().unwrap();
+    assert_eq!((s.gets, s.gets_not_found), (3, 3), "{s:?}");
+    assert_eq!(db.stats().gets_not_found, 3);
+}
