@@ -1,6 +1,6 @@
 """`cerberus.connect(..., wire="nvme")`: the package over the device's NVMe/TCP target. One
 device for the module, with its native port and its target on free ports: HOST granted every
-namespace and listed as an admin host (as crates/cli/tests/nvme_wire.rs serves it), AUTH_HOST
+namespace and listed as an admin host (as crates/cli/tests/cli/nvme_wire.rs serves it), AUTH_HOST
 the same with a DH-HMAC-CHAP secret. Every call is made over both wires and the answers
 compared."""
 
@@ -17,7 +17,7 @@ HOST = "nqn.2014-08.org.example:python"
 AUTH_HOST = "nqn.2014-08.org.example:python-auth"
 STRANGER = "nqn.2014-08.org.example:stranger"
 # AUTH_HOST's secret (a 32-byte key of 7s, SHA-256 transformed) and another key's: those of
-# crates/cli/tests/nvme_wire.rs.
+# crates/cli/tests/cli/nvme_wire.rs.
 SECRET = "DHHC-1:01:BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwfLJNij:"
 WRONG = "DHHC-1:01:CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgnCjZ2:"
 

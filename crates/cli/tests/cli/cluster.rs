@@ -2,7 +2,7 @@
 //! tenant from 1 to 3 devices while a reader reads the old placement, and devices that are
 //! down.
 
-mod common;
+use crate::common;
 
 use cerberus_host::cluster::{self, owner, ClusterDescription, Digest};
 use cerberus_host::{BlockingNamespace, WriteBatch};

@@ -1,7 +1,7 @@
 //! The `cerberus` commands over NVMe/TCP (`--wire nvme`): namespaces, keys longer than the
 //! KV command set's 16 bytes, and grants, against a device started by `cerberus serve`.
 
-mod common;
+use crate::common;
 
 use common::{cli, errors, text, Serve};
 use std::io::{BufRead, BufReader};

@@ -7,7 +7,7 @@
 //! One line is not run: `cargo install`, which would build and install the binary this test
 //! already has (its directory goes first on the PATH instead).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! `cerberus index`, `find`, `top` and `agg` against a device started by the test.
 
-mod common;
+use crate::common;
 
 use common::{cli, errors, text};
 

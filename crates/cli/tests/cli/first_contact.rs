@@ -3,7 +3,7 @@
 //! that say their cause once, a `serve` that fails without leaving anything behind, help per
 //! command, `list --prefix`, one answer for an unknown namespace and a wrong credential.
 
-mod common;
+use crate::common;
 
 use common::{cli, command, errors, text, Serve};
 use rand::{Rng, SeedableRng};

@@ -1,7 +1,7 @@
 //! Writes acknowledged by a `--sync` device survive SIGKILL: the process is killed while
 //! writers are busy, restarted on the same directory, and every acknowledged write is found.
 
-mod common;
+use crate::common;
 
 use cerberus_host::BlockingClient;
 use std::path::Path;

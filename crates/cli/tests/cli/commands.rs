@@ -1,6 +1,6 @@
 //! The `cerberus` commands against a device started by `cerberus serve`.
 
-mod common;
+use crate::common;
 
 use common::{cli, errors, text};
 use std::io::Write;

@@ -1,0 +1,13 @@
+//! The CLI's suites, each running the `cerberus` binary as a user would: one test binary
+//! (one build and link instead of one per suite).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cluster;
+mod commands;
+mod durability;
+mod first_contact;
+mod nvme_wire;
+mod queries;
+mod readme_quickstart;
