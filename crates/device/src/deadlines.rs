@@ -6,8 +6,9 @@
 
 use crate::config::DeviceConfig;
 use crate::metrics::Metrics;
+use std::pin::Pin;
 use std::time::Duration;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// Why a connection's deadline closes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +130,41 @@ impl Deadlines {
     pub(crate) fn idle_timeout(&self) -> Duration {
         self.idle_timeout
     }
+}
+
+/// The one timer a connection waits on, set to its earliest deadline and moved only when
+/// that changes.
+pub(crate) struct Timer {
+    pub(crate) sleep: Pin<Box<Sleep>>,
+    armed: Instant,
+}
+
+impl Timer {
+    pub(crate) fn new() -> Timer {
+        let armed = far();
+        Timer {
+            sleep: Box::pin(tokio::time::sleep_until(armed)),
+            armed,
+        }
+    }
+
+    /// Sets the timer to `earliest` (or far off without one); returns why it would fire.
+    pub(crate) fn arm(&mut self, earliest: Option<(Instant, Expired)>) -> Option<Expired> {
+        let (at, why) = match earliest {
+            Some((at, why)) => (at, Some(why)),
+            // Without a deadline, a wake-up now and then that changes nothing.
+            None => (far(), None),
+        };
+        if at != self.armed {
+            self.armed = at;
+            self.sleep.as_mut().reset(at);
+        }
+        why
+    }
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(3600)
 }
 
 #[cfg(test)]

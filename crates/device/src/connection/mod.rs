@@ -16,7 +16,7 @@ pub(crate) mod session;
 mod writer;
 
 use crate::admission::Ticket;
-use crate::deadlines::{Deadlines, Expired};
+use crate::deadlines::{Deadlines, Expired, Timer};
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
@@ -32,7 +32,6 @@ use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
-use tokio::time::Instant;
 use writer::write_loop;
 pub(crate) use writer::Outbox;
 
@@ -152,10 +151,7 @@ impl Reader {
     /// up, or the device stops; then stores the puts held back.
     async fn run<R: AsyncRead + Unpin>(&mut self, rd: &mut R, stop: &mut watch::Receiver<bool>) {
         // One timer, moved only when the earliest deadline changes.
-        let far = || Instant::now() + Duration::from_secs(3600);
-        let mut armed = self.deadlines.auth;
-        let timer = tokio::time::sleep_until(armed);
-        tokio::pin!(timer);
+        let mut timer = Timer::new();
         // The writer gave up on a client that does not read its replies.
         let tx = self.tx.clone();
         let writer_gone = tx.closed();
@@ -178,15 +174,7 @@ impl Reader {
             let authenticated = self.ticket.is_authenticated();
             let partial = !self.buf.is_empty();
             self.deadlines.after_frames(framed, partial, authenticated);
-            // Without a deadline, a wake-up now and then that changes nothing.
-            let (deadline, why) = match self.deadlines.earliest(authenticated) {
-                Some((at, why)) => (at, Some(why)),
-                None => (far(), None),
-            };
-            if deadline != armed {
-                armed = deadline;
-                timer.as_mut().reset(deadline);
-            }
+            let why = timer.arm(self.deadlines.earliest(authenticated));
             self.buf.reserve(if authenticated { 64 << 10 } else { 512 });
             tokio::select! {
                 r = rd.read_buf(&mut self.buf) => match r {
@@ -202,10 +190,9 @@ impl Reader {
                         break;
                     }
                 },
-                _ = &mut timer => {
+                _ = &mut timer.sleep => {
                     let Some(why) = why else {
-                        armed = far();
-                        timer.as_mut().reset(armed);
+                        timer.arm(None);
                         continue;
                     };
                     if self.expired(why) {

@@ -312,13 +312,13 @@ impl Conn {
         let proven = self.queue.as_ref().is_some_and(|q| !q.auth.unproven());
         self.deadlines
             .after_frames(false, !self.buf.is_empty(), true);
-        let why = w.arm(self.deadlines.earliest(proven));
+        let why = w.timer.arm(self.deadlines.earliest(proven));
         self.buf.reserve(16 << 10);
         tokio::select! {
             // Answers first: they free the queue's slots and budget.
             biased;
             Some(done) = done_rx.recv() => return Ok(Some(done)),
-            _ = &mut w.timer => self.expired(w, why)?,
+            _ = &mut w.timer.sleep => self.expired(w, why)?,
             _ = went(&mut w.gone) => return Err(End::Quiet),
             _ = &mut w.stop => return Err(End::Quiet),
             r = self.sock.read_buf(&mut self.buf) => match r {
@@ -340,7 +340,7 @@ impl Conn {
     /// A deadline was reached: closes the queue if it says so.
     fn expired(&mut self, w: &mut Waiting, why: Option<Expired>) -> Result<(), End> {
         let Some(why) = why else {
-            w.arm(None);
+            w.timer.arm(None);
             return Ok(());
         };
         // An admin queue silent while its controller's I/O queues are busy waits on (they
