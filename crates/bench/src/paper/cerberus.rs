@@ -79,7 +79,7 @@ fn modelled_loads(tenant: &Value) -> Option<f64> {
     let hits_at = |k: &str| hits.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (mut loads, mut gets) = (0.0, hits_at("memtable"));
     let mut above = 0;
-    for i in 0..levels.len().max(8) {
+    for i in 0..levels.len() {
         let h = hits_at(&format!("L{i}"));
         let at = match i {
             0 => (tables(0) as f64 + 1.0) / 2.0,
