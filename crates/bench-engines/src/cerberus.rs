@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use cerberus_engine::storage::NandConfig;
 use cerberus_engine::Readable;
 use cerberus_engine::{
-    Db, DbStats, Iter, Layout, Namespace, NamespaceStats, Options, ReadOptions, StorageKind,
+    Db, DbStats, GetPath, Iter, Layout, Namespace, NamespaceStats, Options, ReadOptions,
+    StorageKind,
 };
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -24,6 +25,24 @@ pub struct CerberusDb {
 }
 
 impl CerberusDb {
+    /// Calls `f` with a tenant's namespace and its key as stored there (the baseline layout
+    /// suffixes the tenant).
+    fn in_tenant<R>(
+        &self,
+        tenant: &TenantHandle,
+        key: &[u8],
+        f: impl FnOnce(&Namespace, &[u8]) -> Result<R>,
+    ) -> Result<R> {
+        let tenants = self.tenants.read();
+        let ns = namespace_of(&tenants, tenant)?;
+        match self.layout {
+            LayoutArg::Baseline => {
+                with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| f(ns, k))
+            }
+            _ => f(ns, key),
+        }
+    }
+
     pub fn open(config: &OpenConfig) -> Result<CerberusDb> {
         let mut options = Options::default();
         if let Some(profile) = &config.profile {
@@ -117,25 +136,15 @@ impl BenchDb for CerberusDb {
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
-        let tenants = self.tenants.read();
-        let ns = namespace_of(&tenants, tenant)?;
-        if self.layout == LayoutArg::Baseline {
-            return with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| {
-                Ok(ns.put(k, value)?)
-            });
-        }
-        Ok(ns.put(key, value)?)
+        self.in_tenant(tenant, key, |ns, k| Ok(ns.put(k, value)?))
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
-        let tenants = self.tenants.read();
-        let ns = namespace_of(&tenants, tenant)?;
-        if self.layout == LayoutArg::Baseline {
-            return with_tenant_key(Affix::Suffix, tenant.index as u32, key, |k| {
-                Ok(read_value(ns.get(k)?))
-            });
-        }
-        Ok(read_value(ns.get(key)?))
+        self.in_tenant(tenant, key, |ns, k| Ok(read_value(ns.get(k)?)))
+    }
+
+    fn tenant_get_path(&self, tenant: &TenantHandle, key: &[u8]) -> Result<Option<GetPath>> {
+        self.in_tenant(tenant, key, |ns, k| Ok(Some(ns.get_path(k)?)))
     }
 
     /// In the baseline layout every tenant gets its one namespace's counters.

@@ -1,7 +1,7 @@
 //! The trait every engine implements for the workloads, and how tenants share a database.
 
 use anyhow::{bail, Result};
-use cerberus_engine::{DbStats, NamespaceStats};
+use cerberus_engine::{DbStats, GetPath, NamespaceStats};
 
 /// All of `DbStats` as JSON, through its own `Serialize`, each level numbered (`level`) as
 /// readers of the JSON index them.
@@ -95,6 +95,12 @@ pub trait BenchDb: Send + Sync {
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         let _ = (tenant, key);
         bail!("this engine has no tenants")
+    }
+    /// The tables a get of `key` in a tenant's key space would consult now (Cerberus's
+    /// `Namespace::get_path`); `None` for other engines.
+    fn tenant_get_path(&self, tenant: &TenantHandle, key: &[u8]) -> Result<Option<GetPath>> {
+        let _ = (tenant, key);
+        Ok(None)
     }
     /// The counters of one tenant (Cerberus's namespace); `None` for other engines.
     fn tenant_stats(&self, tenant: &TenantHandle) -> Result<Option<NamespaceStats>> {

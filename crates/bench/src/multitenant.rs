@@ -88,6 +88,51 @@ pub struct TenantResult {
     /// Namespace counters before the put phase, between the phases and after the get phase
     /// (Cerberus only).
     pub stats: Option<[NamespaceStats; 3]>,
+    /// The tables a get of its keys consults at the end of the run (Cerberus only).
+    pub get_path: Option<MeanGetPath>,
+}
+
+/// Keys of a tenant whose get paths [`MeanGetPath`] averages: spread over what it wrote.
+const GET_PATH_SAMPLE: usize = 1_000;
+
+/// The tables a get of a tenant's key would consult, level by level (L0 first), and the
+/// tenant's runs: the mean over up to [`GET_PATH_SAMPLE`] of the keys it wrote.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct MeanGetPath {
+    pub levels: Vec<f64>,
+    pub runs: f64,
+}
+
+/// [`MeanGetPath`] over `written` (every so many), `None` if the engine cannot tell.
+fn mean_get_path(
+    db: &dyn BenchDb,
+    tenant: &TenantHandle,
+    keys: &KeyFormat,
+    written: &[u64],
+) -> Result<Option<MeanGetPath>> {
+    let mut key = vec![0u8; keys.size()];
+    let mut sum = MeanGetPath::default();
+    let step = written.len().div_ceil(GET_PATH_SAMPLE).max(1);
+    let mut n = 0;
+    for &k in written.iter().step_by(step) {
+        keys.write(k, &mut key);
+        let Some(path) = db.tenant_get_path(tenant, &key)? else {
+            return Ok(None);
+        };
+        sum.levels
+            .resize(sum.levels.len().max(path.levels.len()), 0.0);
+        for (s, &t) in sum.levels.iter_mut().zip(&path.levels) {
+            *s += t as f64;
+        }
+        sum.runs += path.runs as f64;
+        n += 1;
+    }
+    if n == 0 {
+        return Ok(None);
+    }
+    sum.levels.iter_mut().for_each(|s| *s /= n as f64);
+    sum.runs /= n as f64;
+    Ok(Some(sum))
 }
 
 impl TenantResult {
@@ -375,7 +420,9 @@ pub fn run(db: &dyn BenchDb, cfg: &MtConfig, values: &ValuePool) -> Result<MtRun
     for ((handle, (put, written)), (get, misses)) in handles.into_iter().zip(puts).zip(gets) {
         let ((s0, s1), s2) = stats.next().expect("a snapshot per tenant");
         found += get.ops - misses;
+        let get_path = mean_get_path(db, &handle, &keys, &written)?;
         tenants.push(TenantResult {
+            get_path,
             handle,
             put,
             get,

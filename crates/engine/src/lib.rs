@@ -51,4 +51,6 @@ pub use query::{
     DEFAULT_PAGE_BYTES,
 };
 pub use row_cache::RowCacheStats;
-pub use stats::{DbStats, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost};
+pub use stats::{
+    DbStats, GetPath, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost,
+};

@@ -13,6 +13,18 @@ pub struct LevelStats {
     pub bytes: u64,
 }
 
+/// Where a get of one key would look below the memtables ([`crate::Namespace::get_path`]):
+/// the tables whose key range takes in the key, each asked through its filter (a filter
+/// load when not cached) until one answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GetPath {
+    /// Per level, L0 first: L0's tables holding the key's range, newest first; one or none
+    /// on each deeper level.
+    pub levels: Vec<usize>,
+    /// The namespace's runs (between L0 and L1) holding the key's range.
+    pub runs: usize,
+}
+
 /// One step of a get's search, in the order a get takes them (`memtable`, `L0`, `runs`,
 /// `L1`, ...), with the terms of the Cerberus paper's cost model (Eq. 1): gets answered at
 /// this step and the time they spent in it (the value read included: HT), and gets that
@@ -163,7 +175,8 @@ pub struct NamespaceStats {
     pub nsid: u32,
     /// Tables and bytes per level of this namespace's tree, L0 first. L0 is shared: its
     /// figures count the L0 tables holding this namespace. Under `Layout::Shared` the deeper
-    /// levels are the shared tree's.
+    /// levels are the shared tree's, and count its tables whose key range takes in this
+    /// namespace's: the only ones a get of this namespace can consult.
     pub levels: Vec<LevelStats>,
     /// This namespace's runs (split out of L0, not yet merged into its L1).
     pub runs: LevelStats,

@@ -89,6 +89,10 @@ fn tenant(index: usize, put_secs: f64, get_secs: f64, stats: bool) -> TenantResu
         distinct_keys: 632,
         get_misses: 0,
         stats: stats.then(|| [before.clone(), before, after]),
+        get_path: stats.then(|| super::MeanGetPath {
+            levels: vec![0.5, 1.0, 0.25],
+            runs: 0.0,
+        }),
     }
 }
 

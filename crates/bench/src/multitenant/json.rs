@@ -90,6 +90,9 @@ struct TenantDoc<'a> {
     page_reads_per_get_by_purpose: Option<ByPurpose<f64>>,
     /// The tenant's tree at the end of the run.
     levels: Option<Vec<LevelDoc>>,
+    /// The tables a get of its keys consults there, per level (L0 first) and in its runs:
+    /// the mean over up to 1,000 of its keys.
+    get_path: Option<&'a super::MeanGetPath>,
     /// Table bytes compactions wrote into the namespace's runs and tree over the run.
     compaction_bytes_written: Option<u64>,
     /// Consolidations of its tree over the run (idle periods that rewrote it), and the
@@ -168,6 +171,7 @@ pub fn run_doc<'a>(
                         })
                         .collect()
                 }),
+                get_path: t.get_path.as_ref(),
                 compaction_bytes_written: tenant_compaction_bytes(t),
                 consolidations: tenant_delta(t, |s| s.consolidations),
                 consolidation_bytes_written: tenant_delta(t, |s| s.consolidation_bytes_written),
@@ -266,6 +270,10 @@ mod tests {
         assert_eq!(t["page_reads_per_get_by_purpose"]["data"], 0.5);
         assert_eq!(t["page_reads_per_get_by_purpose"]["value"], 1.0);
         assert_eq!(t["levels"][1]["tables"], 3);
+        assert_eq!(
+            t["get_path"],
+            json!({"levels": [0.5, 1.0, 0.25], "runs": 0.0})
+        );
         assert_eq!(t["compaction_bytes_written"], 10_000);
         assert_eq!(t["consolidations"], 1);
         assert_eq!(t["consolidation_bytes_written"], 3000);
@@ -337,6 +345,7 @@ mod tests {
             "page_reads_per_get",
             "page_reads_per_get_by_purpose",
             "levels",
+            "get_path",
             "compaction_bytes_written",
             "consolidations",
             "consolidation_bytes_written",

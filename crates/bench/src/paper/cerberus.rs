@@ -62,36 +62,36 @@ fn point(doc: &Value) -> Result<Point> {
     })
 }
 
-/// Filter loads a tenant's get makes by its tree's shape: every L0 table's filter (half of
-/// them, on average, for a get L0 answers), then one per level that holds tables, down to
-/// the level that answered it; none for the memtable. From the tenant's gets by level and
-/// its tree at the end of the run (settled: the tree its gets saw). The paper's equation 1
-/// charges a filter read per level a get passes (its MP term).
+/// Filter loads a tenant's get makes by its tree's shape: the filter of every table whose
+/// key range takes in the key, from the top (L0's newest first, then the runs) down to the
+/// level that answered it (half of L0's, on average, for a get L0 answers); none for the
+/// memtable. From the tenant's gets by level and the mean of its keys' get paths (the
+/// tables of each level that take in a key, at the end of the run: the settled tree its
+/// gets saw). The paper's equation 1 charges a filter read per level a get passes (its MP
+/// term); a level whose tables leave a key's range uncovered is passed without one.
 fn modelled_loads(tenant: &Value) -> Option<f64> {
     let hits = tenant.get("gets_by_level")?;
-    let levels = tenant.get("levels")?.as_array()?;
-    let tables = |i: usize| {
-        (levels.get(i))
-            .and_then(|l| l.get("tables"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let path = tenant.get("get_path")?;
+    let levels: Vec<f64> = (path.get("levels")?.as_array()?.iter())
+        .map(Value::as_f64)
+        .collect::<Option<_>>()?;
+    let runs = path.get("runs").and_then(Value::as_f64).unwrap_or(0.0);
     let hits_at = |k: &str| hits.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (mut loads, mut gets) = (0.0, hits_at("memtable"));
-    let mut above = 0;
-    for i in 0..levels.len() {
-        let h = hits_at(&format!("L{i}"));
+    let mut above = 0.0;
+    for (i, &consulted) in levels.iter().enumerate() {
+        let h = hits_at(&format!("L{i}")) as f64;
+        // The answering table is on the path: at least one there.
         let at = match i {
-            0 => (tables(0) as f64 + 1.0) / 2.0,
-            _ => (above + 1) as f64,
+            0 => (consulted.max(1.0) + 1.0) / 2.0,
+            _ => above + 1.0,
         };
-        loads += h as f64 * at;
-        gets += h;
-        above += if i == 0 {
-            tables(0)
-        } else {
-            u64::from(tables(i) > 0)
-        };
+        loads += h * at;
+        gets += h as u64;
+        above += consulted;
+        if i == 0 {
+            above += runs;
+        }
     }
     (gets > 0).then(|| loads / gets as f64)
 }
@@ -348,10 +348,10 @@ fn filters_why(per: &[Vec<Point>], keys: u64) -> String {
     );
     format!(
         "Filter loads per get: {base:.2} in the baseline, {ours:.2} with per-namespace trees \
-         (the model column: a filter per level that holds tables, from the top down to the \
-         level that answered the get, from each tenant's gets by level and its tree: \
-         {mb:.2} and {mo:.2}; a level's tables that leave gaps in its key range save a \
-         load the model counts). A namespace's settled tree is one level deep. The paper's 8 \
+         (the model column: a filter per table whose key range takes in the key, from the \
+         top down to the level that answered the get, from each tenant's gets by level and \
+         its keys' paths through its settled tree: {mb:.2} and {mo:.2}). A namespace's \
+         settled tree is one level deep. The paper's 8 \
          tenants x 1M keys make the baseline's one tree more levels deep than ours, which \
          holds {keys} keys in all: each level is a filter its gets load."
     )
@@ -362,28 +362,35 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tenant(tables: &[u64], hits: Value) -> Value {
-        let levels: Vec<Value> = tables.iter().map(|t| json!({"tables": t})).collect();
-        json!({"gets_by_level": hits, "levels": levels})
+    fn tenant(path: &[f64], hits: Value) -> Value {
+        json!({"gets_by_level": hits, "get_path": {"levels": path, "runs": 0.0}})
     }
 
     #[test]
-    fn modelled_loads_count_a_filter_per_level_passed() {
-        // A baseline-like tree: L1, L2 and L3 hold tables.
+    fn modelled_loads_count_the_filters_on_the_get_path() {
+        // A baseline-like tree: L1, L2 and L3 take in every key.
         let deep = tenant(
-            &[0, 16, 31, 58],
+            &[0.0, 1.0, 1.0, 1.0],
             json!({"memtable": 0, "L0": 0, "L1": 1, "L2": 2, "L3": 1}),
         );
         assert_eq!(modelled_loads(&deep), Some((1.0 + 2.0 * 2.0 + 3.0) / 4.0));
+        // L2's tables leave half the keys uncovered: half a load less for gets below it.
+        let gaps = tenant(
+            &[0.0, 1.0, 0.5, 1.0],
+            json!({"memtable": 0, "L0": 0, "L1": 1, "L2": 2, "L3": 1}),
+        );
+        assert_eq!(modelled_loads(&gaps), Some((1.0 + 2.0 * 2.0 + 2.5) / 4.0));
         // A namespace's settled tree, one level deep at L4: one load a get.
-        let flat = tenant(&[0, 0, 0, 0, 24], json!({"memtable": 0, "L4": 10}));
+        let flat = tenant(&[0.0, 0.0, 0.0, 0.0, 1.0], json!({"memtable": 0, "L4": 10}));
         assert_eq!(modelled_loads(&flat), Some(1.0));
-        // Memtable answers load nothing; L0's tables are each a filter above L1.
-        let fresh = tenant(&[2, 5], json!({"memtable": 2, "L0": 1, "L1": 1}));
+        // Memtable answers load nothing; L0's tables on the path are each a filter above L1.
+        let fresh = tenant(&[2.0, 1.0], json!({"memtable": 2, "L0": 1, "L1": 1}));
         assert_eq!(modelled_loads(&fresh), Some((0.0 + 1.5 + 3.0) / 4.0));
-        assert_eq!(modelled_loads(&json!({"levels": []})), None);
+        let empty = json!({"gets_by_level": {}, "get_path": {"levels": [], "runs": 0.0}});
+        assert_eq!(modelled_loads(&empty), None);
+        assert_eq!(modelled_loads(&json!({"gets_by_level": {"L1": 3}})), None);
         // Over tenants, one without its figures is left out of the mean.
-        let tenants = [flat.clone(), json!({"levels": []}), fresh.clone()];
+        let tenants = [flat.clone(), empty, fresh.clone()];
         assert_eq!(
             mean(tenants.iter().map(modelled_loads)),
             Some((1.0 + (0.0 + 1.5 + 3.0) / 4.0) / 2.0)

@@ -13,7 +13,7 @@ use crate::index::IndexKind;
 use crate::key::{Kind, Nsid};
 use crate::namespace_options::NamespaceOptions;
 use crate::options::WriteOptions;
-use crate::stats::NamespaceStats;
+use crate::stats::{GetPath, NamespaceStats};
 use std::sync::Arc;
 
 /// One namespace of a [`Db`](super::Db): its writes here, its reads (at the newest state) those
@@ -144,6 +144,13 @@ impl Namespace {
     /// accounting is wrong: background writes (a value-log GC's) cannot come between them.
     pub fn check_usage(&self) -> Result<(Usage, Usage)> {
         self.inner.recount_usage(&self.entry)
+    }
+
+    /// The tables a get of `key` would consult now below the memtables, level by level:
+    /// the tree's shape as one key meets it (its filter loads without a cache).
+    pub fn get_path(&self, key: &[u8]) -> Result<GetPath> {
+        self.entry.check_live()?;
+        self.inner.get_path(self.entry.id, key)
     }
 
     /// Counters, tree shape, space and settings of this namespace.

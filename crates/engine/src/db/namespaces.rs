@@ -272,10 +272,11 @@ impl Inner {
             .map(|(level, ts)| {
                 let mine: Vec<_> = ts
                     .iter()
-                    .filter(|t| match (level, self.opts.layout) {
-                        (0, _) => t.may_hold_namespace(ns),
-                        (_, Layout::PerNamespace) => t.only_namespace() == Some(ns),
-                        (_, Layout::Shared) => true,
+                    .filter(|t| match self.opts.layout {
+                        Layout::PerNamespace if level > 0 => t.only_namespace() == Some(ns),
+                        // L0, and the shared tree's levels: the tables whose key range
+                        // takes in the namespace's.
+                        _ => t.may_hold_namespace(ns),
                     })
                     .collect();
                 level_stats(&mine)

@@ -4,7 +4,7 @@ use super::namespaces::NsEntry;
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, TRAILER_LEN};
-use crate::stats::{level_step, step_level, Counters, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
+use crate::stats::{level_step, step_level, Counters, GetPath, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
 use crate::table::block::Block;
 use crate::table::filter::filter_hash;
 use crate::version::{TableHandle, Version};
@@ -179,6 +179,29 @@ impl Inner {
         let sv = self.super_version_brief();
         let snapshot = self.read_seq(at);
         lookup_in(&sv, ns, key, snapshot, c, None)
+    }
+
+    /// The tables a get of `(ns, key)` would consult now, memtables aside: what
+    /// [`search_tables`] asks, each through its filter, if none answers.
+    pub(super) fn get_path(&self, ns: Nsid, key: &[u8]) -> Result<GetPath> {
+        let version = self.super_version_brief().version.clone();
+        let user = key::user_part(ns, key);
+        let consulted = |tables: &[Arc<TableHandle>]| -> Result<usize> {
+            let mut n = 0;
+            for t in tables.iter().filter(|t| t.covers(&user)) {
+                n += usize::from(t.reader()?.ns_may_contain(ns, key));
+            }
+            Ok(n)
+        };
+        let mut levels = vec![consulted(&version.levels[0])?];
+        levels.extend(
+            (1..version.num_levels())
+                .map(|l| usize::from(version.find_in_level(l, &user).is_some())),
+        );
+        Ok(GetPath {
+            levels,
+            runs: consulted(version.runs_of(ns))?,
+        })
     }
 
     /// The seqno a read at `at` looks at (`None`: the newest visible now).

@@ -233,3 +233,91 @@ fn a_get_of_a_deleted_key_counts_as_not_found() {
     assert_eq!((s.gets, s.gets_not_found), (3, 3), "{s:?}");
     assert_eq!(db.stats().gets_not_found, 3);
 }
+
+/// In the shared tree a namespace's stats count the tables a get of it can consult: those
+/// whose key range takes in the namespace's, not every table of the level.
+#[test]
+fn shared_tree_stats_count_the_namespace_tables() {
+    let mut opts = common::small_options();
+    opts.layout = Layout::Shared;
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let a = db.create_namespace("a").unwrap();
+    let b = db.create_namespace("b").unwrap();
+    let c = db.create_namespace("c").unwrap();
+    let deeper = |s: &cerberus_engine::NamespaceStats| -> usize {
+        s.levels.iter().skip(1).map(|l| l.tables).sum()
+    };
+    for k in 0..3_000 {
+        a.put(&key(k), &[7; 40]).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    let in_a = deeper(&a.stats().unwrap());
+    assert!(in_a > 1, "a's keys below L0: {in_a} tables");
+    assert_eq!(deeper(&b.stats().unwrap()), 0);
+    // One key of c: its table leaves out most of a's. A table spanning a and c would take
+    // in b's range too, and so count for b as well as c.
+    c.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    let total: usize = db.stats().levels.iter().skip(1).map(|l| l.tables).sum();
+    let (sb, sc) = (b.stats().unwrap(), c.stats().unwrap());
+    assert!(
+        deeper(&sc) >= 1 && deeper(&sc) < total,
+        "c: {sc:?}, {total} tables"
+    );
+    assert!(deeper(&sb) <= deeper(&sc), "b: {sb:?}");
+    assert!(deeper(&a.stats().unwrap()) >= in_a);
+}
+
+/// A get's path names the tables its search would consult: as many as the filter loads a
+/// get takes without a cache, when the filters rule the key out everywhere but its table.
+#[test]
+fn get_path_counts_the_tables_a_get_consults() {
+    for layout in [Layout::PerNamespace, Layout::Shared] {
+        let mut opts = common::small_options();
+        opts.layout = layout;
+        opts.cache_bytes = 0;
+        let db = Db::builder(opts)
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap();
+        let a = db.create_namespace("a").unwrap();
+        for k in 0..3_000 {
+            a.put(&key(k), &[7; 40]).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_all().unwrap();
+        // A newer version of some keys in L0, above the settled tree.
+        for k in (0..3_000).step_by(7) {
+            a.put(&key(k), &[8; 40]).unwrap();
+        }
+        db.flush().unwrap();
+        let before = a.stats().unwrap().filter_loads;
+        let (mut consulted, mut gets) = (0, 0);
+        // Keys not rewritten: answered below L0, after every table on the path down to
+        // the level that answers.
+        for k in (1..3_000).step_by(50).filter(|k| k % 7 != 0) {
+            let path = a.get_path(&key(k)).unwrap();
+            assert_eq!(path.levels.len(), 5, "{layout:?}");
+            assert!(path.levels[1..].iter().all(|&n| n <= 1));
+            let by_level = a.stats().unwrap().gets_by_level;
+            assert_eq!(a.get(&key(k)).unwrap().as_deref(), Some(&[7u8; 40][..]));
+            let after = a.stats().unwrap().gets_by_level;
+            let answered = (1..after.len()).find(|&l| after[l] > by_level[l]).unwrap();
+            assert_eq!(path.levels[answered], 1);
+            consulted += path.levels[..=answered].iter().sum::<usize>() + path.runs;
+            gets += 1;
+        }
+        let loads = a.stats().unwrap().filter_loads - before;
+        assert!(
+            gets > 0 && consulted > gets,
+            "{layout:?}: {consulted} tables, {gets} gets"
+        );
+        assert_eq!(
+            loads as usize, consulted,
+            "{layout:?}: filter loads against the paths"
+        );
+    }
+}
