@@ -69,6 +69,11 @@ fn point(doc: &Value) -> Result<Point> {
 /// tables of each level that take in a key, at the end of the run: the settled tree its
 /// gets saw). The paper's equation 1 charges a filter read per level a get passes (its MP
 /// term); a level whose tables leave a key's range uncovered is passed without one.
+///
+/// A get passes a deeper level only for a key that level does not hold, and the keys a
+/// level holds are all within its tables: of a level holding a share `f` of the keys
+/// (its share of the gets) and taking in a share `c` of them, a get passing it meets a
+/// table with odds `(c - f) / (1 - f)`.
 fn modelled_loads(tenant: &Value) -> Option<f64> {
     let hits = tenant.get("gets_by_level")?;
     let path = tenant.get("get_path")?;
@@ -76,24 +81,34 @@ fn modelled_loads(tenant: &Value) -> Option<f64> {
         .map(Value::as_f64)
         .collect::<Option<_>>()?;
     let runs = path.get("runs").and_then(Value::as_f64).unwrap_or(0.0);
-    let hits_at = |k: &str| hits.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let (mut loads, mut gets) = (0.0, hits_at("memtable"));
-    let mut above = 0.0;
-    for (i, &consulted) in levels.iter().enumerate() {
-        let h = hits_at(&format!("L{i}")) as f64;
+    let hits_at = |k: &str| hits.get(k).and_then(Value::as_u64).unwrap_or(0) as f64;
+    let level_hits: Vec<f64> = (0..levels.len())
+        .map(|i| hits_at(&format!("L{i}")))
+        .collect();
+    let gets = hits_at("memtable") + level_hits.iter().sum::<f64>();
+    if gets == 0.0 {
+        return None;
+    }
+    let (mut loads, mut above) = (0.0, 0.0);
+    for (i, (&consulted, &h)) in levels.iter().zip(&level_hits).enumerate() {
         // The answering table is on the path: at least one there.
         let at = match i {
             0 => (consulted.max(1.0) + 1.0) / 2.0,
             _ => above + 1.0,
         };
         loads += h * at;
-        gets += h as u64;
-        above += consulted;
-        if i == 0 {
-            above += runs;
-        }
+        above += match i {
+            0 => consulted + runs,
+            _ => {
+                let held = h / gets;
+                match held < 1.0 {
+                    true => ((consulted - held) / (1.0 - held)).clamp(0.0, 1.0),
+                    false => 0.0,
+                }
+            }
+        };
     }
-    (gets > 0).then(|| loads / gets as f64)
+    Some(loads / gets)
 }
 
 /// Runs every (tenants, keys per tenant) point of `grid` in every layout, `ctx.rounds` times;
@@ -374,12 +389,16 @@ mod tests {
             json!({"memtable": 0, "L0": 0, "L1": 1, "L2": 2, "L3": 1}),
         );
         assert_eq!(modelled_loads(&deep), Some((1.0 + 2.0 * 2.0 + 3.0) / 4.0));
-        // L2's tables leave half the keys uncovered: half a load less for gets below it.
+        // L2 holds half the keys and its tables take in three quarters of them: half of
+        // the keys it does not hold, so half a load less for gets below it.
         let gaps = tenant(
-            &[0.0, 1.0, 0.5, 1.0],
+            &[0.0, 1.0, 0.75, 1.0],
             json!({"memtable": 0, "L0": 0, "L1": 1, "L2": 2, "L3": 1}),
         );
         assert_eq!(modelled_loads(&gaps), Some((1.0 + 2.0 * 2.0 + 2.5) / 4.0));
+        // A level whose tables take in no more keys than it holds is passed without a load.
+        let tight = tenant(&[0.0, 0.5, 1.0], json!({"L1": 2, "L2": 2}));
+        assert_eq!(modelled_loads(&tight), Some((2.0 + 2.0) / 4.0));
         // A namespace's settled tree, one level deep at L4: one load a get.
         let flat = tenant(&[0.0, 0.0, 0.0, 0.0, 1.0], json!({"memtable": 0, "L4": 10}));
         assert_eq!(modelled_loads(&flat), Some(1.0));
