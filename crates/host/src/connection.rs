@@ -145,7 +145,7 @@ impl Connection {
                 .map(|_| Err(Error::ConnectionClosed))
                 .collect()
         };
-        let mut out = d.out_for(commands.len());
+        let mut out = d.out_for(commands);
         let mut waiting = std::collections::VecDeque::with_capacity(commands.len());
         let mut done = Vec::with_capacity(commands.len());
         let mut take_oldest = |waiting: &mut std::collections::VecDeque<Result<_>>| {
@@ -278,14 +278,27 @@ impl Driven<'_> {
         }
     }
 
-    /// A buffer for `n` commands' bytes: on NVMe/TCP room for as many capsules (a batch
-    /// of gets would grow it five times over); natively the first frame becomes it.
-    fn out_for(&self, n: usize) -> BytesMut {
+    /// Most bytes of a Store's value a batch's buffer is sized for (the device's in-capsule
+    /// size by default; a target may take more or less).
+    const IN_CAPSULE: usize = 8 << 10;
+
+    /// A buffer for `commands`' bytes: on NVMe/TCP room for as many capsules and the
+    /// values that go in them (a batch would grow it five times over); natively the first
+    /// frame becomes it.
+    fn out_for(&self, commands: &[Command]) -> BytesMut {
         match self {
             Driven::Native(_) => BytesMut::new(),
             Driven::Nvme(_) => {
                 let capsule = nvme::CH_LEN + nvme::SQE_LEN;
-                BytesMut::with_capacity(n.min(usize::from(QUEUE_ENTRIES)) * capsule)
+                let bytes = (commands.iter().take(usize::from(QUEUE_ENTRIES)))
+                    .map(|c| match &c.request {
+                        // In the capsule when it fits the target's in-capsule size; a larger
+                        // one goes through R2T, and is not reserved for.
+                        Request::Store { value, .. } => capsule + value.len().min(Self::IN_CAPSULE),
+                        _ => capsule,
+                    })
+                    .sum();
+                BytesMut::with_capacity(bytes)
             }
         }
     }

@@ -143,9 +143,8 @@ pub(super) async fn serve(
             fei,
             data: Bytes::new(),
         };
-        if c.send(&[term]).await.is_ok() {
-            let _ = c.flush().await;
-        }
+        c.send(&[term]);
+        let _ = c.flush().await;
     }
     let _ = c.sock.shutdown().await;
     if let Some(q) = &c.queue {
@@ -196,16 +195,13 @@ impl Conn {
         self.sock.local_addr().ok()
     }
 
-    /// Queues `pdus` for the socket: written by the next `flush`, or now once 256 KiB are
-    /// queued.
-    async fn send(&mut self, pdus: &[Pdu]) -> std::io::Result<()> {
+    /// Queues `pdus` for the socket: written by the next `flush` (the loop's, before it
+    /// waits or once 256 KiB are queued). Not async: the steps that answer commands need
+    /// no future of their own each, moved at every `.await`.
+    fn send(&mut self, pdus: &[Pdu]) {
         for p in pdus {
             p.encode(self.digests, &mut self.out);
         }
-        if self.out.len() >= FLUSH_AT {
-            self.flush().await?;
-        }
-        Ok(())
     }
 
     /// Writes what `send` queued, within the write deadline.
@@ -248,7 +244,7 @@ impl Conn {
             digests,
             maxh2cdata,
         };
-        self.send(&[resp]).await.map_err(|_| End::Quiet)?;
+        self.send(&[resp]);
         self.flush().await.map_err(|_| End::Quiet)?;
         self.digests = digests;
         self.limits = PduLimits { max_data };
@@ -258,19 +254,22 @@ impl Conn {
     async fn run(&mut self, mut done_rx: mpsc::UnboundedReceiver<Done>) -> Result<(), End> {
         let mut w = Waiting::new(&self.stop);
         loop {
+            if self.out.len() >= FLUSH_AT {
+                self.flush().await.map_err(|_| End::Quiet)?;
+            }
             // What is at hand first (answers made here or come back, PDUs read already),
             // their replies gathered into one write; the socket is written before the
             // connection waits.
             if let Some(done) = self.flight.ready.pop_front() {
-                self.finished(done).await?;
+                self.finished(done);
                 continue;
             }
             if let Ok(done) = done_rx.try_recv() {
-                self.finished(done).await?;
+                self.finished(done);
                 continue;
             }
             if let Some(p) = self.split()? {
-                self.pdu(p).await?;
+                self.pdu(p)?;
                 continue;
             }
             if !self.held.is_empty() {
@@ -288,7 +287,7 @@ impl Conn {
             }
             self.flush().await.map_err(|_| End::Quiet)?;
             if let Some(done) = self.wait(&mut w, &mut done_rx).await? {
-                self.finished(done).await?;
+                self.finished(done);
             }
         }
     }
@@ -363,7 +362,7 @@ impl Conn {
         Err(End::Quiet)
     }
 
-    async fn pdu(&mut self, pdu: Pdu) -> Result<(), End> {
+    fn pdu(&mut self, pdu: Pdu) -> Result<(), End> {
         match pdu {
             Pdu::CapsuleCmd { sqe, data } => {
                 // A command: this network thread polls for the next one a while (`spin`).
@@ -373,11 +372,12 @@ impl Conn {
                     .as_ref()
                     .is_some_and(|q| q.qid != 0 && q.auth.usable());
                 if io && sqe.opcode != cerberus_proto::nvme::FABRICS_OPCODE {
-                    return self.io_capsule(sqe, data).await;
+                    return self.io_capsule(sqe, data);
                 }
                 let answer = self.command(sqe, data);
                 self.restart_keep_alive();
-                self.answer(&sqe, answer, true).await
+                self.answer(&sqe, answer, true);
+                Ok(())
             }
             Pdu::H2CData {
                 cccid,
@@ -385,7 +385,7 @@ impl Conn {
                 datao,
                 last,
                 data,
-            } => self.h2c_data(cccid, ttag, datao, last, data).await,
+            } => self.h2c_data(cccid, ttag, datao, last, data),
             Pdu::H2CTermReq { .. } => Err(End::Quiet),
             _ => Err(End::Term(FES_SEQUENCE, 0)),
         }
@@ -404,7 +404,7 @@ impl Conn {
 
     /// An I/O command: counted against the queue's size, started when its bytes fit the
     /// connection's budget (else it waits behind earlier ones).
-    async fn io_capsule(&mut self, sqe: Sqe, data: Bytes) -> Result<(), End> {
+    fn io_capsule(&mut self, sqe: Sqe, data: Bytes) -> Result<(), End> {
         let Some(q) = self.queue.as_mut() else {
             return Err(End::Term(FES_SEQUENCE, 0));
         };
@@ -417,20 +417,20 @@ impl Conn {
         let max = self.target.shared.config.max_value_len;
         let cost = data.len().max(sqe.cdw(10).min(max) as usize);
         if self.flight.waiting.is_empty() && self.flight.fits(cost) {
-            self.start(sqe, data, cost).await
+            self.start(sqe, data, cost);
         } else {
             self.flight.waiting.push_back((sqe, data, cost));
-            Ok(())
         }
+        Ok(())
     }
 
     /// Starts a command that fits: a Store without its data asks for it, the others go
     /// to a worker.
-    async fn start(&mut self, sqe: Sqe, data: Bytes, cost: usize) -> Result<(), End> {
+    fn start(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
         self.flight.bytes += cost;
         if !self.wants_data(&sqe, &data) {
             self.io(sqe, data, cost);
-            return Ok(());
+            return;
         }
         let size = sqe.cdw(10) as usize;
         let ttag = self.flight.ttag();
@@ -449,18 +449,17 @@ impl Conn {
             r2to: 0,
             r2tl: size as u32,
         };
-        self.send(&[r2t]).await.map_err(|_| End::Quiet)
+        self.send(&[r2t]);
     }
 
     /// A command's answer: sent, its slot and bytes freed, waiting commands started.
-    async fn finished(&mut self, done: Done) -> Result<(), End> {
+    fn finished(&mut self, done: Done) {
         self.flight.count = self.flight.count.saturating_sub(1);
         self.flight.bytes = self.flight.bytes.saturating_sub(done.cost);
-        self.answer(&done.sqe, done.answer, false).await?;
+        self.answer(&done.sqe, done.answer, false);
         while let Some((sqe, data, cost)) = self.flight.next_ready() {
-            self.start(sqe, data, cost).await?;
+            self.start(sqe, data, cost);
         }
-        Ok(())
     }
 
     /// A KV Store of a value that fits the device, or a vendor Submit of a frame it reads,
@@ -477,7 +476,7 @@ impl Conn {
             && size <= self.target.shared.config.max_value_len
     }
 
-    async fn h2c_data(
+    fn h2c_data(
         &mut self,
         cccid: u16,
         ttag: u16,
@@ -535,7 +534,7 @@ impl Conn {
     /// Sends an answer: data first (cut to the host's buffer), then the completion.
     /// `advance`: the command's entry leaves the queue now (I/O commands left it when
     /// they arrived).
-    async fn answer(&mut self, sqe: &Sqe, answer: Answer, advance: bool) -> Result<(), End> {
+    fn answer(&mut self, sqe: &Sqe, answer: Answer, advance: bool) {
         let Answer::Done {
             status,
             dw0,
@@ -543,7 +542,7 @@ impl Conn {
             data,
         } = answer
         else {
-            return Ok(()); // held (an Async Event Request)
+            return; // held (an Async Event Request)
         };
         let data = data.map(|mut d| {
             d.truncate(sgl_len(sqe));
@@ -569,7 +568,7 @@ impl Conn {
                 status,
             },
         };
-        let sent = match data {
+        match data {
             Some(data) => {
                 let data = Pdu::C2HData {
                     cccid: sqe.cid,
@@ -578,11 +577,10 @@ impl Conn {
                     success: false,
                     data,
                 };
-                self.send(&[data, resp]).await
+                self.send(&[data, resp]);
             }
-            None => self.send(&[resp]).await,
-        };
-        sent.map_err(|_| End::Quiet)
+            None => self.send(&[resp]),
+        }
     }
 }
 
