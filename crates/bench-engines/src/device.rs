@@ -53,10 +53,25 @@ impl DeviceDb {
         DeviceDb::open_with(config, |_| {})
     }
 
+    /// [`DeviceDb::open`] on a local device whose clients speak NVMe/TCP whatever `--wire`
+    /// says (the `device-nvme` engine: both wires in one run, alternated by `--rounds`).
+    pub fn open_nvme(config: &OpenConfig) -> Result<DeviceDb> {
+        DeviceDb::open_on(config, true, |_| {})
+    }
+
     /// [`DeviceDb::open`], with `tweak` applied last to a local device's configuration (the
     /// noisy experiment's shares and network threads); unused for a remote device.
     pub fn open_with(
         config: &OpenConfig,
+        tweak: impl FnOnce(&mut DeviceConfig),
+    ) -> Result<DeviceDb> {
+        DeviceDb::open_on(config, crate::config::wire_nvme(), tweak)
+    }
+
+    /// Opens the device with its clients on NVMe/TCP (`nvme`) or the native wire.
+    fn open_on(
+        config: &OpenConfig,
+        nvme: bool,
         tweak: impl FnOnce(&mut DeviceConfig),
     ) -> Result<DeviceDb> {
         let target = config.device.as_deref().unwrap_or("local");
@@ -80,14 +95,14 @@ impl DeviceDb {
             if config.profile.is_some() {
                 bail!("--profile is not supported with --engine device");
             }
-            if crate::config::wire_nvme() {
+            if nvme {
                 local_device::serve_nvme(&mut c);
             }
             tweak(&mut c);
             let dev = LocalDevice::start(c)?;
             (Some(dev), None)
         } else {
-            if crate::config::wire_nvme() {
+            if nvme {
                 bail!("--wire nvme drives a device this process starts: --device local");
             }
             let secret = config.admin_secret.as_deref().context(
@@ -97,7 +112,7 @@ impl DeviceDb {
             (None, Some(secret.to_string()))
         };
         let client_config = match &local {
-            Some(d) => d.client_config(crate::config::wire_nvme())?,
+            Some(d) => d.client_config(nvme)?,
             None => cerberus_host::ClientConfig::new(target),
         };
         let secret = match &local {

@@ -26,6 +26,9 @@ pub enum Engine {
     RocksDbBlob,
     /// Cerberus through the network, as a device (`--device`).
     Device,
+    /// A local device whose clients speak NVMe/TCP (`--wire nvme` for this engine only):
+    /// `device,device-nvme` compares the two wires in one run.
+    DeviceNvme,
     /// A `redis-server` started on a loopback port (the device's peer).
     Redis,
     /// The floor of Cerberus's write path: a buffered log append and a skiplist insert per
@@ -45,6 +48,7 @@ impl Engine {
             Engine::RocksDb => "rocksdb",
             Engine::RocksDbBlob => "rocksdb-blob",
             Engine::Device => "device",
+            Engine::DeviceNvme => "device-nvme",
             Engine::Redis => "redis",
             Engine::Floor => "floor",
             Engine::FloorWrite => "floor-write",
@@ -60,13 +64,14 @@ impl Engine {
             "rocksdb" => Ok(Engine::RocksDb),
             "rocksdb-blob" | "rocksdb_blob" => Ok(Engine::RocksDbBlob),
             "device" => Ok(Engine::Device),
+            "device-nvme" | "device_nvme" => Ok(Engine::DeviceNvme),
             "redis" => Ok(Engine::Redis),
             "floor" => Ok(Engine::Floor),
             "floor-write" | "floor_write" => Ok(Engine::FloorWrite),
             "lmdb" => Ok(Engine::Lmdb),
             other => bail!(
                 "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device, \
-                 redis, floor, floor-write or lmdb)"
+                 device-nvme, redis, floor, floor-write or lmdb)"
             ),
         }
     }
@@ -75,6 +80,10 @@ impl Engine {
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
             Engine::Cerberus | Engine::Device => Ok(()),
+            Engine::DeviceNvme => match config.device.as_deref() {
+                None | Some("local") => Ok(()),
+                Some(_) => bail!("device-nvme drives a device this process starts: --device local"),
+            },
             Engine::Floor | Engine::FloorWrite => floor::check(config),
             Engine::Lmdb => {
                 if !cfg!(feature = "lmdb") {
@@ -124,6 +133,7 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
     match engine {
         Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
+        Engine::DeviceNvme => Ok(Arc::new(DeviceDb::open_nvme(config)?)),
         Engine::Floor => Ok(Arc::new(FloorDb::open(config, true)?)),
         Engine::FloorWrite => Ok(Arc::new(FloorDb::open(config, false)?)),
         #[cfg(feature = "lmdb")]
@@ -140,5 +150,24 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::Redis => Ok(Arc::new(RedisDb::open(config)?)),
         #[cfg(not(feature = "redis"))]
         Engine::Redis => unreachable!("checked above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::LayoutArg;
+
+    #[test]
+    fn device_nvme_is_named_and_drives_only_a_local_device() {
+        assert_eq!(Engine::parse("device-nvme").unwrap(), Engine::DeviceNvme);
+        assert_eq!(Engine::DeviceNvme.name(), "device-nvme");
+        let mut config = OpenConfig::at(std::path::Path::new("/nonexistent"), LayoutArg::default());
+        assert!(Engine::DeviceNvme.check(&config).is_ok());
+        config.device = Some("local".into());
+        assert!(Engine::DeviceNvme.check(&config).is_ok());
+        config.device = Some("10.0.0.1:7070".into());
+        let err = Engine::DeviceNvme.check(&config).unwrap_err().to_string();
+        assert!(err.contains("--device local"), "{err}");
     }
 }

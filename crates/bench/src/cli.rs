@@ -37,8 +37,9 @@ pub struct Args {
     /// pages are written back before each starts): cerberus,
     /// rocksdb, rocksdb-blob (RocksDB with blob files: values of at least Cerberus's
     /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
-    /// through the network, see --device), redis (a `redis-server` started on a loopback
-    /// port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
+    /// through the network, see --device), device-nvme (a local device its clients reach over
+    /// NVMe/TCP: `device-nvme,device` compares the wires), redis (a `redis-server` started on
+    /// a loopback port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
     /// append and a skiplist insert per put; puts only), floor-write (the same, the log
     /// written out after each put), lmdb (the `lmdb` feature), or several (`cerberus,rocksdb`,
     /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`, `device,redis`: also prints the

@@ -12,9 +12,11 @@ use crate::error::{Error, Result};
 use crate::inflight::Shared;
 use crate::nvme::QUEUE_ENTRIES;
 use crate::nvme_direct::NvmeDirect;
+use crate::nvme_flights::Native;
+use crate::relay::Slot;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme;
-use cerberus_proto::{split_frame, Command, Identify, Request, Response, HEADER_LEN};
+use cerberus_proto::{split_frame, Command, Header, Identify, Request, Response, HEADER_LEN};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
@@ -120,7 +122,7 @@ impl Connection {
     /// Sends a command and waits for its completion. The command's `cid` is ignored: the
     /// connection picks an id not in flight.
     pub(crate) async fn call(&self, command: &Command) -> Result<Response> {
-        let (frame, mut wait) = self.register(command).await?;
+        let (encoded, mut wait) = self.register(command).await?;
         let Some(d) = self.driven() else {
             return match wait.await {
                 Ok(result) => result,
@@ -128,7 +130,7 @@ impl Connection {
             };
         };
         let mut out = BytesMut::new();
-        d.queue(&self.shared, &command.request, frame, &mut out)?;
+        d.queue(&self.shared, encoded, &mut out)?;
         d.write(&self.shared, &out)?;
         d.wait(&self.shared, &mut wait)
     }
@@ -164,9 +166,7 @@ impl Connection {
                 take_oldest(&mut waiting);
             }
             let queued = match self.register(c).await {
-                Ok((frame, wait)) => d
-                    .queue(&self.shared, &c.request, frame, &mut out)
-                    .map(|()| wait),
+                Ok((encoded, wait)) => d.queue(&self.shared, encoded, &mut out).map(|()| wait),
                 Err(e) => Err(e),
             };
             waiting.push_back(queued);
@@ -190,11 +190,9 @@ impl Connection {
     }
 
     /// Checks and encodes a command, takes an in-flight slot and a command id, and registers
-    /// the caller; on a connection with tasks, queues the frame too.
-    async fn register(
-        &self,
-        command: &Command,
-    ) -> Result<(BytesMut, oneshot::Receiver<Result<Response>>)> {
+    /// the caller; on a connection with tasks, queues the frame too. A point command for an
+    /// NVMe/TCP queue its callers drive is not encoded: it goes as a KV command if it can.
+    async fn register(&self, command: &Command) -> Result<(Encoded, Slot)> {
         if let Some(key) = command.request.key().or(match &command.request {
             Request::List { start, .. } => Some(start),
             _ => None,
@@ -207,9 +205,21 @@ impl Connection {
                 )));
             }
         }
-        let mut frame = BytesMut::new();
-        command.encode(&mut frame)?;
-        let body = frame.len() - HEADER_LEN;
+        let point = command.point_header();
+        let (mut encoded, body) = match point {
+            Some(header) if matches!(self.link, Link::NvmeDirect(_)) => (
+                Encoded::Point(header, command.request.clone()),
+                header.body_len as usize,
+            ),
+            _ => {
+                // Sized for a point command's frame: no reallocation as it is written.
+                let size = point.map_or(0, |h| HEADER_LEN + h.body_len as usize);
+                let mut frame = BytesMut::with_capacity(size);
+                command.encode(&mut frame)?;
+                let body = frame.len() - HEADER_LEN;
+                (Encoded::Frame(frame), body)
+            }
+        };
         if let Some(max) = self.shared.max_request_body() {
             if body > max as usize {
                 let msg =
@@ -229,15 +239,31 @@ impl Connection {
         let (slot, wait) = oneshot::channel();
         // Registering and queueing the frame happen under one lock with no await, so a
         // caller dropped while waiting never leaves a slot for a command never sent.
-        self.shared.register(slot, permit, |cid| {
-            frame[4..8].copy_from_slice(&cid.to_le_bytes());
-            match &self.link {
-                Link::Tasks(frames) => frames.send(frame.split().freeze()).is_ok(),
-                Link::Direct(_) | Link::NvmeDirect(_) => true,
-            }
-        })?;
-        Ok((frame, wait))
+        self.shared
+            .register(slot, permit, |cid| match &mut encoded {
+                Encoded::Frame(frame) => {
+                    frame[4..8].copy_from_slice(&cid.to_le_bytes());
+                    match &self.link {
+                        Link::Tasks(frames) => frames.send(frame.split().freeze()).is_ok(),
+                        Link::Direct(_) | Link::NvmeDirect(_) => true,
+                    }
+                }
+                // Only for `Link::NvmeDirect` (above): its caller queues it.
+                Encoded::Point(header, _) => {
+                    header.cid = cid;
+                    true
+                }
+            })?;
+        Ok((encoded, wait))
     }
+}
+
+/// What [`Connection::register`] made of a command for its link.
+enum Encoded {
+    /// The native frame.
+    Frame(BytesMut),
+    /// A point command not encoded: its frame's header (with its command id) and request.
+    Point(Header, Request),
 }
 
 /// A link the callers' threads drive: a call queues its frame's bytes, writes them, and
@@ -248,17 +274,25 @@ enum Driven<'a> {
 }
 
 impl Driven<'_> {
-    /// Adds what `frame` (`request`'s, registered) goes as to `out`; on NVMe/TCP, once the queue has
-    /// room (if the caller gives up first, the command is forgotten: it was never sent).
-    fn queue(
-        &self,
-        shared: &Shared,
-        request: &Request,
-        frame: BytesMut,
-        out: &mut BytesMut,
-    ) -> Result<()> {
+    /// Adds what a registered command goes as to `out`; on NVMe/TCP, once the queue has room
+    /// (if the caller gives up first, the command is forgotten: it was never sent).
+    fn queue(&self, shared: &Shared, encoded: Encoded, out: &mut BytesMut) -> Result<()> {
         match self {
             Driven::Native(_) => {
+                let frame = match encoded {
+                    Encoded::Frame(frame) => frame,
+                    // Never made for the native wire (see `register`).
+                    Encoded::Point(header, request) => {
+                        let command = Command {
+                            cid: header.cid,
+                            nsid: header.nsid,
+                            request,
+                        };
+                        let mut frame = BytesMut::new();
+                        command.encode(&mut frame)?;
+                        frame
+                    }
+                };
                 // A call alone takes the frame as it is: no copy.
                 if out.is_empty() {
                     *out = frame;
@@ -268,10 +302,18 @@ impl Driven<'_> {
                 Ok(())
             }
             Driven::Nvme(d) => {
-                let cid = frame.get(4..8).and_then(|b| b.try_into().ok());
-                let queued = d.enqueue(shared, frame.freeze(), request, out);
+                let (cid, native) = match encoded {
+                    Encoded::Frame(frame) => {
+                        let cid = frame.get(4..8).and_then(|b| b.try_into().ok());
+                        (cid.map(u32::from_le_bytes), Native::Frame(frame.freeze()))
+                    }
+                    Encoded::Point(header, request) => {
+                        (Some(header.cid), Native::Point(header, request))
+                    }
+                };
+                let queued = d.enqueue(shared, native, out);
                 if let (Err(_), Some(cid)) = (&queued, cid) {
-                    shared.abandon(u32::from_le_bytes(cid));
+                    shared.abandon(cid);
                 }
                 queued
             }
@@ -318,11 +360,7 @@ impl Driven<'_> {
         }
     }
 
-    fn wait(
-        &self,
-        shared: &Shared,
-        slot: &mut oneshot::Receiver<Result<Response>>,
-    ) -> Result<Response> {
+    fn wait(&self, shared: &Shared, slot: &mut Slot) -> Result<Response> {
         match self {
             Driven::Native(d) => d.wait(shared, slot),
             Driven::Nvme(d) => d.wait(shared, slot),

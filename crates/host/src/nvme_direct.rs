@@ -17,11 +17,11 @@
 use crate::error::{Error, Result};
 use crate::inflight::Shared;
 use crate::nvme::{NvmeHost, MAX_PDU_DATA};
-use crate::nvme_flights::{Broken, Flights};
+use crate::nvme_flights::{Broken, Flights, Native};
 use crate::relay::{completed, read_more, Ready, Relay, Slot, READ_CHUNK, READ_SLICE};
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use cerberus_proto::nvme::{split_pdu, Digests, Pdu, PduLimits};
-use cerberus_proto::{Frame, Request, Response};
+use cerberus_proto::{Frame, Response};
 use parking_lot::Mutex;
 use std::io::Write;
 use std::net::TcpStream;
@@ -82,8 +82,7 @@ impl NvmeDirect {
     pub(crate) fn enqueue(
         &self,
         shared: &Shared,
-        frame: Bytes,
-        request: &Request,
+        native: Native,
         out: &mut BytesMut,
     ) -> Result<()> {
         let deadline = self.deadline();
@@ -92,7 +91,7 @@ impl NvmeDirect {
                 let mut flights = self.flights.lock();
                 if flights.room() {
                     let max = shared.max_response_body.load(Ordering::Relaxed);
-                    return match flights.send(frame, Some(request), max, out) {
+                    return match flights.send(native, max, out) {
                         Ok(()) => Ok(()),
                         Err(why) => Err(fail(shared, why)),
                     };

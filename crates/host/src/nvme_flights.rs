@@ -1,4 +1,4 @@
-//! The commands in flight on a client's NVMe/TCP I/O queue, without I/O: a native frame in,
+//! The commands in flight on a client's NVMe/TCP I/O queue, without I/O: a native command in,
 //! the PDU to write out; a PDU from the target in, the PDUs it calls for (the H2CData an R2T
 //! asks for, the Fetch once a Submit completed, a KV command sent again as the pair) and the
 //! native completion frames to hand to the callers. Both drivers of the queue use it: the
@@ -42,10 +42,39 @@ const MAX_FLIGHTS: usize = QUEUE_ENTRIES as usize - 1;
 /// this only).
 const RETRIEVE_BUFFER: u32 = 64 << 10;
 
+/// A caller's command as the queue takes it.
+pub(crate) enum Native {
+    /// Its native frame.
+    Frame(Bytes),
+    /// A point command not encoded (its frame's header, with its command id, and what it
+    /// asks): it may go as a KV command, which needs no native frame; it is encoded only if
+    /// it goes as the pair.
+    Point(Header, Request),
+}
+
+impl Native {
+    /// Its native frame, encoded now if it was not.
+    fn into_frame(self) -> Result<Bytes, Broken> {
+        match self {
+            Native::Frame(frame) => Ok(frame),
+            Native::Point(header, request) => {
+                let command = Command {
+                    cid: header.cid,
+                    nsid: header.nsid,
+                    request,
+                };
+                let mut frame = BytesMut::with_capacity(HEADER_LEN + header.body_len as usize);
+                command.encode(&mut frame).map_err(|e| e.to_string())?;
+                Ok(frame.freeze())
+            }
+        }
+    }
+}
+
 /// A command on its way: its Submit sent, then its Fetch once the Submit completed.
 struct Flight {
     header: Header,
-    frame: Bytes,
+    native: Native,
     submit: u16,
     /// The Fetch's command id, once sent.
     fetch: Option<u16>,
@@ -117,30 +146,32 @@ impl Flights {
             let Some(f) = self.again.pop_front() else {
                 break;
             };
-            self.send_pair(f.header, f.frame, f.max, out)?;
+            let frame = f.native.into_frame()?;
+            self.send_pair(f.header, frame, f.max, out)?;
         }
         Ok(())
     }
 
-    /// Takes native `frame` (as the connection encoded it from `request`, when the caller
-    /// still has it: else read from the frame) and writes its first PDU to `out`; `max`: the
-    /// most bytes of a response body the caller takes. Only when [`Flights::room`].
+    /// Takes a caller's command and writes its first PDU to `out`; `max`: the most bytes of
+    /// a response body the caller takes. Only when [`Flights::room`].
     pub(crate) fn send(
         &mut self,
-        frame: Bytes,
-        request: Option<&Request>,
+        native: Native,
         max: u32,
         out: &mut BytesMut,
     ) -> Result<(), Broken> {
-        let Some(header) = frame.get(..HEADER_LEN).and_then(|h| h.try_into().ok()) else {
-            return Err("a native frame shorter than its header".into());
+        let header = match &native {
+            Native::Frame(frame) => match frame.get(..HEADER_LEN).and_then(|h| h.try_into().ok()) {
+                Some(header) => Header::decode(header),
+                None => return Err("a native frame shorter than its header".into()),
+            },
+            Native::Point(header, _) => *header,
         };
-        let header = Header::decode(header);
         if self.authed.contains(&header.nsid) {
-            let kv = match request {
-                Some(request) => as_kv(request, max, self.in_capsule),
-                None => {
-                    decode(&header, &frame).and_then(|c| as_kv(&c.request, max, self.in_capsule))
+            let kv = match &native {
+                Native::Point(_, request) => as_kv(request, max, self.in_capsule),
+                Native::Frame(frame) => {
+                    decode(&header, frame).and_then(|c| as_kv(&c.request, max, self.in_capsule))
                 }
             };
             if let Some((cmd, value)) = kv {
@@ -148,7 +179,7 @@ impl Flights {
                 kv_capsule(header.nsid, cid, &cmd, value).encode(self.digests, out);
                 self.flights.push(Flight {
                     header,
-                    frame,
+                    native,
                     submit: cid,
                     fetch: None,
                     buffer: cmd.size,
@@ -160,7 +191,7 @@ impl Flights {
                 return Ok(());
             }
         }
-        self.send_pair(header, frame, max, out)
+        self.send_pair(header, native.into_frame()?, max, out)
     }
 
     /// Sends native `frame` as the vendor pair's Submit, in the capsule if it fits (else
@@ -188,7 +219,7 @@ impl Flights {
         self.pairs += 1;
         self.flights.push(Flight {
             header,
-            frame,
+            native: Native::Frame(frame),
             submit,
             fetch: None,
             buffer: max.saturating_add(HEADER_LEN as u32),
@@ -284,7 +315,10 @@ impl Flights {
                 r2to,
                 r2tl,
             } if f.fetch.is_none() => {
-                write_data(&f.frame, cccid, ttag, r2to, r2tl, maxh2cdata, digests, out)
+                let Native::Frame(frame) = &f.native else {
+                    return Err("an R2T for a command not sent as the pair".into());
+                };
+                write_data(frame, cccid, ttag, r2to, r2tl, maxh2cdata, digests, out)
             }
             Pdu::C2HData { datao, data, .. }
                 if f.fetch.is_some()

@@ -9,7 +9,7 @@ use crate::connection::CloseOnExit;
 use crate::error::{Error, Result};
 use crate::inflight::Shared;
 use crate::nvme::{NvmeHost, NvmeTarget};
-use crate::nvme_flights::Flights;
+use crate::nvme_flights::{Flights, Native};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::Digests;
 use std::sync::atomic::Ordering;
@@ -77,12 +77,12 @@ pub(crate) async fn run(
             frame = frames.recv(), if flights.room() => match frame {
                 Some(frame) => {
                     let max = shared.max_response_body.load(Ordering::Relaxed);
-                    let mut step = flights.send(frame, None, max, &mut out);
+                    let mut step = flights.send(Native::Frame(frame), max, &mut out);
                     // Frames queued behind it go out with it, in one write.
                     while step.is_ok() && flights.room() {
                         let Ok(frame) = frames.try_recv() else { break };
                         let max = shared.max_response_body.load(Ordering::Relaxed);
-                        step = flights.send(frame, None, max, &mut out);
+                        step = flights.send(Native::Frame(frame), max, &mut out);
                     }
                     step
                 }

@@ -363,14 +363,7 @@ impl Command {
                 mode,
                 sync,
             } => {
-                flags |= match mode {
-                    StoreMode::Always => 0,
-                    StoreMode::OnlyIfAbsent => STORE_ONLY_IF_ABSENT,
-                    StoreMode::OnlyIfPresent => STORE_ONLY_IF_PRESENT,
-                };
-                if *sync {
-                    flags |= STORE_SYNC;
-                }
+                flags |= store_flags(*mode, *sync);
                 put_key(out, key)?;
                 out.put_slice(value);
             }
@@ -464,6 +457,52 @@ impl Command {
     }
 }
 
+impl Command {
+    /// The header of a point command's frame (Store, Retrieve, Delete, Exist) as
+    /// [`Command::encode`] writes it, without encoding the frame: a link that may carry the
+    /// command another way (NVMe/TCP's KV commands) encodes it only when it must. `None` for
+    /// the other commands, and for a key longer than the frame carries.
+    pub fn point_header(&self) -> Option<Header> {
+        let (key, value_len, flags) = match &self.request {
+            Request::Store {
+                key,
+                value,
+                mode,
+                sync,
+            } => (key, value.len(), store_flags(*mode, *sync)),
+            Request::Retrieve { key } | Request::Delete { key } | Request::Exist { key } => {
+                (key, 0, 0)
+            }
+            _ => return None,
+        };
+        if key.len() > usize::from(u16::MAX) {
+            return None;
+        }
+        Some(Header {
+            version: VERSION,
+            opcode: self.request.opcode() as u8,
+            word: u16::from(flags),
+            cid: self.cid,
+            nsid: self.nsid,
+            body_len: u32::try_from(2 + key.len() + value_len).ok()?,
+        })
+    }
+}
+
+/// A Store's flags: its mode and sync.
+fn store_flags(mode: StoreMode, sync: bool) -> u8 {
+    let mode = match mode {
+        StoreMode::Always => 0,
+        StoreMode::OnlyIfAbsent => STORE_ONLY_IF_ABSENT,
+        StoreMode::OnlyIfPresent => STORE_ONLY_IF_PRESENT,
+    };
+    if sync {
+        mode | STORE_SYNC
+    } else {
+        mode
+    }
+}
+
 pub(crate) fn check_attr(attr: &[u8]) -> Result<(), ProtoError> {
     if attr.is_empty() || attr.len() > MAX_ATTR_LEN {
         return Err(ProtoError::InvalidField("attribute of 1 to 1024 bytes"));
@@ -508,5 +547,61 @@ pub(crate) fn end(body: &Bytes) -> Result<(), ProtoError> {
         Ok(())
     } else {
         Err(ProtoError::InvalidField("trailing bytes after the body"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_point_header_is_the_header_encode_writes() {
+        let key = Bytes::from_static(b"user:1");
+        let value = Bytes::from(vec![7u8; 300]);
+        let modes = [
+            StoreMode::Always,
+            StoreMode::OnlyIfAbsent,
+            StoreMode::OnlyIfPresent,
+        ];
+        let mut requests = vec![
+            Request::Retrieve { key: key.clone() },
+            Request::Delete { key: key.clone() },
+            Request::Exist { key: key.clone() },
+        ];
+        for mode in modes {
+            for sync in [false, true] {
+                requests.push(Request::Store {
+                    key: key.clone(),
+                    value: value.clone(),
+                    mode,
+                    sync,
+                });
+            }
+        }
+        for request in requests {
+            let command = Command {
+                cid: 77,
+                nsid: 5,
+                request,
+            };
+            let mut frame = BytesMut::new();
+            command.encode(&mut frame).unwrap();
+            let written = Header::decode(frame[..HEADER_LEN].try_into().unwrap());
+            assert_eq!(command.point_header(), Some(written), "{command:?}");
+        }
+        let list = Command {
+            cid: 1,
+            nsid: 5,
+            request: Request::IndexList,
+        };
+        assert_eq!(list.point_header(), None);
+        let long = Command {
+            cid: 1,
+            nsid: 5,
+            request: Request::Exist {
+                key: Bytes::from(vec![1u8; 70_000]),
+            },
+        };
+        assert_eq!(long.point_header(), None);
     }
 }

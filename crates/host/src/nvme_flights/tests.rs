@@ -73,7 +73,8 @@ fn a_pair_goes_submit_r2t_data_fetch_and_completes_the_native_command() {
     let (_, bytes) = frame(Request::Authenticate { secret });
     let mut out = BytesMut::new();
     let mut done = Vec::new();
-    f.send(bytes.clone(), None, 1 << 20, &mut out).unwrap();
+    f.send(Native::Frame(bytes.clone()), 1 << 20, &mut out)
+        .unwrap();
     let sent = pdus(&mut out);
     let (submit, inline) = capsule(&sent[0]);
     assert_eq!(
@@ -123,7 +124,7 @@ fn a_pair_goes_submit_r2t_data_fetch_and_completes_the_native_command() {
     let (_, get) = frame(Request::Retrieve {
         key: Bytes::from_static(b"key"),
     });
-    f.send(get, None, 1 << 20, &mut out).unwrap();
+    f.send(Native::Frame(get), 1 << 20, &mut out).unwrap();
     let (retrieve, _) = capsule(&pdus(&mut out)[0]);
     assert_eq!(
         KvCommand::decode(&retrieve).unwrap().unwrap().opcode,
@@ -149,7 +150,7 @@ fn pdus_the_queue_did_not_ask_for_break_it() {
     let (mut out, mut done) = (BytesMut::new(), Vec::new());
     assert!(f.receive(resp(5, 0), &mut out, &mut done).is_err());
     let (_, stats) = frame(Request::Stats);
-    f.send(stats.clone(), None, 64, &mut out).unwrap();
+    f.send(Native::Frame(stats.clone()), 64, &mut out).unwrap();
     let (submit, _) = capsule(&pdus(&mut out)[0]);
     let past = Pdu::R2T {
         cccid: submit.cid,
@@ -171,13 +172,13 @@ fn pdus_the_queue_did_not_ask_for_break_it() {
     assert!(f.receive(flood, &mut out, &mut done).is_err());
     // A Fetch's completion with no frame.
     let mut f = Flights::new(Digests::default(), 4096, 8192);
-    f.send(stats, None, 64, &mut out).unwrap();
+    f.send(Native::Frame(stats), 64, &mut out).unwrap();
     let (submit, _) = capsule(&pdus(&mut out)[0]);
     f.receive(resp(submit.cid, 0), &mut out, &mut done).unwrap();
     let (fetch, _) = capsule(&pdus(&mut out)[0]);
     assert!(f.receive(resp(fetch.cid, 0), &mut out, &mut done).is_err());
     assert!(f
-        .send(Bytes::from_static(b"short"), None, 64, &mut out)
+        .send(Native::Frame(Bytes::from_static(b"short")), 64, &mut out)
         .is_err());
 }
 
@@ -188,7 +189,7 @@ fn room_is_at_most_eight_pairs() {
     for _ in 0..DEPTH {
         assert!(f.room());
         let (_, stats) = frame(Request::Stats);
-        f.send(stats, None, 64, &mut out).unwrap();
+        f.send(Native::Frame(stats), 64, &mut out).unwrap();
     }
     assert!(!f.room());
     let cids: HashSet<u16> = pdus(&mut out).iter().map(|p| capsule(p).0.cid).collect();
@@ -290,7 +291,7 @@ fn a_value_past_the_retrieve_buffer_comes_whole_through_the_pair() {
     let (_, get) = frame(Request::Retrieve {
         key: Bytes::from_static(b"big"),
     });
-    f.send(get, None, 1 << 20, &mut out).unwrap();
+    f.send(Native::Frame(get), 1 << 20, &mut out).unwrap();
     let (retrieve, _) = capsule(&pdus(&mut out)[0]);
     let cmd = KvCommand::decode(&retrieve).unwrap().unwrap();
     assert_eq!(
@@ -347,7 +348,7 @@ fn kv_failures_complete_as_the_native_error_frames() {
         let (_, get) = frame(Request::Retrieve {
             key: Bytes::from_static(b"gone"),
         });
-        f.send(get, None, 1 << 20, &mut out).unwrap();
+        f.send(Native::Frame(get), 1 << 20, &mut out).unwrap();
         let (retrieve, _) = capsule(&pdus(&mut out)[0]);
         let cqe = Cqe {
             cid: retrieve.cid,
@@ -367,4 +368,44 @@ fn kv_failures_complete_as_the_native_error_frames() {
         assert_eq!((got.header, &got.body), (want.header, &want.body));
         assert_eq!(Response::decode(&got).unwrap().status, status);
     }
+}
+
+#[test]
+fn a_point_command_is_encoded_only_when_it_goes_as_the_pair() {
+    let store = Request::Store {
+        key: Bytes::from_static(b"k"),
+        value: Bytes::from_static(b"value"),
+        mode: StoreMode::Always,
+        sync: false,
+    };
+    let (header, bytes) = frame(store.clone());
+    let mut out = BytesMut::new();
+    // Its namespace not authenticated on this connection: the pair, whose Submit carries
+    // the frame `Command::encode` writes.
+    let mut f = Flights::new(Digests::default(), 1 << 20, 8192);
+    f.send(Native::Point(header, store.clone()), 64, &mut out)
+        .unwrap();
+    let (submit, data) = capsule(&pdus(&mut out)[0]);
+    assert_eq!((submit.opcode, &data), (VENDOR_SUBMIT, &bytes));
+    // Authenticated: a KV Store. Refused as an invalid namespace, it goes again as the
+    // pair, with the same frame.
+    let mut f = Flights::new(Digests::default(), 1 << 20, 8192);
+    f.authed.insert(3);
+    f.send(Native::Point(header, store), 64, &mut out).unwrap();
+    let (kv, value) = capsule(&pdus(&mut out)[0]);
+    let cmd = KvCommand::decode(&kv).unwrap().unwrap();
+    assert_eq!((cmd.opcode, &value[..]), (KvOpcode::Store, &b"value"[..]));
+    let refused = Pdu::CapsuleResp {
+        cqe: Cqe {
+            cid: kv.cid,
+            status: NvmeStatus::error(0, 0x0B),
+            ..Cqe::default()
+        },
+    };
+    let mut done = Vec::new();
+    f.receive(refused, &mut out, &mut done).unwrap();
+    assert!(done.is_empty());
+    let (again, data) = capsule(&pdus(&mut out)[0]);
+    assert_eq!((again.opcode, &data), (VENDOR_SUBMIT, &bytes));
+    assert!(!f.authed.contains(&3));
 }
