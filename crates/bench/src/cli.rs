@@ -107,10 +107,11 @@ pub struct Args {
           action = clap::ArgAction::Set)]
     pub mmap_reads: bool,
 
-    /// Runs the engine list this many times, the engines in turn (device, redis, device, ...),
-    /// each on a fresh database, and prints each phase's median over the rounds and the
-    /// median of the ratios taken within each round: this machine's speed drifts by the
-    /// minute, and alternating keeps the engines under the same drift.
+    /// Runs the engine list this many times, the engines in turn, every other round in
+    /// reverse (device, redis, redis, device, ...), each on a fresh database, and prints each
+    /// phase's median over the rounds and the median of the ratios taken within each round:
+    /// this machine's speed drifts by the minute, and alternating keeps the engines under the
+    /// same drift.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
 

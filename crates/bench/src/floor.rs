@@ -85,7 +85,8 @@ mod tests {
             .iter()
             .map(|d| d["engine"].as_str().unwrap())
             .collect();
-        assert_eq!(engines, ["cerberus", "floor", "cerberus", "floor"]);
+        // The second round in reverse (`rounds::order`).
+        assert_eq!(engines, ["cerberus", "floor", "floor", "cerberus"]);
         assert!(db.join("floor").join("floor.log").exists());
     }
 }

@@ -33,9 +33,7 @@ pub fn run(args: Args) -> Result<()> {
         ..open_config(&args, path, 0, LayoutArg::default(), None)
     };
     let values = ValuePool::new(args.value_size, args.compression_ratio, args.seed);
-    let order: Vec<(usize, Engine)> = (0..args.rounds)
-        .flat_map(|r| engines.iter().map(move |&e| (r, e)))
-        .collect();
+    let order = rounds::order(&engines, args.rounds);
     let header = |round: usize, engine, path: &Path| {
         let of = if args.rounds > 1 {
             format!("round {} of {}\n", round + 1, args.rounds)
@@ -76,7 +74,7 @@ pub fn run(args: Args) -> Result<()> {
         },
     )?;
     if args.rounds > 1 {
-        println!("\n{}", rounds::table(&runs, engines.len()));
+        println!("\n{}", rounds::table(&runs, &engines));
     } else if runs.len() > 1 {
         println!("\n{}", report::ratio_table(&runs));
     }

@@ -4,9 +4,7 @@
 use crate::common;
 
 use common::{cli, errors, text, Serve};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 const HOST: &str = "nqn.2014-08.org.example:cli";
 
@@ -25,34 +23,19 @@ fn serve_with(dir: &Path, extra: &str) -> (Serve, String) {
     );
     std::fs::write(&config, toml).unwrap();
     let data = dir.join("data");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(&data)
-        .args(["--config", config.to_str().unwrap()])
-        .env_remove("CERBERUS_ADMIN_SECRET")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("cerberus serve starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let (mut addr, mut nvme) = (None, None);
-    while addr.is_none() || nvme.is_none() {
-        let line = lines.next().expect("serve printed its addresses").unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            addr = Some(a.to_string());
-        }
-        if let Some(a) = line.strip_prefix("NVMe/TCP on ") {
-            nvme = Some(a.to_string());
-        }
-    }
-    let admin = common::admin_secret(&data);
+    let (child, mut printed) = common::serve_printing(
+        &data,
+        &["--config", config.to_str().unwrap()],
+        &["listening on ", "NVMe/TCP on "],
+    );
+    let nvme = printed.pop().unwrap_or_default();
     let s = Serve {
         child,
-        addr: addr.unwrap_or_default(),
-        admin,
+        addr: printed.pop().unwrap_or_default(),
+        admin: common::admin_secret(&data),
         dir: data,
     };
-    (s, nvme.unwrap_or_default())
+    (s, nvme)
 }
 
 #[test]

@@ -8,6 +8,13 @@ use std::time::{Duration, Instant};
 /// Starts `cerberus serve` on a free loopback port over `dir` with `extra` flags; returns the
 /// process and the address it printed.
 pub fn serve(dir: &Path, extra: &[&str]) -> (Child, String) {
+    let (child, mut printed) = serve_printing(dir, extra, &["listening on "]);
+    (child, printed.remove(0))
+}
+
+/// [`serve`], reading what the device prints until a line starts with each of `prefixes`;
+/// returns the rest of those lines, in the order of `prefixes`.
+pub fn serve_printing(dir: &Path, extra: &[&str], prefixes: &[&str]) -> (Child, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cerberus"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir)
@@ -18,13 +25,16 @@ pub fn serve(dir: &Path, extra: &[&str]) -> (Child, String) {
         .spawn()
         .expect("cerberus serve starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.to_string();
+    let mut printed: Vec<Option<String>> = vec![None; prefixes.len()];
+    while printed.iter().any(Option::is_none) {
+        let line = lines.next().expect("serve printed its addresses").unwrap();
+        for (p, found) in prefixes.iter().zip(printed.iter_mut()) {
+            if let Some(rest) = line.strip_prefix(p) {
+                *found = Some(rest.to_string());
+            }
         }
-    };
-    (child, addr)
+    }
+    (child, printed.into_iter().flatten().collect())
 }
 
 /// The admin secret the device wrote at first start.
