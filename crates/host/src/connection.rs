@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::inflight::Shared;
 use crate::nvme::QUEUE_ENTRIES;
 use crate::nvme_direct::NvmeDirect;
-use crate::nvme_flights::Native;
+use crate::nvme_flights::{encode_point, Native};
 use crate::relay::Slot;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme;
@@ -282,16 +282,7 @@ impl Driven<'_> {
                 let frame = match encoded {
                     Encoded::Frame(frame) => frame,
                     // Never made for the native wire (see `register`).
-                    Encoded::Point(header, request) => {
-                        let command = Command {
-                            cid: header.cid,
-                            nsid: header.nsid,
-                            request,
-                        };
-                        let mut frame = BytesMut::new();
-                        command.encode(&mut frame)?;
-                        frame
-                    }
+                    Encoded::Point(header, request) => encode_point(&header, request)?,
                 };
                 // A call alone takes the frame as it is: no copy.
                 if out.is_empty() {

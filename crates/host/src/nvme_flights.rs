@@ -57,18 +57,27 @@ impl Native {
     fn into_frame(self) -> Result<Bytes, Broken> {
         match self {
             Native::Frame(frame) => Ok(frame),
-            Native::Point(header, request) => {
-                let command = Command {
-                    cid: header.cid,
-                    nsid: header.nsid,
-                    request,
-                };
-                let mut frame = BytesMut::with_capacity(HEADER_LEN + header.body_len as usize);
-                command.encode(&mut frame).map_err(|e| e.to_string())?;
-                Ok(frame.freeze())
-            }
+            Native::Point(header, request) => encode_point(&header, request)
+                .map(BytesMut::freeze)
+                .map_err(|e| e.to_string()),
         }
     }
+}
+
+/// The native frame of a point command not encoded yet (`header`: its frame's, as
+/// `Command::point_header` gave it, with its command id).
+pub(crate) fn encode_point(
+    header: &Header,
+    request: Request,
+) -> Result<BytesMut, cerberus_proto::ProtoError> {
+    let command = Command {
+        cid: header.cid,
+        nsid: header.nsid,
+        request,
+    };
+    let mut frame = BytesMut::with_capacity(HEADER_LEN + header.body_len as usize);
+    command.encode(&mut frame)?;
+    Ok(frame)
 }
 
 /// A command on its way: its Submit sent, then its Fetch once the Submit completed.
