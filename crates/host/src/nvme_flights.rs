@@ -22,6 +22,7 @@ use cerberus_proto::{
     split_frame, whole_frame, Command, Frame, Header, Opcode, Request, Response, Status, StoreMode,
     HEADER_LEN, VERSION,
 };
+pub(crate) use native::{encode_point, Native};
 use std::collections::{HashSet, VecDeque};
 
 /// Why the queue can no longer be trusted (the connection is then closed).
@@ -41,44 +42,6 @@ const MAX_FLIGHTS: usize = QUEUE_ENTRIES as usize - 1;
 /// through the vendor pair after the Retrieve said its size (two exchanges, for values past
 /// this only).
 const RETRIEVE_BUFFER: u32 = 64 << 10;
-
-/// A caller's command as the queue takes it.
-pub(crate) enum Native {
-    /// Its native frame.
-    Frame(Bytes),
-    /// A point command not encoded (its frame's header, with its command id, and what it
-    /// asks): it may go as a KV command, which needs no native frame; it is encoded only if
-    /// it goes as the pair.
-    Point(Header, Request),
-}
-
-impl Native {
-    /// Its native frame, encoded now if it was not.
-    fn into_frame(self) -> Result<Bytes, Broken> {
-        match self {
-            Native::Frame(frame) => Ok(frame),
-            Native::Point(header, request) => encode_point(&header, request)
-                .map(BytesMut::freeze)
-                .map_err(|e| e.to_string()),
-        }
-    }
-}
-
-/// The native frame of a point command not encoded yet (`header`: its frame's, as
-/// `Command::point_header` gave it, with its command id).
-pub(crate) fn encode_point(
-    header: &Header,
-    request: Request,
-) -> Result<BytesMut, cerberus_proto::ProtoError> {
-    let command = Command {
-        cid: header.cid,
-        nsid: header.nsid,
-        request,
-    };
-    let mut frame = BytesMut::with_capacity(HEADER_LEN + header.body_len as usize);
-    command.encode(&mut frame)?;
-    Ok(frame)
-}
 
 /// A command on its way: its Submit sent, then its Fetch once the Submit completed.
 struct Flight {
@@ -603,6 +566,7 @@ fn refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
     }
 }
 
+mod native;
 #[cfg(test)]
 mod tests;
 
