@@ -9,7 +9,7 @@ use super::parts::{doc, fig, ours, paper};
 use super::Experiment;
 use crate::multitenant::mean;
 use anyhow::{Context, Result};
-use cerberus_figures::docs::paper::{ExperimentDoc, Headline, SeriesDoc};
+use cerberus_figures::docs::paper::{ExperimentDoc, FigureDoc, Headline, SeriesDoc};
 use serde_json::Value;
 
 pub fn experiments() -> Vec<Experiment> {
@@ -160,12 +160,13 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     let gets: u64 = ctx.scale(2_000, 10_000);
     let grid: Vec<(usize, u64)> = tenants.iter().map(|&t| (t, keys)).collect();
     let points = runs(ctx, &grid, gets, LAYOUTS.len())?;
-    // Over the keys per tenant, at a middle tenant count.
-    let kt: usize = ctx.scale(2, 4);
-    let more_keys: Vec<u64> = ctx.scale(vec![2_000, 8_000], vec![25_000, 100_000]);
-    let key_grid: Vec<(usize, u64)> = more_keys.iter().map(|&k| (kt, k)).collect();
-    // Cerberus and the baseline only: the shared tree's point is in the tenant sweep.
-    let key_points = runs(ctx, &key_grid, gets, 2)?;
+    // The headlines' point: the most tenants, at twice the keys. At the sweep's keys the
+    // baseline's settled tree is too shallow to tell the layouts apart (its levels split
+    // the key range, `docs/per-namespace-trees.md`); at the paper's 1M keys a tenant the
+    // run would take hours. Cerberus and the baseline only: the shared tree is in the sweep.
+    let (kt, deep_keys): (usize, u64) = ctx.scale((4, 8_000), (8, 100_000));
+    let deep = runs(ctx, &[(kt, deep_keys)], gets, 2)?;
+    let deep = deep.first().context("no run at the headlines' point")?;
     let categories: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
     let series = |pick: &dyn Fn(&Point) -> Option<f64>| -> Vec<SeriesDoc> {
         let per = |li: usize| -> Vec<Vec<f64>> {
@@ -179,9 +180,6 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             .collect()
     };
     let get_gain: Vec<Vec<f64>> = points.iter().map(|p| gain(p, &|p| Some(p.gets))).collect();
-    let key_gain: Vec<Vec<f64>> = (key_points.iter())
-        .map(|p| gain(p, &|p| Some(p.gets)))
-        .collect();
     let paper_gain: Vec<Option<f64>> = tenants
         .iter()
         .map(|t| {
@@ -219,14 +217,7 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
             vec![ours("ours", &get_gain), paper("paper", paper_gain)],
         )
         .as_bars(),
-        fig(
-            "cerberus-fig8c-gain-keys.png",
-            format!("Gets, Cerberus over KVSSD-baseline, {kt} tenants, over their keys"),
-            "keys per tenant",
-            "gets/s ratio",
-            &more_keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
-            vec![ours("ours", &key_gain)],
-        ),
+        keys_figure(&tenants, keys, &get_gain, (kt, deep_keys), deep),
         fig(
             "cerberus-fig10a-filters.png",
             format!("Cerberus Fig. 10a: filter loads per get {nand}"),
@@ -237,9 +228,7 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         )
         .as_bars(),
     ];
-    let t = *tenants.last().context("no tenant count")?;
-    let last = &points[tenants.len() - 1];
-    let headlines = headlines(last, t, keys, gets)?;
+    let headlines = headlines(deep, kt, deep_keys, gets)?;
     doc(
         ctx,
         "Cerberus (TECS 2023), Fig. 8a, 8c and 10a",
@@ -249,10 +238,12 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         headlines,
         vec![
             format!(
-                "Keys per tenant: {keys} over the tenant counts, {more_keys:?} at {kt} tenants \
-                 (the paper: 1,000,000); gets sampled: at most {gets} per tenant. At the \
-                 paper's size, 8 tenants' points take minutes each on the NAND model: the \
-                 whole run must finish within 45 minutes."
+                "Keys per tenant: {keys} over the tenant counts, and {deep_keys} at {kt} \
+                 tenants for the headlines (the paper: 1,000,000); gets sampled: at most \
+                 {gets} per tenant. One run of 8 tenants x 200,000 keys took 2.5 to 4 minutes \
+                 on the NAND model here, and the paper's size has five times its puts: 3 \
+                 rounds of the two layouts there would not fit the 45 minutes the whole \
+                 command is given."
             ),
             "Device: the NAND timing model on this VM's files (2 cores shared by every tenant), \
              not the paper's FPGA-based KVSSD with its ARM cores."
@@ -272,7 +263,36 @@ fn fig8(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     )
 }
 
-/// The headlines at the most tenants (`last`: that point's runs per layout).
+/// Gets, Cerberus over the baseline, over the keys at the headlines' tenant count `at.0`:
+/// the sweep's point (`get_gain` per tenant count, at `keys`), then the deeper one.
+fn keys_figure(
+    tenants: &[usize],
+    keys: u64,
+    get_gain: &[Vec<f64>],
+    at: (usize, u64),
+    deep: &[Vec<Point>],
+) -> FigureDoc {
+    let swept = tenants.iter().position(|&t| t == at.0);
+    let mut key_gain: Vec<Vec<f64>> = swept.map(|i| get_gain[i].clone()).into_iter().collect();
+    key_gain.push(gain(deep, &|p| Some(p.gets)));
+    let categories: Vec<String> = (swept.map(|_| keys).into_iter())
+        .chain([at.1])
+        .map(|k| k.to_string())
+        .collect();
+    fig(
+        "cerberus-fig8c-gain-keys.png",
+        format!(
+            "Gets, Cerberus over KVSSD-baseline, {} tenants, over their keys",
+            at.0
+        ),
+        "keys per tenant",
+        "gets/s ratio",
+        &categories,
+        vec![ours("ours", &key_gain)],
+    )
+}
+
+/// The headlines at `t` tenants x `keys` (`last`: that point's runs per layout).
 fn headlines(last: &[Vec<Point>], t: usize, keys: u64, gets: u64) -> Result<Vec<Headline>> {
     let command = format!(
         "multitenant --profile paper --storage nand --cache-bytes 0 --tenants {t} \
@@ -366,9 +386,12 @@ fn filters_why(per: &[Vec<Point>], keys: u64) -> String {
          (the model column: a filter per table whose key range takes in the key, from the \
          top down to the level that answered the get, from each tenant's gets by level and \
          its keys' paths through its settled tree: {mb:.2} and {mo:.2}). A namespace's \
-         settled tree is one level deep. The paper's 8 \
-         tenants x 1M keys make the baseline's one tree more levels deep than ours, which \
-         holds {keys} keys in all: each level is a filter its gets load."
+         settled tree leaves about one table on a get's path. The baseline's one tree holds \
+         all {keys} keys, and its settled levels above the last take in a share of the key \
+         range each that changes from round to round with where the compactions stopped \
+         (the range of its rounds; `docs/per-namespace-trees.md`, the staircase). The \
+         paper's 8 tenants x 1M keys make the baseline's tree deeper still: each level is \
+         a filter its gets load."
     )
 }
 

@@ -4,6 +4,7 @@
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -17,10 +18,48 @@ pub struct Ctx {
     pub rounds: usize,
     commands: Vec<String>,
     runs: usize,
+    /// The documents of this invocation's runs, by command line: those of the experiments
+    /// before this one, and this one's own.
+    pub documents: Documents,
+}
+
+/// Run documents by command line, each to be reused once at most (`Ctx::run_json_reusing`).
+#[derive(Default)]
+pub struct Documents {
+    earlier: HashMap<Vec<String>, VecDeque<Value>>,
+    mine: Vec<(Vec<String>, Value)>,
+}
+
+impl Documents {
+    /// The documents an experiment that follows may reuse: the unused earlier ones and this
+    /// experiment's.
+    pub fn for_next(mut self) -> Documents {
+        for (args, doc) in self.mine.drain(..) {
+            self.earlier.entry(args).or_default().push_back(doc);
+        }
+        self
+    }
+
+    /// An earlier experiment's document of this exact command, not reused before.
+    fn take(&mut self, args: &[String]) -> Option<Value> {
+        let docs = self.earlier.get_mut(args)?;
+        let doc = docs.pop_front();
+        if docs.is_empty() {
+            self.earlier.remove(args);
+        }
+        doc
+    }
 }
 
 impl Ctx {
-    pub fn new(exe: PathBuf, out: &Path, name: &str, quick: bool, rounds: usize) -> Result<Ctx> {
+    pub fn new(
+        exe: PathBuf,
+        out: &Path,
+        name: &str,
+        quick: bool,
+        rounds: usize,
+        documents: Documents,
+    ) -> Result<Ctx> {
         let work = out.join("runs").join(name);
         if work.exists() {
             std::fs::remove_dir_all(&work)
@@ -34,6 +73,7 @@ impl Ctx {
             rounds,
             commands: Vec::new(),
             runs: 0,
+            documents,
         })
     }
 
@@ -54,7 +94,23 @@ impl Ctx {
 
     /// Runs `cerberus-bench ARGS --json FILE` and returns the document it wrote.
     pub fn run_json(&mut self, args: &[String]) -> Result<Value> {
-        self.run_with_output(args, "--json")
+        let doc = self.run_with_output(args, "--json")?;
+        self.documents.mine.push((args.to_vec(), doc.clone()));
+        Ok(doc)
+    }
+
+    /// As `run_json`, but an earlier experiment's run of the same command line in this
+    /// invocation, not reused before, stands for it (it measured the same thing). Never one
+    /// of this experiment's own: its repeated commands are rounds.
+    pub fn run_json_reusing(&mut self, args: &[String]) -> Result<Value> {
+        match self.documents.take(args) {
+            Some(doc) => {
+                self.commands
+                    .push(format!("{} (the run of an earlier experiment)", line(args)));
+                Ok(doc)
+            }
+            None => self.run_json(args),
+        }
     }
 
     /// Runs `cerberus-bench ARGS FLAG FILE` (the flag the command writes its document

@@ -98,13 +98,21 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
             bail!("--rounds must be at least 1");
         }
         let exe = std::env::current_exe().context("finding this program")?;
+        let mut documents = ctx::Documents::default();
         for e in all
             .iter()
             .filter(|e| args.only.is_empty() || args.only.iter().any(|o| o == e.name))
         {
             eprintln!("paper: {} ({})", e.name, e.reproduces);
             let began = Instant::now();
-            let mut ctx = Ctx::new(exe.clone(), &args.out, e.name, args.quick, rounds)?;
+            let mut ctx = Ctx::new(
+                exe.clone(),
+                &args.out,
+                e.name,
+                args.quick,
+                rounds,
+                documents,
+            )?;
             let mut doc = (e.run)(&mut ctx).with_context(|| format!("experiment {}", e.name))?;
             doc.name = e.name.to_string();
             doc.scale = if args.quick { "quick" } else { "full" }.into();
@@ -116,6 +124,7 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
                 .with_context(|| format!("writing {}", path.display()))?;
             cerberus_figures::paper::draw(args.font.as_deref(), &args.out, &doc)?;
             ctx.clean();
+            documents = ctx.documents.for_next();
         }
     }
     let docs = read_docs(&args.out)?;

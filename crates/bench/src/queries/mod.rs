@@ -69,6 +69,11 @@ pub struct QueriesArgs {
     /// Runs of each query; the median is reported.
     #[arg(long, default_value_t = 5)]
     repeat: usize,
+    /// Keep running a query past --repeat, the engines as before, until each has spent this
+    /// many ms on it (at most 100 runs each): one run of a sub-millisecond query is mostly
+    /// the machine's noise.
+    #[arg(long, default_value_t = 0.0)]
+    min_query_ms: f64,
     /// Also run SQLite with an expression index (needs the `sqlite` feature).
     #[arg(long)]
     sqlite: bool,
@@ -120,6 +125,9 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
     let args = QueriesArgs::try_parse_from(args)?;
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
+    }
+    if !(args.min_query_ms.is_finite() && args.min_query_ms >= 0.0) {
+        bail!("--min-query-ms must be a number of ms, at least 0");
     }
     match args.set.as_deref() {
         None => {}
@@ -190,7 +198,12 @@ pub fn main(args: Vec<OsString>) -> Result<()> {
         }
     }
     // Every engine loaded; the queries run on all of them in turn.
-    let results = run_queries(&set, args.repeat, &engines, args.interleave)?;
+    let runs = Runs {
+        repeat: args.repeat,
+        min_us: args.min_query_ms * 1e3,
+        interleave: args.interleave,
+    };
+    let results = run_queries(&set, &runs, &engines)?;
     let mut runs = Vec::new();
     for ((engine, queries), secs) in engines.into_iter().zip(results).zip(loads) {
         runs.push(EngineDoc {
@@ -433,17 +446,33 @@ fn load_device(
 /// One run of a query: results, the engine's statistics, bytes returned.
 pub(crate) type QueryRun = (usize, RunStats, u64);
 
-/// Runs every query of `set` `repeat` times on each engine; per engine, one JSON object per
-/// query with the median latency and the last run's figures. `interleave`: the engines in turn
-/// for each run (a slow spell of the machine falls on all of them alike, but each run finds
-/// the CPU caches as another engine left them); else each engine's runs back to back, one
-/// query after another (the engines' runs of a query minutes apart at most).
-fn run_queries(
-    set: &QuerySet,
+/// How often each query runs on each engine.
+struct Runs {
+    /// Runs at least.
     repeat: usize,
-    engines: &[Loaded],
+    /// Then more runs until an engine has spent this long on the query, up to `MAX_RUNS`.
+    min_us: f64,
+    /// The engines in turn for each run (a slow spell of the machine falls on all of them
+    /// alike, but each run finds the CPU caches as another engine left them); else each
+    /// engine's runs back to back, one query after another (the engines' runs of a query
+    /// minutes apart at most).
     interleave: bool,
-) -> Result<Vec<Vec<QueryDoc>>> {
+}
+
+/// The most runs of one query on one engine that `Runs::min_us` asks for.
+const MAX_RUNS: usize = 100;
+
+impl Runs {
+    /// Whether an engine's runs of a query (their times, us) are enough.
+    fn enough(&self, times: &[f64]) -> bool {
+        times.len() >= self.repeat
+            && (times.iter().sum::<f64>() >= self.min_us || times.len() >= MAX_RUNS)
+    }
+}
+
+/// Runs every query of `set` on each engine as `runs` says; per engine, one JSON object per
+/// query with the median latency and the last run's figures.
+fn run_queries(set: &QuerySet, runs: &Runs, engines: &[Loaded]) -> Result<Vec<Vec<QueryDoc>>> {
     // Parsed before the clock starts, as SQLite's statements are prepared.
     let filters = set
         .queries
@@ -454,22 +483,33 @@ fn run_queries(
     for (q, filter) in set.queries.iter().zip(&filters) {
         let mut times: Vec<Vec<f64>> = engines.iter().map(|_| Vec::new()).collect();
         let mut last: Vec<Option<QueryRun>> = engines.iter().map(|_| None).collect();
-        let order: Vec<usize> = match interleave {
-            true => (0..repeat).flat_map(|_| 0..engines.len()).collect(),
-            false => (0..engines.len())
-                .flat_map(|e| std::iter::repeat_n(e, repeat))
-                .collect(),
-        };
-        for e in order {
+        let mut timed = |e: usize, times: &mut Vec<f64>| -> Result<()> {
             let t = Instant::now();
             let run = engines[e].run(q, filter)?;
-            times[e].push(t.elapsed().as_secs_f64() * 1e6);
+            times.push(t.elapsed().as_secs_f64() * 1e6);
             last[e] = Some(run);
+            Ok(())
+        };
+        if runs.interleave {
+            while !times.iter().all(|t| runs.enough(t)) {
+                for (e, t) in times.iter_mut().enumerate() {
+                    if !runs.enough(t) {
+                        timed(e, t)?;
+                    }
+                }
+            }
+        } else {
+            for (e, t) in times.iter_mut().enumerate() {
+                while !runs.enough(t) {
+                    timed(e, t)?;
+                }
+            }
         }
         for (e, (times, last)) in times.into_iter().zip(last).enumerate() {
             let (n, stats, bytes) = last.context("no run")?;
             results[e].push(QueryDoc {
                 bytes,
+                runs: times.len(),
                 median_us: median(times),
                 query: q.name.to_string(),
                 results: n,
@@ -501,4 +541,32 @@ fn print_table(set: &QuerySet, runs: &[EngineDoc]) {
         t.row([q.name.to_string(), q.sk_label()].into_iter().chain(cells));
     }
     print!("\n{}", t.render());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Runs, MAX_RUNS};
+
+    #[test]
+    fn a_query_runs_until_its_time_is_spent_within_the_bounds() {
+        let runs = Runs {
+            repeat: 3,
+            min_us: 1_000.0,
+            interleave: true,
+        };
+        // Fewer than --repeat runs are never enough, however long they took.
+        assert!(!runs.enough(&[5_000.0, 5_000.0]));
+        assert!(runs.enough(&[5_000.0, 5_000.0, 5_000.0]));
+        // Sub-millisecond runs go on until they add up to the minimum...
+        assert!(!runs.enough(&[300.0; 3]));
+        assert!(runs.enough(&[300.0; 4]));
+        // ...or until the cap.
+        assert!(!runs.enough(&vec![1.0; MAX_RUNS - 1]));
+        assert!(runs.enough(&vec![1.0; MAX_RUNS]));
+        let plain = Runs {
+            min_us: 0.0,
+            ..runs
+        };
+        assert!(plain.enough(&[1.0; 3]));
+    }
 }

@@ -47,6 +47,8 @@ pub struct QueryDoc {
     pub median_us: f64,
     /// The query's name.
     pub query: String,
+    /// Timed runs the median is of (0 in documents written before it was recorded).
+    pub runs: usize,
     /// Records the last run found.
     pub results: usize,
     /// The secondary key it looks for (its value, or the filter when it has none).
