@@ -210,4 +210,28 @@ mod tests {
         assert_eq!(median_range(&[3.0, 1.0, 2.0]), (2.0, (1.0, 3.0)));
         assert!(median_range(&[]).0.is_nan());
     }
+
+    #[test]
+    fn an_earlier_experiments_run_is_reused_once_and_never_its_own() {
+        use serde_json::json;
+        let args = vec![
+            "queries".to_string(),
+            "--records".to_string(),
+            "10".to_string(),
+        ];
+        let mut docs = Documents::default();
+        docs.mine.push((args.clone(), json!({"round": 1})));
+        docs.mine.push((args.clone(), json!({"round": 2})));
+        // This experiment's own runs of a command are its rounds, not stand-ins.
+        assert_eq!(docs.take(&args), None);
+        let mut next = docs.for_next();
+        assert_eq!(next.take(&args), Some(json!({"round": 1})));
+        assert_eq!(next.take(&args), Some(json!({"round": 2})));
+        assert_eq!(next.take(&args), None);
+        // Another command line is not the same run.
+        next.mine.push((args.clone(), json!({"round": 3})));
+        let mut last = next.for_next();
+        assert_eq!(last.take(&args[..2]), None);
+        assert_eq!(last.take(&args), Some(json!({"round": 3})));
+    }
 }
