@@ -150,6 +150,11 @@ fn scan_directory(
         } else if let Some(id) = parse_table_name(name) {
             tables.push(id);
             id
+        } else if name.ends_with(crate::storage::CUT_SUFFIX) {
+            // The copy of a cut (`Storage::truncate_file`) a crash interrupted; the file it
+            // was cut from is still whole and is cut again.
+            let _ = storage.delete(name);
+            continue;
         } else {
             name.strip_prefix("MANIFEST-")
                 .and_then(|n| n.parse().ok())
@@ -228,11 +233,17 @@ fn replay_log(
             }
             Ok(())
         })?;
-        if end.dropped_tail {
+        if end.dropped > 0 {
+            // Cut off, durably, before anything is written after it: left in place, a torn
+            // tail would be read by value-log GC once the segment is sealed, and a tail
+            // brought back by a later crash would sit before newer segments.
+            let name = vlog::segment_name(seg);
+            storage.truncate_file(&name, end.end).ctx(&name)?;
             tracing::warn!(
                 segment = seg,
                 end = end.end,
-                "dropped a torn value-log tail"
+                bytes = end.dropped,
+                "cut off a torn or damaged value-log tail"
             );
         }
     }

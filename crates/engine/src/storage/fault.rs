@@ -22,12 +22,14 @@
 //! that a `partial` append keeps half its bytes. An injected failure neither crashes the storage
 //! nor counts as a mutating operation for [`FaultStorage::crash_after_ops`].
 
+mod crash;
 mod file;
 mod injection;
 mod state;
 #[cfg(test)]
 mod tests;
 
+pub use crash::{CrashCounts, CrashModel};
 pub use injection::{Fault, FaultError, IoKind};
 
 use super::mem::not_found;
@@ -57,6 +59,54 @@ impl FaultStorage {
     /// [`FaultStorage::crash_after_ops`].
     pub fn crash(&self) {
         self.state.lock().crash();
+    }
+
+    /// Sets what later crashes keep of unsynced bytes ([`CrashModel::Synced`] by default):
+    /// [`CrashModel::Disk`] draws, per file, a torn length and a subset of unsynced pages.
+    pub fn set_crash_model(&self, model: CrashModel) {
+        let mut state = self.state.lock();
+        state.crash_model = model;
+        state.crash_draws = match model {
+            CrashModel::Synced => None,
+            CrashModel::Disk { seed } => Some(crash::CrashDraws::new(seed)),
+        };
+    }
+
+    /// The crash model in force.
+    pub fn crash_model(&self) -> CrashModel {
+        self.state.lock().crash_model
+    }
+
+    /// What the crashes of [`CrashModel::Disk`] did so far (zero under `Synced`).
+    pub fn crash_counts(&self) -> CrashCounts {
+        let state = self.state.lock();
+        state
+            .crash_draws
+            .as_ref()
+            .map(|d| d.counts)
+            .unwrap_or_default()
+    }
+
+    /// Zeroes the 4 KiB page of `name` that holds `offset` (durable or not), as a latent
+    /// sector error returns it; with [`FaultStorage::flip_byte`], the bit rot of a disk.
+    pub fn zero_page(&self, name: &str, offset: u64) -> io::Result<()> {
+        let state = self.state.lock();
+        let inode = state.current.get(name).ok_or_else(|| not_found(name))?;
+        let mut c = inode.contents.lock();
+        let len = c.data.len();
+        let at = usize::try_from(offset)
+            .ok()
+            .filter(|o| *o < len)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("offset {offset} past end {len} of {name}"),
+                )
+            })?;
+        let lo = at / crash::PAGE * crash::PAGE;
+        let hi = (lo + crash::PAGE).min(len);
+        c.data[lo..hi].fill(0);
+        Ok(())
     }
 
     /// Makes the storage usable again after a crash (handles opened before stay dead).

@@ -11,7 +11,7 @@ mod mem;
 mod nand;
 mod posix;
 
-pub use fault::{Fault, FaultError, FaultStorage, IoKind};
+pub use fault::{CrashCounts, CrashModel, Fault, FaultError, FaultStorage, IoKind};
 pub use mem::MemStorage;
 pub(crate) use nand::{deferred, Completion};
 pub use nand::{NandConfig, NandStats, NandStorage};
@@ -171,12 +171,42 @@ pub trait Storage: Send + Sync + 'static {
     fn page_size(&self) -> u64 {
         4096
     }
+    /// Cuts `name` back to its first `len` bytes, durably: recovery cuts off the torn tail a
+    /// crash left at the value log's end, so that nothing later reads it as data. `len` above
+    /// the file's length is `InvalidInput`.
+    ///
+    /// The default serves any storage: it writes the prefix to `name` + [`CUT_SUFFIX`], syncs
+    /// it and renames it over `name`. A crash in between leaves `name` whole and a file with
+    /// that suffix, which recovery deletes.
+    fn truncate_file(&self, name: &str, len: u64) -> io::Result<()> {
+        let f = self.open(name)?;
+        let current = f.len()?;
+        check_truncate(len, current)?;
+        if len == current {
+            return Ok(());
+        }
+        let keep = usize::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large"))?;
+        let prefix = f.read_at(0, keep, IoPurpose::Log)?;
+        drop(f);
+        let tmp = format!("{name}{CUT_SUFFIX}");
+        let w = self.create(&tmp)?;
+        w.append(&prefix, IoPurpose::Log)?;
+        w.sync()?;
+        drop(w);
+        self.rename(&tmp, name)?;
+        self.sync_dir()
+    }
     /// `(total, free)` bytes of the medium the storage lives on, if it knows them (the
     /// device-wide reserve is checked against them); `None`: unknown, no reserve applies.
     fn space(&self) -> io::Result<Option<(u64, u64)>> {
         Ok(None)
     }
 }
+
+/// The suffix of the copy [`Storage::truncate_file`]'s default makes; such a file left by a
+/// crash is deleted at open.
+pub const CUT_SUFFIX: &str = ".cut";
 
 /// The `InvalidInput` error of a truncation to `len` of a file of `current` bytes, if any.
 fn check_truncate(len: u64, current: u64) -> io::Result<()> {

@@ -247,6 +247,13 @@ impl Storage for PosixStorage {
         File::open(&self.dir)?.sync_all()
     }
 
+    fn truncate_file(&self, name: &str, len: u64) -> io::Result<()> {
+        let file = OpenOptions::new().write(true).open(self.path(name)?)?;
+        check_truncate(len, file.metadata()?.len())?;
+        file.set_len(len)?;
+        file.sync_all()
+    }
+
     fn lock(&self) -> io::Result<Option<Box<dyn std::any::Any + Send + Sync>>> {
         let file = OpenOptions::new()
             .write(true)

@@ -1,6 +1,6 @@
 //! Recovery's reading of the log: a segment's records of complete batches, in order.
 
-use super::{check_segment_header, decode_header, decode_record, segment_name};
+use super::{check_segment_header, decode_record, segment_name};
 use super::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
@@ -22,12 +22,15 @@ pub struct ReplayedRecord {
 pub struct ReplayEnd {
     /// Offset just past the last complete batch.
     pub end: u64,
-    /// A torn or corrupt tail was dropped (only in the last segment).
-    pub dropped_tail: bool,
+    /// Bytes past `end` that recovery must cut off: a torn or damaged tail, or a batch
+    /// without its end (only in the last segment).
+    pub dropped: u64,
 }
 
 /// Replays segment `id` from `start`, delivering records of complete batches in order.
-/// In the last segment a torn tail is dropped; anywhere else a bad record is corruption.
+/// In the last segment the log ends at the first bad record (what follows it is never
+/// delivered, so recovery keeps a prefix of the writes); anywhere else a bad record is
+/// corruption.
 pub fn replay_segment(
     storage: &dyn Storage,
     id: u64,
@@ -38,10 +41,11 @@ pub fn replay_segment(
     let name = segment_name(id);
     let data = Bytes::from(crate::storage::read_all(storage, &name, IoPurpose::Log).ctx(&name)?);
     if data.len() < SEGMENT_HEADER_LEN as usize && is_last {
-        // A segment created just before a crash may not even hold its header.
+        // A segment created just before a crash may not even hold its header (open deletes
+        // such a segment before it replays).
         return Ok(ReplayEnd {
             end: SEGMENT_HEADER_LEN,
-            dropped_tail: !data.is_empty(),
+            dropped: 0,
         });
     }
     check_segment_header(&name, &data)?;
@@ -49,11 +53,9 @@ pub fn replay_segment(
     let mut pos = start;
     let mut batch_start = start;
     let mut pending: Vec<ReplayedRecord> = Vec::new();
-    let mut last_seq = 0;
     while pos < data.len() {
         match decode_record(&data[pos..]) {
             Ok((rec, len)) => {
-                last_seq = rec.seq;
                 let key_at = pos + RECORD_HEADER_LEN;
                 pending.push(ReplayedRecord {
                     seq: rec.seq,
@@ -76,7 +78,12 @@ pub fn replay_segment(
                 }
             }
             Err(e) => {
-                if !is_last || valid_record_after(&data, pos + 1, last_seq) {
+                // Rolled segments are synced before the next one exists: damage there hit
+                // synced bytes (bit rot), and dropping what follows would lose acknowledged
+                // writes. In the last segment it is the unsynced tail a crash left (torn,
+                // or a page that never reached the disk before a later one did): the log
+                // ends at the last complete batch before it, whatever intact records follow.
+                if !is_last {
                     return Err(Error::corruption(
                         &name,
                         pos as u64,
@@ -85,7 +92,7 @@ pub fn replay_segment(
                 }
                 return Ok(ReplayEnd {
                     end: batch_start as u64,
-                    dropped_tail: true,
+                    dropped: (data.len() - batch_start) as u64,
                 });
             }
         }
@@ -100,20 +107,11 @@ pub fn replay_segment(
         }
         return Ok(ReplayEnd {
             end: batch_start as u64,
-            dropped_tail: true,
+            dropped: (data.len() - batch_start) as u64,
         });
     }
     Ok(ReplayEnd {
         end: pos as u64,
-        dropped_tail: false,
-    })
-}
-
-/// Whether an intact record newer than `after_seq` starts anywhere at or past `from`: if so, a
-/// bad record before it is corruption in the middle of the log, not a torn tail.
-fn valid_record_after(data: &[u8], from: usize, after_seq: SeqNo) -> bool {
-    (from..data.len().saturating_sub(RECORD_HEADER_LEN - 1)).any(|p| {
-        matches!(decode_header(&data[p..]), Ok((seq, ..)) if seq > after_seq)
-            && decode_record(&data[p..]).is_ok()
+        dropped: 0,
     })
 }

@@ -79,28 +79,41 @@ fn torn_tail_and_partial_batch_are_dropped() {
     );
     let (seqs, end) = replay(&storage, true).unwrap();
     assert_eq!(seqs, vec![1, 2, 3]);
-    assert!(!end.dropped_tail);
+    assert_eq!(end.dropped, 0);
     // Cut inside the last record: the whole second batch goes.
     let f = storage.create(&segment_name(1)).unwrap();
     f.append(&data[..data.len() - 2], IoPurpose::Log).unwrap();
     let (seqs, end) = replay(&storage, true).unwrap();
     assert_eq!(seqs, vec![1]);
-    assert!(end.dropped_tail);
+    assert_eq!(end.dropped, (data.len() - 2) as u64 - end.end);
     // The same cut in a closed segment is corruption.
     assert!(replay(&storage, false).unwrap_err().is_corruption());
 }
 
+/// Damage followed by intact records: in the last segment it is what a crash left of the
+/// unsynced tail (a page that never reached the disk before a later one did), and the log
+/// ends before it, intact records after it included; in a closed segment, which was synced
+/// before the next one began, it is corruption of synced data, reported with file and offset.
 #[test]
-fn corruption_before_valid_records_is_reported() {
+fn damage_before_intact_records_ends_the_last_segment_and_is_corruption_elsewhere() {
     let storage: StorageRef = Arc::new(MemStorage::new());
     let mut data = write_segment(
         &storage,
-        &[rec(1, b"a", b"1", true), rec(2, b"b", b"2", true)],
+        &[
+            rec(1, b"a", b"1", true),
+            rec(2, b"b", b"2", true),
+            rec(3, b"c", b"3", true),
+        ],
     );
-    data[SEGMENT_HEADER_LEN as usize + 30] ^= 1; // inside the first record
+    let second = SEGMENT_HEADER_LEN as usize + RECORD_HEADER_LEN + 2;
+    data[second + 30] ^= 1; // inside the second record
     let f = storage.create(&segment_name(1)).unwrap();
     f.append(&data, IoPurpose::Log).unwrap();
-    let err = replay(&storage, true).unwrap_err();
+    let (seqs, end) = replay(&storage, true).unwrap();
+    assert_eq!(seqs, vec![1]);
+    assert_eq!(end.end, second as u64);
+    assert_eq!(end.dropped, (data.len() - second) as u64);
+    let err = replay(&storage, false).unwrap_err();
     assert!(err.is_corruption());
     assert!(err.to_string().contains("000001.vlog"));
 }

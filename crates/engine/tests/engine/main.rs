@@ -27,4 +27,5 @@ mod settle;
 mod snapshot_isolation;
 mod snapshots;
 mod top;
+mod torn_log;
 mod work_limit;

@@ -1,6 +1,7 @@
 //! The in-memory file system behind [`super::FaultStorage`]: inodes, the current and the
 //! durable directory, and the crash that throws away what was never made durable.
 
+use super::crash::{CrashDraws, CrashModel};
 use super::injection::{Injection, IoKind};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -40,6 +41,9 @@ pub(super) struct State {
     pub(super) ops: u64,
     pub(super) space_limit: Option<u64>,
     pub(super) injection: Injection,
+    /// What a crash keeps of unsynced bytes, and the draws of [`CrashModel::Disk`].
+    pub(super) crash_model: CrashModel,
+    pub(super) crash_draws: Option<CrashDraws>,
 }
 
 fn crash_error() -> io::Error {
@@ -91,10 +95,24 @@ impl State {
 
     pub(super) fn crash(&mut self) {
         self.current = self.durable.clone();
+        if let Some(d) = &mut self.crash_draws {
+            d.counts.crashes += 1;
+        }
+        let mut seen = std::collections::HashSet::new();
         for inode in self.durable.values() {
+            if !seen.insert(inode.id) {
+                continue;
+            }
             let mut c = inode.contents.lock();
             let synced = c.synced_len;
-            c.data.truncate(synced);
+            // What survives is on the disk now: durable from here on.
+            c.synced_len = match &mut self.crash_draws {
+                Some(draws) => draws.crash_file(&mut c.data, synced),
+                None => {
+                    c.data.truncate(synced);
+                    c.data.len()
+                }
+            };
         }
         // Inodes reachable only from now-dead handles are lost with them.
         self.open.clear();
