@@ -494,7 +494,7 @@ impl Inner {
             Job::Consolidate { ns, task, version } => self.consolidate(*ns, task, version),
             Job::Gc { segment } => {
                 let mut stats = GcStats::default();
-                let r = self.gc_segment(*segment, self.opts.vlog_gc_dead_ratio, &mut stats);
+                let r = self.collect_segment(*segment, self.opts.vlog_gc_dead_ratio, &mut stats);
                 self.count_gc(&stats);
                 r.map(|_| ())
             }

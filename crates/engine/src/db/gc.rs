@@ -23,6 +23,9 @@ pub struct GcStats {
     pub records_rewritten: u64,
     /// Bytes of those records.
     pub bytes_rewritten: u64,
+    /// Segments found damaged (a checksum that fails: bit rot in synced data). GC keeps them,
+    /// names them in [`crate::Db::damaged_segments`] and does not read them again.
+    pub segments_damaged: usize,
 }
 
 /// What value-log GC keeps between collections: the dead bytes of each segment, the
@@ -34,6 +37,9 @@ pub(super) struct GcState {
     pub(super) deferred: Mutex<DeferredSegments>,
     /// Segments GC collected, to be retired once the writes up to the seqno are flushed.
     pub(super) retire_after_flush: Mutex<Vec<(SeqNo, u64)>>,
+    /// Segments GC found damaged, with what it found: kept, never collected (their intact
+    /// records stay readable, reads of the damaged ones fail with the same corruption).
+    pub(super) damaged: Mutex<std::collections::BTreeMap<u64, String>>,
 }
 
 impl GcState {
@@ -42,6 +48,7 @@ impl GcState {
             liveness,
             deferred: Mutex::new(DeferredSegments::default()),
             retire_after_flush: Mutex::new(Vec::new()),
+            damaged: Mutex::default(),
         }
     }
 }
@@ -77,7 +84,8 @@ impl Inner {
                         .lock()
                         .iter()
                         .any(|(_, s)| *s == id);
-                if id < replay_from && !self.vlog_reader.is_retired(id) && !deferred {
+                let damaged = self.gc.damaged.lock().contains_key(&id);
+                if id < replay_from && !self.vlog_reader.is_retired(id) && !deferred && !damaged {
                     match self.storage.open(&name).and_then(|f| f.len()) {
                         Ok(len) => out.push((id, len)),
                         // Retired and deleted since the listing, by the last get that
@@ -365,9 +373,28 @@ impl Inner {
     pub(super) fn gc_pass(&self, min_dead_ratio: f64) -> Result<GcStats> {
         let mut stats = GcStats::default();
         for (seg, _) in self.sealed_segments()? {
-            self.gc_segment(seg, min_dead_ratio, &mut stats)?;
+            self.collect_segment(seg, min_dead_ratio, &mut stats)?;
         }
         Ok(stats)
+    }
+
+    /// [`Inner::gc_segment`], except that a damaged segment is kept and recorded instead of
+    /// failing the collection: corruption fails the reads that touch it, not the database.
+    pub(super) fn collect_segment(
+        &self,
+        seg: u64,
+        min_dead_ratio: f64,
+        stats: &mut GcStats,
+    ) -> Result<()> {
+        match self.gc_segment(seg, min_dead_ratio, stats) {
+            Err(e) if e.is_corruption() => {
+                tracing::error!(segment = seg, error = %e, "value-log GC keeps a damaged segment");
+                stats.segments_damaged += 1;
+                self.gc.damaged.lock().insert(seg, e.to_string());
+                Ok(())
+            }
+            r => r,
+        }
     }
 
     /// A sealed segment whose marked dead bytes reach `ratio` of its size, if any.

@@ -216,6 +216,13 @@ impl Db {
         self.inner.gc_value_log()
     }
 
+    /// The value-log segments GC found damaged since open, with the corruption it met in
+    /// each: GC keeps them (their intact values stay readable) and does not read them again.
+    pub fn damaged_segments(&self) -> Vec<(u64, String)> {
+        let damaged = self.inner.gc.damaged.lock();
+        damaged.iter().map(|(s, e)| (*s, e.clone())).collect()
+    }
+
     /// Writes the memtable to an L0 table and waits until every frozen memtable is flushed.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush()

@@ -6,6 +6,7 @@
 mod common;
 
 mod background_runner;
+mod bit_rot;
 mod concurrency;
 mod corruption;
 mod crash;
