@@ -71,6 +71,12 @@ impl SegmentScan {
         self.buf_at = 0;
     }
 
+    /// Ends the scan at `len` if the segment is longer: the active segment is read up to
+    /// where its writer stood, never into an append in progress.
+    pub fn stop_at(&mut self, len: u64) {
+        self.len = self.len.min(len);
+    }
+
     /// The segment's number.
     pub fn segment(&self) -> u64 {
         self.segment
