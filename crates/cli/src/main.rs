@@ -10,6 +10,7 @@ mod scan;
 mod serve;
 mod session;
 mod stats;
+mod verify;
 
 use anyhow::Result;
 use cerberus_device::DEFAULT_LISTEN;
@@ -116,6 +117,9 @@ enum Cmd {
     /// Namespaces: create, destroy, list (admin).
     #[command(subcommand)]
     Ns(ns::NsCmd),
+    /// Reads every table and value-log segment of a stopped device back and checks every
+    /// checksum; prints each damage (file, offset, what), exit code 1 if any.
+    Verify(VerifyArgs),
     /// Tenants spread over several devices: the cluster description, create, list, destroy,
     /// reshard (docs/cluster.md).
     Cluster(cluster::ClusterArgs),
@@ -261,6 +265,20 @@ enum StorageArg {
 }
 
 #[derive(clap::Args)]
+struct VerifyArgs {
+    /// Device directory (as `serve --data-dir`). Default: the config file's, else
+    /// ./cerberus-data.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The device's TOML config file (its engine options and storage).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// What the engine stores its files on (default: the config file's, else posix).
+    #[arg(long, value_enum)]
+    storage: Option<StorageArg>,
+}
+
+#[derive(clap::Args)]
 #[command(
     after_help = "Limits (max_key_len, max_value_len, max_inflight, ...), workers and engine \
                   sizes are fields of the --config file."
@@ -344,6 +362,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Serve(args) => done(serve::serve(args)),
         Cmd::Ns(cmd) => done(ns::run(cmd)),
+        Cmd::Verify(args) => verify::run(args),
         Cmd::Cluster(args) => done(cluster::run(args)),
         Cmd::Stats {
             json,

@@ -28,6 +28,7 @@ mod shares;
 mod spin;
 mod stop;
 mod tls;
+mod verify;
 mod workers;
 
 pub use auth::ADMIN_SECRET_FILE;
@@ -38,3 +39,4 @@ pub use nvme::{NvmeConfig, DEFAULT_NVME_LISTEN};
 pub use scheduler::{CoreStats, Policy, SchedulerConfig, SchedulerStats};
 pub use server::{Device, DeviceHandle};
 pub use shares::{ShareReport, ShareStats, SharesConfig};
+pub use verify::verify_data_dir;

@@ -11,3 +11,4 @@ mod first_contact;
 mod nvme_wire;
 mod queries;
 mod readme_quickstart;
+mod verify;

@@ -94,7 +94,7 @@ pub(crate) fn bg(faulty: bool, call: &'static str, r: cerberus_engine::Result<()
     cov(call);
     match r {
         Ok(()) => Ok("ok".into()),
-        Err(_) if faulty => Ok("Err".into()),
+        Err(e) if faulty && !e.is_corruption() => Ok("Err".into()),
         Err(e) => Err(format!("{call}: {e}")),
     }
 }
@@ -136,7 +136,8 @@ pub(crate) fn write_result(
             }
             Ok("ok".into())
         }
-        Err(e) if faulty => {
+        // An injected fault may fail a write, never make it report corruption.
+        Err(e) if faulty && !e.is_corruption() => {
             // A batch is all or nothing; per key that is one of old or new.
             let mut staged = NsModel {
                 data: m.data.clone(),
@@ -171,7 +172,7 @@ pub(crate) fn check_read(
 ) -> Check {
     let want = m.data.get(k);
     match r {
-        Err(_) if faulty => Ok("Err".into()),
+        Err(e) if faulty && !e.is_corruption() => Ok("Err".into()),
         Err(e) => Err(format!("read of {}: {e}", short(k))),
         Ok(g) => {
             if let Some(c) = m.uncertain.get(k) {

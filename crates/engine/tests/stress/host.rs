@@ -1,7 +1,7 @@
 //! The database under test and its storage: open, crash, reopen.
 
 use super::config::{cov, fast_nand, Config, StorageSpec};
-use cerberus_engine::storage::{FaultStorage, MemStorage, NandStorage, StorageRef};
+use cerberus_engine::storage::{CrashModel, FaultStorage, MemStorage, NandStorage, StorageRef};
 use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, StorageKind};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -42,7 +42,13 @@ impl Host {
                     fast_nand(),
                 )))
             }
-            StorageSpec::Fault => h.fault = Some(FaultStorage::new()),
+            StorageSpec::Fault => {
+                // Crashes leave what a disk can: torn lengths, unsynced pages kept or zeroed
+                // in any order. The draws follow the log, so a failure replays.
+                let fs = FaultStorage::new();
+                fs.set_crash_model(CrashModel::Disk { seed: 0x5eed });
+                h.fault = Some(fs);
+            }
         }
         h.open()?;
         Ok(h)

@@ -48,7 +48,7 @@ impl Session {
                         }
                         Ok(format!("{:?}", m.indexes))
                     }
-                    Err(_) if faulty => Ok("Err".into()),
+                    Err(e) if faulty && !e.is_corruption() => Ok("Err".into()),
                     Err(e) => Err(format!("list_indexes: {e}")),
                 }
             }
@@ -129,7 +129,7 @@ impl Session {
                 }
                 let gone = self.gone(s.slot, s.id);
                 match r {
-                    Err(_) if gone || faulty => Ok("Err".into()),
+                    Err(e) if gone || (faulty && !e.is_corruption()) => Ok("Err".into()),
                     r => check_read(&s.m, faulty, &k, r, get),
                 }
             }
@@ -219,7 +219,7 @@ impl Session {
                 let gone = self.gone(slot, id);
                 let it_h = match r {
                     Ok(i) => i,
-                    Err(_) if gone || faulty => return Ok("Err".into()),
+                    Err(e) if gone || (faulty && !e.is_corruption()) => return Ok("Err".into()),
                     Err(e) => return Err(format!("iter: {e}")),
                 };
                 // Uncertain keys: positioned by key, value unchecked.
@@ -276,7 +276,7 @@ impl Session {
                         st.pos = Some(st.entries.partition_point(|(e, _)| *e < target));
                         Ok("seek".into())
                     }
-                    Err(e) if gone || faulty => {
+                    Err(e) if gone || (faulty && !e.is_corruption()) => {
                         trace(|| format!("seek: accepted error (gone {gone}): {e}"));
                         st.dead = true;
                         Ok("Err".into())
@@ -354,7 +354,7 @@ impl Session {
                         want
                     };
                     match (got, want) {
-                        (Some(Err(e)), _) if gone || faulty => {
+                        (Some(Err(e)), _) if gone || (faulty && !e.is_corruption()) => {
                             trace(|| format!("next: accepted error (gone {gone}): {e}"));
                             st.dead = true;
                             out.push_str(" Err");
@@ -451,7 +451,7 @@ impl Session {
                 self.cursors[cur as usize] = None;
                 return Ok("Err(UnknownIndex)".into());
             }
-            Err(_) if faulty => {
+            Err(e) if faulty && !e.is_corruption() => {
                 self.cursors[cur as usize] = None;
                 return Ok("Err".into());
             }

@@ -133,7 +133,7 @@ impl Session {
                     Err(Error::IndexExists { .. }) if m.indexes.contains_key(attr) => {
                         Ok("Err(IndexExists)".into())
                     }
-                    Err(_) if faulty => {
+                    Err(e) if faulty && !e.is_corruption() => {
                         m.indexes_uncertain = true;
                         Ok("Err".into())
                     }
@@ -156,7 +156,7 @@ impl Session {
                     Err(Error::UnknownIndex(_)) if !m.indexes.contains_key(attr) => {
                         Ok("Err(UnknownIndex)".into())
                     }
-                    Err(_) if faulty => {
+                    Err(e) if faulty && !e.is_corruption() => {
                         m.indexes_uncertain = true;
                         Ok("Err".into())
                     }
