@@ -24,6 +24,8 @@ mod host;
 mod model;
 #[path = "stress/ops.rs"]
 mod ops;
+#[path = "stress/prefix.rs"]
+mod prefix;
 #[path = "stress/queries.rs"]
 mod queries;
 #[path = "stress/run.rs"]

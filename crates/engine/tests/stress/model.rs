@@ -7,6 +7,9 @@ use serde_json::{json, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+/// Numbers acknowledged writes in the order they were made, across namespaces.
+static WRITE_ORDER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 #[derive(Clone, Debug, Default)]
 pub struct NsModel {
     pub data: BTreeMap<Vec<u8>, Vec<u8>>,
@@ -18,6 +21,9 @@ pub struct NsModel {
     /// Keys written since the last sync point, with the value they had then and every value
     /// written since: what a crash may leave of an unsynced write.
     pub since_sync: BTreeMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
+    /// The same writes in the order they were acknowledged, numbered by one counter for all
+    /// namespaces: a crash keeps a prefix of them (`prefix.rs`).
+    pub since_sync_order: Vec<(u64, Vec<u8>, Option<Vec<u8>>)>,
     /// Acknowledged writes so far (a paged find is complete only if none came between
     /// its pages).
     pub writes: u64,
@@ -64,6 +70,9 @@ impl NsModel {
         if !c.contains(&new) {
             c.push(new.clone());
         }
+        let order = WRITE_ORDER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.since_sync_order
+            .push((order, key.to_vec(), new.clone()));
         self.uncertain.remove(key);
         self.writes += 1;
         match new {

@@ -314,6 +314,7 @@ impl Session {
         for s in &mut self.slots {
             if let Slot::Live { m, .. } = s {
                 m.since_sync.clear();
+                m.since_sync_order.clear();
             }
         }
     }

@@ -229,6 +229,9 @@ impl Session {
                 if matches!(op, Op::Heal) && h.fault.is_none() {
                     return Ok("skip".into());
                 }
+                // After a fault the writes in doubt make prefixes ambiguous: per key only.
+                let window = (crash && self.unsynced && !self.faulty)
+                    .then(|| super::prefix::Window::take(&self.slots));
                 if crash && self.unsynced {
                     for s in &mut self.slots {
                         if let Slot::Live { m, .. } = s {
@@ -243,6 +246,9 @@ impl Session {
                 self.rebind(db)?;
                 self.settle()?;
                 self.verify_all(db)?;
+                if let Some(w) = window {
+                    w.check(&self.slots)?;
+                }
                 Ok("reopened".into())
             }
             Op::Inject { kind, nth, sticky } => {
