@@ -293,6 +293,21 @@ pub(crate) fn expect_query(m: &NsModel, q: &Query) -> Result<Answer, &'static st
     })
 }
 
+/// The work a query under a limit is charged, where the model counts it exactly: a lookup by
+/// secondary key examines one live index entry for each pk it returns (up to its limit; with
+/// a limit of 0, the first) and reads no record (docs/queries.md, Work limits).
+pub(crate) fn expected_work(m: &NsModel, q: &Query) -> Option<u64> {
+    match q {
+        Query::BySecondary { attr, value, limit }
+            if m.certain() && !m.indexes_uncertain && m.indexes.contains_key(attr) =>
+        {
+            let at_least_one = limit.map(|l| l.max(1));
+            Some(model::by_secondary(&m.data, *attr, value, at_least_one).len() as u64)
+        }
+        _ => None,
+    }
+}
+
 /// Compares a query's answer with the model's; the trace gets the normalized answer.
 pub(crate) fn check_answer(
     got: Result<Answer, Error>,

@@ -4,7 +4,9 @@ use super::checks::{check_indexes, check_read, err_name, stale, tr, trace, Check
 use super::config::cov;
 use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
-use super::queries::{check_answer, expect_query, filter_of, parse_json, run_engine_query};
+use super::queries::{
+    check_answer, expect_query, expected_work, filter_of, parse_json, run_engine_query,
+};
 use super::run::{Cursor, DbRef, IterState, Session, Slot, SnapState};
 use cerberus_engine::Readable;
 use cerberus_engine::{Error, ErrorKind, FindOptions, ReadOptions};
@@ -75,10 +77,22 @@ impl Session {
                 };
                 let got = run_engine_query(Err(h), q, *doc)?;
                 // Past its limit a query answers nothing; within it, exactly as without.
-                if matches!(&got, Err(e) if e.kind() == ErrorKind::WorkLimit) {
-                    if work.is_none() {
-                        return Err(format!("a query without a work limit stopped: {got:?}"));
+                let stopped = matches!(&got, Err(e) if e.kind() == ErrorKind::WorkLimit);
+                if stopped && work.is_none() {
+                    return Err(format!("a query without a work limit stopped: {got:?}"));
+                }
+                // Where the model counts a query's work, the limit decides: answered within
+                // it, stopped past it, whatever the tree's shape (docs/queries.md).
+                if let (Some(w), Some(need), false) = (work, expected_work(m, q), faulty) {
+                    if stopped == (need <= *w) {
+                        return Err(format!(
+                            "{q}: the model counts {need} units of work, yet under a limit of \
+                             {w} it {}",
+                            if stopped { "stopped" } else { "answered" }
+                        ));
                     }
+                }
+                if stopped {
                     return Ok("stopped at its work limit".into());
                 }
                 if faulty && (got.is_err() || !m.certain() || m.indexes_uncertain) {
