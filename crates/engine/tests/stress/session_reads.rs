@@ -5,7 +5,7 @@ use super::config::cov;
 use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
 use super::queries::{
-    check_answer, expect_query, expected_work, filter_of, parse_json, run_engine_query,
+    check_answer, check_work, expect_query, filter_of, parse_json, run_engine_query,
 };
 use super::run::{Cursor, DbRef, IterState, Session, Slot, SnapState};
 use cerberus_engine::Readable;
@@ -66,6 +66,7 @@ impl Session {
                         }
                     });
                 };
+                let base = h;
                 let limited;
                 let h = match work {
                     Some(w) => {
@@ -81,16 +82,8 @@ impl Session {
                 if stopped && work.is_none() {
                     return Err(format!("a query without a work limit stopped: {got:?}"));
                 }
-                // Where the model counts a query's work, the limit decides: answered within
-                // it, stopped past it, whatever the tree's shape (docs/queries.md).
-                if let (Some(w), Some(need), false) = (work, expected_work(m, q), faulty) {
-                    if stopped == (need <= *w) {
-                        return Err(format!(
-                            "{q}: the model counts {need} units of work, yet under a limit of \
-                             {w} it {}",
-                            if stopped { "stopped" } else { "answered" }
-                        ));
-                    }
+                if let (Some(w), false) = (work, faulty) {
+                    check_work(base, m, q, *doc, *w, stopped)?;
                 }
                 if stopped {
                     return Ok("stopped at its work limit".into());
