@@ -70,11 +70,13 @@ impl Namespace {
     }
 
     /// This handle with a limit on the work of each query through it (find, top, aggregate,
-    /// get_by_secondary; snapshots taken from it keep the limit): a query that would read
-    /// more than `units` index entries, counting each record it reads as
+    /// get_by_secondary; snapshots taken from it keep the limit): a query that would examine
+    /// more than `units` live index entries, counting each record it reads as
     /// [`RECORD_WORK`](crate::RECORD_WORK) entries, stops with [`Error::WorkLimit`](crate::Error::WorkLimit) and
-    /// returns nothing. For a caller that answers small queries where it stands and hands
-    /// the others to threads of their own (the device's network threads do).
+    /// returns nothing. The charge depends on the data the query sees, never on where flushes
+    /// and compactions left it (docs/queries.md, Work limits). For a caller that answers small
+    /// queries where it stands and hands the others to threads of their own (the device's
+    /// network threads do).
     pub fn with_query_work_limit(&self, units: u64) -> Namespace {
         Namespace {
             query_work: Some(units),

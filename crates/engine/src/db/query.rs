@@ -99,12 +99,19 @@ impl Inner {
         stats: &mut QueryStats,
     ) -> Result<Plan> {
         let choices = self.index_choices(r.ns, r.seq);
-        let mut batch = query::EntryBatch::default();
+        // Live entries, as the data decides them: counting superseded ones too made the plan,
+        // and what a query under a work limit is charged, depend on the tree's shape.
         let plan = query::plan(filter, &choices, &mut |id, ranges| {
+            let kind = choices
+                .iter()
+                .find(|c| c.id == id)
+                .map_or(crate::index::IndexKind::Classic, |c| c.kind);
             let mut n = 0;
             for range in ranges {
-                r.index_entries(id, range, None, ESTIMATE_CAP, &mut batch, stats)?;
-                n += batch.len();
+                r.for_each_live_entry(id, kind, range, None, stats, &mut |_, _, _, _| {
+                    n += 1;
+                    Ok(n < ESTIMATE_CAP)
+                })?;
                 if n >= ESTIMATE_CAP {
                     break;
                 }

@@ -68,6 +68,14 @@ pub trait Records {
     /// will put a tombstone on the entry of the older version has not happened yet.
     fn superseded(&mut self, pk: &[u8], seq: SeqNo, stats: &mut QueryStats) -> Result<bool>;
 
+    /// One live entry (not [`Records::superseded`]) of a batch of
+    /// [`Records::index_entries`] is examined: a unit of the query's work limit, if it has
+    /// one (an error stops the query). Entries a batch holds past where the walk stops, and
+    /// superseded ones, are not charged. A store that wraps another forwards this.
+    fn examine_entry(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// The value of `pk`, or `None` (deleted): a primary lookup.
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>>;
 
@@ -101,7 +109,11 @@ pub trait Records {
             self.index_entries(index, range, from.as_deref(), MAX_BATCH, &mut batch, stats)?;
             for (key, payload) in batch.iter() {
                 let (sk, pk, seq) = entry_parts(kind, key, payload)?;
-                if !self.superseded(pk, seq, stats)? && !f(key, sk, pk, stats)? {
+                if self.superseded(pk, seq, stats)? {
+                    continue;
+                }
+                self.examine_entry()?;
+                if !f(key, sk, pk, stats)? {
                     return Ok(false);
                 }
             }
@@ -295,6 +307,7 @@ pub fn for_each_entry(
                 if records.superseded(pk, seq, stats)? {
                     continue;
                 }
+                records.examine_entry()?;
                 if !f(records, Entry { key, sk, pk, addr }, stats)? {
                     return Ok(());
                 }

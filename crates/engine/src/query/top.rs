@@ -364,6 +364,14 @@ impl Records for Budgeted<'_> {
         self.inner.superseded(pk, seq, stats)
     }
 
+    fn examine_entry(&mut self) -> Result<()> {
+        // Spent: the walk is given up, what is left of its batch is not examined.
+        match self.exhausted {
+            true => Ok(()),
+            false => self.inner.examine_entry(),
+        }
+    }
+
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
         match self.take() {
             true => self.inner.get(pk, stats),

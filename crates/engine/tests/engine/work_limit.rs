@@ -158,3 +158,119 @@ fn records_cost_their_weight_and_snapshots_keep_the_limit() {
         hits
     );
 }
+
+/// The least work limit under which `q` answers (the work it is charged), found by halving:
+/// a query's charge does not depend on its limit, so it answers at every limit from there.
+fn charge<T>(ns: &Namespace, q: &dyn Fn(&Namespace) -> cerberus_engine::Result<T>) -> u64 {
+    let (mut lo, mut hi) = (0u64, 1 << 24);
+    assert!(q(&ns.with_query_work_limit(hi)).is_ok(), "too much work");
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        match q(&ns.with_query_work_limit(mid)) {
+            Ok(_) => hi = mid,
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::WorkLimit, "{e}");
+                lo = mid;
+            }
+        }
+    }
+    hi
+}
+
+/// Issue 66 (seed 37067912830268 of the stress test): the same top-K over the same records
+/// answered under its limit in one configuration and stopped in another, by where flushes
+/// and compactions had left the index (its tombstones were charged, and superseded entries,
+/// and table blocks). What a query is charged must not change when a flush or a compaction
+/// changes nothing but the tree's shape.
+#[test]
+fn the_work_charged_does_not_depend_on_the_trees_shape() {
+    let (db, ns) = open();
+    // Rewrites that move records between colors and values of `n`, and deletes: superseded
+    // entries while they are in the memtable, tombstones on the old entries once flushed.
+    for i in (0..N).step_by(7) {
+        let v = json!({"n": i + 5_000, "color": "green", "other": i % 3});
+        ns.put(format!("k{i:05}").as_bytes(), v.to_string().as_bytes())
+            .unwrap();
+    }
+    for i in (3..N).step_by(11) {
+        ns.delete(format!("k{i:05}").as_bytes()).unwrap();
+    }
+    let top = |by: &str, desc, k, projection: Option<&str>| TopOptions {
+        by: by.into(),
+        desc,
+        k,
+        projection: projection.map(|p| vec![p.to_string()]),
+    };
+    let (green, red) = (
+        filter(json!({"color": "green", "other": 1})),
+        filter(json!({"color": "red"})),
+    );
+    let two = filter(json!({"color": "green", "n": {"$gte": 6_000}}));
+    let keys = FindOptions {
+        keys_only: true,
+        ..FindOptions::default()
+    };
+    let count = Aggregate::parse("count", None).unwrap();
+    type Query<'a> = Box<dyn Fn(&Namespace) -> cerberus_engine::Result<String> + 'a>;
+    let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
+    let queries: Vec<(&str, Query)> = vec![
+        // The seed's shape: the filter's index read, the ranked index's entries counted.
+        (
+            "top by n of green, projected",
+            Box::new(|h| {
+                let t = top("n", true, 1_000, Some("other"));
+                h.top(&green, &t).map(|r| show(&r.value))
+            }),
+        ),
+        // A ranked walk from the top (its pieces were table blocks).
+        (
+            "top 5 by n",
+            Box::new(|h| {
+                let t = top("n", true, 5, None);
+                h.top(&Filter::default(), &t).map(|r| show(&r.value))
+            }),
+        ),
+        (
+            "top 5 by n ascending",
+            Box::new(|h| {
+                let t = top("n", false, 5, None);
+                h.top(&Filter::default(), &t).map(|r| show(&r.value))
+            }),
+        ),
+        (
+            "find with two indexed conditions",
+            Box::new(|h| h.find(&two, &keys).map(|r| show(&r.value))),
+        ),
+        (
+            "count of red",
+            Box::new(|h| h.aggregate(&red, &count).map(|r| show(&r.value))),
+        ),
+        (
+            "red by secondary key",
+            Box::new(|h| {
+                h.get_by_secondary("color", &json!("red"), None)
+                    .map(|r| show(&r.value))
+            }),
+        ),
+    ];
+    let measure = || -> Vec<(u64, String)> {
+        queries
+            .iter()
+            .map(|(_, q)| (charge(&ns, q), q(&ns).unwrap()))
+            .collect()
+    };
+    let in_memtables = measure();
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let flushed = measure();
+    db.compact_all().unwrap();
+    let compacted = measure();
+    for (i, (name, _)) in queries.iter().enumerate() {
+        let charges = [in_memtables[i].0, flushed[i].0, compacted[i].0];
+        assert!(
+            charges.iter().all(|c| *c == charges[0]),
+            "{name}: charged {charges:?} (in memtables, flushed, compacted)"
+        );
+        assert!(in_memtables[i].1 == flushed[i].1 && flushed[i].1 == compacted[i].1);
+    }
+}

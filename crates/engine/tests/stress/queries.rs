@@ -6,7 +6,9 @@ use super::model::{self, norm, NsModel};
 use super::ops::{short, AggFn, Query, ATTRS};
 use cerberus_engine::QueryResult;
 use cerberus_engine::Readable;
-use cerberus_engine::{Aggregate, Error, Filter, FindOptions, Namespace, Snapshot, TopOptions};
+use cerberus_engine::{
+    Aggregate, Error, ErrorKind, Filter, FindOptions, Namespace, Snapshot, TopOptions,
+};
 use serde_json::{json, Value};
 
 /// The answer of a query, normalized (independent of plan and configuration where the
@@ -291,6 +293,56 @@ pub(crate) fn expect_query(m: &NsModel, q: &Query) -> Result<Answer, &'static st
         )),
         Query::Aggregate { filter, f } => Answer::Value(model::aggregate(&m.data, filter, f)),
     })
+}
+
+/// The work a query under a limit is charged, where the model counts it exactly: a lookup by
+/// secondary key examines one live index entry for each pk it returns (up to its limit; with
+/// a limit of 0, the first) and reads no record (docs/queries.md, Work limits).
+pub(crate) fn expected_work(m: &NsModel, q: &Query) -> Option<u64> {
+    match q {
+        Query::BySecondary { attr, value, limit }
+            if m.certain() && !m.indexes_uncertain && m.indexes.contains_key(attr) =>
+        {
+            let at_least_one = limit.map(|l| l.max(1));
+            Some(model::by_secondary(&m.data, *attr, value, at_least_one).len() as u64)
+        }
+        _ => None,
+    }
+}
+
+/// Where the model counts the work of `q` (run under a limit of `work` on `ns`, `stopped` or
+/// not), the limit decides exactly, whatever the tree's shape: an answer within it, a stop
+/// past it; and the same query answers under a limit of exactly that work and stops under one
+/// unit less (docs/queries.md, Work limits).
+pub(crate) fn check_work(
+    ns: &Namespace,
+    m: &NsModel,
+    q: &Query,
+    doc: bool,
+    work: u64,
+    stopped: bool,
+) -> Result<(), String> {
+    let Some(need) = expected_work(m, q) else {
+        return Ok(());
+    };
+    // A stop exactly when the limit is less than the work.
+    let check = |limit: u64, stop: bool| match stop == (need <= limit) {
+        false => Ok(()),
+        true => Err(format!(
+            "{q}: the model counts {need} units of work, yet under a limit of {limit} it {}",
+            if stop { "stopped" } else { "answered" }
+        )),
+    };
+    check(work, stopped)?;
+    for limit in [Some(need), need.checked_sub(1)].into_iter().flatten() {
+        let stop = match run_engine_query(Err(&ns.with_query_work_limit(limit)), q, doc)? {
+            Ok(_) => false,
+            Err(e) if e.kind() == ErrorKind::WorkLimit => true,
+            Err(e) => return Err(format!("{q} under a limit of {limit}: {e}")),
+        };
+        check(limit, stop)?;
+    }
+    Ok(())
 }
 
 /// Compares a query's answer with the model's; the trace gets the normalized answer.

@@ -4,7 +4,9 @@ use super::checks::{check_indexes, check_read, err_name, stale, tr, trace, Check
 use super::config::cov;
 use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
-use super::queries::{check_answer, expect_query, filter_of, parse_json, run_engine_query};
+use super::queries::{
+    check_answer, check_work, expect_query, filter_of, parse_json, run_engine_query,
+};
 use super::run::{Cursor, DbRef, IterState, Session, Slot, SnapState};
 use cerberus_engine::Readable;
 use cerberus_engine::{Error, ErrorKind, FindOptions, ReadOptions};
@@ -64,6 +66,7 @@ impl Session {
                         }
                     });
                 };
+                let base = h;
                 let limited;
                 let h = match work {
                     Some(w) => {
@@ -75,10 +78,14 @@ impl Session {
                 };
                 let got = run_engine_query(Err(h), q, *doc)?;
                 // Past its limit a query answers nothing; within it, exactly as without.
-                if matches!(&got, Err(e) if e.kind() == ErrorKind::WorkLimit) {
-                    if work.is_none() {
-                        return Err(format!("a query without a work limit stopped: {got:?}"));
-                    }
+                let stopped = matches!(&got, Err(e) if e.kind() == ErrorKind::WorkLimit);
+                if stopped && work.is_none() {
+                    return Err(format!("a query without a work limit stopped: {got:?}"));
+                }
+                if let (Some(w), false) = (work, faulty) {
+                    check_work(base, m, q, *doc, *w, stopped)?;
+                }
+                if stopped {
                     return Ok("stopped at its work limit".into());
                 }
                 if faulty && (got.is_err() || !m.certain() || m.indexes_uncertain) {
