@@ -8,7 +8,7 @@
 use super::namespaces::NsEntry;
 use super::Inner;
 use crate::error::{Error, Result};
-use crate::index::{entry_key, entry_payload, extract, AttrPath, IndexDef, IndexKind};
+use crate::index::{entry_key, entry_payload, extract, AttrPath, IndexDef, IndexKind, KEY_FORMAT};
 use crate::key::{self, Kind, Nsid, SeqNo};
 use crate::memtable::{MemValue, Memtable};
 use crate::version::{VersionEdit, VersionSet};
@@ -32,7 +32,9 @@ pub(super) struct IndexSet {
 impl IndexSet {
     pub(super) fn from_defs<'a>(defs: impl Iterator<Item = &'a IndexDef>) -> Self {
         let mut by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>> = HashMap::new();
-        for d in defs {
+        // An index of an older key format is left out: nothing derives or reads its
+        // entries, whose keys this code would misread, until open rebuilds it.
+        for d in defs.filter(|d| d.keys == KEY_FORMAT) {
             // Only attributes that parsed are ever logged.
             if let Ok(attr) = AttrPath::parse(&d.attr) {
                 by_ns.entry(d.ns).or_default().push(Arc::new(LiveIndex {
@@ -153,6 +155,7 @@ impl Inner {
                 attr: path.as_str().to_string(),
                 kind,
                 ready: None,
+                keys: KEY_FORMAT,
             };
             self.log_edit(
                 &mut vs,
@@ -265,6 +268,52 @@ impl Inner {
         })();
         self.release_snapshot(e.id, seq);
         result
+    }
+
+    /// Rebuilds each index whose entries have an older key format (numbers as `f64` alone,
+    /// which gave integers past 2^53 one key): registers it again under a new id, whose
+    /// backfill [`finish_backfills`](Self::finish_backfills) then runs as a crashed one's,
+    /// and drops the old trees. A crash between the two leaves both registered; the next
+    /// open finds the new one and only drops the old.
+    pub(super) fn upgrade_index_keys(&self) -> Result<()> {
+        let old: Vec<IndexDef> = {
+            let vs = self.versions.lock();
+            let defs = &vs.namespaces.indexes;
+            defs.values()
+                .filter(|d| d.keys != KEY_FORMAT)
+                .cloned()
+                .collect()
+        };
+        for d in old {
+            let _w = self.writes.writer.lock();
+            let mut vs = self.versions.lock();
+            let rebuilt = vs
+                .namespaces
+                .indexes_of(d.ns)
+                .any(|n| n.attr == d.attr && n.keys == KEY_FORMAT);
+            if !rebuilt {
+                let id = vs.namespaces.next;
+                if id == Nsid::MAX {
+                    return Err(Error::InvalidArgument("namespace ids exhausted".into()));
+                }
+                let def = IndexDef {
+                    id,
+                    ready: None,
+                    keys: KEY_FORMAT,
+                    ..d.clone()
+                };
+                let edit = VersionEdit {
+                    created_index: vec![def],
+                    next_nsid: Some(id + 1),
+                    ..VersionEdit::default()
+                };
+                self.log_edit(&mut vs, edit)?;
+                self.reload_indexes(&vs);
+            }
+            drop((vs, _w));
+            self.drop_trees(&[d.id])?;
+        }
+        Ok(())
     }
 
     /// Backfills the indexes a crash left unfinished.
