@@ -22,9 +22,9 @@ pub enum Aggregate {
     Min(AttrPath),
     /// As `Min`, the largest.
     Max(AttrPath),
-    /// Over numbers only: other values at the attribute are skipped. Exact while every
-    /// number is an integer (summed in `i128`; an integer answer if it fits `i64`/`u64`),
-    /// else the exact sum of all, rounded once to `f64` (whatever order records come in).
+    /// Over numbers only: other values at the attribute are skipped. The exact sum of the
+    /// values: an integer answer where it is one that fits `i64`/`u64`, else rounded once to
+    /// `f64` (whatever order records come in, whatever form, `2` or `2.0`, a value had).
     Sum(AttrPath),
     /// The mean over numbers only (`null` over none): the sum as `Sum` has it, to the
     /// nearest `f64`, divided by their count.
@@ -141,17 +141,20 @@ pub fn aggregate(
     Ok(v)
 }
 
-/// A sum of numbers (see [`Aggregate::Sum`]): integers exactly in `i128`; with any decimal,
-/// the exact sum of every number, rounded once to `f64`, so that the answer does not depend
-/// on the order records come in (a scan's and an index walk's agree to the bit). Decimals are
-/// kept as non-overlapping partial sums (Shewchuk's exact floating-point summation).
+/// A sum of numbers (see [`Aggregate::Sum`]), exact whatever form a number was written in
+/// (an index gives `2.0` back as `2`): integral values in `i128`, the fractional parts of
+/// decimals (and decimals too large for `i128`) as non-overlapping partial sums (Shewchuk's
+/// exact floating-point summation). The exact total is then an integer, told exactly, or else
+/// rounded once to `f64`, so the answer does not depend on the order records come in either.
 #[derive(Default)]
 struct Sum {
     ints: i128,
     partials: Vec<f64>,
-    any_float: bool,
     count: u64,
 }
+
+/// Beyond this a decimal is summed as a partial (an integral one below it fits `i128`).
+const INT_SUMMED: f64 = 1e30;
 
 impl Sum {
     fn add(&mut self, n: Number) {
@@ -159,10 +162,15 @@ impl Sum {
         match n {
             Number::Int(i) => self.ints += i128::from(i),
             Number::UInt(u) => self.ints += i128::from(u),
-            Number::Float(x) => {
-                self.any_float = true;
-                self.add_float(x);
+            Number::Float(x) if x.abs() < INT_SUMMED => {
+                // Both parts exact: the integral part of a decimal below 2^100 converts.
+                let whole = x.trunc();
+                self.ints += whole as i128;
+                if x != whole {
+                    self.add_float(x - whole);
+                }
             }
+            Number::Float(x) => self.add_float(x),
         }
     }
 
@@ -187,12 +195,25 @@ impl Sum {
     }
 
     fn total(&self) -> Number {
-        if !self.any_float {
-            return match (i64::try_from(self.ints), u64::try_from(self.ints)) {
-                (Ok(i), _) => Number::Int(i),
-                (_, Ok(u)) => Number::UInt(u),
-                _ => Number::Float(self.ints as f64),
+        let int = |i: i128| match (i64::try_from(i), u64::try_from(i)) {
+            (Ok(i), _) => Number::Int(i),
+            (_, Ok(u)) => Number::UInt(u),
+            _ => Number::Float(i as f64),
+        };
+        if self.partials.is_empty() {
+            return int(self.ints);
+        }
+        // The fractions may add up to an integer (0.5 + 0.5): then the total is one, exactly.
+        let fractions = self.rounded();
+        if fractions.fract() == 0.0 && fractions.abs() < INT_SUMMED {
+            let mut rest = Sum {
+                partials: self.partials.clone(),
+                ..Sum::default()
             };
+            rest.add_float(-fractions);
+            if rest.partials.iter().all(|p| *p == 0.0) {
+                return int(self.ints + fractions as i128);
+            }
         }
         let mut all = Sum {
             partials: self.partials.clone(),
@@ -261,6 +282,21 @@ mod tests {
         mixed.add(Number::Int(3));
         mixed.add(Number::Float(0.5));
         assert_eq!(mixed.total().to_json(), serde_json::json!(3.5));
+        // Whatever the form: 2^53 + 0.5 + 0.5 + (2^53 + 1.0 written as a decimal: 2^53)
+        // is the integer 2^54 + 1... as 2^53 + 1 + 0.5 + 0.5 + 2^53 is.
+        let mut forms = Sum::default();
+        for n in [
+            Number::Int(9007199254740993),
+            Number::Float(0.5),
+            Number::Float(0.5),
+            Number::Float(9007199254740992.0),
+        ] {
+            forms.add(n);
+        }
+        assert_eq!(
+            forms.total().to_json(),
+            serde_json::json!(18014398509481986u64)
+        );
     }
 
     /// With decimals the sum is the exact one rounded once: the same in any order.
@@ -288,11 +324,20 @@ mod tests {
         assert_eq!(a, total(&[6, 5, 4, 3, 2, 1, 0]));
         assert_eq!(a, total(&[1, 0, 4, 2, 6, 3, 5]));
         assert_eq!(a, want);
-        // 2^53 + 1.5 + 1.5 is 2^53 + 3 exactly, a tie between 2^53 + 2 and 2^53 + 4: even.
-        let mut tie = Sum::default();
+        // 2^53 + 1.5 + 1.5 is 2^53 + 3 exactly: an integer, told exactly.
+        let mut three = Sum::default();
         for i in [1, 0, 2] {
-            tie.add(xs[i]);
+            three.add(xs[i]);
         }
-        assert_eq!(tie.total().as_f64(), 9007199254740996.0);
+        assert_eq!(
+            three.total().to_json(),
+            serde_json::json!(9007199254740995u64)
+        );
+        // 2^53 + 1.5 + 1.25 is not: rounded once.
+        let mut frac = Sum::default();
+        for n in [xs[0], xs[1], Number::Float(1.25)] {
+            frac.add(n);
+        }
+        assert_eq!(frac.total().as_f64(), 9007199254740996.0);
     }
 }

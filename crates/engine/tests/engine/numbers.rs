@@ -6,7 +6,9 @@
 use crate::common;
 
 use cerberus_engine::storage::{MemStorage, StorageRef};
-use cerberus_engine::{Aggregate, Db, Filter, FindOptions, IndexKind, Namespace, TopOptions};
+use cerberus_engine::{
+    Aggregate, Db, Filter, FindOptions, IndexKind, Namespace, Readable, TopOptions,
+};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -103,8 +105,16 @@ fn integers_past_2_53_are_told_apart() {
             json!(i64::MIN),
             "{how}"
         );
+        // Integers only: an exact sum (as f64s: 1243575089378197760).
+        let ints = json!({"id": {"$gt": 9007199254740992u64, "$lte": 1234567890123456789u64}});
+        assert_eq!(
+            agg(ns, ints, "sum", Some("id")),
+            json!(1243575089378197782u64),
+            "{how}"
+        );
+        // With a decimal (f, 2^53 written 9007199254740992.0) the sum is as exact: the
+        // value, not its form, counts (an index gives it back as an integer).
         let big = json!({"id": {"$gte": 9007199254740992u64, "$lt": 9007199254740994u64}});
-        // Exact integer sums: 2^53 + (2^53 + 1) + 2^53.
         assert_eq!(
             agg(ns, big, "sum", Some("id")),
             json!(27021597764222977u64),

@@ -291,12 +291,12 @@ fn int_json(i: Option<i128>) -> Option<Value> {
         .or_else(|| u64::try_from(i).ok().map(Value::from))
 }
 
-/// A sum as docs/queries.md says: exact over integers (an integer if it fits), else the exact
-/// sum rounded once to `f64`; and that sum as the nearest `f64` (what `avg` divides). Worked
-/// out in quarters: every decimal the generator makes is a multiple of 1/4.
+/// A sum as docs/queries.md says: the exact sum of the values, an integer where it is one
+/// that fits `i64`/`u64`, else rounded once to `f64`; and that sum as the nearest `f64` (what
+/// `avg` divides). Worked out in quarters: every decimal the generator makes is a multiple
+/// of 1/4.
 fn exact_sum(ns: &[serde_json::Number]) -> (Value, f64) {
     let mut quarters = 0i128;
-    let mut any_float = false;
     for n in ns {
         match json_int(n) {
             Some(i) => quarters += 4 * i,
@@ -307,14 +307,13 @@ fn exact_sum(ns: &[serde_json::Number]) -> (Value, f64) {
                     "the model sums quarters: {n}"
                 );
                 quarters += q as i128;
-                any_float = true;
             }
         }
     }
     // Quarters to f64 rounds once (to nearest, ties to even); the division is exact.
     let f = quarters as f64 / 4.0;
-    match any_float {
-        true => (json!(f), f),
-        false => (int_json(Some(quarters / 4)).unwrap_or(json!(f)), f),
-    }
+    let int = (quarters % 4 == 0)
+        .then(|| int_json(Some(quarters / 4)))
+        .flatten();
+    (int.unwrap_or_else(|| json!(f)), f)
 }
