@@ -534,7 +534,7 @@ fn big_number(r: &mut SmallRng) -> Value {
                 P53 as f64,
                 (P53 + 2) as f64,
                 -(P53 as f64),
-                9.223372036854775808e18
+                (1u64 << 63) as f64
             ][d.unsigned_abs() as usize % 4]
         ),
         _ => json!(-0.0),
