@@ -315,8 +315,17 @@ mod tests {
             usage_base: Some(vec![(3, 1000), (5, 0)]),
             ns_garbage: vec![(3, 9, 4096)],
         };
-        assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
+        assert_eq!(VersionEdit::decode(&e.encode()), Some(e.clone()));
         assert_eq!(VersionEdit::decode(&[99]), None);
+        // An index of key format 1 is written as before issue 60 (no tag 16), and a manifest
+        // from before reads as format 1.
+        let mut old = e.clone();
+        old.created_index[0].keys = 1;
+        let bytes = old.encode();
+        assert_eq!(bytes.len() + 2, e.encode().len());
+        assert_eq!(VersionEdit::decode(&bytes), Some(old));
+        // A tag 16 with no index before it is corruption.
+        assert_eq!(VersionEdit::decode(&[TAG_INDEX_KEYS, 2]), None);
     }
 
     proptest::proptest! {
