@@ -38,7 +38,7 @@ pub use db::{
     DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_KEYS, RECORD_WORK,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use index::{AttrPath, IndexKind, Scalar};
+pub use index::{AttrPath, IndexKind, Number, Scalar};
 pub use key::Nsid;
 pub use namespace_options::{IoShares, NamespaceOptions, MAX_WEIGHT};
 pub use options::DEFAULT_RESERVE_MAX;

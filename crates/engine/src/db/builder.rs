@@ -179,6 +179,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         threads: Mutex::new(threads),
         _lock: lock,
     };
+    db.inner.upgrade_index_keys()?;
     db.inner.finish_backfills()?;
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();

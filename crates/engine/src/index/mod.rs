@@ -3,10 +3,12 @@
 
 mod def;
 mod extract;
+mod number;
 mod scalar;
 
 pub use crate::index_kind::IndexKind;
 pub use crate::version::IndexDef;
 pub use def::{decode_payload, entry_key, entry_payload, split_entry_key};
 pub use extract::{extract, locate, AttrValue, PathSet};
-pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar};
+pub use number::Number;
+pub use scalar::{prefix_successor, string_prefix, type_range, AttrPath, Scalar, KEY_FORMAT};

@@ -3,20 +3,28 @@
 //! a range of values is a range of keys.
 //!
 //! Order across types (as MongoDB brackets them): null < false < true < numbers < strings.
-//! Numbers compare as `f64` (JSON does not say more; integers beyond 2^53 may share a key,
-//! and a query re-checks the document, so they are still told apart there). Strings compare
-//! by their UTF-8 bytes, which is code point order.
+//! Numbers compare exactly by value ([`Number`]: every `i64` and `u64` keeps its digits, and
+//! `2 == 2.0`). Strings compare by their UTF-8 bytes, which is code point order.
 //!
 //! Encoding: one tag byte, then
-//! - numbers: the `f64` bits made to sort as unsigned big-endian integers (sign bit flipped
-//!   for positives, all bits flipped for negatives; `-0.0` is `0.0`), 8 bytes;
+//! - numbers: the nearest `f64`'s bits made to sort as unsigned big-endian integers (`-0.0`
+//!   is `0.0`), then the exact integer rest past it, biased to sort, 2 bytes (`number.rs`);
+//!   10 bytes;
 //! - strings: the bytes with `0x00` written `0x00 0xFF`, ended by `0x00 0x01`.
+//!
+//! The number encoding is the second one ([`KEY_FORMAT`]): the first was the `f64` bits
+//! alone, 8 bytes, and gave integers past 2^53 one key by the hundred.
 //!
 //! Every encoding ends where it says it does, so an index key `encode(sk) ++ pk` splits back
 //! into both, and no encoding is a prefix of another.
 
+use super::number::{Number, ENCODED_LEN};
 use serde_json::Value;
 use std::cmp::Ordering;
+
+/// The index key format this code writes and reads: 2, exact numbers. An index whose
+/// manifest record says less is rebuilt at open (`db/indexes.rs`).
+pub const KEY_FORMAT: u8 = 2;
 
 const TAG_NULL: u8 = 0x01;
 const TAG_FALSE: u8 = 0x02;
@@ -33,8 +41,8 @@ pub enum Scalar {
     Null,
     /// `true` or `false`.
     Bool(bool),
-    /// A number, as `f64` (integers beyond 2^53 lose precision).
-    Number(f64),
+    /// A number, exact as JSON gives it.
+    Number(Number),
     /// A string.
     String(String),
 }
@@ -58,24 +66,18 @@ impl Scalar {
         Some(match v {
             Value::Null => Scalar::Null,
             Value::Bool(b) => Scalar::Bool(*b),
-            Value::Number(n) => Scalar::Number(n.as_f64()?),
+            Value::Number(n) => Scalar::Number(Number::from_json(n)?),
             Value::String(s) => Scalar::String(s.clone()),
             Value::Array(_) | Value::Object(_) => return None,
         })
     }
 
-    /// The scalar as a JSON value (integral numbers within 2^53 as integers).
+    /// The scalar as a JSON value (integral numbers within `i64`/`u64` as integers).
     pub(crate) fn to_json(&self) -> Value {
         match self {
             Scalar::Null => Value::Null,
             Scalar::Bool(b) => Value::Bool(*b),
-            // Integral values within 2^53 print as integers, as they were most likely written.
-            Scalar::Number(x) if x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0 => {
-                Value::from(*x as i64)
-            }
-            Scalar::Number(x) => {
-                serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number)
-            }
+            Scalar::Number(n) => n.to_json(),
             Scalar::String(s) => Value::String(s.clone()),
         }
     }
@@ -96,9 +98,9 @@ impl Scalar {
             Scalar::Null => out.push(TAG_NULL),
             Scalar::Bool(false) => out.push(TAG_FALSE),
             Scalar::Bool(true) => out.push(TAG_TRUE),
-            Scalar::Number(x) => {
+            Scalar::Number(n) => {
                 out.push(TAG_NUMBER);
-                out.extend_from_slice(&number_bits(*x).to_be_bytes());
+                n.encode(out);
             }
             Scalar::String(s) => {
                 out.push(TAG_STRING);
@@ -125,7 +127,7 @@ impl Scalar {
     pub(crate) fn encoded_len(buf: &[u8]) -> Option<usize> {
         match *buf.first()? {
             TAG_NULL | TAG_FALSE | TAG_TRUE => Some(1),
-            TAG_NUMBER => (buf.len() >= 9).then_some(9),
+            TAG_NUMBER => (buf.len() > ENCODED_LEN).then_some(1 + ENCODED_LEN),
             TAG_STRING => {
                 let mut i = 1;
                 loop {
@@ -149,10 +151,7 @@ impl Scalar {
             TAG_NULL => Some((Scalar::Null, 1)),
             TAG_FALSE => Some((Scalar::Bool(false), 1)),
             TAG_TRUE => Some((Scalar::Bool(true), 1)),
-            TAG_NUMBER => {
-                let bits = u64::from_be_bytes(buf.get(1..9)?.try_into().ok()?);
-                Some((Scalar::Number(number_from_bits(bits)), 9))
-            }
+            TAG_NUMBER => Some((Scalar::Number(Number::decode(&buf[1..])?), 1 + ENCODED_LEN)),
             TAG_STRING => {
                 let mut s = Vec::new();
                 let mut i = 1;
@@ -183,7 +182,7 @@ impl Ord for Scalar {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
             (Scalar::Bool(a), Scalar::Bool(b)) => a.cmp(b),
-            (Scalar::Number(a), Scalar::Number(b)) => number_bits(*a).cmp(&number_bits(*b)),
+            (Scalar::Number(a), Scalar::Number(b)) => a.cmp(b),
             (Scalar::String(a), Scalar::String(b)) => a.as_bytes().cmp(b.as_bytes()),
             _ => self.scalar_type().cmp(&other.scalar_type()),
         }
@@ -203,24 +202,6 @@ impl PartialEq for Scalar {
 }
 
 impl Eq for Scalar {}
-
-fn number_bits(x: f64) -> u64 {
-    let x = if x == 0.0 { 0.0 } else { x };
-    let bits = x.to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits ^ (1 << 63)
-    }
-}
-
-fn number_from_bits(bits: u64) -> f64 {
-    f64::from_bits(if bits >> 63 == 1 {
-        bits ^ (1 << 63)
-    } else {
-        !bits
-    })
-}
 
 /// Where in the encoded key space the secondary keys of `t` lie: `[start, end)`.
 pub fn type_range(t: ScalarType) -> (Vec<u8>, Vec<u8>) {
@@ -305,14 +286,67 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    fn num(x: f64) -> Scalar {
+        Scalar::Number(Number::Float(x))
+    }
+
+    fn from(v: Value) -> Scalar {
+        Scalar::from_json(&v).unwrap()
+    }
+
+    /// Issue 60's examples: integers past 2^53 that share an `f64` keep distinct keys, in
+    /// order, and equal values of either form share one.
+    #[test]
+    fn integers_past_2_53_keep_their_keys_apart() {
+        let (a, b) = (
+            from(json!(9007199254740992u64)),
+            from(json!(9007199254740993u64)),
+        );
+        assert_ne!(a, b);
+        assert!(a.encoded() < b.encoded());
+        let (c, d) = (
+            from(json!(1234567890123456788i64)),
+            from(json!(1234567890123456789i64)),
+        );
+        assert!(c < d && c.encoded() < d.encoded());
+        let v = [
+            from(json!(i64::MIN)),
+            from(json!(-9007199254740993i64)),
+            from(json!(-9007199254740992.0)),
+            from(json!(-0.0)),
+            from(json!(9007199254740992.0)),
+            from(json!(9007199254740993u64)),
+            from(json!(i64::MAX)),
+            from(json!(9223372036854775808u64)),
+            from(json!(u64::MAX)),
+            from(json!(1e20)),
+        ];
+        for w in v.windows(2) {
+            assert!(w[0] < w[1] && w[0].encoded() < w[1].encoded(), "{w:?}");
+        }
+        assert_eq!(from(json!(-0.0)).encoded(), from(json!(0)).encoded());
+        assert_eq!(from(json!(2.0)).encoded(), from(json!(2)).encoded());
+        assert_eq!(from(json!(2.0)), from(json!(2)));
+        // Keys read back are the values written.
+        for s in &v {
+            assert_eq!(
+                Scalar::decode(&s.encoded()).map(|d| d.0.to_json()),
+                Some(s.to_json())
+            );
+        }
+    }
+
     fn scalar() -> impl Strategy<Value = Scalar> {
         prop_oneof![
             Just(Scalar::Null),
             any::<bool>().prop_map(Scalar::Bool),
             any::<f64>()
                 .prop_filter("JSON has no NaN or infinities", |x| x.is_finite())
-                .prop_map(Scalar::Number),
-            prop_oneof![-1e6f64..1e6, -10.0f64..10.0].prop_map(Scalar::Number),
+                .prop_map(num),
+            prop_oneof![-1e6f64..1e6, -10.0f64..10.0].prop_map(num),
+            any::<i64>().prop_map(|i| Scalar::Number(Number::from(i))),
+            any::<u64>().prop_map(|u| Scalar::Number(Number::from(u))),
+            (-4i64..4).prop_map(|d| Scalar::Number(Number::from((1i64 << 53) + d))),
             ".{0,12}".prop_map(Scalar::String),
             proptest::collection::vec(prop_oneof![Just('\0'), Just('a'), Just('\u{ff}')], 0..6)
                 .prop_map(|c| Scalar::String(c.into_iter().collect())),
@@ -356,11 +390,11 @@ mod tests {
             Scalar::Null,
             Scalar::Bool(false),
             Scalar::Bool(true),
-            Scalar::Number(f64::MIN),
-            Scalar::Number(-1.5),
-            Scalar::Number(-0.0),
-            Scalar::Number(1e-300),
-            Scalar::Number(2.0),
+            num(f64::MIN),
+            num(-1.5),
+            num(-0.0),
+            num(1e-300),
+            num(2.0),
             Scalar::String(String::new()),
             Scalar::String("\0".into()),
             Scalar::String("a".into()),
@@ -371,7 +405,7 @@ mod tests {
             assert!(w[0].encoded() < w[1].encoded(), "{:?} {:?}", w[0], w[1]);
             assert!(w[0] < w[1]);
         }
-        assert_eq!(Scalar::Number(0.0), Scalar::Number(-0.0));
+        assert_eq!(num(0.0), num(-0.0));
         for t in [
             ScalarType::Null,
             ScalarType::Bool,
@@ -405,8 +439,8 @@ mod tests {
     fn paths_reach_into_embedded_objects() {
         let doc = json!({"a": 1, "user": {"id": 2517, "tags": [1]}, "s": "x"});
         let p = |t| AttrPath::parse(t).unwrap();
-        assert_eq!(p("a").scalar(&doc), Some(Scalar::Number(1.0)));
-        assert_eq!(p("user.id").scalar(&doc), Some(Scalar::Number(2517.0)));
+        assert_eq!(p("a").scalar(&doc), Some(num(1.0)));
+        assert_eq!(p("user.id").scalar(&doc), Some(num(2517.0)));
         assert_eq!(p("user.tags").scalar(&doc), None);
         assert_eq!(p("user").scalar(&doc), None);
         assert_eq!(p("user.id.x").scalar(&doc), None);

@@ -4,7 +4,7 @@ use super::exec::{for_each_match, QueryStats, Records, Wants};
 use super::plan::{Access, Plan};
 use super::Filter;
 use crate::error::{Error, Result};
-use crate::index::{AttrPath, AttrValue, Scalar};
+use crate::index::{AttrPath, AttrValue, Number, Scalar};
 use serde_json::Value;
 
 /// An aggregate over the records meeting a filter.
@@ -22,9 +22,12 @@ pub enum Aggregate {
     Min(AttrPath),
     /// As `Min`, the largest.
     Max(AttrPath),
-    /// Over numbers only: other values at the attribute are skipped.
+    /// Over numbers only: other values at the attribute are skipped. The exact sum of the
+    /// values: an integer answer where it is one that fits `i64`/`u64`, else rounded once to
+    /// `f64` (whatever order records come in, whatever form, `2` or `2.0`, a value had).
     Sum(AttrPath),
-    /// The mean over numbers only (`null` over none).
+    /// The mean over numbers only (`null` over none): the sum as `Sum` has it, to the
+    /// nearest `f64`, divided by their count.
     Avg(AttrPath),
 }
 
@@ -60,7 +63,8 @@ pub fn aggregate(
     op: &Aggregate,
     stats: &mut QueryStats,
 ) -> Result<Value> {
-    let (mut count, mut sum, mut numbers) = (0u64, 0f64, 0u64);
+    let mut count = 0u64;
+    let mut sum = Sum::default();
     let mut best: Option<Scalar> = None;
     let attr = match op {
         Aggregate::Count => None,
@@ -120,21 +124,221 @@ pub fn aggregate(
             }
             Aggregate::Sum(_) | Aggregate::Avg(_) => {
                 if let Some(Scalar::Number(n)) = scalar {
-                    sum += n;
-                    numbers += 1;
+                    sum.add(*n);
                 }
             }
         }
         Ok(true)
     })?;
-    let number = |x: f64| Scalar::Number(x).to_json();
     let v = match op {
         Aggregate::Count | Aggregate::CountOf(_) => Value::from(count),
         Aggregate::Min(_) | Aggregate::Max(_) => best.map_or(Value::Null, |s| s.to_json()),
-        Aggregate::Sum(_) => number(sum),
-        Aggregate::Avg(_) if numbers == 0 => Value::Null,
-        Aggregate::Avg(_) => number(sum / numbers as f64),
+        Aggregate::Sum(_) => sum.total().to_json(),
+        Aggregate::Avg(_) if sum.count == 0 => Value::Null,
+        Aggregate::Avg(_) => Number::Float(sum.total().as_f64() / sum.count as f64).to_json(),
     };
     stats.bytes_returned += v.to_string().len() as u64;
     Ok(v)
+}
+
+/// A sum of numbers (see [`Aggregate::Sum`]), exact whatever form a number was written in
+/// (an index gives `2.0` back as `2`): integral values in `i128`, the fractional parts of
+/// decimals (and decimals too large for `i128`) as non-overlapping partial sums (Shewchuk's
+/// exact floating-point summation). The exact total is then an integer, told exactly, or else
+/// rounded once to `f64`, so the answer does not depend on the order records come in either.
+#[derive(Default)]
+struct Sum {
+    ints: i128,
+    partials: Vec<f64>,
+    count: u64,
+}
+
+/// Beyond this a decimal is summed as a partial (an integral one below it fits `i128`).
+const INT_SUMMED: f64 = 1e30;
+
+impl Sum {
+    fn add(&mut self, n: Number) {
+        self.count += 1;
+        match n {
+            Number::Int(i) => self.ints += i128::from(i),
+            Number::UInt(u) => self.ints += i128::from(u),
+            Number::Float(x) if x.abs() < INT_SUMMED => {
+                // Both parts exact: the integral part of a decimal below 2^100 converts.
+                let whole = x.trunc();
+                self.ints += whole as i128;
+                if x != whole {
+                    self.add_float(x - whole);
+                }
+            }
+            Number::Float(x) => self.add_float(x),
+        }
+    }
+
+    /// Adds `x` to the partials exactly: each step keeps the rounding error of the last.
+    fn add_float(&mut self, mut x: f64) {
+        let mut kept = 0;
+        for i in 0..self.partials.len() {
+            let mut y = self.partials[i];
+            if x.abs() < y.abs() {
+                std::mem::swap(&mut x, &mut y);
+            }
+            let hi = x + y;
+            let lo = y - (hi - x);
+            if lo != 0.0 {
+                self.partials[kept] = lo;
+                kept += 1;
+            }
+            x = hi;
+        }
+        self.partials.truncate(kept);
+        self.partials.push(x);
+    }
+
+    fn total(&self) -> Number {
+        let int = |i: i128| match (i64::try_from(i), u64::try_from(i)) {
+            (Ok(i), _) => Number::Int(i),
+            (_, Ok(u)) => Number::UInt(u),
+            _ => Number::Float(i as f64),
+        };
+        if self.partials.is_empty() {
+            return int(self.ints);
+        }
+        // The fractions may add up to an integer (0.5 + 0.5): then the total is one, exactly.
+        let fractions = self.rounded();
+        if fractions.fract() == 0.0 && fractions.abs() < INT_SUMMED {
+            let mut rest = Sum {
+                partials: self.partials.clone(),
+                ..Sum::default()
+            };
+            rest.add_float(-fractions);
+            if rest.partials.iter().all(|p| *p == 0.0) {
+                return int(self.ints + fractions as i128);
+            }
+        }
+        let mut all = Sum {
+            partials: self.partials.clone(),
+            ..Sum::default()
+        };
+        // The integers in as few exact f64 pieces as it takes (each piece is exact).
+        let mut rest = self.ints;
+        while rest != 0 {
+            let piece = rest as f64;
+            all.add_float(piece);
+            rest -= piece as i128;
+        }
+        Number::Float(all.rounded())
+    }
+
+    /// The partials' exact sum, rounded once (half to even).
+    fn rounded(&self) -> f64 {
+        let p = &self.partials;
+        let Some(mut n) = p.len().checked_sub(1) else {
+            return 0.0;
+        };
+        let mut hi = p[n];
+        let mut lo = 0.0;
+        while n > 0 {
+            n -= 1;
+            let (x, y) = (hi, p[n]);
+            hi = x + y;
+            lo = y - (hi - x);
+            if lo != 0.0 {
+                break;
+            }
+        }
+        // A half-way `lo` with more of the same sign below rounds away from `hi`.
+        if n > 0 && ((lo < 0.0 && p[n - 1] < 0.0) || (lo > 0.0 && p[n - 1] > 0.0)) {
+            let y = lo * 2.0;
+            let x = hi + y;
+            if y == x - hi {
+                hi = x;
+            }
+        }
+        hi
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_sums_are_exact() {
+        let mut s = Sum::default();
+        s.add(Number::Int(9007199254740993));
+        s.add(Number::Int(1));
+        assert_eq!(s.total().to_json(), serde_json::json!(9007199254740994u64));
+        let mut big = Sum::default();
+        big.add(Number::UInt(u64::MAX));
+        big.add(Number::Int(-1));
+        assert_eq!(big.total().to_json(), serde_json::json!(u64::MAX - 1));
+        big.add(Number::Int(2));
+        // Past u64: the nearest f64.
+        assert_eq!(
+            big.total().to_json(),
+            serde_json::json!(18446744073709551616.0)
+        );
+        let mut mixed = Sum::default();
+        mixed.add(Number::Int(3));
+        mixed.add(Number::Float(0.5));
+        assert_eq!(mixed.total().to_json(), serde_json::json!(3.5));
+        // Whatever the form: 2^53 + 0.5 + 0.5 + (2^53 + 1.0 written as a decimal: 2^53)
+        // is the integer 2^54 + 1... as 2^53 + 1 + 0.5 + 0.5 + 2^53 is.
+        let mut forms = Sum::default();
+        for n in [
+            Number::Int(9007199254740993),
+            Number::Float(0.5),
+            Number::Float(0.5),
+            Number::Float(9007199254740992.0),
+        ] {
+            forms.add(n);
+        }
+        assert_eq!(
+            forms.total().to_json(),
+            serde_json::json!(18014398509481986u64)
+        );
+    }
+
+    /// With decimals the sum is the exact one rounded once: the same in any order.
+    #[test]
+    fn decimal_sums_do_not_depend_on_order() {
+        let xs = [
+            Number::Float(9007199254740992.0),
+            Number::Float(1.5),
+            Number::Float(1.5),
+            Number::Int(9007199254740993),
+            Number::Float(-0.25),
+            Number::Float(1e-300),
+            Number::UInt(u64::MAX),
+        ];
+        let total = |order: &[usize]| {
+            let mut s = Sum::default();
+            for &i in order {
+                s.add(xs[i]);
+            }
+            s.total().as_f64()
+        };
+        // Exact: 2^53 + 2^53 + 1 + 2.75 + 1e-300 + 2^64 - 1, rounded once.
+        let want = ((1i128 << 54) + 1 + (u64::MAX as i128)) as f64 + 2.75;
+        let a = total(&[0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(a, total(&[6, 5, 4, 3, 2, 1, 0]));
+        assert_eq!(a, total(&[1, 0, 4, 2, 6, 3, 5]));
+        assert_eq!(a, want);
+        // 2^53 + 1.5 + 1.5 is 2^53 + 3 exactly: an integer, told exactly.
+        let mut three = Sum::default();
+        for i in [1, 0, 2] {
+            three.add(xs[i]);
+        }
+        assert_eq!(
+            three.total().to_json(),
+            serde_json::json!(9007199254740995u64)
+        );
+        // 2^53 + 1.5 + 1.25 = 2^53 + 2.75 is not: rounded once, to 2^53 + 2 (f64s are 2
+        // apart there); 2^53 + 1.5 rounded first would give 2^53 + 2 + 1.25, then + 4.
+        let mut frac = Sum::default();
+        for n in [xs[0], xs[1], Number::Float(1.25)] {
+            frac.add(n);
+        }
+        assert_eq!(frac.total().as_f64(), 9007199254740994.0);
+    }
 }

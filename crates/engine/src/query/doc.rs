@@ -40,16 +40,6 @@ impl Doc {
             .as_ref()
     }
 
-    /// Whether `serde_json` skips over the value as JSON without building it: what a filter
-    /// without conditions has always asked of a record. Laxer than parsing it at the edges
-    /// (a number out of range passes), so only asked of values the scanner refuses.
-    pub fn skims_as_json(&self) -> bool {
-        match self.parsed.get() {
-            Some(Some(_)) => true,
-            _ => serde_json::from_slice::<serde::de::IgnoredAny>(&self.value).is_ok(),
-        }
-    }
-
     /// What the document holds at each of `paths` (`None`: missing); `None` if the value is
     /// not JSON. From the document if it was built, else read off the bytes in one pass that
     /// builds nothing but the scalars found (`PathSet::attrs`).

@@ -382,11 +382,9 @@ impl<'a> Checker<'a> {
         let conditions = &self.filter.conditions;
         let mut found = match doc.attrs(&self.paths) {
             Some(found) => found,
-            // Not JSON as `serde_json` parses it, yet a filter without conditions has always
-            // taken what `serde_json` skips over as JSON: it holds nothing at any attribute.
-            None if conditions.is_empty() && doc.skims_as_json() => {
-                return Some(vec![None; self.wanted.len()])
-            }
+            // Not JSON: `{}` matches it all the same (every record); it holds nothing at
+            // any attribute.
+            None if conditions.is_empty() => return Some(vec![None; self.wanted.len()]),
             None => return None,
         };
         let meets = conditions

@@ -325,8 +325,45 @@ fn kind(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::Number;
     use proptest::prelude::*;
     use serde_json::json;
+
+    /// Issue 60: integers past 2^53 are told apart by filters and by the key ranges an index
+    /// reads, and compare with decimals by value.
+    #[test]
+    fn integers_past_2_53_compare_exactly() {
+        let in_range = |c: &Condition, v: Value| {
+            let k = [Scalar::from_json(&v).unwrap().encoded(), b"pk".to_vec()].concat();
+            c.key_ranges()
+                .iter()
+                .any(|r| k >= r.start && r.end.as_ref().is_none_or(|e| k < *e))
+        };
+        let eq = f(json!({"id": 9007199254740993u64}));
+        assert!(eq.matches(&json!({"id": 9007199254740993u64})));
+        assert!(!eq.matches(&json!({"id": 9007199254740992u64})));
+        assert!(!in_range(&eq.conditions[0].1, json!(9007199254740992u64)));
+        assert!(in_range(&eq.conditions[0].1, json!(9007199254740993u64)));
+        let gt = f(json!({"id": {"$gt": 1234567890123456788i64}}));
+        assert!(gt.matches(&json!({"id": 1234567890123456789i64})));
+        assert!(!gt.matches(&json!({"id": 1234567890123456788i64})));
+        assert!(in_range(&gt.conditions[0].1, json!(1234567890123456789i64)));
+        assert!(!in_range(
+            &gt.conditions[0].1,
+            json!(1234567890123456788i64)
+        ));
+        // Decimals and integers by value; -0 is 0; the ends of u64 and i64.
+        assert!(f(json!({"a": 2})).matches(&json!({"a": 2.0})));
+        assert!(f(json!({"a": 0})).matches(&json!({"a": -0.0})));
+        let above = f(json!({"a": {"$gt": 9007199254740992.0}}));
+        assert!(above.matches(&json!({"a": 9007199254740993u64})));
+        assert!(!above.matches(&json!({"a": 9007199254740992u64})));
+        assert!(f(json!({"a": {"$gt": 18446744073709551614u64}})).matches(&json!({"a": u64::MAX})));
+        assert!(f(json!({"a": {"$lt": -9223372036854775807i64}})).matches(&json!({"a": i64::MIN})));
+        let within = f(json!({"a": {"$in": [9007199254740993u64, 2.5]}}));
+        assert!(!within.matches(&json!({"a": 9007199254740992u64})));
+        assert!(within.matches(&json!({"a": 9007199254740993u64})));
+    }
 
     fn f(v: Value) -> Filter {
         Filter::parse(&v).unwrap()
@@ -378,7 +415,10 @@ mod tests {
         prop_oneof![
             Just(Scalar::Null),
             any::<bool>().prop_map(Scalar::Bool),
-            (-20i32..20).prop_map(|x| Scalar::Number(f64::from(x) / 2.0)),
+            (-20i32..20).prop_map(|x| Scalar::Number(Number::Float(f64::from(x) / 2.0))),
+            (-3i64..3).prop_map(|d| Scalar::Number(Number::Int((1 << 53) + d))),
+            (-2i64..2).prop_map(|d| Scalar::Number(Number::Float(((1i64 << 53) + 2 * d) as f64))),
+            (0u64..3).prop_map(|d| Scalar::Number(Number::UInt(u64::MAX - d))),
             "[ab]{0,3}".prop_map(Scalar::String),
         ]
     }

@@ -113,9 +113,13 @@ impl<'a> Best<'a> {
 
     /// Takes `m` if it ranks among the best `k` so far.
     fn offer(&mut self, m: &Match<'_>) {
+        // The null rule (docs/queries.md): a `null` is no value, as a missing attribute.
         let Some(Some(AttrValue::Scalar(key))) = m.attrs.first() else {
             return;
         };
+        if matches!(key, Scalar::Null) {
+            return;
+        }
         let mut e = Candidate {
             key: key.clone(),
             pk: Bytes::copy_from_slice(m.pk),
@@ -173,7 +177,7 @@ impl<'a> Best<'a> {
 }
 
 /// The `k` records meeting `filter` with the smallest (or, `desc`, largest) scalar at `by`,
-/// ties broken by pk; records without a scalar there are left out.
+/// ties broken by pk; records without a scalar other than `null` there are left out.
 pub fn top_k(
     records: &mut dyn Records,
     filter: &Filter,

@@ -24,6 +24,8 @@ const TAG_NS_OPTIONS: u8 = 12;
 const TAG_USAGE_DELTA: u8 = 13;
 const TAG_USAGE_BASE: u8 = 14;
 const TAG_NS_GARBAGE: u8 = 15;
+/// The key format of the index created just before (absent: format 1).
+const TAG_INDEX_KEYS: u8 = 16;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -132,6 +134,10 @@ impl VersionEdit {
             put_varint(&mut out, u64::from(d.ns));
             out.push(d.kind.to_u8());
             put_bytes(&mut out, d.attr.as_bytes());
+            if d.keys != 1 {
+                out.push(TAG_INDEX_KEYS);
+                out.push(d.keys);
+            }
         }
         for &(id, seq) in &self.ready_index {
             out.push(TAG_INDEX_READY);
@@ -226,8 +232,10 @@ impl VersionEdit {
                         attr,
                         kind,
                         ready: None,
+                        keys: 1,
                     });
                 }
+                TAG_INDEX_KEYS => e.created_index.last_mut()?.keys = c.u8()?,
                 TAG_INDEX_READY => e
                     .ready_index
                     .push((Nsid::try_from(c.varint()?).ok()?, c.varint()?)),
@@ -287,6 +295,7 @@ mod tests {
                 attr: "user.id".into(),
                 kind: IndexKind::Classic,
                 ready: None,
+                keys: 2,
             }],
             ready_index: vec![(5, 77)],
             ns_options: vec![(
@@ -306,8 +315,17 @@ mod tests {
             usage_base: Some(vec![(3, 1000), (5, 0)]),
             ns_garbage: vec![(3, 9, 4096)],
         };
-        assert_eq!(VersionEdit::decode(&e.encode()), Some(e));
+        assert_eq!(VersionEdit::decode(&e.encode()), Some(e.clone()));
         assert_eq!(VersionEdit::decode(&[99]), None);
+        // An index of key format 1 is written as before issue 60 (no tag 16), and a manifest
+        // from before reads as format 1.
+        let mut old = e.clone();
+        old.created_index[0].keys = 1;
+        let bytes = old.encode();
+        assert_eq!(bytes.len() + 2, e.encode().len());
+        assert_eq!(VersionEdit::decode(&bytes), Some(old));
+        // A tag 16 with no index before it is corruption.
+        assert_eq!(VersionEdit::decode(&[TAG_INDEX_KEYS, 2]), None);
     }
 
     proptest::proptest! {

@@ -160,6 +160,9 @@ pub struct IndexDef {
     /// Backfill done: from this seqno on, every record a snapshot sees has its entry (a
     /// snapshot older than that reads without the index).
     pub ready: Option<u64>,
+    /// The encoding of its entries' keys (`index::KEY_FORMAT`; 1: numbers as `f64` alone,
+    /// what a manifest without the field had). An older one is rebuilt at open.
+    pub keys: u8,
 }
 
 #[cfg(test)]

@@ -56,9 +56,13 @@ fn random_value(rng: &mut SmallRng) -> Vec<u8> {
 fn reference(model: &Model, filter: &Filter) -> Vec<(Vec<u8>, Value)> {
     model
         .iter()
-        .filter_map(|(k, v)| {
-            let doc: Value = serde_json::from_slice(v).ok()?;
-            filter.matches(&doc).then(|| (k.clone(), doc))
+        .filter_map(|(k, v)| match serde_json::from_slice::<Value>(v) {
+            Ok(doc) => filter.matches(&doc).then(|| (k.clone(), doc)),
+            // `{}` matches every record, JSON or not (docs/queries.md).
+            Err(_) => filter
+                .conditions
+                .is_empty()
+                .then(|| (k.clone(), Value::Null)),
         })
         .collect()
 }

@@ -20,6 +20,7 @@ mod limits;
 mod list;
 mod model;
 mod namespaces;
+mod numbers;
 mod open;
 mod per_namespace;
 mod quota;

@@ -124,6 +124,7 @@ impl Gen {
         let r = &mut self.rng;
         match (attr, r.gen_range(0..12)) {
             (_, 0) => Value::Null,
+            (_, 11) => big_number(r),
             (_, 1) if attr == 4 => json!(r.gen_bool(0.5)),
             (0 | 3, _) => json!(r.gen_range(-1..8)),
             (1, _) => json!(["", "x", "xy", "y", "yz", "z", "é"][r.gen_range(0..7)]),
@@ -509,5 +510,33 @@ fn cfg_allows(cfg: &GenConfig, name: &str) -> bool {
         | "gc_value_log"
         | "stats" => cfg.db_calls,
         _ => true,
+    }
+}
+
+/// A number where `f64` is not exact, so that values an `f64` would merge are told apart:
+/// integers at and past 2^53 (both signs), at the ends of `i64` and `u64`, the decimals
+/// nearest them, snowflake-sized ids, and zero's two forms. Picked from few values each, so
+/// filters and duplicates hit them.
+fn big_number(r: &mut SmallRng) -> Value {
+    const P53: i64 = 1 << 53;
+    let d = r.gen_range(-1i64..=1);
+    match r.gen_range(0..9) {
+        0 => json!(P53 + d),
+        1 => json!(-P53 - d),
+        2 => json!(i64::MAX - d.abs()),
+        3 => json!(i64::MIN + d.abs()),
+        4 => json!(u64::MAX - d.unsigned_abs()),
+        5 => json!((1u64 << 63) + d.unsigned_abs()),
+        6 => json!(1_234_567_890_123_456_789i64 + d),
+        // Decimals: 2^53 and its even neighbours, 2^63, -0.0.
+        7 => json!(
+            [
+                P53 as f64,
+                (P53 + 2) as f64,
+                -(P53 as f64),
+                (1u64 << 63) as f64
+            ][d.unsigned_abs() as usize % 4]
+        ),
+        _ => json!(-0.0),
     }
 }

@@ -2,7 +2,7 @@
 //! read and query must give, computed from the map alone (no engine code: the filter is
 //! evaluated here on parsed JSON).
 
-use super::ops::{cmp_json, type_rank, AggFn, Cond, FilterSpec, IdxKind, ATTRS};
+use super::ops::{cmp_json, json_int, type_rank, AggFn, Cond, FilterSpec, IdxKind, ATTRS};
 use serde_json::{json, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -86,6 +86,12 @@ pub fn parse(v: &[u8]) -> Option<Value> {
     serde_json::from_slice(v).ok()
 }
 
+/// A stored value as the harness compares records: its JSON, or for a value that is not
+/// JSON (`{}` finds those too) a marker holding its bytes.
+pub fn record_json(v: &[u8]) -> Value {
+    parse(v).unwrap_or_else(|| json!({ "$not_json": String::from_utf8_lossy(v) }))
+}
+
 pub fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(doc, |v, n| v.as_object()?.get(n))
 }
@@ -119,10 +125,13 @@ fn holds(c: &Cond, s: &Value) -> bool {
     }
 }
 
-/// Whether a stored value meets the filter: with no condition every JSON value does; else
+/// Whether a stored value meets the filter, and its document if so: with no condition every
+/// value does, JSON or not (one that is not JSON holds nothing: its document is `null`); else
 /// each condition's attribute holds a scalar that meets it.
 pub fn matches(f: &FilterSpec, value: &[u8]) -> Option<Value> {
-    let doc = parse(value)?;
+    let Some(doc) = parse(value) else {
+        return f.conds.is_empty().then_some(Value::Null);
+    };
     let ok = f
         .conds
         .iter()
@@ -141,10 +150,18 @@ pub fn project(doc: &Value, attrs: &[u8]) -> Value {
     Value::Object(m)
 }
 
-/// Numbers as f64, recursively: the engine prints integral f64 as integers.
+/// Numbers in one form per value, recursively, as the engine prints a number it returns: an
+/// integer where the value is one that fits `i64`/`u64` (`2.0` and `-0.0` too), else the
+/// `f64`. Exact: integers past 2^53 keep every digit.
 pub fn norm(v: &Value) -> Value {
     match v {
-        Value::Number(n) => json!(n.as_f64().unwrap()),
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap();
+            let int = json_int(n).or_else(|| {
+                (f.fract() == 0.0 && f.abs() < 18_446_744_073_709_551_616.0).then_some(f as i128)
+            });
+            int_json(int).unwrap_or_else(|| json!(f))
+        }
         Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
         Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect()),
         other => other.clone(),
@@ -164,7 +181,7 @@ pub fn find(
                 k.clone(),
                 match projection {
                     Some(p) => project(&doc, p),
-                    None => doc,
+                    None => record_json(v),
                 },
             ))
         })
@@ -200,7 +217,10 @@ pub fn top(
         .iter()
         .filter_map(|(pk, v)| {
             let doc = matches(f, v)?;
-            let key = scalar(&doc, ATTRS[by as usize])?.clone();
+            // The null rule: a null ranks nowhere, as a missing value.
+            let key = scalar(&doc, ATTRS[by as usize])
+                .filter(|k| !k.is_null())?
+                .clone();
             Some((pk.clone(), key, projection.map(|p| project(&doc, p))))
         })
         .collect();
@@ -225,20 +245,28 @@ pub fn aggregate(data: &BTreeMap<Vec<u8>, Vec<u8>>, f: &FilterSpec, func: &AggFn
             .filter_map(|d| scalar(d, ATTRS[*a as usize]).cloned())
             .collect()
     };
-    let numbers = |a: &u8| -> Vec<f64> { at(a).iter().filter_map(Value::as_f64).collect() };
+    let numbers = |a: &u8| -> Vec<serde_json::Number> {
+        at(a)
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Number(n) => Some(n),
+                _ => None,
+            })
+            .collect()
+    };
     let v = match func {
         AggFn::Count => json!(docs.len() as f64),
         AggFn::CountOf(a) => json!(docs
             .iter()
             .filter(|d| lookup(d, ATTRS[*a as usize]).is_some_and(|v| !v.is_null()))
             .count() as f64),
-        AggFn::Sum(a) => json!(numbers(a).iter().sum::<f64>()),
+        AggFn::Sum(a) => exact_sum(&numbers(a)).0,
         AggFn::Avg(a) => {
             let n = numbers(a);
             if n.is_empty() {
                 Value::Null
             } else {
-                json!(n.iter().sum::<f64>() / n.len() as f64)
+                json!(exact_sum(&n).1 / n.len() as f64)
             }
         }
         AggFn::Min(a) | AggFn::Max(a) => {
@@ -261,4 +289,40 @@ pub fn aggregate(data: &BTreeMap<Vec<u8>, Vec<u8>>, f: &FilterSpec, func: &AggFn
         }
     };
     norm(&v)
+}
+
+/// An integer as JSON, if it fits `i64` or `u64`.
+fn int_json(i: Option<i128>) -> Option<Value> {
+    let i = i?;
+    i64::try_from(i)
+        .map(Value::from)
+        .ok()
+        .or_else(|| u64::try_from(i).ok().map(Value::from))
+}
+
+/// A sum as docs/queries.md says: the exact sum of the values, an integer where it is one
+/// that fits `i64`/`u64`, else rounded once to `f64`; and that sum as the nearest `f64` (what
+/// `avg` divides). Worked out in quarters: every decimal the generator makes is a multiple
+/// of 1/4.
+fn exact_sum(ns: &[serde_json::Number]) -> (Value, f64) {
+    let mut quarters = 0i128;
+    for n in ns {
+        match json_int(n) {
+            Some(i) => quarters += 4 * i,
+            None => {
+                let q = n.as_f64().unwrap() * 4.0;
+                assert!(
+                    q.fract() == 0.0 && q.abs() < 1e30,
+                    "the model sums quarters: {n}"
+                );
+                quarters += q as i128;
+            }
+        }
+    }
+    // Quarters to f64 rounds once (to nearest, ties to even); the division is exact.
+    let f = quarters as f64 / 4.0;
+    let int = (quarters % 4 == 0)
+        .then(|| int_json(Some(quarters / 4)))
+        .flatten();
+    (int.unwrap_or_else(|| json!(f)), f)
 }

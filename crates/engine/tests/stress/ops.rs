@@ -450,16 +450,50 @@ pub fn type_rank(v: &Value) -> u8 {
 }
 
 /// Order of JSON scalars as secondary keys: null < booleans < numbers < strings; numbers
-/// as f64, strings by bytes.
+/// by exact value (an `i64`/`u64` with every digit, against an `f64` exactly), strings by
+/// bytes.
 pub fn cmp_json(a: &Value, b: &Value) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
     match (a, b) {
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Number(x), Value::Number(y)) => {
-            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
-            x.partial_cmp(&y).unwrap_or(Ordering::Equal)
-        }
+        (Value::Number(x), Value::Number(y)) => cmp_number(x, y),
         (Value::String(x), Value::String(y)) => x.as_bytes().cmp(y.as_bytes()),
         _ => type_rank(a).cmp(&type_rank(b)),
+    }
+}
+
+/// The integer a JSON number is exactly, if it is an `i64` or `u64`.
+pub fn json_int(n: &serde_json::Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+}
+
+/// Two JSON numbers by exact value, worked out here apart from the engine's encoding:
+/// integers as `i128`, decimals as `f64`, an integer against a decimal through the decimal's
+/// floor (exact below 2^100) or, past that, its sign.
+pub fn cmp_number(x: &serde_json::Number, y: &serde_json::Number) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let int_vs_float = |i: i128, f: f64| -> Ordering {
+        if f.abs() >= 1e30 {
+            return if f > 0.0 {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        let floor = f.floor() as i128;
+        match i.cmp(&floor) {
+            Ordering::Equal if f.fract() != 0.0 => Ordering::Less,
+            o => o,
+        }
+    };
+    match (json_int(x), json_int(y)) {
+        (Some(i), Some(j)) => i.cmp(&j),
+        (Some(i), None) => int_vs_float(i, y.as_f64().unwrap()),
+        (None, Some(j)) => int_vs_float(j, x.as_f64().unwrap()).reverse(),
+        (None, None) => {
+            let (f, g) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            f.partial_cmp(&g).unwrap_or(Ordering::Equal)
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::checks::{err_name, tr, Check};
 use super::config::cov;
-use super::model::{self, norm, NsModel};
+use super::model::{self, norm, record_json, NsModel};
 use super::ops::{short, AggFn, Query, ATTRS};
 use cerberus_engine::QueryResult;
 use cerberus_engine::Readable;
@@ -99,7 +99,7 @@ pub(crate) fn run_engine_query(
                 let mut pages = 0;
                 loop {
                     for (pk, v) in &out.records {
-                        recs.push((pk.to_vec(), parse_json(v, "found record")?));
+                        recs.push((pk.to_vec(), record_json(v)));
                     }
                     let Some(c) = out.summary["continuation"].as_str() else {
                         break;
@@ -172,7 +172,7 @@ pub(crate) fn run_engine_query(
                 let mut bytes = 0;
                 for r in &page.value {
                     bytes += r.pk.len() + r.value.len();
-                    recs.push((r.pk.to_vec(), parse_json(&r.value, "found record")?));
+                    recs.push((r.pk.to_vec(), record_json(&r.value)));
                 }
                 if page.value.len() > 1 && bytes > *page_bytes {
                     return Err(format!(

@@ -4,9 +4,7 @@ use super::checks::{check_indexes, check_read, err_name, stale, tr, trace, Check
 use super::config::cov;
 use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
-use super::queries::{
-    check_answer, check_work, expect_query, filter_of, parse_json, run_engine_query,
-};
+use super::queries::{check_answer, check_work, expect_query, filter_of, run_engine_query};
 use super::run::{Cursor, DbRef, IterState, Session, Slot, SnapState};
 use cerberus_engine::Readable;
 use cerberus_engine::{Error, ErrorKind, FindOptions, ReadOptions};
@@ -470,7 +468,7 @@ impl Session {
         let mut bytes = 0;
         for r in &page.value {
             bytes += r.pk.len() + r.value.len();
-            let v = norm(&parse_json(&r.value, "found record")?);
+            let v = norm(&super::model::record_json(&r.value));
             if check && !want.iter().any(|(k, w)| k[..] == r.pk[..] && norm(w) == v) {
                 return Err(format!(
                     "find page {}: record {} = {} is not a match in the namespace now",
