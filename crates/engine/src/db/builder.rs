@@ -106,9 +106,6 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             .map(|(id, name)| {
                 let e = NsEntry::new(*id, name, page_size);
                 *e.options.write() = versions.namespaces.options_of(*id);
-                let (records, index) = versions.namespaces.usage_of(*id);
-                e.used
-                    .store(records + index, std::sync::atomic::Ordering::Relaxed);
                 (*id, Arc::new(e))
             })
             .collect(),
@@ -118,6 +115,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
     let last_seq = versions.last_seq.max(mem.max_seq());
     let version = versions.current();
+    let used = Arc::new(super::usage::used_of(&versions.namespaces));
     let inner = Arc::new(Inner {
         vlog_reader: VlogReader::new(storage.clone()),
         gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
@@ -130,6 +128,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             mem: Arc::new(Memtable::new(options.memtable_bytes)),
             imm: Vec::new(),
             version,
+            used,
         }),
         sv_update: Mutex::new(()),
         writes: WriteQueue::new(
@@ -156,6 +155,8 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         row_cache: crate::row_cache::RowCache::new(options.row_cache_bytes),
         space: Default::default(),
         capacity_flush: Default::default(),
+        #[cfg(test)]
+        hooks: Default::default(),
         opts: options,
     });
     let mut threads = Vec::new();

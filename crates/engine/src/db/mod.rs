@@ -67,6 +67,10 @@ struct SuperVersion {
     /// Frozen memtables waiting for flush, newest first.
     imm: Vec<Arc<Frozen>>,
     version: Arc<Version>,
+    /// Live bytes per namespace (records and index entries) as the tables of `version` hold
+    /// them: swapped with the memtables, so a capacity check never counts a flushed
+    /// memtable twice (or not at all).
+    used: Arc<std::collections::HashMap<Nsid, u64>>,
 }
 
 impl SuperVersion {
@@ -123,6 +127,8 @@ struct Inner {
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
     /// Reader threads for background work, started on first use.
     background_reads: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
+    #[cfg(test)]
+    hooks: usage::TestHooks,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).

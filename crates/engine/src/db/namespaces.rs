@@ -29,8 +29,6 @@ pub(super) struct NsEntry {
     pub(super) last_write_seq: AtomicU64,
     /// Its settings, as the manifest keeps them.
     pub(super) options: parking_lot::RwLock<NamespaceOptions>,
-    /// Its live bytes (records and index entries) as of the last flush.
-    pub(super) used: AtomicU64,
 }
 
 impl NsEntry {
@@ -44,7 +42,6 @@ impl NsEntry {
             last_write_ms: AtomicU64::new(0),
             last_write_seq: AtomicU64::new(0),
             options: Default::default(),
-            used: AtomicU64::new(0),
         }
     }
 

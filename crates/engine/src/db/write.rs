@@ -3,6 +3,7 @@
 use super::flush::Frozen;
 use super::indexes::derive_entries;
 use super::namespaces::NsEntry;
+use super::usage::credit_holds;
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, SeqNo};
@@ -86,15 +87,27 @@ impl Inner {
             }
         }
         e.check_live()?;
-        let counters = &e.counters;
         if ops.is_empty() {
             return Ok(());
         }
         let credit = self.check_room(e, ops)?;
+        self.write_checked(e, ops, credit, sync)
+    }
+
+    /// The rest of [`write`](Self::write), once `ops` were checked and found room (`credit`).
+    pub(super) fn write_checked(
+        &self,
+        e: &NsEntry,
+        ops: &[(Kind, &[u8], &[u8])],
+        credit: super::usage::Credit,
+        sync: bool,
+    ) -> Result<()> {
+        let counters = &e.counters;
         self.check_open()?;
         self.settle_manifest()?;
         let mut records = EncodedWrite::new(e.id, ops);
-        records.credit = credit;
+        records.credit = credit.bytes;
+        records.credit_at = credit.at;
         let result = self.commit(records, sync);
         if result.is_ok() {
             // The group's time, stamped by its leader before this write committed: no clock
@@ -239,8 +252,15 @@ impl Inner {
         let sv = self.super_version_brief();
         let mem = &sv.mem;
         let indexes = self.index_set();
+        // After the super version: see `credit_holds`.
+        let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
         let mut seq = first;
         for g in group {
+            // Checked before its own records go in, after the group's earlier ones.
+            let credit = match credit_holds(&sv, &g, epoch) {
+                true => g.credit,
+                false => 0,
+            };
             let own = indexes.of(g.nsid);
             let buf = Bytes::from(g.buf);
             let mut charged = 0u64;
@@ -278,7 +298,7 @@ impl Inner {
                 }
                 seq += 1;
             }
-            mem.charge(g.nsid, charged, g.credit);
+            mem.charge(g.nsid, charged, credit);
             base += buf.len() as u64;
         }
         w.next_seq = seq;
@@ -404,6 +424,7 @@ impl Inner {
             mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
             imm,
             version: sv.version.clone(),
+            used: sv.used.clone(),
         }));
         drop(sv);
         drop(update);
