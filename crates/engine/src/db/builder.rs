@@ -110,7 +110,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             })
             .collect(),
         dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
-        retired: Vec::new(),
+        retired: Default::default(),
     };
     let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
     let last_seq = versions.last_seq.max(mem.max_seq());
@@ -181,6 +181,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         _lock: lock,
     };
     db.inner.finish_backfills()?;
+    db.inner.forget_destroyed()?;
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)

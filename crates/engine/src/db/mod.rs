@@ -347,10 +347,10 @@ impl Inner {
             .live
             .values()
             .flat_map(|e| [&e.counters, &e.list_counters])
-            .chain(&state.retired)
         {
             c.accumulate(&mut s, n);
         }
+        s.add_counts(&state.retired, n);
         drop(state);
         if let Ok(names) = self.storage.list() {
             for n in names
