@@ -117,7 +117,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     let version = versions.current();
     let used = Arc::new(super::usage::used_of(&versions.namespaces));
     let inner = Arc::new(Inner {
-        vlog_reader: VlogReader::new(storage.clone()),
+        vlog_reader: VlogReader::sharing(storage.clone(), ctx.readers.segments()),
         gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
         storage,
         counters,

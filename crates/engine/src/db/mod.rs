@@ -26,7 +26,7 @@ mod write;
 
 pub use builder::DbBuilder;
 pub use gc::GcStats;
-pub use get_many::MAX_GET_MANY_KEYS;
+pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
 pub use handle::Namespace;
 pub use indexes::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};

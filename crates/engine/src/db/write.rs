@@ -341,12 +341,19 @@ impl Inner {
     /// Makes sure the memtable has room, freezing it or waiting for background work.
     pub(super) fn make_room(&self, w: &mut WriterState) -> Result<()> {
         let mut slowed = false;
+        // The only background run makes this write (a GC's rewrites): it flushes itself
+        // rather than wait for a flush nobody else can run, and no compaction can be
+        // waited for (the write is bounded; the run compacts once it is done).
+        let alone = self.opts.background_threads < 2 && super::background::on_job_thread();
         loop {
             let sv = self.super_version_brief();
             let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
-            let auto = o.auto_compaction;
+            let auto = o.auto_compaction && !alone;
             // The conditions are those of `write_pressure`.
-            if auto && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
+            if auto
+                && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger)
+                && !self.lone_gc_running()
+            {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 self.wait_for_background()?;
                 continue;
@@ -363,7 +370,11 @@ impl Inner {
             }
             if sv.imm.len() >= self.opts.max_immutable_memtables {
                 Counters::add(&self.counters.local().write_stalls, 1);
-                self.wait_for_background()?;
+                drop(sv);
+                match alone {
+                    true => self.flush_oldest()?,
+                    false => self.wait_for_background()?,
+                }
                 continue;
             }
             return self.freeze_memtable(w);
@@ -404,6 +415,31 @@ impl Inner {
         self.wake_background();
         self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
         Ok(())
+    }
+
+    /// The single background run is collecting the value log: no compaction can run until
+    /// it is done, and it waits for the writer lock this write holds (it compacts after).
+    fn lone_gc_running(&self) -> bool {
+        self.opts.background_threads < 2 && self.bg.state.lock().policy.gc_running()
+    }
+
+    /// The writer lock, for a write a background job makes. With a single background run,
+    /// a writer holding the lock may be waiting for a flush only this run can make: it
+    /// flushes while it waits.
+    pub(super) fn writer_for_job(&self) -> Result<parking_lot::MutexGuard<'_, WriterState>> {
+        if self.opts.background_threads >= 2 || !super::background::on_job_thread() {
+            return Ok(self.writes.writer.lock());
+        }
+        loop {
+            let wait = Duration::from_millis(5);
+            if let Some(guard) = self.writes.writer.try_lock_for(wait) {
+                return Ok(guard);
+            }
+            if !self.super_version_brief().imm.is_empty() {
+                self.flush_oldest()?;
+            }
+            self.check_open()?;
+        }
     }
 
     /// Turns the memtable into a frozen one and starts a new one.
