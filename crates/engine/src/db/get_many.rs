@@ -229,7 +229,7 @@ mod tests {
                     assert_eq!(limit, 10_000);
                     assert!(bytes >= 16_000, "{bytes}");
                 }
-                other => panic!("{other:?}"),
+                other => panic!("{:?}", other.map(|v| v.len())),
             }
             // A key asked six times is answered six times: it counts six times.
             let same: Vec<&[u8]> = vec![&[1u8][..]; 6];

@@ -298,6 +298,11 @@ impl Inner {
                 }
                 seq += 1;
             }
+            // A GC rewrite replaces itself, its index entries too: credited whole.
+            let credit = match g.credit_at {
+                None if g.credit > 0 => charged,
+                _ => credit,
+            };
             mem.charge(g.nsid, charged, credit);
             base += buf.len() as u64;
         }
