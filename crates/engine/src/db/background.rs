@@ -494,11 +494,11 @@ impl Inner {
         // A panic in a job must not leave its slots taken and writers waiting forever.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
             // Each may have dropped the last entries of a destroyed id.
-            Job::Flush => self.flush_oldest().and_then(|_| self.forget_destroyed()),
+            Job::Flush => self.flush_oldest().map(|_| self.forget_destroyed_quietly()),
             Job::Compact { task, version } | Job::Split { task, version } => self
                 .run_compaction(task, version)
                 .map(|written| self.count_term(task, written))
-                .and_then(|_| self.forget_destroyed()),
+                .map(|_| self.forget_destroyed_quietly()),
             Job::Consolidate { ns, task, version } => self.consolidate(*ns, task, version),
             Job::Gc { segment } => {
                 let mut stats = GcStats::default();

@@ -181,7 +181,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         _lock: lock,
     };
     db.inner.finish_backfills()?;
-    db.inner.forget_destroyed()?;
+    db.inner.forget_destroyed_quietly();
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)

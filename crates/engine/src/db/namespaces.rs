@@ -169,7 +169,7 @@ impl Inner {
             e.list_counters.accumulate(&mut state.retired, n);
         }
         drop(state);
-        self.forget_destroyed()?;
+        self.forget_destroyed_quietly();
         if let Some(rc) = &self.row_cache {
             rc.drop_namespace(ns);
         }
@@ -286,6 +286,14 @@ impl Inner {
         }
         state.dead = Arc::new(set);
         Ok(())
+    }
+
+    /// [`forget_destroyed`](Self::forget_destroyed) as housekeeping: a failed table read
+    /// leaves the ids for the next try, and fails nothing.
+    pub(super) fn forget_destroyed_quietly(&self) {
+        if let Err(e) = self.forget_destroyed() {
+            tracing::warn!(error = %e, "could not look for destroyed namespaces to forget");
+        }
     }
 
     pub(super) fn namespace_stats(&self, entry: &NsEntry) -> Result<NamespaceStats> {
