@@ -66,6 +66,16 @@ pub enum Error {
         /// The most one call takes.
         limit: usize,
     },
+    /// The values a batched read found add up to more bytes than one call answers with: ask
+    /// for fewer keys at a time (nothing was read from the value log).
+    #[error("the values of one batched get take {bytes} bytes; one call answers at most {limit}")]
+    TooManyBytes {
+        /// The bytes the values found take (values in memory, and the value-log records of
+        /// the others).
+        bytes: u64,
+        /// The most one call answers with.
+        limit: u64,
+    },
     /// No namespace has this id, or it was destroyed.
     #[error("unknown or destroyed namespace {0}")]
     UnknownNamespace(u32),
@@ -182,7 +192,9 @@ impl Error {
             Error::NoSpace { .. } => ErrorKind::NoSpace,
             Error::KeyTooLarge { .. } => ErrorKind::KeyTooLarge,
             Error::ValueTooLarge { .. } => ErrorKind::ValueTooLarge,
-            Error::InvalidArgument(_) | Error::TooManyKeys { .. } => ErrorKind::InvalidArgument,
+            Error::InvalidArgument(_) | Error::TooManyKeys { .. } | Error::TooManyBytes { .. } => {
+                ErrorKind::InvalidArgument
+            }
             Error::InvalidQuery(_) => ErrorKind::InvalidQuery,
             Error::UnknownNamespace(_) => ErrorKind::UnknownNamespace,
             Error::NamespaceExists(_) => ErrorKind::NamespaceExists,
@@ -259,6 +271,10 @@ impl Error {
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::TooManyKeys { count, limit } => Error::TooManyKeys {
                 count: *count,
+                limit: *limit,
+            },
+            Error::TooManyBytes { bytes, limit } => Error::TooManyBytes {
+                bytes: *bytes,
                 limit: *limit,
             },
             Error::UnknownNamespace(ns) => Error::UnknownNamespace(*ns),

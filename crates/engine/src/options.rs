@@ -95,6 +95,10 @@ pub struct Options {
     /// Bytes a value may hold at most: a longer one fails its write with
     /// [`Error::ValueTooLarge`](crate::Error::ValueTooLarge).
     pub max_value_size: usize,
+    /// Bytes of values one `get_many` call answers with at most (default
+    /// [`MAX_GET_MANY_BYTES`](crate::MAX_GET_MANY_BYTES)): a batch past it fails with
+    /// [`Error::TooManyBytes`](crate::Error::TooManyBytes) before it reads a value.
+    pub get_many_bytes: u64,
     /// A value-log segment is closed and a new one started past this size.
     pub vlog_segment_bytes: u64,
     /// Every this many bytes appended to the value log, a thread of its own writes them out
@@ -143,7 +147,9 @@ pub struct Options {
     pub consolidate_below_bytes: Option<u64>,
     /// Number of levels, L0 included.
     pub num_levels: usize,
-    /// Threads for flushes and compactions.
+    /// Threads for flushes, compactions and value-log GC. With 1, GC runs on it too: its
+    /// rewrites flush for themselves when the memtables are full, and no compaction runs
+    /// while it does.
     pub background_threads: usize,
     /// The nice value of the database's own background threads (0-19; 0: as the caller's):
     /// on a machine with few cores a flush or compaction then yields the core to a thread
@@ -240,6 +246,7 @@ impl Default for Options {
             sync: false,
             max_key_size: 64 << 10,
             max_value_size: 64 << 20,
+            get_many_bytes: crate::MAX_GET_MANY_BYTES,
             vlog_segment_bytes: 128 << 20,
             log_writeback_bytes: 1 << 20,
             target_table_bytes: 2 << 20,
@@ -331,6 +338,9 @@ impl Options {
         }
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");
+        }
+        if self.get_many_bytes == 0 {
+            return bad("get_many_bytes must be at least 1");
         }
         if self.prefetch_threads == 0 || self.prefetch_threads > 256 {
             return bad("prefetch_threads must be between 1 and 256");

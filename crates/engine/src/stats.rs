@@ -400,51 +400,7 @@ impl Counters {
     pub fn accumulate(&self, s: &mut DbStats, num_levels: usize) {
         let mut one = DbStats::default();
         self.fill(&mut one, num_levels);
-        s.gets += one.gets;
-        s.puts += one.puts;
-        s.deletes += one.deletes;
-        s.gets_memtable += one.gets_memtable;
-        s.gets_by_level.resize(num_levels, 0);
-        for (a, b) in s.gets_by_level.iter_mut().zip(&one.gets_by_level) {
-            *a += b;
-        }
-        s.gets_runs += one.gets_runs;
-        if s.search.is_empty() {
-            s.search = one.search;
-        } else {
-            for (a, b) in s.search.iter_mut().zip(&one.search) {
-                a.hits += b.hits;
-                a.hit_nanos += b.hit_nanos;
-                a.misses += b.misses;
-                a.miss_nanos += b.miss_nanos;
-            }
-        }
-        s.gets_not_found += one.gets_not_found;
-        s.row_cache.hits += one.row_cache.hits;
-        s.row_cache.misses += one.row_cache.misses;
-        s.filter_probes += one.filter_probes;
-        s.filter_negatives += one.filter_negatives;
-        s.filter_loads += one.filter_loads;
-        s.index_loads += one.index_loads;
-        for p in 0..IoPurpose::COUNT {
-            s.reads[p] += one.reads[p];
-            s.read_bytes[p] += one.read_bytes[p];
-            s.pages[p] += one.pages[p];
-        }
-        s.flushes += one.flushes;
-        s.compactions += one.compactions;
-        s.compaction_bytes_read += one.compaction_bytes_read;
-        s.compaction_bytes_written += one.compaction_bytes_written;
-        s.flush_bytes_written += one.flush_bytes_written;
-        s.l0_bytes_written += one.l0_bytes_written;
-        s.run_merge_bytes_written += one.run_merge_bytes_written;
-        s.level_bytes_written += one.level_bytes_written;
-        s.consolidations += one.consolidations;
-        s.consolidation_bytes_written += one.consolidation_bytes_written;
-        s.write_stalls += one.write_stalls;
-        s.write_slowdowns += one.write_slowdowns;
-        s.gc_segments_deleted += one.gc_segments_deleted;
-        s.gc_bytes_rewritten += one.gc_bytes_rewritten;
+        s.add_counts(&one, num_levels);
     }
 
     pub fn namespace_stats(&self, nsid: u32, num_levels: usize) -> NamespaceStats {
@@ -537,6 +493,58 @@ impl Counters {
         s.write_slowdowns = self.sum_of(|t| &t.write_slowdowns);
         s.gc_segments_deleted = self.sum_of(|t| &t.gc_segments_deleted);
         s.gc_bytes_rewritten = self.sum_of(|t| &t.gc_bytes_rewritten);
+    }
+}
+
+impl DbStats {
+    /// Adds the counters of `one` (as `Counters::accumulate` fills them) into these.
+    pub(crate) fn add_counts(&mut self, one: &DbStats, num_levels: usize) {
+        let s = self;
+        s.gets += one.gets;
+        s.puts += one.puts;
+        s.deletes += one.deletes;
+        s.gets_memtable += one.gets_memtable;
+        s.gets_by_level.resize(num_levels, 0);
+        for (a, b) in s.gets_by_level.iter_mut().zip(&one.gets_by_level) {
+            *a += b;
+        }
+        s.gets_runs += one.gets_runs;
+        if s.search.is_empty() {
+            s.search = one.search.clone();
+        } else {
+            for (a, b) in s.search.iter_mut().zip(&one.search) {
+                a.hits += b.hits;
+                a.hit_nanos += b.hit_nanos;
+                a.misses += b.misses;
+                a.miss_nanos += b.miss_nanos;
+            }
+        }
+        s.gets_not_found += one.gets_not_found;
+        s.row_cache.hits += one.row_cache.hits;
+        s.row_cache.misses += one.row_cache.misses;
+        s.filter_probes += one.filter_probes;
+        s.filter_negatives += one.filter_negatives;
+        s.filter_loads += one.filter_loads;
+        s.index_loads += one.index_loads;
+        for p in 0..IoPurpose::COUNT {
+            s.reads[p] += one.reads[p];
+            s.read_bytes[p] += one.read_bytes[p];
+            s.pages[p] += one.pages[p];
+        }
+        s.flushes += one.flushes;
+        s.compactions += one.compactions;
+        s.compaction_bytes_read += one.compaction_bytes_read;
+        s.compaction_bytes_written += one.compaction_bytes_written;
+        s.flush_bytes_written += one.flush_bytes_written;
+        s.l0_bytes_written += one.l0_bytes_written;
+        s.run_merge_bytes_written += one.run_merge_bytes_written;
+        s.level_bytes_written += one.level_bytes_written;
+        s.consolidations += one.consolidations;
+        s.consolidation_bytes_written += one.consolidation_bytes_written;
+        s.write_stalls += one.write_stalls;
+        s.write_slowdowns += one.write_slowdowns;
+        s.gc_segments_deleted += one.gc_segments_deleted;
+        s.gc_bytes_rewritten += one.gc_bytes_rewritten;
     }
 }
 

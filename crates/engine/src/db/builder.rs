@@ -106,20 +106,18 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             .map(|(id, name)| {
                 let e = NsEntry::new(*id, name, page_size);
                 *e.options.write() = versions.namespaces.options_of(*id);
-                let (records, index) = versions.namespaces.usage_of(*id);
-                e.used
-                    .store(records + index, std::sync::atomic::Ordering::Relaxed);
                 (*id, Arc::new(e))
             })
             .collect(),
         dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
-        retired: Vec::new(),
+        retired: Default::default(),
     };
     let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
     let last_seq = versions.last_seq.max(mem.max_seq());
     let version = versions.current();
+    let used = Arc::new(super::usage::used_of(&versions.namespaces));
     let inner = Arc::new(Inner {
-        vlog_reader: VlogReader::new(storage.clone()),
+        vlog_reader: VlogReader::sharing(storage.clone(), ctx.readers.segments()),
         gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
         storage,
         counters,
@@ -130,6 +128,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             mem: Arc::new(Memtable::new(options.memtable_bytes)),
             imm: Vec::new(),
             version,
+            used,
         }),
         sv_update: Mutex::new(()),
         writes: WriteQueue::new(
@@ -156,6 +155,8 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         row_cache: crate::row_cache::RowCache::new(options.row_cache_bytes),
         space: Default::default(),
         capacity_flush: Default::default(),
+        #[cfg(test)]
+        hooks: Default::default(),
         opts: options,
     });
     let mut threads = Vec::new();
@@ -181,6 +182,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     };
     db.inner.upgrade_index_keys()?;
     db.inner.finish_backfills()?;
+    db.inner.forget_destroyed_quietly();
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)

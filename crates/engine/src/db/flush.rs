@@ -183,11 +183,19 @@ impl Inner {
         let mut vs = self.versions.lock();
         let usage_moved = !edit.usage_delta.is_empty() || !edit.destroyed_ns.is_empty();
         let version = self.log_edit(&mut vs, edit)?;
-        if usage_moved {
-            self.refresh_usage(&vs.namespaces);
-        }
         let _update = self.sv_update.lock();
         let sv = self.sv.load();
+        // The new figures go in the same swap that takes the flushed memtable out.
+        let used = match usage_moved {
+            true => Arc::new(super::usage::used_of(&vs.namespaces)),
+            false => sv.used.clone(),
+        };
+        if flushed.is_some() {
+            // Before the swap: see `credit_holds`.
+            self.capacity_flush.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+        #[cfg(test)]
+        self.hooks.before_swap(self);
         let imm = sv
             .imm
             .iter()
@@ -198,6 +206,7 @@ impl Inner {
             mem: sv.mem.clone(),
             imm,
             version,
+            used,
         }));
         Ok(())
     }

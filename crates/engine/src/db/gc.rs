@@ -189,7 +189,7 @@ impl Inner {
             }
         }
         // The rewritten records must be durable before the only other copy goes.
-        self.writes.writer.lock().vlog.sync()?;
+        self.writer_for_job()?.vlog.sync()?;
         // A snapshot taken before the rewrites became visible reads the old copies; one
         // taken after reads the new ones.
         let released = self.snapshots.releases();
@@ -216,7 +216,7 @@ impl Inner {
     /// Appends the records of `group` that are still current at the head of the log, as one
     /// group under the writer lock.
     fn rewrite_group(&self, group: &[LiveRecord], stats: &mut GcStats) -> Result<()> {
-        let mut guard = self.writes.writer.lock();
+        let mut guard = self.writer_for_job()?;
         let w = &mut *guard;
         self.make_room(w)?;
         // Checked again under the writer lock: no write can slip in between.
@@ -399,11 +399,7 @@ impl Inner {
 
     /// A sealed segment whose marked dead bytes reach `ratio` of its size, if any.
     pub(super) fn gc_candidate(&self, ratio: f64) -> Result<Option<u64>> {
-        // GC may wait for a flush to make room; with one background thread that flush could
-        // never run, so then only `gc_value_log` collects.
-        if self.opts.background_threads < 2 {
-            return Ok(None);
-        }
+        // With one background thread, the GC's rewrites flush for themselves (`make_room`).
         let dead = self.gc.liveness.dead_bytes();
         if dead.is_empty() {
             return Ok(None);

@@ -141,6 +141,11 @@ impl Namespace {
         self.inner.configure_namespace(&self.entry, options)
     }
 
+    /// Its space and settings (what `stats().space` shows), without the rest of the stats.
+    pub fn space(&self) -> Result<crate::NamespaceSpace> {
+        self.inner.namespace_space(&self.entry)
+    }
+
     /// Flushes, then returns the live bytes kept (what `stats().space` shows) and a recount
     /// of the same tables (its records and index entries scanned), equal unless the
     /// accounting is wrong: background writes (a value-log GC's) cannot come between them.

@@ -27,7 +27,7 @@ mod write;
 
 pub use builder::DbBuilder;
 pub use gc::GcStats;
-pub use get_many::MAX_GET_MANY_KEYS;
+pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
 pub use handle::Namespace;
 pub use indexes::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
@@ -69,6 +69,10 @@ struct SuperVersion {
     /// Frozen memtables waiting for flush, newest first.
     imm: Vec<Arc<Frozen>>,
     version: Arc<Version>,
+    /// Live bytes per namespace (records and index entries) as the tables of `version` hold
+    /// them: swapped with the memtables, so a capacity check never counts a flushed
+    /// memtable twice (or not at all).
+    used: Arc<std::collections::HashMap<Nsid, u64>>,
 }
 
 impl SuperVersion {
@@ -125,6 +129,8 @@ struct Inner {
     prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
     /// Reader threads for background work, started on first use.
     background_reads: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
+    #[cfg(test)]
+    hooks: usage::TestHooks,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).
@@ -357,10 +363,10 @@ impl Inner {
             .live
             .values()
             .flat_map(|e| [&e.counters, &e.list_counters])
-            .chain(&state.retired)
         {
             c.accumulate(&mut s, n);
         }
+        s.add_counts(&state.retired, n);
         drop(state);
         if let Ok(names) = self.storage.list() {
             for n in names

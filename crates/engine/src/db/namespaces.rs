@@ -29,8 +29,6 @@ pub(super) struct NsEntry {
     pub(super) last_write_seq: AtomicU64,
     /// Its settings, as the manifest keeps them.
     pub(super) options: parking_lot::RwLock<NamespaceOptions>,
-    /// Its live bytes (records and index entries) as of the last flush.
-    pub(super) used: AtomicU64,
 }
 
 impl NsEntry {
@@ -44,7 +42,6 @@ impl NsEntry {
             last_write_ms: AtomicU64::new(0),
             last_write_seq: AtomicU64::new(0),
             options: Default::default(),
-            used: AtomicU64::new(0),
         }
     }
 
@@ -63,8 +60,9 @@ pub(super) struct NsState {
     pub(super) live: HashMap<Nsid, Arc<NsEntry>>,
     /// Destroyed ids: their entries are dropped by flushes and compactions.
     pub(super) dead: Arc<HashSet<Nsid>>,
-    /// Counters of destroyed namespaces, kept for the database totals.
-    pub(super) retired: Vec<Arc<Counters>>,
+    /// The counts of destroyed namespaces, summed into one for the database totals (their
+    /// counters, a few KiB each, go with them).
+    pub(super) retired: crate::stats::DbStats,
 }
 
 /// Value-log bytes of `addrs`, per segment, as a manifest edit records them.
@@ -166,10 +164,12 @@ impl Inner {
         let mut state = self.namespaces.write();
         if let Some(e) = state.live.remove(&ns) {
             e.live.store(false, Ordering::Release);
-            state.retired.push(e.counters.clone());
-            state.retired.push(e.list_counters.clone());
+            let n = self.opts.num_levels;
+            e.counters.accumulate(&mut state.retired, n);
+            e.list_counters.accumulate(&mut state.retired, n);
         }
         drop(state);
+        self.forget_destroyed_quietly();
         if let Some(rc) = &self.row_cache {
             rc.drop_namespace(ns);
         }
@@ -248,6 +248,54 @@ impl Inner {
         state.dead = Arc::new(set);
     }
 
+    /// Forgets the destroyed ids nothing can refer to any more: no memtable entry, no table
+    /// entry, no snapshot. The dead set and the manifest's list of destroyed ids then stay as
+    /// small as what is left to drop (ids are never reused: the registry's next id says which
+    /// were handed out). Called after a destroy and after each flush or compaction.
+    pub(super) fn forget_destroyed(&self) -> Result<()> {
+        let dead = self.namespaces.read().dead.clone();
+        if dead.is_empty() {
+            return Ok(());
+        }
+        // Memtables and tables of one super version: entries of a destroyed id only ever
+        // leave them (the flush that drops its memtable entries installs with its tables).
+        let sv = self.super_version();
+        let mut gone = Vec::new();
+        'ids: for &id in dead.iter() {
+            let mems = std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem));
+            if self.snapshots.count_of(id) > 0 || mems.into_iter().any(|m| m.entries_of(id) > 0) {
+                continue;
+            }
+            let tables = sv.version.levels.iter().flatten();
+            for t in tables.chain(&sv.version.runs) {
+                if t.entries_of(id)? > 0 {
+                    continue 'ids;
+                }
+            }
+            gone.push(id);
+        }
+        if gone.is_empty() {
+            return Ok(());
+        }
+        let mut vs = self.versions.lock();
+        let mut state = self.namespaces.write();
+        let mut set = (*state.dead).clone();
+        for id in &gone {
+            set.remove(id);
+            vs.namespaces.destroyed.remove(id);
+        }
+        state.dead = Arc::new(set);
+        Ok(())
+    }
+
+    /// [`forget_destroyed`](Self::forget_destroyed) as housekeeping: a failed table read
+    /// leaves the ids for the next try, and fails nothing.
+    pub(super) fn forget_destroyed_quietly(&self) {
+        if let Err(e) = self.forget_destroyed() {
+            tracing::warn!(error = %e, "could not look for destroyed namespaces to forget");
+        }
+    }
+
     pub(super) fn namespace_stats(&self, entry: &NsEntry) -> Result<NamespaceStats> {
         entry.check_live()?;
         let ns = entry.id;
@@ -284,5 +332,55 @@ impl Inner {
             .collect();
         s.runs = level_stats(&version.runs_of(ns).iter().collect::<Vec<_>>());
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::storage::MemStorage;
+    use crate::version::VersionEdit;
+    use crate::{Db, Options};
+    use std::sync::Arc;
+
+    /// Each destroyed namespace used to stay behind for the life of the process: in the dead
+    /// set (cloned per destroy), in the manifest's list of destroyed ids (written into every
+    /// snapshot) and as two sets of counters. Memory now stays flat: what is kept is bounded
+    /// by what still holds entries, not by how many namespaces ever lived.
+    #[test]
+    fn namespace_churn_leaves_nothing_behind() {
+        let db = Db::builder(Options::default())
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap();
+        db.namespace(crate::key::DEFAULT_NS)
+            .unwrap()
+            .put(b"k", b"v")
+            .unwrap();
+        let mut most_dead = 0;
+        for i in 0..10_000 {
+            let ns = db.create_namespace(&format!("n{i}")).unwrap();
+            if i % 100 == 0 {
+                // Entries left in the memtable: the id stays dead until a flush drops them.
+                ns.put(b"k", b"v").unwrap();
+            }
+            db.destroy_namespace(ns.id()).unwrap();
+            if i % 1000 == 999 {
+                db.flush().unwrap();
+            }
+            most_dead = most_dead.max(db.inner.namespaces.read().dead.len());
+        }
+        db.flush().unwrap();
+        db.inner.forget_destroyed().unwrap();
+        assert!(most_dead <= 11, "{most_dead} dead ids kept at once");
+        assert!(db.inner.namespaces.read().dead.is_empty());
+        let vs = db.inner.versions.lock();
+        assert!(vs.namespaces.destroyed.is_empty());
+        let mut snapshot = VersionEdit::default();
+        vs.namespaces.snapshot_into(&mut snapshot);
+        assert!(snapshot.destroyed_ns.is_empty());
+        assert_eq!(snapshot.created_ns.len(), 1);
+        assert!(vs.namespaces.next > 10_000, "ids are never reused");
+        drop(vs);
+        // The destroyed namespaces' counts stay in the totals.
+        assert_eq!(db.stats().puts, 101);
     }
 }

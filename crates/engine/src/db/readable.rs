@@ -81,7 +81,9 @@ pub trait Readable: sealed::Sealed {
     /// at one point: as one get each, but each table's filter and index block are read once
     /// for the batch and the value-log records together. At most
     /// [`MAX_GET_MANY_KEYS`](crate::MAX_GET_MANY_KEYS) keys ([`Error::TooManyKeys`](crate::Error::TooManyKeys)
-    /// beyond).
+    /// beyond), whose values take at most [`MAX_GET_MANY_BYTES`](crate::MAX_GET_MANY_BYTES)
+    /// ([`Error::TooManyBytes`](crate::Error::TooManyBytes) beyond, before any value is read
+    /// from the value log: split the keys and ask again).
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
         let at = self.read_point();
         let ns = at.namespace();

@@ -226,9 +226,24 @@ pub(super) fn recount_version(
         mem: Arc::new(Memtable::new(4096)),
         imm: Vec::new(),
         version: version.clone(),
+        used: Default::default(),
     };
     let ids = namespaces.live.keys().chain(namespaces.indexes.keys());
     ids.map(|&ns| Ok((ns, count(&sv, ns, SeqNo::MAX, c)?)))
+        .collect()
+}
+
+/// Live bytes (records and index entries) of each live namespace in `registry`: what a
+/// super version carries for the write path's capacity checks (read without the manifest's
+/// lock).
+pub(super) fn used_of(registry: &Namespaces) -> std::collections::HashMap<Nsid, u64> {
+    registry
+        .live
+        .keys()
+        .map(|&id| {
+            let (records, index) = registry.usage_of(id);
+            (id, records.saturating_add(index))
+        })
         .collect()
 }
 
@@ -241,6 +256,39 @@ pub(super) const CAPACITY_FLUSH_EVERY: Duration = Duration::from_secs(1);
 pub(super) struct CapacityFlushes {
     /// Time after the database opened of the last one (`None`: never).
     last: parking_lot::Mutex<Option<Duration>>,
+    /// Flushes installed: moved before the super version without the flushed memtable is
+    /// swapped in, so a credit checked against an older one knows its memtables are gone.
+    pub(super) epoch: AtomicU64,
+}
+
+/// A capacity check's credit: bytes of the versions a write replaces, and the seqno and
+/// flush epoch its lookups read at.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Credit {
+    pub(super) bytes: u64,
+    pub(super) at: Option<(SeqNo, u64)>,
+}
+
+/// Whether the credit of `g` still holds when it is appended (under the writer lock, `sv`
+/// loaded before `epoch` was read): no flush since its lookups, and no version of its keys
+/// newer than they read in the memtables (another writer, or an earlier write of the same
+/// commit group, replaced the version it was credited with: only one write may be).
+pub(super) fn credit_holds(sv: &SuperVersion, g: &crate::vlog::EncodedWrite, epoch: u64) -> bool {
+    let Some((seq, at_epoch)) = g.credit_at else {
+        return true;
+    };
+    if at_epoch != epoch {
+        return false;
+    }
+    let mut user = Vec::new();
+    g.spans.iter().all(|s| {
+        user.clear();
+        user.extend_from_slice(&g.nsid.to_be_bytes());
+        user.extend_from_slice(&g.buf[s.key.clone()]);
+        std::iter::once(&sv.mem)
+            .chain(sv.imm.iter().map(|f| &f.mem))
+            .all(|m| m.get(&user, SeqNo::MAX).is_none_or(|(s, _)| s <= seq))
+    })
 }
 
 impl CapacityFlushes {
@@ -316,7 +364,7 @@ impl Inner {
     /// exact figure; those flushes write the memtable every tenant shares, so the device
     /// allows one per [`CAPACITY_FLUSH_EVERY`], and a namespace refused meanwhile is told
     /// its pending bytes.
-    pub(super) fn check_room(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<u64> {
+    pub(super) fn check_room(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<Credit> {
         let bytes: u64 = ops
             .iter()
             .filter(|(kind, ..)| *kind == Kind::Put)
@@ -326,18 +374,17 @@ impl Inner {
             self.check_reserve()?;
         }
         let Some(capacity) = e.options.read().capacity else {
-            return Ok(0);
+            return Ok(Credit::default());
         };
         let mut flushed = false;
         loop {
-            let used = e.used.load(Ordering::Acquire);
-            let pending = self.pending_bytes(e.id);
+            let (used, pending) = self.room_figures(e.id);
             let need = used.saturating_add_signed(pending).saturating_add(bytes);
             if need <= capacity / 2 {
-                return Ok(0);
+                return Ok(Credit::default());
             }
             let replaced = self.replaced_bytes(e, ops)?;
-            if bytes == 0 || need.saturating_sub(replaced) <= capacity {
+            if bytes == 0 || need.saturating_sub(replaced.bytes) <= capacity {
                 return Ok(replaced);
             }
             if pending > 0 && !flushed && self.capacity_flush.allow(self.opened.elapsed()) {
@@ -354,12 +401,18 @@ impl Inner {
         }
     }
 
-    /// Bytes of the current versions of the keys `ops` writes (each key once).
-    fn replaced_bytes(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<u64> {
+    /// Bytes of the current versions of the keys `ops` writes (each key once), all read in
+    /// one super version at one seqno.
+    fn replaced_bytes(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> Result<Credit> {
         let keys: HashSet<&[u8]> = ops.iter().map(|(_, k, _)| *k).collect();
+        // The epoch, then the super version, then the seqno (as a get: see `lookup`).
+        let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
+        let sv = self.super_version_brief();
+        let seq = self.read_seq(None);
         let mut total = 0u64;
         for k in keys {
-            let Some(hit) = self.lookup(e.id, k, None, &e.list_counters)? else {
+            let hit = super::read::lookup_in(&sv, e.id, k, seq, &e.list_counters, None)?;
+            let Some(hit) = hit else {
                 continue;
             };
             if hit.kind != Kind::Put {
@@ -371,7 +424,10 @@ impl Inner {
                 (None, None) => 0,
             };
         }
-        Ok(total)
+        Ok(Credit {
+            bytes: total,
+            at: Some((seq, epoch)),
+        })
     }
 
     fn over(&self, ns: Nsid, used: u64, pending: u64, write: u64, capacity: u64) -> Error {
@@ -387,9 +443,16 @@ impl Inner {
     /// Bytes put into `ns` and not flushed yet, less the versions checks found they replace
     /// (below zero when deletes gave back more than puts took).
     pub(super) fn pending_bytes(&self, ns: Nsid) -> i64 {
+        self.room_figures(ns).1
+    }
+
+    /// `ns`'s live bytes as of the last flush and its pending bytes, from one super version:
+    /// a flush moves bytes from the one to the other in a single swap.
+    pub(super) fn room_figures(&self, ns: Nsid) -> (u64, i64) {
         let sv = self.super_version_brief();
         let imm: i64 = sv.imm.iter().map(|f| f.mem.charged(ns)).sum();
-        sv.mem.charged(ns).saturating_add(imm)
+        let used = sv.used.get(&ns).copied().unwrap_or(0);
+        (used, sv.mem.charged(ns).saturating_add(imm))
     }
 
     /// The reserve this database keeps on a storage of `total` bytes.
@@ -412,16 +475,6 @@ impl Inner {
                 reserve: self.reserve(total),
             }),
             _ => Ok(()),
-        }
-    }
-
-    /// Copies each live namespace's usage and settings from the manifest's registry into its
-    /// entry (the write path reads them there, without the manifest's lock).
-    pub(super) fn refresh_usage(&self, registry: &Namespaces) {
-        for (id, e) in self.namespaces.read().live.iter() {
-            let (records, index) = registry.usage_of(*id);
-            e.used
-                .store(records.saturating_add(index), Ordering::Release);
         }
     }
 
@@ -462,6 +515,7 @@ impl Inner {
             mem: Arc::new(Memtable::new(4096)),
             imm: Vec::new(),
             version,
+            used: Default::default(),
         };
         let c = &e.list_counters;
         let mut counted = Usage {
@@ -472,6 +526,25 @@ impl Inner {
             counted.index += count(&sv, id, SeqNo::MAX, c)?;
         }
         Ok((kept, counted))
+    }
+}
+
+/// Pause points for tests that need one interleaving of the background and the caller.
+#[cfg(test)]
+#[derive(Default)]
+pub(super) struct TestHooks {
+    /// Run by `install` after the manifest took its edit, before the new super version is
+    /// swapped in.
+    #[allow(clippy::type_complexity)]
+    pub(super) before_swap: parking_lot::Mutex<Option<Box<dyn Fn(&Inner) + Send + Sync>>>,
+}
+
+#[cfg(test)]
+impl TestHooks {
+    pub(super) fn before_swap(&self, inner: &Inner) {
+        if let Some(f) = &*self.before_swap.lock() {
+            f(inner);
+        }
     }
 }
 

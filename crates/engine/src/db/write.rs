@@ -3,6 +3,7 @@
 use super::flush::Frozen;
 use super::indexes::derive_entries;
 use super::namespaces::NsEntry;
+use super::usage::credit_holds;
 use super::{Inner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, SeqNo};
@@ -86,15 +87,27 @@ impl Inner {
             }
         }
         e.check_live()?;
-        let counters = &e.counters;
         if ops.is_empty() {
             return Ok(());
         }
         let credit = self.check_room(e, ops)?;
+        self.write_checked(e, ops, credit, sync)
+    }
+
+    /// The rest of [`write`](Self::write), once `ops` were checked and found room (`credit`).
+    pub(super) fn write_checked(
+        &self,
+        e: &NsEntry,
+        ops: &[(Kind, &[u8], &[u8])],
+        credit: super::usage::Credit,
+        sync: bool,
+    ) -> Result<()> {
+        let counters = &e.counters;
         self.check_open()?;
         self.settle_manifest()?;
         let mut records = EncodedWrite::new(e.id, ops);
-        records.credit = credit;
+        records.credit = credit.bytes;
+        records.credit_at = credit.at;
         let result = self.commit(records, sync);
         if result.is_ok() {
             // The group's time, stamped by its leader before this write committed: no clock
@@ -239,8 +252,15 @@ impl Inner {
         let sv = self.super_version_brief();
         let mem = &sv.mem;
         let indexes = self.index_set();
+        // After the super version: see `credit_holds`.
+        let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
         let mut seq = first;
         for g in group {
+            // Checked before its own records go in, after the group's earlier ones.
+            let credit = match credit_holds(&sv, &g, epoch) {
+                true => g.credit,
+                false => 0,
+            };
             let own = indexes.of(g.nsid);
             let buf = Bytes::from(g.buf);
             let mut charged = 0u64;
@@ -278,7 +298,12 @@ impl Inner {
                 }
                 seq += 1;
             }
-            mem.charge(g.nsid, charged, g.credit);
+            // A GC rewrite replaces itself, its index entries too: credited whole.
+            let credit = match g.credit_at {
+                None if g.credit > 0 => charged,
+                _ => credit,
+            };
+            mem.charge(g.nsid, charged, credit);
             base += buf.len() as u64;
         }
         w.next_seq = seq;
@@ -321,12 +346,19 @@ impl Inner {
     /// Makes sure the memtable has room, freezing it or waiting for background work.
     pub(super) fn make_room(&self, w: &mut WriterState) -> Result<()> {
         let mut slowed = false;
+        // The only background run makes this write (a GC's rewrites): it flushes itself
+        // rather than wait for a flush nobody else can run, and no compaction can be
+        // waited for (the write is bounded; the run compacts once it is done).
+        let alone = self.opts.background_threads < 2 && super::background::on_job_thread();
         loop {
             let sv = self.super_version_brief();
             let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
-            let auto = o.auto_compaction;
+            let auto = o.auto_compaction && !alone;
             // The conditions are those of `write_pressure`.
-            if auto && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
+            if auto
+                && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger)
+                && !self.lone_gc_running()
+            {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 self.wait_for_background()?;
                 continue;
@@ -343,7 +375,11 @@ impl Inner {
             }
             if sv.imm.len() >= self.opts.max_immutable_memtables {
                 Counters::add(&self.counters.local().write_stalls, 1);
-                self.wait_for_background()?;
+                drop(sv);
+                match alone {
+                    true => self.flush_oldest()?,
+                    false => self.wait_for_background()?,
+                }
                 continue;
             }
             return self.freeze_memtable(w);
@@ -386,6 +422,31 @@ impl Inner {
         Ok(())
     }
 
+    /// The single background run is collecting the value log: no compaction can run until
+    /// it is done, and it waits for the writer lock this write holds (it compacts after).
+    fn lone_gc_running(&self) -> bool {
+        self.opts.background_threads < 2 && self.bg.state.lock().policy.gc_running()
+    }
+
+    /// The writer lock, for a write a background job makes. With a single background run,
+    /// a writer holding the lock may be waiting for a flush only this run can make: it
+    /// flushes while it waits.
+    pub(super) fn writer_for_job(&self) -> Result<parking_lot::MutexGuard<'_, WriterState>> {
+        if self.opts.background_threads >= 2 || !super::background::on_job_thread() {
+            return Ok(self.writes.writer.lock());
+        }
+        loop {
+            let wait = Duration::from_millis(5);
+            if let Some(guard) = self.writes.writer.try_lock_for(wait) {
+                return Ok(guard);
+            }
+            if !self.super_version_brief().imm.is_empty() {
+                self.flush_oldest()?;
+            }
+            self.check_open()?;
+        }
+    }
+
     /// Turns the memtable into a frozen one and starts a new one.
     pub(super) fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
         let update = self.sv_update.lock();
@@ -404,6 +465,7 @@ impl Inner {
             mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
             imm,
             version: sv.version.clone(),
+            used: sv.used.clone(),
         }));
         drop(sv);
         drop(update);

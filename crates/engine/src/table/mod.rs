@@ -14,7 +14,7 @@ mod reader;
 
 pub use builder::{TableBuilder, TableProps};
 pub use cache::BlockCache;
-pub use open_cache::TableCache;
+pub use open_cache::{SegmentFiles, TableCache};
 pub use reader::{IterConfig, TableIter, TableReader};
 
 use crate::coding::{get_u32, get_u64, put_u32, put_u64, put_varint, Cursor};

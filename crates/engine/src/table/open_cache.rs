@@ -1,31 +1,54 @@
-//! The table cache: the open table readers, each holding its file open, at most about
-//! `Options::max_open_files` of them (as RocksDB's and LevelDB's table cache).
+//! The table cache: the open table readers and value-log segment files, each holding its
+//! file open, at most about `Options::max_open_files` of them together (as RocksDB's and
+//! LevelDB's table cache; value-log segments share the bound, so a large log does not need a
+//! descriptor per segment).
 //!
-//! A table is opened on first use and stays open until the cache evicts it (least recently
-//! used first, roughly: CLOCK-PRO) or the table is deleted. Eviction only drops the cache's
-//! reference: a reader in use (an iterator in the middle of the table, a get probing it)
-//! keeps its file open until the last user drops it, and the next use opens the file again.
-//! Blocks stay in the [`BlockCache`](super::BlockCache) across a re-open (table ids are never
-//! reused), so a re-open reads only the footer and the namespace table.
+//! A table or segment is opened on first use and stays open until the cache evicts it
+//! (least recently used first, roughly: CLOCK-PRO) or it is deleted. Eviction only drops the
+//! cache's reference: a reader in use (an iterator in the middle of the table, a get probing
+//! it) keeps its file open until the last user drops it, and the next use opens the file
+//! again. Blocks stay in the [`BlockCache`](super::BlockCache) across a re-open (table ids
+//! are never reused), so a re-open reads only the footer and the namespace table.
 
 use super::TableReader;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::storage::RandomAccessFile;
 use quick_cache::sync::Cache;
 use std::sync::Arc;
 
+/// What the cache holds open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Table(u64),
+    Segment(u64),
+}
+
+#[derive(Clone)]
+enum Open {
+    Table(Arc<TableReader>),
+    Segment(Arc<dyn RandomAccessFile>),
+}
+
+type Files = Arc<Cache<Key, Open>>;
+
 pub struct TableCache {
-    readers: Cache<u64, Arc<TableReader>>,
+    readers: Files,
+}
+
+/// The cache's files were asked for as the other kind (never happens: keys say the kind).
+fn mixed_up() -> Error {
+    Error::InvalidArgument("the open-file cache mixed up a table and a segment".into())
 }
 
 impl TableCache {
-    /// A cache keeping at most about `max_open` readers (rounded up to a multiple of its
+    /// A cache keeping at most about `max_open` files open (rounded up to a multiple of its
     /// shard count; at least 1), and no more than half the process's descriptor limit
-    /// (`RLIMIT_NOFILE` as it is now): the other half is left to value-log segments, the
-    /// manifest, and what else the process opens.
+    /// (`RLIMIT_NOFILE` as it is now): the other half is left to the manifest, the value
+    /// log's head and what else the process opens.
     pub fn new(max_open: usize) -> Self {
         let max_open = max_open.min(descriptor_share()).max(1);
         TableCache {
-            readers: Cache::new(max_open),
+            readers: Arc::new(Cache::new(max_open)),
         }
     }
 
@@ -36,13 +59,25 @@ impl TableCache {
         id: u64,
         open: impl FnOnce() -> Result<TableReader>,
     ) -> Result<Arc<TableReader>> {
-        self.readers
-            .get_or_insert_with(&id, || open().map(Arc::new))
+        let got = self
+            .readers
+            .get_or_insert_with(&Key::Table(id), || open().map(|r| Open::Table(Arc::new(r))))?;
+        match got {
+            Open::Table(r) => Ok(r),
+            Open::Segment(_) => Err(mixed_up()),
+        }
     }
 
     /// Forgets table `id` (it is being deleted): its file closes once no one uses it.
     pub fn evict(&self, id: u64) {
-        self.readers.remove(&id);
+        self.readers.remove(&Key::Table(id));
+    }
+
+    /// The value-log segments' side of the cache: under the same bound.
+    pub fn segments(&self) -> SegmentFiles {
+        SegmentFiles {
+            files: self.readers.clone(),
+        }
     }
 
     /// Readers held by the cache (each with its file open).
@@ -55,6 +90,41 @@ impl TableCache {
     #[cfg(test)]
     fn capacity(&self) -> u64 {
         self.readers.capacity()
+    }
+}
+
+/// Open value-log segment files, in a [`TableCache`] (or a cache of their own).
+#[derive(Clone)]
+pub struct SegmentFiles {
+    files: Files,
+}
+
+impl SegmentFiles {
+    /// A cache of at most about `max_open` segment files of its own.
+    pub fn own(max_open: usize) -> Self {
+        SegmentFiles {
+            files: Arc::new(Cache::new(max_open.max(1))),
+        }
+    }
+
+    /// Segment `id`'s file, opened with `open` unless it is open.
+    pub fn get_or_open(
+        &self,
+        id: u64,
+        open: impl FnOnce() -> Result<Arc<dyn RandomAccessFile>>,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
+        match self
+            .files
+            .get_or_insert_with(&Key::Segment(id), || open().map(Open::Segment))?
+        {
+            Open::Segment(f) => Ok(f),
+            Open::Table(_) => Err(mixed_up()),
+        }
+    }
+
+    /// Forgets segment `id` (it is being deleted).
+    pub fn evict(&self, id: u64) {
+        self.files.remove(&Key::Segment(id));
     }
 }
 

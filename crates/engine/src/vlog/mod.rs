@@ -97,6 +97,10 @@ pub struct EncodedWrite {
     /// Bytes of the versions these records replace, as a capacity check found them: taken
     /// off what the memtable counts for the namespace.
     pub credit: u64,
+    /// The seqno and flush epoch the credit's lookups read at (`None`: a credit that holds
+    /// whatever was written since, a GC rewrite's): a write in between to one of its keys
+    /// voids it.
+    pub credit_at: Option<(u64, u64)>,
 }
 
 impl EncodedWrite {
@@ -110,6 +114,7 @@ impl EncodedWrite {
             buf: Vec::with_capacity(total),
             spans: Vec::with_capacity(ops.len()),
             credit: 0,
+            credit_at: None,
         };
         for (i, (kind, key, value)) in ops.iter().enumerate() {
             let at = w.buf.len();

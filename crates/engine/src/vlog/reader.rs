@@ -13,29 +13,26 @@ use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, ValueAddr};
 use crate::stats::Counters;
 use crate::storage::{IoPurpose, RandomAccessFile, StorageRef};
+use crate::table::SegmentFiles;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 /// What epochs need to delete what was retired into them.
 struct Shared {
     storage: StorageRef,
-    /// Open segment files, replaced whole when one opens or goes (rare): a read looks its
-    /// file up without a lock or a shared reference count.
-    files: ArcSwap<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    /// Open segment files, under the bound of the tables' (least recently used go first;
+    /// a reader holding one keeps it open).
+    files: SegmentFiles,
     /// Retired segments whose files are not deleted yet.
     retired: Mutex<HashSet<u64>>,
 }
 
 impl Shared {
     fn delete(&self, segment: u64) {
-        self.files.rcu(|files| {
-            let mut files = HashMap::clone(files);
-            files.remove(&segment);
-            files
-        });
+        self.files.evict(segment);
         let name = segment_name(segment);
         // A file left behind holds only dead records; GC finds and deletes it again.
         if let Err(e) = self.storage.delete(&name) {
@@ -95,11 +92,14 @@ pub struct BriefPin {
     _epoch: arc_swap::Guard<Arc<Epoch>>,
 }
 
-/// The segment file a reader used last: a query's reads in one segment skip the shared map
+/// The segment file a reader used last: a query's reads in one segment skip the shared cache
 /// of open files (a lock, a hash and a reference count per read). Held under a [`ReadPin`],
 /// as every read is.
 #[derive(Default)]
 pub struct LastSegment(Option<(u64, Arc<dyn RandomAccessFile>)>);
+
+/// Segment files a reader of its own (no table cache to share) keeps open at most.
+const OWN_OPEN_SEGMENTS: usize = 64;
 
 /// Reads values by address, keeping segment files open.
 pub struct VlogReader {
@@ -110,10 +110,16 @@ pub struct VlogReader {
 }
 
 impl VlogReader {
+    /// A reader keeping at most a few segment files open, in a cache of its own.
     pub fn new(storage: StorageRef) -> Self {
+        Self::sharing(storage, SegmentFiles::own(OWN_OPEN_SEGMENTS))
+    }
+
+    /// A reader keeping its segment files open in `files` (the tables' cache: one bound).
+    pub fn sharing(storage: StorageRef, files: SegmentFiles) -> Self {
         let shared = Arc::new(Shared {
             storage,
-            files: ArcSwap::default(),
+            files,
             retired: Mutex::default(),
         });
         VlogReader {
@@ -139,23 +145,13 @@ impl VlogReader {
     }
 
     fn file(&self, segment: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        if let Some(f) = self.shared.files.load().get(&segment) {
-            return Ok(f.clone());
-        }
-        let name = segment_name(segment);
-        let f = self
-            .shared
-            .storage
-            .open(&name)
-            .map_err(|e| Error::io(name, e))?;
-        let mut kept = None;
-        self.shared.files.rcu(|files| {
-            let mut files = HashMap::clone(files);
-            // Another reader may have opened it meanwhile: every reader keeps one file.
-            kept = Some(files.entry(segment).or_insert_with(|| f.clone()).clone());
-            files
-        });
-        Ok(kept.unwrap_or(f))
+        self.shared.files.get_or_open(segment, || {
+            let name = segment_name(segment);
+            self.shared
+                .storage
+                .open(&name)
+                .map_err(|e| Error::io(name, e))
+        })
     }
 
     /// Reads the record at `addr`, checks it is intact and belongs to `(nsid, key)`, and
@@ -168,10 +164,6 @@ impl VlogReader {
         key: &[u8],
         c: &Counters,
     ) -> Result<Bytes> {
-        // The common case reads through the map's own reference: no count to bump.
-        if let Some(f) = self.shared.files.load().get(&addr.segment) {
-            return Self::read_in(&**f, addr, nsid, key, c);
-        }
         let file = self.file(addr.segment)?;
         Self::read_in(&*file, addr, nsid, key, c)
     }
@@ -307,5 +299,115 @@ mod tests {
         }
         drop(pin);
         assert!(!r.is_retired(99_999));
+    }
+
+    /// A storage counting the read handles open at once (tables' and segments').
+    struct Counting {
+        inner: MemStorage,
+        open: Arc<std::sync::atomic::AtomicUsize>,
+        peak: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    struct CountedFile {
+        file: Arc<dyn RandomAccessFile>,
+        open: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Drop for CountedFile {
+        fn drop(&mut self) {
+            self.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    impl RandomAccessFile for CountedFile {
+        fn read_at(
+            &self,
+            offset: u64,
+            len: usize,
+            purpose: crate::storage::IoPurpose,
+        ) -> std::io::Result<Vec<u8>> {
+            self.file.read_at(offset, len, purpose)
+        }
+        fn len(&self) -> std::io::Result<u64> {
+            self.file.len()
+        }
+    }
+
+    impl crate::storage::Storage for Counting {
+        fn create(&self, name: &str) -> std::io::Result<Box<dyn crate::storage::WritableFile>> {
+            self.inner.create(name)
+        }
+        fn open(&self, name: &str) -> std::io::Result<Arc<dyn RandomAccessFile>> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let file = self.inner.open(name)?;
+            let now = self.open.fetch_add(1, SeqCst) + 1;
+            self.peak.fetch_max(now, SeqCst);
+            let open = self.open.clone();
+            Ok(Arc::new(CountedFile { file, open }))
+        }
+        fn delete(&self, name: &str) -> std::io::Result<()> {
+            self.inner.delete(name)
+        }
+        fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn list(&self) -> std::io::Result<Vec<String>> {
+            self.inner.list()
+        }
+        fn exists(&self, name: &str) -> std::io::Result<bool> {
+            self.inner.exists(name)
+        }
+        fn sync_dir(&self) -> std::io::Result<()> {
+            self.inner.sync_dir()
+        }
+    }
+
+    /// Value-log segments used to stay open once read, all of them (89 segments read with
+    /// `max_open_files` 16 held 99 descriptors): they now share the tables' bound.
+    #[test]
+    fn segments_share_the_bound_of_open_files() {
+        use crate::storage::Storage;
+        use crate::{Db, Options, Readable};
+        use std::sync::atomic::Ordering::SeqCst;
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let peak = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let storage = Arc::new(Counting {
+            inner: MemStorage::new(),
+            open: open.clone(),
+            peak: peak.clone(),
+        });
+        let opts = Options {
+            max_open_files: 16,
+            vlog_segment_bytes: 16 << 10,
+            auto_compaction: false,
+            ..Options::default()
+        };
+        let db = Db::builder(opts).open_storage(storage.clone()).unwrap();
+        let ns = db.create_namespace("t").unwrap();
+        let keys = 1500u32;
+        for i in 0..keys {
+            ns.put(&i.to_be_bytes(), &[i as u8; 1000]).unwrap();
+        }
+        db.flush().unwrap();
+        let segments = storage
+            .list()
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".vlog"))
+            .count();
+        assert!(segments >= 80, "{segments} segments");
+        peak.store(open.load(SeqCst), SeqCst);
+        for _ in 0..2 {
+            for i in 0..keys {
+                let v = ns.get(&i.to_be_bytes()).unwrap().unwrap();
+                assert_eq!(v.len(), 1000);
+            }
+        }
+        let peak = peak.load(SeqCst);
+        // The cache rounds its bound up to a multiple of its shards: a few over 16 at most.
+        assert!(
+            peak <= 24,
+            "{peak} files open at once reading {segments} segments"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use super::config::cov;
 use super::model::NsModel;
-use super::ops::{short, FaultKind, IdxKind, ATTRS};
+use super::ops::{short, FaultKind, IdxKind, Op, ATTRS, NS_SLOTS};
 use cerberus_engine::storage::IoKind;
 use cerberus_engine::{Error, IndexKind};
 
@@ -21,6 +21,7 @@ pub(crate) fn err_name(e: &Error) -> &'static str {
         Error::InvalidQuery(_) => "InvalidQuery",
         Error::Closed => "Closed",
         Error::Background(_) => "Background",
+        Error::CapacityExceeded { .. } => "CapacityExceeded",
         #[allow(unreachable_patterns)]
         _ => "Other",
     }
@@ -136,6 +137,25 @@ pub(crate) fn write_result(
             }
             Ok("ok".into())
         }
+        // Refused whole, before anything was written: the model stays.
+        Err(Error::CapacityExceeded {
+            used,
+            pending,
+            write,
+            capacity,
+            ..
+        }) => {
+            if !m.may_refuse {
+                return Err("CapacityExceeded without a capacity".into());
+            }
+            if write == 0 || used + pending + write <= capacity {
+                return Err(format!(
+                    "CapacityExceeded: used {used} + pending {pending} + write {write} \
+                     within capacity {capacity}"
+                ));
+            }
+            Ok("Err(CapacityExceeded)".into())
+        }
         // An injected fault may fail a write, never make it report corruption.
         Err(e) if faulty && !e.is_corruption() => {
             // A batch is all or nothing; per key that is one of old or new.
@@ -219,5 +239,65 @@ pub(crate) fn check_read(
                 ))
             }
         }
+    }
+}
+
+/// The model's live bytes of records: keys and values (what a namespace's usage counts,
+/// its index entries aside).
+pub(crate) fn model_bytes(m: &NsModel) -> u64 {
+    m.data.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()
+}
+
+impl super::run::Session {
+    /// After a step that changes namespaces' bytes, alone on the database and with no fault:
+    /// the kept figures bound the model's bytes from above (pending bytes count new writes
+    /// as new), equal them after a flush, and a put accepted under a capacity stays within it.
+    pub(crate) fn check_space_after(&mut self, op: &Op, outcome: &str) -> Result<(), String> {
+        if !self.exclusive || self.faulty {
+            return Ok(());
+        }
+        let (slots, exact): (Vec<u8>, bool) = match op {
+            Op::Put { ns, .. } | Op::Delete { ns, .. } | Op::Batch { ns, .. } => (vec![*ns], false),
+            Op::Configure { ns, .. } => (vec![*ns], false),
+            Op::Flush | Op::Reopen => ((0..NS_SLOTS).collect(), true),
+            _ => return Ok(()),
+        };
+        let put = outcome == "ok"
+            && match op {
+                Op::Put { .. } => true,
+                Op::Batch { writes, .. } => writes.iter().any(|(_, v)| v.is_some()),
+                _ => false,
+            };
+        for slot in slots {
+            let Some((h, m)) = self.live(slot) else {
+                continue;
+            };
+            if !m.uncertain.is_empty() || m.indexes_uncertain {
+                continue;
+            }
+            cov("Namespace::space");
+            let s = h.space().map_err(|e| format!("slot {slot}: space: {e}"))?;
+            let want = model_bytes(m);
+            if s.used_bytes + s.pending_bytes < want {
+                return Err(format!(
+                    "slot {slot}: used {} + pending {} below the model's {want} bytes",
+                    s.used_bytes, s.pending_bytes
+                ));
+            }
+            if exact && s.pending_bytes == 0 && s.used_bytes.saturating_sub(s.index_bytes) != want {
+                return Err(format!(
+                    "slot {slot}: after a flush, used {} (index {}), the model's {want}",
+                    s.used_bytes, s.index_bytes
+                ));
+            }
+            if let Some(c) = m.capacity.filter(|_| put) {
+                if want > c {
+                    return Err(format!(
+                        "slot {slot}: a put accepted at {want} bytes, capacity {c}"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }

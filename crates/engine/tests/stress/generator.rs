@@ -49,6 +49,7 @@ pub const WEIGHTS: &[(&str, u32)] = &[
     ("gc_value_log", 10),
     ("sync_log", 3),
     ("stats", 3),
+    ("configure", 5),
     ("reopen", 5),
     ("crash", 4),
     ("inject", 3),
@@ -90,6 +91,15 @@ impl Gen {
             self.next_ops(&mut out);
         }
         out
+    }
+
+    /// A capacity about the size of a namespace's records (a few KB to tens of KB), or none.
+    fn configure(&mut self) -> Op {
+        let capacity = [None, Some(3_000), Some(10_000), Some(30_000)][self.rng.gen_range(0..4)];
+        Op::Configure {
+            ns: self.ns(),
+            capacity,
+        }
     }
 
     fn ns(&mut self) -> u8 {
@@ -478,6 +488,7 @@ impl Gen {
             "gc_value_log" => Op::Gc,
             "sync_log" => Op::SyncLog,
             "stats" => Op::Stats,
+            "configure" => self.configure(),
             "reopen" => Op::Reopen,
             "crash" => Op::Crash,
             "inject" => Op::Inject {

@@ -27,6 +27,10 @@ pub struct NsModel {
     /// Acknowledged writes so far (a paged find is complete only if none came between
     /// its pages).
     pub writes: u64,
+    /// The capacity every accepted put keeps the records under (`None`: none, or a failed
+    /// configure left it unknown); `may_refuse`: a capacity may be set.
+    pub capacity: Option<u64>,
+    pub may_refuse: bool,
 }
 
 impl NsModel {

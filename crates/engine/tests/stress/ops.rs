@@ -240,6 +240,11 @@ pub enum Op {
     Gc,
     SyncLog,
     Stats,
+    /// Gives namespace slot `ns` a capacity (`None`: none).
+    Configure {
+        ns: u8,
+        capacity: Option<u32>,
+    },
     Reopen,
     /// Power cut (fault storage): unsynced data is lost; elsewhere a reopen.
     Crash,
@@ -424,6 +429,7 @@ impl fmt::Display for Op {
             Op::Gc => write!(f, "gc_value_log"),
             Op::SyncLog => write!(f, "sync_log"),
             Op::Stats => write!(f, "stats + list_namespaces"),
+            Op::Configure { ns, capacity } => write!(f, "configure ns{ns} capacity {capacity:?}"),
             Op::Reopen => write!(f, "close + reopen"),
             Op::Crash => write!(f, "crash + reopen"),
             Op::Inject { kind, nth, sticky } => {

@@ -184,15 +184,26 @@ impl Session {
                 check_indexes(&got, m)?;
             }
             // Alone on the database: the usage the flushes kept equals a recount (which
-            // flushes first). A recount that fails (an injected fault) proves nothing.
+            // flushes first), and its records the model's own bytes. Only an injected
+            // fault may make the recount fail.
             if self.exclusive {
-                if let Ok((kept, counted)) = ns.check_usage() {
-                    cov("Namespace::check_usage");
-                    if kept != counted {
-                        return Err(format!(
-                            "slot {i}: usage kept {kept:?} != recount {counted:?}"
-                        ));
+                cov("Namespace::check_usage");
+                match ns.check_usage() {
+                    Ok((kept, counted)) => {
+                        if kept != counted {
+                            return Err(format!(
+                                "slot {i}: usage kept {kept:?} != recount {counted:?}"
+                            ));
+                        }
+                        let want = super::checks::model_bytes(m);
+                        if m.uncertain.is_empty() && kept.records != want {
+                            return Err(format!(
+                                "slot {i}: usage kept {kept:?}, the model's records {want}"
+                            ));
+                        }
                     }
+                    Err(_) if self.faulty => {}
+                    Err(e) => return Err(format!("slot {i}: check_usage: {e}")),
                 }
             }
         }
@@ -265,6 +276,7 @@ impl Session {
     pub fn exec(&mut self, db_host: &mut DbRef<'_>, op: &Op) -> Check {
         OPS_RUN.fetch_add(1, Ordering::Relaxed);
         let r = self.exec_inner(db_host, op);
+        let r = r.and_then(|t| self.check_space_after(op, &t).map(|()| t));
         if let Ok(t) = &r {
             self.trace.push(t.clone());
         }
@@ -302,6 +314,7 @@ impl Session {
             | Op::Gc
             | Op::SyncLog
             | Op::Stats
+            | Op::Configure { .. }
             | Op::Reopen
             | Op::Crash
             | Op::Heal
