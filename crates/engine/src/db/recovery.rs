@@ -238,6 +238,9 @@ fn replay_log(
             // tail would be read by value-log GC once the segment is sealed, and a tail
             // brought back by a later crash would sit before newer segments.
             let name = vlog::segment_name(seg);
+            if end.intact_after {
+                keep_aside(storage, &name, end.end)?;
+            }
             storage.truncate_file(&name, end.end).ctx(&name)?;
             tracing::warn!(
                 segment = seg,
@@ -249,6 +252,40 @@ fn replay_log(
     }
     Ok(())
 }
+
+/// Copies what recovery drops of segment `name` from `end` on to `name` +
+/// [`DAMAGED_SUFFIX`], durably, before the cut: intact records followed the damage, and if
+/// the damage was rot in synced bytes rather than a crash's hole, they are acknowledged
+/// writes. Recovery keeps a prefix of the log either way; the copy loses nothing for an
+/// administrator to look at. Nothing reads it; deleting it is the administrator's call.
+fn keep_aside(storage: &dyn Storage, name: &str, end: u64) -> Result<()> {
+    let f = storage.open(name).ctx(name)?;
+    let len = f.len().ctx(name)?;
+    let tail = usize::try_from(len - end)
+        .map_err(|_| Error::corruption(name, end, "tail too large to keep aside"))?;
+    let bytes = f
+        .read_at(end, tail, crate::storage::IoPurpose::Log)
+        .ctx(name)?;
+    let aside = format!("{name}.{end}{DAMAGED_SUFFIX}");
+    let w = storage.create(&aside).ctx(&aside)?;
+    w.append(&bytes, crate::storage::IoPurpose::Log)
+        .ctx(&aside)?;
+    w.sync().ctx(&aside)?;
+    storage.sync_dir().ctx("database directory")?;
+    tracing::error!(
+        segment = name,
+        offset = end,
+        kept_in = aside,
+        bytes = len - end,
+        "damage in the value log's last segment with intact records after it: recovery keeps \
+         the writes before it, the bytes from it on are kept aside"
+    );
+    Ok(())
+}
+
+/// The suffix of the copy of a value-log tail recovery dropped past damage
+/// (`NNNNNN.vlog.OFFSET.damaged`).
+pub const DAMAGED_SUFFIX: &str = ".damaged";
 
 /// Deletes the `empty` segments, which the new manifest no longer replays.
 fn delete_empty_segments(storage: &dyn Storage, empty: &[u64]) {

@@ -25,6 +25,8 @@ pub struct ReplayEnd {
     /// Bytes past `end` that recovery must cut off: a torn or damaged tail, or a batch
     /// without its end (only in the last segment).
     pub dropped: u64,
+    /// Intact records follow the damage in what was dropped.
+    pub intact_after: bool,
 }
 
 /// Replays segment `id` from `start`, delivering records of complete batches in order.
@@ -46,6 +48,7 @@ pub fn replay_segment(
         return Ok(ReplayEnd {
             end: SEGMENT_HEADER_LEN,
             dropped: 0,
+            intact_after: false,
         });
     }
     check_segment_header(&name, &data)?;
@@ -90,9 +93,13 @@ pub fn replay_segment(
                         format!("bad value-log record ({e:?})"),
                     ));
                 }
+                // Intact records past the damage: a hole a crash left in unsynced pages, or
+                // rot in synced ones (recovery cannot tell them apart; it keeps those bytes).
+                let intact_after = (pos + 1..data.len()).any(|p| decode_record(&data[p..]).is_ok());
                 return Ok(ReplayEnd {
                     end: batch_start as u64,
                     dropped: (data.len() - batch_start) as u64,
+                    intact_after,
                 });
             }
         }
@@ -108,10 +115,12 @@ pub fn replay_segment(
         return Ok(ReplayEnd {
             end: batch_start as u64,
             dropped: (data.len() - batch_start) as u64,
+            intact_after: false,
         });
     }
     Ok(ReplayEnd {
         end: pos as u64,
         dropped: 0,
+        intact_after: false,
     })
 }

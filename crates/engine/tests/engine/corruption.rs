@@ -119,18 +119,44 @@ fn fill_unflushed(dir: &Path) -> (Options, std::path::PathBuf) {
     (opts, files(dir, "vlog").pop().unwrap())
 }
 
+/// A flipped byte in the log's newest segment, intact records after it. Recovery cannot tell
+/// rot in synced bytes from a hole a crash left in unsynced ones: it keeps the writes before
+/// the damage (a prefix of the log, never a later write without an earlier one) and copies
+/// the bytes from the damage on aside, durably, so nothing is lost for an administrator
+/// (docs/faults.md). Before issue 60 the open failed, and a crash's hole refused every open.
 #[test]
-fn flipped_byte_in_the_unflushed_log_fails_the_open() {
+fn flipped_byte_in_the_unflushed_log_ends_the_log_and_keeps_the_rest_aside() {
     let dir = tempfile::tempdir().unwrap();
     let (opts, seg) = fill_unflushed(dir.path());
-    let len = fs::metadata(&seg).unwrap().len();
+    let original = fs::read(&seg).unwrap();
+    let len = original.len() as u64;
     flip(&seg, len / 2);
-    let name = seg.file_name().unwrap().to_str().unwrap().to_string();
-    match Db::open(dir.path(), opts) {
-        Err(e @ Error::Corruption { .. }) => assert!(e.to_string().contains(&name), "{e}"),
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("a damaged record followed by good ones was silently accepted"),
+    let db = Db::open(dir.path(), opts).expect("open after damage in the last segment");
+    let ns = db.default_namespace();
+    let n = (0..200)
+        .take_while(|k| ns.get(&key(*k)).unwrap().is_some())
+        .count() as u32;
+    assert!(n > 50 && n < 150, "kept {n} of 200");
+    for k in 0..200 {
+        let got = ns.get(&key(k)).unwrap();
+        assert_eq!(got.is_some(), k < n, "key {k} (prefix of {n})");
+        if let Some(v) = got {
+            assert_eq!(v.as_ref(), value(k));
+        }
     }
+    drop(db);
+    let aside = files(dir.path(), "damaged");
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let kept = fs::read(&aside[0]).unwrap();
+    let cut = fs::metadata(&seg).unwrap().len() as usize;
+    assert_eq!(cut + kept.len(), original.len());
+    let mut damaged = original.clone();
+    damaged[(len / 2) as usize] ^= 0x5a;
+    assert_eq!(
+        kept[..],
+        damaged[cut..],
+        "the copy is the bytes from the damage on"
+    );
 }
 
 #[test]

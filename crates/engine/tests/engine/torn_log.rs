@@ -130,5 +130,17 @@ fn a_hole_in_the_unsynced_tail_recovers_the_records_before_it() {
     let n = recovered_prefix(&db);
     assert!(n > 0 && n < RECORDS - 10, "recovered {n} of {RECORDS}");
     shut(db);
+    // The intact records past the hole are kept aside, not lost.
+    let aside = fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".damaged")
+        })
+        .count();
+    assert_eq!(aside, 1);
     still_works(dir.path(), n);
 }
