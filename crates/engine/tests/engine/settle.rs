@@ -281,10 +281,16 @@ fn wait_for_compactions_consolidates_after_value_log_gc_not_during_it() {
     }
     db.wait_for_compactions().unwrap();
     assert!(db.stats().gc_segments_deleted > 0, "{:?}", db.stats());
+    // Once or twice a tenant (before: 3-8 each, 24 or more in all). A tenant's third one
+    // happens when its consolidation's dropped versions make GC due once more and that round
+    // comes late (seen once in a loaded CI run): bounded by tenant and in all.
+    let mut total = 0;
     for (ns, model) in tenants.iter().zip(&models) {
         let s = ns.stats().unwrap();
         assert_eq!(places(ns), 1, "{s:?}");
-        assert!(s.consolidations <= 2, "{s:?}");
+        assert!(s.consolidations <= 3, "{s:?}");
+        total += s.consolidations;
         check(ns, model, 2_000);
     }
+    assert!(total <= 2 * tenants.len() as u64, "{total} consolidations in all");
 }
