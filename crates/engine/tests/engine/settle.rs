@@ -292,5 +292,8 @@ fn wait_for_compactions_consolidates_after_value_log_gc_not_during_it() {
         total += s.consolidations;
         check(ns, model, 2_000);
     }
-    assert!(total <= 2 * tenants.len() as u64, "{total} consolidations in all");
+    assert!(
+        total <= 2 * tenants.len() as u64,
+        "{total} consolidations in all"
+    );
 }
