@@ -5,22 +5,33 @@ use anyhow::Result;
 use cerberus_device::{Device, DeviceConfig, StorageChoice, ADMIN_SECRET_FILE};
 use std::io::{IsTerminal, Write};
 
-pub fn serve(args: ServeArgs) -> Result<()> {
-    let mut config = match &args.config {
+/// The device's configuration: the TOML file's (or the default), with the data directory
+/// and the storage given on the command line over it.
+pub fn device_config(
+    file: Option<&std::path::Path>,
+    data_dir: Option<std::path::PathBuf>,
+    storage: Option<StorageArg>,
+) -> Result<DeviceConfig> {
+    let mut config = match file {
         Some(path) => DeviceConfig::from_toml_file(path)?,
         None => DeviceConfig::default(),
     };
-    if let Some(d) = args.data_dir {
+    if let Some(d) = data_dir {
         config.data_dir = d;
     }
-    if let Some(l) = args.listen {
-        config.listen = l;
-    }
-    if let Some(s) = args.storage {
+    if let Some(s) = storage {
         config.storage = match s {
             StorageArg::Posix => StorageChoice::Posix,
             StorageArg::Nand => StorageChoice::Nand,
         };
+    }
+    Ok(config)
+}
+
+pub fn serve(args: ServeArgs) -> Result<()> {
+    let mut config = device_config(args.config.as_deref(), args.data_dir, args.storage)?;
+    if let Some(l) = args.listen {
+        config.listen = l;
     }
     if let Some(m) = args.metrics {
         config.metrics_listen = Some(m);

@@ -1,25 +1,14 @@
 //! `cerberus verify`: every table and value-log segment of a stopped device read back and
 //! every checksum checked.
 
-use super::{StorageArg, VerifyArgs};
+use super::serve::device_config;
+use super::VerifyArgs;
 use anyhow::{Context, Result};
-use cerberus_device::{verify_data_dir, DeviceConfig, StorageChoice};
+use cerberus_device::verify_data_dir;
 use std::process::ExitCode;
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode> {
-    let mut config = match &args.config {
-        Some(path) => DeviceConfig::from_toml_file(path)?,
-        None => DeviceConfig::default(),
-    };
-    if let Some(d) = args.data_dir {
-        config.data_dir = d;
-    }
-    if let Some(s) = args.storage {
-        config.storage = match s {
-            StorageArg::Posix => StorageChoice::Posix,
-            StorageArg::Nand => StorageChoice::Nand,
-        };
-    }
+    let config = device_config(args.config.as_deref(), args.data_dir, args.storage)?;
     let report = verify_data_dir(&config)
         .with_context(|| format!("verifying {}", config.data_dir.display()))?;
     println!(

@@ -78,24 +78,29 @@ fn crashtest_child() {
     child(Path::new(&dir), round, seed, sync);
 }
 
+/// The workload's namespaces, in `NAMESPACES` order.
+fn namespaces(db: &Db) -> Vec<cerberus_engine::Namespace> {
+    let listed = db.list_namespaces();
+    NAMESPACES
+        .iter()
+        .map(|name| {
+            let id = listed
+                .iter()
+                .find(|n| n.name == *name)
+                .unwrap_or_else(|| panic!("namespace {name} missing"))
+                .nsid;
+            db.namespace(id).expect("namespace handle")
+        })
+        .collect()
+}
+
 fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|s| s.parse().ok())
 }
 
 fn child(dir: &Path, round: u64, seed: u64, sync: bool) {
     let db = Db::open(dir.join("db"), options(sync)).expect("child: open");
-    let ns: Vec<_> = NAMESPACES
-        .iter()
-        .map(|name| {
-            let id = db
-                .list_namespaces()
-                .into_iter()
-                .find(|n| n.name == *name)
-                .expect("child: namespace")
-                .nsid;
-            db.namespace(id).expect("child: namespace handle")
-        })
-        .collect();
+    let ns = namespaces(&db);
     // Unbuffered: each line is in the kernel once `write` returns, as the engine's appends.
     let mut expected = std::fs::File::create(dir.join("expected.log")).expect("expected.log");
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -243,21 +248,14 @@ fn apply(state: &mut State, unit: &Unit) {
 
 fn read_state(db: &Db) -> State {
     let mut s = State::new();
-    for (n, name) in NAMESPACES.iter().enumerate() {
-        let id = db
-            .list_namespaces()
-            .into_iter()
-            .find(|x| x.name == *name)
-            .expect("namespace after recovery")
-            .nsid;
-        let ns = db.namespace(id).unwrap();
+    for (n, ns) in namespaces(db).iter().enumerate() {
         for k in 0..KEYS {
             match ns.get(&key(k)) {
                 Ok(Some(v)) => {
                     s.insert((n, k), v.to_vec());
                 }
                 Ok(None) => {}
-                Err(e) => panic!("read of {name}/{k} after recovery: {e}"),
+                Err(e) => panic!("read of {}/{k} after recovery: {e}", NAMESPACES[n]),
             }
         }
     }

@@ -90,6 +90,15 @@ impl FaultStorage {
     /// Zeroes the 4 KiB page of `name` that holds `offset` (durable or not), as a latent
     /// sector error returns it; with [`FaultStorage::flip_byte`], the bit rot of a disk.
     pub fn zero_page(&self, name: &str, offset: u64) -> io::Result<()> {
+        self.damage(name, offset, |data, at| {
+            let lo = at / crash::PAGE * crash::PAGE;
+            let hi = (lo + crash::PAGE).min(data.len());
+            data[lo..hi].fill(0);
+        })
+    }
+
+    /// Changes the bytes of `name` (durable or not) around `offset`, which must be inside it.
+    fn damage(&self, name: &str, offset: u64, f: impl FnOnce(&mut [u8], usize)) -> io::Result<()> {
         let state = self.state.lock();
         let inode = state.current.get(name).ok_or_else(|| not_found(name))?;
         let mut c = inode.contents.lock();
@@ -103,9 +112,7 @@ impl FaultStorage {
                     format!("offset {offset} past end {len} of {name}"),
                 )
             })?;
-        let lo = at / crash::PAGE * crash::PAGE;
-        let hi = (lo + crash::PAGE).min(len);
-        c.data[lo..hi].fill(0);
+        f(&mut c.data, at);
         Ok(())
     }
 
@@ -138,21 +145,7 @@ impl FaultStorage {
 
     /// Corrupts one byte of `name` (durable or not), to test checksums.
     pub fn flip_byte(&self, name: &str, offset: u64) -> io::Result<()> {
-        let state = self.state.lock();
-        let inode = state.current.get(name).ok_or_else(|| not_found(name))?;
-        let mut c = inode.contents.lock();
-        let len = c.data.len();
-        let byte = usize::try_from(offset)
-            .ok()
-            .and_then(|o| c.data.get_mut(o))
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("offset {offset} past end {len} of {name}"),
-                )
-            })?;
-        *byte ^= 0xFF;
-        Ok(())
+        self.damage(name, offset, |data, at| data[at] ^= 0xFF)
     }
 
     /// Current length of `name`, if it exists.
