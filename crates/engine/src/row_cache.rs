@@ -23,6 +23,11 @@
 //! turns the insert away) or the insert does (the invalidation removes it); a read at `s` at
 //! or above the write's seqno saw the new value. A fence is rarely hit by another key of the
 //! bucket in the microseconds a miss takes: that costs one insert, never a wrong answer.
+//! The `s` a reader gives is the visible seqno it read *before* loading its super version:
+//! the value it finds is the newest at that seqno. The seqno of its lookup (read after the
+//! load) would claim too much: a write made after a memtable switch that follows the load
+//! sits in a memtable that super version lacks, and the old value cached at that write's
+//! seqno passed the fence and stayed stale (`db/read_tests.rs`).
 
 use crate::key::{Nsid, SeqNo};
 use bytes::Bytes;

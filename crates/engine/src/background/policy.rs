@@ -61,8 +61,9 @@ pub struct Policy {
     manual_waiting: usize,
     /// Where the last compaction of each (tree, level) stopped.
     cursors: Cursors,
-    /// Someone waits for the tree to settle: L0 and runs go down even below their triggers.
-    pub drain: bool,
+    /// How many wait for the tree to settle: while any does, L0 and runs go down even below
+    /// their triggers (a count, so that the first waiter to return ends no other's drain).
+    pub drainers: usize,
     /// Something may have made a segment worth collecting since the last look.
     gc_check: bool,
     /// Per idle namespace consolidated in its current idle period: that period's stamp (a
@@ -88,6 +89,11 @@ impl Policy {
             gc_check: true,
             ..Policy::default()
         }
+    }
+
+    /// Someone waits for the tree to settle (`Db::wait_for_compactions`).
+    pub fn draining(&self) -> bool {
+        self.drainers > 0
     }
 
     /// A flush, a split or a compaction runs.
@@ -161,7 +167,7 @@ impl Policy {
             return Ok(Some(Job::Flush));
         }
         if self.manual_waiting == 0 && view.opts.auto_compaction {
-            let drain = self.drain || view.idle;
+            let drain = self.draining() || view.idle;
             let version = view.version;
             if free(Slots::SPLIT) {
                 if let Some(task) = compaction::pick_split(version, view.opts, drain) {
@@ -182,7 +188,7 @@ impl Policy {
                         version: version.clone(),
                     }));
                 }
-                if !self.drain {
+                if !self.draining() {
                     if let Some(job) = consolidation(&mut self.consolidated, view, false) {
                         return Ok(Some(job));
                     }
@@ -208,7 +214,7 @@ impl Policy {
         // rewrites reach the trees as runs, and each made a consolidated tree consolidate
         // again (8 x 200,000 keys on the NAND model: 293 consolidations, 900 MB, in one
         // settle step).
-        if self.drain && free(Slots::TREE) && !self.gc_running() {
+        if self.draining() && free(Slots::TREE) && !self.gc_running() {
             if let Some(job) = consolidation(&mut self.consolidated, view, true) {
                 return Ok(Some(job));
             }
@@ -300,10 +306,10 @@ impl Policy {
         if !view.opts.auto_compaction {
             return Ok(true);
         }
-        let drain = self.drain || view.idle;
+        let drain = self.draining() || view.idle;
         let mut cursors = self.cursors.clone();
         let none = BTreeMap::new();
-        let done = if self.drain {
+        let done = if self.draining() {
             &none
         } else {
             &self.consolidated

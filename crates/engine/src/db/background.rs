@@ -151,45 +151,9 @@ impl Inner {
         self.bg.done_cv.notify_all();
     }
 
-    pub(super) fn wait_for_compactions(&self) -> Result<()> {
-        self.flush()?;
-        self.bg.state.lock().policy.drain = true;
-        let mut gc_seen = false;
-        let result = (|| loop {
-            {
-                let bg = self.bg.state.lock();
-                if let Some(e) = &bg.policy.error {
-                    return Err(Error::Background(e.clone()));
-                }
-                let version = self.versions.lock().current();
-                let view = self.view(&version, bg.policy.drain);
-                if !bg.policy.busy() && view.frozen == 0 {
-                    let ratio = self.opts.vlog_gc_dead_ratio;
-                    // GC moves live values and so writes index entries: settled means it
-                    // has nothing left to collect either.
-                    let gc_due = self.opts.auto_compaction
-                        && ratio > 0.0
-                        && (bg.policy.gc_running() || self.gc_candidate(ratio)?.is_some());
-                    gc_seen |= gc_due;
-                    if bg.policy.settled(&view, gc_due)? {
-                        return Ok(());
-                    }
-                }
-            }
-            self.bg.state.lock().policy.check_gc();
-            self.wait_for_background()?;
-            if std::mem::take(&mut gc_seen) {
-                // What GC moved sits in the memtable: into the tree with the rest.
-                self.flush()?;
-            }
-        })();
-        self.bg.state.lock().policy.drain = false;
-        result
-    }
-
     /// What the policy looks at, with `version` the current one; `drain`: someone waits for
     /// the trees to settle (every namespace counts as idle).
-    fn view<'a>(&'a self, version: &'a Arc<Version>, drain: bool) -> View<'a> {
+    pub(super) fn view<'a>(&'a self, version: &'a Arc<Version>, drain: bool) -> View<'a> {
         View {
             version,
             opts: &self.opts,
@@ -437,7 +401,7 @@ impl Inner {
     fn choose(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Choice {
         loop {
             let version = self.versions.lock().current();
-            let view = self.view(&version, bg.policy.drain);
+            let view = self.view(&version, bg.policy.draining());
             let waited_for_space = bg.policy.no_space.is_some();
             let ratio = self.opts.vlog_gc_dead_ratio;
             let choice = bg.policy.choose(&view, &mut || self.gc_candidate(ratio));

@@ -91,12 +91,19 @@ pub(super) fn flush_memtable(
 impl Inner {
     pub(super) fn flush(&self) -> Result<()> {
         self.check_open()?;
-        {
+        // The memtable frozen now and those before it: what this flush waits for. Memtables
+        // frozen later (writes go on) are not waited for, or a writer could keep it waiting.
+        let pending = {
             let mut w = self.writes.writer.lock();
             self.freeze_memtable(&mut w)?;
-        }
+            self.super_version().imm.clone()
+        };
         loop {
-            if self.super_version().imm.is_empty() {
+            let imm = self.super_version().imm.clone();
+            if !imm
+                .iter()
+                .any(|m| pending.iter().any(|p| Arc::ptr_eq(m, p)))
+            {
                 return Ok(());
             }
             self.wait_for_background()?;

@@ -55,6 +55,9 @@ impl Inner {
         // guards are brief ones, as a get's: the batch ends on this thread (reads submitted on
         // the NAND model are waited for here), and they touch no shared count.
         let _pin = self.vlog_reader.pin_brief();
+        // What row cache inserts are checked against: the seqno before the super version,
+        // as for one get (`Inner::get`).
+        let cached_at = self.read_seq(at);
         // The super version first, then the seqno, as for one get.
         let sv = self.super_version_brief();
         let snapshot = self.read_seq(at);
@@ -125,7 +128,7 @@ impl Inner {
         if let Some(rc) = cache {
             for i in missed {
                 if let Some(v) = &out[i] {
-                    rc.insert(ns, keys[i], v, snapshot);
+                    rc.insert(ns, keys[i], v, cached_at);
                 }
             }
         }

@@ -20,6 +20,8 @@ mod recovery;
 mod settle;
 mod snapshot;
 mod supersede;
+#[cfg(test)]
+mod test_hooks;
 mod usage;
 mod usage_probe;
 mod verify;
@@ -130,7 +132,7 @@ struct Inner {
     /// Reader threads for background work, started on first use.
     background_reads: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
     #[cfg(test)]
-    hooks: usage::TestHooks,
+    hooks: test_hooks::TestHooks,
 }
 
 /// A key-value store. Cheap to share between threads (`&Db` is enough).
@@ -212,7 +214,10 @@ impl Db {
 
     /// Flushes, then waits until no flush, compaction or value-log GC is pending or running,
     /// as db_bench's `waitforcompaction` does: the tree is in the shape background work leaves
-    /// it in, with nothing in the shared L0 or in namespace runs.
+    /// it in, with nothing in the shared L0 or in namespace runs. Writes made during the wait
+    /// are not waited for (a steady writer would keep the tree from ever settling): once
+    /// they come, the call returns as soon as everything written before it has left L0 and
+    /// the runs.
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.wait_for_compactions()
     }
@@ -238,7 +243,8 @@ impl Db {
         damaged.iter().map(|(s, e)| (*s, e.clone())).collect()
     }
 
-    /// Writes the memtable to an L0 table and waits until every frozen memtable is flushed.
+    /// Writes the memtable to an L0 table and waits until it and every memtable frozen before
+    /// it are flushed (not those that writes made meanwhile fill and freeze).
     pub fn flush(&self) -> Result<()> {
         self.inner.flush()
     }

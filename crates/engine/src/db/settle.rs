@@ -1,15 +1,69 @@
-//! Settled trees at their best shape: which namespaces are idle, and the consolidation of an
-//! idle namespace's tree into one sorted run (`docs/per-namespace-trees.md`, rule 5).
+//! Settled trees at their best shape: waiting for it, which namespaces are idle, and the
+//! consolidation of an idle namespace's tree into one sorted run (`docs/per-namespace-trees.md`, rule 5).
 
 use super::Inner;
 use crate::compaction::{CompactionTask, IdleNs};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::key::{Nsid, SeqNo};
 use crate::stats::Counters;
 use crate::version::Version;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 impl Inner {
+    pub(super) fn wait_for_compactions(&self) -> Result<()> {
+        self.flush()?;
+        // Everything at or below `before` is in the tables now.
+        let before = self.read_seq(None);
+        self.bg.state.lock().policy.drainers += 1;
+        let mut gc_seen = false;
+        let result = (|| loop {
+            {
+                let bg = self.bg.state.lock();
+                if let Some(e) = &bg.policy.error {
+                    return Err(Error::Background(e.clone()));
+                }
+                let version = self.versions.lock().current();
+                // Writes during the wait could keep the tree from ever settling: once they
+                // came, what was written before the call out of L0 and the runs is enough.
+                let older = |t: &Arc<crate::version::TableHandle>| t.props.min_seq <= before;
+                if self.written_since(before)
+                    && !version.levels[0].iter().chain(&version.runs).any(older)
+                {
+                    return Ok(());
+                }
+                let view = self.view(&version, bg.policy.draining());
+                if !bg.policy.busy() && view.frozen == 0 {
+                    let ratio = self.opts.vlog_gc_dead_ratio;
+                    // GC moves live values and so writes index entries: settled means it
+                    // has nothing left to collect either.
+                    let gc_due = self.opts.auto_compaction
+                        && ratio > 0.0
+                        && (bg.policy.gc_running() || self.gc_candidate(ratio)?.is_some());
+                    gc_seen |= gc_due;
+                    if bg.policy.settled(&view, gc_due)? {
+                        return Ok(());
+                    }
+                }
+            }
+            self.bg.state.lock().policy.check_gc();
+            self.wait_for_background()?;
+            if std::mem::take(&mut gc_seen) {
+                // What GC moved sits in the memtable: into the tree with the rest.
+                self.flush()?;
+            }
+        })();
+        self.bg.state.lock().policy.drainers -= 1;
+        result
+    }
+
+    /// Whether a client wrote after seqno `seq` (GC's rewrites do not count).
+    fn written_since(&self, seq: SeqNo) -> bool {
+        let state = self.namespaces.read();
+        let mut live = state.live.values();
+        live.any(|e| e.last_write_seq.load(Ordering::Relaxed) > seq)
+    }
+
     /// Namespaces without a write for `idle_settle_ms`, with the time of their last write,
     /// by id; none when consolidation is off. With `drain` (`wait_for_compactions`: a caller
     /// asks for the trees at their settled shape now) every namespace counts as idle.

@@ -529,25 +529,6 @@ impl Inner {
     }
 }
 
-/// Pause points for tests that need one interleaving of the background and the caller.
-#[cfg(test)]
-#[derive(Default)]
-pub(super) struct TestHooks {
-    /// Run by `install` after the manifest took its edit, before the new super version is
-    /// swapped in.
-    #[allow(clippy::type_complexity)]
-    pub(super) before_swap: parking_lot::Mutex<Option<Box<dyn Fn(&Inner) + Send + Sync>>>,
-}
-
-#[cfg(test)]
-impl TestHooks {
-    pub(super) fn before_swap(&self, inner: &Inner) {
-        if let Some(f) = &*self.before_swap.lock() {
-            f(inner);
-        }
-    }
-}
-
 #[cfg(test)]
 #[path = "usage_tests.rs"]
 mod tests;

@@ -297,3 +297,55 @@ fn wait_for_compactions_consolidates_after_value_log_gc_not_during_it() {
         "{total} consolidations in all"
     );
 }
+
+/// A writer that never pauses keeps filling and freezing memtables and keeps background
+/// work due: `flush` and `wait_for_compactions` wait for what was written before them, not
+/// for a quiet that never comes. Each call must return (a hang is the failure; 120 s is a
+/// bound on liveness, not a speed claim), and what was written before a wait is out of L0.
+#[test]
+fn flush_and_wait_for_compactions_end_while_a_writer_keeps_writing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let db = Arc::new(open(common::small_options()));
+    let ns = db.create_namespace("busy").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (ns, stop) = (ns.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                ns.put(format!("k{:05}", i % 20_000).as_bytes(), &[b'v'; 100])
+                    .unwrap();
+                i += 1;
+                // Paced, as a client is: never stalled, background work always due.
+                if i.is_multiple_of(4) {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            i
+        })
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = {
+        let (db, ns) = (db.clone(), ns.clone());
+        std::thread::spawn(move || {
+            for round in 0..5 {
+                db.flush().unwrap();
+                ns.put(b"marker", format!("{round}").as_bytes()).unwrap();
+                db.wait_for_compactions().unwrap();
+                tx.send(round).unwrap();
+            }
+        })
+    };
+    for round in 0..5 {
+        let got = rx.recv_timeout(Duration::from_secs(120));
+        assert_eq!(
+            got,
+            Ok(round),
+            "round {round} of flush + wait_for_compactions did not end"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    waiter.join().unwrap();
+    assert!(writer.join().unwrap() > 0);
+    assert_eq!(ns.get(b"marker").unwrap().as_deref(), Some(&b"4"[..]));
+}
