@@ -41,11 +41,6 @@ pub(super) fn recover(
         vlog_dead: Default::default(),
     });
     let LogFiles { segments, empty } = scan_directory(storage, &version, &mut next_file)?;
-    // Sums for segments GC has deleted (or versions dropped after their segment went).
-    vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
-    for segs in namespaces.garbage.values_mut() {
-        segs.retain(|seg, _| segments.binary_search(seg).is_ok());
-    }
     let replay: Vec<u64> = segments
         .iter()
         .copied()
@@ -88,6 +83,13 @@ pub(super) fn recover(
         // Into the snapshot of the new manifest, with the table (an untracked manifest is
         // recounted below, from the tables alone).
         usage.apply_to(&mut namespaces);
+    }
+    // Sums for segments GC has deleted (or versions dropped after their segment went): the
+    // replay's flush too supersedes versions whose segment GC deleted (its rewrites, replayed
+    // as puts), and that garbage would never be collected.
+    vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
+    for segs in namespaces.garbage.values_mut() {
+        segs.retain(|seg, _| segments.binary_search(seg).is_ok());
     }
     if !namespaces.usage_tracked {
         let version = std::sync::Arc::new(version.clone());

@@ -260,8 +260,14 @@ impl super::run::Session {
             Op::Put { ns, .. } | Op::Delete { ns, .. } | Op::Batch { ns, .. } => (vec![*ns], false),
             Op::Configure { ns, .. } => (vec![*ns], false),
             Op::Flush | Op::Reopen => ((0..NS_SLOTS).collect(), true),
+            Op::Gc => ((0..NS_SLOTS).collect(), false),
             _ => return Ok(()),
         };
+        let collected_all = matches!(op, Op::Gc)
+            && outcome == "ok"
+            && self.snaps.iter().all(Option::is_none)
+            && self.iters.iter().all(Option::is_none)
+            && self.cursors.iter().all(Option::is_none);
         let put = outcome == "ok"
             && match op {
                 Op::Put { .. } => true,
@@ -284,10 +290,28 @@ impl super::run::Session {
                     s.used_bytes, s.pending_bytes
                 ));
             }
+            // Nothing was written since the flush: nothing is pending.
+            if matches!(op, Op::Flush) && s.pending_bytes != 0 {
+                return Err(format!(
+                    "slot {slot}: {} bytes pending right after a flush",
+                    s.pending_bytes
+                ));
+            }
             if exact && s.pending_bytes == 0 && s.used_bytes.saturating_sub(s.index_bytes) != want {
                 return Err(format!(
                     "slot {slot}: after a flush, used {} (index {}), the model's {want}",
                     s.used_bytes, s.index_bytes
+                ));
+            }
+            // A collection with nothing open that reads old versions (no segment deferred)
+            // took every segment with garbage: none is left, none counted on a segment gone.
+            if collected_all {
+                cov("garbage checked after a whole collection");
+            }
+            if collected_all && s.garbage_bytes != 0 {
+                return Err(format!(
+                    "slot {slot}: {} bytes of garbage after a whole collection",
+                    s.garbage_bytes
                 ));
             }
             if let Some(c) = m.capacity.filter(|_| put) {
