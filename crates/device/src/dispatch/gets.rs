@@ -36,9 +36,21 @@ impl Shared {
             })
             .collect();
         let got = catch_command(ns, opcode, || {
-            self.with_namespace(ns, |h| h.get_many(&keys).map_err(super::engine))
+            self.with_namespace(ns, |h| match h.get_many(&keys) {
+                // Gathered by count, bounded by bytes: large values go one at a time.
+                Err(cerberus_engine::Error::TooManyBytes { .. }) => Ok(None),
+                r => r.map(Some).map_err(super::engine),
+            })
         })
         .and_then(|r| r);
+        let got = match got {
+            Ok(None) => {
+                let alone = cmds.iter().zip(failed);
+                return alone.map(|(c, f)| self.retrieve_alone(ns, c, f)).collect();
+            }
+            Ok(Some(values)) => Ok(values),
+            Err(e) => Err(e),
+        };
         let mut values = got.as_ref().ok().map(|v| v.iter());
         cmds.iter()
             .zip(failed)
@@ -76,8 +88,13 @@ impl Shared {
 impl Shared {
     /// Answers `c`, a retrieve of namespace `ns` that [`Shared::batches_get`] took, alone.
     pub fn retrieve_one(&self, ns: u32, c: &Command) -> Response {
+        self.retrieve_alone(ns, c, injected(ns, Opcode::Retrieve as u8, c))
+    }
+
+    /// [`Shared::retrieve_one`] with the armed fault's verdict (`failed`) already taken.
+    fn retrieve_alone(&self, ns: u32, c: &Command, failed: Option<(Status, String)>) -> Response {
         let opcode = Opcode::Retrieve as u8;
-        let outcome = match (injected(ns, opcode, c), &c.request) {
+        let outcome = match (failed, &c.request) {
             (Some(e), _) => Err(e),
             (None, Request::Retrieve { key }) => {
                 catch_command(ns, opcode, || self.retrieve(ns, key)).and_then(|r| r)

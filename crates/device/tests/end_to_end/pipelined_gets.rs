@@ -201,3 +201,29 @@ fn host_get_many_is_answered_in_batches() {
     }
     assert!(metric(&dev, "cerberus_batched_gets_total") > 0);
 }
+
+/// A batch is bounded by the bytes of its values (`get_many` answers at most 64 MiB); the
+/// device gathers gets by count (up to 64), so a pipeline of large values used to fail a
+/// batch whole: of 200 gets of one 2 MiB value, the 21st was the first answered "too many
+/// bytes". Past the bound a batch's gets are answered one at a time, each with its value.
+#[test]
+fn pipelined_gets_past_the_batch_byte_bound_are_each_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |_| {});
+    let (c, nsid, secret) = common::tenant(&dev, "large");
+    let value = Bytes::from(vec![b'v'; 2 << 20]);
+    c.namespace(nsid)
+        .put(Bytes::from_static(b"big"), value.clone())
+        .unwrap();
+    let requests: Vec<Request> = (0..200)
+        .map(|_| Request::Retrieve {
+            key: Bytes::from_static(b"big"),
+        })
+        .collect();
+    let got = pipeline(&dev.local_addr().to_string(), nsid, &secret, requests);
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(g.0, Status::Success, "get {i}");
+        assert!(g.1.as_ref() == Some(&value), "get {i}: not the value");
+    }
+    dev.shutdown().unwrap();
+}
