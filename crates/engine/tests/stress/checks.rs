@@ -325,3 +325,66 @@ impl super::run::Session {
         Ok(())
     }
 }
+
+/// Bytes a value-log record adds to its key and value, with room to spare (its header is
+/// 29 bytes): the most `get_many` may count for a value it read from the log.
+const RECORD_SLACK: u64 = 64;
+
+/// Checks a `get_many` of `keys` against the model: each value as a get's, and the byte
+/// bound (`Options::get_many_bytes`, `limit` when known) decided by what the answer holds:
+/// the engine counts each value found (repeats too) at its value's length at least and its
+/// record's at most, so an answer at or below the bound at the least is never refused, and
+/// one past it at the least is never given. The trace is the same in every configuration
+/// (their bounds differ).
+pub(crate) fn check_get_many(
+    m: &NsModel,
+    faulty: bool,
+    keys: &[Vec<u8>],
+    r: cerberus_engine::Result<Vec<Option<bytes::Bytes>>>,
+    limit: Option<u64>,
+) -> Check {
+    let (mut least, mut most) = (0u64, 0u64);
+    for k in keys {
+        let cands: Vec<Option<&Vec<u8>>> = match m.uncertain.get(k) {
+            Some(c) => c.iter().map(Option::as_ref).collect(),
+            None => vec![m.data.get(k)],
+        };
+        let len = |v: &Option<&Vec<u8>>| v.map_or(0, |v| v.len() as u64);
+        least += cands.iter().map(len).min().unwrap_or(0);
+        let record =
+            |v: &Option<&Vec<u8>>| v.map_or(0, |v| (v.len() + k.len()) as u64 + RECORD_SLACK);
+        most += cands.iter().map(record).max().unwrap_or(0);
+    }
+    let answer = format!("get_many of {} keys", keys.len());
+    match r {
+        Err(e) if faulty && !e.is_corruption() => Ok("Err".into()),
+        Err(Error::TooManyBytes { bytes, limit }) => {
+            cov("get_many refused past its byte bound");
+            if bytes <= limit || bytes < least || bytes > most {
+                return Err(format!(
+                    "get_many refused: {bytes} bytes over {limit}, for an answer of {least}-{most}"
+                ));
+            }
+            Ok(answer)
+        }
+        Err(e) => Err(format!("get_many: {e}")),
+        Ok(values) => {
+            if let Some(limit) = limit.filter(|l| least > *l) {
+                return Err(format!(
+                    "get_many answered {least} bytes or more, past its bound {limit}"
+                ));
+            }
+            if values.len() != keys.len() {
+                return Err(format!(
+                    "get_many: {} answers to {} keys",
+                    values.len(),
+                    keys.len()
+                ));
+            }
+            for (k, v) in keys.iter().zip(values) {
+                check_read(m, faulty, k, Ok(v.map(|v| v.to_vec())), true)?;
+            }
+            Ok(answer)
+        }
+    }
+}

@@ -58,6 +58,8 @@ pub const WEIGHTS: &[(&str, u32)] = &[
 
 pub struct Gen {
     rng: SmallRng,
+    /// Draws of operations added since seeds were kept (see `"get"`).
+    side: SmallRng,
     cfg: GenConfig,
     total: u32,
     seq: u64,
@@ -77,6 +79,7 @@ impl Gen {
             .sum();
         Gen {
             rng: SmallRng::seed_from_u64(seed),
+            side: SmallRng::seed_from_u64(seed ^ 0x6E7_3A17),
             cfg,
             total,
             seq: 0,
@@ -117,6 +120,15 @@ impl Gen {
             0..=29 if !self.hot.is_empty() => self.hot[self.rng.gen_range(0..self.hot.len())],
             30..=31 => 1000 + self.rng.gen_range(0..8),
             _ => self.rng.gen_range(0..KEYS),
+        }
+    }
+
+    /// A key as [`Gen::key`] draws them, from the side stream.
+    fn side_key(&mut self) -> u16 {
+        match self.side.gen_range(0..100) {
+            0..=29 if !self.hot.is_empty() => self.hot[self.side.gen_range(0..self.hot.len())],
+            30..=31 => 1000 + self.side.gen_range(0..8),
+            _ => self.side.gen_range(0..KEYS),
         }
     }
 
@@ -354,14 +366,25 @@ impl Gen {
                     .collect();
                 Op::Batch { ns, writes }
             }
-            "get" => Op::Get {
-                ns: self.ns(),
-                key: self.key(),
-            },
+            "get" => {
+                let (ns, key) = (self.ns(), self.key());
+                // One get in four asks for more keys at once, drawn from a stream of its
+                // own: the logs of older seeds (regression seeds) stay as they were.
+                match self.side.gen_range(0..4) {
+                    0 => {
+                        let more = self.side.gen_range(0..9);
+                        let mut keys = vec![key];
+                        keys.extend((0..more).map(|_| self.side_key()));
+                        Op::GetMany { ns, keys }
+                    }
+                    _ => Op::Get { ns, key },
+                }
+            }
             "contains" => Op::Contains {
                 ns: self.ns(),
                 key: self.key(),
             },
+
             "create_namespace" => Op::CreateNs {
                 ns: self.rng.gen_range(0..NS_SLOTS),
             },

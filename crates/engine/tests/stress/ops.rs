@@ -154,6 +154,11 @@ pub enum Op {
         ns: u8,
         key: u16,
     },
+    /// `Namespace::get_many` of `keys` (repeats and missing keys among them).
+    GetMany {
+        ns: u8,
+        keys: Vec<u16>,
+    },
     CreateNs {
         ns: u8,
     },
@@ -371,6 +376,10 @@ impl fmt::Display for Op {
             }
             Op::Get { ns, key } => write!(f, "get ns{ns} {}", k(key)),
             Op::Contains { ns, key } => write!(f, "contains ns{ns} {}", k(key)),
+            Op::GetMany { ns, keys } => {
+                let keys: Vec<String> = keys.iter().map(k).collect();
+                write!(f, "get_many ns{ns} [{}]", keys.join(", "))
+            }
             Op::CreateNs { ns } => write!(f, "create_namespace ns{ns}"),
             Op::DestroyNs { ns } => write!(f, "destroy_namespace ns{ns}"),
             Op::CreateIndex { ns, attr, kind } => {

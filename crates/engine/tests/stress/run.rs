@@ -82,6 +82,8 @@ pub struct Session {
     pub trace: Vec<String>,
     /// Whether this session owns the whole database (checks list_namespaces exactly).
     pub exclusive: bool,
+    /// `Options::get_many_bytes` of the database, when known: an answer past it is wrong.
+    pub get_many_bytes: Option<u64>,
 }
 
 impl Session {
@@ -107,6 +109,7 @@ impl Session {
             trace: Vec::new(),
             exclusive,
             unsynced: false,
+            get_many_bytes: None,
         }
     }
 
@@ -287,6 +290,7 @@ impl Session {
         match op {
             Op::Get { .. }
             | Op::Contains { .. }
+            | Op::GetMany { .. }
             | Op::ListIndexes { .. }
             | Op::Query { .. }
             | Op::SnapOpen { .. }
@@ -416,6 +420,7 @@ pub fn run_log(cfg: &Config, ops: &[Op]) -> Result<Vec<String>, Failure> {
     let mut host = Host::new(cfg).map_err(|e| fail(0, e))?;
     let mut s = Session::new("", true, true, host.db());
     s.unsynced = cfg.storage == StorageSpec::Fault && !cfg.opts.sync;
+    s.get_many_bytes = Some(cfg.opts.get_many_bytes);
     for (i, op) in ops.iter().enumerate() {
         let mut r = DbRef::Host(&mut host);
         trace(|| format!("{} op {i}: {op}", cfg.name));

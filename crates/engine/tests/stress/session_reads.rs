@@ -1,6 +1,6 @@
 //! The session's reads: gets, index lists, queries, snapshots, paged finds and iterators.
 
-use super::checks::{check_indexes, check_read, err_name, stale, tr, trace, Check};
+use super::checks::{check_get_many, check_indexes, check_read, err_name, stale, tr, trace, Check};
 use super::config::cov;
 use super::model::{self, norm};
 use super::ops::{key_bytes, short, Op, ATTRS};
@@ -35,6 +35,16 @@ impl Session {
                     h.contains(&k).map(|c| c.then(Vec::new))
                 };
                 check_read(m, faulty, &k, r, get)
+            }
+            Op::GetMany { ns, keys } => {
+                let keys: Vec<Vec<u8>> = keys.iter().map(|k| key_bytes(*k)).collect();
+                let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                let limit = self.get_many_bytes;
+                let Some((h, m)) = self.live(*ns) else {
+                    return self.ghost_read(*ns, |h| h.get_many(&refs).map(|_| ()));
+                };
+                cov("Namespace::get_many");
+                check_get_many(m, faulty, &keys, h.get_many(&refs), limit)
             }
             Op::ListIndexes { ns } => {
                 let Some((h, m)) = self.live(*ns) else {
