@@ -228,7 +228,15 @@ impl Inner {
             w.vlog.append(&w.buf)
         };
         let mut base = match appended {
-            Ok(b) => b,
+            Ok(b) => {
+                // The records are in the log from here on, whatever happens to this write
+                // (a failed sync still leaves them there, and a later sync or the next open
+                // may keep them): their seqnos are spent. Reused by the next write, the
+                // replay met a put and a delete of one key at one seqno, kept one, and the
+                // put's index entries outlived it.
+                w.next_seq = seq;
+                b
+            }
             // The log is as it was: a full disk fails this write only.
             Err(AppendError::Clean(e)) if e.is_no_space() => return Err(e),
             Err(e) => {
