@@ -229,11 +229,8 @@ impl Inner {
         };
         let mut base = match appended {
             Ok(b) => {
-                // The records are in the log from here on, whatever happens to this write
-                // (a failed sync still leaves them there, and a later sync or the next open
-                // may keep them): their seqnos are spent. Reused by the next write, the
-                // replay met a put and a delete of one key at one seqno, kept one, and the
-                // put's index entries outlived it.
+                // In the log now, even if the sync fails (a later sync may keep them): their
+                // seqnos are spent (reused, a replay met two writes of a key at one seqno).
                 w.next_seq = seq;
                 b
             }
