@@ -84,9 +84,8 @@ pub(super) fn recover(
         // recounted below, from the tables alone).
         usage.apply_to(&mut namespaces);
     }
-    // Sums for segments GC has deleted (or versions dropped after their segment went): the
-    // replay's flush too supersedes versions whose segment GC deleted (its rewrites, replayed
-    // as puts), and that garbage would never be collected.
+    // Sums for segments GC has deleted (or versions dropped after their segment went), taken
+    // after the replay's flush so that nothing it counted can name a segment that is gone.
     vlog_dead.retain(|seg, _| segments.binary_search(seg).is_ok());
     for segs in namespaces.garbage.values_mut() {
         segs.retain(|seg, _| segments.binary_search(seg).is_ok());

@@ -311,7 +311,6 @@ impl Inner {
             mem.charge(g.nsid, charged, credit);
             base += buf.len() as u64;
         }
-        w.next_seq = seq;
         self.writes.visible_seq.store(seq - 1, Ordering::Release);
         Ok(())
     }
