@@ -9,8 +9,15 @@ use std::path::Path;
 /// The host NQN the bench's NVMe/TCP clients connect as (`--wire nvme`).
 pub const BENCH_HOSTNQN: &str = "nqn.2026-11.dev.cerberus:bench";
 
+/// The bench host's DH-HMAC-CHAP secret: its queues authenticate as the device's default
+/// asks (once per queue, at connect: no cost per operation).
+fn bench_secret() -> String {
+    use cerberus_host::proto::nvme::{DhchapSecret, HashId};
+    DhchapSecret::encode(Some(HashId::Sha256), &[0xbe; 32])
+}
+
 /// Serves `config`'s NVMe/TCP target on a free loopback port, with the bench's host NQN
-/// granted every namespace and listed as an admin host.
+/// granted every namespace, listed as an admin host, and given its secret.
 pub fn serve_nvme(config: &mut DeviceConfig) {
     config.nvme_listen = Some("127.0.0.1:0".into());
     config
@@ -18,6 +25,10 @@ pub fn serve_nvme(config: &mut DeviceConfig) {
         .hosts
         .insert(BENCH_HOSTNQN.into(), vec!["*".into()]);
     config.nvme.admin_hosts.push(BENCH_HOSTNQN.into());
+    config
+        .nvme
+        .host_secrets
+        .insert(BENCH_HOSTNQN.into(), bench_secret());
 }
 
 /// The configuration of a device over `dir` on a free loopback port; callers set the rest.
@@ -61,7 +72,9 @@ impl LocalDevice {
             .nvme_addr()
             .context("the local device serves no NVMe/TCP target")?;
         let subnqn = cerberus_device::NvmeConfig::default().subnqn;
-        Ok(ClientConfig::new(addr.to_string()).with_nvme(subnqn, BENCH_HOSTNQN))
+        Ok(ClientConfig::new(addr.to_string())
+            .with_nvme(subnqn, BENCH_HOSTNQN)
+            .with_nvme_secret(bench_secret()))
     }
 
     /// Creates namespace `name` (through a connection closed at once): its id and secret.

@@ -61,6 +61,11 @@ struct Conn {
     /// Prefer the environment variable: a command line is visible to other users.
     #[arg(long, env = "CERBERUS_DHCHAP_SECRET", hide_env_values = true)]
     dhchap_secret: Option<String>,
+    /// NVMe/TCP: the controller secret (`DHHC-1:..:`, the device's [nvme.ctrl_secrets]
+    /// entry for this host) the device must prove itself with (bidirectional
+    /// authentication; needs --dhchap-secret). Prefer the environment variable.
+    #[arg(long, env = "CERBERUS_DHCHAP_CTRL_SECRET", hide_env_values = true)]
+    dhchap_ctrl_secret: Option<String>,
 }
 
 /// The wire a command speaks (`--wire`).

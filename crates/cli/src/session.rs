@@ -114,8 +114,14 @@ pub fn connect(conn: &Conn) -> Result<BlockingClient> {
         if let Some(secret) = &conn.dhchap_secret {
             config = config.with_nvme_secret(secret.clone());
         }
-    } else if conn.dhchap_secret.is_some() {
-        bail!("--dhchap-secret is for --wire nvme");
+        if let Some(secret) = &conn.dhchap_ctrl_secret {
+            if conn.dhchap_secret.is_none() {
+                bail!("--dhchap-ctrl-secret needs --dhchap-secret: the device proves itself inside the host's authentication");
+            }
+            config = config.with_nvme_ctrl_secret(secret.clone());
+        }
+    } else if conn.dhchap_secret.is_some() || conn.dhchap_ctrl_secret.is_some() {
+        bail!("--dhchap-secret and --dhchap-ctrl-secret are for --wire nvme");
     }
     BlockingClient::connect_with(config)
         .with_context(|| format!("connecting to the device at {}", conn.device))

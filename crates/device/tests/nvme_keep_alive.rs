@@ -17,6 +17,8 @@ fn device(dir: &std::path::Path) -> (DeviceHandle, u32) {
     let dev = common::start(dir, |c| {
         c.nvme_listen = Some("127.0.0.1:0".into());
         c.nvme.hosts.insert(HOST.into(), vec!["kv".into()]);
+        // Not about authentication: the admin takes these hosts at their word.
+        c.nvme.require_host_auth = false;
     });
     let (ns, _) = common::admin(&dev).create_namespace("kv").expect("kv");
     (dev, ns)
@@ -127,6 +129,8 @@ fn a_busy_io_queue_keeps_its_silent_admin_queue_past_the_idle_deadline() {
     let dev = common::start(dir.path(), |c| {
         c.nvme_listen = Some("127.0.0.1:0".into());
         c.nvme.hosts.insert(HOST.into(), vec!["kv".into()]);
+        // Not about authentication: the admin takes these hosts at their word.
+        c.nvme.require_host_auth = false;
         c.nvme.idle_timeout_secs = 1;
     });
     let (ns, secret) = common::admin(&dev).create_namespace("kv").expect("kv");

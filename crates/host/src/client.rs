@@ -66,6 +66,7 @@ impl ClientConfig {
             subnqn: subnqn.into(),
             hostnqn: hostnqn.into(),
             host_secret: None,
+            ctrl_secret: None,
         };
         self
     }
@@ -76,6 +77,16 @@ impl ClientConfig {
     pub fn with_nvme_secret(mut self, secret: impl Into<String>) -> Self {
         if let Wire::Nvme { host_secret, .. } = &mut self.wire {
             *host_secret = Some(secret.into());
+        }
+        self
+    }
+
+    /// The controller secret (`DHHC-1:...`, the device's `[nvme.ctrl_secrets]` entry for this
+    /// host) the NVMe wire asks the device to prove itself with, after its own secret
+    /// (bidirectional DH-HMAC-CHAP); call after [`ClientConfig::with_nvme_secret`].
+    pub fn with_nvme_ctrl_secret(mut self, secret: impl Into<String>) -> Self {
+        if let Wire::Nvme { ctrl_secret, .. } = &mut self.wire {
+            *ctrl_secret = Some(secret.into());
         }
         self
     }
@@ -285,9 +296,10 @@ async fn connect_inner(config: &ClientConfig, blocking: bool) -> Result<Client> 
             subnqn,
             hostnqn,
             host_secret,
+            ctrl_secret,
         } => {
-            let secret = host_secret.as_deref();
-            let host = crate::nvme_link::connect(&config.addr, subnqn, hostnqn, secret).await?;
+            let secrets = (host_secret.as_deref(), ctrl_secret.as_deref());
+            let host = crate::nvme_link::connect(&config.addr, subnqn, hostnqn, secrets).await?;
             if blocking {
                 Connection::nvme_direct(host, config.request_timeout)?
             } else {

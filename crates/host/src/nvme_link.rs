@@ -30,6 +30,8 @@ pub enum Wire {
         hostnqn: String,
         /// Its DH-HMAC-CHAP secret, if the device's `[nvme.host_secrets]` names it.
         host_secret: Option<String>,
+        /// The controller secret the device proves itself with (bidirectional), if asked.
+        ctrl_secret: Option<String>,
     },
 }
 
@@ -38,7 +40,7 @@ pub(crate) async fn connect(
     addr: &str,
     subnqn: &str,
     hostnqn: &str,
-    host_secret: Option<&str>,
+    (host_secret, ctrl_secret): (Option<&str>, Option<&str>),
 ) -> Result<NvmeHost> {
     let target = NvmeTarget {
         addr: addr.to_string(),
@@ -46,6 +48,7 @@ pub(crate) async fn connect(
         hostnqn: hostnqn.to_string(),
         digests: Digests::default(),
         host_secret: host_secret.map(str::to_string),
+        ctrl_secret: ctrl_secret.map(str::to_string),
     };
     NvmeHost::connect(&target)
         .await

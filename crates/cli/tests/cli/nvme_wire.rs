@@ -12,7 +12,8 @@ const HOST: &str = "nqn.2014-08.org.example:cli";
 /// and listed as an admin host (`extra`: more of the `[nvme]` table); the device and its
 /// NVMe/TCP address.
 fn serve(dir: &Path) -> (Serve, String) {
-    serve_with(dir, "")
+    // Not about authentication: the host is taken at its word.
+    serve_with(dir, "require_host_auth = false\n")
 }
 
 fn serve_with(dir: &Path, extra: &str) -> (Serve, String) {
@@ -101,8 +102,11 @@ const WRONG: &str = "DHHC-1:01:CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgnCjZ2:
 #[test]
 fn a_host_with_a_secret_authenticates_with_dhchap_secret() {
     let dir = tempfile::tempdir().unwrap();
-    let extra =
-        format!("require_host_auth = true\n[nvme.host_secrets]\n\"{HOST}\" = \"{SECRET}\"\n");
+    // WRONG is also the controller secret the device proves itself with to HOST.
+    let extra = format!(
+        "require_host_auth = true\n[nvme.host_secrets]\n\"{HOST}\" = \"{SECRET}\"\n\
+         [nvme.ctrl_secrets]\n\"{HOST}\" = \"{WRONG}\"\n"
+    );
     let (s, nvme) = serve_with(dir.path(), &extra);
     let wire = [
         ("CERBERUS_DEVICE", nvme.as_str()),
@@ -128,6 +132,19 @@ fn a_host_with_a_secret_authenticates_with_dhchap_secret() {
             errors(&o)
         );
     }
+    // Bidirectional: the device proves itself with the controller secret it holds for HOST;
+    // a host expecting another one stops before any command.
+    let both = |ctrl: &'static str| -> Vec<(&str, &str)> {
+        with(SECRET)
+            .into_iter()
+            .chain([("CERBERUS_DHCHAP_CTRL_SECRET", ctrl)])
+            .collect()
+    };
+    let o = cli(&s, &both(WRONG), &["ns", "list"]);
+    assert!(o.status.success(), "{}", errors(&o));
+    let o = cli(&s, &both(SECRET), &["ns", "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", errors(&o));
+    assert!(errors(&o).contains("did not prove"), "{}", errors(&o));
     // On the native wire the flag means nothing: said, not ignored.
     let native = [
         ("CERBERUS_DHCHAP_SECRET", SECRET),

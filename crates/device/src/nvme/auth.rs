@@ -2,21 +2,25 @@
 //! with a secret in `[nvme.host_secrets]` gets "authentication required" (ATR) in each
 //! queue's Connect response, and nothing but Authentication Send/Receive, Property Get and
 //! Disconnect on that queue until a transaction succeeds: AUTH_Negotiate (the host offers
-//! hash functions and DH groups; the target takes the first hash it knows and needs the NULL
-//! group), DH-HMAC-CHAP_Challenge (a fresh random C1 and sequence number), _Reply (the
-//! host's R1, compared in constant time), then _Success1 or _Failure1. A failed or
-//! malformed transaction leaves the queue refusing everything until it closes.
+//! hash functions and DH groups; the target takes the first hash it knows, and the first
+//! FFDHE group the host lists, NULL only if the host lists no FFDHE group),
+//! DH-HMAC-CHAP_Challenge (a fresh random C1, sequence number and, with an FFDHE group, the
+//! target's DH value), _Reply (the host's R1 over the challenge augmented with the DH
+//! secret, compared in constant time; with C2, the host asks the target to prove itself),
+//! then _Success1 (carrying R2, from the host's controller secret in
+//! `[nvme.ctrl_secrets]`, when asked; the host's _Success2 then ends the transaction) or
+//! _Failure1. A failed or malformed transaction leaves the queue refusing everything until
+//! it closes. A host with no secret is refused unless `require_host_auth = false`.
 //!
-//! Not implemented, refused with the Failure1 explanation the specification gives: FFDHE
-//! groups (DH group not usable: the NULL group is all), secure channel concatenation
-//! (concatenation mismatch), bidirectional authentication (the device has no controller
-//! secrets: failed).
+//! Not implemented, refused with the Failure1 explanation the specification gives: secure
+//! channel concatenation (concatenation mismatch).
 
 use super::conn::Conn;
 use super::Answer;
 use super::{invalid_field, Target};
 use cerberus_proto::nvme::{
-    failure, host_response, AuthMessage, HashId, NvmeStatus, DHGROUP_NULL, SECP_DHCHAP, SPSP_DHCHAP,
+    augmented, failure, AuthMessage, Challenged, DhGroup, DhKey, HashId, NvmeStatus, DHGROUP_NULL,
+    DH_PRIVATE_LEN, SECP_DHCHAP, SPSP_DHCHAP,
 };
 use rand::RngCore;
 use subtle::ConstantTimeEq;
@@ -48,12 +52,26 @@ pub(super) struct QueueAuth {
 struct Transaction {
     /// The host's key, transformed for its NQN.
     key: Vec<u8>,
+    /// The controller's key for this host, transformed for the subsystem's NQN: what
+    /// answers a host that asks the target to prove itself.
+    ctrl_key: Option<Vec<u8>>,
     hostnqn: String,
     subnqn: String,
-    /// The challenge sent: T_ID, hash, S1, C1.
-    sent: Option<(u16, HashId, u32, Vec<u8>)>,
+    /// The challenge sent.
+    sent: Option<Sent>,
     /// The message the next Authentication Receive returns, and the state it leaves.
     out: Option<(AuthMessage, State)>,
+    /// Success1 carried R2: the host's Success2 ends the transaction (T_ID).
+    awaiting_success2: Option<u16>,
+}
+
+/// A challenge sent: T_ID, hash, S1, C1 and the target's DH key (None: the NULL group).
+struct Sent {
+    tid: u16,
+    hash: HashId,
+    seqnum: u32,
+    c1: Vec<u8>,
+    dh: Option<DhKey>,
 }
 
 impl QueueAuth {
@@ -66,10 +84,15 @@ impl QueueAuth {
                 proven: false,
                 txn: Some(Box::new(Transaction {
                     key: secret.transformed(hostnqn),
+                    ctrl_key: target
+                        .ctrl_secrets
+                        .get(hostnqn)
+                        .map(|s| s.transformed(subnqn)),
                     hostnqn: hostnqn.to_string(),
                     subnqn: subnqn.to_string(),
                     sent: None,
                     out: None,
+                    awaiting_success2: None,
                 })),
             }),
             None if target.config.require_host_auth => None,
@@ -107,6 +130,7 @@ impl Transaction {
             explanation,
         };
         self.sent = None;
+        self.awaiting_success2 = None;
         self.out = Some((msg, State::Failed));
         State::Failed
     }
@@ -119,76 +143,140 @@ impl Transaction {
                 sc_c,
                 hashes,
                 dhgroups,
-            } => {
-                if sc_c != 0 {
-                    return self.fail(tid, failure::CONCAT_MISMATCH);
-                }
-                let Some(hash) = hashes.iter().find_map(|&h| HashId::from_id(h)) else {
-                    return self.fail(tid, failure::HASH_UNUSABLE);
-                };
-                if !dhgroups.contains(&DHGROUP_NULL) {
-                    return self.fail(tid, failure::DHGROUP_UNUSABLE);
-                }
-                let mut challenge = vec![0u8; hash.output_len()];
-                rand::rngs::OsRng.fill_bytes(&mut challenge);
-                let seqnum = rand::rngs::OsRng.next_u32().max(1);
-                let msg = AuthMessage::Challenge {
-                    tid,
-                    hash: hash as u8,
-                    dhgroup: DHGROUP_NULL,
-                    seqnum,
-                    challenge: challenge.clone(),
-                    dh_value: Vec::new(),
-                };
-                self.sent = Some((tid, hash, seqnum, challenge));
-                self.out = Some((msg, State::Required));
-                State::Required
-            }
+            } => self.negotiate(tid, sc_c, &hashes, &dhgroups),
             AuthMessage::Reply {
                 tid,
+                seqnum,
                 response,
-                challenge: c2,
-                ..
-            } => {
-                // The challenge must have been read (nothing waiting to go out).
-                let Some((sent_tid, hash, seqnum, c1)) =
-                    self.sent.take().filter(|_| self.out.is_none())
-                else {
-                    return self.fail(tid, failure::INCORRECT_MESSAGE);
-                };
-                if tid != sent_tid || response.len() != hash.output_len() {
-                    return self.fail(tid, failure::INCORRECT_PAYLOAD);
-                }
-                let expected = host_response(
-                    hash,
-                    &self.key,
-                    &c1,
-                    seqnum,
-                    tid,
-                    0,
-                    &self.hostnqn,
-                    &self.subnqn,
-                );
-                if !bool::from(expected.ct_eq(&response)) || c2.is_some() {
-                    // A wrong response; or a right one asking the controller to prove
-                    // itself, which this device has no secret for.
-                    return self.fail(tid, failure::FAILED);
-                }
-                let msg = AuthMessage::Success1 {
-                    tid,
-                    hl: hash.output_len() as u8,
-                    response: None,
-                };
-                self.out = Some((msg, State::Open));
-                State::Required
+                challenge,
+                dh_value,
+            } => self.reply(tid, seqnum, &response, challenge, &dh_value),
+            // The host checked R2: the transaction ends.
+            AuthMessage::Success2 { tid }
+                if self.awaiting_success2 == Some(tid) && self.out.is_none() =>
+            {
+                self.awaiting_success2 = None;
+                State::Open
             }
-            // The host gives up (Failure2), or sends what only a controller sends, or a
-            // Success2 this device never asks for.
+            // The host gives up (Failure2, R2 refused among them), or sends what only a
+            // controller sends, or a Success2 out of turn.
             AuthMessage::Failure { tid, .. }
             | AuthMessage::Challenge { tid, .. }
             | AuthMessage::Success1 { tid, .. }
             | AuthMessage::Success2 { tid } => self.fail(tid, failure::INCORRECT_MESSAGE),
         }
+    }
+
+    fn negotiate(&mut self, tid: u16, sc_c: u8, hashes: &[u8], dhgroups: &[u8]) -> State {
+        if sc_c != 0 {
+            return self.fail(tid, failure::CONCAT_MISMATCH);
+        }
+        let Some(hash) = hashes.iter().find_map(|&h| HashId::from_id(h)) else {
+            return self.fail(tid, failure::HASH_UNUSABLE);
+        };
+        // An exchange whenever the host can do one: it gives forward secrecy.
+        let group = dhgroups.iter().find_map(|&g| DhGroup::from_id(g));
+        if group.is_none() && !dhgroups.contains(&DHGROUP_NULL) {
+            return self.fail(tid, failure::DHGROUP_UNUSABLE);
+        }
+        let mut rng = rand::rngs::OsRng;
+        let dh = group.map(|g| {
+            let mut random = [0u8; DH_PRIVATE_LEN];
+            rng.fill_bytes(&mut random);
+            g.key_pair(&random)
+        });
+        let mut c1 = vec![0u8; hash.output_len()];
+        rng.fill_bytes(&mut c1);
+        let seqnum = rng.next_u32().max(1);
+        let msg = AuthMessage::Challenge {
+            tid,
+            hash: hash as u8,
+            dhgroup: group.map_or(DHGROUP_NULL, |g| g as u8),
+            seqnum,
+            challenge: c1.clone(),
+            dh_value: dh.as_ref().map(|k| k.public.clone()).unwrap_or_default(),
+        };
+        self.sent = Some(Sent {
+            tid,
+            hash,
+            seqnum,
+            c1,
+            dh,
+        });
+        self.awaiting_success2 = None;
+        self.out = Some((msg, State::Required));
+        State::Required
+    }
+
+    fn reply(
+        &mut self,
+        tid: u16,
+        s2: u32,
+        r1: &[u8],
+        c2: Option<Vec<u8>>,
+        dh_value: &[u8],
+    ) -> State {
+        // The challenge must have been read (nothing waiting to go out).
+        let Some(sent) = self.sent.take().filter(|_| self.out.is_none()) else {
+            return self.fail(tid, failure::INCORRECT_MESSAGE);
+        };
+        let hl = sent.hash.output_len();
+        if tid != sent.tid || r1.len() != hl || c2.as_ref().is_some_and(|c| c.len() != hl) {
+            return self.fail(tid, failure::INCORRECT_PAYLOAD);
+        }
+        let z = match &sent.dh {
+            Some(k) => match k.shared(dh_value) {
+                Ok(z) => Some(z),
+                Err(explanation) => return self.fail(tid, explanation),
+            },
+            None if dh_value.is_empty() => None,
+            None => return self.fail(tid, failure::INCORRECT_PAYLOAD),
+        };
+        let ca = augmented(sent.hash, z.as_deref(), &sent.c1);
+        let at = Challenged {
+            hash: sent.hash,
+            challenge: &ca,
+            seqnum: sent.seqnum,
+            tid,
+            sc_c: 0,
+        };
+        let expected = at.host_response(&self.key, &self.hostnqn, &self.subnqn);
+        if !bool::from(expected.ct_eq(r1)) {
+            return self.fail(tid, failure::FAILED);
+        }
+        let r2 = match c2 {
+            None => None,
+            // The host asks the target to prove itself: with the controller secret it was
+            // given for this host, else the transaction fails (the host must not go on
+            // believing it reached a device that knows its secrets).
+            Some(_) if s2 == 0 => return self.fail(tid, failure::INCORRECT_PAYLOAD),
+            Some(c2) => match &self.ctrl_key {
+                None => return self.fail(tid, failure::FAILED),
+                Some(kc) => {
+                    let ca2 = augmented(sent.hash, z.as_deref(), &c2);
+                    let at = Challenged {
+                        challenge: &ca2,
+                        seqnum: s2,
+                        ..at
+                    };
+                    Some(at.controller_response(kc, &self.subnqn, &self.hostnqn))
+                }
+            },
+        };
+        let after = match r2 {
+            Some(_) => {
+                self.awaiting_success2 = Some(tid);
+                State::Required
+            }
+            None => State::Open,
+        };
+        let msg = AuthMessage::Success1 {
+            tid,
+            hl: hl as u8,
+            response: r2,
+        };
+        self.out = Some((msg, after));
+        State::Required
     }
 }
 
@@ -217,12 +305,14 @@ impl Conn {
                 txn.out = None;
                 txn.receive(msg)
             }
-            // A Success2 after Success1 (this device never asks for one): harmless.
+            // A Success2 after a Success1 without R2: harmless.
             Ok(AuthMessage::Success2 { .. }) if auth.state == State::Open => State::Open,
             Ok(_) if auth.state == State::Open => txn.fail(tid, failure::INCORRECT_MESSAGE),
             Ok(msg) => txn.receive(msg),
             Err(explanation) => txn.fail(tid, explanation),
         };
+        // A Success2 ends a bidirectional transaction.
+        auth.proven |= auth.state == State::Open;
         if auth.state == State::Failed {
             self.target.shared.metrics.auth_failures.inc();
             tracing::info!(qid = q.qid, "NVMe/TCP: a host failed its authentication");

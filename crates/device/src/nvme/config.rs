@@ -46,8 +46,14 @@ pub struct NvmeConfig {
     /// makes): a host named here must authenticate each queue (NVMe in-band authentication)
     /// before any other command. Checked at start.
     pub host_secrets: BTreeMap<String, String>,
-    /// Refuse the Connect of a host NQN that has no secret in `host_secrets` (default false:
-    /// such hosts connect unauthenticated, as before secrets existed).
+    /// Host NQN -> the controller secret the target proves itself with when that host asks
+    /// (bidirectional authentication, `nvme connect --dhchap-ctrl-secret`). Only for hosts
+    /// with a secret in `host_secrets`.
+    pub ctrl_secrets: BTreeMap<String, String>,
+    /// Refuse the Connect of a host NQN that has no secret in `host_secrets` (the default:
+    /// host NQNs are not secret, so a host without a secret could be anyone). `false` takes
+    /// such hosts at their word, as Redis's protected mode off does; the device says so at
+    /// start.
     pub require_host_auth: bool,
 }
 
@@ -64,7 +70,8 @@ impl Default for NvmeConfig {
             hosts: BTreeMap::new(),
             admin_hosts: Vec::new(),
             host_secrets: BTreeMap::new(),
-            require_host_auth: false,
+            ctrl_secrets: BTreeMap::new(),
+            require_host_auth: true,
         }
     }
 }
@@ -91,7 +98,33 @@ impl NvmeConfig {
             cerberus_proto::nvme::DhchapSecret::parse(secret)
                 .map_err(|e| format!("nvme.host_secrets[{host:?}]: {e}"))?;
         }
+        for (host, secret) in &self.ctrl_secrets {
+            cerberus_proto::nvme::DhchapSecret::parse(secret)
+                .map_err(|e| format!("nvme.ctrl_secrets[{host:?}]: {e}"))?;
+            if !self.host_secrets.contains_key(host) {
+                return Err(format!(
+                    "nvme.ctrl_secrets[{host:?}]: the host has no secret in nvme.host_secrets \
+                     (the target proves itself only inside the host's authentication)"
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The hosts this target takes at their word (granted, with no secret, while
+    /// `require_host_auth` is off), for the line the device logs at start.
+    pub fn hosts_without_secrets(&self) -> Vec<&str> {
+        if self.require_host_auth {
+            return Vec::new();
+        }
+        let granted = self.hosts.keys().chain(self.admin_hosts.iter());
+        let mut v: Vec<&str> = granted
+            .filter(|h| !self.host_secrets.contains_key(*h))
+            .map(String::as_str)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// Largest data one PDU from a host may carry: a capsule's or an H2CData's.
@@ -120,5 +153,17 @@ mod tests {
         bad.nvme.in_capsule_bytes = 512; // a Connect's 1,024 bytes would not fit
         assert!(bad.validate().is_err());
         assert!(toml::from_str::<DeviceConfig>("[nvme]\nmax_conections = 1\n").is_err());
+    }
+
+    #[test]
+    fn the_hosts_taken_at_their_word_are_named_only_when_the_admin_allows_them() {
+        let mut c = super::NvmeConfig::default();
+        c.hosts.insert("nqn.a".into(), vec!["*".into()]);
+        c.hosts.insert("nqn.b".into(), vec!["*".into()]);
+        c.admin_hosts.push("nqn.c".into());
+        c.host_secrets.insert("nqn.b".into(), "DHHC-1:00:x:".into());
+        assert!(c.hosts_without_secrets().is_empty(), "refused by default");
+        c.require_host_auth = false;
+        assert_eq!(c.hosts_without_secrets(), vec!["nqn.a", "nqn.c"]);
     }
 }

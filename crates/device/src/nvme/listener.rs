@@ -12,6 +12,24 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+/// Says, in one line, whom the target takes at their word: every host must authenticate,
+/// or (`require_host_auth = false`) the hosts its grants name without a secret.
+fn announce(listener: &TcpListener, config: &super::NvmeConfig) {
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
+    if config.require_host_auth {
+        tracing::info!(
+            "NVMe/TCP target on {addr}: every host authenticates (DH-HMAC-CHAP); hosts without a secret are refused"
+        );
+    } else {
+        let hosts = config.hosts_without_secrets();
+        tracing::warn!(
+            "NVMe/TCP target on {addr}: require_host_auth = false: any host that names one of {hosts:?} in its Connect is taken at its word (host NQNs are not secret)"
+        );
+    }
+}
+
 /// How long a stop waits for connections to finish their command.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -23,6 +41,7 @@ pub(crate) async fn serve(
     reactors: &Reactors,
 ) {
     let target = Arc::new(target);
+    announce(&listener, &target.config);
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}

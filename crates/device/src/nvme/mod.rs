@@ -43,6 +43,8 @@ pub(crate) struct Target {
     controllers: Controllers,
     /// `host_secrets`, read (checked when the device started).
     secrets: HashMap<String, DhchapSecret>,
+    /// `ctrl_secrets`, read: what the target proves itself with to a host that asks.
+    ctrl_secrets: HashMap<String, DhchapSecret>,
     /// Connection slots (`max_connections`).
     slots: Arc<Semaphore>,
 }
@@ -50,13 +52,14 @@ pub(crate) struct Target {
 impl Target {
     pub fn new(shared: Arc<Shared>, workers: Arc<Workers>) -> Target {
         let config = shared.config.nvme.clone();
-        let secrets = config
-            .host_secrets
-            .iter()
-            .filter_map(|(h, s)| Some((h.clone(), DhchapSecret::parse(s).ok()?)))
-            .collect();
+        let read = |m: &std::collections::BTreeMap<String, String>| {
+            m.iter()
+                .filter_map(|(h, s)| Some((h.clone(), DhchapSecret::parse(s).ok()?)))
+                .collect()
+        };
         Target {
-            secrets,
+            secrets: read(&config.host_secrets),
+            ctrl_secrets: read(&config.ctrl_secrets),
             slots: Arc::new(Semaphore::new(config.max_connections)),
             shared,
             workers,

@@ -23,6 +23,15 @@ pub const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
 /// host.
 pub const TEST_HOSTNQN: &str = "nqn.2014-08.org.example:e2e";
 
+/// TEST_HOSTNQN's DH-HMAC-CHAP secret: the NVMe-wire clients authenticate as the device
+/// requires by default.
+pub fn test_secret() -> String {
+    cerberus_host::proto::nvme::DhchapSecret::encode(
+        Some(cerberus_host::proto::nvme::HashId::Sha256),
+        &[0x5a; 32],
+    )
+}
+
 /// The NVMe/TCP target of `dev` (its target must be on) as host `hostnqn`, no digests.
 pub fn nvme_target(dev: &DeviceHandle, hostnqn: &str) -> cerberus_host::nvme::NvmeTarget {
     cerberus_host::nvme::NvmeTarget {
@@ -30,7 +39,9 @@ pub fn nvme_target(dev: &DeviceHandle, hostnqn: &str) -> cerberus_host::nvme::Nv
         subnqn: SUBNQN.into(),
         hostnqn: hostnqn.into(),
         digests: Default::default(),
-        host_secret: None,
+        // Used only if the target asks (a host with a secret there).
+        host_secret: Some(test_secret()),
+        ctrl_secret: None,
     }
 }
 
@@ -84,6 +95,9 @@ pub fn start(dir: &Path, tweak: impl FnOnce(&mut DeviceConfig)) -> DeviceHandle 
         c.nvme_listen = Some("127.0.0.1:0".into());
         c.nvme.hosts.insert(TEST_HOSTNQN.into(), vec!["*".into()]);
         c.nvme.admin_hosts.push(TEST_HOSTNQN.into());
+        c.nvme
+            .host_secrets
+            .insert(TEST_HOSTNQN.into(), test_secret());
     }
     tweak(&mut c);
     Device::start(c).expect("device starts")
@@ -100,7 +114,9 @@ pub fn config(dev: &DeviceHandle) -> ClientConfig {
         Wire::Native => ClientConfig::new(dev.local_addr().to_string()),
         Wire::Nvme => {
             let addr = dev.nvme_addr().expect("the NVMe/TCP target is on");
-            ClientConfig::new(addr.to_string()).with_nvme(SUBNQN, TEST_HOSTNQN)
+            ClientConfig::new(addr.to_string())
+                .with_nvme(SUBNQN, TEST_HOSTNQN)
+                .with_nvme_secret(test_secret())
         }
     }
 }

@@ -12,6 +12,7 @@ mod iterators;
 mod lifecycle;
 mod metrics_scrape;
 mod nvme_auth;
+mod nvme_auth_exchange;
 mod nvme_blocking;
 mod nvme_discovery;
 mod nvme_inflight;

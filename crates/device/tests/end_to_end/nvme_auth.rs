@@ -9,24 +9,24 @@ use bytes::Bytes;
 use cerberus_device::{Device, DeviceConfig, DeviceHandle};
 use cerberus_host::nvme::{NvmeError, NvmeHost, NvmeQueue, NvmeTarget};
 use cerberus_host::proto::nvme::{
-    auth_command, authentication_required, connect_data, failure, host_response, property,
-    AuthMessage, Cqe, DhchapSecret, HashId, KvCommand, KvKey, KvOpcode, NvmeStatus, Sqe,
+    auth_command, authentication_required, connect_data, failure, property, AuthMessage,
+    Challenged, Cqe, DhchapSecret, HashId, KvCommand, KvKey, KvOpcode, NvmeStatus, Sqe,
     CONNECT_ATR, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND,
 };
 use cerberus_host::{BlockingClient, ClientConfig};
 
-use common::SUBNQN;
-const ALICE: &str = "nqn.2014-08.org.example:alice";
-const BOB: &str = "nqn.2014-08.org.example:bob";
-const OPEN: &str = "nqn.2014-08.org.example:no-secret";
+pub(super) use common::SUBNQN;
+pub(super) const ALICE: &str = "nqn.2014-08.org.example:alice";
+pub(super) const BOB: &str = "nqn.2014-08.org.example:bob";
+pub(super) const OPEN: &str = "nqn.2014-08.org.example:no-secret";
 
-fn secret(byte: u8) -> String {
+pub(super) fn secret(byte: u8) -> String {
     DhchapSecret::encode(Some(HashId::Sha256), &[byte; 32])
 }
 
 /// A device whose target grants ALICE "a", BOB "b" and OPEN "o" (and each "z", made by
 /// the test that uses it); ALICE and BOB have secrets.
-fn device(dir: &std::path::Path, require: bool) -> (DeviceHandle, [u32; 3]) {
+pub(super) fn device(dir: &std::path::Path, require: bool) -> (DeviceHandle, [u32; 3]) {
     let dev = common::start(dir, |c| {
         c.nvme_listen = Some("127.0.0.1:0".into());
         for (h, ns) in [(ALICE, "a"), (BOB, "b"), (OPEN, "o")] {
@@ -43,7 +43,7 @@ fn device(dir: &std::path::Path, require: bool) -> (DeviceHandle, [u32; 3]) {
     (dev, ids)
 }
 
-fn target(dev: &DeviceHandle, hostnqn: &str, secret: Option<String>) -> NvmeTarget {
+pub(super) fn target(dev: &DeviceHandle, hostnqn: &str, secret: Option<String>) -> NvmeTarget {
     NvmeTarget {
         host_secret: secret,
         ..common::nvme_target(dev, hostnqn)
@@ -59,7 +59,12 @@ fn fabrics(fctype: u8, cdw10: u32, cdw11: u32) -> Sqe {
 }
 
 /// Opens a queue and sends its Connect by hand; the completion.
-async fn connect(dev: &DeviceHandle, host: &str, qid: u16, cntlid: u16) -> (NvmeQueue, Cqe) {
+pub(super) async fn connect(
+    dev: &DeviceHandle,
+    host: &str,
+    qid: u16,
+    cntlid: u16,
+) -> (NvmeQueue, Cqe) {
     let addr = dev.nvme_addr().unwrap().to_string();
     let mut q = NvmeQueue::open(&addr, Default::default()).await.unwrap();
     let data = connect_data([7; 16], cntlid, SUBNQN, host);
@@ -68,7 +73,7 @@ async fn connect(dev: &DeviceHandle, host: &str, qid: u16, cntlid: u16) -> (Nvme
     (q, cqe)
 }
 
-async fn send(q: &mut NvmeQueue, data: Vec<u8>) -> NvmeStatus {
+pub(super) async fn send(q: &mut NvmeQueue, data: Vec<u8>) -> NvmeStatus {
     let sqe = auth_command(FCTYPE_AUTH_SEND, data.len() as u32);
     q.command(sqe, Bytes::from(data), true, 0)
         .await
@@ -77,9 +82,9 @@ async fn send(q: &mut NvmeQueue, data: Vec<u8>) -> NvmeStatus {
         .status
 }
 
-async fn receive(q: &mut NvmeQueue) -> Result<AuthMessage, NvmeStatus> {
-    let sqe = auth_command(FCTYPE_AUTH_RECEIVE, 1024);
-    let (cqe, data) = q.command(sqe, Bytes::new(), true, 1024).await.unwrap();
+pub(super) async fn receive(q: &mut NvmeQueue) -> Result<AuthMessage, NvmeStatus> {
+    let sqe = auth_command(FCTYPE_AUTH_RECEIVE, 4096);
+    let (cqe, data) = q.command(sqe, Bytes::new(), true, 4096).await.unwrap();
     if !cqe.status.is_success() {
         return Err(cqe.status);
     }
@@ -108,7 +113,14 @@ async fn authenticate(q: &mut NvmeQueue, host: &str, key: &[u8]) -> AuthMessage 
         panic!("no challenge");
     };
     assert_eq!((tid, hash, dhgroup, challenge.len()), (9, 1, 0, 32));
-    let response = host_response(HashId::Sha256, key, &challenge, seqnum, 9, 0, host, SUBNQN);
+    let at = Challenged {
+        hash: HashId::Sha256,
+        challenge: &challenge,
+        seqnum,
+        tid: 9,
+        sc_c: 0,
+    };
+    let response = at.host_response(key, host, SUBNQN);
     let reply = AuthMessage::Reply {
         tid: 9,
         seqnum: 0,
@@ -122,7 +134,7 @@ async fn authenticate(q: &mut NvmeQueue, host: &str, key: &[u8]) -> AuthMessage 
 
 /// Commands a queue must refuse before authentication: Identify, Property Set, a KV
 /// Retrieve; each answers "authentication required".
-async fn refused_everything(q: &mut NvmeQueue, nsid: u32) {
+pub(super) async fn refused_everything(q: &mut NvmeQueue, nsid: u32) {
     let identify = Sqe {
         opcode: 0x06,
         cdw: [1, 0, 0, 0, 0, 0],
@@ -312,7 +324,7 @@ fn a_malformed_message_fails_only_its_queue() {
                 tid: 1,
                 sc_c: 0,
                 hashes: vec![1],
-                dhgroups: vec![1, 2], // FFDHE only
+                dhgroups: vec![6, 9], // no known group
             }
             .encode(),
             AuthMessage::Negotiate {

@@ -100,6 +100,9 @@ pub struct NvmeTarget {
     /// This host's DH-HMAC-CHAP secret (`DHHC-1:<hh>:<base64>:`): each queue authenticates
     /// with it when the target's Connect response asks (None: a target that asks refuses).
     pub host_secret: Option<String>,
+    /// The controller secret this host asks the target to prove itself with (bidirectional
+    /// authentication; None: the host does not ask).
+    pub ctrl_secret: Option<String>,
 }
 
 const IDENTIFY: u8 = 0x06;

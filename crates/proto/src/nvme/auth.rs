@@ -3,12 +3,13 @@
 //! Fabrics Authentication Send and Receive commands' data, the `DHHC-1` secret
 //! representation with its key transformation, and the responses both sides compute.
 //!
-//! The NULL Diffie-Hellman group alone is implemented (no DH exchange: the challenge is
-//! used as is); hash functions SHA-256, SHA-384 and SHA-512.
+//! DH groups: NULL (the challenge used as is) and the RFC 7919 groups (`dh`); hash
+//! functions SHA-256, SHA-384 and SHA-512; bidirectional authentication (the host sends C2,
+//! the controller answers R2 from its own secret).
 
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use sha2::{Sha256, Sha384, Sha512};
+use sha2::{Digest, Sha256, Sha384, Sha512};
 
 use super::queue_entry::NvmeStatus;
 
@@ -83,6 +84,15 @@ impl HashId {
             HashId::Sha256 => 32,
             HashId::Sha384 => 48,
             HashId::Sha512 => 64,
+        }
+    }
+
+    /// This hash of `data`.
+    pub fn digest(self, data: &[u8]) -> Vec<u8> {
+        match self {
+            HashId::Sha256 => Sha256::digest(data).to_vec(),
+            HashId::Sha384 => Sha384::digest(data).to_vec(),
+            HashId::Sha512 => Sha512::digest(data).to_vec(),
         }
     }
 
@@ -177,32 +187,50 @@ impl DhchapSecret {
     }
 }
 
-/// The host's response R1 = HMAC(Kh, C1 || S1 || T_ID || SC_C || "HostHost" || NQNh || 00h
-/// || NQNc), `key` being the transformed host key (the NULL DH group: C1 as sent).
-#[allow(clippy::too_many_arguments)]
-pub fn host_response(
-    hash: HashId,
-    key: &[u8],
-    challenge: &[u8],
-    seqnum: u32,
-    tid: u16,
-    sc_c: u8,
-    hostnqn: &str,
-    subnqn: &str,
-) -> Vec<u8> {
-    hash.hmac(
-        key,
-        &[
-            challenge,
-            &seqnum.to_le_bytes(),
-            &tid.to_le_bytes(),
-            &[sc_c],
-            b"HostHost",
-            hostnqn.as_bytes(),
-            &[0],
-            subnqn.as_bytes(),
-        ],
-    )
+/// What a response is computed over, besides the key: the (augmented) challenge, its
+/// sequence number, the transaction id and SC_C.
+#[derive(Clone, Copy, Debug)]
+pub struct Challenged<'a> {
+    /// The hash function of the transaction.
+    pub hash: HashId,
+    /// C1 or C2, augmented with the DH secret when the group is not NULL (`augmented`).
+    pub challenge: &'a [u8],
+    /// S1 or S2.
+    pub seqnum: u32,
+    /// T_ID.
+    pub tid: u16,
+    /// SC_C.
+    pub sc_c: u8,
+}
+
+impl Challenged<'_> {
+    fn response(&self, key: &[u8], role: &[u8], nqn1: &str, nqn2: &str) -> Vec<u8> {
+        self.hash.hmac(
+            key,
+            &[
+                self.challenge,
+                &self.seqnum.to_le_bytes(),
+                &self.tid.to_le_bytes(),
+                &[self.sc_c],
+                role,
+                nqn1.as_bytes(),
+                &[0],
+                nqn2.as_bytes(),
+            ],
+        )
+    }
+
+    /// The host's response R1 = HMAC(Kh, Ca || S1 || T_ID || SC_C || "HostHost" || NQNh ||
+    /// 00h || NQNc), `key` the host key transformed for the host's NQN.
+    pub fn host_response(&self, key: &[u8], hostnqn: &str, subnqn: &str) -> Vec<u8> {
+        self.response(key, b"HostHost", hostnqn, subnqn)
+    }
+
+    /// The controller's response R2 = HMAC(Kc, Ca2 || S2 || T_ID || SC_C || "Controller" ||
+    /// NQNc || 00h || NQNh), `key` the controller key transformed for the subsystem's NQN.
+    pub fn controller_response(&self, key: &[u8], subnqn: &str, hostnqn: &str) -> Vec<u8> {
+        self.response(key, b"Controller", subnqn, hostnqn)
+    }
 }
 
 /// A DH-HMAC-CHAP message (or the common Negotiate message).

@@ -3,13 +3,14 @@
 //! controller exchange on a queue's connection (`pdu`), the 64-byte submission and
 //! 16-byte completion queue entries they carry (`queue_entry`), the Fabrics commands that
 //! open a queue and reach the controller's registers (`fabrics`), in-band authentication
-//! (`auth`: DH-HMAC-CHAP), the admin commands a
+//! (`auth`: DH-HMAC-CHAP, `dh`: its Diffie-Hellman groups), the admin commands a
 //! target answers (`admin`), and the Key Value command set's commands in those entries
 //! (`kv`). No I/O, as the rest of this
 //! crate: the device's NVMe/TCP target and the host's initiator move the bytes.
 
 mod admin;
 mod auth;
+mod dh;
 mod fabrics;
 mod fuzz;
 mod kv;
@@ -19,9 +20,10 @@ mod vendor;
 
 pub use admin::AdminCommand;
 pub use auth::{
-    authentication_required, failure, host_response, AuthMessage, DhchapSecret, HashId,
-    CONNECT_ATR, DHGROUP_NULL, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND, SECP_DHCHAP, SPSP_DHCHAP,
+    authentication_required, failure, AuthMessage, Challenged, DhchapSecret, HashId, CONNECT_ATR,
+    DHGROUP_NULL, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND, SECP_DHCHAP, SPSP_DHCHAP,
 };
+pub use dh::{augmented, DhGroup, DhKey, DH_PRIVATE_LEN};
 pub use fabrics::{
     auth_command, connect_data, connect_invalid_parameters, fabrics_command, property,
     FabricsCommand, CONNECT_DATA_LEN, DEFAULT_SUBNQN, DISCOVERY_NQN, FABRICS_OPCODE, NQN_FIELD_LEN,
