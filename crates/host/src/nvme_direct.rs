@@ -179,9 +179,7 @@ impl NvmeDirect {
         out: &mut BytesMut,
         done: &mut Vec<Frame>,
     ) -> std::result::Result<(), Broken> {
-        let limits = PduLimits {
-            max_data: MAX_PDU_DATA,
-        };
+        let limits = PduLimits::uniform(MAX_PDU_DATA);
         let mut flights = None;
         loop {
             match split_pdu(buf, self.digests, limits) {

@@ -126,11 +126,6 @@ impl NvmeConfig {
         v.dedup();
         v
     }
-
-    /// Largest data one PDU from a host may carry: a capsule's or an H2CData's.
-    pub(crate) fn max_pdu_data(&self) -> u32 {
-        self.in_capsule_bytes.max(self.max_h2c_data)
-    }
 }
 
 #[cfg(test)]

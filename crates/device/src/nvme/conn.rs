@@ -117,7 +117,7 @@ pub(super) async fn serve(
         buf: BytesMut::with_capacity(8192),
         out: BytesMut::new(),
         digests: Digests::default(),
-        limits: PduLimits { max_data: 0 },
+        limits: PduLimits::uniform(0),
         iters: Arc::new(ConnIterators::new(1, idle)),
         target,
         queue: None,
@@ -230,7 +230,6 @@ impl Conn {
         let cfg = &self.target.config;
         let wait = Duration::from_millis(cfg.icreq_timeout_ms);
         let maxh2cdata = cfg.max_h2c_data;
-        let max_data = cfg.max_pdu_data();
         let pdu = self.first_pdu(Instant::now() + wait).await?;
         let Pdu::IcReq { pfv, digests, .. } = pdu else {
             return Err(End::Term(FES_SEQUENCE, 0));
@@ -247,7 +246,12 @@ impl Conn {
         self.send(&[resp]);
         self.flush().await.map_err(|_| End::Quiet)?;
         self.digests = digests;
-        self.limits = PduLimits { max_data };
+        // A capsule carries at most `in_capsule_bytes` (IOCCSZ), whatever MAXH2CDATA is:
+        // each command waiting for the queue's budget keeps its capsule's data.
+        self.limits = PduLimits {
+            max_data: self.target.config.max_h2c_data,
+            max_capsule_data: self.target.config.in_capsule_bytes,
+        };
         Ok(())
     }
 
@@ -432,6 +436,13 @@ impl Conn {
             self.io(sqe, data, cost);
             return;
         }
+        if !self.may_fetch(sqe.nsid) {
+            // Not a byte of data for a namespace this host may not use: refused now, so an
+            // ungranted host cannot make the target wait for (and hold) what it announced.
+            let refused = Answer::status(super::invalid_namespace());
+            self.flight.finish_now(sqe, refused, cost);
+            return;
+        }
         let size = sqe.cdw(10) as usize;
         let ttag = self.flight.ttag();
         self.flight.pending.insert(
@@ -460,20 +471,6 @@ impl Conn {
         while let Some((sqe, data, cost)) = self.flight.next_ready() {
             self.start(sqe, data, cost);
         }
-    }
-
-    /// A KV Store of a value that fits the device, or a vendor Submit of a frame it reads,
-    /// whose data is not in its capsule.
-    fn wants_data(&self, sqe: &Sqe, data: &Bytes) -> bool {
-        let size = sqe.cdw(10);
-        let max_body = self.target.shared.config.max_frame_body();
-        if data.is_empty() && super::vendor::wants_data(sqe, max_body) {
-            return true;
-        }
-        sqe.opcode == cerberus_proto::nvme::KvOpcode::Store as u8
-            && data.is_empty()
-            && size > 0
-            && size <= self.target.shared.config.max_value_len
     }
 
     fn h2c_data(

@@ -122,6 +122,38 @@ impl Conn {
         q.visible.contains(&nsid)
     }
 
+    /// A KV Store of a value that fits the device, or a vendor Submit of a frame it reads,
+    /// whose data is not in its capsule.
+    pub(super) fn wants_data(&self, sqe: &Sqe, data: &Bytes) -> bool {
+        let size = sqe.cdw(10);
+        let max_body = self.target.shared.config.max_frame_body();
+        if data.is_empty() && super::vendor::wants_data(sqe, max_body) {
+            return true;
+        }
+        sqe.opcode == cerberus_proto::nvme::KvOpcode::Store as u8
+            && data.is_empty()
+            && size > 0
+            && size <= self.target.shared.config.max_value_len
+    }
+
+    /// Whether a command's data may be asked for (R2T): its namespace is granted to this
+    /// queue's host, or it is the device's own (vendor commands of the admin) and the host
+    /// is an admin host.
+    pub(super) fn may_fetch(&mut self, nsid: u32) -> bool {
+        if nsid == cerberus_proto::DEVICE_NSID {
+            return self.admin_host();
+        }
+        self.may_use(nsid)
+    }
+
+    /// Whether this queue's host is in `nvme.admin_hosts`.
+    pub(super) fn admin_host(&self) -> bool {
+        self.queue.as_ref().is_some_and(|q| {
+            let host = &q.ctrl.lock().hostnqn;
+            self.target.config.admin_hosts.iter().any(|h| h == host)
+        })
+    }
+
     /// Runs `request` here or on a worker, as the native port runs its commands (metrics
     /// included); its answer goes back to this connection by its command id.
     fn execute(&mut self, sqe: Sqe, request: Request, buffer: usize, cost: usize) {

@@ -26,7 +26,7 @@ use cerberus_proto::{
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a queue's vendor commands keep between commands.
 #[derive(Default)]
@@ -42,22 +42,58 @@ pub(super) struct VendorState {
 
 #[derive(Default)]
 struct Kept {
-    /// By native command id, oldest first; with `running`, at most `MAX_KEPT`.
-    responses: VecDeque<(u32, Bytes)>,
+    /// By native command id, oldest first, with when each was kept; with `running`, at
+    /// most `MAX_KEPT`.
+    responses: VecDeque<(u32, Bytes, Instant)>,
     running: usize,
+    /// Bytes of `responses`: past the queue's byte budget, a response is replaced by a
+    /// refusal (`keep`).
+    bytes: usize,
 }
 
 impl Kept {
     /// Keeps `response` under `cid` (replacing one the host did not fetch: it reused its id).
     fn keep(&mut self, cid: u32, response: Bytes) {
-        self.responses.retain(|(c, _)| *c != cid);
-        self.responses.push_back((cid, response));
+        self.forget(|c, _| c == cid);
+        self.bytes += response.len();
+        self.responses.push_back((cid, response, Instant::now()));
+    }
+
+    /// Drops the responses `gone` says, their bytes with them.
+    fn forget(&mut self, mut gone: impl FnMut(u32, Instant) -> bool) {
+        let mut freed = 0;
+        self.responses.retain(|(c, r, at)| {
+            let drop = gone(*c, *at);
+            freed += if drop { r.len() } else { 0 };
+            !drop
+        });
+        self.bytes -= freed;
+    }
+
+    /// Drops responses kept longer than `KEPT_FOR`: a host that never fetches holds
+    /// nothing for long.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        self.forget(|_, at| now.duration_since(at) > KEPT_FOR);
+    }
+
+    fn take(&mut self, at: usize) -> Bytes {
+        let r = self
+            .responses
+            .remove(at)
+            .map(|(_, b, _)| b)
+            .unwrap_or_default();
+        self.bytes -= r.len();
+        r
     }
 }
 
 /// Responses a queue keeps unfetched or running at most (each within the reply bound): the
 /// host's client keeps 8 commands in flight.
 const MAX_KEPT: usize = 8;
+
+/// How long an unfetched response is kept (the host's client fetches at once).
+const KEPT_FOR: Duration = Duration::from_secs(60);
 
 /// Whether a Submit's frame must be fetched through R2T: not in its capsule, and of a
 /// length the device reads. A longer one is refused without a byte of it read.
@@ -92,9 +128,11 @@ impl Conn {
     /// A Submit: checked and admitted here, in arrival order (an Authenticate counts for
     /// the commands after it), then run on a worker; `Some` when answered at once.
     fn submit(&mut self, sqe: &Sqe, data: &Bytes, cost: usize) -> Option<Answer> {
+        let cap = self.target.config.max_queue_bytes as usize;
         {
-            let kept = self.vendor.kept.lock();
-            if kept.responses.len() + kept.running >= MAX_KEPT {
+            let mut kept = self.vendor.kept.lock();
+            kept.expire();
+            if kept.responses.len() + kept.running >= MAX_KEPT || kept.bytes >= cap {
                 // Fetch what is kept first: else a host that never fetches grows this.
                 return Some(Answer::status(NvmeStatus::error(
                     0,
@@ -128,16 +166,19 @@ impl Conn {
                 Response::error(h.cid, h.nsid, h.opcode, e.status(), e.to_string())
             }
         };
-        Some(keep(&self.vendor.kept, frame.header.cid, &response, false))
+        Some(keep(
+            &self.vendor.kept,
+            frame.header.cid,
+            &response,
+            false,
+            cap,
+        ))
     }
 
     /// Checks a decoded command against the host's grants (an NVMe status when it names a
     /// namespace the host may not use) and the tunnel's session (a native refusal).
     fn admit(&mut self, cmd: &Command) -> Result<Option<Response>, NvmeStatus> {
-        let admin_host = self.queue.as_ref().is_some_and(|q| {
-            let host = &q.ctrl.lock().hostnqn;
-            self.target.config.admin_hosts.iter().any(|h| h == host)
-        });
+        let admin_host = self.admin_host();
         let admin = self.vendor.session.is_admin() && admin_host;
         if cmd.nsid != DEVICE_NSID && !admin && !self.may_use(cmd.nsid) {
             return Err(invalid_namespace());
@@ -202,8 +243,9 @@ impl Conn {
             true => Some(answer(&shared, cmd.clone(), &iters, arrived)),
             false => crate::workers::answer_small_query(&shared, &cmd, arrived),
         };
+        let cap = self.target.config.max_queue_bytes as usize;
         if let Some(response) = here {
-            let answer = keep(&kept, cid, &response, false);
+            let answer = keep(&kept, cid, &response, false, cap);
             self.flight.finish_now(sqe, answer, cost);
             return;
         }
@@ -218,7 +260,7 @@ impl Conn {
                     puts.store_for(&shared, cmd.nsid);
                 }
                 let response = answer(&shared, cmd, &iters, arrived);
-                let answer = keep(&kept, cid, &response, true);
+                let answer = keep(&kept, cid, &response, true, cap);
                 // Gone only if the connection closed meanwhile.
                 let _ = done.send(Done { sqe, answer, cost });
             })
@@ -235,7 +277,8 @@ impl Conn {
     fn fetch(&mut self, sqe: &Sqe) -> Answer {
         let cid = sqe.cdw(11);
         let mut kept = self.vendor.kept.lock();
-        let Some(at) = kept.responses.iter().position(|(c, _)| *c == cid) else {
+        kept.expire();
+        let Some(at) = kept.responses.iter().position(|(c, _, _)| *c == cid) else {
             return Answer::status(NvmeStatus::error(0, SC_COMMAND_SEQUENCE_ERROR));
         };
         let len = kept.responses[at].1.len();
@@ -249,11 +292,7 @@ impl Conn {
                 data: None,
             };
         }
-        let kept = kept
-            .responses
-            .remove(at)
-            .map(|(_, b)| b)
-            .unwrap_or_default();
+        let kept = kept.take(at);
         Answer::Done {
             status: NvmeStatus::SUCCESS,
             dw0,
@@ -284,8 +323,10 @@ fn sweeping(iters: ConnIterators, idle: Duration) -> Arc<ConnIterators> {
 
 /// Keeps the encoded `response` for its Fetch (`ran`: a Submit that was running ends, in the
 /// same step, so the bound never counts it twice or not at all); the Submit's answer (DW0:
-/// the response's length).
-fn keep(kept: &Mutex<Kept>, cid: u32, response: &Response, ran: bool) -> Answer {
+/// the response's length). Past `cap` bytes kept, a response (a large read's: a write's is
+/// a few bytes) is replaced by a `ReplyTooLarge` refusal, so a queue keeps at most `cap`
+/// plus one response.
+fn keep(kept: &Mutex<Kept>, cid: u32, response: &Response, ran: bool, cap: usize) -> Answer {
     let mut out = BytesMut::new();
     let encoded = response.encode(&mut out);
     let mut kept = kept.lock();
@@ -294,6 +335,20 @@ fn keep(kept: &Mutex<Kept>, cid: u32, response: &Response, ran: bool) -> Answer 
     }
     if encoded.is_err() {
         return Answer::status(NvmeStatus::error(0, 0x06));
+    }
+    if kept.bytes > 0 && kept.bytes + out.len() > cap {
+        let refused = Response::error(
+            response.cid,
+            response.nsid,
+            response.opcode,
+            Status::ReplyTooLarge,
+            "the queue keeps more unfetched responses than its byte budget: fetch them first"
+                .into(),
+        );
+        out.clear();
+        if refused.encode(&mut out).is_err() {
+            return Answer::status(NvmeStatus::error(0, 0x06));
+        }
     }
     let dw0 = u32::try_from(out.len()).unwrap_or(u32::MAX);
     kept.keep(cid, out.freeze());
@@ -313,6 +368,60 @@ fn ok(cmd: &Command, reply: Reply) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn value(cid: u32, len: usize) -> Response {
+        Response {
+            cid,
+            nsid: 1,
+            opcode: cerberus_proto::Opcode::Retrieve as u8,
+            status: Status::Success,
+            reply: Reply::Value(Bytes::from(vec![7u8; len])),
+        }
+    }
+
+    #[test]
+    fn unfetched_responses_hold_at_most_the_budget_and_one_more() {
+        // The attack: eight 2 MiB Retrieves submitted and never fetched, a 4 MiB budget.
+        let kept = Mutex::new(Kept::default());
+        let cap = 4 << 20;
+        for cid in 0..8 {
+            let answer = keep(&kept, cid, &value(cid, 2 << 20), false, cap);
+            assert!(matches!(answer, Answer::Done { status, .. } if status.is_success()));
+        }
+        let k = kept.lock();
+        assert!(k.bytes <= cap, "{} bytes kept", k.bytes);
+        let sizes: Vec<usize> = k.responses.iter().map(|(_, r, _)| r.len()).collect();
+        // The first kept whole (the second would pass the budget by its 16-byte header)...
+        assert!(sizes[0] > 2 << 20, "{sizes:?}");
+        // ... the rest are refusals the host can read (ReplyTooLarge), a few bytes each.
+        assert!(sizes[1..].iter().all(|&n| n < 1024), "{sizes:?}");
+        drop(k);
+        // Fetching frees the budget.
+        let first = kept.lock().take(0);
+        assert!(first.len() > 2 << 20);
+        assert!(kept.lock().bytes < cap);
+    }
+
+    #[test]
+    fn unfetched_responses_expire() {
+        let kept = Mutex::new(Kept::default());
+        keep(&kept, 1, &value(1, 100), false, 1 << 20);
+        keep(&kept, 2, &value(2, 100), false, 1 << 20);
+        let mut k = kept.lock();
+        // The first kept long ago.
+        let long_ago = Instant::now() - KEPT_FOR - Duration::from_secs(1);
+        k.responses[0].2 = long_ago;
+        let before = k.bytes;
+        k.expire();
+        assert_eq!(k.responses.len(), 1);
+        assert_eq!(k.responses[0].0, 2);
+        assert!(k.bytes < before && k.bytes > 0);
+        // A reused command id replaces the old response, bytes included.
+        let len = k.responses[0].1.len();
+        k.keep(2, Bytes::from_static(b"x"));
+        assert_eq!((k.responses.len(), k.bytes), (1, 1));
+        assert!(len > 1);
+    }
 
     #[test]
     fn a_submit_is_fetched_only_at_a_length_the_device_reads() {

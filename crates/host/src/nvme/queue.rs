@@ -117,9 +117,7 @@ impl NvmeQueue {
 
     /// The next PDU from the target; a C2HTermReq is an error naming its FES.
     pub async fn recv(&mut self) -> Result<Pdu> {
-        let limits = PduLimits {
-            max_data: MAX_PDU_DATA,
-        };
+        let limits = PduLimits::uniform(MAX_PDU_DATA);
         loop {
             if let Some(p) = split_pdu(&mut self.buf, self.digests, limits)? {
                 if let Pdu::C2HTermReq { fes, fei, .. } = p {

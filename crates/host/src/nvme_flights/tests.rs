@@ -27,7 +27,7 @@ fn kv_of(request: Request) -> Option<(KvCommand, Bytes)> {
 
 /// The PDUs in `out`, as the target would read them.
 fn pdus(out: &mut BytesMut) -> Vec<Pdu> {
-    let limits = PduLimits { max_data: 1 << 20 };
+    let limits = PduLimits::uniform(1 << 20);
     let mut all = Vec::new();
     while let Some(p) = split_pdu(out, Digests::default(), limits).unwrap() {
         all.push(p);

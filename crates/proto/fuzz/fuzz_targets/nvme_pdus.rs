@@ -7,7 +7,7 @@ use bytes::{BufMut, BytesMut};
 use cerberus_proto::nvme::{split_pdu, Digests, PduLimits};
 use libfuzzer_sys::fuzz_target;
 
-const LIMITS: PduLimits = PduLimits { max_data: 16 << 10 };
+const LIMITS: PduLimits = PduLimits::uniform(16 << 10);
 
 fuzz_target!(|data: &[u8]| {
     let [chunk, dg, wire @ ..] = data else {

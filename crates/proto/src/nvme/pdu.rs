@@ -112,8 +112,29 @@ impl Digests {
 /// What a connection accepts: the largest data part of one PDU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PduLimits {
-    /// Bytes of data one PDU may carry (in-capsule data or one H2CData).
+    /// Bytes of data one PDU other than a command capsule may carry (one H2CData).
     pub max_data: u32,
+    /// Bytes of data one command capsule may carry (in-capsule data): a target's IOCCSZ,
+    /// usually far below `max_data`, since every command waiting to start keeps its capsule.
+    pub max_capsule_data: u32,
+}
+
+impl PduLimits {
+    /// The same limit for every PDU (an initiator reading what its target sends).
+    pub const fn uniform(max_data: u32) -> PduLimits {
+        PduLimits {
+            max_data,
+            max_capsule_data: max_data,
+        }
+    }
+
+    /// The limit for a PDU of type `ty`.
+    fn of(self, ty: PduType) -> u32 {
+        match ty {
+            PduType::CapsuleCmd => self.max_capsule_data,
+            _ => self.max_data,
+        }
+    }
 }
 
 /// A PDU.
@@ -278,7 +299,7 @@ pub fn split_pdu(
     let header_end = hlen + if hd { DIGEST_LEN } else { 0 };
     let max_plen = header_end as u64
         + 256 // the largest data alignment pad a host may ask for
-        + u64::from(limits.max_data)
+        + u64::from(limits.of(ty))
         + if dd { DIGEST_LEN as u64 } else { 0 };
     let data_len = if ty.carries_data() && pdo != 0 {
         // Data digests negotiated: every PDU with data carries one.
@@ -304,7 +325,7 @@ pub fn split_pdu(
         }
         plen as usize - header_end
     };
-    if u64::from(plen) > max_plen || data_len > limits.max_data as usize {
+    if u64::from(plen) > max_plen || data_len > limits.of(ty) as usize {
         return Err(NvmeTcpError::DataLimitExceeded { plen });
     }
     if buf.len() < plen as usize {

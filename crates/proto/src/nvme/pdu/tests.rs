@@ -2,7 +2,7 @@ use super::*;
 use crate::nvme::NvmeStatus;
 use proptest::prelude::*;
 
-const LIMITS: PduLimits = PduLimits { max_data: 8192 };
+const LIMITS: PduLimits = PduLimits::uniform(8192);
 
 fn digests() -> impl Strategy<Value = Digests> {
     (any::<bool>(), any::<bool>()).prop_map(|(header, data)| Digests { header, data })
