@@ -55,6 +55,10 @@ pub struct NvmeConfig {
     /// such hosts at their word, as Redis's protected mode off does; the device says so at
     /// start.
     pub require_host_auth: bool,
+    /// Sync every KV Store before its completion (a host that wants each Store durable
+    /// without a Flush; each Store then waits for the disk). Off by default: Identify
+    /// reports a volatile write cache, and Flush syncs it.
+    pub sync_stores: bool,
 }
 
 impl Default for NvmeConfig {
@@ -72,6 +76,7 @@ impl Default for NvmeConfig {
             host_secrets: BTreeMap::new(),
             ctrl_secrets: BTreeMap::new(),
             require_host_auth: true,
+            sync_stores: false,
         }
     }
 }

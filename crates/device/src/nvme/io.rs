@@ -29,6 +29,10 @@ impl Conn {
         if self.vendor(&sqe, &data, cost) {
             return;
         }
+        if sqe.opcode == FLUSH {
+            self.flush_cache(sqe, cost);
+            return;
+        }
         match self.io_request(&sqe, data) {
             Ok((request, buffer)) => self.execute(sqe, request, buffer, cost),
             Err(answer) => self.flight.finish_now(sqe, answer, cost),
@@ -93,7 +97,7 @@ impl Conn {
                     key,
                     value: data,
                     mode,
-                    sync: false,
+                    sync: self.target.config.sync_stores,
                 }
             }
             KvOpcode::Retrieve => Request::Retrieve { key },
@@ -106,6 +110,39 @@ impl Conn {
             },
         };
         Ok((request, cmd.size as usize))
+    }
+
+    /// Flush (NVM command set opcode 00h, which a KV host may send too): every Store
+    /// completed before it is made durable (the engine's value log synced, on a worker).
+    /// The log is the device's, so any namespace's Flush, or nsid FFFFFFFFh, syncs all.
+    fn flush_cache(&mut self, sqe: Sqe, cost: usize) {
+        if sqe.nsid != cerberus_proto::DEVICE_NSID && !self.may_use(sqe.nsid) {
+            self.flight
+                .finish_now(sqe, Answer::status(invalid_namespace()), cost);
+            return;
+        }
+        self.run_held();
+        let shared = self.target.shared.clone();
+        let done = self.flight.done_tx.clone();
+        let queued = self.target.workers.submit(Box::new(move || {
+            let status = match shared.db.sync_log() {
+                Ok(()) => NvmeStatus::SUCCESS,
+                Err(e) => {
+                    tracing::warn!(error = %e, "NVMe/TCP: a Flush could not sync the log");
+                    NvmeStatus::error(0, 0x06)
+                }
+            };
+            // Gone only if the connection closed meanwhile.
+            let _ = done.send(Done {
+                sqe,
+                answer: Answer::status(status),
+                cost,
+            });
+        }));
+        if !queued {
+            let stopping = nvme_status(Status::ShuttingDown);
+            self.flight.finish_now(sqe, Answer::status(stopping), cost);
+        }
     }
 
     /// Whether this queue's host was granted `nsid` (read again once if not: a namespace
@@ -271,6 +308,9 @@ impl Conn {
         });
     }
 }
+
+/// The NVM command set's Flush.
+const FLUSH: u8 = 0x00;
 
 /// Retrieves held for one engine call at most (as the native port's batches).
 const MAX_HELD: usize = 64;

@@ -15,6 +15,7 @@ mod nvme_auth;
 mod nvme_auth_exchange;
 mod nvme_blocking;
 mod nvme_discovery;
+mod nvme_durability;
 mod nvme_inflight;
 mod nvme_put_batch;
 mod nvme_spdk_seen;
