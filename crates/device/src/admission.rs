@@ -2,19 +2,44 @@
 //! never proves who it is must not keep one from a tenant that does. When every slot is taken,
 //! the oldest connection that has not authenticated yet is told to go and the newcomer takes
 //! its slot; only when every slot belongs to an authenticated client is the newcomer refused.
+//! A port may also cap the slots one peer address holds (the NVMe/TCP port does), so one
+//! host cannot take them all even by proving itself.
 
 use parking_lot::Mutex;
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 pub struct Admission {
     slots: Arc<Semaphore>,
-    /// Connections not authenticated yet, oldest first.
-    unauthenticated: Mutex<VecDeque<(u64, Arc<Notify>)>>,
+    /// Connections not authenticated yet, oldest first, with when each arrived.
+    unauthenticated: Mutex<VecDeque<(u64, Arc<Notify>, Instant)>>,
+    /// Connections told to go that have not given their slot back yet.
+    evicting: Mutex<HashSet<u64>>,
     next_id: AtomicU64,
+    /// Most slots one peer address holds, and how many each holds now.
+    per_peer: usize,
+    peers: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// How long a connection is safe from eviction after it arrives: a host's handshake takes
+/// a few round trips.
+pub const EVICTION_GRACE: Duration = Duration::from_millis(500);
+
+/// What a newcomer finding every slot taken may do (`Admission::make_room`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Room {
+    /// The oldest unauthenticated connection was told to go: wait for its slot.
+    Evicted,
+    /// Nobody may be evicted now, but connections already told to go hold slots that will
+    /// free: wait for one.
+    Soon,
+    /// Every slot belongs to an authenticated connection or one that arrived within
+    /// `EVICTION_GRACE`: refuse the newcomer.
+    Full,
 }
 
 /// A connection's slot; given back when dropped.
@@ -23,56 +48,110 @@ pub struct Ticket {
     evict: Arc<Notify>,
     admission: Arc<Admission>,
     authenticated: bool,
+    peer: IpAddr,
     _slot: OwnedSemaphorePermit,
 }
 
 impl Admission {
-    pub fn new(max_connections: usize) -> Arc<Admission> {
+    /// `max_connections` slots, at most `per_peer` of them from one address.
+    pub fn new(max_connections: usize, per_peer: usize) -> Arc<Admission> {
         Arc::new(Admission {
             slots: Arc::new(Semaphore::new(max_connections)),
             unauthenticated: Mutex::default(),
+            evicting: Mutex::default(),
             next_id: AtomicU64::new(0),
+            per_peer,
+            peers: Mutex::default(),
         })
     }
 
-    fn ticket(self: &Arc<Self>, slot: OwnedSemaphorePermit) -> Ticket {
+    /// Counts a slot for `peer`; false if it holds `per_peer` already.
+    pub fn peer_may_connect(&self, peer: IpAddr) -> bool {
+        let mut peers = self.peers.lock();
+        let n = peers.entry(peer).or_default();
+        if *n >= self.per_peer {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// Gives back a slot `peer_may_connect` counted (a connection refused or closed).
+    pub fn peer_left(&self, peer: IpAddr) {
+        let mut peers = self.peers.lock();
+        if let Some(n) = peers.get_mut(&peer) {
+            *n -= 1;
+            if *n == 0 {
+                peers.remove(&peer);
+            }
+        }
+    }
+
+    fn ticket(self: &Arc<Self>, slot: OwnedSemaphorePermit, peer: IpAddr) -> Ticket {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let evict = Arc::new(Notify::new());
-        self.unauthenticated.lock().push_back((id, evict.clone()));
+        let now = Instant::now();
+        self.unauthenticated
+            .lock()
+            .push_back((id, evict.clone(), now));
         Ticket {
             id,
             evict,
             admission: self.clone(),
             authenticated: false,
+            peer,
             _slot: slot,
         }
     }
 
-    /// A free slot, at once.
-    pub fn try_admit(self: &Arc<Self>) -> Option<Ticket> {
+    /// A free slot, at once, for a connection from `peer` that `peer_may_connect` counted.
+    pub fn try_admit(self: &Arc<Self>, peer: IpAddr) -> Option<Ticket> {
         let slot = self.slots.clone().try_acquire_owned().ok()?;
-        Some(self.ticket(slot))
+        Some(self.ticket(slot, peer))
     }
 
-    /// Tells the oldest unauthenticated connection to go; false if there is none.
-    pub fn evict_oldest(&self) -> bool {
-        match self.unauthenticated.lock().pop_front() {
-            Some((_, evict)) => {
-                // Stored if the connection is not waiting right now: it sees it next time.
-                evict.notify_one();
-                true
-            }
-            None => false,
+    /// Makes room for a newcomer when every slot is taken (`try_admit` failed).
+    pub fn make_room(&self) -> Room {
+        if self.evict_oldest() {
+            Room::Evicted
+        } else if !self.evicting.lock().is_empty() {
+            Room::Soon
+        } else {
+            Room::Full
         }
     }
 
+    /// Tells the oldest unauthenticated connection to go, if it arrived `EVICTION_GRACE`
+    /// ago or more (one that just arrived may be a host in the middle of proving itself: a
+    /// flood of newcomers must not push it out); false if there is none.
+    fn evict_oldest(&self) -> bool {
+        let mut q = self.unauthenticated.lock();
+        if q.front()
+            .is_none_or(|(_, _, at)| at.elapsed() < EVICTION_GRACE)
+        {
+            return false;
+        }
+        let Some((id, evict, _)) = q.pop_front() else {
+            return false;
+        };
+        drop(q);
+        self.evicting.lock().insert(id);
+        // Stored if the connection is not waiting right now: it sees it next time.
+        evict.notify_one();
+        true
+    }
+
     /// The slot an eviction frees, waiting at most `wait` for it.
-    pub async fn admit_after_eviction(self: &Arc<Self>, wait: Duration) -> Option<Ticket> {
+    pub async fn admit_after_eviction(
+        self: &Arc<Self>,
+        wait: Duration,
+        peer: IpAddr,
+    ) -> Option<Ticket> {
         let slot = tokio::time::timeout(wait, self.slots.clone().acquire_owned())
             .await
             .ok()?
             .ok()?;
-        Some(self.ticket(slot))
+        Some(self.ticket(slot, peer))
     }
 }
 
@@ -96,7 +175,7 @@ impl Ticket {
 
     fn forget(&self) {
         let mut q = self.admission.unauthenticated.lock();
-        if let Some(i) = q.iter().position(|(id, _)| *id == self.id) {
+        if let Some(i) = q.iter().position(|(id, _, _)| *id == self.id) {
             q.remove(i);
         }
     }
@@ -107,6 +186,8 @@ impl Drop for Ticket {
         if !self.authenticated {
             self.forget();
         }
+        self.admission.evicting.lock().remove(&self.id);
+        self.admission.peer_left(self.peer);
     }
 }
 
@@ -116,24 +197,59 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_device_evicts_the_oldest_unauthenticated_connection_only() {
-        let a = Admission::new(2);
-        let mut first = a.try_admit().unwrap();
-        let second = a.try_admit().unwrap();
-        assert!(a.try_admit().is_none());
+        let a = Admission::new(2, usize::MAX);
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let mut first = a.try_admit(ip).unwrap();
+        let second = a.try_admit(ip).unwrap();
+        assert!(a.try_admit(ip).is_none());
         first.authenticated();
-        // The second is the only one that may go.
-        assert!(a.evict_oldest());
+        // The second just arrived: safe for a while, so the newcomer is refused.
+        assert_eq!(a.make_room(), Room::Full);
+        std::thread::sleep(EVICTION_GRACE + Duration::from_millis(50));
+        // Now it is the only one that may go.
+        assert_eq!(a.make_room(), Room::Evicted);
         tokio::time::timeout(Duration::from_secs(1), second.evicted())
             .await
             .expect("told to go");
         drop(second);
         let third = a
-            .admit_after_eviction(Duration::from_secs(1))
+            .admit_after_eviction(Duration::from_secs(1), ip)
             .await
             .unwrap();
+        // The third, unauthenticated, is told to go once past its grace; while it has not
+        // gone, a newcomer waits for its slot rather than being refused.
+        std::thread::sleep(EVICTION_GRACE + Duration::from_millis(50));
+        assert_eq!(a.make_room(), Room::Evicted);
+        assert_eq!(a.make_room(), Room::Soon);
         drop(third);
-        // Nobody unauthenticated is left: nothing to evict, the authenticated one stays.
-        assert!(!a.evict_oldest());
+        let mut fourth = a
+            .admit_after_eviction(Duration::from_secs(1), ip)
+            .await
+            .unwrap();
+        fourth.authenticated();
+        // Every slot authenticated: refused.
+        assert!(a.try_admit(ip).is_none());
+        assert_eq!(a.make_room(), Room::Full);
         assert!(first.is_authenticated());
+        drop(fourth);
+        assert!(
+            a.evicting.lock().is_empty(),
+            "the evicted gave their slots back"
+        );
+    }
+
+    #[test]
+    fn one_peer_holds_at_most_its_share() {
+        let a = Admission::new(10, 2);
+        let (x, y) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
+        assert!(a.peer_may_connect(x));
+        assert!(a.peer_may_connect(x));
+        assert!(!a.peer_may_connect(x), "a third from one address");
+        assert!(a.peer_may_connect(y), "another address is not held back");
+        let t = a.try_admit(x).unwrap();
+        drop(t); // gives back one of x's
+        assert!(a.peer_may_connect(x));
+        a.peer_left(y);
+        assert!(a.peers.lock().get(&y).is_none());
     }
 }

@@ -1,7 +1,7 @@
 //! Starting and stopping the device: the engine, the worker pool, the listener (TCP or TLS),
 //! the metrics endpoint, and a graceful stop (stop accepting, finish what is in flight, flush).
 
-use crate::admission::{Admission, Ticket};
+use crate::admission::{Admission, Room, Ticket};
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::connection;
@@ -30,7 +30,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a newcomer waits for the slot of the connection evicted for it.
-const EVICTION_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const EVICTION_WAIT: Duration = Duration::from_secs(2);
 
 /// The device's entry point: [`Device::start`] runs one from a [`DeviceConfig`].
 pub struct Device;
@@ -328,22 +328,28 @@ async fn accept_loop(
     reactors: &Reactors,
     mut stop: watch::Receiver<bool>,
 ) {
-    let admission = Admission::new(shared.config.max_connections);
+    // No cap per address on the native port: its clients authenticate at once.
+    let admission = Admission::new(shared.config.max_connections, usize::MAX);
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}
         let Some((sock, peer)) = accept_until_stopped(&listener, &mut stop, "native").await else {
             break;
         };
-        let ticket = admission.try_admit();
+        admission.peer_may_connect(peer.ip());
+        let ticket = admission.try_admit(peer.ip());
         if ticket.is_none() {
-            if !admission.evict_oldest() {
+            let room = admission.make_room();
+            if room == Room::Full {
                 shared.metrics.connections_refused.inc();
                 tracing::warn!(%peer, "every connection slot is held by an authenticated client; closing");
+                admission.peer_left(peer.ip());
                 drop(sock);
                 continue;
             }
-            shared.metrics.evictions.inc();
+            if room == Room::Evicted {
+                shared.metrics.evictions.inc();
+            }
         }
         shared.metrics.connections_accepted.inc();
         let _ = sock.set_nodelay(true);
@@ -361,10 +367,14 @@ async fn accept_loop(
             let ticket = match ticket {
                 Some(t) => t,
                 // The evicted connection gives its slot back as it closes.
-                None => match admission.admit_after_eviction(EVICTION_WAIT).await {
+                None => match admission
+                    .admit_after_eviction(EVICTION_WAIT, peer.ip())
+                    .await
+                {
                     Some(t) => t,
                     None => {
                         shared.metrics.connections_refused.inc();
+                        admission.peer_left(peer.ip());
                         return;
                     }
                 },

@@ -16,6 +16,11 @@ pub struct NvmeConfig {
     pub subnqn: String,
     /// Connections (queues) served at once; a newcomer past it is closed at once.
     pub max_connections: usize,
+    /// Connections one peer address may hold at once (a host's admin and I/O queues count
+    /// one each), so that one host cannot take every slot. When the target is full, the
+    /// oldest connection that has not connected and authenticated a queue is closed for a
+    /// newcomer; only when every slot holds a connected queue is the newcomer refused.
+    pub max_connections_per_peer: usize,
     /// A connection must send its ICReq, and connect its queue (Fabrics Connect), within
     /// this of its arrival, or it is closed (as a native connection that does not
     /// authenticate within `auth_timeout_ms`).
@@ -66,6 +71,7 @@ impl Default for NvmeConfig {
         NvmeConfig {
             subnqn: cerberus_proto::nvme::DEFAULT_SUBNQN.into(),
             max_connections: 256,
+            max_connections_per_peer: 128,
             icreq_timeout_ms: 10_000,
             idle_timeout_secs: 300,
             in_capsule_bytes: 8192,
@@ -93,8 +99,13 @@ impl NvmeConfig {
         if self.max_queue_bytes == 0 || self.max_queue_bytes > 1 << 30 {
             return Err("nvme.max_queue_bytes is between 1 and 1 GiB".into());
         }
-        if self.max_connections == 0 || self.icreq_timeout_ms == 0 {
-            return Err("nvme.max_connections and nvme.icreq_timeout_ms are at least 1".into());
+        if self.max_connections == 0
+            || self.max_connections_per_peer == 0
+            || self.icreq_timeout_ms == 0
+        {
+            return Err("nvme.max_connections, nvme.max_connections_per_peer and \
+                 nvme.icreq_timeout_ms are at least 1"
+                .into());
         }
         if self.subnqn.is_empty() || self.subnqn.len() > 223 {
             return Err("nvme.subnqn has 1 to 223 bytes".into());

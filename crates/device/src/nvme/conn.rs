@@ -10,7 +10,8 @@ use super::controllers::Controller;
 use super::flight::{Done, Flight, Pending};
 use super::waiting::{went, Waiting};
 use super::{Answer, Target};
-use crate::deadlines::{Deadlines, Expired};
+use crate::admission::Ticket;
+use crate::deadlines::Deadlines;
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
 use crate::server::Placed;
@@ -37,10 +38,6 @@ const FLUSH_AT: usize = 256 << 10;
 const FES_SEQUENCE: u16 = 0x02;
 const FES_OUT_OF_RANGE: u16 = 0x04;
 const FES_UNSUPPORTED: u16 = 0x06;
-
-/// How long past its KATO a controller that heard nothing stays (the host's timer and
-/// ours do not start at the same instant).
-const KATO_GRACE: Duration = Duration::from_secs(1);
 
 /// Why a connection ends.
 pub(super) enum End {
@@ -90,7 +87,11 @@ pub(super) struct Conn {
     /// Connected (ICReq, then Fabrics Connect) within `icreq_timeout_ms`, as a native
     /// connection must authenticate within `auth_timeout_ms`; a PDU once begun whole within
     /// `frame_timeout_ms`, however slowly its bytes come; the keep-alive; idleness.
-    deadlines: Deadlines,
+    pub(super) deadlines: Deadlines,
+    /// Its connection slot: told to go when the target is full and it is the oldest that
+    /// has not connected (and authenticated) a queue; it stops being first to go once it
+    /// has.
+    ticket: Ticket,
     /// The connection's place on its network thread's core; an admin queue gives it back
     /// at its Connect (`Placed::release`), so I/O queues alone spread over the cores.
     pub placed: Placed,
@@ -103,6 +104,7 @@ pub(super) async fn serve(
     stop: watch::Receiver<bool>,
     placed: Placed,
     puts: Arc<HeldPuts>,
+    ticket: Ticket,
 ) {
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
     let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
@@ -129,6 +131,7 @@ pub(super) async fn serve(
         stop,
         deadlines,
         placed,
+        ticket,
     };
     let end = match c.handshake().await {
         Ok(()) => c.run(done_rx).await.err(),
@@ -178,6 +181,7 @@ impl Conn {
             let n = tokio::select! {
                 r = read => r,
                 _ = stopped(&mut self.stop) => return Err(End::Quiet),
+                _ = self.ticket.evicted() => return Err(End::Quiet),
             };
             match n {
                 Ok(Ok(n)) if n > 0 => {}
@@ -313,6 +317,10 @@ impl Conn {
         }
         // Connected, and authenticated if its host must be, in time.
         let proven = self.queue.as_ref().is_some_and(|q| !q.auth.unproven());
+        if proven && !self.ticket.is_authenticated() {
+            self.ticket.authenticated();
+        }
+        let evictable = !self.ticket.is_authenticated();
         self.deadlines
             .after_frames(false, !self.buf.is_empty(), true);
         let why = w.timer.arm(self.deadlines.earliest(proven));
@@ -324,6 +332,10 @@ impl Conn {
             _ = &mut w.timer.sleep => self.expired(w, why)?,
             _ = went(&mut w.gone) => return Err(End::Quiet),
             _ = &mut w.stop => return Err(End::Quiet),
+            _ = self.ticket.evicted(), if evictable => {
+                tracing::debug!("NVMe/TCP: evicted to make room for another connection");
+                return Err(End::Quiet);
+            }
             r = self.sock.read_buf(&mut self.buf) => match r {
                 Ok(0) | Err(_) => return Err(End::Quiet),
                 Ok(_) => {
@@ -338,32 +350,6 @@ impl Conn {
             },
         }
         Ok(None)
-    }
-
-    /// A deadline was reached: closes the queue if it says so.
-    fn expired(&mut self, w: &mut Waiting, why: Option<Expired>) -> Result<(), End> {
-        let Some(why) = why else {
-            w.timer.arm(None);
-            return Ok(());
-        };
-        // An admin queue silent while its controller's I/O queues are busy waits on (they
-        // mark their activity once an idle period, so twice that is recent).
-        let waits_on = self
-            .queue
-            .as_ref()
-            .is_some_and(|q| q.qid == 0 && q.activity.recent(self.deadlines.idle_timeout() * 2));
-        if !self.deadlines.closes(&why, waits_on) {
-            return Ok(());
-        }
-        why.count(&self.target.shared.metrics);
-        if why == Expired::KeepAlive {
-            tracing::info!("NVMe/TCP: keep-alive timeout; the controller goes");
-        }
-        tracing::debug!(
-            reason = why.as_str(),
-            "NVMe/TCP: closing a queue at its deadline"
-        );
-        Err(End::Quiet)
     }
 
     fn pdu(&mut self, pdu: Pdu) -> Result<(), End> {
@@ -393,17 +379,6 @@ impl Conn {
             Pdu::H2CTermReq { .. } => Err(End::Quiet),
             _ => Err(End::Term(FES_SEQUENCE, 0)),
         }
-    }
-
-    /// Any command on an admin queue restarts its keep-alive timer (Keep Alive among
-    /// them); the KATO may have changed (Connect, Set Features).
-    fn restart_keep_alive(&mut self) {
-        let Some(q) = self.queue.as_ref().filter(|q| q.qid == 0) else {
-            return;
-        };
-        let kato = q.ctrl.lock().kato_ms;
-        self.deadlines.keep_alive = (kato > 0)
-            .then(|| Instant::now() + Duration::from_millis(u64::from(kato)) + KATO_GRACE);
     }
 
     /// An I/O command: counted against the queue's size, started when its bytes fit the

@@ -26,6 +26,7 @@ pub use config::{NvmeConfig, DEFAULT_NVME_LISTEN};
 pub(crate) use io::StoreReply;
 pub(crate) use listener::serve;
 
+use crate::admission::Admission;
 use crate::dispatch::Shared;
 use crate::workers::Workers;
 use bytes::Bytes;
@@ -33,7 +34,6 @@ use cerberus_proto::nvme::{DhchapSecret, NvmeStatus};
 use controllers::Controllers;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 
 /// What every NVMe/TCP connection shares.
 pub(crate) struct Target {
@@ -45,8 +45,8 @@ pub(crate) struct Target {
     secrets: HashMap<String, DhchapSecret>,
     /// `ctrl_secrets`, read: what the target proves itself with to a host that asks.
     ctrl_secrets: HashMap<String, DhchapSecret>,
-    /// Connection slots (`max_connections`).
-    slots: Arc<Semaphore>,
+    /// Connection slots (`max_connections`, `max_connections_per_peer`).
+    admission: Arc<Admission>,
 }
 
 impl Target {
@@ -60,7 +60,7 @@ impl Target {
         Target {
             secrets: read(&config.host_secrets),
             ctrl_secrets: read(&config.ctrl_secrets),
-            slots: Arc::new(Semaphore::new(config.max_connections)),
+            admission: Admission::new(config.max_connections, config.max_connections_per_peer),
             shared,
             workers,
             config,
