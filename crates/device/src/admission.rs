@@ -27,7 +27,7 @@ pub struct Admission {
 
 /// How long a connection is safe from eviction after it arrives: a host's handshake takes
 /// a few round trips.
-pub const EVICTION_GRACE: Duration = Duration::from_millis(500);
+pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
 
 /// What a newcomer finding every slot taken may do (`Admission::make_room`).
 #[derive(Debug, PartialEq, Eq)]

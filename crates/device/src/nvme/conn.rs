@@ -285,6 +285,9 @@ impl Conn {
                 self.run_held();
                 continue;
             }
+            if self.release_due() {
+                continue;
+            }
             let calm = self.target.shared.db.write_pressure() == WritePressure::None;
             if !self.flight.waiting.is_empty() && calm {
                 // Commands wait for budget that held Stores hold: stored now, not once the
@@ -324,6 +327,7 @@ impl Conn {
         self.deadlines
             .after_frames(false, !self.buf.is_empty(), true);
         let why = w.timer.arm(self.deadlines.earliest(proven));
+        let delayed = self.flight.next_delayed();
         self.buf.reserve(16 << 10);
         tokio::select! {
             // Answers first: they free the queue's slots and budget.
@@ -332,6 +336,8 @@ impl Conn {
             _ = &mut w.timer.sleep => self.expired(w, why)?,
             _ = went(&mut w.gone) => return Err(End::Quiet),
             _ = &mut w.stop => return Err(End::Quiet),
+            // A command held for its namespace's limit is due.
+            _ = tokio::time::sleep_until(delayed.unwrap_or_else(Instant::now)), if delayed.is_some() => {}
             _ = self.ticket.evicted(), if evictable => {
                 tracing::debug!("NVMe/TCP: evicted to make room for another connection");
                 return Err(End::Quiet);
@@ -407,6 +413,18 @@ impl Conn {
     /// to a worker.
     fn start(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
         self.flight.bytes += cost;
+        if let Some(wait) = self.ceiling_wait(&sqe, &data) {
+            // Past its namespace's limit: held (its bytes counted) until its booked slot.
+            let at = Instant::now() + wait;
+            self.flight.delayed.push((at, sqe, data, cost));
+            return;
+        }
+        self.go(sqe, data, cost);
+    }
+
+    /// Runs a started command: a Store without its data asks for it, the others go to a
+    /// worker (or are answered here).
+    pub(super) fn go(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
         if !self.wants_data(&sqe, &data) {
             self.io(sqe, data, cost);
             return;

@@ -41,6 +41,9 @@ pub(super) struct Flight {
     pub done_tx: mpsc::UnboundedSender<Done>,
     /// Answers made on the connection's own task, to send (`finish_now`).
     pub ready: VecDeque<Done>,
+    /// Started commands held until their namespace's limit lets them run (`ceiling.rs`),
+    /// with when: at most the queue's entries, their bytes within the budget.
+    pub delayed: Vec<(tokio::time::Instant, Sqe, Bytes, usize)>,
 }
 
 impl Flight {
@@ -55,6 +58,7 @@ impl Flight {
             next_ttag: 0,
             done_tx,
             ready: VecDeque::new(),
+            delayed: Vec::new(),
         };
         (f, done_rx)
     }
@@ -81,6 +85,11 @@ impl Flight {
     /// each.
     pub fn finish_now(&mut self, sqe: Sqe, answer: Answer, cost: usize) {
         self.ready.push_back(Done { sqe, answer, cost });
+    }
+
+    /// When the first held command is due.
+    pub fn next_delayed(&self) -> Option<tokio::time::Instant> {
+        self.delayed.iter().map(|d| d.0).min()
     }
 
     /// The next waiting command if it fits now.

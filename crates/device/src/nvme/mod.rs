@@ -11,6 +11,7 @@
 
 mod admin;
 mod auth;
+mod ceiling;
 mod config;
 mod conn;
 mod controllers;

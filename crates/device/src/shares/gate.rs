@@ -236,10 +236,8 @@ pub async fn pass_if(
         return None;
     }
     if !contended {
-        let now = shares.now();
-        let at = shares.book.lock().book_slot(ns, bytes, now);
-        if at > now {
-            tokio::time::sleep(Duration::from_nanos(at - now)).await;
+        if let Some(wait) = shares.ceiling_wait(ns, bytes) {
+            tokio::time::sleep(wait).await;
         }
         return None;
     }

@@ -91,6 +91,28 @@ impl Shares {
         Ok(())
     }
 
+    /// Whether any namespace has a ceiling (a cheap check before looking one up).
+    pub fn any_ceiling(&self) -> bool {
+        self.enabled && self.any_limit.load(Relaxed)
+    }
+
+    /// How long a command of `ns` carrying `bytes` waits for the namespace's ceiling (its
+    /// `limit`), its slot booked now; None without a ceiling or within it. One code path
+    /// for every wire: the native port's gate (`pass_if`, off a contended core) and the
+    /// NVMe/TCP target's queues (`nvme/ceiling.rs`).
+    pub fn ceiling_wait(&self, ns: u32, bytes: u64) -> Option<std::time::Duration> {
+        if !self.enabled || !self.any_limit.load(Relaxed) {
+            return None;
+        }
+        let mut book = self.book.lock();
+        if !book.has_limit(ns) {
+            return None;
+        }
+        let now = self.now();
+        let at = book.book_slot(ns, bytes, now);
+        (at > now).then(|| std::time::Duration::from_nanos(at - now))
+    }
+
     /// The namespace is destroyed: its tags and stats go.
     pub fn forget(&self, ns: u32) {
         let mut book = self.book.lock();
