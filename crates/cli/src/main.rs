@@ -330,9 +330,14 @@ struct ServeArgs {
     /// Admin credential to use (16 to 256 bytes). Default: DATA_DIR/admin.secret, generated
     /// there at first start. Not read from CERBERUS_ADMIN_SECRET, the clients' variable: a
     /// device started from a shell that exported it for another device would take that
-    /// device's credential and write no admin.secret.
-    #[arg(long)]
+    /// device's credential and write no admin.secret. A command line is visible to every
+    /// user of the machine (`ps`): prefer --admin-secret-file.
+    #[arg(long, conflicts_with = "admin_secret_file")]
     admin_secret: Option<String>,
+    /// Read the admin credential from this file (its first line), as an orchestrator's
+    /// secret mount provides it.
+    #[arg(long, value_name = "FILE")]
+    admin_secret_file: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {

@@ -1,7 +1,7 @@
 //! `cerberus serve`: the device on this machine, from a config file and flags.
 
 use super::{ServeArgs, StorageArg};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use cerberus_device::{Device, DeviceConfig, StorageChoice, ADMIN_SECRET_FILE};
 use std::io::{IsTerminal, Write};
 
@@ -54,6 +54,17 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     }
     if args.admin_secret.is_some() {
         config.admin_secret = args.admin_secret;
+    }
+    if let Some(path) = &args.admin_secret_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the admin secret from {}", path.display()))?;
+        let secret = text.lines().next().unwrap_or_default().trim().to_string();
+        anyhow::ensure!(
+            !secret.is_empty(),
+            "{} holds no admin secret (its first line is empty)",
+            path.display()
+        );
+        config.admin_secret = Some(secret);
     }
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -35,6 +35,7 @@ pub use auth::ADMIN_SECRET_FILE;
 pub use config::{DeviceConfig, EngineConfig, StorageChoice, DEFAULT_LISTEN};
 pub use dedup::{ChunkHash, Chunker, Chunking, DedupConfig, DedupStats, NsDedupStats};
 pub use error::DeviceError;
+pub use metrics::http::MAX_SCRAPES;
 pub use nvme::{NvmeConfig, DEFAULT_NVME_LISTEN};
 pub use scheduler::{CoreStats, Policy, SchedulerConfig, SchedulerStats};
 pub use server::{Device, DeviceHandle};

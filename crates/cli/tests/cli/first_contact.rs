@@ -524,3 +524,32 @@ fn serve_ignores_the_clients_admin_variable_and_logs_plain_text() {
         "colour codes in the log file: {text:?}"
     );
 }
+
+/// `serve --admin-secret-file` takes the credential from a file (never on the command line,
+/// which `ps` shows every user): the device answers it, and an empty file is refused.
+#[test]
+fn serve_reads_the_admin_secret_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admin.key");
+    std::fs::write(&file, "secret-from-a-file-0123456789\n").unwrap();
+    let data = dir.path().join("data");
+    let (mut child, printed) = common::serve_printing(
+        &data,
+        &["--admin-secret-file", file.to_str().unwrap()],
+        &["listening on "],
+    );
+    let c = cerberus_host::BlockingClient::connect(&printed[0]).unwrap();
+    let admin = c.authenticate_admin("secret-from-a-file-0123456789");
+    let _ = child.kill();
+    let _ = child.wait();
+    admin.expect("the file's credential is the device's");
+    std::fs::write(&file, "\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cerberus"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("other"))
+        .args(["--admin-secret-file", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no admin secret"));
+}

@@ -15,6 +15,9 @@ const READ_DEADLINE: Duration = Duration::from_secs(5);
 const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 /// Longest request head read; a longer one is answered as it stands (most likely a 404).
 const MAX_HEAD: usize = 8192;
+/// Scrapes served at once; a connection past them is closed at once (a scraper retries at
+/// its next interval). Each holds a task and a few KiB for at most the deadlines above.
+pub const MAX_SCRAPES: usize = 32;
 
 /// The content type of `prometheus_client::encoding::text`'s exposition.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -24,6 +27,7 @@ pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// Serves scrapes on `listener` until `stop`.
 pub async fn serve(listener: TcpListener, render: Render, mut stop: watch::Receiver<bool>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPES));
     loop {
         let sock = tokio::select! {
             r = listener.accept() => match r {
@@ -35,7 +39,15 @@ pub async fn serve(listener: TcpListener, render: Render, mut stop: watch::Recei
             },
             _ = stopped(&mut stop) => return,
         };
-        tokio::spawn(answer(sock, render.clone()));
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(sock);
+            continue;
+        };
+        let render = render.clone();
+        tokio::spawn(async move {
+            answer(sock, render).await;
+            drop(slot);
+        });
     }
 }
 

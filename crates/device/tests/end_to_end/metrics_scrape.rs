@@ -190,3 +190,36 @@ fn the_scrape_endpoint_bounds_slow_huge_and_wrong_requests() {
     );
     dev.shutdown().unwrap();
 }
+
+#[test]
+fn connections_past_the_scrape_cap_are_closed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.metrics_listen = Some("127.0.0.1:0".into())
+    });
+    let addr = dev.metrics_addr().unwrap();
+    let cap = cerberus_device::MAX_SCRAPES;
+    // Silent clients hold every slot (each for the 5 s read deadline)...
+    let held: Vec<TcpStream> = (0..cap)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // ... so the next ones are closed at once, not given a task each (before issue 61
+    // there was no cap: a thousand idle connections held a thousand tasks).
+    for _ in 0..20 {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut rest = Vec::new();
+        match s.read_to_end(&mut rest) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            // A timeout: the connection was kept.
+            other => panic!("a connection past the cap: {other:?}, {} bytes", rest.len()),
+        }
+    }
+    // Their deadline frees the slots: a scrape is served again.
+    drop(held);
+    std::thread::sleep(Duration::from_millis(200));
+    scrape(addr);
+    dev.shutdown().unwrap();
+}
