@@ -64,7 +64,12 @@ struct Conn {
     /// NVMe/TCP: the controller secret (`DHHC-1:..:`, the device's [nvme.ctrl_secrets]
     /// entry for this host) the device must prove itself with (bidirectional
     /// authentication; needs --dhchap-secret). Prefer the environment variable.
-    #[arg(long, env = "CERBERUS_DHCHAP_CTRL_SECRET", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "CERBERUS_DHCHAP_CTRL_SECRET",
+        hide_env_values = true,
+        value_name = "SECRET"
+    )]
     dhchap_ctrl_secret: Option<String>,
 }
 

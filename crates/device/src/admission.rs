@@ -23,10 +23,13 @@ pub struct Admission {
     /// Most slots one peer address holds, and how many each holds now.
     per_peer: usize,
     peers: Mutex<HashMap<IpAddr, usize>>,
+    /// How long a newcomer is safe from eviction (`EVICTION_GRACE` or none).
+    grace: Duration,
 }
 
-/// How long a connection is safe from eviction after it arrives: a host's handshake takes
-/// a few round trips.
+/// How long an NVMe/TCP connection is safe from eviction after it arrives: a host's
+/// handshake (ICReq, Connect, authentication) takes several round trips. The native port's
+/// clients prove themselves in one frame and get none.
 pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
 
 /// What a newcomer finding every slot taken may do (`Admission::make_room`).
@@ -38,7 +41,7 @@ pub enum Room {
     /// free: wait for one.
     Soon,
     /// Every slot belongs to an authenticated connection or one that arrived within
-    /// `EVICTION_GRACE`: refuse the newcomer.
+    /// its grace: refuse the newcomer.
     Full,
 }
 
@@ -53,8 +56,9 @@ pub struct Ticket {
 }
 
 impl Admission {
-    /// `max_connections` slots, at most `per_peer` of them from one address.
-    pub fn new(max_connections: usize, per_peer: usize) -> Arc<Admission> {
+    /// `max_connections` slots, at most `per_peer` of them from one address, a newcomer
+    /// safe from eviction for `grace`.
+    pub fn new(max_connections: usize, per_peer: usize, grace: Duration) -> Arc<Admission> {
         Arc::new(Admission {
             slots: Arc::new(Semaphore::new(max_connections)),
             unauthenticated: Mutex::default(),
@@ -62,6 +66,7 @@ impl Admission {
             next_id: AtomicU64::new(0),
             per_peer,
             peers: Mutex::default(),
+            grace,
         })
     }
 
@@ -121,14 +126,12 @@ impl Admission {
         }
     }
 
-    /// Tells the oldest unauthenticated connection to go, if it arrived `EVICTION_GRACE`
+    /// Tells the oldest unauthenticated connection to go, if it arrived `grace`
     /// ago or more (one that just arrived may be a host in the middle of proving itself: a
     /// flood of newcomers must not push it out); false if there is none.
     fn evict_oldest(&self) -> bool {
         let mut q = self.unauthenticated.lock();
-        if q.front()
-            .is_none_or(|(_, _, at)| at.elapsed() < EVICTION_GRACE)
-        {
+        if q.front().is_none_or(|(_, _, at)| at.elapsed() < self.grace) {
             return false;
         }
         let Some((id, evict, _)) = q.pop_front() else {
@@ -197,7 +200,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_device_evicts_the_oldest_unauthenticated_connection_only() {
-        let a = Admission::new(2, usize::MAX);
+        let a = Admission::new(2, usize::MAX, EVICTION_GRACE);
         let ip = IpAddr::from([127, 0, 0, 1]);
         let mut first = a.try_admit(ip).unwrap();
         let second = a.try_admit(ip).unwrap();
@@ -240,7 +243,7 @@ mod tests {
 
     #[test]
     fn one_peer_holds_at_most_its_share() {
-        let a = Admission::new(10, 2);
+        let a = Admission::new(10, 2, Duration::ZERO);
         let (x, y) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
         assert!(a.peer_may_connect(x));
         assert!(a.peer_may_connect(x));

@@ -329,7 +329,7 @@ async fn accept_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     // No cap per address on the native port: its clients authenticate at once.
-    let admission = Admission::new(shared.config.max_connections, usize::MAX);
+    let admission = Admission::new(shared.config.max_connections, usize::MAX, Duration::ZERO);
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}

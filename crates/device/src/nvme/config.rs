@@ -17,7 +17,8 @@ pub struct NvmeConfig {
     /// Connections (queues) served at once; a newcomer past it is closed at once.
     pub max_connections: usize,
     /// Connections one peer address may hold at once (a host's admin and I/O queues count
-    /// one each), so that one host cannot take every slot. When the target is full, the
+    /// one each), so that one host cannot take every slot (192 of 256 by default: a
+    /// controller per core of a large host fits, and others keep a quarter). When the target is full, the
     /// oldest connection that has not connected and authenticated a queue is closed for a
     /// newcomer; only when every slot holds a connected queue is the newcomer refused.
     pub max_connections_per_peer: usize,
@@ -39,7 +40,8 @@ pub struct NvmeConfig {
     /// waits for earlier ones; one larger than it runs alone. With `max_connections`, this
     /// bounds what hosts can make the target hold.
     pub max_queue_bytes: u32,
-    /// Host NQN -> the namespaces (names, or ids in decimal) it may see and use. A host not
+    /// Host NQN -> the namespaces it may see and use: a name, `id:N` for namespace id N, or
+    /// `*` for every one (a bare number is a name: `"7"` never also means id 7). A host not
     /// named here sees none. Holding a grant is what holding the namespace's credential is on
     /// the native wire.
     /// (A grant `"*"` is every namespace.)
@@ -71,7 +73,7 @@ impl Default for NvmeConfig {
         NvmeConfig {
             subnqn: cerberus_proto::nvme::DEFAULT_SUBNQN.into(),
             max_connections: 256,
-            max_connections_per_peer: 128,
+            max_connections_per_peer: 192,
             icreq_timeout_ms: 10_000,
             idle_timeout_secs: 300,
             in_capsule_bytes: 8192,
@@ -84,6 +86,14 @@ impl Default for NvmeConfig {
             require_host_auth: true,
             sync_stores: false,
         }
+    }
+}
+
+/// Whether grant `g` names the namespace `name` with id `nsid` (`[nvme.hosts]`).
+pub(crate) fn grant_matches(g: &str, name: &str, nsid: u32) -> bool {
+    match g.strip_prefix("id:") {
+        Some(id) => id.parse() == Ok(nsid),
+        None => g == "*" || g == name,
     }
 }
 
@@ -158,6 +168,11 @@ mod tests {
         assert_eq!(c.nvme_listen.as_deref(), Some("127.0.0.1:4420"));
         assert_eq!(c.nvme.in_capsule_bytes, 16384);
         assert_eq!(c.nvme.hosts["nqn.h:1"], vec!["orders", "7"]);
+        assert!(super::grant_matches("id:7", "orders", 7));
+        assert!(super::grant_matches("7", "7", 9), "a name");
+        assert!(!super::grant_matches("7", "orders", 7), "never also an id");
+        assert!(!super::grant_matches("id:7", "7", 9));
+        assert!(super::grant_matches("*", "x", 1));
         assert!(c.validate().is_ok());
         assert!(DeviceConfig::default().nvme_listen.is_none());
         let mut bad = DeviceConfig::default();

@@ -61,7 +61,11 @@ impl Target {
         Target {
             secrets: read(&config.host_secrets),
             ctrl_secrets: read(&config.ctrl_secrets),
-            admission: Admission::new(config.max_connections, config.max_connections_per_peer),
+            admission: Admission::new(
+                config.max_connections,
+                config.max_connections_per_peer,
+                crate::admission::EVICTION_GRACE,
+            ),
             shared,
             workers,
             config,
@@ -84,7 +88,7 @@ impl Target {
             .filter(|n| {
                 grants
                     .iter()
-                    .any(|g| g == "*" || *g == n.name || g.parse() == Ok(n.nsid))
+                    .any(|g| config::grant_matches(g, &n.name, n.nsid))
             })
             .map(|n| n.nsid)
             .collect();
