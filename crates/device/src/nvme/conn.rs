@@ -337,7 +337,14 @@ impl Conn {
             _ = went(&mut w.gone) => return Err(End::Quiet),
             _ = &mut w.stop => return Err(End::Quiet),
             // A command held for its namespace's limit is due.
-            _ = tokio::time::sleep_until(delayed.unwrap_or_else(Instant::now)), if delayed.is_some() => {}
+            // (An async block: select! builds even a disabled branch's future, and a Sleep
+            // made per wait would read the clock on every command's turn.)
+            _ = async {
+                match delayed {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            }, if delayed.is_some() => {}
             _ = self.ticket.evicted(), if evictable => {
                 tracing::debug!("NVMe/TCP: evicted to make room for another connection");
                 return Err(End::Quiet);
