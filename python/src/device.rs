@@ -25,7 +25,8 @@ pub struct DeviceClient {
 const DEFAULT_SUBNQN: &str = cerberus_host::proto::nvme::DEFAULT_SUBNQN;
 
 /// How to reach the device: `ClientConfig` as the CLI builds it from `--tls-ca`,
-/// `--tls-name`, `--wire`, `--hostnqn`, `--subnqn` and `--dhchap-secret`
+/// `--tls-name`, `--wire`, `--hostnqn`, `--subnqn`, `--dhchap-secret` and
+/// `--dhchap-ctrl-secret`
 /// (`crates/cli/src/session.rs`), with the CLI's refusals as `ValueError`.
 fn client_config(
     address: &str,
@@ -34,14 +35,15 @@ fn client_config(
     wire: &str,
     hostnqn: Option<String>,
     subnqn: Option<String>,
-    dhchap_secret: Option<String>,
+    (dhchap_secret, dhchap_ctrl_secret): (Option<String>, Option<String>),
 ) -> PyResult<ClientConfig> {
     let mut config = ClientConfig::new(address);
     match wire {
         "native" => {
-            if dhchap_secret.is_some() {
+            if dhchap_secret.is_some() || dhchap_ctrl_secret.is_some() {
                 return Err(PyValueError::new_err(
-                    "dhchap_secret is for wire=\"nvme\": the native wire has no DH-HMAC-CHAP",
+                    "dhchap_secret and dhchap_ctrl_secret are for wire=\"nvme\": the native \
+                     wire has no DH-HMAC-CHAP",
                 ));
             }
             if let Some(ca) = tls_ca {
@@ -65,8 +67,17 @@ fn client_config(
             })?;
             let subnqn = subnqn.unwrap_or_else(|| DEFAULT_SUBNQN.to_string());
             config = config.with_nvme(subnqn, hostnqn);
+            if dhchap_ctrl_secret.is_some() && dhchap_secret.is_none() {
+                return Err(PyValueError::new_err(
+                    "dhchap_ctrl_secret needs dhchap_secret: the device proves itself inside \
+                     the host's authentication",
+                ));
+            }
             if let Some(secret) = dhchap_secret {
                 config = config.with_nvme_secret(secret);
+            }
+            if let Some(secret) = dhchap_ctrl_secret {
+                config = config.with_nvme_ctrl_secret(secret);
             }
         }
         other => {
@@ -84,7 +95,7 @@ impl DeviceClient {
     #[staticmethod]
     #[pyo3(signature = (
         address, admin_secret=None, tls_ca=None, server_name=None, wire="native",
-        hostnqn=None, subnqn=None, dhchap_secret=None
+        hostnqn=None, subnqn=None, dhchap_secret=None, dhchap_ctrl_secret=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn connect(
@@ -97,6 +108,7 @@ impl DeviceClient {
         hostnqn: Option<String>,
         subnqn: Option<String>,
         dhchap_secret: Option<String>,
+        dhchap_ctrl_secret: Option<String>,
     ) -> PyResult<Self> {
         let config = client_config(
             address,
@@ -105,7 +117,7 @@ impl DeviceClient {
             wire,
             hostnqn,
             subnqn,
-            dhchap_secret,
+            (dhchap_secret, dhchap_ctrl_secret),
         )?;
         let client = py
             .allow_threads(|| {

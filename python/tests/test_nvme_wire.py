@@ -39,6 +39,8 @@ def addresses(tmp_path_factory):
         f'"{AUTH_HOST}" = ["*"]\n'
         "[nvme.host_secrets]\n"
         f'"{AUTH_HOST}" = "{SECRET}"\n'
+        "[nvme.ctrl_secrets]\n"
+        f'"{AUTH_HOST}" = "{WRONG}"\n'
     )
     out = data / "stdout.log"
     with open(out, "wb") as stdout, open(data / "stderr.log", "wb") as stderr:
@@ -192,6 +194,20 @@ def test_a_host_with_a_secret_authenticates_with_dhchap_secret(addresses):
     for secret in (WRONG, None):
         with pytest.raises(cerberus.AccessDenied, match="authentication failed"):
             nvme(addresses, hostnqn=AUTH_HOST, dhchap_secret=secret)
+
+
+def test_the_device_proves_itself_with_dhchap_ctrl_secret(addresses):
+    # WRONG is the controller secret the device holds for AUTH_HOST.
+    with nvme(addresses, hostnqn=AUTH_HOST, dhchap_secret=SECRET, dhchap_ctrl_secret=WRONG,
+              admin_secret=ADMIN_SECRET) as d:
+        ns = d.create_namespace(fresh_name("both"))
+        ns.put(b"k", b"v")
+    # A host expecting another controller secret stops before any call.
+    with pytest.raises(cerberus.AccessDenied, match="did not prove"):
+        nvme(addresses, hostnqn=AUTH_HOST, dhchap_secret=SECRET, dhchap_ctrl_secret=SECRET)
+    with pytest.raises(ValueError, match="needs dhchap_secret"):
+        cerberus.connect("127.0.0.1:9", wire="nvme", hostnqn=AUTH_HOST,
+                         dhchap_ctrl_secret=WRONG)
 
 
 def test_grants_and_the_subsystem_nqn(addresses):
