@@ -569,8 +569,8 @@ def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb
 def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[str] = None,
             server_name: Optional[str] = None, wire: Literal["native", "nvme"] = "native",
             hostnqn: Optional[str] = None, subnqn: Optional[str] = None,
-            dhchap_secret: Optional[str] = None,
-            dhchap_ctrl_secret: Optional[str] = None) -> Device:
+            dhchap_secret: Optional[str] = None, dhchap_ctrl_secret: Optional[str] = None
+            ) -> Device:
     """Connects to a device at ``address`` (``host:port``); with ``admin_secret``, as its
     administrator (namespaces, device stats); with ``tls_ca`` (a PEM file), over TLS,
     checking the certificate against ``server_name`` (default: the address's host).
@@ -581,10 +581,8 @@ def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[s
     ``[nvme.hosts]`` grants name it (required), ``subnqn`` the subsystem's NQN (default: the
     device's default, ``nqn.2026-11.dev.cerberus:kv``) and ``dhchap_secret`` the host's
     DH-HMAC-CHAP secret (``DHHC-1:..:``) when the device asks it to authenticate (a wrong
-    one, or none then, raises :class:`AccessDenied`); ``dhchap_ctrl_secret`` the controller
-    secret the device must prove itself with (bidirectional authentication: the device's
-    ``[nvme.ctrl_secrets]`` entry for this host; a device that cannot prove it raises
-    :class:`AccessDenied` before any call). The admin secret counts over NVMe/TCP
+    one, or none then, raises :class:`AccessDenied`); ``dhchap_ctrl_secret`` the device's
+    ``[nvme.ctrl_secrets]`` entry for this host, which the device must prove it holds. The admin secret counts over NVMe/TCP
     only from a host NQN in the device's ``admin_hosts``. The calls and their answers are
     the same on either wire. An unknown ``wire``, ``wire="nvme"`` without ``hostnqn`` or
     with ``tls_ca`` (the target has no TLS yet), and ``dhchap_secret`` on the native wire
