@@ -569,8 +569,8 @@ def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb
 def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[str] = None,
             server_name: Optional[str] = None, wire: Literal["native", "nvme"] = "native",
             hostnqn: Optional[str] = None, subnqn: Optional[str] = None,
-            dhchap_secret: Optional[str] = None, dhchap_ctrl_secret: Optional[str] = None
-            ) -> Device:
+            dhchap_secret: Optional[str] = None,
+            dhchap_ctrl_secret: Optional[str] = None) -> Device:
     """Connects to a device at ``address`` (``host:port``); with ``admin_secret``, as its
     administrator (namespaces, device stats); with ``tls_ca`` (a PEM file), over TLS,
     checking the certificate against ``server_name`` (default: the address's host).
@@ -582,14 +582,14 @@ def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[s
     device's default, ``nqn.2026-11.dev.cerberus:kv``) and ``dhchap_secret`` the host's
     DH-HMAC-CHAP secret (``DHHC-1:..:``) when the device asks it to authenticate (a wrong
     one, or none then, raises :class:`AccessDenied`); ``dhchap_ctrl_secret`` the device's
-    ``[nvme.ctrl_secrets]`` entry for this host, which the device must prove it holds. The admin secret counts over NVMe/TCP
+    ``[nvme.ctrl_secrets]`` entry for this host (the device must prove it holds it). The admin secret counts over NVMe/TCP
     only from a host NQN in the device's ``admin_hosts``. The calls and their answers are
     the same on either wire. An unknown ``wire``, ``wire="nvme"`` without ``hostnqn`` or
     with ``tls_ca`` (the target has no TLS yet), and ``dhchap_secret`` on the native wire
     raise ``ValueError``."""
-    return Device(_cerberus.DeviceClient.connect(address, admin_secret, tls_ca, server_name,
-                                                 wire, hostnqn, subnqn, dhchap_secret,
-                                                 dhchap_ctrl_secret))
+    return Device(_cerberus.DeviceClient.connect(
+        address, admin_secret, tls_ca, server_name, wire, hostnqn, subnqn, dhchap_secret,
+        dhchap_ctrl_secret))
 
 
 # Tenants across devices (cerberus.cluster); imported last: it builds on the classes above.
