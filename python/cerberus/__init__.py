@@ -572,21 +572,17 @@ def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[s
             dhchap_secret: Optional[str] = None,
             dhchap_ctrl_secret: Optional[str] = None) -> Device:
     """Connects to a device at ``address`` (``host:port``); with ``admin_secret``, as its
-    administrator (namespaces, device stats); with ``tls_ca`` (a PEM file), over TLS,
-    checking the certificate against ``server_name`` (default: the address's host).
+    administrator; with ``tls_ca`` (a PEM file), over TLS, checking the certificate against
+    ``server_name`` (default: the address's host).
 
-    ``wire="nvme"`` speaks NVMe/TCP instead of the native protocol (the CLI's ``--wire
-    nvme``; ``docs/nvme-tcp.md``): ``address`` is then the device's NVMe/TCP address (its
-    ``--nvme-listen``, e.g. ``127.0.0.1:4420``), ``hostnqn`` this host's NQN as the device's
-    ``[nvme.hosts]`` grants name it (required), ``subnqn`` the subsystem's NQN (default: the
-    device's default, ``nqn.2026-11.dev.cerberus:kv``) and ``dhchap_secret`` the host's
-    DH-HMAC-CHAP secret (``DHHC-1:..:``) when the device asks it to authenticate (a wrong
-    one, or none then, raises :class:`AccessDenied`); ``dhchap_ctrl_secret`` the device's
-    ``[nvme.ctrl_secrets]`` entry for this host (the device must prove it holds it). The admin secret counts over NVMe/TCP
-    only from a host NQN in the device's ``admin_hosts``. The calls and their answers are
-    the same on either wire. An unknown ``wire``, ``wire="nvme"`` without ``hostnqn`` or
-    with ``tls_ca`` (the target has no TLS yet), and ``dhchap_secret`` on the native wire
-    raise ``ValueError``."""
+    ``wire="nvme"`` speaks NVMe/TCP (``docs/nvme-tcp.md``): ``address`` is the device's
+    ``--nvme-listen``, ``hostnqn`` this host's NQN as ``[nvme.hosts]`` names it (required),
+    ``subnqn`` the subsystem (default ``nqn.2026-11.dev.cerberus:kv``), ``dhchap_secret`` the
+    host's DH-HMAC-CHAP secret (wrong or missing when asked: :class:`AccessDenied`), and
+    ``dhchap_ctrl_secret`` the device's ``[nvme.ctrl_secrets]`` entry, which the device must
+    prove it holds. The admin secret counts over NVMe/TCP only from a host in ``admin_hosts``.
+    An unknown ``wire``, ``wire="nvme"`` without ``hostnqn`` or with ``tls_ca``, and
+    ``dhchap_secret`` on the native wire raise ``ValueError``."""
     return Device(_cerberus.DeviceClient.connect(
         address, admin_secret, tls_ca, server_name, wire, hostnqn, subnqn, dhchap_secret,
         dhchap_ctrl_secret))
