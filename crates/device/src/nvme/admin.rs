@@ -162,7 +162,10 @@ impl Conn {
             }
         };
         let visible = self.target.visible(hostnqn);
-        let activity = ctrl.lock().activity.clone();
+        let (activity, traffic) = {
+            let c = ctrl.lock();
+            (c.activity.clone(), c.traffic.clone())
+        };
         if qid == 0 {
             self.placed.release();
         }
@@ -176,6 +179,7 @@ impl Conn {
             sqhd: 0,
             auth,
             activity,
+            traffic,
         });
         Answer::ok(u32::from(cntlid) | atr)
     }
@@ -294,7 +298,10 @@ impl Conn {
     fn log_page(&mut self, lid: u8, offset: u64, len: u64) -> Answer {
         let page = match lid {
             0x01 => vec![0u8; 64], // error information: no entry
-            0x02 => identify::smart_log(&self.target),
+            0x02 => match &self.queue {
+                Some(q) => identify::smart_log(&q.traffic),
+                None => return Answer::status(invalid_field()),
+            },
             0x03 => identify::firmware_log(),
             _ => return Answer::status(NvmeStatus::error(1, 0x09)), // Invalid Log Page
         };

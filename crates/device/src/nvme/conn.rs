@@ -60,6 +60,8 @@ pub(super) struct Queue {
     pub auth: super::auth::QueueAuth,
     /// Its controller's I/O activity: an I/O queue marks it, the admin queue reads it.
     pub activity: Arc<super::controllers::Activity>,
+    /// Its controller's traffic, for the SMART page.
+    pub traffic: Arc<super::controllers::Traffic>,
 }
 
 pub(super) struct Conn {
@@ -548,6 +550,9 @@ impl Conn {
         let data = data.filter(|d| status.is_success() && !d.is_empty());
         let (sqid, sqhd) = match self.queue.as_mut() {
             Some(q) => {
+                if q.qid != 0 && status.is_success() {
+                    count_traffic(&q.traffic, sqe, data.as_ref().map_or(0, |d| d.len()));
+                }
                 if advance {
                     q.sqhd = (q.sqhd + 1) % q.sqsize.max(1);
                 }
@@ -578,6 +583,24 @@ impl Conn {
             }
             None => self.send(&[resp]),
         }
+    }
+}
+
+/// A KV command completed on an I/O queue, in its controller's SMART figures: Stores and
+/// Deletes are writes (a Store's value is its buffer), Retrieves, Lists and Exists reads
+/// (of the data sent back). Vendor-pair commands carry frames, not user data: not counted.
+fn count_traffic(t: &super::controllers::Traffic, sqe: &Sqe, sent: usize) {
+    use cerberus_proto::nvme::KvOpcode;
+    match sqe.opcode {
+        o if o == KvOpcode::Store as u8 => t.wrote(sgl_len(sqe) as u64),
+        o if o == KvOpcode::Delete as u8 => t.wrote(0),
+        o if o == KvOpcode::Retrieve as u8
+            || o == KvOpcode::List as u8
+            || o == KvOpcode::Exist as u8 =>
+        {
+            t.read(sent as u64)
+        }
+        _ => {}
     }
 }
 

@@ -36,6 +36,40 @@ impl Activity {
     }
 }
 
+/// What one controller's hosts moved, for its SMART / health page: another controller's
+/// traffic (another tenant's) never shows in it.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    read_bytes: AtomicU64,
+    written_bytes: AtomicU64,
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl Traffic {
+    /// A read command completed, `bytes` of data sent to the host.
+    pub fn read(&self, bytes: u64) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.read_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A write command completed, `bytes` of data taken from the host.
+    pub fn wrote(&self, bytes: u64) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.written_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes read, bytes written, read commands, write commands.
+    pub fn figures(&self) -> [u64; 4] {
+        [
+            self.read_bytes.load(Ordering::Relaxed),
+            self.written_bytes.load(Ordering::Relaxed),
+            self.reads.load(Ordering::Relaxed),
+            self.writes.load(Ordering::Relaxed),
+        ]
+    }
+}
+
 /// CC.EN: the host enables the controller.
 pub const CC_EN: u32 = 1;
 /// CSTS.RDY: the controller is ready.
@@ -65,6 +99,8 @@ pub struct Controller {
     gone: watch::Sender<bool>,
     /// Its I/O queues' last reads.
     pub activity: Arc<Activity>,
+    /// What its I/O queues moved.
+    pub traffic: Arc<Traffic>,
 }
 
 impl Controller {
@@ -119,6 +155,7 @@ impl Controllers {
                     kato_ms,
                     gone: watch::channel(false).0,
                     activity: Arc::default(),
+                    traffic: Arc::default(),
                 }));
                 slot.insert(c.clone());
                 return Some((*next, c));

@@ -1,6 +1,7 @@
 //! The Identify data structures (4,096 bytes each) and the log pages, laid out as the NVMe
 //! Base 2.x, NVMe over Fabrics and KV Command Set 1.0 specifications place their fields.
 
+use super::controllers::Traffic;
 use super::Target;
 
 /// Bytes of every Identify data structure.
@@ -184,13 +185,12 @@ pub fn command_set_profile() -> Vec<u8> {
 }
 
 /// Log page 02h (SMART / health, 512 bytes): no warning, no temperature sensor, all spare
-/// left; data units (thousands of 512-byte units, rounded up) and commands from the
-/// engine's counters.
-pub fn smart_log(t: &Target) -> Vec<u8> {
-    let s = t.shared.db.stats();
-    let read: u64 = s.read_bytes.iter().sum();
-    let written = s.vlog_bytes + s.flush_bytes_written;
-    smart_data(read, written, s.gets, s.puts + s.deletes)
+/// left; data units (thousands of 512-byte units, rounded up) and commands of this
+/// controller only, as the base specification counts them (what its host moved): the
+/// device's own figures would show one tenant another's traffic.
+pub fn smart_log(t: &Traffic) -> Vec<u8> {
+    let [read, written, reads, writes] = t.figures();
+    smart_data(read, written, reads, writes)
 }
 
 /// The SMART / health page: available spare at 3, its threshold at 4, data units read at

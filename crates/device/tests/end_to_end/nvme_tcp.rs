@@ -420,6 +420,40 @@ fn another_host_cannot_see_or_touch_a_namespace() {
     dev.shutdown().unwrap();
 }
 
+/// Attack 8 of issue 61: the SMART page gave every controller the device's counters, so a
+/// tenant watched another's writes. Each controller's page counts only what its host moved.
+#[test]
+fn the_smart_page_counts_its_own_controllers_traffic_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, ns1, ns2) = device(dir.path(), |_| {});
+    let smart = admin_sqe(0x02, 0xFFFF_FFFF, 0x02 | (512 / 4 - 1) << 16, 0);
+    // Data units read and written, read and write commands.
+    let figures = |page: &[u8]| [32, 48, 64, 80].map(|at| u64_at(page, at));
+    common::rt().block_on(async {
+        let mut one = NvmeHost::connect(&target(&dev, HOST1)).await.unwrap();
+        let mut two = NvmeHost::connect(&target(&dev, HOST2)).await.unwrap();
+        two.store(ns2, b"mine", b"v", 0).await.unwrap();
+        let (_, before) = two.admin_command(smart.clone(), 512).await.unwrap();
+        assert_eq!(figures(&before), [0, 1, 0, 1], "its own store only");
+        for i in 0..10u32 {
+            one.store(ns1, &i.to_be_bytes(), &[1u8; 1000], 0)
+                .await
+                .unwrap();
+        }
+        one.retrieve(ns1, &0u32.to_be_bytes(), 4096).await.unwrap();
+        let (_, after) = two.admin_command(smart.clone(), 512).await.unwrap();
+        assert_eq!(
+            figures(&after),
+            figures(&before),
+            "another host's traffic shows"
+        );
+        let (_, own) = one.admin_command(smart, 512).await.unwrap();
+        // 10,000 bytes written: one unit of 512,000 bytes (rounded up); 1,000 bytes read.
+        assert_eq!(figures(&own), [1, 1, 1, 10]);
+    });
+    dev.shutdown().unwrap();
+}
+
 #[test]
 fn a_slow_icreq_is_closed_at_its_deadline_and_connections_are_capped() {
     let dir = tempfile::tempdir().unwrap();
