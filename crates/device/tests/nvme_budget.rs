@@ -1,7 +1,9 @@
 //! What a host can make the NVMe/TCP target hold (issue 61, point 2): a command capsule
 //! carries at most `in_capsule_bytes` (not MAXH2CDATA), and a Store or vendor Submit whose
 //! namespace the host may not use gets no R2T (it is refused before any of its data is
-//! asked for). Unfetched vendor responses are bounded in `nvme/vendor.rs`'s unit tests.
+//! asked for); many queues together hold at most the device's `max_held_bytes`, and Stores
+//! whose data never comes are closed at the frame deadline. Unfetched vendor responses are
+//! bounded in `nvme/vendor.rs`'s unit tests.
 
 mod common;
 
@@ -16,10 +18,18 @@ const HOST: &str = "nqn.2014-08.org.example:budget";
 /// A device granting `HOST` the namespace "kv" only (taken at its word: this file is not
 /// about authentication); the ids of "kv" and of "other", which `HOST` may not use.
 fn device(dir: &std::path::Path) -> (DeviceHandle, u32, u32) {
+    device_with(dir, |_| {})
+}
+
+fn device_with(
+    dir: &std::path::Path,
+    tweak: impl FnOnce(&mut cerberus_device::DeviceConfig),
+) -> (DeviceHandle, u32, u32) {
     let dev = common::start(dir, |c| {
         c.nvme_listen = Some("127.0.0.1:0".into());
         c.nvme.hosts.insert(HOST.into(), vec!["kv".into()]);
         c.nvme.require_host_auth = false;
+        tweak(c);
     });
     let admin = common::admin(&dev);
     let kv = admin.create_namespace("kv").expect("kv").0;
@@ -115,6 +125,71 @@ fn no_r2t_before_the_namespace_is_granted() {
         fresh.store(kv, b"k", &value, 0).await.unwrap();
         let got = fresh.retrieve(kv, b"k", 2 << 20).await.unwrap().unwrap();
         assert_eq!(got.0.len(), 2 << 20);
+    });
+    dev.shutdown().unwrap();
+}
+
+/// Issue 61, point 2: each queue within its own bound (4 MiB), six of them asked for the
+/// data of 12 Stores of 2 MiB (24 MiB) and never sent it, and held it until the idle
+/// deadline (300 s). Now the device's bound (8 MiB here) caps what all queues hold, a
+/// queue owing data is closed at the frame deadline, and a host connecting fresh during
+/// the attack is served.
+#[test]
+fn queues_together_hold_at_most_the_devices_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, kv, _) = device_with(dir.path(), |c| {
+        c.nvme.max_held_bytes = 8 << 20;
+        c.frame_timeout_ms = 1000;
+    });
+    let t = common::nvme_target(&dev, HOST);
+    common::rt().block_on(async {
+        let mut attackers = Vec::new();
+        for i in 0..6u8 {
+            let mut h = NvmeHost::connect(&t).await.unwrap();
+            for j in 0..2u8 {
+                let sqe = store(kv, &[b'a', i, j], 2 << 20);
+                h.io.submit(sqe, Bytes::new(), false, 0).await.unwrap();
+            }
+            attackers.push(h);
+        }
+        // Every R2T the target sends within a while (the rest wait for room).
+        let mut r2ts = 0;
+        for h in &mut attackers {
+            let wait = std::time::Duration::from_millis(200);
+            while let Ok(Ok(p)) = tokio::time::timeout(wait, h.io.recv()).await {
+                if matches!(p, Pdu::R2T { .. }) {
+                    r2ts += 1;
+                }
+            }
+        }
+        assert!(
+            r2ts <= 4,
+            "{r2ts} values of 2 MiB asked for past an 8 MiB bound"
+        );
+        assert!(r2ts >= 1, "no Store was asked for its data");
+        // A victim connecting during the attack is served once the owing queues close.
+        let mut victim = NvmeHost::connect(&t).await.unwrap();
+        let value = vec![5u8; 1 << 20];
+        let stored = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            victim.store(kv, b"victim", &value, 0),
+        )
+        .await;
+        assert!(matches!(stored, Ok(Ok(_))), "{stored:?}");
+        let got = victim.retrieve(kv, b"victim", 1 << 20).await.unwrap();
+        assert_eq!(got.map(|v| v.0.len()), Some(1 << 20));
+        // The owing connections were closed.
+        for h in &mut attackers {
+            let r = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+                loop {
+                    if h.io.recv().await.is_err() {
+                        break;
+                    }
+                }
+            })
+            .await;
+            assert!(r.is_ok(), "an attacker's connection stayed open");
+        }
     });
     dev.shutdown().unwrap();
 }

@@ -7,7 +7,7 @@
 //! closes.
 
 use super::controllers::Controller;
-use super::flight::{Done, Flight, Pending};
+use super::flight::{Done, Flight};
 use super::waiting::{went, Waiting};
 use super::{Answer, Target};
 use crate::admission::Ticket;
@@ -35,8 +35,8 @@ use tokio::time::Instant;
 const FLUSH_AT: usize = 256 << 10;
 
 /// Fatal error statuses of a C2HTermReq this module raises itself.
-const FES_SEQUENCE: u16 = 0x02;
-const FES_OUT_OF_RANGE: u16 = 0x04;
+pub(super) const FES_SEQUENCE: u16 = 0x02;
+pub(super) const FES_OUT_OF_RANGE: u16 = 0x04;
 const FES_UNSUPPORTED: u16 = 0x06;
 
 /// Why a connection ends.
@@ -109,13 +109,15 @@ pub(super) async fn serve(
     ticket: Ticket,
 ) {
     let idle = Duration::from_secs(target.shared.config.iterator_idle_secs.into());
-    let (flight, done_rx) = Flight::new(target.config.max_queue_bytes as usize);
+    let (flight, done_rx) =
+        Flight::new(target.config.max_queue_bytes as usize, target.held.clone());
     let cfg = &target.config;
     let deadlines = Deadlines::with(
         Instant::now() + Duration::from_millis(cfg.icreq_timeout_ms),
         Duration::from_millis(target.shared.config.frame_timeout_ms),
         Duration::from_secs(cfg.idle_timeout_secs),
     );
+    let vendor = super::vendor::VendorState::new(target.held.clone());
     let mut c = Conn {
         sock,
         buf: BytesMut::with_capacity(8192),
@@ -126,7 +128,7 @@ pub(super) async fn serve(
         target,
         queue: None,
         flight,
-        vendor: Default::default(),
+        vendor,
         held: Default::default(),
         puts,
         gone: None,
@@ -204,7 +206,7 @@ impl Conn {
     /// Queues `pdus` for the socket: written by the next `flush` (the loop's, before it
     /// waits or once 256 KiB are queued). Not async: the steps that answer commands need
     /// no future of their own each, moved at every `.await`.
-    fn send(&mut self, pdus: &[Pdu]) {
+    pub(super) fn send(&mut self, pdus: &[Pdu]) {
         for p in pdus {
             p.encode(self.digests, &mut self.out);
         }
@@ -287,7 +289,7 @@ impl Conn {
                 self.run_held();
                 continue;
             }
-            if self.release_due() {
+            if self.release_due() || self.start_waiting() {
                 continue;
             }
             let calm = self.target.shared.db.write_pressure() == WritePressure::None;
@@ -326,10 +328,18 @@ impl Conn {
             self.ticket.authenticated();
         }
         let evictable = !self.ticket.is_authenticated();
-        self.deadlines
-            .after_frames(false, !self.buf.is_empty(), true);
+        // Data an R2T asked for is owed as the rest of a PDU is: it must keep coming within
+        // the frame deadline, so a host cannot hold the device's bytes with Stores whose
+        // data never comes.
+        let owed = !self.buf.is_empty() || !self.flight.pending.is_empty();
+        self.deadlines.after_frames(false, owed, true);
         let why = w.timer.arm(self.deadlines.earliest(proven));
         let delayed = self.flight.next_delayed();
+        // Its next command waits for room only the other queues can give back.
+        let starved = self
+            .flight
+            .starved()
+            .map(|cost| (self.flight.held.clone(), cost));
         self.buf.reserve(16 << 10);
         tokio::select! {
             // Answers first: they free the queue's slots and budget.
@@ -347,6 +357,12 @@ impl Conn {
                     None => std::future::pending().await,
                 }
             }, if delayed.is_some() => {}
+            _ = async {
+                match &starved {
+                    Some((held, cost)) => held.room(*cost).await,
+                    None => std::future::pending().await,
+                }
+            }, if starved.is_some() => {}
             _ = self.ticket.evicted(), if evictable => {
                 tracing::debug!("NVMe/TCP: evicted to make room for another connection");
                 return Err(End::Quiet);
@@ -396,117 +412,6 @@ impl Conn {
         }
     }
 
-    /// An I/O command: counted against the queue's size, started when its bytes fit the
-    /// connection's budget (else it waits behind earlier ones).
-    fn io_capsule(&mut self, sqe: Sqe, data: Bytes) -> Result<(), End> {
-        let Some(q) = self.queue.as_mut() else {
-            return Err(End::Term(FES_SEQUENCE, 0));
-        };
-        // No more outstanding than the queue holds: a host past it broke the rules.
-        if self.flight.count >= usize::from(q.sqsize) {
-            return Err(End::Term(FES_SEQUENCE, 0));
-        }
-        self.flight.count += 1;
-        q.sqhd = (q.sqhd + 1) % q.sqsize.max(1);
-        let max = self.target.shared.config.max_value_len;
-        let cost = data.len().max(sqe.cdw(10).min(max) as usize);
-        if self.flight.waiting.is_empty() && self.flight.fits(cost) {
-            self.start(sqe, data, cost);
-        } else {
-            self.flight.waiting.push_back((sqe, data, cost));
-        }
-        Ok(())
-    }
-
-    /// Starts a command that fits: a Store without its data asks for it, the others go
-    /// to a worker.
-    fn start(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
-        self.flight.bytes += cost;
-        if let Some(wait) = self.ceiling_wait(&sqe, &data) {
-            // Past its namespace's limit: held (its bytes counted) until its booked slot.
-            let at = Instant::now() + wait;
-            self.flight.delayed.push((at, sqe, data, cost));
-            return;
-        }
-        self.go(sqe, data, cost);
-    }
-
-    /// Runs a started command: a Store without its data asks for it, the others go to a
-    /// worker (or are answered here).
-    pub(super) fn go(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
-        if !self.wants_data(&sqe, &data) {
-            self.io(sqe, data, cost);
-            return;
-        }
-        if !self.may_fetch(sqe.nsid) {
-            // Not a byte of data for a namespace this host may not use: refused now, so an
-            // ungranted host cannot make the target wait for (and hold) what it announced.
-            let refused = Answer::status(super::invalid_namespace());
-            self.flight.finish_now(sqe, refused, cost);
-            return;
-        }
-        let size = sqe.cdw(10) as usize;
-        let ttag = self.flight.ttag();
-        self.flight.pending.insert(
-            ttag,
-            Pending {
-                sqe,
-                size,
-                cost,
-                value: BytesMut::with_capacity(size),
-            },
-        );
-        let r2t = Pdu::R2T {
-            cccid: sqe.cid,
-            ttag,
-            r2to: 0,
-            r2tl: size as u32,
-        };
-        self.send(&[r2t]);
-    }
-
-    /// A command's answer: sent, its slot and bytes freed, waiting commands started.
-    fn finished(&mut self, done: Done) {
-        self.flight.count = self.flight.count.saturating_sub(1);
-        self.flight.bytes = self.flight.bytes.saturating_sub(done.cost);
-        self.answer(&done.sqe, done.answer, false);
-        while let Some((sqe, data, cost)) = self.flight.next_ready() {
-            self.start(sqe, data, cost);
-        }
-    }
-
-    fn h2c_data(
-        &mut self,
-        cccid: u16,
-        ttag: u16,
-        datao: u32,
-        last: bool,
-        data: Bytes,
-    ) -> Result<(), End> {
-        let Some(p) = self.flight.pending.get_mut(&ttag) else {
-            return Err(End::Term(FES_SEQUENCE, 0));
-        };
-        if p.sqe.cid != cccid {
-            return Err(End::Term(FES_SEQUENCE, 0));
-        }
-        // In order, within what the R2T asked for.
-        if datao as usize != p.value.len() || p.value.len() + data.len() > p.size {
-            return Err(End::Term(FES_OUT_OF_RANGE, 0));
-        }
-        p.value.extend_from_slice(&data);
-        if p.value.len() < p.size {
-            if last {
-                return Err(End::Term(FES_OUT_OF_RANGE, 0));
-            }
-            return Ok(());
-        }
-        let Some(p) = self.flight.pending.remove(&ttag) else {
-            return Ok(());
-        };
-        self.io(p.sqe, p.value.freeze(), p.cost);
-        Ok(())
-    }
-
     /// Routes a capsule: Fabrics commands, then the admin or I/O queue's.
     fn command(&mut self, sqe: Sqe, data: Bytes) -> Answer {
         if sqe.opcode == cerberus_proto::nvme::FABRICS_OPCODE {
@@ -533,7 +438,7 @@ impl Conn {
     /// Sends an answer: data first (cut to the host's buffer), then the completion.
     /// `advance`: the command's entry leaves the queue now (I/O commands left it when
     /// they arrived).
-    fn answer(&mut self, sqe: &Sqe, answer: Answer, advance: bool) {
+    pub(super) fn answer(&mut self, sqe: &Sqe, answer: Answer, advance: bool) {
         let Answer::Done {
             status,
             dw0,

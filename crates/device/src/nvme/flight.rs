@@ -4,10 +4,12 @@
 //! its value fits, so Stores waiting for data never hold more than the bound. Completions
 //! come back from the workers in any order, named by their command id.
 
+use super::held::HeldBytes;
 use super::Answer;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::Sqe;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// A command's answer, back from a worker (or refused at once).
@@ -44,10 +46,18 @@ pub(super) struct Flight {
     /// Started commands held until their namespace's limit lets them run (`ceiling.rs`),
     /// with when: at most the queue's entries, their bytes within the budget.
     pub delayed: Vec<(tokio::time::Instant, Sqe, Bytes, usize)>,
+    /// The bytes all queues hold: `bytes` is this queue's part of it.
+    pub held: Arc<HeldBytes>,
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        self.held.give(self.bytes);
+    }
 }
 
 impl Flight {
-    pub fn new(budget: usize) -> (Flight, mpsc::UnboundedReceiver<Done>) {
+    pub fn new(budget: usize, held: Arc<HeldBytes>) -> (Flight, mpsc::UnboundedReceiver<Done>) {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let f = Flight {
             count: 0,
@@ -59,13 +69,37 @@ impl Flight {
             done_tx,
             ready: VecDeque::new(),
             delayed: Vec::new(),
+            held,
         };
         (f, done_rx)
     }
 
-    /// Whether a command holding `cost` bytes may start now.
+    /// Whether a command holding `cost` bytes fits the queue's own bound.
     pub fn fits(&self, cost: usize) -> bool {
         self.bytes == 0 || self.bytes + cost <= self.budget
+    }
+
+    /// Takes `cost` bytes for a command if they fit the queue's bound and the device's.
+    pub fn admit(&mut self, cost: usize) -> bool {
+        if !self.fits(cost) || !self.held.try_take(cost) {
+            return false;
+        }
+        self.bytes += cost;
+        true
+    }
+
+    /// Gives back a completed command's bytes.
+    pub fn release(&mut self, cost: usize) {
+        let cost = cost.min(self.bytes);
+        self.bytes -= cost;
+        self.held.give(cost);
+    }
+
+    /// The bytes of the first waiting command when only the device's bound holds it: what
+    /// the queue waits for room for (no completion of its own would wake it).
+    pub fn starved(&self) -> Option<usize> {
+        let (_, _, cost) = self.waiting.front()?;
+        (self.fits(*cost) && !self.held.has_room(*cost)).then_some(*cost)
     }
 
     /// A transfer tag no pending Store uses (at most the queue's size are pending).
@@ -92,10 +126,10 @@ impl Flight {
         self.delayed.iter().map(|d| d.0).min()
     }
 
-    /// The next waiting command if it fits now.
+    /// The next waiting command if it fits now, its bytes taken.
     pub fn next_ready(&mut self) -> Option<(Sqe, Bytes, usize)> {
         let (_, _, cost) = self.waiting.front()?;
-        if self.fits(*cost) {
+        if self.admit(*cost) {
             self.waiting.pop_front()
         } else {
             None
@@ -107,22 +141,46 @@ impl Flight {
 mod tests {
     use super::*;
 
+    fn unbounded() -> Arc<HeldBytes> {
+        Arc::new(HeldBytes::new(usize::MAX))
+    }
+
     #[test]
     fn the_budget_admits_one_large_command_alone() {
-        let (mut f, _rx) = Flight::new(100);
+        let (mut f, _rx) = Flight::new(100, unbounded());
         assert!(f.fits(1000), "nothing held: any size starts");
-        f.bytes = 60;
+        assert!(f.admit(60));
         assert!(f.fits(40));
         assert!(!f.fits(41));
         f.waiting.push_back((Sqe::default(), Bytes::new(), 50));
         assert!(f.next_ready().is_none());
-        f.bytes = 50;
+        f.release(10);
         assert!(f.next_ready().is_some());
+        assert_eq!(f.bytes, 100);
+    }
+
+    #[test]
+    fn queues_share_the_devices_bound_and_give_back_when_they_go() {
+        let held = Arc::new(HeldBytes::new(100));
+        let (mut a, _ra) = Flight::new(80, held.clone());
+        let (mut b, _rb) = Flight::new(80, held.clone());
+        assert!(a.admit(70));
+        // Within b's own bound, past the device's.
+        assert!(!b.admit(40));
+        b.waiting.push_back((Sqe::default(), Bytes::new(), 40));
+        assert_eq!(b.starved(), Some(40));
+        assert!(b.next_ready().is_none());
+        drop(a);
+        assert_eq!(held.used(), 0, "a closed queue gives its bytes back");
+        assert!(b.next_ready().is_some());
+        assert_eq!(b.starved(), None);
+        drop(b);
+        assert_eq!(held.used(), 0);
     }
 
     #[test]
     fn transfer_tags_skip_pending_ones() {
-        let (mut f, _rx) = Flight::new(1);
+        let (mut f, _rx) = Flight::new(1, unbounded());
         let pending = |f: &mut Flight, t| {
             f.pending.insert(
                 t,

@@ -17,8 +17,10 @@ mod conn;
 mod controllers;
 mod discovery;
 mod flight;
+mod held;
 mod identify;
 mod io;
+mod io_queue;
 mod listener;
 mod vendor;
 mod waiting;
@@ -48,6 +50,8 @@ pub(crate) struct Target {
     ctrl_secrets: HashMap<String, DhchapSecret>,
     /// Connection slots (`max_connections`, `max_connections_per_peer`).
     admission: Arc<Admission>,
+    /// The bytes all queues hold (`max_held_bytes`).
+    held: Arc<held::HeldBytes>,
 }
 
 impl Target {
@@ -66,6 +70,7 @@ impl Target {
                 config.max_connections_per_peer,
                 crate::admission::EVICTION_GRACE,
             ),
+            held: Arc::new(held::HeldBytes::new(config.max_held_bytes as usize)),
             shared,
             workers,
             config,

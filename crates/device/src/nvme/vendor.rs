@@ -11,6 +11,7 @@
 
 use super::conn::{sgl_len, Conn};
 use super::flight::Done;
+use super::held::HeldBytes;
 use super::{invalid_field, invalid_namespace, Answer};
 use crate::connection::session::Session;
 use crate::iterators::ConnIterators;
@@ -29,7 +30,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a queue's vendor commands keep between commands.
-#[derive(Default)]
 pub(super) struct VendorState {
     /// The credentials proved inside the tunnel, as a native connection's.
     session: Session,
@@ -40,7 +40,6 @@ pub(super) struct VendorState {
     iters: Option<Arc<ConnIterators>>,
 }
 
-#[derive(Default)]
 struct Kept {
     /// By native command id, oldest first, with when each was kept; with `running`, at
     /// most `MAX_KEPT`.
@@ -49,13 +48,41 @@ struct Kept {
     /// Bytes of `responses`: past the queue's byte budget, a response is replaced by a
     /// refusal (`keep`).
     bytes: usize,
+    /// The bytes all queues hold, `bytes` among them.
+    held: Arc<HeldBytes>,
+}
+
+impl VendorState {
+    pub(super) fn new(held: Arc<HeldBytes>) -> VendorState {
+        VendorState {
+            session: Session::default(),
+            kept: Arc::new(Mutex::new(Kept::new(held))),
+            iters: None,
+        }
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        self.held.give(self.bytes);
+    }
 }
 
 impl Kept {
+    fn new(held: Arc<HeldBytes>) -> Kept {
+        Kept {
+            responses: VecDeque::new(),
+            running: 0,
+            bytes: 0,
+            held,
+        }
+    }
+
     /// Keeps `response` under `cid` (replacing one the host did not fetch: it reused its id).
     fn keep(&mut self, cid: u32, response: Bytes) {
         self.forget(|c, _| c == cid);
         self.bytes += response.len();
+        self.held.take(response.len());
         self.responses.push_back((cid, response, Instant::now()));
     }
 
@@ -68,6 +95,7 @@ impl Kept {
             !drop
         });
         self.bytes -= freed;
+        self.held.give(freed);
     }
 
     /// Drops responses kept longer than `KEPT_FOR`: a host that never fetches holds
@@ -84,6 +112,7 @@ impl Kept {
             .map(|(_, b, _)| b)
             .unwrap_or_default();
         self.bytes -= r.len();
+        self.held.give(r.len());
         r
     }
 }
@@ -336,7 +365,8 @@ fn keep(kept: &Mutex<Kept>, cid: u32, response: &Response, ran: bool, cap: usize
     if encoded.is_err() {
         return Answer::status(NvmeStatus::error(0, 0x06));
     }
-    if kept.bytes > 0 && kept.bytes + out.len() > cap {
+    // The queue's bound (one response whatever its size), then the device's.
+    if (kept.bytes > 0 && kept.bytes + out.len() > cap) || !kept.held.has_room(out.len()) {
         let refused = Response::error(
             response.cid,
             response.nsid,
@@ -379,10 +409,32 @@ mod tests {
         }
     }
 
+    fn unbounded() -> Arc<HeldBytes> {
+        Arc::new(HeldBytes::new(usize::MAX))
+    }
+
+    #[test]
+    fn the_devices_bound_refuses_what_no_queue_would() {
+        let held = Arc::new(HeldBytes::new(3 << 20));
+        let (a, b) = (
+            Mutex::new(Kept::new(held.clone())),
+            Mutex::new(Kept::new(held.clone())),
+        );
+        let big = |cid| value(cid, 2 << 20);
+        keep(&a, 1, &big(1), false, 4 << 20);
+        // Within b's own bound (nothing kept there), past the device's.
+        keep(&b, 1, &big(1), false, 4 << 20);
+        assert!(b.lock().bytes < 1024, "replaced by a refusal");
+        drop(a);
+        assert_eq!(held.used(), b.lock().bytes, "a's bytes given back with it");
+        keep(&b, 2, &big(2), false, 4 << 20);
+        assert!(b.lock().bytes > 2 << 20);
+    }
+
     #[test]
     fn unfetched_responses_hold_at_most_the_budget_and_one_more() {
         // The attack: eight 2 MiB Retrieves submitted and never fetched, a 4 MiB budget.
-        let kept = Mutex::new(Kept::default());
+        let kept = Mutex::new(Kept::new(unbounded()));
         let cap = 4 << 20;
         for cid in 0..8 {
             let answer = keep(&kept, cid, &value(cid, 2 << 20), false, cap);
@@ -404,7 +456,7 @@ mod tests {
 
     #[test]
     fn unfetched_responses_expire() {
-        let kept = Mutex::new(Kept::default());
+        let kept = Mutex::new(Kept::new(unbounded()));
         keep(&kept, 1, &value(1, 100), false, 1 << 20);
         keep(&kept, 2, &value(2, 100), false, 1 << 20);
         let mut k = kept.lock();

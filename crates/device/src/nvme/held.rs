@@ -1,0 +1,132 @@
+//! The bytes every NVMe/TCP queue together may hold (`nvme.max_held_bytes`): started
+//! commands' data and buffers, and unfetched vendor responses. Each queue has its own bound
+//! (`max_queue_bytes`); this one caps their sum, so a thousand queues each within its bound
+//! cannot take the process's memory. Past it, a queue's next command waits, in arrival order,
+//! until another queue gives bytes back (a vendor response is replaced by a refusal the host
+//! can fetch); when nothing is held, any one command may start, so the largest value always
+//! goes through.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::Notify;
+
+/// A device-wide count of held bytes against a limit.
+#[derive(Debug)]
+pub(crate) struct HeldBytes {
+    used: AtomicUsize,
+    limit: usize,
+    /// Queues waiting for room: only then does giving back wake anyone (a notify takes a
+    /// lock; the hot path's completions never pay it).
+    starved: AtomicUsize,
+    freed: Notify,
+}
+
+impl HeldBytes {
+    pub fn new(limit: usize) -> HeldBytes {
+        HeldBytes {
+            used: AtomicUsize::new(0),
+            limit,
+            starved: AtomicUsize::new(0),
+            freed: Notify::new(),
+        }
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::SeqCst)
+    }
+
+    fn room_for(&self, used: usize, bytes: usize) -> bool {
+        used == 0 || used.saturating_add(bytes) <= self.limit
+    }
+
+    /// Whether `bytes` more would fit now.
+    pub fn has_room(&self, bytes: usize) -> bool {
+        self.room_for(self.used(), bytes)
+    }
+
+    /// Takes `bytes` if they fit.
+    pub fn try_take(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                self.room_for(used, bytes).then(|| used + bytes)
+            })
+            .is_ok()
+    }
+
+    /// Takes `bytes` whether or not they fit (what was checked with `has_room` a moment
+    /// before: two queues may pass the limit by one response each).
+    pub fn take(&self, bytes: usize) {
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+    }
+
+    /// Gives `bytes` back, waking the queues waiting for room.
+    pub fn give(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+        if self.starved.load(Ordering::SeqCst) > 0 {
+            self.freed.notify_waiters();
+        }
+    }
+
+    /// Returns once `bytes` would fit (without taking them).
+    pub async fn room(&self, bytes: usize) {
+        self.starved.fetch_add(1, Ordering::SeqCst);
+        let _starving = Starving(&self.starved);
+        loop {
+            let freed = self.freed.notified();
+            let mut freed = std::pin::pin!(freed);
+            // Registered before the check: a give between the check and the wait wakes it.
+            freed.as_mut().enable();
+            if self.has_room(bytes) {
+                return;
+            }
+            freed.await;
+        }
+    }
+}
+
+struct Starving<'a>(&'a AtomicUsize);
+
+impl Drop for Starving<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn one_command_alone_passes_the_limit_none_beside_it() {
+        let h = HeldBytes::new(100);
+        assert!(h.try_take(500), "nothing held: any size");
+        assert!(!h.try_take(1));
+        h.give(500);
+        assert!(h.try_take(60));
+        assert!(h.try_take(40));
+        assert!(!h.try_take(1));
+        assert_eq!(h.used(), 100);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_wakes_when_bytes_come_back() {
+        let h = Arc::new(HeldBytes::new(100));
+        assert!(h.try_take(100));
+        let waiter = {
+            let h = h.clone();
+            tokio::spawn(async move { h.room(50).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        h.give(60);
+        tokio::time::timeout(std::time::Duration::from_secs(10), waiter)
+            .await
+            .expect("woken")
+            .expect("joined");
+        assert_eq!(h.starved.load(Ordering::SeqCst), 0);
+    }
+}

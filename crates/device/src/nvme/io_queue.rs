@@ -1,0 +1,132 @@
+//! An I/O queue's commands through its connection: counted against the queue's entries,
+//! admitted within the queue's byte bound and the device's (`flight`, `held`), a Store's
+//! value asked for by one R2T once it starts and gathered from H2CData PDUs, finished as
+//! answers come back (waiting commands started then).
+
+use super::conn::{Conn, End, FES_OUT_OF_RANGE, FES_SEQUENCE};
+use super::flight::{Done, Pending};
+use super::Answer;
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::nvme::{Pdu, Sqe};
+use tokio::time::Instant;
+
+impl Conn {
+    /// An I/O command: counted against the queue's size, started when its bytes fit the
+    /// connection's budget (else it waits behind earlier ones).
+    pub(super) fn io_capsule(&mut self, sqe: Sqe, data: Bytes) -> Result<(), End> {
+        let Some(q) = self.queue.as_mut() else {
+            return Err(End::Term(FES_SEQUENCE, 0));
+        };
+        // No more outstanding than the queue holds: a host past it broke the rules.
+        if self.flight.count >= usize::from(q.sqsize) {
+            return Err(End::Term(FES_SEQUENCE, 0));
+        }
+        self.flight.count += 1;
+        q.sqhd = (q.sqhd + 1) % q.sqsize.max(1);
+        let max = self.target.shared.config.max_value_len;
+        let cost = data.len().max(sqe.cdw(10).min(max) as usize);
+        if self.flight.waiting.is_empty() && self.flight.admit(cost) {
+            self.start(sqe, data, cost);
+        } else {
+            self.flight.waiting.push_back((sqe, data, cost));
+        }
+        Ok(())
+    }
+
+    /// Starts a command that fits: a Store without its data asks for it, the others go
+    /// to a worker.
+    /// (Its bytes taken: `Flight::admit`.)
+    fn start(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
+        if let Some(wait) = self.ceiling_wait(&sqe, &data) {
+            // Past its namespace's limit: held (its bytes counted) until its booked slot.
+            let at = Instant::now() + wait;
+            self.flight.delayed.push((at, sqe, data, cost));
+            return;
+        }
+        self.go(sqe, data, cost);
+    }
+
+    /// Runs a started command: a Store without its data asks for it, the others go to a
+    /// worker (or are answered here).
+    pub(super) fn go(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
+        if !self.wants_data(&sqe, &data) {
+            self.io(sqe, data, cost);
+            return;
+        }
+        if !self.may_fetch(sqe.nsid) {
+            // Not a byte of data for a namespace this host may not use: refused now, so an
+            // ungranted host cannot make the target wait for (and hold) what it announced.
+            let refused = Answer::status(super::invalid_namespace());
+            self.flight.finish_now(sqe, refused, cost);
+            return;
+        }
+        let size = sqe.cdw(10) as usize;
+        let ttag = self.flight.ttag();
+        self.flight.pending.insert(
+            ttag,
+            Pending {
+                sqe,
+                size,
+                cost,
+                value: BytesMut::with_capacity(size),
+            },
+        );
+        let r2t = Pdu::R2T {
+            cccid: sqe.cid,
+            ttag,
+            r2to: 0,
+            r2tl: size as u32,
+        };
+        self.send(&[r2t]);
+    }
+
+    /// A command's answer: sent, its slot and bytes freed, waiting commands started.
+    pub(super) fn finished(&mut self, done: Done) {
+        self.flight.count = self.flight.count.saturating_sub(1);
+        self.flight.release(done.cost);
+        self.answer(&done.sqe, done.answer, false);
+        self.start_waiting();
+    }
+
+    /// Starts the waiting commands that fit now; whether one did.
+    pub(super) fn start_waiting(&mut self) -> bool {
+        let mut started = false;
+        while let Some((sqe, data, cost)) = self.flight.next_ready() {
+            self.start(sqe, data, cost);
+            started = true;
+        }
+        started
+    }
+
+    pub(super) fn h2c_data(
+        &mut self,
+        cccid: u16,
+        ttag: u16,
+        datao: u32,
+        last: bool,
+        data: Bytes,
+    ) -> Result<(), End> {
+        let Some(p) = self.flight.pending.get_mut(&ttag) else {
+            return Err(End::Term(FES_SEQUENCE, 0));
+        };
+        if p.sqe.cid != cccid {
+            return Err(End::Term(FES_SEQUENCE, 0));
+        }
+        // In order, within what the R2T asked for.
+        if datao as usize != p.value.len() || p.value.len() + data.len() > p.size {
+            return Err(End::Term(FES_OUT_OF_RANGE, 0));
+        }
+        p.value.extend_from_slice(&data);
+        if p.value.len() < p.size {
+            if last {
+                return Err(End::Term(FES_OUT_OF_RANGE, 0));
+            }
+            return Ok(());
+        }
+        let Some(p) = self.flight.pending.remove(&ttag) else {
+            return Ok(());
+        };
+        self.io(p.sqe, p.value.freeze(), p.cost);
+        Ok(())
+    }
+}
