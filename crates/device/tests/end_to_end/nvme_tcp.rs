@@ -433,7 +433,7 @@ fn the_smart_page_counts_its_own_controllers_traffic_only() {
         let mut one = NvmeHost::connect(&target(&dev, HOST1)).await.unwrap();
         let mut two = NvmeHost::connect(&target(&dev, HOST2)).await.unwrap();
         two.store(ns2, b"mine", b"v", 0).await.unwrap();
-        let (_, before) = two.admin_command(smart.clone(), 512).await.unwrap();
+        let (_, before) = two.admin_command(smart, 512).await.unwrap();
         assert_eq!(figures(&before), [0, 1, 0, 1], "its own store only");
         for i in 0..10u32 {
             one.store(ns1, &i.to_be_bytes(), &[1u8; 1000], 0)
@@ -441,7 +441,7 @@ fn the_smart_page_counts_its_own_controllers_traffic_only() {
                 .unwrap();
         }
         one.retrieve(ns1, &0u32.to_be_bytes(), 4096).await.unwrap();
-        let (_, after) = two.admin_command(smart.clone(), 512).await.unwrap();
+        let (_, after) = two.admin_command(smart, 512).await.unwrap();
         assert_eq!(
             figures(&after),
             figures(&before),
