@@ -205,34 +205,45 @@ pub fn abort_move(desc_path: &Path, tenant: &str) -> Result<(), ClusterError> {
     switch(desc_path, tenant, &parts, |_| {})
 }
 
-/// Reloads the description (others may have changed other tenants meanwhile), checks that
-/// `tenant` still records the move to `new_parts`, applies `change` and clears the move,
-/// and saves.
+/// Under the description's lock, reloads it (others may have changed other tenants
+/// meanwhile), checks that `tenant` still records the move to `new_parts`, applies
+/// `change`, clears the move and saves.
 fn switch(
     desc_path: &Path,
     tenant: &str,
     new_parts: &BTreeMap<String, Part>,
     change: impl FnOnce(&mut TenantPlacement),
 ) -> Result<(), ClusterError> {
-    let mut desc = ClusterDescription::load(desc_path)?;
-    let t = desc
-        .tenants
+    ClusterDescription::update(desc_path, |desc| {
+        let t = recorded(desc, tenant, new_parts)?;
+        change(t);
+        t.moving_to = None;
+        t.moving_parts.clear();
+        t.frozen = false;
+        Ok(())
+    })
+}
+
+/// The placement of `tenant` in `desc` if it records the move to `new_parts`.
+fn recorded<'a>(
+    desc: &'a mut ClusterDescription,
+    tenant: &str,
+    new_parts: &BTreeMap<String, Part>,
+) -> Result<&'a mut TenantPlacement, ClusterError> {
+    desc.tenants
         .get_mut(tenant)
         .filter(|t| &t.moving_parts == new_parts)
         .ok_or_else(|| {
             ClusterError::Refused(format!(
-                "tenant {tenant}: the description no longer records this move (changed \
-                 by someone else meanwhile)"
+                "tenant {tenant}: the description no longer records this move (changed by \
+                 someone else meanwhile)"
             ))
-        })?;
-    change(t);
-    t.moving_to = None;
-    t.moving_parts.clear();
-    desc.save(desc_path)
+        })
 }
 
 /// Undoes a move that failed before its switch: destroys the new namespaces and clears the
-/// move from the description; what it could not undo, named.
+/// move from the description (if it still records it); what it could not undo, named. The
+/// old parts and their credential files are not touched.
 fn abandon(
     desc_path: &Path,
     clients: &Clients,
@@ -246,14 +257,16 @@ fn abandon(
             left.push(format!("namespace {} on device {d} ({e})", p.namespace));
         }
     }
-    let recorded = ClusterDescription::load(desc_path)
-        .ok()
-        .and_then(|d| d.tenants.get(tenant).map(|t| t.moving_parts == *new_parts))
-        .unwrap_or(false);
-    if recorded {
-        if let Err(e) = switch(desc_path, tenant, new_parts, |_| {}) {
-            left.push(format!("the record of the move in the description ({e})"));
+    let cleared = ClusterDescription::update(desc_path, |desc| {
+        if let Ok(t) = recorded(desc, tenant, new_parts) {
+            t.moving_to = None;
+            t.moving_parts.clear();
+            t.frozen = false;
         }
+        Ok(())
+    });
+    if let Err(e) = cleared {
+        left.push(format!("the record of the move in the description ({e})"));
     }
     left
 }
