@@ -471,13 +471,48 @@ mod tests {
     fn saves_and_loads_the_same() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cluster.toml");
-        let d = sample();
+        let mut d = sample();
         d.save(&path).unwrap();
+        assert_eq!(d.revision, 1);
         assert_eq!(ClusterDescription::load(&path).unwrap(), d);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("moving"), "{text}");
-        // No temporary file left behind.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // No temporary file left behind: the description and its lock file.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_save_from_a_stale_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        let mut first = ClusterDescription::create(&path).unwrap();
+        let e = ClusterDescription::create(&path).unwrap_err().to_string();
+        assert!(e.contains("exists"), "{e}");
+        let mut stale = ClusterDescription::load(&path).unwrap();
+        first.devices = sample().devices;
+        first.save(&path).unwrap();
+        stale.devices = sample().devices;
+        stale.tenants = sample().tenants;
+        let before = std::fs::read(&path).unwrap();
+        let e = stale.save(&path).unwrap_err();
+        assert!(
+            matches!(e, ClusterError::Changed { read: 1, now: 2, .. }),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+        // An update reads under the lock: it sees the other's change.
+        ClusterDescription::update(&path, |d| {
+            d.tenants = sample().tenants;
+            Ok(())
+        })
+        .unwrap();
+        let now = ClusterDescription::load(&path).unwrap();
+        assert_eq!((now.revision, now.tenants.len()), (3, 1));
+        // A file from before revisions were kept reads as revision 0.
+        std::fs::write(&path, "[devices.a]\naddress = \"x:1\"\n").unwrap();
+        let mut old = ClusterDescription::load(&path).unwrap();
+        assert_eq!(old.revision, 0);
+        old.save(&path).unwrap();
     }
 
     #[test]
@@ -536,10 +571,20 @@ mod tests {
     fn secrets_are_private() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("secrets/x.a");
+        let p = dir.path().join(secret_path("a", "x", 7));
         write_secret(&p, "abc", "credential").unwrap();
         let mode = std::fs::metadata(&p).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(read_secret(&p, "credential").unwrap(), "abc");
+        // Never replaced.
+        assert!(write_secret(&p, "other", "credential").is_err());
+        assert_eq!(read_secret(&p, "credential").unwrap(), "abc");
+    }
+
+    #[test]
+    fn secret_paths_of_different_parts_differ() {
+        // The old layout `secrets/{namespace}.{device}` gave both secrets/a.g2.x.
+        assert_ne!(secret_path("x", "a.g2", 1), secret_path("g2.x", "a", 1));
+        assert_eq!(secret_path("x", "a.g2", 4), Path::new("secrets/x/a.g2.4"));
     }
 }
