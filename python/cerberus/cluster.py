@@ -100,8 +100,13 @@ def connect_cluster(desc: Union[str, os.PathLike, Dict[str, Any]],
         {"devices": {name: {"address", "tls_ca"?, "server_name"?, "admin_secret_env"?,
                             "admin_secret_file"?}},
          "tenants": {name: {"devices": [names], "generation": int,
-                            "parts": {device: {"namespace", "secret_file"}},
-                            "moving_to"?: [names], "moving_parts"?: {...}}}}
+                            "parts": {device: {"namespace", "nsid"?, "secret_file"}},
+                            "moving_to"?: [names], "moving_parts"?: {...},
+                            "frozen"?: bool}}}
+
+    A part's ``nsid`` (recorded by ``cerberus cluster``) lets it be opened with its own
+    credential alone; a part without one is looked up by name with the device's admin
+    secret (descriptions written before ids were recorded).
 
     Nothing is connected yet: each device is on first use."""
     if isinstance(desc, dict):
@@ -123,7 +128,8 @@ class Cluster:
     def __init__(self, desc: Dict[str, Any], base_dir: str) -> None:
         self._desc = desc
         self._base = base_dir
-        self._devices: Dict[str, Device] = {}
+        # Connections by (device, as admin): admin ones only for parts with no recorded id.
+        self._devices: Dict[Tuple[str, bool], Device] = {}
         self._lock = threading.Lock()
         self._threads: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
@@ -172,33 +178,41 @@ class Cluster:
             raise
         except ConnectionError as e:
             with self._lock:
-                self._devices.pop(device, None)
+                self._devices.pop((device, False), None)
+                self._devices.pop((device, True), None)
             raise ClusterDeviceError(device, self.address(device), e) from e
 
-    def device(self, name: str) -> Device:
-        """The connection to device ``name`` (made now if there is none)."""
+    def device(self, name: str, admin: bool = False) -> Device:
+        """The connection to device ``name`` (made now if there is none): with no credential
+        (each part proves its own), or with ``admin`` as the device's administrator (only
+        for parts the description records no ``nsid`` for, looked up by name)."""
         with self._lock:
-            dev = self._devices.get(name)
+            dev = self._devices.get((name, admin))
         if dev is not None:
             return dev
         conf = self._desc["devices"][name]
-        # As the Rust side reads it: the environment variable first, then the file.
-        admin = None
-        var = conf.get("admin_secret_env")
-        if var:
-            admin = (os.environ.get(var) or "").strip() or None
-            if admin is None and not conf.get("admin_secret_file"):
-                raise ValueError(f"device {name!r}: environment variable {var} (its admin "
-                                 f"secret) is not set")
-        if admin is None and conf.get("admin_secret_file"):
-            admin = _read_secret(_resolve(self._base, conf["admin_secret_file"]),
-                                 f"device {name!r}'s admin secret")
+        secret = self._admin_secret(name, conf) if admin else None
         with self._guard(name):
-            dev = connect(conf["address"], admin_secret=admin,
+            dev = connect(conf["address"], admin_secret=secret,
                           tls_ca=_resolve(self._base, conf.get("tls_ca")),
                           server_name=conf.get("server_name"))
         with self._lock:
-            return self._devices.setdefault(name, dev)
+            return self._devices.setdefault((name, admin), dev)
+
+    def _admin_secret(self, name: str, conf: Dict[str, Any]) -> str:
+        """As the Rust side reads it: the environment variable first, then the file."""
+        var = conf.get("admin_secret_env")
+        if var:
+            admin = (os.environ.get(var) or "").strip()
+            if admin:
+                return admin
+            if not conf.get("admin_secret_file"):
+                raise ValueError(f"device {name!r}: environment variable {var} (its admin "
+                                 f"secret) is not set")
+        if not conf.get("admin_secret_file"):
+            raise ValueError(f"device {name!r}: no admin secret in the description")
+        return _read_secret(_resolve(self._base, conf["admin_secret_file"]),
+                            f"device {name!r}'s admin secret")
 
     def namespace(self, name: str) -> "ClusterNamespace":
         """The tenant ``name``, with the calls of a :class:`cerberus.Namespace`."""
@@ -248,14 +262,23 @@ class ClusterNamespace:
         part = self._tenant["parts"][device]
         secret = _read_secret(_resolve(self._cluster._base, part["secret_file"]),
                               f"tenant {self._name!r}'s credential on device {device!r}")
+        nsid = part.get("nsid")
         try:
             with self._cluster._guard(device):
-                ns = self._cluster.device(device).namespace(part["namespace"], secret)
-        except AccessDenied as e:
-            raise AccessDenied(
-                f"tenant {self._name!r} on device {device!r}: {e} (a namespace named, not "
-                f"numbered, is looked up with the device's admin secret: admin_secret_env or "
-                f"admin_secret_file)") from e
+                if nsid is not None:
+                    # The id the admin command recorded: the tenant's credential alone.
+                    ns = self._cluster.device(device).namespace(int(nsid), secret)
+                else:
+                    ns = self._cluster.device(device, admin=True).namespace(
+                        part["namespace"], secret)
+        except (AccessDenied, ValueError, OSError) as e:
+            if nsid is not None or isinstance(e, ConnectionError):
+                raise
+            raise type(e)(
+                f"tenant {self._name!r} on device {device!r}: {e} (the description records no "
+                f"id for namespace {part['namespace']!r}: it is looked up by name with the "
+                f"device's admin secret; `cerberus cluster record-ids`, run once by the admin, "
+                f"records the ids so clients need no admin secret)") from e
         with self._lock:
             return self._parts.setdefault(device, ns)
 
@@ -291,7 +314,7 @@ class ClusterNamespace:
 
     def _writable(self) -> None:
         moving = self._tenant.get("moving_to")
-        if moving:
+        if moving or self._tenant.get("frozen"):
             raise TenantMoving(
                 f"tenant {self._name!r} is being moved to {', '.join(moving)}: reads go on, "
                 f"writes resume after the move (when the description no longer says "

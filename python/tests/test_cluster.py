@@ -437,3 +437,51 @@ def test_a_tenant_made_and_moved_by_the_cli(trio, tmp_path):
     assert moved.aggregate("sum", "i") == sum(range(200))
     moved.put(b"after", b"{}")
     assert moved.get(b"after") == b"{}"
+
+
+def test_a_client_without_admin_secrets_reads_and_writes_its_tenant_only(trio, tmp_path):
+    """The description `cerberus cluster` writes records each part's namespace id: a copy
+    holding no admin secret (and only this tenant's credential files) reads and writes the
+    tenant, and its connections cannot list or destroy another tenant's namespaces."""
+    if subprocess.run([_binary(), "cluster", "--help"], capture_output=True).returncode:
+        pytest.skip("this cerberus binary has no `cluster` command")
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    path = admin / "cluster.toml"
+    _cli(path, "init")
+    for d in trio.names:
+        _cli(path, "add-device", d, trio.address(d), "--admin-secret-file",
+             str(trio.info[d][2]))
+    mine, other = fresh_name("mine").replace("-", "_"), fresh_name("other").replace("-", "_")
+    for t in (mine, other):
+        _cli(path, "create", t, "--devices", ",".join(trio.names))
+    cerberus.connect_cluster(path).namespace(other).put(b"theirs", b"1")
+
+    client = tmp_path / "client"
+    client.mkdir()
+    text = path.read_text()
+    for d in trio.names:
+        text = text.replace(f'admin_secret_file = "{trio.info[d][2]}"\n', "")
+    assert "admin_secret" not in text
+    (client / "cluster.toml").write_text(text)
+    desc = cerberus.connect_cluster(client / "cluster.toml").description
+    for part in desc["tenants"][mine]["parts"].values():
+        assert isinstance(part["nsid"], int)
+        (client / part["secret_file"]).parent.mkdir(parents=True, exist_ok=True)
+        (client / part["secret_file"]).write_text((admin / part["secret_file"]).read_text())
+
+    with cerberus.connect_cluster(client / "cluster.toml") as cluster:
+        ns = cluster.namespace(mine)
+        ns.write_batch(puts=[(f"m{i}".encode(), b"v") for i in range(60)])
+        assert ns.get_many([f"m{i}".encode() for i in range(60)]) == [b"v"] * 60
+        assert ns.aggregate("count") == 60
+        for d in trio.names:
+            dev = cluster.device(d)
+            with pytest.raises(cerberus.CerberusError):
+                dev.list_namespaces()
+            theirs = desc["tenants"][other]["parts"][d]["nsid"]
+            with pytest.raises(cerberus.CerberusError):
+                dev.destroy_namespace(theirs)
+        with pytest.raises(FileNotFoundError):
+            cluster.namespace(other).get(b"theirs")
+    assert cerberus.connect_cluster(path).namespace(other).get(b"theirs") == b"1"
