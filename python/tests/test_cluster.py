@@ -5,6 +5,8 @@ import json
 import os
 import random
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -485,3 +487,63 @@ def test_a_client_without_admin_secrets_reads_and_writes_its_tenant_only(trio, t
         with pytest.raises(FileNotFoundError):
             cluster.namespace(other).get(b"theirs")
     assert cerberus.connect_cluster(path).namespace(other).get(b"theirs") == b"1"
+
+
+def test_a_write_racing_a_move_lands_in_the_new_placement_or_is_refused(trio, tmp_path):
+    """A client that loaded the description before a move keeps writing throughout it:
+    each write is acknowledged and then found in the final placement, or refused with
+    TenantMoving (retried until acknowledged); none is acknowledged and lost."""
+    if subprocess.run([_binary(), "cluster", "--help"], capture_output=True).returncode:
+        pytest.skip("this cerberus binary has no `cluster` command")
+    path = tmp_path / "cluster.toml"
+    _cli(path, "init")
+    for d in trio.names:
+        _cli(path, "add-device", d, trio.address(d), "--admin-secret-file",
+             str(trio.info[d][2]))
+    name = fresh_name("race").replace("-", "_")
+    _cli(path, "create", name, "--devices", "dev0")
+    ns = cerberus.connect_cluster(path).namespace(name)
+    ns.write_batch(puts=[(f"base{i:05d}".encode(), b"b" * 100) for i in range(3000)])
+    acked, refused, stop = [], [0], threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            key = f"w{i:06d}".encode()
+            try:
+                ns.put(key, b"x")
+            except cerberus.TenantMoving:
+                refused[0] += 1
+                time.sleep(0.002)
+                continue
+            acked.append(key)
+            i += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        while len(acked) < 20:
+            time.sleep(0.01)
+        moved = None
+        # A write that slipped into the old parts during the copy fails the move (nothing
+        # lost: the old placement stays); the move is run again.
+        for _ in range(5):
+            run = subprocess.run([_binary(), "cluster", "--file", str(path), "reshard", name,
+                                  "--devices", "dev1,dev2"], capture_output=True, text=True)
+            if run.returncode == 0:
+                moved = run
+                break
+            assert "changed during the copy" in run.stderr, run.stderr
+        assert moved is not None, "the move never completed"
+        after = len(acked)
+        while len(acked) < after + 20:
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join()
+    assert refused[0] > 0
+    fresh = cerberus.connect_cluster(path).namespace(name)
+    assert fresh.devices == ["dev1", "dev2"]
+    assert ns.devices == ["dev1", "dev2"], "the writer follows the move"
+    assert fresh.get_many(acked) == [b"x"] * len(acked)
+    assert fresh.aggregate("count") == 3000 + len(acked)

@@ -372,7 +372,6 @@ pub fn create_tenant(
             parts,
             moving_to: None,
             moving_parts: BTreeMap::new(),
-            frozen: false,
         },
     );
     Ok(())

@@ -62,10 +62,6 @@ pub struct TenantPlacement {
     /// The namespaces being filled, by device name (those of `moving_to`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub moving_parts: BTreeMap<String, Part>,
-    /// Set by a move before its final copy and verification: cluster clients refuse
-    /// writes (retry once the move ends), and the old namespaces refuse them too.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub frozen: bool,
 }
 
 /// A tenant's namespace on one device.
@@ -461,7 +457,6 @@ mod tests {
                 parts: [("a".into(), part("t", "a")), ("b".into(), part("t", "b"))].into(),
                 moving_to: None,
                 moving_parts: BTreeMap::new(),
-                frozen: false,
             },
         );
         d
@@ -496,7 +491,14 @@ mod tests {
         let before = std::fs::read(&path).unwrap();
         let e = stale.save(&path).unwrap_err();
         assert!(
-            matches!(e, ClusterError::Changed { read: 1, now: 2, .. }),
+            matches!(
+                e,
+                ClusterError::Changed {
+                    read: 1,
+                    now: 2,
+                    ..
+                }
+            ),
             "{e}"
         );
         assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");

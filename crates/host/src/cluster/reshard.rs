@@ -219,7 +219,6 @@ fn switch(
         change(t);
         t.moving_to = None;
         t.moving_parts.clear();
-        t.frozen = false;
         Ok(())
     })
 }
@@ -261,7 +260,6 @@ fn abandon(
         if let Ok(t) = recorded(desc, tenant, new_parts) {
             t.moving_to = None;
             t.moving_parts.clear();
-            t.frozen = false;
         }
         Ok(())
     });
