@@ -57,15 +57,14 @@ enum ClusterCmd {
         /// The tenant.
         tenant: String,
     },
-    /// Moves a tenant to other devices by copy; reads go on meanwhile, writers must stop.
+    /// Moves a tenant to other devices by copy; reads go on, cluster clients' writes wait.
     ///
     /// Creates the tenant's next generation of namespaces on the new devices, records the
-    /// move in the description (cluster clients that load it refuse writes), copies every
-    /// record, verifies counts and digests, switches the description and destroys the old
-    /// namespaces. A failure before the switch leaves the tenant where it was. A writer that
-    /// loaded the description before the move writes to the old namespaces: what it writes
-    /// during the copy fails the move, after the verification it is lost. Stop or reload
-    /// writers first.
+    /// move in the description (cluster clients then refuse writes, to be retried), copies
+    /// every record, verifies counts and digests, switches the description and destroys the
+    /// old namespaces. A failure before the switch leaves the tenant where it was. Writers
+    /// that are not cluster clients (a namespace's credential used directly) are not
+    /// refused by the devices: stop them first.
     Reshard {
         /// The tenant.
         tenant: String,

@@ -10,12 +10,13 @@
 //!    bytes and an order-independent digest) as the copy read;
 //! 4. switch the description to the new placement, save it, destroy the old namespaces.
 //!
-//! A failure before the switch destroys the new namespaces and clears `moving_*`: the old
-//! placement stays as it was. Writes during the move: there is no coordination service,
-//! only the file. A client that loaded the description before step 1 and keeps writing
-//! writes to the old parts; the verification of step 3 catches what it wrote during the
-//! copy (and fails the move), but a write between the verification and the switch is lost.
-//! Stop or reload writers before moving a tenant.
+//! A failure before the switch destroys the new namespaces (and only the credential files
+//! this move created) and clears `moving_*`: the old placement stays as it was. Writes
+//! during the move: from step 1 cluster clients refuse them, and a Python client watching
+//! the description file refuses a write answered while the move was recorded (to be
+//! retried); a write that reached the old parts during the copy fails the verification of
+//! step 3. The devices themselves do not refuse writes to the old namespaces: a writer that
+//! is not a cluster client must be stopped before a move (`docs/cluster.md`).
 
 use super::admin::{client, connect_all, create_parts, destroy_part, open_part_on, Clients};
 use super::description::{base_dir, ClusterDescription, Part, TenantPlacement};
