@@ -206,3 +206,53 @@ fn two_admin_commands_at_once_one_saves_and_the_other_is_refused() {
     let (_, parts) = c.parts(won[0].0);
     parts[0].put("k", "v").unwrap();
 }
+
+#[test]
+fn a_description_from_before_recorded_ids_is_read_and_upgraded_by_record_ids() {
+    let c = Cluster::start(2);
+    c.ok(&["create", "t", "--devices", "d0,d1"]);
+    // As an earlier version wrote it: no ids, credentials at secrets/{namespace}.{device}.
+    let mut desc = c.desc();
+    for (d, p) in desc.tenants.get_mut("t").unwrap().parts.iter_mut() {
+        let old = PathBuf::from(format!("secrets/{}.{d}", p.namespace));
+        std::fs::rename(c.base().join(&p.secret_file), c.base().join(&old)).unwrap();
+        p.secret_file = old;
+        p.nsid = None;
+    }
+    desc.save(&c.file).unwrap();
+    // The admin reads it as before.
+    let (devices, parts) = c.parts("t");
+    for i in 0..40 {
+        parts[owner(&key(i), &devices).unwrap()]
+            .put(key(i), value(i))
+            .unwrap();
+    }
+    // A client without the admin secret is told what to do.
+    let file = client_folder(&c, "t");
+    let client = ClusterDescription::load(&file).unwrap();
+    let t = client.tenant("t").unwrap();
+    let e = cluster::open_part(&client, file.parent().unwrap(), "d0", &t.parts["d0"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("record-ids"), "{e}");
+
+    let out = c.run(&["record-ids"]);
+    assert!(out.status.success(), "{}", errors(&out));
+    assert!(errors(&out).contains("2 namespace ids recorded"));
+    let desc = c.desc();
+    for (d, p) in &desc.tenants["t"].parts {
+        assert!(p.nsid.is_some());
+        assert_eq!(p.secret_file, PathBuf::from(format!("secrets/t.{d}")));
+    }
+    // A fresh copy for the client, without admin secrets, now opens every part.
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+    let file = client_folder(&c, "t");
+    let base = file.parent().unwrap();
+    let client = ClusterDescription::load(&file).unwrap();
+    let t = client.tenant("t").unwrap();
+    for i in 0..40 {
+        let d = &t.devices[owner(&key(i), &t.devices).unwrap()];
+        let ns = cluster::open_part(&client, base, d, &t.parts[d]).unwrap();
+        assert_eq!(ns.get(key(i)).unwrap().as_deref(), Some(&value(i)[..]));
+    }
+}
