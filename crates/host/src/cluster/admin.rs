@@ -155,13 +155,16 @@ pub fn open_part(
 ) -> Result<BlockingNamespace, ClusterError> {
     let client = match part.nsid {
         Some(_) => connect_device(desc, base_dir, device)?,
-        None => connect_admin(desc, base_dir, device).map_err(|e| {
-            ClusterError::Refused(format!(
+        None => connect_admin(desc, base_dir, device).map_err(|e| match e {
+            // A device that is down is said as such; a missing or refused admin credential
+            // with what to do about it.
+            ClusterError::Unreachable { .. } => e,
+            e => ClusterError::Refused(format!(
                 "device {device}: the description records no id for namespace {} (written \
                  before ids were recorded), so it is looked up by name as admin, which \
                  failed: {e}; `cerberus cluster record-ids` (as admin, once) records the ids",
                 part.namespace
-            ))
+            )),
         })?,
     };
     open_part_on(&client, base_dir, device, part)

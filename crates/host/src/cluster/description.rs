@@ -165,16 +165,19 @@ impl ClusterDescription {
 
     /// Reads the description at `path`, applies `change` and writes it back, all under the
     /// lock: nobody that takes the lock saves in between. Nothing is written if `change`
-    /// fails.
+    /// fails or changes nothing.
     pub fn update<T>(
         path: &Path,
         change: impl FnOnce(&mut ClusterDescription) -> Result<T, ClusterError>,
     ) -> Result<T, ClusterError> {
         let _lock = DescriptionLock::take(path)?;
         let mut desc = ClusterDescription::load(path)?;
+        let before = desc.clone();
         let out = change(&mut desc)?;
-        desc.validate()?;
-        desc.write_locked(path)?;
+        if desc != before {
+            desc.validate()?;
+            desc.write_locked(path)?;
+        }
         Ok(out)
     }
 
