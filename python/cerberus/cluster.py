@@ -246,13 +246,17 @@ class ClusterNamespace:
     def _placement_changed(self) -> bool:
         """Whether the description file now records another placement of this tenant (a
         move begun, ended or abandoned); the new one is taken for later calls."""
-        if not self._cluster._reload():
-            return False
+        # Another namespace of this cluster may have read the new file already: compare
+        # with what the cluster holds, whoever read it.
+        self._cluster._reload()
         tenant = self._cluster._desc["tenants"].get(self._name)
+        if tenant is self._tenant:
+            return False
         if tenant is None:
             raise InvalidNamespace(f"tenant {self._name!r} is no longer in the cluster "
                                    f"description")
         if tenant == self._tenant:
+            self._tenant = tenant
             return False
         with self._lock:
             if tenant["parts"] != self._tenant["parts"]:
@@ -344,11 +348,10 @@ class ClusterNamespace:
         return self._fan([(d, fn, args) for d in self._devices])
 
     def _writable(self) -> None:
+        # The placement as the file says now (one stat when unchanged): a move that ended
+        # since is followed, one that began is refused before anything is sent.
+        self._placement_changed()
         moving = self._tenant.get("moving_to")
-        if moving:
-            # A move recorded when last read: look again, it may have ended.
-            self._placement_changed()
-            moving = self._tenant.get("moving_to")
         if moving:
             raise TenantMoving(
                 f"tenant {self._name!r} is being moved to {', '.join(moving)}: reads go on, "

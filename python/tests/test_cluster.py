@@ -547,3 +547,25 @@ def test_a_write_racing_a_move_lands_in_the_new_placement_or_is_refused(trio, tm
     assert ns.devices == ["dev1", "dev2"], "the writer follows the move"
     assert fresh.get_many(acked) == [b"x"] * len(acked)
     assert fresh.aggregate("count") == 3000 + len(acked)
+
+
+def test_handles_loaded_before_a_move_write_to_the_new_placement_after_it(trio, tmp_path):
+    if subprocess.run([_binary(), "cluster", "--help"], capture_output=True).returncode:
+        pytest.skip("this cerberus binary has no `cluster` command")
+    path = tmp_path / "cluster.toml"
+    _cli(path, "init")
+    for d in trio.names:
+        _cli(path, "add-device", d, trio.address(d), "--admin-secret-file",
+             str(trio.info[d][2]))
+    name = fresh_name("follow").replace("-", "_")
+    _cli(path, "create", name, "--devices", "dev0")
+    cluster = cerberus.connect_cluster(path)
+    a, b = cluster.namespace(name), cluster.namespace(name)
+    a.put(b"before", b"1")
+    _cli(path, "reshard", name, "--devices", "dev1,dev2")
+    # Both handles of the cluster follow the move, whichever reads the file first.
+    a.put(b"after-a", b"2")
+    b.put(b"after-b", b"3")
+    assert a.devices == b.devices == ["dev1", "dev2"]
+    fresh = cerberus.connect_cluster(path).namespace(name)
+    assert fresh.get_many([b"before", b"after-a", b"after-b"]) == [b"1", b"2", b"3"]
