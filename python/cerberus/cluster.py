@@ -83,9 +83,10 @@ def connect_cluster(desc: Union[str, os.PathLike, Dict[str, Any]],
     secret (descriptions written before ids were recorded).
 
     Nothing is connected yet: each device is on first use. A description read from a file
-    is watched: each write checks, after it is answered, whether the file changed, and a
-    move of the tenant recorded meanwhile makes it raise :class:`TenantMoving` (the write
-    may not be kept: retry it once the move ends). A dict cannot be watched: stop its
+    is watched: each write checks the file before it is sent (a move that ended is
+    followed, one under way refused) and after it is answered, when a move of the tenant
+    recorded meanwhile makes it raise :class:`TenantMoving` (the write may not be kept:
+    retry it once the move ends). A dict cannot be watched: stop its
     writers before a move."""
     if isinstance(desc, dict):
         # Checked by the same Rust rules as a file (names, parts matching devices, ...).
