@@ -1,9 +1,38 @@
-"""Merging the devices' answers for :mod:`cerberus.cluster`: stats added up, and the
-Arrow tables of a ``find``'s parts given one schema and cut to its limit."""
+"""Merging the devices' answers for :mod:`cerberus.cluster`: the engine's order of values,
+stats added up, and the Arrow tables of a ``find``'s parts given one schema and cut to its
+limit."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List, Optional, Tuple, Union
+
+# The least JSON number: a `$gte` on it matches every number and nothing else (comparisons
+# stay within a JSON type), which counts the values an `avg` averages.
+_LEAST_NUMBER = -1.7976931348623157e308
+
+
+def _scalar_rank(v: Any) -> Tuple[Any, ...]:
+    """The engine's order of secondary keys (null < booleans < numbers < strings, strings by
+    their UTF-8 bytes), which ``top``, ``min`` and ``max`` follow."""
+    if v is None:
+        return (0,)
+    if isinstance(v, bool):
+        return (1, v)
+    if isinstance(v, (int, float)):
+        return (2, float(v))
+    if isinstance(v, str):
+        return (3, v.encode("utf-8"))
+    return (4, json.dumps(v, sort_keys=True))
+
+
+def _number(x: float) -> Union[int, float]:
+    """A number as the engine answers one: integral values within 2^53 as integers."""
+    return int(x) if float(x).is_integer() and abs(x) <= 2**53 else float(x)
+
+
+def _and(filter: Optional[Dict[str, Any]], cond: Dict[str, Any]) -> Dict[str, Any]:
+    return {"$and": [filter, cond]} if filter else cond
 
 
 def _pk_bytes(pk: Union[str, bytes]) -> bytes:

@@ -29,14 +29,12 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from . import _cerberus
 from . import Batch, Bytesish, CerberusError, ConnectionError, Device, FindResult, Namespace
 from . import AccessDenied, InvalidNamespace, _top_rows, connect
-from ._cluster_merge import _add_stats, _conform, _find_plan, _pk_bytes
+from ._cluster_merge import (_LEAST_NUMBER, _add_stats, _and, _conform, _find_plan, _number,
+                             _pk_bytes, _scalar_rank)
 
 __all__ = ["connect_cluster", "Cluster", "ClusterNamespace", "ClusterDeviceError",
            "TenantMoving"]
 
-# The least JSON number: a `$gte` on it matches every number and nothing else (comparisons
-# stay within a JSON type), which counts the values an `avg` averages.
-_LEAST_NUMBER = -1.7976931348623157e308
 
 
 class ClusterDeviceError(ConnectionError):
@@ -52,29 +50,6 @@ class ClusterDeviceError(ConnectionError):
 class TenantMoving(CerberusError):
     """A write to a tenant being moved to other devices: reads go on against its old
     placement, writes resume once the move has switched the description."""
-
-
-def _scalar_rank(v: Any) -> Tuple[Any, ...]:
-    """The engine's order of secondary keys (null < booleans < numbers < strings, strings by
-    their UTF-8 bytes), which ``top``, ``min`` and ``max`` follow."""
-    if v is None:
-        return (0,)
-    if isinstance(v, bool):
-        return (1, v)
-    if isinstance(v, (int, float)):
-        return (2, float(v))
-    if isinstance(v, str):
-        return (3, v.encode("utf-8"))
-    return (4, json.dumps(v, sort_keys=True))
-
-
-def _number(x: float) -> Union[int, float]:
-    """A number as the engine answers one: integral values within 2^53 as integers."""
-    return int(x) if float(x).is_integer() and abs(x) <= 2**53 else float(x)
-
-
-def _and(filter: Optional[Dict[str, Any]], cond: Dict[str, Any]) -> Dict[str, Any]:
-    return {"$and": [filter, cond]} if filter else cond
 
 
 def _resolve(base: str, path: Optional[str]) -> Optional[str]:
@@ -100,19 +75,36 @@ def connect_cluster(desc: Union[str, os.PathLike, Dict[str, Any]],
         {"devices": {name: {"address", "tls_ca"?, "server_name"?, "admin_secret_env"?,
                             "admin_secret_file"?}},
          "tenants": {name: {"devices": [names], "generation": int,
-                            "parts": {device: {"namespace", "secret_file"}},
+                            "parts": {device: {"namespace", "nsid"?, "secret_file"}},
                             "moving_to"?: [names], "moving_parts"?: {...}}}}
 
-    Nothing is connected yet: each device is on first use."""
+    A part's ``nsid`` (recorded by ``cerberus cluster``) lets it be opened with its own
+    credential alone; a part without one is looked up by name with the device's admin
+    secret (descriptions written before ids were recorded).
+
+    Nothing is connected yet: each device is on first use. A description read from a file
+    is watched: each write checks the file before it is sent (a move that ended is
+    followed, one under way refused) and after it is answered, when a move of the tenant
+    recorded meanwhile makes it raise :class:`TenantMoving` (the write may not be kept:
+    retry it once the move ends). A dict cannot be watched: stop its
+    writers before a move."""
     if isinstance(desc, dict):
         # Checked by the same Rust rules as a file (names, parts matching devices, ...).
         loaded = json.loads(_cerberus.check_cluster(json.dumps(desc, default=os.fspath)))
         base = base_dir if base_dir is not None else os.getcwd()
-    else:
-        path = os.fspath(desc)
-        loaded = json.loads(_cerberus.load_cluster(path))
-        base = base_dir if base_dir is not None else os.path.dirname(os.path.abspath(path))
-    return Cluster(loaded, base)
+        return Cluster(loaded, base)
+    path = os.fspath(desc)
+    stamp = _stamp(path)
+    loaded = json.loads(_cerberus.load_cluster(path))
+    base = base_dir if base_dir is not None else os.path.dirname(os.path.abspath(path))
+    return Cluster(loaded, base, path, stamp)
+
+
+def _stamp(path: str) -> Tuple[int, ...]:
+    """What changes when the description file is saved (a save renames a new file over
+    it: another inode, times and usually size)."""
+    st = os.stat(path)
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
 class Cluster:
@@ -120,10 +112,14 @@ class Cluster:
     made on first use and dropped when a device fails, so a device back up is reached
     again by the next call."""
 
-    def __init__(self, desc: Dict[str, Any], base_dir: str) -> None:
+    def __init__(self, desc: Dict[str, Any], base_dir: str, path: Optional[str] = None,
+                 stamp: Optional[Tuple[int, ...]] = None) -> None:
         self._desc = desc
         self._base = base_dir
-        self._devices: Dict[str, Device] = {}
+        self._path = path
+        self._stamp = stamp
+        # Connections by (device, as admin): admin ones only for parts with no recorded id.
+        self._devices: Dict[Tuple[str, bool], Device] = {}
         self._lock = threading.Lock()
         self._threads: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
@@ -156,6 +152,23 @@ class Cluster:
     def description(self) -> Dict[str, Any]:
         return self._desc
 
+    def _reload(self) -> bool:
+        """Reads the description file again if it changed since it was read (one ``stat``
+        when it did not); whether it changed. A dict description never does."""
+        if self._path is None:
+            return False
+        try:
+            stamp = _stamp(self._path)
+            if stamp == self._stamp:
+                return False
+            desc = json.loads(_cerberus.load_cluster(self._path))
+        except (OSError, ValueError):
+            # Mid-save or unreadable now: keep the placement read last.
+            return False
+        with self._lock:
+            self._desc, self._stamp = desc, stamp
+        return True
+
     def tenants(self) -> List[str]:
         return sorted(self._desc["tenants"])
 
@@ -172,33 +185,41 @@ class Cluster:
             raise
         except ConnectionError as e:
             with self._lock:
-                self._devices.pop(device, None)
+                self._devices.pop((device, False), None)
+                self._devices.pop((device, True), None)
             raise ClusterDeviceError(device, self.address(device), e) from e
 
-    def device(self, name: str) -> Device:
-        """The connection to device ``name`` (made now if there is none)."""
+    def device(self, name: str, admin: bool = False) -> Device:
+        """The connection to device ``name`` (made now if there is none): with no credential
+        (each part proves its own), or with ``admin`` as the device's administrator (only
+        for parts the description records no ``nsid`` for, looked up by name)."""
         with self._lock:
-            dev = self._devices.get(name)
+            dev = self._devices.get((name, admin))
         if dev is not None:
             return dev
         conf = self._desc["devices"][name]
-        # As the Rust side reads it: the environment variable first, then the file.
-        admin = None
-        var = conf.get("admin_secret_env")
-        if var:
-            admin = (os.environ.get(var) or "").strip() or None
-            if admin is None and not conf.get("admin_secret_file"):
-                raise ValueError(f"device {name!r}: environment variable {var} (its admin "
-                                 f"secret) is not set")
-        if admin is None and conf.get("admin_secret_file"):
-            admin = _read_secret(_resolve(self._base, conf["admin_secret_file"]),
-                                 f"device {name!r}'s admin secret")
+        secret = self._admin_secret(name, conf) if admin else None
         with self._guard(name):
-            dev = connect(conf["address"], admin_secret=admin,
+            dev = connect(conf["address"], admin_secret=secret,
                           tls_ca=_resolve(self._base, conf.get("tls_ca")),
                           server_name=conf.get("server_name"))
         with self._lock:
-            return self._devices.setdefault(name, dev)
+            return self._devices.setdefault((name, admin), dev)
+
+    def _admin_secret(self, name: str, conf: Dict[str, Any]) -> str:
+        """As the Rust side reads it: the environment variable first, then the file."""
+        var = conf.get("admin_secret_env")
+        if var:
+            admin = (os.environ.get(var) or "").strip()
+            if admin:
+                return admin
+            if not conf.get("admin_secret_file"):
+                raise ValueError(f"device {name!r}: environment variable {var} (its admin "
+                                 f"secret) is not set")
+        if not conf.get("admin_secret_file"):
+            raise ValueError(f"device {name!r}: no admin secret in the description")
+        return _read_secret(_resolve(self._base, conf["admin_secret_file"]),
+                            f"device {name!r}'s admin secret")
 
     def namespace(self, name: str) -> "ClusterNamespace":
         """The tenant ``name``, with the calls of a :class:`cerberus.Namespace`."""
@@ -222,6 +243,35 @@ class ClusterNamespace:
         self._devices: List[str] = list(tenant["devices"])
         self._parts: Dict[str, Namespace] = {}
         self._lock = threading.Lock()
+
+    def _placement_changed(self) -> bool:
+        """Whether the description file now records another placement of this tenant (a
+        move begun, ended or abandoned); the new one is taken for later calls."""
+        # Another namespace of this cluster may have read the new file already: compare
+        # with what the cluster holds, whoever read it.
+        self._cluster._reload()
+        tenant = self._cluster._desc["tenants"].get(self._name)
+        if tenant is self._tenant:
+            return False
+        if tenant is None:
+            raise InvalidNamespace(f"tenant {self._name!r} is no longer in the cluster "
+                                   f"description")
+        if tenant == self._tenant:
+            self._tenant = tenant
+            return False
+        with self._lock:
+            if tenant["parts"] != self._tenant["parts"]:
+                self._parts.clear()
+            self._tenant, self._devices = tenant, list(tenant["devices"])
+        return True
+
+    def _after_write(self) -> None:
+        """A write answered while a move of the tenant was recorded may be left behind in
+        the old placement: refused here, to be retried, rather than silently lost."""
+        if self._placement_changed():
+            raise TenantMoving(
+                f"tenant {self._name!r}: its placement changed while this write was under way "
+                f"(a move began or ended): it may not be kept; retry it once the move ends")
 
     @property
     def name(self) -> str:
@@ -248,14 +298,23 @@ class ClusterNamespace:
         part = self._tenant["parts"][device]
         secret = _read_secret(_resolve(self._cluster._base, part["secret_file"]),
                               f"tenant {self._name!r}'s credential on device {device!r}")
+        nsid = part.get("nsid")
         try:
             with self._cluster._guard(device):
-                ns = self._cluster.device(device).namespace(part["namespace"], secret)
-        except AccessDenied as e:
-            raise AccessDenied(
-                f"tenant {self._name!r} on device {device!r}: {e} (a namespace named, not "
-                f"numbered, is looked up with the device's admin secret: admin_secret_env or "
-                f"admin_secret_file)") from e
+                if nsid is not None:
+                    # The id the admin command recorded: the tenant's credential alone.
+                    ns = self._cluster.device(device).namespace(int(nsid), secret)
+                else:
+                    ns = self._cluster.device(device, admin=True).namespace(
+                        part["namespace"], secret)
+        except (AccessDenied, ValueError, OSError) as e:
+            if nsid is not None or isinstance(e, ConnectionError):
+                raise
+            raise type(e)(
+                f"tenant {self._name!r} on device {device!r}: {e} (the description records no "
+                f"id for namespace {part['namespace']!r}: it is looked up by name with the "
+                f"device's admin secret; `cerberus cluster record-ids`, run once by the admin, "
+                f"records the ids so clients need no admin secret)") from e
         with self._lock:
             return self._parts.setdefault(device, ns)
 
@@ -290,6 +349,9 @@ class ClusterNamespace:
         return self._fan([(d, fn, args) for d in self._devices])
 
     def _writable(self) -> None:
+        # The placement as the file says now (one stat when unchanged): a move that ended
+        # since is followed, one that began is refused before anything is sent.
+        self._placement_changed()
         moving = self._tenant.get("moving_to")
         if moving:
             raise TenantMoving(
@@ -300,6 +362,7 @@ class ClusterNamespace:
     def put(self, key: Bytesish, value: Bytesish) -> None:
         self._writable()
         self._call(self.owner(key), "put", key, value)
+        self._after_write()
 
     def get(self, key: Bytesish) -> Optional[bytes]:
         return self._call(self.owner(key), "get", key)
@@ -315,7 +378,9 @@ class ClusterNamespace:
 
     def delete(self, key: Bytesish) -> bool:
         self._writable()
-        return self._call(self.owner(key), "delete", key)
+        found = self._call(self.owner(key), "delete", key)
+        self._after_write()
+        return found
 
     def contains(self, key: Bytesish) -> bool:
         return self._call(self.owner(key), "contains", key)
@@ -346,6 +411,7 @@ class ClusterNamespace:
         for k in deletes:
             per.setdefault(self.owner(k), ([], []))[1].append(k)
         self._fan([(d, "write_batch", per[d]) for d in self._devices if d in per])
+        self._after_write()
 
     def batch(self) -> Batch:
         """A :class:`cerberus.Batch` for a ``with`` block, written by :meth:`write_batch`
@@ -378,10 +444,12 @@ class ClusterNamespace:
         part that fails leaves it on the others: call again with ``exist_ok``."""
         self._writable()
         self._each("create_index", attr, kind, exist_ok)
+        self._after_write()
 
     def drop_index(self, attr: str) -> None:
         self._writable()
         self._each("drop_index", attr)
+        self._after_write()
 
     def list_indexes(self) -> List[Dict[str, Any]]:
         """The indexes, as the first device's part lists them (every part has the same)."""

@@ -1,7 +1,7 @@
 //! `cerberus cluster`: the cluster description (docs/cluster.md) and the tenants spread over
 //! its devices: init, add-device, create, list, destroy, reshard, digest.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cerberus_host::cluster::{self, ClusterDescription, DeviceEntry, Digest};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -57,15 +57,14 @@ enum ClusterCmd {
         /// The tenant.
         tenant: String,
     },
-    /// Moves a tenant to other devices by copy; reads go on meanwhile, writers must stop.
+    /// Moves a tenant to other devices by copy; reads go on, cluster clients' writes wait.
     ///
     /// Creates the tenant's next generation of namespaces on the new devices, records the
-    /// move in the description (cluster clients that load it refuse writes), copies every
-    /// record, verifies counts and digests, switches the description and destroys the old
-    /// namespaces. A failure before the switch leaves the tenant where it was. A writer that
-    /// loaded the description before the move writes to the old namespaces: what it writes
-    /// during the copy fails the move, after the verification it is lost. Stop or reload
-    /// writers first.
+    /// move in the description (cluster clients then refuse writes, to be retried), copies
+    /// every record, verifies counts and digests, switches the description and destroys the
+    /// old namespaces. A failure before the switch leaves the tenant where it was. Writers
+    /// that are not cluster clients (a namespace's credential used directly) are not
+    /// refused by the devices: stop them first.
     Reshard {
         /// The tenant.
         tenant: String,
@@ -79,6 +78,9 @@ enum ClusterCmd {
         #[arg(long, conflicts_with_all = ["devices", "batch"])]
         abort: bool,
     },
+    /// Records each namespace's id in a description written before ids were recorded (as
+    /// admin, once): clients then need no admin credential.
+    RecordIds,
     /// Records, bytes and the order-independent digest of a tenant's records (all parts).
     Digest {
         /// The tenant.
@@ -94,10 +96,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
     let base = cluster::base_dir(path).to_path_buf();
     match args.cmd {
         ClusterCmd::Init => {
-            if path.exists() {
-                bail!("{} exists: not replaced", path.display());
-            }
-            ClusterDescription::default().save(path)?;
+            ClusterDescription::create(path)?;
             eprintln!("empty cluster description written to {}", path.display());
         }
         ClusterCmd::AddDevice {
@@ -108,10 +107,6 @@ pub fn run(args: ClusterArgs) -> Result<()> {
             admin_secret_env,
             admin_secret_file,
         } => {
-            let mut desc = ClusterDescription::load(path)?;
-            if desc.devices.contains_key(&name) {
-                bail!("device {name} is in the cluster already");
-            }
             let entry = DeviceEntry {
                 address,
                 tls_ca: tls_ca.map(|p| relative_to(&base, &p)),
@@ -119,8 +114,15 @@ pub fn run(args: ClusterArgs) -> Result<()> {
                 admin_secret_env,
                 admin_secret_file: admin_secret_file.map(|p| relative_to(&base, &p)),
             };
-            desc.devices.insert(name.clone(), entry);
-            desc.save(path)?;
+            ClusterDescription::update(path, |desc| {
+                if desc.devices.contains_key(&name) {
+                    return Err(cluster::ClusterError::Refused(format!(
+                        "device {name} is in the cluster already"
+                    )));
+                }
+                desc.devices.insert(name.clone(), entry);
+                Ok(())
+            })?;
             eprintln!("device {name} added");
         }
         ClusterCmd::Create { tenant, devices } => {
@@ -138,6 +140,10 @@ pub fn run(args: ClusterArgs) -> Result<()> {
             eprintln!("tenant {tenant} created on {}", devices.join(","));
         }
         ClusterCmd::List { json } => list(&ClusterDescription::load(path)?, json),
+        ClusterCmd::RecordIds => {
+            let n = ClusterDescription::update(path, |desc| cluster::record_ids(desc, &base))?;
+            eprintln!("{n} namespace ids recorded");
+        }
         ClusterCmd::Destroy { tenant } => {
             let mut desc = ClusterDescription::load(path)?;
             cluster::destroy_tenant(&mut desc, &base, &tenant)?;

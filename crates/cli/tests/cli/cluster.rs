@@ -13,41 +13,47 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Devices on loopback and a cluster description naming them d0, d1, ...
-struct Cluster {
-    devices: Vec<Serve>,
-    file: PathBuf,
-    _dir: tempfile::TempDir,
+/// Devices on loopback and a cluster description naming them d0, d1, ... (or as given).
+pub(crate) struct Cluster {
+    pub(crate) devices: Vec<Serve>,
+    pub(crate) names: Vec<String>,
+    pub(crate) file: PathBuf,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Cluster {
-    fn start(n: usize) -> Cluster {
+    pub(crate) fn start(n: usize) -> Cluster {
+        let names: Vec<String> = (0..n).map(|i| format!("d{i}")).collect();
+        Cluster::start_named(&names.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    pub(crate) fn start_named(names: &[&str]) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("cluster");
         std::fs::create_dir(&folder).unwrap();
         let file = folder.join("cluster.toml");
         let mut devices = Vec::new();
-        for i in 0..n {
-            let data = dir.path().join(format!("d{i}"));
+        for i in 0..names.len() {
+            let data = dir.path().join(format!("data{i}"));
             std::fs::create_dir(&data).unwrap();
             devices.push(start(&data, &[]));
         }
         let c = Cluster {
             devices,
+            names: names.iter().map(|n| n.to_string()).collect(),
             file,
-            _dir: dir,
+            dir,
         };
         c.ok(&["init"]);
-        for (i, d) in c.devices.iter().enumerate() {
+        for (name, d) in c.names.iter().zip(&c.devices) {
             let secret = d.dir.join("admin.secret");
-            let name = format!("d{i}");
             let secret = secret.to_str().unwrap();
-            c.ok(&["add-device", &name, &d.addr, "--admin-secret-file", secret]);
+            c.ok(&["add-device", name, &d.addr, "--admin-secret-file", secret]);
         }
         c
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_cerberus"))
             .arg("cluster")
             .arg("--file")
@@ -58,22 +64,22 @@ impl Cluster {
             .unwrap()
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let o = self.run(args);
         assert!(o.status.success(), "{args:?}: {}", errors(&o));
         text(&o)
     }
 
-    fn desc(&self) -> ClusterDescription {
+    pub(crate) fn desc(&self) -> ClusterDescription {
         ClusterDescription::load(&self.file).unwrap()
     }
 
-    fn base(&self) -> &Path {
+    pub(crate) fn base(&self) -> &Path {
         self.file.parent().unwrap()
     }
 
     /// The current parts of `tenant`, opened, in the order of its device list.
-    fn parts(&self, tenant: &str) -> (Vec<String>, Vec<BlockingNamespace>) {
+    pub(crate) fn parts(&self, tenant: &str) -> (Vec<String>, Vec<BlockingNamespace>) {
         let desc = self.desc();
         let t = desc.tenant(tenant).unwrap();
         let parts = t
@@ -84,9 +90,16 @@ impl Cluster {
         (t.devices.clone(), parts)
     }
 
+    /// The ids and names of the namespaces of device `name`.
+    pub(crate) fn namespaces_with_ids(&self, name: &str) -> Vec<(u32, String)> {
+        let c = cluster::connect_admin(&self.desc(), self.base(), name).unwrap();
+        let list = c.list_namespaces().unwrap();
+        list.into_iter().map(|e| (e.nsid, e.name)).collect()
+    }
+
     /// The namespace names of device `i`.
-    fn namespaces(&self, i: usize) -> Vec<String> {
-        let c = cluster::connect_admin(&self.desc(), self.base(), &format!("d{i}")).unwrap();
+    pub(crate) fn namespaces(&self, i: usize) -> Vec<String> {
+        let c = cluster::connect_admin(&self.desc(), self.base(), &self.names[i]).unwrap();
         c.list_namespaces()
             .unwrap()
             .into_iter()
@@ -95,11 +108,11 @@ impl Cluster {
     }
 }
 
-fn key(i: usize) -> Vec<u8> {
+pub(crate) fn key(i: usize) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
-fn value(i: usize) -> Vec<u8> {
+pub(crate) fn value(i: usize) -> Vec<u8> {
     format!("value-{i}-{}", "x".repeat(i % 50)).into_bytes()
 }
 
@@ -113,11 +126,17 @@ fn tenants_are_spread_by_owner_listed_and_destroyed() {
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cells, ["t", "1", "d0,d1,d2", "-"], "{list}");
 
-    // Credentials are private to their owner.
+    // Credentials are private to their owner, in a folder per device.
+    let files: Vec<PathBuf> = ["d0", "d1", "d2"]
+        .map(|d| c.desc().tenants["t"].parts[d].secret_file.clone())
+        .into();
+    for (d, f) in ["d0", "d1", "d2"].iter().zip(&files) {
+        assert!(f.starts_with(format!("secrets/{d}")), "{}", f.display());
+    }
     #[cfg(unix)]
-    for d in ["d0", "d1", "d2"] {
+    for f in &files {
         use std::os::unix::fs::PermissionsExt;
-        let p = c.base().join(format!("secrets/t.{d}"));
+        let p = c.base().join(f);
         let mode = std::fs::metadata(&p).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{}", p.display());
     }
@@ -149,7 +168,7 @@ fn tenants_are_spread_by_owner_listed_and_destroyed() {
     for i in 0..3 {
         assert!(!c.namespaces(i).contains(&"t".to_string()));
     }
-    assert!(!c.base().join("secrets/t.d0").exists());
+    assert!(files.iter().all(|f| !c.base().join(f).exists()));
 }
 
 #[test]
@@ -293,11 +312,16 @@ fn a_move_that_fails_part_way_is_undone_and_an_interrupted_one_aborted() {
     assert!(e.contains("device d1") && e.contains("t.g2"), "{e}");
     assert_eq!(std::fs::read(&c.file).unwrap(), before);
     assert_eq!(c.namespaces(0), ["t"], "the part made on d0 is destroyed");
-    assert!(!c.base().join("secrets/t.g2.d0").exists());
+    let left: Vec<_> = std::fs::read_dir(c.base().join("secrets/d0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(left.iter().all(|f| !f.starts_with("t.g2")), "{left:?}");
 
     // A move whose process died: its namespace on d1 and its record stay until --abort.
-    let rel = Path::new("secrets/t.g2.d1");
-    std::fs::write(c.base().join(rel), &secret).unwrap();
+    let rel = cluster::secret_path("d1", "t.g2", nsid);
+    std::fs::create_dir_all(c.base().join("secrets/d1")).unwrap();
+    std::fs::write(c.base().join(&rel), &secret).unwrap();
     let mut desc = c.desc();
     let t = desc.tenants.get_mut("t").unwrap();
     t.moving_to = Some(vec!["d1".into()]);
@@ -305,7 +329,8 @@ fn a_move_that_fails_part_way_is_undone_and_an_interrupted_one_aborted() {
         "d1".into(),
         cluster::Part {
             namespace: "t.g2".into(),
-            secret_file: rel.into(),
+            nsid: Some(nsid),
+            secret_file: rel.clone(),
         },
     );
     desc.save(&c.file).unwrap();
@@ -323,7 +348,7 @@ fn a_move_that_fails_part_way_is_undone_and_an_interrupted_one_aborted() {
         d1.open_namespace(nsid, &secret).is_err(),
         "the namespace is gone"
     );
-    assert!(!c.base().join(rel).exists());
+    assert!(!c.base().join(&rel).exists());
 
     let out = c.ok(&["reshard", "t", "--devices", "d1"]);
     assert!(out.contains("records: 1"), "{out}");

@@ -5,6 +5,7 @@
 mod common;
 
 mod cluster;
+mod cluster_keys;
 mod commands;
 mod durability;
 mod first_contact;

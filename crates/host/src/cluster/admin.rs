@@ -4,8 +4,8 @@
 //! its name, and nothing to undo.
 
 use super::description::{
-    check_tenant_name, namespace_name, read_secret, write_secret, ClusterDescription, DeviceEntry,
-    Part, TenantPlacement,
+    check_tenant_name, namespace_name, read_secret, secret_path, write_secret, ClusterDescription,
+    DeviceEntry, Part, TenantPlacement,
 };
 use super::error::ClusterError;
 use crate::{BlockingClient, BlockingNamespace, ClientConfig, TlsOptions};
@@ -62,14 +62,28 @@ fn admin_secret(
 }
 
 /// Connects to `device` of `desc` and authenticates as its admin; paths are taken under
-/// `base_dir` (the description's folder).
+/// `base_dir` (the description's folder). Only admin commands need this: clients open
+/// their parts with [`open_part`], which needs no admin credential.
 pub fn connect_admin(
     desc: &ClusterDescription,
     base_dir: &Path,
     device: &str,
 ) -> Result<BlockingClient, ClusterError> {
+    let secret = admin_secret(desc.device(device)?, base_dir, device)?;
+    let client = connect_device(desc, base_dir, device)?;
+    client
+        .authenticate_admin(&secret)
+        .map_err(ClusterError::device(device, "authenticating as admin"))?;
+    Ok(client)
+}
+
+/// Connects to `device` of `desc` with no credential yet (TLS as its entry says).
+pub fn connect_device(
+    desc: &ClusterDescription,
+    base_dir: &Path,
+    device: &str,
+) -> Result<BlockingClient, ClusterError> {
     let entry = desc.device(device)?;
-    let secret = admin_secret(entry, base_dir, device)?;
     let mut config =
         ClientConfig::new(entry.address.clone()).with_request_timeout(Duration::from_secs(60));
     config.connect_timeout = Duration::from_secs(5);
@@ -85,16 +99,11 @@ pub fn connect_admin(
             .unwrap_or_else(|| TlsOptions::server_name_of(&entry.address).to_string());
         config = config.with_tls(TlsOptions::new(pem, name));
     }
-    let client =
-        BlockingClient::connect_with(config).map_err(|source| ClusterError::Unreachable {
-            device: device.into(),
-            address: entry.address.clone(),
-            source,
-        })?;
-    client
-        .authenticate_admin(&secret)
-        .map_err(ClusterError::device(device, "authenticating as admin"))?;
-    Ok(client)
+    BlockingClient::connect_with(config).map_err(|source| ClusterError::Unreachable {
+        device: device.into(),
+        address: entry.address.clone(),
+        source,
+    })
 }
 
 /// Admin connections to each of `devices` (each once), failing at the first that cannot be
@@ -135,19 +144,33 @@ fn find_nsid(
     Ok(list.into_iter().find(|e| e.name == name).map(|e| e.nsid))
 }
 
-/// Opens `part` on `device`: finds its id by name (admin) and authenticates the admin
-/// connection for it with its credential file.
+/// Opens `part` on `device` with its credential file alone when the description records
+/// its id (no admin credential read). A part recorded before ids were (no `nsid`) is
+/// looked up by name, which needs the device's admin credential.
 pub fn open_part(
     desc: &ClusterDescription,
     base_dir: &Path,
     device: &str,
     part: &Part,
 ) -> Result<BlockingNamespace, ClusterError> {
-    let client = connect_admin(desc, base_dir, device)?;
+    let client = match part.nsid {
+        Some(_) => connect_device(desc, base_dir, device)?,
+        None => connect_admin(desc, base_dir, device).map_err(|e| match e {
+            // A device that is down is said as such; a missing or refused admin credential
+            // with what to do about it.
+            ClusterError::Unreachable { .. } => e,
+            e => ClusterError::Refused(format!(
+                "device {device}: the description records no id for namespace {} (written \
+                 before ids were recorded), so it is looked up by name as admin, which \
+                 failed: {e}; `cerberus cluster record-ids` (as admin, once) records the ids",
+                part.namespace
+            )),
+        })?,
+    };
     open_part_on(&client, base_dir, device, part)
 }
 
-/// [`open_part`] over an admin connection to the device.
+/// [`open_part`] over a connection to the device (an admin one if the part has no `nsid`).
 pub(crate) fn open_part_on(
     client: &BlockingClient,
     base_dir: &Path,
@@ -155,8 +178,12 @@ pub(crate) fn open_part_on(
     part: &Part,
 ) -> Result<BlockingNamespace, ClusterError> {
     let ns = &part.namespace;
-    let nsid = find_nsid(client, device, ns)?
-        .ok_or_else(|| ClusterError::Refused(format!("device {device} has no namespace {ns}")))?;
+    let nsid = match part.nsid {
+        Some(id) => id,
+        None => find_nsid(client, device, ns)?.ok_or_else(|| {
+            ClusterError::Refused(format!("device {device} has no namespace {ns}"))
+        })?,
+    };
     let path = base_dir.join(&part.secret_file);
     let secret = read_secret(
         &path,
@@ -170,17 +197,65 @@ pub(crate) fn open_part_on(
         ))
 }
 
+/// The id of `part` on `device` if the device still has it: its recorded id (if the device
+/// lists that id under the part's name), else the id of the name.
+fn live_nsid(
+    client: &BlockingClient,
+    device: &str,
+    part: &Part,
+) -> Result<Option<u32>, ClusterError> {
+    let list = client
+        .list_namespaces()
+        .map_err(ClusterError::device(device, "listing namespaces"))?;
+    Ok(list
+        .into_iter()
+        .find(|e| e.name == part.namespace && part.nsid.is_none_or(|id| id == e.nsid))
+        .map(|e| e.nsid))
+}
+
+/// Records the id of every part that has none (descriptions written before ids were),
+/// looked up by name as admin on its device; how many it recorded. The caller saves.
+pub fn record_ids(desc: &mut ClusterDescription, base_dir: &Path) -> Result<usize, ClusterError> {
+    let devices: Vec<String> = desc
+        .tenants
+        .values()
+        .flat_map(|t| t.parts.iter().chain(&t.moving_parts))
+        .filter(|(_, p)| p.nsid.is_none())
+        .map(|(d, _)| d.clone())
+        .collect();
+    let clients = connect_all(desc, base_dir, &devices)?;
+    let mut n = 0;
+    for (name, t) in &mut desc.tenants {
+        for (d, p) in t.parts.iter_mut().chain(t.moving_parts.iter_mut()) {
+            if p.nsid.is_some() {
+                continue;
+            }
+            let id = find_nsid(client(&clients, d)?, d, &p.namespace)?.ok_or_else(|| {
+                ClusterError::Refused(format!(
+                    "tenant {name}: device {d} has no namespace {}",
+                    p.namespace
+                ))
+            })?;
+            p.nsid = Some(id);
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// A namespace made by [`create_parts`], to destroy if what follows fails.
 struct Made {
     device: String,
     nsid: u32,
     namespace: String,
-    secret_path: PathBuf,
+    /// Its credential file, once this call has created it (only then is it removed).
+    secret_path: Option<PathBuf>,
 }
 
-/// Creates namespace `{tenant}` at `generation` on each of `devices`, its credential in
-/// `secrets/{namespace}.{device}` under `base_dir` (mode 0600). On a failure part-way,
-/// destroys what it made.
+/// Creates namespace `{tenant}` at `generation` on each of `devices`, its credential in a
+/// new file at [`secret_path`] under `base_dir` (mode 0600; an existing file is never
+/// replaced). On a failure part-way, destroys what it made and removes only the files it
+/// created.
 pub(crate) fn create_parts(
     clients: &Clients,
     base_dir: &Path,
@@ -189,7 +264,7 @@ pub(crate) fn create_parts(
     devices: &[String],
 ) -> Result<BTreeMap<String, Part>, ClusterError> {
     let namespace = namespace_name(tenant, generation);
-    let mut made = Vec::new();
+    let mut made: Vec<Made> = Vec::new();
     let mut parts = BTreeMap::new();
     for d in devices {
         let step: Result<Part, ClusterError> =
@@ -197,18 +272,22 @@ pub(crate) fn create_parts(
                 let (nsid, secret) = client(clients, d)?.create_namespace(&namespace).map_err(
                     ClusterError::device(d, format!("creating namespace {namespace}")),
                 )?;
-                let rel = PathBuf::from("secrets").join(format!("{namespace}.{d}"));
-                let secret_path = base_dir.join(&rel);
                 made.push(Made {
                     device: d.clone(),
                     nsid,
                     namespace: namespace.clone(),
-                    secret_path: secret_path.clone(),
+                    secret_path: None,
                 });
+                let rel = secret_path(d, &namespace, nsid);
+                let path = base_dir.join(&rel);
                 let what = format!("credential of namespace {namespace} on device {d}");
-                write_secret(&secret_path, &secret, &what)?;
+                write_secret(&path, &secret, &what)?;
+                if let Some(m) = made.last_mut() {
+                    m.secret_path = Some(path);
+                }
                 Ok(Part {
                     namespace: namespace.clone(),
+                    nsid: Some(nsid),
                     secret_file: rel,
                 })
             })();
@@ -222,8 +301,8 @@ pub(crate) fn create_parts(
     Ok(parts)
 }
 
-/// Destroys the namespaces `made` and removes their credential files; what it could not
-/// remove, named.
+/// Destroys the namespaces `made` and removes the credential files this call created;
+/// what it could not remove, named.
 fn undo(clients: &Clients, made: &[Made]) -> Vec<String> {
     let mut left = Vec::new();
     for m in made {
@@ -233,9 +312,12 @@ fn undo(clients: &Clients, made: &[Made]) -> Vec<String> {
         if !gone {
             left.push(format!("namespace {} on device {}", m.namespace, m.device));
         }
-        if let Err(e) = std::fs::remove_file(&m.secret_path) {
+        let Some(path) = &m.secret_path else {
+            continue;
+        };
+        if let Err(e) = std::fs::remove_file(path) {
             if e.kind() != std::io::ErrorKind::NotFound {
-                left.push(format!("file {}", m.secret_path.display()));
+                left.push(format!("file {}", path.display()));
             }
         }
     }
@@ -252,7 +334,7 @@ pub(crate) fn destroy_part(
 ) -> Result<(), ClusterError> {
     let c = client(clients, device)?;
     let ns = &part.namespace;
-    if let Some(nsid) = find_nsid(c, device, ns)? {
+    if let Some(nsid) = live_nsid(c, device, part)? {
         c.destroy_namespace(nsid).map_err(ClusterError::device(
             device,
             format!("destroying namespace {ns}"),
@@ -269,7 +351,7 @@ pub(crate) fn destroy_part(
 }
 
 /// Creates tenant `tenant` over `devices`: one namespace per device, named as the tenant,
-/// each credential in `secrets/{namespace}.{device}` under `base_dir`. Changes `desc` in
+/// each credential in a new file at [`secret_path`] under `base_dir`. Changes `desc` in
 /// memory only once every namespace exists (the caller saves it); on a failure part-way,
 /// destroys the namespaces it made and leaves `desc` as it was.
 pub fn create_tenant(

@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterDescription {
+    /// Bumped by every save: a save checks the file still holds the revision it was read
+    /// at, so two admin commands never silently overwrite each other (0: never saved).
+    #[serde(default)]
+    pub revision: u64,
     /// The devices, by name.
     #[serde(default)]
     pub devices: BTreeMap<String, DeviceEntry>,
@@ -64,9 +68,14 @@ pub struct TenantPlacement {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Part {
-    /// The namespace's name on the device (its id is looked up by name: ids differ from
-    /// device to device).
+    /// The namespace's name on the device.
     pub namespace: String,
+    /// Its id on the device (ids differ from device to device), recorded when the admin
+    /// command made it: clients open it with its credential alone. Absent in descriptions
+    /// written before ids were recorded: then looked up by name, which needs the device's
+    /// admin credential (`cerberus cluster record-ids` records them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsid: Option<u32>,
     /// The file holding the namespace's credential.
     pub secret_file: PathBuf,
 }
@@ -122,12 +131,63 @@ impl ClusterDescription {
         Ok(desc)
     }
 
-    /// Validates and writes the description to `path`: to a temporary file of the same
-    /// folder first, then renamed over it, so a crash leaves the old file or the new one,
-    /// never half of one.
-    pub fn save(&self, path: &Path) -> Result<(), ClusterError> {
+    /// Validates and writes the description to `path`, under its lock file, if the file
+    /// still holds the revision this one was read at (else [`ClusterError::Changed`]: another
+    /// command saved meanwhile, and writing would undo what it did). The revision goes up by
+    /// one. A missing file counts as revision 0.
+    pub fn save(&mut self, path: &Path) -> Result<(), ClusterError> {
         self.validate()?;
-        let text = toml::to_string(self).map_err(|e| ClusterError::Parse {
+        let _lock = DescriptionLock::take(path)?;
+        let now = revision_on_disk(path)?.unwrap_or(0);
+        if now != self.revision {
+            return Err(ClusterError::Changed {
+                path: path.to_path_buf(),
+                read: self.revision,
+                now,
+            });
+        }
+        self.write_locked(path)
+    }
+
+    /// Writes a new, empty description at `path`; refuses to replace a file that exists.
+    pub fn create(path: &Path) -> Result<ClusterDescription, ClusterError> {
+        let _lock = DescriptionLock::take(path)?;
+        if revision_on_disk(path)?.is_some() {
+            return Err(ClusterError::Refused(format!(
+                "{} exists: not replaced",
+                path.display()
+            )));
+        }
+        let mut desc = ClusterDescription::default();
+        desc.write_locked(path)?;
+        Ok(desc)
+    }
+
+    /// Reads the description at `path`, applies `change` and writes it back, all under the
+    /// lock: nobody that takes the lock saves in between. Nothing is written if `change`
+    /// fails or changes nothing.
+    pub fn update<T>(
+        path: &Path,
+        change: impl FnOnce(&mut ClusterDescription) -> Result<T, ClusterError>,
+    ) -> Result<T, ClusterError> {
+        let _lock = DescriptionLock::take(path)?;
+        let mut desc = ClusterDescription::load(path)?;
+        let before = desc.clone();
+        let out = change(&mut desc)?;
+        if desc != before {
+            desc.validate()?;
+            desc.write_locked(path)?;
+        }
+        Ok(out)
+    }
+
+    /// Writes the description with the next revision: to a temporary file of the same
+    /// folder first, then renamed over it, so a crash leaves the old file or the new one,
+    /// never half of one. The caller holds the lock.
+    fn write_locked(&mut self, path: &Path) -> Result<(), ClusterError> {
+        let mut next = self.clone();
+        next.revision = self.revision.saturating_add(1);
+        let text = toml::to_string(&next).map_err(|e| ClusterError::Parse {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
@@ -150,7 +210,9 @@ impl ClusterDescription {
         write().map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             ClusterError::file("cluster description", path)(e)
-        })
+        })?;
+        self.revision = next.revision;
+        Ok(())
     }
 
     /// `p` as given if absolute, else under `base_dir` (the description's folder).
@@ -271,6 +333,52 @@ fn check_parts(
     Ok(())
 }
 
+/// The revision of the description at `path`, `None` if there is no file (a file written
+/// before revisions were kept has revision 0).
+fn revision_on_disk(path: &Path) -> Result<Option<u64>, ClusterError> {
+    #[derive(Deserialize)]
+    struct Revision {
+        #[serde(default)]
+        revision: u64,
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ClusterError::file("cluster description", path)(e)),
+    };
+    let r: Revision = toml::from_str(&text).map_err(|e| ClusterError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok(Some(r.revision))
+}
+
+/// The lock of a description: an exclusive `flock` of `<description>.lock` (created if
+/// missing, kept afterwards), held while a save checks the revision and writes. The kernel
+/// drops it when the process dies, so a crash leaves no stale lock.
+struct DescriptionLock {
+    _file: std::fs::File,
+}
+
+impl DescriptionLock {
+    fn take(path: &Path) -> Result<DescriptionLock, ClusterError> {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        let lock = path.with_file_name(name);
+        let open = || -> std::io::Result<std::fs::File> {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.read(true).write(true).create(true).truncate(false);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            let f = opts.open(&lock)?;
+            f.lock()?;
+            Ok(f)
+        };
+        let file = open().map_err(ClusterError::file("lock of the cluster description", &lock))?;
+        Ok(DescriptionLock { _file: file })
+    }
+}
+
 /// The folder relative paths of the description at `path` are taken from.
 pub fn base_dir(path: &Path) -> &Path {
     match path.parent() {
@@ -279,14 +387,29 @@ pub fn base_dir(path: &Path) -> &Path {
     }
 }
 
-/// Writes a credential readable by its owner only (mode 0600 from the start, not after).
+/// Where the credential of namespace `namespace` (id `nsid`) on `device` is kept, relative
+/// to the description's folder: `secrets/{device}/{namespace}.{nsid}`. A folder per device
+/// (device names hold no `/` and do not start with a dot) and the id (never reused by a
+/// device) make two parts' paths differ, whatever the names.
+pub fn secret_path(device: &str, namespace: &str, nsid: u32) -> PathBuf {
+    PathBuf::from("secrets")
+        .join(device)
+        .join(format!("{namespace}.{nsid}"))
+}
+
+/// Writes a new credential file readable by its owner only (mode 0600 from the start, not
+/// after; its folders 0700). A file that exists is never replaced: the create fails.
 pub(crate) fn write_secret(path: &Path, secret: &str, what: &str) -> Result<(), ClusterError> {
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            let mut b = std::fs::DirBuilder::new();
+            b.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b.create(dir)?;
         }
         let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create(true).truncate(true);
+        opts.write(true).create_new(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
         let mut f = opts.open(path)?;
@@ -310,7 +433,8 @@ mod tests {
     fn part(ns: &str, dev: &str) -> Part {
         Part {
             namespace: ns.into(),
-            secret_file: format!("secrets/{ns}.{dev}").into(),
+            nsid: Some(1),
+            secret_file: secret_path(dev, ns, 1),
         }
     }
 
@@ -345,13 +469,55 @@ mod tests {
     fn saves_and_loads_the_same() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cluster.toml");
-        let d = sample();
+        let mut d = sample();
         d.save(&path).unwrap();
+        assert_eq!(d.revision, 1);
         assert_eq!(ClusterDescription::load(&path).unwrap(), d);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("moving"), "{text}");
-        // No temporary file left behind.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // No temporary file left behind: the description and its lock file.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_save_from_a_stale_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        let mut first = ClusterDescription::create(&path).unwrap();
+        let e = ClusterDescription::create(&path).unwrap_err().to_string();
+        assert!(e.contains("exists"), "{e}");
+        let mut stale = ClusterDescription::load(&path).unwrap();
+        first.devices = sample().devices;
+        first.save(&path).unwrap();
+        stale.devices = sample().devices;
+        stale.tenants = sample().tenants;
+        let before = std::fs::read(&path).unwrap();
+        let e = stale.save(&path).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ClusterError::Changed {
+                    read: 1,
+                    now: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+        // An update reads under the lock: it sees the other's change.
+        ClusterDescription::update(&path, |d| {
+            d.tenants = sample().tenants;
+            Ok(())
+        })
+        .unwrap();
+        let now = ClusterDescription::load(&path).unwrap();
+        assert_eq!((now.revision, now.tenants.len()), (3, 1));
+        // A file from before revisions were kept reads as revision 0.
+        std::fs::write(&path, "[devices.a]\naddress = \"x:1\"\n").unwrap();
+        let mut old = ClusterDescription::load(&path).unwrap();
+        assert_eq!(old.revision, 0);
+        old.save(&path).unwrap();
     }
 
     #[test]
@@ -410,10 +576,20 @@ mod tests {
     fn secrets_are_private() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("secrets/x.a");
+        let p = dir.path().join(secret_path("a", "x", 7));
         write_secret(&p, "abc", "credential").unwrap();
         let mode = std::fs::metadata(&p).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(read_secret(&p, "credential").unwrap(), "abc");
+        // Never replaced.
+        assert!(write_secret(&p, "other", "credential").is_err());
+        assert_eq!(read_secret(&p, "credential").unwrap(), "abc");
+    }
+
+    #[test]
+    fn secret_paths_of_different_parts_differ() {
+        // The old layout `secrets/{namespace}.{device}` gave both secrets/a.g2.x.
+        assert_ne!(secret_path("x", "a.g2", 1), secret_path("g2.x", "a", 1));
+        assert_eq!(secret_path("x", "a.g2", 4), Path::new("secrets/x/a.g2.4"));
     }
 }

@@ -32,6 +32,21 @@ pub enum ClusterError {
     /// a move already under way, ...); the message names the tenant or device.
     #[error("{0}")]
     Refused(String),
+    /// A save found the description changed since it was read (another admin command saved
+    /// meanwhile): nothing was written; run the command again.
+    #[error(
+        "cluster description {} changed since read (revision {read}, now {now}): nothing \
+         written, retry the command",
+        path.display()
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// The revision it had when read.
+        read: u64,
+        /// The revision it has now.
+        now: u64,
+    },
     /// The device entry gives no usable admin credential.
     #[error("device {device}: {message}")]
     Credential {

@@ -13,9 +13,12 @@ mod error;
 mod placement;
 mod reshard;
 
-pub use admin::{connect_admin, create_tenant, destroy_tenant, list, open_part, TenantSummary};
+pub use admin::{
+    connect_admin, connect_device, create_tenant, destroy_tenant, list, open_part, record_ids,
+    TenantSummary,
+};
 pub use description::{
-    base_dir, namespace_name, ClusterDescription, DeviceEntry, Part, TenantPlacement,
+    base_dir, namespace_name, secret_path, ClusterDescription, DeviceEntry, Part, TenantPlacement,
 };
 pub use error::ClusterError;
 pub use placement::owner;

@@ -10,12 +10,13 @@
 //!    bytes and an order-independent digest) as the copy read;
 //! 4. switch the description to the new placement, save it, destroy the old namespaces.
 //!
-//! A failure before the switch destroys the new namespaces and clears `moving_*`: the old
-//! placement stays as it was. Writes during the move: there is no coordination service,
-//! only the file. A client that loaded the description before step 1 and keeps writing
-//! writes to the old parts; the verification of step 3 catches what it wrote during the
-//! copy (and fails the move), but a write between the verification and the switch is lost.
-//! Stop or reload writers before moving a tenant.
+//! A failure before the switch destroys the new namespaces (and only the credential files
+//! this move created) and clears `moving_*`: the old placement stays as it was. Writes
+//! during the move: from step 1 cluster clients refuse them, and a Python client watching
+//! the description file refuses a write answered while the move was recorded (to be
+//! retried); a write that reached the old parts during the copy fails the verification of
+//! step 3. The devices themselves do not refuse writes to the old namespaces: a writer that
+//! is not a cluster client must be stopped before a move (`docs/cluster.md`).
 
 use super::admin::{client, connect_all, create_parts, destroy_part, open_part_on, Clients};
 use super::description::{base_dir, ClusterDescription, Part, TenantPlacement};
@@ -205,34 +206,44 @@ pub fn abort_move(desc_path: &Path, tenant: &str) -> Result<(), ClusterError> {
     switch(desc_path, tenant, &parts, |_| {})
 }
 
-/// Reloads the description (others may have changed other tenants meanwhile), checks that
-/// `tenant` still records the move to `new_parts`, applies `change` and clears the move,
-/// and saves.
+/// Under the description's lock, reloads it (others may have changed other tenants
+/// meanwhile), checks that `tenant` still records the move to `new_parts`, applies
+/// `change`, clears the move and saves.
 fn switch(
     desc_path: &Path,
     tenant: &str,
     new_parts: &BTreeMap<String, Part>,
     change: impl FnOnce(&mut TenantPlacement),
 ) -> Result<(), ClusterError> {
-    let mut desc = ClusterDescription::load(desc_path)?;
-    let t = desc
-        .tenants
+    ClusterDescription::update(desc_path, |desc| {
+        let t = recorded(desc, tenant, new_parts)?;
+        change(t);
+        t.moving_to = None;
+        t.moving_parts.clear();
+        Ok(())
+    })
+}
+
+/// The placement of `tenant` in `desc` if it records the move to `new_parts`.
+fn recorded<'a>(
+    desc: &'a mut ClusterDescription,
+    tenant: &str,
+    new_parts: &BTreeMap<String, Part>,
+) -> Result<&'a mut TenantPlacement, ClusterError> {
+    desc.tenants
         .get_mut(tenant)
         .filter(|t| &t.moving_parts == new_parts)
         .ok_or_else(|| {
             ClusterError::Refused(format!(
-                "tenant {tenant}: the description no longer records this move (changed \
-                 by someone else meanwhile)"
+                "tenant {tenant}: the description no longer records this move (changed by \
+                 someone else meanwhile)"
             ))
-        })?;
-    change(t);
-    t.moving_to = None;
-    t.moving_parts.clear();
-    desc.save(desc_path)
+        })
 }
 
 /// Undoes a move that failed before its switch: destroys the new namespaces and clears the
-/// move from the description; what it could not undo, named.
+/// move from the description (if it still records it); what it could not undo, named. The
+/// old parts and their credential files are not touched.
 fn abandon(
     desc_path: &Path,
     clients: &Clients,
@@ -246,14 +257,15 @@ fn abandon(
             left.push(format!("namespace {} on device {d} ({e})", p.namespace));
         }
     }
-    let recorded = ClusterDescription::load(desc_path)
-        .ok()
-        .and_then(|d| d.tenants.get(tenant).map(|t| t.moving_parts == *new_parts))
-        .unwrap_or(false);
-    if recorded {
-        if let Err(e) = switch(desc_path, tenant, new_parts, |_| {}) {
-            left.push(format!("the record of the move in the description ({e})"));
+    let cleared = ClusterDescription::update(desc_path, |desc| {
+        if let Ok(t) = recorded(desc, tenant, new_parts) {
+            t.moving_to = None;
+            t.moving_parts.clear();
         }
+        Ok(())
+    });
+    if let Err(e) = cleared {
+        left.push(format!("the record of the move in the description ({e})"));
     }
     left
 }
