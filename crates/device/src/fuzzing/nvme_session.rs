@@ -46,7 +46,10 @@ static TARGET: Mutex<Option<Target>> = Mutex::new(None);
 
 impl Target {
     fn start() -> Target {
-        let dir = std::env::temp_dir().join(format!("cerberus-fuzz-nvme-{}", std::process::id()));
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("cerberus-fuzz-nvme-{}-{n}", std::process::id());
+        let dir = std::env::temp_dir().join(name);
         let _ = std::fs::remove_dir_all(&dir);
         let mut c = DeviceConfig {
             data_dir: dir.clone(),
@@ -166,5 +169,27 @@ pub(super) fn subnqn(b: u8) -> &'static str {
         0 => cerberus_proto::nvme::DISCOVERY_NQN,
         1 => "nqn.2026-11.dev.cerberus:other",
         _ => SUBNQN,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check after each session can fail: it passes on the running device, and panics
+    /// once the device has stopped.
+    #[test]
+    fn the_liveness_check_fails_on_a_stopped_device() {
+        let mut t = Target::start();
+        t.assert_serves();
+        if let Some(dev) = t.dev.take() {
+            let _ = dev.shutdown();
+        }
+        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.assert_serves()));
+        let _ = std::fs::remove_dir_all(&t.dir);
+        assert!(
+            checked.is_err(),
+            "a stopped device passed the liveness check"
+        );
     }
 }
