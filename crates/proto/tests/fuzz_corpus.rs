@@ -349,3 +349,11 @@ fn nvme_commands_corpus() {
         fuzzing::nvme_commands,
     );
 }
+
+/// The guard against a corpus run that reaches nothing: an entry that refuses everything
+/// fails the run.
+#[test]
+#[should_panic(expected = "tests nothing")]
+fn a_run_that_reaches_no_decoder_fails() {
+    Tally::run(&corpus("frames"), Vec::new(), 10, |_| false);
+}
