@@ -7,6 +7,8 @@
 mod command;
 mod error;
 mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 mod header;
 mod limits;
 pub mod nvme;

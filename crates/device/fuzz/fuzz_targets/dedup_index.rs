@@ -3,5 +3,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    cerberus_device::fuzzing::dedup_index(data);
+    let _ = cerberus_device::fuzzing::dedup_index(data);
 });

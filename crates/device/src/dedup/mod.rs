@@ -409,14 +409,14 @@ impl Dedup {
 
 /// Decodes `data` as a saved index's body after the checksum (the fuzz target's entry):
 /// never a panic, and what decodes must hold together: dropping every key's recipe leaves
-/// each namespace's index empty.
-pub(crate) fn fuzz_decode(data: &[u8]) {
+/// each namespace's index empty. True when it decoded.
+pub(crate) fn fuzz_decode(data: &[u8]) -> bool {
     let chunker = Chunker::default();
     let mut body = Vec::with_capacity(data.len() + 6);
     persist::put_chunker(&mut body, chunker);
     body.extend_from_slice(data);
     let Some(Some((dedup, _pending))) = persist::decode(&body, chunker) else {
-        return;
+        return false;
     };
     let _ = dedup.stats();
     for ix in dedup.indexes.lock().values_mut() {
@@ -432,6 +432,35 @@ pub(crate) fn fuzz_decode(data: &[u8]) {
         };
         assert_eq!(ix.stats(), empty);
     }
+    true
+}
+
+/// Saved indexes' bodies as [`fuzz_decode`] takes them (past the chunker): seeds for the
+/// fuzz target's corpus, made by the service's own encoder.
+pub(crate) fn fuzz_seeds() -> Vec<Vec<u8>> {
+    let shapes: [&[(u8, u32)]; 3] = [&[], &[(1, 100)], &[(1, 100), (2, 7), (1, 100), (3, 4096)]];
+    let mut seeds = Vec::new();
+    for (n, pending) in [(1usize, 0usize), (3, 3)] {
+        let dedup = Dedup::new(Chunker::default());
+        for ns in 0..n as u32 {
+            let mut ix = NsIndex::default();
+            for (k, chunks) in shapes.iter().enumerate() {
+                let chunks: Vec<_> = chunks.iter().map(|&(d, len)| ([d; 20], len)).collect();
+                ix.set(&[b'k', k as u8], Some(&chunks));
+            }
+            dedup.indexes.lock().insert(ns + 3, ix);
+        }
+        let work = [
+            DedupWork::Key {
+                ns: 3,
+                key: Bytes::from_static(b"k"),
+            },
+            DedupWork::Scan { ns: 3, after: None },
+            DedupWork::Forget { ns: 4 },
+        ];
+        seeds.push(persist::encode(&dedup, &work[..pending])[6..].to_vec());
+    }
+    seeds
 }
 
 /// Removes `path` and makes the removal durable.

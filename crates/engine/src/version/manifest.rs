@@ -330,7 +330,7 @@ impl VersionSet {
     }
 }
 
-fn append_record(buf: &mut Vec<u8>, payload: &[u8], file: &str) -> Result<()> {
+pub(crate) fn append_record(buf: &mut Vec<u8>, payload: &[u8], file: &str) -> Result<()> {
     let len = u32::try_from(payload.len()).map_err(|_| {
         Error::InvalidArgument(format!(
             "a manifest record of {} bytes for {file} exceeds 2^32-1",

@@ -6,6 +6,7 @@ mod manifest;
 mod namespaces;
 
 pub use edit::VersionEdit;
+pub(crate) use manifest::append_record;
 pub use manifest::{Recovered, VersionSet};
 pub use namespaces::{IndexDef, Namespaces};
 
