@@ -112,7 +112,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
         retired: Default::default(),
     };
-    let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
+    let indexes = IndexSet::from_defs(versions.namespaces.indexes.values(), &[]);
     let last_seq = versions.last_seq.max(mem.max_seq());
     let version = versions.current();
     let used = Arc::new(super::usage::used_of(&versions.namespaces));
@@ -155,6 +155,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         row_cache: crate::row_cache::RowCache::new(options.row_cache_bytes),
         space: Default::default(),
         capacity_flush: Default::default(),
+        index_flush: Default::default(),
         #[cfg(test)]
         hooks: Default::default(),
         opts: options,

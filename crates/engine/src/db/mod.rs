@@ -1,6 +1,7 @@
 //! The database: the `Db` facade and the state its parts share. The write path, the read
 //! path, namespaces, flushes, background work, value-log GC and recovery each have a file.
 
+mod backfill;
 mod background;
 mod builder;
 mod count;
@@ -125,6 +126,8 @@ struct Inner {
     space: usage::SpaceGauge,
     /// Flushes capacity checks made, kept apart (see `check_room`).
     capacity_flush: usage::CapacityFlushes,
+    /// Flushes index backfills made, and the indexes ready before their flush.
+    index_flush: backfill::IndexFlushes,
     /// Values of recently read keys (`Options::row_cache_bytes`; `None`: off).
     row_cache: Option<crate::row_cache::RowCache>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
@@ -386,6 +389,7 @@ impl Inner {
             }
         }
         s.nand = self.storage.nand_stats();
+        self.reap_snapshots();
         s.snapshots = self.snapshots.count();
         if let Some(rc) = &self.row_cache {
             let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);

@@ -376,6 +376,8 @@ impl Inner {
         let Some(capacity) = e.options.read().capacity else {
             return Ok(Credit::default());
         };
+        // With the entries its indexes derive (counted from the values at hand: no read).
+        let bytes = bytes.saturating_add(self.derived_bytes(e, ops));
         let mut flushed = false;
         loop {
             let (used, pending) = self.room_figures(e.id);
@@ -399,6 +401,24 @@ impl Inner {
             );
             return Err(self.over(e.id, used, pending, bytes, capacity));
         }
+    }
+
+    /// The most bytes the index entries of the puts of `ops` into `e` take (0 without
+    /// indexes): each put's value is parsed for its indexed attributes, as its write will.
+    fn derived_bytes(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> u64 {
+        let set = self.index_set();
+        let own = set.of(e.id);
+        if own.is_empty() {
+            return 0;
+        }
+        // Bounds of the payloads' fields: a seqno well past the visible one, an offset
+        // past any segment's end.
+        let seq = self.writes.visible_seq.load(Ordering::Relaxed) + (1 << 32);
+        let offset = self.opts.vlog_segment_bytes.saturating_mul(2) + (1 << 32);
+        ops.iter()
+            .filter(|(kind, ..)| *kind == Kind::Put)
+            .map(|(_, k, v)| super::indexes::derived_bound(own, k, v, seq, offset))
+            .sum()
     }
 
     /// Bytes of the current versions of the keys `ops` writes (each key once), all read in
@@ -430,7 +450,14 @@ impl Inner {
         })
     }
 
-    fn over(&self, ns: Nsid, used: u64, pending: u64, write: u64, capacity: u64) -> Error {
+    pub(super) fn over(
+        &self,
+        ns: Nsid,
+        used: u64,
+        pending: u64,
+        write: u64,
+        capacity: u64,
+    ) -> Error {
         Error::CapacityExceeded {
             ns,
             used,
