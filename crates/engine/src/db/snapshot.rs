@@ -142,6 +142,14 @@ impl DeferredSegments {
         self.by_segment.remove(seg);
     }
 
+    /// The segments left for a snapshot of `ns`.
+    pub(super) fn waiting_for(&self, ns: Nsid) -> Vec<u64> {
+        let by = self.by_segment.iter();
+        by.filter(|(_, w)| w.contains(&ns))
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
     /// Gives back the segments waiting for a snapshot of `ns`; true if there were any.
     fn released(&mut self, ns: Nsid) -> bool {
         let before = self.by_segment.len();

@@ -82,3 +82,34 @@ fn without_a_maximum_age_a_snapshot_lives_on() {
     assert_eq!(snap.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     assert_eq!(db.stats().snapshots, 1);
 }
+
+/// A namespace's stats show the garbage its snapshots hold back from GC (`pinned_bytes`),
+/// back to 0 once they go.
+#[test]
+fn stats_show_the_garbage_a_snapshot_pins() {
+    let mut opts = common::small_options();
+    opts.vlog_gc_dead_ratio = 0.0;
+    opts.snapshot_max_age = None;
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    let other = db.create_namespace("o").unwrap();
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
+    }
+    let snap = ns.snapshot();
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 2, 500)).unwrap();
+    }
+    db.compact_all().unwrap();
+    assert_eq!(db.gc_value_log().unwrap().segments_deleted, 0);
+    let space = ns.stats().unwrap().space;
+    assert!(space.garbage_bytes > 0, "{space:?}");
+    assert!(space.pinned_bytes > 0, "{space:?}");
+    assert!(space.pinned_bytes <= space.garbage_bytes, "{space:?}");
+    assert_eq!(other.stats().unwrap().space.pinned_bytes, 0);
+    drop(snap);
+    assert_eq!(ns.stats().unwrap().space.pinned_bytes, 0);
+    assert!(db.gc_value_log().unwrap().segments_deleted > 0);
+}
