@@ -268,9 +268,8 @@ impl Inner {
     }
 
     /// Backfills the indexes a crash (or a close before the flush that records them ready)
-    /// left unfinished. One the capacity refuses now is dropped (the open goes on). With a
-    /// background runner they are queued as background jobs: the runner runs nothing before
-    /// the open returns, and a backfill waits for a flush (the open hung).
+    /// left unfinished, before the open returns. One the capacity refuses now is dropped
+    /// (the open goes on).
     pub(super) fn finish_backfills(&self) -> Result<()> {
         let pending: Vec<(Nsid, Nsid)> = self
             .versions
@@ -281,13 +280,6 @@ impl Inner {
             .filter(|d| d.ready.is_none())
             .map(|d| (d.ns, d.id))
             .collect();
-        if self.opts.background_runner.is_some() {
-            let mut bg = self.bg.state.lock();
-            for (ns, id) in pending {
-                bg.policy.queue_backfill(ns, id);
-            }
-            return Ok(());
-        }
         for (ns, id) in pending {
             let e = self.ns_entry(ns)?;
             match self.backfill(&e, id) {

@@ -91,6 +91,14 @@ pub(super) fn flush_memtable(
 impl Inner {
     pub(super) fn flush(&self) -> Result<()> {
         self.check_open()?;
+        if self.opening_inline.load(Ordering::Acquire) {
+            // Nothing else runs background work yet: flush here.
+            self.freeze_memtable(&mut self.writes.writer.lock())?;
+            while !self.super_version().imm.is_empty() {
+                self.flush_oldest()?;
+            }
+            return Ok(());
+        }
         // The memtable frozen now and those before it: what this flush waits for. Memtables
         // frozen later (writes go on) are not waited for, or a writer could keep it waiting.
         let pending = {

@@ -115,6 +115,9 @@ struct Inner {
     writes: WriteQueue,
     bg: Background,
     closed: AtomicBool,
+    /// The open is under way with a background runner, which runs nothing before it returns:
+    /// flushes the open needs (an unfinished backfill's) run on the opening thread.
+    opening_inline: AtomicBool,
     opened: std::time::Instant,
     /// Milliseconds from `opened` to the last write.
     last_write_ms: AtomicU64,
