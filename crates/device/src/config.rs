@@ -162,6 +162,14 @@ pub struct EngineConfig {
     /// `CapacityExceeded` (the engine's `Options::reserve_bytes`; unset: 1% of the file
     /// system, at most 256 MiB; 0: none).
     pub reserve_bytes: Option<u64>,
+    /// Most secondary indexes a namespace may have: a create past it is refused with
+    /// `IndexLimit` (the engine's `Options::max_indexes_per_namespace`; default 16).
+    pub max_indexes_per_namespace: usize,
+    /// Longest life of an iterator (or snapshot) in milliseconds, from its opening however
+    /// often it is used: past it, it is released (GC may collect what it held) and its next
+    /// use fails with `SnapshotExpired` (the engine's `Options::snapshot_max_age`; default
+    /// 600,000: 10 minutes; 0: no limit).
+    pub snapshot_max_age_ms: u64,
 }
 
 impl Default for EngineConfig {
@@ -176,6 +184,8 @@ impl Default for EngineConfig {
             mmap_reads: o.mmap_reads,
             max_open_files: o.max_open_files,
             reserve_bytes: o.reserve_bytes,
+            max_indexes_per_namespace: o.max_indexes_per_namespace,
+            snapshot_max_age_ms: o.snapshot_max_age.map_or(0, |a| a.as_millis() as u64),
         }
     }
 }
@@ -363,6 +373,11 @@ impl DeviceConfig {
         o.mmap_reads = self.engine.mmap_reads;
         o.max_open_files = self.engine.max_open_files;
         o.reserve_bytes = self.engine.reserve_bytes;
+        o.max_indexes_per_namespace = self.engine.max_indexes_per_namespace;
+        o.snapshot_max_age = match self.engine.snapshot_max_age_ms {
+            0 => None,
+            ms => Some(std::time::Duration::from_millis(ms)),
+        };
         if self.engine.layout == "shared" {
             o.layout = cerberus_engine::Layout::Shared;
         }

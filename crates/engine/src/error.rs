@@ -131,6 +131,24 @@ pub enum Error {
         /// The limit it ran under.
         limit: u64,
     },
+    /// Namespace `ns` has as many secondary indexes as `Options::max_indexes_per_namespace`
+    /// allows: no index was created.
+    #[error(
+        "namespace {ns} has {limit} indexes, the most it may have (max_indexes_per_namespace)"
+    )]
+    TooManyIndexes {
+        /// The namespace.
+        ns: u32,
+        /// The limit.
+        limit: usize,
+    },
+    /// A snapshot or iterator lived past `Options::snapshot_max_age` (counted from its
+    /// opening): it was released, and reads through it fail. Open a new one.
+    #[error("snapshot or iterator expired: older than {max_age_ms} ms (snapshot_max_age)")]
+    SnapshotExpired {
+        /// The maximum age, in milliseconds.
+        max_age_ms: u64,
+    },
     /// The database is closed.
     #[error("database is closed")]
     Closed,
@@ -177,6 +195,10 @@ pub enum ErrorKind {
     CapacityExceeded,
     /// A query run under a work limit needed more.
     WorkLimit,
+    /// A namespace has as many indexes as it may have.
+    TooManyIndexes,
+    /// A snapshot or iterator lived past its maximum age.
+    SnapshotExpired,
     /// The database is closed.
     Closed,
     /// The database turned read-only after a background error.
@@ -204,6 +226,8 @@ impl Error {
                 ErrorKind::CapacityExceeded
             }
             Error::WorkLimit { .. } => ErrorKind::WorkLimit,
+            Error::TooManyIndexes { .. } => ErrorKind::TooManyIndexes,
+            Error::SnapshotExpired { .. } => ErrorKind::SnapshotExpired,
             Error::Closed => ErrorKind::Closed,
             Error::Background(_) => ErrorKind::Background,
         }
@@ -302,6 +326,13 @@ impl Error {
             Error::ReserveReached { free, reserve } => Error::ReserveReached {
                 free: *free,
                 reserve: *reserve,
+            },
+            Error::TooManyIndexes { ns, limit } => Error::TooManyIndexes {
+                ns: *ns,
+                limit: *limit,
+            },
+            Error::SnapshotExpired { max_age_ms } => Error::SnapshotExpired {
+                max_age_ms: *max_age_ms,
             },
             Error::Closed => Error::Closed,
             Error::Background(m) => Error::Background(m.clone()),

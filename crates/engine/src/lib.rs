@@ -41,10 +41,12 @@ pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Number, Scalar};
 pub use key::Nsid;
 pub use namespace_options::{IoShares, NamespaceOptions, MAX_WEIGHT};
-pub use options::DEFAULT_RESERVE_MAX;
 pub use options::{
     BackgroundRunner, BackgroundStep, JobKind, Layout, Options, StorageKind, WriteOptions,
     WritePressure,
+};
+pub use options::{
+    DEFAULT_MAX_INDEXES_PER_NAMESPACE, DEFAULT_RESERVE_MAX, DEFAULT_SNAPSHOT_MAX_AGE,
 };
 pub use query::{
     Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,

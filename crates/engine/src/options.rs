@@ -182,6 +182,15 @@ pub struct Options {
     /// default): 1% of the storage's size, at most [`DEFAULT_RESERVE_MAX`]; `Some(0)`: none.
     /// Applies only on storage that reports its space (files: the file system's).
     pub reserve_bytes: Option<u64>,
+    /// Most secondary indexes a namespace may have: a create past it fails with
+    /// `Error::TooManyIndexes` (each index adds entries to every write of its namespace and
+    /// a backfill of all its records). Default [`DEFAULT_MAX_INDEXES_PER_NAMESPACE`].
+    pub max_indexes_per_namespace: usize,
+    /// Longest life of a snapshot or an iterator, from its opening (not since its last use:
+    /// one touched now and then would live forever). Past it, its pin is released (value-log
+    /// GC and compactions no longer keep what it reads) and its reads fail with
+    /// `Error::SnapshotExpired`. `None`: no limit. Default [`DEFAULT_SNAPSHOT_MAX_AGE`].
+    pub snapshot_max_age: Option<std::time::Duration>,
     /// Who runs flushes, compactions, value-log GC and index backfills. `None`:
     /// `background_threads` threads of the database's own. Set (a device's scheduler), the
     /// database starts none: it calls the runner whenever background work may be due, and
@@ -230,6 +239,13 @@ pub enum JobKind {
 /// compaction's output (64 MiB memtables, 2 MiB tables), small next to today's disks.
 pub const DEFAULT_RESERVE_MAX: u64 = 256 << 20;
 
+/// Default of [`Options::max_indexes_per_namespace`].
+pub const DEFAULT_MAX_INDEXES_PER_NAMESPACE: usize = 16;
+
+/// Default of [`Options::snapshot_max_age`]: 10 minutes, longer than any scan a tenant
+/// needs, short enough that a forgotten iterator does not hold GC back for long.
+pub const DEFAULT_SNAPSHOT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -270,6 +286,8 @@ impl Default for Options {
             auto_compaction: true,
             vlog_gc_dead_ratio: 0.5,
             reserve_bytes: None,
+            max_indexes_per_namespace: DEFAULT_MAX_INDEXES_PER_NAMESPACE,
+            snapshot_max_age: Some(DEFAULT_SNAPSHOT_MAX_AGE),
             background_runner: None,
         }
     }

@@ -47,6 +47,12 @@ pub enum Status {
     /// `max_reply_bytes`, or more records than its `max_query_results`); nothing was
     /// returned. Ask for less (a smaller `k` or `limit`), or page through it with find.
     ReplyTooLarge,
+    /// The namespace has as many indexes as the device allows (`max_indexes_per_namespace`):
+    /// none was created. Drop one first.
+    IndexLimit,
+    /// The iterator (or snapshot) lived past the device's `snapshot_max_age_ms`, counted
+    /// from its opening: it was released. Open a new one (and seek past the last key read).
+    SnapshotExpired,
     /// A code this build does not know (from a newer device).
     Unknown(u16),
 }
@@ -75,6 +81,8 @@ impl Status {
             Status::IndexNotFound => 0xC7,
             Status::IndexExists => 0xC8,
             Status::ReplyTooLarge => 0xC9,
+            Status::IndexLimit => 0xCA,
+            Status::SnapshotExpired => 0xCB,
             Status::Unknown(c) => c,
         }
     }
@@ -102,6 +110,8 @@ impl Status {
             0xC7 => Status::IndexNotFound,
             0xC8 => Status::IndexExists,
             0xC9 => Status::ReplyTooLarge,
+            0xCA => Status::IndexLimit,
+            0xCB => Status::SnapshotExpired,
             c => Status::Unknown(c),
         }
     }
@@ -134,6 +144,8 @@ impl Status {
             Status::IndexNotFound => "no such index",
             Status::IndexExists => "index exists",
             Status::ReplyTooLarge => "reply too large",
+            Status::IndexLimit => "too many indexes",
+            Status::SnapshotExpired => "snapshot or iterator expired",
             Status::Unknown(_) => "unknown status",
         }
     }
@@ -170,6 +182,8 @@ macro_rules! engine_status {
             K::InvalidArgument | K::InvalidQuery => S::InvalidField,
             K::UnknownIndex => S::IndexNotFound,
             K::IndexExists => S::IndexExists,
+            K::TooManyIndexes => S::IndexLimit,
+            K::SnapshotExpired => S::SnapshotExpired,
             K::Closed => S::ShuttingDown,
             // Io and Background: the device failed for a reason of its own.
             _ => S::InternalError,
@@ -192,5 +206,7 @@ mod tests {
         assert_eq!(Status::InvalidKeySize.code(), 0x86);
         assert_eq!(Status::CapacityExceeded.code(), 0x81);
         assert_eq!(Status::from_code(0xC9), Status::ReplyTooLarge);
+        assert_eq!(Status::from_code(0xCA), Status::IndexLimit);
+        assert_eq!(Status::from_code(0xCB), Status::SnapshotExpired);
     }
 }

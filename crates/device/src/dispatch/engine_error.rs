@@ -38,6 +38,14 @@ mod tests {
                 Status::NamespaceExists,
             ),
             (EngineError::Closed, Status::ShuttingDown),
+            (
+                EngineError::TooManyIndexes { ns: 1, limit: 16 },
+                Status::IndexLimit,
+            ),
+            (
+                EngineError::SnapshotExpired { max_age_ms: 1 },
+                Status::SnapshotExpired,
+            ),
             (EngineError::Background("b".into()), Status::InternalError),
             (
                 EngineError::KeyTooLarge { len: 2, limit: 1 },

@@ -400,6 +400,10 @@ impl Inner {
     /// The policy's choice: the next job, marked as running, or how long to wait.
     fn choose(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Choice {
         loop {
+            // Pins past their age go first: what they held may be collectable.
+            if self.expire_snapshots() {
+                bg.policy.check_gc();
+            }
             let version = self.versions.lock().current();
             let view = self.view(&version, bg.policy.draining());
             let waited_for_space = bg.policy.no_space.is_some();
@@ -409,6 +413,14 @@ impl Inner {
                 self.bg.done_cv.notify_all();
             }
             match choice {
+                // Awake again when the next pin expires.
+                Ok(Choice::Wait(d)) => {
+                    let until = self.until_expiry();
+                    return Choice::Wait(match (d, until) {
+                        (Some(d), Some(u)) => Some(d.min(u)),
+                        (d, u) => d.or(u),
+                    });
+                }
                 Ok(choice) => return choice,
                 Err(e) => parking_lot::MutexGuard::unlocked(bg, || self.fail_job(&e)),
             }

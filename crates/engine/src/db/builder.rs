@@ -23,7 +23,7 @@ use crate::vlog::{Liveness, VlogReader, Writeback};
 use arc_swap::ArcSwap;
 use parking_lot::{Mutex, RwLock};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Opens a database: made by [`Db::builder`] with the database's options, told the storage
@@ -112,7 +112,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
         retired: Default::default(),
     };
-    let indexes = IndexSet::from_defs(versions.namespaces.indexes.values());
+    let indexes = IndexSet::from_defs(versions.namespaces.indexes.values(), &[]);
     let last_seq = versions.last_seq.max(mem.max_seq());
     let version = versions.current();
     let used = Arc::new(super::usage::used_of(&versions.namespaces));
@@ -146,6 +146,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         ),
         bg: Background::default(),
         closed: AtomicBool::new(false),
+        opening_inline: AtomicBool::new(options.background_runner.is_some()),
         opened: std::time::Instant::now(),
         last_write_ms: AtomicU64::new(0),
         manifest_in_doubt: AtomicBool::new(false),
@@ -155,6 +156,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         row_cache: crate::row_cache::RowCache::new(options.row_cache_bytes),
         space: Default::default(),
         capacity_flush: Default::default(),
+        index_flush: Default::default(),
         #[cfg(test)]
         hooks: Default::default(),
         opts: options,
@@ -182,6 +184,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     };
     db.inner.upgrade_index_keys()?;
     db.inner.finish_backfills()?;
+    db.inner.opening_inline.store(false, Ordering::Release);
     db.inner.forget_destroyed_quietly();
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();

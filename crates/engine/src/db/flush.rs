@@ -91,6 +91,14 @@ pub(super) fn flush_memtable(
 impl Inner {
     pub(super) fn flush(&self) -> Result<()> {
         self.check_open()?;
+        if self.opening_inline.load(Ordering::Acquire) {
+            // Nothing else runs background work yet: flush here.
+            self.freeze_memtable(&mut self.writes.writer.lock())?;
+            while !self.super_version().imm.is_empty() {
+                self.flush_oldest()?;
+            }
+            return Ok(());
+        }
         // The memtable frozen now and those before it: what this flush waits for. Memtables
         // frozen later (writes go on) are not waited for, or a writer could keep it waiting.
         let pending = {
@@ -186,10 +194,25 @@ impl Inner {
     }
 
     /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
-    pub(super) fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
+    pub(super) fn install(
+        &self,
+        mut edit: VersionEdit,
+        flushed: Option<&Arc<Frozen>>,
+    ) -> Result<()> {
         let mut vs = self.versions.lock();
         let usage_moved = !edit.usage_delta.is_empty() || !edit.destroyed_ns.is_empty();
+        // Indexes whose backfilled entries this flush makes durable: ready in the manifest
+        // with it (under its lock: a backfill registers under it too).
+        let ready = match flushed {
+            Some(f) => self.index_flush.logged_by(&f.mem),
+            None => Vec::new(),
+        };
+        let ready_ids: Vec<Nsid> = ready.iter().map(|(id, _)| *id).collect();
+        let registered = |(id, _): &(Nsid, u64)| vs.namespaces.indexes.contains_key(id);
+        edit.ready_index
+            .extend(ready.iter().filter(|r| registered(r)).copied());
         let version = self.log_edit(&mut vs, edit)?;
+        self.index_flush.forget(&ready_ids);
         let _update = self.sv_update.lock();
         let sv = self.sv.load();
         // The new figures go in the same swap that takes the flushed memtable out.

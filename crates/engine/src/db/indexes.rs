@@ -14,7 +14,6 @@ use crate::memtable::{MemValue, Memtable};
 use crate::version::{VersionEdit, VersionSet};
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// An index as the write path and queries use it.
@@ -30,17 +29,26 @@ pub(super) struct IndexSet {
 }
 
 impl IndexSet {
-    pub(super) fn from_defs<'a>(defs: impl Iterator<Item = &'a IndexDef>) -> Self {
+    /// The set of `defs`; `ready` marks indexes ready in memory whose ready edit waits for a
+    /// flush (see `backfill::IndexFlushes`).
+    pub(super) fn from_defs<'a>(
+        defs: impl Iterator<Item = &'a IndexDef>,
+        ready: &[(Nsid, SeqNo)],
+    ) -> Self {
         let mut by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>> = HashMap::new();
         // An index of an older key format is left out: nothing derives or reads its
         // entries, whose keys this code would misread, until open rebuilds it.
         for d in defs.filter(|d| d.keys == KEY_FORMAT) {
             // Only attributes that parsed are ever logged.
             if let Ok(attr) = AttrPath::parse(&d.attr) {
-                by_ns.entry(d.ns).or_default().push(Arc::new(LiveIndex {
-                    def: d.clone(),
-                    attr,
-                }));
+                let mut def = d.clone();
+                if let Some((_, from)) = ready.iter().find(|(id, _)| *id == d.id) {
+                    def.ready = def.ready.or(Some(*from));
+                }
+                by_ns
+                    .entry(d.ns)
+                    .or_default()
+                    .push(Arc::new(LiveIndex { def, attr }));
             }
         }
         IndexSet { by_ns }
@@ -55,7 +63,7 @@ impl IndexSet {
     }
 
     /// The same set without index `id`.
-    fn without(&self, id: Nsid) -> IndexSet {
+    pub(super) fn without(&self, id: Nsid) -> IndexSet {
         let by_ns = self
             .by_ns
             .iter()
@@ -82,6 +90,54 @@ pub struct IndexInfo {
     pub ready: bool,
 }
 
+/// The entries (user key with the index's id, payload) `indexes` derive from the put of
+/// `value` at `pk`, stored at `addr`, at `seq`.
+pub(super) fn entries_of(
+    indexes: &[Arc<LiveIndex>],
+    pk: &[u8],
+    value: &[u8],
+    addr: key::ValueAddr,
+    seq: SeqNo,
+) -> Vec<(Bytes, Bytes)> {
+    if indexes.is_empty() {
+        return Vec::new();
+    }
+    let attrs: Vec<&AttrPath> = indexes.iter().map(|i| &i.attr).collect();
+    let mut out = Vec::new();
+    for (idx, sk) in indexes.iter().zip(extract(value, &attrs)) {
+        if let Some(sk) = sk {
+            let mut user = idx.def.id.to_be_bytes().to_vec();
+            user.extend_from_slice(&entry_key(&sk, pk));
+            out.push((
+                Bytes::from(user),
+                Bytes::from(entry_payload(idx.def.kind, addr, seq)),
+            ));
+        }
+    }
+    out
+}
+
+/// Bytes an entry counts for (key without the index's id, and payload).
+pub(super) fn entry_bytes((user, payload): &(Bytes, Bytes)) -> u64 {
+    (user.len() - key::NSID_LEN + payload.len()) as u64
+}
+
+/// Inserts `entries` into `mem` at `seq`; returns their bytes.
+pub(super) fn insert_entries(mem: &Memtable, entries: Vec<(Bytes, Bytes)>, seq: SeqNo) -> u64 {
+    let mut bytes = 0;
+    for e in entries {
+        bytes += entry_bytes(&e);
+        let (user, value) = e;
+        let v = MemValue {
+            kind: Kind::Put,
+            value,
+            addr: key::ValueAddr::NONE,
+        };
+        mem.insert(user, seq, v);
+    }
+    bytes
+}
+
 /// Inserts into `mem` the entries `indexes` derive from the put of `value` at `pk`, stored
 /// at `addr`, at `seq`; returns their bytes (keys and payloads).
 pub(super) fn derive_entries(
@@ -92,33 +148,27 @@ pub(super) fn derive_entries(
     addr: key::ValueAddr,
     seq: SeqNo,
 ) -> u64 {
-    if indexes.is_empty() {
-        return 0;
-    }
-    let mut bytes = 0u64;
-    let attrs: Vec<&AttrPath> = indexes.iter().map(|i| &i.attr).collect();
-    for (idx, sk) in indexes.iter().zip(extract(value, &attrs)) {
-        if let Some(sk) = sk {
-            let mut user = idx.def.id.to_be_bytes().to_vec();
-            user.extend_from_slice(&entry_key(&sk, pk));
-            let value = Bytes::from(entry_payload(idx.def.kind, addr, seq));
-            bytes += (user.len() - key::NSID_LEN + value.len()) as u64;
-            mem.insert(
-                Bytes::from(user),
-                seq,
-                MemValue {
-                    kind: Kind::Put,
-                    value,
-                    addr: key::ValueAddr::NONE,
-                },
-            );
-        }
-    }
-    bytes
+    insert_entries(mem, entries_of(indexes, pk, value, addr, seq), seq)
 }
 
-/// Entries a backfill inserts under one hold of the writer lock.
-const BACKFILL_CHUNK: usize = 1024;
+/// The most bytes the entries `indexes` derive from a put of `value` at `pk` can take, before
+/// the put has a seqno and an address: each payload counted with `seq` and an address at
+/// `offset` in the largest segment number (a few bytes more than it will take).
+pub(super) fn derived_bound(
+    indexes: &[Arc<LiveIndex>],
+    pk: &[u8],
+    value: &[u8],
+    seq: SeqNo,
+    offset: u64,
+) -> u64 {
+    let addr = key::ValueAddr {
+        segment: u64::from(u32::MAX),
+        offset,
+        len: u32::MAX,
+    };
+    let entries = entries_of(indexes, pk, value, addr, seq);
+    entries.iter().map(entry_bytes).sum()
+}
 
 impl Inner {
     pub(super) fn index_set(&self) -> Arc<IndexSet> {
@@ -127,8 +177,9 @@ impl Inner {
 
     /// Rebuilds the index set from the registry; the caller holds the writer lock, so that
     /// every write after it derives entries for exactly the new set.
-    fn reload_indexes(&self, vs: &VersionSet) {
-        let set = IndexSet::from_defs(vs.namespaces.indexes.values());
+    pub(super) fn reload_indexes(&self, vs: &VersionSet) {
+        let ready = self.index_flush.ready_unlogged();
+        let set = IndexSet::from_defs(vs.namespaces.indexes.values(), &ready);
         *self.indexes.write() = Arc::new(set);
     }
 
@@ -144,6 +195,10 @@ impl Inner {
                     attr: attr.to_string(),
                     kind: d.kind,
                 });
+            }
+            let limit = self.opts.max_indexes_per_namespace;
+            if vs.namespaces.indexes_of(e.id).count() >= limit {
+                return Err(Error::TooManyIndexes { ns: e.id, limit });
             }
             let id = vs.namespaces.next;
             if id == Nsid::MAX {
@@ -170,104 +225,6 @@ impl Inner {
             id
         };
         self.backfill_in_background(e, id)
-    }
-
-    /// Adds the entries of every record `e` held when index `id` was created, makes them
-    /// durable, and marks the index ready.
-    pub(super) fn backfill(&self, e: &NsEntry, id: Nsid) -> Result<()> {
-        let set = self.index_set();
-        let Some(idx) = set.of(e.id).iter().find(|i| i.def.id == id).cloned() else {
-            return Err(Error::UnknownIndex(format!(
-                "index {id} of namespace {}",
-                e.id
-            )));
-        };
-        // Writes after this seqno derive their own entries (the set was loaded before it). A
-        // snapshot of the namespace: GC and compactions keep the records it scans.
-        let seq = self.snapshots.acquire(e.id, &self.writes.visible_seq);
-        let result = (|| {
-            let config = crate::table::IterConfig {
-                fill_cache: false,
-                readahead: None,
-            };
-            let mut scan = self
-                .super_version()
-                .scan(e.id, seq, &e.list_counters, &config)?;
-            let _pin = self.vlog_reader.pin();
-            scan.seek(&[])?;
-            let one = [idx.clone()];
-            let mut chunk: Vec<(Bytes, Bytes, key::ValueAddr, SeqNo)> =
-                Vec::with_capacity(BACKFILL_CHUNK);
-            loop {
-                let done = !scan.valid();
-                if !done && scan.kind() == Kind::Put {
-                    let pk = Bytes::copy_from_slice(scan.key());
-                    let (value, addr) = match self.scanned_value(
-                        scan.index_value(),
-                        e.id,
-                        &pk,
-                        &e.list_counters,
-                    )? {
-                        (v, Some(addr)) => (v, addr),
-                        (_, None) => {
-                            return Err(Error::corruption(
-                                "index",
-                                0,
-                                "backfill met a record without a value-log address",
-                            ))
-                        }
-                    };
-                    chunk.push((pk, value, addr, scan.seq()));
-                }
-                if done || chunk.len() >= BACKFILL_CHUNK {
-                    // A close stops it between chunks (the next open starts it again).
-                    self.check_open()?;
-                    // Under the writer lock: the memtable cannot be frozen meanwhile.
-                    let mut w = self.writes.writer.lock();
-                    self.make_room(&mut w)?;
-                    let mem = self.super_version().mem.clone();
-                    for (pk, value, addr, at) in chunk.drain(..) {
-                        // Only a record still current gets an entry: a write since the
-                        // snapshot may have been flushed, its tombstone for this entry
-                        // compacted away before the entry existed. Checked under the writer
-                        // lock: a write after the check retires the entry at its own flush.
-                        let hit = self.lookup(e.id, &pk, None, &e.list_counters)?;
-                        if !hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)) {
-                            continue;
-                        }
-                        // At the record's own seqno: snapshots see the entry exactly when
-                        // they see the record, and a write after the index's creation, with
-                        // its own entry for the same key, is newer.
-                        let bytes = derive_entries(&mem, &one, &pk, &value, addr, at);
-                        mem.charge(e.id, bytes, 0);
-                    }
-                }
-                if done {
-                    break;
-                }
-                scan.next()?;
-            }
-            // The backfilled entries have no value-log record to be replayed from: they
-            // must be in tables before the index says it is ready.
-            self.flush()?;
-            let _w = self.writes.writer.lock();
-            let mut vs = self.versions.lock();
-            if !vs.namespaces.indexes.contains_key(&id) {
-                return Err(Error::UnknownIndex(idx.def.attr.clone()));
-            }
-            let from = self.writes.visible_seq.load(Ordering::Acquire);
-            self.log_edit(
-                &mut vs,
-                VersionEdit {
-                    ready_index: vec![(id, from)],
-                    ..VersionEdit::default()
-                },
-            )?;
-            self.reload_indexes(&vs);
-            Ok(())
-        })();
-        self.release_snapshot(e.id, seq);
-        result
     }
 
     /// Rebuilds each index whose entries have an older key format (numbers as `f64` alone,
@@ -316,24 +273,6 @@ impl Inner {
         Ok(())
     }
 
-    /// Backfills the indexes a crash left unfinished.
-    pub(super) fn finish_backfills(&self) -> Result<()> {
-        let pending: Vec<(Nsid, Nsid)> = self
-            .versions
-            .lock()
-            .namespaces
-            .indexes
-            .values()
-            .filter(|d| d.ready.is_none())
-            .map(|d| (d.ns, d.id))
-            .collect();
-        for (ns, id) in pending {
-            let e = self.ns_entry(ns)?;
-            self.backfill(&e, id)?;
-        }
-        Ok(())
-    }
-
     pub(super) fn drop_index(&self, e: &NsEntry, attr: &str) -> Result<()> {
         self.check_open()?;
         e.check_live()?;
@@ -355,6 +294,9 @@ impl Inner {
             *self.indexes.write() = Arc::new(set);
         }
         let dropped = self.drop_trees(&[id]);
+        if dropped.is_ok() {
+            self.index_flush.forget(&[id]);
+        }
         // Rebuilt from the registry either way: a failed drop leaves the index listed there,
         // and so back in the set.
         let _w = self.writes.writer.lock();
@@ -365,6 +307,8 @@ impl Inner {
 
     pub(super) fn list_indexes(&self, e: &NsEntry) -> Result<Vec<IndexInfo>> {
         e.check_live()?;
+        // Ready in memory counts: queries use it.
+        let unlogged = self.index_flush.ready_unlogged();
         Ok(self
             .versions
             .lock()
@@ -373,7 +317,7 @@ impl Inner {
             .map(|d| IndexInfo {
                 attr: d.attr.clone(),
                 kind: d.kind,
-                ready: d.ready.is_some(),
+                ready: d.ready.is_some() || unlogged.iter().any(|(id, _)| *id == d.id),
             })
             .collect())
     }
@@ -391,6 +335,7 @@ mod tests {
     use super::*;
     use crate::storage::{MemStorage, StorageRef};
     use crate::{Db, Filter, FindOptions, Options, Readable};
+    use std::sync::atomic::Ordering;
 
     /// An index entry's key in key format 1: the number's `f64` bits alone, made to sort.
     fn old_key(x: f64, pk: &[u8]) -> Vec<u8> {

@@ -172,6 +172,10 @@ impl Iter {
             self.failed = true;
             return Err(Error::Closed);
         }
+        if let Err(e) = self.snapshot.check() {
+            self.failed = true;
+            return Err(e);
+        }
         self.ahead.clear();
         self.exhausted = false;
         self.unpositioned = false;
@@ -312,11 +316,13 @@ impl Iterator for Iter {
             self.failed = true;
             return Some(Err(Error::Closed));
         }
-        match self.step() {
+        // Past its age its pin is gone, and GC may have taken what it would read: a read
+        // that failed for that says so.
+        match self.snapshot.check().and_then(|()| self.step()) {
             Ok(item) => item.map(Ok),
             Err(e) => {
                 self.failed = true;
-                Some(Err(e))
+                Some(Err(self.snapshot.check().err().unwrap_or(e)))
             }
         }
     }

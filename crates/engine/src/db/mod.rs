@@ -1,6 +1,7 @@
 //! The database: the `Db` facade and the state its parts share. The write path, the read
 //! path, namespaces, flushes, background work, value-log GC and recovery each have a file.
 
+mod backfill;
 mod background;
 mod builder;
 mod count;
@@ -114,6 +115,9 @@ struct Inner {
     writes: WriteQueue,
     bg: Background,
     closed: AtomicBool,
+    /// The open is under way with a background runner, which runs nothing before it returns:
+    /// flushes the open needs (an unfinished backfill's) run on the opening thread.
+    opening_inline: AtomicBool,
     opened: std::time::Instant,
     /// Milliseconds from `opened` to the last write.
     last_write_ms: AtomicU64,
@@ -125,6 +129,8 @@ struct Inner {
     space: usage::SpaceGauge,
     /// Flushes capacity checks made, kept apart (see `check_room`).
     capacity_flush: usage::CapacityFlushes,
+    /// Flushes index backfills made, and the indexes ready before their flush.
+    index_flush: backfill::IndexFlushes,
     /// Values of recently read keys (`Options::row_cache_bytes`; `None`: off).
     row_cache: Option<crate::row_cache::RowCache>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
@@ -386,6 +392,7 @@ impl Inner {
             }
         }
         s.nand = self.storage.nand_stats();
+        self.reap_snapshots();
         s.snapshots = self.snapshots.count();
         if let Some(rc) = &self.row_cache {
             let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);

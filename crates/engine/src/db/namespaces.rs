@@ -301,6 +301,7 @@ impl Inner {
         let ns = entry.id;
         let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
         s.listings = entry.list_counters.listing_stats();
+        self.reap_snapshots();
         s.snapshots = self.snapshots.count_of(ns);
         let sv = self.super_version();
         s.keys_estimate = std::iter::once(&sv.mem)

@@ -36,6 +36,14 @@ mod sealed {
             }
         }
 
+        /// Fails once the snapshot read through is past its maximum age.
+        pub(in crate::db) fn check(&self) -> crate::error::Result<()> {
+            match self {
+                ReadPoint::Now(_) => Ok(()),
+                ReadPoint::At(s) => s.check(),
+            }
+        }
+
         /// A snapshot to read through for longer than one lookup (iterators, queries): the
         /// snapshot itself, or a new one of the namespace, released when the read is done.
         /// Its pin is what keeps flushes, compactions and value-log GC off what it reads.
@@ -73,6 +81,7 @@ pub trait Readable: sealed::Sealed {
     /// The value of `key`, or `None` if it has none.
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
         let at = self.read_point();
+        at.check()?;
         let ns = at.namespace();
         ns.inner.get(&ns.entry, key, at.seq())
     }
@@ -86,6 +95,7 @@ pub trait Readable: sealed::Sealed {
     /// from the value log: split the keys and ask again).
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
         let at = self.read_point();
+        at.check()?;
         let ns = at.namespace();
         ns.inner.get_many(&ns.entry, keys, at.seq())
     }
@@ -94,6 +104,7 @@ pub trait Readable: sealed::Sealed {
     /// from the value log).
     fn contains(&self, key: &[u8]) -> Result<bool> {
         let at = self.read_point();
+        at.check()?;
         let ns = at.namespace();
         ns.inner.contains(&ns.entry, key, at.seq())
     }
@@ -101,14 +112,18 @@ pub trait Readable: sealed::Sealed {
     /// An iterator over the namespace's keys and values in byte order. Through a
     /// `Namespace` it reads an implicit snapshot taken now, released with the iterator.
     fn iter(&self, opts: ReadOptions) -> Result<Iter> {
-        Iter::open(self.read_point().pinned(), opts)
+        let at = self.read_point();
+        at.check()?;
+        Iter::open(at.pinned(), opts)
     }
 
     /// One page of the records meeting `filter` (`value`), and the continuation to pass in
     /// `opts` for the next page (`None`: no record is left). Through a `Namespace` each page
     /// reads the namespace as it is when asked for.
     fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<QueryResult<Vec<Found>>> {
-        let snap = self.read_point().pinned();
+        let at = self.read_point();
+        at.check()?;
+        let snap = at.pinned();
         let ns = snap.namespace();
         ns.inner
             .find(&ns.entry, snap.seq(), ns.query_work, filter, opts)
@@ -122,7 +137,9 @@ pub trait Readable: sealed::Sealed {
         value: &Value,
         limit: Option<usize>,
     ) -> Result<QueryResult<Vec<Bytes>>> {
-        let snap = self.read_point().pinned();
+        let at = self.read_point();
+        at.check()?;
+        let snap = at.pinned();
         let ns = snap.namespace();
         ns.inner
             .get_by_secondary(&ns.entry, snap.seq(), ns.query_work, attr, value, limit)
@@ -131,7 +148,9 @@ pub trait Readable: sealed::Sealed {
     /// The `opts.k` records meeting `filter` with the smallest (or, `desc`, largest) scalar
     /// at `opts.by`, ties by pk, with the projection's attributes if given.
     fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<QueryResult<Vec<Ranked>>> {
-        let snap = self.read_point().pinned();
+        let at = self.read_point();
+        at.check()?;
+        let snap = at.pinned();
         let ns = snap.namespace();
         ns.inner
             .top(&ns.entry, snap.seq(), ns.query_work, filter, opts)
@@ -139,7 +158,9 @@ pub trait Readable: sealed::Sealed {
 
     /// An aggregate over the records meeting `filter`.
     fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<QueryResult<Value>> {
-        let snap = self.read_point().pinned();
+        let at = self.read_point();
+        at.check()?;
+        let snap = at.pinned();
         let ns = snap.namespace();
         ns.inner
             .aggregate(&ns.entry, snap.seq(), ns.query_work, filter, op)

@@ -13,19 +13,22 @@
 use super::handle::Namespace;
 use super::Inner;
 use crate::compaction::SnapshotFloors;
+use crate::error::{Error, Result};
 use crate::key::{Nsid, SeqNo};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// The sequence numbers live snapshots read at, per namespace, with how many snapshots share
-/// each.
+/// The sequence numbers live snapshots read at, per namespace: one pin per snapshot, with
+/// when it expires (`None`: the engine's own, which never do).
 #[derive(Default)]
 pub(super) struct Snapshots {
-    /// `(namespace, seqno)`: ordered by namespace, so each namespace's pins are one range
-    /// with its oldest first.
-    live: Mutex<BTreeMap<(Nsid, SeqNo), usize>>,
+    /// `(namespace, seqno, pin id)`: ordered by namespace, so each namespace's pins are one
+    /// range with its oldest first.
+    live: Mutex<BTreeMap<(Nsid, SeqNo, u64), Option<Instant>>>,
+    next_id: AtomicU64,
     /// Seqnos unpinned so far, in any namespace (value-log GC's check that none went while it
     /// deferred a segment).
     releases: AtomicU64,
@@ -34,29 +37,53 @@ pub(super) struct Snapshots {
 impl Snapshots {
     /// Pins, for namespace `ns`, the seqno in `visible` (read under the registry's lock, so a
     /// collection that lists the registry after this sees the pin, and one that listed it
-    /// before made its changes visible first).
-    pub(super) fn acquire(&self, ns: Nsid, visible: &AtomicU64) -> SeqNo {
+    /// before made its changes visible first) until `expires`. Returns the seqno and the pin.
+    pub(super) fn acquire(
+        &self,
+        ns: Nsid,
+        visible: &AtomicU64,
+        expires: Option<Instant>,
+    ) -> (SeqNo, u64) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut live = self.live.lock();
         let seq = visible.load(Ordering::Acquire);
-        *live.entry((ns, seq)).or_default() += 1;
-        seq
+        live.insert((ns, seq, id), expires);
+        (seq, id)
     }
 
-    /// Unpins `seq` of `ns`; true if no snapshot of `ns` reads at it any more.
-    pub(super) fn release(&self, ns: Nsid, seq: SeqNo) -> bool {
+    /// Unpins pin `id` (at `seq` of `ns`); true if it was pinned and no snapshot of `ns`
+    /// reads at `seq` any more.
+    pub(super) fn release(&self, ns: Nsid, seq: SeqNo, id: u64) -> bool {
         let mut live = self.live.lock();
-        match live.get_mut(&(ns, seq)) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
-                false
-            }
-            Some(_) => {
-                live.remove(&(ns, seq));
-                self.releases.fetch_add(1, Ordering::SeqCst);
-                true
-            }
-            None => false,
+        if live.remove(&(ns, seq, id)).is_none() {
+            return false;
         }
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        live.range((ns, seq, 0)..=(ns, seq, u64::MAX))
+            .next()
+            .is_none()
+    }
+
+    /// Unpins every pin expired at `now`; returns their namespaces.
+    fn expire(&self, now: Instant) -> Vec<Nsid> {
+        let mut live = self.live.lock();
+        let mut gone = Vec::new();
+        live.retain(|&(ns, ..), expires| {
+            let keep = expires.is_none_or(|t| t > now);
+            if !keep {
+                gone.push(ns);
+            }
+            keep
+        });
+        if !gone.is_empty() {
+            self.releases.fetch_add(1, Ordering::SeqCst);
+        }
+        gone
+    }
+
+    /// The soonest a pin expires.
+    pub(super) fn next_expiry(&self) -> Option<Instant> {
+        self.live.lock().values().flatten().min().copied()
     }
 
     pub(super) fn releases(&self) -> u64 {
@@ -66,30 +93,31 @@ impl Snapshots {
     /// The oldest pinned seqno of every namespace that has one.
     pub(super) fn oldest_per_namespace(&self) -> BTreeMap<Nsid, SeqNo> {
         let mut out = BTreeMap::new();
-        for &(ns, seq) in self.live.lock().keys() {
+        for &(ns, seq, _) in self.live.lock().keys() {
             // Each namespace's pins come oldest first.
             out.entry(ns).or_insert(seq);
         }
         out
     }
 
-    /// Every pin, by namespace, oldest first within each.
+    /// Every pinned seqno, by namespace, oldest first within each.
     pub(super) fn list(&self) -> Vec<(Nsid, SeqNo)> {
-        self.live.lock().keys().copied().collect()
+        let mut out: Vec<(Nsid, SeqNo)> = self.live.lock().keys().map(|k| (k.0, k.1)).collect();
+        out.dedup();
+        out
     }
 
     /// Snapshots open now, in every namespace.
     pub(super) fn count(&self) -> usize {
-        self.live.lock().values().sum()
+        self.live.lock().len()
     }
 
     /// Snapshots of `ns` open now.
     pub(super) fn count_of(&self, ns: Nsid) -> usize {
         self.live
             .lock()
-            .range((ns, 0)..=(ns, SeqNo::MAX))
-            .map(|(_, n)| n)
-            .sum()
+            .range((ns, 0, 0)..=(ns, SeqNo::MAX, u64::MAX))
+            .count()
     }
 }
 
@@ -112,6 +140,14 @@ impl DeferredSegments {
 
     pub(super) fn remove(&mut self, seg: &u64) {
         self.by_segment.remove(seg);
+    }
+
+    /// The segments left for a snapshot of `ns`.
+    pub(super) fn waiting_for(&self, ns: Nsid) -> Vec<u64> {
+        let by = self.by_segment.iter();
+        by.filter(|(_, w)| w.contains(&ns))
+            .map(|(s, _)| *s)
+            .collect()
     }
 
     /// Gives back the segments waiting for a snapshot of `ns`; true if there were any.
@@ -147,17 +183,44 @@ impl Inner {
         SnapshotFloors::new(now, pinned)
     }
 
-    pub(super) fn release_snapshot(&self, ns: Nsid, seq: SeqNo) {
-        if self.snapshots.release(ns, seq) {
+    pub(super) fn release_snapshot(&self, ns: Nsid, seq: SeqNo, id: u64) {
+        if self.snapshots.release(ns, seq, id) && self.gc.deferred.lock().released(ns) {
             // Segments kept for this namespace's snapshots may be collectable now. Most
             // releases (every query's) find none: they wake nobody.
-            let mut deferred = self.gc.deferred.lock();
-            if deferred.released(ns) {
-                drop(deferred);
-                self.bg.state.lock().policy.check_gc();
-                self.wake_background();
-            }
+            self.bg.state.lock().policy.check_gc();
+            self.wake_background();
         }
+    }
+
+    /// Releases the pins past `Options::snapshot_max_age`; true if segments value-log GC
+    /// left for them may be collectable now (the caller has GC look again).
+    pub(super) fn expire_snapshots(&self) -> bool {
+        if self.opts.snapshot_max_age.is_none() {
+            return false;
+        }
+        let gone = self.snapshots.expire(Instant::now());
+        let mut deferred = self.gc.deferred.lock();
+        // Every namespace's segments go back (no short circuit).
+        let mut any = false;
+        for ns in gone {
+            any |= deferred.released(ns);
+        }
+        any
+    }
+
+    /// [`expire_snapshots`](Self::expire_snapshots), waking GC if it gave segments back
+    /// (not with the background state's lock held).
+    pub(super) fn reap_snapshots(&self) {
+        if self.expire_snapshots() {
+            self.bg.state.lock().policy.check_gc();
+            self.wake_background();
+        }
+    }
+
+    /// How long the background may sleep before a pin expires.
+    pub(super) fn until_expiry(&self) -> Option<Duration> {
+        let at = self.snapshots.next_expiry()?;
+        Some(at.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
     }
 }
 
@@ -166,11 +229,15 @@ struct Pin {
     inner: Arc<Inner>,
     ns: Nsid,
     seq: SeqNo,
+    id: u64,
+    /// When it expires (`None`: never).
+    expires: Option<Instant>,
 }
 
 impl Drop for Pin {
     fn drop(&mut self) {
-        self.inner.release_snapshot(self.ns, self.seq);
+        // An expired pin is gone already: the release finds nothing.
+        self.inner.release_snapshot(self.ns, self.seq, self.id);
     }
 }
 
@@ -196,16 +263,43 @@ impl std::fmt::Debug for Snapshot {
 
 impl Snapshot {
     pub(super) fn new(ns: Namespace) -> Snapshot {
-        let id = ns.entry.id;
-        let seq = ns.inner.snapshots.acquire(id, &ns.inner.writes.visible_seq);
+        let nsid = ns.entry.id;
+        let max_age = ns.inner.opts.snapshot_max_age;
+        let expires = max_age.and_then(|a| Instant::now().checked_add(a));
+        let (seq, id) = ns
+            .inner
+            .snapshots
+            .acquire(nsid, &ns.inner.writes.visible_seq, expires);
+        if expires.is_some() {
+            // The background sleeps no longer than until the first expiry.
+            ns.inner.wake_background();
+        }
         Snapshot {
             pin: Arc::new(Pin {
                 inner: ns.inner.clone(),
-                ns: id,
+                ns: nsid,
                 seq,
+                id,
+                expires,
             }),
             ns,
         }
+    }
+
+    /// Fails with [`Error::SnapshotExpired`] once past `Options::snapshot_max_age` (its pin
+    /// released then, if the background has not yet).
+    pub fn check(&self) -> Result<()> {
+        let Some(at) = self.pin.expires else {
+            return Ok(());
+        };
+        if Instant::now() < at {
+            return Ok(());
+        }
+        self.ns.inner.reap_snapshots();
+        let max_age = self.ns.inner.opts.snapshot_max_age.unwrap_or_default();
+        Err(Error::SnapshotExpired {
+            max_age_ms: max_age.as_millis() as u64,
+        })
     }
 
     /// The namespace this is a view of.

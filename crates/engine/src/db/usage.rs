@@ -58,6 +58,11 @@ pub struct NamespaceSpace {
     pub pending_bytes: u64,
     /// Value-log bytes of its superseded and deleted versions GC has not collected yet.
     pub garbage_bytes: u64,
+    /// Value-log garbage (of every namespace) in the segments GC left in place because a
+    /// live snapshot or iterator of this namespace reads a record in them: what its pins
+    /// hold back now. Known once GC has looked at a segment (0 before); back to 0 when the
+    /// pins go (released, or past `Options::snapshot_max_age`).
+    pub pinned_bytes: u64,
     /// Its capacity (`None`: bounded by the device only).
     pub capacity: Option<u64>,
     /// Its I/O shares.
@@ -376,6 +381,8 @@ impl Inner {
         let Some(capacity) = e.options.read().capacity else {
             return Ok(Credit::default());
         };
+        // With the entries its indexes derive (counted from the values at hand: no read).
+        let bytes = bytes.saturating_add(self.derived_bytes(e, ops));
         let mut flushed = false;
         loop {
             let (used, pending) = self.room_figures(e.id);
@@ -399,6 +406,24 @@ impl Inner {
             );
             return Err(self.over(e.id, used, pending, bytes, capacity));
         }
+    }
+
+    /// The most bytes the index entries of the puts of `ops` into `e` take (0 without
+    /// indexes): each put's value is parsed for its indexed attributes, as its write will.
+    fn derived_bytes(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> u64 {
+        let set = self.index_set();
+        let own = set.of(e.id);
+        if own.is_empty() {
+            return 0;
+        }
+        // Bounds of the payloads' fields: a seqno well past the visible one, an offset
+        // past any segment's end.
+        let seq = self.writes.visible_seq.load(Ordering::Relaxed) + (1 << 32);
+        let offset = self.opts.vlog_segment_bytes.saturating_mul(2) + (1 << 32);
+        ops.iter()
+            .filter(|(kind, ..)| *kind == Kind::Put)
+            .map(|(_, k, v)| super::indexes::derived_bound(own, k, v, seq, offset))
+            .sum()
     }
 
     /// Bytes of the current versions of the keys `ops` writes (each key once), all read in
@@ -430,7 +455,14 @@ impl Inner {
         })
     }
 
-    fn over(&self, ns: Nsid, used: u64, pending: u64, write: u64, capacity: u64) -> Error {
+    pub(super) fn over(
+        &self,
+        ns: Nsid,
+        used: u64,
+        pending: u64,
+        write: u64,
+        capacity: u64,
+    ) -> Error {
         Error::CapacityExceeded {
             ns,
             used,
@@ -478,22 +510,30 @@ impl Inner {
         }
     }
 
-    /// Live bytes of namespace `e` as of the last flush, and its garbage.
-    pub(super) fn usage_of(&self, e: &NsEntry) -> (Usage, u64) {
+    /// Live bytes of namespace `e` as of the last flush, its garbage, and the garbage its
+    /// snapshots hold back (see [`NamespaceSpace::pinned_bytes`]).
+    pub(super) fn usage_of(&self, e: &NsEntry) -> (Usage, u64, u64) {
+        self.reap_snapshots();
+        let held = self.gc.deferred.lock().waiting_for(e.id);
         let vs = self.versions.lock();
         let (records, index) = vs.namespaces.usage_of(e.id);
-        (Usage { records, index }, vs.namespaces.garbage_of(e.id))
+        let pinned = (vs.namespaces.garbage.values())
+            .flat_map(|segs| held.iter().filter_map(|s| segs.get(s)))
+            .sum();
+        let garbage = vs.namespaces.garbage_of(e.id);
+        (Usage { records, index }, garbage, pinned)
     }
 
     pub(super) fn namespace_space(&self, e: &NsEntry) -> Result<NamespaceSpace> {
         e.check_live()?;
-        let (usage, garbage) = self.usage_of(e);
+        let (usage, garbage, pinned) = self.usage_of(e);
         let options = *e.options.read();
         Ok(NamespaceSpace {
             used_bytes: usage.total(),
             index_bytes: usage.index,
             pending_bytes: self.pending_bytes(e.id).max(0).unsigned_abs(),
             garbage_bytes: garbage,
+            pinned_bytes: pinned,
             capacity: options.capacity,
             shares: options.shares,
         })

@@ -353,7 +353,8 @@ impl Inner {
         // The only background run makes this write (a GC's rewrites): it flushes itself
         // rather than wait for a flush nobody else can run, and no compaction can be
         // waited for (the write is bounded; the run compacts once it is done).
-        let alone = self.opts.background_threads < 2 && super::background::on_job_thread();
+        let alone = (self.opts.background_threads < 2 && super::background::on_job_thread())
+            || self.opening_inline.load(Ordering::Acquire);
         loop {
             let sv = self.super_version_brief();
             let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);

@@ -165,6 +165,49 @@ fn an_index_backfill_runs_on_the_runners_threads() {
     runner.stop();
 }
 
+/// An index whose ready mark waits for a flush when the database closes (a second create
+/// within the backfills' flush interval) is backfilled again after the reopen: with a runner
+/// that runs nothing before the open returns, as a background job (the open used to wait
+/// for a flush nobody could run, forever).
+#[test]
+fn a_reopen_with_a_runner_finishes_an_unrecorded_backfill() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = Runner::open(dir.path(), Options::default());
+    let ns = runner.db().create_namespace("t").unwrap();
+    for i in 0..200u32 {
+        let doc = serde_json::json!({ "g": i % 10, "h": i % 4 });
+        ns.put(format!("k{i:05}").as_bytes(), doc.to_string().as_bytes())
+            .unwrap();
+    }
+    ns.create_index("g", IndexKind::Classic).unwrap();
+    ns.create_index("h", IndexKind::Classic).unwrap();
+    let id = ns.id();
+    drop(ns);
+    runner.db().close().unwrap();
+    runner.stop();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let path = dir.path().to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(Runner::open(&path, Options::default()));
+    });
+    // A bound for a hang, not for speed.
+    let runner = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the open returned");
+    let ns = runner.db().namespace(id).unwrap();
+    let t = std::time::Instant::now();
+    while !ns.list_indexes().unwrap().iter().all(|i| i.ready) {
+        assert!(t.elapsed() < Duration::from_secs(60), "never ready");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let QueryResult { value: pks, .. } = ns
+        .get_by_secondary("h", &serde_json::json!(3), None)
+        .unwrap();
+    assert_eq!(pks.len(), 50);
+    runner.db().close().unwrap();
+    runner.stop();
+}
+
 /// `Db::write_pressure` says what the write controller would do to a write made now, with
 /// background work run by hand (a runner that runs nothing by itself): a full memtable with
 /// the frozen one not flushed stops writes, and L0 at its slowdown trigger slows them.

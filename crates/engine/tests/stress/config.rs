@@ -92,6 +92,9 @@ pub fn base_options() -> Options {
     o.prefetch_threads = 2;
     o.vlog_gc_dead_ratio = 0.3;
     o.idle_settle_ms = 50;
+    // Snapshots and iterators live as long as the session keeps them: an age limit would
+    // make a run depend on the wall clock (tests/engine/snapshot_age.rs covers it).
+    o.snapshot_max_age = None;
     o
 }
 

@@ -1,0 +1,292 @@
+//! Index backfills: the entries of the records a namespace held when an index was created,
+//! checked against the namespace's capacity, and made durable without a flush of the shared
+//! memtable per index (docs/quotas.md, Indexes).
+
+use super::indexes::{entries_of, entry_bytes, insert_entries};
+use super::namespaces::NsEntry;
+use super::Inner;
+use crate::error::{Error, Result};
+use crate::key::{self, Kind, Nsid, SeqNo};
+use crate::memtable::Memtable;
+use crate::version::VersionEdit;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// Entries a backfill inserts under one hold of the writer lock.
+const BACKFILL_CHUNK: usize = 1024;
+
+/// Least time between two flushes index backfills make (device-wide): a backfill within it
+/// leaves its entries in the memtable, and the flush that writes that memtable (any flush)
+/// records the index as ready.
+pub(super) const INDEX_FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// An index whose backfill is done (queries use it) and whose entries wait in a memtable:
+/// the flush of that memtable logs it as ready.
+struct Unlogged {
+    id: Nsid,
+    from: SeqNo,
+    mem: Weak<Memtable>,
+}
+
+/// Flushes backfills made, and the indexes waiting for one.
+#[derive(Default)]
+pub(super) struct IndexFlushes {
+    /// Time after the database opened of the last one (`None`: never).
+    last: parking_lot::Mutex<Option<Duration>>,
+    unlogged: parking_lot::Mutex<Vec<Unlogged>>,
+}
+
+impl IndexFlushes {
+    /// Whether a backfill may flush at `now` (and, if so, it is counted as done then).
+    fn allow(&self, now: Duration) -> bool {
+        let mut last = self.last.lock();
+        if last.is_some_and(|t| now.saturating_sub(t) < INDEX_FLUSH_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
+    /// Indexes ready in memory only, with the seqno they answer from.
+    pub(super) fn ready_unlogged(&self) -> Vec<(Nsid, SeqNo)> {
+        self.unlogged
+            .lock()
+            .iter()
+            .map(|u| (u.id, u.from))
+            .collect()
+    }
+
+    /// The indexes whose entries the flush of `mem` makes durable.
+    pub(super) fn logged_by(&self, mem: &Arc<Memtable>) -> Vec<(Nsid, SeqNo)> {
+        let unlogged = self.unlogged.lock();
+        let of = |u: &&Unlogged| std::ptr::eq(u.mem.as_ptr(), Arc::as_ptr(mem));
+        unlogged.iter().filter(of).map(|u| (u.id, u.from)).collect()
+    }
+
+    /// Forgets `ids` (logged as ready, or dropped).
+    pub(super) fn forget(&self, ids: &[Nsid]) {
+        self.unlogged.lock().retain(|u| !ids.contains(&u.id));
+    }
+}
+
+/// Records of a chunk: key, value, address, seqno.
+type Chunk = Vec<(Bytes, Bytes, key::ValueAddr, SeqNo)>;
+
+impl Inner {
+    /// Adds the entries of every record `e` held when index `id` was created, makes them
+    /// durable, and marks the index ready. Entries that would take the namespace past its
+    /// capacity fail it with `CapacityExceeded`, and the index is dropped (registry, entries
+    /// and the bytes charged so far): nothing of it remains.
+    pub(super) fn backfill(&self, e: &NsEntry, id: Nsid) -> Result<()> {
+        let mut charged: Vec<(Arc<Memtable>, u64)> = Vec::new();
+        let result = self.backfill_entries(e, id, &mut charged);
+        if let Err(err @ Error::CapacityExceeded { .. }) = result {
+            for (mem, bytes) in charged {
+                mem.charge(e.id, 0, bytes);
+            }
+            self.drop_refused_index(id)?;
+            return Err(err);
+        }
+        result?;
+        self.mark_ready(e, id)
+    }
+
+    /// Drops index `id`, whose backfill the capacity refused.
+    fn drop_refused_index(&self, id: Nsid) -> Result<()> {
+        {
+            let _w = self.writes.writer.lock();
+            let set = self.index_set().without(id);
+            *self.indexes.write() = Arc::new(set);
+        }
+        let dropped = self.drop_trees(&[id]);
+        let _w = self.writes.writer.lock();
+        let vs = self.versions.lock();
+        self.reload_indexes(&vs);
+        dropped
+    }
+
+    /// The backfill's scan and inserts; `charged` gets the bytes charged per memtable.
+    fn backfill_entries(
+        &self,
+        e: &NsEntry,
+        id: Nsid,
+        charged: &mut Vec<(Arc<Memtable>, u64)>,
+    ) -> Result<()> {
+        let set = self.index_set();
+        let Some(idx) = set.of(e.id).iter().find(|i| i.def.id == id).cloned() else {
+            return Err(Error::UnknownIndex(format!(
+                "index {id} of namespace {}",
+                e.id
+            )));
+        };
+        // Writes after this seqno derive their own entries (the set was loaded before it). A
+        // snapshot of the namespace: GC and compactions keep the records it scans.
+        let (seq, pin) = self.snapshots.acquire(e.id, &self.writes.visible_seq, None);
+        let result = (|| {
+            let config = crate::table::IterConfig {
+                fill_cache: false,
+                readahead: None,
+            };
+            let mut scan = self
+                .super_version()
+                .scan(e.id, seq, &e.list_counters, &config)?;
+            let _pin = self.vlog_reader.pin();
+            scan.seek(&[])?;
+            let one = [idx.clone()];
+            let mut chunk: Chunk = Vec::with_capacity(BACKFILL_CHUNK);
+            loop {
+                let done = !scan.valid();
+                if !done && scan.kind() == Kind::Put {
+                    let pk = Bytes::copy_from_slice(scan.key());
+                    let (value, addr) = match self.scanned_value(
+                        scan.index_value(),
+                        e.id,
+                        &pk,
+                        &e.list_counters,
+                    )? {
+                        (v, Some(addr)) => (v, addr),
+                        (_, None) => {
+                            return Err(Error::corruption(
+                                "index",
+                                0,
+                                "backfill met a record without a value-log address",
+                            ))
+                        }
+                    };
+                    chunk.push((pk, value, addr, scan.seq()));
+                }
+                if done || chunk.len() >= BACKFILL_CHUNK {
+                    self.insert_chunk(e, &one, &mut chunk, charged)?;
+                }
+                if done {
+                    break;
+                }
+                scan.next()?;
+            }
+            Ok(())
+        })();
+        self.release_snapshot(e.id, seq, pin);
+        result
+    }
+
+    /// Inserts the entries of `chunk` (emptied) whose record is still current, if the
+    /// namespace's capacity has room for them.
+    fn insert_chunk(
+        &self,
+        e: &NsEntry,
+        one: &[Arc<super::indexes::LiveIndex>],
+        chunk: &mut Chunk,
+        charged: &mut Vec<(Arc<Memtable>, u64)>,
+    ) -> Result<()> {
+        // A close stops it between chunks (the next open starts it again).
+        self.check_open()?;
+        // Under the writer lock: the memtable cannot be frozen meanwhile.
+        let mut w = self.writes.writer.lock();
+        self.make_room(&mut w)?;
+        let mem = self.super_version().mem.clone();
+        let mut staged = Vec::with_capacity(chunk.len());
+        let mut bytes = 0u64;
+        for (pk, value, addr, at) in chunk.drain(..) {
+            // Only a record still current gets an entry: a write since the snapshot may
+            // have been flushed, its tombstone for this entry compacted away before the
+            // entry existed. Checked under the writer lock: a write after the check
+            // retires the entry at its own flush.
+            let hit = self.lookup(e.id, &pk, None, &e.list_counters)?;
+            if !hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)) {
+                continue;
+            }
+            let entries = entries_of(one, &pk, &value, addr, at);
+            bytes += entries.iter().map(entry_bytes).sum::<u64>();
+            staged.push((entries, at));
+        }
+        // Under the writer lock: no write of the namespace lands between the check and
+        // the inserts.
+        if let Some(capacity) = e.options.read().capacity {
+            let (used, pending) = self.room_figures(e.id);
+            if bytes > 0 && used.saturating_add_signed(pending).saturating_add(bytes) > capacity {
+                let pending = pending.max(0).unsigned_abs();
+                return Err(self.over(e.id, used, pending, bytes, capacity));
+            }
+        }
+        for (entries, at) in staged {
+            // At the record's own seqno: snapshots see the entry exactly when they see the
+            // record, and a write after the index's creation, with its own entry for the
+            // same key, is newer.
+            insert_entries(&mem, entries, at);
+        }
+        mem.charge(e.id, bytes, 0);
+        charged.push((mem, bytes));
+        Ok(())
+    }
+
+    /// Marks index `id` ready once its entries are durable. The entries have no value-log
+    /// record to be replayed from: they must be in tables before the manifest says the index
+    /// is ready. One flush per [`INDEX_FLUSH_EVERY`] does it at once; a backfill within it
+    /// leaves the index ready in memory (queries use it) and the flush that writes its
+    /// memtable logs it (a crash before: the next open backfills it again).
+    fn mark_ready(&self, e: &NsEntry, id: Nsid) -> Result<()> {
+        let flush_now = self.index_flush.allow(self.opened.elapsed());
+        if flush_now {
+            self.flush()?;
+        }
+        let _w = self.writes.writer.lock();
+        let mut vs = self.versions.lock();
+        if !vs.namespaces.indexes.contains_key(&id) {
+            return Err(Error::UnknownIndex(format!(
+                "index {id} of namespace {}",
+                e.id
+            )));
+        }
+        let from = self.writes.visible_seq.load(Ordering::Acquire);
+        // Under the writer lock and the manifest's: the memtables cannot change, and a
+        // flush installing one logs what it finds registered for it (`install`).
+        let sv = self.super_version();
+        let holder = match sv.imm.first() {
+            _ if flush_now => None,
+            _ if !sv.mem.is_empty() => Some(&sv.mem),
+            Some(f) => Some(&f.mem),
+            None => None,
+        };
+        match holder {
+            Some(mem) => self.index_flush.unlogged.lock().push(Unlogged {
+                id,
+                from,
+                mem: Arc::downgrade(mem),
+            }),
+            None => {
+                let edit = VersionEdit {
+                    ready_index: vec![(id, from)],
+                    ..VersionEdit::default()
+                };
+                self.log_edit(&mut vs, edit)?;
+            }
+        }
+        self.reload_indexes(&vs);
+        Ok(())
+    }
+
+    /// Backfills the indexes a crash (or a close before the flush that records them ready)
+    /// left unfinished, before the open returns. One the capacity refuses now is dropped
+    /// (the open goes on).
+    pub(super) fn finish_backfills(&self) -> Result<()> {
+        let pending: Vec<(Nsid, Nsid)> = self
+            .versions
+            .lock()
+            .namespaces
+            .indexes
+            .values()
+            .filter(|d| d.ready.is_none())
+            .map(|d| (d.ns, d.id))
+            .collect();
+        for (ns, id) in pending {
+            let e = self.ns_entry(ns)?;
+            match self.backfill(&e, id) {
+                Err(Error::CapacityExceeded { .. }) => {}
+                other => other?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,115 @@
+//! Issue 61, attack 6: a snapshot or an iterator lives at most `snapshot_max_age` from its
+//! opening, however often it is used; past it, its pin is released (value-log GC collects what
+//! it held) and reads through it fail with `SnapshotExpired`.
+
+use crate::common;
+
+use cerberus_engine::storage::MemStorage;
+use cerberus_engine::{Db, ErrorKind, ReadOptions, Readable};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn key(k: u32) -> Vec<u8> {
+    format!("key{k:05}").into_bytes()
+}
+
+#[test]
+fn an_old_snapshot_and_iterator_are_released_and_fail_clearly() {
+    let mut opts = common::small_options();
+    opts.vlog_gc_dead_ratio = 0.0;
+    opts.snapshot_max_age = Some(Duration::from_millis(50));
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
+    }
+    let snap = ns.snapshot();
+    let mut it = ns.iter(ReadOptions::default()).unwrap();
+    assert!(it.next().unwrap().is_ok());
+    assert_eq!(db.stats().snapshots, 2);
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 2, 500)).unwrap();
+    }
+    db.compact_all().unwrap();
+    // Used now and then, as the attack's iterator was: its age still counts from its opening.
+    let mut touched = 0;
+    let err = loop {
+        std::thread::sleep(Duration::from_millis(20));
+        match it.next() {
+            Some(Ok(_)) => touched += 1,
+            Some(Err(e)) => break e,
+            None => panic!("the iterator ended after {touched} touches"),
+        }
+        assert!(touched < 250, "never expired");
+    };
+    assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
+    assert!(it.next().is_none());
+    let err = snap.get(&key(1)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
+    assert!(it.seek(b"").unwrap_err().kind() == ErrorKind::SnapshotExpired);
+    // Released although both handles live: GC collects the old versions' segments.
+    assert_eq!(db.stats().snapshots, 0);
+    assert_eq!(ns.stats().unwrap().snapshots, 0);
+    let freed = db.gc_value_log().unwrap();
+    assert!(freed.segments_deleted > 0, "{freed:?}");
+    for k in 0..300 {
+        assert_eq!(
+            ns.get(&key(k)).unwrap(),
+            Some(common::value_for(k, 2, 500).into())
+        );
+    }
+    // A new snapshot reads; so does the namespace, whose reads take short-lived ones.
+    assert!(ns.snapshot().get(&key(1)).unwrap().is_some());
+    assert_eq!(ns.iter(ReadOptions::default()).unwrap().count(), 300);
+    drop((snap, it));
+    assert_eq!(db.stats().snapshots, 0);
+}
+
+/// With no maximum age, a snapshot lives as long as its handle.
+#[test]
+fn without_a_maximum_age_a_snapshot_lives_on() {
+    let mut opts = common::small_options();
+    opts.snapshot_max_age = None;
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    ns.put(b"k", b"v").unwrap();
+    let snap = ns.snapshot();
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(snap.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(db.stats().snapshots, 1);
+}
+
+/// A namespace's stats show the garbage its snapshots hold back from GC (`pinned_bytes`),
+/// back to 0 once they go.
+#[test]
+fn stats_show_the_garbage_a_snapshot_pins() {
+    let mut opts = common::small_options();
+    opts.vlog_gc_dead_ratio = 0.0;
+    opts.snapshot_max_age = None;
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    let other = db.create_namespace("o").unwrap();
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
+    }
+    let snap = ns.snapshot();
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 2, 500)).unwrap();
+    }
+    db.compact_all().unwrap();
+    assert_eq!(db.gc_value_log().unwrap().segments_deleted, 0);
+    let space = ns.stats().unwrap().space;
+    assert!(space.garbage_bytes > 0, "{space:?}");
+    assert!(space.pinned_bytes > 0, "{space:?}");
+    assert!(space.pinned_bytes <= space.garbage_bytes, "{space:?}");
+    assert_eq!(other.stats().unwrap().space.pinned_bytes, 0);
+    drop(snap);
+    assert_eq!(ns.stats().unwrap().space.pinned_bytes, 0);
+    assert!(db.gc_value_log().unwrap().segments_deleted > 0);
+}
