@@ -46,13 +46,20 @@ pub(super) struct Flight {
     /// Started commands held until their namespace's limit lets them run (`ceiling.rs`),
     /// with when: at most the queue's entries, their bytes within the budget.
     pub delayed: Vec<(tokio::time::Instant, Sqe, Bytes, usize)>,
-    /// The bytes all queues hold: `bytes` is this queue's part of it.
+    /// The bytes all queues hold: `bytes` is this queue's part of it, with `credit`.
     pub held: Arc<HeldBytes>,
+    /// Bytes taken from `held` and not used yet: commands take from it first, so most
+    /// commands of a busy queue touch no counter the network threads share.
+    credit: usize,
 }
+
+/// Bytes a queue takes from the device's bound at once; it keeps at most twice this unused
+/// while it has commands in flight, none once it has none.
+const CREDIT_CHUNK: usize = 64 << 10;
 
 impl Drop for Flight {
     fn drop(&mut self) {
-        self.held.give(self.bytes);
+        self.held.give(self.bytes + self.credit);
     }
 }
 
@@ -70,6 +77,7 @@ impl Flight {
             ready: VecDeque::new(),
             delayed: Vec::new(),
             held,
+            credit: 0,
         };
         (f, done_rx)
     }
@@ -81,25 +89,44 @@ impl Flight {
 
     /// Takes `cost` bytes for a command if they fit the queue's bound and the device's.
     pub fn admit(&mut self, cost: usize) -> bool {
-        if !self.fits(cost) || !self.held.try_take(cost) {
+        if !self.fits(cost) {
             return false;
         }
+        if self.credit < cost {
+            let short = cost - self.credit;
+            // A chunk if the device has room for it, else just what this command needs.
+            let took = [short.max(CREDIT_CHUNK), short]
+                .into_iter()
+                .find(|&n| self.held.try_take(n));
+            match took {
+                Some(n) => self.credit += n,
+                None => return false,
+            }
+        }
+        self.credit -= cost;
         self.bytes += cost;
         true
     }
 
-    /// Gives back a completed command's bytes.
+    /// Gives back a completed command's bytes: to the queue's credit, and past what it
+    /// keeps, to the device.
     pub fn release(&mut self, cost: usize) {
         let cost = cost.min(self.bytes);
         self.bytes -= cost;
-        self.held.give(cost);
+        self.credit += cost;
+        let keep = if self.bytes == 0 { 0 } else { CREDIT_CHUNK };
+        if self.bytes == 0 || self.credit > 2 * CREDIT_CHUNK {
+            self.held.give(self.credit - keep.min(self.credit));
+            self.credit = keep.min(self.credit);
+        }
     }
 
     /// The bytes of the first waiting command when only the device's bound holds it: what
     /// the queue waits for room for (no completion of its own would wake it).
     pub fn starved(&self) -> Option<usize> {
         let (_, _, cost) = self.waiting.front()?;
-        (self.fits(*cost) && !self.held.has_room(*cost)).then_some(*cost)
+        let short = cost.saturating_sub(self.credit);
+        (self.fits(*cost) && !self.held.has_room(short)).then_some(short)
     }
 
     /// A transfer tag no pending Store uses (at most the queue's size are pending).
@@ -176,6 +203,35 @@ mod tests {
         assert_eq!(b.starved(), None);
         drop(b);
         assert_eq!(held.used(), 0);
+    }
+
+    #[test]
+    fn a_busy_queue_serves_small_commands_from_its_credit() {
+        let held = Arc::new(HeldBytes::new(1 << 30));
+        let (mut f, _rx) = Flight::new(4 << 20, held.clone());
+        assert!(f.admit(1000));
+        assert_eq!(held.used(), CREDIT_CHUNK, "a chunk taken at once");
+        for _ in 0..50 {
+            assert!(f.admit(1000));
+            f.release(1000);
+        }
+        assert_eq!(held.used(), CREDIT_CHUNK, "served from the credit");
+        assert!(held.used() >= f.bytes);
+        // Idle: everything goes back.
+        f.release(1000);
+        assert_eq!((f.bytes, held.used()), (0, 0));
+        // Near the device's bound, only what is needed is taken.
+        let tight = Arc::new(HeldBytes::new(100_000));
+        let (mut a, _ra) = Flight::new(4 << 20, tight.clone());
+        let (mut b, _rb) = Flight::new(4 << 20, tight.clone());
+        assert!(a.admit(50_000));
+        assert_eq!(tight.used(), CREDIT_CHUNK);
+        assert!(
+            b.admit(30_000),
+            "the exact bytes fit where a chunk does not"
+        );
+        assert_eq!(tight.used(), CREDIT_CHUNK + 30_000);
+        assert!(!b.admit(10_000));
     }
 
     #[test]
