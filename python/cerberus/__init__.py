@@ -31,6 +31,7 @@ from ._cerberus import (
     ConnectionError,
     Corrupted,
     IndexExists,
+    IndexLimit,
     IndexNotFound,
     InternalError,
     InvalidField,
@@ -63,6 +64,7 @@ __all__ = [
     "ConnectionError",
     "Corrupted",
     "IndexExists",
+    "IndexLimit",
     "IndexNotFound",
     "InternalError",
     "InvalidField",
@@ -588,8 +590,7 @@ def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[s
         dhchap_ctrl_secret))
 
 
-# Tenants across devices (cerberus.cluster); imported last: it builds on the classes above.
-from .cluster import (  # noqa: E402
+from .cluster import (  # noqa: E402 (tenants across devices: built on the classes above)
     Cluster,
     ClusterDeviceError,
     ClusterNamespace,

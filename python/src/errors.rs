@@ -96,13 +96,19 @@ create_exception!(
     _cerberus,
     IteratorNotFound,
     CerberusError,
-    "The scan expired or closed."
+    "The scan or snapshot expired (past its maximum age) or closed."
 );
 create_exception!(
     _cerberus,
     IteratorLimit,
     CerberusError,
     "Too many scans open."
+);
+create_exception!(
+    _cerberus,
+    IndexLimit,
+    CerberusError,
+    "The namespace has as many indexes as it may."
 );
 create_exception!(
     _cerberus,
@@ -159,6 +165,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ShuttingDown,
         IteratorNotFound,
         IteratorLimit,
+        IndexLimit,
         IndexNotFound,
         IndexExists,
         ReplyTooLarge,
@@ -185,6 +192,8 @@ fn by_status(status: Status, msg: String) -> PyErr {
         Status::ShuttingDown => ShuttingDown::new_err(msg),
         Status::IteratorNotFound => IteratorNotFound::new_err(msg),
         Status::IteratorLimit => IteratorLimit::new_err(msg),
+        Status::SnapshotExpired => IteratorNotFound::new_err(msg),
+        Status::IndexLimit => IndexLimit::new_err(msg),
         Status::IndexNotFound => IndexNotFound::new_err(msg),
         Status::IndexExists => IndexExists::new_err(msg),
         Status::ReplyTooLarge => ReplyTooLarge::new_err(msg),

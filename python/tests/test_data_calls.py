@@ -140,9 +140,20 @@ def test_stats(target):
     assert isinstance(s["levels"], list)
 
 
+def test_an_index_past_the_namespaces_limit_raises_index_limit(target):
+    ns = target.create_namespace(fresh_name("many"))
+    ns.put(b"r", b'{"a0": 1}')
+    for i in range(16):  # the engine's max_indexes_per_namespace
+        ns.create_index(f"a{i}")
+    with pytest.raises(cerberus.IndexLimit):
+        ns.create_index("a16")
+    assert len(ns.list_indexes()) == 16
+
+
 def test_errors_share_one_base():
     for name in ["KeyNotFound", "AccessDenied", "InvalidNamespace", "NamespaceExists",
-                 "IndexExists", "IndexNotFound", "InvalidField", "ShuttingDown", "ReplyTooLarge",
+                 "IndexExists", "IndexLimit", "IndexNotFound", "InvalidField", "ShuttingDown",
+                 "ReplyTooLarge",
                  "ConnectionError", "StorageError", "Corrupted"]:
         assert issubclass(getattr(cerberus, name), cerberus.CerberusError)
 
