@@ -252,10 +252,12 @@ fn owe_data(s: &Scene) -> (usize, Vec<NvmeHost>) {
             }
             hosts.push(h);
         }
+        // Counted within half a second, well before the frame deadline (2 s) closes a
+        // queue and gives its bytes to a waiting one.
         let mut r2ts = 0;
+        let until = tokio::time::Instant::now() + Duration::from_millis(500);
         for h in &mut hosts {
-            let wait = Duration::from_millis(200);
-            while let Ok(Ok(p)) = tokio::time::timeout(wait, h.io.recv()).await {
+            while let Ok(Ok(p)) = tokio::time::timeout_at(until, h.io.recv()).await {
                 r2ts += usize::from(matches!(p, Pdu::R2T { .. }));
             }
         }

@@ -139,7 +139,9 @@ fn queues_together_hold_at_most_the_devices_bound() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, kv, _) = device_with(dir.path(), |c| {
         c.nvme.max_held_bytes = 8 << 20;
-        c.frame_timeout_ms = 1000;
+        // Long past the R2Ts' half second below: no queue closes (and gives its bytes to a
+        // waiting one) while they are counted.
+        c.frame_timeout_ms = 3000;
     });
     let t = common::nvme_target(&dev, HOST);
     common::rt().block_on(async {
@@ -152,11 +154,11 @@ fn queues_together_hold_at_most_the_devices_bound() {
             }
             attackers.push(h);
         }
-        // Every R2T the target sends within a while (the rest wait for room).
+        // Every R2T the target sends within half a second (the rest wait for room).
         let mut r2ts = 0;
+        let until = tokio::time::Instant::now() + std::time::Duration::from_millis(500);
         for h in &mut attackers {
-            let wait = std::time::Duration::from_millis(200);
-            while let Ok(Ok(p)) = tokio::time::timeout(wait, h.io.recv()).await {
+            while let Ok(Ok(p)) = tokio::time::timeout_at(until, h.io.recv()).await {
                 if matches!(p, Pdu::R2T { .. }) {
                     r2ts += 1;
                 }
