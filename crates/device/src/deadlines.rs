@@ -57,6 +57,10 @@ pub(crate) struct Deadlines {
     pub(crate) heard: bool,
     /// An NVMe/TCP admin queue's keep-alive deadline (None: no KATO, or another queue).
     pub(crate) keep_alive: Option<Instant>,
+    /// Since when data an NVMe/TCP R2T asked for is owed without a byte of it coming (the
+    /// earliest of the queue's Stores): it must keep coming within the frame timeout, as a
+    /// PDU begun must, whatever other PDUs the host sends meanwhile.
+    pub(crate) owed_since: Option<Instant>,
 }
 
 impl Deadlines {
@@ -78,6 +82,7 @@ impl Deadlines {
             idle_at: None,
             heard: false,
             keep_alive: None,
+            owed_since: None,
         }
     }
 
@@ -106,6 +111,8 @@ impl Deadlines {
         let deadlines = [
             (!authenticated).then_some((self.auth, Expired::Auth)),
             self.frame_began
+                .map(|b| (b + self.frame_timeout, Expired::Frame)),
+            self.owed_since
                 .map(|b| (b + self.frame_timeout, Expired::Frame)),
             self.idle_at.map(|at| (at, Expired::Idle)),
             self.keep_alive.map(|at| (at, Expired::KeepAlive)),

@@ -195,3 +195,56 @@ fn queues_together_hold_at_most_the_devices_bound() {
     });
     dev.shutdown().unwrap();
 }
+
+/// A vendor Fetch holds no bytes of its own: the response it sends is counted where it is
+/// kept. Before issue 61's third round, a Fetch was charged its host buffer (2 MiB and a
+/// header with the host library) on top of that: with kept responses filling the device's
+/// bound to within 2 MiB, every Fetch waited for room that only a Fetch could give back,
+/// and the queue hung until its host gave up.
+#[test]
+fn fetches_are_not_charged_twice_for_kept_responses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, _, _) = device_with(dir.path(), |c| {
+        c.nvme
+            .hosts
+            .insert(HOST.into(), vec!["kv".into(), "big".into()]);
+        c.nvme.max_held_bytes = 4 << 20;
+        c.nvme.max_queue_bytes = 4 << 20;
+    });
+    let (ns, secret) = common::admin(&dev).create_namespace("big").unwrap();
+    let config = cerberus_host::ClientConfig::new(dev.nvme_addr().unwrap().to_string())
+        .with_nvme(common::SUBNQN, HOST);
+    let c = cerberus_host::BlockingClient::connect_with(config).unwrap();
+    c.open_namespace(ns, &secret).unwrap();
+    // Keys past the KV command set's 16 bytes: the vendor pair carries them.
+    let keys: Vec<Bytes> = (0..3)
+        .map(|i| Bytes::from(format!("a key longer than sixteen bytes {i}")))
+        .collect();
+    let value = Bytes::from(vec![7u8; 1_250_000]);
+    for k in &keys {
+        c.namespace(ns).put(k.clone(), value.clone()).unwrap();
+    }
+    // Three answered at once: 3.75 MiB kept of the device's 4 MiB.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        for _ in 0..5 {
+            let got = c.namespace(ns).get_many(keys.clone());
+            let whole = got.as_ref().is_ok_and(|g| {
+                g.iter()
+                    .all(|v| v.as_ref().is_some_and(|v| v.len() == 1_250_000))
+            });
+            if tx.send(whole).is_err() {
+                break;
+            }
+        }
+    });
+    for round in 0..5 {
+        // Not a timing: a hung queue answers never (its host gives up after minutes).
+        let whole = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("round {round}: the Fetches hung"));
+        assert!(whole, "round {round}: every value whole");
+    }
+    worker.join().unwrap();
+    dev.shutdown().unwrap();
+}

@@ -168,6 +168,13 @@ impl Transaction {
     }
 
     fn negotiate(&mut self, tid: u16, sc_c: u8, hashes: &[u8], dhgroups: &[u8]) -> State {
+        if self.sent.is_some() {
+            // One Negotiate per transaction: each costs a DH key pair (an 8192-bit modular
+            // exponentiation on the network thread for ffdhe8192), and a stranger naming a
+            // host with a secret could otherwise ask for thousands in one stream. The queue
+            // fails: the next costs a new connection (and its slot).
+            return self.fail(tid, failure::INCORRECT_MESSAGE);
+        }
         if sc_c != 0 {
             return self.fail(tid, failure::CONCAT_MISMATCH);
         }

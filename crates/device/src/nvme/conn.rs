@@ -213,7 +213,7 @@ impl Conn {
     }
 
     /// Writes what `send` queued, within the write deadline.
-    async fn flush(&mut self) -> std::io::Result<()> {
+    pub(super) async fn flush(&mut self) -> std::io::Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
@@ -265,8 +265,16 @@ impl Conn {
 
     async fn run(&mut self, mut done_rx: mpsc::UnboundedReceiver<Done>) -> Result<(), End> {
         let mut w = Waiting::new(&self.stop);
+        // The core's turn (`gate.rs`), held while this queue's commands of one namespace are
+        // taken in and their held Retrieves run; given back before any write or wait.
+        let target = self.target.clone();
+        let shares = &target.shared.shares;
+        let mut turn = None;
         loop {
             if self.out.len() >= FLUSH_AT {
+                if turn.take().is_some() {
+                    self.run_held();
+                }
                 self.flush().await.map_err(|_| End::Quiet)?;
             }
             // What is at hand first (answers made here or come back, PDUs read already),
@@ -281,7 +289,11 @@ impl Conn {
                 continue;
             }
             if let Some(p) = self.split()? {
-                self.pdu(p)?;
+                let charged = match self.gated(&p) {
+                    Some((ns, bytes)) => self.pass_gate(&mut turn, shares, ns, bytes).await?,
+                    None => false,
+                };
+                self.pdu(p, charged)?;
                 continue;
             }
             if !self.held.is_empty() {
@@ -300,6 +312,8 @@ impl Conn {
                 // them, off the loop.
                 self.store_own_puts();
             }
+            // Its held Retrieves ran above, within it.
+            turn = None;
             self.flush().await.map_err(|_| End::Quiet)?;
             if let Some(done) = self.wait(&mut w, &mut done_rx).await? {
                 self.finished(done);
@@ -328,11 +342,13 @@ impl Conn {
             self.ticket.authenticated();
         }
         let evictable = !self.ticket.is_authenticated();
-        // Data an R2T asked for is owed as the rest of a PDU is: it must keep coming within
-        // the frame deadline, so a host cannot hold the device's bytes with Stores whose
-        // data never comes.
-        let owed = !self.buf.is_empty() || !self.flight.pending.is_empty();
-        self.deadlines.after_frames(false, owed, true);
+        // Data an R2T asked for is owed as the rest of a PDU is: each Store's must keep
+        // coming within the frame deadline, counted from its R2T or its last data (not from
+        // the host's last PDU of any kind), so a host cannot hold the device's bytes with
+        // Stores whose data never comes.
+        self.deadlines
+            .after_frames(false, !self.buf.is_empty(), true);
+        self.deadlines.owed_since = self.flight.owed_since();
         let why = w.timer.arm(self.deadlines.earliest(proven));
         let delayed = self.flight.next_delayed();
         // Its next command waits for room only the other queues can give back.
@@ -383,7 +399,8 @@ impl Conn {
         Ok(None)
     }
 
-    fn pdu(&mut self, pdu: Pdu) -> Result<(), End> {
+    /// Handles a PDU; `charged`: an I/O command's namespace was charged at the core's gate.
+    fn pdu(&mut self, pdu: Pdu, charged: bool) -> Result<(), End> {
         match pdu {
             Pdu::CapsuleCmd { sqe, data } => {
                 // A command: this network thread polls for the next one a while (`spin`).
@@ -393,7 +410,7 @@ impl Conn {
                     .as_ref()
                     .is_some_and(|q| q.qid != 0 && q.auth.usable());
                 if io && sqe.opcode != cerberus_proto::nvme::FABRICS_OPCODE {
-                    return self.io_capsule(sqe, data);
+                    return self.io_capsule(sqe, data, charged);
                 }
                 let answer = self.command(sqe, data);
                 self.restart_keep_alive();

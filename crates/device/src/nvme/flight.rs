@@ -20,12 +20,25 @@ pub(super) struct Done {
     pub cost: usize,
 }
 
+/// A command received and not started yet.
+pub(super) struct Queued {
+    pub sqe: Sqe,
+    pub data: Bytes,
+    /// Bytes of the budget it takes.
+    pub cost: usize,
+    /// Its namespace's tags were charged for it already (it passed the core's gate with a
+    /// turn, `gate.rs`): its ceiling is not booked again when it starts.
+    pub charged: bool,
+}
+
 /// A Store whose value comes through R2T and H2CData.
 pub(super) struct Pending {
     pub sqe: Sqe,
     pub size: usize,
     pub cost: usize,
     pub value: BytesMut,
+    /// When its R2T went or its last data came: the rest is owed from then.
+    pub since: tokio::time::Instant,
 }
 
 pub(super) struct Flight {
@@ -36,7 +49,7 @@ pub(super) struct Flight {
     /// Most bytes started commands may hold (one larger command runs alone).
     pub budget: usize,
     /// Commands that did not fit the budget yet, in arrival order, with their cost.
-    pub waiting: VecDeque<(Sqe, Bytes, usize)>,
+    pub waiting: VecDeque<Queued>,
     /// Stores receiving their data, by transfer tag.
     pub pending: HashMap<u16, Pending>,
     next_ttag: u16,
@@ -124,9 +137,9 @@ impl Flight {
     /// The bytes of the first waiting command when only the device's bound holds it: what
     /// the queue waits for room for (no completion of its own would wake it).
     pub fn starved(&self) -> Option<usize> {
-        let (_, _, cost) = self.waiting.front()?;
+        let cost = self.waiting.front()?.cost;
         let short = cost.saturating_sub(self.credit);
-        (self.fits(*cost) && !self.held.has_room(short)).then_some(short)
+        (self.fits(cost) && !self.held.has_room(short)).then_some(short)
     }
 
     /// A transfer tag no pending Store uses (at most the queue's size are pending).
@@ -148,15 +161,20 @@ impl Flight {
         self.ready.push_back(Done { sqe, answer, cost });
     }
 
+    /// Since when data is owed: the earliest of the Stores receiving their data.
+    pub fn owed_since(&self) -> Option<tokio::time::Instant> {
+        self.pending.values().map(|p| p.since).min()
+    }
+
     /// When the first held command is due.
     pub fn next_delayed(&self) -> Option<tokio::time::Instant> {
         self.delayed.iter().map(|d| d.0).min()
     }
 
     /// The next waiting command if it fits now, its bytes taken.
-    pub fn next_ready(&mut self) -> Option<(Sqe, Bytes, usize)> {
-        let (_, _, cost) = self.waiting.front()?;
-        if self.admit(*cost) {
+    pub fn next_ready(&mut self) -> Option<Queued> {
+        let cost = self.waiting.front()?.cost;
+        if self.admit(cost) {
             self.waiting.pop_front()
         } else {
             None
@@ -167,6 +185,15 @@ impl Flight {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn queued(cost: usize) -> Queued {
+        Queued {
+            sqe: Sqe::default(),
+            data: Bytes::new(),
+            cost,
+            charged: false,
+        }
+    }
 
     fn unbounded() -> Arc<HeldBytes> {
         Arc::new(HeldBytes::new(usize::MAX))
@@ -179,7 +206,7 @@ mod tests {
         assert!(f.admit(60));
         assert!(f.fits(40));
         assert!(!f.fits(41));
-        f.waiting.push_back((Sqe::default(), Bytes::new(), 50));
+        f.waiting.push_back(queued(50));
         assert!(f.next_ready().is_none());
         f.release(10);
         assert!(f.next_ready().is_some());
@@ -194,7 +221,7 @@ mod tests {
         assert!(a.admit(70));
         // Within b's own bound, past the device's.
         assert!(!b.admit(40));
-        b.waiting.push_back((Sqe::default(), Bytes::new(), 40));
+        b.waiting.push_back(queued(40));
         assert_eq!(b.starved(), Some(40));
         assert!(b.next_ready().is_none());
         drop(a);
@@ -245,6 +272,7 @@ mod tests {
                     size: 0,
                     cost: 0,
                     value: BytesMut::new(),
+                    since: tokio::time::Instant::now(),
                 },
             )
         };

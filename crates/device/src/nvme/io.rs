@@ -367,7 +367,12 @@ fn reply(resp: Response, buffer: usize) -> Answer {
             status: NvmeStatus::SUCCESS,
             dw0: u32::try_from(v.len()).unwrap_or(u32::MAX),
             dw1: 0,
-            data: Some(v.slice(..v.len().min(buffer))),
+            // Copied when cut: a slice would keep the whole value's memory alive (a host
+            // asking a byte of many large values, not counted at their size).
+            data: Some(match v.len() > buffer {
+                true => Bytes::copy_from_slice(&v[..buffer]),
+                false => v,
+            }),
         },
         Reply::Keys { keys, .. } => Answer::data(list_buffer(&keys, buffer)),
         _ => Answer::ok(0),

@@ -4,7 +4,7 @@
 //! answers come back (waiting commands started then).
 
 use super::conn::{Conn, End, FES_OUT_OF_RANGE, FES_SEQUENCE};
-use super::flight::{Done, Pending};
+use super::flight::{Done, Pending, Queued};
 use super::Answer;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{Pdu, Sqe};
@@ -12,8 +12,9 @@ use tokio::time::Instant;
 
 impl Conn {
     /// An I/O command: counted against the queue's size, started when its bytes fit the
-    /// connection's budget (else it waits behind earlier ones).
-    pub(super) fn io_capsule(&mut self, sqe: Sqe, data: Bytes) -> Result<(), End> {
+    /// connection's budget (else it waits behind earlier ones). `charged`: its namespace's
+    /// tags were charged for it at the core's gate (`gate.rs`).
+    pub(super) fn io_capsule(&mut self, sqe: Sqe, data: Bytes, charged: bool) -> Result<(), End> {
         let Some(q) = self.queue.as_mut() else {
             return Err(End::Term(FES_SEQUENCE, 0));
         };
@@ -23,21 +24,44 @@ impl Conn {
         }
         self.flight.count += 1;
         q.sqhd = (q.sqhd + 1) % q.sqsize.max(1);
-        let max = self.target.shared.config.max_value_len;
-        let cost = data.len().max(sqe.cdw(10).min(max) as usize);
+        let cost = self.cost(&sqe, &data);
+        let cmd = Queued {
+            sqe,
+            data,
+            cost,
+            charged,
+        };
         if self.flight.waiting.is_empty() && self.flight.admit(cost) {
-            self.start(sqe, data, cost);
+            self.start(cmd);
         } else {
-            self.flight.waiting.push_back((sqe, data, cost));
+            self.flight.waiting.push_back(cmd);
         }
         Ok(())
+    }
+
+    /// The bytes of the budget a command holds while it runs: its capsule's data, and the
+    /// value or buffer CDW10 names (at most a value). A Fetch holds none: the response it
+    /// sends is counted where it is kept (`vendor.rs`), and charged again here a Fetch
+    /// could wait for room only its own response would give back.
+    fn cost(&self, sqe: &Sqe, data: &Bytes) -> usize {
+        if sqe.opcode == cerberus_proto::nvme::VENDOR_FETCH {
+            return 0;
+        }
+        let max = self.target.shared.config.max_value_len;
+        data.len().max(sqe.cdw(10).min(max) as usize)
     }
 
     /// Starts a command that fits: a Store without its data asks for it, the others go
     /// to a worker.
     /// (Its bytes taken: `Flight::admit`.)
-    fn start(&mut self, sqe: Sqe, data: Bytes, cost: usize) {
-        if let Some(wait) = self.ceiling_wait(&sqe, &data) {
+    fn start(&mut self, cmd: Queued) {
+        let Queued {
+            sqe,
+            data,
+            cost,
+            charged,
+        } = cmd;
+        if let Some(wait) = (!charged).then(|| self.ceiling_wait(&sqe, &data)).flatten() {
             // Past its namespace's limit: held (its bytes counted) until its booked slot.
             let at = Instant::now() + wait;
             self.flight.delayed.push((at, sqe, data, cost));
@@ -69,6 +93,7 @@ impl Conn {
                 size,
                 cost,
                 value: BytesMut::with_capacity(size),
+                since: Instant::now(),
             },
         );
         let r2t = Pdu::R2T {
@@ -91,8 +116,8 @@ impl Conn {
     /// Starts the waiting commands that fit now; whether one did.
     pub(super) fn start_waiting(&mut self) -> bool {
         let mut started = false;
-        while let Some((sqe, data, cost)) = self.flight.next_ready() {
-            self.start(sqe, data, cost);
+        while let Some(cmd) = self.flight.next_ready() {
+            self.start(cmd);
             started = true;
         }
         started
@@ -117,6 +142,7 @@ impl Conn {
             return Err(End::Term(FES_OUT_OF_RANGE, 0));
         }
         p.value.extend_from_slice(&data);
+        p.since = Instant::now();
         if p.value.len() < p.size {
             if last {
                 return Err(End::Term(FES_OUT_OF_RANGE, 0));

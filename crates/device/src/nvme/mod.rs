@@ -11,12 +11,12 @@
 
 mod admin;
 mod auth;
-mod ceiling;
 mod config;
 mod conn;
 mod controllers;
 mod discovery;
 mod flight;
+mod gate;
 mod held;
 mod identify;
 mod io;

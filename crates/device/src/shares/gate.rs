@@ -205,17 +205,28 @@ pub async fn pass(shares: &Shares, ns: u32, bytes: u64) -> Option<Turn<'_>> {
     pass_if(shares, ns, bytes, || true).await
 }
 
-/// As [`pass`], for a command that uses the tags of `ns` only if `own()` (the connection
-/// proved that namespace: another's frames must not spend its shares). `own` is asked only
-/// off the fast path.
-pub async fn pass_if(
-    shares: &Shares,
-    ns: u32,
-    bytes: u64,
-    own: impl FnOnce() -> bool,
-) -> Option<Turn<'_>> {
+/// What the gate asks of a command before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Run it now: shares off, the core uncontended and no ceiling, or not its namespace's
+    /// command.
+    Go,
+    /// The core is uncontended but the namespace has a ceiling: its slot is booked with
+    /// [`Shares::ceiling_wait`] (by the caller, when the command starts).
+    Ceiling,
+    /// The core is contended: wait for the core's turn ([`take_turn`]), which charges the
+    /// tags (ceiling included).
+    Turn,
+}
+
+/// The gate's decision for a command of `ns`, which uses the tags of `ns` only if `own()`
+/// (the connection proved that namespace: another's frames must not spend its shares).
+/// `own` is asked only off the fast path. One decision for every wire: the native port
+/// acts on it in [`pass_if`]; the NVMe/TCP target, whose queue goes on serving its other
+/// commands while one waits for its ceiling, acts on it itself (`nvme/gate.rs`).
+pub fn decide(shares: &Shares, ns: u32, own: impl FnOnce() -> bool) -> Pass {
     if !shares.enabled {
-        return None;
+        return Pass::Go;
     }
     // With every namespace at the default shares (equal weights, no floor, no ceiling) the
     // tags would only interleave the namespaces more finely than the loop's polling does, at
@@ -228,23 +239,42 @@ pub async fn pass_if(
     });
     let limited = shares.any_limit.load(Relaxed) && shares.book.lock().has_limit(ns);
     if !contended && !limited {
-        return None;
+        return Pass::Go;
     }
     if !own() {
         // Not its namespace's command: the turn, if free, goes on.
         kick();
-        return None;
+        return Pass::Go;
     }
-    if !contended {
-        if let Some(wait) = shares.ceiling_wait(ns, bytes) {
-            tokio::time::sleep(wait).await;
-        }
-        return None;
+    if contended {
+        Pass::Turn
+    } else {
+        Pass::Ceiling
     }
-    Some(wait_turn(shares, ns, bytes).await)
 }
 
-async fn wait_turn(shares: &Shares, ns: u32, bytes: u64) -> Turn<'_> {
+/// As [`pass`], for a command that uses the tags of `ns` only if `own()` (see [`decide`]).
+pub async fn pass_if(
+    shares: &Shares,
+    ns: u32,
+    bytes: u64,
+    own: impl FnOnce() -> bool,
+) -> Option<Turn<'_>> {
+    match decide(shares, ns, own) {
+        Pass::Go => None,
+        Pass::Ceiling => {
+            if let Some(wait) = shares.ceiling_wait(ns, bytes) {
+                tokio::time::sleep(wait).await;
+            }
+            None
+        }
+        Pass::Turn => Some(take_turn(shares, ns, bytes).await),
+    }
+}
+
+/// Waits for the core's turn for a command of `ns` carrying `bytes` (the gate said
+/// [`Pass::Turn`]); the turn returned is held while the command runs or is handed off.
+pub async fn take_turn(shares: &Shares, ns: u32, bytes: u64) -> Turn<'_> {
     let now = shares.now();
     let signal = Arc::new(Signal::default());
     let id = GATE.with(|g| {

@@ -15,7 +15,7 @@ mod tests;
 use cerberus_engine::IoShares;
 #[cfg(test)]
 use gate::pass;
-pub use gate::{pass_if, Turn};
+pub use gate::{decide, pass_if, take_turn, Pass, Turn};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};

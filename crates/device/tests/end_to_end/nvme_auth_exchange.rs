@@ -206,3 +206,38 @@ fn by_default_a_host_without_a_secret_is_refused() {
         .expect("refused at start");
     assert!(err.to_string().contains("ctrl_secrets"), "{err}");
 }
+
+/// One Negotiate per transaction: a second one before the Reply fails the queue. Before
+/// issue 61's third round each was answered with a new challenge and DH key pair (an
+/// 8192-bit modular exponentiation on the network thread for ffdhe8192): a stranger naming
+/// a host with a secret could ask for thousands in one stream and stall every port's
+/// connections on that thread.
+#[test]
+fn a_second_negotiate_before_the_reply_fails_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, [a, ..]) = device(dir.path(), true);
+    common::rt().block_on(async {
+        let (mut q, _) = connect(&dev, ALICE, 0, 0xFFFF).await;
+        let (group, ..) = challenge(&mut q, vec![5]).await;
+        assert_eq!(group, 5, "ffdhe8192");
+        let again = AuthMessage::Negotiate {
+            tid: 4,
+            sc_c: 0,
+            hashes: vec![1],
+            dhgroups: vec![5],
+        };
+        assert!(send(&mut q, again.encode()).await.is_success());
+        let answer = receive(&mut q).await.unwrap();
+        assert!(
+            failed_with(&answer, failure::INCORRECT_MESSAGE),
+            "{answer:?}"
+        );
+        // Failed for good: no third challenge, no command.
+        assert!(!matches!(
+            receive(&mut q).await,
+            Ok(AuthMessage::Challenge { .. })
+        ));
+        refused_everything(&mut q, a).await;
+    });
+    dev.shutdown().unwrap();
+}
