@@ -45,6 +45,9 @@ pub struct NvmeConfig {
     /// back, and a vendor response is replaced by a refusal. One command runs when nothing
     /// is held, whatever its size.
     pub max_held_bytes: u64,
+    /// How long a vendor Submit's response waits for its Fetch: then it is dropped, its
+    /// bytes given back, whatever the queue does meanwhile (a host's client fetches at once).
+    pub unfetched_timeout_ms: u64,
     /// Host NQN -> the namespaces it may see and use: a name, `id:N` for namespace id N, or
     /// `*` for every one (a bare number is a name: `"7"` never also means id 7). A host not
     /// named here sees none. Holding a grant is what holding the namespace's credential is on
@@ -85,6 +88,7 @@ impl Default for NvmeConfig {
             max_h2c_data: 128 << 10,
             max_queue_bytes: 4 << 20,
             max_held_bytes: 256 << 20,
+            unfetched_timeout_ms: 60_000,
             hosts: BTreeMap::new(),
             admin_hosts: Vec::new(),
             host_secrets: BTreeMap::new(),
@@ -117,6 +121,9 @@ impl NvmeConfig {
         }
         if self.max_held_bytes < u64::from(self.max_queue_bytes) || self.max_held_bytes > 1 << 40 {
             return Err("nvme.max_held_bytes is between max_queue_bytes and 1 TiB".into());
+        }
+        if !(100..=3_600_000).contains(&self.unfetched_timeout_ms) {
+            return Err("nvme.unfetched_timeout_ms is between 100 and 3,600,000".into());
         }
         if self.max_connections == 0
             || self.max_connections_per_peer == 0

@@ -117,7 +117,8 @@ pub(super) async fn serve(
         Duration::from_millis(target.shared.config.frame_timeout_ms),
         Duration::from_secs(cfg.idle_timeout_secs),
     );
-    let vendor = super::vendor::VendorState::new(target.held.clone());
+    let kept_for = Duration::from_millis(target.config.unfetched_timeout_ms);
+    let vendor = super::vendor::VendorState::new(target.held.clone(), kept_for);
     let mut c = Conn {
         sock,
         buf: BytesMut::with_capacity(8192),
@@ -351,6 +352,7 @@ impl Conn {
         self.deadlines.owed_since = self.flight.owed_since();
         let why = w.timer.arm(self.deadlines.earliest(proven));
         let delayed = self.flight.next_delayed();
+        let unfetched = self.vendor.expires_at();
         // Its next command waits for room only the other queues can give back.
         let starved = self
             .flight
@@ -373,6 +375,13 @@ impl Conn {
                     None => std::future::pending().await,
                 }
             }, if delayed.is_some() => {}
+            // The oldest unfetched vendor response is due to go.
+            _ = async {
+                match unfetched {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            }, if unfetched.is_some() => self.vendor.expire(),
             _ = async {
                 match &starved {
                     Some((held, cost)) => held.room(*cost).await,

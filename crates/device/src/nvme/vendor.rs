@@ -52,6 +52,8 @@ struct Kept {
     held: Arc<HeldBytes>,
     /// The part of `bytes` counted in `held` (`counted`).
     held_here: usize,
+    /// How long a response waits for its Fetch.
+    kept_for: Duration,
 }
 
 /// Responses from this size on count in the device's bound; smaller ones (a write's, a small
@@ -68,12 +70,26 @@ fn counted(len: usize) -> usize {
 }
 
 impl VendorState {
-    pub(super) fn new(held: Arc<HeldBytes>) -> VendorState {
+    pub(super) fn new(held: Arc<HeldBytes>, kept_for: Duration) -> VendorState {
         VendorState {
             session: Session::default(),
-            kept: Arc::new(Mutex::new(Kept::new(held))),
+            kept: Arc::new(Mutex::new(Kept::new(held, kept_for))),
             iters: None,
         }
+    }
+
+    /// When the oldest unfetched response expires, if any is kept: the queue's loop drops
+    /// it then ([`VendorState::expire`]), so a host that never fetches and sends nothing
+    /// more holds nothing past the timeout.
+    pub(super) fn expires_at(&self) -> Option<tokio::time::Instant> {
+        let k = self.kept.lock();
+        let (_, _, at) = k.responses.front()?;
+        Some(tokio::time::Instant::from_std(*at + k.kept_for))
+    }
+
+    /// Drops the responses kept past the timeout.
+    pub(super) fn expire(&self) {
+        self.kept.lock().expire();
     }
 }
 
@@ -84,13 +100,14 @@ impl Drop for Kept {
 }
 
 impl Kept {
-    fn new(held: Arc<HeldBytes>) -> Kept {
+    fn new(held: Arc<HeldBytes>, kept_for: Duration) -> Kept {
         Kept {
             responses: VecDeque::new(),
             running: 0,
             bytes: 0,
             held,
             held_here: 0,
+            kept_for,
         }
     }
 
@@ -119,11 +136,12 @@ impl Kept {
         self.held.give(uncounted);
     }
 
-    /// Drops responses kept longer than `KEPT_FOR`: a host that never fetches holds
+    /// Drops responses kept longer than `kept_for`: a host that never fetches holds
     /// nothing for long.
     fn expire(&mut self) {
         let now = Instant::now();
-        self.forget(|_, at| now.duration_since(at) > KEPT_FOR);
+        let kept_for = self.kept_for;
+        self.forget(|_, at| now.duration_since(at) >= kept_for);
     }
 
     fn take(&mut self, at: usize) -> Bytes {
@@ -143,7 +161,8 @@ impl Kept {
 /// host's client keeps 8 commands in flight.
 const MAX_KEPT: usize = 8;
 
-/// How long an unfetched response is kept (the host's client fetches at once).
+/// How long the unit tests keep an unfetched response.
+#[cfg(test)]
 const KEPT_FOR: Duration = Duration::from_secs(60);
 
 /// Whether a Submit's frame must be fetched through R2T: not in its capsule, and of a
@@ -440,8 +459,8 @@ mod tests {
     fn the_devices_bound_refuses_what_no_queue_would() {
         let held = Arc::new(HeldBytes::new(3 << 20));
         let (a, b) = (
-            Mutex::new(Kept::new(held.clone())),
-            Mutex::new(Kept::new(held.clone())),
+            Mutex::new(Kept::new(held.clone(), KEPT_FOR)),
+            Mutex::new(Kept::new(held.clone(), KEPT_FOR)),
         );
         let big = |cid| value(cid, 2 << 20);
         keep(&a, 1, &big(1), false, 4 << 20);
@@ -458,7 +477,7 @@ mod tests {
     #[test]
     fn unfetched_responses_hold_at_most_the_budget_and_one_more() {
         // The attack: eight 2 MiB Retrieves submitted and never fetched, a 4 MiB budget.
-        let kept = Mutex::new(Kept::new(unbounded()));
+        let kept = Mutex::new(Kept::new(unbounded(), KEPT_FOR));
         let cap = 4 << 20;
         for cid in 0..8 {
             let answer = keep(&kept, cid, &value(cid, 2 << 20), false, cap);
@@ -480,7 +499,7 @@ mod tests {
 
     #[test]
     fn unfetched_responses_expire() {
-        let kept = Mutex::new(Kept::new(unbounded()));
+        let kept = Mutex::new(Kept::new(unbounded(), KEPT_FOR));
         keep(&kept, 1, &value(1, 100), false, 1 << 20);
         keep(&kept, 2, &value(2, 100), false, 1 << 20);
         let mut k = kept.lock();

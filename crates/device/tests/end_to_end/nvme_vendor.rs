@@ -319,3 +319,71 @@ fn a_queue_keeps_eight_unfetched_responses_at_most() {
     });
     dev.shutdown().unwrap();
 }
+
+/// Unfetched responses go at `nvme.unfetched_timeout_ms` even when their queue sends
+/// nothing more. Before issue 61's third round they expired only at that queue's next
+/// Submit or Fetch: a host that kept large responses and went silent held the device's
+/// bound until its idle deadline (300 s), and another host's Retrieve waited all along.
+#[test]
+fn unfetched_responses_go_at_their_timeout_while_the_queue_is_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.nvme_listen = Some("127.0.0.1:0".into());
+        c.nvme.hosts.insert(GRANTED.into(), vec!["kv".into()]);
+        c.nvme.require_host_auth = false;
+        c.nvme.max_queue_bytes = 1 << 20;
+        c.nvme.max_held_bytes = 1 << 20;
+        c.nvme.unfetched_timeout_ms = 300;
+    });
+    let (ns, secret) = common::admin(&dev).create_namespace("kv").expect("kv");
+    let value = vec![5u8; 400 << 10];
+    rt().block_on(async {
+        let mut a = NvmeHost::connect(&target(&dev, GRANTED)).await.unwrap();
+        for key in [b"v0", b"v1"] {
+            a.store(ns, key, &value, 0).await.unwrap();
+        }
+        let auth = frame(
+            ns,
+            Request::Authenticate {
+                secret: Bytes::from(secret.clone()),
+            },
+        );
+        let r = a.io.vendor_pair(ns, 9, auth, 8192, 4096).await.unwrap();
+        assert!(r.fetch.unwrap().status.is_success());
+        // Two reads answered and kept: their Fetches' buffers are too small. 800 KiB of
+        // the device's 1 MiB, then silence on that queue.
+        for (cid, key) in [(20, "v0"), (21, "v1")] {
+            let mut get = BytesMut::new();
+            let request = Request::Retrieve {
+                key: Bytes::from(key),
+            };
+            Command {
+                cid,
+                nsid: ns,
+                request,
+            }
+            .encode(&mut get)
+            .unwrap();
+            let r =
+                a.io.vendor_pair(ns, cid, get.freeze(), 8192, 8)
+                    .await
+                    .unwrap();
+            assert!(r.submit.status.is_success());
+            assert_eq!(
+                r.fetch.unwrap().status,
+                NvmeStatus::error(0, SC_DATA_SGL_LENGTH_INVALID)
+            );
+        }
+        // Another host's Retrieve into a 400 KiB buffer needs 400 KiB of the bound.
+        let mut b = NvmeHost::connect(&target(&dev, GRANTED)).await.unwrap();
+        let got = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            b.retrieve(ns, b"v0", 400 << 10),
+        )
+        .await;
+        let got = got.expect("the other host's Retrieve waited for the silent queue's responses");
+        assert_eq!(got.unwrap().unwrap().0.len(), 400 << 10);
+        drop(a);
+    });
+    dev.shutdown().unwrap();
+}
