@@ -18,6 +18,43 @@ pub(super) struct Done {
     pub answer: Answer,
     /// Bytes of the budget it held.
     pub cost: usize,
+    /// Back from a worker (`Completer`).
+    pub away: bool,
+}
+
+/// Where a worker sends its command's answer: the queue's completions. If the queue closed
+/// meanwhile, the worker gives the command's bytes back to the device's bound itself, when
+/// it is done with them: the closing queue gave back only what no worker held (before
+/// issue 61's third round it gave back everything, so a host that closed with values at
+/// busy workers, and reconnected, held more than the bound).
+pub(super) struct Completer {
+    done: Option<(mpsc::UnboundedSender<Done>, usize)>,
+    held: Arc<HeldBytes>,
+}
+
+impl Completer {
+    pub fn send(mut self, sqe: Sqe, answer: Answer) {
+        if let Some((tx, cost)) = self.done.take() {
+            let done = Done {
+                sqe,
+                answer,
+                cost,
+                away: true,
+            };
+            if let Err(gone) = tx.send(done) {
+                self.held.give(gone.0.cost);
+            }
+        }
+    }
+}
+
+impl Drop for Completer {
+    /// A job dropped unanswered (never queued, or its worker panicked): its bytes go back.
+    fn drop(&mut self) {
+        if let Some((_, cost)) = self.done.take() {
+            self.held.give(cost);
+        }
+    }
 }
 
 /// A command received and not started yet.
@@ -46,6 +83,8 @@ pub(super) struct Flight {
     pub count: usize,
     /// Bytes held by started commands.
     pub bytes: usize,
+    /// The part of `bytes` that commands at workers hold (`Completer`).
+    away: usize,
     /// Most bytes started commands may hold (one larger command runs alone).
     pub budget: usize,
     /// Commands that did not fit the budget yet, in arrival order, with their cost.
@@ -72,7 +111,9 @@ const CREDIT_CHUNK: usize = 64 << 10;
 
 impl Drop for Flight {
     fn drop(&mut self) {
-        self.held.give(self.bytes + self.credit);
+        // What workers hold, they give back themselves.
+        self.held
+            .give(self.bytes - self.away.min(self.bytes) + self.credit);
     }
 }
 
@@ -82,6 +123,7 @@ impl Flight {
         let f = Flight {
             count: 0,
             bytes: 0,
+            away: 0,
             budget,
             waiting: VecDeque::new(),
             pending: HashMap::new(),
@@ -121,6 +163,26 @@ impl Flight {
         true
     }
 
+    /// Where a worker sends the answer of a command holding `cost` bytes.
+    pub fn completer(&mut self, cost: usize) -> Completer {
+        self.away += cost;
+        Completer {
+            done: Some((self.done_tx.clone(), cost)),
+            held: self.held.clone(),
+        }
+    }
+
+    /// A command is back from its worker (`Done::away`): its bytes are the queue's again.
+    pub fn back(&mut self, cost: usize) {
+        self.away = self.away.saturating_sub(cost);
+    }
+
+    /// A job the workers did not take: its completer gave its `cost` bytes back already.
+    pub fn not_queued(&mut self, cost: usize) {
+        self.away = self.away.saturating_sub(cost);
+        self.bytes = self.bytes.saturating_sub(cost);
+    }
+
     /// Gives back a completed command's bytes: to the queue's credit, and past what it
     /// keeps, to the device.
     pub fn release(&mut self, cost: usize) {
@@ -158,7 +220,12 @@ impl Flight {
     /// channel: a pipeline's answers made on the loop cost a channel's send, pop and wake
     /// each.
     pub fn finish_now(&mut self, sqe: Sqe, answer: Answer, cost: usize) {
-        self.ready.push_back(Done { sqe, answer, cost });
+        self.ready.push_back(Done {
+            sqe,
+            answer,
+            cost,
+            away: false,
+        });
     }
 
     /// Since when data is owed: the earliest of the Stores receiving their data.
@@ -259,6 +326,33 @@ mod tests {
         );
         assert_eq!(tight.used(), CREDIT_CHUNK + 30_000);
         assert!(!b.admit(10_000));
+    }
+
+    #[test]
+    fn bytes_at_workers_go_back_when_the_workers_are_done_with_them() {
+        let held = Arc::new(HeldBytes::new(1000));
+        let (mut f, rx) = Flight::new(1000, held.clone());
+        assert!(f.admit(300) && f.admit(200));
+        let at_worker = f.completer(300);
+        // The queue closes while a worker holds one command's value.
+        drop(rx);
+        drop(f);
+        assert_eq!(held.used(), 300, "the worker's bytes stay counted");
+        at_worker.send(Sqe::default(), Answer::ok(0));
+        assert_eq!(held.used(), 0);
+        // A job dropped unanswered (a worker's panic) gives its bytes back too, and a
+        // completed one through its queue, once.
+        let (mut f, mut rx) = Flight::new(1000, held.clone());
+        assert!(f.admit(100) && f.admit(50));
+        drop(f.completer(100));
+        let c = f.completer(50);
+        c.send(Sqe::default(), Answer::ok(0));
+        let done = rx.try_recv().unwrap();
+        assert!(done.away);
+        f.back(done.cost);
+        f.release(done.cost);
+        drop(f);
+        assert_eq!(held.used(), 0);
     }
 
     #[test]

@@ -123,7 +123,7 @@ impl Conn {
         }
         self.run_held();
         let shared = self.target.shared.clone();
-        let done = self.flight.done_tx.clone();
+        let done = self.flight.completer(cost);
         let queued = self.target.workers.submit(Box::new(move || {
             let status = match shared.db.sync_log() {
                 Ok(()) => NvmeStatus::SUCCESS,
@@ -132,16 +132,10 @@ impl Conn {
                     NvmeStatus::error(0, 0x06)
                 }
             };
-            // Gone only if the connection closed meanwhile.
-            let _ = done.send(Done {
-                sqe,
-                answer: Answer::status(status),
-                cost,
-            });
+            done.send(sqe, Answer::status(status));
         }));
         if !queued {
-            let stopping = nvme_status(Status::ShuttingDown);
-            self.flight.finish_now(sqe, Answer::status(stopping), cost);
+            self.not_queued(sqe, cost);
         }
     }
 
@@ -248,7 +242,7 @@ impl Conn {
             }
         }
         let (iters, puts) = (self.iters.clone(), self.puts.clone());
-        let done = self.flight.done_tx.clone();
+        let done = self.flight.completer(cost);
         let core = crate::scheduler::current_core();
         let queued = self.target.workers.submit(Box::new(move || {
             let resp = crate::scheduler::on_behalf_of(core, || {
@@ -257,13 +251,10 @@ impl Conn {
                 }
                 answer(&shared, cmd, &iters, arrived)
             });
-            let answer = reply(resp, buffer);
-            // Gone only if the connection closed meanwhile.
-            let _ = done.send(Done { sqe, answer, cost });
+            done.send(sqe, reply(resp, buffer));
         }));
         if !queued {
-            let stopping = nvme_status(Status::ShuttingDown);
-            self.flight.finish_now(sqe, Answer::status(stopping), cost);
+            self.not_queued(sqe, cost);
         }
     }
 
@@ -309,6 +300,16 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// A job the workers refused (the device is stopping): answered so, its bytes given
+    /// back by its dropped completer.
+    pub(super) fn not_queued(&mut self, sqe: Sqe, cost: usize) {
+        self.flight.not_queued(cost);
+        let stopping = nvme_status(Status::ShuttingDown);
+        self.flight.finish_now(sqe, Answer::status(stopping), 0);
+    }
+}
+
 /// The NVM command set's Flush.
 const FLUSH: u8 = 0x00;
 
@@ -331,6 +332,7 @@ impl StoreReply {
             sqe: self.sqe,
             answer,
             cost: self.cost,
+            away: false,
         });
     }
 }

@@ -108,6 +108,9 @@ impl Conn {
     /// A command's answer: sent, its slot and bytes freed, waiting commands started.
     pub(super) fn finished(&mut self, done: Done) {
         self.flight.count = self.flight.count.saturating_sub(1);
+        if done.away {
+            self.flight.back(done.cost);
+        }
         self.flight.release(done.cost);
         self.answer(&done.sqe, done.answer, false);
         self.start_waiting();

@@ -10,7 +10,6 @@
 //! admin credential is taken only from a host NQN in `nvme.admin_hosts`.
 
 use super::conn::{sgl_len, Conn};
-use super::flight::Done;
 use super::held::HeldBytes;
 use super::{invalid_field, invalid_namespace, Answer};
 use crate::connection::session::Session;
@@ -319,7 +318,7 @@ impl Conn {
             self.flight.finish_now(sqe, answer, cost);
             return;
         }
-        let done = self.flight.done_tx.clone();
+        let done = self.flight.completer(cost);
         kept.lock().running += 1;
         let puts = self.puts.clone();
         let job = {
@@ -331,16 +330,14 @@ impl Conn {
                 }
                 let response = answer(&shared, cmd, &iters, arrived);
                 let answer = keep(&kept, cid, &response, true, cap);
-                // Gone only if the connection closed meanwhile.
-                let _ = done.send(Done { sqe, answer, cost });
+                done.send(sqe, answer);
             })
         };
         if !self.target.workers.submit(job) {
             let mut k = kept.lock();
             k.running = k.running.saturating_sub(1);
             drop(k);
-            let stopping = super::io::nvme_status(Status::ShuttingDown);
-            self.flight.finish_now(sqe, Answer::status(stopping), cost);
+            self.not_queued(sqe, cost);
         }
     }
 
