@@ -14,6 +14,7 @@ mod deadlines;
 mod dedup;
 mod dispatch;
 mod error;
+mod held;
 #[doc(hidden)]
 pub mod fuzzing;
 mod iterators;

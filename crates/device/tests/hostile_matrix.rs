@@ -73,7 +73,7 @@ fn start(wire: Wire) -> Scene {
         c.nvme_listen = Some("127.0.0.1:0".into());
         c.nvme.max_connections = SLOTS;
         c.nvme.icreq_timeout_ms = 3000;
-        c.nvme.max_held_bytes = 8 << 20;
+        c.max_held_bytes = 8 << 20;
         // Secure by default: both hosts must prove their secrets (require_host_auth).
         c.nvme
             .hosts

@@ -11,7 +11,7 @@
 
 use super::conn::{sgl_len, Conn};
 use super::flight::Done;
-use super::held::HeldBytes;
+use crate::held::HeldBytes;
 use super::{invalid_field, invalid_namespace, Answer};
 use crate::connection::session::Session;
 use crate::iterators::ConnIterators;
@@ -56,8 +56,8 @@ struct Kept {
 
 /// Responses from this size on count in the device's bound; smaller ones (a write's, a small
 /// read's) are bounded by `MAX_KEPT` per queue, and would make every command touch a counter
-/// the network threads share.
-const COUNTED_FROM: usize = 4096;
+/// the network threads share (the native port's threshold too).
+use crate::held::COUNTED_FROM;
 
 fn counted(len: usize) -> usize {
     if len >= COUNTED_FROM {
