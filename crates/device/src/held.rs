@@ -45,15 +45,12 @@ impl HeldBytes {
         self.used.load(Ordering::SeqCst)
     }
 
-    /// The limit (`max_held_bytes`).
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Whether the limit is reached: a plain load, the native port's check per frame.
-    pub fn over(&self) -> bool {
+    /// Whether something is held and `margin` more would pass the limit: a plain load, the
+    /// native port's check per frame (its margin is what the answers not counted yet may
+    /// add: one largest reply per network thread).
+    pub fn over(&self, margin: usize) -> bool {
         let used = self.used.load(Ordering::Relaxed);
-        used != 0 && used >= self.limit
+        used != 0 && used.saturating_add(margin) > self.limit
     }
 
     /// Whether `bytes` more would stay within the limit, even when nothing is held.

@@ -14,9 +14,9 @@ mod deadlines;
 mod dedup;
 mod dispatch;
 mod error;
-mod held;
 #[doc(hidden)]
 pub mod fuzzing;
+mod held;
 mod iterators;
 mod metrics;
 mod nvme;

@@ -11,9 +11,9 @@
 
 use super::conn::{sgl_len, Conn};
 use super::flight::Done;
-use crate::held::HeldBytes;
 use super::{invalid_field, invalid_namespace, Answer};
 use crate::connection::session::Session;
+use crate::held::HeldBytes;
 use crate::iterators::ConnIterators;
 use crate::workers::answer;
 use bytes::{Bytes, BytesMut};
