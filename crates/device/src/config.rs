@@ -61,7 +61,8 @@ pub struct DeviceConfig {
     /// Memory): native replies not yet written and request frames of 4 KiB or more, NVMe/TCP
     /// queues' started commands and unfetched vendor responses. Past it new work waits (a
     /// native connection that holds nothing still runs one command at a time). Default
-    /// 256 MiB.
+    /// 256 MiB. Native connections start waiting one value per network thread before it
+    /// (answers not counted yet), so keep it well above `network_threads` x `max_value_len`.
     pub max_held_bytes: u64,
     /// Most keys one List returns.
     pub max_list_keys: u32,
@@ -419,6 +420,22 @@ mod tests {
         assert_eq!(c.max_key_len, 255);
         assert!(c.validate().is_ok());
         assert!(toml::from_str::<DeviceConfig>("lisen = \"x\"").is_err());
+    }
+
+    #[test]
+    fn max_held_bytes_is_the_devices_not_the_nvme_targets() {
+        let c: DeviceConfig = toml::from_str("max_held_bytes = 16777216\n").unwrap();
+        assert_eq!(c.max_held_bytes, 16 << 20);
+        assert!(c.validate().is_ok());
+        assert_eq!(DeviceConfig::default().max_held_bytes, 256 << 20);
+        let moved = toml::from_str::<DeviceConfig>("[nvme]\nmax_held_bytes = 16777216\n");
+        assert!(moved.is_err(), "the key moved to the top level");
+        // Below one NVMe/TCP queue's own bound (4 MiB).
+        let small = DeviceConfig {
+            max_held_bytes: 1 << 20,
+            ..DeviceConfig::default()
+        };
+        assert!(small.validate().is_err());
     }
 
     #[test]
