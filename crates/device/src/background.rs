@@ -108,6 +108,7 @@ impl Shared {
             scheduler: self.scheduler.stats(),
             dedup: self.dedup.as_ref().map(|d| d.stats()),
             shares: self.shares.reports(),
+            held_bytes: self.held.used() as u64,
         })
     }
 

@@ -57,6 +57,13 @@ pub struct DeviceConfig {
     /// ones are refused with `InvalidValueSize`. With `max_key_len`, it bounds a request
     /// frame.
     pub max_value_len: u32,
+    /// Most bytes the device holds for its clients, every wire together (`docs/device.md`,
+    /// Memory): native replies not yet written and request frames of 4 KiB or more, NVMe/TCP
+    /// queues' started commands and unfetched vendor responses. Past it new work waits (a
+    /// native connection that holds nothing still runs one command at a time). Default
+    /// 256 MiB. Native connections start waiting one value per network thread before it
+    /// (answers not counted yet), so keep it well above `network_threads` x `max_value_len`.
+    pub max_held_bytes: u64,
     /// Most keys one List returns.
     pub max_list_keys: u32,
     /// Iterators one connection may have open at once.
@@ -215,6 +222,7 @@ impl Default for DeviceConfig {
             // As Samsung's KV SSD: keys up to 255 bytes, values up to 2 MiB.
             max_key_len: 255,
             max_value_len: 2 << 20,
+            max_held_bytes: 256 << 20,
             max_list_keys: 1000,
             max_iterators: 16,
             max_iter_batch_bytes: 1 << 20,
@@ -320,6 +328,10 @@ impl DeviceConfig {
         if !matches!(self.engine.layout.as_str(), "per_namespace" | "shared") {
             return bad("engine.layout is per_namespace or shared");
         }
+        let queue = u64::from(self.nvme.max_queue_bytes);
+        if self.max_held_bytes < queue || self.max_held_bytes > 1 << 40 {
+            return bad("max_held_bytes is between nvme.max_queue_bytes and 1 TiB");
+        }
         self.nvme.check().map_err(DeviceError::Config)
     }
 
@@ -408,6 +420,22 @@ mod tests {
         assert_eq!(c.max_key_len, 255);
         assert!(c.validate().is_ok());
         assert!(toml::from_str::<DeviceConfig>("lisen = \"x\"").is_err());
+    }
+
+    #[test]
+    fn max_held_bytes_is_the_devices_not_the_nvme_targets() {
+        let c: DeviceConfig = toml::from_str("max_held_bytes = 16777216\n").unwrap();
+        assert_eq!(c.max_held_bytes, 16 << 20);
+        assert!(c.validate().is_ok());
+        assert_eq!(DeviceConfig::default().max_held_bytes, 256 << 20);
+        let moved = toml::from_str::<DeviceConfig>("[nvme]\nmax_held_bytes = 16777216\n");
+        assert!(moved.is_err(), "the key moved to the top level");
+        // Below one NVMe/TCP queue's own bound (4 MiB).
+        let small = DeviceConfig {
+            max_held_bytes: 1 << 20,
+            ..DeviceConfig::default()
+        };
+        assert!(small.validate().is_err());
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod dispatch;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod held;
 mod iterators;
 mod metrics;
 mod nvme;

@@ -10,7 +10,9 @@
 //! a namespace's limit hammered (held to its rate). On NVMe/TCP also: the victim's host NQN
 //! named without its DH-HMAC-CHAP secret (refused at Connect: secure by default), and a
 //! granted host's 2 MiB Stores whose data never comes on several queues (R2Ts within the
-//! device's byte bound, the queues closed at the frame deadline).
+//! device's byte bound, the queues closed at the frame deadline). On the native port also:
+//! connections pipelining gets of a 2 MiB value and never reading their replies (within the
+//! same `max_held_bytes`; `memory_budget.rs` measures the bound; TLS runs the same code).
 
 mod common;
 
@@ -47,6 +49,8 @@ struct Scene {
     tls: Option<TlsOptions>,
     victim: (u32, String),
     attacker: (u32, String),
+    /// A namespace without a limit, whose large values the unread gets ask for.
+    hoarder: (u32, String),
     _dir: tempfile::TempDir,
 }
 
@@ -73,7 +77,7 @@ fn start(wire: Wire) -> Scene {
         c.nvme_listen = Some("127.0.0.1:0".into());
         c.nvme.max_connections = SLOTS;
         c.nvme.icreq_timeout_ms = 3000;
-        c.nvme.max_held_bytes = 8 << 20;
+        c.max_held_bytes = 8 << 20;
         // Secure by default: both hosts must prove their secrets (require_host_auth).
         c.nvme
             .hosts
@@ -89,6 +93,7 @@ fn start(wire: Wire) -> Scene {
     admin.authenticate_admin(dev.admin_secret()).unwrap();
     let victim = admin.create_namespace("victim").unwrap();
     let attacker = admin.create_namespace("attacker").unwrap();
+    let hoarder = admin.create_namespace("hoarder").unwrap();
     let limit = IoShares {
         limit_ops: LIMIT,
         ..IoShares::default()
@@ -100,6 +105,7 @@ fn start(wire: Wire) -> Scene {
         tls,
         victim,
         attacker,
+        hoarder,
         _dir: dir,
     }
 }
@@ -265,6 +271,36 @@ fn owe_data(s: &Scene) -> (usize, Vec<NvmeHost>) {
     })
 }
 
+/// On the native port: 2 connections each pipeline 40 gets of a 2 MiB value and never read
+/// the replies (before issue 61 the device held all 160 MiB of them until the write
+/// deadline). Returned to be dropped once the memory is measured.
+fn unread_gets(s: &Scene) -> Vec<TcpStream> {
+    use bytes::{Bytes, BytesMut};
+    use cerberus_proto::{Command, Request};
+    let (ns, secret) = &s.hoarder;
+    let c = native(&s.dev, &s.tls);
+    c.open_namespace(*ns, secret).unwrap();
+    c.namespace(*ns).put("big", vec![9u8; 2 << 20]).unwrap();
+    let auth = Request::Authenticate {
+        secret: Bytes::copy_from_slice(secret.as_bytes()),
+    };
+    let gets = (0..40).map(|_| Request::Retrieve {
+        key: Bytes::from_static(b"big"),
+    });
+    let mut frames = BytesMut::new();
+    for (cid, request) in (1..).zip(std::iter::once(auth).chain(gets)) {
+        let nsid = *ns;
+        Command { cid, nsid, request }.encode(&mut frames).unwrap();
+    }
+    (0..2)
+        .map(|_| {
+            let mut sock = TcpStream::connect(s.dev.local_addr()).unwrap();
+            sock.write_all(&frames).unwrap();
+            sock
+        })
+        .collect()
+}
+
 /// The victim connects fresh and writes and reads its namespace.
 fn victim_is_served(s: &Scene) {
     let (ns, secret) = &s.victim;
@@ -307,6 +343,7 @@ fn run(wire: Wire) {
     impersonate(&s);
     hammer(&s);
     let owing = (wire == Wire::Nvme).then(|| owe_data(&s));
+    let hoarding = (wire == Wire::Native).then(|| unread_gets(&s));
     if let Some((r2ts, _)) = &owing {
         assert!(
             *r2ts <= 4,
@@ -324,6 +361,7 @@ fn run(wire: Wire) {
         grown < MEMORY_BOUND,
         "{wire:?}: memory grew by {grown} bytes"
     );
+    drop(hoarding);
     if let Some((_, hosts)) = owing {
         // The queues owing data are closed at the frame deadline (their admin queues are
         // a granted host's, idle: they go at the idle deadline, or here with the host).

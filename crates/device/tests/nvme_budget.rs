@@ -138,7 +138,7 @@ fn no_r2t_before_the_namespace_is_granted() {
 fn queues_together_hold_at_most_the_devices_bound() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, kv, _) = device_with(dir.path(), |c| {
-        c.nvme.max_held_bytes = 8 << 20;
+        c.max_held_bytes = 8 << 20;
         // Long past the R2Ts' half second below: no queue closes (and gives its bytes to a
         // waiting one) while they are counted.
         c.frame_timeout_ms = 3000;
@@ -208,7 +208,7 @@ fn fetches_are_not_charged_twice_for_kept_responses() {
         c.nvme
             .hosts
             .insert(HOST.into(), vec!["kv".into(), "big".into()]);
-        c.nvme.max_held_bytes = 4 << 20;
+        c.max_held_bytes = 4 << 20;
         c.nvme.max_queue_bytes = 4 << 20;
     });
     let (ns, secret) = common::admin(&dev).create_namespace("big").unwrap();

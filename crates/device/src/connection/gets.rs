@@ -42,7 +42,8 @@ impl Reader {
             .gets
             .first()
             .is_some_and(|g| g.cmd.nsid != cmd.nsid);
-        if other_ns || self.gets.gets.len() >= BATCH_GETS {
+        let n = self.gets.gets.len();
+        if other_ns || n >= BATCH_GETS || (n > 0 && !self.fits_one_more(n)) {
             self.run_gets();
         }
         if self.gets.gets.is_empty() {
@@ -55,6 +56,19 @@ impl Reader {
             permit,
             arrived,
         });
+    }
+
+    /// Whether the device's held bytes have room for the answers of `n` held gets and one
+    /// more, each at its largest, in this network thread's share of the room: else the
+    /// batch runs first, its answers are counted, and the next frame sees them (a batch's
+    /// answers are not counted until it runs, and every thread may be forming one at the
+    /// same moment). A plain load per get after the first of a batch.
+    fn fits_one_more(&self, n: usize) -> bool {
+        let largest = self.shared.config.max_value_len as usize;
+        let threads = self.shared.config.network_threads.max(1);
+        self.shared
+            .held
+            .fits((n + 1).saturating_mul(largest).saturating_mul(threads))
     }
 
     /// Whether gets are held.

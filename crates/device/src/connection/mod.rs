@@ -18,6 +18,7 @@ mod writer;
 use crate::admission::Ticket;
 use crate::deadlines::{Deadlines, Expired, Timer};
 use crate::dispatch::Shared;
+use crate::held::COUNTED_FROM;
 use crate::iterators::ConnIterators;
 use crate::put_batch::HeldPuts;
 use crate::shares;
@@ -50,7 +51,7 @@ pub async fn serve<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
-    let (tx, rx) = writer::outbox(shared.config.reply_bytes_bound());
+    let (tx, rx) = writer::outbox(shared.config.reply_bytes_bound(), shared.held.clone());
     let write_timeout = Duration::from_millis(shared.config.write_timeout_ms);
     let writer = write_loop(wr, rx, write_timeout, shared.clone());
     let mut reader = Reader::new(shared, workers, ticket, puts, tx);
@@ -99,6 +100,9 @@ struct Reader {
     inflight: Arc<Semaphore>,
     max_inflight: usize,
     max_body: u32,
+    /// What answers not counted yet may add to the device's held bytes: a get held (or a
+    /// command running) on each network thread, up to a value each (see `wait_for_budget`).
+    held_margin: usize,
     session: Session,
     iters: Arc<ConnIterators>,
     /// Bytes read and not yet taken as frames.
@@ -136,6 +140,8 @@ impl Reader {
             inflight: Arc::new(Semaphore::new(max_inflight)),
             max_inflight,
             max_body: shared.config.max_frame_body(),
+            held_margin: (shared.config.max_frame_body() as usize)
+                .saturating_mul(shared.config.network_threads.max(1)),
             session: Session::default(),
             iters: Arc::new(ConnIterators::new(shared.config.max_iterators, idle)),
             buf: BytesMut::new(),
@@ -267,6 +273,13 @@ impl Reader {
         // The core's turn, kept for the next frames read while its quantum lasts.
         let mut turn: Option<shares::Turn<'_>> = None;
         loop {
+            // The device's held bytes: one plain load a frame while they are within
+            // `max_held_bytes`. Before the frame is split, so a large one waiting in the
+            // buffer is not given its room (or read further) meanwhile.
+            if self.shared.held.over(self.held_margin) && self.holds_anything() {
+                turn = None;
+                self.wait_for_budget(stop).await;
+            }
             let limit = match self.ticket.is_authenticated() {
                 true => self.max_body,
                 false => UNAUTHENTICATED_MAX_BODY,
@@ -283,6 +296,11 @@ impl Reader {
             };
             framed = true;
             self.frames_this_turn += 1;
+            if frame.body.len() >= COUNTED_FROM {
+                // Counted until its command's reply is made (small frames are bounded by
+                // the buffer and `max_inflight`).
+                self.tx.hold_frame(frame.header.cid, frame.body.len());
+            }
             if self.stopping {
                 let stopping = Status::ShuttingDown;
                 refuse(
@@ -355,6 +373,36 @@ impl Reader {
                 Admission::Refused
             }
         }
+    }
+
+    /// Whether the connection has a command in flight or a reply not yet written (held gets
+    /// and puts hold permits too).
+    fn holds_anything(&self) -> bool {
+        self.inflight.available_permits() < self.max_inflight
+    }
+
+    /// Past the device's `max_held_bytes` (less `held_margin`), with something of its own
+    /// held: stop reading until the device has room again or this connection holds nothing
+    /// (then it runs one command alone: what others hold never stops it for good). Its held
+    /// gets and puts go first: they hold permits.
+    ///
+    /// The margin: a get's answer is counted once made, after the check that let it in, and
+    /// each network thread may have let one in (the rest of a run of gets is checked as it
+    /// forms, `gets::fits_one_more`); leaving room for one per thread keeps what is made
+    /// while the device is not over within `max_held_bytes`.
+    async fn wait_for_budget(&mut self, stop: &mut watch::Receiver<bool>) {
+        self.run_gets();
+        self.store_own_puts();
+        self.shared.metrics.budget_waits.inc();
+        let (held, inflight) = (self.shared.held.clone(), self.inflight.clone());
+        let all = u32::try_from(self.max_inflight).unwrap_or(u32::MAX);
+        let stopping = tokio::select! {
+            _ = held.room(self.held_margin) => false,
+            // Every permit back: nothing of its own in flight or unwritten.
+            _ = inflight.acquire_many(all) => false,
+            _ = stopped(stop) => true,
+        };
+        self.stopping |= stopping;
     }
 
     /// The stream cannot be trusted past a bad header: answer (if the header says to whom)

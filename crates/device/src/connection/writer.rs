@@ -8,8 +8,15 @@
 //! encoded under the outbox's lock (uncontended but for worker threads' replies) and the
 //! writer is woken only when it waits and the reply came from elsewhere. The order of
 //! replies is the order they were sent, as before.
+//!
+//! Replies of at least `COUNTED_FROM` bytes count in the device's held bytes
+//! (`max_held_bytes`, `crate::held`) from the moment they are encoded until they are written,
+//! and so do the connection's large request frames until their reply is made
+//! ([`Outbox::hold_frame`]). Both are counted under the lock a reply takes anyway; a small
+//! reply adds a comparison of its length and nothing else.
 
 use crate::dispatch::Shared;
+use crate::held::{HeldBytes, COUNTED_FROM};
 use bytes::BytesMut;
 use cerberus_proto::{Response, Status, HEADER_LEN};
 use parking_lot::Mutex;
@@ -40,6 +47,8 @@ struct Inner {
     /// Set once the writer has given up; `gone` wakes those waiting for it.
     closed: AtomicBool,
     gone: Notify,
+    /// The device's held bytes.
+    held: Arc<HeldBytes>,
 }
 
 #[derive(Default)]
@@ -52,6 +61,11 @@ struct State {
     waker: Option<Waker>,
     /// Outboxes alive.
     senders: usize,
+    /// Bytes of the replies in `out` counted in the device's held bytes.
+    counted: usize,
+    /// Request frames counted in the device's held bytes, by command id, until their reply
+    /// is made: a few at most (large frames only), so a scan is cheap.
+    frames: Vec<(u32, usize)>,
 }
 
 /// The writer is gone: the reply was dropped, with its permit.
@@ -60,7 +74,7 @@ pub(crate) struct WriterGone;
 
 /// A connection's outbox and the writer's end of it; replies longer than `max_body` are
 /// replaced by a `ReplyTooLarge` error.
-pub(super) fn outbox(max_body: u32) -> (Outbox, Replies) {
+pub(super) fn outbox(max_body: u32, held: Arc<HeldBytes>) -> (Outbox, Replies) {
     let inner = Arc::new(Inner {
         state: Mutex::new(State {
             senders: 1,
@@ -69,6 +83,7 @@ pub(super) fn outbox(max_body: u32) -> (Outbox, Replies) {
         max_body,
         closed: AtomicBool::new(false),
         gone: Notify::new(),
+        held,
     });
     let replies = Replies {
         inner: inner.clone(),
@@ -112,11 +127,37 @@ impl Outbox {
         if self.inner.closed.load(Ordering::Relaxed) {
             return Err(WriterGone);
         }
+        let mark = st.out.len();
         encode(r, &mut st.out, self.inner.max_body);
+        let len = st.out.len() - mark;
+        if len >= COUNTED_FROM {
+            // It exists: counted whatever the budget (the reader waits before its next
+            // frame instead).
+            self.inner.held.take(len);
+            st.counted += len;
+        }
+        if !st.frames.is_empty() {
+            // Its command has finished: its frame no longer counts.
+            if let Some(i) = st.frames.iter().position(|&(cid, _)| cid == r.cid) {
+                let (_, bytes) = st.frames.swap_remove(i);
+                self.inner.held.give(bytes);
+            }
+        }
         st.permits.extend(permit);
         // A reply sent here leaves the waker in place: the writer, polled next, may take
         // the buffer and wait again, and a reply from elsewhere must still find it.
         Ok(if wake { st.waker.take() } else { None })
+    }
+
+    /// Counts the `bytes` of the request frame of command `cid` in the device's held bytes
+    /// until the reply to `cid` is made (or the writer is gone).
+    pub(super) fn hold_frame(&self, cid: u32, bytes: usize) {
+        let mut st = self.inner.state.lock();
+        if self.inner.closed.load(Ordering::Relaxed) {
+            return; // its reply would be dropped: nothing would give the bytes back
+        }
+        self.inner.held.take(bytes);
+        st.frames.push((cid, bytes));
     }
 
     /// Completes once the writer has given up (a client that does not take its replies, or
@@ -159,12 +200,14 @@ impl Drop for Outbox {
 }
 
 impl Replies {
-    /// Moves the replies sent into `out` (empty) and their permits into `permits`: `true`
-    /// once there were some, `false` once every outbox is gone and nothing is left.
+    /// Moves the replies sent into `out` (empty), their permits into `permits` and their
+    /// counted bytes into `counted`: `true` once there were some, `false` once every outbox
+    /// is gone and nothing is left.
     fn take(
         &self,
         out: &mut BytesMut,
         permits: &mut Vec<OwnedSemaphorePermit>,
+        counted: &mut Counted,
         cx: &mut Context<'_>,
     ) -> Poll<bool> {
         let mut st = self.inner.state.lock();
@@ -172,6 +215,7 @@ impl Replies {
             // The two buffers trade places: each keeps its capacity for the next turn.
             std::mem::swap(out, &mut st.out);
             std::mem::swap(permits, &mut st.permits);
+            counted.bytes += std::mem::take(&mut st.counted);
             return Poll::Ready(true);
         }
         if st.senders == 0 {
@@ -190,11 +234,15 @@ impl Drop for Replies {
     /// go back; the reader learns it through [`Outbox::closed`].
     fn drop(&mut self) {
         self.inner.closed.store(true, Ordering::Release);
-        let unwritten = {
+        let (unwritten, counted) = {
             let mut st = self.inner.state.lock();
-            (std::mem::take(&mut st.out), std::mem::take(&mut st.permits))
+            let frames: usize = st.frames.drain(..).map(|(_, b)| b).sum();
+            let counted = std::mem::take(&mut st.counted) + frames;
+            let unwritten = (std::mem::take(&mut st.out), std::mem::take(&mut st.permits));
+            (unwritten, counted)
         };
         drop(unwritten);
+        self.inner.held.give(counted);
         self.inner.gone.notify_waiters();
     }
 }
@@ -222,7 +270,12 @@ async fn write_replies<W: AsyncWrite + Unpin>(
 ) {
     let mut out = BytesMut::new();
     let mut written = Vec::new();
-    while std::future::poll_fn(|cx| replies.take(&mut out, &mut written, cx)).await {
+    // Given back once written, or when the writer gives up or is dropped.
+    let mut counted = Counted {
+        held: replies.inner.held.clone(),
+        bytes: 0,
+    };
+    while std::future::poll_fn(|cx| replies.take(&mut out, &mut written, &mut counted, cx)).await {
         let write = async {
             wr.write_all(&out).await?;
             wr.flush().await
@@ -239,6 +292,7 @@ async fn write_replies<W: AsyncWrite + Unpin>(
         // network thread polls a while from here: a client's next command comes a
         // round trip after its reply, not after its command.
         crate::spin::touch();
+        counted.give();
         written.clear();
         out.clear();
         if out.capacity() > 4 << 20 {
@@ -247,6 +301,25 @@ async fn write_replies<W: AsyncWrite + Unpin>(
         }
     }
     let _ = wr.shutdown().await;
+}
+
+/// Bytes of the replies the writer has taken and not yet written, counted in the device's
+/// held bytes.
+struct Counted {
+    held: Arc<HeldBytes>,
+    bytes: usize,
+}
+
+impl Counted {
+    fn give(&mut self) {
+        self.held.give(std::mem::take(&mut self.bytes));
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.give();
+    }
 }
 
 /// Appends `r`'s frame to `out`; a reply whose body would exceed `max_body` (the device's

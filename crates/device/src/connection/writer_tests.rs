@@ -7,6 +7,10 @@ use tokio::sync::Semaphore;
 
 const LONG: Duration = Duration::from_secs(10);
 
+fn unbounded() -> Arc<HeldBytes> {
+    Arc::new(HeldBytes::new(usize::MAX))
+}
+
 fn value(cid: u32, v: &[u8]) -> Response {
     Response {
         cid,
@@ -41,7 +45,7 @@ async fn read_all(mut rd: impl AsyncRead + Unpin) -> Vec<Response> {
 #[tokio::test(flavor = "current_thread")]
 async fn replies_keep_their_order_and_the_writer_ends_with_the_last_outbox() {
     let (client, server) = tokio::io::duplex(1 << 20);
-    let (tx, replies) = outbox(1 << 20);
+    let (tx, replies) = outbox(1 << 20, unbounded());
     let writer = tokio::spawn(write_replies(server, replies, LONG, || panic!("timed out")));
     let inflight = Arc::new(Semaphore::new(64));
     let mut sent = Vec::new();
@@ -88,7 +92,7 @@ async fn replies_keep_their_order_and_the_writer_ends_with_the_last_outbox() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_waiting_writer_wakes_for_a_reply_from_another_thread() {
     let (mut client, server) = tokio::io::duplex(1 << 16);
-    let (tx, replies) = outbox(1 << 20);
+    let (tx, replies) = outbox(1 << 20, unbounded());
     let _writer = tokio::spawn(write_replies(server, replies, LONG, || panic!("timed out")));
     // The writer runs and waits.
     tokio::task::yield_now().await;
@@ -112,7 +116,7 @@ async fn a_waiting_writer_wakes_for_a_reply_from_another_thread() {
 async fn a_client_that_does_not_read_is_cut_off_and_permits_go_back() {
     // The client's side holds 64 bytes and is never read.
     let (_client, server) = tokio::io::duplex(64);
-    let (tx, replies) = outbox(1 << 20);
+    let (tx, replies) = outbox(1 << 20, unbounded());
     let timeouts = Arc::new(AtomicUsize::new(0));
     let counted = timeouts.clone();
     let on_timeout = move || {
@@ -145,7 +149,7 @@ async fn a_client_that_does_not_read_is_cut_off_and_permits_go_back() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_reply_too_large_becomes_an_error() {
     let (client, server) = tokio::io::duplex(1 << 16);
-    let (tx, replies) = outbox(100);
+    let (tx, replies) = outbox(100, unbounded());
     let writer = tokio::spawn(write_replies(server, replies, LONG, || panic!("timed out")));
     tx.send((value(1, &[1; 100]), None)).unwrap();
     tx.send((value(2, &[1; 101]), None)).unwrap();
@@ -155,4 +159,53 @@ async fn a_reply_too_large_becomes_an_error() {
     assert_eq!(got[0].status, Status::Success);
     assert_eq!(got[1].status, Status::ReplyTooLarge);
     assert_eq!(got[1].cid, 2);
+}
+
+/// Large replies count in the device's held bytes until written, large frames until their
+/// reply is made; small ones never; a writer that gives up gives everything back.
+#[tokio::test(flavor = "current_thread")]
+async fn large_replies_and_frames_count_until_written_or_answered() {
+    let (client, server) = tokio::io::duplex(64);
+    let held = Arc::new(HeldBytes::new(1 << 20));
+    let (tx, replies) = outbox(1 << 20, held.clone());
+    tx.send((value(1, &[1; 100]), None)).unwrap();
+    assert_eq!(held.used(), 0, "a small reply is not counted");
+    tx.hold_frame(2, 8192);
+    assert_eq!(held.used(), 8192);
+    tx.send((value(3, &[3; 8000]), None)).unwrap();
+    let big = held.used() - 8192;
+    assert!(big > 8000, "a large reply is counted: {big}");
+    tx.send((value(2, b"stored"), None)).unwrap();
+    assert_eq!(
+        held.used(),
+        big,
+        "the frame's bytes go once its reply is made"
+    );
+    // The client reads everything: all of it comes back.
+    let reader = tokio::spawn(read_all(client));
+    let writer = tokio::spawn(write_replies(server, replies, LONG, || panic!("timed out")));
+    drop(tx);
+    assert_eq!(reader.await.unwrap().len(), 3);
+    writer.await.unwrap();
+    assert_eq!(held.used(), 0, "written replies give their bytes back");
+
+    // A client that never reads: the writer gives up, and the bytes come back with it.
+    let (_client, server) = tokio::io::duplex(64);
+    let (tx, replies) = outbox(1 << 20, held.clone());
+    tx.hold_frame(7, 5000);
+    tx.send((value(8, &[8; 9000]), None)).unwrap();
+    assert!(held.used() > 14_000);
+    let writer = tokio::spawn(write_replies(
+        server,
+        replies,
+        Duration::from_millis(50),
+        || {},
+    ));
+    tokio::time::timeout(LONG, tx.closed())
+        .await
+        .expect("the writer gave up");
+    writer.await.unwrap();
+    assert_eq!(held.used(), 0, "nothing held past the writer");
+    tx.hold_frame(9, 5000);
+    assert_eq!(held.used(), 0, "a frame nothing will answer is not counted");
 }

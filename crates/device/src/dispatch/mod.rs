@@ -18,6 +18,7 @@ mod scans;
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::dedup::Dedup;
+use crate::held::HeldBytes;
 use crate::iterators::ConnIterators;
 use crate::metrics::Metrics;
 use crate::scheduler::{Policy, Scheduler};
@@ -62,6 +63,8 @@ pub struct Shared {
     pub dedup: Option<Dedup>,
     /// The namespaces' I/O shares, enforced by the gate each command passes on its core.
     pub shares: Shares,
+    /// The bytes the device holds for clients on every wire (`max_held_bytes`).
+    pub held: Arc<HeldBytes>,
 }
 
 /// Outcome of a command: a status, and a body or message.
@@ -102,6 +105,9 @@ impl Shared {
         let wanted = config.scheduler.policy != Policy::Off;
         let (dedup, pending) = Dedup::open(&db, &config.data_dir, &config.dedup, wanted);
         let shares = Shares::new(&config.shares);
+        let held = Arc::new(HeldBytes::new(
+            usize::try_from(config.max_held_bytes).unwrap_or(usize::MAX),
+        ));
         let shared = Shared {
             db,
             creds,
@@ -113,6 +119,7 @@ impl Shared {
             scheduler,
             dedup,
             shares,
+            held,
         };
         // Queued before the stop: past the bound too.
         for w in pending {

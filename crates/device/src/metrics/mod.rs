@@ -61,6 +61,9 @@ pub struct Metrics {
     pub put_batches: Counter,
     /// The puts of those pieces.
     pub batched_puts: Counter,
+    /// Times a native connection stopped reading until the device's held bytes
+    /// (`max_held_bytes`) came back.
+    pub budget_waits: Counter,
 }
 
 impl Metrics {
@@ -175,6 +178,12 @@ impl Metrics {
                 "cerberus_batched_puts",
                 "Puts written in those pieces.",
                 &self.batched_puts,
+            ),
+            (
+                "cerberus_budget_waits",
+                "Times a native connection stopped reading until the device's held bytes \
+                 (max_held_bytes) came back.",
+                &self.budget_waits,
             ),
         ] {
             // Registered without `_total`: the encoder appends it to a counter's sample.

@@ -19,6 +19,8 @@ pub struct Snapshot {
     pub dedup: Option<DedupStats>,
     /// The namespaces known to the shares, and what each got.
     pub shares: Vec<(u32, ShareReport)>,
+    /// Bytes held for clients on every wire now (`max_held_bytes` bounds them).
+    pub held_bytes: u64,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -60,6 +62,13 @@ impl Collector for Snapshot {
             encode_dedup(d, &mut encoder)?;
         }
         encode_shares(&self.shares, &mut encoder)?;
+        ConstGauge::new(self.held_bytes).encode(encoder.encode_descriptor(
+            "cerberus_held_bytes",
+            "Bytes held for clients on every wire (replies not yet written, large frames, \
+             NVMe/TCP commands' data and vendor responses), within max_held_bytes.",
+            None,
+            MetricType::Gauge,
+        )?)?;
         Ok(())
     }
 }

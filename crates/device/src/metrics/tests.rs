@@ -18,6 +18,7 @@ fn snapshot() -> Snapshot {
         },
         dedup: None,
         shares: Vec::new(),
+        held_bytes: 0,
     }
 }
 

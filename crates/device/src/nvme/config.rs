@@ -38,13 +38,9 @@ pub struct NvmeConfig {
     /// Bytes the commands in flight on one I/O queue may hold at once: Store values
     /// (from their R2T until their completion) and Retrieve/List buffers. A command past it
     /// waits for earlier ones; one larger than it runs alone. With `max_connections`, this
-    /// bounds what hosts can make the target hold.
+    /// bounds what hosts can make the target hold; all queues together (and the native
+    /// port's connections) are within the device's `max_held_bytes`.
     pub max_queue_bytes: u32,
-    /// Most bytes all queues together hold (started commands' data and buffers, unfetched
-    /// vendor responses): past it a queue's next command waits until another gives bytes
-    /// back, and a vendor response is replaced by a refusal. One command runs when nothing
-    /// is held, whatever its size.
-    pub max_held_bytes: u64,
     /// How long a vendor Submit's response waits for its Fetch: then it is dropped, its
     /// bytes given back, whatever the queue does meanwhile (a host's client fetches at once).
     pub unfetched_timeout_ms: u64,
@@ -87,7 +83,6 @@ impl Default for NvmeConfig {
             in_capsule_bytes: 8192,
             max_h2c_data: 128 << 10,
             max_queue_bytes: 4 << 20,
-            max_held_bytes: 256 << 20,
             unfetched_timeout_ms: 60_000,
             hosts: BTreeMap::new(),
             admin_hosts: Vec::new(),
@@ -118,9 +113,6 @@ impl NvmeConfig {
         }
         if self.max_queue_bytes == 0 || self.max_queue_bytes > 1 << 30 {
             return Err("nvme.max_queue_bytes is between 1 and 1 GiB".into());
-        }
-        if self.max_held_bytes < u64::from(self.max_queue_bytes) || self.max_held_bytes > 1 << 40 {
-            return Err("nvme.max_held_bytes is between max_queue_bytes and 1 TiB".into());
         }
         if !(100..=3_600_000).contains(&self.unfetched_timeout_ms) {
             return Err("nvme.unfetched_timeout_ms is between 100 and 3,600,000".into());

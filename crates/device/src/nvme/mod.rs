@@ -17,7 +17,6 @@ mod controllers;
 mod discovery;
 mod flight;
 mod gate;
-mod held;
 mod identify;
 mod io;
 mod io_queue;
@@ -50,8 +49,8 @@ pub(crate) struct Target {
     ctrl_secrets: HashMap<String, DhchapSecret>,
     /// Connection slots (`max_connections`, `max_connections_per_peer`).
     admission: Arc<Admission>,
-    /// The bytes all queues hold (`max_held_bytes`).
-    held: Arc<held::HeldBytes>,
+    /// The device's held bytes (`max_held_bytes`), shared with the native port.
+    held: Arc<crate::held::HeldBytes>,
 }
 
 impl Target {
@@ -70,7 +69,7 @@ impl Target {
                 config.max_connections_per_peer,
                 crate::admission::EVICTION_GRACE,
             ),
-            held: Arc::new(held::HeldBytes::new(config.max_held_bytes as usize)),
+            held: shared.held.clone(),
             shared,
             workers,
             config,

@@ -10,9 +10,9 @@
 //! admin credential is taken only from a host NQN in `nvme.admin_hosts`.
 
 use super::conn::{sgl_len, Conn};
-use super::held::HeldBytes;
 use super::{invalid_field, invalid_namespace, Answer};
 use crate::connection::session::Session;
+use crate::held::HeldBytes;
 use crate::iterators::ConnIterators;
 use crate::workers::answer;
 use bytes::{Bytes, BytesMut};
@@ -57,8 +57,8 @@ struct Kept {
 
 /// Responses from this size on count in the device's bound; smaller ones (a write's, a small
 /// read's) are bounded by `MAX_KEPT` per queue, and would make every command touch a counter
-/// the network threads share.
-const COUNTED_FROM: usize = 4096;
+/// the network threads share (the native port's threshold too).
+use crate::held::COUNTED_FROM;
 
 fn counted(len: usize) -> usize {
     if len >= COUNTED_FROM {

@@ -332,7 +332,7 @@ fn unfetched_responses_go_at_their_timeout_while_the_queue_is_silent() {
         c.nvme.hosts.insert(GRANTED.into(), vec!["kv".into()]);
         c.nvme.require_host_auth = false;
         c.nvme.max_queue_bytes = 1 << 20;
-        c.nvme.max_held_bytes = 1 << 20;
+        c.max_held_bytes = 1 << 20;
         c.nvme.unfetched_timeout_ms = 300;
     });
     let (ns, secret) = common::admin(&dev).create_namespace("kv").expect("kv");

@@ -1,13 +1,23 @@
-//! The bytes every NVMe/TCP queue together may hold (`nvme.max_held_bytes`): started
-//! commands' data and buffers, and unfetched vendor responses. Each queue has its own bound
-//! (`max_queue_bytes`); this one caps their sum, so a thousand queues each within its bound
-//! cannot take the process's memory. Past it, a queue's next command waits, in arrival order,
-//! until another queue gives bytes back (a vendor response is replaced by a refusal the host
-//! can fetch); when nothing is held, any one command may start, so the largest value always
-//! goes through.
+//! The bytes the whole device may hold for its clients (`max_held_bytes`), one count for
+//! every wire (`Shared::held`). NVMe/TCP queues count their started commands' data and
+//! buffers and unfetched vendor responses; native connections (plain and TLS) their replies
+//! not yet written and their request frames, each of at least [`COUNTED_FROM`] bytes. Each
+//! queue or connection has its own bound; this one caps their sum, so a thousand of them,
+//! each within its bound, cannot take the process's memory.
+//!
+//! Past it, new work waits: a queue's next command, in arrival order, until another gives
+//! bytes back (a vendor response is replaced by a refusal the host can fetch); a native
+//! connection's next frame, unless the connection holds nothing at all (then it runs one
+//! command alone), so no client waits on what others hold. When nothing is held, any one
+//! command may start, so the largest value always goes through.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::Notify;
+
+/// Replies and frames under this many bytes are not counted: a connection's or queue's are
+/// bounded by their number already, and counting them would put a shared atomic write on
+/// every small command.
+pub(crate) const COUNTED_FROM: usize = 4096;
 
 /// A device-wide count of held bytes against a limit.
 #[derive(Debug)]
@@ -33,6 +43,19 @@ impl HeldBytes {
     /// Bytes held now.
     pub fn used(&self) -> usize {
         self.used.load(Ordering::SeqCst)
+    }
+
+    /// Whether something is held and `margin` more would pass the limit: a plain load, the
+    /// native port's check per frame (its margin is what the answers not counted yet may
+    /// add: one largest reply per network thread).
+    pub fn over(&self, margin: usize) -> bool {
+        let used = self.used.load(Ordering::Relaxed);
+        used != 0 && used.saturating_add(margin) > self.limit
+    }
+
+    /// Whether `bytes` more would stay within the limit, even when nothing is held.
+    pub fn fits(&self, bytes: usize) -> bool {
+        self.used.load(Ordering::Relaxed).saturating_add(bytes) <= self.limit
     }
 
     fn room_for(&self, used: usize, bytes: usize) -> bool {
