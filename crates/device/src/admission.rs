@@ -15,8 +15,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 pub struct Admission {
     slots: Arc<Semaphore>,
-    /// Connections not authenticated yet, oldest first, with when each arrived.
-    unauthenticated: Mutex<VecDeque<(u64, Arc<Notify>, Instant)>>,
+    /// Connections not authenticated yet, oldest first, with when each arrived and from
+    /// where.
+    unauthenticated: Mutex<VecDeque<(u64, Arc<Notify>, Instant, IpAddr)>>,
     /// Connections told to go that have not given their slot back yet.
     evicting: Mutex<HashSet<u64>>,
     next_id: AtomicU64,
@@ -98,7 +99,7 @@ impl Admission {
         let now = Instant::now();
         self.unauthenticated
             .lock()
-            .push_back((id, evict.clone(), now));
+            .push_back((id, evict.clone(), now, peer));
         Ticket {
             id,
             evict,
@@ -126,15 +127,30 @@ impl Admission {
         }
     }
 
-    /// Tells the oldest unauthenticated connection to go, if it arrived `grace`
-    /// ago or more (one that just arrived may be a host in the middle of proving itself: a
-    /// flood of newcomers must not push it out); false if there is none.
+    /// Tells an unauthenticated connection that arrived `grace` ago or more to go (one that
+    /// just arrived may be a host in the middle of proving itself: a flood of newcomers must
+    /// not push it out): the oldest of the peer address holding the most unauthenticated
+    /// slots, so strangers reconnecting from a few addresses push out their own before a
+    /// host still authenticating from its own (a DH-HMAC-CHAP exchange takes several round
+    /// trips, past the grace on a busy device); false if there is none.
     fn evict_oldest(&self) -> bool {
         let mut q = self.unauthenticated.lock();
-        if q.front().is_none_or(|(_, _, at)| at.elapsed() < self.grace) {
-            return false;
+        let mut by_peer: HashMap<IpAddr, usize> = HashMap::new();
+        for (_, _, _, peer) in q.iter() {
+            *by_peer.entry(*peer).or_default() += 1;
         }
-        let Some((id, evict, _)) = q.pop_front() else {
+        // Oldest first: the first of the largest count wins ties.
+        let mut chosen: Option<(usize, usize)> = None;
+        for (i, (_, _, at, peer)) in q.iter().enumerate() {
+            if at.elapsed() < self.grace {
+                break;
+            }
+            let n = by_peer[peer];
+            if chosen.is_none_or(|(_, best)| n > best) {
+                chosen = Some((i, n));
+            }
+        }
+        let Some((id, evict, _, _)) = chosen.and_then(|(i, _)| q.remove(i)) else {
             return false;
         };
         drop(q);
@@ -178,7 +194,7 @@ impl Ticket {
 
     fn forget(&self) {
         let mut q = self.admission.unauthenticated.lock();
-        if let Some(i) = q.iter().position(|(id, _, _)| *id == self.id) {
+        if let Some(i) = q.iter().position(|(id, _, _, _)| *id == self.id) {
             q.remove(i);
         }
     }
@@ -239,6 +255,34 @@ mod tests {
             a.evicting.lock().is_empty(),
             "the evicted gave their slots back"
         );
+    }
+
+    #[tokio::test]
+    async fn the_peer_holding_the_most_unauthenticated_slots_goes_first() {
+        let a = Admission::new(4, usize::MAX, Duration::ZERO);
+        let (host, stranger) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 9]));
+        // The host arrived first and is still authenticating; the stranger holds three.
+        let host_conn = a.try_admit(host).unwrap();
+        let strangers: Vec<Ticket> = (0..3).map(|_| a.try_admit(stranger).unwrap()).collect();
+        // While the stranger holds more unauthenticated slots than the host, its own go.
+        for _ in 0..2 {
+            assert_eq!(a.make_room(), Room::Evicted);
+            let q = a.unauthenticated.lock();
+            assert!(
+                q.iter().any(|e| e.0 == host_conn.id),
+                "the host was told to go"
+            );
+        }
+        for t in &strangers[..2] {
+            tokio::time::timeout(Duration::from_secs(1), t.evicted())
+                .await
+                .expect("a stranger told to go");
+        }
+        // One each: the oldest goes (plain age decides between equals).
+        assert_eq!(a.make_room(), Room::Evicted);
+        tokio::time::timeout(Duration::from_secs(1), host_conn.evicted())
+            .await
+            .expect("the oldest told to go");
     }
 
     #[test]
