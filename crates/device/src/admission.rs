@@ -13,11 +13,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
+/// An unauthenticated connection: its id, its eviction notice, when it arrived, its peer.
+type Waiting = (u64, Arc<Notify>, Instant, IpAddr);
+
 pub struct Admission {
     slots: Arc<Semaphore>,
     /// Connections not authenticated yet, oldest first, with when each arrived and from
     /// where.
-    unauthenticated: Mutex<VecDeque<(u64, Arc<Notify>, Instant, IpAddr)>>,
+    unauthenticated: Mutex<VecDeque<Waiting>>,
     /// Connections told to go that have not given their slot back yet.
     evicting: Mutex<HashSet<u64>>,
     next_id: AtomicU64,
