@@ -320,7 +320,10 @@ fn a_move_that_fails_part_way_is_undone_and_an_interrupted_one_aborted() {
 
     // A move whose process died: its namespace on d1 and its record stay until --abort.
     let rel = cluster::secret_path("d1", "t.g2", nsid);
-    std::fs::create_dir_all(c.base().join("secrets/d1")).unwrap();
+    // As the tool makes it: closed to others (it refuses to write into an open one).
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(c.base().join("secrets/d1"))
+        .unwrap();
     std::fs::write(c.base().join(&rel), &secret).unwrap();
     let mut desc = c.desc();
     let t = desc.tenants.get_mut("t").unwrap();

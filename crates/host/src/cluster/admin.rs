@@ -4,10 +4,10 @@
 //! its name, and nothing to undo.
 
 use super::description::{
-    check_tenant_name, namespace_name, read_secret, secret_path, write_secret, ClusterDescription,
-    DeviceEntry, Part, TenantPlacement,
+    check_tenant_name, namespace_name, ClusterDescription, DeviceEntry, Part, TenantPlacement,
 };
 use super::error::ClusterError;
+use super::secrets::{read_secret, secret_path, write_secret};
 use crate::{BlockingClient, BlockingNamespace, ClientConfig, TlsOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

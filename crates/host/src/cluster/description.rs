@@ -195,9 +195,17 @@ impl ClusterDescription {
         let name = path
             .file_name()
             .map_or_else(|| "cluster".into(), |n| n.to_string_lossy().into_owned());
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        // A name nobody can guess, created exclusively: in a folder others may write to, a
+        // file or link planted under a predictable name is never written through.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let tmp = dir.join(format!(".{name}.{}.{nanos:09}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.sync_all()?;
             std::fs::rename(&tmp, path)?;
@@ -387,47 +395,9 @@ pub fn base_dir(path: &Path) -> &Path {
     }
 }
 
-/// Where the credential of namespace `namespace` (id `nsid`) on `device` is kept, relative
-/// to the description's folder: `secrets/{device}/{namespace}.{nsid}`. A folder per device
-/// (device names hold no `/` and do not start with a dot) and the id (never reused by a
-/// device) make two parts' paths differ, whatever the names.
-pub fn secret_path(device: &str, namespace: &str, nsid: u32) -> PathBuf {
-    PathBuf::from("secrets")
-        .join(device)
-        .join(format!("{namespace}.{nsid}"))
-}
-
-/// Writes a new credential file readable by its owner only (mode 0600 from the start, not
-/// after; its folders 0700). A file that exists is never replaced: the create fails.
-pub(crate) fn write_secret(path: &Path, secret: &str, what: &str) -> Result<(), ClusterError> {
-    let write = || -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            let mut b = std::fs::DirBuilder::new();
-            b.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-            b.create(dir)?;
-        }
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-        let mut f = opts.open(path)?;
-        f.write_all(secret.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()
-    };
-    write().map_err(ClusterError::file(what, path))
-}
-
-/// Reads a credential file (surrounding whitespace left out).
-pub(crate) fn read_secret(path: &Path, what: &str) -> Result<String, ClusterError> {
-    let text = std::fs::read_to_string(path).map_err(ClusterError::file(what, path))?;
-    Ok(text.trim().to_string())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::secrets::{read_secret, secret_path, write_secret};
     use super::*;
 
     fn part(ns: &str, dev: &str) -> Part {

@@ -12,14 +12,16 @@ mod description;
 mod error;
 mod placement;
 mod reshard;
+mod secrets;
 
 pub use admin::{
     connect_admin, connect_device, create_tenant, destroy_tenant, list, open_part, record_ids,
     TenantSummary,
 };
 pub use description::{
-    base_dir, namespace_name, secret_path, ClusterDescription, DeviceEntry, Part, TenantPlacement,
+    base_dir, namespace_name, ClusterDescription, DeviceEntry, Part, TenantPlacement,
 };
 pub use error::ClusterError;
 pub use placement::owner;
 pub use reshard::{abort_move, reshard, Digest, MoveReport};
+pub use secrets::secret_path;
