@@ -77,12 +77,12 @@ type Chunk = Vec<(Bytes, Bytes, key::ValueAddr, SeqNo)>;
 impl Inner {
     /// Adds the entries of every record `e` held when index `id` was created, makes them
     /// durable, and marks the index ready. Entries that would take the namespace past its
-    /// capacity fail it with `CapacityExceeded`, and the index is dropped (registry, entries
-    /// and the bytes charged so far): nothing of it remains.
+    /// capacity (or the device's reserve) fail it with `CapacityExceeded`, and the index is
+    /// dropped (registry, entries and the bytes charged so far): nothing of it remains.
     pub(super) fn backfill(&self, e: &NsEntry, id: Nsid) -> Result<()> {
         let mut charged: Vec<(Arc<Memtable>, u64)> = Vec::new();
         let result = self.backfill_entries(e, id, &mut charged);
-        if let Err(err @ Error::CapacityExceeded { .. }) = result {
+        if let Err(err @ (Error::CapacityExceeded { .. } | Error::ReserveReached { .. })) = result {
             for (mem, bytes) in charged {
                 mem.charge(e.id, 0, bytes);
             }
@@ -93,7 +93,7 @@ impl Inner {
         self.mark_ready(e, id)
     }
 
-    /// Drops index `id`, whose backfill the capacity refused.
+    /// Drops index `id`, whose backfill the capacity or the reserve refused.
     fn drop_refused_index(&self, id: Nsid) -> Result<()> {
         {
             let _w = self.writes.writer.lock();
@@ -201,6 +201,11 @@ impl Inner {
             bytes += entries.iter().map(entry_bytes).sum::<u64>();
             staged.push((entries, at));
         }
+        // The device's reserve, as every put's: a namespace without a capacity must not
+        // fill the disk through its indexes.
+        if bytes > 0 {
+            self.check_reserve()?;
+        }
         // Under the writer lock: no write of the namespace lands between the check and
         // the inserts.
         if let Some(capacity) = e.options.read().capacity {
@@ -283,7 +288,7 @@ impl Inner {
         for (ns, id) in pending {
             let e = self.ns_entry(ns)?;
             match self.backfill(&e, id) {
-                Err(Error::CapacityExceeded { .. }) => {}
+                Err(Error::CapacityExceeded { .. } | Error::ReserveReached { .. }) => {}
                 other => other?,
             }
         }

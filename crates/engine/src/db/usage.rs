@@ -494,7 +494,7 @@ impl Inner {
             .unwrap_or_else(|| (total / 100).min(DEFAULT_RESERVE_MAX))
     }
 
-    fn check_reserve(&self) -> Result<()> {
+    pub(super) fn check_reserve(&self) -> Result<()> {
         if self.opts.reserve_bytes == Some(0) {
             return Ok(());
         }

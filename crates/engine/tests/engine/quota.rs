@@ -457,6 +457,36 @@ fn the_reserve_refuses_writes_not_deletes() {
     ns.put(b"k2", b"v").unwrap();
 }
 
+/// A backfill writes index entries as puts do, so it stops at the device's reserve too,
+/// cleanly: before issue 61's third round it checked only the namespace's capacity, and a
+/// namespace without one could fill the disk past the reserve by creating indexes.
+#[test]
+fn a_backfill_stops_at_the_reserve_and_leaves_no_index() {
+    let sized = Arc::new(Sized {
+        inner: MemStorage::new(),
+        total: 100 << 20,
+        used_elsewhere: AtomicU64::new(0),
+    });
+    let storage: StorageRef = sized.clone();
+    let db = open(&storage, &common::small_options());
+    let ns = db.create_namespace("docs").unwrap();
+    for i in 0..200u32 {
+        ns.put(&key(i), format!("{{\"a\": {i}}}").as_bytes())
+            .unwrap();
+    }
+    sized
+        .used_elsewhere
+        .store((100 << 20) - (512 << 10), Ordering::Relaxed);
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let err = ns.create_index("a", IndexKind::Classic).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CapacityExceeded, "{err}");
+    assert!(ns.list_indexes().unwrap().is_empty());
+    sized.used_elsewhere.store(0, Ordering::Relaxed);
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    ns.create_index("a", IndexKind::Classic).unwrap();
+    assert_eq!(ns.list_indexes().unwrap().len(), 1);
+}
+
 /// The flush's accounting cost (one table lookup per key): put and flush times of a load of
 /// fresh keys and of overwrites, printed, not asserted. Run by hand:
 /// `cargo test -p cerberus-engine --test quota flush_cost -- --ignored --nocapture`.
