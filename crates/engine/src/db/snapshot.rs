@@ -49,13 +49,16 @@ impl Expiry {
     }
 }
 
+/// A pin: `(namespace, seqno, pin id)`.
+type PinKey = (Nsid, SeqNo, u64);
+
 /// The sequence numbers live snapshots read at, per namespace: one pin per snapshot, with
 /// its expiry (`None`: no maximum age, as the engine's own snapshots).
 #[derive(Default)]
 pub(super) struct Snapshots {
     /// `(namespace, seqno, pin id)`: ordered by namespace, so each namespace's pins are one
     /// range with its oldest first.
-    live: Mutex<BTreeMap<(Nsid, SeqNo, u64), Option<Arc<Expiry>>>>,
+    live: Mutex<BTreeMap<PinKey, Option<Arc<Expiry>>>>,
     next_id: AtomicU64,
     /// Seqnos unpinned so far, in any namespace (value-log GC's check that none went while it
     /// deferred a segment).
