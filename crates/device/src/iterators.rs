@@ -1,10 +1,15 @@
 //! The iterators one connection has open: ids, the per-connection limit, and closing those
 //! left idle, so a client that opens iterators and goes away holds no snapshot for long.
+//! An iterator past its snapshot's maximum age is closed too, however often it is touched:
+//! at the next use (which answers `SnapshotExpired`), or by the sweep. Its id is unknown
+//! from then on (`IteratorNotFound`, as after the idle sweep): the connection keeps nothing
+//! of it, not even a tombstone.
 
 use bytes::Bytes;
 use cerberus_engine::Iter;
 use cerberus_proto::Status;
 use parking_lot::Mutex;
+use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,6 +36,25 @@ struct Slot {
     nsid: u32,
     cursor: Arc<Mutex<Cursor>>,
     last_used: Instant,
+    /// When its snapshot expires (`None`: never).
+    expires: Option<Instant>,
+    _counted: Counted,
+}
+
+/// One iterator in the device's gauge of open iterators, for as long as its slot lives.
+struct Counted(Gauge);
+
+impl Counted {
+    fn new(gauge: &Gauge) -> Counted {
+        gauge.inc();
+        Counted(gauge.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 #[derive(Default)]
@@ -56,8 +80,9 @@ impl ConnIterators {
     }
 
     /// Registers `iter` of namespace `nsid` and returns its id, unless the connection has
-    /// its limit open (idle ones are closed first).
-    pub fn open(&self, nsid: u32, iter: Iter) -> Result<u32, Failure> {
+    /// its limit open (idle and expired ones are closed first); it counts in `gauge` while
+    /// open.
+    pub fn open(&self, nsid: u32, iter: Iter, gauge: &Gauge) -> Result<u32, Failure> {
         let mut t = self.table.lock();
         Self::sweep_locked(&mut t, self.idle);
         if t.open.len() >= self.max {
@@ -76,6 +101,7 @@ impl ConnIterators {
             id = id.wrapping_add(1);
         }
         t.next_id = id.wrapping_add(1);
+        let expires = iter.snapshot().expires_at();
         t.open.insert(
             id,
             Slot {
@@ -85,6 +111,8 @@ impl ConnIterators {
                     pending: None,
                 })),
                 last_used: Instant::now(),
+                expires,
+                _counted: Counted::new(gauge),
             },
         );
         Ok(id)
@@ -113,14 +141,27 @@ impl ConnIterators {
         }
     }
 
-    /// Closes the iterators unused for longer than the idle limit; returns how many.
+    /// Closes iterator `id` of `nsid` if open (one that failed).
+    pub fn forget(&self, nsid: u32, id: u32) {
+        let mut t = self.table.lock();
+        if t.open.get(&id).is_some_and(|s| s.nsid == nsid) {
+            t.open.remove(&id);
+        }
+    }
+
+    /// Closes the iterators unused for longer than the idle limit, and those whose snapshot
+    /// expired (used or not: the engine gave back what they read through, this gives back
+    /// the slot and the entry read ahead); returns how many.
     pub fn sweep(&self) -> usize {
         Self::sweep_locked(&mut self.table.lock(), self.idle)
     }
 
     fn sweep_locked(t: &mut Table, idle: Duration) -> usize {
         let before = t.open.len();
-        t.open.retain(|_, s| s.last_used.elapsed() < idle);
+        let now = Instant::now();
+        t.open.retain(|_, s| {
+            now.duration_since(s.last_used) < idle && s.expires.is_none_or(|at| at > now)
+        });
         before - t.open.len()
     }
 }
@@ -130,7 +171,7 @@ fn not_found(id: u32) -> Failure {
         Status::IteratorNotFound,
         format!(
             "no open iterator {id} on this connection for this namespace (never opened, \
-             closed, or closed by the device after sitting idle)"
+             closed, or closed by the device: idle, failed, or past the maximum age)"
         ),
     )
 }

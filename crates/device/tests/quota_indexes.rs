@@ -2,7 +2,8 @@
 //! creates (each backfill that would pass it is refused, leaving no index), index
 //! drop/create cycles do not flush the shared memtable each time, a namespace's indexes are
 //! bounded (`IndexLimit`), and an iterator lives at most `snapshot_max_age_ms`
-//! (`SnapshotExpired`).
+//! (`SnapshotExpired`), after which the device closes it however often it is touched (on
+//! both wires: the NVMe/TCP vendor pair shares the dispatch).
 
 mod common;
 
@@ -116,4 +117,52 @@ fn an_iterator_past_its_maximum_age_answers_snapshot_expired() {
     assert_eq!(err.status(), Some(Status::SnapshotExpired), "{err}");
     let stats = c.namespace(nsid).stats().unwrap();
     assert_eq!(stats["snapshots"], 0, "{stats}");
+}
+
+both_wires!(an_expired_iterator_is_closed_however_often_it_is_touched);
+
+/// Touched on and on past its age, an iterator answers `SnapshotExpired` once and then is
+/// unknown (`IteratorNotFound`): never a batch. It used to answer an empty, finished batch
+/// after the first refusal, and its slot stayed (touched, it was never idle): the device's
+/// gauge of open iterators goes back to 0 now.
+fn an_expired_iterator_is_closed_however_often_it_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| c.engine.snapshot_max_age_ms = 200);
+    let (c, nsid) = tenant(&dev, "t", None);
+    let ns = c.namespace(nsid);
+    for i in 0..20 {
+        ns.put(format!("k{i:05}").into_bytes(), doc(i)).unwrap();
+    }
+    let open = |n| {
+        let ids: Vec<u32> = (0..n)
+            .map(|_| ns.iter_open(&ScanOptions::default()).unwrap())
+            .collect();
+        for &it in &ids {
+            assert_eq!(ns.iter_next(it, 1, 1 << 20).unwrap().0.len(), 1);
+        }
+        ids
+    };
+    let ids = open(3);
+    assert_eq!(common::metric(&dev, "cerberus_iterators_open"), 3);
+    std::thread::sleep(Duration::from_millis(300));
+    for &it in &ids {
+        for touch in 0..3 {
+            let err = ns.iter_next(it, 10, 1 << 20).unwrap_err();
+            let want = match touch {
+                0 => Status::SnapshotExpired,
+                _ => Status::IteratorNotFound,
+            };
+            assert_eq!(err.status(), Some(want), "touch {touch}: {err}");
+        }
+    }
+    assert_eq!(common::metric(&dev, "cerberus_iterators_open"), 0);
+    let stats = ns.stats().unwrap();
+    assert_eq!(stats["snapshots"], 0, "{stats}");
+    // The connection's slots are free again; new iterators read.
+    let fresh = open(3);
+    assert_eq!(common::metric(&dev, "cerberus_iterators_open"), 3);
+    for it in fresh {
+        ns.iter_close(it).unwrap();
+    }
+    assert_eq!(common::metric(&dev, "cerberus_iterators_open"), 0);
 }

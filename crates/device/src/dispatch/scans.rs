@@ -67,7 +67,8 @@ impl Shared {
         };
         let mut it = self.namespace(ns)?.iter(opts).map_err(engine)?;
         it.seek(start).map_err(engine)?;
-        Ok(Reply::Iter(iters.open(ns, it)?))
+        let gauge = &self.metrics.iterators_open;
+        Ok(Reply::Iter(iters.open(ns, it, gauge)?))
     }
 
     pub(super) fn iter_next(
@@ -80,6 +81,15 @@ impl Shared {
     ) -> Outcome {
         let cursor = iters.get(ns, iter)?;
         let mut cursor = cursor.lock();
+        // A failed iterator answers nothing more (an expired one, SnapshotExpired forever):
+        // it is closed, so the client is told once, then the id is unknown. It used to
+        // answer an empty, finished batch, as if the scan had ended.
+        let failed = |e| {
+            iters.forget(ns, iter);
+            engine(e)
+        };
+        // Before the entry held back from the last batch, which the expiry voids too.
+        cursor.iter.snapshot().check().map_err(failed)?;
         let budget = max_bytes.min(self.config.max_iter_batch_bytes) as usize;
         let mut entries = Vec::new();
         let mut bytes = 0;
@@ -90,7 +100,7 @@ impl Shared {
                     done: true,
                 });
             };
-            let (k, v) = entry.map_err(engine)?;
+            let (k, v) = entry.map_err(failed)?;
             // With the lengths the reply gives them: a batch of tiny entries stays within the
             // budget too.
             let size = k.len() + v.len() + ENTRY_OVERHEAD;
@@ -107,7 +117,7 @@ impl Shared {
         // Look one entry ahead, so the client learns of the end without another call.
         let done = match cursor.next_entry() {
             Some(entry) => {
-                cursor.pending = Some(entry.map_err(engine)?);
+                cursor.pending = Some(entry.map_err(failed)?);
                 false
             }
             None => true,

@@ -68,3 +68,73 @@ fn size_errors_name_the_size_given_and_the_limit() {
     assert_eq!(r.status, Status::InvalidKeySize);
     assert!(message(&r).starts_with("key is 0 bytes;"));
 }
+
+fn command(nsid: u32, request: Request) -> Command {
+    Command {
+        cid: 1,
+        nsid,
+        request,
+    }
+}
+
+/// The sweep closes an iterator whose snapshot expired even if it was used just now (the
+/// idle limit here is an hour): it held its slot, and the entry read ahead, until the idle
+/// sweep, which a client touching it kept away forever.
+#[test]
+fn the_sweep_closes_expired_iterators_however_recently_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = DeviceConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..DeviceConfig::default()
+    };
+    config.engine.snapshot_max_age_ms = 100;
+    let db = Db::builder(config.engine_options())
+        .storage(config.engine_storage())
+        .open(dir.path().join("db"))
+        .unwrap();
+    let creds = Credentials::open(dir.path(), None).unwrap();
+    let s = Shared::new(db, creds, config);
+    let nsid = s.db.create_namespace("t").unwrap().id();
+    let iters = ConnIterators::new(4, std::time::Duration::from_secs(3600));
+    for k in [b"a", b"b"] {
+        assert!(store(&s, nsid, k, 10).status.is_success());
+    }
+    let open = || {
+        let r = s.execute(
+            command(
+                nsid,
+                Request::IterOpen {
+                    start: Bytes::new(),
+                    upper_bound: Bytes::new(),
+                    prefix: Bytes::new(),
+                    keys_only: false,
+                },
+            ),
+            &iters,
+        );
+        match r.reply {
+            Reply::Iter(id) => id,
+            other => panic!("{other:?}"),
+        }
+    };
+    let next = |iter| {
+        let request = Request::IterNext {
+            iter,
+            max_entries: 1,
+            max_bytes: 1 << 20,
+        };
+        s.execute(command(nsid, request), &iters)
+    };
+    let ids = [open(), open()];
+    for &id in &ids {
+        assert!(next(id).status.is_success());
+    }
+    assert_eq!(iters.sweep(), 0);
+    assert_eq!(s.metrics.iterators_open.get(), 2);
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    assert_eq!(iters.sweep(), 2);
+    assert_eq!(s.metrics.iterators_open.get(), 0);
+    for id in ids {
+        assert_eq!(next(id).status, Status::IteratorNotFound);
+    }
+}

@@ -29,6 +29,8 @@ pub struct Metrics {
     /// Connections closed at once: every slot was held by an authenticated client.
     pub connections_refused: Counter,
     pub connections_open: Gauge,
+    /// Iterators open, on every connection and NVMe/TCP queue.
+    pub iterators_open: Gauge,
     /// Frames that could not be decoded.
     pub protocol_errors: Counter,
     /// Connections closed for not authenticating in time.
@@ -193,6 +195,12 @@ impl Metrics {
             "cerberus_connections_open",
             "Connections being served.",
             self.connections_open.clone(),
+        );
+        r.register(
+            "cerberus_iterators_open",
+            "Iterators open on every connection (idle ones and ones past the maximum \
+             snapshot age until the sweep closes them).",
+            self.iterators_open.clone(),
         );
         r.register_collector(Box::new(now));
         r

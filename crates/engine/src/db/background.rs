@@ -401,8 +401,14 @@ impl Inner {
     fn choose(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Choice {
         loop {
             // Pins past their age go first: what they held may be collectable.
-            if self.expire_snapshots() {
+            let (gc, expired) = self.expire_snapshots();
+            if gc {
                 bg.policy.check_gc();
+            }
+            if !expired.is_empty() {
+                // Their iterators' tables and memtables go now, not when the handles drop;
+                // dropping them may delete files: not under the background's lock.
+                parking_lot::MutexGuard::unlocked(bg, || expired.release());
             }
             let version = self.versions.lock().current();
             let view = self.view(&version, bg.policy.draining());

@@ -14,7 +14,7 @@
 //! snapshot reads (of its own namespace, destroyed or not) until the snapshot goes.
 
 use super::namespaces::NsEntry;
-use super::snapshot::Snapshot;
+use super::snapshot::{Release, Snapshot};
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::iter::SnapshotScan;
@@ -23,9 +23,10 @@ use crate::prefetch::{Pending, ReadPool};
 use crate::stats::Counters;
 use crate::table::IterConfig;
 use bytes::Bytes;
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// A value on its way to the caller.
 enum Fetch {
@@ -99,14 +100,12 @@ struct Ahead {
     value: Fetch,
 }
 
-/// Keys and values of one namespace at one snapshot, in byte order. Yields
-/// `Result<(key, value)>`; after an error it yields nothing more.
-pub struct Iter {
-    inner: Arc<Inner>,
-    entry: Arc<NsEntry>,
-    snapshot: Snapshot,
+/// Where an iterator stands and what it reads through: the merge over the memtables and
+/// tables of the super version it was opened on, and the values read ahead. This is what
+/// holds memory and disk space (each memtable, every table of the version, even after
+/// compactions replaced them): it goes as soon as the snapshot expires or a read fails.
+struct Position {
     scan: SnapshotScan,
-    opts: ReadOptions,
     /// Entries taken from the merge, oldest first, values read or being read.
     ahead: VecDeque<Ahead>,
     /// The merge has nothing more within bounds.
@@ -117,6 +116,35 @@ pub struct Iter {
     /// Entries yielded since the last seek: the value read-ahead window grows with them up
     /// to `prefetch_degree`, so a short scan issues few reads it will not use.
     streak: usize,
+}
+
+/// An iterator's position, shared (weakly) with its snapshot's expiry: the sweep that
+/// expires the snapshot takes it even if the iterator is never used again. Locked once per
+/// `next` or `seek`, uncontended but for that sweep.
+struct Held(Mutex<Option<Position>>);
+
+impl Release for Held {
+    fn release(&self) {
+        // Dropped under the lock (it takes none of the iterator's): whoever looks next
+        // (`memory`, the iterator) finds the tables, and the files of those compactions
+        // replaced, gone.
+        let mut held = self.0.lock();
+        *held = None;
+    }
+}
+
+/// Keys and values of one namespace at one snapshot, in byte order. Yields
+/// `Result<(key, value)>`. After an error it yields nothing more, but for
+/// [`Error::SnapshotExpired`], which every later `next` and `seek` returns too; either
+/// way it has given back its tables, memtables and read-ahead by then. Past its snapshot's
+/// maximum age it gives them back even if never used again.
+pub struct Iter {
+    inner: Arc<Inner>,
+    entry: Arc<NsEntry>,
+    snapshot: Snapshot,
+    opts: ReadOptions,
+    held: Arc<Held>,
+    /// A read failed (not for the snapshot's age): nothing more until a seek.
     failed: bool,
 }
 
@@ -137,59 +165,100 @@ impl Iter {
             return Err(Error::Closed);
         }
         entry.check_live()?;
-        // After the snapshot's seqno was pinned: everything at or below it is in this super
-        // version (or in what compactions keep for the snapshot), and GC keeps the segments
-        // of what it reads.
-        let sv = inner.super_version();
-        let counters = entry.list_counters.clone();
-        let config = IterConfig {
-            fill_cache: opts.fill_cache,
-            readahead: opts.index_prefetch.then(|| inner.prefetcher().clone()),
-        };
-        let scan = sv.scan(entry.id, snapshot.seq(), &counters, &config)?;
-        Counters::add(&counters.local().lists, 1);
         let it = Iter {
+            held: Arc::new(Held(Mutex::new(None))),
             inner,
             entry,
             snapshot,
-            scan,
             opts,
-            ahead: VecDeque::new(),
-            exhausted: false,
-            unpositioned: true,
-            streak: 0,
             failed: false,
         };
+        *it.held.0.lock() = Some(it.position()?);
+        let reader: Weak<Held> = Arc::downgrade(&it.held);
+        if !it.snapshot.hold(reader) {
+            return Err(it.snapshot.expired_error());
+        }
+        Counters::add(&it.entry.list_counters.local().lists, 1);
         // Positioned on the first `next` or `seek`.
         Ok(it)
     }
 
-    /// Positions at the first key `>= key` (and within the prefix, if one is set): the next
-    /// item is that key's. Values read ahead for the old position are dropped.
-    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        // As `next`: an iterator of a closed database answers nothing more.
+    /// A merge over the current super version, unpositioned.
+    fn position(&self) -> Result<Position> {
+        // After the snapshot's seqno was pinned: everything at or below it is in this super
+        // version (or in what compactions keep for the snapshot), and GC keeps the segments
+        // of what it reads.
+        let sv = self.inner.super_version();
+        let config = IterConfig {
+            fill_cache: self.opts.fill_cache,
+            readahead: self
+                .opts
+                .index_prefetch
+                .then(|| self.inner.prefetcher().clone()),
+        };
+        let counters = &self.entry.list_counters;
+        let scan = sv.scan(self.entry.id, self.snapshot.seq(), counters, &config)?;
+        Ok(Position {
+            scan,
+            ahead: VecDeque::new(),
+            exhausted: false,
+            unpositioned: true,
+            streak: 0,
+        })
+    }
+
+    /// Fails, as `next` and `seek` do, if the database closed or the snapshot expired; the
+    /// position is given back then.
+    fn usable(&mut self) -> Result<()> {
+        // An iterator of a closed database answers nothing more.
         if self.inner.closed.load(Ordering::Acquire) {
             self.failed = true;
+            self.held.release();
             return Err(Error::Closed);
         }
-        if let Err(e) = self.snapshot.check() {
-            self.failed = true;
-            return Err(e);
-        }
-        self.ahead.clear();
-        self.exhausted = false;
-        self.unpositioned = false;
-        self.streak = 0;
+        // Past its age its pin is gone (the check reaps it, and its readers' positions, if
+        // the background has not yet).
+        self.snapshot.check().inspect_err(|_| self.held.release())
+    }
+
+    /// Positions at the first key `>= key` (and within the prefix, if one is set): the next
+    /// item is that key's. Values read ahead for the old position are dropped. After a
+    /// failed read, it opens a new merge over the snapshot.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.usable()?;
         self.failed = false;
+        let mut held = self.held.0.lock();
+        let outcome = self.seek_held(&mut held, key);
+        let gone = outcome.is_err().then(|| held.take());
+        drop((held, gone));
+        if outcome.is_err() && !self.snapshot.released() {
+            self.failed = true;
+        }
+        outcome
+    }
+
+    fn seek_held(&self, held: &mut Option<Position>, key: &[u8]) -> Result<()> {
+        if self.snapshot.released() {
+            // Expired since the check: its sweep took the position, or is waiting for it.
+            return Err(self.snapshot.expired_error());
+        }
+        let p = match held.take() {
+            Some(p) => p,
+            None => self.position()?,
+        };
+        self.seek_in(held.insert(p), key)
+    }
+
+    fn seek_in(&self, p: &mut Position, key: &[u8]) -> Result<()> {
+        p.ahead.clear();
+        p.exhausted = false;
+        p.unpositioned = false;
+        p.streak = 0;
         let target = match &self.opts.prefix {
-            Some(p) if key < p.as_slice() => p.as_slice(),
+            Some(pre) if key < pre.as_slice() => pre.as_slice(),
             _ => key,
         };
-        if let Err(e) = self.scan.seek(target) {
-            self.failed = true;
-            return Err(e);
-        }
-        Ok(())
+        p.scan.seek(target)
     }
 
     /// The snapshot this iterator reads at.
@@ -197,18 +266,25 @@ impl Iter {
         &self.snapshot
     }
 
-    /// Bytes this iterator holds now.
+    /// Bytes this iterator holds now (its own state alone once it has given its position
+    /// back).
     pub fn memory(&self) -> IterMemory {
-        let (scan_state, scan_buffers) = self.scan.memory();
-        let ahead: usize = self
-            .ahead
-            .iter()
-            .map(|a| a.key.len() + a.value.bytes())
-            .sum();
+        // The position sits in `Held` (its allocation stays once given back); the scan
+        // counts its own size in `scan_state`.
+        let own = std::mem::size_of::<Iter>() + std::mem::size_of::<Held>();
+        let held = self.held.0.lock();
+        let Some(p) = held.as_ref() else {
+            return IterMemory {
+                state: own,
+                buffers: 0,
+            };
+        };
+        let (scan_state, scan_buffers) = p.scan.memory();
+        let ahead: usize = p.ahead.iter().map(|a| a.key.len() + a.value.bytes()).sum();
         IterMemory {
-            state: std::mem::size_of::<Iter>() - std::mem::size_of::<SnapshotScan>()
+            state: own - std::mem::size_of::<SnapshotScan>()
                 + scan_state
-                + self.ahead.capacity() * std::mem::size_of::<Ahead>(),
+                + p.ahead.capacity() * std::mem::size_of::<Ahead>(),
             buffers: scan_buffers + ahead,
         }
     }
@@ -225,19 +301,19 @@ impl Iter {
     }
 
     /// Takes the next live entry from the merge, its value read, started or left for later.
-    fn pull(&mut self) -> Result<Option<Ahead>> {
-        while !self.exhausted {
-            if !self.scan.valid() || self.past_end(self.scan.key()) {
-                self.exhausted = true;
+    fn pull(&self, p: &mut Position) -> Result<Option<Ahead>> {
+        while !p.exhausted {
+            if !p.scan.valid() || self.past_end(p.scan.key()) {
+                p.exhausted = true;
                 break;
             }
-            if self.scan.kind() == Kind::Delete {
-                self.scan.next()?;
+            if p.scan.kind() == Kind::Delete {
+                p.scan.next()?;
                 continue;
             }
-            let key = Bytes::copy_from_slice(self.scan.key());
-            let index_value = self.scan.index_value();
-            self.scan.next()?;
+            let key = Bytes::copy_from_slice(p.scan.key());
+            let index_value = p.scan.index_value();
+            p.scan.next()?;
             let value = match index_value {
                 _ if self.opts.keys_only => Fetch::Ready(Bytes::new()),
                 Some(IndexValue::Addr {
@@ -258,20 +334,20 @@ impl Iter {
         Ok(None)
     }
 
-    fn step(&mut self) -> Result<Option<(Bytes, Bytes)>> {
-        if self.unpositioned {
-            self.seek(&[])?;
+    fn step(&self, p: &mut Position) -> Result<Option<(Bytes, Bytes)>> {
+        if p.unpositioned {
+            self.seek_in(p, &[])?;
         }
         // The entry to yield, and behind it the window of entries whose values are read
         // ahead; the one yielded now is read here if it was not.
-        let window = self.opts.prefetch_degree.min(self.streak);
-        while self.ahead.len() <= window {
-            match self.pull()? {
-                Some(a) => self.ahead.push_back(a),
+        let window = self.opts.prefetch_degree.min(p.streak);
+        while p.ahead.len() <= window {
+            match self.pull(p)? {
+                Some(a) => p.ahead.push_back(a),
                 None => break,
             }
         }
-        for a in self.ahead.iter_mut().skip(1) {
+        for a in p.ahead.iter_mut().skip(1) {
             if let Fetch::Later(addr) = a.value {
                 let inner = self.inner.clone();
                 let (ns, k) = (self.entry.id, a.key.clone());
@@ -283,10 +359,10 @@ impl Iter {
                 }));
             }
         }
-        let Some(a) = self.ahead.pop_front() else {
+        let Some(a) = p.ahead.pop_front() else {
             return Ok(None);
         };
-        self.streak += 1;
+        p.streak += 1;
         let c = &self.entry.list_counters;
         let value = match a.value {
             Fetch::Ready(v) => v,
@@ -309,22 +385,33 @@ impl Iterator for Iter {
     type Item = Result<(Bytes, Bytes)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let failed_before = self.failed;
+        if let Err(e) = self.usable() {
+            // Every call past the age says so; other failures are said once.
+            let expired = e.kind() == crate::ErrorKind::SnapshotExpired;
+            return (expired || !failed_before).then_some(Err(e));
+        }
         if self.failed {
             return None;
         }
-        if self.inner.closed.load(Ordering::Acquire) {
-            self.failed = true;
-            return Some(Err(Error::Closed));
+        let mut held = self.held.0.lock();
+        let outcome = match &mut *held {
+            Some(p) if !self.snapshot.released() => self.step(p),
+            // Its snapshot expired since the check: the sweep took the position (or waits).
+            _ => Err(self.snapshot.expired_error()),
+        };
+        let e = match outcome {
+            Ok(item) => return item.map(Ok),
+            Err(e) => e,
+        };
+        let gone = held.take();
+        drop((held, gone));
+        // GC may have taken what a read past the age wanted: such a failure says so.
+        if self.snapshot.released() || self.snapshot.check().is_err() {
+            return Some(Err(self.snapshot.expired_error()));
         }
-        // Past its age its pin is gone, and GC may have taken what it would read: a read
-        // that failed for that says so.
-        match self.snapshot.check().and_then(|()| self.step()) {
-            Ok(item) => item.map(Ok),
-            Err(e) => {
-                self.failed = true;
-                Some(Err(self.snapshot.check().err().unwrap_or(e)))
-            }
-        }
+        self.failed = true;
+        Some(Err(e))
     }
 }
 

@@ -17,17 +17,48 @@ use crate::error::{Error, Result};
 use crate::key::{Nsid, SeqNo};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+/// What a reader of a snapshot holds beyond the pin (an iterator's tables, memtables and
+/// read-ahead), given up when the snapshot expires: an iterator kept open and touched now
+/// and then must not hold the tree it was opened on for longer than the pin.
+pub(super) trait Release: Send + Sync {
+    fn release(&self);
+}
+
+/// The expiry of one snapshot that has a maximum age: when, whether it has passed, and the
+/// readers whose state goes with it.
+pub(super) struct Expiry {
+    at: Instant,
+    /// Set by the sweep that released the pin, before it releases the readers.
+    expired: AtomicBool,
+    readers: Mutex<Vec<Weak<dyn Release>>>,
+}
+
+impl Expiry {
+    /// Marks it expired and releases its readers' state (with no other lock held: a reader
+    /// in the middle of a step is waited for).
+    fn release(&self) {
+        self.expired.store(true, Ordering::SeqCst);
+        let readers = std::mem::take(&mut *self.readers.lock());
+        for r in readers.iter().filter_map(Weak::upgrade) {
+            r.release();
+        }
+    }
+}
+
+/// A pin: `(namespace, seqno, pin id)`.
+type PinKey = (Nsid, SeqNo, u64);
+
 /// The sequence numbers live snapshots read at, per namespace: one pin per snapshot, with
-/// when it expires (`None`: the engine's own, which never do).
+/// its expiry (`None`: no maximum age, as the engine's own snapshots).
 #[derive(Default)]
 pub(super) struct Snapshots {
     /// `(namespace, seqno, pin id)`: ordered by namespace, so each namespace's pins are one
     /// range with its oldest first.
-    live: Mutex<BTreeMap<(Nsid, SeqNo, u64), Option<Instant>>>,
+    live: Mutex<BTreeMap<PinKey, Option<Arc<Expiry>>>>,
     next_id: AtomicU64,
     /// Seqnos unpinned so far, in any namespace (value-log GC's check that none went while it
     /// deferred a segment).
@@ -42,7 +73,7 @@ impl Snapshots {
         &self,
         ns: Nsid,
         visible: &AtomicU64,
-        expires: Option<Instant>,
+        expires: Option<Arc<Expiry>>,
     ) -> (SeqNo, u64) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut live = self.live.lock();
@@ -64,16 +95,16 @@ impl Snapshots {
             .is_none()
     }
 
-    /// Unpins every pin expired at `now`; returns their namespaces.
-    fn expire(&self, now: Instant) -> Vec<Nsid> {
+    /// Unpins every pin expired at `now`; returns their namespaces and expiries.
+    fn expire(&self, now: Instant) -> Vec<(Nsid, Arc<Expiry>)> {
         let mut live = self.live.lock();
         let mut gone = Vec::new();
-        live.retain(|&(ns, ..), expires| {
-            let keep = expires.is_none_or(|t| t > now);
-            if !keep {
-                gone.push(ns);
+        live.retain(|&(ns, ..), expiry| match expiry {
+            Some(e) if e.at <= now => {
+                gone.push((ns, e.clone()));
+                false
             }
-            keep
+            _ => true,
         });
         if !gone.is_empty() {
             self.releases.fetch_add(1, Ordering::SeqCst);
@@ -83,7 +114,7 @@ impl Snapshots {
 
     /// The soonest a pin expires.
     pub(super) fn next_expiry(&self) -> Option<Instant> {
-        self.live.lock().values().flatten().min().copied()
+        self.live.lock().values().flatten().map(|e| e.at).min()
     }
 
     pub(super) fn releases(&self) -> u64 {
@@ -192,26 +223,33 @@ impl Inner {
         }
     }
 
-    /// Releases the pins past `Options::snapshot_max_age`; true if segments value-log GC
-    /// left for them may be collectable now (the caller has GC look again).
-    pub(super) fn expire_snapshots(&self) -> bool {
+    /// Releases the pins past `Options::snapshot_max_age`: true if segments value-log GC
+    /// left for them may be collectable now (the caller has GC look again), and their
+    /// expiries, whose readers' state the caller releases ([`Expired::release`]) once it
+    /// holds no lock (the background's lock is held here).
+    pub(super) fn expire_snapshots(&self) -> (bool, Expired) {
         if self.opts.snapshot_max_age.is_none() {
-            return false;
+            return (false, Expired(Vec::new()));
         }
         let gone = self.snapshots.expire(Instant::now());
         let mut deferred = self.gc.deferred.lock();
         // Every namespace's segments go back (no short circuit).
         let mut any = false;
-        for ns in gone {
+        let mut expired = Vec::with_capacity(gone.len());
+        for (ns, e) in gone {
             any |= deferred.released(ns);
+            expired.push(e);
         }
-        any
+        (any, Expired(expired))
     }
 
-    /// [`expire_snapshots`](Self::expire_snapshots), waking GC if it gave segments back
-    /// (not with the background state's lock held).
+    /// [`expire_snapshots`](Self::expire_snapshots), releasing the readers' state and
+    /// waking GC if it gave segments back (not with the background state's lock held, nor
+    /// a reader's).
     pub(super) fn reap_snapshots(&self) {
-        if self.expire_snapshots() {
+        let (gc, expired) = self.expire_snapshots();
+        expired.release();
+        if gc {
             self.bg.state.lock().policy.check_gc();
             self.wake_background();
         }
@@ -224,6 +262,22 @@ impl Inner {
     }
 }
 
+/// Expiries just passed, whose readers still hold their state until [`Expired::release`].
+#[must_use = "the readers of expired snapshots keep their state until released"]
+pub(super) struct Expired(Vec<Arc<Expiry>>);
+
+impl Expired {
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn release(self) {
+        for e in self.0 {
+            e.release();
+        }
+    }
+}
+
 /// The pin behind one or more [`Snapshot`] clones.
 struct Pin {
     inner: Arc<Inner>,
@@ -231,7 +285,7 @@ struct Pin {
     seq: SeqNo,
     id: u64,
     /// When it expires (`None`: never).
-    expires: Option<Instant>,
+    expiry: Option<Arc<Expiry>>,
 }
 
 impl Drop for Pin {
@@ -265,12 +319,20 @@ impl Snapshot {
     pub(super) fn new(ns: Namespace) -> Snapshot {
         let nsid = ns.entry.id;
         let max_age = ns.inner.opts.snapshot_max_age;
-        let expires = max_age.and_then(|a| Instant::now().checked_add(a));
-        let (seq, id) = ns
-            .inner
-            .snapshots
-            .acquire(nsid, &ns.inner.writes.visible_seq, expires);
-        if expires.is_some() {
+        let expiry = max_age
+            .and_then(|a| Instant::now().checked_add(a))
+            .map(|at| {
+                Arc::new(Expiry {
+                    at,
+                    expired: AtomicBool::new(false),
+                    readers: Mutex::new(Vec::new()),
+                })
+            });
+        let (seq, id) =
+            ns.inner
+                .snapshots
+                .acquire(nsid, &ns.inner.writes.visible_seq, expiry.clone());
+        if expiry.is_some() {
             // The background sleeps no longer than until the first expiry.
             ns.inner.wake_background();
         }
@@ -280,7 +342,7 @@ impl Snapshot {
                 ns: nsid,
                 seq,
                 id,
-                expires,
+                expiry,
             }),
             ns,
         }
@@ -289,17 +351,53 @@ impl Snapshot {
     /// Fails with [`Error::SnapshotExpired`] once past `Options::snapshot_max_age` (its pin
     /// released then, if the background has not yet).
     pub fn check(&self) -> Result<()> {
-        let Some(at) = self.pin.expires else {
+        let Some(e) = &self.pin.expiry else {
             return Ok(());
         };
-        if Instant::now() < at {
+        if !e.expired.load(Ordering::Acquire) && Instant::now() < e.at {
             return Ok(());
         }
         self.ns.inner.reap_snapshots();
+        Err(self.expired_error())
+    }
+
+    /// The error of a use past its maximum age.
+    pub(super) fn expired_error(&self) -> Error {
         let max_age = self.ns.inner.opts.snapshot_max_age.unwrap_or_default();
-        Err(Error::SnapshotExpired {
+        Error::SnapshotExpired {
             max_age_ms: max_age.as_millis() as u64,
-        })
+        }
+    }
+
+    /// Whether a sweep has released it for its age (readers check it under their own lock,
+    /// which the sweep takes after setting it).
+    pub(super) fn released(&self) -> bool {
+        let e = self.pin.expiry.as_ref();
+        e.is_some_and(|e| e.expired.load(Ordering::Acquire))
+    }
+
+    /// When it expires (`None`: never): uses from then on fail with
+    /// [`Error::SnapshotExpired`].
+    pub fn expires_at(&self) -> Option<Instant> {
+        self.pin.expiry.as_ref().map(|e| e.at)
+    }
+
+    /// Has `reader`'s state released when this snapshot expires (it keeps only a weak
+    /// reference); false if it has expired already: the caller releases it now.
+    pub(super) fn hold(&self, reader: Weak<dyn Release>) -> bool {
+        let Some(e) = &self.pin.expiry else {
+            return true;
+        };
+        let mut readers = e.readers.lock();
+        // Checked under the lock the sweep takes after setting it: a reader added after
+        // the sweep took the list sees it set.
+        if e.expired.load(Ordering::SeqCst) {
+            return false;
+        }
+        // Readers of one snapshot come and go (a snapshot can open many iterators).
+        readers.retain(|r| r.strong_count() > 0);
+        readers.push(reader);
+        true
     }
 
     /// The namespace this is a view of.

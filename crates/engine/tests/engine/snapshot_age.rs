@@ -4,10 +4,11 @@
 
 use crate::common;
 
-use cerberus_engine::storage::MemStorage;
+use cerberus_engine::storage::{MemStorage, Storage};
 use cerberus_engine::{Db, ErrorKind, ReadOptions, Readable};
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn key(k: u32) -> Vec<u8> {
     format!("key{k:05}").into_bytes()
@@ -45,10 +46,14 @@ fn an_old_snapshot_and_iterator_are_released_and_fail_clearly() {
         assert!(touched < 250, "never expired");
     };
     assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
-    assert!(it.next().is_none());
+    // Every later use says so too (it used to end the iteration as if the namespace had).
+    let err = it.next().expect("an expired iterator answers").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
     let err = snap.get(&key(1)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
     assert!(it.seek(b"").unwrap_err().kind() == ErrorKind::SnapshotExpired);
+    let err = it.next().expect("an expired iterator answers").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
     // Released although both handles live: GC collects the old versions' segments.
     assert_eq!(db.stats().snapshots, 0);
     assert_eq!(ns.stats().unwrap().snapshots, 0);
@@ -112,4 +117,70 @@ fn stats_show_the_garbage_a_snapshot_pins() {
     drop(snap);
     assert_eq!(ns.stats().unwrap().space.pinned_bytes, 0);
     assert!(db.gc_value_log().unwrap().segments_deleted > 0);
+}
+
+fn tables(storage: &MemStorage) -> BTreeSet<String> {
+    let names = storage.list().unwrap().into_iter();
+    names.filter(|n| n.ends_with(".sst")).collect()
+}
+
+/// An iterator past its age gives back what it read through at once, not when its handle
+/// goes: the version it was opened on (tables compactions replaced stay on storage while a
+/// reader holds them), its memtables and its read-ahead. The background sweep takes them
+/// with no call on the iterator; every later call fails with `SnapshotExpired`.
+#[test]
+fn an_expired_iterator_gives_back_its_tables_and_memtables_at_once() {
+    let mut opts = common::small_options();
+    opts.snapshot_max_age = Some(Duration::from_millis(200));
+    let storage = Arc::new(MemStorage::new());
+    let db = Db::builder(opts).open_storage(storage.clone()).unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
+    }
+    db.flush().unwrap();
+    // Some in the memtable too: the iterator reads it as well.
+    for k in 300..320 {
+        ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
+    }
+    let mut it = ns
+        .iter(ReadOptions {
+            prefetch_degree: 4,
+            ..ReadOptions::default()
+        })
+        .unwrap();
+    for _ in 0..10 {
+        assert!(it.next().unwrap().is_ok());
+    }
+    let held = it.memory();
+    assert!(held.buffers > 0, "{held:?}");
+    for k in 0..320 {
+        ns.put(&key(k), &common::value_for(k, 2, 500)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    // No call on the iterator: the background, woken at the expiry, releases it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while it.memory().buffers > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let gone = it.memory();
+    assert_eq!(gone.buffers, 0, "{gone:?}");
+    assert!(gone.state < held.state, "{gone:?} {held:?}");
+    let after = tables(&storage);
+    for _ in 0..3 {
+        let err = it.next().expect("an expired iterator answers").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
+    }
+    let err = it.seek(&key(0)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
+    // Its handle held nothing more: dropping it deletes no table (it used to hold every
+    // table the compaction replaced).
+    drop(it);
+    assert_eq!(tables(&storage), after);
+    assert_eq!(db.stats().snapshots, 0);
+    for k in [0, 150, 319] {
+        let v = ns.get(&key(k)).unwrap();
+        assert_eq!(v, Some(common::value_for(k, 2, 500).into()));
+    }
 }
