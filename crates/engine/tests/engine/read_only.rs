@@ -56,7 +56,9 @@ fn every_write_is_refused_and_reads_go_on() {
     refused("delete", ns.delete(b"k01"));
     refused("delete of an absent key", ns.delete(b"absent"));
     let mut batch = WriteBatch::new();
-    batch.put(b"k02".to_vec(), b"x".to_vec()).delete(b"k03".to_vec());
+    batch
+        .put(b"k02".to_vec(), b"x".to_vec())
+        .delete(b"k03".to_vec());
     refused("write batch", ns.write(batch));
     refused("empty write batch", ns.write(WriteBatch::new()));
     refused("index create", ns.create_index("n", IndexKind::Classic));
@@ -64,7 +66,10 @@ fn every_write_is_refused_and_reads_go_on() {
 
     // Nothing changed, and every read still works.
     assert_eq!(keys(&ns), before);
-    assert_eq!(ns.get(b"k00").unwrap().as_deref(), Some(&br#"{"city": "c0", "n": 0}"#[..]));
+    assert_eq!(
+        ns.get(b"k00").unwrap().as_deref(),
+        Some(&br#"{"city": "c0", "n": 0}"#[..])
+    );
     assert!(ns.contains(b"k03").unwrap());
     let filter = Filter::parse_str(r#"{"city": "c1"}"#).unwrap();
     let found = ns.find(&filter, &FindOptions::default()).unwrap();
@@ -176,8 +181,14 @@ fn a_racing_write_is_readable_or_refused() {
         acked.extend(w.join().unwrap());
     }
     let late: Vec<_> = acked.difference(&seen).take(5).collect();
-    assert!(late.is_empty(), "acknowledged after the flag held: {late:?}");
+    assert!(
+        late.is_empty(),
+        "acknowledged after the flag held: {late:?}"
+    );
     let unacked: Vec<_> = seen.difference(&acked).take(5).collect();
-    assert!(unacked.is_empty(), "in the namespace, never acknowledged: {unacked:?}");
+    assert!(
+        unacked.is_empty(),
+        "in the namespace, never acknowledged: {unacked:?}"
+    );
     assert_eq!(keys(&ns), seen);
 }
