@@ -594,7 +594,6 @@ from .cluster import (  # noqa: E402 (tenants across devices: built on the class
     Cluster,
     ClusterDeviceError,
     ClusterNamespace,
-    NamespaceReadOnly,
-    TenantMoving,
+    NamespaceReadOnly, TenantMoving,
     connect_cluster,
 )
