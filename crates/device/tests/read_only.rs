@@ -142,8 +142,10 @@ fn the_flag_is_the_admins_and_outlives_a_restart() {
     }
     ns.put("a", "1").unwrap();
     let admin = common::admin(&dev);
-    let mut settings = cerberus_host::NamespaceSettings::default();
-    settings.weight = 7;
+    let settings = cerberus_host::NamespaceSettings {
+        weight: 7,
+        ..Default::default()
+    };
     admin.configure_namespace(nsid, &settings).unwrap();
     admin.set_read_only(nsid, true).unwrap();
     let stats = ns.stats().unwrap();
