@@ -85,7 +85,7 @@ __all__ = [
     "Cluster",
     "ClusterNamespace",
     "ClusterDeviceError",
-    "TenantMoving",
+    "TenantMoving", "NamespaceReadOnly",
 ]
 
 Bytesish = Union[bytes, bytearray, memoryview, str]
@@ -594,6 +594,6 @@ from .cluster import (  # noqa: E402 (tenants across devices: built on the class
     Cluster,
     ClusterDeviceError,
     ClusterNamespace,
-    TenantMoving,
+    NamespaceReadOnly, TenantMoving,
     connect_cluster,
 )

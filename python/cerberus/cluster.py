@@ -29,11 +29,13 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from . import _cerberus
 from . import Batch, Bytesish, CerberusError, ConnectionError, Device, FindResult, Namespace
 from . import AccessDenied, InvalidNamespace, _top_rows, connect
+# Raised by a device for a write to a part a move has made read-only (its fence).
+from ._cerberus import NamespaceReadOnly
 from ._cluster_merge import (_LEAST_NUMBER, _add_stats, _and, _conform, _find_plan, _number,
                              _pk_bytes, _scalar_rank)
 
 __all__ = ["connect_cluster", "Cluster", "ClusterNamespace", "ClusterDeviceError",
-           "TenantMoving"]
+           "TenantMoving", "NamespaceReadOnly"]
 
 
 

@@ -130,6 +130,12 @@ create_exception!(
 );
 create_exception!(
     _cerberus,
+    NamespaceReadOnly,
+    CerberusError,
+    "The namespace is read-only (a cluster move is copying it): nothing was written."
+);
+create_exception!(
+    _cerberus,
     ConnectionError,
     CerberusError,
     "The connection failed or closed."
@@ -169,6 +175,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         IndexNotFound,
         IndexExists,
         ReplyTooLarge,
+        NamespaceReadOnly,
         ConnectionError,
         StorageError
     );
@@ -197,6 +204,7 @@ fn by_status(status: Status, msg: String) -> PyErr {
         Status::IndexNotFound => IndexNotFound::new_err(msg),
         Status::IndexExists => IndexExists::new_err(msg),
         Status::ReplyTooLarge => ReplyTooLarge::new_err(msg),
+        Status::NamespaceReadOnly => NamespaceReadOnly::new_err(msg),
         _ => InternalError::new_err(msg),
     }
 }

@@ -134,6 +134,12 @@ pub enum NsCmd {
         nsid: u32,
         #[command(flatten)]
         settings: SettingsArgs,
+        /// Refuse its writes ("namespace is read-only"); reads go on (a cluster move sets it)
+        #[arg(long, conflicts_with = "writable")]
+        read_only: bool,
+        /// Take its writes again
+        #[arg(long)]
+        writable: bool,
         #[command(flatten)]
         target: AdminTarget,
     },
@@ -144,9 +150,9 @@ pub enum NsCmd {
         #[command(flatten)]
         target: AdminTarget,
     },
-    /// Lists namespaces: id and name, one a line.
+    /// Lists namespaces: id and name, one a line (and `read-only` after a read-only one's).
     List {
-        /// Print a JSON array of {"nsid": ..., "name": ...}.
+        /// Print a JSON array of {"nsid": ..., "name": ..., "read_only": ...}.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -197,12 +203,26 @@ pub fn run(cmd: NsCmd) -> Result<()> {
                 println!("secret: {secret}");
             }
         }
-        NsCmd::Configure { nsid, settings, .. } => {
-            if !settings.any() {
-                bail!("nothing to change: give --capacity, --weight, --reservation-ops, ...");
+        NsCmd::Configure {
+            nsid,
+            settings,
+            read_only,
+            writable,
+            ..
+        } => {
+            if !settings.any() && !read_only && !writable {
+                bail!(
+                    "nothing to change: give --capacity, --weight, --reservation-ops, ..., \
+                     --read-only or --writable"
+                );
             }
-            let s = settings.over(current_settings(&client, *nsid)?);
-            client.configure_namespace(*nsid, &s)?;
+            if settings.any() {
+                let s = settings.over(current_settings(&client, *nsid)?);
+                client.configure_namespace(*nsid, &s)?;
+            }
+            if *read_only || *writable {
+                client.set_read_only(*nsid, *read_only)?;
+            }
             eprintln!("namespace {nsid} configured");
         }
         NsCmd::Destroy { nsid, .. } => {
@@ -211,15 +231,28 @@ pub fn run(cmd: NsCmd) -> Result<()> {
         }
         NsCmd::List { json, .. } => {
             let list = client.list_namespaces()?;
+            // From each one's stats (false if it went meanwhile).
+            let read_only = |nsid: u32| {
+                let doc = client.namespace(nsid).stats().ok();
+                doc.and_then(|d| d.get("read_only")?.as_bool())
+                    .unwrap_or(false)
+            };
             if *json {
                 let v: Vec<_> = list
                     .iter()
-                    .map(|e| serde_json::json!({"nsid": e.nsid, "name": e.name}))
+                    .map(|e| {
+                        serde_json::json!({
+                            "nsid": e.nsid, "name": e.name, "read_only": read_only(e.nsid)
+                        })
+                    })
                     .collect();
                 println!("{}", serde_json::Value::Array(v));
             } else {
                 for e in list {
-                    println!("{}\t{}", e.nsid, e.name);
+                    match read_only(e.nsid) {
+                        true => println!("{}\t{}\tread-only", e.nsid, e.name),
+                        false => println!("{}\t{}", e.nsid, e.name),
+                    }
                 }
             }
         }

@@ -118,6 +118,12 @@ fn write_space(out: &mut String, doc: &Value) -> std::fmt::Result {
             num(s, "limit_bytes"),
         )?;
     }
+    if doc.get("read_only").and_then(Value::as_bool) == Some(true) {
+        writeln!(
+            out,
+            "read-only: writes are refused (a cluster move is copying it)"
+        )?;
+    }
     Ok(())
 }
 

@@ -149,6 +149,10 @@ pub enum Error {
         /// The maximum age, in milliseconds.
         max_age_ms: u64,
     },
+    /// Namespace `ns` is read-only ([`Namespace::set_read_only`](crate::Namespace::set_read_only):
+    /// a cluster move is copying it): nothing of the write was written. Reads go on.
+    #[error("namespace {0} is read-only (a cluster move is copying it): nothing written")]
+    NamespaceReadOnly(u32),
     /// The database is closed.
     #[error("database is closed")]
     Closed,
@@ -199,6 +203,8 @@ pub enum ErrorKind {
     TooManyIndexes,
     /// A snapshot or iterator lived past its maximum age.
     SnapshotExpired,
+    /// The namespace is read-only: the write was refused whole.
+    NamespaceReadOnly,
     /// The database is closed.
     Closed,
     /// The database turned read-only after a background error.
@@ -228,6 +234,7 @@ impl Error {
             Error::WorkLimit { .. } => ErrorKind::WorkLimit,
             Error::TooManyIndexes { .. } => ErrorKind::TooManyIndexes,
             Error::SnapshotExpired { .. } => ErrorKind::SnapshotExpired,
+            Error::NamespaceReadOnly(_) => ErrorKind::NamespaceReadOnly,
             Error::Closed => ErrorKind::Closed,
             Error::Background(_) => ErrorKind::Background,
         }
@@ -334,6 +341,7 @@ impl Error {
             Error::SnapshotExpired { max_age_ms } => Error::SnapshotExpired {
                 max_age_ms: *max_age_ms,
             },
+            Error::NamespaceReadOnly(ns) => Error::NamespaceReadOnly(*ns),
             Error::Closed => Error::Closed,
             Error::Background(m) => Error::Background(m.clone()),
         }
@@ -395,6 +403,7 @@ mod kind_tests {
                 ErrorKind::IndexExists,
             ),
             (Error::WorkLimit { limit: 5 }, ErrorKind::WorkLimit),
+            (Error::NamespaceReadOnly(3), ErrorKind::NamespaceReadOnly),
             (Error::Closed, ErrorKind::Closed),
             (Error::Background("b".into()), ErrorKind::Background),
         ] {

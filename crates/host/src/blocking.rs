@@ -107,6 +107,11 @@ impl BlockingClient {
         self.wait(self.client.configure_namespace(nsid, settings))
     }
 
+    /// [`Client::set_read_only`], waiting for the answer.
+    pub fn set_read_only(&self, nsid: u32, read_only: bool) -> Result<()> {
+        self.wait(self.client.set_read_only(nsid, read_only))
+    }
+
     /// [`Client::destroy_namespace`], waiting for the answer.
     pub fn destroy_namespace(&self, nsid: u32) -> Result<()> {
         self.wait(self.client.destroy_namespace(nsid))

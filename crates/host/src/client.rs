@@ -244,9 +244,22 @@ impl Client {
     /// holds refuses its growth only.
     pub async fn configure_namespace(&self, nsid: u32, settings: &NamespaceSettings) -> Result<()> {
         let request = Request::NamespaceConfigure {
-            settings: *settings,
+            settings: Some(*settings),
+            read_only: None,
         };
         expect_empty(self.run(nsid, request).await?, "configure namespace")
+    }
+
+    /// Makes namespace `nsid` read-only (`true`: every write refused with
+    /// `NamespaceReadOnly`, reads served) or writable again (admin); its other settings stay.
+    /// Once answered with `true`, no write of it is acknowledged on any wire, and every one
+    /// acknowledged before is readable. Kept across restarts; setting it again is no error.
+    pub async fn set_read_only(&self, nsid: u32, read_only: bool) -> Result<()> {
+        let request = Request::NamespaceConfigure {
+            settings: None,
+            read_only: Some(read_only),
+        };
+        expect_empty(self.run(nsid, request).await?, "set namespace read-only")
     }
 
     /// Destroys a namespace and its data (admin).

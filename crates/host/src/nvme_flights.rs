@@ -559,6 +559,11 @@ fn refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
             format!("this host NQN was not granted namespace {nsid}"),
         ),
         (0, 0x02) => (Status::InvalidField, "the device refused the frame".into()),
+        // Namespace is Write Protected: a cluster move's fence, nothing written.
+        (0, 0x20) => (
+            Status::NamespaceReadOnly,
+            format!("namespace {nsid} is read-only (a cluster move is copying it)"),
+        ),
         _ => (
             Status::InternalError,
             format!("NVMe status type {}, code {:#x}", s.sct, s.sc),

@@ -6,7 +6,10 @@ mod decode;
 mod settings;
 
 pub use batch::{BatchWrite, BATCH_DELETE, BATCH_PUT, MAX_BATCH_WRITES};
-pub use settings::{NamespaceSettings, SETTINGS_LEN};
+pub use settings::{
+    NamespaceSettings, NS_CONFIGURE_KEEP_SETTINGS, NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE,
+    SETTINGS_LEN,
+};
 
 use crate::error::ProtoError;
 use crate::header::{Header, HEADER_LEN, VERSION};
@@ -231,10 +234,12 @@ pub enum Request {
         /// Its settings (`None`: the defaults).
         settings: Option<NamespaceSettings>,
     },
-    /// Gives namespace `nsid` new settings (admin).
+    /// Gives namespace `nsid` new settings, or makes it read-only or writable (admin).
     NamespaceConfigure {
-        /// The settings, all of them (what is not to change is sent as it is).
-        settings: NamespaceSettings,
+        /// The settings, all of them (what is not to change is sent as it is); `None`: kept.
+        settings: Option<NamespaceSettings>,
+        /// Make it read-only (`true`) or writable (`false`); `None`: unchanged.
+        read_only: Option<bool>,
     },
     /// Destroys namespace `nsid` and its data (admin).
     NamespaceDestroy,
@@ -401,7 +406,10 @@ impl Command {
                 }
                 out.put_slice(name.as_bytes());
             }
-            Request::NamespaceConfigure { settings } => settings.encode(out),
+            Request::NamespaceConfigure {
+                settings,
+                read_only,
+            } => flags |= settings::encode_configure(settings, *read_only, out)?,
             Request::NamespaceDestroy
             | Request::NamespaceList
             | Request::Identify

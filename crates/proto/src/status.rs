@@ -53,6 +53,9 @@ pub enum Status {
     /// The iterator (or snapshot) lived past the device's `snapshot_max_age_ms`, counted
     /// from its opening: it was released. Open a new one (and seek past the last key read).
     SnapshotExpired,
+    /// The namespace is read-only (a cluster move is copying it): nothing was written. Reads
+    /// are served; retry the write once the move is over (against the tenant's new place).
+    NamespaceReadOnly,
     /// A code this build does not know (from a newer device).
     Unknown(u16),
 }
@@ -83,6 +86,7 @@ impl Status {
             Status::ReplyTooLarge => 0xC9,
             Status::IndexLimit => 0xCA,
             Status::SnapshotExpired => 0xCB,
+            Status::NamespaceReadOnly => 0xCC,
             Status::Unknown(c) => c,
         }
     }
@@ -112,6 +116,7 @@ impl Status {
             0xC9 => Status::ReplyTooLarge,
             0xCA => Status::IndexLimit,
             0xCB => Status::SnapshotExpired,
+            0xCC => Status::NamespaceReadOnly,
             c => Status::Unknown(c),
         }
     }
@@ -146,6 +151,7 @@ impl Status {
             Status::ReplyTooLarge => "reply too large",
             Status::IndexLimit => "too many indexes",
             Status::SnapshotExpired => "snapshot or iterator expired",
+            Status::NamespaceReadOnly => "namespace is read-only",
             Status::Unknown(_) => "unknown status",
         }
     }
@@ -184,6 +190,7 @@ macro_rules! engine_status {
             K::IndexExists => S::IndexExists,
             K::TooManyIndexes => S::IndexLimit,
             K::SnapshotExpired => S::SnapshotExpired,
+            K::NamespaceReadOnly => S::NamespaceReadOnly,
             K::Closed => S::ShuttingDown,
             // Io and Background: the device failed for a reason of its own.
             _ => S::InternalError,
@@ -208,5 +215,6 @@ mod tests {
         assert_eq!(Status::from_code(0xC9), Status::ReplyTooLarge);
         assert_eq!(Status::from_code(0xCA), Status::IndexLimit);
         assert_eq!(Status::from_code(0xCB), Status::SnapshotExpired);
+        assert_eq!(Status::from_code(0xCC), Status::NamespaceReadOnly);
     }
 }

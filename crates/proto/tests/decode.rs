@@ -39,7 +39,16 @@ fn request() -> impl Strategy<Value = Request> {
         bytes(MAX_SECRET_LEN).prop_map(|secret| Request::Authenticate { secret }),
         ("[a-z0-9-]{1,40}", proptest::option::of(settings()))
             .prop_map(|(name, settings)| Request::NamespaceCreate { name, settings }),
-        settings().prop_map(|settings| Request::NamespaceConfigure { settings }),
+        (
+            proptest::option::of(settings()),
+            proptest::option::of(any::<bool>())
+        )
+            .prop_filter("something to configure", |(s, r)| s.is_some()
+                || r.is_some())
+            .prop_map(|(settings, read_only)| Request::NamespaceConfigure {
+                settings,
+                read_only
+            }),
         Just(Request::NamespaceDestroy),
         Just(Request::NamespaceList),
         Just(Request::Identify),

@@ -5,6 +5,7 @@
 mod common;
 
 mod cluster;
+mod cluster_fence;
 mod cluster_keys;
 mod commands;
 mod durability;

@@ -61,14 +61,29 @@ impl Shared {
         Ok(Reply::Created { nsid, secret })
     }
 
-    pub(super) fn namespace_configure(&self, ns: u32, settings: NamespaceSettings) -> Outcome {
-        let options = options_of(&settings);
+    /// New settings (`None`: kept) and the read-only flag (`None`: unchanged) of `ns`. Once
+    /// it is answered after making `ns` read-only, no write of `ns` is acknowledged any more,
+    /// on any wire, and every one acknowledged before is readable (the engine's fence).
+    pub(super) fn namespace_configure(
+        &self,
+        ns: u32,
+        settings: Option<NamespaceSettings>,
+        read_only: Option<bool>,
+    ) -> Outcome {
+        let options = settings.as_ref().map(options_of);
         self.with_namespace(ns, |h| {
-            h.configure(options).map_err(engine)?;
+            if let Some(o) = options {
+                h.configure(o).map_err(engine)?;
+            }
+            if let Some(r) = read_only {
+                h.set_read_only(r).map_err(engine)?;
+            }
             Ok(Reply::Empty)
         })?;
-        self.apply_shares(ns, &options.shares);
-        tracing::info!(nsid = ns, ?options, "namespace configured");
+        if let Some(o) = &options {
+            self.apply_shares(ns, &o.shares);
+        }
+        tracing::info!(nsid = ns, ?options, ?read_only, "namespace configured");
         Ok(Reply::Empty)
     }
 

@@ -33,6 +33,7 @@ impl Shared {
         let handle = self
             .namespace(ns)?
             .with_write_options(WriteOptions { sync });
+        writable(&handle)?;
         let _g = self.stripe(ns, key).lock();
         match mode {
             StoreMode::Always => {}
@@ -74,6 +75,7 @@ impl Shared {
     pub(super) fn delete(&self, ns: u32, key: &[u8]) -> Outcome {
         self.check_key(key)?;
         let handle = self.namespace(ns)?;
+        writable(&handle)?;
         let _g = self.stripe(ns, key).lock();
         if !handle.contains(key).map_err(engine)? {
             return Err((Status::KeyNotExist, String::new()));
@@ -264,6 +266,18 @@ impl Shared {
 
     fn stripe(&self, ns: u32, key: &[u8]) -> &Mutex<()> {
         &self.stripes[stripe_index(ns, key)]
+    }
+}
+
+/// A read-only namespace's refusal before a conditional store or a delete looks the key up:
+/// the answer is then the same whether the key exists or not. (The engine refuses the write
+/// itself either way.)
+fn writable(handle: &cerberus_engine::Namespace) -> Result<(), (Status, String)> {
+    match handle.is_read_only() {
+        false => Ok(()),
+        true => Err(engine(cerberus_engine::Error::NamespaceReadOnly(
+            handle.id(),
+        ))),
     }
 }
 

@@ -47,6 +47,7 @@ mod tests {
                 Status::SnapshotExpired,
             ),
             (EngineError::Background("b".into()), Status::InternalError),
+            (EngineError::NamespaceReadOnly(4), Status::NamespaceReadOnly),
             (
                 EngineError::KeyTooLarge { len: 2, limit: 1 },
                 Status::InvalidKeySize,

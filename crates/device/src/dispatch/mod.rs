@@ -200,7 +200,10 @@ impl Shared {
             Request::IndexList => self.index_list(ns),
             Request::Query { query } => self.query(ns, &query),
             Request::NamespaceCreate { name, settings } => self.namespace_create(&name, settings),
-            Request::NamespaceConfigure { settings } => self.namespace_configure(ns, settings),
+            Request::NamespaceConfigure {
+                settings,
+                read_only,
+            } => self.namespace_configure(ns, settings, read_only),
             Request::NamespaceDestroy => self.namespace_destroy(ns),
             Request::NamespaceList => self.namespace_list(),
             Request::Stats => self.stats(ns),

@@ -387,6 +387,8 @@ pub(super) fn nvme_status(s: Status) -> NvmeStatus {
     match code {
         0x85..=0x89 => NvmeStatus::error(1, code as u8),
         0x01 | 0x02 | 0x0B | 0x81 => NvmeStatus::error(0, code as u8),
+        // A cluster move's fence: the generic set's "Namespace is Write Protected".
+        _ if s == Status::NamespaceReadOnly => NvmeStatus::error(0, 0x20),
         // Namespace not ready (retry may succeed) while stopping; else an internal error.
         _ if s == Status::ShuttingDown => NvmeStatus {
             dnr: false,
@@ -450,6 +452,10 @@ mod tests {
             NvmeStatus::error(0, 0x81)
         );
         assert_eq!(nvme_status(Status::Corrupted), NvmeStatus::error(0, 0x06));
+        assert_eq!(
+            nvme_status(Status::NamespaceReadOnly),
+            NvmeStatus::error(0, 0x20)
+        );
         assert!(!nvme_status(Status::ShuttingDown).dnr);
     }
 }

@@ -106,6 +106,9 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             .map(|(id, name)| {
                 let e = NsEntry::new(*id, name, page_size);
                 *e.options.write() = versions.namespaces.options_of(*id);
+                let read_only = versions.namespaces.read_only.contains(id);
+                e.read_only
+                    .store(read_only, std::sync::atomic::Ordering::Release);
                 (*id, Arc::new(e))
             })
             .collect(),

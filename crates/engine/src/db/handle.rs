@@ -141,6 +141,21 @@ impl Namespace {
         self.inner.configure_namespace(&self.entry, options)
     }
 
+    /// Makes the namespace read-only (`true`) or writable again (`false`), kept in the
+    /// manifest across restarts; setting what it is already is no error. While read-only,
+    /// every write (put, delete, batch, index create or drop) fails with
+    /// [`Error::NamespaceReadOnly`](crate::error::Error::NamespaceReadOnly) and writes
+    /// nothing; reads, scans, iterators and queries go on. Once this returns with `true`,
+    /// every write acknowledged before it is readable, and none is acknowledged after.
+    pub fn set_read_only(&self, read_only: bool) -> Result<()> {
+        self.inner.set_read_only(&self.entry, read_only)
+    }
+
+    /// Whether the namespace refuses writes ([`set_read_only`](Self::set_read_only)).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.is_read_only(&self.entry)
+    }
+
     /// Its space and settings (what `stats().space` shows), without the rest of the stats.
     pub fn space(&self) -> Result<crate::NamespaceSpace> {
         self.inner.namespace_space(&self.entry)

@@ -190,6 +190,8 @@ impl Inner {
         let id = {
             let _w = self.writes.writer.lock();
             let mut vs = self.versions.lock();
+            // Under the manifest's lock, where `set_read_only` sets it.
+            e.check_writable()?;
             if let Some(d) = vs.namespaces.indexes_of(e.id).find(|d| d.attr == attr) {
                 return Err(Error::IndexExists {
                     attr: attr.to_string(),
@@ -276,14 +278,17 @@ impl Inner {
     pub(super) fn drop_index(&self, e: &NsEntry, attr: &str) -> Result<()> {
         self.check_open()?;
         e.check_live()?;
-        let id = self
-            .versions
-            .lock()
+        let vs = self.versions.lock();
+        // Under the manifest's lock, where `set_read_only` sets it.
+        e.check_writable()?;
+        let id = vs
             .namespaces
             .indexes_of(e.id)
             .find(|d| d.attr == attr)
             .map(|d| d.id)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
+        // Before the writer lock: the order is writer, then manifest.
+        drop(vs);
         // Out of the set before its trees start to go (their deeper tables leave the version
         // first, the rest later): a query reads the set after taking its super version, so
         // one that still finds the index reads all of its entries; writes stop deriving

@@ -15,6 +15,7 @@ mod namespaces;
 mod query;
 mod query_doc;
 mod read;
+mod read_only;
 mod readable;
 mod records;
 mod recovery;

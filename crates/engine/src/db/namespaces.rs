@@ -29,6 +29,9 @@ pub(super) struct NsEntry {
     pub(super) last_write_seq: AtomicU64,
     /// Its settings, as the manifest keeps them.
     pub(super) options: parking_lot::RwLock<NamespaceOptions>,
+    /// Writes are refused (`Namespace::set_read_only`); set and cleared under the manifest's
+    /// lock and the commit queue's (`read_only.rs`), checked by writes under the queue's.
+    pub(super) read_only: AtomicBool,
 }
 
 impl NsEntry {
@@ -42,6 +45,7 @@ impl NsEntry {
             last_write_ms: AtomicU64::new(0),
             last_write_seq: AtomicU64::new(0),
             options: Default::default(),
+            read_only: AtomicBool::new(false),
         }
     }
 
@@ -51,6 +55,15 @@ impl NsEntry {
             Ok(())
         } else {
             Err(Error::UnknownNamespace(self.id))
+        }
+    }
+
+    /// `NamespaceReadOnly` while the namespace refuses writes. A quick check: the one that
+    /// decides is made under the commit queue's lock (`Inner::commit`).
+    pub(super) fn check_writable(&self) -> Result<()> {
+        match self.read_only.load(Ordering::Acquire) {
+            false => Ok(()),
+            true => Err(Error::NamespaceReadOnly(self.id)),
         }
     }
 }

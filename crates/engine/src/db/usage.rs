@@ -67,6 +67,8 @@ pub struct NamespaceSpace {
     pub capacity: Option<u64>,
     /// Its I/O shares.
     pub shares: crate::IoShares,
+    /// It refuses writes (`Namespace::set_read_only`).
+    pub read_only: bool,
 }
 
 /// Bytes (key without its namespace, value) of a version as a table stores it.
@@ -536,6 +538,7 @@ impl Inner {
             pinned_bytes: pinned,
             capacity: options.capacity,
             shares: options.shares,
+            read_only: e.read_only.load(std::sync::atomic::Ordering::Acquire),
         })
     }
 

@@ -29,7 +29,7 @@ pub(super) struct WriterState {
 /// and how far writes are visible.
 pub(super) struct WriteQueue {
     pub(super) writer: Mutex<WriterState>,
-    queue: Mutex<VecDeque<Arc<PendingWrite>>>,
+    pub(super) queue: Mutex<VecDeque<Arc<PendingWrite>>>,
     queue_cv: Condvar,
     /// Highest seqno whose write is complete; reads see everything at or below it.
     pub(super) visible_seq: AtomicU64,
@@ -87,6 +87,7 @@ impl Inner {
             }
         }
         e.check_live()?;
+        e.check_writable()?;
         if ops.is_empty() {
             return Ok(());
         }
@@ -108,7 +109,7 @@ impl Inner {
         let mut records = EncodedWrite::new(e.id, ops);
         records.credit = credit.bytes;
         records.credit_at = credit.at;
-        let result = self.commit(records, sync);
+        let result = self.commit(Some(records), sync, Some(e));
         if result.is_ok() {
             // The group's time, stamped by its leader before this write committed: no clock
             // read per write.
@@ -127,14 +128,26 @@ impl Inner {
         result
     }
 
-    /// Queues a write for group commit and returns its outcome.
-    pub(super) fn commit(&self, records: EncodedWrite, sync: bool) -> Result<()> {
+    /// Queues a write for group commit and returns its outcome. A write to `fence`'s
+    /// namespace is refused if it is read-only, checked under the queue's lock, where
+    /// `set_read_only` sets the flag: a write is either queued before the flag holds (and
+    /// the barrier that follows waits for it) or refused. `records` of `None` is such a
+    /// barrier: it returns once every write queued before it is done.
+    pub(super) fn commit(
+        &self,
+        records: Option<EncodedWrite>,
+        sync: bool,
+        fence: Option<&NsEntry>,
+    ) -> Result<()> {
         let me = Arc::new(PendingWrite {
-            records: Mutex::new(Some(records)),
+            records: Mutex::new(records),
             sync,
             result: Mutex::new(None),
         });
         let mut queue = self.writes.queue.lock();
+        if let Some(e) = fence {
+            e.check_writable()?;
+        }
         queue.push_back(me.clone());
         loop {
             if let Some(r) = me.result.lock().take() {
@@ -148,6 +161,8 @@ impl Inner {
         // This write leads a group: itself and the writes queued behind it.
         let mut group = Vec::new();
         let mut bytes = 0;
+        // Queued writes (barriers too) the group takes.
+        let mut n = 0;
         // One sync covers the whole group, so sync writes share it.
         let mut sync = false;
         for p in queue.iter() {
@@ -159,10 +174,14 @@ impl Inner {
             bytes += len;
             sync |= p.sync;
             group.extend(records.take());
+            n += 1;
         }
-        let n = group.len();
         drop(queue);
-        let result = self.commit_group(group, bytes, sync);
+        let result = match group.is_empty() {
+            // Barriers alone: nothing to write.
+            true => Ok(()),
+            false => self.commit_group(group, bytes, sync),
+        };
         let mut queue = self.writes.queue.lock();
         for _ in 0..n {
             if let Some(p) = queue.pop_front() {

@@ -26,6 +26,8 @@ const TAG_USAGE_BASE: u8 = 14;
 const TAG_NS_GARBAGE: u8 = 15;
 /// The key format of the index created just before (absent: format 1).
 const TAG_INDEX_KEYS: u8 = 16;
+/// A namespace made read-only (1) or writable again (0); absent: writable.
+const TAG_NS_READ_ONLY: u8 = 17;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -52,6 +54,8 @@ pub struct VersionEdit {
     pub ready_index: Vec<(Nsid, u64)>,
     /// Settings given to namespaces (at create, or changed later): the latest wins.
     pub ns_options: Vec<(Nsid, NamespaceOptions)>,
+    /// Namespaces made read-only (`true`) or writable again (`false`): the latest wins.
+    pub ns_read_only: Vec<(Nsid, bool)>,
     /// Change of live bytes per namespace or index id (a flush's, in the edit that installs
     /// its table, so the figure and the tables move together).
     pub usage_delta: Vec<(Nsid, i64)>,
@@ -148,6 +152,11 @@ impl VersionEdit {
             out.push(TAG_NS_OPTIONS);
             put_options(&mut out, *ns, o);
         }
+        for &(ns, read_only) in &self.ns_read_only {
+            out.push(TAG_NS_READ_ONLY);
+            put_varint(&mut out, u64::from(ns));
+            out.push(u8::from(read_only));
+        }
         if let Some(base) = &self.usage_base {
             out.push(TAG_USAGE_BASE);
             put_varint(&mut out, base.len() as u64);
@@ -240,6 +249,15 @@ impl VersionEdit {
                     .ready_index
                     .push((Nsid::try_from(c.varint()?).ok()?, c.varint()?)),
                 TAG_NS_OPTIONS => e.ns_options.push(get_options(&mut c)?),
+                TAG_NS_READ_ONLY => {
+                    let ns = Nsid::try_from(c.varint()?).ok()?;
+                    let flag = match c.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return None,
+                    };
+                    e.ns_read_only.push((ns, flag));
+                }
                 TAG_USAGE_BASE => {
                     let n = c.varint()?;
                     let mut base = Vec::new();
@@ -311,6 +329,7 @@ mod tests {
                     },
                 },
             )],
+            ns_read_only: vec![(3, true), (4, false)],
             usage_delta: vec![(3, -42), (5, i64::MAX), (6, i64::MIN)],
             usage_base: Some(vec![(3, 1000), (5, 0)]),
             ns_garbage: vec![(3, 9, 4096)],
@@ -326,6 +345,13 @@ mod tests {
         assert_eq!(VersionEdit::decode(&bytes), Some(old));
         // A tag 16 with no index before it is corruption.
         assert_eq!(VersionEdit::decode(&[TAG_INDEX_KEYS, 2]), None);
+        // A read-only flag is 0 or 1; an edit without tag 17 (every manifest before it)
+        // leaves every namespace writable.
+        assert_eq!(VersionEdit::decode(&[TAG_NS_READ_ONLY, 3, 2]), None);
+        let mut writable = e.clone();
+        writable.ns_read_only.clear();
+        assert_eq!(e.encode().len(), writable.encode().len() + 6);
+        assert_eq!(VersionEdit::decode(&writable.encode()), Some(writable));
     }
 
     proptest::proptest! {

@@ -97,6 +97,7 @@ impl VersionSet {
             next: 0,
             indexes: Default::default(),
             options: Default::default(),
+            read_only: Default::default(),
             usage: Default::default(),
             // Until an edit says so: a manifest of an older engine does not.
             usage_tracked: false,

@@ -17,6 +17,8 @@ pub struct Namespaces {
     pub indexes: BTreeMap<Nsid, IndexDef>,
     /// Settings of the namespaces given any (the others have the defaults).
     pub options: BTreeMap<Nsid, NamespaceOptions>,
+    /// Namespaces that refuse writes (`Namespace::set_read_only`); the others are writable.
+    pub read_only: BTreeSet<Nsid>,
     /// Live bytes (keys and values of the newest versions, tombstones none) per namespace
     /// and per index, as of the last flush.
     pub usage: BTreeMap<Nsid, u64>,
@@ -36,6 +38,7 @@ impl Default for Namespaces {
             next: DEFAULT_NS + 1,
             indexes: BTreeMap::new(),
             options: BTreeMap::new(),
+            read_only: BTreeSet::new(),
             usage: BTreeMap::new(),
             usage_tracked: true,
             garbage: BTreeMap::new(),
@@ -61,6 +64,12 @@ impl Namespaces {
         for (ns, o) in &edit.ns_options {
             self.options.insert(*ns, *o);
         }
+        for &(ns, read_only) in &edit.ns_read_only {
+            match read_only {
+                true => self.read_only.insert(ns),
+                false => self.read_only.remove(&ns),
+            };
+        }
         if let Some(base) = &edit.usage_base {
             self.usage = base.iter().copied().collect();
             self.usage_tracked = true;
@@ -82,6 +91,7 @@ impl Namespaces {
             self.live.remove(ns);
             self.indexes.remove(ns);
             self.options.remove(ns);
+            self.read_only.remove(ns);
             self.usage.remove(ns);
             self.garbage.remove(ns);
             self.destroyed.insert(*ns);
@@ -104,6 +114,7 @@ impl Namespaces {
             .filter_map(|d| Some((d.id, d.ready?)))
             .collect();
         edit.ns_options = self.options.iter().map(|(k, v)| (*k, *v)).collect();
+        edit.ns_read_only = self.read_only.iter().map(|&ns| (ns, true)).collect();
         if self.usage_tracked {
             edit.usage_base = Some(self.usage.iter().map(|(k, v)| (*k, *v)).collect());
         }

@@ -25,6 +25,7 @@ mod open;
 mod per_namespace;
 mod quota;
 mod quota_indexes;
+mod read_only;
 mod row_cache;
 mod settle;
 mod snapshot_age;

@@ -350,6 +350,34 @@ pub(crate) fn destroy_part(
     }
 }
 
+/// Makes `part` on `device` read-only (`true`: the device refuses every write to it, from
+/// any client) or writable again. A part the device no longer has is refused when fencing,
+/// and nothing to do when clearing.
+pub(crate) fn set_part_read_only(
+    clients: &Clients,
+    device: &str,
+    part: &Part,
+    read_only: bool,
+) -> Result<(), ClusterError> {
+    let c = client(clients, device)?;
+    let ns = &part.namespace;
+    match live_nsid(c, device, part)? {
+        Some(nsid) => c
+            .set_read_only(nsid, read_only)
+            .map_err(ClusterError::device(
+                device,
+                match read_only {
+                    true => format!("making namespace {ns} read-only"),
+                    false => format!("making namespace {ns} writable again"),
+                },
+            )),
+        None if read_only => Err(ClusterError::Refused(format!(
+            "device {device} has no namespace {ns}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Creates tenant `tenant` over `devices`: one namespace per device, named as the tenant,
 /// each credential in a new file at [`secret_path`] under `base_dir`. Changes `desc` in
 /// memory only once every namespace exists (the caller saves it); on a failure part-way,

@@ -23,5 +23,7 @@ pub use description::{
 };
 pub use error::ClusterError;
 pub use placement::owner;
+#[doc(hidden)]
+pub use reshard::reshard_with_hook;
 pub use reshard::{abort_move, reshard, Digest, MoveReport};
 pub use secrets::secret_path;

@@ -3,7 +3,8 @@
 //! The move fills a new generation of namespaces while the old ones stay authoritative:
 //! 1. create `{tenant}.g{N+1}` on the new devices, record them as `moving_to` /
 //!    `moving_parts` and save the description (cluster clients that load it now refuse
-//!    writes and read the old parts);
+//!    writes and read the old parts); then make every old part read-only on its device
+//!    (the fence: from here the devices refuse every write to them, whoever sends it);
 //! 2. scan every old part in key order and put each record into its owner among the new
 //!    devices, in batches;
 //! 3. verify: the old parts, scanned again, and the new parts hold the same records (count,
@@ -11,14 +12,15 @@
 //! 4. switch the description to the new placement, save it, destroy the old namespaces.
 //!
 //! A failure before the switch destroys the new namespaces (and only the credential files
-//! this move created) and clears `moving_*`: the old placement stays as it was. Writes
-//! during the move: from step 1 cluster clients refuse them, and a Python client watching
-//! the description file refuses a write answered while the move was recorded (to be
-//! retried); a write that reached the old parts during the copy fails the verification of
-//! step 3. The devices themselves do not refuse writes to the old namespaces: a writer that
-//! is not a cluster client must be stopped before a move (`docs/cluster.md`).
+//! this move created), makes the old parts writable again and clears `moving_*`: the old
+//! placement stays as it was. Writes during the move: from step 1 cluster clients refuse
+//! them, and the devices refuse every other writer's (`NamespaceReadOnly`), so no write is
+//! acknowledged between the copy and the switch; one acknowledged before the fence is in
+//! the old parts before the copy reads them (`docs/cluster.md`).
 
-use super::admin::{client, connect_all, create_parts, destroy_part, open_part_on, Clients};
+use super::admin::{
+    client, connect_all, create_parts, destroy_part, open_part_on, set_part_read_only, Clients,
+};
 use super::description::{base_dir, ClusterDescription, Part, TenantPlacement};
 use super::error::ClusterError;
 use super::placement::owner;
@@ -105,6 +107,20 @@ pub fn reshard(
     new_devices: &[String],
     batch: usize,
 ) -> Result<MoveReport, ClusterError> {
+    reshard_with_hook(desc_path, tenant, new_devices, batch, &mut || Ok(()))
+}
+
+/// [`reshard`], calling `before_switch` once the copy is verified, just before the switch:
+/// where a write to the old parts would be lost with them. For tests; an error from it
+/// fails the move there.
+#[doc(hidden)]
+pub fn reshard_with_hook(
+    desc_path: &Path,
+    tenant: &str,
+    new_devices: &[String],
+    batch: usize,
+    before_switch: &mut dyn FnMut() -> Result<(), ClusterError>,
+) -> Result<MoveReport, ClusterError> {
     let start = Instant::now();
     let base = base_dir(desc_path);
     let desc = ClusterDescription::load(desc_path)?;
@@ -142,12 +158,21 @@ pub fn reshard(
         t.moving_to = Some(new_devices.to_vec());
         t.moving_parts = new_parts.clone();
     }
+    // Set once this move may have made old parts read-only: only then does undoing it make
+    // them writable (a save refused because another move of the tenant was recorded
+    // meanwhile must leave that move's fence alone).
+    let mut fenced = false;
     let copied = moving
         .save(desc_path)
+        .and_then(|()| {
+            fenced = true;
+            fence(&clients, &old.parts, true)
+        })
         .and_then(|()| {
             copy_and_verify(&clients, base, tenant, &old, new_devices, &new_parts, batch)
         })
         .and_then(|copied| {
+            before_switch()?;
             switch(desc_path, tenant, &new_parts, |t| {
                 t.devices = new_devices.to_vec();
                 t.parts = new_parts.clone();
@@ -158,7 +183,10 @@ pub fn reshard(
     let copied = match copied {
         Ok(c) => c,
         Err(e) => {
-            let left = abandon(desc_path, &clients, base, tenant, &new_parts);
+            let mut left = abandon(desc_path, &clients, base, tenant, &new_parts);
+            if fenced {
+                left.extend(unfence(&clients, &old.parts));
+            }
             return Err(e.with_leftovers(left));
         }
     };
@@ -188,7 +216,8 @@ pub fn reshard(
 }
 
 /// Ends a move that is recorded but no longer running (its process died): destroys the
-/// namespaces it was filling and clears `moving_*`. The old placement was never left.
+/// namespaces it was filling, makes the old parts writable again and clears `moving_*`.
+/// The old placement was never left.
 pub fn abort_move(desc_path: &Path, tenant: &str) -> Result<(), ClusterError> {
     let base = base_dir(desc_path);
     let desc = ClusterDescription::load(desc_path)?;
@@ -198,12 +227,42 @@ pub fn abort_move(desc_path: &Path, tenant: &str) -> Result<(), ClusterError> {
             "tenant {tenant}: no move is recorded"
         )));
     }
-    let clients = connect_all(&desc, base, t.moving_parts.keys())?;
+    let clients = connect_all(&desc, base, t.moving_parts.keys().chain(t.parts.keys()))?;
     for (d, p) in &t.moving_parts {
         destroy_part(&clients, base, d, p)?;
     }
+    // Before the record goes: a failure here leaves the move recorded, to abort again.
+    fence(&clients, &t.parts, false)?;
     let parts = t.moving_parts.clone();
     switch(desc_path, tenant, &parts, |_| {})
+}
+
+/// Makes every part of `parts` read-only (`true`), or writable again, on its device.
+fn fence(
+    clients: &Clients,
+    parts: &BTreeMap<String, Part>,
+    read_only: bool,
+) -> Result<(), ClusterError> {
+    for (d, p) in parts {
+        set_part_read_only(clients, d, p, read_only)?;
+    }
+    Ok(())
+}
+
+/// Makes the old `parts` of a move that failed writable again, each it can; those it could
+/// not, named with what to do.
+fn unfence(clients: &Clients, parts: &BTreeMap<String, Part>) -> Vec<String> {
+    let mut left = Vec::new();
+    for (d, p) in parts {
+        if let Err(e) = set_part_read_only(clients, d, p, false) {
+            left.push(format!(
+                "namespace {} on device {d} is still read-only ({e}): `cerberus ns \
+                 configure NSID --writable` on that device",
+                p.namespace
+            ));
+        }
+    }
+    left
 }
 
 /// Under the description's lock, reloads it (others may have changed other tenants

@@ -249,6 +249,8 @@ fn kv_statuses_read_as_the_native_ones() {
     assert_eq!(s(0x10), Status::InternalError);
     let generic = kv_refusal(NvmeStatus::error(0, 0x06), 3).0;
     assert_eq!(generic, Status::InternalError);
+    let fenced = kv_refusal(NvmeStatus::error(0, 0x20), 3).0;
+    assert_eq!(fenced, Status::NamespaceReadOnly);
 }
 
 #[test]

@@ -2,8 +2,9 @@
 
 use super::{
     check_attr, check_name, end, get_key, Command, NamespaceSettings, Opcode, Request, StoreMode,
-    INDEX_VAS, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN, NS_CREATE_SETTINGS,
-    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
+    INDEX_VAS, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN, NS_CONFIGURE_KEEP_SETTINGS,
+    NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE, NS_CREATE_SETTINGS, STORE_ONLY_IF_ABSENT,
+    STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
 use crate::error::ProtoError;
 use crate::frame::Frame;
@@ -26,12 +27,7 @@ impl Command {
             Opcode::List => list(flags, body)?,
             Opcode::Authenticate => authenticate(body)?,
             Opcode::NamespaceCreate => namespace_create(flags, body)?,
-            Opcode::NamespaceConfigure => {
-                let mut body = body;
-                let settings = NamespaceSettings::decode(&mut body)?;
-                end(&body)?;
-                Request::NamespaceConfigure { settings }
-            }
+            Opcode::NamespaceConfigure => super::settings::decode_configure(flags, body)?,
             Opcode::IterOpen => iter_open(flags, body)?,
             Opcode::IterNext => iter_next(body)?,
             Opcode::IterClose => iter_close(body)?,
@@ -60,6 +56,9 @@ fn flags(opcode: Opcode, word: u16) -> Result<u8, ProtoError> {
         Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
         Opcode::IndexCreate => u16::from(INDEX_VAS),
         Opcode::NamespaceCreate => u16::from(NS_CREATE_SETTINGS),
+        Opcode::NamespaceConfigure => {
+            u16::from(NS_CONFIGURE_READ_ONLY | NS_CONFIGURE_WRITABLE | NS_CONFIGURE_KEEP_SETTINGS)
+        }
         _ => 0,
     };
     if word & !allowed != 0 {

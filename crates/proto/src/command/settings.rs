@@ -4,9 +4,22 @@
 //! Layout (44 bytes, little-endian): `capacity u64 (0: none) ++ reservation_ops u64 ++
 //! reservation_bytes u64 ++ weight u32 ++ limit_ops u64 ++ limit_bytes u64`. The field names
 //! are the engine's (`NamespaceOptions`, `IoShares`); the device validates the values.
+//!
+//! NamespaceConfigure's flags add the read-only setting: [`NS_CONFIGURE_READ_ONLY`] or
+//! [`NS_CONFIGURE_WRITABLE`] change it, and with [`NS_CONFIGURE_KEEP_SETTINGS`] the body is
+//! empty and the settings stay as they are. Without flags it is the 44 bytes alone, as before.
 
+use super::Request;
 use crate::error::ProtoError;
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// NamespaceConfigure flag: make the namespace read-only (every write refused with
+/// `NamespaceReadOnly`, reads served).
+pub const NS_CONFIGURE_READ_ONLY: u8 = 0x01;
+/// NamespaceConfigure flag: make the namespace writable again.
+pub const NS_CONFIGURE_WRITABLE: u8 = 0x02;
+/// NamespaceConfigure flag: the body carries no settings; they stay as they are.
+pub const NS_CONFIGURE_KEEP_SETTINGS: u8 = 0x04;
 
 /// Bytes of an encoded [`NamespaceSettings`].
 pub const SETTINGS_LEN: usize = 44;
@@ -69,9 +82,87 @@ impl NamespaceSettings {
     }
 }
 
+/// NamespaceConfigure's body (appended to `out`) and flags for `settings` (`None`: kept) and
+/// `read_only` (`None`: unchanged).
+pub(super) fn encode_configure(
+    settings: &Option<NamespaceSettings>,
+    read_only: Option<bool>,
+    out: &mut BytesMut,
+) -> Result<u8, ProtoError> {
+    let mut flags = match read_only {
+        None => 0,
+        Some(true) => NS_CONFIGURE_READ_ONLY,
+        Some(false) => NS_CONFIGURE_WRITABLE,
+    };
+    match settings {
+        Some(s) => s.encode(out),
+        None if read_only.is_none() => {
+            return Err(ProtoError::InvalidField("nothing to configure"))
+        }
+        None => flags |= NS_CONFIGURE_KEEP_SETTINGS,
+    }
+    Ok(flags)
+}
+
+/// The NamespaceConfigure request of `flags` and `body`.
+pub(super) fn decode_configure(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
+    let read_only = match flags & (NS_CONFIGURE_READ_ONLY | NS_CONFIGURE_WRITABLE) {
+        0 => None,
+        NS_CONFIGURE_READ_ONLY => Some(true),
+        NS_CONFIGURE_WRITABLE => Some(false),
+        _ => return Err(ProtoError::InvalidField("read-only and writable together")),
+    };
+    let settings = match flags & NS_CONFIGURE_KEEP_SETTINGS {
+        0 => Some(NamespaceSettings::decode(&mut body)?),
+        _ if read_only.is_none() => return Err(ProtoError::InvalidField("nothing to configure")),
+        _ => None,
+    };
+    super::end(&body)?;
+    Ok(Request::NamespaceConfigure {
+        settings,
+        read_only,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configure_round_trips_and_refuses_nonsense() {
+        for (settings, read_only, flags, len) in [
+            (Some(NamespaceSettings::default()), None, 0, SETTINGS_LEN),
+            (
+                Some(NamespaceSettings::default()),
+                Some(true),
+                0x01,
+                SETTINGS_LEN,
+            ),
+            (None, Some(false), 0x06, 0),
+            (None, Some(true), 0x05, 0),
+        ] {
+            let mut out = BytesMut::new();
+            assert_eq!(
+                encode_configure(&settings, read_only, &mut out).unwrap(),
+                flags
+            );
+            assert_eq!(out.len(), len);
+            let back = decode_configure(flags, out.freeze()).unwrap();
+            let want = Request::NamespaceConfigure {
+                settings,
+                read_only,
+            };
+            assert_eq!(back, want);
+        }
+        let mut out = BytesMut::new();
+        assert!(encode_configure(&None, None, &mut out).is_err());
+        let none = Bytes::new();
+        assert!(decode_configure(0x03, none.clone()).is_err());
+        assert!(decode_configure(0x04, none.clone()).is_err());
+        // Settings with the keep flag, or none without it.
+        assert!(decode_configure(0x05, Bytes::from(vec![0u8; SETTINGS_LEN])).is_err());
+        assert!(decode_configure(0x01, none).is_err());
+    }
 
     #[test]
     fn settings_round_trip() {
