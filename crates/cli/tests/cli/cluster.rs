@@ -70,6 +70,31 @@ impl Cluster {
         text(&o)
     }
 
+    /// Records a move of tenant "t" to d1 (namespace "t.g2", id `nsid`, its `secret` kept
+    /// where the tool keeps it) as a move whose process died would leave it; the secret's
+    /// path.
+    pub(crate) fn record_a_move_to_d1(&self, nsid: u32, secret: &str) -> PathBuf {
+        let rel = cluster::secret_path("d1", "t.g2", nsid);
+        // As the tool makes it: closed to others (it refuses to write into an open one).
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(self.base().join("secrets/d1"))
+            .unwrap();
+        std::fs::write(self.base().join(&rel), secret).unwrap();
+        let mut desc = self.desc();
+        let t = desc.tenants.get_mut("t").unwrap();
+        t.moving_to = Some(vec!["d1".into()]);
+        t.moving_parts.insert(
+            "d1".into(),
+            cluster::Part {
+                namespace: "t.g2".into(),
+                nsid: Some(nsid),
+                secret_file: rel.clone(),
+            },
+        );
+        desc.save(&self.file).unwrap();
+        rel
+    }
+
     pub(crate) fn desc(&self) -> ClusterDescription {
         ClusterDescription::load(&self.file).unwrap()
     }
@@ -319,24 +344,7 @@ fn a_move_that_fails_part_way_is_undone_and_an_interrupted_one_aborted() {
     assert!(left.iter().all(|f| !f.starts_with("t.g2")), "{left:?}");
 
     // A move whose process died: its namespace on d1 and its record stay until --abort.
-    let rel = cluster::secret_path("d1", "t.g2", nsid);
-    // As the tool makes it: closed to others (it refuses to write into an open one).
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-        .create(c.base().join("secrets/d1"))
-        .unwrap();
-    std::fs::write(c.base().join(&rel), &secret).unwrap();
-    let mut desc = c.desc();
-    let t = desc.tenants.get_mut("t").unwrap();
-    t.moving_to = Some(vec!["d1".into()]);
-    t.moving_parts.insert(
-        "d1".into(),
-        cluster::Part {
-            namespace: "t.g2".into(),
-            nsid: Some(nsid),
-            secret_file: rel.clone(),
-        },
-    );
-    desc.save(&c.file).unwrap();
+    let rel = c.record_a_move_to_d1(nsid, &secret);
     let list = c.ok(&["list"]);
     assert!(list.lines().nth(1).unwrap().ends_with("d1"), "{list}");
     let o = c.run(&["reshard", "t", "--devices", "d1"]);

@@ -86,21 +86,7 @@ fn a_failed_or_aborted_move_leaves_the_old_part_writable() {
     // the old part refuses writes, until --abort.
     let d1 = cluster::connect_admin(&c.desc(), c.base(), "d1").unwrap();
     let (nsid, secret) = d1.create_namespace("t.g2").unwrap();
-    let rel = cluster::secret_path("d1", "t.g2", nsid);
-    std::fs::create_dir_all(c.base().join(&rel).parent().unwrap()).unwrap();
-    std::fs::write(c.base().join(&rel), &secret).unwrap();
-    let mut desc = c.desc();
-    let t = desc.tenants.get_mut("t").unwrap();
-    t.moving_to = Some(vec!["d1".into()]);
-    t.moving_parts.insert(
-        "d1".into(),
-        cluster::Part {
-            namespace: "t.g2".into(),
-            nsid: Some(nsid),
-            secret_file: rel,
-        },
-    );
-    desc.save(&c.file).unwrap();
+    c.record_a_move_to_d1(nsid, &secret);
     let d0 = cluster::connect_admin(&c.desc(), c.base(), "d0").unwrap();
     d0.set_read_only(old.nsid(), true).unwrap();
     refused_as_read_only("a write to a fenced part", &old.put("k", "v"));

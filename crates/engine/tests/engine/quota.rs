@@ -433,8 +433,8 @@ impl Storage for Sized {
     }
 }
 
-#[test]
-fn the_reserve_refuses_writes_not_deletes() {
+/// A database on a 100 MiB storage another tenant of the disk may fill (`squeeze`).
+fn sized_db() -> (Arc<Sized>, Db) {
     let sized = Arc::new(Sized {
         inner: MemStorage::new(),
         total: 100 << 20,
@@ -442,18 +442,27 @@ fn the_reserve_refuses_writes_not_deletes() {
     });
     let storage: StorageRef = sized.clone();
     let db = open(&storage, &common::small_options());
+    (sized, db)
+}
+
+/// Another tenant of the disk takes all but 512 KiB (below the default reserve, 1%), or
+/// gives it back; seen once the free space is asked again.
+fn squeeze(sized: &Sized, full: bool) {
+    let elsewhere = if full { (100 << 20) - (512 << 10) } else { 0 };
+    sized.used_elsewhere.store(elsewhere, Ordering::Relaxed);
+    std::thread::sleep(std::time::Duration::from_millis(60));
+}
+
+#[test]
+fn the_reserve_refuses_writes_not_deletes() {
+    let (sized, db) = sized_db();
     let ns = db.default_namespace();
     ns.put(b"k", b"v").unwrap();
-    // Another tenant of the disk takes all but 512 KiB: below the default reserve (1%).
-    sized
-        .used_elsewhere
-        .store((100 << 20) - (512 << 10), Ordering::Relaxed);
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    squeeze(&sized, true);
     let err = ns.put(b"k2", b"v").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CapacityExceeded, "{err}");
     ns.delete(b"k").unwrap();
-    sized.used_elsewhere.store(0, Ordering::Relaxed);
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    squeeze(&sized, false);
     ns.put(b"k2", b"v").unwrap();
 }
 
@@ -462,27 +471,17 @@ fn the_reserve_refuses_writes_not_deletes() {
 /// namespace without one could fill the disk past the reserve by creating indexes.
 #[test]
 fn a_backfill_stops_at_the_reserve_and_leaves_no_index() {
-    let sized = Arc::new(Sized {
-        inner: MemStorage::new(),
-        total: 100 << 20,
-        used_elsewhere: AtomicU64::new(0),
-    });
-    let storage: StorageRef = sized.clone();
-    let db = open(&storage, &common::small_options());
+    let (sized, db) = sized_db();
     let ns = db.create_namespace("docs").unwrap();
     for i in 0..200u32 {
         ns.put(&key(i), format!("{{\"a\": {i}}}").as_bytes())
             .unwrap();
     }
-    sized
-        .used_elsewhere
-        .store((100 << 20) - (512 << 10), Ordering::Relaxed);
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    squeeze(&sized, true);
     let err = ns.create_index("a", IndexKind::Classic).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CapacityExceeded, "{err}");
     assert!(ns.list_indexes().unwrap().is_empty());
-    sized.used_elsewhere.store(0, Ordering::Relaxed);
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    squeeze(&sized, false);
     ns.create_index("a", IndexKind::Classic).unwrap();
     assert_eq!(ns.list_indexes().unwrap().len(), 1);
 }
