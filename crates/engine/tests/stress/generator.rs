@@ -511,7 +511,18 @@ impl Gen {
             "gc_value_log" => Op::Gc,
             "sync_log" => Op::SyncLog,
             "stats" => Op::Stats,
-            "configure" => self.configure(),
+            "configure" => {
+                let op = self.configure();
+                // One in three makes its namespace read-only or writable instead, drawn from
+                // the side stream: the main stream, and so older seeds' logs, stay aligned.
+                match (op, self.side.gen_range(0..3)) {
+                    (Op::Configure { ns, .. }, 0) => Op::ReadOnly {
+                        ns,
+                        on: self.side.gen_bool(0.4),
+                    },
+                    (op, _) => op,
+                }
+            }
             "reopen" => Op::Reopen,
             "crash" => Op::Crash,
             "inject" => Op::Inject {

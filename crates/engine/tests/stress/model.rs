@@ -31,6 +31,8 @@ pub struct NsModel {
     /// configure left it unknown); `may_refuse`: a capacity may be set.
     pub capacity: Option<u64>,
     pub may_refuse: bool,
+    /// The namespace is read-only: every write of it is refused (`read_only.rs`).
+    pub read_only: bool,
 }
 
 impl NsModel {

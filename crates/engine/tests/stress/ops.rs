@@ -250,6 +250,11 @@ pub enum Op {
         ns: u8,
         capacity: Option<u32>,
     },
+    /// Makes namespace slot `ns` read-only (`on`) or writable again (`read_only.rs`).
+    ReadOnly {
+        ns: u8,
+        on: bool,
+    },
     Reopen,
     /// Power cut (fault storage): unsynced data is lost; elsewhere a reopen.
     Crash,
@@ -439,6 +444,7 @@ impl fmt::Display for Op {
             Op::SyncLog => write!(f, "sync_log"),
             Op::Stats => write!(f, "stats + list_namespaces"),
             Op::Configure { ns, capacity } => write!(f, "configure ns{ns} capacity {capacity:?}"),
+            Op::ReadOnly { ns, on } => write!(f, "set_read_only ns{ns} {on}"),
             Op::Reopen => write!(f, "close + reopen"),
             Op::Crash => write!(f, "crash + reopen"),
             Op::Inject { kind, nth, sticky } => {

@@ -319,6 +319,7 @@ impl Session {
             | Op::SyncLog
             | Op::Stats
             | Op::Configure { .. }
+            | Op::ReadOnly { .. }
             | Op::Reopen
             | Op::Crash
             | Op::Heal

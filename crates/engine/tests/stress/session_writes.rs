@@ -12,7 +12,11 @@ impl Session {
     /// Runs a write, maintenance or lifecycle operation.
     pub(crate) fn exec_write(&mut self, host: &mut DbRef<'_>, op: &Op) -> Check {
         let faulty = self.faulty;
+        if let Some(refused) = self.refused_read_only(op) {
+            return refused;
+        }
         match op {
+            Op::ReadOnly { ns, on } => self.exec_read_only(*ns, *on),
             Op::Put {
                 ns,
                 key,
