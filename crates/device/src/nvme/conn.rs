@@ -414,11 +414,7 @@ impl Conn {
             Pdu::CapsuleCmd { sqe, data } => {
                 // A command: this network thread polls for the next one a while (`spin`).
                 crate::spin::touch();
-                let io = self
-                    .queue
-                    .as_ref()
-                    .is_some_and(|q| q.qid != 0 && q.auth.usable());
-                if io && sqe.opcode != cerberus_proto::nvme::FABRICS_OPCODE {
+                if self.is_io_command(&sqe) {
                     return self.io_capsule(sqe, data, charged);
                 }
                 let answer = self.command(sqe, data);
@@ -436,6 +432,16 @@ impl Conn {
             Pdu::H2CTermReq { .. } => Err(End::Quiet),
             _ => Err(End::Term(FES_SEQUENCE, 0)),
         }
+    }
+
+    /// Whether `sqe` is an I/O command: not a Fabrics one, on an I/O queue whose host may
+    /// use it (connected, and authenticated if it must be).
+    pub(super) fn is_io_command(&self, sqe: &Sqe) -> bool {
+        let io = self
+            .queue
+            .as_ref()
+            .is_some_and(|q| q.qid != 0 && q.auth.usable());
+        io && sqe.opcode != cerberus_proto::nvme::FABRICS_OPCODE
     }
 
     /// Routes a capsule: Fabrics commands, then the admin or I/O queue's.

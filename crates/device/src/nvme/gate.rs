@@ -27,11 +27,7 @@ impl Conn {
         let Pdu::CapsuleCmd { sqe, data } = pdu else {
             return None;
         };
-        let io = self
-            .queue
-            .as_ref()
-            .is_some_and(|q| q.qid != 0 && q.auth.usable());
-        if !io || sqe.opcode == cerberus_proto::nvme::FABRICS_OPCODE {
+        if !self.is_io_command(sqe) {
             return None;
         }
         request_bytes(sqe, data).map(|bytes| (sqe.nsid, bytes))
