@@ -110,6 +110,33 @@ impl HeldBytes {
     }
 }
 
+/// Room taken ahead for an answer not made yet (a command handed to a worker: its answer
+/// would be counted only once made, and a connection may hand over many before then), given
+/// back when dropped, after the answer went to the writer and was counted there.
+pub(crate) struct Reserved {
+    held: std::sync::Arc<HeldBytes>,
+    bytes: usize,
+}
+
+impl Reserved {
+    /// Takes `bytes` whether or not they fit: the frame was let in by the connection's check.
+    pub fn take(held: &std::sync::Arc<HeldBytes>, bytes: usize) -> Reserved {
+        if bytes > 0 {
+            held.take(bytes);
+        }
+        Reserved {
+            held: held.clone(),
+            bytes,
+        }
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.held.give(self.bytes);
+    }
+}
+
 struct Starving<'a>(&'a AtomicUsize);
 
 impl Drop for Starving<'_> {
@@ -151,5 +178,15 @@ mod tests {
             .expect("woken")
             .expect("joined");
         assert_eq!(h.starved.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_reservation_is_held_until_dropped() {
+        let h = Arc::new(HeldBytes::new(100));
+        let r = Reserved::take(&h, 80);
+        assert_eq!(h.used(), 80);
+        assert!(!h.has_room(30));
+        drop(r);
+        assert_eq!(h.used(), 0);
     }
 }

@@ -7,8 +7,9 @@
 mod common;
 
 use bytes::{Bytes, BytesMut};
-use cerberus_proto::{Command, Request};
+use cerberus_proto::{Command, Reply, Request, Response};
 use common::{alone, metric, rss_bytes};
+use std::io::Read;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -36,11 +37,16 @@ fn pipelined_gets(nsid: u32, secret: &str) -> BytesMut {
 /// Waits until the device's gets served stop moving (every attacker answered or stopped),
 /// at most 30 s: not a timed assertion, the checks come after.
 fn settle(dev: &cerberus_device::DeviceHandle) {
+    settle_on(dev, "cerberus_gets_total")
+}
+
+/// Waits until the device's metric `name` stops moving, at most 30 s.
+fn settle_on(dev: &cerberus_device::DeviceHandle, name: &str) {
     let start = Instant::now();
     let (mut last, mut still) = (u64::MAX, 0);
     while still < 5 && start.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(100));
-        let now = metric(dev, "cerberus_gets_total");
+        let now = metric(dev, name);
         still = if now == last { still + 1 } else { 0 };
         last = now;
     }
@@ -51,12 +57,27 @@ fn settle(dev: &cerberus_device::DeviceHandle) {
 /// `max_held_bytes` + connections x (one frame + one reply), and a victim is served.
 #[test]
 fn unread_large_replies_stay_within_the_devices_bound() {
+    unread_gets_within_the_bound(true);
+}
+
+/// The same attack where gets run on the workers (the NAND model, `sync`, or
+/// `inline_commands` off, as lists, iterators and queries always do). Before: a connection
+/// read all its gets while nothing was held yet, and the workers made every answer, each
+/// counted only once made (4 x 32 x 2 MiB). Now a command handed to a worker holds its
+/// answer's room from then on.
+#[test]
+fn unread_replies_made_on_the_workers_stay_within_the_devices_bound() {
+    unread_gets_within_the_bound(false);
+}
+
+fn unread_gets_within_the_bound(inline_commands: bool) {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| {
         c.max_held_bytes = HELD;
         c.max_inflight = GETS as u32;
         c.max_value_len = VALUE as u32;
+        c.inline_commands = inline_commands;
     });
     let (owner, nsid, secret) = common::tenant(&dev, "big");
     let ns = owner.namespace(nsid);
@@ -108,6 +129,102 @@ fn unread_large_replies_stay_within_the_devices_bound() {
     );
 
     // Every byte comes back once the attackers leave.
+    drop(attackers);
+    let start = Instant::now();
+    while metric(&dev, "cerberus_held_bytes") != 0 && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(metric(&dev, "cerberus_held_bytes"), 0, "held bytes leaked");
+    dev.shutdown().unwrap();
+}
+
+/// Reads replies from `s` until the one for `cid`.
+fn reply_to(s: &mut TcpStream, cid: u32) -> Response {
+    let mut got = BytesMut::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(frame) = cerberus_proto::split_frame(&mut got, u32::MAX).expect("frame") {
+            let r = Response::decode(&frame).expect("response");
+            if r.cid == cid {
+                return r;
+            }
+        }
+        let n = s.read(&mut chunk).expect("read");
+        assert!(n > 0, "the device closed the connection");
+        got.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The review's attack (third round, M1): a tenant opens an iterator over large values and
+/// sends `max_inflight` IterNexts of one 2 MiB value each in one write, never reading. They
+/// run on the workers: before, every one passed the frame check while nothing was counted
+/// yet, and the device made them all (4 x 32 x 2 MiB). Now each holds its answer's room from
+/// the moment it is handed over.
+#[test]
+fn unread_iterator_batches_stay_within_the_devices_bound() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.max_held_bytes = HELD;
+        c.max_inflight = GETS as u32;
+        c.max_value_len = VALUE as u32;
+    });
+    let (owner, nsid, secret) = common::tenant(&dev, "iters");
+    let ns = owner.namespace(nsid);
+    for i in 0..GETS {
+        ns.put(format!("v{i:02}"), vec![i as u8; VALUE])
+            .expect("put");
+    }
+    let before = rss_bytes();
+    let attackers: Vec<TcpStream> = (0..CONNS)
+        .map(|_| {
+            let mut s = TcpStream::connect(dev.local_addr()).expect("connect");
+            let auth = Request::Authenticate {
+                secret: Bytes::copy_from_slice(secret.as_bytes()),
+            };
+            let open = Request::IterOpen {
+                start: Bytes::new(),
+                upper_bound: Bytes::new(),
+                prefix: Bytes::new(),
+                keys_only: false,
+            };
+            let mut frames = BytesMut::new();
+            for (cid, request) in [(1, auth), (2, open)] {
+                Command { cid, nsid, request }.encode(&mut frames).unwrap();
+            }
+            s.write_all(&frames).expect("send");
+            let Reply::Iter(iter) = reply_to(&mut s, 2).reply else {
+                panic!("no iterator")
+            };
+            let mut frames = BytesMut::new();
+            for cid in 3..3 + GETS as u32 - 1 {
+                let request = Request::IterNext {
+                    iter,
+                    max_entries: 1,
+                    max_bytes: u32::MAX,
+                };
+                Command { cid, nsid, request }.encode(&mut frames).unwrap();
+            }
+            s.write_all(&frames).expect("send");
+            s // never read again
+        })
+        .collect();
+    settle_on(&dev, "cerberus_held_bytes");
+    let grown = rss_bytes().saturating_sub(before);
+    let held = metric(&dev, "cerberus_held_bytes");
+    let bound = HELD + CONNS as u64 * (VALUE as u64 + (64 << 10));
+    eprintln!("held {held} bytes, RSS grew by {grown} bytes (bound {bound})");
+    assert!(held <= bound, "{held} bytes held past {bound}");
+    assert!(
+        grown <= bound + (32 << 20),
+        "the device's memory grew by {grown} bytes for {CONNS} clients that do not read"
+    );
+    assert!(held > 0, "the unread batches are counted");
+    let (victim, vns, _) = common::tenant(&dev, "victim");
+    victim
+        .namespace(vns)
+        .put("k", b"v".to_vec())
+        .expect("victim's put");
     drop(attackers);
     let start = Instant::now();
     while metric(&dev, "cerberus_held_bytes") != 0 && start.elapsed() < Duration::from_secs(20) {

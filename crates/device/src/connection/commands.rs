@@ -2,6 +2,7 @@
 //! refused, held back in the batch of puts or of gets, run inline, or handed to the workers.
 
 use super::{refuse, Reader};
+use crate::held::Reserved;
 use crate::put_batch::{HeldPut, PutReply};
 use crate::workers::{answer, answer_small_query};
 use cerberus_engine::WritePressure;
@@ -110,6 +111,10 @@ impl Reader {
                 return;
             }
         }
+        // Its answer's room in the device's held bytes, from now until the answer is counted
+        // by the writer: the next frame's check sees it, so a connection hands the workers
+        // no more than the budget can answer.
+        let room = Reserved::take(&shared.held, shared.answer_room(&cmd));
         let job_shared = shared.clone();
         let job_tx = self.tx.clone();
         let job_iters = self.iters.clone();
@@ -124,6 +129,7 @@ impl Reader {
                 answer(&job_shared, cmd, &job_iters, arrived)
             });
             let _ = job_tx.send((resp, Some(permit)));
+            drop(room);
         }));
         if !submitted {
             let stopping = Status::ShuttingDown;

@@ -8,6 +8,7 @@
 
 use super::Reader;
 use crate::dispatch::Shared;
+use crate::held::Reserved;
 use cerberus_proto::{Command, Opcode, Response, Status};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -102,11 +103,16 @@ impl Reader {
         }
         let held = std::mem::take(&mut self.gets.gets);
         let cids: Vec<u32> = held.iter().map(|g| g.cmd.cid).collect();
+        // Their answers' room in the device's held bytes until each is counted by the writer:
+        // the next frame's check sees it, where answers made later would not be.
+        let value = self.shared.config.max_frame_body() as usize;
+        let room = Reserved::take(&self.shared.held, n.saturating_mul(value));
         let (shared, tx) = (self.shared.clone(), self.tx.clone());
         let run = move || {
             answer_gets(&shared, ns, held.into_iter(), |resp, permit| {
                 let _ = tx.send((resp, Some(permit)));
-            })
+            });
+            drop(room);
         };
         // The background work the batch makes belongs to the core that read it.
         let core = crate::scheduler::current_core();

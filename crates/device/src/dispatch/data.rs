@@ -152,6 +152,23 @@ impl Shared {
         }
     }
 
+    /// The most `cmd`'s answer may hold of the device's bytes (`max_held_bytes`): a value
+    /// for a get, a whole reply for what answers with many records (lists, iterators,
+    /// queries, the lists of namespaces and indexes), nothing for the rest, whose answers are
+    /// small and bounded by the connection's in-flight limit.
+    pub fn answer_room(&self, cmd: &Command) -> usize {
+        match cmd.request.opcode() {
+            Opcode::Retrieve => self.config.max_frame_body() as usize,
+            Opcode::List
+            | Opcode::IterOpen
+            | Opcode::IterNext
+            | Opcode::Query
+            | Opcode::NamespaceList
+            | Opcode::IndexList => self.config.reply_bytes_bound() as usize,
+            _ => 0,
+        }
+    }
+
     /// Whether `cmd` may join its connection's batch of puts: an unconditional store that
     /// does not wait for durability, valid, and run on the network thread (not counted as
     /// off the loop here: `runs_inline` counts it when it is carried out).
