@@ -18,15 +18,39 @@ pub(super) struct Done {
     pub answer: Answer,
     /// Bytes of the budget it held.
     pub cost: usize,
-    /// Back from a worker (`Completer`).
-    pub away: bool,
+    /// Back from a worker (`Completer`): the worker's hold on its bytes.
+    pub away: Option<Away>,
+}
+
+/// A worker's hold on its command's bytes, carried back with the answer. The queue takes it
+/// when it reads the answer; an answer never read (the queue closed with it in its channel,
+/// or had gone already) gives the bytes back to the device itself when dropped. Before, a
+/// queue that closed while answers waited in its channel (a host that stopped reading, its
+/// queue stuck writing until the write deadline) lost their bytes from the device's bound
+/// for good (review, third round, H1).
+pub(super) struct Away {
+    held: Arc<HeldBytes>,
+    cost: usize,
+}
+
+impl Away {
+    /// The bytes, now the queue's again.
+    pub fn returned(mut self) -> usize {
+        std::mem::take(&mut self.cost)
+    }
+}
+
+impl Drop for Away {
+    fn drop(&mut self) {
+        self.held.give(self.cost);
+    }
 }
 
 /// Where a worker sends its command's answer: the queue's completions. If the queue closed
-/// meanwhile, the worker gives the command's bytes back to the device's bound itself, when
-/// it is done with them: the closing queue gave back only what no worker held (before
-/// issue 61's third round it gave back everything, so a host that closed with values at
-/// busy workers, and reconnected, held more than the bound).
+/// meanwhile, the answer's `Away` gives the command's bytes back to the device's bound: the
+/// closing queue gave back only what no worker held (before issue 61's third round it gave
+/// back everything, so a host that closed with values at busy workers, and reconnected, held
+/// more than the bound).
 pub(super) struct Completer {
     done: Option<(mpsc::UnboundedSender<Done>, usize)>,
     held: Arc<HeldBytes>,
@@ -35,15 +59,18 @@ pub(super) struct Completer {
 impl Completer {
     pub fn send(mut self, sqe: Sqe, answer: Answer) {
         if let Some((tx, cost)) = self.done.take() {
+            let away = Away {
+                held: self.held.clone(),
+                cost,
+            };
             let done = Done {
                 sqe,
                 answer,
                 cost,
-                away: true,
+                away: Some(away),
             };
-            if let Err(gone) = tx.send(done) {
-                self.held.give(gone.0.cost);
-            }
+            // Refused by a closed queue: dropped here, and its `Away` gives the bytes back.
+            let _ = tx.send(done);
         }
     }
 }
@@ -224,7 +251,7 @@ impl Flight {
             sqe,
             answer,
             cost,
-            away: false,
+            away: None,
         });
     }
 
@@ -348,11 +375,24 @@ mod tests {
         let c = f.completer(50);
         c.send(Sqe::default(), Answer::ok(0));
         let done = rx.try_recv().unwrap();
-        assert!(done.away);
-        f.back(done.cost);
+        f.back(done.away.expect("from a worker").returned());
         f.release(done.cost);
         drop(f);
         assert_eq!(held.used(), 0);
+    }
+
+    /// Review, third round, H1: answers back from the workers but not read when the queue
+    /// closes (its loop stuck writing to a host that does not read) held their bytes for good.
+    #[test]
+    fn answers_left_unread_in_a_closing_queue_give_their_bytes_back() {
+        let held = Arc::new(HeldBytes::new(1000));
+        let (mut f, rx) = Flight::new(1000, held.clone());
+        assert!(f.admit(300) && f.admit(200));
+        // Sent, so the worker gave nothing back; the queue never reads it.
+        f.completer(300).send(Sqe::default(), Answer::ok(0));
+        drop(rx);
+        drop(f);
+        assert_eq!(held.used(), 0, "bytes lost from the device's bound");
     }
 
     #[test]

@@ -60,8 +60,10 @@ pub fn controller(t: &Target, cntlid: u16, nn: u32, discovery: bool) -> Vec<u8> 
     b[512] = 0x66; // SQES: 64-byte entries
     b[513] = 0x44; // CQES: 16-byte entries
                    // VWC: a volatile write cache (a completed Store is in the log, synced by a Flush or the
-                   // engine's own syncs) unless every Store is synced before it completes.
-    b[525] = u8::from(!discovery && !t.config.sync_stores);
+                   // engine's own syncs) unless every Store is synced before it completes; flush behavior
+                   // 10b: a Flush must name a namespace, not FFFFFFFFh (`io.rs`, `flush_cache`).
+    let vwc = !discovery && !t.config.sync_stores;
+    b[525] = if vwc { 0x05 } else { 0 };
     put16(&mut b, 514, MAX_QUEUE_ENTRIES);
     put32(&mut b, 516, nn);
     // SGLS: SGLs supported, keyed data blocks, offsets in in-capsule data (what a fabric's

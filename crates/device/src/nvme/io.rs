@@ -113,10 +113,14 @@ impl Conn {
     }
 
     /// Flush (NVM command set opcode 00h, which a KV host may send too): every Store
-    /// completed before it is made durable (the engine's value log synced, on a worker).
-    /// The log is the device's, so any namespace's Flush, or nsid FFFFFFFFh, syncs all.
+    /// completed before it is made durable (the engine's value log synced, on a worker;
+    /// syncs asked for at once share one, `Db::sync_log`). The log is the device's, so a
+    /// namespace's Flush syncs all. A Flush names one of the host's namespaces: through it
+    /// the gate weighs it (its shares, its limit). Nsid FFFFFFFFh is refused, as Identify
+    /// says (VWC's flush behavior 10b): it names no namespace, so any host could sync the
+    /// device's log, which every tenant's writes wait for, past its own limit.
     fn flush_cache(&mut self, sqe: Sqe, cost: usize) {
-        if sqe.nsid != cerberus_proto::DEVICE_NSID && !self.may_use(sqe.nsid) {
+        if !self.may_use(sqe.nsid) {
             self.flight
                 .finish_now(sqe, Answer::status(invalid_namespace()), cost);
             return;
@@ -332,7 +336,7 @@ impl StoreReply {
             sqe: self.sqe,
             answer,
             cost: self.cost,
-            away: false,
+            away: None,
         });
     }
 }

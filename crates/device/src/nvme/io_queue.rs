@@ -7,7 +7,7 @@ use super::conn::{Conn, End, FES_OUT_OF_RANGE, FES_SEQUENCE};
 use super::flight::{Done, Pending, Queued};
 use super::Answer;
 use bytes::{Bytes, BytesMut};
-use cerberus_proto::nvme::{Pdu, Sqe};
+use cerberus_proto::nvme::{KvOpcode, Pdu, Sqe};
 use tokio::time::Instant;
 
 impl Conn {
@@ -39,13 +39,19 @@ impl Conn {
         Ok(())
     }
 
-    /// The bytes of the budget a command holds while it runs: its capsule's data, and the
-    /// value or buffer CDW10 names (at most a value). A Fetch holds none: the response it
-    /// sends is counted where it is kept (`vendor.rs`), and charged again here a Fetch
-    /// could wait for room only its own response would give back.
+    /// The bytes of the budget a command holds while it runs: its capsule's data, and for
+    /// the commands whose CDW10 is a length (a Store's value, a Retrieve's or List's
+    /// buffer, a Submit's frame) that length, at most a value. Others' CDW10 is not a
+    /// length: taken as one, a host could hold the device's bytes with Flushes. A Fetch
+    /// holds none: the response it sends is counted where it is kept (`vendor.rs`), and
+    /// charged again here a Fetch could wait for room only its own response would give back.
     fn cost(&self, sqe: &Sqe, data: &Bytes) -> usize {
-        if sqe.opcode == cerberus_proto::nvme::VENDOR_FETCH {
-            return 0;
+        let sized = [KvOpcode::Store, KvOpcode::Retrieve, KvOpcode::List]
+            .iter()
+            .any(|&o| sqe.opcode == o as u8)
+            || sqe.opcode == cerberus_proto::nvme::VENDOR_SUBMIT;
+        if !sized {
+            return data.len();
         }
         let max = self.target.shared.config.max_value_len;
         data.len().max(sqe.cdw(10).min(max) as usize)
@@ -108,8 +114,8 @@ impl Conn {
     /// A command's answer: sent, its slot and bytes freed, waiting commands started.
     pub(super) fn finished(&mut self, done: Done) {
         self.flight.count = self.flight.count.saturating_sub(1);
-        if done.away {
-            self.flight.back(done.cost);
+        if let Some(away) = done.away {
+            self.flight.back(away.returned());
         }
         self.flight.release(done.cost);
         self.answer(&done.sqe, done.answer, false);

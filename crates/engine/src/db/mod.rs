@@ -11,6 +11,7 @@ mod get_many;
 mod handle;
 mod indexes;
 mod iterator;
+mod log_syncs;
 mod namespaces;
 mod query;
 mod query_doc;

@@ -2,6 +2,7 @@
 
 use super::flush::Frozen;
 use super::indexes::derive_entries;
+use super::log_syncs::LogSyncs;
 use super::namespaces::NsEntry;
 use super::usage::credit_holds;
 use super::{Inner, SuperVersion};
@@ -33,6 +34,8 @@ pub(super) struct WriteQueue {
     queue_cv: Condvar,
     /// Highest seqno whose write is complete; reads see everything at or below it.
     pub(super) visible_seq: AtomicU64,
+    /// Syncs of the log asked for on their own, coalesced.
+    pub(super) syncs: LogSyncs,
 }
 
 impl WriteQueue {
@@ -43,6 +46,7 @@ impl WriteQueue {
             queue: Mutex::new(VecDeque::new()),
             queue_cv: Condvar::new(),
             visible_seq: AtomicU64::new(last_seq),
+            syncs: LogSyncs::new(),
         }
     }
 }
@@ -500,13 +504,17 @@ impl Inner {
 
     pub(super) fn sync_log(&self) -> Result<()> {
         self.check_open()?;
-        let mut w = self.writes.writer.lock();
-        if let Err(e) = w.vlog.sync() {
-            // What a failed sync left on disk is unknown, and a later sync could succeed
-            // without it: stop writing, as a failed sync in the write path does.
-            self.set_bg_error(&e);
-            return Err(e);
-        }
+        // Calls at once share a sync (`LogSyncs`): each holds every writer up.
+        self.writes.syncs.coalesce(|| {
+            let mut w = self.writes.writer.lock();
+            if let Err(e) = w.vlog.sync() {
+                // What a failed sync left on disk is unknown, and a later sync could
+                // succeed without it: stop writing, as a failed sync in the write path does.
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+            Ok(())
+        })?;
         Ok(())
     }
 }
