@@ -284,7 +284,7 @@ impl Reader {
                 true => self.max_body,
                 false => UNAUTHENTICATED_MAX_BODY,
             };
-            let frame = match split_frame(&mut self.buf, limit) {
+            let mut frame = match split_frame(&mut self.buf, limit) {
                 Ok(Some(frame)) => frame,
                 // Everything read is handled; the puts held back are stored once the other
                 // connections of this thread have had their turn.
@@ -297,9 +297,9 @@ impl Reader {
             framed = true;
             self.frames_this_turn += 1;
             if frame.body.len() >= COUNTED_FROM {
-                // Counted until its command's reply is made (small frames are bounded by
-                // the buffer and `max_inflight`).
-                self.tx.hold_frame(frame.header.cid, frame.body.len());
+                // Counted while its command holds its body (small frames are bounded by the
+                // buffer and `max_inflight`).
+                frame.body = crate::held::counted(frame.body, &self.shared.held);
             }
             if self.stopping {
                 let stopping = Status::ShuttingDown;

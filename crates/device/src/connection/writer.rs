@@ -10,10 +10,10 @@
 //! replies is the order they were sent, as before.
 //!
 //! Replies of at least `COUNTED_FROM` bytes count in the device's held bytes
-//! (`max_held_bytes`, `crate::held`) from the moment they are encoded until they are written,
-//! and so do the connection's large request frames until their reply is made
-//! ([`Outbox::hold_frame`]). Both are counted under the lock a reply takes anyway; a small
-//! reply adds a comparison of its length and nothing else.
+//! (`max_held_bytes`, `crate::held`) from the moment they are encoded until they are written
+//! (the connection's large request frames count for as long as their bodies live,
+//! `held::counted`). They are counted under the lock a reply takes anyway; a small reply adds
+//! a comparison of its length and nothing else.
 
 use crate::dispatch::Shared;
 use crate::held::{HeldBytes, COUNTED_FROM};
@@ -63,9 +63,6 @@ struct State {
     senders: usize,
     /// Bytes of the replies in `out` counted in the device's held bytes.
     counted: usize,
-    /// Request frames counted in the device's held bytes, by command id, until their reply
-    /// is made: a few at most (large frames only), so a scan is cheap.
-    frames: Vec<(u32, usize)>,
 }
 
 /// The writer is gone: the reply was dropped, with its permit.
@@ -136,28 +133,10 @@ impl Outbox {
             self.inner.held.take(len);
             st.counted += len;
         }
-        if !st.frames.is_empty() {
-            // Its command has finished: its frame no longer counts.
-            if let Some(i) = st.frames.iter().position(|&(cid, _)| cid == r.cid) {
-                let (_, bytes) = st.frames.swap_remove(i);
-                self.inner.held.give(bytes);
-            }
-        }
         st.permits.extend(permit);
         // A reply sent here leaves the waker in place: the writer, polled next, may take
         // the buffer and wait again, and a reply from elsewhere must still find it.
         Ok(if wake { st.waker.take() } else { None })
-    }
-
-    /// Counts the `bytes` of the request frame of command `cid` in the device's held bytes
-    /// until the reply to `cid` is made (or the writer is gone).
-    pub(super) fn hold_frame(&self, cid: u32, bytes: usize) {
-        let mut st = self.inner.state.lock();
-        if self.inner.closed.load(Ordering::Relaxed) {
-            return; // its reply would be dropped: nothing would give the bytes back
-        }
-        self.inner.held.take(bytes);
-        st.frames.push((cid, bytes));
     }
 
     /// Completes once the writer has given up (a client that does not take its replies, or
@@ -236,8 +215,7 @@ impl Drop for Replies {
         self.inner.closed.store(true, Ordering::Release);
         let (unwritten, counted) = {
             let mut st = self.inner.state.lock();
-            let frames: usize = st.frames.drain(..).map(|(_, b)| b).sum();
-            let counted = std::mem::take(&mut st.counted) + frames;
+            let counted = std::mem::take(&mut st.counted);
             let unwritten = (std::mem::take(&mut st.out), std::mem::take(&mut st.permits));
             (unwritten, counted)
         };
