@@ -7,7 +7,7 @@
 
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,6 +59,23 @@ pub struct Ticket {
     _slot: OwnedSemaphorePermit,
 }
 
+/// The peer a connection from `ip` counts as: its address, or for IPv6 its /64 (one host
+/// or site is given a /64 and may pick any address in it: counted by address, it could
+/// spread over as many "peers" as it likes, past `per_peer` and the eviction order); an
+/// IPv4-mapped address is its IPv4 address.
+pub fn peer_group(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
 impl Admission {
     /// `max_connections` slots, at most `per_peer` of them from one address, a newcomer
     /// safe from eviction for `grace`.
@@ -76,6 +93,7 @@ impl Admission {
 
     /// Counts a slot for `peer`; false if it holds `per_peer` already.
     pub fn peer_may_connect(&self, peer: IpAddr) -> bool {
+        let peer = peer_group(peer);
         let mut peers = self.peers.lock();
         let n = peers.entry(peer).or_default();
         if *n >= self.per_peer {
@@ -87,6 +105,7 @@ impl Admission {
 
     /// Gives back a slot `peer_may_connect` counted (a connection refused or closed).
     pub fn peer_left(&self, peer: IpAddr) {
+        let peer = peer_group(peer);
         let mut peers = self.peers.lock();
         if let Some(n) = peers.get_mut(&peer) {
             *n -= 1;
@@ -97,6 +116,7 @@ impl Admission {
     }
 
     fn ticket(self: &Arc<Self>, slot: OwnedSemaphorePermit, peer: IpAddr) -> Ticket {
+        let peer = peer_group(peer);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let evict = Arc::new(Notify::new());
         let now = Instant::now();
@@ -188,6 +208,11 @@ impl Ticket {
 
     pub fn is_authenticated(&self) -> bool {
         self.authenticated
+    }
+
+    /// The peer it counts as (`peer_group`).
+    pub fn peer(&self) -> IpAddr {
+        self.peer
     }
 
     /// Resolves when the connection is evicted to make room for another.
@@ -301,5 +326,20 @@ mod tests {
         assert!(a.peer_may_connect(x));
         a.peer_left(y);
         assert!(a.peers.lock().get(&y).is_none());
+    }
+
+    /// Review, third round, L1: addresses of one IPv6 /64 are one peer.
+    #[test]
+    fn one_ipv6_64_is_one_peer() {
+        let a = Admission::new(10, 2, Duration::ZERO);
+        let x: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let x2: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(a.peer_may_connect(x));
+        assert!(a.peer_may_connect(x2));
+        assert!(!a.peer_may_connect("2001:db8:1:2::77".parse().unwrap()));
+        assert!(a.peer_may_connect(other), "another /64");
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(peer_group(mapped), "192.0.2.7".parse::<IpAddr>().unwrap());
     }
 }

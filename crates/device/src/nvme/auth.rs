@@ -135,15 +135,17 @@ impl Transaction {
         State::Failed
     }
 
-    /// A message from the host; the queue's state after it.
-    fn receive(&mut self, msg: AuthMessage) -> State {
+    /// A message from the host; the queue's state after it. `may_exchange`: whether the
+    /// host's peer may have the DH work a Negotiate over an FFDHE group costs
+    /// (`dh_budget`); asked only then.
+    fn receive(&mut self, msg: AuthMessage, may_exchange: impl FnOnce() -> bool) -> State {
         match msg {
             AuthMessage::Negotiate {
                 tid,
                 sc_c,
                 hashes,
                 dhgroups,
-            } => self.negotiate(tid, sc_c, &hashes, &dhgroups),
+            } => self.negotiate(tid, sc_c, &hashes, &dhgroups, may_exchange),
             AuthMessage::Reply {
                 tid,
                 seqnum,
@@ -167,7 +169,14 @@ impl Transaction {
         }
     }
 
-    fn negotiate(&mut self, tid: u16, sc_c: u8, hashes: &[u8], dhgroups: &[u8]) -> State {
+    fn negotiate(
+        &mut self,
+        tid: u16,
+        sc_c: u8,
+        hashes: &[u8],
+        dhgroups: &[u8],
+        may_exchange: impl FnOnce() -> bool,
+    ) -> State {
         if self.sent.is_some() {
             // One Negotiate per transaction: each costs a DH key pair (an 8192-bit modular
             // exponentiation on the network thread for ffdhe8192), and a stranger naming a
@@ -184,6 +193,10 @@ impl Transaction {
         // An exchange whenever the host can do one: it gives forward secrecy.
         let group = dhgroups.iter().find_map(|&g| DhGroup::from_id(g));
         if group.is_none() && !dhgroups.contains(&DHGROUP_NULL) {
+            return self.fail(tid, failure::DHGROUP_UNUSABLE);
+        }
+        if group.is_some() && !may_exchange() {
+            // Its peer asked for more DH work than its bucket holds: none is done.
             return self.fail(tid, failure::DHGROUP_UNUSABLE);
         }
         let mut rng = rand::rngs::OsRng;
@@ -290,6 +303,7 @@ impl Transaction {
 impl Conn {
     /// Authentication Send: the host's next message.
     pub(super) fn auth_send(&mut self, secp: u8, spsp: u16, data: &[u8]) -> Answer {
+        let peer = self.peer();
         let Some(q) = self.queue.as_mut() else {
             return out_of_turn();
         };
@@ -306,16 +320,18 @@ impl Conn {
         let tid = data
             .get(4..6)
             .map_or(0, |t| u16::from_le_bytes([t[0], t[1]]));
+        let budget = &self.target.dh_budget;
+        let may_exchange = || budget.try_spend(peer, super::dh_budget::PER_TRANSACTION);
         auth.state = match AuthMessage::decode(data) {
             Ok(msg @ AuthMessage::Negotiate { .. }) if auth.state == State::Open => {
                 // Authenticating again: the queue waits for its outcome.
                 txn.out = None;
-                txn.receive(msg)
+                txn.receive(msg, may_exchange)
             }
             // A Success2 after a Success1 without R2: harmless.
             Ok(AuthMessage::Success2 { .. }) if auth.state == State::Open => State::Open,
             Ok(_) if auth.state == State::Open => txn.fail(tid, failure::INCORRECT_MESSAGE),
-            Ok(msg) => txn.receive(msg),
+            Ok(msg) => txn.receive(msg, may_exchange),
             Err(explanation) => txn.fail(tid, explanation),
         };
         // A Success2 ends a bidirectional transaction.

@@ -66,6 +66,14 @@ pub struct NvmeConfig {
     /// such hosts at their word, as Redis's protected mode off does; the device says so at
     /// start.
     pub require_host_auth: bool,
+    /// Diffie-Hellman exponentiations one peer address (an IPv6 /64) may make the target do
+    /// at once for DH-HMAC-CHAP (two per transaction over an FFDHE group, one per queue: a
+    /// host connecting 31 queues at once needs 64), refilled at `auth_dh_per_sec`. Past it,
+    /// a Negotiate asking for a DH group fails until the bucket refills: a stranger naming a
+    /// host with a secret cannot keep the network threads busy with them.
+    pub auth_dh_burst: u32,
+    /// The rate `auth_dh_burst` refills at, per second.
+    pub auth_dh_per_sec: u32,
     /// Sync every KV Store before its completion (a host that wants each Store durable
     /// without a Flush; each Store then waits for the disk). Off by default: Identify
     /// reports a volatile write cache, and Flush syncs it.
@@ -89,6 +97,8 @@ impl Default for NvmeConfig {
             host_secrets: BTreeMap::new(),
             ctrl_secrets: BTreeMap::new(),
             require_host_auth: true,
+            auth_dh_burst: 64,
+            auth_dh_per_sec: 8,
             sync_stores: false,
         }
     }
@@ -123,6 +133,11 @@ impl NvmeConfig {
         {
             return Err("nvme.max_connections, nvme.max_connections_per_peer and \
                  nvme.icreq_timeout_ms are at least 1"
+                .into());
+        }
+        if self.auth_dh_burst < 2 || self.auth_dh_per_sec == 0 {
+            return Err("nvme.auth_dh_burst is at least 2 (one transaction) and \
+                 nvme.auth_dh_per_sec at least 1"
                 .into());
         }
         if self.subnqn.is_empty() || self.subnqn.len() > 223 {

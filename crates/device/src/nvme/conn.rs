@@ -434,6 +434,11 @@ impl Conn {
         }
     }
 
+    /// The peer this connection counts as (`admission::peer_group`).
+    pub(super) fn peer(&self) -> std::net::IpAddr {
+        self.ticket.peer()
+    }
+
     /// Whether `sqe` is an I/O command: not a Fabrics one, on an I/O queue whose host may
     /// use it (connected, and authenticated if it must be).
     pub(super) fn is_io_command(&self, sqe: &Sqe) -> bool {

@@ -14,6 +14,7 @@ mod auth;
 mod config;
 mod conn;
 mod controllers;
+mod dh_budget;
 mod discovery;
 mod flight;
 mod gate;
@@ -51,6 +52,8 @@ pub(crate) struct Target {
     admission: Arc<Admission>,
     /// The device's held bytes (`max_held_bytes`), shared with the native port.
     held: Arc<crate::held::HeldBytes>,
+    /// The DH work each peer may still ask for (`auth_dh_burst`, `auth_dh_per_sec`).
+    dh_budget: dh_budget::DhBudget,
 }
 
 impl Target {
@@ -70,6 +73,7 @@ impl Target {
                 crate::admission::EVICTION_GRACE,
             ),
             held: shared.held.clone(),
+            dh_budget: dh_budget::DhBudget::new(config.auth_dh_burst, config.auth_dh_per_sec),
             shared,
             workers,
             config,

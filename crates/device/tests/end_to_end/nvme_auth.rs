@@ -27,6 +27,15 @@ pub(super) fn secret(byte: u8) -> String {
 /// A device whose target grants ALICE "a", BOB "b" and OPEN "o" (and each "z", made by
 /// the test that uses it); ALICE and BOB have secrets.
 pub(super) fn device(dir: &std::path::Path, require: bool) -> (DeviceHandle, [u32; 3]) {
+    device_with(dir, require, |_| {})
+}
+
+/// [`device`], its settings then given to `tweak`.
+pub(super) fn device_with(
+    dir: &std::path::Path,
+    require: bool,
+    tweak: impl FnOnce(&mut cerberus_device::DeviceConfig),
+) -> (DeviceHandle, [u32; 3]) {
     let dev = common::start(dir, |c| {
         c.nvme_listen = Some("127.0.0.1:0".into());
         for (h, ns) in [(ALICE, "a"), (BOB, "b"), (OPEN, "o")] {
@@ -37,6 +46,7 @@ pub(super) fn device(dir: &std::path::Path, require: bool) -> (DeviceHandle, [u3
         let bob = DhchapSecret::encode(Some(HashId::Sha512), &[2; 64]);
         c.nvme.host_secrets.insert(BOB.into(), bob);
         c.nvme.require_host_auth = require;
+        tweak(c);
     });
     let admin = common::admin(&dev);
     let ids = ["a", "b", "o"].map(|n| admin.create_namespace(n).expect("namespace").0);

@@ -3,7 +3,8 @@
 //! controller secret), and the default that refuses a host without a secret.
 
 use super::nvme_auth::{
-    connect, device, receive, refused_everything, secret, send, target, ALICE, BOB, OPEN, SUBNQN,
+    connect, device, device_with, receive, refused_everything, secret, send, target, ALICE, BOB,
+    OPEN, SUBNQN,
 };
 use crate::common;
 
@@ -238,6 +239,50 @@ fn a_second_negotiate_before_the_reply_fails_the_queue() {
             Ok(AuthMessage::Challenge { .. })
         ));
         refused_everything(&mut q, a).await;
+    });
+    dev.shutdown().unwrap();
+}
+
+/// Review, third round, M4: each FFDHE transaction costs the target two modular
+/// exponentiations on a network thread, and a stranger naming a host with a secret (NQNs are
+/// not secret) could reconnect and ask for them without end. Now a peer address has a
+/// bucket of them (`nvme.auth_dh_burst`, refilled at `nvme.auth_dh_per_sec`); past it a
+/// Negotiate asking for a DH group fails at once ("DH group unusable"), no work done.
+/// Before: every one of the 8 was answered with a challenge (and its key pair made).
+#[test]
+fn a_peer_gets_a_bounded_number_of_dh_exchanges() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, _) = device_with(dir.path(), true, |c| {
+        c.nvme.auth_dh_burst = 4;
+        c.nvme.auth_dh_per_sec = 1;
+    });
+    common::rt().block_on(async {
+        let start = std::time::Instant::now();
+        let (mut challenged, mut refused) = (0usize, 0usize);
+        for _ in 0..8 {
+            let (mut q, _) = connect(&dev, ALICE, 0, 0xFFFF).await;
+            let negotiate = AuthMessage::Negotiate {
+                tid: 4,
+                sc_c: 0,
+                hashes: vec![1],
+                dhgroups: vec![1],
+            };
+            assert!(send(&mut q, negotiate.encode()).await.is_success());
+            match receive(&mut q).await.unwrap() {
+                AuthMessage::Challenge { .. } => challenged += 1,
+                m if failed_with(&m, failure::DHGROUP_UNUSABLE) => refused += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        // Two exponentiations a transaction: 4 at once, then one a second.
+        let tokens = 4.0 + start.elapsed().as_secs_f64();
+        let most = (tokens / 2.0).floor() as usize;
+        assert!(
+            challenged <= most,
+            "{challenged} challenges, at most {most} within the budget"
+        );
+        assert_eq!(challenged + refused, 8);
+        assert!(refused > 0, "nothing refused");
     });
     dev.shutdown().unwrap();
 }
