@@ -295,6 +295,12 @@ impl Inner {
         // entries for it at once. Under the writer lock, as every change of the set.
         {
             let _w = self.writes.writer.lock();
+            // Again, under the manifest's lock: the first check let it go, and a
+            // `set_read_only` since then must stop the drop (review, third round, L3). Once
+            // out of the set, the drop has begun before any flag set later.
+            let vs = self.versions.lock();
+            e.check_writable()?;
+            drop(vs);
             let set = self.index_set().without(id);
             *self.indexes.write() = Arc::new(set);
         }
