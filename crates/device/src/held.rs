@@ -168,6 +168,41 @@ impl Drop for CountedBody {
     }
 }
 
+/// A connection's outgoing buffer, counted in `held` while it holds at least
+/// [`COUNTED_FROM`] bytes, until it is written. An NVMe/TCP queue's answers leave the
+/// counts of their commands (a Retrieve's buffer, a kept vendor response) when they are
+/// encoded, and may then wait there for a host that reads slowly, up to the write deadline:
+/// before the third review, uncounted (about 256 KiB and one answer per queue).
+pub(crate) struct CountedBuf {
+    held: std::sync::Arc<HeldBytes>,
+    counted: usize,
+}
+
+impl CountedBuf {
+    pub fn new(held: std::sync::Arc<HeldBytes>) -> CountedBuf {
+        CountedBuf { held, counted: 0 }
+    }
+
+    /// The buffer holds `len` bytes now.
+    pub fn grew_to(&mut self, len: usize) {
+        if len >= COUNTED_FROM && len > self.counted {
+            self.held.take(len - self.counted);
+            self.counted = len;
+        }
+    }
+
+    /// The buffer was written and emptied.
+    pub fn emptied(&mut self) {
+        self.held.give(std::mem::take(&mut self.counted));
+    }
+}
+
+impl Drop for CountedBuf {
+    fn drop(&mut self) {
+        self.emptied();
+    }
+}
+
 struct Starving<'a>(&'a AtomicUsize);
 
 impl Drop for Starving<'_> {
@@ -226,6 +261,22 @@ mod tests {
         assert_eq!(value[0], 7);
         drop(value);
         assert_eq!(h.used(), 0);
+    }
+
+    #[test]
+    fn a_buffer_counts_from_its_threshold_until_emptied() {
+        let h = Arc::new(HeldBytes::new(1 << 20));
+        let mut out = CountedBuf::new(h.clone());
+        out.grew_to(100);
+        assert_eq!(h.used(), 0, "small: not counted");
+        out.grew_to(COUNTED_FROM + 10);
+        out.grew_to(3 * COUNTED_FROM);
+        assert_eq!(h.used(), 3 * COUNTED_FROM);
+        out.emptied();
+        assert_eq!(h.used(), 0);
+        out.grew_to(COUNTED_FROM);
+        drop(out);
+        assert_eq!(h.used(), 0, "given back when the connection goes");
     }
 
     #[test]

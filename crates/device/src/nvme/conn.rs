@@ -70,6 +70,8 @@ pub(super) struct Conn {
     /// PDUs encoded and not yet written: the answers to what was at hand, written together
     /// before the connection waits (`flush`).
     out: BytesMut,
+    /// `out`, counted in the device's held bytes.
+    out_count: crate::held::CountedBuf,
     digests: Digests,
     limits: PduLimits,
     pub target: Arc<Target>,
@@ -123,6 +125,7 @@ pub(super) async fn serve(
         sock,
         buf: BytesMut::with_capacity(8192),
         out: BytesMut::new(),
+        out_count: crate::held::CountedBuf::new(target.held.clone()),
         digests: Digests::default(),
         limits: PduLimits::uniform(0),
         iters: Arc::new(ConnIterators::new(1, idle)),
@@ -211,6 +214,7 @@ impl Conn {
         for p in pdus {
             p.encode(self.digests, &mut self.out);
         }
+        self.out_count.grew_to(self.out.len());
     }
 
     /// Writes what `send` queued, within the write deadline.
@@ -228,6 +232,7 @@ impl Conn {
             }
         };
         self.out.clear();
+        self.out_count.emptied();
         // As on the native port: polling goes on from the reply, the host's next command
         // comes a round trip after it.
         crate::spin::touch();
