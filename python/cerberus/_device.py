@@ -97,6 +97,14 @@ class Device:
             nsid, **_settings(capacity, weight, reservation_ops, reservation_bytes, limit_ops,
                               limit_bytes))
 
+    def set_read_only(self, ns: Union[int, Namespace], read_only: bool) -> None:
+        """Makes a namespace read-only (``True``: every write raises
+        :class:`NamespaceReadOnly`, reads are served) or writable again (``False``); needs
+        the admin secret, and its other settings stay. Kept across restarts; setting it
+        again is no error."""
+        nsid = ns.nsid if isinstance(ns, Namespace) else ns
+        self._client().set_read_only(nsid, bool(read_only))
+
     def list_namespaces(self) -> List[Dict[str, Any]]:
         return [{"nsid": i, "name": n} for i, n in self._client().list_namespaces()]
 
