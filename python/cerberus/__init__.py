@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import builtins
 import json
-import os
-from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _cerberus
 from ._cerberus import (
@@ -449,97 +448,6 @@ class Db:
         return json.loads(self._native.stats_json())
 
 
-class Device:
-    """A connection to a Cerberus device (:func:`connect`)."""
-
-    def __init__(self, native: Any) -> None:
-        self._native = native
-
-    def __enter__(self) -> "Device":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Drops this handle's connection (namespaces opened on it keep it until they go)."""
-        self._native = None
-
-    def _client(self) -> Any:
-        if self._native is None:
-            raise ShuttingDown("this device handle is closed")
-        return self._native
-
-    def create_namespace(self, name: str, exist_ok: bool = False, secret_file: Optional[str] = None,
-                         capacity: Optional[int] = None, weight: Optional[int] = None,
-                         reservation_ops: Optional[int] = None,
-                         reservation_bytes: Optional[int] = None, limit_ops: Optional[int] = None,
-                         limit_bytes: Optional[int] = None) -> Namespace:
-        """Creates a namespace (needs the admin secret) and opens it; its credential is
-        the returned namespace's ``secret``, shown this once by the device. With
-        ``secret_file`` the credential is also written there (mode 0600).
-
-        A name already taken raises :class:`NamespaceExists`, unless ``exist_ok``: then that
-        namespace is opened with the credential in ``secret_file`` (the device keeps only
-        a hash of it, so without that file it cannot be opened here).
-
-        ``capacity`` and the shares are as :meth:`Db.create_namespace` takes them."""
-        client = self._client()
-        settings = _settings(capacity, weight, reservation_ops, reservation_bytes, limit_ops,
-                             limit_bytes)
-        try:
-            nsid, secret = client.create_namespace(name, **settings)
-        except NamespaceExists as e:
-            if not exist_ok:
-                raise
-            if secret_file is None:
-                raise NamespaceExists(
-                    f"{e}; its credential was shown once, when it was created: open it with "
-                    f"namespace({name!r}, secret), or keep the credential with secret_file="
-                ) from None
-            with builtins.open(secret_file) as f:
-                secret = f.read().strip()
-            return self.namespace(name, secret)
-        if secret_file is not None:
-            _write_secret(secret_file, secret)
-        return Namespace(client.namespace(nsid, secret), name, secret)
-
-    def namespace(self, ns: Union[int, str], secret: str) -> Namespace:
-        """Opens the namespace with this id or name (a name is looked up with the admin
-        secret) with its credential (:class:`AccessDenied` if wrong)."""
-        name = None
-        if isinstance(ns, str):
-            name = ns
-            found = [i for i, n in self._client().list_namespaces() if n == ns]
-            if not found:
-                raise InvalidNamespace(f"no namespace {ns!r}")
-            ns = found[0]
-        return Namespace(self._client().namespace(ns, secret), name, secret)
-
-    def destroy_namespace(self, ns: Union[int, Namespace]) -> None:
-        nsid = ns.nsid if isinstance(ns, Namespace) else ns
-        self._client().destroy_namespace(nsid)
-
-    def configure_namespace(self, ns: Union[int, Namespace], capacity: Optional[int] = None,
-                            weight: Optional[int] = None, reservation_ops: Optional[int] = None,
-                            reservation_bytes: Optional[int] = None,
-                            limit_ops: Optional[int] = None,
-                            limit_bytes: Optional[int] = None) -> None:
-        """Changes the settings given of a namespace (needs the admin secret); the others
-        stay. ``capacity=0`` removes the capacity."""
-        nsid = ns.nsid if isinstance(ns, Namespace) else ns
-        self._client().configure_namespace(
-            nsid, **_settings(capacity, weight, reservation_ops, reservation_bytes, limit_ops,
-                              limit_bytes))
-
-    def list_namespaces(self) -> List[Dict[str, Any]]:
-        return [{"nsid": i, "name": n} for i, n in self._client().list_namespaces()]
-
-    def stats(self) -> Dict[str, Any]:
-        """The device's counters (needs the admin secret)."""
-        return json.loads(self._client().stats_json())
-
-
 def _settings(capacity: Optional[int], weight: Optional[int], reservation_ops: Optional[int],
               reservation_bytes: Optional[int], limit_ops: Optional[int],
               limit_bytes: Optional[int]) -> Dict[str, int]:
@@ -548,15 +456,6 @@ def _settings(capacity: Optional[int], weight: Optional[int], reservation_ops: O
              "reservation_bytes": reservation_bytes, "limit_ops": limit_ops,
              "limit_bytes": limit_bytes}
     return {k: v for k, v in given.items() if v is not None}
-
-
-def _write_secret(path: str, secret: str) -> None:
-    """Writes a credential readable by its owner only: a file made so, or an old one made
-    so before the secret goes in."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with builtins.open(fd, "w") as f:
-        f.write(secret + "\n")
 
 
 def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb
@@ -568,28 +467,7 @@ def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb
     return Db(_cerberus.EmbeddedDb.open(builtins.str(path), **options))
 
 
-def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[str] = None,
-            server_name: Optional[str] = None, wire: Literal["native", "nvme"] = "native",
-            hostnqn: Optional[str] = None, subnqn: Optional[str] = None,
-            dhchap_secret: Optional[str] = None,
-            dhchap_ctrl_secret: Optional[str] = None) -> Device:
-    """Connects to a device at ``address`` (``host:port``); with ``admin_secret``, as its
-    administrator; with ``tls_ca`` (a PEM file), over TLS, checking the certificate against
-    ``server_name`` (default: the address's host).
-
-    ``wire="nvme"`` speaks NVMe/TCP (``docs/nvme-tcp.md``): ``address`` is the device's
-    ``--nvme-listen``, ``hostnqn`` this host's NQN as ``[nvme.hosts]`` names it (required),
-    ``subnqn`` the subsystem (default ``nqn.2026-11.dev.cerberus:kv``), ``dhchap_secret`` the
-    host's DH-HMAC-CHAP secret (wrong or missing when asked: :class:`AccessDenied`), and
-    ``dhchap_ctrl_secret`` the device's ``[nvme.ctrl_secrets]`` entry, which the device must
-    prove it holds. The admin secret counts over NVMe/TCP only from a host in ``admin_hosts``.
-    An unknown ``wire``, ``wire="nvme"`` without ``hostnqn`` or with ``tls_ca``, and
-    ``dhchap_secret`` on the native wire raise ``ValueError``."""
-    return Device(_cerberus.DeviceClient.connect(
-        address, admin_secret, tls_ca, server_name, wire, hostnqn, subnqn, dhchap_secret,
-        dhchap_ctrl_secret))
-
-
+from ._device import Device, connect  # noqa: E402 (built on Namespace and _settings)
 from .cluster import (  # noqa: E402 (tenants across devices: built on the classes above)
     Cluster,
     ClusterDeviceError,

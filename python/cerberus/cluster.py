@@ -322,7 +322,8 @@ class ClusterNamespace:
 
     def _call(self, device: str, fn: str, *args: Any) -> Any:
         """``fn`` of the tenant's part on ``device``; a failed connection is forgotten (a
-        later call reconnects) and raised as :class:`ClusterDeviceError`."""
+        later call reconnects) and raised as :class:`ClusterDeviceError`. A part refusing a
+        write as read-only is fenced by a move: :class:`TenantMoving`, to retry after it."""
         part = self._part(device)
         try:
             with self._cluster._guard(device):
@@ -330,6 +331,10 @@ class ClusterNamespace:
         except ClusterDeviceError:
             self._forget(device)
             raise
+        except NamespaceReadOnly as e:
+            raise TenantMoving(
+                f"tenant {self._name!r}: its part on device {device!r} is read-only (a move "
+                f"has fenced it): nothing written; retry once the move ends") from e
 
     def _forget(self, device: str) -> None:
         with self._lock:

@@ -166,6 +166,12 @@ impl DeviceClient {
             .map_err(errors::host)
     }
 
+    /// Makes namespace `nsid` read-only or writable again (admin); its settings stay.
+    fn set_read_only(&self, py: Python<'_>, nsid: u32, read_only: bool) -> PyResult<()> {
+        py.allow_threads(|| self.client.set_read_only(nsid, read_only))
+            .map_err(errors::host)
+    }
+
     fn destroy_namespace(&self, py: Python<'_>, nsid: u32) -> PyResult<()> {
         py.allow_threads(|| self.client.destroy_namespace(nsid))
             .map_err(errors::host)

@@ -10,9 +10,9 @@
 //! a namespace's limit hammered (held to its rate). On NVMe/TCP also: the victim's host NQN
 //! named without its DH-HMAC-CHAP secret (refused at Connect: secure by default), and a
 //! granted host's 2 MiB Stores whose data never comes on several queues (R2Ts within the
-//! device's byte bound, the queues closed at the frame deadline). On the native port also:
-//! connections pipelining gets of a 2 MiB value and never reading their replies (within the
-//! same `max_held_bytes`; `memory_budget.rs` measures the bound; TLS runs the same code).
+//! device's byte bound, the queues closed at the frame deadline). On the native port, plain
+//! and TLS, also: connections pipelining gets of a 2 MiB value and never reading their
+//! replies (within the same `max_held_bytes`; `memory_budget.rs` measures the bound).
 
 mod common;
 
@@ -271,10 +271,34 @@ fn owe_data(s: &Scene) -> (usize, Vec<NvmeHost>) {
     })
 }
 
-/// On the native port: 2 connections each pipeline 40 gets of a 2 MiB value and never read
-/// the replies (before issue 61 the device held all 160 MiB of them until the write
-/// deadline). Returned to be dropped once the memory is measured.
-fn unread_gets(s: &Scene) -> Vec<TcpStream> {
+/// A raw connection to the native port, over TLS when the device serves it: what the
+/// attacker writes frames to without going through the client.
+fn raw_stream(s: &Scene) -> Box<dyn Write + Send> {
+    let sock = TcpStream::connect(s.dev.local_addr()).unwrap();
+    let Some(tls) = &s.tls else {
+        return Box::new(sock);
+    };
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, ServerName};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&tls.ca_cert_pem) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = ServerName::try_from(tls.server_name.clone()).unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    Box::new(rustls::StreamOwned::new(conn, sock))
+}
+
+/// On the native port (plain and TLS): 2 connections each pipeline 40 gets of a 2 MiB value
+/// and never read the replies (before issue 61 the device held all 160 MiB of them until the
+/// write deadline). Returned to be dropped once the memory is measured.
+fn unread_gets(s: &Scene) -> Vec<Box<dyn Write + Send>> {
     use bytes::{Bytes, BytesMut};
     use cerberus_proto::{Command, Request};
     let (ns, secret) = &s.hoarder;
@@ -294,8 +318,9 @@ fn unread_gets(s: &Scene) -> Vec<TcpStream> {
     }
     (0..2)
         .map(|_| {
-            let mut sock = TcpStream::connect(s.dev.local_addr()).unwrap();
+            let mut sock = raw_stream(s);
             sock.write_all(&frames).unwrap();
+            sock.flush().unwrap();
             sock
         })
         .collect()
@@ -343,7 +368,7 @@ fn run(wire: Wire) {
     impersonate(&s);
     hammer(&s);
     let owing = (wire == Wire::Nvme).then(|| owe_data(&s));
-    let hoarding = (wire == Wire::Native).then(|| unread_gets(&s));
+    let hoarding = (wire != Wire::Nvme).then(|| unread_gets(&s));
     if let Some((r2ts, _)) = &owing {
         assert!(
             *r2ts <= 4,

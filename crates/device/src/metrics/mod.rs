@@ -66,6 +66,9 @@ pub struct Metrics {
     /// Times a native connection stopped reading until the device's held bytes
     /// (`max_held_bytes`) came back.
     pub budget_waits: Counter,
+    /// NVMe/TCP I/O queues joined to their controller (once their host proved itself,
+    /// when it must): a queue that never joined never touched one.
+    pub io_queues_joined: Counter,
 }
 
 impl Metrics {
@@ -186,6 +189,12 @@ impl Metrics {
                 "Times a native connection stopped reading until the device's held bytes \
                  (max_held_bytes) came back.",
                 &self.budget_waits,
+            ),
+            (
+                "cerberus_nvme_io_queues_joined",
+                "NVMe/TCP I/O queues joined to their controller (after their host's \
+                 authentication, when it must authenticate).",
+                &self.io_queues_joined,
             ),
         ] {
             // Registered without `_total`: the encoder appends it to a counter's sample.

@@ -5,7 +5,7 @@
 
 use super::auth::QueueAuth;
 use super::conn::{Conn, Queue};
-use super::controllers::CC_EN;
+use super::controllers::{Controller, CC_EN};
 use super::discovery::{self, Port};
 use super::identify::{self, CSI_KV, MAX_QUEUE_ENTRIES, VERSION_2_0};
 use super::{invalid_field, invalid_namespace, Answer};
@@ -150,17 +150,24 @@ impl Conn {
                 Some(c) => c,
                 None => return Answer::status(connect_invalid_parameters()),
             }
-        } else {
+        } else if discovery || u32::from(qid) > IO_QUEUES + 1 {
             // A discovery controller has no I/O queues.
-            let found = self.target.controllers.get(cntlid).filter(|c| {
-                let c = c.lock();
-                c.hostnqn == hostnqn && c.hostid == hostid && c.csts & 1 != 0 && !c.discovery
-            });
-            match found {
-                Some(c) if u32::from(qid) <= IO_QUEUES + 1 && !discovery => (cntlid, c),
-                _ => return Answer::status(connect_invalid_parameters()),
+            return Answer::status(connect_invalid_parameters());
+        } else if auth.required() {
+            // Joined once its host has proven itself (`join_proven`): until then the queue
+            // holds a controller of its own, and is answered alike whatever id it names.
+            (cntlid, Controller::detached(hostnqn, hostid))
+        } else {
+            match self.target.controllers.join(cntlid, hostnqn, &hostid) {
+                Some(c) => (cntlid, c),
+                None => return Answer::status(connect_invalid_parameters()),
             }
         };
+        // An admin queue made its controller; an I/O queue with nothing to prove joined it.
+        let joined = qid == 0 || !auth.required();
+        if joined && qid != 0 {
+            self.target.shared.metrics.io_queues_joined.inc();
+        }
         let visible = self.target.visible(hostnqn);
         let (activity, traffic) = {
             let c = ctrl.lock();
@@ -180,8 +187,35 @@ impl Conn {
             auth,
             activity,
             traffic,
+            joined,
         });
         Answer::ok(u32::from(cntlid) | atr)
+    }
+
+    /// An I/O queue whose host has just proven itself joins the controller its Connect
+    /// named, if that is one of the host's (`Controllers::join`). Whether it did (or had
+    /// nothing to join): if not, the authentication fails as a wrong response does, so an
+    /// id that is not the host's is answered alike whether it is live or not.
+    pub(super) fn join_proven(&mut self) -> bool {
+        let Some(q) = self.queue.as_mut().filter(|q| !q.joined) else {
+            return true;
+        };
+        let (hostnqn, hostid) = {
+            let c = q.ctrl.lock();
+            (c.hostnqn.clone(), c.hostid)
+        };
+        let Some(ctrl) = self.target.controllers.join(q.cntlid, &hostnqn, &hostid) else {
+            return false;
+        };
+        {
+            let c = ctrl.lock();
+            q.activity = c.activity.clone();
+            q.traffic = c.traffic.clone();
+        }
+        q.ctrl = ctrl;
+        q.joined = true;
+        self.target.shared.metrics.io_queues_joined.inc();
+        true
     }
 
     pub(super) fn admin(&mut self, sqe: &Sqe, _data: &[u8]) -> Answer {

@@ -334,6 +334,16 @@ impl Conn {
             Ok(msg) => txn.receive(msg, may_exchange),
             Err(explanation) => txn.fail(tid, explanation),
         };
+        // The host's response checked (Success1 next): an I/O queue joins its controller
+        // now, or the transaction fails as a wrong response does.
+        let proven_now = matches!(txn.out, Some((AuthMessage::Success1 { .. }, _)));
+        if proven_now && !self.join_proven() {
+            self.fail_unjoined(tid);
+        }
+        let Some(q) = self.queue.as_mut() else {
+            return out_of_turn();
+        };
+        let auth = &mut q.auth;
         // A Success2 ends a bidirectional transaction.
         auth.proven |= auth.state == State::Open;
         if auth.state == State::Failed {
@@ -341,6 +351,16 @@ impl Conn {
             tracing::info!(qid = q.qid, "NVMe/TCP: a host failed its authentication");
         }
         Answer::ok(0)
+    }
+
+    /// The I/O queue's host proved itself but the id its Connect named is not one of its
+    /// controllers: Failure1, as for a wrong response.
+    fn fail_unjoined(&mut self, tid: u16) {
+        if let Some(q) = self.queue.as_mut() {
+            if let Some(txn) = q.auth.txn.as_mut() {
+                q.auth.state = txn.fail(tid, failure::FAILED);
+            }
+        }
     }
 
     /// Authentication Receive: the controller's next message, in at most `al` bytes.

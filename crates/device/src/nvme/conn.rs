@@ -62,6 +62,10 @@ pub(super) struct Queue {
     pub activity: Arc<super::controllers::Activity>,
     /// Its controller's traffic, for the SMART page.
     pub traffic: Arc<super::controllers::Traffic>,
+    /// It holds the controller its Connect named: at once for a host with nothing to
+    /// prove, once proven for one that must authenticate (`join_proven`). Until then
+    /// `ctrl`, `activity` and `traffic` are a detached controller's.
+    pub joined: bool,
 }
 
 pub(super) struct Conn {
@@ -471,7 +475,7 @@ impl Conn {
     /// Once an I/O queue connected: it closes when its controller goes.
     fn watch_controller(&mut self) {
         if self.gone.is_none() {
-            if let Some(q) = self.queue.as_ref().filter(|q| q.qid != 0) {
+            if let Some(q) = self.queue.as_ref().filter(|q| q.qid != 0 && q.joined) {
                 self.gone = Some(q.ctrl.lock().gone());
             }
         }

@@ -3,6 +3,7 @@
 //! the registers and features the host set.
 
 use parking_lot::Mutex;
+use rand::Rng;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -123,15 +124,43 @@ impl Controller {
     }
 }
 
+impl Controller {
+    fn new(hostnqn: &str, hostid: [u8; 16], discovery: bool, kato_ms: u32) -> Controller {
+        Controller {
+            hostnqn: hostnqn.to_string(),
+            hostid,
+            cc: 0,
+            csts: 0,
+            features: HashMap::new(),
+            discovery,
+            kato_ms,
+            gone: watch::channel(false).0,
+            activity: Arc::default(),
+            traffic: Arc::default(),
+        }
+    }
+
+    /// A controller in no registry: what an I/O queue whose host must authenticate holds
+    /// until it has ([`Controllers::join`] then gives it the one its Connect named), so a
+    /// stranger naming a live id reads and marks nothing of it.
+    pub fn detached(hostnqn: &str, hostid: [u8; 16]) -> Arc<Mutex<Controller>> {
+        Arc::new(Mutex::new(Controller::new(hostnqn, hostid, false, 0)))
+    }
+}
+
+/// The highest controller id: 0xFFF0 and up are reserved (0xFFFF: "allocate one").
+const MAX_ID: u16 = 0xFFEF;
+
 /// Every live controller, by id.
 #[derive(Default)]
 pub struct Controllers {
     map: Mutex<HashMap<u16, Arc<Mutex<Controller>>>>,
-    next: Mutex<u16>,
 }
 
 impl Controllers {
-    /// A new controller for `hostnqn`; None when every id (1 to 0xFFEF) is taken.
+    /// A new controller for `hostnqn`; None when every id (1 to 0xFFEF) is taken. Its id is
+    /// random, not the next of a sequence: a host learns nothing of the others' ids from
+    /// its own, and cannot name one it was not given but by luck.
     pub fn allocate(
         &self,
         hostnqn: &str,
@@ -140,33 +169,40 @@ impl Controllers {
         kato_ms: u32,
     ) -> Option<(u16, Arc<Mutex<Controller>>)> {
         let mut map = self.map.lock();
-        let mut next = self.next.lock();
-        for _ in 0..0xFFEF {
-            // Ids 0xFFF0 and up are reserved (0xFFFF: "allocate one").
-            *next = if *next >= 0xFFEF { 1 } else { *next + 1 };
-            if let std::collections::hash_map::Entry::Vacant(slot) = map.entry(*next) {
-                let c = Arc::new(Mutex::new(Controller {
-                    hostnqn: hostnqn.to_string(),
-                    hostid,
-                    cc: 0,
-                    csts: 0,
-                    features: HashMap::new(),
-                    discovery,
-                    kato_ms,
-                    gone: watch::channel(false).0,
-                    activity: Arc::default(),
-                    traffic: Arc::default(),
-                }));
-                slot.insert(c.clone());
-                return Some((*next, c));
-            }
+        if map.len() >= usize::from(MAX_ID) {
+            return None;
         }
-        None
+        // The first free id from a random one: uniform while few are live, and one pass
+        // at most when nearly all are.
+        let start = rand::thread_rng().gen_range(0..MAX_ID);
+        let id = (0..MAX_ID)
+            .map(|i| ((u32::from(start) + u32::from(i)) % u32::from(MAX_ID)) as u16 + 1)
+            .find(|id| !map.contains_key(id))?;
+        let c = Arc::new(Mutex::new(Controller::new(
+            hostnqn, hostid, discovery, kato_ms,
+        )));
+        map.insert(id, c.clone());
+        Some((id, c))
     }
 
     /// Controller `id`, if live.
     pub fn get(&self, id: u16) -> Option<Arc<Mutex<Controller>>> {
         self.map.lock().get(&id).cloned()
+    }
+
+    /// The controller an I/O queue's Connect named, if it is live, of the same host (NQN
+    /// and host identifier), enabled, and not a discovery controller (which has no I/O
+    /// queues). Every other case is the same None: the caller answers them alike.
+    pub fn join(
+        &self,
+        id: u16,
+        hostnqn: &str,
+        hostid: &[u8; 16],
+    ) -> Option<Arc<Mutex<Controller>>> {
+        self.get(id).filter(|c| {
+            let c = c.lock();
+            c.hostnqn == hostnqn && &c.hostid == hostid && c.csts & CSTS_RDY != 0 && !c.discovery
+        })
     }
 
     /// Controller `id` goes with its admin queue, and its I/O queues with it.
@@ -206,5 +242,48 @@ mod tests {
         assert!(*gone.borrow());
         assert!(c.get(id).is_none());
         assert!(c.get(other).is_some_and(|o| o.lock().discovery));
+    }
+
+    #[test]
+    fn ids_are_random_in_range_and_never_reused_while_live() {
+        let c = Controllers::default();
+        let ids: Vec<u16> = (0..64)
+            .map(|_| c.allocate("nqn.h", [0; 16], false, 0).unwrap().0)
+            .collect();
+        assert!(ids.iter().all(|&id| (1..=MAX_ID).contains(&id)));
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "an id given twice while live");
+        // A sequence would give consecutive ids: 63 steps of one by chance are
+        // (1/65519)^63 likely.
+        let steps_of_one = ids.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(steps_of_one < 8, "sequential ids: {ids:?}");
+    }
+
+    #[test]
+    fn every_id_is_given_once_then_none() {
+        let c = Controllers::default();
+        for _ in 0..MAX_ID {
+            assert!(c.allocate("nqn.h", [0; 16], false, 0).is_some());
+        }
+        assert!(c.allocate("nqn.h", [0; 16], false, 0).is_none());
+        // The one freed is the one given next.
+        c.remove(777);
+        assert_eq!(c.allocate("nqn.h", [0; 16], false, 0).unwrap().0, 777);
+    }
+
+    #[test]
+    fn an_io_queue_joins_only_its_hosts_enabled_controller() {
+        let c = Controllers::default();
+        let (id, ctrl) = c.allocate("nqn.a", [1; 16], false, 0).unwrap();
+        assert!(c.join(id, "nqn.a", &[1; 16]).is_none(), "not enabled yet");
+        ctrl.lock().set_cc(CC_EN);
+        assert!(c.join(id, "nqn.a", &[1; 16]).is_some());
+        assert!(c.join(id, "nqn.b", &[1; 16]).is_none(), "another host's");
+        assert!(c.join(id, "nqn.a", &[2; 16]).is_none(), "another host id");
+        let other = (id % MAX_ID) + 1;
+        assert!(c.join(other, "nqn.a", &[1; 16]).is_none(), "no such id");
+        // A detached controller is in no registry.
+        let d = Controller::detached("nqn.a", [1; 16]);
+        assert!(!Arc::ptr_eq(&d, &ctrl));
     }
 }

@@ -226,6 +226,12 @@ impl NvmeHost {
         })
     }
 
+    /// Connects one more I/O queue, `qid`, of controller `cntlid` of this host (and
+    /// authenticates it when the target asks).
+    pub async fn connect_io_queue(t: &NvmeTarget, qid: u16, cntlid: u16) -> Result<NvmeQueue> {
+        Ok(connect_queue(t, &t.subnqn, qid, cntlid, 0).await?.0)
+    }
+
     /// Sends a Keep Alive on the admin queue.
     pub async fn keep_alive(&mut self) -> Result<()> {
         let sqe = Sqe {
