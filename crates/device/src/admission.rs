@@ -59,10 +59,12 @@ pub struct Ticket {
     _slot: OwnedSemaphorePermit,
 }
 
-/// The peer a connection from `ip` counts as: its address, or for IPv6 its /64 (one host
-/// or site is given a /64 and may pick any address in it: counted by address, it could
-/// spread over as many "peers" as it likes, past `per_peer` and the eviction order); an
-/// IPv4-mapped address is its IPv4 address.
+/// The peer a stranger's connection from `ip` counts as, where strangers are weighed (the
+/// eviction order here, the NVMe/TCP target's DH budget): its address, or for IPv6 its /64
+/// (one host or site is given a /64 and may pick any address in it: counted by address, it
+/// could spread over as many "peers" as it likes); an IPv4-mapped address is its IPv4
+/// address. The slots a peer holds (`per_peer`) are counted by address: a data centre's
+/// subnet is often one /64, and its hosts, each proving itself, must not share one cap.
 pub fn peer_group(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
@@ -93,7 +95,6 @@ impl Admission {
 
     /// Counts a slot for `peer`; false if it holds `per_peer` already.
     pub fn peer_may_connect(&self, peer: IpAddr) -> bool {
-        let peer = peer_group(peer);
         let mut peers = self.peers.lock();
         let n = peers.entry(peer).or_default();
         if *n >= self.per_peer {
@@ -105,7 +106,6 @@ impl Admission {
 
     /// Gives back a slot `peer_may_connect` counted (a connection refused or closed).
     pub fn peer_left(&self, peer: IpAddr) {
-        let peer = peer_group(peer);
         let mut peers = self.peers.lock();
         if let Some(n) = peers.get_mut(&peer) {
             *n -= 1;
@@ -116,7 +116,6 @@ impl Admission {
     }
 
     fn ticket(self: &Arc<Self>, slot: OwnedSemaphorePermit, peer: IpAddr) -> Ticket {
-        let peer = peer_group(peer);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let evict = Arc::new(Notify::new());
         let now = Instant::now();
@@ -152,15 +151,15 @@ impl Admission {
 
     /// Tells an unauthenticated connection that arrived `grace` ago or more to go (one that
     /// just arrived may be a host in the middle of proving itself: a flood of newcomers must
-    /// not push it out): the oldest of the peer address holding the most unauthenticated
-    /// slots, so strangers reconnecting from a few addresses push out their own before a
+    /// not push it out): the oldest of the peer (`peer_group`) holding the most
+    /// unauthenticated slots, so strangers reconnecting from a few addresses push out their own before a
     /// host still authenticating from its own (a DH-HMAC-CHAP exchange takes several round
     /// trips, past the grace on a busy device); false if there is none.
     fn evict_oldest(&self) -> bool {
         let mut q = self.unauthenticated.lock();
         let mut by_peer: HashMap<IpAddr, usize> = HashMap::new();
         for (_, _, _, peer) in q.iter() {
-            *by_peer.entry(*peer).or_default() += 1;
+            *by_peer.entry(peer_group(*peer)).or_default() += 1;
         }
         // Oldest first: the first of the largest count wins ties.
         let mut chosen: Option<(usize, usize)> = None;
@@ -168,7 +167,7 @@ impl Admission {
             if at.elapsed() < self.grace {
                 break;
             }
-            let n = by_peer[peer];
+            let n = by_peer[&peer_group(*peer)];
             if chosen.is_none_or(|(_, best)| n > best) {
                 chosen = Some((i, n));
             }
@@ -210,7 +209,7 @@ impl Ticket {
         self.authenticated
     }
 
-    /// The peer it counts as (`peer_group`).
+    /// The address it came from.
     pub fn peer(&self) -> IpAddr {
         self.peer
     }
@@ -328,17 +327,26 @@ mod tests {
         assert!(a.peers.lock().get(&y).is_none());
     }
 
-    /// Review, third round, L1: addresses of one IPv6 /64 are one peer.
-    #[test]
-    fn one_ipv6_64_is_one_peer() {
-        let a = Admission::new(10, 2, Duration::ZERO);
-        let x: IpAddr = "2001:db8:1:2::1".parse().unwrap();
-        let x2: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
-        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
-        assert!(a.peer_may_connect(x));
-        assert!(a.peer_may_connect(x2));
-        assert!(!a.peer_may_connect("2001:db8:1:2::77".parse().unwrap()));
-        assert!(a.peer_may_connect(other), "another /64");
+    /// Review, third round, L1: a stranger spreading over the addresses of one IPv6 /64 is
+    /// one peer in the eviction order; the slots a peer holds are still counted by address
+    /// (hosts of one data-centre /64 each prove themselves: the review's M2).
+    #[tokio::test]
+    async fn one_ipv6_64_is_one_stranger_but_not_one_cap() {
+        let a = Admission::new(4, 1, Duration::ZERO);
+        let host: IpAddr = "2001:db8:9::1".parse().unwrap();
+        let host_conn = a.try_admit(host).unwrap();
+        let strangers: Vec<Ticket> = (1..4u16)
+            .map(|i| {
+                let ip = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 2, i, 0, 0, 1));
+                assert!(a.peer_may_connect(ip), "one slot each by address");
+                a.try_admit(ip).unwrap()
+            })
+            .collect();
+        assert_eq!(a.make_room(), Room::Evicted);
+        tokio::time::timeout(Duration::from_secs(1), strangers[0].evicted())
+            .await
+            .expect("the /64 holding three goes first, not the older host");
+        assert!(a.unauthenticated.lock().iter().any(|e| e.0 == host_conn.id));
         let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
         assert_eq!(peer_group(mapped), "192.0.2.7".parse::<IpAddr>().unwrap());
     }

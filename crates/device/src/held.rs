@@ -131,6 +131,15 @@ impl Reserved {
     }
 }
 
+impl Reserved {
+    /// Gives back `bytes` of it early (a part whose answer is made and counted now).
+    pub fn release(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        self.held.give(bytes);
+    }
+}
+
 impl Drop for Reserved {
     fn drop(&mut self) {
         self.held.give(self.bytes);
@@ -282,9 +291,13 @@ mod tests {
     #[test]
     fn a_reservation_is_held_until_dropped() {
         let h = Arc::new(HeldBytes::new(100));
-        let r = Reserved::take(&h, 80);
+        let mut r = Reserved::take(&h, 80);
         assert_eq!(h.used(), 80);
         assert!(!h.has_room(30));
+        r.release(30);
+        assert_eq!(h.used(), 50);
+        r.release(500);
+        assert_eq!(h.used(), 0, "never more than it holds");
         drop(r);
         assert_eq!(h.used(), 0);
     }

@@ -106,13 +106,14 @@ impl Reader {
         // Their answers' room in the device's held bytes until each is counted by the writer:
         // the next frame's check sees it, where answers made later would not be.
         let value = self.shared.config.max_frame_body() as usize;
-        let room = Reserved::take(&self.shared.held, n.saturating_mul(value));
+        let mut room = Reserved::take(&self.shared.held, n.saturating_mul(value));
         let (shared, tx) = (self.shared.clone(), self.tx.clone());
         let run = move || {
             answer_gets(&shared, ns, held.into_iter(), |resp, permit| {
                 let _ = tx.send((resp, Some(permit)));
+                // Its answer is counted by the writer now (if large): its room goes back.
+                room.release(value);
             });
-            drop(room);
         };
         // The background work the batch makes belongs to the core that read it.
         let core = crate::scheduler::current_core();

@@ -152,21 +152,32 @@ impl Shared {
         }
     }
 
-    /// The most `cmd`'s answer may hold of the device's bytes (`max_held_bytes`): a value
-    /// for a get, a whole reply for what answers with many records (lists, iterators,
-    /// queries, the lists of namespaces and indexes), nothing for the rest, whose answers are
-    /// small and bounded by the connection's in-flight limit.
+    /// The most `cmd`'s answer may hold of the device's bytes (`max_held_bytes`), from the
+    /// bounds its request and the settings put on it: a value for a get, the keys a list may
+    /// return, the batch an iterator's next may (`min_reply_bytes`' reckoning: the bytes, as
+    /// much again in lengths, one record past them, a summary), a whole reply for a query or
+    /// the lists of namespaces and indexes; nothing for the rest, whose answers are small
+    /// and bounded by the connection's in-flight limit (an iterator's open answers its id).
     pub fn answer_room(&self, cmd: &Command) -> usize {
-        match cmd.request.opcode() {
-            Opcode::Retrieve => self.config.max_frame_body() as usize,
-            Opcode::List
-            | Opcode::IterOpen
-            | Opcode::IterNext
-            | Opcode::Query
-            | Opcode::NamespaceList
-            | Opcode::IndexList => self.config.reply_bytes_bound() as usize,
+        let c = &self.config;
+        let bound = c.reply_bytes_bound() as usize;
+        let room = match &cmd.request {
+            Request::Retrieve { .. } => c.max_frame_body() as usize,
+            Request::List { max_keys, .. } => {
+                let keys = (*max_keys).min(c.max_list_keys) as usize;
+                keys.saturating_mul(c.max_key_len as usize + 4) + 64
+            }
+            Request::IterNext { max_bytes, .. } => {
+                let bytes = (*max_bytes).min(c.max_iter_batch_bytes) as usize;
+                bytes
+                    .saturating_mul(4)
+                    .saturating_add(c.max_frame_body() as usize)
+                    .saturating_add(64 << 10)
+            }
+            Request::Query { .. } | Request::NamespaceList | Request::IndexList => bound,
             _ => 0,
-        }
+        };
+        room.min(bound)
     }
 
     /// Whether `cmd` may join its connection's batch of puts: an unconditional store that

@@ -337,6 +337,11 @@ impl Conn {
         // The host's response checked (Success1 next): an I/O queue joins its controller
         // now, or the transaction fails as a wrong response does.
         let proven_now = matches!(txn.out, Some((AuthMessage::Success1 { .. }, _)));
+        if proven_now {
+            // A host that proves its secret is not who the DH budget is for: its work comes
+            // back, so a host connecting more queues than the burst covers never runs dry.
+            budget.refund(peer, super::dh_budget::PER_TRANSACTION);
+        }
         if proven_now && !self.join_proven() {
             self.fail_unjoined(tid);
         }

@@ -507,6 +507,9 @@ impl Inner {
         // Calls at once share a sync (`LogSyncs`): each holds every writer up.
         self.writes.syncs.coalesce(|| {
             let mut w = self.writes.writer.lock();
+            // Again, under the lock: after a failed sync (of a call before this one) the
+            // kernel may report the next one done though the data is lost.
+            self.check_open()?;
             if let Err(e) = w.vlog.sync() {
                 // What a failed sync left on disk is unknown, and a later sync could
                 // succeed without it: stop writing, as a failed sync in the write path does.
