@@ -67,10 +67,11 @@ pub struct NvmeConfig {
     /// start.
     pub require_host_auth: bool,
     /// Diffie-Hellman exponentiations one peer address (an IPv6 /64) may make the target do
-    /// at once for DH-HMAC-CHAP (two per transaction over an FFDHE group, one per queue: a
-    /// host connecting 31 queues at once needs 64), refilled at `auth_dh_per_sec`. Past it,
-    /// a Negotiate asking for a DH group fails until the bucket refills: a stranger naming a
-    /// host with a secret cannot keep the network threads busy with them.
+    /// at once for DH-HMAC-CHAP (two per transaction over an FFDHE group, one transaction
+    /// per queue at a time: 384 covers `max_connections_per_peer` queues authenticating at
+    /// once), refilled at `auth_dh_per_sec`; a transaction that succeeds gives its work back.
+    /// Past it, a Negotiate asking for a DH group fails until the bucket refills: a stranger
+    /// naming a host with a secret cannot keep the network threads busy with them.
     pub auth_dh_burst: u32,
     /// The rate `auth_dh_burst` refills at, per second.
     pub auth_dh_per_sec: u32,
@@ -97,7 +98,7 @@ impl Default for NvmeConfig {
             host_secrets: BTreeMap::new(),
             ctrl_secrets: BTreeMap::new(),
             require_host_auth: true,
-            auth_dh_burst: 64,
+            auth_dh_burst: 384,
             auth_dh_per_sec: 8,
             sync_stores: false,
         }

@@ -309,3 +309,29 @@ fn a_host_that_proves_itself_is_not_held_to_the_dh_budget() {
     });
     dev.shutdown().unwrap();
 }
+
+/// With the default budget, a host connecting many queues at once (as `cerberus-bench`'s
+/// clients do: 40 controllers of two queues here, 80 transactions in flight) is served: the
+/// burst covers a peer's slots. With the first default (64, no refund) the bench's device
+/// NVMe/TCP runs were refused ("DH group not usable") before they started.
+#[test]
+fn many_queues_authenticating_at_once_are_served_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, [a, ..]) = device(dir.path(), true);
+    common::rt().block_on(async {
+        let hosts = (0..40u8).map(|i| {
+            let t = target(&dev, ALICE, Some(secret(1)));
+            async move {
+                let mut h = NvmeHost::connect(&t)
+                    .await
+                    .unwrap_or_else(|e| panic!("host {i}: {e}"));
+                h.store(a, &[b'c', i], b"v", 0).await.unwrap();
+            }
+        });
+        let tasks: Vec<_> = hosts.map(tokio::spawn).collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    dev.shutdown().unwrap();
+}
