@@ -73,12 +73,7 @@ fn unread_replies_made_on_the_workers_stay_within_the_devices_bound() {
 fn unread_gets_within_the_bound(inline_commands: bool) {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
-    let dev = common::start(dir.path(), |c| {
-        c.max_held_bytes = HELD;
-        c.max_inflight = GETS as u32;
-        c.max_value_len = VALUE as u32;
-        c.inline_commands = inline_commands;
-    });
+    let dev = budget_device(dir.path(), inline_commands);
     let (owner, nsid, secret) = common::tenant(&dev, "big");
     let ns = owner.namespace(nsid);
     for i in 0..3 {
@@ -159,11 +154,7 @@ fn reply_to(s: &mut TcpStream, cid: u32) -> Response {
 fn unread_iterator_batches_stay_within_the_devices_bound() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
-    let dev = common::start(dir.path(), |c| {
-        c.max_held_bytes = HELD;
-        c.max_inflight = GETS as u32;
-        c.max_value_len = VALUE as u32;
-    });
+    let dev = budget_device(dir.path(), true);
     let (owner, nsid, secret) = common::tenant(&dev, "iters");
     let ns = owner.namespace(nsid);
     for i in 0..GETS {
@@ -232,4 +223,14 @@ fn all_given_back(dev: cerberus_device::DeviceHandle) {
     }
     assert_eq!(metric(&dev, "cerberus_held_bytes"), 0, "held bytes leaked");
     dev.shutdown().unwrap();
+}
+
+/// A device with an 8 MiB budget, `GETS` commands in flight a connection and 2 MiB values.
+fn budget_device(dir: &std::path::Path, inline_commands: bool) -> cerberus_device::DeviceHandle {
+    common::start(dir, |c| {
+        c.max_held_bytes = HELD;
+        c.max_inflight = GETS as u32;
+        c.max_value_len = VALUE as u32;
+        c.inline_commands = inline_commands;
+    })
 }
