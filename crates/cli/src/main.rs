@@ -13,7 +13,6 @@ mod stats;
 mod verify;
 
 use anyhow::Result;
-use cerberus_device::DEFAULT_LISTEN;
 use cerberus_proto::StoreMode;
 use clap::{Parser, Subcommand, ValueEnum};
 use session::Session;
@@ -37,9 +36,10 @@ struct Cli {
 #[derive(clap::Args)]
 #[command(next_help_heading = "Connection")]
 struct Conn {
-    /// Address of the device, host:port.
-    #[arg(long, env = "CERBERUS_DEVICE", default_value = DEFAULT_LISTEN)]
-    device: String,
+    /// Address of the device, host:port [default: 127.0.0.1:9420, or 127.0.0.1:4420 (the
+    /// IANA NVMe/TCP port) with --wire nvme].
+    #[arg(long, env = "CERBERUS_DEVICE")]
+    device: Option<String>,
     /// Connect with TLS, trusting this CA (or self-signed) certificate, PEM.
     #[arg(long, env = "CERBERUS_TLS_CA")]
     tls_ca: Option<PathBuf>,
@@ -47,7 +47,7 @@ struct Conn {
     #[arg(long, requires = "tls_ca")]
     tls_name: Option<String>,
     /// The wire: the native protocol, or NVMe/TCP (then --device is the device's NVMe/TCP
-    /// address, e.g. 127.0.0.1:4420, and --hostnqn is needed).
+    /// address, 127.0.0.1:4420 unless given, and --hostnqn is needed).
     #[arg(long, env = "CERBERUS_WIRE", value_enum, default_value = "native")]
     wire: WireArg,
     /// NVMe/TCP: the subsystem NQN (default: the device's default).

@@ -78,12 +78,22 @@ pub fn open_namespace(client: &BlockingClient, auth: &NsAuth) -> Result<Blocking
         .with_context(|| format!("authenticating for namespace {nsid}"))
 }
 
+/// The device's address: `--device`, or on loopback the wire's port (9420, or NVMe/TCP's
+/// 4420: the native port answers an NVMe/TCP host with a bad PDU, which said nothing of it).
+fn address(conn: &Conn) -> String {
+    conn.device.clone().unwrap_or_else(|| match conn.wire {
+        WireArg::Nvme => cerberus_device::DEFAULT_NVME_LISTEN.to_string(),
+        WireArg::Native => cerberus_device::DEFAULT_LISTEN.to_string(),
+    })
+}
+
 pub fn connect(conn: &Conn) -> Result<BlockingClient> {
+    let device = address(conn);
     let tls = match &conn.tls_ca {
         Some(ca) => {
             let name = match &conn.tls_name {
                 Some(n) => n.clone(),
-                None => TlsOptions::server_name_of(&conn.device).to_string(),
+                None => TlsOptions::server_name_of(&device).to_string(),
             };
             Some(TlsOptions {
                 ca_cert_pem: std::fs::read(ca)
@@ -94,7 +104,7 @@ pub fn connect(conn: &Conn) -> Result<BlockingClient> {
         None => None,
     };
     let mut config =
-        ClientConfig::new(conn.device.clone()).with_request_timeout(Duration::from_secs(60));
+        ClientConfig::new(device.clone()).with_request_timeout(Duration::from_secs(60));
     if let Some(t) = tls {
         config = config.with_tls(t);
     }
@@ -124,5 +134,33 @@ pub fn connect(conn: &Conn) -> Result<BlockingClient> {
         bail!("--dhchap-secret and --dhchap-ctrl-secret are for --wire nvme");
     }
     BlockingClient::connect_with(config)
-        .with_context(|| format!("connecting to the device at {}", conn.device))
+        .with_context(|| format!("connecting to the device at {device}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(wire: WireArg, device: Option<&str>) -> Conn {
+        Conn {
+            device: device.map(str::to_string),
+            tls_ca: None,
+            tls_name: None,
+            wire,
+            subnqn: None,
+            hostnqn: None,
+            dhchap_secret: None,
+            dhchap_ctrl_secret: None,
+        }
+    }
+
+    /// Issue 65, point 3: `--wire nvme` without `--device` went to the native port (9420)
+    /// and failed with "bad PDU ... invalid PDU header field at byte 2".
+    #[test]
+    fn each_wire_has_its_own_default_port() {
+        assert_eq!(address(&conn(WireArg::Native, None)), "127.0.0.1:9420");
+        assert_eq!(address(&conn(WireArg::Nvme, None)), "127.0.0.1:4420");
+        let given = conn(WireArg::Nvme, Some("10.0.0.7:4421"));
+        assert_eq!(address(&given), "10.0.0.7:4421");
+    }
 }
