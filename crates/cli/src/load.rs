@@ -19,7 +19,7 @@ use std::sync::Mutex;
 /// Bad lines reported one by one; past this many, only counted.
 const SHOWN_BAD_LINES: usize = 10;
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// One JSON object a line.
     Jsonl,
@@ -152,7 +152,16 @@ pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> R
             records(n)
         );
     }
+    // A file read as JSON lines only because of its name: say how to read it as CSV.
+    let hint = |reason: String| match args.format {
+        None if format == Format::Jsonl && reason.starts_with("not JSON") => format!(
+            "{reason} (read as JSON lines: its name does not end in .csv; give --format csv \
+             if it is CSV)"
+        ),
+        _ => reason,
+    };
     if let Some((line, reason)) = bad_line {
+        let reason = hint(reason);
         bail!(
             "line {line}: {reason}; load stopped there with {} stored (the records before \
              line {line}). Fix that line, or load the file again with --skip-bad to store the \
@@ -161,6 +170,15 @@ pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> R
         );
     }
     report(ns.nsid(), n, &skipped);
+    if n == 0 && skipped.count > 0 {
+        // Skipping is for a few bad lines among good ones: a file with no good line is the
+        // wrong file, or read in the wrong format, and a script must see it fail.
+        let first = skipped.shown.first().map(|(_, r)| hint(r.clone()));
+        bail!(
+            "every line was bad: nothing stored (the first: {})",
+            first.unwrap_or_default()
+        );
+    }
     Ok(())
 }
 

@@ -223,6 +223,26 @@ fn load_says_where_it_stopped_and_skip_bad_stores_the_rest() {
     let o = cli(&s, &env, &["load", csv.to_str().unwrap(), "--skip-bad"]);
     assert!(o.status.success(), "{}", errors(&o));
     assert_eq!(cli(&s, &env, &["exists", "r2"]).status.code(), Some(0));
+
+    // Issue 65, point 5: a CSV file not named .csv is read as JSON lines; the error says
+    // how to read it as CSV, and with --skip-bad a file with no good line fails (it exited
+    // 0 before, every line skipped, nothing stored).
+    let unnamed = dir.path().join("recs.txt");
+    std::fs::write(&unnamed, "id,n\nr1,1\nr2,2\n").unwrap();
+    let o = cli(&s, &env, &["load", unnamed.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("give --format csv"), "{}", errors(&o));
+    let o = cli(&s, &env, &["load", unnamed.to_str().unwrap(), "--skip-bad"]);
+    assert_eq!(o.status.code(), Some(2), "{}", errors(&o));
+    let e = errors(&o);
+    assert!(e.contains("every line was bad: nothing stored"), "{e}");
+    assert!(e.contains("give --format csv"), "{e}");
+    let o = cli(
+        &s,
+        &env,
+        &["load", unnamed.to_str().unwrap(), "--format", "csv"],
+    );
+    assert!(o.status.success(), "{}", errors(&o));
 }
 
 #[test]
