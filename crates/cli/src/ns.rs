@@ -161,6 +161,17 @@ pub enum NsCmd {
 }
 
 pub fn run(cmd: NsCmd) -> Result<()> {
+    let export = matches!(&cmd, NsCmd::Create { export: true, .. });
+    let done = run_command(cmd);
+    if export && done.is_err() {
+        // The output goes to a shell's eval, which would run nothing and succeed, leaving
+        // the variables unset for the next command to trip on: a command that fails.
+        println!("false");
+    }
+    done
+}
+
+fn run_command(cmd: NsCmd) -> Result<()> {
     let target = match &cmd {
         NsCmd::Create { target, .. }
         | NsCmd::Configure { target, .. }
@@ -185,12 +196,19 @@ pub fn run(cmd: NsCmd) -> Result<()> {
             settings,
             ..
         } => {
-            let (nsid, secret) = if settings.any() {
+            let created = if settings.any() {
                 let s = settings.over(NamespaceSettings::default());
-                client.create_namespace_with(name.as_str(), &s)?
+                client.create_namespace_with(name.as_str(), &s)
             } else {
-                client.create_namespace(name.as_str())?
+                client.create_namespace(name.as_str())
             };
+            let (nsid, secret) = created.map_err(|e| match e {
+                cerberus_host::Error::NamespaceExists(_) => anyhow::anyhow!(
+                    "namespace {name:?} exists: its secret was printed when it was created; \
+                     pick another name, or `cerberus ns destroy` it (its data goes with it)"
+                ),
+                e => e.into(),
+            })?;
             if *json {
                 println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
             } else if *export {

@@ -8,6 +8,7 @@ mod cluster;
 mod cluster_fence;
 mod cluster_keys;
 mod commands;
+mod credentials;
 mod durability;
 mod first_contact;
 mod nvme_wire;
