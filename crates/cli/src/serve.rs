@@ -79,7 +79,24 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     let data_dir = config.data_dir.clone();
     // The device checks ports and files before it creates its directory, and takes away
     // what it made when a start fails.
-    let device = Device::start(config)?;
+    let (listen, nvme_listen) = (config.listen.clone(), config.nvme_listen.clone());
+    let device = Device::start(config).map_err(|e| match e {
+        cerberus_device::DeviceError::Listen { addr, error }
+            if error.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            // The bare "Address already in use" said nothing of what to do.
+            let flag = match () {
+                _ if addr == listen => "--listen",
+                _ if nvme_listen.as_deref() == Some(addr.as_str()) => "--nvme-listen",
+                _ => "--metrics",
+            };
+            anyhow::anyhow!(
+                "cannot listen on {addr}: {error}: another program holds it (a device \
+                 already running?): stop it, or give another address with {flag}"
+            )
+        }
+        e => e.into(),
+    })?;
     if given_admin {
         eprintln!("admin credential: as given");
     } else {

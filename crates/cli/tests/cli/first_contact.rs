@@ -354,6 +354,11 @@ fn errors_say_their_cause_once_and_a_failed_serve_leaves_nothing() {
     let e = errors(&o);
     assert!(e.contains(&format!("cannot listen on {addr}: ")), "{e}");
     assert_eq!(e.matches("os error").count(), 1, "{e}");
+    // Issue 65, point 5: it says what to do, not only "Address already in use".
+    assert!(
+        e.contains("a device already running?") && e.contains("with --listen"),
+        "{e}"
+    );
     assert!(!fresh.exists(), "serve left {} behind", fresh.display());
 
     // A failure inside the start (a TLS file missing) takes away what the start made.
