@@ -85,10 +85,12 @@ pub fn serve(args: ServeArgs) -> Result<()> {
             if error.kind() == std::io::ErrorKind::AddrInUse =>
         {
             // The bare "Address already in use" said nothing of what to do.
-            let flag = match () {
-                _ if addr == listen => "--listen",
-                _ if nvme_listen.as_deref() == Some(addr.as_str()) => "--nvme-listen",
-                _ => "--metrics",
+            let flag = if addr == listen {
+                "--listen"
+            } else if nvme_listen.as_deref() == Some(addr.as_str()) {
+                "--nvme-listen"
+            } else {
+                "--metrics"
             };
             anyhow::anyhow!(
                 "cannot listen on {addr}: {error}: another program holds it (a device \
