@@ -60,26 +60,53 @@ class Device:
             if secret_file is None:
                 raise NamespaceExists(
                     f"{e}; its credential was shown once, when it was created: open it with "
-                    f"namespace({name!r}, secret), or keep the credential with secret_file="
+                    f"namespace({name!r}, secret), keep the credential with secret_file=, or "
+                    f"issue a new one with rekey_namespace({name!r})"
                 ) from None
-            with builtins.open(secret_file) as f:
-                secret = f.read().strip()
+            try:
+                with builtins.open(secret_file) as f:
+                    secret = f.read().strip()
+            except FileNotFoundError:
+                raise NamespaceExists(
+                    f"{e}, and its credential is not in {secret_file!r} (it was created "
+                    f"elsewhere, or the file was lost): rekey_namespace({name!r}, "
+                    f"secret_file={secret_file!r}) issues a new one, or pick another name"
+                ) from None
             return self.namespace(name, secret)
         if secret_file is not None:
             _write_secret(secret_file, secret)
         return Namespace(client.namespace(nsid, secret), name, secret)
 
     def namespace(self, ns: Union[int, str], secret: str) -> Namespace:
-        """Opens the namespace with this id or name (a name is looked up with the admin
-        secret) with its credential (:class:`AccessDenied` if wrong)."""
-        name = None
+        """Opens the namespace with this id or name with its credential (:class:`AccessDenied`
+        if wrong, or if no namespace has that name: the device does not say which)."""
         if isinstance(ns, str):
-            name = ns
+            native = self._client().namespace_named(ns, secret)
+            return Namespace(native, ns, secret)
+        return Namespace(self._client().namespace(ns, secret), None, secret)
+
+    def rekey_namespace(self, ns: Union[int, str, Namespace],
+                        secret_file: Optional[str] = None) -> Namespace:
+        """Issues the namespace a new credential (needs the admin secret) and opens it with
+        that credential: the old one is refused from now on, on every connection. With
+        ``secret_file`` the new credential is written there (mode 0600), replacing the old."""
+        client = self._client()
+        nsid, name = self._resolve(ns)
+        secret = client.rekey_namespace(nsid)
+        if secret_file is not None:
+            _write_secret(secret_file, secret)
+        return Namespace(client.namespace(nsid, secret), name, secret)
+
+    def _resolve(self, ns: Union[int, str, Namespace]) -> "tuple[int, Optional[str]]":
+        """The id and name of a namespace given by id, name (looked up, admin) or handle."""
+        if isinstance(ns, Namespace):
+            return ns.nsid, None
+        if isinstance(ns, str):
             found = [i for i, n in self._client().list_namespaces() if n == ns]
             if not found:
                 raise InvalidNamespace(f"no namespace {ns!r}")
-            ns = found[0]
-        return Namespace(self._client().namespace(ns, secret), name, secret)
+            return found[0], ns
+        return ns, None
 
     def destroy_namespace(self, ns: Union[int, Namespace]) -> None:
         nsid = ns.nsid if isinstance(ns, Namespace) else ns

@@ -193,6 +193,25 @@ impl DeviceClient {
         Ok(DeviceNamespace { ns })
     }
 
+    /// [`namespace`](Self::namespace) by the namespace's name (no admin secret needed).
+    fn namespace_named(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        secret: &str,
+    ) -> PyResult<DeviceNamespace> {
+        let ns = py
+            .allow_threads(|| self.client.open_namespace_named(name, secret))
+            .map_err(errors::host)?;
+        Ok(DeviceNamespace { ns })
+    }
+
+    /// A new secret for namespace `nsid` (admin); the old one is refused from then on.
+    fn rekey_namespace(&self, py: Python<'_>, nsid: u32) -> PyResult<String> {
+        py.allow_threads(|| self.client.rekey_namespace(nsid))
+            .map_err(errors::host)
+    }
+
     /// The device's counters (admin) as a JSON text.
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
         let v = py

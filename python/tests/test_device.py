@@ -92,3 +92,33 @@ def test_empty_key_is_refused(device):
     ns = device.create_namespace(fresh_name("empty"))
     with pytest.raises(cerberus.InvalidKeySize):
         ns.put(b"", b"x")
+
+
+def test_a_namespace_opens_by_name_without_the_admin_secret(device, device_address):
+    name = fresh_name("byname")
+    ns = device.create_namespace(name)
+    ns.put(b"k", b"v")
+    tenant = cerberus.connect(device_address)
+    same = tenant.namespace(name, ns.secret)
+    assert same.nsid == ns.nsid and same.get(b"k") == b"v"
+    with pytest.raises(cerberus.AccessDenied):
+        cerberus.connect(device_address).namespace(fresh_name("nosuch"), ns.secret)
+
+
+def test_a_lost_secret_is_rekeyed(device, device_address, tmp_path):
+    name = fresh_name("rekey")
+    ns = device.create_namespace(name)
+    ns.put(b"k", b"v")
+    kept = tmp_path / "ns.secret"
+    # Issue 65: a name that exists with its secret file missing raised a bare
+    # FileNotFoundError; now it says what to do.
+    with pytest.raises(cerberus.NamespaceExists, match="rekey_namespace"):
+        device.create_namespace(name, exist_ok=True, secret_file=str(kept))
+    renewed = device.rekey_namespace(name, secret_file=str(kept))
+    assert renewed.secret != ns.secret and renewed.get(b"k") == b"v"
+    assert kept.read_text().strip() == renewed.secret
+    with pytest.raises(cerberus.AccessDenied):
+        cerberus.connect(device_address).namespace(ns.nsid, ns.secret)
+    # The file now opens it, as a second run of a script would.
+    again = device.create_namespace(name, exist_ok=True, secret_file=str(kept))
+    assert again.nsid == ns.nsid and again.get(b"k") == b"v"

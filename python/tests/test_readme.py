@@ -34,5 +34,5 @@ def test_python_quick_start_runs_twice(tmp_path, device_address):
     # Each run stored the same keys again: the same answers.
     assert outputs[0] == outputs[1]
     assert "b'user:1'" in outputs[0] and "'stars': 4" in outputs[0]
-    assert stat.S_IMODE((tmp_path / "app.secret").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "py-demo.secret").stat().st_mode) == 0o600
     assert (tmp_path / "demo-db").is_dir()

@@ -86,9 +86,10 @@ enum WireArg {
 #[derive(clap::Args)]
 #[command(next_help_heading = "Namespace")]
 struct NsAuth {
-    /// Namespace id (as printed by `ns create`).
+    /// Namespace: its id (as printed by `ns create`) or its name (a name of digits only is
+    /// taken as an id).
     #[arg(long, env = "CERBERUS_NS")]
-    ns: Option<u32>,
+    ns: Option<String>,
     /// Credential of that namespace (as printed, once, by `ns create`).
     #[arg(long, env = "CERBERUS_SECRET", hide_env_values = true)]
     secret: Option<String>,

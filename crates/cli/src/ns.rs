@@ -1,6 +1,6 @@
 //! `cerberus ns create|configure|destroy|list`: namespaces, with the admin credential.
 
-use crate::session::connect;
+use crate::session::{connect, NsRef};
 use crate::AdminTarget;
 use anyhow::{bail, Context, Result};
 use cerberus_device::ADMIN_SECRET_FILE;
@@ -128,10 +128,27 @@ pub enum NsCmd {
         #[command(flatten)]
         target: AdminTarget,
     },
+    /// Issues a namespace a new credential and prints it (shown only once); the old one is
+    /// refused from then on, on every wire, by connections that proved it too.
+    ///
+    /// For a lost credential, or one that leaked. With --export the output is shell code,
+    /// as `ns create --export` prints: `eval "$(cerberus ns rekey app --export)"`.
+    Rekey {
+        /// The namespace: its id or its name.
+        ns: String,
+        /// Print {"nsid": ..., "secret": ...}.
+        #[arg(long, conflicts_with = "export")]
+        json: bool,
+        /// Print `export CERBERUS_NS=... CERBERUS_SECRET=...` for a shell's eval.
+        #[arg(long)]
+        export: bool,
+        #[command(flatten)]
+        target: AdminTarget,
+    },
     /// Changes a namespace's settings: those given replace its own, the others stay.
     Configure {
-        /// Id of the namespace.
-        nsid: u32,
+        /// The namespace: its id or its name.
+        ns: String,
         #[command(flatten)]
         settings: SettingsArgs,
         /// Refuse its writes ("namespace is read-only"); reads go on (a cluster move sets it)
@@ -145,8 +162,8 @@ pub enum NsCmd {
     },
     /// Destroys a namespace and all its data.
     Destroy {
-        /// Id of the namespace.
-        nsid: u32,
+        /// The namespace: its id or its name.
+        ns: String,
         #[command(flatten)]
         target: AdminTarget,
     },
@@ -161,7 +178,10 @@ pub enum NsCmd {
 }
 
 pub fn run(cmd: NsCmd) -> Result<()> {
-    let export = matches!(&cmd, NsCmd::Create { export: true, .. });
+    let export = matches!(
+        &cmd,
+        NsCmd::Create { export: true, .. } | NsCmd::Rekey { export: true, .. }
+    );
     let done = run_command(cmd);
     if export && done.is_err() {
         // The output goes to a shell's eval, which would run nothing and succeed, leaving
@@ -174,6 +194,7 @@ pub fn run(cmd: NsCmd) -> Result<()> {
 fn run_command(cmd: NsCmd) -> Result<()> {
     let target = match &cmd {
         NsCmd::Create { target, .. }
+        | NsCmd::Rekey { target, .. }
         | NsCmd::Configure { target, .. }
         | NsCmd::Destroy { target, .. }
         | NsCmd::List { target, .. } => target,
@@ -205,29 +226,31 @@ fn run_command(cmd: NsCmd) -> Result<()> {
             let (nsid, secret) = created.map_err(|e| match e {
                 cerberus_host::Error::NamespaceExists(_) => anyhow::anyhow!(
                     "namespace {name:?} exists: its secret was printed when it was created; \
-                     pick another name, or `cerberus ns destroy` it (its data goes with it)"
+                     pick another name, or `cerberus ns rekey {name}` for a new secret (the \
+                     old one stops working)"
                 ),
                 e => e.into(),
             })?;
-            if *json {
-                println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
-            } else if *export {
-                println!(
-                    "export CERBERUS_NS={nsid} CERBERUS_SECRET={}",
-                    shell_quote(&secret)
-                );
-            } else {
-                println!("nsid: {nsid}");
-                println!("secret: {secret}");
-            }
+            print_credential(nsid, &secret, *json, *export);
+        }
+        NsCmd::Rekey {
+            ns, json, export, ..
+        } => {
+            let nsid = NsRef::parse(ns).resolve(&client)?;
+            let secret = client
+                .rekey_namespace(nsid)
+                .with_context(|| format!("rekeying namespace {ns}"))?;
+            print_credential(nsid, &secret, *json, *export);
+            eprintln!("namespace {ns}: new secret issued; the old one is refused from now on");
         }
         NsCmd::Configure {
-            nsid,
+            ns,
             settings,
             read_only,
             writable,
             ..
         } => {
+            let nsid = &NsRef::parse(ns).resolve(&client)?;
             if !settings.any() && !read_only && !writable {
                 bail!(
                     "nothing to change: give --capacity, --weight, --reservation-ops, ..., \
@@ -243,8 +266,9 @@ fn run_command(cmd: NsCmd) -> Result<()> {
             }
             eprintln!("namespace {nsid} configured");
         }
-        NsCmd::Destroy { nsid, .. } => {
-            client.destroy_namespace(*nsid)?;
+        NsCmd::Destroy { ns, .. } => {
+            let nsid = NsRef::parse(ns).resolve(&client)?;
+            client.destroy_namespace(nsid)?;
             eprintln!("namespace {nsid} destroyed");
         }
         NsCmd::List { json, .. } => {
@@ -276,6 +300,21 @@ fn run_command(cmd: NsCmd) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A namespace's id and secret, as `--json`, `--export` or plain lines ask.
+fn print_credential(nsid: u32, secret: &str, json: bool, export: bool) {
+    if json {
+        println!("{}", serde_json::json!({"nsid": nsid, "secret": secret}));
+    } else if export {
+        println!(
+            "export CERBERUS_NS={nsid} CERBERUS_SECRET={}",
+            shell_quote(secret)
+        );
+    } else {
+        println!("nsid: {nsid}");
+        println!("secret: {secret}");
+    }
 }
 
 /// `s` as one shell word: kept as it is when it holds only characters no shell treats

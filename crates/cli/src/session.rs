@@ -64,18 +64,52 @@ pub fn read_stdin_value(limits: Option<&Limits>) -> Result<Vec<u8>> {
     Ok(value)
 }
 
-/// Authenticates for `--ns` with `--secret` and returns the namespace's handle.
+/// Authenticates for `--ns` (an id, or a name) with `--secret` and returns the namespace's
+/// handle.
 pub fn open_namespace(client: &BlockingClient, auth: &NsAuth) -> Result<BlockingNamespace> {
-    let nsid = auth
+    let ns = auth
         .ns
-        .context("no namespace: give --ns NSID or set CERBERUS_NS")?;
+        .as_deref()
+        .context("no namespace: give --ns NSID or NAME, or set CERBERUS_NS")?;
     let secret = auth
         .secret
         .as_deref()
         .context("no credential: give --secret or set CERBERUS_SECRET")?;
-    client
-        .open_namespace(nsid, secret)
-        .with_context(|| format!("authenticating for namespace {nsid}"))
+    let opened = match NsRef::parse(ns) {
+        NsRef::Id(nsid) => client.open_namespace(nsid, secret),
+        NsRef::Name(name) => client.open_namespace_named(name, secret),
+    };
+    opened.with_context(|| format!("authenticating for namespace {ns}"))
+}
+
+/// A namespace as a command line names it: an id (digits only) or a name.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NsRef<'a> {
+    Id(u32),
+    Name(&'a str),
+}
+
+impl<'a> NsRef<'a> {
+    pub fn parse(s: &'a str) -> NsRef<'a> {
+        match s.parse::<u32>() {
+            Ok(id) if s.bytes().all(|b| b.is_ascii_digit()) => NsRef::Id(id),
+            _ => NsRef::Name(s),
+        }
+    }
+
+    /// The id: given, or found by name in the device's list (admin).
+    pub fn resolve(&self, client: &BlockingClient) -> Result<u32> {
+        match self {
+            NsRef::Id(id) => Ok(*id),
+            NsRef::Name(name) => client
+                .list_namespaces()
+                .context("finding the namespace by name")?
+                .into_iter()
+                .find(|e| e.name == *name)
+                .map(|e| e.nsid)
+                .with_context(|| format!("no namespace named {name:?} (`cerberus ns list`)")),
+        }
+    }
 }
 
 /// The device's address: `--device`, or on loopback the wire's port (9420, or NVMe/TCP's
@@ -152,6 +186,14 @@ mod tests {
             dhchap_secret: None,
             dhchap_ctrl_secret: None,
         }
+    }
+
+    #[test]
+    fn namespaces_are_named_by_id_or_by_name() {
+        assert_eq!(NsRef::parse("7"), NsRef::Id(7));
+        assert_eq!(NsRef::parse("app"), NsRef::Name("app"));
+        assert_eq!(NsRef::parse("+7"), NsRef::Name("+7"), "not digits only");
+        assert_eq!(NsRef::parse("99999999999"), NsRef::Name("99999999999"));
     }
 
     /// Issue 65, point 3: `--wire nvme` without `--device` went to the native port (9420)

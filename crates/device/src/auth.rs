@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use subtle::ConstantTimeEq;
 
 type Hash = [u8; 32];
@@ -59,7 +60,11 @@ pub struct Credentials {
     admin: Hash,
     /// The admin secret itself when the device generated or read it (printed by `serve`).
     admin_plain: String,
-    namespaces: Mutex<BTreeMap<u32, Hash>>,
+    /// Each namespace's secret hash and the epoch it was issued in.
+    namespaces: Mutex<BTreeMap<u32, (Hash, u64)>>,
+    /// Bumped by every rekey and revoke: a connection that proved a namespace checks its
+    /// proof again only when this has moved (one load per command otherwise).
+    epoch: AtomicU64,
 }
 
 impl Credentials {
@@ -88,7 +93,7 @@ impl Credentials {
                     let h = from_hex(&h).ok_or_else(|| {
                         DeviceError::Config(format!("{}: bad hash for {ns}", path.display()))
                     })?;
-                    namespaces.insert(ns, h);
+                    namespaces.insert(ns, (h, 0));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -99,6 +104,7 @@ impl Credentials {
             admin: hash(admin_plain.as_bytes()),
             admin_plain,
             namespaces: Mutex::new(namespaces),
+            epoch: AtomicU64::new(0),
         })
     }
 
@@ -110,31 +116,62 @@ impl Credentials {
         bool::from(hash(secret).ct_eq(&self.admin))
     }
 
-    /// Whether `secret` is the credential of `nsid`. Takes the same time whether or not the
-    /// namespace has a credential, so a failure does not tell which.
-    pub fn verify(&self, nsid: u32, secret: &[u8]) -> bool {
+    /// Whether `secret` is the credential of `nsid`: the epoch of that credential if so.
+    /// Takes the same time whether or not the namespace has a credential, so a failure does
+    /// not tell which.
+    pub fn verify(&self, nsid: u32, secret: &[u8]) -> Option<u64> {
         let given = hash(secret);
         let stored = self.namespaces.lock().get(&nsid).copied();
-        let (target, exists) = match stored {
-            Some(h) => (h, true),
-            None => ([0u8; 32], false),
+        let (target, epoch, exists) = match stored {
+            Some((h, e)) => (h, e, true),
+            None => ([0u8; 32], 0, false),
         };
-        bool::from(given.ct_eq(&target)) && exists
+        (bool::from(given.ct_eq(&target)) && exists).then_some(epoch)
+    }
+
+    /// The epoch of the last rekey or revoke of any namespace.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether a proof of `nsid` made in `epoch` still holds (no rekey or destroy since).
+    pub fn still_holds(&self, nsid: u32, epoch: u64) -> bool {
+        self.namespaces.lock().get(&nsid).map(|(_, e)| *e) == Some(epoch)
     }
 
     /// Issues a new secret for `nsid` and persists its hash before returning it.
     pub fn issue(&self, nsid: u32) -> Result<String, DeviceError> {
         let secret = generate_secret();
         let mut map = self.namespaces.lock();
-        map.insert(nsid, hash(secret.as_bytes()));
+        let epoch = self.epoch.load(Ordering::Acquire);
+        map.insert(nsid, (hash(secret.as_bytes()), epoch));
         self.persist(&map)?;
         Ok(secret)
+    }
+
+    /// Issues `nsid` a new secret in place of its own (`None` if it has none): once this
+    /// returns, the old secret is refused, and connections that proved it lose the namespace.
+    pub fn rekey(&self, nsid: u32) -> Result<Option<String>, DeviceError> {
+        let secret = generate_secret();
+        let mut map = self.namespaces.lock();
+        let Some(old) = map.get(&nsid).copied() else {
+            return Ok(None);
+        };
+        let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        map.insert(nsid, (hash(secret.as_bytes()), epoch));
+        if let Err(e) = self.persist(&map) {
+            // Not on disk: the old secret stays the one that works, here as after a restart.
+            map.insert(nsid, old);
+            return Err(e);
+        }
+        Ok(Some(secret))
     }
 
     /// Forgets the credential of a destroyed namespace.
     pub fn revoke(&self, nsid: u32) -> Result<(), DeviceError> {
         let mut map = self.namespaces.lock();
         if map.remove(&nsid).is_some() {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
             self.persist(&map)?;
         }
         Ok(())
@@ -142,10 +179,10 @@ impl Credentials {
 
     /// Writes the file whole under a temporary name, syncs it and renames it over the old one,
     /// so a crash leaves either version.
-    fn persist(&self, map: &BTreeMap<u32, Hash>) -> Result<(), DeviceError> {
+    fn persist(&self, map: &BTreeMap<u32, (Hash, u64)>) -> Result<(), DeviceError> {
         let f = CredentialsFile {
             version: 1,
-            namespaces: map.iter().map(|(k, v)| (*k, to_hex(v))).collect(),
+            namespaces: map.iter().map(|(k, (v, _))| (*k, to_hex(v))).collect(),
         };
         let bytes = serde_json::to_vec_pretty(&f)
             .map_err(|e| DeviceError::Config(format!("encoding credentials: {e}")))?;
@@ -216,19 +253,48 @@ mod tests {
         let admin = c.admin_secret().to_string();
         assert_eq!(admin.len(), 64);
         let s = c.issue(3).unwrap();
-        assert!(c.verify(3, s.as_bytes()));
-        assert!(!c.verify(3, b"wrong"));
-        assert!(!c.verify(4, s.as_bytes()));
+        assert!(c.verify(3, s.as_bytes()).is_some());
+        assert!(c.verify(3, b"wrong").is_none());
+        assert!(c.verify(4, s.as_bytes()).is_none());
         drop(c);
         let c = Credentials::open(dir.path(), None).unwrap();
         assert_eq!(c.admin_secret(), admin);
         assert!(c.verify_admin(admin.as_bytes()));
-        assert!(c.verify(3, s.as_bytes()));
+        assert!(c.verify(3, s.as_bytes()).is_some());
         c.revoke(3).unwrap();
-        assert!(!c.verify(3, s.as_bytes()));
+        assert!(c.verify(3, s.as_bytes()).is_none());
         // Only hashes on disk.
         let on_disk = std::fs::read_to_string(dir.path().join(CREDENTIALS_FILE)).unwrap();
         assert!(!on_disk.contains(&s));
+    }
+
+    #[test]
+    fn a_rekey_refuses_the_old_secret_and_ends_its_proofs() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Credentials::open(dir.path(), None).unwrap();
+        let old = c.issue(5).unwrap();
+        let other = c.issue(6).unwrap();
+        let proof = c.verify(5, old.as_bytes()).unwrap();
+        let other_proof = c.verify(6, other.as_bytes()).unwrap();
+        let before = c.epoch();
+        let new = c.rekey(5).unwrap().unwrap();
+        assert_ne!(c.epoch(), before, "open connections would not look again");
+        assert!(c.verify(5, old.as_bytes()).is_none());
+        assert!(!c.still_holds(5, proof));
+        assert!(
+            c.still_holds(6, other_proof),
+            "another namespace's proof is untouched"
+        );
+        let renewed = c.verify(5, new.as_bytes()).unwrap();
+        assert!(c.still_holds(5, renewed));
+        assert_eq!(c.rekey(99).unwrap(), None, "no credential, nothing issued");
+        drop(c);
+        let c = Credentials::open(dir.path(), None).unwrap();
+        assert!(
+            c.verify(5, old.as_bytes()).is_none(),
+            "the rekey was persisted"
+        );
+        assert!(c.verify(5, new.as_bytes()).is_some());
     }
 
     #[cfg(unix)]

@@ -117,6 +117,11 @@ impl BlockingClient {
         self.wait(self.client.destroy_namespace(nsid))
     }
 
+    /// [`Client::rekey_namespace`], waiting for the answer.
+    pub fn rekey_namespace(&self, nsid: u32) -> Result<String> {
+        self.wait(self.client.rekey_namespace(nsid))
+    }
+
     /// [`Client::list_namespaces`], waiting for the answer.
     pub fn list_namespaces(&self) -> Result<Vec<NamespaceEntry>> {
         self.wait(self.client.list_namespaces())

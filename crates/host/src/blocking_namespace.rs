@@ -24,6 +24,13 @@ impl BlockingClient {
             .map(|_| self.namespace(nsid))
     }
 
+    /// [`Client::open_namespace_named`](crate::Client::open_namespace_named), waiting for
+    /// the answer.
+    pub fn open_namespace_named(&self, name: &str, secret: &str) -> Result<BlockingNamespace> {
+        let ns = self.wait(self.client().open_namespace_named(name, secret))?;
+        Ok(self.namespace(ns.nsid()))
+    }
+
     /// The blocking handle of namespace `nsid` ([`Client::namespace`](crate::Client::namespace)): no I/O.
     pub fn namespace(&self, nsid: u32) -> BlockingNamespace {
         BlockingNamespace::new(self.clone(), nsid)

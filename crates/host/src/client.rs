@@ -270,6 +270,15 @@ impl Client {
         )
     }
 
+    /// Issues namespace `nsid` a new secret (admin) and returns it: from the answer on, the
+    /// device refuses the old one, and connections that proved it lose the namespace.
+    pub async fn rekey_namespace(&self, nsid: u32) -> Result<String> {
+        match self.run(nsid, Request::NamespaceRekey).await? {
+            Reply::Created { secret, .. } => Ok(secret),
+            other => Err(unexpected("rekey namespace", &other)),
+        }
+    }
+
     /// Every namespace of the device (admin).
     pub async fn list_namespaces(&self) -> Result<Vec<NamespaceEntry>> {
         match self.run(DEVICE_NSID, Request::NamespaceList).await? {

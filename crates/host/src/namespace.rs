@@ -36,6 +36,21 @@ impl Client {
         Ok(self.namespace(nsid))
     }
 
+    /// [`open_namespace`](Self::open_namespace) by the namespace's name: the device finds
+    /// the id (the handle's [`Namespace::nsid`]). An unknown name is refused as a wrong
+    /// secret is, with `AccessDenied`.
+    pub async fn open_namespace_named(&self, name: &str, secret: &str) -> Result<Namespace> {
+        let request = Request::AuthenticateByName {
+            name: name.to_string(),
+            secret: Bytes::copy_from_slice(secret.as_bytes()),
+        };
+        // The header's nsid is not read; the answer's is the namespace's.
+        let response = self.call(0, request).await?;
+        let nsid = response.nsid;
+        expect_empty(ok_reply(response)?, "authenticate")?;
+        Ok(self.namespace(nsid))
+    }
+
     /// The handle of namespace `nsid` on this connection: no I/O; its calls fail with
     /// `AccessDenied` unless the connection is authenticated for the namespace
     /// ([`Client::open_namespace`]).

@@ -37,6 +37,9 @@ pub const ITER_KEYS_ONLY: u8 = 0x01;
 /// Namespace create flag: the body starts with the namespace's settings (44 bytes), then
 /// its name; without it the body is the name alone and the settings are the defaults.
 pub const NS_CREATE_SETTINGS: u8 = 0x01;
+/// Authenticate flag: the body is the namespace's name (a length byte, then UTF-8) and the
+/// secret; the header's nsid is ignored, and the answer's is the namespace's id.
+pub const AUTH_BY_NAME: u8 = 0x01;
 
 /// A command's opcode: the KV command set's where it has one, vendor-specific (0xC0 on) for
 /// the rest.
@@ -59,6 +62,8 @@ pub enum Opcode {
     NamespaceCreate = 0xC1,
     /// Destroys a namespace and its data (admin).
     NamespaceDestroy = 0xC2,
+    /// Issues a namespace a new credential; the old one stops working at once (admin).
+    NamespaceRekey = 0xCF,
     /// Lists the namespaces (admin).
     NamespaceList = 0xC3,
     /// The device's limits.
@@ -88,7 +93,7 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every opcode, in code order.
-    pub const ALL: [Opcode; 20] = [
+    pub const ALL: [Opcode; 21] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -105,6 +110,7 @@ impl Opcode {
         Opcode::IterClose,
         Opcode::NamespaceConfigure,
         Opcode::WriteBatch,
+        Opcode::NamespaceRekey,
         Opcode::IndexCreate,
         Opcode::IndexDrop,
         Opcode::IndexList,
@@ -127,6 +133,7 @@ impl Opcode {
             Opcode::Authenticate => "authenticate",
             Opcode::NamespaceCreate => "ns_create",
             Opcode::NamespaceDestroy => "ns_destroy",
+            Opcode::NamespaceRekey => "ns_rekey",
             Opcode::NamespaceList => "ns_list",
             Opcode::Identify => "identify",
             Opcode::Stats => "stats",
@@ -227,6 +234,14 @@ pub enum Request {
         /// The credential.
         secret: Bytes,
     },
+    /// Proves the connection holds the credential of the namespace called `name` (sent with
+    /// [`AUTH_BY_NAME`]); the answer's nsid is the namespace's id.
+    AuthenticateByName {
+        /// The namespace's name.
+        name: String,
+        /// The credential.
+        secret: Bytes,
+    },
     /// Creates namespace `name`; the answer holds its id and credential (admin).
     NamespaceCreate {
         /// Its name, unique on the device.
@@ -243,6 +258,9 @@ pub enum Request {
     },
     /// Destroys namespace `nsid` and its data (admin).
     NamespaceDestroy,
+    /// Issues namespace `nsid` a new credential, answered as [`Reply::Created`]; the old one
+    /// is refused from then on, by new and open connections alike (admin).
+    NamespaceRekey,
     /// Every namespace, id and name (admin).
     NamespaceList,
     /// The device's limits (key and value sizes).
@@ -325,9 +343,12 @@ impl Request {
             Request::Delete { .. } => Opcode::Delete,
             Request::Exist { .. } => Opcode::Exist,
             Request::WriteBatch { .. } => Opcode::WriteBatch,
-            Request::Authenticate { .. } => Opcode::Authenticate,
+            Request::Authenticate { .. } | Request::AuthenticateByName { .. } => {
+                Opcode::Authenticate
+            }
             Request::NamespaceCreate { .. } => Opcode::NamespaceCreate,
             Request::NamespaceDestroy => Opcode::NamespaceDestroy,
+            Request::NamespaceRekey => Opcode::NamespaceRekey,
             Request::NamespaceList => Opcode::NamespaceList,
             Request::NamespaceConfigure { .. } => Opcode::NamespaceConfigure,
             Request::Identify => Opcode::Identify,
@@ -398,6 +419,16 @@ impl Command {
                 }
                 out.put_slice(secret);
             }
+            Request::AuthenticateByName { name, secret } => {
+                if secret.len() > MAX_SECRET_LEN {
+                    return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
+                }
+                check_name(name.as_bytes())?;
+                flags |= AUTH_BY_NAME;
+                out.put_u8(name.len() as u8);
+                out.put_slice(name.as_bytes());
+                out.put_slice(secret);
+            }
             Request::NamespaceCreate { name, settings } => {
                 check_name(name.as_bytes())?;
                 if let Some(s) = settings {
@@ -411,6 +442,7 @@ impl Command {
                 read_only,
             } => flags |= settings::encode_configure(settings, *read_only, out)?,
             Request::NamespaceDestroy
+            | Request::NamespaceRekey
             | Request::NamespaceList
             | Request::Identify
             | Request::Stats => {}

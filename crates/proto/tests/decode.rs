@@ -37,6 +37,8 @@ fn request() -> impl Strategy<Value = Request> {
         bytes(40).prop_map(|key| Request::Delete { key }),
         bytes(40).prop_map(|key| Request::Exist { key }),
         bytes(MAX_SECRET_LEN).prop_map(|secret| Request::Authenticate { secret }),
+        ("[a-z0-9-]{1,40}", bytes(MAX_SECRET_LEN))
+            .prop_map(|(name, secret)| Request::AuthenticateByName { name, secret }),
         ("[a-z0-9-]{1,40}", proptest::option::of(settings()))
             .prop_map(|(name, settings)| Request::NamespaceCreate { name, settings }),
         (
@@ -50,6 +52,7 @@ fn request() -> impl Strategy<Value = Request> {
                 read_only
             }),
         Just(Request::NamespaceDestroy),
+        Just(Request::NamespaceRekey),
         Just(Request::NamespaceList),
         Just(Request::Identify),
         Just(Request::Stats),

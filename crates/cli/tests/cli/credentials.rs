@@ -42,7 +42,59 @@ fn export_of_an_existing_name_fails_the_eval() {
     );
     let e = errors(&again);
     assert!(
-        e.contains("namespace \"app\" exists") && e.contains("ns destroy"),
+        e.contains("namespace \"app\" exists") && e.contains("ns rekey app"),
         "{e}"
     );
+}
+
+/// Issue 65, point 2: a lost credential was lost for good (only destroy), and `--ns` took
+/// ids only ("invalid digit found in string"). Now `ns rekey` issues a new secret, the old
+/// one refused at once, and every command names a namespace by id or by name.
+#[test]
+fn a_lost_secret_is_rekeyed_and_namespaces_go_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::start(dir.path(), &[]);
+    let admin = [("CERBERUS_ADMIN_SECRET", s.admin.as_str())];
+    let (nsid, old) = common::tenant(&s, "shop");
+    let as_tenant = |ns: &str, secret: &str, args: &[&str]| {
+        common::cli(
+            &s,
+            &[("CERBERUS_NS", ns), ("CERBERUS_SECRET", secret)],
+            args,
+        )
+    };
+    let put = as_tenant("shop", &old, &["put", "k", "v"]);
+    assert!(put.status.success(), "by name: {}", errors(&put));
+    let out = common::cli(&s, &admin, &["ns", "rekey", "shop", "--json"]);
+    assert!(out.status.success(), "{}", errors(&out));
+    let doc: serde_json::Value = serde_json::from_str(text(&out).trim()).unwrap();
+    assert_eq!(doc["nsid"].as_u64(), Some(nsid.parse().unwrap()));
+    let new = doc["secret"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    let refused = as_tenant(&nsid, &old, &["get", "k"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", errors(&refused));
+    assert!(
+        errors(&refused).contains("wrong credential"),
+        "{}",
+        errors(&refused)
+    );
+    for ns in [nsid.as_str(), "shop"] {
+        let got = as_tenant(ns, &new, &["get", "k"]);
+        assert!(got.status.success(), "{ns}: {}", errors(&got));
+        assert_eq!(text(&got), "v");
+    }
+    // Admin commands by name too; an unknown name says so.
+    let out = common::cli(&s, &admin, &["ns", "configure", "shop", "--weight", "3"]);
+    assert!(out.status.success(), "{}", errors(&out));
+    let out = common::cli(&s, &admin, &["ns", "rekey", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        errors(&out).contains("no namespace named \"nosuch\""),
+        "{}",
+        errors(&out)
+    );
+    let out = common::cli(&s, &admin, &["ns", "destroy", "shop"]);
+    assert!(out.status.success(), "{}", errors(&out));
+    let list = common::cli(&s, &admin, &["ns", "list"]);
+    assert!(!text(&list).contains("shop"), "{}", text(&list));
 }

@@ -17,7 +17,7 @@ impl Reader {
         let cmd = match Command::decode(&frame) {
             Ok(c)
                 if self.shared.batches_get(&c)
-                    && self.session.allows(&c)
+                    && self.session.allows(&c, &self.shared.creds)
                     && !self.store_first(&c) =>
             {
                 self.hold_get(c, permit, arrived);
@@ -52,7 +52,7 @@ impl Reader {
             let _ = self.tx.send((resp, Some(permit)));
             return;
         }
-        if !self.session.allows(&cmd) {
+        if !self.session.allows(&cmd, &self.shared.creds) {
             refuse(
                 &self.shared,
                 &self.tx,

@@ -2,21 +2,34 @@
 //! order they arrive: Authenticate (so a command sent after it sees its effect) and Identify.
 
 use crate::admission::Ticket;
+use crate::auth::Credentials;
 use crate::dispatch::Shared;
 use cerberus_proto::{Command, Reply, Request, Response, Status, DEVICE_NSID};
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 /// What a connection has proved.
 #[derive(Default)]
 pub(crate) struct Session {
     admin: bool,
-    namespaces: HashSet<u32>,
+    /// Each namespace proved, with the epoch of the credential that proved it.
+    namespaces: HashMap<u32, u64>,
+    /// The credentials' epoch when the proofs were last checked.
+    seen: u64,
 }
 
 impl Session {
     /// Whether the connection proved namespace `ns`.
     pub(super) fn holds(&self, ns: u32) -> bool {
-        self.namespaces.contains(&ns)
+        self.namespaces.contains_key(&ns)
+    }
+
+    /// Drops the proofs a rekey or a destroy has ended since they were last checked.
+    fn recheck(&mut self, creds: &Credentials) {
+        let epoch = creds.epoch();
+        if epoch != self.seen {
+            self.seen = epoch;
+            self.namespaces.retain(|ns, e| creds.still_holds(*ns, *e));
+        }
     }
 
     /// Whether the connection proved the admin credential.
@@ -26,10 +39,13 @@ impl Session {
 
     /// The namespaces the connection proved.
     pub(super) fn namespaces(&self) -> impl Iterator<Item = u32> + '_ {
-        self.namespaces.iter().copied()
+        self.namespaces.keys().copied()
     }
 
-    pub(crate) fn allows(&self, cmd: &Command) -> bool {
+    /// Whether the connection may run `cmd`; a namespace's credential counts while it is the
+    /// namespace's own (a rekey ends it on every connection at once).
+    pub(crate) fn allows(&mut self, cmd: &Command, creds: &Credentials) -> bool {
+        self.recheck(creds);
         match cmd.request {
             Request::Store { .. }
             | Request::WriteBatch { .. }
@@ -43,15 +59,16 @@ impl Session {
             | Request::IndexCreate { .. }
             | Request::IndexDrop { .. }
             | Request::IndexList
-            | Request::Query { .. } => self.namespaces.contains(&cmd.nsid),
-            Request::Stats => {
-                self.admin || (cmd.nsid != DEVICE_NSID && self.namespaces.contains(&cmd.nsid))
-            }
+            | Request::Query { .. } => self.holds(cmd.nsid),
+            Request::Stats => self.admin || (cmd.nsid != DEVICE_NSID && self.holds(cmd.nsid)),
             Request::NamespaceCreate { .. }
             | Request::NamespaceConfigure { .. }
             | Request::NamespaceDestroy
+            | Request::NamespaceRekey
             | Request::NamespaceList => self.admin,
-            Request::Authenticate { .. } | Request::Identify => true,
+            Request::Authenticate { .. }
+            | Request::AuthenticateByName { .. }
+            | Request::Identify => true,
         }
     }
 
@@ -65,11 +82,21 @@ impl Session {
         arrived: quanta::Instant,
     ) -> Option<Response> {
         let opcode = cmd.request.opcode() as u8;
+        let mut nsid = cmd.nsid;
         let reply = match &cmd.request {
-            Request::Authenticate { secret } => {
-                if !self.authenticate(cmd.nsid, secret, shared) {
+            Request::Authenticate { .. } | Request::AuthenticateByName { .. } => {
+                let proved = match &cmd.request {
+                    Request::AuthenticateByName { name, secret } => shared
+                        .namespace_named(name)
+                        .filter(|ns| self.authenticate(*ns, secret, shared)),
+                    Request::Authenticate { secret } => {
+                        Some(nsid).filter(|ns| self.authenticate(*ns, secret, shared))
+                    }
+                    _ => None,
+                };
+                let Some(ns) = proved else {
                     shared.metrics.record_refused(opcode);
-                    // One answer for both, so a client cannot find out which namespaces exist.
+                    // One answer for all, so a client cannot find out which namespaces exist.
                     return Some(Response::error(
                         cmd.cid,
                         cmd.nsid,
@@ -77,11 +104,11 @@ impl Session {
                         Status::AccessDenied,
                         "unknown namespace or wrong credential".into(),
                     ));
-                }
+                };
+                // By name, the answer says the namespace's id.
+                nsid = ns;
                 ticket.authenticated();
-                shared
-                    .metrics
-                    .record(cmd.nsid, opcode, true, arrived.elapsed());
+                shared.metrics.record(ns, opcode, true, arrived.elapsed());
                 Reply::Empty
             }
             Request::Identify => {
@@ -94,7 +121,7 @@ impl Session {
         };
         Some(Response {
             cid: cmd.cid,
-            nsid: cmd.nsid,
+            nsid,
             opcode,
             status: Status::Success,
             reply,
@@ -104,17 +131,17 @@ impl Session {
     /// Checks `secret` for `nsid` (the admin's for the device) and, if it holds, remembers it.
     pub(crate) fn authenticate(&mut self, nsid: u32, secret: &[u8], shared: &Shared) -> bool {
         let ok = if nsid == DEVICE_NSID {
-            shared.creds.verify_admin(secret)
+            let ok = shared.creds.verify_admin(secret);
+            self.admin |= ok;
+            ok
         } else {
-            shared.creds.verify(nsid, secret)
-        };
-        if ok {
-            if nsid == DEVICE_NSID {
-                self.admin = true;
-            } else {
-                self.namespaces.insert(nsid);
+            let proof = shared.creds.verify(nsid, secret);
+            if let Some(epoch) = proof {
+                self.namespaces.insert(nsid, epoch);
             }
-        } else {
+            proof.is_some()
+        };
+        if !ok {
             shared.metrics.auth_failures.inc();
         }
         ok

@@ -104,6 +104,33 @@ impl Shared {
         Ok(Reply::Empty)
     }
 
+    /// A new credential for `ns` in place of its own: from the answer on, the old one is
+    /// refused by every wire, and connections that proved it lose the namespace.
+    pub(super) fn namespace_rekey(&self, ns: u32) -> Outcome {
+        // Only a namespace the device serves (not the engine's default, 0).
+        let served = ns != 0 && self.db.list_namespaces().iter().any(|n| n.nsid == ns);
+        let issued = match served {
+            true => self
+                .creds
+                .rekey(ns)
+                .map_err(|e| (Status::InternalError, e.to_string()))?,
+            false => None,
+        };
+        let Some(secret) = issued else {
+            return Err((Status::InvalidNamespace, format!("unknown namespace {ns}")));
+        };
+        tracing::info!(nsid = ns, "namespace rekeyed");
+        Ok(Reply::Created { nsid: ns, secret })
+    }
+
+    /// The id of the namespace the device serves under `name`.
+    pub(crate) fn namespace_named(&self, name: &str) -> Option<u32> {
+        let list = self.db.list_namespaces();
+        list.into_iter()
+            .find(|n| n.nsid != 0 && n.name == name)
+            .map(|n| n.nsid)
+    }
+
     pub(super) fn namespace_list(&self) -> Outcome {
         Ok(Reply::Namespaces(
             self.db

@@ -205,11 +205,12 @@ impl Shared {
                 read_only,
             } => self.namespace_configure(ns, settings, read_only),
             Request::NamespaceDestroy => self.namespace_destroy(ns),
+            Request::NamespaceRekey => self.namespace_rekey(ns),
             Request::NamespaceList => self.namespace_list(),
             Request::Stats => self.stats(ns),
             Request::Identify => Ok(Reply::Identify(self.identify)),
             // Answered by the connection itself, in order with the commands around it.
-            Request::Authenticate { .. } => Err((
+            Request::Authenticate { .. } | Request::AuthenticateByName { .. } => Err((
                 Status::InternalError,
                 "authenticate reached a worker".into(),
             )),

@@ -249,20 +249,56 @@ impl Conn {
     fn admit(&mut self, cmd: &Command) -> Result<Option<Response>, NvmeStatus> {
         let admin_host = self.admin_host();
         let admin = self.vendor.session.is_admin() && admin_host;
+        let opcode = cmd.request.opcode() as u8;
+        let denied = |target: &Self, msg: String| {
+            target.target.shared.metrics.record_refused(opcode);
+            Response::error(cmd.cid, cmd.nsid, opcode, Status::AccessDenied, msg)
+        };
+        if let Request::AuthenticateByName { name, secret } = &cmd.request {
+            // The grant is checked on the id the name has; an unknown name is refused as an
+            // ungranted one, so the answer does not tell which names exist.
+            let shared = self.target.shared.clone();
+            let found = shared.namespace_named(name);
+            let granted = found.filter(|ns| admin || self.may_use(*ns));
+            let Some(ns) = granted else {
+                return Ok(Some(denied(
+                    self,
+                    format!(
+                        "namespace {name:?} is not granted to this host NQN (the device's \
+                         [nvme.hosts] lists the namespaces each host may use)"
+                    ),
+                )));
+            };
+            if !self.vendor.session.authenticate(ns, secret, &shared) {
+                return Ok(Some(denied(
+                    self,
+                    "unknown namespace or wrong credential".into(),
+                )));
+            }
+            shared.metrics.record(ns, opcode, true, Duration::ZERO);
+            let mut answer = ok(cmd, Reply::Empty);
+            answer.nsid = ns;
+            return Ok(Some(answer));
+        }
         if cmd.nsid != DEVICE_NSID && !admin && !self.may_use(cmd.nsid) {
             return Err(invalid_namespace());
         }
-        let opcode = cmd.request.opcode() as u8;
-        let denied = |msg: &str| {
-            self.target.shared.metrics.record_refused(opcode);
-            Response::error(cmd.cid, cmd.nsid, opcode, Status::AccessDenied, msg.into())
-        };
         match &cmd.request {
+            Request::Authenticate { .. } if cmd.nsid == DEVICE_NSID && !admin_host => {
+                Ok(Some(denied(
+                    self,
+                    "this host NQN may not prove the admin credential: it is not in the \
+                     device's nvme.admin_hosts"
+                        .into(),
+                )))
+            }
             Request::Authenticate { secret } => {
                 let shared = &self.target.shared;
-                let may = cmd.nsid != DEVICE_NSID || admin_host;
-                if !(may && self.vendor.session.authenticate(cmd.nsid, secret, shared)) {
-                    return Ok(Some(denied("unknown namespace or wrong credential")));
+                if !self.vendor.session.authenticate(cmd.nsid, secret, shared) {
+                    return Ok(Some(denied(
+                        self,
+                        "unknown namespace or wrong credential".into(),
+                    )));
                 }
                 // Answered here, with no worker: no latency worth a clock read.
                 shared
@@ -277,8 +313,9 @@ impl Conn {
                     .record(DEVICE_NSID, opcode, true, Duration::ZERO);
                 Ok(Some(ok(cmd, Reply::Identify(shared.identify))))
             }
-            _ if !self.vendor.session.allows(cmd) => Ok(Some(denied(
-                "this queue has not authenticated for that namespace",
+            _ if !self.vendor.session.allows(cmd, &self.target.shared.creds) => Ok(Some(denied(
+                self,
+                "this queue has not authenticated for that namespace".into(),
             ))),
             _ => Ok(None),
         }

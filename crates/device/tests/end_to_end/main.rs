@@ -24,6 +24,7 @@ mod nvme_vendor;
 mod pipelined_gets;
 mod pipelining;
 mod quota;
+mod rekey_and_names;
 mod tenants;
 mod tls;
 mod write_batch;

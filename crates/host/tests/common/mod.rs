@@ -341,6 +341,10 @@ impl Device {
             Request::WriteBatch { .. } => {
                 refuse(Status::InvalidOpcode, "the fake device has no batches")
             }
+            Request::AuthenticateByName { .. } | Request::NamespaceRekey => refuse(
+                Status::InvalidOpcode,
+                "the fake device has no names or rekeys",
+            ),
             Request::Authenticate { secret } => authenticate(&st, session, nsid, &secret),
             Request::Identify => Ok(Reply::Identify(id)),
             Request::Stats => stats(&st, session, nsid, may_access),

@@ -2,9 +2,9 @@
 
 use super::{
     check_attr, check_name, end, get_key, Command, NamespaceSettings, Opcode, Request, StoreMode,
-    INDEX_VAS, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN, NS_CONFIGURE_KEEP_SETTINGS,
-    NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE, NS_CREATE_SETTINGS, STORE_ONLY_IF_ABSENT,
-    STORE_ONLY_IF_PRESENT, STORE_SYNC,
+    AUTH_BY_NAME, INDEX_VAS, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN,
+    NS_CONFIGURE_KEEP_SETTINGS, NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE, NS_CREATE_SETTINGS,
+    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
 use crate::error::ProtoError;
 use crate::frame::Frame;
@@ -25,7 +25,7 @@ impl Command {
             },
             Opcode::Retrieve | Opcode::Delete | Opcode::Exist => keyed(opcode, body)?,
             Opcode::List => list(flags, body)?,
-            Opcode::Authenticate => authenticate(body)?,
+            Opcode::Authenticate => authenticate(flags, body)?,
             Opcode::NamespaceCreate => namespace_create(flags, body)?,
             Opcode::NamespaceConfigure => super::settings::decode_configure(flags, body)?,
             Opcode::IterOpen => iter_open(flags, body)?,
@@ -34,6 +34,7 @@ impl Command {
             Opcode::IndexCreate | Opcode::IndexDrop => index(opcode, flags, &body)?,
             Opcode::Query => Request::Query { query: body },
             Opcode::NamespaceDestroy
+            | Opcode::NamespaceRekey
             | Opcode::NamespaceList
             | Opcode::Identify
             | Opcode::Stats
@@ -55,6 +56,7 @@ fn flags(opcode: Opcode, word: u16) -> Result<u8, ProtoError> {
         Opcode::List => u16::from(LIST_START_EXCLUSIVE),
         Opcode::IterOpen => u16::from(ITER_KEYS_ONLY),
         Opcode::IndexCreate => u16::from(INDEX_VAS),
+        Opcode::Authenticate => u16::from(AUTH_BY_NAME),
         Opcode::NamespaceCreate => u16::from(NS_CREATE_SETTINGS),
         Opcode::NamespaceConfigure => {
             u16::from(NS_CONFIGURE_READ_ONLY | NS_CONFIGURE_WRITABLE | NS_CONFIGURE_KEEP_SETTINGS)
@@ -112,11 +114,31 @@ fn list(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
     })
 }
 
-fn authenticate(body: Bytes) -> Result<Request, ProtoError> {
+fn authenticate(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
+    let name = match flags & AUTH_BY_NAME {
+        0 => None,
+        _ => {
+            if body.is_empty() {
+                return Err(ProtoError::Truncated("authenticate name length"));
+            }
+            let len = usize::from(body.get_u8());
+            if body.len() < len {
+                return Err(ProtoError::Truncated("authenticate name"));
+            }
+            let name = body.split_to(len);
+            check_name(&name)?;
+            let name = std::str::from_utf8(&name)
+                .map_err(|_| ProtoError::InvalidField("namespace name is not UTF-8"))?;
+            Some(name.to_string())
+        }
+    };
     if body.len() > MAX_SECRET_LEN {
         return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
     }
-    Ok(Request::Authenticate { secret: body })
+    Ok(match name {
+        None => Request::Authenticate { secret: body },
+        Some(name) => Request::AuthenticateByName { name, secret: body },
+    })
 }
 
 fn namespace_create(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
@@ -186,6 +208,7 @@ fn bare(opcode: Opcode, body: &Bytes) -> Result<Request, ProtoError> {
     end(body)?;
     Ok(match opcode {
         Opcode::NamespaceDestroy => Request::NamespaceDestroy,
+        Opcode::NamespaceRekey => Request::NamespaceRekey,
         Opcode::NamespaceList => Request::NamespaceList,
         Opcode::Identify => Request::Identify,
         Opcode::IndexList => Request::IndexList,

@@ -40,7 +40,7 @@ fn success(opcode: Opcode, body: Bytes) -> Result<Reply, ProtoError> {
     Ok(match opcode {
         Opcode::Retrieve => Reply::Value(body),
         Opcode::List => keys(body)?,
-        Opcode::NamespaceCreate => created(body)?,
+        Opcode::NamespaceCreate | Opcode::NamespaceRekey => created(body)?,
         Opcode::NamespaceList => namespaces(body)?,
         Opcode::Identify => identify(body)?,
         Opcode::Stats => Reply::Stats(body),
