@@ -5,6 +5,7 @@ mod keys;
 mod limits;
 mod load;
 mod ns;
+mod nvme_key;
 mod query;
 mod scan;
 mod serve;
@@ -131,6 +132,10 @@ enum Cmd {
     /// Reads every table and value-log segment of a stopped device back and checks every
     /// checksum; prints each damage (file, offset, what), exit code 1 if any.
     Verify(VerifyArgs),
+    /// Prints a new DH-HMAC-CHAP secret for an NVMe/TCP host (`DHHC-1:01:...:`, the form `nvme
+    /// gen-dhchap-key --hmac=1` prints): the device's [nvme.host_secrets] entry for the host,
+    /// and the host's --dhchap-secret (or CERBERUS_DHCHAP_SECRET).
+    NvmeKey,
     /// Tenants spread over several devices: the cluster description, create, list, destroy,
     /// reshard (docs/cluster.md).
     Cluster(cluster::ClusterArgs),
@@ -380,6 +385,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Ns(cmd) => done(ns::run(cmd)),
         Cmd::Verify(args) => verify::run(args),
         Cmd::Cluster(args) => done(cluster::run(args)),
+        Cmd::NvmeKey => {
+            println!("{}", nvme_key::new_secret());
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Stats {
             json,
             device_wide,

@@ -62,7 +62,7 @@ pub struct Credentials {
     admin_plain: String,
     /// Each namespace's secret hash and the epoch it was issued in.
     namespaces: Mutex<BTreeMap<u32, (Hash, u64)>>,
-    /// Bumped by every rekey and revoke: a connection that proved a namespace checks its
+    /// Bumped by every rekey: a connection that proved a namespace checks its
     /// proof again only when this has moved (one load per command otherwise).
     epoch: AtomicU64,
 }
@@ -129,14 +129,19 @@ impl Credentials {
         (bool::from(given.ct_eq(&target)) && exists).then_some(epoch)
     }
 
-    /// The epoch of the last rekey or revoke of any namespace.
+    /// The epoch of the last rekey of any namespace.
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
     }
 
-    /// Whether a proof of `nsid` made in `epoch` still holds (no rekey or destroy since).
+    /// Whether a proof of `nsid` made in `epoch` still holds: no rekey since. A destroyed
+    /// namespace's proof is kept (ids are never reused), so its commands are answered as
+    /// those of a namespace that is gone, not as unauthenticated ones.
     pub fn still_holds(&self, nsid: u32, epoch: u64) -> bool {
-        self.namespaces.lock().get(&nsid).map(|(_, e)| *e) == Some(epoch)
+        self.namespaces
+            .lock()
+            .get(&nsid)
+            .map_or(true, |(_, e)| *e == epoch)
     }
 
     /// Issues a new secret for `nsid` and persists its hash before returning it.
@@ -171,7 +176,6 @@ impl Credentials {
     pub fn revoke(&self, nsid: u32) -> Result<(), DeviceError> {
         let mut map = self.namespaces.lock();
         if map.remove(&nsid).is_some() {
-            self.epoch.fetch_add(1, Ordering::AcqRel);
             self.persist(&map)?;
         }
         Ok(())

@@ -30,7 +30,8 @@ fn shell_lines(readme: &str, heading: &str) -> Vec<String> {
             in_block = !in_block && line == "```sh";
             continue;
         }
-        if in_block && !line.trim().is_empty() {
+        // Blank and comment-only lines run nothing (and `{ # ...\n}` is no command).
+        if in_block && !line.trim().is_empty() && !line.trim_start().starts_with('#') {
             assert!(
                 !line.ends_with('\\'),
                 "a continued line is not supported: {line}"
@@ -169,4 +170,84 @@ fn readme_lists_every_docs_page() {
             );
         }
     }
+}
+
+/// The shell block under `heading`, whole (heredocs included).
+fn shell_block(readme: &str, heading: &str) -> String {
+    let start = readme
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("README.md has no {heading:?}"));
+    let section = &readme[start..];
+    let body = &section[section.find("```sh\n").expect("a shell block") + 6..];
+    body[..body.find("\n```").expect("the block ends")].to_string()
+}
+
+/// Issue 65, point 3: the README had no NVMe/TCP configuration to copy, and a first try was
+/// refused with "unknown namespace or wrong credential". Its NVMe/TCP quick start runs here
+/// as pasted: the lines before `cerberus serve` (the key and the configuration file), the
+/// device started on that file (the test's process, so it knows when it listens: on free
+/// ports instead of 9420 and 4420), then the lines after it, every one to exit 0.
+#[test]
+fn nvme_quick_start_runs_as_pasted() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let block = shell_block(&readme, "## Quick start (NVMe/TCP)");
+    let serve_at = block
+        .find("\ncerberus serve --config nvme.toml")
+        .expect("the block starts the device");
+    let (before, rest) = block.split_at(serve_at + 1);
+    let after = &rest[rest.find('\n').expect("lines after serve") + 1..];
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_cerberus"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let bash = |script: &str, device: Option<&str>| {
+        let mut c = Command::new("bash");
+        c.args(["--noprofile", "--norc", "-c", script])
+            .current_dir(work)
+            .env("PATH", &path);
+        for v in [
+            "CERBERUS_NS",
+            "CERBERUS_SECRET",
+            "CERBERUS_ADMIN_SECRET",
+            "CERBERUS_WIRE",
+            "CERBERUS_DEVICE",
+        ] {
+            c.env_remove(v);
+        }
+        if let Some(d) = device {
+            c.env("CERBERUS_DEVICE", d);
+        }
+        c.output().unwrap()
+    };
+    let o = bash(&format!("set -e\n{before}\necho \"$key\" > key.txt"), None);
+    assert!(o.status.success(), "{}", common::errors(&o));
+    let toml = std::fs::read_to_string(work.join("nvme.toml")).unwrap();
+    assert!(toml.contains("DHHC-1:01:"), "the key went in: {toml}");
+    std::fs::write(
+        work.join("nvme.toml"),
+        toml.replace("127.0.0.1:4420", "127.0.0.1:0"),
+    )
+    .unwrap();
+    let data = work.join("cerberus-data");
+    let config = work.join("nvme.toml");
+    let (child, mut printed) = common::serve_printing(
+        &data,
+        &["--config", config.to_str().unwrap()],
+        &["listening on ", "NVMe/TCP on "],
+    );
+    let _serve = common::Serve {
+        child,
+        addr: printed.remove(0),
+        admin: common::admin_secret(&data),
+        dir: data.clone(),
+    };
+    let nvme = printed.remove(0);
+    let o = bash(&format!("set -e\nkey=$(cat key.txt)\n{after}"), Some(&nvme));
+    assert!(o.status.success(), "{}", common::errors(&o));
+    let out = common::text(&o);
+    assert!(out.contains("hello") && out.contains("nvme:1"), "{out}");
 }
