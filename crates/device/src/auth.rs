@@ -138,10 +138,10 @@ impl Credentials {
     /// namespace's proof is kept (ids are never reused), so its commands are answered as
     /// those of a namespace that is gone, not as unauthenticated ones.
     pub fn still_holds(&self, nsid: u32, epoch: u64) -> bool {
-        self.namespaces
-            .lock()
-            .get(&nsid)
-            .map_or(true, |(_, e)| *e == epoch)
+        match self.namespaces.lock().get(&nsid) {
+            Some((_, e)) => *e == epoch,
+            None => true,
+        }
     }
 
     /// Issues a new secret for `nsid` and persists its hash before returning it.
