@@ -6,6 +6,7 @@ mod common;
 
 mod cluster;
 mod cluster_fence;
+mod cluster_first_contact;
 mod cluster_keys;
 mod commands;
 mod credentials;

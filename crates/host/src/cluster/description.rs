@@ -150,7 +150,20 @@ impl ClusterDescription {
     }
 
     /// Writes a new, empty description at `path`; refuses to replace a file that exists.
+    /// Its folder is made if missing (mode 0700: the credentials go under it), and its
+    /// `.gitignore` made or given the lines that keep `secrets/` and the lock out of a
+    /// repository.
     pub fn create(path: &Path) -> Result<ClusterDescription, ClusterError> {
+        let base = base_dir(path);
+        let mut dirs = std::fs::DirBuilder::new();
+        dirs.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dirs, 0o700);
+        dirs.create(base).map_err(ClusterError::file(
+            "folder of the cluster description",
+            base,
+        ))?;
+        ignore_credentials(base, path)?;
         let _lock = DescriptionLock::take(path)?;
         if revision_on_disk(path)?.is_some() {
             return Err(ClusterError::Refused(format!(
@@ -385,6 +398,46 @@ impl DescriptionLock {
         let file = open().map_err(ClusterError::file("lock of the cluster description", &lock))?;
         Ok(DescriptionLock { _file: file })
     }
+}
+
+/// Makes `base/.gitignore` hold `/secrets/` and the lock file of `path`, the credentials
+/// being one `git add .` away from a commit otherwise: a file that exists gets the lines it
+/// lacks appended, nothing else of it changed.
+fn ignore_credentials(base: &Path, path: &Path) -> Result<(), ClusterError> {
+    let file = base.join(".gitignore");
+    let mut lock = path.file_name().unwrap_or_default().to_os_string();
+    lock.push(".lock");
+    let wanted = [
+        "/secrets/".to_string(),
+        format!("/{}", lock.to_string_lossy()),
+    ];
+    let had = match std::fs::read_to_string(&file) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(ClusterError::file("the folder's .gitignore", &file)(e)),
+    };
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|w| !had.lines().any(|l| l.trim() == w.as_str()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut add = String::new();
+    if !had.is_empty() && !had.ends_with('\n') {
+        add.push('\n');
+    }
+    add.push_str("# cerberus cluster: namespace credentials and the lock stay out of git\n");
+    for w in missing {
+        add.push_str(w);
+        add.push('\n');
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(add.as_bytes()))
+        .map_err(ClusterError::file("the folder's .gitignore", &file))
 }
 
 /// The folder relative paths of the description at `path` are taken from.

@@ -10,6 +10,7 @@
 mod admin;
 mod description;
 mod error;
+mod move_indexes;
 mod placement;
 mod reshard;
 mod secrets;

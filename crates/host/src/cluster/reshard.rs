@@ -5,10 +5,11 @@
 //!    `moving_parts` and save the description (cluster clients that load it now refuse
 //!    writes and read the old parts); then make every old part read-only on its device
 //!    (the fence: from here the devices refuse every write to them, whoever sends it);
-//! 2. scan every old part in key order and put each record into its owner among the new
-//!    devices, in batches;
+//! 2. create the old parts' secondary indexes on the new parts, then scan every old part in
+//!    key order and put each record into its owner among the new devices, in batches;
 //! 3. verify: the old parts, scanned again, and the new parts hold the same records (count,
-//!    bytes and an order-independent digest) as the copy read;
+//!    bytes and an order-independent digest) as the copy read, and every new part lists
+//!    every index;
 //! 4. switch the description to the new placement, save it, destroy the old namespaces.
 //!
 //! A failure before the switch destroys the new namespaces (and only the credential files
@@ -23,6 +24,7 @@ use super::admin::{
 };
 use super::description::{base_dir, ClusterDescription, Part, TenantPlacement};
 use super::error::ClusterError;
+use super::move_indexes;
 use super::placement::owner;
 use crate::{BlockingNamespace, ScanOptions, WriteBatch};
 use bytes::Bytes;
@@ -365,6 +367,7 @@ fn copy_and_verify(
     for (d, p) in &old.parts {
         sources.push((d.clone(), open_part_on(client(clients, d)?, base, d, p)?));
     }
+    let indexes = move_indexes::of_parts(&sources)?;
     let mut targets = Vec::new();
     for d in new_devices {
         let c = client(clients, d)?;
@@ -375,9 +378,11 @@ fn copy_and_verify(
         let frame = c
             .device_info()
             .map_or(1 << 20, |i| i.max_frame_body as usize);
+        let ns = open_part_on(c, base, d, part)?;
+        move_indexes::create_on(d, &ns, &indexes)?;
         targets.push(Target {
             device: d.clone(),
-            ns: open_part_on(c, base, d, part)?,
+            ns,
             batch: WriteBatch::new(),
             bytes: 0,
             max_bytes: frame.saturating_sub(1024).max(1),
@@ -401,6 +406,14 @@ fn copy_and_verify(
         }
     }
     verify(tenant, &sources, &targets, new_devices, copied)?;
+    for t in &targets {
+        move_indexes::check_on(&t.device, &t.ns, &indexes).map_err(|message| {
+            ClusterError::Verify {
+                tenant: tenant.to_string(),
+                message,
+            }
+        })?;
+    }
     Ok(copied)
 }
 

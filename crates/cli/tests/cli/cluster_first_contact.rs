@@ -1,0 +1,102 @@
+//! A cluster as a new user meets it (issue 65, point 4): `init` makes its folder, closed to
+//! others, with the credentials git-ignored; a move keeps the tenant's secondary indexes.
+
+use crate::cluster::{key, Cluster};
+use crate::common;
+
+use cerberus_host::{IndexKind, WriteBatch};
+use common::errors;
+use std::process::Command;
+
+/// `init` failed when the description's folder did not exist (init is what makes the
+/// file), and `secrets/` inside a working tree was one `git add .` from a commit.
+#[test]
+fn init_makes_its_folder_private_and_ignores_the_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("new/cluster/cluster.toml");
+    let init = |file: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_cerberus"))
+            .args(["cluster", "--file"])
+            .arg(file)
+            .arg("init")
+            .env_remove("CERBERUS_CLUSTER")
+            .output()
+            .unwrap()
+    };
+    let o = init(&file);
+    assert!(o.status.success(), "{}", errors(&o));
+    let folder = file.parent().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    let ignore = std::fs::read_to_string(folder.join(".gitignore")).unwrap();
+    assert!(
+        ignore.lines().any(|l| l == "/secrets/") && ignore.contains("/cluster.toml.lock"),
+        "{ignore}"
+    );
+    // A folder with a .gitignore of its own: kept, the missing lines appended once.
+    let mine = dir.path().join("repo");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join(".gitignore"), "target/").unwrap();
+    let o = init(&mine.join("c.toml"));
+    assert!(o.status.success(), "{}", errors(&o));
+    let ignore = std::fs::read_to_string(mine.join(".gitignore")).unwrap();
+    assert!(ignore.starts_with("target/\n"), "{ignore}");
+    assert_eq!(ignore.matches("/secrets/").count(), 1, "{ignore}");
+    // The user's folder keeps its own mode.
+    let mode = std::fs::metadata(&mine).unwrap().permissions().mode();
+    assert_ne!(mode & 0o777, 0o700);
+}
+
+/// A reshard silently dropped the tenant's secondary indexes (`list_indexes()` before:
+/// `[c vas]`, after: `[]`; queries quietly became scans). Now they are created on the new
+/// parts before the copy and checked after it.
+#[test]
+fn a_reshard_keeps_every_index() {
+    let c = Cluster::start(2);
+    c.ok(&["create", "t", "--devices", "d0"]);
+    let (_, old) = c.parts("t");
+    let old = old.into_iter().next().unwrap();
+    old.create_index("c", IndexKind::Vas).unwrap();
+    old.create_index("n.x", IndexKind::Classic).unwrap();
+    let mut b = WriteBatch::new();
+    for i in 0..300 {
+        let v = serde_json::json!({"c": format!("c{}", i % 7), "n": {"x": i}});
+        b.put(key(i), v.to_string().into_bytes());
+    }
+    old.write(b).unwrap();
+    c.ok(&["reshard", "t", "--devices", "d0,d1"]);
+    let (devices, parts) = c.parts("t");
+    assert_eq!(devices.len(), 2);
+    let mut found = 0;
+    for p in &parts {
+        let list = p.list_indexes().unwrap();
+        let kinds: Vec<(String, String)> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["attr"].as_str().unwrap().to_string(),
+                    e["kind"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![("c".into(), "vas".into()), ("n.x".into(), "classic".into())],
+            "{list}"
+        );
+        // The query goes through the index, and finds this part's records of c3.
+        let reply = p
+            .query(&serde_json::json!({"op": "find", "filter": {"c": "c3"}}))
+            .unwrap();
+        let plan = reply
+            .stats()
+            .and_then(|s| s["plan"].as_str())
+            .unwrap_or_default();
+        assert_eq!(plan, "vas index on c", "not through the index");
+        found += reply.records.len();
+    }
+    assert_eq!(found, (0..300).filter(|i| i % 7 == 3).count());
+}
