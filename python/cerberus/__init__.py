@@ -19,7 +19,9 @@ network works.
 from __future__ import annotations
 
 import builtins
+import errno
 import json
+import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _cerberus
@@ -48,6 +50,10 @@ from ._cerberus import (
     StorageError,
     UnsupportedVersion,
 )
+
+# The largest k a top-K query document carries (the engine reads it as a signed 64-bit
+# count): a larger k asks for every record, which this one does too.
+_MAX_K = 2**63 - 1
 
 __all__ = [
     "open",
@@ -374,6 +380,11 @@ class Namespace:
         """The ``k`` records ranked first by attribute ``by`` (ascending, or ``desc``) among
         those matching ``filter``: dicts with ``_pk``, the ranked value under ``by``, and the
         projected attributes."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"k is a whole number of records, 0 or more, not {k!r}")
+        # More than any namespace can hold means every record: the same answer, in a number
+        # the query document's reader takes (a u64 past 2**63 - 1 would not be).
+        k = min(k, _MAX_K)
         doc: Dict[str, Any] = {"op": "top", "filter": filter or {}, "by": by, "desc": desc, "k": k}
         if project is not None:
             doc["project"] = list(project)
@@ -463,7 +474,19 @@ def open(path: str, **options: Any) -> Db:  # noqa: A001 - the package's verb
     options: ``cache_bytes``, ``memtable_bytes``, ``sync``, ``block_size``,
     ``filter_bits_per_key``, ``inline_value_threshold``, ``max_key_size``,
     ``max_value_size``, ``vlog_segment_bytes``, ``target_table_bytes``,
-    ``background_threads``, ``mmap_reads``, ``auto_compaction``, ``idle_settle_ms``."""
+    ``background_threads``, ``mmap_reads``, ``auto_compaction``, ``idle_settle_ms``.
+
+    The database's folder is made if missing, but not its parents: a mistyped path raises
+    :class:`FileNotFoundError` rather than building a tree of folders somewhere (as
+    ``sqlite3.connect`` does)."""
+    path = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"cannot create the database: its parent folder {parent} does not exist "
+            f"(make it first, e.g. os.makedirs)",
+            path)
     return Db(_cerberus.EmbeddedDb.open(builtins.str(path), **options))
 
 

@@ -18,6 +18,16 @@ def test_data_survives_reopen(tmp_path):
         assert db.namespace(nsid).name == "keep"
 
 
+def test_open_makes_the_folder_but_not_its_parents(tmp_path):
+    # Issue 65: cerberus.open("/no/such/dir/db") made every parent, silently.
+    with pytest.raises(FileNotFoundError, match="parent folder"):
+        cerberus.open(str(tmp_path / "no" / "such" / "db"))
+    assert not (tmp_path / "no").exists()
+    with cerberus.open(tmp_path / "db") as db:   # a path-like, its folder made
+        db.create_namespace("x")
+    assert (tmp_path / "db").is_dir()
+
+
 def test_unknown_option_is_a_type_error(tmp_path):
     with pytest.raises(TypeError):
         cerberus.open(str(tmp_path / "db"), no_such_option=1)

@@ -110,6 +110,12 @@ def test_top_with_a_huge_k_returns_every_match(loaded):
     top = ns.top("id", 10**15, filter={"city": "Kyiv"})
     assert [t["id"] for t in top] == sorted(r["id"] for r in rows if r["city"] == "Kyiv")
     assert ns.aggregate("count") == len(rows)
+    # Issue 65: 2**64 answered with a float conversion error; any k past the namespace's
+    # size means every match.
+    assert ns.top("id", 2**64, filter={"city": "Kyiv"}) == top
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="k is a whole number"):
+            ns.top("id", bad)
 
 
 def test_bad_queries_raise(loaded):

@@ -237,6 +237,10 @@ enum Cmd {
         /// The whole device's statistics (needs the admin credential, not a namespace).
         #[arg(long)]
         device_wide: bool,
+        /// Count the namespace's keys exactly (a keys-only walk inside the device, at one
+        /// snapshot) instead of the estimate.
+        #[arg(long, conflicts_with = "device_wide")]
+        exact: bool,
         #[command(flatten)]
         target: DataTarget,
         #[command(flatten)]
@@ -392,9 +396,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Stats {
             json,
             device_wide,
+            exact,
             target,
             admin,
-        } => done(stats::run(&target, &admin, device_wide, json)),
+        } => done(stats::run(&target, &admin, device_wide, exact, json)),
         Cmd::Put {
             key,
             value,

@@ -20,7 +20,13 @@ const LOOKUP_ONLY_PAGES: [(&str, &str); 2] =
     [("filter", "filter pages"), ("value", "value-log pages")];
 
 /// `cerberus stats`: the namespace's statistics, or with `device_wide` the device's.
-pub fn run(target: &DataTarget, admin: &AdminAuth, device_wide: bool, json: bool) -> Result<()> {
+pub fn run(
+    target: &DataTarget,
+    admin: &AdminAuth,
+    device_wide: bool,
+    exact: bool,
+    json: bool,
+) -> Result<()> {
     let client = connect(&target.conn)?;
     let doc = if device_wide {
         let secret = admin
@@ -32,7 +38,19 @@ pub fn run(target: &DataTarget, admin: &AdminAuth, device_wide: bool, json: bool
             .context("authenticating as admin")?;
         client.stats()?
     } else {
-        open_namespace(&client, &target.auth)?.stats()?
+        let ns = open_namespace(&client, &target.auth)?;
+        let mut doc = ns.stats()?;
+        if exact {
+            // The count aggregate with no filter: every record, read from the tree alone.
+            let reply = ns
+                .query(&serde_json::json!({"op": "aggregate", "fn": "count", "filter": {}}))
+                .context("counting the keys")?;
+            let keys = reply.summary.get("value").cloned().unwrap_or(Value::Null);
+            if let Some(obj) = doc.as_object_mut() {
+                obj.insert("keys".into(), keys);
+            }
+        }
+        doc
     };
     print(&doc, json)
 }
@@ -66,10 +84,13 @@ fn write_summary(out: &mut String, doc: &Value) -> std::fmt::Result {
         num(doc, "puts"),
         num(doc, "deletes")
     )?;
-    if let Some(keys) = doc.get("keys_estimate").and_then(Value::as_u64) {
+    if let Some(keys) = doc.get("keys").and_then(Value::as_u64) {
+        writeln!(out, "keys {keys} (counted)")?;
+    } else if let Some(keys) = doc.get("keys_estimate").and_then(Value::as_u64) {
         writeln!(
             out,
-            "keys ~{keys} (estimate: overwritten versions and deletes count until compacted)"
+            "keys ~{keys} (estimate: overwritten versions and deletes count until compacted; \
+             --exact counts them)"
         )?;
     }
     write_space(out, doc)?;

@@ -11,6 +11,7 @@ mod cluster_keys;
 mod commands;
 mod credentials;
 mod durability;
+mod exact_count;
 mod first_contact;
 mod nvme_wire;
 mod queries;
