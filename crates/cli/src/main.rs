@@ -11,6 +11,7 @@ mod scan;
 mod serve;
 mod session;
 mod stats;
+mod transfer;
 mod verify;
 
 use anyhow::Result;
@@ -34,7 +35,7 @@ struct Cli {
 }
 
 /// Where the device is (every command but `serve`).
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 #[command(next_help_heading = "Connection")]
 struct Conn {
     /// Address of the device, host:port [default: 127.0.0.1:9420, or 127.0.0.1:4420 (the

@@ -1,11 +1,12 @@
 //! `cerberus ns create|configure|destroy|list`: namespaces, with the admin credential.
 
-use crate::session::{connect, NsRef};
-use crate::AdminTarget;
+use crate::session::{connect, NsRef, Session};
+use crate::{transfer, AdminTarget, DataTarget, NsAuth};
 use anyhow::{bail, Context, Result};
 use cerberus_device::ADMIN_SECRET_FILE;
 use cerberus_host::{BlockingClient, NamespaceSettings};
 use clap::{Args, Subcommand};
+use std::path::PathBuf;
 
 /// A namespace's settings on the command line: each one given replaces the one it had.
 #[derive(Args, Clone, Debug, Default)]
@@ -167,6 +168,34 @@ pub enum NsCmd {
         #[command(flatten)]
         target: AdminTarget,
     },
+    /// Writes a namespace's records and index definitions, as JSON lines, to standard output
+    /// (or --output): `cerberus ns export app > app.jsonl`.
+    ///
+    /// Read at one snapshot, through a device iterator (writes made meanwhile are not in
+    /// it), with the namespace's own credential (--secret or CERBERUS_SECRET). The last line
+    /// holds the count and digest `ns import` checks.
+    Export {
+        /// The namespace: its id or its name.
+        namespace: String,
+        /// Write here instead of standard output (made with mode 0600: it holds the data).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        target: DataTarget,
+    },
+    /// Stores what `ns export` wrote into a namespace: its indexes first, then its records
+    /// in batches, then checks the count and digest of the export's end line.
+    ///
+    /// The namespace exists (`ns create` it, empty or not: keys of the export replace its
+    /// own) and is opened with its own credential. Reads FILE, or standard input.
+    Import {
+        /// The namespace: its id or its name.
+        namespace: String,
+        /// The export (default or `-`: standard input).
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        target: DataTarget,
+    },
     /// Lists namespaces: id and name, one a line (and `read-only` after a read-only one's).
     List {
         /// Print a JSON array of {"nsid": ..., "name": ..., "read_only": ...}.
@@ -193,6 +222,16 @@ pub fn run(cmd: NsCmd) -> Result<()> {
 
 fn run_command(cmd: NsCmd) -> Result<()> {
     let target = match &cmd {
+        NsCmd::Export {
+            namespace,
+            output,
+            target,
+        } => return export(namespace, output.as_deref(), target),
+        NsCmd::Import {
+            namespace,
+            file,
+            target,
+        } => return import(namespace, file.as_deref(), target),
         NsCmd::Create { target, .. }
         | NsCmd::Rekey { target, .. }
         | NsCmd::Configure { target, .. }
@@ -216,23 +255,7 @@ fn run_command(cmd: NsCmd) -> Result<()> {
             export,
             settings,
             ..
-        } => {
-            let created = if settings.any() {
-                let s = settings.over(NamespaceSettings::default());
-                client.create_namespace_with(name.as_str(), &s)
-            } else {
-                client.create_namespace(name.as_str())
-            };
-            let (nsid, secret) = created.map_err(|e| match e {
-                cerberus_host::Error::NamespaceExists(_) => anyhow::anyhow!(
-                    "namespace {name:?} exists: its secret was printed when it was created; \
-                     pick another name, or `cerberus ns rekey {name}` for a new secret (the \
-                     old one stops working)"
-                ),
-                e => e.into(),
-            })?;
-            print_credential(nsid, &secret, *json, *export);
-        }
+        } => create(&client, name, settings, *json, *export)?,
         NsCmd::Rekey {
             ns, json, export, ..
         } => {
@@ -271,6 +294,8 @@ fn run_command(cmd: NsCmd) -> Result<()> {
             client.destroy_namespace(nsid)?;
             eprintln!("namespace {nsid} destroyed");
         }
+        // Taken with the namespace's credential, above.
+        NsCmd::Export { .. } | NsCmd::Import { .. } => {}
         NsCmd::List { json, .. } => {
             let list = client.list_namespaces()?;
             // From each one's stats (false if it went meanwhile).
@@ -299,6 +324,84 @@ fn run_command(cmd: NsCmd) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// Creates namespace `name` with `settings` and prints its credential.
+fn create(
+    client: &BlockingClient,
+    name: &str,
+    settings: &SettingsArgs,
+    json: bool,
+    export: bool,
+) -> Result<()> {
+    let created = if settings.any() {
+        let s = settings.over(NamespaceSettings::default());
+        client.create_namespace_with(name, &s)
+    } else {
+        client.create_namespace(name)
+    };
+    let (nsid, secret) = created.map_err(|e| match e {
+        cerberus_host::Error::NamespaceExists(_) => anyhow::anyhow!(
+            "namespace {name:?} exists: its secret was printed when it was created; \
+                 pick another name, or `cerberus ns rekey {name}` for a new secret (the \
+                 old one stops working)"
+        ),
+        e => e.into(),
+    })?;
+    print_credential(nsid, &secret, json, export);
+    Ok(())
+}
+
+/// `target` with the namespace named on the command line.
+fn session_for(namespace: &str, target: &DataTarget) -> Result<Session> {
+    let with = DataTarget {
+        conn: target.conn.clone(),
+        auth: NsAuth {
+            ns: Some(namespace.to_string()),
+            secret: target.auth.secret.clone(),
+        },
+    };
+    Session::open(&with)
+}
+
+fn export(namespace: &str, output: Option<&std::path::Path>, target: &DataTarget) -> Result<()> {
+    let s = session_for(namespace, target)?;
+    let done = match output {
+        Some(path) => {
+            let mut o = std::fs::OpenOptions::new();
+            o.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+            let f = o
+                .open(path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            transfer::export(&s.ns, &mut std::io::BufWriter::new(f))?
+        }
+        None => transfer::export(
+            &s.ns,
+            &mut std::io::BufWriter::new(std::io::stdout().lock()),
+        )?,
+    };
+    eprintln!("exported namespace {namespace}: {done}");
+    Ok(())
+}
+
+fn import(namespace: &str, file: Option<&std::path::Path>, target: &DataTarget) -> Result<()> {
+    let s = session_for(namespace, target)?;
+    let frame =
+        s.ns.client()
+            .device_info()
+            .map_or(1 << 20, |i| i.max_frame_body as usize);
+    let done = match file.filter(|f| f.as_os_str() != "-") {
+        Some(path) => {
+            let f =
+                std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+            transfer::import(&s.ns, s.limits, frame, &mut std::io::BufReader::new(f))?
+        }
+        None => transfer::import(&s.ns, s.limits, frame, &mut std::io::stdin().lock())?,
+    };
+    eprintln!("imported into namespace {namespace}: {done}");
     Ok(())
 }
 

@@ -12,6 +12,7 @@ mod commands;
 mod credentials;
 mod durability;
 mod exact_count;
+mod export_import;
 mod first_contact;
 mod nvme_wire;
 mod queries;
