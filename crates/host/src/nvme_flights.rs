@@ -556,7 +556,10 @@ fn refusal(s: NvmeStatus, nsid: u32) -> (Status, String) {
     match (s.sct, s.sc) {
         (0, 0x0B) => (
             Status::AccessDenied,
-            format!("this host NQN was not granted namespace {nsid}"),
+            format!(
+                "this host NQN was not granted namespace {nsid} (the device's [nvme.hosts] \
+                 lists the namespaces each host NQN may use)"
+            ),
         ),
         (0, 0x02) => (Status::InvalidField, "the device refused the frame".into()),
         // Namespace is Write Protected: a cluster move's fence, nothing written.

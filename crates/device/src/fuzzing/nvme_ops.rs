@@ -451,7 +451,7 @@ impl Session {
     /// A native request frame through the vendor Submit.
     fn submit(&mut self, b: u8, input: &mut Input) -> bool {
         let key = Bytes::from(input.bytes(1 + usize::from(b & 7)));
-        let request = match input.byte() % 10 {
+        let request = match input.byte() % 12 {
             0 => Request::Retrieve { key },
             1 => Request::Store {
                 key,
@@ -481,6 +481,11 @@ impl Session {
             },
             7 => Request::Stats,
             8 => Request::NamespaceList,
+            9 => Request::AuthenticateByName {
+                name: String::from_utf8_lossy(&key).into_owned(),
+                secret: Bytes::from(input.bytes(32)),
+            },
+            10 => Request::NamespaceRekey,
             _ => Request::Exist { key },
         };
         self.submitted = u32::from(input.byte());

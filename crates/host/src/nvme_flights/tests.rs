@@ -258,6 +258,8 @@ fn an_ungranted_namespace_reads_as_access_denied() {
     let (s, msg) = refusal(NvmeStatus::error(0, 0x0B), 7);
     assert_eq!(s, Status::AccessDenied);
     assert!(msg.contains('7'));
+    // Issue 65: the answer names the setting a first NVMe/TCP try is missing.
+    assert!(msg.contains("[nvme.hosts]"), "{msg}");
     assert_eq!(
         refusal(NvmeStatus::error(0, 0x02), 1).0,
         Status::InvalidField
