@@ -3,9 +3,11 @@
 
 mod batch;
 mod decode;
+mod delete_range;
 mod settings;
 
 pub use batch::{BatchWrite, BATCH_DELETE, BATCH_PUT, MAX_BATCH_WRITES};
+pub use delete_range::prefix_end;
 pub use settings::{
     NamespaceSettings, NS_CONFIGURE_KEEP_SETTINGS, NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE,
     SETTINGS_LEN,
@@ -76,6 +78,9 @@ pub enum Opcode {
     /// Puts and deletes of one namespace, all or none (the KV command set has no multi-key
     /// write).
     WriteBatch = 0xCA,
+    /// Deletes the keys of a range, at most a device-set number per command, and says
+    /// where the rest begins.
+    DeleteRange = 0xCE,
     /// Creates a secondary index.
     IndexCreate = 0xD0,
     /// Drops a secondary index.
@@ -88,7 +93,7 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every opcode, in code order.
-    pub const ALL: [Opcode; 20] = [
+    pub const ALL: [Opcode; 21] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -105,6 +110,7 @@ impl Opcode {
         Opcode::IterClose,
         Opcode::NamespaceConfigure,
         Opcode::WriteBatch,
+        Opcode::DeleteRange,
         Opcode::IndexCreate,
         Opcode::IndexDrop,
         Opcode::IndexList,
@@ -135,6 +141,7 @@ impl Opcode {
             Opcode::IterClose => "iter_close",
             Opcode::NamespaceConfigure => "ns_configure",
             Opcode::WriteBatch => "write_batch",
+            Opcode::DeleteRange => "delete_range",
             Opcode::IndexCreate => "index_create",
             Opcode::IndexDrop => "index_drop",
             Opcode::IndexList => "index_list",
@@ -149,6 +156,7 @@ impl Opcode {
             self,
             Opcode::Store
                 | Opcode::WriteBatch
+                | Opcode::DeleteRange
                 | Opcode::Retrieve
                 | Opcode::List
                 | Opcode::Delete
@@ -215,6 +223,17 @@ pub enum Request {
         writes: Vec<BatchWrite>,
         /// Answer only once the writes are on stable storage.
         sync: bool,
+    },
+    /// Deletes the keys `k` with `start <= k < end` (an empty `end`: no bound) in key order,
+    /// at most `max_keys` and at most the device's `max_delete_range_keys`; the answer says
+    /// how many and where the rest begins ([`Reply::RangeDeleted`](crate::Reply)).
+    DeleteRange {
+        /// First key of the range (empty: the first key of the namespace).
+        start: Bytes,
+        /// Keys at or above it are past the range (empty: no bound).
+        end: Bytes,
+        /// Most keys this command deletes.
+        max_keys: u32,
     },
     /// Whether `key` exists, without reading its value.
     Exist {
@@ -325,6 +344,7 @@ impl Request {
             Request::Delete { .. } => Opcode::Delete,
             Request::Exist { .. } => Opcode::Exist,
             Request::WriteBatch { .. } => Opcode::WriteBatch,
+            Request::DeleteRange { .. } => Opcode::DeleteRange,
             Request::Authenticate { .. } => Opcode::Authenticate,
             Request::NamespaceCreate { .. } => Opcode::NamespaceCreate,
             Request::NamespaceDestroy => Opcode::NamespaceDestroy,
@@ -381,6 +401,11 @@ impl Command {
                 }
                 batch::encode(out, writes)?;
             }
+            Request::DeleteRange {
+                start,
+                end,
+                max_keys,
+            } => delete_range::encode(out, start, end, *max_keys)?,
             Request::List {
                 start,
                 start_exclusive,
