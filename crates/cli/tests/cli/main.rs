@@ -9,6 +9,7 @@ mod cluster_fence;
 mod cluster_keys;
 mod commands;
 mod credentials;
+mod delete_get_many;
 mod durability;
 mod first_contact;
 mod nvme_wire;
