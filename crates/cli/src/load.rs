@@ -74,20 +74,7 @@ impl Skipped {
 
 pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> Result<()> {
     let stdin = args.file.as_os_str() == "-";
-    let (input, len): (Box<dyn Read>, u64) = if stdin {
-        (Box::new(std::io::stdin().lock()), 0)
-    } else {
-        let file = std::fs::File::open(&args.file)
-            .with_context(|| format!("opening {}", args.file.display()))?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        (Box::new(file), len)
-    };
-    // Standard input has no length to show progress against.
-    let bar = if stdin {
-        ProgressBar::hidden()
-    } else {
-        progress_bar(len)
-    };
+    let (input, bar) = open_input(&args.file, stdin)?;
     let reader = Progress {
         inner: input,
         bar: bar.clone(),
@@ -196,6 +183,17 @@ pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> R
         );
     }
     Ok(())
+}
+
+/// The records' source (`-`: standard input) and the bar of its bytes read (none for
+/// standard input, which has no length to show progress against).
+fn open_input(file: &Path, stdin: bool) -> Result<(Box<dyn Read>, ProgressBar)> {
+    if stdin {
+        return Ok((Box::new(std::io::stdin().lock()), ProgressBar::hidden()));
+    }
+    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    Ok((Box::new(f), progress_bar(len)))
 }
 
 /// A bar of the file's bytes read.
