@@ -285,6 +285,18 @@ class Namespace:
         """Whether ``key`` has a value, without reading the value (``key in ns`` too)."""
         return self._native.contains(key)
 
+    def delete_range(self, start: Bytesish, end: Optional[Bytesish] = None) -> int:
+        """Deletes every key from ``start`` (inclusive) to ``end`` (exclusive; ``None`` or
+        empty: to the last key) and returns how many. In atomic batches (on a device,
+        commands of at most its ``max_delete_range_keys`` keys), not atomic as a whole: a key
+        written meanwhile into the part already passed stays."""
+        return self._native.delete_range(start, b"" if end is None else end)
+
+    def delete_prefix(self, prefix: Bytesish) -> int:
+        """Deletes every key that begins with ``prefix`` and returns how many, as
+        :meth:`delete_range` does."""
+        return self._native.delete_prefix(prefix)
+
     def get_many(self, keys: List[Bytesish]) -> List[Optional[bytes]]:
         """Values of ``keys`` in order (``None`` where absent): one batched engine read on an
         embedded database, pipelined on a device (where the device batches them)."""

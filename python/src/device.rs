@@ -257,6 +257,19 @@ impl DeviceNamespace {
             .map_err(errors::host)
     }
 
+    /// Deletes the keys from `start` (inclusive) to `end` (exclusive; empty: no bound) in
+    /// DeleteRange commands until none is left; how many.
+    fn delete_range(&self, py: Python<'_>, start: Key, end: Key) -> PyResult<u64> {
+        py.allow_threads(|| self.ns.delete_range(start.0, end.0))
+            .map_err(errors::host)
+    }
+
+    /// Deletes the keys that begin with `prefix`; how many.
+    fn delete_prefix(&self, py: Python<'_>, prefix: Key) -> PyResult<u64> {
+        py.allow_threads(|| self.ns.delete_prefix(prefix.0))
+            .map_err(errors::host)
+    }
+
     /// Applies the puts, then the deletes, all together or not at all: one `WriteBatch`
     /// command (at most `MAX_BATCH_WRITES` writes, within the device's frame limit).
     fn write_batch(

@@ -198,6 +198,19 @@ impl EmbeddedNamespace {
         .map_err(errors::engine)
     }
 
+    /// Deletes the keys from `start` (inclusive) to `end` (exclusive; empty: no bound) in
+    /// atomic batches; how many.
+    fn delete_range(&self, py: Python<'_>, start: Key, end: Key) -> PyResult<u64> {
+        py.allow_threads(|| self.ns.delete_range(&start.0, &end.0))
+            .map_err(errors::engine)
+    }
+
+    /// Deletes the keys that begin with `prefix`; how many.
+    fn delete_prefix(&self, py: Python<'_>, prefix: Key) -> PyResult<u64> {
+        py.allow_threads(|| self.ns.delete_prefix(&prefix.0))
+            .map_err(errors::engine)
+    }
+
     fn contains(&self, py: Python<'_>, key: Key) -> PyResult<bool> {
         py.allow_threads(|| self.ns.contains(&key.0))
             .map_err(errors::engine)

@@ -1,4 +1,5 @@
-//! The commands on keys: `put`, `get`, `delete`, `exists` and `list`.
+//! The commands on keys: `put`, `get`, `exists` and `list` (`delete` and `get` of several
+//! keys: `many`).
 
 use crate::session::{read_stdin_value, Session};
 use crate::DataTarget;
@@ -54,18 +55,6 @@ pub fn get(target: &DataTarget, key: &str) -> Result<ExitCode> {
             eprintln!("key not found: {key}");
             Ok(ExitCode::from(1))
         }
-    }
-}
-
-/// Deletes `key`; exit code 1 if it did not exist.
-pub fn delete(target: &DataTarget, key: &str) -> Result<ExitCode> {
-    let s = Session::open(target)?;
-    s.check_key(key.as_bytes())?;
-    if s.ns.delete(key.as_bytes().to_vec())? {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!("key not found: {key}");
-        Ok(ExitCode::from(1))
     }
 }
 

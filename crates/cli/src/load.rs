@@ -29,9 +29,10 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct LoadArgs {
-    /// The file to load.
+    /// The file to load; `-`: standard input.
     file: PathBuf,
-    /// jsonl or csv (default: from the file name, jsonl unless it ends in .csv).
+    /// jsonl or csv (default: from the file name, jsonl unless it ends in .csv; standard
+    /// input: jsonl).
     #[arg(long, value_enum)]
     format: Option<Format>,
     /// JSON field (or CSV column) holding the key.
@@ -72,11 +73,10 @@ impl Skipped {
 }
 
 pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> Result<()> {
-    let file = std::fs::File::open(&args.file)
-        .with_context(|| format!("opening {}", args.file.display()))?;
-    let bar = progress_bar(file.metadata().map(|m| m.len()).unwrap_or(0));
+    let stdin = args.file.as_os_str() == "-";
+    let (input, bar) = open_input(&args.file, stdin)?;
     let reader = Progress {
-        inner: file,
+        inner: input,
         bar: bar.clone(),
     };
     let format = args.format.unwrap_or_else(|| format_of(&args.file));
@@ -154,6 +154,9 @@ pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> R
     }
     // A file read as JSON lines only because of its name: say how to read it as CSV.
     let hint = |reason: String| match args.format {
+        None if stdin && reason.starts_with("not JSON") => format!(
+            "{reason} (standard input is read as JSON lines: give --format csv if it is CSV)"
+        ),
         None if format == Format::Jsonl && reason.starts_with("not JSON") => format!(
             "{reason} (read as JSON lines: its name does not end in .csv; give --format csv \
              if it is CSV)"
@@ -180,6 +183,17 @@ pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> R
         );
     }
     Ok(())
+}
+
+/// The records' source (`-`: standard input) and the bar of its bytes read (none for
+/// standard input, which has no length to show progress against).
+fn open_input(file: &Path, stdin: bool) -> Result<(Box<dyn Read>, ProgressBar)> {
+    if stdin {
+        return Ok((Box::new(std::io::stdin().lock()), ProgressBar::hidden()));
+    }
+    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    Ok((Box::new(f), progress_bar(len)))
 }
 
 /// A bar of the file's bytes read.

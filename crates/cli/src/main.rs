@@ -4,6 +4,7 @@ mod cluster;
 mod keys;
 mod limits;
 mod load;
+mod many;
 mod ns;
 mod nvme_key;
 mod query;
@@ -168,16 +169,37 @@ enum Cmd {
     /// gives back the bytes `cerberus put KEY < FILE` stored. One exception, for reading at a
     /// terminal: when stdout is a terminal and the value is UTF-8 text that does not end in a
     /// newline, a newline follows it.
+    ///
+    /// With several keys: a `key<TAB>value` line for each key that has a value, in the order
+    /// given, escaped as `scan` prints them; each missing key is named on stderr, and the
+    /// exit code is then 1.
     Get {
-        /// The key.
-        key: String,
+        /// The key, or several.
+        #[arg(required = true)]
+        keys: Vec<String>,
         #[command(flatten)]
         target: DataTarget,
     },
-    /// Deletes a key; exit code 1 if it did not exist.
+    /// Deletes keys: the ones named (exit code 1 if one did not exist), the ones that begin
+    /// with --prefix, or those from --start (inclusive) to --end (exclusive).
+    ///
+    /// A prefix or a range goes in commands of at most the device's max_delete_range_keys
+    /// keys each, every one atomic, the whole not: keys written meanwhile into the part
+    /// already passed stay. The count deleted goes to stderr. Without --start the range
+    /// starts at the first key, without --end it runs to the last.
     Delete {
-        /// The key.
-        key: String,
+        /// The keys.
+        #[arg(required_unless_present_any = ["prefix", "start", "end"])]
+        keys: Vec<String>,
+        /// Deletes every key that begins with this.
+        #[arg(long, conflicts_with_all = ["keys", "start", "end"])]
+        prefix: Option<String>,
+        /// First key of the range deleted (inclusive).
+        #[arg(long, conflicts_with = "keys")]
+        start: Option<String>,
+        /// Key where the range deleted ends (exclusive: it stays).
+        #[arg(long, conflicts_with = "keys")]
+        end: Option<String>,
         #[command(flatten)]
         target: DataTarget,
     },
@@ -418,8 +440,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             keys::put(&target, key, value, mode, sync)
         }
-        Cmd::Get { key, target } => keys::get(&target, &key),
-        Cmd::Delete { key, target } => keys::delete(&target, &key),
+        Cmd::Get { keys, target } => match keys.as_slice() {
+            [key] => keys::get(&target, key),
+            _ => many::get(&target, &keys),
+        },
+        Cmd::Delete {
+            keys,
+            prefix,
+            start,
+            end,
+            target,
+        } => {
+            let args = many::DeleteArgs {
+                keys,
+                prefix,
+                start,
+                end,
+            };
+            many::delete(&target, args)
+        }
         Cmd::Exists { key, target } => keys::exists(&target, &key),
         Cmd::List {
             start,

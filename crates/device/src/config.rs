@@ -66,6 +66,9 @@ pub struct DeviceConfig {
     pub max_held_bytes: u64,
     /// Most keys one List returns.
     pub max_list_keys: u32,
+    /// Most keys one DeleteRange command deletes (default 10,000): a range delete is this
+    /// many keys' work at most, and the client sends another command for the rest.
+    pub max_delete_range_keys: u32,
     /// Iterators one connection may have open at once.
     pub max_iterators: u32,
     /// Most bytes of keys and values one IterNext returns (at least one entry is always
@@ -224,6 +227,7 @@ impl Default for DeviceConfig {
             max_value_len: 2 << 20,
             max_held_bytes: 256 << 20,
             max_list_keys: 1000,
+            max_delete_range_keys: 10_000,
             max_iterators: 16,
             max_iter_batch_bytes: 1 << 20,
             iterator_idle_secs: 60,
@@ -271,6 +275,9 @@ impl DeviceConfig {
         }
         if self.max_inflight == 0 || self.max_connections == 0 || self.max_list_keys == 0 {
             return bad("max_inflight, max_connections and max_list_keys must be at least 1");
+        }
+        if self.max_delete_range_keys == 0 {
+            return bad("max_delete_range_keys must be at least 1");
         }
         if self.auth_timeout_ms == 0 || self.frame_timeout_ms == 0 || self.write_timeout_ms == 0 {
             return bad(

@@ -70,6 +70,8 @@ fn writes_refused(ns: &BlockingNamespace) {
         ns.put_many(vec![(Bytes::from("d"), Bytes::from("x"))]),
     );
     read_only_refusal("index create", ns.create_index("city", IndexKind::Vas));
+    read_only_refusal("delete range", ns.delete_range("a", "z"));
+    read_only_refusal("delete prefix of no key", ns.delete_prefix("absent"));
     assert_eq!(ns.get("a").unwrap().as_deref(), Some(&b"1"[..]));
     assert!(ns.contains("b").unwrap());
     assert_eq!(keys(ns), before);

@@ -32,6 +32,7 @@ mod version;
 mod vlog;
 
 pub use batch::WriteBatch;
+pub use db::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use db::{
     Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, NamespaceSpace,
     QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, Usage, VerifyReport,

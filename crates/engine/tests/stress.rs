@@ -28,6 +28,8 @@ mod ops;
 mod prefix;
 #[path = "stress/queries.rs"]
 mod queries;
+#[path = "stress/range_delete.rs"]
+mod range_delete;
 #[path = "stress/read_only.rs"]
 mod read_only;
 #[path = "stress/run.rs"]

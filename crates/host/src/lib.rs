@@ -27,6 +27,7 @@ mod blocking_namespace;
 mod client;
 pub mod cluster;
 mod connection;
+mod delete_range;
 mod direct;
 mod error;
 mod inflight;

@@ -57,6 +57,7 @@ pub(crate) fn unexpected(what: &str, reply: &Reply) -> Error {
         Reply::Entries { .. } => "iterator entries",
         Reply::Json(_) => "a JSON document",
         Reply::Found { .. } => "query results",
+        Reply::RangeDeleted { .. } => "a range delete's count",
     };
     Error::Protocol(format!("{what} was answered with {kind}"))
 }

@@ -3,9 +3,12 @@
 
 mod batch;
 mod decode;
+mod delete_range;
+mod encode;
 mod settings;
 
 pub use batch::{BatchWrite, BATCH_DELETE, BATCH_PUT, MAX_BATCH_WRITES};
+pub use delete_range::prefix_end;
 pub use settings::{
     NamespaceSettings, NS_CONFIGURE_KEEP_SETTINGS, NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE,
     SETTINGS_LEN,
@@ -81,6 +84,9 @@ pub enum Opcode {
     /// Puts and deletes of one namespace, all or none (the KV command set has no multi-key
     /// write).
     WriteBatch = 0xCA,
+    /// Deletes the keys of a range, at most a device-set number per command, and says
+    /// where the rest begins.
+    DeleteRange = 0xCE,
     /// Creates a secondary index.
     IndexCreate = 0xD0,
     /// Drops a secondary index.
@@ -93,7 +99,7 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every opcode, in code order.
-    pub const ALL: [Opcode; 21] = [
+    pub const ALL: [Opcode; 22] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -111,6 +117,7 @@ impl Opcode {
         Opcode::NamespaceConfigure,
         Opcode::WriteBatch,
         Opcode::NamespaceRekey,
+        Opcode::DeleteRange,
         Opcode::IndexCreate,
         Opcode::IndexDrop,
         Opcode::IndexList,
@@ -142,6 +149,7 @@ impl Opcode {
             Opcode::IterClose => "iter_close",
             Opcode::NamespaceConfigure => "ns_configure",
             Opcode::WriteBatch => "write_batch",
+            Opcode::DeleteRange => "delete_range",
             Opcode::IndexCreate => "index_create",
             Opcode::IndexDrop => "index_drop",
             Opcode::IndexList => "index_list",
@@ -156,6 +164,7 @@ impl Opcode {
             self,
             Opcode::Store
                 | Opcode::WriteBatch
+                | Opcode::DeleteRange
                 | Opcode::Retrieve
                 | Opcode::List
                 | Opcode::Delete
@@ -222,6 +231,17 @@ pub enum Request {
         writes: Vec<BatchWrite>,
         /// Answer only once the writes are on stable storage.
         sync: bool,
+    },
+    /// Deletes the keys `k` with `start <= k < end` (an empty `end`: no bound) in key order,
+    /// at most `max_keys` and at most the device's `max_delete_range_keys`; the answer says
+    /// how many and where the rest begins ([`Reply::RangeDeleted`](crate::Reply)).
+    DeleteRange {
+        /// First key of the range (empty: the first key of the namespace).
+        start: Bytes,
+        /// Keys at or above it are past the range (empty: no bound).
+        end: Bytes,
+        /// Most keys this command deletes.
+        max_keys: u32,
     },
     /// Whether `key` exists, without reading its value.
     Exist {
@@ -343,6 +363,7 @@ impl Request {
             Request::Delete { .. } => Opcode::Delete,
             Request::Exist { .. } => Opcode::Exist,
             Request::WriteBatch { .. } => Opcode::WriteBatch,
+            Request::DeleteRange { .. } => Opcode::DeleteRange,
             Request::Authenticate { .. } | Request::AuthenticateByName { .. } => {
                 Opcode::Authenticate
             }
@@ -372,128 +393,6 @@ impl Request {
             | Request::Exist { key } => Some(key),
             _ => None,
         }
-    }
-}
-
-impl Command {
-    /// Appends the command's frame to `out`. Fails if a key or name is longer than its length
-    /// field allows, or the body longer than 4 GiB.
-    pub fn encode(&self, out: &mut BytesMut) -> Result<(), ProtoError> {
-        let mut flags = 0u8;
-        let start = out.len();
-        out.put_bytes(0, HEADER_LEN);
-        match &self.request {
-            Request::Store {
-                key,
-                value,
-                mode,
-                sync,
-            } => {
-                flags |= store_flags(*mode, *sync);
-                put_key(out, key)?;
-                out.put_slice(value);
-            }
-            Request::Retrieve { key } | Request::Delete { key } | Request::Exist { key } => {
-                put_key(out, key)?
-            }
-            Request::WriteBatch { writes, sync } => {
-                if *sync {
-                    flags |= STORE_SYNC;
-                }
-                batch::encode(out, writes)?;
-            }
-            Request::List {
-                start,
-                start_exclusive,
-                max_keys,
-            } => {
-                if *start_exclusive {
-                    flags |= LIST_START_EXCLUSIVE;
-                }
-                out.put_u32_le(*max_keys);
-                put_key(out, start)?;
-            }
-            Request::Authenticate { secret } => {
-                if secret.len() > MAX_SECRET_LEN {
-                    return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
-                }
-                out.put_slice(secret);
-            }
-            Request::AuthenticateByName { name, secret } => {
-                if secret.len() > MAX_SECRET_LEN {
-                    return Err(ProtoError::InvalidField("secret longer than 256 bytes"));
-                }
-                check_name(name.as_bytes())?;
-                flags |= AUTH_BY_NAME;
-                out.put_u8(name.len() as u8);
-                out.put_slice(name.as_bytes());
-                out.put_slice(secret);
-            }
-            Request::NamespaceCreate { name, settings } => {
-                check_name(name.as_bytes())?;
-                if let Some(s) = settings {
-                    flags |= NS_CREATE_SETTINGS;
-                    s.encode(out);
-                }
-                out.put_slice(name.as_bytes());
-            }
-            Request::NamespaceConfigure {
-                settings,
-                read_only,
-            } => flags |= settings::encode_configure(settings, *read_only, out)?,
-            Request::NamespaceDestroy
-            | Request::NamespaceRekey
-            | Request::NamespaceList
-            | Request::Identify
-            | Request::Stats => {}
-            Request::IterOpen {
-                start,
-                upper_bound,
-                prefix,
-                keys_only,
-            } => {
-                if *keys_only {
-                    flags |= ITER_KEYS_ONLY;
-                }
-                put_key(out, start)?;
-                put_key(out, upper_bound)?;
-                put_key(out, prefix)?;
-            }
-            Request::IterNext {
-                iter,
-                max_entries,
-                max_bytes,
-            } => {
-                out.put_u32_le(*iter);
-                out.put_u32_le(*max_entries);
-                out.put_u32_le(*max_bytes);
-            }
-            Request::IterClose { iter } => out.put_u32_le(*iter),
-            Request::IndexCreate { attr, vas } => {
-                if *vas {
-                    flags |= INDEX_VAS;
-                }
-                check_attr(attr.as_bytes())?;
-                out.put_slice(attr.as_bytes());
-            }
-            Request::IndexDrop { attr } => {
-                check_attr(attr.as_bytes())?;
-                out.put_slice(attr.as_bytes());
-            }
-            Request::IndexList => {}
-            Request::Query { query } => out.put_slice(query),
-        }
-        let body_len = body_len(out.len() - start - HEADER_LEN)?;
-        let header = Header {
-            version: VERSION,
-            opcode: self.request.opcode() as u8,
-            word: u16::from(flags),
-            cid: self.cid,
-            nsid: self.nsid,
-            body_len,
-        };
-        header.encode(&mut &mut out[start..start + HEADER_LEN]);
-        Ok(())
     }
 }
 

@@ -87,6 +87,14 @@ pub enum Reply {
     },
     /// Index list: a JSON document.
     Json(Bytes),
+    /// Delete range: keys deleted, and the first key of the range left (`None`: the range
+    /// holds no more keys), where the next command resumes.
+    RangeDeleted {
+        /// Keys deleted.
+        deleted: u64,
+        /// Where the rest of the range begins.
+        next_start: Option<Bytes>,
+    },
     /// Query: a JSON summary (result, continuation, statistics) and the records found.
     Found {
         /// The JSON summary.
@@ -175,6 +183,16 @@ impl Response {
                 put_entries(out, entries)?;
             }
             Reply::Json(json) => out.put_slice(json),
+            Reply::RangeDeleted {
+                deleted,
+                next_start,
+            } => {
+                out.put_u64_le(*deleted);
+                out.put_u8(u8::from(next_start.is_some()));
+                if let Some(k) = next_start {
+                    put_key(out, k)?;
+                }
+            }
             Reply::Found { summary, records } => {
                 out.put_u32_le(
                     u32::try_from(summary.len())

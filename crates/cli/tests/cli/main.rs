@@ -10,6 +10,7 @@ mod cluster_first_contact;
 mod cluster_keys;
 mod commands;
 mod credentials;
+mod delete_get_many;
 mod durability;
 mod exact_count;
 mod export_import;

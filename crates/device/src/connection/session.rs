@@ -49,6 +49,7 @@ impl Session {
         match cmd.request {
             Request::Store { .. }
             | Request::WriteBatch { .. }
+            | Request::DeleteRange { .. }
             | Request::Retrieve { .. }
             | Request::List { .. }
             | Request::Delete { .. }

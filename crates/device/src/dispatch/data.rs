@@ -273,7 +273,7 @@ impl Shared {
 
     /// Writes `batch` holding the stripes of `keys` (taken in index order, each once: batches
     /// cannot deadlock each other), then queues their dedup tasks.
-    fn write_striped<'k>(
+    pub(super) fn write_striped<'k>(
         &self,
         handle: &cerberus_engine::Namespace,
         ns: u32,
@@ -300,7 +300,7 @@ impl Shared {
 /// A read-only namespace's refusal before a conditional store or a delete looks the key up:
 /// the answer is then the same whether the key exists or not. (The engine refuses the write
 /// itself either way.)
-fn writable(handle: &cerberus_engine::Namespace) -> Result<(), (Status, String)> {
+pub(super) fn writable(handle: &cerberus_engine::Namespace) -> Result<(), (Status, String)> {
     match handle.is_read_only() {
         false => Ok(()),
         true => Err(engine(cerberus_engine::Error::NamespaceReadOnly(

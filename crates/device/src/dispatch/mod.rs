@@ -8,6 +8,7 @@
 
 mod admin;
 mod data;
+mod delete_range;
 mod engine_error;
 #[cfg(feature = "fault-injection")]
 mod fault;
@@ -178,6 +179,11 @@ impl Shared {
             Request::Exist { key } => self.exist(ns, &key),
             Request::Delete { key } => self.delete(ns, &key),
             Request::WriteBatch { writes, sync } => self.write_batch(ns, &writes, sync),
+            Request::DeleteRange {
+                start,
+                end,
+                max_keys,
+            } => self.delete_range(ns, &start, &end, max_keys),
             Request::List {
                 start,
                 start_exclusive,

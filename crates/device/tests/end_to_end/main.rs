@@ -7,6 +7,7 @@
 mod common;
 
 mod bad_input;
+mod delete_range;
 mod inline_queries;
 mod iterators;
 mod lifecycle;

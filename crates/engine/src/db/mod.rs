@@ -5,6 +5,7 @@ mod backfill;
 mod background;
 mod builder;
 mod count;
+mod delete_range;
 mod flush;
 mod gc;
 mod get_many;
@@ -31,6 +32,7 @@ mod verify;
 mod write;
 
 pub use builder::DbBuilder;
+pub use delete_range::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use gc::GcStats;
 pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
 pub use handle::Namespace;

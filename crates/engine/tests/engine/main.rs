@@ -10,6 +10,7 @@ mod bit_rot;
 mod concurrency;
 mod corruption;
 mod crash;
+mod delete_range;
 mod gc;
 mod get_many;
 mod index_crash;

@@ -258,6 +258,7 @@ impl super::run::Session {
         }
         let (slots, exact): (Vec<u8>, bool) = match op {
             Op::Put { ns, .. } | Op::Delete { ns, .. } | Op::Batch { ns, .. } => (vec![*ns], false),
+            Op::DeleteRange { ns, .. } | Op::DeletePrefix { ns, .. } => (vec![*ns], false),
             Op::Configure { ns, .. } => (vec![*ns], false),
             Op::Flush | Op::Reopen => ((0..NS_SLOTS).collect(), true),
             Op::Gc => ((0..NS_SLOTS).collect(), false),

@@ -60,6 +60,9 @@ pub struct Gen {
     rng: SmallRng,
     /// Draws of operations added since seeds were kept (see `"get"`).
     side: SmallRng,
+    /// Range and prefix deletes, added after a delete from a stream of their own: the
+    /// other operations of a seed's log stay as they were.
+    ranges: SmallRng,
     cfg: GenConfig,
     total: u32,
     seq: u64,
@@ -80,6 +83,7 @@ impl Gen {
         Gen {
             rng: SmallRng::seed_from_u64(seed),
             side: SmallRng::seed_from_u64(seed ^ 0x6E7_3A17),
+            ranges: SmallRng::seed_from_u64(seed ^ 0xDE1_4A6E),
             cfg,
             total,
             seq: 0,
@@ -121,6 +125,43 @@ impl Gen {
             30..=31 => 1000 + self.rng.gen_range(0..8),
             _ => self.rng.gen_range(0..KEYS),
         }
+    }
+
+    /// Sometimes (one delete in six) a range or prefix delete, from its own stream: a few
+    /// to a few tens of keys, now and then no end, an inverted range, or long keys.
+    fn range_delete(&mut self) -> Option<Op> {
+        let r = &mut self.ranges;
+        if r.gen_range(0..6) != 0 {
+            return None;
+        }
+        let ns = match r.gen_range(0..10) {
+            0..=3 => 0,
+            4..=6 => 1,
+            _ => r.gen_range(0..NS_SLOTS),
+        };
+        let start = match r.gen_range(0..20) {
+            0 => 1000 + r.gen_range(0..8),
+            _ => r.gen_range(0..KEYS),
+        };
+        Some(match r.gen_range(0..2) {
+            0 => Op::DeleteRange {
+                ns,
+                start,
+                end: match r.gen_range(0..10) {
+                    0 => None,
+                    1 => Some(start.saturating_sub(r.gen_range(0..5))),
+                    _ => Some(start + r.gen_range(1..30)),
+                },
+            },
+            _ => {
+                let key = String::from_utf8_lossy(&super::ops::key_bytes(start)).into_owned();
+                let len = [2, 3, 3, 4, 4, 4][r.gen_range(0..6)];
+                Op::DeletePrefix {
+                    ns,
+                    prefix: key[..len.min(key.len())].to_string(),
+                }
+            }
+        })
     }
 
     /// A key as [`Gen::key`] draws them, from the side stream.
@@ -350,10 +391,19 @@ impl Gen {
                     sync: self.rng.gen_range(0..20) == 0,
                 }
             }
-            "delete" => Op::Delete {
-                ns: self.ns(),
-                key: self.key(),
-            },
+            "delete" => {
+                let op = Op::Delete {
+                    ns: self.ns(),
+                    key: self.key(),
+                };
+                match self.range_delete() {
+                    Some(range) => {
+                        out.push(op);
+                        range
+                    }
+                    None => op,
+                }
+            }
             "batch" => {
                 let ns = self.ns();
                 let n = self.rng.gen_range(1..12);

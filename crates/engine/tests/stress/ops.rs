@@ -146,6 +146,17 @@ pub enum Op {
         ns: u8,
         writes: Vec<(u16, Option<Vec<u8>>)>,
     },
+    /// `Namespace::delete_range` from key `start` to key `end` (`None`: no bound).
+    DeleteRange {
+        ns: u8,
+        start: u16,
+        end: Option<u16>,
+    },
+    /// `Namespace::delete_prefix` (the first bytes of a key).
+    DeletePrefix {
+        ns: u8,
+        prefix: String,
+    },
     Get {
         ns: u8,
         key: u16,
@@ -379,6 +390,11 @@ impl fmt::Display for Op {
                 }
                 write!(f, "]")
             }
+            Op::DeleteRange { ns, start, end } => {
+                let end = end.as_ref().map_or("(no end)".into(), k);
+                write!(f, "delete_range ns{ns} {}..{end}", k(start))
+            }
+            Op::DeletePrefix { ns, prefix } => write!(f, "delete_prefix ns{ns} {prefix:?}"),
             Op::Get { ns, key } => write!(f, "get ns{ns} {}", k(key)),
             Op::Contains { ns, key } => write!(f, "contains ns{ns} {}", k(key)),
             Op::GetMany { ns, keys } => {

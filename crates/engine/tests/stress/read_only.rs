@@ -38,6 +38,8 @@ impl Session {
             Op::Put { ns, .. }
             | Op::Delete { ns, .. }
             | Op::Batch { ns, .. }
+            | Op::DeleteRange { ns, .. }
+            | Op::DeletePrefix { ns, .. }
             | Op::CreateIndex { ns, .. }
             | Op::DropIndex { ns, .. } => *ns,
             _ => return None,
@@ -59,6 +61,10 @@ impl Session {
                     };
                 }
                 h.write(b)
+            }
+            Op::DeleteRange { .. } | Op::DeletePrefix { .. } => {
+                let (start, end) = super::range_delete::bounds(op)?;
+                h.delete_range(&start, &end).map(|_| ())
             }
             Op::CreateIndex { attr, kind, .. } => {
                 h.create_index(ATTRS[*attr as usize], kind_of(*kind))

@@ -307,6 +307,8 @@ impl Session {
             Op::Put { .. }
             | Op::Delete { .. }
             | Op::Batch { .. }
+            | Op::DeleteRange { .. }
+            | Op::DeletePrefix { .. }
             | Op::CreateNs { .. }
             | Op::DestroyNs { .. }
             | Op::CreateIndex { .. }

@@ -17,6 +17,7 @@ impl Session {
         }
         match op {
             Op::ReadOnly { ns, on } => self.exec_read_only(*ns, *on),
+            Op::DeleteRange { .. } | Op::DeletePrefix { .. } => self.exec_range_delete(op),
             Op::Put {
                 ns,
                 key,

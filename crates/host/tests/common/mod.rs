@@ -338,7 +338,7 @@ impl Device {
                 Status::InvalidOpcode,
                 "the fake device has no namespace settings",
             ),
-            Request::WriteBatch { .. } => {
+            Request::WriteBatch { .. } | Request::DeleteRange { .. } => {
                 refuse(Status::InvalidOpcode, "the fake device has no batches")
             }
             Request::AuthenticateByName { .. } | Request::NamespaceRekey => refuse(

@@ -25,6 +25,7 @@ impl Command {
             },
             Opcode::Retrieve | Opcode::Delete | Opcode::Exist => keyed(opcode, body)?,
             Opcode::List => list(flags, body)?,
+            Opcode::DeleteRange => super::delete_range::decode(body)?,
             Opcode::Authenticate => authenticate(flags, body)?,
             Opcode::NamespaceCreate => namespace_create(flags, body)?,
             Opcode::NamespaceConfigure => super::settings::decode_configure(flags, body)?,

@@ -48,6 +48,7 @@ fn success(opcode: Opcode, body: Bytes) -> Result<Reply, ProtoError> {
         Opcode::IterNext => entries(body)?,
         Opcode::IndexList => Reply::Json(body),
         Opcode::Query => found(body)?,
+        Opcode::DeleteRange => range_deleted(body)?,
         Opcode::Store
         | Opcode::WriteBatch
         | Opcode::Delete
@@ -61,6 +62,23 @@ fn success(opcode: Opcode, body: Bytes) -> Result<Reply, ProtoError> {
             end(&body)?;
             Reply::Empty
         }
+    })
+}
+
+/// `deleted u64`, a flag byte, and the key to resume at if the flag is 1.
+fn range_deleted(mut body: Bytes) -> Result<Reply, ProtoError> {
+    if body.len() < 9 {
+        return Err(ProtoError::Truncated("delete range reply"));
+    }
+    let deleted = body.get_u64_le();
+    let next_start = match flag(&mut body, "delete range reply more flag")? {
+        true => Some(get_key(&mut body)?),
+        false => None,
+    };
+    end(&body)?;
+    Ok(Reply::RangeDeleted {
+        deleted,
+        next_start,
     })
 }
 
