@@ -4,7 +4,8 @@
 use crate::session::{read_stdin_value, Session};
 use crate::DataTarget;
 use anyhow::{bail, Context, Result};
-use cerberus_host::{StoreMode, WriteOptions};
+use bytes::Bytes;
+use cerberus_host::{ScanOptions, StoreMode, WriteOptions};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -16,7 +17,7 @@ pub fn put(
     mode: StoreMode,
     sync: bool,
 ) -> Result<ExitCode> {
-    let s = Session::open(target)?;
+    let s = Session::open_keys(target)?;
     let key = key.into_bytes();
     s.check_key(&key)?;
     let value = match value {
@@ -30,7 +31,9 @@ pub fn put(
         }
         None => read_stdin_value(s.limits.as_ref())?,
     };
-    s.ns.with_write_options(WriteOptions { sync })
+    s.writable()?;
+    s.ns_for(&key)
+        .with_write_options(WriteOptions { sync })
         .store(key, value, mode)
         .context("storing")?;
     Ok(ExitCode::SUCCESS)
@@ -38,9 +41,9 @@ pub fn put(
 
 /// Writes the value of `key` to stdout; exit code 1 if it has none.
 pub fn get(target: &DataTarget, key: &str) -> Result<ExitCode> {
-    let s = Session::open(target)?;
+    let s = Session::open_keys(target)?;
     s.check_key(key.as_bytes())?;
-    match s.ns.get(key.as_bytes().to_vec())? {
+    match s.ns_for(key.as_bytes()).get(key.as_bytes().to_vec())? {
         Some(v) => {
             let mut out = std::io::stdout().lock();
             out.write_all(&v)?;
@@ -60,9 +63,9 @@ pub fn get(target: &DataTarget, key: &str) -> Result<ExitCode> {
 
 /// Prints yes (exit code 0) or no (exit code 1).
 pub fn exists(target: &DataTarget, key: &str) -> Result<ExitCode> {
-    let s = Session::open(target)?;
+    let s = Session::open_keys(target)?;
     s.check_key(key.as_bytes())?;
-    if s.ns.contains(key.as_bytes().to_vec())? {
+    if s.ns_for(key.as_bytes()).contains(key.as_bytes().to_vec())? {
         println!("yes");
         Ok(ExitCode::SUCCESS)
     } else {
@@ -78,7 +81,7 @@ pub fn list(
     prefix: Option<&str>,
     limit: Option<u64>,
 ) -> Result<ExitCode> {
-    let s = Session::open(target)?;
+    let s = Session::open_keys(target)?;
     let start = start.unwrap_or_default().as_bytes();
     let prefix = prefix.unwrap_or_default().as_bytes();
     if let Some(l) = &s.limits {
@@ -93,6 +96,9 @@ pub fn list(
             // No key can be that long, so none begins with it.
             return Ok(ExitCode::SUCCESS);
         }
+    }
+    if s.every().len() > 1 {
+        return list_parts(&s, start, prefix, limit);
     }
     // Keys that begin with the prefix are one run in key order, starting at the prefix.
     let mut from = start.max(prefix).to_vec();
@@ -120,6 +126,28 @@ pub fn list(
             }
             _ => break,
         }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// [`list`] over a cluster tenant's parts: their keys-only scans merged in key order.
+fn list_parts(s: &Session, start: &[u8], prefix: &[u8], limit: Option<u64>) -> Result<ExitCode> {
+    let opts = ScanOptions {
+        start: Bytes::copy_from_slice(start),
+        prefix: (!prefix.is_empty()).then(|| Bytes::copy_from_slice(prefix)),
+        keys_only: true,
+        ..ScanOptions::default()
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let left = limit.unwrap_or(u64::MAX);
+    for entry in s
+        .scan(opts)?
+        .take(usize::try_from(left).unwrap_or(usize::MAX))
+    {
+        let (k, _) = entry?;
+        out.write_all(&k)?;
+        out.write_all(b"\n")?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -12,6 +12,7 @@ mod scan;
 mod serve;
 mod session;
 mod stats;
+mod tenant;
 mod transfer;
 mod verify;
 
@@ -113,6 +114,8 @@ struct DataTarget {
     conn: Conn,
     #[command(flatten)]
     auth: NsAuth,
+    #[command(flatten)]
+    tenant: tenant::TenantArgs,
 }
 
 /// Connection and admin credential of a namespace command.
@@ -473,7 +476,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             keys_only,
             target,
         } => {
-            let s = Session::open(&target)?;
+            let s = Session::open_keys(&target)?;
             let args = scan::Args {
                 start: start.as_deref(),
                 prefix: prefix.as_deref(),

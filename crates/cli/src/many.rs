@@ -21,12 +21,19 @@ pub struct DeleteArgs {
 /// Prints `key<TAB>value` for each of `keys` that has a value, in the order given; each
 /// missing key is named on stderr, and the exit code is then 1.
 pub fn get(target: &DataTarget, keys: &[String]) -> Result<ExitCode> {
-    let s = Session::open(target)?;
+    let s = Session::open_keys(target)?;
     for k in keys {
         s.check_key(k.as_bytes())?;
     }
     let asked: Vec<Bytes> = keys.iter().map(|k| Bytes::from(k.clone())).collect();
-    let values = s.ns.get_many(asked)?;
+    let values = match s.every().len() {
+        1 => s.ns.get_many(asked)?,
+        // A tenant's keys on their parts, one get each.
+        _ => asked
+            .into_iter()
+            .map(|k| s.ns_for(&k).get(k.clone()))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut missing = false;
     for (k, v) in keys.iter().zip(values) {
@@ -51,14 +58,19 @@ pub fn get(target: &DataTarget, keys: &[String]) -> Result<ExitCode> {
 /// Deletes what `args` names. Named keys: each missing one is named on stderr and the exit
 /// code is then 1. A prefix or a range: the count deleted goes to stderr.
 pub fn delete(target: &DataTarget, args: DeleteArgs) -> Result<ExitCode> {
-    let s = Session::open(target)?;
+    let s = Session::open_keys(target)?;
+    s.writable()?;
     if !args.keys.is_empty() {
         return delete_keys(&s, &args.keys);
     }
     let deleted = match (&args.prefix, &args.start, &args.end) {
         (Some(prefix), None, None) => {
             check_bound(&s, "the prefix", prefix)?;
-            s.ns.delete_prefix(prefix.clone())?
+            let mut n = 0;
+            for ns in s.every() {
+                n += ns.delete_prefix(prefix.clone())?;
+            }
+            n
         }
         (None, start, end) if start.is_some() || end.is_some() => {
             let (start, end) = (
@@ -67,7 +79,11 @@ pub fn delete(target: &DataTarget, args: DeleteArgs) -> Result<ExitCode> {
             );
             check_bound(&s, "the start key", &start)?;
             check_bound(&s, "the end key", &end)?;
-            s.ns.delete_range(start, end)?
+            let mut n = 0;
+            for ns in s.every() {
+                n += ns.delete_range(start.clone(), end.clone())?;
+            }
+            n
         }
         _ => bail!("give KEY..., --prefix P, or --start A and/or --end B"),
     };
@@ -84,7 +100,7 @@ fn delete_keys(s: &Session, keys: &[String]) -> Result<ExitCode> {
     }
     let mut missing = false;
     for k in keys {
-        if !s.ns.delete(k.clone())? {
+        if !s.ns_for(k.as_bytes()).delete(k.clone())? {
             eprintln!("key not found: {k}");
             missing = true;
         }

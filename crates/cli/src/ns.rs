@@ -361,6 +361,7 @@ fn session_for(namespace: &str, target: &DataTarget) -> Result<Session> {
             ns: Some(namespace.to_string()),
             secret: target.auth.secret.clone(),
         },
+        tenant: target.tenant.clone(),
     };
     Session::open(&with)
 }

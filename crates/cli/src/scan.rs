@@ -28,7 +28,7 @@ pub fn run(s: &Session, args: &Args<'_>) -> Result<()> {
     if left == 0 {
         return Ok(());
     }
-    for entry in s.ns.scan(opts)? {
+    for entry in s.scan(opts)? {
         let (k, v) = entry?;
         out.write_all(&escape(&k))?;
         if !args.keys_only {

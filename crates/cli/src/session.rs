@@ -3,23 +3,92 @@
 
 use super::{Conn, DataTarget, NsAuth, WireArg};
 use crate::limits::Limits;
+use crate::tenant::Tenant;
 use anyhow::{bail, Context, Result};
-use cerberus_host::{BlockingClient, BlockingNamespace, ClientConfig, TlsOptions};
+use bytes::Bytes;
+use cerberus_host::{BlockingClient, BlockingNamespace, ClientConfig, ScanOptions, TlsOptions};
 use std::io::{IsTerminal, Read};
 use std::time::Duration;
 
-/// A namespace on a connection authenticated for it, and the device's limits.
+/// Entries in key order, from one namespace or merged from a tenant's parts.
+pub type Entries = Box<dyn Iterator<Item = Result<(Bytes, Bytes)>>>;
+
+/// A namespace on a connection authenticated for it, and the device's limits; or a
+/// cluster tenant's parts (`--tenant`), for the key commands that reach one.
 pub struct Session {
+    /// The namespace (a tenant's first part: use [`Session::ns_for`] and
+    /// [`Session::every`] to reach a tenant's keys).
     pub ns: BlockingNamespace,
     pub limits: Option<Limits>,
+    tenant: Option<Tenant>,
 }
 
 impl Session {
+    /// The namespace of a command that reaches one device's namespace only: a cluster
+    /// tenant is refused, not served from one of its parts.
     pub fn open(target: &DataTarget) -> Result<Session> {
+        if let Some(t) = &target.tenant.tenant {
+            bail!(
+                "--tenant {t}: this command reaches one device's namespace; a cluster tenant \
+                 is reached by put, get, delete, exists, list and scan (or from Python: \
+                 cerberus.connect_cluster)"
+            );
+        }
         let client = connect(&target.conn)?;
         let ns = open_namespace(&client, &target.auth)?;
         let limits = Limits::of(&client);
-        Ok(Session { ns, limits })
+        Ok(Session {
+            ns,
+            limits,
+            tenant: None,
+        })
+    }
+
+    /// [`open`](Self::open), or with `--tenant` the parts of that cluster tenant.
+    pub fn open_keys(target: &DataTarget) -> Result<Session> {
+        let (Some(name), Some(file)) = (&target.tenant.tenant, &target.tenant.cluster) else {
+            return Session::open(target);
+        };
+        let tenant = Tenant::open(file, name)?;
+        let ns = tenant.parts()[0].clone();
+        let limits = Limits::of(ns.client());
+        Ok(Session {
+            ns,
+            limits,
+            tenant: Some(tenant),
+        })
+    }
+
+    /// The namespace `key` lives in.
+    pub fn ns_for(&self, key: &[u8]) -> &BlockingNamespace {
+        match &self.tenant {
+            Some(t) => t.part_of(key),
+            None => &self.ns,
+        }
+    }
+
+    /// Every namespace the session's keys live in.
+    pub fn every(&self) -> &[BlockingNamespace] {
+        match &self.tenant {
+            Some(t) => t.parts(),
+            None => std::slice::from_ref(&self.ns),
+        }
+    }
+
+    /// Fails for a tenant that a move has frozen.
+    pub fn writable(&self) -> Result<()> {
+        self.tenant.as_ref().map_or(Ok(()), Tenant::writable)
+    }
+
+    /// The entries `opts` asks for, in key order, from every namespace of the session.
+    pub fn scan(
+        &self,
+        opts: ScanOptions,
+    ) -> Result<Entries> {
+        Ok(match &self.tenant {
+            Some(t) => Box::new(t.scan(&opts)?),
+            None => Box::new(self.ns.scan(opts)?.map(|e| e.map_err(anyhow::Error::from))),
+        })
     }
 
     pub fn check_key(&self, key: &[u8]) -> Result<()> {

@@ -100,3 +100,80 @@ fn a_reshard_keeps_every_index() {
     }
     assert_eq!(found, (0..300).filter(|i| i % 7 == 3).count());
 }
+
+/// The CLI could not read or write a cluster tenant (Python only, and not said). Now the key
+/// commands take `--cluster FILE --tenant NAME`: each key on its owner's part, listings and
+/// scans merged in key order, writes refused while a move is recorded, and the commands
+/// that reach one namespace only refuse a tenant rather than answer from one part.
+#[test]
+fn the_key_commands_reach_a_cluster_tenant() {
+    let c = Cluster::start(2);
+    c.ok(&["create", "t", "--devices", "d0,d1"]);
+    let file = c.file.to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cerberus"))
+            .args(args)
+            .args(["--cluster", &file, "--tenant", "t"])
+            .env_remove("CERBERUS_NS")
+            .env_remove("CERBERUS_SECRET")
+            .output()
+            .unwrap()
+    };
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i:02}")).collect();
+    for k in &keys {
+        let o = run(&["put", k, &format!("v-{k}")]);
+        assert!(o.status.success(), "{}", errors(&o));
+    }
+    // Each key is on the part its owner holds, and only there.
+    let (devices, parts) = c.parts("t");
+    let mut on = [0, 0];
+    for k in &keys {
+        let i = cerberus_host::cluster::owner(k.as_bytes(), &devices).unwrap();
+        assert!(
+            parts[i].get(k.clone().into_bytes()).unwrap().is_some(),
+            "{k}"
+        );
+        assert!(
+            parts[1 - i].get(k.clone().into_bytes()).unwrap().is_none(),
+            "{k}"
+        );
+        on[i] += 1;
+    }
+    assert!(on[0] > 0 && on[1] > 0, "spread over both: {on:?}");
+    let o = run(&["get", "k07"]);
+    assert_eq!(common::text(&o), "v-k07");
+    let o = run(&["get", "k03", "k31", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(common::text(&o), "k03\tv-k03\nk31\tv-k31\n");
+    assert_eq!(run(&["exists", "k39"]).status.code(), Some(0));
+    let listed = common::text(&run(&["list"]));
+    assert_eq!(listed, keys.join("\n") + "\n", "merged in key order");
+    let o = run(&["list", "--prefix", "k1", "--limit", "3"]);
+    assert_eq!(common::text(&o), "k10\nk11\nk12\n");
+    let o = run(&["scan", "--start", "k38"]);
+    assert_eq!(common::text(&o), "k38\tv-k38\nk39\tv-k39\n");
+    let o = run(&["delete", "--prefix", "k2"]);
+    assert!(errors(&o).contains("deleted 10 keys"), "{}", errors(&o));
+    assert_eq!(common::text(&run(&["list"])).lines().count(), 30);
+    // One namespace's commands refuse a tenant.
+    let o = run(&["find", "{}"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("connect_cluster"), "{}", errors(&o));
+    // A recorded move freezes writes; reads go on.
+    let mut desc = c.desc();
+    let t = desc.tenants.get_mut("t").unwrap();
+    t.moving_to = Some(vec!["d1".into()]);
+    t.moving_parts.insert(
+        "d1".into(),
+        cerberus_host::cluster::Part {
+            namespace: "t.g2".into(),
+            nsid: Some(99),
+            secret_file: "secrets/d1/t.g2.99".into(),
+        },
+    );
+    desc.save(&c.file).unwrap();
+    let o = run(&["put", "k00", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("being moved"), "{}", errors(&o));
+    assert_eq!(common::text(&run(&["get", "k00"])), "v-k00");
+}
