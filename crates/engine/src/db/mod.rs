@@ -4,6 +4,7 @@
 mod backfill;
 mod background;
 mod builder;
+mod checkpoint;
 mod count;
 mod flush;
 mod gc;
@@ -31,6 +32,7 @@ mod verify;
 mod write;
 
 pub use builder::DbBuilder;
+pub use checkpoint::{CheckpointInfo, CHECKPOINT_MARKER};
 pub use gc::GcStats;
 pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
 pub use handle::Namespace;
