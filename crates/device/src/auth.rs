@@ -140,6 +140,37 @@ impl Credentials {
         Ok(())
     }
 
+    /// Writes, into backup directory `dir`, `credentials.json` with the credentials of the
+    /// namespaces `keep` names (those the backup holds), and `admin.secret` if this device
+    /// keeps one in its data directory: both mode 0600, synced.
+    pub(crate) fn write_backup(
+        &self,
+        dir: &Path,
+        keep: impl Fn(u32) -> bool,
+    ) -> Result<(), DeviceError> {
+        let kept: BTreeMap<u32, Hash> = self
+            .namespaces
+            .lock()
+            .iter()
+            .filter(|(ns, _)| keep(**ns))
+            .map(|(ns, h)| (*ns, *h))
+            .collect();
+        let f = CredentialsFile {
+            version: 1,
+            namespaces: kept.iter().map(|(k, v)| (*k, to_hex(v))).collect(),
+        };
+        let bytes = serde_json::to_vec_pretty(&f)
+            .map_err(|e| DeviceError::Config(format!("encoding credentials: {e}")))?;
+        write_private(&dir.join(CREDENTIALS_FILE), &bytes, true)?;
+        let admin = self.dir.join(ADMIN_SECRET_FILE);
+        match std::fs::read(&admin) {
+            Ok(secret) => write_private(&dir.join(ADMIN_SECRET_FILE), &secret, true)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DeviceError::io(&admin, e)),
+        }
+        sync_dir(dir)
+    }
+
     /// Writes the file whole under a temporary name, syncs it and renames it over the old one,
     /// so a crash leaves either version.
     fn persist(&self, map: &BTreeMap<u32, Hash>) -> Result<(), DeviceError> {

@@ -50,7 +50,8 @@ impl Session {
             Request::NamespaceCreate { .. }
             | Request::NamespaceConfigure { .. }
             | Request::NamespaceDestroy
-            | Request::NamespaceList => self.admin,
+            | Request::NamespaceList
+            | Request::Backup { .. } => self.admin,
             Request::Authenticate { .. } | Request::Identify => true,
         }
     }

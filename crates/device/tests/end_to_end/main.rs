@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod backup;
 mod bad_input;
 mod inline_queries;
 mod iterators;
