@@ -33,7 +33,7 @@ fn a_backup_under_writes_serves_a_prefix_with_the_same_credentials() {
         std::thread::spawn(move || {
             let mut i = 0u64;
             while !stop.load(Ordering::Acquire) {
-                if i % 10 == 0 {
+                if i.is_multiple_of(10) {
                     let mut b = WriteBatch::new();
                     for j in i..i + 3 {
                         b.put(key(j), value(j));

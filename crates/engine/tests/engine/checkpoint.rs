@@ -70,7 +70,7 @@ fn writer(db: &Db, app: u32, churn: u32, stop: &AtomicBool, acked: &AtomicU64) {
     let (app, churn) = (db.namespace(app).unwrap(), db.namespace(churn).unwrap());
     let mut i = 0u64;
     while !stop.load(Ordering::Acquire) && i < 20_000 {
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             let mut b = WriteBatch::new();
             for j in i..i + 3 {
                 b.put(key(j), value(j));

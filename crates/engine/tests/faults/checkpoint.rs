@@ -26,7 +26,7 @@ fn a_checkpoint_interrupted_at_any_write_is_refused_or_absent() {
     ns.create_index("n", IndexKind::Classic).unwrap();
     for i in 0..300u32 {
         let v = format!(r#"{{"n": {}, "pad": "{}"}}"#, i % 7, "x".repeat(30));
-        if i % 50 == 0 {
+        if i.is_multiple_of(50) {
             let mut b = WriteBatch::new();
             b.put(format!("k{i:04}"), v.clone())
                 .put(format!("b{i:04}"), v);

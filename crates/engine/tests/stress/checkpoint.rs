@@ -35,7 +35,7 @@ impl Session {
             .open_storage(target)
             .map_err(|e| format!("opening a checkpoint: {e}"))?;
         for (i, s) in self.slots.iter().enumerate() {
-            let Slot::Live { ns, id, m } = s else {
+            let Slot::Live { id, m, .. } = s else {
                 continue;
             };
             let c = copy

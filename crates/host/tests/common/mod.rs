@@ -341,6 +341,9 @@ impl Device {
             Request::WriteBatch { .. } => {
                 refuse(Status::InvalidOpcode, "the fake device has no batches")
             }
+            Request::Backup { .. } => {
+                refuse(Status::InvalidOpcode, "the fake device has no backups")
+            }
             Request::Authenticate { secret } => authenticate(&st, session, nsid, &secret),
             Request::Identify => Ok(Reply::Identify(id)),
             Request::Stats => stats(&st, session, nsid, may_access),
