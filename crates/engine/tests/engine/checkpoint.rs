@@ -58,7 +58,7 @@ fn found(db: &Db, nsid: u32, n: u64) -> BTreeSet<u64> {
             keys.insert(std::str::from_utf8(&f.pk[1..]).unwrap().parse().unwrap());
         }
         match page.continuation {
-            Some(c) => opts.continuation = Some(c.into()),
+            Some(c) => opts.continuation = Some(c),
             None => return keys,
         }
     }
