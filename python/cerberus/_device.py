@@ -139,6 +139,16 @@ class Device:
         """The device's counters (needs the admin secret)."""
         return json.loads(self._client().stats_json())
 
+    def backup(self, path: str) -> Dict[str, Any]:
+        """Writes a consistent backup of the device (its data, namespaces, indexes and
+        credentials) to ``path`` on the device's machine (needs the admin secret): absolute,
+        or relative to the parent of the device's data directory; it must not exist
+        (:class:`InvalidField`), and one backup runs at a time (:class:`InternalError`,
+        "busy"). Writes go on meanwhile. Restore: ``cerberus serve --data-dir PATH``.
+        Returns ``dir``, ``sequence``, ``files_linked``, ``bytes_linked``, ``files_copied``,
+        ``bytes_copied`` and ``namespaces`` (a count)."""
+        return json.loads(self._client().backup_json(path))
+
 
 def _write_secret(path: str, secret: str) -> None:
     """Writes a credential readable by its owner only: a file made so, or an old one made

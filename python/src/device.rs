@@ -219,6 +219,15 @@ impl DeviceClient {
             .map_err(errors::host)?;
         Ok(v.to_string())
     }
+
+    /// Backs the device up into `path` on the device's machine (admin); what it wrote as a
+    /// JSON text.
+    fn backup_json(&self, py: Python<'_>, path: &str) -> PyResult<String> {
+        let info = py
+            .allow_threads(|| self.client.backup(path))
+            .map_err(errors::host)?;
+        serde_json::to_string(&info).map_err(|e| errors::InternalError::new_err(e.to_string()))
+    }
 }
 
 /// A namespace on a device, authenticated on its connection.

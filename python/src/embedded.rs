@@ -123,6 +123,16 @@ impl EmbeddedDb {
             .map_err(|e| errors::InternalError::new_err(e.to_string()))
     }
 
+    /// Writes a consistent copy of the database to the new directory `path`; what it wrote
+    /// as a JSON text.
+    fn checkpoint_json(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+        let db = self.db()?;
+        let info = py
+            .allow_threads(|| db.checkpoint(&path))
+            .map_err(errors::engine)?;
+        serde_json::to_string(&info).map_err(|e| errors::InternalError::new_err(e.to_string()))
+    }
+
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let Some(db) = self.db.lock().take() else {
             return Ok(());

@@ -1,5 +1,6 @@
 //! `cerberus`: runs the device (`serve`) and talks to one (namespaces, keys, stats, bulk load).
 
+mod backup;
 mod cluster;
 mod keys;
 mod limits;
@@ -141,6 +142,10 @@ enum Cmd {
     /// gen-dhchap-key --hmac=1` prints): the device's [nvme.host_secrets] entry for the host,
     /// and the host's --dhchap-secret (or CERBERUS_DHCHAP_SECRET).
     NvmeKey,
+    /// Writes a consistent backup of the device (its data, namespaces, indexes and
+    /// credentials) to a new directory on the device's machine, while writes go on (admin).
+    /// Restore: `cerberus serve --data-dir DIR`.
+    Backup(backup::BackupArgs),
     /// Tenants spread over several devices: the cluster description, create, list, destroy,
     /// reshard (docs/cluster.md).
     Cluster(cluster::ClusterArgs),
@@ -414,6 +419,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Serve(args) => done(serve::serve(args)),
         Cmd::Ns(cmd) => done(ns::run(cmd)),
         Cmd::Verify(args) => verify::run(args),
+        Cmd::Backup(args) => done(backup::run(&args)),
         Cmd::Cluster(args) => done(cluster::run(args)),
         Cmd::NvmeKey => {
             println!("{}", nvme_key::new_secret());

@@ -335,6 +335,12 @@ fn create(
     json: bool,
     export: bool,
 ) -> Result<()> {
+    if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+        bail!(
+            "a name of digits only ({name}) would read as a namespace id wherever a command \
+             takes one: pick a name with a letter in it"
+        );
+    }
     let created = if settings.any() {
         let s = settings.over(NamespaceSettings::default());
         client.create_namespace_with(name, &s)

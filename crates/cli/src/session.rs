@@ -81,10 +81,7 @@ impl Session {
     }
 
     /// The entries `opts` asks for, in key order, from every namespace of the session.
-    pub fn scan(
-        &self,
-        opts: ScanOptions,
-    ) -> Result<Entries> {
+    pub fn scan(&self, opts: ScanOptions) -> Result<Entries> {
         Ok(match &self.tenant {
             Some(t) => Box::new(t.scan(&opts)?),
             None => Box::new(self.ns.scan(opts)?.map(|e| e.map_err(anyhow::Error::from))),
@@ -166,10 +163,24 @@ impl<'a> NsRef<'a> {
         }
     }
 
-    /// The id: given, or found by name in the device's list (admin).
+    /// The id: given, or found by name in the device's list (admin). An id that another
+    /// namespace has for its name (a name of digits, made by another client) is refused:
+    /// which one was meant cannot be told, and an admin command may destroy it.
     pub fn resolve(&self, client: &BlockingClient) -> Result<u32> {
         match self {
-            NsRef::Id(id) => Ok(*id),
+            NsRef::Id(id) => {
+                let list = client.list_namespaces().context("listing the namespaces")?;
+                let digits = id.to_string();
+                match list.iter().find(|e| e.name == digits && e.nsid != *id) {
+                    Some(e) => bail!(
+                        "{id} is namespace {id}, and also the name of namespace {}: \
+                         ambiguous, nothing done (rename isn't possible; address them by id \
+                         through another client)",
+                        e.nsid
+                    ),
+                    None => Ok(*id),
+                }
+            }
             NsRef::Name(name) => client
                 .list_namespaces()
                 .context("finding the namespace by name")?

@@ -14,7 +14,7 @@ use cerberus_host::cluster::Digest;
 use cerberus_host::{BlockingNamespace, IndexKind, ScanOptions, WriteBatch};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 
 /// The format's version, in the header.
 const VERSION: u64 = 1;
@@ -58,9 +58,18 @@ pub fn import(
     max_frame: usize,
     input: &mut dyn BufRead,
 ) -> Result<Digest> {
-    let mut lines = input.lines().enumerate().map(|(i, l)| (i as u64 + 1, l));
+    // A record's line is at most its key and value JSON-escaped (6 bytes a byte at worst)
+    // and some framing: a longer line is refused before it is all in memory.
+    let max_line = limits.map_or(64 << 20, |l| {
+        6 * (u64::from(l.max_key_len) + u64::from(l.max_value_len)) + 4096
+    });
+    let mut lines = Lines {
+        input,
+        max: max_line,
+        n: 0,
+    };
     let header = match lines.next() {
-        Some((_, l)) => l.context("reading the header line")?,
+        Some((_, l)) => l?,
         None => bail!("empty input: not a cerberus export"),
     };
     let indexes = header_indexes(&header)?;
@@ -71,8 +80,8 @@ pub fn import(
     let mut batch = Batch::new(max_frame);
     let mut digest = Digest::default();
     let mut buf = Vec::new();
-    for (n, line) in lines.by_ref() {
-        let line = line.with_context(|| format!("reading line {n}"))?;
+    while let Some((n, line)) = lines.next() {
+        let line = line?;
         let doc: Value = serde_json::from_str(&line)
             .with_context(|| format!("line {n} is not JSON (a damaged export?)"))?;
         if let Some(end) = doc.get("end") {
@@ -101,6 +110,50 @@ pub fn import(
          may have held more",
         digest.records
     )
+}
+
+/// The lines of an export, numbered from 1, each at most `max` bytes.
+struct Lines<'a> {
+    input: &'a mut dyn BufRead,
+    max: u64,
+    n: u64,
+}
+
+impl Iterator for Lines<'_> {
+    type Item = (u64, Result<String>);
+
+    fn next(&mut self) -> Option<(u64, Result<String>)> {
+        self.n += 1;
+        let n = self.n;
+        let mut buf = Vec::new();
+        let read = (&mut self.input)
+            .take(self.max + 1)
+            .read_until(b'\n', &mut buf);
+        match read {
+            Ok(0) => None,
+            Err(e) => Some((
+                n,
+                Err(anyhow::Error::new(e).context(format!("reading line {n}"))),
+            )),
+            Ok(_) if buf.len() as u64 > self.max => Some((
+                n,
+                Err(anyhow::anyhow!(
+                    "line {n} is longer than any record this device takes ({} bytes): not a \
+                     cerberus export, or a damaged one",
+                    self.max
+                )),
+            )),
+            Ok(_) => {
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                }
+                Some((
+                    n,
+                    String::from_utf8(buf).map_err(|_| anyhow::anyhow!("line {n} is not UTF-8")),
+                ))
+            }
+        }
+    }
 }
 
 /// `{"attr", "kind"}` of each index of `ns`.

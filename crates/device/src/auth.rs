@@ -62,6 +62,8 @@ pub struct Credentials {
     admin_plain: String,
     /// Each namespace's secret hash and the epoch it was issued in.
     namespaces: Mutex<BTreeMap<u32, (Hash, u64)>>,
+    /// One change of the credentials at a time (held across the file's syncs).
+    writer: Mutex<()>,
     /// Bumped by every rekey: a connection that proved a namespace checks its
     /// proof again only when this has moved (one load per command otherwise).
     epoch: AtomicU64,
@@ -105,6 +107,7 @@ impl Credentials {
             admin_plain,
             namespaces: Mutex::new(namespaces),
             epoch: AtomicU64::new(0),
+            writer: Mutex::new(()),
         })
     }
 
@@ -147,10 +150,11 @@ impl Credentials {
     /// Issues a new secret for `nsid` and persists its hash before returning it.
     pub fn issue(&self, nsid: u32) -> Result<String, DeviceError> {
         let secret = generate_secret();
-        let mut map = self.namespaces.lock();
-        let epoch = self.epoch.load(Ordering::Acquire);
-        map.insert(nsid, (hash(secret.as_bytes()), epoch));
-        self.persist(&map)?;
+        let hash = hash(secret.as_bytes());
+        self.change(|map, epoch| {
+            map.insert(nsid, (hash, epoch));
+            false
+        })?;
         Ok(secret)
     }
 
@@ -158,27 +162,76 @@ impl Credentials {
     /// returns, the old secret is refused, and connections that proved it lose the namespace.
     pub fn rekey(&self, nsid: u32) -> Result<Option<String>, DeviceError> {
         let secret = generate_secret();
-        let mut map = self.namespaces.lock();
-        let Some(old) = map.get(&nsid).copied() else {
-            return Ok(None);
-        };
-        let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-        map.insert(nsid, (hash(secret.as_bytes()), epoch));
-        if let Err(e) = self.persist(&map) {
-            // Not on disk: the old secret stays the one that works, here as after a restart.
-            map.insert(nsid, old);
-            return Err(e);
-        }
-        Ok(Some(secret))
+        let hash = hash(secret.as_bytes());
+        let rekeyed = self.change(|map, epoch| match map.get_mut(&nsid) {
+            Some(entry) => {
+                *entry = (hash, epoch + 1);
+                true
+            }
+            None => false,
+        })?;
+        Ok(rekeyed.then_some(secret))
     }
 
     /// Forgets the credential of a destroyed namespace.
     pub fn revoke(&self, nsid: u32) -> Result<(), DeviceError> {
-        let mut map = self.namespaces.lock();
-        if map.remove(&nsid).is_some() {
-            self.persist(&map)?;
+        self.change(|map, _| {
+            map.remove(&nsid);
+            false
+        })
+        .map(|_| ())
+    }
+
+    /// Applies `f` to a copy of the credentials (given the current epoch; `true` from it
+    /// moves the epoch on), persists the copy and puts it in place. The map's lock is held
+    /// only to copy and to swap, never across the file's syncs: every command of every
+    /// connection takes it after a rekey (`still_holds`). Changes are one at a time.
+    fn change(
+        &self,
+        f: impl FnOnce(&mut BTreeMap<u32, (Hash, u64)>, u64) -> bool,
+    ) -> Result<bool, DeviceError> {
+        let _one = self.writer.lock();
+        let mut next = self.namespaces.lock().clone();
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let moved = f(&mut next, epoch);
+        self.persist(&next)?;
+        *self.namespaces.lock() = next;
+        if moved {
+            // After the swap: a connection that sees the new epoch finds the new map.
+            self.epoch.store(epoch + 1, Ordering::Release);
         }
-        Ok(())
+        Ok(moved)
+    }
+
+    /// Writes, into backup directory `dir`, `credentials.json` with the credentials of the
+    /// namespaces `keep` names (those the backup holds), and `admin.secret` if this device
+    /// keeps one in its data directory: both mode 0600, synced.
+    pub(crate) fn write_backup(
+        &self,
+        dir: &Path,
+        keep: impl Fn(u32) -> bool,
+    ) -> Result<(), DeviceError> {
+        let kept: BTreeMap<u32, Hash> = self
+            .namespaces
+            .lock()
+            .iter()
+            .filter(|(ns, _)| keep(**ns))
+            .map(|(ns, (h, _))| (*ns, *h))
+            .collect();
+        let f = CredentialsFile {
+            version: 1,
+            namespaces: kept.iter().map(|(k, v)| (*k, to_hex(v))).collect(),
+        };
+        let bytes = serde_json::to_vec_pretty(&f)
+            .map_err(|e| DeviceError::Config(format!("encoding credentials: {e}")))?;
+        write_private(&dir.join(CREDENTIALS_FILE), &bytes, true)?;
+        let admin = self.dir.join(ADMIN_SECRET_FILE);
+        match std::fs::read(&admin) {
+            Ok(secret) => write_private(&dir.join(ADMIN_SECRET_FILE), &secret, true)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DeviceError::io(&admin, e)),
+        }
+        sync_dir(dir)
     }
 
     /// Writes the file whole under a temporary name, syncs it and renames it over the old one,
@@ -194,7 +247,14 @@ impl Credentials {
         let tmp = self.dir.join(format!("{CREDENTIALS_FILE}.tmp"));
         write_private(&tmp, &bytes, false)?;
         std::fs::rename(&tmp, &path).map_err(|e| DeviceError::io(&path, e))?;
-        sync_dir(&self.dir)
+        // The new file is in place: it is what the device now holds, and what a restart
+        // reads unless the rename itself is lost. A failed sync of the directory is told,
+        // not returned, so memory and file never disagree (a rekey whose answer was an error
+        // would leave the old secret in memory and a new, unseen one on disk).
+        if let Err(e) = sync_dir(&self.dir) {
+            tracing::warn!(error = %e, "credentials written but their directory not synced");
+        }
+        Ok(())
     }
 }
 

@@ -34,9 +34,9 @@ mod vlog;
 pub use batch::WriteBatch;
 pub use db::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use db::{
-    Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace, NamespaceSpace,
-    QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, Usage, VerifyReport,
-    DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS, RECORD_WORK,
+    CheckpointInfo, Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace,
+    NamespaceSpace, QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, Usage, VerifyReport,
+    CHECKPOINT_MARKER, DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS, RECORD_WORK,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Number, Scalar};

@@ -10,6 +10,8 @@
 //! `CERBERUS_STRESS_MINUTES` (new seeds until the time is up), `CERBERUS_STRESS_SHRINK_SECS`
 //! (shrinking budget).
 
+#[path = "stress/checkpoint.rs"]
+mod checkpoint;
 #[path = "stress/checks.rs"]
 mod checks;
 #[path = "stress/concurrent.rs"]

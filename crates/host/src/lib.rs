@@ -22,6 +22,7 @@
 
 #![deny(missing_docs)]
 
+mod backup;
 mod blocking;
 mod blocking_namespace;
 mod client;
@@ -44,6 +45,7 @@ mod scan_options;
 mod tls;
 mod write_batch;
 
+pub use backup::BackupInfo;
 pub use blocking::BlockingClient;
 pub use blocking_namespace::BlockingNamespace;
 pub use client::{Client, ClientConfig, InflightLimit};

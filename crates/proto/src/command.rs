@@ -1,12 +1,14 @@
 //! Commands and their completions: typed forms of frame bodies, with their encoders and
 //! decoders. The byte layouts are in `docs/protocol.md`.
 
+mod backup;
 mod batch;
 mod decode;
 mod delete_range;
 mod encode;
 mod settings;
 
+pub use backup::MAX_BACKUP_PATH_LEN;
 pub use batch::{BatchWrite, BATCH_DELETE, BATCH_PUT, MAX_BATCH_WRITES};
 pub use delete_range::prefix_end;
 pub use settings::{
@@ -95,11 +97,14 @@ pub enum Opcode {
     IndexList = 0xD2,
     /// Runs a query inside the device.
     Query = 0xD3,
+    /// Writes a consistent backup of the device's data directory to a directory on the
+    /// device's machine (admin).
+    Backup = 0xE0,
 }
 
 impl Opcode {
     /// Every opcode, in code order.
-    pub const ALL: [Opcode; 22] = [
+    pub const ALL: [Opcode; 23] = [
         Opcode::Store,
         Opcode::Retrieve,
         Opcode::List,
@@ -122,6 +127,7 @@ impl Opcode {
         Opcode::IndexDrop,
         Opcode::IndexList,
         Opcode::Query,
+        Opcode::Backup,
     ];
 
     /// The opcode of code `b`, if there is one.
@@ -154,6 +160,7 @@ impl Opcode {
             Opcode::IndexDrop => "index_drop",
             Opcode::IndexList => "index_list",
             Opcode::Query => "query",
+            Opcode::Backup => "backup",
         }
     }
 
@@ -335,6 +342,12 @@ pub enum Request {
         /// The query document, JSON.
         query: Bytes,
     },
+    /// A backup of the device into `dir`, a directory on the device's machine that must not
+    /// exist (admin); the answer is a JSON summary.
+    Backup {
+        /// The directory: absolute, or relative to the data directory's parent.
+        dir: String,
+    },
 }
 
 /// Index create flag: a value-addressed (VAS) index.
@@ -381,6 +394,7 @@ impl Request {
             Request::IndexDrop { .. } => Opcode::IndexDrop,
             Request::IndexList => Opcode::IndexList,
             Request::Query { .. } => Opcode::Query,
+            Request::Backup { .. } => Opcode::Backup,
         }
     }
 

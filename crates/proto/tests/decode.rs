@@ -74,6 +74,7 @@ fn request() -> impl Strategy<Value = Request> {
         "[a-z.]{1,30}".prop_map(|attr| Request::IndexDrop { attr }),
         Just(Request::IndexList),
         bytes(200).prop_map(|query| Request::Query { query }),
+        "/[a-z/]{1,40}".prop_map(|dir| Request::Backup { dir }),
         (
             proptest::collection::vec(batch_write(), 0..20),
             any::<bool>()
@@ -212,6 +213,7 @@ fn response() -> impl Strategy<Value = Response> {
         (Just(Opcode::IndexCreate), Just(Reply::Empty)),
         (Just(Opcode::IndexDrop), Just(Reply::Empty)),
         (Just(Opcode::IndexList), bytes(100).prop_map(Reply::Json)),
+        (Just(Opcode::Backup), bytes(100).prop_map(Reply::Json)),
         (
             Just(Opcode::Query),
             (

@@ -98,3 +98,27 @@ fn a_lost_secret_is_rekeyed_and_namespaces_go_by_name() {
     let list = common::cli(&s, &admin, &["ns", "list"]);
     assert!(!text(&list).contains("shop"), "{}", text(&list));
 }
+
+/// A name of digits reads as an id (`--ns 12`): the CLI does not make one, and an admin
+/// command by id refuses when another namespace has that id for its name (review of issue 65:
+/// `ns destroy 2` would otherwise destroy namespace 2 when namespace "2" was meant).
+#[test]
+fn names_of_digits_are_refused_and_never_mistaken_for_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::start(dir.path(), &[]);
+    let admin = [("CERBERUS_ADMIN_SECRET", s.admin.as_str())];
+    let o = common::cli(&s, &admin, &["ns", "create", "12"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("digits only"), "{}", errors(&o));
+    // Another client may make such a name: namespace 1 "a", namespace 2 "1".
+    let (first, _) = common::tenant(&s, "a");
+    let client = cerberus_host::BlockingClient::connect(s.addr.as_str()).unwrap();
+    client.authenticate_admin(&s.admin).unwrap();
+    let (second, _) = client.create_namespace(&first).unwrap();
+    assert_ne!(second.to_string(), first);
+    let o = common::cli(&s, &admin, &["ns", "destroy", &first]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(errors(&o).contains("ambiguous"), "{}", errors(&o));
+    let list = text(&common::cli(&s, &admin, &["ns", "list"]));
+    assert_eq!(list.lines().count(), 2, "nothing destroyed: {list}");
+}

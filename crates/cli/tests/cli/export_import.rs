@@ -126,6 +126,18 @@ fn export_then_import_into_an_empty_device_gives_the_same_namespace() {
         "{}",
         errors(&o)
     );
+    // A line longer than any record the device takes: refused before it is all read.
+    let long = dir.path().join("long.jsonl");
+    let mut body = lines[0].to_string() + "\n";
+    body.push_str(&"x".repeat(14 << 20));
+    std::fs::write(&long, body).unwrap();
+    let o = cli(&b, &env_c, &["ns", "import", "cut", long.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        errors(&o).contains("longer than any record"),
+        "{}",
+        errors(&o)
+    );
     // Not an export at all.
     let o = cli(&b, &env_c, &["ns", "import", "cut", reviews.as_str()]);
     assert_eq!(o.status.code(), Some(2));

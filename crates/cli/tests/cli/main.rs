@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod backup;
 mod cluster;
 mod cluster_fence;
 mod cluster_first_contact;

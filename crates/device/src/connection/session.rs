@@ -7,6 +7,10 @@ use crate::dispatch::Shared;
 use cerberus_proto::{Command, Reply, Request, Response, Status, DEVICE_NSID};
 use std::collections::HashMap;
 
+/// The namespace an unknown name is checked against: the engine's default namespace, which
+/// the device never issues a credential (so the check fails as a wrong secret's does).
+pub(crate) const UNNAMED: u32 = 0;
+
 /// What a connection has proved.
 #[derive(Default)]
 pub(crate) struct Session {
@@ -66,7 +70,8 @@ impl Session {
             | Request::NamespaceConfigure { .. }
             | Request::NamespaceDestroy
             | Request::NamespaceRekey
-            | Request::NamespaceList => self.admin,
+            | Request::NamespaceList
+            | Request::Backup { .. } => self.admin,
             Request::Authenticate { .. }
             | Request::AuthenticateByName { .. }
             | Request::Identify => true,
@@ -87,9 +92,12 @@ impl Session {
         let reply = match &cmd.request {
             Request::Authenticate { .. } | Request::AuthenticateByName { .. } => {
                 let proved = match &cmd.request {
-                    Request::AuthenticateByName { name, secret } => shared
-                        .namespace_named(name)
-                        .filter(|ns| self.authenticate(*ns, secret, shared)),
+                    // An unknown name is checked as namespace 0, which has no credential:
+                    // the same work and the same failure count as a wrong secret.
+                    Request::AuthenticateByName { name, secret } => {
+                        Some(shared.namespace_named(name).unwrap_or(UNNAMED))
+                            .filter(|ns| self.authenticate(*ns, secret, shared))
+                    }
                     Request::Authenticate { secret } => {
                         Some(nsid).filter(|ns| self.authenticate(*ns, secret, shared))
                     }

@@ -125,10 +125,7 @@ impl Shared {
 
     /// The id of the namespace the device serves under `name`.
     pub(crate) fn namespace_named(&self, name: &str) -> Option<u32> {
-        let list = self.db.list_namespaces();
-        list.into_iter()
-            .find(|n| n.nsid != 0 && n.name == name)
-            .map(|n| n.nsid)
+        self.db.namespace_id(name).filter(|ns| *ns != 0)
     }
 
     pub(super) fn namespace_list(&self) -> Outcome {

@@ -7,6 +7,7 @@
 //! identify). `engine_error` is the one place an engine error becomes a status.
 
 mod admin;
+mod backup;
 mod data;
 mod delete_range;
 mod engine_error;
@@ -66,6 +67,8 @@ pub struct Shared {
     pub shares: Shares,
     /// The bytes the device holds for clients on every wire (`max_held_bytes`).
     pub held: Arc<HeldBytes>,
+    /// One backup at a time.
+    backup: backup::BackupGate,
 }
 
 /// Outcome of a command: a status, and a body or message.
@@ -121,6 +124,7 @@ impl Shared {
             dedup,
             shares,
             held,
+            backup: Default::default(),
         };
         // Queued before the stop: past the bound too.
         for w in pending {
@@ -205,6 +209,7 @@ impl Shared {
             Request::IndexDrop { attr } => self.index_drop(ns, &attr),
             Request::IndexList => self.index_list(ns),
             Request::Query { query } => self.query(ns, &query),
+            Request::Backup { dir } => self.backup(&dir),
             Request::NamespaceCreate { name, settings } => self.namespace_create(&name, settings),
             Request::NamespaceConfigure {
                 settings,

@@ -11,7 +11,7 @@
 
 use super::conn::{sgl_len, Conn};
 use super::{invalid_field, invalid_namespace, Answer};
-use crate::connection::session::Session;
+use crate::connection::session::{Session, UNNAMED};
 use crate::held::HeldBytes;
 use crate::iterators::ConnIterators;
 use crate::workers::answer;
@@ -255,24 +255,20 @@ impl Conn {
             Response::error(cmd.cid, cmd.nsid, opcode, Status::AccessDenied, msg)
         };
         if let Request::AuthenticateByName { name, secret } = &cmd.request {
-            // The grant is checked on the id the name has; an unknown name is refused as an
-            // ungranted one, so the answer does not tell which names exist.
+            // The grant is checked on the id the name has. An unknown name, an ungranted
+            // one and a wrong secret do the same work (a grant lookup, a credential check
+            // that fails and is counted) and get one answer, so names cannot be probed.
             let shared = self.target.shared.clone();
-            let found = shared.namespace_named(name);
-            let granted = found.filter(|ns| admin || self.may_use(*ns));
-            let Some(ns) = granted else {
+            let ns = shared.namespace_named(name).unwrap_or(UNNAMED);
+            let granted = admin || self.may_use(ns);
+            let checked = if granted { ns } else { UNNAMED };
+            if !self.vendor.session.authenticate(checked, secret, &shared) {
                 return Ok(Some(denied(
                     self,
                     format!(
-                        "namespace {name:?} is not granted to this host NQN (the device's \
-                         [nvme.hosts] lists the namespaces each host may use)"
+                        "namespace {name:?}: unknown, not granted to this host NQN (the \
+                         device's [nvme.hosts]), or a wrong credential"
                     ),
-                )));
-            };
-            if !self.vendor.session.authenticate(ns, secret, &shared) {
-                return Ok(Some(denied(
-                    self,
-                    "unknown namespace or wrong credential".into(),
                 )));
             }
             shared.metrics.record(ns, opcode, true, Duration::ZERO);

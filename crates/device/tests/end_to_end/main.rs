@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod backup;
 mod bad_input;
 mod delete_range;
 mod inline_queries;

@@ -80,16 +80,24 @@ fn a_namespace_opens_by_name_and_an_unknown_name_is_a_wrong_credential() {
     assert_eq!(ns.get(b"k".to_vec()).unwrap().unwrap(), b"v".as_slice());
     // Another namespace's secret under this name, a wrong secret, an unknown name: one
     // refusal for all, so names cannot be probed.
+    let mut answers = Vec::new();
     for (name, s) in [
         ("reviews", other_secret.as_str()),
         ("reviews", "not-the-secret"),
         ("nosuch", secret.as_str()),
     ] {
         let c = common::connect(&dev);
+        let failures = common::metric(&dev, "cerberus_auth_failures_total");
         match c.open_namespace_named(name, s) {
-            Err(Error::AccessDenied(_)) => {}
+            Err(Error::AccessDenied(msg)) => answers.push(msg),
             other => panic!("{name}: {other:?}"),
         }
+        // An unknown name is counted as a wrong secret is (name guessing shows).
+        assert_eq!(
+            common::metric(&dev, "cerberus_auth_failures_total"),
+            failures + 1,
+            "{name}"
+        );
         // Nothing was granted by the refusal.
         assert!(c.namespace(nsid).get(b"k".to_vec()).is_err());
     }

@@ -146,6 +146,12 @@ fn missing_or_wrong_credentials_are_denied_for_every_data_opcode() {
             client.list_namespaces(),
             Err(Error::AccessDenied(_))
         ));
+        let bk = dir.path().join("bk");
+        assert!(matches!(
+            client.backup(bk.to_str().unwrap()),
+            Err(Error::AccessDenied(_))
+        ));
+        assert!(!bk.exists());
     }
     // Nothing was touched: the store and the delete were refused.
     assert_eq!(

@@ -89,6 +89,16 @@ impl DbBuilder {
 fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     options.validate()?;
     let lock = storage.lock().ctx("LOCK")?;
+    if storage
+        .exists(super::CHECKPOINT_MARKER)
+        .ctx(super::CHECKPOINT_MARKER)?
+    {
+        return Err(Error::corruption(
+            super::CHECKPOINT_MARKER,
+            0,
+            "an interrupted checkpoint: delete this directory and take the checkpoint again",
+        ));
+    }
     let page_size = storage.page_size();
     let counters = Arc::new(Counters::new(page_size));
     let ctx = TableCtx::new(

@@ -4,6 +4,7 @@
 mod backfill;
 mod background;
 mod builder;
+mod checkpoint;
 mod count;
 mod delete_range;
 mod flush;
@@ -32,6 +33,7 @@ mod verify;
 mod write;
 
 pub use builder::DbBuilder;
+pub use checkpoint::{CheckpointInfo, CHECKPOINT_MARKER};
 pub use delete_range::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use gc::GcStats;
 pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
@@ -205,6 +207,17 @@ impl Db {
     /// The default namespace (0) cannot be destroyed.
     pub fn destroy_namespace(&self, ns: Nsid) -> Result<()> {
         self.inner.destroy_namespace(ns)
+    }
+
+    /// The id of the live namespace called `name`: no copy of the catalog, no sort (a
+    /// device resolves names for clients that have proved nothing yet).
+    pub fn namespace_id(&self, name: &str) -> Option<Nsid> {
+        let state = self.inner.namespaces.read();
+        state
+            .live
+            .iter()
+            .find(|(_, e)| e.name == name)
+            .map(|(id, _)| *id)
     }
 
     /// Live namespaces, by id.

@@ -197,6 +197,20 @@ pub trait Storage: Send + Sync + 'static {
         self.rename(&tmp, name)?;
         self.sync_dir()
     }
+    /// Where `name` lives on the local file system, if this storage keeps its files there
+    /// as they are: a checkpoint hard-links such files rather than copy them.
+    fn local_path(&self, _name: &str) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// Makes `name` a hard link to the local file `src`, durably (the file and the link);
+    /// `Unsupported` where this storage keeps no local files, and any link error (another
+    /// file system, say) as it is: the caller copies instead.
+    fn link_from(&self, _src: &std::path::Path, _name: &str) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this storage cannot link files",
+        ))
+    }
     /// `(total, free)` bytes of the medium the storage lives on, if it knows them (the
     /// device-wide reserve is checked against them); `None`: unknown, no reserve applies.
     fn space(&self) -> io::Result<Option<(u64, u64)>> {

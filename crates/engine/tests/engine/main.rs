@@ -7,6 +7,7 @@ mod common;
 
 mod background_runner;
 mod bit_rot;
+mod checkpoint;
 mod concurrency;
 mod corruption;
 mod crash;

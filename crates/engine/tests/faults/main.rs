@@ -1,6 +1,7 @@
 //! The engine under I/O errors: the error sweep (`sweep.rs`) and one test per rule
 //! (`rules.rs`, see docs/faults.md).
 
+mod checkpoint;
 #[path = "../common/mod.rs"]
 mod common;
 mod rules;

@@ -546,7 +546,14 @@ impl Gen {
             "iter_drop" => Op::IterClose {
                 it: self.rng.gen_range(0..ITER_SLOTS),
             },
-            "flush" => Op::Flush,
+            "flush" => {
+                // One flush in three follows a checkpoint (often of unflushed writes), drawn
+                // from the side stream: the main stream, and so older seeds' logs, stay aligned.
+                if self.side.gen_ratio(1, 3) {
+                    out.push(Op::Checkpoint);
+                }
+                Op::Flush
+            }
             "wait_for_compactions" => Op::WaitForCompactions,
             "compact_range" => {
                 let a = self.rng.gen_bool(0.6).then(|| self.rng.gen_range(0..KEYS));

@@ -267,6 +267,8 @@ pub enum Op {
         on: bool,
     },
     Reopen,
+    /// A checkpoint, opened and compared with the model (`checkpoint.rs`).
+    Checkpoint,
     /// Power cut (fault storage): unsynced data is lost; elsewhere a reopen.
     Crash,
     /// Arms an I/O fault on the fault storage (elsewhere nothing).
@@ -462,6 +464,7 @@ impl fmt::Display for Op {
             Op::Configure { ns, capacity } => write!(f, "configure ns{ns} capacity {capacity:?}"),
             Op::ReadOnly { ns, on } => write!(f, "set_read_only ns{ns} {on}"),
             Op::Reopen => write!(f, "close + reopen"),
+            Op::Checkpoint => write!(f, "checkpoint + open it"),
             Op::Crash => write!(f, "crash + reopen"),
             Op::Inject { kind, nth, sticky } => {
                 write!(f, "inject {kind:?} nth={nth} sticky={sticky}")

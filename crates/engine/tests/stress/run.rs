@@ -323,6 +323,7 @@ impl Session {
             | Op::Configure { .. }
             | Op::ReadOnly { .. }
             | Op::Reopen
+            | Op::Checkpoint
             | Op::Crash
             | Op::Heal
             | Op::Inject { .. } => self.exec_write(host, op),

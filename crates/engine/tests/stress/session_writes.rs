@@ -175,6 +175,7 @@ impl Session {
                     Err(e) => Err(format!("drop_index: {e}")),
                 }
             }
+            Op::Checkpoint => self.checkpoint(host),
             Op::Flush => bg(faulty, "Db::flush", host.db().flush()),
             Op::WaitForCompactions => bg(
                 faulty,

@@ -345,6 +345,9 @@ impl Device {
                 Status::InvalidOpcode,
                 "the fake device has no names or rekeys",
             ),
+            Request::Backup { .. } => {
+                refuse(Status::InvalidOpcode, "the fake device has no backups")
+            }
             Request::Authenticate { secret } => authenticate(&st, session, nsid, &secret),
             Request::Identify => Ok(Reply::Identify(id)),
             Request::Stats => stats(&st, session, nsid, may_access),

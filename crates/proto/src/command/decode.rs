@@ -34,6 +34,7 @@ impl Command {
             Opcode::IterClose => iter_close(body)?,
             Opcode::IndexCreate | Opcode::IndexDrop => index(opcode, flags, &body)?,
             Opcode::Query => Request::Query { query: body },
+            Opcode::Backup => super::backup::decode(&body)?,
             Opcode::NamespaceDestroy
             | Opcode::NamespaceRekey
             | Opcode::NamespaceList

@@ -103,6 +103,7 @@ impl Command {
             }
             Request::IndexList => {}
             Request::Query { query } => out.put_slice(query),
+            Request::Backup { dir } => backup::encode(out, dir)?,
         }
         let body_len = body_len(out.len() - start - HEADER_LEN)?;
         let header = Header {

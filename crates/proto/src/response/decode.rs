@@ -46,7 +46,7 @@ fn success(opcode: Opcode, body: Bytes) -> Result<Reply, ProtoError> {
         Opcode::Stats => Reply::Stats(body),
         Opcode::IterOpen => iter(body)?,
         Opcode::IterNext => entries(body)?,
-        Opcode::IndexList => Reply::Json(body),
+        Opcode::IndexList | Opcode::Backup => Reply::Json(body),
         Opcode::Query => found(body)?,
         Opcode::DeleteRange => range_deleted(body)?,
         Opcode::Store
