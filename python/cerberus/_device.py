@@ -11,14 +11,16 @@ from typing import Any, Dict, List, Literal, Optional, Union
 
 from . import _cerberus
 from . import Namespace, _settings
-from ._cerberus import InvalidNamespace, NamespaceExists, ShuttingDown
+from ._cerberus import AccessDenied, InvalidNamespace, NamespaceExists, ShuttingDown
 
 
 class Device:
     """A connection to a Cerberus device (:func:`connect`)."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: Any, admin: bool = False) -> None:
         self._native = native
+        # Connected with the admin secret (it may list namespaces).
+        self._admin = admin
 
     def __enter__(self) -> "Device":
         return self
@@ -79,9 +81,16 @@ class Device:
 
     def namespace(self, ns: Union[int, str], secret: str) -> Namespace:
         """Opens the namespace with this id or name with its credential (:class:`AccessDenied`
-        if wrong, or if no namespace has that name: the device does not say which)."""
+        if wrong). By name, the device answers an unknown name as a wrong credential, so a
+        stranger learns nothing; a handle with the admin secret, which may list the
+        namespaces, raises :class:`InvalidNamespace` for a name no namespace has."""
         if isinstance(ns, str):
-            native = self._client().namespace_named(ns, secret)
+            try:
+                native = self._client().namespace_named(ns, secret)
+            except AccessDenied:
+                if self._admin and all(n != ns for _, n in self._client().list_namespaces()):
+                    raise InvalidNamespace(f"no namespace {ns!r}") from None
+                raise
             return Namespace(native, ns, secret)
         return Namespace(self._client().namespace(ns, secret), None, secret)
 
@@ -178,4 +187,4 @@ def connect(address: str, admin_secret: Optional[str] = None, tls_ca: Optional[s
     ``dhchap_secret`` on the native wire raise ``ValueError``."""
     return Device(_cerberus.DeviceClient.connect(
         address, admin_secret, tls_ca, server_name, wire, hostnqn, subnqn, dhchap_secret,
-        dhchap_ctrl_secret))
+        dhchap_ctrl_secret), admin=admin_secret is not None)

@@ -3,7 +3,7 @@
 //! stopped, until the range is empty.
 
 use crate::blocking_namespace::BlockingNamespace;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::namespace::Namespace;
 use crate::reply::unexpected;
 use bytes::Bytes;
@@ -23,10 +23,19 @@ impl Namespace {
         let mut start = start.into();
         let mut total = 0u64;
         loop {
-            let (deleted, next) = self.delete_range_step(start, end.clone(), 0).await?;
+            let (deleted, next) = self
+                .delete_range_step(start.clone(), end.clone(), 0)
+                .await?;
             total += deleted;
             match next {
-                Some(next) => start = next,
+                // Each step must move on: a device answering a resume point at or before
+                // the start would keep this loop going forever.
+                Some(next) if next > start => start = next,
+                Some(next) => {
+                    return Err(Error::Protocol(format!(
+                        "delete range: the device answered resume at {next:?}, not past {start:?}"
+                    )))
+                }
                 None => return Ok(total),
             }
         }

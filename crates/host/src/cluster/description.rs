@@ -405,6 +405,13 @@ impl DescriptionLock {
 /// lacks appended, nothing else of it changed.
 fn ignore_credentials(base: &Path, path: &Path) -> Result<(), ClusterError> {
     let file = base.join(".gitignore");
+    // Appended to as a file of the folder, never through a link to somewhere else.
+    if std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(ClusterError::Refused(format!(
+            "{} is a symbolic link: add /secrets/ to the file it names yourself",
+            file.display()
+        )));
+    }
     let mut lock = path.file_name().unwrap_or_default().to_os_string();
     lock.push(".lock");
     let wanted = [

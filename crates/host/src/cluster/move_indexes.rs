@@ -57,6 +57,19 @@ pub(super) fn check_on(
     let list = ns
         .list_indexes()
         .map_err(|e| format!("listing the indexes of the new part on {device}: {e}"))?;
+    // Each was made on an empty part, so its backfill is done when its create returns:
+    // one still filling is a part that was not empty.
+    if let Some(e) = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e.get("ready") == Some(&serde_json::Value::Bool(false)))
+    {
+        return Err(format!(
+            "the new part on {device} has index {} still filling: it was not empty",
+            e["attr"]
+        ));
+    }
     let have: BTreeMap<String, IndexKind> = parse(&list)
         .map_err(|e| e.to_string())?
         .into_iter()
