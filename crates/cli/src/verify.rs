@@ -1,10 +1,10 @@
 //! `cerberus verify`: every table and value-log segment of a stopped device read back and
 //! every checksum checked.
 
-use super::serve::device_config;
 use super::VerifyArgs;
 use anyhow::{Context, Result};
 use cerberus_device::verify_data_dir;
+use cerberus_server::device_config;
 use std::process::ExitCode;
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode> {
