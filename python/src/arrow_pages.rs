@@ -1,6 +1,6 @@
 //! A find's records as a `pyarrow.Table` built in Rust: every page fetched here (the
 //! continuation followed without a trip through Python), the JSON values decoded into Arrow
-//! columns by arrow-json, the table handed to pyarrow through the Arrow C data interface. No
+//! columns (`arrow_columns`), the table handed to pyarrow through the Arrow C data interface. No
 //! Python object is made per record.
 
 use crate::errors;
@@ -98,7 +98,7 @@ fn batches(
     let values_schema = if objects {
         match scan(&parts) {
             Some(schema) => schema,
-            None => infer_nested(records)?,
+            None => return Ok(None),
         }
     } else {
         Schema::empty()
@@ -152,17 +152,17 @@ fn parts(records: &[(Bytes, Bytes)]) -> Vec<&[(Bytes, Bytes)]> {
     records.chunks(records.len().div_ceil(n).max(1)).collect()
 }
 
-/// The schema of flat objects, each part scanned on a thread of its own (`None`: a value is
-/// not a flat JSON object).
+/// The values' schema, each part scanned on a thread of its own (`None`: a value is not a
+/// JSON object, or one place holds an object or array beside another kind).
 fn scan(parts: &[&[(Bytes, Bytes)]]) -> Option<Schema> {
-    use crate::arrow_schema_scan::Kinds;
-    let scanned: Vec<Option<Kinds>> = std::thread::scope(|s| {
+    use crate::arrow_schema_scan::Shape;
+    let scanned: Vec<Option<Shape>> = std::thread::scope(|s| {
         let handles: Vec<_> = parts
             .iter()
             .map(|part| {
                 s.spawn(move || {
-                    let mut kinds = Kinds::default();
-                    part.iter().all(|(_, v)| kinds.add(v)).then_some(kinds)
+                    let mut shape = Shape::default();
+                    part.iter().all(|(_, v)| shape.add(v)).then_some(shape)
                 })
             })
             .collect();
@@ -171,11 +171,11 @@ fn scan(parts: &[&[(Bytes, Bytes)]]) -> Option<Schema> {
             .map(|h| h.join().ok().flatten())
             .collect()
     });
-    let mut all = Kinds::default();
-    for kinds in scanned {
-        all.merge(kinds?);
+    let mut all = Shape::default();
+    for shape in scanned {
+        all.merge(shape?);
     }
-    Some(all.schema())
+    all.schema()
 }
 
 /// One part's record batches (`None`: a value did not decode to one row).
@@ -201,49 +201,15 @@ fn part_batches(
         };
         let mut columns = vec![pk];
         if objects {
-            let values = decode(chunk, Arc::new(values_schema.clone()))?;
-            if values.num_rows() != chunk.len() {
-                return Ok(None);
-            }
-            columns.extend(values.columns().iter().cloned());
+            let values = chunk.iter().map(|(_, v)| v.as_ref());
+            columns.extend(crate::arrow_columns::decode(
+                values_schema.fields(),
+                values,
+            )?);
         }
         out.push(RecordBatch::try_new(schema.clone(), columns)?);
     }
     Ok(Some(out))
-}
-
-/// The schema of values with arrays or objects in them: arrow-json's inference, which builds
-/// each document.
-fn infer_nested(records: &[(Bytes, Bytes)]) -> Result<Schema, ArrowError> {
-    let parsed = records.iter().map(|(_, v)| {
-        serde_json::from_slice::<serde_json::Value>(v)
-            .map_err(|e| ArrowError::JsonError(e.to_string()))
-    });
-    arrow_json::reader::infer_json_schema_from_iterator(parsed)
-}
-
-/// One chunk's values, decoded with `schema` (numbers and booleans accepted into a string
-/// column where the inference chose one for mixed types).
-fn decode(chunk: &[(Bytes, Bytes)], schema: Arc<Schema>) -> Result<RecordBatch, ArrowError> {
-    let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
-        .with_batch_size(chunk.len().max(1))
-        .with_coerce_primitive(true)
-        .build_decoder()?;
-    for (_, v) in chunk {
-        let mut rest: &[u8] = v;
-        while !rest.is_empty() {
-            let n = decoder.decode(rest)?;
-            if n == 0 {
-                break;
-            }
-            rest = &rest[n..];
-        }
-        // A separator, so that two values never run together.
-        decoder.decode(b"\n")?;
-    }
-    Ok(decoder
-        .flush()?
-        .unwrap_or_else(|| RecordBatch::new_empty(schema)))
 }
 
 fn first_byte(v: &[u8]) -> Option<u8> {

@@ -1,11 +1,12 @@
-//! The Arrow schema of flat JSON objects, found in one light pass: each value's top-level
-//! attributes and the JSON kind of each (nothing allocated but the names), merged over every
-//! record. A record with an array or object attribute makes it give up (`None`): the caller
-//! then infers through arrow-json, which builds each document.
+//! The Arrow schema of JSON objects, found in one streaming pass: the shape of each value
+//! (its attributes in first-seen order, the JSON kinds seen under each, the items of its
+//! arrays) merged over every record, with nothing allocated but the names. Types follow the
+//! usual JSON inference: integers with floats are floats, scalars of mixed kinds strings.
 
-use arrow_schema::{DataType, Field, Schema};
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use arrow_schema::{DataType, Field, Fields, Schema};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 
 const NULL: u8 = 1;
@@ -13,128 +14,166 @@ const BOOL: u8 = 2;
 const INT: u8 = 4;
 const FLOAT: u8 = 8;
 const STR: u8 = 16;
-const NESTED: u8 = 32;
+const OBJECT: u8 = 32;
+const ARRAY: u8 = 64;
 
-/// The kind of one JSON value, its content skipped.
-struct Kind(u8);
+/// Nesting past this depth is not made into columns (the caller builds rows instead).
+const MAX_DEPTH: usize = 32;
 
-impl<'de> serde::Deserialize<'de> for Kind {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
-        d.deserialize_any(KindVisitor)
+/// What was seen at one place of the records: its kinds, an object's attributes, an array's
+/// items.
+#[derive(Default)]
+pub struct Shape {
+    kinds: u8,
+    fields: Vec<(String, Shape)>,
+    index: HashMap<String, usize>,
+    item: Option<Box<Shape>>,
+}
+
+struct Seed<'a> {
+    shape: &'a mut Shape,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct KindVisitor;
-
-impl<'de> Visitor<'de> for KindVisitor {
-    type Value = Kind;
+impl<'de> Visitor<'de> for Seed<'_> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_unit<E>(self) -> Result<Kind, E> {
-        Ok(Kind(NULL))
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.shape.kinds |= NULL;
+        Ok(())
     }
-    fn visit_none<E>(self) -> Result<Kind, E> {
-        Ok(Kind(NULL))
+    fn visit_none<E>(self) -> Result<(), E> {
+        self.shape.kinds |= NULL;
+        Ok(())
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
-        Ok(Kind(BOOL))
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        self.shape.kinds |= BOOL;
+        Ok(())
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
-        Ok(Kind(INT))
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        self.shape.kinds |= INT;
+        Ok(())
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Kind, E> {
-        // Past i64, arrow-json's Int64 would refuse it.
-        Ok(Kind(if v > i64::MAX as u64 { FLOAT } else { INT }))
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        // Past i64 a column of Int64 cannot hold it.
+        self.shape.kinds |= if v > i64::MAX as u64 { FLOAT } else { INT };
+        Ok(())
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
-        Ok(Kind(FLOAT))
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        self.shape.kinds |= FLOAT;
+        Ok(())
     }
-    fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
-        Ok(Kind(STR))
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        self.shape.kinds |= STR;
+        Ok(())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Kind, A::Error> {
-        while a.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Kind(NESTED))
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+        if self.depth >= MAX_DEPTH {
+            return Err(serde::de::Error::custom("nested too deep for columns"));
+        }
+        self.shape.kinds |= ARRAY;
+        let item = self.shape.item.get_or_insert_with(Box::default);
+        while a
+            .next_element_seed(Seed {
+                shape: item,
+                depth: self.depth + 1,
+            })?
+            .is_some()
+        {}
+        Ok(())
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Kind, A::Error> {
-        while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Kind(NESTED))
-    }
-}
-
-/// Attribute names in first-seen order, with the kinds seen under each.
-#[derive(Default)]
-pub struct Kinds {
-    fields: Vec<(String, u8)>,
-    index: std::collections::HashMap<String, usize>,
-}
-
-struct Merge<'a>(&'a mut Kinds);
-
-impl<'de> Visitor<'de> for Merge<'_> {
-    type Value = bool;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<bool, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+        if self.depth >= MAX_DEPTH {
+            return Err(serde::de::Error::custom("nested too deep for columns"));
+        }
+        let shape = self.shape;
+        shape.kinds |= OBJECT;
         while let Some(name) = a.next_key::<Cow<'de, str>>()? {
-            let Kind(k) = a.next_value::<Kind>()?;
-            if k == NESTED {
-                return Ok(false);
-            }
-            let kinds = &mut *self.0;
-            match kinds.index.get(name.as_ref()) {
-                Some(&i) => kinds.fields[i].1 |= k,
-                None => {
-                    kinds.index.insert(name.to_string(), kinds.fields.len());
-                    kinds.fields.push((name.into_owned(), k));
-                }
-            }
+            let child = shape.child(name);
+            a.next_value_seed(Seed {
+                shape: child,
+                depth: self.depth + 1,
+            })?;
         }
-        Ok(true)
+        Ok(())
     }
 }
 
-impl Kinds {
-    /// Adds `other`'s attributes after this one's (the kinds of shared ones merged).
-    pub fn merge(&mut self, other: Kinds) {
-        for (name, k) in other.fields {
-            match self.index.get(&name) {
-                Some(&i) => self.fields[i].1 |= k,
-                None => {
-                    self.index.insert(name.clone(), self.fields.len());
-                    self.fields.push((name, k));
-                }
+impl Shape {
+    fn child(&mut self, name: Cow<'_, str>) -> &mut Shape {
+        let i = match self.index.get(name.as_ref()) {
+            Some(&i) => i,
+            None => {
+                self.index.insert(name.to_string(), self.fields.len());
+                self.fields.push((name.into_owned(), Shape::default()));
+                self.fields.len() - 1
             }
-        }
+        };
+        &mut self.fields[i].1
     }
 
-    /// Adds one record's attributes; false if it is not a flat JSON object.
+    /// Adds one record; false if it is not a JSON object (or nests past [`MAX_DEPTH`]).
     pub fn add(&mut self, value: &[u8]) -> bool {
         let mut de = serde_json::Deserializer::from_slice(value);
-        matches!(de.deserialize_map(Merge(self)), Ok(true)) && de.end().is_ok()
+        let seed = Seed {
+            shape: self,
+            depth: 0,
+        };
+        seed.deserialize(&mut de).is_ok() && de.end().is_ok() && self.kinds == OBJECT
     }
 
-    /// The schema: per attribute the type its kinds allow (numbers mixed with strings or
-    /// booleans go to strings, as arrow-json's inference does), every field nullable.
-    pub fn schema(&self) -> Schema {
-        let fields: Vec<Field> = self
-            .fields
-            .iter()
-            .map(|(name, k)| {
-                let k = k & !NULL;
-                let ty = match k {
-                    0 => DataType::Null,
-                    BOOL => DataType::Boolean,
-                    INT => DataType::Int64,
-                    FLOAT => DataType::Float64,
-                    _ if k & !(INT | FLOAT) == 0 => DataType::Float64,
-                    _ => DataType::Utf8,
+    /// Adds `other`'s attributes after this one's (the shapes of shared ones merged).
+    pub fn merge(&mut self, other: Shape) {
+        self.kinds |= other.kinds;
+        for (name, shape) in other.fields {
+            self.child(Cow::Owned(name)).merge(shape);
+        }
+        if let Some(item) = other.item {
+            self.item.get_or_insert_with(Box::default).merge(*item);
+        }
+    }
+
+    /// The records' schema (every field nullable), or `None` where a place holds both an
+    /// object or array and something else: no column type holds both.
+    pub fn schema(&self) -> Option<Schema> {
+        match self.data_type()? {
+            DataType::Struct(fields) => Some(Schema::new(fields)),
+            _ => None,
+        }
+    }
+
+    fn data_type(&self) -> Option<DataType> {
+        let k = self.kinds & !NULL;
+        Some(match k {
+            0 => DataType::Null,
+            OBJECT => DataType::Struct(
+                self.fields
+                    .iter()
+                    .map(|(name, shape)| Some(Field::new(name, shape.data_type()?, true)))
+                    .collect::<Option<Fields>>()?,
+            ),
+            ARRAY => {
+                let item = match &self.item {
+                    Some(item) => item.data_type()?,
+                    None => DataType::Null,
                 };
-                Field::new(name, ty, true)
-            })
-            .collect();
-        Schema::new(fields)
+                DataType::new_list(item, true)
+            }
+            _ if k & (OBJECT | ARRAY) != 0 => return None,
+            BOOL => DataType::Boolean,
+            INT => DataType::Int64,
+            FLOAT => DataType::Float64,
+            _ if k & !(INT | FLOAT) == 0 => DataType::Float64,
+            _ => DataType::Utf8,
+        })
     }
 }

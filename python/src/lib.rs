@@ -2,6 +2,7 @@
 //! engine and the device client, wrapped by the package's Python files. Every call that
 //! reaches the engine or the network releases the GIL.
 
+mod arrow_columns;
 mod arrow_pages;
 mod arrow_schema_scan;
 mod cluster;

@@ -223,3 +223,42 @@ def test_arrow_from_rust_merges_parts_decoded_apart(target):
     assert table.column("mixed").to_pylist()[:2] == ["0", "1"]
     late = table.column("late").to_pylist()
     assert late[:n - 10] == [None] * (n - 10) and late[n - 10:] == list(range(n - 10, n))
+
+
+def test_arrow_from_rust_nests_lists_of_objects_and_falls_back_on_conflicts(target):
+    # Decoded by the package's own JSON-to-Arrow columns (not arrow-json): lists of
+    # objects, lists of lists, empty objects and lists, nulls inside lists, integers past
+    # i64, numbers and booleans in a string column; then an attribute that is a list in one
+    # record and a number in another, which no column type holds: pyarrow's own error.
+    import pyarrow as pa
+
+    ns = target.create_namespace(fresh_name("nested"))
+    rows = [
+        {"g": 1, "items": [{"sku": "a", "n": 1}, {"sku": "b"}], "grid": [[1, 2], []],
+         "empty": {}, "big": 2 ** 63, "label": "x", "flags": [True, None]},
+        {"g": 1, "items": [], "grid": None, "empty": {}, "big": 1, "label": 7,
+         "flags": []},
+        {"g": 1, "items": [{"n": 2.5}], "label": False},
+    ]
+    with ns.batch() as b:
+        for i, row in enumerate(rows):
+            b.put(b"k%d" % i, json.dumps(row).encode())
+    ns.create_index("g")
+    table = ns.find({"g": 1}).to_arrow()
+    assert table.schema.field("items").type == pa.list_(
+        pa.struct([("sku", pa.string()), ("n", pa.float64())]))
+    assert table.schema.field("grid").type == pa.list_(pa.list_(pa.int64()))
+    assert table.schema.field("big").type == pa.float64()
+    assert table.schema.field("label").type == pa.string()
+    got = {r["_pk"]: r for r in table.to_pylist()}
+    assert got["k0"]["items"] == [{"sku": "a", "n": 1.0}, {"sku": "b", "n": None}]
+    assert got["k0"]["grid"] == [[1, 2], []] and got["k1"]["grid"] is None
+    assert got["k2"]["grid"] is None and got["k2"]["empty"] is None
+    assert got["k0"]["flags"] == [True, None] and got["k1"]["flags"] == []
+    assert [got[k]["label"] for k in ("k0", "k1", "k2")] == ["x", "7", "false"]
+    assert got["k0"]["big"] == float(2 ** 63)
+
+    ns.put(b"k3", json.dumps({"g": 1, "items": 3}).encode())
+    with pytest.raises(pa.ArrowInvalid, match="list"):
+        ns.find({"g": 1}).to_arrow()
+    assert len(ns.find({"g": 1}).to_list()) == 4
