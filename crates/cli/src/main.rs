@@ -197,7 +197,7 @@ enum Cmd {
     /// starts at the first key, without --end it runs to the last.
     Delete {
         /// The keys.
-        #[arg(required_unless_present_any = ["prefix", "start", "end"])]
+        #[arg(required_unless_present_any = ["prefix", "start", "end", "all"])]
         keys: Vec<String>,
         /// Deletes every key that begins with this.
         #[arg(long, conflicts_with_all = ["keys", "start", "end"])]
@@ -208,6 +208,10 @@ enum Cmd {
         /// Key where the range deleted ends (exclusive: it stays).
         #[arg(long, conflicts_with = "keys")]
         end: Option<String>,
+        /// Every key of the namespace (an empty --prefix, or a range without bounds, is
+        /// refused: it would mean the same).
+        #[arg(long, conflicts_with_all = ["keys", "prefix", "start", "end"])]
+        all: bool,
         #[command(flatten)]
         target: DataTarget,
     },
@@ -393,13 +397,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             prefix,
             start,
             end,
+            all,
             target,
         } => {
             let args = many::DeleteArgs {
                 keys,
-                prefix,
+                prefix: if all { Some(String::new()) } else { prefix },
                 start,
                 end,
+                all,
             };
             many::delete(&target, args)
         }

@@ -16,6 +16,8 @@ pub struct DeleteArgs {
     pub prefix: Option<String>,
     pub start: Option<String>,
     pub end: Option<String>,
+    /// Said to mean every key: what an empty prefix or an unbounded range would delete.
+    pub all: bool,
 }
 
 /// Prints `key<TAB>value` for each of `keys` that has a value, in the order given; each
@@ -62,6 +64,13 @@ pub fn delete(target: &DataTarget, args: DeleteArgs) -> Result<ExitCode> {
     s.writable()?;
     if !args.keys.is_empty() {
         return delete_keys(&s, &args.keys);
+    }
+    let everything = args.prefix.as_deref() == Some("")
+        || (args.prefix.is_none()
+            && args.start.as_deref().unwrap_or_default().is_empty()
+            && args.end.as_deref().unwrap_or_default().is_empty());
+    if everything && !args.all {
+        bail!("that deletes every key of the namespace; say --all to mean it");
     }
     let deleted = match (&args.prefix, &args.start, &args.end) {
         (Some(prefix), None, None) => {

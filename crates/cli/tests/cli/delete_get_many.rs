@@ -104,3 +104,31 @@ fn load_dash_reads_standard_input() {
     assert_eq!(o.status.code(), Some(2));
     assert!(errors(&o).contains("--format csv"), "{}", errors(&o));
 }
+
+#[test]
+fn deleting_every_key_takes_all_said_outright() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::start(dir.path(), &[]);
+    let owned = tenant(&s);
+    let env = env(&owned);
+    for k in ["a", "b", "c"] {
+        assert!(cli(&s, &env, &["put", k, "v"]).status.success());
+    }
+    // An empty prefix, or a range without bounds, would delete everything: refused.
+    for args in [
+        &["delete", "--prefix", ""][..],
+        &["delete", "--start", ""],
+        &["delete", "--start", "", "--end", ""],
+    ] {
+        let o = cli(&s, &env, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(errors(&o).contains("say --all"), "{}", errors(&o));
+    }
+    assert_eq!(text(&cli(&s, &env, &["list"])), "a\nb\nc\n");
+    let o = cli(&s, &env, &["delete", "--all", "--prefix", "a"]);
+    assert_eq!(o.status.code(), Some(2), "--all with a prefix is refused");
+    let o = cli(&s, &env, &["delete", "--all"]);
+    assert!(o.status.success(), "{}", errors(&o));
+    assert_eq!(errors(&o).trim_end(), "deleted 3 keys");
+    assert_eq!(text(&cli(&s, &env, &["list"])), "");
+}
