@@ -174,7 +174,7 @@ impl Controllers {
         }
         // The first free id from a random one: uniform while few are live, and one pass
         // at most when nearly all are.
-        let start = rand::thread_rng().gen_range(0..MAX_ID);
+        let start = rand::rngs::OsRng.gen_range(0..MAX_ID);
         let id = (0..MAX_ID)
             .map(|i| ((u32::from(start) + u32::from(i)) % u32::from(MAX_ID)) as u16 + 1)
             .find(|id| !map.contains_key(id))?;

@@ -5,6 +5,8 @@ use bytes::Bytes;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
+use super::id_hash::IdHash;
+
 #[derive(Clone)]
 pub enum Cached {
     Filter(Bytes),
@@ -29,7 +31,7 @@ impl Weighter<(u64, u64), Cached> for ByteWeighter {
 /// table's filter and index block; a budget of 0 caches nothing. A deleted table's data
 /// blocks are not looked for: table ids are never reused, so they age out.
 pub struct BlockCache {
-    inner: Option<Cache<(u64, u64), Cached, ByteWeighter>>,
+    inner: Option<Cache<(u64, u64), Cached, ByteWeighter, IdHash>>,
 }
 
 pub const KIND_FILTER: u64 = u64::MAX;
@@ -39,7 +41,13 @@ impl BlockCache {
     pub fn new(bytes: u64) -> Self {
         let inner = (bytes > 0).then(|| {
             let items = (bytes / 4096).clamp(16, 1 << 20) as usize;
-            Cache::with_weighter(items, bytes, ByteWeighter)
+            Cache::with(
+                items,
+                bytes,
+                ByteWeighter,
+                IdHash::default(),
+                Default::default(),
+            )
         });
         BlockCache { inner }
     }

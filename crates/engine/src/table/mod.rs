@@ -9,6 +9,7 @@ pub mod block;
 mod builder;
 mod cache;
 pub mod filter;
+mod id_hash;
 mod open_cache;
 mod reader;
 

@@ -10,10 +10,12 @@
 //! again. Blocks stay in the [`BlockCache`](super::BlockCache) across a re-open (table ids
 //! are never reused), so a re-open reads only the footer and the namespace table.
 
+use super::id_hash::IdHash;
 use super::TableReader;
 use crate::error::{Error, Result};
 use crate::storage::RandomAccessFile;
 use quick_cache::sync::Cache;
+use quick_cache::UnitWeighter;
 use std::sync::Arc;
 
 /// What the cache holds open.
@@ -29,7 +31,18 @@ enum Open {
     Segment(Arc<dyn RandomAccessFile>),
 }
 
-type Files = Arc<Cache<Key, Open>>;
+type Files = Arc<Cache<Key, Open, UnitWeighter, IdHash>>;
+
+/// A cache of about `max_open` files.
+fn files(max_open: usize) -> Files {
+    Arc::new(Cache::with(
+        max_open,
+        max_open as u64,
+        UnitWeighter,
+        IdHash::default(),
+        Default::default(),
+    ))
+}
 
 pub struct TableCache {
     readers: Files,
@@ -48,7 +61,7 @@ impl TableCache {
     pub fn new(max_open: usize) -> Self {
         let max_open = max_open.min(descriptor_share()).max(1);
         TableCache {
-            readers: Arc::new(Cache::new(max_open)),
+            readers: files(max_open),
         }
     }
 
@@ -103,7 +116,7 @@ impl SegmentFiles {
     /// A cache of at most about `max_open` segment files of its own.
     pub fn own(max_open: usize) -> Self {
         SegmentFiles {
-            files: Arc::new(Cache::new(max_open.max(1))),
+            files: files(max_open.max(1)),
         }
     }
 
