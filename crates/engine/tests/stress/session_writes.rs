@@ -344,9 +344,11 @@ fn settle_refusal(
 
 /// An index create on a namespace that may have a capacity: the backfill may be refused
 /// (`CapacityExceeded`, leaving no index) or go; an index made is dropped at once, so the
-/// namespace keeps no index. Whether the capacity refuses depends on the figures pending
-/// at that moment (flush timing differs between configurations): both outcomes answer
-/// alike.
+/// namespace keeps the indexes it had. Whether the capacity refuses depends on the figures
+/// pending at that moment (flush timing differs between configurations): both outcomes
+/// answer alike. It had none, unless a drop failed under an injected fault: whether that
+/// index outlived the crash after it is learned at the reopen (`indexes_uncertain`), and it
+/// stays listed (seed 55353472768983 under load: the check expected an empty list there).
 fn capped_create_index(
     h: &cerberus_engine::Namespace,
     m: &mut NsModel,
@@ -356,8 +358,11 @@ fn capped_create_index(
 ) -> Result<String, String> {
     cov("Namespace::create_index (capped)");
     let name = ATTRS[attr as usize];
+    let had: std::collections::BTreeSet<&str> =
+        m.indexes.keys().map(|&a| ATTRS[a as usize]).collect();
     let made = match h.create_index(name, kind_of(kind)) {
         Ok(()) => true,
+        Err(Error::IndexExists { .. }) if had.contains(name) => false,
         Err(Error::CapacityExceeded { .. }) => {
             cov("create_index refused by the capacity");
             false
@@ -378,8 +383,17 @@ fn capped_create_index(
         }
     }
     match h.list_indexes() {
-        Ok(l) if l.is_empty() => Ok("capped create_index".into()),
-        Ok(l) => Err(format!("a refused or dropped index is listed: {l:?}")),
+        Ok(l)
+            if l.iter()
+                .map(|i| i.attr.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                == had =>
+        {
+            Ok("capped create_index".into())
+        }
+        Ok(l) => Err(format!(
+            "a refused or dropped index is listed, or a kept one is not: {l:?} (kept: {had:?})"
+        )),
         Err(e) if faulty => {
             m.indexes_uncertain = true;
             Ok(format!("Err({})", super::checks::err_name(&e)))
