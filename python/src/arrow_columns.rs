@@ -35,7 +35,10 @@ fn mismatch(ty: &DataType, v: &Value) -> ArrowError {
 }
 
 impl Column {
+    /// A column of `ty` with room for `capacity` rows (its nested columns start small: how
+    /// many items or present values they get is not known).
     fn new(ty: &DataType, capacity: usize) -> Result<Column, ArrowError> {
+        let room = if ty_width(ty) <= 64 { capacity } else { 0 };
         Ok(match ty {
             DataType::Null => Column::Null(0),
             DataType::Boolean => Column::Bool(BooleanBuilder::with_capacity(capacity)),
@@ -46,13 +49,15 @@ impl Column {
                 field: field.clone(),
                 offsets: OffsetBufferBuilder::new(capacity),
                 nulls: NullBufferBuilder::new(capacity),
-                items: Box::new(Column::new(field.data_type(), capacity)?),
+                items: Box::new(Column::new(field.data_type(), 0)?),
             },
+            // Room up front for a struct's columns only when they are few: a wide struct's
+            // columns mostly hold nulls, and grow as needed.
             DataType::Struct(fields) => Column::Struct {
                 fields: fields.clone(),
                 children: fields
                     .iter()
-                    .map(|f| Column::new(f.data_type(), capacity))
+                    .map(|f| Column::new(f.data_type(), room))
                     .collect::<Result<_, _>>()?,
                 nulls: NullBufferBuilder::new(capacity),
                 len: 0,
@@ -178,6 +183,14 @@ impl Column {
                 }
             }
         })
+    }
+}
+
+/// A struct's number of fields (0 for other types).
+fn ty_width(ty: &DataType) -> usize {
+    match ty {
+        DataType::Struct(fields) => fields.len(),
+        _ => 0,
     }
 }
 

@@ -15,6 +15,12 @@ use std::sync::Arc;
 /// Rows per record batch handed to pyarrow.
 const BATCH_ROWS: usize = 64 << 10;
 
+/// Most columns times rows a table is built with in Rust. Every column gets a slot in every
+/// row, so records each with attributes of their own (`{"k0":0}`, `{"k1":0}`, ...) would grow
+/// the table with the square of their number; past this the rows are built in Python, which
+/// grows with the records.
+const MAX_CELLS: usize = 1 << 25;
+
 /// What a whole find fetched: its records, its pages and the last page's summary.
 pub struct Found {
     pub records: Vec<(Bytes, Bytes)>,
@@ -97,8 +103,10 @@ fn batches(
     let parts = parts(records);
     let values_schema = if objects {
         match scan(&parts) {
-            Some(schema) => schema,
-            None => return Ok(None),
+            Some(schema) if columns(schema.fields()).saturating_mul(records.len()) <= MAX_CELLS => {
+                schema
+            }
+            _ => return Ok(None),
         }
     } else {
         Schema::empty()
@@ -210,6 +218,22 @@ fn part_batches(
         out.push(RecordBatch::try_new(schema.clone(), columns)?);
     }
     Ok(Some(out))
+}
+
+/// The columns of `fields`, nested ones counted (a struct's fields, a list's items' columns).
+fn columns(fields: &arrow_schema::Fields) -> usize {
+    fields
+        .iter()
+        .map(|f| 1 + nested_columns(f.data_type()))
+        .sum()
+}
+
+fn nested_columns(ty: &DataType) -> usize {
+    match ty {
+        DataType::Struct(fields) => columns(fields),
+        DataType::List(item) => 1 + nested_columns(item.data_type()),
+        _ => 0,
+    }
 }
 
 fn first_byte(v: &[u8]) -> Option<u8> {
