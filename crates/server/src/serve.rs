@@ -2,7 +2,7 @@
 
 use crate::{ServeArgs, ServeError, StorageArg};
 use cerberus_device::{Device, DeviceConfig, DeviceError, StorageChoice, ADMIN_SECRET_FILE};
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The device's configuration: the TOML file's (or the default), with the data directory
@@ -106,10 +106,16 @@ fn configure(args: ServeArgs) -> Result<DeviceConfig, ServeError> {
         config.admin_secret = args.admin_secret;
     }
     if let Some(path) = args.admin_secret_file {
-        let text = std::fs::read_to_string(&path).map_err(|error| ServeError::AdminSecretFile {
-            path: path.clone(),
-            error,
-        })?;
+        // Its first line only, from at most 4 KiB (a secret is at most 256 bytes): a path
+        // such as /dev/zero is not read until memory runs out.
+        let mut head = Vec::new();
+        std::fs::File::open(&path)
+            .and_then(|f| f.take(4096).read_to_end(&mut head))
+            .map_err(|error| ServeError::AdminSecretFile {
+                path: path.clone(),
+                error,
+            })?;
+        let text = String::from_utf8_lossy(&head);
         let secret = text.lines().next().unwrap_or_default().trim().to_string();
         if secret.is_empty() {
             return Err(ServeError::EmptyAdminSecret { path });

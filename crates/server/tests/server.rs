@@ -85,3 +85,23 @@ fn a_bad_flag_is_refused_with_the_usage() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--listen"), "{err}");
 }
+
+#[test]
+fn an_endless_admin_secret_file_is_read_no_further_than_a_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = server(
+        &dir.path().join("data"),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-secret-file",
+            "/dev/zero",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("admin"), "{err}");
+    assert!(!dir.path().join("data").exists());
+}
