@@ -6,6 +6,7 @@
 
 mod command;
 mod error;
+mod fields;
 mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -18,11 +19,12 @@ mod status;
 pub use command::{
     prefix_end, BatchWrite, Command, NamespaceSettings, Opcode, Request, StoreMode, AUTH_BY_NAME,
     BATCH_DELETE, BATCH_PUT, DEVICE_NSID, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE,
-    MAX_BACKUP_PATH_LEN, MAX_BATCH_WRITES, MAX_NAME_LEN, MAX_SECRET_LEN,
-    NS_CONFIGURE_KEEP_SETTINGS, NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE, NS_CREATE_SETTINGS,
-    SETTINGS_LEN, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
+    MAX_BACKUP_PATH_LEN, MAX_BATCH_WRITES, MAX_SECRET_LEN, NS_CONFIGURE_KEEP_SETTINGS,
+    NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE, NS_CREATE_SETTINGS, SETTINGS_LEN,
+    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
 pub use error::ProtoError;
+pub use fields::MAX_NAME_LEN;
 pub use frame::{split_frame, whole_frame, Frame};
 pub use header::{Header, HEADER_LEN, VERSION};
 pub use limits::{key_size_refusal, value_size_refusal};

@@ -3,8 +3,8 @@
 
 mod decode;
 
-use crate::command::{body_len, check_name, get_key, put_key};
 use crate::error::ProtoError;
+use crate::fields::{body_len, check_name, get_key, put_key};
 use crate::header::{Header, HEADER_LEN, VERSION};
 use crate::status::Status;
 use bytes::{Buf, BufMut, Bytes, BytesMut};

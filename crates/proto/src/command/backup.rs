@@ -1,6 +1,5 @@
 //! Backup's body: the directory, as UTF-8 (`docs/protocol.md`, Backup).
 
-use super::Request;
 use crate::error::ProtoError;
 use bytes::{BufMut, BytesMut};
 
@@ -27,13 +26,12 @@ pub(super) fn encode(out: &mut BytesMut, dir: &str) -> Result<(), ProtoError> {
     Ok(())
 }
 
-pub(super) fn decode(body: &[u8]) -> Result<Request, ProtoError> {
+/// The directory of a Backup body.
+pub(super) fn decode(body: &[u8]) -> Result<String, ProtoError> {
     check(body)?;
     let dir = std::str::from_utf8(body)
         .map_err(|_| ProtoError::InvalidField("backup directory is not UTF-8"))?;
-    Ok(Request::Backup {
-        dir: dir.to_string(),
-    })
+    Ok(dir.to_string())
 }
 
 #[cfg(test)]
@@ -44,12 +42,7 @@ mod tests {
     fn a_directory_round_trips_and_bad_ones_are_refused() {
         let mut out = BytesMut::new();
         encode(&mut out, "/srv/backup-1").unwrap();
-        assert_eq!(
-            decode(&out).unwrap(),
-            Request::Backup {
-                dir: "/srv/backup-1".into()
-            }
-        );
+        assert_eq!(decode(&out).unwrap(), "/srv/backup-1");
         assert!(decode(b"").is_err());
         assert!(decode(b"a\0b").is_err());
         assert!(decode(&[0xff, 0xfe]).is_err());

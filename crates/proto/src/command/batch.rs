@@ -3,8 +3,8 @@
 //! ([`BATCH_PUT`] or [`BATCH_DELETE`]), the key (u16 length + bytes) and, for a put, the value
 //! (u32 length + bytes).
 
-use super::{get_key, put_key};
 use crate::error::ProtoError;
+use crate::fields::{end, get_key, put_key};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// Most writes one `WriteBatch` command carries; a larger group is refused whole (the frame's
@@ -113,6 +113,6 @@ pub(super) fn decode(mut body: Bytes) -> Result<Vec<BatchWrite>, ProtoError> {
             }
         });
     }
-    super::end(&body)?;
+    end(&body)?;
     Ok(writes)
 }

@@ -1,12 +1,16 @@
 //! Request frames into commands, one decoder per opcode (or per opcodes of one layout).
 
-use super::{
-    check_attr, check_name, end, get_key, Command, NamespaceSettings, Opcode, Request, StoreMode,
-    AUTH_BY_NAME, INDEX_VAS, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE, MAX_SECRET_LEN,
-    NS_CONFIGURE_KEEP_SETTINGS, NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE, NS_CREATE_SETTINGS,
-    STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT, STORE_SYNC,
+use super::request::{
+    Command, Opcode, Request, StoreMode, AUTH_BY_NAME, INDEX_VAS, ITER_KEYS_ONLY,
+    LIST_START_EXCLUSIVE, MAX_SECRET_LEN, NS_CREATE_SETTINGS, STORE_ONLY_IF_ABSENT,
+    STORE_ONLY_IF_PRESENT, STORE_SYNC,
 };
+use super::settings::{
+    NamespaceSettings, NS_CONFIGURE_KEEP_SETTINGS, NS_CONFIGURE_READ_ONLY, NS_CONFIGURE_WRITABLE,
+};
+use super::{backup, batch, delete_range, settings};
 use crate::error::ProtoError;
+use crate::fields::{check_attr, check_name, end, get_key};
 use crate::frame::Frame;
 use bytes::{Buf, Bytes};
 
@@ -20,21 +24,36 @@ impl Command {
         let request = match opcode {
             Opcode::Store => store(flags, body)?,
             Opcode::WriteBatch => Request::WriteBatch {
-                writes: super::batch::decode(body)?,
+                writes: batch::decode(body)?,
                 sync: flags & STORE_SYNC != 0,
             },
             Opcode::Retrieve | Opcode::Delete | Opcode::Exist => keyed(opcode, body)?,
             Opcode::List => list(flags, body)?,
-            Opcode::DeleteRange => super::delete_range::decode(body)?,
+            Opcode::DeleteRange => {
+                let (start, end, max_keys) = delete_range::decode(body)?;
+                Request::DeleteRange {
+                    start,
+                    end,
+                    max_keys,
+                }
+            }
             Opcode::Authenticate => authenticate(flags, body)?,
             Opcode::NamespaceCreate => namespace_create(flags, body)?,
-            Opcode::NamespaceConfigure => super::settings::decode_configure(flags, body)?,
+            Opcode::NamespaceConfigure => {
+                let (settings, read_only) = settings::decode_configure(flags, body)?;
+                Request::NamespaceConfigure {
+                    settings,
+                    read_only,
+                }
+            }
             Opcode::IterOpen => iter_open(flags, body)?,
             Opcode::IterNext => iter_next(body)?,
             Opcode::IterClose => iter_close(body)?,
             Opcode::IndexCreate | Opcode::IndexDrop => index(opcode, flags, &body)?,
             Opcode::Query => Request::Query { query: body },
-            Opcode::Backup => super::backup::decode(&body)?,
+            Opcode::Backup => Request::Backup {
+                dir: backup::decode(&body)?,
+            },
             Opcode::NamespaceDestroy
             | Opcode::NamespaceRekey
             | Opcode::NamespaceList

@@ -1,8 +1,8 @@
 //! DeleteRange's body: `max_keys u32`, then the start and the end key (each `len u16` and
 //! its bytes; an empty end: no bound).
 
-use super::{end as body_end, get_key, put_key, Request};
 use crate::error::ProtoError;
+use crate::fields::{end as body_end, get_key, put_key};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 pub(super) fn encode(
@@ -16,7 +16,8 @@ pub(super) fn encode(
     put_key(out, end)
 }
 
-pub(super) fn decode(mut body: Bytes) -> Result<Request, ProtoError> {
+/// The start key, the end key (empty: no bound) and the most keys of a DeleteRange body.
+pub(super) fn decode(mut body: Bytes) -> Result<(Bytes, Bytes, u32), ProtoError> {
     if body.len() < 4 {
         return Err(ProtoError::Truncated("delete range max_keys"));
     }
@@ -24,11 +25,7 @@ pub(super) fn decode(mut body: Bytes) -> Result<Request, ProtoError> {
     let start = get_key(&mut body)?;
     let end = get_key(&mut body)?;
     body_end(&body)?;
-    Ok(Request::DeleteRange {
-        start,
-        end,
-        max_keys,
-    })
+    Ok((start, end, max_keys))
 }
 
 /// The end of the range of keys that begin with `prefix`: the smallest key above them all,
@@ -48,24 +45,6 @@ pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{split_frame, Command};
-
-    #[test]
-    fn a_delete_range_goes_through_its_frame_unchanged() {
-        let command = Command {
-            cid: 9,
-            nsid: 3,
-            request: Request::DeleteRange {
-                start: Bytes::from_static(b"user:"),
-                end: Bytes::new(),
-                max_keys: 10_000,
-            },
-        };
-        let mut out = BytesMut::new();
-        command.encode(&mut out).unwrap();
-        let frame = split_frame(&mut out, 1 << 20).unwrap().expect("one frame");
-        assert_eq!(Command::decode(&frame).unwrap(), command);
-    }
 
     #[test]
     fn the_end_of_a_prefix_is_past_every_key_that_begins_with_it() {

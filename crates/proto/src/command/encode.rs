@@ -1,6 +1,14 @@
 //! Commands into request frames: the encoder of every [`Request`] layout.
 
-use super::*;
+use super::request::{
+    store_flags, Command, Request, AUTH_BY_NAME, INDEX_VAS, ITER_KEYS_ONLY, LIST_START_EXCLUSIVE,
+    MAX_SECRET_LEN, NS_CREATE_SETTINGS, STORE_SYNC,
+};
+use super::{backup, batch, delete_range, settings};
+use crate::error::ProtoError;
+use crate::fields::{body_len, check_attr, check_name, put_key};
+use crate::header::{Header, HEADER_LEN, VERSION};
+use bytes::{BufMut, BytesMut};
 
 impl Command {
     /// Appends the command's frame to `out`. Fails if a key or name is longer than its length

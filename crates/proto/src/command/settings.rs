@@ -9,8 +9,8 @@
 //! [`NS_CONFIGURE_WRITABLE`] change it, and with [`NS_CONFIGURE_KEEP_SETTINGS`] the body is
 //! empty and the settings stay as they are. Without flags it is the 44 bytes alone, as before.
 
-use super::Request;
 use crate::error::ProtoError;
+use crate::fields::end;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// NamespaceConfigure flag: make the namespace read-only (every write refused with
@@ -104,8 +104,12 @@ pub(super) fn encode_configure(
     Ok(flags)
 }
 
-/// The NamespaceConfigure request of `flags` and `body`.
-pub(super) fn decode_configure(flags: u8, mut body: Bytes) -> Result<Request, ProtoError> {
+/// The settings (`None`: kept) and read-only switch (`None`: unchanged) of a
+/// NamespaceConfigure of `flags` and `body`.
+pub(super) fn decode_configure(
+    flags: u8,
+    mut body: Bytes,
+) -> Result<(Option<NamespaceSettings>, Option<bool>), ProtoError> {
     let read_only = match flags & (NS_CONFIGURE_READ_ONLY | NS_CONFIGURE_WRITABLE) {
         0 => None,
         NS_CONFIGURE_READ_ONLY => Some(true),
@@ -117,11 +121,8 @@ pub(super) fn decode_configure(flags: u8, mut body: Bytes) -> Result<Request, Pr
         _ if read_only.is_none() => return Err(ProtoError::InvalidField("nothing to configure")),
         _ => None,
     };
-    super::end(&body)?;
-    Ok(Request::NamespaceConfigure {
-        settings,
-        read_only,
-    })
+    end(&body)?;
+    Ok((settings, read_only))
 }
 
 #[cfg(test)]
@@ -148,11 +149,7 @@ mod tests {
             );
             assert_eq!(out.len(), len);
             let back = decode_configure(flags, out.freeze()).unwrap();
-            let want = Request::NamespaceConfigure {
-                settings,
-                read_only,
-            };
-            assert_eq!(back, want);
+            assert_eq!(back, (settings, read_only));
         }
         let mut out = BytesMut::new();
         assert!(encode_configure(&None, None, &mut out).is_err());

@@ -3,7 +3,11 @@
 //! re-encodes to the same bytes; a KV or admin command that decodes re-encodes to an entry
 //! that decodes to it again; a Connect's NQNs stay within their bounds.
 
-use super::{AdminCommand, AuthMessage, FabricsCommand, KvCommand, Sqe, MAX_KV_KEY, SQE_LEN};
+use super::admin::AdminCommand;
+use super::auth::AuthMessage;
+use super::fabrics::FabricsCommand;
+use super::kv::{KvCommand, MAX_KV_KEY};
+use super::queue_entry::{Sqe, SQE_LEN};
 
 /// Reads `bytes` as a submission queue entry (the first 64 bytes) and the capsule's data
 /// (the rest) through every decoder a target applies; panics if a promise above breaks.

@@ -3,8 +3,9 @@
 use super::{
     get_entries, Identify, NamespaceEntry, Reply, Response, IDENTIFY_LEN, IDENTIFY_LEN_V0,
 };
-use crate::command::{end, get_key, Opcode};
+use crate::command::Opcode;
 use crate::error::ProtoError;
+use crate::fields::{end, get_key};
 use crate::frame::Frame;
 use crate::status::Status;
 use bytes::{Buf, Bytes};
