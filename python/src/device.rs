@@ -341,7 +341,7 @@ impl DeviceNamespace {
 
     #[pyo3(signature = (attr, kind="vas"))]
     fn create_index(&self, py: Python<'_>, attr: &str, kind: &str) -> PyResult<()> {
-        let kind = match crate::embedded::index_kind(kind)? {
+        let kind = match crate::query::index_kind(kind)? {
             cerberus_engine::IndexKind::Vas => IndexKind::Vas,
             _ => IndexKind::Classic,
         };
@@ -362,18 +362,31 @@ impl DeviceNamespace {
     }
 
     /// Runs a query document inside the device: its records and its summary (JSON text).
-    fn query_json<'py>(&self, py: Python<'py>, doc: &str) -> PyResult<crate::QueryResult<'py>> {
+    fn query_json<'py>(
+        &self,
+        py: Python<'py>,
+        doc: &str,
+    ) -> PyResult<crate::query::QueryResult<'py>> {
         let doc: serde_json::Value = serde_json::from_str(doc)
             .map_err(|e| errors::InvalidField::new_err(format!("query document: {e}")))?;
         let reply = py
             .allow_threads(|| self.ns.query(&doc))
             .map_err(errors::host)?;
-        Ok(crate::query_result(py, reply.records, &reply.summary))
+        Ok(crate::query::query_result(
+            py,
+            reply.records,
+            &reply.summary,
+        ))
     }
 
     /// Every page of a find as one `pyarrow.Table` (`None`: the values do not make one), the
     /// pages fetched and the last summary (JSON text).
-    fn find_arrow(&self, py: Python<'_>, doc: &str, keys_only: bool) -> PyResult<crate::ArrowFind> {
+    fn find_arrow(
+        &self,
+        py: Python<'_>,
+        doc: &str,
+        keys_only: bool,
+    ) -> PyResult<crate::query::ArrowFind> {
         let doc: serde_json::Value = serde_json::from_str(doc)
             .map_err(|e| errors::InvalidField::new_err(format!("query document: {e}")))?;
         let found = py.allow_threads(|| {
@@ -382,7 +395,7 @@ impl DeviceNamespace {
                 Ok((reply.records, reply.summary))
             })
         })?;
-        crate::arrow_find(py, found, keys_only)
+        crate::query::arrow_find(py, found, keys_only)
     }
 
     fn stats_json(&self, py: Python<'_>) -> PyResult<String> {

@@ -2,10 +2,11 @@
 
 use crate::errors;
 use crate::keys::Key;
+use crate::query::index_kind;
 use crate::settings;
 use bytes::Bytes;
 use cerberus_engine::Readable;
-use cerberus_engine::{Db, IndexKind, Iter, Namespace, Options, ReadOptions, WriteBatch};
+use cerberus_engine::{Db, Iter, Namespace, Options, ReadOptions, WriteBatch};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -295,19 +296,28 @@ impl EmbeddedNamespace {
 
     /// Runs a query document (`docs/protocol.md`, Queries): its records and its summary
     /// (a JSON text).
-    fn query_json<'py>(&self, py: Python<'py>, doc: &str) -> PyResult<crate::QueryResult<'py>> {
+    fn query_json<'py>(
+        &self,
+        py: Python<'py>,
+        doc: &str,
+    ) -> PyResult<crate::query::QueryResult<'py>> {
         let out = py
             .allow_threads(|| {
                 self.ns
                     .run_query(doc.as_bytes(), cerberus_engine::DEFAULT_PAGE_BYTES as u32)
             })
             .map_err(errors::engine)?;
-        Ok(crate::query_result(py, out.records, &out.summary))
+        Ok(crate::query::query_result(py, out.records, &out.summary))
     }
 
     /// Every page of a find as one `pyarrow.Table` (`None`: the values do not make one), the
     /// pages fetched and the last summary (JSON text).
-    fn find_arrow(&self, py: Python<'_>, doc: &str, keys_only: bool) -> PyResult<crate::ArrowFind> {
+    fn find_arrow(
+        &self,
+        py: Python<'_>,
+        doc: &str,
+        keys_only: bool,
+    ) -> PyResult<crate::query::ArrowFind> {
         let doc: serde_json::Value = serde_json::from_str(doc)
             .map_err(|e| errors::InvalidField::new_err(format!("query document: {e}")))?;
         let found = py.allow_threads(|| {
@@ -322,7 +332,7 @@ impl EmbeddedNamespace {
                 Ok((out.records, out.summary))
             })
         })?;
-        crate::arrow_find(py, found, keys_only)
+        crate::query::arrow_find(py, found, keys_only)
     }
 
     /// The namespace's counters, space and settings as a JSON text (the device's shape).
@@ -342,16 +352,6 @@ impl EmbeddedNamespace {
         let options = settings::to_engine(&s);
         py.allow_threads(|| self.ns.configure(options))
             .map_err(errors::engine)
-    }
-}
-
-pub fn index_kind(kind: &str) -> PyResult<IndexKind> {
-    match kind {
-        "vas" => Ok(IndexKind::Vas),
-        "classic" => Ok(IndexKind::Classic),
-        other => Err(errors::InvalidField::new_err(format!(
-            "index kind {other:?}: expected \"vas\" or \"classic\""
-        ))),
     }
 }
 

@@ -2,7 +2,7 @@
 //! on its own machine (admin); `cerberus serve --data-dir DIR` serves it.
 
 use crate::session::connect;
-use crate::AdminTarget;
+use crate::target::AdminTarget;
 use anyhow::{Context, Result};
 use cerberus_device::ADMIN_SECRET_FILE;
 

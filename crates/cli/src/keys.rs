@@ -2,7 +2,7 @@
 //! keys: `many`).
 
 use crate::session::{read_stdin_value, Session};
-use crate::DataTarget;
+use crate::target::DataTarget;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use cerberus_host::{ScanOptions, StoreMode, WriteOptions};

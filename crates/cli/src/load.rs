@@ -148,7 +148,7 @@ pub fn run(ns: &BlockingNamespace, limits: Option<Limits>, args: &LoadArgs) -> R
     if let Err(e) = read {
         bail!(
             "{}; load stopped with {} stored",
-            crate::error_text(&e),
+            crate::error_text::error_text(&e),
             records(n)
         );
     }

@@ -2,6 +2,7 @@
 
 mod backup;
 mod cluster;
+mod error_text;
 mod keys;
 mod limits;
 mod load;
@@ -12,17 +13,19 @@ mod query;
 mod scan;
 mod session;
 mod stats;
+mod target;
 mod tenant;
 mod transfer;
 mod verify;
 
 use anyhow::Result;
 use cerberus_proto::StoreMode;
-use cerberus_server::{ServeArgs, StorageArg};
-use clap::{Parser, Subcommand, ValueEnum};
+use cerberus_server::ServeArgs;
+use clap::{Parser, Subcommand};
+use error_text::error_text;
 use session::Session;
-use std::path::PathBuf;
 use std::process::ExitCode;
+use target::{AdminAuth, DataTarget};
 
 #[derive(Parser)]
 #[command(
@@ -37,97 +40,6 @@ struct Cli {
     cmd: Cmd,
 }
 
-/// Where the device is (every command but `serve`).
-#[derive(clap::Args, Clone)]
-#[command(next_help_heading = "Connection")]
-struct Conn {
-    /// Address of the device, host:port [default: 127.0.0.1:9420, or 127.0.0.1:4420 (the
-    /// IANA NVMe/TCP port) with --wire nvme].
-    #[arg(long, env = "CERBERUS_DEVICE")]
-    device: Option<String>,
-    /// Connect with TLS, trusting this CA (or self-signed) certificate, PEM.
-    #[arg(long, env = "CERBERUS_TLS_CA")]
-    tls_ca: Option<PathBuf>,
-    /// Server name to check the certificate against (default: the host of --device).
-    #[arg(long, requires = "tls_ca")]
-    tls_name: Option<String>,
-    /// The wire: the native protocol, or NVMe/TCP (then --device is the device's NVMe/TCP
-    /// address, 127.0.0.1:4420 unless given, and --hostnqn is needed).
-    #[arg(long, env = "CERBERUS_WIRE", value_enum, default_value = "native")]
-    wire: WireArg,
-    /// NVMe/TCP: the subsystem NQN (default: the device's default).
-    #[arg(long, env = "CERBERUS_SUBNQN")]
-    subnqn: Option<String>,
-    /// NVMe/TCP: this host's NQN, as the device's [nvme.hosts] grants name it.
-    #[arg(long, env = "CERBERUS_HOSTNQN")]
-    hostnqn: Option<String>,
-    /// NVMe/TCP: this host's DH-HMAC-CHAP secret (`DHHC-1:..:`, as the device's
-    /// [nvme.host_secrets] holds it), for a device that asks the host to authenticate.
-    /// Prefer the environment variable: a command line is visible to other users.
-    #[arg(long, env = "CERBERUS_DHCHAP_SECRET", hide_env_values = true)]
-    dhchap_secret: Option<String>,
-    /// NVMe/TCP: the controller secret (`DHHC-1:..:`, the device's [nvme.ctrl_secrets]
-    /// entry for this host) the device must prove itself with (bidirectional
-    /// authentication; needs --dhchap-secret). Prefer the environment variable.
-    #[arg(
-        long,
-        env = "CERBERUS_DHCHAP_CTRL_SECRET",
-        hide_env_values = true,
-        value_name = "SECRET"
-    )]
-    dhchap_ctrl_secret: Option<String>,
-}
-
-/// The wire a command speaks (`--wire`).
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum WireArg {
-    /// The device's own framing (docs/protocol.md).
-    Native,
-    /// NVMe/TCP, native commands through the vendor pair (docs/nvme-tcp.md).
-    Nvme,
-}
-
-/// The namespace a data command addresses, and its credential.
-#[derive(clap::Args)]
-#[command(next_help_heading = "Namespace")]
-struct NsAuth {
-    /// Namespace: its id (as printed by `ns create`) or its name (a name of digits only is
-    /// taken as an id).
-    #[arg(long, env = "CERBERUS_NS")]
-    ns: Option<String>,
-    /// Credential of that namespace (as printed, once, by `ns create`).
-    #[arg(long, env = "CERBERUS_SECRET", hide_env_values = true)]
-    secret: Option<String>,
-}
-
-#[derive(clap::Args)]
-#[command(next_help_heading = "Admin")]
-struct AdminAuth {
-    /// Admin credential (the device keeps it in DATA_DIR/admin.secret).
-    #[arg(long, env = "CERBERUS_ADMIN_SECRET", hide_env_values = true)]
-    admin_secret: Option<String>,
-}
-
-/// Connection and namespace of a data command.
-#[derive(clap::Args)]
-struct DataTarget {
-    #[command(flatten)]
-    conn: Conn,
-    #[command(flatten)]
-    auth: NsAuth,
-    #[command(flatten)]
-    tenant: tenant::TenantArgs,
-}
-
-/// Connection and admin credential of a namespace command.
-#[derive(clap::Args)]
-struct AdminTarget {
-    #[command(flatten)]
-    conn: Conn,
-    #[command(flatten)]
-    auth: AdminAuth,
-}
-
 #[derive(Subcommand)]
 enum Cmd {
     /// Runs the device until SIGINT or SIGTERM.
@@ -137,7 +49,7 @@ enum Cmd {
     Ns(ns::NsCmd),
     /// Reads every table and value-log segment of a stopped device back and checks every
     /// checksum; prints each damage (file, offset, what), exit code 1 if any.
-    Verify(VerifyArgs),
+    Verify(verify::VerifyArgs),
     /// Prints a new DH-HMAC-CHAP secret for an NVMe/TCP host (`DHHC-1:01:...:`, the form `nvme
     /// gen-dhchap-key --hmac=1` prints): the device's [nvme.host_secrets] entry for the host,
     /// and the host's --dhchap-secret (or CERBERUS_DHCHAP_SECRET).
@@ -311,20 +223,6 @@ enum Cmd {
     Agg(query::AggArgs),
 }
 
-#[derive(clap::Args)]
-struct VerifyArgs {
-    /// Device directory (as `serve --data-dir`). Default: the config file's, else
-    /// ./cerberus-data.
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// The device's TOML config file (its engine options and storage).
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// What the engine stores its files on (default: the config file's, else posix).
-    #[arg(long, value_enum)]
-    storage: Option<StorageArg>,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -334,22 +232,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// The error and its causes on one line, each said once: a cause whose text is already in
-/// the line (an error that prints its source too) is left out.
-fn error_text(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let msg = cause.to_string();
-        if out.is_empty() {
-            out = msg;
-        } else if !msg.is_empty() && !out.contains(&msg) {
-            out.push_str(": ");
-            out.push_str(&msg);
-        }
-    }
-    out
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {

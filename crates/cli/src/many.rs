@@ -4,7 +4,7 @@
 
 use crate::scan::escape;
 use crate::session::Session;
-use crate::DataTarget;
+use crate::target::DataTarget;
 use anyhow::{bail, Result};
 use bytes::Bytes;
 use std::io::Write;

@@ -1,7 +1,8 @@
 //! `cerberus ns create|configure|destroy|list`: namespaces, with the admin credential.
 
 use crate::session::{connect, NsRef, Session};
-use crate::{transfer, AdminTarget, DataTarget, NsAuth};
+use crate::target::{AdminTarget, DataTarget, NsAuth};
+use crate::transfer;
 use anyhow::{bail, Context, Result};
 use cerberus_device::ADMIN_SECRET_FILE;
 use cerberus_host::{BlockingClient, NamespaceSettings};

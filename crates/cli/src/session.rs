@@ -1,8 +1,8 @@
 //! Talking to a device: the connection (TCP or TLS), the namespace it authenticates for,
 //! and the device's limits.
 
-use super::{Conn, DataTarget, NsAuth, WireArg};
 use crate::limits::Limits;
+use crate::target::{Conn, DataTarget, NsAuth, WireArg};
 use crate::tenant::Tenant;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;

@@ -7,7 +7,7 @@
 //! then shown as totals and never divided by the number of lookups.
 
 use crate::session::{connect, open_namespace};
-use crate::{AdminAuth, DataTarget};
+use crate::target::{AdminAuth, DataTarget};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::fmt::Write;
