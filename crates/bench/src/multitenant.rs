@@ -8,8 +8,7 @@
 //! process's memory at the end of each.
 
 mod cost_model;
-mod figures;
-pub(crate) use figures::mean;
+pub(crate) mod figures;
 #[cfg(test)]
 mod fixtures;
 mod json;
