@@ -11,7 +11,7 @@ mod cost_model;
 pub(crate) mod figures;
 #[cfg(test)]
 mod fixtures;
-mod json;
+pub mod json;
 pub mod report;
 mod summary;
 
