@@ -18,10 +18,8 @@ use std::path::PathBuf;
     long_about = None,
     after_help = "Other commands (each with its own --help): `cerberus-bench plot` (charts of a \
                   multitenant grid), `cerberus-bench plot-iterators` (tables and charts of an \
-                  iterator sweep), `cerberus-bench itermem` (what open iterators hold over many \
-                  tables), `cerberus-bench dataset` (the paper's glacier and tweets datasets), \
-                  `cerberus-bench queries` (the paper's secondary-key queries, and SQLite), \
-                  `cerberus-bench noisy` (a victim tenant's gets beside writing neighbours), \
+                  iterator sweep), `cerberus-bench dataset` (the paper's glacier and tweets \
+                  datasets), `cerberus-bench noisy` (a victim tenant's gets beside writing neighbours), \
                   `cerberus-bench floor` (fillrandom on the engine and on the floor of its \
                   design, alternated with --rounds)."
 )]

@@ -8,11 +8,10 @@
 //! process's memory at the end of each.
 
 mod cost_model;
-mod figures;
-pub(crate) use figures::mean;
+pub(crate) mod figures;
 #[cfg(test)]
 mod fixtures;
-mod json;
+pub mod json;
 pub mod report;
 mod summary;
 

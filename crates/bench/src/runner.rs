@@ -228,7 +228,7 @@ fn run_multitenant(args: Args) -> Result<()> {
         let docs: Vec<_> = runs
             .iter()
             .map(|(engine, run, stats)| {
-                mt_report::run_doc(*engine, run, &run_config, sizes.as_ref(), stats)
+                multitenant::json::run_doc(*engine, run, &run_config, sizes.as_ref(), stats)
             })
             .collect();
         write_json(json_path, &docs)?;

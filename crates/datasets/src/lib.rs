@@ -3,7 +3,7 @@
 //! 8-byte primary key is its `"id"`. Generated, never downloaded, so that a benchmark can be
 //! rebuilt anywhere; the same arguments give a byte-identical file. docs/datasets.md lists the
 //! fields and the counts of the queries' secondary keys. `cerberus-bench dataset` writes them
-//! to a file; `cerberus-bench queries` and `bts --mix tweets` load them.
+//! to a file; `cerberus-paper queries` and `bts --mix tweets` load them.
 //!
 //! Each line's size is drawn around the paper's mean value size (963 B for glacier, 8 KiB for
 //! tweets): the document's last string field (glacier `remarks`, tweets `extended.note_text`)

@@ -1,4 +1,4 @@
-//! `cerberus-bench plot-bts --input BTS.json --out DIR`: the charts of a `cerberus-bench bts`
+//! `cerberus-paper plot-bts --input BTS.json --out DIR`: the charts of a `cerberus-paper bts`
 //! run (the BTS paper's Figure 7): per client thread count, the medians of each policy's
 //! mean and p99 put latency, and its puts per second.
 
@@ -12,9 +12,9 @@ use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
-    name = "cerberus-bench plot-bts",
-    bin_name = "cerberus-bench plot-bts",
-    about = "Draws the charts of a `cerberus-bench bts --json` run"
+    name = "cerberus-paper plot-bts",
+    bin_name = "cerberus-paper plot-bts",
+    about = "Draws the charts of a `cerberus-paper bts --json` run"
 )]
 struct Args {
     #[arg(long)]
@@ -27,7 +27,7 @@ struct Args {
     font: Option<PathBuf>,
 }
 
-/// `cerberus-bench plot-bts ...`; `args` starts with `plot-bts`.
+/// `cerberus-paper plot-bts ...`; `args` starts with `plot-bts`.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     let args = Args::parse_from(args);
     let text = std::fs::read_to_string(&args.input)

@@ -1,5 +1,5 @@
 //! The figures of the Cerberus benchmarks: the typed result documents the experiments of
-//! `cerberus-bench` write as JSON ([`docs`]), and the commands that read them back and draw
+//! `cerberus-bench` and `cerberus-paper` write as JSON ([`docs`]), and the commands that read them back and draw
 //! them: PNG charts and markdown tables of a multitenant grid (`plot`, `grid-table`; `grid-median`: the median document of a
 //! repeated point), of an
 //! iterator sweep (`plot-iterators`), of the secondary-key queries (`plot-queries`), of the
@@ -9,7 +9,7 @@
 //! Reading the files, laying out the charts and finding a font is plain code, tested without
 //! any feature. Only the drawing needs the cargo feature `plot` (plotters, drawing text with
 //! its `ab_glyph` renderer from a TrueType font read at run time, so that the build needs no
-//! system library). The bench depends on this crate, never the other way.
+//! system library). The bench and the paper depend on this crate, never the other way.
 
 #![deny(missing_docs)]
 

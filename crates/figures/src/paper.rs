@@ -1,4 +1,4 @@
-//! The figures and the report of `cerberus-bench paper`: each experiment's figures drawn as
+//! The figures and the report of `cerberus-paper`: each experiment's figures drawn as
 //! PNG (ours with the runs' ranges, the paper's values as a second series of the same colour
 //! family), and `paper-results.md` written from the experiments' documents alone.
 
@@ -98,7 +98,7 @@ fn values(f: &FigureDoc) -> String {
 pub fn report(docs: &[ExperimentDoc], plots: &str) -> String {
     let mut out = String::from(
         "# The papers' figures, reproduced\n\n\
-         Written by `cerberus-bench paper` from the JSON documents of its experiments (do not \
+         Written by `cerberus-paper` from the JSON documents of its experiments (do not \
          edit by hand: run it again). Each value of ours is the median of the runs of its \
          point, with their range; the paper's values are those its text or figures give. A \
          headline holds its direction when ours and the paper's are both gains, both losses \

@@ -1,4 +1,4 @@
-//! `cerberus-bench plot-queries --input RUN.json ... --out DIR`: PNG charts of `cerberus-bench
+//! `cerberus-paper plot-queries --input RUN.json ... --out DIR`: PNG charts of `cerberus-paper
 //! queries` runs. Each run gives one chart: for every query and secondary key, how many times
 //! faster each engine answered than the run's baseline (the engine without an index, else
 //! SQLite), so the paper's ratios (Figures 4 and 11) read off the bars' heights.
@@ -14,13 +14,13 @@ use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
-    name = "cerberus-bench plot-queries",
-    bin_name = "cerberus-bench plot-queries",
+    name = "cerberus-paper plot-queries",
+    bin_name = "cerberus-paper plot-queries",
     version,
-    about = "Draws the speedup charts of `cerberus-bench queries` runs (their --json files)"
+    about = "Draws the speedup charts of `cerberus-paper queries` runs (their --json files)"
 )]
 struct Args {
-    /// JSON files written by `cerberus-bench queries --json` (one chart each).
+    /// JSON files written by `cerberus-paper queries --json` (one chart each).
     #[arg(long, required = true, num_args = 1..)]
     input: Vec<PathBuf>,
 
@@ -34,7 +34,7 @@ struct Args {
     font: Option<PathBuf>,
 }
 
-/// `cerberus-bench plot-queries ...`; `args` starts with `plot-queries`.
+/// `cerberus-paper plot-queries ...`; `args` starts with `plot-queries`.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     let args = Args::parse_from(args);
     let mut charts = Vec::new();

@@ -96,7 +96,7 @@ pub(super) fn tenant_compaction_bytes(t: &TenantResult) -> Option<u64> {
 }
 
 /// The mean of the values present; `None` if there are none.
-pub(crate) fn mean(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+pub fn mean(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     let (sum, n) = values
         .into_iter()
         .flatten()

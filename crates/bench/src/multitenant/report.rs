@@ -1,8 +1,7 @@
 //! Output of the multitenant workload: db_bench-like phase lines, a table of the tenants, a
-//! summary and the cost model as text; the JSON document ([`run_doc`]) and the summary's
+//! summary and the cost model as text; the JSON document (`json.rs`) and the summary's
 //! figures ([`summary`]) are made in sibling modules.
 
-pub use super::json::run_doc;
 pub use super::summary::{summary, SummaryDoc};
 
 use super::cost_model::{tenant_cost_model, CostModel, StepTerms};

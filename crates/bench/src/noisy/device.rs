@@ -2,28 +2,16 @@
 //! off, network threads), the victim's reservation, its `shares_served` per phase, and the
 //! lower CPU priority of the neighbours' client threads.
 
+use super::args::Args;
 use anyhow::{bail, Result};
 use cerberus_bench_engines::{DeviceDb, TenantHandle};
 use cerberus_device::DeviceConfig;
 use cerberus_proto::NamespaceSettings;
 
-/// `on` or `off` (`--shares`, `--neighbours-niced`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum OnOff {
-    On,
-    Off,
-}
-
-impl OnOff {
-    pub(super) fn on(self) -> bool {
-        self == OnOff::On
-    }
-}
-
 /// The local device's settings for one run: shares on or off, `network_threads` loops that
 /// sleep at once when idle (no polling: a polling thread would take a CPU from the clients),
 /// the loops pinned to CPUs if `pin_cores` and at nice `network_nice`.
-pub(super) fn configure(c: &mut DeviceConfig, shares: bool, args: &super::Args) {
+pub(super) fn configure(c: &mut DeviceConfig, shares: bool, args: &Args) {
     c.shares.enabled = shares;
     c.network_threads = args.network_threads;
     c.network_spin_us = 0;

@@ -11,6 +11,7 @@
 //! connection per client thread), once per `--shares` and `--neighbours-niced` value
 //! (`device.rs`): the victim's reservation, and its `shares_served` after each phase.
 
+mod args;
 mod device;
 mod schedstat;
 
@@ -18,116 +19,24 @@ use crate::histogram::Histogram;
 use crate::multitenant::{ns_delta, run_threads, tenant_loop, TenantPhase};
 use crate::workload::{mix, KeyFormat, ValuePool};
 use anyhow::{bail, Context, Result};
+use args::{Args, OnOff};
 use cerberus_bench_engines::profile::ProfileArg;
-use cerberus_bench_engines::{self as engines, BenchDb, Engine, LayoutArg, OpenConfig};
-use cerberus_bench_engines::{DeviceDb, StorageArg, TenantHandle};
+use cerberus_bench_engines::{self as engines, BenchDb, Engine, OpenConfig};
+use cerberus_bench_engines::{DeviceDb, TenantHandle};
 use cerberus_engine::NamespaceStats;
 use cerberus_figures::docs::noisy::{
     LatencyUs, NoisyConfig, NoisyDoc, NoisyPhase, NoisyRun, ThreadTimes,
 };
 use clap::Parser;
-use device::OnOff;
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "cerberus-bench noisy",
-    bin_name = "cerberus-bench noisy",
-    about = "A victim tenant's gets alone, beside writing neighbours, and after settling"
-)]
-struct Args {
-    /// Neighbour tenants, one writing thread each.
-    #[arg(long, default_value_t = 7)]
-    neighbours: usize,
-    /// Keys the victim loads (random order) before the phases.
-    #[arg(long, default_value_t = 50_000)]
-    victim_keys: u64,
-    /// Each neighbour puts this many times the victim's keys in the noisy phase.
-    #[arg(long, default_value_t = 2)]
-    write_factor: u64,
-    /// Gets of the victim in the alone and settled phases [default: --victim-keys].
-    #[arg(long)]
-    victim_gets: Option<u64>,
-    /// Layouts, each on a fresh database (comma-separated).
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "per_namespace,shared,baseline"
-    )]
-    layouts: Vec<LayoutArg>,
-    /// Storages, each on a fresh database (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "nand,posix")]
-    storages: Vec<StorageArg>,
-    /// Cache bytes (filters and indexes); 0 as the multitenant grid's nand0 and posix.
-    #[arg(long, default_value_t = 0)]
-    cache_bytes: u64,
-    /// Keep the engine's own sizes instead of `--profile paper`'s (small memtable and
-    /// levels, so that the neighbours' writes flush and compact within the phase).
-    #[arg(long)]
-    no_profile: bool,
-    /// Through a device started in this process on a loopback port instead of the embedded
-    /// engine, with the device's own sizes (no profile) and no namespace counters (filter
-    /// loads and pages are null).
-    #[arg(long)]
-    device: bool,
-    /// The device's I/O shares (`[shares] enabled`), a run for each (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "on")]
-    shares: Vec<OnOff>,
-    /// The device: operations per second reserved for the victim (0: none).
-    #[arg(long, default_value_t = 0)]
-    victim_reservation: u64,
-    /// The device's network threads (1, as the device's shares tests run it).
-    #[arg(long, default_value_t = 1)]
-    network_threads: usize,
-    /// Pin the device's network threads and lanes to CPUs (`scheduler.pin_cores`; the
-    /// first network thread on the first CPU), and the clients' threads to the last CPU.
-    #[arg(long)]
-    pin_cores: bool,
-    /// The device's network threads' nice value (`scheduler.network_nice`; below 0 needs
-    /// root).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    network_nice: i32,
-    /// The device's `network_frames_per_turn` (unset: the device's default; 0: a reader
-    /// reads on until its socket is empty).
-    #[arg(long)]
-    frames_per_turn: Option<usize>,
-    /// The device's lanes' (background work's) nice value (`scheduler.background_nice`).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    background_nice: i32,
-    /// The victim's client thread's nice value in every phase (0: the process's; below 0
-    /// needs root), as a model of a client on a machine of its own.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    victim_nice: i32,
-    /// Run the neighbours' client threads at nice 19, as a model of clients on other
-    /// machines; a run for each (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "off")]
-    neighbours_niced: Vec<OnOff>,
-    /// Puts each neighbour sends together (pipelined on the device).
-    #[arg(long, default_value_t = 1)]
-    neighbour_batch: u64,
-    #[arg(long, default_value_t = 16)]
-    key_size: usize,
-    #[arg(long, default_value_t = 1024)]
-    value_size: usize,
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    /// Directory for the databases (default: a temporary one; each run deletes its own).
-    #[arg(long)]
-    db: Option<PathBuf>,
-    /// Writes the document here.
-    #[arg(long)]
-    json: Option<PathBuf>,
-}
 
 /// `cerberus-bench noisy ...`; `args` starts with `noisy`.
 pub fn main(args: Vec<OsString>) -> Result<()> {

@@ -1,4 +1,4 @@
-//! The document of a `cerberus-bench bts` run: its points and their medians over the rounds.
+//! The document of a `cerberus-paper bts` run: its points and their medians over the rounds.
 
 use cerberus_device::{Chunker, Policy};
 use serde::{Deserialize, Serialize};

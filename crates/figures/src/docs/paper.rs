@@ -1,4 +1,4 @@
-//! The document of one experiment of `cerberus-bench paper`: what ran, the figures it draws
+//! The document of one experiment of `cerberus-paper`: what ran, the figures it draws
 //! (ours as medians with ranges, the paper's values beside them where it gives numbers) and
 //! its headlines (the paper's claim, ours, the ratio, and why they differ).
 

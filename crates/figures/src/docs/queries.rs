@@ -1,4 +1,4 @@
-//! The document of a `cerberus-bench queries` run: each engine's load and query times.
+//! The document of a `cerberus-paper queries` run: each engine's load and query times.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

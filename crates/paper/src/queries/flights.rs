@@ -1,0 +1,422 @@
+//! `cerberus-paper queries --dataset FILE.jsonl --set flights`: every query kind on real data
+//! (nycflights13's flights, `scripts/dataset-flights`) on the engine and on SQLite in the same
+//! run, each answer checked between the two and against the reference answers kept in
+//! `crates/paper/data/flights-answers.json`.
+//!
+//! Both sides hold the same 6 indexes, created before a load in batches of 1,000. Each round
+//! loads both afresh, runs every query, applies the same updates and deletes to both, and runs
+//! every query again; the rounds alternate which side goes first, and within a query the
+//! timed runs alternate too. Records come back as (key, value bytes) on both sides; a
+//! keys-only find returns keys alone.
+
+use super::flights_device::DeviceSide;
+use super::flights_query::{
+    in_batches, queries, Answer, FlightQuery, Kind, Out, WriteOp, ATTRS, BATCH,
+};
+use super::flights_sql::SqliteSide;
+use anyhow::{bail, Context, Result};
+use cerberus_engine::{
+    Aggregate, Db, Filter, FindOptions, IndexKind, Namespace, Options, Readable, TopOptions,
+    WriteBatch,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha1::{Digest, Sha1};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+/// Our side: the embedded engine, or a local device (`--device local`).
+pub enum Ours {
+    Engine(EngineSide),
+    Device(DeviceSide),
+}
+
+impl Ours {
+    /// A fresh side loaded with `records` under the 6 indexes, and the load's seconds.
+    fn load(cfg: &Config) -> Result<(Ours, f64)> {
+        let dir = cfg.dir.join("ours");
+        Ok(match cfg.device {
+            false => {
+                let (side, secs) = EngineSide::load(&dir, cfg.records, cfg.kind)?;
+                (Ours::Engine(side), secs)
+            }
+            true => {
+                let (side, secs) = DeviceSide::load(&dir, cfg.records, cfg.kind)?;
+                (Ours::Device(side), secs)
+            }
+        })
+    }
+
+    fn write<'a>(&self, ops: impl Iterator<Item = WriteOp<'a>>) -> Result<()> {
+        match self {
+            Ours::Engine(side) => side.write(ops),
+            Ours::Device(side) => side.write(ops),
+        }
+    }
+
+    fn run(&self, q: &FlightQuery, filter: &Filter) -> Result<Out> {
+        match self {
+            Ours::Engine(side) => side.run(q, filter),
+            Ours::Device(side) => side.run(q),
+        }
+    }
+
+    fn close(self) -> Result<()> {
+        match self {
+            Ours::Engine(side) => side.close(),
+            Ours::Device(side) => side.close(),
+        }
+    }
+}
+
+/// The engine's side: a fresh database with the 6 indexes.
+pub struct EngineSide {
+    db: Db,
+    ns: Namespace,
+}
+
+impl EngineSide {
+    /// Creates the indexes, loads `records` in batches, flushes (on the clock) and waits for
+    /// the compactions (off it). Returns the side and the load's seconds.
+    pub fn load(
+        dir: &Path,
+        records: &[(Vec<u8>, Vec<u8>)],
+        kind: IndexKind,
+    ) -> Result<(EngineSide, f64)> {
+        let _ = std::fs::remove_dir_all(dir);
+        let db = Db::builder(Options::default()).open(dir)?;
+        let ns = db.create_namespace("flights")?;
+        let t = Instant::now();
+        for a in ATTRS {
+            ns.create_index(a, kind)?;
+        }
+        let ours = EngineSide { db, ns };
+        ours.write(records.iter().map(|(k, v)| (k, Some(v))))?;
+        ours.db.flush()?;
+        let secs = t.elapsed().as_secs_f64();
+        ours.db.wait_for_compactions()?;
+        Ok((ours, secs))
+    }
+
+    /// Puts (`Some`) and deletes (`None`) in batches of 1,000.
+    pub fn write<'a>(&self, ops: impl Iterator<Item = WriteOp<'a>>) -> Result<()> {
+        in_batches(ops, |chunk| {
+            let mut batch = WriteBatch::new();
+            for (k, v) in chunk {
+                match v {
+                    Some(v) => batch.put(k.as_slice(), v.as_slice()),
+                    None => batch.delete(k.as_slice()),
+                };
+            }
+            Ok(self.ns.write(batch)?)
+        })
+    }
+
+    /// One run of `q` (its filter parsed).
+    pub fn run(&self, q: &FlightQuery, filter: &Filter) -> Result<Out> {
+        Ok(match &q.kind {
+            Kind::Find { keys_only } => {
+                let mut opts = FindOptions {
+                    keys_only: *keys_only,
+                    ..FindOptions::default()
+                };
+                let mut rows = Vec::new();
+                loop {
+                    let page = self.ns.find(filter, &opts)?;
+                    rows.extend(page.value.into_iter().map(|f| (f.pk, f.value)));
+                    match page.continuation {
+                        Some(c) => opts.continuation = Some(c),
+                        None => break,
+                    }
+                }
+                Out::Rows(rows)
+            }
+            Kind::Top { by, k } => {
+                let opts = TopOptions {
+                    by: by.to_string(),
+                    desc: true,
+                    k: *k,
+                    projection: None,
+                };
+                let top = self.ns.top(filter, &opts)?;
+                Out::Ranked(top.value.into_iter().map(|r| r.pk).collect())
+            }
+            Kind::Agg { op, attr } => {
+                let op = Aggregate::parse(op, *attr)?;
+                Out::Value(self.ns.aggregate(filter, &op)?.value)
+            }
+        })
+    }
+
+    pub fn close(self) -> Result<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+/// Puts (`Some`) and deletes (`None`) by key.
+pub type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// The updates and deletes applied to both sides after the first pass: every 97th record
+/// updated (its dep_delay moved by 5, and alternately its carrier set to "ZZ" or its tailnum
+/// to null, so that index entries move), every 131st (from the 2nd) deleted.
+pub fn mutations(records: &[(Vec<u8>, Vec<u8>)]) -> Result<Ops> {
+    let mut out = Vec::new();
+    for (i, (k, v)) in records.iter().enumerate() {
+        if i % 97 == 0 {
+            let mut doc: Value = serde_json::from_slice(v)?;
+            if let Some(d) = doc["dep_delay"].as_i64() {
+                doc["dep_delay"] = json!(d + 5);
+            }
+            match (i / 97) % 2 {
+                0 => doc["carrier"] = json!("ZZ"),
+                _ => doc["tailnum"] = Value::Null,
+            }
+            out.push((k.clone(), Some(serde_json::to_vec(&doc)?)));
+        } else if i % 131 == 1 {
+            out.push((k.clone(), None));
+        }
+    }
+    Ok(out)
+}
+
+/// The reference answers kept in the repo, for the file whose sha1 they name.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Reference {
+    pub dataset_sha1: String,
+    pub records: usize,
+    pub answers: BTreeMap<String, Answer>,
+}
+
+pub const REFERENCE: &str = include_str!("../../data/flights-answers.json");
+
+pub fn file_sha1(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Sha1::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Figures of one query (or the load, or the mutations) over every round.
+#[derive(Debug, Default, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub filter: String,
+    pub count: u64,
+    pub digest: String,
+    /// SQLite's query plan.
+    pub sqlite_plan: String,
+    /// Milliseconds of each timed run.
+    pub ours_ms: Vec<f64>,
+    pub sqlite_ms: Vec<f64>,
+    pub ours_median_ms: f64,
+    pub sqlite_median_ms: f64,
+    /// SQLite's median over ours: above 1, ours is faster.
+    pub ratio: f64,
+}
+
+/// What a flights run measured.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub dataset: String,
+    pub records: usize,
+    /// `engine` (embedded) or `device` (a local device over loopback).
+    pub through: String,
+    pub index: String,
+    pub rounds: usize,
+    pub runs_per_round: usize,
+    /// Whether the reference answers applied (the file's sha1 is theirs).
+    pub reference_checked: bool,
+    pub rows: Vec<Row>,
+}
+
+/// How to run.
+pub struct Config<'a> {
+    pub dataset: &'a Path,
+    pub records: &'a [(Vec<u8>, Vec<u8>)],
+    pub kind: IndexKind,
+    pub rounds: usize,
+    pub runs: usize,
+    pub dir: &'a Path,
+    /// Our side through a local device instead of the embedded engine.
+    pub device: bool,
+    /// Reference answers to check against (`None`: ours and SQLite against each other only).
+    pub reference: Option<&'a BTreeMap<String, Answer>>,
+}
+
+/// Every round: both sides loaded, the queries, the mutations, the queries again.
+pub fn run(cfg: &Config) -> Result<Report> {
+    let set = queries();
+    let filters = set
+        .iter()
+        .map(|q| Filter::parse(&q.filter).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let muts = mutations(cfg.records)?;
+    let phases = ["", "mut "];
+    let mut rows: Vec<Row> = Vec::new();
+    let row = |rows: &mut Vec<Row>, name: &str, filter: String| -> usize {
+        match rows.iter().position(|r| r.name == name) {
+            Some(i) => i,
+            None => {
+                rows.push(Row {
+                    name: name.into(),
+                    filter,
+                    ..Row::default()
+                });
+                rows.len() - 1
+            }
+        }
+    };
+    for round in 0..cfg.rounds {
+        let ours_first = round % 2 == 0;
+        let (ours, sql) = load_both(cfg, ours_first, &mut rows, row)?;
+        for phase in phases {
+            if phase == "mut " {
+                let i = row(&mut rows, "mutate", format!("{} ops", muts.len()));
+                let t = Instant::now();
+                ours.write(muts.iter().map(|(k, v)| (k, v.as_ref())))?;
+                rows[i].ours_ms.push(ms(t));
+                let t = Instant::now();
+                sql.write(&muts)?;
+                rows[i].sqlite_ms.push(ms(t));
+            }
+            for (q, f) in set.iter().zip(&filters) {
+                let name = format!("{phase}{}", q.name);
+                let i = row(&mut rows, &name, q.filter.to_string());
+                // Untimed: the answers checked (and the caches warmed alike).
+                let (a, b) = (ours.run(q, f)?.answer(), sql.run(q)?.answer());
+                if a != b {
+                    bail!("{name}: ours {a:?}, SQLite {b:?}");
+                }
+                if let Some(reference) = cfg.reference {
+                    match reference.get(&name) {
+                        Some(r) if *r == a => {}
+                        Some(r) => bail!("{name}: {a:?}, the reference answer is {r:?}"),
+                        None => bail!("{name}: no reference answer"),
+                    }
+                }
+                (rows[i].count, rows[i].digest) = (a.count, a.digest);
+                if rows[i].sqlite_plan.is_empty() {
+                    rows[i].sqlite_plan = sql.plan(q)?;
+                }
+                for run in 0..cfg.runs {
+                    for side in order(ours_first ^ (run % 2 == 1)) {
+                        let t = Instant::now();
+                        match side {
+                            0 => drop(ours.run(q, f)?),
+                            _ => drop(sql.run(q)?),
+                        }
+                        match side {
+                            0 => rows[i].ours_ms.push(ms(t)),
+                            _ => rows[i].sqlite_ms.push(ms(t)),
+                        }
+                    }
+                }
+            }
+        }
+        ours.close()?;
+        drop(sql);
+        let _ = std::fs::remove_dir_all(cfg.dir.join("ours"));
+        let _ = std::fs::remove_file(cfg.dir.join("sqlite.db"));
+    }
+    for r in &mut rows {
+        r.ours_median_ms = median(&r.ours_ms);
+        r.sqlite_median_ms = median(&r.sqlite_ms);
+        r.ratio = r.sqlite_median_ms / r.ours_median_ms.max(1e-9);
+    }
+    Ok(Report {
+        dataset: cfg.dataset.display().to_string(),
+        records: cfg.records.len(),
+        through: if cfg.device { "device" } else { "engine" }.into(),
+        index: cfg.kind.to_string(),
+        rounds: cfg.rounds,
+        runs_per_round: cfg.runs,
+        reference_checked: cfg.reference.is_some(),
+        rows,
+    })
+}
+
+/// Loads both sides, the one first that `ours_first` says, and records the loads' times.
+fn load_both(
+    cfg: &Config,
+    ours_first: bool,
+    rows: &mut Vec<Row>,
+    row: impl Fn(&mut Vec<Row>, &str, String) -> usize,
+) -> Result<(Ours, SqliteSide)> {
+    let i = row(rows, "load", format!("batches of {BATCH}, 6 indexes"));
+    let (mut ours, mut sql) = (None, None);
+    for side in order(ours_first) {
+        match side {
+            0 => {
+                let (o, secs) = Ours::load(cfg)?;
+                rows[i].ours_ms.push(secs * 1e3);
+                ours = Some(o);
+            }
+            _ => {
+                let (s, secs) = SqliteSide::load(&cfg.dir.join("sqlite.db"), cfg.records)?;
+                rows[i].sqlite_ms.push(secs * 1e3);
+                sql = Some(s);
+            }
+        }
+    }
+    Ok((ours.context("no load")?, sql.context("no load")?))
+}
+
+/// 0 is ours, 1 SQLite.
+fn order(ours_first: bool) -> [usize; 2] {
+    match ours_first {
+        true => [0, 1],
+        false => [1, 0],
+    }
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn range(v: &[f64]) -> (f64, f64) {
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max)
+}
+
+/// The table: per query its results, each side's median and range, and the ratio.
+pub fn render(report: &Report) -> String {
+    let mut t = cerberus_figures::Table::aligned([
+        ("query", false),
+        ("results", true),
+        ("ours ms (range)", true),
+        ("SQLite ms (range)", true),
+        ("SQLite/ours", true),
+    ]);
+    for r in &report.rows {
+        let cell = |v: &[f64], m: f64| {
+            let (lo, hi) = range(v);
+            format!("{m:.2} ({lo:.2}-{hi:.2})")
+        };
+        let results = match r.name.as_str() {
+            "load" | "mutate" => r.filter.clone(),
+            _ => r.count.to_string(),
+        };
+        t.row([
+            r.name.clone(),
+            results,
+            cell(&r.ours_ms, r.ours_median_ms),
+            cell(&r.sqlite_ms, r.sqlite_median_ms),
+            format!("{:.2}x", r.ratio),
+        ]);
+    }
+    format!(
+        "ours: the {} ({} index)\n\n{}",
+        report.through,
+        report.index,
+        t.render()
+    )
+}

@@ -1,0 +1,81 @@
+//! `--set flights` from the command line: the file read, the reference answers found (those
+//! of the file whose sha1 they name), the rounds run, the table printed, the JSON and the
+//! answers written.
+
+use super::args::QueriesArgs;
+use super::flights::{self, Config, Reference};
+use super::flights_query::Answer;
+use anyhow::{bail, Context, Result};
+use cerberus_engine::IndexKind;
+use std::path::PathBuf;
+
+pub fn main(args: &QueriesArgs) -> Result<()> {
+    let path = PathBuf::from(&args.dataset);
+    if !path.is_file() {
+        bail!("--set flights needs a JSON-lines FILE (scripts/dataset-flights OUT.jsonl)");
+    }
+    // The kind listed last of classic and vas (the default list ends with vas).
+    let kind = match (args.index.rfind("vas"), args.index.rfind("classic")) {
+        (Some(v), c) if c.is_none_or(|c| c < v) => IndexKind::Vas,
+        (_, Some(_)) => IndexKind::Classic,
+        _ => bail!("--set flights: --index must list classic or vas"),
+    };
+    let records = super::records::read_records(&path, &args.key_field)?;
+    let reference: Reference = serde_json::from_str(flights::REFERENCE)
+        .context("crates/paper/data/flights-answers.json")?;
+    let sha1 = flights::file_sha1(&path)?;
+    let checked = reference.dataset_sha1 == sha1;
+    match checked {
+        true => eprintln!("{}: the reference answers' file", path.display()),
+        false => eprintln!(
+            "{}: sha1 {sha1} is not the reference answers' file ({}): ours and SQLite are \
+             checked against each other only",
+            path.display(),
+            reference.dataset_sha1
+        ),
+    }
+    let tmp = tempfile::tempdir()?;
+    let dir = args.db.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir)?;
+    let report = flights::run(&Config {
+        dataset: &path,
+        records: &records,
+        kind,
+        rounds: args.repeat,
+        runs: args.runs.max(1),
+        dir: &dir,
+        device: match args.device.as_deref() {
+            None => false,
+            Some("local") => true,
+            Some(other) => bail!("--device {other}: only `local` (a device this run starts)"),
+        },
+        reference: checked.then_some(&reference.answers),
+    })?;
+    print!("\n{}", flights::render(&report));
+    if let Some(out) = &args.json {
+        std::fs::write(out, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    if let Some(out) = &args.write_answers {
+        let answers = report
+            .rows
+            .iter()
+            .filter(|r| !matches!(r.name.as_str(), "load" | "mutate"))
+            .map(|r| {
+                let a = Answer {
+                    count: r.count,
+                    digest: r.digest.clone(),
+                };
+                (r.name.clone(), a)
+            })
+            .collect();
+        let doc = Reference {
+            dataset_sha1: sha1,
+            records: records.len(),
+            answers,
+        };
+        std::fs::write(out, serde_json::to_string_pretty(&doc)? + "\n")
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}
