@@ -6,8 +6,10 @@
 //! `listener` accepts connections (capped), `conn` runs one (PDUs, R2T), `admin` answers
 //! the admin queue (Fabrics, Identify, features, log pages), `identify` lays out its data,
 //! `io` maps KV commands onto the dispatch, `vendor` tunnels native commands through a
-//! pair of vendor opcodes, `controllers` keeps the controllers' state, `auth` authenticates hosts' queues
-//! (DH-HMAC-CHAP).
+//! pair of vendor opcodes, `controllers` keeps the controllers' state, `auth` authenticates
+//! hosts' queues (DH-HMAC-CHAP). What a connection holds lies below the code that drives it:
+//! `target` (what every connection shares), `answer`, `queue_auth`, `vendor_state`,
+//! `held_retrieves` and `waiting`; the modules that drive a `Conn` add its methods.
 
 mod admin;
 mod answer;

@@ -4,7 +4,8 @@
 //! CC.EN, CSTS.RDY), Identify, and the KV command set's
 //! Store, Retrieve, Exist, Delete and List, one at a time or pipelined (`pipeline`); the
 //! discovery controller's log (`discover`); keep-alives; and the device's vendor pair (one
-//! native command through Submit and Fetch).
+//! native command through Submit and Fetch). A queue is opened and its controller brought up
+//! in `connect`; `target` says who connects where, `error` why a call failed.
 
 mod auth;
 mod connect;
