@@ -4,11 +4,13 @@
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
+/// Where the charging of compactions stands (`Shares::after_job`).
 #[derive(Default)]
 pub(super) struct Charges {
     pub(super) state: Mutex<State>,
 }
 
+/// The last look at the counters and what each namespace's stood at then.
 #[derive(Default)]
 pub(super) struct State {
     pub(super) last: Option<quanta::Instant>,
