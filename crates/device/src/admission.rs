@@ -36,6 +36,9 @@ pub struct Admission {
 /// clients prove themselves in one frame and get none.
 pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
 
+/// How long a newcomer waits for the slot of the connection evicted for it.
+pub(crate) const EVICTION_WAIT: Duration = Duration::from_secs(2);
+
 /// What a newcomer finding every slot taken may do (`Admission::make_room`).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Room {

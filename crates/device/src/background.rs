@@ -66,7 +66,7 @@ impl Shared {
         }));
         if let Err(p) = outcome {
             tracing::error!(
-                panic = crate::workers::panic_message(p.as_ref()),
+                panic = crate::panics::panic_message(p.as_ref()),
                 "a background task panicked"
             );
         }

@@ -13,7 +13,8 @@
 
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
-use crate::workers::{answer, Outbox, Workers};
+use crate::outbox::Outbox;
+use crate::workers::{answer, Workers};
 use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Opcode, Request, Response, DEVICE_NSID};
 use parking_lot::Mutex;
@@ -38,7 +39,14 @@ pub enum PutReply {
     /// A native connection's writer, with the put's in-flight permit (freed once written).
     Native(Outbox, OwnedSemaphorePermit),
     /// An NVMe/TCP queue's completions (its budget freed when the queue takes the answer).
-    Nvme(crate::nvme::StoreReply),
+    Nvme(Box<dyn StoreAnswer>),
+}
+
+/// Where a held NVMe/TCP Store's answer goes (`nvme::io`): the target's side of it, which
+/// the puts held here need not know.
+pub trait StoreAnswer: Send {
+    /// Completes the Store with `resp`.
+    fn send(self: Box<Self>, resp: Response);
 }
 
 impl PutReply {

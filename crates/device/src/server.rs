@@ -1,7 +1,7 @@
 //! Starting and stopping the device: the engine, the worker pool, the listener (TCP or TLS),
 //! the metrics endpoint, and a graceful stop (stop accepting, finish what is in flight, flush).
 
-use crate::admission::{Admission, Room, Ticket};
+use crate::admission::{Admission, Room, Ticket, EVICTION_WAIT};
 use crate::auth::Credentials;
 use crate::config::DeviceConfig;
 use crate::connection;
@@ -10,6 +10,7 @@ use crate::error::bind;
 use crate::error::DeviceError;
 use crate::metrics;
 use crate::nvme;
+use crate::placed::Placed;
 use crate::put_batch::HeldPuts;
 use crate::reactor::Reactors;
 use crate::scheduler::Scheduler;
@@ -29,8 +30,6 @@ use tokio_rustls::TlsAcceptor;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a newcomer waits for the slot of the connection evicted for it.
-pub(crate) const EVICTION_WAIT: Duration = Duration::from_secs(2);
 
 /// The device's entry point: [`Device::start`] runs one from a [`DeviceConfig`].
 pub struct Device;
@@ -180,7 +179,7 @@ impl DeviceHandle {
     }
 
     /// The scheduler's counters: per core load, tasks, migrations.
-    pub fn scheduler_stats(&self) -> crate::scheduler::SchedulerStats {
+    pub fn scheduler_stats(&self) -> crate::scheduler::stats::SchedulerStats {
         self.shared.scheduler.stats()
     }
 
@@ -404,27 +403,6 @@ async fn accept_loop(
     if drained.is_err() {
         tracing::warn!("connections still busy after {DRAIN_TIMEOUT:?}; closing them");
         conns.abort_all();
-    }
-}
-
-/// A connection's place on its core, given back however the connection ends.
-pub(crate) struct Placed(pub(crate) Arc<Shared>, pub(crate) usize);
-
-impl Placed {
-    /// Gives the place back while the connection goes on: it no longer counts toward its
-    /// core's connections (an NVMe/TCP admin queue, which carries no I/O: counted, every I/O
-    /// queue of hosts that connect admin queue, I/O queue, admin queue, ... in turn would be
-    /// placed on the same core).
-    pub(crate) fn release(&mut self) {
-        self.0.scheduler.leave(self.1);
-        // No core has this number: the drop's `leave` does nothing.
-        self.1 = usize::MAX;
-    }
-}
-
-impl Drop for Placed {
-    fn drop(&mut self) {
-        self.0.scheduler.leave(self.1);
     }
 }
 

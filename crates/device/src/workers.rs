@@ -3,6 +3,7 @@
 
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
+use crate::panics::{catch_command, panic_message};
 use cerberus_proto::{Command, Response};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -10,8 +11,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread::JoinHandle;
 
 pub type Job = Box<dyn FnOnce() + Send>;
-
-pub(crate) use crate::connection::Outbox;
 
 /// Runs a command on the engine and records it. A panic still answers the client, or it
 /// would wait for this command forever.
@@ -103,34 +102,6 @@ impl Workers {
     }
 }
 
-/// Runs a command's work; a panic becomes the internal error its client is answered with
-/// (the device keeps serving).
-pub fn catch_command<T>(
-    nsid: u32,
-    opcode: u8,
-    f: impl FnOnce() -> T,
-) -> Result<T, (cerberus_proto::Status, String)> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
-        let msg = panic_message(payload.as_ref());
-        tracing::error!(nsid, opcode, panic = msg, "command panicked");
-        (
-            cerberus_proto::Status::InternalError,
-            format!("the command panicked in the device ({msg}); the device is still serving"),
-        )
-    })
-}
-
-/// The text of a panic payload (`panic!` gives a `&str` or a `String`).
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a panic without a message"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,14 +129,5 @@ mod tests {
                 .expect("both workers alive");
         }
         workers.stop();
-    }
-
-    #[test]
-    fn panic_messages_are_read_from_either_payload() {
-        let p = catch_unwind(|| panic!("static text")).unwrap_err();
-        assert_eq!(panic_message(p.as_ref()), "static text");
-        let n = 7;
-        let p = catch_unwind(|| panic!("formatted {n}")).unwrap_err();
-        assert_eq!(panic_message(p.as_ref()), "formatted 7");
     }
 }

@@ -1,9 +1,10 @@
 //! Backup (admin): the device writes a consistent copy of its data directory to a directory
 //! on its own machine; `cerberus serve --data-dir DIR` serves it as it was.
 
+use crate::blocking::BlockingClient;
+use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::reply::unexpected;
-use crate::{BlockingClient, Client};
 use cerberus_proto::{Reply, Request, DEVICE_NSID};
 
 /// What a backup wrote, as the device reports it.

@@ -9,7 +9,7 @@
 
 use crate::direct::Direct;
 use crate::error::{Error, Result};
-use crate::inflight::Shared;
+use crate::inflight::{CloseOnExit, Shared};
 use crate::nvme::QUEUE_ENTRIES;
 use crate::nvme_direct::NvmeDirect;
 use crate::nvme_flights::{encode_point, Native};
@@ -363,16 +363,6 @@ impl Drop for Connection {
     /// The last `Client` is gone: stop the tasks (which closes the stream).
     fn drop(&mut self) {
         self.shared.close("the client was dropped");
-    }
-}
-
-/// Closes the connection when a task ends however it ends (returned, aborted, or dropped
-/// with its runtime), so no caller waits on a task that is gone.
-pub(crate) struct CloseOnExit(pub(crate) Arc<Shared>);
-
-impl Drop for CloseOnExit {
-    fn drop(&mut self) {
-        self.0.close("the connection's tasks stopped");
     }
 }
 

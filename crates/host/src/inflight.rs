@@ -215,3 +215,13 @@ impl Shared {
         Ok(())
     }
 }
+
+/// Closes the connection when a task ends however it ends (returned, aborted, or dropped
+/// with its runtime), so no caller waits on a task that is gone.
+pub(crate) struct CloseOnExit(pub(crate) Arc<Shared>);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        self.0.close("the connection's tasks stopped");
+    }
+}

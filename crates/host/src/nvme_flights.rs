@@ -118,7 +118,7 @@ impl Flights {
             let Some(f) = self.again.pop_front() else {
                 break;
             };
-            let frame = f.native.into_frame()?;
+            let frame = f.native.into_frame().map_err(|e| e.to_string())?;
             self.send_pair(f.header, frame, f.max, out)?;
         }
         Ok(())
@@ -163,7 +163,8 @@ impl Flights {
                 return Ok(());
             }
         }
-        self.send_pair(header, native.into_frame()?, max, out)
+        let frame = native.into_frame().map_err(|e| e.to_string())?;
+        self.send_pair(header, frame, max, out)
     }
 
     /// Sends native `frame` as the vendor pair's Submit, in the capsule if it fits (else

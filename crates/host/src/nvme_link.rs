@@ -5,9 +5,8 @@
 //! only the bytes' route differs. `BlockingClient` drives the same queue from its callers'
 //! threads instead (`nvme_direct`).
 
-use crate::connection::CloseOnExit;
 use crate::error::{Error, Result};
-use crate::inflight::Shared;
+use crate::inflight::{CloseOnExit, Shared};
 use crate::nvme::{NvmeHost, NvmeTarget};
 use crate::nvme_flights::{Flights, Native};
 use bytes::{Bytes, BytesMut};

@@ -1,6 +1,7 @@
 //! The device on this machine, from a config file and flags, until a signal stops it.
 
-use crate::{ServeArgs, ServeError, StorageArg};
+use crate::args::{ServeArgs, StorageArg};
+use crate::error::ServeError;
 use cerberus_device::{Device, DeviceConfig, DeviceError, StorageChoice, ADMIN_SECRET_FILE};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};

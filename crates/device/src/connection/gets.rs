@@ -6,6 +6,7 @@
 //! answers as it would alone. Each get has passed the shares gate on its own before it was
 //! held, and holds its in-flight permit: the batch runs before the reader waits for anything.
 
+use super::held_gets::HeldGet;
 use super::Reader;
 use crate::dispatch::Shared;
 use crate::held::Reserved;
@@ -15,19 +16,6 @@ use tokio::sync::OwnedSemaphorePermit;
 /// Most gets run as one batch: each waits for the batch's last (as the puts of a piece do,
 /// `put_batch::PIECE_PUTS`), and a pipeline of this many fills a batch.
 pub const BATCH_GETS: usize = 64;
-
-/// A held get and what its answer needs.
-struct HeldGet {
-    cmd: Command,
-    permit: OwnedSemaphorePermit,
-    arrived: quanta::Instant,
-}
-
-/// The gets a connection holds (all of one namespace).
-#[derive(Default)]
-pub(super) struct HeldGets {
-    gets: Vec<HeldGet>,
-}
 
 impl Reader {
     /// Holds `cmd`, a get [`Shared::batches_get`](crate::dispatch::Shared::batches_get) took

@@ -7,21 +7,22 @@
 
 //!
 //! `serve` runs the read side (`Reader`); `session` holds what the connection proved,
-//! `commands` what becomes of each frame, and `writer` the write side; `crate::deadlines`
+//! `commands` what becomes of each frame, and `crate::outbox` the write side; `crate::deadlines`
 //! says when the connection is closed for silence (both ports share it).
 
 mod commands;
 mod gets;
+mod held_gets;
 pub(crate) mod session;
-mod writer;
 
 use crate::admission::Ticket;
 use crate::deadlines::{Deadlines, Expired, Timer};
 use crate::dispatch::Shared;
 use crate::held::COUNTED_FROM;
 use crate::iterators::ConnIterators;
+use crate::outbox::{outbox, write_loop, Outbox};
 use crate::put_batch::HeldPuts;
-use crate::shares;
+use crate::shares::gate::{pass_if, Turn};
 use crate::stop::stopped;
 use crate::workers::Workers;
 use bytes::BytesMut;
@@ -33,8 +34,6 @@ use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
-use writer::write_loop;
-pub(crate) use writer::Outbox;
 
 /// Largest frame body read before the connection authenticates: an Authenticate or an
 /// Identify fits many times over, and a client that proved nothing holds little memory.
@@ -51,7 +50,7 @@ pub async fn serve<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
-    let (tx, rx) = writer::outbox(shared.config.reply_bytes_bound(), shared.held.clone());
+    let (tx, rx) = outbox(shared.config.reply_bytes_bound(), shared.held.clone());
     let write_timeout = Duration::from_millis(shared.config.write_timeout_ms);
     let writer = write_loop(wr, rx, write_timeout, shared.clone());
     let mut reader = Reader::new(shared, workers, ticket, puts, tx);
@@ -110,7 +109,7 @@ struct Reader {
     stopping: bool,
     deadlines: Deadlines,
     /// Gets read and held to run together (see `gets`).
-    gets: gets::HeldGets,
+    gets: held_gets::HeldGets,
     /// Frames handled since this connection last let the others of its thread run.
     frames_this_turn: usize,
 }
@@ -147,7 +146,7 @@ impl Reader {
             buf: BytesMut::new(),
             stopping: false,
             deadlines: Deadlines::new(&shared.config),
-            gets: gets::HeldGets::default(),
+            gets: held_gets::HeldGets::default(),
             frames_this_turn: 0,
             shared,
         }
@@ -271,7 +270,7 @@ impl Reader {
         let mut framed = false;
         let shared = self.shared.clone();
         // The core's turn, kept for the next frames read while its quantum lasts.
-        let mut turn: Option<shares::Turn<'_>> = None;
+        let mut turn: Option<Turn<'_>> = None;
         loop {
             // The device's held bytes: one plain load a frame while they are within
             // `max_held_bytes`. Before the frame is split, so a large one waiting in the
@@ -335,8 +334,7 @@ impl Reader {
                 turn = if self.holds_gets() {
                     // Held gets run before the gate makes this frame wait, not after.
                     let own = self.session.holds(ns);
-                    let mut pass =
-                        std::pin::pin!(shares::pass_if(&shared.shares, ns, bytes, move || own));
+                    let mut pass = std::pin::pin!(pass_if(&shared.shares, ns, bytes, move || own));
                     match std::future::poll_fn(|cx| Poll::Ready(pass.as_mut().poll(cx))).await {
                         Poll::Ready(t) => t,
                         Poll::Pending => {
@@ -346,7 +344,7 @@ impl Reader {
                     }
                 } else {
                     let session = &self.session;
-                    shares::pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await
+                    pass_if(&shared.shares, ns, bytes, || session.holds(ns)).await
                 };
             }
             shared.scheduler.busy(true, || self.handle(frame, permit));

@@ -19,6 +19,7 @@
 pub mod chunk;
 mod index;
 mod persist;
+mod work;
 
 use bytes::Bytes;
 use cerberus_engine::Readable;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+pub use work::DedupWork;
 
 /// The service's settings (`[dedup]` in the device's TOML file).
 #[derive(Clone, Debug, Deserialize)]
@@ -73,18 +75,6 @@ impl DedupConfig {
             chunk_bytes: self.chunk_bytes,
         }
     }
-}
-
-/// A task of the service.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DedupWork {
-    /// Index the value `key` holds now (or drop it, if it holds none).
-    Key { ns: u32, key: Bytes },
-    /// Queue a `Key` task for each key of `ns` after `after`, a page at a time (a rebuild;
-    /// the first page, `after` = `None`, drops what the index held for `ns`).
-    Scan { ns: u32, after: Option<Bytes> },
-    /// `ns` was destroyed: drop its index.
-    Forget { ns: u32 },
 }
 
 /// Keys a scan task lists before it queues the next page: a task runs to the end on its
@@ -149,6 +139,14 @@ impl Dedup {
             tasks_run: AtomicU64::new(0),
             hashed_bytes: AtomicU64::new(0),
             hash_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// The service holding `indexes` (loaded from a saved index).
+    fn holding(chunker: Chunker, indexes: HashMap<u32, NsIndex>) -> Dedup {
+        Dedup {
+            indexes: Mutex::new(indexes),
+            ..Dedup::new(chunker)
         }
     }
 
@@ -355,7 +353,7 @@ impl Dedup {
     /// Writes the index and the tasks still queued to `path` (atomically: a temporary file
     /// renamed over it).
     pub fn save(&self, path: &Path, pending: &[DedupWork]) -> std::io::Result<()> {
-        persist::save(self, path, pending)
+        persist::save(self.chunker, &self.indexes, path, pending)
     }
 
     /// The service in the data directory `data_dir` as `config` asks for it (`wanted`: the
@@ -395,7 +393,9 @@ impl Dedup {
     /// whole and made with `chunker`; the file is removed, so that a crash from now on
     /// rebuilds. `None` (rebuild) when there is no usable file.
     pub fn load(path: &Path, chunker: Chunker) -> Option<(Dedup, Vec<DedupWork>)> {
-        let loaded = persist::load(path, chunker);
+        let loaded = persist::load(path, chunker).map(|found| {
+            found.map(|(indexes, pending)| (Dedup::holding(chunker, indexes), pending))
+        });
         remove_file(path);
         match loaded {
             Ok(found) => found,
@@ -415,9 +415,10 @@ pub(crate) fn fuzz_decode(data: &[u8]) -> bool {
     let mut body = Vec::with_capacity(data.len() + 6);
     persist::put_chunker(&mut body, chunker);
     body.extend_from_slice(data);
-    let Some(Some((dedup, _pending))) = persist::decode(&body, chunker) else {
+    let Some(Some((indexes, _pending))) = persist::decode(&body, chunker) else {
         return false;
     };
+    let dedup = Dedup::holding(chunker, indexes);
     let _ = dedup.stats();
     for ix in dedup.indexes.lock().values_mut() {
         let s = ix.stats();
@@ -458,7 +459,7 @@ pub(crate) fn fuzz_seeds() -> Vec<Vec<u8>> {
             DedupWork::Scan { ns: 3, after: None },
             DedupWork::Forget { ns: 4 },
         ];
-        seeds.push(persist::encode(&dedup, &work[..pending])[6..].to_vec());
+        seeds.push(persist::encode(dedup.chunker, &dedup.indexes, &work[..pending])[6..].to_vec());
     }
     seeds
 }

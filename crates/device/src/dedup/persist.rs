@@ -1,16 +1,27 @@
 //! The saved index: `CBDEDUP1`, the body's length and CRC-32C, then the body: the chunker,
 //! each namespace's index, and the tasks that were still queued.
 
-use super::index::{put_u32, Reader};
-use super::{ChunkHash, Chunker, Chunking, Dedup, DedupWork, NsIndex};
+use super::chunk::{ChunkHash, Chunker, Chunking};
+use super::index::{put_u32, NsIndex, Reader};
+use super::work::DedupWork;
 use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"CBDEDUP1";
 
-pub fn save(dedup: &Dedup, path: &Path, pending: &[DedupWork]) -> std::io::Result<()> {
-    let body = encode(dedup, pending);
+/// Each namespace's index, by namespace id.
+type Indexes = HashMap<u32, NsIndex>;
+
+pub fn save(
+    chunker: Chunker,
+    indexes: &Mutex<Indexes>,
+    path: &Path,
+    pending: &[DedupWork],
+) -> std::io::Result<()> {
+    let body = encode(chunker, indexes, pending);
     let tmp = path.with_extension("tmp");
     {
         let mut f = std::fs::File::create(&tmp)?;
@@ -28,11 +39,11 @@ pub fn save(dedup: &Dedup, path: &Path, pending: &[DedupWork]) -> std::io::Resul
 }
 
 /// The body that [`decode`] reads: the chunker, each namespace's index, the queued tasks.
-pub(crate) fn encode(dedup: &Dedup, pending: &[DedupWork]) -> Vec<u8> {
+pub(crate) fn encode(chunker: Chunker, indexes: &Mutex<Indexes>, pending: &[DedupWork]) -> Vec<u8> {
     let mut body = Vec::new();
-    put_chunker(&mut body, dedup.chunker);
+    put_chunker(&mut body, chunker);
     {
-        let indexes = dedup.indexes.lock();
+        let indexes = indexes.lock();
         put_u32(&mut body, indexes.len() as u32);
         for (ns, ix) in indexes.iter() {
             put_u32(&mut body, *ns);
@@ -64,7 +75,7 @@ pub(crate) fn put_chunker(body: &mut Vec<u8>, c: Chunker) {
 }
 
 /// `Ok(None)`: no file, or one made with another chunker.
-pub fn load(path: &Path, chunker: Chunker) -> std::io::Result<Option<(Dedup, Vec<DedupWork>)>> {
+pub fn load(path: &Path, chunker: Chunker) -> std::io::Result<Option<(Indexes, Vec<DedupWork>)>> {
     let data = match std::fs::read(path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -87,7 +98,7 @@ pub fn load(path: &Path, chunker: Chunker) -> std::io::Result<Option<(Dedup, Vec
 }
 
 /// The body after its checksum: `None` if malformed, `Some(None)` if made by another chunker.
-pub(crate) fn decode(body: &[u8], chunker: Chunker) -> Option<Option<(Dedup, Vec<DedupWork>)>> {
+pub(crate) fn decode(body: &[u8], chunker: Chunker) -> Option<Option<(Indexes, Vec<DedupWork>)>> {
     let mut r = Reader(body);
     let chunking = match r.u8()? {
         0 => Chunking::Fixed,
@@ -107,13 +118,10 @@ pub(crate) fn decode(body: &[u8], chunker: Chunker) -> Option<Option<(Dedup, Vec
     if saved != chunker {
         return Some(None);
     }
-    let dedup = Dedup::new(chunker);
-    {
-        let mut indexes = dedup.indexes.lock();
-        for _ in 0..r.u32()? {
-            let ns = r.u32()?;
-            indexes.insert(ns, NsIndex::decode(&mut r)?);
-        }
+    let mut indexes = Indexes::new();
+    for _ in 0..r.u32()? {
+        let ns = r.u32()?;
+        indexes.insert(ns, NsIndex::decode(&mut r)?);
     }
     let n = r.u32()?;
     let mut pending = Vec::with_capacity((n as usize).min(r.remaining() / 6));
@@ -134,5 +142,5 @@ pub(crate) fn decode(body: &[u8], chunker: Chunker) -> Option<Option<(Dedup, Vec
             _ => return None,
         });
     }
-    (r.remaining() == 0).then_some(Some((dedup, pending)))
+    (r.remaining() == 0).then_some(Some((indexes, pending)))
 }

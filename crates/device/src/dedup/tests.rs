@@ -331,7 +331,7 @@ proptest::proptest! {
             DedupWork::Forget { ns: 4 },
         ];
         // The body as `save` writes it, past the chunker the fuzz entry puts in front.
-        let mut body = persist::encode(&dedup, &pending)[6..].to_vec();
+        let mut body = persist::encode(dedup.chunker, &dedup.indexes, &pending)[6..].to_vec();
         proptest::prop_assert!(crate::fuzzing::dedup_index(&body));
         for (at, x) in flips {
             let i = at.index(body.len());

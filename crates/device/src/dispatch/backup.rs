@@ -10,29 +10,6 @@ use bytes::Bytes;
 use cerberus_engine::CheckpointInfo;
 use cerberus_proto::{Reply, Status};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// At most one backup runs at a time.
-#[derive(Default)]
-pub(crate) struct BackupGate(AtomicBool);
-
-/// The running backup's hold on the gate, given back when dropped.
-struct Running<'a>(&'a AtomicBool);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
-
-impl BackupGate {
-    fn enter(&self) -> Option<Running<'_>> {
-        self.0
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .ok()
-            .map(|_| Running(&self.0))
-    }
-}
 
 /// The suffix of the directory a backup is built in, beside its destination, until it is
 /// complete and renamed into place.

@@ -3,7 +3,7 @@
 
 use super::engine_error::engine;
 use super::{Outcome, Shared, INLINE_MAX_VALUE, STRIPES};
-use crate::workers::catch_command;
+use crate::panics::catch_command;
 use bytes::Bytes;
 use cerberus_engine::Readable;
 use cerberus_engine::{WriteBatch, WriteOptions, WritePressure};

@@ -3,7 +3,7 @@
 //! once for the batch (see `connection::gets` for how a batch is gathered).
 
 use super::Shared;
-use crate::workers::catch_command;
+use crate::panics::catch_command;
 use cerberus_engine::Readable;
 use cerberus_proto::{Command, Opcode, Reply, Request, Response, Status};
 

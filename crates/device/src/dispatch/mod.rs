@@ -8,6 +8,7 @@
 
 mod admin;
 mod backup;
+mod backup_gate;
 mod data;
 mod delete_range;
 mod engine_error;
@@ -68,7 +69,7 @@ pub struct Shared {
     /// The bytes the device holds for clients on every wire (`max_held_bytes`).
     pub held: Arc<HeldBytes>,
     /// One backup at a time.
-    backup: backup::BackupGate,
+    backup: backup_gate::BackupGate,
 }
 
 /// Outcome of a command: a status, and a body or message.

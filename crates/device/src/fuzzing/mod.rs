@@ -4,6 +4,7 @@
 //! first checks, so that the stable corpus test (`tests/fuzz_corpus.rs`) can tell it reached
 //! the code under test. Not part of the stable API.
 
+mod nvme_hosts;
 mod nvme_ops;
 mod nvme_seeds;
 mod nvme_session;

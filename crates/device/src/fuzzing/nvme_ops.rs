@@ -4,7 +4,7 @@
 //! what the device said (the agreed digests and MAXH2CDATA, the last R2T, the challenge of
 //! an authentication transaction, the Connect's outcome) so that the next op can answer it.
 
-use super::nvme_session::{host_secret, is_term, subnqn, Opening, ANSWER_WAIT, OPEN_HOST};
+use super::nvme_hosts::{host_secret, is_term, subnqn, Opening, ANSWER_WAIT, OPEN_HOST};
 use super::nvme_wire::{capsule, ic_req, kv_sqe, Wire, CC_ENABLE, HOSTID};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{

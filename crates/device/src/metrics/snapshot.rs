@@ -1,7 +1,7 @@
 //! The engine's, the scheduler's and the dedup service's numbers at a scrape, as series.
 
 use crate::dedup::DedupStats;
-use crate::scheduler::{CoreStats, SchedulerStats};
+use crate::scheduler::stats::{CoreStats, SchedulerStats};
 use crate::shares::ShareReport;
 use cerberus_engine::storage::IoPurpose;
 use cerberus_engine::{DbStats, LevelStats};

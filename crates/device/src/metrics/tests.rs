@@ -1,5 +1,6 @@
 use super::{Metrics, Snapshot};
-use crate::scheduler::{Policy, SchedulerStats};
+use crate::scheduler::stats::SchedulerStats;
+use crate::scheduler::Policy;
 use cerberus_engine::DbStats;
 use cerberus_proto::Opcode;
 use std::time::Duration;

@@ -3,12 +3,12 @@
 //! Get Log Page, Set/Get Features, Async Event Request, Keep Alive; a discovery
 //! controller's (Identify controller, the discovery log).
 
-use super::auth::QueueAuth;
+use super::answer::{invalid_field, invalid_namespace, Answer};
 use super::conn::{Conn, Queue};
 use super::controllers::{Controller, CC_EN};
 use super::discovery::{self, Port};
 use super::identify::{self, CSI_KV, MAX_QUEUE_ENTRIES, VERSION_2_0};
-use super::{invalid_field, invalid_namespace, Answer};
+use super::queue_auth::QueueAuth;
 use cerberus_proto::nvme::{
     authentication_required, connect_invalid_parameters, property, AdminCommand, FabricsCommand,
     NvmeStatus, Sqe, CONNECT_ATR, DISCOVERY_NQN,

@@ -6,15 +6,16 @@
 //! transport's rules answered with a C2HTermReq before this connection (and no other)
 //! closes.
 
+use super::answer::Answer;
 use super::controllers::Controller;
 use super::flight::{Done, Flight};
+use super::target::Target;
 use super::waiting::{went, Waiting};
-use super::{Answer, Target};
 use crate::admission::Ticket;
 use crate::deadlines::Deadlines;
 use crate::iterators::ConnIterators;
+use crate::placed::Placed;
 use crate::put_batch::HeldPuts;
-use crate::server::Placed;
 use crate::stop::stopped;
 use bytes::{Bytes, BytesMut};
 use cerberus_engine::WritePressure;
@@ -57,7 +58,7 @@ pub(super) struct Queue {
     pub sqsize: u16,
     pub sqhd: u16,
     /// Its host's authentication (`auth.rs`): commands wait for it.
-    pub auth: super::auth::QueueAuth,
+    pub auth: super::queue_auth::QueueAuth,
     /// Its controller's I/O activity: an I/O queue marks it, the admin queue reads it.
     pub activity: Arc<super::controllers::Activity>,
     /// Its controller's traffic, for the SMART page.
@@ -84,9 +85,9 @@ pub(super) struct Conn {
     /// I/O commands in flight (pending data, waiting for budget, running).
     pub flight: Flight,
     /// The vendor commands' session and kept responses.
-    pub vendor: super::vendor::VendorState,
+    pub vendor: super::vendor_state::VendorState,
     /// Retrieves held to be carried out together once nothing more is at hand (`io.rs`).
-    pub held: super::io::Held,
+    pub held: super::held_retrieves::Held,
     /// Its network thread's held puts, which its unconditional Stores join (`put_batch`).
     pub puts: Arc<HeldPuts>,
     /// An I/O queue's controller going (its admin queue closed or expired).
@@ -124,7 +125,7 @@ pub(super) async fn serve(
         Duration::from_secs(cfg.idle_timeout_secs),
     );
     let kept_for = Duration::from_millis(target.config.unfetched_timeout_ms);
-    let vendor = super::vendor::VendorState::new(target.held.clone(), kept_for);
+    let vendor = super::vendor_state::VendorState::new(target.held.clone(), kept_for);
     let mut c = Conn {
         sock,
         buf: BytesMut::with_capacity(8192),

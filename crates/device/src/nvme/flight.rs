@@ -4,7 +4,7 @@
 //! its value fits, so Stores waiting for data never hold more than the bound. Completions
 //! come back from the workers in any order, named by their command id.
 
-use super::Answer;
+use super::answer::Answer;
 use crate::held::HeldBytes;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::Sqe;

@@ -15,7 +15,8 @@
 //! Before, KV commands passed no gate at all, and then only the ceiling.
 
 use super::conn::{Conn, End};
-use crate::shares::{self, Pass, Shares, Turn};
+use crate::shares::gate::{decide, take_turn, Pass, Turn};
+use crate::shares::Shares;
 use bytes::Bytes;
 use cerberus_proto::nvme::{KvOpcode, Pdu, Sqe, VENDOR_FETCH, VENDOR_SUBMIT};
 use tokio::time::Instant;
@@ -52,12 +53,12 @@ impl Conn {
             *turn = None;
         }
         let own = self.may_use(ns);
-        if shares::decide(shares, ns, || own) != Pass::Turn {
+        if decide(shares, ns, || own) != Pass::Turn {
             return Ok(false);
         }
         // The answers at hand go out before it waits (no turn held while writing).
         self.flush().await.map_err(|_| End::Quiet)?;
-        *turn = Some(shares::take_turn(shares, ns, bytes).await);
+        *turn = Some(take_turn(shares, ns, bytes).await);
         Ok(true)
     }
 

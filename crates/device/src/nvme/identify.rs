@@ -2,7 +2,7 @@
 //! Base 2.x, NVMe over Fabrics and KV Command Set 1.0 specifications place their fields.
 
 use super::controllers::Traffic;
-use super::Target;
+use super::target::Target;
 
 /// Bytes of every Identify data structure.
 pub const IDENTIFY_LEN: usize = 4096;

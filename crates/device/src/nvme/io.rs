@@ -4,10 +4,11 @@
 //! join the puts held on the network thread (`put_batch`), with the native connections' and
 //! the other queues'; any other command first stores what is held of its namespace.
 
+use super::answer::{invalid_field, invalid_namespace, Answer};
 use super::conn::Conn;
 use super::flight::Done;
-use super::{invalid_field, invalid_namespace, Answer};
-use crate::put_batch::{HeldPut, PutReply};
+use super::held_retrieves::Answering;
+use crate::put_batch::{HeldPut, PutReply, StoreAnswer};
 use crate::workers::answer;
 use bytes::Bytes;
 use cerberus_engine::WritePressure;
@@ -162,7 +163,7 @@ impl Conn {
     pub(super) fn wants_data(&self, sqe: &Sqe, data: &Bytes) -> bool {
         let size = sqe.cdw(10);
         let max_body = self.target.shared.config.max_frame_body();
-        if data.is_empty() && super::vendor::wants_data(sqe, max_body) {
+        if data.is_empty() && super::vendor_state::wants_data(sqe, max_body) {
             return true;
         }
         sqe.opcode == cerberus_proto::nvme::KvOpcode::Store as u8
@@ -267,11 +268,11 @@ impl Conn {
     fn hold_store(&mut self, sqe: Sqe, cmd: Command, cost: usize, arrived: quanta::Instant) {
         // Held Retrieves were read before it: they must not see it.
         self.run_held();
-        let reply = PutReply::Nvme(StoreReply {
+        let reply = PutReply::Nvme(Box::new(StoreReply {
             sqe,
             cost,
             done: self.flight.done_tx.clone(),
-        });
+        }));
         let put = HeldPut {
             cmd,
             arrived,
@@ -321,15 +322,15 @@ const FLUSH: u8 = 0x00;
 const MAX_HELD: usize = 64;
 
 /// Where a held Store's answer goes (`put_batch::PutReply::Nvme`): its queue's completions.
-pub(crate) struct StoreReply {
+struct StoreReply {
     sqe: Sqe,
     cost: usize,
     done: tokio::sync::mpsc::UnboundedSender<Done>,
 }
 
-impl StoreReply {
+impl StoreAnswer for StoreReply {
     /// Completes the Store with `resp`'s status, its budget freed when its queue takes it.
-    pub(crate) fn send(self, resp: Response) {
+    fn send(self: Box<Self>, resp: Response) {
         let answer = reply(resp, 0);
         // Gone only if the connection closed meanwhile.
         let _ = self.done.send(Done {
@@ -339,28 +340,6 @@ impl StoreReply {
             away: None,
         });
     }
-}
-
-/// Retrieves held to be carried out together (`Conn::run_held`): their commands, and what
-/// answering each takes, side by side.
-#[derive(Default)]
-pub(super) struct Held {
-    cmds: Vec<Command>,
-    answering: Vec<Answering>,
-}
-
-impl Held {
-    pub(super) fn is_empty(&self) -> bool {
-        self.cmds.is_empty()
-    }
-}
-
-/// What answering a held Retrieve takes.
-struct Answering {
-    sqe: Sqe,
-    buffer: usize,
-    cost: usize,
-    arrived: quanta::Instant,
 }
 
 /// A native response as the KV command set answers it (`buffer`: the host's bytes).

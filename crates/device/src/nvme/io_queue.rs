@@ -3,9 +3,9 @@
 //! value asked for by one R2T once it starts and gathered from H2CData PDUs, finished as
 //! answers come back (waiting commands started then).
 
+use super::answer::Answer;
 use super::conn::{Conn, End, FES_OUT_OF_RANGE, FES_SEQUENCE};
 use super::flight::{Done, Pending, Queued};
-use super::Answer;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{KvOpcode, Pdu, Sqe};
 use tokio::time::Instant;
@@ -86,7 +86,7 @@ impl Conn {
         if !self.may_fetch(sqe.nsid) {
             // Not a byte of data for a namespace this host may not use: refused now, so an
             // ungranted host cannot make the target wait for (and hold) what it announced.
-            let refused = Answer::status(super::invalid_namespace());
+            let refused = Answer::status(super::answer::invalid_namespace());
             self.flight.finish_now(sqe, refused, cost);
             return;
         }

@@ -4,10 +4,11 @@
 //! the newcomer is closed at once), each served on a network thread (the one with the fewest
 //! connections, as native connections are placed) until it ends or the device stops.
 
-use super::{conn, Target};
-use crate::admission::Room;
+use super::conn;
+use super::target::Target;
+use crate::admission::{Room, EVICTION_WAIT};
+use crate::placed::Placed;
 use crate::reactor::Reactors;
-use crate::server::{Placed, EVICTION_WAIT};
 use crate::stop::accept_until_stopped;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use tokio::task::JoinSet;
 
 /// Says, in one line, whom the target takes at their word: every host must authenticate,
 /// or (`require_host_auth = false`) the hosts its grants name without a secret.
-fn announce(listener: &TcpListener, config: &super::NvmeConfig) {
+fn announce(listener: &TcpListener, config: &crate::config::nvme::NvmeConfig) {
     let addr = listener
         .local_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());

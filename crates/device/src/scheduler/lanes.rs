@@ -11,58 +11,13 @@
 //! a backfill or GC, never both at once); at most `background_threads` run at once, as with
 //! the engine's own threads.
 
+use super::lane_pool::RunJob;
 use super::{current_core, Policy, Scheduler};
 use cerberus_engine::{BackgroundStep, JobKind};
-use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use crossbeam_channel::Receiver;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// Runs one engine job (`Db::run_background_job`).
-pub type RunJob = Arc<dyn Fn() -> BackgroundStep + Send + Sync>;
-
-#[derive(Default)]
-#[repr(align(128))]
-pub(super) struct LaneCounters {
-    pub flushes: AtomicU64,
-    pub compactions: AtomicU64,
-    pub gcs: AtomicU64,
-    pub backfills: AtomicU64,
-    pub busy_ns: AtomicU64,
-}
-
-pub(super) struct Lanes {
-    senders: Mutex<Vec<Sender<()>>>,
-    /// A lane has a run queued or running. A run only goes to a free lane: a job may wait for
-    /// another (value-log GC for a flush that makes room), so the runs must be able to run
-    /// side by side, never one queued behind the other.
-    busy: Vec<AtomicBool>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    pub(super) counters: Vec<LaneCounters>,
-    /// Lane runs queued or running, at most `limit`.
-    outstanding: AtomicUsize,
-    limit: usize,
-    /// Work may be due that no queued run will see.
-    dirty: AtomicBool,
-}
-
-impl Lanes {
-    /// A lane per core, and more (beside the first cores) if `limit` runs need them.
-    pub(super) fn new(cores: usize, limit: usize) -> Lanes {
-        let n = cores.max(limit).max(1);
-        Lanes {
-            senders: Mutex::new(Vec::new()),
-            threads: Mutex::new(Vec::new()),
-            busy: (0..n).map(|_| AtomicBool::new(false)).collect(),
-            counters: (0..n).map(|_| LaneCounters::default()).collect(),
-            outstanding: AtomicUsize::new(0),
-            limit: limit.max(1),
-            dirty: AtomicBool::new(false),
-        }
-    }
-}
 
 impl Scheduler {
     /// What the engine calls when background work may be due: a run is queued on the lane

@@ -23,13 +23,13 @@
 //! A core's load is the share of wall time its thread spent running commands and tasks
 //! (socket reads and writes and polling are not counted).
 
+mod lane_pool;
 mod lanes;
-mod stats;
+pub(crate) mod stats;
 
 use crate::dedup::DedupWork;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-pub use stats::{CoreStats, SchedulerStats};
 use std::cell::Cell;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -183,7 +183,7 @@ struct Sample {
 pub struct Scheduler {
     config: SchedulerConfig,
     cores: Vec<Core>,
-    lanes: lanes::Lanes,
+    lanes: lane_pool::Lanes,
     start: quanta::Instant,
     seq: AtomicU64,
     last: Mutex<Sample>,
@@ -242,7 +242,7 @@ impl Scheduler {
         let n = cores.max(1);
         Scheduler {
             config,
-            lanes: lanes::Lanes::new(n, engine_jobs),
+            lanes: lane_pool::Lanes::new(n, engine_jobs),
             cores: (0..n)
                 .map(|_| Core {
                     queue: Mutex::new(BinaryHeap::new()),

@@ -87,7 +87,7 @@ impl Scheduler {
     fn lane_sum(
         &self,
         core: usize,
-        f: impl Fn(&super::lanes::LaneCounters) -> &std::sync::atomic::AtomicU64,
+        f: impl Fn(&super::lane_pool::LaneCounters) -> &std::sync::atomic::AtomicU64,
     ) -> u64 {
         let n = self.cores.len();
         self.lanes

@@ -13,30 +13,10 @@
 
 use super::Shares;
 use cerberus_engine::{BackgroundStep, Db, JobKind};
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::time::Duration;
 
 /// Least time between two looks at the namespaces' compaction counters.
 pub const EVERY: Duration = Duration::from_millis(200);
-
-#[derive(Default)]
-pub(super) struct Charges {
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    last: Option<quanta::Instant>,
-    /// Compaction bytes of each namespace at the last look.
-    seen: HashMap<u32, u64>,
-}
-
-impl Charges {
-    pub(super) fn forget(&self, ns: u32) {
-        self.state.lock().seen.remove(&ns);
-    }
-}
 
 impl Shares {
     /// After an engine job on a lane: charges compactions to their namespaces (see the

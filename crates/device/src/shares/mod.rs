@@ -7,15 +7,13 @@
 //! set per namespace with [`Shares::set`], dropped with [`Shares::forget`].
 
 mod charge;
-mod gate;
+mod charges;
+pub(crate) mod gate;
 mod tags;
 #[cfg(test)]
 mod tests;
 
 use cerberus_engine::IoShares;
-#[cfg(test)]
-use gate::pass;
-pub use gate::{decide, pass_if, take_turn, Pass, Turn};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -60,7 +58,7 @@ pub struct Shares {
     /// served by the tags.
     any_shaped: AtomicBool,
     start: quanta::Instant,
-    charges: charge::Charges,
+    charges: charges::Charges,
 }
 
 impl Shares {
@@ -71,7 +69,7 @@ impl Shares {
             any_limit: AtomicBool::new(false),
             any_shaped: AtomicBool::new(false),
             start: quanta::Instant::now(),
-            charges: charge::Charges::default(),
+            charges: charges::Charges::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The tags on a virtual clock (exact ratios), and the gate on a single-threaded runtime.
 
+use super::gate::pass;
 use super::tags::{Book, Candidate, Choice, Phase};
 use super::*;
 use std::cell::Cell;

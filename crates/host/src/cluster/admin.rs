@@ -8,7 +8,10 @@ use super::description::{
 };
 use super::error::ClusterError;
 use super::secrets::{read_secret, secret_path, write_secret};
-use crate::{BlockingClient, BlockingNamespace, ClientConfig, TlsOptions};
+use crate::blocking::BlockingClient;
+use crate::blocking_namespace::BlockingNamespace;
+use crate::client::ClientConfig;
+use crate::tls::TlsOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

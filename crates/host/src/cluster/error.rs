@@ -63,7 +63,7 @@ pub enum ClusterError {
         /// Its address.
         address: String,
         /// The client's error.
-        source: crate::Error,
+        source: crate::error::Error,
     },
     /// A call to a device failed.
     #[error("device {device}: {action}: {source}")]
@@ -73,7 +73,7 @@ pub enum ClusterError {
         /// What was being done ("creating namespace t1", ...).
         action: String,
         /// The client's error.
-        source: crate::Error,
+        source: crate::error::Error,
     },
     /// The records copied by a move do not match the records of the old placement.
     #[error("tenant {tenant}: move not verified: {message}")]
@@ -106,7 +106,7 @@ impl ClusterError {
     pub(crate) fn device(
         device: &str,
         action: impl Into<String>,
-    ) -> impl FnOnce(crate::Error) -> ClusterError {
+    ) -> impl FnOnce(crate::error::Error) -> ClusterError {
         let (device, action) = (device.to_string(), action.into());
         move |source| ClusterError::Device {
             device,

@@ -3,7 +3,8 @@
 //! move that dropped them would leave every query a silent scan.
 
 use super::error::ClusterError;
-use crate::{BlockingNamespace, IndexKind};
+use crate::blocking_namespace::BlockingNamespace;
+use crate::query::IndexKind;
 use std::collections::BTreeMap;
 
 /// Attribute -> kind of every index of the old parts (the union: a part made by hand may
@@ -107,7 +108,7 @@ fn parse(list: &serde_json::Value) -> Result<Vec<(String, IndexKind)>, ClusterEr
 #[cfg(test)]
 mod tests {
     use super::parse;
-    use crate::IndexKind;
+    use crate::query::IndexKind;
     use serde_json::json;
 
     #[test]

@@ -26,7 +26,9 @@ use super::description::{base_dir, ClusterDescription, Part, TenantPlacement};
 use super::error::ClusterError;
 use super::move_indexes;
 use super::placement::owner;
-use crate::{BlockingNamespace, ScanOptions, WriteBatch};
+use crate::blocking_namespace::BlockingNamespace;
+use crate::scan_options::ScanOptions;
+use crate::write_batch::WriteBatch;
 use bytes::Bytes;
 use cerberus_proto::MAX_BATCH_WRITES;
 use std::collections::BTreeMap;
@@ -79,7 +81,7 @@ impl Digest {
     }
 
     /// The digest of every record of `ns` (one scan, at one snapshot).
-    pub fn of_namespace(ns: &BlockingNamespace) -> crate::Result<Digest> {
+    pub fn of_namespace(ns: &BlockingNamespace) -> crate::error::Result<Digest> {
         let mut d = Digest::default();
         let mut buf = Vec::new();
         for rec in ns.scan(ScanOptions::default())? {

@@ -5,7 +5,9 @@
 //! a controller secret it also sends C2 and checks the controller's R2 (bidirectional), then
 //! sends Success2.
 
-use super::{ok, NvmeError, NvmeQueue, NvmeTarget, Result};
+use super::error::{ok, NvmeError, Result};
+use super::queue::NvmeQueue;
+use super::target::NvmeTarget;
 use bytes::Bytes;
 use cerberus_proto::nvme::{
     augmented, auth_command, failure, AuthMessage, Challenged, DhGroup, DhchapSecret, HashId,

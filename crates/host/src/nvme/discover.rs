@@ -2,7 +2,10 @@
 //! this host may reach, and where: the discovery log page (70h), read in 1,024-byte
 //! records and checked against its generation counter.
 
-use super::{connect_queue, enable, ok, NvmeError, NvmeQueue, NvmeTarget, Result};
+use super::connect::{connect_queue, enable};
+use super::error::{ok, NvmeError, Result};
+use super::queue::NvmeQueue;
+use super::target::NvmeTarget;
 use bytes::Bytes;
 use cerberus_proto::nvme::{Sqe, DISCOVERY_NQN};
 

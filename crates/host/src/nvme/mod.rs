@@ -4,106 +4,28 @@
 //! CC.EN, CSTS.RDY), Identify, and the KV command set's
 //! Store, Retrieve, Exist, Delete and List, one at a time or pipelined (`pipeline`); the
 //! discovery controller's log (`discover`); keep-alives; and the device's vendor pair (one
-//! native command through Submit and Fetch).
+//! native command through Submit and Fetch). A queue is opened and its controller brought up
+//! in `connect`; `target` says who connects where, `error` why a call failed.
 
 mod auth;
+mod connect;
 mod discover;
+mod error;
 mod queue;
+mod target;
 mod vendor;
 
 pub use discover::{discover, DiscoveryEntry};
-pub use queue::NvmeQueue;
+pub use error::{NvmeError, Result};
 pub(crate) use queue::{data_pointer, kv_capsule, MAX_PDU_DATA};
+pub use queue::{NvmeQueue, QUEUE_ENTRIES};
+pub use target::NvmeTarget;
 pub use vendor::VendorReply;
 
 use bytes::Bytes;
-use cerberus_proto::nvme::{
-    connect_data, kv_status, property, Cqe, Digests, KvCommand, KvKey, KvOpcode, NvmeStatus,
-    NvmeTcpError, Sqe, CONNECT_ATR,
-};
-
-/// `Result` with [`NvmeError`].
-pub type Result<T> = std::result::Result<T, NvmeError>;
-
-/// Why an NVMe/TCP call failed.
-#[derive(Debug, thiserror::Error)]
-pub enum NvmeError {
-    /// Connecting, reading or writing the socket failed.
-    #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
-    /// The target's bytes break the transport's rules.
-    #[error("bad PDU from the target: {0}")]
-    Pdu(#[from] NvmeTcpError),
-    /// The target ended the connection with a C2HTermReq.
-    #[error("the target terminated the connection (FES {fes:#x}, FEI {fei})")]
-    Terminated {
-        /// Fatal error status.
-        fes: u16,
-        /// Fatal error information.
-        fei: u32,
-    },
-    /// The target closed the connection.
-    #[error("connection closed")]
-    Closed,
-    /// A PDU this host did not expect now.
-    #[error("unexpected PDU: {0}")]
-    Unexpected(String),
-    /// The command completed with a failure status.
-    #[error("command failed: status type {}, code {:#x}", .0.sct, .0.sc)]
-    Status(NvmeStatus),
-    /// The controller did not become ready (or finish its shutdown) in time.
-    #[error("controller not ready")]
-    NotReady,
-    /// In-band authentication (DH-HMAC-CHAP) failed, or the target asked for it and this
-    /// host has no secret.
-    #[error("authentication failed: {0}")]
-    Auth(String),
-    /// A key the KV command set does not carry (it carries 1 to 16 bytes; List may start
-    /// at none).
-    #[error("a key of {0} bytes: the KV command set carries 1 to 16")]
-    KeyLength(usize),
-}
-
-/// "Connect Invalid Host": the target refuses this host NQN (one that must authenticate
-/// and has no secret configured there).
-const CONNECT_INVALID_HOST: (u8, u8) = (1, 0x84);
-
-impl From<NvmeError> for crate::Error {
-    /// A refused secret or host is access denied, as a refused credential is on the native
-    /// wire; the socket's failures are I/O errors; the rest break the protocol.
-    fn from(e: NvmeError) -> crate::Error {
-        match e {
-            NvmeError::Io(e) => crate::Error::Io(e),
-            NvmeError::Auth(_) => crate::Error::AccessDenied(format!("NVMe/TCP: {e}")),
-            NvmeError::Status(s) if (s.sct, s.sc) == CONNECT_INVALID_HOST => {
-                crate::Error::AccessDenied(format!(
-                    "NVMe/TCP: the target refused this host NQN ({e})"
-                ))
-            }
-            NvmeError::KeyLength(_) => crate::Error::InvalidKeySize(format!("NVMe/TCP: {e}")),
-            e => crate::Error::Protocol(format!("NVMe/TCP: {e}")),
-        }
-    }
-}
-
-/// Who connects, and where.
-#[derive(Clone, Debug)]
-pub struct NvmeTarget {
-    /// `host:port` of the target.
-    pub addr: String,
-    /// The subsystem's NQN.
-    pub subnqn: String,
-    /// This host's NQN (what the device's grants name).
-    pub hostnqn: String,
-    /// Header and data digests to ask for.
-    pub digests: Digests,
-    /// This host's DH-HMAC-CHAP secret (`DHHC-1:<hh>:<base64>:`): each queue authenticates
-    /// with it when the target's Connect response asks (None: a target that asks refuses).
-    pub host_secret: Option<String>,
-    /// The controller secret this host asks the target to prove itself with (bidirectional
-    /// authentication; None: the host does not ask).
-    pub ctrl_secret: Option<String>,
-}
+use cerberus_proto::nvme::{kv_status, property, Cqe, KvCommand, KvKey, KvOpcode, Sqe};
+use connect::{connect_queue, enable, property_get, property_set, wait_csts};
+use error::ok;
 
 const IDENTIFY: u8 = 0x06;
 const KEEP_ALIVE: u8 = 0x18;
@@ -118,76 +40,6 @@ pub struct NvmeHost {
     pub cntlid: u16,
     /// Bytes of data a command capsule may carry on I/O queues (from IOCCSZ).
     pub in_capsule: u32,
-}
-
-use cerberus_proto::nvme::fabrics_command as fabrics;
-
-/// The completion, or its failure status as an error.
-fn ok(r: (Cqe, Bytes)) -> Result<(Cqe, Bytes)> {
-    if r.0.status.is_success() {
-        Ok(r)
-    } else {
-        Err(NvmeError::Status(r.0.status))
-    }
-}
-
-/// Entries of each queue this host opens (SQSIZE is one less).
-pub const QUEUE_ENTRIES: u16 = 32;
-
-/// Opens a queue of `target`'s subsystem `subnqn` and connects it (`qid` 0: a new
-/// controller, with a keep-alive timeout of `kato_ms`, 0 for none).
-async fn connect_queue(
-    t: &NvmeTarget,
-    subnqn: &str,
-    qid: u16,
-    cntlid: u16,
-    kato_ms: u32,
-) -> Result<(NvmeQueue, u16)> {
-    let mut q = NvmeQueue::open(&t.addr, t.digests).await?;
-    let data = connect_data([7; 16], cntlid, subnqn, &t.hostnqn);
-    let sqsize = u32::from(QUEUE_ENTRIES - 1);
-    let sqe = fabrics(0x01, u32::from(qid) << 16, sqsize, kato_ms);
-    let (cqe, _) = ok(q.command(sqe, Bytes::from(data), true, 0).await?)?;
-    if cqe.dw0 & CONNECT_ATR != 0 {
-        auth::authenticate(&mut q, t, subnqn, qid).await?;
-    }
-    Ok((q, cqe.dw0 as u16))
-}
-
-/// Reads a controller register (CAP, VS, CC, CSTS) on an admin queue.
-async fn property_get(q: &mut NvmeQueue, offset: u32) -> Result<u64> {
-    let eight = u32::from(offset == property::CAP);
-    let sqe = fabrics(0x04, eight, offset, 0);
-    let (cqe, _) = ok(q.command(sqe, Bytes::new(), true, 0).await?)?;
-    Ok(u64::from(cqe.dw0) | u64::from(cqe.dw1) << 32)
-}
-
-/// Writes a 4-byte controller register on an admin queue.
-async fn property_set(q: &mut NvmeQueue, offset: u32, value: u32) -> Result<()> {
-    let sqe = fabrics(0x00, 0, offset, value);
-    ok(q.command(sqe, Bytes::new(), true, 0).await?)?;
-    Ok(())
-}
-
-/// Enables the controller behind an admin queue (CC.EN with every command set) and waits
-/// for CSTS.RDY.
-async fn enable(admin: &mut NvmeQueue) -> Result<()> {
-    property_get(admin, property::VS).await?;
-    property_get(admin, property::CAP).await?;
-    // EN, CSS 110b (all I/O command sets), IOSQES 6, IOCQES 4.
-    property_set(admin, property::CC, 1 | 0b110 << 4 | 6 << 16 | 4 << 20).await?;
-    wait_csts(admin, 0x1, 0x1).await
-}
-
-/// Waits (up to a second) for CSTS & `mask` == `want`.
-async fn wait_csts(q: &mut NvmeQueue, mask: u64, want: u64) -> Result<()> {
-    for _ in 0..100 {
-        if property_get(q, property::CSTS).await? & mask == want {
-            return Ok(());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    Err(NvmeError::NotReady)
 }
 
 /// Identify with `cns` for `nsid` (and `csi` where the CNS takes one): 4,096 bytes.

@@ -3,12 +3,15 @@
 //! capsules out, R2Ts answered with H2CData, C2HData gathered by command id, completions
 //! back in whatever order the target sends them.
 
-use super::{NvmeError, Result};
+use super::error::{NvmeError, Result};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{split_pdu, Cqe, Digests, Pdu, PduLimits, Sqe, PFV_1_0};
 use std::collections::{HashMap, VecDeque};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Entries of each queue this host opens (SQSIZE is one less).
+pub const QUEUE_ENTRIES: u16 = 32;
 
 /// Most bytes of data one PDU from the target may carry before this host refuses it.
 pub(crate) const MAX_PDU_DATA: u32 = 64 << 20;

@@ -3,8 +3,8 @@
 //! command's id) brings its response frame back. Fetch waits for Submit's completion so
 //! that the pair holds whether the target completes a queue's commands in order or not.
 
+use super::error::{NvmeError, Result};
 use super::queue::{data_pointer, NvmeQueue};
-use super::{NvmeError, Result};
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::nvme::{Cqe, Pdu, Sqe, VENDOR_FETCH, VENDOR_SUBMIT};
 

@@ -1,7 +1,6 @@
 //! A caller's command as the NVMe/TCP queue takes it: its native frame, or a point command
 //! encoded only if it goes as the vendor pair.
 
-use super::Broken;
 use bytes::{Bytes, BytesMut};
 use cerberus_proto::{Command, Header, ProtoError, Request, HEADER_LEN};
 
@@ -16,13 +15,11 @@ pub(crate) enum Native {
 }
 
 impl Native {
-    /// Its native frame, encoded now if it was not.
-    pub(super) fn into_frame(self) -> Result<Bytes, Broken> {
+    /// Its native frame, encoded now if it was not (an error breaks the queue).
+    pub(super) fn into_frame(self) -> Result<Bytes, ProtoError> {
         match self {
             Native::Frame(frame) => Ok(frame),
-            Native::Point(header, request) => encode_point(&header, request)
-                .map(BytesMut::freeze)
-                .map_err(|e| e.to_string()),
+            Native::Point(header, request) => encode_point(&header, request).map(BytesMut::freeze),
         }
     }
 }

@@ -1,11 +1,14 @@
 //! The device's settings: command-line flags and an optional TOML file fill one
 //! [`DeviceConfig`].
 
+pub(crate) mod nvme;
+
 use crate::dedup::DedupConfig;
 use crate::error::DeviceError;
 use crate::scheduler::SchedulerConfig;
 use crate::shares::SharesConfig;
 use cerberus_engine::{Options, StorageKind};
+use nvme::NvmeConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -134,7 +137,7 @@ pub struct DeviceConfig {
     /// embeds (tests, benchmarks) do not contend for one port.
     pub nvme_listen: Option<String>,
     /// The NVMe/TCP target's limits and host grants.
-    pub nvme: crate::nvme::NvmeConfig,
+    pub nvme: NvmeConfig,
     /// Engine settings.
     pub engine: EngineConfig,
     /// The scheduler of background tasks over the network threads (the cores).
@@ -245,7 +248,7 @@ impl Default for DeviceConfig {
             tls_key: None,
             metrics_listen: None,
             nvme_listen: None,
-            nvme: crate::nvme::NvmeConfig::default(),
+            nvme: NvmeConfig::default(),
             engine: EngineConfig::default(),
             scheduler: SchedulerConfig::default(),
             dedup: DedupConfig::default(),
@@ -513,5 +516,28 @@ mod tests {
         };
         assert!(c.validate().is_ok());
         assert!(u64::from(c.reply_bytes_bound()) >= c.min_reply_bytes());
+    }
+
+    #[test]
+    fn the_toml_file_sets_the_target_and_its_grants() {
+        let c: DeviceConfig = toml::from_str(
+            "nvme_listen = \"127.0.0.1:4420\"\n[nvme]\nin_capsule_bytes = 16384\n\
+             [nvme.hosts]\n\"nqn.h:1\" = [\"orders\", \"7\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.nvme_listen.as_deref(), Some("127.0.0.1:4420"));
+        assert_eq!(c.nvme.in_capsule_bytes, 16384);
+        assert_eq!(c.nvme.hosts["nqn.h:1"], vec!["orders", "7"]);
+        assert!(nvme::grant_matches("id:7", "orders", 7));
+        assert!(nvme::grant_matches("7", "7", 9), "a name");
+        assert!(!nvme::grant_matches("7", "orders", 7), "never also an id");
+        assert!(!nvme::grant_matches("id:7", "7", 9));
+        assert!(nvme::grant_matches("*", "x", 1));
+        assert!(c.validate().is_ok());
+        assert!(DeviceConfig::default().nvme_listen.is_none());
+        let mut bad = DeviceConfig::default();
+        bad.nvme.in_capsule_bytes = 512; // a Connect's 1,024 bytes would not fit
+        assert!(bad.validate().is_err());
+        assert!(toml::from_str::<DeviceConfig>("[nvme]\nmax_conections = 1\n").is_err());
     }
 }

@@ -1,4 +1,4 @@
-//! The write side of a connection: completions, encoded by whoever answers them straight
+//! A connection's outbox and the write side that empties it: completions, encoded by whoever answers them straight
 //! into one buffer, written in few writes, each under a deadline, with a last guard on their
 //! size.
 //!
@@ -36,7 +36,7 @@ pub(crate) struct Outbox {
 }
 
 /// The writer's end of an [`Outbox`].
-pub(super) struct Replies {
+pub(crate) struct Replies {
     inner: Arc<Inner>,
 }
 
@@ -71,7 +71,7 @@ pub(crate) struct WriterGone;
 
 /// A connection's outbox and the writer's end of it; replies longer than `max_body` are
 /// replaced by a `ReplyTooLarge` error.
-pub(super) fn outbox(max_body: u32, held: Arc<HeldBytes>) -> (Outbox, Replies) {
+pub(crate) fn outbox(max_body: u32, held: Arc<HeldBytes>) -> (Outbox, Replies) {
     let inner = Arc::new(Inner {
         state: Mutex::new(State {
             senders: 1,
@@ -103,7 +103,7 @@ impl Outbox {
     /// [`Outbox::send`] without waking the writer: only for the connection's own reader
     /// answering on its task, whose writer is polled right after it in the same poll of the
     /// task (`read_then_write`). A wake-up there would cost the task one more poll.
-    pub(super) fn send_here(
+    pub(crate) fn send_here(
         &self,
         r: &Response,
         permit: OwnedSemaphorePermit,
@@ -225,7 +225,7 @@ impl Drop for Replies {
     }
 }
 
-pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
+pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
     wr: W,
     replies: Replies,
     timeout: Duration,
@@ -329,5 +329,5 @@ fn encode(r: &Response, out: &mut BytesMut, max_body: u32) {
 }
 
 #[cfg(test)]
-#[path = "writer_tests.rs"]
+#[path = "outbox_tests.rs"]
 mod tests;

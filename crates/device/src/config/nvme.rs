@@ -180,31 +180,6 @@ impl NvmeConfig {
 
 #[cfg(test)]
 mod tests {
-    use crate::DeviceConfig;
-
-    #[test]
-    fn the_toml_file_sets_the_target_and_its_grants() {
-        let c: DeviceConfig = toml::from_str(
-            "nvme_listen = \"127.0.0.1:4420\"\n[nvme]\nin_capsule_bytes = 16384\n\
-             [nvme.hosts]\n\"nqn.h:1\" = [\"orders\", \"7\"]\n",
-        )
-        .unwrap();
-        assert_eq!(c.nvme_listen.as_deref(), Some("127.0.0.1:4420"));
-        assert_eq!(c.nvme.in_capsule_bytes, 16384);
-        assert_eq!(c.nvme.hosts["nqn.h:1"], vec!["orders", "7"]);
-        assert!(super::grant_matches("id:7", "orders", 7));
-        assert!(super::grant_matches("7", "7", 9), "a name");
-        assert!(!super::grant_matches("7", "orders", 7), "never also an id");
-        assert!(!super::grant_matches("id:7", "7", 9));
-        assert!(super::grant_matches("*", "x", 1));
-        assert!(c.validate().is_ok());
-        assert!(DeviceConfig::default().nvme_listen.is_none());
-        let mut bad = DeviceConfig::default();
-        bad.nvme.in_capsule_bytes = 512; // a Connect's 1,024 bytes would not fit
-        assert!(bad.validate().is_err());
-        assert!(toml::from_str::<DeviceConfig>("[nvme]\nmax_conections = 1\n").is_err());
-    }
-
     #[test]
     fn the_hosts_taken_at_their_word_are_named_only_when_the_admin_allows_them() {
         let mut c = super::NvmeConfig::default();
