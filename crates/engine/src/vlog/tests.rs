@@ -1,3 +1,4 @@
+use super::format::*;
 use super::replay::ReplayEnd;
 use super::*;
 use crate::key::ValueAddr;
