@@ -19,14 +19,17 @@
 //! and read under another (after a rename) is modeled on other dies. That is harmless: striping
 //! is arbitrary, and all that matters is that pages of one file spread over the dies.
 
-use super::{IoPurpose, RandomAccessFile, Storage, StorageRef, WritableFile};
+use super::interface::{RandomAccessFile, Storage, StorageRef, WritableFile};
+use super::nand_stats::NandStats;
+use super::purpose::IoPurpose;
 use parking_lot::Mutex;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod clock;
+mod config;
 mod device;
 mod file;
 #[cfg(test)]
@@ -34,78 +37,9 @@ mod tests;
 
 pub(crate) use clock::deferred;
 pub(crate) use clock::Completion;
+pub use config::NandConfig;
 use device::Device;
 use file::{NandReadable, NandWritable, WriteState};
-
-/// Geometry and timings of the modeled flash.
-#[derive(Clone, Debug)]
-pub struct NandConfig {
-    /// Bytes per page.
-    pub page_size: usize,
-    /// Channels: buses between controller and dies, each moving one transfer at a time.
-    pub channels: usize,
-    /// Dies (ways) per channel.
-    pub ways: usize,
-    /// Array read time of one page (tR).
-    pub t_read: Duration,
-    /// Program time of one page (tPROG).
-    pub t_prog: Duration,
-    /// Channel transfer rate in bytes per second (data moved between die and controller).
-    pub channel_bytes_per_sec: u64,
-}
-
-impl Default for NandConfig {
-    fn default() -> Self {
-        NandConfig {
-            page_size: 16 * 1024,
-            channels: 4,
-            ways: 8,
-            t_read: Duration::from_micros(60),
-            t_prog: Duration::from_micros(600),
-            channel_bytes_per_sec: 800_000_000,
-        }
-    }
-}
-
-impl NandConfig {
-    /// Number of dies (`channels * ways`).
-    pub fn dies(&self) -> usize {
-        self.channels.max(1) * self.ways.max(1)
-    }
-
-    /// Time to move `bytes` over one channel; a rate of 0 means an infinitely fast channel.
-    pub fn transfer_time(&self, bytes: usize) -> Duration {
-        if self.channel_bytes_per_sec == 0 {
-            return Duration::ZERO;
-        }
-        let ns = bytes as u128 * 1_000_000_000 / u128::from(self.channel_bytes_per_sec);
-        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-    }
-
-    /// Latency of reading `bytes` of one page on an idle die and channel: tR plus the transfer.
-    pub fn modeled_page_read(&self, bytes: usize) -> Duration {
-        self.t_read + self.transfer_time(bytes)
-    }
-}
-
-/// Counters of the timing model, indexed by `IoPurpose as usize` (serialized as maps keyed
-/// by purpose name).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct NandStats {
-    /// Pages read, by purpose.
-    #[serde(serialize_with = "IoPurpose::serialize_counts")]
-    pub page_reads: [u64; IoPurpose::COUNT],
-    /// Pages programmed, by purpose.
-    #[serde(serialize_with = "IoPurpose::serialize_counts")]
-    pub page_programs: [u64; IoPurpose::COUNT],
-    /// Read requests (one `read_at` call), by purpose.
-    #[serde(serialize_with = "IoPurpose::serialize_counts")]
-    pub read_requests: [u64; IoPurpose::COUNT],
-    /// Sum over read requests of modeled latency (issue to completion), nanoseconds.
-    pub read_time_ns: u64,
-    /// Sum over syncs of modeled wait for outstanding programs, nanoseconds.
-    pub sync_wait_ns: u64,
-}
 
 /// Wraps another storage and charges the NAND timing model on every read, program and sync.
 pub struct NandStorage {
