@@ -160,7 +160,6 @@ impl Namespaces {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::index_kind::IndexKind;
 
     #[test]

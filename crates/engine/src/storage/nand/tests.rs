@@ -3,6 +3,7 @@ use super::*;
 use crate::storage::MemStorage;
 use std::sync::Barrier;
 use std::thread;
+use std::time::Duration;
 
 const MS: Duration = Duration::from_millis(1);
 
