@@ -157,17 +157,3 @@ impl Namespaces {
         self.indexes.values().filter(move |d| d.ns == ns)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::index_kind::IndexKind;
-
-    #[test]
-    fn kinds_round_trip() {
-        for k in [IndexKind::Classic, IndexKind::Vas] {
-            assert_eq!(IndexKind::from_u8(k.to_u8()), Some(k));
-            assert_eq!(IndexKind::parse(k.as_str()), Some(k));
-        }
-        assert_eq!(IndexKind::parse("btree"), None);
-    }
-}
