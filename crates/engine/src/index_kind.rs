@@ -53,3 +53,17 @@ impl std::fmt::Display for IndexKind {
         f.write_str(self.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip() {
+        for k in [IndexKind::Classic, IndexKind::Vas] {
+            assert_eq!(IndexKind::from_u8(k.to_u8()), Some(k));
+            assert_eq!(IndexKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(IndexKind::parse("btree"), None);
+    }
+}

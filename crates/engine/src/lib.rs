@@ -15,6 +15,7 @@ mod compaction;
 mod db;
 mod error;
 mod index;
+mod index_def;
 mod index_kind;
 mod iter;
 mod key;

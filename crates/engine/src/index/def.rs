@@ -6,8 +6,9 @@
 //! `encoded sk ++ pk`; its value is kept in the table only (no value-log record: it is derived
 //! from the primary record, and recovery derives it again when it replays that record).
 
-use super::{IndexKind, Scalar};
+use super::scalar::Scalar;
 use crate::coding::{put_varint, Cursor};
+use crate::index_kind::IndexKind;
 use crate::key::{SeqNo, ValueAddr};
 
 /// An index entry's key: the encoded secondary key, then the pk.

@@ -11,7 +11,8 @@
 //! range, nesting 128 deep, anything after the value) yields nothing at any path. Numbers the
 //! paths name are converted by `serde_json` itself, so both sides of a comparison agree.
 
-use super::{AttrPath, Number, Scalar};
+use super::number::Number;
+use super::scalar::{AttrPath, Scalar};
 use std::borrow::Cow;
 
 /// What a document holds at a path: a scalar, or an array or object.

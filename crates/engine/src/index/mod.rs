@@ -6,8 +6,8 @@ mod extract;
 mod number;
 mod scalar;
 
+pub use crate::index_def::IndexDef;
 pub use crate::index_kind::IndexKind;
-pub use crate::version::IndexDef;
 pub use def::{decode_payload, entry_key, entry_payload, split_entry_key};
 pub use extract::{extract, locate, AttrValue, PathSet};
 pub use number::Number;

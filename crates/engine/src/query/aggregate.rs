@@ -1,8 +1,8 @@
 //! Aggregates (count, min, max, sum, avg) over the records meeting a filter.
 
 use super::exec::{for_each_match, QueryStats, Records, Wants};
+use super::filter::Filter;
 use super::plan::{Access, Plan};
-use super::Filter;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, AttrValue, Number, Scalar};
 use serde_json::Value;

@@ -8,8 +8,8 @@
 //! holds the answer), no record is read at all ([`Wants`]).
 
 use super::doc::Doc;
+use super::filter::{Filter, KeyRange};
 use super::plan::{Access, Plan};
-use super::Filter;
 use crate::error::{Error, Result};
 use crate::index::Scalar;
 use crate::index::{decode_payload, split_entry_key, AttrPath, AttrValue, IndexKind, PathSet};
@@ -57,7 +57,7 @@ pub trait Records {
     fn index_entries(
         &mut self,
         index: crate::key::Nsid,
-        range: &super::KeyRange,
+        range: &KeyRange,
         after: Option<&[u8]>,
         max: usize,
         out: &mut EntryBatch,
@@ -99,7 +99,7 @@ pub trait Records {
         &mut self,
         index: crate::key::Nsid,
         kind: IndexKind,
-        range: &super::KeyRange,
+        range: &KeyRange,
         after: Option<&[u8]>,
         stats: &mut QueryStats,
         f: &mut EntryVisitor<'_>,
@@ -130,7 +130,7 @@ pub trait Records {
         &mut self,
         index: crate::key::Nsid,
         kind: IndexKind,
-        range: &super::KeyRange,
+        range: &KeyRange,
         stats: &mut QueryStats,
     ) -> Result<u64> {
         let mut live = 0;
@@ -274,7 +274,7 @@ pub fn for_each_entry(
     records: &mut dyn Records,
     id: crate::key::Nsid,
     kind: IndexKind,
-    ranges: &[super::KeyRange],
+    ranges: &[KeyRange],
     after: Option<&[u8]>,
     expect: Option<u64>,
     read_values: bool,
@@ -529,7 +529,7 @@ fn entry_matches(
 
 /// Where a walk of `range` resumes after `after`: `Some(None)` from its start, `Some(Some(a))`
 /// after `a`, `None` if the range lies wholly before `after` (ranges come in key order).
-fn resume_in<'a>(range: &super::KeyRange, after: Option<&'a [u8]>) -> Option<Option<&'a [u8]>> {
+fn resume_in<'a>(range: &KeyRange, after: Option<&'a [u8]>) -> Option<Option<&'a [u8]>> {
     match (after, &range.end) {
         (Some(a), Some(end)) if a >= end.as_slice() => None,
         (Some(a), _) if a >= range.start.as_slice() => Some(Some(a)),

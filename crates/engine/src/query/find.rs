@@ -8,9 +8,9 @@
 //! dropped, it is refused with a clear error.
 
 use super::exec::{for_each_match, QueryStats, Records, Wants};
+use super::filter::Filter;
 use super::plan::{Access, Plan};
 use super::result::QueryResult;
-use super::Filter;
 use crate::coding::{put_varint, Cursor};
 use crate::error::{Error, Result};
 use crate::index::AttrPath;

@@ -1,7 +1,7 @@
 //! Choosing how a query reaches its records: through the most selective usable index, or by
 //! scanning the namespace.
 
-use super::{Filter, KeyRange};
+use super::filter::{Filter, KeyRange};
 use crate::error::Result;
 use crate::index::{AttrPath, IndexKind};
 use crate::key::Nsid;

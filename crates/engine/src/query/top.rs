@@ -1,8 +1,8 @@
 //! Top-K: the records meeting a filter with the largest (or smallest) values of an attribute.
 
 use super::exec::{for_each_match, EntryBatch, EntryVisitor, Match, QueryStats, Records, Wants};
+use super::filter::{Filter, KeyRange};
 use super::plan::{Access, Plan};
-use super::{Filter, KeyRange};
 use crate::error::Result;
 use crate::index::{AttrPath, AttrValue, IndexKind, Scalar};
 use crate::key::{Nsid, SeqNo, ValueAddr};

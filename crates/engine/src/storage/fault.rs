@@ -32,8 +32,8 @@ mod tests;
 pub use crash::{CrashCounts, CrashModel};
 pub use injection::{Fault, FaultError, IoKind};
 
+use super::interface::{RandomAccessFile, Storage, WritableFile};
 use super::mem::not_found;
-use super::{RandomAccessFile, Storage, WritableFile};
 use file::{FaultReadable, FaultWritable};
 use parking_lot::Mutex;
 use state::{Inode, State};

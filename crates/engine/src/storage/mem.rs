@@ -1,6 +1,7 @@
 //! Files in memory, for tests.
 
-use super::{check_truncate, IoPurpose, RandomAccessFile, Storage, WritableFile};
+use super::interface::{check_truncate, RandomAccessFile, Storage, WritableFile};
+use super::purpose::IoPurpose;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::io;

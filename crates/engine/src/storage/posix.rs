@@ -1,6 +1,7 @@
 //! Real files in one directory.
 
-use super::{check_truncate, IoPurpose, RandomAccessFile, Storage, WritableFile};
+use super::interface::{check_truncate, RandomAccessFile, Storage, WritableFile};
+use super::purpose::IoPurpose;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::fs::{self, File, OpenOptions};

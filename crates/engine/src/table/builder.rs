@@ -1,7 +1,8 @@
 //! Writes a table from entries given in internal-key order.
 
 use super::block::BlockBuilder;
-use super::{encode_nstable, filter, table_name, BlockHandle, Footer, NsRange};
+use super::filter;
+use super::format::{encode_nstable, table_name, BlockHandle, Footer, NsRange, FOOTER_LEN};
 use crate::error::{IoContext, Result};
 use crate::key::{ikey_nsid, split_ikey, NSID_LEN};
 use crate::storage::{IoPurpose, Storage, WritableFile};
@@ -173,7 +174,7 @@ impl TableBuilder {
         self.file
             .append(&footer.encode(), IoPurpose::Index)
             .ctx(&self.name)?;
-        self.offset += super::FOOTER_LEN as u64;
+        self.offset += FOOTER_LEN as u64;
         self.file.sync().ctx(&self.name)?;
         Ok(TableProps {
             id: self.id,

@@ -7,11 +7,11 @@
 //! (least recently used first, roughly: CLOCK-PRO) or it is deleted. Eviction only drops the
 //! cache's reference: a reader in use (an iterator in the middle of the table, a get probing
 //! it) keeps its file open until the last user drops it, and the next use opens the file
-//! again. Blocks stay in the [`BlockCache`](super::BlockCache) across a re-open (table ids
+//! again. Blocks stay in the [`BlockCache`](super::cache::BlockCache) across a re-open (table ids
 //! are never reused), so a re-open reads only the footer and the namespace table.
 
 use super::id_hash::IdHash;
-use super::TableReader;
+use super::reader::TableReader;
 use crate::error::{Error, Result};
 use crate::storage::RandomAccessFile;
 use quick_cache::sync::Cache;

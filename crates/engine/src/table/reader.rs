@@ -2,7 +2,10 @@
 
 use super::block::{Block, BlockIter};
 use super::cache::{BlockCache, Cached, KIND_FILTER, KIND_INDEX};
-use super::{decode_nstable, filter, table_name, BlockHandle, Footer, NsRange, FOOTER_LEN};
+use super::filter;
+use super::format::{
+    decode_nstable, table_name, BlockHandle, Footer, NsRange, BLOCK_TRAILER_LEN, FOOTER_LEN,
+};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{cmp_ikey, split_ikey, IndexValue, Kind, SeqNo};
 use crate::prefetch::Pending;
@@ -83,7 +86,7 @@ impl TableReader {
 
     /// Reads a block and checks its crc; the read is counted in `c`.
     fn read_block(&self, h: BlockHandle, purpose: IoPurpose, c: &Counters) -> Result<Bytes> {
-        let len = h.len as usize + super::BLOCK_TRAILER_LEN;
+        let len = h.len as usize + BLOCK_TRAILER_LEN;
         let mut buf = self.file.read_at(h.offset, len, purpose).ctx(&self.name)?;
         c.read(purpose, h.offset, len);
         let stored = crate::coding::get_u32(&buf, h.len as usize).unwrap_or(0);

@@ -2,8 +2,8 @@
 //!
 //! Encoding: a sequence of tagged fields, each `tag (u8) ++ fields`.
 
-use super::namespaces::IndexDef;
 use crate::coding::{put_bytes, put_varint, Cursor};
+use crate::index_def::IndexDef;
 use crate::index_kind::IndexKind;
 use crate::key::Nsid;
 use crate::namespace_options::{IoShares, NamespaceOptions};

@@ -9,7 +9,10 @@
 //! LevelDB does), and only once that manifest is durable and named by `CURRENT` does the
 //! state in memory move on. Recovery therefore meets a torn record only at a manifest's end.
 
-use super::{Namespaces, TableCtx, Version, VersionEdit};
+use super::edit::VersionEdit;
+use super::levels::{Version, RUNS};
+use super::namespaces::Namespaces;
+use super::table_handle::TableCtx;
 use crate::coding::{get_u32, put_u32};
 use crate::error::{Error, IoContext, Result};
 use crate::storage::{IoPurpose, WritableFile};
@@ -126,7 +129,7 @@ impl VersionSet {
             }
             let edit = VersionEdit::decode(payload)
                 .ok_or_else(|| Error::corruption(&name, pos as u64, "malformed manifest record"))?;
-            let bad = |l: usize| l >= num_levels && l != super::RUNS;
+            let bad = |l: usize| l >= num_levels && l != RUNS;
             if edit.added.iter().any(|(l, _)| bad(*l)) || edit.deleted.iter().any(|(l, _)| bad(*l))
             {
                 return Err(Error::corruption(
@@ -205,7 +208,7 @@ impl VersionSet {
                 .iter()
                 .enumerate()
                 .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t.props.clone())))
-                .chain(version.runs.iter().map(|t| (super::RUNS, t.props.clone())))
+                .chain(version.runs.iter().map(|t| (RUNS, t.props.clone())))
                 .collect(),
             vlog_dead: vlog_dead.iter().map(|(s, b)| (*s, *b)).collect(),
             ..VersionEdit::default()

@@ -1,7 +1,7 @@
 //! The namespace registry as the manifest records it.
 
-use super::VersionEdit;
-use crate::index_kind::IndexKind;
+use super::edit::VersionEdit;
+use crate::index_def::IndexDef;
 use crate::key::{Nsid, DEFAULT_NS};
 use crate::namespace_options::NamespaceOptions;
 use std::collections::{BTreeMap, BTreeSet};
@@ -155,37 +155,5 @@ impl Namespaces {
     /// The indexes of namespace `ns`.
     pub fn indexes_of(&self, ns: Nsid) -> impl Iterator<Item = &IndexDef> + '_ {
         self.indexes.values().filter(move |d| d.ns == ns)
-    }
-}
-
-/// An index as the manifest records it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IndexDef {
-    /// The namespace id its entries live under.
-    pub id: Nsid,
-    /// The namespace it indexes.
-    pub ns: Nsid,
-    /// The attribute path as given (`index::AttrPath` parses it).
-    pub attr: String,
-    pub kind: IndexKind,
-    /// Backfill done: from this seqno on, every record a snapshot sees has its entry (a
-    /// snapshot older than that reads without the index).
-    pub ready: Option<u64>,
-    /// The encoding of its entries' keys (`index::KEY_FORMAT`; 1: numbers as `f64` alone,
-    /// what a manifest without the field had). An older one is rebuilt at open.
-    pub keys: u8,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds_round_trip() {
-        for k in [IndexKind::Classic, IndexKind::Vas] {
-            assert_eq!(IndexKind::from_u8(k.to_u8()), Some(k));
-            assert_eq!(IndexKind::parse(k.as_str()), Some(k));
-        }
-        assert_eq!(IndexKind::parse("btree"), None);
     }
 }

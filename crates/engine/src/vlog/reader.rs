@@ -8,7 +8,7 @@
 //! one, so an epoch (and the segments retired into it) ends only after every older epoch
 //! has: a reader pinned long ago keeps everything retired since it started.
 
-use super::{decode_record, segment_name, RECORD_HEADER_LEN};
+use super::format::{decode_record, segment_name, RECORD_HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, ValueAddr};
 use crate::stats::Counters;

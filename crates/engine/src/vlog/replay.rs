@@ -1,7 +1,7 @@
 //! Recovery's reading of the log: a segment's records of complete batches, in order.
 
-use super::{check_segment_header, decode_record, segment_name};
-use super::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+use super::format::{check_segment_header, decode_record, segment_name};
+use super::format::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
 use crate::storage::{IoPurpose, Storage};

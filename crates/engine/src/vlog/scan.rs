@@ -1,8 +1,8 @@
 //! Walks a segment's records in order through a buffer of bounded size: what value-log GC
 //! reads a sealed segment with, so its memory does not grow with the segment.
 
-use super::{check_segment_header, decode_header, decode_record, segment_name, Record};
-use super::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+use super::format::{check_segment_header, decode_header, decode_record, segment_name, Record};
+use super::format::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::storage::{IoPurpose, RandomAccessFile, Storage};
 use std::sync::Arc;

@@ -1,6 +1,8 @@
+use super::format::*;
 use super::replay::ReplayEnd;
 use super::*;
-use crate::key::ValueAddr;
+use crate::error::Result;
+use crate::key::{Kind, ValueAddr};
 use crate::stats::Counters;
 use crate::storage::{IoPurpose, MemStorage, StorageRef};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The writing end of the log: appends to the active segment, rolls to a new one, syncs.
 
+use super::format::{segment_header, segment_name, SEGMENT_HEADER_LEN};
 use super::writeback::Writeback;
-use super::{segment_header, segment_name, SEGMENT_HEADER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::storage::{IoPurpose, StorageRef, WritableFile};
 use std::sync::Arc;

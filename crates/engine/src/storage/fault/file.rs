@@ -2,8 +2,9 @@
 
 use super::injection::IoKind;
 use super::state::{InodeRef, State};
+use crate::storage::interface::{check_truncate, RandomAccessFile, WritableFile};
 use crate::storage::mem::read_slice;
-use crate::storage::{check_truncate, IoPurpose, RandomAccessFile, WritableFile};
+use crate::storage::purpose::IoPurpose;
 use parking_lot::Mutex;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,8 +1,8 @@
 //! The device: when each die and channel is free, where a file's pages live, and what the
 //! requests it serves counted.
 
-use super::NandConfig;
-use crate::storage::IoPurpose;
+use super::config::NandConfig;
+use crate::storage::purpose::IoPurpose;
 use parking_lot::Mutex;
 use std::ops::RangeInclusive;
 use std::sync::atomic::AtomicU64;

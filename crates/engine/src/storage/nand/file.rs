@@ -3,7 +3,8 @@
 
 use super::clock::{self, wait_until};
 use super::device::{duration_ns, Device};
-use crate::storage::{IoPurpose, RandomAccessFile, WritableFile};
+use crate::storage::interface::{RandomAccessFile, WritableFile};
+use crate::storage::purpose::IoPurpose;
 use parking_lot::Mutex;
 use std::io;
 use std::ops::RangeInclusive;

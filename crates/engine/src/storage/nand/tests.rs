@@ -1,8 +1,15 @@
-use super::device::duration_ns;
+use super::device::{duration_ns, Device};
 use super::*;
+use crate::storage::interface::Storage;
+use crate::storage::nand_stats::NandStats;
+use crate::storage::purpose::IoPurpose;
 use crate::storage::MemStorage;
+use std::io;
+use std::sync::Arc;
 use std::sync::Barrier;
 use std::thread;
+use std::time::Duration;
+use std::time::Instant;
 
 const MS: Duration = Duration::from_millis(1);
 

@@ -1,0 +1,209 @@
+//! The value log's format: segment names and header, and how a record is encoded.
+
+use crate::coding::{get_u32, get_u64, put_u32, put_u64};
+use crate::error::{Error, Result};
+use crate::key::{Kind, Nsid, SeqNo};
+
+pub const SEGMENT_MAGIC: [u8; 8] = *b"CBRSVLOG";
+pub const SEGMENT_VERSION: u32 = 1;
+pub const SEGMENT_HEADER_LEN: u64 = 16;
+pub const RECORD_HEADER_LEN: usize = 29;
+pub const FLAG_PUT: u8 = 1;
+pub const FLAG_BATCH_END: u8 = 2;
+
+pub fn segment_name(id: u64) -> String {
+    format!("{id:06}.vlog")
+}
+
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    name.strip_suffix(".vlog")?.parse().ok()
+}
+
+/// One decoded record, borrowing from the buffer it was read from.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    pub seq: SeqNo,
+    pub nsid: Nsid,
+    pub kind: Kind,
+    pub batch_end: bool,
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+/// Appends one record to `out`; returns its length.
+pub fn encode_record(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; 8]);
+    put_u64(out, rec.seq);
+    put_u32(out, rec.nsid);
+    let mut flags = if rec.kind == Kind::Put { FLAG_PUT } else { 0 };
+    if rec.batch_end {
+        flags |= FLAG_BATCH_END;
+    }
+    out.push(flags);
+    put_u32(out, rec.key.len() as u32);
+    put_u32(out, rec.value.len() as u32);
+    out.extend_from_slice(rec.key);
+    out.extend_from_slice(rec.value);
+    let header_crc = crc32c::crc32c(&out[start + 8..start + RECORD_HEADER_LEN]);
+    let mut payload_crc = crc32c::crc32c(rec.key);
+    payload_crc = crc32c::crc32c_append(payload_crc, rec.value);
+    out[start..start + 4].copy_from_slice(&header_crc.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&payload_crc.to_le_bytes());
+    out.len() - start
+}
+
+/// Where one record of an [`EncodedWrite`] sits in its buffer.
+#[derive(Clone, Debug)]
+pub struct RecordSpan {
+    pub at: usize,
+    pub len: usize,
+    pub kind: Kind,
+    pub key: std::ops::Range<usize>,
+    pub value: std::ops::Range<usize>,
+}
+
+/// The records of one write (a put, a delete or a batch), encoded by the writer's own thread
+/// before it joins a commit group; the group's leader stamps the seqnos.
+#[derive(Default)]
+pub struct EncodedWrite {
+    pub nsid: Nsid,
+    pub buf: Vec<u8>,
+    pub spans: Vec<RecordSpan>,
+    /// Bytes of the versions these records replace, as a capacity check found them: taken
+    /// off what the memtable counts for the namespace.
+    pub credit: u64,
+    /// The seqno and flush epoch the credit's lookups read at (`None`: a credit that holds
+    /// whatever was written since, a GC rewrite's): a write in between to one of its keys
+    /// voids it.
+    pub credit_at: Option<(u64, u64)>,
+}
+
+impl EncodedWrite {
+    pub fn new(nsid: Nsid, ops: &[(Kind, &[u8], &[u8])]) -> Self {
+        let total: usize = ops
+            .iter()
+            .map(|(_, k, v)| RECORD_HEADER_LEN + k.len() + v.len())
+            .sum();
+        let mut w = EncodedWrite {
+            nsid,
+            buf: Vec::with_capacity(total),
+            spans: Vec::with_capacity(ops.len()),
+            credit: 0,
+            credit_at: None,
+        };
+        for (i, (kind, key, value)) in ops.iter().enumerate() {
+            let at = w.buf.len();
+            let rec = Record {
+                seq: 0,
+                nsid,
+                kind: *kind,
+                batch_end: i + 1 == ops.len(),
+                key,
+                value,
+            };
+            let len = encode_record(&mut w.buf, &rec);
+            let key_at = at + RECORD_HEADER_LEN;
+            w.spans.push(RecordSpan {
+                at,
+                len,
+                kind: *kind,
+                key: key_at..key_at + key.len(),
+                value: key_at + key.len()..at + len,
+            });
+        }
+        w
+    }
+
+    /// Gives the records seqnos `first..`, fixing each header checksum.
+    pub fn stamp(&mut self, first: SeqNo) {
+        for (i, s) in self.spans.iter().enumerate() {
+            let h = &mut self.buf[s.at..s.at + RECORD_HEADER_LEN];
+            h[8..16].copy_from_slice(&(first + i as u64).to_le_bytes());
+            let crc = crc32c::crc32c(&h[8..RECORD_HEADER_LEN]);
+            h[..4].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The buffer ends inside the record.
+    Short,
+    /// The header checksum or a header field is wrong.
+    BadHeader,
+    /// Key or value do not match their checksum.
+    BadPayload,
+}
+
+/// A header that checks out: `(seq, nsid, flags, key_len, value_len)`.
+pub(super) fn decode_header(
+    buf: &[u8],
+) -> std::result::Result<(SeqNo, Nsid, u8, usize, usize), DecodeError> {
+    if buf.len() < RECORD_HEADER_LEN {
+        return Err(DecodeError::Short);
+    }
+    let stored = get_u32(buf, 0).ok_or(DecodeError::Short)?;
+    if crc32c::crc32c(&buf[8..RECORD_HEADER_LEN]) != stored {
+        return Err(DecodeError::BadHeader);
+    }
+    let seq = get_u64(buf, 8).ok_or(DecodeError::Short)?;
+    let nsid = get_u32(buf, 16).ok_or(DecodeError::Short)?;
+    let flags = buf[20];
+    let key_len = get_u32(buf, 21).ok_or(DecodeError::Short)? as usize;
+    let value_len = get_u32(buf, 25).ok_or(DecodeError::Short)? as usize;
+    if flags & !(FLAG_PUT | FLAG_BATCH_END) != 0 || (flags & FLAG_PUT == 0 && value_len != 0) {
+        return Err(DecodeError::BadHeader);
+    }
+    Ok((seq, nsid, flags, key_len, value_len))
+}
+
+/// Decodes the record at the start of `buf`; returns it and its length.
+pub fn decode_record(buf: &[u8]) -> std::result::Result<(Record<'_>, usize), DecodeError> {
+    let (seq, nsid, flags, key_len, value_len) = decode_header(buf)?;
+    let total = RECORD_HEADER_LEN + key_len + value_len;
+    if buf.len() < total {
+        return Err(DecodeError::Short);
+    }
+    let key = &buf[RECORD_HEADER_LEN..RECORD_HEADER_LEN + key_len];
+    let value = &buf[RECORD_HEADER_LEN + key_len..total];
+    let stored = get_u32(buf, 4).ok_or(DecodeError::Short)?;
+    if crc32c::crc32c_append(crc32c::crc32c(key), value) != stored {
+        return Err(DecodeError::BadPayload);
+    }
+    let kind = if flags & FLAG_PUT != 0 {
+        Kind::Put
+    } else {
+        Kind::Delete
+    };
+    let rec = Record {
+        seq,
+        nsid,
+        kind,
+        batch_end: flags & FLAG_BATCH_END != 0,
+        key,
+        value,
+    };
+    Ok((rec, total))
+}
+
+pub(super) fn segment_header() -> Vec<u8> {
+    let mut h = SEGMENT_MAGIC.to_vec();
+    put_u32(&mut h, SEGMENT_VERSION);
+    put_u32(&mut h, 0);
+    h
+}
+
+pub(super) fn check_segment_header(name: &str, buf: &[u8]) -> Result<()> {
+    if buf.len() < SEGMENT_HEADER_LEN as usize || buf[..8] != SEGMENT_MAGIC {
+        return Err(Error::corruption(name, 0, "bad value-log segment magic"));
+    }
+    match get_u32(buf, 8) {
+        Some(SEGMENT_VERSION) => Ok(()),
+        v => Err(Error::corruption(
+            name,
+            8,
+            format!("unsupported value-log version {v:?}"),
+        )),
+    }
+}
