@@ -5,7 +5,8 @@ use crate::db::{
     db_stats_json, read_value, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb,
     CursorOptions, LayoutArg, TenantHandle,
 };
-use anyhow::{Context, Result};
+use crate::error::{Doing, EngineError, Result};
+use crate::op::Op;
 use cerberus_engine::storage::NandConfig;
 use cerberus_engine::Readable;
 use cerberus_engine::{
@@ -65,7 +66,9 @@ impl CerberusDb {
         let db = Db::builder(options)
             .storage(storage)
             .open(&config.path)
-            .with_context(|| format!("opening cerberus at {}", config.path.display()))?;
+            .doing(Op::Open {
+                path: config.path.clone(),
+            })?;
         Ok(CerberusDb {
             default: db.default_namespace(),
             db,
@@ -77,33 +80,33 @@ impl CerberusDb {
 
 impl BenchDb for CerberusDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.default.put(key, value)?)
+        self.default.put(key, value).doing(Op::Put)
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(read_value(self.default.get(key)?))
+        Ok(read_value(self.default.get(key).doing(Op::Get)?))
     }
 
     /// The engine's batched get (`--pipeline`), in pieces of its bound.
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
         let mut found = 0;
         for piece in keys.chunks(cerberus_engine::MAX_GET_MANY_KEYS) {
-            let got = self.default.get_many(piece)?;
+            let got = self.default.get_many(piece).doing(Op::GetMany)?;
             found += got.into_iter().filter(|v| read_value(v.as_ref())).count() as u64;
         }
         Ok(found)
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db.flush()?)
+        self.db.flush().doing(Op::Flush)
     }
 
     fn compact(&self) -> Result<()> {
-        Ok(self.db.compact_all()?)
+        self.db.compact_all().doing(Op::Compact)
     }
 
     fn settle(&self) -> Result<()> {
-        Ok(self.db.wait_for_compactions()?)
+        self.db.wait_for_compactions().doing(Op::WaitForCompactions)
     }
 
     fn db_stats(&self) -> Option<DbStats> {
@@ -115,18 +118,21 @@ impl BenchDb for CerberusDb {
     }
 
     fn close(&self) -> Result<()> {
-        Ok(self.db.close()?)
+        self.db.close().doing(Op::Close)
     }
 
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
         let existing = self.db.list_namespaces();
         let namespace = |name: &str| -> Result<u32> {
             let ns = match existing.iter().find(|ns| ns.name == name) {
-                Some(ns) => self.db.namespace(ns.nsid)?,
+                Some(ns) => self
+                    .db
+                    .namespace(ns.nsid)
+                    .doing(Op::FindNamespace { nsid: ns.nsid })?,
                 None => self
                     .db
                     .create_namespace(name)
-                    .with_context(|| format!("creating namespace {name}"))?,
+                    .doing(Op::CreateNamespace { name: name.into() })?,
             };
             let id = ns.id();
             self.tenants.write().insert(id, ns);
@@ -136,29 +142,39 @@ impl BenchDb for CerberusDb {
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
-        self.in_tenant(tenant, key, |ns, k| Ok(ns.put(k, value)?))
+        self.in_tenant(tenant, key, |ns, k| ns.put(k, value).doing(Op::Put))
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
-        self.in_tenant(tenant, key, |ns, k| Ok(read_value(ns.get(k)?)))
+        self.in_tenant(tenant, key, |ns, k| {
+            Ok(read_value(ns.get(k).doing(Op::Get)?))
+        })
     }
 
     fn tenant_get_path(&self, tenant: &TenantHandle, key: &[u8]) -> Result<Option<GetPath>> {
-        self.in_tenant(tenant, key, |ns, k| Ok(Some(ns.get_path(k)?)))
+        self.in_tenant(tenant, key, |ns, k| {
+            Ok(Some(ns.get_path(k).doing(Op::GetPath)?))
+        })
     }
 
     /// In the baseline layout every tenant gets its one namespace's counters.
     fn tenant_stats(&self, tenant: &TenantHandle) -> Result<Option<NamespaceStats>> {
-        Ok(Some(namespace_of(&self.tenants.read(), tenant)?.stats()?))
+        let stats = namespace_of(&self.tenants.read(), tenant)?
+            .stats()
+            .doing(Op::NamespaceStats)?;
+        Ok(Some(stats))
     }
 
     fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
-        let iter = self.default.iter(ReadOptions {
-            keys_only: opts.keys_only,
-            prefetch_degree: opts.prefetch_degree,
-            index_prefetch: opts.index_prefetch,
-            ..ReadOptions::default()
-        })?;
+        let iter = self
+            .default
+            .iter(ReadOptions {
+                keys_only: opts.keys_only,
+                prefetch_degree: opts.prefetch_degree,
+                index_prefetch: opts.index_prefetch,
+                ..ReadOptions::default()
+            })
+            .doing(Op::Iterate)?;
         Ok(Box::new(CerberusCursor {
             iter,
             current: None,
@@ -179,11 +195,11 @@ struct CerberusCursor {
 impl BenchCursor for CerberusCursor {
     fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.current = None;
-        Ok(self.iter.seek(key)?)
+        self.iter.seek(key).doing(Op::Seek)
     }
 
     fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
-        self.current = self.iter.next().transpose()?;
+        self.current = self.iter.next().transpose().doing(Op::Next)?;
         Ok(self.current.as_ref().map(|(k, v)| (&k[..], &v[..])))
     }
 }
@@ -194,7 +210,10 @@ fn namespace_of<'a>(
 ) -> Result<&'a Namespace> {
     tenants
         .get(&tenant.id)
-        .with_context(|| format!("tenant {} has no namespace", tenant.name))
+        .ok_or_else(|| EngineError::TenantNotCreated {
+            engine: "cerberus",
+            tenant: tenant.name.clone(),
+        })
 }
 
 #[cfg(test)]

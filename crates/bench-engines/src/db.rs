@@ -1,6 +1,6 @@
 //! The trait every engine implements for the workloads, and how tenants share a database.
 
-use anyhow::{bail, Result};
+use crate::error::{EngineError, Result};
 use cerberus_engine::{DbStats, GetPath, NamespaceStats};
 
 /// All of `DbStats` as JSON, through its own `Serialize`, each level numbered (`level`) as
@@ -77,12 +77,12 @@ pub trait BenchDb: Send + Sync {
     /// the database already has them.
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
         let _ = n;
-        bail!("this engine has no tenants")
+        Err(EngineError::NoTenants)
     }
     /// Puts into a tenant's key space.
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
         let _ = (tenant, key, value);
-        bail!("this engine has no tenants")
+        Err(EngineError::NoTenants)
     }
     /// Puts into a tenant's key space sent together (pipelined on the device; one after the
     /// other elsewhere).
@@ -94,7 +94,7 @@ pub trait BenchDb: Send + Sync {
     /// Gets from a tenant's key space; whether the key was found.
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         let _ = (tenant, key);
-        bail!("this engine has no tenants")
+        Err(EngineError::NoTenants)
     }
     /// The tables a get of `key` in a tenant's key space would consult now (Cerberus's
     /// `Namespace::get_path`); `None` for other engines.
@@ -112,7 +112,7 @@ pub trait BenchDb: Send + Sync {
     /// now (`seekrandom` makes one per seek, as db_bench makes an iterator per seek).
     fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
         let _ = opts;
-        bail!("this engine has no iterator")
+        Err(EngineError::NoIterator)
     }
 }
 

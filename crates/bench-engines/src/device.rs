@@ -11,8 +11,9 @@ use crate::db::{
     read_value, tenants_in_namespaces, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions,
     LayoutArg, TenantHandle,
 };
+use crate::error::{Doing, EngineError, Result};
 use crate::local_device::{self, LocalDevice};
-use anyhow::{bail, Context, Result};
+use crate::op::Op;
 use bytes::Bytes;
 use cerberus_device::{DeviceConfig, DeviceHandle, StorageChoice};
 use cerberus_host::{BlockingClient, BlockingNamespace};
@@ -93,7 +94,7 @@ impl DeviceDb {
                 c.engine.layout = "shared".into();
             }
             if config.profile.is_some() {
-                bail!("--profile is not supported with --engine device");
+                return Err(EngineError::ProfileOnDevice);
             }
             if nvme {
                 local_device::serve_nvme(&mut c);
@@ -103,12 +104,14 @@ impl DeviceDb {
             (Some(dev), None)
         } else {
             if nvme {
-                bail!("--wire nvme drives a device this process starts: --device local");
+                return Err(EngineError::NeedsLocalDevice {
+                    what: "--wire nvme",
+                });
             }
-            let secret = config.admin_secret.as_deref().context(
-                "a remote device needs its admin credential: --admin-secret or \
-                 CERBERUS_ADMIN_SECRET",
-            )?;
+            let secret = config
+                .admin_secret
+                .as_deref()
+                .ok_or(EngineError::NoAdminSecret)?;
             (None, Some(secret.to_string()))
         };
         let client_config = match &local {
@@ -122,14 +125,16 @@ impl DeviceDb {
         let admin = local_device::connect_with(&client_config)?;
         admin
             .authenticate_admin(&secret)
-            .context("authenticating as admin")?;
+            .doing(Op::AuthenticateAdmin)?;
         let clients = (0..CONNECTIONS)
             .map(|_| local_device::connect_with(&client_config))
             .collect::<Result<Vec<_>>>()?;
         let secrets_path = config.path.join(SECRETS_FILE);
         let secrets = match std::fs::read(&secrets_path) {
-            Ok(b) => serde_json::from_slice(&b)
-                .with_context(|| format!("reading {}", secrets_path.display()))?,
+            Ok(b) => serde_json::from_slice(&b).map_err(|source| EngineError::ReadSecrets {
+                path: secrets_path.clone(),
+                source,
+            })?,
             Err(_) => BTreeMap::new(),
         };
         let mut db = DeviceDb {
@@ -153,28 +158,39 @@ impl DeviceDb {
         let known = self.secrets.lock().get(name).cloned();
         let exists = self
             .admin
-            .list_namespaces()?
+            .list_namespaces()
+            .doing(Op::ListNamespaces)?
             .into_iter()
             .find(|e| e.name == name);
         let (nsid, secret) = match (exists, known) {
             (Some(e), Some((id, s))) if e.nsid == id => (id, s),
-            (Some(e), _) => bail!(
-                "namespace {name:?} ({}) exists on the device but its secret is not in {}; \
-                 destroy it or reuse the --db that made it",
-                e.nsid,
-                self.secrets_path.display()
-            ),
+            (Some(e), _) => {
+                return Err(EngineError::SecretUnknown {
+                    name: name.into(),
+                    nsid: e.nsid,
+                    path: self.secrets_path.clone(),
+                })
+            }
             (None, _) => {
-                let (id, s) = self.admin.create_namespace(name)?;
+                let (id, s) = self
+                    .admin
+                    .create_namespace(name)
+                    .doing(Op::CreateNamespace { name: name.into() })?;
                 let mut all = self.secrets.lock();
                 all.insert(name.to_string(), (id, s.clone()));
-                std::fs::write(&self.secrets_path, serde_json::to_vec_pretty(&*all)?)
-                    .with_context(|| format!("writing {}", self.secrets_path.display()))?;
+                let doc = serde_json::to_vec_pretty(&*all).map_err(EngineError::EncodeSecrets)?;
+                std::fs::write(&self.secrets_path, doc).map_err(|source| {
+                    EngineError::WriteSecrets {
+                        path: self.secrets_path.clone(),
+                        source,
+                    }
+                })?;
                 (id, s)
             }
         };
         for c in &self.clients {
-            c.open_namespace(nsid, &secret)?;
+            c.open_namespace(nsid, &secret)
+                .doing(Op::OpenNamespace { nsid })?;
         }
         Ok(nsid)
     }
@@ -185,13 +201,19 @@ impl DeviceDb {
         tenant: &TenantHandle,
         settings: &NamespaceSettings,
     ) -> Result<()> {
-        Ok(self.admin.configure_namespace(tenant.id, settings)?)
+        self.admin
+            .configure_namespace(tenant.id, settings)
+            .doing(Op::ConfigureNamespace { nsid: tenant.id })
     }
 
     /// `shares_served` of a tenant's namespace stats: its shares and what it was served,
     /// waited and charged (cumulative).
     pub fn tenant_shares_json(&self, tenant: &TenantHandle) -> Result<serde_json::Value> {
-        let doc = self.client().namespace(tenant.id).stats()?;
+        let doc = self
+            .client()
+            .namespace(tenant.id)
+            .stats()
+            .doing(Op::NamespaceStats)?;
         Ok(doc["shares_served"].clone())
     }
 
@@ -200,7 +222,9 @@ impl DeviceDb {
     /// command for it: returns at once.
     pub fn wait_for_compactions(&self) -> Result<()> {
         if let Some(dev) = &*self.local.lock() {
-            dev.engine().wait_for_compactions()?;
+            dev.engine()
+                .wait_for_compactions()
+                .doing(Op::WaitForCompactions)?;
         }
         Ok(())
     }
@@ -241,11 +265,15 @@ impl DeviceDb {
 
 impl BenchDb for DeviceDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.bench_ns().put(key.to_vec(), value.to_vec())?)
+        self.bench_ns()
+            .put(key.to_vec(), value.to_vec())
+            .doing(Op::Put)
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(read_value(self.bench_ns().get(key.to_vec())?))
+        Ok(read_value(
+            self.bench_ns().get(key.to_vec()).doing(Op::Get)?,
+        ))
     }
 
     fn put_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
@@ -253,21 +281,23 @@ impl BenchDb for DeviceDb {
             .iter()
             .map(|(k, v)| (Bytes::copy_from_slice(k), Bytes::copy_from_slice(v)))
             .collect();
-        Ok(self.bench_ns().put_many(pairs)?)
+        self.bench_ns().put_many(pairs).doing(Op::PutMany)
     }
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
         let keys = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-        let got = self.bench_ns().get_many(keys)?;
+        let got = self.bench_ns().get_many(keys).doing(Op::GetMany)?;
         Ok(got.iter().filter(|v| read_value(v.as_ref())).count() as u64)
     }
 
     fn flush(&self) -> Result<()> {
-        bail!("the device has no flush command")
+        Err(EngineError::NoDeviceCommand { command: "flush" })
     }
 
     fn compact(&self) -> Result<()> {
-        bail!("the device has no compaction command")
+        Err(EngineError::NoDeviceCommand {
+            command: "compaction",
+        })
     }
 
     /// The device manages its background work itself.
@@ -281,7 +311,7 @@ impl BenchDb for DeviceDb {
 
     fn close(&self) -> Result<()> {
         if let Some(dev) = self.local.lock().take() {
-            dev.shutdown()?;
+            dev.shutdown().map_err(EngineError::StopDevice)?;
         }
         Ok(())
     }
@@ -292,10 +322,10 @@ impl BenchDb for DeviceDb {
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
         let key = self.tenant_key(tenant, key);
-        Ok(self
-            .client()
+        self.client()
             .namespace(tenant.id)
-            .put(key, value.to_vec())?)
+            .put(key, value.to_vec())
+            .doing(Op::Put)
     }
 
     /// Sent together on the calling thread's connection, without waiting for each.
@@ -309,12 +339,16 @@ impl BenchDb for DeviceDb {
                 )
             })
             .collect();
-        Ok(self.client().namespace(tenant.id).put_many(pairs)?)
+        self.client()
+            .namespace(tenant.id)
+            .put_many(pairs)
+            .doing(Op::PutMany)
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         let key = self.tenant_key(tenant, key);
-        Ok(read_value(self.client().namespace(tenant.id).get(key)?))
+        let value = self.client().namespace(tenant.id).get(key).doing(Op::Get)?;
+        Ok(read_value(value))
     }
 
     /// A device iterator on the calling thread's connection, opened at each seek

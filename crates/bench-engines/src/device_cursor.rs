@@ -12,7 +12,8 @@
 //! that `--device local` starts gets seekrandom's `--prefetch-degree`, see `device.rs`).
 
 use crate::db::{BenchCursor, CursorOptions};
-use anyhow::{Context, Result};
+use crate::error::{Doing, EngineError, Result};
+use crate::op::Op;
 use bytes::Bytes;
 use cerberus_host::{BlockingNamespace, ScanOptions};
 use std::collections::VecDeque;
@@ -64,10 +65,7 @@ impl DeviceCursor {
 
     fn close(&mut self) -> Result<()> {
         match self.iter.take() {
-            Some(id) => self
-                .ns
-                .iter_close(id)
-                .with_context(|| format!("closing device iterator {id}")),
+            Some(id) => self.ns.iter_close(id).doing(Op::CloseIterator { id }),
             None => Ok(()),
         }
     }
@@ -83,11 +81,7 @@ impl DeviceCursor {
             keys_only: self.keys_only,
             ..ScanOptions::default()
         };
-        self.iter = Some(
-            self.ns
-                .iter_open(&opts)
-                .context("opening a device iterator")?,
-        );
+        self.iter = Some(self.ns.iter_open(&opts).doing(Op::OpenIterator)?);
         Ok(())
     }
 }
@@ -114,11 +108,11 @@ impl BenchCursor for DeviceCursor {
             self.open(b"")?;
         }
         if self.batch.is_empty() && !self.done {
-            let id = self.iter.context("device cursor has no iterator")?;
+            let id = self.iter.ok_or(EngineError::CursorNotOpen)?;
             let (entries, done) = self
                 .ns
                 .iter_next(id, self.batch_entries(), BATCH_BYTES)
-                .with_context(|| format!("reading device iterator {id}"))?;
+                .doing(Op::ReadIterator { id })?;
             self.fetched += entries.len();
             self.batch.extend(entries);
             self.done = done;

@@ -16,7 +16,8 @@
 
 use crate::config::{OpenConfig, StorageArg};
 use crate::db::BenchDb;
-use anyhow::{bail, Context, Result};
+use crate::error::{EngineError, Result};
+use crate::op::Op;
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, RwLock};
@@ -80,15 +81,18 @@ pub fn encode_record(out: &mut Vec<u8>, seq: u64, key: &[u8], value: &[u8]) {
 impl FloorDb {
     pub fn open(config: &OpenConfig, buffered: bool) -> Result<FloorDb> {
         if config.sync {
-            bail!("the floor never syncs: run it without --sync");
+            return Err(EngineError::FloorNeverSyncs);
         }
         let path = config.path.join("floor.log");
-        let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let file = File::create(&path).map_err(|source| EngineError::Floor {
+            op: Op::Create { path: path.clone() },
+            source,
+        })?;
         let (tx, rx) = mpsc::channel::<Arc<Skiplist>>();
         let dropper = std::thread::Builder::new()
             .name("floor-drop".into())
             .spawn(move || rx.into_iter().for_each(drop))
-            .context("starting the floor's skiplist dropper")?;
+            .map_err(floor_failed(Op::StartDropper))?;
         Ok(FloorDb {
             log: Mutex::new(Log {
                 file: BufWriter::with_capacity(LOG_BUFFER, file),
@@ -126,7 +130,7 @@ impl FloorDb {
             .lock()
             .file
             .flush()
-            .context("writing the floor's log")?;
+            .map_err(floor_failed(Op::WriteLog))?;
         if let Some((tx, handle)) = self.dropper.lock().take() {
             drop(tx);
             let _ = handle.join();
@@ -145,9 +149,9 @@ impl BenchDb for FloorDb {
             encode_record(&mut record, seq, key, value);
             log.file
                 .write_all(&record)
-                .context("appending to the floor's log")?;
+                .map_err(floor_failed(Op::Append))?;
             if !self.buffered {
-                log.file.flush().context("writing the floor's log")?;
+                log.file.flush().map_err(floor_failed(Op::WriteLog))?;
             }
             let offset = log.offset;
             log.offset += record.len() as u64;
@@ -167,12 +171,16 @@ impl BenchDb for FloorDb {
     }
 
     fn get(&self, _key: &[u8]) -> Result<bool> {
-        bail!("the floor measures puts only (fillseq, fillrandom, overwrite)")
+        Err(EngineError::FloorPutsOnly)
     }
 
     /// Writes the log's buffer out (the floor has no tables).
     fn flush(&self) -> Result<()> {
-        Ok(self.log.lock().file.flush()?)
+        self.log
+            .lock()
+            .file
+            .flush()
+            .map_err(floor_failed(Op::WriteLog))
     }
 
     fn compact(&self) -> Result<()> {
@@ -198,13 +206,20 @@ impl Drop for FloorDb {
     }
 }
 
+/// The error of the floor's log or thread failing in `op`.
+fn floor_failed(op: Op) -> impl FnOnce(std::io::Error) -> EngineError {
+    move |source| EngineError::Floor { op, source }
+}
+
 /// The floor runs on real files only.
 pub fn check(config: &OpenConfig) -> Result<()> {
     if config.storage == StorageArg::Nand {
-        bail!("--storage nand is only supported by the cerberus engine");
+        return Err(EngineError::NandUnsupported {
+            engine: "the floor",
+        });
     }
     if config.sync {
-        bail!("the floor never syncs: run it without --sync");
+        return Err(EngineError::FloorNeverSyncs);
     }
     Ok(())
 }

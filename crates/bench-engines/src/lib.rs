@@ -6,6 +6,9 @@
 //! peer); and the floor of Cerberus's write path (`floor`: a buffered
 //! log append and a skiplist insert per put). Also the engine sizes of `--profile` ([`profile`]) and
 //! the local device the bench's device experiments share ([`local_device`]).
+//!
+//! Every call that can fail answers with an [`EngineError`]: the engine, what it was doing
+//! ([`Op`]), and the engine's own error as its source.
 
 #![deny(missing_docs)]
 
@@ -14,10 +17,12 @@ mod config;
 mod db;
 mod device;
 mod device_cursor;
+mod error;
 mod floor;
 #[cfg(feature = "lmdb")]
 mod lmdb;
 pub mod local_device;
+mod op;
 mod open;
 pub mod profile;
 #[cfg(feature = "redis")]
@@ -33,4 +38,6 @@ pub use db::{
     TenantHandle, BASELINE_NAMESPACE,
 };
 pub use device::DeviceDb;
+pub use error::{EngineError, Result};
+pub use op::Op;
 pub use open::{open, Engine};

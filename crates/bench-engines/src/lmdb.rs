@@ -11,7 +11,8 @@
 
 use crate::config::OpenConfig;
 use crate::db::{read_value, with_tenant_key, Affix, BenchDb, LayoutArg, TenantHandle};
-use anyhow::{bail, Context, Result};
+use crate::error::{Doing, EngineError, Result};
+use crate::op::Op;
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions};
 use parking_lot::RwLock;
@@ -39,7 +40,7 @@ impl LmdbDb {
         // Named databases: as many as the run's tenants, no more. Every transaction, a get's
         // too, allocates and zeroes room for this many databases (at 4,096 that memset was
         // more than half of a get's time).
-        let max_dbs = u32::try_from(config.tenants.max(1)).context("too many tenants")?;
+        let max_dbs = u32::try_from(config.tenants.max(1)).map_err(EngineError::TooManyTenants)?;
         options
             .map_size(MAP_SIZE)
             .max_dbs(max_dbs)
@@ -50,11 +51,14 @@ impl LmdbDb {
             unsafe { options.flags(EnvFlags::NO_SYNC) };
         }
         // SAFETY: the directory is the run's own, opened once by this process.
-        let env = unsafe { options.open(&config.path) }
-            .with_context(|| format!("opening lmdb at {}", config.path.display()))?;
-        let mut wtxn = env.write_txn()?;
-        let main: Db = env.create_database(&mut wtxn, None)?;
-        wtxn.commit()?;
+        let env = unsafe { options.open(&config.path) }.doing(Op::Open {
+            path: config.path.clone(),
+        })?;
+        let mut wtxn = env.write_txn().doing(Op::WriteTxn)?;
+        let main: Db = env
+            .create_database(&mut wtxn, None)
+            .doing(Op::CreateDatabase { name: None })?;
+        wtxn.commit().doing(Op::Commit)?;
         Ok(LmdbDb {
             env,
             main,
@@ -65,16 +69,16 @@ impl LmdbDb {
     }
 
     fn put_in(&self, db: Db, pairs: &[(&[u8], &[u8])]) -> Result<()> {
-        let mut wtxn = self.env.write_txn()?;
+        let mut wtxn = self.env.write_txn().doing(Op::WriteTxn)?;
         for (k, v) in pairs {
-            db.put(&mut wtxn, k, v)?;
+            db.put(&mut wtxn, k, v).doing(Op::Put)?;
         }
-        Ok(wtxn.commit()?)
+        wtxn.commit().doing(Op::Commit)
     }
 
     fn get_in(&self, db: Db, key: &[u8]) -> Result<bool> {
-        let rtxn = self.env.read_txn()?;
-        Ok(read_value(db.get(&rtxn, key)?))
+        let rtxn = self.env.read_txn().doing(Op::ReadTxn)?;
+        Ok(read_value(db.get(&rtxn, key).doing(Op::Get)?))
     }
 
     fn tenant_db(&self, tenant: &TenantHandle) -> Result<Db> {
@@ -82,7 +86,10 @@ impl LmdbDb {
             .read()
             .get(&tenant.id)
             .copied()
-            .with_context(|| format!("{} was not created", tenant.name))
+            .ok_or_else(|| EngineError::TenantNotCreated {
+                engine: "lmdb",
+                tenant: tenant.name.clone(),
+            })
     }
 
     /// The shared layouts' place of the tenant index in the key.
@@ -110,17 +117,17 @@ impl BenchDb for LmdbDb {
 
     /// Gets sent together: one read transaction.
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
-        let rtxn = self.env.read_txn()?;
+        let rtxn = self.env.read_txn().doing(Op::ReadTxn)?;
         let mut found = 0;
         for k in keys {
-            found += u64::from(read_value(self.main.get(&rtxn, k)?));
+            found += u64::from(read_value(self.main.get(&rtxn, k).doing(Op::Get)?));
         }
         Ok(found)
     }
 
     /// Writes the map's dirty pages and syncs (LMDB has no memtable).
     fn flush(&self) -> Result<()> {
-        Ok(self.env.force_sync()?)
+        self.env.force_sync().doing(Op::Sync)
     }
 
     /// LMDB's B+tree has nothing to compact.
@@ -147,12 +154,16 @@ impl BenchDb for LmdbDb {
     }
 
     fn close(&self) -> Result<()> {
-        Ok(self.env.force_sync()?)
+        self.env.force_sync().doing(Op::Sync)
     }
 
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
         if n > self.max_dbs as usize {
-            bail!("lmdb was opened for {} tenants, not {n}", self.max_dbs);
+            return Err(EngineError::TenantCount {
+                engine: "lmdb",
+                opened: self.max_dbs as usize,
+                asked: n,
+            });
         }
         let tenants: Vec<TenantHandle> = (0..n)
             .map(|index| TenantHandle {
@@ -162,13 +173,17 @@ impl BenchDb for LmdbDb {
             })
             .collect();
         if self.affix().is_none() {
-            let mut wtxn = self.env.write_txn()?;
+            let mut wtxn = self.env.write_txn().doing(Op::WriteTxn)?;
             let mut map = self.tenants.write();
             for t in &tenants {
-                let db: Db = self.env.create_database(&mut wtxn, Some(&t.name))?;
+                let db: Db = self.env.create_database(&mut wtxn, Some(&t.name)).doing(
+                    Op::CreateDatabase {
+                        name: Some(t.name.clone()),
+                    },
+                )?;
                 map.insert(t.id, db);
             }
-            wtxn.commit()?;
+            wtxn.commit().doing(Op::Commit)?;
         }
         Ok(tenants)
     }

@@ -1,7 +1,8 @@
 //! A device started in this process on a loopback port, and the connections the bench makes to
 //! a device: what the device engine, `queries --device local` and `bts` share.
 
-use anyhow::{Context, Result};
+use crate::error::{Doing, EngineError, Result};
+use crate::op::Op;
 use cerberus_device::{Device, DeviceConfig, DeviceHandle};
 use cerberus_host::{BlockingClient, BlockingNamespace, ClientConfig};
 use std::path::Path;
@@ -51,7 +52,7 @@ pub struct LocalDevice {
 impl LocalDevice {
     /// Starts a device with `config`.
     pub fn start(config: DeviceConfig) -> Result<LocalDevice> {
-        let device = Device::start(config).context("starting a local device")?;
+        let device = Device::start(config).map_err(EngineError::StartDevice)?;
         let addr = device.local_addr().to_string();
         Ok(LocalDevice { device, addr })
     }
@@ -67,10 +68,7 @@ impl LocalDevice {
         if !nvme {
             return Ok(ClientConfig::new(self.addr.clone()));
         }
-        let addr = self
-            .device
-            .nvme_addr()
-            .context("the local device serves no NVMe/TCP target")?;
+        let addr = self.device.nvme_addr().ok_or(EngineError::NoNvmeTarget)?;
         let subnqn = cerberus_device::NvmeConfig::default().subnqn;
         Ok(ClientConfig::new(addr.to_string())
             .with_nvme(subnqn, BENCH_HOSTNQN)
@@ -79,29 +77,33 @@ impl LocalDevice {
 
     /// Creates namespace `name` (through a connection closed at once): its id and secret.
     pub fn create_namespace(&self, name: &str) -> Result<(u32, String)> {
-        Ok(self.admin()?.create_namespace(name)?)
+        self.admin()?
+            .create_namespace(name)
+            .doing(Op::CreateNamespace { name: name.into() })
     }
 }
 
 fn connect(addr: &str) -> Result<BlockingClient> {
-    BlockingClient::connect(addr).with_context(|| format!("connecting to the device at {addr}"))
+    BlockingClient::connect(addr).doing(Op::Connect { addr: addr.into() })
 }
 
 /// A connection made with `config`.
 pub fn connect_with(config: &ClientConfig) -> Result<BlockingClient> {
-    BlockingClient::connect_with(config.clone())
-        .with_context(|| format!("connecting to the device at {}", config.addr))
+    BlockingClient::connect_with(config.clone()).doing(Op::Connect {
+        addr: config.addr.clone(),
+    })
 }
 
 /// A connection to the device at `addr` logged in as admin.
 pub fn admin(addr: &str, secret: &str) -> Result<BlockingClient> {
     let c = connect(addr)?;
-    c.authenticate_admin(secret)
-        .context("authenticating as admin")?;
+    c.authenticate_admin(secret).doing(Op::AuthenticateAdmin)?;
     Ok(c)
 }
 
 /// Namespace `ns` on a new connection to the device at `addr`, authenticated for it.
 pub fn client(addr: &str, ns: u32, secret: &str) -> Result<BlockingNamespace> {
-    Ok(connect(addr)?.open_namespace(ns, secret)?)
+    connect(addr)?
+        .open_namespace(ns, secret)
+        .doing(Op::OpenNamespace { nsid: ns })
 }

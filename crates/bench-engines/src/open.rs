@@ -4,6 +4,7 @@ use crate::cerberus::CerberusDb;
 use crate::config::{OpenConfig, StorageArg};
 use crate::db::BenchDb;
 use crate::device::DeviceDb;
+use crate::error::{EngineError, Result};
 use crate::floor::{self, FloorDb};
 #[cfg(feature = "lmdb")]
 use crate::lmdb::LmdbDb;
@@ -11,7 +12,6 @@ use crate::lmdb::LmdbDb;
 use crate::redis::RedisDb;
 #[cfg(feature = "rocksdb")]
 use crate::rocksdb::RocksDb;
-use anyhow::{bail, Result};
 use std::sync::Arc;
 
 /// An engine named on the command line.
@@ -69,10 +69,7 @@ impl Engine {
             "floor" => Ok(Engine::Floor),
             "floor-write" | "floor_write" => Ok(Engine::FloorWrite),
             "lmdb" => Ok(Engine::Lmdb),
-            other => bail!(
-                "unknown engine {other:?} (expected cerberus, rocksdb, rocksdb-blob, device, \
-                 device-nvme, redis, floor, floor-write or lmdb)"
-            ),
+            other => Err(EngineError::UnknownEngine { name: other.into() }),
         }
     }
 
@@ -82,43 +79,50 @@ impl Engine {
             Engine::Cerberus | Engine::Device => Ok(()),
             Engine::DeviceNvme => match config.device.as_deref() {
                 None | Some("local") => Ok(()),
-                Some(_) => bail!("device-nvme drives a device this process starts: --device local"),
+                Some(_) => Err(EngineError::NeedsLocalDevice {
+                    what: "device-nvme",
+                }),
             },
             Engine::Floor | Engine::FloorWrite => floor::check(config),
             Engine::Lmdb => {
                 if !cfg!(feature = "lmdb") {
-                    bail!(
-                        "this cerberus-bench was built without LMDB: build with `--features \
-                         lmdb` (it compiles LMDB's bundled source; no system package needed)"
-                    );
+                    return Err(EngineError::NotBuilt {
+                        engine: "LMDB",
+                        how: "build with `--features lmdb` (it compiles LMDB's bundled source; \
+                              no system package needed)",
+                    });
                 }
                 if config.storage == StorageArg::Nand {
-                    bail!("--storage nand is only supported by the cerberus engine");
+                    return Err(EngineError::NandUnsupported {
+                        engine: self.name(),
+                    });
                 }
                 Ok(())
             }
             Engine::Redis => {
                 if !cfg!(feature = "redis") {
-                    bail!(
-                        "this cerberus-bench was built without Redis: run scripts/install-peers, \
-                         then build with `--features redis`"
-                    );
+                    return Err(EngineError::NotBuilt {
+                        engine: "Redis",
+                        how: "run scripts/install-peers, then build with `--features redis`",
+                    });
                 }
                 if config.storage == StorageArg::Nand {
-                    bail!("--storage nand is not supported by redis");
+                    return Err(EngineError::NandUnsupported { engine: "redis" });
                 }
                 Ok(())
             }
             Engine::RocksDb | Engine::RocksDbBlob => {
                 if !cfg!(feature = "rocksdb") {
-                    bail!(
-                        "this cerberus-bench was built without RocksDB: run scripts/install-peers, \
-                         then build with `--features rocksdb` (or run scripts/bench-rocksdb, \
-                         which does both)"
-                    );
+                    return Err(EngineError::NotBuilt {
+                        engine: "RocksDB",
+                        how: "run scripts/install-peers, then build with `--features rocksdb` \
+                              (or run scripts/bench-rocksdb, which does both)",
+                    });
                 }
                 if config.storage == StorageArg::Nand {
-                    bail!("--storage nand is only supported by the cerberus engine");
+                    return Err(EngineError::NandUnsupported {
+                        engine: self.name(),
+                    });
                 }
                 Ok(())
             }
@@ -129,7 +133,10 @@ impl Engine {
 /// Opens (creating if needed) the database of `engine` at `config.path`.
 pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
     engine.check(config)?;
-    std::fs::create_dir_all(&config.path)?;
+    std::fs::create_dir_all(&config.path).map_err(|source| EngineError::CreateDir {
+        path: config.path.clone(),
+        source,
+    })?;
     match engine {
         Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),

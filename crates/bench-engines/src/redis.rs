@@ -5,7 +5,8 @@
 
 use crate::config::OpenConfig;
 use crate::db::{read_value, BenchDb};
-use anyhow::{bail, Context, Result};
+use crate::error::{Doing, EngineError, Result};
+use crate::op::Op;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::process::{Child, Command, Stdio};
@@ -25,15 +26,28 @@ pub struct RedisDb {
     server: Mutex<Option<Child>>,
 }
 
-fn free_port() -> Result<u16> {
+fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
 }
 
+/// The error of the redis-server process (or what starting it needs) failing in `op`.
+fn server_failed(op: Op) -> impl FnOnce(std::io::Error) -> EngineError {
+    move |source| EngineError::RedisServer { op, source }
+}
+
 impl RedisDb {
     pub fn open(config: &OpenConfig) -> Result<RedisDb> {
-        let port = free_port()?;
-        let dir = config.path.canonicalize()?;
+        let port = free_port().map_err(server_failed(Op::FindPort))?;
+        let dir = config
+            .path
+            .canonicalize()
+            .map_err(|source| EngineError::RedisServer {
+                op: Op::Resolve {
+                    path: config.path.clone(),
+                },
+                source,
+            })?;
         let server = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
@@ -45,9 +59,7 @@ impl RedisDb {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .context(
-                "starting redis-server (scripts/install-peers installs it from Debian's package)",
-            )?;
+            .map_err(EngineError::RedisNotStarted)?;
         let db = RedisDb {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             url: format!("redis://127.0.0.1:{port}/"),
@@ -55,12 +67,10 @@ impl RedisDb {
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let ping = db.with_conn(|c| redis::cmd("PING").query::<String>(c).map(drop));
+            let ping = db.try_conn(|c| redis::cmd("PING").query::<String>(c).map(drop));
             match ping {
                 Ok(()) => break,
-                Err(e) if Instant::now() > deadline => {
-                    return Err(e.context("redis-server did not answer within 10 s"))
-                }
+                Err(e) if Instant::now() > deadline => return Err(EngineError::RedisNoAnswer(e)),
                 Err(_) => {
                     // Not listening yet: the next try makes a new connection.
                     CONN.with(|c| c.borrow_mut().take());
@@ -72,31 +82,44 @@ impl RedisDb {
     }
 
     /// Runs `f` on the calling thread's connection, made on first use.
-    fn with_conn<T>(
+    fn try_conn<T>(
         &self,
         f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
-    ) -> Result<T> {
+    ) -> redis::RedisResult<T> {
         CONN.with(|cell| {
             let mut slot = cell.borrow_mut();
-            if slot.as_ref().is_none_or(|(id, _)| *id != self.id) {
-                let conn = redis::Client::open(self.url.as_str())?.get_connection()?;
-                *slot = Some((self.id, conn));
+            if let Some((id, conn)) = slot.as_mut() {
+                if *id == self.id {
+                    return f(conn);
+                }
             }
-            let Some((_, conn)) = slot.as_mut() else {
-                bail!("no connection");
-            };
-            Ok(f(conn)?)
+            let conn = redis::Client::open(self.url.as_str())?.get_connection()?;
+            let (_, conn) = slot.insert((self.id, conn));
+            f(conn)
         })
+    }
+
+    /// [`RedisDb::try_conn`], its failure that of `op`.
+    fn with_conn<T>(
+        &self,
+        op: Op,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        self.try_conn(f).doing(op)
     }
 }
 
 impl BenchDb for RedisDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.with_conn(|c| redis::cmd("SET").arg(key).arg(value).query::<()>(c))
+        self.with_conn(Op::Put, |c| {
+            redis::cmd("SET").arg(key).arg(value).query::<()>(c)
+        })
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        let v = self.with_conn(|c| redis::cmd("GET").arg(key).query::<Option<Vec<u8>>>(c))?;
+        let v = self.with_conn(Op::Get, |c| {
+            redis::cmd("GET").arg(key).query::<Option<Vec<u8>>>(c)
+        })?;
         Ok(read_value(v))
     }
 
@@ -105,7 +128,7 @@ impl BenchDb for RedisDb {
         for (k, v) in pairs {
             p.cmd("SET").arg(*k).arg(*v).ignore();
         }
-        self.with_conn(|c| p.query::<()>(c))
+        self.with_conn(Op::PutMany, |c| p.query::<()>(c))
     }
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
@@ -113,7 +136,7 @@ impl BenchDb for RedisDb {
         for k in keys {
             p.cmd("GET").arg(*k);
         }
-        let got: Vec<Option<Vec<u8>>> = self.with_conn(|c| p.query(c))?;
+        let got: Vec<Option<Vec<u8>>> = self.with_conn(Op::GetMany, |c| p.query(c))?;
         Ok(got.iter().filter(|v| read_value(v.as_ref())).count() as u64)
     }
 
@@ -127,7 +150,7 @@ impl BenchDb for RedisDb {
 
     fn stats_json(&self) -> serde_json::Value {
         let info = self
-            .with_conn(|c| redis::cmd("INFO").arg("memory").query::<String>(c))
+            .try_conn(|c| redis::cmd("INFO").arg("memory").query::<String>(c))
             .unwrap_or_default();
         let used = info
             .lines()
@@ -139,12 +162,16 @@ impl BenchDb for RedisDb {
     fn close(&self) -> Result<()> {
         if let Some(mut server) = self.server.lock().take() {
             // The append-only file is written as commands arrive; nothing is left to save.
-            let _ = self.with_conn(|c| redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(c));
+            let _ = self.try_conn(|c| redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(c));
             let deadline = Instant::now() + Duration::from_secs(5);
-            while server.try_wait()?.is_none() {
+            while server
+                .try_wait()
+                .map_err(server_failed(Op::StopServer))?
+                .is_none()
+            {
                 if Instant::now() > deadline {
-                    server.kill()?;
-                    server.wait()?;
+                    server.kill().map_err(server_failed(Op::StopServer))?;
+                    server.wait().map_err(server_failed(Op::StopServer))?;
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(20));

@@ -18,8 +18,9 @@ use crate::db::{
     read_value, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
     TenantHandle,
 };
+use crate::error::{Doing, EngineError, Result};
+use crate::op::Op;
 use crate::profile::SizeProfile;
-use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 pub struct RocksDb {
@@ -68,8 +69,8 @@ fn apply_profile(
 impl RocksDb {
     /// Opens RocksDB at `config.path`, with blob files if `blob_files` (`rocksdb-blob`).
     pub fn open(config: &OpenConfig, blob_files: bool) -> Result<RocksDb> {
-        let cache = ::rocksdb::Cache::new_lru_cache(config.cache_bytes as usize)
-            .context("creating the RocksDB block cache")?;
+        let cache =
+            ::rocksdb::Cache::new_lru_cache(config.cache_bytes as usize).doing(Op::CreateCache)?;
         let per_cf = config.tenants > 0 && config.layout == LayoutArg::PerNamespace;
         let mut table = ::rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&cache);
@@ -110,7 +111,9 @@ impl RocksDb {
         } else {
             ::rocksdb::DB::open(&options, &config.path)
         }
-        .with_context(|| format!("opening rocksdb at {}", config.path.display()))?;
+        .doing(Op::Open {
+            path: config.path.clone(),
+        })?;
         let mut write_options = ::rocksdb::WriteOptions::default();
         write_options.set_sync(config.sync);
         write_options.disable_wal(false);
@@ -150,22 +153,27 @@ impl RocksDb {
     fn cf(&self, tenant: &TenantHandle) -> Result<&::rocksdb::ColumnFamily> {
         match self.db.cf_handle(&tenant.name) {
             Some(cf) => Ok(cf),
-            None => bail!("no column family {}", tenant.name),
+            None => Err(EngineError::TenantNotCreated {
+                engine: "rocksdb",
+                tenant: tenant.name.clone(),
+            }),
         }
     }
 }
 
 impl BenchDb for RocksDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.db.put_opt(key, value, &self.write_options)?)
+        self.db
+            .put_opt(key, value, &self.write_options)
+            .doing(Op::Put)
     }
 
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(read_value(self.db.get_pinned(key)?))
+        Ok(read_value(self.db.get_pinned(key).doing(Op::Get)?))
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db.flush()?)
+        self.db.flush().doing(Op::Flush)
     }
 
     fn compact(&self) -> Result<()> {
@@ -182,7 +190,7 @@ impl BenchDb for RocksDb {
             .collect();
         let cfs: Vec<_> = names.iter().filter_map(|n| self.db.cf_handle(n)).collect();
         for cf in &cfs {
-            self.db.flush_cf(cf)?;
+            self.db.flush_cf(cf).doing(Op::Flush)?;
         }
         // Done when no column family has a compaction pending or running.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
@@ -251,13 +259,17 @@ impl BenchDb for RocksDb {
     }
 
     fn close(&self) -> Result<()> {
-        self.db.flush_wal(true)?;
+        self.db.flush_wal(true).doing(Op::Close)?;
         Ok(())
     }
 
     fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
         if n != self.tenants {
-            bail!("rocksdb was opened for {} tenants, not {n}", self.tenants);
+            return Err(EngineError::TenantCount {
+                engine: "rocksdb",
+                opened: self.tenants,
+                asked: n,
+            });
         }
         let handles: Vec<TenantHandle> = (0..n)
             .map(|index| TenantHandle {
@@ -276,20 +288,29 @@ impl BenchDb for RocksDb {
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
         match shared_affix(self.layout) {
-            None => Ok(self
+            None => self
                 .db
-                .put_cf_opt(self.cf(tenant)?, key, value, &self.write_options)?),
+                .put_cf_opt(self.cf(tenant)?, key, value, &self.write_options)
+                .doing(Op::Put),
             Some(affix) => with_tenant_key(affix, tenant.id, key, |k| {
-                Ok(self.db.put_opt(k, value, &self.write_options)?)
+                self.db
+                    .put_opt(k, value, &self.write_options)
+                    .doing(Op::Put)
             }),
         }
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
         match shared_affix(self.layout) {
-            None => Ok(read_value(self.db.get_pinned_cf(self.cf(tenant)?, key)?)),
+            None => {
+                let value = self
+                    .db
+                    .get_pinned_cf(self.cf(tenant)?, key)
+                    .doing(Op::Get)?;
+                Ok(read_value(value))
+            }
             Some(affix) => with_tenant_key(affix, tenant.id, key, |k| {
-                Ok(read_value(self.db.get_pinned(k)?))
+                Ok(read_value(self.db.get_pinned(k).doing(Op::Get)?))
             }),
         }
     }
@@ -331,7 +352,7 @@ impl BenchCursor for RocksCursor<'_> {
         match self.iter.item() {
             Some((k, v)) => Ok(Some((k, if self.keys_only { &[] } else { v }))),
             None => {
-                self.iter.status()?;
+                self.iter.status().doing(Op::Next)?;
                 Ok(None)
             }
         }
