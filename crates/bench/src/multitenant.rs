@@ -296,7 +296,10 @@ const PUT_SALT: u64 = 0x6d74_7075;
 const GET_SALT: u64 = 0x6d74_6765;
 
 fn snapshot(db: &dyn BenchDb, tenants: &[TenantHandle]) -> Result<Vec<Option<NamespaceStats>>> {
-    tenants.iter().map(|t| db.tenant_stats(t)).collect()
+    Ok(tenants
+        .iter()
+        .map(|t| db.tenant_stats(t))
+        .collect::<Result<_, _>>()?)
 }
 
 /// The outcome of a phase from its tenants' results.

@@ -32,7 +32,7 @@ pub(super) fn reserve(db: &DeviceDb, victim: &TenantHandle, ops: u64) -> Result<
         reservation_ops: ops,
         ..NamespaceSettings::default()
     };
-    db.configure_tenant(victim, &settings)
+    Ok(db.configure_tenant(victim, &settings)?)
 }
 
 /// Sets the calling thread's (alone, not the process's) nice value. A client on another

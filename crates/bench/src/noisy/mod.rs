@@ -350,7 +350,7 @@ struct NoisyOut {
 /// its engine's (the device engine's settle does nothing, the device running its own).
 fn settle(db: &dyn BenchDb, dev: Option<&DeviceDb>) -> Result<()> {
     db.settle()?;
-    dev.map_or(Ok(()), DeviceDb::wait_for_compactions)
+    Ok(dev.map_or(Ok(()), DeviceDb::wait_for_compactions)?)
 }
 
 /// The victim's gets of one phase, and the misses among them.

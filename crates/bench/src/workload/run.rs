@@ -309,29 +309,32 @@ pub(crate) mod tests {
     pub(crate) type TenantMap = HashMap<(u32, Vec<u8>), Vec<u8>>;
 
     impl BenchDb for MemDb {
-        fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        fn put(&self, key: &[u8], value: &[u8]) -> cerberus_bench_engines::Result<()> {
             self.map
                 .lock()
                 .unwrap()
                 .insert(key.to_vec(), value.to_vec());
             Ok(())
         }
-        fn get(&self, key: &[u8]) -> Result<bool> {
+        fn get(&self, key: &[u8]) -> cerberus_bench_engines::Result<bool> {
             Ok(self.map.lock().unwrap().contains_key(key))
         }
-        fn flush(&self) -> Result<()> {
+        fn flush(&self) -> cerberus_bench_engines::Result<()> {
             Ok(())
         }
-        fn compact(&self) -> Result<()> {
+        fn compact(&self) -> cerberus_bench_engines::Result<()> {
             Ok(())
         }
         fn stats_json(&self) -> serde_json::Value {
             serde_json::json!({ "keys": self.map.lock().unwrap().len() })
         }
-        fn close(&self) -> Result<()> {
+        fn close(&self) -> cerberus_bench_engines::Result<()> {
             Ok(())
         }
-        fn create_tenants(&self, n: usize) -> Result<Vec<cerberus_bench_engines::TenantHandle>> {
+        fn create_tenants(
+            &self,
+            n: usize,
+        ) -> cerberus_bench_engines::Result<Vec<cerberus_bench_engines::TenantHandle>> {
             Ok((0..n)
                 .map(|index| cerberus_bench_engines::TenantHandle {
                     index,
@@ -345,7 +348,7 @@ pub(crate) mod tests {
             tenant: &cerberus_bench_engines::TenantHandle,
             key: &[u8],
             value: &[u8],
-        ) -> Result<()> {
+        ) -> cerberus_bench_engines::Result<()> {
             if self.drop_ending.is_some() && key.last() == self.drop_ending.as_ref() {
                 return Ok(());
             }
@@ -359,7 +362,7 @@ pub(crate) mod tests {
             &self,
             tenant: &cerberus_bench_engines::TenantHandle,
             key: &[u8],
-        ) -> Result<bool> {
+        ) -> cerberus_bench_engines::Result<bool> {
             Ok(self
                 .tenant_map
                 .lock()

@@ -240,7 +240,7 @@ fn run_point(
     wait_for_no_connection(dev)?;
     let clients: Vec<BlockingNamespace> = (0..threads)
         .map(|_| local_device::client(&local.addr, ns, &secret))
-        .collect::<Result<_>>()?;
+        .collect::<Result<_, _>>()?;
     let (hist, seconds, (core_connections, mean_load, mean_fg_load, fg_queueing_us)) =
         put_load(args, dev, &clients)?;
     let (backlog_at_end, drain_seconds) = drain(dev)?;
