@@ -207,7 +207,7 @@ pub struct RunContext<'a> {
 }
 
 /// What a compaction did.
-pub struct Outcome {
+pub struct Compacted {
     pub edit: VersionEdit,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -219,7 +219,7 @@ pub struct Outcome {
 }
 
 /// Runs `task` against `version`.
-pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Result<Outcome> {
+pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Result<Compacted> {
     let out_level = task.output_level();
     let mut edit = VersionEdit::default();
     let levels = input_levels(task, version);
@@ -231,7 +231,7 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         for t in &task.inputs {
             edit.added.push((out_level, t.props.clone()));
         }
-        return Ok(Outcome {
+        return Ok(Compacted {
             edit,
             bytes_read: 0,
             bytes_written: 0,
@@ -278,7 +278,7 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         *by_ns.entry(crate::key::ikey_nsid(&p.smallest)).or_default() += p.size;
         edit.added.push((out_level, p));
     }
-    Ok(Outcome {
+    Ok(Compacted {
         edit,
         bytes_read: task.input_bytes(),
         bytes_written: written,

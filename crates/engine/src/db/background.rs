@@ -157,7 +157,7 @@ impl Inner {
         View {
             version,
             opts: &self.opts,
-            frozen: self.super_version().imm.len(),
+            frozen: self.versions.super_version().imm.len(),
             idle: self.idle(),
             idle_ns: self.idle_namespaces(drain),
             now: std::time::Instant::now(),
@@ -169,7 +169,7 @@ impl Inner {
         {
             let mut w = self.writes.writer.lock();
             if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
-                let id = self.new_file_number();
+                let id = self.versions.new_file_number();
                 self.roll_log(&mut w, id)?;
             }
         }
@@ -177,7 +177,7 @@ impl Inner {
         {
             // Nothing left in memory: replay can start at the head, sealing what is behind.
             let w = self.writes.writer.lock();
-            let sv = self.super_version();
+            let sv = self.versions.super_version();
             if sv.mem.is_empty() && sv.imm.is_empty() {
                 let pos = w.vlog.position();
                 if self.versions.lock().log_start < pos {
@@ -351,7 +351,7 @@ impl Inner {
         // Per key space: a shared tree's or L0's tables mix namespaces, each kept for its own
         // snapshots.
         let floors = self.snapshot_floors();
-        let alloc = || self.new_file_number();
+        let alloc = || self.versions.new_file_number();
         let dead = self.namespaces.read().dead.clone();
         let cx = compaction::RunContext {
             storage: self.storage.as_ref(),

@@ -10,8 +10,10 @@ use super::indexes::IndexSet;
 use super::namespaces::{NsEntry, NsState};
 use super::recovery::recover;
 use super::snapshot::Snapshots;
+use super::super_version::{used_of, SuperVersion};
+use super::versions::Versions;
 use super::write::{WriteQueue, WriterState};
-use super::{Db, Inner, SuperVersion};
+use super::{Db, Inner};
 use crate::error::{Error, IoContext, Result};
 use crate::memtable::Memtable;
 use crate::options::{Options, StorageKind};
@@ -20,7 +22,6 @@ use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::BlockCache;
 use crate::version::TableCtx;
 use crate::vlog::{Liveness, VlogReader, Writeback};
-use arc_swap::ArcSwap;
 use parking_lot::{Mutex, RwLock};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -128,7 +129,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     let indexes = IndexSet::from_defs(versions.namespaces.indexes.values(), &[]);
     let last_seq = versions.last_seq.max(mem.max_seq());
     let version = versions.current();
-    let used = Arc::new(super::usage::used_of(&versions.namespaces));
+    let used = Arc::new(used_of(&versions.namespaces));
     let inner = Arc::new(Inner {
         vlog_reader: VlogReader::sharing(storage.clone(), ctx.readers.segments()),
         gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
@@ -136,14 +137,15 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         counters,
         namespaces: RwLock::new(namespaces),
         indexes: RwLock::new(Arc::new(indexes)),
-        versions: Mutex::new(versions),
-        sv: ArcSwap::from_pointee(SuperVersion {
-            mem: Arc::new(Memtable::new(options.memtable_bytes)),
-            imm: Vec::new(),
-            version,
-            used,
-        }),
-        sv_update: Mutex::new(()),
+        versions: Versions::new(
+            versions,
+            SuperVersion {
+                mem: Arc::new(Memtable::new(options.memtable_bytes)),
+                imm: Vec::new(),
+                version,
+                used,
+            },
+        ),
         writes: WriteQueue::new(
             WriterState {
                 vlog: vlog.with_writeback((options.log_writeback_bytes > 0).then(|| {
@@ -162,7 +164,6 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         opening_inline: AtomicBool::new(options.background_runner.is_some()),
         opened: std::time::Instant::now(),
         last_write_ms: AtomicU64::new(0),
-        manifest_in_doubt: AtomicBool::new(false),
         snapshots: Snapshots::default(),
         prefetcher: std::sync::OnceLock::new(),
         background_reads: std::sync::OnceLock::new(),

@@ -312,7 +312,7 @@ impl Inner {
             .writes
             .visible_seq
             .load(std::sync::atomic::Ordering::Acquire);
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         if sv.mem.is_empty() && sv.imm.is_empty() {
             self.retire_flushed_segments(visible);
         }

@@ -59,7 +59,7 @@ impl Inner {
         // as for one get (`Inner::get`).
         let cached_at = self.read_seq(at);
         // The super version first, then the seqno, as for one get.
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let snapshot = self.read_seq(at);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(keys[b]));

@@ -214,7 +214,7 @@ impl Inner {
                 ready: None,
                 keys: KEY_FORMAT,
             };
-            self.log_edit(
+            self.versions.log_edit(
                 &mut vs,
                 VersionEdit {
                     created_index: vec![def],
@@ -266,7 +266,7 @@ impl Inner {
                     next_nsid: Some(id + 1),
                     ..VersionEdit::default()
                 };
-                self.log_edit(&mut vs, edit)?;
+                self.versions.log_edit(&mut vs, edit)?;
                 self.reload_indexes(&vs);
             }
             drop((vs, _w));
@@ -379,7 +379,7 @@ mod tests {
             let mut vs = inner.versions.lock();
             let id = vs.namespaces.next;
             let seq = inner.writes.visible_seq.load(Ordering::Acquire);
-            let mem = inner.super_version().mem.clone();
+            let mem = inner.versions.super_version().mem.clone();
             for (i, v) in ids.iter().enumerate() {
                 let mut user = id.to_be_bytes().to_vec();
                 user.extend_from_slice(&old_key(*v as f64, format!("k{i}").as_bytes()));
@@ -405,7 +405,7 @@ mod tests {
                 next_nsid: Some(id + 1),
                 ..VersionEdit::default()
             };
-            inner.log_edit(&mut vs, edit).unwrap();
+            inner.versions.log_edit(&mut vs, edit).unwrap();
             inner.reload_indexes(&vs);
             drop((vs, w));
             db.flush().unwrap();

@@ -18,7 +18,7 @@ use super::snapshot::{Release, Snapshot};
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::iter::SnapshotScan;
-use crate::key::{self, IndexValue, Kind};
+use crate::key::{self, IndexValue, Kind, ValueAt};
 use crate::prefetch::{Pending, ReadPool};
 use crate::stats::Counters;
 use crate::table::IterConfig;
@@ -188,7 +188,7 @@ impl Iter {
         // After the snapshot's seqno was pinned: everything at or below it is in this super
         // version (or in what compactions keep for the snapshot), and GC keeps the segments
         // of what it reads.
-        let sv = self.inner.super_version();
+        let sv = self.inner.versions.super_version();
         let config = IterConfig {
             fill_cache: self.opts.fill_cache,
             readahead: self
@@ -314,14 +314,11 @@ impl Iter {
             let key = Bytes::copy_from_slice(p.scan.key());
             let index_value = p.scan.index_value();
             p.scan.next()?;
-            let value = match index_value {
+            let value = match index_value.and_then(IndexValue::value_at) {
                 _ if self.opts.keys_only => Fetch::Ready(Bytes::new()),
-                Some(IndexValue::Addr {
-                    inline: Some(v), ..
-                })
-                | Some(IndexValue::Table(v)) => Fetch::Ready(v),
-                Some(IndexValue::Addr { addr, inline: None }) => Fetch::Later(addr),
-                _ => {
+                Some(ValueAt::Here(v)) => Fetch::Ready(v),
+                Some(ValueAt::Log(addr)) => Fetch::Later(addr),
+                None => {
                     return Err(Error::corruption(
                         "index",
                         0,

@@ -11,6 +11,7 @@ mod flush;
 mod gc;
 mod get_many;
 mod handle;
+mod index_flushes;
 mod indexes;
 mod iterator;
 mod log_syncs;
@@ -24,12 +25,14 @@ mod records;
 mod recovery;
 mod settle;
 mod snapshot;
+mod super_version;
 mod supersede;
 #[cfg(test)]
 mod test_hooks;
 mod usage;
 mod usage_probe;
 mod verify;
+mod versions;
 mod write;
 
 pub use builder::DbBuilder;
@@ -49,7 +52,6 @@ pub use usage::{NamespaceSpace, Usage};
 pub use verify::VerifyReport;
 
 use self::background::Background;
-use self::flush::Frozen;
 use self::gc::GcState;
 use self::indexes::IndexSet;
 use self::namespaces::{level_stats, NsState};
@@ -57,49 +59,16 @@ use self::snapshot::Snapshots;
 use self::write::WriteQueue;
 
 use crate::error::{Error, Result};
-use crate::iter::SnapshotScan;
-use crate::key::{Nsid, SeqNo, DEFAULT_NS};
-use crate::memtable::Memtable;
+use crate::key::{Nsid, DEFAULT_NS};
 use crate::options::Options;
 use crate::stats::{Counters, DbStats, NamespaceInfo};
 use crate::storage::StorageRef;
-use crate::version::{Version, VersionSet};
 use crate::vlog::{self, VlogReader};
-use arc_swap::ArcSwap;
 use parking_lot::{Mutex, RwLock};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-
-/// Memtables plus the version they sit on: what a read needs, swapped as one.
-struct SuperVersion {
-    mem: Arc<Memtable>,
-    /// Frozen memtables waiting for flush, newest first.
-    imm: Vec<Arc<Frozen>>,
-    version: Arc<Version>,
-    /// Live bytes per namespace (records and index entries) as the tables of `version` hold
-    /// them: swapped with the memtables, so a capacity check never counts a flushed
-    /// memtable twice (or not at all).
-    used: Arc<std::collections::HashMap<Nsid, u64>>,
-}
-
-impl SuperVersion {
-    /// A scan of namespace (or index) `ns` over these memtables and tables, at seqno `seq`.
-    fn scan(
-        &self,
-        ns: Nsid,
-        seq: SeqNo,
-        counters: &Arc<Counters>,
-        config: &crate::table::IterConfig,
-    ) -> Result<SnapshotScan> {
-        let mems: Vec<Arc<Memtable>> = std::iter::once(&self.mem)
-            .chain(self.imm.iter().map(|f| &f.mem))
-            .cloned()
-            .collect();
-        SnapshotScan::new(&mems, self.version.clone(), ns, seq, counters, config)
-    }
-}
 
 struct Inner {
     opts: Options,
@@ -112,12 +81,8 @@ struct Inner {
     indexes: RwLock<Arc<IndexSet>>,
     vlog_reader: VlogReader,
     gc: GcState,
-    versions: Mutex<VersionSet>,
-    /// The current super version: read on every get without a lock or a shared reference
-    /// count (an `ArcSwap` load touches only the reading thread's slots), replaced under
-    /// `sv_update`.
-    sv: ArcSwap<SuperVersion>,
-    sv_update: Mutex<()>,
+    /// The manifest and the super version readers load.
+    versions: versions::Versions,
     writes: WriteQueue,
     bg: Background,
     closed: AtomicBool,
@@ -127,8 +92,6 @@ struct Inner {
     opened: std::time::Instant,
     /// Milliseconds from `opened` to the last write.
     last_write_ms: AtomicU64,
-    /// The last manifest write failed: its edit may or may not be on disk.
-    manifest_in_doubt: AtomicBool,
     /// Seqnos live snapshots read at, per namespace.
     snapshots: Snapshots,
     /// The storage's free space as last asked (the device-wide reserve).
@@ -136,7 +99,7 @@ struct Inner {
     /// Flushes capacity checks made, kept apart (see `check_room`).
     capacity_flush: usage::CapacityFlushes,
     /// Flushes index backfills made, and the indexes ready before their flush.
-    index_flush: backfill::IndexFlushes,
+    index_flush: index_flushes::IndexFlushes,
     /// Values of recently read keys (`Options::row_cache_bytes`; `None`: off).
     row_cache: Option<crate::row_cache::RowCache>,
     /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
@@ -354,26 +317,8 @@ impl Inner {
         Ok(())
     }
 
-    fn super_version(&self) -> Arc<SuperVersion> {
-        self.sv.load_full()
-    }
-
-    /// The current super version for the length of one lookup: no shared counter is touched
-    /// (a guard holds it; a guard kept long or many at once fall back to a reference count).
-    fn super_version_brief(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
-        self.sv.load()
-    }
-
-    fn new_file_number(&self) -> u64 {
-        self.versions.lock().new_file_number()
-    }
-
-    fn set_bg_error(&self, e: &Error) {
-        self.fail_job(e);
-    }
-
     fn stats(&self) -> DbStats {
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         let mut s = DbStats {
             levels: sv
                 .version

@@ -122,7 +122,7 @@ impl Inner {
         if ns == Nsid::MAX {
             return Err(Error::InvalidArgument("namespace ids exhausted".into()));
         }
-        self.log_edit(
+        self.versions.log_edit(
             &mut vs,
             VersionEdit {
                 created_ns: vec![(ns, name.to_string())],
@@ -150,7 +150,7 @@ impl Inner {
         let mut vs = self.versions.lock();
         // Checked under the manifest's lock: a destroy is logged under it too.
         e.check_live()?;
-        self.log_edit(
+        self.versions.log_edit(
             &mut vs,
             VersionEdit {
                 ns_options: vec![(e.id, options)],
@@ -272,7 +272,7 @@ impl Inner {
         }
         // Memtables and tables of one super version: entries of a destroyed id only ever
         // leave them (the flush that drops its memtable entries installs with its tables).
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         let mut gone = Vec::new();
         'ids: for &id in dead.iter() {
             let mems = std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem));
@@ -316,7 +316,7 @@ impl Inner {
         s.listings = entry.list_counters.listing_stats();
         self.reap_snapshots();
         s.snapshots = self.snapshots.count_of(ns);
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         s.keys_estimate = std::iter::once(&sv.mem)
             .chain(sv.imm.iter().map(|f| &f.mem))
             .map(|m| m.entries_of(ns))

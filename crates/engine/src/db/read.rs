@@ -1,9 +1,10 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
 use super::namespaces::NsEntry;
-use super::{Inner, SuperVersion};
+use super::super_version::SuperVersion;
+use super::Inner;
 use crate::error::{Error, Result};
-use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, TRAILER_LEN};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt, TRAILER_LEN};
 use crate::stats::{level_step, step_level, Counters, GetPath, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
 use crate::table::block::Block;
 use crate::table::filter::filter_hash;
@@ -22,6 +23,14 @@ pub(super) struct Hit {
     pub(super) addr: Option<key::ValueAddr>,
     /// The value when it is at hand: memtable or inline copy.
     pub(super) value: Option<Bytes>,
+}
+
+impl Hit {
+    /// Where its value is: at hand or in the value log (`None`: neither, a delete's).
+    #[inline]
+    pub(super) fn value_at(self) -> Option<ValueAt> {
+        ValueAt::of(self.value, self.addr)
+    }
 }
 
 /// Times the steps of one get for the cost model. Steps that read nothing are counted
@@ -110,7 +119,7 @@ impl Inner {
         let cached_at = self.read_seq(at);
         // The super version first, then the seqno (see `lookup`).
         let hit = {
-            let sv = self.super_version_brief();
+            let sv = self.versions.super_version_brief();
             #[cfg(test)]
             self.hooks.after_super_version(self);
             let seq = self.read_seq(at);
@@ -120,20 +129,23 @@ impl Inner {
         let Some(hit) = hit else {
             return Ok(None);
         };
-        let v = match (hit.kind, hit.value, hit.addr) {
-            (Kind::Delete, ..) => return Ok(None),
-            (Kind::Put, Some(v), _) => v,
-            (Kind::Put, None, Some(addr)) => {
+        if hit.kind == Kind::Delete {
+            return Ok(None);
+        }
+        let step = hit.step;
+        let v = match hit.value_at() {
+            Some(ValueAt::Here(v)) => v,
+            Some(ValueAt::Log(addr)) => {
                 // The value read is part of the hit time of the step that found the key.
                 let t = quanta::Instant::now();
                 let v = self.vlog_reader.read_value(addr, ns, key, c)?;
                 Counters::add(
-                    &c.local().step_hit_nanos[hit.step],
+                    &c.local().step_hit_nanos[step],
                     t.elapsed().as_nanos() as u64,
                 );
                 v
             }
-            (Kind::Put, None, None) => {
+            None => {
                 return Err(Error::corruption(
                     "index",
                     0,
@@ -156,16 +168,11 @@ impl Inner {
         key: &[u8],
         c: &Counters,
     ) -> Result<(Bytes, Option<key::ValueAddr>)> {
-        match iv {
-            Some(IndexValue::Addr {
-                addr,
-                inline: Some(v),
-            }) => Ok((v, Some(addr))),
-            Some(IndexValue::Addr { addr, inline: None }) => {
-                Ok((self.vlog_reader.read_value(addr, ns, key, c)?, Some(addr)))
-            }
-            Some(IndexValue::Table(v)) => Ok((v, None)),
-            _ => Err(Error::corruption("index", 0, "entry without a value")),
+        let (addr, value) = iv.map(IndexValue::into_parts).unwrap_or_default();
+        match ValueAt::of(value, addr) {
+            Some(ValueAt::Here(v)) => Ok((v, addr)),
+            Some(ValueAt::Log(a)) => Ok((self.vlog_reader.read_value(a, ns, key, c)?, addr)),
+            None => Err(Error::corruption("index", 0, "entry without a value")),
         }
     }
 
@@ -184,7 +191,7 @@ impl Inner {
         // tables it had. A write made after a memtable switch that follows the load is
         // missed (that super version lacks its memtable): the get began before that write
         // was acknowledged, so the older answer is still a correct one.
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let snapshot = self.read_seq(at);
         lookup_in(&sv, ns, key, snapshot, c, None)
     }
@@ -192,7 +199,7 @@ impl Inner {
     /// The tables a get of `(ns, key)` would consult now, memtables aside: what
     /// [`search_tables`] asks, each through its filter, if none answers.
     pub(super) fn get_path(&self, ns: Nsid, key: &[u8]) -> Result<GetPath> {
-        let version = self.super_version_brief().version.clone();
+        let version = self.versions.super_version_brief().version.clone();
         let user = key::user_part(ns, key);
         let consulted = |tables: &[Arc<TableHandle>]| -> Result<usize> {
             let mut n = 0;
@@ -259,11 +266,11 @@ pub(super) fn lookup_in(
     else {
         return Ok(None);
     };
-    let (kind, addr, value) = match iv {
-        IndexValue::Tombstone => (Kind::Delete, None, None),
-        IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
-        IndexValue::Table(v) => (kind, None, Some(v)),
+    let kind = match iv {
+        IndexValue::Tombstone => Kind::Delete,
+        _ => kind,
     };
+    let (addr, value) = iv.into_parts();
     Ok(Some(Hit {
         step,
         kind,

@@ -20,7 +20,7 @@ impl Inner {
             // Checked under the manifest's lock: a destroy is logged under it too.
             e.check_live()?;
             if e.read_only.load(Ordering::Acquire) != read_only {
-                self.log_edit(
+                self.versions.log_edit(
                     &mut vs,
                     VersionEdit {
                         ns_read_only: vec![(e.id, read_only)],

@@ -13,7 +13,7 @@ use super::indexes::{IndexSet, LiveIndex};
 use super::read::{search_tables, ProbeCache, StepClock};
 use crate::error::Result;
 use crate::index::{entry_key, extract, Scalar};
-use crate::key::{self, IndexValue, Kind, SeqNo};
+use crate::key::{self, Kind, SeqNo, ValueAt};
 use crate::memtable::{MemValue, Memtable};
 use crate::stats::Counters;
 use crate::version::Version;
@@ -109,12 +109,11 @@ pub(super) fn retire_index_entries(
             let found =
                 search_tables(version, ns, pk, k.seq - 1, c, &mut clock, Some(&mut probes))?;
             if let Some((_, Kind::Put, iv)) = found {
-                let old = match iv {
-                    IndexValue::Addr {
-                        inline: Some(v), ..
-                    } => v,
-                    IndexValue::Addr { addr, inline: None } => vlog.read_value(addr, ns, pk, c)?,
-                    _ => Bytes::new(),
+                // A primary key's entry is never table-only (only index entries are).
+                let old = match iv.value_at() {
+                    Some(ValueAt::Here(v)) => v,
+                    Some(ValueAt::Log(addr)) => vlog.read_value(addr, ns, pk, c)?,
+                    None => Bytes::new(),
                 };
                 retire(
                     own,

@@ -14,10 +14,11 @@
 //! has not collected yet, counted when the flush that supersedes them runs.
 
 use super::namespaces::NsEntry;
+use super::super_version::SuperVersion;
 use super::usage_probe::{BatchProbe, ProbeCost, BATCH_KEYS};
-use super::{Inner, SuperVersion};
+use super::Inner;
 use crate::error::{Error, Result};
-use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, NSID_LEN};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt, NSID_LEN};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::DEFAULT_RESERVE_MAX;
 use crate::prefetch::ReadPool;
@@ -240,20 +241,6 @@ pub(super) fn recount_version(
         .collect()
 }
 
-/// Live bytes (records and index entries) of each live namespace in `registry`: what a
-/// super version carries for the write path's capacity checks (read without the manifest's
-/// lock).
-pub(super) fn used_of(registry: &Namespaces) -> std::collections::HashMap<Nsid, u64> {
-    registry
-        .live
-        .keys()
-        .map(|&id| {
-            let (records, index) = registry.usage_of(id);
-            (id, records.saturating_add(index))
-        })
-        .collect()
-}
-
 /// Least time between two flushes a capacity check makes (device-wide): a namespace at its
 /// capacity cannot make the memtable every tenant shares flush more often than this.
 pub(super) const CAPACITY_FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -434,7 +421,7 @@ impl Inner {
         let keys: HashSet<&[u8]> = ops.iter().map(|(_, k, _)| *k).collect();
         // The epoch, then the super version, then the seqno (as a get: see `lookup`).
         let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let seq = self.read_seq(None);
         let mut total = 0u64;
         for k in keys {
@@ -445,10 +432,10 @@ impl Inner {
             if hit.kind != Kind::Put {
                 continue;
             }
-            total += match (&hit.value, hit.addr) {
-                (Some(v), _) => (k.len() + v.len()) as u64,
-                (None, Some(a)) => u64::from(a.len).saturating_sub(RECORD_HEADER_LEN as u64),
-                (None, None) => 0,
+            total += match hit.value_at() {
+                Some(ValueAt::Here(v)) => (k.len() + v.len()) as u64,
+                Some(ValueAt::Log(a)) => u64::from(a.len).saturating_sub(RECORD_HEADER_LEN as u64),
+                None => 0,
             };
         }
         Ok(Credit {
@@ -483,7 +470,7 @@ impl Inner {
     /// `ns`'s live bytes as of the last flush and its pending bytes, from one super version:
     /// a flush moves bytes from the one to the other in a single swap.
     pub(super) fn room_figures(&self, ns: Nsid) -> (u64, i64) {
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let imm: i64 = sv.imm.iter().map(|f| f.mem.charged(ns)).sum();
         let used = sv.used.get(&ns).copied().unwrap_or(0);
         (used, sv.mem.charged(ns).saturating_add(imm))

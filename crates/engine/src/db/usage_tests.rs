@@ -84,7 +84,7 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    let version = db.inner.super_version().version.clone();
+    let version = db.inner.versions.super_version().version.clone();
     let tables: usize = version.levels.iter().map(Vec::len).sum::<usize>() + version.runs.len();
     let depth = version.levels[0].len() + version.runs.len() + version.num_levels();
     assert!(tables >= 10, "a tree of {tables} tables");

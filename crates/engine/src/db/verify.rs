@@ -39,7 +39,7 @@ impl Inner {
     /// than corruption (the disk failing) ends the walk.
     pub(super) fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
-        let version = self.super_version().version.clone();
+        let version = self.versions.super_version().version.clone();
         // Tables are read through a cache of their own: blocks another read left in the
         // shared cache must still be checked on the disk.
         let cache = Arc::new(BlockCache::new(0));

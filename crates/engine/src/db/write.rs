@@ -1,11 +1,12 @@
 //! The write path: group commit into the value log and the memtable, and room for it.
 
-use super::flush::Frozen;
 use super::indexes::derive_entries;
 use super::log_syncs::LogSyncs;
 use super::namespaces::NsEntry;
+use super::super_version::Frozen;
+use super::super_version::SuperVersion;
 use super::usage::credit_holds;
-use super::{Inner, SuperVersion};
+use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, SeqNo};
 use crate::memtable::{MemValue, Memtable};
@@ -109,7 +110,7 @@ impl Inner {
     ) -> Result<()> {
         let counters = &e.counters;
         self.check_open()?;
-        self.settle_manifest()?;
+        self.versions.settle_manifest()?;
         let mut records = EncodedWrite::new(e.id, ops);
         records.credit = credit.bytes;
         records.credit_at = credit.at;
@@ -238,7 +239,7 @@ impl Inner {
             seq += g.spans.len() as u64;
         }
         if w.vlog.needs_roll(bytes, self.opts.vlog_segment_bytes) {
-            let id = self.new_file_number();
+            let id = self.versions.new_file_number();
             self.roll_log(w, id)?;
         }
         let appended = if let [one] = group.as_slice() {
@@ -263,7 +264,7 @@ impl Inner {
                 // An I/O error, or part of the records left at the log's end: accept no
                 // more writes, so that part stays the torn tail that recovery drops.
                 let e = e.into_error();
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 return Err(e);
             }
         };
@@ -271,13 +272,13 @@ impl Inner {
             if let Err(e) = w.vlog.sync() {
                 // A failed sync proves nothing about what reached the disk, and a later one
                 // that succeeds would not either: the log is in doubt for good.
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 return Err(e);
             }
         }
         let segment = w.vlog.segment();
         // A guard, not a counted reference: no shared counter touched per group.
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let mem = &sv.mem;
         let indexes = self.index_set();
         // After the super version: see `credit_holds`.
@@ -346,7 +347,7 @@ impl Inner {
             // The writer goes on in the old segment; a half-made new one holds no record.
             Err(RollError::Create(e)) => Err(e),
             Err(RollError::Sync(e)) => {
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 Err(e)
             }
         }
@@ -355,15 +356,12 @@ impl Inner {
     /// What [`make_room`](Self::make_room) would do to a write made now.
     pub(super) fn write_pressure(&self) -> WritePressure {
         // Asked for every write an event loop considers: no shared counter touched.
-        let sv = self.super_version_brief();
-        let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
-        let full = sv.mem.approximate_bytes() >= o.memtable_bytes
-            && sv.imm.len() >= o.max_immutable_memtables;
-        if full || o.auto_compaction && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
+        let sv = self.versions.super_version_brief();
+        let o = &self.opts;
+        let full = sv.memtable_full(o) && sv.frozen_at_limit(o);
+        if full || o.auto_compaction && sv.tree_stops_writes(o) {
             WritePressure::Stop
-        } else if o.auto_compaction
-            && (l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger)
-        {
+        } else if o.auto_compaction && sv.tree_slows_writes(o) {
             WritePressure::Slowdown
         } else {
             WritePressure::None
@@ -379,29 +377,24 @@ impl Inner {
         let alone = (self.opts.background_threads < 2 && super::background::on_job_thread())
             || self.opening_inline.load(Ordering::Acquire);
         loop {
-            let sv = self.super_version_brief();
-            let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
+            let sv = self.versions.super_version_brief();
+            let o = &self.opts;
             let auto = o.auto_compaction && !alone;
-            // The conditions are those of `write_pressure`.
-            if auto
-                && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger)
-                && !self.lone_gc_running()
-            {
+            if auto && sv.tree_stops_writes(o) && !self.lone_gc_running() {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 self.wait_for_background()?;
                 continue;
             }
-            let slow = l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger;
-            if auto && slow && !slowed {
+            if auto && sv.tree_slows_writes(o) && !slowed {
                 Counters::add(&self.counters.local().write_slowdowns, 1);
                 slowed = true;
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
-            if sv.mem.approximate_bytes() < self.opts.memtable_bytes {
+            if !sv.memtable_full(o) {
                 return Ok(());
             }
-            if sv.imm.len() >= self.opts.max_immutable_memtables {
+            if sv.frozen_at_limit(o) {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 drop(sv);
                 match alone {
@@ -468,7 +461,7 @@ impl Inner {
             if let Some(guard) = self.writes.writer.try_lock_for(wait) {
                 return Ok(guard);
             }
-            if !self.super_version_brief().imm.is_empty() {
+            if !self.versions.super_version_brief().imm.is_empty() {
                 self.flush_oldest()?;
             }
             self.check_open()?;
@@ -477,26 +470,27 @@ impl Inner {
 
     /// Turns the memtable into a frozen one and starts a new one.
     pub(super) fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
-        let update = self.sv_update.lock();
-        let sv = self.sv.load();
-        if sv.mem.is_empty() {
+        let swapped = self.versions.swap(|sv| {
+            if sv.mem.is_empty() {
+                return None;
+            }
+            let frozen = Frozen {
+                mem: sv.mem.clone(),
+                log_end: w.vlog.position(),
+                log_sync: w.vlog.sync_handle(),
+            };
+            let mut imm = vec![Arc::new(frozen)];
+            imm.extend(sv.imm.iter().cloned());
+            Some(SuperVersion {
+                mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
+                imm,
+                version: sv.version.clone(),
+                used: sv.used.clone(),
+            })
+        });
+        if !swapped {
             return Ok(());
         }
-        let frozen = Frozen {
-            mem: sv.mem.clone(),
-            log_end: w.vlog.position(),
-            log_sync: w.vlog.sync_handle(),
-        };
-        let mut imm = vec![Arc::new(frozen)];
-        imm.extend(sv.imm.iter().cloned());
-        self.sv.store(Arc::new(SuperVersion {
-            mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
-            imm,
-            version: sv.version.clone(),
-            used: sv.used.clone(),
-        }));
-        drop(sv);
-        drop(update);
         let _bg = self.bg.state.lock();
         self.wake_background();
         Ok(())
@@ -513,7 +507,7 @@ impl Inner {
             if let Err(e) = w.vlog.sync() {
                 // What a failed sync left on disk is unknown, and a later sync could
                 // succeed without it: stop writing, as a failed sync in the write path does.
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 return Err(e);
             }
             Ok(())
