@@ -202,7 +202,7 @@ pub struct RunContext<'a> {
     /// What the live snapshots of each key space read (a shared tree or L0 mixes them).
     pub floors: &'a SnapshotFloors,
     /// Destroyed namespaces: their entries are dropped.
-    pub dead: &'a HashSet<Nsid>,
+    pub destroyed: &'a HashSet<Nsid>,
     pub new_file: &'a dyn Fn() -> u64,
 }
 
@@ -263,8 +263,9 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
     let bottommost = |user: &[u8]| !version.deeper_overlaps(out_level, user, user);
     let mut dropped = Vec::new();
     while merged.valid() {
-        let dead = !cx.dead.is_empty() && cx.dead.contains(&crate::key::ikey_nsid(merged.key()));
-        if !dead && !rule.drop_entry(merged.key(), bottommost) {
+        let in_destroyed =
+            !cx.destroyed.is_empty() && cx.destroyed.contains(&crate::key::ikey_nsid(merged.key()));
+        if !in_destroyed && !rule.drop_entry(merged.key(), bottommost) {
             sink.add(merged.key(), &merged.value())?;
         } else if let Some(IndexValue::Addr { addr, .. }) = IndexValue::decode(&merged.value()) {
             dropped.push(addr);

@@ -138,7 +138,7 @@ impl Inner {
             // Only a record still current gets an entry: a write since the snapshot may
             // have been flushed, its tombstone for this entry compacted away before the
             // entry existed. Checked under the writer lock: a write after the check
-            // retires the entry at its own flush.
+            // supersedes the entry at its own flush.
             let hit = self.lookup(e.id, &pk, None, &e.list_counters)?;
             if !hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)) {
                 continue;

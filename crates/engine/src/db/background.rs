@@ -352,12 +352,12 @@ impl Inner {
         // snapshots.
         let floors = self.snapshot_floors();
         let alloc = || self.versions.new_file_number();
-        let dead = self.namespaces.read().dead.clone();
+        let destroyed = self.namespaces.read().destroyed.clone();
         let cx = compaction::RunContext {
             storage: self.storage.as_ref(),
             params,
             floors: &floors,
-            dead: &dead,
+            destroyed: &destroyed,
             new_file: &alloc,
         };
         let mut out = compaction::run(task, version, &cx)?;

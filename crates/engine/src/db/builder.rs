@@ -123,8 +123,8 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
                 (*id, Arc::new(e))
             })
             .collect(),
-        dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
-        retired: Default::default(),
+        destroyed: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
+        destroyed_counters: Default::default(),
     };
     let indexes = IndexSet::from_defs(versions.namespaces.indexes.values(), &[]);
     let last_seq = versions.last_seq.max(mem.max_seq());

@@ -2,7 +2,7 @@
 
 use super::namespaces::dead_bytes_by_segment;
 use super::super_version::Frozen;
-use super::supersede::retire_index_entries;
+use super::supersede::supersede_index_entries;
 use super::usage::flush_usage;
 use super::Inner;
 use crate::compaction::{OutputParams, Retention, SnapshotFloors, TableSink};
@@ -43,7 +43,7 @@ pub(super) fn flush_memtable(
     mem: &Memtable,
     params: OutputParams,
     opts: &Options,
-    dead: &HashSet<Nsid>,
+    destroyed: &HashSet<Nsid>,
     floors: &SnapshotFloors,
     new_file: &dyn Fn() -> u64,
 ) -> Result<(Vec<TableProps>, Vec<key::ValueAddr>)> {
@@ -56,8 +56,8 @@ pub(super) fn flush_memtable(
         ikey.clear();
         ikey.extend_from_slice(&k.user);
         key::push_trailer(&mut ikey, k.seq, v.kind);
-        let dead_ns = !dead.is_empty() && dead.contains(&key::ikey_nsid(&k.user));
-        if dead_ns || rule.drop_entry(&ikey, |_| false) {
+        let in_destroyed = !destroyed.is_empty() && destroyed.contains(&key::ikey_nsid(&k.user));
+        if in_destroyed || rule.drop_entry(&ikey, |_| false) {
             if v.kind == Kind::Put && !v.addr.is_none() {
                 dropped.push(v.addr);
             }
@@ -114,8 +114,8 @@ impl Inner {
         };
         let alloc = || self.versions.new_file_number();
         let params = flush_params(&self.opts);
-        let dead = self.namespaces.read().dead.clone();
-        retire_index_entries(
+        let destroyed = self.namespaces.read().destroyed.clone();
+        supersede_index_entries(
             &frozen.mem,
             &self.versions.super_version().version,
             &self.index_set(),
@@ -125,7 +125,7 @@ impl Inner {
         let usage = flush_usage(
             &frozen.mem,
             &self.versions.super_version().version,
-            &dead,
+            &destroyed,
             &self.counters,
             self.background_reader(),
         )?;
@@ -134,7 +134,7 @@ impl Inner {
             &frozen.mem,
             params,
             &self.opts,
-            &dead,
+            &destroyed,
             &self.snapshot_floors(),
             &alloc,
         )?;

@@ -122,7 +122,7 @@ impl Inner {
         };
         let seg_len = scan.len();
         stats.segments_scanned += 1;
-        let dead_ns = self.namespaces.read().dead.clone();
+        let destroyed = self.namespaces.read().destroyed.clone();
         // Offsets of the records still current.
         let mut live = Vec::new();
         let (mut live_bytes, mut total) = (0u64, 0u64);
@@ -135,7 +135,7 @@ impl Inner {
             };
             total += r.len as u64;
             let candidate = rec.kind == Kind::Put
-                && !dead_ns.contains(&rec.nsid)
+                && !destroyed.contains(&rec.nsid)
                 && !self.gc.liveness.is_dead(&addr)
                 && self.is_current(rec.nsid, rec.key, addr)?;
             if candidate {
@@ -337,18 +337,18 @@ impl Inner {
     /// namespace is taken as read (its entries may be compacted away already).
     fn seen_by_snapshot(&self, puts: &[(Nsid, Bytes, ValueAddr)]) -> Result<Vec<Nsid>> {
         let mut seen: Vec<Nsid> = Vec::new();
-        let dead_ns = self.namespaces.read().dead.clone();
+        let destroyed = self.namespaces.read().destroyed.clone();
         // By namespace: once one snapshot of a namespace reads the segment, that is enough.
         for (ns, seq) in self.snapshots.list() {
             if seen.last() == Some(&ns) {
                 continue;
             }
-            let dead = dead_ns.contains(&ns);
+            let of_destroyed = destroyed.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
-                let read = dead || {
+                let read = of_destroyed || {
                     let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
                     // A destroy racing this check takes the namespace's tables out of the
-                    // version before it joins the dead set: a miss may be that, not a newer
+                    // version before it joins the destroyed set: a miss may be that, not a newer
                     // version. The manifest's list of destroyed ids changes with the version
                     // the lookup read, so a miss for that reason finds the id in it.
                     hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr))
@@ -438,8 +438,8 @@ mod tests {
         db.close().unwrap();
     }
 
-    /// A destroy between GC's lookup and its look at the dead set: the namespace's tables
-    /// are out of the version, it is not in the dead set yet, and an iterator opened before
+    /// A destroy between GC's lookup and its look at the destroyed set: the namespace's tables
+    /// are out of the version, it is not in the destroyed set yet, and an iterator opened before
     /// still reads its records. The check must count that iterator's snapshot (it took the
     /// miss for a newer version and let the segment go, found by the stress test).
     #[test]
@@ -460,7 +460,7 @@ mod tests {
             .and_then(|h| h.addr)
             .expect("the record has a value-log address");
         let snapshot = ns.snapshot();
-        // The window: the tables are gone, the dead set does not say so yet.
+        // The window: the tables are gone, the destroyed set does not say so yet.
         db.inner.remove_trees(&[id]).unwrap();
         let puts = [(id, Bytes::from_static(b"k"), addr)];
         assert_eq!(db.inner.seen_by_snapshot(&puts).unwrap(), vec![id]);

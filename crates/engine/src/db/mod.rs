@@ -340,7 +340,7 @@ impl Inner {
         {
             c.accumulate(&mut s, n);
         }
-        s.add_counts(&state.retired, n);
+        s.add_counts(&state.destroyed_counters, n);
         drop(state);
         if let Ok(names) = self.storage.list() {
             for n in names

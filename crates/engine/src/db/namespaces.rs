@@ -72,10 +72,10 @@ impl NsEntry {
 pub(super) struct NsState {
     pub(super) live: HashMap<Nsid, Arc<NsEntry>>,
     /// Destroyed ids: their entries are dropped by flushes and compactions.
-    pub(super) dead: Arc<HashSet<Nsid>>,
+    pub(super) destroyed: Arc<HashSet<Nsid>>,
     /// The counts of destroyed namespaces, summed into one for the database totals (their
     /// counters, a few KiB each, go with them).
-    pub(super) retired: crate::stats::DbStats,
+    pub(super) destroyed_counters: crate::stats::DbStats,
 }
 
 /// Value-log bytes of `addrs`, per segment, as a manifest edit records them.
@@ -178,8 +178,8 @@ impl Inner {
         if let Some(e) = state.live.remove(&ns) {
             e.live.store(false, Ordering::Release);
             let n = self.opts.num_levels;
-            e.counters.accumulate(&mut state.retired, n);
-            e.list_counters.accumulate(&mut state.retired, n);
+            e.counters.accumulate(&mut state.destroyed_counters, n);
+            e.list_counters.accumulate(&mut state.destroyed_counters, n);
         }
         drop(state);
         self.forget_destroyed_quietly();
@@ -191,12 +191,12 @@ impl Inner {
 
     /// Destroys the namespaces (or indexes) `ids` in the manifest: their own tables go at
     /// once, and their entries in the memtables, L0 and runs become unreachable at once (the
-    /// dead set) and are dropped by the next flush or compaction.
+    /// destroyed set) and are dropped by the next flush or compaction.
     pub(super) fn drop_trees(&self, ids: &[Nsid]) -> Result<()> {
         // No compaction may run meanwhile: it could write tables of `ids` back.
         let _slots = self.acquire_compaction()?;
         let dead = self.remove_trees(ids)?;
-        self.join_dead_set(ids, &dead);
+        self.join_destroyed_set(ids, &dead);
         Ok(())
     }
 
@@ -251,30 +251,30 @@ impl Inner {
     /// The second half of [`drop_trees`](Self::drop_trees): the values in `dead` are
     /// garbage for GC, and the entries of `ids` left in memtables, L0 and runs are
     /// unreachable and dropped by the next flush or compaction.
-    fn join_dead_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
+    fn join_destroyed_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
         self.gc.liveness.mark_dead(dead);
         self.bg.state.lock().policy.check_gc();
         self.wake_background();
         let mut state = self.namespaces.write();
-        let mut set = (*state.dead).clone();
+        let mut set = (*state.destroyed).clone();
         set.extend(ids.iter().copied());
-        state.dead = Arc::new(set);
+        state.destroyed = Arc::new(set);
     }
 
     /// Forgets the destroyed ids nothing can refer to any more: no memtable entry, no table
-    /// entry, no snapshot. The dead set and the manifest's list of destroyed ids then stay as
+    /// entry, no snapshot. The destroyed set and the manifest's list of destroyed ids then stay as
     /// small as what is left to drop (ids are never reused: the registry's next id says which
     /// were handed out). Called after a destroy and after each flush or compaction.
     pub(super) fn forget_destroyed(&self) -> Result<()> {
-        let dead = self.namespaces.read().dead.clone();
-        if dead.is_empty() {
+        let destroyed = self.namespaces.read().destroyed.clone();
+        if destroyed.is_empty() {
             return Ok(());
         }
         // Memtables and tables of one super version: entries of a destroyed id only ever
         // leave them (the flush that drops its memtable entries installs with its tables).
         let sv = self.versions.super_version();
         let mut gone = Vec::new();
-        'ids: for &id in dead.iter() {
+        'ids: for &id in destroyed.iter() {
             let mems = std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem));
             if self.snapshots.count_of(id) > 0 || mems.into_iter().any(|m| m.entries_of(id) > 0) {
                 continue;
@@ -292,12 +292,12 @@ impl Inner {
         }
         let mut vs = self.versions.lock();
         let mut state = self.namespaces.write();
-        let mut set = (*state.dead).clone();
+        let mut set = (*state.destroyed).clone();
         for id in &gone {
             set.remove(id);
             vs.namespaces.destroyed.remove(id);
         }
-        state.dead = Arc::new(set);
+        state.destroyed = Arc::new(set);
         Ok(())
     }
 
@@ -369,7 +369,7 @@ mod tests {
             .unwrap()
             .put(b"k", b"v")
             .unwrap();
-        let mut most_dead = 0;
+        let mut most_destroyed = 0;
         for i in 0..10_000 {
             let ns = db.create_namespace(&format!("n{i}")).unwrap();
             if i % 100 == 0 {
@@ -380,12 +380,15 @@ mod tests {
             if i % 1000 == 999 {
                 db.flush().unwrap();
             }
-            most_dead = most_dead.max(db.inner.namespaces.read().dead.len());
+            most_destroyed = most_destroyed.max(db.inner.namespaces.read().destroyed.len());
         }
         db.flush().unwrap();
         db.inner.forget_destroyed().unwrap();
-        assert!(most_dead <= 11, "{most_dead} dead ids kept at once");
-        assert!(db.inner.namespaces.read().dead.is_empty());
+        assert!(
+            most_destroyed <= 11,
+            "{most_destroyed} dead ids kept at once"
+        );
+        assert!(db.inner.namespaces.read().destroyed.is_empty());
         let vs = db.inner.versions.lock();
         assert!(vs.namespaces.destroyed.is_empty());
         let mut snapshot = VersionEdit::default();

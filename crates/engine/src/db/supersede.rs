@@ -1,4 +1,5 @@
-//! The index entries a flush retires (docs/queries.md, Indexes; docs/format.md, Value-log garbage collection).
+//! Tombstones for the index entries newer versions supersede, written by a flush
+//! (docs/queries.md, Indexes; docs/format.md, Value-log garbage collection).
 //!
 //! Writes stay blind: a put adds the entries of its new value and reads nothing, so the
 //! entries of the version it replaced stay behind. The flush that makes the write durable
@@ -54,10 +55,10 @@ impl Lazy {
 }
 
 /// Inserts into `mem` (frozen, about to be flushed) a tombstone for every index entry a newer
-/// version of its pk in `mem` retires; older versions in the tables are found in `version`,
+/// version of its pk in `mem` supersedes; older versions in the tables are found in `version`,
 /// their values read through `vlog`. Table and value reads count in `c`. Returns the number
 /// of tombstones.
-pub(super) fn retire_index_entries(
+pub(super) fn supersede_index_entries(
     mem: &Memtable,
     version: &Version,
     indexes: &IndexSet,
@@ -77,11 +78,11 @@ pub(super) fn retire_index_entries(
     // its value only when an older version is there to compare with: a key written for the
     // first time, as in a load, costs no second pass over its value).
     let mut newer: Option<(Bytes, SeqNo, Lazy)> = None;
-    let mut retire = |own: &[Arc<LiveIndex>],
-                      pk: &[u8],
-                      old: &[Option<Scalar>],
-                      new: &[Option<Scalar>],
-                      seq: SeqNo| {
+    let mut supersede = |own: &[Arc<LiveIndex>],
+                         pk: &[u8],
+                         old: &[Option<Scalar>],
+                         new: &[Option<Scalar>],
+                         seq: SeqNo| {
         for ((idx, o), n) in own.iter().zip(old).zip(new) {
             if let Some(o) = o.as_ref().filter(|o| Some(*o) != n.as_ref()) {
                 let mut user = idx.def.id.to_be_bytes().to_vec();
@@ -101,7 +102,7 @@ pub(super) fn retire_index_entries(
         let mut keys = Lazy::new(v.kind, v.value);
         if let Some((user, seq, newer_keys)) = &mut newer {
             if *user == k.user {
-                retire(own, pk, keys.get(own), newer_keys.get(own), *seq);
+                supersede(own, pk, keys.get(own), newer_keys.get(own), *seq);
             }
         }
         let oldest_here = entries.peek().is_none_or(|(next, _)| next.user != k.user);
@@ -115,7 +116,7 @@ pub(super) fn retire_index_entries(
                     Some(ValueAt::Log(addr)) => vlog.read_value(addr, ns, pk, c)?,
                     None => Bytes::new(),
                 };
-                retire(
+                supersede(
                     own,
                     pk,
                     &keys_of(own, Kind::Put, &old),

@@ -140,7 +140,7 @@ struct Flushed {
 pub(super) fn flush_usage(
     mem: &Memtable,
     version: &Version,
-    dead: &HashSet<Nsid>,
+    destroyed: &HashSet<Nsid>,
     c: &Arc<Counters>,
     pool: &ReadPool,
 ) -> Result<FlushUsage> {
@@ -157,7 +157,7 @@ pub(super) fn flush_usage(
                 out.garbage(ns, ov.addr);
             }
         }
-        if dead.contains(&ns) {
+        if destroyed.contains(&ns) {
             continue;
         }
         batch.push(Flushed {
