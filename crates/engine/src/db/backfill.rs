@@ -3,7 +3,7 @@
 //! memtable per index (docs/quotas.md, Indexes).
 
 use super::indexes::{entries_of, entry_bytes, insert_entries};
-use super::namespaces::NsEntry;
+use super::namespace_set::NsEntry;
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, Nsid, SeqNo};

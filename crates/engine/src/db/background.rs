@@ -1,8 +1,9 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
+use super::dead_bytes::dead_bytes_by_segment;
 use super::flush::output_params;
-use super::gc::GcStats;
-use super::namespaces::{dead_bytes_by_segment, NsEntry};
+use super::gc_state::GcStats;
+use super::namespace_set::NsEntry;
 use super::Inner;
 use crate::background::{Choice, Job, Notice, Outcome, Policy, View};
 use crate::compaction::{self, CompactionTask};

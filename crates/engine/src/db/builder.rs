@@ -5,11 +5,11 @@
 //! caller built (memory, fault injection, a timing model over either).
 
 use super::background::Background;
-use super::gc::GcState;
+use super::gc_state::GcState;
 use super::indexes::IndexSet;
-use super::namespaces::{NsEntry, NsState};
+use super::namespace_set::{NsEntry, NsState};
 use super::recovery::recover;
-use super::snapshot::Snapshots;
+use super::snapshots::Snapshots;
 use super::super_version::{used_of, SuperVersion};
 use super::versions::Versions;
 use super::write::{WriteQueue, WriterState};

@@ -1,6 +1,6 @@
 //! Flushes, and the version edits they and compactions record in the manifest.
 
-use super::namespaces::dead_bytes_by_segment;
+use super::dead_bytes::dead_bytes_by_segment;
 use super::super_version::Frozen;
 use super::supersede::supersede_index_entries;
 use super::usage::flush_usage;

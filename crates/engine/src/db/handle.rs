@@ -4,7 +4,7 @@
 //! [`Error::UnknownNamespace`](crate::error::Error::UnknownNamespace).
 
 use super::indexes::IndexInfo;
-use super::namespaces::NsEntry;
+use super::namespace_set::NsEntry;
 use super::usage::Usage;
 use super::Inner;
 use crate::batch::{BatchOp, WriteBatch};

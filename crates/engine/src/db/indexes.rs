@@ -5,7 +5,7 @@
 //! so the entry of the value it replaced stays behind. A query drops such stale entries when it
 //! checks the record it reaches (`classic`: the current value's attribute).
 
-use super::namespaces::NsEntry;
+use super::namespace_set::NsEntry;
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::index::{entry_key, entry_payload, extract, AttrPath, IndexDef, IndexKind, KEY_FORMAT};

@@ -6,15 +6,19 @@ mod background;
 mod builder;
 mod checkpoint;
 mod count;
+mod dead_bytes;
 mod delete_range;
 mod flush;
 mod gc;
+mod gc_state;
 mod get_many;
 mod handle;
 mod index_flushes;
 mod indexes;
 mod iterator;
+mod level_stats;
 mod log_syncs;
+mod namespace_set;
 mod namespaces;
 mod query;
 mod query_doc;
@@ -25,6 +29,7 @@ mod records;
 mod recovery;
 mod settle;
 mod snapshot;
+mod snapshots;
 mod super_version;
 mod supersede;
 #[cfg(test)]
@@ -38,7 +43,7 @@ mod write;
 pub use builder::DbBuilder;
 pub use checkpoint::{CheckpointInfo, CHECKPOINT_MARKER};
 pub use delete_range::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
-pub use gc::GcStats;
+pub use gc_state::GcStats;
 pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
 pub use handle::Namespace;
 pub use indexes::IndexInfo;
@@ -52,10 +57,11 @@ pub use usage::{NamespaceSpace, Usage};
 pub use verify::VerifyReport;
 
 use self::background::Background;
-use self::gc::GcState;
+use self::gc_state::GcState;
 use self::indexes::IndexSet;
-use self::namespaces::{level_stats, NsState};
-use self::snapshot::Snapshots;
+use self::level_stats::level_stats;
+use self::namespace_set::NsState;
+use self::snapshots::Snapshots;
 use self::write::WriteQueue;
 
 use crate::error::{Error, Result};
@@ -175,27 +181,12 @@ impl Db {
     /// The id of the live namespace called `name`: no copy of the catalog, no sort (a
     /// device resolves names for clients that have proved nothing yet).
     pub fn namespace_id(&self, name: &str) -> Option<Nsid> {
-        let state = self.inner.namespaces.read();
-        state
-            .live
-            .iter()
-            .find(|(_, e)| e.name == name)
-            .map(|(id, _)| *id)
+        self.inner.namespaces.read().id_of(name)
     }
 
     /// Live namespaces, by id.
     pub fn list_namespaces(&self) -> Vec<NamespaceInfo> {
-        let state = self.inner.namespaces.read();
-        let mut v: Vec<_> = state
-            .live
-            .iter()
-            .map(|(id, e)| NamespaceInfo {
-                nsid: *id,
-                name: e.name.clone(),
-            })
-            .collect();
-        v.sort_by_key(|i| i.nsid);
-        v
+        self.inner.namespaces.read().list()
     }
 
     /// Flushes, then waits until no flush, compaction or value-log GC is pending or running,

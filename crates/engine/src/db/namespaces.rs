@@ -1,105 +1,21 @@
 //! Namespaces: creation, destruction, and their counters and tree shape.
 
+use super::dead_bytes::dead_bytes_by_segment;
+use super::level_stats::level_stats;
+use super::namespace_set::NsEntry;
 use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
 use crate::namespace_options::NamespaceOptions;
 use crate::options::Layout;
-use crate::stats::{Counters, LevelStats, NamespaceStats};
+use crate::stats::NamespaceStats;
 use crate::version::{TableHandle, VersionEdit, RUNS};
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// A namespace as reads and writes see it; handles hold it, so their operations need no
-/// lookup by id.
-pub(super) struct NsEntry {
-    pub(super) id: Nsid,
-    pub(super) name: String,
-    /// Cleared when the namespace is destroyed: handles then get `UnknownNamespace`.
-    pub(super) live: AtomicBool,
-    /// Its writes and point lookups.
-    pub(super) counters: Arc<Counters>,
-    /// Its key listings, apart so per-get figures come from gets alone.
-    pub(super) list_counters: Arc<Counters>,
-    /// Milliseconds from the database's opening to its last write (coarse: the commit
-    /// group's time), for its idleness.
-    pub(super) last_write_ms: AtomicU64,
-    /// A seqno at or above its last write's.
-    pub(super) last_write_seq: AtomicU64,
-    /// Its settings, as the manifest keeps them.
-    pub(super) options: parking_lot::RwLock<NamespaceOptions>,
-    /// Writes are refused (`Namespace::set_read_only`); set and cleared under the manifest's
-    /// lock and the commit queue's (`read_only.rs`), checked by writes under the queue's.
-    pub(super) read_only: AtomicBool,
-}
-
-impl NsEntry {
-    pub(super) fn new(id: Nsid, name: &str, page_size: u64) -> NsEntry {
-        NsEntry {
-            id,
-            name: name.to_string(),
-            live: AtomicBool::new(true),
-            counters: Arc::new(Counters::new(page_size)),
-            list_counters: Arc::new(Counters::new(page_size)),
-            last_write_ms: AtomicU64::new(0),
-            last_write_seq: AtomicU64::new(0),
-            options: Default::default(),
-            read_only: AtomicBool::new(false),
-        }
-    }
-
-    /// `UnknownNamespace` once the namespace is destroyed.
-    pub(super) fn check_live(&self) -> Result<()> {
-        if self.live.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(Error::UnknownNamespace(self.id))
-        }
-    }
-
-    /// `NamespaceReadOnly` while the namespace refuses writes. A quick check: the one that
-    /// decides is made under the commit queue's lock (`Inner::commit`).
-    pub(super) fn check_writable(&self) -> Result<()> {
-        match self.read_only.load(Ordering::Acquire) {
-            false => Ok(()),
-            true => Err(Error::NamespaceReadOnly(self.id)),
-        }
-    }
-}
-
-/// The namespaces, mirrored from the manifest for the hot paths.
-pub(super) struct NsState {
-    pub(super) live: HashMap<Nsid, Arc<NsEntry>>,
-    /// Destroyed ids: their entries are dropped by flushes and compactions.
-    pub(super) destroyed: Arc<HashSet<Nsid>>,
-    /// The counts of destroyed namespaces, summed into one for the database totals (their
-    /// counters, a few KiB each, go with them).
-    pub(super) destroyed_counters: crate::stats::DbStats,
-}
-
-/// Value-log bytes of `addrs`, per segment, as a manifest edit records them.
-pub(super) fn dead_bytes_by_segment(addrs: &[key::ValueAddr]) -> Vec<(u64, u64)> {
-    let mut sums: std::collections::BTreeMap<u64, u64> = Default::default();
-    for a in addrs {
-        *sums.entry(a.segment).or_default() += u64::from(a.len);
-    }
-    sums.into_iter().collect()
-}
-
-pub(super) fn level_stats(tables: &[&Arc<TableHandle>]) -> LevelStats {
-    LevelStats {
-        tables: tables.len(),
-        bytes: tables.iter().map(|t| t.props.size).sum(),
-    }
-}
 
 impl Inner {
     pub(super) fn ns_entry(&self, ns: Nsid) -> Result<Arc<NsEntry>> {
-        match self.namespaces.read().live.get(&ns) {
-            Some(e) => Ok(e.clone()),
-            None => Err(Error::UnknownNamespace(ns)),
-        }
+        self.namespaces.read().entry(ns)
     }
 
     pub(super) fn create_namespace(

@@ -1,6 +1,6 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::namespaces::NsEntry;
+use super::namespace_set::NsEntry;
 use super::super_version::SuperVersion;
 use super::Inner;
 use crate::error::{Error, Result};

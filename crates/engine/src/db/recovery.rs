@@ -1,8 +1,8 @@
 //! Opening: the manifest read back, the value log replayed, a fresh manifest and segment.
 
+use super::dead_bytes::dead_bytes_by_segment;
 use super::flush::{flush_memtable, flush_params};
 use super::indexes::{derive_entries, IndexSet};
-use super::namespaces::dead_bytes_by_segment;
 use super::supersede::supersede_index_entries;
 use super::usage::{flush_usage, recount_version};
 use crate::compaction::SnapshotFloors;

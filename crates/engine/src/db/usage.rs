@@ -13,7 +13,7 @@
 //! Garbage: value-log bytes of versions superseded (by a newer put or a delete) in segments GC
 //! has not collected yet, counted when the flush that supersedes them runs.
 
-use super::namespaces::NsEntry;
+use super::namespace_set::NsEntry;
 use super::super_version::SuperVersion;
 use super::usage_probe::{BatchProbe, ProbeCost, BATCH_KEYS};
 use super::Inner;

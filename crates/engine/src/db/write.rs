@@ -2,7 +2,7 @@
 
 use super::indexes::derive_entries;
 use super::log_syncs::LogSyncs;
-use super::namespaces::NsEntry;
+use super::namespace_set::NsEntry;
 use super::super_version::Frozen;
 use super::super_version::SuperVersion;
 use super::usage::credit_holds;
