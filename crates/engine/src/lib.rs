@@ -26,6 +26,7 @@ mod prefetch;
 mod priority;
 mod query;
 mod row_cache;
+mod space;
 mod stats;
 mod table;
 mod version;
@@ -35,8 +36,8 @@ pub use batch::WriteBatch;
 pub use db::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use db::{
     CheckpointInfo, Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace,
-    NamespaceSpace, QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, Usage, VerifyReport,
-    CHECKPOINT_MARKER, DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS, RECORD_WORK,
+    QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, VerifyReport, CHECKPOINT_MARKER,
+    DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS, RECORD_WORK,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Number, Scalar};
@@ -54,6 +55,7 @@ pub use query::{
     DEFAULT_PAGE_BYTES,
 };
 pub use row_cache::RowCacheStats;
+pub use space::{NamespaceSpace, Usage};
 pub use stats::{
     DbStats, GetPath, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost,
 };

@@ -2,7 +2,7 @@
 //! checked against the namespace's capacity, and made durable without a flush of the shared
 //! memtable per index (docs/quotas.md, Indexes).
 
-use super::indexes::{entries_of, entry_bytes, insert_entries};
+use super::index_set::{entries_of, entry_bytes, insert_entries};
 use super::namespace_set::NsEntry;
 use super::Inner;
 use crate::error::{Error, Result};
@@ -122,7 +122,7 @@ impl Inner {
     fn insert_chunk(
         &self,
         e: &NsEntry,
-        one: &[Arc<super::indexes::LiveIndex>],
+        one: &[Arc<super::index_set::LiveIndex>],
         chunk: &mut Chunk,
         charged: &mut Vec<(Arc<Memtable>, u64)>,
     ) -> Result<()> {

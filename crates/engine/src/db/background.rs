@@ -1,11 +1,12 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
+use super::background_state::{as_job, failure, log_notice, outcome_of, BgState};
 use super::dead_bytes::dead_bytes_by_segment;
-use super::flush::output_params;
+use super::flush_table::output_params;
 use super::gc_state::GcStats;
 use super::namespace_set::NsEntry;
 use super::Inner;
-use crate::background::{Choice, Job, Notice, Outcome, Policy, View};
+use crate::background::{Choice, Job, View};
 use crate::compaction::{self, CompactionTask};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{self, Nsid};
@@ -13,81 +14,9 @@ use crate::options::{BackgroundStep, Layout};
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, RUNS};
 use crate::vlog;
-use parking_lot::{Condvar, Mutex};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The background's state under its lock: the policy, and the `create_index` calls waiting
-/// for their backfills.
-pub(super) struct BgState {
-    pub(super) policy: Policy,
-    /// Backfills whose `create_index` waits, by index: `None` until the backfill ends. A
-    /// waiter that gives up (an error, a close) takes its entry out, so no answer outlives it.
-    pub(super) backfilled: HashMap<Nsid, Option<Result<()>>>,
-}
-
-impl Default for BgState {
-    fn default() -> Self {
-        BgState {
-            policy: Policy::new(),
-            backfilled: HashMap::new(),
-        }
-    }
-}
-
-/// Background work's shared state: its state under the lock, the wake-ups of the threads
-/// that run it and of those that wait for it, and the check on compaction slots.
-#[derive(Default)]
-pub(super) struct Background {
-    pub(super) state: Mutex<BgState>,
-    /// Wakes background threads.
-    cv: Condvar,
-    /// Wakes threads waiting for background work to finish.
-    pub(super) done_cv: Condvar,
-    /// Compactions running in each slot (split, tree), counted where they run: a check
-    /// that the slots' bookkeeping never lets two share a slot.
-    in_slot: [AtomicU64; 2],
-    /// Times a compaction started while another held its slot (a bug if ever above 0).
-    slot_overlaps: AtomicU64,
-}
-
-impl Background {
-    pub(super) fn slot_overlaps(&self) -> u64 {
-        self.slot_overlaps.load(Ordering::Relaxed)
-    }
-}
-
-/// How a job's result reads to the policy.
-fn outcome_of(result: &Result<()>) -> Outcome {
-    match result {
-        Ok(()) => Outcome::Done,
-        Err(e) => failure(e),
-    }
-}
-
-fn failure(e: &Error) -> Outcome {
-    if e.is_no_space() {
-        Outcome::NoSpace(e.to_string())
-    } else {
-        Outcome::Failed(e.to_string())
-    }
-}
-
-fn log_notice(notice: Option<Notice>) {
-    match notice {
-        Some(Notice::OutOfSpace(e)) => tracing::warn!(
-            error = %e,
-            "out of space: writes that need background work fail until space returns"
-        ),
-        Some(Notice::SpaceBack) => tracing::info!("space is back: background work goes on"),
-        Some(Notice::ReadOnly(e)) => {
-            tracing::error!(error = %e, "background error: database is now read-only")
-        }
-        None => {}
-    }
-}
 
 /// Marks a compaction as running in its slots for as long as it lives.
 pub(super) struct SlotGuard<'a> {
@@ -468,9 +397,7 @@ impl Inner {
 
     /// Carries out `job` and tells the policy how it ended.
     fn run_job(&self, job: Job) {
-        let was = ON_JOB.with(|c| c.replace(true));
-        self.run_job_here(job);
-        ON_JOB.with(|c| c.set(was));
+        as_job(|| self.run_job_here(job));
     }
 
     fn run_job_here(&self, job: Job) {
@@ -558,17 +485,6 @@ impl Inner {
             return Err(gave_up);
         }
     }
-}
-
-thread_local! {
-    /// The thread is carrying out a background job.
-    static ON_JOB: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this thread runs a background job: with a single background run, no other job
-/// can run meanwhile, so a write it makes (a GC's rewrites) must not wait for one.
-pub(super) fn on_job_thread() -> bool {
-    ON_JOB.with(|c| c.get())
 }
 
 #[cfg(test)]

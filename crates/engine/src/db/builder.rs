@@ -4,15 +4,15 @@
 //! the NAND timing model, and `Db::builder(options).open_storage(storage)` on a storage the
 //! caller built (memory, fault injection, a timing model over either).
 
-use super::background::Background;
+use super::background_state::Background;
 use super::gc_state::GcState;
-use super::indexes::IndexSet;
+use super::index_set::IndexSet;
 use super::namespace_set::{NsEntry, NsState};
 use super::recovery::recover;
 use super::snapshots::Snapshots;
 use super::super_version::{used_of, SuperVersion};
 use super::versions::Versions;
-use super::write::{WriteQueue, WriterState};
+use super::write_queue::{WriteQueue, WriterState};
 use super::{Db, Inner};
 use crate::error::{Error, IoContext, Result};
 use crate::memtable::Memtable;

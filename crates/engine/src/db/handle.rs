@@ -3,9 +3,8 @@
 //! no lookup by id; once the namespace is destroyed every operation on a handle returns
 //! [`Error::UnknownNamespace`](crate::error::Error::UnknownNamespace).
 
-use super::indexes::IndexInfo;
+use super::index_set::IndexInfo;
 use super::namespace_set::NsEntry;
-use super::usage::Usage;
 use super::Inner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
@@ -13,6 +12,7 @@ use crate::index::IndexKind;
 use crate::key::{Kind, Nsid};
 use crate::namespace_options::NamespaceOptions;
 use crate::options::WriteOptions;
+use crate::space::Usage;
 use crate::stats::{GetPath, NamespaceStats};
 use std::sync::Arc;
 
@@ -157,7 +157,7 @@ impl Namespace {
     }
 
     /// Its space and settings (what `stats().space` shows), without the rest of the stats.
-    pub fn space(&self) -> Result<crate::NamespaceSpace> {
+    pub fn space(&self) -> Result<crate::space::NamespaceSpace> {
         self.inner.namespace_space(&self.entry)
     }
 

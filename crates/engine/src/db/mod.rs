@@ -3,25 +3,31 @@
 
 mod backfill;
 mod background;
+mod background_state;
 mod builder;
 mod checkpoint;
 mod count;
 mod dead_bytes;
 mod delete_range;
 mod flush;
+mod flush_table;
+mod flush_usage;
 mod gc;
 mod gc_state;
 mod get_many;
 mod handle;
 mod index_flushes;
+mod index_set;
 mod indexes;
 mod iterator;
 mod level_stats;
 mod log_syncs;
+mod lookup;
 mod namespace_set;
 mod namespaces;
 mod query;
 mod query_doc;
+mod quota_state;
 mod read;
 mod read_only;
 mod readable;
@@ -39,6 +45,7 @@ mod usage_probe;
 mod verify;
 mod versions;
 mod write;
+mod write_queue;
 
 pub use builder::DbBuilder;
 pub use checkpoint::{CheckpointInfo, CHECKPOINT_MARKER};
@@ -46,23 +53,22 @@ pub use delete_range::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE
 pub use gc_state::GcStats;
 pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
 pub use handle::Namespace;
-pub use indexes::IndexInfo;
+pub use index_set::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
 pub use query::{FindOptions, TopOptions};
 pub use query_doc::QueryOutput;
 pub use readable::Readable;
 pub use records::RECORD_WORK;
 pub use snapshot::Snapshot;
-pub use usage::{NamespaceSpace, Usage};
 pub use verify::VerifyReport;
 
-use self::background::Background;
+use self::background_state::Background;
 use self::gc_state::GcState;
-use self::indexes::IndexSet;
+use self::index_set::IndexSet;
 use self::level_stats::level_stats;
 use self::namespace_set::NsState;
 use self::snapshots::Snapshots;
-use self::write::WriteQueue;
+use self::write_queue::WriteQueue;
 
 use crate::error::{Error, Result};
 use crate::key::{Nsid, DEFAULT_NS};
@@ -101,9 +107,9 @@ struct Inner {
     /// Seqnos live snapshots read at, per namespace.
     snapshots: Snapshots,
     /// The storage's free space as last asked (the device-wide reserve).
-    space: usage::SpaceGauge,
+    space: quota_state::SpaceGauge,
     /// Flushes capacity checks made, kept apart (see `check_room`).
-    capacity_flush: usage::CapacityFlushes,
+    capacity_flush: quota_state::CapacityFlushes,
     /// Flushes index backfills made, and the indexes ready before their flush.
     index_flush: index_flushes::IndexFlushes,
     /// Values of recently read keys (`Options::row_cache_bytes`; `None`: off).

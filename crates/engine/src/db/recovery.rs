@@ -1,10 +1,10 @@
 //! Opening: the manifest read back, the value log replayed, a fresh manifest and segment.
 
 use super::dead_bytes::dead_bytes_by_segment;
-use super::flush::{flush_memtable, flush_params};
-use super::indexes::{derive_entries, IndexSet};
+use super::flush_table::{flush_memtable, flush_params};
+use super::flush_usage::{flush_usage, recount_version};
+use super::index_set::{derive_entries, IndexSet};
 use super::supersede::supersede_index_entries;
-use super::usage::{flush_usage, recount_version};
 use crate::compaction::SnapshotFloors;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo};

@@ -10,8 +10,8 @@
 //! tables with it: a snapshot that sees the write no longer sees the old entries. Until then a
 //! query checks the memtables for a newer version of the pk (`Records::superseded`).
 
-use super::indexes::{IndexSet, LiveIndex};
-use super::read::{search_tables, ProbeCache, StepClock};
+use super::index_set::{IndexSet, LiveIndex};
+use super::lookup::{search_tables, ProbeCache, StepClock};
 use crate::error::Result;
 use crate::index::{entry_key, extract, Scalar};
 use crate::key::{self, Kind, SeqNo, ValueAt};

@@ -1,69 +1,23 @@
 //! The write path: group commit into the value log and the memtable, and room for it.
 
-use super::indexes::derive_entries;
-use super::log_syncs::LogSyncs;
+use super::index_set::derive_entries;
 use super::namespace_set::NsEntry;
+use super::quota_state::credit_holds;
 use super::super_version::Frozen;
 use super::super_version::SuperVersion;
-use super::usage::credit_holds;
+use super::write_queue::{PendingWrite, WriterState, MAX_GROUP_BYTES};
 use super::Inner;
 use crate::error::{Error, Result};
-use crate::key::{self, Kind, SeqNo};
+use crate::key::{self, Kind};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::WritePressure;
 use crate::stats::Counters;
-use crate::vlog::{AppendError, EncodedWrite, RollError, VlogWriter};
+use crate::vlog::{AppendError, EncodedWrite, RollError};
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-pub(super) struct WriterState {
-    pub(super) vlog: VlogWriter,
-    pub(super) next_seq: SeqNo,
-    /// Scratch for joining the records of a commit group into one append.
-    pub(super) buf: Vec<u8>,
-}
-
-/// The write path's shared state: the commit queue, the log writer its leaders append with,
-/// and how far writes are visible.
-pub(super) struct WriteQueue {
-    pub(super) writer: Mutex<WriterState>,
-    pub(super) queue: Mutex<VecDeque<Arc<PendingWrite>>>,
-    queue_cv: Condvar,
-    /// Highest seqno whose write is complete; reads see everything at or below it.
-    pub(super) visible_seq: AtomicU64,
-    /// Syncs of the log asked for on their own, coalesced.
-    pub(super) syncs: LogSyncs,
-}
-
-impl WriteQueue {
-    /// An empty queue before `writer`, with every write up to `last_seq` visible.
-    pub(super) fn new(writer: WriterState, last_seq: SeqNo) -> WriteQueue {
-        WriteQueue {
-            writer: Mutex::new(writer),
-            queue: Mutex::new(VecDeque::new()),
-            queue_cv: Condvar::new(),
-            visible_seq: AtomicU64::new(last_seq),
-            syncs: LogSyncs::new(),
-        }
-    }
-}
-
-/// A write waiting in the commit queue. The first in the queue leads: it writes the records
-/// of every waiting write with one append (and one sync), then hands each its result.
-pub(super) struct PendingWrite {
-    pub(super) records: Mutex<Option<EncodedWrite>>,
-    /// The writer waits for its records to be synced.
-    pub(super) sync: bool,
-    pub(super) result: Mutex<Option<Result<()>>>,
-}
-
-/// A commit group stops growing at this many bytes, so small writes do not wait long behind
-/// big ones.
-pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
 
 /// How long a writer waits for a background retry before it fails with `NoSpace`.
 pub(super) const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
@@ -105,7 +59,7 @@ impl Inner {
         &self,
         e: &NsEntry,
         ops: &[(Kind, &[u8], &[u8])],
-        credit: super::usage::Credit,
+        credit: super::quota_state::Credit,
         sync: bool,
     ) -> Result<()> {
         let counters = &e.counters;
@@ -374,7 +328,7 @@ impl Inner {
         // The only background run makes this write (a GC's rewrites): it flushes itself
         // rather than wait for a flush nobody else can run, and no compaction can be
         // waited for (the write is bounded; the run compacts once it is done).
-        let alone = (self.opts.background_threads < 2 && super::background::on_job_thread())
+        let alone = (self.opts.background_threads < 2 && super::background_state::on_job_thread())
             || self.opening_inline.load(Ordering::Acquire);
         loop {
             let sv = self.versions.super_version_brief();
@@ -453,7 +407,7 @@ impl Inner {
     /// a writer holding the lock may be waiting for a flush only this run can make: it
     /// flushes while it waits.
     pub(super) fn writer_for_job(&self) -> Result<parking_lot::MutexGuard<'_, WriterState>> {
-        if self.opts.background_threads >= 2 || !super::background::on_job_thread() {
+        if self.opts.background_threads >= 2 || !super::background_state::on_job_thread() {
             return Ok(self.writes.writer.lock());
         }
         loop {
