@@ -37,7 +37,7 @@ pub use db::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use db::{
     CheckpointInfo, Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace,
     QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, VerifyReport, CHECKPOINT_MARKER,
-    DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS, RECORD_WORK,
+    DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_KEYS, RECORD_WORK,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Number, Scalar};
@@ -49,6 +49,7 @@ pub use options::{
 };
 pub use options::{
     DEFAULT_MAX_INDEXES_PER_NAMESPACE, DEFAULT_RESERVE_MAX, DEFAULT_SNAPSHOT_MAX_AGE,
+    MAX_GET_MANY_BYTES,
 };
 pub use query::{
     Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,

@@ -38,7 +38,7 @@ pub struct NamespaceSpace {
     /// Its capacity (`None`: bounded by the device only).
     pub capacity: Option<u64>,
     /// Its I/O shares.
-    pub shares: crate::IoShares,
+    pub shares: crate::namespace_options::IoShares,
     /// It refuses writes (`Namespace::set_read_only`).
     pub read_only: bool,
 }

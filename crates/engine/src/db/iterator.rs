@@ -386,7 +386,7 @@ impl Iterator for Iter {
         let failed_before = self.failed;
         if let Err(e) = self.usable() {
             // Every call past the age says so; other failures are said once.
-            let expired = e.kind() == crate::ErrorKind::SnapshotExpired;
+            let expired = e.kind() == crate::error::ErrorKind::SnapshotExpired;
             return (expired || !failed_before).then_some(Err(e));
         }
         if self.failed {

@@ -51,7 +51,7 @@ pub use builder::DbBuilder;
 pub use checkpoint::{CheckpointInfo, CHECKPOINT_MARKER};
 pub use delete_range::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use gc_state::GcStats;
-pub use get_many::{MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS};
+pub use get_many::MAX_GET_MANY_KEYS;
 pub use handle::Namespace;
 pub use index_set::IndexInfo;
 pub use iterator::{Iter, IterMemory, ReadOptions, DEFAULT_PREFETCH_DEGREE};
@@ -163,7 +163,7 @@ impl Db {
     /// Creates a namespace with the default settings (no capacity, equal shares) and
     /// returns a handle to it. Ids are never reused.
     pub fn create_namespace(&self, name: &str) -> Result<Namespace> {
-        self.create_namespace_with(name, crate::NamespaceOptions::default())
+        self.create_namespace_with(name, crate::namespace_options::NamespaceOptions::default())
     }
 
     /// Creates a namespace with `options` (validated; kept in the manifest) and returns a
@@ -171,7 +171,7 @@ impl Db {
     pub fn create_namespace_with(
         &self,
         name: &str,
-        options: crate::NamespaceOptions,
+        options: crate::namespace_options::NamespaceOptions,
     ) -> Result<Namespace> {
         let entry = self.inner.create_namespace(name, options)?;
         Ok(Namespace::new(self.inner.clone(), entry))
