@@ -3,8 +3,8 @@
 //! memtable per index (docs/quotas.md, Indexes).
 
 use super::index_set::{entries_of, entry_bytes, insert_entries};
+use super::inner::Inner;
 use super::namespace_set::NsEntry;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, Nsid, SeqNo};
 use crate::memtable::Memtable;

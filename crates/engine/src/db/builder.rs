@@ -5,15 +5,16 @@
 //! caller built (memory, fault injection, a timing model over either).
 
 use super::background_state::Background;
+use super::database::Db;
 use super::gc_state::GcState;
 use super::index_set::IndexSet;
+use super::inner::Inner;
 use super::namespace_set::{NsEntry, NsState};
 use super::recovery::recover;
 use super::snapshots::Snapshots;
 use super::super_version::{used_of, SuperVersion};
 use super::versions::Versions;
 use super::write_queue::{WriteQueue, WriterState};
-use super::{Db, Inner};
 use crate::error::{Error, IoContext, Result};
 use crate::memtable::Memtable;
 use crate::options::{Options, StorageKind};
@@ -91,11 +92,11 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     options.validate()?;
     let lock = storage.lock().ctx("LOCK")?;
     if storage
-        .exists(super::CHECKPOINT_MARKER)
-        .ctx(super::CHECKPOINT_MARKER)?
+        .exists(super::checkpoint::CHECKPOINT_MARKER)
+        .ctx(super::checkpoint::CHECKPOINT_MARKER)?
     {
         return Err(Error::corruption(
-            super::CHECKPOINT_MARKER,
+            super::checkpoint::CHECKPOINT_MARKER,
             0,
             "an interrupted checkpoint: delete this directory and take the checkpoint again",
         ));
@@ -203,4 +204,18 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)
+}
+
+impl Db {
+    /// Opens (or creates) the database in directory `path`, on real files: the shorthand
+    /// of `Db::builder(options).open(path)`. [`Db::builder`] opens on other storage.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::builder(options).open(path)
+    }
+
+    /// A builder that opens a database with `options`, on the storage it is given
+    /// (see [`DbBuilder`]).
+    pub fn builder(options: Options) -> DbBuilder {
+        DbBuilder::new(options)
+    }
 }

@@ -13,9 +13,10 @@
 //! does) and a value-log read pin keeps every segment GC retires meanwhile.
 //!
 //! A marker file is the first thing written to the target and the last removed: a checkpoint
-//! a crash interrupted is refused by [`Db::open`](super::Db::open) (see [`CHECKPOINT_MARKER`]).
+//! a crash interrupted is refused by [`Db::open`](super::database::Db::open) (see [`CHECKPOINT_MARKER`]).
 
-use super::{Db, Inner};
+use super::database::Db;
+use super::inner::Inner;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Nsid, SeqNo};
 use crate::stats::Counters;

@@ -3,9 +3,9 @@
 use super::dead_bytes::dead_bytes_by_segment;
 use super::flush_table::{flush_memtable, flush_params};
 use super::flush_usage::flush_usage;
+use super::inner::Inner;
 use super::super_version::Frozen;
 use super::supersede::supersede_index_entries;
-use super::Inner;
 use crate::error::{IoContext, Result};
 use crate::stats::Counters;
 use crate::version::VersionEdit;

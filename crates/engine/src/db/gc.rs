@@ -2,7 +2,7 @@
 //! at the head of the log (unless a newer write got there first), then delete the segments.
 
 use super::gc_state::GcStats;
-use super::Inner;
+use super::inner::Inner;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
 use crate::vlog::{self, EncodedWrite, SegmentScan, SCAN_CHUNK};

@@ -1,4 +1,4 @@
-use super::super::Db;
+use super::super::database::Db;
 use super::GcStats;
 use crate::options::{Layout, Options};
 use crate::storage::{MemStorage, StorageRef};

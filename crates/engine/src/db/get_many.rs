@@ -3,9 +3,9 @@
 //! block and last data block are read once for the keys that fall in it, then the value-log
 //! records read together (queued at once on a modeled device, in address order on files).
 
+use super::inner::Inner;
 use super::lookup::{count_get, lookup_in, ProbeCache};
 use super::namespace_set::NsEntry;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
 use crate::stats::Counters;

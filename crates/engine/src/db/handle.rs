@@ -4,8 +4,8 @@
 //! [`Error::UnknownNamespace`](crate::error::Error::UnknownNamespace).
 
 use super::index_set::IndexInfo;
+use super::inner::Inner;
 use super::namespace_set::NsEntry;
-use super::Inner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::index::IndexKind;
@@ -16,8 +16,8 @@ use crate::space::Usage;
 use crate::stats::{GetPath, NamespaceStats};
 use std::sync::Arc;
 
-/// One namespace of a [`Db`](super::Db): its writes here, its reads (at the newest state) those
-/// of [`Readable`](super::Readable). Cheap to clone and to send between threads; it keeps the
+/// One namespace of a [`Db`](super::database::Db): its writes here, its reads (at the newest state) those
+/// of [`Readable`](super::readable::Readable). Cheap to clone and to send between threads; it keeps the
 /// database's state alive, and fails with [`Error::Closed`](crate::error::Error::Closed)
 /// once the database is closed.
 #[derive(Clone)]

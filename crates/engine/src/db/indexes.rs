@@ -6,8 +6,8 @@
 //! checks the record it reaches (`classic`: the current value's attribute).
 
 use super::index_set::{IndexInfo, IndexSet};
+use super::inner::Inner;
 use super::namespace_set::NsEntry;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, IndexDef, IndexKind, KEY_FORMAT};
 use crate::key::Nsid;

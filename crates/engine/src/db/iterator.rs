@@ -13,10 +13,10 @@
 //! values are safe without one: value-log GC leaves every segment holding a record its
 //! snapshot reads (of its own namespace, destroyed or not) until the snapshot goes.
 
+use super::inner::Inner;
 use super::namespace_set::NsEntry;
 use super::snapshot::Snapshot;
 use super::snapshots::Release;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::iter::SnapshotScan;
 use crate::key::{self, IndexValue, Kind, ValueAt};

@@ -1,9 +1,9 @@
 //! Namespaces: creation, destruction, and their counters and tree shape.
 
 use super::dead_bytes::dead_bytes_by_segment;
+use super::inner::Inner;
 use super::level_stats::level_stats;
 use super::namespace_set::NsEntry;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
 use crate::namespace_options::NamespaceOptions;

@@ -1,8 +1,8 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
+use super::inner::Inner;
 use super::lookup::{count_get, lookup_in, Hit};
 use super::namespace_set::NsEntry;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt};
 use crate::stats::{Counters, GetPath};

@@ -2,8 +2,8 @@
 //! move needs of the parts it copies (`docs/cluster.md`, "Moving a tenant"). The flag is kept
 //! in the manifest (`VersionEdit::ns_read_only`), so a restart keeps it.
 
+use super::inner::Inner;
 use super::namespace_set::NsEntry;
-use super::Inner;
 use crate::error::Result;
 use crate::version::VersionEdit;
 use std::sync::atomic::Ordering;

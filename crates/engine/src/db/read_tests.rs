@@ -1,5 +1,5 @@
+use super::super::database::Db;
 use super::super::readable::Readable;
-use super::super::Db;
 use crate::options::Options;
 use crate::storage::MemStorage;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,8 +1,8 @@
 //! The reads of one query at a snapshot of a namespace (index entries, memtable checks,
 //! primary lookups, value reads, scans), counted and timed per step for its statistics.
 
+use super::inner::Inner;
 use super::super_version::SuperVersion;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::index::split_entry_key;
 use crate::index::IndexKind;

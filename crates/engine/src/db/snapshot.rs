@@ -11,8 +11,8 @@
 //! tombstones or value-log segments.
 
 use super::handle::Namespace;
+use super::inner::Inner;
 use super::snapshots::{Expired, Expiry, Release};
-use super::Inner;
 use crate::compaction::SnapshotFloors;
 use crate::error::{Error, Result};
 use crate::key::{Nsid, SeqNo};
@@ -112,7 +112,7 @@ impl Drop for Pin {
 }
 
 /// A consistent, read-only view of one namespace at the moment it was taken (see
-/// [`Namespace::snapshot`]); its reads are those of [`Readable`](super::Readable). Clones share
+/// [`Namespace::snapshot`]); its reads are those of [`Readable`](super::readable::Readable). Clones share
 /// the view; it is released when the last one drops.
 /// While it lives, flushes, compactions and value-log GC keep what it reads: the garbage of
 /// its own namespace, never another namespace's.

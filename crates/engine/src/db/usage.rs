@@ -14,10 +14,10 @@
 //! has not collected yet, counted when the flush that supersedes them runs.
 
 use super::flush_usage::count;
+use super::inner::Inner;
 use super::namespace_set::NsEntry;
 use super::quota_state::Credit;
 use super::super_version::SuperVersion;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAt};
 use crate::memtable::Memtable;

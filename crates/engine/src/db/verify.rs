@@ -1,7 +1,7 @@
 //! `Db::verify`: every table and value-log segment read back and every checksum checked, as
 //! RocksDB's `sst_dump --verify_checksum` and SQLite's `integrity_check` do.
 
-use super::Inner;
+use super::inner::Inner;
 use crate::error::{Error, IoContext, Result};
 use crate::stats::Counters;
 use crate::table::{BlockCache, IterConfig, TableReader};

@@ -1,12 +1,12 @@
 //! The write path: group commit into the value log and the memtable, and room for it.
 
 use super::index_set::derive_entries;
+use super::inner::Inner;
 use super::namespace_set::NsEntry;
 use super::quota_state::credit_holds;
 use super::super_version::Frozen;
 use super::super_version::SuperVersion;
 use super::write_queue::{PendingWrite, WriterState, MAX_GROUP_BYTES};
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::memtable::{MemValue, Memtable};
