@@ -95,7 +95,14 @@ impl Db {
     /// found damaged is in the report (file, offset, what), nothing is repaired. Reads of
     /// the database go on meanwhile.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.inner.verify()
+        let inner = &self.inner;
+        let version = inner.versions.super_version().version.clone();
+        super::verify::verify(
+            inner.storage.as_ref(),
+            &version,
+            inner.counters.page_size(),
+            || inner.writes.writer.lock().vlog.position(),
+        )
     }
 
     /// The value-log segments GC found damaged since open, with the corruption it met in
