@@ -164,7 +164,7 @@ impl Db {
 
     /// Runs the most urgent background job (a flush first, then an L0 split or a
     /// compaction, then an index backfill or value-log GC) on the calling thread, for the
-    /// runner of [`Options::background_runner`]. Without one, the database's own threads
+    /// runner of [`Options::background_runner`](crate::options::Options::background_runner). Without one, the database's own threads
     /// call it.
     pub fn run_background_job(&self) -> crate::options::BackgroundStep {
         self.inner.run_one_job()
