@@ -171,6 +171,29 @@ pub enum IndexValue {
     Table(Bytes),
 }
 
+/// Where the value of a found entry is: the one place that tells an inline value (memtable,
+/// inline copy, table-only value) from one still in the value log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueAt {
+    /// At hand: nothing to read.
+    Here(Bytes),
+    /// In the value log, at this record.
+    Log(ValueAddr),
+}
+
+impl ValueAt {
+    /// The value an entry holds at hand if any, else its record's address; `None` when it
+    /// holds neither.
+    #[inline]
+    pub fn of(value: Option<Bytes>, addr: Option<ValueAddr>) -> Option<ValueAt> {
+        match (value, addr) {
+            (Some(v), _) => Some(ValueAt::Here(v)),
+            (None, Some(a)) => Some(ValueAt::Log(a)),
+            (None, None) => None,
+        }
+    }
+}
+
 const TAG_TOMBSTONE: u8 = 0;
 const TAG_ADDR: u8 = 1;
 const TAG_ADDR_INLINE: u8 = 2;
@@ -198,6 +221,23 @@ impl IndexValue {
                 out.extend_from_slice(v);
             }
         }
+    }
+
+    /// The record's address and the value at hand it holds (neither for a tombstone).
+    #[inline]
+    pub fn into_parts(self) -> (Option<ValueAddr>, Option<Bytes>) {
+        match self {
+            IndexValue::Tombstone => (None, None),
+            IndexValue::Addr { addr, inline } => (Some(addr), inline),
+            IndexValue::Table(v) => (None, Some(v)),
+        }
+    }
+
+    /// Where a reader finds the value it holds; `None` for a tombstone.
+    #[inline]
+    pub fn value_at(self) -> Option<ValueAt> {
+        let (addr, value) = self.into_parts();
+        ValueAt::of(value, addr)
     }
 
     /// The payload of an encoded [`IndexValue::Table`], borrowed; `None` for any other value.

@@ -27,6 +27,7 @@ mod prefetch;
 mod priority;
 mod query;
 mod row_cache;
+mod space;
 mod stats;
 mod table;
 mod version;
@@ -36,8 +37,8 @@ pub use batch::WriteBatch;
 pub use db::{prefix_end, RangeDelete, DELETE_RANGE_BATCH, DELETE_RANGE_STEP};
 pub use db::{
     CheckpointInfo, Db, DbBuilder, FindOptions, GcStats, IndexInfo, Iter, IterMemory, Namespace,
-    NamespaceSpace, QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, Usage, VerifyReport,
-    CHECKPOINT_MARKER, DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_BYTES, MAX_GET_MANY_KEYS, RECORD_WORK,
+    QueryOutput, ReadOptions, Readable, Snapshot, TopOptions, VerifyReport, CHECKPOINT_MARKER,
+    DEFAULT_PREFETCH_DEGREE, MAX_GET_MANY_KEYS, RECORD_WORK,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use index::{AttrPath, IndexKind, Number, Scalar};
@@ -49,12 +50,14 @@ pub use options::{
 };
 pub use options::{
     DEFAULT_MAX_INDEXES_PER_NAMESPACE, DEFAULT_RESERVE_MAX, DEFAULT_SNAPSHOT_MAX_AGE,
+    MAX_GET_MANY_BYTES,
 };
 pub use query::{
     Aggregate, Condition, Continuation, Filter, Found, QueryResult, QueryStats, Ranked,
     DEFAULT_PAGE_BYTES,
 };
 pub use row_cache::RowCacheStats;
+pub use space::{NamespaceSpace, Usage};
 pub use stats::{
     DbStats, GetPath, LevelStats, ListingStats, NamespaceInfo, NamespaceStats, StepCost,
 };

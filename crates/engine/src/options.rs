@@ -2,6 +2,13 @@
 
 use crate::storage::NandConfig;
 
+/// Most bytes of values one `get_many` call answers with by default (64 MiB,
+/// `Options::get_many_bytes`): the keys alone do not bound a batch (4,096 values of 64 MiB
+/// each). The sizes are known from the lookups, so a batch past it fails with
+/// [`Error::TooManyBytes`](crate::Error::TooManyBytes) before it reads any value; the caller
+/// splits it (a value larger than the bound alone is read with a get).
+pub const MAX_GET_MANY_BYTES: u64 = 64 << 20;
+
 /// Which storage [`DbBuilder::open`](crate::DbBuilder::open) builds over its directory
 /// (set with [`DbBuilder::storage`](crate::DbBuilder::storage)).
 #[derive(Clone, Debug, Default)]
@@ -96,7 +103,7 @@ pub struct Options {
     /// [`Error::ValueTooLarge`](crate::Error::ValueTooLarge).
     pub max_value_size: usize,
     /// Bytes of values one `get_many` call answers with at most (default
-    /// [`MAX_GET_MANY_BYTES`](crate::MAX_GET_MANY_BYTES)): a batch past it fails with
+    /// [`MAX_GET_MANY_BYTES`]): a batch past it fails with
     /// [`Error::TooManyBytes`](crate::Error::TooManyBytes) before it reads a value.
     pub get_many_bytes: u64,
     /// A value-log segment is closed and a new one started past this size.
@@ -262,7 +269,7 @@ impl Default for Options {
             sync: false,
             max_key_size: 64 << 10,
             max_value_size: 64 << 20,
-            get_many_bytes: crate::MAX_GET_MANY_BYTES,
+            get_many_bytes: MAX_GET_MANY_BYTES,
             vlog_segment_bytes: 128 << 20,
             log_writeback_bytes: 1 << 20,
             target_table_bytes: 2 << 20,

@@ -237,7 +237,7 @@ pub struct NamespaceStats {
     /// Its space (used, index, pending and garbage bytes) and settings (capacity, shares),
     /// beside the counters in the serialized form.
     #[serde(flatten)]
-    pub space: crate::db::NamespaceSpace,
+    pub space: crate::space::NamespaceSpace,
 }
 
 /// Iterators of one namespace (key listings, scans) and the storage reads they made.

@@ -202,12 +202,12 @@ pub struct RunContext<'a> {
     /// What the live snapshots of each key space read (a shared tree or L0 mixes them).
     pub floors: &'a SnapshotFloors,
     /// Destroyed namespaces: their entries are dropped.
-    pub dead: &'a HashSet<Nsid>,
+    pub destroyed: &'a HashSet<Nsid>,
     pub new_file: &'a dyn Fn() -> u64,
 }
 
 /// What a compaction did.
-pub struct Outcome {
+pub struct Compacted {
     pub edit: VersionEdit,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -219,7 +219,7 @@ pub struct Outcome {
 }
 
 /// Runs `task` against `version`.
-pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Result<Outcome> {
+pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Result<Compacted> {
     let out_level = task.output_level();
     let mut edit = VersionEdit::default();
     let levels = input_levels(task, version);
@@ -231,7 +231,7 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         for t in &task.inputs {
             edit.added.push((out_level, t.props.clone()));
         }
-        return Ok(Outcome {
+        return Ok(Compacted {
             edit,
             bytes_read: 0,
             bytes_written: 0,
@@ -263,8 +263,9 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
     let bottommost = |user: &[u8]| !version.deeper_overlaps(out_level, user, user);
     let mut dropped = Vec::new();
     while merged.valid() {
-        let dead = !cx.dead.is_empty() && cx.dead.contains(&crate::key::ikey_nsid(merged.key()));
-        if !dead && !rule.drop_entry(merged.key(), bottommost) {
+        let in_destroyed =
+            !cx.destroyed.is_empty() && cx.destroyed.contains(&crate::key::ikey_nsid(merged.key()));
+        if !in_destroyed && !rule.drop_entry(merged.key(), bottommost) {
             sink.add(merged.key(), &merged.value())?;
         } else if let Some(IndexValue::Addr { addr, .. }) = IndexValue::decode(&merged.value()) {
             dropped.push(addr);
@@ -278,7 +279,7 @@ pub fn run(task: &CompactionTask, version: &Version, cx: &RunContext<'_>) -> Res
         *by_ns.entry(crate::key::ikey_nsid(&p.smallest)).or_default() += p.size;
         edit.added.push((out_level, p));
     }
-    Ok(Outcome {
+    Ok(Compacted {
         edit,
         bytes_read: task.input_bytes(),
         bytes_written: written,

@@ -2,74 +2,19 @@
 //! checked against the namespace's capacity, and made durable without a flush of the shared
 //! memtable per index (docs/quotas.md, Indexes).
 
-use super::indexes::{entries_of, entry_bytes, insert_entries};
-use super::namespaces::NsEntry;
-use super::Inner;
+use super::index_set::{entries_of, entry_bytes, insert_entries};
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, Nsid, SeqNo};
 use crate::memtable::Memtable;
 use crate::version::VersionEdit;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Arc;
 
 /// Entries a backfill inserts under one hold of the writer lock.
 const BACKFILL_CHUNK: usize = 1024;
-
-/// Least time between two flushes index backfills make (device-wide): a backfill within it
-/// leaves its entries in the memtable, and the flush that writes that memtable (any flush)
-/// records the index as ready.
-pub(super) const INDEX_FLUSH_EVERY: Duration = Duration::from_secs(1);
-
-/// An index whose backfill is done (queries use it) and whose entries wait in a memtable:
-/// the flush of that memtable logs it as ready.
-struct Unlogged {
-    id: Nsid,
-    from: SeqNo,
-    mem: Weak<Memtable>,
-}
-
-/// Flushes backfills made, and the indexes waiting for one.
-#[derive(Default)]
-pub(super) struct IndexFlushes {
-    /// Time after the database opened of the last one (`None`: never).
-    last: parking_lot::Mutex<Option<Duration>>,
-    unlogged: parking_lot::Mutex<Vec<Unlogged>>,
-}
-
-impl IndexFlushes {
-    /// Whether a backfill may flush at `now` (and, if so, it is counted as done then).
-    fn allow(&self, now: Duration) -> bool {
-        let mut last = self.last.lock();
-        if last.is_some_and(|t| now.saturating_sub(t) < INDEX_FLUSH_EVERY) {
-            return false;
-        }
-        *last = Some(now);
-        true
-    }
-
-    /// Indexes ready in memory only, with the seqno they answer from.
-    pub(super) fn ready_unlogged(&self) -> Vec<(Nsid, SeqNo)> {
-        self.unlogged
-            .lock()
-            .iter()
-            .map(|u| (u.id, u.from))
-            .collect()
-    }
-
-    /// The indexes whose entries the flush of `mem` makes durable.
-    pub(super) fn logged_by(&self, mem: &Arc<Memtable>) -> Vec<(Nsid, SeqNo)> {
-        let unlogged = self.unlogged.lock();
-        let of = |u: &&Unlogged| std::ptr::eq(u.mem.as_ptr(), Arc::as_ptr(mem));
-        unlogged.iter().filter(of).map(|u| (u.id, u.from)).collect()
-    }
-
-    /// Forgets `ids` (logged as ready, or dropped).
-    pub(super) fn forget(&self, ids: &[Nsid]) {
-        self.unlogged.lock().retain(|u| !ids.contains(&u.id));
-    }
-}
 
 /// Records of a chunk: key, value, address, seqno.
 type Chunk = Vec<(Bytes, Bytes, key::ValueAddr, SeqNo)>;
@@ -129,9 +74,10 @@ impl Inner {
                 fill_cache: false,
                 readahead: None,
             };
-            let mut scan = self
-                .super_version()
-                .scan(e.id, seq, &e.list_counters, &config)?;
+            let mut scan =
+                self.versions
+                    .super_version()
+                    .scan(e.id, seq, &e.list_counters, &config)?;
             let _pin = self.vlog_reader.pin();
             scan.seek(&[])?;
             let one = [idx.clone()];
@@ -176,7 +122,7 @@ impl Inner {
     fn insert_chunk(
         &self,
         e: &NsEntry,
-        one: &[Arc<super::indexes::LiveIndex>],
+        one: &[Arc<super::index_set::LiveIndex>],
         chunk: &mut Chunk,
         charged: &mut Vec<(Arc<Memtable>, u64)>,
     ) -> Result<()> {
@@ -185,14 +131,14 @@ impl Inner {
         // Under the writer lock: the memtable cannot be frozen meanwhile.
         let mut w = self.writes.writer.lock();
         self.make_room(&mut w)?;
-        let mem = self.super_version().mem.clone();
+        let mem = self.versions.super_version().mem.clone();
         let mut staged = Vec::with_capacity(chunk.len());
         let mut bytes = 0u64;
         for (pk, value, addr, at) in chunk.drain(..) {
             // Only a record still current gets an entry: a write since the snapshot may
             // have been flushed, its tombstone for this entry compacted away before the
             // entry existed. Checked under the writer lock: a write after the check
-            // retires the entry at its own flush.
+            // supersedes the entry at its own flush.
             let hit = self.lookup(e.id, &pk, None, &e.list_counters)?;
             if !hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)) {
                 continue;
@@ -228,7 +174,7 @@ impl Inner {
 
     /// Marks index `id` ready once its entries are durable. The entries have no value-log
     /// record to be replayed from: they must be in tables before the manifest says the index
-    /// is ready. One flush per [`INDEX_FLUSH_EVERY`] does it at once; a backfill within it
+    /// is ready. One flush per [`INDEX_FLUSH_EVERY`](super::index_flushes::INDEX_FLUSH_EVERY) does it at once; a backfill within it
     /// leaves the index ready in memory (queries use it) and the flush that writes its
     /// memtable logs it (a crash before: the next open backfills it again).
     fn mark_ready(&self, e: &NsEntry, id: Nsid) -> Result<()> {
@@ -247,7 +193,7 @@ impl Inner {
         let from = self.writes.visible_seq.load(Ordering::Acquire);
         // Under the writer lock and the manifest's: the memtables cannot change, and a
         // flush installing one logs what it finds registered for it (`install`).
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         let holder = match sv.imm.first() {
             _ if flush_now => None,
             _ if !sv.mem.is_empty() => Some(&sv.mem),
@@ -255,17 +201,13 @@ impl Inner {
             None => None,
         };
         match holder {
-            Some(mem) => self.index_flush.unlogged.lock().push(Unlogged {
-                id,
-                from,
-                mem: Arc::downgrade(mem),
-            }),
+            Some(mem) => self.index_flush.wait_for(id, from, mem),
             None => {
                 let edit = VersionEdit {
                     ready_index: vec![(id, from)],
                     ..VersionEdit::default()
                 };
-                self.log_edit(&mut vs, edit)?;
+                self.versions.log_edit(&mut vs, edit)?;
             }
         }
         self.reload_indexes(&vs);

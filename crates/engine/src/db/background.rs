@@ -1,10 +1,12 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
-use super::flush::output_params;
-use super::gc::GcStats;
-use super::namespaces::{dead_bytes_by_segment, NsEntry};
-use super::Inner;
-use crate::background::{Choice, Job, Notice, Outcome, Policy, View};
+use super::background_state::{as_job, failure, log_notice, outcome_of, BgState};
+use super::dead_bytes::dead_bytes_by_segment;
+use super::flush_table::output_params;
+use super::gc_state::GcStats;
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
+use crate::background::{Choice, Job, View};
 use crate::compaction::{self, CompactionTask};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{self, Nsid};
@@ -12,81 +14,9 @@ use crate::options::{BackgroundStep, Layout};
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, RUNS};
 use crate::vlog;
-use parking_lot::{Condvar, Mutex};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The background's state under its lock: the policy, and the `create_index` calls waiting
-/// for their backfills.
-pub(super) struct BgState {
-    pub(super) policy: Policy,
-    /// Backfills whose `create_index` waits, by index: `None` until the backfill ends. A
-    /// waiter that gives up (an error, a close) takes its entry out, so no answer outlives it.
-    pub(super) backfilled: HashMap<Nsid, Option<Result<()>>>,
-}
-
-impl Default for BgState {
-    fn default() -> Self {
-        BgState {
-            policy: Policy::new(),
-            backfilled: HashMap::new(),
-        }
-    }
-}
-
-/// Background work's shared state: its state under the lock, the wake-ups of the threads
-/// that run it and of those that wait for it, and the check on compaction slots.
-#[derive(Default)]
-pub(super) struct Background {
-    pub(super) state: Mutex<BgState>,
-    /// Wakes background threads.
-    cv: Condvar,
-    /// Wakes threads waiting for background work to finish.
-    pub(super) done_cv: Condvar,
-    /// Compactions running in each slot (split, tree), counted where they run: a check
-    /// that the slots' bookkeeping never lets two share a slot.
-    in_slot: [AtomicU64; 2],
-    /// Times a compaction started while another held its slot (a bug if ever above 0).
-    slot_overlaps: AtomicU64,
-}
-
-impl Background {
-    pub(super) fn slot_overlaps(&self) -> u64 {
-        self.slot_overlaps.load(Ordering::Relaxed)
-    }
-}
-
-/// How a job's result reads to the policy.
-fn outcome_of(result: &Result<()>) -> Outcome {
-    match result {
-        Ok(()) => Outcome::Done,
-        Err(e) => failure(e),
-    }
-}
-
-fn failure(e: &Error) -> Outcome {
-    if e.is_no_space() {
-        Outcome::NoSpace(e.to_string())
-    } else {
-        Outcome::Failed(e.to_string())
-    }
-}
-
-fn log_notice(notice: Option<Notice>) {
-    match notice {
-        Some(Notice::OutOfSpace(e)) => tracing::warn!(
-            error = %e,
-            "out of space: writes that need background work fail until space returns"
-        ),
-        Some(Notice::SpaceBack) => tracing::info!("space is back: background work goes on"),
-        Some(Notice::ReadOnly(e)) => {
-            tracing::error!(error = %e, "background error: database is now read-only")
-        }
-        None => {}
-    }
-}
 
 /// Marks a compaction as running in its slots for as long as it lives.
 pub(super) struct SlotGuard<'a> {
@@ -157,7 +87,7 @@ impl Inner {
         View {
             version,
             opts: &self.opts,
-            frozen: self.super_version().imm.len(),
+            frozen: self.versions.super_version().imm.len(),
             idle: self.idle(),
             idle_ns: self.idle_namespaces(drain),
             now: std::time::Instant::now(),
@@ -169,7 +99,7 @@ impl Inner {
         {
             let mut w = self.writes.writer.lock();
             if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
-                let id = self.new_file_number();
+                let id = self.versions.new_file_number();
                 self.roll_log(&mut w, id)?;
             }
         }
@@ -177,7 +107,7 @@ impl Inner {
         {
             // Nothing left in memory: replay can start at the head, sealing what is behind.
             let w = self.writes.writer.lock();
-            let sv = self.super_version();
+            let sv = self.versions.super_version();
             if sv.mem.is_empty() && sv.imm.is_empty() {
                 let pos = w.vlog.position();
                 if self.versions.lock().log_start < pos {
@@ -351,13 +281,13 @@ impl Inner {
         // Per key space: a shared tree's or L0's tables mix namespaces, each kept for its own
         // snapshots.
         let floors = self.snapshot_floors();
-        let alloc = || self.new_file_number();
-        let dead = self.namespaces.read().dead.clone();
+        let alloc = || self.versions.new_file_number();
+        let destroyed = self.namespaces.read().destroyed.clone();
         let cx = compaction::RunContext {
             storage: self.storage.as_ref(),
             params,
             floors: &floors,
-            dead: &dead,
+            destroyed: &destroyed,
             new_file: &alloc,
         };
         let mut out = compaction::run(task, version, &cx)?;
@@ -467,9 +397,7 @@ impl Inner {
 
     /// Carries out `job` and tells the policy how it ended.
     fn run_job(&self, job: Job) {
-        let was = ON_JOB.with(|c| c.replace(true));
-        self.run_job_here(job);
-        ON_JOB.with(|c| c.set(was));
+        as_job(|| self.run_job_here(job));
     }
 
     fn run_job_here(&self, job: Job) {
@@ -559,62 +487,6 @@ impl Inner {
     }
 }
 
-thread_local! {
-    /// The thread is carrying out a background job.
-    static ON_JOB: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this thread runs a background job: with a single background run, no other job
-/// can run meanwhile, so a write it makes (a GC's rewrites) must not wait for one.
-pub(super) fn on_job_thread() -> bool {
-    ON_JOB.with(|c| c.get())
-}
-
 #[cfg(test)]
-mod tests {
-    use crate::storage::MemStorage;
-    use crate::{Db, Options, Readable};
-    use std::sync::Arc;
-    use std::time::{Duration, Instant};
-
-    /// With one background thread, value-log GC used to be left to `gc_value_log` (a GC
-    /// waiting for a flush would hold the only thread): it now runs by itself, its rewrites
-    /// flushing for themselves when the memtables are full.
-    #[test]
-    fn gc_runs_by_itself_with_one_background_thread() {
-        let opts = Options {
-            background_threads: 1,
-            memtable_bytes: 16 << 10,
-            max_immutable_memtables: 1,
-            vlog_segment_bytes: 64 << 10,
-            vlog_gc_dead_ratio: 0.5,
-            ..Options::default()
-        };
-        let db = Db::builder(opts)
-            .open_storage(Arc::new(MemStorage::new()))
-            .unwrap();
-        let ns = db.create_namespace("t").unwrap();
-        let value = |i: u32, round: u32| format!("{i}-{round}-").repeat(100);
-        // Each round overwrites every other key: the older segments become mostly dead, and
-        // the keys left alone after the first round give GC records to move.
-        for round in 0..12 {
-            for i in 0..80u32 {
-                if round == 0 || i % 2 == 0 {
-                    ns.put(&i.to_be_bytes(), value(i, round).as_bytes())
-                        .unwrap();
-                }
-            }
-        }
-        db.flush().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while db.stats().gc_segments_deleted == 0 {
-            assert!(Instant::now() < deadline, "no segment collected in 30 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        for i in 0..80u32 {
-            let round = if i % 2 == 0 { 11 } else { 0 };
-            let got = ns.get(&i.to_be_bytes()).unwrap();
-            assert_eq!(got.as_deref(), Some(value(i, round).as_bytes()));
-        }
-    }
-}
+#[path = "background_tests.rs"]
+mod tests;

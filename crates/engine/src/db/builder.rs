@@ -4,14 +4,17 @@
 //! the NAND timing model, and `Db::builder(options).open_storage(storage)` on a storage the
 //! caller built (memory, fault injection, a timing model over either).
 
-use super::background::Background;
-use super::gc::GcState;
-use super::indexes::IndexSet;
-use super::namespaces::{NsEntry, NsState};
+use super::background_state::Background;
+use super::database::Db;
+use super::gc_state::GcState;
+use super::index_set::IndexSet;
+use super::inner::Inner;
+use super::namespace_set::{NsEntry, NsState};
 use super::recovery::recover;
-use super::snapshot::Snapshots;
-use super::write::{WriteQueue, WriterState};
-use super::{Db, Inner, SuperVersion};
+use super::snapshots::Snapshots;
+use super::super_version::{used_of, SuperVersion};
+use super::versions::Versions;
+use super::write_queue::{WriteQueue, WriterState};
 use crate::error::{Error, IoContext, Result};
 use crate::memtable::Memtable;
 use crate::options::{Options, StorageKind};
@@ -20,7 +23,6 @@ use crate::storage::{NandStorage, PosixStorage, StorageRef};
 use crate::table::BlockCache;
 use crate::version::TableCtx;
 use crate::vlog::{Liveness, VlogReader, Writeback};
-use arc_swap::ArcSwap;
 use parking_lot::{Mutex, RwLock};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -90,11 +92,11 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     options.validate()?;
     let lock = storage.lock().ctx("LOCK")?;
     if storage
-        .exists(super::CHECKPOINT_MARKER)
-        .ctx(super::CHECKPOINT_MARKER)?
+        .exists(super::checkpoint::CHECKPOINT_MARKER)
+        .ctx(super::checkpoint::CHECKPOINT_MARKER)?
     {
         return Err(Error::corruption(
-            super::CHECKPOINT_MARKER,
+            super::checkpoint::CHECKPOINT_MARKER,
             0,
             "an interrupted checkpoint: delete this directory and take the checkpoint again",
         ));
@@ -122,13 +124,13 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
                 (*id, Arc::new(e))
             })
             .collect(),
-        dead: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
-        retired: Default::default(),
+        destroyed: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
+        destroyed_counters: Default::default(),
     };
     let indexes = IndexSet::from_defs(versions.namespaces.indexes.values(), &[]);
     let last_seq = versions.last_seq.max(mem.max_seq());
     let version = versions.current();
-    let used = Arc::new(super::usage::used_of(&versions.namespaces));
+    let used = Arc::new(used_of(&versions.namespaces));
     let inner = Arc::new(Inner {
         vlog_reader: VlogReader::sharing(storage.clone(), ctx.readers.segments()),
         gc: GcState::new(Liveness::seeded(&versions.vlog_dead)),
@@ -136,14 +138,15 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         counters,
         namespaces: RwLock::new(namespaces),
         indexes: RwLock::new(Arc::new(indexes)),
-        versions: Mutex::new(versions),
-        sv: ArcSwap::from_pointee(SuperVersion {
-            mem: Arc::new(Memtable::new(options.memtable_bytes)),
-            imm: Vec::new(),
-            version,
-            used,
-        }),
-        sv_update: Mutex::new(()),
+        versions: Versions::new(
+            versions,
+            SuperVersion {
+                mem: Arc::new(Memtable::new(options.memtable_bytes)),
+                imm: Vec::new(),
+                version,
+                used,
+            },
+        ),
         writes: WriteQueue::new(
             WriterState {
                 vlog: vlog.with_writeback((options.log_writeback_bytes > 0).then(|| {
@@ -162,7 +165,6 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         opening_inline: AtomicBool::new(options.background_runner.is_some()),
         opened: std::time::Instant::now(),
         last_write_ms: AtomicU64::new(0),
-        manifest_in_doubt: AtomicBool::new(false),
         snapshots: Snapshots::default(),
         prefetcher: std::sync::OnceLock::new(),
         background_reads: std::sync::OnceLock::new(),
@@ -202,4 +204,18 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)
+}
+
+impl Db {
+    /// Opens (or creates) the database in directory `path`, on real files: the shorthand
+    /// of `Db::builder(options).open(path)`. [`Db::builder`] opens on other storage.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::builder(options).open(path)
+    }
+
+    /// A builder that opens a database with `options`, on the storage it is given
+    /// (see [`DbBuilder`]).
+    pub fn builder(options: Options) -> DbBuilder {
+        DbBuilder::new(options)
+    }
 }

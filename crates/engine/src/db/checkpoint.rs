@@ -13,16 +13,18 @@
 //! does) and a value-log read pin keeps every segment GC retires meanwhile.
 //!
 //! A marker file is the first thing written to the target and the last removed: a checkpoint
-//! a crash interrupted is refused by [`Db::open`](super::Db::open) (see [`CHECKPOINT_MARKER`]).
+//! a crash interrupted is refused by [`Db::open`](super::database::Db::open) (see [`CHECKPOINT_MARKER`]).
 
-use super::{Db, Inner};
+use super::database::Db;
+use super::versions::Versions;
+use super::write_queue::WriteQueue;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Nsid, SeqNo};
 use crate::stats::Counters;
 use crate::storage::{IoPurpose, PosixStorage, Storage, StorageRef};
 use crate::table::{table_name, BlockCache};
 use crate::version::{Recovered, TableCtx, Version, VersionSet};
-use crate::vlog::{self, ReadPin};
+use crate::vlog::{self, ReadPin, VlogReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -96,75 +98,87 @@ impl Db {
                 "a checkpoint goes to an empty directory".into(),
             ));
         }
-        self.inner.checkpoint_to(target.clone())
+        let inner = &self.inner;
+        write_checkpoint(inner.storage.as_ref(), target.clone(), || {
+            inner.check_open()?;
+            Ok(Point::take(
+                &inner.writes,
+                &inner.vlog_reader,
+                &inner.versions,
+            ))
+        })
     }
 }
 
-impl Inner {
-    fn checkpoint_to(&self, target: StorageRef) -> Result<CheckpointInfo> {
-        target
-            .create(CHECKPOINT_MARKER)
-            .and_then(|f| f.sync())
-            .and_then(|()| target.sync_dir())
-            .ctx(CHECKPOINT_MARKER)?;
-        let point = self.checkpoint_point()?;
-        let mut info = CheckpointInfo {
-            sequence: point.seq,
-            namespaces: point.state.namespaces.live.keys().copied().collect(),
-            ..CheckpointInfo::default()
-        };
-        let source = self.storage.as_ref();
-        for id in point.state.version.table_ids() {
-            let name = table_name(id);
-            // The version keeps its tables: a table is always there.
-            transfer(source, target.as_ref(), &name, None, &mut info)?;
-        }
-        let (live, end) = point.log_end;
-        let mut segments: Vec<u64> = source
-            .list()
-            .ctx("database directory")?
-            .iter()
-            .filter_map(|n| vlog::parse_segment_name(n))
-            .filter(|&s| s <= live)
-            .collect();
-        segments.sort_unstable();
-        for seg in segments {
-            let name = vlog::segment_name(seg);
-            let len = (seg == live).then_some(end);
-            match transfer(source, target.as_ref(), &name, len, &mut info) {
-                Ok(()) => {}
-                // Retired before the point and deleted since: nothing the point reads.
-                Err(e) if seg != live && is_not_found(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let ctx = TableCtx::new(
-            target.clone(),
-            Arc::new(BlockCache::new(0)),
-            Arc::new(Counters::default()),
-            16,
-        );
-        // Writes the manifest and `CURRENT`, synced, and syncs the directory.
-        drop(VersionSet::create(ctx, point.state)?);
-        info.files_copied += 2;
-        target.sync_dir().ctx("checkpoint directory")?;
-        target
-            .delete(CHECKPOINT_MARKER)
-            .and_then(|()| target.sync_dir())
-            .ctx(CHECKPOINT_MARKER)?;
-        tracing::info!(?info, "checkpoint written");
-        Ok(info)
+/// Writes a checkpoint of the database on `source` into `target`: its marker first, then
+/// what the point `take_point` reads holds (taken once the marker is durable).
+fn write_checkpoint(
+    source: &dyn Storage,
+    target: StorageRef,
+    take_point: impl FnOnce() -> Result<Point>,
+) -> Result<CheckpointInfo> {
+    target
+        .create(CHECKPOINT_MARKER)
+        .and_then(|f| f.sync())
+        .and_then(|()| target.sync_dir())
+        .ctx(CHECKPOINT_MARKER)?;
+    let point = take_point()?;
+    let mut info = CheckpointInfo {
+        sequence: point.seq,
+        namespaces: point.state.namespaces.live.keys().copied().collect(),
+        ..CheckpointInfo::default()
+    };
+    for id in point.state.version.table_ids() {
+        let name = table_name(id);
+        // The version keeps its tables: a table is always there.
+        transfer(source, target.as_ref(), &name, None, &mut info)?;
     }
+    let (live, end) = point.log_end;
+    let mut segments: Vec<u64> = source
+        .list()
+        .ctx("database directory")?
+        .iter()
+        .filter_map(|n| vlog::parse_segment_name(n))
+        .filter(|&s| s <= live)
+        .collect();
+    segments.sort_unstable();
+    for seg in segments {
+        let name = vlog::segment_name(seg);
+        let len = (seg == live).then_some(end);
+        match transfer(source, target.as_ref(), &name, len, &mut info) {
+            Ok(()) => {}
+            // Retired before the point and deleted since: nothing the point reads.
+            Err(e) if seg != live && is_not_found(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let ctx = TableCtx::new(
+        target.clone(),
+        Arc::new(BlockCache::new(0)),
+        Arc::new(Counters::default()),
+        16,
+    );
+    // Writes the manifest and `CURRENT`, synced, and syncs the directory.
+    drop(VersionSet::create(ctx, point.state)?);
+    info.files_copied += 2;
+    target.sync_dir().ctx("checkpoint directory")?;
+    target
+        .delete(CHECKPOINT_MARKER)
+        .and_then(|()| target.sync_dir())
+        .ctx(CHECKPOINT_MARKER)?;
+    tracing::info!(?info, "checkpoint written");
+    Ok(info)
+}
 
+impl Point {
     /// Reads, together, the last sequence number written, the log's end and the manifest's
     /// state: the writer lock keeps appends out, so the tables hold nothing past the point.
-    fn checkpoint_point(&self) -> Result<Point> {
-        self.check_open()?;
-        let w = self.writes.writer.lock();
+    fn take(writes: &WriteQueue, vlog_reader: &VlogReader, versions: &Versions) -> Point {
+        let w = writes.writer.lock();
         // Before the version is read: a segment retired before the pin has its live records
         // in tables of that version.
-        let pin = self.vlog_reader.pin();
-        let vs = self.versions.lock();
+        let pin = vlog_reader.pin();
+        let vs = versions.lock();
         let version: Version = (*vs.current()).clone();
         let state = Recovered {
             version,
@@ -174,12 +188,12 @@ impl Inner {
             log_start: vs.log_start,
             vlog_dead: vs.vlog_dead.clone(),
         };
-        Ok(Point {
+        Point {
             seq: w.next_seq.saturating_sub(1),
             log_end: w.vlog.position(),
             state,
             _pin: pin,
-        })
+        }
     }
 }
 

@@ -1,92 +1,16 @@
 //! Flushes, and the version edits they and compactions record in the manifest.
 
-use super::namespaces::dead_bytes_by_segment;
-use super::supersede::retire_index_entries;
-use super::usage::flush_usage;
-use super::{Inner, SuperVersion};
-use crate::compaction::{OutputParams, Retention, SnapshotFloors, TableSink};
+use super::dead_bytes::dead_bytes_by_segment;
+use super::flush_table::{flush_memtable, flush_params};
+use super::flush_usage::flush_usage;
+use super::inner::Inner;
+use super::super_version::Frozen;
+use super::supersede::supersede_index_entries;
 use crate::error::{IoContext, Result};
-use crate::key::{self, IndexValue, Kind, Nsid};
-use crate::memtable::Memtable;
-use crate::options::{Layout, Options};
 use crate::stats::Counters;
-use crate::table::TableProps;
-use crate::version::{Version, VersionEdit, VersionSet};
-use crate::vlog::LogSync;
-use std::collections::HashSet;
+use crate::version::VersionEdit;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// A memtable that takes no more writes, with what its flush needs from the value log.
-pub(super) struct Frozen {
-    pub(super) mem: Arc<Memtable>,
-    /// Value-log position just past its last record: replay starts there once it is flushed.
-    pub(super) log_end: (u64, u64),
-    /// The segment holding its newest records, synced before the flush is recorded (the
-    /// table will point at them).
-    pub(super) log_sync: LogSync,
-}
-
-/// A flush writes one L0 table holding every namespace.
-pub(super) fn flush_params(opts: &Options) -> OutputParams {
-    OutputParams {
-        split_by_namespace: false,
-        ..output_params(opts, u64::MAX)
-    }
-}
-
-pub(super) fn output_params(opts: &Options, target_table_bytes: u64) -> OutputParams {
-    OutputParams {
-        block_size: opts.block_size,
-        bits_per_key: opts.filter_bits_per_key,
-        hash_index: opts.block_hash_index,
-        target_table_bytes,
-        split_by_namespace: opts.layout == Layout::PerNamespace,
-    }
-}
-
-/// Writes a memtable as L0 table(s); drops the entries of destroyed namespaces and the
-/// versions shadowed within it that no snapshot can see. The table holds every namespace:
-/// each entry is kept for the snapshots of its own namespace (`floors`).
-pub(super) fn flush_memtable(
-    storage: &dyn crate::storage::Storage,
-    mem: &Memtable,
-    params: OutputParams,
-    opts: &Options,
-    dead: &HashSet<Nsid>,
-    floors: &SnapshotFloors,
-    new_file: &dyn Fn() -> u64,
-) -> Result<(Vec<TableProps>, Vec<key::ValueAddr>)> {
-    let mut sink = TableSink::new(storage, params, new_file);
-    let mut dropped = Vec::new();
-    let mut rule = Retention::new(floors.clone());
-    let mut ikey = Vec::new();
-    let mut val = Vec::new();
-    for (k, v) in mem.iter() {
-        ikey.clear();
-        ikey.extend_from_slice(&k.user);
-        key::push_trailer(&mut ikey, k.seq, v.kind);
-        let dead_ns = !dead.is_empty() && dead.contains(&key::ikey_nsid(&k.user));
-        if dead_ns || rule.drop_entry(&ikey, |_| false) {
-            if v.kind == Kind::Put && !v.addr.is_none() {
-                dropped.push(v.addr);
-            }
-            continue;
-        }
-        val.clear();
-        match v.kind {
-            Kind::Delete => IndexValue::Tombstone.encode(&mut val),
-            Kind::Put if v.addr.is_none() => IndexValue::Table(v.value.clone()).encode(&mut val),
-            Kind::Put => IndexValue::Addr {
-                addr: v.addr,
-                inline: (v.value.len() < opts.inline_value_threshold).then(|| v.value.clone()),
-            }
-            .encode(&mut val),
-        }
-        sink.add(&ikey, &val)?;
-    }
-    Ok((sink.finish()?, dropped))
-}
 
 impl Inner {
     pub(super) fn flush(&self) -> Result<()> {
@@ -94,7 +18,7 @@ impl Inner {
         if self.opening_inline.load(Ordering::Acquire) {
             // Nothing else runs background work yet: flush here.
             self.freeze_memtable(&mut self.writes.writer.lock())?;
-            while !self.super_version().imm.is_empty() {
+            while !self.versions.super_version().imm.is_empty() {
                 self.flush_oldest()?;
             }
             return Ok(());
@@ -104,10 +28,10 @@ impl Inner {
         let pending = {
             let mut w = self.writes.writer.lock();
             self.freeze_memtable(&mut w)?;
-            self.super_version().imm.clone()
+            self.versions.super_version().imm.clone()
         };
         loop {
-            let imm = self.super_version().imm.clone();
+            let imm = self.versions.super_version().imm.clone();
             if !imm
                 .iter()
                 .any(|m| pending.iter().any(|p| Arc::ptr_eq(m, p)))
@@ -119,23 +43,23 @@ impl Inner {
     }
 
     pub(super) fn flush_oldest(&self) -> Result<()> {
-        let Some(frozen) = self.super_version().imm.last().cloned() else {
+        let Some(frozen) = self.versions.super_version().imm.last().cloned() else {
             return Ok(());
         };
-        let alloc = || self.new_file_number();
+        let alloc = || self.versions.new_file_number();
         let params = flush_params(&self.opts);
-        let dead = self.namespaces.read().dead.clone();
-        retire_index_entries(
+        let destroyed = self.namespaces.read().destroyed.clone();
+        supersede_index_entries(
             &frozen.mem,
-            &self.super_version().version,
+            &self.versions.super_version().version,
             &self.index_set(),
             &self.vlog_reader,
             &self.counters,
         )?;
         let usage = flush_usage(
             &frozen.mem,
-            &self.super_version().version,
-            &dead,
+            &self.versions.super_version().version,
+            &destroyed,
             &self.counters,
             self.background_reader(),
         )?;
@@ -144,7 +68,7 @@ impl Inner {
             &frozen.mem,
             params,
             &self.opts,
-            &dead,
+            &destroyed,
             &self.snapshot_floors(),
             &alloc,
         )?;
@@ -168,76 +92,17 @@ impl Inner {
         Ok(())
     }
 
-    /// Logs `edit` in the manifest, noting whether the manifest is left in doubt.
-    pub(super) fn log_edit(&self, vs: &mut VersionSet, edit: VersionEdit) -> Result<Arc<Version>> {
-        let result = vs.log_and_apply(edit);
-        self.manifest_in_doubt
-            .store(result.is_err(), Ordering::Release);
-        result
-    }
-
-    /// After a failed manifest write, an edit (a namespace created or destroyed) may or may
-    /// not be on disk. A write acknowledged now would take one side of that doubt without
-    /// saying so (a put into a namespace whose destruction a crash then brings back), so the
-    /// doubt is settled first: a new manifest holding the state in memory.
-    pub(super) fn settle_manifest(&self) -> Result<()> {
-        if !self.manifest_in_doubt.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let mut vs = self.versions.lock();
-        if vs.in_doubt() {
-            self.log_edit(&mut vs, VersionEdit::default())?;
-        } else {
-            self.manifest_in_doubt.store(false, Ordering::Release);
-        }
-        Ok(())
-    }
-
     /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
-    pub(super) fn install(
-        &self,
-        mut edit: VersionEdit,
-        flushed: Option<&Arc<Frozen>>,
-    ) -> Result<()> {
-        let mut vs = self.versions.lock();
-        let usage_moved = !edit.usage_delta.is_empty() || !edit.destroyed_ns.is_empty();
-        // Indexes whose backfilled entries this flush makes durable: ready in the manifest
-        // with it (under its lock: a backfill registers under it too).
-        let ready = match flushed {
-            Some(f) => self.index_flush.logged_by(&f.mem),
-            None => Vec::new(),
-        };
-        let ready_ids: Vec<Nsid> = ready.iter().map(|(id, _)| *id).collect();
-        let registered = |(id, _): &(Nsid, u64)| vs.namespaces.indexes.contains_key(id);
-        edit.ready_index
-            .extend(ready.iter().filter(|r| registered(r)).copied());
-        let version = self.log_edit(&mut vs, edit)?;
-        self.index_flush.forget(&ready_ids);
-        let _update = self.sv_update.lock();
-        let sv = self.sv.load();
-        // The new figures go in the same swap that takes the flushed memtable out.
-        let used = match usage_moved {
-            true => Arc::new(super::usage::used_of(&vs.namespaces)),
-            false => sv.used.clone(),
-        };
-        if flushed.is_some() {
-            // Before the swap: see `credit_holds`.
-            self.capacity_flush.epoch.fetch_add(1, Ordering::AcqRel);
-        }
-        #[cfg(test)]
-        self.hooks.before_swap(self);
-        let imm = sv
-            .imm
-            .iter()
-            .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
-            .cloned()
-            .collect();
-        self.sv.store(Arc::new(SuperVersion {
-            mem: sv.mem.clone(),
-            imm,
-            version,
-            used,
-        }));
-        Ok(())
+    pub(super) fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
+        self.versions.install(
+            edit,
+            flushed,
+            &self.index_flush,
+            &self.capacity_flush.epoch,
+            || {
+                #[cfg(test)]
+                self.hooks.before_swap(self);
+            },
+        )
     }
 }

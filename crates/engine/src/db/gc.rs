@@ -1,57 +1,13 @@
 //! Value-log garbage collection: find the live records of sealed segments, write them again
 //! at the head of the log (unless a newer write got there first), then delete the segments.
 
-use super::snapshot::DeferredSegments;
-use super::Inner;
+use super::gc_state::GcStats;
+use super::inner::Inner;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
-use crate::vlog::{self, EncodedWrite, Liveness, SegmentScan, SCAN_CHUNK};
+use crate::vlog::{self, EncodedWrite, SegmentScan, SCAN_CHUNK};
 use bytes::Bytes;
-use parking_lot::Mutex;
 use std::collections::HashSet;
-
-/// What a garbage collection did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GcStats {
-    /// Sealed segments looked at.
-    pub segments_scanned: usize,
-    /// Segments collected: their live records rewritten, the files deleted.
-    pub segments_deleted: usize,
-    /// Bytes of deleted segments.
-    pub bytes_reclaimed: u64,
-    /// Live records moved to the head of the log.
-    pub records_rewritten: u64,
-    /// Bytes of those records.
-    pub bytes_rewritten: u64,
-    /// Segments found damaged (a checksum that fails: bit rot in synced data). GC keeps them,
-    /// names them in [`crate::Db::damaged_segments`] and does not read them again.
-    pub segments_damaged: usize,
-}
-
-/// What value-log GC keeps between collections: the dead bytes of each segment, the
-/// segments it had to leave, and those it collected but may not retire yet.
-pub(super) struct GcState {
-    pub(super) liveness: Liveness,
-    /// Segments GC left because a live snapshot can reach a record in them; looked at
-    /// again once a snapshot of one of those namespaces is released.
-    pub(super) deferred: Mutex<DeferredSegments>,
-    /// Segments GC collected, to be retired once the writes up to the seqno are flushed.
-    pub(super) retire_after_flush: Mutex<Vec<(SeqNo, u64)>>,
-    /// Segments GC found damaged, with what it found: kept, never collected (their intact
-    /// records stay readable, reads of the damaged ones fail with the same corruption).
-    pub(super) damaged: Mutex<std::collections::BTreeMap<u64, String>>,
-}
-
-impl GcState {
-    pub(super) fn new(liveness: Liveness) -> GcState {
-        GcState {
-            liveness,
-            deferred: Mutex::new(DeferredSegments::default()),
-            retire_after_flush: Mutex::new(Vec::new()),
-            damaged: Mutex::default(),
-        }
-    }
-}
 
 /// Rewrites go to the log in groups of about this many bytes, so writers are not held up
 /// for long at a time.
@@ -122,7 +78,7 @@ impl Inner {
         };
         let seg_len = scan.len();
         stats.segments_scanned += 1;
-        let dead_ns = self.namespaces.read().dead.clone();
+        let destroyed = self.namespaces.read().destroyed.clone();
         // Offsets of the records still current.
         let mut live = Vec::new();
         let (mut live_bytes, mut total) = (0u64, 0u64);
@@ -135,7 +91,7 @@ impl Inner {
             };
             total += r.len as u64;
             let candidate = rec.kind == Kind::Put
-                && !dead_ns.contains(&rec.nsid)
+                && !destroyed.contains(&rec.nsid)
                 && !self.gc.liveness.is_dead(&addr)
                 && self.is_current(rec.nsid, rec.key, addr)?;
             if candidate {
@@ -312,7 +268,7 @@ impl Inner {
             .writes
             .visible_seq
             .load(std::sync::atomic::Ordering::Acquire);
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         if sv.mem.is_empty() && sv.imm.is_empty() {
             self.retire_flushed_segments(visible);
         }
@@ -337,18 +293,18 @@ impl Inner {
     /// namespace is taken as read (its entries may be compacted away already).
     fn seen_by_snapshot(&self, puts: &[(Nsid, Bytes, ValueAddr)]) -> Result<Vec<Nsid>> {
         let mut seen: Vec<Nsid> = Vec::new();
-        let dead_ns = self.namespaces.read().dead.clone();
+        let destroyed = self.namespaces.read().destroyed.clone();
         // By namespace: once one snapshot of a namespace reads the segment, that is enough.
         for (ns, seq) in self.snapshots.list() {
             if seen.last() == Some(&ns) {
                 continue;
             }
-            let dead = dead_ns.contains(&ns);
+            let of_destroyed = destroyed.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
-                let read = dead || {
+                let read = of_destroyed || {
                     let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
                     // A destroy racing this check takes the namespace's tables out of the
-                    // version before it joins the dead set: a miss may be that, not a newer
+                    // version before it joins the destroyed set: a miss may be that, not a newer
                     // version. The manifest's list of destroyed ids changes with the version
                     // the lookup read, so a miss for that reason finds the id in it.
                     hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(*addr))
@@ -416,56 +372,5 @@ impl Inner {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::Db;
-    use super::GcStats;
-    use crate::options::{Layout, Options};
-    use crate::storage::{MemStorage, StorageRef};
-    use bytes::Bytes;
-    use std::sync::Arc;
-
-    /// A segment deleted between the listing and its collection (another collection took
-    /// it) is skipped, not an error that stops the database.
-    #[test]
-    fn a_segment_gone_since_the_listing_is_skipped() {
-        let storage: StorageRef = Arc::new(MemStorage::new());
-        let db = Db::builder(Options::default())
-            .open_storage(storage)
-            .unwrap();
-        let mut stats = GcStats::default();
-        db.inner.gc_segment(999_999, 0.0, &mut stats).unwrap();
-        assert_eq!(stats, GcStats::default());
-        db.close().unwrap();
-    }
-
-    /// A destroy between GC's lookup and its look at the dead set: the namespace's tables
-    /// are out of the version, it is not in the dead set yet, and an iterator opened before
-    /// still reads its records. The check must count that iterator's snapshot (it took the
-    /// miss for a newer version and let the segment go, found by the stress test).
-    #[test]
-    fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
-        let storage: StorageRef = Arc::new(MemStorage::new());
-        let opts = Options {
-            layout: Layout::PerNamespace,
-            inline_value_threshold: 0,
-            ..Options::default()
-        };
-        let db = Db::builder(opts).open_storage(storage).unwrap();
-        let ns = db.create_namespace("t").unwrap();
-        ns.put(b"k", &[7u8; 300]).unwrap();
-        db.compact_all().unwrap();
-        let id = ns.id();
-        let hit = db.inner.lookup(id, b"k", None, &db.inner.counters).unwrap();
-        let addr = hit
-            .and_then(|h| h.addr)
-            .expect("the record has a value-log address");
-        let snapshot = ns.snapshot();
-        // The window: the tables are gone, the dead set does not say so yet.
-        db.inner.remove_trees(&[id]).unwrap();
-        let puts = [(id, Bytes::from_static(b"k"), addr)];
-        assert_eq!(db.inner.seen_by_snapshot(&puts).unwrap(), vec![id]);
-        drop(snapshot);
-        assert!(db.inner.seen_by_snapshot(&puts).unwrap().is_empty());
-        db.close().unwrap();
-    }
-}
+#[path = "gc_tests.rs"]
+mod tests;

@@ -3,9 +3,9 @@
 //! block and last data block are read once for the keys that fall in it, then the value-log
 //! records read together (queued at once on a modeled device, in address order on files).
 
-use super::namespaces::NsEntry;
-use super::read::{count_get, lookup_in, ProbeCache};
-use super::Inner;
+use super::inner::Inner;
+use super::lookup::{count_get, lookup_in, ProbeCache};
+use super::namespace_set::NsEntry;
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
 use crate::stats::Counters;
@@ -16,13 +16,6 @@ use std::sync::Arc;
 /// Most keys one `get_many` call takes: a batch's answers are all held at once, and a caller
 /// with more splits them (the device's batches are far smaller: one connection's pipeline).
 pub const MAX_GET_MANY_KEYS: usize = 4096;
-
-/// Most bytes of values one `get_many` call answers with by default (64 MiB,
-/// `Options::get_many_bytes`): the keys alone do not bound a batch (4,096 values of 64 MiB
-/// each). The sizes are known from the lookups, so a batch past it fails with
-/// [`Error::TooManyBytes`] before it reads any value; the caller splits it (a value larger
-/// than the bound alone is read with a get).
-pub const MAX_GET_MANY_BYTES: u64 = 64 << 20;
 
 /// A value still to be read from the value log for answer `slot`.
 struct Later {
@@ -59,7 +52,7 @@ impl Inner {
         // as for one get (`Inner::get`).
         let cached_at = self.read_seq(at);
         // The super version first, then the seqno, as for one get.
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let snapshot = self.read_seq(at);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
@@ -195,55 +188,5 @@ fn add_hit_time(c: &Counters, step: usize, since: quanta::Instant) {
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::storage::MemStorage;
-    use crate::{Db, Error, Options, Readable};
-    use std::sync::Arc;
-
-    /// A batch is bounded by the bytes of its values too, not only by its keys: past the
-    /// bound it fails with a typed error (nothing read) and the caller splits it.
-    #[test]
-    fn get_many_is_bounded_by_bytes() {
-        let opts = Options {
-            get_many_bytes: 10_000,
-            inline_value_threshold: 16,
-            ..Options::default()
-        };
-        let db = Db::builder(opts)
-            .open_storage(Arc::new(MemStorage::new()))
-            .unwrap();
-        let ns = db.create_namespace("t").unwrap();
-        for i in 0..8u8 {
-            ns.put(&[i], &vec![i; 2000]).unwrap();
-        }
-        let keys: Vec<[u8; 1]> = (0..8u8).map(|i| [i]).collect();
-        let eight: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-        // In the memtable, then in a table with the values in the log.
-        for flushed in [false, true] {
-            if flushed {
-                db.flush().unwrap();
-            }
-            let got = ns.get_many(&eight[..4]).unwrap();
-            assert!(got
-                .iter()
-                .all(|v| v.as_ref().is_some_and(|v| v.len() == 2000)));
-            match ns.get_many(&eight) {
-                Err(Error::TooManyBytes { bytes, limit }) => {
-                    assert_eq!(limit, 10_000);
-                    assert!(bytes >= 16_000, "{bytes}");
-                }
-                other => panic!("{:?}", other.map(|v| v.len())),
-            }
-            // A key asked six times is answered six times: it counts six times.
-            let same: Vec<&[u8]> = vec![&[1u8][..]; 6];
-            assert!(matches!(
-                ns.get_many(&same),
-                Err(Error::TooManyBytes { .. })
-            ));
-            // Split, the batch is answered.
-            for half in eight.chunks(4) {
-                assert_eq!(ns.get_many(half).unwrap().len(), 4);
-            }
-        }
-    }
-}
+#[path = "get_many_tests.rs"]
+mod tests;

@@ -3,21 +3,21 @@
 //! no lookup by id; once the namespace is destroyed every operation on a handle returns
 //! [`Error::UnknownNamespace`](crate::error::Error::UnknownNamespace).
 
-use super::indexes::IndexInfo;
-use super::namespaces::NsEntry;
-use super::usage::Usage;
-use super::Inner;
+use super::index_set::IndexInfo;
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::index::IndexKind;
 use crate::key::{Kind, Nsid};
 use crate::namespace_options::NamespaceOptions;
 use crate::options::WriteOptions;
+use crate::space::Usage;
 use crate::stats::{GetPath, NamespaceStats};
 use std::sync::Arc;
 
-/// One namespace of a [`Db`](super::Db): its writes here, its reads (at the newest state) those
-/// of [`Readable`](super::Readable). Cheap to clone and to send between threads; it keeps the
+/// One namespace of a [`Db`](super::database::Db): its writes here, its reads (at the newest state) those
+/// of [`Readable`](super::readable::Readable). Cheap to clone and to send between threads; it keeps the
 /// database's state alive, and fails with [`Error::Closed`](crate::error::Error::Closed)
 /// once the database is closed.
 #[derive(Clone)]
@@ -157,7 +157,7 @@ impl Namespace {
     }
 
     /// Its space and settings (what `stats().space` shows), without the rest of the stats.
-    pub fn space(&self) -> Result<crate::NamespaceSpace> {
+    pub fn space(&self) -> Result<crate::space::NamespaceSpace> {
         self.inner.namespace_space(&self.entry)
     }
 

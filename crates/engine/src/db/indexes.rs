@@ -5,170 +5,14 @@
 //! so the entry of the value it replaced stays behind. A query drops such stale entries when it
 //! checks the record it reaches (`classic`: the current value's attribute).
 
-use super::namespaces::NsEntry;
-use super::Inner;
+use super::index_set::{IndexInfo, IndexSet};
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
 use crate::error::{Error, Result};
-use crate::index::{entry_key, entry_payload, extract, AttrPath, IndexDef, IndexKind, KEY_FORMAT};
-use crate::key::{self, Kind, Nsid, SeqNo};
-use crate::memtable::{MemValue, Memtable};
+use crate::index::{AttrPath, IndexDef, IndexKind, KEY_FORMAT};
+use crate::key::Nsid;
 use crate::version::{VersionEdit, VersionSet};
-use bytes::Bytes;
-use std::collections::HashMap;
 use std::sync::Arc;
-
-/// An index as the write path and queries use it.
-pub(super) struct LiveIndex {
-    pub(super) def: IndexDef,
-    pub(super) attr: AttrPath,
-}
-
-/// Every live index, by the namespace it indexes.
-#[derive(Default)]
-pub(super) struct IndexSet {
-    by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>>,
-}
-
-impl IndexSet {
-    /// The set of `defs`; `ready` marks indexes ready in memory whose ready edit waits for a
-    /// flush (see `backfill::IndexFlushes`).
-    pub(super) fn from_defs<'a>(
-        defs: impl Iterator<Item = &'a IndexDef>,
-        ready: &[(Nsid, SeqNo)],
-    ) -> Self {
-        let mut by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>> = HashMap::new();
-        // An index of an older key format is left out: nothing derives or reads its
-        // entries, whose keys this code would misread, until open rebuilds it.
-        for d in defs.filter(|d| d.keys == KEY_FORMAT) {
-            // Only attributes that parsed are ever logged.
-            if let Ok(attr) = AttrPath::parse(&d.attr) {
-                let mut def = d.clone();
-                if let Some((_, from)) = ready.iter().find(|(id, _)| *id == d.id) {
-                    def.ready = def.ready.or(Some(*from));
-                }
-                by_ns
-                    .entry(d.ns)
-                    .or_default()
-                    .push(Arc::new(LiveIndex { def, attr }));
-            }
-        }
-        IndexSet { by_ns }
-    }
-
-    pub(super) fn of(&self, ns: Nsid) -> &[Arc<LiveIndex>] {
-        self.by_ns.get(&ns).map_or(&[], Vec::as_slice)
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.by_ns.is_empty()
-    }
-
-    /// The same set without index `id`.
-    pub(super) fn without(&self, id: Nsid) -> IndexSet {
-        let by_ns = self
-            .by_ns
-            .iter()
-            .map(|(ns, v)| (*ns, v.iter().filter(|i| i.def.id != id).cloned().collect()))
-            .filter(|(_, v): &(Nsid, Vec<Arc<LiveIndex>>)| !v.is_empty())
-            .collect();
-        IndexSet { by_ns }
-    }
-
-    /// Each namespace that has indexes, with them.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (Nsid, &[Arc<LiveIndex>])> {
-        self.by_ns.iter().map(|(ns, v)| (*ns, v.as_slice()))
-    }
-}
-
-/// What [`Namespace::list_indexes`](super::handle::Namespace::list_indexes) reports of one index.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct IndexInfo {
-    /// The attribute indexed (dotted path).
-    pub attr: String,
-    /// How the index stores its entries.
-    pub kind: IndexKind,
-    /// Backfill done: queries use it.
-    pub ready: bool,
-}
-
-/// The entries (user key with the index's id, payload) `indexes` derive from the put of
-/// `value` at `pk`, stored at `addr`, at `seq`.
-pub(super) fn entries_of(
-    indexes: &[Arc<LiveIndex>],
-    pk: &[u8],
-    value: &[u8],
-    addr: key::ValueAddr,
-    seq: SeqNo,
-) -> Vec<(Bytes, Bytes)> {
-    if indexes.is_empty() {
-        return Vec::new();
-    }
-    let attrs: Vec<&AttrPath> = indexes.iter().map(|i| &i.attr).collect();
-    let mut out = Vec::new();
-    for (idx, sk) in indexes.iter().zip(extract(value, &attrs)) {
-        if let Some(sk) = sk {
-            let mut user = idx.def.id.to_be_bytes().to_vec();
-            user.extend_from_slice(&entry_key(&sk, pk));
-            out.push((
-                Bytes::from(user),
-                Bytes::from(entry_payload(idx.def.kind, addr, seq)),
-            ));
-        }
-    }
-    out
-}
-
-/// Bytes an entry counts for (key without the index's id, and payload).
-pub(super) fn entry_bytes((user, payload): &(Bytes, Bytes)) -> u64 {
-    (user.len() - key::NSID_LEN + payload.len()) as u64
-}
-
-/// Inserts `entries` into `mem` at `seq`; returns their bytes.
-pub(super) fn insert_entries(mem: &Memtable, entries: Vec<(Bytes, Bytes)>, seq: SeqNo) -> u64 {
-    let mut bytes = 0;
-    for e in entries {
-        bytes += entry_bytes(&e);
-        let (user, value) = e;
-        let v = MemValue {
-            kind: Kind::Put,
-            value,
-            addr: key::ValueAddr::NONE,
-        };
-        mem.insert(user, seq, v);
-    }
-    bytes
-}
-
-/// Inserts into `mem` the entries `indexes` derive from the put of `value` at `pk`, stored
-/// at `addr`, at `seq`; returns their bytes (keys and payloads).
-pub(super) fn derive_entries(
-    mem: &Memtable,
-    indexes: &[Arc<LiveIndex>],
-    pk: &[u8],
-    value: &[u8],
-    addr: key::ValueAddr,
-    seq: SeqNo,
-) -> u64 {
-    insert_entries(mem, entries_of(indexes, pk, value, addr, seq), seq)
-}
-
-/// The most bytes the entries `indexes` derive from a put of `value` at `pk` can take, before
-/// the put has a seqno and an address: each payload counted with `seq` and an address at
-/// `offset` in the largest segment number (a few bytes more than it will take).
-pub(super) fn derived_bound(
-    indexes: &[Arc<LiveIndex>],
-    pk: &[u8],
-    value: &[u8],
-    seq: SeqNo,
-    offset: u64,
-) -> u64 {
-    let addr = key::ValueAddr {
-        segment: u64::from(u32::MAX),
-        offset,
-        len: u32::MAX,
-    };
-    let entries = entries_of(indexes, pk, value, addr, seq);
-    entries.iter().map(entry_bytes).sum()
-}
 
 impl Inner {
     pub(super) fn index_set(&self) -> Arc<IndexSet> {
@@ -214,7 +58,7 @@ impl Inner {
                 ready: None,
                 keys: KEY_FORMAT,
             };
-            self.log_edit(
+            self.versions.log_edit(
                 &mut vs,
                 VersionEdit {
                     created_index: vec![def],
@@ -266,7 +110,7 @@ impl Inner {
                     next_nsid: Some(id + 1),
                     ..VersionEdit::default()
                 };
-                self.log_edit(&mut vs, edit)?;
+                self.versions.log_edit(&mut vs, edit)?;
                 self.reload_indexes(&vs);
             }
             drop((vs, _w));
@@ -342,103 +186,5 @@ impl Inner {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::storage::{MemStorage, StorageRef};
-    use crate::{Db, Filter, FindOptions, Options, Readable};
-    use std::sync::atomic::Ordering;
-
-    /// An index entry's key in key format 1: the number's `f64` bits alone, made to sort.
-    fn old_key(x: f64, pk: &[u8]) -> Vec<u8> {
-        let bits = x.to_bits();
-        let sortable = if bits >> 63 == 1 {
-            !bits
-        } else {
-            bits ^ (1 << 63)
-        };
-        [&[0x04][..], &sortable.to_be_bytes(), pk].concat()
-    }
-
-    /// What a version before issue 60 left: an index of key format 1, ready, its entries
-    /// keyed by `f64` (2^53 and 2^53 + 1 on one key). After an open it answers exactly.
-    #[test]
-    fn an_index_of_the_old_key_format_is_rebuilt_at_open() {
-        let storage: StorageRef = Arc::new(MemStorage::new());
-        let ids = [9007199254740992u64, 9007199254740993, 5];
-        let old_id = {
-            let db = Db::builder(Options::default())
-                .open_storage(storage.clone())
-                .unwrap();
-            let ns = db.create_namespace("n").unwrap();
-            for (i, id) in ids.iter().enumerate() {
-                let v = format!("{{\"id\": {id}}}");
-                ns.put(format!("k{i}").as_bytes(), v.as_bytes()).unwrap();
-            }
-            let inner = &db.inner;
-            let w = inner.writes.writer.lock();
-            let mut vs = inner.versions.lock();
-            let id = vs.namespaces.next;
-            let seq = inner.writes.visible_seq.load(Ordering::Acquire);
-            let mem = inner.super_version().mem.clone();
-            for (i, v) in ids.iter().enumerate() {
-                let mut user = id.to_be_bytes().to_vec();
-                user.extend_from_slice(&old_key(*v as f64, format!("k{i}").as_bytes()));
-                let payload = entry_payload(IndexKind::Classic, key::ValueAddr::NONE, seq);
-                let value = MemValue {
-                    kind: Kind::Put,
-                    value: Bytes::from(payload),
-                    addr: key::ValueAddr::NONE,
-                };
-                mem.insert(Bytes::from(user), seq, value);
-            }
-            let def = IndexDef {
-                id,
-                ns: ns.id(),
-                attr: "id".into(),
-                kind: IndexKind::Classic,
-                ready: None,
-                keys: 1,
-            };
-            let edit = VersionEdit {
-                created_index: vec![def],
-                ready_index: vec![(id, seq)],
-                next_nsid: Some(id + 1),
-                ..VersionEdit::default()
-            };
-            inner.log_edit(&mut vs, edit).unwrap();
-            inner.reload_indexes(&vs);
-            drop((vs, w));
-            db.flush().unwrap();
-            id
-        };
-        let db = Db::builder(Options::default())
-            .open_storage(storage)
-            .unwrap();
-        let ns_id = db
-            .inner
-            .versions
-            .lock()
-            .namespaces
-            .live
-            .iter()
-            .find(|(_, n)| *n == "n")
-            .map(|(id, _)| *id)
-            .unwrap();
-        let ns = db.namespace(ns_id).unwrap();
-        let f = Filter::parse_str(r#"{"id": 9007199254740993}"#).unwrap();
-        let found = ns.find(&f, &FindOptions::default()).unwrap();
-        let pks: Vec<&[u8]> = found.value.iter().map(|r| &r.pk[..]).collect();
-        assert_eq!(pks, [b"k1"]);
-        assert_eq!(found.stats.plan, "classic index on id");
-        let defs: Vec<IndexDef> = db
-            .inner
-            .versions
-            .lock()
-            .namespaces
-            .indexes_of(ns_id)
-            .cloned()
-            .collect();
-        assert_eq!(defs.len(), 1, "{defs:?}");
-        assert!(defs[0].id != old_id && defs[0].keys == KEY_FORMAT && defs[0].ready.is_some());
-    }
-}
+#[path = "indexes_tests.rs"]
+mod tests;

@@ -13,12 +13,13 @@
 //! values are safe without one: value-log GC leaves every segment holding a record its
 //! snapshot reads (of its own namespace, destroyed or not) until the snapshot goes.
 
-use super::namespaces::NsEntry;
-use super::snapshot::{Release, Snapshot};
-use super::Inner;
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
+use super::snapshot::Snapshot;
+use super::snapshots::Release;
 use crate::error::{Error, Result};
 use crate::iter::SnapshotScan;
-use crate::key::{self, IndexValue, Kind};
+use crate::key::{self, IndexValue, Kind, ValueAt};
 use crate::prefetch::{Pending, ReadPool};
 use crate::stats::Counters;
 use crate::table::IterConfig;
@@ -188,7 +189,7 @@ impl Iter {
         // After the snapshot's seqno was pinned: everything at or below it is in this super
         // version (or in what compactions keep for the snapshot), and GC keeps the segments
         // of what it reads.
-        let sv = self.inner.super_version();
+        let sv = self.inner.versions.super_version();
         let config = IterConfig {
             fill_cache: self.opts.fill_cache,
             readahead: self
@@ -314,14 +315,11 @@ impl Iter {
             let key = Bytes::copy_from_slice(p.scan.key());
             let index_value = p.scan.index_value();
             p.scan.next()?;
-            let value = match index_value {
+            let value = match index_value.and_then(IndexValue::value_at) {
                 _ if self.opts.keys_only => Fetch::Ready(Bytes::new()),
-                Some(IndexValue::Addr {
-                    inline: Some(v), ..
-                })
-                | Some(IndexValue::Table(v)) => Fetch::Ready(v),
-                Some(IndexValue::Addr { addr, inline: None }) => Fetch::Later(addr),
-                _ => {
+                Some(ValueAt::Here(v)) => Fetch::Ready(v),
+                Some(ValueAt::Log(addr)) => Fetch::Later(addr),
+                None => {
                     return Err(Error::corruption(
                         "index",
                         0,
@@ -388,7 +386,7 @@ impl Iterator for Iter {
         let failed_before = self.failed;
         if let Err(e) = self.usable() {
             // Every call past the age says so; other failures are said once.
-            let expired = e.kind() == crate::ErrorKind::SnapshotExpired;
+            let expired = e.kind() == crate::error::ErrorKind::SnapshotExpired;
             return (expired || !failed_before).then_some(Err(e));
         }
         if self.failed {

@@ -4,7 +4,7 @@
 //! each. A sync covers every call that arrived before it started; a call waits for the sync
 //! in progress, then returns at once if a sync that started after it arrived has completed.
 
-use crate::Result;
+use crate::error::Result;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -95,7 +95,7 @@ mod tests {
     #[test]
     fn a_failed_sync_covers_nothing() {
         let syncs = LogSyncs::new();
-        let failed = syncs.coalesce(|| Err(crate::Error::Closed));
+        let failed = syncs.coalesce(|| Err(crate::error::Error::Closed));
         assert!(failed.is_err());
         assert!(
             syncs.coalesce(|| Ok(())).unwrap(),

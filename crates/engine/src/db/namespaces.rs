@@ -1,105 +1,21 @@
 //! Namespaces: creation, destruction, and their counters and tree shape.
 
-use super::Inner;
+use super::dead_bytes::dead_bytes_by_segment;
+use super::inner::Inner;
+use super::level_stats::level_stats;
+use super::namespace_set::NsEntry;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
 use crate::namespace_options::NamespaceOptions;
 use crate::options::Layout;
-use crate::stats::{Counters, LevelStats, NamespaceStats};
+use crate::stats::NamespaceStats;
 use crate::version::{TableHandle, VersionEdit, RUNS};
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// A namespace as reads and writes see it; handles hold it, so their operations need no
-/// lookup by id.
-pub(super) struct NsEntry {
-    pub(super) id: Nsid,
-    pub(super) name: String,
-    /// Cleared when the namespace is destroyed: handles then get `UnknownNamespace`.
-    pub(super) live: AtomicBool,
-    /// Its writes and point lookups.
-    pub(super) counters: Arc<Counters>,
-    /// Its key listings, apart so per-get figures come from gets alone.
-    pub(super) list_counters: Arc<Counters>,
-    /// Milliseconds from the database's opening to its last write (coarse: the commit
-    /// group's time), for its idleness.
-    pub(super) last_write_ms: AtomicU64,
-    /// A seqno at or above its last write's.
-    pub(super) last_write_seq: AtomicU64,
-    /// Its settings, as the manifest keeps them.
-    pub(super) options: parking_lot::RwLock<NamespaceOptions>,
-    /// Writes are refused (`Namespace::set_read_only`); set and cleared under the manifest's
-    /// lock and the commit queue's (`read_only.rs`), checked by writes under the queue's.
-    pub(super) read_only: AtomicBool,
-}
-
-impl NsEntry {
-    pub(super) fn new(id: Nsid, name: &str, page_size: u64) -> NsEntry {
-        NsEntry {
-            id,
-            name: name.to_string(),
-            live: AtomicBool::new(true),
-            counters: Arc::new(Counters::new(page_size)),
-            list_counters: Arc::new(Counters::new(page_size)),
-            last_write_ms: AtomicU64::new(0),
-            last_write_seq: AtomicU64::new(0),
-            options: Default::default(),
-            read_only: AtomicBool::new(false),
-        }
-    }
-
-    /// `UnknownNamespace` once the namespace is destroyed.
-    pub(super) fn check_live(&self) -> Result<()> {
-        if self.live.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(Error::UnknownNamespace(self.id))
-        }
-    }
-
-    /// `NamespaceReadOnly` while the namespace refuses writes. A quick check: the one that
-    /// decides is made under the commit queue's lock (`Inner::commit`).
-    pub(super) fn check_writable(&self) -> Result<()> {
-        match self.read_only.load(Ordering::Acquire) {
-            false => Ok(()),
-            true => Err(Error::NamespaceReadOnly(self.id)),
-        }
-    }
-}
-
-/// The namespaces, mirrored from the manifest for the hot paths.
-pub(super) struct NsState {
-    pub(super) live: HashMap<Nsid, Arc<NsEntry>>,
-    /// Destroyed ids: their entries are dropped by flushes and compactions.
-    pub(super) dead: Arc<HashSet<Nsid>>,
-    /// The counts of destroyed namespaces, summed into one for the database totals (their
-    /// counters, a few KiB each, go with them).
-    pub(super) retired: crate::stats::DbStats,
-}
-
-/// Value-log bytes of `addrs`, per segment, as a manifest edit records them.
-pub(super) fn dead_bytes_by_segment(addrs: &[key::ValueAddr]) -> Vec<(u64, u64)> {
-    let mut sums: std::collections::BTreeMap<u64, u64> = Default::default();
-    for a in addrs {
-        *sums.entry(a.segment).or_default() += u64::from(a.len);
-    }
-    sums.into_iter().collect()
-}
-
-pub(super) fn level_stats(tables: &[&Arc<TableHandle>]) -> LevelStats {
-    LevelStats {
-        tables: tables.len(),
-        bytes: tables.iter().map(|t| t.props.size).sum(),
-    }
-}
 
 impl Inner {
     pub(super) fn ns_entry(&self, ns: Nsid) -> Result<Arc<NsEntry>> {
-        match self.namespaces.read().live.get(&ns) {
-            Some(e) => Ok(e.clone()),
-            None => Err(Error::UnknownNamespace(ns)),
-        }
+        self.namespaces.read().entry(ns)
     }
 
     pub(super) fn create_namespace(
@@ -122,7 +38,7 @@ impl Inner {
         if ns == Nsid::MAX {
             return Err(Error::InvalidArgument("namespace ids exhausted".into()));
         }
-        self.log_edit(
+        self.versions.log_edit(
             &mut vs,
             VersionEdit {
                 created_ns: vec![(ns, name.to_string())],
@@ -150,7 +66,7 @@ impl Inner {
         let mut vs = self.versions.lock();
         // Checked under the manifest's lock: a destroy is logged under it too.
         e.check_live()?;
-        self.log_edit(
+        self.versions.log_edit(
             &mut vs,
             VersionEdit {
                 ns_options: vec![(e.id, options)],
@@ -178,8 +94,8 @@ impl Inner {
         if let Some(e) = state.live.remove(&ns) {
             e.live.store(false, Ordering::Release);
             let n = self.opts.num_levels;
-            e.counters.accumulate(&mut state.retired, n);
-            e.list_counters.accumulate(&mut state.retired, n);
+            e.counters.accumulate(&mut state.destroyed_counters, n);
+            e.list_counters.accumulate(&mut state.destroyed_counters, n);
         }
         drop(state);
         self.forget_destroyed_quietly();
@@ -191,12 +107,12 @@ impl Inner {
 
     /// Destroys the namespaces (or indexes) `ids` in the manifest: their own tables go at
     /// once, and their entries in the memtables, L0 and runs become unreachable at once (the
-    /// dead set) and are dropped by the next flush or compaction.
+    /// destroyed set) and are dropped by the next flush or compaction.
     pub(super) fn drop_trees(&self, ids: &[Nsid]) -> Result<()> {
         // No compaction may run meanwhile: it could write tables of `ids` back.
         let _slots = self.acquire_compaction()?;
         let dead = self.remove_trees(ids)?;
-        self.join_dead_set(ids, &dead);
+        self.join_destroyed_set(ids, &dead);
         Ok(())
     }
 
@@ -251,30 +167,30 @@ impl Inner {
     /// The second half of [`drop_trees`](Self::drop_trees): the values in `dead` are
     /// garbage for GC, and the entries of `ids` left in memtables, L0 and runs are
     /// unreachable and dropped by the next flush or compaction.
-    fn join_dead_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
+    fn join_destroyed_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
         self.gc.liveness.mark_dead(dead);
         self.bg.state.lock().policy.check_gc();
         self.wake_background();
         let mut state = self.namespaces.write();
-        let mut set = (*state.dead).clone();
+        let mut set = (*state.destroyed).clone();
         set.extend(ids.iter().copied());
-        state.dead = Arc::new(set);
+        state.destroyed = Arc::new(set);
     }
 
     /// Forgets the destroyed ids nothing can refer to any more: no memtable entry, no table
-    /// entry, no snapshot. The dead set and the manifest's list of destroyed ids then stay as
+    /// entry, no snapshot. The destroyed set and the manifest's list of destroyed ids then stay as
     /// small as what is left to drop (ids are never reused: the registry's next id says which
     /// were handed out). Called after a destroy and after each flush or compaction.
     pub(super) fn forget_destroyed(&self) -> Result<()> {
-        let dead = self.namespaces.read().dead.clone();
-        if dead.is_empty() {
+        let destroyed = self.namespaces.read().destroyed.clone();
+        if destroyed.is_empty() {
             return Ok(());
         }
         // Memtables and tables of one super version: entries of a destroyed id only ever
         // leave them (the flush that drops its memtable entries installs with its tables).
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         let mut gone = Vec::new();
-        'ids: for &id in dead.iter() {
+        'ids: for &id in destroyed.iter() {
             let mems = std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem));
             if self.snapshots.count_of(id) > 0 || mems.into_iter().any(|m| m.entries_of(id) > 0) {
                 continue;
@@ -292,12 +208,12 @@ impl Inner {
         }
         let mut vs = self.versions.lock();
         let mut state = self.namespaces.write();
-        let mut set = (*state.dead).clone();
+        let mut set = (*state.destroyed).clone();
         for id in &gone {
             set.remove(id);
             vs.namespaces.destroyed.remove(id);
         }
-        state.dead = Arc::new(set);
+        state.destroyed = Arc::new(set);
         Ok(())
     }
 
@@ -316,7 +232,7 @@ impl Inner {
         s.listings = entry.list_counters.listing_stats();
         self.reap_snapshots();
         s.snapshots = self.snapshots.count_of(ns);
-        let sv = self.super_version();
+        let sv = self.versions.super_version();
         s.keys_estimate = std::iter::once(&sv.mem)
             .chain(sv.imm.iter().map(|f| &f.mem))
             .map(|m| m.entries_of(ns))
@@ -350,51 +266,5 @@ impl Inner {
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::storage::MemStorage;
-    use crate::version::VersionEdit;
-    use crate::{Db, Options};
-    use std::sync::Arc;
-
-    /// Each destroyed namespace used to stay behind for the life of the process: in the dead
-    /// set (cloned per destroy), in the manifest's list of destroyed ids (written into every
-    /// snapshot) and as two sets of counters. Memory now stays flat: what is kept is bounded
-    /// by what still holds entries, not by how many namespaces ever lived.
-    #[test]
-    fn namespace_churn_leaves_nothing_behind() {
-        let db = Db::builder(Options::default())
-            .open_storage(Arc::new(MemStorage::new()))
-            .unwrap();
-        db.namespace(crate::key::DEFAULT_NS)
-            .unwrap()
-            .put(b"k", b"v")
-            .unwrap();
-        let mut most_dead = 0;
-        for i in 0..10_000 {
-            let ns = db.create_namespace(&format!("n{i}")).unwrap();
-            if i % 100 == 0 {
-                // Entries left in the memtable: the id stays dead until a flush drops them.
-                ns.put(b"k", b"v").unwrap();
-            }
-            db.destroy_namespace(ns.id()).unwrap();
-            if i % 1000 == 999 {
-                db.flush().unwrap();
-            }
-            most_dead = most_dead.max(db.inner.namespaces.read().dead.len());
-        }
-        db.flush().unwrap();
-        db.inner.forget_destroyed().unwrap();
-        assert!(most_dead <= 11, "{most_dead} dead ids kept at once");
-        assert!(db.inner.namespaces.read().dead.is_empty());
-        let vs = db.inner.versions.lock();
-        assert!(vs.namespaces.destroyed.is_empty());
-        let mut snapshot = VersionEdit::default();
-        vs.namespaces.snapshot_into(&mut snapshot);
-        assert!(snapshot.destroyed_ns.is_empty());
-        assert_eq!(snapshot.created_ns.len(), 1);
-        assert!(vs.namespaces.next > 10_000, "ids are never reused");
-        drop(vs);
-        // The destroyed namespaces' counts stay in the totals.
-        assert_eq!(db.stats().puts, 101);
-    }
-}
+#[path = "namespaces_tests.rs"]
+mod tests;

@@ -1,9 +1,9 @@
 //! Queries on a snapshot of a namespace: planning and running them for the query calls of
-//! [`Readable`](super::Readable) (their reads: `records.rs`).
+//! [`Readable`](super::readable::Readable) (their reads: `records.rs`).
 
-use super::namespaces::NsEntry;
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
 use super::records::SnapshotRecords;
-use super::Inner;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, Scalar};
 use crate::key::{Nsid, SeqNo};

@@ -1,66 +1,15 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::namespaces::NsEntry;
-use super::{Inner, SuperVersion};
+use super::inner::Inner;
+use super::lookup::{count_get, lookup_in, Hit};
+use super::namespace_set::NsEntry;
 use crate::error::{Error, Result};
-use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, TRAILER_LEN};
-use crate::stats::{level_step, step_level, Counters, GetPath, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
-use crate::table::block::Block;
-use crate::table::filter::filter_hash;
-use crate::version::{TableHandle, Version};
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt};
+use crate::stats::{Counters, GetPath};
+use crate::version::TableHandle;
 use bytes::Bytes;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Where a lookup found the newest version of a key.
-pub(super) struct Hit {
-    /// The search step that answered (`stats::STEP_*`, `stats::level_step`).
-    pub(super) step: usize,
-    pub(super) kind: Kind,
-    /// The record in the value log (of a put, or of a delete still in a memtable).
-    pub(super) addr: Option<key::ValueAddr>,
-    /// The value when it is at hand: memtable or inline copy.
-    pub(super) value: Option<Bytes>,
-}
-
-/// Times the steps of one get for the cost model. Steps that read nothing are counted
-/// without reading the clock: their time, a few comparisons, goes to the next timed step.
-pub(super) struct StepClock<'a> {
-    pub(super) c: &'a Counters,
-    pub(super) last: quanta::Instant,
-}
-
-impl<'a> StepClock<'a> {
-    pub(super) fn new(c: &'a Counters) -> Self {
-        StepClock {
-            c,
-            last: quanta::Instant::now(),
-        }
-    }
-
-    pub(super) fn lap(&mut self) -> u64 {
-        let now = quanta::Instant::now();
-        let ns = now.duration_since(self.last).as_nanos() as u64;
-        self.last = now;
-        ns
-    }
-
-    pub(super) fn hit(&mut self, step: usize) {
-        let ns = self.lap();
-        Counters::add(&self.c.local().step_hits[step], 1);
-        Counters::add(&self.c.local().step_hit_nanos[step], ns);
-    }
-
-    /// The get passed `step`; `timed` if it read anything there.
-    pub(super) fn miss(&mut self, step: usize, timed: bool) {
-        Counters::add(&self.c.local().step_misses[step], 1);
-        if timed {
-            let ns = self.lap();
-            Counters::add(&self.c.local().step_miss_nanos[step], ns);
-        }
-    }
-}
 
 impl Inner {
     /// `lookup` counted as a get in the namespace's counters.
@@ -110,7 +59,7 @@ impl Inner {
         let cached_at = self.read_seq(at);
         // The super version first, then the seqno (see `lookup`).
         let hit = {
-            let sv = self.super_version_brief();
+            let sv = self.versions.super_version_brief();
             #[cfg(test)]
             self.hooks.after_super_version(self);
             let seq = self.read_seq(at);
@@ -120,20 +69,23 @@ impl Inner {
         let Some(hit) = hit else {
             return Ok(None);
         };
-        let v = match (hit.kind, hit.value, hit.addr) {
-            (Kind::Delete, ..) => return Ok(None),
-            (Kind::Put, Some(v), _) => v,
-            (Kind::Put, None, Some(addr)) => {
+        if hit.kind == Kind::Delete {
+            return Ok(None);
+        }
+        let step = hit.step;
+        let v = match hit.value_at() {
+            Some(ValueAt::Here(v)) => v,
+            Some(ValueAt::Log(addr)) => {
                 // The value read is part of the hit time of the step that found the key.
                 let t = quanta::Instant::now();
                 let v = self.vlog_reader.read_value(addr, ns, key, c)?;
                 Counters::add(
-                    &c.local().step_hit_nanos[hit.step],
+                    &c.local().step_hit_nanos[step],
                     t.elapsed().as_nanos() as u64,
                 );
                 v
             }
-            (Kind::Put, None, None) => {
+            None => {
                 return Err(Error::corruption(
                     "index",
                     0,
@@ -156,16 +108,11 @@ impl Inner {
         key: &[u8],
         c: &Counters,
     ) -> Result<(Bytes, Option<key::ValueAddr>)> {
-        match iv {
-            Some(IndexValue::Addr {
-                addr,
-                inline: Some(v),
-            }) => Ok((v, Some(addr))),
-            Some(IndexValue::Addr { addr, inline: None }) => {
-                Ok((self.vlog_reader.read_value(addr, ns, key, c)?, Some(addr)))
-            }
-            Some(IndexValue::Table(v)) => Ok((v, None)),
-            _ => Err(Error::corruption("index", 0, "entry without a value")),
+        let (addr, value) = iv.map(IndexValue::into_parts).unwrap_or_default();
+        match ValueAt::of(value, addr) {
+            Some(ValueAt::Here(v)) => Ok((v, addr)),
+            Some(ValueAt::Log(a)) => Ok((self.vlog_reader.read_value(a, ns, key, c)?, addr)),
+            None => Err(Error::corruption("index", 0, "entry without a value")),
         }
     }
 
@@ -184,7 +131,7 @@ impl Inner {
         // tables it had. A write made after a memtable switch that follows the load is
         // missed (that super version lacks its memtable): the get began before that write
         // was acknowledged, so the older answer is still a correct one.
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let snapshot = self.read_seq(at);
         lookup_in(&sv, ns, key, snapshot, c, None)
     }
@@ -192,7 +139,7 @@ impl Inner {
     /// The tables a get of `(ns, key)` would consult now, memtables aside: what
     /// [`search_tables`] asks, each through its filter, if none answers.
     pub(super) fn get_path(&self, ns: Nsid, key: &[u8]) -> Result<GetPath> {
-        let version = self.super_version_brief().version.clone();
+        let version = self.versions.super_version_brief().version.clone();
         let user = key::user_part(ns, key);
         let consulted = |tables: &[Arc<TableHandle>]| -> Result<usize> {
             let mut n = 0;
@@ -216,206 +163,6 @@ impl Inner {
     pub(super) fn read_seq(&self, at: Option<SeqNo>) -> SeqNo {
         at.unwrap_or_else(|| self.writes.visible_seq.load(Ordering::Acquire))
     }
-}
-
-/// Counts one get and where it was answered in the namespace's counters.
-pub(super) fn count_get(c: &Counters, hit: Option<&Hit>) {
-    Counters::add(&c.local().gets, 1);
-    // A tombstone answers "not found" too: counted there, not at the step that held it.
-    match hit.filter(|h| h.kind == Kind::Put).map(|h| h.step) {
-        None => Counters::add(&c.local().gets_not_found, 1),
-        Some(STEP_MEMTABLE) => Counters::add(&c.local().gets_memtable, 1),
-        Some(STEP_RUNS) => Counters::add(&c.local().gets_runs, 1),
-        Some(s) => Counters::add(&c.local().gets_by_level[step_level(s)], 1),
-    }
-}
-
-/// [`Inner::lookup`] in super version `sv` at seqno `snapshot` (which `sv` holds), with
-/// filters and index blocks from `cache` if given.
-pub(super) fn lookup_in(
-    sv: &SuperVersion,
-    ns: Nsid,
-    key: &[u8],
-    snapshot: SeqNo,
-    c: &Counters,
-    cache: Option<&mut ProbeCache>,
-) -> Result<Option<Hit>> {
-    let mut clock = StepClock::new(c);
-    let user = key::user_part(ns, key);
-    for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
-        if let Some((_, v)) = m.get(&user, snapshot) {
-            clock.hit(STEP_MEMTABLE);
-            return Ok(Some(Hit {
-                step: STEP_MEMTABLE,
-                kind: v.kind,
-                addr: Some(v.addr),
-                value: Some(v.value),
-            }));
-        }
-    }
-    clock.miss(STEP_MEMTABLE, true);
-    let Some((step, kind, iv)) =
-        search_tables(&sv.version, ns, key, snapshot, c, &mut clock, cache)?
-    else {
-        return Ok(None);
-    };
-    let (kind, addr, value) = match iv {
-        IndexValue::Tombstone => (Kind::Delete, None, None),
-        IndexValue::Addr { addr, inline } => (kind, Some(addr), inline),
-        IndexValue::Table(v) => (kind, None, Some(v)),
-    };
-    Ok(Some(Hit {
-        step,
-        kind,
-        addr,
-        value,
-    }))
-}
-
-/// Filters and index blocks of the tables a batch of lookups touched, each read once for the
-/// batch (a flush's lookups of the versions it supersedes, a batched get), whatever the cache
-/// budget; and the data block each table's last probe read, which the next of a batch's
-/// sorted keys often falls in too.
-#[derive(Default)]
-pub(super) struct ProbeCache {
-    tables: HashMap<u64, Probed>,
-    /// Blocks read go into the block cache (a get's), or not (a flush's probes read each
-    /// block once: not worth a place in the cache).
-    fill_cache: bool,
-}
-
-struct Probed {
-    filter: Option<Bytes>,
-    index: Block,
-    last: Option<(u64, Block)>,
-}
-
-impl ProbeCache {
-    /// For a batch of gets: what it reads is cached as a get's reads are.
-    pub(super) fn for_gets() -> ProbeCache {
-        ProbeCache {
-            tables: HashMap::new(),
-            fill_cache: true,
-        }
-    }
-}
-
-/// Asks table `r` for the newest version of `user` at or below `seek`'s seqno, through its
-/// filter first (`Ok(None)` also when the filter rules it out).
-fn probe_table(
-    r: &crate::table::TableReader,
-    user: &[u8],
-    seek: &[u8],
-    hash: u64,
-    c: &Counters,
-    cache: Option<&mut ProbeCache>,
-) -> Result<Option<(u64, Kind, IndexValue)>> {
-    match cache {
-        None if r.may_contain(hash, c)? => r.get(user, seek, c),
-        None => Ok(None),
-        Some(cache) => {
-            let fill = cache.fill_cache;
-            let p = match cache.tables.entry(r.id()) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let (filter, index) = r.probe_blocks(c, fill)?;
-                    e.insert(Probed {
-                        filter,
-                        index,
-                        last: None,
-                    })
-                }
-            };
-            if !crate::table::TableReader::filter_allows(p.filter.as_ref(), hash, c) {
-                return Ok(None);
-            }
-            let Some(h) = r.block_for(&p.index, seek)? else {
-                return Ok(None);
-            };
-            let block = match &p.last {
-                Some((at, b)) if *at == h.offset => b,
-                _ => &p.last.insert((h.offset, r.data_block_at(h, c, fill)?)).1,
-            };
-            r.find_in(block, user, seek)
-        }
-    }
-}
-
-/// The newest version of `(ns, key)` at or below `snapshot` in `version`'s tables: L0 newest
-/// first, then the namespace's runs newest first, then one table per deeper level, each asked
-/// through its filter first; with the step that found it. Each step's outcome and time go to
-/// `clock`; filters and index blocks come from `cache` if given.
-pub(super) fn search_tables(
-    version: &Version,
-    ns: Nsid,
-    key: &[u8],
-    snapshot: SeqNo,
-    c: &Counters,
-    clock: &mut StepClock<'_>,
-    cache: Option<&mut ProbeCache>,
-) -> Result<Option<(usize, Kind, IndexValue)>> {
-    Ok(
-        search_tables_seq(version, ns, key, snapshot, c, clock, cache)?
-            .map(|(step, _, kind, iv)| (step, kind, iv)),
-    )
-}
-
-/// [`search_tables`] with the seqno of the version found.
-pub(super) fn search_tables_seq(
-    version: &Version,
-    ns: Nsid,
-    key: &[u8],
-    snapshot: SeqNo,
-    c: &Counters,
-    clock: &mut StepClock<'_>,
-    mut cache: Option<&mut ProbeCache>,
-) -> Result<Option<(usize, SeqNo, Kind, IndexValue)>> {
-    let mut seek = key::user_part(ns, key);
-    let hash = filter_hash(&seek);
-    key::push_trailer(&mut seek, snapshot, Kind::Put);
-    let user = &seek[..seek.len() - TRAILER_LEN];
-    // Tables that overlap each other (L0, runs), newest first: the first answer wins.
-    let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
-                      probed: &mut bool,
-                      cache: &mut Option<&mut ProbeCache>|
-     -> Result<Option<(u64, Kind, IndexValue)>> {
-        for t in tables.filter(|t| t.covers(user)) {
-            let r = t.reader()?;
-            if r.ns_may_contain(ns, key) {
-                *probed = true;
-                if let Some(f) = probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())? {
-                    return Ok(Some(f));
-                }
-            }
-        }
-        Ok(None)
-    };
-    let steps = [STEP_L0, STEP_RUNS]
-        .into_iter()
-        .chain((1..version.num_levels()).map(level_step));
-    for step in steps {
-        let mut probed = false;
-        let found = match step {
-            STEP_L0 => search_all(&mut version.levels[0].iter(), &mut probed, &mut cache)?,
-            STEP_RUNS => search_all(&mut version.runs_of(ns).iter(), &mut probed, &mut cache)?,
-            _ => match version.find_in_level(step_level(step), user) {
-                Some(t) => {
-                    probed = true;
-                    let r = t.reader()?;
-                    probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())?
-                }
-                None => None,
-            },
-        };
-        match found {
-            Some((seq, kind, iv)) => {
-                clock.hit(step);
-                return Ok(Some((step, seq, kind, iv)));
-            }
-            None => clock.miss(step, probed),
-        }
-    }
-    Ok(None)
 }
 
 #[cfg(test)]

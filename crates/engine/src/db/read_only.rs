@@ -2,8 +2,8 @@
 //! move needs of the parts it copies (`docs/cluster.md`, "Moving a tenant"). The flag is kept
 //! in the manifest (`VersionEdit::ns_read_only`), so a restart keeps it.
 
-use super::namespaces::NsEntry;
-use super::Inner;
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
 use crate::error::Result;
 use crate::version::VersionEdit;
 use std::sync::atomic::Ordering;
@@ -20,7 +20,7 @@ impl Inner {
             // Checked under the manifest's lock: a destroy is logged under it too.
             e.check_live()?;
             if e.read_only.load(Ordering::Acquire) != read_only {
-                self.log_edit(
+                self.versions.log_edit(
                     &mut vs,
                     VersionEdit {
                         ns_read_only: vec![(e.id, read_only)],

@@ -1,7 +1,7 @@
-use super::super::Db;
+use super::super::database::Db;
+use super::super::readable::Readable;
 use crate::options::Options;
 use crate::storage::MemStorage;
-use crate::Readable;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

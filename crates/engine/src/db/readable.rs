@@ -55,7 +55,7 @@ mod sealed {
         }
     }
 
-    /// Keeps [`Readable`](super::Readable) to the engine's own read handles.
+    /// Keeps [`Readable`](super::readable::Readable) to the engine's own read handles.
     pub trait Sealed {
         fn read_point(&self) -> ReadPoint<'_>;
     }

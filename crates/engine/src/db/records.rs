@@ -1,12 +1,13 @@
 //! The reads of one query at a snapshot of a namespace (index entries, memtable checks,
 //! primary lookups, value reads, scans), counted and timed per step for its statistics.
 
-use super::{Inner, SuperVersion};
+use super::inner::Inner;
+use super::super_version::SuperVersion;
 use crate::error::{Error, Result};
 use crate::index::split_entry_key;
 use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
-use crate::key::{self, Kind, Nsid, SeqNo};
+use crate::key::{self, Kind, Nsid, SeqNo, ValueAt};
 use crate::key_hashes::{key_hash, KeyHashes};
 use crate::query::{entry_parts, EntryBatch, EntryVisitor, KeyRange, QueryStats, Records};
 use crate::stats::Counters;
@@ -91,7 +92,7 @@ impl SnapshotRecords {
             ns,
             seq,
             counters: Arc::new(Counters::new(inner.counters.page_size())),
-            sv: inner.super_version(),
+            sv: inner.versions.super_version(),
             walk: None,
             ahead: HashMap::new(),
             user_key: Vec::new(),
@@ -452,10 +453,10 @@ impl Records for SnapshotRecords {
             return Ok(None);
         };
         let t = Instant::now();
-        let value = match (hit.value, hit.addr) {
-            (Some(v), _) => v,
-            (None, Some(addr)) => self.read_value(pk, addr)?,
-            (None, None) => return Err(Error::corruption("index", 0, "entry without a value")),
+        let value = match hit.value_at() {
+            Some(ValueAt::Here(v)) => v,
+            Some(ValueAt::Log(addr)) => self.read_value(pk, addr)?,
+            None => return Err(Error::corruption("index", 0, "entry without a value")),
         };
         stats.value_reads += 1;
         stats.value_read_ns += t.elapsed().as_nanos() as u64;

@@ -1,10 +1,10 @@
 //! Opening: the manifest read back, the value log replayed, a fresh manifest and segment.
 
-use super::flush::{flush_memtable, flush_params};
-use super::indexes::{derive_entries, IndexSet};
-use super::namespaces::dead_bytes_by_segment;
-use super::supersede::retire_index_entries;
-use super::usage::{flush_usage, recount_version};
+use super::dead_bytes::dead_bytes_by_segment;
+use super::flush_table::{flush_memtable, flush_params};
+use super::flush_usage::{flush_usage, recount_version};
+use super::index_set::{derive_entries, IndexSet};
+use super::supersede::supersede_index_entries;
 use crate::compaction::SnapshotFloors;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo};
@@ -54,18 +54,18 @@ pub(super) fn recover(
         let ids = std::cell::Cell::new(next_file);
         let alloc = || ids.replace(ids.get() + 1);
         let params = flush_params(opts);
-        let dead: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
+        let destroyed: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
         let vlog = VlogReader::new(ctx.storage.clone());
-        retire_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
+        supersede_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
         // The replay's own readers: the database's are not started yet.
         let pool = ReadPool::new(opts.prefetch_threads, storage.nand_stats().is_some());
-        let usage = flush_usage(&mem, &version, &dead, &ctx.counters, &pool)?;
+        let usage = flush_usage(&mem, &version, &destroyed, &ctx.counters, &pool)?;
         let (props, dropped) = flush_memtable(
             storage,
             &mem,
             params,
             opts,
-            &dead,
+            &destroyed,
             &SnapshotFloors::uniform(SeqNo::MAX),
             &alloc,
         )?;

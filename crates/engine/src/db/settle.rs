@@ -1,7 +1,7 @@
 //! Settled trees at their best shape: waiting for it, which namespaces are idle, and the
 //! consolidation of an idle namespace's tree into one sorted run (`docs/per-namespace-trees.md`, rule 5).
 
-use super::Inner;
+use super::inner::Inner;
 use crate::compaction::{CompactionTask, IdleNs};
 use crate::error::{Error, Result};
 use crate::key::{Nsid, SeqNo};

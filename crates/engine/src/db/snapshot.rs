@@ -11,183 +11,15 @@
 //! tombstones or value-log segments.
 
 use super::handle::Namespace;
-use super::Inner;
+use super::inner::Inner;
+use super::snapshots::{Expired, Expiry, Release};
 use crate::compaction::SnapshotFloors;
 use crate::error::{Error, Result};
 use crate::key::{Nsid, SeqNo};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
-
-/// What a reader of a snapshot holds beyond the pin (an iterator's tables, memtables and
-/// read-ahead), given up when the snapshot expires: an iterator kept open and touched now
-/// and then must not hold the tree it was opened on for longer than the pin.
-pub(super) trait Release: Send + Sync {
-    fn release(&self);
-}
-
-/// The expiry of one snapshot that has a maximum age: when, whether it has passed, and the
-/// readers whose state goes with it.
-pub(super) struct Expiry {
-    at: Instant,
-    /// Set by the sweep that released the pin, before it releases the readers.
-    expired: AtomicBool,
-    readers: Mutex<Vec<Weak<dyn Release>>>,
-}
-
-impl Expiry {
-    /// Marks it expired and releases its readers' state (with no other lock held: a reader
-    /// in the middle of a step is waited for).
-    fn release(&self) {
-        self.expired.store(true, Ordering::SeqCst);
-        let readers = std::mem::take(&mut *self.readers.lock());
-        for r in readers.iter().filter_map(Weak::upgrade) {
-            r.release();
-        }
-    }
-}
-
-/// A pin: `(namespace, seqno, pin id)`.
-type PinKey = (Nsid, SeqNo, u64);
-
-/// The sequence numbers live snapshots read at, per namespace: one pin per snapshot, with
-/// its expiry (`None`: no maximum age, as the engine's own snapshots).
-#[derive(Default)]
-pub(super) struct Snapshots {
-    /// `(namespace, seqno, pin id)`: ordered by namespace, so each namespace's pins are one
-    /// range with its oldest first.
-    live: Mutex<BTreeMap<PinKey, Option<Arc<Expiry>>>>,
-    next_id: AtomicU64,
-    /// Seqnos unpinned so far, in any namespace (value-log GC's check that none went while it
-    /// deferred a segment).
-    releases: AtomicU64,
-}
-
-impl Snapshots {
-    /// Pins, for namespace `ns`, the seqno in `visible` (read under the registry's lock, so a
-    /// collection that lists the registry after this sees the pin, and one that listed it
-    /// before made its changes visible first) until `expires`. Returns the seqno and the pin.
-    pub(super) fn acquire(
-        &self,
-        ns: Nsid,
-        visible: &AtomicU64,
-        expires: Option<Arc<Expiry>>,
-    ) -> (SeqNo, u64) {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut live = self.live.lock();
-        let seq = visible.load(Ordering::Acquire);
-        live.insert((ns, seq, id), expires);
-        (seq, id)
-    }
-
-    /// Unpins pin `id` (at `seq` of `ns`); true if it was pinned and no snapshot of `ns`
-    /// reads at `seq` any more.
-    pub(super) fn release(&self, ns: Nsid, seq: SeqNo, id: u64) -> bool {
-        let mut live = self.live.lock();
-        if live.remove(&(ns, seq, id)).is_none() {
-            return false;
-        }
-        self.releases.fetch_add(1, Ordering::SeqCst);
-        live.range((ns, seq, 0)..=(ns, seq, u64::MAX))
-            .next()
-            .is_none()
-    }
-
-    /// Unpins every pin expired at `now`; returns their namespaces and expiries.
-    fn expire(&self, now: Instant) -> Vec<(Nsid, Arc<Expiry>)> {
-        let mut live = self.live.lock();
-        let mut gone = Vec::new();
-        live.retain(|&(ns, ..), expiry| match expiry {
-            Some(e) if e.at <= now => {
-                gone.push((ns, e.clone()));
-                false
-            }
-            _ => true,
-        });
-        if !gone.is_empty() {
-            self.releases.fetch_add(1, Ordering::SeqCst);
-        }
-        gone
-    }
-
-    /// The soonest a pin expires.
-    pub(super) fn next_expiry(&self) -> Option<Instant> {
-        self.live.lock().values().flatten().map(|e| e.at).min()
-    }
-
-    pub(super) fn releases(&self) -> u64 {
-        self.releases.load(Ordering::SeqCst)
-    }
-
-    /// The oldest pinned seqno of every namespace that has one.
-    pub(super) fn oldest_per_namespace(&self) -> BTreeMap<Nsid, SeqNo> {
-        let mut out = BTreeMap::new();
-        for &(ns, seq, _) in self.live.lock().keys() {
-            // Each namespace's pins come oldest first.
-            out.entry(ns).or_insert(seq);
-        }
-        out
-    }
-
-    /// Every pinned seqno, by namespace, oldest first within each.
-    pub(super) fn list(&self) -> Vec<(Nsid, SeqNo)> {
-        let mut out: Vec<(Nsid, SeqNo)> = self.live.lock().keys().map(|k| (k.0, k.1)).collect();
-        out.dedup();
-        out
-    }
-
-    /// Snapshots open now, in every namespace.
-    pub(super) fn count(&self) -> usize {
-        self.live.lock().len()
-    }
-
-    /// Snapshots of `ns` open now.
-    pub(super) fn count_of(&self, ns: Nsid) -> usize {
-        self.live
-            .lock()
-            .range((ns, 0, 0)..=(ns, SeqNo::MAX, u64::MAX))
-            .count()
-    }
-}
-
-/// Segments value-log GC left because a live snapshot can reach a record in them, with the
-/// namespaces of those snapshots: a release in one of them looks at the segment again.
-#[derive(Default)]
-pub(super) struct DeferredSegments {
-    by_segment: HashMap<u64, Vec<Nsid>>,
-}
-
-impl DeferredSegments {
-    pub(super) fn contains(&self, seg: &u64) -> bool {
-        self.by_segment.contains_key(seg)
-    }
-
-    /// Leaves `seg` until a snapshot of one of `namespaces` goes.
-    pub(super) fn insert(&mut self, seg: u64, namespaces: Vec<Nsid>) {
-        self.by_segment.insert(seg, namespaces);
-    }
-
-    pub(super) fn remove(&mut self, seg: &u64) {
-        self.by_segment.remove(seg);
-    }
-
-    /// The segments left for a snapshot of `ns`.
-    pub(super) fn waiting_for(&self, ns: Nsid) -> Vec<u64> {
-        let by = self.by_segment.iter();
-        by.filter(|(_, w)| w.contains(&ns))
-            .map(|(s, _)| *s)
-            .collect()
-    }
-
-    /// Gives back the segments waiting for a snapshot of `ns`; true if there were any.
-    fn released(&mut self, ns: Nsid) -> bool {
-        let before = self.by_segment.len();
-        self.by_segment.retain(|_, waits| !waits.contains(&ns));
-        self.by_segment.len() != before
-    }
-}
 
 impl Inner {
     /// For each key space, the seqno at or below which a version shadowed by a newer one at
@@ -262,22 +94,6 @@ impl Inner {
     }
 }
 
-/// Expiries just passed, whose readers still hold their state until [`Expired::release`].
-#[must_use = "the readers of expired snapshots keep their state until released"]
-pub(super) struct Expired(Vec<Arc<Expiry>>);
-
-impl Expired {
-    pub(super) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub(super) fn release(self) {
-        for e in self.0 {
-            e.release();
-        }
-    }
-}
-
 /// The pin behind one or more [`Snapshot`] clones.
 struct Pin {
     inner: Arc<Inner>,
@@ -296,7 +112,7 @@ impl Drop for Pin {
 }
 
 /// A consistent, read-only view of one namespace at the moment it was taken (see
-/// [`Namespace::snapshot`]); its reads are those of [`Readable`](super::Readable). Clones share
+/// [`Namespace::snapshot`]); its reads are those of [`Readable`](super::readable::Readable). Clones share
 /// the view; it is released when the last one drops.
 /// While it lives, flushes, compactions and value-log GC keep what it reads: the garbage of
 /// its own namespace, never another namespace's.

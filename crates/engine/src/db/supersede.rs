@@ -1,4 +1,5 @@
-//! The index entries a flush retires (docs/queries.md, Indexes; docs/format.md, Value-log garbage collection).
+//! Tombstones for the index entries newer versions supersede, written by a flush
+//! (docs/queries.md, Indexes; docs/format.md, Value-log garbage collection).
 //!
 //! Writes stay blind: a put adds the entries of its new value and reads nothing, so the
 //! entries of the version it replaced stay behind. The flush that makes the write durable
@@ -9,11 +10,11 @@
 //! tables with it: a snapshot that sees the write no longer sees the old entries. Until then a
 //! query checks the memtables for a newer version of the pk (`Records::superseded`).
 
-use super::indexes::{IndexSet, LiveIndex};
-use super::read::{search_tables, ProbeCache, StepClock};
+use super::index_set::{IndexSet, LiveIndex};
+use super::lookup::{search_tables, ProbeCache, StepClock};
 use crate::error::Result;
 use crate::index::{entry_key, extract, Scalar};
-use crate::key::{self, IndexValue, Kind, SeqNo};
+use crate::key::{self, Kind, SeqNo, ValueAt};
 use crate::memtable::{MemValue, Memtable};
 use crate::stats::Counters;
 use crate::version::Version;
@@ -54,10 +55,10 @@ impl Lazy {
 }
 
 /// Inserts into `mem` (frozen, about to be flushed) a tombstone for every index entry a newer
-/// version of its pk in `mem` retires; older versions in the tables are found in `version`,
+/// version of its pk in `mem` supersedes; older versions in the tables are found in `version`,
 /// their values read through `vlog`. Table and value reads count in `c`. Returns the number
 /// of tombstones.
-pub(super) fn retire_index_entries(
+pub(super) fn supersede_index_entries(
     mem: &Memtable,
     version: &Version,
     indexes: &IndexSet,
@@ -77,11 +78,11 @@ pub(super) fn retire_index_entries(
     // its value only when an older version is there to compare with: a key written for the
     // first time, as in a load, costs no second pass over its value).
     let mut newer: Option<(Bytes, SeqNo, Lazy)> = None;
-    let mut retire = |own: &[Arc<LiveIndex>],
-                      pk: &[u8],
-                      old: &[Option<Scalar>],
-                      new: &[Option<Scalar>],
-                      seq: SeqNo| {
+    let mut supersede = |own: &[Arc<LiveIndex>],
+                         pk: &[u8],
+                         old: &[Option<Scalar>],
+                         new: &[Option<Scalar>],
+                         seq: SeqNo| {
         for ((idx, o), n) in own.iter().zip(old).zip(new) {
             if let Some(o) = o.as_ref().filter(|o| Some(*o) != n.as_ref()) {
                 let mut user = idx.def.id.to_be_bytes().to_vec();
@@ -101,7 +102,7 @@ pub(super) fn retire_index_entries(
         let mut keys = Lazy::new(v.kind, v.value);
         if let Some((user, seq, newer_keys)) = &mut newer {
             if *user == k.user {
-                retire(own, pk, keys.get(own), newer_keys.get(own), *seq);
+                supersede(own, pk, keys.get(own), newer_keys.get(own), *seq);
             }
         }
         let oldest_here = entries.peek().is_none_or(|(next, _)| next.user != k.user);
@@ -109,14 +110,13 @@ pub(super) fn retire_index_entries(
             let found =
                 search_tables(version, ns, pk, k.seq - 1, c, &mut clock, Some(&mut probes))?;
             if let Some((_, Kind::Put, iv)) = found {
-                let old = match iv {
-                    IndexValue::Addr {
-                        inline: Some(v), ..
-                    } => v,
-                    IndexValue::Addr { addr, inline: None } => vlog.read_value(addr, ns, pk, c)?,
-                    _ => Bytes::new(),
+                // A primary key's entry is never table-only (only index entries are).
+                let old = match iv.value_at() {
+                    Some(ValueAt::Here(v)) => v,
+                    Some(ValueAt::Log(addr)) => vlog.read_value(addr, ns, pk, c)?,
+                    None => Bytes::new(),
                 };
-                retire(
+                supersede(
                     own,
                     pk,
                     &keys_of(own, Kind::Put, &old),

@@ -13,349 +13,20 @@
 //! Garbage: value-log bytes of versions superseded (by a newer put or a delete) in segments GC
 //! has not collected yet, counted when the flush that supersedes them runs.
 
-use super::namespaces::NsEntry;
-use super::usage_probe::{BatchProbe, ProbeCost, BATCH_KEYS};
-use super::{Inner, SuperVersion};
+use super::flush_usage::count;
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
+use super::quota_state::Credit;
+use super::super_version::SuperVersion;
 use crate::error::{Error, Result};
-use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, NSID_LEN};
-use crate::memtable::{MemValue, Memtable};
+use crate::key::{Kind, Nsid, SeqNo, ValueAt};
+use crate::memtable::Memtable;
 use crate::options::DEFAULT_RESERVE_MAX;
-use crate::prefetch::ReadPool;
-use crate::stats::Counters;
-use crate::version::{Namespaces, Version, VersionEdit};
+use crate::space::{NamespaceSpace, Usage};
 use crate::vlog::RECORD_HEADER_LEN;
-use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// A namespace's live bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Usage {
-    /// Keys and values of its records.
-    pub records: u64,
-    /// Keys and payloads of its indexes' entries.
-    pub index: u64,
-}
-
-impl Usage {
-    /// Every live byte: what its capacity bounds.
-    pub fn total(&self) -> u64 {
-        self.records.saturating_add(self.index)
-    }
-}
-
-/// A namespace's space and settings, part of its [`NamespaceStats`](crate::NamespaceStats).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct NamespaceSpace {
-    /// Live bytes: keys and values of its records' newest versions and its index entries,
-    /// as of the last flush.
-    pub used_bytes: u64,
-    /// The part of `used_bytes` its index entries take.
-    pub index_bytes: u64,
-    /// Bytes written since the last flush (counted as new until the flush compares them,
-    /// less the versions a capacity check found they replace; at least 0).
-    pub pending_bytes: u64,
-    /// Value-log bytes of its superseded and deleted versions GC has not collected yet.
-    pub garbage_bytes: u64,
-    /// Value-log garbage (of every namespace) in the segments GC left in place because a
-    /// live snapshot or iterator of this namespace reads a record in them: what its pins
-    /// hold back now. Known once GC has looked at a segment (0 before); back to 0 when the
-    /// pins go (released, or past `Options::snapshot_max_age`).
-    pub pinned_bytes: u64,
-    /// Its capacity (`None`: bounded by the device only).
-    pub capacity: Option<u64>,
-    /// Its I/O shares.
-    pub shares: crate::IoShares,
-    /// It refuses writes (`Namespace::set_read_only`).
-    pub read_only: bool,
-}
-
-/// Bytes (key without its namespace, value) of a version as a table stores it.
-fn table_size(pk_len: usize, iv: &IndexValue) -> u64 {
-    match iv {
-        // The record's length is its header, key and value.
-        IndexValue::Addr { addr, .. } => {
-            u64::from(addr.len).saturating_sub(RECORD_HEADER_LEN as u64)
-        }
-        IndexValue::Table(v) => (pk_len + v.len()) as u64,
-        IndexValue::Tombstone => 0,
-    }
-}
-
-/// Bytes of a memtable version of `user` (namespace included).
-fn mem_size(user: &[u8], v: &MemValue) -> u64 {
-    match v.kind {
-        Kind::Put => (user.len().saturating_sub(NSID_LEN) + v.value.len()) as u64,
-        _ => 0,
-    }
-}
-
-/// What a flush changes: live bytes per namespace or index id, garbage per namespace and
-/// segment.
-#[derive(Default)]
-pub(super) struct FlushUsage {
-    delta: BTreeMap<Nsid, i64>,
-    garbage: BTreeMap<(Nsid, u64), u64>,
-    /// What its lookups read.
-    pub(super) cost: ProbeCost,
-}
-
-impl FlushUsage {
-    fn garbage(&mut self, ns: Nsid, addr: key::ValueAddr) {
-        if !addr.is_none() {
-            *self.garbage.entry((ns, addr.segment)).or_default() += u64::from(addr.len);
-        }
-    }
-
-    /// Puts the changes into the edit that installs the flush's table.
-    pub(super) fn into_edit(self, edit: &mut VersionEdit) {
-        edit.usage_delta = self.delta.into_iter().filter(|(_, d)| *d != 0).collect();
-        edit.ns_garbage = self
-            .garbage
-            .into_iter()
-            .map(|((ns, seg), b)| (ns, seg, b))
-            .collect();
-    }
-
-    /// Applies the changes to `namespaces` (recovery, before its new manifest).
-    pub(super) fn apply_to(self, namespaces: &mut Namespaces) {
-        let mut edit = VersionEdit::default();
-        self.into_edit(&mut edit);
-        namespaces.apply(&edit);
-    }
-}
-
-/// A key of the flushed memtable whose older version the tables may hold.
-struct Flushed {
-    user: bytes::Bytes,
-    seq: SeqNo,
-    new: u64,
-}
-
-/// The changes the flush of `mem` (frozen, its index tombstones in) makes on top of `version`;
-/// namespaces in `dead` are skipped. One table lookup per key, made in batches whose reads
-/// overlap (`usage_probe`) through `pool`.
-pub(super) fn flush_usage(
-    mem: &Memtable,
-    version: &Version,
-    dead: &HashSet<Nsid>,
-    c: &Arc<Counters>,
-    pool: &ReadPool,
-) -> Result<FlushUsage> {
-    let mut out = FlushUsage::default();
-    let mut probe = BatchProbe::new(version, pool, c);
-    let mut batch: Vec<Flushed> = Vec::with_capacity(BATCH_KEYS);
-    let mut entries = mem.iter().peekable();
-    while let Some((k, v)) = entries.next() {
-        let ns = key::ikey_nsid(&k.user);
-        let new = mem_size(&k.user, &v);
-        // Older versions in the same memtable: superseded before they reach a table.
-        while let Some((_, ov)) = entries.next_if(|(n, _)| n.user == k.user) {
-            if ov.kind == Kind::Put {
-                out.garbage(ns, ov.addr);
-            }
-        }
-        if dead.contains(&ns) {
-            continue;
-        }
-        batch.push(Flushed {
-            user: k.user,
-            seq: k.seq,
-            new,
-        });
-        if batch.len() == BATCH_KEYS {
-            out.supersede(&mut probe, &mut batch)?;
-        }
-    }
-    out.supersede(&mut probe, &mut batch)?;
-    out.cost = probe.cost;
-    Ok(out)
-}
-
-impl FlushUsage {
-    /// Counts the keys of `batch` (emptied) against the versions they supersede.
-    fn supersede(&mut self, probe: &mut BatchProbe, batch: &mut Vec<Flushed>) -> Result<()> {
-        let users: Vec<&[u8]> = batch.iter().map(|f| &f.user[..]).collect();
-        // The newest version in the tables, whatever its seqno: an index backfill puts
-        // entries at their record's (older) seqno, and may put one the tables hold already.
-        let found = probe.lookup(&users)?;
-        for (f, found) in batch.drain(..).zip(found) {
-            let ns = key::ikey_nsid(&f.user);
-            let pk_len = f.user.len() - NSID_LEN;
-            let old = match found {
-                // As new as this flush's: the flush changes nothing of this key.
-                Some((seq, ..)) if seq >= f.seq => continue,
-                Some((_, Kind::Put, iv)) => {
-                    if let IndexValue::Addr { addr, .. } = &iv {
-                        self.garbage(ns, *addr);
-                    }
-                    table_size(pk_len, &iv)
-                }
-                _ => 0,
-            };
-            let d = self.delta.entry(ns).or_default();
-            *d = d.saturating_add(f.new as i64 - old as i64);
-        }
-        Ok(())
-    }
-}
-
-/// Live bytes of id `ns` (a namespace's records, or an index's entries) in `sv` at `seq`.
-fn count(sv: &SuperVersion, ns: Nsid, seq: SeqNo, c: &Arc<Counters>) -> Result<u64> {
-    let config = crate::table::IterConfig {
-        fill_cache: false,
-        readahead: None,
-    };
-    let mut scan = sv.scan(ns, seq, c, &config)?;
-    scan.seek(&[])?;
-    let mut total = 0u64;
-    while scan.valid() {
-        if scan.kind() == Kind::Put {
-            let iv = scan
-                .index_value()
-                .ok_or_else(|| Error::corruption("table", 0, "a recount met a malformed entry"))?;
-            total = total.saturating_add(table_size(scan.key().len(), &iv));
-        }
-        scan.next()?;
-    }
-    Ok(total)
-}
-
-/// Live bytes of every id `namespaces` holds (namespaces and indexes) in `version` alone:
-/// the recount of a manifest written before usage was tracked.
-pub(super) fn recount_version(
-    version: &Arc<Version>,
-    namespaces: &Namespaces,
-    c: &Arc<Counters>,
-) -> Result<Vec<(Nsid, u64)>> {
-    let sv = SuperVersion {
-        mem: Arc::new(Memtable::new(4096)),
-        imm: Vec::new(),
-        version: version.clone(),
-        used: Default::default(),
-    };
-    let ids = namespaces.live.keys().chain(namespaces.indexes.keys());
-    ids.map(|&ns| Ok((ns, count(&sv, ns, SeqNo::MAX, c)?)))
-        .collect()
-}
-
-/// Live bytes (records and index entries) of each live namespace in `registry`: what a
-/// super version carries for the write path's capacity checks (read without the manifest's
-/// lock).
-pub(super) fn used_of(registry: &Namespaces) -> std::collections::HashMap<Nsid, u64> {
-    registry
-        .live
-        .keys()
-        .map(|&id| {
-            let (records, index) = registry.usage_of(id);
-            (id, records.saturating_add(index))
-        })
-        .collect()
-}
-
-/// Least time between two flushes a capacity check makes (device-wide): a namespace at its
-/// capacity cannot make the memtable every tenant shares flush more often than this.
-pub(super) const CAPACITY_FLUSH_EVERY: Duration = Duration::from_secs(1);
-
-/// When a capacity check last flushed.
-#[derive(Default)]
-pub(super) struct CapacityFlushes {
-    /// Time after the database opened of the last one (`None`: never).
-    last: parking_lot::Mutex<Option<Duration>>,
-    /// Flushes installed: moved before the super version without the flushed memtable is
-    /// swapped in, so a credit checked against an older one knows its memtables are gone.
-    pub(super) epoch: AtomicU64,
-}
-
-/// A capacity check's credit: bytes of the versions a write replaces, and the seqno and
-/// flush epoch its lookups read at.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Credit {
-    pub(super) bytes: u64,
-    pub(super) at: Option<(SeqNo, u64)>,
-}
-
-/// Whether the credit of `g` still holds when it is appended (under the writer lock, `sv`
-/// loaded before `epoch` was read): no flush since its lookups, and no version of its keys
-/// newer than they read in the memtables (another writer, or an earlier write of the same
-/// commit group, replaced the version it was credited with: only one write may be).
-pub(super) fn credit_holds(sv: &SuperVersion, g: &crate::vlog::EncodedWrite, epoch: u64) -> bool {
-    let Some((seq, at_epoch)) = g.credit_at else {
-        return true;
-    };
-    if at_epoch != epoch {
-        return false;
-    }
-    let mut user = Vec::new();
-    g.spans.iter().all(|s| {
-        user.clear();
-        user.extend_from_slice(&g.nsid.to_be_bytes());
-        user.extend_from_slice(&g.buf[s.key.clone()]);
-        std::iter::once(&sv.mem)
-            .chain(sv.imm.iter().map(|f| &f.mem))
-            .all(|m| m.get(&user, SeqNo::MAX).is_none_or(|(s, _)| s <= seq))
-    })
-}
-
-impl CapacityFlushes {
-    /// Whether a check may flush at `now` (and, if so, it is counted as done then).
-    fn allow(&self, now: Duration) -> bool {
-        let mut last = self.last.lock();
-        if last.is_some_and(|t| now.saturating_sub(t) < CAPACITY_FLUSH_EVERY) {
-            return false;
-        }
-        *last = Some(now);
-        true
-    }
-}
-
-/// The storage's free space, asked at most every [`SpaceGauge::EVERY`]; read by every write
-/// without a lock.
-#[derive(Default)]
-pub(super) struct SpaceGauge {
-    /// Microseconds after the database opened when it was asked last, plus 1 (0: never).
-    asked_at: AtomicU64,
-    /// The storage said how large it is (else no reserve applies).
-    known: AtomicBool,
-    total: AtomicU64,
-    free: AtomicU64,
-}
-
-impl SpaceGauge {
-    /// A statvfs per write would cost more than the write; space moves slowly.
-    const EVERY: Duration = Duration::from_millis(50);
-
-    /// `(total, free)` as last asked; asks `storage` again (one caller at a time) when the
-    /// answer is older than [`EVERY`](Self::EVERY).
-    fn read(&self, storage: &dyn crate::storage::Storage, now: Duration) -> Option<(u64, u64)> {
-        let now = now.as_micros() as u64 + 1;
-        let at = self.asked_at.load(Ordering::Acquire);
-        let due = at == 0 || now.saturating_sub(at) >= Self::EVERY.as_micros() as u64;
-        if due
-            && self
-                .asked_at
-                .compare_exchange(at, now, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            // A storage that cannot say has no reserve; a failed ask refuses nothing.
-            match storage.space().ok().flatten() {
-                Some((total, free)) => {
-                    self.total.store(total, Ordering::Relaxed);
-                    self.free.store(free, Ordering::Relaxed);
-                    self.known.store(true, Ordering::Release);
-                }
-                None => self.known.store(false, Ordering::Release),
-            }
-        }
-        self.known.load(Ordering::Acquire).then(|| {
-            (
-                self.total.load(Ordering::Relaxed),
-                self.free.load(Ordering::Relaxed),
-            )
-        })
-    }
-}
 
 impl Inner {
     /// Refuses a write of `ops` into `e` that puts bytes (deletes are never refused): past
@@ -424,7 +95,7 @@ impl Inner {
         let offset = self.opts.vlog_segment_bytes.saturating_mul(2) + (1 << 32);
         ops.iter()
             .filter(|(kind, ..)| *kind == Kind::Put)
-            .map(|(_, k, v)| super::indexes::derived_bound(own, k, v, seq, offset))
+            .map(|(_, k, v)| super::index_set::derived_bound(own, k, v, seq, offset))
             .sum()
     }
 
@@ -434,21 +105,21 @@ impl Inner {
         let keys: HashSet<&[u8]> = ops.iter().map(|(_, k, _)| *k).collect();
         // The epoch, then the super version, then the seqno (as a get: see `lookup`).
         let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let seq = self.read_seq(None);
         let mut total = 0u64;
         for k in keys {
-            let hit = super::read::lookup_in(&sv, e.id, k, seq, &e.list_counters, None)?;
+            let hit = super::lookup::lookup_in(&sv, e.id, k, seq, &e.list_counters, None)?;
             let Some(hit) = hit else {
                 continue;
             };
             if hit.kind != Kind::Put {
                 continue;
             }
-            total += match (&hit.value, hit.addr) {
-                (Some(v), _) => (k.len() + v.len()) as u64,
-                (None, Some(a)) => u64::from(a.len).saturating_sub(RECORD_HEADER_LEN as u64),
-                (None, None) => 0,
+            total += match hit.value_at() {
+                Some(ValueAt::Here(v)) => (k.len() + v.len()) as u64,
+                Some(ValueAt::Log(a)) => u64::from(a.len).saturating_sub(RECORD_HEADER_LEN as u64),
+                None => 0,
             };
         }
         Ok(Credit {
@@ -483,7 +154,7 @@ impl Inner {
     /// `ns`'s live bytes as of the last flush and its pending bytes, from one super version:
     /// a flush moves bytes from the one to the other in a single swap.
     pub(super) fn room_figures(&self, ns: Nsid) -> (u64, i64) {
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let imm: i64 = sv.imm.iter().map(|f| f.mem.charged(ns)).sum();
         let used = sv.used.get(&ns).copied().unwrap_or(0);
         (used, sv.mem.charged(ns).saturating_add(imm))

@@ -6,7 +6,7 @@
 //! on the device (the NAND model's dies; the reader threads on files): the tables' filters
 //! and index blocks once per flush, then one data block per key and table asked, in rounds
 //! (a key the filter let through but the block does not hold asks its next table in the
-//! next round). The answers are the ones [`super::read::search_tables_seq`] gives: the same
+//! next round). The answers are the ones [`super::lookup::search_tables_seq`] gives: the same
 //! tables, in the same order, through the same filters.
 
 use crate::error::{Error, Result};

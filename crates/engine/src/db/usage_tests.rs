@@ -57,7 +57,7 @@ fn an_old_manifest_is_recounted_at_open() {
 /// through, and finds what serial lookups find.
 #[test]
 fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
-    use super::super::read::{search_tables_seq, StepClock};
+    use super::super::lookup::{search_tables_seq, StepClock};
     use crate::key::{self, Kind, SeqNo, ValueAddr};
     use crate::memtable::{MemValue, Memtable};
     use crate::prefetch::ReadPool;
@@ -84,7 +84,7 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    let version = db.inner.super_version().version.clone();
+    let version = db.inner.versions.super_version().version.clone();
     let tables: usize = version.levels.iter().map(Vec::len).sum::<usize>() + version.runs.len();
     let depth = version.levels[0].len() + version.runs.len() + version.num_levels();
     assert!(tables >= 10, "a tree of {tables} tables");
@@ -111,7 +111,8 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
     }
     let c = Arc::new(Counters::default());
     let pool = ReadPool::new(2, false);
-    let usage = super::flush_usage(&mem, &version, &HashSet::new(), &c, &pool).unwrap();
+    let usage =
+        super::super::flush_usage::flush_usage(&mem, &version, &HashSet::new(), &c, &pool).unwrap();
 
     // What serial lookups find.
     let scratch = Counters::default();
@@ -129,13 +130,15 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
             None,
         )
         .unwrap()
-        .map_or(0, |(_, _, _, iv)| super::table_size(pk.len(), &iv));
-        want += super::mem_size(&k.user, &v) as i64 - old as i64;
+        .map_or(0, |(_, _, _, iv)| {
+            super::super::flush_usage::table_size(pk.len(), &iv)
+        });
+        want += super::super::flush_usage::mem_size(&k.user, &v) as i64 - old as i64;
     }
     assert_eq!(usage.delta.get(&ns.id()).copied(), Some(want));
     assert!(want < 0, "overwrites found: {want}");
 
-    let batches = (keys as u64).div_ceil(super::BATCH_KEYS as u64);
+    let batches = (keys as u64).div_ceil(super::super::usage_probe::BATCH_KEYS as u64);
     let cost = usage.cost;
     // A wait for the tables' blocks, then a round per table a key may ask, per batch.
     assert!(

@@ -1,10 +1,11 @@
 //! `Db::verify`: every table and value-log segment read back and every checksum checked, as
 //! RocksDB's `sst_dump --verify_checksum` and SQLite's `integrity_check` do.
 
-use super::Inner;
 use crate::error::{Error, IoContext, Result};
 use crate::stats::Counters;
+use crate::storage::Storage;
 use crate::table::{BlockCache, IterConfig, TableReader};
+use crate::version::Version;
 use crate::vlog::{self, SegmentScan, SCAN_CHUNK};
 use std::sync::Arc;
 
@@ -33,69 +34,66 @@ impl VerifyReport {
     }
 }
 
-impl Inner {
-    /// Reads every table of the current version and every value-log segment, checking every
-    /// block's and record's checksum. Damage is reported, never repaired; an I/O error other
-    /// than corruption (the disk failing) ends the walk.
-    pub(super) fn verify(&self) -> Result<VerifyReport> {
-        let mut report = VerifyReport::default();
-        let version = self.super_version().version.clone();
-        // Tables are read through a cache of their own: blocks another read left in the
-        // shared cache must still be checked on the disk.
-        let cache = Arc::new(BlockCache::new(0));
-        let counters = Arc::new(Counters::new(self.counters.page_size()));
-        let tables = version.levels.iter().flatten().chain(&version.runs);
-        for table in tables {
-            report.tables += 1;
-            let checked = TableReader::open(
-                self.storage.as_ref(),
-                table.id(),
-                cache.clone(),
-                counters.clone(),
-            )
+/// Reads every table of `version` and every value-log segment on `storage` up to `log_end`
+/// (the writer's position, asked once the tables are read), checking every block's and
+/// record's checksum. Damage is reported, never repaired; an I/O error other than
+/// corruption (the disk failing) ends the walk.
+pub(super) fn verify(
+    storage: &dyn Storage,
+    version: &Version,
+    page_size: u64,
+    log_end: impl FnOnce() -> (u64, u64),
+) -> Result<VerifyReport> {
+    let mut report = VerifyReport::default();
+    // Tables are read through a cache of their own: blocks another read left in the
+    // shared cache must still be checked on the disk.
+    let cache = Arc::new(BlockCache::new(0));
+    let counters = Arc::new(Counters::new(page_size));
+    let tables = version.levels.iter().flatten().chain(&version.runs);
+    for table in tables {
+        report.tables += 1;
+        let checked = TableReader::open(storage, table.id(), cache.clone(), counters.clone())
             .map(Arc::new)
             .and_then(|reader| walk_table(&reader, &counters, &mut report.table_entries));
-            note(&mut report, checked)?;
-        }
-        let (active, written) = self.writes.writer.lock().vlog.position();
-        let mut segments: Vec<u64> = self
-            .storage
-            .list()
-            .ctx("database directory")?
-            .iter()
-            .filter_map(|n| vlog::parse_segment_name(n))
-            .collect();
-        segments.sort_unstable();
-        for seg in segments.into_iter().filter(|s| *s <= active) {
-            let mut scan = match SegmentScan::open(self.storage.as_ref(), seg, SCAN_CHUNK) {
-                Ok(scan) => scan,
-                // Collected by GC since the listing.
-                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                    continue
-                }
-                Err(e) => {
-                    note(&mut report, Err(e))?;
-                    continue;
-                }
-            };
-            if seg == active {
-                scan.stop_at(written);
-            }
-            report.segments += 1;
-            report.bytes += scan.len();
-            let walked = (|| {
-                while scan.next_record()?.is_some() {
-                    report.records += 1;
-                }
-                Ok(())
-            })();
-            note(&mut report, walked)?;
-        }
-        report.bytes += (0..crate::storage::IoPurpose::COUNT)
-            .map(|p| counters.sum_of(|s| &s.read_bytes[p]))
-            .sum::<u64>();
-        Ok(report)
+        note(&mut report, checked)?;
     }
+    let (active, written) = log_end();
+    let mut segments: Vec<u64> = storage
+        .list()
+        .ctx("database directory")?
+        .iter()
+        .filter_map(|n| vlog::parse_segment_name(n))
+        .collect();
+    segments.sort_unstable();
+    for seg in segments.into_iter().filter(|s| *s <= active) {
+        let mut scan = match SegmentScan::open(storage, seg, SCAN_CHUNK) {
+            Ok(scan) => scan,
+            // Collected by GC since the listing.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                continue
+            }
+            Err(e) => {
+                note(&mut report, Err(e))?;
+                continue;
+            }
+        };
+        if seg == active {
+            scan.stop_at(written);
+        }
+        report.segments += 1;
+        report.bytes += scan.len();
+        let walked = (|| {
+            while scan.next_record()?.is_some() {
+                report.records += 1;
+            }
+            Ok(())
+        })();
+        note(&mut report, walked)?;
+    }
+    report.bytes += (0..crate::storage::IoPurpose::COUNT)
+        .map(|p| counters.sum_of(|s| &s.read_bytes[p]))
+        .sum::<u64>();
+    Ok(report)
 }
 
 /// Reads every entry of `reader` (every data block, through the index block) and its filter.

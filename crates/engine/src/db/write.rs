@@ -1,68 +1,23 @@
 //! The write path: group commit into the value log and the memtable, and room for it.
 
-use super::flush::Frozen;
-use super::indexes::derive_entries;
-use super::log_syncs::LogSyncs;
-use super::namespaces::NsEntry;
-use super::usage::credit_holds;
-use super::{Inner, SuperVersion};
+use super::index_set::derive_entries;
+use super::inner::Inner;
+use super::namespace_set::NsEntry;
+use super::quota_state::credit_holds;
+use super::super_version::Frozen;
+use super::super_version::SuperVersion;
+use super::write_queue::{PendingWrite, WriterState, MAX_GROUP_BYTES};
 use crate::error::{Error, Result};
-use crate::key::{self, Kind, SeqNo};
+use crate::key::{self, Kind};
 use crate::memtable::{MemValue, Memtable};
 use crate::options::WritePressure;
 use crate::stats::Counters;
-use crate::vlog::{AppendError, EncodedWrite, RollError, VlogWriter};
+use crate::vlog::{AppendError, EncodedWrite, RollError};
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-pub(super) struct WriterState {
-    pub(super) vlog: VlogWriter,
-    pub(super) next_seq: SeqNo,
-    /// Scratch for joining the records of a commit group into one append.
-    pub(super) buf: Vec<u8>,
-}
-
-/// The write path's shared state: the commit queue, the log writer its leaders append with,
-/// and how far writes are visible.
-pub(super) struct WriteQueue {
-    pub(super) writer: Mutex<WriterState>,
-    pub(super) queue: Mutex<VecDeque<Arc<PendingWrite>>>,
-    queue_cv: Condvar,
-    /// Highest seqno whose write is complete; reads see everything at or below it.
-    pub(super) visible_seq: AtomicU64,
-    /// Syncs of the log asked for on their own, coalesced.
-    pub(super) syncs: LogSyncs,
-}
-
-impl WriteQueue {
-    /// An empty queue before `writer`, with every write up to `last_seq` visible.
-    pub(super) fn new(writer: WriterState, last_seq: SeqNo) -> WriteQueue {
-        WriteQueue {
-            writer: Mutex::new(writer),
-            queue: Mutex::new(VecDeque::new()),
-            queue_cv: Condvar::new(),
-            visible_seq: AtomicU64::new(last_seq),
-            syncs: LogSyncs::new(),
-        }
-    }
-}
-
-/// A write waiting in the commit queue. The first in the queue leads: it writes the records
-/// of every waiting write with one append (and one sync), then hands each its result.
-pub(super) struct PendingWrite {
-    pub(super) records: Mutex<Option<EncodedWrite>>,
-    /// The writer waits for its records to be synced.
-    pub(super) sync: bool,
-    pub(super) result: Mutex<Option<Result<()>>>,
-}
-
-/// A commit group stops growing at this many bytes, so small writes do not wait long behind
-/// big ones.
-pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
 
 /// How long a writer waits for a background retry before it fails with `NoSpace`.
 pub(super) const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
@@ -104,12 +59,12 @@ impl Inner {
         &self,
         e: &NsEntry,
         ops: &[(Kind, &[u8], &[u8])],
-        credit: super::usage::Credit,
+        credit: super::quota_state::Credit,
         sync: bool,
     ) -> Result<()> {
         let counters = &e.counters;
         self.check_open()?;
-        self.settle_manifest()?;
+        self.versions.settle_manifest()?;
         let mut records = EncodedWrite::new(e.id, ops);
         records.credit = credit.bytes;
         records.credit_at = credit.at;
@@ -238,7 +193,7 @@ impl Inner {
             seq += g.spans.len() as u64;
         }
         if w.vlog.needs_roll(bytes, self.opts.vlog_segment_bytes) {
-            let id = self.new_file_number();
+            let id = self.versions.new_file_number();
             self.roll_log(w, id)?;
         }
         let appended = if let [one] = group.as_slice() {
@@ -263,7 +218,7 @@ impl Inner {
                 // An I/O error, or part of the records left at the log's end: accept no
                 // more writes, so that part stays the torn tail that recovery drops.
                 let e = e.into_error();
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 return Err(e);
             }
         };
@@ -271,13 +226,13 @@ impl Inner {
             if let Err(e) = w.vlog.sync() {
                 // A failed sync proves nothing about what reached the disk, and a later one
                 // that succeeds would not either: the log is in doubt for good.
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 return Err(e);
             }
         }
         let segment = w.vlog.segment();
         // A guard, not a counted reference: no shared counter touched per group.
-        let sv = self.super_version_brief();
+        let sv = self.versions.super_version_brief();
         let mem = &sv.mem;
         let indexes = self.index_set();
         // After the super version: see `credit_holds`.
@@ -346,7 +301,7 @@ impl Inner {
             // The writer goes on in the old segment; a half-made new one holds no record.
             Err(RollError::Create(e)) => Err(e),
             Err(RollError::Sync(e)) => {
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 Err(e)
             }
         }
@@ -355,15 +310,12 @@ impl Inner {
     /// What [`make_room`](Self::make_room) would do to a write made now.
     pub(super) fn write_pressure(&self) -> WritePressure {
         // Asked for every write an event loop considers: no shared counter touched.
-        let sv = self.super_version_brief();
-        let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
-        let full = sv.mem.approximate_bytes() >= o.memtable_bytes
-            && sv.imm.len() >= o.max_immutable_memtables;
-        if full || o.auto_compaction && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger) {
+        let sv = self.versions.super_version_brief();
+        let o = &self.opts;
+        let full = sv.memtable_full(o) && sv.frozen_at_limit(o);
+        if full || o.auto_compaction && sv.tree_stops_writes(o) {
             WritePressure::Stop
-        } else if o.auto_compaction
-            && (l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger)
-        {
+        } else if o.auto_compaction && sv.tree_slows_writes(o) {
             WritePressure::Slowdown
         } else {
             WritePressure::None
@@ -376,32 +328,27 @@ impl Inner {
         // The only background run makes this write (a GC's rewrites): it flushes itself
         // rather than wait for a flush nobody else can run, and no compaction can be
         // waited for (the write is bounded; the run compacts once it is done).
-        let alone = (self.opts.background_threads < 2 && super::background::on_job_thread())
+        let alone = (self.opts.background_threads < 2 && super::background_state::on_job_thread())
             || self.opening_inline.load(Ordering::Acquire);
         loop {
-            let sv = self.super_version_brief();
-            let (l0, runs, o) = (sv.version.levels[0].len(), sv.version.max_runs, &self.opts);
+            let sv = self.versions.super_version_brief();
+            let o = &self.opts;
             let auto = o.auto_compaction && !alone;
-            // The conditions are those of `write_pressure`.
-            if auto
-                && (l0 >= o.l0_stop_trigger || runs >= o.run_stop_trigger)
-                && !self.lone_gc_running()
-            {
+            if auto && sv.tree_stops_writes(o) && !self.lone_gc_running() {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 self.wait_for_background()?;
                 continue;
             }
-            let slow = l0 >= o.l0_slowdown_trigger || runs >= o.run_slowdown_trigger;
-            if auto && slow && !slowed {
+            if auto && sv.tree_slows_writes(o) && !slowed {
                 Counters::add(&self.counters.local().write_slowdowns, 1);
                 slowed = true;
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
-            if sv.mem.approximate_bytes() < self.opts.memtable_bytes {
+            if !sv.memtable_full(o) {
                 return Ok(());
             }
-            if sv.imm.len() >= self.opts.max_immutable_memtables {
+            if sv.frozen_at_limit(o) {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 drop(sv);
                 match alone {
@@ -460,7 +407,7 @@ impl Inner {
     /// a writer holding the lock may be waiting for a flush only this run can make: it
     /// flushes while it waits.
     pub(super) fn writer_for_job(&self) -> Result<parking_lot::MutexGuard<'_, WriterState>> {
-        if self.opts.background_threads >= 2 || !super::background::on_job_thread() {
+        if self.opts.background_threads >= 2 || !super::background_state::on_job_thread() {
             return Ok(self.writes.writer.lock());
         }
         loop {
@@ -468,7 +415,7 @@ impl Inner {
             if let Some(guard) = self.writes.writer.try_lock_for(wait) {
                 return Ok(guard);
             }
-            if !self.super_version_brief().imm.is_empty() {
+            if !self.versions.super_version_brief().imm.is_empty() {
                 self.flush_oldest()?;
             }
             self.check_open()?;
@@ -477,26 +424,27 @@ impl Inner {
 
     /// Turns the memtable into a frozen one and starts a new one.
     pub(super) fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
-        let update = self.sv_update.lock();
-        let sv = self.sv.load();
-        if sv.mem.is_empty() {
+        let swapped = self.versions.swap(|sv| {
+            if sv.mem.is_empty() {
+                return None;
+            }
+            let frozen = Frozen {
+                mem: sv.mem.clone(),
+                log_end: w.vlog.position(),
+                log_sync: w.vlog.sync_handle(),
+            };
+            let mut imm = vec![Arc::new(frozen)];
+            imm.extend(sv.imm.iter().cloned());
+            Some(SuperVersion {
+                mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
+                imm,
+                version: sv.version.clone(),
+                used: sv.used.clone(),
+            })
+        });
+        if !swapped {
             return Ok(());
         }
-        let frozen = Frozen {
-            mem: sv.mem.clone(),
-            log_end: w.vlog.position(),
-            log_sync: w.vlog.sync_handle(),
-        };
-        let mut imm = vec![Arc::new(frozen)];
-        imm.extend(sv.imm.iter().cloned());
-        self.sv.store(Arc::new(SuperVersion {
-            mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
-            imm,
-            version: sv.version.clone(),
-            used: sv.used.clone(),
-        }));
-        drop(sv);
-        drop(update);
         let _bg = self.bg.state.lock();
         self.wake_background();
         Ok(())
@@ -513,7 +461,7 @@ impl Inner {
             if let Err(e) = w.vlog.sync() {
                 // What a failed sync left on disk is unknown, and a later sync could
                 // succeed without it: stop writing, as a failed sync in the write path does.
-                self.set_bg_error(&e);
+                self.fail_job(&e);
                 return Err(e);
             }
             Ok(())

@@ -1,0 +1,98 @@
+//! The background's state: the scheduling policy behind its lock, the condition variables
+//! its runners and waiters sleep on, the compaction slots, and which thread runs a job.
+
+use crate::background::{Notice, Outcome, Policy};
+use crate::error::{Error, Result};
+use crate::key::Nsid;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The background's state under its lock: the policy, and the `create_index` calls waiting
+/// for their backfills.
+pub(super) struct BgState {
+    pub(super) policy: Policy,
+    /// Backfills whose `create_index` waits, by index: `None` until the backfill ends. A
+    /// waiter that gives up (an error, a close) takes its entry out, so no answer outlives it.
+    pub(super) backfilled: HashMap<Nsid, Option<Result<()>>>,
+}
+
+impl Default for BgState {
+    fn default() -> Self {
+        BgState {
+            policy: Policy::new(),
+            backfilled: HashMap::new(),
+        }
+    }
+}
+
+/// Background work's shared state: its state under the lock, the wake-ups of the threads
+/// that run it and of those that wait for it, and the check on compaction slots.
+#[derive(Default)]
+pub(super) struct Background {
+    pub(super) state: Mutex<BgState>,
+    /// Wakes background threads.
+    pub(super) cv: Condvar,
+    /// Wakes threads waiting for background work to finish.
+    pub(super) done_cv: Condvar,
+    /// Compactions running in each slot (split, tree), counted where they run: a check
+    /// that the slots' bookkeeping never lets two share a slot.
+    pub(super) in_slot: [AtomicU64; 2],
+    /// Times a compaction started while another held its slot (a bug if ever above 0).
+    pub(super) slot_overlaps: AtomicU64,
+}
+
+impl Background {
+    pub(super) fn slot_overlaps(&self) -> u64 {
+        self.slot_overlaps.load(Ordering::Relaxed)
+    }
+}
+
+/// How a job's result reads to the policy.
+pub(super) fn outcome_of(result: &Result<()>) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Done,
+        Err(e) => failure(e),
+    }
+}
+
+pub(super) fn failure(e: &Error) -> Outcome {
+    if e.is_no_space() {
+        Outcome::NoSpace(e.to_string())
+    } else {
+        Outcome::Failed(e.to_string())
+    }
+}
+
+pub(super) fn log_notice(notice: Option<Notice>) {
+    match notice {
+        Some(Notice::OutOfSpace(e)) => tracing::warn!(
+            error = %e,
+            "out of space: writes that need background work fail until space returns"
+        ),
+        Some(Notice::SpaceBack) => tracing::info!("space is back: background work goes on"),
+        Some(Notice::ReadOnly(e)) => {
+            tracing::error!(error = %e, "background error: database is now read-only")
+        }
+        None => {}
+    }
+}
+
+thread_local! {
+    /// The thread is carrying out a background job.
+    static ON_JOB: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread runs a background job: with a single background run, no other job
+/// can run meanwhile, so a write it makes (a GC's rewrites) must not wait for one.
+pub(super) fn on_job_thread() -> bool {
+    ON_JOB.with(|c| c.get())
+}
+
+/// Runs `job` marked as a background job on this thread (see [`on_job_thread`]).
+pub(super) fn as_job<R>(job: impl FnOnce() -> R) -> R {
+    let was = ON_JOB.with(|c| c.replace(true));
+    let r = job();
+    ON_JOB.with(|c| c.set(was));
+    r
+}

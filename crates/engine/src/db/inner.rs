@@ -1,0 +1,125 @@
+//! The parts of an open database, composed: the write path's queue, the versions and
+//! manifest, namespaces, indexes, usage and quotas, snapshots, value-log GC and background
+//! work. Only this type knows them all; the orchestration that needs several of them is in
+//! the files named for what it does (flush.rs, write.rs, gc.rs, ...).
+
+use super::background_state::Background;
+use super::gc_state::GcState;
+use super::index_flushes::IndexFlushes;
+use super::index_set::IndexSet;
+use super::level_stats::level_stats;
+use super::namespace_set::NsState;
+use super::quota_state::{CapacityFlushes, SpaceGauge};
+use super::snapshots::Snapshots;
+#[cfg(test)]
+use super::test_hooks::TestHooks;
+use super::versions::Versions;
+use super::write_queue::WriteQueue;
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::stats::{Counters, DbStats};
+use crate::storage::StorageRef;
+use crate::vlog::{self, VlogReader};
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The parts of an open database, composed: the one place that holds them all.
+pub(super) struct Inner {
+    pub(super) opts: Options,
+    pub(super) storage: StorageRef,
+    /// Counters of background work (flush, compaction); namespaces have their own.
+    pub(super) counters: Arc<Counters>,
+    pub(super) namespaces: RwLock<NsState>,
+    /// Live secondary indexes, by the namespace they index: the write path derives their
+    /// entries. Replaced (under the writer lock) when an index is created or dropped.
+    pub(super) indexes: RwLock<Arc<IndexSet>>,
+    pub(super) vlog_reader: VlogReader,
+    pub(super) gc: GcState,
+    /// The manifest and the super version readers load.
+    pub(super) versions: Versions,
+    pub(super) writes: WriteQueue,
+    pub(super) bg: Background,
+    pub(super) closed: AtomicBool,
+    /// The open is under way with a background runner, which runs nothing before it returns:
+    /// flushes the open needs (an unfinished backfill's) run on the opening thread.
+    pub(super) opening_inline: AtomicBool,
+    pub(super) opened: std::time::Instant,
+    /// Milliseconds from `opened` to the last write.
+    pub(super) last_write_ms: AtomicU64,
+    /// Seqnos live snapshots read at, per namespace.
+    pub(super) snapshots: Snapshots,
+    /// The storage's free space as last asked (the device-wide reserve).
+    pub(super) space: SpaceGauge,
+    /// Flushes capacity checks made, kept apart (see `check_room`).
+    pub(super) capacity_flush: CapacityFlushes,
+    /// Flushes index backfills made, and the indexes ready before their flush.
+    pub(super) index_flush: IndexFlushes,
+    /// Values of recently read keys (`Options::row_cache_bytes`; `None`: off).
+    pub(super) row_cache: Option<crate::row_cache::RowCache>,
+    /// Reader threads for iterators' prefetch (values, blocks, tables), started on first use.
+    pub(super) prefetcher: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
+    /// Reader threads for background work, started on first use.
+    pub(super) background_reads: std::sync::OnceLock<Arc<crate::prefetch::ReadPool>>,
+    #[cfg(test)]
+    pub(super) hooks: TestHooks<Inner>,
+}
+
+impl Inner {
+    pub(super) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if let Some(e) = &self.bg.state.lock().policy.error {
+            return Err(Error::Background(e.clone()));
+        }
+        Ok(())
+    }
+
+    pub(super) fn stats(&self) -> DbStats {
+        let sv = self.versions.super_version();
+        let mut s = DbStats {
+            levels: sv
+                .version
+                .levels
+                .iter()
+                .map(|ts| level_stats(&ts.iter().collect::<Vec<_>>()))
+                .collect(),
+            runs: level_stats(&sv.version.runs.iter().collect::<Vec<_>>()),
+            ..DbStats::default()
+        };
+        // Totals: background work plus every namespace, destroyed ones included.
+        let n = self.opts.num_levels;
+        self.counters.accumulate(&mut s, n);
+        let state = self.namespaces.read();
+        for c in state
+            .live
+            .values()
+            .flat_map(|e| [&e.counters, &e.list_counters])
+        {
+            c.accumulate(&mut s, n);
+        }
+        s.add_counts(&state.destroyed_counters, n);
+        drop(state);
+        if let Ok(names) = self.storage.list() {
+            for n in names
+                .iter()
+                .filter(|n| vlog::parse_segment_name(n).is_some())
+            {
+                s.vlog_segments += 1;
+                if let Ok(f) = self.storage.open(n) {
+                    s.vlog_bytes += f.len().unwrap_or(0);
+                }
+            }
+        }
+        s.nand = self.storage.nand_stats();
+        self.reap_snapshots();
+        s.snapshots = self.snapshots.count();
+        if let Some(rc) = &self.row_cache {
+            let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);
+            s.row_cache = rc.stats();
+            (s.row_cache.hits, s.row_cache.misses) = (hits, misses);
+        }
+        s
+    }
+}

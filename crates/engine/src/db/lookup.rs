@@ -1,0 +1,270 @@
+//! Point lookups in a super version: memtables, then tables level by level, each asked
+//! through its filter first, timed per step for the cost model.
+
+use super::super_version::SuperVersion;
+use crate::error::Result;
+use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt, TRAILER_LEN};
+use crate::stats::{level_step, step_level, Counters, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
+use crate::table::block::Block;
+use crate::table::filter::filter_hash;
+use crate::version::{TableHandle, Version};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Where a lookup found the newest version of a key.
+pub(super) struct Hit {
+    /// The search step that answered (`stats::STEP_*`, `stats::level_step`).
+    pub(super) step: usize,
+    pub(super) kind: Kind,
+    /// The record in the value log (of a put, or of a delete still in a memtable).
+    pub(super) addr: Option<key::ValueAddr>,
+    /// The value when it is at hand: memtable or inline copy.
+    pub(super) value: Option<Bytes>,
+}
+
+impl Hit {
+    /// Where its value is: at hand or in the value log (`None`: neither, a delete's).
+    #[inline]
+    pub(super) fn value_at(self) -> Option<ValueAt> {
+        ValueAt::of(self.value, self.addr)
+    }
+}
+
+/// Times the steps of one get for the cost model. Steps that read nothing are counted
+/// without reading the clock: their time, a few comparisons, goes to the next timed step.
+pub(super) struct StepClock<'a> {
+    pub(super) c: &'a Counters,
+    pub(super) last: quanta::Instant,
+}
+
+impl<'a> StepClock<'a> {
+    pub(super) fn new(c: &'a Counters) -> Self {
+        StepClock {
+            c,
+            last: quanta::Instant::now(),
+        }
+    }
+
+    pub(super) fn lap(&mut self) -> u64 {
+        let now = quanta::Instant::now();
+        let ns = now.duration_since(self.last).as_nanos() as u64;
+        self.last = now;
+        ns
+    }
+
+    pub(super) fn hit(&mut self, step: usize) {
+        let ns = self.lap();
+        Counters::add(&self.c.local().step_hits[step], 1);
+        Counters::add(&self.c.local().step_hit_nanos[step], ns);
+    }
+
+    /// The get passed `step`; `timed` if it read anything there.
+    pub(super) fn miss(&mut self, step: usize, timed: bool) {
+        Counters::add(&self.c.local().step_misses[step], 1);
+        if timed {
+            let ns = self.lap();
+            Counters::add(&self.c.local().step_miss_nanos[step], ns);
+        }
+    }
+}
+
+/// Counts one get and where it was answered in the namespace's counters.
+pub(super) fn count_get(c: &Counters, hit: Option<&Hit>) {
+    Counters::add(&c.local().gets, 1);
+    // A tombstone answers "not found" too: counted there, not at the step that held it.
+    match hit.filter(|h| h.kind == Kind::Put).map(|h| h.step) {
+        None => Counters::add(&c.local().gets_not_found, 1),
+        Some(STEP_MEMTABLE) => Counters::add(&c.local().gets_memtable, 1),
+        Some(STEP_RUNS) => Counters::add(&c.local().gets_runs, 1),
+        Some(s) => Counters::add(&c.local().gets_by_level[step_level(s)], 1),
+    }
+}
+
+/// [`Inner::lookup`] in super version `sv` at seqno `snapshot` (which `sv` holds), with
+/// filters and index blocks from `cache` if given.
+pub(super) fn lookup_in(
+    sv: &SuperVersion,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+    cache: Option<&mut ProbeCache>,
+) -> Result<Option<Hit>> {
+    let mut clock = StepClock::new(c);
+    let user = key::user_part(ns, key);
+    for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
+        if let Some((_, v)) = m.get(&user, snapshot) {
+            clock.hit(STEP_MEMTABLE);
+            return Ok(Some(Hit {
+                step: STEP_MEMTABLE,
+                kind: v.kind,
+                addr: Some(v.addr),
+                value: Some(v.value),
+            }));
+        }
+    }
+    clock.miss(STEP_MEMTABLE, true);
+    let Some((step, kind, iv)) =
+        search_tables(&sv.version, ns, key, snapshot, c, &mut clock, cache)?
+    else {
+        return Ok(None);
+    };
+    let kind = match iv {
+        IndexValue::Tombstone => Kind::Delete,
+        _ => kind,
+    };
+    let (addr, value) = iv.into_parts();
+    Ok(Some(Hit {
+        step,
+        kind,
+        addr,
+        value,
+    }))
+}
+
+/// Filters and index blocks of the tables a batch of lookups touched, each read once for the
+/// batch (a flush's lookups of the versions it supersedes, a batched get), whatever the cache
+/// budget; and the data block each table's last probe read, which the next of a batch's
+/// sorted keys often falls in too.
+#[derive(Default)]
+pub(super) struct ProbeCache {
+    tables: HashMap<u64, Probed>,
+    /// Blocks read go into the block cache (a get's), or not (a flush's probes read each
+    /// block once: not worth a place in the cache).
+    pub(super) fill_cache: bool,
+}
+
+struct Probed {
+    pub(super) filter: Option<Bytes>,
+    pub(super) index: Block,
+    pub(super) last: Option<(u64, Block)>,
+}
+
+impl ProbeCache {
+    /// For a batch of gets: what it reads is cached as a get's reads are.
+    pub(super) fn for_gets() -> ProbeCache {
+        ProbeCache {
+            tables: HashMap::new(),
+            fill_cache: true,
+        }
+    }
+}
+
+/// Asks table `r` for the newest version of `user` at or below `seek`'s seqno, through its
+/// filter first (`Ok(None)` also when the filter rules it out).
+pub(super) fn probe_table(
+    r: &crate::table::TableReader,
+    user: &[u8],
+    seek: &[u8],
+    hash: u64,
+    c: &Counters,
+    cache: Option<&mut ProbeCache>,
+) -> Result<Option<(u64, Kind, IndexValue)>> {
+    match cache {
+        None if r.may_contain(hash, c)? => r.get(user, seek, c),
+        None => Ok(None),
+        Some(cache) => {
+            let fill = cache.fill_cache;
+            let p = match cache.tables.entry(r.id()) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let (filter, index) = r.probe_blocks(c, fill)?;
+                    e.insert(Probed {
+                        filter,
+                        index,
+                        last: None,
+                    })
+                }
+            };
+            if !crate::table::TableReader::filter_allows(p.filter.as_ref(), hash, c) {
+                return Ok(None);
+            }
+            let Some(h) = r.block_for(&p.index, seek)? else {
+                return Ok(None);
+            };
+            let block = match &p.last {
+                Some((at, b)) if *at == h.offset => b,
+                _ => &p.last.insert((h.offset, r.data_block_at(h, c, fill)?)).1,
+            };
+            r.find_in(block, user, seek)
+        }
+    }
+}
+
+/// The newest version of `(ns, key)` at or below `snapshot` in `version`'s tables: L0 newest
+/// first, then the namespace's runs newest first, then one table per deeper level, each asked
+/// through its filter first; with the step that found it. Each step's outcome and time go to
+/// `clock`; filters and index blocks come from `cache` if given.
+pub(super) fn search_tables(
+    version: &Version,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+    clock: &mut StepClock<'_>,
+    cache: Option<&mut ProbeCache>,
+) -> Result<Option<(usize, Kind, IndexValue)>> {
+    Ok(
+        search_tables_seq(version, ns, key, snapshot, c, clock, cache)?
+            .map(|(step, _, kind, iv)| (step, kind, iv)),
+    )
+}
+
+/// [`search_tables`] with the seqno of the version found.
+pub(super) fn search_tables_seq(
+    version: &Version,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+    clock: &mut StepClock<'_>,
+    mut cache: Option<&mut ProbeCache>,
+) -> Result<Option<(usize, SeqNo, Kind, IndexValue)>> {
+    let mut seek = key::user_part(ns, key);
+    let hash = filter_hash(&seek);
+    key::push_trailer(&mut seek, snapshot, Kind::Put);
+    let user = &seek[..seek.len() - TRAILER_LEN];
+    // Tables that overlap each other (L0, runs), newest first: the first answer wins.
+    let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
+                      probed: &mut bool,
+                      cache: &mut Option<&mut ProbeCache>|
+     -> Result<Option<(u64, Kind, IndexValue)>> {
+        for t in tables.filter(|t| t.covers(user)) {
+            let r = t.reader()?;
+            if r.ns_may_contain(ns, key) {
+                *probed = true;
+                if let Some(f) = probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())? {
+                    return Ok(Some(f));
+                }
+            }
+        }
+        Ok(None)
+    };
+    let steps = [STEP_L0, STEP_RUNS]
+        .into_iter()
+        .chain((1..version.num_levels()).map(level_step));
+    for step in steps {
+        let mut probed = false;
+        let found = match step {
+            STEP_L0 => search_all(&mut version.levels[0].iter(), &mut probed, &mut cache)?,
+            STEP_RUNS => search_all(&mut version.runs_of(ns).iter(), &mut probed, &mut cache)?,
+            _ => match version.find_in_level(step_level(step), user) {
+                Some(t) => {
+                    probed = true;
+                    let r = t.reader()?;
+                    probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())?
+                }
+                None => None,
+            },
+        };
+        match found {
+            Some((seq, kind, iv)) => {
+                clock.hit(step);
+                return Ok(Some((step, seq, kind, iv)));
+            }
+            None => clock.miss(step, probed),
+        }
+    }
+    Ok(None)
+}
