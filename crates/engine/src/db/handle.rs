@@ -6,6 +6,7 @@
 use super::index_set::IndexInfo;
 use super::inner::Inner;
 use super::namespace_set::NsEntry;
+use super::read_only::set_read_only;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::index::IndexKind;
@@ -148,12 +149,21 @@ impl Namespace {
     /// nothing; reads, scans, iterators and queries go on. Once this returns with `true`,
     /// every write acknowledged before it is readable, and none is acknowledged after.
     pub fn set_read_only(&self, read_only: bool) -> Result<()> {
-        self.inner.set_read_only(&self.entry, read_only)
+        let inner = &self.inner;
+        inner.check_open()?;
+        set_read_only(&inner.versions, &inner.writes, &self.entry, read_only)?;
+        if read_only {
+            // Writes queued before the flag held are done once a barrier behind them is
+            // (committed to the memtable, or failed and not acknowledged): its own outcome
+            // is theirs, which is not this call's.
+            let _ = inner.commit(None, false, None);
+        }
+        Ok(())
     }
 
     /// Whether the namespace refuses writes ([`set_read_only`](Self::set_read_only)).
     pub fn is_read_only(&self) -> bool {
-        self.inner.is_read_only(&self.entry)
+        self.entry.is_read_only()
     }
 
     /// Its space and settings (what `stats().space` shows), without the rest of the stats.

@@ -47,6 +47,11 @@ impl NsEntry {
         }
     }
 
+    /// Whether the namespace refuses writes.
+    pub(super) fn is_read_only(&self) -> bool {
+        self.read_only.load(Ordering::Acquire)
+    }
+
     /// `UnknownNamespace` once the namespace is destroyed.
     pub(super) fn check_live(&self) -> Result<()> {
         if self.live.load(Ordering::Acquire) {
