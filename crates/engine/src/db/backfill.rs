@@ -113,7 +113,7 @@ impl Inner {
             }
             Ok(())
         })();
-        self.release_snapshot(e.id, seq, pin);
+        self.pins().release(e.id, seq, pin);
         result
     }
 

@@ -280,7 +280,7 @@ impl Inner {
         let params = output_params(&self.opts, target);
         // Per key space: a shared tree's or L0's tables mix namespaces, each kept for its own
         // snapshots.
-        let floors = self.snapshot_floors();
+        let floors = self.pins().floors();
         let alloc = || self.versions.new_file_number();
         let destroyed = self.namespaces.read().destroyed.clone();
         let cx = compaction::RunContext {
@@ -321,17 +321,14 @@ impl Inner {
 
     /// Wakes the background: the database's own threads, or the runner given in the options.
     pub(super) fn wake_background(&self) {
-        self.bg.cv.notify_all();
-        if let Some(r) = &self.opts.background_runner {
-            (r.0)();
-        }
+        self.bg.wake(self.opts.background_runner.as_ref());
     }
 
     /// The policy's choice: the next job, marked as running, or how long to wait.
     fn choose(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Choice {
         loop {
             // Pins past their age go first: what they held may be collectable.
-            let (gc, expired) = self.expire_snapshots();
+            let (gc, expired) = self.pins().expire();
             if gc {
                 bg.policy.check_gc();
             }
@@ -351,7 +348,7 @@ impl Inner {
             match choice {
                 // Awake again when the next pin expires.
                 Ok(Choice::Wait(d)) => {
-                    let until = self.until_expiry();
+                    let until = self.pins().until_expiry();
                     return Choice::Wait(match (d, until) {
                         (Some(d), Some(u)) => Some(d.min(u)),
                         (d, u) => d.or(u),

@@ -4,6 +4,7 @@
 use crate::background::{Notice, Outcome, Policy};
 use crate::error::{Error, Result};
 use crate::key::Nsid;
+use crate::options::BackgroundRunner;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +46,14 @@ pub(super) struct Background {
 impl Background {
     pub(super) fn slot_overlaps(&self) -> u64 {
         self.slot_overlaps.load(Ordering::Relaxed)
+    }
+
+    /// Wakes the background: the database's own threads, or `runner` (the options').
+    pub(super) fn wake(&self, runner: Option<&BackgroundRunner>) {
+        self.cv.notify_all();
+        if let Some(r) = runner {
+            (r.0)();
+        }
     }
 }
 

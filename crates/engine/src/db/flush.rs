@@ -69,7 +69,7 @@ impl Inner {
             params,
             &self.opts,
             &destroyed,
-            &self.snapshot_floors(),
+            &self.pins().floors(),
             &alloc,
         )?;
         // Earlier segments were synced when the log moved past them.

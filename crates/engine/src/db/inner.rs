@@ -9,6 +9,7 @@ use super::index_flushes::IndexFlushes;
 use super::index_set::IndexSet;
 use super::level_stats::level_stats;
 use super::namespace_set::NsState;
+use super::pin_keeper::PinKeeper;
 use super::quota_state::{CapacityFlushes, SpaceGauge};
 use super::snapshots::Snapshots;
 #[cfg(test)]
@@ -66,6 +67,20 @@ pub(super) struct Inner {
 }
 
 impl Inner {
+    /// The parts snapshot pins' floors, releases and expiries touch.
+    pub(super) fn pins(&self) -> PinKeeper<'_> {
+        let (snapshots, writes, gc, bg) = (&self.snapshots, &self.writes, &self.gc, &self.bg);
+        let (indexes, opts) = (&self.indexes, &self.opts);
+        PinKeeper {
+            snapshots,
+            writes,
+            indexes,
+            gc,
+            bg,
+            opts,
+        }
+    }
+
     pub(super) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -113,7 +128,7 @@ impl Inner {
             }
         }
         s.nand = self.storage.nand_stats();
-        self.reap_snapshots();
+        self.pins().reap();
         s.snapshots = self.snapshots.count();
         if let Some(rc) = &self.row_cache {
             let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);

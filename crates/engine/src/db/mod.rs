@@ -27,6 +27,7 @@ mod log_syncs;
 mod lookup;
 mod namespace_set;
 mod namespaces;
+mod pin_keeper;
 mod query;
 mod query_doc;
 mod quota_state;

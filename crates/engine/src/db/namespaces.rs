@@ -230,7 +230,7 @@ impl Inner {
         let ns = entry.id;
         let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
         s.listings = entry.list_counters.listing_stats();
-        self.reap_snapshots();
+        self.pins().reap();
         s.snapshots = self.snapshots.count_of(ns);
         let sv = self.versions.super_version();
         s.keys_estimate = std::iter::once(&sv.mem)

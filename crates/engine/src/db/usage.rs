@@ -186,7 +186,7 @@ impl Inner {
     /// Live bytes of namespace `e` as of the last flush, its garbage, and the garbage its
     /// snapshots hold back (see [`NamespaceSpace::pinned_bytes`]).
     pub(super) fn usage_of(&self, e: &NsEntry) -> (Usage, u64, u64) {
-        self.reap_snapshots();
+        self.pins().reap();
         let held = self.gc.deferred.lock().waiting_for(e.id);
         let vs = self.versions.lock();
         let (records, index) = vs.namespaces.usage_of(e.id);
