@@ -197,7 +197,14 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         threads: Mutex::new(threads),
         _lock: lock,
     };
-    db.inner.upgrade_index_keys()?;
+    // Indexes with an older key format are registered again (their backfills run below,
+    // as crashed ones'), then their old trees dropped. A crash between the two leaves both
+    // registered; the next open finds the new one and only drops the old.
+    let admin = db.inner.index_admin();
+    for d in admin.outdated() {
+        admin.reregister(&d)?;
+        db.inner.drop_trees(&[d.id])?;
+    }
     db.inner.finish_backfills()?;
     db.inner.opening_inline.store(false, Ordering::Release);
     db.inner.forget_destroyed_quietly();

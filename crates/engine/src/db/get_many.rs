@@ -50,10 +50,10 @@ impl Inner {
         let _pin = self.vlog_reader.pin_brief();
         // What row cache inserts are checked against: the seqno before the super version,
         // as for one get (`Inner::get`).
-        let cached_at = self.read_seq(at);
+        let cached_at = self.writes.read_seq(at);
         // The super version first, then the seqno, as for one get.
         let sv = self.versions.super_version_brief();
-        let snapshot = self.read_seq(at);
+        let snapshot = self.writes.read_seq(at);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
         let mut out: Vec<Option<Bytes>> = vec![None; keys.len()];

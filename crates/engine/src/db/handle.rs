@@ -117,18 +117,23 @@ impl Namespace {
     /// (writes go on meanwhile and index themselves). Values that are not JSON, or hold no
     /// scalar at `attr`, are not indexed. One index per attribute.
     pub fn create_index(&self, attr: &str, kind: IndexKind) -> Result<()> {
-        self.inner.create_index(&self.entry, attr, kind)
+        self.inner.check_open()?;
+        let id = self.inner.index_admin().register(&self.entry, attr, kind)?;
+        self.inner.backfill_in_background(&self.entry, id)
     }
 
     /// Drops the index on `attr`; [`Error::UnknownIndex`](crate::error::Error::UnknownIndex)
     /// if there is none.
     pub fn drop_index(&self, attr: &str) -> Result<()> {
-        self.inner.drop_index(&self.entry, attr)
+        self.inner.check_open()?;
+        let admin = self.inner.index_admin();
+        let id = admin.unlink(&self.entry, attr)?;
+        admin.unlinked(id, self.inner.drop_trees(&[id]))
     }
 
     /// This namespace's indexes.
     pub fn list_indexes(&self) -> Result<Vec<IndexInfo>> {
-        self.inner.list_indexes(&self.entry)
+        self.inner.index_admin().list(&self.entry)
     }
 
     /// The namespace's settings: its capacity and I/O shares.
@@ -182,7 +187,7 @@ impl Namespace {
     /// the tree's shape as one key meets it (its filter loads without a cache).
     pub fn get_path(&self, key: &[u8]) -> Result<GetPath> {
         self.entry.check_live()?;
-        self.inner.get_path(self.entry.id, key)
+        self.inner.reader().get_path(self.entry.id, key)
     }
 
     /// Counters, tree shape, space and settings of this namespace.

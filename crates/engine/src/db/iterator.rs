@@ -423,16 +423,4 @@ impl Inner {
             ))
         })
     }
-
-    /// The reader threads of background work (a flush's lookups), started on first use: as
-    /// the prefetch threads, at the background threads' priority.
-    pub(super) fn background_reader(&self) -> &Arc<ReadPool> {
-        self.background_reads.get_or_init(|| {
-            let pool = ReadPool::new(
-                self.opts.prefetch_threads,
-                self.storage.nand_stats().is_some(),
-            );
-            Arc::new(pool.for_background("cerberus-bgread", self.opts.background_nice))
-        })
-    }
 }

@@ -36,6 +36,7 @@ mod read_only;
 mod readable;
 mod records;
 mod recovery;
+mod segment_retire;
 mod settle;
 mod snapshot;
 mod snapshots;

@@ -89,7 +89,7 @@ impl Inner {
         let mut ids = vec![ns];
         ids.extend(self.versions.lock().namespaces.indexes_of(ns).map(|d| d.id));
         self.drop_trees(&ids)?;
-        self.indexes_dropped();
+        self.index_admin().dropped();
         let mut state = self.namespaces.write();
         if let Some(e) = state.live.remove(&ns) {
             e.live.store(false, Ordering::Release);
@@ -151,7 +151,7 @@ impl Inner {
                     it.advance()?;
                 }
             }
-            self.install(
+            self.installer().install(
                 VersionEdit {
                     destroyed_ns: ids.to_vec(),
                     deleted: own.iter().map(|(l, t)| (*l, t.id())).collect(),

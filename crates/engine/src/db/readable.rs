@@ -83,7 +83,8 @@ pub trait Readable: sealed::Sealed {
         let at = self.read_point();
         at.check()?;
         let ns = at.namespace();
-        ns.inner.get(&ns.entry, key, at.seq())
+        let reader = ns.inner.reader();
+        reader.get(&ns.entry, key, at.seq())
     }
 
     /// The values of `keys` (`None` where a key has none), in the order of `keys`, all read
@@ -106,7 +107,8 @@ pub trait Readable: sealed::Sealed {
         let at = self.read_point();
         at.check()?;
         let ns = at.namespace();
-        ns.inner.contains(&ns.entry, key, at.seq())
+        let reader = ns.inner.reader();
+        reader.contains(&ns.entry, key, at.seq())
     }
 
     /// An iterator over the namespace's keys and values in byte order. Through a
