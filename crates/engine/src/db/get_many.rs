@@ -57,7 +57,7 @@ impl<F: Fn()> Reader<'_, F> {
         // the NAND model are waited for here), and they touch no shared count.
         let _pin = self.vlog_reader.pin_brief();
         // What row cache inserts are checked against: the seqno before the super version,
-        // as for one get (`Inner::get`).
+        // as for one get (`Reader::get`).
         let cached_at = self.writes.read_seq(at);
         // The super version first, then the seqno, as for one get.
         let sv = self.versions.super_version_brief();

@@ -3,7 +3,7 @@
 //! Snapshots count per namespace: the registry keeps `(namespace, seqno)` pins, and what a
 //! pin holds back is its own namespace's garbage alone. Flushes and compactions keep, for
 //! each entry, every version a live snapshot of the entry's namespace can see (the oldest such
-//! snapshot bounds what they drop, [`SnapshotFloors`]); the entries of a secondary index are
+//! snapshot bounds what they drop, [`SnapshotFloors`](crate::compaction::SnapshotFloors)); the entries of a secondary index are
 //! keyed by the index's id and count under the namespace that owns the index. Value-log GC
 //! leaves a segment alone while a snapshot of a namespace can reach that namespace's record
 //! in it, and only a release in one of those namespaces looks at the segment again. One
