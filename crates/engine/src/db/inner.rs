@@ -22,6 +22,7 @@ use super::versions::Versions;
 use super::write_queue::WriteQueue;
 use crate::error::Result;
 use crate::options::Options;
+use crate::prefetch::ReadPool;
 use crate::stats::{Counters, DbStats};
 use crate::storage::StorageRef;
 use crate::vlog::{self, VlogReader};
@@ -71,6 +72,14 @@ pub(super) struct Inner {
 }
 
 impl Inner {
+    /// The reader threads iterators (and batched gets, and counts) prefetch through,
+    /// started on first use.
+    pub(super) fn prefetcher(&self) -> &Arc<ReadPool> {
+        let threads = self.opts.prefetch_threads;
+        let pool = || ReadPool::new(threads, self.storage.nand_stats().is_some());
+        self.prefetcher.get_or_init(|| Arc::new(pool()))
+    }
+
     /// The live secondary indexes, as writes derive entries for them now.
     pub(super) fn index_set(&self) -> Arc<IndexSet> {
         self.indexes.read().clone()
