@@ -48,7 +48,7 @@ impl Inner {
         let dropped = self.drop_trees(&[id]);
         let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
-        self.reload_indexes(&vs);
+        self.index_admin().reload(&vs);
         dropped
     }
 
@@ -86,7 +86,7 @@ impl Inner {
                 let done = !scan.valid();
                 if !done && scan.kind() == Kind::Put {
                     let pk = Bytes::copy_from_slice(scan.key());
-                    let (value, addr) = match self.scanned_value(
+                    let (value, addr) = match self.reader().scanned_value(
                         scan.index_value(),
                         e.id,
                         &pk,
@@ -113,7 +113,7 @@ impl Inner {
             }
             Ok(())
         })();
-        self.release_snapshot(e.id, seq, pin);
+        self.pins().release(e.id, seq, pin);
         result
     }
 
@@ -139,7 +139,7 @@ impl Inner {
             // have been flushed, its tombstone for this entry compacted away before the
             // entry existed. Checked under the writer lock: a write after the check
             // supersedes the entry at its own flush.
-            let hit = self.lookup(e.id, &pk, None, &e.list_counters)?;
+            let hit = self.reader().lookup(e.id, &pk, None, &e.list_counters)?;
             if !hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)) {
                 continue;
             }
@@ -180,7 +180,7 @@ impl Inner {
     fn mark_ready(&self, e: &NsEntry, id: Nsid) -> Result<()> {
         let flush_now = self.index_flush.allow(self.opened.elapsed());
         if flush_now {
-            self.flush()?;
+            self.flusher().flush()?;
         }
         let _w = self.writes.writer.lock();
         let mut vs = self.versions.lock();
@@ -210,7 +210,7 @@ impl Inner {
                 self.versions.log_edit(&mut vs, edit)?;
             }
         }
-        self.reload_indexes(&vs);
+        self.index_admin().reload(&vs);
         Ok(())
     }
 

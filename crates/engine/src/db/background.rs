@@ -89,7 +89,10 @@ impl Inner {
             opts: &self.opts,
             frozen: self.versions.super_version().imm.len(),
             idle: self.idle(),
-            idle_ns: self.idle_namespaces(drain),
+            idle_ns: {
+                let now = self.opened.elapsed().as_millis() as u64;
+                self.namespaces.read().idle(&self.opts, now, drain)
+            },
             now: std::time::Instant::now(),
         }
     }
@@ -103,7 +106,7 @@ impl Inner {
                 self.roll_log(&mut w, id)?;
             }
         }
-        self.flush()?;
+        self.flusher().flush()?;
         {
             // Nothing left in memory: replay can start at the head, sealing what is behind.
             let w = self.writes.writer.lock();
@@ -111,7 +114,7 @@ impl Inner {
             if sv.mem.is_empty() && sv.imm.is_empty() {
                 let pos = w.vlog.position();
                 if self.versions.lock().log_start < pos {
-                    self.install(
+                    self.installer().install(
                         VersionEdit {
                             log_start: Some(pos),
                             ..VersionEdit::default()
@@ -128,8 +131,8 @@ impl Inner {
         // The collected segments go once their rewrites are flushed: now, so the space is
         // back when this returns.
         if !self.gc.retire_after_flush.lock().is_empty() {
-            self.flush()?;
-            self.retire_if_all_flushed();
+            self.flusher().flush()?;
+            self.retire().if_all_flushed();
         }
         self.count_gc(&stats);
         Ok(stats)
@@ -207,7 +210,7 @@ impl Inner {
         if let Some(ns) = ns {
             self.ns_entry(ns)?;
         }
-        self.flush()?;
+        self.flusher().flush()?;
         let _slots = self.acquire_compaction()?;
         let mut all: Vec<Nsid> = match ns {
             Some(ns) => vec![ns],
@@ -280,7 +283,7 @@ impl Inner {
         let params = output_params(&self.opts, target);
         // Per key space: a shared tree's or L0's tables mix namespaces, each kept for its own
         // snapshots.
-        let floors = self.snapshot_floors();
+        let floors = self.pins().floors();
         let alloc = || self.versions.new_file_number();
         let destroyed = self.namespaces.read().destroyed.clone();
         let cx = compaction::RunContext {
@@ -299,7 +302,7 @@ impl Inner {
         }
         self.storage.sync_dir().ctx("database directory")?;
         out.edit.vlog_dead = dead_bytes_by_segment(&out.dropped);
-        self.install(out.edit, None)?;
+        self.installer().install(out.edit, None)?;
         self.gc.liveness.mark_dead(&out.dropped);
         Counters::add(&self.counters.local().compactions, 1);
         Counters::add(&self.counters.local().compaction_bytes_read, read);
@@ -321,17 +324,14 @@ impl Inner {
 
     /// Wakes the background: the database's own threads, or the runner given in the options.
     pub(super) fn wake_background(&self) {
-        self.bg.cv.notify_all();
-        if let Some(r) = &self.opts.background_runner {
-            (r.0)();
-        }
+        self.bg.wake(self.opts.background_runner.as_ref());
     }
 
     /// The policy's choice: the next job, marked as running, or how long to wait.
     fn choose(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>) -> Choice {
         loop {
             // Pins past their age go first: what they held may be collectable.
-            let (gc, expired) = self.expire_snapshots();
+            let (gc, expired) = self.pins().expire();
             if gc {
                 bg.policy.check_gc();
             }
@@ -351,7 +351,7 @@ impl Inner {
             match choice {
                 // Awake again when the next pin expires.
                 Ok(Choice::Wait(d)) => {
-                    let until = self.until_expiry();
+                    let until = self.pins().until_expiry();
                     return Choice::Wait(match (d, until) {
                         (Some(d), Some(u)) => Some(d.min(u)),
                         (d, u) => d.or(u),
@@ -404,7 +404,10 @@ impl Inner {
         // A panic in a job must not leave its slots taken and writers waiting forever.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
             // Each may have dropped the last entries of a destroyed id.
-            Job::Flush => self.flush_oldest().map(|_| self.forget_destroyed_quietly()),
+            Job::Flush => self
+                .flusher()
+                .flush_oldest()
+                .map(|_| self.forget_destroyed_quietly()),
             Job::Compact { task, version } | Job::Split { task, version } => self
                 .run_compaction(task, version)
                 .map(|written| self.count_term(task, written))

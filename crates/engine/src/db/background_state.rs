@@ -4,9 +4,14 @@
 use crate::background::{Notice, Outcome, Policy};
 use crate::error::{Error, Result};
 use crate::key::Nsid;
+use crate::options::BackgroundRunner;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How long a writer waits for a background retry before it fails with `NoSpace`.
+pub(super) const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
 
 /// The background's state under its lock: the policy, and the `create_index` calls waiting
 /// for their backfills.
@@ -45,6 +50,70 @@ pub(super) struct Background {
 impl Background {
     pub(super) fn slot_overlaps(&self) -> u64 {
         self.slot_overlaps.load(Ordering::Relaxed)
+    }
+
+    /// Waits a while for background work to be done (a job, or the retry of a write that
+    /// found no space), waking it first; the background's error, or `Closed`, if it stopped.
+    pub(super) fn wait(&self, runner: Option<&BackgroundRunner>) -> Result<()> {
+        let mut bg = self.state.lock();
+        if let Some(e) = &bg.policy.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if bg.policy.shutdown {
+            return Err(Error::Closed);
+        }
+        if bg.policy.no_space.is_some() {
+            // Space may be back: have the background retry now, and give up only if that
+            // attempt fails too (or none comes soon).
+            let failures = bg.policy.no_space_failures;
+            bg.policy.retry_now();
+            self.wake(runner);
+            let deadline = std::time::Instant::now() + NO_SPACE_WAIT;
+            while bg.policy.no_space.is_some()
+                && bg.policy.no_space_failures == failures
+                && bg.policy.error.is_none()
+                && !bg.policy.shutdown
+                && std::time::Instant::now() < deadline
+            {
+                self.done_cv.wait_for(&mut bg, Duration::from_millis(20));
+            }
+            if let Some(why) = &bg.policy.no_space {
+                return Err(Error::NoSpace {
+                    file: "database".into(),
+                    source: std::io::Error::new(std::io::ErrorKind::StorageFull, why.clone()),
+                });
+            }
+            return Ok(());
+        }
+        self.wake(runner);
+        self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        Ok(())
+    }
+
+    /// [`wake`](Self::wake) under the background's lock: a runner about to sleep either
+    /// saw the work before or is woken.
+    pub(super) fn wake_locked(&self, runner: Option<&BackgroundRunner>) {
+        let _bg = self.state.lock();
+        self.wake(runner);
+    }
+
+    /// `Closed` once the database is `closed`, the background's error once it failed.
+    pub(super) fn check_open(&self, closed: &AtomicBool) -> Result<()> {
+        if closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if let Some(e) = &self.state.lock().policy.error {
+            return Err(Error::Background(e.clone()));
+        }
+        Ok(())
+    }
+
+    /// Wakes the background: the database's own threads, or `runner` (the options').
+    pub(super) fn wake(&self, runner: Option<&BackgroundRunner>) {
+        self.cv.notify_all();
+        if let Some(r) = runner {
+            (r.0)();
+        }
     }
 }
 

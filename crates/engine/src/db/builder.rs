@@ -197,7 +197,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         threads: Mutex::new(threads),
         _lock: lock,
     };
-    db.inner.upgrade_index_keys()?;
+    upgrade_index_keys(&db.inner)?;
     db.inner.finish_backfills()?;
     db.inner.opening_inline.store(false, Ordering::Release);
     db.inner.forget_destroyed_quietly();
@@ -218,4 +218,17 @@ impl Db {
     pub fn builder(options: Options) -> DbBuilder {
         DbBuilder::new(options)
     }
+}
+
+/// Rebuilds each index whose entries have an older key format: registered again under a
+/// new id (its backfill runs as a crashed one's, `Inner::finish_backfills`), then its old
+/// trees dropped. A crash between the two leaves both registered; the next open finds the
+/// new one and only drops the old.
+fn upgrade_index_keys(inner: &Inner) -> Result<()> {
+    let admin = inner.index_admin();
+    for d in admin.outdated() {
+        admin.reregister(&d)?;
+        inner.drop_trees(&[d.id])?;
+    }
+    Ok(())
 }

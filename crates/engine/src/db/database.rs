@@ -115,7 +115,7 @@ impl Db {
     /// Writes the memtable to an L0 table and waits until it and every memtable frozen before
     /// it are flushed (not those that writes made meanwhile fill and freeze).
     pub fn flush(&self) -> Result<()> {
-        self.inner.flush()
+        self.inner.flusher().flush()
     }
 
     /// Compacts, in every live namespace, every table holding keys in `[start, end]`

@@ -1,24 +1,77 @@
 //! Flushes, and the version edits they and compactions record in the manifest.
 
+use super::background_state::Background;
 use super::dead_bytes::dead_bytes_by_segment;
 use super::flush_table::{flush_memtable, flush_params};
 use super::flush_usage::flush_usage;
-use super::inner::Inner;
+use super::index_flushes::IndexFlushes;
+use super::index_set::IndexSet;
+use super::namespace_set::NsState;
+use super::pin_keeper::PinKeeper;
+use super::segment_retire::SegmentRetire;
 use super::super_version::Frozen;
 use super::supersede::supersede_index_entries;
+use super::versions::Versions;
+use super::write_queue::{WriteQueue, WriterState};
 use crate::error::{IoContext, Result};
+use crate::options::Options;
+use crate::prefetch::ReadPool;
 use crate::stats::Counters;
+use crate::storage::StorageRef;
 use crate::version::VersionEdit;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use crate::vlog::VlogReader;
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
-impl Inner {
+/// The parts a version's installation touches, borrowed, and what runs (in tests) between
+/// the manifest's edit and the swap.
+pub(super) struct Installer<'a, F> {
+    pub(super) versions: &'a Versions,
+    pub(super) index_flush: &'a IndexFlushes,
+    /// The capacity checks' flush epoch (`CapacityFlushes::epoch`).
+    pub(super) flush_epoch: &'a AtomicU64,
+    pub(super) before_swap: F,
+}
+
+impl<F: Fn()> Installer<'_, F> {
+    /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
+    pub(super) fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
+        let (index_flush, epoch) = (self.index_flush, self.flush_epoch);
+        self.versions
+            .install(edit, flushed, index_flush, epoch, &self.before_swap)
+    }
+}
+
+/// The parts a flush touches, borrowed.
+pub(super) struct Flusher<'a, F> {
+    pub(super) opts: &'a Options,
+    pub(super) storage: &'a StorageRef,
+    /// Counters of background work.
+    pub(super) counters: &'a Arc<Counters>,
+    pub(super) closed: &'a AtomicBool,
+    /// The open is under way with a background runner (see `Inner::opening_inline`).
+    pub(super) opening_inline: &'a AtomicBool,
+    pub(super) bg: &'a Background,
+    pub(super) writes: &'a WriteQueue,
+    pub(super) namespaces: &'a RwLock<NsState>,
+    pub(super) indexes: &'a RwLock<Arc<IndexSet>>,
+    pub(super) vlog_reader: &'a VlogReader,
+    /// Reader threads for background work, started on first use.
+    pub(super) background_reads: &'a OnceLock<Arc<ReadPool>>,
+    pub(super) pins: PinKeeper<'a>,
+    pub(super) retire: SegmentRetire<'a>,
+    pub(super) installer: Installer<'a, F>,
+}
+
+impl<F: Fn()> Flusher<'_, F> {
     pub(super) fn flush(&self) -> Result<()> {
-        self.check_open()?;
+        self.bg.check_open(self.closed)?;
+        let versions = self.installer.versions;
         if self.opening_inline.load(Ordering::Acquire) {
             // Nothing else runs background work yet: flush here.
-            self.freeze_memtable(&mut self.writes.writer.lock())?;
-            while !self.versions.super_version().imm.is_empty() {
+            self.freeze(&mut self.writes.writer.lock());
+            while !versions.super_version().imm.is_empty() {
                 self.flush_oldest()?;
             }
             return Ok(());
@@ -27,49 +80,57 @@ impl Inner {
         // frozen later (writes go on) are not waited for, or a writer could keep it waiting.
         let pending = {
             let mut w = self.writes.writer.lock();
-            self.freeze_memtable(&mut w)?;
-            self.versions.super_version().imm.clone()
+            self.freeze(&mut w);
+            versions.super_version().imm.clone()
         };
         loop {
-            let imm = self.versions.super_version().imm.clone();
+            let imm = versions.super_version().imm.clone();
             if !imm
                 .iter()
                 .any(|m| pending.iter().any(|p| Arc::ptr_eq(m, p)))
             {
                 return Ok(());
             }
-            self.wait_for_background()?;
+            self.bg.wait(self.opts.background_runner.as_ref())?;
+        }
+    }
+
+    /// Turns the memtable into a frozen one and wakes the background to flush it.
+    fn freeze(&self, w: &mut WriterState) {
+        if self.installer.versions.freeze(w, self.opts.memtable_bytes) {
+            self.bg.wake_locked(self.opts.background_runner.as_ref());
         }
     }
 
     pub(super) fn flush_oldest(&self) -> Result<()> {
-        let Some(frozen) = self.versions.super_version().imm.last().cloned() else {
+        let versions = self.installer.versions;
+        let Some(frozen) = versions.super_version().imm.last().cloned() else {
             return Ok(());
         };
-        let alloc = || self.versions.new_file_number();
-        let params = flush_params(&self.opts);
+        let alloc = || versions.new_file_number();
+        let params = flush_params(self.opts);
         let destroyed = self.namespaces.read().destroyed.clone();
         supersede_index_entries(
             &frozen.mem,
-            &self.versions.super_version().version,
-            &self.index_set(),
-            &self.vlog_reader,
-            &self.counters,
+            &versions.super_version().version,
+            &self.indexes.read().clone(),
+            self.vlog_reader,
+            self.counters,
         )?;
         let usage = flush_usage(
             &frozen.mem,
-            &self.versions.super_version().version,
+            &versions.super_version().version,
             &destroyed,
-            &self.counters,
+            self.counters,
             self.background_reader(),
         )?;
         let (props, dropped) = flush_memtable(
             self.storage.as_ref(),
             &frozen.mem,
             params,
-            &self.opts,
+            self.opts,
             &destroyed,
-            &self.snapshot_floors(),
+            &self.pins.floors(),
             &alloc,
         )?;
         // Earlier segments were synced when the log moved past them.
@@ -84,25 +145,23 @@ impl Inner {
             ..VersionEdit::default()
         };
         usage.into_edit(&mut edit);
-        self.install(edit, Some(&frozen))?;
-        self.gc.liveness.mark_dead(&dropped);
-        self.retire_flushed_segments(frozen.mem.max_seq());
+        self.installer.install(edit, Some(&frozen))?;
+        self.retire.gc.liveness.mark_dead(&dropped);
+        self.retire.flushed(frozen.mem.max_seq());
         Counters::add(&self.counters.local().flushes, 1);
         Counters::add(&self.counters.local().flush_bytes_written, written);
         Ok(())
     }
 
-    /// Logs `edit` and installs its version; `flushed` is the memtable it made durable.
-    pub(super) fn install(&self, edit: VersionEdit, flushed: Option<&Arc<Frozen>>) -> Result<()> {
-        self.versions.install(
-            edit,
-            flushed,
-            &self.index_flush,
-            &self.capacity_flush.epoch,
-            || {
-                #[cfg(test)]
-                self.hooks.before_swap(self);
-            },
-        )
+    /// The reader threads of background work (a flush's lookups), started on first use: as
+    /// the prefetch threads, at the background threads' priority.
+    fn background_reader(&self) -> &Arc<ReadPool> {
+        self.background_reads.get_or_init(|| {
+            let pool = ReadPool::new(
+                self.opts.prefetch_threads,
+                self.storage.nand_stats().is_some(),
+            );
+            Arc::new(pool.for_background("cerberus-bgread", self.opts.background_nice))
+        })
     }
 }

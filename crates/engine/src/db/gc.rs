@@ -4,7 +4,7 @@
 use super::gc_state::GcStats;
 use super::inner::Inner;
 use crate::error::{Error, IoContext, Result};
-use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
+use crate::key::{Kind, Nsid, ValueAddr};
 use crate::vlog::{self, EncodedWrite, SegmentScan, SCAN_CHUNK};
 use bytes::Bytes;
 use std::collections::HashSet;
@@ -163,7 +163,7 @@ impl Inner {
             .visible_seq
             .load(std::sync::atomic::Ordering::Acquire);
         self.gc.retire_after_flush.lock().push((upto, seg));
-        self.retire_if_all_flushed();
+        self.retire().if_all_flushed();
         stats.segments_deleted += 1;
         stats.bytes_reclaimed += seg_len;
         Ok(())
@@ -239,41 +239,6 @@ impl Inner {
         }
     }
 
-    /// Deletes segment `seg` once the gets that may have found an address in it are done.
-    pub(super) fn retire_segment(&self, seg: u64) {
-        self.vlog_reader.retire(seg);
-        self.gc.liveness.forget(seg);
-        let mut vs = self.versions.lock();
-        vs.vlog_dead.remove(&seg);
-        vs.namespaces.forget_segment(seg);
-    }
-
-    /// Retires the collected segments waiting for the writes up to `flushed` to be flushed.
-    pub(super) fn retire_flushed_segments(&self, flushed: SeqNo) {
-        // Retired under the list's lock: a collection listing segments meanwhile sees each
-        // one either waiting or retired, never neither (it would collect it again).
-        let mut pending = self.gc.retire_after_flush.lock();
-        let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(s, _)| *s <= flushed);
-        for (_, seg) in due {
-            self.retire_segment(seg);
-        }
-        *pending = keep;
-    }
-
-    /// Retires every waiting segment when nothing written is left unflushed (a flush of an
-    /// empty memtable writes nothing, so no flush would retire them).
-    pub(super) fn retire_if_all_flushed(&self) {
-        // The seqno first: a write at or below it that is in no memtable now was flushed.
-        let visible = self
-            .writes
-            .visible_seq
-            .load(std::sync::atomic::Ordering::Acquire);
-        let sv = self.versions.super_version();
-        if sv.mem.is_empty() && sv.imm.is_empty() {
-            self.retire_flushed_segments(visible);
-        }
-    }
-
     /// Leaves `seg` until a snapshot of one of `namespaces` goes; `released` is the count of
     /// snapshot releases read before the check that found one reading it. A release since then
     /// may have missed the entry (it wakes collection only when something waits): then the
@@ -302,7 +267,7 @@ impl Inner {
             let of_destroyed = destroyed.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
                 let read = of_destroyed || {
-                    let hit = self.lookup(ns, key, Some(seq), &self.counters)?;
+                    let hit = self.reader().lookup(ns, key, Some(seq), &self.counters)?;
                     // A destroy racing this check takes the namespace's tables out of the
                     // version before it joins the destroyed set: a miss may be that, not a newer
                     // version. The manifest's list of destroyed ids changes with the version
@@ -321,7 +286,7 @@ impl Inner {
 
     /// Whether the newest version of `(ns, key)` is the record at `addr`.
     fn is_current(&self, ns: Nsid, key: &[u8], addr: ValueAddr) -> Result<bool> {
-        let hit = self.lookup(ns, key, None, &self.counters)?;
+        let hit = self.reader().lookup(ns, key, None, &self.counters)?;
         Ok(hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)))
     }
 

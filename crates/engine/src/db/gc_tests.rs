@@ -36,7 +36,11 @@ fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
     ns.put(b"k", &[7u8; 300]).unwrap();
     db.compact_all().unwrap();
     let id = ns.id();
-    let hit = db.inner.lookup(id, b"k", None, &db.inner.counters).unwrap();
+    let hit = db
+        .inner
+        .reader()
+        .lookup(id, b"k", None, &db.inner.counters)
+        .unwrap();
     let addr = hit
         .and_then(|h| h.addr)
         .expect("the record has a value-log address");

@@ -3,11 +3,12 @@
 //! block and last data block are read once for the keys that fall in it, then the value-log
 //! records read together (queued at once on a modeled device, in address order on files).
 
-use super::inner::Inner;
 use super::lookup::{count_get, lookup_in, ProbeCache};
 use super::namespace_set::NsEntry;
+use super::read::Reader;
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
+use crate::prefetch::Pending;
 use crate::stats::Counters;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -25,13 +26,20 @@ struct Later {
     step: usize,
 }
 
-impl Inner {
-    /// The values of `keys` at seqno `at` (now if `None`), in the order of `keys`.
-    pub(super) fn get_many(
-        self: &Arc<Self>,
+/// A value-log read of `key`'s value at an address, handed to a prefetch thread.
+pub(super) type FarRead = Pending<Result<Bytes>>;
+
+impl<F: Fn()> Reader<'_, F> {
+    /// The values of `keys` at seqno `at` (now if `None`), in the order of `keys`, at most
+    /// `limit` bytes of them. `far`: on a modeled device, what submits a value-log read to the
+    /// prefetch threads (asked only when more than one value is in the log).
+    pub(super) fn get_many<S: Fn(ValueAddr, Vec<u8>) -> FarRead>(
+        &self,
         e: &NsEntry,
         keys: &[&[u8]],
         at: Option<SeqNo>,
+        limit: u64,
+        far: impl FnOnce() -> Option<S>,
     ) -> Result<Vec<Option<Bytes>>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -49,11 +57,11 @@ impl Inner {
         // the NAND model are waited for here), and they touch no shared count.
         let _pin = self.vlog_reader.pin_brief();
         // What row cache inserts are checked against: the seqno before the super version,
-        // as for one get (`Inner::get`).
-        let cached_at = self.read_seq(at);
+        // as for one get (`Reader::get`).
+        let cached_at = self.writes.read_seq(at);
         // The super version first, then the seqno, as for one get.
         let sv = self.versions.super_version_brief();
-        let snapshot = self.read_seq(at);
+        let snapshot = self.writes.read_seq(at);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
         let mut out: Vec<Option<Bytes>> = vec![None; keys.len()];
@@ -63,7 +71,7 @@ impl Inner {
         let mut probes = ProbeCache::for_gets();
         let mut prev: Option<usize> = None;
         // Latest-state batches use the row cache, as gets do; `missed`: the slots to fill it.
-        let cache = self.row_cache.as_ref().filter(|_| at.is_none());
+        let cache = self.row_cache.filter(|_| at.is_none());
         let mut missed = Vec::new();
         for &i in &order {
             if let Some(p) = prev.filter(|&p| keys[p] == keys[i]) {
@@ -113,11 +121,10 @@ impl Inner {
             size[l.slot] = u64::from(l.addr.len);
         }
         let bytes = size.iter().sum::<u64>() + repeats.iter().map(|&(f, _)| size[f]).sum::<u64>();
-        let limit = self.opts.get_many_bytes;
         if bytes > limit {
             return Err(Error::TooManyBytes { bytes, limit });
         }
-        self.read_later(ns, keys, later, &mut out, c)?;
+        self.read_later(ns, keys, later, &mut out, c, far)?;
         if let Some(rc) = cache {
             for i in missed {
                 if let Some(v) = &out[i] {
@@ -134,27 +141,23 @@ impl Inner {
     /// Reads the values of `later` into `out`: submitted together on a modeled device (its
     /// dies serve them at once), else one after another in address order (the page cache
     /// answers them; a hand-off to a prefetch thread would cost more than the read).
-    fn read_later(
-        self: &Arc<Self>,
+    fn read_later<S: Fn(ValueAddr, Vec<u8>) -> FarRead>(
+        &self,
         ns: Nsid,
         keys: &[&[u8]],
         mut later: Vec<Later>,
         out: &mut [Option<Bytes>],
         c: &Arc<Counters>,
+        far: impl FnOnce() -> Option<S>,
     ) -> Result<()> {
         if later.is_empty() {
             return Ok(());
         }
         later.sort_by_key(|l| (l.addr.segment, l.addr.offset));
-        if later.len() > 1 && self.storage.nand_stats().is_some() {
-            let pool = self.prefetcher();
+        if let Some(submit) = (later.len() > 1).then(far).flatten() {
             let pending: Vec<_> = later
                 .iter()
-                .map(|l| {
-                    let (inner, c, addr) = (self.clone(), c.clone(), l.addr);
-                    let key = keys[l.slot].to_vec();
-                    pool.submit(move || inner.vlog_reader.read_value(addr, ns, &key, &c))
-                })
+                .map(|l| submit(l.addr, keys[l.slot].to_vec()))
                 .collect();
             for (l, p) in later.iter().zip(pending) {
                 let t = quanta::Instant::now();

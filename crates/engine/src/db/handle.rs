@@ -6,6 +6,7 @@
 use super::index_set::IndexInfo;
 use super::inner::Inner;
 use super::namespace_set::NsEntry;
+use super::read_only::set_read_only;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::index::IndexKind;
@@ -116,18 +117,23 @@ impl Namespace {
     /// (writes go on meanwhile and index themselves). Values that are not JSON, or hold no
     /// scalar at `attr`, are not indexed. One index per attribute.
     pub fn create_index(&self, attr: &str, kind: IndexKind) -> Result<()> {
-        self.inner.create_index(&self.entry, attr, kind)
+        self.inner.check_open()?;
+        let id = self.inner.index_admin().register(&self.entry, attr, kind)?;
+        self.inner.backfill_in_background(&self.entry, id)
     }
 
     /// Drops the index on `attr`; [`Error::UnknownIndex`](crate::error::Error::UnknownIndex)
     /// if there is none.
     pub fn drop_index(&self, attr: &str) -> Result<()> {
-        self.inner.drop_index(&self.entry, attr)
+        self.inner.check_open()?;
+        let admin = self.inner.index_admin();
+        let id = admin.unlink(&self.entry, attr)?;
+        admin.unlinked(id, self.inner.drop_trees(&[id]))
     }
 
     /// This namespace's indexes.
     pub fn list_indexes(&self) -> Result<Vec<IndexInfo>> {
-        self.inner.list_indexes(&self.entry)
+        self.inner.index_admin().list(&self.entry)
     }
 
     /// The namespace's settings: its capacity and I/O shares.
@@ -148,12 +154,21 @@ impl Namespace {
     /// nothing; reads, scans, iterators and queries go on. Once this returns with `true`,
     /// every write acknowledged before it is readable, and none is acknowledged after.
     pub fn set_read_only(&self, read_only: bool) -> Result<()> {
-        self.inner.set_read_only(&self.entry, read_only)
+        let inner = &self.inner;
+        inner.check_open()?;
+        set_read_only(&inner.versions, &inner.writes, &self.entry, read_only)?;
+        if read_only {
+            // Writes queued before the flag held are done once a barrier behind them is
+            // (committed to the memtable, or failed and not acknowledged): its own outcome
+            // is theirs, which is not this call's.
+            let _ = inner.commit(None, false, None);
+        }
+        Ok(())
     }
 
     /// Whether the namespace refuses writes ([`set_read_only`](Self::set_read_only)).
     pub fn is_read_only(&self) -> bool {
-        self.inner.is_read_only(&self.entry)
+        self.entry.is_read_only()
     }
 
     /// Its space and settings (what `stats().space` shows), without the rest of the stats.
@@ -172,7 +187,7 @@ impl Namespace {
     /// the tree's shape as one key meets it (its filter loads without a cache).
     pub fn get_path(&self, key: &[u8]) -> Result<GetPath> {
         self.entry.check_live()?;
-        self.inner.get_path(self.entry.id, key)
+        self.inner.reader().get_path(self.entry.id, key)
     }
 
     /// Counters, tree shape, space and settings of this namespace.

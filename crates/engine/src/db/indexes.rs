@@ -5,122 +5,130 @@
 //! so the entry of the value it replaced stays behind. A query drops such stale entries when it
 //! checks the record it reaches (`classic`: the current value's attribute).
 
+use super::index_flushes::IndexFlushes;
 use super::index_set::{IndexInfo, IndexSet};
-use super::inner::Inner;
 use super::namespace_set::NsEntry;
+use super::versions::Versions;
+use super::write_queue::WriteQueue;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, IndexDef, IndexKind, KEY_FORMAT};
 use crate::key::Nsid;
+use crate::options::Options;
 use crate::version::{VersionEdit, VersionSet};
+use parking_lot::RwLock;
 use std::sync::Arc;
 
-impl Inner {
-    pub(super) fn index_set(&self) -> Arc<IndexSet> {
-        self.indexes.read().clone()
-    }
+/// The parts the registry of indexes touches, borrowed: the manifest that keeps it, the
+/// live set writes derive entries for, and the writer lock every change of that set is
+/// made under. Dropping an index's trees and backfilling a new one are the caller's.
+pub(super) struct IndexAdmin<'a> {
+    pub(super) opts: &'a Options,
+    pub(super) writes: &'a WriteQueue,
+    pub(super) versions: &'a Versions,
+    /// Live secondary indexes, by the namespace they index (`Inner::indexes`).
+    pub(super) set: &'a RwLock<Arc<IndexSet>>,
+    pub(super) index_flush: &'a IndexFlushes,
+}
 
+impl IndexAdmin<'_> {
     /// Rebuilds the index set from the registry; the caller holds the writer lock, so that
     /// every write after it derives entries for exactly the new set.
-    pub(super) fn reload_indexes(&self, vs: &VersionSet) {
+    pub(super) fn reload(&self, vs: &VersionSet) {
         let ready = self.index_flush.ready_unlogged();
         let set = IndexSet::from_defs(vs.namespaces.indexes.values(), &ready);
-        *self.indexes.write() = Arc::new(set);
+        *self.set.write() = Arc::new(set);
     }
 
-    pub(super) fn create_index(&self, e: &NsEntry, attr: &str, kind: IndexKind) -> Result<()> {
-        self.check_open()?;
+    /// Registers an index of `e` on `attr` and has writes derive its entries; its id, whose
+    /// backfill (the records written before) the caller then runs.
+    pub(super) fn register(&self, e: &NsEntry, attr: &str, kind: IndexKind) -> Result<Nsid> {
         e.check_live()?;
         let path = AttrPath::parse(attr).map_err(Error::InvalidArgument)?;
-        let id = {
-            let _w = self.writes.writer.lock();
-            let mut vs = self.versions.lock();
-            // Under the manifest's lock, where `set_read_only` sets it.
-            e.check_writable()?;
-            if let Some(d) = vs.namespaces.indexes_of(e.id).find(|d| d.attr == attr) {
-                return Err(Error::IndexExists {
-                    attr: attr.to_string(),
-                    kind: d.kind,
-                });
-            }
-            let limit = self.opts.max_indexes_per_namespace;
-            if vs.namespaces.indexes_of(e.id).count() >= limit {
-                return Err(Error::TooManyIndexes { ns: e.id, limit });
-            }
+        let _w = self.writes.writer.lock();
+        let mut vs = self.versions.lock();
+        // Under the manifest's lock, where `set_read_only` sets it.
+        e.check_writable()?;
+        if let Some(d) = vs.namespaces.indexes_of(e.id).find(|d| d.attr == attr) {
+            return Err(Error::IndexExists {
+                attr: attr.to_string(),
+                kind: d.kind,
+            });
+        }
+        let limit = self.opts.max_indexes_per_namespace;
+        if vs.namespaces.indexes_of(e.id).count() >= limit {
+            return Err(Error::TooManyIndexes { ns: e.id, limit });
+        }
+        let id = vs.namespaces.next;
+        if id == Nsid::MAX {
+            return Err(Error::InvalidArgument("namespace ids exhausted".into()));
+        }
+        let def = IndexDef {
+            id,
+            ns: e.id,
+            attr: path.as_str().to_string(),
+            kind,
+            ready: None,
+            keys: KEY_FORMAT,
+        };
+        self.versions.log_edit(
+            &mut vs,
+            VersionEdit {
+                created_index: vec![def],
+                next_nsid: Some(id + 1),
+                ..VersionEdit::default()
+            },
+        )?;
+        // Every write from here on derives entries; the backfill covers those before.
+        self.reload(&vs);
+        Ok(id)
+    }
+
+    /// The indexes whose entries have an older key format (numbers as `f64` alone, which
+    /// gave integers past 2^53 one key).
+    pub(super) fn outdated(&self) -> Vec<IndexDef> {
+        let vs = self.versions.lock();
+        let defs = &vs.namespaces.indexes;
+        defs.values()
+            .filter(|d| d.keys != KEY_FORMAT)
+            .cloned()
+            .collect()
+    }
+
+    /// Registers outdated index `d` again under a new id, unless a rebuild of it is
+    /// registered already (a crash came before its old trees were dropped); its backfill
+    /// then runs as a crashed one's, and the caller drops the old trees.
+    pub(super) fn reregister(&self, d: &IndexDef) -> Result<()> {
+        let _w = self.writes.writer.lock();
+        let mut vs = self.versions.lock();
+        let rebuilt = vs
+            .namespaces
+            .indexes_of(d.ns)
+            .any(|n| n.attr == d.attr && n.keys == KEY_FORMAT);
+        if !rebuilt {
             let id = vs.namespaces.next;
             if id == Nsid::MAX {
                 return Err(Error::InvalidArgument("namespace ids exhausted".into()));
             }
             let def = IndexDef {
                 id,
-                ns: e.id,
-                attr: path.as_str().to_string(),
-                kind,
                 ready: None,
                 keys: KEY_FORMAT,
+                ..d.clone()
             };
-            self.versions.log_edit(
-                &mut vs,
-                VersionEdit {
-                    created_index: vec![def],
-                    next_nsid: Some(id + 1),
-                    ..VersionEdit::default()
-                },
-            )?;
-            // Every write from here on derives entries; the backfill covers those before.
-            self.reload_indexes(&vs);
-            id
-        };
-        self.backfill_in_background(e, id)
-    }
-
-    /// Rebuilds each index whose entries have an older key format (numbers as `f64` alone,
-    /// which gave integers past 2^53 one key): registers it again under a new id, whose
-    /// backfill [`finish_backfills`](Self::finish_backfills) then runs as a crashed one's,
-    /// and drops the old trees. A crash between the two leaves both registered; the next
-    /// open finds the new one and only drops the old.
-    pub(super) fn upgrade_index_keys(&self) -> Result<()> {
-        let old: Vec<IndexDef> = {
-            let vs = self.versions.lock();
-            let defs = &vs.namespaces.indexes;
-            defs.values()
-                .filter(|d| d.keys != KEY_FORMAT)
-                .cloned()
-                .collect()
-        };
-        for d in old {
-            let _w = self.writes.writer.lock();
-            let mut vs = self.versions.lock();
-            let rebuilt = vs
-                .namespaces
-                .indexes_of(d.ns)
-                .any(|n| n.attr == d.attr && n.keys == KEY_FORMAT);
-            if !rebuilt {
-                let id = vs.namespaces.next;
-                if id == Nsid::MAX {
-                    return Err(Error::InvalidArgument("namespace ids exhausted".into()));
-                }
-                let def = IndexDef {
-                    id,
-                    ready: None,
-                    keys: KEY_FORMAT,
-                    ..d.clone()
-                };
-                let edit = VersionEdit {
-                    created_index: vec![def],
-                    next_nsid: Some(id + 1),
-                    ..VersionEdit::default()
-                };
-                self.versions.log_edit(&mut vs, edit)?;
-                self.reload_indexes(&vs);
-            }
-            drop((vs, _w));
-            self.drop_trees(&[d.id])?;
+            let edit = VersionEdit {
+                created_index: vec![def],
+                next_nsid: Some(id + 1),
+                ..VersionEdit::default()
+            };
+            self.versions.log_edit(&mut vs, edit)?;
+            self.reload(&vs);
         }
         Ok(())
     }
 
-    pub(super) fn drop_index(&self, e: &NsEntry, attr: &str) -> Result<()> {
-        self.check_open()?;
+    /// Takes the index of `e` on `attr` out of the live set, before the caller drops its
+    /// trees; its id.
+    pub(super) fn unlink(&self, e: &NsEntry, attr: &str) -> Result<Nsid> {
         e.check_live()?;
         let vs = self.versions.lock();
         // Under the manifest's lock, where `set_read_only` sets it.
@@ -137,30 +145,30 @@ impl Inner {
         // first, the rest later): a query reads the set after taking its super version, so
         // one that still finds the index reads all of its entries; writes stop deriving
         // entries for it at once. Under the writer lock, as every change of the set.
-        {
-            let _w = self.writes.writer.lock();
-            // Again, under the manifest's lock: the first check let it go, and a
-            // `set_read_only` since then must stop the drop (review, third round, L3). Once
-            // out of the set, the drop has begun before any flag set later.
-            let vs = self.versions.lock();
-            e.check_writable()?;
-            drop(vs);
-            let set = self.index_set().without(id);
-            *self.indexes.write() = Arc::new(set);
-        }
-        let dropped = self.drop_trees(&[id]);
+        let _w = self.writes.writer.lock();
+        // Again, under the manifest's lock: the first check let it go, and a
+        // `set_read_only` since then must stop the drop (review, third round, L3). Once
+        // out of the set, the drop has begun before any flag set later.
+        let vs = self.versions.lock();
+        e.check_writable()?;
+        drop(vs);
+        let set = self.set.read().clone().without(id);
+        *self.set.write() = Arc::new(set);
+        Ok(id)
+    }
+
+    /// After the drop of index `id`'s trees (`dropped`, its outcome): the set rebuilt from
+    /// the registry either way, since a failed drop leaves the index listed there, and so
+    /// back in the set.
+    pub(super) fn unlinked(&self, id: Nsid, dropped: Result<()>) -> Result<()> {
         if dropped.is_ok() {
             self.index_flush.forget(&[id]);
         }
-        // Rebuilt from the registry either way: a failed drop leaves the index listed there,
-        // and so back in the set.
-        let _w = self.writes.writer.lock();
-        let vs = self.versions.lock();
-        self.reload_indexes(&vs);
+        self.dropped();
         dropped
     }
 
-    pub(super) fn list_indexes(&self, e: &NsEntry) -> Result<Vec<IndexInfo>> {
+    pub(super) fn list(&self, e: &NsEntry) -> Result<Vec<IndexInfo>> {
         e.check_live()?;
         // Ready in memory counts: queries use it.
         let unlogged = self.index_flush.ready_unlogged();
@@ -177,11 +185,11 @@ impl Inner {
             .collect())
     }
 
-    /// After a namespace's destroy: its indexes are gone from the registry too.
-    pub(super) fn indexes_dropped(&self) {
+    /// After a namespace's destroy (or an index's drop): the set rebuilt from the registry.
+    pub(super) fn dropped(&self) {
         let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
-        self.reload_indexes(&vs);
+        self.reload(&vs);
     }
 }
 

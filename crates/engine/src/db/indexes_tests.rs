@@ -65,7 +65,7 @@ fn an_index_of_the_old_key_format_is_rebuilt_at_open() {
             ..VersionEdit::default()
         };
         inner.versions.log_edit(&mut vs, edit).unwrap();
-        inner.reload_indexes(&vs);
+        inner.index_admin().reload(&vs);
         drop((vs, w));
         db.flush().unwrap();
         id

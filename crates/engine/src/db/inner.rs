@@ -4,24 +4,30 @@
 //! the files named for what it does (flush.rs, write.rs, gc.rs, ...).
 
 use super::background_state::Background;
+use super::flush::{Flusher, Installer};
 use super::gc_state::GcState;
 use super::index_flushes::IndexFlushes;
 use super::index_set::IndexSet;
+use super::indexes::IndexAdmin;
 use super::level_stats::level_stats;
 use super::namespace_set::NsState;
+use super::pin_keeper::PinKeeper;
 use super::quota_state::{CapacityFlushes, SpaceGauge};
+use super::read::Reader;
+use super::segment_retire::SegmentRetire;
 use super::snapshots::Snapshots;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
 use super::versions::Versions;
 use super::write_queue::WriteQueue;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::options::Options;
+use crate::prefetch::ReadPool;
 use crate::stats::{Counters, DbStats};
 use crate::storage::StorageRef;
 use crate::vlog::{self, VlogReader};
 use parking_lot::RwLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 /// The parts of an open database, composed: the one place that holds them all.
@@ -66,14 +72,114 @@ pub(super) struct Inner {
 }
 
 impl Inner {
+    /// The reader threads iterators (and batched gets, and counts) prefetch through,
+    /// started on first use.
+    pub(super) fn prefetcher(&self) -> &Arc<ReadPool> {
+        let threads = self.opts.prefetch_threads;
+        let pool = || ReadPool::new(threads, self.storage.nand_stats().is_some());
+        self.prefetcher.get_or_init(|| Arc::new(pool()))
+    }
+
+    /// The live secondary indexes, as writes derive entries for them now.
+    pub(super) fn index_set(&self) -> Arc<IndexSet> {
+        self.indexes.read().clone()
+    }
+
+    /// The parts the registry of indexes touches.
+    pub(super) fn index_admin(&self) -> IndexAdmin<'_> {
+        let (opts, writes, versions, set) =
+            (&self.opts, &self.writes, &self.versions, &self.indexes);
+        IndexAdmin {
+            opts,
+            writes,
+            versions,
+            set,
+            index_flush: &self.index_flush,
+        }
+    }
+
+    /// The parts a read touches; in tests, the hook shown the whole database between a
+    /// get's load of the super version and its read of the seqno.
+    pub(super) fn reader(&self) -> Reader<'_, impl Fn() + '_> {
+        let after_super_version = move || {
+            #[cfg(test)]
+            self.hooks.after_super_version(self);
+        };
+        Reader {
+            closed: &self.closed,
+            versions: &self.versions,
+            writes: &self.writes,
+            vlog_reader: &self.vlog_reader,
+            row_cache: self.row_cache.as_ref(),
+            after_super_version,
+        }
+    }
+
+    /// The parts a flush touches.
+    pub(super) fn flusher(&self) -> Flusher<'_, impl Fn() + '_> {
+        Flusher {
+            opts: &self.opts,
+            storage: &self.storage,
+            counters: &self.counters,
+            closed: &self.closed,
+            opening_inline: &self.opening_inline,
+            bg: &self.bg,
+            writes: &self.writes,
+            namespaces: &self.namespaces,
+            indexes: &self.indexes,
+            vlog_reader: &self.vlog_reader,
+            background_reads: &self.background_reads,
+            pins: self.pins(),
+            retire: self.retire(),
+            installer: self.installer(),
+        }
+    }
+
+    /// The parts the installation of a version touches; in tests, the hook shown the whole
+    /// database between the manifest's edit and the swap.
+    pub(super) fn installer(&self) -> Installer<'_, impl Fn() + '_> {
+        let (versions, index_flush) = (&self.versions, &self.index_flush);
+        let flush_epoch = &self.capacity_flush.epoch;
+        let before_swap = move || {
+            #[cfg(test)]
+            self.hooks.before_swap(self);
+        };
+        Installer {
+            versions,
+            index_flush,
+            flush_epoch,
+            before_swap,
+        }
+    }
+
+    /// The parts the retirement of collected value-log segments touches.
+    pub(super) fn retire(&self) -> SegmentRetire<'_> {
+        let (vlog_reader, gc, versions, writes) =
+            (&self.vlog_reader, &self.gc, &self.versions, &self.writes);
+        SegmentRetire {
+            vlog_reader,
+            gc,
+            versions,
+            writes,
+        }
+    }
+
+    /// The parts snapshot pins' floors, releases and expiries touch.
+    pub(super) fn pins(&self) -> PinKeeper<'_> {
+        let (snapshots, writes, gc, bg) = (&self.snapshots, &self.writes, &self.gc, &self.bg);
+        let (indexes, opts) = (&self.indexes, &self.opts);
+        PinKeeper {
+            snapshots,
+            writes,
+            indexes,
+            gc,
+            bg,
+            opts,
+        }
+    }
+
     pub(super) fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        if let Some(e) = &self.bg.state.lock().policy.error {
-            return Err(Error::Background(e.clone()));
-        }
-        Ok(())
+        self.bg.check_open(&self.closed)
     }
 
     pub(super) fn stats(&self) -> DbStats {
@@ -113,7 +219,7 @@ impl Inner {
             }
         }
         s.nand = self.storage.nand_stats();
-        self.reap_snapshots();
+        self.pins().reap();
         s.snapshots = self.snapshots.count();
         if let Some(rc) = &self.row_cache {
             let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);

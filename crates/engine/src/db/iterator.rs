@@ -20,7 +20,7 @@ use super::snapshots::Release;
 use crate::error::{Error, Result};
 use crate::iter::SnapshotScan;
 use crate::key::{self, IndexValue, Kind, ValueAt};
-use crate::prefetch::{Pending, ReadPool};
+use crate::prefetch::Pending;
 use crate::stats::Counters;
 use crate::table::IterConfig;
 use bytes::Bytes;
@@ -410,29 +410,5 @@ impl Iterator for Iter {
         }
         self.failed = true;
         Some(Err(e))
-    }
-}
-
-impl Inner {
-    /// The reader threads iterators prefetch through, started on first use.
-    pub(super) fn prefetcher(&self) -> &Arc<ReadPool> {
-        self.prefetcher.get_or_init(|| {
-            Arc::new(ReadPool::new(
-                self.opts.prefetch_threads,
-                self.storage.nand_stats().is_some(),
-            ))
-        })
-    }
-
-    /// The reader threads of background work (a flush's lookups), started on first use: as
-    /// the prefetch threads, at the background threads' priority.
-    pub(super) fn background_reader(&self) -> &Arc<ReadPool> {
-        self.background_reads.get_or_init(|| {
-            let pool = ReadPool::new(
-                self.opts.prefetch_threads,
-                self.storage.nand_stats().is_some(),
-            );
-            Arc::new(pool.for_background("cerberus-bgread", self.opts.background_nice))
-        })
     }
 }

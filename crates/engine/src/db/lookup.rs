@@ -81,7 +81,7 @@ pub(super) fn count_get(c: &Counters, hit: Option<&Hit>) {
     }
 }
 
-/// [`Inner::lookup`] in super version `sv` at seqno `snapshot` (which `sv` holds), with
+/// [`Reader::lookup`](super::read::Reader::lookup) in super version `sv` at seqno `snapshot` (which `sv` holds), with
 /// filters and index blocks from `cache` if given.
 pub(super) fn lookup_in(
     sv: &SuperVersion,

@@ -1,9 +1,11 @@
 //! The namespaces as the hot paths see them: an entry per live namespace (what handles
 //! hold) and the ids of destroyed ones, mirrored from the manifest.
 
+use crate::compaction::IdleNs;
 use crate::error::{Error, Result};
-use crate::key::Nsid;
+use crate::key::{Nsid, SeqNo};
 use crate::namespace_options::NamespaceOptions;
+use crate::options::Options;
 use crate::stats::{Counters, NamespaceInfo};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -47,6 +49,11 @@ impl NsEntry {
         }
     }
 
+    /// Whether the namespace refuses writes.
+    pub(super) fn is_read_only(&self) -> bool {
+        self.read_only.load(Ordering::Acquire)
+    }
+
     /// `UnknownNamespace` once the namespace is destroyed.
     pub(super) fn check_live(&self) -> Result<()> {
         if self.live.load(Ordering::Acquire) {
@@ -77,6 +84,42 @@ pub(super) struct NsState {
 }
 
 impl NsState {
+    /// Whether a client wrote after seqno `seq` (GC's rewrites do not count).
+    pub(super) fn written_since(&self, seq: SeqNo) -> bool {
+        let mut live = self.live.values();
+        live.any(|e| e.last_write_seq.load(Ordering::Relaxed) > seq)
+    }
+
+    /// Namespaces without a write for `idle_settle_ms` at `now` (milliseconds since the
+    /// opening), with the time of their last write, by id; none when consolidation is off.
+    /// With `drain` (`wait_for_compactions`: a caller asks for the trees at their settled
+    /// shape now) every namespace counts as idle.
+    pub(super) fn idle(&self, opts: &Options, now: u64, drain: bool) -> Vec<IdleNs> {
+        let ms = opts.idle_settle_ms;
+        if opts.consolidation_bound() == 0 || !opts.auto_compaction {
+            return Vec::new();
+        }
+        let mut idle: Vec<IdleNs> = self
+            .live
+            .values()
+            .map(|e| IdleNs {
+                ns: e.id,
+                period: e.last_write_ms.load(Ordering::Relaxed),
+                // No write since the opening: any L0 table may hold its entries. Draining,
+                // neither may any: value-log GC's rewrites of its records (newer than its
+                // last write) must reach its tree before the consolidation.
+                last_seq: match e.last_write_seq.load(Ordering::Relaxed) {
+                    _ if drain => SeqNo::MAX,
+                    0 => SeqNo::MAX,
+                    seq => seq,
+                },
+            })
+            .filter(|i| drain || now.saturating_sub(i.period) >= ms)
+            .collect();
+        idle.sort_unstable();
+        idle
+    }
+
     /// The live namespace `ns`, or `UnknownNamespace`.
     pub(super) fn entry(&self, ns: Nsid) -> Result<Arc<NsEntry>> {
         match self.live.get(&ns) {

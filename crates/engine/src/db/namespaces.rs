@@ -89,7 +89,7 @@ impl Inner {
         let mut ids = vec![ns];
         ids.extend(self.versions.lock().namespaces.indexes_of(ns).map(|d| d.id));
         self.drop_trees(&ids)?;
-        self.indexes_dropped();
+        self.index_admin().dropped();
         let mut state = self.namespaces.write();
         if let Some(e) = state.live.remove(&ns) {
             e.live.store(false, Ordering::Release);
@@ -151,7 +151,7 @@ impl Inner {
                     it.advance()?;
                 }
             }
-            self.install(
+            self.installer().install(
                 VersionEdit {
                     destroyed_ns: ids.to_vec(),
                     deleted: own.iter().map(|(l, t)| (*l, t.id())).collect(),
@@ -230,7 +230,7 @@ impl Inner {
         let ns = entry.id;
         let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
         s.listings = entry.list_counters.listing_stats();
-        self.reap_snapshots();
+        self.pins().reap();
         s.snapshots = self.snapshots.count_of(ns);
         let sv = self.versions.super_version();
         s.keys_estimate = std::iter::once(&sv.mem)

@@ -1,17 +1,32 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::inner::Inner;
 use super::lookup::{count_get, lookup_in, Hit};
 use super::namespace_set::NsEntry;
+use super::versions::Versions;
+use super::write_queue::WriteQueue;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt};
+use crate::row_cache::RowCache;
 use crate::stats::{Counters, GetPath};
 use crate::version::TableHandle;
+use crate::vlog::VlogReader;
 use bytes::Bytes;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-impl Inner {
+/// The parts a read touches, borrowed (built on the stack for each read), and what runs
+/// (in tests) between a get's load of the super version and its read of the seqno.
+pub(super) struct Reader<'a, F> {
+    pub(super) closed: &'a AtomicBool,
+    pub(super) versions: &'a Versions,
+    pub(super) writes: &'a WriteQueue,
+    pub(super) vlog_reader: &'a VlogReader,
+    /// Values of recently read keys (`None`: off).
+    pub(super) row_cache: Option<&'a RowCache>,
+    pub(super) after_super_version: F,
+}
+
+impl<F: Fn()> Reader<'_, F> {
     /// `lookup` counted as a get in the namespace's counters.
     pub(super) fn counted_lookup(
         &self,
@@ -42,7 +57,7 @@ impl Inner {
         e.check_live()?;
         let (ns, c) = (e.id, &*e.counters);
         // Only latest-state reads use the row cache: a snapshot may need an older value.
-        let cache = self.row_cache.as_ref().filter(|_| at.is_none());
+        let cache = self.row_cache.filter(|_| at.is_none());
         if let Some(rc) = cache {
             if let Some(v) = rc.get(ns, key) {
                 Counters::add(&c.local().gets, 1);
@@ -56,13 +71,12 @@ impl Inner {
         // What a row cache insert is checked against: the seqno before the super version.
         // Not the lookup's: a write after a memtable switch goes to a memtable that super
         // version lacks, so the value found is the newest only up to the switch.
-        let cached_at = self.read_seq(at);
+        let cached_at = self.writes.read_seq(at);
         // The super version first, then the seqno (see `lookup`).
         let hit = {
             let sv = self.versions.super_version_brief();
-            #[cfg(test)]
-            self.hooks.after_super_version(self);
-            let seq = self.read_seq(at);
+            (self.after_super_version)();
+            let seq = self.writes.read_seq(at);
             lookup_in(&sv, ns, key, seq, c, None)?
         };
         count_get(c, hit.as_ref());
@@ -132,7 +146,7 @@ impl Inner {
         // missed (that super version lacks its memtable): the get began before that write
         // was acknowledged, so the older answer is still a correct one.
         let sv = self.versions.super_version_brief();
-        let snapshot = self.read_seq(at);
+        let snapshot = self.writes.read_seq(at);
         lookup_in(&sv, ns, key, snapshot, c, None)
     }
 
@@ -157,11 +171,6 @@ impl Inner {
             levels,
             runs: consulted(version.runs_of(ns))?,
         })
-    }
-
-    /// The seqno a read at `at` looks at (`None`: the newest visible now).
-    pub(super) fn read_seq(&self, at: Option<SeqNo>) -> SeqNo {
-        at.unwrap_or_else(|| self.writes.visible_seq.load(Ordering::Acquire))
     }
 }
 

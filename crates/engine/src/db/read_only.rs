@@ -2,48 +2,38 @@
 //! move needs of the parts it copies (`docs/cluster.md`, "Moving a tenant"). The flag is kept
 //! in the manifest (`VersionEdit::ns_read_only`), so a restart keeps it.
 
-use super::inner::Inner;
 use super::namespace_set::NsEntry;
+use super::versions::Versions;
+use super::write_queue::WriteQueue;
 use crate::error::Result;
 use crate::version::VersionEdit;
 use std::sync::atomic::Ordering;
 
-impl Inner {
-    /// Makes namespace `e` read-only (or writable again); idempotent. Once it returns with
-    /// `true`, no write of `e` is acknowledged any more, and every write acknowledged before
-    /// is in the memtable (a scan taken then sees it).
-    pub(super) fn set_read_only(&self, e: &NsEntry, read_only: bool) -> Result<()> {
-        self.check_open()?;
-        e.check_live()?;
-        {
-            let mut vs = self.versions.lock();
-            // Checked under the manifest's lock: a destroy is logged under it too.
-            e.check_live()?;
-            if e.read_only.load(Ordering::Acquire) != read_only {
-                self.versions.log_edit(
-                    &mut vs,
-                    VersionEdit {
-                        ns_read_only: vec![(e.id, read_only)],
-                        ..VersionEdit::default()
-                    },
-                )?;
-                // Under the commit queue's lock, where each write checks it before it is
-                // queued (`commit`): a write is queued before this, or refused.
-                let _queue = self.writes.queue.lock();
-                e.read_only.store(read_only, Ordering::Release);
-            }
-        }
-        if read_only {
-            // Writes queued before the flag held are done once a barrier behind them is
-            // (committed to the memtable, or failed and not acknowledged): its own outcome
-            // is theirs, which is not this call's.
-            let _ = self.commit(None, false, None);
-        }
-        Ok(())
+/// Makes namespace `e` read-only (or writable again) in the manifest and on its entry;
+/// idempotent. Writes queued before the flag holds are not waited for here: the caller
+/// queues a barrier behind them (see `Namespace::set_read_only`).
+pub(super) fn set_read_only(
+    versions: &Versions,
+    writes: &WriteQueue,
+    e: &NsEntry,
+    read_only: bool,
+) -> Result<()> {
+    e.check_live()?;
+    let mut vs = versions.lock();
+    // Checked under the manifest's lock: a destroy is logged under it too.
+    e.check_live()?;
+    if e.read_only.load(Ordering::Acquire) != read_only {
+        versions.log_edit(
+            &mut vs,
+            VersionEdit {
+                ns_read_only: vec![(e.id, read_only)],
+                ..VersionEdit::default()
+            },
+        )?;
+        // Under the commit queue's lock, where each write checks it before it is
+        // queued (`commit`): a write is queued before this, or refused.
+        let _queue = writes.queue.lock();
+        e.read_only.store(read_only, Ordering::Release);
     }
-
-    /// Whether namespace `e` refuses writes.
-    pub(super) fn is_read_only(&self, e: &NsEntry) -> bool {
-        e.read_only.load(Ordering::Acquire)
-    }
+    Ok(())
 }

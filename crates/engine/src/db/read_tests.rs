@@ -24,7 +24,7 @@ fn a_get_racing_a_memtable_switch_never_caches_the_value_it_replaced() {
     let (writer, once) = (ns.clone(), AtomicBool::new(false));
     *db.inner.hooks.after_super_version.lock() = Some(Box::new(move |inner| {
         if !once.swap(true, Ordering::SeqCst) {
-            inner.flush().unwrap();
+            inner.flusher().flush().unwrap();
             writer.put(b"k", b"new").unwrap();
         }
     }));

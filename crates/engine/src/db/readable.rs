@@ -83,7 +83,8 @@ pub trait Readable: sealed::Sealed {
         let at = self.read_point();
         at.check()?;
         let ns = at.namespace();
-        ns.inner.get(&ns.entry, key, at.seq())
+        let reader = ns.inner.reader();
+        reader.get(&ns.entry, key, at.seq())
     }
 
     /// The values of `keys` (`None` where a key has none), in the order of `keys`, all read
@@ -97,7 +98,19 @@ pub trait Readable: sealed::Sealed {
         let at = self.read_point();
         at.check()?;
         let ns = at.namespace();
-        ns.inner.get_many(&ns.entry, keys, at.seq())
+        let (inner, nsid, c) = (&ns.inner, ns.entry.id, &ns.entry.counters);
+        // On a modeled device the values are read on the prefetch threads, all queued at once.
+        let far = || {
+            inner.storage.nand_stats().is_some().then(|| {
+                let pool = inner.prefetcher();
+                move |addr, key: Vec<u8>| {
+                    let (inner, c) = (inner.clone(), c.clone());
+                    pool.submit(move || inner.vlog_reader.read_value(addr, nsid, &key, &c))
+                }
+            })
+        };
+        let reader = inner.reader();
+        reader.get_many(&ns.entry, keys, at.seq(), inner.opts.get_many_bytes, far)
     }
 
     /// Whether `key` has a value, found like a get but without reading the value (so never
@@ -106,7 +119,8 @@ pub trait Readable: sealed::Sealed {
         let at = self.read_point();
         at.check()?;
         let ns = at.namespace();
-        ns.inner.contains(&ns.entry, key, at.seq())
+        let reader = ns.inner.reader();
+        reader.contains(&ns.entry, key, at.seq())
     }
 
     /// An iterator over the namespace's keys and values in byte order. Through a

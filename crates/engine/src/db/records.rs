@@ -444,9 +444,10 @@ impl Records for SnapshotRecords {
     fn get(&mut self, pk: &[u8], stats: &mut QueryStats) -> Result<Option<Bytes>> {
         self.spend(RECORD_WORK)?;
         let t = Instant::now();
-        let hit = self
-            .inner
-            .counted_lookup(self.ns, pk, Some(self.seq), &self.counters)?;
+        let hit =
+            self.inner
+                .reader()
+                .counted_lookup(self.ns, pk, Some(self.seq), &self.counters)?;
         stats.primary_lookups += 1;
         stats.primary_search_ns += t.elapsed().as_nanos() as u64;
         let Some(hit) = hit.filter(|h| h.kind == Kind::Put) else {
@@ -537,9 +538,12 @@ impl Records for SnapshotRecords {
             if scan.kind() == Kind::Put {
                 self.spend(RECORD_WORK)?;
                 let key = Bytes::copy_from_slice(scan.key());
-                let (value, _) =
-                    self.inner
-                        .scanned_value(scan.index_value(), self.ns, &key, &self.counters)?;
+                let (value, _) = self.inner.reader().scanned_value(
+                    scan.index_value(),
+                    self.ns,
+                    &key,
+                    &self.counters,
+                )?;
                 out.push((key, value));
             }
             if out.len() < max {

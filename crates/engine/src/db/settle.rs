@@ -2,19 +2,18 @@
 //! consolidation of an idle namespace's tree into one sorted run (`docs/per-namespace-trees.md`, rule 5).
 
 use super::inner::Inner;
-use crate::compaction::{CompactionTask, IdleNs};
+use crate::compaction::CompactionTask;
 use crate::error::{Error, Result};
-use crate::key::{Nsid, SeqNo};
+use crate::key::Nsid;
 use crate::stats::Counters;
 use crate::version::Version;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Inner {
     pub(super) fn wait_for_compactions(&self) -> Result<()> {
-        self.flush()?;
+        self.flusher().flush()?;
         // Everything at or below `before` is in the tables now.
-        let before = self.read_seq(None);
+        let before = self.writes.read_seq(None);
         self.bg.state.lock().policy.drainers += 1;
         let mut gc_seen = false;
         let result = (|| loop {
@@ -27,7 +26,7 @@ impl Inner {
                 // Writes during the wait could keep the tree from ever settling: once they
                 // came, what was written before the call out of L0 and the runs is enough.
                 let older = |t: &Arc<crate::version::TableHandle>| t.props.min_seq <= before;
-                if self.written_since(before)
+                if self.namespaces.read().written_since(before)
                     && !version.levels[0].iter().chain(&version.runs).any(older)
                 {
                     return Ok(());
@@ -50,50 +49,11 @@ impl Inner {
             self.wait_for_background()?;
             if std::mem::take(&mut gc_seen) {
                 // What GC moved sits in the memtable: into the tree with the rest.
-                self.flush()?;
+                self.flusher().flush()?;
             }
         })();
         self.bg.state.lock().policy.drainers -= 1;
         result
-    }
-
-    /// Whether a client wrote after seqno `seq` (GC's rewrites do not count).
-    fn written_since(&self, seq: SeqNo) -> bool {
-        let state = self.namespaces.read();
-        let mut live = state.live.values();
-        live.any(|e| e.last_write_seq.load(Ordering::Relaxed) > seq)
-    }
-
-    /// Namespaces without a write for `idle_settle_ms`, with the time of their last write,
-    /// by id; none when consolidation is off. With `drain` (`wait_for_compactions`: a caller
-    /// asks for the trees at their settled shape now) every namespace counts as idle.
-    pub(super) fn idle_namespaces(&self, drain: bool) -> Vec<IdleNs> {
-        let ms = self.opts.idle_settle_ms;
-        if self.opts.consolidation_bound() == 0 || !self.opts.auto_compaction {
-            return Vec::new();
-        }
-        let now = self.opened.elapsed().as_millis() as u64;
-        let mut idle: Vec<IdleNs> = self
-            .namespaces
-            .read()
-            .live
-            .values()
-            .map(|e| IdleNs {
-                ns: e.id,
-                period: e.last_write_ms.load(Ordering::Relaxed),
-                // No write since the opening: any L0 table may hold its entries. Draining,
-                // neither may any: value-log GC's rewrites of its records (newer than its
-                // last write) must reach its tree before the consolidation.
-                last_seq: match e.last_write_seq.load(Ordering::Relaxed) {
-                    _ if drain => SeqNo::MAX,
-                    0 => SeqNo::MAX,
-                    seq => seq,
-                },
-            })
-            .filter(|i| drain || now.saturating_sub(i.period) >= ms)
-            .collect();
-        idle.sort_unstable();
-        idle
     }
 
     /// Carries out the consolidation of `ns`'s tree: a compaction like any other (snapshot

@@ -3,7 +3,7 @@
 //! Snapshots count per namespace: the registry keeps `(namespace, seqno)` pins, and what a
 //! pin holds back is its own namespace's garbage alone. Flushes and compactions keep, for
 //! each entry, every version a live snapshot of the entry's namespace can see (the oldest such
-//! snapshot bounds what they drop, [`SnapshotFloors`]); the entries of a secondary index are
+//! snapshot bounds what they drop, [`SnapshotFloors`](crate::compaction::SnapshotFloors)); the entries of a secondary index are
 //! keyed by the index's id and count under the namespace that owns the index. Value-log GC
 //! leaves a segment alone while a snapshot of a namespace can reach that namespace's record
 //! in it, and only a release in one of those namespaces looks at the segment again. One
@@ -12,87 +12,13 @@
 
 use super::handle::Namespace;
 use super::inner::Inner;
-use super::snapshots::{Expired, Expiry, Release};
-use crate::compaction::SnapshotFloors;
+use super::snapshots::{Expiry, Release};
 use crate::error::{Error, Result};
 use crate::key::{Nsid, SeqNo};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
-
-impl Inner {
-    /// For each key space, the seqno at or below which a version shadowed by a newer one at
-    /// or below it is invisible to every reader, now and later: the oldest live snapshot of
-    /// the namespace, or the visible seqno if it has none. An index's entries (keyed by the
-    /// index's id) take the floor of the namespace that owns the index.
-    pub(super) fn snapshot_floors(&self) -> SnapshotFloors {
-        // The seqno first: a snapshot pinned after it reads at or above it.
-        let now = self.writes.visible_seq.load(Ordering::Acquire);
-        let mut pinned = self.snapshots.oldest_per_namespace();
-        if !pinned.is_empty() {
-            // Loaded after the pins: every index that existed when they were listed is in it
-            // (or dropped, its entries dead); one created since holds no entry a flush or
-            // compaction that took these floors reads.
-            let set = self.index_set();
-            for (owner, indexes) in set.iter() {
-                if let Some(&seq) = pinned.get(&owner) {
-                    for idx in indexes {
-                        pinned.insert(idx.def.id, seq);
-                    }
-                }
-            }
-        }
-        SnapshotFloors::new(now, pinned)
-    }
-
-    pub(super) fn release_snapshot(&self, ns: Nsid, seq: SeqNo, id: u64) {
-        if self.snapshots.release(ns, seq, id) && self.gc.deferred.lock().released(ns) {
-            // Segments kept for this namespace's snapshots may be collectable now. Most
-            // releases (every query's) find none: they wake nobody.
-            self.bg.state.lock().policy.check_gc();
-            self.wake_background();
-        }
-    }
-
-    /// Releases the pins past `Options::snapshot_max_age`: true if segments value-log GC
-    /// left for them may be collectable now (the caller has GC look again), and their
-    /// expiries, whose readers' state the caller releases ([`Expired::release`]) once it
-    /// holds no lock (the background's lock is held here).
-    pub(super) fn expire_snapshots(&self) -> (bool, Expired) {
-        if self.opts.snapshot_max_age.is_none() {
-            return (false, Expired(Vec::new()));
-        }
-        let gone = self.snapshots.expire(Instant::now());
-        let mut deferred = self.gc.deferred.lock();
-        // Every namespace's segments go back (no short circuit).
-        let mut any = false;
-        let mut expired = Vec::with_capacity(gone.len());
-        for (ns, e) in gone {
-            any |= deferred.released(ns);
-            expired.push(e);
-        }
-        (any, Expired(expired))
-    }
-
-    /// [`expire_snapshots`](Self::expire_snapshots), releasing the readers' state and
-    /// waking GC if it gave segments back (not with the background state's lock held, nor
-    /// a reader's).
-    pub(super) fn reap_snapshots(&self) {
-        let (gc, expired) = self.expire_snapshots();
-        expired.release();
-        if gc {
-            self.bg.state.lock().policy.check_gc();
-            self.wake_background();
-        }
-    }
-
-    /// How long the background may sleep before a pin expires.
-    pub(super) fn until_expiry(&self) -> Option<Duration> {
-        let at = self.snapshots.next_expiry()?;
-        Some(at.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
-    }
-}
+use std::time::Instant;
 
 /// The pin behind one or more [`Snapshot`] clones.
 struct Pin {
@@ -107,7 +33,7 @@ struct Pin {
 impl Drop for Pin {
     fn drop(&mut self) {
         // An expired pin is gone already: the release finds nothing.
-        self.inner.release_snapshot(self.ns, self.seq, self.id);
+        self.inner.pins().release(self.ns, self.seq, self.id);
     }
 }
 
@@ -173,7 +99,7 @@ impl Snapshot {
         if !e.expired.load(Ordering::Acquire) && Instant::now() < e.at {
             return Ok(());
         }
-        self.ns.inner.reap_snapshots();
+        self.ns.inner.pins().reap();
         Err(self.expired_error())
     }
 

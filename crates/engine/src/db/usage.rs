@@ -68,7 +68,7 @@ impl Inner {
                 return Ok(replaced);
             }
             if pending > 0 && !flushed && self.capacity_flush.allow(self.opened.elapsed()) {
-                self.flush()?;
+                self.flusher().flush()?;
                 flushed = true;
                 continue;
             }
@@ -106,7 +106,7 @@ impl Inner {
         // The epoch, then the super version, then the seqno (as a get: see `lookup`).
         let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
         let sv = self.versions.super_version_brief();
-        let seq = self.read_seq(None);
+        let seq = self.writes.read_seq(None);
         let mut total = 0u64;
         for k in keys {
             let hit = super::lookup::lookup_in(&sv, e.id, k, seq, &e.list_counters, None)?;
@@ -186,7 +186,7 @@ impl Inner {
     /// Live bytes of namespace `e` as of the last flush, its garbage, and the garbage its
     /// snapshots hold back (see [`NamespaceSpace::pinned_bytes`]).
     pub(super) fn usage_of(&self, e: &NsEntry) -> (Usage, u64, u64) {
-        self.reap_snapshots();
+        self.pins().reap();
         let held = self.gc.deferred.lock().waiting_for(e.id);
         let vs = self.versions.lock();
         let (records, index) = vs.namespaces.usage_of(e.id);
@@ -218,7 +218,7 @@ impl Inner {
     /// so that background writes meanwhile, a GC's rewrites, do not come between them).
     pub(super) fn recount_usage(&self, e: &NsEntry) -> Result<(Usage, Usage)> {
         e.check_live()?;
-        self.flush()?;
+        self.flusher().flush()?;
         let (version, kept, ids) = {
             let vs = self.versions.lock();
             let (records, index) = vs.namespaces.usage_of(e.id);

@@ -3,8 +3,10 @@
 
 use super::index_flushes::IndexFlushes;
 use super::super_version::{used_of, Frozen, SuperVersion};
+use super::write_queue::WriterState;
 use crate::error::Result;
 use crate::key::Nsid;
+use crate::memtable::Memtable;
 use crate::version::{Version, VersionEdit, VersionSet};
 use arc_swap::ArcSwap;
 use parking_lot::{Mutex, MutexGuard};
@@ -55,6 +57,29 @@ impl Versions {
 
     /// Swaps in the super version `next` makes of the current one, one swap at a time;
     /// `None` leaves it. Whether it swapped.
+    /// Turns the memtable into a frozen one (ending at the writer's position in the log) and
+    /// starts a new one of `memtable_bytes`; false if the memtable is empty.
+    pub(super) fn freeze(&self, w: &mut WriterState, memtable_bytes: usize) -> bool {
+        self.swap(|sv| {
+            if sv.mem.is_empty() {
+                return None;
+            }
+            let frozen = Frozen {
+                mem: sv.mem.clone(),
+                log_end: w.vlog.position(),
+                log_sync: w.vlog.sync_handle(),
+            };
+            let mut imm = vec![Arc::new(frozen)];
+            imm.extend(sv.imm.iter().cloned());
+            Some(SuperVersion {
+                mem: Arc::new(Memtable::new(memtable_bytes)),
+                imm,
+                version: sv.version.clone(),
+                used: sv.used.clone(),
+            })
+        })
+    }
+
     pub(super) fn swap(&self, next: impl FnOnce(&SuperVersion) -> Option<SuperVersion>) -> bool {
         let _update = self.swap.lock();
         let sv = self.current.load();

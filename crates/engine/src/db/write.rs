@@ -4,12 +4,10 @@ use super::index_set::derive_entries;
 use super::inner::Inner;
 use super::namespace_set::NsEntry;
 use super::quota_state::credit_holds;
-use super::super_version::Frozen;
-use super::super_version::SuperVersion;
 use super::write_queue::{PendingWrite, WriterState, MAX_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
-use crate::memtable::{MemValue, Memtable};
+use crate::memtable::MemValue;
 use crate::options::WritePressure;
 use crate::stats::Counters;
 use crate::vlog::{AppendError, EncodedWrite, RollError};
@@ -18,9 +16,6 @@ use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// How long a writer waits for a background retry before it fails with `NoSpace`.
-pub(super) const NO_SPACE_WAIT: Duration = Duration::from_secs(2);
 
 impl Inner {
     /// Writes `ops` to `ns` through group commit; `sync` asks for a synced log even when
@@ -352,7 +347,7 @@ impl Inner {
                 Counters::add(&self.counters.local().write_stalls, 1);
                 drop(sv);
                 match alone {
-                    true => self.flush_oldest()?,
+                    true => self.flusher().flush_oldest()?,
                     false => self.wait_for_background()?,
                 }
                 continue;
@@ -362,39 +357,7 @@ impl Inner {
     }
 
     pub(super) fn wait_for_background(&self) -> Result<()> {
-        let mut bg = self.bg.state.lock();
-        if let Some(e) = &bg.policy.error {
-            return Err(Error::Background(e.clone()));
-        }
-        if bg.policy.shutdown {
-            return Err(Error::Closed);
-        }
-        if bg.policy.no_space.is_some() {
-            // Space may be back: have the background retry now, and give up only if that
-            // attempt fails too (or none comes soon).
-            let failures = bg.policy.no_space_failures;
-            bg.policy.retry_now();
-            self.wake_background();
-            let deadline = std::time::Instant::now() + NO_SPACE_WAIT;
-            while bg.policy.no_space.is_some()
-                && bg.policy.no_space_failures == failures
-                && bg.policy.error.is_none()
-                && !bg.policy.shutdown
-                && std::time::Instant::now() < deadline
-            {
-                self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(20));
-            }
-            if let Some(why) = &bg.policy.no_space {
-                return Err(Error::NoSpace {
-                    file: "database".into(),
-                    source: std::io::Error::new(std::io::ErrorKind::StorageFull, why.clone()),
-                });
-            }
-            return Ok(());
-        }
-        self.wake_background();
-        self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
-        Ok(())
+        self.bg.wait(self.opts.background_runner.as_ref())
     }
 
     /// The single background run is collecting the value log: no compaction can run until
@@ -416,7 +379,7 @@ impl Inner {
                 return Ok(guard);
             }
             if !self.versions.super_version_brief().imm.is_empty() {
-                self.flush_oldest()?;
+                self.flusher().flush_oldest()?;
             }
             self.check_open()?;
         }
@@ -424,29 +387,9 @@ impl Inner {
 
     /// Turns the memtable into a frozen one and starts a new one.
     pub(super) fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
-        let swapped = self.versions.swap(|sv| {
-            if sv.mem.is_empty() {
-                return None;
-            }
-            let frozen = Frozen {
-                mem: sv.mem.clone(),
-                log_end: w.vlog.position(),
-                log_sync: w.vlog.sync_handle(),
-            };
-            let mut imm = vec![Arc::new(frozen)];
-            imm.extend(sv.imm.iter().cloned());
-            Some(SuperVersion {
-                mem: Arc::new(Memtable::new(self.opts.memtable_bytes)),
-                imm,
-                version: sv.version.clone(),
-                used: sv.used.clone(),
-            })
-        });
-        if !swapped {
-            return Ok(());
+        if self.versions.freeze(w, self.opts.memtable_bytes) {
+            self.bg.wake_locked(self.opts.background_runner.as_ref());
         }
-        let _bg = self.bg.state.lock();
-        self.wake_background();
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use crate::key::SeqNo;
 use crate::vlog::{EncodedWrite, VlogWriter};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub(super) struct WriterState {
@@ -30,6 +30,11 @@ pub(super) struct WriteQueue {
 }
 
 impl WriteQueue {
+    /// The seqno a read at `at` looks at (`None`: the newest visible now).
+    pub(super) fn read_seq(&self, at: Option<SeqNo>) -> SeqNo {
+        at.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire))
+    }
+
     /// An empty queue before `writer`, with every write up to `last_seq` visible.
     pub(super) fn new(writer: WriterState, last_seq: SeqNo) -> WriteQueue {
         WriteQueue {
