@@ -87,13 +87,11 @@ impl Inner {
 
     /// The parts the registry of indexes touches.
     pub(super) fn index_admin(&self) -> IndexAdmin<'_> {
-        let (opts, writes, versions, set) =
-            (&self.opts, &self.writes, &self.versions, &self.indexes);
         IndexAdmin {
-            opts,
-            writes,
-            versions,
-            set,
+            opts: &self.opts,
+            writes: &self.writes,
+            versions: &self.versions,
+            set: &self.indexes,
             index_flush: &self.index_flush,
         }
     }
@@ -154,27 +152,23 @@ impl Inner {
 
     /// The parts the retirement of collected value-log segments touches.
     pub(super) fn retire(&self) -> SegmentRetire<'_> {
-        let (vlog_reader, gc, versions, writes) =
-            (&self.vlog_reader, &self.gc, &self.versions, &self.writes);
         SegmentRetire {
-            vlog_reader,
-            gc,
-            versions,
-            writes,
+            vlog_reader: &self.vlog_reader,
+            gc: &self.gc,
+            versions: &self.versions,
+            writes: &self.writes,
         }
     }
 
     /// The parts snapshot pins' floors, releases and expiries touch.
     pub(super) fn pins(&self) -> PinKeeper<'_> {
-        let (snapshots, writes, gc, bg) = (&self.snapshots, &self.writes, &self.gc, &self.bg);
-        let (indexes, opts) = (&self.indexes, &self.opts);
         PinKeeper {
-            snapshots,
-            writes,
-            indexes,
-            gc,
-            bg,
-            opts,
+            snapshots: &self.snapshots,
+            writes: &self.writes,
+            indexes: &self.indexes,
+            gc: &self.gc,
+            bg: &self.bg,
+            opts: &self.opts,
         }
     }
 
