@@ -16,6 +16,7 @@ use super::quota_state::{CapacityFlushes, SpaceGauge};
 use super::read::Reader;
 use super::segment_retire::SegmentRetire;
 use super::snapshots::Snapshots;
+use super::usage::Quotas;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
 use super::versions::Versions;
@@ -130,6 +131,22 @@ impl Inner {
             pins: self.pins(),
             retire: self.retire(),
             installer: self.installer(),
+        }
+    }
+
+    /// The parts capacity checks and usage figures touch.
+    pub(super) fn quotas(&self) -> Quotas<'_, impl Fn() + '_> {
+        Quotas {
+            opts: &self.opts,
+            storage: &self.storage,
+            versions: &self.versions,
+            writes: &self.writes,
+            indexes: &self.indexes,
+            gc: &self.gc,
+            space: &self.space,
+            capacity_flush: &self.capacity_flush,
+            opened: &self.opened,
+            flusher: self.flusher(),
         }
     }
 

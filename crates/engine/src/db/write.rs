@@ -45,7 +45,7 @@ impl Inner {
         if ops.is_empty() {
             return Ok(());
         }
-        let credit = self.check_room(e, ops)?;
+        let credit = self.quotas().check_room(e, ops)?;
         self.write_checked(e, ops, credit, sync)
     }
 
