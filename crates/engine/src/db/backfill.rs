@@ -130,7 +130,7 @@ impl Inner {
         self.check_open()?;
         // Under the writer lock: the memtable cannot be frozen meanwhile.
         let mut w = self.writes.writer.lock();
-        self.make_room(&mut w)?;
+        self.write_path().make_room(&mut w)?;
         let mem = self.versions.super_version().mem.clone();
         let mut staged = Vec::with_capacity(chunk.len());
         let mut bytes = 0u64;

@@ -109,7 +109,7 @@ impl Namespace {
     }
 
     fn apply(&self, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
-        self.inner.write(&self.entry, ops, self.write_options.sync)
+        self.inner.write_path().write(&self.entry, ops, self.write_options.sync)
     }
 
     /// Creates a secondary index on the JSON attribute `attr` (a top-level name, or dotted
@@ -161,7 +161,7 @@ impl Namespace {
             // Writes queued before the flag held are done once a barrier behind them is
             // (committed to the memtable, or failed and not acknowledged): its own outcome
             // is theirs, which is not this call's.
-            let _ = inner.commit(None, false, None);
+            let _ = inner.write_path().commit(None, false, None);
         }
         Ok(())
     }

@@ -20,6 +20,7 @@ use super::usage::Quotas;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
 use super::versions::Versions;
+use super::write::WritePath;
 use super::write_queue::WriteQueue;
 use crate::error::Result;
 use crate::options::Options;
@@ -147,6 +148,25 @@ impl Inner {
             capacity_flush: &self.capacity_flush,
             opened: &self.opened,
             flusher: self.flusher(),
+        }
+    }
+
+    /// The parts a write touches.
+    pub(super) fn write_path(&self) -> WritePath<'_, impl Fn() + '_> {
+        WritePath {
+            opts: &self.opts,
+            versions: &self.versions,
+            writes: &self.writes,
+            bg: &self.bg,
+            closed: &self.closed,
+            opening_inline: &self.opening_inline,
+            opened: &self.opened,
+            last_write_ms: &self.last_write_ms,
+            counters: &self.counters,
+            indexes: &self.indexes,
+            capacity_flush: &self.capacity_flush,
+            row_cache: self.row_cache.as_ref(),
+            quotas: self.quotas(),
         }
     }
 
