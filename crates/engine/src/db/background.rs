@@ -5,6 +5,7 @@ use super::dead_bytes::dead_bytes_by_segment;
 use super::flush_table::output_params;
 use super::gc_state::GcStats;
 use super::inner::Inner;
+use super::manual_slots::ManualSlots;
 use super::namespace_set::NsEntry;
 use crate::background::{Choice, Job, View};
 use crate::compaction::{self, CompactionTask};
@@ -45,17 +46,6 @@ impl Drop for SlotGuard<'_> {
         for (i, _) in self.slots.iter().enumerate().filter(|(_, on)| **on) {
             self.inner.bg.in_slot[i].fetch_sub(1, Ordering::AcqRel);
         }
-    }
-}
-
-/// Both compaction slots, held by a manual job until dropped: released however the job ends,
-/// a panic included (slots left taken would keep every later compaction out, and writers
-/// waiting for room would wait for good).
-pub(super) struct ManualSlots<'a>(&'a Inner);
-
-impl Drop for ManualSlots<'_> {
-    fn drop(&mut self) {
-        self.0.release_compaction();
     }
 }
 
@@ -160,36 +150,10 @@ impl Inner {
         self.bg.done_cv.notify_all();
     }
 
-    /// Takes both compaction slots for a manual job: waits until the compaction and split
-    /// running now have ended (whatever errors or shutdown say meanwhile: a running job
-    /// always ends, and two must never overlap), and keeps automatic ones out until the
-    /// returned slots are dropped. Fails, holding nothing, if the database is closed or
-    /// read-only.
+    /// Takes both compaction slots for a manual job (see [`ManualSlots::acquire`]).
     pub(super) fn acquire_compaction(&self) -> Result<ManualSlots<'_>> {
-        let mut bg = self.bg.state.lock();
-        bg.policy.manual_wants_slots();
-        while !bg.policy.manual_may_start() {
-            self.bg.done_cv.wait_for(&mut bg, Duration::from_millis(50));
-        }
-        let refuse = if let Some(e) = &bg.policy.error {
-            Some(Error::Background(e.clone()))
-        } else if bg.policy.shutdown || self.closed.load(Ordering::Acquire) {
-            Some(Error::Closed)
-        } else {
-            None
-        };
-        bg.policy.manual_stops_waiting(refuse.is_none());
-        if let Some(e) = refuse {
-            self.bg.done_cv.notify_all();
-            return Err(e);
-        }
-        Ok(ManualSlots(self))
-    }
-
-    fn release_compaction(&self) {
-        self.bg.state.lock().policy.manual_ended();
-        self.wake_background();
-        self.bg.done_cv.notify_all();
+        let runner = self.opts.background_runner.as_ref();
+        ManualSlots::acquire(&self.bg, &self.closed, runner)
     }
 
     /// A manual compaction of `ns`, or of every live namespace.
@@ -200,7 +164,7 @@ impl Inner {
         end: Option<&[u8]>,
     ) -> Result<()> {
         if let Some(ns) = ns {
-            self.ns_entry(ns)?;
+            self.namespace_admin().ns_entry(ns)?;
         }
         self.flusher().flush()?;
         let _slots = self.acquire_compaction()?;
@@ -288,7 +252,7 @@ impl Inner {
         let mut out = compaction::run(task, version, &cx)?;
         let (read, written) = (out.bytes_read, out.bytes_written);
         for &(ns, bytes) in &out.written_by_ns {
-            if let Ok(e) = self.ns_entry(ns) {
+            if let Ok(e) = self.namespace_admin().ns_entry(ns) {
                 Counters::add(&e.counters.local().tree_bytes_written, bytes);
             }
         }
@@ -399,11 +363,11 @@ impl Inner {
             Job::Flush => self
                 .flusher()
                 .flush_oldest()
-                .map(|_| self.forget_destroyed_quietly()),
+                .map(|_| self.namespace_admin().forget_destroyed_quietly()),
             Job::Compact { task, version } | Job::Split { task, version } => self
                 .run_compaction(task, version)
                 .map(|written| self.count_term(task, written))
-                .map(|_| self.forget_destroyed_quietly()),
+                .map(|_| self.namespace_admin().forget_destroyed_quietly()),
             Job::Consolidate { ns, task, version } => self.consolidate(*ns, task, version),
             Job::Gc { segment } => {
                 let mut stats = GcStats::default();
@@ -412,6 +376,7 @@ impl Inner {
                 r.map(|_| ())
             }
             Job::Backfill { ns, index } => self
+                .namespace_admin()
                 .ns_entry(*ns)
                 .and_then(|e| self.backfill(&e, *index))
                 .map(|_| ()),

@@ -11,14 +11,15 @@ use super::index_set::IndexSet;
 use super::indexes::IndexAdmin;
 use super::level_stats::level_stats;
 use super::namespace_set::NsState;
+use super::namespaces::NamespaceAdmin;
 use super::pin_keeper::PinKeeper;
 use super::quota_state::{CapacityFlushes, SpaceGauge};
 use super::read::Reader;
 use super::segment_retire::SegmentRetire;
 use super::snapshots::Snapshots;
-use super::usage::Quotas;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
+use super::usage::Quotas;
 use super::versions::Versions;
 use super::write::WritePath;
 use super::write_queue::WriteQueue;
@@ -167,6 +168,24 @@ impl Inner {
             capacity_flush: &self.capacity_flush,
             row_cache: self.row_cache.as_ref(),
             quotas: self.quotas(),
+        }
+    }
+
+    /// The parts the creation, settings, destruction and figures of namespaces touch.
+    pub(super) fn namespace_admin(&self) -> NamespaceAdmin<'_, impl Fn() + '_> {
+        NamespaceAdmin {
+            opts: &self.opts,
+            counters: &self.counters,
+            closed: &self.closed,
+            bg: &self.bg,
+            versions: &self.versions,
+            namespaces: &self.namespaces,
+            gc: &self.gc,
+            snapshots: &self.snapshots,
+            row_cache: self.row_cache.as_ref(),
+            indexes: self.index_admin(),
+            pins: self.pins(),
+            installer: self.installer(),
         }
     }
 

@@ -66,7 +66,7 @@ impl Inner {
         version: &Version,
     ) -> Result<()> {
         let written = self.run_compaction(task, version)?;
-        if let Ok(e) = self.ns_entry(ns) {
+        if let Ok(e) = self.namespace_admin().ns_entry(ns) {
             let c = e.counters.local();
             Counters::add(&c.consolidations, 1);
             Counters::add(&c.consolidation_bytes_written, written);
