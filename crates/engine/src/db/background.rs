@@ -107,7 +107,7 @@ impl Inner {
             }
         }
         self.take_gc_slot()?;
-        let result = self.gc_pass(0.0);
+        let result = self.value_log_gc().gc_pass(0.0);
         self.release_gc_slot();
         let stats = result?;
         // The collected segments go once their rewrites are flushed: now, so the space is
@@ -300,7 +300,9 @@ impl Inner {
             let view = self.view(&version, bg.policy.draining());
             let waited_for_space = bg.policy.no_space.is_some();
             let ratio = self.opts.vlog_gc_dead_ratio;
-            let choice = bg.policy.choose(&view, &mut || self.gc_candidate(ratio));
+            let choice = bg
+                .policy
+                .choose(&view, &mut || self.value_log_gc().gc_candidate(ratio));
             if waited_for_space && bg.policy.no_space.is_none() {
                 self.bg.done_cv.notify_all();
             }
@@ -371,7 +373,11 @@ impl Inner {
             Job::Consolidate { ns, task, version } => self.consolidate(*ns, task, version),
             Job::Gc { segment } => {
                 let mut stats = GcStats::default();
-                let r = self.collect_segment(*segment, self.opts.vlog_gc_dead_ratio, &mut stats);
+                let r = self.value_log_gc().collect_segment(
+                    *segment,
+                    self.opts.vlog_gc_dead_ratio,
+                    &mut stats,
+                );
                 self.count_gc(&stats);
                 r.map(|_| ())
             }

@@ -1,13 +1,23 @@
 //! Value-log garbage collection: find the live records of sealed segments, write them again
 //! at the head of the log (unless a newer write got there first), then delete the segments.
 
-use super::gc_state::GcStats;
-use super::inner::Inner;
+use super::gc_state::{GcState, GcStats};
+use super::namespace_set::NsState;
+use super::read::Reader;
+use super::segment_retire::SegmentRetire;
+use super::snapshots::Snapshots;
+use super::versions::Versions;
+use super::write::WritePath;
+use super::write_queue::WriteQueue;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, ValueAddr};
-use crate::vlog::{self, EncodedWrite, SegmentScan, SCAN_CHUNK};
+use crate::stats::Counters;
+use crate::storage::StorageRef;
+use crate::vlog::{self, EncodedWrite, SegmentScan, VlogReader, SCAN_CHUNK};
 use bytes::Bytes;
+use parking_lot::RwLock;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Rewrites go to the log in groups of about this many bytes, so writers are not held up
 /// for long at a time.
@@ -23,7 +33,24 @@ struct LiveRecord {
     addr: ValueAddr,
 }
 
-impl Inner {
+/// The parts value-log GC touches, borrowed: the write path its rewrites take, the reader
+/// its liveness checks take, and the retirement of the segments it collected.
+pub(super) struct ValueLogGc<'a, F, R> {
+    pub(super) storage: &'a StorageRef,
+    pub(super) versions: &'a Versions,
+    pub(super) writes: &'a WriteQueue,
+    pub(super) namespaces: &'a RwLock<NsState>,
+    pub(super) gc: &'a GcState,
+    pub(super) snapshots: &'a Snapshots,
+    pub(super) vlog_reader: &'a VlogReader,
+    /// Counters of background work (GC's lookups count there).
+    pub(super) counters: &'a Arc<Counters>,
+    pub(super) reader: Reader<'a, R>,
+    pub(super) retire: SegmentRetire<'a>,
+    pub(super) write: WritePath<'a, F>,
+}
+
+impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
     /// Sealed segments with their sizes: every record in them is older than the replay
     /// start, so tables hold all of their entries.
     pub(super) fn sealed_segments(&self) -> Result<Vec<(u64, u64)>> {
@@ -145,7 +172,7 @@ impl Inner {
             }
         }
         // The rewritten records must be durable before the only other copy goes.
-        self.write_path().writer_for_job()?.vlog.sync()?;
+        self.write.writer_for_job()?.vlog.sync()?;
         // A snapshot taken before the rewrites became visible reads the old copies; one
         // taken after reads the new ones.
         let released = self.snapshots.releases();
@@ -163,7 +190,7 @@ impl Inner {
             .visible_seq
             .load(std::sync::atomic::Ordering::Acquire);
         self.gc.retire_after_flush.lock().push((upto, seg));
-        self.retire().if_all_flushed();
+        self.retire.if_all_flushed();
         stats.segments_deleted += 1;
         stats.bytes_reclaimed += seg_len;
         Ok(())
@@ -172,9 +199,9 @@ impl Inner {
     /// Appends the records of `group` that are still current at the head of the log, as one
     /// group under the writer lock.
     fn rewrite_group(&self, group: &[LiveRecord], stats: &mut GcStats) -> Result<()> {
-        let mut guard = self.write_path().writer_for_job()?;
+        let mut guard = self.write.writer_for_job()?;
         let w = &mut *guard;
-        self.write_path().make_room(w)?;
+        self.write.make_room(w)?;
         // Checked again under the writer lock: no write can slip in between.
         let mut encoded = Vec::new();
         let mut bytes = 0;
@@ -190,13 +217,13 @@ impl Inner {
             }
         }
         if !encoded.is_empty() {
-            self.write_path().append_locked(w, encoded, bytes, false)?;
+            self.write.append_locked(w, encoded, bytes, false)?;
         }
         Ok(())
     }
 
     /// Whether a live snapshot reads a put of the segment `scan` reads (of a namespace not in
-    /// `dead_ns`): [`Inner::seen_by_snapshot`] over the segment's puts, streamed and checked
+    /// `dead_ns`): [`seen_by_snapshot`](Self::seen_by_snapshot) over the segment's puts, streamed and checked
     /// [`SNAPSHOT_CHECK_PUTS`] at a time. With no snapshot open, nothing is read.
     fn segment_seen_by_snapshot(&self, scan: &mut SegmentScan) -> Result<Vec<Nsid>> {
         let with_snapshots: HashSet<Nsid> = self
@@ -267,7 +294,7 @@ impl Inner {
             let of_destroyed = destroyed.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
                 let read = of_destroyed || {
-                    let hit = self.reader().lookup(ns, key, Some(seq), &self.counters)?;
+                    let hit = self.reader.lookup(ns, key, Some(seq), &self.counters)?;
                     // A destroy racing this check takes the namespace's tables out of the
                     // version before it joins the destroyed set: a miss may be that, not a newer
                     // version. The manifest's list of destroyed ids changes with the version
@@ -286,7 +313,7 @@ impl Inner {
 
     /// Whether the newest version of `(ns, key)` is the record at `addr`.
     fn is_current(&self, ns: Nsid, key: &[u8], addr: ValueAddr) -> Result<bool> {
-        let hit = self.reader().lookup(ns, key, None, &self.counters)?;
+        let hit = self.reader.lookup(ns, key, None, &self.counters)?;
         Ok(hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)))
     }
 
@@ -299,7 +326,7 @@ impl Inner {
         Ok(stats)
     }
 
-    /// [`Inner::gc_segment`], except that a damaged segment is kept and recorded instead of
+    /// [`gc_segment`](Self::gc_segment), except that a damaged segment is kept and recorded instead of
     /// failing the collection: corruption fails the reads that touch it, not the database.
     pub(super) fn collect_segment(
         &self,

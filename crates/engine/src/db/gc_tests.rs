@@ -14,7 +14,10 @@ fn a_segment_gone_since_the_listing_is_skipped() {
         .open_storage(storage)
         .unwrap();
     let mut stats = GcStats::default();
-    db.inner.gc_segment(999_999, 0.0, &mut stats).unwrap();
+    db.inner
+        .value_log_gc()
+        .gc_segment(999_999, 0.0, &mut stats)
+        .unwrap();
     assert_eq!(stats, GcStats::default());
     db.close().unwrap();
 }
@@ -48,8 +51,16 @@ fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
     // The window: the tables are gone, the destroyed set does not say so yet.
     db.inner.namespace_admin().remove_trees(&[id]).unwrap();
     let puts = [(id, Bytes::from_static(b"k"), addr)];
-    assert_eq!(db.inner.seen_by_snapshot(&puts).unwrap(), vec![id]);
+    assert_eq!(
+        db.inner.value_log_gc().seen_by_snapshot(&puts).unwrap(),
+        vec![id]
+    );
     drop(snapshot);
-    assert!(db.inner.seen_by_snapshot(&puts).unwrap().is_empty());
+    assert!(db
+        .inner
+        .value_log_gc()
+        .seen_by_snapshot(&puts)
+        .unwrap()
+        .is_empty());
     db.close().unwrap();
 }

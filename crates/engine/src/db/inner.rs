@@ -5,6 +5,7 @@
 
 use super::background_state::Background;
 use super::flush::{Flusher, Installer};
+use super::gc::ValueLogGc;
 use super::gc_state::GcState;
 use super::index_flushes::IndexFlushes;
 use super::index_set::IndexSet;
@@ -186,6 +187,23 @@ impl Inner {
             indexes: self.index_admin(),
             pins: self.pins(),
             installer: self.installer(),
+        }
+    }
+
+    /// The parts value-log GC touches.
+    pub(super) fn value_log_gc(&self) -> ValueLogGc<'_, impl Fn() + '_, impl Fn() + '_> {
+        ValueLogGc {
+            storage: &self.storage,
+            versions: &self.versions,
+            writes: &self.writes,
+            namespaces: &self.namespaces,
+            gc: &self.gc,
+            snapshots: &self.snapshots,
+            vlog_reader: &self.vlog_reader,
+            counters: &self.counters,
+            reader: self.reader(),
+            retire: self.retire(),
+            write: self.write_path(),
         }
     }
 

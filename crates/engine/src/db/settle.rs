@@ -38,7 +38,8 @@ impl Inner {
                     // has nothing left to collect either.
                     let gc_due = self.opts.auto_compaction
                         && ratio > 0.0
-                        && (bg.policy.gc_running() || self.gc_candidate(ratio)?.is_some());
+                        && (bg.policy.gc_running()
+                            || self.value_log_gc().gc_candidate(ratio)?.is_some());
                     gc_seen |= gc_due;
                     if bg.policy.settled(&view, gc_due)? {
                         return Ok(());
