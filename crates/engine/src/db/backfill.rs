@@ -2,16 +2,27 @@
 //! checked against the namespace's capacity, and made durable without a flush of the shared
 //! memtable per index (docs/quotas.md, Indexes).
 
-use super::index_set::{entries_of, entry_bytes, insert_entries};
-use super::inner::Inner;
+use super::index_flushes::IndexFlushes;
+use super::index_set::{entries_of, entry_bytes, insert_entries, IndexSet, LiveIndex};
+use super::indexes::IndexAdmin;
 use super::namespace_set::NsEntry;
+use super::namespaces::NamespaceAdmin;
+use super::pin_keeper::PinKeeper;
+use super::read::Reader;
+use super::snapshots::Snapshots;
+use super::versions::Versions;
+use super::write::WritePath;
+use super::write_queue::WriteQueue;
 use crate::error::{Error, Result};
 use crate::key::{self, Kind, Nsid, SeqNo};
 use crate::memtable::Memtable;
 use crate::version::VersionEdit;
+use crate::vlog::VlogReader;
 use bytes::Bytes;
+use parking_lot::RwLock;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Entries a backfill inserts under one hold of the writer lock.
 const BACKFILL_CHUNK: usize = 1024;
@@ -19,7 +30,26 @@ const BACKFILL_CHUNK: usize = 1024;
 /// Records of a chunk: key, value, address, seqno.
 type Chunk = Vec<(Bytes, Bytes, key::ValueAddr, SeqNo)>;
 
-impl Inner {
+/// The parts an index's backfill touches, borrowed: the write path its inserts take (and
+/// through it the capacity checks and the flusher), the reader its scan takes, and the
+/// namespaces' admin that drops an index the capacity refused.
+pub(super) struct Backfiller<'a, F, N, R> {
+    pub(super) writes: &'a WriteQueue,
+    pub(super) versions: &'a Versions,
+    pub(super) indexes: &'a RwLock<Arc<IndexSet>>,
+    pub(super) snapshots: &'a Snapshots,
+    pub(super) vlog_reader: &'a VlogReader,
+    /// Flushes index backfills made, and the indexes ready before their flush.
+    pub(super) index_flush: &'a IndexFlushes,
+    pub(super) opened: &'a Instant,
+    pub(super) index_admin: IndexAdmin<'a>,
+    pub(super) pins: PinKeeper<'a>,
+    pub(super) reader: Reader<'a, R>,
+    pub(super) write: WritePath<'a, F>,
+    pub(super) namespaces: NamespaceAdmin<'a, N>,
+}
+
+impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
     /// Adds the entries of every record `e` held when index `id` was created, makes them
     /// durable, and marks the index ready. Entries that would take the namespace past its
     /// capacity (or the device's reserve) fail it with `CapacityExceeded`, and the index is
@@ -42,13 +72,13 @@ impl Inner {
     fn drop_refused_index(&self, id: Nsid) -> Result<()> {
         {
             let _w = self.writes.writer.lock();
-            let set = self.index_set().without(id);
+            let set = self.indexes.read().clone().without(id);
             *self.indexes.write() = Arc::new(set);
         }
-        let dropped = self.namespace_admin().drop_trees(&[id]);
+        let dropped = self.namespaces.drop_trees(&[id]);
         let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
-        self.index_admin().reload(&vs);
+        self.index_admin.reload(&vs);
         dropped
     }
 
@@ -59,7 +89,7 @@ impl Inner {
         id: Nsid,
         charged: &mut Vec<(Arc<Memtable>, u64)>,
     ) -> Result<()> {
-        let set = self.index_set();
+        let set = self.indexes.read().clone();
         let Some(idx) = set.of(e.id).iter().find(|i| i.def.id == id).cloned() else {
             return Err(Error::UnknownIndex(format!(
                 "index {id} of namespace {}",
@@ -86,7 +116,7 @@ impl Inner {
                 let done = !scan.valid();
                 if !done && scan.kind() == Kind::Put {
                     let pk = Bytes::copy_from_slice(scan.key());
-                    let (value, addr) = match self.reader().scanned_value(
+                    let (value, addr) = match self.reader.scanned_value(
                         scan.index_value(),
                         e.id,
                         &pk,
@@ -113,7 +143,7 @@ impl Inner {
             }
             Ok(())
         })();
-        self.pins().release(e.id, seq, pin);
+        self.pins.release(e.id, seq, pin);
         result
     }
 
@@ -122,15 +152,15 @@ impl Inner {
     fn insert_chunk(
         &self,
         e: &NsEntry,
-        one: &[Arc<super::index_set::LiveIndex>],
+        one: &[Arc<LiveIndex>],
         chunk: &mut Chunk,
         charged: &mut Vec<(Arc<Memtable>, u64)>,
     ) -> Result<()> {
         // A close stops it between chunks (the next open starts it again).
-        self.check_open()?;
+        self.write.check_open()?;
         // Under the writer lock: the memtable cannot be frozen meanwhile.
         let mut w = self.writes.writer.lock();
-        self.write_path().make_room(&mut w)?;
+        self.write.make_room(&mut w)?;
         let mem = self.versions.super_version().mem.clone();
         let mut staged = Vec::with_capacity(chunk.len());
         let mut bytes = 0u64;
@@ -139,7 +169,7 @@ impl Inner {
             // have been flushed, its tombstone for this entry compacted away before the
             // entry existed. Checked under the writer lock: a write after the check
             // supersedes the entry at its own flush.
-            let hit = self.reader().lookup(e.id, &pk, None, &e.list_counters)?;
+            let hit = self.reader.lookup(e.id, &pk, None, &e.list_counters)?;
             if !hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)) {
                 continue;
             }
@@ -150,15 +180,15 @@ impl Inner {
         // The device's reserve, as every put's: a namespace without a capacity must not
         // fill the disk through its indexes.
         if bytes > 0 {
-            self.quotas().check_reserve()?;
+            self.write.quotas.check_reserve()?;
         }
         // Under the writer lock: no write of the namespace lands between the check and
         // the inserts.
         if let Some(capacity) = e.options.read().capacity {
-            let (used, pending) = self.quotas().room_figures(e.id);
+            let (used, pending) = self.write.quotas.room_figures(e.id);
             if bytes > 0 && used.saturating_add_signed(pending).saturating_add(bytes) > capacity {
                 let pending = pending.max(0).unsigned_abs();
-                return Err(self.quotas().over(e.id, used, pending, bytes, capacity));
+                return Err(self.write.quotas.over(e.id, used, pending, bytes, capacity));
             }
         }
         for (entries, at) in staged {
@@ -180,7 +210,7 @@ impl Inner {
     fn mark_ready(&self, e: &NsEntry, id: Nsid) -> Result<()> {
         let flush_now = self.index_flush.allow(self.opened.elapsed());
         if flush_now {
-            self.flusher().flush()?;
+            self.write.flusher().flush()?;
         }
         let _w = self.writes.writer.lock();
         let mut vs = self.versions.lock();
@@ -210,7 +240,7 @@ impl Inner {
                 self.versions.log_edit(&mut vs, edit)?;
             }
         }
-        self.index_admin().reload(&vs);
+        self.index_admin.reload(&vs);
         Ok(())
     }
 
@@ -228,7 +258,7 @@ impl Inner {
             .map(|d| (d.ns, d.id))
             .collect();
         for (ns, id) in pending {
-            let e = self.namespace_admin().ns_entry(ns)?;
+            let e = self.namespaces.ns_entry(ns)?;
             match self.backfill(&e, id) {
                 Err(Error::CapacityExceeded { .. } | Error::ReserveReached { .. }) => {}
                 other => other?,

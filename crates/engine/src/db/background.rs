@@ -384,7 +384,7 @@ impl Inner {
             Job::Backfill { ns, index } => self
                 .namespace_admin()
                 .ns_entry(*ns)
-                .and_then(|e| self.backfill(&e, *index))
+                .and_then(|e| self.backfiller().backfill(&e, *index))
                 .map(|_| ()),
         }))
         .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
@@ -411,7 +411,7 @@ impl Inner {
     /// wait for a flush) would hold the only one: it runs here instead.
     pub(super) fn backfill_in_background(&self, e: &NsEntry, id: Nsid) -> Result<()> {
         if self.opts.background_threads < 2 {
-            return self.backfill(e, id);
+            return self.backfiller().backfill(e, id);
         }
         let mut bg = self.bg.state.lock();
         bg.policy.queue_backfill(e.id, id);

@@ -198,7 +198,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         _lock: lock,
     };
     upgrade_index_keys(&db.inner)?;
-    db.inner.finish_backfills()?;
+    db.inner.backfiller().finish_backfills()?;
     db.inner.opening_inline.store(false, Ordering::Release);
     db.inner.namespace_admin().forget_destroyed_quietly();
     // Work recovery left (a segment worth collecting) goes to the runner at once.
@@ -221,7 +221,7 @@ impl Db {
 }
 
 /// Rebuilds each index whose entries have an older key format: registered again under a
-/// new id (its backfill runs as a crashed one's, `Inner::finish_backfills`), then its old
+/// new id (its backfill runs as a crashed one's, `Backfiller::finish_backfills`), then its old
 /// trees dropped. A crash between the two leaves both registered; the next open finds the
 /// new one and only drops the old.
 fn upgrade_index_keys(inner: &Inner) -> Result<()> {

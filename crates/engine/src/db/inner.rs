@@ -3,6 +3,7 @@
 //! work. Only this type knows them all; the orchestration that needs several of them is in
 //! the files named for what it does (flush.rs, write.rs, gc.rs, ...).
 
+use super::backfill::Backfiller;
 use super::background_state::Background;
 use super::flush::{Flusher, Installer};
 use super::gc::ValueLogGc;
@@ -204,6 +205,26 @@ impl Inner {
             reader: self.reader(),
             retire: self.retire(),
             write: self.write_path(),
+        }
+    }
+
+    /// The parts an index's backfill touches.
+    pub(super) fn backfiller(
+        &self,
+    ) -> Backfiller<'_, impl Fn() + '_, impl Fn() + '_, impl Fn() + '_> {
+        Backfiller {
+            writes: &self.writes,
+            versions: &self.versions,
+            indexes: &self.indexes,
+            snapshots: &self.snapshots,
+            vlog_reader: &self.vlog_reader,
+            index_flush: &self.index_flush,
+            opened: &self.opened,
+            index_admin: self.index_admin(),
+            pins: self.pins(),
+            reader: self.reader(),
+            write: self.write_path(),
+            namespaces: self.namespace_admin(),
         }
     }
 

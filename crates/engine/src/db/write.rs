@@ -45,11 +45,11 @@ pub(super) struct WritePath<'a, F> {
 }
 
 impl<'a, F: Fn()> WritePath<'a, F> {
-    fn flusher(&self) -> &Flusher<'a, F> {
+    pub(super) fn flusher(&self) -> &Flusher<'a, F> {
         &self.quotas.flusher
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(super) fn check_open(&self) -> Result<()> {
         self.bg.check_open(self.closed)
     }
 
