@@ -12,22 +12,26 @@ use super::indexes::IndexAdmin;
 use super::level_stats::level_stats;
 use super::namespace_set::NsState;
 use super::pin_keeper::PinKeeper;
+use super::query::Queries;
 use super::quota_state::{CapacityFlushes, SpaceGauge};
 use super::read::Reader;
+use super::records::RecordSource;
 use super::segment_retire::SegmentRetire;
 use super::snapshots::Snapshots;
+use super::super_version::SuperVersion;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
 use super::versions::Versions;
 use super::write_queue::WriteQueue;
 use crate::error::Result;
+use crate::key::SeqNo;
 use crate::options::Options;
 use crate::prefetch::ReadPool;
 use crate::stats::{Counters, DbStats};
 use crate::storage::StorageRef;
 use crate::vlog::{self, VlogReader};
 use parking_lot::RwLock;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The parts of an open database, composed: the one place that holds them all.
@@ -83,6 +87,16 @@ impl Inner {
     /// The live secondary indexes, as writes derive entries for them now.
     pub(super) fn index_set(&self) -> Arc<IndexSet> {
         self.indexes.read().clone()
+    }
+
+    /// The parts a query touches; its reads take the database itself (see `RecordSource`).
+    pub(super) fn queries(self: &Arc<Self>) -> Queries<'_, Arc<Inner>> {
+        Queries {
+            closed: &self.closed,
+            bg: &self.bg,
+            indexes: &self.indexes,
+            source: self,
+        }
     }
 
     /// The parts the registry of indexes touches.
@@ -221,5 +235,39 @@ impl Inner {
             (s.row_cache.hits, s.row_cache.misses) = (hits, misses);
         }
         s
+    }
+}
+
+impl RecordSource for Arc<Inner> {
+    fn reader(&self) -> Reader<'_, impl Fn() + '_> {
+        Inner::reader(self)
+    }
+
+    fn vlog_reader(&self) -> &VlogReader {
+        &self.vlog_reader
+    }
+
+    fn super_version(&self) -> Arc<SuperVersion> {
+        self.versions.super_version()
+    }
+
+    fn visible_seq(&self) -> SeqNo {
+        self.writes.visible_seq.load(Ordering::Acquire)
+    }
+
+    fn page_size(&self) -> u64 {
+        self.counters.page_size()
+    }
+
+    fn prefetcher(&self) -> &Arc<ReadPool> {
+        Inner::prefetcher(self)
+    }
+
+    fn models_nand(&self) -> bool {
+        self.storage.nand_stats().is_some()
+    }
+
+    fn count_split_blocks(&self) -> usize {
+        self.opts.count_split_blocks
     }
 }
