@@ -130,7 +130,7 @@ impl Inner {
         self.check_open()?;
         // Under the writer lock: the memtable cannot be frozen meanwhile.
         let mut w = self.writes.writer.lock();
-        self.make_room(&mut w)?;
+        self.write_path().make_room(&mut w)?;
         let mem = self.versions.super_version().mem.clone();
         let mut staged = Vec::with_capacity(chunk.len());
         let mut bytes = 0u64;
@@ -150,15 +150,15 @@ impl Inner {
         // The device's reserve, as every put's: a namespace without a capacity must not
         // fill the disk through its indexes.
         if bytes > 0 {
-            self.check_reserve()?;
+            self.quotas().check_reserve()?;
         }
         // Under the writer lock: no write of the namespace lands between the check and
         // the inserts.
         if let Some(capacity) = e.options.read().capacity {
-            let (used, pending) = self.room_figures(e.id);
+            let (used, pending) = self.quotas().room_figures(e.id);
             if bytes > 0 && used.saturating_add_signed(pending).saturating_add(bytes) > capacity {
                 let pending = pending.max(0).unsigned_abs();
-                return Err(self.over(e.id, used, pending, bytes, capacity));
+                return Err(self.quotas().over(e.id, used, pending, bytes, capacity));
             }
         }
         for (entries, at) in staged {

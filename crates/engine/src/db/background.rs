@@ -1,6 +1,6 @@
 //! Background work: the job loop, compaction slots, manual compactions, waiting for the tree to settle.
 
-use super::background_state::{as_job, failure, log_notice, outcome_of, BgState};
+use super::background_state::{as_job, log_notice, outcome_of, BgState};
 use super::dead_bytes::dead_bytes_by_segment;
 use super::flush_table::output_params;
 use super::gc_state::GcStats;
@@ -70,15 +70,7 @@ impl Inner {
     /// A background job failed: for want of space it is retried later, anything else makes
     /// the database read-only.
     pub(super) fn fail_job(&self, e: &Error) {
-        let outcome = failure(e);
-        let notice = self
-            .bg
-            .state
-            .lock()
-            .policy
-            .failed(&outcome, std::time::Instant::now());
-        log_notice(notice);
-        self.bg.done_cv.notify_all();
+        self.bg.fail_job(e);
     }
 
     /// What the policy looks at, with `version` the current one; `drain`: someone waits for
@@ -103,7 +95,7 @@ impl Inner {
             let mut w = self.writes.writer.lock();
             if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
                 let id = self.versions.new_file_number();
-                self.roll_log(&mut w, id)?;
+                self.write_path().roll_log(&mut w, id)?;
             }
         }
         self.flusher().flush()?;

@@ -108,6 +108,15 @@ impl Background {
         Ok(())
     }
 
+    /// A background job (or the write path) failed: for want of space it is retried later,
+    /// anything else makes the database read-only.
+    pub(super) fn fail_job(&self, e: &Error) {
+        let outcome = failure(e);
+        let notice = (self.state.lock().policy).failed(&outcome, std::time::Instant::now());
+        log_notice(notice);
+        self.done_cv.notify_all();
+    }
+
     /// Wakes the background: the database's own threads, or `runner` (the options').
     pub(super) fn wake(&self, runner: Option<&BackgroundRunner>) {
         self.cv.notify_all();

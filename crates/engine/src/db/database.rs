@@ -36,7 +36,7 @@ impl Db {
 
     /// Syncs the value log: every write acknowledged so far survives a crash.
     pub fn sync_log(&self) -> Result<()> {
-        self.inner.sync_log()
+        self.inner.write_path().sync_log()
     }
 
     /// Creates a namespace with the default settings (no capacity, equal shares) and
@@ -159,7 +159,7 @@ impl Db {
     /// that must not block (an event loop serving other tenants) hands its writes to a thread
     /// that may while this is not `None`.
     pub fn write_pressure(&self) -> crate::options::WritePressure {
-        self.inner.write_pressure()
+        self.inner.write_path().write_pressure()
     }
 
     /// Runs the most urgent background job (a flush first, then an L0 split or a

@@ -145,7 +145,7 @@ impl Inner {
             }
         }
         // The rewritten records must be durable before the only other copy goes.
-        self.writer_for_job()?.vlog.sync()?;
+        self.write_path().writer_for_job()?.vlog.sync()?;
         // A snapshot taken before the rewrites became visible reads the old copies; one
         // taken after reads the new ones.
         let released = self.snapshots.releases();
@@ -172,9 +172,9 @@ impl Inner {
     /// Appends the records of `group` that are still current at the head of the log, as one
     /// group under the writer lock.
     fn rewrite_group(&self, group: &[LiveRecord], stats: &mut GcStats) -> Result<()> {
-        let mut guard = self.writer_for_job()?;
+        let mut guard = self.write_path().writer_for_job()?;
         let w = &mut *guard;
-        self.make_room(w)?;
+        self.write_path().make_room(w)?;
         // Checked again under the writer lock: no write can slip in between.
         let mut encoded = Vec::new();
         let mut bytes = 0;
@@ -190,7 +190,7 @@ impl Inner {
             }
         }
         if !encoded.is_empty() {
-            self.append_locked(w, encoded, bytes, false)?;
+            self.write_path().append_locked(w, encoded, bytes, false)?;
         }
         Ok(())
     }

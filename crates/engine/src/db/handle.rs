@@ -109,7 +109,7 @@ impl Namespace {
     }
 
     fn apply(&self, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
-        self.inner.write(&self.entry, ops, self.write_options.sync)
+        self.inner.write_path().write(&self.entry, ops, self.write_options.sync)
     }
 
     /// Creates a secondary index on the JSON attribute `attr` (a top-level name, or dotted
@@ -161,7 +161,7 @@ impl Namespace {
             // Writes queued before the flag held are done once a barrier behind them is
             // (committed to the memtable, or failed and not acknowledged): its own outcome
             // is theirs, which is not this call's.
-            let _ = inner.commit(None, false, None);
+            let _ = inner.write_path().commit(None, false, None);
         }
         Ok(())
     }
@@ -173,14 +173,14 @@ impl Namespace {
 
     /// Its space and settings (what `stats().space` shows), without the rest of the stats.
     pub fn space(&self) -> Result<crate::space::NamespaceSpace> {
-        self.inner.namespace_space(&self.entry)
+        self.inner.quotas().namespace_space(&self.entry)
     }
 
     /// Flushes, then returns the live bytes kept (what `stats().space` shows) and a recount
     /// of the same tables (its records and index entries scanned), equal unless the
     /// accounting is wrong: background writes (a value-log GC's) cannot come between them.
     pub fn check_usage(&self) -> Result<(Usage, Usage)> {
-        self.inner.recount_usage(&self.entry)
+        self.inner.quotas().recount_usage(&self.entry)
     }
 
     /// The tables a get of `key` would consult now below the memtables, level by level:
@@ -193,7 +193,7 @@ impl Namespace {
     /// Counters, tree shape, space and settings of this namespace.
     pub fn stats(&self) -> Result<NamespaceStats> {
         let mut s = self.inner.namespace_stats(&self.entry)?;
-        s.space = self.inner.namespace_space(&self.entry)?;
+        s.space = self.inner.quotas().namespace_space(&self.entry)?;
         Ok(s)
     }
 

@@ -19,9 +19,11 @@ use super::records::RecordSource;
 use super::segment_retire::SegmentRetire;
 use super::snapshots::Snapshots;
 use super::super_version::SuperVersion;
+use super::usage::Quotas;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
 use super::versions::Versions;
+use super::write::WritePath;
 use super::write_queue::WriteQueue;
 use crate::error::Result;
 use crate::key::SeqNo;
@@ -144,6 +146,41 @@ impl Inner {
             pins: self.pins(),
             retire: self.retire(),
             installer: self.installer(),
+        }
+    }
+
+    /// The parts capacity checks and usage figures touch.
+    pub(super) fn quotas(&self) -> Quotas<'_, impl Fn() + '_> {
+        Quotas {
+            opts: &self.opts,
+            storage: &self.storage,
+            versions: &self.versions,
+            writes: &self.writes,
+            indexes: &self.indexes,
+            gc: &self.gc,
+            space: &self.space,
+            capacity_flush: &self.capacity_flush,
+            opened: &self.opened,
+            flusher: self.flusher(),
+        }
+    }
+
+    /// The parts a write touches.
+    pub(super) fn write_path(&self) -> WritePath<'_, impl Fn() + '_> {
+        WritePath {
+            opts: &self.opts,
+            versions: &self.versions,
+            writes: &self.writes,
+            bg: &self.bg,
+            closed: &self.closed,
+            opening_inline: &self.opening_inline,
+            opened: &self.opened,
+            last_write_ms: &self.last_write_ms,
+            counters: &self.counters,
+            indexes: &self.indexes,
+            capacity_flush: &self.capacity_flush,
+            row_cache: self.row_cache.as_ref(),
+            quotas: self.quotas(),
         }
     }
 

@@ -46,7 +46,7 @@ impl Inner {
                 }
             }
             self.bg.state.lock().policy.check_gc();
-            self.wait_for_background()?;
+            self.write_path().wait_for_background()?;
             if std::mem::take(&mut gc_seen) {
                 // What GC moved sits in the memtable: into the tree with the rest.
                 self.flusher().flush()?;

@@ -13,22 +13,47 @@
 //! Garbage: value-log bytes of versions superseded (by a newer put or a delete) in segments GC
 //! has not collected yet, counted when the flush that supersedes them runs.
 
+use super::flush::Flusher;
 use super::flush_usage::count;
-use super::inner::Inner;
+use super::gc_state::GcState;
+use super::index_set::IndexSet;
 use super::namespace_set::NsEntry;
-use super::quota_state::Credit;
+use super::quota_state::{CapacityFlushes, Credit, SpaceGauge};
 use super::super_version::SuperVersion;
+use super::versions::Versions;
+use super::write_queue::WriteQueue;
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAt};
 use crate::memtable::Memtable;
-use crate::options::DEFAULT_RESERVE_MAX;
+use crate::options::{Options, DEFAULT_RESERVE_MAX};
 use crate::space::{NamespaceSpace, Usage};
+use crate::storage::StorageRef;
 use crate::vlog::RECORD_HEADER_LEN;
+use parking_lot::RwLock;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
-impl Inner {
+/// The parts capacity checks and usage figures touch, borrowed; the flusher for the checks
+/// that flush to learn exact figures.
+pub(super) struct Quotas<'a, F> {
+    pub(super) opts: &'a Options,
+    pub(super) storage: &'a StorageRef,
+    pub(super) versions: &'a Versions,
+    pub(super) writes: &'a WriteQueue,
+    pub(super) indexes: &'a RwLock<Arc<IndexSet>>,
+    pub(super) gc: &'a GcState,
+    /// The storage's free space as last asked (the device-wide reserve).
+    pub(super) space: &'a SpaceGauge,
+    /// Flushes capacity checks made, kept apart.
+    pub(super) capacity_flush: &'a CapacityFlushes,
+    /// When the database opened (the clock of the gauge and of the checks' flushes).
+    pub(super) opened: &'a Instant,
+    pub(super) flusher: Flusher<'a, F>,
+}
+
+impl<F: Fn()> Quotas<'_, F> {
     /// Refuses a write of `ops` into `e` that puts bytes (deletes are never refused): past
     /// the namespace's capacity, or with the storage's free space below the reserve.
     /// Returns the bytes of the versions the write replaces, where it counted them (its
@@ -68,7 +93,7 @@ impl Inner {
                 return Ok(replaced);
             }
             if pending > 0 && !flushed && self.capacity_flush.allow(self.opened.elapsed()) {
-                self.flusher().flush()?;
+                self.flusher.flush()?;
                 flushed = true;
                 continue;
             }
@@ -84,7 +109,7 @@ impl Inner {
     /// The most bytes the index entries of the puts of `ops` into `e` take (0 without
     /// indexes): each put's value is parsed for its indexed attributes, as its write will.
     fn derived_bytes(&self, e: &NsEntry, ops: &[(Kind, &[u8], &[u8])]) -> u64 {
-        let set = self.index_set();
+        let set = self.indexes.read().clone();
         let own = set.of(e.id);
         if own.is_empty() {
             return 0;
@@ -186,7 +211,7 @@ impl Inner {
     /// Live bytes of namespace `e` as of the last flush, its garbage, and the garbage its
     /// snapshots hold back (see [`NamespaceSpace::pinned_bytes`]).
     pub(super) fn usage_of(&self, e: &NsEntry) -> (Usage, u64, u64) {
-        self.pins().reap();
+        self.flusher.pins.reap();
         let held = self.gc.deferred.lock().waiting_for(e.id);
         let vs = self.versions.lock();
         let (records, index) = vs.namespaces.usage_of(e.id);
@@ -218,7 +243,7 @@ impl Inner {
     /// so that background writes meanwhile, a GC's rewrites, do not come between them).
     pub(super) fn recount_usage(&self, e: &NsEntry) -> Result<(Usage, Usage)> {
         e.check_live()?;
-        self.flusher().flush()?;
+        self.flusher.flush()?;
         let (version, kept, ids) = {
             let vs = self.versions.lock();
             let (records, index) = vs.namespaces.usage_of(e.id);

@@ -180,12 +180,12 @@ fn two_writers_replacing_one_key_are_credited_once() {
     let (inner, e) = (&db.inner, &ns.entry);
     let ops: &[(Kind, &[u8], &[u8])] = &[(Kind::Put, b"k", &[b'n'; 10])];
     // Both checks before either write: the interleaving of two threads.
-    let first = inner.check_room(e, ops).unwrap();
-    let second = inner.check_room(e, ops).unwrap();
+    let first = inner.quotas().check_room(e, ops).unwrap();
+    let second = inner.quotas().check_room(e, ops).unwrap();
     assert_eq!((first.bytes, second.bytes), (1001, 1001));
-    inner.write_checked(e, ops, first, false).unwrap();
-    inner.write_checked(e, ops, second, false).unwrap();
-    let (used, pending) = inner.room_figures(e.id);
+    inner.write_path().write_checked(e, ops, first, false).unwrap();
+    inner.write_path().write_checked(e, ops, second, false).unwrap();
+    let (used, pending) = inner.quotas().room_figures(e.id);
     let kept = used.saturating_add_signed(pending);
     db.flush().unwrap();
     let exact = ns.check_usage().unwrap().1.total();
@@ -205,7 +205,7 @@ fn a_flush_never_counts_its_memtable_twice() {
     let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let log = seen.clone();
     *db.inner.hooks.before_swap.lock() = Some(Box::new(move |inner| {
-        let (used, pending) = inner.room_figures(id);
+        let (used, pending) = inner.quotas().room_figures(id);
         log.lock().push(used.saturating_add_signed(pending));
     }));
     ns.put(b"g", &[b'v'; 999]).unwrap();

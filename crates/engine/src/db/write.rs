@@ -1,23 +1,58 @@
 //! The write path: group commit into the value log and the memtable, and room for it.
 
-use super::index_set::derive_entries;
-use super::inner::Inner;
+use super::background_state::{on_job_thread, Background};
+use super::flush::Flusher;
+use super::index_set::{derive_entries, IndexSet};
 use super::namespace_set::NsEntry;
-use super::quota_state::credit_holds;
-use super::write_queue::{PendingWrite, WriterState, MAX_GROUP_BYTES};
+use super::quota_state::{credit_holds, CapacityFlushes, Credit};
+use super::usage::Quotas;
+use super::versions::Versions;
+use super::write_queue::{PendingWrite, WriteQueue, WriterState, MAX_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::memtable::MemValue;
-use crate::options::WritePressure;
+use crate::options::{Options, WritePressure};
+use crate::row_cache::RowCache;
 use crate::stats::Counters;
 use crate::vlog::{AppendError, EncodedWrite, RollError};
 use bytes::Bytes;
-use parking_lot::Mutex;
-use std::sync::atomic::Ordering;
+use parking_lot::{Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-impl Inner {
+/// The parts a write touches, borrowed: built once per call (a write, a batch, a GC group),
+/// never per record.
+pub(super) struct WritePath<'a, F> {
+    pub(super) opts: &'a Options,
+    pub(super) versions: &'a Versions,
+    pub(super) writes: &'a WriteQueue,
+    pub(super) bg: &'a Background,
+    pub(super) closed: &'a AtomicBool,
+    /// The open is under way with a background runner (see `Inner::opening_inline`).
+    pub(super) opening_inline: &'a AtomicBool,
+    pub(super) opened: &'a Instant,
+    /// Milliseconds from `opened` to the last write.
+    pub(super) last_write_ms: &'a AtomicU64,
+    /// Counters of background work (write stalls and slowdowns count there).
+    pub(super) counters: &'a Arc<Counters>,
+    pub(super) indexes: &'a RwLock<Arc<IndexSet>>,
+    /// The capacity checks' flushes (their epoch tells a credit it went stale).
+    pub(super) capacity_flush: &'a CapacityFlushes,
+    pub(super) row_cache: Option<&'a RowCache>,
+    /// The capacity checks, and through them the flusher.
+    pub(super) quotas: Quotas<'a, F>,
+}
+
+impl<'a, F: Fn()> WritePath<'a, F> {
+    fn flusher(&self) -> &Flusher<'a, F> {
+        &self.quotas.flusher
+    }
+
+    fn check_open(&self) -> Result<()> {
+        self.bg.check_open(self.closed)
+    }
+
     /// Writes `ops` to `ns` through group commit; `sync` asks for a synced log even when
     /// `Options::sync` is off.
     pub(super) fn write(
@@ -45,7 +80,7 @@ impl Inner {
         if ops.is_empty() {
             return Ok(());
         }
-        let credit = self.check_room(e, ops)?;
+        let credit = self.quotas.check_room(e, ops)?;
         self.write_checked(e, ops, credit, sync)
     }
 
@@ -54,7 +89,7 @@ impl Inner {
         &self,
         e: &NsEntry,
         ops: &[(Kind, &[u8], &[u8])],
-        credit: super::quota_state::Credit,
+        credit: Credit,
         sync: bool,
     ) -> Result<()> {
         let counters = &e.counters;
@@ -213,7 +248,7 @@ impl Inner {
                 // An I/O error, or part of the records left at the log's end: accept no
                 // more writes, so that part stays the torn tail that recovery drops.
                 let e = e.into_error();
-                self.fail_job(&e);
+                self.bg.fail_job(&e);
                 return Err(e);
             }
         };
@@ -221,7 +256,7 @@ impl Inner {
             if let Err(e) = w.vlog.sync() {
                 // A failed sync proves nothing about what reached the disk, and a later one
                 // that succeeds would not either: the log is in doubt for good.
-                self.fail_job(&e);
+                self.bg.fail_job(&e);
                 return Err(e);
             }
         }
@@ -229,7 +264,7 @@ impl Inner {
         // A guard, not a counted reference: no shared counter touched per group.
         let sv = self.versions.super_version_brief();
         let mem = &sv.mem;
-        let indexes = self.index_set();
+        let indexes = self.indexes.read().clone();
         // After the super version: see `credit_holds`.
         let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
         let mut seq = first;
@@ -271,7 +306,7 @@ impl Inner {
                     },
                 );
                 // Before `visible_seq` moves past `seq` (row_cache.rs: staleness).
-                if let Some(rc) = &self.row_cache {
+                if let Some(rc) = self.row_cache {
                     rc.invalidate(g.nsid, key, seq);
                 }
                 seq += 1;
@@ -296,7 +331,7 @@ impl Inner {
             // The writer goes on in the old segment; a half-made new one holds no record.
             Err(RollError::Create(e)) => Err(e),
             Err(RollError::Sync(e)) => {
-                self.fail_job(&e);
+                self.bg.fail_job(&e);
                 Err(e)
             }
         }
@@ -323,7 +358,7 @@ impl Inner {
         // The only background run makes this write (a GC's rewrites): it flushes itself
         // rather than wait for a flush nobody else can run, and no compaction can be
         // waited for (the write is bounded; the run compacts once it is done).
-        let alone = (self.opts.background_threads < 2 && super::background_state::on_job_thread())
+        let alone = (self.opts.background_threads < 2 && on_job_thread())
             || self.opening_inline.load(Ordering::Acquire);
         loop {
             let sv = self.versions.super_version_brief();
@@ -369,8 +404,8 @@ impl Inner {
     /// The writer lock, for a write a background job makes. With a single background run,
     /// a writer holding the lock may be waiting for a flush only this run can make: it
     /// flushes while it waits.
-    pub(super) fn writer_for_job(&self) -> Result<parking_lot::MutexGuard<'_, WriterState>> {
-        if self.opts.background_threads >= 2 || !super::background_state::on_job_thread() {
+    pub(super) fn writer_for_job(&self) -> Result<MutexGuard<'a, WriterState>> {
+        if self.opts.background_threads >= 2 || !on_job_thread() {
             return Ok(self.writes.writer.lock());
         }
         loop {
@@ -404,7 +439,7 @@ impl Inner {
             if let Err(e) = w.vlog.sync() {
                 // What a failed sync left on disk is unknown, and a later sync could
                 // succeed without it: stop writing, as a failed sync in the write path does.
-                self.fail_job(&e);
+                self.bg.fail_job(&e);
                 return Err(e);
             }
             Ok(())
