@@ -109,7 +109,9 @@ impl Namespace {
     }
 
     fn apply(&self, ops: &[(Kind, &[u8], &[u8])]) -> Result<()> {
-        self.inner.write_path().write(&self.entry, ops, self.write_options.sync)
+        self.inner
+            .write_path()
+            .write(&self.entry, ops, self.write_options.sync)
     }
 
     /// Creates a secondary index on the JSON attribute `attr` (a top-level name, or dotted
@@ -201,6 +203,8 @@ impl Namespace {
     /// unbounded) down to the deepest level that has data.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.entry.check_live()?;
-        self.inner.compact_range(Some(self.entry.id), start, end)
+        self.inner
+            .compactions()
+            .compact_range(Some(self.entry.id), start, end)
     }
 }

@@ -4,6 +4,7 @@
 //! the files named for what it does (flush.rs, write.rs, gc.rs, ...).
 
 use super::background_state::Background;
+use super::compactions::Compactions;
 use super::flush::{Flusher, Installer};
 use super::gc_state::GcState;
 use super::index_flushes::IndexFlushes;
@@ -19,9 +20,9 @@ use super::records::RecordSource;
 use super::segment_retire::SegmentRetire;
 use super::snapshots::Snapshots;
 use super::super_version::SuperVersion;
-use super::usage::Quotas;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
+use super::usage::Quotas;
 use super::versions::Versions;
 use super::write::WritePath;
 use super::write_queue::WriteQueue;
@@ -181,6 +182,23 @@ impl Inner {
             capacity_flush: &self.capacity_flush,
             row_cache: self.row_cache.as_ref(),
             quotas: self.quotas(),
+        }
+    }
+
+    /// The parts compactions touch.
+    pub(super) fn compactions(&self) -> Compactions<'_, impl Fn() + '_> {
+        Compactions {
+            opts: &self.opts,
+            storage: &self.storage,
+            counters: &self.counters,
+            closed: &self.closed,
+            bg: &self.bg,
+            versions: &self.versions,
+            namespaces: &self.namespaces,
+            gc: &self.gc,
+            opened: &self.opened,
+            last_write_ms: &self.last_write_ms,
+            flusher: self.flusher(),
         }
     }
 

@@ -110,7 +110,8 @@ impl Inner {
     /// destroyed set) and are dropped by the next flush or compaction.
     pub(super) fn drop_trees(&self, ids: &[Nsid]) -> Result<()> {
         // No compaction may run meanwhile: it could write tables of `ids` back.
-        let _slots = self.acquire_compaction()?;
+        let runner = self.opts.background_runner.as_ref();
+        let _slots = self.bg.acquire_compaction(&self.closed, runner)?;
         let dead = self.remove_trees(ids)?;
         self.join_destroyed_set(ids, &dead);
         Ok(())

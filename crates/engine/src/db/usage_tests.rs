@@ -183,8 +183,14 @@ fn two_writers_replacing_one_key_are_credited_once() {
     let first = inner.quotas().check_room(e, ops).unwrap();
     let second = inner.quotas().check_room(e, ops).unwrap();
     assert_eq!((first.bytes, second.bytes), (1001, 1001));
-    inner.write_path().write_checked(e, ops, first, false).unwrap();
-    inner.write_path().write_checked(e, ops, second, false).unwrap();
+    inner
+        .write_path()
+        .write_checked(e, ops, first, false)
+        .unwrap();
+    inner
+        .write_path()
+        .write_checked(e, ops, second, false)
+        .unwrap();
     let (used, pending) = inner.quotas().room_figures(e.id);
     let kept = used.saturating_add_signed(pending);
     db.flush().unwrap();
