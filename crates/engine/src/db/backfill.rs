@@ -45,7 +45,7 @@ impl Inner {
             let set = self.index_set().without(id);
             *self.indexes.write() = Arc::new(set);
         }
-        let dropped = self.drop_trees(&[id]);
+        let dropped = self.namespace_admin().drop_trees(&[id]);
         let _w = self.writes.writer.lock();
         let vs = self.versions.lock();
         self.index_admin().reload(&vs);
@@ -228,7 +228,7 @@ impl Inner {
             .map(|d| (d.ns, d.id))
             .collect();
         for (ns, id) in pending {
-            let e = self.ns_entry(ns)?;
+            let e = self.namespace_admin().ns_entry(ns)?;
             match self.backfill(&e, id) {
                 Err(Error::CapacityExceeded { .. } | Error::ReserveReached { .. }) => {}
                 other => other?,

@@ -148,13 +148,13 @@ impl Inner {
             Job::Flush => self
                 .flusher()
                 .flush_oldest()
-                .map(|_| self.forget_destroyed_quietly()),
+                .map(|_| self.namespace_admin().forget_destroyed_quietly()),
             Job::Compact { task, version } | Job::Split { task, version } => {
                 let compactions = self.compactions();
                 compactions
                     .run_compaction(task, version)
                     .map(|written| compactions.count_term(task, written))
-                    .map(|_| self.forget_destroyed_quietly())
+                    .map(|_| self.namespace_admin().forget_destroyed_quietly())
             }
             Job::Consolidate { ns, task, version } => {
                 self.compactions().consolidate(*ns, task, version)
@@ -166,6 +166,7 @@ impl Inner {
                 r.map(|_| ())
             }
             Job::Backfill { ns, index } => self
+                .namespace_admin()
                 .ns_entry(*ns)
                 .and_then(|e| self.backfill(&e, *index))
                 .map(|_| ()),

@@ -79,22 +79,6 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
-/// Both compaction slots, held by a manual job until dropped: released however the job ends,
-/// a panic included (slots left taken would keep every later compaction out, and writers
-/// waiting for room would wait for good).
-pub(super) struct ManualSlots<'a> {
-    bg: &'a Background,
-    runner: Option<&'a BackgroundRunner>,
-}
-
-impl Drop for ManualSlots<'_> {
-    fn drop(&mut self) {
-        self.bg.state.lock().policy.manual_ended();
-        self.bg.wake(self.runner);
-        self.bg.done_cv.notify_all();
-    }
-}
-
 impl Background {
     pub(super) fn slot_overlaps(&self) -> u64 {
         self.slot_overlaps.load(Ordering::Relaxed)
@@ -187,36 +171,6 @@ impl Background {
     pub(super) fn release_gc_slot(&self) {
         self.state.lock().policy.manual_gc(false);
         self.done_cv.notify_all();
-    }
-
-    /// Takes both compaction slots for a manual job: waits until the compaction and split
-    /// running now have ended (whatever errors or shutdown say meanwhile: a running job
-    /// always ends, and two must never overlap), and keeps automatic ones out until the
-    /// returned slots are dropped (which wakes `runner`). Fails, holding nothing, if the
-    /// database is `closed` or read-only.
-    pub(super) fn acquire_compaction<'a>(
-        &'a self,
-        closed: &AtomicBool,
-        runner: Option<&'a BackgroundRunner>,
-    ) -> Result<ManualSlots<'a>> {
-        let mut bg = self.state.lock();
-        bg.policy.manual_wants_slots();
-        while !bg.policy.manual_may_start() {
-            self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
-        }
-        let refuse = if let Some(e) = &bg.policy.error {
-            Some(Error::Background(e.clone()))
-        } else if bg.policy.shutdown || closed.load(Ordering::Acquire) {
-            Some(Error::Closed)
-        } else {
-            None
-        };
-        bg.policy.manual_stops_waiting(refuse.is_none());
-        if let Some(e) = refuse {
-            self.done_cv.notify_all();
-            return Err(e);
-        }
-        Ok(ManualSlots { bg: self, runner })
     }
 
     /// Wakes the background: the database's own threads, or `runner` (the options').

@@ -200,7 +200,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     upgrade_index_keys(&db.inner)?;
     db.inner.finish_backfills()?;
     db.inner.opening_inline.store(false, Ordering::Release);
-    db.inner.forget_destroyed_quietly();
+    db.inner.namespace_admin().forget_destroyed_quietly();
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)
@@ -228,7 +228,7 @@ fn upgrade_index_keys(inner: &Inner) -> Result<()> {
     let admin = inner.index_admin();
     for d in admin.outdated() {
         admin.reregister(&d)?;
-        inner.drop_trees(&[d.id])?;
+        inner.namespace_admin().drop_trees(&[d.id])?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use super::dead_bytes::dead_bytes_by_segment;
 use super::flush::Flusher;
 use super::flush_table::output_params;
 use super::gc_state::GcState;
+use super::manual_slots::ManualSlots;
 use super::namespace_set::NsState;
 use super::versions::Versions;
 use crate::background::View;
@@ -75,7 +76,7 @@ impl<F: Fn()> Compactions<'_, F> {
         }
         self.flusher.flush()?;
         let runner = self.opts.background_runner.as_ref();
-        let _slots = self.bg.acquire_compaction(self.closed, runner)?;
+        let _slots = ManualSlots::acquire(self.bg, self.closed, runner)?;
         let mut all: Vec<Nsid> = match ns {
             Some(ns) => vec![ns],
             None => self.namespaces.read().live.keys().copied().collect(),

@@ -24,7 +24,7 @@ pub struct Db {
 impl Db {
     /// A handle to live namespace `ns`, or [`Error::UnknownNamespace`](crate::error::Error::UnknownNamespace).
     pub fn namespace(&self, ns: Nsid) -> Result<Namespace> {
-        let entry = self.inner.ns_entry(ns)?;
+        let entry = self.inner.namespace_admin().ns_entry(ns)?;
         Ok(Namespace::new(self.inner.clone(), entry))
     }
 
@@ -52,7 +52,10 @@ impl Db {
         name: &str,
         options: crate::namespace_options::NamespaceOptions,
     ) -> Result<Namespace> {
-        let entry = self.inner.create_namespace(name, options)?;
+        let entry = self
+            .inner
+            .namespace_admin()
+            .create_namespace(name, options)?;
         Ok(Namespace::new(self.inner.clone(), entry))
     }
 
@@ -60,7 +63,7 @@ impl Db {
     /// and L0 become unreachable at once and are dropped by the next flush or compaction.
     /// The default namespace (0) cannot be destroyed.
     pub fn destroy_namespace(&self, ns: Nsid) -> Result<()> {
-        self.inner.destroy_namespace(ns)
+        self.inner.namespace_admin().destroy_namespace(ns)
     }
 
     /// The id of the live namespace called `name`: no copy of the catalog, no sort (a

@@ -46,7 +46,7 @@ fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
         .expect("the record has a value-log address");
     let snapshot = ns.snapshot();
     // The window: the tables are gone, the destroyed set does not say so yet.
-    db.inner.remove_trees(&[id]).unwrap();
+    db.inner.namespace_admin().remove_trees(&[id]).unwrap();
     let puts = [(id, Bytes::from_static(b"k"), addr)];
     assert_eq!(db.inner.seen_by_snapshot(&puts).unwrap(), vec![id]);
     drop(snapshot);

@@ -130,7 +130,7 @@ impl Namespace {
         self.inner.check_open()?;
         let admin = self.inner.index_admin();
         let id = admin.unlink(&self.entry, attr)?;
-        admin.unlinked(id, self.inner.drop_trees(&[id]))
+        admin.unlinked(id, self.inner.namespace_admin().drop_trees(&[id]))
     }
 
     /// This namespace's indexes.
@@ -146,7 +146,9 @@ impl Namespace {
     /// Gives the namespace new settings (validated, kept in the manifest). A capacity below
     /// what it uses is allowed: it only refuses further growth until deletes give space back.
     pub fn configure(&self, options: NamespaceOptions) -> Result<()> {
-        self.inner.configure_namespace(&self.entry, options)
+        self.inner
+            .namespace_admin()
+            .configure_namespace(&self.entry, options)
     }
 
     /// Makes the namespace read-only (`true`) or writable again (`false`), kept in the
@@ -194,7 +196,7 @@ impl Namespace {
 
     /// Counters, tree shape, space and settings of this namespace.
     pub fn stats(&self) -> Result<NamespaceStats> {
-        let mut s = self.inner.namespace_stats(&self.entry)?;
+        let mut s = self.inner.namespace_admin().namespace_stats(&self.entry)?;
         s.space = self.inner.quotas().namespace_space(&self.entry)?;
         Ok(s)
     }

@@ -12,6 +12,7 @@ use super::index_set::IndexSet;
 use super::indexes::IndexAdmin;
 use super::level_stats::level_stats;
 use super::namespace_set::NsState;
+use super::namespaces::NamespaceAdmin;
 use super::pin_keeper::PinKeeper;
 use super::query::Queries;
 use super::quota_state::{CapacityFlushes, SpaceGauge};
@@ -199,6 +200,24 @@ impl Inner {
             opened: &self.opened,
             last_write_ms: &self.last_write_ms,
             flusher: self.flusher(),
+        }
+    }
+
+    /// The parts the creation, settings, destruction and figures of namespaces touch.
+    pub(super) fn namespace_admin(&self) -> NamespaceAdmin<'_, impl Fn() + '_> {
+        NamespaceAdmin {
+            opts: &self.opts,
+            counters: &self.counters,
+            closed: &self.closed,
+            bg: &self.bg,
+            versions: &self.versions,
+            namespaces: &self.namespaces,
+            gc: &self.gc,
+            snapshots: &self.snapshots,
+            row_cache: self.row_cache.as_ref(),
+            indexes: self.index_admin(),
+            pins: self.pins(),
+            installer: self.installer(),
         }
     }
 

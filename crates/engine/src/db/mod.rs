@@ -26,6 +26,7 @@ mod iterator;
 mod level_stats;
 mod log_syncs;
 mod lookup;
+mod manual_slots;
 mod namespace_set;
 mod namespaces;
 mod pin_keeper;

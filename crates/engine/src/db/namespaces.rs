@@ -1,19 +1,49 @@
 //! Namespaces: creation, destruction, and their counters and tree shape.
 
+use super::background_state::Background;
 use super::dead_bytes::dead_bytes_by_segment;
-use super::inner::Inner;
+use super::flush::Installer;
+use super::gc_state::GcState;
+use super::indexes::IndexAdmin;
 use super::level_stats::level_stats;
-use super::namespace_set::NsEntry;
+use super::manual_slots::ManualSlots;
+use super::namespace_set::{NsEntry, NsState};
+use super::pin_keeper::PinKeeper;
+use super::snapshots::Snapshots;
+use super::versions::Versions;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
 use crate::namespace_options::NamespaceOptions;
-use crate::options::Layout;
-use crate::stats::NamespaceStats;
+use crate::options::{Layout, Options};
+use crate::row_cache::RowCache;
+use crate::stats::{Counters, NamespaceStats};
 use crate::version::{TableHandle, VersionEdit, RUNS};
-use std::sync::atomic::Ordering;
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-impl Inner {
+/// The parts the creation, settings, destruction and figures of namespaces touch, borrowed.
+pub(super) struct NamespaceAdmin<'a, F> {
+    pub(super) opts: &'a Options,
+    /// Counters of background work (their page size is each namespace's).
+    pub(super) counters: &'a Arc<Counters>,
+    pub(super) closed: &'a AtomicBool,
+    pub(super) bg: &'a Background,
+    pub(super) versions: &'a Versions,
+    pub(super) namespaces: &'a RwLock<NsState>,
+    pub(super) gc: &'a GcState,
+    pub(super) snapshots: &'a Snapshots,
+    pub(super) row_cache: Option<&'a RowCache>,
+    pub(super) indexes: IndexAdmin<'a>,
+    pub(super) pins: PinKeeper<'a>,
+    pub(super) installer: Installer<'a, F>,
+}
+
+impl<F: Fn()> NamespaceAdmin<'_, F> {
+    fn check_open(&self) -> Result<()> {
+        self.bg.check_open(self.closed)
+    }
+
     pub(super) fn ns_entry(&self, ns: Nsid) -> Result<Arc<NsEntry>> {
         self.namespaces.read().entry(ns)
     }
@@ -89,7 +119,7 @@ impl Inner {
         let mut ids = vec![ns];
         ids.extend(self.versions.lock().namespaces.indexes_of(ns).map(|d| d.id));
         self.drop_trees(&ids)?;
-        self.index_admin().dropped();
+        self.indexes.dropped();
         let mut state = self.namespaces.write();
         if let Some(e) = state.live.remove(&ns) {
             e.live.store(false, Ordering::Release);
@@ -99,7 +129,7 @@ impl Inner {
         }
         drop(state);
         self.forget_destroyed_quietly();
-        if let Some(rc) = &self.row_cache {
+        if let Some(rc) = self.row_cache {
             rc.drop_namespace(ns);
         }
         Ok(())
@@ -111,7 +141,7 @@ impl Inner {
     pub(super) fn drop_trees(&self, ids: &[Nsid]) -> Result<()> {
         // No compaction may run meanwhile: it could write tables of `ids` back.
         let runner = self.opts.background_runner.as_ref();
-        let _slots = self.bg.acquire_compaction(&self.closed, runner)?;
+        let _slots = ManualSlots::acquire(self.bg, self.closed, runner)?;
         let dead = self.remove_trees(ids)?;
         self.join_destroyed_set(ids, &dead);
         Ok(())
@@ -152,7 +182,7 @@ impl Inner {
                     it.advance()?;
                 }
             }
-            self.installer().install(
+            self.installer.install(
                 VersionEdit {
                     destroyed_ns: ids.to_vec(),
                     deleted: own.iter().map(|(l, t)| (*l, t.id())).collect(),
@@ -171,7 +201,7 @@ impl Inner {
     fn join_destroyed_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
         self.gc.liveness.mark_dead(dead);
         self.bg.state.lock().policy.check_gc();
-        self.wake_background();
+        self.bg.wake(self.opts.background_runner.as_ref());
         let mut state = self.namespaces.write();
         let mut set = (*state.destroyed).clone();
         set.extend(ids.iter().copied());
@@ -231,7 +261,7 @@ impl Inner {
         let ns = entry.id;
         let mut s = entry.counters.namespace_stats(ns, self.opts.num_levels);
         s.listings = entry.list_counters.listing_stats();
-        self.pins().reap();
+        self.pins.reap();
         s.snapshots = self.snapshots.count_of(ns);
         let sv = self.versions.super_version();
         s.keys_estimate = std::iter::once(&sv.mem)

@@ -30,7 +30,7 @@ fn namespace_churn_leaves_nothing_behind() {
         most_destroyed = most_destroyed.max(db.inner.namespaces.read().destroyed.len());
     }
     db.flush().unwrap();
-    db.inner.forget_destroyed().unwrap();
+    db.inner.namespace_admin().forget_destroyed().unwrap();
     assert!(
         most_destroyed <= 11,
         "{most_destroyed} dead ids kept at once"
