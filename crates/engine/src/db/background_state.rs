@@ -2,9 +2,11 @@
 //! its runners and waiters sleep on, the compaction slots, and which thread runs a job.
 
 use crate::background::{Notice, Outcome, Policy};
+use crate::compaction::CompactionTask;
 use crate::error::{Error, Result};
 use crate::key::Nsid;
-use crate::options::BackgroundRunner;
+use crate::options::{BackgroundRunner, Layout};
+use crate::version::RUNS;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +47,36 @@ pub(super) struct Background {
     pub(super) in_slot: [AtomicU64; 2],
     /// Times a compaction started while another held its slot (a bug if ever above 0).
     pub(super) slot_overlaps: AtomicU64,
+}
+
+/// Marks a compaction as running in its slots for as long as it lives.
+pub(super) struct SlotGuard<'a> {
+    bg: &'a Background,
+    slots: [bool; 2],
+}
+
+impl<'a> SlotGuard<'a> {
+    pub(super) fn enter(bg: &'a Background, layout: Layout, task: &CompactionTask) -> Self {
+        let split =
+            task.output_level() == RUNS || (task.level == 0 && layout == Layout::PerNamespace);
+        let tree = task.output_level() != RUNS;
+        let slots = [split, tree];
+        for (i, _) in slots.iter().enumerate().filter(|(_, on)| **on) {
+            if bg.in_slot[i].fetch_add(1, Ordering::AcqRel) > 0 {
+                bg.slot_overlaps.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("two compactions share a slot");
+            }
+        }
+        SlotGuard { bg, slots }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        for (i, _) in self.slots.iter().enumerate().filter(|(_, on)| **on) {
+            self.bg.in_slot[i].fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 impl Background {
@@ -114,6 +146,30 @@ impl Background {
         let outcome = failure(e);
         let notice = (self.state.lock().policy).failed(&outcome, std::time::Instant::now());
         log_notice(notice);
+        self.done_cv.notify_all();
+    }
+
+    /// Takes the GC slot for a collection called for by hand: waits until a running GC has
+    /// ended (whatever errors or shutdown say meanwhile: a running job always ends, and two
+    /// collections must never overlap). Fails, holding nothing, if the database is closed or
+    /// read-only.
+    pub(super) fn take_gc_slot(&self) -> Result<()> {
+        let mut bg = self.state.lock();
+        while bg.policy.gc_running() {
+            self.done_cv.wait_for(&mut bg, Duration::from_millis(50));
+        }
+        if let Some(e) = &bg.policy.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if bg.policy.shutdown {
+            return Err(Error::Closed);
+        }
+        bg.policy.manual_gc(true);
+        Ok(())
+    }
+
+    pub(super) fn release_gc_slot(&self) {
+        self.state.lock().policy.manual_gc(false);
         self.done_cv.notify_all();
     }
 

@@ -8,7 +8,7 @@
 //! nothing but the hand-off. A query under a work limit (the device's inline path) and a
 //! storage with a timing model (its reads are not CPU) are never cut.
 
-use super::records::SnapshotRecords;
+use super::records::{RecordSource, SnapshotRecords};
 use crate::error::{Error, Result};
 use crate::index::IndexKind;
 use crate::key::Nsid;
@@ -22,7 +22,7 @@ fn two_cores() -> bool {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get())) > 1
 }
 
-impl SnapshotRecords {
+impl<S: RecordSource> SnapshotRecords<S> {
     /// [`crate::query::Records::count_entries`], in two pieces where it pays.
     pub(super) fn count_in_pieces(
         &mut self,
@@ -53,7 +53,7 @@ impl SnapshotRecords {
         {
             let (mut helper, upper, cut, claimed) =
                 (self.fork(), range.clone(), cut.clone(), claimed.clone());
-            self.inner().prefetcher().run(move || {
+            self.source().prefetcher().run(move || {
                 if claimed.swap(true, Ordering::AcqRel) {
                     return;
                 }
@@ -85,7 +85,7 @@ impl SnapshotRecords {
     /// `Options::count_split_blocks` (32 by default: below that the walk takes well under
     /// 0.1 ms, and the hand-off to another thread, a wake-up of ~10-50 us here, eats the gain).
     fn cut(&self, index: Nsid, range: &KeyRange) -> Result<Option<Vec<u8>>> {
-        let min = self.inner().opts.count_split_blocks;
+        let min = self.source().count_split_blocks();
         if min == 0 {
             return Ok(None);
         }

@@ -124,7 +124,7 @@ impl Db {
     /// Compacts, in every live namespace, every table holding keys in `[start, end]`
     /// (`None` = unbounded) down to the deepest level that has data.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.compact_range(None, start, end)
+        self.inner.compactions().compact_range(None, start, end)
     }
 
     /// Compacts every table of every live namespace down to the deepest level that has data

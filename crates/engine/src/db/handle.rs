@@ -205,6 +205,8 @@ impl Namespace {
     /// unbounded) down to the deepest level that has data.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.entry.check_live()?;
-        self.inner.compact_range(Some(self.entry.id), start, end)
+        self.inner
+            .compactions()
+            .compact_range(Some(self.entry.id), start, end)
     }
 }

@@ -5,6 +5,7 @@
 
 use super::backfill::Backfiller;
 use super::background_state::Background;
+use super::compactions::Compactions;
 use super::flush::{Flusher, Installer};
 use super::gc::ValueLogGc;
 use super::gc_state::GcState;
@@ -15,10 +16,13 @@ use super::level_stats::level_stats;
 use super::namespace_set::NsState;
 use super::namespaces::NamespaceAdmin;
 use super::pin_keeper::PinKeeper;
+use super::query::Queries;
 use super::quota_state::{CapacityFlushes, SpaceGauge};
 use super::read::Reader;
+use super::records::RecordSource;
 use super::segment_retire::SegmentRetire;
 use super::snapshots::Snapshots;
+use super::super_version::SuperVersion;
 #[cfg(test)]
 use super::test_hooks::TestHooks;
 use super::usage::Quotas;
@@ -26,13 +30,14 @@ use super::versions::Versions;
 use super::write::WritePath;
 use super::write_queue::WriteQueue;
 use crate::error::Result;
+use crate::key::SeqNo;
 use crate::options::Options;
 use crate::prefetch::ReadPool;
 use crate::stats::{Counters, DbStats};
 use crate::storage::StorageRef;
 use crate::vlog::{self, VlogReader};
 use parking_lot::RwLock;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The parts of an open database, composed: the one place that holds them all.
@@ -85,9 +90,14 @@ impl Inner {
         self.prefetcher.get_or_init(|| Arc::new(pool()))
     }
 
-    /// The live secondary indexes, as writes derive entries for them now.
-    pub(super) fn index_set(&self) -> Arc<IndexSet> {
-        self.indexes.read().clone()
+    /// The parts a query touches; its reads take the database itself (see `RecordSource`).
+    pub(super) fn queries(self: &Arc<Self>) -> Queries<'_, Arc<Inner>> {
+        Queries {
+            closed: &self.closed,
+            bg: &self.bg,
+            indexes: &self.indexes,
+            source: self,
+        }
     }
 
     /// The parts the registry of indexes touches.
@@ -170,6 +180,23 @@ impl Inner {
             capacity_flush: &self.capacity_flush,
             row_cache: self.row_cache.as_ref(),
             quotas: self.quotas(),
+        }
+    }
+
+    /// The parts compactions touch.
+    pub(super) fn compactions(&self) -> Compactions<'_, impl Fn() + '_> {
+        Compactions {
+            opts: &self.opts,
+            storage: &self.storage,
+            counters: &self.counters,
+            closed: &self.closed,
+            bg: &self.bg,
+            versions: &self.versions,
+            namespaces: &self.namespaces,
+            gc: &self.gc,
+            opened: &self.opened,
+            last_write_ms: &self.last_write_ms,
+            flusher: self.flusher(),
         }
     }
 
@@ -316,5 +343,39 @@ impl Inner {
             (s.row_cache.hits, s.row_cache.misses) = (hits, misses);
         }
         s
+    }
+}
+
+impl RecordSource for Arc<Inner> {
+    fn reader(&self) -> Reader<'_, impl Fn() + '_> {
+        Inner::reader(self)
+    }
+
+    fn vlog_reader(&self) -> &VlogReader {
+        &self.vlog_reader
+    }
+
+    fn super_version(&self) -> Arc<SuperVersion> {
+        self.versions.super_version()
+    }
+
+    fn visible_seq(&self) -> SeqNo {
+        self.writes.visible_seq.load(Ordering::Acquire)
+    }
+
+    fn page_size(&self) -> u64 {
+        self.counters.page_size()
+    }
+
+    fn prefetcher(&self) -> &Arc<ReadPool> {
+        Inner::prefetcher(self)
+    }
+
+    fn models_nand(&self) -> bool {
+        self.storage.nand_stats().is_some()
+    }
+
+    fn count_split_blocks(&self) -> usize {
+        self.opts.count_split_blocks
     }
 }

@@ -6,6 +6,7 @@ mod background;
 mod background_state;
 mod builder;
 mod checkpoint;
+mod compactions;
 mod count;
 mod database;
 mod dead_bytes;

@@ -1,9 +1,10 @@
 //! Queries on a snapshot of a namespace: planning and running them for the query calls of
 //! [`Readable`](super::readable::Readable) (their reads: `records.rs`).
 
-use super::inner::Inner;
+use super::background_state::Background;
+use super::index_set::IndexSet;
 use super::namespace_set::NsEntry;
-use super::records::SnapshotRecords;
+use super::records::{RecordSource, SnapshotRecords};
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, Scalar};
 use crate::key::{Nsid, SeqNo};
@@ -12,14 +13,16 @@ use crate::query::{
     QueryResult, QueryStats, Ranked, Records, TopSpec, DEFAULT_PAGE_BYTES,
 };
 use bytes::Bytes;
+use parking_lot::RwLock;
 use serde_json::Value;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Index entries an estimate counts at most: past this, an index is as good as unselective.
 const ESTIMATE_CAP: usize = 256;
 
 /// Records a ranked top-K walk may read at least before it gives up for the plan of a
-/// filter on another indexed attribute (see `Inner::rank_index`).
+/// filter on another indexed attribute (see `Queries::rank_index`).
 const RANK_BUDGET_MIN: u64 = 1024;
 /// Records a ranked top-K walk may read before it gives up for a scan.
 const RANK_BUDGET_SCAN: u64 = 65_536;
@@ -76,11 +79,26 @@ fn parse_paths(paths: &[String]) -> Result<Vec<AttrPath>> {
         .collect()
 }
 
-impl Inner {
+/// The parts a query touches: whether the database is open, the live indexes, and what its
+/// reads take (`source`).
+pub(super) struct Queries<'a, S> {
+    pub(super) closed: &'a AtomicBool,
+    pub(super) bg: &'a Background,
+    pub(super) indexes: &'a RwLock<Arc<IndexSet>>,
+    pub(super) source: &'a S,
+}
+
+impl<S: RecordSource> Queries<'_, S> {
+    fn check_open(&self) -> Result<()> {
+        self.bg.check_open(self.closed)
+    }
+
     /// The indexes of `ns` a query at snapshot `seq` can read, as the planner takes them:
     /// ready at or before it.
     fn index_choices(&self, ns: Nsid, seq: SeqNo) -> Vec<IndexChoice> {
-        self.index_set()
+        self.indexes
+            .read()
+            .clone()
             .of(ns)
             .iter()
             .filter(|i| i.def.ready.is_some_and(|from| from <= seq))
@@ -94,7 +112,7 @@ impl Inner {
 
     fn plan_query(
         &self,
-        r: &mut SnapshotRecords,
+        r: &mut SnapshotRecords<S>,
         filter: &Filter,
         stats: &mut QueryStats,
     ) -> Result<Plan> {
@@ -125,7 +143,7 @@ impl Inner {
     }
 
     pub(super) fn find(
-        self: &Arc<Self>,
+        &self,
         e: &NsEntry,
         seq: SeqNo,
         work: Option<u64>,
@@ -141,7 +159,7 @@ impl Inner {
                 "a keys-only find returns no values: it takes no projection".into(),
             ));
         }
-        let mut r = SnapshotRecords::new(self, e.id, seq, work);
+        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
         let mut stats = QueryStats::default();
         let resume = opts
             .continuation
@@ -215,7 +233,7 @@ impl Inner {
     }
 
     pub(super) fn get_by_secondary(
-        self: &Arc<Self>,
+        &self,
         e: &NsEntry,
         seq: SeqNo,
         work: Option<u64>,
@@ -230,14 +248,14 @@ impl Inner {
         let sk = Scalar::from_json(value).ok_or_else(|| {
             Error::InvalidQuery("a secondary key is a JSON scalar, not an array or object".into())
         })?;
-        let set = self.index_set();
+        let set = self.indexes.read().clone();
         let idx = set
             .of(e.id)
             .iter()
             .find(|i| i.attr == path)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
         let ranges = crate::query::Condition::Eq(sk.clone()).key_ranges();
-        let mut r = SnapshotRecords::new(self, e.id, seq, work);
+        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
         if idx.def.ready.is_none_or(|from| from > seq) {
             // Being built, or built after this snapshot: the records say it themselves.
             let filter = Filter {
@@ -300,7 +318,7 @@ impl Inner {
     }
 
     pub(super) fn top(
-        self: &Arc<Self>,
+        &self,
         e: &NsEntry,
         seq: SeqNo,
         work: Option<u64>,
@@ -315,7 +333,7 @@ impl Inner {
             k: opts.k,
             projection: opts.projection.as_deref().map(parse_paths).transpose()?,
         };
-        let mut r = SnapshotRecords::new(self, e.id, seq, work);
+        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
         let mut stats = QueryStats::default();
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         if let Some((index, budget)) = self.rank_index(&mut r, filter, &plan, &spec, &mut stats)? {
@@ -343,7 +361,7 @@ impl Inner {
     /// scan, [`RANK_BUDGET_SCAN`].
     fn rank_index(
         &self,
-        r: &mut SnapshotRecords,
+        r: &mut SnapshotRecords<S>,
         filter: &Filter,
         plan: &Plan,
         spec: &TopSpec,
@@ -399,7 +417,7 @@ impl Inner {
     }
 
     pub(super) fn aggregate(
-        self: &Arc<Self>,
+        &self,
         e: &NsEntry,
         seq: SeqNo,
         work: Option<u64>,
@@ -408,7 +426,7 @@ impl Inner {
     ) -> Result<QueryResult<Value>> {
         self.check_open()?;
         e.check_live()?;
-        let mut r = SnapshotRecords::new(self, e.id, seq, work);
+        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
         let mut stats = QueryStats::default();
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
         let v = query::aggregate(&mut r, filter, &plan, op, &mut stats)?;

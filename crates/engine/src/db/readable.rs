@@ -140,6 +140,7 @@ pub trait Readable: sealed::Sealed {
         let snap = at.pinned();
         let ns = snap.namespace();
         ns.inner
+            .queries()
             .find(&ns.entry, snap.seq(), ns.query_work, filter, opts)
     }
 
@@ -155,8 +156,14 @@ pub trait Readable: sealed::Sealed {
         at.check()?;
         let snap = at.pinned();
         let ns = snap.namespace();
-        ns.inner
-            .get_by_secondary(&ns.entry, snap.seq(), ns.query_work, attr, value, limit)
+        ns.inner.queries().get_by_secondary(
+            &ns.entry,
+            snap.seq(),
+            ns.query_work,
+            attr,
+            value,
+            limit,
+        )
     }
 
     /// The `opts.k` records meeting `filter` with the smallest (or, `desc`, largest) scalar
@@ -167,6 +174,7 @@ pub trait Readable: sealed::Sealed {
         let snap = at.pinned();
         let ns = snap.namespace();
         ns.inner
+            .queries()
             .top(&ns.entry, snap.seq(), ns.query_work, filter, opts)
     }
 
@@ -177,6 +185,7 @@ pub trait Readable: sealed::Sealed {
         let snap = at.pinned();
         let ns = snap.namespace();
         ns.inner
+            .queries()
             .aggregate(&ns.entry, snap.seq(), ns.query_work, filter, op)
     }
 }

@@ -1,7 +1,7 @@
 //! The reads of one query at a snapshot of a namespace (index entries, memtable checks,
 //! primary lookups, value reads, scans), counted and timed per step for its statistics.
 
-use super::inner::Inner;
+use super::read::Reader;
 use super::super_version::SuperVersion;
 use crate::error::{Error, Result};
 use crate::index::split_entry_key;
@@ -9,13 +9,14 @@ use crate::index::IndexKind;
 use crate::iter::SnapshotScan;
 use crate::key::{self, Kind, Nsid, SeqNo, ValueAt};
 use crate::key_hashes::{key_hash, KeyHashes};
+use crate::prefetch::ReadPool;
 use crate::query::{entry_parts, EntryBatch, EntryVisitor, KeyRange, QueryStats, Records};
 use crate::stats::Counters;
 use crate::storage::IoPurpose;
+use crate::vlog::VlogReader;
 use bytes::Bytes;
 use quanta::Instant;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Memtable checks of one query before it first tries to take its namespace's memtable keys
@@ -51,9 +52,28 @@ fn key_hashes(
         .collect()
 }
 
+/// What a query's reads take from the open database, owned: a count's other half and a
+/// value read ahead run on reader threads, and hold it.
+pub(super) trait RecordSource: Clone + Send + Sync + 'static {
+    /// The parts a primary lookup touches.
+    fn reader(&self) -> Reader<'_, impl Fn() + '_>;
+    fn vlog_reader(&self) -> &VlogReader;
+    fn super_version(&self) -> Arc<SuperVersion>;
+    /// The newest seqno readers see.
+    fn visible_seq(&self) -> SeqNo;
+    /// The page size reads are counted in.
+    fn page_size(&self) -> u64;
+    /// The reader threads reads ahead and a count's other half run on.
+    fn prefetcher(&self) -> &Arc<ReadPool>;
+    /// Whether the storage is a modeled NAND device (reads ahead pay there).
+    fn models_nand(&self) -> bool;
+    /// `Options::count_split_blocks`.
+    fn count_split_blocks(&self) -> usize;
+}
+
 /// The reads of one query, at one snapshot seqno of one namespace.
-pub(super) struct SnapshotRecords {
-    inner: Arc<Inner>,
+pub(super) struct SnapshotRecords<S: RecordSource> {
+    source: S,
     pub(super) ns: Nsid,
     pub(super) seq: SeqNo,
     /// The query's own counters: its reads by purpose go into its statistics.
@@ -84,15 +104,15 @@ pub(super) struct SnapshotRecords {
     _pin: crate::vlog::ReadPin,
 }
 
-impl SnapshotRecords {
+impl<S: RecordSource> SnapshotRecords<S> {
     /// The reads of a query on `ns` at `seq`, under a limit of `work` units if given.
-    pub(super) fn new(inner: &Arc<Inner>, ns: Nsid, seq: SeqNo, work: Option<u64>) -> Self {
+    pub(super) fn new(source: &S, ns: Nsid, seq: SeqNo, work: Option<u64>) -> Self {
         SnapshotRecords {
-            inner: inner.clone(),
+            source: source.clone(),
             ns,
             seq,
-            counters: Arc::new(Counters::new(inner.counters.page_size())),
-            sv: inner.versions.super_version(),
+            counters: Arc::new(Counters::new(source.page_size())),
+            sv: source.super_version(),
             walk: None,
             ahead: HashMap::new(),
             user_key: Vec::new(),
@@ -101,7 +121,7 @@ impl SnapshotRecords {
             newest: None,
             segment: Default::default(),
             work: work.map(|w| (w, w)),
-            _pin: inner.vlog_reader.pin(),
+            _pin: source.vlog_reader().pin(),
         }
     }
 
@@ -144,9 +164,13 @@ impl SnapshotRecords {
 
     /// The value at `addr`, through the segment file the query read last.
     fn read_value(&mut self, pk: &[u8], addr: key::ValueAddr) -> Result<Bytes> {
-        self.inner
-            .vlog_reader
-            .read_value_in(&mut self.segment, addr, self.ns, pk, &self.counters)
+        self.source.vlog_reader().read_value_in(
+            &mut self.segment,
+            addr,
+            self.ns,
+            pk,
+            &self.counters,
+        )
     }
 
     pub(super) fn finish(&self, stats: &mut QueryStats) {
@@ -183,7 +207,7 @@ impl SnapshotRecords {
                     self.checks
                 }
             };
-            let visible = self.inner.writes.visible_seq.load(Ordering::Acquire);
+            let visible = self.source.visible_seq();
             self.newest = key_hashes(sv, self.ns, self.seq, visible, max);
             stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
         }
@@ -229,12 +253,12 @@ impl SnapshotRecords {
 
     /// The reads of the same query for another thread: the same super version, seqno and
     /// counters, without a work limit (a limited query is never split) or reads of its own.
-    pub(super) fn fork(&self) -> SnapshotRecords {
+    pub(super) fn fork(&self) -> SnapshotRecords<S> {
         SnapshotRecords {
             counters: self.counters.clone(),
             sv: self.sv.clone(),
             newest: self.newest.clone(),
-            ..SnapshotRecords::new(&self.inner, self.ns, self.seq, None)
+            ..SnapshotRecords::new(&self.source, self.ns, self.seq, None)
         }
     }
 
@@ -243,8 +267,8 @@ impl SnapshotRecords {
         self.work.is_some()
     }
 
-    pub(super) fn inner(&self) -> &Arc<Inner> {
-        &self.inner
+    pub(super) fn source(&self) -> &S {
+        &self.source
     }
 
     /// The live entries of index `index` in `range` (after `after`, if given).
@@ -340,7 +364,7 @@ impl SnapshotRecords {
     }
 }
 
-impl Records for SnapshotRecords {
+impl<S: RecordSource> Records for SnapshotRecords<S> {
     fn index_entries(
         &mut self,
         index: Nsid,
@@ -445,7 +469,7 @@ impl Records for SnapshotRecords {
         self.spend(RECORD_WORK)?;
         let t = Instant::now();
         let hit =
-            self.inner
+            self.source
                 .reader()
                 .counted_lookup(self.ns, pk, Some(self.seq), &self.counters)?;
         stats.primary_lookups += 1;
@@ -498,7 +522,7 @@ impl Records for SnapshotRecords {
     fn reads_ahead(&self) -> bool {
         // On files a read ahead is a hand-off to a prefetch thread, dearer than a read the
         // page cache answers; a modeled device queues reads ahead on its dies at no such cost.
-        self.inner.storage.nand_stats().is_some()
+        self.source.models_nand()
     }
 
     fn prefetch(&mut self, reads: &[(Bytes, key::ValueAddr)]) {
@@ -510,17 +534,17 @@ impl Records for SnapshotRecords {
             if self.ahead.contains_key(&slot) {
                 continue;
             }
-            let (inner, c, pk, addr, ns) = (
-                self.inner.clone(),
+            let (source, c, pk, addr, ns) = (
+                self.source.clone(),
                 self.counters.clone(),
                 pk.clone(),
                 *addr,
                 self.ns,
             );
             let read = self
-                .inner
+                .source
                 .prefetcher()
-                .submit(move || inner.vlog_reader.read_value(addr, ns, &pk, &c));
+                .submit(move || source.vlog_reader().read_value(addr, ns, &pk, &c));
             self.ahead.insert(slot, read);
         }
     }
@@ -538,7 +562,7 @@ impl Records for SnapshotRecords {
             if scan.kind() == Kind::Put {
                 self.spend(RECORD_WORK)?;
                 let key = Bytes::copy_from_slice(scan.key());
-                let (value, _) = self.inner.reader().scanned_value(
+                let (value, _) = self.source.reader().scanned_value(
                     scan.index_value(),
                     self.ns,
                     &key,

@@ -1,12 +1,7 @@
-//! Settled trees at their best shape: waiting for it, which namespaces are idle, and the
-//! consolidation of an idle namespace's tree into one sorted run (`docs/per-namespace-trees.md`, rule 5).
+//! Settled trees at their best shape: waiting until background work has nothing left to do.
 
 use super::inner::Inner;
-use crate::compaction::CompactionTask;
 use crate::error::{Error, Result};
-use crate::key::Nsid;
-use crate::stats::Counters;
-use crate::version::Version;
 use std::sync::Arc;
 
 impl Inner {
@@ -31,7 +26,8 @@ impl Inner {
                 {
                     return Ok(());
                 }
-                let view = self.view(&version, bg.policy.draining());
+                let compactions = self.compactions();
+                let view = compactions.view(&version, bg.policy.draining());
                 if !bg.policy.busy() && view.frozen == 0 {
                     let ratio = self.opts.vlog_gc_dead_ratio;
                     // GC moves live values and so writes index entries: settled means it
@@ -55,24 +51,5 @@ impl Inner {
         })();
         self.bg.state.lock().policy.drainers -= 1;
         result
-    }
-
-    /// Carries out the consolidation of `ns`'s tree: a compaction like any other (snapshot
-    /// floors, dead namespaces), counted in the namespace's compaction bytes and, apart, as
-    /// a consolidation.
-    pub(super) fn consolidate(
-        &self,
-        ns: Nsid,
-        task: &CompactionTask,
-        version: &Version,
-    ) -> Result<()> {
-        let written = self.run_compaction(task, version)?;
-        if let Ok(e) = self.namespace_admin().ns_entry(ns) {
-            let c = e.counters.local();
-            Counters::add(&c.consolidations, 1);
-            Counters::add(&c.consolidation_bytes_written, written);
-        }
-        tracing::debug!(ns, bytes = written, "consolidated an idle namespace's tree");
-        Ok(())
     }
 }
