@@ -294,7 +294,7 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
             let of_destroyed = destroyed.contains(&ns);
             for (_, key, addr) in puts.iter().filter(|(n, _, _)| *n == ns) {
                 let read = of_destroyed || {
-                    let hit = self.reader.lookup(ns, key, Some(seq), &self.counters)?;
+                    let hit = self.reader.lookup(ns, key, Some(seq), self.counters)?;
                     // A destroy racing this check takes the namespace's tables out of the
                     // version before it joins the destroyed set: a miss may be that, not a newer
                     // version. The manifest's list of destroyed ids changes with the version
@@ -313,7 +313,7 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
 
     /// Whether the newest version of `(ns, key)` is the record at `addr`.
     fn is_current(&self, ns: Nsid, key: &[u8], addr: ValueAddr) -> Result<bool> {
-        let hit = self.reader.lookup(ns, key, None, &self.counters)?;
+        let hit = self.reader.lookup(ns, key, None, self.counters)?;
         Ok(hit.is_some_and(|h| h.kind == Kind::Put && h.addr == Some(addr)))
     }
 

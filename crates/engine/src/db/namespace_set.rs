@@ -64,7 +64,7 @@ impl NsEntry {
     }
 
     /// `NamespaceReadOnly` while the namespace refuses writes. A quick check: the one that
-    /// decides is made under the commit queue's lock (`Inner::commit`).
+    /// decides is made under the commit queue's lock (`WritePath::commit`).
     pub(super) fn check_writable(&self) -> Result<()> {
         match self.read_only.load(Ordering::Acquire) {
             false => Ok(()),
