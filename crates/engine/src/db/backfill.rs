@@ -22,6 +22,7 @@ use bytes::Bytes;
 use parking_lot::RwLock;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
 
 /// Entries a backfill inserts under one hold of the writer lock.
@@ -265,5 +266,50 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
             }
         }
         Ok(())
+    }
+
+    /// Backfills index `id` of `ns` as a background job (placed by the runner, if there is
+    /// one) and waits for it to end. With a single background run, the backfill (which may
+    /// wait for a flush) would hold the only one: it runs here instead.
+    pub(super) fn backfill_in_background(&self, e: &NsEntry, id: Nsid) -> Result<()> {
+        let (opts, bg) = (self.write.opts, self.write.bg);
+        if opts.background_threads < 2 {
+            return self.backfill(e, id);
+        }
+        let mut state = bg.state.lock();
+        state.policy.queue_backfill(e.id, id);
+        state.backfilled.insert(id, None);
+        // Background work stopped for want of space may not run the backfill for as long as
+        // the disk is full: as a writer does, give up once a retry since this call failed too.
+        let failures = state.policy.no_space_failures;
+        state.policy.retry_now();
+        bg.wake(opts.background_runner.as_ref());
+        loop {
+            if let Some(done) = state.backfilled.get_mut(&id).and_then(Option::take) {
+                state.backfilled.remove(&id);
+                return done;
+            }
+            let no_space = state
+                .policy
+                .no_space
+                .clone()
+                .filter(|_| state.policy.no_space_failures != failures);
+            let gave_up = match (&state.policy.error, state.policy.shutdown, no_space) {
+                (Some(msg), _, _) => Error::Background(msg.clone()),
+                // Left unready: the next open backfills it.
+                (None, true, _) => Error::Closed,
+                (None, false, Some(why)) => Error::NoSpace {
+                    file: "database".into(),
+                    source: std::io::Error::new(std::io::ErrorKind::StorageFull, why),
+                },
+                (None, false, None) => {
+                    bg.done_cv.wait_for(&mut state, Duration::from_millis(100));
+                    continue;
+                }
+            };
+            state.backfilled.remove(&id);
+            state.policy.cancel_backfill(id);
+            return Err(gave_up);
+        }
     }
 }

@@ -187,7 +187,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             .name(format!("cerberus-bg-{i}"))
             .spawn(move || {
                 crate::priority::lower_priority(inner.opts.background_nice);
-                inner.background_loop()
+                inner.jobs().run_loop()
             })
             .map_err(|e| Error::io("background thread", e))?;
         threads.push(t);

@@ -84,14 +84,14 @@ impl Db {
     /// they come, the call returns as soon as everything written before it has left L0 and
     /// the runs.
     pub fn wait_for_compactions(&self) -> Result<()> {
-        self.inner.wait_for_compactions()
+        self.inner.settle().wait()
     }
 
     /// Collects the value log now: seals the active segment, flushes, then rewrites the live
     /// records of every segment holding dead ones (overwritten, deleted or destroyed) and
     /// deletes those segments.
     pub fn gc_value_log(&self) -> Result<GcStats> {
-        self.inner.gc_value_log()
+        self.inner.value_log_gc().collect_now()
     }
 
     /// Reads every table and value-log segment back and checks every checksum; what it
@@ -170,7 +170,7 @@ impl Db {
     /// runner of [`Options::background_runner`](crate::options::Options::background_runner). Without one, the database's own threads
     /// call it.
     pub fn run_background_job(&self) -> crate::options::BackgroundStep {
-        self.inner.run_one_job()
+        self.inner.jobs().run_one()
     }
 
     /// The storage this database lives on.

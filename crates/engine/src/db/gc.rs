@@ -13,6 +13,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, ValueAddr};
 use crate::stats::Counters;
 use crate::storage::StorageRef;
+use crate::version::VersionEdit;
 use crate::vlog::{self, EncodedWrite, SegmentScan, VlogReader, SCAN_CHUNK};
 use bytes::Bytes;
 use parking_lot::RwLock;
@@ -51,6 +52,55 @@ pub(super) struct ValueLogGc<'a, F, R> {
 }
 
 impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
+    /// A collection called for by hand (`Db::gc_value_log`): the log rolled and everything
+    /// flushed first, so every segment but the new head is sealed and collectable.
+    pub(super) fn collect_now(&self) -> Result<GcStats> {
+        let (write, flusher) = (&self.write, self.write.flusher());
+        write.bg.check_open(write.closed)?;
+        {
+            let mut w = self.writes.writer.lock();
+            if w.vlog.position().1 > vlog::SEGMENT_HEADER_LEN {
+                let id = self.versions.new_file_number();
+                write.roll_log(&mut w, id)?;
+            }
+        }
+        flusher.flush()?;
+        {
+            // Nothing left in memory: replay can start at the head, sealing what is behind.
+            let w = self.writes.writer.lock();
+            let sv = self.versions.super_version();
+            if sv.mem.is_empty() && sv.imm.is_empty() {
+                let pos = w.vlog.position();
+                if self.versions.lock().log_start < pos {
+                    let edit = VersionEdit {
+                        log_start: Some(pos),
+                        ..VersionEdit::default()
+                    };
+                    flusher.installer.install(edit, None)?;
+                }
+            }
+        }
+        write.bg.take_gc_slot()?;
+        let result = self.gc_pass(0.0);
+        write.bg.release_gc_slot();
+        let stats = result?;
+        // The collected segments go once their rewrites are flushed: now, so the space is
+        // back when this returns.
+        if !self.gc.retire_after_flush.lock().is_empty() {
+            flusher.flush()?;
+            self.retire.if_all_flushed();
+        }
+        self.count(&stats);
+        Ok(stats)
+    }
+
+    /// Counts a collection's deleted segments and rewritten bytes.
+    pub(super) fn count(&self, stats: &GcStats) {
+        let c = self.counters.local();
+        Counters::add(&c.gc_segments_deleted, stats.segments_deleted as u64);
+        Counters::add(&c.gc_bytes_rewritten, stats.bytes_rewritten);
+    }
+
     /// Sealed segments with their sizes: every record in them is older than the replay
     /// start, so tables hold all of their entries.
     pub(super) fn sealed_segments(&self) -> Result<Vec<(u64, u64)>> {

@@ -121,7 +121,9 @@ impl Namespace {
     pub fn create_index(&self, attr: &str, kind: IndexKind) -> Result<()> {
         self.inner.check_open()?;
         let id = self.inner.index_admin().register(&self.entry, attr, kind)?;
-        self.inner.backfill_in_background(&self.entry, id)
+        self.inner
+            .backfiller()
+            .backfill_in_background(&self.entry, id)
     }
 
     /// Drops the index on `attr`; [`Error::UnknownIndex`](crate::error::Error::UnknownIndex)

@@ -4,6 +4,7 @@
 //! the files named for what it does (flush.rs, write.rs, gc.rs, ...).
 
 use super::backfill::Backfiller;
+use super::background::{JobParts, Jobs};
 use super::background_state::Background;
 use super::compactions::Compactions;
 use super::flush::{Flusher, Installer};
@@ -21,6 +22,7 @@ use super::quota_state::{CapacityFlushes, SpaceGauge};
 use super::read::Reader;
 use super::records::RecordSource;
 use super::segment_retire::SegmentRetire;
+use super::settle::Settle;
 use super::snapshots::Snapshots;
 use super::super_version::SuperVersion;
 #[cfg(test)]
@@ -294,6 +296,29 @@ impl Inner {
         }
     }
 
+    /// The parts waiting for a settled tree touches.
+    pub(super) fn settle(&self) -> Settle<'_, impl Fn() + '_, impl Fn() + '_, impl Fn() + '_> {
+        Settle {
+            compactions: self.compactions(),
+            gc: self.value_log_gc(),
+        }
+    }
+
+    /// The job loop, over this database's parts.
+    pub(super) fn jobs(&self) -> Jobs<'_, Inner> {
+        Jobs {
+            opts: &self.opts,
+            bg: &self.bg,
+            versions: &self.versions,
+            parts: self,
+        }
+    }
+
+    /// Wakes the background: the database's own threads, or the runner given in the options.
+    pub(super) fn wake_background(&self) {
+        self.bg.wake(self.opts.background_runner.as_ref());
+    }
+
     pub(super) fn check_open(&self) -> Result<()> {
         self.bg.check_open(&self.closed)
     }
@@ -377,5 +402,31 @@ impl RecordSource for Arc<Inner> {
 
     fn count_split_blocks(&self) -> usize {
         self.opts.count_split_blocks
+    }
+}
+
+impl JobParts for Inner {
+    fn flusher(&self) -> Flusher<'_, impl Fn() + '_> {
+        Inner::flusher(self)
+    }
+
+    fn compactions(&self) -> Compactions<'_, impl Fn() + '_> {
+        Inner::compactions(self)
+    }
+
+    fn value_log_gc(&self) -> ValueLogGc<'_, impl Fn() + '_, impl Fn() + '_> {
+        Inner::value_log_gc(self)
+    }
+
+    fn backfiller(&self) -> Backfiller<'_, impl Fn() + '_, impl Fn() + '_, impl Fn() + '_> {
+        Inner::backfiller(self)
+    }
+
+    fn namespace_admin(&self) -> NamespaceAdmin<'_, impl Fn() + '_> {
+        Inner::namespace_admin(self)
+    }
+
+    fn pins(&self) -> PinKeeper<'_> {
+        Inner::pins(self)
     }
 }
