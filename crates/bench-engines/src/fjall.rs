@@ -67,9 +67,9 @@ fn partition_options(
     if let Some(p) = profile {
         // fjall's L1 holds `l0_threshold` tables of `target_size` (no level-1 size of its own).
         let leveled = fjall::compaction::Leveled {
-            l0_threshold: clamp_u8(p.l0_compaction_trigger as u64),
-            target_size: clamp_u32(p.target_table_bytes),
-            level_ratio: clamp_u8(p.level_size_ratio),
+            l0_threshold: clamp_u8(p.l0_compaction_trigger as u64).max(1),
+            target_size: clamp_u32(p.target_table_bytes).max(1),
+            level_ratio: clamp_u8(p.level_size_ratio).max(2),
         };
         options = options
             .max_memtable_size(clamp_u32(memtable_bytes))

@@ -18,14 +18,24 @@ pub fn experiments() -> Vec<Experiment> {
     vec![
         Experiment {
             name: "peers-multitenant",
-            reproduces: "Cerberus Fig. 8 on files, with RocksDB (a column family per tenant; one \
-                     shared, tenant prefix)",
+            reproduces: if cfg!(feature = "fjall") {
+                "Cerberus Fig. 8 on files, with RocksDB and fjall (a column family or partition \
+                 per tenant; one shared, tenant prefix)"
+            } else {
+                "Cerberus Fig. 8 on files, with RocksDB (a column family per tenant; one \
+                 shared, tenant prefix)"
+            },
             run: peers,
         },
         Experiment {
             name: "peers-scans",
-            reproduces: "IterKVSSD range scans on files, with RocksDB's iterator (automatic and \
-                     2 MiB readahead)",
+            reproduces: if cfg!(feature = "fjall") {
+                "IterKVSSD range scans on files, with RocksDB's iterator (automatic and 2 MiB \
+                 readahead) and fjall's (inline and separated)"
+            } else {
+                "IterKVSSD range scans on files, with RocksDB's iterator (automatic and \
+                 2 MiB readahead)"
+            },
             run: scans,
         },
     ]
@@ -62,9 +72,23 @@ const PEERS: &[(&str, &str, [usize; 2])] = &[
     ("fjall", "fjall", [3, 4]),
 ];
 
-/// The peers by name, for titles: `RocksDB` (and `fjall`).
+/// The peers by name: `RocksDB` (`RocksDB and fjall`).
 fn peer_names() -> String {
     let names: Vec<&str> = PEERS.iter().map(|p| p.0).collect();
+    names.join(" and ")
+}
+
+/// The peers by name, for titles: `RocksDB as the peer` (`RocksDB and fjall as the peers`).
+fn as_the_peers() -> String {
+    match PEERS.len() {
+        1 => format!("{} as the peer", peer_names()),
+        _ => format!("{} as the peers", peer_names()),
+    }
+}
+
+/// The peers by name, possessive: `RocksDB's` (`RocksDB's and fjall's`).
+fn peers_possessive() -> String {
+    let names: Vec<String> = PEERS.iter().map(|p| format!("{}'s", p.0)).collect();
     names.join(" and ")
 }
 
@@ -188,13 +212,13 @@ fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     doc(
         ctx,
         &format!(
-            "Cerberus (TECS 2023), Fig. 8, with {} as the peer on files",
-            peer_names()
+            "Cerberus (TECS 2023), Fig. 8, with {} on files",
+            as_the_peers()
         ),
         &format!(
             "Per-tenant puts and gets on real files: Cerberus' per-namespace trees against \
-             {}'s two ways of holding tenants, each run settled before its gets.",
-            peer_names()
+             {} two ways of holding tenants, each run settled before its gets.",
+            peers_possessive()
         ),
         figures,
         headlines,
@@ -324,8 +348,13 @@ fn scans(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     doc(
         ctx,
         &format!(
-            "IterKVSSD (slides), range scans, with {}'s iterator as the peer on files",
-            peer_names()
+            "IterKVSSD (slides), range scans, with {} iterator{} on files",
+            peers_possessive(),
+            if PEERS.len() > 1 {
+                "s as the peers"
+            } else {
+                " as the peer"
+            }
         ),
         &format!(
             "Range scans (a seek, then N entries) on real files: Cerberus' iterator with its \
