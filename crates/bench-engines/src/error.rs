@@ -11,8 +11,8 @@ use std::path::PathBuf;
 pub enum EngineError {
     /// `--engine` named no engine.
     #[error(
-        "unknown engine {name:?} (expected cerberus, rocksdb, rocksdb-blob, device, \
-         device-nvme, redis, floor, floor-write or lmdb)"
+        "unknown engine {name:?} (expected cerberus, rocksdb, rocksdb-blob, fjall, fjall-blob, \
+         device, device-nvme, redis, floor, floor-write or lmdb)"
     )]
     UnknownEngine {
         /// The name given.
@@ -193,6 +193,16 @@ pub enum EngineError {
         #[source]
         source: heed::Error,
     },
+    /// fjall failed.
+    #[cfg(feature = "fjall")]
+    #[error("fjall: {op}")]
+    Fjall {
+        /// What it was doing.
+        op: Op,
+        /// fjall's error.
+        #[source]
+        source: fjall::Error,
+    },
     /// A Redis command or connection failed.
     #[cfg(feature = "redis")]
     #[error("redis: {op}")]
@@ -252,6 +262,13 @@ impl<T> Doing<T> for std::result::Result<T, rocksdb::Error> {
 impl<T> Doing<T> for std::result::Result<T, heed::Error> {
     fn doing(self, op: Op) -> Result<T> {
         self.map_err(|source| EngineError::Lmdb { op, source })
+    }
+}
+
+#[cfg(feature = "fjall")]
+impl<T> Doing<T> for std::result::Result<T, fjall::Error> {
+    fn doing(self, op: Op) -> Result<T> {
+        self.map_err(|source| EngineError::Fjall { op, source })
     }
 }
 

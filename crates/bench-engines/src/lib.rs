@@ -3,7 +3,8 @@
 //! started here on a loopback port), and, behind their cargo features, its peers RocksDB
 //! (`rocksdb`, Debian's librocksdb from scripts/install-peers) and Redis (`redis`, a
 //! `redis-server` the bench starts) and LMDB (`lmdb`, the `heed` crate, the embedded engine's read
-//! peer); and the floor of Cerberus's write path (`floor`: a buffered
+//! peer) and fjall (`fjall`, the Rust LSM-tree peer: keyspaces of partitions, key-value
+//! separation; pure Rust); and the floor of Cerberus's write path (`floor`: a buffered
 //! log append and a skiplist insert per put). Also the engine sizes of `--profile` ([`profile`]) and
 //! the local device the bench's device experiments share ([`local_device`]).
 //!
@@ -18,6 +19,8 @@ mod db;
 mod device;
 mod device_cursor;
 mod error;
+#[cfg(feature = "fjall")]
+mod fjall;
 mod floor;
 #[cfg(feature = "lmdb")]
 mod lmdb;

@@ -114,6 +114,11 @@ pub enum Op {
     Commit,
     /// Writing the dirty pages out and syncing.
     Sync,
+    /// Opening (or creating) the partition `name` of a keyspace.
+    OpenPartition {
+        /// The partition's name.
+        name: String,
+    },
     /// Creating (or opening) the database `name` of an environment (`None`: the unnamed one).
     CreateDatabase {
         /// The database's name.
@@ -161,6 +166,7 @@ impl fmt::Display for Op {
             Op::ReadTxn => f.write_str("beginning a read transaction"),
             Op::Commit => f.write_str("committing"),
             Op::Sync => f.write_str("syncing"),
+            Op::OpenPartition { name } => write!(f, "opening partition {name}"),
             Op::CreateDatabase { name: Some(name) } => write!(f, "creating database {name}"),
             Op::CreateDatabase { name: None } => f.write_str("creating the unnamed database"),
         }

@@ -5,6 +5,8 @@ use crate::config::{OpenConfig, StorageArg};
 use crate::db::BenchDb;
 use crate::device::DeviceDb;
 use crate::error::{EngineError, Result};
+#[cfg(feature = "fjall")]
+use crate::fjall::FjallDb;
 use crate::floor::{self, FloorDb};
 #[cfg(feature = "lmdb")]
 use crate::lmdb::LmdbDb;
@@ -24,6 +26,11 @@ pub enum Engine {
     /// RocksDB with integrated blob files (BlobDB): values of at least Cerberus's
     /// `inline_value_threshold` bytes go to blob files, as Cerberus's go to its value log.
     RocksDbBlob,
+    /// fjall (cargo feature `fjall`), the Rust LSM-tree peer: values inline in its tables.
+    Fjall,
+    /// fjall with key-value separation: values of at least Cerberus's `inline_value_threshold`
+    /// bytes go to its blob files, as Cerberus's go to its value log.
+    FjallBlob,
     /// Cerberus through the network, as a device (`--device`).
     Device,
     /// A local device whose clients speak NVMe/TCP (`--wire nvme` for this engine only):
@@ -47,6 +54,8 @@ impl Engine {
             Engine::Cerberus => "cerberus",
             Engine::RocksDb => "rocksdb",
             Engine::RocksDbBlob => "rocksdb-blob",
+            Engine::Fjall => "fjall",
+            Engine::FjallBlob => "fjall-blob",
             Engine::Device => "device",
             Engine::DeviceNvme => "device-nvme",
             Engine::Redis => "redis",
@@ -56,13 +65,15 @@ impl Engine {
         }
     }
 
-    /// The engine named `s` (case and surrounding spaces ignored; `rocksdb_blob` also
-    /// accepted).
+    /// The engine named `s` (case and surrounding spaces ignored; `rocksdb_blob` and
+    /// `fjall_blob` also accepted).
     pub fn parse(s: &str) -> Result<Engine> {
         match s.trim().to_ascii_lowercase().as_str() {
             "cerberus" => Ok(Engine::Cerberus),
             "rocksdb" => Ok(Engine::RocksDb),
             "rocksdb-blob" | "rocksdb_blob" => Ok(Engine::RocksDbBlob),
+            "fjall" => Ok(Engine::Fjall),
+            "fjall-blob" | "fjall_blob" => Ok(Engine::FjallBlob),
             "device" => Ok(Engine::Device),
             "device-nvme" | "device_nvme" => Ok(Engine::DeviceNvme),
             "redis" => Ok(Engine::Redis),
@@ -111,6 +122,21 @@ impl Engine {
                 }
                 Ok(())
             }
+            Engine::Fjall | Engine::FjallBlob => {
+                if !cfg!(feature = "fjall") {
+                    return Err(EngineError::NotBuilt {
+                        engine: "fjall",
+                        how: "build with `--features fjall` (pure Rust: no system package, \
+                              nothing downloaded at build time)",
+                    });
+                }
+                if config.storage == StorageArg::Nand {
+                    return Err(EngineError::NandUnsupported {
+                        engine: self.name(),
+                    });
+                }
+                Ok(())
+            }
             Engine::RocksDb | Engine::RocksDbBlob => {
                 if !cfg!(feature = "rocksdb") {
                     return Err(EngineError::NotBuilt {
@@ -153,6 +179,12 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::RocksDbBlob => Ok(Arc::new(RocksDb::open(config, true)?)),
         #[cfg(not(feature = "rocksdb"))]
         Engine::RocksDb | Engine::RocksDbBlob => unreachable!("checked above"),
+        #[cfg(feature = "fjall")]
+        Engine::Fjall => Ok(Arc::new(FjallDb::open(config, false)?)),
+        #[cfg(feature = "fjall")]
+        Engine::FjallBlob => Ok(Arc::new(FjallDb::open(config, true)?)),
+        #[cfg(not(feature = "fjall"))]
+        Engine::Fjall | Engine::FjallBlob => unreachable!("checked above"),
         #[cfg(feature = "redis")]
         Engine::Redis => Ok(Arc::new(RedisDb::open(config)?)),
         #[cfg(not(feature = "redis"))]
@@ -176,5 +208,23 @@ mod tests {
         config.device = Some("10.0.0.1:7070".into());
         let err = Engine::DeviceNvme.check(&config).unwrap_err().to_string();
         assert!(err.contains("--device local"), "{err}");
+    }
+
+    #[test]
+    fn fjall_is_named_and_runs_on_files_only() {
+        assert_eq!(Engine::parse("fjall").unwrap(), Engine::Fjall);
+        assert_eq!(Engine::parse(" Fjall_Blob ").unwrap(), Engine::FjallBlob);
+        assert_eq!(Engine::FjallBlob.name(), "fjall-blob");
+        let mut config = OpenConfig::at(std::path::Path::new("/nonexistent"), LayoutArg::default());
+        for engine in [Engine::Fjall, Engine::FjallBlob] {
+            let err = engine.check(&config).map_err(|e| e.to_string());
+            if cfg!(feature = "fjall") {
+                assert!(err.is_ok(), "{err:?}");
+            } else {
+                assert!(err.unwrap_err().contains("--features fjall"));
+            }
+        }
+        config.storage = StorageArg::Nand;
+        assert!(Engine::Fjall.check(&config).is_err());
     }
 }

@@ -32,16 +32,18 @@ pub struct Args {
     pub workloads: String,
 
     /// Engines to run the whole list on, in turn, each on a fresh database (the machine's dirty
-    /// pages are written back before each starts): cerberus,
-    /// rocksdb, rocksdb-blob (RocksDB with blob files: values of at least Cerberus's
-    /// inline_value_threshold bytes in blob files, as Cerberus's value log), device (Cerberus
-    /// through the network, see --device), device-nvme (a local device its clients reach over
-    /// NVMe/TCP: `device-nvme,device` compares the wires), redis (a `redis-server` started on
-    /// a loopback port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
+    /// pages are written back before each starts): cerberus, rocksdb, rocksdb-blob (RocksDB
+    /// with blob files: values of at least Cerberus's inline_value_threshold bytes in blob
+    /// files, as Cerberus's value log), fjall, fjall-blob (the `fjall` feature; fjall-blob: its
+    /// key-value separation at the same threshold), device (Cerberus through the network, see
+    /// --device), device-nvme (a local device its clients reach over NVMe/TCP:
+    /// `device-nvme,device` compares the wires), redis (a `redis-server` started on a loopback
+    /// port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
     /// append and a skiplist insert per put; puts only), floor-write (the same, the log
     /// written out after each put), lmdb (the `lmdb` feature), or several (`cerberus,rocksdb`,
-    /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,device`, `device,redis`: also prints the
-    /// first one's ratio to each other) [default: cerberus, or device when --device is given].
+    /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,fjall,fjall-blob`, `cerberus,device`,
+    /// `device,redis`: also prints the first one's ratio to each other) [default: cerberus, or
+    /// device when --device is given].
     #[arg(long)]
     pub engine: Option<String>,
 

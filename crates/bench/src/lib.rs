@@ -6,6 +6,8 @@
 mod cli;
 mod commands;
 mod dataset;
+#[cfg(all(test, feature = "fjall"))]
+mod fjall_tests;
 mod floor;
 mod histogram;
 mod memory;

@@ -194,6 +194,10 @@ pub fn markdown(points: &[Point]) -> String {
             out += "RocksDB layouts: per_namespace = a column family per tenant, shared = \
                     tenant prefix, baseline = tenant suffix.\n\n";
         }
+        if engine == "fjall" {
+            out += "fjall layouts: per_namespace = a partition per tenant, shared = tenant \
+                    prefix, baseline = tenant suffix.\n\n";
+        }
         out += group_table(&here).render();
     }
     out

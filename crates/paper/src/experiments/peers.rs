@@ -3,7 +3,9 @@
 //! tenant and with one shared column family and a tenant prefix, over the tenant count, each
 //! settled before its gets. The paper has no RocksDB: the headline's reference is the bar a
 //! user would set, ours at least the best RocksDB layout (1.0). And range scans against
-//! RocksDB's iterator with its automatic readahead and with a set one.
+//! RocksDB's iterator with its automatic readahead and with a set one. Built with the `fjall`
+//! feature too, fjall runs beside RocksDB in both (a partition per tenant and one shared; its
+//! range iterator), with a headline of its own.
 
 use super::ctx::{args, median_range, Ctx};
 use super::experiment::Experiment;
@@ -16,21 +18,31 @@ pub fn experiments() -> Vec<Experiment> {
     vec![
         Experiment {
             name: "peers-multitenant",
-            reproduces: "Cerberus Fig. 8 on files, with RocksDB (a column family per tenant; one \
-                     shared, tenant prefix)",
+            reproduces: if cfg!(feature = "fjall") {
+                "Cerberus Fig. 8 on files, with RocksDB and fjall (a column family or partition \
+                 per tenant; one shared, tenant prefix)"
+            } else {
+                "Cerberus Fig. 8 on files, with RocksDB (a column family per tenant; one \
+                 shared, tenant prefix)"
+            },
             run: peers,
         },
         Experiment {
             name: "peers-scans",
-            reproduces: "IterKVSSD range scans on files, with RocksDB's iterator (automatic and \
-                     2 MiB readahead)",
+            reproduces: if cfg!(feature = "fjall") {
+                "IterKVSSD range scans on files, with RocksDB's iterator (automatic and 2 MiB \
+                 readahead) and fjall's (inline and separated)"
+            } else {
+                "IterKVSSD range scans on files, with RocksDB's iterator (automatic and \
+                 2 MiB readahead)"
+            },
             run: scans,
         },
     ]
 }
 
-/// (engine, layout, legend).
-const SYSTEMS: [(&str, &str, &str); 3] = [
+/// (engine, layout, legend): Cerberus, RocksDB's two layouts, then fjall's (`fjall` feature).
+const SYSTEMS: &[(&str, &str, &str)] = &[
     (
         "cerberus",
         "per_namespace",
@@ -46,7 +58,47 @@ const SYSTEMS: [(&str, &str, &str); 3] = [
         "shared",
         "RocksDB, one column family, tenant prefix",
     ),
+    #[cfg(feature = "fjall")]
+    ("fjall", "per_namespace", "fjall, a partition per tenant"),
+    #[cfg(feature = "fjall")]
+    ("fjall", "shared", "fjall, one partition, tenant prefix"),
 ];
+
+/// (peer's name, engine, its two systems' indices in `SYSTEMS` or `SCANNERS`): each headline
+/// holds ours over the better of the two.
+const PEERS: &[(&str, &str, [usize; 2])] = &[
+    ("RocksDB", "rocksdb", [1, 2]),
+    #[cfg(feature = "fjall")]
+    ("fjall", "fjall", [3, 4]),
+];
+
+/// The peers by name: `RocksDB` (`RocksDB and fjall`).
+fn peer_names() -> String {
+    let names: Vec<&str> = PEERS.iter().map(|p| p.0).collect();
+    names.join(" and ")
+}
+
+/// The peers by name, for titles: `RocksDB as the peer` (`RocksDB and fjall as the peers`).
+fn as_the_peers() -> String {
+    match PEERS.len() {
+        1 => format!("{} as the peer", peer_names()),
+        _ => format!("{} as the peers", peer_names()),
+    }
+}
+
+/// The peers by name, possessive: `RocksDB's` (`RocksDB's and fjall's`).
+fn peers_possessive() -> String {
+    let names: Vec<String> = PEERS.iter().map(|p| format!("{}'s", p.0)).collect();
+    names.join(" and ")
+}
+
+/// `cerberus|rocksdb` (`|fjall`): the engines of a command.
+fn engine_choice() -> String {
+    std::iter::once("cerberus")
+        .chain(PEERS.iter().map(|p| p.1))
+        .collect::<Vec<_>>()
+        .join("|")
+}
 
 fn ops(doc: &Value) -> Result<(f64, f64)> {
     let s = doc
@@ -100,7 +152,10 @@ fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
     let figure = |file: &str, what: &str, pick: fn(&(f64, f64)) -> f64| {
         fig(
             file,
-            format!("{what} per tenant on files, against RocksDB (settled, no cache)"),
+            format!(
+                "{what} per tenant on files, against {} (settled, no cache)",
+                peer_names()
+            ),
             "tenants",
             &format!("{what}/s per tenant (median of the runs)"),
             &categories,
@@ -112,53 +167,75 @@ fn peers(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         figure("peers-multitenant-puts.png", "puts", |r| r.0),
         figure("peers-multitenant-gets.png", "gets", |r| r.1),
     ];
-    // At the most tenants: per round, ours over the better RocksDB layout of that round.
+    // At the most tenants: per round, ours over the peer's better layout of that round.
     let last = tenants.len() - 1;
     let t = tenants[last];
-    let over_best = |pick: fn(&(f64, f64)) -> f64| -> Vec<f64> {
+    let over_best = |pick: fn(&(f64, f64)) -> f64, [a, b]: [usize; 2]| -> Vec<f64> {
         let per = &runs[last];
         (0..per[0].len())
-            .map(|r| pick(&per[0][r]) / pick(&per[1][r]).max(pick(&per[2][r])))
+            .map(|r| pick(&per[0][r]) / pick(&per[a][r]).max(pick(&per[b][r])))
             .collect()
     };
     let command = format!(
         "multitenant --profile paper --storage posix --cache-bytes 0 --tenants {t} \
-         --num-per-tenant {keys} --engine cerberus|rocksdb --layout per_namespace|shared"
+         --num-per-tenant {keys} --engine {} --layout per_namespace|shared",
+        engine_choice()
     );
     let mut headlines = Vec::new();
-    for (what, pick) in [
-        ("puts", (|r: &(f64, f64)| r.0) as fn(&(f64, f64)) -> f64),
-        ("gets", |r| r.1),
-    ] {
-        headlines.push(bar(
-            format!(
-                "{what} per tenant at {t} tenants, Cerberus over RocksDB's better layout \
-                 (the bar: 1.0, not a paper figure)"
-            ),
-            1.0,
-            median_range(&over_best(pick)),
-            command.clone(),
-        ));
+    for &(peer, _, pair) in PEERS {
+        for (what, pick) in [
+            ("puts", (|r: &(f64, f64)| r.0) as fn(&(f64, f64)) -> f64),
+            ("gets", |r| r.1),
+        ] {
+            headlines.push(bar(
+                format!(
+                    "{what} per tenant at {t} tenants, Cerberus over {peer}'s better layout \
+                     (the bar: 1.0, not a paper figure)"
+                ),
+                1.0,
+                median_range(&over_best(pick, pair)),
+                command.clone(),
+            ));
+        }
+    }
+    let mut notes = vec![
+        format!("Keys per tenant: {keys}; files on this VM's disk, no block cache."),
+        "RocksDB 7.8 (Debian's librocksdb) with the same --profile paper sizes.".into(),
+    ];
+    if cfg!(feature = "fjall") {
+        notes.push(
+            "fjall 2.11 with the --profile paper sizes it has (memtable, tables, L0 trigger, \
+             level ratio, blocks, bloom bits; its L1 is the L0 trigger's tables)."
+                .into(),
+        );
     }
     doc(
         ctx,
-        "Cerberus (TECS 2023), Fig. 8, with RocksDB as the peer on files",
-        "Per-tenant puts and gets on real files: Cerberus' per-namespace trees against \
-         RocksDB's two ways of holding tenants, each run settled before its gets.",
+        &format!(
+            "Cerberus (TECS 2023), Fig. 8, with {} on files",
+            as_the_peers()
+        ),
+        &format!(
+            "Per-tenant puts and gets on real files: Cerberus' per-namespace trees against \
+             {} two ways of holding tenants, each run settled before its gets.",
+            peers_possessive()
+        ),
         figures,
         headlines,
-        vec![
-            format!("Keys per tenant: {keys}; files on this VM's disk, no block cache."),
-            "RocksDB 7.8 (Debian's librocksdb) with the same --profile paper sizes.".into(),
-        ],
+        notes,
     )
 }
 
-/// (engine, readahead bytes, legend) of the range-scan peers.
-const SCANNERS: [(&str, usize, &str); 3] = [
+/// (engine, readahead bytes, legend) of the range-scan peers (fjall has no readahead of its
+/// own: once inline, once with key-value separation).
+const SCANNERS: &[(&str, usize, &str)] = &[
     ("cerberus", 0, "Cerberus (value prefetch, index prefetch)"),
     ("rocksdb", 0, "RocksDB, automatic readahead"),
     ("rocksdb", 2 << 20, "RocksDB, 2 MiB readahead"),
+    #[cfg(feature = "fjall")]
+    ("fjall", 0, "fjall"),
+    #[cfg(feature = "fjall")]
+    ("fjall-blob", 0, "fjall, key-value separation"),
 ];
 
 /// Entries a seekrandom run read per second.
@@ -237,31 +314,58 @@ fn scans(ctx: &mut Ctx) -> Result<ExperimentDoc> {
         &categories,
         series,
     )];
-    // At the middle length: per round, ours over the better RocksDB setting of that round.
+    // At the middle length: per round, ours over the peer's better setting of that round.
     let mid = lengths.len() / 2;
     let r = &runs[mid];
-    let over_best: Vec<f64> = (0..r[0].len())
-        .map(|i| r[0][i] / r[1][i].max(r[2][i]))
-        .collect();
     let l = lengths[mid];
-    let headlines = vec![bar(
-        format!(
-            "entries/s of scans of {l}, Cerberus over RocksDB's better readahead (the bar: \
-             1.0, not a paper figure)"
-        ),
-        1.0,
-        median_range(&over_best),
-        format!(
-            "fillrandom, then seekrandom --scan-length {l} --seeks {seeks} --engine \
-             cerberus|rocksdb [--readahead-bytes 2097152] --num {num} --value-size 1024"
-        ),
-    )];
+    let headlines = (PEERS.iter())
+        .map(|&(peer, engine, [a, b])| {
+            let over_best: Vec<f64> = (0..r[0].len())
+                .map(|i| r[0][i] / r[a][i].max(r[b][i]))
+                .collect();
+            let (what, flag) = match engine {
+                "rocksdb" => ("readahead", " [--readahead-bytes 2097152]"),
+                _ => ("setting (inline or separated)", ""),
+            };
+            let engines = match engine {
+                "fjall" => "cerberus|fjall|fjall-blob",
+                _ => "cerberus|rocksdb",
+            };
+            bar(
+                format!(
+                    "entries/s of scans of {l}, Cerberus over {peer}'s better {what} (the bar: \
+                     1.0, not a paper figure)"
+                ),
+                1.0,
+                median_range(&over_best),
+                format!(
+                    "fillrandom, then seekrandom --scan-length {l} --seeks {seeks} --engine \
+                     {engines}{flag} --num {num} --value-size 1024"
+                ),
+            )
+        })
+        .collect();
     doc(
         ctx,
-        "IterKVSSD (slides), range scans, with RocksDB's iterator as the peer on files",
-        "Range scans (a seek, then N entries) on real files: Cerberus' iterator with its value \
-         and index prefetch against RocksDB's iterator with its automatic readahead and with \
-         a 2 MiB readahead.",
+        &format!(
+            "IterKVSSD (slides), range scans, with {} iterator{} on files",
+            peers_possessive(),
+            if PEERS.len() > 1 {
+                "s as the peers"
+            } else {
+                " as the peer"
+            }
+        ),
+        &format!(
+            "Range scans (a seek, then N entries) on real files: Cerberus' iterator with its \
+             value and index prefetch against RocksDB's iterator with its automatic readahead \
+             and with a 2 MiB readahead{}.",
+            if cfg!(feature = "fjall") {
+                ", and fjall's, inline and with key-value separation"
+            } else {
+                ""
+            }
+        ),
         figures,
         headlines,
         vec![
