@@ -10,7 +10,7 @@
 //! What is cached are values, copied out of the memtable's write buffer or the mapped log
 //! (so an entry holds neither a 1 MiB commit group nor a segment GC deleted), never their
 //! log addresses: value-log GC moves records, not values, so an entry stays right through it.
-//! Only reads of the latest state fill it or are answered by it (`Inner::get`, `get_many`
+//! Only reads of the latest state fill it or are answered by it (`Reader::get`, `get_many`
 //! without a snapshot); reads at a snapshot go to the tree.
 //!
 //! Staleness. Every write of a key calls [`RowCache::invalidate`] with its seqno before that
