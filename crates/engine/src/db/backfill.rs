@@ -73,7 +73,8 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
     fn drop_refused_index(&self, id: Nsid) -> Result<()> {
         {
             let _w = self.writes.writer.lock();
-            let set = self.indexes.read().clone().without(id);
+            let live = self.indexes.read().clone();
+            let set = live.without(id);
             *self.indexes.write() = Arc::new(set);
         }
         let dropped = self.namespaces.drop_trees(&[id]);

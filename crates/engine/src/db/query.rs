@@ -96,10 +96,8 @@ impl<S: RecordSource> Queries<'_, S> {
     /// The indexes of `ns` a query at snapshot `seq` can read, as the planner takes them:
     /// ready at or before it.
     fn index_choices(&self, ns: Nsid, seq: SeqNo) -> Vec<IndexChoice> {
-        self.indexes
-            .read()
-            .clone()
-            .of(ns)
+        let set = self.indexes.read().clone();
+        set.of(ns)
             .iter()
             .filter(|i| i.def.ready.is_some_and(|from| from <= seq))
             .map(|i| IndexChoice {
