@@ -216,6 +216,17 @@ impl LayoutArg {
         }
     }
 
+    /// Where a tenant's index goes in a key space all tenants share; `None`: a key space of
+    /// its own per tenant (a namespace, partition or database).
+    #[cfg_attr(not(any(feature = "fjall", feature = "lmdb")), allow(dead_code))]
+    pub(crate) fn affix(self) -> Option<Affix> {
+        match self {
+            LayoutArg::PerNamespace => None,
+            LayoutArg::Shared => Some(Affix::Prefix),
+            LayoutArg::Baseline => Some(Affix::Suffix),
+        }
+    }
+
     /// Whether all tenants share one namespace, and so its counters.
     pub fn one_namespace(self) -> bool {
         self == LayoutArg::Baseline
@@ -229,7 +240,10 @@ pub const BASELINE_NAMESPACE: &str = "baseline";
 /// the user key (`shared` on RocksDB) or after it (`baseline`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Affix {
-    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "rocksdb", feature = "fjall", feature = "lmdb")),
+        allow(dead_code)
+    )]
     Prefix,
     Suffix,
 }

@@ -20,8 +20,7 @@
 
 use crate::config::OpenConfig;
 use crate::db::{
-    read_value, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, LayoutArg,
-    TenantHandle,
+    read_value, with_tenant_key, BenchCursor, BenchDb, CursorOptions, LayoutArg, TenantHandle,
 };
 use crate::error::{Doing, EngineError, Result};
 use crate::op::Op;
@@ -183,16 +182,6 @@ impl FjallDb {
                 tenant: tenant.name.clone(),
             })
     }
-
-    /// The shared layouts' place of the tenant index in the key; `None`: a partition per
-    /// tenant.
-    fn affix(&self) -> Option<Affix> {
-        match self.layout {
-            LayoutArg::PerNamespace => None,
-            LayoutArg::Shared => Some(Affix::Prefix),
-            LayoutArg::Baseline => Some(Affix::Suffix),
-        }
-    }
 }
 
 impl BenchDb for FjallDb {
@@ -295,14 +284,14 @@ impl BenchDb for FjallDb {
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
-        match self.affix() {
+        match self.layout.affix() {
             None => self.put_in(self.tenant_partition(tenant)?, key, value),
             Some(a) => with_tenant_key(a, tenant.id, key, |k| self.put_in(&self.main, k, value)),
         }
     }
 
     fn put_many_tenant(&self, tenant: &TenantHandle, pairs: &[(&[u8], &[u8])]) -> Result<()> {
-        match self.affix() {
+        match self.layout.affix() {
             None => {
                 let p = self.tenant_partition(tenant)?;
                 self.put_batch(pairs.iter().map(|(k, v)| (p, Slice::from(*k), *v)))
@@ -315,7 +304,7 @@ impl BenchDb for FjallDb {
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
-        match self.affix() {
+        match self.layout.affix() {
             None => self.get_in(self.tenant_partition(tenant)?, key),
             Some(a) => with_tenant_key(a, tenant.id, key, |k| self.get_in(&self.main, k)),
         }

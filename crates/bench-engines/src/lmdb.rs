@@ -10,7 +10,7 @@
 //! database with the tenant's index before (shared) or after (baseline) the key.
 
 use crate::config::OpenConfig;
-use crate::db::{read_value, with_tenant_key, Affix, BenchDb, LayoutArg, TenantHandle};
+use crate::db::{read_value, with_tenant_key, BenchDb, LayoutArg, TenantHandle};
 use crate::error::{Doing, EngineError, Result};
 use crate::op::Op;
 use heed::types::Bytes;
@@ -91,15 +91,6 @@ impl LmdbDb {
                 tenant: tenant.name.clone(),
             })
     }
-
-    /// The shared layouts' place of the tenant index in the key.
-    fn affix(&self) -> Option<Affix> {
-        match self.layout {
-            LayoutArg::PerNamespace => None,
-            LayoutArg::Shared => Some(Affix::Prefix),
-            LayoutArg::Baseline => Some(Affix::Suffix),
-        }
-    }
 }
 
 impl BenchDb for LmdbDb {
@@ -172,7 +163,7 @@ impl BenchDb for LmdbDb {
                 name: TenantHandle::name_of(index),
             })
             .collect();
-        if self.affix().is_none() {
+        if self.layout.affix().is_none() {
             let mut wtxn = self.env.write_txn().doing(Op::WriteTxn)?;
             let mut map = self.tenants.write();
             for t in &tenants {
@@ -189,7 +180,7 @@ impl BenchDb for LmdbDb {
     }
 
     fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
-        match self.affix() {
+        match self.layout.affix() {
             None => self.put_in(self.tenant_db(tenant)?, &[(key, value)]),
             Some(a) => {
                 with_tenant_key(a, tenant.id, key, |k| self.put_in(self.main, &[(k, value)]))
@@ -198,7 +189,7 @@ impl BenchDb for LmdbDb {
     }
 
     fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
-        match self.affix() {
+        match self.layout.affix() {
             None => self.get_in(self.tenant_db(tenant)?, key),
             Some(a) => with_tenant_key(a, tenant.id, key, |k| self.get_in(self.main, k)),
         }

@@ -13,6 +13,8 @@ mod histogram;
 mod memory;
 mod multitenant;
 mod noisy;
+#[cfg(all(test, any(feature = "rocksdb", feature = "fjall")))]
+mod peer_tests;
 mod reclaim;
 mod report;
 #[cfg(all(test, feature = "rocksdb"))]

@@ -1,12 +1,10 @@
 //! The RocksDB adapter (cerberus-bench-engines) under the bench's own workloads: tenants in
 //! every layout through the multitenant run, and seekrandom with and without blob files.
 
-use crate::multitenant::{self, MtConfig};
+use crate::peer_tests::check_tenants;
 use crate::workload::scan::ScanConfig;
 use crate::workload::seek::tests::{check_seekrandom, fill, open_config};
-use crate::workload::ValuePool;
-use cerberus_bench_engines::profile::{paper_profile, ProfileArg};
-use cerberus_bench_engines::{self as engine, Engine, LayoutArg, OpenConfig};
+use cerberus_bench_engines::{self as engine, Engine, LayoutArg};
 
 #[test]
 fn tenants_are_separate_in_every_layout() {
@@ -15,53 +13,16 @@ fn tenants_are_separate_in_every_layout() {
         LayoutArg::Shared,
         LayoutArg::Baseline,
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let config = OpenConfig {
-            cache_bytes: 1 << 20,
-            tenants: 3,
-            profile: Some(paper_profile(3)),
-            ..OpenConfig::at(dir.path(), layout)
-        };
-        let db = engine::open(Engine::RocksDb, &config).unwrap();
-        let t = db.create_tenants(3).unwrap();
-        assert!(db.create_tenants(2).is_err());
-        db.put_tenant(&t[0], b"k", b"v0").unwrap();
-        db.put_tenant(&t[2], b"k", b"v2").unwrap();
-        assert!(db.get_tenant(&t[0], b"k").unwrap());
-        assert!(!db.get_tenant(&t[1], b"k").unwrap());
-        assert!(db.get_tenant(&t[2], b"k").unwrap());
-        assert!(!db.get(b"k").unwrap(), "{layout:?}");
-        // Where the shared key spaces put the tenant index.
-        assert_eq!(db.get(b"\0\0\0\x02k").unwrap(), layout == LayoutArg::Shared);
-        assert_eq!(
-            db.get(b"k\0\0\0\x02").unwrap(),
-            layout == LayoutArg::Baseline
-        );
-        let cfs = db.stats_json().get("column_families").is_some();
-        assert_eq!(cfs, layout == LayoutArg::PerNamespace);
-
-        let mt = MtConfig {
-            tenants: 3,
-            num_per_tenant: 3_000,
-            gets_per_tenant: 2_000,
-            key_size: 16,
-            value_size: 100,
-            seed: 1,
-            compression_ratio: 0.5,
-            layout,
-            profile: Some(ProfileArg::Paper),
-            settle: true,
-        };
-        let values = ValuePool::new(100, 0.5, 1);
-        let run = multitenant::run(&*db, &mt, &values).unwrap();
-        assert_eq!(run.get.outcome.found, Some(6_000));
-        assert!(run.tenants.iter().all(|t| t.stats.is_none()));
-        db.close().unwrap();
-        drop(db);
-        // Reopens with the column families it has.
-        let db = engine::open(Engine::RocksDb, &config).unwrap();
-        let t = db.create_tenants(3).unwrap();
-        assert!(db.get_tenant(&t[2], b"k").unwrap());
+        check_tenants(Engine::RocksDb, layout, |db| {
+            // Where the shared key spaces put the tenant index.
+            assert_eq!(db.get(b"\0\0\0\x02k").unwrap(), layout == LayoutArg::Shared);
+            assert_eq!(
+                db.get(b"k\0\0\0\x02").unwrap(),
+                layout == LayoutArg::Baseline
+            );
+            let cfs = db.stats_json().get("column_families").is_some();
+            assert_eq!(cfs, layout == LayoutArg::PerNamespace);
+        });
     }
 }
 
