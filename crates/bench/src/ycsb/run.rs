@@ -86,10 +86,11 @@ pub struct Target<'a> {
 
 impl Target<'_> {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(match self.tenant {
+        match self.tenant {
             Some(t) => self.db.put_tenant(t, key, value)?,
             None => self.db.put(key, value)?,
-        })
+        }
+        Ok(())
     }
 
     pub fn get(&self, key: &[u8]) -> Result<bool> {
