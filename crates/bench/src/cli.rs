@@ -21,7 +21,8 @@ use std::path::PathBuf;
                   iterator sweep), `cerberus-bench dataset` (the paper's glacier and tweets \
                   datasets), `cerberus-bench noisy` (a victim tenant's gets beside writing neighbours), \
                   `cerberus-bench floor` (fillrandom on the engine and on the floor of its \
-                  design, alternated with --rounds)."
+                  design, alternated with --rounds), `cerberus-bench ycsb` (YCSB's core \
+                  workloads A-F)."
 )]
 pub struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,

@@ -6,7 +6,8 @@
 //! from the `cerberus-datasets` crate), `cerberus-bench noisy` (a victim tenant's gets beside
 //! writing neighbours, `noisy/`), `plot-noisy` (its charts), `cerberus-bench floor` (fillrandom
 //! on the engine and on the floor of its design, alternated, `floor.rs`) and
-//! `cerberus-bench reclaim` (a tenant removed and its space reclaimed, `reclaim.rs`). The
+//! `cerberus-bench reclaim` (a tenant removed and its space reclaimed, `reclaim.rs`) and
+//! `cerberus-bench ycsb` (YCSB's core workloads A-F, `ycsb/`). The
 //! papers' experiments (`queries`, `bts`, `itermem`, the paper's run) are `cerberus-paper`'s.
 
 use crate::{cli, runner};
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 
 type Command = fn(Vec<OsString>) -> Result<()>;
 
-const COMMANDS: [(&str, Command); 9] = [
+const COMMANDS: [(&str, Command); 10] = [
     ("plot", |args| Ok(cerberus_figures::plot(args)?)),
     ("grid-table", |args| Ok(cerberus_figures::grid_table(args)?)),
     ("grid-median", |args| {
@@ -31,6 +32,7 @@ const COMMANDS: [(&str, Command); 9] = [
     ("plot-noisy", |args| Ok(cerberus_figures::plot_noisy(args)?)),
     ("floor", |args| crate::floor::main(args)),
     ("reclaim", |args| crate::reclaim::main(args)),
+    ("ycsb", |args| crate::ycsb::command::main(args)),
 ];
 
 /// Runs the bench's command line: the command the first argument names, else the workload
@@ -81,7 +83,8 @@ mod tests {
                 "noisy",
                 "plot-noisy",
                 "floor",
-                "reclaim"
+                "reclaim",
+                "ycsb"
             ]
         );
     }

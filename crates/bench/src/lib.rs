@@ -22,6 +22,7 @@ mod rocksdb_tests;
 mod rounds;
 mod runner;
 mod workload;
+mod ycsb;
 
 pub use commands::main;
 pub use histogram::Histogram;
