@@ -324,27 +324,9 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 let name = format!("{phase}{}", q.name);
                 let i = row(&mut rows, &name, q.filter.to_string());
                 // Untimed: the answers checked (and the caches warmed alike).
-                let out = ours.run(q, f)?;
-                if let Some(pg) = &pg {
-                    let (a, p) = (out.clone().canonical()?, pg.run(q)?.canonical()?);
-                    let (a, p) = (a.answer(), p.answer());
-                    if a != p {
-                        bail!("{name}: ours {a:?}, PostgreSQL {p:?} (documents' content)");
-                    }
-                    if rows[i].postgres_plan.is_empty() {
-                        rows[i].postgres_plan = pg.plan(q)?;
-                    }
-                }
-                let (a, b) = (out.answer(), sql.run(q)?.answer());
-                if a != b {
-                    bail!("{name}: ours {a:?}, SQLite {b:?}");
-                }
-                if let Some(reference) = cfg.reference {
-                    match reference.get(&name) {
-                        Some(r) if *r == a => {}
-                        Some(r) => bail!("{name}: {a:?}, the reference answer is {r:?}"),
-                        None => bail!("{name}: no reference answer"),
-                    }
+                let a = checked(cfg, &name, q, ours.run(q, f)?, &sql, pg.as_ref())?;
+                if let Some(pg) = pg.as_ref().filter(|_| rows[i].postgres_plan.is_empty()) {
+                    rows[i].postgres_plan = pg.plan(q)?;
                 }
                 (rows[i].count, rows[i].digest) = (a.count, a.digest);
                 if rows[i].sqlite_plan.is_empty() {
@@ -395,6 +377,37 @@ pub fn run(cfg: &Config) -> Result<Report> {
         postgres_analyze_ms: analyze_ms,
         rows,
     })
+}
+
+/// Ours' answer of `q` (its run `out`), checked against SQLite's, PostgreSQL's (by the
+/// documents' content) and the reference answer.
+fn checked(
+    cfg: &Config,
+    name: &str,
+    q: &FlightQuery,
+    out: Out,
+    sql: &SqliteSide,
+    pg: Option<&PgSide>,
+) -> Result<Answer> {
+    if let Some(pg) = pg {
+        let (a, p) = (out.clone().canonical()?, pg.run(q)?.canonical()?);
+        let (a, p) = (a.answer(), p.answer());
+        if a != p {
+            bail!("{name}: ours {a:?}, PostgreSQL {p:?} (documents' content)");
+        }
+    }
+    let (a, b) = (out.answer(), sql.run(q)?.answer());
+    if a != b {
+        bail!("{name}: ours {a:?}, SQLite {b:?}");
+    }
+    if let Some(reference) = cfg.reference {
+        match reference.get(name) {
+            Some(r) if *r == a => {}
+            Some(r) => bail!("{name}: {a:?}, the reference answer is {r:?}"),
+            None => bail!("{name}: no reference answer"),
+        }
+    }
+    Ok(a)
 }
 
 /// Loads every side (PostgreSQL's too if given), in the order of the round, and records the
