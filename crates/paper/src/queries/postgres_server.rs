@@ -55,6 +55,7 @@ impl PgServer {
             "PostgreSQL's initdb is not on PATH nor in /usr/lib/postgresql/15/bin \
              (scripts/install-peers installs it)",
         )?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
         let user = match unsafe { libc::geteuid() } {
             0 => Some(postgres_user()?),
             _ => None,
@@ -169,11 +170,13 @@ impl Drop for PgServer {
 /// The `postgres` user's ids.
 fn postgres_user() -> Result<(u32, u32)> {
     let name = CString::new("postgres")?;
-    // getpwnam's record is static; read at once.
+    // SAFETY: a NUL-terminated name; the record getpwnam returns is static (not thread-safe:
+    // read at once, and only the one server a run starts looks it up).
     let pw = unsafe { libc::getpwnam(name.as_ptr()) };
     if pw.is_null() {
         bail!("running as root, and there is no `postgres` user to run PostgreSQL as");
     }
+    // SAFETY: not null, checked above.
     let pw = unsafe { &*pw };
     Ok((pw.pw_uid, pw.pw_gid))
 }
