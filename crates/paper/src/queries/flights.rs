@@ -8,8 +8,16 @@
 //! every query again; the rounds alternate which side goes first, and within a query the
 //! timed runs alternate too. Records come back as (key, value bytes) on both sides; a
 //! keys-only find returns keys alone.
+//!
+//! With `--device local` and the `postgres` feature, PostgreSQL (a server this run starts,
+//! `flights_pg.rs`) is a third side, the peer of queries through the device: loaded, queried
+//! and mutated the same way, its answers checked against ours by the documents' content.
 
 use super::flights_device::DeviceSide;
+#[cfg(feature = "postgres")]
+use super::flights_pg::PgSide;
+#[cfg(not(feature = "postgres"))]
+use super::flights_pg_off::PgSide;
 use super::flights_query::{
     in_batches, queries, Answer, FlightQuery, Kind, Out, WriteOp, ATTRS, BATCH,
 };
@@ -207,13 +215,23 @@ pub struct Row {
     pub digest: String,
     /// SQLite's query plan.
     pub sqlite_plan: String,
+    /// PostgreSQL's (EXPLAIN), when it ran.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub postgres_plan: String,
     /// Milliseconds of each timed run.
     pub ours_ms: Vec<f64>,
     pub sqlite_ms: Vec<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub postgres_ms: Vec<f64>,
     pub ours_median_ms: f64,
     pub sqlite_median_ms: f64,
     /// SQLite's median over ours: above 1, ours is faster.
     pub ratio: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postgres_median_ms: Option<f64>,
+    /// PostgreSQL's median over ours: above 1, ours is faster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postgres_ratio: Option<f64>,
 }
 
 /// What a flights run measured.
@@ -228,6 +246,12 @@ pub struct Report {
     pub runs_per_round: usize,
     /// Whether the reference answers applied (the file's sha1 is theirs).
     pub reference_checked: bool,
+    /// PostgreSQL's settings, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postgres_settings: Option<String>,
+    /// Milliseconds of PostgreSQL's `ANALYZE` after each round's load (apart from the load).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub postgres_analyze_ms: Vec<f64>,
     pub rows: Vec<Row>,
 }
 
@@ -243,6 +267,8 @@ pub struct Config<'a> {
     pub device: bool,
     /// Reference answers to check against (`None`: ours and SQLite against each other only).
     pub reference: Option<&'a BTreeMap<String, Answer>>,
+    /// PostgreSQL as a third side (needs the `postgres` feature).
+    pub postgres: bool,
 }
 
 /// Every round: both sides loaded, the queries, the mutations, the queries again.
@@ -255,6 +281,12 @@ pub fn run(cfg: &Config) -> Result<Report> {
     let muts = mutations(cfg.records)?;
     let phases = ["", "mut "];
     let mut rows: Vec<Row> = Vec::new();
+    let pg = match cfg.postgres {
+        true => Some(PgSide::start_for_device()?),
+        false => None,
+    };
+    let sides = 2 + usize::from(pg.is_some());
+    let mut analyze_ms = Vec::new();
     let row = |rows: &mut Vec<Row>, name: &str, filter: String| -> usize {
         match rows.iter().position(|r| r.name == name) {
             Some(i) => i,
@@ -269,8 +301,10 @@ pub fn run(cfg: &Config) -> Result<Report> {
         }
     };
     for round in 0..cfg.rounds {
-        let ours_first = round % 2 == 0;
-        let (ours, sql) = load_both(cfg, ours_first, &mut rows, row)?;
+        let (ours, sql) = load_all(cfg, pg.as_ref(), round, &mut rows, row)?;
+        if let Some(pg) = &pg {
+            analyze_ms.push(pg.analyze()? * 1e3);
+        }
         for phase in phases {
             if phase == "mut " {
                 let i = row(&mut rows, "mutate", format!("{} ops", muts.len()));
@@ -280,36 +314,37 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 let t = Instant::now();
                 sql.write(&muts)?;
                 rows[i].sqlite_ms.push(ms(t));
+                if let Some(pg) = &pg {
+                    let t = Instant::now();
+                    pg.write(&muts)?;
+                    rows[i].postgres_ms.push(ms(t));
+                }
             }
             for (q, f) in set.iter().zip(&filters) {
                 let name = format!("{phase}{}", q.name);
                 let i = row(&mut rows, &name, q.filter.to_string());
                 // Untimed: the answers checked (and the caches warmed alike).
-                let (a, b) = (ours.run(q, f)?.answer(), sql.run(q)?.answer());
-                if a != b {
-                    bail!("{name}: ours {a:?}, SQLite {b:?}");
-                }
-                if let Some(reference) = cfg.reference {
-                    match reference.get(&name) {
-                        Some(r) if *r == a => {}
-                        Some(r) => bail!("{name}: {a:?}, the reference answer is {r:?}"),
-                        None => bail!("{name}: no reference answer"),
-                    }
+                let a = checked(cfg, &name, q, ours.run(q, f)?, &sql, pg.as_ref())?;
+                if let Some(pg) = pg.as_ref().filter(|_| rows[i].postgres_plan.is_empty()) {
+                    rows[i].postgres_plan = pg.plan(q)?;
                 }
                 (rows[i].count, rows[i].digest) = (a.count, a.digest);
                 if rows[i].sqlite_plan.is_empty() {
                     rows[i].sqlite_plan = sql.plan(q)?;
                 }
                 for run in 0..cfg.runs {
-                    for side in order(ours_first ^ (run % 2 == 1)) {
+                    for side in order(round + run, sides) {
                         let t = Instant::now();
-                        match side {
-                            0 => drop(ours.run(q, f)?),
-                            _ => drop(sql.run(q)?),
+                        match (side, &pg) {
+                            (0, _) => drop(ours.run(q, f)?),
+                            (1, _) => drop(sql.run(q)?),
+                            (_, Some(pg)) => drop(pg.run(q)?),
+                            (_, None) => bail!("no side {side}"),
                         }
                         match side {
                             0 => rows[i].ours_ms.push(ms(t)),
-                            _ => rows[i].sqlite_ms.push(ms(t)),
+                            1 => rows[i].sqlite_ms.push(ms(t)),
+                            _ => rows[i].postgres_ms.push(ms(t)),
                         }
                     }
                 }
@@ -324,6 +359,11 @@ pub fn run(cfg: &Config) -> Result<Report> {
         r.ours_median_ms = median(&r.ours_ms);
         r.sqlite_median_ms = median(&r.sqlite_ms);
         r.ratio = r.sqlite_median_ms / r.ours_median_ms.max(1e-9);
+        if !r.postgres_ms.is_empty() {
+            let m = median(&r.postgres_ms);
+            r.postgres_median_ms = Some(m);
+            r.postgres_ratio = Some(m / r.ours_median_ms.max(1e-9));
+        }
     }
     Ok(Report {
         dataset: cfg.dataset.display().to_string(),
@@ -333,42 +373,80 @@ pub fn run(cfg: &Config) -> Result<Report> {
         rounds: cfg.rounds,
         runs_per_round: cfg.runs,
         reference_checked: cfg.reference.is_some(),
+        postgres_settings: pg.as_ref().map(|pg| pg.settings()),
+        postgres_analyze_ms: analyze_ms,
         rows,
     })
 }
 
-/// Loads both sides, the one first that `ours_first` says, and records the loads' times.
-fn load_both(
+/// Ours' answer of `q` (its run `out`), checked against SQLite's, PostgreSQL's (by the
+/// documents' content) and the reference answer.
+fn checked(
     cfg: &Config,
-    ours_first: bool,
+    name: &str,
+    q: &FlightQuery,
+    out: Out,
+    sql: &SqliteSide,
+    pg: Option<&PgSide>,
+) -> Result<Answer> {
+    if let Some(pg) = pg {
+        let (a, p) = (out.clone().canonical()?, pg.run(q)?.canonical()?);
+        let (a, p) = (a.answer(), p.answer());
+        if a != p {
+            bail!("{name}: ours {a:?}, PostgreSQL {p:?} (documents' content)");
+        }
+    }
+    let (a, b) = (out.answer(), sql.run(q)?.answer());
+    if a != b {
+        bail!("{name}: ours {a:?}, SQLite {b:?}");
+    }
+    if let Some(reference) = cfg.reference {
+        match reference.get(name) {
+            Some(r) if *r == a => {}
+            Some(r) => bail!("{name}: {a:?}, the reference answer is {r:?}"),
+            None => bail!("{name}: no reference answer"),
+        }
+    }
+    Ok(a)
+}
+
+/// Loads every side (PostgreSQL's too if given), in the order of the round, and records the
+/// loads' times.
+fn load_all(
+    cfg: &Config,
+    pg: Option<&PgSide>,
+    round: usize,
     rows: &mut Vec<Row>,
     row: impl Fn(&mut Vec<Row>, &str, String) -> usize,
 ) -> Result<(Ours, SqliteSide)> {
     let i = row(rows, "load", format!("batches of {BATCH}, 6 indexes"));
     let (mut ours, mut sql) = (None, None);
-    for side in order(ours_first) {
+    for side in order(round, 2 + usize::from(pg.is_some())) {
         match side {
             0 => {
                 let (o, secs) = Ours::load(cfg)?;
                 rows[i].ours_ms.push(secs * 1e3);
                 ours = Some(o);
             }
-            _ => {
+            1 => {
                 let (s, secs) = SqliteSide::load(&cfg.dir.join("sqlite.db"), cfg.records)?;
                 rows[i].sqlite_ms.push(secs * 1e3);
                 sql = Some(s);
+            }
+            _ => {
+                if let Some(pg) = pg {
+                    rows[i].postgres_ms.push(pg.load(cfg.records)? * 1e3);
+                }
             }
         }
     }
     Ok((ours.context("no load")?, sql.context("no load")?))
 }
 
-/// 0 is ours, 1 SQLite.
-fn order(ours_first: bool) -> [usize; 2] {
-    match ours_first {
-        true => [0, 1],
-        false => [1, 0],
-    }
+/// The `n` sides (0 ours, 1 SQLite, 2 PostgreSQL) rotated by `turn`, so that each goes
+/// first in turn (with two: ours first on even turns, as before PostgreSQL).
+fn order(turn: usize, n: usize) -> Vec<usize> {
+    (0..n).map(|s| (s + turn) % n).collect()
 }
 
 fn ms(t: Instant) -> f64 {
@@ -387,15 +465,21 @@ fn range(v: &[f64]) -> (f64, f64) {
     (min, max)
 }
 
-/// The table: per query its results, each side's median and range, and the ratio.
+/// The table: per query its results, each side's median and range, and the ratios; the
+/// PostgreSQL columns only when it ran (the `postgres` feature and `--device local`).
 pub fn render(report: &Report) -> String {
-    let mut t = cerberus_figures::Table::aligned([
+    let pg = report.rows.iter().any(|r| !r.postgres_ms.is_empty());
+    let mut columns = vec![
         ("query", false),
         ("results", true),
         ("ours ms (range)", true),
         ("SQLite ms (range)", true),
         ("SQLite/ours", true),
-    ]);
+    ];
+    if pg {
+        columns.extend([("PostgreSQL ms (range)", true), ("PostgreSQL/ours", true)]);
+    }
+    let mut t = cerberus_figures::Table::aligned(columns);
     for r in &report.rows {
         let cell = |v: &[f64], m: f64| {
             let (lo, hi) = range(v);
@@ -405,18 +489,29 @@ pub fn render(report: &Report) -> String {
             "load" | "mutate" => r.filter.clone(),
             _ => r.count.to_string(),
         };
-        t.row([
+        let mut cells = vec![
             r.name.clone(),
             results,
             cell(&r.ours_ms, r.ours_median_ms),
             cell(&r.sqlite_ms, r.sqlite_median_ms),
             format!("{:.2}x", r.ratio),
-        ]);
+        ];
+        if pg {
+            cells.push(cell(
+                &r.postgres_ms,
+                r.postgres_median_ms.unwrap_or(f64::NAN),
+            ));
+            cells.push(format!("{:.2}x", r.postgres_ratio.unwrap_or(f64::NAN)));
+        }
+        t.row(cells);
     }
-    format!(
-        "ours: the {} ({} index)\n\n{}",
-        report.through,
-        report.index,
-        t.render()
-    )
+    let mut head = format!("ours: the {} ({} index)", report.through, report.index);
+    if let Some(settings) = &report.postgres_settings {
+        let analyze = report.postgres_analyze_ms.iter().map(|m| format!("{m:.0}"));
+        head += &format!(
+            "\nPostgreSQL: {settings}; ANALYZE after each load (ms, not in the load): {}",
+            analyze.collect::<Vec<_>>().join(", ")
+        );
+    }
+    format!("{head}\n\n{}", t.render())
 }

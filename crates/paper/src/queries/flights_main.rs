@@ -37,6 +37,11 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let dir = args.db.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
+    let device = match args.device.as_deref() {
+        None => false,
+        Some("local") => true,
+        Some(other) => bail!("--device {other}: only `local` (a device this run starts)"),
+    };
     let report = flights::run(&Config {
         dataset: &path,
         records: &records,
@@ -44,12 +49,10 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
         rounds: args.repeat,
         runs: args.runs.max(1),
         dir: &dir,
-        device: match args.device.as_deref() {
-            None => false,
-            Some("local") => true,
-            Some(other) => bail!("--device {other}: only `local` (a device this run starts)"),
-        },
+        device,
         reference: checked.then_some(&reference.answers),
+        // The peer of queries through the device; left out without the feature.
+        postgres: device && cfg!(feature = "postgres"),
     })?;
     print!("\n{}", flights::render(&report));
     if let Some(out) = &args.json {

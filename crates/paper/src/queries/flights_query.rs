@@ -97,6 +97,7 @@ pub fn queries() -> Vec<FlightQuery> {
 }
 
 /// What a run returned, taken apart for the answer off the clock.
+#[derive(Clone)]
 pub enum Out {
     /// (key, value) pairs of a find (values empty when keys only).
     Rows(Vec<(Bytes, Bytes)>),
@@ -114,6 +115,27 @@ pub struct Answer {
 }
 
 impl Out {
+    /// The same with each value's document in one layout (keys sorted, no spaces), for a
+    /// side that keeps documents parsed and gives back its own layout (PostgreSQL's jsonb).
+    pub fn canonical(self) -> Result<Out> {
+        Ok(match self {
+            Out::Rows(rows) => Out::Rows(
+                rows.into_iter()
+                    .map(|(k, v)| match v.is_empty() {
+                        true => Ok((k, v)),
+                        false => {
+                            let doc: Value = serde_json::from_slice(&v)?;
+                            let mut text = String::new();
+                            sorted_json(&doc, &mut text);
+                            Ok((k, Bytes::from(text)))
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            other => other,
+        })
+    }
+
     pub fn answer(self) -> Answer {
         let mut h = Sha1::new();
         let count = match self {
@@ -158,6 +180,37 @@ fn canonical(v: &Value) -> String {
             None => n.to_string(),
         },
         other => other.to_string(),
+    }
+}
+
+/// `v` as JSON text with every object's keys sorted.
+fn sorted_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                sorted_json(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                sorted_json(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 /// `n` records like scripts/dataset-flights' lines, drawn so that each query of the set
 /// finds some (the set's values among few others), with nulls where the flights have them.
-fn stand_in(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(super) fn stand_in(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut rng = StdRng::seed_from_u64(33);
     let carriers = ["UA", "DL", "AA", "B6", "MQ"];
     let airports = ["JFK", "LGA", "EWR"];
@@ -78,6 +78,7 @@ fn equals_sqlite_on_every_query_kind(device: bool) {
         dir: dir.path(),
         device,
         reference: None,
+        postgres: false,
     })
     .expect("ours and SQLite give the same answers");
     assert_eq!(report.through, if device { "device" } else { "engine" });

@@ -20,12 +20,20 @@ mod flights;
 mod flights_device;
 #[cfg(feature = "sqlite")]
 mod flights_main;
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+mod flights_pg;
+#[cfg(all(feature = "sqlite", not(feature = "postgres")))]
+mod flights_pg_off;
+#[cfg(all(test, feature = "sqlite", feature = "postgres"))]
+mod flights_pg_tests;
 #[cfg(feature = "sqlite")]
 mod flights_query;
 #[cfg(feature = "sqlite")]
 mod flights_sql;
 #[cfg(all(test, feature = "sqlite"))]
 mod flights_tests;
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+mod postgres_server;
 mod records;
 #[cfg(feature = "sqlite")]
 mod sqlite;
