@@ -69,8 +69,8 @@ pub struct Args {
     /// Sync (fsync) every write.
     #[arg(long)]
     pub sync: bool,
-    /// Database directory, each engine and workload in a subdirectory (default: a temporary
-    /// one deleted at the end).
+    /// Where the databases go, each run (engine, workload, round) in a subdirectory deleted
+    /// once the run ends (default: a temporary directory).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Writes the figures as JSON to this file.
