@@ -57,44 +57,7 @@ fn literal(v: &Value) -> Result<String> {
 /// A prefix is a range of jsonb strings (which sort below every number, so a number never
 /// meets it, as in the engine).
 pub fn where_sql(filter: &Value) -> Result<String> {
-    let Value::Object(conds) = filter else {
-        bail!("a filter is an object: {filter}");
-    };
-    let mut out = Vec::new();
-    for (attr, cond) in conds {
-        let x = field(attr);
-        let Value::Object(ops) = cond else {
-            out.push(format!("{x} = {}", literal(cond)?));
-            continue;
-        };
-        for (op, v) in ops {
-            let sql_op = match op.as_str() {
-                "$eq" => "=",
-                "$gt" => ">",
-                "$gte" => ">=",
-                "$lt" => "<",
-                "$lte" => "<=",
-                "$prefix" => {
-                    let Some(p) = v.as_str().filter(|p| !p.is_empty() && p.is_ascii()) else {
-                        bail!("$prefix: a non-empty ASCII string here, not {v}");
-                    };
-                    // The first string past every one starting with p.
-                    let mut end = p.as_bytes().to_vec();
-                    *end.last_mut().unwrap_or(&mut 0) += 1;
-                    let end = String::from_utf8(end)?;
-                    out.push(format!(
-                        "{x} >= {} AND {x} < {}",
-                        literal(v)?,
-                        literal(&json!(end))?
-                    ));
-                    continue;
-                }
-                other => bail!("{other}: not in the flights set's SQL"),
-            };
-            out.push(format!("{x} {sql_op} {}", literal(v)?));
-        }
-    }
-    Ok(out.join(" AND "))
+    super::flights_sql::where_clause(filter, field, literal)
 }
 
 /// The SQL of `q`; aggregates come back as text (bigint or numeric alike).

@@ -50,12 +50,23 @@ fn literal(v: &Value) -> Result<String> {
 /// top-level attributes, and-ed. A prefix is a range of text (in SQLite every number sorts
 /// before any text, so a number never meets it, as in the engine).
 pub fn where_sql(filter: &Value) -> Result<String> {
+    where_clause(filter, extract, literal)
+}
+
+/// The filter documents of the set as a WHERE clause in the SQL of a database whose
+/// attribute `a` reads as `column(a)` and whose literals `literal` writes: equalities, ranges
+/// and prefixes (a range of text) on top-level attributes, and-ed.
+pub fn where_clause(
+    filter: &Value,
+    column: fn(&str) -> String,
+    literal: fn(&Value) -> Result<String>,
+) -> Result<String> {
     let Value::Object(conds) = filter else {
         bail!("a filter is an object: {filter}");
     };
     let mut out = Vec::new();
     for (attr, cond) in conds {
-        let x = extract(attr);
+        let x = column(attr);
         let Value::Object(ops) = cond else {
             out.push(format!("{x} = {}", literal(cond)?));
             continue;
