@@ -24,8 +24,21 @@ const ESTIMATE_CAP: usize = 256;
 /// Records a ranked top-K walk may read at least before it gives up for the plan of a
 /// filter on another indexed attribute (see `Queries::rank_index`).
 const RANK_BUDGET_MIN: u64 = 1024;
+/// Records a ranked top-K walk beside another index's plan reads first, before that plan's
+/// entries are counted: most top-K find their records within it, and skip the count.
+const RANK_FIRST_TRY: u64 = 256;
 /// Records a ranked top-K walk may read before it gives up for a scan.
 const RANK_BUDGET_SCAN: u64 = 65_536;
+
+/// How many records a top-K's ranked walk may read (see `Queries::rank_index`).
+enum RankBudget {
+    /// No bound: no record is read, or the filter's plan reads the same index.
+    Unbounded,
+    /// At most this many.
+    Records(u64),
+    /// Beside a plan through another index: at most `cap`, counted lazily.
+    BesideIndex { cap: u64 },
+}
 
 /// What a find asks for besides its filter.
 #[derive(Clone, Debug)]
@@ -334,8 +347,18 @@ impl<S: RecordSource> Queries<'_, S> {
         let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
         let mut stats = QueryStats::default();
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
-        if let Some((index, budget)) = self.rank_index(&mut r, filter, &plan, &spec, &mut stats)? {
-            let ranked = query::top_k_ranked(&mut r, filter, &index, &spec, budget, &mut stats)?;
+        if let Some((index, budget)) = self.rank_index(filter, &plan, &spec, r.ns, r.seq) {
+            let ranked = match budget {
+                RankBudget::Unbounded => {
+                    query::top_k_ranked(&mut r, filter, &index, &spec, None, &mut stats)?
+                }
+                RankBudget::Records(n) => {
+                    query::top_k_ranked(&mut r, filter, &index, &spec, Some(n), &mut stats)?
+                }
+                RankBudget::BesideIndex { cap } => {
+                    self.rank_beside_index(&mut r, filter, &plan, &index, &spec, cap, &mut stats)?
+                }
+            };
             let walk = format!("ranked walk of the index on {}", spec.by);
             match ranked {
                 Some(out) => {
@@ -346,7 +369,17 @@ impl<S: RecordSource> Queries<'_, S> {
                 None => stats.plan = format!("{} ({walk} gave up)", stats.plan),
             }
         }
-        let out = query::top_k(&mut r, filter, &plan, &spec, &mut stats)?;
+        let out = match r.split_plan(&plan)? {
+            Some(pieces) => {
+                let (f, sp) = (filter.clone(), spec.clone());
+                let (mut best, theirs) = r.walk_both(pieces, &mut stats, move |r, p, stats| {
+                    query::Best::of(r, &f, p, &sp, stats)
+                })?;
+                best.merge(theirs);
+                best.finish(&mut stats)
+            }
+            None => query::top_k(&mut r, filter, &plan, &spec, &mut stats)?,
+        };
         r.finish(&mut stats);
         Ok(QueryResult::complete(out, stats))
     }
@@ -354,24 +387,20 @@ impl<S: RecordSource> Queries<'_, S> {
     /// Whether a top-K should walk the index on the attribute it ranks by from the end the
     /// ranking starts at, and how many records it may read that way before the filter's plan
     /// is cheaper: no bound where the index decides the filter (no record is read) or the plan
-    /// reads that index anyway; through another index, the records its ranges hold, counted
-    /// up to [`RANK_BUDGET_MIN`] or `32 k` (fewer: the plan reads them all for less); for a
-    /// scan, [`RANK_BUDGET_SCAN`].
+    /// reads that index anyway; through another index, up to [`RANK_BUDGET_MIN`] or `32 k`
+    /// ([`Queries::rank_beside_index`]); for a scan, [`RANK_BUDGET_SCAN`].
     fn rank_index(
         &self,
-        r: &mut SnapshotRecords<S>,
         filter: &Filter,
         plan: &Plan,
         spec: &TopSpec,
-        stats: &mut QueryStats,
-    ) -> Result<Option<(query::RankIndex, Option<u64>)>> {
-        let Some(choice) = self
-            .index_choices(r.ns, r.seq)
+        ns: Nsid,
+        seq: SeqNo,
+    ) -> Option<(query::RankIndex, RankBudget)> {
+        let choice = self
+            .index_choices(ns, seq)
             .into_iter()
-            .find(|c| c.attr == spec.by)
-        else {
-            return Ok(None);
-        };
+            .find(|c| c.attr == spec.by)?;
         let ranges = query::index_ranges(filter, &spec.by).unwrap_or_else(|| {
             vec![query::KeyRange {
                 start: Vec::new(),
@@ -383,35 +412,68 @@ impl<S: RecordSource> Queries<'_, S> {
             attrs: &[&spec.by],
         };
         let budget = match &plan.access {
-            _ if query::index_decides(filter, &spec.by, &wants) => None,
-            Access::Index { id, .. } if *id == choice.id => None,
-            Access::Index {
-                id, kind, ranges, ..
-            } => {
-                let cap = (spec.k as u64).saturating_mul(32).max(RANK_BUDGET_MIN);
-                let mut n = 0u64;
-                for range in ranges {
-                    r.for_each_live_entry(*id, *kind, range, None, stats, &mut |_, _, _, _| {
-                        n += 1;
-                        Ok(n < cap)
-                    })?;
-                    if n >= cap {
-                        break;
-                    }
-                }
-                if n < cap {
-                    return Ok(None);
-                }
-                Some(cap)
-            }
-            Access::Scan => Some(RANK_BUDGET_SCAN),
+            _ if query::index_decides(filter, &spec.by, &wants) => RankBudget::Unbounded,
+            Access::Index { id, .. } if *id == choice.id => RankBudget::Unbounded,
+            Access::Index { .. } => RankBudget::BesideIndex {
+                cap: (spec.k as u64).saturating_mul(32).max(RANK_BUDGET_MIN),
+            },
+            Access::Scan => RankBudget::Records(RANK_BUDGET_SCAN),
         };
         let index = query::RankIndex {
             id: choice.id,
             kind: choice.kind,
             ranges,
         };
-        Ok(Some((index, budget)))
+        Some((index, budget))
+    }
+
+    /// The ranked walk beside a plan through another index: first with
+    /// [`RANK_FIRST_TRY`] records; if that is not enough, the plan's live entries are counted
+    /// up to `cap`, and the walk runs again with the rest of `cap` only if the plan reads at
+    /// least as many (`None`: the plan is cheaper). Under a work limit the count comes first
+    /// (a descending walk under one reads its range whole, so trying it first would spend the
+    /// limit where the plan fits). What is read, and so the answer's path, depends on the
+    /// data alone: the records read stay within `cap`.
+    #[allow(clippy::too_many_arguments)]
+    fn rank_beside_index(
+        &self,
+        r: &mut SnapshotRecords<S>,
+        filter: &Filter,
+        plan: &Plan,
+        index: &query::RankIndex,
+        spec: &TopSpec,
+        cap: u64,
+        stats: &mut QueryStats,
+    ) -> Result<Option<Vec<Ranked>>> {
+        let first = match r.limited() {
+            true => 0,
+            false => RANK_FIRST_TRY.min(cap),
+        };
+        if first > 0 {
+            if let Some(out) = query::top_k_ranked(r, filter, index, spec, Some(first), stats)? {
+                return Ok(Some(out));
+            }
+        }
+        let Access::Index {
+            id, kind, ranges, ..
+        } = &plan.access
+        else {
+            return Ok(None);
+        };
+        let mut n = 0u64;
+        for range in ranges {
+            r.for_each_live_entry(*id, *kind, range, None, stats, &mut |_, _, _, _| {
+                n += 1;
+                Ok(n < cap)
+            })?;
+            if n >= cap {
+                break;
+            }
+        }
+        if n < cap {
+            return Ok(None);
+        }
+        query::top_k_ranked(r, filter, index, spec, Some(cap - first), stats)
     }
 
     pub(super) fn aggregate(
@@ -427,7 +489,22 @@ impl<S: RecordSource> Queries<'_, S> {
         let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
         let mut stats = QueryStats::default();
         let plan = self.plan_query(&mut r, filter, &mut stats)?;
-        let v = query::aggregate(&mut r, filter, &plan, op, &mut stats)?;
+        // A count the index answers alone cuts its own walk (`count_in_pieces`).
+        let pieces = match query::counted_in_index(filter, &plan, op) {
+            Some(_) => None,
+            None => r.split_plan(&plan)?,
+        };
+        let v = match pieces {
+            Some(pieces) => {
+                let (f, o) = (filter.clone(), op.clone());
+                let (mut tally, theirs) = r.walk_both(pieces, &mut stats, move |r, p, stats| {
+                    query::Tally::of(r, &f, p, &o, stats)
+                })?;
+                tally.merge(theirs);
+                tally.value(&mut stats)
+            }
+            None => query::aggregate(&mut r, filter, &plan, op, &mut stats)?,
+        };
         r.finish(&mut stats);
         Ok(QueryResult::complete(v, stats))
     }

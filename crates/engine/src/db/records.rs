@@ -13,6 +13,7 @@ use crate::prefetch::ReadPool;
 use crate::query::{entry_parts, EntryBatch, EntryVisitor, KeyRange, QueryStats, Records};
 use crate::stats::Counters;
 use crate::storage::IoPurpose;
+use crate::table::Ends;
 use crate::vlog::VlogReader;
 use bytes::Bytes;
 use quanta::Instant;
@@ -31,6 +32,10 @@ const FIRST_TRY: usize = 128;
 /// newer one supersedes and table blocks depend on where flushes and compactions left the
 /// tree, and would make the same query answer or stop by the tree's shape.
 pub const RECORD_WORK: u64 = 16;
+
+/// Block ends a ranked walk takes of each table, nearest the end it starts from: its first
+/// pieces (1, 2, 4, ... 64 blocks) span 127.
+const PIECE_BOUNDS_PER_TABLE: usize = 128;
 
 /// Maps of key hashes of namespace `ns` in each of `sv`'s memtables (see
 /// [`crate::memtable::Memtable::key_hashes`]) that a read at `seq` may use: those taken
@@ -452,12 +457,20 @@ impl<S: RecordSource> Records for SnapshotRecords<S> {
             true => tables.sort_by(|a, b| b.largest_user().cmp(a.largest_user())),
             false => tables.sort_by(|a, b| a.smallest_user().cmp(b.smallest_user())),
         }
+        // Of each table, the ends nearest that end: pooled, those nearest it are all there
+        // (the first pieces are exact), and farther ones are fewer (later pieces, which grow
+        // anyway, only span more blocks). Any keys bound pieces rightly.
+        let near = match from_top {
+            true => Ends::Last(PIECE_BOUNDS_PER_TABLE),
+            false => Ends::First(PIECE_BOUNDS_PER_TABLE),
+        };
         let mut out = Vec::new();
         for t in tables {
             if out.len() >= max {
                 break;
             }
-            out.extend(t.reader()?.block_ends(index, &self.counters)?);
+            let reader = t.reader()?;
+            out.extend(reader.block_ends_within(index, &[], None, near, &self.counters)?);
         }
         out.sort_unstable();
         out.dedup();

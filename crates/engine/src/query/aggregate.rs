@@ -1,10 +1,12 @@
 //! Aggregates (count, min, max, sum, avg) over the records meeting a filter.
 
-use super::exec::{for_each_match, QueryStats, Records, Wants};
-use super::filter::Filter;
+use super::exec::{for_each_match, Records, Wants};
+use super::filter::{Filter, KeyRange};
 use super::plan::{Access, Plan};
+use super::stats::QueryStats;
 use crate::error::{Error, Result};
-use crate::index::{AttrPath, AttrValue, Number, Scalar};
+use crate::index::{AttrPath, AttrValue, IndexKind, Number, Scalar};
+use crate::key::Nsid;
 use serde_json::Value;
 
 /// An aggregate over the records meeting a filter.
@@ -54,6 +56,20 @@ impl Aggregate {
     }
 }
 
+impl Aggregate {
+    /// The attribute aggregated (none for a count of records).
+    pub fn attr(&self) -> Option<&AttrPath> {
+        match self {
+            Aggregate::Count => None,
+            Aggregate::CountOf(p)
+            | Aggregate::Min(p)
+            | Aggregate::Max(p)
+            | Aggregate::Sum(p)
+            | Aggregate::Avg(p) => Some(p),
+        }
+    }
+}
+
 /// The aggregate's value: a count, a scalar (min, max; `null` over no value other than
 /// `null`), or a number (sum, avg; avg is `null` over no number).
 pub fn aggregate(
@@ -63,82 +79,134 @@ pub fn aggregate(
     op: &Aggregate,
     stats: &mut QueryStats,
 ) -> Result<Value> {
-    let mut count = 0u64;
-    let mut sum = Sum::default();
-    let mut best: Option<Scalar> = None;
-    let attr = match op {
-        Aggregate::Count => None,
-        Aggregate::CountOf(p)
-        | Aggregate::Min(p)
-        | Aggregate::Max(p)
-        | Aggregate::Sum(p)
-        | Aggregate::Avg(p) => Some(p),
-    };
     // A count of the records meeting one condition on an index's attribute: its live
     // entries in the ranges, counted where they are (one condition: the ranges are exact).
-    if let (
-        Aggregate::Count,
-        Access::Index {
-            id, kind, ranges, ..
-        },
-    ) = (op, &plan.access)
-    {
-        if filter.conditions.len() == 1 {
-            for range in ranges {
-                count += records.count_entries(*id, *kind, range, stats)?;
-            }
-            stats.records_matched += count;
-            let v = Value::from(count);
-            stats.bytes_returned += v.to_string().len() as u64;
-            return Ok(v);
+    if let Some((id, kind, ranges)) = counted_in_index(filter, plan, op) {
+        let mut count = 0;
+        for range in ranges {
+            count += records.count_entries(id, kind, range, stats)?;
         }
+        stats.records_matched += count;
+        let v = Value::from(count);
+        stats.bytes_returned += v.to_string().len() as u64;
+        return Ok(v);
     }
-    let attrs: Vec<&AttrPath> = attr.into_iter().collect();
-    // Only the attribute aggregated is read of each record: through an index on it (or, for
-    // a count, any index) that decides the whole filter, none is read.
-    let wants = Wants {
-        record: false,
-        attrs: &attrs,
-    };
-    for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
-        let value = m.attrs.first().and_then(Option::as_ref);
+    Ok(Tally::of(records, filter, plan, op, stats)?.value(stats))
+}
+
+/// The index, its kind and ranges whose live entries count the records of `op` (a count of
+/// the records meeting one condition on an indexed attribute), with no record read.
+pub fn counted_in_index<'p>(
+    filter: &Filter,
+    plan: &'p Plan,
+    op: &Aggregate,
+) -> Option<(Nsid, IndexKind, &'p [KeyRange])> {
+    match (op, &plan.access) {
+        (
+            Aggregate::Count,
+            Access::Index {
+                id, kind, ranges, ..
+            },
+        ) if filter.conditions.len() == 1 => Some((*id, *kind, ranges)),
+        _ => None,
+    }
+}
+
+/// An aggregate over some of the records meeting a filter: walks over pieces of a plan's
+/// ranges each make one, and [`merge`](Self::merge) adds them up whatever their order.
+pub struct Tally {
+    op: Aggregate,
+    count: u64,
+    sum: Sum,
+    best: Option<Scalar>,
+}
+
+impl Tally {
+    /// The tally of `op` over the records `plan` reaches that meet `filter`.
+    pub fn of(
+        records: &mut dyn Records,
+        filter: &Filter,
+        plan: &Plan,
+        op: &Aggregate,
+        stats: &mut QueryStats,
+    ) -> Result<Tally> {
+        let mut t = Tally {
+            op: op.clone(),
+            count: 0,
+            sum: Sum::default(),
+            best: None,
+        };
+        let attrs: Vec<&AttrPath> = op.attr().into_iter().collect();
+        // Only the attribute aggregated is read of each record: through an index on it (or,
+        // for a count, any index) that decides the whole filter, none is read.
+        let wants = Wants {
+            record: false,
+            attrs: &attrs,
+        };
+        for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
+            t.offer(m.attrs.first().and_then(Option::as_ref));
+            Ok(true)
+        })?;
+        Ok(t)
+    }
+
+    /// Takes one matching record's value at the attribute (`None`: missing).
+    fn offer(&mut self, value: Option<&AttrValue>) {
         let scalar = value.and_then(AttrValue::scalar);
-        match op {
-            Aggregate::Count => count += 1,
+        match &self.op {
+            Aggregate::Count => self.count += 1,
             Aggregate::CountOf(_) => {
                 // Present and not null, whatever its type.
                 if value.is_some() && !matches!(scalar, Some(Scalar::Null)) {
-                    count += 1;
+                    self.count += 1;
                 }
             }
             Aggregate::Min(_) | Aggregate::Max(_) => {
                 if let Some(s) = scalar.filter(|s| !matches!(s, Scalar::Null)) {
-                    let better = best.as_ref().is_none_or(|b| match op {
-                        Aggregate::Min(_) => s < b,
-                        _ => s > b,
-                    });
-                    if better {
-                        best = Some(s.clone());
-                    }
+                    self.keep_best(s);
                 }
             }
             Aggregate::Sum(_) | Aggregate::Avg(_) => {
                 if let Some(Scalar::Number(n)) = scalar {
-                    sum.add(*n);
+                    self.sum.add(*n);
                 }
             }
         }
-        Ok(true)
-    })?;
-    let v = match op {
-        Aggregate::Count | Aggregate::CountOf(_) => Value::from(count),
-        Aggregate::Min(_) | Aggregate::Max(_) => best.map_or(Value::Null, |s| s.to_json()),
-        Aggregate::Sum(_) => sum.total().to_json(),
-        Aggregate::Avg(_) if sum.count == 0 => Value::Null,
-        Aggregate::Avg(_) => Number::Float(sum.total().as_f64() / sum.count as f64).to_json(),
-    };
-    stats.bytes_returned += v.to_string().len() as u64;
-    Ok(v)
+    }
+
+    fn keep_best(&mut self, s: &Scalar) {
+        let better = self.best.as_ref().is_none_or(|b| match self.op {
+            Aggregate::Min(_) => s < b,
+            _ => s > b,
+        });
+        if better {
+            self.best = Some(s.clone());
+        }
+    }
+
+    /// Adds the tally of another piece of the same aggregate.
+    pub fn merge(&mut self, other: Tally) {
+        self.count += other.count;
+        self.sum.merge(other.sum);
+        if let Some(b) = &other.best {
+            self.keep_best(b);
+        }
+    }
+
+    /// The aggregate's value (counted in `stats`' bytes returned).
+    pub fn value(self, stats: &mut QueryStats) -> Value {
+        let v = match self.op {
+            Aggregate::Count | Aggregate::CountOf(_) => Value::from(self.count),
+            Aggregate::Min(_) | Aggregate::Max(_) => self.best.map_or(Value::Null, |s| s.to_json()),
+            Aggregate::Sum(_) => self.sum.total().to_json(),
+            Aggregate::Avg(_) if self.sum.count == 0 => Value::Null,
+            Aggregate::Avg(_) => {
+                Number::Float(self.sum.total().as_f64() / self.sum.count as f64).to_json()
+            }
+        };
+        stats.bytes_returned += v.to_string().len() as u64;
+        v
+    }
 }
 
 /// A sum of numbers (see [`Aggregate::Sum`]), exact whatever form a number was written in
@@ -171,6 +239,15 @@ impl Sum {
                 }
             }
             Number::Float(x) => self.add_float(x),
+        }
+    }
+
+    /// Adds another sum's numbers.
+    fn merge(&mut self, other: Sum) {
+        self.count += other.count;
+        self.ints += other.ints;
+        for x in other.partials {
+            self.add_float(x);
         }
     }
 

@@ -10,42 +10,12 @@
 use super::doc::Doc;
 use super::filter::{Filter, KeyRange};
 use super::plan::{Access, Plan};
+use super::stats::QueryStats;
 use crate::error::{Error, Result};
 use crate::index::Scalar;
 use crate::index::{decode_payload, split_entry_key, AttrPath, AttrValue, IndexKind, PathSet};
 use crate::key::{SeqNo, ValueAddr};
 use bytes::Bytes;
-use serde::Serialize;
-/// What a query read and how long each step took: the breakdown of the paper's Figures 11-13.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct QueryStats {
-    /// How the records were reached (`index on ATTR`, or a scan).
-    pub plan: String,
-    /// Entries read from the secondary index.
-    pub index_entries: u64,
-    /// Lookups of a pk in the primary index.
-    pub primary_lookups: u64,
-    /// Records whose value was read (from the value log, or the memtable).
-    pub value_reads: u64,
-    /// Records checked against the filter, and those that met it.
-    pub records_examined: u64,
-    /// Records that met the filter.
-    pub records_matched: u64,
-    /// Bytes of keys and values (or projections) in the result.
-    pub bytes_returned: u64,
-    /// Storage reads and pages read, by purpose (filter, index, data, value, log, other).
-    pub reads: [u64; 6],
-    /// Pages those reads touched, by the same purposes.
-    pub pages: [u64; 6],
-    /// Time in the secondary index, in primary lookups, in value reads (a scan's reads count
-    /// as value reads), in nanoseconds.
-    pub secondary_search_ns: u64,
-    /// Time in primary lookups, in nanoseconds.
-    pub primary_search_ns: u64,
-    /// Time in value reads, in nanoseconds.
-    pub value_read_ns: u64,
-}
-
 /// What [`Records::for_each_live_entry`] calls with each live entry: its key, secondary key
 /// and pk; false stops the walk.
 pub type EntryVisitor<'a> = dyn FnMut(&[u8], &[u8], &[u8], &mut QueryStats) -> Result<bool> + 'a;

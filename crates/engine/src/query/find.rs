@@ -7,10 +7,11 @@
 //! to, and a checksum: given with another namespace, another filter, or after its index was
 //! dropped, it is refused with a clear error.
 
-use super::exec::{for_each_match, QueryStats, Records, Wants};
+use super::exec::{for_each_match, Records, Wants};
 use super::filter::Filter;
 use super::plan::{Access, Plan};
 use super::result::QueryResult;
+use super::stats::QueryStats;
 use crate::coding::{put_varint, Cursor};
 use crate::error::{Error, Result};
 use crate::index::AttrPath;

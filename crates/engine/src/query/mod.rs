@@ -9,15 +9,17 @@ mod filter;
 mod find;
 mod plan;
 mod result;
+mod stats;
 mod top;
 
-pub use aggregate::{aggregate, Aggregate};
+pub use aggregate::{aggregate, counted_in_index, Aggregate, Tally};
 pub use exec::{
-    entry_parts, for_each_entry, for_each_match, index_decides, EntryBatch, EntryVisitor,
-    QueryStats, Records, Wants,
+    entry_parts, for_each_entry, for_each_match, index_decides, EntryBatch, EntryVisitor, Records,
+    Wants,
 };
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{find_page, fingerprint, Continuation, Found, PageRequest, DEFAULT_PAGE_BYTES};
 pub use plan::{index_ranges, plan, Access, IndexChoice, Plan};
 pub use result::QueryResult;
-pub use top::{top_k, top_k_ranked, RankIndex, Ranked, TopSpec};
+pub use stats::QueryStats;
+pub use top::{top_k, top_k_ranked, Best, RankIndex, Ranked, TopSpec};

@@ -1,6 +1,6 @@
 //! [`QueryResult`]: what every query answers.
 
-use super::exec::QueryStats;
+use super::stats::QueryStats;
 
 /// What a query answered: its `value` (a find's records, a ranking, the pks of a secondary
 /// key, an aggregate), where a find's next page starts, and what the query read.

@@ -1,8 +1,9 @@
 //! Top-K: the records meeting a filter with the largest (or smallest) values of an attribute.
 
-use super::exec::{for_each_match, EntryBatch, EntryVisitor, Match, QueryStats, Records, Wants};
+use super::exec::{for_each_match, EntryBatch, EntryVisitor, Match, Records, Wants};
 use super::filter::{Filter, KeyRange};
 use super::plan::{Access, Plan};
+use super::stats::QueryStats;
 use crate::error::Result;
 use crate::index::{AttrPath, AttrValue, IndexKind, Scalar};
 use crate::key::{Nsid, SeqNo, ValueAddr};
@@ -81,16 +82,17 @@ pub struct TopSpec {
 /// Heap entries a top-K reserves at most before it has seen a record.
 const TOP_PREALLOC: usize = 1024;
 
-/// The `k` best records seen so far.
-struct Best<'a> {
+/// The `k` best records seen so far: of a whole walk, or of a piece of it that
+/// [`merge`](Self::merge) joins with the others.
+pub struct Best {
     heap: BinaryHeap<Candidate>,
     desc: bool,
     k: usize,
-    projection: Option<&'a [AttrPath]>,
+    projection: Option<Vec<AttrPath>>,
 }
 
-impl<'a> Best<'a> {
-    fn new(spec: &'a TopSpec) -> Self {
+impl Best {
+    fn new(spec: &TopSpec) -> Self {
         Best {
             // Never sized from `k` alone: `k` comes from a client, and a heap of 10^15
             // entries aborts the process on allocation (`catch_unwind` cannot catch that).
@@ -98,7 +100,42 @@ impl<'a> Best<'a> {
             heap: BinaryHeap::with_capacity(spec.k.min(TOP_PREALLOC).saturating_add(1)),
             desc: spec.desc,
             k: spec.k,
-            projection: spec.projection.as_deref(),
+            projection: spec.projection.clone(),
+        }
+    }
+
+    /// The best of the records `plan` reaches that meet `filter`, ranked as `spec` says.
+    pub fn of(
+        records: &mut dyn Records,
+        filter: &Filter,
+        plan: &Plan,
+        spec: &TopSpec,
+        stats: &mut QueryStats,
+    ) -> Result<Best> {
+        let mut best = Best::new(spec);
+        // The key ranked by is read with the filter's attributes; without a projection,
+        // through an index on it that decides the whole filter, no record is read.
+        let by = [&spec.by];
+        if spec.k > 0 {
+            let wants = best.wants(&by);
+            for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
+                best.offer(&m);
+                Ok(true)
+            })?;
+        }
+        Ok(best)
+    }
+
+    /// Joins the best of another piece of the same walk: the best `k` of both.
+    pub fn merge(&mut self, other: Best) {
+        for e in other.heap {
+            if self.heap.len() >= self.k {
+                if self.heap.peek().is_none_or(|worst| e >= *worst) {
+                    continue;
+                }
+                self.heap.pop();
+            }
+            self.heap.push(e);
         }
     }
 
@@ -131,7 +168,11 @@ impl<'a> Best<'a> {
             return;
         }
         // Projected only once it takes a place (most records of a big scan do not).
-        e.projection = self.projection.zip(m.doc).map(|(p, doc)| doc.project(p));
+        e.projection = self
+            .projection
+            .as_deref()
+            .zip(m.doc)
+            .map(|(p, doc)| doc.project(p));
         if full {
             self.heap.pop();
         }
@@ -157,7 +198,8 @@ impl<'a> Best<'a> {
         }
     }
 
-    fn finish(self, stats: &mut QueryStats) -> Vec<Ranked> {
+    /// The records kept, best first (their bytes counted in `stats`).
+    pub fn finish(self, stats: &mut QueryStats) -> Vec<Ranked> {
         let out: Vec<Ranked> = self
             .heap
             .into_sorted_vec()
@@ -185,18 +227,7 @@ pub fn top_k(
     spec: &TopSpec,
     stats: &mut QueryStats,
 ) -> Result<Vec<Ranked>> {
-    let mut best = Best::new(spec);
-    // The key ranked by is read with the filter's attributes; without a projection, through
-    // an index on it that decides the whole filter, no record is read.
-    let by = [&spec.by];
-    if spec.k > 0 {
-        let wants = best.wants(&by);
-        for_each_match(records, filter, plan, None, None, wants, stats, &mut |m| {
-            best.offer(&m);
-            Ok(true)
-        })?;
-    }
-    Ok(best.finish(stats))
+    Ok(Best::of(records, filter, plan, spec, stats)?.finish(stats))
 }
 
 /// An index on the attribute a top-K ranks by.

@@ -20,4 +20,4 @@ pub use builder::{TableBuilder, TableProps};
 pub use cache::BlockCache;
 pub use format::{parse_table_name, table_name, BlockHandle};
 pub use open_cache::{SegmentFiles, TableCache};
-pub use reader::{IterConfig, TableIter, TableReader};
+pub use reader::{Ends, IterConfig, TableIter, TableReader};

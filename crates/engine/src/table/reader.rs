@@ -25,6 +25,14 @@ pub struct TableReader {
     counters: Arc<Counters>,
 }
 
+/// Which of a table's block ends [`TableReader::block_ends_within`] gives.
+#[derive(Clone, Copy, Debug)]
+pub enum Ends {
+    All,
+    First(usize),
+    Last(usize),
+}
+
 /// A point lookup's answer: the newest visible version's seqno, kind and index value.
 pub type Found = (SeqNo, Kind, IndexValue);
 
@@ -68,12 +76,12 @@ impl TableReader {
         &self.nstable
     }
 
-    /// Whether the NSTable allows `key` of namespace `ns` to be in this table.
     /// The table's file number.
     pub fn id(&self) -> u64 {
         self.id
     }
 
+    /// Whether the NSTable allows `key` of namespace `ns` to be in this table.
     pub fn ns_may_contain(&self, ns: crate::key::Nsid, key: &[u8]) -> bool {
         match self.nstable.binary_search_by_key(&ns, |r| r.nsid) {
             Ok(i) => {
@@ -91,11 +99,8 @@ impl TableReader {
         c.read(purpose, h.offset, len);
         let stored = crate::coding::get_u32(&buf, h.len as usize).unwrap_or(0);
         if crc32c::crc32c(&buf[..h.len as usize]) != stored {
-            return Err(Error::corruption(
-                &self.name,
-                h.offset,
-                format!("{} block checksum mismatch", purpose.name()),
-            ));
+            let what = format!("{} block checksum mismatch", purpose.name());
+            return Err(Error::corruption(&self.name, h.offset, what));
         }
         buf.truncate(h.len as usize);
         Ok(Bytes::from(buf))
@@ -122,9 +127,7 @@ impl TableReader {
         }
         let raw = self.read_block(self.footer.index, IoPurpose::Index, c)?;
         Counters::add(&c.local().index_loads, 1);
-        let b = Block::new(raw).ok_or_else(|| {
-            Error::corruption(&self.name, self.footer.index.offset, "bad index block")
-        })?;
+        let b = Block::new(raw).ok_or_else(|| self.bad_index())?;
         if fill_cache {
             self.cache
                 .insert(self.id, KIND_INDEX, Cached::Index(b.clone()));
@@ -134,9 +137,7 @@ impl TableReader {
 
     /// A data block by its encoded handle (an index entry's value).
     fn data_block(&self, handle_bytes: &[u8], c: &Counters, fill_cache: bool) -> Result<Block> {
-        let h = BlockHandle::decode(handle_bytes).ok_or_else(|| {
-            Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
-        })?;
+        let h = BlockHandle::decode(handle_bytes).ok_or_else(|| self.bad_handle())?;
         self.data_block_at(h, c, fill_cache)
     }
 
@@ -169,21 +170,16 @@ impl TableReader {
     }
 
     /// The user keys (without the namespace) of namespace `ns` that end the table's data
-    /// blocks, in order: each splits the namespace's entries in the table at a block, which
-    /// a walk that wants pieces of a range in order can start from. Reads the index block
-    /// (cached as a get's).
-    pub fn block_ends(&self, ns: crate::key::Nsid, c: &Counters) -> Result<Vec<Vec<u8>>> {
-        self.block_ends_within(ns, &[], None, c)
-    }
-
-    /// [`TableReader::block_ends`] from the first block whose last key is `>= start` up to
-    /// (not including) the first that ends at or past `end`: the block ends inside a range,
-    /// found by a seek in the index block.
+    /// blocks from the first whose last key is `>= start` up to (not including) the first that
+    /// ends at or past `end` (found by a seek in the index block, cached as a get's), in
+    /// order, those `keep` says: each splits the namespace's entries in the table at a block,
+    /// which a walk that wants pieces of a range in order can start from.
     pub fn block_ends_within(
         &self,
         ns: crate::key::Nsid,
         start: &[u8],
         end: Option<&[u8]>,
+        keep: Ends,
         c: &Counters,
     ) -> Result<Vec<Vec<u8>>> {
         if !self.nstable.iter().any(|r| r.nsid == ns) {
@@ -194,7 +190,7 @@ impl TableReader {
         let mut target = crate::key::user_part(ns, start);
         crate::key::push_trailer(&mut target, crate::key::MAX_SEQ, crate::key::Kind::Put);
         it.seek(&target, cmp_ikey);
-        let mut out = Vec::new();
+        let mut out = std::collections::VecDeque::<Vec<u8>>::new();
         while it.valid() {
             let user = crate::key::ikey_user(it.key());
             let Some(key) = user.get(crate::key::NSID_LEN..) else {
@@ -203,17 +199,33 @@ impl TableReader {
             if crate::key::ikey_nsid(user) != ns || end.is_some_and(|e| key >= e) {
                 break;
             }
-            out.push(key.to_vec());
+            match keep {
+                Ends::First(n) if out.len() >= n => break,
+                // The buffer of the end let go holds the next one.
+                Ends::Last(n) if out.len() >= n => match out.pop_front() {
+                    Some(mut b) => {
+                        b.clear();
+                        b.extend_from_slice(key);
+                        out.push_back(b);
+                    }
+                    None => break,
+                },
+                _ => out.push_back(key.to_vec()),
+            }
             it.advance();
         }
-        if it.corrupt() {
-            return Err(Error::corruption(
-                &self.name,
-                self.footer.index.offset,
-                "bad index block",
-            ));
+        match it.corrupt() {
+            true => Err(self.bad_index()),
+            false => Ok(out.into()),
         }
-        Ok(out)
+    }
+
+    fn bad_index(&self) -> Error {
+        Error::corruption(&self.name, self.footer.index.offset, "bad index block")
+    }
+
+    fn bad_handle(&self) -> Error {
+        Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
     }
 
     /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.
@@ -261,11 +273,8 @@ impl TableReader {
             self.check(&ii, None)?;
             return Ok(None);
         }
-        BlockHandle::decode(ii.value_slice())
-            .map(Some)
-            .ok_or_else(|| {
-                Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
-            })
+        let h = BlockHandle::decode(ii.value_slice());
+        h.map(Some).ok_or_else(|| self.bad_handle())
     }
 
     /// The newest version of `user` at or below the seqno in `seek` in data block `block` (the
