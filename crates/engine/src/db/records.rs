@@ -33,9 +33,8 @@ const FIRST_TRY: usize = 128;
 /// tree, and would make the same query answer or stop by the tree's shape.
 pub const RECORD_WORK: u64 = 16;
 
-/// Block ends a ranked walk takes of each table, nearest the end it starts from: its first
-/// pieces (1, 2, 4, ... 64 blocks) span 127.
-const PIECE_BOUNDS_PER_TABLE: usize = 128;
+/// Piece bounds one ask of a ranked walk takes at most (of the tables nearest its start).
+const PIECE_BOUNDS_MAX: usize = 4096;
 
 /// Maps of key hashes of namespace `ns` in each of `sv`'s memtables (see
 /// [`crate::memtable::Memtable::key_hashes`]) that a read at `seq` may use: those taken
@@ -434,7 +433,8 @@ impl<S: RecordSource> Records for SnapshotRecords<S> {
         &mut self,
         index: Nsid,
         from_top: bool,
-        max: usize,
+        beyond: Option<&[u8]>,
+        per_table: usize,
         stats: &mut QueryStats,
     ) -> Result<Vec<Vec<u8>>> {
         // Block ends are the tree's shape: a query under a work limit walks in one piece,
@@ -457,20 +457,20 @@ impl<S: RecordSource> Records for SnapshotRecords<S> {
             true => tables.sort_by(|a, b| b.largest_user().cmp(a.largest_user())),
             false => tables.sort_by(|a, b| a.smallest_user().cmp(b.smallest_user())),
         }
-        // Of each table, the ends nearest that end: pooled, those nearest it are all there
-        // (the first pieces are exact), and farther ones are fewer (later pieces, which grow
-        // anyway, only span more blocks). Any keys bound pieces rightly.
-        let near = match from_top {
-            true => Ends::Last(PIECE_BOUNDS_PER_TABLE),
-            false => Ends::First(PIECE_BOUNDS_PER_TABLE),
+        // Of each table, the ends nearest that end (past `beyond`): pooled, those nearest it
+        // are all there (the next pieces are exact), and farther ones are fewer (a later ask
+        // takes them). Any keys bound pieces rightly.
+        let (start, end, near) = match from_top {
+            true => (&[][..], beyond, Ends::Last(per_table)),
+            false => (beyond.unwrap_or_default(), None, Ends::First(per_table)),
         };
         let mut out = Vec::new();
         for t in tables {
-            if out.len() >= max {
+            if out.len() >= PIECE_BOUNDS_MAX {
                 break;
             }
             let reader = t.reader()?;
-            out.extend(reader.block_ends_within(index, &[], None, near, &self.counters)?);
+            out.extend(reader.block_ends_within(index, start, end, near, &self.counters)?);
         }
         out.sort_unstable();
         out.dedup();

@@ -112,15 +112,17 @@ pub trait Records {
     }
 
     /// Keys of index `index`, in order, that split its entries into pieces of about a
-    /// table block each (where a walk in pieces may start a piece), read from the tables
-    /// nearest the top (`from_top`) or the bottom of the index first, about `max` of them
-    /// (the blocks of whole tables). Empty when none is known (entries only in memtables,
-    /// or a store without tables): a walk then takes the range in one piece.
+    /// table block each (where a walk in pieces may start a piece): of each table, the
+    /// `per_table` nearest the top (`from_top`) or the bottom of the index, beyond `beyond`
+    /// (below it from the top, above it from the bottom) if given. Empty when none is known
+    /// (entries only in memtables, or a store without tables): a walk then takes the rest of
+    /// its range in one piece.
     fn piece_bounds(
         &mut self,
         _index: crate::key::Nsid,
         _from_top: bool,
-        _max: usize,
+        _beyond: Option<&[u8]>,
+        _per_table: usize,
         _stats: &mut QueryStats,
     ) -> Result<Vec<Vec<u8>>> {
         Ok(Vec::new())

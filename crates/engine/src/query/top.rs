@@ -240,8 +240,9 @@ pub struct RankIndex {
     pub ranges: Vec<KeyRange>,
 }
 
-/// Piece bounds a ranked walk asks for at first (about a table block of entries each).
-const RANK_BOUNDS: usize = 4096;
+/// Piece bounds a ranked walk asks each table for at first (about a table block of entries
+/// each), and the factor each later ask grows by: most top-K end within the first pieces.
+const RANK_BOUNDS: (usize, usize) = (16, 4);
 /// Blocks of entries in a ranked walk's largest piece (its first piece has one).
 const RANK_PIECE_MAX: usize = 64;
 
@@ -264,22 +265,7 @@ pub fn top_k_ranked(
     if spec.k == 0 || index.ranges.is_empty() {
         return Ok(Some(best.finish(stats)));
     }
-    let (first, last) = (&index.ranges[0], &index.ranges[index.ranges.len() - 1]);
-    let within = |b: &Vec<u8>| {
-        b.as_slice() > first.start.as_slice()
-            && last
-                .end
-                .as_ref()
-                .is_none_or(|e| b.as_slice() < e.as_slice())
-    };
-    let mut bounds: Vec<Vec<u8>> = records
-        .piece_bounds(index.id, spec.desc, RANK_BOUNDS, stats)?
-        .into_iter()
-        .filter(within)
-        .collect();
-    if spec.desc {
-        bounds.reverse();
-    }
+    let mut bounds = PieceBounds::new(index, spec.desc);
     let mut budgeted = Budgeted {
         inner: records,
         left: budget,
@@ -291,8 +277,13 @@ pub fn top_k_ranked(
     let mut from: Option<Vec<u8>> = None;
     let (mut taken, mut step) = (0, 1);
     loop {
-        let to = bounds.get(taken + step - 1).cloned();
-        taken = (taken + step).min(bounds.len());
+        if taken + step > bounds.got.len() {
+            bounds.more(budgeted.inner, stats)?;
+        }
+        // Fewer bounds than the step: the piece ends at the last, and the next asks again.
+        let end = (taken + step).min(bounds.got.len());
+        let to = (end > taken).then(|| bounds.got[end - 1].clone());
+        taken = end;
         step = (step * 2).min(RANK_PIECE_MAX);
         let (lo, hi) = match spec.desc {
             true => (to.as_deref(), from.as_deref()),
@@ -329,6 +320,70 @@ pub fn top_k_ranked(
             Some(b) if !best.settled_past(&b) => from = Some(b),
             _ => return Ok(Some(best.finish(stats))),
         }
+    }
+}
+
+/// The bounds of a ranked walk's pieces, in walk order, asked for a stage at a time.
+struct PieceBounds<'a> {
+    index: &'a RankIndex,
+    desc: bool,
+    got: Vec<Vec<u8>>,
+    per_table: usize,
+    /// No bound is left past the last.
+    done: bool,
+}
+
+impl<'a> PieceBounds<'a> {
+    fn new(index: &'a RankIndex, desc: bool) -> Self {
+        PieceBounds {
+            index,
+            desc,
+            got: Vec::new(),
+            per_table: RANK_BOUNDS.0,
+            done: false,
+        }
+    }
+
+    /// Asks for the next stage of bounds past the last (within the walk's ranges).
+    fn more(&mut self, records: &mut dyn Records, stats: &mut QueryStats) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        let ranges = &self.index.ranges;
+        let (first, last) = (&ranges[0], &ranges[ranges.len() - 1]);
+        // Past the last bound, or at first the end of the ranges the walk starts from.
+        let beyond = match (self.got.last(), self.desc) {
+            (Some(b), _) => Some(b.clone()),
+            (None, true) => last.end.clone(),
+            (None, false) => Some(first.start.clone()),
+        };
+        let mut more: Vec<Vec<u8>> = records
+            .piece_bounds(
+                self.index.id,
+                self.desc,
+                beyond.as_deref(),
+                self.per_table,
+                stats,
+            )?
+            .into_iter()
+            .filter(|b| {
+                b.as_slice() > first.start.as_slice()
+                    && last
+                        .end
+                        .as_ref()
+                        .is_none_or(|e| b.as_slice() < e.as_slice())
+                    && beyond
+                        .as_ref()
+                        .is_none_or(|x| (b < x) == self.desc && b != x)
+            })
+            .collect();
+        if self.desc {
+            more.reverse();
+        }
+        self.done = more.is_empty();
+        self.got.extend(more);
+        self.per_table = self.per_table.saturating_mul(RANK_BOUNDS.1);
+        Ok(())
     }
 }
 
@@ -457,10 +512,12 @@ impl Records for Budgeted<'_> {
         &mut self,
         index: Nsid,
         from_top: bool,
-        max: usize,
+        beyond: Option<&[u8]>,
+        per_table: usize,
         stats: &mut QueryStats,
     ) -> Result<Vec<Vec<u8>>> {
-        self.inner.piece_bounds(index, from_top, max, stats)
+        self.inner
+            .piece_bounds(index, from_top, beyond, per_table, stats)
     }
 
     fn scan(
