@@ -124,7 +124,10 @@ mod tests {
     #[test]
     fn admin_secret_comes_from_the_variable_or_its_file() {
         let env = env_of(&[("CERBERUS_ADMIN_SECRET", "s3")]);
-        assert_eq!(Credentials::from_env(&env).unwrap().admin.as_deref(), Some("s3"));
+        assert_eq!(
+            Credentials::from_env(&env).unwrap().admin.as_deref(),
+            Some("s3")
+        );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("admin.secret");
         std::fs::write(&path, "from-file\n").unwrap();
@@ -151,6 +154,8 @@ mod tests {
         assert!(client_config(&uri, &env_of(&[])).is_err());
         let env = env_of(&[("CERBERUS_HOSTNQN", "nqn.h")]);
         let c = client_config(&uri, &env).unwrap();
-        assert!(matches!(c.wire, cerberus_host::Wire::Nvme { ref hostnqn, .. } if hostnqn == "nqn.h"));
+        assert!(
+            matches!(c.wire, cerberus_host::Wire::Nvme { ref hostnqn, .. } if hostnqn == "nqn.h")
+        );
     }
 }

@@ -112,9 +112,15 @@ impl Device {
     }
 
     /// Iterator `handle`, if key space `key_space` opened it.
-    pub fn iterator(&self, key_space: usize, handle: u8) -> Result<Arc<Mutex<KvsIterator>>, KvsError> {
+    pub fn iterator(
+        &self,
+        key_space: usize,
+        handle: u8,
+    ) -> Result<Arc<Mutex<KvsIterator>>, KvsError> {
         let slots = lock(&self.iterators);
-        let slot = usize::from(handle).checked_sub(1).and_then(|i| slots.get(i));
+        let slot = usize::from(handle)
+            .checked_sub(1)
+            .and_then(|i| slots.get(i));
         match slot {
             Some(Some((ks, it))) if *ks == key_space => Ok(it.clone()),
             _ => Err(KvsError::IteratorNotExist),

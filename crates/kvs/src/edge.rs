@@ -68,7 +68,11 @@ pub unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &'static str) -> Kvs
 ///
 /// # Safety
 /// Unless NULL or `len` is 0, `p` points to `len` writable bytes no one else touches.
-pub unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize, what: &'static str) -> KvsOutcome<&'a mut [u8]> {
+pub unsafe fn bytes_mut<'a>(
+    p: *mut c_void,
+    len: usize,
+    what: &'static str,
+) -> KvsOutcome<&'a mut [u8]> {
     if len == 0 {
         return Ok(&mut []);
     }
@@ -117,7 +121,13 @@ pub unsafe fn ks_name(n: *const KvsKeySpaceName) -> KvsOutcome<String> {
     // SAFETY: the caller's contract; NULL is refused.
     let n = unsafe { n.as_ref() }.ok_or(KvsError::Param("NULL key space name"))?;
     // SAFETY: `name_len` bytes at `name`, by the struct's contract.
-    let raw = unsafe { bytes(n.name.cast(), n.name_len as usize, "NULL key space name bytes")? };
+    let raw = unsafe {
+        bytes(
+            n.name.cast(),
+            n.name_len as usize,
+            "NULL key space name bytes",
+        )?
+    };
     let raw = raw.split(|b| *b == 0).next().unwrap_or(&[]);
     std::str::from_utf8(raw)
         .map(str::to_string)

@@ -12,8 +12,8 @@ use crate::ffi_kvp::{
 };
 use crate::ffi_types::{
     cmd, CEnum, IterHandle, KvsExistList, KvsIteratorList, KvsKey, KvsKeyGroupFilter,
-    KvsOptionDelete, KvsOptionRetrieve, KvsOptionStore, KvsPostprocessContext, KvsResult,
-    KvsValue, PostFn, ResultBuffer,
+    KvsOptionDelete, KvsOptionRetrieve, KvsOptionStore, KvsPostprocessContext, KvsResult, KvsValue,
+    PostFn, ResultBuffer,
 };
 use crate::result::{KvsError, KvsOutcome};
 use std::ffi::c_void;
@@ -38,7 +38,12 @@ struct Done {
 unsafe impl Send for Done {}
 
 impl Done {
-    fn new(context: CEnum, ks_hd: Handle, private: (*mut c_void, *mut c_void), post_fn: PostFn) -> Done {
+    fn new(
+        context: CEnum,
+        ks_hd: Handle,
+        private: (*mut c_void, *mut c_void),
+        post_fn: PostFn,
+    ) -> Done {
         Done {
             context,
             ks_hd,
@@ -48,9 +53,7 @@ impl Done {
             private1: private.0,
             private2: private.1,
             iter_hd: 0,
-            result_buffer: ResultBuffer {
-                list: null_mut(),
-            },
+            result_buffer: ResultBuffer { list: null_mut() },
             post_fn,
         }
     }
@@ -109,7 +112,9 @@ pub unsafe extern "C" fn kvs_retrieve_kvp_async(
         let mut d = Done::new(cmd::RETRIEVE, ks_hd, (private1, private2), post_fn);
         (d.key, d.value, d.option) = (key, value, opt.cast());
         // SAFETY: the caller's contract, kept until the callback.
-        enqueue(d, |d| unsafe { kvs_retrieve_kvp(d.ks_hd, d.key, d.option.cast(), d.value) })
+        enqueue(d, |d| unsafe {
+            kvs_retrieve_kvp(d.ks_hd, d.key, d.option.cast(), d.value)
+        })
     })
 }
 
@@ -131,7 +136,9 @@ pub unsafe extern "C" fn kvs_store_kvp_async(
         let mut d = Done::new(cmd::STORE, ks_hd, (private1, private2), post_fn);
         (d.key, d.value, d.option) = (key, value, opt.cast());
         // SAFETY: the caller's contract, kept until the callback.
-        enqueue(d, |d| unsafe { kvs_store_kvp(d.ks_hd, d.key, d.value, d.option.cast()) })
+        enqueue(d, |d| unsafe {
+            kvs_store_kvp(d.ks_hd, d.key, d.value, d.option.cast())
+        })
     })
 }
 
@@ -152,7 +159,9 @@ pub unsafe extern "C" fn kvs_delete_kvp_async(
         let mut d = Done::new(cmd::DELETE, ks_hd, (private1, private2), post_fn);
         (d.key, d.option) = (key, opt.cast());
         // SAFETY: the caller's contract, kept until the callback.
-        enqueue(d, |d| unsafe { kvs_delete_kvp(d.ks_hd, d.key, d.option.cast()) })
+        enqueue(d, |d| unsafe {
+            kvs_delete_kvp(d.ks_hd, d.key, d.option.cast())
+        })
     })
 }
 
@@ -172,7 +181,9 @@ pub unsafe extern "C" fn kvs_delete_key_group_async(
         let mut d = Done::new(cmd::DELETE_GROUP, ks_hd, (private1, private2), post_fn);
         d.option = grp_fltr.cast();
         // SAFETY: the caller's contract, kept until the callback.
-        enqueue(d, |d| unsafe { kvs_delete_key_group(d.ks_hd, d.option.cast()) })
+        enqueue(d, |d| unsafe {
+            kvs_delete_key_group(d.ks_hd, d.option.cast())
+        })
     })
 }
 

@@ -48,7 +48,10 @@ pub extern "C" fn kvs_close_device(dev_hd: Handle) -> KvsResult {
 /// # Safety
 /// `dev_info` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn kvs_get_device_info(dev_hd: Handle, dev_info: *mut KvsDevice) -> KvsResult {
+pub unsafe extern "C" fn kvs_get_device_info(
+    dev_hd: Handle,
+    dev_info: *mut KvsDevice,
+) -> KvsResult {
     guard(|| {
         let (_, dev) = device(dev_hd)?;
         // SAFETY: the caller's contract.
@@ -72,7 +75,10 @@ pub unsafe extern "C" fn kvs_get_device_info(dev_hd: Handle, dev_info: *mut KvsD
 /// # Safety
 /// `dev_capacity` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn kvs_get_device_capacity(dev_hd: Handle, dev_capacity: *mut u64) -> KvsResult {
+pub unsafe extern "C" fn kvs_get_device_capacity(
+    dev_hd: Handle,
+    dev_capacity: *mut u64,
+) -> KvsResult {
     guard(|| {
         let (_, dev) = device(dev_hd)?;
         // SAFETY: the caller's contract.
@@ -118,7 +124,10 @@ unsafe fn report(dev_hd: Handle, to: *mut u32, what: impl FnOnce(&Device) -> u32
 /// # Safety
 /// `min_key_length` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn kvs_get_min_key_length(dev_hd: Handle, min_key_length: *mut u32) -> KvsResult {
+pub unsafe extern "C" fn kvs_get_min_key_length(
+    dev_hd: Handle,
+    min_key_length: *mut u32,
+) -> KvsResult {
     // SAFETY: forwarded contract.
     unsafe { report(dev_hd, min_key_length, |_| MIN_KEY_LEN) }
 }
@@ -128,7 +137,10 @@ pub unsafe extern "C" fn kvs_get_min_key_length(dev_hd: Handle, min_key_length: 
 /// # Safety
 /// `max_key_length` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn kvs_get_max_key_length(dev_hd: Handle, max_key_length: *mut u32) -> KvsResult {
+pub unsafe extern "C" fn kvs_get_max_key_length(
+    dev_hd: Handle,
+    max_key_length: *mut u32,
+) -> KvsResult {
     // SAFETY: forwarded contract.
     unsafe { report(dev_hd, max_key_length, |d| d.limits.max_key) }
 }

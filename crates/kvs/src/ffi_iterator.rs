@@ -2,7 +2,9 @@
 
 use crate::device::lock;
 use crate::edge::{bytes_mut, guard, key_space, out, Handle};
-use crate::ffi_types::{IterHandle, KvsIteratorList, KvsKeyGroupFilter, KvsOptionIterator, KvsResult};
+use crate::ffi_types::{
+    IterHandle, KvsIteratorList, KvsKeyGroupFilter, KvsOptionIterator, KvsResult,
+};
 use crate::iterator::KvsIterator;
 use crate::key_group::KeyGroup;
 use crate::result::KvsError;

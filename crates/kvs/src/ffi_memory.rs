@@ -16,7 +16,11 @@ fn valid_alignment(alignment: usize) -> usize {
 
 /// `_kvs_malloc`: `size_bytes` bytes aligned to `alignment`, or NULL.
 #[no_mangle]
-pub extern "C" fn _kvs_malloc(size_bytes: usize, alignment: usize, _file: *const c_char) -> *mut c_void {
+pub extern "C" fn _kvs_malloc(
+    size_bytes: usize,
+    alignment: usize,
+    _file: *const c_char,
+) -> *mut c_void {
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: `p` is a valid out pointer; the alignment is a power-of-two multiple of a
     // pointer's size; a size of 0 is asked as 1 so a non-NULL pointer means success.
@@ -30,7 +34,11 @@ pub extern "C" fn _kvs_malloc(size_bytes: usize, alignment: usize, _file: *const
 
 /// `_kvs_zalloc`: as `_kvs_malloc`, zeroed.
 #[no_mangle]
-pub extern "C" fn _kvs_zalloc(size_bytes: usize, alignment: usize, file: *const c_char) -> *mut c_void {
+pub extern "C" fn _kvs_zalloc(
+    size_bytes: usize,
+    alignment: usize,
+    file: *const c_char,
+) -> *mut c_void {
     let p = _kvs_malloc(size_bytes, alignment, file);
     if !p.is_null() {
         // SAFETY: `p` holds at least `size_bytes` writable bytes.

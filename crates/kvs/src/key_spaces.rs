@@ -59,7 +59,9 @@ impl Device {
             return Err(KvsError::KeySpaceName);
         }
         if !self.admin {
-            return Err(KvsError::Option("creating a key space needs the admin credential"));
+            return Err(KvsError::Option(
+                "creating a key space needs the admin credential",
+            ));
         }
         let settings = NamespaceSettings {
             capacity: (size > 0).then_some(size),
@@ -85,7 +87,9 @@ impl Device {
             return Err(KvsError::KeySpaceNotExist);
         };
         if !self.admin {
-            return Err(KvsError::Option("deleting a key space needs the admin credential"));
+            return Err(KvsError::Option(
+                "deleting a key space needs the admin credential",
+            ));
         }
         match self.client.destroy_namespace(entry.nsid) {
             Ok(()) | Err(HostError::InvalidNamespace(_)) => {}

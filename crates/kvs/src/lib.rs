@@ -40,8 +40,8 @@ pub use ffi_key_space::{
     kvs_list_key_spaces, kvs_open_key_space,
 };
 pub use ffi_kvp::{
-    kvs_delete_key_group, kvs_delete_kvp, kvs_exist_kv_pairs, kvs_get_kvp_info,
-    kvs_retrieve_kvp, kvs_store_kvp,
+    kvs_delete_key_group, kvs_delete_kvp, kvs_exist_kv_pairs, kvs_get_kvp_info, kvs_retrieve_kvp,
+    kvs_store_kvp,
 };
 pub use ffi_memory::{_kvs_free, _kvs_malloc, _kvs_report_memstat, _kvs_zalloc};
 pub use ffi_types::{

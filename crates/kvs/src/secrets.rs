@@ -39,7 +39,10 @@ impl SecretStore {
             None => match env("XDG_CONFIG_HOME") {
                 Some(d) => PathBuf::from(d).join("cerberus").join("kvs"),
                 None => match env("HOME") {
-                    Some(h) => PathBuf::from(h).join(".config").join("cerberus").join("kvs"),
+                    Some(h) => PathBuf::from(h)
+                        .join(".config")
+                        .join("cerberus")
+                        .join("kvs"),
                     None => {
                         return Err(KvsError::Credentials(
                             "no CERBERUS_KVS_SECRETS, XDG_CONFIG_HOME or HOME".into(),
@@ -80,9 +83,7 @@ impl SecretStore {
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| io("creating", e))?;
-        let tmp = self
-            .dir
-            .join(format!(".{name}.{}.tmp", std::process::id()));
+        let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             let mut f = OpenOptions::new()
                 .write(true)
@@ -143,7 +144,10 @@ mod tests {
         a.save("ks1", "secret-1").unwrap();
         assert_eq!(a.load("ks1").as_deref(), Some("secret-1"));
         assert_eq!(b.load("ks1"), None);
-        let mode = std::fs::metadata(a.path("ks1")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(a.path("ks1"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         a.save("ks1", "secret-2").unwrap();
         assert_eq!(a.load("ks1").as_deref(), Some("secret-2"));

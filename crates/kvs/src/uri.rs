@@ -55,7 +55,9 @@ impl DeviceUri {
             });
         }
         if uri.contains("://") {
-            return Err(KvsError::Uri("scheme is not cerberus:// or nvme-tcp://".into()));
+            return Err(KvsError::Uri(
+                "scheme is not cerberus:// or nvme-tcp://".into(),
+            ));
         }
         // A bare address must name its port: a path such as the kit's /dev/nvme0n1 is not one.
         match uri.rsplit_once(':') {
@@ -76,11 +78,13 @@ fn with_port(host: &str, default: u16) -> Result<String, KvsError> {
         return Err(KvsError::Uri("no host".into()));
     }
     let has_port = match host.rsplit_once(':') {
-        Some((h, p)) => !h.is_empty() && (!host.starts_with('[') || h.ends_with(']')) && {
-            p.parse::<u16>()
-                .map_err(|_| KvsError::Uri("bad port".into()))?;
-            true
-        },
+        Some((h, p)) => {
+            !h.is_empty() && (!host.starts_with('[') || h.ends_with(']')) && {
+                p.parse::<u16>()
+                    .map_err(|_| KvsError::Uri("bad port".into()))?;
+                true
+            }
+        }
         None => false,
     };
     Ok(if has_port {
