@@ -3,9 +3,9 @@
 //! queue refuses the call (the caller retries) rather than growing; closing waits for every
 //! job queued before it.
 
-use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
 /// Jobs a device handle queues before it refuses more.
@@ -28,7 +28,7 @@ pub enum Refused {
 
 /// The threads and their queue.
 pub struct CompletionPool {
-    queue: Mutex<Option<Sender<Job>>>,
+    queue: Mutex<Option<SyncSender<Job>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     ids: Vec<ThreadId>,
 }
@@ -36,7 +36,9 @@ pub struct CompletionPool {
 impl CompletionPool {
     /// `threads` threads (1 to 64) serving a queue of `QUEUE_DEPTH`.
     pub fn start(threads: usize) -> std::io::Result<CompletionPool> {
-        let (tx, rx) = bounded::<Job>(QUEUE_DEPTH);
+        let (tx, rx) = sync_channel::<Job>(QUEUE_DEPTH);
+        // One receiver, taken in turn: a thread holds the lock only to take a job.
+        let rx = Arc::new(Mutex::new(rx));
         let mut handles = Vec::new();
         for i in 0..threads.clamp(1, MAX_THREADS) {
             let rx = rx.clone();
@@ -93,8 +95,10 @@ impl Drop for CompletionPool {
     }
 }
 
-fn serve(rx: Receiver<Job>) {
-    while let Ok(job) = rx.recv() {
+fn serve(rx: Arc<Mutex<Receiver<Job>>>) {
+    loop {
+        let next = lock(&rx).recv();
+        let Ok(job) = next else { return };
         // A job catches its own panics to report them; this keeps the thread alive if one
         // escapes anyway.
         let _ = catch_unwind(AssertUnwindSafe(job));
@@ -112,7 +116,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
 
     #[test]
     fn close_waits_for_every_queued_job() {
@@ -133,7 +136,7 @@ mod tests {
     #[test]
     fn a_full_queue_refuses() {
         let pool = CompletionPool::start(1).unwrap();
-        let (hold_tx, hold_rx) = crossbeam_channel::bounded::<()>(0);
+        let (hold_tx, hold_rx) = std::sync::mpsc::sync_channel::<()>(0);
         pool.submit(Box::new(move || {
             let _ = hold_rx.recv();
         }))

@@ -75,7 +75,7 @@ impl KeySpace {
         delete_after: bool,
     ) -> Result<Retrieved, KvsError> {
         self.check_key(key)?;
-        if offset % ALIGNMENT_UNIT != 0 {
+        if !offset.is_multiple_of(ALIGNMENT_UNIT) {
             return Err(KvsError::OffsetMisaligned);
         }
         let value = self
