@@ -146,10 +146,15 @@ fn device_secrets(root: &Path, addr: &str) -> PathBuf {
 
 /// Runs `program` against a new device on `wire`; its stdout.
 fn run(program: &Path, wire: Wire) -> String {
+    run_at(program, wire, |dev| uri(dev, wire))
+}
+
+/// Runs `program` with the URI `uri_of` gives for a new device on `wire`; its stdout.
+fn run_at(program: &Path, wire: Wire, uri_of: impl Fn(&DeviceHandle) -> String) -> String {
     let data = tempfile::tempdir().expect("tempdir");
     let secrets = tempfile::tempdir().expect("tempdir");
     let dev = start(data.path(), wire);
-    let uri = uri(&dev, wire);
+    let uri = uri_of(&dev);
     let addr = match wire {
         Wire::Native => dev.local_addr().to_string(),
         Wire::Nvme => dev.nvme_addr().expect("nvme").to_string(),
@@ -224,4 +229,27 @@ fn headers_compile_as_cpp() {
         &[crate_dir().join("examples/sample.c")],
         &out,
     );
+}
+
+/// The README's five lines of C compile, and run against a device.
+#[test]
+fn readme_snippet_runs() {
+    let readme = std::fs::read_to_string(crate_dir().join("../../README.md")).expect("README");
+    let start = readme.find("```c\n").expect("a C block in the README") + 5;
+    let len = readme[start..].find("```").expect("its end");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("demo.c");
+    // The device this test starts listens on a port of its own: the URI is argv[1].
+    let snippet = &readme[start..start + len];
+    assert!(snippet.contains("\"127.0.0.1:9420\""), "{snippet}");
+    let body = snippet.replace("\"127.0.0.1:9420\"", "argv[1]");
+    let program = format!(
+        "#include \"kvs_api.h\"\nint main(int argc, char **argv) {{\n  (void)argc;\n{body}\n  \
+         return kvs_close_device(dev);\n}}\n"
+    );
+    std::fs::write(&src, program).expect("write demo.c");
+    let exe = dir.path().join("demo");
+    compile("cc", &["-std=c11"], &[src], &exe);
+    let out = run_at(&exe, Wire::Native, |dev| dev.local_addr().to_string());
+    assert!(out.is_empty(), "{out}");
 }
