@@ -1,5 +1,7 @@
-//! A device handle: one connection to the device, the credentials it proved, the device's
-//! limits, the secrets store of its address, its iterator slots and its completion threads.
+//! A device handle: its connections to the device (a few, each thread of the program using
+//! one of them, so threads do not queue behind one socket), the credentials they proved, the
+//! device's limits, the secrets store of its address, its iterator slots and its completion
+//! threads.
 
 use crate::completion::CompletionPool;
 use crate::credentials::{client_config, Credentials, Env};
@@ -9,10 +11,20 @@ use crate::secrets::SecretStore;
 use crate::uri::DeviceUri;
 use cerberus_host::{BlockingClient, Error as HostError};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Iterators a device handle may have open at once (`KVS_MAX_ITERATE_HANDLE`).
 pub const MAX_ITERATORS: usize = 16;
+/// Connections per device handle unless `CERBERUS_KVS_CONNECTIONS` says otherwise.
+const DEFAULT_CONNECTIONS: usize = 4;
+const MAX_CONNECTIONS: usize = 64;
+
+/// Threads numbered in the order they first call: thread `n` uses connection `n % count`.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static THREAD_NO: usize = THREADS.fetch_add(1, Ordering::Relaxed);
+}
 
 /// The device's limits, as its Identify reports them.
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +47,10 @@ type IterSlot = (usize, Arc<Mutex<KvsIterator>>);
 
 /// An open device.
 pub struct Device {
+    /// The first connection: admin commands, listings, statistics.
     pub client: BlockingClient,
+    /// Every connection (the first included), for the key-value commands.
+    pub connections: Vec<BlockingClient>,
     pub limits: Limits,
     pub admin: bool,
     pub tenant: Option<Tenant>,
@@ -55,7 +70,16 @@ impl Device {
         let secrets = SecretStore::for_device(&uri.addr, env)?;
         let config = client_config(&uri, env)?;
         // Nothing answering there: the kit's "no such device".
-        let client = BlockingClient::connect_with(config).map_err(|_| KvsError::NoDevice)?;
+        let count = env("CERBERUS_KVS_CONNECTIONS")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(DEFAULT_CONNECTIONS)
+            .clamp(1, MAX_CONNECTIONS);
+        let mut connections = Vec::with_capacity(count);
+        for _ in 0..count {
+            let c = BlockingClient::connect_with(config.clone());
+            connections.push(c.map_err(|_| KvsError::NoDevice)?);
+        }
+        let client = connections[0].clone();
         let identify = match client.device_info() {
             Some(i) => i,
             None => client.identify()?,
@@ -70,11 +94,12 @@ impl Device {
                 .map_err(|_| KvsError::Credentials("the admin secret was refused".into()))?;
         }
         let tenant = match &creds.tenant {
-            Some((ns, secret)) => Some(open_tenant(&client, ns, secret)?),
+            Some((ns, secret)) => Some(open_tenant(&connections, ns, secret)?),
             None => None,
         };
         Ok(Device {
             client,
+            connections,
             limits,
             admin: creds.admin.is_some(),
             tenant,
@@ -84,6 +109,11 @@ impl Device {
             pool: CompletionPool::start(CompletionPool::threads_from_env(env))
                 .map_err(|e| KvsError::Credentials(format!("starting threads: {e}")))?,
         })
+    }
+
+    /// The index of the calling thread's connection.
+    pub fn slot(&self) -> usize {
+        THREAD_NO.with(|n| *n) % self.connections.len()
     }
 
     /// Marks key space `name` open; `KeySpaceOpen` if it is.
@@ -145,22 +175,28 @@ impl Device {
     }
 }
 
-/// Proves tenant namespace `ns` (an id if all digits, else a name).
-fn open_tenant(client: &BlockingClient, ns: &str, secret: &str) -> Result<Tenant, KvsError> {
-    let opened = match ns.parse::<u32>() {
-        Ok(nsid) => client.open_namespace(nsid, secret),
-        Err(_) => client.open_namespace_named(ns, secret),
-    };
-    match opened {
-        Ok(handle) => Ok(Tenant {
-            name: ns.to_string(),
-            nsid: handle.nsid(),
-        }),
-        Err(HostError::AccessDenied(_)) => Err(KvsError::Credentials(
-            "CERBERUS_NS / CERBERUS_SECRET were refused".into(),
-        )),
-        Err(e) => Err(e.into()),
+/// Proves tenant namespace `ns` (an id if all digits, else a name) on every connection.
+fn open_tenant(connections: &[BlockingClient], ns: &str, secret: &str) -> Result<Tenant, KvsError> {
+    let mut nsid = 0;
+    for client in connections {
+        let opened = match ns.parse::<u32>() {
+            Ok(id) => client.open_namespace(id, secret),
+            Err(_) => client.open_namespace_named(ns, secret),
+        };
+        nsid = match opened {
+            Ok(handle) => handle.nsid(),
+            Err(HostError::AccessDenied(_)) => {
+                return Err(KvsError::Credentials(
+                    "CERBERUS_NS / CERBERUS_SECRET were refused".into(),
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
     }
+    Ok(Tenant {
+        name: ns.to_string(),
+        nsid,
+    })
 }
 
 /// Locks `m`, through a poisoning: each critical section leaves its data whole.

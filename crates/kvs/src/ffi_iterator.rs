@@ -37,7 +37,7 @@ pub unsafe extern "C" fn kvs_create_iterator(
             ITERATOR_KEY_VALUE => true,
             _ => return Err(KvsError::Option("unknown kvs_iterator_type")),
         };
-        let it = KvsIterator::open(&ks.ns, id, KeyGroup::new(f), with_values)?;
+        let it = KvsIterator::open(ks.ns(), id, KeyGroup::new(f), with_values)?;
         *handle = ks.device.add_iterator(it)?;
         Ok(())
     })

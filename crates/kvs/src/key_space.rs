@@ -1,5 +1,5 @@
-//! An open key space: its namespace, authenticated on the device handle's connection with
-//! the tenant's credential (a tenant's own) or the secret the store keeps.
+//! An open key space: its namespace, authenticated on each of the device handle's
+//! connections with the tenant's credential (a tenant's own) or the secret the store keeps.
 
 use crate::device::Device;
 use crate::key_spaces::Space;
@@ -13,7 +13,8 @@ pub struct KeySpace {
     /// Its device's handle.
     pub device_handle: usize,
     pub name: String,
-    pub ns: BlockingNamespace,
+    /// Its handle on each of the device's connections.
+    handles: Vec<BlockingNamespace>,
 }
 
 impl KeySpace {
@@ -24,24 +25,35 @@ impl KeySpace {
         name: &str,
     ) -> Result<KeySpace, KvsError> {
         device.mark_open(name)?;
-        let ns = namespace_of(device, name).inspect_err(|_| device.mark_closed(name))?;
+        let handles = handles_of(device, name).inspect_err(|_| device.mark_closed(name))?;
         Ok(KeySpace {
             device: device.clone(),
             device_handle,
             name: name.to_string(),
-            ns,
+            handles,
         })
+    }
+
+    /// Its handle on the calling thread's connection.
+    pub fn ns(&self) -> &BlockingNamespace {
+        &self.handles[self.device.slot()]
     }
 
     /// Its quota, usage and pair count.
     pub fn space(&self) -> Result<Space, KvsError> {
-        Ok(Space::from_stats(&self.ns.stats()?))
+        Ok(Space::from_stats(&self.ns().stats()?))
     }
 }
 
-fn namespace_of(device: &Device, name: &str) -> Result<BlockingNamespace, KvsError> {
+fn handles_of(device: &Device, name: &str) -> Result<Vec<BlockingNamespace>, KvsError> {
     match &device.tenant {
-        Some(t) if t.name == name => return Ok(device.client.namespace(t.nsid)),
+        Some(t) if t.name == name => {
+            return Ok(device
+                .connections
+                .iter()
+                .map(|c| c.namespace(t.nsid))
+                .collect())
+        }
         // A tenant's handle sees its own key space only.
         Some(_) if !device.admin => return Err(KvsError::KeySpaceNotExist),
         _ => {}
@@ -50,5 +62,9 @@ fn namespace_of(device: &Device, name: &str) -> Result<BlockingNamespace, KvsErr
         .secrets
         .load(name)
         .ok_or(KvsError::KeySpaceNotExist)?;
-    Ok(device.client.open_namespace_named(name, &secret)?)
+    let mut handles = Vec::with_capacity(device.connections.len());
+    for c in &device.connections {
+        handles.push(c.open_namespace_named(name, &secret)?);
+    }
+    Ok(handles)
 }

@@ -56,8 +56,8 @@ impl KeySpace {
         };
         let (key, value) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
         let stored = match mode {
-            StoreMode::Always => self.ns.put(key, value),
-            mode => self.ns.store(key, value, mode),
+            StoreMode::Always => self.ns().put(key, value),
+            mode => self.ns().store(key, value, mode),
         };
         stored.map_err(|e| match e {
             cerberus_host::Error::KeyExists => KvsError::UpdateNotAllowed,
@@ -79,7 +79,7 @@ impl KeySpace {
             return Err(KvsError::OffsetMisaligned);
         }
         let value = self
-            .ns
+            .ns()
             .get(Bytes::copy_from_slice(key))?
             .ok_or(KvsError::KeyNotExist)?;
         let tail = value
@@ -89,7 +89,7 @@ impl KeySpace {
         out[..n].copy_from_slice(&tail[..n]);
         let whole = n == tail.len();
         if whole && delete_after {
-            self.ns.delete(Bytes::copy_from_slice(key))?;
+            self.ns().delete(Bytes::copy_from_slice(key))?;
         }
         Ok(Retrieved {
             copied: n as u32,
@@ -102,7 +102,7 @@ impl KeySpace {
     pub fn value_len(&self, key: &[u8]) -> Result<u32, KvsError> {
         self.check_key(key)?;
         let value = self
-            .ns
+            .ns()
             .get(Bytes::copy_from_slice(key))?
             .ok_or(KvsError::KeyNotExist)?;
         Ok(value.len() as u32)
@@ -111,7 +111,7 @@ impl KeySpace {
     /// Deletes `key`; with `must_exist`, an absent key is `KeyNotExist`.
     pub fn delete(&self, key: &[u8], must_exist: bool) -> Result<(), KvsError> {
         self.check_key(key)?;
-        let existed = self.ns.delete(Bytes::copy_from_slice(key))?;
+        let existed = self.ns().delete(Bytes::copy_from_slice(key))?;
         if must_exist && !existed {
             return Err(KvsError::KeyNotExist);
         }
@@ -124,7 +124,7 @@ impl KeySpace {
             self.check_key(k)?;
         }
         keys.iter()
-            .map(|k| Ok(self.ns.contains(Bytes::copy_from_slice(k))?))
+            .map(|k| Ok(self.ns().contains(Bytes::copy_from_slice(k))?))
             .collect()
     }
 
@@ -138,7 +138,7 @@ impl KeySpace {
         };
         // Keys first, deletes after: the scan reads one snapshot either way.
         let mut doomed = Vec::new();
-        for entry in self.ns.scan(opts)? {
+        for entry in self.ns().scan(opts)? {
             let (key, _) = entry?;
             if group.matches(&key) {
                 doomed.push(key);
@@ -149,7 +149,7 @@ impl KeySpace {
             for k in chunk {
                 batch.delete(k.clone());
             }
-            self.ns.write(batch)?;
+            self.ns().write(batch)?;
         }
         Ok(())
     }
