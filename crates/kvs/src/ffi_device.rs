@@ -31,6 +31,20 @@ pub unsafe extern "C" fn kvs_open_device(uri: *mut c_char, dev_hd: *mut Handle) 
     })
 }
 
+/// `kvs_open_device` for Rust callers (the bench's `kvs` engine): the credentials and
+/// settings from `env` rather than the process's environment.
+pub fn kvs_open_device_with(
+    uri: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    dev_hd: &mut Handle,
+) -> KvsResult {
+    guard(|| {
+        let dev = Device::open(uri, env)?;
+        *dev_hd = DEVICES.insert(Arc::new(dev)) as Handle;
+        Ok(())
+    })
+}
+
 /// `kvs_close_device`: waits for the handle's queued async calls, closes its key spaces.
 #[no_mangle]
 pub extern "C" fn kvs_close_device(dev_hd: Handle) -> KvsResult {

@@ -32,7 +32,7 @@ pub use ffi_async::{
 pub use ffi_device::{
     kvs_close_device, kvs_get_device_capacity, kvs_get_device_info, kvs_get_device_utilization,
     kvs_get_max_key_length, kvs_get_max_value_length, kvs_get_min_key_length,
-    kvs_get_min_value_length, kvs_get_optimal_value_length, kvs_open_device,
+    kvs_get_min_value_length, kvs_get_optimal_value_length, kvs_open_device, kvs_open_device_with,
 };
 pub use ffi_iterator::{kvs_create_iterator, kvs_delete_iterator, kvs_iterate_next};
 pub use ffi_key_space::{
@@ -44,6 +44,7 @@ pub use ffi_kvp::{
     kvs_store_kvp,
 };
 pub use ffi_memory::{_kvs_free, _kvs_malloc, _kvs_report_memstat, _kvs_zalloc};
+pub use ffi_types::PostFn;
 pub use ffi_types::{
     KvsDevice, KvsExistList, KvsIteratorList, KvsKey, KvsKeyGroupFilter, KvsKeySpace,
     KvsKeySpaceName, KvsKvpInfo, KvsOptionDelete, KvsOptionIterator, KvsOptionKeySpace,
