@@ -6,6 +6,7 @@
 use crate::completion::CompletionPool;
 use crate::credentials::{client_config, Credentials, Env};
 use crate::iterator::KvsIterator;
+use crate::pending::Pending;
 use crate::result::KvsError;
 use crate::secrets::SecretStore;
 use crate::uri::DeviceUri;
@@ -59,12 +60,13 @@ pub struct Device {
     open: Mutex<HashSet<String>>,
     /// Open iterators: the key space (handle) each belongs to, and its state.
     iterators: Mutex<Vec<Option<IterSlot>>>,
-    pub pool: CompletionPool,
+    pub pool: CompletionPool<Pending>,
 }
 
 impl Device {
-    /// Connects to `uri` with the credentials `env` gives.
-    pub fn open(uri: &str, env: Env) -> Result<Device, KvsError> {
+    /// Connects to `uri` with the credentials `env` gives; its completion threads hand the
+    /// `_async` calls they take to `run`.
+    pub fn open(uri: &str, env: Env, run: fn(Vec<Pending>)) -> Result<Device, KvsError> {
         let uri = DeviceUri::parse(uri)?;
         let creds = Credentials::from_env(env)?;
         let secrets = SecretStore::for_device(&uri.addr, env)?;
@@ -106,7 +108,7 @@ impl Device {
             secrets,
             open: Mutex::new(HashSet::new()),
             iterators: Mutex::new(vec![None; MAX_ITERATORS]),
-            pool: CompletionPool::start(CompletionPool::threads_from_env(env))
+            pool: CompletionPool::start(CompletionPool::<Pending>::threads_from_env(env), run)
                 .map_err(|e| KvsError::Credentials(format!("starting threads: {e}")))?,
         })
     }

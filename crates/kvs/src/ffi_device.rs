@@ -1,5 +1,6 @@
 //! `extern "C"`: opening and closing a device, and what it reports of itself.
 
+use crate::async_batch::run_batch;
 use crate::credentials::process_env;
 use crate::device::Device;
 use crate::edge::{c_name, device, guard, out, Handle};
@@ -25,7 +26,7 @@ pub unsafe extern "C" fn kvs_open_device(uri: *mut c_char, dev_hd: *mut Handle) 
         let dev_hd = unsafe { out(dev_hd, "NULL device handle out")? };
         // SAFETY: as above.
         let uri = unsafe { c_name(uri)? };
-        let dev = Device::open(&uri, &process_env)?;
+        let dev = Device::open(&uri, &process_env, run_batch)?;
         *dev_hd = DEVICES.insert(Arc::new(dev)) as Handle;
         Ok(())
     })
@@ -39,7 +40,7 @@ pub fn kvs_open_device_with(
     dev_hd: &mut Handle,
 ) -> KvsResult {
     guard(|| {
-        let dev = Device::open(uri, env)?;
+        let dev = Device::open(uri, env, run_batch)?;
         *dev_hd = DEVICES.insert(Arc::new(dev)) as Handle;
         Ok(())
     })

@@ -6,8 +6,8 @@ use crate::ffi_types::{
     KvsOptionStore, KvsResult, KvsValue,
 };
 use crate::key_group::KeyGroup;
-use crate::ops::store_type;
-use crate::result::KvsError;
+use crate::ops::{copy_from, store_type, Retrieved};
+use crate::result::{KvsError, KvsOutcome};
 
 /// `kvs_get_kvp_info`: the key (copied to `info->key` if it is not NULL) and its value's
 /// length.
@@ -62,13 +62,54 @@ pub unsafe extern "C" fn kvs_retrieve_kvp(
         // SAFETY: `length` writable bytes at `value`, by the caller's contract.
         let buf = unsafe { bytes_mut(value.value, value.length as usize, "NULL value buffer")? };
         let got = ks.retrieve_into(key, buf, value.offset, delete_after)?;
-        value.actual_value_size = got.actual;
-        if !got.whole {
-            return Err(KvsError::BufferSmall);
-        }
-        value.length = got.copied;
-        Ok(())
+        finish_retrieve(value, &got)
     })
+}
+
+/// Writes what a retrieve copied into the caller's `kvs_value`: `actual_value_size`, and
+/// `length` unless the buffer was too small (`BufferSmall`).
+pub fn finish_retrieve(value: &mut KvsValue, got: &Retrieved) -> KvsOutcome<()> {
+    value.actual_value_size = got.actual;
+    if !got.whole {
+        return Err(KvsError::BufferSmall);
+    }
+    value.length = got.copied;
+    Ok(())
+}
+
+/// Retrieves into `value` from `stored`, the value the device returned (`None`: no such
+/// key), as `kvs_retrieve_kvp` does.
+///
+/// # Safety
+/// `value` NULL or a writable `kvs_value` with `length` writable bytes at `value`.
+pub unsafe fn retrieve_from(value: *mut KvsValue, stored: Option<&[u8]>) -> KvsOutcome<()> {
+    // SAFETY: the caller's contract.
+    let value = unsafe { out(value, "NULL kvs_value")? };
+    // SAFETY: as above.
+    let buf = unsafe { bytes_mut(value.value, value.length as usize, "NULL value buffer")? };
+    let stored = stored.ok_or(KvsError::KeyNotExist)?;
+    let got = copy_from(stored, buf, value.offset)?;
+    finish_retrieve(value, &got)
+}
+
+/// The key and value bytes and the `kvs_store_type` a `kvs_store_kvp` call names.
+///
+/// # Safety
+/// As `kvs_store_kvp`'s pointers.
+pub unsafe fn store_args<'a>(
+    k: *const KvsKey,
+    value: *const KvsValue,
+    opt: *const KvsOptionStore,
+) -> KvsOutcome<(&'a [u8], &'a [u8], i32)> {
+    // SAFETY: the caller's contract.
+    let key = unsafe { key(k)? };
+    // SAFETY: as above.
+    let value = unsafe { value.as_ref() }.ok_or(KvsError::Param("NULL kvs_value"))?;
+    // SAFETY: `length` bytes at `value`, by the caller's contract.
+    let data = unsafe { bytes(value.value, value.length as usize, "NULL value bytes")? };
+    // SAFETY: as above.
+    let st = unsafe { opt.as_ref() }.map_or(store_type::POST, |o| o.st_type);
+    Ok((key, data, st))
 }
 
 /// `kvs_store_kvp`.
@@ -86,13 +127,7 @@ pub unsafe extern "C" fn kvs_store_kvp(
     guard(|| {
         let (_, ks) = key_space(ks_hd)?;
         // SAFETY: the caller's contract.
-        let key = unsafe { key(k)? };
-        // SAFETY: as above.
-        let value = unsafe { value.as_ref() }.ok_or(KvsError::Param("NULL kvs_value"))?;
-        // SAFETY: `length` bytes at `value`, by the caller's contract.
-        let data = unsafe { bytes(value.value, value.length as usize, "NULL value bytes")? };
-        // SAFETY: as above.
-        let st = unsafe { opt.as_ref() }.map_or(store_type::POST, |o| o.st_type);
+        let (key, data, st) = unsafe { store_args(k, value, opt)? };
         ks.store(key, data, st)
     })
 }

@@ -3,6 +3,7 @@
 //! headers in `include/`. Programs written for the kit compile and link unchanged; a key
 //! space is a device namespace (docs/kvs-api.md).
 
+mod async_batch;
 mod completion;
 mod credentials;
 mod device;
@@ -21,6 +22,7 @@ mod key_space;
 mod key_spaces;
 mod live;
 mod ops;
+mod pending;
 mod result;
 mod secrets;
 mod uri;

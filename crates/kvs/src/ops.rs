@@ -20,6 +20,23 @@ pub mod store_type {
     pub const APPEND: i32 = 3;
 }
 
+/// Copies `value` from byte `offset` on into `out` (what fits).
+pub fn copy_from(value: &[u8], out: &mut [u8], offset: u32) -> Result<Retrieved, KvsError> {
+    if !offset.is_multiple_of(ALIGNMENT_UNIT) {
+        return Err(KvsError::OffsetMisaligned);
+    }
+    let tail = value
+        .get(offset as usize..)
+        .ok_or(KvsError::OffsetInvalid)?;
+    let n = tail.len().min(out.len());
+    out[..n].copy_from_slice(&tail[..n]);
+    Ok(Retrieved {
+        copied: n as u32,
+        actual: value.len() as u32,
+        whole: n == tail.len(),
+    })
+}
+
 /// What a retrieve copied.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Retrieved {
@@ -42,10 +59,7 @@ impl KeySpace {
 
     /// Stores `value` under `key` as `st_type` (a `kvs_store_type`) asks.
     pub fn store(&self, key: &[u8], value: &[u8], st_type: i32) -> Result<(), KvsError> {
-        self.check_key(key)?;
-        if value.len() > self.device.limits.max_value as usize {
-            return Err(KvsError::ValueLength);
-        }
+        self.check_pair(key, value.len())?;
         let mode = match st_type {
             store_type::POST => StoreMode::Always,
             store_type::UPDATE_ONLY => StoreMode::OnlyIfPresent,
@@ -82,20 +96,37 @@ impl KeySpace {
             .ns()
             .get(Bytes::copy_from_slice(key))?
             .ok_or(KvsError::KeyNotExist)?;
-        let tail = value
-            .get(offset as usize..)
-            .ok_or(KvsError::OffsetInvalid)?;
-        let n = tail.len().min(out.len());
-        out[..n].copy_from_slice(&tail[..n]);
-        let whole = n == tail.len();
-        if whole && delete_after {
+        let got = copy_from(&value, out, offset)?;
+        if got.whole && delete_after {
             self.ns().delete(Bytes::copy_from_slice(key))?;
         }
-        Ok(Retrieved {
-            copied: n as u32,
-            actual: value.len() as u32,
-            whole,
-        })
+        Ok(got)
+    }
+
+    /// `Ok` if `key` and a value of `value_len` bytes can be stored.
+    pub fn check_pair(&self, key: &[u8], value_len: usize) -> Result<(), KvsError> {
+        self.check_key(key)?;
+        if value_len > self.device.limits.max_value as usize {
+            return Err(KvsError::ValueLength);
+        }
+        Ok(())
+    }
+
+    /// Stores `pairs` (each checked with [`KeySpace::check_pair`]), sent together.
+    pub fn store_many(&self, mut pairs: Vec<(Bytes, Bytes)>) -> Result<(), KvsError> {
+        match pairs.len() {
+            0 => Ok(()),
+            1 => {
+                let (k, v) = pairs.remove(0);
+                Ok(self.ns().put(k, v)?)
+            }
+            _ => Ok(self.ns().put_many(pairs)?),
+        }
+    }
+
+    /// The values of `keys` (each checked), asked together.
+    pub fn get_many(&self, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>, KvsError> {
+        Ok(self.ns().get_many(keys)?)
     }
 
     /// The size of `key`'s value.

@@ -35,6 +35,25 @@ static int wait_for(int n) {
   return ok;
 }
 
+/* Records a callback's result where private1 points; counts it. */
+static int recorded;
+static void record(kvs_postprocess_context *ctx) {
+  pthread_mutex_lock(&t.lock);
+  *(int *)ctx->private1 = (int)ctx->result;
+  recorded++;
+  pthread_cond_broadcast(&t.done);
+  pthread_mutex_unlock(&t.lock);
+}
+
+/* Waits until `n` records; true (and resets). */
+static int wait_records(int n) {
+  pthread_mutex_lock(&t.lock);
+  while (recorded < n) pthread_cond_wait(&t.done, &t.lock);
+  recorded = 0;
+  pthread_mutex_unlock(&t.lock);
+  return 1;
+}
+
 #define CTX(op) (void *)&marker, (void *)(intptr_t)(op)
 
 void suite_async(kvs_key_space_handle ks) {
@@ -98,6 +117,44 @@ void suite_async(kvs_key_space_handle ks) {
   EXPECT(kvs_exist_kv_pairs_async(ks, N, k, &list, CTX(KVS_CMD_EXIST), on_done), KVS_SUCCESS,
          "async exist after deletes");
   CHECK(wait_for(1) == 1 && bits[0] == 0 && bits[N / 8 - 1] == 0, "none left");
+
+  /* Calls queued together each get their own answer: a bad key and a no-overwrite store
+   * among plain stores, a missing key among retrieves. */
+  static int codes[8];
+  static kvs_key mixed[8];
+  static char mixed_keys[8][16];
+  kvs_option_store create = {KVS_STORE_NOOVERWRITE, NULL};
+  for (int i = 0; i < 8; i++) {
+    snprintf(mixed_keys[i], 16, "mixed-%d", i);
+    mixed[i] = key_of(mixed_keys[i]);
+  }
+  mixed[3].length = 0;
+  put(ks, "mixed-5", "there");
+  for (int i = 0; i < 8; i++)
+    kvs_store_kvp_async(ks, &mixed[i], &v[i], i == 5 ? &create : &post, &codes[i],
+                        (void *)(intptr_t)KVS_CMD_STORE, record);
+  CHECK(wait_records(8), "8 mixed stores called back");
+  int right = 0;
+  for (int i = 0; i < 8; i++)
+    right += codes[i] == (i == 3   ? KVS_ERR_KEY_LENGTH_INVALID
+                          : i == 5 ? KVS_ERR_VALUE_UPDATE_NOT_ALLOWED
+                                   : KVS_SUCCESS);
+  CHECK(right == 8, "each store of the batch has its own result");
+  mixed[3].length = 7;
+  kvs_delete_kvp(ks, &mixed[6], NULL);
+  for (int i = 0; i < 8; i++) {
+    out[i].length = 16;
+    kvs_retrieve_kvp_async(ks, &mixed[i], &keep, &codes[i], (void *)(intptr_t)KVS_CMD_RETRIEVE,
+                           &out[i], record);
+  }
+  CHECK(wait_records(8), "8 mixed retrieves called back");
+  right = 0;
+  for (int i = 0; i < 8; i++)
+    right += codes[i] == (i == 3 || i == 6 ? KVS_ERR_KEY_NOT_EXIST : KVS_SUCCESS);
+  CHECK(right == 8, "each retrieve of the batch has its own result");
+  CHECK(out[0].length == v[0].length && memcmp(outs[0], values[0], v[0].length) == 0 &&
+            out[5].length == 5 && memcmp(outs[5], "there", 5) == 0,
+        "batched retrieves read their own values");
 
   /* Errors come back in the callback: a missing key. */
   kvs_key missing = key_of("async-missing");
