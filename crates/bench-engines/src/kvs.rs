@@ -30,7 +30,7 @@ const KEY_SPACE: &str = "bench";
 /// the `device` engine's.
 const CONNECTIONS: &str = "64";
 /// The library's completion threads (they run the `_async` calls).
-const COMPLETION_THREADS: &str = "16";
+const COMPLETION_THREADS: &str = "4";
 /// A get's first buffer; a larger value is read again into one of its size.
 const FIRST_BUFFER: usize = 64 << 10;
 

@@ -104,17 +104,28 @@ fn serve<T>(rx: &Mutex<Receiver<T>>, run: fn(Vec<T>)) {
             let rx = lock(rx);
             let Ok(first) = rx.recv() else { return };
             let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(_) => break,
-                }
+            drain(&rx, &mut batch);
+            if batch.len() < MAX_BATCH {
+                // A caller queueing several calls is likely still at it: give it the core
+                // once, and take what it queued meanwhile into the same batch.
+                std::thread::yield_now();
+                drain(&rx, &mut batch);
             }
             batch
         };
         // The runner reports its own failures; this keeps the thread alive if a panic
         // escapes anyway.
         let _ = catch_unwind(AssertUnwindSafe(|| run(batch)));
+    }
+}
+
+/// Moves what is queued into `batch`, up to `MAX_BATCH`.
+fn drain<T>(rx: &Receiver<T>, batch: &mut Vec<T>) {
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
     }
 }
 
