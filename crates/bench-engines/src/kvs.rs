@@ -22,6 +22,7 @@ use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
+use std::path::Path;
 use std::ptr::null_mut;
 
 /// The key space the workloads use.
@@ -94,6 +95,9 @@ impl KvsDb {
             (None, target.to_string())
         };
         let secrets = config.path.join("kvs-secrets");
+        if local.is_some() {
+            keep_secrets(&secrets, &uri);
+        }
         env.insert("CERBERUS_KVS_SECRETS", secrets.display().to_string());
         env.insert("CERBERUS_KVS_CONNECTIONS", CONNECTIONS.into());
         env.insert("CERBERUS_KVS_THREADS", COMPLETION_THREADS.into());
@@ -138,6 +142,25 @@ impl KvsDb {
 
     fn ks(&self) -> *mut c_void {
         self.ks as *mut c_void
+    }
+}
+
+/// A local device listens on a new port at each start, and the library keeps key-space
+/// secrets per device address: the secrets an earlier run over this database kept move to
+/// this run's address, so its key space opens again (best effort: without them the open
+/// fails and says so).
+fn keep_secrets(root: &Path, uri: &str) {
+    let addr = uri.trim_start_matches("nvme-tcp://");
+    let addr = addr.split('?').next().unwrap_or(addr);
+    let mine = cerberus_kvs::secrets_dir(root, addr);
+    if mine.exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    if let Some(old) = entries.flatten().map(|e| e.path()).find(|p| p.is_dir()) {
+        let _ = std::fs::rename(old, mine);
     }
 }
 
@@ -329,5 +352,42 @@ impl BenchDb for KvsDb {
             dev.shutdown().map_err(EngineError::StopDevice)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::LayoutArg;
+
+    #[test]
+    fn puts_and_gets_through_the_library_sync_and_async() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = OpenConfig::at(dir.path(), LayoutArg::default());
+        config.device = Some("local".into());
+        let db = KvsDb::open(&config).unwrap();
+        db.put(b"key-1", b"value-1").unwrap();
+        assert!(db.get(b"key-1").unwrap());
+        assert!(!db.get(b"key-2").unwrap());
+        let big = vec![7u8; FIRST_BUFFER + 10];
+        db.put(b"big", &big).unwrap();
+        assert!(db.get(b"big").unwrap(), "a value past the first buffer");
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..40)
+            .map(|i| (format!("many-{i}").into_bytes(), vec![i as u8; 100]))
+            .collect();
+        let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        db.put_many(&refs).unwrap();
+        let keys: Vec<&[u8]> = refs
+            .iter()
+            .map(|(k, _)| *k)
+            .chain([&b"absent"[..]])
+            .collect();
+        assert_eq!(db.get_many(&keys).unwrap(), 40);
+        db.close().unwrap();
+        db.close().unwrap();
+        // A second open finds the key space and its kept secret.
+        let db = KvsDb::open(&config).unwrap();
+        assert!(db.get(b"key-1").unwrap());
+        db.close().unwrap();
     }
 }

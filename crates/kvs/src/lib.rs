@@ -53,3 +53,4 @@ pub use ffi_types::{
     KvsOptionRetrieve, KvsOptionStore, KvsPostprocessContext, KvsResult, KvsValue,
 };
 pub use result::code;
+pub use secrets::device_dir as secrets_dir;

@@ -9,7 +9,7 @@ use crate::result::KvsError;
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Longest key space name kept here (a file name has 255 bytes, with room for the suffix).
 const MAX_NAME: usize = 200;
@@ -29,6 +29,22 @@ pub fn valid_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+/// The directory under `root` that keeps the secrets of the device at `addr`: the address
+/// with every character but letters, digits, `.` and `-` made `_`.
+pub fn device_dir(root: &Path, addr: &str) -> PathBuf {
+    let name: String = addr
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    root.join(name)
 }
 
 impl SecretStore {
@@ -51,18 +67,8 @@ impl SecretStore {
                 },
             },
         };
-        let device: String = addr
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
         Ok(SecretStore {
-            dir: root.join(device),
+            dir: device_dir(&root, addr),
         })
     }
 

@@ -129,21 +129,6 @@ fn uri(dev: &DeviceHandle, wire: Wire) -> String {
     }
 }
 
-/// The secrets store's directory of the device at `addr` (as the library names it).
-fn device_secrets(root: &Path, addr: &str) -> PathBuf {
-    let name: String = addr
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    root.join(name)
-}
-
 /// Runs `program` against a new device on `wire`; its stdout.
 fn run(program: &Path, wire: Wire) -> String {
     run_at(program, wire, |dev| uri(dev, wire))
@@ -164,7 +149,10 @@ fn run_at(program: &Path, wire: Wire, uri_of: impl Fn(&DeviceHandle) -> String) 
         .env_clear()
         .env("CERBERUS_ADMIN_SECRET", dev.admin_secret())
         .env("CERBERUS_KVS_SECRETS", secrets.path())
-        .env("KVS_SUITE_SECRETS", device_secrets(secrets.path(), &addr));
+        .env(
+            "KVS_SUITE_SECRETS",
+            cerberus_kvs::secrets_dir(secrets.path(), &addr),
+        );
     if wire == Wire::Nvme {
         cmd.env("CERBERUS_DHCHAP_SECRET", host_secret());
     }
