@@ -30,8 +30,13 @@ void suite_tenant(const char *uri) {
   CHECK(read_secret(secret, sizeof secret), "suite_b's secret was kept");
   char *admin = getenv("CERBERUS_ADMIN_SECRET");
   char *saved = admin ? strdup(admin) : NULL;
+  kvs_device_handle refused;
+  setenv("CERBERUS_ADMIN_SECRET", "not-the-admin-secret", 1);
+  EXPECT(kvs_open_device((char *)uri, &refused), KVS_ERR_SYS_IO, "a wrong admin secret");
   unsetenv("CERBERUS_ADMIN_SECRET");
   setenv("CERBERUS_NS", "suite_b", 1);
+  setenv("CERBERUS_SECRET", "not-its-secret", 1);
+  EXPECT(kvs_open_device((char *)uri, &refused), KVS_ERR_SYS_IO, "a wrong tenant secret");
   setenv("CERBERUS_SECRET", secret, 1);
 
   kvs_device_handle dev;
