@@ -17,33 +17,41 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Runs `calls` in their order, batching neighbours (the runner of the completion pool).
 pub fn run_batch(calls: Vec<Pending>) {
     let mut calls = calls.into_iter().peekable();
-    while let Some(mut first) = calls.next() {
-        let kind = std::mem::replace(&mut first.kind, Kind::Store);
-        match kind {
-            Kind::Call(op) => {
-                let result = catch_unwind(AssertUnwindSafe(|| op(&first))).unwrap_or(code::SYS_IO);
-                first.complete(result);
+    while let Some(first) = calls.next() {
+        let stores = match first.kind {
+            Kind::Call(_) => {
+                run_call(first);
+                continue;
             }
-            Kind::Store | Kind::Retrieve => {
-                let stores = matches!(kind, Kind::Store);
-                let ks = first.ks_hd;
-                let mut group = vec![first];
-                let same = |n: &Pending| match n.kind {
-                    Kind::Store => stores && n.ks_hd == ks,
-                    Kind::Retrieve => !stores && n.ks_hd == ks,
-                    Kind::Call(_) => false,
-                };
-                while let Some(next) = calls.next_if(same) {
-                    group.push(next);
-                }
-                if stores {
-                    run_stores(group);
-                } else {
-                    run_retrieves(group);
-                }
-            }
+            Kind::Store => true,
+            Kind::Retrieve => false,
+        };
+        let ks = first.ks_hd;
+        let same = |n: &Pending| match n.kind {
+            Kind::Store => stores && n.ks_hd == ks,
+            Kind::Retrieve => !stores && n.ks_hd == ks,
+            Kind::Call(_) => false,
+        };
+        let mut group = vec![first];
+        while let Some(next) = calls.next_if(same) {
+            group.push(next);
+        }
+        if stores {
+            run_stores(group);
+        } else {
+            run_retrieves(group);
         }
     }
+}
+
+/// Runs a call of its own kind, and its callback.
+fn run_call(mut p: Pending) {
+    // The closure is taken out to be called with the rest of `p`.
+    let Kind::Call(op) = std::mem::replace(&mut p.kind, Kind::Store) else {
+        return;
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| op(&p))).unwrap_or(code::SYS_IO);
+    p.complete(result);
 }
 
 /// `p` run as the synchronous call it is.
