@@ -185,3 +185,31 @@ impl KeySpace {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_what_fits_from_the_offset() {
+        let value: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        let mut out = [0u8; 2000];
+        let got = copy_from(&value, &mut out, 0).unwrap();
+        assert_eq!((got.copied, got.actual, got.whole), (1000, 1000, true));
+        let mut small = [0u8; 10];
+        let got = copy_from(&value, &mut small, 512).unwrap();
+        assert_eq!((got.copied, got.actual, got.whole), (10, 1000, false));
+        assert_eq!(small[0], value[512]);
+        let got = copy_from(&value, &mut [], 0).unwrap();
+        assert!(!got.whole);
+        assert!(copy_from(&[], &mut [], 0).unwrap().whole);
+        assert!(matches!(
+            copy_from(&value, &mut out, 3),
+            Err(KvsError::OffsetMisaligned)
+        ));
+        assert!(matches!(
+            copy_from(&value, &mut out, 1024),
+            Err(KvsError::OffsetInvalid)
+        ));
+    }
+}
