@@ -30,8 +30,6 @@ const KEY_SPACE: &str = "bench";
 /// Connections of the library's device handle: one per benchmark thread up to this many, as
 /// the `device` engine's.
 const CONNECTIONS: &str = "64";
-/// The library's completion threads (they run the `_async` calls).
-const COMPLETION_THREADS: &str = "4";
 /// A get's first buffer; a larger value is read again into one of its size.
 const FIRST_BUFFER: usize = 64 << 10;
 
@@ -100,7 +98,6 @@ impl KvsDb {
         }
         env.insert("CERBERUS_KVS_SECRETS", secrets.display().to_string());
         env.insert("CERBERUS_KVS_CONNECTIONS", CONNECTIONS.into());
-        env.insert("CERBERUS_KVS_THREADS", COMPLETION_THREADS.into());
         let lookup = |k: &str| env.get(k).cloned();
         let mut dev = null_mut();
         check(
