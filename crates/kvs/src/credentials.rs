@@ -149,6 +149,14 @@ mod tests {
     }
 
     #[test]
+    fn a_tls_ca_that_cannot_be_read_is_an_error() {
+        let uri = DeviceUri::parse("127.0.0.1:9420").unwrap();
+        let env = env_of(&[("CERBERUS_TLS_CA", "/nonexistent/ca.pem")]);
+        assert!(client_config(&uri, &env).is_err());
+        assert!(client_config(&uri, &env_of(&[])).unwrap().tls.is_none());
+    }
+
+    #[test]
     fn nvme_needs_a_host_nqn_from_the_query_or_the_environment() {
         let uri = DeviceUri::parse("nvme-tcp://127.0.0.1").unwrap();
         assert!(client_config(&uri, &env_of(&[])).is_err());

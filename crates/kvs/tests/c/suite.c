@@ -145,6 +145,7 @@ int main(int argc, char **argv) {
   suite_info(ks);
   suite_iterators(ks);
   suite_async(ks);
+  suite_threads(ks);
   suite_tenant(argv[1]);
   suite_memory();
 

@@ -17,6 +17,7 @@ void suite_key_spaces(kvs_device_handle dev);
 void suite_kvp(kvs_key_space_handle ks, kvs_device_handle dev);
 void suite_iterators(kvs_key_space_handle ks);
 void suite_async(kvs_key_space_handle ks);
+void suite_threads(kvs_key_space_handle ks);
 void suite_tenant(const char *uri);
 void suite_memory(void);
 

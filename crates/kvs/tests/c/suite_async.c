@@ -168,3 +168,42 @@ void suite_async(kvs_key_space_handle ks) {
   CHECK(t.bad_ctx == 0, "every context named its call and private data");
   pthread_mutex_unlock(&t.lock);
 }
+
+/* Several threads on one key space handle at once (each on its own connection). */
+struct worker {
+  kvs_key_space_handle ks;
+  int id, ok;
+};
+
+static void *work(void *arg) {
+  struct worker *w = (struct worker *)arg;
+  for (int i = 0; i < 50; i++) {
+    char key[32], value[32], got[32];
+    snprintf(key, sizeof key, "thread-%d-%02d", w->id, i);
+    snprintf(value, sizeof value, "value-%d-%02d", w->id, i);
+    kvs_key k = key_of(key);
+    kvs_value v = {value, (uint32_t)strlen(value), 0, 0};
+    kvs_value out = {got, sizeof got, 0, 0};
+    if (kvs_store_kvp(w->ks, &k, &v, NULL) != KVS_SUCCESS) continue;
+    if (kvs_retrieve_kvp(w->ks, &k, NULL, &out) != KVS_SUCCESS) continue;
+    w->ok += out.length == v.length && memcmp(got, value, v.length) == 0;
+  }
+  return NULL;
+}
+
+void suite_threads(kvs_key_space_handle ks) {
+  pthread_t tid[8];
+  struct worker w[8];
+  for (int i = 0; i < 8; i++) {
+    w[i].ks = ks;
+    w[i].id = i;
+    w[i].ok = 0;
+    pthread_create(&tid[i], NULL, work, &w[i]);
+  }
+  int ok = 0;
+  for (int i = 0; i < 8; i++) {
+    pthread_join(tid[i], NULL);
+    ok += w[i].ok;
+  }
+  CHECK(ok == 8 * 50, "8 threads, 50 stores and retrieves each, on one handle");
+}
