@@ -77,31 +77,7 @@ impl DeviceDb {
     ) -> Result<DeviceDb> {
         let target = config.device.as_deref().unwrap_or("local");
         let (local, remote_secret) = if target == "local" {
-            let mut c = local_device::config(&config.path);
-            c.storage = match config.storage {
-                StorageArg::Posix => StorageChoice::Posix,
-                StorageArg::Nand => StorageChoice::Nand,
-            };
-            c.sync = config.sync;
-            // Values as large as the embedded runs may use.
-            c.max_value_len = 64 << 20;
-            c.engine.cache_bytes = config.cache_bytes;
-            if let Some(b) = crate::config::row_cache_bytes() {
-                c.engine.row_cache_bytes = b;
-            }
-            c.iterator_prefetch_degree = config.device_prefetch_degree;
-            if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
-                c.engine.layout = "shared".into();
-            }
-            if config.profile.is_some() {
-                return Err(EngineError::ProfileOnDevice);
-            }
-            if nvme {
-                local_device::serve_nvme(&mut c);
-            }
-            tweak(&mut c);
-            let dev = LocalDevice::start(c)?;
-            (Some(dev), None)
+            (Some(start_local(config, nvme, tweak)?), None)
         } else {
             if nvme {
                 return Err(EngineError::NeedsLocalDevice {
@@ -261,6 +237,40 @@ impl DeviceDb {
     fn bench_ns(&self) -> &BlockingNamespace {
         &self.handles[self.slot()]
     }
+}
+
+/// Starts the device of `--device local` over `config.path`: the run's storage, sync and
+/// cache, values as large as the embedded runs use; its NVMe/TCP target too if `nvme`;
+/// `tweak` applied last. (The `kvs` engine starts the same device.)
+pub(crate) fn start_local(
+    config: &OpenConfig,
+    nvme: bool,
+    tweak: impl FnOnce(&mut DeviceConfig),
+) -> Result<LocalDevice> {
+    let mut c = local_device::config(&config.path);
+    c.storage = match config.storage {
+        StorageArg::Posix => StorageChoice::Posix,
+        StorageArg::Nand => StorageChoice::Nand,
+    };
+    c.sync = config.sync;
+    // Values as large as the embedded runs may use.
+    c.max_value_len = 64 << 20;
+    c.engine.cache_bytes = config.cache_bytes;
+    if let Some(b) = crate::config::row_cache_bytes() {
+        c.engine.row_cache_bytes = b;
+    }
+    c.iterator_prefetch_degree = config.device_prefetch_degree;
+    if matches!(config.layout, LayoutArg::Shared | LayoutArg::Baseline) {
+        c.engine.layout = "shared".into();
+    }
+    if config.profile.is_some() {
+        return Err(EngineError::ProfileOnDevice);
+    }
+    if nvme {
+        local_device::serve_nvme(&mut c);
+    }
+    tweak(&mut c);
+    LocalDevice::start(c)
 }
 
 impl BenchDb for DeviceDb {

@@ -12,7 +12,7 @@ pub enum EngineError {
     /// `--engine` named no engine.
     #[error(
         "unknown engine {name:?} (expected cerberus, rocksdb, rocksdb-blob, fjall, fjall-blob, \
-         device, device-nvme, redis, floor, floor-write or lmdb)"
+         device, device-nvme, kvs, redis, floor, floor-write or lmdb)"
     )]
     UnknownEngine {
         /// The name given.
@@ -157,6 +157,14 @@ pub enum EngineError {
         /// The client's error.
         #[source]
         source: cerberus_host::Error,
+    },
+    /// A call of the SNIA key-value library (`kvs` engine) failed.
+    #[error("kvs: {op}: kvs_result 0x{code:x}")]
+    Kvs {
+        /// What it was doing.
+        op: Op,
+        /// The library's `kvs_result`.
+        code: i32,
     },
     /// A device could not be started here.
     #[error("starting a local device")]

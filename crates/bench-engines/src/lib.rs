@@ -1,6 +1,7 @@
 //! The key-value engines `cerberus-bench` runs its workloads on, behind one small trait
 //! ([`BenchDb`]): Cerberus embedded, Cerberus through the network as a device (remote, or
-//! started here on a loopback port), and, behind their cargo features, its peers RocksDB
+//! started here on a loopback port) and through the SNIA key-value library in C (`kvs`,
+//! `crates/kvs`), and, behind their cargo features, its peers RocksDB
 //! (`rocksdb`, Debian's librocksdb from scripts/install-peers) and Redis (`redis`, a
 //! `redis-server` the bench starts) and LMDB (`lmdb`, the `heed` crate, the embedded engine's read
 //! peer) and fjall (`fjall`, the Rust LSM-tree peer: keyspaces of partitions, key-value
@@ -22,6 +23,7 @@ mod error;
 #[cfg(feature = "fjall")]
 mod fjall;
 mod floor;
+mod kvs;
 #[cfg(feature = "lmdb")]
 mod lmdb;
 pub mod local_device;
@@ -42,5 +44,6 @@ pub use db::{
 };
 pub use device::DeviceDb;
 pub use error::{EngineError, Result};
+pub use kvs::KvsDb;
 pub use op::Op;
 pub use open::{open, Engine};

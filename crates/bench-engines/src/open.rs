@@ -8,6 +8,7 @@ use crate::error::{EngineError, Result};
 #[cfg(feature = "fjall")]
 use crate::fjall::FjallDb;
 use crate::floor::{self, FloorDb};
+use crate::kvs::KvsDb;
 #[cfg(feature = "lmdb")]
 use crate::lmdb::LmdbDb;
 #[cfg(feature = "redis")]
@@ -36,6 +37,9 @@ pub enum Engine {
     /// A local device whose clients speak NVMe/TCP (`--wire nvme` for this engine only):
     /// `device,device-nvme` compares the two wires in one run.
     DeviceNvme,
+    /// The device through the SNIA key-value library in C (`crates/kvs`): its sync calls,
+    /// and its async calls for `--pipeline` batches.
+    Kvs,
     /// A `redis-server` started on a loopback port (the device's peer).
     Redis,
     /// The floor of Cerberus's write path: a buffered log append and a skiplist insert per
@@ -58,6 +62,7 @@ impl Engine {
             Engine::FjallBlob => "fjall-blob",
             Engine::Device => "device",
             Engine::DeviceNvme => "device-nvme",
+            Engine::Kvs => "kvs",
             Engine::Redis => "redis",
             Engine::Floor => "floor",
             Engine::FloorWrite => "floor-write",
@@ -76,6 +81,7 @@ impl Engine {
             "fjall-blob" | "fjall_blob" => Ok(Engine::FjallBlob),
             "device" => Ok(Engine::Device),
             "device-nvme" | "device_nvme" => Ok(Engine::DeviceNvme),
+            "kvs" => Ok(Engine::Kvs),
             "redis" => Ok(Engine::Redis),
             "floor" => Ok(Engine::Floor),
             "floor-write" | "floor_write" => Ok(Engine::FloorWrite),
@@ -87,7 +93,7 @@ impl Engine {
     /// Checks, before anything runs, that this binary can open the engine with `config`.
     pub fn check(self, config: &OpenConfig) -> Result<()> {
         match self {
-            Engine::Cerberus | Engine::Device => Ok(()),
+            Engine::Cerberus | Engine::Device | Engine::Kvs => Ok(()),
             Engine::DeviceNvme => match config.device.as_deref() {
                 None | Some("local") => Ok(()),
                 Some(_) => Err(EngineError::NeedsLocalDevice {
@@ -167,6 +173,7 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::Cerberus => Ok(Arc::new(CerberusDb::open(config)?)),
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
         Engine::DeviceNvme => Ok(Arc::new(DeviceDb::open_nvme(config)?)),
+        Engine::Kvs => Ok(Arc::new(KvsDb::open(config)?)),
         Engine::Floor => Ok(Arc::new(FloorDb::open(config, true)?)),
         Engine::FloorWrite => Ok(Arc::new(FloorDb::open(config, false)?)),
         #[cfg(feature = "lmdb")]

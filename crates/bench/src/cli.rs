@@ -38,7 +38,9 @@ pub struct Args {
     /// files, as Cerberus's value log), fjall, fjall-blob (the `fjall` feature; fjall-blob: its
     /// key-value separation at the same threshold), device (Cerberus through the network, see
     /// --device), device-nvme (a local device its clients reach over NVMe/TCP:
-    /// `device-nvme,device` compares the wires), redis (a `redis-server` started on a loopback
+    /// `device-nvme,device` compares the wires), kvs (the same device through the SNIA
+    /// key-value library in C, crates/kvs: its sync calls, its async calls with --pipeline;
+    /// `device,kvs` measures the C layer), redis (a `redis-server` started on a loopback
     /// port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
     /// append and a skiplist insert per put; puts only), floor-write (the same, the log
     /// written out after each put), lmdb (the `lmdb` feature), or several (`cerberus,rocksdb`,

@@ -1,0 +1,218 @@
+//! The library threads the `_async` calls run on: a bounded queue of jobs, served by a few
+//! threads per device handle. A thread takes the jobs waiting in the queue together (up to
+//! [`MAX_BATCH`]), so that the runner can send them to the device together. A full queue
+//! refuses the call (the caller retries) rather than growing; closing waits for every job
+//! queued before it.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::{JoinHandle, ThreadId};
+
+/// Jobs a device handle queues before it refuses more.
+pub const QUEUE_DEPTH: usize = 4096;
+/// Jobs a thread takes at once.
+pub const MAX_BATCH: usize = 64;
+/// Threads per device handle unless `CERBERUS_KVS_THREADS` says otherwise.
+const DEFAULT_THREADS: usize = 4;
+const MAX_THREADS: usize = 64;
+
+/// Why a job was not queued.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The queue holds `QUEUE_DEPTH` jobs.
+    Full,
+    /// The pool is closed (the device handle is closing).
+    Closed,
+}
+
+/// The threads and their queue of `T`s.
+pub struct CompletionPool<T> {
+    queue: Mutex<Option<SyncSender<T>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    ids: Vec<ThreadId>,
+}
+
+impl<T: Send + 'static> CompletionPool<T> {
+    /// `threads` threads (1 to 64) serving a queue of `QUEUE_DEPTH`, each handing the jobs
+    /// it took to `run`.
+    pub fn start(threads: usize, run: fn(Vec<T>)) -> std::io::Result<CompletionPool<T>> {
+        let (tx, rx) = sync_channel::<T>(QUEUE_DEPTH);
+        // One receiver, taken in turn: a thread holds the lock only to take its jobs.
+        let rx = Arc::new(Mutex::new(rx));
+        let mut handles = Vec::new();
+        for i in 0..threads.clamp(1, MAX_THREADS) {
+            let rx = rx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("kvs-completion-{i}"))
+                .spawn(move || serve(&rx, run))?;
+            handles.push(h);
+        }
+        let ids = handles.iter().map(|h| h.thread().id()).collect();
+        Ok(CompletionPool {
+            queue: Mutex::new(Some(tx)),
+            threads: Mutex::new(handles),
+            ids,
+        })
+    }
+
+    /// Queues `job`.
+    pub fn submit(&self, job: T) -> Result<(), Refused> {
+        let queue = lock(&self.queue);
+        let Some(tx) = queue.as_ref() else {
+            return Err(Refused::Closed);
+        };
+        tx.try_send(job).map_err(|e| match e {
+            TrySendError::Full(_) => Refused::Full,
+            TrySendError::Disconnected(_) => Refused::Closed,
+        })
+    }
+}
+
+impl<T> CompletionPool<T> {
+    /// The thread count `CERBERUS_KVS_THREADS` asks for, or the default.
+    pub fn threads_from_env(env: crate::credentials::Env) -> usize {
+        env("CERBERUS_KVS_THREADS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_THREADS)
+    }
+
+    /// Refuses new jobs, and waits until the threads ran every queued one. From one of the
+    /// pool's own threads (a callback closing its device) it cannot wait for itself: the
+    /// threads then end once they drained the queue.
+    pub fn close(&self) {
+        drop(lock(&self.queue).take());
+        if self.ids.contains(&std::thread::current().id()) {
+            return;
+        }
+        let threads: Vec<_> = lock(&self.threads).drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+impl<T> Drop for CompletionPool<T> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn serve<T>(rx: &Mutex<Receiver<T>>, run: fn(Vec<T>)) {
+    loop {
+        let batch = {
+            let rx = lock(rx);
+            let Ok(first) = rx.recv() else { return };
+            let mut batch = vec![first];
+            drain(&rx, &mut batch);
+            if batch.len() < MAX_BATCH {
+                // A caller queueing several calls is likely still at it: give it the core
+                // once, and take what it queued meanwhile into the same batch.
+                std::thread::yield_now();
+                drain(&rx, &mut batch);
+            }
+            batch
+        };
+        // The runner reports its own failures; this keeps the thread alive if a panic
+        // escapes anyway.
+        let _ = catch_unwind(AssertUnwindSafe(|| run(batch)));
+    }
+}
+
+/// Moves what is queued into `batch`, up to `MAX_BATCH`.
+fn drain<T>(rx: &Receiver<T>, batch: &mut Vec<T>) {
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    type Job = Box<dyn FnOnce() + Send>;
+
+    fn run_each(jobs: Vec<Job>) {
+        for j in jobs {
+            j();
+        }
+    }
+
+    #[test]
+    fn close_waits_for_every_queued_job() {
+        let pool = CompletionPool::<Job>::start(2, run_each).unwrap();
+        let done = Arc::new(AtomicUsize::new(0));
+        for _ in 0..100 {
+            let done = done.clone();
+            pool.submit(Box::new(move || {
+                done.fetch_add(1, Ordering::SeqCst);
+            }))
+            .unwrap();
+        }
+        pool.close();
+        assert_eq!(done.load(Ordering::SeqCst), 100);
+        assert_eq!(pool.submit(Box::new(|| {})).err(), Some(Refused::Closed));
+    }
+
+    #[test]
+    fn a_full_queue_refuses() {
+        let pool = CompletionPool::<Job>::start(1, run_each).unwrap();
+        let (hold_tx, hold_rx) = std::sync::mpsc::sync_channel::<()>(0);
+        pool.submit(Box::new(move || {
+            let _ = hold_rx.recv();
+        }))
+        .unwrap();
+        let mut refused = false;
+        for _ in 0..QUEUE_DEPTH + MAX_BATCH + 2 {
+            if pool.submit(Box::new(|| {})).err() == Some(Refused::Full) {
+                refused = true;
+                break;
+            }
+        }
+        assert!(refused);
+        drop(hold_tx);
+        pool.close();
+    }
+
+    #[test]
+    fn queued_jobs_are_taken_together() {
+        static LARGEST: AtomicUsize = AtomicUsize::new(0);
+        fn note(jobs: Vec<usize>) {
+            LARGEST.fetch_max(jobs.len(), Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let pool = CompletionPool::<usize>::start(1, note).unwrap();
+        for i in 0..200 {
+            pool.submit(i).unwrap();
+        }
+        pool.close();
+        let largest = LARGEST.load(Ordering::SeqCst);
+        assert!(largest > 1 && largest <= MAX_BATCH, "{largest}");
+    }
+
+    #[test]
+    fn a_panicking_runner_does_not_kill_its_thread() {
+        let pool = CompletionPool::<Job>::start(1, run_each).unwrap();
+        pool.submit(Box::new(|| panic!("boom"))).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let done = Arc::new(AtomicUsize::new(0));
+        let d = done.clone();
+        pool.submit(Box::new(move || {
+            d.fetch_add(1, Ordering::SeqCst);
+        }))
+        .unwrap();
+        pool.close();
+        assert_eq!(done.load(Ordering::SeqCst), 1);
+    }
+}
