@@ -15,12 +15,7 @@ use crate::coding::{get_u32, put_u32, put_varint, Cursor};
 use bytes::Bytes;
 use std::cmp::Ordering;
 
-/// Entries between restart points of a data block.
 pub const RESTART_INTERVAL: usize = 16;
-/// Entries between restart points of an index block: every key whole. A get's binary search
-/// over an index block then ends on its entry, with no entries decoded one by one after it
-/// (an index block holds a few hundred entries; the prefix compression saved little).
-pub const INDEX_RESTART_INTERVAL: usize = 1;
 
 /// A bucket no key hashes to.
 const NO_KEY: u8 = 255;
@@ -46,8 +41,6 @@ pub struct BlockBuilder {
     buf: Vec<u8>,
     restarts: Vec<u32>,
     counter: usize,
-    /// Entries between restart points.
-    interval: usize,
     last_key: Vec<u8>,
     entries: usize,
     /// `Some` for a block with a hash index: each distinct user key's hash and the restart
@@ -67,7 +60,6 @@ impl BlockBuilder {
             buf: Vec::new(),
             restarts: vec![0],
             counter: 0,
-            interval: RESTART_INTERVAL,
             last_key: Vec::new(),
             entries: 0,
             hashed: None,
@@ -83,17 +75,9 @@ impl BlockBuilder {
         }
     }
 
-    /// A builder of index blocks: a restart point at every entry ([`INDEX_RESTART_INTERVAL`]).
-    pub fn for_index() -> Self {
-        BlockBuilder {
-            interval: INDEX_RESTART_INTERVAL,
-            ..BlockBuilder::new()
-        }
-    }
-
     /// Adds an entry; keys must come in increasing order.
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
-        let shared = if self.counter < self.interval {
+        let shared = if self.counter < RESTART_INTERVAL {
             self.last_key
                 .iter()
                 .zip(key)
@@ -149,10 +133,7 @@ impl BlockBuilder {
         let hashed = self.hashed.take();
         let next = match hashed {
             Some(_) => BlockBuilder::with_hash_index(),
-            None => BlockBuilder {
-                interval: self.interval,
-                ..BlockBuilder::new()
-            },
+            None => BlockBuilder::new(),
         };
         // Restart intervals from `MANY` on cannot be named in a byte: such a block goes
         // without (a block of the usual size has a handful).
@@ -421,29 +402,6 @@ mod tests {
             b.add(format!("key{i:05}").as_bytes(), format!("v{i}").as_bytes());
         }
         Block::new(Bytes::from(b.finish())).unwrap()
-    }
-
-    /// An index block restarts at every entry, also in the blocks its builder makes after
-    /// the first; a seek lands on a key, between keys and past the end as in a data block.
-    #[test]
-    fn index_blocks_restart_at_every_entry() {
-        let mut b = BlockBuilder::for_index();
-        for round in 0..2 {
-            for i in 0..40 {
-                b.add(format!("key{:05}", i * 2).as_bytes(), b"h");
-            }
-            let block = Block::new(Bytes::from(b.finish())).unwrap();
-            assert_eq!(block.num_restarts, 40, "round {round}");
-            let mut it = block.iter();
-            for i in 0..80usize {
-                it.seek(format!("key{i:05}").as_bytes(), <[u8]>::cmp);
-                let want = format!("key{:05}", i.div_ceil(2) * 2);
-                assert_eq!(it.valid(), i < 79, "{i}");
-                if it.valid() {
-                    assert_eq!(it.key(), want.as_bytes());
-                }
-            }
-        }
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl TableBuilder {
             block_size,
             bits_per_key,
             data: BlockBuilder::with_hash_index(),
-            index: BlockBuilder::for_index(),
+            index: BlockBuilder::new(),
             hashes: Vec::new(),
             last_user: Vec::new(),
             smallest: None,
