@@ -84,6 +84,10 @@ pub struct OpenConfig {
     /// (`DeviceConfig::iterator_prefetch_degree`; seekrandom's `--prefetch-degree`, so that the
     /// device scans as the embedded engine does). `None`: the device's default.
     pub device_prefetch_degree: Option<usize>,
+    /// Redis: also keep the keys in a sorted set, so that cursors scan them in order (as
+    /// YCSB's Redis binding keeps an index for its scans; each put then adds its key there
+    /// too). Other engines scan in order anyway and ignore it.
+    pub ordered_keys: bool,
 }
 
 impl OpenConfig {
@@ -102,6 +106,7 @@ impl OpenConfig {
             device: None,
             admin_secret: None,
             device_prefetch_degree: None,
+            ordered_keys: false,
         }
     }
 }

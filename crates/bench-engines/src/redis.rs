@@ -4,7 +4,7 @@
 //! a connection of its own, as `redis-benchmark`'s clients do.
 
 use crate::config::OpenConfig;
-use crate::db::{read_value, BenchDb};
+use crate::db::{read_value, BenchCursor, BenchDb, CursorOptions};
 use crate::error::{Doing, EngineError, Result};
 use crate::op::Op;
 use parking_lot::Mutex;
@@ -24,7 +24,13 @@ pub struct RedisDb {
     id: usize,
     url: String,
     server: Mutex<Option<Child>>,
+    /// `OpenConfig::ordered_keys`: every key is also in the sorted set [`KEYS`].
+    ordered: bool,
 }
+
+/// The sorted set of the keys (all of score 0, so it orders them by their bytes) with
+/// `OpenConfig::ordered_keys`.
+const KEYS: &str = "cerberus-bench:keys";
 
 fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -64,6 +70,7 @@ impl RedisDb {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             url: format!("redis://127.0.0.1:{port}/"),
             server: Mutex::new(Some(server)),
+            ordered: config.ordered_keys,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -111,6 +118,9 @@ impl RedisDb {
 
 impl BenchDb for RedisDb {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.ordered {
+            return self.put_many(&[(key, value)]);
+        }
         self.with_conn(Op::Put, |c| {
             redis::cmd("SET").arg(key).arg(value).query::<()>(c)
         })
@@ -127,6 +137,9 @@ impl BenchDb for RedisDb {
         let mut p = redis::pipe();
         for (k, v) in pairs {
             p.cmd("SET").arg(*k).arg(*v).ignore();
+            if self.ordered {
+                p.cmd("ZADD").arg(KEYS).arg(0).arg(*k).ignore();
+            }
         }
         self.with_conn(Op::PutMany, |c| p.query::<()>(c))
     }
@@ -146,6 +159,21 @@ impl BenchDb for RedisDb {
 
     fn compact(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// With `ordered_keys`: the keys from the sorted set (`ZRANGEBYLEX`), their values in
+    /// one `MGET`, a batch of the scan length (at least 16) at a time.
+    fn cursor(&self, opts: &CursorOptions) -> Result<Box<dyn BenchCursor + '_>> {
+        if !self.ordered {
+            return Err(EngineError::NoIterator);
+        }
+        Ok(Box::new(RedisCursor {
+            db: self,
+            batch: opts.scan_length.max(16),
+            entries: Vec::new(),
+            at: 0,
+            more: false,
+        }))
     }
 
     fn stats_json(&self) -> serde_json::Value {
@@ -181,11 +209,115 @@ impl BenchDb for RedisDb {
     }
 }
 
+/// A scan of the sorted set of keys: `entries` the batch read, `at` the next one to yield.
+struct RedisCursor<'a> {
+    db: &'a RedisDb,
+    batch: usize,
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    at: usize,
+    /// The last batch was full: more may follow its last key.
+    more: bool,
+}
+
+impl RedisCursor<'_> {
+    /// The batch from `min` (a `ZRANGEBYLEX` bound: `[key` from key on, `(key` past it).
+    fn fill(&mut self, min: Vec<u8>) -> Result<()> {
+        let batch = self.batch;
+        let keys: Vec<Vec<u8>> = self.db.with_conn(Op::Seek, |c| {
+            redis::cmd("ZRANGEBYLEX")
+                .arg(KEYS)
+                .arg(min)
+                .arg("+")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(batch)
+                .query(c)
+        })?;
+        let values: Vec<Option<Vec<u8>>> = match keys.is_empty() {
+            true => Vec::new(),
+            false => self
+                .db
+                .with_conn(Op::Seek, |c| redis::cmd("MGET").arg(&keys).query(c))?,
+        };
+        self.more = keys.len() == batch;
+        // A key whose value went (never here: the bench deletes nothing) is left out.
+        self.entries = keys
+            .into_iter()
+            .zip(values)
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect();
+        self.at = 0;
+        Ok(())
+    }
+}
+
+impl BenchCursor for RedisCursor<'_> {
+    fn seek(&mut self, key: &[u8]) -> Result<()> {
+        let mut min = b"[".to_vec();
+        min.extend_from_slice(key);
+        self.fill(min)
+    }
+
+    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        if self.at == self.entries.len() && self.more {
+            let mut min = b"(".to_vec();
+            min.extend_from_slice(&self.entries.last().map(|e| e.0.clone()).unwrap_or_default());
+            self.fill(min)?;
+        }
+        let Some((k, v)) = self.entries.get(self.at) else {
+            return Ok(None);
+        };
+        self.at += 1;
+        Ok(Some((k, v)))
+    }
+}
+
 impl Drop for RedisDb {
     fn drop(&mut self) {
         if let Some(mut server) = self.server.lock().take() {
             let _ = server.kill();
             let _ = server.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::LayoutArg;
+
+    /// With `ordered_keys`, a cursor yields the keys from its seek on in byte order, across
+    /// batches, each with its value; without, Redis has no cursor.
+    #[test]
+    fn ordered_keys_scan_in_order_across_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = RedisDb::open(&OpenConfig::at(dir.path(), LayoutArg::PerNamespace)).unwrap();
+        assert!(plain.cursor(&CursorOptions::default()).is_err());
+        plain.close().unwrap();
+        let ordered = OpenConfig {
+            ordered_keys: true,
+            ..OpenConfig::at(dir.path(), LayoutArg::PerNamespace)
+        };
+        let db = RedisDb::open(&ordered).unwrap();
+        let keys: Vec<String> = (0..40).map(|i| format!("k{:03}", (i * 17) % 40)).collect();
+        for (n, k) in keys.iter().enumerate() {
+            match n % 2 {
+                0 => db.put(k.as_bytes(), format!("v{k}").as_bytes()).unwrap(),
+                _ => db
+                    .put_many(&[(k.as_bytes(), format!("v{k}").as_bytes())])
+                    .unwrap(),
+            }
+        }
+        let mut c = db.cursor(&CursorOptions::default()).unwrap();
+        c.seek(b"k005").unwrap();
+        let mut got = Vec::new();
+        while let Some((k, v)) = c.next().unwrap() {
+            assert_eq!(v, format!("v{}", String::from_utf8_lossy(k)).as_bytes());
+            got.push(String::from_utf8(k.to_vec()).unwrap());
+        }
+        let want: Vec<String> = (5..40).map(|i| format!("k{i:03}")).collect();
+        assert_eq!(got, want);
+        drop(c);
+        db.close().unwrap();
     }
 }

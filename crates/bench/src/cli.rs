@@ -211,6 +211,7 @@ pub fn open_config(
         device: args.device.clone(),
         admin_secret: args.admin_secret.clone(),
         device_prefetch_degree: None,
+        ordered_keys: false,
     }
 }
 

@@ -95,23 +95,15 @@ fn gets_per_tenant_samples_the_written_keys() {
 
 #[test]
 fn baseline_tenants_share_one_cerberus_namespace() {
-    use cerberus_bench_engines::{self as engine, Engine, OpenConfig, StorageArg};
+    use cerberus_bench_engines::{self as engine, Engine, OpenConfig};
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(3, 2_000);
     cfg.layout = LayoutArg::Baseline;
     cfg.gets_per_tenant = 500;
     let open = OpenConfig {
-        path: dir.path().to_path_buf(),
-        storage: StorageArg::Posix,
         cache_bytes: 1 << 20,
-        mmap_reads: true,
-        sync: false,
         tenants: 3,
-        layout: LayoutArg::Baseline,
-        profile: None,
-        device: None,
-        admin_secret: None,
-        device_prefetch_degree: None,
+        ..OpenConfig::at(dir.path(), LayoutArg::Baseline)
     };
     let db = engine::open(Engine::Cerberus, &open).unwrap();
     let values = ValuePool::new(cfg.value_size, 0.5, 1);

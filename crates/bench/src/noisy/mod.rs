@@ -105,6 +105,7 @@ fn run(args: &Args) -> Result<NoisyDoc> {
                         device: args.device.then(|| "local".into()),
                         admin_secret: None,
                         device_prefetch_degree: None,
+                        ordered_keys: false,
                     };
                     engine.check(&open)?;
                     let run = Run {

@@ -3,7 +3,7 @@ use crate::histogram::Histogram;
 use crate::report::{self, PhaseReport, RunConfig, RunReport};
 use crate::workload::run::run_phase;
 use crate::workload::ValuePool;
-use cerberus_bench_engines::{self as engine, Engine, LayoutArg, OpenConfig, StorageArg};
+use cerberus_bench_engines::{self as engine, Engine, LayoutArg, OpenConfig};
 use clap::Parser;
 use std::collections::BTreeMap;
 
@@ -13,17 +13,8 @@ const NUM: u64 = 3000;
 
 pub(crate) fn open_config(path: &std::path::Path) -> OpenConfig {
     OpenConfig {
-        path: path.to_path_buf(),
-        storage: StorageArg::Posix,
         cache_bytes: 1 << 20,
-        mmap_reads: true,
-        sync: false,
-        tenants: 0,
-        layout: LayoutArg::PerNamespace,
-        profile: None,
-        device: None,
-        admin_secret: None,
-        device_prefetch_degree: None,
+        ..OpenConfig::at(path, LayoutArg::PerNamespace)
     }
 }
 
