@@ -349,6 +349,10 @@ fn settle_refusal(
 /// answer alike. It had none, unless a drop failed under an injected fault: whether that
 /// index outlived the crash after it is learned at the reopen (`indexes_uncertain`), and it
 /// stays listed (seed 55353472768983 under load: the check expected an empty list there).
+/// While the indexes are uncertain (an earlier create or drop failed under an injected
+/// fault: its index may be listed, not ready), the list is not checked, as by every other
+/// check of the indexes, and an index that exists is no surprise (seed 141300078374178: a
+/// create failed on an injected sync, and the next capped create found its index listed).
 fn capped_create_index(
     h: &cerberus_engine::Namespace,
     m: &mut NsModel,
@@ -360,9 +364,10 @@ fn capped_create_index(
     let name = ATTRS[attr as usize];
     let had: std::collections::BTreeSet<&str> =
         m.indexes.keys().map(|&a| ATTRS[a as usize]).collect();
+    let uncertain = m.indexes_uncertain;
     let made = match h.create_index(name, kind_of(kind)) {
         Ok(()) => true,
-        Err(Error::IndexExists { .. }) if had.contains(name) => false,
+        Err(Error::IndexExists { .. }) if had.contains(name) || uncertain => false,
         Err(Error::CapacityExceeded { .. }) => {
             cov("create_index refused by the capacity");
             false
@@ -383,6 +388,7 @@ fn capped_create_index(
         }
     }
     match h.list_indexes() {
+        Ok(_) if uncertain => Ok("capped create_index (indexes uncertain)".into()),
         Ok(l)
             if l.iter()
                 .map(|i| i.attr.as_str())
