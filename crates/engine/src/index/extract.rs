@@ -137,7 +137,20 @@ enum Hit {
 
 fn scan<S: AsRef<str>>(doc: &[u8], split: &[Vec<S>], spans: bool) -> Option<Vec<Option<Hit>>> {
     let mut out = vec![None; split.len()];
-    let wanted: Vec<(usize, &[S])> = split.iter().enumerate().map(|(i, s)| (i, &s[..])).collect();
+    let mut near: [(usize, &[S]); NEAR] = [(0, &[]); NEAR];
+    let far: Vec<(usize, &[S])>;
+    let wanted = match split.len() <= NEAR {
+        true => {
+            for (i, s) in split.iter().enumerate() {
+                near[i] = (i, &s[..]);
+            }
+            &near[..split.len()]
+        }
+        false => {
+            far = split.iter().enumerate().map(|(i, s)| (i, &s[..])).collect();
+            &far[..]
+        }
+    };
     let mut s = Scanner {
         buf: doc,
         pos: 0,
@@ -147,10 +160,13 @@ fn scan<S: AsRef<str>>(doc: &[u8], split: &[Vec<S>], spans: bool) -> Option<Vec<
     // JSON text is UTF-8: checked once here, so strings are slices of it.
     std::str::from_utf8(doc).ok()?;
     s.ws();
-    s.value(&wanted, &mut out)?;
+    s.value(wanted, &mut out)?;
     s.ws();
     (s.pos == doc.len()).then_some(out)
 }
+
+/// Paths continuing into one member that are kept on the stack (more go to the heap).
+const NEAR: usize = 4;
 
 /// Arrays and objects nested this deep are refused, as `serde_json` refuses them.
 const MAX_DEPTH: usize = 128;
@@ -292,27 +308,42 @@ impl<'a> Scanner<'a> {
             }
             s.pos += 1;
             s.ws();
-            let mut next: Vec<(usize, &[S])> = Vec::new();
+            // The paths continuing into this member: a few at most, kept on the stack (this
+            // runs for every member of every record a query reads).
+            let mut near: [(usize, &[S]); NEAR] = [(0, &[]); NEAR];
+            let mut far: Vec<(usize, &[S])> = Vec::new();
+            let mut n = 0;
             if !wanted.is_empty() {
                 // Names are compared as they lie unless they hold escapes.
                 let name: Cow<'_, [u8]> = match raw.2 {
                     false => Cow::Borrowed(&s.buf[raw.0..raw.1]),
                     true => Cow::Owned(s.text(raw)?.into_owned().into_bytes()),
                 };
-                next = wanted
-                    .iter()
-                    .filter(|(_, rest)| {
-                        rest.first()
-                            .is_some_and(|n| n.as_ref().as_bytes() == &*name)
-                    })
-                    .map(|(i, rest)| (*i, &rest[1..]))
-                    .collect();
+                for (i, rest) in wanted {
+                    if rest
+                        .first()
+                        .is_some_and(|x| x.as_ref().as_bytes() == &*name)
+                    {
+                        match n < NEAR {
+                            true => near[n] = (*i, &rest[1..]),
+                            false => far.push((*i, &rest[1..])),
+                        }
+                        n += 1;
+                    }
+                }
             }
+            let next = match n <= NEAR {
+                true => &near[..n],
+                false => {
+                    far.splice(0..0, near);
+                    &far[..]
+                }
+            };
             // A repeated name replaces the earlier value whole.
-            for (i, _) in &next {
+            for (i, _) in next {
                 out[*i] = None;
             }
-            s.value(&next, out)
+            s.value(next, out)
         })
     }
 
