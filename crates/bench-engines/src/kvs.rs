@@ -373,7 +373,11 @@ impl BenchDb for KvsDb {
             if bufs.len() < keys.len() {
                 bufs.resize_with(keys.len(), || vec![0; FIRST_BUFFER]);
             }
-            let mut values: Vec<KvsValue> = bufs.iter_mut().take(keys.len()).map(|b| value_of(b)).collect();
+            let mut values: Vec<KvsValue> = bufs
+                .iter_mut()
+                .take(keys.len())
+                .map(|b| value_of(b))
+                .collect();
             self.retrieve_all(&mut ks, &mut values)
         })
     }

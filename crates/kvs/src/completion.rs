@@ -1,14 +1,13 @@
-//! The library threads the `_async` calls run on: a bounded queue of jobs, served by a few
-//! threads per device handle. A thread takes the jobs waiting in the queue together (up to
-//! [`MAX_BATCH`]), so that the runner can send them to the device together. A full queue
-//! refuses the call (the caller retries) rather than growing; closing waits for every job
-//! queued before it.
+//! The library threads the `_async` calls run on: a bounded queue of jobs (`job_queue`),
+//! served by a few threads per device handle. A thread takes the jobs waiting in the queue
+//! together (up to [`MAX_BATCH`]), so that the runner can send them to the device together.
+//! A full queue refuses the call (the caller retries) rather than growing; closing waits for
+//! every job queued before it.
 
+use crate::job_queue::{JobQueue, Refused};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
-use std::time::{Duration, Instant};
 
 /// Jobs a device handle queues before it refuses more.
 pub const QUEUE_DEPTH: usize = 4096;
@@ -17,23 +16,10 @@ pub const MAX_BATCH: usize = 64;
 /// Threads per device handle unless `CERBERUS_KVS_THREADS` says otherwise.
 const DEFAULT_THREADS: usize = 4;
 const MAX_THREADS: usize = 64;
-/// How long a thread out of jobs looks for more before it sleeps.
-const IDLE_SPIN: Duration = Duration::from_micros(50);
-/// A burst of calls is over when nothing new came for this long.
-const BURST_GAP: Duration = Duration::from_micros(5);
-
-/// Why a job was not queued.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// The queue holds `QUEUE_DEPTH` jobs.
-    Full,
-    /// The pool is closed (the device handle is closing).
-    Closed,
-}
 
 /// The threads and their queue of `T`s.
 pub struct CompletionPool<T> {
-    queue: Mutex<Option<SyncSender<T>>>,
+    queue: Arc<JobQueue<T>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     ids: Vec<ThreadId>,
 }
@@ -42,20 +28,25 @@ impl<T: Send + 'static> CompletionPool<T> {
     /// `threads` threads (1 to 64) serving a queue of `QUEUE_DEPTH`, each handing the jobs
     /// it took to `run`.
     pub fn start(threads: usize, run: fn(Vec<T>)) -> std::io::Result<CompletionPool<T>> {
-        let (tx, rx) = sync_channel::<T>(QUEUE_DEPTH);
-        // One receiver, taken in turn: a thread holds the lock only to take its jobs.
-        let rx = Arc::new(Mutex::new(rx));
+        let queue = Arc::new(JobQueue::new(QUEUE_DEPTH));
         let mut handles = Vec::new();
         for i in 0..threads.clamp(1, MAX_THREADS) {
-            let rx = rx.clone();
+            let mine = queue.clone();
             let h = std::thread::Builder::new()
                 .name(format!("kvs-completion-{i}"))
-                .spawn(move || serve(&rx, run))?;
-            handles.push(h);
+                .spawn(move || serve(&mine, run));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The threads started end once they see the queue closed.
+                    queue.close();
+                    return Err(e);
+                }
+            }
         }
         let ids = handles.iter().map(|h| h.thread().id()).collect();
         Ok(CompletionPool {
-            queue: Mutex::new(Some(tx)),
+            queue,
             threads: Mutex::new(handles),
             ids,
         })
@@ -63,14 +54,7 @@ impl<T: Send + 'static> CompletionPool<T> {
 
     /// Queues `job`.
     pub fn submit(&self, job: T) -> Result<(), Refused> {
-        let queue = lock(&self.queue);
-        let Some(tx) = queue.as_ref() else {
-            return Err(Refused::Closed);
-        };
-        tx.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => Refused::Full,
-            TrySendError::Disconnected(_) => Refused::Closed,
-        })
+        self.queue.push(job)
     }
 }
 
@@ -86,7 +70,7 @@ impl<T> CompletionPool<T> {
     /// pool's own threads (a callback closing its device) it cannot wait for itself: the
     /// threads then end once they drained the queue.
     pub fn close(&self) {
-        drop(lock(&self.queue).take());
+        self.queue.close();
         if self.ids.contains(&std::thread::current().id()) {
             return;
         }
@@ -103,51 +87,13 @@ impl<T> Drop for CompletionPool<T> {
     }
 }
 
-fn serve<T>(rx: &Mutex<Receiver<T>>, run: fn(Vec<T>)) {
-    loop {
-        let batch = {
-            let rx = lock(rx);
-            let Some(first) = next(&rx) else { return };
-            let mut batch = vec![first];
-            gather(&rx, &mut batch);
-            batch
-        };
+fn serve<T>(queue: &JobQueue<T>, run: fn(Vec<T>)) {
+    let mut warm = false;
+    while let Some(batch) = queue.take(MAX_BATCH, warm) {
         // The runner reports its own failures; this keeps the thread alive if a panic
         // escapes anyway.
         let _ = catch_unwind(AssertUnwindSafe(|| run(batch)));
-    }
-}
-
-/// The next job; `None` once the pool is closed and drained. A caller waiting for its
-/// callbacks usually queues its next calls soon after: the thread looks for them for
-/// [`IDLE_SPIN`] (yielding the core meanwhile) before it sleeps, since waking a sleeper
-/// costs 10-50 us on a VM.
-fn next<T>(rx: &Receiver<T>) -> Option<T> {
-    let start = Instant::now();
-    loop {
-        match rx.try_recv() {
-            Ok(job) => return Some(job),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) if start.elapsed() < IDLE_SPIN => std::thread::yield_now(),
-            Err(TryRecvError::Empty) => return rx.recv().ok(),
-        }
-    }
-}
-
-/// Adds to `batch` what is queued and what the caller queues next, up to `MAX_BATCH`: a
-/// caller queueing several calls is likely still at it, so the batch ends once nothing new
-/// came for [`BURST_GAP`].
-fn gather<T>(rx: &Receiver<T>, batch: &mut Vec<T>) {
-    let mut last = Instant::now();
-    while batch.len() < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(job) => {
-                batch.push(job);
-                last = Instant::now();
-            }
-            Err(TryRecvError::Empty) if last.elapsed() < BURST_GAP => std::hint::spin_loop(),
-            Err(_) => break,
-        }
+        warm = true;
     }
 }
 
