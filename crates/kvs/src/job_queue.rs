@@ -6,6 +6,7 @@
 //! on a VM.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,10 @@ pub struct JobQueue<T> {
     state: Mutex<State<T>>,
     wake: Condvar,
     depth: usize,
+    /// `jobs.len()`, for the looker to watch without taking the lock from the callers.
+    queued: AtomicUsize,
+    /// `closed`, likewise.
+    shut: AtomicBool,
 }
 
 impl<T> JobQueue<T> {
@@ -50,6 +55,8 @@ impl<T> JobQueue<T> {
             }),
             wake: Condvar::new(),
             depth,
+            queued: AtomicUsize::new(0),
+            shut: AtomicBool::new(false),
         }
     }
 
@@ -63,6 +70,7 @@ impl<T> JobQueue<T> {
             return Err(Refused::Full);
         }
         st.jobs.push_back(job);
+        self.queued.store(st.jobs.len(), Ordering::Release);
         let wake = !st.looking && st.sleeping > 0;
         drop(st);
         if wake {
@@ -74,6 +82,7 @@ impl<T> JobQueue<T> {
     /// Refuses new jobs; the threads end once they took the queued ones.
     pub fn close(&self) {
         self.lock().closed = true;
+        self.shut.store(true, Ordering::Release);
         self.wake.notify_all();
     }
 
@@ -121,11 +130,14 @@ impl<T> JobQueue<T> {
         let mut batch = Vec::new();
         let mut last = start;
         loop {
-            let (got, closed) = {
+            let (got, closed) = if self.queued.load(Ordering::Acquire) > 0 {
                 let mut st = self.lock();
                 let n = st.jobs.len().min(max - batch.len());
                 batch.extend(st.jobs.drain(..n));
+                self.queued.store(st.jobs.len(), Ordering::Release);
                 (n > 0, st.closed)
+            } else {
+                (false, self.shut.load(Ordering::Acquire))
             };
             let now = Instant::now();
             if got {
