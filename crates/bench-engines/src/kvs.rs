@@ -218,10 +218,10 @@ fn value_of(buf: &[u8]) -> KvsValue {
 /// meanwhile): a batch of 16 ends within it on loopback, and a sleeper costs a wake-up
 /// (10-50 us on a VM). A C program waits as it likes; this one spins briefly, then parks.
 const WAIT_SPIN: Duration = Duration::from_micros(200);
-/// Callers spinning at once: more would take the cores the device and the library's
-/// threads need.
-const MAX_SPINNERS: usize = 1;
-static SPINNERS: AtomicUsize = AtomicUsize::new(0);
+/// Callers waiting for their batches: only a caller waiting alone spins (with more, their
+/// batches wait behind each other anyway, and spinning takes the cores the device and the
+/// library's threads need).
+static WAITING: AtomicUsize = AtomicUsize::new(0);
 
 /// Callbacks still to come for one batch of `_async` calls, and the first failure. Each
 /// queued call holds a reference, so a callback never touches a batch its caller dropped.
@@ -264,17 +264,18 @@ impl Batch {
 
     /// Waits for every callback: the first failure and how many gets found their key.
     fn wait(&self) -> (KvsResult, u64) {
-        if SPINNERS.fetch_add(1, Ordering::Relaxed) < MAX_SPINNERS {
+        if WAITING.fetch_add(1, Ordering::Relaxed) == 0 {
             let start = Instant::now();
             while self.left.load(Ordering::Acquire) > 0 && start.elapsed() < WAIT_SPIN {
                 std::thread::yield_now();
             }
         }
-        SPINNERS.fetch_sub(1, Ordering::Relaxed);
         let mut held = self.lock.lock();
         while self.left.load(Ordering::Acquire) > 0 {
             self.done.wait(&mut held);
         }
+        drop(held);
+        WAITING.fetch_sub(1, Ordering::Relaxed);
         (
             self.failure.load(Ordering::Relaxed),
             self.found.load(Ordering::Relaxed),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// How long a thread out of jobs looks for more before it sleeps.
 const IDLE_SPIN: Duration = Duration::from_micros(50);
 /// A burst of calls is over when nothing new came for this long.
-const BURST_GAP: Duration = Duration::from_micros(5);
+const BURST_GAP: Duration = Duration::from_micros(2);
 
 /// Why a job was not queued.
 #[derive(Debug, PartialEq, Eq)]
@@ -29,6 +29,9 @@ struct State<T> {
     closed: bool,
     /// A thread holds the looking turn.
     looking: bool,
+    /// The turn was handed to a sleeper (woken for it) that has not taken it yet: the
+    /// callers do not wake more meanwhile.
+    handed: bool,
     /// Threads asleep on the condition variable.
     sleeping: usize,
 }
@@ -51,6 +54,7 @@ impl<T> JobQueue<T> {
                 jobs: VecDeque::new(),
                 closed: false,
                 looking: false,
+                handed: false,
                 sleeping: 0,
             }),
             wake: Condvar::new(),
@@ -71,12 +75,17 @@ impl<T> JobQueue<T> {
         }
         st.jobs.push_back(job);
         self.queued.store(st.jobs.len(), Ordering::Release);
-        let wake = !st.looking && st.sleeping > 0;
-        drop(st);
-        if wake {
+        self.hand_on(&mut st);
+        Ok(())
+    }
+
+    /// Jobs wait and nobody looks: hands the turn to a sleeper, and wakes it.
+    fn hand_on(&self, st: &mut State<T>) {
+        if !st.jobs.is_empty() && !st.looking && st.sleeping > 0 {
+            st.looking = true;
+            st.handed = true;
             self.wake.notify_one();
         }
-        Ok(())
     }
 
     /// Refuses new jobs; the threads end once they took the queued ones.
@@ -92,34 +101,41 @@ impl<T> JobQueue<T> {
     pub fn take(&self, max: usize, warm: bool) -> Option<Vec<T>> {
         let mut st = self.lock();
         loop {
-            if !st.looking {
+            let mine = if st.handed {
+                st.handed = false;
+                true
+            } else if !st.looking {
                 st.looking = true;
+                true
+            } else {
+                false
+            };
+            if mine {
                 drop(st);
                 let found = self.look(max, warm);
                 st = self.lock();
                 st.looking = false;
                 if let Some(batch) = found {
                     // More than one batch came: another thread takes the rest.
-                    if !st.jobs.is_empty() && st.sleeping > 0 {
-                        self.wake.notify_one();
-                    }
+                    self.hand_on(&mut st);
                     return Some(batch);
                 }
-                // Nothing came while looking: another sleeper may look next time.
+                if !st.jobs.is_empty() {
+                    // Queued just as the look ended.
+                    continue;
+                }
             }
             if st.closed && st.jobs.is_empty() {
                 // Others asleep end too.
                 self.wake.notify_all();
                 return None;
             }
-            if st.jobs.is_empty() || st.looking {
-                st.sleeping += 1;
-                st = match self.wake.wait(st) {
-                    Ok(g) => g,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                st.sleeping -= 1;
-            }
+            st.sleeping += 1;
+            st = match self.wake.wait(st) {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            st.sleeping -= 1;
         }
     }
 
