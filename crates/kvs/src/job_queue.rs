@@ -183,3 +183,44 @@ impl<T> JobQueue<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn takes_a_burst_together_and_ends_once_closed_and_drained() {
+        let q = JobQueue::new(100);
+        for i in 0..10 {
+            q.push(i).unwrap();
+        }
+        assert_eq!(q.take(4, false), Some(vec![0, 1, 2, 3]));
+        q.close();
+        assert_eq!(q.push(99), Err(Refused::Closed));
+        assert_eq!(q.take(100, true), Some((4..10).collect()));
+        assert_eq!(q.take(100, true), None);
+    }
+
+    #[test]
+    fn a_full_queue_refuses() {
+        let q = JobQueue::new(2);
+        q.push(1).unwrap();
+        q.push(2).unwrap();
+        assert_eq!(q.push(3), Err(Refused::Full));
+    }
+
+    #[test]
+    fn a_sleeping_thread_is_woken_for_a_job_and_for_the_close() {
+        let q = Arc::new(JobQueue::new(10));
+        let taker = {
+            let q = q.clone();
+            std::thread::spawn(move || (q.take(10, false), q.take(10, false)))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        q.push(7).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        q.close();
+        assert_eq!(taker.join().unwrap(), (Some(vec![7]), None));
+    }
+}
