@@ -3,7 +3,8 @@
 //! functions a C program links), to the device `--device` names or one started here as the
 //! `device` engine starts it, so that `device,kvs` measures what the C layer costs beside the
 //! Rust client. Puts and gets are the synchronous calls; `--pipeline` batches are the `_async`
-//! calls, each batch waited for through its callbacks.
+//! calls, each batch waited for through its callbacks (a caller waiting alone spins up to
+//! 200 us, yielding, before it sleeps).
 
 use crate::config::OpenConfig;
 use crate::db::BenchDb;
@@ -24,6 +25,9 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::path::Path;
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The key space the workloads use.
 const KEY_SPACE: &str = "bench";
@@ -43,6 +47,8 @@ pub struct KvsDb {
 
 thread_local! {
     static VALUE: RefCell<Vec<u8>> = RefCell::new(vec![0; FIRST_BUFFER]);
+    /// The buffers of a thread's `get_many` batches.
+    static BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// `code`, as the failure of `op` unless it is `KVS_SUCCESS`.
@@ -140,6 +146,34 @@ impl KvsDb {
     fn ks(&self) -> *mut c_void {
         self.ks as *mut c_void
     }
+
+    /// Retrieves `keys` into `values` with the `_async` calls, and waits for them: the first
+    /// failure, else how many were found.
+    fn retrieve_all(&self, keys: &mut [KvsKey], values: &mut [KvsValue]) -> Result<u64> {
+        let batch = Batch::new(keys.len());
+        for (k, v) in keys.iter_mut().zip(values.iter_mut()) {
+            let private = batch.share();
+            // SAFETY: the keys and buffers outlive the callbacks: this waits for them.
+            let r = unsafe {
+                kvs_retrieve_kvp_async(
+                    self.ks(),
+                    k,
+                    null_mut(),
+                    private,
+                    null_mut(),
+                    v,
+                    Some(batch_done),
+                )
+            };
+            if r != code::SUCCESS {
+                // SAFETY: refused, so no callback has `private`.
+                unsafe { Batch::refused(private, r) };
+            }
+        }
+        let (r, found) = batch.wait();
+        check(Op::GetMany, r)?;
+        Ok(found)
+    }
 }
 
 /// A local device listens on a new port at each start, and the library keeps key-space
@@ -181,48 +215,98 @@ fn value_of(buf: &[u8]) -> KvsValue {
     }
 }
 
-/// Callbacks still to come for one batch of `_async` calls, and the first failure.
+/// How long a batch's caller looks for its callbacks before it sleeps (yielding the core
+/// meanwhile): a batch of 16 ends within it on loopback, and a sleeper costs a wake-up
+/// (10-50 us on a VM). A C program waits as it likes; this one spins briefly, then parks.
+const WAIT_SPIN: Duration = Duration::from_micros(200);
+/// Callers waiting for their batches: only a caller waiting alone spins (with more, their
+/// batches wait behind each other anyway, and spinning takes the cores the device and the
+/// library's threads need).
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// Callbacks still to come for one batch of `_async` calls, and the first failure. Each
+/// queued call holds a reference, so a callback never touches a batch its caller dropped.
 struct Batch {
-    left: Mutex<(usize, KvsResult, u64)>,
+    left: AtomicUsize,
+    failure: AtomicI32,
+    found: AtomicU64,
+    lock: Mutex<()>,
     done: Condvar,
 }
 
 impl Batch {
-    fn new(n: usize) -> Batch {
-        Batch {
-            left: Mutex::new((n, code::SUCCESS, 0)),
+    fn new(n: usize) -> Arc<Batch> {
+        Arc::new(Batch {
+            left: AtomicUsize::new(n),
+            failure: AtomicI32::new(code::SUCCESS),
+            found: AtomicU64::new(0),
+            lock: Mutex::new(()),
             done: Condvar::new(),
-        }
+        })
     }
 
     /// One call ended with `result` (`found`: a get found its key).
     fn end(&self, result: KvsResult, found: bool) {
-        let mut left = self.left.lock();
-        left.0 -= 1;
-        if result != code::SUCCESS && result != code::KEY_NOT_EXIST && left.1 == code::SUCCESS {
-            left.1 = result;
+        if result != code::SUCCESS && result != code::KEY_NOT_EXIST {
+            let _ = self.failure.compare_exchange(
+                code::SUCCESS,
+                result,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
-        left.2 += u64::from(found);
-        if left.0 == 0 {
+        self.found.fetch_add(u64::from(found), Ordering::Relaxed);
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // Under the lock: a waiter that found calls left checks again under it.
+            let _held = self.lock.lock();
             self.done.notify_all();
         }
     }
 
     /// Waits for every callback: the first failure and how many gets found their key.
     fn wait(&self) -> (KvsResult, u64) {
-        let mut left = self.left.lock();
-        while left.0 > 0 {
-            self.done.wait(&mut left);
+        if WAITING.fetch_add(1, Ordering::Relaxed) == 0 {
+            let start = Instant::now();
+            while self.left.load(Ordering::Acquire) > 0 && start.elapsed() < WAIT_SPIN {
+                std::thread::yield_now();
+            }
         }
-        (left.1, left.2)
+        let mut held = self.lock.lock();
+        while self.left.load(Ordering::Acquire) > 0 {
+            self.done.wait(&mut held);
+        }
+        drop(held);
+        WAITING.fetch_sub(1, Ordering::Relaxed);
+        (
+            self.failure.load(Ordering::Relaxed),
+            self.found.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The `private1` of one call: a reference the callback takes back.
+    fn share(self: &Arc<Batch>) -> *mut c_void {
+        Arc::into_raw(self.clone()).cast_mut().cast()
+    }
+
+    /// A call was refused with `result` (no callback comes): its reference back too.
+    ///
+    /// # Safety
+    /// `private` came from [`Batch::share`] and goes to no callback.
+    unsafe fn refused(private: *mut c_void, result: KvsResult) {
+        // SAFETY: as the caller promises.
+        let batch = unsafe { Arc::from_raw(private.cast_const().cast::<Batch>()) };
+        batch.end(result, false);
     }
 }
 
 /// The completion callback of the batches: `private1` is the batch.
 unsafe extern "C" fn batch_done(ctx: *mut KvsPostprocessContext) {
-    // SAFETY: the library hands a valid context; `private1` is the `Batch` its caller waits
-    // on, alive until every callback of the batch ran.
-    let (batch, result) = unsafe { (&*((*ctx).private1 as *const Batch), (*ctx).result) };
+    // SAFETY: the library hands a valid context; `private1` is a reference to the batch
+    // from `Batch::share`, this call's own.
+    let (batch, result) = unsafe {
+        let batch = Arc::from_raw((*ctx).private1.cast_const().cast::<Batch>());
+        (batch, (*ctx).result)
+    };
     batch.end(
         result,
         result == code::SUCCESS || result == code::BUFFER_SMALL,
@@ -268,9 +352,9 @@ impl BenchDb for KvsDb {
             .collect::<Result<Vec<_>>>()?;
         let mut values: Vec<KvsValue> = pairs.iter().map(|(_, v)| value_of(v)).collect();
         let batch = Batch::new(pairs.len());
-        let private = &batch as *const Batch as *mut c_void;
         for (k, v) in keys.iter_mut().zip(values.iter_mut()) {
-            // SAFETY: the key, value and batch outlive the callbacks: this waits for them.
+            let private = batch.share();
+            // SAFETY: the key and value outlive the callbacks: this waits for them.
             let r = unsafe {
                 kvs_store_kvp_async(
                     self.ks(),
@@ -283,7 +367,8 @@ impl BenchDb for KvsDb {
                 )
             };
             if r != code::SUCCESS {
-                batch.end(r, false);
+                // SAFETY: refused, so no callback has `private`.
+                unsafe { Batch::refused(private, r) };
             }
         }
         check(Op::PutMany, batch.wait().0)
@@ -291,30 +376,19 @@ impl BenchDb for KvsDb {
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
         let mut ks = keys.iter().map(|k| key_of(k)).collect::<Result<Vec<_>>>()?;
-        let mut bufs: Vec<Vec<u8>> = keys.iter().map(|_| vec![0; FIRST_BUFFER]).collect();
-        let mut values: Vec<KvsValue> = bufs.iter_mut().map(|b| value_of(b)).collect();
-        let batch = Batch::new(keys.len());
-        let private = &batch as *const Batch as *mut c_void;
-        for (k, v) in ks.iter_mut().zip(values.iter_mut()) {
-            // SAFETY: as in put_many; the buffers outlive the callbacks too.
-            let r = unsafe {
-                kvs_retrieve_kvp_async(
-                    self.ks(),
-                    k,
-                    null_mut(),
-                    private,
-                    null_mut(),
-                    v,
-                    Some(batch_done),
-                )
-            };
-            if r != code::SUCCESS {
-                batch.end(r, false);
+        BUFFERS.with(|bufs| {
+            let mut bufs = bufs.borrow_mut();
+            // The thread's buffers, made once: a C program reuses its buffers too.
+            if bufs.len() < keys.len() {
+                bufs.resize_with(keys.len(), || vec![0; FIRST_BUFFER]);
             }
-        }
-        let (r, found) = batch.wait();
-        check(Op::GetMany, r)?;
-        Ok(found)
+            let mut values: Vec<KvsValue> = bufs
+                .iter_mut()
+                .take(keys.len())
+                .map(|b| value_of(b))
+                .collect();
+            self.retrieve_all(&mut ks, &mut values)
+        })
     }
 
     fn flush(&self) -> Result<()> {

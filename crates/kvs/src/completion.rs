@@ -1,11 +1,11 @@
-//! The library threads the `_async` calls run on: a bounded queue of jobs, served by a few
-//! threads per device handle. A thread takes the jobs waiting in the queue together (up to
-//! [`MAX_BATCH`]), so that the runner can send them to the device together. A full queue
-//! refuses the call (the caller retries) rather than growing; closing waits for every job
-//! queued before it.
+//! The library threads the `_async` calls run on: a bounded queue of jobs (`job_queue`),
+//! served by a few threads per device handle. A thread takes the jobs waiting in the queue
+//! together (up to [`MAX_BATCH`]), so that the runner can send them to the device together.
+//! A full queue refuses the call (the caller retries) rather than growing; closing waits for
+//! every job queued before it.
 
+use crate::job_queue::{JobQueue, Refused};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
@@ -17,18 +17,9 @@ pub const MAX_BATCH: usize = 64;
 const DEFAULT_THREADS: usize = 4;
 const MAX_THREADS: usize = 64;
 
-/// Why a job was not queued.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// The queue holds `QUEUE_DEPTH` jobs.
-    Full,
-    /// The pool is closed (the device handle is closing).
-    Closed,
-}
-
 /// The threads and their queue of `T`s.
 pub struct CompletionPool<T> {
-    queue: Mutex<Option<SyncSender<T>>>,
+    queue: Arc<JobQueue<T>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     ids: Vec<ThreadId>,
 }
@@ -37,20 +28,25 @@ impl<T: Send + 'static> CompletionPool<T> {
     /// `threads` threads (1 to 64) serving a queue of `QUEUE_DEPTH`, each handing the jobs
     /// it took to `run`.
     pub fn start(threads: usize, run: fn(Vec<T>)) -> std::io::Result<CompletionPool<T>> {
-        let (tx, rx) = sync_channel::<T>(QUEUE_DEPTH);
-        // One receiver, taken in turn: a thread holds the lock only to take its jobs.
-        let rx = Arc::new(Mutex::new(rx));
+        let queue = Arc::new(JobQueue::new(QUEUE_DEPTH));
         let mut handles = Vec::new();
         for i in 0..threads.clamp(1, MAX_THREADS) {
-            let rx = rx.clone();
+            let mine = queue.clone();
             let h = std::thread::Builder::new()
                 .name(format!("kvs-completion-{i}"))
-                .spawn(move || serve(&rx, run))?;
-            handles.push(h);
+                .spawn(move || serve(&mine, run));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The threads started end once they see the queue closed.
+                    queue.close();
+                    return Err(e);
+                }
+            }
         }
         let ids = handles.iter().map(|h| h.thread().id()).collect();
         Ok(CompletionPool {
-            queue: Mutex::new(Some(tx)),
+            queue,
             threads: Mutex::new(handles),
             ids,
         })
@@ -58,14 +54,7 @@ impl<T: Send + 'static> CompletionPool<T> {
 
     /// Queues `job`.
     pub fn submit(&self, job: T) -> Result<(), Refused> {
-        let queue = lock(&self.queue);
-        let Some(tx) = queue.as_ref() else {
-            return Err(Refused::Closed);
-        };
-        tx.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => Refused::Full,
-            TrySendError::Disconnected(_) => Refused::Closed,
-        })
+        self.queue.push(job)
     }
 }
 
@@ -81,7 +70,7 @@ impl<T> CompletionPool<T> {
     /// pool's own threads (a callback closing its device) it cannot wait for itself: the
     /// threads then end once they drained the queue.
     pub fn close(&self) {
-        drop(lock(&self.queue).take());
+        self.queue.close();
         if self.ids.contains(&std::thread::current().id()) {
             return;
         }
@@ -98,34 +87,13 @@ impl<T> Drop for CompletionPool<T> {
     }
 }
 
-fn serve<T>(rx: &Mutex<Receiver<T>>, run: fn(Vec<T>)) {
-    loop {
-        let batch = {
-            let rx = lock(rx);
-            let Ok(first) = rx.recv() else { return };
-            let mut batch = vec![first];
-            drain(&rx, &mut batch);
-            if batch.len() < MAX_BATCH {
-                // A caller queueing several calls is likely still at it: give it the core
-                // once, and take what it queued meanwhile into the same batch.
-                std::thread::yield_now();
-                drain(&rx, &mut batch);
-            }
-            batch
-        };
+fn serve<T>(queue: &JobQueue<T>, run: fn(Vec<T>)) {
+    let mut warm = false;
+    while let Some(batch) = queue.take(MAX_BATCH, warm) {
         // The runner reports its own failures; this keeps the thread alive if a panic
         // escapes anyway.
         let _ = catch_unwind(AssertUnwindSafe(|| run(batch)));
-    }
-}
-
-/// Moves what is queued into `batch`, up to `MAX_BATCH`.
-fn drain<T>(rx: &Receiver<T>, batch: &mut Vec<T>) {
-    while batch.len() < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(job) => batch.push(job),
-            Err(_) => break,
-        }
+        warm = true;
     }
 }
 
@@ -199,6 +167,39 @@ mod tests {
         pool.close();
         let largest = LARGEST.load(Ordering::SeqCst);
         assert!(largest > 1 && largest <= MAX_BATCH, "{largest}");
+    }
+
+    #[test]
+    fn submitters_racing_a_close_see_each_accepted_job_run_once() {
+        let pool = Arc::new(CompletionPool::<Job>::start(3, run_each).unwrap());
+        let (accepted, ran) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let submitters: Vec<_> = (0..8)
+            .map(|_| {
+                let (pool, accepted, ran) = (pool.clone(), accepted.clone(), ran.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        let ran = ran.clone();
+                        match pool.submit(Box::new(move || {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                        })) {
+                            Ok(()) => {
+                                accepted.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Err(Refused::Full) => std::thread::yield_now(),
+                            Err(Refused::Closed) => return,
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        pool.close();
+        let after_close = ran.load(Ordering::SeqCst);
+        for s in submitters {
+            s.join().unwrap();
+        }
+        assert_eq!(after_close, accepted.load(Ordering::SeqCst));
+        assert_eq!(ran.load(Ordering::SeqCst), accepted.load(Ordering::SeqCst));
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! it passed alive until its callback runs (the kit's rule). A full queue is
 //! `KVS_ERR_SYS_IO` (retry), the callback not called.
 
-use crate::completion::Refused;
 use crate::edge::{guard, key_space, Handle};
 use crate::ffi_iterator::kvs_iterate_next;
 use crate::ffi_kvp::{kvs_delete_key_group, kvs_delete_kvp, kvs_exist_kv_pairs};
@@ -13,6 +12,7 @@ use crate::ffi_types::{
     cmd, CEnum, IterHandle, KvsExistList, KvsIteratorList, KvsKey, KvsKeyGroupFilter,
     KvsOptionDelete, KvsOptionRetrieve, KvsOptionStore, KvsResult, KvsValue, PostFn, ResultBuffer,
 };
+use crate::job_queue::Refused;
 use crate::pending::{Kind, Pending};
 use crate::result::{KvsError, KvsOutcome};
 use std::ffi::c_void;
