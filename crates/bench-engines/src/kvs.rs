@@ -147,32 +147,46 @@ impl KvsDb {
         self.ks as *mut c_void
     }
 
-    /// Retrieves `keys` into `values` with the `_async` calls, and waits for them: the first
-    /// failure, else how many were found.
-    fn retrieve_all(&self, keys: &mut [KvsKey], values: &mut [KvsValue]) -> Result<u64> {
-        let batch = Batch::new(keys.len());
-        for (k, v) in keys.iter_mut().zip(values.iter_mut()) {
+    /// Makes `n` `_async` calls (`call(i, private)` makes the `i`th, its callback
+    /// `batch_done` with `private`), and waits for them: the first failure, else how many
+    /// found a value.
+    fn all_async(
+        &self,
+        n: usize,
+        op: Op,
+        mut call: impl FnMut(usize, *mut c_void) -> KvsResult,
+    ) -> Result<u64> {
+        let batch = Batch::new(n);
+        for i in 0..n {
             let private = batch.share();
-            // SAFETY: the keys and buffers outlive the callbacks: this waits for them.
-            let r = unsafe {
-                kvs_retrieve_kvp_async(
-                    self.ks(),
-                    k,
-                    null_mut(),
-                    private,
-                    null_mut(),
-                    v,
-                    Some(batch_done),
-                )
-            };
+            let r = call(i, private);
             if r != code::SUCCESS {
                 // SAFETY: refused, so no callback has `private`.
                 unsafe { Batch::refused(private, r) };
             }
         }
         let (r, found) = batch.wait();
-        check(Op::GetMany, r)?;
+        check(op, r)?;
         Ok(found)
+    }
+
+    /// Retrieves `keys` into `values` with the `_async` calls, and waits for them: the first
+    /// failure, else how many were found.
+    fn retrieve_all(&self, keys: &mut [KvsKey], values: &mut [KvsValue]) -> Result<u64> {
+        self.all_async(keys.len(), Op::GetMany, |i, private| {
+            // SAFETY: the keys and buffers outlive the callbacks: `all_async` waits for them.
+            unsafe {
+                kvs_retrieve_kvp_async(
+                    self.ks(),
+                    &mut keys[i],
+                    null_mut(),
+                    private,
+                    null_mut(),
+                    &mut values[i],
+                    Some(batch_done),
+                )
+            }
+        })
     }
 }
 
@@ -351,27 +365,21 @@ impl BenchDb for KvsDb {
             .map(|(k, _)| key_of(k))
             .collect::<Result<Vec<_>>>()?;
         let mut values: Vec<KvsValue> = pairs.iter().map(|(_, v)| value_of(v)).collect();
-        let batch = Batch::new(pairs.len());
-        for (k, v) in keys.iter_mut().zip(values.iter_mut()) {
-            let private = batch.share();
-            // SAFETY: the key and value outlive the callbacks: this waits for them.
-            let r = unsafe {
+        self.all_async(pairs.len(), Op::PutMany, |i, private| {
+            // SAFETY: the keys and values outlive the callbacks: `all_async` waits for them.
+            unsafe {
                 kvs_store_kvp_async(
                     self.ks(),
-                    k,
-                    v,
+                    &mut keys[i],
+                    &mut values[i],
                     null_mut(),
                     private,
                     null_mut(),
                     Some(batch_done),
                 )
-            };
-            if r != code::SUCCESS {
-                // SAFETY: refused, so no callback has `private`.
-                unsafe { Batch::refused(private, r) };
             }
-        }
-        check(Op::PutMany, batch.wait().0)
+        })
+        .map(drop)
     }
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<u64> {
