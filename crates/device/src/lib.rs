@@ -25,6 +25,7 @@ mod panics;
 mod placed;
 mod put_batch;
 mod queries;
+mod query_fit;
 mod reactor;
 mod scheduler;
 mod server;

@@ -108,7 +108,8 @@ impl Shared {
     /// `cmd` answered here if it is a query that needs at most `inline_query_work` units of
     /// the engine's work (`Namespace::with_query_work_limit`), where point commands run
     /// inline; `None` if it must go to a worker (a query that stopped at the limit returned
-    /// nothing and changed nothing, and runs there whole).
+    /// nothing and changed nothing, and runs there whole; one of a shape that just stopped
+    /// there is not tried: `query_fit`).
     pub fn answer_small_query(&self, cmd: &Command) -> Option<Response> {
         let Request::Query { query } = &cmd.request else {
             return None;
@@ -121,10 +122,18 @@ impl Shared {
         if let Some(resp) = super::fault::intercept(cmd) {
             return Some(resp);
         }
+        let (slot, try_it) = self.query_fit.consult(cmd.nsid, query);
+        if !try_it {
+            self.metrics.queries_skipped_inline.inc();
+            return None;
+        }
         let outcome = self.query_within(cmd.nsid, query, work);
         match outcome {
             Some(_) => self.metrics.queries_inline.inc(),
-            None => self.metrics.queries_off_loop.inc(),
+            None => {
+                self.query_fit.overflowed(slot);
+                self.metrics.queries_off_loop.inc()
+            }
         };
         let head = (cmd.cid, cmd.nsid, cmd.request.opcode() as u8);
         Some(super::completion(head, outcome?))

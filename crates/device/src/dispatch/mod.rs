@@ -70,6 +70,8 @@ pub struct Shared {
     pub held: Arc<HeldBytes>,
     /// One backup at a time.
     backup: backup_gate::BackupGate,
+    /// Which query shapes to try on the network thread.
+    query_fit: crate::query_fit::QueryFit,
 }
 
 /// Outcome of a command: a status, and a body or message.
@@ -126,6 +128,7 @@ impl Shared {
             shares,
             held,
             backup: Default::default(),
+            query_fit: Default::default(),
         };
         // Queued before the stop: past the bound too.
         for w in pending {

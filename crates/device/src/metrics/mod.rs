@@ -54,6 +54,8 @@ pub struct Metrics {
     pub queries_inline: Counter,
     /// Queries tried there that needed more work and ran on a worker.
     pub queries_off_loop: Counter,
+    /// Queries sent straight to a worker: one of their shape needed more work just before.
+    pub queries_skipped_inline: Counter,
     /// Runs of pipelined gets answered by one engine read.
     pub get_batches: Counter,
     /// The gets of those runs.
@@ -163,6 +165,11 @@ impl Metrics {
                 "cerberus_queries_off_loop",
                 "Queries that needed more than inline_query_work and ran on a worker.",
                 &self.queries_off_loop,
+            ),
+            (
+                "cerberus_queries_skipped_inline",
+                "Queries sent straight to a worker: one of their shape needed more than inline_query_work just before.",
+                &self.queries_skipped_inline,
             ),
             (
                 "cerberus_get_batches",

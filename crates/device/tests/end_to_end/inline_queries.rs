@@ -76,6 +76,24 @@ fn small_queries_are_answered_on_the_network_thread_and_large_ones_on_workers() 
     assert_eq!(got[6].1["value"], json!(2_990));
     assert_eq!(got[4].0.len(), 2_990);
 
+    // The blue keys-only find overflowed, and the red one has its shape (only the value the
+    // filter compares with differs): the next 8 go straight to a worker, the 9th is tried
+    // on the network thread again, and every answer is the same.
+    let red = &queries()[0];
+    let (skipped0, inline0) = (
+        counter(&text, "cerberus_queries_skipped_inline"),
+        counter(&text, "cerberus_queries_inline"),
+    );
+    for _ in 0..9 {
+        assert_eq!(c.query(red).unwrap().records, got[0].0);
+    }
+    let after = dev.metrics_text();
+    assert_eq!(
+        counter(&after, "cerberus_queries_skipped_inline") - skipped0,
+        8
+    );
+    assert_eq!(counter(&after, "cerberus_queries_inline") - inline0, 1);
+
     // The same answers from a device that runs every query on a worker.
     let other = common::start(&dir.path().join("b"), |c| c.inline_query_work = 0);
     let (oclient, ons, _) = common::tenant(&other, "t");
