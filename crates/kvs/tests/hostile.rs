@@ -1,0 +1,325 @@
+//! The hostile review's tests (issue 63): what a buggy or hostile C program does with
+//! handles and callbacks (stale iterator handles, one kind of handle passed for another,
+//! callbacks that re-enter the library, closes racing async calls, a full queue, one
+//! iterator read from two threads), against a device this test starts.
+
+#[allow(dead_code)]
+#[path = "stress/device.rs"]
+mod device;
+#[allow(dead_code)]
+#[path = "stress/ffi.rs"]
+mod ffi;
+
+use cerberus_kvs::{
+    code, kvs_delete_kvp_async, kvs_store_kvp_async, KvsKey, KvsOptionDelete,
+    KvsPostprocessContext, KvsValue,
+};
+use device::{close_device, close_key_space, create_key_space, open_key_space, Rig, Wire};
+use ffi::{key_of, ptr, value_of, H};
+use std::ffi::c_void;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+/// A device, an admin handle and key space `name` open on it.
+fn setup(name: &str) -> (Rig, H, H) {
+    let rig = Rig::start(Wire::Native);
+    let dev = rig.open(true).expect("open the device");
+    create_key_space(dev, name, 0).expect("create");
+    let ks = open_key_space(dev, name).expect("open");
+    (rig, dev, ks)
+}
+
+/// A double delete, or a next after delete, of an iterator handle must not reach the
+/// iterator opened after it (another thread's, in a real program).
+#[test]
+fn a_closed_iterator_handle_names_no_later_iterator() {
+    let (_rig, dev, ks) = setup("iters");
+    let prefix = *b"itr0";
+    for i in 0..5u8 {
+        assert_eq!(ffi::store(ks, &[b'i', b't', b'r', b'0', i], b"v", None), 0);
+    }
+    let (c, first) = ffi::create_iterator(ks, &prefix, false);
+    assert_eq!(c, 0);
+    assert_eq!(ffi::delete_iterator(ks, first), 0);
+    let (c, second) = ffi::create_iterator(ks, &prefix, false);
+    assert_eq!(c, 0);
+    assert_eq!(
+        ffi::iterate_next(ks, first, 4096).code,
+        code::ITERATOR_NOT_EXIST,
+        "a next on the closed handle read the new iterator"
+    );
+    assert_eq!(
+        ffi::delete_iterator(ks, first),
+        code::ITERATOR_NOT_EXIST,
+        "the second delete closed the new iterator"
+    );
+    let b = ffi::iterate_next(ks, second, 4096);
+    assert_eq!((b.code, b.entries, b.end), (0, 5, true));
+    assert_eq!(ffi::delete_iterator(ks, second), 0);
+    assert_eq!(close_device(dev), 0);
+}
+
+/// A device handle passed where a key space handle goes (or the other way) is not a
+/// handle of the other kind, even when both registries have handed out as many.
+#[test]
+fn a_device_handle_is_no_key_space_handle() {
+    let (rig, dev, ks) = setup("kinds");
+    let mut devs = vec![dev];
+    let mut spaces = vec![ks];
+    // Open more of whichever kind is behind until a number of one kind equals one of the
+    // other, or show that none can.
+    for i in 0..64 {
+        let (d, k) = (*devs.last().unwrap(), *spaces.last().unwrap());
+        if d == k {
+            break;
+        }
+        if d < k {
+            devs.push(rig.open(true).expect("open"));
+        } else {
+            let name = format!("kinds{i}");
+            create_key_space(dev, &name, 0).expect("create");
+            spaces.push(open_key_space(dev, &name).expect("open"));
+        }
+    }
+    for &d in &devs {
+        assert_eq!(
+            ffi::store(d, b"key1", b"v", None),
+            code::KS_NOT_OPEN,
+            "device {d:#x}"
+        );
+    }
+    for &k in &spaces {
+        assert_eq!(ffi::capacity(k).0, code::DEV_NOT_EXIST, "key space {k:#x}");
+    }
+    for d in devs {
+        assert_eq!(close_device(d), 0);
+    }
+}
+
+/// What the re-entering callbacks do, by `private2`.
+const CLOSE_KEY_SPACE: usize = 1;
+const CLOSE_DEVICE: usize = 2;
+const SUBMIT_MORE: usize = 3;
+
+struct Reenter {
+    ks: H,
+    dev: H,
+    key: KvsKey,
+    value: KvsValue,
+    calls: AtomicUsize,
+    /// The code each nested call returned (queued or not).
+    nested: AtomicUsize,
+}
+
+unsafe extern "C" fn reenter(ctx: *mut KvsPostprocessContext) {
+    // SAFETY: the test's context: private1 is a Reenter that outlives the callbacks.
+    let ctx = unsafe { &*ctx };
+    let r = unsafe { &mut *ctx.private1.cast::<Reenter>() };
+    r.calls.fetch_add(1, Ordering::SeqCst);
+    match ctx.private2 as usize {
+        CLOSE_KEY_SPACE => {
+            close_key_space(r.ks);
+        }
+        CLOSE_DEVICE => {
+            close_device(r.dev);
+        }
+        SUBMIT_MORE => {
+            let me = (r as *mut Reenter).cast::<c_void>();
+            // SAFETY: the key and value live in `r`.
+            let c = unsafe {
+                kvs_store_kvp_async(
+                    ptr(r.ks),
+                    &mut r.key,
+                    &mut r.value,
+                    null_mut(),
+                    me,
+                    null_mut(),
+                    Some(reenter),
+                )
+            };
+            r.nested.store(c as usize + 1, Ordering::SeqCst);
+        }
+        _ => {}
+    }
+}
+
+fn wait_for(what: &str, f: impl Fn() -> bool) {
+    for _ in 0..2000 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("no {what} after 10 s");
+}
+
+/// Callbacks that close their key space or device, or queue more calls: no crash, no
+/// hang, each queued call's callback runs once, and the handles are closed after.
+#[test]
+fn callbacks_that_re_enter_the_library() {
+    for action in [CLOSE_KEY_SPACE, CLOSE_DEVICE, SUBMIT_MORE] {
+        let (_rig, dev, ks) = setup("reenter");
+        let key = b"reenter1".to_vec();
+        let val = b"value".to_vec();
+        let mut r = Box::new(Reenter {
+            ks,
+            dev,
+            key: key_of(&key),
+            value: value_of(&val),
+            calls: AtomicUsize::new(0),
+            nested: AtomicUsize::new(0),
+        });
+        let me = (&mut *r as *mut Reenter).cast::<c_void>();
+        let mut keys: Vec<KvsKey> = (0..20).map(|_| key_of(&key)).collect();
+        let mut opt = KvsOptionDelete {
+            kvs_delete_error: 0,
+        };
+        let mut queued = 0;
+        for k in keys.iter_mut() {
+            // SAFETY: everything lives until the callbacks were counted below.
+            let c = unsafe {
+                kvs_delete_kvp_async(
+                    ptr(ks),
+                    k,
+                    &mut opt,
+                    me,
+                    action as *mut c_void,
+                    Some(reenter),
+                )
+            };
+            if c == 0 {
+                queued += 1;
+            }
+        }
+        assert!(queued > 0);
+        let want = if action == SUBMIT_MORE { 2 } else { 1 };
+        // Every queued call calls back (a nested store too, once queued).
+        wait_for("callbacks", || {
+            r.calls.load(Ordering::SeqCst) >= queued.min(want)
+        });
+        if action == SUBMIT_MORE {
+            wait_for("callbacks", || r.calls.load(Ordering::SeqCst) >= queued + 1);
+            assert_eq!(close_device(dev), 0);
+        } else {
+            // A callback's close cannot wait for its own thread: the rest run after it.
+            wait_for("callbacks", || r.calls.load(Ordering::SeqCst) >= queued);
+            // The handle the callback closed is closed; the device closes (or is closed).
+            let c = close_device(dev);
+            assert!(c == 0 || c == code::DEV_NOT_EXIST, "{c:#x}");
+        }
+        let n = r.calls.load(Ordering::SeqCst);
+        if action != SUBMIT_MORE {
+            assert_eq!(n, queued, "each queued call calls back once");
+        }
+        assert_eq!(ffi::store(ks, b"k", b"v", None), code::KS_NOT_OPEN);
+    }
+}
+
+static CALLED: AtomicUsize = AtomicUsize::new(0);
+unsafe extern "C" fn count(_: *mut KvsPostprocessContext) {
+    CALLED.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Threads queue async stores while another closes the device: every call the library
+/// accepted calls back exactly once before the close returns; the refused never do.
+#[test]
+fn closing_a_device_while_other_threads_queue_calls() {
+    let (_rig, dev, ks) = setup("racing");
+    let key = b"racing01".to_vec();
+    let val = vec![5u8; 100];
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(5));
+    let kb = Arc::new(key);
+    let vb = Arc::new(val);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (accepted, start, kb, vb) =
+                (accepted.clone(), start.clone(), kb.clone(), vb.clone());
+            std::thread::spawn(move || {
+                // Leaked: valid whenever a queued call runs.
+                let k: &'static mut KvsKey =
+                    Box::leak(Box::new(key_of(Box::leak(kb.to_vec().into_boxed_slice()))));
+                let v: &'static mut KvsValue = Box::leak(Box::new(value_of(Box::leak(
+                    vb.to_vec().into_boxed_slice(),
+                ))));
+                start.wait();
+                loop {
+                    // SAFETY: leaked structures.
+                    let c = unsafe {
+                        kvs_store_kvp_async(
+                            ptr(ks),
+                            k,
+                            v,
+                            null_mut(),
+                            null_mut(),
+                            null_mut(),
+                            Some(count),
+                        )
+                    };
+                    match c {
+                        0 => {
+                            accepted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        code::SYS_IO => std::thread::yield_now(),
+                        code::DEV_NOT_EXIST | code::KS_NOT_OPEN => return,
+                        other => panic!("queued with {other:#x}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(close_device(dev), 0);
+    let after_close = CALLED.load(Ordering::SeqCst);
+    for t in threads {
+        t.join().expect("submitter");
+    }
+    assert_eq!(after_close, accepted.load(Ordering::SeqCst));
+    assert_eq!(
+        CALLED.load(Ordering::SeqCst),
+        accepted.load(Ordering::SeqCst)
+    );
+}
+
+/// One iterator read from two threads at once: together they read every key once.
+#[test]
+fn one_iterator_read_from_two_threads() {
+    let (_rig, dev, ks) = setup("shared");
+    let n = 500u32;
+    for i in 0..n {
+        let k = format!("shr0{i:05}");
+        assert_eq!(ffi::store(ks, k.as_bytes(), b"x", None), 0);
+    }
+    let (c, it) = ffi::create_iterator(ks, b"shr0", false);
+    assert_eq!(c, 0);
+    let read = |_| {
+        let mut keys = Vec::new();
+        loop {
+            let b = ffi::iterate_next(ks, it, 200);
+            assert_eq!(b.code, 0);
+            keys.extend(
+                ffi::parse_entries(&b.bytes, false)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(k, _)| k),
+            );
+            if b.end {
+                return keys;
+            }
+        }
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| read(0));
+        let b = s.spawn(|| read(1));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let mut all: Vec<Vec<u8>> = a.into_iter().chain(b).collect();
+    all.sort();
+    let before = all.len();
+    all.dedup();
+    assert_eq!((before, all.len()), (n as usize, n as usize));
+    assert_eq!(close_device(dev), 0);
+}
