@@ -204,9 +204,12 @@ pub fn iterate_next(ks: H, it: u8, room: usize) -> Batch {
     }
 }
 
+/// An iterator entry: its key and (key-value iterators) its value.
+pub type Entry = (Vec<u8>, Vec<u8>);
+
 /// A key (and its value, for key-value iterators) per entry of `bytes`; `Err` if the
 /// entries do not parse as the docs lay them out.
-pub fn parse_entries(bytes: &[u8], with_values: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn parse_entries(bytes: &[u8], with_values: bool) -> Result<Vec<Entry>, String> {
     let mut out = Vec::new();
     let mut at = 0;
     let take = |at: &mut usize| -> Result<Vec<u8>, String> {
