@@ -468,7 +468,7 @@ fn a_callback_waiting_for_a_later_callback() {
             &mut b,
             &mut opt,
             me,
-            1 as *mut c_void,
+            std::ptr::dangling_mut::<c_void>(),
             Some(first_waits),
         );
     }

@@ -220,13 +220,11 @@ impl Worker {
         expect("iterator of a closed key space", r, code::KS_NOT_OPEN)?;
         // 0 is never a handle; the others' live iterators are theirs to read (one key
         // space handle), so no other number is surely unknown.
-        for h in [0u8] {
-            expect(
-                "next of an unknown iterator",
-                ffi::iterate_next(ks, h, 64).code,
-                code::ITERATOR_NOT_EXIST,
-            )?;
-        }
+        expect(
+            "next of an unknown iterator",
+            ffi::iterate_next(ks, 0, 64).code,
+            code::ITERATOR_NOT_EXIST,
+        )?;
         let r = unsafe { kvs_iterate_next(ptr(ks), 1, null_mut()) };
         expect("next into a NULL list", r, code::PARAM_INVALID)?;
         let mut list = KvsIteratorList {
