@@ -521,3 +521,38 @@ fn closing_a_key_space_while_an_iterator_is_created() {
     }
     assert_eq!(close_device(dev), 0);
 }
+
+/// A device closed while another thread opens key spaces on it: every key space handle
+/// the open returned is closed with the device (`KVS_ERR_KS_NOT_OPEN` after), none left
+/// working on the closed handle's connections.
+#[test]
+fn closing_a_device_while_key_spaces_open() {
+    for round in 0..5u64 {
+        let (_rig, dev, ks) = setup("opening");
+        assert_eq!(close_key_space(ks), 0);
+        let names: Vec<String> = (0..40).map(|i| format!("opening{i}")).collect();
+        for n in &names {
+            create_key_space(dev, n, 0).expect("create");
+        }
+        let opener = std::thread::spawn(move || {
+            let mut opened = Vec::new();
+            for n in &names {
+                match open_key_space(dev, n) {
+                    Ok(h) => opened.push(h),
+                    Err(code::DEV_NOT_EXIST) => break,
+                    Err(other) => panic!("open {n}: {other:#x}"),
+                }
+            }
+            opened
+        });
+        std::thread::sleep(Duration::from_millis(2 + round * 3));
+        assert_eq!(close_device(dev), 0);
+        for h in opener.join().expect("opener") {
+            assert_eq!(
+                ffi::store(h, b"key1", b"v", None),
+                code::KS_NOT_OPEN,
+                "round {round}"
+            );
+        }
+    }
+}
