@@ -8,6 +8,8 @@
 //! `CERBERUS_KVS_STRESS_SEED` (one seed), `CERBERUS_KVS_STRESS_MINUTES` (new seeds until
 //! the time is up), `CERBERUS_KVS_STRESS_OPS` (operations per thread per seed).
 
+#[path = "stress/async_group.rs"]
+mod async_group;
 #[path = "stress/asyncs.rs"]
 mod asyncs;
 #[path = "stress/device.rs"]
