@@ -45,15 +45,28 @@ impl Worker {
                         len + self.rng.below(32)
                     };
                     let delete = self.rng.one_in(4);
+                    // From an offset (aligned or not) one time in four.
+                    let offset = if !delete && self.rng.one_in(4) {
+                        512 * self.rng.range(0, len / 512 + 1) + usize::from(self.rng.one_in(4))
+                    } else {
+                        0
+                    };
                     let want = match &stored {
+                        _ if offset % 512 != 0 => code::VALUE_OFFSET_MISALIGNED,
                         None => code::KEY_NOT_EXIST,
-                        Some(_) if small => code::BUFFER_SMALL,
+                        Some(v) if offset > v.len() => code::VALUE_OFFSET_INVALID,
+                        Some(v) if room < v.len() - offset => code::BUFFER_SMALL,
                         Some(_) => code::SUCCESS,
                     };
                     let effect =
                         (delete && want == code::SUCCESS).then(|| Effect::Remove(k.clone()));
                     (
-                        Call::retrieve(k, room, delete, Expect::Value(want, stored)),
+                        Call::retrieve(
+                            k,
+                            (room, offset as u32),
+                            delete,
+                            Expect::Value(want, stored),
+                        ),
                         effect,
                         false,
                     )
@@ -89,7 +102,11 @@ impl Worker {
                 ),
                 _ => {
                     let want = Expect::Value(code::KEY_LENGTH_INVALID, None);
-                    (Call::retrieve(Vec::new(), 16, false, want), None, false)
+                    (
+                        Call::retrieve(Vec::new(), (16, 0), false, want),
+                        None,
+                        false,
+                    )
                 }
             };
             calls.push((call, effect, null_key));

@@ -94,9 +94,14 @@ impl Call {
         c
     }
 
-    pub fn retrieve(key: Vec<u8>, room: usize, delete: bool, expect: Expect) -> Box<Call> {
+    pub fn retrieve(
+        key: Vec<u8>,
+        (room, offset): (usize, u32),
+        delete: bool,
+        expect: Expect,
+    ) -> Box<Call> {
         let what = format!(
-            "async retrieve {} (room {room}, delete {delete})",
+            "async retrieve {} (room {room}, offset {offset}, delete {delete})",
             show(&key)
         );
         let mut c = Call::new(what, CMD_RETRIEVE, expect, key);
@@ -105,7 +110,7 @@ impl Call {
             value: c.buf.as_mut_ptr().cast(),
             length: room as u32,
             actual_value_size: u32::MAX,
-            offset: 0,
+            offset,
         };
         c.retrieve_opt.kvs_retrieve_delete = u8::from(delete);
         c
@@ -197,14 +202,27 @@ impl Call {
                 if *c != code::SUCCESS && *c != code::BUFFER_SMALL {
                     return Ok(());
                 }
-                check_value(&self.value, &self.buf, stored, *c)
+                check_value(
+                    &self.value,
+                    &self.buf,
+                    stored,
+                    self.value.offset as usize,
+                    *c,
+                )
             }
         }
     }
 }
 
-/// Checks what a retrieve wrote (`v`, `buf`) against `stored` for result `c`.
-pub fn check_value(v: &KvsValue, buf: &[u8], stored: &[u8], c: i32) -> Result<(), String> {
+/// Checks what a retrieve from byte `offset` wrote (`v`, `buf`) against `stored` for
+/// result `c`.
+pub fn check_value(
+    v: &KvsValue,
+    buf: &[u8],
+    stored: &[u8],
+    offset: usize,
+    c: i32,
+) -> Result<(), String> {
     if v.actual_value_size as usize != stored.len() {
         return Err(format!(
             "actual_value_size {}, the model {}",
@@ -212,18 +230,16 @@ pub fn check_value(v: &KvsValue, buf: &[u8], stored: &[u8], c: i32) -> Result<()
             stored.len()
         ));
     }
-    let room = buf.len();
-    let want_len = if c == code::SUCCESS {
-        stored.len()
-    } else {
-        room
-    };
+    let (room, tail) = (buf.len(), &stored[offset..]);
+    let want_len = if c == code::SUCCESS { tail.len() } else { room };
     if v.length as usize != want_len {
         return Err(format!("length {}, expected {want_len}", v.length));
     }
-    let n = stored.len().min(room);
-    if buf[..n] != stored[..n] {
-        return Err(format!("the first {n} bytes differ from the model's value"));
+    let n = tail.len().min(room);
+    if buf[..n] != tail[..n] {
+        return Err(format!(
+            "the {n} bytes from {offset} differ from the model's value"
+        ));
     }
     Ok(())
 }
