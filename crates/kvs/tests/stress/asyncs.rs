@@ -1,12 +1,14 @@
 //! The `_async` calls: each call's structures live in a boxed [`Call`] until its callback
 //! came; the callback checks the result and the data against what the model expected when
-//! the call was made, and counts itself in its [`Group`], which the worker waits for.
+//! the call was made, and counts itself in its [`Group`], which the worker waits for. An
+//! async iterator next or key group delete is made alone and waited for.
 
-use crate::ffi::{bits_of, key_of, ptr, value_of, H};
+use crate::ffi::{self, bits_of, key_of, ptr, value_of, H};
 use cerberus_kvs::{
-    code, kvs_delete_kvp_async, kvs_exist_kv_pairs_async, kvs_retrieve_kvp_async,
-    kvs_store_kvp_async, KvsExistList, KvsKey, KvsOptionDelete, KvsOptionRetrieve, KvsOptionStore,
-    KvsPostprocessContext, KvsValue,
+    code, kvs_delete_key_group_async, kvs_delete_kvp_async, kvs_exist_kv_pairs_async,
+    kvs_iterate_next_async, kvs_retrieve_kvp_async, kvs_store_kvp_async, KvsExistList,
+    KvsIteratorList, KvsKey, KvsOptionDelete, KvsOptionRetrieve, KvsOptionStore,
+    KvsPostprocessContext, KvsValue, PostFn,
 };
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -15,7 +17,9 @@ use std::time::Duration;
 
 /// `kvs_context` values.
 const CMD_DELETE: i32 = 0x01;
+const CMD_DELETE_GROUP: i32 = 0x02;
 const CMD_EXIST: i32 = 0x03;
+const CMD_ITER_NEXT: i32 = 0x06;
 const CMD_RETRIEVE: i32 = 0x07;
 const CMD_STORE: i32 = 0x08;
 
@@ -321,4 +325,75 @@ pub fn outcome(call: &Call) -> Result<(), String> {
         Some(Err(e)) => Err(format!("{}: {e}", call.what)),
         None => Err(format!("{}: no callback", call.what)),
     }
+}
+
+/// What the callback of a single async call saw: its result, context and iterator handle.
+#[derive(Default)]
+struct OneShot {
+    group: Group,
+    seen: Mutex<Option<(i32, i32, u8)>>,
+}
+
+unsafe extern "C" fn on_one(ctx: *mut KvsPostprocessContext) {
+    // SAFETY: the library's context; private1 the OneShot its caller waits on.
+    let ctx = unsafe { &*ctx };
+    let one = unsafe { &*ctx.private1.cast::<OneShot>() };
+    *one.seen.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some((ctx.result, ctx.context, ctx.iter_hd));
+    *one.group.done.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    one.group.cv.notify_all();
+}
+
+/// Makes one async call with `submit(private1, callback)` and waits for its callback: the
+/// result it got, checked to name `context` and `iter_hd`.
+fn one_async(
+    context: i32,
+    iter_hd: u8,
+    submit: impl FnOnce(*mut c_void, PostFn) -> i32,
+) -> Result<i32, String> {
+    let one = OneShot::default();
+    let me = (&one as *const OneShot).cast_mut().cast::<c_void>();
+    let r = submit(me, Some(on_one));
+    if r != code::SUCCESS {
+        return Err(format!("queued with {r:#x}"));
+    }
+    one.group.wait(1)?;
+    let seen = *one.seen.lock().unwrap_or_else(|p| p.into_inner());
+    match seen {
+        Some((result, c, it)) if c == context && it == iter_hd => Ok(result),
+        other => Err(format!(
+            "callback context {other:?}, expected {context}, {iter_hd}"
+        )),
+    }
+}
+
+/// `kvs_iterate_next_async` into a buffer of `room` bytes, waited for.
+pub fn iterate_next(ks: H, it: u8, room: usize) -> Result<ffi::Batch, String> {
+    let mut buf = vec![0u8; room];
+    let mut list = KvsIteratorList {
+        num_entries: u32::MAX,
+        end: 0,
+        size: room as u32,
+        it_list: buf.as_mut_ptr(),
+    };
+    let code = one_async(CMD_ITER_NEXT, it, |me, post| {
+        // SAFETY: the list and buffer live until the callback was waited for.
+        unsafe { kvs_iterate_next_async(ptr(ks), it, &mut list, me, null_mut(), post) }
+    })?;
+    buf.truncate((list.size as usize).min(room));
+    Ok(ffi::Batch {
+        code,
+        entries: list.num_entries,
+        end: list.end != 0,
+        bytes: buf,
+    })
+}
+
+/// `kvs_delete_key_group_async` of the keys starting with `prefix`, waited for.
+pub fn delete_group(ks: H, prefix: &[u8; 4]) -> Result<i32, String> {
+    let mut f = ffi::filter_of(prefix);
+    one_async(CMD_DELETE_GROUP, 0, |me, post| {
+        // SAFETY: the filter lives until the callback was waited for.
+        unsafe { kvs_delete_key_group_async(ptr(ks), &mut f, me, null_mut(), post) }
+    })
 }

@@ -297,7 +297,11 @@ impl Worker {
         expect("create iterator", c, code::SUCCESS)?;
         let mut seen = Vec::new();
         loop {
-            let b = ffi::iterate_next(self.ctx.ks, it, room);
+            let b = if self.rng.one_in(3) {
+                crate::asyncs::iterate_next(self.ctx.ks, it, room)?
+            } else {
+                ffi::iterate_next(self.ctx.ks, it, room)
+            };
             if b.code == code::BUFFER_SMALL {
                 room *= 2;
                 continue;
@@ -346,12 +350,14 @@ impl Worker {
     }
 
     fn op_delete_group(&mut self) -> Result<(), String> {
-        self.note("delete key group of the prefix".into());
-        expect(
-            "delete group",
-            ffi::delete_group(self.ctx.ks, &self.prefix),
-            code::SUCCESS,
-        )?;
+        let is_async = self.rng.one_in(2);
+        self.note(format!("delete key group of the prefix (async {is_async})"));
+        let r = if is_async {
+            crate::asyncs::delete_group(self.ctx.ks, &self.prefix)?
+        } else {
+            ffi::delete_group(self.ctx.ks, &self.prefix)
+        };
+        expect("delete group", r, code::SUCCESS)?;
         self.model.clear();
         Ok(())
     }
