@@ -222,6 +222,74 @@ unsafe extern "C" fn count(_: *mut KvsPostprocessContext) {
     CALLED.fetch_add(1, Ordering::SeqCst);
 }
 
+/// Threads queueing async stores on a key space, with callbacks that count themselves in
+/// `private1` (an `AtomicUsize`) and check their result is success or "not open".
+unsafe extern "C" fn count_in(ctx: *mut KvsPostprocessContext) {
+    // SAFETY: the library's context; private1 an AtomicUsize the test keeps.
+    let ctx = unsafe { &*ctx };
+    assert!(
+        ctx.result == 0 || ctx.result == code::KS_NOT_OPEN,
+        "{:#x}",
+        ctx.result
+    );
+    unsafe { &*ctx.private1.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
+}
+
+/// A key space closed while other threads queue calls on it: the calls queued before the
+/// close run (or find it closed), each calls back once; the calls after are refused.
+#[test]
+fn closing_a_key_space_while_other_threads_queue_calls() {
+    let (_rig, dev, ks) = setup("ksracing");
+    let called: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(5));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (accepted, start) = (accepted.clone(), start.clone());
+            std::thread::spawn(move || {
+                let k = Box::leak(Box::new(key_of(b"ksracing")));
+                let v = Box::leak(Box::new(value_of(&[9u8; 64])));
+                let me = (called as *const AtomicUsize).cast_mut().cast::<c_void>();
+                start.wait();
+                loop {
+                    // SAFETY: leaked structures.
+                    let c = unsafe {
+                        kvs_store_kvp_async(
+                            ptr(ks),
+                            k,
+                            v,
+                            null_mut(),
+                            me,
+                            null_mut(),
+                            Some(count_in),
+                        )
+                    };
+                    match c {
+                        0 => {
+                            accepted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        code::SYS_IO => std::thread::yield_now(),
+                        code::KS_NOT_OPEN => return,
+                        other => panic!("queued with {other:#x}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(close_key_space(ks), 0);
+    for t in threads {
+        t.join().expect("submitter");
+    }
+    // The device's close waits for every queued call.
+    assert_eq!(close_device(dev), 0);
+    assert_eq!(
+        called.load(Ordering::SeqCst),
+        accepted.load(Ordering::SeqCst)
+    );
+}
+
 /// Threads queue async stores while another closes the device: every call the library
 /// accepted calls back exactly once before the close returns; the refused never do.
 #[test]
