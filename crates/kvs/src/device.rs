@@ -6,6 +6,7 @@
 use crate::completion::CompletionPool;
 use crate::credentials::{client_config, Credentials, Env};
 use crate::iterator::KvsIterator;
+use crate::iterator_slots::IteratorSlots;
 use crate::pending::Pending;
 use crate::result::KvsError;
 use crate::secrets::SecretStore;
@@ -15,8 +16,6 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Iterators a device handle may have open at once (`KVS_MAX_ITERATE_HANDLE`).
-pub const MAX_ITERATORS: usize = 16;
 /// Connections per device handle unless `CERBERUS_KVS_CONNECTIONS` says otherwise.
 const DEFAULT_CONNECTIONS: usize = 4;
 const MAX_CONNECTIONS: usize = 64;
@@ -43,9 +42,6 @@ pub struct Tenant {
     pub nsid: u32,
 }
 
-/// An open iterator's slot: its key space's handle and its state.
-type IterSlot = (usize, Arc<Mutex<KvsIterator>>);
-
 /// An open device.
 pub struct Device {
     /// The first connection: admin commands, listings, statistics.
@@ -58,8 +54,8 @@ pub struct Device {
     pub secrets: SecretStore,
     /// Names of the key spaces open on this handle.
     open: Mutex<HashSet<String>>,
-    /// Open iterators: the key space (handle) each belongs to, and its state.
-    iterators: Mutex<Vec<Option<IterSlot>>>,
+    /// Open iterators, by handle number and key space.
+    iterators: IteratorSlots<KvsIterator>,
     pub pool: CompletionPool<Pending>,
 }
 
@@ -107,7 +103,7 @@ impl Device {
             tenant,
             secrets,
             open: Mutex::new(HashSet::new()),
-            iterators: Mutex::new(vec![None; MAX_ITERATORS]),
+            iterators: IteratorSlots::default(),
             pool: CompletionPool::start(CompletionPool::<Pending>::threads_from_env(env), run)
                 .map_err(|e| KvsError::Credentials(format!("starting threads: {e}")))?,
         })
@@ -132,15 +128,9 @@ impl Device {
         lock(&self.open).remove(name);
     }
 
-    /// Takes a free iterator slot for `it`; its handle (1 to 16).
+    /// Keeps iterator `it`; its handle (1 to 255, see `iterator_slots`).
     pub fn add_iterator(&self, it: KvsIterator) -> Result<u8, KvsError> {
-        let mut slots = lock(&self.iterators);
-        let free = slots
-            .iter()
-            .position(Option::is_none)
-            .ok_or(KvsError::IteratorMax)?;
-        slots[free] = Some((it.key_space, Arc::new(Mutex::new(it))));
-        Ok(free as u8 + 1)
+        self.iterators.add(it.key_space, it)
     }
 
     /// Iterator `handle`, if key space `key_space` opened it.
@@ -149,31 +139,17 @@ impl Device {
         key_space: usize,
         handle: u8,
     ) -> Result<Arc<Mutex<KvsIterator>>, KvsError> {
-        let slots = lock(&self.iterators);
-        let slot = usize::from(handle)
-            .checked_sub(1)
-            .and_then(|i| slots.get(i));
-        match slot {
-            Some(Some((ks, it))) if *ks == key_space => Ok(it.clone()),
-            _ => Err(KvsError::IteratorNotExist),
-        }
+        self.iterators.get(key_space, handle)
     }
 
     /// Closes iterator `handle` of key space `key_space`.
     pub fn remove_iterator(&self, key_space: usize, handle: u8) -> Result<(), KvsError> {
-        self.iterator(key_space, handle)?;
-        let mut slots = lock(&self.iterators);
-        slots[usize::from(handle) - 1] = None;
-        Ok(())
+        self.iterators.remove(key_space, handle)
     }
 
     /// Closes every iterator of key space `key_space`.
     pub fn remove_iterators_of(&self, key_space: usize) {
-        for slot in lock(&self.iterators).iter_mut() {
-            if slot.as_ref().is_some_and(|(ks, _)| *ks == key_space) {
-                *slot = None;
-            }
-        }
+        self.iterators.remove_of(key_space);
     }
 }
 

@@ -7,6 +7,7 @@ use crate::ffi_types::{
 };
 use crate::iterator::KvsIterator;
 use crate::key_group::KeyGroup;
+use crate::live::KEY_SPACES;
 use crate::result::KvsError;
 
 /// `kvs_iterator_type` values.
@@ -38,7 +39,15 @@ pub unsafe extern "C" fn kvs_create_iterator(
             _ => return Err(KvsError::Option("unknown kvs_iterator_type")),
         };
         let it = KvsIterator::open(ks.ns(), id, KeyGroup::new(f), with_values)?;
-        *handle = ks.device.add_iterator(it)?;
+        let h = ks.device.add_iterator(it)?;
+        // The key space closed meanwhile (its close unregisters it, then closes its
+        // iterators): this one came too late for that, so it goes here, or it would hold
+        // a slot for good.
+        if KEY_SPACES.get(id).is_none() {
+            let _ = ks.device.remove_iterator(id, h);
+            return Err(KvsError::KeySpaceNotOpen);
+        }
+        *handle = h;
         Ok(())
     })
 }

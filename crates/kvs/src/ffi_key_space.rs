@@ -3,7 +3,7 @@
 use crate::edge::{c_name, device, guard, key_space, ks_name, out, put_name, Handle};
 use crate::ffi_types::{KvsKeySpace, KvsKeySpaceName, KvsOptionKeySpace, KvsResult};
 use crate::key_space::KeySpace;
-use crate::live::KEY_SPACES;
+use crate::live::{DEVICES, KEY_SPACES};
 use crate::result::KvsError;
 use std::ffi::c_char;
 use std::sync::Arc;
@@ -106,7 +106,15 @@ pub unsafe extern "C" fn kvs_open_key_space(
         // SAFETY: as above.
         let name = unsafe { c_name(name)? };
         let ks = KeySpace::open(&dev, id, &name)?;
-        *ks_hd = KEY_SPACES.insert(Arc::new(ks)) as Handle;
+        let h = KEY_SPACES.insert(Arc::new(ks));
+        // The device closed meanwhile (its close unregisters it, then its key spaces):
+        // this one came too late for that, so it closes here.
+        if DEVICES.get(id).is_none() {
+            KEY_SPACES.remove(h);
+            dev.mark_closed(&name);
+            return Err(KvsError::NoDevice);
+        }
+        *ks_hd = h as Handle;
         Ok(())
     })
 }

@@ -6,7 +6,7 @@ use crate::ffi_types::{
     KvsOptionStore, KvsResult, KvsValue,
 };
 use crate::key_group::KeyGroup;
-use crate::ops::{copy_from, store_type, Retrieved};
+use crate::ops::{copy_from, store_type, Retrieved, ALIGNMENT_UNIT};
 use crate::result::{KvsError, KvsOutcome};
 
 /// `kvs_get_kvp_info`: the key (copied to `info->key` if it is not NULL) and its value's
@@ -87,6 +87,10 @@ pub unsafe fn retrieve_from(value: *mut KvsValue, stored: Option<&[u8]>) -> KvsO
     let value = unsafe { out(value, "NULL kvs_value")? };
     // SAFETY: as above.
     let buf = unsafe { bytes_mut(value.value, value.length as usize, "NULL value buffer")? };
+    // Checked before the key's presence, as `kvs_retrieve_kvp` does.
+    if !value.offset.is_multiple_of(ALIGNMENT_UNIT) {
+        return Err(KvsError::OffsetMisaligned);
+    }
     let stored = stored.ok_or(KvsError::KeyNotExist)?;
     let got = copy_from(stored, buf, value.offset)?;
     finish_retrieve(value, &got)

@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
+/// The step between handles of a registry; a registry's kind is its offset within it.
+pub const STRIDE: usize = 0x10;
+
 /// Objects by handle.
 pub struct Registry<T> {
     next: AtomicUsize,
@@ -13,18 +16,20 @@ pub struct Registry<T> {
 }
 
 impl<T> Registry<T> {
-    /// An empty registry (usable in a `static`).
-    pub const fn new() -> Registry<T> {
+    /// An empty registry (usable in a `static`) whose handles are `kind` (below
+    /// [`STRIDE`]) past a multiple of it: registries of different kinds never hand out the
+    /// same number, so one kind of handle passed for another names nothing.
+    pub const fn new(kind: usize) -> Registry<T> {
         Registry {
             // Handles start high and apart so that small integers and NULL name nothing.
-            next: AtomicUsize::new(0x1000),
+            next: AtomicUsize::new(0x1000 + kind % STRIDE),
             live: RwLock::new(BTreeMap::new()),
         }
     }
 
     /// Registers `obj`; its handle.
     pub fn insert(&self, obj: Arc<T>) -> usize {
-        let id = self.next.fetch_add(0x10, Ordering::Relaxed);
+        let id = self.next.fetch_add(STRIDE, Ordering::Relaxed);
         self.write().insert(id, obj);
         id
     }
@@ -66,19 +71,13 @@ impl<T> Registry<T> {
     }
 }
 
-impl<T> Default for Registry<T> {
-    fn default() -> Self {
-        Registry::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn handles_are_unique_and_die_with_their_object() {
-        let r = Registry::new();
+        let r = Registry::new(0);
         let a = r.insert(Arc::new(1));
         let b = r.insert(Arc::new(2));
         assert_ne!(a, b);
@@ -89,5 +88,13 @@ mod tests {
         assert!(r.get(a).is_none());
         assert_eq!(r.remove_where(|v| *v == 2).len(), 1);
         assert!(r.get(b).is_none());
+    }
+
+    #[test]
+    fn registries_of_different_kinds_never_share_a_number() {
+        let (devices, spaces) = (Registry::new(0), Registry::new(8));
+        let d: Vec<usize> = (0..50).map(|i| devices.insert(Arc::new(i))).collect();
+        let s: Vec<usize> = (0..50).map(|i| spaces.insert(Arc::new(i))).collect();
+        assert!(d.iter().all(|h| !s.contains(h)));
     }
 }

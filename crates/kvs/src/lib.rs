@@ -17,6 +17,7 @@ mod ffi_memory;
 mod ffi_types;
 mod handles;
 mod iterator;
+mod iterator_slots;
 mod job_queue;
 mod key_group;
 mod key_space;
