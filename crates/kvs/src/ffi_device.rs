@@ -7,6 +7,7 @@ use crate::edge::{c_name, device, guard, out, Handle};
 use crate::ffi_types::{KvsDevice, KvsResult};
 use crate::key_spaces::capacity_and_utilization;
 use crate::live::{DEVICES, KEY_SPACES};
+use crate::result::KvsError;
 use std::ffi::c_char;
 use std::sync::Arc;
 
@@ -51,7 +52,9 @@ pub fn kvs_open_device_with(
 pub extern "C" fn kvs_close_device(dev_hd: Handle) -> KvsResult {
     guard(|| {
         let (id, dev) = device(dev_hd)?;
-        DEVICES.remove(id);
+        // Two threads closing one handle: only the one that unregisters it closes it (the
+        // other must not return before the queued callbacks ran).
+        DEVICES.remove(id).ok_or(KvsError::NoDevice)?;
         dev.pool.close();
         KEY_SPACES.remove_where(|ks| ks.device_handle == id);
         Ok(())

@@ -124,7 +124,8 @@ pub unsafe extern "C" fn kvs_open_key_space(
 pub extern "C" fn kvs_close_key_space(ks_hd: Handle) -> KvsResult {
     guard(|| {
         let (id, ks) = key_space(ks_hd)?;
-        KEY_SPACES.remove(id);
+        // Two threads closing one handle: only the one that unregisters it succeeds.
+        KEY_SPACES.remove(id).ok_or(KvsError::KeySpaceNotOpen)?;
         ks.device.remove_iterators_of(id);
         ks.device.mark_closed(&ks.name);
         Ok(())

@@ -191,3 +191,46 @@ fn closing_a_device_while_key_spaces_open() {
         }
     }
 }
+
+/// Two threads closing one handle at once: exactly one close succeeds, for key spaces and
+/// for devices (the second device close must not return before the first ran the queued
+/// callbacks, so it is refused).
+#[test]
+fn two_threads_closing_one_handle_close_it_once() {
+    let (rig, dev, _ks) = setup("twice");
+    for round in 0..50 {
+        let name = format!("twice{round}");
+        create_key_space(dev, &name, 0).expect("create");
+        let ks = open_key_space(dev, &name).expect("open");
+        let barrier = std::sync::Barrier::new(2);
+        let codes: Vec<i32> = std::thread::scope(|s| {
+            let closers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        close_key_space(ks)
+                    })
+                })
+                .collect();
+            closers.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
+    }
+    for _ in 0..20 {
+        let other = rig.open(true).expect("open");
+        let barrier = std::sync::Barrier::new(2);
+        let codes: Vec<i32> = std::thread::scope(|s| {
+            let closers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        close_device(other)
+                    })
+                })
+                .collect();
+            closers.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
+    }
+    assert_eq!(close_device(dev), 0);
+}
