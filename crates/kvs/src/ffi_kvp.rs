@@ -200,7 +200,9 @@ pub unsafe extern "C" fn kvs_exist_kv_pairs(
         }
         // SAFETY: `length` writable bytes, by the caller's contract.
         let bits = unsafe { bytes_mut(list.result_buffer.cast(), need, "NULL result buffer")? };
-        let mut slices = Vec::with_capacity(key_cnt as usize);
+        // Grown as the keys are read, not reserved from the count: a wrong count aborts no
+        // process on a failed allocation.
+        let mut slices = Vec::with_capacity((key_cnt as usize).min(4096));
         for i in 0..key_cnt as usize {
             // SAFETY: `key_cnt` keys at `keys`, by the caller's contract.
             slices.push(unsafe { key(keys.add(i))? });
