@@ -79,6 +79,10 @@ pub struct QueriesArgs {
     /// round and side (--repeat is the rounds).
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
+    /// With --set: query our side right after its load (loaded last of the sides in every
+    /// round, its compactions not waited for) instead of once they ended.
+    #[arg(long)]
+    pub fresh: bool,
     /// With --set flights: write the answers (checked on both sides) here as the reference.
     #[arg(long)]
     pub write_answers: Option<PathBuf>,

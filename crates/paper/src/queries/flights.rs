@@ -46,11 +46,11 @@ impl Ours {
         let dir = cfg.dir.join("ours");
         Ok(match cfg.device {
             false => {
-                let (side, secs) = EngineSide::load(&dir, cfg.records, cfg.kind)?;
+                let (side, secs) = EngineSide::load(&dir, cfg.records, cfg.kind, !cfg.fresh)?;
                 (Ours::Engine(side), secs)
             }
             true => {
-                let (side, secs) = DeviceSide::load(&dir, cfg.records, cfg.kind)?;
+                let (side, secs) = DeviceSide::load(&dir, cfg.records, cfg.kind, !cfg.fresh)?;
                 (Ours::Device(side), secs)
             }
         })
@@ -85,12 +85,13 @@ pub struct EngineSide {
 }
 
 impl EngineSide {
-    /// Creates the indexes, loads `records` in batches, flushes (on the clock) and waits for
-    /// the compactions (off it). Returns the side and the load's seconds.
+    /// Creates the indexes, loads `records` in batches, flushes (on the clock) and, if
+    /// `settle`, waits for the compactions (off it). Returns the side and the load's seconds.
     pub fn load(
         dir: &Path,
         records: &[(Vec<u8>, Vec<u8>)],
         kind: IndexKind,
+        settle: bool,
     ) -> Result<(EngineSide, f64)> {
         let _ = std::fs::remove_dir_all(dir);
         let db = Db::builder(Options::default()).open(dir)?;
@@ -103,7 +104,9 @@ impl EngineSide {
         ours.write(records.iter().map(|(k, v)| (k, Some(v))))?;
         ours.db.flush()?;
         let secs = t.elapsed().as_secs_f64();
-        ours.db.wait_for_compactions()?;
+        if settle {
+            ours.db.wait_for_compactions()?;
+        }
         Ok((ours, secs))
     }
 
@@ -252,6 +255,9 @@ pub struct Report {
     /// Milliseconds of PostgreSQL's `ANALYZE` after each round's load (apart from the load).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub postgres_analyze_ms: Vec<f64>,
+    /// Our side queried right after its load (`--fresh`), else once its compactions ended.
+    #[serde(default)]
+    pub fresh: bool,
     pub rows: Vec<Row>,
 }
 
@@ -269,6 +275,9 @@ pub struct Config<'a> {
     pub reference: Option<&'a BTreeMap<String, Answer>>,
     /// PostgreSQL as a third side (needs the `postgres` feature).
     pub postgres: bool,
+    /// Query our side right after its load: loaded last of the sides, its compactions
+    /// not waited for (they run beside the first queries).
+    pub fresh: bool,
 }
 
 /// Every round: both sides loaded, the queries, the mutations, the queries again.
@@ -375,6 +384,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
         reference_checked: cfg.reference.is_some(),
         postgres_settings: pg.as_ref().map(|pg| pg.settings()),
         postgres_analyze_ms: analyze_ms,
+        fresh: cfg.fresh,
         rows,
     })
 }
@@ -421,7 +431,13 @@ fn load_all(
 ) -> Result<(Ours, SqliteSide)> {
     let i = row(rows, "load", format!("batches of {BATCH}, 6 indexes"));
     let (mut ours, mut sql) = (None, None);
-    for side in order(round, 2 + usize::from(pg.is_some())) {
+    let mut sides = order(round, 2 + usize::from(pg.is_some()));
+    if cfg.fresh {
+        // Ours last, so that the queries start right after its load.
+        sides.retain(|&s| s != 0);
+        sides.push(0);
+    }
+    for side in sides {
         match side {
             0 => {
                 let (o, secs) = Ours::load(cfg)?;
@@ -505,7 +521,14 @@ pub fn render(report: &Report) -> String {
         }
         t.row(cells);
     }
-    let mut head = format!("ours: the {} ({} index)", report.through, report.index);
+    let state = match report.fresh {
+        true => "queried right after its load, compactions running",
+        false => "queried once its compactions ended",
+    };
+    let mut head = format!(
+        "ours: the {} ({} index), {state}",
+        report.through, report.index
+    );
     if let Some(settings) = &report.postgres_settings {
         let analyze = report.postgres_analyze_ms.iter().map(|m| format!("{m:.0}"));
         head += &format!(

@@ -22,11 +22,12 @@ pub struct DeviceSide {
 
 impl DeviceSide {
     /// Starts the device, creates the indexes, loads `records` (on the clock, to the engine's
-    /// flush as the embedded side), then waits for the compactions off it.
+    /// flush as the embedded side), then, if `settle`, waits for the compactions off it.
     pub fn load(
         dir: &Path,
         records: &[(Vec<u8>, Vec<u8>)],
         kind: IndexKind,
+        settle: bool,
     ) -> Result<(DeviceSide, f64)> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir)?;
@@ -48,7 +49,9 @@ impl DeviceSide {
         side.write(records.iter().map(|(k, v)| (k, Some(v))))?;
         side.engine()?.flush()?;
         let secs = t.elapsed().as_secs_f64();
-        side.engine()?.wait_for_compactions()?;
+        if settle {
+            side.engine()?.wait_for_compactions()?;
+        }
         Ok((side, secs))
     }
 

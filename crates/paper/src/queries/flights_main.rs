@@ -53,6 +53,7 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
         reference: checked.then_some(&reference.answers),
         // The peer of queries through the device; left out without the feature.
         postgres: device && cfg!(feature = "postgres"),
+        fresh: args.fresh,
     })?;
     print!("\n{}", flights::render(&report));
     if let Some(out) = &args.json {

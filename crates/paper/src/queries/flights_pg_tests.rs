@@ -31,6 +31,7 @@ fn postgres_equals_the_device_and_sqlite_on_every_query_kind() {
         device: true,
         reference: None,
         postgres: true,
+        fresh: false,
     })
     .expect("ours, SQLite and PostgreSQL give the same answers");
     let set = flights_query::queries();
