@@ -241,7 +241,12 @@ pub const BASELINE_NAMESPACE: &str = "baseline";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Affix {
     #[cfg_attr(
-        not(any(feature = "rocksdb", feature = "fjall", feature = "lmdb")),
+        not(any(
+            feature = "rocksdb",
+            feature = "fjall",
+            feature = "lmdb",
+            feature = "redis"
+        )),
         allow(dead_code)
     )]
     Prefix,

@@ -4,7 +4,9 @@
 //! a connection of its own, as `redis-benchmark`'s clients do.
 
 use crate::config::OpenConfig;
-use crate::db::{read_value, BenchCursor, BenchDb, CursorOptions};
+use crate::db::{
+    read_value, with_tenant_key, Affix, BenchCursor, BenchDb, CursorOptions, TenantHandle,
+};
 use crate::error::{Doing, EngineError, Result};
 use crate::op::Op;
 use parking_lot::Mutex;
@@ -151,6 +153,40 @@ impl BenchDb for RedisDb {
         }
         let got: Vec<Option<Vec<u8>>> = self.with_conn(Op::GetMany, |c| p.query(c))?;
         Ok(got.iter().filter(|v| read_value(v.as_ref())).count() as u64)
+    }
+
+    /// Tenants are key prefixes (the tenant's index, 4 bytes), as a Redis user keeps
+    /// tenants apart: its 16 numbered databases would cap the count and make each
+    /// connection `SELECT` before every other tenant's command.
+    fn create_tenants(&self, n: usize) -> Result<Vec<TenantHandle>> {
+        Ok((0..n)
+            .map(|index| TenantHandle {
+                index,
+                id: index as u32,
+                name: TenantHandle::name_of(index),
+            })
+            .collect())
+    }
+
+    fn put_tenant(&self, tenant: &TenantHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        with_tenant_key(Affix::Prefix, tenant.id, key, |k| self.put(k, value))
+    }
+
+    fn put_many_tenant(&self, tenant: &TenantHandle, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let keys: Vec<Vec<u8>> = pairs
+            .iter()
+            .map(|(k, _)| with_tenant_key(Affix::Prefix, tenant.id, k, <[u8]>::to_vec))
+            .collect();
+        let prefixed: Vec<(&[u8], &[u8])> = keys
+            .iter()
+            .zip(pairs)
+            .map(|(k, (_, v))| (k.as_slice(), *v))
+            .collect();
+        self.put_many(&prefixed)
+    }
+
+    fn get_tenant(&self, tenant: &TenantHandle, key: &[u8]) -> Result<bool> {
+        with_tenant_key(Affix::Prefix, tenant.id, key, |k| self.get(k))
     }
 
     fn flush(&self) -> Result<()> {
@@ -318,6 +354,23 @@ mod tests {
         let want: Vec<String> = (5..40).map(|i| format!("k{i:03}")).collect();
         assert_eq!(got, want);
         drop(c);
+        db.close().unwrap();
+    }
+
+    /// Tenants' keys are apart: one tenant's put is not another's get.
+    #[test]
+    fn tenants_keep_their_keys_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = RedisDb::open(&OpenConfig::at(dir.path(), LayoutArg::PerNamespace)).unwrap();
+        let t = db.create_tenants(3).unwrap();
+        db.put_tenant(&t[0], b"k1", b"a").unwrap();
+        db.put_many_tenant(&t[1], &[(b"k2", b"b"), (b"k3", b"c")])
+            .unwrap();
+        assert!(db.get_tenant(&t[0], b"k1").unwrap());
+        assert!(!db.get_tenant(&t[1], b"k1").unwrap());
+        assert!(db.get_tenant(&t[1], b"k3").unwrap());
+        assert!(!db.get_tenant(&t[2], b"k2").unwrap());
+        assert!(!db.get(b"k1").unwrap());
         db.close().unwrap();
     }
 }
