@@ -50,6 +50,10 @@ fn apply_blob_files(options: &mut ::rocksdb::Options) {
     options.set_enable_blob_gc(true);
 }
 
+/// All memtables' bytes without a profile: Cerberus's default memtable (shared by its
+/// namespaces) and fjall's default cap on its keyspace's.
+const DEFAULT_MEMTABLE_BYTES: usize = 64 << 20;
+
 /// Sets the sizes of a profile; `write_buffer` is the memtable size of one column family.
 fn apply_profile(
     p: &SizeProfile,
@@ -87,6 +91,11 @@ impl RocksDb {
             };
             apply_profile(p, write_buffer, &mut options, &mut table);
             bloom_bits = f64::from(p.filter_bits_per_key);
+        } else if per_cf {
+            // Without a profile every column family has RocksDB's 64 MiB write buffer: 8
+            // tenants would hold 512 MiB of memtables where Cerberus's shared memtable and
+            // fjall's keyspace hold 64 MiB in all. The same cap on all of them here.
+            options.set_db_write_buffer_size(DEFAULT_MEMTABLE_BYTES);
         }
         table.set_bloom_filter(bloom_bits, false);
         options.set_block_based_table_factory(&table);
