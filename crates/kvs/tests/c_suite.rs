@@ -2,26 +2,14 @@
 //! system's C compiler against include/ and libcerberus_kvs.so, run against a device this
 //! test starts: over the native wire and over NVMe/TCP.
 
-use cerberus_device::{Device, DeviceConfig, DeviceHandle};
+#[path = "shared/wire.rs"]
+mod wire;
+
+use cerberus_device::DeviceHandle;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-
-const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
-const HOSTNQN: &str = "nqn.2014-08.org.example:kvs-suite";
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Wire {
-    Native,
-    Nvme,
-}
-
-fn host_secret() -> String {
-    cerberus_host::proto::nvme::DhchapSecret::encode(
-        Some(cerberus_host::proto::nvme::HashId::Sha256),
-        &[0x3c; 32],
-    )
-}
+use wire::{host_secret, start, Wire, HOSTNQN, SUBNQN};
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -100,24 +88,6 @@ fn programs() -> (&'static Path, &'static Path) {
     (&built.1, &built.2)
 }
 
-fn start(dir: &Path, wire: Wire) -> DeviceHandle {
-    let mut c = DeviceConfig {
-        data_dir: dir.to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        workers: 2,
-        ..DeviceConfig::default()
-    };
-    c.engine.memtable_bytes = 4 << 20;
-    c.engine.cache_bytes = 8 << 20;
-    if wire == Wire::Nvme {
-        c.nvme_listen = Some("127.0.0.1:0".into());
-        c.nvme.hosts.insert(HOSTNQN.into(), vec!["*".into()]);
-        c.nvme.admin_hosts.push(HOSTNQN.into());
-        c.nvme.host_secrets.insert(HOSTNQN.into(), host_secret());
-    }
-    Device::start(c).expect("device starts")
-}
-
 /// The URI of `dev` on `wire`.
 fn uri(dev: &DeviceHandle, wire: Wire) -> String {
     match wire {
@@ -138,7 +108,7 @@ fn run(program: &Path, wire: Wire) -> String {
 fn run_at(program: &Path, wire: Wire, uri_of: impl Fn(&DeviceHandle) -> String) -> String {
     let data = tempfile::tempdir().expect("tempdir");
     let secrets = tempfile::tempdir().expect("tempdir");
-    let dev = start(data.path(), wire);
+    let dev = start(data.path(), wire, 4 << 20);
     let uri = uri_of(&dev);
     let addr = match wire {
         Wire::Native => dev.local_addr().to_string(),

@@ -15,3 +15,5 @@ mod device;
 mod ffi;
 #[path = "hostile/handles.rs"]
 mod handles;
+#[path = "shared/wire.rs"]
+mod wire;

@@ -22,14 +22,17 @@ mod hostile;
 mod rng;
 #[path = "stress/tenant.rs"]
 mod tenant;
+#[path = "shared/wire.rs"]
+mod wire;
 #[path = "stress/worker.rs"]
 mod worker;
 
 use device::{
-    close_device, close_key_space, create_key_space, open_key_space, Rig, Wire, MAIN, MAIN_QUOTA,
+    close_device, close_key_space, create_key_space, open_key_space, Rig, MAIN, MAIN_QUOTA,
     TENANT_QUOTA,
 };
 use std::time::{Duration, Instant};
+use wire::Wire;
 use worker::{expect, Ctx, Worker};
 
 const WORKERS: usize = 4;

@@ -1,7 +1,8 @@
 //! What the hostile tests share: a device with a key space open, and a bounded wait.
 
-use crate::device::{create_key_space, open_key_space, Rig, Wire};
+use crate::device::{create_key_space, open_key_space, Rig};
 use crate::ffi::H;
+use crate::wire::Wire;
 use std::time::Duration;
 
 /// A device, an admin handle and key space `name` open on it.

@@ -192,6 +192,22 @@ fn closing_a_device_while_key_spaces_open() {
     }
 }
 
+/// The codes of `close` called by two threads at once.
+fn closed_by_two(close: impl Fn() -> i32 + Sync) -> Vec<i32> {
+    let barrier = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        let closers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    close()
+                })
+            })
+            .collect();
+        closers.into_iter().map(|c| c.join().unwrap()).collect()
+    })
+}
+
 /// Two threads closing one handle at once: exactly one close succeeds, for key spaces and
 /// for devices (the second device close must not return before the first ran the queued
 /// callbacks, so it is refused).
@@ -202,34 +218,12 @@ fn two_threads_closing_one_handle_close_it_once() {
         let name = format!("twice{round}");
         create_key_space(dev, &name, 0).expect("create");
         let ks = open_key_space(dev, &name).expect("open");
-        let barrier = std::sync::Barrier::new(2);
-        let codes: Vec<i32> = std::thread::scope(|s| {
-            let closers: Vec<_> = (0..2)
-                .map(|_| {
-                    s.spawn(|| {
-                        barrier.wait();
-                        close_key_space(ks)
-                    })
-                })
-                .collect();
-            closers.into_iter().map(|c| c.join().unwrap()).collect()
-        });
+        let codes = closed_by_two(|| close_key_space(ks));
         assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
     }
     for _ in 0..20 {
         let other = rig.open(true).expect("open");
-        let barrier = std::sync::Barrier::new(2);
-        let codes: Vec<i32> = std::thread::scope(|s| {
-            let closers: Vec<_> = (0..2)
-                .map(|_| {
-                    s.spawn(|| {
-                        barrier.wait();
-                        close_device(other)
-                    })
-                })
-                .collect();
-            closers.into_iter().map(|c| c.join().unwrap()).collect()
-        });
+        let codes = closed_by_two(|| close_device(other));
         assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
     }
     assert_eq!(close_device(dev), 0);

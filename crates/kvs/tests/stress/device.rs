@@ -4,7 +4,8 @@
 //! data directory.
 
 use crate::ffi::{ptr, H};
-use cerberus_device::{Device, DeviceConfig, DeviceHandle};
+use crate::wire::{host_secret, start, Wire, HOSTNQN, SUBNQN};
+use cerberus_device::DeviceHandle;
 use cerberus_kvs::{
     code, kvs_close_device, kvs_close_key_space, kvs_create_key_space, kvs_open_device_with,
     kvs_open_key_space, KvsKeySpaceName, KvsOptionKeySpace,
@@ -14,28 +15,12 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::ptr::null_mut;
 
-const SUBNQN: &str = "nqn.2026-11.dev.cerberus:kv";
-const HOSTNQN: &str = "nqn.2014-08.org.example:kvs-stress";
-
 /// The key space the workers share, and the tenant's.
 pub const MAIN: &str = "stress";
 pub const TENANT: &str = "tenant";
 /// Their quotas: large enough that no store meets them.
 pub const MAIN_QUOTA: u64 = 256 << 20;
 pub const TENANT_QUOTA: u64 = 64 << 20;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Wire {
-    Native,
-    Nvme,
-}
-
-fn host_secret() -> String {
-    cerberus_host::proto::nvme::DhchapSecret::encode(
-        Some(cerberus_host::proto::nvme::HashId::Sha256),
-        &[0x5a; 32],
-    )
-}
 
 /// A device on a data directory, with the directories the library keeps secrets in.
 pub struct Rig {
@@ -56,7 +41,7 @@ impl Rig {
             tenant_secrets: tempfile::tempdir().expect("tempdir"),
             dev: None,
         };
-        rig.dev = Some(start(rig.data.path(), wire));
+        rig.dev = Some(start(rig.data.path(), wire, 1 << 20));
         rig
     }
 
@@ -127,7 +112,7 @@ impl Rig {
         if let Some(dev) = self.dev.take() {
             dev.shutdown().expect("graceful stop");
         }
-        self.dev = Some(start(self.data.path(), self.wire));
+        self.dev = Some(start(self.data.path(), self.wire, 1 << 20));
         let new = cerberus_kvs::secrets_dir(self.secrets.path(), &self.addr());
         copy_dir(&old, &new);
     }
@@ -143,24 +128,6 @@ fn copy_dir(from: &Path, to: &PathBuf) {
         let e = e.expect("dir entry");
         std::fs::copy(e.path(), to.join(e.file_name())).expect("copy a secret");
     }
-}
-
-fn start(dir: &Path, wire: Wire) -> DeviceHandle {
-    let mut c = DeviceConfig {
-        data_dir: dir.to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        workers: 2,
-        ..DeviceConfig::default()
-    };
-    c.engine.memtable_bytes = 1 << 20;
-    c.engine.cache_bytes = 8 << 20;
-    if wire == Wire::Nvme {
-        c.nvme_listen = Some("127.0.0.1:0".into());
-        c.nvme.hosts.insert(HOSTNQN.into(), vec!["*".into()]);
-        c.nvme.admin_hosts.push(HOSTNQN.into());
-        c.nvme.host_secrets.insert(HOSTNQN.into(), host_secret());
-    }
-    Device::start(c).expect("device starts")
 }
 
 /// Creates key space `name` with a quota of `quota` bytes.
