@@ -5,6 +5,7 @@
 //! every job queued before it.
 
 use crate::job_queue::{JobQueue, Refused};
+use crate::locks::lock;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -94,13 +95,6 @@ fn serve<T>(queue: &JobQueue<T>, run: fn(Vec<T>)) {
         // escapes anyway.
         let _ = catch_unwind(AssertUnwindSafe(|| run(batch)));
         warm = true;
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::completion::CompletionPool;
 use crate::credentials::{client_config, Credentials, Env};
 use crate::iterator::KvsIterator;
 use crate::iterator_slots::IteratorSlots;
+use crate::locks::lock;
 use crate::pending::Pending;
 use crate::result::KvsError;
 use crate::secrets::SecretStore;
@@ -14,7 +15,7 @@ use crate::uri::DeviceUri;
 use cerberus_host::{BlockingClient, Error as HostError};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Connections per device handle unless `CERBERUS_KVS_CONNECTIONS` says otherwise.
 const DEFAULT_CONNECTIONS: usize = 4;
@@ -175,12 +176,4 @@ fn open_tenant(connections: &[BlockingClient], ns: &str, secret: &str) -> Result
         name: ns.to_string(),
         nsid,
     })
-}
-
-/// Locks `m`, through a poisoning: each critical section leaves its data whole.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }

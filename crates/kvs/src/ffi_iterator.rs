@@ -1,6 +1,5 @@
 //! `extern "C"`: iterators over a key group.
 
-use crate::device::lock;
 use crate::edge::{bytes_mut, guard, key_space, out, Handle};
 use crate::ffi_types::{
     IterHandle, KvsIteratorList, KvsKeyGroupFilter, KvsOptionIterator, KvsResult,
@@ -8,6 +7,7 @@ use crate::ffi_types::{
 use crate::iterator::KvsIterator;
 use crate::key_group::KeyGroup;
 use crate::live::KEY_SPACES;
+use crate::locks::lock;
 use crate::result::KvsError;
 
 /// `kvs_iterator_type` values.

@@ -96,10 +96,7 @@ impl<T> IteratorSlots<T> {
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
-        match self.state.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::locks::lock(&self.state)
     }
 }
 

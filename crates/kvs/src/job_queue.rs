@@ -177,10 +177,7 @@ impl<T> JobQueue<T> {
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
-        match self.state.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::locks::lock(&self.state)
     }
 }
 

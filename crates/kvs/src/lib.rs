@@ -23,6 +23,7 @@ mod key_group;
 mod key_space;
 mod key_spaces;
 mod live;
+mod locks;
 mod ops;
 mod pending;
 mod result;
