@@ -6,9 +6,8 @@
 use crate::ffi::{self, bits_of, key_of, ptr, value_of, H};
 use cerberus_kvs::{
     code, kvs_delete_key_group_async, kvs_delete_kvp_async, kvs_exist_kv_pairs_async,
-    kvs_iterate_next_async, kvs_retrieve_kvp_async, kvs_store_kvp_async, KvsExistList,
-    KvsIteratorList, KvsKey, KvsOptionDelete, KvsOptionRetrieve, KvsOptionStore,
-    KvsPostprocessContext, KvsValue, PostFn,
+    kvs_iterate_next_async, kvs_retrieve_kvp_async, kvs_store_kvp_async, KvsExistList, KvsKey,
+    KvsOptionDelete, KvsOptionRetrieve, KvsOptionStore, KvsPostprocessContext, KvsValue, PostFn,
 };
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -370,23 +369,12 @@ fn one_async(
 /// `kvs_iterate_next_async` into a buffer of `room` bytes, waited for.
 pub fn iterate_next(ks: H, it: u8, room: usize) -> Result<ffi::Batch, String> {
     let mut buf = vec![0u8; room];
-    let mut list = KvsIteratorList {
-        num_entries: u32::MAX,
-        end: 0,
-        size: room as u32,
-        it_list: buf.as_mut_ptr(),
-    };
+    let mut list = ffi::list_over(&mut buf);
     let code = one_async(CMD_ITER_NEXT, it, |me, post| {
         // SAFETY: the list and buffer live until the callback was waited for.
         unsafe { kvs_iterate_next_async(ptr(ks), it, &mut list, me, null_mut(), post) }
     })?;
-    buf.truncate((list.size as usize).min(room));
-    Ok(ffi::Batch {
-        code,
-        entries: list.num_entries,
-        end: list.end != 0,
-        bytes: buf,
-    })
+    Ok(ffi::Batch::of(code, &list, buf))
 }
 
 /// `kvs_delete_key_group_async` of the keys starting with `prefix`, waited for.

@@ -185,23 +185,35 @@ pub struct Batch {
     pub bytes: Vec<u8>,
 }
 
-pub fn iterate_next(ks: H, it: u8, room: usize) -> Batch {
-    let mut buf = vec![0u8; room];
-    let mut list = KvsIteratorList {
+impl Batch {
+    /// What `list` (over `buf`) says a next call that returned `code` filled.
+    pub fn of(code: i32, list: &KvsIteratorList, mut buf: Vec<u8>) -> Batch {
+        buf.truncate((list.size as usize).min(buf.len()));
+        Batch {
+            code,
+            entries: list.num_entries,
+            end: list.end != 0,
+            bytes: buf,
+        }
+    }
+}
+
+/// A list for a next call to fill, over all of `buf`.
+pub fn list_over(buf: &mut [u8]) -> KvsIteratorList {
+    KvsIteratorList {
         num_entries: u32::MAX,
         end: 0,
-        size: room as u32,
+        size: buf.len() as u32,
         it_list: buf.as_mut_ptr(),
-    };
+    }
+}
+
+pub fn iterate_next(ks: H, it: u8, room: usize) -> Batch {
+    let mut buf = vec![0u8; room];
+    let mut list = list_over(&mut buf);
     // SAFETY: a writable list over a live buffer.
     let code = unsafe { kvs_iterate_next(ptr(ks), it, &mut list) };
-    buf.truncate((list.size as usize).min(room));
-    Batch {
-        code,
-        entries: list.num_entries,
-        end: list.end != 0,
-        bytes: buf,
-    }
+    Batch::of(code, &list, buf)
 }
 
 /// An iterator entry: its key and (key-value iterators) its value.
