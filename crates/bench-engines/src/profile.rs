@@ -29,6 +29,9 @@ pub const PAPER_FILTER_BITS_PER_KEY: u32 = 10;
 pub const PAPER_NUM_LEVELS: usize = 7;
 /// Target bytes of a table's data block.
 pub const PAPER_BLOCK_SIZE: usize = 4096;
+/// Filter and index blocks live in the block cache (Cerberus only): the paper's device keeps
+/// them in its small DRAM beside data blocks, and its figures count their loads.
+pub const PAPER_CACHE_FILTERS_AND_INDEXES: bool = true;
 
 /// `--profile` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -76,6 +79,8 @@ pub struct SizeProfile {
     pub num_levels: usize,
     /// Target bytes of a table's data block.
     pub block_size: usize,
+    /// Cerberus: `Options::cache_filters_and_indexes`.
+    pub cache_filters_and_indexes: bool,
 }
 
 /// The `paper` profile for `tenants` tenants: the `PAPER_*` constants, with the shared
@@ -93,6 +98,7 @@ pub fn paper_profile(tenants: usize) -> SizeProfile {
         filter_bits_per_key: PAPER_FILTER_BITS_PER_KEY,
         num_levels: PAPER_NUM_LEVELS,
         block_size: PAPER_BLOCK_SIZE,
+        cache_filters_and_indexes: PAPER_CACHE_FILTERS_AND_INDEXES,
     }
 }
 
@@ -111,6 +117,7 @@ impl SizeProfile {
         o.filter_bits_per_key = self.filter_bits_per_key;
         o.num_levels = self.num_levels;
         o.block_size = self.block_size;
+        o.cache_filters_and_indexes = self.cache_filters_and_indexes;
     }
 
     /// One line for the run's header.
@@ -155,6 +162,7 @@ mod tests {
             assert_eq!(o.filter_bits_per_key, PAPER_FILTER_BITS_PER_KEY);
             assert_eq!(o.num_levels, PAPER_NUM_LEVELS);
             assert_eq!(o.block_size, PAPER_BLOCK_SIZE);
+            assert!(o.cache_filters_and_indexes);
         }
         assert_eq!(paper_profile(0), paper_profile(1));
     }

@@ -74,9 +74,17 @@ pub struct Options {
     /// finds its key's restart interval in one probe instead of a binary search, and most
     /// keys a block does not hold are ruled out at once; about 1.3 bytes a distinct key.
     pub block_hash_index: bool,
-    /// Byte budget of the cache for filter and index blocks; 0 reads them from storage on
-    /// every lookup.
+    /// Byte budget of the block cache: data blocks, and filter and index blocks if
+    /// `cache_filters_and_indexes`; 0 reads what it would hold from storage on every lookup.
     pub cache_bytes: u64,
+    /// Filter and index blocks go in the block cache, competing with data blocks for its
+    /// budget and read again after an eviction, as a device with little DRAM keeps them (the
+    /// paper's model). Off (the default): each open table keeps its own once read, outside
+    /// the budget and bounded by `max_open_files` (about 1.3 bytes a key for the filter at
+    /// 10 bits a key, and one index entry a data block), as RocksDB does unless told
+    /// otherwise (`cache_index_and_filter_blocks`); a get then skips two cache lookups. A
+    /// table closed by the table cache and opened again reads them again.
+    pub cache_filters_and_indexes: bool,
     /// Byte budget of the row cache: the values of recently read keys, answered without a
     /// tree search or a value-log read, invalidated by every write of the key
     /// (`row_cache.rs`). Charged key + value + 128 bytes an entry; values over 64 KiB are not
@@ -263,6 +271,7 @@ impl Default for Options {
             filter_bits_per_key: 10,
             block_hash_index: true,
             cache_bytes: 64 << 20,
+            cache_filters_and_indexes: false,
             row_cache_bytes: 0,
             max_open_files: 1000,
             inline_value_threshold: 64,

@@ -155,8 +155,11 @@ pub struct EngineConfig {
     /// Bytes of keys and values a memtable takes before it is flushed (the engine's
     /// `Options::memtable_bytes`).
     pub memtable_bytes: usize,
-    /// Bytes of filter and index blocks cached (the engine's `Options::cache_bytes`; 0: none).
+    /// Bytes of table blocks cached (the engine's `Options::cache_bytes`; 0: none).
     pub cache_bytes: u64,
+    /// Filter and index blocks in that cache rather than kept by each open table (the
+    /// engine's `Options::cache_filters_and_indexes`; default off).
+    pub cache_filters_and_indexes: bool,
     /// Bytes of recently read records' values cached (the engine's
     /// `Options::row_cache_bytes`; 0: off). Default [`DEFAULT_ROW_CACHE_BYTES`].
     pub row_cache_bytes: u64,
@@ -191,6 +194,7 @@ impl Default for EngineConfig {
         EngineConfig {
             memtable_bytes: o.memtable_bytes,
             cache_bytes: o.cache_bytes,
+            cache_filters_and_indexes: o.cache_filters_and_indexes,
             row_cache_bytes: DEFAULT_ROW_CACHE_BYTES,
             background_threads: o.background_threads,
             layout: "per_namespace".into(),
@@ -390,6 +394,7 @@ impl DeviceConfig {
         o.sync = self.sync;
         o.memtable_bytes = self.engine.memtable_bytes;
         o.cache_bytes = self.engine.cache_bytes;
+        o.cache_filters_and_indexes = self.engine.cache_filters_and_indexes;
         o.row_cache_bytes = self.engine.row_cache_bytes;
         o.background_threads = self.engine.background_threads;
         o.mmap_reads = self.engine.mmap_reads;
@@ -452,6 +457,10 @@ mod tests {
     fn max_open_files_reaches_the_engine() {
         let c: DeviceConfig = toml::from_str("[engine]\nmax_open_files = 300\n").unwrap();
         assert_eq!(c.engine_options().max_open_files, 300);
+        assert!(!c.engine_options().cache_filters_and_indexes);
+        let toml = "[engine]\ncache_filters_and_indexes = true\n";
+        let c: DeviceConfig = toml::from_str(toml).unwrap();
+        assert!(c.engine_options().cache_filters_and_indexes);
         let d = DeviceConfig::default().engine_options();
         assert_eq!(d.max_open_files, Options::default().max_open_files);
     }

@@ -105,7 +105,10 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     let counters = Arc::new(Counters::new(page_size));
     let ctx = TableCtx::new(
         storage.clone(),
-        Arc::new(BlockCache::new(options.cache_bytes)),
+        Arc::new(BlockCache::with_meta(
+            options.cache_bytes,
+            options.cache_filters_and_indexes,
+        )),
         counters.clone(),
         options.max_open_files,
     );

@@ -32,13 +32,24 @@ impl Weighter<(u64, u64), Cached> for ByteWeighter {
 /// blocks are not looked for: table ids are never reused, so they age out.
 pub struct BlockCache {
     inner: Option<Cache<(u64, u64), Cached, ByteWeighter, IdHash>>,
+    /// Filter and index blocks are kept by their open table readers, not here
+    /// (`Options::cache_filters_and_indexes` off).
+    readers_keep_meta: bool,
 }
 
 pub const KIND_FILTER: u64 = u64::MAX;
 pub const KIND_INDEX: u64 = u64::MAX - 1;
 
 impl BlockCache {
+    /// A cache of `bytes` that holds filter and index blocks too (tools and tests that
+    /// count every load use it so).
     pub fn new(bytes: u64) -> Self {
+        Self::with_meta(bytes, true)
+    }
+
+    /// A cache of `bytes`; filter and index blocks in it if `meta_in_cache`, else kept by
+    /// the table readers once read.
+    pub fn with_meta(bytes: u64, meta_in_cache: bool) -> Self {
         let inner = (bytes > 0).then(|| {
             let items = (bytes / 4096).clamp(16, 1 << 20) as usize;
             Cache::with(
@@ -49,7 +60,15 @@ impl BlockCache {
                 Default::default(),
             )
         });
-        BlockCache { inner }
+        BlockCache {
+            inner,
+            readers_keep_meta: !meta_in_cache,
+        }
+    }
+
+    /// Whether table readers keep their filter and index block themselves.
+    pub fn readers_keep_meta(&self) -> bool {
+        self.readers_keep_meta
     }
 
     pub fn get(&self, table: u64, kind: u64) -> Option<Cached> {

@@ -11,6 +11,7 @@ mod cache;
 pub mod filter;
 mod format;
 mod id_hash;
+mod meta_blocks;
 mod open_cache;
 mod reader;
 #[cfg(test)]

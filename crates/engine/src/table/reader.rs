@@ -1,11 +1,11 @@
 //! Reads tables: point lookups through filter and index, and ordered iteration.
 
 use super::block::{Block, BlockIter};
-use super::cache::{BlockCache, Cached, KIND_FILTER, KIND_INDEX};
-use super::filter;
+use super::cache::{BlockCache, Cached};
 use super::format::{
     decode_nstable, table_name, BlockHandle, Footer, NsRange, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
+use super::meta_blocks::{filter_allows, MetaBlocks};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{cmp_ikey, split_ikey, IndexValue, Kind, SeqNo};
 use crate::prefetch::Pending;
@@ -22,6 +22,7 @@ pub struct TableReader {
     footer: Footer,
     nstable: Vec<NsRange>,
     cache: Arc<BlockCache>,
+    meta: MetaBlocks,
     counters: Arc<Counters>,
 }
 
@@ -61,6 +62,7 @@ impl TableReader {
             file,
             footer,
             nstable: Vec::new(),
+            meta: MetaBlocks::new(id, cache.clone()),
             cache,
             counters,
         };
@@ -110,29 +112,36 @@ impl TableReader {
         if self.footer.filter.len == 0 {
             return Ok(None);
         }
-        if let Some(Cached::Filter(f)) = self.cache.get(self.id, KIND_FILTER) {
-            return Ok(Some(f));
-        }
-        let f = self.read_block(self.footer.filter, IoPurpose::Filter, c)?;
-        Counters::add(&c.local().filter_loads, 1);
-        self.cache
-            .insert(self.id, KIND_FILTER, Cached::Filter(f.clone()));
-        Ok(Some(f))
+        let read = || self.read_block(self.footer.filter, IoPurpose::Filter, c);
+        self.meta.filter(c, read).map(Some)
     }
 
-    /// The index block, from the cache or read (and cached if `fill_cache`).
+    /// The index block (cached if `fill_cache`, when the cache holds index blocks).
     fn index(&self, c: &Counters, fill_cache: bool) -> Result<Block> {
-        if let Some(Cached::Index(b)) = self.cache.get(self.id, KIND_INDEX) {
-            return Ok(b);
+        self.meta.index(c, fill_cache, || {
+            let raw = self.read_block(self.footer.index, IoPurpose::Index, c)?;
+            Block::new(raw).ok_or_else(|| self.bad_index())
+        })
+    }
+
+    /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here; reads
+    /// are counted in `c`.
+    pub fn may_contain(&self, hash: u64, c: &Counters) -> Result<bool> {
+        if let Some(kept) = self.meta.kept_filter() {
+            return Ok(filter_allows(Some(kept), hash, c));
         }
-        let raw = self.read_block(self.footer.index, IoPurpose::Index, c)?;
-        Counters::add(&c.local().index_loads, 1);
-        let b = Block::new(raw).ok_or_else(|| self.bad_index())?;
-        if fill_cache {
-            self.cache
-                .insert(self.id, KIND_INDEX, Cached::Index(b.clone()));
-        }
-        Ok(b)
+        Ok(filter_allows(self.filter(c)?.as_ref(), hash, c))
+    }
+
+    /// The table's filter and index block, read once for many probes in a row (a flush's
+    /// batch of lookups, a batched get); the index block is cached if `fill_cache`.
+    pub fn probe_blocks(&self, c: &Counters, fill_cache: bool) -> Result<(Option<Bytes>, Block)> {
+        Ok((self.filter(c)?, self.index(c, fill_cache)?))
+    }
+
+    /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.
+    pub fn filter_allows(filter: Option<&Bytes>, hash: u64, c: &Counters) -> bool {
+        filter_allows(filter, hash, c)
     }
 
     /// A data block by its encoded handle (an index entry's value).
@@ -154,19 +163,6 @@ impl TableReader {
                 .insert(self.id, h.offset, Cached::Data(b.clone()));
         }
         Ok(b)
-    }
-
-    /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here; reads
-    /// are counted in `c`.
-    pub fn may_contain(&self, hash: u64, c: &Counters) -> Result<bool> {
-        let f = self.filter(c)?;
-        Ok(Self::filter_allows(f.as_ref(), hash, c))
-    }
-
-    /// The table's filter and index block, read once for many probes in a row (a flush's
-    /// batch of lookups, a batched get); the index block is cached if `fill_cache`.
-    pub fn probe_blocks(&self, c: &Counters, fill_cache: bool) -> Result<(Option<Bytes>, Block)> {
-        Ok((self.filter(c)?, self.index(c, fill_cache)?))
     }
 
     /// The user keys (without the namespace) of namespace `ns` that end the table's data
@@ -228,19 +224,12 @@ impl TableReader {
         Error::corruption(&self.name, self.footer.index.offset, "bad block handle")
     }
 
-    /// Whether `filter` (from [`TableReader::probe_blocks`]) may hold the key of `hash`.
-    pub fn filter_allows(filter: Option<&Bytes>, hash: u64, c: &Counters) -> bool {
-        Counters::add(&c.local().filter_probes, 1);
-        let ok = filter.is_none_or(|f| filter::may_contain(f, hash));
-        if !ok {
-            Counters::add(&c.local().filter_negatives, 1);
-        }
-        ok
-    }
-
     /// The newest version of `user` at or below the seqno in `seek` (an internal key made by
     /// `key::seek_key`). The filter is not consulted; call `may_contain` first.
     pub fn get(&self, user: &[u8], seek: &[u8], c: &Counters) -> Result<Option<Found>> {
+        if let Some(index) = self.meta.kept_index() {
+            return self.get_in(index, user, seek, c, true);
+        }
         let index = self.index(c, true)?;
         self.get_in(&index, user, seek, c, true)
     }

@@ -272,6 +272,46 @@ fn shared_tree_stats_count_the_namespace_tables() {
     assert!(deeper(&a.stats().unwrap()) >= in_a);
 }
 
+/// By default an open table keeps its filter and index block once read: with no block cache
+/// at all, gets load each once a table, not once a get; with them in the (empty) cache, every
+/// get loads again.
+#[test]
+fn open_tables_keep_their_filter_and_index_unless_the_cache_holds_them() {
+    for in_cache in [false, true] {
+        let mut opts = common::small_options();
+        opts.cache_bytes = 0;
+        opts.cache_filters_and_indexes = in_cache;
+        let db = Db::builder(opts)
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap();
+        let a = db.create_namespace("a").unwrap();
+        for k in 0..3_000 {
+            a.put(&key(k), &[7; 40]).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_all().unwrap();
+        let read_all = || {
+            for k in (0..3_000).step_by(10) {
+                assert_eq!(a.get(&key(k)).unwrap().as_deref(), Some(&[7u8; 40][..]));
+            }
+            a.stats().unwrap()
+        };
+        let first = read_all();
+        let again = read_all();
+        assert!(first.filter_loads > 0 && first.index_loads > 0);
+        if in_cache {
+            // At least the answering table's filter and index, every get.
+            assert!(again.filter_loads - first.filter_loads >= 300, "{again:?}");
+            assert!(again.index_loads - first.index_loads >= 300, "{again:?}");
+        } else {
+            assert_eq!(again.filter_loads, first.filter_loads);
+            assert_eq!(again.index_loads, first.index_loads);
+            // Fewer loads than tables probed: each table's once.
+            assert!(first.filter_loads < 300, "{first:?}");
+        }
+    }
+}
+
 /// A get's path names the tables its search would consult: as many as the filter loads a
 /// get takes without a cache, when the filters rule the key out everywhere but its table.
 #[test]
@@ -280,6 +320,8 @@ fn get_path_counts_the_tables_a_get_consults() {
         let mut opts = common::small_options();
         opts.layout = layout;
         opts.cache_bytes = 0;
+        // Filters in the (empty) cache: every probe loads its table's filter.
+        opts.cache_filters_and_indexes = true;
         let db = Db::builder(opts)
             .open_storage(Arc::new(MemStorage::new()))
             .unwrap();
