@@ -301,11 +301,17 @@ impl Client {
         }
     }
 
-    /// Sends `commands` together, each without waiting for the one before; their outcomes
-    /// in order, once all have completed.
-    pub(crate) async fn call_many(&self, commands: &[Command]) -> Result<Vec<Result<Response>>> {
+    /// Sends `commands` together, each without waiting for the one before, handing each
+    /// outcome to `each` in order as it comes (see `Connection::call_each`); `Err` (the
+    /// request timeout) if the rest never came.
+    pub(crate) async fn call_each(
+        &self,
+        commands: &[Command],
+        each: impl FnMut(Result<Response>),
+    ) -> Result<()> {
         with_timeout(self.inner.request_timeout, async {
-            Ok(self.inner.conn.call_many(commands).await)
+            self.inner.conn.call_each(commands, each).await;
+            Ok(())
         })
         .await
     }
