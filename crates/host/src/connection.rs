@@ -183,6 +183,7 @@ impl Connection {
             }
         }
         // The connection closed under the rest (their slots went with it).
+        drop(take_oldest);
         for _ in handed..commands.len() {
             each(Err(Error::ConnectionClosed));
         }
