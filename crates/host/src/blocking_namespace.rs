@@ -101,16 +101,6 @@ impl BlockingNamespace {
         self.client.wait(self.ns.get_many(keys))
     }
 
-    /// [`Namespace::put_each`]: each put's outcome to `each` as it comes.
-    pub fn put_each(&self, pairs: Vec<(Bytes, Bytes)>, each: impl FnMut(Result<()>)) {
-        self.client.wait(self.ns.put_each(pairs, each))
-    }
-
-    /// [`Namespace::get_each`]: each value to `each` as it comes.
-    pub fn get_each(&self, keys: Vec<Bytes>, each: impl FnMut(Result<Option<Bytes>>)) {
-        self.client.wait(self.ns.get_each(keys, each))
-    }
-
     /// [`Namespace::delete`], waiting for the answer.
     pub fn delete(&self, key: impl Into<Bytes>) -> Result<bool> {
         self.client.wait(self.ns.delete(key))

@@ -301,17 +301,11 @@ impl Client {
         }
     }
 
-    /// Sends `commands` together, each without waiting for the one before, handing each
-    /// outcome to `each` in order as it comes (see `Connection::call_each`); `Err` (the
-    /// request timeout) if the rest never came.
-    pub(crate) async fn call_each(
-        &self,
-        commands: &[Command],
-        each: impl FnMut(Result<Response>),
-    ) -> Result<()> {
+    /// Sends `commands` together, each without waiting for the one before; their outcomes
+    /// in order, once all have completed.
+    pub(crate) async fn call_many(&self, commands: &[Command]) -> Result<Vec<Result<Response>>> {
         with_timeout(self.inner.request_timeout, async {
-            self.inner.conn.call_each(commands, each).await;
-            Ok(())
+            Ok(self.inner.conn.call_many(commands).await)
         })
         .await
     }

@@ -135,38 +135,32 @@ impl Connection {
         d.wait(&self.shared, &mut wait)
     }
 
-    /// Sends commands together (on a connection its callers drive, one write for all of
-    /// them, as far as the link has room) and hands each outcome to `each`, in order, once
-    /// it and those before it are in: on a connection its callers drive, the first outcomes
-    /// go while the last are still on their way; on one with tasks, all once all are in.
-    /// `each` is called once a command.
-    pub(crate) async fn call_each(
-        &self,
-        commands: &[Command],
-        mut each: impl FnMut(Result<Response>),
-    ) {
+    /// Sends commands together and waits for all their completions (on a connection its
+    /// callers drive, one write for all of them, as far as the link has room).
+    pub(crate) async fn call_many(&self, commands: &[Command]) -> Vec<Result<Response>> {
         let Some(d) = self.driven() else {
-            let all = futures_util::future::join_all(commands.iter().map(|c| self.call(c)));
-            all.await.into_iter().for_each(each);
-            return;
+            return futures_util::future::join_all(commands.iter().map(|c| self.call(c))).await;
         };
-        let mut handed = 0;
+        let closed = || {
+            commands
+                .iter()
+                .map(|_| Err(Error::ConnectionClosed))
+                .collect()
+        };
         let mut out = d.out_for(commands);
         let mut waiting = std::collections::VecDeque::with_capacity(commands.len());
-        let mut take_oldest = |waiting: &mut std::collections::VecDeque<Result<Slot>>| {
+        let mut done = Vec::with_capacity(commands.len());
+        let mut take_oldest = |waiting: &mut std::collections::VecDeque<Result<_>>| {
             if let Some(w) = waiting.pop_front() {
-                each(w.and_then(|mut w| d.wait(&self.shared, &mut w)));
-                handed += 1;
+                done.push(w.and_then(|mut w| d.wait(&self.shared, &mut w)));
             }
         };
-        let mut sent = true;
-        'commands: for c in commands {
+        for c in commands {
             // Out of in-flight slots: send what is registered and take the oldest completion,
             // which gives a slot back (nobody else may be reading for this thread).
             while !waiting.is_empty() && self.shared.at_limit() {
                 if d.write(&self.shared, &out).is_err() {
-                    sent = false;
-                    break 'commands;
+                    return closed();
                 }
                 out.clear();
                 take_oldest(&mut waiting);
@@ -177,16 +171,13 @@ impl Connection {
             };
             waiting.push_back(queued);
         }
-        if sent && d.write(&self.shared, &out).is_ok() {
-            while !waiting.is_empty() {
-                take_oldest(&mut waiting);
-            }
+        if d.write(&self.shared, &out).is_err() {
+            return closed();
         }
-        // The connection closed under the rest (their slots went with it).
-        drop(take_oldest);
-        for _ in handed..commands.len() {
-            each(Err(Error::ConnectionClosed));
+        while !waiting.is_empty() {
+            take_oldest(&mut waiting);
         }
+        done
     }
 
     /// The link, if the callers' threads drive it.

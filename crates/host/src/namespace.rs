@@ -134,21 +134,6 @@ impl Namespace {
     /// connection, each its own command: not atomic, see [`Namespace::write`]); the first
     /// failure, once all have completed.
     pub async fn put_many(&self, pairs: Vec<(Bytes, Bytes)>) -> Result<()> {
-        let mut first_err = None;
-        self.put_each(pairs, |r| {
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
-            }
-        })
-        .await;
-        first_err.map_or(Ok(()), Err)
-    }
-
-    /// [`put_many`](Self::put_many), each put's outcome handed to `each`, in order, as soon
-    /// as it and those before it are in (over a [`crate::BlockingClient`]; otherwise once
-    /// all are): a caller answering its own callers need not wait for the last. `each` is
-    /// called once a pair.
-    pub async fn put_each(&self, pairs: Vec<(Bytes, Bytes)>, mut each: impl FnMut(Result<()>)) {
         let commands: Vec<Command> = pairs
             .into_iter()
             .map(|(key, value)| {
@@ -160,54 +145,27 @@ impl Namespace {
                 })
             })
             .collect();
-        let outcome = |r: Result<cerberus_proto::Response>| {
-            r.and_then(ok_reply).and_then(|r| expect_empty(r, "store"))
-        };
-        self.each_outcome(&commands, outcome, &mut each).await;
+        let mut first_err = None;
+        for r in self.client.call_many(&commands).await? {
+            if let Err(e) = r.and_then(ok_reply).and_then(|r| expect_empty(r, "store")) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Gets sent together (pipelined), their values in the order of `keys`.
     pub async fn get_many(&self, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>> {
-        let mut values = Vec::with_capacity(keys.len());
-        self.get_each(keys, |v| values.push(v)).await;
-        values.into_iter().collect()
-    }
-
-    /// [`get_many`](Self::get_many), each value handed to `each` in the order of `keys` as
-    /// soon as it and those before it are in (as [`put_each`](Self::put_each)).
-    pub async fn get_each(&self, keys: Vec<Bytes>, mut each: impl FnMut(Result<Option<Bytes>>)) {
         let commands: Vec<Command> = keys
             .into_iter()
             .map(|key| self.command(Request::Retrieve { key }))
             .collect();
-        let outcome = |r: Result<cerberus_proto::Response>| value_or_absent(r.and_then(ok_reply));
-        self.each_outcome(&commands, outcome, &mut each).await;
-    }
-
-    /// Sends `commands` together, handing `each` what `outcome` makes of each completion, in
-    /// order, once a command (a timeout for those that never came).
-    async fn each_outcome<T>(
-        &self,
-        commands: &[Command],
-        outcome: impl Fn(Result<cerberus_proto::Response>) -> Result<T>,
-        each: &mut impl FnMut(Result<T>),
-    ) {
-        let mut handed = 0;
-        let done = self
-            .client
-            .call_each(commands, |r| {
-                handed += 1;
-                each(outcome(r));
-            })
-            .await;
-        if let Err(e) = done {
-            if handed < commands.len() {
-                each(Err(e));
-            }
-            for _ in handed + 1..commands.len() {
-                each(Err(Error::Timeout));
-            }
-        }
+        self.client
+            .call_many(&commands)
+            .await?
+            .into_iter()
+            .map(|r| value_or_absent(r.and_then(ok_reply)))
+            .collect()
     }
 
     fn command(&self, request: Request) -> Command {

@@ -1,7 +1,7 @@
 //! What the completion threads do with the `_async` calls they took from the queue: stores
 //! beside each other in the queue (same key space, plain stores) go to the device as one
 //! pipelined batch, retrieves likewise, every other call on its own; each call's callback
-//! gets its own result as soon as it is in. A call the batch fails is run again alone, so its
+//! then gets its own result. A batch the device fails is run again call by call, so each
 //! callback still gets its own call's answer.
 
 use crate::edge::{guard, key_space};
@@ -92,22 +92,9 @@ fn run_stores(group: Vec<Pending>) {
     if batch.is_empty() {
         return;
     }
-    // Each callback as soon as its store is in: the first caller's calls of a batch need
-    // not wait for the last caller's.
-    let mut done = 0;
-    let sent = catch_unwind(AssertUnwindSafe(|| {
-        ks.store_each(pairs, |r| {
-            let p = &batch[done];
-            done += 1;
-            p.complete(match r {
-                Ok(()) => code::SUCCESS,
-                // Alone, for its own answer.
-                Err(_) => alone(p, true),
-            });
-        })
-    }));
-    if sent.is_err() {
-        each_alone(&batch[done..], true);
+    match catch_unwind(AssertUnwindSafe(|| ks.store_many(pairs))) {
+        Ok(Ok(())) => batch.iter().for_each(|p| p.complete(code::SUCCESS)),
+        _ => each_alone(&batch, true),
     }
 }
 
@@ -128,20 +115,15 @@ fn run_retrieves(group: Vec<Pending>) {
     if batch.is_empty() {
         return;
     }
-    let mut done = 0;
-    let sent = catch_unwind(AssertUnwindSafe(|| {
-        ks.get_each(keys, |v| {
-            let p = &batch[done];
-            done += 1;
-            p.complete(match v {
+    match catch_unwind(AssertUnwindSafe(|| ks.get_many(keys))) {
+        Ok(Ok(values)) => {
+            for (p, v) in batch.iter().zip(values) {
                 // SAFETY: the caller's kvs_value, valid until its callback.
-                Ok(v) => guard(|| unsafe { retrieve_from(p.value, v.as_deref()) }),
-                Err(_) => alone(p, false),
-            });
-        })
-    }));
-    if sent.is_err() {
-        each_alone(&batch[done..], false);
+                let result = guard(|| unsafe { retrieve_from(p.value, v.as_deref()) });
+                p.complete(result);
+            }
+        }
+        _ => each_alone(&batch, false),
     }
 }
 

@@ -112,26 +112,21 @@ impl KeySpace {
         Ok(())
     }
 
-    /// Stores `pairs` (each checked with [`KeySpace::check_pair`]), sent together; each
-    /// store's outcome to `each`, in order, as soon as it is in.
-    pub fn store_each(
-        &self,
-        pairs: Vec<(Bytes, Bytes)>,
-        mut each: impl FnMut(Result<(), KvsError>),
-    ) {
-        self.ns()
-            .put_each(pairs, |r| each(r.map_err(KvsError::from)))
+    /// Stores `pairs` (each checked with [`KeySpace::check_pair`]), sent together.
+    pub fn store_many(&self, mut pairs: Vec<(Bytes, Bytes)>) -> Result<(), KvsError> {
+        match pairs.len() {
+            0 => Ok(()),
+            1 => {
+                let (k, v) = pairs.remove(0);
+                Ok(self.ns().put(k, v)?)
+            }
+            _ => Ok(self.ns().put_many(pairs)?),
+        }
     }
 
-    /// The values of `keys` (each checked), asked together; each to `each`, in order, as
-    /// soon as it is in.
-    pub fn get_each(
-        &self,
-        keys: Vec<Bytes>,
-        mut each: impl FnMut(Result<Option<Bytes>, KvsError>),
-    ) {
-        self.ns()
-            .get_each(keys, |r| each(r.map_err(KvsError::from)))
+    /// The values of `keys` (each checked), asked together.
+    pub fn get_many(&self, keys: Vec<Bytes>) -> Result<Vec<Option<Bytes>>, KvsError> {
+        Ok(self.ns().get_many(keys)?)
     }
 
     /// The size of `key`'s value.

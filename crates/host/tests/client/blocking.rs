@@ -162,32 +162,3 @@ fn one_thread_pipelines_more_commands_than_the_device_allows_in_flight() {
         assert_eq!(v.as_ref(), Some(k));
     }
 }
-
-#[test]
-fn each_outcome_comes_once_a_command_in_order_a_refused_one_alone() {
-    let (_rt, dev) = fake(Mode::PerRead);
-    let client = BlockingClient::connect(&dev.addr()).unwrap();
-    let n = client.device_info().unwrap().max_inflight as usize * 2 + 3;
-    let keys: Vec<bytes::Bytes> = (0..n).map(|i| format!("e{i:05}").into()).collect();
-    let mut pairs: Vec<_> = keys.iter().map(|k| (k.clone(), k.clone())).collect();
-    // Longer than the protocol carries: refused before it is sent, the others go on.
-    let refused = n / 2;
-    pairs[refused].0 = vec![b'x'; usize::from(u16::MAX) + 1].into();
-    let mut outcomes = Vec::new();
-    client.namespace(NS).put_each(pairs, |r| outcomes.push(r));
-    assert_eq!(outcomes.len(), n);
-    for (i, r) in outcomes.iter().enumerate() {
-        match i == refused {
-            true => assert!(matches!(r, Err(Error::InvalidKeySize(_))), "{r:?}"),
-            false => assert!(r.is_ok(), "{i}: {r:?}"),
-        }
-    }
-    let mut values = Vec::new();
-    client
-        .namespace(NS)
-        .get_each(keys.clone(), |v| values.push(v.unwrap()));
-    assert_eq!(values.len(), n);
-    for (i, (k, v)) in keys.iter().zip(values).enumerate() {
-        assert_eq!(v.as_ref(), (i != refused).then_some(k), "{i}");
-    }
-}
