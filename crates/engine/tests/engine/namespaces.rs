@@ -272,24 +272,32 @@ fn shared_tree_stats_count_the_namespace_tables() {
     assert!(deeper(&a.stats().unwrap()) >= in_a);
 }
 
+/// Namespace `a` of a database without a block cache, 3,000 keys of `[7; 40]` compacted
+/// below L0; filters and index blocks in the (empty) cache if `in_cache`.
+fn settled_without_cache(layout: Layout, in_cache: bool) -> (Db, cerberus_engine::Namespace) {
+    let mut opts = common::small_options();
+    opts.layout = layout;
+    opts.cache_bytes = 0;
+    opts.cache_filters_and_indexes = in_cache;
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let a = db.create_namespace("a").unwrap();
+    for k in 0..3_000 {
+        a.put(&key(k), &[7; 40]).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    (db, a)
+}
+
 /// By default an open table keeps its filter and index block once read: with no block cache
 /// at all, gets load each once a table, not once a get; with them in the (empty) cache, every
 /// get loads again.
 #[test]
 fn open_tables_keep_their_filter_and_index_unless_the_cache_holds_them() {
     for in_cache in [false, true] {
-        let mut opts = common::small_options();
-        opts.cache_bytes = 0;
-        opts.cache_filters_and_indexes = in_cache;
-        let db = Db::builder(opts)
-            .open_storage(Arc::new(MemStorage::new()))
-            .unwrap();
-        let a = db.create_namespace("a").unwrap();
-        for k in 0..3_000 {
-            a.put(&key(k), &[7; 40]).unwrap();
-        }
-        db.flush().unwrap();
-        db.compact_all().unwrap();
+        let (_db, a) = settled_without_cache(Layout::PerNamespace, in_cache);
         let read_all = || {
             for k in (0..3_000).step_by(10) {
                 assert_eq!(a.get(&key(k)).unwrap().as_deref(), Some(&[7u8; 40][..]));
@@ -317,20 +325,8 @@ fn open_tables_keep_their_filter_and_index_unless_the_cache_holds_them() {
 #[test]
 fn get_path_counts_the_tables_a_get_consults() {
     for layout in [Layout::PerNamespace, Layout::Shared] {
-        let mut opts = common::small_options();
-        opts.layout = layout;
-        opts.cache_bytes = 0;
         // Filters in the (empty) cache: every probe loads its table's filter.
-        opts.cache_filters_and_indexes = true;
-        let db = Db::builder(opts)
-            .open_storage(Arc::new(MemStorage::new()))
-            .unwrap();
-        let a = db.create_namespace("a").unwrap();
-        for k in 0..3_000 {
-            a.put(&key(k), &[7; 40]).unwrap();
-        }
-        db.flush().unwrap();
-        db.compact_all().unwrap();
+        let (db, a) = settled_without_cache(layout, true);
         // A newer version of some keys in L0, above the settled tree.
         for k in (0..3_000).step_by(7) {
             a.put(&key(k), &[8; 40]).unwrap();
