@@ -58,6 +58,7 @@ impl CerberusDb {
             options.row_cache_bytes = b;
         }
         options.mmap_reads = config.mmap_reads;
+        options.time_get_steps = config.time_get_steps;
         options.sync = config.sync;
         let storage = match config.storage {
             StorageArg::Posix => StorageKind::Posix,

@@ -66,6 +66,9 @@ pub struct OpenConfig {
     pub cache_bytes: u64,
     /// Cerberus: `Options::mmap_reads`.
     pub mmap_reads: bool,
+    /// Cerberus: `Options::time_get_steps` (the multitenant report's cost model needs each
+    /// step's time).
+    pub time_get_steps: bool,
     /// Whether every write is synced (fsync).
     pub sync: bool,
     /// Tenants the run will create (0: not a multitenant run). RocksDB makes its column
@@ -99,6 +102,7 @@ impl OpenConfig {
             storage: StorageArg::Posix,
             cache_bytes: 0,
             mmap_reads: true,
+            time_get_steps: false,
             sync: false,
             tenants: 0,
             layout,

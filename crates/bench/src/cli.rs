@@ -204,6 +204,8 @@ pub fn open_config(
         storage: args.storage,
         cache_bytes: args.cache_bytes,
         mmap_reads: args.mmap_reads,
+        // A multitenant run reports a cost model of each search step's time.
+        time_get_steps: tenants > 0,
         sync: args.sync,
         tenants,
         layout,

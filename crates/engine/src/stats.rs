@@ -269,6 +269,8 @@ pub struct ListingStats {
 /// uncontended one). Readers sum the stripes.
 pub(crate) struct Counters {
     page_size: u64,
+    /// Gets read the clock at each step they take (`Options::time_get_steps`).
+    times_steps: bool,
     stripes: Box<[Stripe]>,
 }
 
@@ -358,6 +360,7 @@ impl Counters {
     pub fn new(page_size: u64) -> Self {
         Counters {
             page_size: page_size.max(1),
+            times_steps: false,
             stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
         }
     }
@@ -375,6 +378,23 @@ impl Counters {
 
     pub fn page_size(&self) -> u64 {
         self.page_size
+    }
+
+    /// These counters, with gets timing each step they take (`Options::time_get_steps`).
+    pub fn timing_steps(mut self, on: bool) -> Self {
+        self.times_steps = on;
+        self
+    }
+
+    /// Whether gets counted here time their steps.
+    #[inline]
+    pub fn times_steps(&self) -> bool {
+        self.times_steps
+    }
+
+    /// New counters that count as these do (page size, step times).
+    pub fn like(&self) -> Self {
+        Counters::new(self.page_size).timing_steps(self.times_steps)
     }
 
     #[inline]

@@ -98,6 +98,7 @@ fn run(args: &Args) -> Result<NoisyDoc> {
                         storage,
                         cache_bytes: args.cache_bytes,
                         mmap_reads: true,
+                        time_get_steps: false,
                         sync: false,
                         tenants: args.neighbours + 1,
                         layout,

@@ -102,7 +102,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         ));
     }
     let page_size = storage.page_size();
-    let counters = Arc::new(Counters::new(page_size));
+    let counters = Arc::new(Counters::new(page_size).timing_steps(options.time_get_steps));
     let ctx = TableCtx::new(
         storage.clone(),
         Arc::new(BlockCache::with_meta(
@@ -119,7 +119,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
             .live
             .iter()
             .map(|(id, name)| {
-                let e = NsEntry::new(*id, name, page_size);
+                let e = NsEntry::new(*id, name, &counters);
                 *e.options.write() = versions.namespaces.options_of(*id);
                 let read_only = versions.namespaces.read_only.contains(id);
                 e.read_only

@@ -3,7 +3,7 @@
 //! block and last data block are read once for the keys that fall in it, then the value-log
 //! records read together (queued at once on a modeled device, in address order on files).
 
-use super::lookup::{count_get, lookup_in, ProbeCache};
+use super::lookup::{count_get, lookup_in, timed_value_read, ProbeCache};
 use super::namespace_set::NsEntry;
 use super::read::Reader;
 use crate::error::{Error, Result};
@@ -160,34 +160,24 @@ impl<F: Fn()> Reader<'_, F> {
                 .map(|l| submit(l.addr, keys[l.slot].to_vec()))
                 .collect();
             for (l, p) in later.iter().zip(pending) {
-                let t = quanta::Instant::now();
-                let v = p
-                    .wait()
-                    .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?;
-                add_hit_time(c, l.step, t);
+                let v = timed_value_read(c, l.step, || {
+                    p.wait()
+                        .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))
+                })?;
                 out[l.slot] = Some(v);
             }
             return Ok(());
         }
         let mut segment = crate::vlog::LastSegment::default();
         for l in &later {
-            let t = quanta::Instant::now();
-            let v = self
-                .vlog_reader
-                .read_value_in(&mut segment, l.addr, ns, keys[l.slot], c)?;
-            add_hit_time(c, l.step, t);
+            let v = timed_value_read(c, l.step, || {
+                self.vlog_reader
+                    .read_value_in(&mut segment, l.addr, ns, keys[l.slot], c)
+            })?;
             out[l.slot] = Some(v);
         }
         Ok(())
     }
-}
-
-/// The value read is part of the hit time of the step that found the key.
-fn add_hit_time(c: &Counters, step: usize, since: quanta::Instant) {
-    Counters::add(
-        &c.local().step_hit_nanos[step],
-        since.elapsed().as_nanos() as u64,
-    );
 }
 
 #[cfg(test)]

@@ -31,42 +31,63 @@ impl Hit {
     }
 }
 
-/// Times the steps of one get for the cost model. Steps that read nothing are counted
-/// without reading the clock: their time, a few comparisons, goes to the next timed step.
+/// Counts the steps of one get for the cost model, and times them if the counters ask
+/// (`Options::time_get_steps`). Steps that read nothing are counted without reading the
+/// clock: their time, a few comparisons, goes to the next timed step.
 pub(super) struct StepClock<'a> {
     pub(super) c: &'a Counters,
-    pub(super) last: quanta::Instant,
+    /// When the last timed step ended; `None` when steps are not timed.
+    pub(super) last: Option<quanta::Instant>,
 }
 
 impl<'a> StepClock<'a> {
     pub(super) fn new(c: &'a Counters) -> Self {
         StepClock {
             c,
-            last: quanta::Instant::now(),
+            last: c.times_steps().then(quanta::Instant::now),
         }
     }
 
-    pub(super) fn lap(&mut self) -> u64 {
+    /// Nanoseconds since the last timed step, if steps are timed.
+    fn lap(&mut self) -> Option<u64> {
+        let last = self.last.as_mut()?;
         let now = quanta::Instant::now();
-        let ns = now.duration_since(self.last).as_nanos() as u64;
-        self.last = now;
-        ns
+        let ns = now.duration_since(*last).as_nanos() as u64;
+        *last = now;
+        Some(ns)
     }
 
     pub(super) fn hit(&mut self, step: usize) {
-        let ns = self.lap();
         Counters::add(&self.c.local().step_hits[step], 1);
-        Counters::add(&self.c.local().step_hit_nanos[step], ns);
+        if let Some(ns) = self.lap() {
+            Counters::add(&self.c.local().step_hit_nanos[step], ns);
+        }
     }
 
     /// The get passed `step`; `timed` if it read anything there.
     pub(super) fn miss(&mut self, step: usize, timed: bool) {
         Counters::add(&self.c.local().step_misses[step], 1);
         if timed {
-            let ns = self.lap();
-            Counters::add(&self.c.local().step_miss_nanos[step], ns);
+            if let Some(ns) = self.lap() {
+                Counters::add(&self.c.local().step_miss_nanos[step], ns);
+            }
         }
     }
+}
+
+/// `read` (a value read after the lookup found its address), its time added to the hit
+/// time of `step` if steps are timed: the value read is part of the step that found the key.
+pub(super) fn timed_value_read<T>(c: &Counters, step: usize, read: impl FnOnce() -> T) -> T {
+    if !c.times_steps() {
+        return read();
+    }
+    let t = quanta::Instant::now();
+    let v = read();
+    Counters::add(
+        &c.local().step_hit_nanos[step],
+        t.elapsed().as_nanos() as u64,
+    );
+    v
 }
 
 /// Counts one get and where it was answered in the namespace's counters.

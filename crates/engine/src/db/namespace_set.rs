@@ -35,13 +35,14 @@ pub(super) struct NsEntry {
 }
 
 impl NsEntry {
-    pub(super) fn new(id: Nsid, name: &str, page_size: u64) -> NsEntry {
+    /// A namespace's entry, its counters counting as `db`'s do.
+    pub(super) fn new(id: Nsid, name: &str, db: &Counters) -> NsEntry {
         NsEntry {
             id,
             name: name.to_string(),
             live: AtomicBool::new(true),
-            counters: Arc::new(Counters::new(page_size)),
-            list_counters: Arc::new(Counters::new(page_size)),
+            counters: Arc::new(db.like()),
+            list_counters: Arc::new(db.like()),
             last_write_ms: AtomicU64::new(0),
             last_write_seq: AtomicU64::new(0),
             options: Default::default(),

@@ -1,6 +1,6 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::lookup::{count_get, lookup_in, Hit};
+use super::lookup::{count_get, lookup_in, timed_value_read, Hit};
 use super::namespace_set::NsEntry;
 use super::versions::Versions;
 use super::write_queue::WriteQueue;
@@ -90,14 +90,7 @@ impl<F: Fn()> Reader<'_, F> {
         let v = match hit.value_at() {
             Some(ValueAt::Here(v)) => v,
             Some(ValueAt::Log(addr)) => {
-                // The value read is part of the hit time of the step that found the key.
-                let t = quanta::Instant::now();
-                let v = self.vlog_reader.read_value(addr, ns, key, c)?;
-                Counters::add(
-                    &c.local().step_hit_nanos[step],
-                    t.elapsed().as_nanos() as u64,
-                );
-                v
+                timed_value_read(c, step, || self.vlog_reader.read_value(addr, ns, key, c))?
             }
             None => {
                 return Err(Error::corruption(

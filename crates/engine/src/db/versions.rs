@@ -58,7 +58,8 @@ impl Versions {
     /// Swaps in the super version `next` makes of the current one, one swap at a time;
     /// `None` leaves it. Whether it swapped.
     /// Turns the memtable into a frozen one (ending at the writer's position in the log) and
-    /// starts a new one of `memtable_bytes`; false if the memtable is empty.
+    /// starts a new one of `memtable_bytes`, its filter sized for the entries the frozen one's
+    /// would have held in that many bytes; false if the memtable is empty.
     pub(super) fn freeze(&self, w: &mut WriterState, memtable_bytes: usize) -> bool {
         self.swap(|sv| {
             if sv.mem.is_empty() {
@@ -72,7 +73,7 @@ impl Versions {
             let mut imm = vec![Arc::new(frozen)];
             imm.extend(sv.imm.iter().cloned());
             Some(SuperVersion {
-                mem: Arc::new(Memtable::new(memtable_bytes)),
+                mem: Arc::new(Memtable::following(memtable_bytes, &sv.mem)),
                 imm,
                 version: sv.version.clone(),
                 used: sv.used.clone(),

@@ -359,3 +359,32 @@ fn get_path_counts_the_tables_a_get_consults() {
         );
     }
 }
+
+/// Gets count their steps always and time them only when asked (`time_get_steps`): the
+/// clock's reads cost a get more than some of its steps.
+#[test]
+fn gets_time_their_steps_only_when_asked() {
+    for timed in [false, true] {
+        let mut opts = common::small_options();
+        opts.time_get_steps = timed;
+        let db = Db::builder(opts)
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap();
+        let a = db.create_namespace("a").unwrap();
+        for k in 0..2_000 {
+            a.put(&key(k), &[7; 40]).unwrap();
+        }
+        db.flush().unwrap();
+        a.put(&key(0), &[8; 40]).unwrap();
+        for k in 0..2_000 {
+            assert!(a.get(&key(k)).unwrap().is_some());
+        }
+        let steps = a.stats().unwrap().search;
+        let hits: u64 = steps.iter().map(|s| s.hits).sum();
+        let misses: u64 = steps.iter().map(|s| s.misses).sum();
+        let nanos: u64 = steps.iter().map(|s| s.hit_nanos + s.miss_nanos).sum();
+        assert_eq!(hits, 2_000, "{steps:?}");
+        assert!(misses >= 1_999, "{steps:?}");
+        assert_eq!(nanos > 0, timed, "{steps:?}");
+    }
+}

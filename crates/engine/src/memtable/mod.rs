@@ -5,11 +5,14 @@ use crate::key::{Kind, SeqNo, ValueAddr};
 use crate::key_hashes::KeyHashes;
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
+use key_filter::KeyFilter;
 use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
+
+mod key_filter;
 
 /// `nsid ++ user key` and seqno; sorts by user part ascending, seqno descending.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,57 +121,6 @@ pub struct MemValue {
 /// Per-entry bookkeeping charged against the memtable budget besides key and value bytes.
 const ENTRY_OVERHEAD: usize = 64;
 
-/// Bytes of memtable budget per filter bit (the filter is 1/64 of the budget): an entry is
-/// charged at least `ENTRY_OVERHEAD` bytes, so a full memtable has at least 8 bits per key
-/// (under 5 % false positives, tested), many more with values of any size.
-const FILTER_BYTES_PER_BIT: usize = 8;
-/// Bits set per key, all in one 64-byte block (one cache line read per probe).
-const FILTER_PROBES: u32 = 6;
-
-#[repr(align(64))]
-struct FilterBlock([AtomicU64; 8]);
-
-/// A blocked Bloom filter over the user keys in a memtable. Once the data outgrows the
-/// memtable most gets look for keys it does not hold, and the skiplist's descent to find that
-/// out is a dozen or more cache misses; the filter answers with one.
-struct KeyFilter {
-    blocks: Box<[FilterBlock]>,
-}
-
-impl KeyFilter {
-    fn new(budget: usize) -> KeyFilter {
-        let n = (budget / FILTER_BYTES_PER_BIT / 512).max(1);
-        KeyFilter {
-            blocks: (0..n).map(|_| FilterBlock(Default::default())).collect(),
-        }
-    }
-
-    /// The block of `user`, and the mixed hash whose bits pick the bits in it.
-    fn locate(&self, user: &[u8]) -> (&FilterBlock, u64) {
-        let h = xxhash_rust::xxh3::xxh3_64(user);
-        let block = ((h as u128 * self.blocks.len() as u128) >> 64) as usize;
-        (&self.blocks[block], h.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-    }
-
-    fn insert(&self, user: &[u8]) {
-        let (b, mut bits) = self.locate(user);
-        for _ in 0..FILTER_PROBES {
-            let bit = (bits & 511) as usize;
-            b.0[bit / 64].fetch_or(1 << (bit % 64), Relaxed);
-            bits >>= 9;
-        }
-    }
-
-    fn may_contain(&self, user: &[u8]) -> bool {
-        let (b, mut bits) = self.locate(user);
-        (0..FILTER_PROBES).all(|_| {
-            let bit = (bits & 511) as usize;
-            bits >>= 9;
-            b.0[bit / 64].load(Relaxed) & (1 << (bit % 64)) != 0
-        })
-    }
-}
-
 pub struct Memtable {
     map: SkipMap<SlotKey, MemValue>,
     filter: KeyFilter,
@@ -184,11 +136,27 @@ pub struct Memtable {
 }
 
 impl Memtable {
-    /// A memtable to be frozen near `budget` bytes (its key filter is sized for that).
+    /// A memtable to be frozen near `budget` bytes (its key filter is sized for the most
+    /// entries that many bytes can hold).
     pub fn new(budget: usize) -> Self {
+        Self::sized(budget, None)
+    }
+
+    /// A memtable to be frozen near `budget` bytes that follows `previous`: its key filter
+    /// is sized for as many entries as `previous` would have held in that many bytes.
+    pub fn following(budget: usize, previous: &Memtable) -> Self {
+        let bytes = previous.bytes.load(Relaxed);
+        let expected = (bytes > 0).then(|| {
+            let n = previous.map.len() as u128 * budget as u128 / bytes as u128;
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+        Self::sized(budget, expected)
+    }
+
+    fn sized(budget: usize, expected: Option<usize>) -> Self {
         Memtable {
             map: SkipMap::new(),
-            filter: KeyFilter::new(budget),
+            filter: KeyFilter::new(budget, expected),
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
             charged: Default::default(),
@@ -546,17 +514,31 @@ mod tests {
     }
 
     #[test]
-    fn key_filter_never_misses_and_rarely_lies() {
-        // At the budget's worst case (empty values, short keys): 8 bits per key.
-        let keys = (1 << 20) / (ENTRY_OVERHEAD + 8);
-        let f = KeyFilter::new(1 << 20);
-        for i in 0..keys as u64 {
-            f.insert(&i.to_be_bytes());
+    fn a_memtable_following_another_sizes_its_filter_for_the_entries_that_held() {
+        let budget = 4 << 20;
+        let first = Memtable::new(budget);
+        let value = Bytes::from(vec![7u8; 1024]);
+        let mut seq: SeqNo = 0;
+        while first.approximate_bytes() < budget / 2 {
+            seq += 1;
+            let v = MemValue {
+                value: value.clone(),
+                ..val(b"")
+            };
+            first.insert(Bytes::from(seq.to_be_bytes().to_vec()), seq, v);
         }
-        assert!((0..keys as u64).all(|i| f.may_contain(&i.to_be_bytes())));
-        let lies = (keys as u64..keys as u64 + 100_000)
-            .filter(|i| f.may_contain(&i.to_be_bytes()))
-            .count();
-        assert!(lies < 5_000, "{lies} false positives in 100,000");
+        let next = Memtable::following(budget, &first);
+        // About 4,000 entries of 1 KiB fill it: 12 bits each, not the worst case's 1/64.
+        assert!(next.filter.bytes() < first.filter.bytes() / 8);
+        assert_eq!(
+            Memtable::following(budget, &Memtable::new(budget))
+                .filter
+                .bytes(),
+            first.filter.bytes()
+        );
+        for i in 1..=seq {
+            next.insert(Bytes::from(i.to_be_bytes().to_vec()), i, val(b"v"));
+        }
+        assert!((1..=seq).all(|i| next.get(&i.to_be_bytes(), i).is_some()));
     }
 }
