@@ -81,7 +81,7 @@ impl<F: Fn()> NamespaceAdmin<'_, F> {
                 ..VersionEdit::default()
             },
         )?;
-        let entry = Arc::new(NsEntry::new(ns, name, &self.counters));
+        let entry = Arc::new(NsEntry::new(ns, name, self.counters));
         *entry.options.write() = options;
         self.namespaces.write().live.insert(ns, entry.clone());
         Ok(entry)
