@@ -27,6 +27,10 @@ pub enum Workload {
     Flush,
     /// Compacts the whole key range (timed once).
     Compact,
+    /// Flushes and waits until the engine's background compactions are done (timed once;
+    /// db_bench's name): the next phase reads a settled tree, as a reader of a database
+    /// loaded earlier does, not one whose compaction debt is being paid beside it.
+    WaitForCompaction,
     /// `--seeks` seeks to uniformly random keys of 0..num, each followed by reading up to
     /// `--scan-length` entries (seek/). Last, so that the other workloads keep their
     /// seeds.
@@ -34,7 +38,7 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::FillSeq,
         Workload::FillRandom,
         Workload::Overwrite,
@@ -43,6 +47,7 @@ impl Workload {
         Workload::SeekRandom,
         Workload::Flush,
         Workload::Compact,
+        Workload::WaitForCompaction,
     ];
 
     pub fn name(self) -> &'static str {
@@ -54,6 +59,7 @@ impl Workload {
             Workload::ReadWhileWriting => "readwhilewriting",
             Workload::Flush => "flush",
             Workload::Compact => "compact",
+            Workload::WaitForCompaction => "waitforcompaction",
             Workload::SeekRandom => "seekrandom",
         }
     }

@@ -168,7 +168,9 @@ pub fn run_phase(
 ) -> Result<PhaseOutcome> {
     let keys = KeyFormat::new(config.key_size, config.num)?;
     match workload {
-        Workload::Flush | Workload::Compact => return one_call(db, workload),
+        Workload::Flush | Workload::Compact | Workload::WaitForCompaction => {
+            return one_call(db, workload)
+        }
         Workload::SeekRandom => {
             let scan = config
                 .scan
@@ -244,13 +246,13 @@ pub fn run_phase(
     outcome_of(workload, wall, results, writer)
 }
 
-/// Flush or compact: one engine call, timed.
+/// Flush, compact or settle: one engine call, timed.
 fn one_call(db: &dyn BenchDb, workload: Workload) -> Result<PhaseOutcome> {
     let t0 = Instant::now();
-    if workload == Workload::Flush {
-        db.flush()?;
-    } else {
-        db.compact()?;
+    match workload {
+        Workload::Flush => db.flush()?,
+        Workload::WaitForCompaction => db.settle()?,
+        _ => db.compact()?,
     }
     let elapsed = t0.elapsed();
     let mut latency = Histogram::new();
@@ -511,5 +513,20 @@ pub(crate) mod tests {
         );
         assert!(Workload::parse_list("fillrandom,bogus").is_err());
         assert!(Workload::parse_list(",").is_err());
+    }
+
+    #[test]
+    fn waitforcompaction_is_one_call_to_settle_between_phases() {
+        let db = MemDb::default();
+        let cfg = config(2_000, 1);
+        let values = ValuePool::new(cfg.value_size, 0.5, 1);
+        let list = Workload::parse_list("fillrandom,waitforcompaction,readrandom").unwrap();
+        assert_eq!(list[1], Workload::WaitForCompaction);
+        run_phase(&db, list[0], 0, &cfg, &values).unwrap();
+        let settle = run_phase(&db, list[1], 1, &cfg, &values).unwrap();
+        assert_eq!(settle.ops, 1);
+        assert!(settle.found.is_none());
+        let read = run_phase(&db, list[2], 2, &cfg, &values).unwrap();
+        assert!(read.found.unwrap() > 1_000);
     }
 }
