@@ -55,7 +55,7 @@ impl TableBuilder {
             block_size,
             bits_per_key,
             data: BlockBuilder::with_hash_index(),
-            index: BlockBuilder::new(),
+            index: BlockBuilder::for_index(),
             hashes: Vec::new(),
             last_user: Vec::new(),
             smallest: None,
