@@ -272,6 +272,15 @@ fn shared_tree_stats_count_the_namespace_tables() {
     assert!(deeper(&a.stats().unwrap()) >= in_a);
 }
 
+/// A database in memory with `opts`, and its namespace `a`.
+fn open_with_a(opts: Options) -> (Db, cerberus_engine::Namespace) {
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let a = db.create_namespace("a").unwrap();
+    (db, a)
+}
+
 /// Namespace `a` of a database without a block cache, 3,000 keys of `[7; 40]` compacted
 /// below L0; filters and index blocks in the (empty) cache if `in_cache`.
 fn settled_without_cache(layout: Layout, in_cache: bool) -> (Db, cerberus_engine::Namespace) {
@@ -279,10 +288,7 @@ fn settled_without_cache(layout: Layout, in_cache: bool) -> (Db, cerberus_engine
     opts.layout = layout;
     opts.cache_bytes = 0;
     opts.cache_filters_and_indexes = in_cache;
-    let db = Db::builder(opts)
-        .open_storage(Arc::new(MemStorage::new()))
-        .unwrap();
-    let a = db.create_namespace("a").unwrap();
+    let (db, a) = open_with_a(opts);
     for k in 0..3_000 {
         a.put(&key(k), &[7; 40]).unwrap();
     }
@@ -367,10 +373,7 @@ fn gets_time_their_steps_only_when_asked() {
     for timed in [false, true] {
         let mut opts = common::small_options();
         opts.time_get_steps = timed;
-        let db = Db::builder(opts)
-            .open_storage(Arc::new(MemStorage::new()))
-            .unwrap();
-        let a = db.create_namespace("a").unwrap();
+        let (db, a) = open_with_a(opts);
         for k in 0..2_000 {
             a.put(&key(k), &[7; 40]).unwrap();
         }
