@@ -27,7 +27,8 @@ use std::path::PathBuf;
 pub struct Args {
     /// Comma-separated workloads: fillseq, fillrandom, overwrite, readrandom,
     /// readwhilewriting, seekrandom (--seeks random seeks, each followed by reading
-    /// --scan-length entries), flush, compact; or `multitenant` alone (one thread per tenant,
+    /// --scan-length entries), flush, compact, waitforcompaction (flush and wait for the
+    /// background compactions); or `multitenant` alone (one thread per tenant,
     /// which puts then gets in its own namespace; uses --tenants and --num-per-tenant, not
     /// --num and --threads).
     pub workloads: String,
