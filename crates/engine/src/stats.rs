@@ -35,11 +35,13 @@ pub struct StepCost {
     pub step: String,
     /// Gets answered at this step (found, or a tombstone).
     pub hits: u64,
-    /// Time those gets spent in this step, the value read included (HT), in nanoseconds.
+    /// Time those gets spent in this step, the value read included (HT), in nanoseconds;
+    /// 0 unless `Options::time_get_steps`.
     pub hit_nanos: u64,
     /// Gets that searched this step, found nothing and went on.
     pub misses: u64,
-    /// Time those gets spent in this step (MP), in nanoseconds.
+    /// Time those gets spent in this step (MP), in nanoseconds; 0 unless
+    /// `Options::time_get_steps`.
     pub miss_nanos: u64,
 }
 
