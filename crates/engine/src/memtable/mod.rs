@@ -249,7 +249,7 @@ impl Memtable {
     /// whose hashes collide keep the newer), if the namespace has at most `max` entries here
     /// (else `None`, after a walk of `max + 1`): what a query that checks many pks for newer
     /// versions takes once instead of probing the memtable for each. A small map of hashes
-    /// stays in the cache where the memtable's filter, sized for its whole budget, costs a
+    /// stays in the cache where the memtable's filter, sized for a whole memtable, costs a
     /// cache miss per probe. `visible`: the database's visible seqno before this call; every
     /// version up to it is in the map, which later queries at snapshots up to it share.
     pub fn key_hashes(
