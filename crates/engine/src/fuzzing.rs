@@ -38,6 +38,9 @@ pub fn table_file(data: &[u8]) -> bool {
     if let Ok(r) = crate::table::TableReader::open(&storage, 1, cache, counters) {
         let r = Arc::new(r);
         let _ = r.may_contain(7, &Default::default());
+        if let Some(p) = r.point_index(&Default::default()) {
+            let _ = p.probe(7);
+        }
         let _ = r.get(
             b"\0\0\0\0key",
             b"\0\0\0\0key\0\0\0\0\0\0\x01\x01",

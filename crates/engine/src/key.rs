@@ -248,6 +248,21 @@ impl IndexValue {
         }
     }
 
+    /// The value-log address an encoded [`IndexValue::Addr`] without an inline copy holds,
+    /// borrowed from `buf`; `None` for any other value.
+    pub fn log_addr_only(buf: &[u8]) -> Option<ValueAddr> {
+        let mut c = Cursor::new(buf);
+        if c.u8()? != TAG_ADDR {
+            return None;
+        }
+        let addr = ValueAddr {
+            segment: c.varint()?,
+            offset: c.varint()?,
+            len: u32::try_from(c.varint()?).ok()?,
+        };
+        c.is_empty().then_some(addr)
+    }
+
     /// Decodes an entry; `inline` bytes are sliced out of `buf` without a copy.
     pub fn decode(buf: &Bytes) -> Option<IndexValue> {
         let mut c = Cursor::new(buf);

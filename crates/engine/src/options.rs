@@ -74,6 +74,14 @@ pub struct Options {
     /// finds its key's restart interval in one probe instead of a binary search, and most
     /// keys a block does not hold are ruled out at once; about 1.3 bytes a distinct key.
     pub block_hash_index: bool,
+    /// Tables carry a point index (`docs/format.md`): each user key's hash and its newest
+    /// version's value-log address, so that a get reads its value record without the index
+    /// and data block. 16 bytes a slot, 4 slots for 3 distinct keys: about 21 bytes a key,
+    /// kept by the open table readers (outside `cache_bytes`, as filters are), and used only
+    /// when readers keep their filters and index blocks (`cache_filters_and_indexes` off).
+    /// Gets at an older snapshot than a table's newest entry, batched gets and tables of
+    /// mostly tombstones or inline values go the long way.
+    pub point_index: bool,
     /// Byte budget of the block cache: data blocks, and filter and index blocks if
     /// `cache_filters_and_indexes`; 0 reads what it would hold from storage on every lookup.
     pub cache_bytes: u64,
@@ -276,6 +284,7 @@ impl Default for Options {
             block_size: 4096,
             filter_bits_per_key: 10,
             block_hash_index: true,
+            point_index: true,
             cache_bytes: 64 << 20,
             cache_filters_and_indexes: false,
             time_get_steps: false,

@@ -18,6 +18,8 @@ pub struct OutputParams {
     pub bits_per_key: u32,
     /// Data blocks with a hash index (`Options::block_hash_index`).
     pub hash_index: bool,
+    /// Tables with a point index (`Options::point_index`).
+    pub point_index: bool,
     pub target_table_bytes: u64,
     /// Start a new table at every namespace boundary (per-namespace trees).
     pub split_by_namespace: bool,
@@ -74,7 +76,8 @@ impl<'a> TableSink<'a> {
                     self.params.block_size,
                     self.params.bits_per_key,
                 )?
-                .with_hash_index(self.params.hash_index),
+                .with_hash_index(self.params.hash_index)
+                .with_point_index(self.params.point_index),
             );
         }
         if let Some(b) = &mut self.builder {

@@ -22,6 +22,7 @@ pub(super) fn output_params(opts: &Options, target_table_bytes: u64) -> OutputPa
         block_size: opts.block_size,
         bits_per_key: opts.filter_bits_per_key,
         hash_index: opts.block_hash_index,
+        point_index: opts.point_index,
         target_table_bytes,
         split_by_namespace: opts.layout == Layout::PerNamespace,
     }

@@ -7,6 +7,7 @@ use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt, TRAILER_LEN};
 use crate::stats::{level_step, step_level, Counters, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
 use crate::table::block::Block;
 use crate::table::filter::filter_hash;
+use crate::table::PointProbe;
 use crate::version::{TableHandle, Version};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -21,6 +22,9 @@ pub(super) struct Hit {
     pub(super) addr: Option<key::ValueAddr>,
     /// The value when it is at hand: memtable or inline copy.
     pub(super) value: Option<Bytes>,
+    /// Found through a table's point index, which holds a fingerprint of the key: the value
+    /// record at `addr` is this key's only if it names the key (`Reader::get` checks).
+    pub(super) by_point: bool,
 }
 
 impl Hit {
@@ -112,6 +116,30 @@ pub(super) fn lookup_in(
     c: &Counters,
     cache: Option<&mut ProbeCache>,
 ) -> Result<Option<Hit>> {
+    lookup_with(sv, ns, key, snapshot, c, cache, false)
+}
+
+/// [`lookup_in`] through the tables' point indexes where they can answer: a hit from one
+/// (`Hit::by_point`) is the key's only if its value record names the key.
+pub(super) fn lookup_by_point(
+    sv: &SuperVersion,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+) -> Result<Option<Hit>> {
+    lookup_with(sv, ns, key, snapshot, c, None, true)
+}
+
+fn lookup_with(
+    sv: &SuperVersion,
+    ns: Nsid,
+    key: &[u8],
+    snapshot: SeqNo,
+    c: &Counters,
+    cache: Option<&mut ProbeCache>,
+    point: bool,
+) -> Result<Option<Hit>> {
     let mut clock = StepClock::new(c);
     let user = key::user_part(ns, key);
     for m in std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem)) {
@@ -122,14 +150,32 @@ pub(super) fn lookup_in(
                 kind: v.kind,
                 addr: Some(v.addr),
                 value: Some(v.value),
+                by_point: false,
             }));
         }
     }
     clock.miss(STEP_MEMTABLE, true);
-    let Some((step, kind, iv)) =
-        search_tables(&sv.version, ns, key, snapshot, c, &mut clock, cache)?
-    else {
+    let search = Search {
+        ns,
+        key,
+        snapshot,
+        c,
+        point,
+    };
+    let Some((step, answer)) = search.run(&sv.version, &mut clock, cache)? else {
         return Ok(None);
+    };
+    let (kind, iv) = match answer {
+        Answer::Entry(_, kind, iv) => (kind, iv),
+        Answer::Record(addr) => {
+            return Ok(Some(Hit {
+                step,
+                kind: Kind::Put,
+                addr: Some(addr),
+                value: None,
+                by_point: true,
+            }))
+        }
     };
     let kind = match iv {
         IndexValue::Tombstone => Kind::Delete,
@@ -141,6 +187,7 @@ pub(super) fn lookup_in(
         kind,
         addr,
         value,
+        by_point: false,
     }))
 }
 
@@ -213,10 +260,120 @@ pub(super) fn probe_table(
     }
 }
 
-/// The newest version of `(ns, key)` at or below `snapshot` in `version`'s tables: L0 newest
-/// first, then the namespace's runs newest first, then one table per deeper level, each asked
-/// through its filter first; with the step that found it. Each step's outcome and time go to
-/// `clock`; filters and index blocks come from `cache` if given.
+/// What a table search found.
+enum Answer {
+    /// A table entry: the version's seqno, kind and value.
+    Entry(SeqNo, Kind, IndexValue),
+    /// A value record a table's point index gave for the key's fingerprint.
+    Record(key::ValueAddr),
+}
+
+/// One key's search through a version's tables.
+struct Search<'a> {
+    ns: Nsid,
+    key: &'a [u8],
+    snapshot: SeqNo,
+    c: &'a Counters,
+    /// Ask each table's point index first, where it can answer (no probe cache, a snapshot
+    /// that sees the whole table).
+    point: bool,
+}
+
+impl Search<'_> {
+    /// What table `r` holds of the key, through its point index if asked and able.
+    fn table(
+        &self,
+        r: &crate::table::TableReader,
+        user: &[u8],
+        seek: &[u8],
+        hash: u64,
+        cache: Option<&mut ProbeCache>,
+    ) -> Result<Option<Answer>> {
+        if self.point && cache.is_none() {
+            let probe = r
+                .point_index(self.c)
+                .filter(|p| p.max_seq() <= self.snapshot)
+                .map(|p| (r.may_contain(hash, self.c), p));
+            match probe {
+                Some((Ok(false), _)) => return Ok(None),
+                Some((Ok(true), p)) => match p.probe(hash) {
+                    PointProbe::Absent => return Ok(None),
+                    PointProbe::Record(addr) => return Ok(Some(Answer::Record(addr))),
+                    PointProbe::Long => return Ok(r.get(user, seek, self.c)?.map(entry)),
+                },
+                Some((Err(e), _)) => return Err(e),
+                None => {}
+            }
+        }
+        Ok(probe_table(r, user, seek, hash, self.c, cache)?.map(entry))
+    }
+
+    /// The newest version of the key at or below the snapshot in `version`'s tables: L0
+    /// newest first, then the namespace's runs newest first, then one table per deeper
+    /// level, each asked through its filter first; with the step that found it. Each step's
+    /// outcome and time go to `clock`; filters and index blocks come from `cache` if given.
+    fn run(
+        &self,
+        version: &Version,
+        clock: &mut StepClock<'_>,
+        mut cache: Option<&mut ProbeCache>,
+    ) -> Result<Option<(usize, Answer)>> {
+        let (ns, key) = (self.ns, self.key);
+        let mut seek = key::user_part(ns, key);
+        let hash = filter_hash(&seek);
+        key::push_trailer(&mut seek, self.snapshot, Kind::Put);
+        let user = &seek[..seek.len() - TRAILER_LEN];
+        // Tables that overlap each other (L0, runs), newest first: the first answer wins.
+        let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
+                          probed: &mut bool,
+                          cache: &mut Option<&mut ProbeCache>|
+         -> Result<Option<Answer>> {
+            for t in tables.filter(|t| t.covers(user)) {
+                let r = t.reader()?;
+                if r.ns_may_contain(ns, key) {
+                    *probed = true;
+                    if let Some(f) = self.table(&r, user, &seek, hash, cache.as_deref_mut())? {
+                        return Ok(Some(f));
+                    }
+                }
+            }
+            Ok(None)
+        };
+        let steps = [STEP_L0, STEP_RUNS]
+            .into_iter()
+            .chain((1..version.num_levels()).map(level_step));
+        for step in steps {
+            let mut probed = false;
+            let found = match step {
+                STEP_L0 => search_all(&mut version.levels[0].iter(), &mut probed, &mut cache)?,
+                STEP_RUNS => search_all(&mut version.runs_of(ns).iter(), &mut probed, &mut cache)?,
+                _ => match version.find_in_level(step_level(step), user) {
+                    Some(t) => {
+                        probed = true;
+                        let r = t.reader()?;
+                        self.table(&r, user, &seek, hash, cache.as_deref_mut())?
+                    }
+                    None => None,
+                },
+            };
+            match found {
+                Some(a) => {
+                    clock.hit(step);
+                    return Ok(Some((step, a)));
+                }
+                None => clock.miss(step, probed),
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn entry((seq, kind, iv): (u64, Kind, IndexValue)) -> Answer {
+    Answer::Entry(seq, kind, iv)
+}
+
+/// The newest version of `(ns, key)` at or below `snapshot` in `version`'s tables, through
+/// their filters and index blocks ([`Search::run`]), with the step that found it.
 pub(super) fn search_tables(
     version: &Version,
     ns: Nsid,
@@ -240,52 +397,23 @@ pub(super) fn search_tables_seq(
     snapshot: SeqNo,
     c: &Counters,
     clock: &mut StepClock<'_>,
-    mut cache: Option<&mut ProbeCache>,
+    cache: Option<&mut ProbeCache>,
 ) -> Result<Option<(usize, SeqNo, Kind, IndexValue)>> {
-    let mut seek = key::user_part(ns, key);
-    let hash = filter_hash(&seek);
-    key::push_trailer(&mut seek, snapshot, Kind::Put);
-    let user = &seek[..seek.len() - TRAILER_LEN];
-    // Tables that overlap each other (L0, runs), newest first: the first answer wins.
-    let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
-                      probed: &mut bool,
-                      cache: &mut Option<&mut ProbeCache>|
-     -> Result<Option<(u64, Kind, IndexValue)>> {
-        for t in tables.filter(|t| t.covers(user)) {
-            let r = t.reader()?;
-            if r.ns_may_contain(ns, key) {
-                *probed = true;
-                if let Some(f) = probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())? {
-                    return Ok(Some(f));
-                }
-            }
-        }
-        Ok(None)
+    let search = Search {
+        ns,
+        key,
+        snapshot,
+        c,
+        point: false,
     };
-    let steps = [STEP_L0, STEP_RUNS]
-        .into_iter()
-        .chain((1..version.num_levels()).map(level_step));
-    for step in steps {
-        let mut probed = false;
-        let found = match step {
-            STEP_L0 => search_all(&mut version.levels[0].iter(), &mut probed, &mut cache)?,
-            STEP_RUNS => search_all(&mut version.runs_of(ns).iter(), &mut probed, &mut cache)?,
-            _ => match version.find_in_level(step_level(step), user) {
-                Some(t) => {
-                    probed = true;
-                    let r = t.reader()?;
-                    probe_table(&r, user, &seek, hash, c, cache.as_deref_mut())?
-                }
-                None => None,
-            },
-        };
-        match found {
-            Some((seq, kind, iv)) => {
-                clock.hit(step);
-                return Ok(Some((step, seq, kind, iv)));
-            }
-            None => clock.miss(step, probed),
-        }
+    match search.run(version, clock, cache)? {
+        None => Ok(None),
+        Some((step, Answer::Entry(seq, kind, iv))) => Ok(Some((step, seq, kind, iv))),
+        // Only a search that asks the point indexes gets their answers.
+        Some((_, Answer::Record(_))) => Err(crate::error::Error::corruption(
+            "table",
+            0,
+            "a point index answered a search that did not ask it",
+        )),
     }
-    Ok(None)
 }

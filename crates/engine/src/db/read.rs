@@ -1,6 +1,6 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::lookup::{count_get, lookup_in, timed_value_read, Hit};
+use super::lookup::{count_get, lookup_by_point, lookup_in, timed_value_read, Hit};
 use super::namespace_set::NsEntry;
 use super::versions::Versions;
 use super::write_queue::WriteQueue;
@@ -73,12 +73,25 @@ impl<F: Fn()> Reader<'_, F> {
         // version lacks, so the value found is the newest only up to the switch.
         let cached_at = self.writes.read_seq(at);
         // The super version first, then the seqno (see `lookup`).
-        let hit = {
+        let mut hit = {
             let sv = self.versions.super_version_brief();
             (self.after_super_version)();
             let seq = self.writes.read_seq(at);
-            lookup_in(&sv, ns, key, seq, c, None)?
+            lookup_by_point(&sv, ns, key, seq, c)?
         };
+        // A point index's record is the key's if the record names it; if not (another key
+        // with its fingerprint, in the index about once in two billion probes) or it cannot
+        // be read, the long way through the data blocks answers, and reports what it finds.
+        let mut checked = None;
+        if let Some(h) = hit.as_ref().filter(|h| h.by_point) {
+            let read = |addr| self.vlog_reader.read_value(addr, ns, key, c).ok();
+            checked = timed_value_read(c, h.step, || h.addr.and_then(read));
+            if checked.is_none() {
+                let sv = self.versions.super_version_brief();
+                let seq = self.writes.read_seq(at);
+                hit = lookup_in(&sv, ns, key, seq, c, None)?;
+            }
+        }
         count_get(c, hit.as_ref());
         let Some(hit) = hit else {
             return Ok(None);
@@ -87,12 +100,13 @@ impl<F: Fn()> Reader<'_, F> {
             return Ok(None);
         }
         let step = hit.step;
-        let v = match hit.value_at() {
-            Some(ValueAt::Here(v)) => v,
-            Some(ValueAt::Log(addr)) => {
+        let v = match (checked, hit.value_at()) {
+            (Some(v), _) => v,
+            (None, Some(ValueAt::Here(v))) => v,
+            (None, Some(ValueAt::Log(addr))) => {
                 timed_value_read(c, step, || self.vlog_reader.read_value(addr, ns, key, c))?
             }
-            None => {
+            (None, None) => {
                 return Err(Error::corruption(
                     "index",
                     0,

@@ -3,8 +3,9 @@
 use super::block::BlockBuilder;
 use super::filter;
 use super::format::{encode_nstable, table_name, BlockHandle, Footer, NsRange, FOOTER_LEN};
+use super::point_index::PointIndexBuilder;
 use crate::error::{IoContext, Result};
-use crate::key::{ikey_nsid, split_ikey, NSID_LEN};
+use crate::key::{ikey_nsid, split_ikey, Kind, NSID_LEN};
 use crate::storage::{IoPurpose, Storage, WritableFile};
 
 /// What a finished table holds; goes into the manifest.
@@ -29,6 +30,8 @@ pub struct TableBuilder {
     data: BlockBuilder,
     index: BlockBuilder,
     hashes: Vec<u64>,
+    /// The point index's keys (`None`: the table gets none).
+    point: Option<PointIndexBuilder>,
     last_user: Vec<u8>,
     smallest: Option<Vec<u8>>,
     entries: u64,
@@ -57,6 +60,7 @@ impl TableBuilder {
             data: BlockBuilder::with_hash_index(),
             index: BlockBuilder::for_index(),
             hashes: Vec::new(),
+            point: Some(PointIndexBuilder::default()),
             last_user: Vec::new(),
             smallest: None,
             entries: 0,
@@ -76,9 +80,17 @@ impl TableBuilder {
         self
     }
 
+    /// A table with a point index (the default) or without (`Options::point_index`).
+    pub fn with_point_index(mut self, on: bool) -> Self {
+        if !on {
+            self.point = None;
+        }
+        self
+    }
+
     /// Adds an entry; internal keys must be strictly increasing.
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
-        let Some((user, seq, _)) = split_ikey(ikey) else {
+        let Some((user, seq, kind)) = split_ikey(ikey) else {
             return Err(crate::error::Error::InvalidArgument(
                 "malformed internal key".into(),
             ));
@@ -87,8 +99,15 @@ impl TableBuilder {
             self.smallest = Some(ikey.to_vec());
         }
         if user != self.last_user.as_slice() || self.entries == 0 {
-            if self.bits_per_key > 0 {
-                self.hashes.push(filter::filter_hash(user));
+            if self.bits_per_key > 0 || self.point.is_some() {
+                let hash = filter::filter_hash(user);
+                if self.bits_per_key > 0 {
+                    self.hashes.push(hash);
+                }
+                if let Some(p) = &mut self.point {
+                    // The first entry of a user key is its newest version.
+                    p.add_key(hash, Kind::from_u8(kind).unwrap_or(Kind::Delete), value);
+                }
             }
             let nsid = ikey_nsid(user);
             let ukey = &user[NSID_LEN..];
@@ -111,6 +130,9 @@ impl TableBuilder {
         }
         self.min_seq = self.min_seq.min(seq);
         self.max_seq = self.max_seq.max(seq);
+        if let Some(p) = &mut self.point {
+            p.add_seq(seq);
+        }
         self.entries += 1;
         self.data.add(ikey, value);
         if self.data.estimated_size() >= self.block_size {
@@ -151,7 +173,7 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Writes filter, index, NSTable and footer, and syncs the file.
+    /// Writes filter, point index, index, NSTable and footer, and syncs the file.
     pub fn finish(mut self) -> Result<TableProps> {
         self.flush_data_block()?;
         let largest = self.data_last_key();
@@ -160,6 +182,11 @@ impl TableBuilder {
             self.write_block(&f, IoPurpose::Filter)?
         } else {
             BlockHandle::default()
+        };
+        // The point index right before the index block: the footer gives its length only.
+        let point_handle = match self.point.take().and_then(PointIndexBuilder::finish) {
+            Some(p) => self.write_block(&p, IoPurpose::Filter)?,
+            None => BlockHandle::default(),
         };
         let index = self.index.finish();
         let index_handle = self.write_block(&index, IoPurpose::Index)?;
@@ -170,6 +197,7 @@ impl TableBuilder {
             index: index_handle,
             nstable: ns_handle,
             entries: self.entries,
+            point: point_handle,
         };
         self.file
             .append(&footer.encode(), IoPurpose::Index)

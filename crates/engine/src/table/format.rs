@@ -4,9 +4,10 @@ use crate::coding::{get_u32, get_u64, put_u32, put_u64, put_varint, Cursor};
 use crate::key::Nsid;
 
 pub const TABLE_MAGIC: u64 = 0x4342_5253_5441_424c; // "CBRSTABL"
-/// Version 2: data blocks may carry a hash index (`block.rs`). Version 1 tables (without)
-/// are read as they are.
-pub const TABLE_VERSION: u32 = 2;
+/// Version 2: data blocks may carry a hash index (`block.rs`). Version 3: a point index block
+/// (`point_index.rs`) may sit right before the index block, its length in the footer's
+/// fourth word (0: none). Older tables are read as they are.
+pub const TABLE_VERSION: u32 = 3;
 /// The oldest table version read.
 pub const OLDEST_TABLE_VERSION: u32 = 1;
 pub const FOOTER_LEN: usize = 64;
@@ -49,6 +50,8 @@ pub struct Footer {
     pub index: BlockHandle,
     pub nstable: BlockHandle,
     pub entries: u64,
+    /// The point index block (`len` 0: none): it ends where the index block starts.
+    pub point: BlockHandle,
 }
 
 impl Footer {
@@ -60,7 +63,7 @@ impl Footer {
         }
         put_u64(&mut out, self.entries);
         put_u32(&mut out, TABLE_VERSION);
-        put_u32(&mut out, 0);
+        put_u32(&mut out, self.point.len);
         let crc = crc32c::crc32c(&out);
         put_u32(&mut out, crc);
         put_u64(&mut out, TABLE_MAGIC);
@@ -90,11 +93,27 @@ impl Footer {
             })
         };
         let bad = || "bad footer".to_string();
+        let index = h(12).ok_or_else(bad)?;
+        let point_len = match version {
+            3.. => get_u32(buf, 48).ok_or_else(bad)?,
+            _ => 0,
+        };
+        let point = match point_len {
+            0 => BlockHandle::default(),
+            len => BlockHandle {
+                offset: index
+                    .offset
+                    .checked_sub(u64::from(len) + BLOCK_TRAILER_LEN as u64)
+                    .ok_or_else(|| "bad point index length".to_string())?,
+                len,
+            },
+        };
         Ok(Footer {
             filter: h(0).ok_or_else(bad)?,
-            index: h(12).ok_or_else(bad)?,
+            index,
             nstable: h(24).ok_or_else(bad)?,
             entries: get_u64(buf, 36).ok_or_else(bad)?,
+            point,
         })
     }
 }

@@ -8,6 +8,7 @@
 use super::block::Block;
 use super::cache::{BlockCache, Cached, KIND_FILTER, KIND_INDEX};
 use super::filter;
+use super::point_index::PointIndex;
 use crate::error::Result;
 use crate::stats::Counters;
 use bytes::Bytes;
@@ -21,6 +22,9 @@ pub struct MetaBlocks {
     /// twice and keeps the first).
     filter: OnceLock<Bytes>,
     index: OnceLock<Block>,
+    /// The point index, read on first use when readers keep their meta blocks (`None`
+    /// inside: the table has none, or it could not be read: gets take the long way).
+    point: OnceLock<Option<PointIndex>>,
 }
 
 impl MetaBlocks {
@@ -30,6 +34,7 @@ impl MetaBlocks {
             cache,
             filter: OnceLock::new(),
             index: OnceLock::new(),
+            point: OnceLock::new(),
         }
     }
 
@@ -75,6 +80,22 @@ impl MetaBlocks {
             self.cache.insert(self.table, KIND_INDEX, kept);
         }
         Ok(b)
+    }
+
+    /// The point index, kept once `read`; `None` when the cache
+    /// holds the meta blocks (the point index is not cached: it only speeds gets up), or
+    /// when it fails to read or decode: a get then reads the data block, which answers the
+    /// same, or reports the corruption where it touches it.
+    pub fn point(&self, read: impl FnOnce() -> Result<Option<Bytes>>) -> Option<&PointIndex> {
+        if !self.cache.readers_keep_meta() {
+            return None;
+        }
+        self.point
+            .get_or_init(|| {
+                let raw = read().ok()??;
+                PointIndex::new(raw)
+            })
+            .as_ref()
     }
 
     /// The filter block, if kept (borrowed: no reference count touched).

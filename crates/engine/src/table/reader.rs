@@ -124,6 +124,15 @@ impl TableReader {
         })
     }
 
+    /// The table's point index, if it has one and readers keep their meta blocks.
+    pub fn point_index(&self, c: &Counters) -> Option<&super::point_index::PointIndex> {
+        let h = self.footer.point;
+        self.meta.point(|| match h.len {
+            0 => Ok(None),
+            _ => self.read_block(h, IoPurpose::Filter, c).map(Some),
+        })
+    }
+
     /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here; reads
     /// are counted in `c`.
     pub fn may_contain(&self, hash: u64, c: &Counters) -> Result<bool> {

@@ -165,6 +165,7 @@ fn footer_roundtrip_and_checks() {
         index: BlockHandle { offset: 3, len: 4 },
         nstable: BlockHandle { offset: 5, len: 6 },
         entries: 7,
+        point: BlockHandle::default(),
     };
     let b = f.encode();
     assert_eq!(Footer::decode(&b), Ok(f));
@@ -173,6 +174,25 @@ fn footer_roundtrip_and_checks() {
         c[i] ^= 1;
         assert!(Footer::decode(&c).is_err());
     }
+    // A point index ends where the index block starts; one longer than what precedes the
+    // index block is refused.
+    let with_point = Footer {
+        index: BlockHandle {
+            offset: 100,
+            len: 4,
+        },
+        point: BlockHandle {
+            offset: 40,
+            len: 56,
+        },
+        ..f
+    };
+    assert_eq!(Footer::decode(&with_point.encode()), Ok(with_point));
+    let too_long = Footer {
+        point: BlockHandle { offset: 0, len: 97 },
+        ..with_point
+    };
+    assert!(Footer::decode(&too_long.encode()).is_err());
 }
 
 #[test]
@@ -196,6 +216,10 @@ proptest::proptest! {
         let _ = BlockHandle::decode(&data);
         let _ = IndexValue::decode(&bytes::Bytes::from(data.clone()));
         let _ = filter::may_contain(&data, 12345);
+        if let Some(p) = super::point_index::PointIndex::new(bytes::Bytes::from(data.clone())) {
+            let _ = p.probe(12345);
+            let _ = p.probe(u64::MAX);
+        }
         if let Some(b) = block::Block::new(bytes::Bytes::from(data)) {
             let mut it = b.iter();
             it.seek_to_first();

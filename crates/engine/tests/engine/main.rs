@@ -25,6 +25,7 @@ mod namespaces;
 mod numbers;
 mod open;
 mod per_namespace;
+mod point_index;
 mod quota;
 mod quota_indexes;
 mod read_only;

@@ -1,0 +1,223 @@
+//! Tables' point indexes (`Options::point_index`): gets that find their value record
+//! through one answer exactly as gets through the data blocks, at every snapshot, and when
+//! the index lies or is damaged.
+
+use crate::common;
+
+use cerberus_engine::storage::IoPurpose;
+use cerberus_engine::{Db, Options, Readable};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+const N: u32 = 3_000;
+
+fn key(k: u32) -> Vec<u8> {
+    format!("key{k:06}").into_bytes()
+}
+
+fn options(point_index: bool) -> Options {
+    let mut o = common::small_options();
+    // Every data block read is a read from storage: counted, and visible in the stats.
+    o.cache_bytes = 0;
+    o.point_index = point_index;
+    o
+}
+
+/// Puts every key, overwrites a third, deletes a fifth, with flushes and compactions in
+/// between, so that versions lie in several levels; returns the model.
+fn fill(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let ns = db.default_namespace();
+    let mut model = BTreeMap::new();
+    for round in 0..3u32 {
+        for k in 0..N {
+            let write = match round {
+                0 => true,
+                1 => k % 3 == 0,
+                _ => k % 7 == 1,
+            };
+            if write {
+                let v = common::value_for(k, round as u64, 100);
+                ns.put(&key(k), &v).unwrap();
+                model.insert(key(k), v);
+            }
+            if round == 1 && k % 5 == 2 {
+                ns.delete(&key(k)).unwrap();
+                model.remove(&key(k));
+            }
+        }
+        db.flush().unwrap();
+        if round == 1 {
+            db.compact_all().unwrap();
+        }
+    }
+    model
+}
+
+fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    let ns = db.default_namespace();
+    for k in 0..N + 100 {
+        let got = ns.get(&key(k)).unwrap();
+        assert_eq!(
+            got.as_ref().map(|v| &v[..]),
+            model.get(&key(k)).map(|v| &v[..]),
+            "key {k}"
+        );
+    }
+}
+
+fn data_reads(db: &Db) -> u64 {
+    db.stats().reads[IoPurpose::Data as usize]
+}
+
+#[test]
+fn gets_through_the_point_index_answer_as_the_data_blocks_do_and_skip_them() {
+    let mut reads = Vec::new();
+    for point in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options(point)).unwrap();
+        let model = fill(&db);
+        db.close().unwrap();
+        drop(db);
+        // Reopened: the tables' readers load their point indexes from the files.
+        let db = Db::open(dir.path(), options(point)).unwrap();
+        let before = data_reads(&db);
+        check_all(&db, &model);
+        reads.push(data_reads(&db) - before);
+        db.close().unwrap();
+        drop(db);
+    }
+    // Without the index every found key reads a data block; with it, only the keys the index
+    // sends the long way (deleted ones, whose tombstones it does not hold).
+    let (with, without) = (reads[0], reads[1]);
+    assert!(without >= u64::from(N) / 2, "{without}");
+    assert!(with * 3 < without, "with {with}, without {without}");
+}
+
+#[test]
+fn a_snapshot_older_than_a_table_reads_its_versions_the_long_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    let ns = db.default_namespace();
+    for k in 0..N {
+        ns.put(&key(k), &common::value_for(k, 0, 100)).unwrap();
+    }
+    db.flush().unwrap();
+    let snap = ns.snapshot();
+    for k in (0..N).step_by(2) {
+        ns.put(&key(k), &common::value_for(k, 1, 100)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    // The compacted tables hold both versions of the even keys; their newest entries are
+    // newer than the snapshot.
+    for k in 0..N {
+        let old = snap.get(&key(k)).unwrap();
+        assert_eq!(
+            old.as_deref(),
+            Some(&common::value_for(k, 0, 100)[..]),
+            "key {k}"
+        );
+        let new = ns.get(&key(k)).unwrap();
+        let round = u64::from(k % 2 == 0);
+        assert_eq!(
+            new.as_deref(),
+            Some(&common::value_for(k, round, 100)[..]),
+            "key {k}"
+        );
+    }
+    drop(snap);
+    db.close().unwrap();
+    drop(db);
+}
+
+/// Table files of `dir`.
+fn tables(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Where a table file's point index block lies (`docs/format.md`), if it has one.
+fn point_block(data: &[u8]) -> Option<(usize, usize)> {
+    let footer = &data[data.len() - 64..];
+    let u32_at = |at: usize| u32::from_le_bytes(footer[at..at + 4].try_into().unwrap());
+    let index_offset = u64::from_le_bytes(footer[12..20].try_into().unwrap()) as usize;
+    let len = u32_at(48) as usize;
+    (u32_at(44) >= 3 && len > 0).then(|| (index_offset - len - 4, len))
+}
+
+/// Rewrites every table's point index so that each slot holding an address holds the next
+/// such slot's: every key's fingerprint then names another key's record, as a fingerprint
+/// shared by two keys does.
+fn rotate_addresses(dir: &Path) -> usize {
+    let mut rotated = 0;
+    for path in tables(dir) {
+        let mut data = fs::read(&path).unwrap();
+        let Some((at, len)) = point_block(&data) else {
+            continue;
+        };
+        let block = &mut data[at..at + len];
+        let slots: Vec<usize> = (16..len)
+            .step_by(16)
+            .filter(|s| block[s + 12..s + 16] != [0; 4])
+            .collect();
+        let addrs: Vec<Vec<u8>> = slots
+            .iter()
+            .map(|s| block[s + 4..s + 16].to_vec())
+            .collect();
+        for (i, s) in slots.iter().enumerate() {
+            block[s + 4..s + 16].copy_from_slice(&addrs[(i + 1) % addrs.len()]);
+        }
+        let crc = crc32c::crc32c(&data[at..at + len]);
+        data[at + len..at + len + 4].copy_from_slice(&crc.to_le_bytes());
+        fs::write(&path, data).unwrap();
+        rotated += slots.len();
+    }
+    rotated
+}
+
+#[test]
+fn a_point_index_naming_other_keys_records_still_answers_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    let model = fill(&db);
+    db.close().unwrap();
+    drop(db);
+    assert!(rotate_addresses(dir.path()) > N as usize / 2);
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    check_all(&db, &model);
+    db.close().unwrap();
+    drop(db);
+}
+
+#[test]
+fn a_damaged_point_index_leaves_gets_to_the_data_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    let model = fill(&db);
+    db.close().unwrap();
+    drop(db);
+    let mut damaged = 0;
+    for path in tables(dir.path()) {
+        let mut data = fs::read(&path).unwrap();
+        if let Some((at, len)) = point_block(&data) {
+            // A slot's address, its checksum left as it was.
+            data[at + len / 2] ^= 0x5a;
+            fs::write(&path, data).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 0);
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    let before = data_reads(&db);
+    check_all(&db, &model);
+    // Every found key went through its data block.
+    assert!(data_reads(&db) - before >= model.len() as u64);
+    db.close().unwrap();
+    drop(db);
+}
