@@ -80,7 +80,8 @@ pub struct Options {
     /// kept by the open table readers (outside `cache_bytes`, as filters are), and used only
     /// when readers keep their filters and index blocks (`cache_filters_and_indexes` off).
     /// Gets at an older snapshot than a table's newest entry, batched gets and tables of
-    /// mostly tombstones or inline values go the long way.
+    /// mostly tombstones or inline values go the long way. Built into the tables written
+    /// while on; a table written with one keeps it.
     pub point_index: bool,
     /// Byte budget of the block cache: data blocks, and filter and index blocks if
     /// `cache_filters_and_indexes`; 0 reads what it would hold from storage on every lookup.

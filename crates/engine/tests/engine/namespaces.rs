@@ -282,9 +282,11 @@ fn open_with_a(opts: Options) -> (Db, cerberus_engine::Namespace) {
 }
 
 /// Namespace `a` of a database without a block cache, 3,000 keys of `[7; 40]` compacted
-/// below L0; filters and index blocks in the (empty) cache if `in_cache`.
+/// below L0; filters and index blocks in the (empty) cache if `in_cache`. Tables without
+/// point indexes, which would answer the gets without index blocks.
 fn settled_without_cache(layout: Layout, in_cache: bool) -> (Db, cerberus_engine::Namespace) {
     let mut opts = common::small_options();
+    opts.point_index = false;
     opts.layout = layout;
     opts.cache_bytes = 0;
     opts.cache_filters_and_indexes = in_cache;
