@@ -346,8 +346,9 @@ fn compactions_never_share_a_slot_under_close_errors_and_manual_compactions() {
     }
 }
 
-/// Storage whose next data-block read, once armed, waits until released: a get stalled
-/// between finding an address and reading the value.
+/// Storage whose next data-block or value read, once armed, waits until released: a get
+/// stalled in a table before it has its address (a data block), or between finding its
+/// address (through a table's point index) and reading the value.
 struct Gate {
     armed: AtomicBool,
     state: Mutex<(bool, bool)>,
@@ -379,7 +380,7 @@ struct GatedFile {
 
 impl RandomAccessFile for GatedFile {
     fn read_at(&self, offset: u64, len: usize, purpose: IoPurpose) -> io::Result<Vec<u8>> {
-        if purpose == IoPurpose::Data {
+        if matches!(purpose, IoPurpose::Data | IoPurpose::Value) {
             self.gate.pass();
         }
         self.inner.read_at(offset, len, purpose)
@@ -418,6 +419,12 @@ impl Storage for GatedStorage {
 
 #[test]
 fn stalled_reader_keeps_its_segment_until_it_ends() {
+    for point_index in [true, false] {
+        stalled_reader_case(point_index);
+    }
+}
+
+fn stalled_reader_case(point_index: bool) {
     let gate = Arc::new(Gate {
         armed: AtomicBool::new(false),
         state: Mutex::new((false, false)),
@@ -430,6 +437,7 @@ fn stalled_reader_keeps_its_segment_until_it_ends() {
     let mut opts = options();
     opts.inline_value_threshold = 0;
     opts.background_threads = 2;
+    opts.point_index = point_index;
     let db = Arc::new(Db::builder(opts).open_storage(storage.clone()).unwrap());
     for i in 0..40u32 {
         db.default_namespace()
