@@ -3,11 +3,11 @@
 //! block and last data block are read once for the keys that fall in it, then the value-log
 //! records read together (queued at once on a modeled device, in address order on files).
 
-use super::lookup::{count_get, lookup_in, timed_value_read, ProbeCache};
+use super::lookup::{count_get, lookup_by_point, lookup_in, timed_value_read, ProbeCache};
 use super::namespace_set::NsEntry;
 use super::read::Reader;
 use crate::error::{Error, Result};
-use crate::key::{Kind, Nsid, SeqNo, ValueAddr};
+use crate::key::{Kind, Nsid, SeqNo, ValueAddr, ValueAt};
 use crate::prefetch::Pending;
 use crate::stats::Counters;
 use bytes::Bytes;
@@ -24,6 +24,9 @@ struct Later {
     addr: ValueAddr,
     /// The search step that found the key: the read's time is part of its hit time.
     step: usize,
+    /// The address came from a table's point index: the record is the key's only if it
+    /// names the key.
+    by_point: bool,
 }
 
 /// A value-log read of `key`'s value at an address, handed to a prefetch thread.
@@ -90,7 +93,7 @@ impl<F: Fn()> Reader<'_, F> {
                 Counters::add(&c.local().row_cache_misses, 1);
                 missed.push(i);
             }
-            let hit = lookup_in(&sv, ns, keys[i], snapshot, c, Some(&mut probes))?;
+            let hit = lookup_by_point(&sv, ns, keys[i], snapshot, c, Some(&mut probes))?;
             count_get(c, hit.as_ref());
             let Some(hit) = hit.filter(|h| h.kind == Kind::Put) else {
                 continue;
@@ -101,6 +104,7 @@ impl<F: Fn()> Reader<'_, F> {
                     slot: i,
                     addr,
                     step: hit.step,
+                    by_point: hit.by_point,
                 }),
                 (None, None) => {
                     return Err(Error::corruption(
@@ -124,7 +128,14 @@ impl<F: Fn()> Reader<'_, F> {
         if bytes > limit {
             return Err(Error::TooManyBytes { bytes, limit });
         }
-        self.read_later(ns, keys, later, &mut out, c, far)?;
+        let batch = Batch {
+            ns,
+            keys,
+            at,
+            bytes,
+            limit,
+        };
+        self.read_later(&batch, later, &mut out, c, far)?;
         if let Some(rc) = cache {
             for i in missed {
                 if let Some(v) = &out[i] {
@@ -143,8 +154,7 @@ impl<F: Fn()> Reader<'_, F> {
     /// answers them; a hand-off to a prefetch thread would cost more than the read).
     fn read_later<S: Fn(ValueAddr, Vec<u8>) -> FarRead>(
         &self,
-        ns: Nsid,
-        keys: &[&[u8]],
+        batch: &Batch,
         mut later: Vec<Later>,
         out: &mut [Option<Bytes>],
         c: &Arc<Counters>,
@@ -153,6 +163,8 @@ impl<F: Fn()> Reader<'_, F> {
         if later.is_empty() {
             return Ok(());
         }
+        let mut bytes = batch.bytes;
+        let (ns, keys) = (batch.ns, batch.keys);
         later.sort_by_key(|l| (l.addr.segment, l.addr.offset));
         if let Some(submit) = (later.len() > 1).then(far).flatten() {
             let pending: Vec<_> = later
@@ -163,8 +175,8 @@ impl<F: Fn()> Reader<'_, F> {
                 let v = timed_value_read(c, l.step, || {
                     p.wait()
                         .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))
-                })?;
-                out[l.slot] = Some(v);
+                });
+                out[l.slot] = self.read_or_long_way(batch, l, v, &mut bytes, c)?;
             }
             return Ok(());
         }
@@ -173,11 +185,61 @@ impl<F: Fn()> Reader<'_, F> {
             let v = timed_value_read(c, l.step, || {
                 self.vlog_reader
                     .read_value_in(&mut segment, l.addr, ns, keys[l.slot], c)
-            })?;
-            out[l.slot] = Some(v);
+            });
+            out[l.slot] = self.read_or_long_way(batch, l, v, &mut bytes, c)?;
         }
         Ok(())
     }
+
+    /// The answer of `l` given its value read `v`: the value, or, for an address from a
+    /// point index whose record is not the key's (or does not read), the answer of the long
+    /// way through the data blocks (as `Reader::get`), still within the batch's byte limit.
+    fn read_or_long_way(
+        &self,
+        batch: &Batch,
+        l: &Later,
+        v: Result<Bytes>,
+        bytes: &mut u64,
+        c: &Counters,
+    ) -> Result<Option<Bytes>> {
+        match v {
+            Ok(v) => return Ok(Some(v)),
+            Err(e) if !l.by_point => return Err(e),
+            Err(_) => {}
+        }
+        let (ns, key) = (batch.ns, batch.keys[l.slot]);
+        let hit = {
+            let sv = self.versions.super_version_brief();
+            let seq = self.writes.read_seq(batch.at);
+            lookup_in(&sv, ns, key, seq, c, None)?
+        };
+        let v = match hit
+            .filter(|h| h.kind == Kind::Put)
+            .and_then(|h| h.value_at())
+        {
+            None => return Ok(None),
+            Some(ValueAt::Here(v)) => v,
+            Some(ValueAt::Log(addr)) => self.vlog_reader.read_value(addr, ns, key, c)?,
+        };
+        *bytes = *bytes - u64::from(l.addr.len) + v.len() as u64;
+        if *bytes > batch.limit {
+            return Err(Error::TooManyBytes {
+                bytes: *bytes,
+                limit: batch.limit,
+            });
+        }
+        Ok(Some(v))
+    }
+}
+
+/// A batch's keys and bounds, for its value reads.
+struct Batch<'a> {
+    ns: Nsid,
+    keys: &'a [&'a [u8]],
+    at: Option<SeqNo>,
+    /// Bytes its answers were counted at before the value reads.
+    bytes: u64,
+    limit: u64,
 }
 
 #[cfg(test)]

@@ -127,8 +127,9 @@ pub(super) fn lookup_by_point(
     key: &[u8],
     snapshot: SeqNo,
     c: &Counters,
+    cache: Option<&mut ProbeCache>,
 ) -> Result<Option<Hit>> {
-    lookup_with(sv, ns, key, snapshot, c, None, true)
+    lookup_with(sv, ns, key, snapshot, c, cache, true)
 }
 
 fn lookup_with(
@@ -274,8 +275,8 @@ struct Search<'a> {
     key: &'a [u8],
     snapshot: SeqNo,
     c: &'a Counters,
-    /// Ask each table's point index first, where it can answer (no probe cache, a snapshot
-    /// that sees the whole table).
+    /// Ask each table's point index first, where it can answer (a table whose reader keeps
+    /// one, at a snapshot that sees the whole table).
     point: bool,
 }
 
@@ -289,7 +290,7 @@ impl Search<'_> {
         hash: u64,
         cache: Option<&mut ProbeCache>,
     ) -> Result<Option<Answer>> {
-        if self.point && cache.is_none() {
+        if self.point {
             let probe = r
                 .point_index(self.c)
                 .filter(|p| p.max_seq() <= self.snapshot)

@@ -77,7 +77,7 @@ impl<F: Fn()> Reader<'_, F> {
             let sv = self.versions.super_version_brief();
             (self.after_super_version)();
             let seq = self.writes.read_seq(at);
-            lookup_by_point(&sv, ns, key, seq, c)?
+            lookup_by_point(&sv, ns, key, seq, c, None)?
         };
         // A point index's record is the key's if the record names it; if not (another key
         // with its fingerprint, in the index about once in two billion probes) or it cannot

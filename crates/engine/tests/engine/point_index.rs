@@ -54,6 +54,7 @@ fn fill(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     model
 }
 
+/// Every key by `get`, and in batches of 64 by `get_many`, against the model.
 fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     let ns = db.default_namespace();
     for k in 0..N + 100 {
@@ -63,6 +64,19 @@ fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
             model.get(&key(k)).map(|v| &v[..]),
             "key {k}"
         );
+    }
+    let keys: Vec<Vec<u8>> = (0..N + 100).map(key).collect();
+    for batch in keys.chunks(64) {
+        let refs: Vec<&[u8]> = batch.iter().map(|k| &k[..]).collect();
+        let got = ns.get_many(&refs).unwrap();
+        for (k, v) in batch.iter().zip(got) {
+            let name = String::from_utf8_lossy(k);
+            assert_eq!(
+                v.as_deref(),
+                model.get(k).map(|v| &v[..]),
+                "get_many {name}"
+            );
+        }
     }
 }
 
