@@ -83,6 +83,10 @@ pub struct Options {
     /// mostly tombstones or inline values go the long way. Built into the tables written
     /// while on; a table written with one keeps it.
     pub point_index: bool,
+    /// Bits of a key's hash its point-index fingerprint keeps (default 32). Tests lower it
+    /// so that keys share fingerprints and gets check the records and take the long way.
+    #[doc(hidden)]
+    pub point_index_fingerprint_bits: u32,
     /// Byte budget of the block cache: data blocks, and filter and index blocks if
     /// `cache_filters_and_indexes`; 0 reads what it would hold from storage on every lookup.
     pub cache_bytes: u64,
@@ -286,6 +290,7 @@ impl Default for Options {
             filter_bits_per_key: 10,
             block_hash_index: true,
             point_index: true,
+            point_index_fingerprint_bits: 32,
             cache_bytes: 64 << 20,
             cache_filters_and_indexes: false,
             time_get_steps: false,

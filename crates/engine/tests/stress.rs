@@ -239,7 +239,7 @@ const REGRESSION_SEEDS: &[(u64, usize, &[&str])] = &[
         37067912830268,
         700,
         &[
-            "mem/per-ns/cache/bg2/rowcache8k",
+            "mem/per-ns/cache/bg2/rowcache8k/point-fp2",
             "posix/per-ns/nommap/block4k/table64k/inline1k/rowcache8k",
         ],
     ),

@@ -18,8 +18,9 @@ pub struct OutputParams {
     pub bits_per_key: u32,
     /// Data blocks with a hash index (`Options::block_hash_index`).
     pub hash_index: bool,
-    /// Tables with a point index (`Options::point_index`).
-    pub point_index: bool,
+    /// Tables with a point index, its fingerprints of this many bits (`Options::point_index`;
+    /// `None`: without).
+    pub point_index: Option<u32>,
     pub target_table_bytes: u64,
     /// Start a new table at every namespace boundary (per-namespace trees).
     pub split_by_namespace: bool,

@@ -22,7 +22,9 @@ pub(super) fn output_params(opts: &Options, target_table_bytes: u64) -> OutputPa
         block_size: opts.block_size,
         bits_per_key: opts.filter_bits_per_key,
         hash_index: opts.block_hash_index,
-        point_index: opts.point_index,
+        point_index: opts
+            .point_index
+            .then_some(opts.point_index_fingerprint_bits),
         target_table_bytes,
         split_by_namespace: opts.layout == Layout::PerNamespace,
     }

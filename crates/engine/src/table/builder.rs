@@ -80,11 +80,10 @@ impl TableBuilder {
         self
     }
 
-    /// A table with a point index (the default) or without (`Options::point_index`).
-    pub fn with_point_index(mut self, on: bool) -> Self {
-        if !on {
-            self.point = None;
-        }
+    /// A table with a point index whose fingerprints keep `bits` bits of the key's hash (the
+    /// default: 32), or without one (`None`; `Options::point_index`).
+    pub fn with_point_index(mut self, bits: Option<u32>) -> Self {
+        self.point = bits.map(PointIndexBuilder::with_fingerprint_bits);
         self
     }
 

@@ -6,9 +6,10 @@
 //! there; the index holds only a 32-bit fingerprint, and a fingerprint shared with another key
 //! sends the get the long way (through the data block), which is always right.
 //!
-//! Block: `max_seq u64 ++ slots u32 ++ 0 u32 ++ slot*`, each slot 16 bytes: `fingerprint
-//! u32, segment u32, offset u32, len u32`, little-endian. A fingerprint of 0 is an empty slot
-//! (fingerprints have their low bit set). A slot with `len` 0 says "this key is here, read its
+//! Block: `max_seq u64 ++ slots u32 ++ mask u32 ++ slot*`, each slot 16 bytes: `fingerprint
+//! u32, segment u32, offset u32, len u32`, little-endian. A key's fingerprint is its hash's low
+//! word under `mask` (all ones but in tests, which make fingerprints collide on purpose), low
+//! bit set: a fingerprint of 0 is an empty slot. A slot with `len` 0 says "this key is here, read its
 //! data block" (a tombstone, an inline or table-only value, or an address too wide for the
 //! slot). A key lies in the first empty-or-matching slot from its bucket on, wrapping.
 //! `max_seq` is the newest seqno in the table: a get at an older snapshot may want an older
@@ -40,8 +41,8 @@ fn bucket(hash: u64, m: usize) -> usize {
     (((hash >> 32) * m as u64) >> 32) as usize
 }
 
-fn fingerprint(hash: u64) -> u32 {
-    hash as u32 | 1
+fn fingerprint(hash: u64, mask: u32) -> u32 {
+    (hash as u32 & mask) | 1
 }
 
 /// The value-log address a table entry's value holds, when it holds one and nothing else.
@@ -53,8 +54,8 @@ fn log_addr(kind: Kind, value: &[u8]) -> Option<ValueAddr> {
 }
 
 /// Collects a table's keys as the builder adds them.
-#[derive(Default)]
 pub struct PointIndexBuilder {
+    mask: u32,
     /// Per user key: its hash, and the slot's last 12 bytes (all 0: the long way).
     keys: Vec<(u64, [u8; 12])>,
     /// Keys whose slot holds an address.
@@ -62,7 +63,26 @@ pub struct PointIndexBuilder {
     max_seq: u64,
 }
 
+impl Default for PointIndexBuilder {
+    fn default() -> Self {
+        Self::with_fingerprint_bits(32)
+    }
+}
+
 impl PointIndexBuilder {
+    /// A builder whose fingerprints keep `bits` bits of the hash (32: all; fewer only in
+    /// tests, so that keys share fingerprints and gets take the long way often).
+    pub fn with_fingerprint_bits(bits: u32) -> Self {
+        PointIndexBuilder {
+            mask: u32::MAX
+                .checked_shr(32 - bits.clamp(1, 32))
+                .unwrap_or(u32::MAX),
+            keys: Vec::new(),
+            direct: 0,
+            max_seq: 0,
+        }
+    }
+
     /// Adds the newest version of a user key (the first entry of each, in table order).
     pub fn add_key(&mut self, hash: u64, kind: Kind, value: &[u8]) {
         let mut slot = [0u8; 12];
@@ -97,14 +117,15 @@ impl PointIndexBuilder {
         let mut out = Vec::with_capacity(HEADER_LEN + m * SLOT_LEN);
         put_u64(&mut out, self.max_seq);
         put_u32(&mut out, m as u32);
-        put_u32(&mut out, 0);
+        put_u32(&mut out, self.mask);
         out.resize(HEADER_LEN + m * SLOT_LEN, 0);
         for (hash, rest) in self.keys {
             let mut i = bucket(hash, m);
             loop {
                 let at = HEADER_LEN + i * SLOT_LEN;
                 if out[at..at + 4] == [0; 4] {
-                    out[at..at + 4].copy_from_slice(&fingerprint(hash).to_le_bytes());
+                    let fp = fingerprint(hash, self.mask);
+                    out[at..at + 4].copy_from_slice(&fp.to_le_bytes());
                     out[at + 4..at + SLOT_LEN].copy_from_slice(&rest);
                     break;
                 }
@@ -119,6 +140,7 @@ impl PointIndexBuilder {
 pub struct PointIndex {
     data: Bytes,
     slots: usize,
+    mask: u32,
     max_seq: u64,
 }
 
@@ -127,12 +149,14 @@ impl PointIndex {
     pub fn new(data: Bytes) -> Option<PointIndex> {
         let max_seq = get_u64(&data, 0)?;
         let slots = get_u32(&data, 8)? as usize;
-        if slots == 0 || data.len() != HEADER_LEN + slots.checked_mul(SLOT_LEN)? {
+        let mask = get_u32(&data, 12)?;
+        if slots == 0 || mask == 0 || data.len() != HEADER_LEN + slots.checked_mul(SLOT_LEN)? {
             return None;
         }
         Some(PointIndex {
             data,
             slots,
+            mask,
             max_seq,
         })
     }
@@ -144,7 +168,7 @@ impl PointIndex {
 
     /// What the index says of the user key hashed as `hash` (`filter::filter_hash`).
     pub fn probe(&self, hash: u64) -> PointProbe {
-        let want = fingerprint(hash);
+        let want = fingerprint(hash, self.mask);
         let mut i = bucket(hash, self.slots);
         for _ in 0..self.slots {
             let at = HEADER_LEN + i * SLOT_LEN;
@@ -251,6 +275,25 @@ mod tests {
     }
 
     #[test]
+    fn fingerprints_of_few_bits_collide_and_still_find_every_key_or_say_so() {
+        let mut b = PointIndexBuilder::with_fingerprint_bits(2);
+        for i in 0..100u64 {
+            b.add_key(hash(i), Kind::Put, &addr_value(1, i * 10, 5));
+        }
+        let p = PointIndex::new(Bytes::from(b.finish().unwrap())).unwrap();
+        let mut others = 0;
+        for i in 0..100u64 {
+            match p.probe(hash(i)) {
+                PointProbe::Record(a) if a.offset == i * 10 => {}
+                // Another key's record: the reader finds it names another key.
+                PointProbe::Record(_) => others += 1,
+                x => panic!("key {i}: {x:?}"),
+            }
+        }
+        assert!(others > 10, "{others}");
+    }
+
+    #[test]
     fn a_table_mostly_of_keys_it_cannot_point_at_gets_none() {
         let mut b = PointIndexBuilder::default();
         let mut tomb = Vec::new();
@@ -267,6 +310,10 @@ mod tests {
     fn malformed_blocks_are_refused_and_a_full_one_cannot_say() {
         assert!(PointIndex::new(Bytes::new()).is_none());
         let mut b = vec![0u8; HEADER_LEN + 2 * SLOT_LEN];
+        b[8] = 2;
+        // No fingerprint mask.
+        assert!(PointIndex::new(Bytes::from(b.clone())).is_none());
+        b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
         b[8] = 3;
         assert!(PointIndex::new(Bytes::from(b.clone())).is_none());
         b[8] = 2;

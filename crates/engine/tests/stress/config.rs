@@ -108,11 +108,14 @@ pub fn configs() -> Vec<Config> {
     vec![
         Config {
             runner: false,
-            name: "mem/per-ns/cache/bg2/rowcache8k",
+            name: "mem/per-ns/cache/bg2/rowcache8k/point-fp2",
             storage: StorageSpec::Mem,
             opts: {
                 let mut o = b();
                 o.row_cache_bytes = ROW_CACHE_TINY;
+                // Point-index fingerprints of 2 bits: most gets that find their key through
+                // one read another key's record first and take the long way.
+                o.point_index_fingerprint_bits = 2;
                 o
             },
         },
@@ -151,10 +154,13 @@ pub fn configs() -> Vec<Config> {
         },
         Config {
             runner: false,
-            name: "nand/shared/bg1/smalltables",
+            name: "nand/shared/bg1/smalltables/nopoint",
             storage: StorageSpec::Nand,
             opts: {
                 let mut o = b();
+                // Gets through the data blocks only: the other configurations' point
+                // indexes must answer as they do.
+                o.point_index = false;
                 o.layout = Layout::Shared;
                 o.background_threads = 1;
                 o.target_table_bytes = 2 << 10;
