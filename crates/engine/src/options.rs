@@ -77,11 +77,11 @@ pub struct Options {
     /// Tables carry a point index (`docs/format.md`): each user key's hash and its newest
     /// version's value-log address, so that a get reads its value record without the index
     /// and data block. 16 bytes a slot, 4 slots for 3 distinct keys: about 21 bytes a key,
-    /// kept by the open table readers (outside `cache_bytes`, as filters are), and used only
-    /// when readers keep their filters and index blocks (`cache_filters_and_indexes` off).
-    /// Gets at an older snapshot than a table's newest entry, batched gets and tables of
-    /// mostly tombstones or inline values go the long way. Built into the tables written
-    /// while on; a table written with one keeps it.
+    /// kept by the open table readers (outside `cache_bytes`, as filters are), and built and
+    /// used only when readers keep their filters and index blocks (`cache_filters_and_indexes`
+    /// off). Gets at an older snapshot than a table's newest entry, and gets in tables of
+    /// mostly tombstones or inline values, go the long way (the data block). Built into the
+    /// tables written while on; a table written with one keeps it.
     pub point_index: bool,
     /// Bits of a key's hash its point-index fingerprint keeps (default 32). Tests lower it
     /// so that keys share fingerprints and gets check the records and take the long way.

@@ -235,3 +235,26 @@ fn a_damaged_point_index_leaves_gets_to_the_data_blocks() {
     db.close().unwrap();
     drop(db);
 }
+
+/// With filter and index blocks in the block cache (the paper's device model) readers would
+/// not keep a point index: tables are written without one, and gets read their data blocks.
+#[test]
+fn no_point_index_is_written_when_the_cache_holds_the_meta_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(true);
+    opts.cache_filters_and_indexes = true;
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let model = fill(&db);
+    db.close().unwrap();
+    drop(db);
+    for path in tables(dir.path()) {
+        let data = fs::read(&path).unwrap();
+        assert_eq!(point_block(&data), None, "{path:?}");
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    let before = data_reads(&db);
+    check_all(&db, &model);
+    assert!(data_reads(&db) - before >= model.len() as u64);
+    db.close().unwrap();
+    drop(db);
+}
