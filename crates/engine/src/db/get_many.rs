@@ -3,7 +3,7 @@
 //! block and last data block are read once for the keys that fall in it, then the value-log
 //! records read together (queued at once on a modeled device, in address order on files).
 
-use super::lookup::{count_get, lookup_by_point, lookup_in, timed_value_read, ProbeCache};
+use super::lookup::{count_get, lookup_in, timed_value_read, ProbeCache};
 use super::namespace_set::NsEntry;
 use super::read::Reader;
 use crate::error::{Error, Result};
@@ -93,7 +93,7 @@ impl<F: Fn()> Reader<'_, F> {
                 Counters::add(&c.local().row_cache_misses, 1);
                 missed.push(i);
             }
-            let hit = lookup_by_point(&sv, ns, keys[i], snapshot, c, Some(&mut probes))?;
+            let hit = lookup_in(&sv, ns, keys[i], snapshot, c, Some(&mut probes), true)?;
             count_get(c, hit.as_ref());
             let Some(hit) = hit.filter(|h| h.kind == Kind::Put) else {
                 continue;
@@ -211,7 +211,7 @@ impl<F: Fn()> Reader<'_, F> {
         let hit = {
             let sv = self.versions.super_version_brief();
             let seq = self.writes.read_seq(batch.at);
-            lookup_in(&sv, ns, key, seq, c, None)?
+            lookup_in(&sv, ns, key, seq, c, None, false)?
         };
         let v = match hit
             .filter(|h| h.kind == Kind::Put)

@@ -106,33 +106,11 @@ pub(super) fn count_get(c: &Counters, hit: Option<&Hit>) {
     }
 }
 
-/// [`Reader::lookup`](super::read::Reader::lookup) in super version `sv` at seqno `snapshot` (which `sv` holds), with
-/// filters and index blocks from `cache` if given.
+/// [`Reader::lookup`](super::read::Reader::lookup) in super version `sv` at seqno `snapshot`
+/// (which `sv` holds), with filters and index blocks from `cache` if given; through the
+/// tables' point indexes where they can answer if `point`: a hit from one (`Hit::by_point`)
+/// is the key's only if its value record names the key.
 pub(super) fn lookup_in(
-    sv: &SuperVersion,
-    ns: Nsid,
-    key: &[u8],
-    snapshot: SeqNo,
-    c: &Counters,
-    cache: Option<&mut ProbeCache>,
-) -> Result<Option<Hit>> {
-    lookup_with(sv, ns, key, snapshot, c, cache, false)
-}
-
-/// [`lookup_in`] through the tables' point indexes where they can answer: a hit from one
-/// (`Hit::by_point`) is the key's only if its value record names the key.
-pub(super) fn lookup_by_point(
-    sv: &SuperVersion,
-    ns: Nsid,
-    key: &[u8],
-    snapshot: SeqNo,
-    c: &Counters,
-    cache: Option<&mut ProbeCache>,
-) -> Result<Option<Hit>> {
-    lookup_with(sv, ns, key, snapshot, c, cache, true)
-}
-
-fn lookup_with(
     sv: &SuperVersion,
     ns: Nsid,
     key: &[u8],

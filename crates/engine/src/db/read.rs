@@ -1,6 +1,6 @@
 //! The read path: point lookups through memtables and levels, values, key listings.
 
-use super::lookup::{count_get, lookup_by_point, lookup_in, timed_value_read, Hit};
+use super::lookup::{count_get, lookup_in, timed_value_read, Hit};
 use super::namespace_set::NsEntry;
 use super::versions::Versions;
 use super::write_queue::WriteQueue;
@@ -77,7 +77,7 @@ impl<F: Fn()> Reader<'_, F> {
             let sv = self.versions.super_version_brief();
             (self.after_super_version)();
             let seq = self.writes.read_seq(at);
-            lookup_by_point(&sv, ns, key, seq, c, None)?
+            lookup_in(&sv, ns, key, seq, c, None, true)?
         };
         // A point index's record is the key's if the record names it; if not (another key
         // with its fingerprint, in the index about once in two billion probes) or it cannot
@@ -89,7 +89,7 @@ impl<F: Fn()> Reader<'_, F> {
             if checked.is_none() {
                 let sv = self.versions.super_version_brief();
                 let seq = self.writes.read_seq(at);
-                hit = lookup_in(&sv, ns, key, seq, c, None)?;
+                hit = lookup_in(&sv, ns, key, seq, c, None, false)?;
             }
         }
         count_get(c, hit.as_ref());
@@ -154,7 +154,7 @@ impl<F: Fn()> Reader<'_, F> {
         // was acknowledged, so the older answer is still a correct one.
         let sv = self.versions.super_version_brief();
         let snapshot = self.writes.read_seq(at);
-        lookup_in(&sv, ns, key, snapshot, c, None)
+        lookup_in(&sv, ns, key, snapshot, c, None, false)
     }
 
     /// The tables a get of `(ns, key)` would consult now, memtables aside: what

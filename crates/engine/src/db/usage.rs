@@ -134,7 +134,7 @@ impl<F: Fn()> Quotas<'_, F> {
         let seq = self.writes.read_seq(None);
         let mut total = 0u64;
         for k in keys {
-            let hit = super::lookup::lookup_in(&sv, e.id, k, seq, &e.list_counters, None)?;
+            let hit = super::lookup::lookup_in(&sv, e.id, k, seq, &e.list_counters, None, false)?;
             let Some(hit) = hit else {
                 continue;
             };
