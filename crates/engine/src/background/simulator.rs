@@ -134,6 +134,7 @@ impl Sim {
             largest: ikey(last.ns, last.hi, seqs.0),
             min_seq: seqs.0,
             max_seq: seqs.1,
+            aux_bytes: 0,
         };
         self.content.insert(id, pieces);
         props

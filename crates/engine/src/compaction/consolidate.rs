@@ -121,6 +121,7 @@ mod tests {
             largest: ikey(range.1),
             min_seq: seq,
             max_seq: seq,
+            aux_bytes: 0,
         }
     }
 

@@ -101,7 +101,7 @@ pub fn tree_bytes(version: &Version, layout: Layout) -> BTreeMap<Nsid, Vec<u64>>
             let bytes = trees
                 .entry(tree_of(t, layout))
                 .or_insert_with(|| vec![0; version.num_levels()]);
-            bytes[level] += t.props.size;
+            bytes[level] += t.props.entry_bytes();
         }
     }
     trees
@@ -412,6 +412,7 @@ mod tests {
             largest: ikey(last),
             min_seq: id,
             max_seq: id,
+            aux_bytes: 0,
         }
     }
 

@@ -18,6 +18,16 @@ pub struct TableProps {
     pub largest: Vec<u8>,
     pub min_seq: u64,
     pub max_seq: u64,
+    /// Bytes of `size` that hold no entries: the point index block (crc included). Level
+    /// sizes leave them out, so that the index does not make the tree deeper.
+    pub aux_bytes: u64,
+}
+
+impl TableProps {
+    /// The bytes of entries, filter and index blocks: what a level's size counts.
+    pub fn entry_bytes(&self) -> u64 {
+        self.size.saturating_sub(self.aux_bytes)
+    }
 }
 
 pub struct TableBuilder {
@@ -198,6 +208,10 @@ impl TableBuilder {
             entries: self.entries,
             point: point_handle,
         };
+        let point_bytes = match point_handle.len {
+            0 => 0,
+            len => u64::from(len) + super::format::BLOCK_TRAILER_LEN as u64,
+        };
         self.file
             .append(&footer.encode(), IoPurpose::Index)
             .ctx(&self.name)?;
@@ -211,6 +225,7 @@ impl TableBuilder {
             largest,
             min_seq: if self.entries == 0 { 0 } else { self.min_seq },
             max_seq: self.max_seq,
+            aux_bytes: point_bytes,
         })
     }
 

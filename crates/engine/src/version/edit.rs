@@ -28,6 +28,8 @@ const TAG_NS_GARBAGE: u8 = 15;
 const TAG_INDEX_KEYS: u8 = 16;
 /// A namespace made read-only (1) or writable again (0); absent: writable.
 const TAG_NS_READ_ONLY: u8 = 17;
+/// After a table's `TAG_ADD_TABLE`: the bytes of its file that hold no entries.
+const TAG_TABLE_AUX: u8 = 18;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -196,6 +198,11 @@ impl VersionEdit {
             put_varint(&mut out, p.max_seq);
             put_bytes(&mut out, &p.smallest);
             put_bytes(&mut out, &p.largest);
+            // Only when there are any: tables without keep the record as it was.
+            if p.aux_bytes > 0 {
+                out.push(TAG_TABLE_AUX);
+                put_varint(&mut out, p.aux_bytes);
+            }
         }
         out
     }
@@ -219,6 +226,7 @@ impl VersionEdit {
                         max_seq: c.varint()?,
                         smallest: c.bytes()?.to_vec(),
                         largest: c.bytes()?.to_vec(),
+                        aux_bytes: 0,
                     };
                     e.added.push((level, props));
                 }
@@ -245,6 +253,7 @@ impl VersionEdit {
                     });
                 }
                 TAG_INDEX_KEYS => e.created_index.last_mut()?.keys = c.u8()?,
+                TAG_TABLE_AUX => e.added.last_mut()?.1.aux_bytes = c.varint()?,
                 TAG_INDEX_READY => e
                     .ready_index
                     .push((Nsid::try_from(c.varint()?).ok()?, c.varint()?)),
@@ -300,6 +309,7 @@ mod tests {
                     largest: b"z".to_vec(),
                     min_seq: 1,
                     max_seq: 99,
+                    aux_bytes: 40,
                 },
             )],
             deleted: vec![(0, 5)],
