@@ -11,6 +11,15 @@ pub struct LevelStats {
     pub tables: usize,
     /// Their total size, in bytes.
     pub bytes: u64,
+    /// Of `bytes`, the tables' point indexes (`Options::point_index`).
+    pub point_index_bytes: u64,
+}
+
+impl LevelStats {
+    /// The bytes a level's size target counts: its tables less their point indexes.
+    pub fn target_bytes(&self) -> u64 {
+        self.bytes.saturating_sub(self.point_index_bytes)
+    }
 }
 
 /// Where a get of one key would look below the memtables ([`crate::Namespace::get_path`]):
@@ -603,6 +612,7 @@ mod tests {
             levels: vec![LevelStats {
                 tables: 2,
                 bytes: 10,
+                ..LevelStats::default()
             }],
             gets: 7,
             ..DbStats::default()

@@ -35,10 +35,12 @@ fn ns(
             LevelStats {
                 tables: 1,
                 bytes: 100,
+                ..LevelStats::default()
             },
             LevelStats {
                 tables: 3,
                 bytes: 3000,
+                ..LevelStats::default()
             },
         ],
         gets,

@@ -521,6 +521,7 @@ mod tests {
                     cerberus_engine::LevelStats {
                         tables: 2,
                         bytes: 3 << 20,
+                        ..Default::default()
                     },
                     Default::default(),
                 ],

@@ -8,5 +8,6 @@ pub(super) fn level_stats(tables: &[&Arc<TableHandle>]) -> LevelStats {
     LevelStats {
         tables: tables.len(),
         bytes: tables.iter().map(|t| t.props.size).sum(),
+        point_index_bytes: tables.iter().map(|t| t.props.aux_bytes).sum(),
     }
 }

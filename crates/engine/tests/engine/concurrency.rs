@@ -104,9 +104,9 @@ fn wait_for_compactions_leaves_a_settled_tree() {
     let mut limit = opts.level1_bytes;
     for (l, level) in s.levels.iter().enumerate().take(s.levels.len() - 1).skip(1) {
         assert!(
-            level.bytes < limit,
+            level.target_bytes() < limit,
             "L{l} holds {} of {limit} bytes",
-            level.bytes
+            level.target_bytes()
         );
         limit *= opts.level_size_ratio;
     }

@@ -188,14 +188,14 @@ fn dynamic_levels_above_the_last_hold_at_most_last_over_ratio() {
         .find(|&l| s.levels[l].tables > 0)
         .unwrap();
     assert!(last >= 3, "not a large tree: {:?}", s.levels);
-    let mut limit = s.levels[last].bytes;
+    let mut limit = s.levels[last].target_bytes();
     for level in (1..last).rev() {
         limit /= ratio;
         assert!(
-            s.levels[level].bytes <= limit + table,
+            s.levels[level].target_bytes() <= limit + table,
             "L{level} holds {} bytes over L{last}'s {}: {:?}",
-            s.levels[level].bytes,
-            s.levels[last].bytes,
+            s.levels[level].target_bytes(),
+            s.levels[last].target_bytes(),
             s.levels
         );
     }
