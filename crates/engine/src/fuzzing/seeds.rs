@@ -38,15 +38,20 @@ pub fn vlog_segment() -> Vec<Vec<u8>> {
     vec![one.clone(), batch.clone(), [one, batch, big].concat()]
 }
 
-/// Whole table files: a few entries in one block, and more over several small blocks.
+/// Whole table files: a few entries in one block, more over several small blocks, and a
+/// table of value-log addresses (which gets a point index).
 pub fn table_file() -> Vec<Vec<u8>> {
-    [(4usize, 4096usize), (40, 256)]
-        .into_iter()
-        .filter_map(|(n, block)| table(n, block))
-        .collect()
+    [
+        (4usize, 4096usize, false),
+        (40, 256, false),
+        (30, 256, true),
+    ]
+    .into_iter()
+    .filter_map(|(n, block, addrs)| table(n, block, addrs))
+    .collect()
 }
 
-fn table(entries: usize, block_size: usize) -> Option<Vec<u8>> {
+fn table(entries: usize, block_size: usize, addrs: bool) -> Option<Vec<u8>> {
     let storage = MemStorage::new();
     let mut b = TableBuilder::new(&storage, 1, block_size, 10).ok()?;
     for i in 0..entries {
@@ -54,7 +59,21 @@ fn table(entries: usize, block_size: usize) -> Option<Vec<u8>> {
         let kind = if i % 7 == 3 { Kind::Delete } else { Kind::Put };
         let mut ikey = user_part(1, key.as_bytes());
         push_trailer(&mut ikey, 100 + i as u64, kind);
-        b.add(&ikey, format!("value {i}").as_bytes()).ok()?;
+        let mut value = Vec::new();
+        match (addrs, kind) {
+            (false, _) => value.extend_from_slice(format!("value {i}").as_bytes()),
+            (true, Kind::Delete) => crate::key::IndexValue::Tombstone.encode(&mut value),
+            (true, Kind::Put) => crate::key::IndexValue::Addr {
+                addr: crate::key::ValueAddr {
+                    segment: 3,
+                    offset: 64 * i as u64,
+                    len: 40,
+                },
+                inline: None,
+            }
+            .encode(&mut value),
+        }
+        b.add(&ikey, &value).ok()?;
     }
     b.finish().ok()?;
     crate::storage::read_all(&storage, &table_name(1), IoPurpose::Other).ok()
