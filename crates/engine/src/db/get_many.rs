@@ -208,12 +208,8 @@ impl<F: Fn()> Reader<'_, F> {
             Err(_) => {}
         }
         let (ns, key) = (batch.ns, batch.keys[l.slot]);
-        let hit = {
-            let sv = self.versions.super_version_brief();
-            let seq = self.writes.read_seq(batch.at);
-            lookup_in(&sv, ns, key, seq, c, None, false)?
-        };
-        let v = match hit
+        let v = match self
+            .lookup(ns, key, batch.at, c)?
             .filter(|h| h.kind == Kind::Put)
             .and_then(|h| h.value_at())
         {

@@ -268,21 +268,16 @@ impl Search<'_> {
         hash: u64,
         cache: Option<&mut ProbeCache>,
     ) -> Result<Option<Answer>> {
-        if self.point {
-            let probe = r
-                .point_index(self.c)
-                .filter(|p| p.max_seq() <= self.snapshot)
-                .map(|p| (r.may_contain(hash, self.c), p));
-            match probe {
-                Some((Ok(false), _)) => return Ok(None),
-                Some((Ok(true), p)) => match p.probe(hash) {
-                    PointProbe::Absent => return Ok(None),
-                    PointProbe::Record(addr) => return Ok(Some(Answer::Record(addr))),
-                    PointProbe::Long => return Ok(r.get(user, seek, self.c)?.map(entry)),
-                },
-                Some((Err(e), _)) => return Err(e),
-                None => {}
+        let point = self.point.then(|| r.point_index(self.c)).flatten();
+        if let Some(p) = point.filter(|p| p.max_seq() <= self.snapshot) {
+            if !r.may_contain(hash, self.c)? {
+                return Ok(None);
             }
+            return Ok(match p.probe(hash) {
+                PointProbe::Absent => None,
+                PointProbe::Record(addr) => Some(Answer::Record(addr)),
+                PointProbe::Long => r.get(user, seek, self.c)?.map(entry),
+            });
         }
         Ok(probe_table(r, user, seek, hash, self.c, cache)?.map(entry))
     }

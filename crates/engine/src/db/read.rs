@@ -87,9 +87,7 @@ impl<F: Fn()> Reader<'_, F> {
             let read = |addr| self.vlog_reader.read_value(addr, ns, key, c).ok();
             checked = timed_value_read(c, h.step, || h.addr.and_then(read));
             if checked.is_none() {
-                let sv = self.versions.super_version_brief();
-                let seq = self.writes.read_seq(at);
-                hit = lookup_in(&sv, ns, key, seq, c, None, false)?;
+                hit = self.lookup(ns, key, at, c)?;
             }
         }
         count_get(c, hit.as_ref());
