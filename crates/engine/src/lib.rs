@@ -30,6 +30,7 @@ mod row_cache;
 mod space;
 mod stats;
 mod table;
+mod uptime;
 mod version;
 mod vlog;
 

@@ -167,6 +167,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         closed: AtomicBool::new(false),
         opening_inline: AtomicBool::new(options.background_runner.is_some()),
         opened: std::time::Instant::now(),
+        uptime: crate::uptime::Uptime::new(),
         last_write_ms: AtomicU64::new(0),
         snapshots: Snapshots::default(),
         prefetcher: std::sync::OnceLock::new(),
@@ -179,22 +180,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         hooks: Default::default(),
         opts: options,
     });
-    let mut threads = Vec::new();
-    let own_threads = match inner.opts.background_runner.is_some() {
-        true => 0,
-        false => inner.opts.background_threads,
-    };
-    for i in 0..own_threads {
-        let inner = inner.clone();
-        let t = std::thread::Builder::new()
-            .name(format!("cerberus-bg-{i}"))
-            .spawn(move || {
-                crate::priority::lower_priority(inner.opts.background_nice);
-                inner.jobs().run_loop()
-            })
-            .map_err(|e| Error::io("background thread", e))?;
-        threads.push(t);
-    }
+    let threads = spawn_background(&inner)?;
     let db = Db {
         inner,
         threads: Mutex::new(threads),
@@ -207,6 +193,26 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     // Work recovery left (a segment worth collecting) goes to the runner at once.
     db.inner.wake_background();
     Ok(db)
+}
+
+/// The database's own background threads: none when a runner is set.
+fn spawn_background(inner: &Arc<Inner>) -> Result<Vec<std::thread::JoinHandle<()>>> {
+    let own_threads = match inner.opts.background_runner.is_some() {
+        true => 0,
+        false => inner.opts.background_threads,
+    };
+    (0..own_threads)
+        .map(|i| {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name(format!("cerberus-bg-{i}"))
+                .spawn(move || {
+                    crate::priority::lower_priority(inner.opts.background_nice);
+                    inner.jobs().run_loop()
+                })
+                .map_err(|e| Error::io("background thread", e))
+        })
+        .collect()
 }
 
 impl Db {

@@ -16,11 +16,11 @@ use crate::key::{self, Nsid};
 use crate::options::{Layout, Options};
 use crate::stats::Counters;
 use crate::storage::StorageRef;
+use crate::uptime::Uptime;
 use crate::version::{Version, RUNS};
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The parts compactions touch, borrowed; the flusher flushes before a manual compaction,
 /// and installs each compaction's edit.
@@ -34,8 +34,8 @@ pub(super) struct Compactions<'a, F> {
     pub(super) versions: &'a Versions,
     pub(super) namespaces: &'a RwLock<NsState>,
     pub(super) gc: &'a GcState,
-    /// When the database opened, and the last write since, in milliseconds (idleness).
-    pub(super) opened: &'a Instant,
+    /// Milliseconds since the database opened, and at the last write (idleness).
+    pub(super) uptime: &'a Uptime,
     pub(super) last_write_ms: &'a AtomicU64,
     pub(super) flusher: Flusher<'a, F>,
 }
@@ -44,7 +44,7 @@ impl<F: Fn()> Compactions<'_, F> {
     /// No write for `idle_settle_ms`.
     pub(super) fn idle(&self) -> bool {
         let ms = self.opts.idle_settle_ms;
-        let now = self.opened.elapsed().as_millis() as u64;
+        let now = self.uptime.ms();
         ms > 0 && now.saturating_sub(self.last_write_ms.load(Ordering::Relaxed)) >= ms
     }
 
@@ -57,7 +57,7 @@ impl<F: Fn()> Compactions<'_, F> {
             frozen: self.versions.super_version().imm.len(),
             idle: self.idle(),
             idle_ns: {
-                let now = self.opened.elapsed().as_millis() as u64;
+                let now = self.uptime.ms();
                 self.namespaces.read().idle(self.opts, now, drain)
             },
             now: std::time::Instant::now(),

@@ -63,7 +63,9 @@ pub(super) struct Inner {
     /// flushes the open needs (an unfinished backfill's) run on the opening thread.
     pub(super) opening_inline: AtomicBool,
     pub(super) opened: std::time::Instant,
-    /// Milliseconds from `opened` to the last write.
+    /// Milliseconds since the opening, on a clock cheap enough to read every commit group.
+    pub(super) uptime: crate::uptime::Uptime,
+    /// Milliseconds of `uptime` at the last write.
     pub(super) last_write_ms: AtomicU64,
     /// Seqnos live snapshots read at, per namespace.
     pub(super) snapshots: Snapshots,
@@ -175,7 +177,7 @@ impl Inner {
             bg: &self.bg,
             closed: &self.closed,
             opening_inline: &self.opening_inline,
-            opened: &self.opened,
+            uptime: &self.uptime,
             last_write_ms: &self.last_write_ms,
             counters: &self.counters,
             indexes: &self.indexes,
@@ -196,7 +198,7 @@ impl Inner {
             versions: &self.versions,
             namespaces: &self.namespaces,
             gc: &self.gc,
-            opened: &self.opened,
+            uptime: &self.uptime,
             last_write_ms: &self.last_write_ms,
             flusher: self.flusher(),
         }

@@ -14,12 +14,13 @@ use crate::memtable::MemValue;
 use crate::options::{Options, WritePressure};
 use crate::row_cache::RowCache;
 use crate::stats::Counters;
+use crate::uptime::Uptime;
 use crate::vlog::{AppendError, EncodedWrite, RollError};
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The parts a write touches, borrowed: built once per call (a write, a batch, a GC group),
 /// never per record.
@@ -31,8 +32,8 @@ pub(super) struct WritePath<'a, F> {
     pub(super) closed: &'a AtomicBool,
     /// The open is under way with a background runner (see `Inner::opening_inline`).
     pub(super) opening_inline: &'a AtomicBool,
-    pub(super) opened: &'a Instant,
-    /// Milliseconds from `opened` to the last write.
+    pub(super) uptime: &'a Uptime,
+    /// Milliseconds of `uptime` at the last write.
     pub(super) last_write_ms: &'a AtomicU64,
     /// Counters of background work (write stalls and slowdowns count there).
     pub(super) counters: &'a Arc<Counters>,
@@ -197,7 +198,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
     ) -> Result<()> {
         let mut guard = self.writes.writer.lock();
         let w = &mut *guard;
-        let now = self.opened.elapsed().as_millis() as u64;
+        let now = self.uptime.ms();
         self.last_write_ms.store(now, Ordering::Relaxed);
         self.make_room(w)?;
         self.append_locked(w, group, bytes, sync)

@@ -1,18 +1,22 @@
 //! The memtable: a concurrent skiplist of the newest writes, shared by all namespaces.
 //! It keeps the value bytes too, so a get that hits it needs no value-log read.
 
-use crate::key::{Kind, SeqNo, ValueAddr};
+use crate::key::SeqNo;
 use crate::key_hashes::KeyHashes;
 use bytes::Bytes;
-use crossbeam_skiplist::SkipMap;
 use key_filter::KeyFilter;
+use skiplist::SkipList;
 use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
-use std::ops::Bound;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 mod key_filter;
+mod mem_value;
+mod skiplist;
+
+pub use mem_value::MemValue;
 
 /// `nsid ++ user key` and seqno; sorts by user part ascending, seqno descending.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,101 +39,38 @@ impl PartialOrd for MemKey {
     }
 }
 
-/// Bytes of a user key held in the skiplist node itself ([`SlotKey`]).
-const HEAD_LEN: usize = 24;
+/// Hashes a namespace id for the per-put `charged` map: ids are the engine's own (a
+/// counter), so a multiply spreads them; SipHash's defence against chosen keys is not needed
+/// and cost a put some 25 ns.
+#[derive(Default)]
+struct NsHasher(u64);
 
-/// The skiplist's key: a [`MemKey`] with the first [`HEAD_LEN`] bytes of its user key copied
-/// into the node as big-endian words (zero-padded). An insert or lookup compares a dozen or
-/// more nodes' keys on its way down; most differ in these words, so the comparison reads no
-/// memory beyond the node (the key bytes are an allocation of their own: a cache miss each;
-/// they were a third of a put's CPU time at 1 KiB values).
-#[derive(Clone, Debug)]
-struct SlotKey {
-    head: [u64; 3],
-    user: Bytes,
-    seq: SeqNo,
-}
-
-impl SlotKey {
-    fn new(user: Bytes, seq: SeqNo) -> SlotKey {
-        let mut bytes = [0u8; HEAD_LEN];
-        let n = user.len().min(HEAD_LEN);
-        bytes[..n].copy_from_slice(&user[..n]);
-        let word = |i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
-            u64::from_be_bytes(w)
-        };
-        SlotKey {
-            head: [word(0), word(1), word(2)],
-            user,
-            seq,
+impl Hasher for NsHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
     }
-
-    fn mem_key(&self) -> MemKey {
-        MemKey {
-            user: self.user.clone(),
-            seq: self.seq,
-        }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (u64::from(n) ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
-}
-
-impl Ord for SlotKey {
-    /// [`MemKey`]'s order. Zero-padded heads that differ order the keys as their bytes do (a
-    /// difference in the padding means the shorter key is a prefix of the longer); equal
-    /// heads of keys that both fit are the same bytes up to the shorter length, so the
-    /// shorter key comes first; longer keys compare whole.
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.head
-            .cmp(&other.head)
-            .then_with(|| {
-                let (a, b) = (&self.user, &other.user);
-                if a.len() <= HEAD_LEN && b.len() <= HEAD_LEN {
-                    a.len().cmp(&b.len())
-                } else {
-                    a.cmp(b)
-                }
-            })
-            .then_with(|| other.seq.cmp(&self.seq))
-    }
-}
-
-impl PartialOrd for SlotKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for SlotKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for SlotKey {}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemValue {
-    pub kind: Kind,
-    /// Empty for deletions.
-    pub value: Bytes,
-    /// Where the record sits in the value log.
-    pub addr: ValueAddr,
 }
 
 /// Per-entry bookkeeping charged against the memtable budget besides key and value bytes.
 const ENTRY_OVERHEAD: usize = 64;
 
 pub struct Memtable {
-    map: SkipMap<SlotKey, MemValue>,
+    map: SkipList,
     filter: KeyFilter,
     bytes: AtomicUsize,
     max_seq: AtomicU64,
     /// Bytes of puts written into it per namespace (keys, values, index entries), counted
     /// as new, less the versions a capacity check found they replace (so it may go below
     /// zero): what a capacity check adds to the usage of the last flush.
-    charged: parking_lot::Mutex<std::collections::HashMap<crate::key::Nsid, i64>>,
+    charged: parking_lot::Mutex<HashMap<crate::key::Nsid, i64, BuildHasherDefault<NsHasher>>>,
     /// The last map of key hashes queries took per namespace, and the visible seqno up to
     /// which it holds every version (see `key_hashes`).
     key_hashes: parking_lot::Mutex<HashMap<crate::key::Nsid, (SeqNo, Arc<KeyHashes>)>>,
@@ -155,7 +96,7 @@ impl Memtable {
 
     fn sized(budget: usize, expected: Option<usize>) -> Self {
         Memtable {
-            map: SkipMap::new(),
+            map: SkipList::new(),
             filter: KeyFilter::new(budget, expected),
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
@@ -171,7 +112,7 @@ impl Memtable {
         // Before the entry: whoever can see the entry (its seqno published after this
         // insert returns) sees its bits.
         self.filter.insert(&user);
-        self.map.insert(SlotKey::new(user, seq), value);
+        self.map.insert(user, seq, value);
     }
 
     /// The newest version of `user` with seqno at most `snapshot`.
@@ -181,9 +122,8 @@ impl Memtable {
         if self.bytes.load(Relaxed) == 0 || !self.filter.may_contain(user) {
             return None;
         }
-        let probe = SlotKey::new(Bytes::copy_from_slice(user), snapshot);
-        let e = self.map.lower_bound(Bound::Included(&probe))?;
-        (e.key().user == user).then(|| (e.key().seq, e.value().clone()))
+        let e = self.map.seek(user, snapshot, true).next()?;
+        (e.user == user).then(|| (e.seq, e.value.clone()))
     }
 
     /// Counts `bytes` put into namespace `ns`, less `credit` bytes of the versions they
@@ -217,15 +157,11 @@ impl Memtable {
     }
 
     /// The entries (versions and tombstones) of namespace `ns`, in order.
-    fn entries_in(
-        &self,
-        ns: crate::key::Nsid,
-    ) -> impl Iterator<Item = crossbeam_skiplist::map::Entry<'_, SlotKey, MemValue>> + '_ {
+    fn entries_in(&self, ns: crate::key::Nsid) -> impl Iterator<Item = skiplist::Entry<'_>> + '_ {
         let prefix = ns.to_be_bytes();
-        let lo = SlotKey::new(Bytes::copy_from_slice(&prefix), SeqNo::MAX);
         self.map
-            .range(lo..)
-            .take_while(move |e| e.key().user.get(..crate::key::NSID_LEN) == Some(&prefix[..]))
+            .seek(&prefix, SeqNo::MAX, true)
+            .take_while(move |e| e.user.get(..crate::key::NSID_LEN) == Some(&prefix[..]))
     }
 
     /// Entries (versions and tombstones) of namespace `ns`: a walk over its range.
@@ -267,7 +203,7 @@ impl Memtable {
                     over = true;
                     None
                 }
-                false => Some((e.key().user.clone(), e.key().seq)),
+                false => Some((e.user.clone(), e.seq)),
             });
         // Versions past any snapshot too: a newer seqno than a reader sees only sends that
         // reader to the exact search.
@@ -285,25 +221,25 @@ impl Memtable {
 
     /// All entries in order (newest version of a key first).
     pub fn iter(&self) -> impl Iterator<Item = (MemKey, MemValue)> + '_ {
-        self.map
-            .iter()
-            .map(|e| (e.key().mem_key(), e.value().clone()))
+        self.map.iter().map(entry_pair)
     }
 
     /// Up to `max` entries in order from `from` on (`from` itself only if `inclusive`).
     fn entries_from(&self, from: &MemKey, inclusive: bool, max: usize) -> Vec<(MemKey, MemValue)> {
-        let from = SlotKey::new(from.user.clone(), from.seq);
-        let lo = if inclusive {
-            Bound::Included(&from)
-        } else {
-            Bound::Excluded(&from)
-        };
         self.map
-            .range((lo, Bound::Unbounded))
+            .seek(&from.user, from.seq, inclusive)
             .take(max)
-            .map(|e| (e.key().mem_key(), e.value().clone()))
+            .map(entry_pair)
             .collect()
     }
+}
+
+fn entry_pair(e: skiplist::Entry<'_>) -> (MemKey, MemValue) {
+    let key = MemKey {
+        user: e.user.clone(),
+        seq: e.seq,
+    };
+    (key, e.value.clone())
 }
 
 /// Entries a [`MemIter`] copies out of the skiplist at a time: few after a seek, so a short
@@ -405,6 +341,7 @@ impl MemIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::{Kind, ValueAddr};
 
     fn val(v: &'static [u8]) -> MemValue {
         MemValue {
@@ -469,7 +406,7 @@ mod tests {
     }
 
     #[test]
-    fn slot_keys_order_as_mem_keys() {
+    fn the_skiplist_orders_as_mem_keys() {
         // Short and long keys, zero bytes, prefixes of each other, across the head's end.
         let mut rng = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move || {
@@ -491,17 +428,7 @@ mod tests {
                 });
             }
         }
-        for pair in keys.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            let (sa, sb) = (
-                SlotKey::new(a.user.clone(), a.seq),
-                SlotKey::new(b.user.clone(), b.seq),
-            );
-            assert_eq!(sa.cmp(&sb), a.cmp(b), "{a:?} {b:?}");
-            assert_eq!(sb.cmp(&sa), b.cmp(a), "{a:?} {b:?}");
-            assert_eq!(sa == sb, a == b);
-        }
-        // And the skiplist keeps MemKey's order.
+        // The skiplist keeps MemKey's order, and a key inserted twice is there once.
         let m = Memtable::new(1 << 20);
         for k in &keys {
             m.insert(k.user.clone(), k.seq, val(b"v"));
