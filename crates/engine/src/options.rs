@@ -77,12 +77,18 @@ pub struct Options {
     /// Tables carry a point index (`docs/format.md`): each user key's hash and its newest
     /// version's value-log address, so that a get reads its value record without the index
     /// and data block. 16 bytes a slot, 4 slots for 3 distinct keys: about 21 bytes a key,
-    /// kept by the open table readers (outside `cache_bytes`, as filters are), and built and
+    /// kept by the open table readers (outside `cache_bytes`, within
+    /// `point_index_memory_bytes`), and built and
     /// used only when readers keep their filters and index blocks (`cache_filters_and_indexes`
     /// off). Gets at an older snapshot than a table's newest entry, and gets in tables of
     /// mostly tombstones or inline values, go the long way (the data block). Built into the
     /// tables written while on; a table written with one keeps it.
     pub point_index: bool,
+    /// Bytes the open tables' point indexes may hold in memory together (default 256 MiB:
+    /// some 12 million keys' worth). A table whose index does not fit keeps none until
+    /// another's is given back (its table deleted or closed); its gets take the long way
+    /// meanwhile. 0 keeps none.
+    pub point_index_memory_bytes: u64,
     /// Bits of a key's hash its point-index fingerprint keeps (default 32). Tests lower it
     /// so that keys share fingerprints and gets check the records and take the long way.
     #[doc(hidden)]
@@ -290,6 +296,7 @@ impl Default for Options {
             filter_bits_per_key: 10,
             block_hash_index: true,
             point_index: true,
+            point_index_memory_bytes: 256 << 20,
             point_index_fingerprint_bits: 32,
             cache_bytes: 64 << 20,
             cache_filters_and_indexes: false,

@@ -168,6 +168,9 @@ pub struct DbStats {
     pub snapshots: usize,
     /// The row cache: size, hits and misses (every namespace's), inserts, evictions.
     pub row_cache: crate::row_cache::RowCacheStats,
+    /// Bytes of point indexes the open tables keep now, within
+    /// `Options::point_index_memory_bytes`.
+    pub point_index_memory_bytes: u64,
 }
 
 /// A namespace and its name.

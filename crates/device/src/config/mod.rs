@@ -163,6 +163,10 @@ pub struct EngineConfig {
     /// Bytes of recently read records' values cached (the engine's
     /// `Options::row_cache_bytes`; 0: off). Default [`DEFAULT_ROW_CACHE_BYTES`].
     pub row_cache_bytes: u64,
+    /// Bytes the open tables' point indexes may keep in memory together (the engine's
+    /// `Options::point_index_memory_bytes`; default 256 MiB, some 12 million keys; 0: none,
+    /// gets read the tables' data blocks).
+    pub point_index_memory_bytes: u64,
     /// Engine jobs (flushes, compactions, GC) run at once (the engine's
     /// `Options::background_threads`; on the device they run on the scheduler's lanes).
     pub background_threads: usize,
@@ -196,6 +200,7 @@ impl Default for EngineConfig {
             cache_bytes: o.cache_bytes,
             cache_filters_and_indexes: o.cache_filters_and_indexes,
             row_cache_bytes: DEFAULT_ROW_CACHE_BYTES,
+            point_index_memory_bytes: o.point_index_memory_bytes,
             background_threads: o.background_threads,
             layout: "per_namespace".into(),
             mmap_reads: o.mmap_reads,
@@ -396,6 +401,7 @@ impl DeviceConfig {
         o.cache_bytes = self.engine.cache_bytes;
         o.cache_filters_and_indexes = self.engine.cache_filters_and_indexes;
         o.row_cache_bytes = self.engine.row_cache_bytes;
+        o.point_index_memory_bytes = self.engine.point_index_memory_bytes;
         o.background_threads = self.engine.background_threads;
         o.mmap_reads = self.engine.mmap_reads;
         o.max_open_files = self.engine.max_open_files;
@@ -477,6 +483,9 @@ mod tests {
         let c: DeviceConfig = toml::from_str("[engine]\nrow_cache_bytes = 33554432\n").unwrap();
         assert!(c.validate().is_ok());
         assert_eq!(c.engine_options().row_cache_bytes, 32 << 20);
+        let pi: DeviceConfig =
+            toml::from_str("[engine]\npoint_index_memory_bytes = 1048576\n").unwrap();
+        assert_eq!(pi.engine_options().point_index_memory_bytes, 1 << 20);
         let off: DeviceConfig = toml::from_str("[engine]\nrow_cache_bytes = 0\n").unwrap();
         assert!(off.validate().is_ok());
         assert_eq!(off.engine_options().row_cache_bytes, 0);

@@ -164,6 +164,12 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
         None,
         MetricType::Gauge,
     )?)?;
+    ConstGauge::new(db.point_index_memory_bytes).encode(encoder.encode_descriptor(
+        "cerberus_point_index_memory_bytes",
+        "Bytes of point indexes the open tables keep (within engine.point_index_memory_bytes).",
+        None,
+        MetricType::Gauge,
+    )?)?;
     encode_row_cache(db, encoder)?;
     for (name, help, of) in [
         (

@@ -105,10 +105,10 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     let counters = Arc::new(Counters::new(page_size).timing_steps(options.time_get_steps));
     let ctx = TableCtx::new(
         storage.clone(),
-        Arc::new(BlockCache::with_meta(
-            options.cache_bytes,
-            options.cache_filters_and_indexes,
-        )),
+        Arc::new(
+            BlockCache::with_meta(options.cache_bytes, options.cache_filters_and_indexes)
+                .with_point_budget(options.point_index_memory_bytes),
+        ),
         counters.clone(),
         options.max_open_files,
     );

@@ -364,6 +364,7 @@ impl Inner {
         s.nand = self.storage.nand_stats();
         self.pins().reap();
         s.snapshots = self.snapshots.count();
+        s.point_index_memory_bytes = self.versions.lock().block_cache().point_budget().used();
         if let Some(rc) = &self.row_cache {
             let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);
             s.row_cache = rc.stats();

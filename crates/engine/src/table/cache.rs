@@ -6,6 +6,7 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
 use super::id_hash::IdHash;
+use super::point_budget::PointBudget;
 
 #[derive(Clone)]
 pub enum Cached {
@@ -35,6 +36,8 @@ pub struct BlockCache {
     /// Filter and index blocks are kept by their open table readers, not here
     /// (`Options::cache_filters_and_indexes` off).
     readers_keep_meta: bool,
+    /// What the readers' kept point indexes may take (see `point_budget`).
+    point_budget: PointBudget,
 }
 
 pub const KIND_FILTER: u64 = u64::MAX;
@@ -63,7 +66,21 @@ impl BlockCache {
         BlockCache {
             inner,
             readers_keep_meta: !meta_in_cache,
+            point_budget: PointBudget::new(u64::MAX),
         }
+    }
+
+    /// The same, with the readers' point indexes bounded to `bytes` together.
+    pub fn with_point_budget(self, bytes: u64) -> Self {
+        BlockCache {
+            point_budget: PointBudget::new(bytes),
+            ..self
+        }
+    }
+
+    /// The budget of the point indexes the table readers keep.
+    pub fn point_budget(&self) -> &PointBudget {
+        &self.point_budget
     }
 
     /// Whether table readers keep their filter and index block themselves.

@@ -24,7 +24,21 @@ pub struct MetaBlocks {
     index: OnceLock<Block>,
     /// The point index, read on first use when readers keep their meta blocks (`None`
     /// inside: the table has none, or it could not be read: gets take the long way).
-    point: OnceLock<Option<PointIndex>>,
+    point: OnceLock<Option<KeptPoint>>,
+}
+
+/// A kept point index and the bytes of the budget it holds.
+struct KeptPoint {
+    index: PointIndex,
+    charged: u64,
+}
+
+impl Drop for MetaBlocks {
+    fn drop(&mut self) {
+        if let Some(Some(kept)) = self.point.get() {
+            self.cache.point_budget().release(kept.charged);
+        }
+    }
 }
 
 impl MetaBlocks {
@@ -82,20 +96,40 @@ impl MetaBlocks {
         Ok(b)
     }
 
-    /// The point index, kept once `read`; `None` when the cache
-    /// holds the meta blocks (the point index is not cached: it only speeds gets up), or
-    /// when it fails to read or decode: a get then reads the data block, which answers the
-    /// same, or reports the corruption where it touches it.
-    pub fn point(&self, read: impl FnOnce() -> Result<Option<Bytes>>) -> Option<&PointIndex> {
+    /// The point index of `len` bytes, kept once `read` if the point budget has room for
+    /// it (else asked again at a later get); `None` when the cache holds the meta blocks
+    /// (the point index is not cached: it only speeds gets up), or when it fails to read or
+    /// decode: a get then reads the data block, which answers the same, or reports the
+    /// corruption where it touches it.
+    pub fn point(
+        &self,
+        len: u64,
+        read: impl FnOnce() -> Result<Option<Bytes>>,
+    ) -> Option<&PointIndex> {
+        if let Some(kept) = self.point.get() {
+            return kept.as_ref().map(|k| &k.index);
+        }
         if !self.cache.readers_keep_meta() {
             return None;
         }
-        self.point
-            .get_or_init(|| {
-                let raw = read().ok()??;
-                PointIndex::new(raw)
+        let budget = self.cache.point_budget();
+        if len > 0 && !budget.reserve(len) {
+            return None;
+        }
+        let mut mine = false;
+        let kept = self.point.get_or_init(|| {
+            mine = true;
+            let index = PointIndex::new(read().ok()??)?;
+            Some(KeptPoint {
+                index,
+                charged: len,
             })
-            .as_ref()
+        });
+        // Another reader's index won the race, or there is none: the bytes go back.
+        if !mine || kept.is_none() {
+            budget.release(len);
+        }
+        kept.as_ref().map(|k| &k.index)
     }
 
     /// The filter block, if kept (borrowed: no reference count touched).

@@ -15,6 +15,7 @@ mod format;
 mod id_hash;
 mod meta_blocks;
 mod open_cache;
+mod point_budget;
 mod point_index;
 mod reader;
 #[cfg(test)]

@@ -127,7 +127,7 @@ impl TableReader {
     /// The table's point index, if it has one and readers keep their meta blocks.
     pub fn point_index(&self, c: &Counters) -> Option<&super::point_index::PointIndex> {
         let h = self.footer.point;
-        self.meta.point(|| match h.len {
+        self.meta.point(u64::from(h.len), || match h.len {
             0 => Ok(None),
             _ => self.read_block(h, IoPurpose::Filter, c).map(Some),
         })

@@ -258,3 +258,68 @@ fn no_point_index_is_written_when_the_cache_holds_the_meta_blocks() {
     db.close().unwrap();
     drop(db);
 }
+
+/// Reads of data blocks that checking every key takes, and the point-index bytes kept after.
+fn reads_and_kept(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> (u64, u64) {
+    let before = data_reads(db);
+    check_all(db, model);
+    (data_reads(db) - before, db.stats().point_index_memory_bytes)
+}
+
+#[test]
+fn kept_point_indexes_stay_within_their_memory_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    let model = fill(&db);
+    db.close().unwrap();
+    drop(db);
+    let open = |budget: u64| {
+        let mut o = options(true);
+        o.point_index_memory_bytes = budget;
+        Db::open(dir.path(), o).unwrap()
+    };
+    // Unbounded: every table keeps its index.
+    let db = open(u64::MAX);
+    let (all_reads, all_kept) = reads_and_kept(&db, &model);
+    assert!(all_kept > 0);
+    db.close().unwrap();
+    drop(db);
+    // None kept: every found key reads its data block, and the answers are the same.
+    let db = open(0);
+    let (none_reads, none_kept) = reads_and_kept(&db, &model);
+    assert_eq!(none_kept, 0);
+    assert!(none_reads > all_reads * 3, "{none_reads} {all_reads}");
+    db.close().unwrap();
+    drop(db);
+    // Room for some: the kept bytes stay within it, and the tables that got theirs skip
+    // their data blocks.
+    let budget = all_kept / 2;
+    let db = open(budget);
+    let (some_reads, some_kept) = reads_and_kept(&db, &model);
+    assert!(
+        some_kept > 0 && some_kept <= budget,
+        "{some_kept} of {budget}"
+    );
+    assert!(some_reads < none_reads, "{some_reads} {none_reads}");
+    // Tables a compaction deletes give their bytes back: the new tables get indexes.
+    db.compact_all().unwrap();
+    let (after_reads, after_kept) = reads_and_kept(&db, &model);
+    assert!(
+        after_kept > 0 && after_kept <= budget,
+        "{after_kept} of {budget}"
+    );
+    assert!(after_reads < none_reads, "{after_reads} {none_reads}");
+    db.close().unwrap();
+    drop(db);
+    // One table open at a time: readers closed and opened again at every other get give
+    // their bytes back each time (else the count would pass all the tables' together).
+    let mut o = options(true);
+    o.max_open_files = 1;
+    let db = Db::open(dir.path(), o).unwrap();
+    let (_, churned) = reads_and_kept(&db, &model);
+    assert!(
+        churned <= all_kept,
+        "{churned} kept, {all_kept} in all the tables"
+    );
+    db.close().unwrap();
+}
