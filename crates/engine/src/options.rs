@@ -87,7 +87,9 @@ pub struct Options {
     /// Bytes the open tables' point indexes may hold in memory together (default 256 MiB:
     /// some 12 million keys' worth). A table whose index does not fit keeps none until
     /// another's is given back (its table deleted or closed); its gets take the long way
-    /// meanwhile. 0 keeps none.
+    /// meanwhile (a freed share goes to whichever table asks first; an index larger than
+    /// the whole budget never fits). Tables deleted while an iterator or snapshot still
+    /// reads them keep theirs until it ends. 0: none kept, and none built.
     pub point_index_memory_bytes: u64,
     /// Bits of a key's hash its point-index fingerprint keeps (default 32). Tests lower it
     /// so that keys share fingerprints and gets check the records and take the long way.

@@ -168,8 +168,9 @@ pub struct DbStats {
     pub snapshots: usize,
     /// The row cache: size, hits and misses (every namespace's), inserts, evictions.
     pub row_cache: crate::row_cache::RowCacheStats,
-    /// Bytes of point indexes the open tables keep now, within
-    /// `Options::point_index_memory_bytes`.
+    /// Bytes of the point-index budget taken now (`Options::point_index_memory_bytes`): the
+    /// indexes open table readers keep (tables deleted while an iterator still reads them
+    /// included), and reads of one under way.
     pub point_index_memory_bytes: u64,
 }
 

@@ -103,12 +103,13 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
     }
     let page_size = storage.page_size();
     let counters = Arc::new(Counters::new(page_size).timing_steps(options.time_get_steps));
+    let block_cache = Arc::new(
+        BlockCache::with_meta(options.cache_bytes, options.cache_filters_and_indexes)
+            .with_point_budget(options.point_index_memory_bytes),
+    );
     let ctx = TableCtx::new(
         storage.clone(),
-        Arc::new(
-            BlockCache::with_meta(options.cache_bytes, options.cache_filters_and_indexes)
-                .with_point_budget(options.point_index_memory_bytes),
-        ),
+        block_cache.clone(),
         counters.clone(),
         options.max_open_files,
     );
@@ -166,6 +167,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         bg: Background::default(),
         closed: AtomicBool::new(false),
         opening_inline: AtomicBool::new(options.background_runner.is_some()),
+        block_cache,
         opened: std::time::Instant::now(),
         uptime: crate::uptime::Uptime::new(),
         last_write_ms: AtomicU64::new(0),

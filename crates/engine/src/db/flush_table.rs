@@ -22,8 +22,11 @@ pub(super) fn output_params(opts: &Options, target_table_bytes: u64) -> OutputPa
         block_size: opts.block_size,
         bits_per_key: opts.filter_bits_per_key,
         hash_index: opts.block_hash_index,
-        // Readers use a point index only when they keep their meta blocks.
-        point_index: (opts.point_index && !opts.cache_filters_and_indexes)
+        // Readers use a point index only when they keep their meta blocks, and have room
+        // to keep some.
+        point_index: (opts.point_index
+            && !opts.cache_filters_and_indexes
+            && opts.point_index_memory_bytes > 0)
             .then_some(opts.point_index_fingerprint_bits),
         target_table_bytes,
         split_by_namespace: opts.layout == Layout::PerNamespace,

@@ -62,6 +62,8 @@ pub(super) struct Inner {
     /// The open is under way with a background runner, which runs nothing before it returns:
     /// flushes the open needs (an unfinished backfill's) run on the opening thread.
     pub(super) opening_inline: AtomicBool,
+    /// The block cache the tables share (also the budget of their kept point indexes).
+    pub(super) block_cache: Arc<crate::table::BlockCache>,
     pub(super) opened: std::time::Instant,
     /// Milliseconds since the opening, on a clock cheap enough to read every commit group.
     pub(super) uptime: crate::uptime::Uptime,
@@ -364,7 +366,7 @@ impl Inner {
         s.nand = self.storage.nand_stats();
         self.pins().reap();
         s.snapshots = self.snapshots.count();
-        s.point_index_memory_bytes = self.versions.lock().block_cache().point_budget().used();
+        s.point_index_memory_bytes = self.block_cache.point_budget().used();
         if let Some(rc) = &self.row_cache {
             let (hits, misses) = (s.row_cache.hits, s.row_cache.misses);
             s.row_cache = rc.stats();

@@ -37,7 +37,8 @@ impl PointBudget {
 
     /// Gives back `bytes` a [`reserve`](Self::reserve) took.
     pub fn release(&self, bytes: u64) {
-        self.used.fetch_sub(bytes, Ordering::AcqRel);
+        let before = self.used.fetch_sub(bytes, Ordering::AcqRel);
+        debug_assert!(before >= bytes, "point budget released {bytes} of {before}");
     }
 
     /// Bytes taken now.

@@ -162,11 +162,6 @@ impl VersionSet {
         }))
     }
 
-    /// The block cache the tables share (and the budget of their kept point indexes).
-    pub fn block_cache(&self) -> &crate::table::BlockCache {
-        &self.ctx.cache
-    }
-
     /// Starts a fresh manifest holding `version` and makes `CURRENT` point at it.
     pub fn create(ctx: TableCtx, r: Recovered) -> Result<VersionSet> {
         let Recovered {
