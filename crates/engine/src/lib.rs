@@ -14,6 +14,7 @@ mod coding;
 mod compaction;
 mod db;
 mod error;
+mod id_hash;
 mod index;
 mod index_def;
 mod index_kind;

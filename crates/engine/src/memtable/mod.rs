@@ -8,7 +8,6 @@ use crossbeam_skiplist::SkipMap;
 use key_filter::KeyFilter;
 use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -119,26 +118,6 @@ pub struct MemValue {
     pub addr: ValueAddr,
 }
 
-/// Hashes a namespace id for the per-put `charged` map: ids are the engine's own (a
-/// counter), so a multiply spreads them; SipHash's defence against chosen keys is not needed
-/// and cost a put some 25 ns.
-#[derive(Default)]
-struct NsHasher(u64);
-
-impl Hasher for NsHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = (u64::from(n) ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
 /// Per-entry bookkeeping charged against the memtable budget besides key and value bytes.
 const ENTRY_OVERHEAD: usize = 64;
 
@@ -150,7 +129,8 @@ pub struct Memtable {
     /// Bytes of puts written into it per namespace (keys, values, index entries), counted
     /// as new, less the versions a capacity check found they replace (so it may go below
     /// zero): what a capacity check adds to the usage of the last flush.
-    charged: parking_lot::Mutex<HashMap<crate::key::Nsid, i64, BuildHasherDefault<NsHasher>>>,
+    /// Keyed by the engine's own ids: `IdHash`, not SipHash (a cost on every put).
+    charged: parking_lot::Mutex<HashMap<crate::key::Nsid, i64, crate::id_hash::IdHash>>,
     /// The last map of key hashes queries took per namespace, and the visible seqno up to
     /// which it holds every version (see `key_hashes`).
     key_hashes: parking_lot::Mutex<HashMap<crate::key::Nsid, (SeqNo, Arc<KeyHashes>)>>,

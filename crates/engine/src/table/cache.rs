@@ -5,8 +5,8 @@ use bytes::Bytes;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
-use super::id_hash::IdHash;
 use super::point_budget::PointBudget;
+use crate::id_hash::IdHash;
 
 #[derive(Clone)]
 pub enum Cached {

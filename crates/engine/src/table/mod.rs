@@ -12,7 +12,6 @@ mod builder;
 mod cache;
 pub mod filter;
 mod format;
-mod id_hash;
 mod meta_blocks;
 mod open_cache;
 mod point_budget;

@@ -10,9 +10,9 @@
 //! again. Blocks stay in the [`BlockCache`](super::cache::BlockCache) across a re-open (table ids
 //! are never reused), so a re-open reads only the footer and the namespace table.
 
-use super::id_hash::IdHash;
 use super::reader::TableReader;
 use crate::error::{Error, Result};
+use crate::id_hash::IdHash;
 use crate::storage::RandomAccessFile;
 use quick_cache::sync::Cache;
 use quick_cache::UnitWeighter;

@@ -1,9 +1,9 @@
 //! The memory the open tables' point indexes may take together
 //! (`Options::point_index_memory_bytes`). A point index is kept by its table's reader once
 //! read (about 21 bytes a key), so without a bound the readers would hold some 21 bytes of
-//! every key in the open tables. A table whose index does not fit reads it again at a later
-//! get, when another's has been given back; until then its gets take the long way (the data
-//! block), which answers the same.
+//! every key in the open tables. A table whose index does not fit asks again at later gets,
+//! and has it once another's has been given back and the room is still there; until then its
+//! gets take the long way (the data block), which answers the same.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,7 +1,7 @@
-//! The hash of the engine's caches, whose keys are numbers the engine makes (table and
-//! segment ids, block offsets), never a client's bytes: a multiply per word and a final mix,
-//! in place of ahash (the caches' default), which brought zerocopy and its derive macro into
-//! every build.
+//! The hash of the engine's caches and maps whose keys are numbers the engine makes (table
+//! and segment ids, block offsets, namespace ids), never a client's bytes: a multiply per
+//! word and a final mix, in place of ahash (the caches' default), which brought zerocopy and
+//! its derive macro into every build, and of SipHash.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
