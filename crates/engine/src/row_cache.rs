@@ -13,6 +13,10 @@
 //! Only reads of the latest state fill it or are answered by it (`Reader::get`, `get_many`
 //! without a snapshot); reads at a snapshot go to the tree.
 //!
+//! Admission. A value is cached at its key's second miss, not its first
+//! ([`doorkeeper`](self::doorkeeper)): a pass over keys each read once costs a bit a miss
+//! instead of a copy and an eviction, and leaves the entries hot keys earned in place.
+//!
 //! Staleness. Every write of a key calls [`RowCache::invalidate`] with its seqno before that
 //! seqno becomes visible to readers (under the writer lock, before `visible_seq` moves). The
 //! race left is a reader that read the old value at seqno `s` and inserts it after the write
@@ -29,7 +33,10 @@
 //! sits in a memtable that super version lacks, and the old value cached at that write's
 //! seqno passed the fence and stayed stale (`db/read_tests.rs`).
 
+mod doorkeeper;
+
 use crate::key::{Nsid, SeqNo};
+use doorkeeper::Doorkeeper;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use serde::Serialize;
@@ -53,6 +60,10 @@ const MIN_SHARD: u64 = 1 << 20;
 /// Fence buckets per shard (see the module's comment).
 const FENCES: usize = 256;
 
+/// The bytes of an entry the doorkeeper is sized by: its overhead and 128 bytes of key and
+/// value (a cache of larger values gets a longer window of misses, not a worse one).
+const TYPICAL_ENTRY: u64 = ENTRY_OVERHEAD + 128;
+
 /// The row cache's counters and size (`DbStats::row_cache`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RowCacheStats {
@@ -68,6 +79,9 @@ pub struct RowCacheStats {
     pub misses: u64,
     /// Values put into the cache.
     pub inserts: u64,
+    /// Values read and not cached because it was their key's first miss in the
+    /// doorkeeper's window (a value is cached at its key's second miss).
+    pub deferred: u64,
     /// Entries evicted to make room (not counting those writes invalidated).
     pub evictions: u64,
 }
@@ -148,6 +162,7 @@ pub(crate) struct RowCache {
     mask: usize,
     shard_capacity: u64,
     capacity: u64,
+    doorkeeper: Doorkeeper,
 }
 
 fn hash_of(ns: Nsid, key: &[u8]) -> u64 {
@@ -176,6 +191,7 @@ impl RowCache {
             mask: n - 1,
             shard_capacity: capacity / n as u64,
             capacity,
+            doorkeeper: Doorkeeper::new(capacity / TYPICAL_ENTRY),
         })
     }
 
@@ -201,15 +217,18 @@ impl RowCache {
         Some(e.value.clone())
     }
 
-    /// Caches `value` of `(ns, key)` as read at seqno `read_seq`, unless a write of a key of
-    /// its fence bucket newer than `read_seq` was invalidated since (the module's comment),
-    /// or it is too large.
+    /// Caches `value` of `(ns, key)` as read at seqno `read_seq`, unless it is its key's
+    /// first miss, a write of a key of its fence bucket newer than `read_seq` was
+    /// invalidated since (the module's comment), or it is too large.
     pub(crate) fn insert(&self, ns: Nsid, key: &[u8], value: &[u8], read_seq: SeqNo) {
         let charge = (key.len() + value.len()) as u64 + ENTRY_OVERHEAD;
         if value.len() > MAX_VALUE || charge > self.shard_capacity / 8 {
             return;
         }
         let hash = hash_of(ns, key);
+        if !self.doorkeeper.seen(hash) {
+            return;
+        }
         let mut shard = self.shard(hash).write();
         if shard.fences[hash as usize % FENCES] > read_seq {
             return;
@@ -270,6 +289,7 @@ impl RowCache {
     pub(crate) fn stats(&self) -> RowCacheStats {
         let mut s = RowCacheStats {
             capacity_bytes: self.capacity,
+            deferred: self.doorkeeper.deferred(),
             ..RowCacheStats::default()
         };
         for shard in self.shards.iter() {
@@ -292,6 +312,8 @@ mod tests {
         let c = RowCache::new(1 << 20).unwrap();
         assert_eq!(c.get(1, b"k"), None);
         c.insert(1, b"k", b"v", 5);
+        assert_eq!(c.get(1, b"k"), None, "a first miss is not cached");
+        c.insert(1, b"k", b"v", 5);
         assert_eq!(c.get(1, b"k").as_deref(), Some(&b"v"[..]));
         assert_eq!(c.get(2, b"k"), None, "namespaces are apart");
         c.invalidate(1, b"k", 6);
@@ -302,7 +324,7 @@ mod tests {
         c.insert(1, b"k", b"new", 6);
         assert_eq!(c.get(1, b"k").as_deref(), Some(&b"new"[..]));
         let s = c.stats();
-        assert_eq!((s.entries, s.inserts, s.evictions), (1, 2, 0));
+        assert_eq!((s.entries, s.inserts, s.evictions, s.deferred), (1, 2, 0, 1));
         assert_eq!(s.bytes, 1 + 3 + ENTRY_OVERHEAD);
     }
 
@@ -312,6 +334,7 @@ mod tests {
         let c = RowCache::new(cap).unwrap();
         let v = [7u8; 96];
         for i in 0u32..100 {
+            c.insert(0, &i.to_be_bytes(), &v, 0);
             c.insert(0, &i.to_be_bytes(), &v, 0);
             // Key 0 is read all along: CLOCK keeps it.
             assert!(c.get(0, &0u32.to_be_bytes()).is_some(), "after {i}");
@@ -328,8 +351,10 @@ mod tests {
         c.insert(1, b"big", &vec![0; MAX_VALUE + 1], 0);
         assert_eq!(c.get(1, b"big"), None);
         for i in 0u32..50 {
-            c.insert(1, &i.to_be_bytes(), b"a", 0);
-            c.insert(2, &i.to_be_bytes(), b"b", 0);
+            for _ in 0..2 {
+                c.insert(1, &i.to_be_bytes(), b"a", 0);
+                c.insert(2, &i.to_be_bytes(), b"b", 0);
+            }
         }
         c.drop_namespace(1);
         assert_eq!(c.stats().entries, 50);

@@ -199,7 +199,7 @@ fn encode_engine(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), st
 /// The row cache's counters and gauges (`DbStats::row_cache`).
 fn encode_row_cache(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     let rc = &db.row_cache;
-    let counters: [(&str, &str, u64); 4] = [
+    let counters: [(&str, &str, u64); 5] = [
         (
             "cerberus_row_cache_hits",
             "Gets the row cache answered.",
@@ -214,6 +214,11 @@ fn encode_row_cache(db: &DbStats, encoder: &mut DescriptorEncoder) -> Result<(),
             "cerberus_row_cache_inserts",
             "Values put into the row cache.",
             rc.inserts,
+        ),
+        (
+            "cerberus_row_cache_deferred",
+            "Values read and not cached: their key's first miss (cached at the second).",
+            rc.deferred,
         ),
         (
             "cerberus_row_cache_evictions",

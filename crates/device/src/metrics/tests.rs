@@ -90,6 +90,7 @@ fn row_cache_series_come_from_the_engine_stats() {
     now.db.row_cache.hits = 7;
     now.db.row_cache.misses = 3;
     now.db.row_cache.evictions = 2;
+    now.db.row_cache.deferred = 5;
     now.db.row_cache.bytes = 4096;
     now.db.row_cache.capacity_bytes = 256 << 20;
     let text = Metrics::default().encode(now);
@@ -98,6 +99,7 @@ fn row_cache_series_come_from_the_engine_stats() {
         "cerberus_row_cache_misses_total 3",
         "cerberus_row_cache_inserts_total 0",
         "cerberus_row_cache_evictions_total 2",
+        "cerberus_row_cache_deferred_total 5",
         "cerberus_row_cache_bytes 4096",
         "cerberus_row_cache_capacity_bytes 268435456",
     ] {

@@ -21,6 +21,9 @@ fn a_get_racing_a_memtable_switch_never_caches_the_value_it_replaced() {
         .unwrap();
     let ns = db.create_namespace("t").unwrap();
     ns.put(b"k", b"old").unwrap();
+    // The key's first miss: not cached (the doorkeeper), so the racing get below, its
+    // second, is the one that fills the cache.
+    assert_eq!(ns.get(b"k").unwrap().as_deref(), Some(&b"old"[..]));
     let (writer, once) = (ns.clone(), AtomicBool::new(false));
     *db.inner.hooks.after_super_version.lock() = Some(Box::new(move |inner| {
         if !once.swap(true, Ordering::SeqCst) {

@@ -1,6 +1,8 @@
 //! Aggregates (count, min, max, sum, avg) over the records meeting a filter.
 
-use super::exec::{for_each_match, Records, Wants};
+use super::exec::for_each_match;
+use super::matcher::Wants;
+use super::records::Records;
 use super::filter::{Filter, KeyRange};
 use super::plan::{Access, Plan};
 use super::stats::QueryStats;

@@ -1,6 +1,7 @@
 //! Aggregates and top-K over records held in memory (a scan: no index).
 
 use super::*;
+use crate::key::{SeqNo, ValueAddr};
 use crate::query::{aggregate, top_k, Aggregate, KeyRange, Ranked, TopSpec};
 use serde_json::Value;
 

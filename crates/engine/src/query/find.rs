@@ -7,7 +7,9 @@
 //! to, and a checksum: given with another namespace, another filter, or after its index was
 //! dropped, it is refused with a clear error.
 
-use super::exec::{for_each_match, Records, Wants};
+use super::exec::for_each_match;
+use super::matcher::Wants;
+use super::records::Records;
 use super::filter::Filter;
 use super::plan::{Access, Plan};
 use super::result::QueryResult;

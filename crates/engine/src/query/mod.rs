@@ -6,17 +6,18 @@ mod aggregate;
 mod doc;
 mod exec;
 mod filter;
+mod matcher;
 mod find;
 mod plan;
+mod records;
 mod result;
 mod stats;
 mod top;
 
 pub use aggregate::{aggregate, counted_in_index, Aggregate, Tally};
-pub use exec::{
-    entry_parts, for_each_entry, for_each_match, index_decides, EntryBatch, EntryVisitor, Records,
-    Wants,
-};
+pub use exec::{for_each_entry, for_each_match, index_decides};
+pub use matcher::Wants;
+pub use records::{entry_parts, EntryBatch, EntryVisitor, Records};
 pub use filter::{Condition, Filter, KeyRange};
 pub use find::{find_page, fingerprint, Continuation, Found, PageRequest, DEFAULT_PAGE_BYTES};
 pub use plan::{index_ranges, plan, Access, IndexChoice, Plan};

@@ -1,6 +1,8 @@
 //! Top-K: the records meeting a filter with the largest (or smallest) values of an attribute.
 
-use super::exec::{for_each_match, EntryBatch, EntryVisitor, Match, Records, Wants};
+use super::exec::for_each_match;
+use super::matcher::{Match, Wants};
+use super::records::{EntryBatch, EntryVisitor, Records};
 use super::filter::{Filter, KeyRange};
 use super::plan::{Access, Plan};
 use super::stats::QueryStats;
