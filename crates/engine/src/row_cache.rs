@@ -36,8 +36,8 @@
 mod doorkeeper;
 
 use crate::key::{Nsid, SeqNo};
-use doorkeeper::Doorkeeper;
 use bytes::Bytes;
+use doorkeeper::Doorkeeper;
 use parking_lot::RwLock;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -324,7 +324,10 @@ mod tests {
         c.insert(1, b"k", b"new", 6);
         assert_eq!(c.get(1, b"k").as_deref(), Some(&b"new"[..]));
         let s = c.stats();
-        assert_eq!((s.entries, s.inserts, s.evictions, s.deferred), (1, 2, 0, 1));
+        assert_eq!(
+            (s.entries, s.inserts, s.evictions, s.deferred),
+            (1, 2, 0, 1)
+        );
         assert_eq!(s.bytes, 1 + 3 + ENTRY_OVERHEAD);
     }
 

@@ -1,10 +1,10 @@
 //! Aggregates (count, min, max, sum, avg) over the records meeting a filter.
 
 use super::exec::for_each_match;
-use super::matcher::Wants;
-use super::records::Records;
 use super::filter::{Filter, KeyRange};
+use super::matcher::Wants;
 use super::plan::{Access, Plan};
+use super::records::Records;
 use super::stats::QueryStats;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, AttrValue, IndexKind, Number, Scalar};

@@ -8,10 +8,10 @@
 //! dropped, it is refused with a clear error.
 
 use super::exec::for_each_match;
-use super::matcher::Wants;
-use super::records::Records;
 use super::filter::Filter;
+use super::matcher::Wants;
 use super::plan::{Access, Plan};
+use super::records::Records;
 use super::result::QueryResult;
 use super::stats::QueryStats;
 use crate::coding::{put_varint, Cursor};

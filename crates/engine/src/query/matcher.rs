@@ -4,8 +4,8 @@
 //! secondary key decides the filter ([`EntryMatcher`]).
 
 use super::doc::Doc;
-use super::records::{Entry, Records};
 use super::filter::Filter;
+use super::records::{Entry, Records};
 use super::stats::QueryStats;
 use crate::error::{Error, Result};
 use crate::index::{AttrPath, AttrValue, PathSet, Scalar};

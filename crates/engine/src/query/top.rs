@@ -1,10 +1,11 @@
 //! Top-K: the records meeting a filter with the largest (or smallest) values of an attribute.
 
 use super::exec::for_each_match;
-use super::matcher::{Match, Wants};
-use super::records::{EntryBatch, EntryVisitor, Records};
 use super::filter::{Filter, KeyRange};
+use super::from_top::matches_from_top;
+use super::matcher::{Match, Wants};
 use super::plan::{Access, Plan};
+use super::records::{EntryBatch, EntryVisitor, Records};
 use super::stats::QueryStats;
 use crate::error::Result;
 use crate::index::{AttrPath, AttrValue, IndexKind, Scalar};
@@ -12,6 +13,7 @@ use crate::key::{Nsid, SeqNo, ValueAddr};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -263,9 +265,11 @@ pub fn top_k_ranked(
     budget: Option<u64>,
     stats: &mut QueryStats,
 ) -> Result<Option<Vec<Ranked>>> {
-    let mut best = Best::new(spec);
+    // Shared by the walk from a piece's top, which asks whether an entry can still take a
+    // place before it reads the entry's record, and the offers of the records it reads.
+    let best = RefCell::new(Best::new(spec));
     if spec.k == 0 || index.ranges.is_empty() {
-        return Ok(Some(best.finish(stats)));
+        return Ok(Some(best.into_inner().finish(stats)));
     }
     let mut bounds = PieceBounds::new(index, spec.desc);
     let mut budgeted = Budgeted {
@@ -274,7 +278,7 @@ pub fn top_k_ranked(
         exhausted: false,
     };
     let by = [&spec.by];
-    let wants = best.wants(&by);
+    let wants = best.borrow().wants(&by);
     // The piece's far end: `None` is the end of the ranges.
     let mut from: Option<Vec<u8>> = None;
     let (mut taken, mut step) = (0, 1);
@@ -300,27 +304,41 @@ pub fn top_k_ranked(
             },
             estimate: None,
         };
-        // Smallest first, matches come in rank order (secondary key, then pk): the first
-        // `k` are the answer.
-        for_each_match(
-            &mut budgeted,
-            filter,
-            &plan,
-            None,
-            None,
-            wants,
-            stats,
-            &mut |m| {
-                best.offer(&m);
-                Ok(spec.desc || best.heap.len() < spec.k)
-            },
-        )?;
+        let offer = &mut |m: Match<'_>| {
+            let mut best = best.borrow_mut();
+            best.offer(&m);
+            // Smallest first, matches come in rank order (secondary key, then pk): the
+            // first `k` are the answer.
+            Ok(spec.desc || best.heap.len() < spec.k)
+        };
+        let through = match (spec.desc, &to) {
+            // Largest first in a piece bounded below: from its top, and no record read for
+            // an entry that can take no place (`from_top.rs`). The rest of the range, in
+            // one piece (no bounds known), is walked forward.
+            (true, Some(_)) => {
+                let go_on = &mut |key: &[u8]| !best.borrow().settled_past(key);
+                matches_from_top(&mut budgeted, filter, &plan, wants, stats, go_on, offer)?
+            }
+            _ => {
+                for_each_match(
+                    &mut budgeted,
+                    filter,
+                    &plan,
+                    None,
+                    None,
+                    wants,
+                    stats,
+                    offer,
+                )?;
+                true
+            }
+        };
         if budgeted.exhausted {
             return Ok(None);
         }
         match to {
-            Some(b) if !best.settled_past(&b) => from = Some(b),
-            _ => return Ok(Some(best.finish(stats))),
+            Some(b) if through && !best.borrow().settled_past(&b) => from = Some(b),
+            _ => return Ok(Some(best.into_inner().finish(stats))),
         }
     }
 }

@@ -126,6 +126,37 @@ fn a_top_k_through_the_ranked_index_reads_few_records() {
     }
 }
 
+/// Largest first, a piece of the index is walked from its top and a record read only for an
+/// entry that can still take a place: about the entries above the answer's worst (those
+/// meeting the filter one in three here, its key's ties), not every entry of the piece (a
+/// walk forward through it read all of a table block's, some 100 for k = 10).
+#[test]
+fn a_top_k_largest_first_reads_no_record_below_its_answer() {
+    for kind in [IndexKind::Vas, IndexKind::Classic] {
+        let db = open();
+        let ns = db.create_namespace("flights").unwrap();
+        ns.create_index("origin", kind).unwrap();
+        ns.create_index("delay", kind).unwrap();
+        let model = load(&ns, &db);
+        db.flush().unwrap();
+        for (origin, k) in [("LGA", 10), ("JFK", 1), ("EWR", 40)] {
+            let (ranked, _, reads) = top(&ns, Some(origin), true, k);
+            let want = reference(&model, Some(origin), true, k);
+            assert_eq!(got(&ranked), want, "{kind:?} {origin}");
+            // Every record whose delay is at least the answer's worst: 10 a delay value.
+            let worst = want.last().unwrap().1;
+            let above = model
+                .values()
+                .filter(|v| v["delay"].as_i64().unwrap() >= worst)
+                .count() as u64;
+            assert!(
+                reads <= above,
+                "{kind:?} {origin} k {k}: {reads} reads, {above} above"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_ranked_walk_gives_up_when_the_filter_is_rare_among_the_top() {
     let db = open();

@@ -1,0 +1,106 @@
+//! A piece of an index walked from its top, as a top-K largest first needs: the piece's live
+//! entries are gathered in the order the index keeps them (index blocks only, no record
+//! read), then visited last first, and a record is read only for an entry the caller still
+//! wants. A walk forward through the piece read the record of every entry in it, though
+//! those below the `k`-th best can take no place.
+//!
+//! The pieces are bounded (a ranked walk's pieces end at table block ends, a few blocks of
+//! each table: `top.rs`), so what is gathered is too. Each entry visited is charged as a
+//! walk forward charges it (`Records::examine_entry`), the ones gathered and never visited
+//! are not: a work limit is charged what a walk from the top would be, but a walk under one
+//! is given no piece bounds and never comes here (`db/records.rs`, `piece_bounds`).
+
+use super::exec::index_decides;
+use super::filter::Filter;
+use super::matcher::{EntryMatcher, Match, RecordMatcher, Wants};
+use super::plan::{Access, Plan};
+use super::records::{entry_parts, Entry, EntryBatch, Records, MAX_BATCH};
+use super::stats::QueryStats;
+use crate::error::{Error, Result};
+use crate::index::{decode_payload, IndexKind};
+use bytes::Bytes;
+
+/// Record reads issued ahead at a time where the store reads ahead (a modeled device).
+const AHEAD: usize = 16;
+
+/// Calls `f` with each record of the plan's index walk that meets `filter`, last first.
+/// Before an entry is visited (its record read) `go_on` is asked with its key: false ends
+/// the walk there, as does `f` returning false. Returns whether it went through the piece.
+#[allow(clippy::too_many_arguments)]
+pub fn matches_from_top(
+    records: &mut dyn Records,
+    filter: &Filter,
+    plan: &Plan,
+    wants: Wants<'_>,
+    stats: &mut QueryStats,
+    go_on: &mut dyn FnMut(&[u8]) -> bool,
+    f: &mut dyn FnMut(Match<'_>) -> Result<bool>,
+) -> Result<bool> {
+    let Access::Index {
+        id,
+        attr,
+        kind,
+        ranges,
+    } = &plan.access
+    else {
+        return Err(Error::InvalidQuery("no index to walk from its top".into()));
+    };
+    let mut piece = EntryBatch::default();
+    let mut batch = EntryBatch::default();
+    for range in ranges {
+        let mut from: Option<Vec<u8>> = None;
+        loop {
+            records.index_entries(*id, range, from.as_deref(), MAX_BATCH, &mut batch, stats)?;
+            for (key, payload) in batch.iter() {
+                let (_, pk, seq) = entry_parts(*kind, key, payload)?;
+                if !records.superseded(pk, seq, stats)? {
+                    piece.push(key, payload);
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                break;
+            }
+            from = batch.last_key().map(<[u8]>::to_vec);
+        }
+    }
+    let entries: Vec<(&[u8], &[u8])> = piece.iter().collect();
+    let decides = index_decides(filter, attr, &wants);
+    let mut by_entry = EntryMatcher::new(filter, &wants);
+    let by_record = RecordMatcher::new(filter, attr, &wants);
+    let ahead = !decides && *kind == IndexKind::Vas && records.reads_ahead();
+    // Entries from this index down have had their reads issued.
+    let mut issued = entries.len();
+    let malformed = || Error::corruption("index", 0, "malformed secondary index entry");
+    for i in (0..entries.len()).rev() {
+        let (key, payload) = entries[i];
+        if !go_on(key) {
+            return Ok(false);
+        }
+        let (sk, pk, _) = entry_parts(*kind, key, payload)?;
+        records.examine_entry()?;
+        let more = match decides {
+            true => by_entry.visit(key, sk, pk, stats, f)?,
+            false => {
+                let (addr, _) = decode_payload(*kind, payload).ok_or_else(malformed)?;
+                if ahead && i < issued {
+                    let from = issued.saturating_sub(AHEAD);
+                    let mut reads = Vec::with_capacity(issued - from);
+                    for &(k, p) in entries[from..issued].iter().rev() {
+                        let (_, pk, _) = entry_parts(*kind, k, p)?;
+                        if let (Some(addr), _) = decode_payload(*kind, p).ok_or_else(malformed)? {
+                            reads.push((Bytes::copy_from_slice(pk), addr));
+                        }
+                    }
+                    records.prefetch(&reads);
+                    issued = from;
+                }
+                let e = Entry { key, sk, pk, addr };
+                by_record.visit(records, e, stats, f)?
+            }
+        };
+        if !more {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
