@@ -364,4 +364,14 @@ mod tests {
         assert_eq!(c.get(1, &3u32.to_be_bytes()), None);
         assert!(c.get(2, &3u32.to_be_bytes()).is_some());
     }
+
+    /// A budget far past the machine's memory opens (nothing is sized from it up front but
+    /// the doorkeeper, which stops at 1 MiB).
+    #[test]
+    fn a_huge_budget_opens() {
+        let c = RowCache::new(1 << 50).unwrap();
+        c.insert(1, b"k", b"v", 0);
+        c.insert(1, b"k", b"v", 0);
+        assert_eq!(c.get(1, b"k").as_deref(), Some(&b"v"[..]));
+    }
 }

@@ -4,12 +4,13 @@
 //! costs a bit per miss instead of a copy, a shard's write lock and an eviction, and pushes
 //! out nothing a hot key had earned; a key read twice within the window is cached.
 //!
-//! One bit per key hash in a set of atomic words, no lock. The set is cleared whole once
-//! as many bits are set as the cache holds entries (a window of about one cache's worth of
-//! misses), with eight bits per entry, so a key never seen passes as seen (a hash sharing
-//! its bit) at most one time in eight. Clearing races with setting: a bit set during a clear
-//! may be lost (that key is cached a miss later) and the count may drift by the racing few;
-//! both only move when a value is cached, never what a get answers.
+//! One bit per key hash in a set of atomic words, no lock: eight bits per entry the cache
+//! holds, at most 1 MiB. The set is cleared whole once an eighth of its bits are set (a
+//! window of about one cache's worth of first misses, a million at most), so a key never
+//! seen passes as seen (a hash sharing its bit) at most one time in eight. Clearing races
+//! with setting: a bit set during a clear may be lost (that key is cached a miss later) and
+//! the count of bits set may drift by the racing few; both only move when a value is
+//! cached, never what a get answers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,6 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const BITS_PER_ENTRY: u64 = 8;
 /// The fewest bits kept, so a small cache still remembers a few thousand misses.
 const MIN_BITS: u64 = 1 << 12;
+/// The most (1 MiB, what the device's default 256 MiB cache takes): a larger cache keeps a
+/// window of a million first misses, not one of its own size. The set is allocated whole at
+/// open and cleared whole inside a miss, so neither grows with the cache's budget.
+const MAX_BITS: u64 = 1 << 23;
 
 pub(super) struct Doorkeeper {
     words: Box<[AtomicU64]>,
@@ -26,22 +31,25 @@ pub(super) struct Doorkeeper {
     set: AtomicU64,
     /// Clear when `set` reaches this.
     limit: u64,
-    /// Bits set before the clears so far: `deferred()` counts every first miss.
-    cleared: AtomicU64,
+    /// First misses so far (a counter of its own: one derived from `set` would go down
+    /// for a moment at each clear, and a Prometheus counter must never).
+    deferred: AtomicU64,
 }
 
 impl Doorkeeper {
     /// A doorkeeper for a cache of about `entries` entries.
     pub(super) fn new(entries: u64) -> Doorkeeper {
-        let bits = (entries.max(1) * BITS_PER_ENTRY)
-            .max(MIN_BITS)
+        let bits = entries
+            .max(1)
+            .saturating_mul(BITS_PER_ENTRY)
+            .clamp(MIN_BITS, MAX_BITS)
             .next_power_of_two();
         Doorkeeper {
             words: (0..bits / 64).map(|_| AtomicU64::new(0)).collect(),
             mask: bits - 1,
             set: AtomicU64::new(0),
             limit: bits / BITS_PER_ENTRY,
-            cleared: AtomicU64::new(0),
+            deferred: AtomicU64::new(0),
         }
     }
 
@@ -59,6 +67,7 @@ impl Doorkeeper {
         if word.fetch_or(mask, Ordering::Relaxed) & mask != 0 {
             return true;
         }
+        self.deferred.fetch_add(1, Ordering::Relaxed);
         if self.set.fetch_add(1, Ordering::Relaxed) + 1 >= self.limit {
             self.clear();
         }
@@ -66,8 +75,7 @@ impl Doorkeeper {
     }
 
     fn clear(&self) {
-        let was = self.set.swap(0, Ordering::Relaxed);
-        self.cleared.fetch_add(was, Ordering::Relaxed);
+        self.set.store(0, Ordering::Relaxed);
         for w in self.words.iter() {
             w.store(0, Ordering::Relaxed);
         }
@@ -76,13 +84,14 @@ impl Doorkeeper {
     /// First misses so far: values read and not cached because their key had not missed
     /// since the last clear.
     pub(super) fn deferred(&self) -> u64 {
-        self.cleared.load(Ordering::Relaxed) + self.set.load(Ordering::Relaxed)
+        self.deferred.load(Ordering::Relaxed)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn a_hash_is_seen_the_second_time() {
@@ -127,5 +136,41 @@ mod tests {
         // reached): some 140 of 2,000 expected.
         let false_seen = (0..2_000).filter(|_| d.seen(next())).count();
         assert!(false_seen < 250, "{false_seen}");
+    }
+
+    #[test]
+    fn its_size_is_bounded_whatever_the_cache() {
+        assert_eq!(Doorkeeper::new(0).words.len() as u64 * 64, MIN_BITS);
+        assert_eq!(Doorkeeper::new(u64::MAX).words.len() as u64 * 64, MAX_BITS);
+        assert_eq!(Doorkeeper::new(1 << 20).words.len() as u64 * 64, 1 << 23);
+    }
+
+    /// `deferred` backs a Prometheus counter: it never goes down while clears happen (the
+    /// smallest doorkeeper clears every 512 first misses).
+    #[test]
+    fn deferred_never_goes_down() {
+        let d = Doorkeeper::new(0);
+        let stop = AtomicBool::new(false);
+        let mut fell = None;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    d.seen(i << 8);
+                    i += 1;
+                }
+            });
+            let mut last = 0;
+            while d.deferred() < 5_000_000 {
+                let now = d.deferred();
+                if now < last {
+                    fell = Some((last, now));
+                    break;
+                }
+                last = now;
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(fell, None, "deferred went down (from, to)");
     }
 }
