@@ -28,6 +28,7 @@ mod lookup;
 mod manual_slots;
 mod namespace_set;
 mod namespaces;
+mod piece_bounds;
 mod pieces;
 mod pin_keeper;
 mod query;

@@ -13,7 +13,6 @@ use crate::prefetch::ReadPool;
 use crate::query::{entry_parts, EntryBatch, EntryVisitor, KeyRange, QueryStats, Records};
 use crate::stats::Counters;
 use crate::storage::IoPurpose;
-use crate::table::Ends;
 use crate::vlog::VlogReader;
 use bytes::Bytes;
 use quanta::Instant;
@@ -32,9 +31,6 @@ const FIRST_TRY: usize = 128;
 /// newer one supersedes and table blocks depend on where flushes and compactions left the
 /// tree, and would make the same query answer or stop by the tree's shape.
 pub const RECORD_WORK: u64 = 16;
-
-/// Piece bounds one ask of a ranked walk takes at most (of the tables nearest its start).
-const PIECE_BOUNDS_MAX: usize = 4096;
 
 /// Maps of key hashes of namespace `ns` in each of `sv`'s memtables (see
 /// [`crate::memtable::Memtable::key_hashes`]) that a read at `seq` may use: those taken
@@ -443,37 +439,14 @@ impl<S: RecordSource> Records for SnapshotRecords<S> {
             return Ok(Vec::new());
         }
         let t = Instant::now();
-        let v = &self.sv.version;
-        let mut tables: Vec<&Arc<crate::version::TableHandle>> = v
-            .levels
-            .iter()
-            .flatten()
-            .chain(v.runs_of(index))
-            .filter(|t| t.may_hold_namespace(index))
-            .collect();
-        // The tables nearest the end the walk starts from first: their blocks bound its
-        // first pieces.
-        match from_top {
-            true => tables.sort_by(|a, b| b.largest_user().cmp(a.largest_user())),
-            false => tables.sort_by(|a, b| a.smallest_user().cmp(b.smallest_user())),
-        }
-        // Of each table, the ends nearest that end (past `beyond`): pooled, those nearest it
-        // are all there (the next pieces are exact), and farther ones are fewer (a later ask
-        // takes them). Any keys bound pieces rightly.
-        let (start, end, near) = match from_top {
-            true => (&[][..], beyond, Ends::Last(per_table)),
-            false => (beyond.unwrap_or_default(), None, Ends::First(per_table)),
-        };
-        let mut out = Vec::new();
-        for t in tables {
-            if out.len() >= PIECE_BOUNDS_MAX {
-                break;
-            }
-            let reader = t.reader()?;
-            out.extend(reader.block_ends_within(index, start, end, near, &self.counters)?);
-        }
-        out.sort_unstable();
-        out.dedup();
+        let out = super::piece_bounds::piece_bounds(
+            &self.sv,
+            index,
+            from_top,
+            beyond,
+            per_table,
+            &self.counters,
+        )?;
         stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
         Ok(out)
     }

@@ -4,11 +4,14 @@
 //! wants. A walk forward through the piece read the record of every entry in it, though
 //! those below the `k`-th best can take no place.
 //!
-//! The pieces are bounded (a ranked walk's pieces end at table block ends, a few blocks of
-//! each table: `top.rs`), so what is gathered is too. Each entry visited is charged as a
-//! walk forward charges it (`Records::examine_entry`), the ones gathered and never visited
-//! are not: a work limit is charged what a walk from the top would be, but a walk under one
-//! is given no piece bounds and never comes here (`db/records.rs`, `piece_bounds`).
+//! What is gathered is a piece: at most 64 blocks of each table (the pooled block ends stop
+//! where any table's given ends stop: `db/piece_bounds.rs`), and the memtables' entries in
+//! its key range (those above the highest table bound all come in the first piece; the
+//! memtables' size bounds them). The walk stops at the first entry the caller refuses, so a
+//! record budget spent ends it too (`top.rs`, `Budgeted`). Each entry visited is charged as
+//! a walk forward charges it (`Records::examine_entry`), the ones gathered and never visited
+//! are not: a walk under a work limit is given no piece bounds (`db/records.rs`) and never
+//! comes here.
 
 use super::exec::index_decides;
 use super::filter::Filter;

@@ -13,7 +13,7 @@ use crate::key::{Nsid, SeqNo, ValueAddr};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -272,10 +272,12 @@ pub fn top_k_ranked(
         return Ok(Some(best.into_inner().finish(stats)));
     }
     let mut bounds = PieceBounds::new(index, spec.desc);
+    // Set once the record budget is spent: the walk from a piece's top stops there too.
+    let spent = Cell::new(false);
     let mut budgeted = Budgeted {
         inner: records,
         left: budget,
-        exhausted: false,
+        exhausted: &spent,
     };
     let by = [&spec.by];
     let wants = best.borrow().wants(&by);
@@ -316,7 +318,7 @@ pub fn top_k_ranked(
             // an entry that can take no place (`from_top.rs`). The rest of the range, in
             // one piece (no bounds known), is walked forward.
             (true, Some(_)) => {
-                let go_on = &mut |key: &[u8]| !best.borrow().settled_past(key);
+                let go_on = &mut |key: &[u8]| !spent.get() && !best.borrow().settled_past(key);
                 matches_from_top(&mut budgeted, filter, &plan, wants, stats, go_on, offer)?
             }
             _ => {
@@ -333,7 +335,7 @@ pub fn top_k_ranked(
                 true
             }
         };
-        if budgeted.exhausted {
+        if spent.get() {
             return Ok(None);
         }
         match to {
@@ -432,7 +434,7 @@ fn clip(ranges: &[KeyRange], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<KeyRan
 struct Budgeted<'a> {
     inner: &'a mut dyn Records,
     left: Option<u64>,
-    exhausted: bool,
+    exhausted: &'a Cell<bool>,
 }
 
 impl Budgeted<'_> {
@@ -441,7 +443,7 @@ impl Budgeted<'_> {
         match &mut self.left {
             None => true,
             Some(0) => {
-                self.exhausted = true;
+                self.exhausted.set(true);
                 false
             }
             Some(n) => {
@@ -462,7 +464,7 @@ impl Records for Budgeted<'_> {
         out: &mut EntryBatch,
         stats: &mut QueryStats,
     ) -> Result<()> {
-        if self.exhausted {
+        if self.exhausted.get() {
             out.clear();
             return Ok(());
         }
@@ -476,7 +478,7 @@ impl Records for Budgeted<'_> {
 
     fn examine_entry(&mut self) -> Result<()> {
         // Spent: the walk is given up, what is left of its batch is not examined.
-        match self.exhausted {
+        match self.exhausted.get() {
             true => Ok(()),
             false => self.inner.examine_entry(),
         }
@@ -494,7 +496,11 @@ impl Records for Budgeted<'_> {
     }
 
     fn prefetch(&mut self, reads: &[(Bytes, ValueAddr)]) {
-        self.inner.prefetch(reads)
+        // No read ahead past the budget: those values would never be used.
+        let left = self.left.map_or(reads.len(), |n| n as usize);
+        if !self.exhausted.get() {
+            self.inner.prefetch(&reads[..reads.len().min(left)])
+        }
     }
 
     fn read_at(&mut self, pk: &[u8], addr: ValueAddr, stats: &mut QueryStats) -> Result<Bytes> {

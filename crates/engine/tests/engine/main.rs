@@ -35,5 +35,7 @@ mod snapshot_age;
 mod snapshot_isolation;
 mod snapshots;
 mod top;
+mod top_model;
+mod top_pieces;
 mod torn_log;
 mod work_limit;
