@@ -52,6 +52,16 @@ fn load(ns: &Namespace, db: &Db) -> BTreeMap<Vec<u8>, Value> {
     model
 }
 
+/// A database of the records above with indexes of `kind` on `origin` and `delay`.
+fn indexed(kind: IndexKind) -> (Db, Namespace, BTreeMap<Vec<u8>, Value>) {
+    let db = open();
+    let ns = db.create_namespace("flights").unwrap();
+    ns.create_index("origin", kind).unwrap();
+    ns.create_index("delay", kind).unwrap();
+    let model = load(&ns, &db);
+    (db, ns, model)
+}
+
 /// The reference: every record meeting `origin` (all with `None`), ranked by `delay`.
 fn reference(
     model: &BTreeMap<Vec<u8>, Value>,
@@ -97,11 +107,7 @@ fn top(r: &dyn Readable, origin: Option<&str>, desc: bool, k: usize) -> (Vec<Ran
 #[test]
 fn a_top_k_through_the_ranked_index_reads_few_records() {
     for kind in [IndexKind::Vas, IndexKind::Classic] {
-        let db = open();
-        let ns = db.create_namespace("flights").unwrap();
-        ns.create_index("origin", kind).unwrap();
-        ns.create_index("delay", kind).unwrap();
-        let model = load(&ns, &db);
+        let (_db, ns, model) = indexed(kind);
         // Largest first, each origin but RARE is one record in three at the top; smallest
         // first, RARE holds the bottom 1,500; without a filter the index decides.
         let cases = [
@@ -133,11 +139,7 @@ fn a_top_k_through_the_ranked_index_reads_few_records() {
 #[test]
 fn a_top_k_largest_first_reads_no_record_below_its_answer() {
     for kind in [IndexKind::Vas, IndexKind::Classic] {
-        let db = open();
-        let ns = db.create_namespace("flights").unwrap();
-        ns.create_index("origin", kind).unwrap();
-        ns.create_index("delay", kind).unwrap();
-        let model = load(&ns, &db);
+        let (db, ns, model) = indexed(kind);
         db.flush().unwrap();
         for (origin, k) in [("LGA", 10), ("JFK", 1), ("EWR", 40)] {
             let (ranked, _, reads) = top(&ns, Some(origin), true, k);

@@ -99,16 +99,20 @@ fn ranked_walks_equal_a_reference() {
             json!({ "v": v, "g": rng.gen_range(0..3), "pad": "y".repeat(20) })
         };
         let n = 3_000;
-        for i in 0..n {
+        // A put of a random record, or one time in `deletes` a delete, of a random key.
+        let mut write = |rng: &mut StdRng, model: &mut BTreeMap<Vec<u8>, Value>, deletes| {
             let p = format!("p{:05}", rng.gen_range(0..n)).into_bytes();
-            if rng.gen_range(0..10) == 0 {
+            if rng.gen_range(0..deletes) == 0 {
                 ns.delete(&p).unwrap();
                 model.remove(&p);
             } else {
-                let v = gen(&mut rng);
+                let v = gen(rng);
                 ns.put(&p, &serde_json::to_vec(&v).unwrap()).unwrap();
                 model.insert(p, v);
             }
+        };
+        for i in 0..n {
+            write(&mut rng, &mut model, 10);
             if i % 700 == 699 {
                 db.flush().unwrap();
             }
@@ -117,15 +121,7 @@ fn ranked_walks_equal_a_reference() {
         let snap_model = model.clone();
         // Rewrites and deletes the memtable holds when the queries run.
         for _ in 0..300 {
-            let p = format!("p{:05}", rng.gen_range(0..n)).into_bytes();
-            if rng.gen_range(0..4) == 0 {
-                ns.delete(&p).unwrap();
-                model.remove(&p);
-            } else {
-                let v = gen(&mut rng);
-                ns.put(&p, &serde_json::to_vec(&v).unwrap()).unwrap();
-                model.insert(p, v);
-            }
+            write(&mut rng, &mut model, 4);
         }
         let filters = [
             json!({}),
