@@ -100,7 +100,7 @@ fn ranked_walks_equal_a_reference() {
         };
         let n = 3_000;
         // A put of a random record, or one time in `deletes` a delete, of a random key.
-        let mut write = |rng: &mut StdRng, model: &mut BTreeMap<Vec<u8>, Value>, deletes| {
+        let write = |rng: &mut StdRng, model: &mut BTreeMap<Vec<u8>, Value>, deletes| {
             let p = format!("p{:05}", rng.gen_range(0..n)).into_bytes();
             if rng.gen_range(0..deletes) == 0 {
                 ns.delete(&p).unwrap();
