@@ -1,18 +1,21 @@
 //! Where a walk of an index in pieces may cut them (`Records::piece_bounds`): the keys that
 //! end the tables' data blocks nearest the end the walk starts from.
 //!
-//! Each table gives its own ends nearest that end, at most `per_table` of them; pooled, they
+//! Each table gives its own ends nearest that end, at most `per_table` of them, and each
+//! memtable as many of its sampled keys (about 64 keys apart: `memtable/key_samples.rs`),
+//! which cut its entries as block ends cut a table's; pooled, they
 //! cut the walk's range finely only as far as every table's given ends reach. A table whose
 //! share was cut short (it gave all `per_table`) may have more ends past its last one, and
 //! pieces past that point would hold its blocks whole (a table spread thin over the index's
 //! keys gives ends far past a dense table's first few, and a piece between two of them held
 //! most of the dense table). So the pooled ends stop at the nearest such last end: past it
 //! the next ask, which starts there, takes the rest. Between two ends kept, each table holds
-//! at most one block of entries.
+//! at most one block of entries, and each memtable about 64 keys.
 
 use super::super_version::SuperVersion;
 use crate::error::Result;
 use crate::key::Nsid;
+use crate::memtable::Memtable;
 use crate::stats::Counters;
 use crate::table::Ends;
 
@@ -37,20 +40,22 @@ pub(super) fn piece_bounds(
         .chain(v.runs_of(index))
         .filter(|t| t.may_hold_namespace(index))
         .collect();
-    // Every table is asked (one left out would have its blocks whole inside pieces), each
-    // for fewer ends when there are many.
-    let per = per_table.min(PIECE_BOUNDS_MAX / tables.len().max(1)).max(1);
+    let memtables: Vec<&Memtable> = std::iter::once(&*sv.mem)
+        .chain(sv.imm.iter().map(|f| &*f.mem))
+        .filter(|m| !m.is_empty())
+        .collect();
+    // Every table and memtable is asked (one left out would have its entries whole inside
+    // pieces), each for fewer ends when there are many.
+    let parts = tables.len() + memtables.len();
+    let per = per_table.min(PIECE_BOUNDS_MAX / parts.max(1)).max(1);
     let (start, end, near) = match from_top {
         true => (&[][..], beyond, Ends::Last(per)),
         false => (beyond.unwrap_or_default(), None, Ends::First(per)),
     };
     let mut out: Vec<Vec<u8>> = Vec::new();
-    // The nearest end past which a table cut short may have more.
+    // The nearest end past which a part cut short may have more.
     let mut stop: Option<Vec<u8>> = None;
-    for t in tables {
-        let ends = t
-            .reader()?
-            .block_ends_within(index, start, end, near, counters)?;
+    let mut keep = |ends: Vec<Vec<u8>>| {
         if ends.len() >= per {
             // In key order: the last of a walk from the top is the first.
             let last = match from_top {
@@ -67,6 +72,16 @@ pub(super) fn piece_bounds(
             }
         }
         out.extend(ends);
+    };
+    for t in tables {
+        keep(
+            t.reader()?
+                .block_ends_within(index, start, end, near, counters)?,
+        );
+    }
+    // A memtable's sampled keys cut its entries as a table's block ends cut its blocks.
+    for m in memtables {
+        keep(m.sampled_keys(index, start, end, from_top, per));
     }
     if let Some(stop) = stop {
         out.retain(|b| match from_top {

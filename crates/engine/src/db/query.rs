@@ -430,10 +430,12 @@ impl<S: RecordSource> Queries<'_, S> {
     /// The ranked walk beside a plan through another index: first with
     /// [`RANK_FIRST_TRY`] records; if that is not enough, the plan's live entries are counted
     /// up to `cap`, and the walk runs again with the rest of `cap` only if the plan reads at
-    /// least as many (`None`: the plan is cheaper). Under a work limit the count comes first
-    /// (a descending walk under one reads its range whole, so trying it first would spend the
-    /// limit where the plan fits). What is read, and so the answer's path, depends on the
-    /// data alone: the records read stay within `cap`.
+    /// least as many (`None`: the plan is cheaper). Under a work limit the plan's entries are
+    /// first counted up to [`RANK_FIRST_TRY`]: a plan reading fewer records than the first
+    /// try may is run at once, where the try could spend the limit on records that rank but
+    /// do not match. What is read, and so the answer's path, depends on the data alone: the
+    /// records read stay within `cap`, and a walk from the top is charged what it visits,
+    /// whatever its pieces.
     #[allow(clippy::too_many_arguments)]
     fn rank_beside_index(
         &self,
@@ -445,32 +447,14 @@ impl<S: RecordSource> Queries<'_, S> {
         cap: u64,
         stats: &mut QueryStats,
     ) -> Result<Option<Vec<Ranked>>> {
-        let first = match r.limited() {
-            true => 0,
-            false => RANK_FIRST_TRY.min(cap),
-        };
-        if first > 0 {
-            if let Some(out) = query::top_k_ranked(r, filter, index, spec, Some(first), stats)? {
-                return Ok(Some(out));
-            }
-        }
-        let Access::Index {
-            id, kind, ranges, ..
-        } = &plan.access
-        else {
+        let first = RANK_FIRST_TRY.min(cap);
+        if r.limited() && live_entries_upto(r, plan, first, stats)? < first {
             return Ok(None);
-        };
-        let mut n = 0u64;
-        for range in ranges {
-            r.for_each_live_entry(*id, *kind, range, None, stats, &mut |_, _, _, _| {
-                n += 1;
-                Ok(n < cap)
-            })?;
-            if n >= cap {
-                break;
-            }
         }
-        if n < cap {
+        if let Some(out) = query::top_k_ranked(r, filter, index, spec, Some(first), stats)? {
+            return Ok(Some(out));
+        }
+        if live_entries_upto(r, plan, cap, stats)? < cap {
             return Ok(None);
         }
         query::top_k_ranked(r, filter, index, spec, Some(cap - first), stats)
@@ -508,4 +492,31 @@ impl<S: RecordSource> Queries<'_, S> {
         r.finish(&mut stats);
         Ok(QueryResult::complete(v, stats))
     }
+}
+
+/// The live entries of `plan`'s index ranges, counted up to `cap` (0 for a plan through no
+/// index).
+fn live_entries_upto<S: RecordSource>(
+    r: &mut SnapshotRecords<S>,
+    plan: &Plan,
+    cap: u64,
+    stats: &mut QueryStats,
+) -> Result<u64> {
+    let Access::Index {
+        id, kind, ranges, ..
+    } = &plan.access
+    else {
+        return Ok(0);
+    };
+    let mut n = 0u64;
+    for range in ranges {
+        if n >= cap {
+            break;
+        }
+        r.for_each_live_entry(*id, *kind, range, None, stats, &mut |_, _, _, _| {
+            n += 1;
+            Ok(n < cap)
+        })?;
+    }
+    Ok(n)
 }

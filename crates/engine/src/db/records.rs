@@ -433,9 +433,11 @@ impl<S: RecordSource> Records for SnapshotRecords<S> {
         per_table: usize,
         stats: &mut QueryStats,
     ) -> Result<Vec<Vec<u8>>> {
-        // Block ends are the tree's shape: a query under a work limit walks in one piece,
-        // so what it reads (and is charged) does not depend on them.
-        if self.limited() {
+        // Block ends are the tree's shape: a query under a work limit walks forward in one
+        // piece, so what it reads (and is charged) does not depend on them. A walk from the
+        // top visits the entries last first whatever the pieces (`query/from_top.rs`): its
+        // pieces bound only what it gathers, never what it is charged.
+        if self.limited() && !from_top {
             return Ok(Vec::new());
         }
         let t = Instant::now();

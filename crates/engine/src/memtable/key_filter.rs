@@ -46,15 +46,16 @@ impl KeyFilter {
         }
     }
 
-    /// The block of `user`, and the mixed hash whose bits pick the bits in it.
-    fn locate(&self, user: &[u8]) -> (&FilterBlock, u64) {
-        let h = xxhash_rust::xxh3::xxh3_64(user);
+    /// The block of a key of xxh3 `h`, and the mixed hash whose bits pick the bits in it.
+    fn locate(&self, h: u64) -> (&FilterBlock, u64) {
         let block = ((h as u128 * self.blocks.len() as u128) >> 64) as usize;
         (&self.blocks[block], h.wrapping_mul(0x9e37_79b9_7f4a_7c15))
     }
 
-    pub(super) fn insert(&self, user: &[u8]) {
-        let (b, mut bits) = self.locate(user);
+    /// Adds the key whose xxh3 is `hash` (the memtable hashes it once for this and its
+    /// samples).
+    pub(super) fn insert(&self, hash: u64) {
+        let (b, mut bits) = self.locate(hash);
         for _ in 0..PROBES {
             let bit = (bits & 511) as usize;
             b.0[bit / 64].fetch_or(1 << (bit % 64), Relaxed);
@@ -63,7 +64,7 @@ impl KeyFilter {
     }
 
     pub(super) fn may_contain(&self, user: &[u8]) -> bool {
-        let (b, mut bits) = self.locate(user);
+        let (b, mut bits) = self.locate(xxhash_rust::xxh3::xxh3_64(user));
         (0..PROBES).all(|_| {
             let bit = (bits & 511) as usize;
             bits >>= 9;
@@ -86,7 +87,7 @@ mod tests {
     /// may be missed).
     fn lies_after(f: &KeyFilter, n: u64) -> usize {
         for i in 0..n {
-            f.insert(&i.to_be_bytes());
+            f.insert(xxhash_rust::xxh3::xxh3_64(&i.to_be_bytes()));
         }
         assert!((0..n).all(|i| f.may_contain(&i.to_be_bytes())));
         (n..n + 100_000)

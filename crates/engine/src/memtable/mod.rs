@@ -6,6 +6,7 @@ use crate::key_hashes::KeyHashes;
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 use key_filter::KeyFilter;
+use key_samples::KeySamples;
 use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 mod key_filter;
+mod key_samples;
 
 /// `nsid ++ user key` and seqno; sorts by user part ascending, seqno descending.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,6 +136,8 @@ pub struct Memtable {
     /// The last map of key hashes queries took per namespace, and the visible seqno up to
     /// which it holds every version (see `key_hashes`).
     key_hashes: parking_lot::Mutex<HashMap<crate::key::Nsid, (SeqNo, Arc<KeyHashes>)>>,
+    /// About one key in 64, in order: where a walk in pieces may cut the entries.
+    samples: KeySamples,
 }
 
 impl Memtable {
@@ -162,6 +166,7 @@ impl Memtable {
             max_seq: AtomicU64::new(0),
             charged: Default::default(),
             key_hashes: Default::default(),
+            samples: KeySamples::new(),
         }
     }
 
@@ -171,7 +176,9 @@ impl Memtable {
         self.max_seq.fetch_max(seq, Relaxed);
         // Before the entry: whoever can see the entry (its seqno published after this
         // insert returns) sees its bits.
-        self.filter.insert(&user);
+        let hash = xxhash_rust::xxh3::xxh3_64(&user);
+        self.filter.insert(hash);
+        self.samples.offer(&user, hash);
         self.map.insert(SlotKey::new(user, seq), value);
     }
 
@@ -215,6 +222,19 @@ impl Memtable {
 
     pub fn max_seq(&self) -> SeqNo {
         self.max_seq.load(Relaxed)
+    }
+
+    /// Sampled keys of namespace `ns` (without it) in `[start, end)`, the `n` nearest its end
+    /// (`from_top`) or its start, in order: about 64 distinct keys of the memtable apart.
+    pub fn sampled_keys(
+        &self,
+        ns: crate::key::Nsid,
+        start: &[u8],
+        end: Option<&[u8]>,
+        from_top: bool,
+        n: usize,
+    ) -> Vec<Vec<u8>> {
+        self.samples.within(ns, start, end, from_top, n)
     }
 
     /// The entries (versions and tombstones) of namespace `ns`, in order.

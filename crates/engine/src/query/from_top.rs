@@ -4,14 +4,15 @@
 //! wants. A walk forward through the piece read the record of every entry in it, though
 //! those below the `k`-th best can take no place.
 //!
-//! What is gathered is a piece: at most 64 blocks of each table (the pooled block ends stop
-//! where any table's given ends stop: `db/piece_bounds.rs`), and the memtables' entries in
-//! its key range (those above the highest table bound all come in the first piece; the
-//! memtables' size bounds them). The walk stops at the first entry the caller refuses, so a
-//! record budget spent ends it too (`top.rs`, `Budgeted`). Each entry visited is charged as
-//! a walk forward charges it (`Records::examine_entry`), the ones gathered and never visited
-//! are not: a walk under a work limit is given no piece bounds (`db/records.rs`) and never
-//! comes here.
+//! What is gathered is a piece: at most 64 blocks of each table and about 64 sample gaps of
+//! each memtable (the pooled ends stop where any table's or memtable's given ends stop:
+//! `db/piece_bounds.rs`; a memtable's are its sampled keys, `memtable/key_samples.rs`). The
+//! walk stops at the first entry the caller refuses, so a record budget spent ends it too
+//! (`top.rs`, `Budgeted`). Each entry visited is charged as a walk forward charges it
+//! (`Records::examine_entry`), the ones gathered and never visited are not: the pieces
+//! follow the tree's shape, and the entries visited, last first across them, do not. So a
+//! walk under a work limit is charged the same whatever the pieces, and what it gathers
+//! uncharged is bounded by them.
 
 use super::exec::index_decides;
 use super::filter::Filter;

@@ -313,15 +313,16 @@ pub fn top_k_ranked(
             // first `k` are the answer.
             Ok(spec.desc || best.heap.len() < spec.k)
         };
-        let through = match (spec.desc, &to) {
-            // Largest first in a piece bounded below: from its top, and no record read for
-            // an entry that can take no place (`from_top.rs`). The rest of the range, in
-            // one piece (no bounds known), is walked forward.
-            (true, Some(_)) => {
+        let through = match spec.desc {
+            // Largest first: each piece from its top, and no record read for an entry that
+            // can take no place (`from_top.rs`). The last piece (no bound below it) holds
+            // what is left of every table and memtable past their last given ends: at most
+            // a table block or a memtable's sample gap each.
+            true => {
                 let go_on = &mut |key: &[u8]| !spent.get() && !best.borrow().settled_past(key);
                 matches_from_top(&mut budgeted, filter, &plan, wants, stats, go_on, offer)?
             }
-            _ => {
+            false => {
                 for_each_match(
                     &mut budgeted,
                     filter,

@@ -1,6 +1,7 @@
 //! The pieces of a ranked walk largest first: each holds about a block of entries of each
 //! table, however the tables' keys are spread, and a walk whose record budget is spent stops
-//! there, reading neither more of the index nor values ahead.
+//! there, reading neither more of the index nor values ahead. In a memtable, the keys it
+//! samples cut the pieces.
 
 use crate::common;
 
@@ -106,4 +107,44 @@ fn no_value_is_read_ahead_once_the_budget_is_spent() {
         value_ios <= stats.value_reads + 16,
         "{value_ios} reads: {stats:?}"
     );
+}
+
+/// 40,000 records in the memtable, none in a table: its sampled keys (about one in 64) cut the
+/// walk, where the whole range was one piece walked forward, every record read.
+#[test]
+fn a_walk_from_the_top_of_the_memtable_gathers_a_few_samples_of_it() {
+    let db = Db::builder(options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    for kind in [IndexKind::Classic, IndexKind::Vas] {
+        ns.create_index("v", kind).unwrap();
+        for i in 0..40_000u32 {
+            let v = json!({ "v": i, "w": i % 3 });
+            ns.put(format!("k{i:06}").as_bytes(), v.to_string().as_bytes())
+                .unwrap();
+        }
+        for (k, filter) in [(5, json!({})), (50, json!({"w": 1}))] {
+            let stats = top(&ns, filter.clone(), k);
+            assert!(stats.plan.starts_with("ranked walk"), "{}", stats.plan);
+            // About 3 k records (one in 3 meets the filter), in the first pieces: a few
+            // hundred entries, where the forward walk read 40,000 records.
+            assert!(stats.value_reads <= 3 * k as u64 + 3, "{kind:?} {stats:?}");
+            assert!(stats.index_entries <= 2_000, "{kind:?} {stats:?}");
+            // Under a work limit the same walk: it was one piece forward, read whole.
+            let limited = ns.with_query_work_limit(4 * 17 * k as u64 + 1_000);
+            let opts = TopOptions {
+                by: "v".into(),
+                desc: true,
+                k,
+                projection: None,
+            };
+            let f = Filter::parse(&filter).unwrap();
+            assert_eq!(
+                limited.top(&f, &opts).unwrap().value,
+                ns.top(&f, &opts).unwrap().value
+            );
+        }
+        ns.drop_index("v").unwrap();
+    }
 }

@@ -206,6 +206,7 @@ fn the_work_charged_does_not_depend_on_the_trees_shape() {
         filter(json!({"color": "red"})),
     );
     let two = filter(json!({"color": "green", "n": {"$gte": 6_000}}));
+    let blue_below = filter(json!({"color": "blue", "n": {"$lt": 1_500}}));
     let keys = FindOptions {
         keys_only: true,
         ..FindOptions::default()
@@ -228,6 +229,22 @@ fn the_work_charged_does_not_depend_on_the_trees_shape() {
             Box::new(|h| {
                 let t = top("n", true, 5, None);
                 h.top(&Filter::default(), &t).map(|r| show(&r.value))
+            }),
+        ),
+        // Across many pieces, from the top: the memtables' sampled keys cut them before the
+        // flush, table blocks after.
+        (
+            "top 300 by n",
+            Box::new(|h| {
+                let t = top("n", true, 300, None);
+                h.top(&Filter::default(), &t).map(|r| show(&r.value))
+            }),
+        ),
+        (
+            "top 40 by n below 1,500 of blue, beside its index",
+            Box::new(|h| {
+                let t = top("n", true, 40, None);
+                h.top(&blue_below, &t).map(|r| show(&r.value))
             }),
         ),
         (
@@ -272,5 +289,65 @@ fn the_work_charged_does_not_depend_on_the_trees_shape() {
             "{name}: charged {charges:?} (in memtables, flushed, compacted)"
         );
         assert!(in_memtables[i].1 == flushed[i].1 && flushed[i].1 == compacted[i].1);
+    }
+}
+
+/// A walk from the top under a limit is cut by the memtable's sampled keys, then by table
+/// blocks: it is charged what it visits, last first, whatever the cuts. (The range's last
+/// piece walked forward, read whole, was charged by where its upper bound fell.)
+#[test]
+fn a_walk_from_the_top_is_charged_alike_in_memtables_and_tables() {
+    let mut o = common::small_options();
+    o.memtable_bytes = 8 << 20;
+    let db = Db::builder(o)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    ns.create_index("n", IndexKind::Classic).unwrap();
+    ns.create_index("other", IndexKind::Vas).unwrap();
+    for i in 0..6_000u32 {
+        let v = json!({"n": i, "other": i % 3});
+        ns.put(format!("k{i:05}").as_bytes(), v.to_string().as_bytes())
+            .unwrap();
+    }
+    let cases = [
+        (json!({}), 5),
+        (json!({}), 300),
+        (json!({"other": 2, "n": {"$gte": 1_500, "$lt": 1_700}}), 60),
+        (json!({"other": 2, "n": {"$gte": 1_500, "$lt": 1_700}}), 66),
+        (json!({"other": 1, "n": {"$lt": 3_000}}), 40),
+    ];
+    let measure = || -> Vec<(u64, String)> {
+        cases
+            .iter()
+            .map(|(f, k)| {
+                let (f, t) = (filter(f.clone()), top_by_n(*k));
+                let q = |h: &Namespace| h.top(&f, &t).map(|r| format!("{:?}", r.value));
+                (charge(&ns, &q), q(&ns).unwrap())
+            })
+            .collect()
+    };
+    let in_memtable = measure();
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let flushed = measure();
+    db.compact_all().unwrap();
+    let compacted = measure();
+    for (i, (f, k)) in cases.iter().enumerate() {
+        let charges = [in_memtable[i].0, flushed[i].0, compacted[i].0];
+        assert!(
+            charges.iter().all(|c| *c == charges[0]),
+            "top {k} of {f}: charged {charges:?} (in the memtable, flushed, compacted)"
+        );
+        assert!(in_memtable[i].1 == flushed[i].1 && flushed[i].1 == compacted[i].1);
+    }
+}
+
+fn top_by_n(k: usize) -> TopOptions {
+    TopOptions {
+        by: "n".into(),
+        desc: true,
+        k,
+        projection: None,
     }
 }
