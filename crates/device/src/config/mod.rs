@@ -102,9 +102,10 @@ pub struct DeviceConfig {
     pub inline_commands: bool,
     /// Queries are first tried on the network thread that read them, under a limit of this
     /// many units of engine work (an index entry read is 1, a record read
-    /// `cerberus_engine::RECORD_WORK`: 1,024 is about 50 us on files); one that needs more
-    /// stops there and runs whole on a worker. A small find or count then costs a loopback
-    /// round trip instead of two hand-offs between threads (~100 us on a virtual machine).
+    /// `cerberus_engine::RECORD_WORK`: 4,096 is 150-250 us on files, about what the two
+    /// hand-offs cost on a virtual machine); one that needs more stops there and runs whole
+    /// on a worker. A small find, count or top-K (the top 50 of 104,000 flights, 2,313
+    /// units) then costs a loopback round trip instead of two hand-offs between threads.
     /// Only where point commands run inline (`inline_commands`, files, no sync); 0: never.
     pub inline_query_work: u64,
     /// Network threads: each runs an event loop of its own and serves the connections
@@ -248,7 +249,7 @@ impl Default for DeviceConfig {
             iterator_prefetch_degree: None,
             workers: 0,
             inline_commands: true,
-            inline_query_work: 1024,
+            inline_query_work: 4096,
             network_threads: 2,
             network_spin_us: 50,
             network_frames_per_turn: 32,

@@ -17,15 +17,15 @@ fn counter(text: &str, name: &str) -> u64 {
 fn load(c: &BlockingNamespace) {
     c.create_index("color", IndexKind::Vas).unwrap();
     let mut b = WriteBatch::new();
-    for i in 0..3_000u32 {
-        let color = if i % 300 == 1 { "red" } else { "blue" };
+    for i in 0..6_000u32 {
+        let color = if i % 600 == 1 { "red" } else { "blue" };
         let v = json!({"n": i, "color": color});
         b.put(format!("k{i:05}").into_bytes(), v.to_string().into_bytes());
     }
     c.write(b).unwrap();
 }
 
-/// The queries of the test: small (10 red records) and large (2,990 blue ones).
+/// The queries of the test: small (10 red records) and large (5,990 blue ones).
 fn queries() -> Vec<Value> {
     let mut out = Vec::new();
     for color in ["red", "blue"] {
@@ -67,14 +67,14 @@ fn small_queries_are_answered_on_the_network_thread_and_large_ones_on_workers() 
     let text = dev.metrics_text();
     let inline = counter(&text, "cerberus_queries_inline") - inline0;
     let off = counter(&text, "cerberus_queries_off_loop") - off0;
-    // The 4 red queries read 10 entries and records; the blue finds and count read 2,990
-    // entries, past the default 1,024 units (the blue top-3 may walk its index within it).
+    // The 4 red queries read 10 entries and records; the blue finds and count read 5,990
+    // entries, past the default 4,096 units (the blue top-3 may walk its index within it).
     assert!(inline >= 4, "{inline} inline, {off} off the loop");
     assert!(off >= 3, "{inline} inline, {off} off the loop");
     assert_eq!(inline + off, 8);
     assert_eq!(got[2].1["value"], json!(10));
-    assert_eq!(got[6].1["value"], json!(2_990));
-    assert_eq!(got[4].0.len(), 2_990);
+    assert_eq!(got[6].1["value"], json!(5_990));
+    assert_eq!(got[4].0.len(), 5_990);
 
     // The blue keys-only find overflowed, and the red one has its shape (only the value the
     // filter compares with differs): the next 8 go straight to a worker, the 9th is tried
