@@ -44,12 +44,22 @@ mod sealed {
             }
         }
 
-        /// A snapshot to read through for longer than one lookup (iterators, queries): the
-        /// snapshot itself, or a new one of the namespace, released when the read is done.
-        /// Its pin is what keeps flushes, compactions and value-log GC off what it reads.
+        /// A snapshot to read through for longer than one lookup (an iterator): the snapshot
+        /// itself, or a new one of the namespace, released when the read is done. Its pin is
+        /// what keeps flushes, compactions and value-log GC off what it reads.
         pub(in crate::db) fn pinned(&self) -> Snapshot {
             match self {
                 ReadPoint::Now(ns) => ns.snapshot(),
+                ReadPoint::At(s) => (*s).clone(),
+            }
+        }
+
+        /// As [`pinned`](Self::pinned), for a read that ends when its call returns (a
+        /// query): a new pin has no expiry, whose registration woke the background thread
+        /// on every query (a futex wake and a switch on a core serving clients).
+        pub(in crate::db) fn pinned_for_call(&self) -> Snapshot {
+            match self {
+                ReadPoint::Now(ns) => Snapshot::for_call((*ns).clone()),
                 ReadPoint::At(s) => (*s).clone(),
             }
         }
@@ -137,7 +147,7 @@ pub trait Readable: sealed::Sealed {
     fn find(&self, filter: &Filter, opts: &FindOptions) -> Result<QueryResult<Vec<Found>>> {
         let at = self.read_point();
         at.check()?;
-        let snap = at.pinned();
+        let snap = at.pinned_for_call();
         let ns = snap.namespace();
         ns.inner
             .queries()
@@ -154,7 +164,7 @@ pub trait Readable: sealed::Sealed {
     ) -> Result<QueryResult<Vec<Bytes>>> {
         let at = self.read_point();
         at.check()?;
-        let snap = at.pinned();
+        let snap = at.pinned_for_call();
         let ns = snap.namespace();
         ns.inner.queries().get_by_secondary(
             &ns.entry,
@@ -171,7 +181,7 @@ pub trait Readable: sealed::Sealed {
     fn top(&self, filter: &Filter, opts: &TopOptions) -> Result<QueryResult<Vec<Ranked>>> {
         let at = self.read_point();
         at.check()?;
-        let snap = at.pinned();
+        let snap = at.pinned_for_call();
         let ns = snap.namespace();
         ns.inner
             .queries()
@@ -182,7 +192,7 @@ pub trait Readable: sealed::Sealed {
     fn aggregate(&self, filter: &Filter, op: &Aggregate) -> Result<QueryResult<Value>> {
         let at = self.read_point();
         at.check()?;
-        let snap = at.pinned();
+        let snap = at.pinned_for_call();
         let ns = snap.namespace();
         ns.inner
             .queries()

@@ -59,8 +59,18 @@ impl std::fmt::Debug for Snapshot {
 
 impl Snapshot {
     pub(super) fn new(ns: Namespace) -> Snapshot {
+        Self::taken(ns, true)
+    }
+
+    /// The view of one call (a query), released when it returns: it never expires, so
+    /// taking it wakes no background thread to keep its expiry.
+    pub(super) fn for_call(ns: Namespace) -> Snapshot {
+        Self::taken(ns, false)
+    }
+
+    fn taken(ns: Namespace, expires: bool) -> Snapshot {
         let nsid = ns.entry.id;
-        let max_age = ns.inner.opts.snapshot_max_age;
+        let max_age = ns.inner.opts.snapshot_max_age.filter(|_| expires);
         let expiry = max_age
             .and_then(|a| Instant::now().checked_add(a))
             .map(|at| {

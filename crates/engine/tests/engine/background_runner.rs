@@ -244,3 +244,46 @@ fn write_pressure_follows_the_write_controller() {
         assert_eq!(ns.get(k).unwrap().as_deref(), Some(&value[..]));
     }
 }
+
+/// A query pins its view for the call alone: it wakes no background thread (each query's pin
+/// took an expiry, and registering it woke the background: a futex wake and a thread switch
+/// on a core serving clients, about a tenth of a small top-K's time). A snapshot a caller
+/// keeps still gets its expiry, and the background is woken to keep it.
+#[test]
+fn queries_wake_no_background_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = Runner::open(dir.path(), Options::default());
+    let db = runner.db();
+    let ns = db.create_namespace("t").unwrap();
+    ns.create_index("n", IndexKind::Classic).unwrap();
+    for i in 0..500u32 {
+        let v = serde_json::json!({"n": i, "c": i % 2});
+        ns.put(format!("k{i:04}").as_bytes(), v.to_string().as_bytes())
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let before = runner.wakes.load(Ordering::Relaxed);
+    let f = cerberus_engine::Filter::parse(&serde_json::json!({"c": 1})).unwrap();
+    let top = cerberus_engine::TopOptions {
+        by: "n".into(),
+        desc: true,
+        k: 5,
+        projection: None,
+    };
+    let count = cerberus_engine::Aggregate::parse("count", None).unwrap();
+    for _ in 0..50 {
+        assert_eq!(ns.top(&f, &top).unwrap().value.len(), 5);
+        assert_eq!(ns.aggregate(&f, &count).unwrap().value, 250);
+        let page = ns
+            .find(&f, &cerberus_engine::FindOptions::default())
+            .unwrap();
+        assert_eq!(page.value.len(), 250);
+        let n = serde_json::json!(7);
+        assert_eq!(ns.get_by_secondary("n", &n, None).unwrap().value.len(), 1);
+    }
+    assert_eq!(runner.wakes.load(Ordering::Relaxed), before);
+    let snap = ns.snapshot();
+    assert!(snap.expires_at().is_some());
+    assert!(runner.wakes.load(Ordering::Relaxed) > before);
+}
