@@ -260,6 +260,9 @@ impl Block {
     }
 }
 
+/// An order on keys.
+type Cmp = fn(&[u8], &[u8]) -> Ordering;
+
 /// Walks a block in order. After a malformed entry it becomes invalid with `corrupt()` set.
 #[derive(Clone)]
 pub struct BlockIter {
@@ -356,25 +359,42 @@ impl BlockIter {
 
     /// Positions at the first entry whose key is `>= target` under `cmp`.
     pub fn seek(&mut self, target: &[u8], cmp: fn(&[u8], &[u8]) -> Ordering) {
-        // Binary search for the last restart point whose key is < target. A restart entry
-        // shares nothing with the one before: its key is compared where it lies.
+        match self.last_restart_below(target, cmp) {
+            Some(lo) => self.scan_from(lo, target, cmp),
+            None => self.fail(),
+        }
+    }
+
+    /// The last restart point whose key is `< target` (0 if none; `None`: a malformed
+    /// block), by binary search. A restart entry shares nothing with the one before: its key
+    /// is compared where it lies.
+    fn last_restart_below(&self, target: &[u8], cmp: Cmp) -> Option<usize> {
         let (mut lo, mut hi) = (0usize, self.block.num_restarts - 1);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            let Some(key) = self
-                .block
-                .restart(mid)
-                .and_then(|off| self.restart_key(off))
-            else {
-                return self.fail();
-            };
+            let key = self.restart_key(self.block.restart(mid)?)?;
             if cmp(key, target) == Ordering::Less {
                 lo = mid;
             } else {
                 hi = mid - 1;
             }
         }
-        self.scan_from(lo, target, cmp);
+        Some(lo)
+    }
+
+    /// Positions at least `n` entries before the first entry whose key is `>= target` under
+    /// `cmp` (at the first entry if there are fewer): `n` restart points back, each holding
+    /// one entry or more, so a walk to `target` need not read the block from its start.
+    pub fn seek_back(&mut self, target: &[u8], n: usize, cmp: Cmp) {
+        // The first entry `>= target` is in interval `lo` or starts `lo + 1`.
+        let back = |lo: usize| (lo + 1).saturating_sub(n.max(1));
+        let at = self.last_restart_below(target, cmp);
+        let Some(off) = at.and_then(|lo| self.block.restart(back(lo))) else {
+            return self.fail();
+        };
+        self.next = off;
+        self.key.clear();
+        self.advance();
     }
 
     /// Positions at the first entry from restart interval `interval` on whose key is

@@ -8,8 +8,6 @@ use super::format::{
 use super::meta_blocks::{filter_allows, MetaBlocks};
 use crate::error::{Error, IoContext, Result};
 use crate::key::{cmp_ikey, split_ikey, IndexValue, Kind, SeqNo};
-use crate::prefetch::Pending;
-use crate::prefetch::ReadPool;
 use crate::stats::Counters;
 use crate::storage::{IoPurpose, RandomAccessFile, Storage};
 use bytes::Bytes;
@@ -117,7 +115,7 @@ impl TableReader {
     }
 
     /// The index block (cached if `fill_cache`, when the cache holds index blocks).
-    fn index(&self, c: &Counters, fill_cache: bool) -> Result<Block> {
+    pub(super) fn index(&self, c: &Counters, fill_cache: bool) -> Result<Block> {
         self.meta.index(c, fill_cache, || {
             let raw = self.read_block(self.footer.index, IoPurpose::Index, c)?;
             Block::new(raw).ok_or_else(|| self.bad_index())
@@ -154,7 +152,12 @@ impl TableReader {
     }
 
     /// A data block by its encoded handle (an index entry's value).
-    fn data_block(&self, handle_bytes: &[u8], c: &Counters, fill_cache: bool) -> Result<Block> {
+    pub(super) fn data_block(
+        &self,
+        handle_bytes: &[u8],
+        c: &Counters,
+        fill_cache: bool,
+    ) -> Result<Block> {
         let h = BlockHandle::decode(handle_bytes).ok_or_else(|| self.bad_handle())?;
         self.data_block_at(h, c, fill_cache)
     }
@@ -192,9 +195,28 @@ impl TableReader {
         }
         let index = self.index(c, true)?;
         let mut it = index.iter();
-        let mut target = crate::key::user_part(ns, start);
-        crate::key::push_trailer(&mut target, crate::key::MAX_SEQ, crate::key::Kind::Put);
-        it.seek(&target, cmp_ikey);
+        let first_of = |ns: crate::key::Nsid, user: &[u8]| {
+            let mut k = crate::key::user_part(ns, user);
+            crate::key::push_trailer(&mut k, crate::key::MAX_SEQ, crate::key::Kind::Put);
+            k
+        };
+        let target = first_of(ns, start);
+        // The last `n` ends before `end` (or the namespace's end): from `n` entries back, not
+        // from `start` (a big index has thousands of blocks, and a ranked walk asks often).
+        let until = match (keep, end) {
+            (Ends::Last(n), Some(e)) => Some((first_of(ns, e), n)),
+            (Ends::Last(n), None) => ns.checked_add(1).map(|next| (first_of(next, &[]), n)),
+            _ => None,
+        };
+        match until {
+            Some((until, n)) => {
+                it.seek_back(&until, n, cmp_ikey);
+                if it.valid() && cmp_ikey(it.key(), &target) == std::cmp::Ordering::Less {
+                    it.seek(&target, cmp_ikey);
+                }
+            }
+            None => it.seek(&target, cmp_ikey),
+        }
         let mut out = std::collections::VecDeque::<Vec<u8>>::new();
         while it.valid() {
             let user = crate::key::ikey_user(it.key());
@@ -306,209 +328,14 @@ impl TableReader {
         Ok((seq, kind, iv))
     }
 
+    /// The table file's name (for errors).
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The counters the table's own reads go into.
     pub fn counters(&self) -> Arc<Counters> {
         self.counters.clone()
-    }
-
-    /// Iterates all entries in order, counting reads in the table's own counters.
-    pub fn iter(self: &Arc<Self>) -> Result<TableIter> {
-        self.iter_counted(self.counters.clone())
-    }
-
-    /// Iterates all entries in order, counting reads in `counters` (a namespace's, for
-    /// reads made on its behalf). Unpositioned until `seek_to_first` or `seek`.
-    pub fn iter_counted(self: &Arc<Self>, counters: Arc<Counters>) -> Result<TableIter> {
-        self.iter_with(counters, &IterConfig::default())
-    }
-
-    /// [`TableReader::iter_counted`] as a scan asks for it (`config`).
-    pub fn iter_with(
-        self: &Arc<Self>,
-        counters: Arc<Counters>,
-        config: &IterConfig,
-    ) -> Result<TableIter> {
-        let index = self.index(&counters, config.fill_cache)?;
-        Ok(TableIter {
-            table: self.clone(),
-            index: index.iter(),
-            data: None,
-            counters,
-            fill_cache: config.fill_cache,
-            ahead: config
-                .readahead
-                .clone()
-                .map(|pool| Box::new(BlockAhead { pool, next: None })),
-        })
-    }
-}
-
-/// How a scan reads tables.
-#[derive(Clone)]
-pub struct IterConfig {
-    /// Index and data blocks read go into the block cache.
-    pub fill_cache: bool,
-    /// Read the next data block (and a level's next table) on this pool while the current
-    /// one is walked.
-    pub readahead: Option<Arc<ReadPool>>,
-}
-
-impl Default for IterConfig {
-    fn default() -> Self {
-        IterConfig {
-            fill_cache: true,
-            readahead: None,
-        }
-    }
-}
-
-/// The data block after the current one, being read on the pool.
-struct BlockAhead {
-    pool: Arc<ReadPool>,
-    /// Its handle (as the index stores it) and its read.
-    next: Option<(Vec<u8>, Pending<Result<Block>>)>,
-}
-
-/// Ordered walk over a table.
-pub struct TableIter {
-    table: Arc<TableReader>,
-    index: BlockIter,
-    data: Option<BlockIter>,
-    counters: Arc<Counters>,
-    fill_cache: bool,
-    ahead: Option<Box<BlockAhead>>,
-}
-
-impl TableIter {
-    /// Bytes of the blocks it holds (its index block and the data block it is in).
-    pub fn buffer_bytes(&self) -> usize {
-        self.index.block_bytes() + self.data.as_ref().map_or(0, BlockIter::block_bytes)
-    }
-
-    pub fn valid(&self) -> bool {
-        self.data.as_ref().is_some_and(|d| d.valid())
-    }
-
-    /// Current key; only while `valid()`.
-    pub fn key(&self) -> &[u8] {
-        self.data.as_ref().map(|d| d.key()).unwrap_or_default()
-    }
-
-    pub fn value(&self) -> Bytes {
-        self.data.as_ref().map(|d| d.value()).unwrap_or_default()
-    }
-
-    /// Current value, borrowed from its block; only while `valid()`.
-    pub fn value_slice(&self) -> &[u8] {
-        self.data
-            .as_ref()
-            .map(|d| d.value_slice())
-            .unwrap_or_default()
-    }
-
-    pub fn seek_to_first(&mut self) -> Result<()> {
-        self.index.seek_to_first();
-        self.load_block(None, false)
-    }
-
-    /// [`TableIter::seek_to_first`] for a walk that came here from the table before it: with
-    /// readahead, the walk is sequential, so the next block is read ahead at once.
-    pub fn continue_from_start(&mut self) -> Result<()> {
-        self.index.seek_to_first();
-        self.load_block(None, true)
-    }
-
-    /// Positions at the first entry whose internal key is `>= target`: the index names the
-    /// first block whose last key is `>= target`, and the block holds the entry.
-    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.index.seek(target, cmp_ikey);
-        self.load_block(Some(target), false)
-    }
-
-    pub fn advance(&mut self) -> Result<()> {
-        if let Some(d) = &mut self.data {
-            if d.advance() {
-                return Ok(());
-            }
-            if d.corrupt() {
-                return Err(self.corrupt());
-            }
-            self.index.advance();
-            return self.load_block(None, true);
-        }
-        Ok(())
-    }
-
-    /// With readahead, starts reading the block after the one the index points at.
-    fn read_next_ahead(&mut self) {
-        let Some(a) = &mut self.ahead else {
-            return;
-        };
-        let mut peek = self.index.clone();
-        peek.advance();
-        if !peek.valid() {
-            a.next = None;
-            return;
-        }
-        let handle = peek.value_slice().to_vec();
-        let (table, c, h) = (self.table.clone(), self.counters.clone(), handle.clone());
-        let fill = self.fill_cache;
-        a.next = Some((
-            handle,
-            a.pool.submit(move || table.data_block(&h, &c, fill)),
-        ));
-    }
-
-    fn corrupt(&self) -> Error {
-        Error::corruption(&self.table.name, 0, "malformed block entry")
-    }
-
-    /// Loads the block the index points at, skipping empty ones, and positions at its first
-    /// entry `>= target` (or its first entry). Should the block hold nothing `>= target`
-    /// despite what the index says, the walk goes on with the next block. A `sequential`
-    /// load (the walk crossed from the block before) starts reading the next block ahead,
-    /// with readahead on; a seek does not, so short scans read nothing they do not use.
-    fn load_block(&mut self, target: Option<&[u8]>, sequential: bool) -> Result<()> {
-        loop {
-            if !self.index.valid() {
-                if self.index.corrupt() {
-                    return Err(self.corrupt());
-                }
-                self.data = None;
-                return Ok(());
-            }
-            let handle = self.index.value_slice();
-            let early = match &mut self.ahead {
-                Some(a) if a.next.as_ref().is_some_and(|(h, _)| h.as_slice() == handle) => {
-                    a.next.take().map(|(_, rx)| rx)
-                }
-                _ => None,
-            };
-            let block = match early {
-                Some(rx) => rx.wait().unwrap_or_else(|| {
-                    Err(Error::Background("block prefetch reader stopped".into()))
-                })?,
-                None => self
-                    .table
-                    .data_block(handle, &self.counters, self.fill_cache)?,
-            };
-            if sequential {
-                self.read_next_ahead();
-            }
-            let mut it = block.iter();
-            match target {
-                Some(t) => it.seek(t, cmp_ikey),
-                None => it.seek_to_first(),
-            }
-            if it.corrupt() {
-                return Err(self.corrupt());
-            }
-            if it.valid() {
-                self.data = Some(it);
-                return Ok(());
-            }
-            self.index.advance();
-        }
     }
 }
 

@@ -119,6 +119,57 @@ fn gets_iterates_and_seeks(storage: &MemStorage, props: TableProps) {
     assert!(!r.ns_may_contain(3, b"k000001"));
 }
 
+/// The last `n` block ends before a key, found from `n` index entries back, are the last `n`
+/// of all of them, for ranges across the namespaces' edges.
+#[test]
+fn the_last_block_ends_before_a_key_are_those_of_a_walk_from_the_start() {
+    let storage = MemStorage::new();
+    build(&storage, 2_000);
+    let r = TableReader::open(
+        &storage,
+        5,
+        Arc::new(BlockCache::new(0)),
+        Arc::new(Counters::default()),
+    )
+    .unwrap();
+    let c = Counters::default();
+    let key = |i: u32| format!("k{i:06}").into_bytes();
+    for ns in [1, 2, 3] {
+        for (start, end) in [
+            (None, None),
+            (Some(0), Some(2_000)),
+            (Some(10), Some(700)),
+            (Some(990), Some(1_010)),
+            (Some(1_500), None),
+            (None, Some(5)),
+        ] {
+            let start = start.map(key).unwrap_or_default();
+            let end = end.map(key);
+            let all = r
+                .block_ends_within(ns, &start, end.as_deref(), Ends::All, &c)
+                .unwrap();
+            for n in [1, 2, 3, 16, 1_000] {
+                let last = r
+                    .block_ends_within(ns, &start, end.as_deref(), Ends::Last(n), &c)
+                    .unwrap();
+                assert_eq!(last, all[all.len().saturating_sub(n)..], "ns {ns} n {n}");
+            }
+        }
+    }
+    // An index block walked back from a key.
+    let mut b = block::BlockBuilder::for_index();
+    for i in 0..100u32 {
+        b.add(&key(i * 2), b"h");
+    }
+    let index = block::Block::new(bytes::Bytes::from(b.finish())).unwrap();
+    let mut it = index.iter();
+    for (target, n, at) in [(10, 3, 2), (11, 3, 3), (0, 5, 0), (500, 2, 98), (7, 100, 0)] {
+        it.seek_back(&key(target), n, <[u8]>::cmp);
+        assert!(it.valid(), "{target}");
+        assert_eq!(it.key(), key(at * 2), "{target} {n}");
+    }
+}
+
 #[test]
 fn flipped_bytes_are_reported() {
     let storage = MemStorage::new();
