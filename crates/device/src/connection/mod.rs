@@ -114,6 +114,12 @@ struct Reader {
     frames_this_turn: usize,
 }
 
+/// Frames a query answered on the network thread counts as in a connection's turn
+/// (`take_turns`): one may run up to `inline_query_work` (150-250 us at 4,096 units), so a
+/// connection pipelining them holds its thread for at most 4 before the others run, where
+/// its turn of 32 small frames is tens of microseconds.
+const INLINE_QUERY_FRAMES: usize = 8;
+
 /// Whether a frame may be handled: with its in-flight permit, refused, or not at all.
 enum Admission {
     Permit(OwnedSemaphorePermit),

@@ -176,9 +176,8 @@ impl Memtable {
         self.max_seq.fetch_max(seq, Relaxed);
         // Before the entry: whoever can see the entry (its seqno published after this
         // insert returns) sees its bits.
-        let hash = xxhash_rust::xxh3::xxh3_64(&user);
-        self.filter.insert(hash);
-        self.samples.offer(&user, hash);
+        self.filter.insert(xxhash_rust::xxh3::xxh3_64(&user));
+        self.samples.offer(&user);
         self.map.insert(SlotKey::new(user, seq), value);
     }
 

@@ -389,7 +389,9 @@ impl BlockIter {
         // The first entry `>= target` is in interval `lo` or starts `lo + 1`.
         let back = |lo: usize| (lo + 1).saturating_sub(n.max(1));
         let at = self.last_restart_below(target, cmp);
-        let Some(off) = at.and_then(|lo| self.block.restart(back(lo))) else {
+        // A restart point must start an entry whole (a seek checks those it compares).
+        let off = at.and_then(|lo| self.block.restart(back(lo)));
+        let Some(off) = off.filter(|&o| self.restart_key(o).is_some()) else {
             return self.fail();
         };
         self.next = off;

@@ -170,6 +170,26 @@ fn the_last_block_ends_before_a_key_are_those_of_a_walk_from_the_start() {
     }
 }
 
+/// A restart point past the entries, where `seek_back` lands off the binary search's path,
+/// is reported as corruption (a review's finding, session 86: it ended quietly, and the
+/// table gave no block ends).
+#[test]
+fn seeking_back_to_a_bad_restart_point_reports_corruption() {
+    let mut b = block::BlockBuilder::for_index();
+    for i in 0..100u32 {
+        b.add(format!("key{i:05}").as_bytes(), b"h");
+    }
+    let mut raw = b.finish();
+    let n = get_u32(&raw, raw.len() - 4).unwrap() as usize;
+    let restarts_at = raw.len() - 4 - 4 * n;
+    let past = (restarts_at as u32 + 8).to_le_bytes();
+    raw[restarts_at + 4 * 40..restarts_at + 4 * 40 + 4].copy_from_slice(&past);
+    let index = block::Block::new(bytes::Bytes::from(raw)).unwrap();
+    let mut it = index.iter();
+    it.seek_back(b"key00050", 10, <[u8]>::cmp);
+    assert!(!it.valid() && it.corrupt());
+}
+
 #[test]
 fn flipped_bytes_are_reported() {
     let storage = MemStorage::new();
