@@ -20,7 +20,7 @@ use std::ops::Bound;
 use crate::key::{Nsid, NSID_LEN};
 
 /// One distinct key in this many is sampled, on average.
-pub(super) const SAMPLE_EVERY: u64 = 64;
+const SAMPLE_EVERY: u64 = 64;
 
 pub(super) struct KeySamples {
     keys: SkipSet<Bytes>,
@@ -46,7 +46,7 @@ impl KeySamples {
 
     /// The sampled keys of namespace `ns` (without it) in `[start, end)`, in order: the
     /// `n` nearest its end (`from_top`) or its start.
-    pub fn within(
+    pub(super) fn within(
         &self,
         ns: Nsid,
         start: &[u8],

@@ -44,24 +44,36 @@ fn load(db: &Db, ns: &Namespace, kind: IndexKind, sparse: u32, rare: u32) {
     db.flush().unwrap();
 }
 
-fn top(ns: &Namespace, filter: serde_json::Value, k: usize) -> cerberus_engine::QueryStats {
-    let opts = TopOptions {
-        by: "v".into(),
+/// A database of `options()` in memory, and its namespace "t".
+fn open() -> (Db, Namespace) {
+    let db = Db::builder(options())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    (db, ns)
+}
+
+/// The top `k` by `by`, largest first.
+fn desc(by: &str, k: usize) -> TopOptions {
+    TopOptions {
+        by: by.into(),
         desc: true,
         k,
         projection: None,
-    };
-    let res = ns.top(&Filter::parse(&filter).unwrap(), &opts).unwrap();
+    }
+}
+
+fn top(ns: &Namespace, filter: serde_json::Value, k: usize) -> cerberus_engine::QueryStats {
+    let res = ns
+        .top(&Filter::parse(&filter).unwrap(), &desc("v", k))
+        .unwrap();
     assert_eq!(res.value.len(), k);
     res.stats
 }
 
 #[test]
 fn a_piece_holds_about_a_block_of_each_table() {
-    let db = Db::builder(options())
-        .open_storage(Arc::new(MemStorage::new()))
-        .unwrap();
-    let ns = db.create_namespace("t").unwrap();
+    let (db, ns) = open();
     load(&db, &ns, IndexKind::Classic, 400, 0);
     let stats = top(&ns, json!({}), 300);
     assert!(stats.plan.starts_with("ranked walk"), "{}", stats.plan);
@@ -72,10 +84,7 @@ fn a_piece_holds_about_a_block_of_each_table() {
 
 #[test]
 fn a_walk_that_gives_up_reads_no_more_of_the_index_than_its_budget_needs() {
-    let db = Db::builder(options())
-        .open_storage(Arc::new(MemStorage::new()))
-        .unwrap();
-    let ns = db.create_namespace("t").unwrap();
+    let (db, ns) = open();
     load(&db, &ns, IndexKind::Classic, 64, 5_000);
     let stats = top(&ns, json!({"tag": "rare"}), 10);
     // The ranked walk reads its budget of records near the top, gives up, and the plan
@@ -113,10 +122,7 @@ fn no_value_is_read_ahead_once_the_budget_is_spent() {
 /// walk, where the whole range was one piece walked forward, every record read.
 #[test]
 fn a_walk_from_the_top_of_the_memtable_gathers_a_few_samples_of_it() {
-    let db = Db::builder(options())
-        .open_storage(Arc::new(MemStorage::new()))
-        .unwrap();
-    let ns = db.create_namespace("t").unwrap();
+    let (_db, ns) = open();
     for kind in [IndexKind::Classic, IndexKind::Vas] {
         ns.create_index("v", kind).unwrap();
         for i in 0..40_000u32 {
@@ -133,13 +139,7 @@ fn a_walk_from_the_top_of_the_memtable_gathers_a_few_samples_of_it() {
             assert!(stats.index_entries <= 2_000, "{kind:?} {stats:?}");
             // Under a work limit the same walk: it was one piece forward, read whole.
             let limited = ns.with_query_work_limit(4 * 17 * k as u64 + 1_000);
-            let opts = TopOptions {
-                by: "v".into(),
-                desc: true,
-                k,
-                projection: None,
-            };
-            let f = Filter::parse(&filter).unwrap();
+            let (f, opts) = (Filter::parse(&filter).unwrap(), desc("v", k));
             assert_eq!(
                 limited.top(&f, &opts).unwrap().value,
                 ns.top(&f, &opts).unwrap().value
@@ -189,10 +189,7 @@ fn keys_made_to_collide_under_xxh3_are_sampled_as_any_others() {
     };
     let h = xxhash_rust::xxh3::xxh3_64(&entry(*b"AAAA"));
     assert_eq!(xxhash_rust::xxh3::xxh3_64(&entry(*b"Q7x~")), h);
-    let db = Db::builder(options())
-        .open_storage(Arc::new(MemStorage::new()))
-        .unwrap();
-    let ns = db.create_namespace("t").unwrap();
+    let (_db, ns) = open();
     ns.create_index("s", IndexKind::Classic).unwrap();
     for i in 0..40_000u32 {
         let a: [u8; 4] = std::array::from_fn(|j| b'!' + ((i >> (6 * j)) % 64) as u8);
@@ -200,15 +197,9 @@ fn keys_made_to_collide_under_xxh3_are_sampled_as_any_others() {
         let v = json!({ "s": s });
         ns.put(&pk, v.to_string().as_bytes()).unwrap();
     }
-    let opts = TopOptions {
-        by: "s".into(),
-        desc: true,
-        k: 5,
-        projection: None,
-    };
     let res = ns
         .with_query_work_limit(4_096)
-        .top(&Filter::default(), &opts)
+        .top(&Filter::default(), &desc("s", 5))
         .unwrap();
     assert_eq!(res.value.len(), 5);
     assert!(res.stats.index_entries <= 2_000, "{:?}", res.stats);

@@ -212,7 +212,6 @@ fn the_work_charged_does_not_depend_on_the_trees_shape() {
         ..FindOptions::default()
     };
     let count = Aggregate::parse("count", None).unwrap();
-    type Query<'a> = Box<dyn Fn(&Namespace) -> cerberus_engine::Result<String> + 'a>;
     let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
     let queries: Vec<(&str, Query)> = vec![
         // The seed's shape: the filter's index read, the ranked index's entries counted.
@@ -270,10 +269,23 @@ fn the_work_charged_does_not_depend_on_the_trees_shape() {
             }),
         ),
     ];
+    charged_alike_in_every_shape(&db, &ns, &queries);
+}
+
+/// A query of a test: its answer printed.
+type Query<'a> = Box<dyn Fn(&Namespace) -> cerberus_engine::Result<String> + 'a>;
+
+/// Each of `queries` (named) is charged the same and answers the same with its records in
+/// memtables, flushed, and compacted.
+fn charged_alike_in_every_shape<N: std::fmt::Display>(
+    db: &Db,
+    ns: &Namespace,
+    queries: &[(N, Query)],
+) {
     let measure = || -> Vec<(u64, String)> {
         queries
             .iter()
-            .map(|(_, q)| (charge(&ns, q), q(&ns).unwrap()))
+            .map(|(_, q)| (charge(ns, q), q(ns).unwrap()))
             .collect()
     };
     let in_memtables = measure();
@@ -317,30 +329,16 @@ fn a_walk_from_the_top_is_charged_alike_in_memtables_and_tables() {
         (json!({"other": 2, "n": {"$gte": 1_500, "$lt": 1_700}}), 66),
         (json!({"other": 1, "n": {"$lt": 3_000}}), 40),
     ];
-    let measure = || -> Vec<(u64, String)> {
-        cases
-            .iter()
-            .map(|(f, k)| {
-                let (f, t) = (filter(f.clone()), top_by_n(*k));
-                let q = |h: &Namespace| h.top(&f, &t).map(|r| format!("{:?}", r.value));
-                (charge(&ns, &q), q(&ns).unwrap())
-            })
-            .collect()
-    };
-    let in_memtable = measure();
-    db.flush().unwrap();
-    db.wait_for_compactions().unwrap();
-    let flushed = measure();
-    db.compact_all().unwrap();
-    let compacted = measure();
-    for (i, (f, k)) in cases.iter().enumerate() {
-        let charges = [in_memtable[i].0, flushed[i].0, compacted[i].0];
-        assert!(
-            charges.iter().all(|c| *c == charges[0]),
-            "top {k} of {f}: charged {charges:?} (in the memtable, flushed, compacted)"
-        );
-        assert!(in_memtable[i].1 == flushed[i].1 && flushed[i].1 == compacted[i].1);
-    }
+    let queries: Vec<(String, Query)> = cases
+        .into_iter()
+        .map(|(f, k)| {
+            let name = format!("top {k} of {f}");
+            let (f, t) = (filter(f), top_by_n(k));
+            let q: Query = Box::new(move |h| h.top(&f, &t).map(|r| format!("{:?}", r.value)));
+            (name, q)
+        })
+        .collect();
+    charged_alike_in_every_shape(&db, &ns, &queries);
 }
 
 fn top_by_n(k: usize) -> TopOptions {
