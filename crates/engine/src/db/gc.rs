@@ -267,7 +267,7 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
             }
         }
         if !encoded.is_empty() {
-            self.write.append_locked(w, encoded, bytes, false)?;
+            self.write.append_locked(w, &mut encoded, bytes, false)?;
         }
         Ok(())
     }

@@ -166,6 +166,7 @@ impl Inner {
             space: &self.space,
             capacity_flush: &self.capacity_flush,
             opened: &self.opened,
+            uptime: &self.uptime,
             flusher: self.flusher(),
         }
     }

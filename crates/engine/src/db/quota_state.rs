@@ -40,7 +40,7 @@ pub(super) fn credit_holds(sv: &SuperVersion, g: &crate::vlog::EncodedWrite, epo
         return false;
     }
     let mut user = Vec::new();
-    g.spans.iter().all(|s| {
+    g.spans().all(|s| {
         user.clear();
         user.extend_from_slice(&g.nsid.to_be_bytes());
         user.extend_from_slice(&g.buf[s.key.clone()]);

@@ -15,9 +15,10 @@ use crate::options::{Options, WritePressure};
 use crate::row_cache::RowCache;
 use crate::stats::Counters;
 use crate::uptime::Uptime;
-use crate::vlog::{AppendError, EncodedWrite, RollError};
+use crate::vlog::{AppendError, EncodedWrite, RollError, Spans};
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -148,8 +149,9 @@ impl<'a, F: Fn()> WritePath<'a, F> {
             }
             self.writes.queue_cv.wait(&mut queue);
         }
-        // This write leads a group: itself and the writes queued behind it.
-        let mut group = Vec::new();
+        // This write leads a group: itself and the writes queued behind it (most often alone:
+        // held in place, no allocation).
+        let mut group: SmallVec<[EncodedWrite; 1]> = SmallVec::new();
         let mut bytes = 0;
         // Queued writes (barriers too) the group takes.
         let mut n = 0;
@@ -170,7 +172,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         let result = match group.is_empty() {
             // Barriers alone: nothing to write.
             true => Ok(()),
-            false => self.commit_group(group, bytes, sync),
+            false => self.commit_group(&mut group, bytes, sync),
         };
         let mut queue = self.writes.queue.lock();
         for _ in 0..n {
@@ -192,7 +194,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
     /// `Options::sync`) and inserts them into the memtable.
     pub(super) fn commit_group(
         &self,
-        group: Vec<EncodedWrite>,
+        group: &mut [EncodedWrite],
         bytes: usize,
         sync: bool,
     ) -> Result<()> {
@@ -209,29 +211,29 @@ impl<'a, F: Fn()> WritePath<'a, F> {
     pub(super) fn append_locked(
         &self,
         w: &mut WriterState,
-        mut group: Vec<EncodedWrite>,
+        group: &mut [EncodedWrite],
         bytes: usize,
         sync: bool,
     ) -> Result<()> {
-        let records: usize = group.iter().map(|g| g.spans.len()).sum();
+        let records: usize = group.iter().map(|g| g.records()).sum();
         let first = w.next_seq;
         if first + records as u64 > key::MAX_SEQ {
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
         }
         let mut seq = first;
-        for g in &mut group {
+        for g in group.iter_mut() {
             g.stamp(seq);
-            seq += g.spans.len() as u64;
+            seq += g.records() as u64;
         }
         if w.vlog.needs_roll(bytes, self.opts.vlog_segment_bytes) {
             let id = self.versions.new_file_number();
             self.roll_log(w, id)?;
         }
-        let appended = if let [one] = group.as_slice() {
+        let appended = if let [one] = &*group {
             w.vlog.append(&one.buf)
         } else {
             w.buf.clear();
-            for g in &group {
+            for g in group.iter() {
                 w.buf.extend_from_slice(&g.buf);
             }
             w.vlog.append(&w.buf)
@@ -269,16 +271,16 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         // After the super version: see `credit_holds`.
         let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
         let mut seq = first;
-        for g in group {
+        for g in group.iter_mut() {
             // Checked before its own records go in, after the group's earlier ones.
-            let credit = match credit_holds(&sv, &g, epoch) {
+            let credit = match credit_holds(&sv, g, epoch) {
                 true => g.credit,
                 false => 0,
             };
             let own = indexes.of(g.nsid);
-            let buf = Bytes::from(g.buf);
+            let buf = Bytes::from(std::mem::take(&mut g.buf));
             let mut charged = 0u64;
-            for s in &g.spans {
+            for s in Spans::over(&buf, g.records()) {
                 let key = &buf[s.key.clone()];
                 let mut user = Vec::with_capacity(4 + key.len());
                 user.extend_from_slice(&g.nsid.to_be_bytes());

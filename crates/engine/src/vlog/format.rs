@@ -33,6 +33,15 @@ pub struct Record<'a> {
 /// Appends one record to `out`; returns its length.
 pub fn encode_record(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
     let start = out.len();
+    let len = encode_unstamped(out, rec);
+    stamp_header(&mut out[start..start + RECORD_HEADER_LEN], rec.seq);
+    len
+}
+
+/// Appends one record to `out` with its payload checksum but not its header's (see
+/// [`stamp_header`]); returns its length.
+fn encode_unstamped(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
+    let start = out.len();
     out.extend_from_slice(&[0; 8]);
     put_u64(out, rec.seq);
     put_u32(out, rec.nsid);
@@ -45,12 +54,23 @@ pub fn encode_record(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
     put_u32(out, rec.value.len() as u32);
     out.extend_from_slice(rec.key);
     out.extend_from_slice(rec.value);
-    let header_crc = crc32c::crc32c(&out[start + 8..start + RECORD_HEADER_LEN]);
     let mut payload_crc = crc32c::crc32c(rec.key);
     payload_crc = crc32c::crc32c_append(payload_crc, rec.value);
-    out[start..start + 4].copy_from_slice(&header_crc.to_le_bytes());
     out[start + 4..start + 8].copy_from_slice(&payload_crc.to_le_bytes());
     out.len() - start
+}
+
+/// Key and value lengths of a header this process encoded.
+fn header_lens(h: &[u8]) -> (usize, usize) {
+    let at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]) as usize;
+    (at(21), at(25))
+}
+
+/// Writes seqno `seq` into the record header `h` and seals the header with its checksum.
+fn stamp_header(h: &mut [u8], seq: SeqNo) {
+    h[8..16].copy_from_slice(&seq.to_le_bytes());
+    let crc = crc32c::crc32c(&h[8..RECORD_HEADER_LEN]);
+    h[..4].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Where one record of an [`EncodedWrite`] sits in its buffer.
@@ -64,12 +84,15 @@ pub struct RecordSpan {
 }
 
 /// The records of one write (a put, a delete or a batch), encoded by the writer's own thread
-/// before it joins a commit group; the group's leader stamps the seqnos.
+/// before it joins a commit group; the group's leader stamps the seqnos (and with them the
+/// header checksums: a header is sealed once, when its seqno is known).
 #[derive(Default)]
 pub struct EncodedWrite {
     pub nsid: Nsid,
     pub buf: Vec<u8>,
-    pub spans: Vec<RecordSpan>,
+    /// Records in `buf`; where each sits is read back from their headers ([`Self::spans`]),
+    /// not kept beside them: one allocation less per put.
+    records: usize,
     /// Bytes of the versions these records replace, as a capacity check found them: taken
     /// off what the memtable counts for the namespace.
     pub credit: u64,
@@ -85,15 +108,8 @@ impl EncodedWrite {
             .iter()
             .map(|(_, k, v)| RECORD_HEADER_LEN + k.len() + v.len())
             .sum();
-        let mut w = EncodedWrite {
-            nsid,
-            buf: Vec::with_capacity(total),
-            spans: Vec::with_capacity(ops.len()),
-            credit: 0,
-            credit_at: None,
-        };
+        let mut buf = Vec::with_capacity(total);
         for (i, (kind, key, value)) in ops.iter().enumerate() {
-            let at = w.buf.len();
             let rec = Record {
                 seq: 0,
                 nsid,
@@ -102,27 +118,84 @@ impl EncodedWrite {
                 key,
                 value,
             };
-            let len = encode_record(&mut w.buf, &rec);
-            let key_at = at + RECORD_HEADER_LEN;
-            w.spans.push(RecordSpan {
-                at,
-                len,
-                kind: *kind,
-                key: key_at..key_at + key.len(),
-                value: key_at + key.len()..at + len,
-            });
+            encode_unstamped(&mut buf, &rec);
         }
-        w
+        EncodedWrite {
+            nsid,
+            buf,
+            records: ops.len(),
+            credit: 0,
+            credit_at: None,
+        }
     }
 
-    /// Gives the records seqnos `first..`, fixing each header checksum.
+    /// Number of records.
+    pub fn records(&self) -> usize {
+        self.records
+    }
+
+    /// Where each record sits, in order, read from the headers `new` wrote.
+    pub fn spans(&self) -> Spans<'_> {
+        Spans::over(&self.buf, self.records)
+    }
+
+    /// Gives the records seqnos `first..` and seals each header with its checksum.
     pub fn stamp(&mut self, first: SeqNo) {
-        for (i, s) in self.spans.iter().enumerate() {
-            let h = &mut self.buf[s.at..s.at + RECORD_HEADER_LEN];
-            h[8..16].copy_from_slice(&(first + i as u64).to_le_bytes());
-            let crc = crc32c::crc32c(&h[8..RECORD_HEADER_LEN]);
-            h[..4].copy_from_slice(&crc.to_le_bytes());
+        let mut at = 0;
+        for i in 0..self.records {
+            let h = &mut self.buf[at..at + RECORD_HEADER_LEN];
+            let (key_len, value_len) = header_lens(h);
+            let len = RECORD_HEADER_LEN + key_len + value_len;
+            stamp_header(h, first + i as u64);
+            at += len;
         }
+    }
+}
+
+/// The spans of the first `records` records an [`EncodedWrite`] encoded in a buffer.
+pub struct Spans<'a> {
+    buf: &'a [u8],
+    at: usize,
+    left: usize,
+}
+
+impl<'a> Spans<'a> {
+    /// The spans of `records` records encoded by [`EncodedWrite::new`] at the start of
+    /// `buf` (its buffer, or that buffer moved elsewhere).
+    pub fn over(buf: &'a [u8], records: usize) -> Self {
+        Spans {
+            buf,
+            at: 0,
+            left: records,
+        }
+    }
+}
+
+impl Iterator for Spans<'_> {
+    type Item = RecordSpan;
+
+    fn next(&mut self) -> Option<RecordSpan> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let at = self.at;
+        let h = &self.buf[at..at + RECORD_HEADER_LEN];
+        let kind = match h[20] & FLAG_PUT {
+            0 => Kind::Delete,
+            _ => Kind::Put,
+        };
+        let (key_len, value_len) = header_lens(h);
+        let key_at = at + RECORD_HEADER_LEN;
+        let len = RECORD_HEADER_LEN + key_len + value_len;
+        self.at += len;
+        Some(RecordSpan {
+            at,
+            len,
+            kind,
+            key: key_at..key_at + key_len,
+            value: key_at + key_len..at + len,
+        })
     }
 }
 

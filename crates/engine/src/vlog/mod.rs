@@ -19,7 +19,7 @@ mod writeback;
 mod writer;
 
 pub use format::{
-    decode_record, encode_record, parse_segment_name, segment_name, EncodedWrite, Record,
+    decode_record, encode_record, parse_segment_name, segment_name, EncodedWrite, Record, Spans,
     RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
 };
 pub use liveness::Liveness;

@@ -26,7 +26,13 @@ fn stamped_write_decodes_with_its_seqnos() {
     let (r2, _) = decode_record(&w.buf[l1..]).unwrap();
     assert_eq!((r1.seq, r1.nsid, r1.batch_end), (100, 7, false));
     assert_eq!((r2.seq, r2.kind, r2.batch_end), (101, Kind::Delete, true));
-    assert_eq!(&w.buf[w.spans[0].value.clone()], b"1");
+    let spans: Vec<_> = w.spans().collect();
+    assert_eq!(&w.buf[spans[0].value.clone()], b"1");
+    assert_eq!(&w.buf[spans[1].key.clone()], b"b");
+    assert_eq!(
+        (spans[1].kind, spans[1].value.len(), w.records()),
+        (Kind::Delete, 0, 2)
+    );
 }
 
 #[test]
