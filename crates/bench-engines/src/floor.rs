@@ -10,6 +10,11 @@
 //! per put, as the engine does (so an acknowledged put outlives a crash of the process): what
 //! the buffer saves is the system call.
 //!
+//! `--engine floor-log` writes its log as the engine writes its value log (`floor_log.rs`):
+//! a positioned write per put into 128 MiB segments, each synced before the next is begun,
+//! and written out to the device every MiB by a thread of its own on the way. `floor-write`
+//! leaves the whole load dirty in the page cache; this one pays its write-out inside the run.
+//!
 //! A skiplist past the engine's memtable budget is swapped for a new one and dropped on a
 //! thread of its own, as the engine hands a full memtable to the background; nothing is
 //! flushed to tables. It measures puts only: gets fail.
@@ -17,6 +22,7 @@
 use crate::config::{OpenConfig, StorageArg};
 use crate::db::BenchDb;
 use crate::error::{EngineError, Result};
+use crate::floor_log::SegmentLog;
 use crate::op::Op;
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
@@ -40,17 +46,66 @@ const NSID: u32 = 0;
 type Skiplist = SkipMap<(Bytes, Reverse<u64>), (Bytes, u64)>;
 
 struct Log {
-    file: BufWriter<File>,
+    sink: Sink,
     offset: u64,
     next_seq: u64,
 }
 
-/// The floor: a buffered log and a skiplist.
+/// How a floor writes its log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogMode {
+    /// Through a 64 KiB user-space buffer (`floor`).
+    Buffered,
+    /// One `write(2)` per put (`floor-write`).
+    Write,
+    /// As the engine: segments synced in order, written back early (`floor-log`).
+    Segments,
+}
+
+/// Where the records go.
+enum Sink {
+    File(BufWriter<File>),
+    Segments(SegmentLog),
+}
+
+impl Sink {
+    fn append(&mut self, record: &[u8], mode: LogMode) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => {
+                f.write_all(record)?;
+                match mode {
+                    LogMode::Buffered => Ok(()),
+                    _ => f.flush(),
+                }
+            }
+            Sink::Segments(log) => log.append(record),
+        }
+    }
+
+    /// Writes out what the user-space buffer holds (a segment log has none).
+    fn flush_buffer(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Segments(_) => Ok(()),
+        }
+    }
+
+    /// Writes out what the user-space buffer holds; stops the write-back thread.
+    fn end(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Segments(log) => {
+                log.stop();
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The floor: a log and a skiplist.
 pub struct FloorDb {
     log: Mutex<Log>,
-    /// Whether the log's buffer is written out only when full (`floor`), or after each put
-    /// (`floor-write`).
-    buffered: bool,
+    mode: LogMode,
     mem: RwLock<Arc<Skiplist>>,
     mem_bytes: AtomicUsize,
     budget: usize,
@@ -79,15 +134,26 @@ pub fn encode_record(out: &mut Vec<u8>, seq: u64, key: &[u8], value: &[u8]) {
 }
 
 impl FloorDb {
-    pub fn open(config: &OpenConfig, buffered: bool) -> Result<FloorDb> {
+    pub fn open(config: &OpenConfig, mode: LogMode) -> Result<FloorDb> {
         if config.sync {
             return Err(EngineError::FloorNeverSyncs);
         }
-        let path = config.path.join("floor.log");
-        let file = File::create(&path).map_err(|source| EngineError::Floor {
-            op: Op::Create { path: path.clone() },
-            source,
-        })?;
+        let created = |path: std::path::PathBuf| {
+            move |source| EngineError::Floor {
+                op: Op::Create { path },
+                source,
+            }
+        };
+        let sink = match mode {
+            LogMode::Segments => Sink::Segments(
+                SegmentLog::create(&config.path).map_err(created(config.path.clone()))?,
+            ),
+            _ => {
+                let path = config.path.join("floor.log");
+                let file = File::create(&path).map_err(created(path))?;
+                Sink::File(BufWriter::with_capacity(LOG_BUFFER, file))
+            }
+        };
         let (tx, rx) = mpsc::channel::<Arc<Skiplist>>();
         let dropper = std::thread::Builder::new()
             .name("floor-drop".into())
@@ -95,11 +161,11 @@ impl FloorDb {
             .map_err(floor_failed(Op::StartDropper))?;
         Ok(FloorDb {
             log: Mutex::new(Log {
-                file: BufWriter::with_capacity(LOG_BUFFER, file),
+                sink,
                 offset: 0,
                 next_seq: 1,
             }),
-            buffered,
+            mode,
             mem: RwLock::new(Arc::new(SkipMap::new())),
             mem_bytes: AtomicUsize::new(0),
             budget: cerberus_engine::Options::default().memtable_bytes,
@@ -128,8 +194,8 @@ impl FloorDb {
     fn end(&self) -> Result<()> {
         self.log
             .lock()
-            .file
-            .flush()
+            .sink
+            .end()
             .map_err(floor_failed(Op::WriteLog))?;
         if let Some((tx, handle)) = self.dropper.lock().take() {
             drop(tx);
@@ -147,12 +213,9 @@ impl BenchDb for FloorDb {
             let mut log = self.log.lock();
             let seq = log.next_seq;
             encode_record(&mut record, seq, key, value);
-            log.file
-                .write_all(&record)
+            log.sink
+                .append(&record, self.mode)
                 .map_err(floor_failed(Op::Append))?;
-            if !self.buffered {
-                log.file.flush().map_err(floor_failed(Op::WriteLog))?;
-            }
             let offset = log.offset;
             log.offset += record.len() as u64;
             log.next_seq += 1;
@@ -178,8 +241,8 @@ impl BenchDb for FloorDb {
     fn flush(&self) -> Result<()> {
         self.log
             .lock()
-            .file
-            .flush()
+            .sink
+            .flush_buffer()
             .map_err(floor_failed(Op::WriteLog))
     }
 
@@ -236,7 +299,7 @@ mod tests {
     #[test]
     fn puts_land_in_the_log_and_the_skiplist() {
         let dir = tempfile::tempdir().unwrap();
-        let db = FloorDb::open(&config(dir.path()), true).unwrap();
+        let db = FloorDb::open(&config(dir.path()), LogMode::Buffered).unwrap();
         db.put(b"k1", b"value one").unwrap();
         db.put(b"k0", b"v0").unwrap();
         db.put(b"k1", b"value two").unwrap();
@@ -274,7 +337,7 @@ mod tests {
     #[test]
     fn a_full_skiplist_is_swapped_for_a_new_one() {
         let dir = tempfile::tempdir().unwrap();
-        let mut db = FloorDb::open(&config(dir.path()), true).unwrap();
+        let mut db = FloorDb::open(&config(dir.path()), LogMode::Buffered).unwrap();
         db.budget = 1000;
         for i in 0..40u32 {
             db.put(&i.to_be_bytes(), &[7; 100]).unwrap();
@@ -288,7 +351,7 @@ mod tests {
     #[test]
     fn floor_write_hands_each_put_to_the_kernel() {
         let dir = tempfile::tempdir().unwrap();
-        let db = FloorDb::open(&config(dir.path()), false).unwrap();
+        let db = FloorDb::open(&config(dir.path()), LogMode::Write).unwrap();
         db.put(b"k", b"v").unwrap();
         let len = std::fs::metadata(dir.path().join("floor.log"))
             .unwrap()

@@ -23,6 +23,7 @@ mod error;
 #[cfg(feature = "fjall")]
 mod fjall;
 mod floor;
+mod floor_log;
 mod kvs;
 #[cfg(feature = "lmdb")]
 mod lmdb;

@@ -7,7 +7,7 @@ use crate::device::DeviceDb;
 use crate::error::{EngineError, Result};
 #[cfg(feature = "fjall")]
 use crate::fjall::FjallDb;
-use crate::floor::{self, FloorDb};
+use crate::floor::{self, FloorDb, LogMode};
 use crate::kvs::KvsDb;
 #[cfg(feature = "lmdb")]
 use crate::lmdb::LmdbDb;
@@ -47,6 +47,9 @@ pub enum Engine {
     Floor,
     /// The floor with one `write(2)` per put, as the engine hands each write to the kernel.
     FloorWrite,
+    /// The floor writing its log as the engine does: segments synced in order, written
+    /// back early by a thread of its own (see `floor_log.rs`).
+    FloorLog,
     /// LMDB (cargo feature `lmdb`, the `heed` crate), the embedded engine's read peer.
     Lmdb,
 }
@@ -66,6 +69,7 @@ impl Engine {
             Engine::Redis => "redis",
             Engine::Floor => "floor",
             Engine::FloorWrite => "floor-write",
+            Engine::FloorLog => "floor-log",
             Engine::Lmdb => "lmdb",
         }
     }
@@ -85,6 +89,7 @@ impl Engine {
             "redis" => Ok(Engine::Redis),
             "floor" => Ok(Engine::Floor),
             "floor-write" | "floor_write" => Ok(Engine::FloorWrite),
+            "floor-log" | "floor_log" => Ok(Engine::FloorLog),
             "lmdb" => Ok(Engine::Lmdb),
             other => Err(EngineError::UnknownEngine { name: other.into() }),
         }
@@ -100,7 +105,7 @@ impl Engine {
                     what: "device-nvme",
                 }),
             },
-            Engine::Floor | Engine::FloorWrite => floor::check(config),
+            Engine::Floor | Engine::FloorWrite | Engine::FloorLog => floor::check(config),
             Engine::Lmdb => {
                 if !cfg!(feature = "lmdb") {
                     return Err(EngineError::NotBuilt {
@@ -174,8 +179,9 @@ pub fn open(engine: Engine, config: &OpenConfig) -> Result<Arc<dyn BenchDb>> {
         Engine::Device => Ok(Arc::new(DeviceDb::open(config)?)),
         Engine::DeviceNvme => Ok(Arc::new(DeviceDb::open_nvme(config)?)),
         Engine::Kvs => Ok(Arc::new(KvsDb::open(config)?)),
-        Engine::Floor => Ok(Arc::new(FloorDb::open(config, true)?)),
-        Engine::FloorWrite => Ok(Arc::new(FloorDb::open(config, false)?)),
+        Engine::Floor => Ok(Arc::new(FloorDb::open(config, LogMode::Buffered)?)),
+        Engine::FloorWrite => Ok(Arc::new(FloorDb::open(config, LogMode::Write)?)),
+        Engine::FloorLog => Ok(Arc::new(FloorDb::open(config, LogMode::Segments)?)),
         #[cfg(feature = "lmdb")]
         Engine::Lmdb => Ok(Arc::new(LmdbDb::open(config)?)),
         #[cfg(not(feature = "lmdb"))]

@@ -44,7 +44,8 @@ pub struct Args {
     /// `device,kvs` measures the C layer), redis (a `redis-server` started on a loopback
     /// port; the `redis` feature), floor (the floor of Cerberus's write path: a buffered log
     /// append and a skiplist insert per put; puts only), floor-write (the same, the log
-    /// written out after each put), lmdb (the `lmdb` feature), or several (`cerberus,rocksdb`,
+    /// written out after each put), floor-log (the same, the log written as the engine's:
+    /// segments synced in order, written back early on a thread), lmdb (the `lmdb` feature), or several (`cerberus,rocksdb`,
     /// `cerberus,rocksdb,rocksdb-blob`, `cerberus,fjall,fjall-blob`, `cerberus,device`,
     /// `device,redis`: also prints the first one's ratio to each other) [default: cerberus, or
     /// device when --device is given].

@@ -200,9 +200,10 @@ impl<F: Fn()> Quotas<'_, F> {
         if self.opts.reserve_bytes == Some(0) {
             return Ok(());
         }
-        let space = self
-            .space
-            .read(self.storage.as_ref(), Duration::from_millis(self.uptime.ms()));
+        let space = self.space.read(
+            self.storage.as_ref(),
+            Duration::from_millis(self.uptime.ms()),
+        );
         match space {
             Some((total, free)) if free < self.reserve(total) => Err(Error::ReserveReached {
                 free,
