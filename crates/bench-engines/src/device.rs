@@ -310,9 +310,11 @@ impl BenchDb for DeviceDb {
         })
     }
 
-    /// The device manages its background work itself.
+    /// A local device: waits for its engine's flushes, compactions and value-log GC, as the
+    /// embedded engine's settle does (`waitforcompaction` in a workload list, the
+    /// multitenant run's settle). A remote device has no command for it: returns at once.
     fn settle(&self) -> Result<()> {
-        Ok(())
+        self.wait_for_compactions()
     }
 
     fn stats_json(&self) -> serde_json::Value {

@@ -67,8 +67,10 @@ pub struct Args {
     /// reads on until its socket is empty).
     #[arg(long)]
     pub frames_per_turn: Option<usize>,
-    /// The device's lanes' (background work's) nice value (`scheduler.background_nice`).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    /// The device's lanes' (background work's) nice value (`scheduler.background_nice`;
+    /// the device's default unless given).
+    #[arg(long, default_value_t = cerberus_device::SchedulerConfig::default().background_nice,
+          allow_negative_numbers = true)]
     pub background_nice: i32,
     /// The victim's client thread's nice value in every phase (0: the process's; below 0
     /// needs root), as a model of a client on a machine of its own.

@@ -230,7 +230,7 @@ impl Run<'_> {
             keys.write(k, &mut key);
             db.put_tenant(victim, &key, gen.next())?;
         }
-        settle(db, dev)?;
+        db.settle()?;
         let gets = args.victim_gets.unwrap_or(args.victim_keys);
         let alone = measured(db, dev, victim, |stop| {
             victim_gets(db, victim, args, keys, gets, stop, 1)
@@ -238,7 +238,7 @@ impl Run<'_> {
         let noisy = measured(db, dev, victim, |stop| {
             self.noisy_phase(db, &tenants, args, stop)
         })?;
-        settle(db, dev)?;
+        db.settle()?;
         let settled = measured(db, dev, victim, |stop| {
             victim_gets(db, victim, args, keys, gets, stop, 3)
         })?;
@@ -346,13 +346,6 @@ struct NoisyOut {
     puts: u64,
     puts_per_sec: f64,
     neighbours: BTreeMap<String, ThreadTimes>,
-}
-
-/// Waits for the engine's flushes and compactions: `BenchDb::settle`, and on a local device
-/// its engine's (the device engine's settle does nothing, the device running its own).
-fn settle(db: &dyn BenchDb, dev: Option<&DeviceDb>) -> Result<()> {
-    db.settle()?;
-    Ok(dev.map_or(Ok(()), DeviceDb::wait_for_compactions)?)
 }
 
 /// The victim's gets of one phase, and the misses among them.

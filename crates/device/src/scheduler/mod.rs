@@ -84,7 +84,10 @@ pub struct SchedulerConfig {
     /// 0 leaves them at the process's. Above the cores' value, a lane gives way to a core
     /// (and to the clients on the same machine) whenever both want a CPU, so background
     /// work runs on what serving leaves, as the BTS scheduler intends when cores and lanes
-    /// share CPUs. Raising it needs no privilege.
+    /// share CPUs. Raising it needs no privilege. 10 by default, as the embedded engine's
+    /// own background threads: with the lanes at 0, the GC and compactions that follow a
+    /// load of 1 M keys took a third of the CPU from pipelined gets (docs/benchmarks.md).
+    /// Work that falls behind stalls the writes, which frees the CPU it needs.
     pub background_nice: i32,
 }
 
@@ -96,7 +99,7 @@ impl Default for SchedulerConfig {
             load_threshold: 0.8,
             pin_cores: false,
             network_nice: 0,
-            background_nice: 0,
+            background_nice: 10,
         }
     }
 }
