@@ -2,8 +2,10 @@
 //! a device this test starts, over the native wire and over NVMe/TCP. Four worker threads
 //! share one device handle and one key space, each with its own key prefix and an exact
 //! model of its keys; a fifth works as another tenant through a tenant-credential handle.
-//! Each draws sync and async calls, iterators, capacity calls and hostile calls; then the
-//! device restarts on the same data and every model is checked again (docs/stress.md).
+//! Each draws sync and async calls, iterators, capacity calls and hostile calls; beside them
+//! a client pipelines queries the device answers on its network threads (`pipeliner`);
+//! then the device restarts on the same data and every model is checked again
+//! (docs/stress.md).
 //!
 //! `CERBERUS_KVS_STRESS_SEED` (one seed), `CERBERUS_KVS_STRESS_MINUTES` (new seeds until
 //! the time is up), `CERBERUS_KVS_STRESS_OPS` (operations per thread per seed).
@@ -18,6 +20,8 @@ mod device;
 mod ffi;
 #[path = "stress/hostile.rs"]
 mod hostile;
+#[path = "stress/pipeliner.rs"]
+mod pipeliner;
 #[path = "stress/rng.rs"]
 mod rng;
 #[path = "stress/tenant.rs"]
@@ -141,7 +145,9 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
     );
     tenant.prefix = workers[0].prefix;
     workers.push(tenant);
-    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+    let (results, pipelined) = std::thread::scope(|s| {
+        let handle = rig.handle();
+        let pipeliner = s.spawn(move || pipeliner::run(handle, wire, seed));
         let handles: Vec<_> = workers
             .iter_mut()
             .map(|w| {
@@ -151,12 +157,17 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
                 })
             })
             .collect();
-        handles
+        let results: Vec<Result<(), String>> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
-            .collect()
+            .collect();
+        let pipelined = pipeliner
+            .join()
+            .unwrap_or_else(|_| Err("the pipeliner panicked".into()));
+        (results, pipelined)
     });
     results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    pipelined?;
     let done: u64 = workers.iter().map(|w| w.ops).sum();
     // The restart: everything closed, the device stopped gracefully and started again.
     for h in [ks, tks] {

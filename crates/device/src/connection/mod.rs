@@ -114,12 +114,6 @@ struct Reader {
     frames_this_turn: usize,
 }
 
-/// Frames a query answered on the network thread counts as in a connection's turn
-/// (`take_turns`): one may run up to `inline_query_work` (150-250 us at 4,096 units), so a
-/// connection pipelining them holds its thread for at most 4 before the others run, where
-/// its turn of 32 small frames is tens of microseconds.
-const INLINE_QUERY_FRAMES: usize = 8;
-
 /// Whether a frame may be handled: with its in-flight permit, refused, or not at all.
 enum Admission {
     Permit(OwnedSemaphorePermit),
@@ -181,7 +175,11 @@ impl Reader {
             if self.stopping {
                 break;
             }
-            self.take_turns().await;
+            if self.take_turns().await && !self.buf.is_empty() {
+                // Its turn ended with frames read and not taken yet: they come next, after
+                // the thread's other connections ran, not after the next read.
+                continue;
+            }
             let authenticated = self.ticket.is_authenticated();
             let partial = !self.buf.is_empty();
             self.deadlines.after_frames(framed, partial, authenticated);
@@ -230,14 +228,22 @@ impl Reader {
     /// A client that keeps the socket full would be read on and on within one poll of its
     /// task (until tokio's budget of 128 reads, thousands of frames): a reader on the same
     /// thread with one get waited behind it for milliseconds. After `network_frames_per_turn`
-    /// frames the task yields, and the loop polls the sockets before it comes back.
-    async fn take_turns(&mut self) {
-        let per_turn = self.shared.config.network_frames_per_turn;
-        if per_turn == 0 || self.frames_this_turn < per_turn {
-            return;
+    /// frames (`turn_over`; read already or not) the task yields, and the loop polls the
+    /// sockets before it comes back. Whether it yielded.
+    async fn take_turns(&mut self) -> bool {
+        if !self.turn_over() {
+            return false;
         }
         self.frames_this_turn = 0;
+        self.shared.metrics.turns_given.inc();
         tokio::task::yield_now().await;
+        true
+    }
+
+    /// Whether this connection has had its turn's frames.
+    fn turn_over(&self) -> bool {
+        let per_turn = self.shared.config.network_frames_per_turn;
+        per_turn > 0 && self.frames_this_turn >= per_turn
     }
 
     /// Stores the held puts of the namespaces this connection proved (its own among them):
@@ -278,6 +284,10 @@ impl Reader {
         // The core's turn, kept for the next frames read while its quantum lasts.
         let mut turn: Option<Turn<'_>> = None;
         loop {
+            if self.turn_over() {
+                // The rest of the buffer waits for the connection's next turn.
+                return Some(framed);
+            }
             // The device's held bytes: one plain load a frame while they are within
             // `max_held_bytes`. Before the frame is split, so a large one waiting in the
             // buffer is not given its room (or read further) meanwhile.

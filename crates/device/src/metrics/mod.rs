@@ -56,6 +56,9 @@ pub struct Metrics {
     pub queries_off_loop: Counter,
     /// Queries sent straight to a worker: one of their shape needed more work just before.
     pub queries_skipped_inline: Counter,
+    /// Times a connection (either wire) gave its network thread to the others after
+    /// `network_frames_per_turn` frames, a query answered there counting as 8.
+    pub turns_given: Counter,
     /// Runs of pipelined gets answered by one engine read.
     pub get_batches: Counter,
     /// The gets of those runs.
@@ -155,6 +158,12 @@ impl Metrics {
                 "Writes carried out on a worker because the engine would have slowed them \
                  down or made them wait.",
                 &self.writes_off_loop,
+            ),
+            (
+                "cerberus_turns_given",
+                "Times a connection gave its network thread to the others after \
+                 network_frames_per_turn frames (a query answered there counting as 8).",
+                &self.turns_given,
             ),
             (
                 "cerberus_queries_inline",

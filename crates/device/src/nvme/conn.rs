@@ -104,6 +104,9 @@ pub(super) struct Conn {
     /// The connection's place on its network thread's core; an admin queue gives it back
     /// at its Connect (`Placed::release`), so I/O queues alone spread over the cores.
     pub placed: Placed,
+    /// PDUs handled since this queue last let the others of its thread run, a query answered
+    /// here counting as `INLINE_QUERY_FRAMES` (as a native connection's frames).
+    pub(super) frames_this_turn: usize,
 }
 
 /// Serves one accepted connection until it ends.
@@ -145,6 +148,7 @@ pub(super) async fn serve(
         deadlines,
         placed,
         ticket,
+        frames_this_turn: 0,
     };
     let end = match c.handshake().await {
         Ok(()) => c.run(done_rx).await.err(),
@@ -305,6 +309,20 @@ impl Conn {
                     None => false,
                 };
                 self.pdu(p, charged)?;
+                self.frames_this_turn += 1;
+                let per_turn = self.target.shared.config.network_frames_per_turn;
+                if per_turn > 0 && self.frames_this_turn >= per_turn {
+                    // A host keeping its queue full would be served on and on, the PDUs
+                    // read already never running out: past its turn, what it holds runs,
+                    // its answers are written, and the thread's other connections run.
+                    self.frames_this_turn = 0;
+                    if turn.take().is_some() {
+                        self.run_held();
+                    }
+                    self.flush().await.map_err(|_| End::Quiet)?;
+                    self.target.shared.metrics.turns_given.inc();
+                    tokio::task::yield_now().await;
+                }
                 continue;
             }
             if !self.held.is_empty() {

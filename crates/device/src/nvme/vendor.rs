@@ -192,7 +192,14 @@ impl Conn {
         let here = match shared.runs_inline(&cmd) {
             _ if store_first => None,
             true => Some(answer(&shared, cmd.clone(), &iters, arrived)),
-            false => crate::workers::answer_small_query(&shared, &cmd, arrived),
+            false => {
+                let small = crate::workers::answer_small_query(&shared, &cmd, arrived);
+                if small.is_some() {
+                    // Its queue's turn ends sooner, as a native connection's.
+                    self.frames_this_turn += crate::workers::INLINE_QUERY_FRAMES - 1;
+                }
+                small
+            }
         };
         let cap = self.target.config.max_queue_bytes as usize;
         if let Some(response) = here {

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use cerberus_host::{BlockingNamespace, IndexKind, WriteBatch};
+use cerberus_host::{BlockingNamespace, Client, IndexKind, WriteBatch};
 use serde_json::{json, Value};
 
 fn counter(text: &str, name: &str) -> u64 {
@@ -106,3 +106,39 @@ fn small_queries_are_answered_on_the_network_thread_and_large_ones_on_workers() 
     dev.shutdown().unwrap();
     other.shutdown().unwrap();
 }
+
+/// A connection pipelining queries answered on its network thread gives the thread to the
+/// others after each 4 of them (one counts as 8 of a turn's 32 frames), on either wire: a
+/// host keeping its NVMe/TCP queue full of them held the thread for as long as it sent.
+fn pipelined_small_queries_give_the_thread_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| c.network_threads = 1);
+    let (client, ns, secret) = common::tenant(&dev, "t");
+    load(&client.namespace(ns));
+    let red = queries()[0].clone();
+    let turns0 = common::metric(&dev, "cerberus_turns_given_total");
+    let inline0 = common::metric(&dev, "cerberus_queries_inline_total");
+    let config = common::config(&dev);
+    common::rt().block_on(async move {
+        let c = Client::connect_with(config).await.unwrap();
+        c.open_namespace(ns, &secret).await.unwrap();
+        let tasks: Vec<_> = (0..64)
+            .map(|_| {
+                let (c, red) = (c.clone(), red.clone());
+                tokio::spawn(async move { c.namespace(ns).query(&red).await })
+            })
+            .collect();
+        for t in tasks {
+            assert_eq!(t.await.unwrap().unwrap().records.len(), 10);
+        }
+    });
+    let inline = common::metric(&dev, "cerberus_queries_inline_total") - inline0;
+    let turns = common::metric(&dev, "cerberus_turns_given_total") - turns0;
+    assert_eq!(inline, 64);
+    // 64 queries of 8 frames each: at least 512 frames, 16 turns of 32 (more on NVMe/TCP,
+    // where a query is a Submit and a Fetch).
+    assert!(turns >= 16, "{turns} turns given");
+    dev.shutdown().unwrap();
+}
+
+both_wires!(pipelined_small_queries_give_the_thread_away);

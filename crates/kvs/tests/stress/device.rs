@@ -49,6 +49,11 @@ impl Rig {
         self.dev.as_ref().expect("device running")
     }
 
+    /// The running device, for a client of its own (`pipeliner`).
+    pub fn handle(&self) -> &DeviceHandle {
+        self.dev()
+    }
+
     /// The address the library files secrets under.
     pub fn addr(&self) -> String {
         match self.wire {
