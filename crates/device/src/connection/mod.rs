@@ -168,16 +168,20 @@ impl Reader {
         let idle = Duration::from_secs(u64::from(self.shared.config.iterator_idle_secs));
         let mut sweep = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Frames taken from this read in turns before the last (see below).
+        let mut framed_before = false;
         loop {
             let Some(framed) = self.take_frames(stop).await else {
                 break;
             };
+            let framed = framed || std::mem::take(&mut framed_before);
             if self.stopping {
                 break;
             }
             if self.take_turns().await && !self.buf.is_empty() {
                 // Its turn ended with frames read and not taken yet: they come next, after
                 // the thread's other connections ran, not after the next read.
+                framed_before = framed;
                 continue;
             }
             let authenticated = self.ticket.is_authenticated();
