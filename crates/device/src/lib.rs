@@ -33,6 +33,7 @@ mod shares;
 mod spin;
 mod stop;
 mod tls;
+mod turns;
 mod verify;
 mod workers;
 

@@ -31,12 +31,6 @@ pub(crate) fn answer(
     resp
 }
 
-/// Frames a query answered on the network thread counts as in a connection's turn (either
-/// wire; `network_frames_per_turn`): one may run up to `inline_query_work` (150-250 us at
-/// 4,096 units), so a connection pipelining them holds its thread for at most 4 before the
-/// others run, where its turn of 32 small frames is tens of microseconds.
-pub(crate) const INLINE_QUERY_FRAMES: usize = 8;
-
 /// A query answered on the network thread if it needs at most the device's inline work
 /// (`Shared::answer_small_query`), recorded as `answer` records a command; `None`: it goes
 /// to a worker.

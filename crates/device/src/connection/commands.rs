@@ -4,7 +4,7 @@
 use super::{refuse, Reader};
 use crate::held::Reserved;
 use crate::put_batch::{HeldPut, PutReply};
-use crate::workers::{answer, answer_small_query, INLINE_QUERY_FRAMES};
+use crate::workers::{answer, answer_small_query};
 use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Frame, Status};
 use tokio::sync::OwnedSemaphorePermit;
@@ -109,7 +109,7 @@ impl Reader {
             if let Some(resp) = answer_small_query(shared, &cmd, arrived) {
                 let _ = self.tx.send((resp, Some(permit)));
                 // Its turn ends sooner: a query here may take hundreds of microseconds.
-                self.frames_this_turn += INLINE_QUERY_FRAMES - 1;
+                self.turn.inline_query();
                 return;
             }
         }

@@ -24,6 +24,7 @@ use crate::outbox::{outbox, write_loop, Outbox};
 use crate::put_batch::HeldPuts;
 use crate::shares::gate::{pass_if, Turn};
 use crate::stop::stopped;
+use crate::turns::TurnCount;
 use crate::workers::Workers;
 use bytes::BytesMut;
 use cerberus_proto::{split_frame, Frame, ProtoError, Response, Status};
@@ -110,8 +111,8 @@ struct Reader {
     deadlines: Deadlines,
     /// Gets read and held to run together (see `gets`).
     gets: held_gets::HeldGets,
-    /// Frames handled since this connection last let the others of its thread run.
-    frames_this_turn: usize,
+    /// What its turn on the thread has used since it last let the others run.
+    turn: TurnCount,
 }
 
 /// Whether a frame may be handled: with its in-flight permit, refused, or not at all.
@@ -147,7 +148,7 @@ impl Reader {
             stopping: false,
             deadlines: Deadlines::new(&shared.config),
             gets: held_gets::HeldGets::default(),
-            frames_this_turn: 0,
+            turn: TurnCount::default(),
             shared,
         }
     }
@@ -231,23 +232,15 @@ impl Reader {
 
     /// A client that keeps the socket full would be read on and on within one poll of its
     /// task (until tokio's budget of 128 reads, thousands of frames): a reader on the same
-    /// thread with one get waited behind it for milliseconds. After `network_frames_per_turn`
-    /// frames (`turn_over`; read already or not) the task yields, and the loop polls the
-    /// sockets before it comes back. Whether it yielded.
+    /// thread with one get waited behind it for milliseconds. Once its turn is over
+    /// (`turns.rs`) the task yields, and the loop polls the sockets before it comes back.
+    /// Whether it yielded.
     async fn take_turns(&mut self) -> bool {
-        if !self.turn_over() {
+        if !self.turn.over(self.shared.config.network_frames_per_turn) {
             return false;
         }
-        self.frames_this_turn = 0;
-        self.shared.metrics.turns_given.inc();
-        tokio::task::yield_now().await;
+        self.turn.give(&self.shared.metrics).await;
         true
-    }
-
-    /// Whether this connection has had its turn's frames.
-    fn turn_over(&self) -> bool {
-        let per_turn = self.shared.config.network_frames_per_turn;
-        per_turn > 0 && self.frames_this_turn >= per_turn
     }
 
     /// Stores the held puts of the namespaces this connection proved (its own among them):
@@ -288,8 +281,11 @@ impl Reader {
         // The core's turn, kept for the next frames read while its quantum lasts.
         let mut turn: Option<Turn<'_>> = None;
         loop {
-            if self.turn_over() {
-                // The rest of the buffer waits for the connection's next turn.
+            if self
+                .turn
+                .over_mid_read(shared.config.network_frames_per_turn)
+            {
+                // Queries ran on the thread: the rest of the buffer waits for the next turn.
                 return Some(framed);
             }
             // The device's held bytes: one plain load a frame while they are within
@@ -314,7 +310,7 @@ impl Reader {
                 }
             };
             framed = true;
-            self.frames_this_turn += 1;
+            self.turn.frame();
             if frame.body.len() >= COUNTED_FROM {
                 // Counted while its command holds its body (small frames are bounded by the
                 // buffer and `max_inflight`).

@@ -17,6 +17,7 @@ use crate::iterators::ConnIterators;
 use crate::placed::Placed;
 use crate::put_batch::HeldPuts;
 use crate::stop::stopped;
+use crate::turns::TurnCount;
 use bytes::{Bytes, BytesMut};
 use cerberus_engine::WritePressure;
 use cerberus_proto::nvme::{
@@ -104,9 +105,9 @@ pub(super) struct Conn {
     /// The connection's place on its network thread's core; an admin queue gives it back
     /// at its Connect (`Placed::release`), so I/O queues alone spread over the cores.
     pub placed: Placed,
-    /// PDUs handled since this queue last let the others of its thread run, a query answered
-    /// here counting as `INLINE_QUERY_FRAMES` (as a native connection's frames).
-    pub(super) frames_this_turn: usize,
+    /// What its turn on the thread has used since it last let the others run (`turns.rs`,
+    /// as a native connection's).
+    pub(super) turn_count: TurnCount,
 }
 
 /// Serves one accepted connection until it ends.
@@ -148,7 +149,7 @@ pub(super) async fn serve(
         deadlines,
         placed,
         ticket,
-        frames_this_turn: 0,
+        turn_count: TurnCount::default(),
     };
     let end = match c.handshake().await {
         Ok(()) => c.run(done_rx).await.err(),
@@ -309,19 +310,16 @@ impl Conn {
                     None => false,
                 };
                 self.pdu(p, charged)?;
-                self.frames_this_turn += 1;
-                let per_turn = self.target.shared.config.network_frames_per_turn;
-                if per_turn > 0 && self.frames_this_turn >= per_turn {
-                    // A host keeping its queue full would be served on and on, the PDUs
-                    // read already never running out: past its turn, what it holds runs,
-                    // its answers are written, and the thread's other connections run.
-                    self.frames_this_turn = 0;
+                self.turn_count.frame();
+                if self.turn_count.over_mid_read(self.per_turn()) {
+                    // Queries ran on the thread: what it holds runs, its answers are
+                    // written, and the thread's other connections run before the PDUs it
+                    // has read already.
                     if turn.take().is_some() {
                         self.run_held();
                     }
                     self.flush().await.map_err(|_| End::Quiet)?;
-                    self.target.shared.metrics.turns_given.inc();
-                    tokio::task::yield_now().await;
+                    self.turn_count.give(&target.shared.metrics).await;
                 }
                 continue;
             }
@@ -344,10 +342,19 @@ impl Conn {
             // Its held Retrieves ran above, within it.
             turn = None;
             self.flush().await.map_err(|_| End::Quiet)?;
+            if self.turn_count.over(self.per_turn()) {
+                // A host keeping its queue full would be served on and on: the thread's
+                // other connections run before this one reads on.
+                self.turn_count.give(&target.shared.metrics).await;
+            }
             if let Some(done) = self.wait(&mut w, &mut done_rx).await? {
                 self.finished(done);
             }
         }
+    }
+
+    fn per_turn(&self) -> usize {
+        self.target.shared.config.network_frames_per_turn
     }
 
     /// Waits for an answer to come back, bytes to read, a deadline, the controller to go or

@@ -196,7 +196,7 @@ impl Conn {
                 let small = crate::workers::answer_small_query(&shared, &cmd, arrived);
                 if small.is_some() {
                     // Its queue's turn ends sooner, as a native connection's.
-                    self.frames_this_turn += crate::workers::INLINE_QUERY_FRAMES - 1;
+                    self.turn_count.inline_query();
                 }
                 small
             }
