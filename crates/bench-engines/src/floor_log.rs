@@ -16,6 +16,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// Bytes of a value-log segment's header (the engine's `SEGMENT_HEADER_LEN`).
+const SEGMENT_HEADER_LEN: usize = 16;
+
 /// A range of a segment to write out.
 type Range = (Arc<dyn WritableFile>, u64, u64);
 
@@ -24,7 +27,8 @@ pub struct SegmentLog {
     storage: PosixStorage,
     file: Arc<dyn WritableFile>,
     segment: u64,
-    /// Bytes in the current segment, and the first not asked to be written back yet.
+    /// Bytes in the current segment (its header too), and the first not asked to be written
+    /// back yet.
     len: u64,
     written_back: u64,
     segment_bytes: u64,
@@ -43,17 +47,20 @@ impl SegmentLog {
             storage,
             file,
             segment: 1,
-            len: 0,
-            written_back: 0,
+            len: SEGMENT_HEADER_LEN as u64,
+            written_back: SEGMENT_HEADER_LEN as u64,
             segment_bytes: o.vlog_segment_bytes,
             step: o.log_writeback_bytes.max(1),
             writeback: Some(spawn_writeback(o.background_nice)?),
         })
     }
 
-    /// A new, empty segment `id`, its name durable in the directory.
+    /// A new segment `id`, made as the engine makes one: a header of the engine's length
+    /// written and synced, then the name made durable in the directory.
     fn segment(storage: &PosixStorage, id: u64) -> io::Result<Arc<dyn WritableFile>> {
         let file: Arc<dyn WritableFile> = Arc::from(storage.create(&format!("{id:06}.log"))?);
+        file.append(&[0; SEGMENT_HEADER_LEN], IoPurpose::Log)?;
+        file.sync()?;
         storage.sync_dir()?;
         Ok(file)
     }
@@ -61,11 +68,12 @@ impl SegmentLog {
     /// Appends `record`, first syncing the segment and beginning the next if it would not
     /// fit; asks for a write-back every `step` bytes.
     pub fn append(&mut self, record: &[u8]) -> io::Result<()> {
-        if self.len > 0 && self.len + record.len() as u64 > self.segment_bytes {
+        let start = SEGMENT_HEADER_LEN as u64;
+        if self.len > start && self.len + record.len() as u64 > self.segment_bytes {
             self.file.sync()?;
             self.segment += 1;
             self.file = Self::segment(&self.storage, self.segment)?;
-            (self.len, self.written_back) = (0, 0);
+            (self.len, self.written_back) = (start, start);
         }
         self.file.append(record, IoPurpose::Log)?;
         self.len += record.len() as u64;
@@ -132,13 +140,14 @@ mod tests {
             log.append(&[1; 40]).unwrap();
         }
         log.stop();
-        // 40 + 40 fit in 100; the third begins segment 2, the fifth segment 3.
+        // After the 16-byte header, 40 + 40 fit in 100; the third begins segment 2, the
+        // fifth segment 3.
         let len = |id: u64| {
             std::fs::metadata(dir.path().join(format!("{id:06}.log")))
                 .unwrap()
                 .len()
         };
-        assert_eq!((len(1), len(2), len(3)), (80, 80, 40));
+        assert_eq!((len(1), len(2), len(3)), (96, 96, 56));
         assert_eq!(log.segment, 3);
     }
 }

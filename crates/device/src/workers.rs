@@ -33,22 +33,25 @@ pub(crate) fn answer(
 
 /// A query answered on the network thread if it needs at most the device's inline work
 /// (`Shared::answer_small_query`), recorded as `answer` records a command; `None`: it goes
-/// to a worker.
+/// to a worker. And whether it was tried here (answered or not: the time is spent either
+/// way, and counts in its connection's turn).
 pub(crate) fn answer_small_query(
     shared: &Shared,
     cmd: &Command,
     arrived: quanta::Instant,
-) -> Option<Response> {
+) -> (Option<Response>, bool) {
     let (cid, nsid) = (cmd.cid, cmd.nsid);
     let opcode = cmd.request.opcode() as u8;
-    let resp = match catch_command(nsid, opcode, || shared.answer_small_query(cmd)) {
-        Ok(resp) => resp?,
+    let mut tried = false;
+    let resp = match catch_command(nsid, opcode, || shared.answer_small_query(cmd, &mut tried)) {
+        Ok(Some(resp)) => resp,
+        Ok(None) => return (None, tried),
         Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
     };
     shared
         .metrics
         .record(nsid, opcode, resp.status.is_success(), arrived.elapsed());
-    Some(resp)
+    (Some(resp), true)
 }
 
 pub struct Workers {

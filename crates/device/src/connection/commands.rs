@@ -106,10 +106,14 @@ impl Reader {
                 let _ = self.tx.send((resp, Some(permit)));
                 return;
             }
-            if let Some(resp) = answer_small_query(shared, &cmd, arrived) {
-                let _ = self.tx.send((resp, Some(permit)));
-                // Its turn ends sooner: a query here may take hundreds of microseconds.
+            let (small, tried) = answer_small_query(shared, &cmd, arrived);
+            if tried {
+                // Its turn ends sooner: a query tried here (answered or not) may take
+                // hundreds of microseconds.
                 self.turn.inline_query();
+            }
+            if let Some(resp) = small {
+                let _ = self.tx.send((resp, Some(permit)));
                 return;
             }
         }

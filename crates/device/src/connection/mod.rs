@@ -281,11 +281,11 @@ impl Reader {
         // The core's turn, kept for the next frames read while its quantum lasts.
         let mut turn: Option<Turn<'_>> = None;
         loop {
-            if self
-                .turn
-                .over_mid_read(shared.config.network_frames_per_turn)
-            {
-                // Queries ran on the thread: the rest of the buffer waits for the next turn.
+            let per_turn = shared.config.network_frames_per_turn;
+            if self.turn.over_mid_read(per_turn) && !self.stopping {
+                // Queries ran on the thread: the rest of the buffer waits for the next turn
+                // (not while stopping: every frame read is answered before the connection
+                // closes).
                 return Some(framed);
             }
             // The device's held bytes: one plain load a frame while they are within

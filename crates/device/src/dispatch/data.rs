@@ -109,8 +109,9 @@ impl Shared {
     /// the engine's work (`Namespace::with_query_work_limit`), where point commands run
     /// inline; `None` if it must go to a worker (a query that stopped at the limit returned
     /// nothing and changed nothing, and runs there whole; one of a shape that just stopped
-    /// there is not tried: `query_fit`).
-    pub fn answer_small_query(&self, cmd: &Command) -> Option<Response> {
+    /// there is not tried: `query_fit`). `tried`: it ran here, answered or not (either way
+    /// up to `inline_query_work` of the network thread's time).
+    pub fn answer_small_query(&self, cmd: &Command, tried: &mut bool) -> Option<Response> {
         let Request::Query { query } = &cmd.request else {
             return None;
         };
@@ -127,6 +128,7 @@ impl Shared {
             self.metrics.queries_skipped_inline.inc();
             return None;
         }
+        *tried = true;
         let outcome = self.query_within(cmd.nsid, query, work);
         match outcome {
             Some(_) => self.metrics.queries_inline.inc(),

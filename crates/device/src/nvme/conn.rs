@@ -312,11 +312,14 @@ impl Conn {
                 self.pdu(p, charged)?;
                 self.turn_count.frame();
                 if self.turn_count.over_mid_read(self.per_turn()) {
-                    // Queries ran on the thread: what it holds runs, its answers are
-                    // written, and the thread's other connections run before the PDUs it
-                    // has read already.
-                    if turn.take().is_some() {
-                        self.run_held();
+                    // Queries ran on the thread: what it holds runs (with the core's turn or
+                    // without), its answers made so far are written (they wait in
+                    // `flight.ready` otherwise), and the thread's other connections run
+                    // before the PDUs it has read already.
+                    turn = None;
+                    self.run_held();
+                    while let Some(done) = self.flight.ready.pop_front() {
+                        self.finished(done);
                     }
                     self.flush().await.map_err(|_| End::Quiet)?;
                     self.turn_count.give(&target.shared.metrics).await;

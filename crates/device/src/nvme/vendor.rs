@@ -193,8 +193,8 @@ impl Conn {
             _ if store_first => None,
             true => Some(answer(&shared, cmd.clone(), &iters, arrived)),
             false => {
-                let small = crate::workers::answer_small_query(&shared, &cmd, arrived);
-                if small.is_some() {
+                let (small, tried) = crate::workers::answer_small_query(&shared, &cmd, arrived);
+                if tried {
                     // Its queue's turn ends sooner, as a native connection's.
                     self.turn_count.inline_query();
                 }

@@ -84,10 +84,12 @@ pub struct SchedulerConfig {
     /// 0 leaves them at the process's. Above the cores' value, a lane gives way to a core
     /// (and to the clients on the same machine) whenever both want a CPU, so background
     /// work runs on what serving leaves, as the BTS scheduler intends when cores and lanes
-    /// share CPUs. Raising it needs no privilege. 10 by default, as the embedded engine's
-    /// own background threads: with the lanes at 0, the GC and compactions that follow a
-    /// load of 1 M keys took a third of the CPU from pipelined gets (docs/benchmarks.md).
-    /// Work that falls behind stalls the writes, which frees the CPU it needs.
+    /// share CPUs. Raising it needs no privilege. 0 by default: at 10, pipelined gets right
+    /// after a load of 1 M keys ran 15-20 % faster (the GC and compactions that follow it
+    /// took a third of the CPU at 0; docs/benchmarks.md), but a lane holds the engine's
+    /// writer lock through a GC rewrite's lookups or an index backfill's chunk, and the
+    /// network threads' writes wait for it at a tenth of a CPU; and a GC that falls behind
+    /// stalls no write (nothing but the space reserve bounds its debt).
     pub background_nice: i32,
 }
 
@@ -99,7 +101,7 @@ impl Default for SchedulerConfig {
             load_threshold: 0.8,
             pin_cores: false,
             network_nice: 0,
-            background_nice: 10,
+            background_nice: 0,
         }
     }
 }

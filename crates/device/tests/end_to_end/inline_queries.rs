@@ -142,3 +142,46 @@ fn pipelined_small_queries_give_the_thread_away() {
 }
 
 both_wires!(pipelined_small_queries_give_the_thread_away);
+
+/// A query tried on the network thread that overflows `inline_query_work` spent
+/// up to the whole inline work there before it went to a worker, as much as one answered
+/// inline; it must count as `INLINE_QUERY_FRAMES` in its connection's turn too. Each query
+/// here has its own shape (its `limit`, outside the filter, is part of the shape), so
+/// `query_fit` never skips the try: a host sending such queries held the thread for 32
+/// tries per turn, not 4.
+fn pipelined_overflowing_queries_give_the_thread_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| c.network_threads = 1);
+    let (client, ns, secret) = common::tenant(&dev, "t");
+    load(&client.namespace(ns));
+    let turns0 = common::metric(&dev, "cerberus_turns_given_total");
+    let off0 = common::metric(&dev, "cerberus_queries_off_loop_total");
+    let config = common::config(&dev);
+    common::rt().block_on(async move {
+        let c = Client::connect_with(config).await.unwrap();
+        c.open_namespace(ns, &secret).await.unwrap();
+        let tasks: Vec<_> = (0..64u32)
+            .map(|i| {
+                let c = c.clone();
+                let q = json!({"op": "find", "filter": {"color": "blue"}, "keys_only": true,
+                               "limit": 5_000 + i});
+                tokio::spawn(async move { c.namespace(ns).query(&q).await })
+            })
+            .collect();
+        for t in tasks {
+            assert!(!t.await.unwrap().unwrap().records.is_empty());
+        }
+    });
+    let off = common::metric(&dev, "cerberus_queries_off_loop_total") - off0;
+    let turns = common::metric(&dev, "cerberus_turns_given_total") - turns0;
+    // Most of the 64 overflowed (a few may share a slot of `query_fit` and be skipped).
+    assert!(off >= 48, "{off} queries overflowed the inline work");
+    assert!(
+        turns * 32 >= off * 8,
+        "{off} queries tried inline and overflowed, each up to inline_query_work on the \
+         network thread, but only {turns} turns given"
+    );
+    dev.shutdown().unwrap();
+}
+
+both_wires!(pipelined_overflowing_queries_give_the_thread_away);

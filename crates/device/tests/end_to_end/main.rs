@@ -29,4 +29,5 @@ mod quota;
 mod rekey_and_names;
 mod tenants;
 mod tls;
+mod turn_boundaries;
 mod write_batch;

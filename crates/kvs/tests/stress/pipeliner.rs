@@ -1,8 +1,9 @@
 //! A client beside the C workers that pipelines queries the device answers on its network
-//! thread, 64 at a time on one connection, each answer checked (session 87: such a
-//! connection held its thread for a read's worth of frames on the native port and for as
-//! long as it sent on NVMe/TCP). The device must have given its threads away at least once
-//! per 4 of them (a query counting as 8 of a turn's 32 frames).
+//! thread, 64 at a time on one connection, each answer checked within a deadline (session
+//! 87: such a connection held its thread for a read's worth of frames on the native port
+//! and for as long as it sent on NVMe/TCP). How often it gives its thread away is checked
+//! exactly, per connection, by `crates/device/tests/end_to_end/inline_queries.rs`: here the
+//! device-wide count of turns mixes in the workers' connections.
 
 use crate::wire::{host_secret, Wire, HOSTNQN, SUBNQN};
 use cerberus_device::DeviceHandle;
@@ -14,6 +15,9 @@ use serde_json::json;
 const RECORDS: u32 = 600;
 const PIPELINED: usize = 64;
 const ROUNDS: usize = 4;
+/// A round's answers come within this, or the run fails (the device is local and idle
+/// otherwise but for the workers).
+const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The pipeliner's connection settings on `wire`.
 fn config(dev: &DeviceHandle, wire: Wire) -> ClientConfig {
@@ -25,25 +29,12 @@ fn config(dev: &DeviceHandle, wire: Wire) -> ClientConfig {
     }
 }
 
-fn turns_given(dev: &DeviceHandle) -> u64 {
-    dev.metrics_text()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("cerberus_turns_given_total ")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
-}
-
 /// Pipelines `ROUNDS` rounds of queries while the workers run; the queries answered.
 pub fn run(dev: &DeviceHandle, wire: Wire, seed: u64) -> Result<u64, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let turns0 = turns_given(dev);
     let (config, admin) = (config(dev, wire), dev.admin_secret().to_string());
     let queries = rt.block_on(async move {
         let c = Client::connect_with(config)
@@ -78,7 +69,11 @@ pub fn run(dev: &DeviceHandle, wire: Wire, seed: u64) -> Result<u64, String> {
                 })
                 .collect();
             for t in round {
-                let reply = t.await.map_err(|e| e.to_string())?;
+                // A reply lost on the device would hang the run: it fails it instead.
+                let reply = tokio::time::timeout(ANSWER_WITHIN, t)
+                    .await
+                    .map_err(|_| format!("pipelined query: no answer within {ANSWER_WITHIN:?}"))?
+                    .map_err(|e| e.to_string())?;
                 let got = reply.map_err(|e| format!("pipelined query: {e}"))?.records;
                 if got.len() != (RECORDS / 60) as usize {
                     return Err(format!("pipelined query: {} records, not 10", got.len()));
@@ -88,9 +83,5 @@ pub fn run(dev: &DeviceHandle, wire: Wire, seed: u64) -> Result<u64, String> {
         }
         Ok::<u64, String>(answered)
     })?;
-    let turns = turns_given(dev) - turns0;
-    if turns < queries / 4 {
-        return Err(format!("{queries} pipelined queries, {turns} turns given"));
-    }
     Ok(queries)
 }

@@ -1,0 +1,243 @@
+//! A native connection whose turn ends with frames read and not taken (complete
+//! ones, and a partial one behind them) must have them handled without another byte
+//! arriving, in order (a get after a put of the same key sees it), whatever
+//! `network_frames_per_turn` is (0: no turns; 1: a turn per frame).
+
+use crate::common;
+
+use bytes::{Bytes, BytesMut};
+use cerberus_proto::{split_frame, Command, Reply, Request, Response, Status, StoreMode};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// Reads replies until `want` command ids are answered; panics if the connection closes
+/// or nothing comes for 20 s (a connection that left frames unhandled).
+fn read_replies(
+    rd: &mut TcpStream,
+    buf: &mut BytesMut,
+    got: &mut HashMap<u32, Response>,
+    want: usize,
+) {
+    rd.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        while let Some(frame) = split_frame(buf, u32::MAX).unwrap() {
+            let r = Response::decode(&frame).unwrap();
+            assert!(got.insert(r.cid, r).is_none(), "two replies");
+        }
+        if got.len() >= want {
+            return;
+        }
+        let n = rd
+            .read(&mut chunk)
+            .unwrap_or_else(|e| panic!("{} of {want} replies, then: {e}", got.len()));
+        assert!(n > 0, "closed with {} of {want} replies", got.len());
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn puts_and_gets_across_turns(per_turn: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.network_threads = 1;
+        c.network_frames_per_turn = per_turn;
+    });
+    let (_client, ns, secret) = common::tenant(&dev, "t");
+    let mut frames = BytesMut::new();
+    let auth = Request::Authenticate {
+        secret: Bytes::copy_from_slice(secret.as_bytes()),
+    };
+    Command {
+        cid: 0,
+        nsid: ns,
+        request: auth,
+    }
+    .encode(&mut frames)
+    .unwrap();
+    // 100 pairs: a put of key k, then a get of it (of the value just put).
+    let mut cid = 1u32;
+    for i in 0..100u32 {
+        let key = Bytes::from(format!("k{}", i % 7));
+        let value = Bytes::from(format!("v{i}"));
+        let put = Request::Store {
+            key: key.clone(),
+            value,
+            mode: StoreMode::Always,
+            sync: false,
+        };
+        Command {
+            cid,
+            nsid: ns,
+            request: put,
+        }
+        .encode(&mut frames)
+        .unwrap();
+        Command {
+            cid: cid + 1,
+            nsid: ns,
+            request: Request::Retrieve { key },
+        }
+        .encode(&mut frames)
+        .unwrap();
+        cid += 2;
+    }
+    // A last get, of which only the first half is sent with the rest.
+    let mut last = BytesMut::new();
+    let key = Bytes::from_static(b"k0");
+    Command {
+        cid,
+        nsid: ns,
+        request: Request::Retrieve { key },
+    }
+    .encode(&mut last)
+    .unwrap();
+    let half = last.len() / 2;
+    frames.extend_from_slice(&last[..half]);
+    let mut s = TcpStream::connect(dev.local_addr()).unwrap();
+    s.write_all(&frames).unwrap();
+    let mut rd = s.try_clone().unwrap();
+    let (mut buf, mut got) = (BytesMut::new(), HashMap::new());
+    // Every whole frame answered, nothing more sent.
+    read_replies(&mut rd, &mut buf, &mut got, cid as usize);
+    assert_eq!(got[&0].status, Status::Success, "authenticate");
+    for i in 0..100u32 {
+        let get = &got[&(2 + 2 * i)];
+        assert_eq!(got[&(1 + 2 * i)].status, Status::Success);
+        match &get.reply {
+            Reply::Value(v) => assert_eq!(&v[..], format!("v{i}").as_bytes(), "get {i}"),
+            other => panic!("get {i}: {:?} {other:?}", get.status),
+        }
+    }
+    // The rest of the partial frame: answered too.
+    s.write_all(&last[half..]).unwrap();
+    read_replies(&mut rd, &mut buf, &mut got, cid as usize + 1);
+    match &got[&cid].reply {
+        Reply::Value(v) => assert_eq!(&v[..], b"v98"),
+        other => panic!("last get: {other:?}"),
+    }
+    dev.shutdown().unwrap();
+}
+
+#[test]
+fn puts_and_gets_across_turns_of_one_frame() {
+    puts_and_gets_across_turns(1);
+}
+
+#[test]
+fn puts_and_gets_across_turns_of_three_frames() {
+    puts_and_gets_across_turns(3);
+}
+
+#[test]
+fn puts_and_gets_across_turns_of_the_default() {
+    puts_and_gets_across_turns(32);
+}
+
+#[test]
+fn puts_and_gets_without_turns() {
+    puts_and_gets_across_turns(0);
+}
+
+/// A connection at its in-flight limit when the device stops: every frame it had read is
+/// answered (its commands' replies, the rest `ShuttingDown`) before it closes, as the
+/// reader's comment on `refuse` says ("while stopping, the buffer already read bounds the
+/// replies"). A turn's early return after `network_frames_per_turn`
+/// refusals would end the read loop there: the frames behind them would get no answer, and
+/// their client could not tell a put refused from one lost.
+#[test]
+fn frames_read_before_a_stop_are_all_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = common::start(dir.path(), |c| {
+        c.network_threads = 1;
+        c.max_inflight = 4;
+    });
+    let (client, ns, secret) = common::tenant(&dev, "t");
+    // Large values: their replies fill the socket, the client reading nothing yet, and hold
+    // the connection's in-flight permits.
+    client
+        .namespace(ns)
+        .put(&b"big"[..], vec![7u8; 2 << 20])
+        .unwrap();
+    // Authenticated first, alone: the reader then reads up to 64 KiB at once, the whole
+    // pipeline below (before, it reads 512 bytes, and what it has not read when it closes
+    // resets the connection, replies and all).
+    let mut s = TcpStream::connect(dev.local_addr()).unwrap();
+    let mut rd = s.try_clone().unwrap();
+    let (mut buf, mut got) = (BytesMut::new(), HashMap::<u32, Response>::new());
+    let mut first = BytesMut::new();
+    let auth = Request::Authenticate {
+        secret: Bytes::copy_from_slice(secret.as_bytes()),
+    };
+    Command {
+        cid: 0,
+        nsid: ns,
+        request: auth,
+    }
+    .encode(&mut first)
+    .unwrap();
+    s.write_all(&first).unwrap();
+    read_replies(&mut rd, &mut buf, &mut got, 1);
+    let mut frames = BytesMut::new();
+    let mut cid = 1u32;
+    for _ in 0..4 {
+        let get = Request::Retrieve {
+            key: Bytes::from_static(b"big"),
+        };
+        Command {
+            cid,
+            nsid: ns,
+            request: get,
+        }
+        .encode(&mut frames)
+        .unwrap();
+        cid += 1;
+    }
+    for i in 0..100u32 {
+        let put = Request::Store {
+            key: Bytes::from(format!("p{i}")),
+            value: Bytes::from_static(b"v"),
+            mode: StoreMode::Always,
+            sync: false,
+        };
+        Command {
+            cid,
+            nsid: ns,
+            request: put,
+        }
+        .encode(&mut frames)
+        .unwrap();
+        cid += 1;
+    }
+    s.write_all(&frames).unwrap();
+    // The reader has read everything and waits for a permit; then the device stops.
+    std::thread::sleep(Duration::from_millis(500));
+    dev.stop();
+    std::thread::sleep(Duration::from_millis(500));
+    rd.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        while let Some(frame) = split_frame(&mut buf, u32::MAX).unwrap() {
+            let r = Response::decode(&frame).unwrap();
+            got.insert(r.cid, r);
+        }
+        match rd.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let refused = got
+        .values()
+        .filter(|r| r.status == Status::ShuttingDown)
+        .count();
+    let unanswered: Vec<u32> = (0..cid).filter(|c| !got.contains_key(c)).collect();
+    assert!(
+        unanswered.is_empty(),
+        "{} of {cid} frames never answered ({refused} refused ShuttingDown), the first {:?}",
+        unanswered.len(),
+        unanswered.first()
+    );
+    drop(client);
+    dev.wait().unwrap();
+}
