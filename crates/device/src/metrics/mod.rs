@@ -107,7 +107,28 @@ impl Metrics {
     fn registry(&self, now: Snapshot) -> Registry {
         let mut r = Registry::default();
         r.register_collector(Box::new(self.commands.clone()));
-        for (name, help, c) in [
+        for (name, help, c) in self.counters() {
+            // Registered without `_total`: the encoder appends it to a counter's sample.
+            r.register(name, help, c.clone());
+        }
+        r.register(
+            "cerberus_connections_open",
+            "Connections being served.",
+            self.connections_open.clone(),
+        );
+        r.register(
+            "cerberus_iterators_open",
+            "Iterators open on every connection (idle ones and ones past the maximum \
+             snapshot age until the sweep closes them).",
+            self.iterators_open.clone(),
+        );
+        r.register_collector(Box::new(now));
+        r
+    }
+
+    /// The live counters: name (without `_total`), help, the counter.
+    fn counters(&self) -> Vec<(&'static str, &'static str, &Counter)> {
+        vec![
             (
                 "cerberus_connections_accepted",
                 "Connections accepted.",
@@ -212,23 +233,7 @@ impl Metrics {
                  authentication, when it must authenticate).",
                 &self.io_queues_joined,
             ),
-        ] {
-            // Registered without `_total`: the encoder appends it to a counter's sample.
-            r.register(name, help, c.clone());
-        }
-        r.register(
-            "cerberus_connections_open",
-            "Connections being served.",
-            self.connections_open.clone(),
-        );
-        r.register(
-            "cerberus_iterators_open",
-            "Iterators open on every connection (idle ones and ones past the maximum \
-             snapshot age until the sweep closes them).",
-            self.iterators_open.clone(),
-        );
-        r.register_collector(Box::new(now));
-        r
+        ]
     }
 }
 
