@@ -38,6 +38,21 @@ fn read_replies(
     }
 }
 
+/// Appends the frame of command `cid` to `frames`.
+fn encode(frames: &mut BytesMut, cid: u32, nsid: u32, request: Request) {
+    Command { cid, nsid, request }.encode(frames).unwrap();
+}
+
+/// A plain put of `key`.
+fn store(key: Bytes, value: Bytes) -> Request {
+    Request::Store {
+        key,
+        value,
+        mode: StoreMode::Always,
+        sync: false,
+    }
+}
+
 fn puts_and_gets_across_turns(per_turn: usize) {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| {
@@ -49,50 +64,21 @@ fn puts_and_gets_across_turns(per_turn: usize) {
     let auth = Request::Authenticate {
         secret: Bytes::copy_from_slice(secret.as_bytes()),
     };
-    Command {
-        cid: 0,
-        nsid: ns,
-        request: auth,
-    }
-    .encode(&mut frames)
-    .unwrap();
+    encode(&mut frames, 0, ns, auth);
     // 100 pairs: a put of key k, then a get of it (of the value just put).
     let mut cid = 1u32;
     for i in 0..100u32 {
         let key = Bytes::from(format!("k{}", i % 7));
         let value = Bytes::from(format!("v{i}"));
-        let put = Request::Store {
-            key: key.clone(),
-            value,
-            mode: StoreMode::Always,
-            sync: false,
-        };
-        Command {
-            cid,
-            nsid: ns,
-            request: put,
-        }
-        .encode(&mut frames)
-        .unwrap();
-        Command {
-            cid: cid + 1,
-            nsid: ns,
-            request: Request::Retrieve { key },
-        }
-        .encode(&mut frames)
-        .unwrap();
+        let put = store(key.clone(), value);
+        encode(&mut frames, cid, ns, put);
+        encode(&mut frames, cid + 1, ns, Request::Retrieve { key });
         cid += 2;
     }
     // A last get, of which only the first half is sent with the rest.
     let mut last = BytesMut::new();
     let key = Bytes::from_static(b"k0");
-    Command {
-        cid,
-        nsid: ns,
-        request: Request::Retrieve { key },
-    }
-    .encode(&mut last)
-    .unwrap();
+    encode(&mut last, cid, ns, Request::Retrieve { key });
     let half = last.len() / 2;
     frames.extend_from_slice(&last[..half]);
     let mut s = TcpStream::connect(dev.local_addr()).unwrap();
@@ -170,13 +156,7 @@ fn frames_read_before_a_stop_are_all_answered() {
     let auth = Request::Authenticate {
         secret: Bytes::copy_from_slice(secret.as_bytes()),
     };
-    Command {
-        cid: 0,
-        nsid: ns,
-        request: auth,
-    }
-    .encode(&mut first)
-    .unwrap();
+    encode(&mut first, 0, ns, auth);
     s.write_all(&first).unwrap();
     read_replies(&mut rd, &mut buf, &mut got, 1);
     let mut frames = BytesMut::new();
@@ -185,29 +165,12 @@ fn frames_read_before_a_stop_are_all_answered() {
         let get = Request::Retrieve {
             key: Bytes::from_static(b"big"),
         };
-        Command {
-            cid,
-            nsid: ns,
-            request: get,
-        }
-        .encode(&mut frames)
-        .unwrap();
+        encode(&mut frames, cid, ns, get);
         cid += 1;
     }
     for i in 0..100u32 {
-        let put = Request::Store {
-            key: Bytes::from(format!("p{i}")),
-            value: Bytes::from_static(b"v"),
-            mode: StoreMode::Always,
-            sync: false,
-        };
-        Command {
-            cid,
-            nsid: ns,
-            request: put,
-        }
-        .encode(&mut frames)
-        .unwrap();
+        let put = store(Bytes::from(format!("p{i}")), Bytes::from_static(b"v"));
+        encode(&mut frames, cid, ns, put);
         cid += 1;
     }
     s.write_all(&frames).unwrap();
