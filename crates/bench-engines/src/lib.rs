@@ -6,7 +6,8 @@
 //! `redis-server` the bench starts) and LMDB (`lmdb`, the `heed` crate, the embedded engine's read
 //! peer) and fjall (`fjall`, the Rust LSM-tree peer: keyspaces of partitions, key-value
 //! separation; pure Rust); and the floor of Cerberus's write path (`floor`: a buffered
-//! log append and a skiplist insert per put). Also the engine sizes of `--profile` ([`profile`]) and
+//! log append and a skiplist insert per put; `floor-write`: a `write(2)` per put;
+//! `floor-log`: the log written as the engine's, segments synced in order). Also the engine sizes of `--profile` ([`profile`]) and
 //! the local device the bench's device experiments share ([`local_device`]).
 //!
 //! Every call that can fail answers with an [`EngineError`]: the engine, what it was doing
