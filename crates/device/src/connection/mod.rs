@@ -40,6 +40,10 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 /// Identify fits many times over, and a client that proved nothing holds little memory.
 const UNAUTHENTICATED_MAX_BODY: u32 = 4096;
 
+/// Bytes a stopping connection reads at most to answer what its client sent before the stop
+/// (`Reader::read_what_came`): a client that keeps sending does not hold the stop up.
+const STOP_READ_BYTES: usize = 256 << 10;
+
 pub async fn serve<S>(
     stream: S,
     shared: Arc<Shared>,
@@ -108,6 +112,8 @@ struct Reader {
     /// Bytes read and not yet taken as frames.
     buf: BytesMut,
     stopping: bool,
+    /// Bytes read after the stop began (`read_what_came`).
+    read_at_stop: usize,
     deadlines: Deadlines,
     /// Gets read and held to run together (see `gets`).
     gets: held_gets::HeldGets,
@@ -146,6 +152,7 @@ impl Reader {
             iters: Arc::new(ConnIterators::new(shared.config.max_iterators, idle)),
             buf: BytesMut::new(),
             stopping: false,
+            read_at_stop: 0,
             deadlines: Deadlines::new(&shared.config),
             gets: held_gets::HeldGets::default(),
             turn: TurnCount::default(),
@@ -177,6 +184,10 @@ impl Reader {
             };
             let framed = framed || std::mem::take(&mut framed_before);
             if self.stopping {
+                if self.read_what_came(rd).await {
+                    // Refused in turn, each answered `ShuttingDown`.
+                    continue;
+                }
                 break;
             }
             if self.take_turns().await && !self.buf.is_empty() {
@@ -367,6 +378,26 @@ impl Reader {
         }
     }
 
+    /// While stopping: reads what the client sent and the device has not read yet, without
+    /// waiting for more (up to `STOP_READ_BYTES` in all), so that every frame it sent before
+    /// the stop is answered, if only `ShuttingDown`. A socket closed with input unread is
+    /// reset, and the replies written on it are lost with it. Whether bytes came.
+    async fn read_what_came<R: AsyncRead + Unpin>(&mut self, rd: &mut R) -> bool {
+        if self.read_at_stop >= STOP_READ_BYTES {
+            return false;
+        }
+        self.buf.reserve(64 << 10);
+        let before = self.buf.len();
+        // A zero timeout polls the read once: what the socket holds, or nothing.
+        match tokio::time::timeout(Duration::ZERO, rd.read_buf(&mut self.buf)).await {
+            Ok(Ok(n)) if n > 0 => {
+                self.read_at_stop += self.buf.len() - before;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Backpressure: at the in-flight limit, stop reading this connection (after storing the
     /// puts held back, which hold slots themselves) until a command finishes.
     async fn admit(&mut self, frame: &Frame, stop: &mut watch::Receiver<bool>) -> Admission {
@@ -438,7 +469,7 @@ impl Reader {
 }
 
 /// Answers a frame with an error; the reply holds `permit` until it is written (without one,
-/// while stopping, the buffer already read bounds the replies).
+/// while stopping, what is read after the stop, `STOP_READ_BYTES` at most, bounds the replies).
 fn refuse(
     shared: &Shared,
     tx: &Outbox,
