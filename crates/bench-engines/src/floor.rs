@@ -62,21 +62,20 @@ pub enum LogMode {
     Segments,
 }
 
-/// Where the records go.
+/// Where the records go, as each [`LogMode`] writes them.
 enum Sink {
-    File(BufWriter<File>),
+    Buffered(BufWriter<File>),
+    Write(BufWriter<File>),
     Segments(SegmentLog),
 }
 
 impl Sink {
-    fn append(&mut self, record: &[u8], mode: LogMode) -> std::io::Result<()> {
+    fn append(&mut self, record: &[u8]) -> std::io::Result<()> {
         match self {
-            Sink::File(f) => {
+            Sink::Buffered(f) => f.write_all(record),
+            Sink::Write(f) => {
                 f.write_all(record)?;
-                match mode {
-                    LogMode::Buffered => Ok(()),
-                    _ => f.flush(),
-                }
+                f.flush()
             }
             Sink::Segments(log) => log.append(record),
         }
@@ -85,7 +84,7 @@ impl Sink {
     /// Writes out what the user-space buffer holds (a segment log has none).
     fn flush_buffer(&mut self) -> std::io::Result<()> {
         match self {
-            Sink::File(f) => f.flush(),
+            Sink::Buffered(f) | Sink::Write(f) => f.flush(),
             Sink::Segments(_) => Ok(()),
         }
     }
@@ -93,7 +92,7 @@ impl Sink {
     /// Writes out what the user-space buffer holds; stops the write-back thread.
     fn end(&mut self) -> std::io::Result<()> {
         match self {
-            Sink::File(f) => f.flush(),
+            Sink::Buffered(f) | Sink::Write(f) => f.flush(),
             Sink::Segments(log) => {
                 log.stop();
                 Ok(())
@@ -105,7 +104,6 @@ impl Sink {
 /// The floor: a log and a skiplist.
 pub struct FloorDb {
     log: Mutex<Log>,
-    mode: LogMode,
     mem: RwLock<Arc<Skiplist>>,
     mem_bytes: AtomicUsize,
     budget: usize,
@@ -148,10 +146,14 @@ impl FloorDb {
             LogMode::Segments => Sink::Segments(
                 SegmentLog::create(&config.path).map_err(created(config.path.clone()))?,
             ),
-            _ => {
+            LogMode::Buffered | LogMode::Write => {
                 let path = config.path.join("floor.log");
                 let file = File::create(&path).map_err(created(path))?;
-                Sink::File(BufWriter::with_capacity(LOG_BUFFER, file))
+                let file = BufWriter::with_capacity(LOG_BUFFER, file);
+                match mode {
+                    LogMode::Buffered => Sink::Buffered(file),
+                    _ => Sink::Write(file),
+                }
             }
         };
         let (tx, rx) = mpsc::channel::<Arc<Skiplist>>();
@@ -165,7 +167,6 @@ impl FloorDb {
                 offset: 0,
                 next_seq: 1,
             }),
-            mode,
             mem: RwLock::new(Arc::new(SkipMap::new())),
             mem_bytes: AtomicUsize::new(0),
             budget: cerberus_engine::Options::default().memtable_bytes,
@@ -213,9 +214,7 @@ impl BenchDb for FloorDb {
             let mut log = self.log.lock();
             let seq = log.next_seq;
             encode_record(&mut record, seq, key, value);
-            log.sink
-                .append(&record, self.mode)
-                .map_err(floor_failed(Op::Append))?;
+            log.sink.append(&record).map_err(floor_failed(Op::Append))?;
             let offset = log.offset;
             log.offset += record.len() as u64;
             log.next_seq += 1;
