@@ -291,8 +291,8 @@ impl Reader {
         let shared = self.shared.clone();
         // The core's turn, kept for the next frames read while its quantum lasts.
         let mut turn: Option<Turn<'_>> = None;
+        let per_turn = shared.config.network_frames_per_turn;
         loop {
-            let per_turn = shared.config.network_frames_per_turn;
             if self.turn.over_mid_read(per_turn) && !self.stopping {
                 // Queries ran on the thread: the rest of the buffer waits for the next turn
                 // (not while stopping: every frame read is answered before the connection
