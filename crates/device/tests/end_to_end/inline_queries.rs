@@ -107,6 +107,33 @@ fn small_queries_are_answered_on_the_network_thread_and_large_ones_on_workers() 
     other.shutdown().unwrap();
 }
 
+/// Sends `queries` pipelined on one new connection to `dev`'s namespace `ns` (over the
+/// test's wire); the number of records of each answer, in order.
+fn pipelined(
+    dev: &cerberus_device::DeviceHandle,
+    ns: u32,
+    secret: &str,
+    queries: Vec<Value>,
+) -> Vec<usize> {
+    let (config, secret) = (common::config(dev), secret.to_string());
+    common::rt().block_on(async move {
+        let c = Client::connect_with(config).await.unwrap();
+        c.open_namespace(ns, &secret).await.unwrap();
+        let tasks: Vec<_> = queries
+            .into_iter()
+            .map(|q| {
+                let c = c.clone();
+                tokio::spawn(async move { c.namespace(ns).query(&q).await })
+            })
+            .collect();
+        let mut got = Vec::new();
+        for t in tasks {
+            got.push(t.await.unwrap().unwrap().records.len());
+        }
+        got
+    })
+}
+
 /// A connection pipelining queries answered on its network thread gives the thread to the
 /// others after each 4 of them (one counts as 8 of a turn's 32 frames), on either wire: a
 /// host keeping its NVMe/TCP queue full of them held the thread for as long as it sent.
@@ -118,20 +145,8 @@ fn pipelined_small_queries_give_the_thread_away() {
     let red = queries()[0].clone();
     let turns0 = common::metric(&dev, "cerberus_turns_given_total");
     let inline0 = common::metric(&dev, "cerberus_queries_inline_total");
-    let config = common::config(&dev);
-    common::rt().block_on(async move {
-        let c = Client::connect_with(config).await.unwrap();
-        c.open_namespace(ns, &secret).await.unwrap();
-        let tasks: Vec<_> = (0..64)
-            .map(|_| {
-                let (c, red) = (c.clone(), red.clone());
-                tokio::spawn(async move { c.namespace(ns).query(&red).await })
-            })
-            .collect();
-        for t in tasks {
-            assert_eq!(t.await.unwrap().unwrap().records.len(), 10);
-        }
-    });
+    let got = pipelined(&dev, ns, &secret, vec![red; 64]);
+    assert_eq!(got, vec![10; 64]);
     let inline = common::metric(&dev, "cerberus_queries_inline_total") - inline0;
     let turns = common::metric(&dev, "cerberus_turns_given_total") - turns0;
     assert_eq!(inline, 64);
@@ -156,22 +171,14 @@ fn pipelined_overflowing_queries_give_the_thread_away() {
     load(&client.namespace(ns));
     let turns0 = common::metric(&dev, "cerberus_turns_given_total");
     let off0 = common::metric(&dev, "cerberus_queries_off_loop_total");
-    let config = common::config(&dev);
-    common::rt().block_on(async move {
-        let c = Client::connect_with(config).await.unwrap();
-        c.open_namespace(ns, &secret).await.unwrap();
-        let tasks: Vec<_> = (0..64u32)
-            .map(|i| {
-                let c = c.clone();
-                let q = json!({"op": "find", "filter": {"color": "blue"}, "keys_only": true,
-                               "limit": 5_000 + i});
-                tokio::spawn(async move { c.namespace(ns).query(&q).await })
-            })
-            .collect();
-        for t in tasks {
-            assert!(!t.await.unwrap().unwrap().records.is_empty());
-        }
-    });
+    let blue = (0..64u32)
+        .map(|i| {
+            let blue = json!({"color": "blue"});
+            json!({"op": "find", "filter": blue, "keys_only": true, "limit": 5_000 + i})
+        })
+        .collect();
+    let got = pipelined(&dev, ns, &secret, blue);
+    assert!(got.iter().all(|&n| n > 0), "{got:?}");
     let off = common::metric(&dev, "cerberus_queries_off_loop_total") - off0;
     let turns = common::metric(&dev, "cerberus_turns_given_total") - turns0;
     // Most of the 64 overflowed (a few may share a slot of `query_fit` and be skipped).
