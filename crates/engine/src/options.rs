@@ -215,8 +215,12 @@ pub struct Options {
     pub prefetch_threads: usize,
     /// Run compactions in the background (off: only `compact_*` calls compact).
     pub auto_compaction: bool,
-    /// Background value-log GC collects a sealed segment once this share of its bytes is
-    /// known dead (0 = only `gc_value_log` collects).
+    /// The value log's garbage background GC allows (0 = only `gc_value_log` collects): once
+    /// the sealed segments hold this share of dead bytes together, it collects them, the
+    /// deadest first, each at least this share dead. A segment at least 90 % dead goes at
+    /// once, and short of space (a job failed for want of it, or less free space than
+    /// garbage) any segment this dead goes. The log's garbage stays under this share, and
+    /// GC rewrites little: what waits gets deader.
     pub vlog_gc_dead_ratio: f64,
     /// Free bytes the storage keeps for background work: below them writes (not deletes)
     /// fail with `ErrorKind::CapacityExceeded`, so no namespace takes the last free bytes

@@ -53,9 +53,11 @@ impl<P: JobParts> Jobs<'_, P> {
             let view = compactions.view(&version, bg.policy.draining());
             let waited_for_space = bg.policy.no_space.is_some();
             let ratio = self.opts.vlog_gc_dead_ratio;
-            let choice = bg
-                .policy
-                .choose(&view, &mut || self.parts.value_log_gc().gc_candidate(ratio));
+            let choice = bg.policy.choose(&view, &mut || {
+                self.parts
+                    .value_log_gc()
+                    .gc_candidate(ratio, waited_for_space)
+            });
             if waited_for_space && bg.policy.no_space.is_none() {
                 self.bg.done_cv.notify_all();
             }

@@ -395,21 +395,71 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
         }
     }
 
-    /// A sealed segment whose marked dead bytes reach `ratio` of its size, if any.
-    pub(super) fn gc_candidate(&self, ratio: f64) -> Result<Option<u64>> {
+    /// The sealed segment background GC collects next, if any (see [`GcGate`]); `short`:
+    /// a job failed for want of space, so the gate is open whatever the log's garbage.
+    pub(super) fn gc_candidate(&self, ratio: f64, short: bool) -> Result<Option<u64>> {
         // With one background thread, the GC's rewrites flush for themselves (`make_room`).
         let dead = self.gc.liveness.dead_bytes();
         if dead.is_empty() {
             return Ok(None);
         }
-        Ok(self
+        let segments: Vec<(u64, u64, u64)> = self
             .sealed_segments()?
             .into_iter()
-            .find(|(id, len)| {
-                dead.get(id)
-                    .is_some_and(|d| *d as f64 >= ratio * *len as f64)
+            .map(|(id, len)| (id, len, dead.get(&id).map_or(0, |d| (*d).min(len))))
+            .collect();
+        // A storage that cannot say its free space is never short of it.
+        let free = match self.storage.space() {
+            Ok(Some((_, free))) => Some(free),
+            _ => None,
+        };
+        let gate = GcGate { ratio, short, free };
+        Ok(gate.pick(&segments))
+    }
+}
+
+/// Which sealed segment background GC collects: the deadest at or above the dead ratio, but
+/// only while it pays.
+///
+/// Collecting a segment `d` dead rewrites its `1 - d` live part to give back `d`: at the
+/// ratio's 0.5, a byte written for every byte freed. The deadest segment is the cheapest, and
+/// the longer a segment waits the deader it gets, so GC waits until the sealed log as a whole
+/// holds `ratio` of garbage (the space bound a per-segment ratio gives, `1 / (1 - ratio)`
+/// times the live bytes at most), then takes the deadest segment first. Two cases do not
+/// wait: a segment at least [`NEARLY_DEAD`] dead (its rewrite is nearly free: a destroyed
+/// namespace's, a bulk delete's), and space running short (a job failed for want of it,
+/// or the storage's free space is below the log's garbage).
+pub(super) struct GcGate {
+    pub(super) ratio: f64,
+    pub(super) short: bool,
+    /// The storage's free bytes (`None`: it cannot say).
+    pub(super) free: Option<u64>,
+}
+
+/// A segment this dead is collected whatever the rest of the log holds.
+pub(super) const NEARLY_DEAD: f64 = 0.9;
+
+impl GcGate {
+    /// From `(segment, bytes, dead bytes)` of the sealed segments, the one to collect.
+    pub(super) fn pick(&self, segments: &[(u64, u64, u64)]) -> Option<u64> {
+        let (total, garbage) = segments
+            .iter()
+            .fold((0u64, 0u64), |(t, g), (_, len, d)| (t + len, g + d));
+        let open = self.short
+            || self.free.is_some_and(|f| f < garbage)
+            || garbage as f64 >= self.ratio * total as f64;
+        let share = |len: u64, d: u64| d as f64 / len.max(1) as f64;
+        segments
+            .iter()
+            .filter(|(_, len, d)| *d > 0 && share(*len, *d) >= self.ratio)
+            .filter(|(_, len, d)| open || share(*len, *d) >= NEARLY_DEAD)
+            // The deadest; of equals, the oldest.
+            .max_by(|a, b| {
+                share(a.1, a.2)
+                    .total_cmp(&share(b.1, b.2))
+                    .then(b.0.cmp(&a.0))
             })
-            .map(|(id, _)| id))
+            .map(|(id, _, _)| *id)
     }
 }
 

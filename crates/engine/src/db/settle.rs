@@ -46,7 +46,11 @@ impl<C: Fn(), G: Fn(), R: Fn()> Settle<'_, C, G, R> {
                     // has nothing left to collect either.
                     let gc_due = opts.auto_compaction
                         && ratio > 0.0
-                        && (bg.policy.gc_running() || self.gc.gc_candidate(ratio)?.is_some());
+                        && (bg.policy.gc_running()
+                            || self
+                                .gc
+                                .gc_candidate(ratio, bg.policy.no_space.is_some())?
+                                .is_some());
                     gc_seen |= gc_due;
                     if bg.policy.settled(&view, gc_due)? {
                         return Ok(());
