@@ -218,8 +218,8 @@ pub struct Options {
     /// The value log's garbage background GC allows (0 = only `gc_value_log` collects): once
     /// the sealed segments hold this share of dead bytes together, it collects them, the
     /// deadest first, each at least this share dead. A segment at least 90 % dead goes at
-    /// once, and short of space (a job failed for want of it, or less free space than
-    /// garbage) any segment this dead goes. The log's garbage stays under this share, and
+    /// once, and short of space (a job failed for want of it, or less free space above
+    /// [`reserve_bytes`](Self::reserve_bytes) than garbage) any segment this dead goes. The log's garbage stays under this share, and
     /// GC rewrites little: what waits gets deader.
     pub vlog_gc_dead_ratio: f64,
     /// Free bytes the storage keeps for background work: below them writes (not deletes)
@@ -345,6 +345,12 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The free bytes kept on a storage of `total` bytes ([`reserve_bytes`](Self::reserve_bytes)).
+    pub fn reserve_on(&self, total: u64) -> u64 {
+        self.reserve_bytes
+            .unwrap_or_else(|| (total / 100).min(DEFAULT_RESERVE_MAX))
+    }
+
     /// The tree size below which an idle namespace's tree is consolidated (0: never).
     pub fn consolidation_bound(&self) -> u64 {
         if self.layout != Layout::PerNamespace || self.idle_settle_ms == 0 {

@@ -191,6 +191,11 @@ pub struct EngineConfig {
     /// use fails with `SnapshotExpired` (the engine's `Options::snapshot_max_age`; default
     /// 600,000: 10 minutes; 0: no limit).
     pub snapshot_max_age_ms: u64,
+    /// The share of the value log that may be garbage (superseded and deleted values) before
+    /// background GC collects it, deadest segments first (the engine's
+    /// `Options::vlog_gc_dead_ratio`; default 0.5: the log at most twice its live bytes;
+    /// lower keeps less garbage and rewrites more; 0: GC only when asked).
+    pub vlog_gc_dead_ratio: f64,
 }
 
 impl Default for EngineConfig {
@@ -209,6 +214,7 @@ impl Default for EngineConfig {
             reserve_bytes: o.reserve_bytes,
             max_indexes_per_namespace: o.max_indexes_per_namespace,
             snapshot_max_age_ms: o.snapshot_max_age.map_or(0, |a| a.as_millis() as u64),
+            vlog_gc_dead_ratio: o.vlog_gc_dead_ratio,
         }
     }
 }
@@ -291,6 +297,9 @@ impl DeviceConfig {
         }
         if self.max_delete_range_keys == 0 {
             return bad("max_delete_range_keys must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.engine.vlog_gc_dead_ratio) {
+            return bad("engine.vlog_gc_dead_ratio must be between 0 and 1");
         }
         if self.auth_timeout_ms == 0 || self.frame_timeout_ms == 0 || self.write_timeout_ms == 0 {
             return bad(
@@ -408,6 +417,7 @@ impl DeviceConfig {
         o.max_open_files = self.engine.max_open_files;
         o.reserve_bytes = self.engine.reserve_bytes;
         o.max_indexes_per_namespace = self.engine.max_indexes_per_namespace;
+        o.vlog_gc_dead_ratio = self.engine.vlog_gc_dead_ratio;
         o.snapshot_max_age = match self.engine.snapshot_max_age_ms {
             0 => None,
             ms => Some(std::time::Duration::from_millis(ms)),
@@ -526,6 +536,13 @@ mod tests {
         assert!(c.validate().is_err());
         c.scheduler.background_nice = 19;
         assert!(c.validate().is_ok());
+        for ratio in [-0.1, 1.5, f64::NAN] {
+            c.engine.vlog_gc_dead_ratio = ratio;
+            assert!(c.validate().is_err(), "{ratio}");
+        }
+        c.engine.vlog_gc_dead_ratio = 0.3;
+        assert!(c.validate().is_ok());
+        assert_eq!(c.engine_options().vlog_gc_dead_ratio, 0.3);
         assert!(DeviceConfig::default().validate().is_ok());
         assert_eq!(DeviceConfig::default().reply_bytes_bound(), 8 << 20);
         // Unset, the bound follows larger values.

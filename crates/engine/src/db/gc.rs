@@ -408,9 +408,11 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
             .into_iter()
             .map(|(id, len)| (id, len, dead.get(&id).map_or(0, |d| (*d).min(len))))
             .collect();
-        // A storage that cannot say its free space is never short of it.
+        // A storage that cannot say its free space is never short of it. Writes are refused
+        // once the free space is down to the reserve: what counts is what is above it.
+        let opts = self.write.opts;
         let free = match self.storage.space() {
-            Ok(Some((_, free))) => Some(free),
+            Ok(Some((total, free))) => Some(free.saturating_sub(opts.reserve_on(total))),
             _ => None,
         };
         let gate = GcGate { ratio, short, free };
@@ -428,11 +430,11 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
 /// times the live bytes at most), then takes the deadest segment first. Two cases do not
 /// wait: a segment at least [`NEARLY_DEAD`] dead (its rewrite is nearly free: a destroyed
 /// namespace's, a bulk delete's), and space running short (a job failed for want of it,
-/// or the storage's free space is below the log's garbage).
+/// or the storage's free space above the writes' reserve is below the log's garbage).
 pub(super) struct GcGate {
     pub(super) ratio: f64,
     pub(super) short: bool,
-    /// The storage's free bytes (`None`: it cannot say).
+    /// The storage's free bytes above the reserve writes keep (`None`: it cannot say).
     pub(super) free: Option<u64>,
 }
 

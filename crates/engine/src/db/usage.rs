@@ -25,7 +25,7 @@ use super::write_queue::WriteQueue;
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, SeqNo, ValueAt};
 use crate::memtable::Memtable;
-use crate::options::{Options, DEFAULT_RESERVE_MAX};
+use crate::options::Options;
 use crate::space::{NamespaceSpace, Usage};
 use crate::storage::StorageRef;
 use crate::uptime::Uptime;
@@ -191,9 +191,7 @@ impl<F: Fn()> Quotas<'_, F> {
 
     /// The reserve this database keeps on a storage of `total` bytes.
     fn reserve(&self, total: u64) -> u64 {
-        self.opts
-            .reserve_bytes
-            .unwrap_or_else(|| (total / 100).min(DEFAULT_RESERVE_MAX))
+        self.opts.reserve_on(total)
     }
 
     pub(super) fn check_reserve(&self) -> Result<()> {
