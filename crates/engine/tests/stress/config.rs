@@ -21,6 +21,24 @@ pub fn cov(call: &'static str) {
         .or_default() += 1;
 }
 
+/// Adds `n` to a coverage line that counts things rather than calls.
+pub fn cov_add(what: &'static str, n: u64) {
+    *COVERAGE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(what)
+        .or_default() += n;
+}
+
+/// Segments a database deleted through GC while open, counted when it is closed or crashed:
+/// with those `gc_value_log` deleted, the background's share (its gate must still open).
+pub fn count_gc(db: &cerberus_engine::Db) {
+    cov_add("GC: segments deleted", db.stats().gc_segments_deleted);
+}
+
+pub const GC_BY_CALL: &str = "GC: of those, by gc_value_log";
+
 pub fn coverage() -> BTreeMap<&'static str, u64> {
     COVERAGE
         .get_or_init(Default::default)

@@ -1,6 +1,6 @@
 //! The database under test and its storage: open, crash, reopen.
 
-use super::config::{cov, fast_nand, Config, StorageSpec};
+use super::config::{count_gc, cov, fast_nand, Config, StorageSpec};
 use cerberus_engine::storage::{CrashModel, FaultStorage, MemStorage, NandStorage, StorageRef};
 use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, StorageKind};
 use std::sync::{Arc, Mutex};
@@ -124,6 +124,9 @@ impl Host {
     pub fn reopen(&mut self, crash: bool) -> Result<(), String> {
         match (self.fault.clone(), crash) {
             (Some(fs), true) => {
+                if let Some(db) = &self.db {
+                    count_gc(db);
+                }
                 fs.inject(None);
                 fs.crash();
                 drop(self.db.take());
@@ -133,6 +136,7 @@ impl Host {
             _ => {
                 if let Some(db) = self.db.take() {
                     cov("Db::close");
+                    count_gc(&db);
                     let r = db.close();
                     drop(db);
                     self.join_runner();

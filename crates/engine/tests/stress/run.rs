@@ -3,7 +3,7 @@
 //! metamorphic comparison between configurations.
 
 use super::checks::{check_indexes, err_name, show, trace, Check};
-use super::config::{cov, Config, StorageSpec, OPS_RUN};
+use super::config::{self, cov, Config, StorageSpec, OPS_RUN};
 use super::host::Host;
 use super::model::NsModel;
 use super::ops::{short, IdxKind, IterSpec, Op, ATTRS};
@@ -450,6 +450,7 @@ pub fn run_log(cfg: &Config, ops: &[Op]) -> Result<Vec<String>, Failure> {
     let trace = std::mem::take(&mut s.trace);
     drop(s);
     if let Some(db) = host.db.take() {
+        config::count_gc(&db);
         let r = db.close();
         drop(db);
         host.join_runner();

@@ -1,7 +1,7 @@
 //! The session's writes, database maintenance calls and lifecycle (reopen, crash, faults).
 
 use super::checks::{bg, io_kind, kind_of, write_result, Check};
-use super::config::cov;
+use super::config::{cov, cov_add, GC_BY_CALL};
 use super::model::NsModel;
 use super::ops::{key_bytes, Op, ATTRS};
 use super::run::{DbRef, Session, Slot};
@@ -206,7 +206,9 @@ impl Session {
             Op::Gc => bg(
                 faulty,
                 "Db::gc_value_log",
-                host.db().gc_value_log().map(|_| ()),
+                host.db()
+                    .gc_value_log()
+                    .map(|s| cov_add(GC_BY_CALL, s.segments_deleted as u64)),
             ),
             Op::SyncLog => {
                 let r = bg(faulty, "Db::sync_log", host.db().sync_log());
