@@ -241,12 +241,17 @@ fn value(seed: u64, t: usize, k: u64, size: usize) -> Vec<u8> {
     (0..size).map(|_| rng.gen()).collect()
 }
 
-/// Bytes of every file under `dir`.
+/// Bytes of every file under `dir` (one background work deletes while this looks counts
+/// as gone).
 fn disk_bytes(dir: &Path) -> Result<u64> {
     let mut total = 0;
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let e = e?;
-        let meta = e.metadata()?;
+        let meta = match e.metadata() {
+            Ok(m) => m,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(err.into()),
+        };
         total += if meta.is_dir() {
             disk_bytes(&e.path())?
         } else {

@@ -215,12 +215,15 @@ pub struct Options {
     pub prefetch_threads: usize,
     /// Run compactions in the background (off: only `compact_*` calls compact).
     pub auto_compaction: bool,
-    /// The value log's garbage background GC allows (0 = only `gc_value_log` collects): once
-    /// the sealed segments hold this share of dead bytes together, it collects them, the
-    /// deadest first, each at least this share dead. A segment at least 90 % dead goes at
-    /// once, and short of space (a job failed for want of it, or less free space above
-    /// [`reserve_bytes`](Self::reserve_bytes) than garbage) any segment this dead goes. The log's garbage stays under this share, and
-    /// GC rewrites little: what waits gets deader.
+    /// The value log's garbage background GC allows (0, or 1: only `gc_value_log` collects):
+    /// once the sealed segments it may collect hold this share of known-dead bytes together,
+    /// it collects them, the deadest first, each at least this share dead. It collects
+    /// without waiting a segment at least 90 % dead, and any segment this dead when space is
+    /// wanted back: a namespace was destroyed, a write or job was refused for want of space,
+    /// or the free space above [`reserve_bytes`](Self::reserve_bytes) is below the garbage.
+    /// The log then takes up to `1 / (1 - ratio)` times its live bytes (2x at 0.5; the open
+    /// segment, overwrites not flushed yet and segments snapshots pin come on top): more
+    /// than when each segment went as it crossed the ratio, for far fewer rewrites.
     pub vlog_gc_dead_ratio: f64,
     /// Free bytes the storage keeps for background work: below them writes (not deletes)
     /// fail with `ErrorKind::CapacityExceeded`, so no namespace takes the last free bytes

@@ -131,11 +131,14 @@ mod tests {
         let t = std::thread::Builder::new()
             .name("spinner-1".into())
             .spawn(|| {
+                // Busy for 20 ms of the clock (a loop the compiler cannot fold away), then
+                // off the CPU once, so the kernel has accounted the time when it is read.
+                let start = std::time::Instant::now();
                 let mut x = 0u64;
-                for i in 0..20_000_000u64 {
-                    x = x.wrapping_mul(31).wrapping_add(i);
+                while start.elapsed() < std::time::Duration::from_millis(20) {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
                 }
-                std::hint::black_box(x);
+                std::thread::sleep(std::time::Duration::from_millis(2));
                 Snapshot::take()
             })
             .unwrap();

@@ -193,8 +193,8 @@ pub struct EngineConfig {
     pub snapshot_max_age_ms: u64,
     /// The share of the value log that may be garbage (superseded and deleted values) before
     /// background GC collects it, deadest segments first (the engine's
-    /// `Options::vlog_gc_dead_ratio`; default 0.5: the log at most twice its live bytes;
-    /// lower keeps less garbage and rewrites more; 0: GC only when asked).
+    /// `Options::vlog_gc_dead_ratio`; default 0.5: the log up to about twice its live bytes;
+    /// lower keeps less garbage and rewrites more; 0 or 1: no GC, the log only grows).
     pub vlog_gc_dead_ratio: f64,
 }
 

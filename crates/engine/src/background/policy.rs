@@ -66,6 +66,10 @@ pub struct Policy {
     pub drainers: usize,
     /// Something may have made a segment worth collecting since the last look.
     gc_check: bool,
+    /// Space is wanted back (a namespace was destroyed, a write was refused for want of
+    /// space): segments past the dead ratio are collected whatever the log holds, until none
+    /// is left (`db/gc.rs`, `GcGate`).
+    gc_reclaim: bool,
     /// Per idle namespace consolidated in its current idle period: that period's stamp (a
     /// consolidation runs once per idle period, not again until the namespace writes).
     consolidated: BTreeMap<Nsid, u64>,
@@ -111,6 +115,19 @@ impl Policy {
         self.gc_check = true;
     }
 
+    /// Space is wanted back now: a destroy made garbage, or a write was refused for want of
+    /// space (see `gc_reclaim`).
+    pub fn reclaim_gc(&mut self) {
+        self.gc_check = true;
+        self.gc_reclaim = true;
+    }
+
+    /// Whether GC should not wait for the log's garbage: space is wanted back (a job failed
+    /// for want of it, or a namespace was destroyed).
+    pub fn gc_urgent(&self) -> bool {
+        self.no_space.is_some() || self.gc_reclaim
+    }
+
     pub fn queue_backfill(&mut self, ns: Nsid, index: Nsid) {
         self.backfills.push_back((ns, index));
     }
@@ -126,12 +143,13 @@ impl Policy {
     }
 
     /// The next job, marked as running, or how long to wait. An error (from the picker or
-    /// from `gc_candidate`, which names a value-log segment worth collecting) leaves nothing
-    /// marked: the caller records it with [`Policy::failed`] and asks again.
+    /// from `gc_candidate`, which names a value-log segment worth collecting, told whether
+    /// GC is [urgent](Self::gc_urgent)) leaves nothing marked: the caller records it with
+    /// [`Policy::failed`] and asks again.
     pub fn choose(
         &mut self,
         view: &View<'_>,
-        gc_candidate: &mut dyn FnMut() -> Result<Option<u64>>,
+        gc_candidate: &mut dyn FnMut(bool) -> Result<Option<u64>>,
     ) -> Result<Choice> {
         if self.shutdown {
             return Ok(Choice::Stop);
@@ -160,7 +178,7 @@ impl Policy {
     fn next_job(
         &mut self,
         view: &View<'_>,
-        gc_candidate: &mut dyn FnMut() -> Result<Option<u64>>,
+        gc_candidate: &mut dyn FnMut(bool) -> Result<Option<u64>>,
     ) -> Result<Option<Job>> {
         let free = |s: Slots| !self.running.meets(s);
         if free(Slots::FLUSH) && view.frozen > 0 {
@@ -206,9 +224,11 @@ impl Policy {
         let ratio = view.opts.vlog_gc_dead_ratio;
         if self.gc_check && free(gc_or_backfill) && ratio > 0.0 {
             self.gc_check = false;
-            if let Some(segment) = gc_candidate()? {
+            if let Some(segment) = gc_candidate(self.gc_urgent())? {
                 return Ok(Some(Job::Gc { segment }));
             }
+            // Nothing left past the ratio: what the destroy freed is back.
+            self.gc_reclaim = false;
         }
         // While draining, trees are consolidated once GC has nothing left to rewrite: its
         // rewrites reach the trees as runs, and each made a consolidated tree consolidate
@@ -249,6 +269,8 @@ impl Policy {
         match outcome {
             Outcome::Done => None,
             Outcome::NoSpace(why) => {
+                // GC may give the space back, whatever the log's garbage.
+                self.gc_check = true;
                 let first = self.no_space.is_none();
                 self.no_space = Some(why.clone());
                 self.no_space_failures += 1;

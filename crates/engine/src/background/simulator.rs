@@ -211,7 +211,7 @@ impl Sim {
             now: self.now,
         };
         let gc = self.gc_due.front().copied();
-        let choice = self.policy.choose(&view, &mut || Ok(gc));
+        let choice = self.policy.choose(&view, &mut |_| Ok(gc));
         choice.expect("the simulator's picks do not fail")
     }
 

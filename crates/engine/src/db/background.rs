@@ -52,11 +52,13 @@ impl<P: JobParts> Jobs<'_, P> {
             let compactions = self.parts.compactions();
             let view = compactions.view(&version, bg.policy.draining());
             let waited_for_space = bg.policy.no_space.is_some();
+            // A write refused for want of space since the last look: GC may give it back.
+            if self.bg.take_space_refused() {
+                bg.policy.reclaim_gc();
+            }
             let ratio = self.opts.vlog_gc_dead_ratio;
-            let choice = bg.policy.choose(&view, &mut || {
-                self.parts
-                    .value_log_gc()
-                    .gc_candidate(ratio, waited_for_space)
+            let choice = bg.policy.choose(&view, &mut |urgent| {
+                self.parts.value_log_gc().gc_candidate(ratio, urgent)
             });
             if waited_for_space && bg.policy.no_space.is_none() {
                 self.bg.done_cv.notify_all();
@@ -139,7 +141,14 @@ impl<P: JobParts> Jobs<'_, P> {
                 let gc = self.parts.value_log_gc();
                 let r = gc.collect_segment(*segment, self.opts.vlog_gc_dead_ratio, &mut stats);
                 gc.count(&stats);
-                r.map(|_| ())
+                r?;
+                // A collected segment goes once its rewrites are flushed: its space cannot
+                // wait for writes to fill the memtable (none may come, when they are refused
+                // for want of that space).
+                if stats.segments_deleted > 0 {
+                    gc.flush_soon()?;
+                }
+                Ok(())
             }
             Job::Backfill { ns, index } => self
                 .parts

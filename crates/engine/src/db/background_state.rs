@@ -47,6 +47,9 @@ pub(super) struct Background {
     pub(super) in_slot: [AtomicU64; 2],
     /// Times a compaction started while another held its slot (a bug if ever above 0).
     pub(super) slot_overlaps: AtomicU64,
+    /// A write was refused for want of space since the background last looked: GC may give
+    /// the space back (its gate waits for the log's garbage otherwise).
+    space_refused: AtomicBool,
 }
 
 /// Marks a compaction as running in its slots for as long as it lives.
@@ -171,6 +174,19 @@ impl Background {
     pub(super) fn release_gc_slot(&self) {
         self.state.lock().policy.manual_gc(false);
         self.done_cv.notify_all();
+    }
+
+    /// A write was refused for want of space (the reserve reached, or the storage full): the
+    /// background looks for a segment to collect. One wake per look, however many are refused.
+    pub(super) fn space_refused(&self, runner: Option<&BackgroundRunner>) {
+        if !self.space_refused.swap(true, Ordering::AcqRel) {
+            self.wake_locked(runner);
+        }
+    }
+
+    /// Whether a write was refused for want of space since the last call.
+    pub(super) fn take_space_refused(&self) -> bool {
+        self.space_refused.swap(false, Ordering::AcqRel)
     }
 
     /// Wakes the background: the database's own threads, or `runner` (the options').

@@ -94,6 +94,16 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
         Ok(stats)
     }
 
+    /// Freezes the memtable (a flush follows) unless it is empty: the segments collected so
+    /// far go once what they rewrote is flushed.
+    pub(super) fn flush_soon(&self) -> Result<()> {
+        let mut w = self.write.writer_for_job()?;
+        if !self.versions.super_version().mem.is_empty() {
+            self.write.freeze_memtable(&mut w)?;
+        }
+        Ok(())
+    }
+
     /// Counts a collection's deleted segments and rewritten bytes.
     pub(super) fn count(&self, stats: &GcStats) {
         let c = self.counters.local();

@@ -200,7 +200,7 @@ impl<F: Fn()> NamespaceAdmin<'_, F> {
     /// unreachable and dropped by the next flush or compaction.
     fn join_destroyed_set(&self, ids: &[Nsid], dead: &[key::ValueAddr]) {
         self.gc.liveness.mark_dead(dead);
-        self.bg.state.lock().policy.check_gc();
+        self.bg.state.lock().policy.reclaim_gc();
         self.bg.wake(self.opts.background_runner.as_ref());
         let mut state = self.namespaces.write();
         let mut set = (*state.destroyed).clone();

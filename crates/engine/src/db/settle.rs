@@ -49,7 +49,7 @@ impl<C: Fn(), G: Fn(), R: Fn()> Settle<'_, C, G, R> {
                         && (bg.policy.gc_running()
                             || self
                                 .gc
-                                .gc_candidate(ratio, bg.policy.no_space.is_some())?
+                                .gc_candidate(ratio, bg.policy.gc_urgent())?
                                 .is_some());
                     gc_seen |= gc_due;
                     if bg.policy.settled(&view, gc_due)? {

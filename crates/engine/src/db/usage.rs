@@ -203,10 +203,13 @@ impl<F: Fn()> Quotas<'_, F> {
             Duration::from_millis(self.uptime.ms()),
         );
         match space {
-            Some((total, free)) if free < self.reserve(total) => Err(Error::ReserveReached {
-                free,
-                reserve: self.reserve(total),
-            }),
+            Some((total, free)) if free < self.reserve(total) => {
+                (self.flusher.bg).space_refused(self.opts.background_runner.as_ref());
+                Err(Error::ReserveReached {
+                    free,
+                    reserve: self.reserve(total),
+                })
+            }
             _ => Ok(()),
         }
     }

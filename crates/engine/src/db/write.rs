@@ -245,8 +245,11 @@ impl<'a, F: Fn()> WritePath<'a, F> {
                 w.next_seq = seq;
                 b
             }
-            // The log is as it was: a full disk fails this write only.
-            Err(AppendError::Clean(e)) if e.is_no_space() => return Err(e),
+            // The log is as it was: a full disk fails this write only (GC may give room).
+            Err(AppendError::Clean(e)) if e.is_no_space() => {
+                self.bg.space_refused(self.opts.background_runner.as_ref());
+                return Err(e);
+            }
             Err(e) => {
                 // An I/O error, or part of the records left at the log's end: accept no
                 // more writes, so that part stays the torn tail that recovery drops.

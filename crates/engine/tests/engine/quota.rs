@@ -4,16 +4,14 @@
 //! device-wide reserve refuses writes when the storage runs low.
 
 use crate::common;
+use crate::sized_storage::Sized;
 
-use cerberus_engine::storage::{
-    FaultStorage, MemStorage, RandomAccessFile, Storage, StorageRef, WritableFile,
-};
+use cerberus_engine::storage::{FaultStorage, MemStorage, StorageRef};
 use cerberus_engine::{
     Db, ErrorKind, IndexKind, IoShares, Namespace, NamespaceOptions, Options, Readable, Usage,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 fn open(storage: &StorageRef, opts: &Options) -> Db {
@@ -398,48 +396,9 @@ fn crash_run(seed: u64) {
     }
 }
 
-/// A storage over memory that reports a size, and as free what its files leave of it.
-struct Sized {
-    inner: MemStorage,
-    total: u64,
-    used_elsewhere: AtomicU64,
-}
-
-impl Storage for Sized {
-    fn create(&self, name: &str) -> std::io::Result<Box<dyn WritableFile>> {
-        self.inner.create(name)
-    }
-    fn open(&self, name: &str) -> std::io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open(name)
-    }
-    fn delete(&self, name: &str) -> std::io::Result<()> {
-        self.inner.delete(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list(&self) -> std::io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn exists(&self, name: &str) -> std::io::Result<bool> {
-        self.inner.exists(name)
-    }
-    fn sync_dir(&self) -> std::io::Result<()> {
-        self.inner.sync_dir()
-    }
-    fn space(&self) -> std::io::Result<Option<(u64, u64)>> {
-        let used = self.inner.total_bytes() + self.used_elsewhere.load(Ordering::Relaxed);
-        Ok(Some((self.total, self.total.saturating_sub(used))))
-    }
-}
-
 /// A database on a 100 MiB storage another tenant of the disk may fill (`squeeze`).
 fn sized_db() -> (Arc<Sized>, Db) {
-    let sized = Arc::new(Sized {
-        inner: MemStorage::new(),
-        total: 100 << 20,
-        used_elsewhere: AtomicU64::new(0),
-    });
+    let sized = Arc::new(Sized::new(100 << 20));
     let storage: StorageRef = sized.clone();
     let db = open(&storage, &common::small_options());
     (sized, db)
@@ -449,7 +408,7 @@ fn sized_db() -> (Arc<Sized>, Db) {
 /// gives it back; seen once the free space is asked again.
 fn squeeze(sized: &Sized, full: bool) {
     let elsewhere = if full { (100 << 20) - (512 << 10) } else { 0 };
-    sized.used_elsewhere.store(elsewhere, Ordering::Relaxed);
+    sized.use_elsewhere(elsewhere);
     std::thread::sleep(std::time::Duration::from_millis(60));
 }
 
