@@ -50,6 +50,23 @@ pub(super) struct Background {
     /// A write was refused for want of space since the background last looked: GC may give
     /// the space back (its gate waits for the log's garbage otherwise).
     space_refused: AtomicBool,
+    /// When a refusal last woke the background ([`refusal_clock_ms`], 0: never).
+    space_refused_at: AtomicU64,
+}
+
+/// Least time between two wakes of the background by refused writes: a client that keeps
+/// writing to a full disk makes it look (list the segments, ask the free space) this often
+/// at most, as the free space is asked again this often.
+const SPACE_REFUSED_EVERY_MS: u64 = 50;
+
+/// Milliseconds on a process-wide clock, from 1.
+fn refusal_clock_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+        + 1
 }
 
 /// Marks a compaction as running in its slots for as long as it lives.
@@ -177,9 +194,19 @@ impl Background {
     }
 
     /// A write was refused for want of space (the reserve reached, or the storage full): the
-    /// background looks for a segment to collect. One wake per look, however many are refused.
+    /// background looks for a segment to collect, once per [`SPACE_REFUSED_EVERY_MS`] at most
+    /// however many writes are refused.
     pub(super) fn space_refused(&self, runner: Option<&BackgroundRunner>) {
-        if !self.space_refused.swap(true, Ordering::AcqRel) {
+        let now = refusal_clock_ms();
+        let last = self.space_refused_at.load(Ordering::Acquire);
+        if last != 0 && now.saturating_sub(last) < SPACE_REFUSED_EVERY_MS {
+            return;
+        }
+        let won = self
+            .space_refused_at
+            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if won && !self.space_refused.swap(true, Ordering::AcqRel) {
             self.wake_locked(runner);
         }
     }
@@ -245,4 +272,43 @@ pub(super) fn as_job<R>(job: impl FnOnce() -> R) -> R {
     let r = job();
     ON_JOB.with(|c| c.set(was));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    /// Refused writes wake the background once per period, however many there are and
+    /// however fast it looks: a client writing to a full disk in a loop cannot keep it busy.
+    #[test]
+    fn refused_writes_wake_the_background_once_a_period() {
+        let bg = Background::default();
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let w = wakes.clone();
+        let runner = BackgroundRunner(Arc::new(move || {
+            w.fetch_add(1, Ordering::Relaxed);
+        }));
+        let start = std::time::Instant::now();
+        let mut looks = 0;
+        for _ in 0..10_000 {
+            bg.space_refused(Some(&runner));
+            // The background looks at once, every time.
+            looks += usize::from(bg.take_space_refused());
+        }
+        let periods = start.elapsed().as_millis() as usize / SPACE_REFUSED_EVERY_MS as usize + 1;
+        let wakes = wakes.load(Ordering::Relaxed);
+        assert!(
+            wakes >= 1 && wakes <= periods,
+            "{wakes} wakes in {periods} periods"
+        );
+        assert_eq!(looks, wakes);
+        std::thread::sleep(Duration::from_millis(SPACE_REFUSED_EVERY_MS + 10));
+        bg.space_refused(Some(&runner));
+        assert!(
+            bg.take_space_refused(),
+            "a refusal a period later wakes it again"
+        );
+    }
 }
