@@ -40,6 +40,20 @@ impl Slots {
     }
 }
 
+/// How much a look for a value-log segment to collect wants space back (`db/gc.rs`,
+/// `GcGate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcUrgency {
+    /// Not at all: GC waits until the log holds its dead ratio of garbage.
+    Wait,
+    /// A destroyed namespace's values are garbage: segments past the ratio go without
+    /// waiting for the log.
+    Reclaim,
+    /// Writes or jobs were refused for want of space: the deadest segment with any garbage
+    /// goes, if its live bytes fit in the free space.
+    Space,
+}
+
 /// One unit of background work, decided by the [`Policy`](super::Policy) and carried out by
 /// the database.
 pub enum Job {
@@ -62,8 +76,8 @@ pub enum Job {
         task: CompactionTask,
         version: Arc<Version>,
     },
-    /// Collect one value-log segment.
-    Gc { segment: u64 },
+    /// Collect one value-log segment, picked at that urgency.
+    Gc { segment: u64, urgency: GcUrgency },
     /// Fill index `index` of namespace `ns` with the records stored before it was created.
     Backfill { ns: Nsid, index: Nsid },
 }

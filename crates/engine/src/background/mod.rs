@@ -10,5 +10,5 @@ mod policy;
 #[cfg(test)]
 mod simulator;
 
-pub use job::{Job, Outcome};
+pub use job::{GcUrgency, Job, Outcome};
 pub use policy::{Choice, Notice, Policy, View};

@@ -5,7 +5,7 @@
 //! ([`Policy::choose`]), runs the job, and tells it how the job ended ([`Policy::finished`]).
 //! The simulator (tests) drives the same policy over synthetic workloads.
 
-use super::job::{Job, Outcome, Slots};
+use super::job::{GcUrgency, Job, Outcome, Slots};
 use crate::compaction::{self, CompactionTask, Cursors, IdleNs};
 use crate::error::Result;
 use crate::key::Nsid;
@@ -66,10 +66,11 @@ pub struct Policy {
     pub drainers: usize,
     /// Something may have made a segment worth collecting since the last look.
     gc_check: bool,
-    /// Space is wanted back (a namespace was destroyed, a write was refused for want of
-    /// space): segments past the dead ratio are collected whatever the log holds, until none
-    /// is left (`db/gc.rs`, `GcGate`).
+    /// A destroyed namespace's values are garbage (until its remains are gone): segments
+    /// past the dead ratio go whatever the log holds, until none is left (`db/gc.rs`).
     gc_reclaim: bool,
+    /// A write was refused for want of space: any segment with garbage may go.
+    gc_space: bool,
     /// Per idle namespace consolidated in its current idle period: that period's stamp (a
     /// consolidation runs once per idle period, not again until the namespace writes).
     consolidated: BTreeMap<Nsid, u64>,
@@ -115,17 +116,33 @@ impl Policy {
         self.gc_check = true;
     }
 
-    /// Space is wanted back now: a destroy made garbage, or a write was refused for want of
-    /// space (see `gc_reclaim`).
+    /// A destroy made garbage (see `gc_reclaim`): a look now.
     pub fn reclaim_gc(&mut self) {
         self.gc_check = true;
         self.gc_reclaim = true;
     }
 
-    /// Whether GC should not wait for the log's garbage: space is wanted back (a job failed
-    /// for want of it, or a namespace was destroyed).
-    pub fn gc_urgent(&self) -> bool {
-        self.no_space.is_some() || self.gc_reclaim
+    /// A destroyed namespace still has remains (entries in memtables or tables, which a flush
+    /// or compaction marks dead later): the next look reclaims, whenever it comes.
+    pub fn destroyed_remain(&mut self) {
+        self.gc_reclaim = true;
+    }
+
+    /// A write was refused for want of space: a look now, at [`GcUrgency::Space`].
+    pub fn space_wanted(&mut self) {
+        self.gc_check = true;
+        self.gc_space = true;
+    }
+
+    /// How much the next look for a segment to collect wants space back.
+    pub fn gc_urgency(&self) -> GcUrgency {
+        if self.no_space.is_some() || self.gc_space {
+            GcUrgency::Space
+        } else if self.gc_reclaim {
+            GcUrgency::Reclaim
+        } else {
+            GcUrgency::Wait
+        }
     }
 
     pub fn queue_backfill(&mut self, ns: Nsid, index: Nsid) {
@@ -143,13 +160,13 @@ impl Policy {
     }
 
     /// The next job, marked as running, or how long to wait. An error (from the picker or
-    /// from `gc_candidate`, which names a value-log segment worth collecting, told whether
-    /// GC is [urgent](Self::gc_urgent)) leaves nothing marked: the caller records it with
+    /// from `gc_candidate`, which names a value-log segment worth collecting at the
+    /// [urgency](Self::gc_urgency) given) leaves nothing marked: the caller records it with
     /// [`Policy::failed`] and asks again.
     pub fn choose(
         &mut self,
         view: &View<'_>,
-        gc_candidate: &mut dyn FnMut(bool) -> Result<Option<u64>>,
+        gc_candidate: &mut dyn FnMut(GcUrgency) -> Result<Option<u64>>,
     ) -> Result<Choice> {
         if self.shutdown {
             return Ok(Choice::Stop);
@@ -178,7 +195,7 @@ impl Policy {
     fn next_job(
         &mut self,
         view: &View<'_>,
-        gc_candidate: &mut dyn FnMut(bool) -> Result<Option<u64>>,
+        gc_candidate: &mut dyn FnMut(GcUrgency) -> Result<Option<u64>>,
     ) -> Result<Option<Job>> {
         let free = |s: Slots| !self.running.meets(s);
         if free(Slots::FLUSH) && view.frozen > 0 {
@@ -224,11 +241,13 @@ impl Policy {
         let ratio = view.opts.vlog_gc_dead_ratio;
         if self.gc_check && free(gc_or_backfill) && ratio > 0.0 {
             self.gc_check = false;
-            if let Some(segment) = gc_candidate(self.gc_urgent())? {
-                return Ok(Some(Job::Gc { segment }));
+            let urgency = self.gc_urgency();
+            if let Some(segment) = gc_candidate(urgency)? {
+                return Ok(Some(Job::Gc { segment, urgency }));
             }
-            // Nothing left past the ratio: what the destroy freed is back.
+            // Nothing left to collect at that urgency: what could be given back is.
             self.gc_reclaim = false;
+            self.gc_space = false;
         }
         // While draining, trees are consolidated once GC has nothing left to rewrite: its
         // rewrites reach the trees as runs, and each made a consolidated tree consolidate

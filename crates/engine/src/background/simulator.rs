@@ -315,7 +315,7 @@ impl Sim {
                 }
                 edit.added.push((0, self.table(pieces, (seq, seq))));
             }
-            Job::Gc { segment } => self.gc_due.retain(|s| s != segment),
+            Job::Gc { segment, .. } => self.gc_due.retain(|s| s != segment),
             Job::Backfill { .. } => {}
             Job::Split { task, .. } | Job::Compact { task, .. } | Job::Consolidate { task, .. } => {
                 for &(level, id) in consumed {

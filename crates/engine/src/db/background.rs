@@ -10,7 +10,7 @@ use super::gc_state::GcStats;
 use super::namespaces::NamespaceAdmin;
 use super::pin_keeper::PinKeeper;
 use super::versions::Versions;
-use crate::background::{Choice, Job};
+use crate::background::{Choice, GcUrgency, Job};
 use crate::error::Error;
 use crate::options::{BackgroundStep, Options};
 
@@ -54,12 +54,16 @@ impl<P: JobParts> Jobs<'_, P> {
             let waited_for_space = bg.policy.no_space.is_some();
             // A write refused for want of space since the last look: GC may give it back.
             if self.bg.take_space_refused() {
-                bg.policy.reclaim_gc();
+                bg.policy.space_wanted();
+            }
+            let gc = self.parts.value_log_gc();
+            if !gc.namespaces.read().destroyed.is_empty() {
+                bg.policy.destroyed_remain();
             }
             let ratio = self.opts.vlog_gc_dead_ratio;
-            let choice = bg.policy.choose(&view, &mut |urgent| {
-                self.parts.value_log_gc().gc_candidate(ratio, urgent)
-            });
+            let choice = bg
+                .policy
+                .choose(&view, &mut |urgency| gc.gc_candidate(ratio, urgency));
             if waited_for_space && bg.policy.no_space.is_none() {
                 self.bg.done_cv.notify_all();
             }
@@ -136,10 +140,14 @@ impl<P: JobParts> Jobs<'_, P> {
             Job::Consolidate { ns, task, version } => {
                 self.parts.compactions().consolidate(*ns, task, version)
             }
-            Job::Gc { segment } => {
+            Job::Gc { segment, urgency } => {
                 let mut stats = GcStats::default();
                 let gc = self.parts.value_log_gc();
-                let r = gc.collect_segment(*segment, self.opts.vlog_gc_dead_ratio, &mut stats);
+                let ratio = match urgency {
+                    GcUrgency::Space => 0.0,
+                    _ => self.opts.vlog_gc_dead_ratio,
+                };
+                let r = gc.collect_segment(*segment, ratio, &mut stats);
                 gc.count(&stats);
                 r?;
                 // A collected segment goes once its rewrites are flushed: its space cannot

@@ -9,6 +9,7 @@ use super::snapshots::Snapshots;
 use super::versions::Versions;
 use super::write::WritePath;
 use super::write_queue::WriteQueue;
+use crate::background::GcUrgency;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, ValueAddr};
 use crate::stats::Counters;
@@ -95,10 +96,13 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
     }
 
     /// Freezes the memtable (a flush follows) unless it is empty: the segments collected so
-    /// far go once what they rewrote is flushed.
+    /// far go once what they rewrote is flushed. One memtable past
+    /// `max_immutable_memtables` at most, as `Db::flush` may freeze one.
     pub(super) fn flush_soon(&self) -> Result<()> {
         let mut w = self.write.writer_for_job()?;
-        if !self.versions.super_version().mem.is_empty() {
+        let sv = self.versions.super_version();
+        if !sv.mem.is_empty() && sv.imm.len() <= self.write.opts.max_immutable_memtables {
+            drop(sv);
             self.write.freeze_memtable(&mut w)?;
         }
         Ok(())
@@ -405,9 +409,8 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
         }
     }
 
-    /// The sealed segment background GC collects next, if any (see [`GcGate`]); `short`:
-    /// a job failed for want of space, so the gate is open whatever the log's garbage.
-    pub(super) fn gc_candidate(&self, ratio: f64, short: bool) -> Result<Option<u64>> {
+    /// The sealed segment background GC collects next at `urgency`, if any (see [`GcGate`]).
+    pub(super) fn gc_candidate(&self, ratio: f64, urgency: GcUrgency) -> Result<Option<u64>> {
         // With one background thread, the GC's rewrites flush for themselves (`make_room`).
         let dead = self.gc.liveness.dead_bytes();
         if dead.is_empty() {
@@ -421,11 +424,13 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
         // A storage that cannot say its free space is never short of it. Writes are refused
         // once the free space is down to the reserve: what counts is what is above it.
         let opts = self.write.opts;
-        let free = match self.storage.space() {
-            Ok(Some((total, free))) => Some(free.saturating_sub(opts.reserve_on(total))),
-            _ => None,
+        let space = self.storage.space().ok().flatten();
+        let gate = GcGate {
+            ratio,
+            urgency,
+            free: space.map(|(total, free)| free.saturating_sub(opts.reserve_on(total))),
+            room: space.map(|(_, free)| free),
         };
-        let gate = GcGate { ratio, short, free };
         Ok(gate.pick(&segments))
     }
 }
@@ -436,16 +441,19 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
 /// Collecting a segment `d` dead rewrites its `1 - d` live part to give back `d`: at the
 /// ratio's 0.5, a byte written for every byte freed. The deadest segment is the cheapest, and
 /// the longer a segment waits the deader it gets, so GC waits until the sealed log as a whole
-/// holds `ratio` of garbage (the space bound a per-segment ratio gives, `1 / (1 - ratio)`
-/// times the live bytes at most), then takes the deadest segment first. Two cases do not
-/// wait: a segment at least [`NEARLY_DEAD`] dead (its rewrite is nearly free: a destroyed
-/// namespace's, a bulk delete's), and space running short (a job failed for want of it,
-/// or the storage's free space above the writes' reserve is below the log's garbage).
+/// holds `ratio` of garbage, then takes the deadest segment first. What does not wait: a
+/// segment at least [`NEARLY_DEAD`] dead (its rewrite is nearly free); segments past the ratio
+/// while a destroyed namespace's values are garbage ([`GcUrgency::Reclaim`]) or while the
+/// storage's free space above the writes' reserve is below the log's garbage; and, once writes
+/// are refused for want of space ([`GcUrgency::Space`]), the deadest segment with any garbage
+/// whose live bytes fit in the free space.
 pub(super) struct GcGate {
     pub(super) ratio: f64,
-    pub(super) short: bool,
+    pub(super) urgency: GcUrgency,
     /// The storage's free bytes above the reserve writes keep (`None`: it cannot say).
     pub(super) free: Option<u64>,
+    /// The storage's free bytes, the reserve's included: room for a collection's rewrites.
+    pub(super) room: Option<u64>,
 }
 
 /// A segment this dead is collected whatever the rest of the log holds.
@@ -457,13 +465,18 @@ impl GcGate {
         let (total, garbage) = segments
             .iter()
             .fold((0u64, 0u64), |(t, g), (_, len, d)| (t + len, g + d));
-        let open = self.short
+        let share = |len: u64, d: u64| d as f64 / len.max(1) as f64;
+        let fits = |len: u64, d: u64| self.room.is_none_or(|room| len - d <= room);
+        let least = match self.urgency {
+            GcUrgency::Space => 0.0,
+            _ => self.ratio,
+        };
+        let open = self.urgency != GcUrgency::Wait
             || self.free.is_some_and(|f| f < garbage)
             || garbage as f64 >= self.ratio * total as f64;
-        let share = |len: u64, d: u64| d as f64 / len.max(1) as f64;
         segments
             .iter()
-            .filter(|(_, len, d)| *d > 0 && share(*len, *d) >= self.ratio)
+            .filter(|(_, len, d)| *d > 0 && share(*len, *d) >= least && fits(*len, *d))
             .filter(|(_, len, d)| open || share(*len, *d) >= NEARLY_DEAD)
             // The deadest; of equals, the oldest.
             .max_by(|a, b| {

@@ -67,14 +67,16 @@ fn a_destroy_racing_the_snapshot_check_keeps_the_iterators_segment() {
 
 mod gate {
     use super::super::{GcGate, NEARLY_DEAD};
+    use crate::background::GcUrgency;
 
     const MIB: u64 = 1 << 20;
 
     fn gate(ratio: f64) -> GcGate {
         GcGate {
             ratio,
-            short: false,
+            urgency: GcUrgency::Wait,
             free: None,
+            room: None,
         }
     }
 
@@ -110,8 +112,8 @@ mod gate {
         assert_eq!(gate(0.5).pick(&short), Some(6));
     }
 
-    /// A segment nearly all dead (a destroyed tenant's, a bulk delete's) costs almost nothing
-    /// to collect: it goes at once.
+    /// A segment nearly all dead (a bulk delete's) costs almost nothing to collect: it goes
+    /// at once.
     #[test]
     fn a_nearly_dead_segment_goes_at_once() {
         let dead = (NEARLY_DEAD * 100.0) as u64 * MIB;
@@ -131,40 +133,49 @@ mod gate {
         assert_eq!(gate(0.5).pick(&almost), None);
     }
 
-    /// Short of space, every segment past the ratio may go: when a job failed for want of
-    /// space, or when the storage's free space is below the log's garbage.
+    /// A destroyed namespace's garbage, or free space above the reserve below the log's
+    /// garbage: segments past the ratio go without waiting, never one under it.
     #[test]
-    fn short_of_space_the_gate_opens() {
+    fn reclaiming_takes_segments_past_the_ratio_at_once() {
         let log = [
             (1, 100 * MIB, 60 * MIB),
-            (2, 100 * MIB, 0),
+            (2, 100 * MIB, 40 * MIB),
             (3, 100 * MIB, 0),
         ];
-        let failed = GcGate {
-            short: true,
+        let reclaim = GcGate {
+            urgency: GcUrgency::Reclaim,
             ..gate(0.5)
         };
-        assert_eq!(failed.pick(&log), Some(1));
-        let full = GcGate {
-            free: Some(59 * MIB),
+        assert_eq!(reclaim.pick(&log), Some(1));
+        assert_eq!(reclaim.pick(&log[1..]), None);
+        let low = |free| GcGate {
+            free: Some(free),
             ..gate(0.5)
         };
-        assert_eq!(full.pick(&log), Some(1));
-        let roomy = GcGate {
-            free: Some(60 * MIB),
+        assert_eq!(low(99 * MIB).pick(&log), Some(1));
+        assert_eq!(low(100 * MIB).pick(&log), None);
+        assert_eq!(low(0).pick(&log[1..]), None);
+    }
+
+    /// Writes refused for want of space: the deadest segment with any garbage goes, under
+    /// the ratio too, if its live bytes fit in the free space; never one without garbage.
+    #[test]
+    fn refused_writes_take_the_deadest_segment_that_fits() {
+        let space = |room| GcGate {
+            urgency: GcUrgency::Space,
+            room,
             ..gate(0.5)
         };
-        assert_eq!(roomy.pick(&log), None);
-        // Never a segment under the ratio, nor one without garbage.
-        let below = [(1, 100 * MIB, 40 * MIB), (2, 100 * MIB, 0)];
-        assert_eq!(failed.pick(&below), None);
-        assert_eq!(
-            GcGate {
-                ratio: 0.0,
-                ..failed
-            }
-            .pick(&[(1, 100 * MIB, 0)]),
-            None
-        );
+        let log = [
+            (1, 100 * MIB, 20 * MIB),
+            (2, 100 * MIB, 40 * MIB),
+            (3, 100 * MIB, 0),
+        ];
+        assert_eq!(space(None).pick(&log), Some(2));
+        // 60 MiB live in the deadest: it does not fit in 59 MiB; the next one's 80 do not.
+        assert_eq!(space(Some(60 * MIB)).pick(&log), Some(2));
+        assert_eq!(space(Some(59 * MIB)).pick(&log), None);
+        assert_eq!(space(Some(80 * MIB)).pick(&log[..1]), Some(1));
+        assert_eq!(space(None).pick(&[(1, 100 * MIB, 0)]), None);
     }
 }

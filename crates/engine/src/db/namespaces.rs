@@ -245,6 +245,11 @@ impl<F: Fn()> NamespaceAdmin<'_, F> {
             vs.namespaces.destroyed.remove(id);
         }
         state.destroyed = Arc::new(set);
+        drop((state, vs));
+        // The flush or compaction that dropped their last entries marked those values dead:
+        // GC reclaims what they leave (the look at the destroy found only what was marked
+        // then).
+        self.bg.state.lock().policy.reclaim_gc();
         Ok(())
     }
 

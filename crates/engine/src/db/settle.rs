@@ -49,7 +49,7 @@ impl<C: Fn(), G: Fn(), R: Fn()> Settle<'_, C, G, R> {
                         && (bg.policy.gc_running()
                             || self
                                 .gc
-                                .gc_candidate(ratio, bg.policy.gc_urgent())?
+                                .gc_candidate(ratio, bg.policy.gc_urgency())?
                                 .is_some());
                     gc_seen |= gc_due;
                     if bg.policy.settled(&view, gc_due)? {

@@ -335,7 +335,12 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         match w.vlog.roll(id) {
             Ok(()) => Ok(()),
             // The writer goes on in the old segment; a half-made new one holds no record.
-            Err(RollError::Create(e)) => Err(e),
+            Err(RollError::Create(e)) => {
+                if e.is_no_space() {
+                    self.bg.space_refused(self.opts.background_runner.as_ref());
+                }
+                Err(e)
+            }
             Err(RollError::Sync(e)) => {
                 self.bg.fail_job(&e);
                 Err(e)
