@@ -9,7 +9,7 @@ use crate::common;
 use crate::sized_storage::Sized;
 
 use cerberus_engine::storage::{MemStorage, StorageRef};
-use cerberus_engine::{Db, ErrorKind, Options, Readable};
+use cerberus_engine::{Db, ErrorKind, Namespace, Options, Readable};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -119,18 +119,15 @@ fn a_write_refused_at_the_reserve_has_gc_collect() {
     check_values(&db);
 }
 
-/// A destroyed namespace's values share segments with another's: each of those segments is
-/// past the ratio but under 90 % dead, and the log as a whole holds less than the ratio. Its
-/// owner still expects the space back: GC collects them without waiting for the log.
-#[test]
-fn a_destroyed_namespaces_shared_segments_are_collected() {
-    let db = Db::builder(options())
+/// A database on memory with two tenants, flushed: 3 of every 4 values of the first 2,000
+/// writes are the first one's (`gone`), then 3,000 writes of the second alone (`stays`):
+/// about 30 % of the log dies with the first.
+fn two_tenants(o: Options) -> (Db, Namespace, Namespace) {
+    let db = Db::builder(o)
         .open_storage(Arc::new(MemStorage::new()))
         .unwrap();
     let gone = db.create_namespace("gone").unwrap();
     let stays = db.create_namespace("stays").unwrap();
-    // 3 of every 4 values of the first 2,000 writes are the destroyed namespace's, then
-    // 3,000 writes of the other alone: about 30 % of the log dies with the destroy.
     for k in 0..2_000 {
         let ns = if k % 4 == 0 { &stays } else { &gone };
         ns.put(&key(k), &value(0, k)).unwrap();
@@ -139,6 +136,15 @@ fn a_destroyed_namespaces_shared_segments_are_collected() {
         stays.put(&key(k), &value(0, k)).unwrap();
     }
     db.flush().unwrap();
+    (db, gone, stays)
+}
+
+/// A destroyed namespace's values share segments with another's: each of those segments is
+/// past the ratio but under 90 % dead, and the log as a whole holds less than the ratio. Its
+/// owner still expects the space back: GC collects them without waiting for the log.
+#[test]
+fn a_destroyed_namespaces_shared_segments_are_collected() {
+    let (db, gone, stays) = two_tenants(options());
     db.wait_for_compactions().unwrap();
     assert_eq!(db.stats().gc_segments_deleted, 0, "{:?}", db.stats());
     db.destroy_namespace(gone.id()).unwrap();
@@ -190,19 +196,7 @@ fn a_destroyed_namespaces_values_in_l0_are_collected_once_compacted() {
     o.l0_compaction_trigger = 12;
     o.l0_slowdown_trigger = 20;
     o.l0_stop_trigger = 30;
-    let db = Db::builder(o)
-        .open_storage(Arc::new(MemStorage::new()))
-        .unwrap();
-    let gone = db.create_namespace("gone").unwrap();
-    let stays = db.create_namespace("stays").unwrap();
-    for k in 0..2_000 {
-        let ns = if k % 4 == 0 { &stays } else { &gone };
-        ns.put(&key(k), &value(0, k)).unwrap();
-    }
-    for k in 2_000..5_000 {
-        stays.put(&key(k), &value(0, k)).unwrap();
-    }
-    db.flush().unwrap();
+    let (db, gone, stays) = two_tenants(o);
     assert!(db.stats().levels[0].tables > 1, "{:?}", db.stats().levels);
     db.destroy_namespace(gone.id()).unwrap();
     db.wait_for_compactions().unwrap();
