@@ -95,17 +95,12 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
         Ok(stats)
     }
 
-    /// Freezes the memtable (a flush follows) unless it is empty: the segments collected so
-    /// far go once what they rewrote is flushed. One memtable past
-    /// `max_immutable_memtables` at most, as `Db::flush` may freeze one.
+    /// Freezes the memtable (a flush follows) unless it is empty, once the frozen ones leave
+    /// room: the segments collected so far go once what they rewrote is flushed, and no
+    /// write may come to fill it (when writes are refused for want of that space).
     pub(super) fn flush_soon(&self) -> Result<()> {
         let mut w = self.write.writer_for_job()?;
-        let sv = self.versions.super_version();
-        if !sv.mem.is_empty() && sv.imm.len() <= self.write.opts.max_immutable_memtables {
-            drop(sv);
-            self.write.freeze_memtable(&mut w)?;
-        }
-        Ok(())
+        self.write.freeze_when_room(&mut w)
     }
 
     /// Counts a collection's deleted segments and rewritten bytes.

@@ -369,8 +369,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         // The only background run makes this write (a GC's rewrites): it flushes itself
         // rather than wait for a flush nobody else can run, and no compaction can be
         // waited for (the write is bounded; the run compacts once it is done).
-        let alone = (self.opts.background_threads < 2 && on_job_thread())
-            || self.opening_inline.load(Ordering::Acquire);
+        let alone = self.alone();
         loop {
             let sv = self.versions.super_version_brief();
             let o = &self.opts;
@@ -399,6 +398,33 @@ impl<'a, F: Fn()> WritePath<'a, F> {
                 continue;
             }
             return self.freeze_memtable(w);
+        }
+    }
+
+    /// Whether this thread is the only one that can run background work now (the one
+    /// background thread, or an open that runs its own).
+    fn alone(&self) -> bool {
+        (self.opts.background_threads < 2 && on_job_thread())
+            || self.opening_inline.load(Ordering::Acquire)
+    }
+
+    /// Freezes the memtable unless it is empty, once the frozen ones leave room (waiting for
+    /// a flush as a write would, or flushing the oldest itself when alone).
+    pub(super) fn freeze_when_room(&self, w: &mut WriterState) -> Result<()> {
+        loop {
+            let sv = self.versions.super_version_brief();
+            if sv.mem.is_empty() {
+                return Ok(());
+            }
+            if !sv.frozen_at_limit(self.opts) {
+                drop(sv);
+                return self.freeze_memtable(w);
+            }
+            drop(sv);
+            match self.alone() {
+                true => self.flusher().flush_oldest()?,
+                false => self.wait_for_background()?,
+            }
         }
     }
 
