@@ -54,6 +54,17 @@ pub enum GcUrgency {
     Space,
 }
 
+impl GcUrgency {
+    /// The least share of a segment that must be dead for it to be collected at this
+    /// urgency, `ratio` being the options' `vlog_gc_dead_ratio`.
+    pub fn least_dead(self, ratio: f64) -> f64 {
+        match self {
+            GcUrgency::Space => 0.0,
+            GcUrgency::Wait | GcUrgency::Reclaim => ratio,
+        }
+    }
+}
+
 /// One unit of background work, decided by the [`Policy`](super::Policy) and carried out by
 /// the database.
 pub enum Job {

@@ -10,7 +10,7 @@ use super::gc_state::GcStats;
 use super::namespaces::NamespaceAdmin;
 use super::pin_keeper::PinKeeper;
 use super::versions::Versions;
-use crate::background::{Choice, GcUrgency, Job};
+use crate::background::{Choice, Job};
 use crate::error::Error;
 use crate::options::{BackgroundStep, Options};
 
@@ -143,11 +143,8 @@ impl<P: JobParts> Jobs<'_, P> {
             Job::Gc { segment, urgency } => {
                 let mut stats = GcStats::default();
                 let gc = self.parts.value_log_gc();
-                let ratio = match urgency {
-                    GcUrgency::Space => 0.0,
-                    _ => self.opts.vlog_gc_dead_ratio,
-                };
-                let r = gc.collect_segment(*segment, ratio, &mut stats);
+                let least = urgency.least_dead(self.opts.vlog_gc_dead_ratio);
+                let r = gc.collect_segment(*segment, least, &mut stats);
                 gc.count(&stats);
                 r?;
                 // A collected segment goes once its rewrites are flushed: its space cannot

@@ -50,7 +50,8 @@ pub(super) struct Background {
     /// A write was refused for want of space since the background last looked: GC may give
     /// the space back (its gate waits for the log's garbage otherwise).
     space_refused: AtomicBool,
-    /// When a refusal last woke the background ([`refusal_clock_ms`], 0: never).
+    /// When a refusal last woke the background: the database's uptime in milliseconds, plus
+    /// 1 (0: never).
     space_refused_at: AtomicU64,
 }
 
@@ -58,16 +59,6 @@ pub(super) struct Background {
 /// writing to a full disk makes it look (list the segments, ask the free space) this often
 /// at most, as the free space is asked again this often.
 const SPACE_REFUSED_EVERY_MS: u64 = 50;
-
-/// Milliseconds on a process-wide clock, from 1.
-fn refusal_clock_ms() -> u64 {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_millis() as u64
-        + 1
-}
 
 /// Marks a compaction as running in its slots for as long as it lives.
 pub(super) struct SlotGuard<'a> {
@@ -195,9 +186,9 @@ impl Background {
 
     /// A write was refused for want of space (the reserve reached, or the storage full): the
     /// background looks for a segment to collect, once per [`SPACE_REFUSED_EVERY_MS`] at most
-    /// however many writes are refused.
-    pub(super) fn space_refused(&self, runner: Option<&BackgroundRunner>) {
-        let now = refusal_clock_ms();
+    /// however many writes are refused. `now_ms`: the database's uptime.
+    pub(super) fn space_refused(&self, now_ms: u64, runner: Option<&BackgroundRunner>) {
+        let now = now_ms + 1;
         let last = self.space_refused_at.load(Ordering::Acquire);
         if last != 0 && now.saturating_sub(last) < SPACE_REFUSED_EVERY_MS {
             return;
@@ -277,6 +268,7 @@ pub(super) fn as_job<R>(job: impl FnOnce() -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::uptime::Uptime;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
@@ -290,10 +282,11 @@ mod tests {
         let runner = BackgroundRunner(Arc::new(move || {
             w.fetch_add(1, Ordering::Relaxed);
         }));
+        let clock = Uptime::new();
         let start = std::time::Instant::now();
         let mut looks = 0;
         for _ in 0..10_000 {
-            bg.space_refused(Some(&runner));
+            bg.space_refused(clock.ms(), Some(&runner));
             // The background looks at once, every time.
             looks += usize::from(bg.take_space_refused());
         }
@@ -306,7 +299,7 @@ mod tests {
         );
         assert_eq!(looks, wakes);
         std::thread::sleep(Duration::from_millis(SPACE_REFUSED_EVERY_MS + 10));
-        bg.space_refused(Some(&runner));
+        bg.space_refused(clock.ms(), Some(&runner));
         assert!(
             bg.take_space_refused(),
             "a refusal a period later wakes it again"

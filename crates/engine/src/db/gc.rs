@@ -461,11 +461,8 @@ impl GcGate {
             .iter()
             .fold((0u64, 0u64), |(t, g), (_, len, d)| (t + len, g + d));
         let share = |len: u64, d: u64| d as f64 / len.max(1) as f64;
-        let fits = |len: u64, d: u64| self.room.is_none_or(|room| len - d <= room);
-        let least = match self.urgency {
-            GcUrgency::Space => 0.0,
-            _ => self.ratio,
-        };
+        let fits = |len: u64, d: u64| self.room.is_none_or(|room| len.saturating_sub(d) <= room);
+        let least = self.urgency.least_dead(self.ratio);
         let open = self.urgency != GcUrgency::Wait
             || self.free.is_some_and(|f| f < garbage)
             || garbage as f64 >= self.ratio * total as f64;

@@ -189,29 +189,23 @@ impl<F: Fn()> Quotas<'_, F> {
         (used, sv.mem.charged(ns).saturating_add(imm))
     }
 
-    /// The reserve this database keeps on a storage of `total` bytes.
-    fn reserve(&self, total: u64) -> u64 {
-        self.opts.reserve_on(total)
-    }
-
     pub(super) fn check_reserve(&self) -> Result<()> {
         if self.opts.reserve_bytes == Some(0) {
             return Ok(());
         }
-        let space = self.space.read(
-            self.storage.as_ref(),
-            Duration::from_millis(self.uptime.ms()),
-        );
-        match space {
-            Some((total, free)) if free < self.reserve(total) => {
-                (self.flusher.bg).space_refused(self.opts.background_runner.as_ref());
-                Err(Error::ReserveReached {
-                    free,
-                    reserve: self.reserve(total),
-                })
-            }
-            _ => Ok(()),
+        let now = self.uptime.ms();
+        let space = self
+            .space
+            .read(self.storage.as_ref(), Duration::from_millis(now));
+        let Some((total, free)) = space else {
+            return Ok(());
+        };
+        let reserve = self.opts.reserve_on(total);
+        if free >= reserve {
+            return Ok(());
         }
+        (self.flusher.bg).space_refused(now, self.opts.background_runner.as_ref());
+        Err(Error::ReserveReached { free, reserve })
     }
 
     /// Live bytes of namespace `e` as of the last flush, its garbage, and the garbage its

@@ -247,7 +247,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
             }
             // The log is as it was: a full disk fails this write only (GC may give room).
             Err(AppendError::Clean(e)) if e.is_no_space() => {
-                self.bg.space_refused(self.opts.background_runner.as_ref());
+                (self.bg).space_refused(self.uptime.ms(), self.opts.background_runner.as_ref());
                 return Err(e);
             }
             Err(e) => {
@@ -337,7 +337,8 @@ impl<'a, F: Fn()> WritePath<'a, F> {
             // The writer goes on in the old segment; a half-made new one holds no record.
             Err(RollError::Create(e)) => {
                 if e.is_no_space() {
-                    self.bg.space_refused(self.opts.background_runner.as_ref());
+                    let runner = self.opts.background_runner.as_ref();
+                    self.bg.space_refused(self.uptime.ms(), runner);
                 }
                 Err(e)
             }
