@@ -176,38 +176,6 @@ fn background_gc_collects_overwritten_segments() {
     }
 }
 
-/// A segment past the dead ratio is left while the log as a whole holds less garbage than
-/// the ratio (it gets deader, and cheaper to collect, as it waits); once the log holds that
-/// much, background GC collects, deadest first, and the newest values stay.
-#[test]
-fn background_gc_waits_for_the_logs_garbage_then_collects() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options()).unwrap();
-    let ns = db.default_namespace();
-    for k in 0..N {
-        ns.put(&key(k), &value(0, k)).unwrap();
-    }
-    // The first 300 keys again: most of the first segment dead, a tenth of the log.
-    for k in 0..300 {
-        ns.put(&key(k), &value(1, k)).unwrap();
-    }
-    db.flush().unwrap();
-    db.wait_for_compactions().unwrap();
-    // Settled: nothing the background would do is left, and it collected nothing.
-    assert_eq!(db.stats().gc_segments_deleted, 0, "{:?}", db.stats());
-    // Everything again: the log now holds more than half garbage.
-    for k in 0..N {
-        ns.put(&key(k), &value(2, k)).unwrap();
-    }
-    db.flush().unwrap();
-    db.wait_for_compactions().unwrap();
-    let stats = db.stats();
-    assert!(stats.gc_segments_deleted > 0, "{stats:?}");
-    for k in 0..N {
-        assert_eq!(ns.get(&key(k)).unwrap().as_deref(), Some(&value(2, k)[..]));
-    }
-}
-
 /// Waits (up to 10 s) for background GC to delete a segment.
 fn wait_for_gc(db: &Db) -> bool {
     for _ in 0..200 {
