@@ -129,6 +129,12 @@ pub struct Args {
     #[arg(long)]
     pub json: Option<PathBuf>,
 
+    /// Writes the comparison as markdown to this file: the command, when it started, and a
+    /// table of each phase's ops/s and p99 per engine with the first engine's ratios (the
+    /// tables of docs/benchmarks.md).
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+
     /// Seed of the key and value generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,

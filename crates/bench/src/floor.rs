@@ -63,6 +63,7 @@ mod tests {
     fn a_floor_run_alternates_and_writes_its_rounds() {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("floor.json");
+        let md = dir.path().join("floor.md");
         let db = dir.path().join("db");
         let a = parse(&[
             "--num",
@@ -75,6 +76,8 @@ mod tests {
             db.to_str().unwrap(),
             "--json",
             json.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
         ]);
         crate::runner::run(a).unwrap();
         let docs: serde_json::Value =
@@ -88,5 +91,16 @@ mod tests {
         // The second round in reverse (`rounds::order`).
         assert_eq!(engines, ["cerberus", "floor", "floor", "cerberus"]);
         assert!(db.join("floor").join("floor.log").exists());
+        // The markdown: the command, then a row per engine, the floor's with the ratio.
+        let md = std::fs::read_to_string(&md).unwrap();
+        assert!(md.starts_with("```sh\n"), "{md}");
+        assert!(md.contains("2 round(s)"), "{md}");
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.starts_with("| fillrandom |"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{md}");
+        assert!(rows[0].starts_with("| fillrandom | cerberus |") && rows[0].ends_with("|  |"));
+        assert!(rows[1].starts_with("| fillrandom | floor |") && rows[1].contains("| **"));
     }
 }

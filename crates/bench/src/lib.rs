@@ -10,6 +10,7 @@ mod dataset;
 mod fjall_tests;
 mod floor;
 mod histogram;
+mod markdown;
 mod memory;
 mod multitenant;
 mod noisy;

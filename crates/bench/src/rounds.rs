@@ -8,9 +8,10 @@
 
 use crate::report::RunReport;
 use cerberus_bench_engines::Engine;
-use cerberus_figures::median;
+use cerberus_figures::{median, thousands, Table};
 
-fn range(xs: &[f64]) -> (f64, f64) {
+/// The least and the greatest of `xs`.
+pub fn range(xs: &[f64]) -> (f64, f64) {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (lo, hi)
@@ -93,16 +94,7 @@ pub fn table(runs: &[RunReport], engines: &[Engine]) -> String {
             );
         }
         for (e, name) in names.iter().enumerate().skip(1) {
-            let (Some(a), Some(b)) = (per[0].get(i), per[e].get(i)) else {
-                continue;
-            };
-            let ratios: Vec<f64> = a
-                .ops_per_sec
-                .iter()
-                .zip(&b.ops_per_sec)
-                .filter(|(_, b)| **b > 0.0)
-                .map(|(a, b)| a / b)
-                .collect();
+            let ratios = ratios(&per, e, i);
             if let Some(m) = median(ratios.iter().copied()) {
                 let (lo, hi) = range(&ratios);
                 out += &format!(
@@ -113,6 +105,62 @@ pub fn table(runs: &[RunReport], engines: &[Engine]) -> String {
         }
     }
     out
+}
+
+/// The first engine's ops/s over engine `e`'s in phase `i`, one ratio per round.
+fn ratios(per: &[Vec<PhaseRounds>], e: usize, i: usize) -> Vec<f64> {
+    let (Some(a), Some(b)) = (per[0].get(i), per[e].get(i)) else {
+        return Vec::new();
+    };
+    a.ops_per_sec
+        .iter()
+        .zip(&b.ops_per_sec)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect()
+}
+
+/// The rounds as a markdown table (`--markdown`): a row per phase and engine, its median
+/// ops/s (min-max) and p99, and the first engine over it, the median of the per-round ratios
+/// (min-max).
+pub fn markdown(runs: &[RunReport], engines: &[Engine]) -> String {
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let per = collect(runs, engines);
+    let names: Vec<&str> = engines.iter().map(|e| e.name()).collect();
+    let ratio_head = format!("{}/engine", names[0]);
+    let mut t = Table::aligned([
+        ("phase", false),
+        ("engine", false),
+        ("ops/s, median (min-max)", true),
+        ("p99 us", true),
+        (ratio_head.as_str(), true),
+    ]);
+    for (i, p) in first.phases.iter().enumerate() {
+        for (e, name) in names.iter().enumerate() {
+            let Some(ph) = per[e].get(i) else { continue };
+            let (lo, hi) = range(&ph.ops_per_sec);
+            let ops = median(ph.ops_per_sec.iter().copied()).unwrap_or(0.0);
+            let p99 = median(ph.p99_us.iter().copied()).unwrap_or(0.0);
+            let rs = ratios(&per, e, i);
+            let ratio = match median(rs.iter().copied()) {
+                Some(m) if e > 0 => {
+                    let (lo, hi) = range(&rs);
+                    format!("**{m:.3}** ({lo:.3}-{hi:.3})")
+                }
+                _ => String::new(),
+            };
+            t.row([
+                p.outcome.name.to_string(),
+                name.to_string(),
+                format!("{} ({}-{})", thousands(ops), thousands(lo), thousands(hi)),
+                format!("{p99:.1}"),
+                ratio,
+            ]);
+        }
+    }
+    t.render().to_string()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use crate::cli::MULTITENANT;
 use crate::cli::{engine_list, is_multitenant, mt_config, open_config, parse_engines, Args};
+use crate::markdown::{self, RunContext};
 use crate::multitenant::{self, report as mt_report, MtRun};
 use crate::report::{self, PhaseReport, RunConfig, RunReport};
 use crate::workload::{self, ValuePool, Workload};
@@ -15,8 +16,14 @@ pub fn run(args: Args) -> Result<()> {
     engine::set_row_cache_bytes(args.row_cache_bytes);
     engine::set_wire_nvme(args.wire == "nvme");
     if is_multitenant(&args.workloads)? {
+        if args.markdown.is_some() {
+            bail!(
+                "--markdown is for the workload list (the multitenant workload has its grid-table)"
+            );
+        }
         return run_multitenant(args);
     }
+    let context = RunContext::now();
     let workloads = Workload::parse_list(&args.workloads)?;
     let scan = args.seek.config(&workloads)?;
     let bench = args.bench_config(scan)?;
@@ -84,6 +91,17 @@ pub fn run(args: Args) -> Result<()> {
             .map(|r| report::run_doc(r, &run_config))
             .collect();
         write_json(json_path, &docs)?;
+    }
+    if let Some(path) = &args.markdown {
+        let note = format!(
+            "{} round(s), the engines alternated (every other round in reverse), each on a \
+             fresh database; a ratio above 1: the first engine is faster.",
+            args.rounds
+        );
+        markdown::write(
+            path,
+            &context.document(&note, &rounds::markdown(&runs, &engines)),
+        )?;
     }
     Ok(())
 }

@@ -76,6 +76,10 @@ pub struct Args {
     /// Writes the figures as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Writes the comparison as markdown to this file: the command, when it started, and a
+    /// table per workload and engine (the tables of docs/benchmarks.md).
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
     /// Seed of the request and value generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,

@@ -20,7 +20,21 @@ pub fn main(argv: Vec<OsString>) -> Result<()> {
         // --help and --version print and end as clap's own parse does.
         Err(e) => e.exit(),
     };
+    let context = crate::markdown::RunContext::now();
     let runs = run(&args)?;
+    if let Some(path) = &args.markdown {
+        let note = format!(
+            "{} round(s), the engines alternated (every other round in reverse), each \
+             workload on a fresh database; a ratio above 1: the first engine is faster.",
+            args.rounds
+        );
+        let table = report::markdown(
+            &runs,
+            &parse_engines(&args.engine)?,
+            &Workload::parse_list(&args.workload)?,
+        );
+        crate::markdown::write(path, &context.document(&note, &table))?;
+    }
     if let Some(path) = &args.json {
         let docs: Vec<_> = runs.iter().map(report::doc).collect();
         let text = serde_json::to_string_pretty(&docs)? + "\n";

@@ -5,7 +5,7 @@
 use super::run::{Figures, Outcome};
 use super::workload::{Op, Workload};
 use cerberus_bench_engines::Engine;
-use cerberus_figures::median;
+use cerberus_figures::{median, thousands, Table};
 use serde_json::{json, Value};
 
 /// One workload on one engine in one round: an outcome per key space (one, or one per tenant).
@@ -137,6 +137,75 @@ pub fn ratio_table(runs: &[WorkloadRun], engines: &[Engine], workloads: &[Worklo
         }
     }
     out
+}
+
+fn spread(xs: &[f64]) -> String {
+    let (lo, hi) = crate::rounds::range(xs);
+    format!("({}-{})", thousands(lo), thousands(hi))
+}
+
+/// The runs as a markdown table (`--markdown`): per workload and engine, the run phase's
+/// median ops/s (min-max), the load's, the reads' (a scan workload's scans') median p50, p99
+/// and p99.9, and the first engine's ratio, the median of the per-round ratios (min-max).
+pub fn markdown(runs: &[WorkloadRun], engines: &[Engine], workloads: &[Workload]) -> String {
+    let Some(&first) = engines.first() else {
+        return String::new();
+    };
+    let ratio_head = format!("{}/engine", first.name());
+    let mut t = Table::aligned([
+        ("workload", false),
+        ("engine", false),
+        ("run ops/s, median (min-max)", true),
+        ("load ops/s", true),
+        ("reads p50 / p99 / p99.9 us", true),
+        (ratio_head.as_str(), true),
+    ]);
+    for &w in workloads {
+        for &e in engines {
+            let mine: Vec<&WorkloadRun> = runs
+                .iter()
+                .filter(|r| r.engine == e && r.workload == w)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let run: Vec<f64> = mine.iter().map(|r| r.ops_per_sec()).collect();
+            let load = median(mine.iter().map(|r| r.summed(|s| &s.load).1));
+            let op = if w == Workload::E { Op::Scan } else { Op::Read };
+            let lat = |p: f64| {
+                median(mine.iter().map(|r| us(&r.summed(|s| &s.run).0, op, p))).unwrap_or(0.0)
+            };
+            let ratios: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.engine == first && r.workload == w && e != first)
+                .filter_map(|a| {
+                    let b = mine.iter().find(|b| b.round == a.round)?.ops_per_sec();
+                    (b > 0.0).then(|| a.ops_per_sec() / b)
+                })
+                .collect();
+            let ratio = median(ratios.iter().copied())
+                .map(|m| format!("**{m:.3}** {}", spread_ratio(&ratios)))
+                .unwrap_or_default();
+            t.row([
+                format!("{} ({})", w.name(), w.describe()),
+                e.name().to_string(),
+                format!(
+                    "{} {}",
+                    thousands(median(run.iter().copied()).unwrap_or(0.0)),
+                    spread(&run)
+                ),
+                thousands(load.unwrap_or(0.0)),
+                format!("{:.1} / {:.1} / {:.1}", lat(50.0), lat(99.0), lat(99.9)),
+                ratio,
+            ]);
+        }
+    }
+    t.render().to_string()
+}
+
+fn spread_ratio(xs: &[f64]) -> String {
+    let (lo, hi) = crate::rounds::range(xs);
+    format!("({lo:.3}-{hi:.3})")
 }
 
 fn phase_doc(f: &Figures, rate: f64) -> Value {

@@ -102,3 +102,49 @@ fn the_command_prints_and_writes_every_workload() {
     assert_eq!(docs[0]["run"]["ops"], 400);
     assert!(docs[1]["run"]["by_op"]["scan"]["p99_us"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn the_markdown_table_has_a_row_per_workload_and_engine_and_the_ratio_of_each_round() {
+    let a = args(&[
+        "--workload",
+        "c",
+        "--rounds",
+        "2",
+        "--operation-count",
+        "200",
+    ]);
+    let mut runs = super::command::run(&a).unwrap();
+    // A second engine's runs: the same command again, its runs named after another engine.
+    for mut r in super::command::run(&a).unwrap() {
+        r.engine = Engine::Floor;
+        runs.push(r);
+    }
+    let rate = |e: Engine, round: usize| {
+        runs.iter()
+            .find(|r| r.engine == e && r.round == round)
+            .unwrap()
+            .ops_per_sec()
+    };
+    let ratios: Vec<f64> = (0..2)
+        .map(|round| rate(Engine::Cerberus, round) / rate(Engine::Floor, round))
+        .collect();
+    let table = super::report::markdown(&runs, &[Engine::Cerberus, Engine::Floor], &[Workload::C]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[0].ends_with("| cerberus/engine |"), "{table}");
+    assert!(lines[2].starts_with("| c (read only"), "{table}");
+    assert!(
+        lines[2].contains("| cerberus |") && lines[2].ends_with("|  |"),
+        "{table}"
+    );
+    let median = (ratios[0] + ratios[1]) / 2.0;
+    assert!(lines[3].contains("| floor |"), "{table}");
+    assert!(
+        lines[3].ends_with(&format!(
+            "**{median:.3}** ({:.3}-{:.3}) |",
+            ratios[0].min(ratios[1]),
+            ratios[0].max(ratios[1])
+        )),
+        "{table}"
+    );
+}
