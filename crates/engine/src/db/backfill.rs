@@ -100,7 +100,7 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
         };
         // Writes after this seqno derive their own entries (the set was loaded before it). A
         // snapshot of the namespace: GC and compactions keep the records it scans.
-        let (seq, pin) = self.snapshots.acquire(e.id, &self.writes.visible_seq, None);
+        let (seq, pin, _) = self.snapshots.acquire(e.id, &self.writes.visible_seq, None);
         let result = (|| {
             let config = crate::table::IterConfig {
                 fill_cache: false,

@@ -69,13 +69,7 @@ impl<P: JobParts> Jobs<'_, P> {
             }
             match choice {
                 // Awake again when the next pin expires.
-                Ok(Choice::Wait(d)) => {
-                    let until = self.parts.pins().until_expiry();
-                    return Choice::Wait(match (d, until) {
-                        (Some(d), Some(u)) => Some(d.min(u)),
-                        (d, u) => d.or(u),
-                    });
-                }
+                Ok(Choice::Wait(d)) => return Choice::Wait(self.parts.pins().plan_look(d)),
                 Ok(choice) => return choice,
                 Err(e) => parking_lot::MutexGuard::unlocked(bg, || self.bg.fail_job(&e)),
             }

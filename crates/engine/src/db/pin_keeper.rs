@@ -90,9 +90,9 @@ impl PinKeeper<'_> {
         }
     }
 
-    /// How long the background may sleep before a pin expires.
-    pub(super) fn until_expiry(&self) -> Option<Duration> {
-        let at = self.snapshots.next_expiry()?;
-        Some(at.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
+    /// How long the background may wait, `wait` at most, before a pin expires; pins taken
+    /// later that expire sooner wake it.
+    pub(super) fn plan_look(&self, wait: Option<Duration>) -> Option<Duration> {
+        self.snapshots.plan_look(Instant::now(), wait)
     }
 }

@@ -80,13 +80,16 @@ impl Snapshot {
                     readers: Mutex::new(Vec::new()),
                 })
             });
-        let (seq, id) =
+        let (seq, id, wake) =
             ns.inner
                 .snapshots
                 .acquire(nsid, &ns.inner.writes.visible_seq, expiry.clone());
-        if expiry.is_some() {
-            // The background sleeps no longer than until the first expiry.
-            ns.inner.wake_background();
+        if wake {
+            // It expires before the background's planned look. Under the background's lock:
+            // a background between its plan and its wait is woken once it waits.
+            ns.inner
+                .bg
+                .wake_locked(ns.inner.opts.background_runner.as_ref());
         }
         Snapshot {
             pin: Arc::new(Pin {

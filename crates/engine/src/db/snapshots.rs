@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A pin: `(namespace, seqno, pin id)`.
 type PinKey = (Nsid, SeqNo, u64);
@@ -46,6 +46,11 @@ pub(super) struct Snapshots {
     /// `(namespace, seqno, pin id)`: ordered by namespace, so each namespace's pins are one
     /// range with its oldest first.
     live: Mutex<BTreeMap<PinKey, Option<Arc<Expiry>>>>,
+    /// When the background has said it looks at the pins again at the latest (`None`: only
+    /// when woken). A pin that expires before it wakes the background; the rest need not (a
+    /// cursor a scan: the futex wake and the background's turn cost more than the scan).
+    /// Under its own lock, taken inside `live`'s, so that a plan and a pin are ordered.
+    looks_by: Mutex<Option<Instant>>,
     next_id: AtomicU64,
     /// Seqnos unpinned so far, in any namespace (value-log GC's check that none went while it
     /// deferred a segment).
@@ -55,18 +60,47 @@ pub(super) struct Snapshots {
 impl Snapshots {
     /// Pins, for namespace `ns`, the seqno in `visible` (read under the registry's lock, so a
     /// collection that lists the registry after this sees the pin, and one that listed it
-    /// before made its changes visible first) until `expires`. Returns the seqno and the pin.
+    /// before made its changes visible first) until `expires`. Returns the seqno, the pin,
+    /// and whether the background must be woken to keep the expiry (it expires before the
+    /// background's planned look: [`plan_look`](Self::plan_look)).
     pub(super) fn acquire(
         &self,
         ns: Nsid,
         visible: &AtomicU64,
         expires: Option<Arc<Expiry>>,
-    ) -> (SeqNo, u64) {
+    ) -> (SeqNo, u64, bool) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut live = self.live.lock();
         let seq = visible.load(Ordering::Acquire);
+        let at = expires.as_ref().map(|e| e.at);
         live.insert((ns, seq, id), expires);
-        (seq, id)
+        let wake = at.is_some_and(|at| {
+            let mut looks_by = self.looks_by.lock();
+            let sooner = looks_by.is_none_or(|by| at < by);
+            if sooner {
+                // The woken background plans again, seeing this pin; until then later
+                // pins (which expire later) need not wake it too.
+                *looks_by = Some(at);
+            }
+            sooner
+        });
+        (seq, id, wake)
+    }
+
+    /// The background's plan to look again within `wait` at the latest (`None`: only when
+    /// woken), shortened to the soonest expiry of a live pin (and a millisecond, so the
+    /// look finds it past): how long to wait. Pins taken after this that expire sooner wake
+    /// it ([`acquire`](Self::acquire)).
+    pub(super) fn plan_look(&self, now: Instant, wait: Option<Duration>) -> Option<Duration> {
+        let live = self.live.lock();
+        let soonest = live.values().flatten().map(|e| e.at).min();
+        let until = soonest.map(|at| at.saturating_duration_since(now) + Duration::from_millis(1));
+        let wait = match (wait, until) {
+            (Some(d), Some(u)) => Some(d.min(u)),
+            (d, u) => d.or(u),
+        };
+        *self.looks_by.lock() = wait.and_then(|w| now.checked_add(w));
+        wait
     }
 
     /// Unpins pin `id` (at `seq` of `ns`); true if it was pinned and no snapshot of `ns`
@@ -97,11 +131,6 @@ impl Snapshots {
             self.releases.fetch_add(1, Ordering::SeqCst);
         }
         gone
-    }
-
-    /// The soonest a pin expires.
-    pub(super) fn next_expiry(&self) -> Option<Instant> {
-        self.live.lock().values().flatten().map(|e| e.at).min()
     }
 
     pub(super) fn releases(&self) -> u64 {
@@ -189,5 +218,51 @@ impl Expired {
         for e in self.0 {
             e.release();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expiry(at: Instant) -> Option<Arc<Expiry>> {
+        Some(Arc::new(Expiry {
+            at,
+            expired: AtomicBool::new(false),
+            readers: Mutex::new(Vec::new()),
+        }))
+    }
+
+    #[test]
+    fn a_pin_wakes_the_background_only_when_it_expires_before_its_planned_look() {
+        let s = Snapshots::default();
+        let seq = AtomicU64::new(7);
+        let now = Instant::now();
+        let min = Duration::from_secs(60);
+        // No plan yet: the first expiring pin wakes; a pin without an age never does.
+        assert!(!s.acquire(1, &seq, None).2);
+        assert!(s.acquire(1, &seq, expiry(now + 10 * min)).2);
+        // Later ones expire later than the woken background will look: no wake.
+        assert!(!s.acquire(1, &seq, expiry(now + 11 * min)).2);
+        assert!(!s.acquire(2, &seq, expiry(now + 12 * min)).2);
+        // The background plans its look at the soonest expiry (and a millisecond).
+        let wait = s.plan_look(now, Some(30 * min)).unwrap();
+        assert_eq!(wait, 10 * min + Duration::from_millis(1));
+        assert!(
+            !s.acquire(1, &seq, expiry(now + 10 * min + Duration::from_secs(1)))
+                .2
+        );
+        // A pin that expires before the planned look wakes it (a shorter age).
+        assert!(s.acquire(1, &seq, expiry(now + min)).2);
+        // Every pin gone, the background waits for nothing: the next pin wakes it.
+        let keys: Vec<PinKey> = s.live.lock().keys().copied().collect();
+        for (ns, seq, id) in keys {
+            s.release(ns, seq, id);
+        }
+        assert_eq!(s.plan_look(now, None), None);
+        assert!(s.acquire(1, &seq, expiry(now + 10 * min)).2);
+        // A plan shorter than every expiry stands: pins expiring after it do not wake.
+        assert_eq!(s.plan_look(now, Some(min)), Some(min));
+        assert!(!s.acquire(1, &seq, expiry(now + 2 * min)).2);
     }
 }

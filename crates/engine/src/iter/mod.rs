@@ -30,7 +30,7 @@ impl Source for MemIter {
         Bytes::from(out)
     }
     fn index_value(&self) -> Option<IndexValue> {
-        self.entry().map(|(_, v)| match v.kind {
+        self.entry().map(|(_, _, v)| match v.kind {
             Kind::Put if v.addr.is_none() => IndexValue::Table(v.value.clone()),
             Kind::Put => IndexValue::Addr {
                 addr: v.addr,
@@ -41,8 +41,8 @@ impl Source for MemIter {
     }
     fn table_payload(&self) -> Option<&[u8]> {
         self.entry()
-            .filter(|(_, v)| v.kind == Kind::Put && v.addr.is_none())
-            .map(|(_, v)| &v.value[..])
+            .filter(|(_, _, v)| v.kind == Kind::Put && v.addr.is_none())
+            .map(|(_, _, v)| &v.value[..])
     }
     fn advance(&mut self) -> Result<()> {
         MemIter::advance(self);

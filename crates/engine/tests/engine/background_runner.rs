@@ -248,11 +248,14 @@ fn write_pressure_follows_the_write_controller() {
 /// A query pins its view for the call alone: it wakes no background thread (each query's pin
 /// took an expiry, and registering it woke the background: a futex wake and a thread switch
 /// on a core serving clients, about a tenth of a small top-K's time). A snapshot a caller
-/// keeps still gets its expiry, and the background is woken to keep it.
+/// keeps still gets its expiry, and the background is woken to keep it when it would look
+/// too late.
 #[test]
 fn queries_wake_no_background_thread() {
     let dir = tempfile::tempdir().unwrap();
-    let runner = Runner::open(dir.path(), Options::default());
+    let mut opts = Options::default();
+    opts.snapshot_max_age = Some(std::time::Duration::from_millis(300));
+    let runner = Runner::open(dir.path(), opts);
     let db = runner.db();
     let ns = db.create_namespace("t").unwrap();
     ns.create_index("n", IndexKind::Classic).unwrap();
@@ -283,7 +286,16 @@ fn queries_wake_no_background_thread() {
         assert_eq!(ns.get_by_secondary("n", &n, None).unwrap().value.len(), 1);
     }
     assert_eq!(runner.wakes.load(Ordering::Relaxed), before);
+    // A snapshot that expires before the runner's next look (`idle_settle_ms`, 1 s here)
+    // wakes it; one that expires after that snapshot does not (the runner, looking at the
+    // first's expiry, plans for the rest).
     let snap = ns.snapshot();
     assert!(snap.expires_at().is_some());
-    assert!(runner.wakes.load(Ordering::Relaxed) > before);
+    let woken = runner.wakes.load(Ordering::Relaxed);
+    assert!(woken > before);
+    // Past the millisecond a look adds to an expiry (`Snapshots::plan_look`).
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let later = ns.snapshot();
+    assert!(later.expires_at() >= snap.expires_at());
+    assert_eq!(runner.wakes.load(Ordering::Relaxed), woken);
 }

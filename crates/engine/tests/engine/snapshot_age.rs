@@ -191,3 +191,47 @@ fn an_expired_iterator_gives_back_its_tables_and_memtables_at_once() {
         assert_eq!(v, Some(common::value_for(k, 2, 500).into()));
     }
 }
+
+#[test]
+fn pins_taken_after_the_first_wake_nobody_and_are_released_at_their_age() {
+    let mut opts = common::small_options();
+    opts.snapshot_max_age = Some(Duration::from_millis(150));
+    // No look of its own every second: expiries alone wake the background.
+    opts.idle_settle_ms = 0;
+    let db = Db::builder(opts)
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("t").unwrap();
+    for k in 0..300 {
+        ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
+    }
+    db.flush().unwrap();
+    // The first wakes the background, which plans its look at the first's expiry; the
+    // later ones (a scan's cursors) expire after it and wake nobody.
+    let first = ns.snapshot();
+    std::thread::sleep(Duration::from_millis(50));
+    let opts = ReadOptions {
+        prefetch_degree: 4,
+        ..ReadOptions::default()
+    };
+    let mut later = Vec::new();
+    for _ in 0..20 {
+        let mut it = ns.iter(opts.clone()).unwrap();
+        assert!(it.next().unwrap().is_ok());
+        assert!(it.memory().buffers > 0);
+        later.push(it);
+    }
+    drop(first);
+    // No call on them, nor on the database (its stats reap too): the background, at the
+    // first's expiry, plans for theirs and releases them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while later.iter().any(|it| it.memory().buffers > 0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for it in &mut later {
+        assert_eq!(it.memory().buffers, 0);
+        let err = it.next().expect("an expired iterator answers").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
+    }
+    assert_eq!(db.stats().snapshots, 0);
+}

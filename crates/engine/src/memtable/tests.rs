@@ -1,0 +1,188 @@
+//! The memtable's and its walk's tests.
+
+use super::*;
+
+fn val(v: &'static [u8]) -> MemValue {
+    MemValue {
+        kind: Kind::Put,
+        value: Bytes::from_static(v),
+        addr: ValueAddr {
+            segment: 0,
+            offset: 0,
+            len: 0,
+        },
+    }
+}
+
+#[test]
+fn newest_visible_version_wins() {
+    let m = Memtable::new(1 << 20);
+    m.insert(Bytes::from_static(b"a"), 1, val(b"1"));
+    m.insert(Bytes::from_static(b"a"), 3, val(b"3"));
+    m.insert(Bytes::from_static(b"ab"), 2, val(b"x"));
+    assert_eq!(m.get(b"a", 10).unwrap().0, 3);
+    assert_eq!(m.get(b"a", 2).unwrap().0, 1);
+    assert!(m.get(b"a", 0).is_none());
+    assert!(m.get(b"b", 10).is_none());
+    let order: Vec<_> = m.iter().map(|(k, _)| (k.user, k.seq)).collect();
+    assert_eq!(order[0].1, 3);
+    assert_eq!(order[2].0, Bytes::from_static(b"ab"));
+}
+
+#[test]
+fn mem_iter_walks_from_a_start_key_across_refills() {
+    let m = Arc::new(Memtable::new(1 << 20));
+    for i in 0..200u64 {
+        let k = Bytes::from(format!("k{i:03}"));
+        m.insert(k.clone(), 2 * i + 1, val(b"old"));
+        m.insert(k, 2 * i + 2, val(b"new"));
+    }
+    let all: Vec<_> = m.iter().map(|(k, _)| k).collect();
+    let mut it = MemIter::new(m.clone());
+    assert!(!it.valid());
+    for (user, seq, want) in [
+        (&b"k050"[..], SeqNo::MAX, 100),
+        (b"k050", 101, 101),
+        (b"k050", 100, 102),
+        (b"k0505", SeqNo::MAX, 102),
+        (b"", SeqNo::MAX, 0),
+    ] {
+        it.seek(user, seq);
+        let mut n = want;
+        while let Some((user, seq, _)) = it.entry() {
+            assert_eq!((user, seq), (&all[n].user[..], all[n].seq));
+            let mut ikey = user.to_vec();
+            crate::key::push_trailer(&mut ikey, seq, Kind::Put);
+            assert_eq!(it.ikey(), ikey.as_slice());
+            n += 1;
+            it.advance();
+        }
+        assert_eq!(n, all.len());
+        assert!(it.ikey().is_empty());
+    }
+    it.seek(b"k9", 0);
+    assert!(!it.valid());
+}
+
+#[test]
+fn slot_keys_order_as_mem_keys() {
+    // Short and long keys, zero bytes, prefixes of each other, across the head's end.
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut keys: Vec<MemKey> = Vec::new();
+    for _ in 0..2_000 {
+        let len = (next() % 40) as usize;
+        let user: Vec<u8> = (0..len)
+            .map(|_| [0u8, 1, 0xff][next() as usize % 3])
+            .collect();
+        for seq in [1, next() % 4] {
+            keys.push(MemKey {
+                user: Bytes::from(user.clone()),
+                seq,
+            });
+        }
+    }
+    for pair in keys.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let (sa, sb) = (
+            SlotKey::new(a.user.clone(), a.seq),
+            SlotKey::new(b.user.clone(), b.seq),
+        );
+        assert_eq!(sa.cmp(&sb), a.cmp(b), "{a:?} {b:?}");
+        assert_eq!(sb.cmp(&sa), b.cmp(a), "{a:?} {b:?}");
+        assert_eq!(sa == sb, a == b);
+    }
+    // And the skiplist keeps MemKey's order.
+    let m = Memtable::new(1 << 20);
+    for k in &keys {
+        m.insert(k.user.clone(), k.seq, val(b"v"));
+    }
+    let mut want = keys.clone();
+    want.sort();
+    want.dedup();
+    let got: Vec<MemKey> = m.iter().map(|(k, _)| k).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_memtable_following_another_sizes_its_filter_for_the_entries_that_held() {
+    let budget = 4 << 20;
+    let first = Memtable::new(budget);
+    let value = Bytes::from(vec![7u8; 1024]);
+    let mut seq: SeqNo = 0;
+    while first.approximate_bytes() < budget / 2 {
+        seq += 1;
+        let v = MemValue {
+            value: value.clone(),
+            ..val(b"")
+        };
+        first.insert(Bytes::from(seq.to_be_bytes().to_vec()), seq, v);
+    }
+    let next = Memtable::following(budget, &first);
+    // About 4,000 entries of 1 KiB fill it: 12 bits each, not the worst case's 1/64.
+    assert!(next.filter.bytes() < first.filter.bytes() / 8);
+    assert_eq!(
+        Memtable::following(budget, &Memtable::new(budget))
+            .filter
+            .bytes(),
+        first.filter.bytes()
+    );
+    for i in 1..=seq {
+        next.insert(Bytes::from(i.to_be_bytes().to_vec()), i, val(b"v"));
+    }
+    assert!((1..=seq).all(|i| next.get(&i.to_be_bytes(), i).is_some()));
+}
+
+#[test]
+fn a_walk_reads_the_entry_it_took_though_its_key_is_replaced() {
+    let m = Arc::new(Memtable::new(1 << 20));
+    m.insert(Bytes::from_static(b"k"), 5, val(b"first"));
+    let mut it = MemIter::new(m.clone());
+    it.seek(b"k", SeqNo::MAX);
+    // The same key and seqno again (an index entry's put and tombstone at one seqno): the
+    // map holds the second, the walk's entry keeps the first's node alive.
+    m.insert(Bytes::from_static(b"k"), 5, val(b"second"));
+    assert_eq!(
+        m.get(b"k", 5).unwrap().1.value,
+        Bytes::from_static(b"second")
+    );
+    assert_eq!(it.entry().unwrap().2.value, Bytes::from_static(b"first"));
+    drop(m);
+    assert_eq!(it.entry().unwrap().2.value, Bytes::from_static(b"first"));
+    it.advance();
+    assert!(!it.valid());
+}
+
+#[test]
+fn walks_read_whole_entries_while_a_writer_inserts() {
+    let m = Arc::new(Memtable::new(64 << 20));
+    let writer = {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            for i in 0..20_000u64 {
+                let k = Bytes::from(format!("k{:08}", (i * 7919) % 20_000));
+                m.insert(k, i + 1, val(b"v"));
+            }
+        })
+    };
+    let mut walks = 0;
+    while !writer.is_finished() || walks < 3 {
+        let mut it = MemIter::new(m.clone());
+        it.seek(b"", SeqNo::MAX);
+        let mut last: Option<Vec<u8>> = None;
+        while let Some((user, seq, v)) = it.entry() {
+            assert!((1..=20_000).contains(&seq));
+            assert_eq!(v.value, Bytes::from_static(b"v"));
+            assert!(last.as_deref().is_none_or(|l| l < user), "out of order");
+            last = Some(user.to_vec());
+            it.advance();
+        }
+        walks += 1;
+    }
+    writer.join().unwrap();
+}
