@@ -70,7 +70,14 @@ impl<P: JobParts> Jobs<'_, P> {
             match choice {
                 // Awake again when the next pin expires.
                 Ok(Choice::Wait(d)) => return Choice::Wait(self.parts.pins().plan_look(d)),
-                Ok(choice) => return choice,
+                Ok(choice) => {
+                    // Its plan is void while it runs the job: a waiting thread plans for the
+                    // pins instead (a runner's next step does, as it follows a job).
+                    if matches!(choice, Choice::Run(_)) && self.parts.pins().plan_running() {
+                        self.bg.cv.notify_one();
+                    }
+                    return choice;
+                }
                 Err(e) => parking_lot::MutexGuard::unlocked(bg, || self.bg.fail_job(&e)),
             }
         }

@@ -133,11 +133,16 @@ impl Background {
         Ok(())
     }
 
-    /// [`wake`](Self::wake) under the background's lock: a runner about to sleep either
-    /// saw the work before or is woken.
+    /// [`wake`](Self::wake), the notify under the background's lock: a thread about to
+    /// sleep either saw the work before or is woken. The runner is called after the lock
+    /// goes (a runner may run a step on the calling thread, which takes the lock; and a
+    /// caller should not wait behind a look).
     pub(super) fn wake_locked(&self, runner: Option<&BackgroundRunner>) {
-        let _bg = self.state.lock();
-        self.wake(runner);
+        drop(self.state.lock());
+        self.cv.notify_all();
+        if let Some(r) = runner {
+            (r.0)();
+        }
     }
 
     /// `Closed` once the database is `closed`, the background's error once it failed.

@@ -90,6 +90,12 @@ impl PinKeeper<'_> {
         }
     }
 
+    /// A background thread runs a job: true if pins with an expiry are live (another
+    /// thread should plan for them).
+    pub(super) fn plan_running(&self) -> bool {
+        self.snapshots.plan_running()
+    }
+
     /// How long the background may wait, `wait` at most, before a pin expires; pins taken
     /// later that expire sooner wake it.
     pub(super) fn plan_look(&self, wait: Option<Duration>) -> Option<Duration> {

@@ -87,6 +87,15 @@ impl Snapshots {
         (seq, id, wake)
     }
 
+    /// A background thread runs a job instead of waiting: no plan stands until one plans
+    /// again (a pin taken meanwhile wakes a thread). True if a pin with an expiry is live:
+    /// the caller has another thread plan for it, or it could wait the job's length.
+    pub(super) fn plan_running(&self) -> bool {
+        let live = self.live.lock();
+        *self.looks_by.lock() = None;
+        live.values().any(Option::is_some)
+    }
+
     /// The background's plan to look again within `wait` at the latest (`None`: only when
     /// woken), shortened to the soonest expiry of a live pin (and a millisecond, so the
     /// look finds it past): how long to wait. Pins taken after this that expire sooner wake
@@ -264,5 +273,8 @@ mod tests {
         // A plan shorter than every expiry stands: pins expiring after it do not wake.
         assert_eq!(s.plan_look(now, Some(min)), Some(min));
         assert!(!s.acquire(1, &seq, expiry(now + 2 * min)).2);
+        // A thread that runs a job instead withdraws the plan: the next pin wakes.
+        assert!(s.plan_running());
+        assert!(s.acquire(1, &seq, expiry(now + 3 * min)).2);
     }
 }

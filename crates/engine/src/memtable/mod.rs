@@ -334,15 +334,21 @@ impl Memtable {
         };
         let before = out.len();
         for e in self.map.range((lo, Bound::Unbounded)).take(max) {
-            // The walk reads each key's bytes, and a scan each value's, later: asked for
-            // now, their cache misses overlap the chase down the list instead of following it.
-            prefetch(e.key().user.as_ptr());
-            prefetch(e.value().value.as_ptr());
+            prefetch_entry(&e);
             // SAFETY: see the function's comment.
             out.push_back(unsafe { std::mem::transmute::<MemRef<'_>, MemRef<'a>>(e) });
         }
         out.len() - before
     }
+}
+
+/// The walk reads each key's bytes, and a scan each value's, soon: asked for as the entries
+/// are taken, their cache misses overlap the chase down the list instead of following it.
+/// All of a refill's (up to 512, 64 KiB of lines): asked for a few entries ahead of the
+/// walk instead, YCSB e ran a fifth slower.
+fn prefetch_entry(e: &MemRef<'_>) {
+    prefetch(e.key().user.as_ptr());
+    prefetch(e.value().value.as_ptr());
 }
 
 /// Asks the CPU to bring the cache line at `p` in (no fault if it is not mapped).
