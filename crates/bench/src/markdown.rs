@@ -77,37 +77,12 @@ fn quote(arg: &str) -> String {
     }
 }
 
-/// `YYYY-MM-DD HH:MM UTC` of the clock now.
+/// The clock now, `YYYY-MM-DDTHH:MM:SSZ`.
 fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    utc(secs)
-}
-
-fn utc(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
-/// The proleptic Gregorian date of a count of days since 1970-01-01 (Howard Hinnant's
-/// days-to-civil algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    cerberus_datasets::utc_timestamp(secs as i64)
 }
 
 #[cfg(test)]
@@ -134,14 +109,5 @@ mod tests {
             "cerberus-bench fillrandom,readrandom --engine cerberus,fjall --db '/tmp/a b' \
              --x 'it'\\''s'"
         );
-    }
-
-    #[test]
-    fn dates_are_the_calendars() {
-        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
-        // 2024-02-29 12:34:56 UTC, a leap day.
-        assert_eq!(utc(1_709_210_096), "2024-02-29 12:34 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(utc(1_798_761_599), "2026-12-31 23:59 UTC");
     }
 }

@@ -16,7 +16,9 @@ mod generate;
 mod glacier;
 mod records;
 mod text;
+mod timestamp;
 mod tweets;
 
 pub use generate::{generate, Kind, Summary};
 pub use records::{DatasetError, MAX_RECORDS};
+pub use timestamp::utc_timestamp;

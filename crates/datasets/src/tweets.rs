@@ -5,6 +5,7 @@
 
 use crate::records::{DatasetError, Records};
 use crate::text::{capitalize, line_target, pick, pseudo_word, rng_for, round, Text};
+use crate::timestamp::utc_timestamp;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -206,7 +207,7 @@ fn make_user(seed: u64, id: u32, rank: usize, text: &Text) -> User {
         "verified": rng.gen_ratio(1, 50) || (rank < 20 && rng.gen_ratio(1, 2)),
         "description": description,
         "location": pick(rng, &[("", 30), (city, 70)]),
-        "created_at": timestamp(rng.gen_range(1_170_000_000..START)),
+        "created_at": utc_timestamp(rng.gen_range(1_170_000_000..START)),
         "profile": {
             "background_color": colors[0], "link_color": colors[1], "text_color": colors[2],
             "sidebar_fill_color": colors[3],
@@ -226,23 +227,6 @@ fn short_code(rng: &mut SmallRng, len: usize) -> String {
     (0..len)
         .map(|_| char::from(ALNUM[rng.gen_range(0..ALNUM.len())]))
         .collect()
-}
-
-/// Seconds since 1970 as `YYYY-MM-DDTHH:MM:SSZ`.
-fn timestamp(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Days to a civil date (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s) = (rem / 3600, rem / 60 % 60, rem % 60);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
 /// A count most tweets have small: up to `max`, log-uniform of a cubed uniform draw.
@@ -312,7 +296,7 @@ impl Records for Tweets {
         let tweet = Tweet {
             id,
             user_id: author,
-            created_at: timestamp(START + 60 + n * STEP + rng.gen_range(-60..=60)),
+            created_at: utc_timestamp(START + 60 + n * STEP + rng.gen_range(-60..=60)),
             text: &text,
             lang: pick(rng, LANG),
             retweet_count: skewed(rng, 100_000.0),
@@ -385,8 +369,8 @@ mod tests {
 
     #[test]
     fn tweets_are_consistent_and_the_queried_users_ordered() {
-        assert_eq!(timestamp(START), "2022-01-01T00:00:00Z");
-        assert_eq!(timestamp(951_827_696), "2000-02-29T12:34:56Z");
+        assert_eq!(utc_timestamp(START), "2022-01-01T00:00:00Z");
+        assert_eq!(utc_timestamp(951_827_696), "2000-02-29T12:34:56Z");
         let mut out = Vec::new();
         generate(Kind::Tweets, 3000, 42, &mut out).unwrap();
         let (mut counts, mut names) = (HashMap::new(), HashMap::new());

@@ -14,11 +14,8 @@ fn key(k: u32) -> Vec<u8> {
     format!("key{k:05}").into_bytes()
 }
 
-#[test]
-fn an_old_snapshot_and_iterator_are_released_and_fail_clearly() {
-    let mut opts = common::small_options();
-    opts.vlog_gc_dead_ratio = 0.0;
-    opts.snapshot_max_age = Some(Duration::from_millis(50));
+/// A database in memory with namespace `t` holding 300 keys of 500 B values.
+fn loaded(opts: cerberus_engine::Options) -> (Db, cerberus_engine::Namespace) {
     let db = Db::builder(opts)
         .open_storage(Arc::new(MemStorage::new()))
         .unwrap();
@@ -26,6 +23,15 @@ fn an_old_snapshot_and_iterator_are_released_and_fail_clearly() {
     for k in 0..300 {
         ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
     }
+    (db, ns)
+}
+
+#[test]
+fn an_old_snapshot_and_iterator_are_released_and_fail_clearly() {
+    let mut opts = common::small_options();
+    opts.vlog_gc_dead_ratio = 0.0;
+    opts.snapshot_max_age = Some(Duration::from_millis(50));
+    let (db, ns) = loaded(opts);
     let snap = ns.snapshot();
     let mut it = ns.iter(ReadOptions::default()).unwrap();
     assert!(it.next().unwrap().is_ok());
@@ -198,13 +204,7 @@ fn pins_taken_after_the_first_wake_nobody_and_are_released_at_their_age() {
     opts.snapshot_max_age = Some(Duration::from_millis(150));
     // No look of its own every second: expiries alone wake the background.
     opts.idle_settle_ms = 0;
-    let db = Db::builder(opts)
-        .open_storage(Arc::new(MemStorage::new()))
-        .unwrap();
-    let ns = db.create_namespace("t").unwrap();
-    for k in 0..300 {
-        ns.put(&key(k), &common::value_for(k, 1, 500)).unwrap();
-    }
+    let (db, ns) = loaded(opts);
     db.flush().unwrap();
     // The first wakes the background, which plans its look at the first's expiry; the
     // later ones (a scan's cursors) expire after it and wake nobody.
