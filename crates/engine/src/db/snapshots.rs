@@ -48,7 +48,7 @@ pub(super) struct Snapshots {
     live: Mutex<BTreeMap<PinKey, Option<Arc<Expiry>>>>,
     /// When the background has said it looks at the pins again at the latest (`None`: only
     /// when woken). A pin that expires before it wakes the background; the rest need not (a
-    /// cursor a scan: the futex wake and the background's turn cost more than the scan).
+    /// scan's cursor: the futex wake and the background's turn cost more than the scan).
     /// Under its own lock, taken inside `live`'s, so that a plan and a pin are ordered.
     looks_by: Mutex<Option<Instant>>,
     next_id: AtomicU64,

@@ -373,18 +373,16 @@ const MEM_ITER_CHUNK: usize = 32;
 const MEM_ITER_MAX_CHUNK: usize = 512;
 
 /// An ordered walk over a memtable from a start key that owns what it needs (the memtable,
-/// and references to a few entries at a time), so it can sit in a scan next to table
+/// and handles on a few of its entries at a time), so it can sit in a scan next to table
 /// iterators. Entries inserted while it walks may or may not be seen; readers filter them
 /// by snapshot.
 pub struct MemIter {
     /// The entries taken at the last refill not yet walked past; they never leave with a
     /// lifetime longer than a borrow of the walk. Declared before `mem`: dropped before it.
     buf: VecDeque<MemRef<'static>>,
-    /// The last entry taken: the next refill continues after it.
-    last: Option<MemRef<'static>>,
-    /// The map `buf` and `last` borrow (`Memtable::entries_from`).
+    /// The map `buf` borrows (`Memtable::entries_from`).
     mem: Arc<Memtable>,
-    /// The skiplist had nothing after `last` at the last refill.
+    /// The skiplist had nothing after the last entry taken at the last refill.
     exhausted: bool,
     /// Entries the next refill takes.
     chunk: usize,
@@ -403,7 +401,6 @@ impl MemIter {
         MemIter {
             mem,
             buf: VecDeque::new(),
-            last: None,
             exhausted: true,
             chunk: MEM_ITER_CHUNK,
             ikey: Vec::new(),
@@ -436,9 +433,10 @@ impl MemIter {
     }
 
     pub fn advance(&mut self) {
-        self.buf.pop_front();
+        let gone = self.buf.pop_front();
         if self.buf.is_empty() && !self.exhausted {
-            if let Some(last) = self.last.take() {
+            // The last entry taken: the next refill continues after it.
+            if let Some(last) = gone {
                 self.fill(last.key(), false);
                 return;
             }
@@ -447,14 +445,13 @@ impl MemIter {
     }
 
     fn fill(&mut self, from: &SlotKey, inclusive: bool) {
-        // SAFETY: `self.mem` lives as long as `self`, which holds the references.
+        // SAFETY: `self.mem` lives as long as `self`, which holds the entries.
         let got = unsafe {
             self.mem
                 .entries_from(from, inclusive, self.chunk, &mut self.buf)
         };
         self.exhausted = got < self.chunk;
         self.chunk = (self.chunk * 2).min(MEM_ITER_MAX_CHUNK);
-        self.last = self.buf.back().cloned();
         self.set_ikey();
     }
 
