@@ -72,10 +72,10 @@ impl Snapshot {
         let nsid = ns.entry.id;
         let max_age = ns.inner.opts.snapshot_max_age.filter(|_| expires);
         let expiry = max_age
-            .and_then(|a| Instant::now().checked_add(a))
-            .map(|at| {
+            .and_then(crate::uptime::Deadline::after)
+            .map(|deadline| {
                 Arc::new(Expiry {
-                    at,
+                    deadline,
                     expired: AtomicBool::new(false),
                     readers: Mutex::new(Vec::new()),
                 })
@@ -109,7 +109,7 @@ impl Snapshot {
         let Some(e) = &self.pin.expiry else {
             return Ok(());
         };
-        if !e.expired.load(Ordering::Acquire) && Instant::now() < e.at {
+        if !e.expired.load(Ordering::Acquire) && !e.deadline.passed() {
             return Ok(());
         }
         self.ns.inner.pins().reap();
@@ -134,7 +134,7 @@ impl Snapshot {
     /// When it expires (`None`: never): uses from then on fail with
     /// [`Error::SnapshotExpired`].
     pub fn expires_at(&self) -> Option<Instant> {
-        self.pin.expiry.as_ref().map(|e| e.at)
+        self.pin.expiry.as_ref().map(|e| e.deadline.at())
     }
 
     /// Has `reader`'s state released when this snapshot expires (it keeps only a weak

@@ -21,7 +21,7 @@ pub(super) trait Release: Send + Sync {
 /// The expiry of one snapshot that has a maximum age: when, whether it has passed, and the
 /// readers whose state goes with it.
 pub(super) struct Expiry {
-    pub(super) at: Instant,
+    pub(super) deadline: crate::uptime::Deadline,
     /// Set by the sweep that released the pin, before it releases the readers.
     pub(super) expired: AtomicBool,
     pub(super) readers: Mutex<Vec<Weak<dyn Release>>>,
@@ -72,7 +72,7 @@ impl Snapshots {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut live = self.live.lock();
         let seq = visible.load(Ordering::Acquire);
-        let at = expires.as_ref().map(|e| e.at);
+        let at = expires.as_ref().map(|e| e.deadline.at());
         live.insert((ns, seq, id), expires);
         let wake = at.is_some_and(|at| {
             let mut looks_by = self.looks_by.lock();
@@ -102,7 +102,7 @@ impl Snapshots {
     /// it ([`acquire`](Self::acquire)).
     pub(super) fn plan_look(&self, now: Instant, wait: Option<Duration>) -> Option<Duration> {
         let live = self.live.lock();
-        let soonest = live.values().flatten().map(|e| e.at).min();
+        let soonest = live.values().flatten().map(|e| e.deadline.at()).min();
         let until = soonest.map(|at| at.saturating_duration_since(now) + Duration::from_millis(1));
         let wait = match (wait, until) {
             (Some(d), Some(u)) => Some(d.min(u)),
@@ -130,7 +130,7 @@ impl Snapshots {
         let mut live = self.live.lock();
         let mut gone = Vec::new();
         live.retain(|&(ns, ..), expiry| match expiry {
-            Some(e) if e.at <= now => {
+            Some(e) if e.deadline.at() <= now => {
                 gone.push((ns, e.clone()));
                 false
             }
@@ -236,7 +236,7 @@ mod tests {
 
     fn expiry(at: Instant) -> Option<Arc<Expiry>> {
         Some(Arc::new(Expiry {
-            at,
+            deadline: crate::uptime::Deadline::new(at),
             expired: AtomicBool::new(false),
             readers: Mutex::new(Vec::new()),
         }))

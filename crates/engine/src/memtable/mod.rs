@@ -15,6 +15,9 @@ use std::sync::Arc;
 
 mod key_filter;
 mod key_samples;
+mod value_arena;
+
+pub use value_arena::ValueArena;
 
 /// `nsid ++ user key` and seqno; sorts by user part ascending, seqno descending.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -310,8 +313,7 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.value().clone()))
     }
 
-    /// Appends to `out` up to `max` entries in order from `from` on (`from` itself only if
-    /// `inclusive`); how many it appended.
+    /// Appends to `out` up to `max` entries in order from `from` on; how many it appended.
     ///
     /// # Safety
     /// The entries are given a lifetime of the caller's choice: the caller keeps this
@@ -323,17 +325,11 @@ impl Memtable {
     unsafe fn entries_from<'a>(
         &self,
         from: &SlotKey,
-        inclusive: bool,
         max: usize,
         out: &mut VecDeque<MemRef<'a>>,
     ) -> usize {
-        let lo = if inclusive {
-            Bound::Included(from)
-        } else {
-            Bound::Excluded(from)
-        };
         let before = out.len();
-        for e in self.map.range((lo, Bound::Unbounded)).take(max) {
+        for e in self.map.range(from..).take(max) {
             prefetch_entry(&e);
             // SAFETY: see the function's comment.
             out.push_back(unsafe { std::mem::transmute::<MemRef<'_>, MemRef<'a>>(e) });
@@ -366,10 +362,10 @@ fn prefetch(p: *const u8) {
 /// An entry of a memtable, its node held.
 type MemRef<'a> = crossbeam_skiplist::map::Entry<'a, SlotKey, MemValue>;
 
-/// Entries a [`MemIter`] copies out of the skiplist at a time: few after a seek, so a short
-/// scan copies little, then twice as many at each refill up to the largest, so a long scan
-/// searches the skiplist once per many entries.
-const MEM_ITER_CHUNK: usize = 32;
+/// Entries a [`MemIter`] takes at a time: few after a seek, so a short scan walks few nodes
+/// past its end, then twice as many at each refill up to the largest, their bytes asked for
+/// ahead of the walk. A refill goes on from the node it stopped at: no search.
+const MEM_ITER_CHUNK: usize = 8;
 const MEM_ITER_MAX_CHUNK: usize = 512;
 
 /// An ordered walk over a memtable from a start key that owns what it needs (the memtable,
@@ -413,7 +409,9 @@ impl MemIter {
         let from = SlotKey::new(Bytes::copy_from_slice(user), seq);
         self.buf.clear();
         self.chunk = MEM_ITER_CHUNK;
-        self.fill(&from, true);
+        // SAFETY: `self.mem` lives as long as `self`, which holds the entries.
+        let got = unsafe { self.mem.entries_from(&from, self.chunk, &mut self.buf) };
+        self.filled(got);
     }
 
     pub fn valid(&self) -> bool {
@@ -435,21 +433,31 @@ impl MemIter {
     pub fn advance(&mut self) {
         let gone = self.buf.pop_front();
         if self.buf.is_empty() && !self.exhausted {
-            // The last entry taken: the next refill continues after it.
+            // The last entry taken: the next refill continues from its node, no search.
             if let Some(last) = gone {
-                self.fill(last.key(), false);
+                self.refill_after(last);
                 return;
             }
         }
         self.set_ikey();
     }
 
-    fn fill(&mut self, from: &SlotKey, inclusive: bool) {
-        // SAFETY: `self.mem` lives as long as `self`, which holds the entries.
-        let got = unsafe {
-            self.mem
-                .entries_from(from, inclusive, self.chunk, &mut self.buf)
-        };
+    fn refill_after(&mut self, last: MemRef<'static>) {
+        let mut got = 0;
+        while got < self.chunk {
+            // A handle's `next` is the node after it, whatever was inserted meanwhile; it
+            // borrows the map as `last` does.
+            let Some(e) = self.buf.back().unwrap_or(&last).next() else {
+                break;
+            };
+            prefetch_entry(&e);
+            self.buf.push_back(e);
+            got += 1;
+        }
+        self.filled(got);
+    }
+
+    fn filled(&mut self, got: usize) {
         self.exhausted = got < self.chunk;
         self.chunk = (self.chunk * 2).min(MEM_ITER_MAX_CHUNK);
         self.set_ikey();
