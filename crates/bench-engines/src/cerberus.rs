@@ -178,7 +178,9 @@ impl BenchDb for CerberusDb {
             .doing(Op::Iterate)?;
         Ok(Box::new(CerberusCursor {
             iter,
-            current: None,
+            scan_length: opts.scan_length,
+            batch: Vec::new(),
+            at: 0,
         }))
     }
 }
@@ -187,21 +189,37 @@ impl BenchDb for CerberusDb {
 /// so that this crate needs no `bytes` dependency of its own).
 type Entry = <<Iter as Iterator>::Item as IntoIterator>::Item;
 
-/// An engine iterator and the entry it yielded last.
+/// An engine iterator, and the entries it read in its last batch: after a seek, the scan's
+/// length in one call when the caller said it (as YCSB's scan asks for its count), then one
+/// at a time.
 struct CerberusCursor {
     iter: Iter,
-    current: Option<Entry>,
+    scan_length: usize,
+    batch: Vec<Entry>,
+    /// The entry of `batch` the last `next` yielded, plus one.
+    at: usize,
 }
 
 impl BenchCursor for CerberusCursor {
     fn seek(&mut self, key: &[u8]) -> Result<()> {
-        self.current = None;
-        self.iter.seek(key).doing(Op::Seek)
+        self.batch.clear();
+        self.at = 0;
+        self.iter.seek(key).doing(Op::Seek)?;
+        if self.scan_length > 1 {
+            let max = self.scan_length;
+            self.iter.next_batch(max, &mut self.batch).doing(Op::Next)?;
+        }
+        Ok(())
     }
 
     fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
-        self.current = self.iter.next().transpose().doing(Op::Next)?;
-        Ok(self.current.as_ref().map(|(k, v)| (&k[..], &v[..])))
+        if self.at >= self.batch.len() {
+            self.batch.clear();
+            self.at = 0;
+            self.iter.next_batch(1, &mut self.batch).doing(Op::Next)?;
+        }
+        self.at += 1;
+        Ok(self.batch.get(self.at - 1).map(|(k, v)| (&k[..], &v[..])))
     }
 }
 

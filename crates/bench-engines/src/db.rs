@@ -128,8 +128,8 @@ pub struct CursorOptions {
     /// Cerberus: `ReadOptions::index_prefetch`; other engines ignore it.
     pub index_prefetch: bool,
     /// Entries the caller means to read after each seek (seekrandom's scan length; 0: not
-    /// known). The device asks for that many in the first batch after a seek; the embedded
-    /// engines ignore it.
+    /// known). The device and the embedded Cerberus ask for that many in one batch after a
+    /// seek; the other engines ignore it.
     pub scan_length: usize,
     /// RocksDB: `ReadOptions::readahead_size`, bytes read ahead of the iterator in each
     /// table file (0: RocksDB's own, which starts after a few reads of one file); other

@@ -374,8 +374,72 @@ impl Iter {
                 .wait()
                 .unwrap_or_else(|| Err(Error::Background("prefetch reader stopped".into())))?,
         };
-        Counters::add(&c.local().keys_listed, 1);
         Ok(Some((a.key, value)))
+    }
+}
+
+impl Iter {
+    /// Appends up to `max` next entries to `out`, under one lock and one count: how a
+    /// caller that knows how many it wants (a scan of N, a reply of N) reads them fastest.
+    /// Fewer than `max` (how many: the answer) only at the end of the range, or before an
+    /// error, which comes after the entries before it are in `out`, as [`Iterator::next`]
+    /// would have yielded them (and then nothing more, as `next`).
+    pub fn next_batch(&mut self, max: usize, out: &mut Vec<(Bytes, Bytes)>) -> Result<usize> {
+        match self.pump(max, |kv| out.push(kv)) {
+            Ok(n) => Ok(n),
+            Err(Some(e)) => Err(e),
+            Err(None) => Ok(0),
+        }
+    }
+
+    /// Hands up to `max` next entries to `put`: how many (fewer only at the end), or the
+    /// error to say (`None`: nothing more, an error was said before).
+    fn pump(
+        &mut self,
+        max: usize,
+        mut put: impl FnMut((Bytes, Bytes)),
+    ) -> std::result::Result<usize, Option<Error>> {
+        let failed_before = self.failed;
+        if let Err(e) = self.usable() {
+            // Every call past the age says so; other failures are said once.
+            let expired = e.kind() == crate::error::ErrorKind::SnapshotExpired;
+            return Err((expired || !failed_before).then_some(e));
+        }
+        if self.failed {
+            return Err(None);
+        }
+        let mut held = self.held.0.lock();
+        let mut n = 0;
+        let outcome = match &mut *held {
+            Some(p) if !self.snapshot.released() => loop {
+                if n == max {
+                    break Ok(());
+                }
+                match self.step(p) {
+                    Ok(Some(kv)) => put(kv),
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+                n += 1;
+            },
+            // Its snapshot expired since the check: the sweep took the position (or waits).
+            _ => Err(self.snapshot.expired_error()),
+        };
+        if n > 0 {
+            Counters::add(&self.entry.list_counters.local().keys_listed, n as u64);
+        }
+        let e = match outcome {
+            Ok(()) => return Ok(n),
+            Err(e) => e,
+        };
+        let gone = held.take();
+        drop((held, gone));
+        // GC may have taken what a read past the age wanted: such a failure says so.
+        if self.snapshot.released() || self.snapshot.check().is_err() {
+            return Err(Some(self.snapshot.expired_error()));
+        }
+        self.failed = true;
+        Err(Some(e))
     }
 }
 
@@ -383,32 +447,10 @@ impl Iterator for Iter {
     type Item = Result<(Bytes, Bytes)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let failed_before = self.failed;
-        if let Err(e) = self.usable() {
-            // Every call past the age says so; other failures are said once.
-            let expired = e.kind() == crate::error::ErrorKind::SnapshotExpired;
-            return (expired || !failed_before).then_some(Err(e));
+        let mut got = None;
+        match self.pump(1, |kv| got = Some(kv)) {
+            Ok(_) => got.map(Ok),
+            Err(e) => e.map(Err),
         }
-        if self.failed {
-            return None;
-        }
-        let mut held = self.held.0.lock();
-        let outcome = match &mut *held {
-            Some(p) if !self.snapshot.released() => self.step(p),
-            // Its snapshot expired since the check: the sweep took the position (or waits).
-            _ => Err(self.snapshot.expired_error()),
-        };
-        let e = match outcome {
-            Ok(item) => return item.map(Ok),
-            Err(e) => e,
-        };
-        let gone = held.take();
-        drop((held, gone));
-        // GC may have taken what a read past the age wanted: such a failure says so.
-        if self.snapshot.released() || self.snapshot.check().is_err() {
-            return Some(Err(self.snapshot.expired_error()));
-        }
-        self.failed = true;
-        Some(Err(e))
     }
 }

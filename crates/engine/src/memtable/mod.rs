@@ -8,7 +8,7 @@ use crossbeam_skiplist::SkipMap;
 use key_filter::KeyFilter;
 use key_samples::KeySamples;
 use std::cmp::Ordering;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -326,13 +326,13 @@ impl Memtable {
         &self,
         from: &SlotKey,
         max: usize,
-        out: &mut VecDeque<MemRef<'a>>,
+        out: &mut Vec<MemRef<'a>>,
     ) -> usize {
         let before = out.len();
         for e in self.map.range(from..).take(max) {
             prefetch_entry(&e);
             // SAFETY: see the function's comment.
-            out.push_back(unsafe { std::mem::transmute::<MemRef<'_>, MemRef<'a>>(e) });
+            out.push(unsafe { std::mem::transmute::<MemRef<'_>, MemRef<'a>>(e) });
         }
         out.len() - before
     }
@@ -373,9 +373,11 @@ const MEM_ITER_MAX_CHUNK: usize = 512;
 /// iterators. Entries inserted while it walks may or may not be seen; readers filter them
 /// by snapshot.
 pub struct MemIter {
-    /// The entries taken at the last refill not yet walked past; they never leave with a
-    /// lifetime longer than a borrow of the walk. Declared before `mem`: dropped before it.
-    buf: VecDeque<MemRef<'static>>,
+    /// The entries taken at the last refill, the current one at `pos`; they never leave
+    /// with a lifetime longer than a borrow of the walk. Declared before `mem`: dropped
+    /// before it. Those walked past are dropped together at the next refill.
+    buf: Vec<MemRef<'static>>,
+    pos: usize,
     /// The map `buf` borrows (`Memtable::entries_from`).
     mem: Arc<Memtable>,
     /// The skiplist had nothing after the last entry taken at the last refill.
@@ -384,6 +386,12 @@ pub struct MemIter {
     chunk: usize,
     /// Internal key (`user ++ trailer`) of the current entry.
     ikey: Vec<u8>,
+}
+
+impl Drop for MemIter {
+    fn drop(&mut self) {
+        self.release();
+    }
 }
 
 impl MemIter {
@@ -396,18 +404,31 @@ impl MemIter {
     pub fn new(mem: Arc<Memtable>) -> MemIter {
         MemIter {
             mem,
-            buf: VecDeque::new(),
+            buf: Vec::new(),
+            pos: 0,
             exhausted: true,
             chunk: MEM_ITER_CHUNK,
             ikey: Vec::new(),
         }
     }
 
+    /// Drops the handles held, inside one pin of the skiplist's epoch: each handle's drop
+    /// pins it again, and a pin nested in another is a plain count, where a first pin is a
+    /// locked instruction.
+    fn release(&mut self) {
+        if !self.buf.is_empty() {
+            let _pinned = crossbeam_epoch::pin();
+            self.buf.clear();
+        }
+        self.pos = 0;
+    }
+
     /// Positions at the first entry at or after `(user, seq)` in memtable order: the
     /// newest version of `user` with seqno at most `seq`, or else the next user key.
     pub fn seek(&mut self, user: &[u8], seq: SeqNo) {
         let from = SlotKey::new(Bytes::copy_from_slice(user), seq);
-        self.buf.clear();
+        let _pinned = crossbeam_epoch::pin();
+        self.release();
         self.chunk = MEM_ITER_CHUNK;
         // SAFETY: `self.mem` lives as long as `self`, which holds the entries.
         let got = unsafe { self.mem.entries_from(&from, self.chunk, &mut self.buf) };
@@ -415,13 +436,13 @@ impl MemIter {
     }
 
     pub fn valid(&self) -> bool {
-        !self.buf.is_empty()
+        self.pos < self.buf.len()
     }
 
     /// The current entry, `(nsid ++ user key, seqno, value)`; only while `valid()`.
     pub fn entry(&self) -> Option<(&[u8], SeqNo, &MemValue)> {
         self.buf
-            .front()
+            .get(self.pos)
             .map(|e| (&e.key().user[..], e.key().seq, e.value()))
     }
 
@@ -431,29 +452,33 @@ impl MemIter {
     }
 
     pub fn advance(&mut self) {
-        let gone = self.buf.pop_front();
-        if self.buf.is_empty() && !self.exhausted {
-            // The last entry taken: the next refill continues from its node, no search.
-            if let Some(last) = gone {
-                self.refill_after(last);
-                return;
-            }
+        self.pos = (self.pos + 1).min(self.buf.len());
+        if self.pos == self.buf.len() && !self.exhausted {
+            self.refill();
+        } else {
+            self.set_ikey();
         }
-        self.set_ikey();
     }
 
-    fn refill_after(&mut self, last: MemRef<'static>) {
+    /// Takes the next entries after the last one taken: from its node on, no search.
+    fn refill(&mut self) {
+        let _pinned = crossbeam_epoch::pin();
+        let Some(last) = self.buf.pop() else {
+            return self.filled(0);
+        };
+        self.release();
         let mut got = 0;
         while got < self.chunk {
             // A handle's `next` is the node after it, whatever was inserted meanwhile; it
             // borrows the map as `last` does.
-            let Some(e) = self.buf.back().unwrap_or(&last).next() else {
+            let Some(e) = self.buf.last().unwrap_or(&last).next() else {
                 break;
             };
             prefetch_entry(&e);
-            self.buf.push_back(e);
+            self.buf.push(e);
             got += 1;
         }
+        drop(last);
         self.filled(got);
     }
 
@@ -465,7 +490,7 @@ impl MemIter {
 
     fn set_ikey(&mut self) {
         self.ikey.clear();
-        if let Some(e) = self.buf.front() {
+        if let Some(e) = self.buf.get(self.pos) {
             self.ikey.extend_from_slice(&e.key().user);
             crate::key::push_trailer(&mut self.ikey, e.key().seq, e.value().kind);
         }

@@ -109,6 +109,27 @@ fn check_iter(
         expected(model, &opts, b""),
         "{what}: seek back {opts:?}"
     );
+    // The same from `start` in batches of any size, fewer than asked only at the end.
+    let mut it = open();
+    it.seek(&start).unwrap();
+    let mut got = Vec::new();
+    loop {
+        let max = rng.gen_range(0..40);
+        let n = it.next_batch(max, &mut got).unwrap();
+        assert!(
+            n <= max && got.len() <= want.len(),
+            "{what}: batch of {max}"
+        );
+        if n < max {
+            break;
+        }
+    }
+    assert_eq!(got, want, "{what}: batches from {start:?} {opts:?}");
+    assert_eq!(
+        it.next_batch(3, &mut got).unwrap(),
+        0,
+        "{what}: past the end"
+    );
 }
 
 fn model_run(layout: Layout, seed: u64) {

@@ -60,6 +60,12 @@ fn an_old_snapshot_and_iterator_are_released_and_fail_clearly() {
     assert!(it.seek(b"").unwrap_err().kind() == ErrorKind::SnapshotExpired);
     let err = it.next().expect("an expired iterator answers").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::SnapshotExpired, "{err}");
+    let mut batch = Vec::new();
+    let err = it.next_batch(8, &mut batch).unwrap_err();
+    assert!(
+        err.kind() == ErrorKind::SnapshotExpired && batch.is_empty(),
+        "{err}"
+    );
     // Released although both handles live: GC collects the old versions' segments.
     assert_eq!(db.stats().snapshots, 0);
     assert_eq!(ns.stats().unwrap().snapshots, 0);
