@@ -178,7 +178,7 @@ impl BenchDb for CerberusDb {
             .doing(Op::Iterate)?;
         Ok(Box::new(CerberusCursor {
             iter,
-            scan_length: opts.scan_length,
+            scan_length: if opts.whole_scan { opts.scan_length } else { 0 },
             batch: Vec::new(),
             at: 0,
         }))
@@ -190,10 +190,11 @@ impl BenchDb for CerberusDb {
 type Entry = <<Iter as Iterator>::Item as IntoIterator>::Item;
 
 /// An engine iterator, and the entries it read in its last batch: after a seek, the scan's
-/// length in one call when the caller said it (as YCSB's scan asks for its count), then one
-/// at a time.
+/// length in one call when the caller times the scan whole (as YCSB's scan asks for its
+/// count), else one at a time.
 struct CerberusCursor {
     iter: Iter,
+    /// Entries read at each seek (0: none, one at a time).
     scan_length: usize,
     batch: Vec<Entry>,
     /// The entry of `batch` the last `next` yielded, plus one.
@@ -216,7 +217,10 @@ impl BenchCursor for CerberusCursor {
         if self.at >= self.batch.len() {
             self.batch.clear();
             self.at = 0;
-            self.iter.next_batch(1, &mut self.batch).doing(Op::Next)?;
+            // One at a time, length not known: `next`, which reads values ahead.
+            if let Some(e) = self.iter.next().transpose().doing(Op::Next)? {
+                self.batch.push(e);
+            }
         }
         self.at += 1;
         Ok(self.batch.get(self.at - 1).map(|(k, v)| (&k[..], &v[..])))

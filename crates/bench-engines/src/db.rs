@@ -128,9 +128,14 @@ pub struct CursorOptions {
     /// Cerberus: `ReadOptions::index_prefetch`; other engines ignore it.
     pub index_prefetch: bool,
     /// Entries the caller means to read after each seek (seekrandom's scan length; 0: not
-    /// known). The device and the embedded Cerberus ask for that many in one batch after a
-    /// seek; the other engines ignore it.
+    /// known). The device asks for that many in the first batch after a seek, as does the
+    /// embedded Cerberus with `whole_scan`; the other engines ignore it.
     pub scan_length: usize,
+    /// The caller times a scan as one operation, seek and entries together (YCSB's scan of
+    /// N): the embedded Cerberus reads the `scan_length` entries in one batch at the seek.
+    /// Otherwise (seekrandom, which times the seek and each next apart) it reads them one
+    /// at a time.
+    pub whole_scan: bool,
     /// RocksDB: `ReadOptions::readahead_size`, bytes read ahead of the iterator in each
     /// table file (0: RocksDB's own, which starts after a few reads of one file); other
     /// engines ignore it.

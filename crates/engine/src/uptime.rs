@@ -24,10 +24,12 @@ impl Uptime {
     }
 }
 
-/// A moment checked often (a snapshot's expiry, at every step of its cursor): before it, a
-/// check reads the coarse clock alone; within a tick of it, the precise one too, so the
-/// answer is exact. A precise clock read per step was 6 % of a short scan out of the
-/// memtable.
+/// A moment checked often (a snapshot's expiry, at every step of its cursor): well before
+/// it, a check reads the coarse clock alone; within [`MARGIN_MS`] and a tick of it, the
+/// precise one too. A precise clock read per step was 6 % of a short scan out of the
+/// memtable. Never passed before its moment; after it, late only if the coarse clock trails
+/// the precise one by more than the margin (a virtual machine's late tick), which is why a
+/// snapshot's sweep marks it expired before it lets the pin go, whatever its own clock says.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Deadline {
     at: Instant,
@@ -57,14 +59,18 @@ impl Deadline {
 
     /// Whether it has come.
     pub(crate) fn passed(&self) -> bool {
-        // The precise clock is at most a tick past the coarse one: a tick before the coarse
-        // deadline, the precise clock is before `at`.
-        if coarse_ms().saturating_add(coarse_tick_ms()) < self.coarse_at {
+        // The precise clock is a tick past the coarse one at most, but for a late tick: more
+        // than that before the coarse deadline, the precise clock is before `at`.
+        if coarse_ms().saturating_add(coarse_tick_ms() + MARGIN_MS) < self.coarse_at {
             return false;
         }
         Instant::now() >= self.at
     }
 }
+
+/// Milliseconds before a deadline from which [`Deadline::passed`] reads the precise clock
+/// too, beyond the coarse clock's tick: room for a tick that comes late.
+const MARGIN_MS: u64 = 20;
 
 /// The coarse clock's resolution in whole milliseconds, rounded up, and one more.
 fn coarse_tick_ms() -> u64 {
@@ -119,19 +125,17 @@ mod tests {
     }
 
     #[test]
-    fn a_deadline_passes_at_its_moment_not_a_tick_late() {
-        let d = Deadline::after(Duration::from_millis(40)).expect("in range");
+    fn a_deadline_passes_at_its_moment_never_before() {
+        let d = Deadline::after(Duration::from_millis(60)).expect("in range");
         loop {
-            let before = Instant::now();
             let passed = d.passed();
             let after = Instant::now();
-            // Never before its moment; and once the moment has come, never a tick late
-            // (the coarse clock may not have reached it: the precise one answers).
             assert!(!passed || after >= d.at(), "passed before its moment");
-            assert!(passed || before < d.at(), "not passed after its moment");
             if passed {
                 break;
             }
+            // Late only by a tick that comes late (`MARGIN_MS`): a second is a hung clock.
+            assert!(after < d.at() + Duration::from_secs(1), "never passed");
             std::hint::spin_loop();
         }
         assert!(Deadline::after(Duration::ZERO).expect("in range").passed());

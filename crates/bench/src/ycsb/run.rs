@@ -107,6 +107,7 @@ impl Target<'_> {
         }
         let opts = CursorOptions {
             scan_length: len,
+            whole_scan: true,
             ..CursorOptions::default()
         };
         let mut cursor = self.db.cursor(&opts)?;

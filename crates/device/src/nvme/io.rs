@@ -342,6 +342,10 @@ impl StoreAnswer for StoreReply {
     }
 }
 
+/// Values below this may be slices of a buffer the engine shares among many records (its
+/// memtable's chunks are 64 KiB).
+const SHARED_CHUNK: usize = 64 << 10;
+
 /// A native response as the KV command set answers it (`buffer`: the host's bytes).
 fn reply(resp: Response, buffer: usize) -> Answer {
     if !resp.status.is_success() {
@@ -353,9 +357,12 @@ fn reply(resp: Response, buffer: usize) -> Answer {
             dw0: u32::try_from(v.len()).unwrap_or(u32::MAX),
             dw1: 0,
             // Copied when cut: a slice would keep the whole value's memory alive (a host
-            // asking a byte of many large values, not counted at their size).
+            // asking a byte of many large values, not counted at their size). Copied when
+            // small too: it may be a slice of the memtable's shared chunks, which a host
+            // that reads slowly would keep alive at the chunk's size, not the value's.
             data: Some(match v.len() > buffer {
                 true => Bytes::copy_from_slice(&v[..buffer]),
+                false if v.len() < SHARED_CHUNK => Bytes::copy_from_slice(&v),
                 false => v,
             }),
         },

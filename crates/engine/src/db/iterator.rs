@@ -121,7 +121,7 @@ struct Position {
 
 /// An iterator's position, shared (weakly) with its snapshot's expiry: the sweep that
 /// expires the snapshot takes it even if the iterator is never used again. Locked once per
-/// `next` or `seek`, uncontended but for that sweep.
+/// `next`, `next_batch` or `seek`, uncontended but for that sweep.
 struct Held(Mutex<Option<Position>>);
 
 impl Release for Held {
@@ -438,6 +438,10 @@ impl Iter {
             Some(p) if !self.snapshot.released() => loop {
                 if n == max {
                     break Ok(());
+                }
+                // A long batch stops at the snapshot's age as a run of `next` would.
+                if n > 0 && self.snapshot.past_age() {
+                    break Err(self.snapshot.expired_error());
                 }
                 match self.step(p, wanted.saturating_sub(n)) {
                     Ok(Some(kv)) => put(kv),

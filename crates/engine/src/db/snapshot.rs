@@ -116,6 +116,13 @@ impl Snapshot {
         Err(self.expired_error())
     }
 
+    /// Whether it is past its maximum age, without releasing anything (`check` releases it):
+    /// what a reader holding its own lock asks between steps.
+    pub(super) fn past_age(&self) -> bool {
+        let e = self.pin.expiry.as_ref();
+        e.is_some_and(|e| e.expired.load(Ordering::Acquire) || e.deadline.passed())
+    }
+
     /// The error of a use past its maximum age.
     pub(super) fn expired_error(&self) -> Error {
         let max_age = self.ns.inner.opts.snapshot_max_age.unwrap_or_default();

@@ -131,6 +131,9 @@ impl Snapshots {
         let mut gone = Vec::new();
         live.retain(|&(ns, ..), expiry| match expiry {
             Some(e) if e.deadline.at() <= now => {
+                // Marked before the pin goes: a check that finds the pin gone finds the mark
+                // (its clock may not have reached the deadline yet: `Deadline::passed`).
+                e.expired.store(true, Ordering::SeqCst);
                 gone.push((ns, e.clone()));
                 false
             }

@@ -229,10 +229,15 @@ impl<'a, F: Fn()> WritePath<'a, F> {
             let id = self.versions.new_file_number();
             self.roll_log(w, id)?;
         }
-        // The records joined once, where the memtable keeps them: the log's append and the
-        // memtable's values are the same bytes.
-        let joined = w.values.join(group.iter().map(|g| &g.buf[..]));
-        let appended = w.vlog.append(&joined);
+        let appended = if let [one] = &*group {
+            w.vlog.append(&one.buf)
+        } else {
+            w.buf.clear();
+            for g in group.iter() {
+                w.buf.extend_from_slice(&g.buf);
+            }
+            w.vlog.append(&w.buf)
+        };
         let mut base = match appended {
             Ok(b) => {
                 // In the log now, even if the sync fails (a later sync may keep them): their
@@ -269,7 +274,6 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         // After the super version: see `credit_holds`.
         let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
         let mut seq = first;
-        let mut at = 0;
         for g in group.iter_mut() {
             // Checked before its own records go in, after the group's earlier ones.
             let credit = match credit_holds(&sv, g, epoch) {
@@ -277,8 +281,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
                 false => 0,
             };
             let own = indexes.of(g.nsid);
-            let buf = joined.slice(at..at + g.buf.len());
-            at += g.buf.len();
+            let buf = w.values.keep(std::mem::take(&mut g.buf));
             let mut charged = 0u64;
             for s in Spans::over(&buf, g.records()) {
                 let key = &buf[s.key.clone()];

@@ -13,6 +13,8 @@ use std::sync::Arc;
 pub(super) struct WriterState {
     pub(super) vlog: VlogWriter,
     pub(super) next_seq: SeqNo,
+    /// Scratch for joining the records of a commit group into one append.
+    pub(super) buf: Vec<u8>,
     /// Where the memtable's copies of the groups' records go.
     pub(super) values: crate::memtable::ValueArena,
 }

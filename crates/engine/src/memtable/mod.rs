@@ -375,7 +375,7 @@ const MEM_ITER_MAX_CHUNK: usize = 512;
 pub struct MemIter {
     /// The entries taken at the last refill, the current one at `pos`; they never leave
     /// with a lifetime longer than a borrow of the walk. Declared before `mem`: dropped
-    /// before it. Those walked past are dropped together at the next refill.
+    /// before it. Those walked past are dropped at the next refill.
     buf: Vec<MemRef<'static>>,
     pos: usize,
     /// The map `buf` borrows (`Memtable::entries_from`).
@@ -386,12 +386,6 @@ pub struct MemIter {
     chunk: usize,
     /// Internal key (`user ++ trailer`) of the current entry.
     ikey: Vec<u8>,
-}
-
-impl Drop for MemIter {
-    fn drop(&mut self) {
-        self.release();
-    }
 }
 
 impl MemIter {
@@ -412,14 +406,8 @@ impl MemIter {
         }
     }
 
-    /// Drops the handles held, inside one pin of the skiplist's epoch: each handle's drop
-    /// pins it again, and a pin nested in another is a plain count, where a first pin is a
-    /// locked instruction.
     fn release(&mut self) {
-        if !self.buf.is_empty() {
-            let _pinned = crossbeam_epoch::pin();
-            self.buf.clear();
-        }
+        self.buf.clear();
         self.pos = 0;
     }
 
@@ -427,6 +415,8 @@ impl MemIter {
     /// newest version of `user` with seqno at most `seq`, or else the next user key.
     pub fn seek(&mut self, user: &[u8], seq: SeqNo) {
         let from = SlotKey::new(Bytes::copy_from_slice(user), seq);
+        // The walk's calls pin the skiplist's epoch each: inside a pin of their own, a pin
+        // is a plain count, where a first one is a locked instruction.
         let _pinned = crossbeam_epoch::pin();
         self.release();
         self.chunk = MEM_ITER_CHUNK;
@@ -462,6 +452,7 @@ impl MemIter {
 
     /// Takes the next entries after the last one taken: from its node on, no search.
     fn refill(&mut self) {
+        // As in `seek`: each `next` below pins, nested in this one.
         let _pinned = crossbeam_epoch::pin();
         let Some(last) = self.buf.pop() else {
             return self.filled(0);

@@ -115,9 +115,10 @@ fn check_iter(
     let mut got = Vec::new();
     loop {
         let max = rng.gen_range(0..40);
+        let before = got.len();
         let n = it.next_batch(max, &mut got).unwrap();
         assert!(
-            n <= max && got.len() <= want.len(),
+            n <= max && got.len() == before + n,
             "{what}: batch of {max}"
         );
         if n < max {

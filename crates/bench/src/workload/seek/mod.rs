@@ -165,6 +165,7 @@ impl Share<'_> {
             prefetch_degree: self.scan.prefetch_degree,
             index_prefetch: self.scan.index_prefetch,
             scan_length: self.scan.scan_length,
+            whole_scan: false,
             readahead_bytes: self.scan.readahead_bytes,
         };
         let mut key = vec![0u8; self.keys.size()];
