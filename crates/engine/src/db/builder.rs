@@ -161,7 +161,6 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
                 })),
                 next_seq: last_seq + 1,
                 buf: Vec::new(),
-                values: Default::default(),
             },
             last_seq,
         ),

@@ -281,7 +281,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
                 false => 0,
             };
             let own = indexes.of(g.nsid);
-            let buf = w.values.keep(std::mem::take(&mut g.buf));
+            let buf = std::mem::take(&mut g.buf).freeze();
             let mut charged = 0u64;
             for s in Spans::over(&buf, g.records()) {
                 let key = &buf[s.key.clone()];

@@ -15,8 +15,6 @@ pub(super) struct WriterState {
     pub(super) next_seq: SeqNo,
     /// Scratch for joining the records of a commit group into one append.
     pub(super) buf: Vec<u8>,
-    /// Where the memtable's copies of the groups' records go.
-    pub(super) values: crate::memtable::ValueArena,
 }
 
 /// The write path's shared state: the commit queue, the log writer its leaders append with,

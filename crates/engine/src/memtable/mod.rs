@@ -15,9 +15,6 @@ use std::sync::Arc;
 
 mod key_filter;
 mod key_samples;
-mod value_arena;
-
-pub use value_arena::ValueArena;
 
 /// `nsid ++ user key` and seqno; sorts by user part ascending, seqno descending.
 #[derive(Clone, Debug, PartialEq, Eq)]

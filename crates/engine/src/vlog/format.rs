@@ -1,6 +1,6 @@
 //! The value log's format: segment names and header, and how a record is encoded.
 
-use crate::coding::{get_u32, get_u64, put_u32, put_u64};
+use crate::coding::{get_u32, get_u64, put_u32};
 use crate::error::{Error, Result};
 use crate::key::{Kind, Nsid, SeqNo};
 
@@ -41,23 +41,29 @@ pub fn encode_record(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
 /// Appends one record to `out` with its payload checksum but not its header's (see
 /// [`stamp_header`]); returns its length.
 fn encode_unstamped(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
-    let start = out.len();
-    out.extend_from_slice(&[0; 8]);
-    put_u64(out, rec.seq);
-    put_u32(out, rec.nsid);
+    out.extend_from_slice(&unstamped_header(rec));
+    out.extend_from_slice(rec.key);
+    out.extend_from_slice(rec.value);
+    RECORD_HEADER_LEN + rec.key.len() + rec.value.len()
+}
+
+/// A record's header with its payload checksum but not its own (see [`stamp_header`]):
+/// `{header_crc u32 (zero), payload_crc u32, seqno u64, nsid u32, flags u8, key_len u32,
+/// value_len u32}`, little-endian.
+fn unstamped_header(rec: &Record<'_>) -> [u8; RECORD_HEADER_LEN] {
+    let payload_crc = crc32c::crc32c_append(crc32c::crc32c(rec.key), rec.value);
     let mut flags = if rec.kind == Kind::Put { FLAG_PUT } else { 0 };
     if rec.batch_end {
         flags |= FLAG_BATCH_END;
     }
-    out.push(flags);
-    put_u32(out, rec.key.len() as u32);
-    put_u32(out, rec.value.len() as u32);
-    out.extend_from_slice(rec.key);
-    out.extend_from_slice(rec.value);
-    let mut payload_crc = crc32c::crc32c(rec.key);
-    payload_crc = crc32c::crc32c_append(payload_crc, rec.value);
-    out[start + 4..start + 8].copy_from_slice(&payload_crc.to_le_bytes());
-    out.len() - start
+    let mut h = [0u8; RECORD_HEADER_LEN];
+    h[4..8].copy_from_slice(&payload_crc.to_le_bytes());
+    h[8..16].copy_from_slice(&rec.seq.to_le_bytes());
+    h[16..20].copy_from_slice(&rec.nsid.to_le_bytes());
+    h[20] = flags;
+    h[21..25].copy_from_slice(&(rec.key.len() as u32).to_le_bytes());
+    h[25..29].copy_from_slice(&(rec.value.len() as u32).to_le_bytes());
+    h
 }
 
 /// Key and value lengths of a header this process encoded.
@@ -89,7 +95,8 @@ pub struct RecordSpan {
 #[derive(Default)]
 pub struct EncodedWrite {
     pub nsid: Nsid,
-    pub buf: Vec<u8>,
+    /// This write's alone until the memtable freezes it (`write_chunks`).
+    pub buf: bytes::BytesMut,
     /// Records in `buf`; where each sits is read back from their headers ([`Self::spans`]),
     /// not kept beside them: one allocation less per put.
     records: usize,
@@ -108,18 +115,21 @@ impl EncodedWrite {
             .iter()
             .map(|(_, k, v)| RECORD_HEADER_LEN + k.len() + v.len())
             .sum();
-        let mut buf = Vec::with_capacity(total);
-        for (i, (kind, key, value)) in ops.iter().enumerate() {
-            let rec = Record {
-                seq: 0,
-                nsid,
-                kind: *kind,
-                batch_end: i + 1 == ops.len(),
-                key,
-                value,
-            };
-            encode_unstamped(&mut buf, &rec);
-        }
+        let buf = super::write_chunks::encode_in(total, |buf| {
+            for (i, (kind, key, value)) in ops.iter().enumerate() {
+                let rec = Record {
+                    seq: 0,
+                    nsid,
+                    kind: *kind,
+                    batch_end: i + 1 == ops.len(),
+                    key,
+                    value,
+                };
+                buf.extend_from_slice(&unstamped_header(&rec));
+                buf.extend_from_slice(key);
+                buf.extend_from_slice(value);
+            }
+        });
         EncodedWrite {
             nsid,
             buf,

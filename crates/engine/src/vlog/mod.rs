@@ -15,6 +15,7 @@ mod replay;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod write_chunks;
 mod writeback;
 mod writer;
 
