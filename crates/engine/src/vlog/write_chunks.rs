@@ -13,60 +13,106 @@
 use bytes::BytesMut;
 use std::cell::RefCell;
 
-/// Bytes of a chunk: 64 records of 1 KiB.
+/// Bytes of a chunk at most: 64 records of 1 KiB.
 const CHUNK: usize = 64 << 10;
 
 /// Writes above this get a buffer of their own: their records share its count already, and
 /// they would leave most of a chunk unused.
 const SMALL: usize = CHUNK / 4;
 
-thread_local! {
-    static CURRENT: RefCell<BytesMut> = RefCell::new(BytesMut::new());
+/// A thread's chunk, and how many bytes the thread has encoded.
+#[derive(Default)]
+struct ThreadChunk {
+    chunk: BytesMut,
+    written: usize,
 }
 
-/// A buffer of `len` bytes filled by `fill` (which must write exactly `len`), carved from
-/// this thread's chunk if small: the buffer is this write's alone until it is frozen.
+thread_local! {
+    static CURRENT: RefCell<ThreadChunk> = RefCell::new(ThreadChunk::default());
+}
+
+/// A buffer of `len` bytes filled by `fill` (which writes exactly `len`), this write's alone
+/// until it is frozen: carved from this thread's chunk if small.
+///
+/// A new chunk is no larger than what its thread has encoded so far (and at most
+/// [`CHUNK`]): a thread that writes once, or a thread per write, gets buffers of their own
+/// size, so what chunks hold beyond the records (which the memtable counts) stays below
+/// what their threads wrote.
 pub(super) fn encode_in(len: usize, fill: impl FnOnce(&mut BytesMut)) -> BytesMut {
-    if len > SMALL {
-        let mut own = BytesMut::with_capacity(len);
-        fill(&mut own);
-        return own;
-    }
-    CURRENT.with(|c| {
-        let mut chunk = c.borrow_mut();
-        if chunk.capacity() - chunk.len() < len {
-            *chunk = BytesMut::with_capacity(CHUNK);
+    let mut fill = Some(fill);
+    let carved = (len <= SMALL)
+        .then(|| {
+            // `try_with`: a write from a thread whose locals are gone gets its own buffer.
+            CURRENT.try_with(|c| {
+                let mut t = c.borrow_mut();
+                t.written = t.written.saturating_add(len);
+                if t.chunk.capacity() - t.chunk.len() < len {
+                    let size = t.written.min(CHUNK);
+                    if size < 2 * len {
+                        return None;
+                    }
+                    t.chunk = BytesMut::with_capacity(size);
+                }
+                // Empty unless a fill panicked halfway: its bytes are no one's.
+                t.chunk.clear();
+                (fill.take()?)(&mut t.chunk);
+                Some(t.chunk.split())
+            })
+        })
+        .and_then(Result::ok)
+        .flatten();
+    match (carved, fill) {
+        (Some(buf), _) => buf,
+        (None, Some(fill)) => {
+            let mut own = BytesMut::with_capacity(len);
+            fill(&mut own);
+            own
         }
-        fill(&mut chunk);
-        chunk.split()
-    })
+        // `fill` ran, and its buffer was carved: the first arm.
+        (None, None) => unreachable!("a filled buffer is returned"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn encode(w: &[u8]) -> BytesMut {
+        encode_in(w.len(), |b| b.extend_from_slice(w))
+    }
+
     #[test]
-    fn writes_keep_their_bytes_across_chunks() {
+    fn writes_keep_their_bytes_and_share_chunks_once_their_thread_wrote_enough() {
         let writes: Vec<Vec<u8>> = (0..300u32)
             .map(|i| vec![i as u8; 100 + (i as usize * 37) % 900])
             .chain([vec![7u8; SMALL], vec![8u8; SMALL + 1], Vec::new()])
             .collect();
-        let mut kept: Vec<BytesMut> = writes
-            .iter()
-            .map(|w| encode_in(w.len(), |b| b.extend_from_slice(w)))
-            .collect();
-        // Each is its own to change (a header stamped after the encoding).
-        for k in kept.iter_mut().filter(|k| !k.is_empty()) {
-            k[0] ^= 0xff;
-            k[0] ^= 0xff;
+        let mut kept: Vec<BytesMut> = writes.iter().map(|w| encode(w)).collect();
+        // Each is its own to change (a header is stamped after the encoding): marking each
+        // changes no other.
+        for (i, k) in kept.iter_mut().enumerate() {
+            k.iter_mut().for_each(|b| *b = (i % 251) as u8);
+        }
+        for (i, k) in kept.iter().enumerate() {
+            assert!(
+                k.iter().all(|b| *b == (i % 251) as u8),
+                "write {i} was changed"
+            );
         }
         let frozen: Vec<_> = kept.into_iter().map(BytesMut::freeze).collect();
         for (w, k) in writes.iter().zip(&frozen) {
-            assert_eq!(&k[..], &w[..]);
+            assert_eq!(k.len(), w.len());
         }
-        // Small writes share chunks: 64 KiB holds dozens of them.
-        let first = frozen[0].as_ptr() as usize;
-        assert!((frozen[1].as_ptr() as usize).abs_diff(first) < CHUNK);
+        // After some writes the thread's chunks hold dozens: neighbours share one.
+        let (a, b) = (frozen[200].as_ptr() as usize, frozen[201].as_ptr() as usize);
+        assert!(a.abs_diff(b) < CHUNK);
+    }
+
+    #[test]
+    fn a_thread_that_writes_once_gets_a_buffer_of_its_own_size() {
+        let one = std::thread::spawn(|| encode(&[5u8; 100]).capacity())
+            .join()
+            .expect("the thread ends");
+        assert_eq!(one, 100);
     }
 }
