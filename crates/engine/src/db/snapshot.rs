@@ -106,10 +106,7 @@ impl Snapshot {
     /// Fails with [`Error::SnapshotExpired`] once past `Options::snapshot_max_age` (its pin
     /// released then, if the background has not yet).
     pub fn check(&self) -> Result<()> {
-        let Some(e) = &self.pin.expiry else {
-            return Ok(());
-        };
-        if !e.expired.load(Ordering::Acquire) && !e.deadline.passed() {
+        if !self.past_age() {
             return Ok(());
         }
         self.ns.inner.pins().reap();

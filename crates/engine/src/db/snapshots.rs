@@ -22,7 +22,7 @@ pub(super) trait Release: Send + Sync {
 /// readers whose state goes with it.
 pub(super) struct Expiry {
     pub(super) deadline: crate::uptime::Deadline,
-    /// Set by the sweep that released the pin, before it releases the readers.
+    /// Set by the sweep before it lets the pin go, and so before it releases the readers.
     pub(super) expired: AtomicBool,
     pub(super) readers: Mutex<Vec<Weak<dyn Release>>>,
 }

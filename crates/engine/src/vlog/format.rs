@@ -40,10 +40,10 @@ pub fn encode_record(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
 
 /// Appends one record to `out` with its payload checksum but not its header's (see
 /// [`stamp_header`]); returns its length.
-fn encode_unstamped(out: &mut Vec<u8>, rec: &Record<'_>) -> usize {
-    out.extend_from_slice(&unstamped_header(rec));
-    out.extend_from_slice(rec.key);
-    out.extend_from_slice(rec.value);
+fn encode_unstamped(out: &mut impl bytes::BufMut, rec: &Record<'_>) -> usize {
+    out.put_slice(&unstamped_header(rec));
+    out.put_slice(rec.key);
+    out.put_slice(rec.value);
     RECORD_HEADER_LEN + rec.key.len() + rec.value.len()
 }
 
@@ -125,9 +125,7 @@ impl EncodedWrite {
                     key,
                     value,
                 };
-                buf.extend_from_slice(&unstamped_header(&rec));
-                buf.extend_from_slice(key);
-                buf.extend_from_slice(value);
+                encode_unstamped(buf, &rec);
             }
         });
         EncodedWrite {

@@ -27,6 +27,23 @@ struct ThreadChunk {
     written: usize,
 }
 
+impl ThreadChunk {
+    /// Counts `len` more bytes encoded; whether the chunk has room for them, after taking a
+    /// new one if it may.
+    fn room_for(&mut self, len: usize) -> bool {
+        self.written = self.written.saturating_add(len);
+        if self.chunk.capacity() - self.chunk.len() >= len {
+            return true;
+        }
+        let size = self.written.min(CHUNK);
+        if size < 2 * len {
+            return false;
+        }
+        self.chunk = BytesMut::with_capacity(size);
+        true
+    }
+}
+
 thread_local! {
     static CURRENT: RefCell<ThreadChunk> = RefCell::new(ThreadChunk::default());
 }
@@ -40,37 +57,29 @@ thread_local! {
 /// what their threads wrote.
 pub(super) fn encode_in(len: usize, fill: impl FnOnce(&mut BytesMut)) -> BytesMut {
     let mut fill = Some(fill);
-    let carved = (len <= SMALL)
-        .then(|| {
-            // `try_with`: a write from a thread whose locals are gone gets its own buffer.
-            CURRENT.try_with(|c| {
-                let mut t = c.borrow_mut();
-                t.written = t.written.saturating_add(len);
-                if t.chunk.capacity() - t.chunk.len() < len {
-                    let size = t.written.min(CHUNK);
-                    if size < 2 * len {
-                        return None;
-                    }
-                    t.chunk = BytesMut::with_capacity(size);
-                }
-                // Empty unless a fill panicked halfway: its bytes are no one's.
-                t.chunk.clear();
-                (fill.take()?)(&mut t.chunk);
-                Some(t.chunk.split())
-            })
-        })
-        .and_then(Result::ok)
-        .flatten();
-    match (carved, fill) {
-        (Some(buf), _) => buf,
-        (None, Some(fill)) => {
-            let mut own = BytesMut::with_capacity(len);
-            fill(&mut own);
-            own
+    if len <= SMALL {
+        // `try_with`: a write from a thread whose locals are gone gets its own buffer.
+        let carved = CURRENT.try_with(|c| {
+            let mut t = c.borrow_mut();
+            if !t.room_for(len) {
+                return None;
+            }
+            // Empty unless a fill panicked halfway: its bytes are no one's.
+            t.chunk.clear();
+            let fill = fill.take()?;
+            fill(&mut t.chunk);
+            Some(t.chunk.split())
+        });
+        if let Ok(Some(buf)) = carved {
+            return buf;
         }
-        // `fill` ran, and its buffer was carved: the first arm.
-        (None, None) => unreachable!("a filled buffer is returned"),
     }
+    // Not carved: `fill` was not taken.
+    let mut own = BytesMut::with_capacity(len);
+    if let Some(fill) = fill {
+        fill(&mut own);
+    }
+    own
 }
 
 #[cfg(test)]
