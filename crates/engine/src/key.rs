@@ -54,7 +54,12 @@ pub fn put_user_part(out: &mut Vec<u8>, ns: Nsid, key: &[u8]) {
 /// snapshot seqno it makes the key that sorts first among the versions visible at it.
 #[inline]
 pub fn push_trailer(out: &mut Vec<u8>, seq: SeqNo, kind: Kind) {
-    out.extend_from_slice(&((seq << 8) | kind as u64).to_be_bytes());
+    out.extend_from_slice(&trailer(seq, kind));
+}
+
+/// The trailer of an internal key: seqno and kind, big-endian.
+pub fn trailer(seq: SeqNo, kind: Kind) -> [u8; TRAILER_LEN] {
+    ((seq << 8) | kind as u64).to_be_bytes()
 }
 
 /// Builds the internal key for `(ns, key, seq, kind)`.

@@ -31,14 +31,14 @@ pub struct KeyHashes {
 impl KeyHashes {
     /// From each version's (user key, seqno), in any order; the pk is the user key past its
     /// first `skip` bytes (the namespace).
-    pub fn build(versions: impl Iterator<Item = (Bytes, SeqNo)>, skip: usize) -> KeyHashes {
+    pub fn build<'a>(versions: impl Iterator<Item = (&'a [u8], SeqNo)>, skip: usize) -> KeyHashes {
         let mut map: HashMap<u64, Newest, BuildHasherDefault<HashIsKey>> = HashMap::default();
         for (user, seq) in versions {
             let (newest, of) = map
                 .entry(key_hash(user.get(skip..).unwrap_or_default()))
-                .or_insert_with(|| (seq, Some(user.clone())));
+                .or_insert_with(|| (seq, Some(Bytes::copy_from_slice(user))));
             *newest = (*newest).max(seq);
-            if of.as_ref().is_some_and(|k| *k != user) {
+            if of.as_ref().is_some_and(|k| k[..] != *user) {
                 *of = None;
             }
         }
@@ -107,7 +107,7 @@ mod tests {
         let users: Vec<Bytes> = (0..2000u32)
             .map(|i| Bytes::from(format!("ns{i:06}")))
             .collect();
-        let versions = users.iter().flat_map(|u| [(u.clone(), 5), (u.clone(), 9)]);
+        let versions = users.iter().flat_map(|u| [(&u[..], 5), (&u[..], 9)]);
         let k = KeyHashes::build(versions, 2);
         for u in &users {
             let (seq, of) = k.get(key_hash(&u[2..])).expect("present");
@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn keys_whose_hashes_collide_keep_the_newest_seqno_and_no_key() {
         // Two user keys with the same pk part hash alike: as a collision does.
-        let (a, b) = (Bytes::from_static(b"1-pk"), Bytes::from_static(b"2-pk"));
+        let (a, b): (&[u8], &[u8]) = (b"1-pk", b"2-pk");
         let k = KeyHashes::build([(a, 3), (b, 8)].into_iter(), 2);
         assert_eq!(k.get(key_hash(b"pk")), Some(&(8, None)));
     }

@@ -50,11 +50,12 @@ pub(super) fn flush_memtable(
     let mut rule = Retention::new(floors.clone());
     let mut ikey = Vec::new();
     let mut val = Vec::new();
-    for (k, v) in mem.iter() {
+    for e in mem.iter() {
+        let v = e.value;
         ikey.clear();
-        ikey.extend_from_slice(&k.user);
-        key::push_trailer(&mut ikey, k.seq, v.kind);
-        let in_destroyed = !destroyed.is_empty() && destroyed.contains(&key::ikey_nsid(&k.user));
+        ikey.extend_from_slice(e.user);
+        key::push_trailer(&mut ikey, e.seq, v.kind);
+        let in_destroyed = !destroyed.is_empty() && destroyed.contains(&key::ikey_nsid(e.user));
         if in_destroyed || rule.drop_entry(&ikey, |_| false) {
             if v.kind == Kind::Put && !v.addr.is_none() {
                 dropped.push(v.addr);

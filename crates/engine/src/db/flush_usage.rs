@@ -69,8 +69,8 @@ impl FlushUsage {
 }
 
 /// A key of the flushed memtable whose older version the tables may hold.
-struct Flushed {
-    pub(super) user: bytes::Bytes,
+struct Flushed<'a> {
+    pub(super) user: &'a [u8],
     pub(super) seq: SeqNo,
     pub(super) new: u64,
 }
@@ -89,13 +89,13 @@ pub(super) fn flush_usage(
     let mut probe = BatchProbe::new(version, pool, c);
     let mut batch: Vec<Flushed> = Vec::with_capacity(BATCH_KEYS);
     let mut entries = mem.iter().peekable();
-    while let Some((k, v)) = entries.next() {
-        let ns = key::ikey_nsid(&k.user);
-        let new = mem_size(&k.user, &v);
+    while let Some(k) = entries.next() {
+        let ns = key::ikey_nsid(k.user);
+        let new = mem_size(k.user, k.value);
         // Older versions in the same memtable: superseded before they reach a table.
-        while let Some((_, ov)) = entries.next_if(|(n, _)| n.user == k.user) {
-            if ov.kind == Kind::Put {
-                out.garbage(ns, ov.addr);
+        while let Some(old) = entries.next_if(|n| n.user == k.user) {
+            if old.value.kind == Kind::Put {
+                out.garbage(ns, old.value.addr);
             }
         }
         if destroyed.contains(&ns) {
@@ -117,13 +117,13 @@ pub(super) fn flush_usage(
 
 impl FlushUsage {
     /// Counts the keys of `batch` (emptied) against the versions they supersede.
-    fn supersede(&mut self, probe: &mut BatchProbe, batch: &mut Vec<Flushed>) -> Result<()> {
-        let users: Vec<&[u8]> = batch.iter().map(|f| &f.user[..]).collect();
+    fn supersede(&mut self, probe: &mut BatchProbe, batch: &mut Vec<Flushed<'_>>) -> Result<()> {
+        let users: Vec<&[u8]> = batch.iter().map(|f| f.user).collect();
         // The newest version in the tables, whatever its seqno: an index backfill puts
         // entries at their record's (older) seqno, and may put one the tables hold already.
         let found = probe.lookup(&users)?;
         for (f, found) in batch.drain(..).zip(found) {
-            let ns = key::ikey_nsid(&f.user);
+            let ns = key::ikey_nsid(f.user);
             let pk_len = f.user.len() - NSID_LEN;
             let old = match found {
                 // As new as this flush's: the flush changes nothing of this key.

@@ -125,7 +125,7 @@ pub(super) fn insert_entries(mem: &Memtable, entries: Vec<(Bytes, Bytes)>, seq: 
             value,
             addr: key::ValueAddr::NONE,
         };
-        mem.insert(user, seq, v);
+        mem.insert(&user, seq, v);
     }
     bytes
 }

@@ -48,7 +48,7 @@ fn an_index_of_the_old_key_format_is_rebuilt_at_open() {
                 value: Bytes::from(payload),
                 addr: key::ValueAddr::NONE,
             };
-            mem.insert(Bytes::from(user), seq, value);
+            mem.insert(&user, seq, value);
         }
         let def = IndexDef {
             id,

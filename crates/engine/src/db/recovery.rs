@@ -15,7 +15,6 @@ use crate::storage::Storage;
 use crate::table::{parse_table_name, table_name};
 use crate::version::{Namespaces, Recovered, TableCtx, Version, VersionEdit, VersionSet};
 use crate::vlog::{self, VlogReader, VlogWriter};
-use bytes::Bytes;
 use std::collections::HashSet;
 
 /// Reads the manifest, replays the value log into a memtable, flushes it, and starts a new
@@ -223,7 +222,7 @@ fn replay_log(
                 user.extend_from_slice(&r.nsid.to_be_bytes());
                 user.extend_from_slice(&r.key);
                 mem.insert(
-                    Bytes::from(user),
+                    &user,
                     r.seq,
                     MemValue {
                         kind: r.kind,

@@ -77,7 +77,7 @@ pub(super) fn supersede_index_entries(
     // The next newer version of the current key: its seqno, and its secondary keys (read off
     // its value only when an older version is there to compare with: a key written for the
     // first time, as in a load, costs no second pass over its value).
-    let mut newer: Option<(Bytes, SeqNo, Lazy)> = None;
+    let mut newer: Option<(&[u8], SeqNo, Lazy)> = None;
     let mut supersede = |own: &[Arc<LiveIndex>],
                          pk: &[u8],
                          old: &[Option<Scalar>],
@@ -92,20 +92,20 @@ pub(super) fn supersede_index_entries(
         }
     };
     let mut entries = mem.iter().peekable();
-    while let Some((k, v)) = entries.next() {
-        let ns = key::ikey_nsid(&k.user);
+    while let Some(k) = entries.next() {
+        let ns = key::ikey_nsid(k.user);
         let own = indexes.of(ns);
         if own.is_empty() {
             continue;
         }
         let pk = &k.user[key::NSID_LEN..];
-        let mut keys = Lazy::new(v.kind, v.value);
+        let mut keys = Lazy::new(k.value.kind, k.value.value.clone());
         if let Some((user, seq, newer_keys)) = &mut newer {
             if *user == k.user {
                 supersede(own, pk, keys.get(own), newer_keys.get(own), *seq);
             }
         }
-        let oldest_here = entries.peek().is_none_or(|(next, _)| next.user != k.user);
+        let oldest_here = entries.peek().is_none_or(|next| next.user != k.user);
         if oldest_here && k.seq > 0 {
             let found =
                 search_tables(version, ns, pk, k.seq - 1, c, &mut clock, Some(&mut probes))?;
@@ -129,7 +129,7 @@ pub(super) fn supersede_index_entries(
     }
     for (user, seq) in &tombstones {
         mem.insert(
-            user.clone(),
+            user,
             *seq,
             MemValue {
                 kind: Kind::Delete,

@@ -103,11 +103,7 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
             value: Bytes::from(vec![b'n'; 10]),
             addr: ValueAddr::NONE,
         };
-        mem.insert(
-            Bytes::from(key::user_part(ns.id(), k.as_bytes())),
-            1 << 40,
-            value,
-        );
+        mem.insert(&key::user_part(ns.id(), k.as_bytes()), 1 << 40, value);
     }
     let c = Arc::new(Counters::default());
     let pool = ReadPool::new(2, false);
@@ -118,7 +114,7 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
     let scratch = Counters::default();
     let mut clock = StepClock::new(&scratch);
     let mut want = 0i64;
-    for (k, v) in mem.iter() {
+    for k in mem.iter() {
         let pk = &k.user[key::NSID_LEN..];
         let old = search_tables_seq(
             &version,
@@ -133,7 +129,7 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
         .map_or(0, |(_, _, _, iv)| {
             super::super::flush_usage::table_size(pk.len(), &iv)
         });
-        want += super::super::flush_usage::mem_size(&k.user, &v) as i64 - old as i64;
+        want += super::super::flush_usage::mem_size(k.user, k.value) as i64 - old as i64;
     }
     assert_eq!(usage.delta.get(&ns.id()).copied(), Some(want));
     assert!(want < 0, "overwrites found: {want}");

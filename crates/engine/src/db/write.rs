@@ -16,7 +16,6 @@ use crate::row_cache::RowCache;
 use crate::stats::Counters;
 use crate::uptime::Uptime;
 use crate::vlog::{AppendError, EncodedWrite, RollError, Spans};
-use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -274,6 +273,8 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         // After the super version: see `credit_holds`.
         let epoch = self.capacity_flush.epoch.load(Ordering::Acquire);
         let mut seq = first;
+        // `nsid ++ key` of each record in turn, one buffer for the group.
+        let mut user = Vec::new();
         for g in group.iter_mut() {
             // Checked before its own records go in, after the group's earlier ones.
             let credit = match credit_holds(&sv, g, epoch) {
@@ -285,25 +286,23 @@ impl<'a, F: Fn()> WritePath<'a, F> {
             let mut charged = 0u64;
             for s in Spans::over(&buf, g.records()) {
                 let key = &buf[s.key.clone()];
-                let mut user = Vec::with_capacity(4 + key.len());
+                user.clear();
                 user.extend_from_slice(&g.nsid.to_be_bytes());
                 user.extend_from_slice(key);
-                let value = if s.kind == Kind::Put {
-                    buf.slice(s.value.clone())
-                } else {
-                    Bytes::new()
-                };
+                let put = s.kind == Kind::Put;
+                // An empty range is an empty value, holding no buffer.
+                let value = buf.slice(if put { s.value.clone() } else { 0..0 });
                 let addr = key::ValueAddr {
                     segment,
                     offset: base + s.at as u64,
                     len: s.len as u32,
                 };
-                if s.kind == Kind::Put {
+                if put {
                     charged += (key.len() + value.len()) as u64;
                     charged += derive_entries(mem, own, key, &value, addr, seq);
                 }
                 mem.insert(
-                    Bytes::from(user),
+                    &user,
                     seq,
                     MemValue {
                         kind: s.kind,

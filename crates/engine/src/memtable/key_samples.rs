@@ -37,10 +37,10 @@ impl KeySamples {
     }
 
     /// Keeps `user` (a memtable key: `nsid ++ key`) if it is sampled.
-    pub(super) fn offer(&self, user: &Bytes) {
+    pub(super) fn offer(&self, user: &[u8]) {
         let hash = xxhash_rust::xxh3::xxh3_64_with_seed(user, self.seed);
         if hash.is_multiple_of(SAMPLE_EVERY) {
-            self.keys.insert(user.clone());
+            self.keys.insert(Bytes::copy_from_slice(user));
         }
     }
 

@@ -1,6 +1,8 @@
 //! The memtable's and its walk's tests.
 
 use super::*;
+use crate::key::{Kind, ValueAddr};
+use bytes::Bytes;
 
 fn val(v: &'static [u8]) -> MemValue {
     MemValue {
@@ -17,27 +19,26 @@ fn val(v: &'static [u8]) -> MemValue {
 #[test]
 fn newest_visible_version_wins() {
     let m = Memtable::new(1 << 20);
-    m.insert(Bytes::from_static(b"a"), 1, val(b"1"));
-    m.insert(Bytes::from_static(b"a"), 3, val(b"3"));
-    m.insert(Bytes::from_static(b"ab"), 2, val(b"x"));
+    m.insert(b"a", 1, val(b"1"));
+    m.insert(b"a", 3, val(b"3"));
+    m.insert(b"ab", 2, val(b"x"));
     assert_eq!(m.get(b"a", 10).unwrap().0, 3);
     assert_eq!(m.get(b"a", 2).unwrap().0, 1);
     assert!(m.get(b"a", 0).is_none());
     assert!(m.get(b"b", 10).is_none());
-    let order: Vec<_> = m.iter().map(|(k, _)| (k.user, k.seq)).collect();
-    assert_eq!(order[0].1, 3);
-    assert_eq!(order[2].0, Bytes::from_static(b"ab"));
+    let order: Vec<_> = m.iter().map(|e| (e.user, e.seq)).collect();
+    assert_eq!(order, [(&b"a"[..], 3), (b"a", 1), (b"ab", 2)]);
 }
 
 #[test]
-fn mem_iter_walks_from_a_start_key_across_refills() {
+fn mem_iter_walks_from_a_start_key() {
     let m = Arc::new(Memtable::new(1 << 20));
     for i in 0..200u64 {
-        let k = Bytes::from(format!("k{i:03}"));
-        m.insert(k.clone(), 2 * i + 1, val(b"old"));
-        m.insert(k, 2 * i + 2, val(b"new"));
+        let k = format!("k{i:03}");
+        m.insert(k.as_bytes(), 2 * i + 1, val(b"old"));
+        m.insert(k.as_bytes(), 2 * i + 2, val(b"new"));
     }
-    let all: Vec<_> = m.iter().map(|(k, _)| k).collect();
+    let all: Vec<(Vec<u8>, SeqNo)> = m.iter().map(|e| (e.user.to_vec(), e.seq)).collect();
     let mut it = MemIter::new(m.clone());
     assert!(!it.valid());
     for (user, seq, want) in [
@@ -50,7 +51,7 @@ fn mem_iter_walks_from_a_start_key_across_refills() {
         it.seek(user, seq);
         let mut n = want;
         while let Some((user, seq, _)) = it.entry() {
-            assert_eq!((user, seq), (&all[n].user[..], all[n].seq));
+            assert_eq!((user, seq), (&all[n].0[..], all[n].1));
             let mut ikey = user.to_vec();
             crate::key::push_trailer(&mut ikey, seq, Kind::Put);
             assert_eq!(it.ikey(), ikey.as_slice());
@@ -65,7 +66,7 @@ fn mem_iter_walks_from_a_start_key_across_refills() {
 }
 
 #[test]
-fn slot_keys_order_as_mem_keys() {
+fn node_keys_order_as_user_key_then_newest_seqno() {
     // Short and long keys, zero bytes, prefixes of each other, across the head's end.
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = move || {
@@ -74,38 +75,36 @@ fn slot_keys_order_as_mem_keys() {
         rng ^= rng << 17;
         rng
     };
-    let mut keys: Vec<MemKey> = Vec::new();
+    // (user key, seqno) in memtable order: user ascending, seqno descending.
+    let mut keys: Vec<(Vec<u8>, SeqNo)> = Vec::new();
     for _ in 0..2_000 {
         let len = (next() % 40) as usize;
         let user: Vec<u8> = (0..len)
             .map(|_| [0u8, 1, 0xff][next() as usize % 3])
             .collect();
         for seq in [1, next() % 4] {
-            keys.push(MemKey {
-                user: Bytes::from(user.clone()),
-                seq,
-            });
+            keys.push((user.clone(), seq));
         }
     }
+    let order = |a: &(Vec<u8>, SeqNo), b: &(Vec<u8>, SeqNo)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
     for pair in keys.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
-        let (sa, sb) = (
-            SlotKey::new(a.user.clone(), a.seq),
-            SlotKey::new(b.user.clone(), b.seq),
-        );
-        assert_eq!(sa.cmp(&sb), a.cmp(b), "{a:?} {b:?}");
-        assert_eq!(sb.cmp(&sa), b.cmp(a), "{a:?} {b:?}");
-        assert_eq!(sa == sb, a == b);
+        let with_heads = |x: &(Vec<u8>, SeqNo), y: &(Vec<u8>, SeqNo)| {
+            let (hx, hy) = (skiplist::head_words(&x.0), skiplist::head_words(&y.0));
+            skiplist::cmp_keys((&hx, &x.0, x.1), (&hy, &y.0, y.1))
+        };
+        assert_eq!(with_heads(a, b), order(a, b), "{a:?} {b:?}");
+        assert_eq!(with_heads(b, a), order(b, a), "{a:?} {b:?}");
     }
-    // And the skiplist keeps MemKey's order.
+    // And the list keeps that order, each key and seqno once.
     let m = Memtable::new(1 << 20);
-    for k in &keys {
-        m.insert(k.user.clone(), k.seq, val(b"v"));
+    for (user, seq) in &keys {
+        m.insert(user, *seq, val(b"v"));
     }
     let mut want = keys.clone();
-    want.sort();
+    want.sort_by(order);
     want.dedup();
-    let got: Vec<MemKey> = m.iter().map(|(k, _)| k).collect();
+    let got: Vec<(Vec<u8>, SeqNo)> = m.iter().map(|e| (e.user.to_vec(), e.seq)).collect();
     assert_eq!(got, want);
 }
 
@@ -121,7 +120,7 @@ fn a_memtable_following_another_sizes_its_filter_for_the_entries_that_held() {
             value: value.clone(),
             ..val(b"")
         };
-        first.insert(Bytes::from(seq.to_be_bytes().to_vec()), seq, v);
+        first.insert(&seq.to_be_bytes(), seq, v);
     }
     let next = Memtable::following(budget, &first);
     // About 4,000 entries of 1 KiB fill it: 12 bits each, not the worst case's 1/64.
@@ -133,7 +132,7 @@ fn a_memtable_following_another_sizes_its_filter_for_the_entries_that_held() {
         first.filter.bytes()
     );
     for i in 1..=seq {
-        next.insert(Bytes::from(i.to_be_bytes().to_vec()), i, val(b"v"));
+        next.insert(&i.to_be_bytes(), i, val(b"v"));
     }
     assert!((1..=seq).all(|i| next.get(&i.to_be_bytes(), i).is_some()));
 }
@@ -141,17 +140,29 @@ fn a_memtable_following_another_sizes_its_filter_for_the_entries_that_held() {
 #[test]
 fn a_walk_reads_the_entry_it_took_though_its_key_is_replaced() {
     let m = Arc::new(Memtable::new(1 << 20));
-    m.insert(Bytes::from_static(b"k"), 5, val(b"first"));
+    m.insert(b"k", 5, val(b"first"));
     let mut it = MemIter::new(m.clone());
     it.seek(b"k", SeqNo::MAX);
     // The same key and seqno again (an index entry's put and tombstone at one seqno): the
-    // map holds the second, the walk's entry keeps the first's node alive.
-    m.insert(Bytes::from_static(b"k"), 5, val(b"second"));
+    // memtable answers with the second; the walk's entry, the first, is still there whole.
+    m.insert(b"k", 5, val(b"second"));
     assert_eq!(
         m.get(b"k", 5).unwrap().1.value,
         Bytes::from_static(b"second")
     );
     assert_eq!(it.entry().unwrap().2.value, Bytes::from_static(b"first"));
+    // A walk from now on sees only the second; so does a flush.
+    let mut fresh = MemIter::new(m.clone());
+    fresh.seek(b"", SeqNo::MAX);
+    assert_eq!(
+        fresh.entry().unwrap().2.value,
+        Bytes::from_static(b"second")
+    );
+    fresh.advance();
+    assert!(!fresh.valid());
+    let all: Vec<_> = m.iter().map(|e| e.value.value.clone()).collect();
+    assert_eq!(all, [Bytes::from_static(b"second")]);
+    drop(fresh);
     drop(m);
     assert_eq!(it.entry().unwrap().2.value, Bytes::from_static(b"first"));
     it.advance();
@@ -165,8 +176,8 @@ fn walks_read_whole_entries_while_a_writer_inserts() {
         let m = m.clone();
         std::thread::spawn(move || {
             for i in 0..20_000u64 {
-                let k = Bytes::from(format!("k{:08}", (i * 7919) % 20_000));
-                m.insert(k, i + 1, val(b"v"));
+                let k = format!("k{:08}", (i * 7919) % 20_000);
+                m.insert(k.as_bytes(), i + 1, val(b"v"));
             }
         })
     };
