@@ -3,8 +3,10 @@
 //! with a header checksum and a key-and-value checksum, crc32c, then key and value) is
 //! appended through a user-space buffer to one file (`BufWriter`, 64 KiB; never synced, as
 //! the engine without `--sync`), and `nsid ++ key` with its seqno goes into a concurrent
-//! skiplist (`crossbeam_skiplist::SkipMap`, the engine's memtable structure) holding the value
-//! (a slice of the record, as the engine's memtable does) and its log offset.
+//! skiplist (`crossbeam_skiplist::SkipMap`, the engine's memtable structure until session 91;
+//! the engine now has a list of its own, `memtable/skiplist.rs`, and the floor keeps the
+//! stock crate so its figures stay comparable) holding the value (a slice of the record, as
+//! the engine's memtable does) and its log offset.
 //!
 //! `--engine floor-write` is the same with the record handed to the kernel by one `write(2)`
 //! per put, as the engine does (so an acknowledged put outlives a crash of the process): what

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 
 /// Levels of the tallest node: one node in four reaches each next level, so 16 levels keep
 /// searches logarithmic well past a billion entries.
@@ -32,9 +32,6 @@ struct Node {
     ikey_len: usize,
     /// At most `MAX_HEIGHT`.
     height: u8,
-    /// A later insert of the same user key and seqno sits before this node: walks pass it
-    /// (an index entry's put and tombstone at one seqno; the later one holds).
-    shadowed: AtomicBool,
 }
 
 type Link = AtomicPtr<Node>;
@@ -178,7 +175,6 @@ fn new_node(user: &[u8], seq: SeqNo, value: MemValue, height: usize) -> *mut Nod
                 ikey_len,
                 // `random_height` and the head stay within `MAX_HEIGHT`.
                 height: height as u8,
-                shadowed: AtomicBool::new(false),
             },
         );
         for level in 0..height {
@@ -301,7 +297,7 @@ impl SkipList {
     }
 
     /// Inserts `(user, seq)` with `value`. A second insert of the same user key and seqno
-    /// sits before the first, which walks then pass.
+    /// sits before the first: seeks find it, and walks that reach it pass the first.
     pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) {
         let height = random_height();
         let node = new_node(user, seq, value, height);
@@ -333,15 +329,6 @@ impl SkipList {
             }
         }
         self.len.fetch_add(1, Relaxed);
-        // Older inserts of the same key and seqno: passed from now on.
-        // SAFETY: `node` and what it links to are live.
-        unsafe {
-            let mut next = link(node, 0).load(Acquire);
-            while !next.is_null() && cmp_node(next, &p).is_eq() {
-                (*next).shadowed.store(true, Release);
-                next = link(next, 0).load(Acquire);
-            }
-        }
     }
 
     /// The entries in order from the first at or after `p` (or the first of all).
@@ -351,9 +338,7 @@ impl SkipList {
             // SAFETY: the head has every level.
             None => NodeRef::at(unsafe { link(self.head.as_ptr(), 0) }.load(Acquire)),
         };
-        Walk {
-            next: first.and_then(NodeRef::unshadowed),
-        }
+        Walk { next: first }
     }
 }
 
@@ -393,25 +378,23 @@ impl<'a> NodeRef<'a> {
         })
     }
 
-    /// This entry, or the first after it that no later insert of its key and seqno shadows.
-    fn unshadowed(self) -> Option<NodeRef<'a>> {
-        let mut at = self;
-        // SAFETY: a live node.
-        while unsafe { at.node.as_ref() }.shadowed.load(Acquire) {
-            at = at.step()?;
-        }
-        Some(at)
-    }
-
-    /// The entry after this one in the list, shadowed or not.
+    /// The entry after this one in the list, whatever its key.
     fn step(self) -> Option<NodeRef<'a>> {
         // SAFETY: a live node; its first link is a live node or null.
         NodeRef::at(unsafe { link(self.node.as_ptr(), 0) }.load(Acquire))
     }
 
-    /// The next entry walks see.
+    /// The next entry walks see: past the earlier inserts of this entry's key and seqno,
+    /// which follow it. A walk that reached such an earlier insert without passing the
+    /// later one (linked before it meanwhile) yields the earlier: the walk ran before the
+    /// later insert, as far as anyone can tell. Marking the earlier node instead would let
+    /// such a walk see neither.
     pub(super) fn next(self) -> Option<NodeRef<'a>> {
-        self.step()?.unshadowed()
+        let mut at = self.step()?;
+        while at.seq() == self.seq() && at.user() == self.user() {
+            at = at.step()?;
+        }
+        Some(at)
     }
 
     /// Gives the entry a lifetime of the caller's choice.
@@ -564,7 +547,7 @@ mod tests {
     }
 
     #[test]
-    fn the_same_key_and_seqno_again_shadows_the_first_for_walks_and_seeks() {
+    fn the_same_key_and_seqno_again_hides_the_first_from_walks_and_seeks() {
         let drops = Arc::new(AtomicUsize::new(0));
         let list = SkipList::new();
         list.insert(b"a", 3, counted(&drops));
@@ -593,5 +576,46 @@ mod tests {
         );
         drop(list);
         assert_eq!(drops.load(Relaxed), 4);
+    }
+
+    #[test]
+    fn walks_and_seeks_beside_repeats_of_keys_see_each_key_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let list = Arc::new(SkipList::new());
+        let keys: Vec<String> = (0..2_000).map(|i| format!("k{i:05}")).collect();
+        for k in &keys {
+            list.insert(k.as_bytes(), 1, counted(&drops));
+        }
+        let writer = {
+            let (list, keys, drops) = (list.clone(), keys.clone(), drops.clone());
+            std::thread::spawn(move || {
+                // Each key again at its seqno, twice, from the last to the first.
+                for round in 0..2 {
+                    for k in keys.iter().rev() {
+                        let mut v = counted(&drops);
+                        v.kind = [key::Kind::Delete, key::Kind::Put][round];
+                        list.insert(k.as_bytes(), 1, v);
+                    }
+                }
+            })
+        };
+        let mut walks = 0;
+        while !writer.is_finished() || walks < 2 {
+            let seen: Vec<&[u8]> = list.walk(None).map(|e| e.user()).collect();
+            assert_eq!(seen.len(), keys.len(), "a key missed or seen twice");
+            assert!(seen.iter().zip(&keys).all(|(s, k)| *s == k.as_bytes()));
+            for k in keys.iter().step_by(97) {
+                let p = Probe::new(k.as_bytes(), 1);
+                let e = list.walk(Some(&p)).next().expect("a seek found nothing");
+                assert_eq!(e.user(), k.as_bytes(), "a seek passed its key");
+            }
+            walks += 1;
+        }
+        writer.join().unwrap();
+        // The last insert of each holds.
+        assert!(list
+            .walk(None)
+            .all(|e| e.value().kind == key::Kind::Put && e.seq() == 1));
+        assert_eq!(list.len(), 3 * keys.len());
     }
 }
