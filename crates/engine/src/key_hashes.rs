@@ -7,6 +7,7 @@ use crate::key::SeqNo;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::ops::Range;
 
 /// Filter bits per key: two set per key, so about 1.4 % of absent pks reach the map.
 const BITS_PER_KEY: usize = 16;
@@ -32,16 +33,28 @@ impl KeyHashes {
     /// From each version's (user key, seqno), in any order; the pk is the user key past its
     /// first `skip` bytes (the namespace).
     pub fn build<'a>(versions: impl Iterator<Item = (&'a [u8], SeqNo)>, skip: usize) -> KeyHashes {
-        let mut map: HashMap<u64, Newest, BuildHasherDefault<HashIsKey>> = HashMap::default();
+        // The keys are copied into one buffer, each a range of it, then handed out as slices
+        // of it: one allocation for the map's keys, not one each.
+        let mut keys = Vec::new();
+        let mut ranges: HashMap<u64, (SeqNo, Option<Range<usize>>), BuildHasherDefault<HashIsKey>> =
+            HashMap::default();
         for (user, seq) in versions {
-            let (newest, of) = map
+            let (newest, of) = ranges
                 .entry(key_hash(user.get(skip..).unwrap_or_default()))
-                .or_insert_with(|| (seq, Some(Bytes::copy_from_slice(user))));
+                .or_insert_with(|| {
+                    keys.extend_from_slice(user);
+                    (seq, Some(keys.len() - user.len()..keys.len()))
+                });
             *newest = (*newest).max(seq);
-            if of.as_ref().is_some_and(|k| k[..] != *user) {
+            if of.as_ref().is_some_and(|r| keys[r.clone()] != *user) {
                 *of = None;
             }
         }
+        let keys = Bytes::from(keys);
+        let map: HashMap<u64, Newest, BuildHasherDefault<HashIsKey>> = ranges
+            .into_iter()
+            .map(|(h, (seq, of))| (h, (seq, of.map(|r| keys.slice(r)))))
+            .collect();
         let words = match map.len() {
             0 => 0,
             n => (n * BITS_PER_KEY).next_power_of_two().div_ceil(64),

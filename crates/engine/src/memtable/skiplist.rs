@@ -211,14 +211,17 @@ fn random_height() -> usize {
             std::collections::hash_map::RandomState::new().build_hasher().finish() | 1
         });
     }
-    let r = STATE.with(|s| {
+    let draw = |s: &std::cell::Cell<u64>| {
         let mut x = s.get();
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         s.set(x);
         x
-    });
+    };
+    // A thread whose locals are gone (an insert from a thread-local destructor) gets one
+    // level: the list stays sound, that node is only slower to pass.
+    let r = STATE.try_with(draw).unwrap_or(1);
     // Two bits a level: a level more for each pair of zero bits at the bottom.
     let height = 1 + (r.trailing_zeros() / 2) as usize;
     height.min(MAX_HEIGHT)
@@ -301,6 +304,8 @@ impl SkipList {
     pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) {
         let height = random_height();
         let node = new_node(user, seq, value, height);
+        // Counted before it can be found, so whoever finds an entry finds the list not empty.
+        self.len.fetch_add(1, Relaxed);
         let p = Probe::new(user, seq);
         let top = self.height.fetch_max(height, Relaxed).max(height);
         let head: *const Node = self.head.as_ptr();
@@ -328,7 +333,6 @@ impl SkipList {
                 *slot = unsafe { self.walk_level(before, level, &p) };
             }
         }
-        self.len.fetch_add(1, Relaxed);
     }
 
     /// The entries in order from the first at or after `p` (or the first of all).
