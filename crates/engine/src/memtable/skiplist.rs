@@ -20,7 +20,8 @@ const _: () = assert!(MAX_HEIGHT <= u8::MAX as usize);
 
 /// Bytes of a user key copied into the node as big-endian words (zero-padded): an insert or
 /// lookup compares a dozen or more nodes on its way down, most differ in these words, and
-/// the comparison then reads nothing past the node's first cache line.
+/// the comparison then reads no key bytes. (They sit after the value, on the node's second
+/// line with the links: a search reads one or two lines a node, not the first.)
 pub(super) const HEAD_LEN: usize = 24;
 
 /// A node's fixed part. Its `height` links follow it, then its internal key's bytes.
@@ -369,7 +370,8 @@ pub(super) struct NodeRef<'a> {
     list: PhantomData<&'a SkipList>,
 }
 
-// SAFETY: a shared view of a node, which is `Sync` (its one mutable part is atomic).
+// SAFETY: a shared view of a node, which is `Sync`: after it is published only its links
+// change, and they are atomic.
 unsafe impl Send for NodeRef<'_> {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for NodeRef<'_> {}
