@@ -20,25 +20,40 @@ const _: () = assert!(MAX_HEIGHT <= u8::MAX as usize);
 
 /// Bytes of a user key copied into the node as big-endian words (zero-padded): an insert or
 /// lookup compares a dozen or more nodes on its way down, most differ in these words, and
-/// the comparison then reads no key bytes. (They sit after the value, on the node's second
-/// line with the links: a search reads one or two lines a node, not the first.)
+/// the comparison then reads no key bytes.
 pub(super) const HEAD_LEN: usize = 24;
 
-/// A node's fixed part. Its `height` links follow it, then its internal key's bytes.
+/// A node's fixed part: what a search reads, first, so that passing a node costs the line
+/// it starts on. Its `height` links follow it, then its value, then its internal key's bytes.
 #[repr(C)]
 struct Node {
-    value: MemValue,
-    seq: SeqNo,
     head: [u64; 3],
-    ikey_len: usize,
+    seq: SeqNo,
+    ikey_len: u32,
     /// At most `MAX_HEIGHT`.
     height: u8,
 }
 
 type Link = AtomicPtr<Node>;
 
+// The links and the value follow the fixed part at its size, with no padding to work out.
+const _: () = assert!(size_of::<Node>() % std::mem::align_of::<Link>() == 0);
+const _: () = assert!(std::mem::align_of::<MemValue>() <= std::mem::align_of::<Node>());
+const _: () = assert!(size_of::<Link>() % std::mem::align_of::<MemValue>() == 0);
+const _: () = assert!(std::mem::align_of::<Link>() <= std::mem::align_of::<Node>());
+
+/// Bytes from a node's start to its value.
+fn value_offset(height: usize) -> usize {
+    size_of::<Node>() + height * size_of::<Link>()
+}
+
+/// Bytes from a node's start to its key.
+fn key_offset(height: usize) -> usize {
+    value_offset(height) + size_of::<MemValue>()
+}
+
 fn layout(height: usize, ikey_len: usize) -> Layout {
-    let size = size_of::<Node>() + height * size_of::<Link>() + ikey_len;
+    let size = key_offset(height) + ikey_len;
     match Layout::from_size_align(size, std::mem::align_of::<Node>()) {
         Ok(l) => l,
         // Keys are bounded far below this by the engine's own limits.
@@ -98,8 +113,8 @@ pub(super) fn cmp_keys(a: (&[u64; 3], &[u8], SeqNo), b: (&[u64; 3], &[u8], SeqNo
 /// # Safety
 /// `n` is a node allocated with at least `level + 1` levels.
 unsafe fn link_ptr(n: *const Node, level: usize) -> *mut Link {
-    // SAFETY: the links follow the fixed part inside the node's allocation (`layout`), and
-    // `size_of::<Node>()` is a multiple of a link's alignment.
+    // SAFETY: the links follow the fixed part inside the node's allocation (`layout`), at a
+    // multiple of a link's alignment.
     unsafe {
         n.cast::<u8>()
             .add(size_of::<Node>())
@@ -118,19 +133,33 @@ unsafe fn link<'a>(n: *const Node, level: usize) -> &'a Link {
     unsafe { &*link_ptr(n, level) }
 }
 
+/// Where node `n`'s value sits.
+///
+/// # Safety
+/// `n` is a node from `new_node`.
+unsafe fn value_ptr(n: *const Node) -> *mut MemValue {
+    // SAFETY: the value follows the links inside the node's allocation (`layout`), at a
+    // multiple of its alignment.
+    unsafe {
+        let height = usize::from((*n).height);
+        n.cast::<u8>()
+            .add(value_offset(height))
+            .cast::<MemValue>()
+            .cast_mut()
+    }
+}
+
 /// The internal key of node `n`.
 ///
 /// # Safety
 /// `n` is a live node.
 unsafe fn ikey<'a>(n: *const Node) -> &'a [u8] {
-    // SAFETY: the key's bytes follow the links inside the node's allocation, written before
+    // SAFETY: the key's bytes follow the value inside the node's allocation, written before
     // the node was published and never after.
     unsafe {
         let height = usize::from((*n).height);
-        let at = n
-            .cast::<u8>()
-            .add(size_of::<Node>() + height * size_of::<Link>());
-        std::slice::from_raw_parts(at, (*n).ikey_len)
+        let at = n.cast::<u8>().add(key_offset(height));
+        std::slice::from_raw_parts(at, (*n).ikey_len as usize)
     }
 }
 
@@ -157,6 +186,10 @@ unsafe fn user_of<'a>(n: *const Node) -> &'a [u8] {
 /// Allocates a node of `height` levels for `(user, seq, value)`, its links empty.
 fn new_node(user: &[u8], seq: SeqNo, value: MemValue, height: usize) -> *mut Node {
     let ikey_len = user.len() + key::TRAILER_LEN;
+    let Ok(ikey_len32) = u32::try_from(ikey_len) else {
+        // Keys are bounded far below this by the engine's own limits.
+        panic!("a memtable key of {ikey_len} bytes");
+    };
     let layout = layout(height, ikey_len);
     // SAFETY: the layout is never zero-sized (the fixed part is not).
     let n = unsafe { alloc(layout) }.cast::<Node>();
@@ -164,16 +197,15 @@ fn new_node(user: &[u8], seq: SeqNo, value: MemValue, height: usize) -> *mut Nod
         handle_alloc_error(layout);
     }
     let trailer = key::trailer(seq, value.kind);
-    // SAFETY: `n` is a fresh allocation of `layout`: the fixed part, `height` links and the
-    // key's bytes, written here once each.
+    // SAFETY: `n` is a fresh allocation of `layout`: the fixed part, `height` links, the
+    // value and the key's bytes, written here once each.
     unsafe {
         ptr::write(
             n,
             Node {
-                value,
-                seq,
                 head: head_words(user),
-                ikey_len,
+                seq,
+                ikey_len: ikey_len32,
                 // `random_height` and the head stay within `MAX_HEIGHT`.
                 height: height as u8,
             },
@@ -181,9 +213,8 @@ fn new_node(user: &[u8], seq: SeqNo, value: MemValue, height: usize) -> *mut Nod
         for level in 0..height {
             ptr::write(link_ptr(n, level), Link::default());
         }
-        let at = n
-            .cast::<u8>()
-            .add(size_of::<Node>() + height * size_of::<Link>());
+        ptr::write(value_ptr(n), value);
+        let at = n.cast::<u8>().add(key_offset(height));
         ptr::copy_nonoverlapping(user.as_ptr(), at, user.len());
         ptr::copy_nonoverlapping(trailer.as_ptr(), at.add(user.len()), trailer.len());
     }
@@ -197,8 +228,8 @@ fn new_node(user: &[u8], seq: SeqNo, value: MemValue, height: usize) -> *mut Nod
 unsafe fn free_node(n: *mut Node) {
     // SAFETY: as the caller promises.
     unsafe {
-        let layout = layout(usize::from((*n).height), (*n).ikey_len);
-        ptr::drop_in_place(n);
+        let layout = layout(usize::from((*n).height), (*n).ikey_len as usize);
+        ptr::drop_in_place(value_ptr(n));
         dealloc(n.cast::<u8>(), layout);
     }
 }
@@ -433,7 +464,7 @@ impl<'a> NodeRef<'a> {
 
     pub(super) fn value(self) -> &'a MemValue {
         // SAFETY: a live node, its value written once before it was published.
-        unsafe { &(*self.node.as_ptr()).value }
+        unsafe { &*value_ptr(self.node.as_ptr()) }
     }
 
     /// Asks the CPU for the next node's first line and this entry's value bytes.
