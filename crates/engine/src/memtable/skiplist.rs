@@ -37,9 +37,9 @@ struct Node {
 type Link = AtomicPtr<Node>;
 
 // The links and the value follow the fixed part at its size, with no padding to work out.
-const _: () = assert!(size_of::<Node>() % std::mem::align_of::<Link>() == 0);
+const _: () = assert!(size_of::<Node>().is_multiple_of(std::mem::align_of::<Link>()));
 const _: () = assert!(std::mem::align_of::<MemValue>() <= std::mem::align_of::<Node>());
-const _: () = assert!(size_of::<Link>() % std::mem::align_of::<MemValue>() == 0);
+const _: () = assert!(size_of::<Link>().is_multiple_of(std::mem::align_of::<MemValue>()));
 const _: () = assert!(std::mem::align_of::<Link>() <= std::mem::align_of::<Node>());
 
 /// Bytes from a node's start to its value.
