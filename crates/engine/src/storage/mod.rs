@@ -11,6 +11,7 @@ mod interface;
 mod mem;
 mod nand;
 mod nand_stats;
+mod populate;
 mod posix;
 mod purpose;
 

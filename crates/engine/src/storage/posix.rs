@@ -1,6 +1,7 @@
 //! Real files in one directory.
 
 use super::interface::{check_truncate, RandomAccessFile, Storage, WritableFile};
+use super::populate::Populator;
 use super::purpose::IoPurpose;
 use bytes::Bytes;
 use parking_lot::RwLock;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 pub struct PosixStorage {
     dir: PathBuf,
     mmap_reads: bool,
+    populator: Arc<Populator>,
 }
 
 impl PosixStorage {
@@ -25,6 +27,7 @@ impl PosixStorage {
         Ok(PosixStorage {
             dir,
             mmap_reads: false,
+            populator: Arc::new(Populator::new()),
         })
     }
 
@@ -121,42 +124,85 @@ impl WritableFile for PosixWritable {
     }
 }
 
-/// A file grown by at least this much since it was mapped is mapped again before a read
-/// past the map; smaller tails are read with `pread`.
-const REMAP_GROWTH: u64 = 4 << 20;
+/// A map reserves at least this much address space past nothing: a segment growing from
+/// empty is mapped again a handful of times, not once per few appends.
+const MIN_RESERVATION: u64 = 4 << 20;
+
+/// The address space a map of a file of `len` bytes takes: the next power of two, so that a
+/// growing file is mapped again only when it doubles. Pages past the file's end are never
+/// touched (that would raise SIGBUS): reads stop at the length last seen.
+fn reservation(len: u64) -> u64 {
+    len.max(MIN_RESERVATION)
+        .checked_next_power_of_two()
+        .unwrap_or(len)
+}
+
+/// A file's map and how much of it may be read.
+struct FileMap {
+    /// The whole reservation as shared bytes: a read hands out a slice of it (a reference
+    /// count, no copy and no allocation). Its page tables stay as long as it does, which is
+    /// why it is made once per doubling, not per growth.
+    map: Bytes,
+    /// The file's length when last looked at: reads stay below it.
+    readable: u64,
+}
 
 struct PosixReadable {
     file: File,
-    /// With mmap reads: the file mapped as long as it was at the last (re)map.
-    /// The map as shared bytes: a read hands out a slice of it (a reference count, no copy
-    /// and no allocation).
-    map: Option<RwLock<Option<Bytes>>>,
+    /// With mmap reads: the file's map.
+    map: Option<RwLock<Option<FileMap>>>,
+    /// Fills the page tables of what reads will touch.
+    populator: Arc<Populator>,
 }
 
 impl PosixReadable {
-    /// The map covering `[offset, end)`, mapping the file again if it has grown enough.
+    /// The map covering `[offset, end)`, its readable part grown (or the file mapped again)
+    /// if the file has grown.
     fn map_covering(&self, end: u64) -> io::Result<Option<Bytes>> {
         let Some(slot) = &self.map else {
             return Ok(None);
         };
-        let mapped = slot.read().clone();
-        let have = mapped.as_ref().map_or(0, |m| m.len() as u64);
-        if end <= have {
-            return Ok(mapped);
+        if let Some(m) = &*slot.read() {
+            if end <= m.readable {
+                return Ok(Some(m.map.clone()));
+            }
+        }
+        let mut slot = slot.write();
+        if let Some(m) = &*slot {
+            if end <= m.readable {
+                return Ok(Some(m.map.clone()));
+            }
         }
         let len = self.file.metadata()?.len();
-        if len < end || len < have + REMAP_GROWTH.min(len) {
+        if len < end || len == 0 {
             return Ok(None);
         }
-        // SAFETY: the engine never rewrites or shrinks the mapped range of its files while
-        // they are open for reads: tables are immutable, value-log segments only grow (a
-        // failed append's cut-off removes bytes past every record a reader can be given).
-        let map = Bytes::from_owner(unsafe {
-            memmap2::MmapOptions::new()
-                .len(len as usize)
-                .map(&self.file)?
-        });
-        *slot.write() = Some(map.clone());
+        let (from, map) = match &mut *slot {
+            Some(m) if len <= m.map.len() as u64 => {
+                let from = m.readable;
+                m.readable = len;
+                (from, m.map.clone())
+            }
+            _ => {
+                let reserve = reservation(len);
+                let Ok(reserve) = usize::try_from(reserve) else {
+                    return Ok(None);
+                };
+                // SAFETY: the engine never rewrites or shrinks the readable range of its files
+                // while they are open for reads: tables are immutable, value-log segments only
+                // grow (a failed append's cut-off removes bytes past every record a reader can
+                // be given). Pages past the file's end are never read.
+                let map = Bytes::from_owner(unsafe {
+                    memmap2::MmapOptions::new().len(reserve).map(&self.file)?
+                });
+                *slot = Some(FileMap {
+                    map: map.clone(),
+                    readable: len,
+                });
+                (0, map)
+            }
+        };
+        self.populator.fill(&map, from as usize, len as usize);
         Ok(Some(map))
     }
 }
@@ -216,7 +262,11 @@ impl Storage for PosixStorage {
     fn open(&self, name: &str) -> io::Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(self.path(name)?)?;
         let map = self.mmap_reads.then(|| RwLock::new(None));
-        Ok(Arc::new(PosixReadable { file, map }))
+        Ok(Arc::new(PosixReadable {
+            file,
+            map,
+            populator: self.populator.clone(),
+        }))
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
@@ -375,6 +425,52 @@ mod tests {
         drop(r);
         fs.delete("seg").unwrap();
         assert_eq!(&mapped[..], &chunk[4097..7097]);
+    }
+
+    #[test]
+    fn a_growing_file_keeps_its_map_until_it_doubles_and_its_page_tables_are_filled() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixStorage::new(dir.path()).unwrap().with_mmap_reads(true);
+        let f = fs.create("seg").unwrap();
+        let r = fs.open("seg").unwrap();
+        let chunk: Vec<u8> = (0..=255u8).cycle().take(1 << 20).collect();
+        f.append(&chunk, P).unwrap();
+        let first = r.read_bytes(0, 8, IoPurpose::Value).unwrap();
+        // Grown within the reservation: the same map, its new bytes readable.
+        f.append(&chunk, P).unwrap();
+        let grown = r.read_bytes((1 << 20) + 5, 8, IoPurpose::Value).unwrap();
+        assert_eq!(&grown[..], &chunk[5..13]);
+        assert_eq!(r.read_bytes(0, 8, P).unwrap().as_ptr(), first.as_ptr());
+        // Past the file's end is still an error, though the map reaches further.
+        assert!(r.read_bytes((2 << 20) - 2, 4, P).is_err());
+        // Doubled past the reservation (4 MiB): mapped again.
+        for _ in 0..3 {
+            f.append(&chunk, P).unwrap();
+        }
+        let again = r.read_bytes((5 << 20) - 8, 8, P).unwrap();
+        assert_eq!(&again[..], &chunk[(1 << 20) - 8..]);
+        assert_ne!(r.read_bytes(0, 8, P).unwrap().as_ptr(), first.as_ptr());
+        assert_eq!(&first[..], &chunk[..8]);
+        // The maps' page tables were asked for, of what the page cache holds (all of it, just
+        // written).
+        if cfg!(target_os = "linux") {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while fs.populator.filled() < 2 << 20 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            assert!(
+                fs.populator.filled() >= 2 << 20,
+                "{}",
+                fs.populator.filled()
+            );
+        }
+    }
+
+    #[test]
+    fn reservations_round_up_to_powers_of_two_and_never_overflow() {
+        assert_eq!(reservation(0), MIN_RESERVATION);
+        assert_eq!(reservation(MIN_RESERVATION + 1), 2 * MIN_RESERVATION);
+        assert_eq!(reservation(u64::MAX - 3), u64::MAX - 3);
     }
 
     #[test]
