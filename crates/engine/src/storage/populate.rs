@@ -33,6 +33,14 @@ pub(super) struct Filled {
     gone: AtomicBool,
 }
 
+impl Filled {
+    /// Bytes from the file's start asked to be filled.
+    #[cfg(test)]
+    pub(super) fn upto(&self) -> u64 {
+        self.upto.load(Relaxed)
+    }
+}
+
 /// A range of a map to fill; the map stays alive while the job waits.
 struct Job {
     map: Bytes,

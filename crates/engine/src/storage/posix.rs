@@ -475,17 +475,25 @@ mod tests {
         // The value reads that made or grew the maps asked for the page tables of what the
         // page cache holds (all of it, just written), each byte once: 1 MiB, 1 MiB more, then
         // 3 MiB more (the first 2 MiB not again in the new map).
-        if cfg!(target_os = "linux") {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-            while fs.populator.filled().0 < 5 << 20 && std::time::Instant::now() < deadline {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            let (filled, supported) = fs.populator.filled();
-            // A kernel before 5.14 cannot fill: nothing to check there.
-            if supported {
-                assert_eq!(filled, 5 << 20);
-            }
+        if let Some(filled) = wait_filled(&fs, 5 << 20) {
+            assert_eq!(filled, 5 << 20);
         }
+    }
+
+    /// The bytes the storage's thread filled once it has filled `bytes` (or 20 s passed),
+    /// and a moment more for any it should not have; `None` where the kernel cannot fill.
+    fn wait_filled(fs: &PosixStorage, bytes: u64) -> Option<u64> {
+        if !cfg!(target_os = "linux") {
+            return None;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while fs.populator.filled().0 < bytes && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        // A kernel before 5.14 cannot fill: nothing to check there.
+        let (filled, supported) = fs.populator.filled();
+        supported.then_some(filled)
     }
 
     #[test]
@@ -509,15 +517,11 @@ mod tests {
             seg.read_bytes(8, 8, IoPurpose::Value).unwrap(),
             chunk[8..16]
         );
-        if cfg!(target_os = "linux") {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-            while fs.populator.filled().0 < 1 << 20 && std::time::Instant::now() < deadline {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            let (filled, supported) = fs.populator.filled();
-            if supported {
-                assert_eq!(filled, 1 << 20);
-            }
+        assert!(fs.populator.written("old").is_none());
+        let upto = |name: &str| fs.populator.written(name).map(|f| f.upto());
+        assert_eq!((upto("table"), upto("seg")), (Some(0), Some(1 << 20)));
+        if let Some(filled) = wait_filled(&fs, 1 << 20) {
+            assert_eq!(filled, 1 << 20);
         }
         // Deleted: forgotten.
         fs.delete("seg").unwrap();
