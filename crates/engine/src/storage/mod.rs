@@ -11,7 +11,6 @@ mod interface;
 mod mem;
 mod nand;
 mod nand_stats;
-mod populate;
 mod posix;
 mod purpose;
 

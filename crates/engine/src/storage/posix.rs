@@ -1,7 +1,6 @@
 //! Real files in one directory.
 
 use super::interface::{check_truncate, RandomAccessFile, Storage, WritableFile};
-use super::populate::{Filled, Populator};
 use super::purpose::IoPurpose;
 use bytes::Bytes;
 use parking_lot::RwLock;
@@ -16,7 +15,6 @@ use std::sync::Arc;
 pub struct PosixStorage {
     dir: PathBuf,
     mmap_reads: bool,
-    populator: Arc<Populator>,
 }
 
 impl PosixStorage {
@@ -27,7 +25,6 @@ impl PosixStorage {
         Ok(PosixStorage {
             dir,
             mmap_reads: false,
-            populator: Arc::new(Populator::new()),
         })
     }
 
@@ -151,16 +148,12 @@ struct PosixReadable {
     file: File,
     /// With mmap reads: the file's map.
     map: Option<RwLock<Option<FileMap>>>,
-    /// Fills the page tables of what value reads will touch.
-    populator: Arc<Populator>,
-    /// What of the file is filled, if this storage wrote it.
-    filled: Option<Arc<Filled>>,
 }
 
 impl PosixReadable {
     /// The map covering `[offset, end)`, its readable part grown (or the file mapped again)
     /// if the file has grown.
-    fn map_covering(&self, end: u64, purpose: IoPurpose) -> io::Result<Option<Bytes>> {
+    fn map_covering(&self, end: u64) -> io::Result<Option<Bytes>> {
         let Some(slot) = &self.map else {
             return Ok(None);
         };
@@ -179,11 +172,10 @@ impl PosixReadable {
         if len < end || len == 0 {
             return Ok(None);
         }
-        let (from, map) = match &mut *slot {
+        let map = match &mut *slot {
             Some(m) if len <= m.map.len() as u64 => {
-                let from = m.readable;
                 m.readable = len;
-                (from, m.map.clone())
+                m.map.clone()
             }
             _ => {
                 let reserve = reservation(len);
@@ -205,16 +197,9 @@ impl PosixReadable {
                     map: map.clone(),
                     readable: len,
                 });
-                (0, map)
+                map
             }
         };
-        // A map made or grown by a value read (value-log segments are read for nothing
-        // else through maps) is filled: value reads land where the next ones will; a table's
-        // blocks are read through its map about once, into the block cache.
-        if let (IoPurpose::Value, Some(filled)) = (purpose, &self.filled) {
-            self.populator
-                .fill(filled, &map, from as usize, len as usize);
-        }
         Ok(Some(map))
     }
 }
@@ -229,7 +214,7 @@ impl RandomAccessFile for PosixReadable {
         // touched in the process's resident set.
         let mapped = match purpose {
             IoPurpose::Log => None,
-            _ => self.map_covering(end, purpose)?,
+            _ => self.map_covering(end)?,
         };
         if let Some(map) = mapped {
             return Ok(map[offset as usize..end as usize].to_vec());
@@ -245,7 +230,7 @@ impl RandomAccessFile for PosixReadable {
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past 2^64"))?;
         let mapped = match purpose {
             IoPurpose::Log => None,
-            _ => self.map_covering(end, purpose)?,
+            _ => self.map_covering(end)?,
         };
         match mapped {
             Some(map) => Ok(map.slice(offset as usize..end as usize)),
@@ -265,7 +250,6 @@ impl Storage for PosixStorage {
             .create(true)
             .truncate(true)
             .open(self.path(name)?)?;
-        self.populator.created(name);
         Ok(Box::new(PosixWritable {
             file,
             len: AtomicU64::new(0),
@@ -275,27 +259,15 @@ impl Storage for PosixStorage {
     fn open(&self, name: &str) -> io::Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(self.path(name)?)?;
         let map = self.mmap_reads.then(|| RwLock::new(None));
-        Ok(Arc::new(PosixReadable {
-            file,
-            map,
-            populator: self.populator.clone(),
-            filled: self
-                .mmap_reads
-                .then(|| self.populator.written(name))
-                .flatten(),
-        }))
+        Ok(Arc::new(PosixReadable { file, map }))
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
-        fs::remove_file(self.path(name)?)?;
-        self.populator.deleted(name);
-        Ok(())
+        fs::remove_file(self.path(name)?)
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        fs::rename(self.path(from)?, self.path(to)?)?;
-        self.populator.renamed(from, to);
-        Ok(())
+        fs::rename(self.path(from)?, self.path(to)?)
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
@@ -449,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn a_growing_file_keeps_its_map_until_it_doubles_and_value_reads_fill_its_page_tables_once() {
+    fn a_growing_file_keeps_its_map_until_it_doubles() {
         let dir = tempfile::tempdir().unwrap();
         let fs = PosixStorage::new(dir.path()).unwrap().with_mmap_reads(true);
         let f = fs.create("seg").unwrap();
@@ -472,61 +444,6 @@ mod tests {
         assert_eq!(&again[..], &chunk[(1 << 20) - 8..]);
         assert_ne!(r.read_bytes(0, 8, P).unwrap().as_ptr(), first.as_ptr());
         assert_eq!(&first[..], &chunk[..8]);
-        // The value reads that made or grew the maps asked for the page tables of what the
-        // page cache holds (all of it, just written), each byte once: 1 MiB, 1 MiB more, then
-        // 3 MiB more (the first 2 MiB not again in the new map).
-        if let Some(filled) = wait_filled(&fs, 5 << 20) {
-            assert_eq!(filled, 5 << 20);
-        }
-    }
-
-    /// The bytes the storage's thread filled once it has filled `bytes` (or 20 s passed),
-    /// and a moment more for any it should not have; `None` where the kernel cannot fill.
-    fn wait_filled(fs: &PosixStorage, bytes: u64) -> Option<u64> {
-        if !cfg!(target_os = "linux") {
-            return None;
-        }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while fs.populator.filled().0 < bytes && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        // A kernel before 5.14 cannot fill: nothing to check there.
-        let (filled, supported) = fs.populator.filled();
-        supported.then_some(filled)
-    }
-
-    #[test]
-    fn only_value_reads_of_files_the_storage_wrote_are_filled() {
-        let dir = tempfile::tempdir().unwrap();
-        let chunk: Vec<u8> = (0..=255u8).cycle().take(1 << 20).collect();
-        std::fs::write(dir.path().join("old"), &chunk).unwrap();
-        let fs = PosixStorage::new(dir.path()).unwrap().with_mmap_reads(true);
-        // Not written here (a file of an earlier run, maybe not cached): never filled.
-        let old = fs.open("old").unwrap();
-        assert_eq!(old.read_bytes(0, 8, IoPurpose::Value).unwrap(), chunk[..8]);
-        // Written here but read for a table's block: not filled either.
-        fs.create("table").unwrap().append(&chunk, P).unwrap();
-        let table = fs.open("table").unwrap();
-        assert_eq!(table.read_bytes(0, 8, IoPurpose::Data).unwrap(), chunk[..8]);
-        // Written, renamed, then read for a value: filled.
-        fs.create("seg.tmp").unwrap().append(&chunk, P).unwrap();
-        fs.rename("seg.tmp", "seg").unwrap();
-        let seg = fs.open("seg").unwrap();
-        assert_eq!(
-            seg.read_bytes(8, 8, IoPurpose::Value).unwrap(),
-            chunk[8..16]
-        );
-        assert!(fs.populator.written("old").is_none());
-        let upto = |name: &str| fs.populator.written(name).map(|f| f.upto());
-        assert_eq!((upto("table"), upto("seg")), (Some(0), Some(1 << 20)));
-        if let Some(filled) = wait_filled(&fs, 1 << 20) {
-            assert_eq!(filled, 1 << 20);
-        }
-        // Deleted: forgotten.
-        fs.delete("seg").unwrap();
-        assert!(fs.populator.written("seg").is_none());
-        assert!(fs.populator.written("table").is_some());
     }
 
     #[test]
