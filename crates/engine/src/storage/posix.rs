@@ -121,8 +121,8 @@ impl WritableFile for PosixWritable {
     }
 }
 
-/// A map reserves at least this much address space past nothing: a segment growing from
-/// empty is mapped again a handful of times, not once per few appends.
+/// The least address space a map reserves: a segment growing from empty is mapped again a
+/// handful of times, not once per few appends.
 const MIN_RESERVATION: u64 = 4 << 20;
 
 /// The address space a map of a file of `len` bytes takes: the next power of two, so that a
