@@ -10,6 +10,7 @@ pub mod fuzzing;
 
 mod background;
 mod batch;
+mod bloom;
 mod coding;
 mod compaction;
 mod db;

@@ -2,6 +2,7 @@
 //! data outgrows the memtable most gets look for keys it does not hold, and the skiplist's
 //! descent to find that out is a dozen or more cache misses; the filter answers with one.
 
+use crate::bloom::{self, BitsInBlock};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Bytes of memtable budget per filter bit at most (the filter is then 1/64 of the budget):
@@ -40,36 +41,30 @@ impl KeyFilter {
                 .clamp(budget / BUDGET_BYTES_PER_BIT_LEAST, most),
             None => most,
         };
-        let n = (bits / 512).max(1);
+        let n = (bits / bloom::BLOCK_BITS).max(1);
         KeyFilter {
             blocks: (0..n).map(|_| FilterBlock(Default::default())).collect(),
         }
     }
 
-    /// The block of a key of xxh3 `h`, and the mixed hash whose bits pick the bits in it.
-    fn locate(&self, h: u64) -> (&FilterBlock, u64) {
-        let block = ((h as u128 * self.blocks.len() as u128) >> 64) as usize;
-        (&self.blocks[block], h.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    /// The block of a key of xxh3 `h`, and the bits of it the key sets.
+    fn locate(&self, h: u64) -> (&FilterBlock, BitsInBlock) {
+        let (block, bits) = bloom::locate(h, self.blocks.len(), PROBES);
+        (&self.blocks[block], bits)
     }
 
     /// Adds the key whose xxh3 is `hash` (the memtable hashes it once for this and its
     /// samples).
     pub(super) fn insert(&self, hash: u64) {
-        let (b, mut bits) = self.locate(hash);
-        for _ in 0..PROBES {
-            let bit = (bits & 511) as usize;
+        let (b, bits) = self.locate(hash);
+        for bit in bits {
             b.0[bit / 64].fetch_or(1 << (bit % 64), Relaxed);
-            bits >>= 9;
         }
     }
 
     pub(super) fn may_contain(&self, user: &[u8]) -> bool {
         let (b, mut bits) = self.locate(xxhash_rust::xxh3::xxh3_64(user));
-        (0..PROBES).all(|_| {
-            let bit = (bits & 511) as usize;
-            bits >>= 9;
-            b.0[bit / 64].load(Relaxed) & (1 << (bit % 64)) != 0
-        })
+        bits.all(|bit| b.0[bit / 64].load(Relaxed) & (1 << (bit % 64)) != 0)
     }
 
     /// Its size in bytes.
