@@ -7,9 +7,10 @@ use crate::key::{self, IndexValue, Kind, Nsid, SeqNo, ValueAt, TRAILER_LEN};
 use crate::stats::{level_step, step_level, Counters, STEP_L0, STEP_MEMTABLE, STEP_RUNS};
 use crate::table::block::Block;
 use crate::table::filter::filter_hash;
-use crate::table::PointProbe;
+use crate::table::{PointProbe, TableReader};
 use crate::version::{TableHandle, Version};
 use bytes::Bytes;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -201,7 +202,7 @@ impl ProbeCache {
 /// Asks table `r` for the newest version of `user` at or below `seek`'s seqno, through its
 /// filter first (`Ok(None)` also when the filter rules it out).
 pub(super) fn probe_table(
-    r: &crate::table::TableReader,
+    r: &TableReader,
     user: &[u8],
     seek: &[u8],
     hash: u64,
@@ -224,7 +225,7 @@ pub(super) fn probe_table(
                     })
                 }
             };
-            if !crate::table::TableReader::filter_allows(p.filter.as_ref(), hash, c) {
+            if !TableReader::filter_allows(p.filter.as_ref(), hash, c) {
                 return Ok(None);
             }
             let Some(h) = r.block_for(&p.index, seek)? else {
@@ -262,7 +263,7 @@ impl Search<'_> {
     /// What table `r` holds of the key, through its point index if asked and able.
     fn table(
         &self,
-        r: &crate::table::TableReader,
+        r: &TableReader,
         user: &[u8],
         seek: &[u8],
         hash: u64,
@@ -297,48 +298,115 @@ impl Search<'_> {
         let hash = filter_hash(&seek);
         key::push_trailer(&mut seek, self.snapshot, Kind::Put);
         let user = &seek[..seek.len() - TRAILER_LEN];
-        // Tables that overlap each other (L0, runs), newest first: the first answer wins.
-        let search_all = |tables: &mut dyn Iterator<Item = &Arc<TableHandle>>,
-                          probed: &mut bool,
-                          cache: &mut Option<&mut ProbeCache>|
-         -> Result<Option<Answer>> {
-            for t in tables.filter(|t| t.covers(user)) {
-                let r = t.reader()?;
-                if r.ns_may_contain(ns, key) {
-                    *probed = true;
-                    if let Some(f) = self.table(&r, user, &seek, hash, cache.as_deref_mut())? {
-                        return Ok(Some(f));
-                    }
-                }
-            }
-            Ok(None)
-        };
+        let candidates = Candidates::gather(version, ns, key, user, hash);
         let steps = [STEP_L0, STEP_RUNS]
             .into_iter()
             .chain((1..version.num_levels()).map(level_step));
         for step in steps {
             let mut probed = false;
-            let found = match step {
-                STEP_L0 => search_all(&mut version.levels[0].iter(), &mut probed, &mut cache)?,
-                STEP_RUNS => search_all(&mut version.runs_of(ns).iter(), &mut probed, &mut cache)?,
-                _ => match version.find_in_level(step_level(step), user) {
-                    Some(t) => {
-                        probed = true;
-                        let r = t.reader()?;
-                        self.table(&r, user, &seek, hash, cache.as_deref_mut())?
+            // Tables that overlap each other (L0, runs) newest first, then the one a deeper
+            // level has for the key: the first answer wins. A level past those gathered has
+            // its table found when the search gets to it.
+            let late = (step > candidates.last_step)
+                .then(|| version.find_in_level(step_level(step), user))
+                .flatten()
+                .map(|table| Candidate::deeper(step, table, None));
+            for c in candidates.of(step).chain(late.as_ref()) {
+                let opened;
+                let r = match &c.reader {
+                    Some(r) => r,
+                    None => {
+                        opened = c.table.reader()?;
+                        &opened
                     }
-                    None => None,
-                },
-            };
-            match found {
-                Some(a) => {
+                };
+                if c.overlapping && !r.ns_may_contain(ns, key) {
+                    continue;
+                }
+                probed = true;
+                if let Some(a) = self.table(r, user, &seek, hash, cache.as_deref_mut())? {
                     clock.hit(step);
                     return Ok(Some((step, a)));
                 }
-                None => clock.miss(step, probed),
             }
+            clock.miss(step, probed);
         }
         Ok(None)
+    }
+}
+
+/// A table a key's search may probe, at its step, with its reader if the table cache held it.
+struct Candidate<'v> {
+    step: usize,
+    table: &'v Arc<TableHandle>,
+    /// One of the tables that overlap each other (L0, runs): probed only if its namespace
+    /// ranges say it may hold the key (one level's table is found by its key range alone).
+    overlapping: bool,
+    /// `None` if it was not open: opened when the search gets to it, as it would be without
+    /// this gathering (a get answered earlier opens nothing more, nor fails on its error).
+    reader: Option<Arc<TableReader>>,
+}
+
+impl<'v> Candidate<'v> {
+    /// A deeper level's table: the one of its level whose key range holds the key.
+    fn deeper(step: usize, table: &'v Arc<TableHandle>, reader: Option<Arc<TableReader>>) -> Self {
+        Candidate {
+            step,
+            table,
+            overlapping: false,
+            reader,
+        }
+    }
+}
+
+/// The tables a key's search probes first, in the order it probes them: L0's and the runs'
+/// that may hold the key, and the first deeper level's table for it. Each open table's filter
+/// line and point-index slot for the key are asked for before the first probe, so a get past
+/// several of L0's tables and a level waits for about one cache miss of them, not one after
+/// another (a line of each table is fetched whether it holds the key or not). Deeper levels
+/// are left to the search (most gets end before them, and each would cost a lookup).
+struct Candidates<'v> {
+    tables: SmallVec<[Candidate<'v>; 8]>,
+    /// The last step gathered.
+    last_step: usize,
+}
+
+impl<'v> Candidates<'v> {
+    fn gather(version: &'v Version, ns: Nsid, key: &[u8], user: &[u8], hash: u64) -> Self {
+        let mut tables: SmallVec<[Candidate<'v>; 8]> = SmallVec::new();
+        let overlapping = |step, table: &'v Arc<TableHandle>| {
+            let reader = table.open_reader();
+            match &reader {
+                Some(r) if !r.ns_may_contain(ns, key) => None,
+                _ => Some(Candidate {
+                    step,
+                    table,
+                    overlapping: true,
+                    reader,
+                }),
+            }
+        };
+        let l0 = version.levels[0].iter().filter(|t| t.covers(user));
+        tables.extend(l0.filter_map(|t| overlapping(STEP_L0, t)));
+        let runs = version.runs_of(ns).iter().filter(|t| t.covers(user));
+        tables.extend(runs.filter_map(|t| overlapping(STEP_RUNS, t)));
+        let mut last_step = STEP_RUNS;
+        for level in 1..version.num_levels() {
+            last_step = level_step(level);
+            if let Some(t) = version.find_in_level(level, user) {
+                tables.push(Candidate::deeper(last_step, t, t.open_reader()));
+                break;
+            }
+        }
+        for r in tables.iter().filter_map(|c| c.reader.as_ref()) {
+            r.prefetch_probe(hash);
+        }
+        Candidates { tables, last_step }
+    }
+
+    /// The tables of `step`, in order.
+    fn of(&self, step: usize) -> impl Iterator<Item = &Candidate<'v>> {
+        self.tables.iter().filter(move |c| c.step == step)
     }
 }
 

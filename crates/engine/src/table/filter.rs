@@ -57,6 +57,26 @@ pub fn may_contain(filter: &[u8], hash: u64) -> bool {
     }
 }
 
+/// Asks for the block of a blocked filter the key of `hash` would be in, ahead of
+/// [`may_contain`]: a get asks it of every table it may probe before the first probe, so that
+/// their cache misses overlap instead of coming one after another. Classic filters are not
+/// asked for (their bits are anywhere).
+#[inline]
+pub fn prefetch(filter: &[u8], hash: u64) {
+    let Some((&tag, body)) = filter.split_last() else {
+        return;
+    };
+    if tag > BLOCKED && tag <= BLOCKED + MAX_K && body.len() % BLOCK_BYTES == 0 {
+        let (block, _) = bloom::locate(hash, body.len() / BLOCK_BYTES, 0);
+        // Both ends: a block the allocator did not align to a line spans two.
+        let start = block * BLOCK_BYTES;
+        if let (Some(first), Some(last)) = (body.get(start), body.get(start + BLOCK_BYTES - 1)) {
+            bloom::prefetch(first);
+            bloom::prefetch(last);
+        }
+    }
+}
+
 fn blocked_may_contain(body: &[u8], k: u8, hash: u64) -> bool {
     let blocks = body.len() / BLOCK_BYTES;
     if blocks == 0 || body.len() % BLOCK_BYTES != 0 {

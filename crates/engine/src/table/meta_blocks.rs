@@ -137,6 +137,11 @@ impl MetaBlocks {
         self.filter.get()
     }
 
+    /// The point index, if kept.
+    pub fn kept_point(&self) -> Option<&PointIndex> {
+        self.point.get()?.as_ref().map(|k| &k.index)
+    }
+
     /// The index block, if kept.
     pub fn kept_index(&self) -> Option<&Block> {
         self.index.get()

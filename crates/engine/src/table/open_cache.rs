@@ -81,6 +81,14 @@ impl TableCache {
         }
     }
 
+    /// Table `id`'s reader if the cache holds it open: nothing is opened.
+    pub fn get_open(&self, id: u64) -> Option<Arc<TableReader>> {
+        match self.readers.get(&Key::Table(id))? {
+            Open::Table(r) => Some(r),
+            Open::Segment(_) => None,
+        }
+    }
+
     /// Forgets table `id` (it is being deleted): its file closes once no one uses it.
     pub fn evict(&self, id: u64) {
         self.readers.remove(&Key::Table(id));

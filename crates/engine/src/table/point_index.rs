@@ -166,6 +166,15 @@ impl PointIndex {
         self.max_seq
     }
 
+    /// Asks for the line of the slot [`PointIndex::probe`] reads first for `hash`, ahead of
+    /// the probe.
+    pub fn prefetch(&self, hash: u64) {
+        let at = HEADER_LEN + bucket(hash, self.slots) * SLOT_LEN;
+        if let Some(b) = self.data.get(at) {
+            crate::bloom::prefetch(b);
+        }
+    }
+
     /// What the index says of the user key hashed as `hash` (`filter::filter_hash`).
     pub fn probe(&self, hash: u64) -> PointProbe {
         let want = fingerprint(hash, self.mask);

@@ -131,6 +131,17 @@ impl TableReader {
         })
     }
 
+    /// Asks for the lines a probe for the key of `hash` reads first, in the filter and the
+    /// point index the reader keeps (`filter::prefetch`): nothing is read or counted.
+    pub fn prefetch_probe(&self, hash: u64) {
+        if let Some(kept) = self.meta.kept_filter() {
+            super::filter::prefetch(kept, hash);
+        }
+        if let Some(p) = self.meta.kept_point() {
+            p.prefetch(hash);
+        }
+    }
+
     /// Asks the filter whether `user` (`nsid ++ key`, hashed as `hash`) may be here; reads
     /// are counted in `c`.
     pub fn may_contain(&self, hash: u64, c: &Counters) -> Result<bool> {

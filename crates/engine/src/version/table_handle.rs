@@ -72,6 +72,11 @@ impl TableHandle {
         })
     }
 
+    /// The open table if the table cache holds it: nothing is opened.
+    pub fn open_reader(&self) -> Option<Arc<TableReader>> {
+        self.ctx.readers.get_open(self.props.id)
+    }
+
     /// Smallest `nsid ++ user key`.
     pub fn smallest_user(&self) -> &[u8] {
         ikey_user(&self.props.smallest)
