@@ -66,7 +66,7 @@ pub fn prefetch(filter: &[u8], hash: u64) {
     let Some((&tag, body)) = filter.split_last() else {
         return;
     };
-    if tag > BLOCKED && tag <= BLOCKED + MAX_K && body.len() % BLOCK_BYTES == 0 {
+    if tag > BLOCKED && tag <= BLOCKED + MAX_K && body.len().is_multiple_of(BLOCK_BYTES) {
         let (block, _) = bloom::locate(hash, body.len() / BLOCK_BYTES, 0);
         // Both ends: a block the allocator did not align to a line spans two.
         let start = block * BLOCK_BYTES;
@@ -79,7 +79,7 @@ pub fn prefetch(filter: &[u8], hash: u64) {
 
 fn blocked_may_contain(body: &[u8], k: u8, hash: u64) -> bool {
     let blocks = body.len() / BLOCK_BYTES;
-    if blocks == 0 || body.len() % BLOCK_BYTES != 0 {
+    if blocks == 0 || !body.len().is_multiple_of(BLOCK_BYTES) {
         return true;
     }
     let (block, mut bits) = bloom::locate(hash, blocks, u32::from(k));
