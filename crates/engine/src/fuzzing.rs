@@ -37,6 +37,7 @@ pub fn table_file(data: &[u8]) -> bool {
     let counters = Arc::default();
     if let Ok(r) = crate::table::TableReader::open(&storage, 1, cache, counters) {
         let r = Arc::new(r);
+        r.prefetch_probe(7);
         let _ = r.may_contain(7, &Default::default());
         if let Some(p) = r.point_index(&Default::default()) {
             let _ = p.probe(7);
