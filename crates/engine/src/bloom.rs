@@ -18,9 +18,10 @@ const PER_WORD: u32 = 64 / 9;
 #[inline]
 pub fn locate(h: u64, blocks: usize, k: u32) -> (usize, BitsInBlock) {
     let block = ((u128::from(h) * blocks as u128) >> 64) as usize;
-    let word = h.wrapping_mul(MIX);
+    let state = h.wrapping_mul(MIX);
     let bits = BitsInBlock {
-        word,
+        state,
+        word: state,
         left: k,
         in_word: PER_WORD,
     };
@@ -29,6 +30,9 @@ pub fn locate(h: u64, blocks: usize, k: u32) -> (usize, BitsInBlock) {
 
 /// The bit positions of a key in its block, one by one.
 pub struct BitsInBlock {
+    /// The mixed hash the current word came from: the next word is mixed from all of it.
+    state: u64,
+    /// What is left of the current word (9 bits taken a position).
     word: u64,
     left: u32,
     in_word: u32,
@@ -43,7 +47,9 @@ impl Iterator for BitsInBlock {
             return None;
         }
         if self.in_word == 0 {
-            self.word = self.word.wrapping_mul(MIX);
+            // From the whole state, not from what the shifts left of the word (a bit or two).
+            self.state = (self.state ^ (self.state >> 32)).wrapping_mul(MIX);
+            self.word = self.state;
             self.in_word = PER_WORD;
         }
         let bit = (self.word % BLOCK_BITS as u64) as usize;
@@ -87,5 +93,21 @@ mod tests {
         }
         // 100 a block on average: none far from it.
         assert!(seen.iter().all(|&n| (50..200).contains(&n)), "{seen:?}");
+    }
+
+    #[test]
+    fn bits_past_the_first_word_differ_between_keys() {
+        // The 8th to 14th bits come from a word mixed again: as varied as the first 7.
+        let patterns = |from: usize| {
+            let mut seen = std::collections::HashSet::new();
+            for i in 0..1000u64 {
+                let h = xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes());
+                let bits: Vec<usize> = locate(h, 1, 14).1.skip(from).take(7).collect();
+                seen.insert(bits);
+            }
+            seen.len()
+        };
+        assert!(patterns(0) > 990);
+        assert!(patterns(7) > 990, "{} patterns", patterns(7));
     }
 }

@@ -298,6 +298,7 @@ impl Search<'_> {
         let hash = filter_hash(&seek);
         key::push_trailer(&mut seek, self.snapshot, Kind::Put);
         let user = &seek[..seek.len() - TRAILER_LEN];
+        // Timed steps count the gathering in the first step that reads.
         let candidates = Candidates::gather(version, ns, key, user, hash);
         let steps = [STEP_L0, STEP_RUNS]
             .into_iter()
@@ -360,8 +361,9 @@ impl<'v> Candidate<'v> {
 }
 
 /// The tables a key's search probes first, in the order it probes them: L0's and the runs'
-/// that may hold the key, and the first deeper level's table for it. Each open table's filter
-/// line and point-index slot for the key are asked for before the first probe, so a get past
+/// that may hold the key, and the first deeper level's table for it. Each open table's kept
+/// filter line and point-index slot for the key are asked for before the first probe (not a
+/// filter in the block cache, nor a classic one), so a get past
 /// several of L0's tables and a level waits for about one cache miss of them, not one after
 /// another (a line of each table is fetched whether it holds the key or not). Deeper levels
 /// are left to the search (most gets end before them, and each would cost a lookup).

@@ -81,7 +81,9 @@ impl TableCache {
         }
     }
 
-    /// Table `id`'s reader if the cache holds it open: nothing is opened.
+    /// Table `id`'s reader if the cache holds it open: nothing is opened. Counted as a use,
+    /// as [`TableCache::get_or_open`] is: a get asks it of the tables it may probe, and most
+    /// of those it does probe (a peek would leave the tables gets use most unmarked).
     pub fn get_open(&self, id: u64) -> Option<Arc<TableReader>> {
         match self.readers.get(&Key::Table(id))? {
             Open::Table(r) => Some(r),

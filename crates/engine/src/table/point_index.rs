@@ -167,11 +167,12 @@ impl PointIndex {
     }
 
     /// Asks for the line of the slot [`PointIndex::probe`] reads first for `hash`, ahead of
-    /// the probe.
+    /// the probe (both ends: a slot of a buffer not aligned to 16 bytes may span two lines).
     pub fn prefetch(&self, hash: u64) {
         let at = HEADER_LEN + bucket(hash, self.slots) * SLOT_LEN;
-        if let Some(b) = self.data.get(at) {
-            crate::bloom::prefetch(b);
+        if let (Some(first), Some(last)) = (self.data.get(at), self.data.get(at + SLOT_LEN - 1)) {
+            crate::bloom::prefetch(first);
+            crate::bloom::prefetch(last);
         }
     }
 
