@@ -60,19 +60,24 @@ impl Iterator for BitsInBlock {
     }
 }
 
-/// Asks for the cache line at `at` ahead of its use: a hint that reads nothing the program sees
-/// and cannot fault.
+/// Asks for the cache lines `bytes` starts and ends on, ahead of their use (both: a block or
+/// slot the allocator did not align to a line spans two). A hint that reads nothing the
+/// program sees and cannot fault.
 #[inline]
-pub fn prefetch(at: &u8) {
+pub fn prefetch(bytes: &[u8]) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; the address is a live reference anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            std::ptr::from_ref(at).cast(),
-        )
-    };
+    if let (Some(first), Some(last)) = (bytes.first(), bytes.last()) {
+        for at in [first, last] {
+            // SAFETY: a prefetch is a hint; the address is a live reference anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    std::ptr::from_ref(at).cast(),
+                )
+            };
+        }
+    }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
+    let _ = bytes;
 }
 
 #[cfg(test)]

@@ -44,16 +44,49 @@ fn probes(bits_per_key: u32) -> u8 {
     ((bits_per_key as f64 * 0.69) as u8).clamp(1, MAX_K)
 }
 
+/// A filter's bytes, read by their last byte.
+enum Layout<'a> {
+    /// Whole 64-byte blocks (at least one) and the bits a key sets.
+    Blocked(&'a [u8], u8),
+    /// Bits anywhere (at least one byte) and the bits a key sets.
+    Classic(&'a [u8], u8),
+    /// Anything else: the filter says "maybe".
+    Malformed,
+}
+
+fn layout(filter: &[u8]) -> Layout<'_> {
+    let Some((&tag, body)) = filter.split_last() else {
+        return Layout::Malformed;
+    };
+    match tag {
+        t if t > BLOCKED && t <= BLOCKED + MAX_K => {
+            match !body.is_empty() && body.len().is_multiple_of(BLOCK_BYTES) {
+                true => Layout::Blocked(body, t - BLOCKED),
+                false => Layout::Malformed,
+            }
+        }
+        1..=MAX_K if !body.is_empty() => Layout::Classic(body, tag),
+        _ => Layout::Malformed,
+    }
+}
+
+/// The block of a blocked filter's `body` the key of `hash` lies in, and its bits there
+/// (always found: `locate` picks a block below the count).
+fn block_of(body: &[u8], k: u8, hash: u64) -> Option<(&[u8; BLOCK_BYTES], bloom::BitsInBlock)> {
+    let (block, bits) = bloom::locate(hash, body.len() / BLOCK_BYTES, u32::from(k));
+    Some((body.get(block * BLOCK_BYTES..)?.first_chunk()?, bits))
+}
+
 /// Whether the key with this hash may be in the set. Malformed filters say "maybe".
 #[inline]
 pub fn may_contain(filter: &[u8], hash: u64) -> bool {
-    let Some((&tag, body)) = filter.split_last() else {
-        return true;
-    };
-    match tag {
-        t if t > BLOCKED && t <= BLOCKED + MAX_K => blocked_may_contain(body, t - BLOCKED, hash),
-        1..=MAX_K => classic_may_contain(body, tag, hash),
-        _ => true,
+    match layout(filter) {
+        Layout::Blocked(body, k) => match block_of(body, k, hash) {
+            Some((block, mut bits)) => bits.all(|bit| block[bit / 8] & (1 << (bit % 8)) != 0),
+            None => true,
+        },
+        Layout::Classic(bits, k) => classic_may_contain(bits, k, hash),
+        Layout::Malformed => true,
     }
 }
 
@@ -63,39 +96,16 @@ pub fn may_contain(filter: &[u8], hash: u64) -> bool {
 /// asked for (their bits are anywhere).
 #[inline]
 pub fn prefetch(filter: &[u8], hash: u64) {
-    let Some((&tag, body)) = filter.split_last() else {
-        return;
-    };
-    if tag > BLOCKED && tag <= BLOCKED + MAX_K && body.len().is_multiple_of(BLOCK_BYTES) {
-        let (block, _) = bloom::locate(hash, body.len() / BLOCK_BYTES, 0);
-        // Both ends: a block the allocator did not align to a line spans two.
-        let start = block * BLOCK_BYTES;
-        if let (Some(first), Some(last)) = (body.get(start), body.get(start + BLOCK_BYTES - 1)) {
-            bloom::prefetch(first);
-            bloom::prefetch(last);
+    if let Layout::Blocked(body, k) = layout(filter) {
+        if let Some((block, _)) = block_of(body, k, hash) {
+            bloom::prefetch(block);
         }
     }
-}
-
-fn blocked_may_contain(body: &[u8], k: u8, hash: u64) -> bool {
-    let blocks = body.len() / BLOCK_BYTES;
-    if blocks == 0 || !body.len().is_multiple_of(BLOCK_BYTES) {
-        return true;
-    }
-    let (block, mut bits) = bloom::locate(hash, blocks, u32::from(k));
-    let Ok(block) = <&[u8; BLOCK_BYTES]>::try_from(&body[block * BLOCK_BYTES..][..BLOCK_BYTES])
-    else {
-        return true;
-    };
-    bits.all(|bit| block[bit / 8] & (1 << (bit % 8)) != 0)
 }
 
 /// The layout of tables written before the blocked one: `k` bits by double hashing over the
 /// whole filter.
 fn classic_may_contain(bits: &[u8], k: u8, hash: u64) -> bool {
-    if bits.is_empty() {
-        return true;
-    }
     let nbits = bits.len() * 8;
     let (mut h1, h2) = (hash as u32, (hash >> 32) as u32 | 1);
     for _ in 0..k {

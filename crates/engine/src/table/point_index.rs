@@ -170,9 +170,8 @@ impl PointIndex {
     /// the probe (both ends: a slot of a buffer not aligned to 16 bytes may span two lines).
     pub fn prefetch(&self, hash: u64) {
         let at = HEADER_LEN + bucket(hash, self.slots) * SLOT_LEN;
-        if let (Some(first), Some(last)) = (self.data.get(at), self.data.get(at + SLOT_LEN - 1)) {
-            crate::bloom::prefetch(first);
-            crate::bloom::prefetch(last);
+        if let Some(slot) = self.data.get(at..at + SLOT_LEN) {
+            crate::bloom::prefetch(slot);
         }
     }
 
