@@ -144,6 +144,8 @@ impl Deadlines {
 pub(crate) struct Timer {
     pub(crate) sleep: Pin<Box<Sleep>>,
     armed: Instant,
+    /// Moved since [`Timer::take_moved`] last asked: it must be polled to be waited for.
+    moved: bool,
 }
 
 impl Timer {
@@ -152,7 +154,14 @@ impl Timer {
         Timer {
             sleep: Box::pin(tokio::time::sleep_until(armed)),
             armed,
+            moved: true,
         }
+    }
+
+    /// Whether the timer was made or moved since this was last asked: a timer moved has no
+    /// waker until it is polled again.
+    pub(crate) fn take_moved(&mut self) -> bool {
+        std::mem::take(&mut self.moved)
     }
 
     /// Sets the timer to `earliest` (or far off without one); returns why it would fire.
@@ -165,6 +174,7 @@ impl Timer {
         if at != self.armed {
             self.armed = at;
             self.sleep.as_mut().reset(at);
+            self.moved = true;
         }
         why
     }

@@ -20,6 +20,7 @@ use crate::held::{HeldBytes, COUNTED_FROM};
 use bytes::BytesMut;
 use cerberus_proto::{Response, Status, HEADER_LEN};
 use parking_lot::Mutex;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -137,6 +138,11 @@ impl Outbox {
         // A reply sent here leaves the waker in place: the writer, polled next, may take
         // the buffer and wait again, and a reply from elsewhere must still find it.
         Ok(if wake { st.waker.take() } else { None })
+    }
+
+    /// Whether the writer is gone (a plain load: [`Outbox::closed`] waits for it).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
     }
 
     /// Completes once the writer has given up (a client that does not take its replies, or
@@ -258,7 +264,15 @@ async fn write_replies<W: AsyncWrite + Unpin>(
             wr.write_all(&out).await?;
             wr.flush().await
         };
-        match tokio::time::timeout(timeout, write).await {
+        // Most writes are done when first polled: the timeout (a clock read and a timer)
+        // is made only for one the socket holds up.
+        let mut write = std::pin::pin!(write);
+        let first = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+        let done = match first {
+            Poll::Ready(r) => Ok(r),
+            Poll::Pending => tokio::time::timeout(timeout, write).await,
+        };
+        match done {
             Ok(Ok(())) => {}
             Ok(Err(_)) => return,
             Err(_) => {

@@ -102,6 +102,11 @@ impl HeldPuts {
             .any(|p| ns == DEVICE_NSID || p.cmd.nsid == ns)
     }
 
+    /// Whether any put is held.
+    pub fn any(&self) -> bool {
+        !self.held.lock().puts.is_empty()
+    }
+
     /// Stores what is held and answers each put.
     pub fn store(&self, shared: &Shared) {
         let puts = std::mem::take(&mut *self.held.lock()).puts;

@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 use cerberus_proto::{key_size_refusal, value_size_refusal, Frame, Identify, Response};
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
@@ -28,7 +28,7 @@ struct Pending {
 
 #[derive(Default)]
 struct State {
-    pending: HashMap<u32, Pending>,
+    pending: FxHashMap<u32, Pending>,
     /// Why the connection closed, once it has.
     closed: Option<String>,
     tasks: Vec<AbortHandle>,

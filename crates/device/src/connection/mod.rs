@@ -14,9 +14,10 @@ mod commands;
 mod gets;
 mod held_gets;
 pub(crate) mod session;
+mod waits;
 
 use crate::admission::Ticket;
-use crate::deadlines::{Deadlines, Expired, Timer};
+use crate::deadlines::{Deadlines, Expired};
 use crate::dispatch::Shared;
 use crate::held::COUNTED_FROM;
 use crate::iterators::ConnIterators;
@@ -35,6 +36,7 @@ use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use waits::{Waits, Woke};
 
 /// Largest frame body read before the connection authenticates: an Authenticate or an
 /// Identify fits many times over, and a client that proved nothing holds little memory.
@@ -163,8 +165,6 @@ impl Reader {
     /// Reads and handles frames until the client leaves, a deadline passes, the writer gives
     /// up, or the device stops; then stores the puts held back.
     async fn run<R: AsyncRead + Unpin>(&mut self, rd: &mut R, stop: &mut watch::Receiver<bool>) {
-        // One timer, moved only when the earliest deadline changes.
-        let mut timer = Timer::new();
         // The writer gave up on a client that does not read its replies.
         let tx = self.tx.clone();
         let writer_gone = tx.closed();
@@ -174,8 +174,9 @@ impl Reader {
         tokio::pin!(shutdown);
         // Idle iterators are closed even while the client sends nothing.
         let idle = Duration::from_secs(u64::from(self.shared.config.iterator_idle_secs));
-        let mut sweep = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
-        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let sweep_every = (idle / 4).max(Duration::from_millis(100));
+        // One timer, moved only when the earliest deadline changes.
+        let mut waits = Waits::new(sweep_every, writer_gone, tx.clone(), shutdown, stop.clone());
         // Frames taken from this read in turns before the last (see below).
         let mut framed_before = false;
         loop {
@@ -199,38 +200,35 @@ impl Reader {
             let authenticated = self.ticket.is_authenticated();
             let partial = !self.buf.is_empty();
             self.deadlines.after_frames(framed, partial, authenticated);
-            let why = timer.arm(self.deadlines.earliest(authenticated));
+            waits.arm(&self.deadlines, authenticated);
             self.buf.reserve(if authenticated { 64 << 10 } else { 512 });
-            tokio::select! {
-                r = rd.read_buf(&mut self.buf) => match r {
-                    Ok(0) => {
-                        if !self.buf.is_empty() {
-                            tracing::debug!(bytes = self.buf.len(), "client left mid-frame");
-                        }
-                        break;
+            let read = rd.read_buf(&mut self.buf);
+            match waits.next(read, self.ticket.evicted(), authenticated).await {
+                Woke::Read(Ok(0)) => {
+                    if !self.buf.is_empty() {
+                        tracing::debug!(bytes = self.buf.len(), "client left mid-frame");
                     }
-                    Ok(_) => self.deadlines.heard = true,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "read failed");
-                        break;
-                    }
-                },
-                _ = &mut timer.sleep => {
-                    let Some(why) = why else {
-                        timer.arm(None);
-                        continue;
-                    };
+                    break;
+                }
+                Woke::Read(Ok(_)) => self.deadlines.heard = true,
+                Woke::Read(Err(e)) => {
+                    tracing::debug!(error = %e, "read failed");
+                    break;
+                }
+                Woke::Deadline(None) => waits.rearm_far(),
+                Woke::Deadline(Some(why)) => {
                     if self.expired(why) {
                         break;
                     }
                 }
-                _ = self.ticket.evicted(), if !authenticated => {
+                Woke::Evicted => {
                     tracing::debug!("evicted to make room for another connection");
                     break;
                 }
-                _ = &mut writer_gone => break,
-                _ = &mut shutdown => self.stopping = true,
-                _ = sweep.tick() => {
+                Woke::WriterGone => break,
+                Woke::Stop => self.stopping = true,
+                Woke::Sweep => {
+                    waits.swept();
                     let closed = self.iters.sweep();
                     if closed > 0 {
                         tracing::debug!(closed, "closed idle iterators");
@@ -281,7 +279,22 @@ impl Reader {
     async fn take_frames(&mut self, stop: &mut watch::Receiver<bool>) -> Option<bool> {
         let framed = self.take_frames_holding(stop).await;
         self.run_gets();
+        self.store_puts_if_alone();
         framed
+    }
+
+    /// A connection alone on its network thread has no neighbour to share a log append
+    /// with: the puts it read are stored now, their answers written in this same turn,
+    /// not after a trip through the loop (the held puts' task, then this one again).
+    fn store_puts_if_alone(&self) {
+        let shared = &self.shared;
+        if !shared.scheduler.alone_on_this_core()
+            || !self.puts.any()
+            || shared.db.write_pressure() != cerberus_engine::WritePressure::None
+        {
+            return;
+        }
+        shared.scheduler.busy(false, || self.puts.store(shared));
     }
 
     /// [`Reader::take_frames`], gets of the last frames possibly still held. Held gets run

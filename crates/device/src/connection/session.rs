@@ -5,7 +5,7 @@ use crate::admission::Ticket;
 use crate::auth::Credentials;
 use crate::dispatch::Shared;
 use cerberus_proto::{Command, Reply, Request, Response, Status, DEVICE_NSID};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The namespace an unknown name is checked against: the engine's default namespace, which
 /// the device never issues a credential (so the check fails as a wrong secret's does).
@@ -16,7 +16,7 @@ pub(crate) const UNNAMED: u32 = 0;
 pub(crate) struct Session {
     admin: bool,
     /// Each namespace proved, with the epoch of the credential that proved it.
-    namespaces: HashMap<u32, u64>,
+    namespaces: FxHashMap<u32, u64>,
     /// The credentials' epoch when the proofs were last checked.
     seen: u64,
 }

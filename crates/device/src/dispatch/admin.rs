@@ -7,7 +7,7 @@ use crate::dedup::DedupWork;
 use bytes::Bytes;
 use cerberus_engine::{IoShares, NamespaceOptions};
 use cerberus_proto::{NamespaceEntry, NamespaceSettings, Reply, Status, DEVICE_NSID};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The engine's settings from the wire's (the same fields; the engine validates them).
 pub(crate) fn options_of(s: &NamespaceSettings) -> NamespaceOptions {
@@ -90,7 +90,7 @@ impl Shared {
     pub(super) fn namespace_destroy(&self, ns: u32) -> Outcome {
         self.db.destroy_namespace(ns).map_err(engine)?;
         self.handles.rcu(|m| {
-            let mut m = HashMap::clone(m);
+            let mut m = FxHashMap::clone(m);
             m.remove(&ns);
             m
         });

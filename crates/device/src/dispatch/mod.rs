@@ -33,7 +33,7 @@ use cerberus_proto::{
 };
 use engine_error::engine;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Locks that make a conditional store (check, then write) and a delete (check, then
@@ -59,7 +59,7 @@ pub struct Shared {
     /// a handle per command takes the engine's namespace lock and two shared reference
     /// counts, contended writes when two network threads serve gets at once. A destroyed
     /// namespace's handle answers as an unknown namespace, as the engine does.
-    handles: ArcSwap<HashMap<u32, Namespace>>,
+    handles: ArcSwap<FxHashMap<u32, Namespace>>,
     /// Places background tasks on the cores (the network threads).
     pub scheduler: Arc<Scheduler>,
     /// The deduplication service, when enabled and the policy runs background work.
@@ -166,7 +166,7 @@ impl Shared {
         let h = self.namespace(ns)?;
         let out = f(&h);
         self.handles.rcu(|m| {
-            let mut m = HashMap::clone(m);
+            let mut m = FxHashMap::clone(m);
             m.insert(ns, h.clone());
             m
         });

@@ -277,6 +277,14 @@ impl Scheduler {
         i
     }
 
+    /// Whether the calling network thread serves one connection alone: no neighbour's puts
+    /// could share a log append with its own.
+    pub fn alone_on_this_core(&self) -> bool {
+        current_core()
+            .and_then(|i| self.cores.get(i))
+            .is_some_and(|c| c.c.connections.load(Relaxed) == 1)
+    }
+
     pub fn leave(&self, core: usize) {
         if let Some(c) = self.cores.get(core) {
             c.c.connections.fetch_sub(1, Relaxed);
