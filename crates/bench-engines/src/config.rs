@@ -91,6 +91,9 @@ pub struct OpenConfig {
     /// YCSB's Redis binding keeps an index for its scans; each put then adds its key there
     /// too). Other engines scan in order anyway and ignore it.
     pub ordered_keys: bool,
+    /// The largest value the run writes (0: unknown). A local device accepts values up to
+    /// its default `max_value_len`, or this if larger; its other limits stay its defaults.
+    pub largest_value: usize,
 }
 
 impl OpenConfig {
@@ -111,6 +114,7 @@ impl OpenConfig {
             admin_secret: None,
             device_prefetch_degree: None,
             ordered_keys: false,
+            largest_value: 0,
         }
     }
 }

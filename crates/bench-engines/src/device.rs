@@ -253,8 +253,11 @@ pub(crate) fn start_local(
         StorageArg::Nand => StorageChoice::Nand,
     };
     c.sync = config.sync;
-    // Values as large as the embedded runs may use.
-    c.max_value_len = 64 << 20;
+    // The device's own limit on values unless the run writes larger ones: a limit raised
+    // for nothing changes more than what it accepts (the room a batch of gets reserves in
+    // the held bytes is its size times `max_value_len`: at 64 MiB, batches of two).
+    let largest = u32::try_from(config.largest_value).unwrap_or(u32::MAX);
+    c.max_value_len = c.max_value_len.max(largest);
     c.engine.cache_bytes = config.cache_bytes;
     if let Some(b) = crate::config::row_cache_bytes() {
         c.engine.row_cache_bytes = b;

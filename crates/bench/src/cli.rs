@@ -222,6 +222,7 @@ pub fn open_config(
         admin_secret: args.admin_secret.clone(),
         device_prefetch_degree: None,
         ordered_keys: false,
+        largest_value: args.value_size,
     }
 }
 

@@ -107,6 +107,7 @@ fn run(args: &Args) -> Result<NoisyDoc> {
                         admin_secret: None,
                         device_prefetch_degree: None,
                         ordered_keys: false,
+                        largest_value: args.value_size,
                     };
                     engine.check(&open)?;
                     let run = Run {

@@ -123,6 +123,7 @@ impl Args {
             tenants: self.tenants,
             device: self.device.clone(),
             admin_secret: self.admin_secret.clone(),
+            largest_value: self.field_count.saturating_mul(self.field_length),
             ..OpenConfig::at(path, LayoutArg::PerNamespace)
         }
     }
