@@ -170,18 +170,30 @@ mod tests {
         };
     }
 
+    const LONG: Duration = Duration::from_secs(600);
+
+    /// Arms `w` (the authentication deadline `auth_in` away) and takes a first wait, which
+    /// a ready socket answers: every rare wait is polled once, and from then on only when
+    /// due.
+    async fn first_wait(w: &mut Waits<'_>, auth_in: Duration, authenticated: bool) {
+        w.arm(&deadlines(auth_in), authenticated);
+        let woke = w.next(ready(Ok(1)), pending(), authenticated).await;
+        assert!(matches!(woke, Woke::Read(Ok(1))));
+    }
+
     #[tokio::test]
     async fn a_deadline_ends_a_wait_for_a_silent_socket_after_the_socket_was_polled_alone() {
         {
             waits!(w, _replies, _stop);
-            // A first wait answered by the read: every rare wait polled once, then only
-            // the socket.
-            w.arm(&deadlines(Duration::from_millis(50)), false);
+            // A first wait answered by the read: every rare wait polled once.
+            let d = deadlines(Duration::from_millis(50));
+            w.arm(&d, false);
             let woke = w.next(ready(Ok(1)), pending(), true).await;
             assert!(matches!(woke, Woke::Read(Ok(1))));
-            // The timer was not moved since: this wait starts with the socket alone, and
-            // the deadline still ends it.
-            w.arm(&deadlines(Duration::from_millis(50)), false);
+            // The same deadline: the timer is not moved, this wait starts with the socket
+            // alone, and the deadline still ends it.
+            w.arm(&d, false);
+            assert!(!w.timer.take_moved());
             let woke = w.next(pending(), pending(), true).await;
             assert!(
                 matches!(woke, Woke::Deadline(Some(Expired::Auth))),
@@ -194,9 +206,7 @@ mod tests {
     async fn the_writer_leaving_and_the_stop_end_a_wait() {
         {
             waits!(w, replies, _stop);
-            w.arm(&deadlines(Duration::from_secs(600)), true);
-            let woke = w.next(ready(Ok(1)), pending(), true).await;
-            assert!(matches!(woke, Woke::Read(Ok(1))));
+            first_wait(&mut w, LONG, true).await;
             let leave = async {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 drop(replies);
@@ -206,8 +216,7 @@ mod tests {
         }
         {
             waits!(w, _replies, stop);
-            w.arm(&deadlines(Duration::from_secs(600)), true);
-            let _ = w.next(ready(Ok(1)), pending(), true).await;
+            first_wait(&mut w, LONG, true).await;
             let send = async {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 let _ = stop.send(true);
@@ -221,16 +230,14 @@ mod tests {
     async fn a_socket_always_ready_does_not_hide_the_stop_or_the_sweep() {
         {
             waits!(w, _replies, stop);
-            w.arm(&deadlines(Duration::from_secs(600)), true);
-            let _ = w.next(ready(Ok(1)), pending(), true).await;
+            first_wait(&mut w, LONG, true).await;
             let _ = stop.send(true);
             let woke = w.next(ready(Ok(1)), pending(), true).await;
             assert!(matches!(woke, Woke::Stop), "the stop comes before the read");
         }
         {
             waits!(w, _replies, _stop);
-            w.arm(&deadlines(Duration::from_secs(600)), true);
-            let _ = w.next(ready(Ok(1)), pending(), true).await;
+            first_wait(&mut w, LONG, true).await;
             tokio::time::sleep(SWEEP + Duration::from_millis(5)).await;
             let woke = w.next(ready(Ok(1)), pending(), true).await;
             assert!(matches!(woke, Woke::Sweep));
@@ -247,8 +254,7 @@ mod tests {
     async fn an_unauthenticated_connection_is_evicted_while_it_waits() {
         {
             waits!(w, _replies, _stop);
-            w.arm(&deadlines(Duration::from_secs(600)), false);
-            let _ = w.next(ready(Ok(1)), pending(), false).await;
+            first_wait(&mut w, LONG, false).await;
             let evicted = tokio::time::sleep(Duration::from_millis(5));
             let woke = w.next(pending(), evicted, false).await;
             assert!(matches!(woke, Woke::Evicted));
