@@ -18,6 +18,7 @@ use crate::workers::{answer, Workers};
 use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Opcode, Request, Response, DEVICE_NSID};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
@@ -66,6 +67,9 @@ impl PutReply {
 pub struct HeldPuts {
     held: Mutex<Held>,
     wake: Notify,
+    /// Pieces being stored on a worker (under write pressure): puts held after them are
+    /// not stored on the loop meanwhile, or they could land first.
+    off_loop: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -88,7 +92,7 @@ impl HeldPuts {
         };
         // Under write pressure the store would block the loop: the task below takes them,
         // off the loop (what is held stays bounded by the connections' in-flight permits).
-        if full && shared.db.write_pressure() == WritePressure::None {
+        if full && self.may_store_here(shared) {
             self.store(shared);
         }
     }
@@ -105,6 +109,13 @@ impl HeldPuts {
     /// Whether any put is held.
     pub fn any(&self) -> bool {
         !self.held.lock().puts.is_empty()
+    }
+
+    /// Whether what is held may be stored on the loop now: no write pressure (the store
+    /// would block the loop), and no earlier piece still being stored on a worker.
+    pub fn may_store_here(&self, shared: &Shared) -> bool {
+        self.off_loop.load(Ordering::Acquire) == 0
+            && shared.db.write_pressure() == WritePressure::None
     }
 
     /// Stores what is held and answers each put.
@@ -181,7 +192,9 @@ impl HeldPuts {
                     break;
                 };
                 if shared.db.write_pressure() != WritePressure::None {
+                    self.off_loop.fetch_add(1, Ordering::AcqRel);
                     store_off_loop(&shared, &workers, nsid, piece).await;
+                    self.off_loop.fetch_sub(1, Ordering::AcqRel);
                     continue;
                 }
                 shared

@@ -290,7 +290,7 @@ impl Reader {
         let shared = &self.shared;
         if !shared.scheduler.alone_on_this_core()
             || !self.puts.any()
-            || shared.db.write_pressure() != cerberus_engine::WritePressure::None
+            || !self.puts.may_store_here(shared)
         {
             return;
         }

@@ -131,6 +131,11 @@ impl<'a> Waits<'a> {
         } else if self.sweep.as_mut().poll(cx).is_ready() {
             Woke::Sweep
         } else {
+            // A timer polled with the task's budget spent answers Pending without taking
+            // the waker (tokio wakes the task instead): all are polled again then.
+            if !tokio::task::coop::has_budget_remaining() {
+                self.poll_all = true;
+            }
             return Poll::Pending;
         };
         // What ended is not polled again unless it is moved or the next wait polls all.
