@@ -175,7 +175,8 @@ impl Reader {
         // Idle iterators are closed even while the client sends nothing.
         let idle = Duration::from_secs(u64::from(self.shared.config.iterator_idle_secs));
         let sweep_every = (idle / 4).max(Duration::from_millis(100));
-        // One timer, moved only when the earliest deadline changes.
+        // The socket and the rare ends (`waits`): one deadline timer, moved only when the
+        // earliest deadline changes.
         let mut waits = Waits::new(sweep_every, writer_gone, tx.clone(), shutdown, stop.clone());
         // Frames taken from this read in turns before the last (see below).
         let mut framed_before = false;
