@@ -20,6 +20,7 @@ mod held;
 mod iterators;
 mod metrics;
 mod nvme;
+mod ordered_jobs;
 mod outbox;
 mod panics;
 mod placed;

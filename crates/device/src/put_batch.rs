@@ -13,12 +13,12 @@
 
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
+use crate::ordered_jobs::OrderedJobs;
 use crate::outbox::Outbox;
-use crate::workers::{answer, Workers};
+use crate::workers::{answer, Job, Workers};
 use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Opcode, Request, Response, DEVICE_NSID};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
@@ -63,13 +63,13 @@ impl PutReply {
 }
 
 /// The puts held on one network thread.
-#[derive(Default)]
 pub struct HeldPuts {
     held: Mutex<Held>,
     wake: Notify,
-    /// Pieces being stored on a worker (under write pressure): puts held after them are
-    /// not stored on the loop meanwhile, or they could land first.
-    off_loop: AtomicUsize,
+    /// Pieces stored on a worker (under write pressure) and the commands that must come
+    /// after them: nothing of their namespaces is stored or answered on the loop meanwhile,
+    /// or it could come first.
+    off_loop: Arc<OrderedJobs>,
 }
 
 #[derive(Default)]
@@ -80,7 +80,15 @@ struct Held {
 }
 
 impl HeldPuts {
-    pub fn hold(&self, put: HeldPut, shared: &Shared) {
+    pub fn new(workers: Arc<Workers>) -> HeldPuts {
+        HeldPuts {
+            held: Mutex::default(),
+            wake: Notify::new(),
+            off_loop: OrderedJobs::new(workers),
+        }
+    }
+
+    pub fn hold(&self, put: HeldPut, shared: &Arc<Shared>) {
         let full = {
             let mut held = self.held.lock();
             held.bytes += put.bytes();
@@ -97,13 +105,61 @@ impl HeldPuts {
         }
     }
 
-    /// Whether a command of namespace `ns` must have held puts stored first (see
-    /// [`store_for`](Self::store_for)).
-    pub fn holds_any(&self, ns: u32) -> bool {
+    /// Whether a command of namespace `ns` from connection `from` must run on a worker,
+    /// after what it must follow ([`follow`](Self::follow)): a piece of the namespace's
+    /// held puts or a write of that connection is on a worker, or puts it must come after
+    /// are held and their store would go to a worker (the engine would hold it up, and on
+    /// the loop it would hold up every connection of the thread; or another connection's
+    /// write of the namespace is on a worker, which they must come after).
+    pub fn must_follow(&self, shared: &Shared, ns: u32, from: u64) -> bool {
+        // The lock-free checks first: every get frame asks.
+        if self.off_loop.holds(ns, Some(from)) {
+            return true;
+        }
+        let pressed = shared.db.write_pressure() != WritePressure::None;
+        (pressed || self.off_loop.holds(ns, None)) && self.holds_any(ns)
+    }
+
+    /// Whether puts a command of namespace `ns` must come after are held.
+    fn holds_any(&self, ns: u32) -> bool {
         let held = self.held.lock();
         held.puts
             .iter()
             .any(|p| ns == DEVICE_NSID || p.cmd.nsid == ns)
+    }
+
+    /// Runs `job`, a command of namespace `ns` from connection `from`, on a worker after
+    /// what it must follow: the held puts of `ns` (of every namespace if `ns` is the
+    /// device's), stored first as pieces off the loop, the pieces already there, and the
+    /// connection's jobs of `ns` before it. False if the workers refused it (the device is
+    /// stopping).
+    pub fn follow(&self, shared: &Arc<Shared>, ns: u32, from: u64, job: Job) -> bool {
+        for (nsid, group) in self.take_groups(ns) {
+            self.push_piece(shared, nsid, group, None);
+        }
+        self.off_loop.push(ns, Some(from), job)
+    }
+
+    /// Stores `piece` on a worker after what of `nsid` is off the loop already; `done` is
+    /// told once it is stored. False if the workers refused it (the device is stopping, and
+    /// its connections with it).
+    fn push_piece(
+        &self,
+        shared: &Arc<Shared>,
+        nsid: u32,
+        piece: Vec<HeldPut>,
+        done: Option<tokio::sync::oneshot::Sender<()>>,
+    ) -> bool {
+        let s = shared.clone();
+        let core = crate::scheduler::current_core();
+        shared.metrics.writes_off_loop.inc();
+        let job = move || {
+            crate::scheduler::on_behalf_of(core, || store_group(&s, nsid, piece));
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+        };
+        self.off_loop.push(nsid, None, Box::new(job))
     }
 
     /// Whether any put is held.
@@ -112,19 +168,49 @@ impl HeldPuts {
     }
 
     /// Whether what is held may be stored on the loop now: no write pressure (the store
-    /// would block the loop), and no earlier piece still being stored on a worker.
+    /// would block the loop), and nothing stored off the loop (it could land first).
     pub fn may_store_here(&self, shared: &Shared) -> bool {
-        self.off_loop.load(Ordering::Acquire) == 0
-            && shared.db.write_pressure() == WritePressure::None
+        self.off_loop.is_empty() && shared.db.write_pressure() == WritePressure::None
     }
 
-    /// Stores what is held and answers each put.
-    pub fn store(&self, shared: &Shared) {
-        let puts = std::mem::take(&mut *self.held.lock()).puts;
-        if puts.is_empty() {
-            return;
+    /// Stores what is held and answers each put: here, or after what is off the loop of
+    /// its namespace.
+    pub fn store(&self, shared: &Arc<Shared>) {
+        for (nsid, group) in self.take_groups(DEVICE_NSID) {
+            self.store_group_in_order(shared, nsid, group);
         }
-        // One write per namespace, in the order the puts came.
+    }
+
+    /// Stores the held puts a command of namespace `ns` must come after: that namespace's
+    /// (a command of the device, every one). Another namespace's puts are not yet answered,
+    /// so nobody can expect to see them.
+    pub fn store_for(&self, shared: &Arc<Shared>, ns: u32) {
+        for (nsid, group) in self.take_groups(ns) {
+            self.store_group_in_order(shared, nsid, group);
+        }
+    }
+
+    /// Stores `group` here, or on a worker after what of `nsid` is off the loop.
+    fn store_group_in_order(&self, shared: &Arc<Shared>, nsid: u32, group: Vec<HeldPut>) {
+        if self.off_loop.holds(nsid, None) {
+            self.push_piece(shared, nsid, group, None);
+        } else {
+            store_group(shared, nsid, group);
+        }
+    }
+
+    /// Takes the held puts of namespace `ns` (all of them if `ns` is the device's), one
+    /// group per namespace, each in the order they came.
+    fn take_groups(&self, ns: u32) -> Vec<(u32, Vec<HeldPut>)> {
+        if ns != DEVICE_NSID {
+            let group = self.take(Some(ns), usize::MAX);
+            return if group.is_empty() {
+                Vec::new()
+            } else {
+                vec![(ns, group)]
+            };
+        }
+        let puts = std::mem::take(&mut *self.held.lock()).puts;
         let mut groups: Vec<(u32, Vec<HeldPut>)> = Vec::new();
         for p in puts {
             match groups.iter_mut().find(|(ns, _)| *ns == p.cmd.nsid) {
@@ -132,23 +218,7 @@ impl HeldPuts {
                 None => groups.push((p.cmd.nsid, vec![p])),
             }
         }
-        for (nsid, group) in groups {
-            store_group(shared, nsid, group);
-        }
-    }
-
-    /// Stores the held puts a command of namespace `ns` must come after: that namespace's
-    /// (a command of the device, every one). Another namespace's puts are not yet answered,
-    /// so nobody can expect to see them.
-    pub fn store_for(&self, shared: &Shared, ns: u32) {
-        if ns == DEVICE_NSID {
-            self.store(shared);
-            return;
-        }
-        let group = self.take(Some(ns), usize::MAX);
-        if !group.is_empty() {
-            store_group(shared, ns, group);
-        }
+        groups
     }
 
     /// Takes, in the order they came, at most `max` held puts of namespace `ns` (of the
@@ -181,7 +251,7 @@ impl HeldPuts {
     /// the loop serves its other connections until it is done: a tenant whose writes are
     /// throttled must not hold up the reads of the others on its network thread (the
     /// engine's 1 ms slowdowns and its stalls would sleep on the loop).
-    pub async fn run(self: Arc<Self>, shared: Arc<Shared>, workers: Arc<Workers>) {
+    pub async fn run(self: Arc<Self>, shared: Arc<Shared>) {
         loop {
             self.wake.notified().await;
             // To the back of the queue: every connection ready now is served first.
@@ -191,10 +261,13 @@ impl HeldPuts {
                 let Some(nsid) = piece.first().map(|p| p.cmd.nsid) else {
                     break;
                 };
-                if shared.db.write_pressure() != WritePressure::None {
-                    self.off_loop.fetch_add(1, Ordering::AcqRel);
-                    store_off_loop(&shared, &workers, nsid, piece).await;
-                    self.off_loop.fetch_sub(1, Ordering::AcqRel);
+                let pressed = shared.db.write_pressure() != WritePressure::None;
+                if pressed || self.off_loop.holds(nsid, None) {
+                    // Stored off the loop, which serves its other connections meanwhile.
+                    let (done, stored) = tokio::sync::oneshot::channel::<()>();
+                    if self.push_piece(&shared, nsid, piece, Some(done)) {
+                        let _ = stored.await;
+                    }
                     continue;
                 }
                 shared
@@ -214,23 +287,6 @@ impl HeldPut {
             Request::Store { key, value, .. } => key.len() + value.len(),
             _ => 0,
         }
-    }
-}
-
-/// Stores `group` on a worker and waits for it without holding the loop; pieces stay in the
-/// order they came.
-async fn store_off_loop(shared: &Arc<Shared>, workers: &Workers, nsid: u32, group: Vec<HeldPut>) {
-    let (done, stored) = tokio::sync::oneshot::channel::<()>();
-    let s = shared.clone();
-    let core = crate::scheduler::current_core();
-    shared.metrics.writes_off_loop.inc();
-    let submitted = workers.submit(Box::new(move || {
-        crate::scheduler::on_behalf_of(core, || store_group(&s, nsid, group));
-        let _ = done.send(());
-    }));
-    // Not submitted: the device is stopping and its connections with it.
-    if submitted {
-        let _ = stored.await;
     }
 }
 

@@ -53,8 +53,8 @@ impl Reactors {
                     let _ = rt.block_on(stopped);
                     rt.shutdown_timeout(std::time::Duration::from_secs(1));
                 })?;
-            let puts = Arc::new(HeldPuts::default());
-            handle.spawn(puts.clone().run(shared.clone(), workers.clone()));
+            let puts = Arc::new(HeldPuts::new(workers.clone()));
+            handle.spawn(puts.clone().run(shared.clone()));
             // The core's background tasks, between its connections' commands.
             let bg = shared.clone();
             handle.spawn(async move {

@@ -3,7 +3,8 @@
 //! share one device handle and one key space, each with its own key prefix and an exact
 //! model of its keys; a fifth works as another tenant through a tenant-credential handle.
 //! Each draws sync and async calls, iterators, capacity calls and hostile calls; beside them
-//! a client pipelines queries the device answers on its network threads (`pipeliner`);
+//! a client pipelines queries the device answers on its network threads (`pipeliner`), and
+//! another pipelines puts each followed by a get of its key (`put_then_get`);
 //! then the device restarts on the same data and every model is checked again
 //! (docs/stress.md).
 //!
@@ -22,6 +23,8 @@ mod ffi;
 mod hostile;
 #[path = "stress/pipeliner.rs"]
 mod pipeliner;
+#[path = "stress/put_then_get.rs"]
+mod put_then_get;
 #[path = "stress/rng.rs"]
 mod rng;
 #[path = "stress/tenant.rs"]
@@ -148,6 +151,7 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
     let (results, pipelined) = std::thread::scope(|s| {
         let handle = rig.handle();
         let pipeliner = s.spawn(move || pipeliner::run(handle, wire, seed));
+        let pairs = s.spawn(move || put_then_get::run(handle, seed));
         let handles: Vec<_> = workers
             .iter_mut()
             .map(|w| {
@@ -164,10 +168,17 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
         let pipelined = pipeliner
             .join()
             .unwrap_or_else(|_| Err("the pipeliner panicked".into()));
-        (results, pipelined)
+        let pairs = pairs
+            .join()
+            .unwrap_or_else(|_| Err("the put-then-get client panicked".into()));
+        (results, pipelined.and(pairs))
     });
     results.into_iter().collect::<Result<Vec<()>, String>>()?;
     pipelined?;
+    println!(
+        "kvs stress: seed {seed}: {} writes stored off the loop",
+        put_then_get::off_loop(rig.handle())
+    );
     let done: u64 = workers.iter().map(|w| w.ops).sum();
     // The restart: everything closed, the device stopped gracefully and started again.
     for h in [ks, tks] {

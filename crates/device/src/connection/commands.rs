@@ -5,7 +5,6 @@ use super::{refuse, Reader};
 use crate::held::Reserved;
 use crate::put_batch::{HeldPut, PutReply};
 use crate::workers::{answer, answer_small_query};
-use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Frame, Status};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -18,7 +17,7 @@ impl Reader {
             Ok(c)
                 if self.shared.batches_get(&c)
                     && self.session.allows(&c, &self.shared.creds)
-                    && !self.store_first(&c) =>
+                    && !self.puts.must_follow(&self.shared, c.nsid, self.order_id) =>
             {
                 self.hold_get(c, permit, arrived);
                 return;
@@ -66,13 +65,6 @@ impl Reader {
         self.carry_out(cmd, &frame, permit, arrived);
     }
 
-    /// Whether `cmd` must come after held puts of its namespace that the engine would hold
-    /// up: then they are stored with it on a worker, not here on the loop.
-    fn store_first(&self, cmd: &Command) -> bool {
-        // The lock-free check first: every get frame asks.
-        self.shared.db.write_pressure() != WritePressure::None && self.puts.holds_any(cmd.nsid)
-    }
-
     /// Runs an allowed command: held back with the puts around it, here on the network
     /// thread, or on the workers.
     fn carry_out(
@@ -93,9 +85,10 @@ impl Reader {
             self.puts.hold(held, shared);
             return;
         }
-        // Anything else comes after the puts of its namespace read before it: stored here,
-        // or with the command on a worker when the engine would hold the store up.
-        let store_first = self.store_first(&cmd);
+        // Anything else comes after the puts of its namespace read before it and the writes
+        // this connection sent before it: here, or on a worker after them when the engine
+        // would hold the store up or some of them are on a worker already.
+        let store_first = self.puts.must_follow(shared, cmd.nsid, self.order_id);
         if store_first {
             shared.metrics.writes_off_loop.inc();
         } else {
@@ -124,19 +117,22 @@ impl Reader {
         let job_shared = shared.clone();
         let job_tx = self.tx.clone();
         let job_iters = self.iters.clone();
-        let job_puts = self.puts.clone();
         // The background work the command makes belongs to the core that read it.
         let core = crate::scheduler::current_core();
-        let submitted = self.workers.submit(Box::new(move || {
+        let (nsid, writes) = (cmd.nsid, cmd.request.writes());
+        let job = Box::new(move || {
             let resp = crate::scheduler::on_behalf_of(core, || {
-                if store_first {
-                    job_puts.store_for(&job_shared, cmd.nsid);
-                }
                 answer(&job_shared, cmd, &job_iters, arrived)
             });
             let _ = job_tx.send((resp, Some(permit)));
             drop(room);
-        }));
+        });
+        // A write keeps its place: what the connection sends after it sees it.
+        let submitted = if store_first || writes {
+            self.puts.follow(shared, nsid, self.order_id, job)
+        } else {
+            self.workers.submit(job)
+        };
         if !submitted {
             let stopping = Status::ShuttingDown;
             refuse(

@@ -101,6 +101,8 @@ struct Reader {
     workers: Arc<Workers>,
     ticket: Ticket,
     puts: Arc<HeldPuts>,
+    /// Whose order its commands on the workers keep (`ordered_jobs`).
+    order_id: u64,
     tx: Outbox,
     /// Commands in flight, up to `max_inflight`: a permit goes back once the reply is written.
     inflight: Arc<Semaphore>,
@@ -144,6 +146,7 @@ impl Reader {
             workers,
             ticket,
             puts,
+            order_id: crate::ordered_jobs::connection_id(),
             tx,
             inflight: Arc::new(Semaphore::new(max_inflight)),
             max_inflight,

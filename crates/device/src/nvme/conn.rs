@@ -89,8 +89,10 @@ pub(super) struct Conn {
     pub vendor: super::vendor_state::VendorState,
     /// Retrieves held to be carried out together once nothing more is at hand (`io.rs`).
     pub held: super::held_retrieves::Held,
-    /// Its network thread's held puts, which its unconditional Stores join (`put_batch`).
+    /// Its network thread's held puts, which its unconditional Stores join (`put_batch`);
+    /// its commands on the workers keep the order of `order_id` (`ordered_jobs`).
     pub puts: Arc<HeldPuts>,
+    pub order_id: u64,
     /// An I/O queue's controller going (its admin queue closed or expired).
     gone: Option<watch::Receiver<bool>>,
     stop: watch::Receiver<bool>,
@@ -105,8 +107,7 @@ pub(super) struct Conn {
     /// The connection's place on its network thread's core; an admin queue gives it back
     /// at its Connect (`Placed::release`), so I/O queues alone spread over the cores.
     pub placed: Placed,
-    /// What its turn on the thread has used since it last let the others run (`turns.rs`,
-    /// as a native connection's).
+    /// What its turn on the thread used since it last let the others run (`turns.rs`).
     pub(super) turn_count: TurnCount,
 }
 
@@ -144,6 +145,7 @@ pub(super) async fn serve(
         vendor,
         held: Default::default(),
         puts,
+        order_id: crate::ordered_jobs::connection_id(),
         gone: None,
         stop,
         deadlines,

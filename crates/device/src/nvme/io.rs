@@ -11,7 +11,6 @@ use super::held_retrieves::Answering;
 use crate::put_batch::{HeldPut, PutReply, StoreAnswer};
 use crate::workers::answer;
 use bytes::Bytes;
-use cerberus_engine::WritePressure;
 use cerberus_proto::nvme::{
     KvCommand, KvOpcode, NvmeStatus, Sqe, STORE_ONLY_IF_ABSENT, STORE_ONLY_IF_PRESENT,
 };
@@ -246,18 +245,22 @@ impl Conn {
                 return;
             }
         }
-        let (iters, puts) = (self.iters.clone(), self.puts.clone());
+        let iters = self.iters.clone();
         let done = self.flight.completer(cost);
         let core = crate::scheduler::current_core();
-        let queued = self.target.workers.submit(Box::new(move || {
-            let resp = crate::scheduler::on_behalf_of(core, || {
-                if store_first {
-                    puts.store_for(&shared, cmd.nsid);
-                }
-                answer(&shared, cmd, &iters, arrived)
-            });
+        let (nsid, writes) = (cmd.nsid, cmd.request.writes());
+        let job = Box::new(move || {
+            let resp =
+                crate::scheduler::on_behalf_of(core, || answer(&shared, cmd, &iters, arrived));
             done.send(sqe, reply(resp, buffer));
-        }));
+        });
+        // A write keeps its place: what the queue sends after it sees it.
+        let queued = if store_first || writes {
+            self.puts
+                .follow(&self.target.shared, nsid, self.order_id, job)
+        } else {
+            self.target.workers.submit(job)
+        };
         if !queued {
             self.not_queued(sqe, cost);
         }
@@ -282,12 +285,11 @@ impl Conn {
         self.puts.hold(put, &self.target.shared);
     }
 
-    /// Whether `cmd` must come after held puts of its namespace that the engine would hold
-    /// up: then they are stored with it on a worker, not here on the loop (as natively).
+    /// Whether `cmd` must run on a worker after what it must follow (`HeldPuts::follow`),
+    /// as natively.
     pub(super) fn store_first(&self, cmd: &Command) -> bool {
-        // The lock-free check first.
-        self.target.shared.db.write_pressure() != WritePressure::None
-            && self.puts.holds_any(cmd.nsid)
+        let shared = &self.target.shared;
+        self.puts.must_follow(shared, cmd.nsid, self.order_id)
     }
 
     /// Stores the held puts of the namespaces this queue may use, its own Stores among them

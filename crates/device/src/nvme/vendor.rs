@@ -209,20 +209,25 @@ impl Conn {
         }
         let done = self.flight.completer(cost);
         kept.lock().running += 1;
-        let puts = self.puts.clone();
+        let (nsid, writes) = (cmd.nsid, cmd.request.writes());
         let job = {
-            let kept = kept.clone();
+            let (kept, shared) = (kept.clone(), shared.clone());
             Box::new(move || {
-                if store_first {
-                    shared.metrics.writes_off_loop.inc();
-                    puts.store_for(&shared, cmd.nsid);
-                }
                 let response = answer(&shared, cmd, &iters, arrived);
                 let answer = keep(&kept, cid, &response, true, cap);
                 done.send(sqe, answer);
             })
         };
-        if !self.target.workers.submit(job) {
+        // A write keeps its place: what the queue sends after it sees it.
+        if store_first {
+            shared.metrics.writes_off_loop.inc();
+        }
+        let queued = if store_first || writes {
+            self.puts.follow(&shared, nsid, self.order_id, job)
+        } else {
+            self.target.workers.submit(job)
+        };
+        if !queued {
             let mut k = kept.lock();
             k.running = k.running.saturating_sub(1);
             drop(k);

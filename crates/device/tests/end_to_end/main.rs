@@ -31,3 +31,4 @@ mod tenants;
 mod tls;
 mod turn_boundaries;
 mod write_batch;
+mod write_pressure_order;

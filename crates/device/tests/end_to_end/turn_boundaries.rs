@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// Reads replies until `want` command ids are answered; panics if the connection closes
 /// or nothing comes for 20 s (a connection that left frames unhandled).
-fn read_replies(
+pub(crate) fn read_replies(
     rd: &mut TcpStream,
     buf: &mut BytesMut,
     got: &mut HashMap<u32, Response>,
@@ -39,12 +39,12 @@ fn read_replies(
 }
 
 /// Appends the frame of command `cid` to `frames`.
-fn encode(frames: &mut BytesMut, cid: u32, nsid: u32, request: Request) {
+pub(crate) fn encode(frames: &mut BytesMut, cid: u32, nsid: u32, request: Request) {
     Command { cid, nsid, request }.encode(frames).unwrap();
 }
 
 /// A plain put of `key`.
-fn store(key: Bytes, value: Bytes) -> Request {
+pub(crate) fn store(key: Bytes, value: Bytes) -> Request {
     Request::Store {
         key,
         value,

@@ -22,6 +22,10 @@ pub const TENANT: &str = "tenant";
 pub const MAIN_QUOTA: u64 = 256 << 20;
 pub const TENANT_QUOTA: u64 = 64 << 20;
 
+/// The device's memtable: small, so flushes and compactions run all through a seed and the
+/// engine falls behind the writers now and then (`put_then_get` tests the device then).
+const MEMTABLE_BYTES: usize = 128 << 10;
+
 /// A device on a data directory, with the directories the library keeps secrets in.
 pub struct Rig {
     pub wire: Wire,
@@ -41,7 +45,7 @@ impl Rig {
             tenant_secrets: tempfile::tempdir().expect("tempdir"),
             dev: None,
         };
-        rig.dev = Some(start(rig.data.path(), wire, 1 << 20));
+        rig.dev = Some(start(rig.data.path(), wire, MEMTABLE_BYTES));
         rig
     }
 
@@ -117,7 +121,7 @@ impl Rig {
         if let Some(dev) = self.dev.take() {
             dev.shutdown().expect("graceful stop");
         }
-        self.dev = Some(start(self.data.path(), self.wire, 1 << 20));
+        self.dev = Some(start(self.data.path(), self.wire, MEMTABLE_BYTES));
         let new = cerberus_kvs::secrets_dir(self.secrets.path(), &self.addr());
         copy_dir(&old, &new);
     }

@@ -380,6 +380,24 @@ impl Request {
         }
     }
 
+    /// Whether it changes what a namespace holds (or which namespaces there are): a command
+    /// sent after it on the same connection sees its effect.
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Request::Store { .. }
+                | Request::Delete { .. }
+                | Request::WriteBatch { .. }
+                | Request::DeleteRange { .. }
+                | Request::NamespaceCreate { .. }
+                | Request::NamespaceDestroy
+                | Request::NamespaceRekey
+                | Request::NamespaceConfigure { .. }
+                | Request::IndexCreate { .. }
+                | Request::IndexDrop { .. }
+        )
+    }
+
     /// The key the command addresses, if any.
     pub fn key(&self) -> Option<&Bytes> {
         match self {
