@@ -1,23 +1,24 @@
 //! The jobs a network thread hands the workers that must keep an order: a piece of held
-//! puts stored off the loop while the engine holds writes up, a write carried out on a
-//! worker, and each command read after them that must see them (a client that pipelines a
-//! put and then a get of the key sees its put; two puts of one key land in the order sent).
+//! puts stored off the loop while the engine holds writes up, a write a native connection
+//! hands the workers, and each command read after them that must see them (a client that
+//! pipelines a put and then a get of the key sees its put; two puts of one key land in the
+//! order sent).
 //!
 //! A connection's jobs of one namespace run one at a time, in the order it sent them. A
 //! piece of held puts holds puts of any connection: it runs after every job of its
-//! namespace before it, and every job of the namespace after it waits for it. A job of the
-//! device's namespace waits for every job before it. Anything else runs side by side:
-//! another connection's (group commit of their synchronous writes), and above all another
-//! namespace's, so a tenant whose writes the engine holds up holds up no other tenant.
+//! namespace before it, and every job of the namespace after it waits for it. Anything else
+//! runs side by side: another connection's jobs (their synchronous writes share a log
+//! sync), and above all another namespace's, so a tenant whose writes the engine holds up
+//! holds up no other tenant. The device's namespace is one more namespace here: its
+//! commands (administration) keep the order of one connection's, and wait for no data.
 
 use crate::panics::panic_message;
 use crate::workers::{Job, Workers};
-use cerberus_proto::DEVICE_NSID;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A new id for a connection (or an NVMe/TCP queue): whose order its jobs keep.
@@ -26,18 +27,20 @@ pub fn connection_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// Counters of jobs by namespace, hashed: the lock-free check every command makes.
+const SLOTS: usize = 64;
+
 pub struct OrderedJobs {
     workers: Arc<Workers>,
-    /// Jobs queued or running: the lock-free check every command of the thread makes.
-    pending: AtomicUsize,
+    /// Jobs queued or running, by `ns % SLOTS`: a command of a namespace with none takes
+    /// no lock, whatever other tenants have on the workers.
+    pending: [AtomicU32; SLOTS],
     queues: Mutex<Queues>,
 }
 
 #[derive(Default)]
 struct Queues {
     namespaces: FxHashMap<u32, NsQueue>,
-    /// Jobs of the device's namespace, in the order they came.
-    device: VecDeque<Entry>,
     next_seq: u64,
 }
 
@@ -65,28 +68,40 @@ struct Place {
 /// A job that may start: where it waits, its sequence number, and the job.
 type Ready = (Place, u64, Job);
 
+/// What [`OrderedJobs::push`] did with a job.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Pushed {
+    /// Handed to the workers at once.
+    Started,
+    /// Waiting for jobs before it.
+    Queued,
+    /// The workers refused it (the device is stopping): dropped.
+    Refused,
+}
+
 impl OrderedJobs {
     pub fn new(workers: Arc<Workers>) -> Arc<OrderedJobs> {
         Arc::new(OrderedJobs {
             workers,
-            pending: AtomicUsize::new(0),
+            pending: std::array::from_fn(|_| AtomicU32::new(0)),
             queues: Mutex::new(Queues::default()),
         })
     }
 
+    fn slot(&self, ns: u32) -> &AtomicU32 {
+        &self.pending[ns as usize % SLOTS]
+    }
+
     /// Whether nothing is queued or running.
     pub fn is_empty(&self) -> bool {
-        self.pending.load(Ordering::Acquire) == 0
+        self.pending.iter().all(|p| p.load(Ordering::Acquire) == 0)
     }
 
     /// Whether a command of namespace `ns` from connection `from` (`None`: a piece of held
     /// puts) must come after a job queued or running here.
     pub fn holds(&self, ns: u32, from: Option<u64>) -> bool {
-        if self.is_empty() {
+        if self.slot(ns).load(Ordering::Acquire) == 0 {
             return false;
-        }
-        if ns == DEVICE_NSID {
-            return true;
         }
         let q = self.queues.lock();
         let Some(nq) = q.namespaces.get(&ns) else {
@@ -100,27 +115,32 @@ impl OrderedJobs {
 
     /// Runs `job` on a worker once the jobs before it that it must follow are done (see
     /// the module): a job of namespace `ns` from connection `from` (`None`: a piece of held
-    /// puts). False if the workers refused a job (the device is stopping); then it is
-    /// dropped, with whatever was queued.
-    pub fn push(self: &Arc<Self>, ns: u32, from: Option<u64>, job: Job) -> bool {
+    /// puts). Refused: dropped, with whatever was queued.
+    pub fn push(self: &Arc<Self>, ns: u32, from: Option<u64>, job: Job) -> Pushed {
         let place = Place { ns, from };
-        let ready = {
+        let (ready, seq) = {
             let mut q = self.queues.lock();
             let seq = q.next_seq;
             q.next_seq += 1;
-            self.pending.fetch_add(1, Ordering::AcqRel);
+            self.slot(ns).fetch_add(1, Ordering::AcqRel);
             q.queue_of(place).push_back(Entry {
                 seq,
                 job: Some(job),
             });
-            q.ready(ns)
+            (q.ready(ns), seq)
         };
-        self.start(ready)
+        let started = ready.iter().any(|(p, s, _)| *p == place && *s == seq);
+        match (self.start(ready), started) {
+            (false, _) => Pushed::Refused,
+            (true, true) => Pushed::Started,
+            (true, false) => Pushed::Queued,
+        }
     }
 
     /// Hands `ready` to the workers, each to end its entry when done.
     fn start(self: &Arc<Self>, ready: Vec<Ready>) -> bool {
-        for (place, seq, job) in ready {
+        let mut ready = ready.into_iter();
+        while let Some((place, seq, job)) = ready.next() {
             let jobs = self.clone();
             let submitted = self.workers.submit(Box::new(move || {
                 // Its entry must end even if it panics, or its namespace would wait forever.
@@ -133,6 +153,11 @@ impl OrderedJobs {
                 jobs.finish(place, seq);
             }));
             if !submitted {
+                // Their entries go with the jobs, or they would be waited for forever.
+                self.finish_unstarted(place, seq);
+                for (place, seq, _) in ready {
+                    self.finish_unstarted(place, seq);
+                }
                 self.abandon();
                 return false;
             }
@@ -145,29 +170,63 @@ impl OrderedJobs {
         let ready = {
             let mut q = self.queues.lock();
             if q.remove(place, seq) {
-                self.pending.fetch_sub(1, Ordering::AcqRel);
+                self.slot(place.ns).fetch_sub(1, Ordering::AcqRel);
             }
             q.ready(place.ns)
         };
         self.start(ready);
     }
 
-    /// The workers are stopped: what is queued is dropped (its answers with it).
+    /// Ends the job `seq` of `place` that never ran.
+    fn finish_unstarted(&self, place: Place, seq: u64) {
+        if self.queues.lock().remove(place, seq) {
+            self.slot(place.ns).fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The workers are stopped: the jobs not started are dropped (their answers with
+    /// them); those running end as usual.
     fn abandon(&self) {
-        let dropped = {
-            let mut q = self.queues.lock();
-            self.pending.store(0, Ordering::Release);
-            std::mem::take(&mut *q)
-        };
+        let mut dropped = Vec::new();
+        let mut q = self.queues.lock();
+        for (&ns, nq) in q.namespaces.iter_mut() {
+            let queues = std::iter::once(&mut nq.pieces).chain(nq.by_connection.values_mut());
+            for queue in queues {
+                let before = queue.len();
+                queue.retain_mut(|e| match e.job.take() {
+                    Some(job) => {
+                        dropped.push(job);
+                        false
+                    }
+                    None => true,
+                });
+                let gone = (before - queue.len()) as u32;
+                self.slot(ns).fetch_sub(gone, Ordering::AcqRel);
+            }
+            nq.by_connection.retain(|_, queue| !queue.is_empty());
+        }
+        q.namespaces
+            .retain(|_, nq| !nq.pieces.is_empty() || !nq.by_connection.is_empty());
+        drop(q);
         drop(dropped);
+    }
+
+    /// Waits until every job queued here has run (the device stopping: its workers run
+    /// them before they stop), at most `limit`. Whether they all ran.
+    pub fn drain(&self, limit: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + limit;
+        while !self.is_empty() {
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        true
     }
 }
 
 impl Queues {
     fn queue_of(&mut self, place: Place) -> &mut VecDeque<Entry> {
-        if place.ns == DEVICE_NSID {
-            return &mut self.device;
-        }
         let nq = self.namespaces.entry(place.ns).or_default();
         match place.from {
             None => &mut nq.pieces,
@@ -181,9 +240,6 @@ impl Queues {
             Some(i) => queue.remove(i).is_some(),
             None => false,
         };
-        if place.ns == DEVICE_NSID {
-            return take(&mut self.device);
-        }
         let Some(nq) = self.namespaces.get_mut(&place.ns) else {
             return false;
         };
@@ -206,46 +262,17 @@ impl Queues {
         removed
     }
 
-    /// Takes the jobs that may start now, of namespace `ns` and of the device's.
+    /// Takes the jobs of namespace `ns` that may start now.
     fn ready(&mut self, ns: u32) -> Vec<Ready> {
         let mut out = Vec::new();
         if let Some(nq) = self.namespaces.get_mut(&ns) {
             nq.ready(ns, &mut out);
         }
-        self.device_ready(&mut out);
         out
-    }
-
-    /// The device's first job, once no job of a namespace came before it.
-    fn device_ready(&mut self, out: &mut Vec<Ready>) {
-        let Some(front) = self.device.front_mut() else {
-            return;
-        };
-        let earlier = self.namespaces.values().any(|nq| nq.oldest() < front.seq);
-        if earlier {
-            return;
-        }
-        if let Some(job) = front.job.take() {
-            let place = Place {
-                ns: DEVICE_NSID,
-                from: None,
-            };
-            out.push((place, front.seq, job));
-        }
     }
 }
 
 impl NsQueue {
-    /// The sequence number of its oldest job (each queue's first is its oldest).
-    fn oldest(&self) -> u64 {
-        let pieces = self.pieces.front().map(|e| e.seq);
-        let conns = self
-            .by_connection
-            .values()
-            .filter_map(|q| q.front().map(|e| e.seq));
-        pieces.into_iter().chain(conns).min().unwrap_or(u64::MAX)
-    }
-
     /// Takes the jobs of namespace `ns` that may start: each connection's first if no piece
     /// came before it, and the first piece once no connection's job came before it.
     fn ready(&mut self, ns: u32, out: &mut Vec<Ready>) {
@@ -284,24 +311,34 @@ mod tests {
         let said = said.clone();
         let job: Job = Box::new(move || {
             let _ = said.send(name);
-            let _ = wait.recv_timeout(Duration::from_secs(10));
+            let _ = wait.recv_timeout(Duration::from_secs(30));
         });
         (job, go)
     }
 
-    fn next(said: &mpsc::Receiver<&'static str>) -> Option<&'static str> {
-        said.recv_timeout(Duration::from_millis(300)).ok()
-    }
-
-    /// What started within a moment, in sorted order.
-    fn started(heard: &mpsc::Receiver<&'static str>) -> Vec<&'static str> {
-        let mut all: Vec<_> = std::iter::from_fn(|| next(heard)).collect();
+    /// The `n` jobs that start next (waiting as long as a loaded machine may take), sorted;
+    /// then that no other starts within a moment.
+    fn started(heard: &mpsc::Receiver<&'static str>, n: usize) -> Vec<&'static str> {
+        let mut all: Vec<_> = (0..n)
+            .map(|_| {
+                heard
+                    .recv_timeout(Duration::from_secs(30))
+                    .expect("a job started")
+            })
+            .collect();
         all.sort();
+        let more = heard.recv_timeout(Duration::from_millis(200));
+        assert!(more.is_err(), "{more:?} started too, after {all:?}");
         all
     }
 
     fn jobs(workers: usize) -> Arc<OrderedJobs> {
         OrderedJobs::new(Arc::new(Workers::start(workers).unwrap()))
+    }
+
+    fn drained(jobs: &OrderedJobs) {
+        assert!(jobs.drain(Duration::from_secs(30)), "jobs left");
+        assert!(!jobs.holds(1, Some(10)) && !jobs.holds(1, None));
     }
 
     #[test]
@@ -312,19 +349,20 @@ mod tests {
         let (a2, go_a2) = gated(&said, "a2");
         let (other_conn, go_c) = gated(&said, "c");
         let (other_ns, go_b) = gated(&said, "b");
-        assert!(jobs.push(1, Some(10), a1) && jobs.push(1, Some(10), a2));
-        assert!(jobs.push(1, Some(11), other_conn) && jobs.push(2, Some(10), other_ns));
+        assert_eq!(jobs.push(1, Some(10), a1), Pushed::Started);
+        assert_eq!(jobs.push(1, Some(10), a2), Pushed::Queued);
+        assert_eq!(jobs.push(1, Some(11), other_conn), Pushed::Started);
+        assert_eq!(jobs.push(2, Some(10), other_ns), Pushed::Started);
         // Another connection's job and another namespace's do not wait for a1; a2 does.
-        assert_eq!(started(&heard), ["a1", "b", "c"]);
+        assert_eq!(started(&heard, 3), ["a1", "b", "c"]);
         assert!(jobs.holds(1, Some(10)) && !jobs.holds(1, Some(12)) && jobs.holds(1, None));
-        assert!(!jobs.holds(3, Some(10)) && jobs.holds(DEVICE_NSID, None));
+        assert!(!jobs.holds(3, Some(10)) && !jobs.holds(3, None));
         go_a1.send(()).unwrap();
-        assert_eq!(next(&heard), Some("a2"));
+        assert_eq!(started(&heard, 1), ["a2"]);
         for go in [go_a2, go_b, go_c] {
             go.send(()).unwrap();
         }
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(jobs.is_empty() && !jobs.holds(1, Some(10)) && !jobs.holds(DEVICE_NSID, None));
+        drained(&jobs);
     }
 
     #[test]
@@ -335,44 +373,52 @@ mod tests {
         let (piece, go_piece) = gated(&said, "piece");
         let (after, go_after) = gated(&said, "after");
         let (elsewhere, go_elsewhere) = gated(&said, "elsewhere");
-        assert!(jobs.push(1, Some(10), before) && jobs.push(1, None, piece));
-        assert!(jobs.push(1, Some(11), after) && jobs.push(2, None, elsewhere));
-        assert_eq!(started(&heard), ["before", "elsewhere"]);
+        assert_eq!(jobs.push(1, Some(10), before), Pushed::Started);
+        assert_eq!(jobs.push(1, None, piece), Pushed::Queued);
+        assert_eq!(jobs.push(1, Some(11), after), Pushed::Queued);
+        assert_eq!(jobs.push(2, None, elsewhere), Pushed::Started);
+        assert_eq!(started(&heard, 2), ["before", "elsewhere"]);
         // Any connection's command of the namespace must follow the piece.
         assert!(jobs.holds(1, Some(12)));
         go_before.send(()).unwrap();
-        assert_eq!(started(&heard), ["piece"]);
+        assert_eq!(started(&heard, 1), ["piece"]);
         go_piece.send(()).unwrap();
-        assert_eq!(started(&heard), ["after"]);
+        assert_eq!(started(&heard, 1), ["after"]);
         go_after.send(()).unwrap();
         go_elsewhere.send(()).unwrap();
+        drained(&jobs);
     }
 
     #[test]
-    fn the_device_namespace_waits_for_every_job_before_it() {
-        let jobs = jobs(4);
+    fn namespaces_sharing_a_counter_do_not_wait_for_each_other() {
+        let jobs = jobs(2);
         let (said, heard) = mpsc::channel();
         let (a, go_a) = gated(&said, "a");
-        let (d, go_d) = gated(&said, "device");
         let (b, go_b) = gated(&said, "b");
-        assert!(jobs.push(1, Some(10), a) && jobs.push(DEVICE_NSID, Some(10), d));
-        assert!(jobs.push(2, Some(10), b));
-        assert_eq!(started(&heard), ["a", "b"]);
+        let twin = 1 + SLOTS as u32;
+        assert_eq!(jobs.push(1, None, a), Pushed::Started);
+        // The same counter, another namespace: the lock says no.
+        assert!(!jobs.holds(twin, Some(10)) && !jobs.holds(twin, None));
+        assert_eq!(jobs.push(twin, None, b), Pushed::Started);
+        assert_eq!(started(&heard, 2), ["a", "b"]);
         go_a.send(()).unwrap();
-        assert_eq!(started(&heard), ["device"]);
-        go_d.send(()).unwrap();
         go_b.send(()).unwrap();
+        drained(&jobs);
     }
 
     #[test]
     fn a_panicking_job_does_not_stop_its_namespace() {
         let jobs = jobs(2);
         let (said, heard) = mpsc::channel();
-        assert!(jobs.push(1, None, Box::new(|| panic!("a job's bug"))));
+        assert_ne!(
+            jobs.push(1, None, Box::new(|| panic!("a job's bug"))),
+            Pushed::Refused
+        );
         let (after, go) = gated(&said, "after");
-        assert!(jobs.push(1, None, after));
-        assert_eq!(next(&heard), Some("after"));
+        assert_ne!(jobs.push(1, None, after), Pushed::Refused);
+        assert_eq!(started(&heard, 1), ["after"]);
         go.send(()).unwrap();
+        drained(&jobs);
     }
 
     #[test]
@@ -380,7 +426,32 @@ mod tests {
         let workers = Arc::new(Workers::start(1).unwrap());
         workers.stop();
         let jobs = OrderedJobs::new(workers);
-        assert!(!jobs.push(1, Some(10), Box::new(|| {})));
+        assert_eq!(jobs.push(1, Some(10), Box::new(|| {})), Pushed::Refused);
         assert!(jobs.is_empty() && !jobs.holds(1, Some(10)));
+    }
+
+    #[test]
+    fn a_stop_drops_what_waits_and_lets_what_runs_end() {
+        let workers = Arc::new(Workers::start(2).unwrap());
+        let jobs = OrderedJobs::new(workers.clone());
+        let (said, heard) = mpsc::channel();
+        let (running, go) = gated(&said, "running");
+        assert_eq!(jobs.push(1, Some(10), running), Pushed::Started);
+        assert_eq!(started(&heard, 1), ["running"]);
+        let (waiting, _) = gated(&said, "waiting");
+        assert_eq!(jobs.push(1, Some(10), waiting), Pushed::Queued);
+        // Stopping waits for the running job: it is let go from another thread.
+        let stopper = std::thread::spawn(move || workers.stop());
+        let refused = (0..30_000).any(|_| {
+            std::thread::sleep(Duration::from_millis(1));
+            jobs.push(2, None, Box::new(|| {})) == Pushed::Refused
+        });
+        assert!(refused, "the stopped workers took a job");
+        // What waited is gone; what runs still counts until it ends.
+        assert!(jobs.holds(1, Some(10)));
+        go.send(()).unwrap();
+        stopper.join().unwrap();
+        drained(&jobs);
+        assert!(heard.try_recv().is_err(), "the waiting job ran");
     }
 }

@@ -13,11 +13,11 @@
 
 use crate::dispatch::Shared;
 use crate::iterators::ConnIterators;
-use crate::ordered_jobs::OrderedJobs;
+use crate::ordered_jobs::{OrderedJobs, Pushed};
 use crate::outbox::Outbox;
 use crate::workers::{answer, Job, Workers};
 use cerberus_engine::WritePressure;
-use cerberus_proto::{Command, Opcode, Request, Response, DEVICE_NSID};
+use cerberus_proto::{Command, Opcode, Request, Response};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
@@ -120,36 +120,38 @@ impl HeldPuts {
         (pressed || self.off_loop.holds(ns, None)) && self.holds_any(ns)
     }
 
-    /// Whether puts a command of namespace `ns` must come after are held.
+    /// Whether puts of namespace `ns` are held.
     fn holds_any(&self, ns: u32) -> bool {
-        let held = self.held.lock();
-        held.puts
-            .iter()
-            .any(|p| ns == DEVICE_NSID || p.cmd.nsid == ns)
+        self.held.lock().puts.iter().any(|p| p.cmd.nsid == ns)
     }
 
     /// Runs `job`, a command of namespace `ns` from connection `from`, on a worker after
-    /// what it must follow: the held puts of `ns` (of every namespace if `ns` is the
-    /// device's), stored first as pieces off the loop, the pieces already there, and the
-    /// connection's jobs of `ns` before it. False if the workers refused it (the device is
-    /// stopping).
+    /// what it must follow: the held puts of `ns`, stored first as a piece off the loop,
+    /// the pieces already there, and the connection's jobs of `ns` before it. False if the
+    /// workers refused it (the device is stopping).
     pub fn follow(&self, shared: &Arc<Shared>, ns: u32, from: u64, job: Job) -> bool {
-        for (nsid, group) in self.take_groups(ns) {
-            self.push_piece(shared, nsid, group, None);
+        let group = self.take(Some(ns), usize::MAX);
+        if !group.is_empty() {
+            self.push_piece(shared, ns, group, None);
         }
-        self.off_loop.push(ns, Some(from), job)
+        self.off_loop.push(ns, Some(from), job) != Pushed::Refused
+    }
+
+    /// Waits (the device stopping) until what is off the loop is stored, at most `limit`.
+    /// Whether it all was.
+    pub fn drain(&self, limit: std::time::Duration) -> bool {
+        self.off_loop.drain(limit)
     }
 
     /// Stores `piece` on a worker after what of `nsid` is off the loop already; `done` is
-    /// told once it is stored. False if the workers refused it (the device is stopping, and
-    /// its connections with it).
+    /// told once it is stored. Refused: the device is stopping, and its connections with it.
     fn push_piece(
         &self,
         shared: &Arc<Shared>,
         nsid: u32,
         piece: Vec<HeldPut>,
         done: Option<tokio::sync::oneshot::Sender<()>>,
-    ) -> bool {
+    ) -> Pushed {
         let s = shared.clone();
         let core = crate::scheduler::current_core();
         shared.metrics.writes_off_loop.inc();
@@ -167,26 +169,37 @@ impl HeldPuts {
         !self.held.lock().puts.is_empty()
     }
 
-    /// Whether what is held may be stored on the loop now: no write pressure (the store
-    /// would block the loop), and nothing stored off the loop (it could land first).
+    /// Whether what is held may be stored from the loop now: no write pressure (the store
+    /// would block the loop). A namespace with a job off the loop has its puts stored
+    /// there, after it ([`store`](Self::store)).
     pub fn may_store_here(&self, shared: &Shared) -> bool {
-        self.off_loop.is_empty() && shared.db.write_pressure() == WritePressure::None
+        shared.db.write_pressure() == WritePressure::None
     }
 
     /// Stores what is held and answers each put: here, or after what is off the loop of
     /// its namespace.
     pub fn store(&self, shared: &Arc<Shared>) {
-        for (nsid, group) in self.take_groups(DEVICE_NSID) {
+        let puts = std::mem::take(&mut *self.held.lock()).puts;
+        // One write per namespace, in the order the puts came.
+        let mut groups: Vec<(u32, Vec<HeldPut>)> = Vec::new();
+        for p in puts {
+            match groups.iter_mut().find(|(ns, _)| *ns == p.cmd.nsid) {
+                Some((_, g)) => g.push(p),
+                None => groups.push((p.cmd.nsid, vec![p])),
+            }
+        }
+        for (nsid, group) in groups {
             self.store_group_in_order(shared, nsid, group);
         }
     }
 
-    /// Stores the held puts a command of namespace `ns` must come after: that namespace's
-    /// (a command of the device, every one). Another namespace's puts are not yet answered,
-    /// so nobody can expect to see them.
+    /// Stores the held puts a command of namespace `ns` must come after: that namespace's.
+    /// Another namespace's puts are not yet answered, so nobody can expect to see them (a
+    /// command of the device's namespace, administration, waits for none).
     pub fn store_for(&self, shared: &Arc<Shared>, ns: u32) {
-        for (nsid, group) in self.take_groups(ns) {
-            self.store_group_in_order(shared, nsid, group);
+        let group = self.take(Some(ns), usize::MAX);
+        if !group.is_empty() {
+            self.store_group_in_order(shared, ns, group);
         }
     }
 
@@ -197,28 +210,6 @@ impl HeldPuts {
         } else {
             store_group(shared, nsid, group);
         }
-    }
-
-    /// Takes the held puts of namespace `ns` (all of them if `ns` is the device's), one
-    /// group per namespace, each in the order they came.
-    fn take_groups(&self, ns: u32) -> Vec<(u32, Vec<HeldPut>)> {
-        if ns != DEVICE_NSID {
-            let group = self.take(Some(ns), usize::MAX);
-            return if group.is_empty() {
-                Vec::new()
-            } else {
-                vec![(ns, group)]
-            };
-        }
-        let puts = std::mem::take(&mut *self.held.lock()).puts;
-        let mut groups: Vec<(u32, Vec<HeldPut>)> = Vec::new();
-        for p in puts {
-            match groups.iter_mut().find(|(ns, _)| *ns == p.cmd.nsid) {
-                Some((_, g)) => g.push(p),
-                None => groups.push((p.cmd.nsid, vec![p])),
-            }
-        }
-        groups
     }
 
     /// Takes, in the order they came, at most `max` held puts of namespace `ns` (of the
@@ -263,9 +254,13 @@ impl HeldPuts {
                 };
                 let pressed = shared.db.write_pressure() != WritePressure::None;
                 if pressed || self.off_loop.holds(nsid, None) {
-                    // Stored off the loop, which serves its other connections meanwhile.
+                    // Stored off the loop, which serves its other connections meanwhile. A
+                    // piece the engine holds up is waited for (the next would be held up
+                    // too); one behind its namespace's jobs is not: the other namespaces'
+                    // pieces must not wait for them.
                     let (done, stored) = tokio::sync::oneshot::channel::<()>();
-                    if self.push_piece(&shared, nsid, piece, Some(done)) {
+                    let pushed = self.push_piece(&shared, nsid, piece, Some(done));
+                    if pushed == Pushed::Started && pressed {
                         let _ = stored.await;
                     }
                     continue;

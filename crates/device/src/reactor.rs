@@ -90,6 +90,11 @@ impl Reactors {
     pub fn stop(&mut self) {
         for r in &self.reactors {
             r.puts.store(&self.shared);
+            // What is stored off the loop ends before the workers stop (they would refuse
+            // what waits behind it).
+            if !r.puts.drain(std::time::Duration::from_secs(30)) {
+                tracing::warn!("held puts still being stored off the loop after 30 s");
+            }
         }
         for r in &mut self.reactors {
             if let Some(s) = r.stop.take() {

@@ -175,10 +175,12 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
     });
     results.into_iter().collect::<Result<Vec<()>, String>>()?;
     pipelined?;
-    println!(
-        "kvs stress: seed {seed}: {} writes stored off the loop",
-        put_then_get::off_loop(rig.handle())
-    );
+    let off_loop = put_then_get::off_loop(rig.handle());
+    println!("kvs stress: seed {seed}: {off_loop} writes stored off the loop");
+    if off_loop == 0 {
+        // Then the put-then-get client tested nothing it is there for.
+        return Err("no write was stored off the loop: the engine never fell behind".into());
+    }
     let done: u64 = workers.iter().map(|w| w.ops).sum();
     // The restart: everything closed, the device stopped gracefully and started again.
     for h in [ks, tks] {

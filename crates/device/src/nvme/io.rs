@@ -248,14 +248,15 @@ impl Conn {
         let iters = self.iters.clone();
         let done = self.flight.completer(cost);
         let core = crate::scheduler::current_core();
-        let (nsid, writes) = (cmd.nsid, cmd.request.writes());
+        let nsid = cmd.nsid;
         let job = Box::new(move || {
             let resp =
                 crate::scheduler::on_behalf_of(core, || answer(&shared, cmd, &iters, arrived));
             done.send(sqe, reply(resp, buffer));
         });
-        // A write keeps its place: what the queue sends after it sees it.
-        let queued = if store_first || writes {
+        // After the held puts it must follow. Other commands of a queue keep no order
+        // (NVMe's rule: a host that needs one waits for the completion).
+        let queued = if store_first {
             self.puts
                 .follow(&self.target.shared, nsid, self.order_id, job)
         } else {

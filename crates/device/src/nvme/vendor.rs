@@ -209,7 +209,7 @@ impl Conn {
         }
         let done = self.flight.completer(cost);
         kept.lock().running += 1;
-        let (nsid, writes) = (cmd.nsid, cmd.request.writes());
+        let nsid = cmd.nsid;
         let job = {
             let (kept, shared) = (kept.clone(), shared.clone());
             Box::new(move || {
@@ -218,11 +218,10 @@ impl Conn {
                 done.send(sqe, answer);
             })
         };
-        // A write keeps its place: what the queue sends after it sees it.
-        if store_first {
+        // After the held puts it must follow. Other commands of a queue keep no order
+        // (NVMe's rule: a host that needs one waits for the completion).
+        let queued = if store_first {
             shared.metrics.writes_off_loop.inc();
-        }
-        let queued = if store_first || writes {
             self.puts.follow(&shared, nsid, self.order_id, job)
         } else {
             self.target.workers.submit(job)

@@ -153,7 +153,7 @@ fn pairs(dev: &DeviceHandle, ns: u32, secret: &str, seed: u64, conn: u32) -> Res
         ));
     }
     let key = |k: u32| Bytes::from(format!("c{conn}-k{k}"));
-    // Values of 4-12 KiB, drawn from the seed: a round fills a quarter of a 1 MiB memtable.
+    // Values of 4-12 KiB, drawn from the seed: a round fills the 128 KiB memtable twice over.
     let size =
         |round: u32, i: u32| 4096 + ((seed as u32 ^ round.wrapping_mul(31) ^ i) % 8192) as usize;
     let mut cid = 1u32;
