@@ -36,6 +36,8 @@ pub struct OrderedJobs {
     /// no lock, whatever other tenants have on the workers.
     pending: [AtomicU32; SLOTS],
     queues: Mutex<Queues>,
+    /// Told whenever a job ends: readers waiting for their namespace's jobs look again.
+    done: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -85,6 +87,7 @@ impl OrderedJobs {
             workers,
             pending: std::array::from_fn(|_| AtomicU32::new(0)),
             queues: Mutex::new(Queues::default()),
+            done: tokio::sync::Notify::new(),
         })
     }
 
@@ -110,6 +113,33 @@ impl OrderedJobs {
         match from {
             None => true,
             Some(c) => !nq.pieces.is_empty() || nq.by_connection.contains_key(&c),
+        }
+    }
+
+    /// Whether held puts of namespace `ns` sent by connections `froms` must come after a
+    /// job queued or running here: a piece of the namespace, or a job of one of them.
+    pub fn holds_any_of(&self, ns: u32, mut froms: impl Iterator<Item = u64>) -> bool {
+        if self.slot(ns).load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let q = self.queues.lock();
+        let Some(nq) = q.namespaces.get(&ns) else {
+            return false;
+        };
+        !nq.pieces.is_empty() || froms.any(|c| nq.by_connection.contains_key(&c))
+    }
+
+    /// Waits until [`holds`](Self::holds) says no for a command of `ns` from `from`.
+    pub async fn wait_for(&self, ns: u32, from: u64) {
+        loop {
+            let done = self.done.notified();
+            let mut done = std::pin::pin!(done);
+            // Registered before the check: a job ending between the two still wakes it.
+            done.as_mut().enable();
+            if !self.holds(ns, Some(from)) {
+                return;
+            }
+            done.await;
         }
     }
 
@@ -174,6 +204,7 @@ impl OrderedJobs {
             }
             q.ready(place.ns)
         };
+        self.done.notify_waiters();
         self.start(ready);
     }
 
@@ -182,6 +213,7 @@ impl OrderedJobs {
         if self.queues.lock().remove(place, seq) {
             self.slot(place.ns).fetch_sub(1, Ordering::AcqRel);
         }
+        self.done.notify_waiters();
     }
 
     /// The workers are stopped: the jobs not started are dropped (their answers with
@@ -209,6 +241,7 @@ impl OrderedJobs {
             .retain(|_, nq| !nq.pieces.is_empty() || !nq.by_connection.is_empty());
         drop(q);
         drop(dropped);
+        self.done.notify_waiters();
     }
 
     /// Waits until every job queued here has run (the device stopping: its workers run

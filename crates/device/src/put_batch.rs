@@ -33,6 +33,8 @@ pub struct HeldPut {
     pub arrived: quanta::Instant,
     pub reply: PutReply,
     pub iters: Arc<ConnIterators>,
+    /// The connection (or NVMe/TCP queue) that sent it (`ordered_jobs::connection_id`).
+    pub from: u64,
 }
 
 /// Where a held put's answer goes, once its write is done.
@@ -120,6 +122,27 @@ impl HeldPuts {
         (pressed || self.off_loop.holds(ns, None)) && self.holds_any(ns)
     }
 
+    /// Whether the held puts `group` of namespace `ns` must be stored after a job off the
+    /// loop: a job of the connection of one of them, or a piece of the namespace. Another
+    /// connection's job they need not wait for (nobody can expect to see their effects in
+    /// any order across connections).
+    fn must_come_after(&self, ns: u32, group: &[HeldPut]) -> bool {
+        self.off_loop.holds_any_of(ns, group.iter().map(|p| p.from))
+    }
+
+    /// Whether a command of namespace `ns` from connection `from` must wait for a job off
+    /// the loop before it is handled: a write of that connection, or a piece of held puts
+    /// of the namespace. Its reader waits (`Reader::take_frames_holding`): the connection's
+    /// next commands come after it anyway, and the thread serves the others meanwhile.
+    pub fn must_wait(&self, ns: u32, from: u64) -> bool {
+        self.off_loop.holds(ns, Some(from))
+    }
+
+    /// Waits until [`must_wait`](Self::must_wait) says no.
+    pub async fn wait_for(&self, ns: u32, from: u64) {
+        self.off_loop.wait_for(ns, from).await;
+    }
+
     /// Whether puts of namespace `ns` are held.
     fn holds_any(&self, ns: u32) -> bool {
         self.held.lock().puts.iter().any(|p| p.cmd.nsid == ns)
@@ -205,7 +228,7 @@ impl HeldPuts {
 
     /// Stores `group` here, or on a worker after what of `nsid` is off the loop.
     fn store_group_in_order(&self, shared: &Arc<Shared>, nsid: u32, group: Vec<HeldPut>) {
-        if self.off_loop.holds(nsid, None) {
+        if self.must_come_after(nsid, &group) {
             self.push_piece(shared, nsid, group, None);
         } else {
             store_group(shared, nsid, group);
@@ -253,7 +276,7 @@ impl HeldPuts {
                     break;
                 };
                 let pressed = shared.db.write_pressure() != WritePressure::None;
-                if pressed || self.off_loop.holds(nsid, None) {
+                if pressed || self.must_come_after(nsid, &piece) {
                     // Stored off the loop, which serves its other connections meanwhile. A
                     // piece the engine holds up is waited for (the next would be held up
                     // too); one behind its namespace's jobs is not: the other namespaces'

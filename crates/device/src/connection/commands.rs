@@ -81,6 +81,7 @@ impl Reader {
                 arrived,
                 reply: PutReply::Native(self.tx.clone(), permit),
                 iters: self.iters.clone(),
+                from: self.order_id,
             };
             self.puts.hold(held, shared);
             return;

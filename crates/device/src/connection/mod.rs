@@ -366,8 +366,16 @@ impl Reader {
                 Admission::Refused => continue,
                 Admission::Close => return None,
             };
+            let ns = frame.header.nsid;
+            if self.puts.must_wait(ns, self.order_id) {
+                // A write it sent before, or a piece of held puts of the namespace, is on a
+                // worker: this command waits for it, here (see `HeldPuts::must_wait`).
+                turn = None;
+                self.run_gets();
+                self.puts.wait_for(ns, self.order_id).await;
+            }
             // The namespace's shares: its turn on this core, or its limit (see `shares`).
-            let (ns, bytes) = (frame.header.nsid, frame.body.len() as u64);
+            let bytes = frame.body.len() as u64;
             if !turn.as_mut().is_some_and(|t| t.extend(ns, bytes)) {
                 // Its turn ends before it asks for the next, and the gets it let in run
                 // within it.

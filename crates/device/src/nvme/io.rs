@@ -282,6 +282,7 @@ impl Conn {
             arrived,
             reply,
             iters: self.iters.clone(),
+            from: self.order_id,
         };
         self.puts.hold(put, &self.target.shared);
     }
