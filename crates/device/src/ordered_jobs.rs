@@ -1,25 +1,26 @@
 //! The jobs a network thread hands the workers that must keep an order: a piece of held
 //! puts stored off the loop while the engine holds writes up, a write a native connection
-//! hands the workers, and each command read after them that must see them (a client that
-//! pipelines a put and then a get of the key sees its put; two puts of one key land in the
-//! order sent).
+//! hands the workers, and what must come after them (a client that pipelines a put and then
+//! a get of the key sees its put; two puts of one key land in the order sent).
 //!
-//! A connection's jobs of one namespace run one at a time, in the order it sent them. A
-//! piece of held puts holds puts of any connection: it runs after every job of its
-//! namespace before it, and every job of the namespace after it waits for it. Anything else
-//! runs side by side: another connection's jobs (their synchronous writes share a log
-//! sync), and above all another namespace's, so a tenant whose writes the engine holds up
-//! holds up no other tenant. The device's namespace is one more namespace here: its
-//! commands (administration) keep the order of one connection's, and wait for no data.
+//! Each job names the connections whose order it keeps: a connection's write names that
+//! connection, a piece of held puts every connection with a put in it. A job of a namespace
+//! starts once no job of that namespace before it names one of its connections. Everything
+//! else runs side by side: other connections' jobs (their synchronous writes share a log
+//! sync), and other namespaces', so a tenant whose writes wait holds up no other tenant,
+//! and a connection's slow write holds up no other connection. A connection with a job
+//! queued or running waits in its reader before its next command of the namespace
+//! ([`OrderedJobs::wait_for`]).
 
 use crate::panics::panic_message;
 use crate::workers::{Job, Workers};
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio::sync::Notify;
 
 /// A new id for a connection (or an NVMe/TCP queue): whose order its jobs keep.
 pub fn connection_id() -> u64 {
@@ -36,39 +37,28 @@ pub struct OrderedJobs {
     /// no lock, whatever other tenants have on the workers.
     pending: [AtomicU32; SLOTS],
     queues: Mutex<Queues>,
-    /// Told whenever a job ends: readers waiting for their namespace's jobs look again.
-    done: tokio::sync::Notify,
 }
 
 #[derive(Default)]
 struct Queues {
-    namespaces: FxHashMap<u32, NsQueue>,
+    /// Each namespace's jobs, in the order they came.
+    namespaces: FxHashMap<u32, VecDeque<Entry>>,
     next_seq: u64,
-}
-
-/// One namespace's jobs, each queue in the order its jobs came.
-#[derive(Default)]
-struct NsQueue {
-    pieces: VecDeque<Entry>,
-    by_connection: FxHashMap<u64, VecDeque<Entry>>,
+    /// A reader waiting for its jobs of a namespace (`wait_for`), by namespace and
+    /// connection: told when one of them ends, not when anybody's does.
+    waiters: FxHashMap<(u32, u64), Arc<Notify>>,
 }
 
 struct Entry {
     seq: u64,
+    /// The connections whose order it keeps.
+    conns: Vec<u64>,
     /// `None` once handed to the workers.
     job: Option<Job>,
 }
 
-/// Where a job waits: its namespace and, for a connection's job, the connection (`None`:
-/// a piece of held puts).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Place {
-    ns: u32,
-    from: Option<u64>,
-}
-
-/// A job that may start: where it waits, its sequence number, and the job.
-type Ready = (Place, u64, Job);
+/// A job that may start: its namespace, its sequence number, and the job.
+type Ready = (u32, u64, Job);
 
 /// What [`OrderedJobs::push`] did with a job.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -87,7 +77,6 @@ impl OrderedJobs {
             workers,
             pending: std::array::from_fn(|_| AtomicU32::new(0)),
             queues: Mutex::new(Queues::default()),
-            done: tokio::sync::Notify::new(),
         })
     }
 
@@ -100,66 +89,75 @@ impl OrderedJobs {
         self.pending.iter().all(|p| p.load(Ordering::Acquire) == 0)
     }
 
-    /// Whether a command of namespace `ns` from connection `from` (`None`: a piece of held
-    /// puts) must come after a job queued or running here.
-    pub fn holds(&self, ns: u32, from: Option<u64>) -> bool {
-        if self.slot(ns).load(Ordering::Acquire) == 0 {
+    /// Whether a job of namespace `ns` (or of one sharing its counter) may be queued or
+    /// running: one plain load; false means none is.
+    pub fn touches(&self, ns: u32) -> bool {
+        self.slot(ns).load(Ordering::Acquire) != 0
+    }
+
+    /// Whether a job of namespace `ns` that names connection `from` is queued or running.
+    pub fn holds(&self, ns: u32, from: u64) -> bool {
+        self.holds_any_of(ns, std::iter::once(from))
+    }
+
+    /// Whether a job of namespace `ns` that names one of `froms` is queued or running.
+    pub fn holds_any_of(&self, ns: u32, froms: impl IntoIterator<Item = u64>) -> bool {
+        if !self.touches(ns) {
             return false;
         }
         let q = self.queues.lock();
-        let Some(nq) = q.namespaces.get(&ns) else {
+        let Some(queue) = q.namespaces.get(&ns) else {
             return false;
         };
-        match from {
-            None => true,
-            Some(c) => !nq.pieces.is_empty() || nq.by_connection.contains_key(&c),
-        }
+        let froms: Vec<u64> = froms.into_iter().collect();
+        queue
+            .iter()
+            .any(|e| e.conns.iter().any(|c| froms.contains(c)))
     }
 
-    /// Whether held puts of namespace `ns` sent by connections `froms` must come after a
-    /// job queued or running here: a piece of the namespace, or a job of one of them.
-    pub fn holds_any_of(&self, ns: u32, mut froms: impl Iterator<Item = u64>) -> bool {
-        if self.slot(ns).load(Ordering::Acquire) == 0 {
-            return false;
-        }
-        let q = self.queues.lock();
-        let Some(nq) = q.namespaces.get(&ns) else {
-            return false;
-        };
-        !nq.pieces.is_empty() || froms.any(|c| nq.by_connection.contains_key(&c))
-    }
-
-    /// Waits until [`holds`](Self::holds) says no for a command of `ns` from `from`.
+    /// Waits until no job of namespace `ns` naming connection `from` is queued or running.
+    /// Only the connection's own jobs and the pieces holding its puts: bounded, since it
+    /// sends nothing more of the namespace meanwhile.
     pub async fn wait_for(&self, ns: u32, from: u64) {
+        let notify = self
+            .queues
+            .lock()
+            .waiters
+            .entry((ns, from))
+            .or_default()
+            .clone();
         loop {
-            let done = self.done.notified();
-            let mut done = std::pin::pin!(done);
+            let ended = notify.notified();
+            let mut ended = std::pin::pin!(ended);
             // Registered before the check: a job ending between the two still wakes it.
-            done.as_mut().enable();
-            if !self.holds(ns, Some(from)) {
-                return;
+            ended.as_mut().enable();
+            if !self.holds(ns, from) {
+                break;
             }
-            done.await;
+            ended.await;
         }
+        self.queues.lock().waiters.remove(&(ns, from));
     }
 
-    /// Runs `job` on a worker once the jobs before it that it must follow are done (see
-    /// the module): a job of namespace `ns` from connection `from` (`None`: a piece of held
-    /// puts). Refused: dropped, with whatever was queued.
-    pub fn push(self: &Arc<Self>, ns: u32, from: Option<u64>, job: Job) -> Pushed {
-        let place = Place { ns, from };
+    /// Runs `job`, of namespace `ns`, on a worker once no job of `ns` before it names one
+    /// of `conns` (the connections whose order it keeps). Refused: dropped, with whatever
+    /// was queued.
+    pub fn push(self: &Arc<Self>, ns: u32, mut conns: Vec<u64>, job: Job) -> Pushed {
+        conns.sort_unstable();
+        conns.dedup();
         let (ready, seq) = {
             let mut q = self.queues.lock();
             let seq = q.next_seq;
             q.next_seq += 1;
             self.slot(ns).fetch_add(1, Ordering::AcqRel);
-            q.queue_of(place).push_back(Entry {
+            q.namespaces.entry(ns).or_default().push_back(Entry {
                 seq,
+                conns,
                 job: Some(job),
             });
             (q.ready(ns), seq)
         };
-        let started = ready.iter().any(|(p, s, _)| *p == place && *s == seq);
+        let started = ready.iter().any(|(_, s, _)| *s == seq);
         match (self.start(ready), started) {
             (false, _) => Pushed::Refused,
             (true, true) => Pushed::Started,
@@ -170,23 +168,23 @@ impl OrderedJobs {
     /// Hands `ready` to the workers, each to end its entry when done.
     fn start(self: &Arc<Self>, ready: Vec<Ready>) -> bool {
         let mut ready = ready.into_iter();
-        while let Some((place, seq, job)) = ready.next() {
+        while let Some((ns, seq, job)) = ready.next() {
             let jobs = self.clone();
             let submitted = self.workers.submit(Box::new(move || {
-                // Its entry must end even if it panics, or its namespace would wait forever.
+                // Its entry must end even if it panics, or its connections would wait forever.
                 if let Err(payload) = catch_unwind(AssertUnwindSafe(job)) {
                     tracing::error!(
                         panic = panic_message(payload.as_ref()),
                         "an ordered job panicked"
                     );
                 }
-                jobs.finish(place, seq);
+                jobs.finish(ns, seq);
             }));
             if !submitted {
                 // Their entries go with the jobs, or they would be waited for forever.
-                self.finish_unstarted(place, seq);
-                for (place, seq, _) in ready {
-                    self.finish_unstarted(place, seq);
+                self.end(ns, seq);
+                for (ns, seq, _) in ready {
+                    self.end(ns, seq);
                 }
                 self.abandon();
                 return false;
@@ -195,25 +193,26 @@ impl OrderedJobs {
         true
     }
 
-    /// Ends the job `seq` of `place` and starts what waited for it.
-    fn finish(self: &Arc<Self>, place: Place, seq: u64) {
-        let ready = {
-            let mut q = self.queues.lock();
-            if q.remove(place, seq) {
-                self.slot(place.ns).fetch_sub(1, Ordering::AcqRel);
-            }
-            q.ready(place.ns)
-        };
-        self.done.notify_waiters();
+    /// Ends job `seq` of `ns` and starts what waited for it.
+    fn finish(self: &Arc<Self>, ns: u32, seq: u64) {
+        let ready = self.end(ns, seq);
         self.start(ready);
     }
 
-    /// Ends the job `seq` of `place` that never ran.
-    fn finish_unstarted(&self, place: Place, seq: u64) {
-        if self.queues.lock().remove(place, seq) {
-            self.slot(place.ns).fetch_sub(1, Ordering::AcqRel);
+    /// Removes job `seq` of `ns`, tells the readers waiting for it, and takes the jobs of
+    /// `ns` that may start now.
+    fn end(&self, ns: u32, seq: u64) -> Vec<Ready> {
+        let mut q = self.queues.lock();
+        let Some(entry) = q.remove(ns, seq) else {
+            return Vec::new();
+        };
+        self.slot(ns).fetch_sub(1, Ordering::AcqRel);
+        for c in &entry.conns {
+            if let Some(waiter) = q.waiters.get(&(ns, *c)) {
+                waiter.notify_waiters();
+            }
         }
-        self.done.notify_waiters();
+        q.ready(ns)
     }
 
     /// The workers are stopped: the jobs not started are dropped (their answers with
@@ -221,27 +220,24 @@ impl OrderedJobs {
     fn abandon(&self) {
         let mut dropped = Vec::new();
         let mut q = self.queues.lock();
-        for (&ns, nq) in q.namespaces.iter_mut() {
-            let queues = std::iter::once(&mut nq.pieces).chain(nq.by_connection.values_mut());
-            for queue in queues {
-                let before = queue.len();
-                queue.retain_mut(|e| match e.job.take() {
-                    Some(job) => {
-                        dropped.push(job);
-                        false
-                    }
-                    None => true,
-                });
-                let gone = (before - queue.len()) as u32;
-                self.slot(ns).fetch_sub(gone, Ordering::AcqRel);
-            }
-            nq.by_connection.retain(|_, queue| !queue.is_empty());
+        for (&ns, queue) in q.namespaces.iter_mut() {
+            let before = queue.len();
+            queue.retain_mut(|e| match e.job.take() {
+                Some(job) => {
+                    dropped.push(job);
+                    false
+                }
+                None => true,
+            });
+            self.slot(ns)
+                .fetch_sub((before - queue.len()) as u32, Ordering::AcqRel);
         }
-        q.namespaces
-            .retain(|_, nq| !nq.pieces.is_empty() || !nq.by_connection.is_empty());
+        q.namespaces.retain(|_, queue| !queue.is_empty());
+        for waiter in q.waiters.values() {
+            waiter.notify_waiters();
+        }
         drop(q);
         drop(dropped);
-        self.done.notify_waiters();
     }
 
     /// Waits until every job queued here has run (the device stopping: its workers run
@@ -259,76 +255,35 @@ impl OrderedJobs {
 }
 
 impl Queues {
-    fn queue_of(&mut self, place: Place) -> &mut VecDeque<Entry> {
-        let nq = self.namespaces.entry(place.ns).or_default();
-        match place.from {
-            None => &mut nq.pieces,
-            Some(c) => nq.by_connection.entry(c).or_default(),
+    /// Removes job `seq` of `ns`, and the namespace's queue if it leaves it empty.
+    fn remove(&mut self, ns: u32, seq: u64) -> Option<Entry> {
+        let queue = self.namespaces.get_mut(&ns)?;
+        let i = queue.iter().position(|e| e.seq == seq)?;
+        let entry = queue.remove(i);
+        if queue.is_empty() {
+            self.namespaces.remove(&ns);
         }
+        entry
     }
 
-    /// Removes job `seq` of `place`, and the queues it leaves empty. Whether it was there.
-    fn remove(&mut self, place: Place, seq: u64) -> bool {
-        let take = |queue: &mut VecDeque<Entry>| match queue.iter().position(|e| e.seq == seq) {
-            Some(i) => queue.remove(i).is_some(),
-            None => false,
-        };
-        let Some(nq) = self.namespaces.get_mut(&place.ns) else {
-            return false;
-        };
-        let removed = match place.from {
-            None => take(&mut nq.pieces),
-            Some(c) => {
-                let Some(queue) = nq.by_connection.get_mut(&c) else {
-                    return false;
-                };
-                let removed = take(queue);
-                if queue.is_empty() {
-                    nq.by_connection.remove(&c);
-                }
-                removed
-            }
-        };
-        if nq.pieces.is_empty() && nq.by_connection.is_empty() {
-            self.namespaces.remove(&place.ns);
-        }
-        removed
-    }
-
-    /// Takes the jobs of namespace `ns` that may start now.
+    /// Takes the jobs of namespace `ns` that may start: those no job before them names a
+    /// connection of.
     fn ready(&mut self, ns: u32) -> Vec<Ready> {
         let mut out = Vec::new();
-        if let Some(nq) = self.namespaces.get_mut(&ns) {
-            nq.ready(ns, &mut out);
+        let Some(queue) = self.namespaces.get_mut(&ns) else {
+            return out;
+        };
+        let mut seen: FxHashSet<u64> = FxHashSet::default();
+        for e in queue.iter_mut() {
+            let free = !e.conns.iter().any(|c| seen.contains(c));
+            if free {
+                if let Some(job) = e.job.take() {
+                    out.push((ns, e.seq, job));
+                }
+            }
+            seen.extend(e.conns.iter().copied());
         }
         out
-    }
-}
-
-impl NsQueue {
-    /// Takes the jobs of namespace `ns` that may start: each connection's first if no piece
-    /// came before it, and the first piece once no connection's job came before it.
-    fn ready(&mut self, ns: u32, out: &mut Vec<Ready>) {
-        let piece = self.pieces.front().map_or(u64::MAX, |e| e.seq);
-        let mut oldest_connection_job = u64::MAX;
-        for (&c, queue) in self.by_connection.iter_mut() {
-            let Some(front) = queue.front_mut() else {
-                continue;
-            };
-            oldest_connection_job = oldest_connection_job.min(front.seq);
-            if front.seq < piece {
-                if let Some(job) = front.job.take() {
-                    out.push((Place { ns, from: Some(c) }, front.seq, job));
-                }
-            }
-        }
-        if let Some(front) = self.pieces.front_mut() {
-            if front.seq < oldest_connection_job {
-                if let Some(job) = front.job.take() {
-                    out.push((Place { ns, from: None }, front.seq, job));
-                }
-            }
-        }
     }
 }
 
@@ -371,7 +326,7 @@ mod tests {
 
     fn drained(jobs: &OrderedJobs) {
         assert!(jobs.drain(Duration::from_secs(30)), "jobs left");
-        assert!(!jobs.holds(1, Some(10)) && !jobs.holds(1, None));
+        assert!(!jobs.holds(1, 10) && !jobs.touches(1));
     }
 
     #[test]
@@ -382,14 +337,14 @@ mod tests {
         let (a2, go_a2) = gated(&said, "a2");
         let (other_conn, go_c) = gated(&said, "c");
         let (other_ns, go_b) = gated(&said, "b");
-        assert_eq!(jobs.push(1, Some(10), a1), Pushed::Started);
-        assert_eq!(jobs.push(1, Some(10), a2), Pushed::Queued);
-        assert_eq!(jobs.push(1, Some(11), other_conn), Pushed::Started);
-        assert_eq!(jobs.push(2, Some(10), other_ns), Pushed::Started);
+        assert_eq!(jobs.push(1, vec![10], a1), Pushed::Started);
+        assert_eq!(jobs.push(1, vec![10], a2), Pushed::Queued);
+        assert_eq!(jobs.push(1, vec![11], other_conn), Pushed::Started);
+        assert_eq!(jobs.push(2, vec![10], other_ns), Pushed::Started);
         // Another connection's job and another namespace's do not wait for a1; a2 does.
         assert_eq!(started(&heard, 3), ["a1", "b", "c"]);
-        assert!(jobs.holds(1, Some(10)) && !jobs.holds(1, Some(12)) && jobs.holds(1, None));
-        assert!(!jobs.holds(3, Some(10)) && !jobs.holds(3, None));
+        assert!(jobs.holds(1, 10) && jobs.holds(1, 11) && !jobs.holds(1, 12));
+        assert!(!jobs.holds(3, 10) && jobs.holds_any_of(1, [12, 11]));
         go_a1.send(()).unwrap();
         assert_eq!(started(&heard, 1), ["a2"]);
         for go in [go_a2, go_b, go_c] {
@@ -399,27 +354,60 @@ mod tests {
     }
 
     #[test]
-    fn a_piece_waits_for_its_namespace_and_holds_it_back() {
+    fn a_piece_waits_for_the_jobs_of_its_connections_only() {
         let jobs = jobs(4);
         let (said, heard) = mpsc::channel();
         let (before, go_before) = gated(&said, "before");
         let (piece, go_piece) = gated(&said, "piece");
         let (after, go_after) = gated(&said, "after");
-        let (elsewhere, go_elsewhere) = gated(&said, "elsewhere");
-        assert_eq!(jobs.push(1, Some(10), before), Pushed::Started);
-        assert_eq!(jobs.push(1, None, piece), Pushed::Queued);
-        assert_eq!(jobs.push(1, Some(11), after), Pushed::Queued);
-        assert_eq!(jobs.push(2, None, elsewhere), Pushed::Started);
-        assert_eq!(started(&heard, 2), ["before", "elsewhere"]);
-        // Any connection's command of the namespace must follow the piece.
-        assert!(jobs.holds(1, Some(12)));
+        let (stranger, go_stranger) = gated(&said, "stranger");
+        assert_eq!(jobs.push(1, vec![10], before), Pushed::Started);
+        // Puts of connections 10 and 11: after 10's job.
+        assert_eq!(jobs.push(1, vec![11, 10], piece), Pushed::Queued);
+        // Connection 11's next job comes after the piece with its put; 12 owes nothing.
+        assert_eq!(jobs.push(1, vec![11], after), Pushed::Queued);
+        assert_eq!(jobs.push(1, vec![12], stranger), Pushed::Started);
+        assert_eq!(started(&heard, 2), ["before", "stranger"]);
+        assert!(jobs.holds(1, 11) && jobs.holds(1, 12) && !jobs.holds(1, 13));
         go_before.send(()).unwrap();
         assert_eq!(started(&heard, 1), ["piece"]);
         go_piece.send(()).unwrap();
         assert_eq!(started(&heard, 1), ["after"]);
         go_after.send(()).unwrap();
-        go_elsewhere.send(()).unwrap();
+        go_stranger.send(()).unwrap();
         drained(&jobs);
+    }
+
+    #[test]
+    fn a_reader_waits_for_its_own_jobs_only() {
+        let jobs = jobs(2);
+        let (said, heard) = mpsc::channel();
+        let (mine, go_mine) = gated(&said, "mine");
+        let (theirs, _go_theirs) = gated(&said, "theirs");
+        assert_eq!(jobs.push(1, vec![10], mine), Pushed::Started);
+        assert_eq!(jobs.push(1, vec![11], theirs), Pushed::Started);
+        assert_eq!(started(&heard, 2), ["mine", "theirs"]);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // Connection 12 has nothing here: no wait at all.
+        rt.block_on(jobs.wait_for(1, 12));
+        let waiter = {
+            let jobs = jobs.clone();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                rt.block_on(jobs.wait_for(1, 10));
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!waiter.is_finished(), "the reader did not wait for its job");
+        // Its own job ends: it goes on, while the other connection's still runs.
+        go_mine.send(()).unwrap();
+        waiter.join().unwrap();
+        assert!(jobs.holds(1, 11));
     }
 
     #[test]
@@ -429,10 +417,10 @@ mod tests {
         let (a, go_a) = gated(&said, "a");
         let (b, go_b) = gated(&said, "b");
         let twin = 1 + SLOTS as u32;
-        assert_eq!(jobs.push(1, None, a), Pushed::Started);
+        assert_eq!(jobs.push(1, vec![10], a), Pushed::Started);
         // The same counter, another namespace: the lock says no.
-        assert!(!jobs.holds(twin, Some(10)) && !jobs.holds(twin, None));
-        assert_eq!(jobs.push(twin, None, b), Pushed::Started);
+        assert!(jobs.touches(twin) && !jobs.holds(twin, 10));
+        assert_eq!(jobs.push(twin, vec![10], b), Pushed::Started);
         assert_eq!(started(&heard, 2), ["a", "b"]);
         go_a.send(()).unwrap();
         go_b.send(()).unwrap();
@@ -443,12 +431,10 @@ mod tests {
     fn a_panicking_job_does_not_stop_its_namespace() {
         let jobs = jobs(2);
         let (said, heard) = mpsc::channel();
-        assert_ne!(
-            jobs.push(1, None, Box::new(|| panic!("a job's bug"))),
-            Pushed::Refused
-        );
+        let bug: Job = Box::new(|| panic!("a job's bug"));
+        assert_ne!(jobs.push(1, vec![10], bug), Pushed::Refused);
         let (after, go) = gated(&said, "after");
-        assert_ne!(jobs.push(1, None, after), Pushed::Refused);
+        assert_ne!(jobs.push(1, vec![10], after), Pushed::Refused);
         assert_eq!(started(&heard, 1), ["after"]);
         go.send(()).unwrap();
         drained(&jobs);
@@ -459,8 +445,8 @@ mod tests {
         let workers = Arc::new(Workers::start(1).unwrap());
         workers.stop();
         let jobs = OrderedJobs::new(workers);
-        assert_eq!(jobs.push(1, Some(10), Box::new(|| {})), Pushed::Refused);
-        assert!(jobs.is_empty() && !jobs.holds(1, Some(10)));
+        assert_eq!(jobs.push(1, vec![10], Box::new(|| {})), Pushed::Refused);
+        assert!(jobs.is_empty() && !jobs.holds(1, 10));
     }
 
     #[test]
@@ -469,19 +455,19 @@ mod tests {
         let jobs = OrderedJobs::new(workers.clone());
         let (said, heard) = mpsc::channel();
         let (running, go) = gated(&said, "running");
-        assert_eq!(jobs.push(1, Some(10), running), Pushed::Started);
+        assert_eq!(jobs.push(1, vec![10], running), Pushed::Started);
         assert_eq!(started(&heard, 1), ["running"]);
         let (waiting, _) = gated(&said, "waiting");
-        assert_eq!(jobs.push(1, Some(10), waiting), Pushed::Queued);
+        assert_eq!(jobs.push(1, vec![10], waiting), Pushed::Queued);
         // Stopping waits for the running job: it is let go from another thread.
         let stopper = std::thread::spawn(move || workers.stop());
         let refused = (0..30_000).any(|_| {
             std::thread::sleep(Duration::from_millis(1));
-            jobs.push(2, None, Box::new(|| {})) == Pushed::Refused
+            jobs.push(2, vec![11], Box::new(|| {})) == Pushed::Refused
         });
         assert!(refused, "the stopped workers took a job");
         // What waited is gone; what runs still counts until it ends.
-        assert!(jobs.holds(1, Some(10)));
+        assert!(jobs.holds(1, 10));
         go.send(()).unwrap();
         stopper.join().unwrap();
         drained(&jobs);

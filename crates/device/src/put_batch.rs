@@ -108,56 +108,46 @@ impl HeldPuts {
     }
 
     /// Whether a command of namespace `ns` from connection `from` must run on a worker,
-    /// after what it must follow ([`follow`](Self::follow)): a piece of the namespace's
-    /// held puts or a write of that connection is on a worker, or puts it must come after
-    /// are held and their store would go to a worker (the engine would hold it up, and on
-    /// the loop it would hold up every connection of the thread; or another connection's
-    /// write of the namespace is on a worker, which they must come after).
+    /// after the held puts of `ns` stored there first ([`follow`](Self::follow)): they are
+    /// held and their store would go to a worker (the engine would hold it up, and on the
+    /// loop it would hold up every connection of the thread; or a job one of them must come
+    /// after is there). Or a job of its own is still there (its reader waits for those
+    /// first, `must_wait`: this is the check of last resort).
     pub fn must_follow(&self, shared: &Shared, ns: u32, from: u64) -> bool {
         // The lock-free checks first: every get frame asks.
-        if self.off_loop.holds(ns, Some(from)) {
+        let pressed = shared.db.write_pressure() != WritePressure::None;
+        if !pressed && !self.off_loop.touches(ns) {
+            return false;
+        }
+        if self.off_loop.holds(ns, from) {
             return true;
         }
-        let pressed = shared.db.write_pressure() != WritePressure::None;
-        (pressed || self.off_loop.holds(ns, None)) && self.holds_any(ns)
+        let froms = self.held_froms(ns);
+        !froms.is_empty() && (pressed || self.off_loop.holds_any_of(ns, froms))
     }
 
-    /// Whether the held puts `group` of namespace `ns` must be stored after a job off the
-    /// loop: a job of the connection of one of them, or a piece of the namespace. Another
-    /// connection's job they need not wait for (nobody can expect to see their effects in
-    /// any order across connections).
-    fn must_come_after(&self, ns: u32, group: &[HeldPut]) -> bool {
-        self.off_loop.holds_any_of(ns, group.iter().map(|p| p.from))
-    }
-
-    /// Whether a command of namespace `ns` from connection `from` must wait for a job off
-    /// the loop before it is handled: a write of that connection, or a piece of held puts
-    /// of the namespace. Its reader waits (`Reader::take_frames_holding`): the connection's
-    /// next commands come after it anyway, and the thread serves the others meanwhile.
-    pub fn must_wait(&self, ns: u32, from: u64) -> bool {
-        self.off_loop.holds(ns, Some(from))
-    }
-
-    /// Waits until [`must_wait`](Self::must_wait) says no.
-    pub async fn wait_for(&self, ns: u32, from: u64) {
-        self.off_loop.wait_for(ns, from).await;
-    }
-
-    /// Whether puts of namespace `ns` are held.
-    fn holds_any(&self, ns: u32) -> bool {
-        self.held.lock().puts.iter().any(|p| p.cmd.nsid == ns)
+    /// The connections with puts of namespace `ns` held.
+    fn held_froms(&self, ns: u32) -> Vec<u64> {
+        let held = self.held.lock();
+        let mut froms: Vec<u64> = Vec::new();
+        for p in held.puts.iter().filter(|p| p.cmd.nsid == ns) {
+            if !froms.contains(&p.from) {
+                froms.push(p.from);
+            }
+        }
+        froms
     }
 
     /// Runs `job`, a command of namespace `ns` from connection `from`, on a worker after
     /// what it must follow: the held puts of `ns`, stored first as a piece off the loop,
-    /// the pieces already there, and the connection's jobs of `ns` before it. False if the
-    /// workers refused it (the device is stopping).
+    /// and the jobs of `ns` its connection has there. False if the workers refused it (the
+    /// device is stopping).
     pub fn follow(&self, shared: &Arc<Shared>, ns: u32, from: u64, job: Job) -> bool {
         let group = self.take(Some(ns), usize::MAX);
         if !group.is_empty() {
             self.push_piece(shared, ns, group, None);
         }
-        self.off_loop.push(ns, Some(from), job) != Pushed::Refused
+        self.off_loop.push(ns, vec![from], job) != Pushed::Refused
     }
 
     /// Waits (the device stopping) until what is off the loop is stored, at most `limit`.
@@ -166,8 +156,9 @@ impl HeldPuts {
         self.off_loop.drain(limit)
     }
 
-    /// Stores `piece` on a worker after what of `nsid` is off the loop already; `done` is
-    /// told once it is stored. Refused: the device is stopping, and its connections with it.
+    /// Stores `piece` on a worker after the jobs of `nsid` of the connections of its puts;
+    /// `done` is told once it is stored. Refused: the device is stopping, and its
+    /// connections with it.
     fn push_piece(
         &self,
         shared: &Arc<Shared>,
@@ -175,6 +166,7 @@ impl HeldPuts {
         piece: Vec<HeldPut>,
         done: Option<tokio::sync::oneshot::Sender<()>>,
     ) -> Pushed {
+        let conns = piece.iter().map(|p| p.from).collect();
         let s = shared.clone();
         let core = crate::scheduler::current_core();
         shared.metrics.writes_off_loop.inc();
@@ -184,7 +176,28 @@ impl HeldPuts {
                 let _ = done.send(());
             }
         };
-        self.off_loop.push(nsid, None, Box::new(job))
+        self.off_loop.push(nsid, conns, Box::new(job))
+    }
+
+    /// Whether the held puts `group` of namespace `ns` must be stored after a job off the
+    /// loop: one that names the connection of one of them (its write, or a piece with its
+    /// puts). Another connection's job they need not wait for: nobody can expect writes of
+    /// two connections to land in any order.
+    fn must_come_after(&self, ns: u32, group: &[HeldPut]) -> bool {
+        self.off_loop.touches(ns) && self.off_loop.holds_any_of(ns, group.iter().map(|p| p.from))
+    }
+
+    /// Whether a command of namespace `ns` from connection `from` must wait for a job off
+    /// the loop before it is handled: a write of that connection, or a piece with its puts.
+    /// Its reader waits (`Reader::take_frames_holding`): the connection's next commands
+    /// come after it anyway, and the thread serves the others meanwhile.
+    pub fn must_wait(&self, ns: u32, from: u64) -> bool {
+        self.off_loop.touches(ns) && self.off_loop.holds(ns, from)
+    }
+
+    /// Waits until [`must_wait`](Self::must_wait) says no.
+    pub async fn wait_for(&self, ns: u32, from: u64) {
+        self.off_loop.wait_for(ns, from).await;
     }
 
     /// Whether any put is held.

@@ -25,8 +25,6 @@ fn a_slow_write_holds_up_no_other_connection() {
     let dir = tempfile::tempdir().unwrap();
     let dev = common::start(dir.path(), |c| c.network_threads = 1);
     let (a1, a, a_secret) = common::tenant(&dev, "a");
-    let a2 = common::connect(&dev);
-    a2.open_namespace(a, &a_secret).expect("auth");
     let (b1, b, _) = common::tenant(&dev, "b");
     std::thread::scope(|s| {
         let slow = s.spawn(|| {
@@ -36,7 +34,24 @@ fn a_slow_write_holds_up_no_other_connection() {
                 .expect("the slow write");
         });
         std::thread::sleep(Duration::from_millis(300));
-        a2.namespace(a).put(&b"k"[..], &b"a"[..]).expect("A's put");
+        // A's other connection pipelines a put and a get of its key: held, then stored on
+        // the loop (no job of its own is out), and the get sees it.
+        let mut raw = TcpStream::connect(dev.local_addr()).unwrap();
+        let mut frames = BytesMut::new();
+        let commands = [
+            Request::Authenticate {
+                secret: Bytes::copy_from_slice(a_secret.as_bytes()),
+            },
+            store(b"k", b"a", false),
+            Request::Retrieve {
+                key: Bytes::from_static(b"k"),
+            },
+        ];
+        encode(&mut frames, a, commands);
+        raw.write_all(&frames).unwrap();
+        let got = replies(&mut raw, 3);
+        assert!(got.iter().all(|r| r.status == Status::Success), "{got:?}");
+        assert!(matches!(&got[2].reply, Reply::Value(v) if &v[..] == b"a"));
         b1.namespace(b).put(&b"k"[..], &b"b"[..]).expect("B's put");
         assert!(
             !slow.is_finished(),
@@ -45,6 +60,27 @@ fn a_slow_write_holds_up_no_other_connection() {
         slow.join().unwrap();
     });
     dev.shutdown().unwrap();
+}
+
+fn store(key: &[u8], value: &[u8], sync: bool) -> Request {
+    Request::Store {
+        key: Bytes::copy_from_slice(key),
+        value: Bytes::copy_from_slice(value),
+        mode: StoreMode::Always,
+        sync,
+    }
+}
+
+/// Appends `requests` to `frames` as commands of namespace `ns`, numbered from 0.
+fn encode(frames: &mut BytesMut, ns: u32, requests: impl IntoIterator<Item = Request>) {
+    for (cid, request) in requests.into_iter().enumerate() {
+        let cmd = Command {
+            cid: cid as u32,
+            nsid: ns,
+            request,
+        };
+        cmd.encode(frames).unwrap();
+    }
 }
 
 /// Reads replies off `s` until `n` came; in the order they came.
@@ -73,12 +109,6 @@ fn a_connection_s_commands_come_after_its_slow_write() {
     let dev = common::start(dir.path(), |c| c.network_threads = 1);
     let (c, ns, secret) = common::tenant(&dev, "a");
     c.namespace(ns).put(&b"k"[..], &b"old"[..]).unwrap();
-    let store = |key: &[u8], value: &[u8], sync| Request::Store {
-        key: Bytes::copy_from_slice(key),
-        value: Bytes::copy_from_slice(value),
-        mode: StoreMode::Always,
-        sync,
-    };
     let mut frames = BytesMut::new();
     let auth = Request::Authenticate {
         secret: Bytes::copy_from_slice(secret.as_bytes()),
@@ -91,14 +121,7 @@ fn a_connection_s_commands_come_after_its_slow_write() {
             key: Bytes::from_static(b"k"),
         },
     ];
-    for (cid, request) in commands.into_iter().enumerate() {
-        let cmd = Command {
-            cid: cid as u32,
-            nsid: ns,
-            request,
-        };
-        cmd.encode(&mut frames).unwrap();
-    }
+    encode(&mut frames, ns, commands);
     let mut s = TcpStream::connect(dev.local_addr()).unwrap();
     s.write_all(&frames).unwrap();
     let got = replies(&mut s, 4);
