@@ -97,11 +97,11 @@ impl OrderedJobs {
 
     /// Whether a job of namespace `ns` that names connection `from` is queued or running.
     pub fn holds(&self, ns: u32, from: u64) -> bool {
-        self.holds_any_of(ns, std::iter::once(from))
+        self.holds_any_of(ns, &[from])
     }
 
     /// Whether a job of namespace `ns` that names one of `froms` is queued or running.
-    pub fn holds_any_of(&self, ns: u32, froms: impl IntoIterator<Item = u64>) -> bool {
+    pub fn holds_any_of(&self, ns: u32, froms: &[u64]) -> bool {
         if !self.touches(ns) {
             return false;
         }
@@ -109,7 +109,6 @@ impl OrderedJobs {
         let Some(queue) = q.namespaces.get(&ns) else {
             return false;
         };
-        let froms: Vec<u64> = froms.into_iter().collect();
         queue
             .iter()
             .any(|e| e.conns.iter().any(|c| froms.contains(c)))
@@ -344,7 +343,7 @@ mod tests {
         // Another connection's job and another namespace's do not wait for a1; a2 does.
         assert_eq!(started(&heard, 3), ["a1", "b", "c"]);
         assert!(jobs.holds(1, 10) && jobs.holds(1, 11) && !jobs.holds(1, 12));
-        assert!(!jobs.holds(3, 10) && jobs.holds_any_of(1, [12, 11]));
+        assert!(!jobs.holds(3, 10) && jobs.holds_any_of(1, &[12, 11]));
         go_a1.send(()).unwrap();
         assert_eq!(started(&heard, 1), ["a2"]);
         for go in [go_a2, go_b, go_c] {

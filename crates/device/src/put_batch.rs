@@ -68,9 +68,9 @@ impl PutReply {
 pub struct HeldPuts {
     held: Mutex<Held>,
     wake: Notify,
-    /// Pieces stored on a worker (under write pressure) and the commands that must come
-    /// after them: nothing of their namespaces is stored or answered on the loop meanwhile,
-    /// or it could come first.
+    /// Pieces of held puts and connections' writes on the workers, each after the jobs of
+    /// its connections before it: what a connection sends after them waits for them, and
+    /// held puts of those connections are stored after them, not on the loop.
     off_loop: Arc<OrderedJobs>,
 }
 
@@ -123,7 +123,7 @@ impl HeldPuts {
             return true;
         }
         let froms = self.held_froms(ns);
-        !froms.is_empty() && (pressed || self.off_loop.holds_any_of(ns, froms))
+        !froms.is_empty() && (pressed || self.off_loop.holds_any_of(ns, &froms))
     }
 
     /// The connections with puts of namespace `ns` held.
@@ -184,7 +184,11 @@ impl HeldPuts {
     /// puts). Another connection's job they need not wait for: nobody can expect writes of
     /// two connections to land in any order.
     fn must_come_after(&self, ns: u32, group: &[HeldPut]) -> bool {
-        self.off_loop.touches(ns) && self.off_loop.holds_any_of(ns, group.iter().map(|p| p.from))
+        // The lock-free check first: the connections are listed only when a job is out.
+        self.off_loop.touches(ns) && {
+            let froms: Vec<u64> = group.iter().map(|p| p.from).collect();
+            self.off_loop.holds_any_of(ns, &froms)
+        }
     }
 
     /// Whether a command of namespace `ns` from connection `from` must wait for a job off
@@ -192,7 +196,7 @@ impl HeldPuts {
     /// Its reader waits (`Reader::take_frames_holding`): the connection's next commands
     /// come after it anyway, and the thread serves the others meanwhile.
     pub fn must_wait(&self, ns: u32, from: u64) -> bool {
-        self.off_loop.touches(ns) && self.off_loop.holds(ns, from)
+        self.off_loop.holds(ns, from)
     }
 
     /// Waits until [`must_wait`](Self::must_wait) says no.
