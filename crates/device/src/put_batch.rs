@@ -19,6 +19,7 @@ use crate::workers::{answer, Job, Workers};
 use cerberus_engine::WritePressure;
 use cerberus_proto::{Command, Opcode, Request, Response};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
@@ -67,6 +68,9 @@ impl PutReply {
 /// The puts held on one network thread.
 pub struct HeldPuts {
     held: Mutex<Held>,
+    /// How many puts `held` holds, set under its lock: every get frame asks whether any
+    /// are, and most of the time none are, without the lock.
+    count: AtomicUsize,
     wake: Notify,
     /// Pieces of held puts and connections' writes on the workers, each after the jobs of
     /// its connections before it: what a connection sends after them waits for them, and
@@ -85,6 +89,7 @@ impl HeldPuts {
     pub fn new(workers: Arc<Workers>) -> HeldPuts {
         HeldPuts {
             held: Mutex::default(),
+            count: AtomicUsize::new(0),
             wake: Notify::new(),
             off_loop: OrderedJobs::new(workers),
         }
@@ -95,6 +100,7 @@ impl HeldPuts {
             let mut held = self.held.lock();
             held.bytes += put.bytes();
             held.puts.push(put);
+            self.count.store(held.puts.len(), Ordering::Relaxed);
             if held.puts.len() == 1 {
                 self.wake.notify_one();
             }
@@ -114,7 +120,11 @@ impl HeldPuts {
     /// after is there). Or a job of its own is still there (its reader waits for those
     /// first, `must_wait`: this is the check of last resort).
     pub fn must_follow(&self, shared: &Shared, ns: u32, from: u64) -> bool {
-        // The lock-free checks first: every get frame asks.
+        // The lock-free checks first: every get frame asks. With no put held and no job of
+        // the namespace out, the engine's pressure does not matter.
+        if self.count.load(Ordering::Relaxed) == 0 && !self.off_loop.touches(ns) {
+            return false;
+        }
         let pressed = shared.db.write_pressure() != WritePressure::None;
         if !pressed && !self.off_loop.touches(ns) {
             return false;
@@ -206,7 +216,7 @@ impl HeldPuts {
 
     /// Whether any put is held.
     pub fn any(&self) -> bool {
-        !self.held.lock().puts.is_empty()
+        self.count.load(Ordering::Relaxed) > 0
     }
 
     /// Whether what is held may be stored from the loop now: no write pressure (the store
@@ -219,7 +229,11 @@ impl HeldPuts {
     /// Stores what is held and answers each put: here, or after what is off the loop of
     /// its namespace.
     pub fn store(&self, shared: &Arc<Shared>) {
-        let puts = std::mem::take(&mut *self.held.lock()).puts;
+        let puts = {
+            let mut held = self.held.lock();
+            self.count.store(0, Ordering::Relaxed);
+            std::mem::take(&mut *held).puts
+        };
         // One write per namespace, in the order the puts came.
         let mut groups: Vec<(u32, Vec<HeldPut>)> = Vec::new();
         for p in puts {
@@ -255,6 +269,9 @@ impl HeldPuts {
     /// Takes, in the order they came, at most `max` held puts of namespace `ns` (of the
     /// first held put's namespace if `None`).
     fn take(&self, ns: Option<u32>, max: usize) -> Vec<HeldPut> {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
         let mut held = self.held.lock();
         let Some(ns) = ns.or_else(|| held.puts.first().map(|p| p.cmd.nsid)) else {
             return Vec::new();
@@ -273,6 +290,7 @@ impl HeldPuts {
         }
         held.bytes -= taken.iter().map(HeldPut::bytes).sum::<usize>();
         held.puts = kept;
+        self.count.store(held.puts.len(), Ordering::Relaxed);
         taken
     }
 
