@@ -5,6 +5,7 @@ use crate::key::SeqNo;
 use crate::key_hashes::KeyHashes;
 use key_filter::KeyFilter;
 use key_samples::KeySamples;
+use point_index::{Lookup, PointIndex};
 use skiplist::{NodeRef, Probe, SkipList};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 mod key_filter;
 mod key_samples;
+mod point_index;
 mod skiplist;
 mod value;
 
@@ -20,7 +22,16 @@ pub use value::MemValue;
 /// Per-entry bookkeeping charged against the memtable budget besides key and value bytes.
 const ENTRY_OVERHEAD: usize = 64;
 
+/// Budget bytes an entry is foreseen to take when nothing says better (the first memtable):
+/// what the point index is sized for.
+const FORESEEN_ENTRY: usize = 256;
+
+/// The point index takes at most this share of the budget (1/16).
+const INDEX_SHARE: usize = 16;
+
 pub struct Memtable {
+    /// Declared before `list`, whose entries it points to: dropped first.
+    index: PointIndex,
     list: SkipList,
     filter: KeyFilter,
     bytes: AtomicUsize,
@@ -56,7 +67,9 @@ impl Memtable {
     }
 
     fn sized(budget: usize, expected: Option<usize>) -> Self {
+        let foreseen = expected.unwrap_or(budget / FORESEEN_ENTRY);
         Memtable {
+            index: PointIndex::new(foreseen, budget / INDEX_SHARE),
             list: SkipList::new(),
             filter: KeyFilter::new(budget, expected),
             bytes: AtomicUsize::new(0),
@@ -75,20 +88,38 @@ impl Memtable {
         self.max_seq.fetch_max(seq, Relaxed);
         // Before the entry: whoever can see the entry (its seqno published after this
         // insert returns) sees its bits.
-        self.filter.insert(xxhash_rust::xxh3::xxh3_64(user));
+        let hash = xxhash_rust::xxh3::xxh3_64(user);
+        self.filter.insert(hash);
         self.samples.offer(user);
-        self.list.insert(user, seq, value);
+        let entry = self.list.insert(user, seq, value);
+        // After the entry, before its seqno is published (`point_index`).
+        self.index.insert(hash, entry);
     }
 
     /// The newest version of `user` with seqno at most `snapshot`.
     pub fn get(&self, user: &[u8], snapshot: SeqNo) -> Option<(SeqNo, MemValue)> {
         // An empty memtable answers without the filter's cache miss. `bytes` grows before an
         // entry goes in, as the filter's bits are set before (see `insert`).
-        if self.bytes.load(Relaxed) == 0 || !self.filter.may_contain(user) {
+        if self.bytes.load(Relaxed) == 0 {
             return None;
         }
-        let e = self.list.seek(&Probe::new(user, snapshot))?;
-        (e.user() == user).then(|| (e.seq(), e.value().clone()))
+        let hash = xxhash_rust::xxh3::xxh3_64(user);
+        if !self.filter.may_contain(hash) {
+            return None;
+        }
+        let e = match self.index.get(hash, user) {
+            Lookup::Newest(e) if point_index::answers(e, snapshot) => e,
+            Lookup::Absent => return None,
+            // Not indexed, or the read is at an older seqno than the newest version's.
+            Lookup::Newest(_) | Lookup::Unknown => {
+                let e = self.list.seek(&Probe::new(user, snapshot))?;
+                if e.user() != user {
+                    return None;
+                }
+                e
+            }
+        };
+        Some((e.seq(), e.value().clone()))
     }
 
     /// Counts `bytes` put into namespace `ns`, less `credit` bytes of the versions they

@@ -331,9 +331,10 @@ impl SkipList {
         }
     }
 
-    /// Inserts `(user, seq)` with `value`. A second insert of the same user key and seqno
-    /// sits before the first: seeks find it, and walks that reach it pass the first.
-    pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) {
+    /// Inserts `(user, seq)` with `value`, and returns its entry. A second insert of the
+    /// same user key and seqno sits before the first: seeks find it, and walks that reach
+    /// it pass the first.
+    pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) -> NodeRef<'_> {
         let height = random_height();
         let node = new_node(user, seq, value, height);
         // Counted before it can be found, so whoever finds an entry finds the list not empty.
@@ -364,6 +365,11 @@ impl SkipList {
                 // SAFETY: as above.
                 *slot = unsafe { self.walk_level(before, level, &p) };
             }
+        }
+        NodeRef {
+            // SAFETY: `new_node` never returns null.
+            node: unsafe { NonNull::new_unchecked(node) },
+            list: PhantomData,
         }
     }
 
@@ -432,6 +438,20 @@ impl<'a> NodeRef<'a> {
             at = at.step()?;
         }
         Some(at)
+    }
+
+    /// The entry as a plain pointer, for [`NodeRef::from_raw`].
+    pub(super) fn raw(self) -> *mut () {
+        self.node.as_ptr().cast()
+    }
+
+    /// The entry [`NodeRef::raw`] gave, if not null.
+    ///
+    /// # Safety
+    /// `raw` came from an entry of a list that lives for as long as the caller holds the
+    /// entry (or anything it returns).
+    pub(super) unsafe fn from_raw<'b>(raw: *mut ()) -> Option<NodeRef<'b>> {
+        NodeRef::at(raw.cast())
     }
 
     /// Gives the entry a lifetime of the caller's choice.

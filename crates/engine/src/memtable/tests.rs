@@ -197,3 +197,118 @@ fn walks_read_whole_entries_while_a_writer_inserts() {
     }
     writer.join().unwrap();
 }
+
+/// What the list alone answers (the memtable's get before its point index).
+fn by_seek(m: &Memtable, user: &[u8], snapshot: SeqNo) -> Option<SeqNo> {
+    let e = m.list.seek(&Probe::new(user, snapshot))?;
+    (e.user() == user).then(|| e.seq())
+}
+
+/// Inserts versions of 300 keys at rising seqnos (some keys twice at one seqno, some
+/// versions out of seqno order), then checks every key at many snapshots against the list.
+fn gets_agree_with_the_list(m: &Memtable) {
+    let mut seq = 1;
+    for round in 0..8u64 {
+        for k in 0..300u64 {
+            if (k * 7 + round) % 5 == 0 {
+                continue;
+            }
+            let key = format!("key{k:04}");
+            m.insert(key.as_bytes(), seq, val(b"v"));
+            if k % 11 == 0 {
+                // A second insert at the same seqno holds over the first.
+                m.insert(key.as_bytes(), seq, val(b"w"));
+            }
+            if k % 13 == 0 && seq > 3 {
+                // An older version arriving late.
+                m.insert(key.as_bytes(), seq - 3, val(b"old"));
+            }
+            seq += 1;
+        }
+    }
+    for k in 0..320u64 {
+        let key = format!("key{k:04}");
+        for snapshot in (0..seq + 2).step_by(37).chain([SeqNo::MAX]) {
+            let got = m.get(key.as_bytes(), snapshot);
+            assert_eq!(
+                got.as_ref().map(|g| g.0),
+                by_seek(m, key.as_bytes(), snapshot)
+            );
+            if let Some((s, v)) = got {
+                let e = m.list.seek(&Probe::new(key.as_bytes(), snapshot)).unwrap();
+                assert_eq!(
+                    (e.seq(), &e.value().value),
+                    (s, &v.value),
+                    "{key} at {snapshot}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_point_index_answers_as_the_list_does() {
+    let m = Memtable::new(1 << 20);
+    gets_agree_with_the_list(&m);
+    assert!(m
+        .index
+        .get(xxhash_rust::xxh3::xxh3_64(b"key0001"), b"key0001")
+        .is_newest());
+}
+
+#[test]
+fn a_full_point_index_sends_gets_to_the_list() {
+    // A 4 KiB budget: an index of 32 slots for 300 keys.
+    let m = Memtable::new(4 << 10);
+    assert_eq!(m.index.bytes(), 256);
+    gets_agree_with_the_list(&m);
+    assert!(!m.index.get(0, b"never inserted").is_absent());
+}
+
+#[test]
+fn concurrent_inserts_keep_the_newest_version_indexed() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let m = Arc::new(Memtable::new(1 << 22));
+    let next = Arc::new(AtomicU64::new(1));
+    let done = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let (m, next) = (m.clone(), next.clone());
+            std::thread::spawn(move || {
+                for i in 0..5_000u64 {
+                    let key = format!("k{}", (i * 31 + t) % 700);
+                    m.insert(
+                        key.as_bytes(),
+                        next.fetch_add(1, Ordering::Relaxed),
+                        val(b"v"),
+                    );
+                }
+            })
+        })
+        .collect();
+    let reader = {
+        let (m, done) = (m.clone(), done.clone());
+        std::thread::spawn(move || {
+            // A key's newest seqno seen never goes back.
+            let mut seen = vec![0; 700];
+            while !done.load(Ordering::Relaxed) {
+                for (k, last) in seen.iter_mut().enumerate() {
+                    if let Some((s, _)) = m.get(format!("k{k}").as_bytes(), SeqNo::MAX) {
+                        assert!(s >= *last, "k{k}: {s} after {last}");
+                        *last = s;
+                    }
+                }
+            }
+        })
+    };
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    for k in 0..700 {
+        let key = format!("k{k}");
+        let got = m.get(key.as_bytes(), SeqNo::MAX).map(|g| g.0);
+        assert_eq!(got, by_seek(&m, key.as_bytes(), SeqNo::MAX), "{key}");
+    }
+}

@@ -1,0 +1,141 @@
+//! The memtable's point index: a key's hash to the entry of its newest version, so a get of
+//! a key the memtable holds reads a slot and the entry instead of descending the skiplist (a
+//! dozen or more cache misses in a full memtable).
+//!
+//! Open addressing over a fixed table of entry pointers, sized for the entries the memtable
+//! is foreseen to hold; a slot, once taken by a key, stays that key's (entries never leave a
+//! memtable), so a key's probe sequence finds its slot again. Inserts run after the entry is
+//! in the list and before its seqno is visible (the write path), and keep the entry of the
+//! highest seqno (at an equal seqno the later insert, as the list's seeks do): every version
+//! a read at the visible seqno may see is indexed. A key that found no free slot within
+//! [`PROBES`] is not indexed, and the index says so from then on ([`Lookup::Unknown`] for a
+//! key it lacks): the list answers. The answer is never a guess.
+
+use super::skiplist::NodeRef;
+use crate::key::SeqNo;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+
+/// Slots a key may look at, from the one its hash picks: two cache lines of pointers.
+const PROBES: usize = 16;
+
+/// What the index knows of a key.
+pub(super) enum Lookup<'a> {
+    /// The entry of its newest version here.
+    Newest(NodeRef<'a>),
+    /// The memtable has no version of it.
+    Absent,
+    /// Not indexed: ask the list.
+    Unknown,
+}
+
+pub(super) struct PointIndex {
+    slots: Box<[AtomicPtr<()>]>,
+    /// `slots.len() - 1` (a power of two).
+    mask: usize,
+    /// Every key inserted found a slot.
+    complete: AtomicBool,
+}
+
+impl PointIndex {
+    /// An index of twice `expected` slots (a power of two), at most `most_bytes` of them.
+    pub(super) fn new(expected: usize, most_bytes: usize) -> PointIndex {
+        let most = (most_bytes / std::mem::size_of::<AtomicPtr<()>>()).max(PROBES);
+        let want = expected.saturating_mul(2).clamp(PROBES, most);
+        // The largest power of two not above `want` (at least `PROBES`).
+        let n = 1usize << (usize::BITS - 1 - want.leading_zeros());
+        PointIndex {
+            slots: null_slots(n),
+            mask: n - 1,
+            complete: AtomicBool::new(true),
+        }
+    }
+
+    fn probes(&self, hash: u64) -> impl Iterator<Item = &AtomicPtr<()>> {
+        let first = hash as usize;
+        (0..PROBES).map(move |i| &self.slots[first.wrapping_add(i) & self.mask])
+    }
+
+    /// Indexes `entry`, just inserted into the list, whose key hashes to `hash`.
+    pub(super) fn insert(&self, hash: u64, entry: NodeRef<'_>) {
+        let (user, seq) = (entry.user(), entry.seq());
+        for slot in self.probes(hash) {
+            let mut cur = slot.load(Acquire);
+            loop {
+                // SAFETY: a slot holds null or an entry of this memtable's list, which lives
+                // as long as the memtable (and this index).
+                let held = unsafe { NodeRef::from_raw(cur) };
+                match held {
+                    Some(h) if h.user() != user => break,
+                    Some(h) if h.seq() > seq => return,
+                    _ => {}
+                }
+                match slot.compare_exchange(cur, entry.raw(), AcqRel, Acquire) {
+                    Ok(_) => return,
+                    // Another insert took or moved the slot: look at what it holds now.
+                    Err(now) => cur = now,
+                }
+            }
+        }
+        // Published before the entry's seqno is (the write path's release of it).
+        self.complete.store(false, Release);
+    }
+
+    /// What the index knows of `user`, whose hash is `hash`.
+    pub(super) fn get<'a>(&'a self, hash: u64, user: &[u8]) -> Lookup<'a> {
+        for slot in self.probes(hash) {
+            // SAFETY: as in `insert`; the entry lives as long as `self` is borrowed.
+            match unsafe { NodeRef::from_raw(slot.load(Acquire)) } {
+                None => break,
+                Some(e) if e.user() == user => return Lookup::Newest(e),
+                Some(_) => {}
+            }
+        }
+        // Not found where its insert would have put it: absent, unless an insert gave up.
+        match self.complete.load(Acquire) {
+            true => Lookup::Absent,
+            false => Lookup::Unknown,
+        }
+    }
+
+    /// Its size in bytes.
+    #[cfg(test)]
+    pub(super) fn bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<AtomicPtr<()>>()
+    }
+}
+
+/// `n` (at least 1) null slots, from zeroed memory: a large table's pages are not written
+/// here, on the write path that makes a memtable, but as entries come.
+fn null_slots(n: usize) -> Box<[AtomicPtr<()>]> {
+    let layout = match std::alloc::Layout::array::<AtomicPtr<()>>(n) {
+        Ok(l) => l,
+        // Bounded far below this by the memtable's budget.
+        Err(_) => panic!("a point index of {n} slots"),
+    };
+    // SAFETY: `layout` is not empty (`n` >= 1); a null `AtomicPtr` is all zero bits; the
+    // box frees with the same layout (`Layout::array` of its length).
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<AtomicPtr<()>>();
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
+    }
+}
+
+/// Whether the newest version `e` answers a read at `snapshot` (else the list does: the
+/// version the read sees is older).
+pub(super) fn answers(e: NodeRef<'_>, snapshot: SeqNo) -> bool {
+    e.seq() <= snapshot
+}
+
+#[cfg(test)]
+impl Lookup<'_> {
+    pub(super) fn is_newest(&self) -> bool {
+        matches!(self, Lookup::Newest(_))
+    }
+
+    pub(super) fn is_absent(&self) -> bool {
+        matches!(self, Lookup::Absent)
+    }
+}
