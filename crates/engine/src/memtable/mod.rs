@@ -81,7 +81,9 @@ impl Memtable {
     }
 
     /// Inserts `user` (`nsid ++ key`) at `seq`; a second insert of the same key and seqno
-    /// holds over the first (an index entry's put and tombstone at one seqno).
+    /// holds over the first. Two inserts of one key and seqno must not overlap (the point
+    /// index keeps the one whose update came last, the list the one linked last): the write
+    /// path inserts under the writer lock, a flush's supersede and a replay one at a time.
     pub fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) {
         self.bytes
             .fetch_add(user.len() + value.value.len() + ENTRY_OVERHEAD, Relaxed);
@@ -92,7 +94,7 @@ impl Memtable {
         self.filter.insert(hash);
         self.samples.offer(user);
         let entry = self.list.insert(user, seq, value);
-        // After the entry, before its seqno is published (`point_index`).
+        // After the entry (`point_index`: on the write path, before its seqno is published).
         self.index.insert(hash, entry);
     }
 

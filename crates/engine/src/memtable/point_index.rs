@@ -5,17 +5,21 @@
 //! Open addressing over a fixed table of entry pointers, sized for the entries the memtable
 //! is foreseen to hold; a slot, once taken by a key, stays that key's (entries never leave a
 //! memtable), so a key's probe sequence finds its slot again. Inserts run after the entry is
-//! in the list and before its seqno is visible (the write path), and keep the entry of the
-//! highest seqno (at an equal seqno the later insert, as the list's seeks do): every version
-//! a read at the visible seqno may see is indexed. A key that found no free slot within
-//! [`PROBES`] is not indexed, and the index says so from then on ([`Lookup::Unknown`] for a
-//! key it lacks): the list answers. The answer is never a guess.
+//! in the list and keep the entry of the highest seqno (at an equal seqno the later insert,
+//! as the list's seeks do; two inserts of one key and seqno never overlap, see
+//! `Memtable::insert`). The write path's inserts come before their seqno is visible, so
+//! every version a read at the visible seqno may see is indexed. Inserts at a seqno already
+//! visible (index entries: a backfill, the tombstones a flush supersedes with) are seen by
+//! gets from the slot's update on, a moment after the list links them: such a get answers
+//! as it would have just before. A key that found no free slot within [`PROBES`] is not
+//! indexed, and the index says so from then on ([`Lookup::Unknown`] for a key it lacks):
+//! the list answers. The answer is never a guess.
 
 use super::skiplist::NodeRef;
 use crate::key::SeqNo;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 
-/// Slots a key may look at, from the one its hash picks: two cache lines of pointers.
+/// Slots a key may look at, from the one its hash picks: two or three cache lines.
 const PROBES: usize = 16;
 
 /// What the index knows of a key.
@@ -37,12 +41,17 @@ pub(super) struct PointIndex {
 }
 
 impl PointIndex {
-    /// An index of twice `expected` slots (a power of two), at most `most_bytes` of them.
+    /// An index of at least twice `expected` slots (a power of two: at most half full when
+    /// the entries foreseen come), at most `most_bytes` of them.
     pub(super) fn new(expected: usize, most_bytes: usize) -> PointIndex {
         let most = (most_bytes / std::mem::size_of::<AtomicPtr<()>>()).max(PROBES);
-        let want = expected.saturating_mul(2).clamp(PROBES, most);
-        // The largest power of two not above `want` (at least `PROBES`).
-        let n = 1usize << (usize::BITS - 1 - want.leading_zeros());
+        // The largest power of two not above `most`.
+        let most = 1usize << (usize::BITS - 1 - most.leading_zeros());
+        let n = expected
+            .saturating_mul(2)
+            .checked_next_power_of_two()
+            .unwrap_or(most)
+            .clamp(PROBES, most);
         PointIndex {
             slots: null_slots(n),
             mask: n - 1,

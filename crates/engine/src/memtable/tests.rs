@@ -312,3 +312,15 @@ fn concurrent_inserts_keep_the_newest_version_indexed() {
         assert_eq!(got, by_seek(&m, key.as_bytes(), SeqNo::MAX), "{key}");
     }
 }
+
+#[test]
+fn a_point_index_is_at_most_half_full_with_the_entries_foreseen_within_its_share() {
+    let slots =
+        |expected, most_bytes| point_index::PointIndex::new(expected, most_bytes).bytes() / 8;
+    assert_eq!(slots(1000, 1 << 20), 2048);
+    assert_eq!(slots(1025, 1 << 20), 4096);
+    // Never past its share of the budget, rounded down to a power of two; never under 16.
+    assert_eq!(slots(1 << 20, 100_000), 8192);
+    assert_eq!(slots(0, 0), 16);
+    assert_eq!(slots(usize::MAX, 1 << 20), 1 << 17);
+}
