@@ -122,11 +122,12 @@ impl HeldPuts {
     pub fn must_follow(&self, shared: &Shared, ns: u32, from: u64) -> bool {
         // The lock-free checks first: every get frame asks. With no put held and no job of
         // the namespace out, the engine's pressure does not matter.
-        if self.count.load(Ordering::Relaxed) == 0 && !self.off_loop.touches(ns) {
+        let touches = self.off_loop.touches(ns);
+        if !touches && self.count.load(Ordering::Relaxed) == 0 {
             return false;
         }
         let pressed = shared.db.write_pressure() != WritePressure::None;
-        if !pressed && !self.off_loop.touches(ns) {
+        if !pressed && !touches {
             return false;
         }
         if self.off_loop.holds(ns, from) {

@@ -110,7 +110,7 @@ impl Memtable {
             return None;
         }
         let e = match self.index.get(hash, user) {
-            Lookup::Newest(e) if point_index::answers(e, snapshot) => e,
+            Lookup::Newest(e) if e.seq() <= snapshot => e,
             Lookup::Absent => return None,
             // Not indexed, or the read is at an older seqno than the newest version's.
             Lookup::Newest(_) | Lookup::Unknown => {

@@ -16,7 +16,6 @@
 //! the list answers. The answer is never a guess.
 
 use super::skiplist::NodeRef;
-use crate::key::SeqNo;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 
 /// Slots a key may look at, from the one its hash picks: two or three cache lines.
@@ -130,12 +129,6 @@ fn null_slots(n: usize) -> Box<[AtomicPtr<()>]> {
         }
         Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
     }
-}
-
-/// Whether the newest version `e` answers a read at `snapshot` (else the list does: the
-/// version the read sees is older).
-pub(super) fn answers(e: NodeRef<'_>, snapshot: SeqNo) -> bool {
-    e.seq() <= snapshot
 }
 
 #[cfg(test)]
