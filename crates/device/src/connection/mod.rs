@@ -283,16 +283,19 @@ impl Reader {
     async fn take_frames(&mut self, stop: &mut watch::Receiver<bool>) -> Option<bool> {
         let framed = self.take_frames_holding(stop).await;
         self.run_gets();
-        self.store_puts_if_alone();
+        if framed == Some(true) {
+            self.store_puts_if_alone();
+        }
         framed
     }
 
-    /// A connection alone on its network thread has no neighbour to share a log append
-    /// with: the puts it read are stored now, their answers written in this same turn,
-    /// not after a trip through the loop (the held puts' task, then this one again).
+    /// A connection alone on its network thread (in effect: see `Scheduler::reads_alone`)
+    /// has no neighbour to share a log append with: the puts it read are stored now, their
+    /// answers written in this same turn, not after a trip through the loop (the held
+    /// puts' task, then this one again).
     fn store_puts_if_alone(&self) {
         let shared = &self.shared;
-        if !shared.scheduler.alone_on_this_core()
+        if !shared.scheduler.reads_alone(self.order_id)
             || !self.puts.any()
             || !self.puts.may_store_here(shared)
         {

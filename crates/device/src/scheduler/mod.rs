@@ -203,6 +203,9 @@ struct Local {
     depth: Cell<u32>,
     /// Commands this thread ran (which of them is timed).
     tick: Cell<u32>,
+    /// The connection that took frames last on this thread, and how many times in a row.
+    last_reader: Cell<u64>,
+    reads_in_a_row: Cell<u32>,
 }
 
 thread_local! {
@@ -211,6 +214,8 @@ thread_local! {
             core: Cell::new(None),
             depth: Cell::new(0),
             tick: Cell::new(0),
+            last_reader: Cell::new(u64::MAX),
+            reads_in_a_row: Cell::new(0),
         }
     };
 }
@@ -277,12 +282,24 @@ impl Scheduler {
         i
     }
 
-    /// Whether the calling network thread serves one connection alone: no neighbour's puts
-    /// could share a log append with its own.
-    pub fn alone_on_this_core(&self) -> bool {
-        current_core()
-            .and_then(|i| self.cores.get(i))
-            .is_some_and(|c| c.c.connections.load(Relaxed) == 1)
+    /// Records that connection `conn` took frames on the calling network thread; whether it
+    /// is alone there in effect: the thread's only connection, or the only one that took
+    /// frames since its own last frames (the others idle, as a client's pool of connections
+    /// mostly is). No neighbour's puts could then share a log append with its own: with
+    /// two busy connections their reads take turns, and neither is alone.
+    pub fn reads_alone(&self, conn: u64) -> bool {
+        let in_a_row = LOCAL.with(|l| {
+            let n = match l.last_reader.replace(conn) == conn {
+                true => l.reads_in_a_row.get().saturating_add(1),
+                false => 1,
+            };
+            l.reads_in_a_row.set(n);
+            n
+        });
+        in_a_row >= 2
+            || current_core()
+                .and_then(|i| self.cores.get(i))
+                .is_some_and(|c| c.c.connections.load(Relaxed) == 1)
     }
 
     pub fn leave(&self, core: usize) {

@@ -121,3 +121,32 @@ fn connections_fill_the_least_used_core() {
     s.leave(1);
     assert_eq!(s.place_connection(), 1);
 }
+
+#[test]
+fn a_connection_is_alone_once_it_reads_twice_with_no_other_between() {
+    let s = sched(Policy::Bts, 1);
+    // Three connections on the one core: none is alone by count.
+    for _ in 0..3 {
+        s.place_connection();
+    }
+    std::thread::spawn(move || {
+        enter_core(0);
+        // The first read of a connection after another's: not alone yet.
+        assert!(!s.reads_alone(7));
+        assert!(s.reads_alone(7));
+        assert!(s.reads_alone(7));
+        // Two busy connections take turns: neither is alone.
+        for _ in 0..3 {
+            assert!(!s.reads_alone(8));
+            assert!(!s.reads_alone(7));
+        }
+        // The other went quiet.
+        assert!(s.reads_alone(7));
+        // A thread's only connection is alone from its first read.
+        s.leave(0);
+        s.leave(0);
+        assert!(s.reads_alone(9));
+    })
+    .join()
+    .unwrap();
+}
