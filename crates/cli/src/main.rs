@@ -27,6 +27,12 @@ use session::Session;
 use std::process::ExitCode;
 use target::{AdminAuth, DataTarget};
 
+/// The device's allocator (`cerberus serve`): the engine frees on background threads what the writers allocated
+/// (frozen memtables), which glibc malloc serializes on its arena lock, and mimalloc does not.
+/// The bench measures the device on the same one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "cerberus",

@@ -5,6 +5,12 @@ use cerberus_server::ServeArgs;
 use clap::Parser;
 use std::process::ExitCode;
 
+/// The device's allocator: the engine frees on background threads what the writers allocated
+/// (frozen memtables), which glibc malloc serializes on its arena lock, and mimalloc does not.
+/// The bench measures the device on the same one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The Cerberus device: a multi-tenant key-value store served over TCP (TLS optional) and
 /// NVMe/TCP. `cerberus serve` in the CLI is the same command.
 #[derive(Parser)]
