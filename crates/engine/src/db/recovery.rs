@@ -39,7 +39,11 @@ pub(super) fn recover(
         log_start: (0, 0),
         vlog_dead: Default::default(),
     });
-    let LogFiles { segments, empty } = scan_directory(storage, &version, &mut next_file)?;
+    let LogFiles {
+        segments,
+        empty,
+        unnamed,
+    } = scan_directory(storage, &version, &mut next_file)?;
     let replay: Vec<u64> = segments
         .iter()
         .copied()
@@ -116,6 +120,13 @@ pub(super) fn recover(
             vlog_dead,
         },
     )?;
+    // Only now that the new manifest is durable: the manifest read back may end in edits
+    // that never reached the disk (appended, their sync failed), and a table such an edit
+    // dropped is still named by the manifest the disk holds. Deleted before, a crash left
+    // a manifest naming a table that was gone.
+    for id in unnamed {
+        let _ = storage.delete(&table_name(id));
+    }
     let writer = VlogWriter::create(ctx.storage.clone(), segment)?;
     // The new manifest replays from the new segment: the empty ones are of no use to replay,
     // and without this every open would leave one more behind. A crash before the deletions
@@ -130,11 +141,14 @@ struct LogFiles {
     /// Segments that hold their header and no record: an earlier open's segment that got no
     /// write. Nothing can point into them; they go once the new segment exists.
     empty: Vec<u64>,
+    /// Tables the manifest does not name: output of a flush or compaction that never
+    /// reached it. They go once the new manifest is durable.
+    unnamed: Vec<u64>,
 }
 
 /// Lists the directory: raises `next_file` past every file number in it, checks that every
-/// table `version` names is there, deletes tables it does not name and segments too short
-/// for their header.
+/// table `version` names is there, lists the tables it does not name and deletes segments
+/// too short for their header.
 fn scan_directory(
     storage: &dyn Storage,
     version: &Version,
@@ -172,10 +186,7 @@ fn scan_directory(
         }
     }
     let live: Vec<u64> = version.table_ids().collect();
-    for id in tables.iter().filter(|id| !live.contains(id)) {
-        // Output of a flush or compaction that never reached the manifest.
-        let _ = storage.delete(&table_name(*id));
-    }
+    let unnamed = tables.into_iter().filter(|id| !live.contains(id)).collect();
     segments.sort_unstable();
     // A segment too short for its header was being created when a write failed or the
     // power went: it never held a record.
@@ -196,6 +207,7 @@ fn scan_directory(
     Ok(LogFiles {
         segments: kept,
         empty,
+        unnamed,
     })
 }
 

@@ -69,7 +69,6 @@ impl KeyFilter {
     }
 
     /// Its size in bytes.
-    #[cfg(test)]
     pub(super) fn bytes(&self) -> usize {
         self.blocks.len() * std::mem::size_of::<FilterBlock>()
     }

@@ -34,7 +34,10 @@ pub struct Memtable {
     index: PointIndex,
     list: SkipList,
     filter: KeyFilter,
+    /// Key, value and `ENTRY_OVERHEAD` bytes of its entries.
     bytes: AtomicUsize,
+    /// Bytes of the filter and the index, allocated whole at its start.
+    fixed_bytes: usize,
     max_seq: AtomicU64,
     /// Bytes of puts written into it per namespace (keys, values, index entries), counted
     /// as new, less the versions a capacity check found they replace (so it may go below
@@ -58,8 +61,9 @@ impl Memtable {
     /// A memtable to be frozen near `budget` bytes that follows `previous`: its key filter
     /// is sized for as many entries as `previous` would have held in that many bytes.
     pub fn following(budget: usize, previous: &Memtable) -> Self {
-        let bytes = previous.bytes.load(Relaxed);
-        let expected = (bytes > 0).then(|| {
+        // Its filter and index counted: the entries it held when it came to `budget`.
+        let bytes = previous.approximate_bytes();
+        let expected = (previous.bytes.load(Relaxed) > 0).then(|| {
             let n = previous.list.len() as u128 * budget as u128 / bytes as u128;
             usize::try_from(n).unwrap_or(usize::MAX)
         });
@@ -68,10 +72,13 @@ impl Memtable {
 
     fn sized(budget: usize, expected: Option<usize>) -> Self {
         let foreseen = expected.unwrap_or(budget / FORESEEN_ENTRY);
+        let index = PointIndex::new(foreseen, budget / INDEX_SHARE);
+        let filter = KeyFilter::new(budget, expected);
         Memtable {
-            index: PointIndex::new(foreseen, budget / INDEX_SHARE),
+            fixed_bytes: index.bytes() + filter.bytes(),
+            index,
             list: SkipList::new(),
-            filter: KeyFilter::new(budget, expected),
+            filter,
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
             charged: Default::default(),
@@ -142,8 +149,11 @@ impl Memtable {
         self.charged.lock().get(&ns).copied().unwrap_or(0)
     }
 
+    /// The memory it holds, as its budget counts it: its entries (keys, values and their
+    /// bookkeeping) and its key filter and point index, which take their share of the
+    /// budget from the start (at most about 1/16 of it).
     pub fn approximate_bytes(&self) -> usize {
-        self.bytes.load(Relaxed)
+        self.bytes.load(Relaxed) + self.fixed_bytes
     }
 
     pub fn is_empty(&self) -> bool {

@@ -106,7 +106,6 @@ impl PointIndex {
     }
 
     /// Its size in bytes.
-    #[cfg(test)]
     pub(super) fn bytes(&self) -> usize {
         self.slots.len() * std::mem::size_of::<AtomicPtr<()>>()
     }

@@ -324,3 +324,22 @@ fn a_point_index_is_at_most_half_full_with_the_entries_foreseen_within_its_share
     assert_eq!(slots(0, 0), 16);
     assert_eq!(slots(usize::MAX, 1 << 20), 1 << 17);
 }
+
+#[test]
+fn the_filter_and_the_index_count_in_the_budget_from_the_start() {
+    let budget = 64 << 20;
+    let m = Memtable::new(budget);
+    let fixed = m.index.bytes() + m.filter.bytes();
+    assert_eq!(m.approximate_bytes(), fixed);
+    // At most 1/16 for the index and 1/64 for the filter.
+    assert!(fixed > 0 && fixed <= budget / 16 + budget / 64, "{fixed}");
+    m.insert(b"\0\0\0\x01k", 1, val(b"v"));
+    assert_eq!(m.approximate_bytes(), fixed + 5 + 1 + ENTRY_OVERHEAD);
+    // The smallest budget still leaves room for entries.
+    let small = Memtable::new(4096);
+    assert!(
+        small.approximate_bytes() < 4096 / 4,
+        "{}",
+        small.approximate_bytes()
+    );
+}

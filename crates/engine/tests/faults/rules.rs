@@ -500,3 +500,71 @@ fn stalled_reader_case(point_index: bool) {
         "the collected segment is deleted once its reader is done: before {before:?}, after {after:?}"
     );
 }
+
+/// Two L0 tables of namespace "a", written on `fs`, then merged by a manual compaction:
+/// the calls of `IoKind::Sync` the compaction made (its tables', then its manifest edit's).
+fn two_tables_then_compact(fs: &FaultStorage, fault: Option<Fault>) -> u64 {
+    let db = open(fs, options());
+    let ns = db.create_namespace("a").unwrap();
+    for round in 0..2u8 {
+        for i in 0..20u8 {
+            ns.put(&[b'k', i], &[round; 40]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let before = fs.io_counts().get(&IoKind::Sync).copied().unwrap_or(0);
+    fs.inject(fault);
+    let r = db.compact_range(None, None);
+    assert_eq!(r.is_err(), fault.is_some(), "{r:?}");
+    fs.io_counts().get(&IoKind::Sync).copied().unwrap_or(0) - before
+}
+
+#[test]
+fn an_open_after_a_failed_manifest_sync_keeps_the_tables_the_disk_still_names() {
+    // Where the compaction's edit is synced: its last sync.
+    let syncs = two_tables_then_compact(&FaultStorage::new(), None);
+    assert!(syncs >= 2, "{syncs}");
+    let fs = FaultStorage::new();
+    // The edit that drops the two tables reaches the manifest file, its sync fails, and
+    // so does every sync after it (the disk is full): the disk still holds the manifest
+    // without the edit, naming both tables.
+    let fault = Fault {
+        kind: IoKind::Sync,
+        nth: syncs - 1,
+        error: FaultError::NoSpace,
+        sticky: true,
+        partial: false,
+    };
+    two_tables_then_compact(&fs, Some(fault));
+    let tables = |fs: &FaultStorage| -> Vec<String> {
+        let mut t: Vec<String> = fs
+            .list()
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.ends_with(".sst"))
+            .collect();
+        t.sort();
+        t
+    };
+    let before = tables(&fs);
+    // The process restarts (no power cut): the open reads the manifest with the edit and
+    // fails to write its new one. The tables the edit dropped must still be there: any
+    // later directory sync would make their deletion durable (a replay whose flush wrote
+    // no table made one), and the disk's manifest names them.
+    assert!(Db::builder(options())
+        .open_storage(Arc::new(fs.clone()))
+        .is_err());
+    let after = tables(&fs);
+    assert!(
+        before.iter().all(|t| after.contains(t)),
+        "{before:?} -> {after:?}"
+    );
+    fs.inject(None);
+    fs.crash();
+    fs.restart();
+    let db = open(&fs, options());
+    let ns = db.namespace(db.namespace_id("a").unwrap()).unwrap();
+    for i in 0..20u8 {
+        assert_eq!(ns.get(&[b'k', i]).unwrap().as_deref(), Some(&[1u8; 40][..]));
+    }
+}
