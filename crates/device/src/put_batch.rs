@@ -215,6 +215,11 @@ impl HeldPuts {
         self.off_loop.wait_for(ns, from).await;
     }
 
+    /// Whether every put held came from connection `from` (none held: true).
+    pub fn only_from(&self, from: u64) -> bool {
+        self.held.lock().puts.iter().all(|p| p.from == from)
+    }
+
     /// Whether any put is held.
     pub fn any(&self) -> bool {
         self.count.load(Ordering::Relaxed) > 0

@@ -297,6 +297,9 @@ impl Reader {
         let shared = &self.shared;
         if !shared.scheduler.reads_alone(self.order_id)
             || !self.puts.any()
+            // A neighbour's puts (a pipeline read before, an NVMe/TCP queue's) are stored
+            // by the held puts' task, a piece at a time.
+            || !self.puts.only_from(self.order_id)
             || !self.puts.may_store_here(shared)
         {
             return;

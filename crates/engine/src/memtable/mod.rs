@@ -61,10 +61,12 @@ impl Memtable {
     /// A memtable to be frozen near `budget` bytes that follows `previous`: its key filter
     /// is sized for as many entries as `previous` would have held in that many bytes.
     pub fn following(budget: usize, previous: &Memtable) -> Self {
-        // Its filter and index counted: the entries it held when it came to `budget`.
-        let bytes = previous.approximate_bytes();
-        let expected = (previous.bytes.load(Relaxed) > 0).then(|| {
-            let n = previous.list.len() as u128 * budget as u128 / bytes as u128;
+        // The entries of its size that fit in the budget its filter and index leave (not
+        // the entries it held: a memtable frozen early held few).
+        let bytes = previous.bytes.load(Relaxed);
+        let room = budget.saturating_sub(previous.fixed_bytes).max(1);
+        let expected = (bytes > 0).then(|| {
+            let n = previous.list.len() as u128 * room as u128 / bytes as u128;
             usize::try_from(n).unwrap_or(usize::MAX)
         });
         Self::sized(budget, expected)

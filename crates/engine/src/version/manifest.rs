@@ -321,7 +321,11 @@ impl VersionSet {
             self.broken = true;
             self.log_start = old_start;
             self.last_seq = old_seq;
-            self.orphans.extend(edit.added.iter().map(|(_, p)| p.id));
+            // The edit's new tables only: a trivial move re-adds a table the current
+            // version (and every manifest) still names.
+            let named: std::collections::HashSet<u64> = self.current.table_ids().collect();
+            let new = edit.added.iter().map(|(_, p)| p.id);
+            self.orphans.extend(new.filter(|id| !named.contains(id)));
             return Err(e);
         }
         self.current = next;
