@@ -153,7 +153,7 @@ impl Memtable {
 
     /// The memory it holds, as its budget counts it: its entries (keys, values and their
     /// bookkeeping) and its key filter and point index, which take their share of the
-    /// budget from the start (at most about 1/16 of it).
+    /// budget from the start (at most 1/16 and 1/64 of it: about 8 %).
     pub fn approximate_bytes(&self) -> usize {
         self.bytes.load(Relaxed) + self.fixed_bytes
     }
