@@ -4,6 +4,7 @@
 mod checkpoint;
 #[path = "../common/mod.rs"]
 mod common;
+mod moves;
 mod rules;
 mod sweep;
 
