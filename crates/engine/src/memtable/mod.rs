@@ -44,9 +44,8 @@ pub struct Memtable {
     /// zero): what a capacity check adds to the usage of the last flush.
     /// Keyed by the engine's own ids: `IdHash`, not SipHash (a cost on every put).
     charged: parking_lot::Mutex<HashMap<crate::key::Nsid, i64, crate::id_hash::IdHash>>,
-    /// The last map of key hashes queries took per namespace, and the visible seqno up to
-    /// which it holds every version (see `key_hashes`).
-    key_hashes: parking_lot::Mutex<HashMap<crate::key::Nsid, (SeqNo, Arc<KeyHashes>)>>,
+    /// What queries learned taking maps of key hashes (see `key_hashes`).
+    key_hashes: parking_lot::Mutex<TakenMaps>,
     /// About one key in 64, in order: where a walk in pieces may cut the entries.
     samples: KeySamples,
 }
@@ -200,7 +199,7 @@ impl Memtable {
         snapshot: SeqNo,
     ) -> Option<Arc<KeyHashes>> {
         let taken = self.key_hashes.lock();
-        let (through, map) = taken.get(&ns)?;
+        let (through, map) = taken.maps.get(&ns)?;
         (snapshot <= *through).then(|| map.clone())
     }
 
@@ -217,6 +216,16 @@ impl Memtable {
         visible: SeqNo,
         max: usize,
     ) -> Option<Arc<KeyHashes>> {
+        // Entries are never removed: a namespace found with more than `max` still has.
+        if self
+            .key_hashes
+            .lock()
+            .more_than
+            .get(&ns)
+            .is_some_and(|&known| known >= max)
+        {
+            return None;
+        }
         let mut over = false;
         let walk = self
             .entries_in(ns)
@@ -231,13 +240,19 @@ impl Memtable {
         // Versions past any snapshot too: a newer seqno than a reader sees only sends that
         // reader to the exact search.
         let map = KeyHashes::build(walk, crate::key::NSID_LEN);
+        let mut taken = self.key_hashes.lock();
         if over {
+            let known = taken.more_than.entry(ns).or_insert(max);
+            *known = (*known).max(max);
             return None;
         }
         let map = Arc::new(map);
-        let mut taken = self.key_hashes.lock();
-        if taken.get(&ns).is_none_or(|(through, _)| *through < visible) {
-            taken.insert(ns, (visible, map.clone()));
+        if taken
+            .maps
+            .get(&ns)
+            .is_none_or(|(through, _)| *through < visible)
+        {
+            taken.maps.insert(ns, (visible, map.clone()));
         }
         Some(map)
     }
@@ -250,6 +265,16 @@ impl Memtable {
             value: e.value(),
         })
     }
+}
+
+/// What [`Memtable::key_hashes`] learned per namespace.
+#[derive(Default)]
+struct TakenMaps {
+    /// The last map queries took, and the visible seqno up to which it holds every version.
+    maps: HashMap<crate::key::Nsid, (SeqNo, Arc<KeyHashes>)>,
+    /// The most entries a walk found the namespace to have more than: a query that would
+    /// take a map of at most that many does not walk again (each walk was thrown away).
+    more_than: HashMap<crate::key::Nsid, usize>,
 }
 
 /// An entry of a memtable, borrowed.

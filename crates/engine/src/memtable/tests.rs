@@ -343,3 +343,32 @@ fn the_filter_and_the_index_count_in_the_budget_from_the_start() {
         small.approximate_bytes()
     );
 }
+
+#[test]
+fn a_namespace_found_too_large_for_a_map_is_not_walked_again_and_a_larger_map_still_comes() {
+    let m = Memtable::new(1 << 20);
+    let user = |ns: u32, i: u32| {
+        let mut k = ns.to_be_bytes().to_vec();
+        k.extend_from_slice(format!("k{i:03}").as_bytes());
+        k
+    };
+    for i in 0..50 {
+        m.insert(&user(1, i), u64::from(i) + 1, val(b"v"));
+    }
+    m.insert(&user(2, 0), 100, val(b"v"));
+    assert!(m.key_hashes(1, 100, 10).is_none());
+    assert_eq!(m.key_hashes.lock().more_than.get(&1), Some(&10));
+    // A smaller map is refused from what the walk learned; a larger one is walked for.
+    assert!(m.key_hashes(1, 100, 5).is_none());
+    assert_eq!(m.key_hashes.lock().more_than.get(&1), Some(&10));
+    let map = m
+        .key_hashes(1, 100, 64)
+        .expect("50 entries fit a map of 64");
+    let seq = |i: u32| {
+        map.get(crate::key_hashes::key_hash(&user(1, i)[4..]))
+            .map(|e| e.0)
+    };
+    assert_eq!(seq(7), Some(8));
+    // Another namespace is not refused by the first one's size.
+    assert!(m.key_hashes(2, 100, 1).is_some());
+}
