@@ -29,6 +29,19 @@ pub fn options() -> Options {
     o
 }
 
+/// The table files on `fs`, sorted.
+pub fn tables(fs: &cerberus_engine::storage::FaultStorage) -> Vec<String> {
+    use cerberus_engine::storage::Storage;
+    let mut t: Vec<String> = fs
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    t.sort();
+    t
+}
+
 /// What one namespace may hold: per key, every state the writes allow (one after an
 /// acknowledged write; more while failed writes are in doubt).
 #[derive(Default)]

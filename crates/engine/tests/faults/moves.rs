@@ -2,8 +2,8 @@
 //! its new tables"): the moved table is named by every manifest, so the next manifest
 //! must keep it.
 
-use super::options;
-use cerberus_engine::storage::{Fault, FaultError, FaultStorage, IoKind, Storage};
+use super::{options, tables};
+use cerberus_engine::storage::{Fault, FaultError, FaultStorage, IoKind};
 use cerberus_engine::Readable;
 use cerberus_engine::{BackgroundRunner, BackgroundStep, Db, JobKind, Layout, Options};
 use std::sync::Arc;
@@ -20,17 +20,6 @@ fn moving_options() -> Options {
     o.target_table_bytes = 512;
     o.background_runner = Some(BackgroundRunner(Arc::new(|| {})));
     o
-}
-
-fn tables(fs: &FaultStorage) -> Vec<String> {
-    let mut t: Vec<String> = fs
-        .list()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".sst"))
-        .collect();
-    t.sort();
-    t
 }
 
 /// 200 keys of namespace "a" flushed to one L0 table, then the background jobs that

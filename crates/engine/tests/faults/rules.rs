@@ -1,6 +1,6 @@
 //! One test per rule of docs/faults.md (issue 16, part A).
 
-use super::options;
+use super::{options, tables};
 use cerberus_engine::storage::{
     Fault, FaultError, FaultStorage, IoKind, IoPurpose, MemStorage, RandomAccessFile, Storage,
     StorageRef, WritableFile,
@@ -536,16 +536,6 @@ fn an_open_after_a_failed_manifest_sync_keeps_the_tables_the_disk_still_names() 
         partial: false,
     };
     two_tables_then_compact(&fs, Some(fault));
-    let tables = |fs: &FaultStorage| -> Vec<String> {
-        let mut t: Vec<String> = fs
-            .list()
-            .unwrap()
-            .into_iter()
-            .filter(|n| n.ends_with(".sst"))
-            .collect();
-        t.sort();
-        t
-    };
     let before = tables(&fs);
     // The process restarts (no power cut): the open reads the manifest with the edit and
     // fails to write its new one. The tables the edit dropped must still be there: any
