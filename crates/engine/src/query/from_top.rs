@@ -1,8 +1,10 @@
-//! A piece of an index walked from its top, as a top-K largest first needs: the piece's live
+//! A piece of an index walked from its top, as a top-K largest first needs: the piece's
 //! entries are gathered in the order the index keeps them (index blocks only, no record
 //! read), then visited last first, and a record is read only for an entry the caller still
 //! wants. A walk forward through the piece read the record of every entry in it, though
-//! those below the `k`-th best can take no place.
+//! those below the `k`-th best can take no place. Whether an entry is live (no newer version
+//! of its record in a memtable) is asked when it is visited, not when it is gathered: a
+//! top-K visits a few of the entries it gathers, and each check may search the memtables.
 //!
 //! What is gathered is a piece: at most 64 blocks of each table and about 64 sample gaps of
 //! each memtable (the pooled ends stop where any table's or memtable's given ends stop:
@@ -56,10 +58,7 @@ pub fn matches_from_top(
         loop {
             records.index_entries(*id, range, from.as_deref(), MAX_BATCH, &mut batch, stats)?;
             for (key, payload) in batch.iter() {
-                let (_, pk, seq) = entry_parts(*kind, key, payload)?;
-                if !records.superseded(pk, seq, stats)? {
-                    piece.push(key, payload);
-                }
+                piece.push(key, payload);
             }
             if batch.len() < MAX_BATCH {
                 break;
@@ -74,11 +73,16 @@ pub fn matches_from_top(
     let ahead = !decides && *kind == IndexKind::Vas && records.reads_ahead();
     // Entries from this index down have had their reads issued.
     let mut issued = entries.len();
+    // Each entry's liveness, once asked (the reads ahead ask before the visit does).
+    let mut live = Liveness::new(entries.len());
     let malformed = || Error::corruption("index", 0, "malformed secondary index entry");
     for i in (0..entries.len()).rev() {
         let (key, payload) = entries[i];
         if !go_on(key) {
             return Ok(false);
+        }
+        if !live.of(i, *kind, entries[i], records, stats)? {
+            continue;
         }
         let (sk, pk, _) = entry_parts(*kind, key, payload)?;
         records.examine_entry()?;
@@ -89,7 +93,11 @@ pub fn matches_from_top(
                 if ahead && i < issued {
                     let from = issued.saturating_sub(AHEAD);
                     let mut reads = Vec::with_capacity(issued - from);
-                    for &(k, p) in entries[from..issued].iter().rev() {
+                    for j in (from..issued).rev() {
+                        let (k, p) = entries[j];
+                        if !live.of(j, *kind, entries[j], records, stats)? {
+                            continue;
+                        }
                         let (_, pk, _) = entry_parts(*kind, k, p)?;
                         if let (Some(addr), _) = decode_payload(*kind, p).ok_or_else(malformed)? {
                             reads.push((Bytes::copy_from_slice(pk), addr));
@@ -107,4 +115,32 @@ pub fn matches_from_top(
         }
     }
     Ok(true)
+}
+
+/// Whether each gathered entry is live, asked of the store at most once an entry.
+struct Liveness(Vec<Option<bool>>);
+
+impl Liveness {
+    fn new(n: usize) -> Self {
+        Liveness(vec![None; n])
+    }
+
+    /// Whether entry `i` (`entry`, of an index of `kind`) is live: no newer version of its
+    /// record is in a memtable.
+    fn of(
+        &mut self,
+        i: usize,
+        kind: IndexKind,
+        entry: (&[u8], &[u8]),
+        records: &mut dyn Records,
+        stats: &mut QueryStats,
+    ) -> Result<bool> {
+        if let Some(l) = self.0[i] {
+            return Ok(l);
+        }
+        let (_, pk, seq) = entry_parts(kind, entry.0, entry.1)?;
+        let l = !records.superseded(pk, seq, stats)?;
+        self.0[i] = Some(l);
+        Ok(l)
+    }
 }
