@@ -165,6 +165,55 @@ fn scan<S: AsRef<str>>(doc: &[u8], split: &[Vec<S>], spans: bool) -> Option<Vec<
     (s.pos == doc.len()).then_some(out)
 }
 
+/// Where the digits from `p` end.
+#[inline]
+fn digits(buf: &[u8], mut p: usize) -> usize {
+    while let Some(b'0'..=b'9') = buf.get(p) {
+        p += 1;
+    }
+    p
+}
+
+/// Where the digits from `p` end, if there is one.
+#[inline]
+fn some_digits(buf: &[u8], p: usize) -> Option<usize> {
+    let end = digits(buf, p);
+    (end > p).then_some(end)
+}
+
+/// Where the string bytes from `p` that need no look (not a quote, a backslash or a control
+/// character) end, read eight at a time.
+#[inline]
+fn skip_plain(buf: &[u8], mut p: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The lowest flagged byte of each is exact (borrows only flag bytes above it).
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    while let Some(chunk) = buf.get(p..p + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let special = zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGHS);
+        if special != 0 {
+            return p + special.trailing_zeros() as usize / 8;
+        }
+        p += 8;
+    }
+    p
+}
+
+/// The name a path's rest continues with (`None`: it ends here).
+fn first_name<S: AsRef<str>>(rest: &[S]) -> Option<&[u8]> {
+    rest.first().map(|x| x.as_ref().as_bytes())
+}
+
+/// Whether two member names are the same bytes: names are short, so a byte loop after the
+/// length and first byte, with no call.
+#[inline]
+fn same_name(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.first() == b.first() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Paths continuing into one member that are kept on the stack (more go to the heap).
 const NEAR: usize = 4;
 
@@ -297,6 +346,26 @@ impl<'a> Scanner<'a> {
         wanted: &[(usize, &[S])],
         out: &mut [Option<Hit>],
     ) -> Option<()> {
+        if wanted.is_empty() {
+            return self.skip();
+        }
+        // The name each path continues with (`None`: the path ends at this object), taken
+        // once an object and not once a member: this runs for every member of every record
+        // a query reads.
+        let mut near_names: [Option<&[u8]>; NEAR] = [None; NEAR];
+        let far_names: Vec<Option<&[u8]>>;
+        let names: &[Option<&[u8]>] = match wanted.len() <= NEAR {
+            true => {
+                for (n, (_, rest)) in near_names.iter_mut().zip(wanted) {
+                    *n = first_name(rest);
+                }
+                &near_names[..wanted.len()]
+            }
+            false => {
+                far_names = wanted.iter().map(|(_, rest)| first_name(rest)).collect();
+                &far_names
+            }
+        };
         self.container(b'}', |s| {
             if s.peek()? != b'"' {
                 return None;
@@ -308,29 +377,31 @@ impl<'a> Scanner<'a> {
             }
             s.pos += 1;
             s.ws();
-            // The paths continuing into this member: a few at most, kept on the stack (this
-            // runs for every member of every record a query reads).
+            // Names are compared as they lie unless they hold escapes.
+            let buf = s.buf;
+            let unescaped: String;
+            let name: &[u8] = match raw.2 {
+                false => &buf[raw.0..raw.1],
+                true => {
+                    unescaped = s.text(raw)?.into_owned();
+                    unescaped.as_bytes()
+                }
+            };
+            let into = |n: &Option<&[u8]>| n.is_some_and(|n| same_name(n, name));
+            // Most members of a record are wanted by no path: skipped with no bookkeeping.
+            if !names.iter().any(into) {
+                return s.skip();
+            }
+            // The paths continuing into this member: a few at most, kept on the stack.
             let mut near: [(usize, &[S]); NEAR] = [(0, &[]); NEAR];
             let mut far: Vec<(usize, &[S])> = Vec::new();
             let mut n = 0;
-            if !wanted.is_empty() {
-                // Names are compared as they lie unless they hold escapes.
-                let name: Cow<'_, [u8]> = match raw.2 {
-                    false => Cow::Borrowed(&s.buf[raw.0..raw.1]),
-                    true => Cow::Owned(s.text(raw)?.into_owned().into_bytes()),
-                };
-                for (i, rest) in wanted {
-                    if rest
-                        .first()
-                        .is_some_and(|x| x.as_ref().as_bytes() == &*name)
-                    {
-                        match n < NEAR {
-                            true => near[n] = (*i, &rest[1..]),
-                            false => far.push((*i, &rest[1..])),
-                        }
-                        n += 1;
-                    }
+            for ((i, rest), _) in wanted.iter().zip(names).filter(|(_, m)| into(m)) {
+                match n < NEAR {
+                    true => near[n] = (*i, &rest[1..]),
+                    false => far.push((*i, &rest[1..])),
                 }
+                n += 1;
             }
             let next = match n <= NEAR {
                 true => &near[..n],
@@ -348,68 +419,97 @@ impl<'a> Scanner<'a> {
     }
 
     fn array(&mut self) -> Option<()> {
-        self.container(b']', |s| s.value::<&str>(&[], &mut []))
+        self.container(b']', Self::skip)
+    }
+
+    /// One value no path continues into: checked as [`Scanner::value`] checks it, nothing
+    /// kept. Most members of the records a query reads are this, so it carries none of the
+    /// paths' bookkeeping.
+    fn skip(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'{' => self.container(b'}', |s| {
+                if s.peek()? != b'"' {
+                    return None;
+                }
+                s.raw_string()?;
+                s.ws();
+                if s.peek()? != b':' {
+                    return None;
+                }
+                s.pos += 1;
+                s.ws();
+                s.skip()
+            }),
+            b'[' => self.array(),
+            b'"' => self.raw_string().map(drop),
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.word(b"null"),
+            b'-' | b'0'..=b'9' => {
+                let (start, check) = self.number()?;
+                if check {
+                    let n: serde_json::Number =
+                        serde_json::from_slice(&self.buf[start..self.pos]).ok()?;
+                    Number::from_json(&n)?;
+                }
+                Some(())
+            }
+            _ => None,
+        }
     }
 
     /// A number's start, and whether it needs converting to be known valid (in range).
     fn number(&mut self) -> Option<(usize, bool)> {
+        let buf = self.buf;
         let start = self.pos;
-        if self.peek() == Some(b'-') {
-            self.pos += 1;
+        let mut p = start;
+        if buf.get(p) == Some(&b'-') {
+            p += 1;
         }
-        match self.peek()? {
-            b'0' => self.pos += 1,
-            b'1'..=b'9' => self.digits(),
+        match buf.get(p)? {
+            b'0' => p += 1,
+            b'1'..=b'9' => p = digits(buf, p + 1),
             _ => return None,
         }
-        if self.peek() == Some(b'.') {
-            self.pos += 1;
-            self.some_digits()?;
+        if buf.get(p) == Some(&b'.') {
+            p = some_digits(buf, p + 1)?;
         }
         let mut check = false;
-        if let Some(b'e' | b'E') = self.peek() {
-            self.pos += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.pos += 1;
+        if let Some(b'e' | b'E') = buf.get(p) {
+            p += 1;
+            if let Some(b'+' | b'-') = buf.get(p) {
+                p += 1;
             }
-            self.some_digits()?;
+            p = some_digits(buf, p)?;
             check = true;
         }
-        Some((start, check || self.pos - start > LONG_NUMBER))
-    }
-
-    fn digits(&mut self) {
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.pos += 1;
-        }
-    }
-
-    fn some_digits(&mut self) -> Option<()> {
-        let at = self.pos;
-        self.digits();
-        (self.pos > at).then_some(())
+        self.pos = p;
+        Some((start, check || p - start > LONG_NUMBER))
     }
 
     /// A string (at its opening quote), checked: where its content lies, and whether it
     /// holds escapes.
+    #[inline(always)]
     fn raw_string(&mut self) -> Option<(usize, usize, bool)> {
-        self.pos += 1;
-        let start = self.pos;
+        let buf = self.buf;
+        let start = self.pos + 1;
+        let mut p = start;
         let mut escaped = false;
         loop {
-            self.skip_plain();
-            match self.peek()? {
+            p = skip_plain(buf, p);
+            match *buf.get(p)? {
                 b'"' => {
-                    self.pos += 1;
-                    return Some((start, self.pos - 1, escaped));
+                    self.pos = p + 1;
+                    return Some((start, p, escaped));
                 }
                 b'\\' => {
-                    self.pos += 1;
+                    self.pos = p + 1;
                     self.escape()?;
+                    p = self.pos;
                     escaped = true;
                 }
                 0..=0x1F => return None,
-                _ => self.pos += 1,
+                _ => p += 1,
             }
         }
     }
@@ -443,26 +543,6 @@ impl<'a> Scanner<'a> {
             }
         }
         Some(Cow::Owned(out))
-    }
-
-    /// Moves past string bytes that need no look (not a quote, a backslash or a control
-    /// character), eight at a time.
-    fn skip_plain(&mut self) {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGHS: u64 = 0x8080_8080_8080_8080;
-        // The lowest flagged byte of each is exact (borrows only flag bytes above it).
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-        while let Some(chunk) = self.buf.get(self.pos..self.pos + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-            let special = zero(w ^ (ONES * u64::from(b'"')))
-                | zero(w ^ (ONES * u64::from(b'\\')))
-                | (w.wrapping_sub(ONES * 0x20) & !w & HIGHS);
-            if special != 0 {
-                self.pos += special.trailing_zeros() as usize / 8;
-                return;
-            }
-            self.pos += 8;
-        }
     }
 
     /// The character of an escape (after its backslash).
