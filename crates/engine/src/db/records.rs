@@ -34,20 +34,20 @@ pub const RECORD_WORK: u64 = 16;
 
 /// Maps of key hashes of namespace `ns` in each of `sv`'s memtables (see
 /// [`crate::memtable::Memtable::key_hashes`]) that a read at `seq` may use: those taken
-/// already, or taken now if each memtable holds at most `max` entries of it (`max` 0: only
-/// a memtable without any).
+/// already, or taken now if each memtable holds no more entries of it than the checks for
+/// newer versions made on it, these `checks` (made since the caller last asked) included.
 fn key_hashes(
     sv: &SuperVersion,
     ns: Nsid,
     seq: SeqNo,
     visible: SeqNo,
-    max: usize,
+    checks: usize,
 ) -> Option<Vec<Arc<KeyHashes>>> {
     std::iter::once(&sv.mem)
         .chain(sv.imm.iter().map(|f| &f.mem))
         .map(|m| {
             m.cached_key_hashes(ns, seq)
-                .or_else(|| m.key_hashes(ns, visible, max))
+                .or_else(|| m.key_hashes(ns, visible, checks))
         })
         .collect()
 }
@@ -94,6 +94,8 @@ pub(super) struct SnapshotRecords<S: RecordSource> {
     /// memtable keys at once comes (see `superseded`).
     checks: usize,
     next_try: usize,
+    /// Checks already told to the memtables (`Memtable::key_hashes`).
+    reported: usize,
     /// The newest seqno of each of the namespace's keys by key hash, a map per memtable, once
     /// taken: a pk absent from them, or not newer there, has no newer version.
     newest: Option<Vec<Arc<KeyHashes>>>,
@@ -118,6 +120,7 @@ impl<S: RecordSource> SnapshotRecords<S> {
             user_key: Vec::new(),
             checks: 0,
             next_try: FIRST_TRY,
+            reported: 0,
             newest: None,
             segment: Default::default(),
             work: work.map(|w| (w, w)),
@@ -196,17 +199,15 @@ impl<S: RecordSource> SnapshotRecords<S> {
         }
         self.checks += 1;
         if self.newest.is_none() && (self.checks == 1 || self.checks == self.next_try) {
-            // The maps another query took, at once; else, after many checks, the namespace's
-            // memtable keys walked, if that costs no more than the checks so far (else tried
-            // again at twice as many).
+            // The maps another query took, at once; else the namespace's memtable keys
+            // walked once this query's checks and others' since the last map pay for it
+            // (`Memtable::key_hashes`), asked again at twice as many checks.
             let t = Instant::now();
-            let max = match self.checks {
-                1 => 0,
-                _ => {
-                    self.next_try *= 2;
-                    self.checks
-                }
-            };
+            if self.checks > 1 {
+                self.next_try *= 2;
+            }
+            let max = self.checks - self.reported;
+            self.reported = self.checks;
             let visible = self.source.visible_seq();
             self.newest = key_hashes(sv, self.ns, self.seq, visible, max);
             stats.secondary_search_ns += t.elapsed().as_nanos() as u64;

@@ -204,28 +204,37 @@ impl Memtable {
     }
 
     /// The newest seqno of each key of namespace `ns` here, by the key's [`key_hash`] (keys
-    /// whose hashes collide keep the newer), if the namespace has at most `max` entries here
-    /// (else `None`, after a walk of `max + 1`): what a query that checks many pks for newer
-    /// versions takes once instead of probing the memtable for each. A small map of hashes
-    /// stays in the cache where the memtable's filter, sized for a whole memtable, costs a
-    /// cache miss per probe. `visible`: the database's visible seqno before this call; every
-    /// version up to it is in the map, which later queries at snapshots up to it share.
+    /// whose hashes collide keep the newer), if the namespace has no more entries here than
+    /// the checks queries made on it for newer versions since its last map (else `None`):
+    /// what queries that check many pks take once instead of probing the memtable for each.
+    /// `checks`: those the caller made since it last asked. Many small queries pay for a
+    /// map together, as one large query pays for its own; a walk that finds more entries
+    /// than the checks is thrown away, and the next is tried at twice as many checks, so
+    /// walks cost at most twice the checks. A small map of hashes stays in the cache where
+    /// the memtable's filter, sized for a whole memtable, costs a cache miss per probe.
+    /// `visible`: the database's visible seqno before this call; every version up to it is
+    /// in the map, which later queries at snapshots up to it share.
     pub fn key_hashes(
         &self,
         ns: crate::key::Nsid,
         visible: SeqNo,
-        max: usize,
+        checks: usize,
     ) -> Option<Arc<KeyHashes>> {
-        // Entries are never removed: a namespace found with more than `max` still has.
-        if self
-            .key_hashes
-            .lock()
-            .more_than
-            .get(&ns)
-            .is_some_and(|&known| known >= max)
-        {
-            return None;
-        }
+        let max = {
+            let mut taken = self.key_hashes.lock();
+            let credit = taken.credit.entry(ns).or_insert(0);
+            *credit += checks;
+            let max = *credit;
+            // Entries are never removed: a namespace found with more than `known` still has.
+            if taken
+                .more_than
+                .get(&ns)
+                .is_some_and(|&known| max <= known || max < known.saturating_mul(2))
+            {
+                return None;
+            }
+            max
+        };
         let mut over = false;
         let walk = self
             .entries_in(ns)
@@ -246,6 +255,8 @@ impl Memtable {
             *known = (*known).max(max);
             return None;
         }
+        // The checks so far are paid for.
+        taken.credit.remove(&ns);
         let map = Arc::new(map);
         if taken
             .maps
@@ -272,9 +283,11 @@ impl Memtable {
 struct TakenMaps {
     /// The last map queries took, and the visible seqno up to which it holds every version.
     maps: HashMap<crate::key::Nsid, (SeqNo, Arc<KeyHashes>)>,
-    /// The most entries a walk found the namespace to have more than: a query that would
-    /// take a map of at most that many does not walk again (each walk was thrown away).
+    /// The most entries a walk found the namespace to have more than: no walk is tried
+    /// again before twice as many checks (each walk was thrown away).
     more_than: HashMap<crate::key::Nsid, usize>,
+    /// Checks for newer versions that queries made on the namespace since its last map.
+    credit: HashMap<crate::key::Nsid, usize>,
 }
 
 /// An entry of a memtable, borrowed.

@@ -345,7 +345,7 @@ fn the_filter_and_the_index_count_in_the_budget_from_the_start() {
 }
 
 #[test]
-fn a_namespace_found_too_large_for_a_map_is_not_walked_again_and_a_larger_map_still_comes() {
+fn a_namespace_found_too_large_for_a_map_is_walked_again_only_at_twice_the_checks() {
     let m = Memtable::new(1 << 20);
     let user = |ns: u32, i: u32| {
         let mut k = ns.to_be_bytes().to_vec();
@@ -358,17 +358,43 @@ fn a_namespace_found_too_large_for_a_map_is_not_walked_again_and_a_larger_map_st
     m.insert(&user(2, 0), 100, val(b"v"));
     assert!(m.key_hashes(1, 100, 10).is_none());
     assert_eq!(m.key_hashes.lock().more_than.get(&1), Some(&10));
-    // A smaller map is refused from what the walk learned; a larger one is walked for.
+    // 15 checks in all: under twice what the walk found, no walk.
     assert!(m.key_hashes(1, 100, 5).is_none());
     assert_eq!(m.key_hashes.lock().more_than.get(&1), Some(&10));
+    // 79 checks: walked for, and the 50 entries fit.
     let map = m
         .key_hashes(1, 100, 64)
-        .expect("50 entries fit a map of 64");
+        .expect("50 entries fit the checks made");
     let seq = |i: u32| {
         map.get(crate::key_hashes::key_hash(&user(1, i)[4..]))
             .map(|e| e.0)
     };
     assert_eq!(seq(7), Some(8));
+    assert_eq!(m.key_hashes.lock().credit.get(&1), None, "the checks paid");
     // Another namespace is not refused by the first one's size.
     assert!(m.key_hashes(2, 100, 1).is_some());
+}
+
+#[test]
+fn the_checks_of_many_small_queries_add_up_to_a_map() {
+    let m = Memtable::new(1 << 20);
+    for i in 0..500u32 {
+        let mut k = 1u32.to_be_bytes().to_vec();
+        k.extend_from_slice(format!("k{i:04}").as_bytes());
+        m.insert(&k, u64::from(i) + 1, val(b"v"));
+    }
+    // Queries of 100 checks each, none of them worth a walk of 500 entries alone.
+    let mut walks = 0;
+    let mut asks = 0;
+    while m.key_hashes(1, 1000, 100).is_none() {
+        asks += 1;
+        let known = m.key_hashes.lock().more_than.get(&1).copied();
+        if known == Some(asks * 100) {
+            walks += 1;
+        }
+        assert!(asks < 20, "no map after {asks} queries");
+    }
+    // Walks at 100, 200 and 400 checks were thrown away; at 800 the map came.
+    assert_eq!((asks, walks), (7, 3));
+    assert!(m.cached_key_hashes(1, 1000).is_some());
 }
