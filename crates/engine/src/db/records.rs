@@ -206,10 +206,10 @@ impl<S: RecordSource> SnapshotRecords<S> {
             if self.checks > 1 {
                 self.next_try *= 2;
             }
-            let max = self.checks - self.reported;
+            let fresh = self.checks - self.reported;
             self.reported = self.checks;
             let visible = self.source.visible_seq();
-            self.newest = key_hashes(sv, self.ns, self.seq, visible, max);
+            self.newest = key_hashes(sv, self.ns, self.seq, visible, fresh);
             stats.secondary_search_ns += t.elapsed().as_nanos() as u64;
         }
         // The maps answer in a few nanoseconds (untimed): a pk not there, or with no version

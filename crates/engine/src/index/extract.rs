@@ -289,11 +289,7 @@ impl<'a> Scanner<'a> {
             b'-' | b'0'..=b'9' => {
                 let (start, check) = self.number()?;
                 if ends_here || check {
-                    // Parsed as the document's parser parses it, so an i64 or u64 keeps
-                    // every digit and both sides of a comparison agree to the bit.
-                    let n: serde_json::Number =
-                        serde_json::from_slice(&self.buf[start..self.pos]).ok()?;
-                    Some(Hit::Scalar(Scalar::Number(Number::from_json(&n)?)))
+                    Some(Hit::Scalar(Scalar::Number(self.parsed_number(start)?)))
                 } else {
                     None
                 }
@@ -367,16 +363,7 @@ impl<'a> Scanner<'a> {
             }
         };
         self.container(b'}', |s| {
-            if s.peek()? != b'"' {
-                return None;
-            }
-            let raw = s.raw_string()?;
-            s.ws();
-            if s.peek()? != b':' {
-                return None;
-            }
-            s.pos += 1;
-            s.ws();
+            let raw = s.member_name()?;
             // Names are compared as they lie unless they hold escapes.
             let buf = s.buf;
             let unescaped: String;
@@ -428,16 +415,7 @@ impl<'a> Scanner<'a> {
     fn skip(&mut self) -> Option<()> {
         match self.peek()? {
             b'{' => self.container(b'}', |s| {
-                if s.peek()? != b'"' {
-                    return None;
-                }
-                s.raw_string()?;
-                s.ws();
-                if s.peek()? != b':' {
-                    return None;
-                }
-                s.pos += 1;
-                s.ws();
+                s.member_name()?;
                 s.skip()
             }),
             b'[' => self.array(),
@@ -448,14 +426,37 @@ impl<'a> Scanner<'a> {
             b'-' | b'0'..=b'9' => {
                 let (start, check) = self.number()?;
                 if check {
-                    let n: serde_json::Number =
-                        serde_json::from_slice(&self.buf[start..self.pos]).ok()?;
-                    Number::from_json(&n)?;
+                    self.parsed_number(start)?;
                 }
                 Some(())
             }
             _ => None,
         }
+    }
+
+    /// A member's name (at its opening quote) and the colon after it, up to its value:
+    /// where the name lies, and whether it holds escapes.
+    #[inline]
+    fn member_name(&mut self) -> Option<(usize, usize, bool)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let raw = self.raw_string()?;
+        self.ws();
+        if self.peek()? != b':' {
+            return None;
+        }
+        self.pos += 1;
+        self.ws();
+        Some(raw)
+    }
+
+    /// The number `number` read from `start`, parsed as the document's parser parses it
+    /// (`None` where it refuses it), so an i64 or u64 keeps every digit and both sides of a
+    /// comparison agree to the bit.
+    fn parsed_number(&self, start: usize) -> Option<Number> {
+        let n: serde_json::Number = serde_json::from_slice(&self.buf[start..self.pos]).ok()?;
+        Number::from_json(&n)
     }
 
     /// A number's start, and whether it needs converting to be known valid (in range).

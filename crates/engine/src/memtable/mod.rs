@@ -223,7 +223,7 @@ impl Memtable {
         let max = {
             let mut taken = self.key_hashes.lock();
             let credit = taken.credit.entry(ns).or_insert(0);
-            *credit += checks;
+            *credit = credit.saturating_add(checks);
             let max = *credit;
             // Entries are never removed: a namespace found with more than `known` still has.
             if taken
