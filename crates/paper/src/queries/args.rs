@@ -14,7 +14,8 @@ pub struct QueriesArgs {
     /// `glacier` or `tweets` (generated with the default seed), or a JSON-lines FILE.
     #[arg(long, default_value = "glacier")]
     pub dataset: String,
-    /// Records of a generated dataset (default: the paper's count).
+    /// Records of a generated dataset (default: the paper's count); with --set flights, the
+    /// file's first this many (the reference answers then do not apply).
     #[arg(long)]
     pub records: Option<u64>,
     /// The field holding each record's key.
@@ -83,6 +84,14 @@ pub struct QueriesArgs {
     /// round, its compactions not waited for) instead of once they ended.
     #[arg(long)]
     pub fresh: bool,
+    /// With --set flights: the k of the top-K queries, each k its own pair of queries
+    /// (the reference answers apply to 50 alone).
+    #[arg(long, value_delimiter = ',', default_values_t = [50])]
+    pub top_k: Vec<usize>,
+    /// With --set flights: time only the queries whose name contains this (the loads and
+    /// the mutations run whole; every answer is still checked).
+    #[arg(long)]
+    pub only: Option<String>,
     /// With --set flights: write the answers (checked on both sides) here as the reference.
     #[arg(long)]
     pub write_answers: Option<PathBuf>,

@@ -20,13 +20,30 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
         (_, Some(_)) => IndexKind::Classic,
         _ => bail!("--set flights: --index must list classic or vas"),
     };
-    let records = super::records::read_records(&path, &args.key_field)?;
+    let mut records = super::records::read_records(&path, &args.key_field)?;
+    let whole = match args.records {
+        Some(n) if (n as usize) < records.len() => {
+            records.truncate(n as usize);
+            false
+        }
+        _ => true,
+    };
     let reference: Reference = serde_json::from_str(flights::REFERENCE)
         .context("crates/paper/data/flights-answers.json")?;
     let sha1 = flights::file_sha1(&path)?;
-    let checked = reference.dataset_sha1 == sha1;
+    let default_k = args.top_k == [50];
+    let checked = reference.dataset_sha1 == sha1 && whole && default_k;
     match checked {
         true => eprintln!("{}: the reference answers' file", path.display()),
+        false if reference.dataset_sha1 == sha1 => eprintln!(
+            "{}: the reference answers' file, but {}: ours and the peers are checked \
+             against each other only",
+            path.display(),
+            match whole {
+                false => format!("its first {} records alone", records.len()),
+                true => format!("top-K at k = {:?}", args.top_k),
+            }
+        ),
         false => eprintln!(
             "{}: sha1 {sha1} is not the reference answers' file ({}): ours and SQLite are \
              checked against each other only",
@@ -54,6 +71,8 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
         // The peer of queries through the device; left out without the feature.
         postgres: device && cfg!(feature = "postgres"),
         fresh: args.fresh,
+        top_k: &args.top_k,
+        only: args.only.as_deref(),
     })?;
     print!("\n{}", flights::render(&report));
     if let Some(out) = &args.json {

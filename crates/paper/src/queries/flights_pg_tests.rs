@@ -32,9 +32,11 @@ fn postgres_equals_the_device_and_sqlite_on_every_query_kind() {
         reference: None,
         postgres: true,
         fresh: false,
+        top_k: &[50],
+        only: None,
     })
     .expect("ours, SQLite and PostgreSQL give the same answers");
-    let set = flights_query::queries();
+    let set = flights_query::queries(&[50]);
     assert_eq!(report.rows.len(), 2 * set.len() + 2);
     for r in &report.rows {
         assert_eq!(r.postgres_ms.len(), 1, "{}: one timed run", r.name);

@@ -33,8 +33,8 @@ pub struct FlightQuery {
     pub kind: Kind,
 }
 
-/// The query set: each find whole and keys-only, top-K, every aggregate.
-pub fn queries() -> Vec<FlightQuery> {
+/// The query set: each find whole and keys-only, top-K at each of `top_k`, every aggregate.
+pub fn queries(top_k: &[usize]) -> Vec<FlightQuery> {
     let finds = [
         ("eq-large", json!({"carrier": "UA"})),
         ("eq-small", json!({"tailnum": "N725MQ"})),
@@ -62,22 +62,18 @@ pub fn queries() -> Vec<FlightQuery> {
         filter,
         kind,
     };
-    out.push(q(
-        "top50 indexed",
-        json!({"origin": "LGA"}),
-        Kind::Top {
-            by: "dep_delay",
-            k: 50,
-        },
-    ));
-    out.push(q(
-        "top50 other",
-        json!({"month": 12}),
-        Kind::Top {
-            by: "arr_delay",
-            k: 50,
-        },
-    ));
+    for &k in top_k {
+        out.push(q(
+            &format!("top{k} indexed"),
+            json!({"origin": "LGA"}),
+            Kind::Top { by: "dep_delay", k },
+        ));
+        out.push(q(
+            &format!("top{k} other"),
+            json!({"month": 12}),
+            Kind::Top { by: "arr_delay", k },
+        ));
+    }
     let dl = json!({"carrier": "DL"});
     for (op, attr) in [
         ("count", None),
