@@ -44,13 +44,18 @@ struct Candidate {
 impl Candidate {
     /// Rank order: smaller ranks first (ascending key, or descending), ties by pk.
     fn rank_cmp(&self, other: &Self) -> Ordering {
-        let by_key = if self.desc {
-            other.key.cmp(&self.key)
-        } else {
-            self.key.cmp(&other.key)
-        };
-        by_key.then_with(|| self.pk.cmp(&other.pk))
+        rank(self.desc, (&self.key, &self.pk), (&other.key, &other.pk))
     }
+}
+
+/// The rank order of two (key, pk) pairs: smaller ranks first (ascending key, or descending),
+/// ties by pk.
+fn rank(desc: bool, (a, a_pk): (&Scalar, &[u8]), (b, b_pk): (&Scalar, &[u8])) -> Ordering {
+    let by_key = match desc {
+        true => b.cmp(a),
+        false => a.cmp(b),
+    };
+    by_key.then_with(|| a_pk.cmp(b_pk))
 }
 
 impl PartialEq for Candidate {
@@ -161,16 +166,18 @@ impl Best {
         if matches!(key, Scalar::Null) {
             return;
         }
+        // Ranked before a copy is made: most records of a big scan take no place.
+        let full = self.heap.len() >= self.k;
+        let ranks_before = |w: &Candidate| rank(self.desc, (key, m.pk), (&w.key, &w.pk)).is_lt();
+        if full && !self.heap.peek().is_some_and(ranks_before) {
+            return;
+        }
         let mut e = Candidate {
             key: key.clone(),
             pk: Bytes::copy_from_slice(m.pk),
             desc: self.desc,
             projection: None,
         };
-        let full = self.heap.len() >= self.k;
-        if full && self.heap.peek().is_none_or(|worst| e >= *worst) {
-            return;
-        }
         // Projected only once it takes a place (most records of a big scan do not).
         e.projection = self
             .projection

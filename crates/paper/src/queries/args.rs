@@ -14,8 +14,8 @@ pub struct QueriesArgs {
     /// `glacier` or `tweets` (generated with the default seed), or a JSON-lines FILE.
     #[arg(long, default_value = "glacier")]
     pub dataset: String,
-    /// Records of a generated dataset (default: the paper's count); with --set flights, the
-    /// file's first this many (the reference answers then do not apply).
+    /// Records of a generated dataset (default: the paper's count); with --set flights, an
+    /// even sample of this many of the file's (the reference answers then do not apply).
     #[arg(long)]
     pub records: Option<u64>,
     /// The field holding each record's key.
