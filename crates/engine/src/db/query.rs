@@ -429,8 +429,9 @@ impl<S: RecordSource> Queries<'_, S> {
 
     /// The ranked walk beside a plan through another index: first with
     /// [`RANK_FIRST_TRY`] records; if that is not enough, the plan's live entries are counted
-    /// up to `cap`, and the walk runs again with the rest of `cap` only if the plan reads at
-    /// least as many (`None`: the plan is cheaper). Under a work limit the plan's entries are
+    /// up to `cap`, and the walk runs again with the rest of `cap` if the plan reads at
+    /// least as many, or with the plan's count if the first try's matches say the walk
+    /// needs at most half of that (`None`: the plan is cheaper). Under a work limit the plan's entries are
     /// first counted up to [`RANK_FIRST_TRY`]: a plan reading fewer records than the first
     /// try may is run at once, where the try could spend the limit on records that rank but
     /// do not match. What is read, and so the answer's path, depends on the data alone: the
@@ -451,13 +452,28 @@ impl<S: RecordSource> Queries<'_, S> {
         if r.limited() && live_entries_upto(r, plan, first, stats)? < first {
             return Ok(None);
         }
+        let matched_before = stats.records_matched;
         if let Some(out) = query::top_k_ranked(r, filter, index, spec, Some(first), stats)? {
             return Ok(Some(out));
         }
-        if live_entries_upto(r, plan, cap, stats)? < cap {
+        let matched = stats.records_matched - matched_before;
+        let planned = live_entries_upto(r, plan, cap, stats)?;
+        if planned >= cap {
+            return query::top_k_ranked(r, filter, index, spec, Some(cap - first), stats);
+        }
+        // The plan reads fewer records than the budget. At the first try's share of
+        // matches the walk needs `k / share` records: twice that, if no more than the plan
+        // reads, is worth a walk of at most the plan's records (so a filter whose matches
+        // thin out past the first try costs at most the plan twice, and one that matched
+        // nothing there never walks again).
+        let need = match matched {
+            0 => u64::MAX,
+            m => (spec.k as u64).saturating_mul(first).saturating_mul(2) / m,
+        };
+        if need > planned {
             return Ok(None);
         }
-        query::top_k_ranked(r, filter, index, spec, Some(cap - first), stats)
+        query::top_k_ranked(r, filter, index, spec, Some(planned), stats)
     }
 
     pub(super) fn aggregate(

@@ -178,6 +178,46 @@ fn a_ranked_walk_gives_up_when_the_filter_is_rare_among_the_top() {
     }
 }
 
+/// A filter whose plan reads fewer records than the walk's budget (LGA's 1,167 against
+/// `32 k`): the first try's matches (one in three) say the walk needs about `3 k` records,
+/// so it walks again rather than reading every LGA record.
+#[test]
+fn a_ranked_walk_beside_a_smaller_plan_goes_on_when_its_first_try_matched_densely() {
+    let (_db, ns, model) = indexed(IndexKind::Vas);
+    let k = 150;
+    let (ranked, plan, reads) = top(&ns, Some("LGA"), true, k);
+    assert_eq!(got(&ranked), reference(&model, Some("LGA"), true, k));
+    assert!(plan.starts_with("ranked walk"), "{plan}");
+    // The first try (256), then about 3 k from the top again; the plan read 256 + 1,167.
+    assert!(reads <= 256 + 4 * k as u64, "{reads} reads");
+}
+
+/// Matches dense in the first try and none after it until the bottom: the walk goes on with
+/// at most the plan's records, gives up, and the plan runs: at most the plan twice more
+/// than the first try.
+#[test]
+fn a_ranked_walk_whose_matches_thin_out_costs_at_most_the_plan_twice() {
+    let db = open();
+    let ns = db.create_namespace("t").unwrap();
+    ns.create_index("origin", IndexKind::Vas).unwrap();
+    ns.create_index("delay", IndexKind::Vas).unwrap();
+    let mut model = BTreeMap::new();
+    // Delays 0..3,000: X every other one of the top 256, and the bottom 872.
+    for i in 0..3_000u32 {
+        let x = (i >= 3_000 - 256 && i % 2 == 0) || i < 872;
+        let v = json!({"origin": if x { "X" } else { "Y" }, "delay": i, "pad": "x".repeat(40)});
+        ns.put(&pk(i), &serde_json::to_vec(&v).unwrap()).unwrap();
+        model.insert(pk(i), v);
+    }
+    db.flush().unwrap();
+    let held = model.values().filter(|v| v["origin"] == "X").count() as u64;
+    assert_eq!(held, 1_000);
+    let (ranked, plan, reads) = top(&ns, Some("X"), true, 150);
+    assert_eq!(got(&ranked), reference(&model, Some("X"), true, 150));
+    assert!(plan.contains("gave up"), "{plan}");
+    assert!(reads <= 256 + 2 * held, "{reads} reads");
+}
+
 #[test]
 fn a_ranked_walk_sees_unflushed_writes_and_keeps_to_its_snapshot() {
     let db = open();
