@@ -52,12 +52,18 @@ fn load(ns: &Namespace, db: &Db) -> BTreeMap<Vec<u8>, Value> {
     model
 }
 
-/// A database of the records above with indexes of `kind` on `origin` and `delay`.
-fn indexed(kind: IndexKind) -> (Db, Namespace, BTreeMap<Vec<u8>, Value>) {
-    let db = open();
+/// A namespace with indexes of `kind` on `origin` and `delay`.
+fn two_indexes(db: &Db, kind: IndexKind) -> Namespace {
     let ns = db.create_namespace("flights").unwrap();
     ns.create_index("origin", kind).unwrap();
     ns.create_index("delay", kind).unwrap();
+    ns
+}
+
+/// A database of the records above with indexes of `kind` on `origin` and `delay`.
+fn indexed(kind: IndexKind) -> (Db, Namespace, BTreeMap<Vec<u8>, Value>) {
+    let db = open();
+    let ns = two_indexes(&db, kind);
     let model = load(&ns, &db);
     (db, ns, model)
 }
@@ -162,9 +168,7 @@ fn a_top_k_largest_first_reads_no_record_below_its_answer() {
 #[test]
 fn a_ranked_walk_gives_up_when_the_filter_is_rare_among_the_top() {
     let db = open();
-    let ns = db.create_namespace("flights").unwrap();
-    ns.create_index("origin", IndexKind::Vas).unwrap();
-    ns.create_index("delay", IndexKind::Vas).unwrap();
+    let ns = two_indexes(&db, IndexKind::Vas);
     let model = load(&ns, &db);
     // RARE's 1,500 records have the smallest delays: from the top, 3,500 others come
     // first; from the bottom, LGA's records come after those 1,500.
@@ -198,9 +202,7 @@ fn a_ranked_walk_beside_a_smaller_plan_goes_on_when_its_first_try_matched_densel
 #[test]
 fn a_ranked_walk_whose_matches_thin_out_costs_at_most_the_plan_twice() {
     let db = open();
-    let ns = db.create_namespace("t").unwrap();
-    ns.create_index("origin", IndexKind::Vas).unwrap();
-    ns.create_index("delay", IndexKind::Vas).unwrap();
+    let ns = two_indexes(&db, IndexKind::Vas);
     let mut model = BTreeMap::new();
     // Delays 0..3,000: X every other one of the top 256, and the bottom 872.
     for i in 0..3_000u32 {
@@ -221,9 +223,7 @@ fn a_ranked_walk_whose_matches_thin_out_costs_at_most_the_plan_twice() {
 #[test]
 fn a_ranked_walk_sees_unflushed_writes_and_keeps_to_its_snapshot() {
     let db = open();
-    let ns = db.create_namespace("flights").unwrap();
-    ns.create_index("origin", IndexKind::Vas).unwrap();
-    ns.create_index("delay", IndexKind::Vas).unwrap();
+    let ns = two_indexes(&db, IndexKind::Vas);
     let mut model = load(&ns, &db);
     db.flush().unwrap();
     let before = model.clone();
@@ -289,9 +289,7 @@ fn a_ranked_walk_within_a_range_of_its_attribute_reads_few_records() {
     o.level1_bytes = 1 << 20;
     let storage: StorageRef = Arc::new(MemStorage::new());
     let db = Db::builder(o).open_storage(storage).unwrap();
-    let ns = db.create_namespace("flights").unwrap();
-    ns.create_index("origin", IndexKind::Vas).unwrap();
-    ns.create_index("delay", IndexKind::Vas).unwrap();
+    let ns = two_indexes(&db, IndexKind::Vas);
     let model = load(&ns, &db);
     for (range, desc, keep) in [
         (
