@@ -431,12 +431,12 @@ impl<S: RecordSource> Queries<'_, S> {
     /// [`RANK_FIRST_TRY`] records; if that is not enough, the plan's live entries are counted
     /// up to `cap`, and the walk runs again with the rest of `cap` if the plan reads at
     /// least as many, or with the plan's count if the first try's matches say the walk
-    /// needs at most half of that (`None`: the plan is cheaper). Under a work limit the plan's entries are
-    /// first counted up to [`RANK_FIRST_TRY`]: a plan reading fewer records than the first
-    /// try may is run at once, where the try could spend the limit on records that rank but
-    /// do not match. What is read, and so the answer's path, depends on the data alone: the
-    /// records read stay within `cap`, and a walk from the top is charged what it visits,
-    /// whatever its pieces.
+    /// needs at most half of that (`None`: the plan is cheaper). Under a work limit the
+    /// plan's entries are first counted up to [`RANK_FIRST_TRY`]: a plan reading fewer
+    /// records than the first try may is run at once, where the try could spend the limit
+    /// on records that rank but do not match. What is read, and so the answer's path,
+    /// depends on the data alone: the records read stay within `cap` (and the plan's count
+    /// twice over), and a walk from the top is charged what it visits, whatever its pieces.
     #[allow(clippy::too_many_arguments)]
     fn rank_beside_index(
         &self,
