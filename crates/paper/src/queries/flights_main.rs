@@ -20,20 +20,16 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
         (_, Some(_)) => IndexKind::Classic,
         _ => bail!("--set flights: --index must list classic or vas"),
     };
-    let mut records = super::records::read_records(&path, &args.key_field)?;
+    let all = super::records::read_records(&path, &args.key_field)?;
+    let len = all.len();
     // The file is in date order: a prefix would hold a few months only, so a smaller set
     // is an even sample of it (every query still finds records).
-    let whole = match args.records {
-        Some(n) if (n as usize) < records.len() => {
-            let (n, len) = (n as usize, records.len());
-            let mut all = std::mem::take(&mut records).into_iter().enumerate();
-            records = (0..n)
-                .filter_map(|i| all.find(|(j, _)| *j == i * len / n).map(|(_, r)| r))
-                .collect();
-            false
-        }
-        _ => true,
+    let records = match args.records {
+        Some(0) => bail!("--records 0: a sample needs at least one record"),
+        Some(n) => super::records::even_sample(all, n as usize),
+        None => all,
     };
+    let whole = records.len() == len;
     let reference: Reference = serde_json::from_str(flights::REFERENCE)
         .context("crates/paper/data/flights-answers.json")?;
     let sha1 = flights::file_sha1(&path)?;
