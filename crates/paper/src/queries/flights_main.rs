@@ -5,6 +5,7 @@
 use super::args::QueriesArgs;
 use super::flights::{self, Config, Reference};
 use super::flights_query::Answer;
+use super::records::Dataset;
 use anyhow::{bail, Context, Result};
 use cerberus_engine::IndexKind;
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
     // is an even sample of it (every query still finds records).
     let records = match args.records {
         Some(0) => bail!("--records 0: a sample needs at least one record"),
-        Some(n) => super::records::even_sample(all, n as usize),
+        Some(n) => even_sample(all, n as usize),
         None => all,
     };
     let whole = records.len() == len;
@@ -103,4 +104,20 @@ pub fn main(args: &QueriesArgs) -> Result<()> {
             .with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(())
+}
+
+/// An even sample of `n` of `records` (every `len/n`-th, the first among them), all of them
+/// if `n` is not fewer: a file in date order keeps every part of its span.
+pub(super) fn even_sample(records: Dataset, n: usize) -> Dataset {
+    let len = records.len();
+    if n >= len {
+        return records;
+    }
+    let mut at = (0..n).map(|i| i * len / n).peekable();
+    records
+        .into_iter()
+        .enumerate()
+        .filter(|(j, _)| at.next_if_eq(j).is_some())
+        .map(|(_, r)| r)
+        .collect()
 }

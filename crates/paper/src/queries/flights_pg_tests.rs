@@ -4,8 +4,7 @@
 
 use super::flights::{self, Config};
 use super::flights_query;
-use super::flights_tests::stand_in;
-use cerberus_engine::IndexKind;
+use super::flights_tests::{stand_in, stand_in_run};
 use serde_json::json;
 
 #[test]
@@ -22,18 +21,9 @@ fn postgres_equals_the_device_and_sqlite_on_every_query_kind() {
     let records = stand_in(3_000);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let report = flights::run(&Config {
-        dataset: std::path::Path::new("stand-in"),
-        records: &records,
-        kind: IndexKind::Vas,
-        rounds: 1,
-        runs: 1,
-        dir: dir.path(),
         device: true,
-        reference: None,
         postgres: true,
-        fresh: false,
-        top_k: &[50],
-        only: None,
+        ..stand_in_run(&records, dir.path())
     })
     .expect("ours, SQLite and PostgreSQL give the same answers");
     let set = flights_query::queries(&[50]);

@@ -3,6 +3,7 @@
 //! after the mutations.
 
 use super::flights::{self, Config};
+use super::flights_main::even_sample;
 use super::flights_query::{self, Kind};
 use cerberus_engine::IndexKind;
 use rand::rngs::StdRng;
@@ -66,6 +67,28 @@ fn through_a_device_ours_equals_sqlite_on_every_query_kind() {
     equals_sqlite_on_every_query_kind(true);
 }
 
+/// A run of the stand-in `records` in `dir`: one round, one timed run, embedded, settled,
+/// k = 50, every query timed; a test changes what it is about.
+pub(super) fn stand_in_run<'a>(
+    records: &'a [(Vec<u8>, Vec<u8>)],
+    dir: &'a std::path::Path,
+) -> Config<'a> {
+    Config {
+        dataset: std::path::Path::new("stand-in"),
+        records,
+        kind: IndexKind::Vas,
+        rounds: 1,
+        runs: 1,
+        dir,
+        device: false,
+        reference: None,
+        postgres: false,
+        fresh: false,
+        top_k: &[50],
+        only: None,
+    }
+}
+
 /// Top-K at the reference's k and at one that is not a multiple of any batch.
 const TOP_K: [usize; 2] = [50, 7];
 
@@ -73,20 +96,12 @@ fn equals_sqlite_on_every_query_kind(device: bool) {
     let records = stand_in(3_000);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let report = flights::run(&Config {
-        dataset: std::path::Path::new("stand-in"),
-        records: &records,
-        kind: IndexKind::Vas,
-        rounds: 1,
-        runs: 1,
-        dir: dir.path(),
         device,
-        reference: None,
-        postgres: false,
         // Through the device right after the load (compactions running beside the
         // queries), embedded settled: the answers must not depend on it.
         fresh: device,
         top_k: &TOP_K,
-        only: None,
+        ..stand_in_run(&records, dir.path())
     })
     .expect("ours and SQLite give the same answers");
     assert_eq!(report.through, if device { "device" } else { "engine" });
@@ -136,18 +151,10 @@ fn only_the_queries_named_are_timed() {
     let records = stand_in(1_000);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let report = flights::run(&Config {
-        dataset: std::path::Path::new("stand-in"),
-        records: &records,
-        kind: IndexKind::Vas,
-        rounds: 1,
         runs: 2,
-        dir: dir.path(),
-        device: false,
-        reference: None,
-        postgres: false,
-        fresh: false,
         top_k: &[3],
         only: Some("top"),
+        ..stand_in_run(&records, dir.path())
     })
     .expect("ours and SQLite give the same answers");
     let names: Vec<&str> = report.rows.iter().map(|r| r.name.as_str()).collect();
@@ -170,4 +177,18 @@ fn filters_become_sql() {
         "json_extract(doc, '$.a') >= 'N5' AND json_extract(doc, '$.a') < 'N6'"
     );
     assert!(super::flights_sql::where_sql(&json!({"a": {"$in": [1]}})).is_err());
+}
+
+#[test]
+fn an_even_sample_spans_the_records() {
+    let records = |n: u8| (0..n).map(|i| (vec![i], vec![])).collect::<Vec<_>>();
+    let keys = |d: Vec<(Vec<u8>, Vec<u8>)>| d.into_iter().map(|(k, _)| k[0]).collect::<Vec<_>>();
+    assert_eq!(keys(even_sample(records(10), 3)), [0, 3, 6]);
+    assert_eq!(
+        keys(even_sample(records(10), 9)),
+        [0, 1, 2, 3, 4, 5, 6, 7, 8]
+    );
+    assert_eq!(keys(even_sample(records(5), 5)), [0, 1, 2, 3, 4]);
+    assert_eq!(keys(even_sample(records(5), 50)), [0, 1, 2, 3, 4]);
+    assert!(even_sample(records(5), 0).is_empty());
 }

@@ -67,39 +67,3 @@ pub fn read_records(path: &std::path::Path, key_field: &str) -> Result<Dataset> 
     }
     Ok(records)
 }
-
-/// An even sample of `n` of `records` (every `len/n`-th, the first among them), all of them
-/// if `n` is not fewer: a file in date order keeps every part of its span.
-pub fn even_sample(records: Dataset, n: usize) -> Dataset {
-    let len = records.len();
-    if n >= len {
-        return records;
-    }
-    let mut at = (0..n).map(|i| i * len / n).peekable();
-    records
-        .into_iter()
-        .enumerate()
-        .filter(|(j, _)| at.next_if_eq(j).is_some())
-        .map(|(_, r)| r)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::even_sample;
-
-    #[test]
-    fn an_even_sample_spans_the_records() {
-        let records = |n: u8| (0..n).map(|i| (vec![i], vec![])).collect::<Vec<_>>();
-        let keys =
-            |d: Vec<(Vec<u8>, Vec<u8>)>| d.into_iter().map(|(k, _)| k[0]).collect::<Vec<_>>();
-        assert_eq!(keys(even_sample(records(10), 3)), [0, 3, 6]);
-        assert_eq!(
-            keys(even_sample(records(10), 9)),
-            [0, 1, 2, 3, 4, 5, 6, 7, 8]
-        );
-        assert_eq!(keys(even_sample(records(5), 5)), [0, 1, 2, 3, 4]);
-        assert_eq!(keys(even_sample(records(5), 50)), [0, 1, 2, 3, 4]);
-        assert!(even_sample(records(5), 0).is_empty());
-    }
-}
