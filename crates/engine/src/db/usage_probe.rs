@@ -6,8 +6,9 @@
 //! on the device (the NAND model's dies; the reader threads on files): the tables' filters
 //! and index blocks once per flush, then one data block per key and table asked, in rounds
 //! (a key the filter let through but the block does not hold asks its next table in the
-//! next round). The answers are the ones [`super::lookup::search_tables_seq`] gives: the same
-//! tables, in the same order, through the same filters.
+//! next round). The answers are the ones [`super::lookup::search_tables_seq`] gives a record:
+//! the same tables, in the same order, through the same filters; an index entry, whose
+//! versions may sit out of that order, gets the newest one wherever it is (`next_block`).
 
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Kind, SeqNo, NSID_LEN};
@@ -83,8 +84,8 @@ impl<'a> BatchProbe<'a> {
         }
     }
 
-    /// The newest version in the tables of each of `users` (`nsid ++ key`), whatever its
-    /// seqno.
+    /// The newest version in the tables of each of `users` (`nsid ++ key`): the highest
+    /// seqno any table holds, whichever table it is in.
     pub(super) fn lookup(&mut self, users: &[&[u8]]) -> Result<Vec<Option<Found>>> {
         let mut wants: Vec<Want> = users.iter().map(|u| self.want(u)).collect();
         self.load_tables(&wants)?;
@@ -116,13 +117,13 @@ impl<'a> BatchProbe<'a> {
             for (i, slot) in asks {
                 let w = &mut wants[i];
                 let p = self.probed(w.tables[w.next])?;
-                match p.reader.find_in(&blocks[slot], w.user, &w.seek)? {
-                    Some(f) => {
+                // The highest seqno wins, not the first table: see `next_block`.
+                if let Some(f) = p.reader.find_in(&blocks[slot], w.user, &w.seek)? {
+                    if w.found.as_ref().is_none_or(|(seen, ..)| f.0 > *seen) {
                         w.found = Some(f);
-                        w.next = w.tables.len();
                     }
-                    None => w.next += 1,
                 }
+                w.next += 1;
             }
         }
         Ok(wants.into_iter().map(|w| w.found).collect())
@@ -199,9 +200,23 @@ impl<'a> BatchProbe<'a> {
 
     /// Moves `w` to its next table that may hold its key (namespace range, filter, index) and
     /// gives that table and the data block to read; `None` when no table is left.
+    ///
+    /// Once a version is found, only a table holding a newer seqno is asked on. A record's
+    /// versions reach the tables in seqno order, so in the search's order that is none; an
+    /// index backfill's entries do not: they go into the memtable of the day at their
+    /// record's (older) seqno, so the table they reach may sort after (L0 by its highest
+    /// seqno; deeper once compacted) a table holding an older version of the same entry, a
+    /// tombstone a flush put there. The first answer would be that older version.
     fn next_block(&self, w: &mut Want) -> Result<Option<(u64, Arc<Probed>, BlockHandle)>> {
         let (ns, pk) = (key::ikey_nsid(w.user), &w.user[NSID_LEN..]);
         while let Some(t) = w.tables.get(w.next) {
+            if w.found
+                .as_ref()
+                .is_some_and(|(seen, ..)| t.props.max_seq <= *seen)
+            {
+                w.next += 1;
+                continue;
+            }
             let p = self.probed(t)?;
             if p.reader.ns_may_contain(ns, pk)
                 && TableReader::filter_allows(p.filter.as_ref(), w.hash, self.c)
