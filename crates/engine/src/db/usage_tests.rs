@@ -253,7 +253,9 @@ fn a_flush_counts_against_the_newest_version_where_an_older_one_sorts_first() {
         value: Bytes::copy_from_slice(value.unwrap_or_default()),
         addr: ValueAddr::NONE,
     };
-    let flush = |writes: &[(&[u8], SeqNo, Option<&[u8]>)]| {
+    // A key, its seqno, and its value (`None`: a tombstone).
+    type Write<'a> = (&'a [u8], SeqNo, Option<&'a [u8]>);
+    let flush = |writes: &[Write]| {
         let mem = inner.versions.super_version().mem.clone();
         for (k, seq, value) in writes {
             mem.insert(&key::user_part(ns.id(), k), *seq, version(*value));
