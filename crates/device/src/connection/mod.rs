@@ -205,7 +205,7 @@ impl Reader {
             let partial = !self.buf.is_empty();
             self.deadlines.after_frames(framed, partial, authenticated);
             waits.arm(&self.deadlines, authenticated);
-            self.buf.reserve(if authenticated { 64 << 10 } else { 512 });
+            self.make_room(authenticated);
             let read = rd.read_buf(&mut self.buf);
             match waits.next(read, self.ticket.evicted(), authenticated).await {
                 Woke::Read(Ok(0)) => {
@@ -241,6 +241,17 @@ impl Reader {
             }
         }
         self.store_own_puts();
+    }
+
+    /// Room in the buffer for the next read. A put's frame keeps its piece of the buffer
+    /// until the put is stored, so the buffer cannot be reused in place while one is held: a
+    /// reserve at every read took a new buffer (64 KiB) at every put, and each held put kept
+    /// one alive. A new buffer is taken once the room left falls under a quarter of it.
+    fn make_room(&mut self, authenticated: bool) {
+        let room = if authenticated { 64 << 10 } else { 512 };
+        if self.buf.capacity() - self.buf.len() < room / 4 {
+            self.buf.reserve(room);
+        }
     }
 
     /// A client that keeps the socket full would be read on and on within one poll of its

@@ -55,6 +55,9 @@ pub struct Shared {
     pub config: DeviceConfig,
     pub identify: Identify,
     stripes: Vec<Mutex<()>>,
+    /// The seed of a key's stripe: drawn at start, so that no client can aim its keys at
+    /// another tenant's stripe.
+    stripe_seed: u64,
     /// Handles of the namespaces commands have named, kept so that a get borrows one: making
     /// a handle per command takes the engine's namespace lock and two shared reference
     /// counts, contended writes when two network threads serve gets at once. A destroyed
@@ -122,6 +125,7 @@ impl Shared {
             config,
             identify,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            stripe_seed: rand::RngCore::next_u64(&mut rand::rngs::OsRng),
             handles: ArcSwap::default(),
             scheduler,
             dedup,
