@@ -22,6 +22,8 @@ mod config;
 mod generator;
 #[path = "stress/host.rs"]
 mod host;
+#[path = "stress/index_storm.rs"]
+mod index_storm;
 #[path = "stress/model.rs"]
 mod model;
 #[path = "stress/ops.rs"]

@@ -78,10 +78,7 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
             *self.indexes.write() = Arc::new(set);
         }
         let dropped = self.namespaces.drop_trees(&[id]);
-        let _w = self.writes.writer.lock();
-        let vs = self.versions.lock();
-        self.index_admin.reload(&vs);
-        dropped
+        self.index_admin.unlinked(id, dropped)
     }
 
     /// The backfill's scan and inserts; `charged` gets the bytes charged per memtable.

@@ -131,7 +131,7 @@ fn open_on(storage: StorageRef, options: Options) -> Result<Db> {
         destroyed: Arc::new(versions.namespaces.destroyed.iter().copied().collect()),
         destroyed_counters: Default::default(),
     };
-    let indexes = IndexSet::from_defs(versions.namespaces.indexes.values(), &[]);
+    let indexes = IndexSet::from_defs(versions.namespaces.indexes.values(), &[], Vec::new());
     let last_seq = versions.last_seq.max(mem.max_seq());
     let version = versions.current();
     let used = Arc::new(used_of(&versions.namespaces));

@@ -18,19 +18,25 @@ pub(super) struct LiveIndex {
 #[derive(Default)]
 pub(super) struct IndexSet {
     by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>>,
+    /// Indexes taken out of the set whose drop has not ended: the registry still lists them
+    /// until their trees are dropped, and a rebuild of the set from it (another namespace's
+    /// destroy) must not bring them back, to be read while their tables go.
+    dropping: Vec<Nsid>,
 }
 
 impl IndexSet {
-    /// The set of `defs`; `ready` marks indexes ready in memory whose ready edit waits for a
-    /// flush (see `backfill::IndexFlushes`).
+    /// The set of `defs` but those `dropping`; `ready` marks indexes ready in memory whose
+    /// ready edit waits for a flush (see `backfill::IndexFlushes`).
     pub(super) fn from_defs<'a>(
         defs: impl Iterator<Item = &'a IndexDef>,
         ready: &[(Nsid, SeqNo)],
+        dropping: Vec<Nsid>,
     ) -> Self {
         let mut by_ns: HashMap<Nsid, Vec<Arc<LiveIndex>>> = HashMap::new();
         // An index of an older key format is left out: nothing derives or reads its
         // entries, whose keys this code would misread, until open rebuilds it.
-        for d in defs.filter(|d| d.keys == KEY_FORMAT) {
+        let current = defs.filter(|d| d.keys == KEY_FORMAT && !dropping.contains(&d.id));
+        for d in current {
             // Only attributes that parsed are ever logged.
             if let Ok(attr) = AttrPath::parse(&d.attr) {
                 let mut def = d.clone();
@@ -43,7 +49,7 @@ impl IndexSet {
                     .push(Arc::new(LiveIndex { def, attr }));
             }
         }
-        IndexSet { by_ns }
+        IndexSet { by_ns, dropping }
     }
 
     pub(super) fn of(&self, ns: Nsid) -> &[Arc<LiveIndex>] {
@@ -54,7 +60,7 @@ impl IndexSet {
         self.by_ns.is_empty()
     }
 
-    /// The same set without index `id`.
+    /// The same set without index `id`, whose drop begins.
     pub(super) fn without(&self, id: Nsid) -> IndexSet {
         let by_ns = self
             .by_ns
@@ -62,12 +68,43 @@ impl IndexSet {
             .map(|(ns, v)| (*ns, v.iter().filter(|i| i.def.id != id).cloned().collect()))
             .filter(|(_, v): &(Nsid, Vec<Arc<LiveIndex>>)| !v.is_empty())
             .collect();
-        IndexSet { by_ns }
+        let mut dropping = self.dropping.clone();
+        dropping.push(id);
+        IndexSet { by_ns, dropping }
+    }
+
+    /// The indexes whose drop has begun and not ended, but `ended`.
+    pub(super) fn dropping_but(&self, ended: Option<Nsid>) -> Vec<Nsid> {
+        let mut ids = self.dropping.clone();
+        ids.retain(|id| Some(*id) != ended);
+        ids
     }
 
     /// Each namespace that has indexes, with them.
     pub(super) fn iter(&self) -> impl Iterator<Item = (Nsid, &[Arc<LiveIndex>])> {
         self.by_ns.iter().map(|(ns, v)| (*ns, v.as_slice()))
+    }
+}
+
+/// The index set as a query reads it: once before it loads its super version and once after.
+/// An index ready in the first read had every backfilled entry in the memtables and tables
+/// that super version holds (a backfill's later entries may go to a memtable made after an
+/// earlier super version); one still in the second had not begun to lose its trees (an index
+/// leaves the set before they go). A query reads an index only where both hold.
+pub(super) struct QueryIndexes {
+    pub(super) before: Arc<IndexSet>,
+    pub(super) after: Arc<IndexSet>,
+}
+
+impl QueryIndexes {
+    /// The indexes of `ns` a query at snapshot `seq` may read: ready at or before it when
+    /// the super version was loaded, and not dropped then.
+    pub(super) fn usable(&self, ns: Nsid, seq: SeqNo) -> impl Iterator<Item = &Arc<LiveIndex>> {
+        let after = self.after.of(ns);
+        self.before.of(ns).iter().filter(move |i| {
+            i.def.ready.is_some_and(|from| from <= seq)
+                && after.iter().any(|a| a.def.id == i.def.id)
+        })
     }
 }
 

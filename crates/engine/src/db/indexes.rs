@@ -34,8 +34,15 @@ impl IndexAdmin<'_> {
     /// Rebuilds the index set from the registry; the caller holds the writer lock, so that
     /// every write after it derives entries for exactly the new set.
     pub(super) fn reload(&self, vs: &VersionSet) {
+        self.reload_but(vs, None);
+    }
+
+    /// [`reload`](Self::reload), once the drop of index `ended` (if any) ended: left out
+    /// are the indexes whose drop has begun, but that one.
+    fn reload_but(&self, vs: &VersionSet, ended: Option<Nsid>) {
         let ready = self.index_flush.ready_unlogged();
-        let set = IndexSet::from_defs(vs.namespaces.indexes.values(), &ready);
+        let dropping = self.set.read().dropping_but(ended);
+        let set = IndexSet::from_defs(vs.namespaces.indexes.values(), &ready, dropping);
         *self.set.write() = Arc::new(set);
     }
 
@@ -164,7 +171,9 @@ impl IndexAdmin<'_> {
         if dropped.is_ok() {
             self.index_flush.forget(&[id]);
         }
-        self.dropped();
+        let _w = self.writes.writer.lock();
+        let vs = self.versions.lock();
+        self.reload_but(&vs, Some(id));
         dropped
     }
 

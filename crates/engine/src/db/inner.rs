@@ -98,11 +98,16 @@ impl Inner {
 
     /// The parts a query touches; its reads take the database itself (see `RecordSource`).
     pub(super) fn queries(self: &Arc<Self>) -> Queries<'_, Arc<Inner>> {
+        fn after_super_version(_inner: &Arc<Inner>) {
+            #[cfg(test)]
+            _inner.hooks.query_super_version(_inner);
+        }
         Queries {
             closed: &self.closed,
             bg: &self.bg,
             indexes: &self.indexes,
             source: self,
+            after_super_version,
         }
     }
 

@@ -2,7 +2,7 @@
 //! [`Readable`](super::readable::Readable) (their reads: `records.rs`).
 
 use super::background_state::Background;
-use super::index_set::IndexSet;
+use super::index_set::{IndexSet, QueryIndexes};
 use super::namespace_set::NsEntry;
 use super::records::{RecordSource, SnapshotRecords};
 use crate::error::{Error, Result};
@@ -99,6 +99,9 @@ pub(super) struct Queries<'a, S> {
     pub(super) bg: &'a Background,
     pub(super) indexes: &'a RwLock<Arc<IndexSet>>,
     pub(super) source: &'a S,
+    /// Run between a query's load of its super version and its second read of the index
+    /// set (a test's pause point; nothing otherwise).
+    pub(super) after_super_version: fn(&S),
 }
 
 impl<S: RecordSource> Queries<'_, S> {
@@ -106,13 +109,19 @@ impl<S: RecordSource> Queries<'_, S> {
         self.bg.check_open(self.closed)
     }
 
-    /// The indexes of `ns` a query at snapshot `seq` can read, as the planner takes them:
-    /// ready at or before it.
-    fn index_choices(&self, ns: Nsid, seq: SeqNo) -> Vec<IndexChoice> {
-        let set = self.indexes.read().clone();
-        set.of(ns)
-            .iter()
-            .filter(|i| i.def.ready.is_some_and(|from| from <= seq))
+    /// A query's reads of `ns` at `seq` (one super version) and the index set read on both
+    /// sides of it ([`QueryIndexes`]).
+    fn reads(&self, ns: Nsid, seq: SeqNo, work: Option<u64>) -> (SnapshotRecords<S>, QueryIndexes) {
+        let before = self.indexes.read().clone();
+        let r = SnapshotRecords::new(self.source, ns, seq, work);
+        (self.after_super_version)(self.source);
+        let after = self.indexes.read().clone();
+        (r, QueryIndexes { before, after })
+    }
+
+    /// The indexes of `ns` a query at snapshot `seq` can read, as the planner takes them.
+    fn index_choices(&self, ix: &QueryIndexes, ns: Nsid, seq: SeqNo) -> Vec<IndexChoice> {
+        ix.usable(ns, seq)
             .map(|i| IndexChoice {
                 id: i.def.id,
                 attr: i.attr.clone(),
@@ -124,10 +133,11 @@ impl<S: RecordSource> Queries<'_, S> {
     fn plan_query(
         &self,
         r: &mut SnapshotRecords<S>,
+        ix: &QueryIndexes,
         filter: &Filter,
         stats: &mut QueryStats,
     ) -> Result<Plan> {
-        let choices = self.index_choices(r.ns, r.seq);
+        let choices = self.index_choices(ix, r.ns, r.seq);
         // Live entries, as the data decides them: counting superseded ones too made the plan,
         // and what a query under a work limit is charged, depend on the tree's shape.
         let plan = query::plan(filter, &choices, &mut |id, ranges| {
@@ -170,7 +180,7 @@ impl<S: RecordSource> Queries<'_, S> {
                 "a keys-only find returns no values: it takes no projection".into(),
             ));
         }
-        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
+        let (mut r, ix) = self.reads(e.id, seq, work);
         let mut stats = QueryStats::default();
         let resume = opts
             .continuation
@@ -179,7 +189,7 @@ impl<S: RecordSource> Queries<'_, S> {
             .transpose()?;
         let (plan, remaining, after) = match resume {
             None => (
-                self.plan_query(&mut r, filter, &mut stats)?,
+                self.plan_query(&mut r, &ix, filter, &mut stats)?,
                 opts.limit,
                 None,
             ),
@@ -199,7 +209,7 @@ impl<S: RecordSource> Queries<'_, S> {
                     None => Access::Scan,
                     Some(id) => {
                         let choice = self
-                            .index_choices(e.id, seq)
+                            .index_choices(&ix, e.id, seq)
                             .into_iter()
                             .find(|i| i.id == id)
                             .ok_or_else(|| {
@@ -259,15 +269,15 @@ impl<S: RecordSource> Queries<'_, S> {
         let sk = Scalar::from_json(value).ok_or_else(|| {
             Error::InvalidQuery("a secondary key is a JSON scalar, not an array or object".into())
         })?;
-        let set = self.indexes.read().clone();
-        let idx = set
+        let (mut r, ix) = self.reads(e.id, seq, work);
+        let idx = ix
+            .after
             .of(e.id)
             .iter()
             .find(|i| i.attr == path)
             .ok_or_else(|| Error::UnknownIndex(attr.to_string()))?;
         let ranges = crate::query::Condition::Eq(sk.clone()).key_ranges();
-        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
-        if idx.def.ready.is_none_or(|from| from > seq) {
+        if !ix.usable(e.id, seq).any(|i| i.def.id == idx.def.id) {
             // Being built, or built after this snapshot: the records say it themselves.
             let filter = Filter {
                 conditions: vec![(path, crate::query::Condition::Eq(sk))],
@@ -344,10 +354,10 @@ impl<S: RecordSource> Queries<'_, S> {
             k: opts.k,
             projection: opts.projection.as_deref().map(parse_paths).transpose()?,
         };
-        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
+        let (mut r, ix) = self.reads(e.id, seq, work);
         let mut stats = QueryStats::default();
-        let plan = self.plan_query(&mut r, filter, &mut stats)?;
-        if let Some((index, budget)) = self.rank_index(filter, &plan, &spec, r.ns, r.seq) {
+        let plan = self.plan_query(&mut r, &ix, filter, &mut stats)?;
+        if let Some((index, budget)) = self.rank_index(&ix, filter, &plan, &spec, r.ns, r.seq) {
             let ranked = match budget {
                 RankBudget::Unbounded => {
                     query::top_k_ranked(&mut r, filter, &index, &spec, None, &mut stats)?
@@ -391,6 +401,7 @@ impl<S: RecordSource> Queries<'_, S> {
     /// ([`Queries::rank_beside_index`]); for a scan, [`RANK_BUDGET_SCAN`].
     fn rank_index(
         &self,
+        ix: &QueryIndexes,
         filter: &Filter,
         plan: &Plan,
         spec: &TopSpec,
@@ -398,7 +409,7 @@ impl<S: RecordSource> Queries<'_, S> {
         seq: SeqNo,
     ) -> Option<(query::RankIndex, RankBudget)> {
         let choice = self
-            .index_choices(ns, seq)
+            .index_choices(ix, ns, seq)
             .into_iter()
             .find(|c| c.attr == spec.by)?;
         let ranges = query::index_ranges(filter, &spec.by).unwrap_or_else(|| {
@@ -486,9 +497,9 @@ impl<S: RecordSource> Queries<'_, S> {
     ) -> Result<QueryResult<Value>> {
         self.check_open()?;
         e.check_live()?;
-        let mut r = SnapshotRecords::new(self.source, e.id, seq, work);
+        let (mut r, ix) = self.reads(e.id, seq, work);
         let mut stats = QueryStats::default();
-        let plan = self.plan_query(&mut r, filter, &mut stats)?;
+        let plan = self.plan_query(&mut r, &ix, filter, &mut stats)?;
         // A count the index answers alone cuts its own walk (`count_in_pieces`).
         let pieces = match query::counted_in_index(filter, &plan, op) {
             Some(_) => None,
@@ -536,3 +547,7 @@ fn live_entries_upto<S: RecordSource>(
     }
     Ok(n)
 }
+
+#[cfg(test)]
+#[path = "query_tests.rs"]
+mod tests;

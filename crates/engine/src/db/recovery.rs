@@ -50,7 +50,7 @@ pub(super) fn recover(
         .filter(|&s| s >= log_start.0)
         .collect();
     let mem = Memtable::new(opts.memtable_bytes);
-    let indexes = IndexSet::from_defs(namespaces.indexes.values(), &[]);
+    let indexes = IndexSet::from_defs(namespaces.indexes.values(), &[], Vec::new());
     let flushed_seq = last_seq;
     replay_log(storage, &replay, log_start, flushed_seq, &mem, &indexes)?;
     if !mem.is_empty() {

@@ -12,6 +12,9 @@ pub(super) struct TestHooks<T> {
     pub(super) before_swap: Hook<T>,
     /// Run by a get between loading the super version and reading the visible seqno.
     pub(super) after_super_version: Hook<T>,
+    /// Run by a query between loading its super version and its second read of the index
+    /// set.
+    pub(super) query_super_version: Hook<T>,
 }
 
 impl<T> Default for TestHooks<T> {
@@ -19,6 +22,7 @@ impl<T> Default for TestHooks<T> {
         TestHooks {
             before_swap: Mutex::new(None),
             after_super_version: Mutex::new(None),
+            query_super_version: Mutex::new(None),
         }
     }
 }
@@ -36,5 +40,9 @@ impl<T> TestHooks<T> {
 
     pub(super) fn after_super_version(&self, inner: &T) {
         run(&self.after_super_version, inner);
+    }
+
+    pub(super) fn query_super_version(&self, inner: &T) {
+        run(&self.query_super_version, inner);
     }
 }

@@ -1,12 +1,15 @@
 //! Several threads on one database: each worker owns its namespaces and its model (so its
 //! answers are deterministic), a chaos thread runs flushes, compactions and GC all along, and
 //! a writer and a reader race on a shared namespace, where every read must return a value no
-//! older than the last acknowledged write and no newer than the last one begun. Between
-//! phases the database is closed and reopened and every model checked whole.
+//! older than the last acknowledged write and no newer than the last one begun; on a third
+//! namespace an index is dropped and created again all along while queries read it
+//! (`index_storm`). Between phases the database is closed and reopened and every model
+//! checked whole.
 
 use super::config::{cov, Config};
 use super::generator::{Gen, GenConfig};
 use super::host::Host;
+use super::index_storm;
 use super::ops::{Op, KEYS};
 use super::run::{DbRef, Session};
 use super::watchdog;
@@ -59,6 +62,14 @@ pub fn run(
         .create_namespace("shared")
         .map_err(|e| plain(e.to_string()))?
         .id();
+    let storm_ns = {
+        let ns = host
+            .db()
+            .create_namespace("storm")
+            .map_err(|e| plain(e.to_string()))?;
+        index_storm::fill(&ns).map_err(plain)?;
+        ns.id()
+    };
     let mut sessions: Vec<Session> = (0..workers)
         .map(|w| Session::new(&format!("w{w}_"), false, false, host.db()))
         .collect();
@@ -79,6 +90,7 @@ pub fn run(
             }
         };
         let shared = db.namespace(shared_ns).map_err(|e| plain(e.to_string()))?;
+        let storm = db.namespace(storm_ns).map_err(|e| plain(e.to_string()))?;
         std::thread::scope(|s| {
             let mut handles = Vec::new();
             for (w, sess) in sessions.iter_mut().enumerate() {
@@ -199,6 +211,21 @@ pub fn run(
                 }
                 stop.store(true, Ordering::Relaxed);
             });
+            // The storm's two threads.
+            let storm_thread = |name: &'static str, f: fn(&_, &AtomicBool) -> _| {
+                let (storm, stop, fail) = (&storm, &stop, &fail);
+                s.spawn(move || {
+                    watchdog::context(format!(
+                        "concurrent seed {seed} (CERBERUS_STRESS_SEED={seed}) index storm {name}"
+                    ));
+                    if let Err(m) = f(storm, stop) {
+                        fail(plain(m));
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                })
+            };
+            let indexer = storm_thread("indexer", index_storm::indexer);
+            let querier = storm_thread("querier", index_storm::querier);
             for (w, h) in handles.into_iter().enumerate() {
                 done_ops[w] = h.join().unwrap();
             }
@@ -206,6 +233,8 @@ pub fn run(
             chaos.join().unwrap();
             writer.join().unwrap();
             reader.join().unwrap();
+            indexer.join().unwrap();
+            querier.join().unwrap();
         });
         if let Some(f) = error.into_inner().unwrap() {
             return Err(f);
@@ -215,7 +244,7 @@ pub fn run(
             sess.verify_all(host.db())
                 .map_err(|m| plain(format!("phase {phase} worker {w}: {m}")))?;
         }
-        drop(shared);
+        drop((shared, storm));
         host.reopen(false).map_err(plain)?;
         for (w, sess) in sessions.iter_mut().enumerate() {
             sess.rebind(host.db())
