@@ -73,9 +73,7 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
     fn drop_refused_index(&self, id: Nsid) -> Result<()> {
         {
             let _w = self.writes.writer.lock();
-            let live = self.indexes.read().clone();
-            let set = live.without(id);
-            *self.indexes.write() = Arc::new(set);
+            self.index_admin.take_out(id);
         }
         let dropped = self.namespaces.drop_trees(&[id]);
         self.index_admin.unlinked(id, dropped)

@@ -149,9 +149,10 @@ impl IndexAdmin<'_> {
         // Before the writer lock: the order is writer, then manifest.
         drop(vs);
         // Out of the set before its trees start to go (their deeper tables leave the version
-        // first, the rest later): a query reads the set after taking its super version, so
-        // one that still finds the index reads all of its entries; writes stop deriving
-        // entries for it at once. Under the writer lock, as every change of the set.
+        // first, the rest later): a query reads an index only if the set still has it after
+        // the query took its super version, so one that does reads all of its entries;
+        // writes stop deriving entries for it at once. Under the writer lock, as every
+        // change of the set.
         let _w = self.writes.writer.lock();
         // Again, under the manifest's lock: the first check let it go, and a
         // `set_read_only` since then must stop the drop (review, third round, L3). Once
@@ -159,9 +160,15 @@ impl IndexAdmin<'_> {
         let vs = self.versions.lock();
         e.check_writable()?;
         drop(vs);
+        self.take_out(id);
+        Ok(id)
+    }
+
+    /// Takes index `id` out of the set as its drop begins (kept out of every rebuild until
+    /// [`unlinked`](Self::unlinked)); the caller holds the writer lock.
+    pub(super) fn take_out(&self, id: Nsid) {
         let set = self.set.read().clone().without(id);
         *self.set.write() = Arc::new(set);
-        Ok(id)
     }
 
     /// After the drop of index `id`'s trees (`dropped`, its outcome): the set rebuilt from
