@@ -14,6 +14,8 @@
 mod checkpoint;
 #[path = "stress/checks.rs"]
 mod checks;
+#[path = "stress/churn.rs"]
+mod churn;
 #[path = "stress/concurrent.rs"]
 mod concurrent;
 #[path = "stress/config.rs"]

@@ -155,8 +155,11 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
     ) -> Result<()> {
         // A close stops it between chunks (the next open starts it again).
         self.write.check_open()?;
-        // Under the writer lock: the memtable cannot be frozen meanwhile.
+        // Under the writer lock: the memtable cannot be frozen meanwhile, and a destroy of
+        // the namespace (which clears its flag, then waits for this lock, before its ids may
+        // be forgotten) either refuses these entries here or finds them.
         let mut w = self.writes.writer.lock();
+        e.check_live()?;
         self.write.make_room(&mut w)?;
         let mem = self.versions.super_version().mem.clone();
         let mut staged = Vec::with_capacity(chunk.len());

@@ -94,15 +94,24 @@ impl Db {
         self.inner.value_log_gc().collect_now()
     }
 
-    /// Reads every table and value-log segment back and checks every checksum; what it
-    /// found damaged is in the report (file, offset, what), nothing is repaired. Reads of
-    /// the database go on meanwhile.
+    /// Reads every table and value-log segment back and checks every checksum, and that
+    /// every table entry belongs to a namespace or index the manifest knows (live, or
+    /// destroyed and not yet dropped); what it found wrong is in the report (file, offset,
+    /// what), nothing is repaired. Reads of the database go on meanwhile.
     pub fn verify(&self) -> Result<VerifyReport> {
         let inner = &self.inner;
-        let version = inner.versions.super_version().version.clone();
+        // The owners of the tables' entries as the manifest held them with this version: an
+        // id leaves the live namespaces or indexes for the destroyed ones in one edit.
+        let (version, owners) = {
+            let vs = inner.versions.lock();
+            let n = &vs.namespaces;
+            let live = n.live.keys().chain(n.indexes.keys());
+            (vs.current(), live.chain(&n.destroyed).copied().collect())
+        };
         super::verify::verify(
             inner.storage.as_ref(),
             &version,
+            &owners,
             inner.counters.page_size(),
             || inner.writes.writer.lock().vlog.position(),
         )

@@ -261,11 +261,19 @@ impl<F: Fn(), R: Fn()> ValueLogGc<'_, F, R> {
         let mut guard = self.write.writer_for_job()?;
         let w = &mut *guard;
         self.write.make_room(w)?;
-        // Checked again under the writer lock: no write can slip in between.
+        // Checked again under the writer lock: no write can slip in between. A namespace
+        // being destroyed gets nothing back (its destroy clears the flag, then waits for
+        // this lock, before a flush may forget the id: entries added after would belong to
+        // no tree).
+        let live: Vec<bool> = {
+            let ns = self.namespaces.read();
+            let live = |id| ns.live.get(id).is_some_and(|e| e.check_live().is_ok());
+            group.iter().map(|r| live(&r.nsid)).collect()
+        };
         let mut encoded = Vec::new();
         let mut bytes = 0;
-        for r in group {
-            if self.is_current(r.nsid, &r.key, r.addr)? {
+        for (r, live) in group.iter().zip(live) {
+            if live && self.is_current(r.nsid, &r.key, r.addr)? {
                 let mut e = EncodedWrite::new(r.nsid, &[(Kind::Put, &r.key[..], &r.value[..])]);
                 // It replaces itself: the namespace's pending bytes do not grow.
                 e.credit = (r.key.len() + r.value.len()) as u64;

@@ -221,6 +221,7 @@ impl Inner {
             bg: &self.bg,
             versions: &self.versions,
             namespaces: &self.namespaces,
+            writes: &self.writes,
             gc: &self.gc,
             snapshots: &self.snapshots,
             row_cache: self.row_cache.as_ref(),

@@ -11,6 +11,7 @@ use super::namespace_set::{NsEntry, NsState};
 use super::pin_keeper::PinKeeper;
 use super::snapshots::Snapshots;
 use super::versions::Versions;
+use super::write_queue::WriteQueue;
 use crate::error::{Error, Result};
 use crate::key::{self, IndexValue, Nsid, DEFAULT_NS};
 use crate::namespace_options::NamespaceOptions;
@@ -31,6 +32,8 @@ pub(super) struct NamespaceAdmin<'a, F> {
     pub(super) bg: &'a Background,
     pub(super) versions: &'a Versions,
     pub(super) namespaces: &'a RwLock<NsState>,
+    /// The commit queue and the writer lock a destroy waits on.
+    pub(super) writes: &'a WriteQueue,
     pub(super) gc: &'a GcState,
     pub(super) snapshots: &'a Snapshots,
     pub(super) row_cache: Option<&'a RowCache>,
@@ -114,25 +117,46 @@ impl<F: Fn()> NamespaceAdmin<'_, F> {
                 "the default namespace cannot be destroyed".into(),
             ));
         }
-        self.ns_entry(ns)?;
+        let e = self.ns_entry(ns)?;
+        // Writes are refused from here, and nothing of the namespace lands once the ids join
+        // the destroyed set (a background flush may then forget them at any time): the flag
+        // is set under the commit queue's lock, where each write checks it (`commit`), the
+        // writes queued before it are waited for, and so is the holder of the writer lock
+        // (GC's rewrites and backfills check the flag under it).
+        self.take_offline(&e)?;
+        self.writes.wait_queued();
+        drop(self.writes.writer.lock());
         // Its indexes go with it.
         let mut ids = vec![ns];
         ids.extend(self.versions.lock().namespaces.indexes_of(ns).map(|d| d.id));
-        self.drop_trees(&ids)?;
+        if let Err(err) = self.drop_trees(&ids) {
+            // Still in the manifest: the namespace is back as it was.
+            let _queue = self.writes.queue.lock();
+            e.live.store(true, Ordering::Release);
+            return Err(err);
+        }
         self.indexes.dropped();
         let mut state = self.namespaces.write();
-        if let Some(e) = state.live.remove(&ns) {
-            e.live.store(false, Ordering::Release);
-            let n = self.opts.num_levels;
-            e.counters.accumulate(&mut state.destroyed_counters, n);
-            e.list_counters.accumulate(&mut state.destroyed_counters, n);
-        }
+        state.live.remove(&ns);
+        let n = self.opts.num_levels;
+        e.counters.accumulate(&mut state.destroyed_counters, n);
+        e.list_counters.accumulate(&mut state.destroyed_counters, n);
         drop(state);
         self.forget_destroyed_quietly();
         if let Some(rc) = self.row_cache {
             rc.drop_namespace(ns);
         }
         Ok(())
+    }
+
+    /// Clears namespace `e`'s flag under the commit queue's lock; `UnknownNamespace` if
+    /// another destroy did first.
+    fn take_offline(&self, e: &NsEntry) -> Result<()> {
+        let _queue = self.writes.queue.lock();
+        match e.live.swap(false, Ordering::AcqRel) {
+            true => Ok(()),
+            false => Err(Error::UnknownNamespace(e.id)),
+        }
     }
 
     /// Destroys the namespaces (or indexes) `ids` in the manifest: their own tables go at

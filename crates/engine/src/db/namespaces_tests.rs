@@ -47,3 +47,47 @@ fn namespace_churn_leaves_nothing_behind() {
     // The destroyed namespaces' counts stay in the totals.
     assert_eq!(db.stats().puts, 101);
 }
+
+/// A write checks that its namespace is live before it queues. One that passed the check
+/// and was queued only after the destroy (a writer thread descheduled in between) used to
+/// land in the memtable after the destroy forgot the id: entries of a namespace no tree
+/// owns, kept by every flush and compaction (a table holding them was left after
+/// `compact_all`). The check that decides is now made under the
+/// commit queue's lock, and the destroy waits for the writes queued before it.
+#[test]
+fn a_write_stalled_past_its_live_check_does_not_outlive_a_destroy() {
+    use crate::error::Error;
+    use crate::key::Kind;
+    let db = Db::builder(Options::default())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let ns = db.create_namespace("a").unwrap();
+    let (inner, e, id) = (&db.inner, &ns.entry, ns.id());
+    let ops: &[(Kind, &[u8], &[u8])] = &[(Kind::Put, b"k", b"v")];
+    // The writer's checks, then the whole destroy, then its commit: the interleaving of two
+    // threads.
+    e.check_live().unwrap();
+    let credit = inner.quotas().check_room(e, ops).unwrap();
+    db.destroy_namespace(id).unwrap();
+    let r = inner.write_path().write_checked(e, ops, credit, false);
+    assert!(
+        matches!(r, Err(Error::UnknownNamespace(n)) if n == id),
+        "{r:?}"
+    );
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    let report = db.verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    let sv = inner.versions.super_version();
+    assert_eq!(sv.mem.entries_of(id), 0);
+    let tables = sv.version.levels.iter().flatten().chain(&sv.version.runs);
+    for t in tables {
+        assert_eq!(
+            t.entries_of(id).unwrap(),
+            0,
+            "table {} holds its entries",
+            t.id()
+        );
+    }
+    assert!(db.inner.namespaces.read().destroyed.is_empty());
+}

@@ -2,11 +2,13 @@
 //! RocksDB's `sst_dump --verify_checksum` and SQLite's `integrity_check` do.
 
 use crate::error::{Error, IoContext, Result};
+use crate::key::{self, Nsid};
 use crate::stats::Counters;
 use crate::storage::Storage;
 use crate::table::{BlockCache, IterConfig, TableReader};
 use crate::version::Version;
 use crate::vlog::{self, SegmentScan, SCAN_CHUNK};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// What [`crate::Db::verify`] read and what it found.
@@ -36,11 +38,13 @@ impl VerifyReport {
 
 /// Reads every table of `version` and every value-log segment on `storage` up to `log_end`
 /// (the writer's position, asked once the tables are read), checking every block's and
-/// record's checksum. Damage is reported, never repaired; an I/O error other than
-/// corruption (the disk failing) ends the walk.
+/// record's checksum, and that every table entry belongs to one of `owners` (the live,
+/// destroyed and index ids the manifest held with `version`). Damage is reported, never
+/// repaired; an I/O error other than corruption (the disk failing) ends the walk.
 pub(super) fn verify(
     storage: &dyn Storage,
     version: &Version,
+    owners: &HashSet<Nsid>,
     page_size: u64,
     log_end: impl FnOnce() -> (u64, u64),
 ) -> Result<VerifyReport> {
@@ -52,10 +56,18 @@ pub(super) fn verify(
     let tables = version.levels.iter().flatten().chain(&version.runs);
     for table in tables {
         report.tables += 1;
+        let mut ids = BTreeMap::new();
         let checked = TableReader::open(storage, table.id(), cache.clone(), counters.clone())
             .map(Arc::new)
-            .and_then(|reader| walk_table(&reader, &counters, &mut report.table_entries));
+            .and_then(|reader| walk_table(&reader, &counters, &mut ids));
+        report.table_entries += ids.values().sum::<u64>();
         note(&mut report, checked)?;
+        for (ns, n) in ids.into_iter().filter(|(ns, _)| !owners.contains(ns)) {
+            report.problems.push(format!(
+                "table {}: {n} entries of id {ns}, which no namespace or index owns",
+                table.id()
+            ));
+        }
     }
     let (active, written) = log_end();
     let mut segments: Vec<u64> = storage
@@ -96,11 +108,12 @@ pub(super) fn verify(
     Ok(report)
 }
 
-/// Reads every entry of `reader` (every data block, through the index block) and its filter.
+/// Reads every entry of `reader` (every data block, through the index block) and its filter;
+/// `ids` gets the entries read per namespace (or index) id.
 fn walk_table(
     reader: &Arc<TableReader>,
     counters: &Arc<Counters>,
-    entries: &mut u64,
+    ids: &mut BTreeMap<Nsid, u64>,
 ) -> Result<()> {
     let config = IterConfig {
         fill_cache: false,
@@ -110,7 +123,7 @@ fn walk_table(
     let mut it = reader.iter_with(counters.clone(), &config)?;
     it.seek_to_first()?;
     while it.valid() {
-        *entries += 1;
+        *ids.entry(key::ikey_nsid(it.key())).or_default() += 1;
         it.advance()?;
     }
     Ok(())

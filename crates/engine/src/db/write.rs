@@ -119,10 +119,11 @@ impl<'a, F: Fn()> WritePath<'a, F> {
     }
 
     /// Queues a write for group commit and returns its outcome. A write to `fence`'s
-    /// namespace is refused if it is read-only, checked under the queue's lock, where
-    /// `set_read_only` sets the flag: a write is either queued before the flag holds (and
-    /// the barrier that follows waits for it) or refused. `records` of `None` is such a
-    /// barrier: it returns once every write queued before it is done.
+    /// namespace is refused if the namespace is destroyed or read-only, checked under the
+    /// queue's lock, where `destroy_namespace` and `set_read_only` set their flags: a write
+    /// is either queued before the flag holds (and the barrier that follows waits for it)
+    /// or refused. `records` of `None` is such a barrier: it returns once every write
+    /// queued before it is done.
     pub(super) fn commit(
         &self,
         records: Option<EncodedWrite>,
@@ -136,6 +137,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         });
         let mut queue = self.writes.queue.lock();
         if let Some(e) = fence {
+            e.check_live()?;
             e.check_writable()?;
         }
         queue.push_back(me.clone());

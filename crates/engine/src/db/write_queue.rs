@@ -30,6 +30,18 @@ pub(super) struct WriteQueue {
 }
 
 impl WriteQueue {
+    /// Returns once every write queued now is done (committed or failed): a leader takes
+    /// writes from the front in order, and pops each one only when its group is done.
+    pub(super) fn wait_queued(&self) {
+        let mut queue = self.queue.lock();
+        let Some(last) = queue.back().cloned() else {
+            return;
+        };
+        while queue.iter().any(|p| Arc::ptr_eq(p, &last)) {
+            self.queue_cv.wait(&mut queue);
+        }
+    }
+
     /// The seqno a read at `at` looks at (`None`: the newest visible now).
     pub(super) fn read_seq(&self, at: Option<SeqNo>) -> SeqNo {
         at.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire))

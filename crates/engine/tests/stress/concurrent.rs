@@ -3,9 +3,11 @@
 //! a writer and a reader race on a shared namespace, where every read must return a value no
 //! older than the last acknowledged write and no newer than the last one begun; on a third
 //! namespace an index is dropped and created again all along while queries read it
-//! (`index_storm`). Between phases the database is closed and reopened and every model
-//! checked whole.
+//! (`index_storm`); and namespaces are created and destroyed while a thread writes to each
+//! (`churn`). Between phases the database is closed and reopened, every model checked whole
+//! and every table entry found owned (`Db::verify`).
 
+use super::churn;
 use super::config::{cov, Config};
 use super::generator::{Gen, GenConfig};
 use super::host::Host;
@@ -91,6 +93,7 @@ pub fn run(
         };
         let shared = db.namespace(shared_ns).map_err(|e| plain(e.to_string()))?;
         let storm = db.namespace(storm_ns).map_err(|e| plain(e.to_string()))?;
+        let churned = churn::Current::default();
         std::thread::scope(|s| {
             let mut handles = Vec::new();
             for (w, sess) in sessions.iter_mut().enumerate() {
@@ -211,21 +214,37 @@ pub fn run(
                 }
                 stop.store(true, Ordering::Relaxed);
             });
-            // The storm's two threads.
-            let storm_thread = |name: &'static str, f: fn(&_, &AtomicBool) -> _| {
-                let (storm, stop, fail) = (&storm, &stop, &fail);
-                s.spawn(move || {
+            // The storm's two threads and the churn's: each ends at `stop`, or stops all.
+            type Task<'t> = Box<dyn FnOnce() -> Result<u64, String> + Send + 't>;
+            let (storm, stop, fail, churned) = (&storm, &stop, &fail, &churned);
+            let tag = phase.to_string();
+            let tasks: Vec<(&str, Task)> = vec![
+                (
+                    "index storm indexer",
+                    Box::new(|| index_storm::indexer(storm, stop)),
+                ),
+                (
+                    "index storm querier",
+                    Box::new(|| index_storm::querier(storm, stop)),
+                ),
+                ("churn writer", Box::new(|| churn::writer(churned, stop))),
+                (
+                    "churn destroyer",
+                    Box::new(move || churn::destroyer(db, churned, &tag, stop)),
+                ),
+            ];
+            let mut storms = Vec::new();
+            for (name, task) in tasks {
+                storms.push(s.spawn(move || {
                     watchdog::context(format!(
-                        "concurrent seed {seed} (CERBERUS_STRESS_SEED={seed}) index storm {name}"
+                        "concurrent seed {seed} (CERBERUS_STRESS_SEED={seed}) {name}"
                     ));
-                    if let Err(m) = f(storm, stop) {
+                    if let Err(m) = task() {
                         fail(plain(m));
                         stop.store(true, Ordering::Relaxed);
                     }
-                })
-            };
-            let indexer = storm_thread("indexer", index_storm::indexer);
-            let querier = storm_thread("querier", index_storm::querier);
+                }));
+            }
             for (w, h) in handles.into_iter().enumerate() {
                 done_ops[w] = h.join().unwrap();
             }
@@ -233,8 +252,9 @@ pub fn run(
             chaos.join().unwrap();
             writer.join().unwrap();
             reader.join().unwrap();
-            indexer.join().unwrap();
-            querier.join().unwrap();
+            for h in storms {
+                h.join().unwrap();
+            }
         });
         if let Some(f) = error.into_inner().unwrap() {
             return Err(f);
@@ -244,8 +264,10 @@ pub fn run(
             sess.verify_all(host.db())
                 .map_err(|m| plain(format!("phase {phase} worker {w}: {m}")))?;
         }
+        churn::verify(host.db(), &format!("phase {phase}")).map_err(plain)?;
         drop((shared, storm));
         host.reopen(false).map_err(plain)?;
+        churn::verify(host.db(), &format!("after reopen {phase}")).map_err(plain)?;
         for (w, sess) in sessions.iter_mut().enumerate() {
             sess.rebind(host.db())
                 .and_then(|()| sess.verify_all(host.db()))
