@@ -10,16 +10,19 @@ use super::namespace_set::NsState;
 use super::pin_keeper::PinKeeper;
 use super::segment_retire::SegmentRetire;
 use super::super_version::Frozen;
-use super::supersede::supersede_index_entries;
+use super::supersede::{insert_tombstones, supersede_index_entries};
 use super::versions::Versions;
 use super::write_queue::{WriteQueue, WriterState};
 use crate::error::{IoContext, Result};
+use crate::key::SeqNo;
+use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::prefetch::ReadPool;
 use crate::stats::Counters;
 use crate::storage::StorageRef;
 use crate::version::VersionEdit;
 use crate::vlog::VlogReader;
+use bytes::Bytes;
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -110,13 +113,14 @@ impl<F: Fn()> Flusher<'_, F> {
         let alloc = || versions.new_file_number();
         let params = flush_params(self.opts);
         let destroyed = self.namespaces.read().destroyed.clone();
-        supersede_index_entries(
+        let tombstones = supersede_index_entries(
             &frozen.mem,
             &versions.super_version().version,
             &self.indexes.read().clone(),
             self.vlog_reader,
             self.counters,
         )?;
+        self.insert_tombstones(&frozen.mem, &tombstones);
         let usage = flush_usage(
             &frozen.mem,
             &versions.super_version().version,
@@ -151,6 +155,17 @@ impl<F: Fn()> Flusher<'_, F> {
         Counters::add(&self.counters.local().flushes, 1);
         Counters::add(&self.counters.local().flush_bytes_written, written);
         Ok(())
+    }
+
+    /// Inserts the `tombstones` of indexes still in the set, checked under its lock: an index
+    /// whose drop began since they were found may be forgotten (`forget_destroyed`) once it
+    /// left the set, and entries of it written after would belong to no tree.
+    pub(super) fn insert_tombstones(&self, mem: &Memtable, tombstones: &[(Bytes, SeqNo)]) {
+        if tombstones.is_empty() {
+            return;
+        }
+        let set = self.indexes.read();
+        insert_tombstones(mem, tombstones, |id| set.contains(id));
     }
 
     /// The reader threads of background work (a flush's lookups), started on first use: as

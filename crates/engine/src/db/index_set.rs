@@ -56,6 +56,11 @@ impl IndexSet {
         self.by_ns.get(&ns).map_or(&[], Vec::as_slice)
     }
 
+    /// Whether index `id` is in the set (one whose drop began is not).
+    pub(super) fn contains(&self, id: Nsid) -> bool {
+        self.by_ns.values().flatten().any(|i| i.def.id == id)
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.by_ns.is_empty()
     }

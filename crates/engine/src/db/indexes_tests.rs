@@ -100,3 +100,62 @@ fn an_index_of_the_old_key_format_is_rebuilt_at_open() {
     assert_eq!(defs.len(), 1, "{defs:?}");
     assert!(defs[0].id != old_id && defs[0].keys == KEY_FORMAT && defs[0].ready.is_some());
 }
+
+/// A flush finds the tombstones for the index entries newer versions supersede, then puts
+/// them into the memtable it writes. An index dropped in between, and forgotten once none of
+/// its entries was left, got them all the same: a table held entries of an id no tree owned,
+/// kept by every flush and compaction. Tombstones now go in only for indexes still in the
+/// set, checked under its lock, and an id stays unforgotten while the set holds it.
+#[test]
+fn a_flush_gives_no_tombstones_to_an_index_dropped_while_it_ran() {
+    use super::super::supersede::supersede_index_entries;
+    use crate::options::BackgroundRunner;
+    use crate::IndexKind;
+
+    // No background run (backfills run in the call): every flush below is the test's.
+    let opts = Options {
+        background_runner: Some(BackgroundRunner(Arc::new(|| {}))),
+        background_threads: 1,
+        ..Options::default()
+    };
+    let db = Db::builder(opts.clone())
+        .open_storage(Arc::new(MemStorage::new()))
+        .unwrap();
+    let inner = &db.inner;
+    let freeze = || {
+        let mut w = inner.writes.writer.lock();
+        inner.versions.freeze(&mut w, opts.memtable_bytes);
+    };
+    let ns = db.create_namespace("a").unwrap();
+    ns.create_index("n", IndexKind::Classic).unwrap();
+    ns.put(b"k", br#"{"n":1}"#).unwrap();
+    freeze();
+    inner.flusher().flush_oldest().unwrap();
+    db.compact_all().unwrap();
+    // A new version without `n`: no entry of the index in the memtable.
+    ns.put(b"k", br#"{"m":2}"#).unwrap();
+    freeze();
+    let frozen = inner.versions.super_version().imm.last().cloned().unwrap();
+    // The flush's first half: the entry of n = 1 is superseded.
+    let tombstones = supersede_index_entries(
+        &frozen.mem,
+        &inner.versions.super_version().version,
+        &inner.indexes.read().clone(),
+        &inner.vlog_reader,
+        &inner.counters,
+    )
+    .unwrap();
+    assert_eq!(tombstones.len(), 1);
+    // The drop, whole, and the background's look for ids to forget, meanwhile.
+    ns.drop_index("n").unwrap();
+    inner.namespace_admin().forget_destroyed().unwrap();
+    assert!(
+        inner.namespaces.read().destroyed.is_empty(),
+        "the index is forgotten"
+    );
+    // The flush's second half.
+    inner.flusher().insert_tombstones(&frozen.mem, &tombstones);
+    inner.flusher().flush_oldest().unwrap();
+    let report = db.verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+}

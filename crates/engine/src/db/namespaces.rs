@@ -243,9 +243,12 @@ impl<F: Fn()> NamespaceAdmin<'_, F> {
         }
         // Memtables and tables of one super version: entries of a destroyed id only ever
         // leave them (the flush that drops its memtable entries installs with its tables).
+        // An index still in the set may get tombstones from a flush (`Flusher::
+        // insert_tombstones`): its id stays until the set lets it go.
+        let set = self.indexes.set.read().clone();
         let sv = self.versions.super_version();
         let mut gone = Vec::new();
-        'ids: for &id in destroyed.iter() {
+        'ids: for &id in destroyed.iter().filter(|id| !set.contains(**id)) {
             let mems = std::iter::once(&sv.mem).chain(sv.imm.iter().map(|f| &f.mem));
             if self.snapshots.count_of(id) > 0 || mems.into_iter().any(|m| m.entries_of(id) > 0) {
                 continue;

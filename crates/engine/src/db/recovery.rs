@@ -4,7 +4,7 @@ use super::dead_bytes::dead_bytes_by_segment;
 use super::flush_table::{flush_memtable, flush_params};
 use super::flush_usage::{flush_usage, recount_version};
 use super::index_set::{derive_entries, IndexSet};
-use super::supersede::supersede_index_entries;
+use super::supersede::{insert_tombstones, supersede_index_entries};
 use crate::compaction::SnapshotFloors;
 use crate::error::{Error, IoContext, Result};
 use crate::key::{Kind, Nsid, SeqNo};
@@ -59,7 +59,8 @@ pub(super) fn recover(
         let params = flush_params(opts);
         let destroyed: HashSet<Nsid> = namespaces.destroyed.iter().copied().collect();
         let vlog = VlogReader::new(ctx.storage.clone());
-        supersede_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
+        let tombstones = supersede_index_entries(&mem, &version, &indexes, &vlog, &ctx.counters)?;
+        insert_tombstones(&mem, &tombstones, |_| true);
         // The replay's own readers: the database's are not started yet.
         let pool = ReadPool::new(opts.prefetch_threads, storage.nand_stats().is_some());
         let usage = flush_usage(&mem, &version, &destroyed, &ctx.counters, &pool)?;

@@ -54,19 +54,19 @@ impl Lazy {
     }
 }
 
-/// Inserts into `mem` (frozen, about to be flushed) a tombstone for every index entry a newer
-/// version of its pk in `mem` supersedes; older versions in the tables are found in `version`,
-/// their values read through `vlog`. Table and value reads count in `c`. Returns the number
-/// of tombstones.
+/// A tombstone for every index entry a newer version of its pk in `mem` (frozen, about to be
+/// flushed) supersedes, as `(index id ++ entry key, seqno)`; older versions in the tables are
+/// found in `version`, their values read through `vlog`. Table and value reads count in `c`.
+/// [`insert_tombstones`] puts them into `mem`.
 pub(super) fn supersede_index_entries(
     mem: &Memtable,
     version: &Version,
     indexes: &IndexSet,
     vlog: &VlogReader,
     c: &Counters,
-) -> Result<usize> {
+) -> Result<Vec<(Bytes, SeqNo)>> {
     if indexes.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let _pin = vlog.pin();
     // The cost-model step counters are for gets; these lookups are background work.
@@ -127,16 +127,23 @@ pub(super) fn supersede_index_entries(
         }
         newer = Some((k.user, k.seq, keys));
     }
-    for (user, seq) in &tombstones {
-        mem.insert(
-            user,
-            *seq,
-            MemValue {
+    Ok(tombstones)
+}
+
+/// Inserts into `mem` the tombstones of [`supersede_index_entries`] whose index `keep` says.
+pub(super) fn insert_tombstones(
+    mem: &Memtable,
+    tombstones: &[(Bytes, SeqNo)],
+    keep: impl Fn(key::Nsid) -> bool,
+) {
+    for (user, seq) in tombstones {
+        if keep(key::ikey_nsid(user)) {
+            let value = MemValue {
                 kind: Kind::Delete,
                 value: Bytes::new(),
                 addr: key::ValueAddr::NONE,
-            },
-        );
+            };
+            mem.insert(user, *seq, value);
+        }
     }
-    Ok(tombstones.len())
 }
