@@ -56,6 +56,17 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
     /// capacity (or the device's reserve) fail it with `CapacityExceeded`, and the index is
     /// dropped (registry, entries and the bytes charged so far): nothing of it remains.
     pub(super) fn backfill(&self, e: &NsEntry, id: Nsid) -> Result<()> {
+        match self.backfill_and_mark(e, id) {
+            // The index went with its namespace: the error of any call on a destroyed one.
+            Err(Error::UnknownIndex(_)) if e.check_live().is_err() => {
+                Err(Error::UnknownNamespace(e.id))
+            }
+            r => r,
+        }
+    }
+
+    /// [`backfill`](Self::backfill) but for its error when the namespace went meanwhile.
+    fn backfill_and_mark(&self, e: &NsEntry, id: Nsid) -> Result<()> {
         let mut charged: Vec<(Arc<Memtable>, u64)> = Vec::new();
         let result = self.backfill_entries(e, id, &mut charged);
         if let Err(err @ (Error::CapacityExceeded { .. } | Error::ReserveReached { .. })) = result {
@@ -157,9 +168,18 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
         self.write.check_open()?;
         // Under the writer lock: the memtable cannot be frozen meanwhile, and a destroy of
         // the namespace (which clears its flag, then waits for this lock, before its ids may
-        // be forgotten) either refuses these entries here or finds them.
+        // be forgotten) or a drop of the index (which takes it out of the set under this
+        // lock, before its id may be forgotten) either refuses these entries here or finds
+        // them.
         let mut w = self.writes.writer.lock();
         e.check_live()?;
+        let set = self.indexes.read().clone();
+        if let Some(gone) = one.iter().find(|i| !set.contains(i.def.id)) {
+            return Err(Error::UnknownIndex(format!(
+                "index {} of namespace {}, dropped during its backfill",
+                gone.def.id, e.id
+            )));
+        }
         self.write.make_room(&mut w)?;
         let mem = self.versions.super_version().mem.clone();
         let mut staged = Vec::with_capacity(chunk.len());
@@ -258,6 +278,7 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
             .map(|d| (d.ns, d.id))
             .collect();
         for (ns, id) in pending {
+            // The registry keeps no index of a destroyed namespace (`Namespaces::apply`).
             let e = self.namespaces.ns_entry(ns)?;
             match self.backfill(&e, id) {
                 Err(Error::CapacityExceeded { .. } | Error::ReserveReached { .. }) => {}
@@ -312,3 +333,7 @@ impl<F: Fn(), N: Fn(), R: Fn()> Backfiller<'_, F, N, R> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "backfill_tests.rs"]
+mod tests;

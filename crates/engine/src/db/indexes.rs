@@ -53,6 +53,10 @@ impl IndexAdmin<'_> {
         let path = AttrPath::parse(attr).map_err(Error::InvalidArgument)?;
         let _w = self.writes.writer.lock();
         let mut vs = self.versions.lock();
+        // Again under the writer lock: a destroy clears the flag, then waits for this lock
+        // before it reads the namespace's indexes to drop them with it; one registered
+        // after that read would outlive the namespace.
+        e.check_live()?;
         // Under the manifest's lock, where `set_read_only` sets it.
         e.check_writable()?;
         if let Some(d) = vs.namespaces.indexes_of(e.id).find(|d| d.attr == attr) {

@@ -235,17 +235,27 @@ pub fn string_prefix(prefix: &str) -> Vec<u8> {
     out
 }
 
+/// The longest attribute path, in bytes (the device's protocol takes no longer one): it is
+/// kept in the manifest and in every index entry's definition.
+pub const MAX_ATTR_PATH_LEN: usize = 1024;
+
 /// An attribute path: a top-level name or dotted names into embedded objects
-/// (`user.id`). A name cannot be empty.
+/// (`user.id`), of at most [`MAX_ATTR_PATH_LEN`] bytes. A name cannot be empty.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AttrPath {
     text: String,
 }
 
 impl AttrPath {
-    /// The path `text` names; the error says why it names none (empty, or an empty name
-    /// between dots).
+    /// The path `text` names; the error says why it names none (empty, an empty name
+    /// between dots, or too long).
     pub fn parse(text: &str) -> Result<AttrPath, String> {
+        if text.len() > MAX_ATTR_PATH_LEN {
+            return Err(format!(
+                "attribute of {} bytes: at most {MAX_ATTR_PATH_LEN}",
+                text.len()
+            ));
+        }
         if text.is_empty() || text.split('.').any(str::is_empty) {
             return Err(format!(
                 "attribute {text:?}: names separated by dots, none of them empty"
@@ -449,5 +459,9 @@ mod tests {
         for bad in ["", ".a", "a.", "a..b"] {
             assert!(AttrPath::parse(bad).is_err(), "{bad}");
         }
+        // Bounded: a path is kept in the manifest (a 16 MiB one was taken before).
+        let long = "a.".repeat(MAX_ATTR_PATH_LEN / 2);
+        assert!(AttrPath::parse(&long[..MAX_ATTR_PATH_LEN - 1]).is_ok());
+        assert!(AttrPath::parse(&format!("{long}b")).is_err());
     }
 }

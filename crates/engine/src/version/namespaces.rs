@@ -53,8 +53,16 @@ impl Namespaces {
             self.next = self.next.max(ns.saturating_add(1));
         }
         for d in &edit.created_index {
-            self.indexes.insert(d.id, d.clone());
             self.next = self.next.max(d.id.saturating_add(1));
+            match self.live.contains_key(&d.ns) {
+                true => self.indexes.insert(d.id, d.clone()),
+                // Registered after its namespace's destroy was logged (a `create_index` that
+                // raced the destroy, before session 103): destroyed with it.
+                false => {
+                    self.destroyed.insert(d.id);
+                    None
+                }
+            };
         }
         for (id, seq) in &edit.ready_index {
             if let Some(d) = self.indexes.get_mut(id) {
@@ -87,7 +95,16 @@ impl Namespaces {
                 *g = g.saturating_add(bytes);
             }
         }
-        for ns in &edit.destroyed_ns {
+        // A namespace's indexes go with it, listed or not (a `create_index` that raced the
+        // destroy, before session 103, was not).
+        let unlisted: Vec<Nsid> = edit
+            .destroyed_ns
+            .iter()
+            .filter(|ns| self.live.contains_key(ns))
+            .flat_map(|ns| self.indexes_of(*ns).map(|d| d.id))
+            .filter(|id| !edit.destroyed_ns.contains(id))
+            .collect();
+        for ns in edit.destroyed_ns.iter().chain(&unlisted) {
             self.live.remove(ns);
             self.indexes.remove(ns);
             self.options.remove(ns);

@@ -1,6 +1,6 @@
 //! Namespaces created and destroyed all along while another thread writes to each through
-//! its handle: every write succeeds or fails with `UnknownNamespace`, and nothing of a
-//! destroyed namespace outlives it (`Db::verify` finds no table entry that no namespace or
+//! its handle and indexes it: every write and index creation succeeds or fails with
+//! `UnknownNamespace`, and nothing of a destroyed namespace outlives it (`Db::verify` finds no table entry that no namespace or
 //! index owns). Two defects left such entries, kept by every flush and compaction: a put
 //! that passed its liveness check before a destroy and was queued after it landed once the
 //! destroy had forgotten the id (`db::namespaces::tests` holds that window open); and a
@@ -8,7 +8,7 @@
 //! set and its refusing writes (this churn failed 4 seeds of 4 with only the first fixed).
 
 use super::config::cov;
-use cerberus_engine::{Db, Error, Namespace};
+use cerberus_engine::{Db, Error, IndexKind, Namespace};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -52,10 +52,19 @@ pub fn writer(current: &Current, stop: &AtomicBool) -> Result<u64, String> {
         };
         i += 1;
         cov("Namespace::put (churn)");
-        match ns.put(format!("c{:04}", i % 512).as_bytes(), &[b'c'; 64]) {
+        let value = format!(r#"{{"c": {i}, "pad": "{}"}}"#, "p".repeat(40));
+        match ns.put(format!("c{:04}", i % 512).as_bytes(), value.as_bytes()) {
             Ok(()) => acked += 1,
             Err(Error::UnknownNamespace(_)) => {}
             Err(e) => return Err(format!("churn: put to {}: {e}", ns.id())),
+        }
+        if i.is_multiple_of(128) {
+            // An index made (its backfill too) while the destroy may come.
+            cov("Namespace::create_index (churn)");
+            match ns.create_index("c", IndexKind::Classic) {
+                Ok(()) | Err(Error::UnknownNamespace(_) | Error::IndexExists { .. }) => {}
+                Err(e) => return Err(format!("churn: create_index on {}: {e}", ns.id())),
+            }
         }
     }
     Ok(acked)
