@@ -125,18 +125,12 @@ impl<P: JobParts> Jobs<'_, P> {
     fn run_job_here(&self, job: Job) {
         // A panic in a job must not leave its slots taken and writers waiting forever.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
-            // Each may have dropped the last entries of a destroyed id.
-            Job::Flush => self
-                .parts
-                .flusher()
-                .flush_oldest()
-                .map(|_| self.parts.namespace_admin().forget_destroyed_quietly()),
+            Job::Flush => self.parts.flusher().flush_oldest(),
             Job::Compact { task, version } | Job::Split { task, version } => {
                 let compactions = self.parts.compactions();
                 compactions
                     .run_compaction(task, version)
                     .map(|written| compactions.count_term(task, written))
-                    .map(|_| self.parts.namespace_admin().forget_destroyed_quietly())
             }
             Job::Consolidate { ns, task, version } => {
                 self.parts.compactions().consolidate(*ns, task, version)
@@ -164,6 +158,11 @@ impl<P: JobParts> Jobs<'_, P> {
                 .map(|_| ()),
         }))
         .unwrap_or_else(|_| Err(Error::Background("a background job panicked".into())));
+        // Any job may have dropped the last entries of a destroyed id: a flush, a compaction
+        // or a consolidation, and GC or a backfill through the flushes they make themselves.
+        if result.is_ok() {
+            self.parts.namespace_admin().forget_destroyed_quietly();
+        }
         let outcome = outcome_of(&result);
         let notice = {
             let mut bg = self.bg.state.lock();

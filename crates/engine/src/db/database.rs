@@ -91,7 +91,10 @@ impl Db {
     /// records of every segment holding dead ones (overwritten, deleted or destroyed) and
     /// deletes those segments.
     pub fn gc_value_log(&self) -> Result<GcStats> {
-        self.inner.value_log_gc().collect_now()
+        let stats = self.inner.value_log_gc().collect_now()?;
+        // Its flushes may have dropped the last entries of a destroyed id.
+        self.inner.namespace_admin().forget_destroyed_quietly();
+        Ok(stats)
     }
 
     /// Reads every table and value-log segment back and checks every checksum, and that
@@ -133,7 +136,10 @@ impl Db {
     /// Compacts, in every live namespace, every table holding keys in `[start, end]`
     /// (`None` = unbounded) down to the deepest level that has data.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.compactions().compact_range(None, start, end)
+        self.inner.compactions().compact_range(None, start, end)?;
+        // It may have dropped the last entries of a destroyed id.
+        self.inner.namespace_admin().forget_destroyed_quietly();
+        Ok(())
     }
 
     /// Compacts every table of every live namespace down to the deepest level that has data

@@ -209,6 +209,9 @@ impl Namespace {
         self.entry.check_live()?;
         self.inner
             .compactions()
-            .compact_range(Some(self.entry.id), start, end)
+            .compact_range(Some(self.entry.id), start, end)?;
+        // Its compaction of the shared L0 may have dropped a destroyed id's last entries.
+        self.inner.namespace_admin().forget_destroyed_quietly();
+        Ok(())
     }
 }

@@ -235,7 +235,7 @@ impl<F: Fn()> NamespaceAdmin<'_, F> {
     /// Forgets the destroyed ids nothing can refer to any more: no memtable entry, no table
     /// entry, no snapshot. The destroyed set and the manifest's list of destroyed ids then stay as
     /// small as what is left to drop (ids are never reused: the registry's next id says which
-    /// were handed out). Called after a destroy and after each flush or compaction.
+    /// were handed out). Called after a destroy, a background job, a manual compaction or GC.
     pub(super) fn forget_destroyed(&self) -> Result<()> {
         let destroyed = self.namespaces.read().destroyed.clone();
         if destroyed.is_empty() {

@@ -304,18 +304,20 @@ fn wait_for_compactions_consolidates_after_value_log_gc_not_during_it() {
 /// bound on liveness, not a speed claim), and what was written before a wait is out of L0.
 #[test]
 fn flush_and_wait_for_compactions_end_while_a_writer_keeps_writing() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let db = Arc::new(open(common::small_options()));
     let ns = db.create_namespace("busy").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
     let writer = {
-        let (ns, stop) = (ns.clone(), stop.clone());
+        let (ns, stop, written) = (ns.clone(), stop.clone(), written.clone());
         std::thread::spawn(move || {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 ns.put(format!("k{:05}", i % 20_000).as_bytes(), &[b'v'; 100])
                     .unwrap();
                 i += 1;
+                written.store(i, Ordering::Relaxed);
                 // Paced, as a client is: never stalled, background work always due.
                 if i.is_multiple_of(4) {
                     std::thread::sleep(Duration::from_micros(200));
@@ -328,6 +330,11 @@ fn flush_and_wait_for_compactions_end_while_a_writer_keeps_writing() {
     let waiter = {
         let (db, ns) = (db.clone(), ns.clone());
         std::thread::spawn(move || {
+            // The writer under way first: on a loaded machine its thread may start late, and
+            // the rounds must meet its writes (CI once saw all five end before its first).
+            while written.load(Ordering::Relaxed) < 100 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             for round in 0..5 {
                 db.flush().unwrap();
                 ns.put(b"marker", format!("{round}").as_bytes()).unwrap();
