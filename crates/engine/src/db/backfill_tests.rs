@@ -2,17 +2,13 @@
 
 use crate::error::Error;
 use crate::index::IndexKind;
+use crate::storage::wrap_open::WrapOpen;
 use crate::storage::{MemStorage, StorageRef};
 use crate::{Db, Options};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Storage in memory whose value reads run `hook` first (to pause one thread mid-scan).
-struct Gated {
-    inner: Arc<MemStorage>,
-    hook: Arc<dyn Fn() + Send + Sync>,
-}
-
+/// A file whose value reads run `hook` first (to pause one thread mid-scan).
 struct GatedFile {
     f: Arc<dyn crate::storage::RandomAccessFile>,
     hook: Arc<dyn Fn() + Send + Sync>,
@@ -46,34 +42,6 @@ impl crate::storage::RandomAccessFile for GatedFile {
     }
 }
 
-impl crate::storage::Storage for Gated {
-    fn create(&self, name: &str) -> std::io::Result<Box<dyn crate::storage::WritableFile>> {
-        self.inner.create(name)
-    }
-    fn open(&self, name: &str) -> std::io::Result<Arc<dyn crate::storage::RandomAccessFile>> {
-        let f = self.inner.open(name)?;
-        Ok(Arc::new(GatedFile {
-            f,
-            hook: self.hook.clone(),
-        }))
-    }
-    fn delete(&self, name: &str) -> std::io::Result<()> {
-        self.inner.delete(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list(&self) -> std::io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn exists(&self, name: &str) -> std::io::Result<bool> {
-        self.inner.exists(name)
-    }
-    fn sync_dir(&self) -> std::io::Result<()> {
-        self.inner.sync_dir()
-    }
-}
-
 /// A backfill checked, under the writer lock, only that its namespace was live, never that its
 /// index still was. `drop_index` of the index being backfilled between two chunks: the
 /// index's id joins the destroyed set, a flush drops the first chunk's entries and forgets the
@@ -84,7 +52,6 @@ impl crate::storage::Storage for Gated {
 fn drop_index_during_its_backfill_leaves_no_unowned_entries() {
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::sync::{mpsc, Mutex, Weak};
-    let mem = Arc::new(MemStorage::new());
     let weak: Arc<Mutex<Weak<super::super::inner::Inner>>> = Arc::new(Mutex::new(Weak::new()));
     let ns_id = Arc::new(AtomicU32::new(u32::MAX));
     let fired = Arc::new(AtomicBool::new(false));
@@ -121,9 +88,12 @@ fn drop_index_during_its_backfill_leaves_no_unowned_entries() {
             go_rx.lock().unwrap().recv().unwrap();
         })
     };
-    let storage: StorageRef = Arc::new(Gated {
-        inner: mem.clone(),
-        hook,
+    let storage: StorageRef = Arc::new(WrapOpen {
+        inner: MemStorage::new(),
+        wrap: Box::new(move |f| {
+            let hook = hook.clone();
+            Arc::new(GatedFile { f, hook })
+        }),
     });
     let opts = Options {
         background_threads: 1,

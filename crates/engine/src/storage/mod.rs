@@ -13,6 +13,8 @@ mod nand;
 mod nand_stats;
 mod posix;
 mod purpose;
+#[cfg(test)]
+pub(crate) mod wrap_open;
 
 pub use fault::{CrashCounts, CrashModel, Fault, FaultError, FaultStorage, IoKind};
 pub use interface::{read_all, RandomAccessFile, Storage, StorageRef, WritableFile, CUT_SUFFIX};

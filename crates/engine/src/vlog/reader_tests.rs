@@ -65,13 +65,6 @@ fn long_chains_drop_without_recursion() {
     assert!(!r.is_retired(99_999));
 }
 
-/// A storage counting the read handles open at once (tables' and segments').
-struct Counting {
-    inner: MemStorage,
-    open: Arc<std::sync::atomic::AtomicUsize>,
-    peak: Arc<std::sync::atomic::AtomicUsize>,
-}
-
 struct CountedFile {
     file: Arc<dyn RandomAccessFile>,
     open: Arc<std::sync::atomic::AtomicUsize>,
@@ -97,35 +90,6 @@ impl RandomAccessFile for CountedFile {
     }
 }
 
-impl crate::storage::Storage for Counting {
-    fn create(&self, name: &str) -> std::io::Result<Box<dyn crate::storage::WritableFile>> {
-        self.inner.create(name)
-    }
-    fn open(&self, name: &str) -> std::io::Result<Arc<dyn RandomAccessFile>> {
-        use std::sync::atomic::Ordering::SeqCst;
-        let file = self.inner.open(name)?;
-        let now = self.open.fetch_add(1, SeqCst) + 1;
-        self.peak.fetch_max(now, SeqCst);
-        let open = self.open.clone();
-        Ok(Arc::new(CountedFile { file, open }))
-    }
-    fn delete(&self, name: &str) -> std::io::Result<()> {
-        self.inner.delete(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list(&self) -> std::io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn exists(&self, name: &str) -> std::io::Result<bool> {
-        self.inner.exists(name)
-    }
-    fn sync_dir(&self) -> std::io::Result<()> {
-        self.inner.sync_dir()
-    }
-}
-
 /// Value-log segments used to stay open once read, all of them (89 segments read with
 /// `max_open_files` 16 held 99 descriptors): they now share the tables' bound.
 #[test]
@@ -135,10 +99,18 @@ fn segments_share_the_bound_of_open_files() {
     use std::sync::atomic::Ordering::SeqCst;
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let peak = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let storage = Arc::new(Counting {
+    // Counts the read handles open at once (tables' and segments').
+    let storage = Arc::new(crate::storage::wrap_open::WrapOpen {
         inner: MemStorage::new(),
-        open: open.clone(),
-        peak: peak.clone(),
+        wrap: Box::new({
+            let (open, peak) = (open.clone(), peak.clone());
+            move |file| {
+                let now = open.fetch_add(1, SeqCst) + 1;
+                peak.fetch_max(now, SeqCst);
+                let open = open.clone();
+                Arc::new(CountedFile { file, open })
+            }
+        }),
     });
     let opts = Options {
         max_open_files: 16,
