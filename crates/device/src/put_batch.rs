@@ -365,7 +365,7 @@ fn store_group(shared: &Shared, nsid: u32, mut group: Vec<HeldPut>) {
     let responses = shared.store_many(nsid, group.iter().map(|p| &p.cmd));
     for (p, resp) in group.into_iter().zip(responses) {
         let ok = resp.status.is_success();
-        shared.metrics.record(nsid, opcode, ok, p.arrived.elapsed());
+        shared.record(nsid, opcode, ok, p.arrived.elapsed());
         p.reply.send(resp);
     }
 }

@@ -27,7 +27,7 @@ pub(crate) fn answer(
         Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
     };
     let ok = resp.status.is_success();
-    shared.metrics.record(nsid, opcode, ok, arrived.elapsed());
+    shared.record(nsid, opcode, ok, arrived.elapsed());
     resp
 }
 
@@ -48,9 +48,7 @@ pub(crate) fn answer_small_query(
         Ok(None) => return (None, tried),
         Err((status, msg)) => Response::error(cid, nsid, opcode, status, msg),
     };
-    shared
-        .metrics
-        .record(nsid, opcode, resp.status.is_success(), arrived.elapsed());
+    shared.record(nsid, opcode, resp.status.is_success(), arrived.elapsed());
     (Some(resp), true)
 }
 

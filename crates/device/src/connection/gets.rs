@@ -133,7 +133,7 @@ fn answer_gets(
     let opcode = Opcode::Retrieve as u8;
     let mut answered = |resp: Response, permit, arrived: quanta::Instant| {
         let ok = resp.status.is_success();
-        shared.metrics.record(ns, opcode, ok, arrived.elapsed());
+        shared.record(ns, opcode, ok, arrived.elapsed());
         reply(resp, permit);
     };
     if held.len() == 1 {

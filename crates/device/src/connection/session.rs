@@ -117,13 +117,11 @@ impl Session {
                 // By name, the answer says the namespace's id.
                 nsid = ns;
                 ticket.authenticated();
-                shared.metrics.record(ns, opcode, true, arrived.elapsed());
+                shared.record(ns, opcode, true, arrived.elapsed());
                 Reply::Empty
             }
             Request::Identify => {
-                shared
-                    .metrics
-                    .record(DEVICE_NSID, opcode, true, arrived.elapsed());
+                shared.record(DEVICE_NSID, opcode, true, arrived.elapsed());
                 Reply::Identify(shared.identify)
             }
             _ => return None,

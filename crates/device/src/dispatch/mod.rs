@@ -153,6 +153,13 @@ impl Shared {
         completion(head, self.run(cmd, iters))
     }
 
+    /// Records one completed command of namespace `nsid` (or the device) in the metrics;
+    /// a namespace destroyed meanwhile gets no series again (`Metrics::record`).
+    pub fn record(&self, nsid: u32, opcode: u8, ok: bool, latency: std::time::Duration) {
+        let live = || self.db.namespace(nsid).is_ok();
+        self.metrics.record(nsid, opcode, ok, latency, live);
+    }
+
     /// A handle to namespace `ns`, or the engine's answer for an unknown one.
     fn namespace(&self, ns: u32) -> Result<Namespace, (Status, String)> {
         self.db.namespace(ns).map_err(engine)

@@ -94,31 +94,55 @@ impl std::fmt::Debug for CommandSeries {
 }
 
 impl CommandSeries {
-    pub(super) fn record(&self, nsid: u32, opcode: u8, ok: bool, latency: Duration) {
-        let ns = if nsid == DEVICE_NSID {
-            NsLabel::Device
-        } else {
-            NsLabel::Ns(nsid)
-        };
-        self.record_label(ns, opcode, ok, latency);
+    /// `live` says whether namespace `nsid` still exists; asked only when its series is
+    /// to be made. A namespace's series go with it (`forget`): a command recorded after
+    /// (the destroy's own answer, a connection that still holds the namespace's proof)
+    /// counts under the device instead of making them again, once per destroy.
+    pub(super) fn record(
+        &self,
+        nsid: u32,
+        opcode: u8,
+        ok: bool,
+        latency: Duration,
+        live: impl Fn() -> bool,
+    ) {
+        match nsid == DEVICE_NSID {
+            true => self.record_label(NsLabel::Device, opcode, ok, latency, &|| true),
+            false => self.record_label(NsLabel::Ns(nsid), opcode, ok, latency, &live),
+        }
+    }
+
+    /// The opcode's slot: unknown opcodes share one, for the same reason as refused
+    /// namespaces.
+    fn slot(opcode: u8) -> u8 {
+        match Opcode::from_u8(opcode) {
+            Some(_) => opcode,
+            None => 0,
+        }
     }
 
     pub(super) fn record_refused(&self, opcode: u8) {
-        self.record_label(NsLabel::Refused, opcode, false, Duration::ZERO);
+        self.record_label(NsLabel::Refused, opcode, false, Duration::ZERO, &|| true);
     }
 
-    fn record_label(&self, ns: NsLabel, opcode: u8, ok: bool, latency: Duration) {
-        // Unknown opcodes share one slot for the same reason as refused namespaces.
-        let opcode = if Opcode::from_u8(opcode).is_some() {
-            opcode
-        } else {
-            0
-        };
-        let key = (ns, opcode);
+    /// Records under `ns`, whose series is made only if `may_make` says (else the command
+    /// counts under the device).
+    fn record_label(
+        &self,
+        ns: NsLabel,
+        opcode: u8,
+        ok: bool,
+        latency: Duration,
+        may_make: &dyn Fn() -> bool,
+    ) {
+        let key = (ns, Self::slot(opcode));
         let ops = self.ops.load();
         let created;
         let m = match ops.get(&key) {
             Some(m) => m,
+            None if !may_make() => {
+                return self.record_label(NsLabel::Device, opcode, ok, latency, &|| true);
+            }
             None => {
                 let mut made = None;
                 self.ops.rcu(|ops| {
@@ -126,6 +150,10 @@ impl CommandSeries {
                     made = Some(ops.entry(key).or_default().clone());
                     ops
                 });
+                // Made while its namespace went: the destroy's `forget` may have come first.
+                if let (NsLabel::Ns(n), false) = (ns, may_make()) {
+                    self.forget(n);
+                }
                 created = made.unwrap_or_default();
                 &created
             }

@@ -77,9 +77,18 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Records one completed command of an authorized namespace (or the device).
-    pub fn record(&self, nsid: u32, opcode: u8, ok: bool, latency: Duration) {
-        self.commands.record(nsid, opcode, ok, latency);
+    /// Records one completed command of an authorized namespace (or the device); `live`
+    /// says whether the namespace still exists, asked only when its series is to be made
+    /// (a destroyed namespace's commands count under the device: its series went with it).
+    pub fn record(
+        &self,
+        nsid: u32,
+        opcode: u8,
+        ok: bool,
+        latency: Duration,
+        live: impl Fn() -> bool,
+    ) {
+        self.commands.record(nsid, opcode, ok, latency, live);
     }
 
     /// Records a command refused before it reached a namespace.

@@ -43,8 +43,20 @@ fn bucket(text: &str, nsid: &str, opcode: &str, le: f64) -> Option<f64> {
 #[test]
 fn histogram_is_cumulative_and_labels_are_bounded() {
     let m = Metrics::default();
-    m.record(3, Opcode::Store as u8, true, Duration::from_micros(30));
-    m.record(3, Opcode::Store as u8, false, Duration::from_millis(2));
+    m.record(
+        3,
+        Opcode::Store as u8,
+        true,
+        Duration::from_micros(30),
+        || true,
+    );
+    m.record(
+        3,
+        Opcode::Store as u8,
+        false,
+        Duration::from_millis(2),
+        || true,
+    );
     for n in 0..100 {
         m.record_refused(n);
     }
@@ -62,6 +74,14 @@ fn histogram_is_cumulative_and_labels_are_bounded() {
     assert!(refused <= Opcode::ALL.len() + 1, "{refused}");
     m.forget(3);
     assert!(!m.encode(snapshot()).contains("nsid=\"3\""));
+    // A command of namespace 3 after its destroy (its own answer, a connection that still
+    // holds its proof) makes no series of it again: it counts under the device.
+    m.record(3, Opcode::Retrieve as u8, false, Duration::ZERO, || false);
+    let text = m.encode(snapshot());
+    assert!(!text.contains("nsid=\"3\""), "{text}");
+    assert!(text.contains(
+        "cerberus_commands_total{nsid=\"device\",opcode=\"retrieve\",outcome=\"error\"} 1"
+    ));
 }
 
 #[test]

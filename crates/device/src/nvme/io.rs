@@ -57,7 +57,7 @@ impl Conn {
         let responses = shared.retrieve_many(ns, &held.cmds);
         for (resp, h) in responses.into_iter().zip(held.answering.drain(..)) {
             let ok = resp.status.is_success();
-            shared.metrics.record(ns, opcode, ok, h.arrived.elapsed());
+            shared.record(ns, opcode, ok, h.arrived.elapsed());
             self.flight.finish_now(h.sqe, reply(resp, h.buffer), h.cost);
         }
         held.cmds.clear();

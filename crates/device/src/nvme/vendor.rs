@@ -120,7 +120,7 @@ impl Conn {
                     ),
                 )));
             }
-            shared.metrics.record(ns, opcode, true, Duration::ZERO);
+            shared.record(ns, opcode, true, Duration::ZERO);
             let mut answer = ok(cmd, Reply::Empty);
             answer.nsid = ns;
             return Ok(Some(answer));
@@ -146,16 +146,12 @@ impl Conn {
                     )));
                 }
                 // Answered here, with no worker: no latency worth a clock read.
-                shared
-                    .metrics
-                    .record(cmd.nsid, opcode, true, Duration::ZERO);
+                shared.record(cmd.nsid, opcode, true, Duration::ZERO);
                 Ok(Some(ok(cmd, Reply::Empty)))
             }
             Request::Identify => {
                 let shared = &self.target.shared;
-                shared
-                    .metrics
-                    .record(DEVICE_NSID, opcode, true, Duration::ZERO);
+                shared.record(DEVICE_NSID, opcode, true, Duration::ZERO);
                 Ok(Some(ok(cmd, Reply::Identify(shared.identify))))
             }
             _ if !self.vendor.session.allows(cmd, &self.target.shared.creds) => Ok(Some(denied(
