@@ -164,10 +164,9 @@ impl Namespace {
         inner.check_open()?;
         set_read_only(&inner.versions, &inner.writes, &self.entry, read_only)?;
         if read_only {
-            // Writes queued before the flag held are done once a barrier behind them is
-            // (committed to the memtable, or failed and not acknowledged): its own outcome
-            // is theirs, which is not this call's.
-            let _ = inner.write_path().commit(None, false, None);
+            // Writes queued before the flag held are done (committed to the memtable, or
+            // failed and not acknowledged) once they have left the queue.
+            inner.writes.wait_queued();
         }
         Ok(())
     }

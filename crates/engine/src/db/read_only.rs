@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 
 /// Makes namespace `e` read-only (or writable again) in the manifest and on its entry;
 /// idempotent. Writes queued before the flag holds are not waited for here: the caller
-/// queues a barrier behind them (see `Namespace::set_read_only`).
+/// waits for them to leave the queue (see `Namespace::set_read_only`).
 pub(super) fn set_read_only(
     versions: &Versions,
     writes: &WriteQueue,

@@ -99,7 +99,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         let mut records = EncodedWrite::new(e.id, ops);
         records.credit = credit.bytes;
         records.credit_at = credit.at;
-        let result = self.commit(Some(records), sync, Some(e));
+        let result = self.commit(records, sync, e);
         if result.is_ok() {
             // The group's time, stamped by its leader before this write committed: no clock
             // read per write.
@@ -118,28 +118,20 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         result
     }
 
-    /// Queues a write for group commit and returns its outcome. A write to `fence`'s
-    /// namespace is refused if the namespace is destroyed or read-only, checked under the
-    /// queue's lock, where `destroy_namespace` and `set_read_only` set their flags: a write
-    /// is either queued before the flag holds (and the barrier that follows waits for it)
-    /// or refused. `records` of `None` is such a barrier: it returns once every write
-    /// queued before it is done.
-    pub(super) fn commit(
-        &self,
-        records: Option<EncodedWrite>,
-        sync: bool,
-        fence: Option<&NsEntry>,
-    ) -> Result<()> {
+    /// Queues the write `records` of namespace `e` for group commit and returns its outcome.
+    /// It is refused if the namespace is destroyed or read-only, checked under the queue's
+    /// lock, where `destroy_namespace` and `set_read_only` set their flags: a write is
+    /// either queued before the flag holds (and `WriteQueue::wait_queued` after it waits
+    /// for the write) or refused.
+    fn commit(&self, records: EncodedWrite, sync: bool, e: &NsEntry) -> Result<()> {
         let me = Arc::new(PendingWrite {
-            records: Mutex::new(records),
+            records: Mutex::new(Some(records)),
             sync,
             result: Mutex::new(None),
         });
         let mut queue = self.writes.queue.lock();
-        if let Some(e) = fence {
-            e.check_live()?;
-            e.check_writable()?;
-        }
+        e.check_live()?;
+        e.check_writable()?;
         queue.push_back(me.clone());
         loop {
             if let Some(r) = me.result.lock().take() {
@@ -154,7 +146,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         // held in place, no allocation).
         let mut group: SmallVec<[EncodedWrite; 1]> = SmallVec::new();
         let mut bytes = 0;
-        // Queued writes (barriers too) the group takes.
+        // Queued writes the group takes.
         let mut n = 0;
         // One sync covers the whole group, so sync writes share it.
         let mut sync = false;
@@ -170,11 +162,8 @@ impl<'a, F: Fn()> WritePath<'a, F> {
             n += 1;
         }
         drop(queue);
-        let result = match group.is_empty() {
-            // Barriers alone: nothing to write.
-            true => Ok(()),
-            false => self.commit_group(&mut group, bytes, sync),
-        };
+        // Never empty: the leader's own records are its to take.
+        let result = self.commit_group(&mut group, bytes, sync);
         let mut queue = self.writes.queue.lock();
         for _ in 0..n {
             if let Some(p) = queue.pop_front() {
