@@ -73,8 +73,9 @@ fn task(version: &Version, opts: &Options, ns: Nsid, bytes: &[u64], total: u64) 
     };
     let last = version.num_levels() - 1;
     let mut output = deepest;
-    // An idle tree has the whole L1 budget (`tree_level1_bytes`).
-    while output < last && total > max_bytes_for_level(opts, opts.level1_bytes, output) {
+    // An idle tree has the whole L1 budget (`tree_level1_bytes`). A level at its budget is
+    // in debt (score 1): the output would spill at once.
+    while output < last && total >= max_bytes_for_level(opts, opts.level1_bytes, output) {
         output += 1;
     }
     let of = |level: usize| -> Vec<Arc<TableHandle>> {
@@ -212,5 +213,17 @@ mod tests {
         assert_eq!(task.output_level, 3);
         assert_eq!(task.inputs.len(), 2);
         assert!(task.overlapping.is_empty());
+    }
+
+    #[test]
+    fn a_tree_exactly_at_its_deepest_budget_goes_one_level_down() {
+        // 500 + 3,500 bytes: L2's budget exactly, where the picker sees a debt (score 1)
+        // and would spill the consolidated level into L3 (found by the simulator).
+        let v = version(vec![
+            (1, props(1, 7, (b"a", b"m"), 15, 500)),
+            (2, props(2, 7, (b"a", b"z"), 5, 3_500)),
+        ]);
+        let (_, task) = pick_consolidation(&v, &opts(), &[IDLE], &BTreeMap::new()).unwrap();
+        assert_eq!(task.output_level, 3);
     }
 }
