@@ -82,6 +82,14 @@ fn the_flush_accounting_reads_in_batches_and_finds_what_lookups_find() {
         ns.put(key(i).as_bytes(), &[b'v'; 100]).unwrap();
         other.put(key(i).as_bytes(), &[b'w'; 100]).unwrap();
     }
+    // The shape must not hang on the background's timing: keys written in order are moved
+    // down as whole runs, and a slow run (a loaded machine) left 6 tables of 90 KB in L1.
+    // Compacted, the tree is one level of target-sized tables; the overwrites then put
+    // newer tables above it.
+    db.compact_all().unwrap();
+    for i in (0..6000).step_by(4) {
+        ns.put(key(i).as_bytes(), &[b'x'; 100]).unwrap();
+    }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
     let version = db.inner.versions.super_version().version.clone();
