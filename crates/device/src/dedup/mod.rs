@@ -297,11 +297,14 @@ impl Dedup {
             self.hashed_bytes.fetch_add(v.len() as u64, Relaxed);
             out
         });
-        self.indexes
-            .lock()
-            .entry(ns)
-            .or_default()
-            .set(key, chunks.as_deref());
+        let mut indexes = self.indexes.lock();
+        // Destroyed while the value was chunked: its `Forget` (queued after the engine's
+        // destroy, under this lock) may have run already, and the index must stay gone.
+        if db.namespace(ns).is_err() {
+            indexes.remove(&ns);
+            return Ok(());
+        }
+        indexes.entry(ns).or_default().set(key, chunks.as_deref());
         Ok(())
     }
 

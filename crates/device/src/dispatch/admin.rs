@@ -30,6 +30,11 @@ impl Shared {
         if let Err(e) = self.shares.set(ns, *shares) {
             tracing::warn!(nsid = ns, error = %e, "shares the gate refused");
         }
+        // A configure racing a destroy: the destroy forgets the tags after the engine's
+        // destroy, so either it comes after this `set` or the namespace is seen gone here.
+        if self.db.namespace(ns).is_err() {
+            self.shares.forget(ns);
+        }
     }
 
     /// [`apply_shares`](Self::apply_shares) for every namespace the engine keeps.

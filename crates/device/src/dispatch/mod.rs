@@ -176,9 +176,14 @@ impl Shared {
         }
         let h = self.namespace(ns)?;
         let out = f(&h);
+        // Kept only while the namespace lives: a destroy since (it removes the handle after
+        // the engine's destroy) would otherwise leave a dead handle kept for good. `rcu`
+        // tries again if the destroy changed the map meanwhile, and then sees it gone.
         self.handles.rcu(|m| {
             let mut m = FxHashMap::clone(m);
-            m.insert(ns, h.clone());
+            if self.db.namespace(ns).is_ok() {
+                m.insert(ns, h.clone());
+            }
             m
         });
         out

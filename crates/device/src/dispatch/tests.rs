@@ -138,3 +138,21 @@ fn the_sweep_closes_expired_iterators_however_recently_used() {
         assert_eq!(next(id).status, Status::IteratorNotFound);
     }
 }
+
+/// A namespace destroyed while a command that found it uncached ran: its handle is not kept
+/// (it was, for good, when the handle went into the cache after the destroy removed it).
+#[test]
+fn a_handle_found_while_its_namespace_is_destroyed_is_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shared(dir.path());
+    let nsid = s.db.create_namespace("t").unwrap().id();
+    let destroyed = s
+        .with_namespace(nsid, |_| Ok(s.namespace_destroy(nsid).is_ok()))
+        .unwrap();
+    assert!(destroyed);
+    assert!(!s.handles.load().contains_key(&nsid));
+    // A live one is kept.
+    let kept = s.db.create_namespace("u").unwrap().id();
+    s.with_namespace(kept, |_| Ok(())).unwrap();
+    assert!(s.handles.load().contains_key(&kept));
+}

@@ -34,6 +34,9 @@ impl Shares {
         }
         st.last = Some(quanta::Instant::now());
         let ids = self.book.lock().ids();
+        // A namespace forgotten (destroyed) while the last look ran may have been seen after
+        // its `forget`: it goes at this look.
+        st.seen.retain(|ns, _| ids.binary_search(ns).is_ok());
         for ns in ids {
             let Ok(written) = db
                 .namespace(ns)

@@ -65,7 +65,9 @@ impl Shares {
     pub fn new(config: &SharesConfig) -> Shares {
         Shares {
             enabled: config.enabled,
-            book: Mutex::new(Book::default()),
+            // Tags for the namespaces given shares only: a destroyed one's commands (its
+            // clients keep their proofs) must not bring its forgotten tags back.
+            book: Mutex::new(Book::known_only()),
             any_limit: AtomicBool::new(false),
             any_shaped: AtomicBool::new(false),
             start: quanta::Instant::now(),

@@ -140,6 +140,14 @@ pub struct Book {
     ns: HashMap<u32, Tags>,
     /// Start tag of the last command served (SFQ's virtual time).
     vtime: u64,
+    /// Only namespaces given shares ([`Book::set`]) get tags: a command, a charge or a slot
+    /// of any other (one destroyed, its tags forgotten, whose client still sends commands)
+    /// is weighed with throwaway default tags and leaves nothing behind. The device's book
+    /// (every namespace it serves is given its shares at create and at start); a bare book
+    /// (tests) makes tags for any namespace on its first command.
+    known_only: bool,
+    /// The throwaway tags of a namespace the book does not keep (`known_only`).
+    stray: Tags,
 }
 
 /// A command waiting for its turn at a core: its namespace and request bytes.
@@ -161,7 +169,19 @@ pub enum Choice {
 }
 
 impl Book {
+    /// A book that keeps tags only for the namespaces given shares (see `known_only`).
+    pub fn known_only() -> Book {
+        Book {
+            known_only: true,
+            ..Book::default()
+        }
+    }
+
     fn tags(&mut self, ns: u32) -> &mut Tags {
+        if self.known_only && !self.ns.contains_key(&ns) {
+            self.stray = Tags::default();
+            return &mut self.stray;
+        }
         self.ns.entry(ns).or_insert_with(|| Tags {
             shares: IoShares::default(),
             ..Tags::default()
@@ -170,7 +190,7 @@ impl Book {
 
     /// Gives `ns` its shares (the tags carry on from where they are).
     pub fn set(&mut self, ns: u32, shares: IoShares) {
-        self.tags(ns).shares = shares;
+        self.ns.entry(ns).or_default().shares = shares;
     }
 
     /// The namespace is gone: its tags and stats go.
