@@ -15,6 +15,8 @@
 mod async_group;
 #[path = "stress/asyncs.rs"]
 mod asyncs;
+#[path = "stress/churn.rs"]
+mod churn;
 #[path = "stress/device.rs"]
 mod device;
 #[path = "stress/ffi.rs"]
@@ -148,10 +150,11 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
     );
     tenant.prefix = workers[0].prefix;
     workers.push(tenant);
-    let (results, pipelined) = std::thread::scope(|s| {
+    let (results, clients) = std::thread::scope(|s| {
         let handle = rig.handle();
         let pipeliner = s.spawn(move || pipeliner::run(handle, wire, seed));
         let pairs = s.spawn(move || put_then_get::run(handle, seed));
+        let churn = s.spawn(move || churn::run(handle, wire, seed));
         let handles: Vec<_> = workers
             .iter_mut()
             .map(|w| {
@@ -171,10 +174,15 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
         let pairs = pairs
             .join()
             .unwrap_or_else(|_| Err("the put-then-get client panicked".into()));
-        (results, pipelined.and(pairs))
+        let churned = churn
+            .join()
+            .unwrap_or_else(|_| Err("the churn client panicked".into()));
+        (results, pipelined.and(pairs).and(churned))
     });
     results.into_iter().collect::<Result<Vec<()>, String>>()?;
-    pipelined?;
+    // The clients beside the workers; the churn's destroyed namespaces last.
+    let destroyed = clients?;
+    churn::check_gone(rig.handle(), &destroyed)?;
     let off_loop = put_then_get::off_loop(rig.handle());
     println!("kvs stress: seed {seed}: {off_loop} writes stored off the loop");
     if off_loop == 0 {
@@ -190,6 +198,8 @@ fn run_seed(wire: Wire, seed: u64, ops: usize) -> Result<u64, String> {
         expect("close device", close_device(d), 0)?;
     }
     rig.restart();
+    // A restart loads nothing of them either (the dedup index is kept across it).
+    churn::check_gone(rig.handle(), &destroyed)?;
     let dev = rig.open(true)?;
     let ks = open_key_space(dev, MAIN).map_err(|c| format!("reopen {MAIN}: {c:#x}"))?;
     let tdev = rig.open(false)?;

@@ -318,3 +318,36 @@ fn a_namespace_owed_its_floor_takes_the_turn_without_yielding() {
         assert!(!at_once(&s, 2).await);
     });
 }
+
+/// A destroy's `forget` while a compaction's charging holds the charges' lock (and will
+/// take the book's next) lets go of the book first: each held one and waited for the
+/// other's, and the device froze (the kvs stress test's churn).
+#[test]
+fn forget_does_not_hold_the_book_while_it_waits_for_the_charges() {
+    let s = std::sync::Arc::new(Shares::new(&SharesConfig::default()));
+    s.set(7, shares(0, 2, 0)).unwrap();
+    let charging = s.charges.state.lock();
+    let destroy = {
+        let s = s.clone();
+        std::thread::spawn(move || s.forget(7))
+    };
+    // The destroy's part in the book ends, and the book is free while it waits for the
+    // charges (before, it held the book: no look here ever got it).
+    let start = std::time::Instant::now();
+    loop {
+        let free = s
+            .book
+            .try_lock_for(std::time::Duration::from_millis(10))
+            .is_some_and(|b| !b.ids().contains(&7));
+        if free {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the book stayed held while forget waited for the charges"
+        );
+    }
+    drop(charging);
+    destroy.join().unwrap();
+    assert!(!s.charges.state.lock().seen.contains_key(&7));
+}
