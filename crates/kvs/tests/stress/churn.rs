@@ -50,7 +50,7 @@ pub fn run(dev: &DeviceHandle, wire: Wire, seed: u64) -> Result<Vec<u32>, String
             .map_err(|e| fail("open", &e))?;
         let keys = 1 + rng.below(40);
         for k in 0..keys {
-            let len = 1 + rng.below(4096) as usize;
+            let len = 1 + rng.below(4096);
             ns.put(format!("k{k:03}"), vec![(i as u8) ^ (k as u8); len])
                 .map_err(|e| fail("put", &e))?;
         }
