@@ -64,6 +64,12 @@ pub struct Options {
     pub layout: Layout,
     /// Bytes of keys and values a memtable takes before it is frozen and flushed.
     pub memtable_bytes: usize,
+    /// Entries a memtable takes before it is frozen, whatever their bytes (0: no bound). An
+    /// insert's walk down the memtable's list passes more cold nodes the more entries it
+    /// holds: small values filled the 64 MiB budget with some 600,000, and puts of 32 B ran
+    /// a fifth slower than with this bound (`docs/benchmarks.md`, session 104). With 16-byte
+    /// keys, values of about 170 bytes and more meet the byte budget first.
+    pub memtable_max_entries: usize,
     /// Frozen memtables waiting for flush before writes stop.
     pub max_immutable_memtables: usize,
     /// Target size of a table data block.
@@ -300,6 +306,7 @@ impl Default for Options {
         Options {
             layout: Layout::PerNamespace,
             memtable_bytes: 64 << 20,
+            memtable_max_entries: 1 << 18,
             max_immutable_memtables: 2,
             block_size: 4096,
             filter_bits_per_key: 10,

@@ -65,9 +65,10 @@ impl SuperVersion {
         v.levels[0].len() >= o.l0_slowdown_trigger || v.max_runs >= o.run_slowdown_trigger
     }
 
-    /// The memtable is full: the next write freezes it.
+    /// The memtable is full (its bytes or its entries): the next write freezes it.
     pub(super) fn memtable_full(&self, o: &Options) -> bool {
         self.mem.approximate_bytes() >= o.memtable_bytes
+            || (o.memtable_max_entries > 0 && self.mem.len() >= o.memtable_max_entries)
     }
 
     /// As many frozen memtables as may wait for flush: no more can be frozen.
@@ -88,4 +89,40 @@ pub(super) fn used_of(registry: &Namespaces) -> HashMap<Nsid, u64> {
             (id, records.saturating_add(index))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::db::Db;
+    use crate::options::Options;
+    use crate::storage::MemStorage;
+    use std::sync::Arc;
+
+    /// Flushes after `puts` small puts into a memtable of a large byte budget bounded at
+    /// `max_entries` entries.
+    fn flushes(max_entries: usize, puts: u32) -> u64 {
+        let opts = Options {
+            memtable_bytes: 64 << 20,
+            memtable_max_entries: max_entries,
+            ..Options::default()
+        };
+        let db = Db::builder(opts)
+            .open_storage(Arc::new(MemStorage::new()))
+            .unwrap();
+        let ns = db.create_namespace("t").unwrap();
+        for i in 0..puts {
+            ns.put(format!("k{i:05}").as_bytes(), b"v").unwrap();
+        }
+        db.wait_for_compactions().unwrap();
+        db.stats().flushes
+    }
+
+    #[test]
+    fn a_memtable_of_small_entries_freezes_at_its_entry_bound() {
+        // 1,000 entries of a few bytes each, far from 64 MiB: frozen at 300, 600 and 900,
+        // then the wait's own flush; unbounded, only that one.
+        let n = flushes(300, 1000);
+        assert!(n >= 4, "{n} flushes");
+        assert_eq!(flushes(0, 1000), 1);
+    }
 }

@@ -161,6 +161,11 @@ impl Memtable {
         self.list.len() == 0
     }
 
+    /// Entries in it (each version of a key counts).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
     pub fn max_seq(&self) -> SeqNo {
         self.max_seq.load(Relaxed)
     }
