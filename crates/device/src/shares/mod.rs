@@ -65,9 +65,7 @@ impl Shares {
     pub fn new(config: &SharesConfig) -> Shares {
         Shares {
             enabled: config.enabled,
-            // Tags for the namespaces given shares only: a destroyed one's commands (its
-            // clients keep their proofs) must not bring its forgotten tags back.
-            book: Mutex::new(Book::known_only()),
+            book: Mutex::new(Book::default()),
             any_limit: AtomicBool::new(false),
             any_shaped: AtomicBool::new(false),
             start: quanta::Instant::now(),

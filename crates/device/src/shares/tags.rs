@@ -140,13 +140,10 @@ pub struct Book {
     ns: HashMap<u32, Tags>,
     /// Start tag of the last command served (SFQ's virtual time).
     vtime: u64,
-    /// Only namespaces given shares ([`Book::set`]) get tags: a command, a charge or a slot
-    /// of any other (one destroyed, its tags forgotten, whose client still sends commands)
-    /// is weighed with throwaway default tags and leaves nothing behind. The device's book
-    /// (every namespace it serves is given its shares at create and at start); a bare book
-    /// (tests) makes tags for any namespace on its first command.
-    known_only: bool,
-    /// The throwaway tags of a namespace the book does not keep (`known_only`).
+    /// The throwaway tags of a namespace not given shares ([`Book::set`]): a command, a
+    /// charge or a slot of one (destroyed, its tags forgotten, whose client still sends
+    /// commands) is weighed with default tags and leaves nothing behind. The device gives
+    /// every namespace it serves its shares at create and at start.
     stray: Tags,
 }
 
@@ -169,23 +166,14 @@ pub enum Choice {
 }
 
 impl Book {
-    /// A book that keeps tags only for the namespaces given shares (see `known_only`).
-    pub fn known_only() -> Book {
-        Book {
-            known_only: true,
-            ..Book::default()
-        }
-    }
-
     fn tags(&mut self, ns: u32) -> &mut Tags {
-        if self.known_only && !self.ns.contains_key(&ns) {
-            self.stray = Tags::default();
-            return &mut self.stray;
+        match self.ns.get_mut(&ns) {
+            Some(t) => t,
+            None => {
+                self.stray = Tags::default();
+                &mut self.stray
+            }
         }
-        self.ns.entry(ns).or_insert_with(|| Tags {
-            shares: IoShares::default(),
-            ..Tags::default()
-        })
     }
 
     /// Gives `ns` its shares (the tags carry on from where they are).

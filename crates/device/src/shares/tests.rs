@@ -88,6 +88,8 @@ fn weights_divide_the_server() {
     assert!(got[0].abs_diff(1_000) <= 1, "{got:?}");
     // Bytes cost: a namespace moving 4 KiB a command pays two units per command.
     let mut book = Book::default();
+    book.set(1, IoShares::default());
+    book.set(2, IoShares::default());
     let cands = [
         Candidate { ns: 1, bytes: 0 },
         Candidate { ns: 2, bytes: 4096 },
@@ -199,6 +201,8 @@ fn background_charges_move_share_and_limit_not_floor() {
     assert_eq!(book.stats(2).map(|s| s.charged_bytes), Some(2 << 20));
     // In the weight phase the charged namespace comes after an uncharged one.
     let mut book = Book::default();
+    book.set(1, IoShares::default());
+    book.set(3, IoShares::default());
     book.arrive(1, 0);
     book.arrive(3, 0);
     book.charge(1, 0, 40960, 0);
