@@ -124,7 +124,7 @@ fn a_flush_gives_no_tombstones_to_an_index_dropped_while_it_ran() {
     let inner = &db.inner;
     let freeze = || {
         let mut w = inner.writes.writer.lock();
-        inner.versions.freeze(&mut w, opts.memtable_bytes);
+        inner.versions.freeze(&mut w, &opts);
     };
     let ns = db.create_namespace("a").unwrap();
     ns.create_index("n", IndexKind::Classic).unwrap();

@@ -270,7 +270,7 @@ fn a_flush_counts_against_the_newest_version_where_an_older_one_sorts_first() {
         }
         inner
             .versions
-            .freeze(&mut inner.writes.writer.lock(), opts.memtable_bytes);
+            .freeze(&mut inner.writes.writer.lock(), &opts);
         inner.flusher().flush_oldest().unwrap();
     };
     // The older version of `e` (a tombstone at 10) in a table whose highest seqno is 20...

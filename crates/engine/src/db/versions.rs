@@ -7,6 +7,7 @@ use super::write_queue::WriterState;
 use crate::error::Result;
 use crate::key::Nsid;
 use crate::memtable::Memtable;
+use crate::options::Options;
 use crate::version::{Version, VersionEdit, VersionSet};
 use arc_swap::ArcSwap;
 use parking_lot::{Mutex, MutexGuard};
@@ -58,9 +59,10 @@ impl Versions {
     /// Swaps in the super version `next` makes of the current one, one swap at a time;
     /// `None` leaves it. Whether it swapped.
     /// Turns the memtable into a frozen one (ending at the writer's position in the log) and
-    /// starts a new one of `memtable_bytes`, its filter sized for the entries the frozen one's
-    /// would have held in that many bytes; false if the memtable is empty.
-    pub(super) fn freeze(&self, w: &mut WriterState, memtable_bytes: usize) -> bool {
+    /// starts a new one of `opts`' sizes, its filter sized for the entries the frozen one's
+    /// would have held in that many bytes (at most its entry bound); false if the memtable
+    /// is empty.
+    pub(super) fn freeze(&self, w: &mut WriterState, opts: &Options) -> bool {
         self.swap(|sv| {
             if sv.mem.is_empty() {
                 return None;
@@ -73,7 +75,11 @@ impl Versions {
             let mut imm = vec![Arc::new(frozen)];
             imm.extend(sv.imm.iter().cloned());
             Some(SuperVersion {
-                mem: Arc::new(Memtable::following(memtable_bytes, &sv.mem)),
+                mem: Arc::new(Memtable::following(
+                    opts.memtable_bytes,
+                    opts.memtable_max_entries,
+                    &sv.mem,
+                )),
                 imm,
                 version: sv.version.clone(),
                 used: sv.used.clone(),

@@ -57,16 +57,21 @@ impl Memtable {
         Self::sized(budget, None)
     }
 
-    /// A memtable to be frozen near `budget` bytes that follows `previous`: its key filter
-    /// is sized for as many entries as `previous` would have held in that many bytes.
-    pub fn following(budget: usize, previous: &Memtable) -> Self {
+    /// A memtable to be frozen near `budget` bytes or at `max_entries` entries (0: no bound)
+    /// that follows `previous`: its key filter is sized for as many entries as `previous`
+    /// would have held in that many bytes, at most `max_entries`.
+    pub fn following(budget: usize, max_entries: usize, previous: &Memtable) -> Self {
         // The entries of its size that fit in the budget its filter and index leave (not
         // the entries it held: a memtable frozen early held few).
         let bytes = previous.bytes.load(Relaxed);
         let room = budget.saturating_sub(previous.fixed_bytes).max(1);
         let expected = (bytes > 0).then(|| {
             let n = previous.list.len() as u128 * room as u128 / bytes as u128;
-            usize::try_from(n).unwrap_or(usize::MAX)
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            match max_entries {
+                0 => n,
+                max => n.min(max),
+            }
         });
         Self::sized(budget, expected)
     }

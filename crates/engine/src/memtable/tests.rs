@@ -122,11 +122,14 @@ fn a_memtable_following_another_sizes_its_filter_for_the_entries_that_held() {
         };
         first.insert(&seq.to_be_bytes(), seq, v);
     }
-    let next = Memtable::following(budget, &first);
+    let next = Memtable::following(budget, 0, &first);
     // About 4,000 entries of 1 KiB fill it: 12 bits each, not the worst case's 1/64.
     assert!(next.filter.bytes() < first.filter.bytes() / 8);
+    // Bounded at 500 entries, it is sized for those only.
+    let bounded = Memtable::following(budget, 500, &first);
+    assert!(bounded.filter.bytes() < next.filter.bytes());
     assert_eq!(
-        Memtable::following(budget, &Memtable::new(budget))
+        Memtable::following(budget, 0, &Memtable::new(budget))
             .filter
             .bytes(),
         first.filter.bytes()
