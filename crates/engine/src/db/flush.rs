@@ -100,7 +100,7 @@ impl<F: Fn()> Flusher<'_, F> {
 
     /// Turns the memtable into a frozen one and wakes the background to flush it.
     fn freeze(&self, w: &mut WriterState) {
-        if self.installer.versions.freeze(w, &self.opts) {
+        if self.installer.versions.freeze(w, self.opts) {
             self.bg.wake_locked(self.opts.background_runner.as_ref());
         }
     }

@@ -450,7 +450,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
 
     /// Turns the memtable into a frozen one and starts a new one.
     pub(super) fn freeze_memtable(&self, w: &mut WriterState) -> Result<()> {
-        if self.versions.freeze(w, &self.opts) {
+        if self.versions.freeze(w, self.opts) {
             self.bg.wake_locked(self.opts.background_runner.as_ref());
         }
         Ok(())
