@@ -17,7 +17,8 @@
 //! and written out to the device every MiB by a thread of its own on the way. `floor-write`
 //! leaves the whole load dirty in the page cache; this one pays its write-out inside the run.
 //!
-//! A skiplist past the engine's memtable budget is swapped for a new one and dropped on a
+//! A skiplist past the engine's memtable budget, or holding its most entries
+//! (`memtable_max_entries`, met by small values), is swapped for a new one and dropped on a
 //! thread of its own, as the engine hands a full memtable to the background; nothing is
 //! flushed to tables. It measures puts only: gets fail.
 
@@ -108,7 +109,10 @@ pub struct FloorDb {
     log: Mutex<Log>,
     mem: RwLock<Arc<Skiplist>>,
     mem_bytes: AtomicUsize,
+    mem_entries: AtomicUsize,
     budget: usize,
+    /// The engine's `memtable_max_entries` (0: no bound).
+    max_entries: usize,
     dropper: Mutex<Option<Dropper>>,
 }
 
@@ -171,22 +175,33 @@ impl FloorDb {
             }),
             mem: RwLock::new(Arc::new(SkipMap::new())),
             mem_bytes: AtomicUsize::new(0),
+            mem_entries: AtomicUsize::new(0),
             budget: cerberus_engine::Options::default().memtable_bytes,
+            max_entries: cerberus_engine::Options::default().memtable_max_entries,
             dropper: Mutex::new(Some((tx, dropper))),
         })
     }
 
-    /// Swaps a skiplist past the budget for a new one; the dropper thread frees the old.
+    /// Whether the skiplist is past the budget or at the entry bound, as the engine's
+    /// memtable freezes.
+    fn full(&self) -> bool {
+        self.mem_bytes.load(Ordering::Relaxed) >= self.budget
+            || (self.max_entries > 0
+                && self.mem_entries.load(Ordering::Relaxed) >= self.max_entries)
+    }
+
+    /// Swaps a full skiplist for a new one; the dropper thread frees the old.
     fn rotate_if_full(&self) {
-        if self.mem_bytes.load(Ordering::Relaxed) < self.budget {
+        if !self.full() {
             return;
         }
         let mut mem = self.mem.write();
-        if self.mem_bytes.load(Ordering::Relaxed) < self.budget {
+        if !self.full() {
             return;
         }
         let old = std::mem::replace(&mut *mem, Arc::new(SkipMap::new()));
         self.mem_bytes.store(0, Ordering::Relaxed);
+        self.mem_entries.store(0, Ordering::Relaxed);
         drop(mem);
         if let Some((tx, _)) = &*self.dropper.lock() {
             // A dropper that is gone leaves the freeing to this thread.
@@ -229,6 +244,7 @@ impl BenchDb for FloorDb {
         user.extend_from_slice(key);
         self.mem_bytes
             .fetch_add(user.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.mem_entries.fetch_add(1, Ordering::Relaxed);
         let mem = self.mem.read().clone();
         mem.insert((Bytes::from(user), Reverse(seq)), (value, offset));
         Ok(())
@@ -346,6 +362,23 @@ mod tests {
         // 168 bytes counted a put: a swap every 6 puts; 40 % 6 = 4 in the last.
         assert_eq!(db.mem.read().len(), 4);
         assert_eq!(db.stats_json()["puts"], 40);
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn a_skiplist_at_the_entry_bound_is_swapped_whatever_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = FloorDb::open(&config(dir.path()), LogMode::Buffered).unwrap();
+        assert_eq!(
+            db.max_entries,
+            cerberus_engine::Options::default().memtable_max_entries
+        );
+        db.max_entries = 7;
+        for i in 0..40u32 {
+            db.put(&i.to_be_bytes(), &[7; 10]).unwrap();
+        }
+        // Far under the byte budget: lists of 7, 40 % 7 = 5 in the last.
+        assert_eq!(db.mem.read().len(), 5);
         db.close().unwrap();
     }
 
