@@ -3,18 +3,21 @@
 
 use crate::key::SeqNo;
 use crate::key_hashes::KeyHashes;
+use entry::{NodeRef, Probe};
+use entry_list::EntryList;
 use key_filter::KeyFilter;
 use key_samples::KeySamples;
 use point_index::{Lookup, PointIndex};
-use skiplist::{NodeRef, Probe, SkipList};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
+mod entry;
+mod entry_list;
 mod key_filter;
 mod key_samples;
 mod point_index;
-mod skiplist;
+mod search_tree;
 mod value;
 
 pub use value::MemValue;
@@ -32,7 +35,7 @@ const INDEX_SHARE: usize = 16;
 pub struct Memtable {
     /// Declared before `list`, whose entries it points to: dropped first.
     index: PointIndex,
-    list: SkipList,
+    list: EntryList,
     filter: KeyFilter,
     /// Key, value and `ENTRY_OVERHEAD` bytes of its entries.
     bytes: AtomicUsize,
@@ -83,7 +86,7 @@ impl Memtable {
         Memtable {
             fixed_bytes: index.bytes() + filter.bytes(),
             index,
-            list: SkipList::new(),
+            list: EntryList::new(),
             filter,
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),

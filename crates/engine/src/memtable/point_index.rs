@@ -15,7 +15,7 @@
 //! indexed, and the index says so from then on ([`Lookup::Unknown`] for a key it lacks):
 //! the list answers. The answer is never a guess.
 
-use super::skiplist::NodeRef;
+use super::entry::NodeRef;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 
 /// Slots a key may look at, from the one its hash picks: two or three cache lines.
