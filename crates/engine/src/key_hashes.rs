@@ -1,6 +1,6 @@
 //! The newest seqno of each key of one namespace in one memtable, by the hash of its pk: what
 //! a query checking many index entries for newer versions of their records asks, once per
-//! memtable state instead of probing the memtable (a skiplist, behind a filter sized for the
+//! memtable state instead of probing the memtable (an ordered list, behind a filter sized for the
 //! memtable's whole budget: a cache miss a probe) for each entry.
 
 use crate::key::SeqNo;

@@ -1,6 +1,6 @@
 //! The memtable's key filter: a blocked Bloom filter over the user keys it holds. Once the
-//! data outgrows the memtable most gets look for keys it does not hold, and the skiplist's
-//! descent to find that out is a dozen or more cache misses; the filter answers with one.
+//! data outgrows the memtable most gets look for keys it does not hold, and the list's
+//! search to find that out is several cache misses; the filter answers with one.
 
 use crate::bloom::{self, BitsInBlock};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -31,8 +31,8 @@ impl KeyFilter {
     /// with 1 KiB values that is over 130 bits a key, and a probe into it misses every
     /// cache a get's other reads leave room for (a sixth of a get's time in readrandom).
     /// Sized for the entries foreseen it stays small enough to be found in the cache. If the
-    /// entries turn out smaller, the filter answers wrongly "maybe" more often (a skiplist
-    /// descent each), never wrongly "no".
+    /// entries turn out smaller, the filter answers wrongly "maybe" more often (a search of
+    /// the list each), never wrongly "no".
     pub(super) fn new(budget: usize, expected: Option<usize>) -> KeyFilter {
         let most = budget / BUDGET_BYTES_PER_BIT;
         let bits = match expected {

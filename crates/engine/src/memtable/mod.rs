@@ -1,4 +1,4 @@
-//! The memtable: a concurrent skiplist of the newest writes, shared by all namespaces.
+//! The memtable: the newest writes in order, shared by all namespaces.
 //! It keeps the value bytes too, so a get that hits it needs no value-log read.
 
 use crate::key::SeqNo;

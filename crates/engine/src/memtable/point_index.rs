@@ -1,6 +1,6 @@
 //! The memtable's point index: a key's hash to the entry of its newest version, so a get of
-//! a key the memtable holds reads a slot and the entry instead of descending the skiplist (a
-//! dozen or more cache misses in a full memtable).
+//! a key the memtable holds reads a slot and the entry instead of searching the list (several
+//! cache misses in a full memtable).
 //!
 //! Open addressing over a fixed table of entry pointers, sized for the entries the memtable
 //! is foreseen to hold; a slot, once taken by a key, stays that key's (entries never leave a
