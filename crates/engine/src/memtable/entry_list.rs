@@ -1,7 +1,7 @@
 //! The memtable's entries in order: a list linked through the entries (what walks follow,
 //! taking nothing) and a search tree over it (what inserts and seeks descend, under a lock:
-//! `search_tree`). An insert links its entry after the one the tree finds before it, then
-//! adds it to the tree, both under the tree's write lock: the list and the tree change
+//! `search_tree`). An insert links its entry after the one the tree finds before it and
+//! adds its slot to the tree, both under the tree's write lock: the list and the tree change
 //! together, and a seek under the read lock finds the list as the tree says.
 
 use super::entry::{free_node, new_node, Node, NodeRef, Probe};

@@ -149,7 +149,7 @@ impl SearchTree {
     }
 
     /// Puts `slot` (whose key and seqno `p` gives) after every slot before `p` and before
-    /// the others (an equal one too). `link` is called first, with the entry of the last
+    /// the others (an equal one too). `link` is called on the way, with the entry of the last
     /// slot before `p` (`None`: no slot is), to link the new entry after it in the list.
     pub(super) fn insert(
         &mut self,
