@@ -121,7 +121,9 @@ pub struct Args {
     pub rounds: usize,
 
     /// Database directory, reused if it exists (default: a temporary one deleted at the end).
-    /// With several engines each gets its own subdirectory named after it.
+    /// With several engines each gets its own subdirectory named after it. With --rounds,
+    /// each round starts on a fresh database: the directory must be empty or absent, and
+    /// the last round's database stays.
     #[arg(long)]
     pub db: Option<PathBuf>,
 

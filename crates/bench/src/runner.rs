@@ -10,6 +10,7 @@ use crate::workload::{self, ValuePool, Workload};
 use crate::{memory, rounds};
 use anyhow::{bail, Context, Result};
 use cerberus_bench_engines::{self as engine, BenchDb, Engine, LayoutArg, OpenConfig};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 pub fn run(args: Args) -> Result<()> {
@@ -122,9 +123,29 @@ fn each_engine<T>(
         e.check(&open(PathBuf::new()))?;
     }
     let temp = temp_dir(args)?;
+    let repeated = match temp {
+        Some(_) => HashSet::new(),
+        None => repeated_paths(order.iter().map(|&(_, e)| db_path(args, None, engines, e))),
+    };
+    for path in &repeated {
+        if holds_files(path)? {
+            bail!(
+                "{}: a database is there already; with --rounds each round starts on a fresh \
+                 one, and the bench deletes only what it made (remove it, or choose another \
+                 --db)",
+                path.display()
+            );
+        }
+    }
+    let mut made = HashSet::new();
     let mut out = Vec::new();
     for (n, &(round, engine)) in order.iter().enumerate() {
         let path = db_path(args, temp.as_ref(), engines, engine);
+        if repeated.contains(&path) && !made.insert(path.clone()) {
+            // A later round: what the earlier one left there is this run's own.
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("clearing {} for the next round", path.display()))?;
+        }
         if n > 0 {
             println!();
         }
@@ -143,6 +164,21 @@ fn each_engine<T>(
         }
     }
     Ok(out)
+}
+
+/// The paths `paths` holds more than once: an engine's rounds in a directory given by `--db`.
+fn repeated_paths(paths: impl Iterator<Item = PathBuf>) -> HashSet<PathBuf> {
+    let mut seen = HashSet::new();
+    paths.filter(|p| !seen.insert(p.clone())).collect()
+}
+
+/// Whether directory `path` exists and holds anything.
+fn holds_files(path: &Path) -> Result<bool> {
+    match std::fs::read_dir(path) {
+        Ok(mut entries) => Ok(entries.next().is_some()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
 }
 
 /// Writes the machine's dirty pages back (`sync`) before an engine starts, so that the
@@ -290,6 +326,53 @@ mod tests {
     use cerberus_bench_engines::profile::ProfileArg;
     use cerberus_bench_engines::StorageArg;
     use clap::Parser;
+
+    /// The `vlog_bytes` each round's stats report, in round order.
+    fn vlog_bytes_by_round(json: &Path) -> Vec<u64> {
+        let docs: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let docs = docs.as_array().unwrap();
+        docs.iter()
+            .map(|d| d["stats"]["vlog_bytes"].as_u64().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn rounds_in_a_given_directory_each_start_on_a_fresh_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, json) = (dir.path().join("db"), dir.path().join("run.json"));
+        let args = |json: &Path| {
+            Args::try_parse_from([
+                "cerberus-bench",
+                "fillrandom",
+                "--num",
+                "300",
+                "--rounds",
+                "3",
+                "--db",
+                db.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+            ])
+            .unwrap()
+        };
+        run(args(&json)).unwrap();
+        // A round that reopened the one before it would hold both rounds' records.
+        let bytes = vlog_bytes_by_round(&json);
+        assert_eq!(bytes.len(), 3);
+        assert!(
+            bytes[0] > 0 && bytes.iter().all(|&b| b == bytes[0]),
+            "{bytes:?}"
+        );
+        // The last round's database stays; run again there, the bench refuses to delete it.
+        assert!(holds_files(&db).unwrap());
+        let again = run(args(&dir.path().join("again.json"))).unwrap_err();
+        assert!(
+            format!("{again:#}").contains("a database is there already"),
+            "{again:#}"
+        );
+        assert!(holds_files(&db).unwrap());
+    }
 
     #[test]
     fn engines_parse() {
