@@ -111,7 +111,7 @@ pub(super) unsafe fn user_of<'a>(n: *const Node) -> &'a [u8] {
 }
 
 /// Allocates an entry for `(user, seq, value)`, linked to nothing.
-pub(super) fn new_node(user: &[u8], seq: SeqNo, value: MemValue) -> *mut Node {
+pub(super) fn new_node(user: &[u8], seq: SeqNo, value: MemValue) -> NonNull<Node> {
     let ikey_len = user.len() + key::TRAILER_LEN;
     let Ok(ikey_len32) = u32::try_from(ikey_len) else {
         // Keys are bounded far below this by the engine's own limits.
@@ -119,10 +119,10 @@ pub(super) fn new_node(user: &[u8], seq: SeqNo, value: MemValue) -> *mut Node {
     };
     let layout = layout(ikey_len);
     // SAFETY: the layout is never zero-sized (the fixed part is not).
-    let n = unsafe { alloc(layout) }.cast::<Node>();
-    if n.is_null() {
+    let Some(entry) = NonNull::new(unsafe { alloc(layout) }.cast::<Node>()) else {
         handle_alloc_error(layout);
-    }
+    };
+    let n = entry.as_ptr();
     let trailer = key::trailer(seq, value.kind);
     // SAFETY: `n` is a fresh allocation of `layout`: the fixed part, the value and the key's
     // bytes, written here once each.
@@ -140,7 +140,7 @@ pub(super) fn new_node(user: &[u8], seq: SeqNo, value: MemValue) -> *mut Node {
         ptr::copy_nonoverlapping(user.as_ptr(), at, user.len());
         ptr::copy_nonoverlapping(trailer.as_ptr(), at.add(user.len()), trailer.len());
     }
-    n
+    entry
 }
 
 /// Drops entry `n`'s value and frees it.
@@ -171,10 +171,14 @@ unsafe impl Sync for NodeRef<'_> {}
 
 impl<'a> NodeRef<'a> {
     pub(super) fn at(n: *mut Node) -> Option<NodeRef<'a>> {
-        NonNull::new(n).map(|node| NodeRef {
+        NonNull::new(n).map(NodeRef::of)
+    }
+
+    pub(super) fn of(node: NonNull<Node>) -> NodeRef<'a> {
+        NodeRef {
             node,
             list: PhantomData,
-        })
+        }
     }
 
     /// The entry after this one in the list, whatever its key.

@@ -35,8 +35,7 @@ impl EntryList {
             addr: key::ValueAddr::NONE,
         };
         EntryList {
-            // SAFETY: `new_node` never returns null.
-            head: unsafe { NonNull::new_unchecked(new_node(&[], 0, none)) },
+            head: new_node(&[], 0, none),
             tree: RwLock::new(SearchTree::new()),
             len: AtomicUsize::new(0),
         }
@@ -59,7 +58,8 @@ impl EntryList {
     /// same user key and seqno sits before the first: seeks find it, and walks that reach
     /// it pass the first.
     pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) -> NodeRef<'_> {
-        let node = new_node(user, seq, value);
+        let entry = new_node(user, seq, value);
+        let node = entry.as_ptr();
         // Counted before it can be found, so whoever finds an entry finds the list not empty.
         self.len.fetch_add(1, Relaxed);
         let p = Probe::new(user, seq);
@@ -74,8 +74,7 @@ impl EntryList {
                 (*before).next.store(node, Release);
             }
         });
-        // SAFETY: `new_node` never returns null.
-        NodeRef::at(node).unwrap_or_else(|| unreachable!())
+        NodeRef::of(entry)
     }
 
     /// The entries in order from the first at or after `p` (or the first of all).
