@@ -118,6 +118,14 @@ struct Inner {
     kids: Vec<Child>,
 }
 
+impl Inner {
+    /// The child whose slots `p` falls among: after every separator before `p`.
+    fn kid_of(&self, p: &Probe<'_>) -> usize {
+        ask_ahead(&self.seps, 4);
+        self.seps.partition_point(|s| s.before(p))
+    }
+}
+
 enum Child {
     Leaf(Box<Leaf>),
     Inner(Box<Inner>),
@@ -139,10 +147,7 @@ impl SearchTree {
         let mut at = &self.root;
         loop {
             match at {
-                Child::Inner(inner) => {
-                    ask_ahead(&inner.seps, 4);
-                    at = &inner.kids[inner.seps.partition_point(|s| s.before(p))];
-                }
+                Child::Inner(inner) => at = &inner.kids[inner.kid_of(p)],
                 Child::Leaf(leaf) => return last_before_in(leaf, p).map(|i| leaf.slots[i].entry),
             }
         }
@@ -212,8 +217,7 @@ fn insert_in(
             split
         }
         Child::Inner(inner) => {
-            ask_ahead(&inner.seps, 4);
-            let i = inner.seps.partition_point(|s| s.before(p));
+            let i = inner.kid_of(p);
             let (sep, right) = insert_in(&mut inner.kids[i], slot, p, link)?;
             inner.seps.insert(i, sep);
             inner.kids.insert(i + 1, right);
@@ -231,6 +235,7 @@ fn insert_in(
 
 #[cfg(test)]
 mod tests {
+    use super::super::entry::{free_node, new_node};
     use super::super::entry_list::EntryList;
     use super::*;
     use crate::key::{Kind, ValueAddr};
@@ -323,6 +328,35 @@ mod tests {
         };
         let listed: Vec<*mut ()> = slots.iter().map(|s| s.entry.cast()).collect();
         assert_eq!(walked, listed, "the list and the tree disagree");
+    }
+
+    #[test]
+    fn slots_order_as_user_key_then_newest_seqno_whatever_their_lengths() {
+        // Short and long keys, zero bytes, prefixes of each other, across the head's end.
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut keys: Vec<(Vec<u8>, SeqNo)> = Vec::new();
+        for _ in 0..2_000 {
+            let len = (next() % 40) as usize;
+            let user: Vec<u8> = (0..len)
+                .map(|_| [0u8, 1, 0xff][next() as usize % 3])
+                .collect();
+            for seq in [1, next() % 4] {
+                keys.push((user.clone(), seq));
+            }
+        }
+        let order = |a: &(Vec<u8>, SeqNo), b: &(Vec<u8>, SeqNo)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
+        let entries: Vec<_> = keys.iter().map(|(k, s)| new_node(k, *s, val())).collect();
+        let slot = |i: usize| Slot::new(&Probe::new(&keys[i].0, keys[i].1), entries[i].as_ptr());
+        for i in 1..keys.len() {
+            let (a, b) = (&keys[i - 1], &keys[i]);
+            let (pa, pb) = (Probe::new(&a.0, a.1), Probe::new(&b.0, b.1));
+            assert_eq!(slot(i - 1).cmp(&pb), order(a, b), "{a:?} {b:?}");
+            assert_eq!(slot(i).cmp(&pa), order(b, a), "{a:?} {b:?}");
+        }
+        for e in entries {
+            // SAFETY: made here, read by nothing any more.
+            unsafe { free_node(e.as_ptr()) };
+        }
     }
 
     #[test]
