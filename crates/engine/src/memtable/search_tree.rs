@@ -3,7 +3,7 @@
 //!
 //! A skiplist searched the same way passes about two nodes a level over a score of levels
 //! in a full memtable, each node a cache miss of its own: the walk was the largest part of
-//! a small value's put. Here a search reads a few inner nodes (small in all, so warm) and
+//! a small value's put. Here a search reads a few inner nodes (few in all, so likely cached) and
 //! one leaf, whose slots keep the keys' heads side by side: most comparisons read no entry.
 //!
 //! It is not safe to read while it changes: the list holds it under a lock, writers (one at
