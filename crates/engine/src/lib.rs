@@ -32,6 +32,8 @@ mod row_cache;
 mod space;
 mod stats;
 mod table;
+#[cfg(test)]
+mod test_alloc;
 mod uptime;
 mod version;
 mod vlog;

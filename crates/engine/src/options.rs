@@ -62,13 +62,15 @@ pub struct WriteOptions {
 pub struct Options {
     /// How namespaces share the tree below L0: each its own (the default) or one for all.
     pub layout: Layout,
-    /// Bytes of keys and values a memtable takes before it is frozen and flushed.
+    /// Bytes of memory a memtable takes before it is frozen and flushed: its entries, the
+    /// encoded records their values keep, its search tree, key filter and point index (the
+    /// allocator may round each allocation further).
     pub memtable_bytes: usize,
     /// Entries a memtable takes before it is frozen, whatever their bytes (0: no bound). An
-    /// insert's walk down the memtable's list passes more cold nodes the more entries it
-    /// holds: small values filled the 64 MiB budget with some 600,000, and puts of 32 B ran
-    /// a fifth slower than with this bound (`docs/benchmarks.md`, session 104). With 16-byte
-    /// keys, values of about 170 bytes and more meet the byte budget first.
+    /// insert's search passes more cold nodes the more entries the memtable holds: small
+    /// values once filled the budget with some 600,000, and puts of 32 B ran a fifth slower
+    /// than with this bound (`docs/benchmarks.md`, session 104). With 16-byte keys and the
+    /// 64 MiB budget, the bytes come first for any value that is not empty.
     pub memtable_max_entries: usize,
     /// Frozen memtables waiting for flush before writes stop.
     pub max_immutable_memtables: usize,

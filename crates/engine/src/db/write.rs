@@ -292,15 +292,13 @@ impl<'a, F: Fn()> WritePath<'a, F> {
                     charged += (key.len() + value.len()) as u64;
                     charged += derive_entries(mem, own, key, &value, addr, seq);
                 }
-                mem.insert(
-                    &user,
-                    seq,
-                    MemValue {
-                        kind: s.kind,
-                        value,
-                        addr,
-                    },
-                );
+                // The value slices the records' buffer: the entry keeps its whole record.
+                let v = MemValue {
+                    kind: s.kind,
+                    value,
+                    addr,
+                };
+                mem.insert_holding(&user, seq, v, s.len);
                 // Before `visible_seq` moves past `seq` (row_cache.rs: staleness).
                 if let Some(rc) = self.row_cache {
                     rc.invalidate(g.nsid, key, seq);
@@ -475,3 +473,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "write_memory_tests.rs"]
+mod memory_tests;

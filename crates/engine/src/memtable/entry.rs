@@ -32,6 +32,16 @@ const _: () = assert!(size_of::<Node>().is_multiple_of(std::mem::align_of::<MemV
 /// Bytes from an entry's start to its key.
 const KEY_OFFSET: usize = size_of::<Node>() + size_of::<MemValue>();
 
+/// Bytes an entry of a user key of `user_len` bytes takes: its allocation, rounded up to
+/// the 16 bytes allocators hand out at least (they may round further). Its value's bytes are
+/// not in it: they live in the buffer the write was encoded in.
+pub(super) const fn footprint(user_len: usize) -> usize {
+    (KEY_OFFSET + user_len + key::TRAILER_LEN).next_multiple_of(16)
+}
+
+/// The least an entry takes (an empty user key).
+pub(super) const LEAST_FOOTPRINT: usize = footprint(0);
+
 fn layout(ikey_len: usize) -> Layout {
     let size = KEY_OFFSET + ikey_len;
     match Layout::from_size_align(size, std::mem::align_of::<Node>()) {

@@ -57,14 +57,16 @@ impl EntryList {
     /// Inserts `(user, seq)` with `value`, and returns its entry. A second insert of the
     /// same user key and seqno sits before the first: seeks find it, and walks that reach
     /// it pass the first.
-    pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) -> NodeRef<'_> {
+    /// Inserts an entry; returns it, and the bytes the search tree grew by for it (most
+    /// often none).
+    pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) -> (NodeRef<'_>, usize) {
         let entry = new_node(user, seq, value);
         let node = entry.as_ptr();
         // Counted before it can be found, so whoever finds an entry finds the list not empty.
         self.len.fetch_add(1, Relaxed);
         let p = Probe::new(user, seq);
         let head = self.head.as_ptr();
-        self.tree.write().insert(Slot::new(&p, node), &p, |before| {
+        let grown = self.tree.write().insert(Slot::new(&p, node), &p, |before| {
             let before = before.unwrap_or(head);
             // SAFETY: `before` is the head or an entry of this list; `node` is fresh. Links
             // change only under the tree's write lock, held here.
@@ -74,7 +76,12 @@ impl EntryList {
                 (*before).next.store(node, Release);
             }
         });
-        NodeRef::of(entry)
+        (NodeRef::of(entry), grown)
+    }
+
+    /// The bytes of its search tree.
+    pub(super) fn tree_bytes(&self) -> usize {
+        self.tree.read().bytes()
     }
 
     /// The entries in order from the first at or after `p` (or the first of all).

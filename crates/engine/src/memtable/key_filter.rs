@@ -6,8 +6,8 @@ use crate::bloom::{self, BitsInBlock};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Bytes of memtable budget per filter bit at most (the filter is then 1/64 of the budget):
-/// an entry is charged at least `ENTRY_OVERHEAD` bytes, so a full memtable has at least 8
-/// bits per key (under 5 % false positives, tested).
+/// an entry is charged at least `entry::LEAST_FOOTPRINT` bytes, so a full memtable has more
+/// than 8 bits per key (under 5 % false positives, tested).
 const BUDGET_BYTES_PER_BIT: usize = 8;
 /// The least filter, in budget bytes per bit (1/1024 of the budget).
 const BUDGET_BYTES_PER_BIT_LEAST: usize = 128;
@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn key_filter_never_misses_and_rarely_lies() {
         // At the budget's worst case (empty values, short keys): 8 bits per key.
-        let keys = (1 << 20) / (super::super::ENTRY_OVERHEAD + 8);
+        let keys = (1 << 20) / super::super::entry::LEAST_FOOTPRINT;
         let lies = lies_after(&KeyFilter::new(1 << 20, None), keys as u64);
         assert!(lies < 5_000, "{lies} false positives in 100,000");
     }

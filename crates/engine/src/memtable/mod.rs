@@ -22,9 +22,6 @@ mod value;
 
 pub use value::MemValue;
 
-/// Per-entry bookkeeping charged against the memtable budget besides key and value bytes.
-const ENTRY_OVERHEAD: usize = 64;
-
 /// Budget bytes an entry is foreseen to take when nothing says better (the first memtable):
 /// what the point index is sized for.
 const FORESEEN_ENTRY: usize = 256;
@@ -37,9 +34,10 @@ pub struct Memtable {
     index: PointIndex,
     list: EntryList,
     filter: KeyFilter,
-    /// Key, value and `ENTRY_OVERHEAD` bytes of its entries.
+    /// What its entries take: each entry, the buffer bytes its value keeps, and the nodes
+    /// the search tree grew by.
     bytes: AtomicUsize,
-    /// Bytes of the filter and the index, allocated whole at its start.
+    /// Bytes of the filter, the index and the list's first nodes, allocated at its start.
     fixed_bytes: usize,
     max_seq: AtomicU64,
     /// Bytes of puts written into it per namespace (keys, values, index entries), counted
@@ -83,10 +81,14 @@ impl Memtable {
         let foreseen = expected.unwrap_or(budget / FORESEEN_ENTRY);
         let index = PointIndex::new(foreseen, budget / INDEX_SHARE);
         let filter = KeyFilter::new(budget, expected);
+        let list = EntryList::new();
         Memtable {
-            fixed_bytes: index.bytes() + filter.bytes(),
+            fixed_bytes: index.bytes()
+                + filter.bytes()
+                + entry::LEAST_FOOTPRINT
+                + list.tree_bytes(),
             index,
-            list: EntryList::new(),
+            list,
             filter,
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
@@ -101,15 +103,27 @@ impl Memtable {
     /// index keeps the one whose update came last, the list the one linked last): the write
     /// path inserts under the writer lock, a flush's supersede and a replay one at a time.
     pub fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) {
+        let held = value.value.len();
+        self.insert_holding(user, seq, value, held);
+    }
+
+    /// [`insert`](Self::insert) of a value that keeps `held` bytes of its buffer alive (its
+    /// whole record, header and key too, where the value is a slice of the records a write
+    /// encoded), unless it is empty (an empty slice keeps no buffer).
+    pub fn insert_holding(&self, user: &[u8], seq: SeqNo, value: MemValue, held: usize) {
+        let held = if value.value.is_empty() { 0 } else { held };
         self.bytes
-            .fetch_add(user.len() + value.value.len() + ENTRY_OVERHEAD, Relaxed);
+            .fetch_add(entry::footprint(user.len()) + held, Relaxed);
         self.max_seq.fetch_max(seq, Relaxed);
         // Before the entry: whoever can see the entry (its seqno published after this
         // insert returns) sees its bits.
         let hash = xxhash_rust::xxh3::xxh3_64(user);
         self.filter.insert(hash);
         self.samples.offer(user);
-        let entry = self.list.insert(user, seq, value);
+        let (entry, grown) = self.list.insert(user, seq, value);
+        if grown > 0 {
+            self.bytes.fetch_add(grown, Relaxed);
+        }
         // After the entry (`point_index`: on the write path, before its seqno is published).
         self.index.insert(hash, entry);
     }

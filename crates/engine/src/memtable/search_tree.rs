@@ -18,6 +18,14 @@ const LEAF_CAP: usize = 32;
 /// Children of an inner node.
 const FAN: usize = 32;
 
+/// Bytes of a leaf.
+const LEAF_BYTES: usize = std::mem::size_of::<Leaf>();
+/// Bytes of an inner node: its fixed part and its separators and children at the most it
+/// holds (one more than `FAN` children while it splits), reserved when it is made.
+const INNER_BYTES: usize = std::mem::size_of::<Inner>()
+    + FAN * std::mem::size_of::<Slot>()
+    + (FAN + 1) * std::mem::size_of::<Child>();
+
 /// An entry and what a search compares of it.
 #[derive(Clone, Copy)]
 pub(super) struct Slot {
@@ -119,6 +127,18 @@ struct Inner {
 }
 
 impl Inner {
+    /// A node of these separators and children, with room for the most it ever holds (so
+    /// that its bytes are `INNER_BYTES`, and no insert moves them).
+    fn new(seps: impl IntoIterator<Item = Slot>, kids: impl IntoIterator<Item = Child>) -> Inner {
+        let mut inner = Inner {
+            seps: Vec::with_capacity(FAN),
+            kids: Vec::with_capacity(FAN + 1),
+        };
+        inner.seps.extend(seps);
+        inner.kids.extend(kids);
+        inner
+    }
+
     /// The child whose slots `p` falls among: after every separator before `p`.
     fn kid_of(&self, p: &Probe<'_>) -> usize {
         ask_ahead(&self.seps, 4);
@@ -133,13 +153,21 @@ enum Child {
 
 pub(super) struct SearchTree {
     root: Child,
+    /// Of its nodes.
+    bytes: usize,
 }
 
 impl SearchTree {
     pub(super) fn new() -> SearchTree {
         SearchTree {
             root: Child::Leaf(Leaf::empty()),
+            bytes: LEAF_BYTES,
         }
+    }
+
+    /// The bytes its nodes take.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// The entry of the last slot before `p` (`None`: no slot is).
@@ -156,19 +184,21 @@ impl SearchTree {
     /// Puts `slot` (whose key and seqno `p` gives) after every slot before `p` and before
     /// the others (an equal one too). `link` is called on the way, with the entry of the last
     /// slot before `p` (`None`: no slot is), to link the new entry after it in the list.
+    /// Returns the bytes of the nodes it added (most often none).
     pub(super) fn insert(
         &mut self,
         slot: Slot,
         p: &Probe<'_>,
         link: impl FnOnce(Option<*mut Node>),
-    ) {
-        if let Some((sep, right)) = insert_in(&mut self.root, slot, p, link) {
+    ) -> usize {
+        let mut grown = 0;
+        if let Some((sep, right)) = insert_in(&mut self.root, slot, p, link, &mut grown) {
             let left = std::mem::replace(&mut self.root, Child::Leaf(Leaf::empty()));
-            self.root = Child::Inner(Box::new(Inner {
-                seps: vec![sep],
-                kids: vec![left, right],
-            }));
+            self.root = Child::Inner(Box::new(Inner::new([sep], [left, right])));
+            grown += INNER_BYTES;
         }
+        self.bytes += grown;
+        grown
     }
 }
 
@@ -196,12 +226,13 @@ fn ask_ahead(slots: &[Slot], parts: usize) {
 }
 
 /// Inserts as [`SearchTree::insert`] under `at`; a node that splits returns its new right
-/// sibling and that sibling's first slot, for the parent.
+/// sibling and that sibling's first slot, for the parent, and adds its bytes to `grown`.
 fn insert_in(
     at: &mut Child,
     slot: Slot,
     p: &Probe<'_>,
     link: impl FnOnce(Option<*mut Node>),
+    grown: &mut usize,
 ) -> Option<(Slot, Child)> {
     match at {
         Child::Leaf(leaf) => {
@@ -214,21 +245,26 @@ fn insert_in(
             }
             let split = leaf.insert(before.map_or(0, |i| i + 1), slot);
             link(entry);
+            if split.is_some() {
+                *grown += LEAF_BYTES;
+            }
             split
         }
         Child::Inner(inner) => {
             let i = inner.kid_of(p);
-            let (sep, right) = insert_in(&mut inner.kids[i], slot, p, link)?;
+            let (sep, right) = insert_in(&mut inner.kids[i], slot, p, link, grown)?;
             inner.seps.insert(i, sep);
             inner.kids.insert(i + 1, right);
             if inner.kids.len() <= FAN {
                 return None;
             }
             let mid = inner.kids.len() / 2;
-            let kids = inner.kids.split_off(mid);
-            let mut seps = inner.seps.split_off(mid - 1);
-            let up = seps.remove(0);
-            Some((up, Child::Inner(Box::new(Inner { seps, kids }))))
+            let mut seps = inner.seps.drain(mid - 1..);
+            // `FAN` separators: the first of the right half goes up.
+            let up = seps.next()?;
+            let right = Inner::new(seps, inner.kids.drain(mid..));
+            *grown += INNER_BYTES;
+            Some((up, Child::Inner(Box::new(right))))
         }
     }
 }

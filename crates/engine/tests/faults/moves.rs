@@ -15,7 +15,9 @@ fn moving_options() -> Options {
     o.layout = Layout::Shared;
     o.auto_compaction = true;
     o.l0_compaction_trigger = 1;
-    o.memtable_bytes = 64 << 10;
+    // Room for the 200 puts in memory (about 300 bytes each with their record and slot):
+    // none is frozen before the test's flush, which only the test's jobs would run.
+    o.memtable_bytes = 256 << 10;
     o.level1_bytes = 1024;
     o.target_table_bytes = 512;
     o.background_runner = Some(BackgroundRunner(Arc::new(|| {})));
