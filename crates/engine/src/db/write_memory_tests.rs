@@ -8,10 +8,12 @@ use crate::{Db, Options};
 /// (a writer alone leads its own groups: every allocation of its puts is its own).
 fn counted_and_allocated(n: u64, key_len: usize, value_len: usize) -> (usize, isize) {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = Options::default();
     // Room for every put: no freeze, no flush.
-    o.memtable_bytes = 256 << 20;
-    o.memtable_max_entries = 0;
+    let o = Options {
+        memtable_bytes: 256 << 20,
+        memtable_max_entries: 0,
+        ..Options::default()
+    };
     let db = Db::open(dir.path(), o).unwrap();
     let ns = db.namespace(crate::key::DEFAULT_NS).unwrap();
     let value = vec![b'v'; value_len];
