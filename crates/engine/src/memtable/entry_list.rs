@@ -56,9 +56,8 @@ impl EntryList {
 
     /// Inserts `(user, seq)` with `value`, and returns its entry. A second insert of the
     /// same user key and seqno sits before the first: seeks find it, and walks that reach
-    /// it pass the first.
-    /// Inserts an entry; returns it, and the bytes the search tree grew by for it (most
-    /// often none).
+    /// it pass the first. Also returns the bytes the search tree grew by for it (most often
+    /// none).
     pub(super) fn insert(&self, user: &[u8], seq: SeqNo, value: MemValue) -> (NodeRef<'_>, usize) {
         let entry = new_node(user, seq, value);
         let node = entry.as_ptr();

@@ -91,7 +91,8 @@ mod tests {
 
     #[test]
     fn key_filter_never_misses_and_rarely_lies() {
-        // At the budget's worst case (empty values, short keys): 8 bits per key.
+        // At the budget's worst case (empty values and keys, each entry charged the least
+        // an entry takes): 12 bits per key.
         let keys = (1 << 20) / super::super::entry::LEAST_FOOTPRINT;
         let lies = lies_after(&KeyFilter::new(1 << 20, None), keys as u64);
         assert!(lies < 5_000, "{lies} false positives in 100,000");
