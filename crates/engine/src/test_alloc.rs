@@ -7,13 +7,18 @@ use std::cell::Cell;
 struct Counting;
 
 thread_local! {
-    // No destructor and a constant start: reading it never allocates.
+    // No destructor and a constant start: reading them never allocates.
     static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
 }
 
 fn count(delta: isize) {
-    // A thread being torn down has no counter left; its frees go uncounted.
-    let _ = LIVE.try_with(|c| c.set(c.get() + delta));
+    // A thread being torn down has no counters left; its frees go uncounted.
+    let _ = LIVE.try_with(|c| {
+        let live = c.get() + delta;
+        c.set(live);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(live)));
+    });
 }
 
 fn size(n: usize) -> isize {
@@ -63,4 +68,14 @@ static ALLOC: Counting = Counting;
 /// there).
 pub(crate) fn live_bytes() -> isize {
     LIVE.try_with(Cell::get).unwrap_or(0)
+}
+
+/// The most [`live_bytes`] reached since [`reset_peak`] (or the thread's start).
+pub(crate) fn peak_bytes() -> isize {
+    PEAK.try_with(Cell::get).unwrap_or(0)
+}
+
+/// Starts [`peak_bytes`] again from what is live now.
+pub(crate) fn reset_peak() {
+    let _ = PEAK.try_with(|p| p.set(live_bytes()));
 }

@@ -311,3 +311,7 @@ fn delete_empty_segments(storage: &dyn Storage, empty: &[u64]) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "recovery_memory_tests.rs"]
+mod memory_tests;

@@ -41,8 +41,9 @@ pub fn replay_segment(
     mut deliver: impl FnMut(ReplayedRecord) -> Result<()>,
 ) -> Result<ReplayEnd> {
     let name = segment_name(id);
-    let data = Bytes::from(crate::storage::read_all(storage, &name, IoPurpose::Log).ctx(&name)?);
-    if data.len() < SEGMENT_HEADER_LEN as usize && is_last {
+    let file = storage.open(&name).ctx(&name)?;
+    let len = file.len().ctx(&name)?;
+    if len < SEGMENT_HEADER_LEN && is_last {
         // A segment created just before a crash may not even hold its header (open deletes
         // such a segment before it replays).
         return Ok(ReplayEnd {
@@ -51,10 +52,25 @@ pub fn replay_segment(
             intact_after: false,
         });
     }
-    check_segment_header(&name, &data)?;
-    let start = start.max(SEGMENT_HEADER_LEN) as usize;
-    let mut pos = start;
-    let mut batch_start = start;
+    let head_len = SEGMENT_HEADER_LEN.min(len) as usize;
+    check_segment_header(
+        &name,
+        &file.read_at(0, head_len, IoPurpose::Log).ctx(&name)?,
+    )?;
+    // Only from `start` on: what is before it is in tables. The values delivered are slices
+    // of what is read, held until the memtable they fill is flushed: reading the whole
+    // segment held all of it (up to `vlog_segment_bytes`) for a short unflushed tail.
+    let base = start.max(SEGMENT_HEADER_LEN);
+    let tail_len = usize::try_from(len.saturating_sub(base))
+        .map_err(|_| Error::corruption(&name, base, "value-log segment too large to read"))?;
+    let data = match tail_len {
+        0 => Bytes::new(),
+        n => Bytes::from(file.read_at(base, n, IoPurpose::Log).ctx(&name)?),
+    };
+    // Offsets in the segment of `data`'s positions.
+    let at = |p: usize| base + p as u64;
+    let mut pos = 0;
+    let mut batch_start = 0;
     let mut pending: Vec<ReplayedRecord> = Vec::new();
     while pos < data.len() {
         match decode_record(&data[pos..]) {
@@ -68,7 +84,7 @@ pub fn replay_segment(
                     value: data.slice(key_at + rec.key.len()..pos + len),
                     addr: ValueAddr {
                         segment: id,
-                        offset: pos as u64,
+                        offset: at(pos),
                         len: len as u32,
                     },
                 });
@@ -89,7 +105,7 @@ pub fn replay_segment(
                 if !is_last {
                     return Err(Error::corruption(
                         &name,
-                        pos as u64,
+                        at(pos),
                         format!("bad value-log record ({e:?})"),
                     ));
                 }
@@ -97,7 +113,7 @@ pub fn replay_segment(
                 // rot in synced ones (recovery cannot tell them apart; it keeps those bytes).
                 let intact_after = (pos + 1..data.len()).any(|p| decode_record(&data[p..]).is_ok());
                 return Ok(ReplayEnd {
-                    end: batch_start as u64,
+                    end: at(batch_start),
                     dropped: (data.len() - batch_start) as u64,
                     intact_after,
                 });
@@ -108,18 +124,18 @@ pub fn replay_segment(
         if !is_last {
             return Err(Error::corruption(
                 &name,
-                batch_start as u64,
+                at(batch_start),
                 "batch without its end in a closed segment",
             ));
         }
         return Ok(ReplayEnd {
-            end: batch_start as u64,
+            end: at(batch_start),
             dropped: (data.len() - batch_start) as u64,
             intact_after: false,
         });
     }
     Ok(ReplayEnd {
-        end: pos as u64,
+        end: at(pos),
         dropped: 0,
         intact_after: false,
     })
