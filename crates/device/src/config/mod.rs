@@ -153,7 +153,8 @@ pub struct DeviceConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
-    /// Bytes of keys and values a memtable takes before it is flushed (the engine's
+    /// Bytes of memory a memtable takes before it is flushed: its entries, the records
+    /// their values keep, its search tree, key filter and point index (the engine's
     /// `Options::memtable_bytes`).
     pub memtable_bytes: usize,
     /// Bytes of table blocks cached (the engine's `Options::cache_bytes`; 0: none).
