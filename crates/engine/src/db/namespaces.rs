@@ -122,10 +122,9 @@ impl<F: Fn()> NamespaceAdmin<'_, F> {
         // the destroyed set (a background flush may then forget them at any time): the flag
         // is set under the commit queue's lock, where each write checks it (`commit`), the
         // writes queued before it are waited for, and so is the holder of the writer lock
-        // (GC's rewrites and backfills check the flag under it).
+        // (a write alone, GC's rewrites and backfills check the flag under it).
         self.take_offline(&e)?;
         self.writes.wait_queued();
-        drop(self.writes.writer.lock());
         // Its indexes go with it.
         let mut ids = vec![ns];
         ids.extend(self.versions.lock().namespaces.indexes_of(ns).map(|d| d.id));

@@ -118,20 +118,43 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         result
     }
 
-    /// Queues the write `records` of namespace `e` for group commit and returns its outcome.
-    /// It is refused if the namespace is destroyed or read-only, checked under the queue's
-    /// lock, where `destroy_namespace` and `set_read_only` set their flags: a write is
-    /// either queued before the flag holds (and `WriteQueue::wait_queued` after it waits
-    /// for the write) or refused.
+    /// Commits the write `records` of namespace `e` and returns its outcome. It is refused
+    /// if the namespace is destroyed or read-only. `destroy_namespace` and `set_read_only`
+    /// set their flags under the queue's lock, then `WriteQueue::wait_queued` waits for the
+    /// queue to drain and for the writer lock: so a write that checks the flags under
+    /// either lock, and holds it until it has committed, is either done before the flag
+    /// setter returns or refused.
+    ///
+    /// A write that needs no sync takes the writer lock and commits alone: a queue would
+    /// save it nothing (no sync to share) and cost each writer a sleep and a wake-up behind
+    /// its leader (4 writers on 2 CPUs put 0.64 times as fast through the queue). A sync
+    /// write joins the queue, where one sync covers a group of them.
     fn commit(&self, records: EncodedWrite, sync: bool, e: &NsEntry) -> Result<()> {
+        if !sync && !self.opts.sync {
+            let mut w = self.writes.writer.lock();
+            e.check_live()?;
+            e.check_writable()?;
+            let bytes = records.buf.len();
+            return self.commit_locked(&mut w, &mut [records], bytes, false);
+        }
+        let mut queue = self.writes.queue.lock();
+        e.check_live()?;
+        e.check_writable()?;
+        // Nobody queued and the writer lock free: commit alone, without joining the queue
+        // (no shared entry to make, no leader to wait for). The lock is taken before the
+        // queue's is let go, so `WriteQueue::wait_queued` waits for this write too.
+        if queue.is_empty() {
+            if let Some(mut w) = self.writes.writer.try_lock() {
+                drop(queue);
+                let bytes = records.buf.len();
+                return self.commit_locked(&mut w, &mut [records], bytes, sync);
+            }
+        }
         let me = Arc::new(PendingWrite {
             records: Mutex::new(Some(records)),
             sync,
             result: Mutex::new(None),
         });
-        let mut queue = self.writes.queue.lock();
-        e.check_live()?;
-        e.check_writable()?;
         queue.push_back(me.clone());
         loop {
             if let Some(r) = me.result.lock().take() {
@@ -189,7 +212,17 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         sync: bool,
     ) -> Result<()> {
         let mut guard = self.writes.writer.lock();
-        let w = &mut *guard;
+        self.commit_locked(&mut guard, group, bytes, sync)
+    }
+
+    /// [`commit_group`](Self::commit_group) under the writer lock `w`.
+    fn commit_locked(
+        &self,
+        w: &mut WriterState,
+        group: &mut [EncodedWrite],
+        bytes: usize,
+        sync: bool,
+    ) -> Result<()> {
         let now = self.uptime.ms();
         self.last_write_ms.store(now, Ordering::Relaxed);
         self.make_room(w)?;

@@ -30,16 +30,19 @@ pub(super) struct WriteQueue {
 }
 
 impl WriteQueue {
-    /// Returns once every write queued now is done (committed or failed): a leader takes
-    /// writes from the front in order, and pops each one only when its group is done.
+    /// Returns once every write queued or under way now is done (committed or failed): a
+    /// leader takes writes from the front in order, and pops each one only when its group is
+    /// done; a write that found the queue empty commits alone under the writer lock, taken
+    /// before it let the queue's go.
     pub(super) fn wait_queued(&self) {
         let mut queue = self.queue.lock();
-        let Some(last) = queue.back().cloned() else {
-            return;
-        };
-        while queue.iter().any(|p| Arc::ptr_eq(p, &last)) {
-            self.queue_cv.wait(&mut queue);
+        if let Some(last) = queue.back().cloned() {
+            while queue.iter().any(|p| Arc::ptr_eq(p, &last)) {
+                self.queue_cv.wait(&mut queue);
+            }
         }
+        drop(queue);
+        drop(self.writer.lock());
     }
 
     /// The seqno a read at `at` looks at (`None`: the newest visible now).
