@@ -18,6 +18,8 @@ mod key_filter;
 mod key_samples;
 mod point_index;
 mod search_tree;
+#[cfg(test)]
+mod test_keys;
 mod value;
 
 pub use value::MemValue;

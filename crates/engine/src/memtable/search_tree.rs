@@ -273,6 +273,7 @@ fn insert_in(
 mod tests {
     use super::super::entry::{free_node, new_node};
     use super::super::entry_list::EntryList;
+    use super::super::test_keys::{awkward_keys, order, xorshift};
     use super::*;
     use crate::key::{Kind, ValueAddr};
     use crate::memtable::MemValue;
@@ -313,15 +314,6 @@ mod tests {
                     }
                 }
             }
-        }
-    }
-
-    fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
-        move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
         }
     }
 
@@ -368,19 +360,7 @@ mod tests {
 
     #[test]
     fn slots_order_as_user_key_then_newest_seqno_whatever_their_lengths() {
-        // Short and long keys, zero bytes, prefixes of each other, across the head's end.
-        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
-        let mut keys: Vec<(Vec<u8>, SeqNo)> = Vec::new();
-        for _ in 0..2_000 {
-            let len = (next() % 40) as usize;
-            let user: Vec<u8> = (0..len)
-                .map(|_| [0u8, 1, 0xff][next() as usize % 3])
-                .collect();
-            for seq in [1, next() % 4] {
-                keys.push((user.clone(), seq));
-            }
-        }
-        let order = |a: &(Vec<u8>, SeqNo), b: &(Vec<u8>, SeqNo)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
+        let keys = awkward_keys();
         let entries: Vec<_> = keys.iter().map(|(k, s)| new_node(k, *s, val())).collect();
         let slot = |i: usize| Slot::new(&Probe::new(&keys[i].0, keys[i].1), entries[i].as_ptr());
         for i in 1..keys.len() {
@@ -406,7 +386,6 @@ mod tests {
             list.insert(&k, seq, val());
             model.push((k, seq));
         }
-        let order = |a: &(Vec<u8>, SeqNo), b: &(Vec<u8>, SeqNo)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
         model.sort_by(order);
         for _ in 0..5_000 {
             let want = (key(next()).into_bytes(), next() % 7);

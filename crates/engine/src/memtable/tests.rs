@@ -67,26 +67,9 @@ fn mem_iter_walks_from_a_start_key() {
 
 #[test]
 fn node_keys_order_as_user_key_then_newest_seqno() {
-    // Short and long keys, zero bytes, prefixes of each other, across the head's end.
-    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
-    // (user key, seqno) in memtable order: user ascending, seqno descending.
-    let mut keys: Vec<(Vec<u8>, SeqNo)> = Vec::new();
-    for _ in 0..2_000 {
-        let len = (next() % 40) as usize;
-        let user: Vec<u8> = (0..len)
-            .map(|_| [0u8, 1, 0xff][next() as usize % 3])
-            .collect();
-        for seq in [1, next() % 4] {
-            keys.push((user.clone(), seq));
-        }
-    }
-    let order = |a: &(Vec<u8>, SeqNo), b: &(Vec<u8>, SeqNo)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
+    // (user key, seqno), in no order.
+    let keys = super::test_keys::awkward_keys();
+    let order = super::test_keys::order;
     // The list keeps that order (its search tree compares heads, then lengths or whole
     // keys), each key and seqno once.
     let m = Memtable::new(1 << 20);
