@@ -186,7 +186,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         }
         drop(queue);
         // Never empty: the leader's own records are its to take.
-        let result = self.commit_group(&mut group, bytes, sync);
+        let result = self.commit_locked(&mut self.writes.writer.lock(), &mut group, bytes, sync);
         let mut queue = self.writes.queue.lock();
         for _ in 0..n {
             if let Some(p) = queue.pop_front() {
@@ -204,18 +204,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
     }
 
     /// Appends the records of a group to the value log (one append, one sync if `sync` or
-    /// `Options::sync`) and inserts them into the memtable.
-    pub(super) fn commit_group(
-        &self,
-        group: &mut [EncodedWrite],
-        bytes: usize,
-        sync: bool,
-    ) -> Result<()> {
-        let mut guard = self.writes.writer.lock();
-        self.commit_locked(&mut guard, group, bytes, sync)
-    }
-
-    /// [`commit_group`](Self::commit_group) under the writer lock `w`.
+    /// `Options::sync`) and inserts them into the memtable, under the writer lock `w`.
     fn commit_locked(
         &self,
         w: &mut WriterState,
