@@ -52,8 +52,9 @@ fn namespace_churn_leaves_nothing_behind() {
 /// and was queued only after the destroy (a writer thread descheduled in between) used to
 /// land in the memtable after the destroy forgot the id: entries of a namespace no tree
 /// owns, kept by every flush and compaction (a table holding them was left after
-/// `compact_all`). The check that decides is now made under the
-/// commit queue's lock, and the destroy waits for the writes queued before it.
+/// `compact_all`). The check that decides is now made under the commit queue's lock (a
+/// synced write) or the writer lock (this one), and the destroy waits for the writes queued
+/// before it and for the writer lock.
 #[test]
 fn a_write_stalled_past_its_live_check_does_not_outlive_a_destroy() {
     use crate::error::Error;

@@ -1,4 +1,5 @@
-//! The write path: group commit into the value log and the memtable, and room for it.
+//! The write path: writes into the value log and the memtable under the writer lock (synced
+//! ones by group commit, one sync a group), and room for them.
 
 use super::background_state::{on_job_thread, Background};
 use super::flush::Flusher;
@@ -54,7 +55,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         self.bg.check_open(self.closed)
     }
 
-    /// Writes `ops` to `ns` through group commit; `sync` asks for a synced log even when
+    /// Writes `ops` to `ns` (see `commit`); `sync` asks for a synced log even when
     /// `Options::sync` is off.
     pub(super) fn write(
         &self,
