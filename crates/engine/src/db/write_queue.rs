@@ -32,8 +32,8 @@ pub(super) struct WriteQueue {
 impl WriteQueue {
     /// Returns once every write queued or under way now is done (committed or failed): a
     /// leader takes writes from the front in order, and pops each one only when its group is
-    /// done; a write that found the queue empty commits alone under the writer lock, taken
-    /// before it let the queue's go.
+    /// done; a write that needs no sync commits alone under the writer lock, which it held
+    /// when it checked its namespace.
     pub(super) fn wait_queued(&self) {
         let mut queue = self.queue.lock();
         if let Some(last) = queue.back().cloned() {
