@@ -203,6 +203,11 @@ impl<'a, F: Fn()> WritePath<'a, F> {
         bytes: usize,
         sync: bool,
     ) -> Result<()> {
+        // Again under the lock: `close` syncs the log under it once `closed` is set, so a
+        // write that passed its first check while `close` ran would land after that sync.
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         let now = self.uptime.ms();
         self.last_write_ms.store(now, Ordering::Relaxed);
         self.make_room(w)?;
@@ -490,3 +495,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
 #[cfg(test)]
 #[path = "write_memory_tests.rs"]
 mod memory_tests;
+
+#[cfg(test)]
+#[path = "write_tests.rs"]
+mod tests;
