@@ -8,7 +8,7 @@ use super::namespace_set::NsEntry;
 use super::quota_state::{credit_holds, CapacityFlushes, Credit};
 use super::usage::Quotas;
 use super::versions::Versions;
-use super::write_queue::{PendingWrite, WriteQueue, WriterState, MAX_GROUP_BYTES};
+use super::write_queue::{PendingWrite, WriteQueue, WriterGuard, WriterState, MAX_GROUP_BYTES};
 use crate::error::{Error, Result};
 use crate::key::{self, Kind};
 use crate::memtable::MemValue;
@@ -17,7 +17,7 @@ use crate::row_cache::RowCache;
 use crate::stats::Counters;
 use crate::uptime::Uptime;
 use crate::vlog::{AppendError, EncodedWrite, RollError, Spans};
-use parking_lot::{Mutex, MutexGuard, RwLock};
+use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -448,7 +448,7 @@ impl<'a, F: Fn()> WritePath<'a, F> {
     /// The writer lock, for a write a background job makes. With a single background run,
     /// a writer holding the lock may be waiting for a flush only this run can make: it
     /// flushes while it waits.
-    pub(super) fn writer_for_job(&self) -> Result<MutexGuard<'a, WriterState>> {
+    pub(super) fn writer_for_job(&self) -> Result<WriterGuard<'a>> {
         if self.opts.background_threads >= 2 || !on_job_thread() {
             return Ok(self.writes.writer.lock());
         }
