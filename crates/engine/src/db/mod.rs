@@ -53,6 +53,7 @@ mod verify;
 mod versions;
 mod write;
 mod write_queue;
+mod writer_lock;
 
 pub use builder::DbBuilder;
 pub use checkpoint::{CheckpointInfo, CHECKPOINT_MARKER};

@@ -2,14 +2,14 @@
 //! the writes waiting to join a commit group.
 
 use super::log_syncs::LogSyncs;
+use super::writer_lock::WriterLock;
 use crate::error::Result;
 use crate::key::SeqNo;
 use crate::vlog::{EncodedWrite, VlogWriter};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, TryLockError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 pub(super) struct WriterState {
     pub(super) vlog: VlogWriter,
@@ -18,54 +18,12 @@ pub(super) struct WriterState {
     pub(super) buf: Vec<u8>,
 }
 
-/// The writer lock: std's mutex, not parking_lot's. A writer that finds parking_lot's lock
-/// held yields its CPU a few times before it sleeps, and with more writers than CPUs each
-/// yield runs another writer that finds the lock held too: 4 writers of 100-byte puts on 2
-/// CPUs switched context 0.4-0.8 times a put and put 0.7 times as fast as one writer. std's
-/// spins a little, then sleeps until woken, and the writer that holds the CPU takes the lock
-/// again: 0.015 switches a put, as fast as one writer. A poisoned lock is taken as it is (a
-/// write that panicked under it left the log and memtable as an error would).
-pub(super) struct WriterLock(std::sync::Mutex<WriterState>);
-
 pub(super) type WriterGuard<'a> = std::sync::MutexGuard<'a, WriterState>;
-
-impl WriterLock {
-    pub(super) fn new(w: WriterState) -> WriterLock {
-        WriterLock(std::sync::Mutex::new(w))
-    }
-
-    pub(super) fn lock(&self) -> WriterGuard<'_> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(super) fn try_lock(&self) -> Option<WriterGuard<'_>> {
-        match self.0.try_lock() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        }
-    }
-
-    /// The lock if it comes free within `wait`, asked for every 50 us (std's has no timed
-    /// wait; only a background job of a single runner waits this way).
-    pub(super) fn try_lock_for(&self, wait: Duration) -> Option<WriterGuard<'_>> {
-        let until = Instant::now() + wait;
-        loop {
-            if let Some(g) = self.try_lock() {
-                return Some(g);
-            }
-            if Instant::now() >= until {
-                return None;
-            }
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-}
 
 /// The write path's shared state: the commit queue, the log writer its leaders append with,
 /// and how far writes are visible.
 pub(super) struct WriteQueue {
-    pub(super) writer: WriterLock,
+    pub(super) writer: WriterLock<WriterState>,
     pub(super) queue: Mutex<VecDeque<Arc<PendingWrite>>>,
     pub(super) queue_cv: Condvar,
     /// Highest seqno whose write is complete; reads see everything at or below it.
