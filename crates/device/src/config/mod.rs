@@ -163,7 +163,8 @@ pub struct EngineConfig {
     /// engine's `Options::cache_filters_and_indexes`; default off).
     pub cache_filters_and_indexes: bool,
     /// Bytes of recently read records' values cached (the engine's
-    /// `Options::row_cache_bytes`; 0: off). Default [`DEFAULT_ROW_CACHE_BYTES`].
+    /// `Options::row_cache_bytes`; 0: off). Default off, as the engine's: on data the page
+    /// cache holds, a get through the device runs faster without it (`docs/device.md`).
     pub row_cache_bytes: u64,
     /// Bytes the open tables' point indexes may keep in memory together (the engine's
     /// `Options::point_index_memory_bytes`; default 256 MiB, some 12 million keys; 0: none,
@@ -206,7 +207,7 @@ impl Default for EngineConfig {
             memtable_bytes: o.memtable_bytes,
             cache_bytes: o.cache_bytes,
             cache_filters_and_indexes: o.cache_filters_and_indexes,
-            row_cache_bytes: DEFAULT_ROW_CACHE_BYTES,
+            row_cache_bytes: o.row_cache_bytes,
             point_index_memory_bytes: o.point_index_memory_bytes,
             background_threads: o.background_threads,
             layout: "per_namespace".into(),
@@ -219,11 +220,6 @@ impl Default for EngineConfig {
         }
     }
 }
-
-/// The device's row cache unless set (`engine.row_cache_bytes`): 256 MiB, about 1% of a
-/// 24 GiB machine, beside the block cache (64 MiB) and three 64 MiB memtables; it holds some
-/// 220,000 records of 1 KiB (`docs/device.md`, Memory). The engine's own default is off.
-pub const DEFAULT_ROW_CACHE_BYTES: u64 = 256 << 20;
 
 /// The address the native protocol serves on unless told otherwise (loopback only); 4420,
 /// the IANA port of NVMe/TCP, belongs to the NVMe/TCP target (`nvme_listen`).
@@ -484,14 +480,10 @@ mod tests {
     }
 
     #[test]
-    fn row_cache_has_a_device_default_a_setting_and_an_off() {
+    fn row_cache_is_off_unless_set() {
         let d = DeviceConfig::default();
-        assert_eq!(d.engine_options().row_cache_bytes, DEFAULT_ROW_CACHE_BYTES);
-        assert_eq!(
-            Options::default().row_cache_bytes,
-            0,
-            "the engine's own default is off"
-        );
+        assert_eq!(d.engine_options().row_cache_bytes, 0);
+        assert_eq!(Options::default().row_cache_bytes, 0);
         let c: DeviceConfig = toml::from_str("[engine]\nrow_cache_bytes = 33554432\n").unwrap();
         assert!(c.validate().is_ok());
         assert_eq!(c.engine_options().row_cache_bytes, 32 << 20);

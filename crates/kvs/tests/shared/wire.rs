@@ -23,7 +23,8 @@ pub fn host_secret() -> String {
 }
 
 /// A device on `dir` serving `wire`, with a memtable of `memtable_bytes` (small: the tests'
-/// data reach the tables).
+/// data reach the tables) and a small row cache (off by default: its gets and evictions racing
+/// the writes stay covered through both wires).
 pub fn start(dir: &Path, wire: Wire, memtable_bytes: usize) -> DeviceHandle {
     let mut c = DeviceConfig {
         data_dir: dir.to_path_buf(),
@@ -33,6 +34,7 @@ pub fn start(dir: &Path, wire: Wire, memtable_bytes: usize) -> DeviceHandle {
     };
     c.engine.memtable_bytes = memtable_bytes;
     c.engine.cache_bytes = 8 << 20;
+    c.engine.row_cache_bytes = 1 << 20;
     if wire == Wire::Nvme {
         c.nvme_listen = Some("127.0.0.1:0".into());
         c.nvme.hosts.insert(HOSTNQN.into(), vec!["*".into()]);

@@ -85,12 +85,17 @@ pub fn sql_of(q: &FlightQuery) -> Result<String> {
     })
 }
 
+/// PostgreSQL's own `shared_buffers` (128 MB): the peer never runs with less than it ships with.
+const PG_DEFAULT_SHARED_BUFFERS: u64 = 128 << 20;
+
 /// The settings that match a local device's defaults (`flights_device.rs` starts it with
-/// them): its block and row caches as `shared_buffers`; `synchronous_commit` as its `sync`.
+/// them): its block and row caches as `shared_buffers`, at least PostgreSQL's default;
+/// `synchronous_commit` as its `sync`.
 pub fn device_settings() -> Settings {
     let device = local_device::config(std::path::Path::new("."));
+    let caches = device.engine.cache_bytes + device.engine.row_cache_bytes;
     Settings {
-        shared_buffers_bytes: device.engine.cache_bytes + device.engine.row_cache_bytes,
+        shared_buffers_bytes: caches.max(PG_DEFAULT_SHARED_BUFFERS),
         synchronous_commit: device.sync,
     }
 }
